@@ -162,3 +162,76 @@ def test_five_fast_edits_paint_only_the_final_plan(server, browser):
     req = json.loads(browser.find_element("id", "plan-request").get_attribute("data-request"))
     assert (req["model"], req["tp"], req["max_model_len"], req["kv_cache_dtype"]) == (
         "meta-llama/Meta-Llama-3.1-70B", 4, "32K", "fp8")
+
+
+SET_FIELD = """const e = document.getElementById(arguments[0]); e.value = arguments[1];
+e.dispatchEvent(new Event("change"));"""
+# the page's next /api/serving answer held back until the test lets it through (window.__release), so the test decides
+# when it arrives: after the field changed, before the new request goes out (600 ms later)
+HOLD_NEXT_ANSWER = """const fetch0 = window.fetch; window.__release = null;
+window.fetch = async (url, opts) => { const r = await fetch0(url, opts);
+  if (url === "/api/serving" && !window.__held) {
+    window.__held = true; await new Promise((go) => { window.__release = go; }); }
+  return r; };"""
+CLEAR_THEN_RELEASE = """const e = document.getElementById("client_latency"); e.value = "";
+e.dispatchEvent(new Event("change")); window.__release();"""
+
+
+def _serving_answer(browser) -> dict:
+    return json.loads(browser.find_element("id", "serving-requests").get_attribute("data-request"))
+
+
+def _version(browser) -> int:
+    return int(browser.find_element("id", "status").get_attribute("data-version"))
+
+
+def test_client_latency_field_reruns_and_never_paints_a_stale_answer(server, browser):
+    from kvledger.report.webapp import serving_payload
+
+    def direct(latency: str | None) -> float:
+        return serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms",
+                               "OpenAI:gpt-4.1", num_requests=60, client_latency=latency)["headline"][
+                                   "capacity_req_per_s"]
+
+    browser.get(server + "/")
+    _wait_version(browser, 0)
+    browser.execute_script(SET_FIELD, "num_requests", "60")
+    browser.execute_script(SET_FIELD, "client_latency", "30ms")
+    v = _version(browser)
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "serving ready"
+    assert browser.find_element("id", "client-latency-note").text.startswith(
+        "client latency 30 ms added to every request's TTFT and E2E (not TPOT/ITL)")
+    assert _serving_answer(browser)["client_latency"] == "30ms" and _card(browser, "capacity") == direct("30ms")
+    # the field changed: the answer shown no longer answers the form, so it goes at once, and the panel asks again
+    v = _version(browser)
+    browser.execute_script(SET_FIELD, "client_latency", "")
+    assert browser.find_elements("id", "serving-stale") and not browser.find_elements("id", "client-latency-note")
+    assert _wait_version(browser, v, 120) == "serving ready"
+    assert _serving_answer(browser).get("client_latency") is None and _card(browser, "capacity") == direct(None)
+    assert not browser.find_elements("id", "client-latency-note")
+    # pressed with 30 ms; its answer back but held; the field cleared, then the answer let through at once (before
+    # the request for the cleared field goes out): the 30 ms answer is never painted, only the next one
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.execute_script(SET_FIELD, "client_latency", "30ms")
+    browser.execute_script(HOLD_NEXT_ANSWER)
+    v = _version(browser)
+    browser.find_element("id", "run-serving").click()
+    WebDriverWait(browser, 120).until(lambda b: b.execute_script("return window.__release !== null"))
+    browser.execute_script(CLEAR_THEN_RELEASE)
+    assert _wait_version(browser, v, 120) == "serving ready"
+    time.sleep(1.0)  # nothing else may be painted after it
+    assert _version(browser) == v + 1 and not browser.find_elements("id", "client-latency-note")
+    assert _serving_answer(browser).get("client_latency") is None
+
+
+def test_a_bad_client_latency_is_shown_as_the_fields_error(server, browser):
+    browser.get(server + "/")
+    _wait_version(browser, 0)
+    browser.execute_script(SET_FIELD, "client_latency", "-5ms")
+    v = _version(browser)
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 60) == "error"
+    assert browser.find_element("id", "error").text.startswith(
+        "invalid parameter: client_latency '-5ms' must be a finite, non-negative duration")

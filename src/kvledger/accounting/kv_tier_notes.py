@@ -9,8 +9,9 @@ __all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX"]
 HOST_GIB_PER_GPU_MAX = 4096
 
 
-def tier_notes(plan, tiers, out) -> list[str]:
-    """Notes for ``build_tier_plan``: store/load rule, what is assumed, what is not modelled."""
+def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list[str]:
+    """Notes for ``build_tier_plan``: store/load rule, what is assumed, what is not modelled (``priced_by``: what
+    prices the recompute side, in words)."""
     eng = plan.settings.engine
     notes = []
     ranks = plan.settings.tp * plan.settings.pp
@@ -41,5 +42,5 @@ def tier_notes(plan, tiers, out) -> list[str]:
         notes.append("NVMe and remote bandwidths are assumptions (one PCIe Gen4 x4 drive; a 400 Gb/s NIC per GPU); "
                      "pass measured figures with --nvme-read-bandwidth / --network-bandwidth")
     notes.append(f"host link achievable fraction {tiers.link_fraction:g} of the per-direction peak is an assumption "
-                 "(--link-fraction); the recompute side is the plan's roofline at its achievable fractions")
+                 f"(--link-fraction); the recompute side is priced by {priced_by} at its achievable fractions")
     return notes

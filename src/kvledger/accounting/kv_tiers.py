@@ -8,7 +8,8 @@ computes the last token) reaches its first token after
     load, vLLM: N·b / BW_tier + T(S | N)          (the connector's load ends before the request is scheduled)
     load, SGLang HiCache: max(N·b / BW_tier, T(S | N))   (load_back runs layer by layer beside the forward pass)
 
-with ``T(n | c)`` the roofline prefill step of ``n`` new tokens after ``c`` cached ones (``Plan.step_cost``), ``b`` the
+with ``T(n | c)`` the prefill step of ``n`` new tokens after ``c`` cached ones (``Plan.step_cost``'s roofline, or the
+step cost a simulating command passes: ``TierPlan.priced_by``), ``b`` the
 KV bytes per token per GPU and ``BW_tier`` the tier's read bandwidth into HBM. Below the roofline's ridge a prefill
 step is weight-bound, so recomputing a short prefix costs almost nothing and loading it loses; the break-even is the
 smallest ``N`` from which loading stays faster, found by a geometric scan and integer bisection.
@@ -33,7 +34,11 @@ from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s"]
+__all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s", "PLAN_ROOFLINE"]
+
+PLAN_ROOFLINE = "the plan's roofline alone (no host term; `simulate` and `offload` price these steps with the engine's)"
+"""The break-evens' default step cost in words: ``plan`` prices the prefill steps on the memory plan's roofline, as
+its roofline table does; the commands that simulate pass their own step cost."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,8 @@ class TierPlan:
     tiers: tuple[Tier, ...]
     break_even: tuple[TierBreakEven, ...]
     notes: tuple[str, ...]
+    priced_by: str = PLAN_ROOFLINE
+    """What priced the prefill steps of the break-evens (``build_tier_plan``'s ``step_cost``)."""
 
     def tier(self, name: str) -> Tier | None:
         return next((t for t in self.tiers if t.name == name), None)
@@ -105,7 +112,7 @@ class TierPlan:
 
 
 def prefill_s(rc, new_tokens: int, cached_tokens: int) -> float:
-    """Roofline time of one step prefilling ``new_tokens`` after ``cached_tokens`` cached ones, s."""
+    """Time of one step prefilling ``new_tokens`` after ``cached_tokens`` cached ones on ``rc``, s."""
     n, c = new_tokens, cached_tokens
     return rc.step_time_s(StepShape(n, 1, c + n, n * c + n * (n + 1) / 2, 0, 0))
 
@@ -203,8 +210,10 @@ def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
     return out
 
 
-def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1) -> TierPlan:
-    """The tier table and break-evens for ``plan`` (module doc).
+def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1, step_cost: Any = None,
+                    priced_by: str = PLAN_ROOFLINE) -> TierPlan:
+    """The tier table and break-evens for ``plan`` (module doc), the prefill steps priced by ``step_cost`` (a
+    StepCostModel, ``priced_by`` its name in words; None: the plan's roofline).
 
     Raises:
         InputError: tier settings the engine refuses or ignores, a model it cannot offload, suffix < 1.
@@ -229,10 +238,12 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1) 
     out += _disk_tiers(plan, tiers, link)
     if len(out) > 1:
         require_link_bytes_per_s(plan.gpu, "host", "a KV tier below HBM (offloading)")
-    rc = plan.step_cost()
+    rc = plan.step_cost() if step_cost is None else step_cost
     overlapped = s.engine == "sglang"
     max_tokens = max(2, m.max_model_len - suffix_tokens)
     be = tuple(tier_break_even(rc, t, bpt, suffix_tokens, max_tokens, overlapped) for t in out if t.name != "hbm")
     from kvledger.accounting.kv_tier_notes import tier_notes
 
-    return TierPlan(s.engine, tiers.echo(), bpt, tuple(out), be, tuple(tier_notes(plan, tiers, out)))
+    priced_by = PLAN_ROOFLINE if step_cost is None else priced_by
+    return TierPlan(s.engine, tiers.echo(), bpt, tuple(out), be, tuple(tier_notes(plan, tiers, out, priced_by)),
+                    priced_by)

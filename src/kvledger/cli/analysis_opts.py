@@ -11,7 +11,8 @@ from kvledger.cli.flag_groups import EngineFlags, option
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
 __all__ = ["list_items", "load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT",
-           "UTIL_OPT", "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option"]
+           "UTIL_OPT", "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option",
+           "GPU_PROFILE_OPT", "GEMM_OPT", "EAGER_OPT", "WDDM_OPT", "pricing_flags"]
 
 MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or "
                                      "folder, or a Hub id.")
@@ -26,10 +27,15 @@ VERSION_OPT = option(EngineFlags, "engine_version", help="vLLM version whose rul
 BW_OPT = option(EngineFlags, "achievable_bandwidth_fraction", also=("--bandwidth-fraction",),
                 help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as "
                      "plan's; --bandwidth-fraction is the old spelling.")
-FLOPS_OPT = option(EngineFlags, "achievable_flops_fraction", 0.7, also=("--flops-fraction",),
+FLOPS_OPT = option(EngineFlags, "achievable_flops_fraction", None, also=("--flops-fraction",),
                    help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; "
                         "--flops-fraction is the old spelling.")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
+# simulate's flags that price a step (cli/flag_groups.py EngineFlags), for the judgments priced as simulate prices
+GPU_PROFILE_OPT = option(EngineFlags, "gpu_profile")
+GEMM_OPT = option(EngineFlags, "gemm_efficiency")
+EAGER_OPT = option(EngineFlags, "enforce_eager")
+WDDM_OPT = option(EngineFlags, "wddm")
 
 
 def list_items(items: list[str] | None, what: str) -> list[str]:
@@ -61,8 +67,9 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
                 gpu_memory_utilization: float | None = None, available_kv_memory: str | None = None,
                 block_size: int | None = None, engine_version: str | None = None,
                     bandwidth_fraction: float | None = None,
-                flops_fraction: float = 0.7, **extra: Any):
-    """(ModelSpec, GpuSpec, PlanSettings) from the CLI options; errors are KvLedgerError subclasses."""
+                flops_fraction: float | None = None, **extra: Any):
+    """(ModelSpec, GpuSpec, PlanSettings) from the CLI options (a fraction not given: 0.7 FLOP/s, 0.8 bandwidth, which
+    ``plan_pricing.priced_settings`` replaces by the GPU profile's); errors are KvLedgerError subclasses."""
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
@@ -74,8 +81,16 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
         available_kv_memory_bytes=parse_memory_flag(available_kv_memory,
                                                     what="--available-kv-memory") if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
-            achievable_flops_fraction=flops_fraction, **extra)
+            achievable_flops_fraction=0.7 if flops_fraction is None else flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
+
+
+def pricing_flags(gpu_profile: str | None = None, gemm_efficiency: str | None = None,
+                  flops_fraction: float | None = None, bandwidth_fraction: float | None = None):
+    """``simulate``'s pricing flags outside the plan settings (``analyses.serving.plan_pricing.PricingFlags``)."""
+    from kvledger.analyses.serving.plan_pricing import PricingFlags
+
+    return PricingFlags(gpu_profile, gemm_efficiency, flops_fraction, bandwidth_fraction)
 
 
 def gib_option(v: str | None, what: str) -> float | None:

@@ -8,7 +8,18 @@ import math
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, UTIL_OPT, VERSION_OPT
+from kvledger.cli.analysis_opts import (
+    EAGER_OPT,
+    GEMM_OPT,
+    GPU_OPT,
+    GPU_PROFILE_OPT,
+    JSON_OPT,
+    MAX_LEN_OPT,
+    MODEL_ARG,
+    UTIL_OPT,
+    VERSION_OPT,
+    WDDM_OPT,
+)
 from kvledger.cli.flag_groups import GroupUse, WorkloadFlags, with_groups
 from kvledger.report.disagg_view import render_disagg as _render
 
@@ -84,7 +95,9 @@ def disagg(
                                                                           "meeting the attainment target (slow: ~10 "
                                                                           "runs each)."),
     max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
-    engine_version: str | None = VERSION_OPT, as_json: bool = JSON_OPT,
+    engine_version: str | None = VERSION_OPT, gpu_profile: str | None = GPU_PROFILE_OPT,
+    gemm_efficiency: str | None = GEMM_OPT, enforce_eager: bool | None = EAGER_OPT, wddm: bool | None = WDDM_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """Colocated vs prefill/decode-disaggregated serving on the same GPUs: TTFT, ITL, TPOT, goodput per GPU, KV
     transfer."""
@@ -93,7 +106,7 @@ def disagg(
 
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_SLO, DisaggStudy
     from kvledger.analyses.judgments.pd_disagg_summary import analyse_disagg
-    from kvledger.cli.analysis_opts import load_target
+    from kvledger.cli.analysis_opts import load_target, pricing_flags
     from kvledger.dynamics.engine.kv_transfer import link_from_gpu
     from kvledger.dynamics.workload.traces import load_trace
     from kvledger.errors import InputError
@@ -104,15 +117,17 @@ def disagg(
     dtp = tp if decode_tp is None else decode_tp
     n, splits = _split(num_gpus, prefill_gpus, decode_gpus, ptp, dtp)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
-                                    gpu_memory_utilization=gpu_memory_utilization, engine_version=engine_version)
+                                    gpu_memory_utilization=gpu_memory_utilization, engine_version=engine_version,
+                                    enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     kv_link = link_from_gpu(g, link, parse_duration_s(transfer_latency, what="--transfer-latency"))
-    cost = None
+    cost = info = None
     if step_cost is not None:
         from kvledger.accounting.calibration_profile import profile_step_cost
 
-        cost, _ = profile_step_cost(step_cost, spec.name, g.name, tp)
+        cost, info = profile_step_cost(step_cost, spec.name, g.name, tp)
     study = DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if slo is None else slo), target=attainment,
-                        first_token=first_token, router=router, step_cost=cost)
+                        first_token=first_token, router=router, step_cost=cost, step_cost_info=info,
+                        pricing=pricing_flags(gpu_profile, gemm_efficiency))
 
     def load(r: float | None):
         return load_trace(trace, num_requests=num_requests, rate=r, seed=seed)

@@ -30,6 +30,9 @@ def offload(
         None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
                                                       "it (with the GPU price: the tier's cost lines)."),
     old_host_price: str | None = typer.Option(None, "--host-usd-per-gib-hour", hidden=True),
+    gpu_profile: str | None = option(EngineFlags, "gpu_profile"),
+    gemm_efficiency: str | None = option(EngineFlags, "gemm_efficiency"),
+    enforce_eager: bool | None = option(EngineFlags, "enforce_eager"), wddm: bool | None = option(EngineFlags, "wddm"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
@@ -39,6 +42,7 @@ def offload(
     from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
+    from kvledger.cli.analysis_opts import pricing_flags
     from kvledger.cli.tier_opts import tier_settings
     from kvledger.errors import InputError
     from kvledger.report.offload_view import render_offload
@@ -51,12 +55,14 @@ def offload(
 
     cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
                                           if max_model_len else None)
-    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap)
+    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
+                             enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=gpu_usd_per_hour,
-                          host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source)
+                          host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
+                          pricing=pricing_flags(gpu_profile, gemm_efficiency))
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

@@ -58,6 +58,7 @@ def report(
                                                                    "simulate --help)."),
     gpu_profile: str | None = option(EngineFlags, "gpu_profile"),
     wddm: bool = option(EngineFlags, "wddm", False),
+    client_latency: str | None = option(EngineFlags, "client_latency"),
     utilization: float | None = typer.Option(None, "--utilization", help="Override: average load ÷ capacity over the "
                                                                          "billed hours, (0, 1] (default: the volume's "
                                                                          "realized utilization).", show_default=False),
@@ -109,7 +110,8 @@ def report(
     engine = {k: v for k, v in (("tp", tp), ("engine_version", engine_version), ("max_model_len", max_model_len),
                                 ("gpu_memory_utilization", gpu_memory_utilization), ("kv_cache_dtype", kv_cache_dtype),
                                 ("max_num_seqs", max_num_seqs), ("step_cost", step_cost),
-                                ("gpu_profile", gpu_profile), ("wddm", wddm or None)) if v is not None}
+                                ("gpu_profile", gpu_profile), ("wddm", wddm or None),
+                                ("client_latency", client_latency)) if v is not None}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, seed=seed,
                         target=target,
                         engine=engine, utilization=utilization, max_utilization=max_utilization,
@@ -141,6 +143,11 @@ def report(
 
         for line in report_answer_lines(data.cost):
             typer.echo(line)
+        from kvledger.analyses.serving.client_latency import client_latency_of
+
+        got = client_latency_of(client_latency)  # simulate's note: what every TTFT and E2E gained, and from where
+        if got is not None:
+            typer.echo(f"note: {got.note()}")
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {png}" if png else ""))
 
 

@@ -36,7 +36,7 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
-                                     "cpu_overhead", "gpu_profile", "wddm"),
+                                     "cpu_overhead", "gpu_profile", "wddm", "client_latency"),
                   defaults={"step_cost": "roofline"})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
@@ -225,7 +225,7 @@ def register(app: typer.Typer) -> None:
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                           cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
-                          gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm))
+                          gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm), client_latency=e.client_latency)
         axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
                      prefix_caching, splits_of(disagg_splits) if disagg else ())
         if e.gpu_profile is not None and axes.gpus:

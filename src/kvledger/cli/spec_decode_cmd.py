@@ -12,17 +12,22 @@ from kvledger.cli.analysis_opts import (
     AVAIL_OPT,
     BLOCK_OPT,
     BW_OPT,
+    EAGER_OPT,
     FLOPS_OPT,
+    GEMM_OPT,
     GPU_OPT,
+    GPU_PROFILE_OPT,
     JSON_OPT,
     MAX_LEN_OPT,
     MODEL_ARG,
     TP_OPT,
     UTIL_OPT,
     VERSION_OPT,
+    WDDM_OPT,
     list_items,
     load_target,
     parse_token_list,
+    pricing_flags,
 )
 from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.spec_decode_view import render_spec_decode as _render
@@ -67,7 +72,8 @@ def spec_decode(
     tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
     available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
     engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT,
-        flops_fraction: float = FLOPS_OPT,
+        flops_fraction: float | None = FLOPS_OPT, gpu_profile: str | None = GPU_PROFILE_OPT,
+    gemm_efficiency: str | None = GEMM_OPT, enforce_eager: bool | None = EAGER_OPT, wddm: bool | None = WDDM_OPT,
     as_json: bool = JSON_OPT,
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
                                                           "to overwrite without --force."),
@@ -78,6 +84,7 @@ def spec_decode(
     from rich.console import Console
 
     from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
+    from kvledger.analyses.serving.plan_pricing import priced_settings
     from kvledger.units import parse_tokens
 
     check_plot_path(plot, force)
@@ -85,11 +92,14 @@ def spec_decode(
                                     gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size,
                                         engine_version=engine_version,
-                                    bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction)
+                                    bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction,
+                                    enforce_eager=bool(enforce_eager), wddm=bool(wddm))
+    pricing = pricing_flags(gpu_profile, gemm_efficiency, flops_fraction, bandwidth_fraction)
+    settings = priced_settings(settings, g, pricing)  # the fractions simulate plans with (plan_pricing.py)
     ctx = parse_tokens(context, what="--context")
     r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance,
                             draft=make_draft(draft_model, draft_cost_fraction), context_tokens=ctx,
-                            flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"))
+                            flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"), pricing=pricing)
     wanted = _rates(rates)
     if wanted is not None:
         from dataclasses import replace
@@ -101,7 +111,7 @@ def spec_decode(
         pt = parse_tokens(prompt_tokens, what="--prompt-tokens") if prompt_tokens else ctx
         sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model,
                                                                                           draft_cost_fraction),
-                             draft_tokens, acceptance)
+                             draft_tokens, acceptance, pricing)
         rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
         r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
                                                  output_tokens=output_tokens, seed=seed))

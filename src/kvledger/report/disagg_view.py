@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.report.step_cost_view import step_cost_lines
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def render_disagg(r: DisaggReport, console) -> None:
                   f"offered; "
                   f"SLO {r.slo['text']}")
     console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")
+    for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
+        console.print(line)
     searched = any(x.max_rate_search is not None for x in r.deployments)
     cols = ["deployment", "GPUs", "TTFT p50/p90/p99", "ITL p50/p90/p99", "TPOT p50/p90/p99", "req/s", "good",
             "goodput req/s/GPU", "KV transfer mean/p99", "preemptions"] + (["max rate/GPU"] if searched else [])

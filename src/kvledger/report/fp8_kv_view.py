@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.report.step_cost_view import step_cost_lines
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
         t.add_row(("[bold]" if b.batch == r.concurrency else "") + str(b.batch), be, cf, b.regime,
                   b.short_context_bound)
     console.print(t)
-    t = table(f"Decode step vs context at batch {r.concurrency} (roofline + FP8 overhead; data for a plot: --json → "
-              f"curve)",
+    for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
+        console.print(line)
+    t = table(f"Decode step vs context at batch {r.concurrency} (the step cost above + FP8 overhead; data for a plot: "
+              f"--json → curve)",
               "context", "bf16 step", "fp8 step", "of which FP8 overhead", "fp8 gain", "KV read bf16 → fp8",
                   "bound bf16/fp8", "fits bf16/fp8")
     for p in r.curve:

@@ -31,9 +31,9 @@ def render_kv_tiers(tp: TierPlan, console) -> None:
                   f"{x.read_bytes_per_s / 1e9:,.1f} GB/s", x.capacity_rule, x.bandwidth_source)
     console.print(t)
     top = f"@{tp.break_even[0].max_tokens:,}" if tp.break_even else "@max"  # the scan's end: max_model_len − suffix
-    t = table("Load a cached prefix or recompute it (TTFT of a request with that prefix; roofline prefill; "
-              f"{top} tokens: the longest prefix, max_model_len − suffix)", "tier", "rule", "break-even prefix",
-              "load path @1K", "recompute @1K", f"load path {top}", f"recompute {top}")
+    t = table(f"Load a cached prefix or recompute it (TTFT of a request with that prefix; prefill priced by "
+              f"{tp.priced_by}; {top} tokens: the longest prefix, max_model_len − suffix)", "tier", "rule",
+              "break-even prefix", "load path @1K", "recompute @1K", f"load path {top}", f"recompute {top}")
     for b in tp.break_even:
         t.add_row(b.tier, b.rule, _be_cell(b), f"{b.load_s_per_1k * 1e3:.2f} ms",
                   f"{b.recompute_s_per_1k * 1e3:.2f} ms",

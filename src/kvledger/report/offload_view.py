@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.report.kv_tiers_view import render_kv_tiers
+from kvledger.report.step_cost_view import step_cost_lines
 from kvledger.report.tables import table
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     w, s = rep.workload, rep.stats
     console.print(tier_verdict_line(rep.judgment, workload=rep.workload["kind"]))
     console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rep.engine_version} rules")
+    for line in step_cost_lines(rep.step_cost) if rep.step_cost else ():  # as simulate prints its step cost
+        console.print(line)
     render_kv_tiers(rep.tiers, console)
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
                   f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py); context cap "

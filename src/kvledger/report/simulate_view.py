@@ -7,8 +7,9 @@ from pathlib import Path
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.ledgers.error_band import scope_words
+from kvledger.report.step_cost_view import priced_by, step_cost_lines
 
-__all__ = ["render_summary", "render_bands", "priced_by"]
+__all__ = ["render_summary", "render_bands", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
 
 _BAND_LABELS = {"ttft_mean": ("TTFT mean", 1e3, "ms"), "tpot_mean": ("TPOT mean", 1e3, "ms"),
                 "throughput": ("throughput at saturation", 1.0, "req/s")}
@@ -61,17 +62,6 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                   "of means and saturation throughput only (docs/validation.md §2.3; --json: band_coverage)[/]")
 
 
-def priced_by(cost: dict) -> str:
-    """Which calibration scope priced the steps (docs/calibration/guide.md): ``gpu: GPU profile FILE (fitted on …)``,
-    ``model (…)`` or ``uncalibrated``."""
-    if cost.get("priced_by"):
-        return str(cost["priced_by"])
-    scope = str(cost.get("scope") or "uncalibrated")
-    if scope.startswith("model"):
-        return f"model: {cost.get('name')}" + (" (bundled measurements)" if "bundled" in scope else "")
-    return scope + (" (roofline at the default or given fractions; no GPU profile)" if scope == "uncalibrated" else "")
-
-
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x * 1e3:,.1f}"
 
@@ -107,8 +97,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
                   f"scheduling {eng['scheduling_policy']}")
-    console.print(f"[bold]step cost[/]: {cost['name']} — {cost['source']}")
-    console.print(f"[bold]priced by[/]: {priced_by(cost)}")
+    for line in step_cost_lines(cost):
+        console.print(line)
     t = Table(title="latency (ms)", show_edge=False)
     for c in ("metric", "mean", "p50", "p90", "p99", "n"):
         t.add_column(c, justify="right" if c != "metric" else "left")

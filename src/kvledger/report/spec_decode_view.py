@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.report.step_cost_view import step_cost_lines
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -21,7 +22,10 @@ def render_spec_decode(r: SpecReport, console) -> None:
     console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
                   f"{sm.draft_tokens}, "
                   f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
-    t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
+    for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
+        console.print(line)
+    t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, the step "
+              "cost above)",
               "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
               "GEMMs plain/verify", "fits")
     for x in r.rows:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
@@ -83,17 +83,19 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
-                    wddm: bool = False) -> dict[str, Any]:
+                    wddm: bool = False, client_latency: str | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
-    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline; ``wddm``: as ``--wddm``."""
+    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline; ``wddm``: as ``--wddm``;
+    ``client_latency``: as ``--client-latency`` (added to every TTFT and E2E; the headline carries its note)."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.ranges import range_for
     from kvledger.report.decision_view import not_steady_lines
     from kvledger.report.figures_serving import serving_figures
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
+    client = _client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
-              **({"wddm": True} if wddm else {})}
+              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
@@ -107,8 +109,21 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
                 "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
-                "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
+                "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,
+                "client_latency": client.note() if client is not None else None}  # simulate's line: what, and whence
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
+
+
+def _client_latency(text: str | None) -> Any:
+    """``--client-latency`` read as the CLI's flag reads it (a duration with its unit, [0, 10] s; not a profile's
+    set-up, which only ``validate`` takes): a ``ClientLatency``, or None when empty or zero."""
+    from kvledger.analyses.serving.client_latency import FLAG, client_latency_of
+    from kvledger.ranges import check_options
+
+    if text is None or not text.strip():
+        return None
+    check_options("simulate", {"client_latency": text.strip()}, {"client_latency": FLAG})
+    return client_latency_of(text.strip())
 
 
 class _Plan(BaseModel):
@@ -136,7 +151,22 @@ class _Serving(BaseModel):
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None
     wddm: bool = False
+    client_latency: str | None = None
     request_id: int | None = None
+
+    @field_validator("client_latency")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        """``--client-latency``'s rule (a duration with its unit, [0, 10] s), refused as this field's error."""
+        import re
+
+        from kvledger.errors import InputError
+
+        try:
+            got = _client_latency(v)
+        except InputError as err:
+            raise ValueError(re.sub(r"^--client-latency:? ", "", str(err))) from None
+        return None if got is None else v.strip()
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):
@@ -222,7 +252,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
             trace = check_web_trace(body.trace, data_dir)
             out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
                                   body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
-                                  body.wddm)
+                                  body.wddm, body.client_latency)
         return _json({"request": body.model_dump(), **out})
 
     return app

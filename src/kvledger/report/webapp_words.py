@@ -9,7 +9,7 @@ import re
 __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, Windows/WSL2 (WDDM), SLOs, API "
-           "price row, traffic, volume, utilization, requests per simulation")
+           "price row, traffic, volume, utilization, requests per simulation, client latency")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
@@ -29,6 +29,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own field of that name
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
+    (r"--client-latency", r"the client latency field"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
 _FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")

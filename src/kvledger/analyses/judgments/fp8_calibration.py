@@ -37,7 +37,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Overhead", "Fp8Measurement", "Fp8Calibration", "VLLM_DOCS_L4_QWEN3_4B", "VLLM_DOCS_L4_SOURCE",
-           "DEFAULT_FP8_OVERHEAD", "fit_fp8_overhead", "kv_layers", "read_fp8_measurements"]
+           "DEFAULT_FP8_OVERHEAD", "fit_fp8_overhead", "kv_layers", "read_fp8_measurements", "fitted_step_cost"]
 
 
 @dataclass(frozen=True)
@@ -250,3 +250,15 @@ def read_fp8_measurements(path: str) -> list[Fp8Measurement]:
             except InputError as err:
                 raise FormatError(path, str(err), f"line {i}") from None
     return out
+
+
+def fitted_step_cost(rc: RooflineStepCost, fit: str) -> dict[str, Any]:
+    """The step cost of a judgment priced by a calibration's fit (``fit``: it in words), in ``simulate``'s fields:
+    deliberately the bare roofline, not ``simulate``'s step cost, since the fitted fixed time already holds the
+    measured engine's host time (``accounting/host_overhead.py``: a model-scope fit is not given the host term)."""
+    return {"name": "roofline", "scope": "model (your bf16-vs-fp8 runs)", "flops_fraction": rc.flops_fraction,
+            "bandwidth_fraction": rc.bandwidth_fraction, "cpu_overhead_s": rc.cpu_overhead_s,
+            "source": f"the bare roofline, deliberately (not simulate's step cost): weight matmuls then attention at "
+                      f"{rc.flops_fraction:.0%}/{rc.bandwidth_fraction:.0%} + the fitted fixed step time "
+                      f"{rc.cpu_overhead_s * 1e3:.3g} ms in series, as {fit} fitted them; that fixed time holds the "
+                      "measured engine's host time, so no host term is added"}

@@ -2,11 +2,16 @@
 
 Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
 halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; docs/engine-model.md §1.8).
-Step time comes from the roofline (``RooflineStepCost``) of each ledger: a decode step reads half the
-KV bytes in fp8, plus the FP8 overhead of :mod:`kvledger.analyses.judgments.fp8_calibration`:
+Step time comes from each ledger's step cost as ``simulate`` prices the deployment
+(``analyses.serving.plan_pricing``: the roofline ``RooflineStepCost`` at the GPU profile's or given fractions, with the
+engine's host term ``h`` of ``accounting/host_overhead.py`` around it): a decode step reads half the KV bytes in fp8,
+plus the FP8 overhead of :mod:`kvledger.analyses.judgments.fp8_calibration`:
 
-    t_bf16 = max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_bf16 / BW) + cpu
-    t_fp8  = max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_fp8  / BW) + cpu + L_attn·f + x·elements
+    t_bf16 = h(max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_bf16 / BW) + cpu)
+    t_fp8  = h(max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_fp8  / BW) + cpu + L_attn·f + x·elements)
+
+(``h``: the engine's CPU time per step added, or with ``--enforce-eager`` the launches as a floor, or nothing where
+async scheduling hides it; a CPU time in series cancels in the difference.)
 
 with F_w, F_a the GEMM and attention FLOPs, W the weight bytes, K the KV bytes and BW, F_peak the
 achievable peaks (GEMMs and attention priced in sequence by ``RooflineStepCost.time_s``).
@@ -24,14 +29,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.accounting.plan import Plan, build_plan, concurrency_rows
+from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.roofline import StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.settings import PlanSettings
-from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
+from kvledger.analyses.judgments.fp8_calibration import (
+    DEFAULT_FP8_OVERHEAD,
+    Fp8Overhead,
+    fitted_step_cost,
+    kv_layers,
+)
+from kvledger.analyses.judgments.fp8_capacity import (
+    Fp8Capacity,
+    capacity,
+    default_curve_contexts,
+    max_context_holding,
+    requests_at,
+)
 from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.plans import require_kv_pool
+from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings, simulate_step_cost, split_host
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -93,13 +111,22 @@ class BreakEven:
 
 
 class Fp8DecodeModel:
-    """bf16 and fp8 decode step times for one model on one GPU (the two plans' rooflines + the FP8 overhead)."""
+    """bf16 and fp8 decode step times for one model on one GPU: each plan's step cost as ``simulate`` prices it
+    (``analyses.serving.plan_pricing``: the roofline, a GPU profile's fractions, the engine's host term) + the FP8
+    overhead."""
 
-    def __init__(self, plan_bf16: Plan, plan_fp8: Plan, overhead: Fp8Overhead) -> None:
+    def __init__(self, plan_bf16: Plan, plan_fp8: Plan, overhead: Fp8Overhead, pricing: PricingFlags | None = None,
+                 fitted: str | None = None) -> None:
         self.pb, self.pf, self.overhead = plan_bf16, plan_fp8, overhead
-        self.rb, self.rf = plan_bf16.step_cost(), plan_fp8.step_cost()
-        self.num_kv_layers = kv_layers(plan_bf16.model)
-        self.elem_bytes = plan_fp8.kv.elem_bytes
+        self.num_kv_layers, self.elem_bytes = kv_layers(plan_bf16.model), plan_fp8.kv.elem_bytes
+        if fitted is not None:  # a fit of the measured engine's steps, host time inside its fixed term: as fitted
+            self.rb, self.rf, self.host_b, self.host_f = plan_bf16.step_cost(), plan_fp8.step_cost(), None, None
+            self.step_cost = fitted_step_cost(self.rb, fitted)
+            return
+        # both sides priced as `simulate` prices the deployment (plan_pricing.py): the roofline inside, its host term
+        cost_b, self.step_cost = simulate_step_cost(plan_bf16, pricing)
+        (self.rb, self.host_b), (self.rf, self.host_f) = split_host(cost_b), split_host(
+            simulate_step_cost(plan_fp8, pricing)[0])
 
     def _bound(self, c: StepCosts) -> str:
         """The weight GEMMs' bound (decode attention is bandwidth-bound at any batch)."""
@@ -114,7 +141,10 @@ class Fp8DecodeModel:
         shape = decode_shape(batch, context_tokens)
         cb, cf = self.rb.costs(shape), self.rf.costs(shape)
         ov = self.overhead_s(cf, batch)
-        return self.rb.time_s(cb), self.rf.time_s(cf) + ov, cb, cf, ov
+        tb, tf = self.rb.time_s(cb), self.rf.time_s(cf) + ov  # the FP8 overhead is GPU work: inside the host term's max
+        if self.host_b is not None:  # simulate's step_time_s of the shape (host_overhead.HostStepCost)
+            tb, tf = self.host_b.step(tb, 0, batch), self.host_f.step(tf, 0, batch)
+        return tb, tf, cb, cf, ov
 
     def gain_s(self, batch: int, context_tokens: int) -> float:
         """bf16 step − fp8 step, s (positive: fp8 faster)."""
@@ -123,8 +153,8 @@ class Fp8DecodeModel:
 
     def point(self, batch: int, context_tokens: int) -> Fp8Point:
         tb, tf, cb, cf, ov = self.times(batch, context_tokens)
-        fits_b = _requests(self.pb, context_tokens) >= batch
-        fits_f = _requests(self.pf, context_tokens) >= batch
+        fits_b = requests_at(self.pb, context_tokens) >= batch
+        fits_f = requests_at(self.pf, context_tokens) >= batch
         return Fp8Point(context_tokens, batch, tb, tf, ov, cb.kv_bytes, cf.kv_bytes, self._bound(cb), self._bound(cf),
                         100 * (tb - tf) / tb, fits_b, fits_f)
 
@@ -161,70 +191,6 @@ class Fp8DecodeModel:
         return BreakEven(batch, hi, "above", max_context, cf, self._bound(self.times(batch, hi)[2]), short)
 
 
-def _requests(plan: Plan, context_tokens: int) -> int:
-    """Whole requests of ``context_tokens`` the plan's pool holds at once (the engine's demand rule), count."""
-    return concurrency_rows(plan.memory, plan.layout, plan.kv, plan.inflight_tokens, [context_tokens])[0].max_requests
-
-
-def max_context_holding(plan: Plan, num_requests: int) -> int:
-    """Longest context (≤ max_model_len) at which the pool holds ``num_requests`` whole requests, tokens; 0 if none."""
-    top = plan.memory.max_model_len
-    if _requests(plan, 1) < num_requests:
-        return 0
-    if _requests(plan, top) >= num_requests:
-        return top
-    lo, hi = 1, top
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _requests(plan, mid) >= num_requests:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def default_curve_contexts(max_model_len: int) -> list[int]:
-    """512 tokens doubling up to max_model_len, and max_model_len itself, tokens."""
-    out, c = [], 512
-    while c < max_model_len:
-        out.append(c)
-        c *= 2
-    return out + [max_model_len]
-
-
-@dataclass(frozen=True)
-class Fp8Capacity:
-    """The two pools side by side (per GPU).
-
-    Attributes:
-        bf16 / fp8: blocks, block_size (tokens), bytes_per_block, pool_tokens, available_kv_bytes, elem_bytes (B).
-        rows: per context: max_concurrency (engine figure, ×) and max_requests (whole requests) for both.
-        target_concurrency: the concurrency asked about, count.
-        bf16_max_context_tokens / fp8_max_context_tokens: longest context holding that many whole requests, tokens.
-    """
-
-    bf16: dict[str, float]
-    fp8: dict[str, float]
-    rows: tuple[dict[str, float], ...]
-    target_concurrency: int
-    bf16_max_context_tokens: int
-    fp8_max_context_tokens: int
-
-
-def _pool(p: Plan) -> dict[str, float]:
-    m = p.memory
-    return {"num_gpu_blocks": m.num_gpu_blocks, "block_size": m.block_size, "bytes_per_block": m.bytes_per_block,
-            "pool_tokens": m.num_gpu_blocks * m.block_size, "available_kv_bytes": m.available_kv_bytes,
-            "elem_bytes": p.kv.elem_bytes, "bytes_per_token": p.kv.bytes_per_token}
-
-
-def _capacity(pb: Plan, pf: Plan, n: int) -> Fp8Capacity:
-    rows = tuple({"context_tokens": a.context_tokens, "bf16_max_concurrency": a.max_concurrency,
-                  "fp8_max_concurrency": b.max_concurrency, "bf16_max_requests": a.max_requests,
-                  "fp8_max_requests": b.max_requests} for a, b in zip(pb.concurrency, pf.concurrency))
-    return Fp8Capacity(_pool(pb), _pool(pf), rows, n, max_context_holding(pb, n), max_context_holding(pf, n))
-
-
 @dataclass(frozen=True)
 class Fp8Report:
     """The whole FP8 KV analysis; ``to_dict`` is the JSON of ``kvledger fp8-kv --json``."""
@@ -243,6 +209,8 @@ class Fp8Report:
     headline: dict[str, Any] = field(default_factory=dict)
     """The question asked first: whole requests of ``context_tokens`` each pool holds at once, and why
     ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
+    step_cost: dict[str, Any] = field(default_factory=dict)
+    """The step cost that priced both sides, as ``simulate`` describes it (name, source, scope)."""
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -250,12 +218,18 @@ class Fp8Report:
 
 def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *,
                    concurrency: int | None = None,
-                   contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD) -> Fp8Report:
+                   contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD,
+                   pricing: PricingFlags | None = None, fitted: str | None = None) -> Fp8Report:
     """Compare bf16 ("auto") and fp8 KV for ``model`` on ``gpu`` at ``concurrency`` sequences.
 
     The first question is capacity at the user's context: the first of ``contexts`` (default 8,192 tokens, or
     max_model_len when shorter). Without ``concurrency`` the speed comparison runs at the batch the bf16 pool holds
     at that context (at most max_num_seqs): the load a server filled with such requests decodes at.
+
+    Steps are priced as ``simulate`` prices the deployment under ``pricing`` (``plan_pricing``), unless ``fitted``
+    names a fit of the measured engine's bf16 steps (``fit_fp8_overhead``) whose bandwidth fraction and fixed step
+    time ``settings`` carry: its fixed time holds the engine's host time, so the roofline prices the steps as fitted
+    (fixed time in series, no host term) and the output says so.
 
     Raises:
         InputError: concurrency out of range, a context past max_model_len, KV already 1 byte, or a bad plan.
@@ -264,6 +238,7 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         raise InputError(f"--concurrency must be a whole number of sequences, got {concurrency!r}")
     check_options("fp8-kv", {"concurrency": concurrency})  # [1, 2^20] sequences: kvledger.ranges
     s = settings or PlanSettings()
+    s = s if pricing is None else priced_settings(s, gpu, pricing)  # the fractions simulate plans with
     s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
     pb = build_plan(model, gpu, s_b, with_roofline=False, with_advice=False)
     require_kv_pool(pb)
@@ -278,7 +253,7 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     if bad:
         raise InputError(f"context {bad[0]:,} tokens exceeds max_model_len {max_len:,} (raise --max-model-len)")
     at = contexts[0] if contexts else min(8192, max_len)
-    n_b, n_f = _requests(pb, at), _requests(pf, at)
+    n_b, n_f = requests_at(pb, at), requests_at(pf, at)
     if concurrency is None:
         concurrency = max(1, min(n_b, pb.memory.max_num_seqs))
         why = (f"the bf16 pool's capacity at {at:,} tokens ({n_b:,} whole requests" +
@@ -288,13 +263,13 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         why = "given (--concurrency)"
     headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
                 "concurrency_basis": why}
-    dm = Fp8DecodeModel(pb, pf, overhead)
+    dm = Fp8DecodeModel(pb, pf, overhead, pricing, fitted)
     curve = tuple(dm.point(concurrency, c) for c in ctxs)
     cap_n = min(pb.memory.max_num_seqs, 1024)
     batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= cap_n} | {concurrency})
     table = tuple(dm.break_even(b, max_len) for b in batches)
     be = next(t for t in table if t.batch == concurrency)
-    cap = _capacity(pb, pf, concurrency)
+    cap = capacity(pb, pf, concurrency)
     rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (),
-                    headline)
+                    headline, dm.step_cost)
     return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(fp8_notes(rep, dm))})

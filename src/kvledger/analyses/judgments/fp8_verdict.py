@@ -122,9 +122,9 @@ def fp8_notes(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
              "made FP8 slower on H200 in sglang #30815): recalibrate the overhead with `fit_fp8_overhead` from your "
              "own "
              "bf16-vs-fp8 runs (--calibration FILE).",
-             "Step times are roofline estimates at the plan's achievable fractions; the break-even depends on their "
-             "ratio "
-             "to the overhead, not on their absolute accuracy."]
+             "Step times are the step cost `kvledger simulate` uses for this deployment (the roofline at its "
+             "achievable fractions, with the engine's host term where one is modelled: the step cost line); the "
+             "break-even depends on the KV saving's ratio to the overhead, not on their absolute accuracy."]
     if any(g.kind not in ("full", "mla", "state") for g in dm.pb.kv.groups):
         notes.append("Sliding-window / chunked layers stop growing at their window, so the closed form c* applies only "
                      "to the full-attention layers; the break-even shown is found numerically.")

@@ -12,6 +12,7 @@ from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_T
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
+from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_by_run, priced_settings, simulate_step_cost
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.dynamics.engine.offload import HostTier
@@ -75,8 +76,8 @@ class OffloadReport:
     __json__ = ("model", "gpu", "engine", "engine_version", ("tier_judgment", "judgment"), ("kv_tiers", "tiers"),
                 "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
                 ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
-                "more_gpus", "cost", "rules", "overload")
-    __json_optional__ = ("rules", "overload")
+                "more_gpus", "cost", "rules", "overload", "step_cost")
+    __json_optional__ = ("rules", "overload", "step_cost")
     model: str
     gpu: str
     engine: str
@@ -98,6 +99,8 @@ class OffloadReport:
     overload: Any = None
     """The run with the tier's queue growth over its session starts (``queue_growth.run_overload``), None when it kept
     up."""
+    step_cost: dict[str, Any] | None = None
+    """The step cost of every run, as ``simulate`` describes it (``plan_pricing.simulate_step_cost``)."""
 
     @property
     def judgment(self) -> dict[str, Any]:
@@ -110,7 +113,8 @@ class OffloadReport:
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
-                    host_usd_per_gib_month: float | None = None, context_cap_source: str = "") -> OffloadReport:
+                    host_usd_per_gib_month: float | None = None, context_cap_source: str = "",
+                    pricing: PricingFlags | None = None) -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
     :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
 
@@ -122,8 +126,10 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
 
     if workload not in SESSION_SHAPES:
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
+    settings = settings if pricing is None else priced_settings(settings, gpu, pricing)
     plan = build_plan(model, gpu, settings, with_advice=False)
-    tp = build_tier_plan(plan, tiers)
+    cost, cost_info = simulate_step_cost(plan, pricing)  # every run, with the tier or not, priced as simulate's
+    tp = build_tier_plan(plan, tiers, step_cost=cost, priced_by=priced_by_run(cost_info))
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
     chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
@@ -135,14 +141,14 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     shape = replace(shape, max_context_tokens=min(shape.max_context_tokens, cfg.max_model_len))
     loop = SessionLoop(tuple(synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(seed))),
                        segment_tokens)
-    run = simulate_offload(loop, cfg, plan.step_cost(), host, record_token_times=False)
+    run = simulate_offload(loop, cfg, cost, host, record_token_times=False)
     more = None
     if compare_gpus is not None:
         if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
             raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
         from kvledger.dynamics.simulator import simulate
 
-        s = simulate(loop, cfg, plan.step_cost(), num_replicas=compare_gpus, router="session_affinity",
+        s = simulate(loop, cfg, cost, num_replicas=compare_gpus, router="session_affinity",
                      record_token_times=False).summary
         more = {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
                 "ttft_s": asdict(s.ttft_s)}
@@ -154,7 +160,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
                                    host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
-                         to_jsonable(run_overload(run.with_offload.records, "sessions")))
+                         to_jsonable(run_overload(run.with_offload.records, "sessions")), cost_info)
 
 
 def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,

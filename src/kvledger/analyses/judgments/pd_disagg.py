@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings, simulate_step_cost
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES, Pool, simulate_disagg
 from kvledger.dynamics.engine.kv_transfer import KVLink, transfer_from_plans
 from kvledger.dynamics.engine.request import RequestSpec
@@ -126,15 +127,18 @@ class DisaggStudy:
         settings: base ``PlanSettings`` (TP and the two scheduler limits are replaced per pool).
         link: the KV link. slo: the SLO. target: attainment target for the max-rate search, fraction.
         first_token: key of ``kvledger.dynamics.disagg.FIRST_TOKEN_SOURCES``. router: for every pool.
-        step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), None → each pool's
-        roofline.
+        step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), described by
+        ``step_cost_info``; None → each pool's plan priced as ``simulate`` prices it (``plan_pricing``: the roofline
+        at the GPU profile's or given fractions, with the engine's host term) under ``pricing``.
     """
 
     def __init__(self, model, gpu, settings, link: KVLink, slo: SLO, *, target: float = 0.9,
                  first_token: str = "prefill",
-                 router: str = "round_robin", step_cost: Any = None) -> None:
-        self.model, self.gpu, self.settings = model, gpu, settings
-        self.step_cost = step_cost
+                 router: str = "round_robin", step_cost: Any = None, pricing: PricingFlags | None = None,
+                 step_cost_info: dict[str, Any] | None = None) -> None:
+        self.model, self.gpu, self.pricing = model, gpu, pricing
+        self.settings = settings if pricing is None else priced_settings(settings, gpu, pricing)
+        self.step_cost, self.step_cost_info = step_cost, step_cost_info
         self.link, self.slo, self.target = link, slo, target
         if first_token not in FIRST_TOKEN_SOURCES:
             raise UnknownNameError("first-token source", first_token, FIRST_TOKEN_SOURCES,
@@ -143,6 +147,7 @@ class DisaggStudy:
         make_router(router)  # an unknown router fails here, before any run
         self.first_token, self.router = first_token, router
         self._plans: dict[tuple, Any] = {}
+        self._costs: dict[tuple, tuple[Any, dict[str, Any]]] = {}
 
     def plan(self, tp: int, overrides: tuple[tuple[str, int | None], ...] = ()):
         """The vLLM memory plan at TP ``tp`` with ``overrides`` (cached). Raises InputError when the model does not
@@ -160,12 +165,23 @@ class DisaggStudy:
             self._plans[key] = p
         return self._plans[key]
 
+    def priced(self, tp: int, overrides: tuple[tuple[str, int | None], ...] = ()) -> tuple[Any, dict[str, Any]]:
+        """(step cost, its description as ``simulate`` gives it) of a pool at ``tp`` and ``overrides`` (cached): the
+        study's ``step_cost`` if given, else the plan's as ``simulate`` prices it."""
+        if self.step_cost is not None:
+            return self.step_cost, dict(self.step_cost_info or {"name": getattr(self.step_cost, "name", "given"),
+                                                                 "source": "given"})
+        key = (tp, overrides)
+        if key not in self._costs:
+            self._costs[key] = simulate_step_cost(self.plan(tp, overrides), self.pricing)
+        return self._costs[key]
+
     def pool(self, tp: int, overrides: tuple, replicas: int, decode: bool = False) -> Pool:
-        """A pool of ``replicas`` engines sized by the plan at ``tp`` and ``overrides``, priced by its roofline
-        (a decode pool runs without prefix caching: it receives whole prompts)."""
+        """A pool of ``replicas`` engines sized by the plan at ``tp`` and ``overrides``, priced by ``priced`` (a
+        decode pool runs without prefix caching: it receives whole prompts)."""
         p = self.plan(tp, overrides)
         cfg, _ = engine_config_from_plan(p, enable_prefix_caching=False if decode else None)
-        return Pool(cfg, self.step_cost if self.step_cost is not None else p.step_cost(), replicas, tp, self.router)
+        return Pool(cfg, self.priced(tp, overrides)[0], replicas, tp, self.router)
 
 
 def run_deployment(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> tuple[RunRecords, dict[str, Any]]:

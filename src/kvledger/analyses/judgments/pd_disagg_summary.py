@@ -43,6 +43,8 @@ class DisaggReport:
     tuning: list[dict[str, Any]] = field(default_factory=list)
     verdict: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    step_cost: dict[str, Any] = field(default_factory=dict)
+    """The colocated pool's step cost as ``simulate`` describes it (each pool is priced by its own plan alike)."""
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -93,7 +95,8 @@ def analyse_disagg(study: DisaggStudy, specs: list[RequestSpec], *, num_gpus: in
     tr = (f"per-GPU KV bytes of the prompt (memory plan) ÷ {link.bytes_per_s / 1e9:,.1f} GB/s "
           f"+ {link.latency_s * 1e3:g} ms")
     rep = DisaggReport(study.model.name, study.gpu.name, workload or {"num_requests": len(specs)}, num_gpus,
-                       study.slo.to_dict(), study.target, link.to_dict(), tr, study.first_token, results)
+                       study.slo.to_dict(), study.target, link.to_dict(), tr, study.first_token, results,
+                       step_cost=study.priced(tp, co)[1])
     best = rep.best_split()
     if tune and best is not None:
         bdep = deps[results.index(best)]
@@ -252,8 +255,8 @@ def _notes(study: DisaggStudy, searched: bool) -> list[str]:
            "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ "
            "GPUs "
            "(vLLM benchmarks/serve.py request_goodput; kvledger.ledgers.goodput)",
-           ("step times: the roofline of each pool's own plan (uncalibrated)" if getattr(study, "step_cost",
-                                                                                         None) is None
+           ("step times: each pool's own plan priced as `kvledger simulate` prices it at that TP (the step cost "
+            "line: the colocated pool's)" if getattr(study, "step_cost", None) is None
             else f"step times: {study.step_cost.name} in every pool (a fitted step cost, kvledger calibrate)")
            + "; KV pools: each pool's vLLM memory plan",
            "simplifications: prefill blocks freed at the first token (a connector holds them until read); transfers "

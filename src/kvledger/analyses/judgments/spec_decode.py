@@ -29,6 +29,7 @@ from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
+from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_step_cost, split_host
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
@@ -137,10 +138,14 @@ class SpecRow:
 class SpecDecodeModel:
     """Round costs of speculative decoding for one target plan, draft and (k, α)."""
 
-    def __init__(self, plan: Plan, draft: DraftSpec, draft_tokens: int, acceptance: float) -> None:
+    def __init__(self, plan: Plan, draft: DraftSpec, draft_tokens: int, acceptance: float,
+                 pricing: PricingFlags | None = None) -> None:
         self.plan, self.draft, self.k, self.alpha = plan, draft, draft_tokens, acceptance
         self.expected = expected_tokens_per_step(acceptance, draft_tokens)
-        self.rc = plan.step_cost()
+        # plain and speculative steps priced alike, as `simulate` prices the deployment (plan_pricing.py): the
+        # roofline's FLOPs and bytes, then the engine's host term once per engine step (a round is one step)
+        self.cost, self.step_cost = simulate_step_cost(plan, pricing)
+        self.rc, self.host = split_host(self.cost)
         self.notes: list[str] = []
         self.draft_rc: RooflineStepCost | None = None
         self.draft_weight_bytes = 0.0
@@ -168,6 +173,11 @@ class SpecDecodeModel:
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
 
+    def priced(self, gpu_s: float, num_prefill_tokens: int, num_seqs: int) -> float:
+        """A step's time with the host term (``HostOverhead.step``; unchanged without one), s: ``self.cost``'s
+        ``step_time_s`` when ``gpu_s`` is the roofline's time of the same step."""
+        return gpu_s if self.host is None else self.host.step(gpu_s, num_prefill_tokens, num_seqs)
+
     def bound(self, c: StepCosts) -> str:
         """The weight GEMMs' bound (what turns compute-bound as batch × (k+1) grows)."""
         return weights_bound(self.rc, c)
@@ -187,11 +197,12 @@ class SpecDecodeModel:
 
     def row(self, batch: int, context_tokens: int) -> SpecRow:
         cb = self.rc.costs(decode_shape(batch, context_tokens))
-        base = self.rc.time_s(cb)
+        base_gpu = self.rc.time_s(cb)
         cv = self.verify_costs(batch, context_tokens)
-        ver = self.rc.time_s(cv)
-        dr = self.draft_s(batch, context_tokens, base)
-        rnd = ver + dr
+        ver_gpu = self.rc.time_s(cv)
+        dr = self.draft_s(batch, context_tokens, base_gpu)  # a draft head's fraction is of the GPU step
+        # one engine step each: the verification is a decode step of `batch` sequences (V1 graphs it as one)
+        base, ver, rnd = (self.priced(t, 0, batch) for t in (base_gpu, ver_gpu, ver_gpu + dr))
         return SpecRow(batch, context_tokens, base, ver, dr, rnd, self.expected, self.expected * base / rnd,
                        batch / base, batch * self.expected / rnd, self.bound(cb), self.bound(cv),
                        batch <= self.max_requests(context_tokens))

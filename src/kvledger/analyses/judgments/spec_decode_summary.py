@@ -10,6 +10,7 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow, SpecSummary
 from kvledger.analyses.plans import require_kv_pool
+from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -55,6 +56,7 @@ class SpecReport:
         saturation: plain vs spec throughput with the pool full at ``context_tokens``.
         weight_crossover_tokens: tokens per step at which the weight matmuls turn compute-bound.
         simulation: the request-rate sweep (``kvledger.analyses.judgments.spec_sim``), when run.
+        step_cost: the step cost that priced plain and speculative steps, as ``simulate`` describes it.
     """
 
     model: str
@@ -69,6 +71,7 @@ class SpecReport:
     verdict: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     simulation: SpecSweep | None = None
+    step_cost: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -151,13 +154,14 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
 
 def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None, *, draft_tokens: int,
                         acceptance: float, draft: DraftSpec, context_tokens: int = 2048,
-                        flip_contexts: list[int] | None = None) -> SpecReport:
+                        flip_contexts: list[int] | None = None, pricing: PricingFlags | None = None) -> SpecReport:
     """Speculative decoding for ``model`` on ``gpu``: the gain at low load, the flip concurrency, saturation.
 
     Raises:
         InputError: bad k, α, draft or context (beyond max_model_len); anything build_plan rejects.
     """
     s = settings or PlanSettings()
+    s = s if pricing is None else priced_settings(s, gpu, pricing)  # the fractions simulate plans with
     plan = build_plan(model, gpu, s.model_copy(update={"contexts": (context_tokens,)}), with_advice=False)
     require_kv_pool(plan)
     max_len, max_seqs = plan.memory.max_model_len, plan.memory.max_num_seqs
@@ -166,7 +170,7 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     if context_tokens + draft_tokens > max_len or context_tokens < 1:
         raise InputError(f"--context {context_tokens:,} (+ {draft_tokens} draft tokens) must be within "
                          f"1..max_model_len {max_len:,}")
-    sm = SpecDecodeModel(plan, draft, draft_tokens, acceptance)
+    sm = SpecDecodeModel(plan, draft, draft_tokens, acceptance, pricing)
     flips = []
     for cx in ctxs:
         f = sm.flip_batch(cx, max_seqs)
@@ -181,18 +185,19 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     sat = _saturation(sm, context_tokens, max_seqs, base_req)
     cross = plan.roofline.weight_matmul_crossover_tokens if plan.roofline else float("nan")
     rep = SpecReport(model.name, gpu.name, s.model_dump(), sm.summary(), context_tokens, rows, tuple(flips), sat, cross,
-                     ())
+                     (), step_cost=sm.step_cost)
     notes = list(sm.notes) + [
         "α is a property of the draft and the traffic (measure it: vLLM reports the mean acceptance length); "
         "acceptance is taken as i.i.d. per token, as in Leviathan et al.",
         "Not priced: rejection sampling, the draft's catch-up on accepted tokens, the k lookahead slots' effect on "
-        "max_num_batched_tokens, and per-step CPU/launch overhead (the plan's cpu_overhead_s, 0 by default), which a "
-        "draft model pays k more times per round.",
+        "max_num_batched_tokens, and host time of the draft's own forward passes: the engine's host term (the step "
+        "cost line) is paid once per round, as one engine step.",
         *(["MoE: verifying k+1 tokens per sequence touches more experts, priced under uniform routing "
            "(E·(1 − (1 − top_k/E)^T) experts per layer); consecutive tokens' routing is correlated in practice, so "
            "this "
            "overstates the verification cost at small batch."] if model.is_moe else []),
-        "Step times are roofline estimates with the weight GEMMs and attention priced in sequence, each the max of its "
-        "compute and bandwidth terms at the achievable fractions (RooflineStepCost.time_s).",
+        "Step times are the step cost `kvledger simulate` uses for this deployment (the step cost line): the roofline "
+        "with the weight GEMMs and attention priced in sequence, each the max of its compute and bandwidth terms at "
+        "the achievable fractions (RooflineStepCost.time_s), and the engine's host term where one is modelled.",
     ]
     return SpecReport(**{**rep.__dict__, "verdict": tuple(_verdict(rep, sm)), "notes": tuple(notes)})

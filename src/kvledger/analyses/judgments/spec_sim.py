@@ -35,7 +35,8 @@ __all__ = ["SpecSweep", "SpecRoundStepCost", "rounds_for_tokens", "spec_workload
 
 
 class SpecRoundStepCost:
-    """StepCostModel whose decode steps are speculative rounds: k draft steps + a verification of k+1 tokens each."""
+    """StepCostModel whose decode steps are speculative rounds: k draft steps + a verification of k+1 tokens each, on
+    the roofline inside ``simulate``'s step cost, with its host term once per step (``SpecDecodeModel.priced``)."""
 
     name = "roofline + speculative rounds"
 
@@ -47,7 +48,7 @@ class SpecRoundStepCost:
             return 0.0
         dec, kvd, k = shape.num_decode_seqs, shape.decode_kv_tokens, self.k
         if dec == 0:
-            return self.rc.time_s(self.rc.costs(shape))
+            return self.sm.priced(self.rc.time_s(self.rc.costs(shape)), shape.num_prefill_tokens, shape.num_seqs)
         # each decoding sequence with ℓ KV tokens verifies k+1 tokens after ℓ−1: (k+1)ℓ + k(k+1)/2 pairs, ℓ+k KV tokens
         s = StepShape(shape.num_prefill_tokens + dec * (k + 1), shape.num_prefill_seqs + dec,
                       shape.prefill_kv_tokens + kvd + dec * k,
@@ -55,7 +56,9 @@ class SpecRoundStepCost:
         c = self.rc.costs(s)
         c = replace(c, matmul_flops=c.matmul_flops + self.rc.head_flops_per_seq * dec * k)
         base = self.rc.time_s(self.rc.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
-        return self.rc.time_s(c) + self._draft_s(dec, kvd, base)
+        # the host term once per engine step, judged on the step as scheduled (its verify tokens are not prompts)
+        return self.sm.priced(self.rc.time_s(c) + self._draft_s(dec, kvd, base), shape.num_prefill_tokens,
+                              shape.num_seqs)
 
     def _draft_s(self, dec: int, kvd: int, base_s: float) -> float:
         d = self.sm.draft
@@ -158,7 +161,7 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
                   blocks_for_tokens=p.blocks_for_tokens if hybrid else None)
     cfg_base = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, **common)
     cfg_spec = EngineConfig(num_gpu_blocks=max(2, sm.pool_blocks()), **common)
-    base_cost, spec_cost = sm.rc, SpecRoundStepCost(sm)  # the plain engine: the roofline itself
+    base_cost, spec_cost = sm.cost, SpecRoundStepCost(sm)  # the plain engine: simulate's step cost itself
     out = []
     for i, rate in enumerate(rates_per_s):
         reqs = synthetic_workload(num_requests, rate_per_s=rate, prompt=Fixed(prompt_tokens),

@@ -19,7 +19,8 @@ attainment meets the target (at least ``k = ⌈target × N⌉`` good requests) s
   are good, so the median TPOT is at least the ⌈m/2⌉-th smallest of these bounds, and tokens/s per user (1 ÷ the
   median) at most 1 ÷ it;
 * TTFT of request i ≥ the same terms over its P_i prompt tokens in one step; a request whose TTFT or TPOT bound is
-  above the SLO misses at every rate, so attainment ≤ the share of the others at any rate.
+  above the SLO misses at every rate, so attainment ≤ the share of the others at any rate. A ``--client-latency`` d
+  adds exactly d to every TTFT and E2E (``kvledger.analyses.search.latency``), so it is added to their bounds too.
 
 Each bound is shaded by 1e-9 against rounding. Disaggregated units and other step costs get no bound (None).
 """
@@ -148,7 +149,10 @@ def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | No
     busy_s = float(w[:k].sum())
     if not busy_s > 0:
         return None
+    from kvledger.analyses.search.latency import latency_s
+
     ttft, tpot = latency_bounds_s(cost, p, computed)
+    ttft = ttft + latency_s(spec)  # the client's TTFT (and so E2E): the engine's + the client latency, exactly
     ok = np.ones(len(p), dtype=bool)
     if slo.ttft_s is not None:
         ok &= ttft <= slo.ttft_s

@@ -162,8 +162,10 @@ def _requests(spec: SearchSpec, rate: float) -> list[Any]:
 
 
 def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
+    from kvledger.accounting.gpu_profile import choice_for_gpu
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
+    from kvledger.analyses.serving.plan_pricing import PricingFlags
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.dynamics.engine.kv_transfer import link_from_gpu
@@ -175,9 +177,11 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
                              if spec.cpu_overhead else 0.0, wddm=spec.wddm)
+    # priced as the colocated candidates' simulate runs are (screen.py: the GPU's --gpu-profile choice; plan_pricing)
     study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind,
                                                                              DEFAULT_TRANSFER_LATENCY_S),
-                        slo, target=spec.target)
+                        slo, target=spec.target, pricing=PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile,
+                                                                                                 gpu.name)))
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
     return study, dep, link_kind
@@ -193,9 +197,15 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     runs: dict[float, Any] = {}
     order: list[float] = []
 
+    from kvledger.analyses.search.latency import latency_s
+    from kvledger.record_columns import with_arrivals_earlier
+
+    d = latency_s(spec)  # --client-latency: every TTFT and E2E grows by d (analyses/serving/client_latency.py)
+
     def run_at(rate: float) -> Any:
         if rate not in runs:
             run, _ = run_deployment(study, dep, _requests(spec, rate))
+            run = with_arrivals_earlier(run, d) if d > 0 else run
             run.metadata.request_rate = rate
             runs[rate] = (run, goodput_of_records(run, slo))
             order.append(rate)

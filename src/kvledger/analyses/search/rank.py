@@ -67,6 +67,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     cost_frontier: list[dict[str, Any]] = field(default_factory=list)
     cost_dominated: list[dict[str, str]] = field(default_factory=list)
+    client_latency: Any = None  # serving.client_latency.ClientLatency added to every TTFT and E2E (None: none given)
 
     @property
     def winner(self) -> dict[str, Any] | None:
@@ -109,7 +110,8 @@ class SearchResult:
 
     #: the ``--json`` document
     __json__ = ("spec", "counts", "ranking", ("winner", "summary"), "cost_frontier", "cost_dominated", "rejections",
-                "screening", "frontier", "dominated", "api", "notes", ("candidates", "entries"))
+                "screening", "frontier", "dominated", "api", "client_latency", "notes", ("candidates", "entries"))
+    __json_optional__ = ("client_latency",)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -198,6 +200,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      "device total, the display driver's hold in use); each vLLM plan's start-up check is in its "
                      "plan.startup (--json); server-module GPUs are rejected as invalid settings")
     from kvledger.analyses.search.bands import band_notes
+    from kvledger.analyses.search.latency import search_latency
+
+    client = search_latency(spec)
+    notes += [client.note()] if client is not None else []  # simulate's line: what was added to TTFT/E2E, and whence
 
     by_id = {e["id"]: e for e in feasible}
     notes += band_notes(spec, [by_id[i] for i in ranking], lambda e: rank_key(e)[0])
@@ -218,7 +224,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
         from kvledger.analyses.search.bands import api_within_band
 
         api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"))
-    return SearchResult(spec, entries, ranking, frontier, dominated, api, notes, cfront, cdom)
+    return SearchResult(spec, entries, ranking, frontier, dominated, api, notes, cfront, cdom, client)
 
 
 CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",

@@ -28,8 +28,10 @@ __all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's
-    axes; ``--gpu-profile FILE`` prices the candidates on the GPU it was fitted on (the others keep their default)."""
+    axes; ``--gpu-profile FILE`` prices the candidates on the GPU it was fitted on (the others keep their default);
+    ``--client-latency``, the same for every candidate (``latency.latency_arg``)."""
     from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.analyses.search.latency import latency_arg
     from kvledger.catalog.gpu_file import resolve_gpu
 
     profile = spec.gpu_profile and choice_for_gpu(spec.gpu_profile, resolve_gpu(cand.gpu_id).name)
@@ -39,7 +41,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
-                          wddm=spec.wddm or None)
+                          wddm=spec.wddm or None, client_latency=latency_arg(spec))
 
 
 def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None) -> Any:

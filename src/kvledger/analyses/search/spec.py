@@ -45,6 +45,8 @@ class SearchSpec:
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
+        client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
+            candidate's TTFT and E2E before the SLO judges them (``kvledger.analyses.search.latency``).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         gpu_usd_per_hour: the user's price, USD/GPU-h, for every candidate (None: the price table; a GPU file has no
             row, so it needs this).
@@ -79,6 +81,7 @@ class SearchSpec:
     cache_write_rate: float = 0.0
     gpu_usd_per_hour: float | None = None
     wddm: bool = False
+    client_latency: str | None = None
 
     def check(self) -> None:
         """Raises InputError for out-of-range inputs, all of them named together."""
@@ -106,6 +109,9 @@ class SearchSpec:
             from kvledger.accounting.gpu_profile import load_gpu_profile
 
             load_gpu_profile(self.gpu_profile)
+        from kvledger.analyses.search.latency import search_latency
+
+        search_latency(self)  # a bad --client-latency refused here, before any candidate is planned
 
     def to_dict(self) -> dict[str, Any]:
         d = to_jsonable(self)
@@ -115,6 +121,8 @@ class SearchSpec:
             d.pop("gpu_profile")
         if not self.wddm:  # absent unless given, as gpu_usd_per_hour
             d.pop("wddm")
+        if self.client_latency is None:  # absent unless given: ledgers written before the option still resume
+            d.pop("client_latency")
         return d
 
 

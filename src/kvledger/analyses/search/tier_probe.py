@@ -30,11 +30,12 @@ _MAX_DOUBLINGS = 6
 def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
     from kvledger.accounting.kv_tier_rules import TierSettings
     from kvledger.accounting.kv_tiers import build_tier_plan
+    from kvledger.analyses.serving.plan_pricing import priced_by_run
     from kvledger.dynamics.engine.offload import HostTier
 
     settings = (TierSettings(kv_offloading_size_gib=opt.size_gib * ranks, kv_offloading_backend="native")
                 if opt.kind == "cpu" else TierSettings(nvme_gib=opt.size_gib))
-    plan = build_tier_plan(setup.plan, settings)
+    plan = build_tier_plan(setup.plan, settings, step_cost=setup.cost, priced_by=priced_by_run(setup.cost_info))
     t = plan.tier(TIER_OF[opt.kind][1])
     if t is None:
         raise InputError(f"the plan has no {opt.kind} tier for --offload {opt.label}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
-from kvledger.analyses.serving.gemm_choice import gemm_curve_of
+from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
@@ -142,14 +142,7 @@ def _build_plan(a: SimRequestArgs):
     engine = plan_engine(a)
     _check_engine_flags(a, engine)
     gpu = resolve_gpu(a.gpu)
-    fractions = {"achievable_flops_fraction": a.achievable_flops_fraction,
-                 "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction}
-    prof = gpu_profile_of(a, gpu.name)
-    if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
-        fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
-                     "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
-    elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None:
-        fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
+    fractions = plan_fractions(a, gpu)  # the given fractions, else the GPU profile's (plan_pricing.py)
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,

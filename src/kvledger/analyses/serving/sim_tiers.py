@@ -23,6 +23,7 @@ from kvledger.analyses.judgments.offload import (
     sim_rules,
     tier_judgment,
 )
+from kvledger.analyses.serving.plan_pricing import priced_by_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
@@ -124,7 +125,7 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
     """
     plan = setup.plan
     engine = plan.settings.engine
-    tp = build_tier_plan(plan, tiers)
+    tp = build_tier_plan(plan, tiers, step_cost=setup.cost, priced_by=priced_by_run(setup.cost_info))
     cfg = setup.config
     radix = cfg.prefix_caching_policy == "sglang"
     if tp.tier("host_dram") is not None and radix != (engine == "sglang"):

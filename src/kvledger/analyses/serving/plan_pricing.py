@@ -1,0 +1,105 @@
+"""A plan's steps priced as ``kvledger simulate`` prices them, for the commands that judge one change on a deployment
+(``fp8-kv``, ``spec-decode``, ``disagg``, ``offload``): one rule, so the same deployment and flags give the same step
+time in every command.
+
+Two steps, both ``simulate``'s own code: the plan's roofline fractions (``plan_fractions``: the fractions given, else
+the GPU profile ``--gpu-profile`` selects — the GPU's bundled default where one is bundled — else 0.7/0.8, or a FLOP
+fraction of 1 on the measured GEMM curve), then ``step_cost_choice.make_step_cost`` for ``--step-cost roofline``
+under the engine config ``from_plan`` gives the plan (its async scheduling and batching): the roofline with the
+profile's host terms and GEMM curve, wrapped in the engine's host term (``accounting/host_overhead.py``: eager launches
+with ``--enforce-eager``, V0's and V1's CPU time per step). ``--cpu-overhead``, ``--enforce-eager`` and ``--wddm`` reach
+it through the plan's settings, as in ``simulate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["PricingFlags", "plan_fractions", "priced_settings", "simulate_step_cost", "split_host",
+           "priced_by_run"]
+
+
+@dataclass(frozen=True)
+class PricingFlags:
+    """``simulate``'s flags that price a step and live outside the plan settings (None: simulate's default).
+
+    Attributes:
+        gpu_profile: ``--gpu-profile`` (None: the GPU's bundled default profile, if any; "none"; a file).
+        gemm_efficiency: ``--gemm-efficiency`` (None: the profile's mode, else flat).
+        achievable_flops_fraction / achievable_bandwidth_fraction: the fractions as given, 0–1 (None: not given;
+            both given: no GPU profile).
+    """
+
+    gpu_profile: str | None = None
+    gemm_efficiency: str | None = None
+    achievable_flops_fraction: float | None = None
+    achievable_bandwidth_fraction: float | None = None
+
+
+def plan_fractions(a: Any, gpu) -> dict[str, float | None]:
+    """The roofline fractions ``simulate`` plans with (None: the settings' default): the given ones, the rest from the
+    GPU profile ``a.gpu_profile`` selects; without a profile a FLOP fraction of 1 when the measured GEMM curve prices
+    the matmuls as measured (``gemm_efficiency.py``). ``a``: any object with ``PricingFlags``' attributes."""
+    from kvledger.analyses.serving.gemm_choice import gemm_curve_of
+    from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
+
+    fractions = {"achievable_flops_fraction": a.achievable_flops_fraction,
+                 "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction}
+    prof = gpu_profile_of(a, gpu.name)
+    if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
+        fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
+                     "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
+    elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None:
+        fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
+    return fractions
+
+
+def priced_settings(settings, gpu, flags: PricingFlags):
+    """``settings`` (PlanSettings) with the fractions ``simulate`` would plan with for ``flags`` (``plan_fractions``).
+
+    Raises:
+        FormatError / InputError: an unreadable ``--gpu-profile`` file, one fitted on another GPU, a GEMM mode the
+            profile was not fitted with.
+    """
+    update = {k: v for k, v in plan_fractions(flags, gpu).items() if v is not None}
+    return settings.model_copy(update=update) if update else settings
+
+
+def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str | None = None) -> tuple[Any, dict]:
+    """(step-cost model, its description) ``kvledger simulate --step-cost roofline`` uses for ``plan`` with ``flags``
+    (the plan built from ``priced_settings``), under the engine config ``from_plan`` gives it with ``policy``.
+    ``flags`` None: the plan's fractions taken as given (no GPU profile), the host term still the engine's.
+
+    The description is simulate's ``step_cost`` (name, source, scope, ``priced_by`` with a GPU profile), which
+    ``report.step_cost_view.step_cost_lines`` prints as simulate does.
+    """
+    from types import SimpleNamespace
+
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
+    from kvledger.analyses.serving.step_cost_choice import make_step_cost
+
+    s = plan.settings
+    if flags is None:  # the plan's own fractions, as given: no GPU profile (gpu_profile_of)
+        flags = PricingFlags(achievable_flops_fraction=s.achievable_flops_fraction,
+                             achievable_bandwidth_fraction=s.achievable_bandwidth_fraction)
+    # simulate's request (sim_setup.SimRequestArgs) in the fields make_step_cost reads
+    a = SimpleNamespace(**asdict(flags), model=plan.model.name, gpu=plan.gpu.name, tp=s.tp, step_cost="roofline")
+    if policy is None and s.engine == "sglang":
+        policy = "sglang"
+    cfg, _ = engine_config_from_plan(plan, policy=policy)
+    return make_step_cost(a, plan, overlap_cpu=cfg.async_scheduling, batching=cfg.batching)
+
+
+def split_host(cost: Any) -> tuple[Any, Any]:
+    """(the roofline inside ``cost``, its host term or None): a judgment that reads the roofline's FLOPs and bytes
+    (``costs``, ``time_s``) prices a step as ``host.step(roofline.time_s(c), prefill tokens, sequences)``, which is
+    ``cost.step_time_s`` of the same shape (``host_overhead.HostStepCost``)."""
+    from kvledger.accounting.host_overhead import HostStepCost
+
+    return (cost.inner, cost.host) if isinstance(cost, HostStepCost) else (cost, None)
+
+
+def priced_by_run(info: dict) -> str:
+    """A step cost of a simulated run in words, for a figure derived from it (``TierPlan.priced_by``)."""
+    return f"the run's step cost ({info.get('name', 'roofline')}: the step cost line)"
