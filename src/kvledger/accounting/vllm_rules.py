@@ -60,7 +60,7 @@ def default_gpu_memory_utilization(ver: tuple[int, int, int]) -> tuple[float, st
 
 
 def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_name: str, max_model_len: int,
-                         sliding_window: bool = False) -> tuple[int, int, str]:
+                         sliding_window: bool = False, v0_engine: bool = False) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, source) for ``vllm serve`` when the user sets neither.
 
     Mirrors ``engine/arg_utils.py::EngineArgs.get_batch_defaults`` (0.33) and its 0.10–0.15 form:
@@ -68,10 +68,12 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences, except above 32K
     (``engine/arg_utils.py``: ``use_long_context = max_model_len > 32768`` turns chunked prefill on for models without a
     sliding window, and ``SchedulerConfig`` then defaults to 512 tokens in 0.6.3, 2048 in 0.7.3; 0.6.4–0.6.6 not
-    read: 2048 applied from 0.7.0). The result is capped at max_num_seqs × max_model_len.
+    read: 2048 applied from 0.7.0). The result is capped at max_num_seqs × max_model_len. ``v0_engine``: the V0
+    engine run on a release whose default is V1 (0.8–0.10, ``VLLM_USE_V1=0``): 0.9.0's ``create_engine_config``
+    calls ``_set_default_args_v0`` then, never the V1 usage-context defaults, so V0's rule holds there too.
     """
     gib = gpu_total_bytes / GiB
-    if era(ver) == "v0":
+    if era(ver) == "v0" or v0_engine:
         if max_model_len > 32768 and not sliding_window:
             t = 2048 if ver >= (0, 7, 0) else 512
             return t, 256, (f"vLLM V0 turns chunked prefill on above 32K (max_model_len {max_model_len:,} > 32,768; "
@@ -91,6 +93,19 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     else:
         mnbt, seqs, why = 2048, 256, "vLLM server default for smaller GPUs and A100: 2048 tokens, 256 seqs"
     return min(mnbt, seqs * max_model_len), seqs, why + " (engine/arg_utils.py::get_batch_defaults)"
+
+
+#: last vLLM release whose V1 engine turns chunked prefill on whatever the flag says (below)
+V1_FORCES_CHUNKED_PREFILL_UNTIL = (0, 11, 0)
+
+
+def v1_forces_chunked_prefill(ver: tuple[int, int, int]) -> bool:
+    """True where vLLM's V1 engine sets ``enable_chunked_prefill = True`` for every generative model before reading
+    the user's value ("V1 always uses chunked prefills"): ``engine/arg_utils.py :: _set_default_args_v1`` in 0.9.0,
+    ``_set_default_args`` in 0.11.0 — so ``--no-enable-chunked-prefill`` has no effect and the token budget is the
+    usage-context default. 0.11.1 honours the flag (it sets the default only when the flag is unset; read in 0.11.1,
+    0.11.2, 0.13.0–0.19.0). 0.8.x (V1's first default release) and 0.10.x were not read: assumed as 0.9.0/0.11.0."""
+    return (0, 8, 0) <= ver <= V1_FORCES_CHUNKED_PREFILL_UNTIL
 
 
 def subtracts_cudagraphs(ver: tuple[int, int, int]) -> bool:

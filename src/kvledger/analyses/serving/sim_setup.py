@@ -15,6 +15,7 @@ from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
+from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
@@ -253,13 +254,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
         prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
         batching=a.batching, kv_allocation=a.kv_allocation, async_scheduling=a.async_scheduling)
-    notes: list[str] = []
-    if a.enable_chunked_prefill is False and user_mnbt is None:
-        mnbt = max(plan.memory.max_model_len, plan.memory.max_num_batched_tokens)
-        overrides["max_num_batched_tokens"] = mnbt
-        notes.append(
-            f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)"
-        )
+    sched, notes = scheduler_overrides(a, plan, user_mnbt)  # the engine's own rules for these flags
+    overrides.update(sched)
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling, batching=config.batching)
     given = workload is not None

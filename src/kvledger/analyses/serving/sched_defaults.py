@@ -1,0 +1,66 @@
+"""The scheduler limits a vLLM engine sets itself from the flags given — what the plan's usage-context defaults do
+not say: the budget with chunked prefill off, V1's forced chunked prefill up to 0.11.0, and V0's own defaults when
+the V0 engine runs on a release whose default is V1 (``--batching vllm_v0`` on 0.8–0.10, ``VLLM_USE_V1=0``).
+
+Rules from ``engine/arg_utils.py`` and ``config.py :: SchedulerConfig`` of the versions named in
+``kvledger.accounting.vllm_rules`` (``default_batch_limits``, ``v1_forces_chunked_prefill``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.accounting import vllm_rules as R
+
+__all__ = ["scheduler_overrides"]
+
+
+def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[str, Any], list[str]]:
+    """EngineConfig fields (``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``) the engine's own
+    rules set for these flags, and a note for each. ``a``: the simulate request's arguments (``batching``,
+    ``enable_chunked_prefill``, ``max_num_seqs``); ``plan``: its memory plan; ``user_mnbt``: the budget the user gave
+    (None: the engine's default)."""
+    m = plan.memory
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    ver = R.parse_version(m.engine_version) if m.engine == "vllm" else None
+    if ver is not None and a.batching == "vllm_v0" and R.era(ver) != "v0":
+        return _v0_engine(a, plan, ver, user_mnbt)
+    if (ver is not None and a.enable_chunked_prefill is False and a.batching in (None, "continuous")
+            and R.v1_forces_chunked_prefill(ver)):
+        out["enable_chunked_prefill"] = True
+        notes.append(f"--no-enable-chunked-prefill has no effect in vLLM {m.engine_version}: its V1 engine turns "
+                     "chunked prefill on for every generative model (engine/arg_utils.py, read in 0.9.0 and 0.11.0; "
+                     f"honoured from 0.11.1); token budget {m.max_num_batched_tokens:,} as with it on")
+        return out, notes
+    if a.enable_chunked_prefill is False and user_mnbt is None:
+        mnbt = max(m.max_model_len, m.max_num_batched_tokens)
+        out["max_num_batched_tokens"] = mnbt
+        notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} "
+                     "(vLLM rule)")
+    return out, notes
+
+
+def _v0_engine(a: Any, plan: Any, ver: tuple[int, int, int], user_mnbt: int | None
+               ) -> tuple[dict[str, Any], list[str]]:
+    """V0's defaults on a V1-default release (``R.default_batch_limits(..., v0_engine=True)``): chunked prefill off
+    up to a 32K context, budget max(max_model_len, 2048), 256 sequences."""
+    m = plan.memory
+    out: dict[str, Any] = {}
+    _, seqs, why = R.default_batch_limits(ver, int(plan.gpu.memory_bytes), plan.gpu.name, m.max_model_len,
+                                             v0_engine=True)
+    chunked = a.enable_chunked_prefill
+    if chunked is None:
+        chunked = m.max_model_len > 32768
+    out["enable_chunked_prefill"] = chunked
+    parts = []
+    if user_mnbt is None:
+        out["max_num_batched_tokens"] = 2048 if chunked else max(m.max_model_len, 2048)  # 0.9.0 SchedulerConfig
+        parts.append(f"max_num_batched_tokens {out['max_num_batched_tokens']:,}")
+    if a.max_num_seqs is None:
+        out["max_num_seqs"] = seqs
+        parts.append(f"max_num_seqs {seqs}")
+    note = (f"V0 engine on vLLM {m.engine_version} (--batching vllm_v0, VLLM_USE_V1=0): V0's own defaults, not the "
+            f"V1 usage-context ones — chunked prefill {'on' if chunked else 'off'}"
+            + (f", {', '.join(parts)}" if parts else "") + f" ({why}; engine/arg_utils.py _set_default_args_v0)")
+    return out, [note]

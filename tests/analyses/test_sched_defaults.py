@@ -1,0 +1,42 @@
+"""The scheduler limits vLLM sets itself from the flags given (``analyses/serving/sched_defaults.py``): V1 up to
+0.11.0 ignores ``--no-enable-chunked-prefill``; the V0 engine on a V1-default release keeps V0's own defaults."""
+
+from __future__ import annotations
+
+from kvledger.accounting.vllm_rules import v1_forces_chunked_prefill
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
+
+
+def _setup(**kw):
+    return prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=20,
+                                  max_model_len=512, **kw))
+
+
+def test_v1_up_to_0_11_0_forces_chunked_prefill_on():
+    # vLLM 0.11.0 engine/arg_utils.py :: _set_default_args sets enable_chunked_prefill = True for every generative
+    # model before the flag is read (kubecon's `vllm` launch ran `--no-enable-chunked-prefill` on 0.11.0); the token
+    # budget is then the API server's usage-context default on an 80 GB H100 (≥ 70 GiB, not an A100): 8,192
+    s = _setup(engine_version="0.11.0", enable_chunked_prefill=False)
+    assert s.config.enable_chunked_prefill is True and s.config.max_num_batched_tokens == 8192
+    assert any("has no effect in vLLM 0.11.0" in n for n in s.notes)
+    # 0.11.1 honours the flag: chunked prefill off, budget max(max_model_len 512, default 8,192) = 8,192
+    s = _setup(engine_version="0.11.1", enable_chunked_prefill=False)
+    assert s.config.enable_chunked_prefill is False and s.config.max_num_batched_tokens == 8192
+    assert any("chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = 8,192" in n
+               for n in s.notes)
+    assert [v1_forces_chunked_prefill(v) for v in ((0, 7, 3), (0, 8, 0), (0, 11, 0), (0, 11, 1))] == [
+        False, True, True, False]
+
+
+def test_v0_engine_on_a_v1_release_keeps_v0_defaults():
+    # kubecon's `vllm+v0_engine` launch: vLLM 0.9.0 with VLLM_USE_V1=0, max_model_len 512. 0.9.0's
+    # create_engine_config calls _set_default_args_v0 (chunked prefill off up to a 32K context, max_num_seqs 256)
+    # and SchedulerConfig then gives max(max_model_len 512, 2,048) = 2,048 tokens — not V1's 8,192 / 1,024
+    s = _setup(engine_version="0.9.0", batching="vllm_v0", enable_prefix_caching=False)
+    assert s.config.enable_chunked_prefill is False
+    assert s.config.max_num_batched_tokens == 2048 and s.config.max_num_seqs == 256
+    assert any("V0 engine on vLLM 0.9.0" in n for n in s.notes)
+    # limits given on the command line stand
+    s = _setup(engine_version="0.9.0", batching="vllm_v0", enable_prefix_caching=False, max_num_seqs=128,
+               max_num_batched_tokens="4096")
+    assert s.config.max_num_batched_tokens == 4096 and s.config.max_num_seqs == 128
