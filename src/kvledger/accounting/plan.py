@@ -1,8 +1,7 @@
 """The KV-cache ledger for one model on one GPU under one engine: ``build_plan`` → ``Plan``.
 
-Ties the pieces together: KV bytes (kvcache.py), the engine's memory plan (plan_vllm.py,
-plan_other.py), concurrency at each context, the roofline (roofline_report.py), the
-"which terms make the difference" waterfall and, when something does not fit, advice with numbers.
+Ties together KV bytes (kvcache.py), the engine's memory plan (plan_vllm.py, plan_other.py), concurrency at each
+context, the roofline (roofline_report.py), the term waterfall and, when something does not fit, advice with numbers.
 """
 
 from __future__ import annotations
@@ -184,7 +183,8 @@ VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     """vLLM's custom all-reduce size limit for these settings, B (vllm_collectives.py); 0 when off or not vLLM."""
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
-        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, pp=s.pp)
+        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, s.pp,
+        s.distributed_executor_backend)
 
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}

@@ -96,7 +96,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
     else:
-        t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce, bool(s.enforce_eager))
+        t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce, bool(s.enforce_eager),
+                           s.distributed_executor_backend)
         items.append(Deduction("non-torch memory", t.bytes, t.source, t.low, t.high, t.range_source))
     if not R.subtracts_cudagraphs(ver):
         items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt)))

@@ -1,17 +1,14 @@
 """Non-torch memory per GPU under vLLM, from its mechanisms: CUDA context, NCCL, custom all-reduce and symmetric memory.
 
-What the code decides (read in the wheels of 0.6.3, 0.8.5, 0.10.1, 0.11.0 and 0.19.0, identical in these rules):
-``distributed/device_communicators/custom_all_reduce.py :: CustomAllreduce.__init__`` turns custom all-reduce off when
-``--disable-custom-all-reduce`` is given, when the TP group spans nodes (``in_the_same_node_as``), when the world size
-is not 2, 4, 6 or 8, when more than 2 GPUs are not NVLink all-to-all (``is_fully_connected``) and when CUDA peer access
-fails (``_can_p2p``; skipped on ROCm). When on it allocates ``meta_size() + max_size`` and ``max_size`` of shared
-buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
-(0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on), during the TP group's set-up;
-how much of that the profile deducts is the version's (``vllm_flag_terms.ca_bytes_in_window``: 24 MiB up to 0.8
-except 0.7, 16 MiB in 0.7 and 0.9–0.10, none from 0.11, whose init snapshot follows the set-up), and that is all
-``--disable-custom-all-reduce`` takes off the term for the same set-up (``non_torch_term``). From 0.11
+What the code decides: whether custom all-reduce is on (``vllm_custom_ar.py``: the topology's checks in
+``CustomAllreduce.__init__`` and the engine's own, vLLM's ``--nnodes`` and ROCm). When on it allocates ``meta_size() +
+max_size`` and ``max_size`` of shared buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB (0.19: ``min(8 MiB,
+CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on), during the TP group's set-up; how much of that the
+profile deducts is the version's (``vllm_flag_terms.ca_bytes_in_window``: 24 MiB up to 0.8 except 0.7, 16 MiB in 0.7 and
+0.9–0.10, none from 0.11, whose init snapshot follows the set-up), and that is all ``--disable-custom-all-reduce`` takes
+off the term for the same set-up (``non_torch_term``). From 0.11
 ``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a bf16 buffer on sm90/sm100 in the same
-set-up, before the snapshot.
+set-up, before the snapshot. Before 0.11 NCCL's start-up is in the window too (``vllm_nccl_init.py``).
 
 What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
 vLLM 0.19.0 on H100 SXM (NVSwitch, so NCCL's NVLink-SHARP buffers) logs 0.24–0.25 GiB at TP 1, 2.06–2.07 at TP 2,
@@ -26,7 +23,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvledger.accounting.vllm_custom_ar import (
+    ca_max_size,
+    custom_all_reduce,
+    custom_all_reduce_bytes,
+    custom_all_reduce_max_bytes,
+    engine_disables_ca,
+    tp_group_nodes,
+)
 from kvledger.accounting.vllm_flag_terms import ca_bytes_in_window, eager_source
+from kvledger.accounting.vllm_nccl_init import nccl_init_in_window
 from kvledger.accounting.vllm_rocm import is_rocm, rocm_non_torch_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
@@ -44,11 +50,6 @@ RING_NCCL_GIB, RING_NCCL_LOW_GIB, RING_NCCL_HIGH_GIB = 0.2, 0.05, 0.6
 isolates it; an assumption bounded by issue 20's A100 TP 2/4 runs without custom all-reduce, whose whole non-KV
 overhead beyond weights was 0.4–0.9 GiB (so NCCL ≤ 0.6)."""
 
-_CA_MAX_SIZES_SYMM = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
-                      "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB}}
-"""vLLM 0.19 ``all_reduce_utils.CUSTOM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B."""
-
-
 @dataclass(frozen=True)
 class Term:
     """One memory term with its range from the evidence, B: ``low ≤ bytes ≤ high``; ``source`` says how the point
@@ -59,57 +60,6 @@ class Term:
     high: float
     source: str
     range_source: str = ""
-
-
-def tp_group_nodes(tp: int, pp: int, nnodes: int) -> int:
-    """Nodes one TP group spans when the TP × PP ranks are spread evenly over ``nnodes`` nodes: ceil(nnodes / pp).
-
-    vLLM 0.10.1 ``parallel_state.py::initialize_model_parallel`` lays ranks out as ``arange(world).reshape(-1, dp, pp,
-    tp)``, so a TP group is ``tp`` consecutive ranks, and ``ray_distributed_executor.py`` ranks workers node by node
-    (the driver's node first); ``mp`` across nodes gives each node consecutive ranks (``--node-rank``). With ``tp × pp /
-    nnodes`` GPUs a node, a TP group stays inside one node unless nnodes > pp: TP 4 × PP 2 over 2 nodes keeps custom
-    all-reduce on in each node (the rwood-97/multi_node_inference GH200 log registers its CUDA-graph buffers)."""
-    return max(1, -(-nnodes // max(1, pp)))
-
-
-def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> tuple[bool, str]:
-    """Whether vLLM's custom all-reduce is on for this TP group, and which check decides (CustomAllreduce.__init__).
-    ``nnodes``: the nodes the TP group spans (``tp_group_nodes``), not the whole deployment's."""
-    if tp == 1:
-        return False, "TP 1: no all-reduce"
-    if disabled:
-        return False, "custom all-reduce off (--disable-custom-all-reduce)"
-    if nnodes > 1:
-        return False, f"custom all-reduce off: the TP group spans {nnodes} nodes"
-    if tp not in (2, 4, 6, 8):
-        return False, f"custom all-reduce off: world size {tp} is not 2, 4, 6 or 8"
-    amd = gpu.gpu_id.startswith("amd_")
-    if tp > 2 and not gpu.nvlink_all_to_all:
-        return False, f"custom all-reduce off: {tp} GPUs without NVLink all-to-all ({gpu.interconnect})"
-    if not amd and not gpu.p2p:
-        return False, f"custom all-reduce off: {gpu.name} has no CUDA peer access (_can_p2p)"
-    return True, f"custom all-reduce on (TP {tp}, one node, {'all-to-all links' if tp > 2 else 'peer access'})"
-
-
-def _ca_max_size(ver: tuple[int, int, int], tp: int, arch: str) -> int:
-    """Custom all-reduce's ``max_size``, B: 8 MiB, from 0.11 on sm90/sm100 capped by the symmetric-memory table."""
-    max_size = 8 * MiB
-    if ver >= (0, 11, 0) and arch in _CA_MAX_SIZES_SYMM:
-        max_size = min(max_size, _CA_MAX_SIZES_SYMM[arch].get(tp, max_size))
-    return max_size
-
-
-def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
-    """Buffers one GPU allocates for custom all-reduce, B: 2 × max_size + 8 MiB rank_data (meta_size() is a few KiB)."""
-    return 2 * _ca_max_size(ver, tp, arch) + 8 * MiB
-
-
-def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
-                                pp: int = 1) -> int:
-    """Largest message (exclusive) vLLM's custom all-reduce takes, B (``should_custom_ar``: ``size < max_size``); 0
-    when it is off for this TP group (``nnodes``: the deployment's nodes, ``tp_group_nodes`` of them per TP group)."""
-    on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled)[0]
-    return _ca_max_size(ver, tp, gpu.arch) if on else 0
 
 
 V064_ABSOLUTE_NON_TORCH_GIB = 0.35
@@ -154,27 +104,45 @@ window holds no captures and the range keeps +0.15. In sample for those two reco
 
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
-                   disable_custom_all_reduce: bool, enforce_eager: bool = False) -> Term:
+                   disable_custom_all_reduce: bool, enforce_eager: bool = False, backend: str | None = None) -> Term:
     """Non-torch memory growth per GPU by mechanism, B, with its range: the term with custom all-reduce as the
-    topology leaves it, less what the version's profile counts of its buffers under ``--disable-custom-all-reduce``
-    (one rule on every basis, measured or not); the pre-0.18 term under ``--enforce-eager`` from 0.18; widened for
-    0.6.5–0.6.x. ROCm: ``vllm_rocm.rocm_non_torch_term``."""
+    topology leaves it, less what the version's profile counts of its buffers when it is off (``--disable-custom-all-
+    reduce`` or the engine's own reason, ``engine_disables_ca``; one rule on every basis, measured or not); the
+    pre-0.18 term under ``--enforce-eager`` from 0.18; widened for 0.6.5–0.6.x. ROCm: ``_rocm_term``.
+    ``backend``: ``--distributed-executor-backend`` (None: vLLM's default)."""
+    forced = engine_disables_ca(ver, gpu, nnodes, backend)
     if is_rocm(gpu):
-        return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
+        return _rocm_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce, forced)
     if enforce_eager and ver >= GRAPH_PROFILE_IN_WINDOW:
-        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce)
+        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce, backend=backend)
         return Term(pre.bytes, pre.low, pre.high, eager_source(pre.source), pre.range_source)
     tp_nodes = tp_group_nodes(tp, pp, nnodes)  # what the TP group's mechanisms see (PP stages may sit on other nodes)
     t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu) or _non_torch_term(ver, tp, pp, tp_nodes, gpu)
-    if disable_custom_all_reduce and custom_all_reduce(tp, tp_nodes, gpu, False)[0]:
-        off, why = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch))
-        t = Term(t.bytes - off, t.low - off, t.high - off, f"{t.source}; --disable-custom-all-reduce: "
-                 f"{off / MiB:.0f} MiB less ({why})", t.range_source)
+    if (disable_custom_all_reduce or forced) and custom_all_reduce(tp, tp_nodes, gpu, False)[0]:
+        off, why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch))
+        flag = "--disable-custom-all-reduce" if disable_custom_all_reduce else str(forced)
+        t = Term(t.bytes - off, t.low - off, t.high - off, f"{t.source}; {flag}: {off / MiB:.0f} MiB less ({why})",
+                 t.range_source)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
                     f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
     return t
+
+
+def _rocm_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
+               forced: str | None) -> Term:
+    """``vllm_rocm.rocm_non_torch_term`` (MI300X, 0.11.2+, custom all-reduce on and its buffers outside the window)
+    plus the custom all-reduce buffers a release before 0.11 counts when it is on: off under --disable-custom-all-reduce
+    (no CustomAllreduce, nor quick all-reduce, built only beside it: cuda_communicator.py 0.9.2–0.19.0) and where
+    ROCm vLLM runs none (``engine_disables_ca``)."""
+    pt, lo, hi, src, why = rocm_non_torch_term(ver, tp, pp, gpu)
+    on, ca_why = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled, forced)
+    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch)) if on else (0, "")
+    if tp > 1:
+        src += f"; {ca_why}" + (f" ({ca / MiB:.0f} MiB of its buffers counted: {where})" if ca else
+                                 f" ({where})" if on else "")
+    return Term(pt + ca, lo + ca, hi + ca, src, why)
 
 
 GRAPH_PROFILE_IN_WINDOW = (0, 18, 0)
@@ -240,10 +208,12 @@ def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnode
         why += (f"; no start-up for vLLM {'.'.join(map(str, ver))}: down to the pre-0.18 figure ({lo:.2f}), "
                 f"up 0.3 GiB")
     src = f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)"
-    ca, ca_why = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch))  # the rows' releases count none
+    ca, ca_why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch))  # the rows' releases count none
     if ca:
         src += f"; + custom all-reduce {ca / MiB:.0f} MiB, which vLLM {'.'.join(map(str, ver))} counts ({ca_why})"
-    return Term(pt * GiB + ca, lo * GiB + ca, hi * GiB + ca, src, why)
+    nc, nc_lo, nc_hi, nc_src = nccl_init_in_window(ver, tp, gpu)  # the rows' releases count none either
+    return Term(pt * GiB + ca + nc, lo * GiB + ca + nc_lo, hi * GiB + ca + nc_hi, src + (f"; {nc_src}" if nc else ""),
+                why)
 
 
 def _blackwell_term(ver: tuple[int, int, int], tp: int, pt: float, lo: float, hi: float) -> Term:
@@ -273,15 +243,17 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
     if tp == 1:
         return base
     ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, False)
-    ca, where = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch)) if ca_on else (0, "")
+    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch)) if ca_on else (0, "")
     code = f"{ca_why}" + (f" ({ca / MiB:.0f} MiB of its buffers counted: {where})" if ca_on else "")
     if gpu.arch in NVLS_ARCHS and gpu.nvlink_all_to_all and nnodes == 1:
         # measured on 0.19 (custom all-reduce on, its buffers outside the window): + what this version counts of them
+        nc, nc_lo, nc_hi, nc_src = nccl_init_in_window(ver, tp, gpu)  # 0.19 holds none of NCCL's start-up
         total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB + ca
         src = f"NVSwitch board (NCCL NVLink SHARP): H100 vLLM 0.19 TP 2/4 figure 2.07/2.13 GiB, log2 in TP; {code}"
         if ver >= (0, 18, 0) and gpu.arch == "sm90" and tp <= 4:
             return Term(total, total - 0.03 * GiB, total + 0.05 * GiB, src, "measured 2.06–2.17 GiB (H100, vLLM 0.19)")
-        return Term(total, base.low + RING_NCCL_LOW_GIB * GiB + ca, total + 0.3 * GiB, src,
+        return Term(total + nc, base.low + RING_NCCL_LOW_GIB * GiB + ca + nc_lo, total + 0.3 * GiB + nc_hi,
+                    src + (f"; {nc_src}" if nc else ""),
                     f"no start-up for vLLM {vtxt}, {gpu.name}, TP {tp}: down to NCCL without NVLink SHARP")
     src = f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB (assumed); {code}"
     why = (f"{base.range_source}; NCCL {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB} GiB: no start-up isolates it for "

@@ -101,7 +101,8 @@ def plan(
     distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or "
         "ray (no memory term changes in the code read; the plan's notes say why)."),
     nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off when a "
-                                                   "TP group spans nodes: ceil(nnodes / pp) > 1)."),
+                                                   "TP group spans nodes, ceil(nnodes / pp) > 1, and under vLLM's own "
+                                                   "--nnodes: mp across nodes from 0.11.1)."),
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
                                         help="auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), "
                                              "pytorch, or aiter (ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),

@@ -134,7 +134,8 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
     if gpu is not None and nt is not None:
         fl = flag_settings(r["flags"])
         t = non_torch_term(parse_version(ver), tp, int(r["pp"] or 1), fl.get("nnodes", 1), gpu,
-                           bool(fl.get("disable_custom_all_reduce")), bool(fl.get("enforce_eager")))
+                           bool(fl.get("disable_custom_all_reduce")), bool(fl.get("enforce_eager")),
+                           fl.get("distributed_executor_backend"))
         out.append(PublicTerm("non-torch", t.bytes / GiB, nt, t.low / GiB, t.high / GiB))
     if r["config"]:
         cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
