@@ -83,7 +83,7 @@ def test_forcing_a_runner_and_before_its_package_existed():
     llama = _model(LLAMA8)
     assert model_runner(llama, (0, 33, 0), "v1").v2 is False and model_runner(llama, (0, 20, 0), "v2").v2 is True
     with pytest.raises(InputError, match="no V2 model runner"):
-        model_runner(llama, (0, 11, 0), "v2")  # v1/worker/gpu/ is absent from the 0.11.2 wheel
+        model_runner(llama, (0, 11, 0), "v2")  # v1/worker/gpu/ is absent from the 0.11.2 wheel, first in 0.12.0
 
 
 def test_p19_v2_profile_hand_worked():
@@ -136,8 +136,8 @@ def test_0_33_v2_warm_up_pass_keeps_the_v1_sampler_bytes():
 
 def test_cli_flag_errors_are_input_errors():
     # InputError: the CLI's entry point prints its one paragraph and exits 2 (checked by hand: `kvledger plan ...
-    # --engine-version 0.11.0 --model-runner v2` prints "error: --model-runner v2: vLLM 0.11.0 has no V2 model runner
-    # ..." and returns 2)
+    # --engine-version 0.11.0 --model-runner v2` prints "error: --model-runner v2: vLLM 0.11.0 has no V2 model
+    # runner ..." and returns 2)
     from typer.testing import CliRunner
 
     from kvledger.cli.main import app

@@ -2,8 +2,8 @@
 
 Read in the wheels of 0.21.0, 0.22.0, 0.23.0, 0.24.0, 0.25.0, 0.26.0, 0.27.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0,
 0.32.0 and 0.33.0 (``envs.py``, ``config/vllm.py::VllmConfig.use_v2_model_runner``, ``v1/worker/gpu/model_runner.py``,
-``v1/worker/gpu/cudagraph_utils.py``, ``v1/worker/gpu/sample/``); its package ``v1/worker/gpu/`` is also in 0.13.0,
-0.14.1, 0.16.0, 0.18.0 and 0.20.0 (absent in 0.11.2; 0.12 not read).
+``v1/worker/gpu/cudagraph_utils.py``, ``v1/worker/gpu/sample/``); its package ``v1/worker/gpu/`` first ships in 0.12.0
+(absent in 0.11.2; also in 0.13.0, 0.14.1, 0.16.0, 0.18.0 and 0.20.0).
 
 Which runner (``VLLM_USE_V2_MODEL_RUNNER``; set, it decides: ``--model-runner v1/v2`` here):
   * up to 0.21 the variable defaults to "0": V1 unless asked;
@@ -43,8 +43,9 @@ __all__ = ["MODEL_RUNNERS", "V2_FROM", "RunnerChoice", "model_runner", "runner_n
 MODEL_RUNNERS = ("auto", "v1", "v2")
 """``--model-runner``: auto (the version's default for the model), v1 or v2 (``VLLM_USE_V2_MODEL_RUNNER`` 0/1)."""
 
-V2_FROM = (0, 13, 0)
-"""First read release with the V2 runner's package ``v1/worker/gpu/`` (0.13.0; absent in 0.11.2, 0.12 not read)."""
+V2_FROM = (0, 12, 0)
+"""First release with the V2 runner's package ``v1/worker/gpu/`` and ``VLLM_USE_V2_MODEL_RUNNER`` (0.12.0; absent in
+0.11.2)."""
 
 _V2_PROFILE_READ = (0, 21, 0)
 """The V2 runner's profile (profile_run, profile_cudagraph_memory, the sampler) was read from 0.21."""
@@ -115,15 +116,15 @@ def model_runner(model: ModelSpec, ver: tuple[int, int, int], choice: str = "aut
     ``VLLM_USE_V2_MODEL_RUNNER``; ``rocm``: an AMD GPU; ``online_quant``: ``--quantization`` given).
 
     Raises:
-        InputError: v2 before the V2 runner exists (0.13).
+        InputError: v2 before the V2 runner exists (0.12).
     """
     vtxt = ".".join(map(str, ver))
     if choice == "v1":
         return RunnerChoice(False, "V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0, --model-runner v1)")
     if choice == "v2":
-        if ver < V2_FROM or ver[:2] == (0, 12):
-            raise InputError(f"--model-runner v2: vLLM {vtxt} has no V2 model runner that kvledger has read (its "
-                             "package v1/worker/gpu/ is in 0.13.0, not in 0.11.2; 0.12 not read); use 0.13 or later")
+        if ver < V2_FROM:
+            raise InputError(f"--model-runner v2: vLLM {vtxt} has no V2 model runner (its package v1/worker/gpu/ and "
+                             "VLLM_USE_V2_MODEL_RUNNER first ship in 0.12.0; absent in 0.11.2); use 0.12 or later")
         tail = "" if ver >= _V2_PROFILE_READ else f"; its profile was read from 0.21 and is applied to {vtxt}"
         return RunnerChoice(True, f"V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1, --model-runner v2{tail})")
     if ver < (0, 22, 0):
