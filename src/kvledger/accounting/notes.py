@@ -54,9 +54,10 @@ def gpu_memory_utilization_from(util: float, source: str) -> str:
 
 
 PROFILE_TERMS_FROM_0_19 = (
-    "the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed (weights, "
-    "persistent buffers and non-torch growth since start-up) + the transient peak, and buffers kept between weight "
-    "loading and the profile are not modelled (no such start-up log in the data)")
+    "the profile terms are those measured on vLLM 0.19; from 0.27.0 (utils/mem_utils.py::memory_profiling; not in "
+    "0.26.0) vLLM charges non-KV memory as total consumed (weights, persistent buffers and non-torch growth since "
+    "start-up) + the transient peak (torch peak − torch allocated after the profile, printed as 'peak activation'), "
+    "and buffers kept between weight loading and the profile are not modelled (no such start-up log in the data)")
 
 
 def pp_binding_stage(pp: int, rank: int) -> str:

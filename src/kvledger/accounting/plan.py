@@ -195,7 +195,8 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
               ("--distributed-executor-backend", "distributed_executor_backend", None),
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
-              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
+              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None),
+              ("--model-runner", "model_runner", "auto"))
 
 
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
@@ -233,8 +234,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                          f"plan {s.engine} with --tp, or use --engine vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
         raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
-                         f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine "
-                         "printed for one GPU")
+                         f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass one GPU's printed figure")
     if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
 

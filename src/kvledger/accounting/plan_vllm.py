@@ -26,6 +26,7 @@ from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_r
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
 from kvledger.accounting.wddm import wddm_total
@@ -80,10 +81,17 @@ def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
     return model if (name, db) == (model.dtype, model.dtype_bytes) else replace(model, dtype=name, dtype_bytes=db)
 
 
+def _runner(checkpoint: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver) -> RunnerChoice:
+    """The model runner these settings start (vllm_runner.py)."""
+    return model_runner(checkpoint, ver, s.model_runner, gpu.gpu_id.startswith("amd_"), bool(s.quantization))
+
+
 def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage,
                 checkpoint: ModelSpec) -> list[Deduction]:
     """The terms taken from the budget before the KV pool: vLLM's ``gpu_worker.determine_available_memory``."""
     vtxt = ".".join(map(str, ver))
+    v2 = _runner(checkpoint, gpu, s, ver).v2
+    v2_graphs, v2_src = v2_subtracts_cudagraphs(ver)
     if s.weights_bytes is not None:
         items = [Deduction("weights", s.weights_bytes, N.WEIGHTS_GIVEN)]
     else:
@@ -92,7 +100,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
                             gpu_arch=gpu.arch, engine_version=ver, rocm=rocm)
         items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm)]
-    items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
+    items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage, v2))
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
     else:
@@ -103,11 +111,14 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt)))
     elif s.cudagraph_bytes is not None:
         items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
+    elif v2 and not v2_graphs:
+        items.append(Deduction("CUDA graphs", 0, v2_src))
     elif s.enforce_eager:
         items.append(Deduction("CUDA graphs (estimate)", 0,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
+        src = f"{src}; {v2_src}" if v2 else src
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
     return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())
 
@@ -191,6 +202,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     notes.append(N.gpu_memory_utilization_from(util, usrc))
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
+    if ver >= (0, 22, 0) or s.model_runner != "auto":
+        notes.append(runner_note(_runner(checkpoint or model, gpu, s, ver), ver))
     requested = math.ceil(total * util)
     mamba = mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:

@@ -57,8 +57,7 @@ capture is 260 MiB (Llama-3.1-8B) and 228 MiB (Qwen2.5-7B) at TP 1 on H100 (vllm
 
 CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
 """Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5
-MiB.
-With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
+MiB. With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
 (error ±0.12 GiB on those two; across the corpus the estimate ranges 0.49–1.69 GiB: the range,
 ``vllm_terms.CUDAGRAPH_LOGGED_RATIO``)."""
 
@@ -149,7 +148,8 @@ fp32 logits (4, temperature in place) and the fp32 softmax probs (4) it samples 
 _SORT_FREE = {"flashinfer": (FLASHINFER_BYTES_PER_LOGIT, "4 + 4 + 4", "FlashInfer top-k/top-p: fp32 logits, masked "
                              "logits, probs; topk_topp_sampler.flashinfer_sample"),
               "aiter": (AITER_BYTES_PER_LOGIT, "4 + 4", "ROCm AITER: fp32 logits, probs; topk_topp_sampler.py"),
-              "flashinfer-v0": (12, "4 + 4 + 4", "V0 FlashInfer: fp32 logits, probs, logprobs, no sort; sampler.py")}
+              "flashinfer-v0": (12, "4 + 4 + 4", "V0 FlashInfer: fp32 logits, probs, logprobs, no sort; sampler.py"),
+              "v2-greedy": (0, "0", "V2 runner's greedy dummy requests: the logits alone; gpu/sample/sampler.py")}
 
 
 def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,

@@ -8,6 +8,7 @@ from kvledger.accounting.memory import Deduction
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
+from kvledger.accounting.vllm_runner import v2_sampler
 from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -68,13 +69,17 @@ _MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
 
 
 def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int,
-                    stage: PPStage) -> Deduction:
-    """The profile run's torch peak, with the other sampler backend and the era's evidence as its range."""
+                    stage: PPStage, v2: bool = False) -> Deduction:
+    """The profile run's torch peak, with the other sampler backend and the era's evidence as its range; ``v2``: the
+    V2 model runner's profile (vllm_runner.py), whose greedy dummy sampler up to 0.32 takes no sampler backend."""
     vtxt = ".".join(map(str, ver))
     if s.activation_peak_bytes is not None:
         return Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
     sms = P.sm_count(gpu.gpu_id, gpu.arch)
     backend, other, why = sampler_backends(ver, s.sampler_backend, is_rocm(gpu))
+    if v2 and v2_sampler(ver):
+        backend, other, why = v2_sampler(ver), None, ("V2 model runner: greedy dummy requests, no top-k/top-p, so "
+                                                     "no sampler backend enters the profile (gpu/sample/sampler.py)")
     peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch)
     ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch)[0]] if other else [])
     ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch)  # the MoE kernel's choice, when unknown

@@ -106,6 +106,9 @@ def plan(
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
                                         help="auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), "
                                              "pytorch, or aiter (ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),
+    model_runner: str = typer.Option("auto", "--model-runner", help="vLLM model runner: auto (the version's default "
+                                     "for the model; V2 for some from 0.22, all from 0.29), v1 or v2 "
+                                     "(VLLM_USE_V2_MODEL_RUNNER=0/1)."),
     cuda_graph_max_batch_size: int | None = typer.Option(None, "--cuda-graph-max-batch-size", help="TensorRT-LLM "
         "cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."),
     no_cuda_graph: bool = typer.Option(False, "--no-cuda-graph", help="TensorRT-LLM PyTorch backend run without CUDA "
@@ -166,7 +169,8 @@ def plan(
             achievable_bandwidth_fraction=achievable_bandwidth_fraction,
         disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
         distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
-        sampler_backend=sampler_backend.lower(), cuda_graph_max_batch_size=cuda_graph_max_batch_size,
+        sampler_backend=sampler_backend.lower(), model_runner=model_runner.lower(),
+        cuda_graph_max_batch_size=cuda_graph_max_batch_size,
         no_cuda_graph=no_cuda_graph, wddm=wddm, trtllm_logits_dtype=logits_dtype.lower() if logits_dtype else None)
     p = build_plan(spec, g, settings)
     priced_by = f"gpu: {prof.label}" if prof is not None else None

@@ -206,7 +206,8 @@ def _vllm_flags_text(s) -> str:
     given = [f"executor {s.distributed_executor_backend}" if s.distributed_executor_backend else "",
              "--enforce-eager" if s.enforce_eager else "",
              "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
-             f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else ""]
+             f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else "",
+             f"model runner {s.model_runner}" if s.model_runner != "auto" else ""]
     return "".join(f", {g}" for g in given if g)
 
 

@@ -108,10 +108,11 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
 FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
                  "disable-custom-all-reduce": "disable_custom_all_reduce",
                  "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes",
-                 "sampler-backend": "sampler_backend", "wddm": "wddm"}
+                 "sampler-backend": "sampler_backend", "wddm": "wddm", "model-runner": "model_runner"}
 """The row's launch flags that are plan settings (``sampler-backend``: the installation's sampler where the row's build
 tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``; ``wddm``: the start-up ran on Windows or WSL2,
-whose driver reports the whole board as CUDA's total: ``plan --wddm``); the rest (checkpoint-quantization,
+whose driver reports the whole board as CUDA's total: ``plan --wddm``; ``model-runner``: VLLM_USE_V2_MODEL_RUNNER as the
+source set it, ``plan --model-runner``); the rest (checkpoint-quantization,
 enable-expert-parallel, ...) are
 recorded for the reader and do not change the plan."""
 
