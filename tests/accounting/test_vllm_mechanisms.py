@@ -169,6 +169,15 @@ def test_v0_turns_chunked_prefill_on_above_32k():
     assert default_batch_limits(V063, 24 * GiB, "RTX 3090", 35_000, sliding_window=True)[:2] == (35_000, 256)
 
 
+def test_the_160_gib_server_default_starts_at_0_28():
+    # engine/arg_utils.py get_batch_defaults: the "device_memory >= 160 * GiB_bytes" branch (16,384 tokens, 1,024
+    # sequences for the OpenAI server) is in the 0.28.0–0.31.0 wheels and absent from 0.20.0–0.27.0, where a 179 GiB
+    # B200 takes the ≥ 70 GiB non-A100 branch: 8,192 tokens, 1,024 sequences
+    b200 = 179 * GiB
+    assert default_batch_limits((0, 27, 0), b200, "NVIDIA B200", 32_768)[:2] == (8192, 1024)
+    assert default_batch_limits((0, 28, 0), b200, "NVIDIA B200", 32_768)[:2] == (16384, 1024)
+
+
 def test_llama8b_on_rtx3090_v063_at_35k_now_starts():
     # issue 22: vLLM 0.6.3 started Llama-3.1-8B at 35K on an RTX 3090; with the 512-token profile run the plan fits one
     # 35K request (35,000 × 128 KiB = 4.27 GiB of KV needed, 4.89 GiB available).

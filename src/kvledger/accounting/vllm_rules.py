@@ -64,7 +64,8 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     """(max_num_batched_tokens, max_num_seqs, source) for ``vllm serve`` when the user sets neither.
 
     Mirrors ``engine/arg_utils.py::EngineArgs.get_batch_defaults`` (0.33) and its 0.10–0.15 form:
-    ≥160 GiB → 16384/1024 (0.21+); ≥70 GiB and not an A100 → 8192/1024; otherwise 2048/256.
+    ≥160 GiB → 16384/1024 (from 0.28.0: the branch is absent in 0.20.0–0.27.0's wheels, present in 0.28–0.31);
+    ≥70 GiB and not an A100 → 8192/1024; otherwise 2048/256.
     V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences, except above 32K
     (``engine/arg_utils.py``: ``use_long_context = max_model_len > 32768`` turns chunked prefill on for models without a
     sliding window, and ``SchedulerConfig`` then defaults to 512 tokens in 0.6.3, 2048 in 0.7.3; 0.6.4–0.6.6 not
@@ -82,7 +83,7 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
         return max(max_model_len, 2048), 256, "vLLM V0 default (no chunked prefill: max(max_model_len, 2048); 256 seqs)"
     if era(ver) == "v1-0.8":
         mnbt, seqs, why = 2048, 256, "vLLM 0.8 server default (2048 tokens, 256 seqs)"
-    elif gib >= 160 and ver >= (0, 21, 0):
+    elif gib >= 160 and ver >= (0, 28, 0):
         mnbt, seqs, why = 16384, 1024, f"vLLM server default for ≥160 GiB GPUs ({gib:.1f} GiB): 16384 tokens, 1024 seqs"
     elif gib >= 70 and "a100" not in gpu_name.lower():
         mnbt, seqs, why = (
