@@ -4,14 +4,14 @@ What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_mem
 weights + torch peak increase + non-torch increase; from 0.20 also the CUDA-graph estimate) is measured
 in ``profile_run``: one forward pass over ``max_num_batched_tokens`` tokens, then, on the last pipeline
 stage only, ``_dummy_sampler_run`` over ``min(max_num_seqs, max_num_batched_tokens)`` requests with
-top-k, top-p and temperature on (``gpu_model_runner.py``). The torch peak is the larger of the two
-transients; the rules below are read from the wheels of 0.15.0, 0.16.0, 0.17.0, 0.18.0, 0.19.0 and 0.33.0.
+temperature 0.5, top-p 0.9, top-k vocabulary − 1, no logprobs (``gpu_model_runner.py``, alike in every wheel read:
+0.11.2–0.18, each of 0.20–0.33). The torch peak is the larger of the two transients.
 
 Sampler, per logit (requests × vocabulary), from the code:
-  * 0.17+ (``sample/ops/topk_topp_triton.py``, batch ≥ 8): the model-dtype logits (d B), their fp32 copy
-    (4 B), ``probs`` (4 B) and the exponential noise ``q`` (4 B) are live at once = d + 12 B; the Triton
-    kernel keeps a cached fp32 buffer of (number of SMs × vocabulary). 0.33 runs the sampler twice
-    (the second time through ``forward_native``, also Triton) after the first pass is freed: same peak.
+  * 0.17+ (``sample/ops/topk_topp_triton.py``, batch ≥ 8; any batch from 0.30, ``topk_topp_sampler.py``): the
+    model-dtype logits (d B), their fp32 copy, ``probs`` and the noise ``q`` (4 B each) are live at once = d + 12 B;
+    the Triton kernel keeps a cached fp32 buffer of (SMs × vocabulary). From 0.21 a second, seeded pass runs
+    through ``forward_native`` (``vllm_sampler.py``) after the first is freed: same peak.
   * up to 0.16 (``apply_top_k_top_p`` sorts the fp32 logits: values, int64 indices, the radix sort's
     double buffers, the scattered result) the per-logit bytes are fitted: SAMPLER_BYTES_PER_LOGIT_SORT.
 The final hidden states of the forward (tokens × hidden × d) are still referenced during the sampler.
@@ -162,12 +162,12 @@ def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: in
         extra, terms, what = _SORT_FREE[backend + ("-v0" if ver < (0, 8, 0) else "")]
         return n * (model.dtype_bytes + extra), (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × "
                                                  f"({model.dtype_bytes} + {terms}) B ({what})")
-    if ver >= (0, 17, 0):
-        per = model.dtype_bytes + 12
-        buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0
-        return n * per + buf, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + "
-                               f"4) B "
-                               f"+ Triton top-k/top-p buffer {min(num_sms, num_reqs)} × vocab × 4 B (vLLM ≥0.17 code)")
+    if ver >= (0, 17, 0):  # topk_topp_sampler.py::apply_top_k_top_p: Triton from 8 requests, at any batch from 0.30
+        rows = min(num_sms, num_reqs) if num_reqs >= 8 or ver >= (0, 30, 0) else 0
+        return n * (model.dtype_bytes + 12) + rows * model.vocab_size * 4, (
+            f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B + Triton "
+            f"top-k/top-p buffer {rows} × vocab × 4 B (vLLM {'.'.join(map(str, ver))} topk_topp_sampler.py, "
+            f"topk_topp_triton.py)")
     per = model.dtype_bytes + SAMPLER_BYTES_PER_LOGIT_SORT
     return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + "
                      f"{SAMPLER_BYTES_PER_LOGIT_SORT}) B "

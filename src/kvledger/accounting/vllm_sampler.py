@@ -16,8 +16,10 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
     (Qwen3-235B FP8-dynamic TP 4, expert parallel) and −3.6% (DeepSeek-R1 TP 8, whose kept fused-MoE workspace the
     plan charges: 1.75 GiB, about the remaining gap); a pip-installed 0.10.2 (vllm_public_startups.csv P14) fits the
     sort point (+0.34%; FlashInfer would give +3.7%). So the point stays PyTorch; the row says which was installed.
-  * 0.11.1+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.11.1, 0.11.2, 0.12.0,
-    0.14.0, 0.19.0).
+  * 0.11.1–0.20: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.11.1, 0.11.2,
+    0.12.0, 0.14.0, 0.19.0, 0.20.0).
+  * 0.21+: FlashInfer by default where the GPU supports it (``envs.py`` default True, None in 0.20.0), but the V1
+    runner's profile peak is PyTorch's whatever the backend (``V1_SECOND_PASS_FROM``).
   * ROCm: every FlashInfer branch above sits under ``current_platform.is_cuda()`` (0.11.0, 0.12.0, 0.13.0), so ROCm
     never samples with FlashInfer. From 0.12.0 (absent in 0.11.2) ROCm takes ``forward_hip``, AITER's
     ``top_k_top_p_sampling_from_probs``, when ``VLLM_ROCM_USE_AITER=1`` (default "False", 0.13.0 ``envs.py``) and
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 from kvledger.errors import InputError
 
-__all__ = ["SAMPLER_BACKENDS", "sampler_backends"]
+__all__ = ["SAMPLER_BACKENDS", "sampler_backends", "V1_SECOND_PASS_FROM", "v1_profile_backend"]
 
 SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch", "aiter")
 
@@ -76,7 +78,28 @@ def sampler_backends(ver: tuple[int, int, int], choice: str, rocm: bool = False)
         return "pytorch", "flashinfer", "0.8: FlashInfer only if < 0.2.3 installed, else sort (both in range)"
     if ver < (0, 11, 1):
         return "pytorch", "flashinfer", "0.9–0.11.0: FlashInfer if installed, else sort (both in range)"
-    return "pytorch", None, "≥0.11.1: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
+    if ver < V1_SECOND_PASS_FROM:
+        return "pytorch", None, "0.11.1–0.20: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
+    return "pytorch", None, "≥0.21: FlashInfer by default where supported (envs.py), PyTorch at the profile's peak"
+
+
+V1_SECOND_PASS_FROM = (0, 21, 0)
+"""First release whose V1 ``gpu_model_runner.py::_dummy_sampler_run`` samples twice (absent in 0.20.0; read in 0.21.0,
+0.26.0, 0.28.0, 0.33.0): the second pass adds a seeded ``torch.Generator`` ("Also warm forward_native"), and
+``TopKTopPSampler.forward_cuda`` (FlashInfer) and ``forward_hip`` (AITER) hand any batch with generators to
+``forward_native``: Triton top-k/top-p, fp32 probs and noise. The processed-logprobs modes skip that pass, but
+there ``__init__`` binds ``forward_native`` from the start. So the profile's peak is the PyTorch sampler's, whatever
+serves."""
+
+
+def v1_profile_backend(ver: tuple[int, int, int], backend: str, other: str | None,
+                       why: str) -> tuple[str, str | None, str]:
+    """(backend, other, why) for the V1 runner's profile peak: from 0.21 the PyTorch sampler's (V1_SECOND_PASS_FROM)."""
+    if ver < V1_SECOND_PASS_FROM or (backend == "pytorch" and other is None):
+        return backend, other, why
+    return "pytorch", None, (f"{why}; profiled as PyTorch: vLLM {'.'.join(map(str, ver))}'s V1 _dummy_sampler_run "
+                             "samples a second time with a seeded generator, which FlashInfer and AITER hand to "
+                             "forward_native (gpu_model_runner.py, topk_topp_sampler.py; from 0.21)")
 
 
 def _rocm_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str | None, str]:

@@ -9,7 +9,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
 from kvledger.accounting.vllm_runner import v2_sampler
-from kvledger.accounting.vllm_sampler import sampler_backends
+from kvledger.accounting.vllm_sampler import sampler_backends, v1_profile_backend
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
@@ -77,7 +77,9 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
         return Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
     sms = P.sm_count(gpu.gpu_id, gpu.arch)
     backend, other, why = sampler_backends(ver, s.sampler_backend, is_rocm(gpu))
-    if v2 and v2_sampler(ver):
+    if not v2:
+        backend, other, why = v1_profile_backend(ver, backend, other, why)
+    elif v2_sampler(ver):
         backend, other, why = v2_sampler(ver), None, ("V2 model runner: greedy dummy requests, no top-k/top-p, so "
                                                      "no sampler backend enters the profile (gpu/sample/sampler.py)")
     peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch)
