@@ -141,32 +141,43 @@ def headline_errors(c: Comparison) -> dict[str, float | None]:
     return out
 
 
-def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
-    return compare_runs(run.label, run.measured, replay(run, cfg, cost).records)
+def _compare(run: MeasuredRun, stage: Any, recs: Any) -> Comparison:
+    """The replay against the measurement: a stage's (or aggregate run's) aggregates when ``stage`` is given
+    (``sweep.stage_comparison``, as ``validate`` compares it), else the measured run request by request."""
+    if stage is not None:
+        from kvledger.calibration.sweep import stage_comparison
+
+        return stage_comparison(run.label, stage, recs, run)
+    return compare_runs(run.label, run.measured, recs)
 
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
                    leave_one_out: bool = True, fit_frontend: bool = False,
-                   split_regimes: bool = False, workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
+                   split_regimes: bool = False, workers: int = 1, two_starts: bool = False,
+                   stages: list[Any] | None = None) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection).
     ``workers`` > 1 runs the fits in parallel processes (``folds.fit_and_folds``; same results); ``two_starts`` also
-    fits each from a start read off its own runs regime by regime (``regime_start``) and keeps the better."""
+    fits each from a start read off its own runs regime by regime (``regime_start``) and keeps the better.
+    ``stages``: per run, the stage it stands for (``targets.Target.stage``; None for a per-request run): a stage
+    holds no per-request records, so its errors compare its aggregates."""
+    stages = list(stages) if stages is not None else [None] * len(runs)
     guess, fit, folds = fit_and_folds(runs, start, overlap=overlap, split_regimes=split_regimes,
                                       fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
                                       two_starts=two_starts)
     per_run = []
     from kvledger.calibration.saturation import saturation
 
-    for run, cfg in runs:
+    for (run, cfg), st in zip(runs, stages):
         recs = replay(run, cfg, fit.cost).records
-        c = compare_runs(run.label, run.measured, recs)
+        c = _compare(run, st, recs)
         per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
-                        **headline_errors(c), "comparison": c.to_dict(), "saturated": saturation(run.measured, recs)})
+                        **headline_errors(c), "comparison": c.to_dict(),
+                        "saturated": saturation(run.measured if st is None else None, recs)})
     loo = []
     for i, ((run, cfg), f) in enumerate(zip(runs, folds)):
         rest = runs[:i] + runs[i + 1:]
-        c = _errors(run, cfg, f.cost)
+        c = _compare(run, stages[i], replay(run, cfg, f.cost).records)
         loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                     **headline_errors(c)})
     return {"fit": fit, "runs": per_run, "leave_one_out": loo, "start": getattr(start, "name", type(start).__name__),
@@ -190,19 +201,45 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     """
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
-    from kvledger.calibration.targets import load_targets
+    from kvledger.calibration.targets import input_names, load_targets
 
-    measured = [t.run for i, p in enumerate(paths)
-                for t in load_targets(p, seed=i, client_concurrency=client_concurrency)]
+    names = input_names(paths)
+    targets = [t for i, p in enumerate(paths)
+               for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i])]
+    args, model_notes = _record_model(targets, args)
+    measured = [t.run for t in targets]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
-                         two_starts=two_starts)
+                         two_starts=two_starts, stages=[t.stage for t in targets])
     profile = build_profile(out, args, setups[0], paths)
+    profile["notes"] += model_notes + [n for m in measured if m.measured is not None
+                                       and (n := m.measured.metadata.extra.get("client_loop"))]
     if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
         profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]
     return profile
+
+
+def _record_model(targets: list[Any], args: SimRequestArgs) -> tuple[SimRequestArgs, list[str]]:
+    """``args`` with the model the runs' records name when ``--model`` was not given (as ``validate`` reads it:
+    ``targets.with_record_model``), and the note saying where; a model-scope fit is one model's, so the records
+    must name one.
+
+    Raises:
+        InputError: a record names no model, or the records name several.
+    """
+    if args.model:
+        return args, []
+    from kvledger.calibration.targets import with_record_model
+
+    named = [with_record_model(t, args) for t in targets]
+    models = sorted({a.model for a, _ in named})
+    if len(models) > 1:
+        raise InputError(f"calibrate --scope model fits one model's step cost, but the runs' records name "
+                         f"{len(models)} models ({', '.join(models)}): pass --model, or fit the GPU on them all "
+                         "with --scope gpu")
+    return named[0][0], [named[0][1]]
 
 
 def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, paths: list[str]) -> dict[str, Any]:

@@ -235,24 +235,26 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
             "runs": per_run, "data_files": list(paths)}
 
 
-def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tuple[MeasuredRun, SimSetup]]:
-    """Each run with its engine: the model its record names (else ``args.model``) at its own TP and settings,
-    priced by the plain roofline (no GPU profile: that is what is being fitted)."""
+def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tuple[MeasuredRun, SimSetup, Any]]:
+    """Each run with its engine and the stage it stands for (None for a per-request run): the model its record names
+    (else ``args.model``) at its own TP and settings, priced by the plain roofline (no GPU profile: that is what is
+    being fitted)."""
     from dataclasses import replace
 
     from kvledger.calibration.api import engine_for
-    from kvledger.calibration.targets import load_targets
+    from kvledger.calibration.targets import input_names, load_targets
 
     out = []
+    names = input_names(paths)
     for i, p in enumerate(paths):
-        for t in load_targets(p, seed=i, client_concurrency=client_concurrency):
+        for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i]):
             meta = t.run.measured.metadata if t.run.measured is not None else None
             model = (meta.model if meta is not None and meta.model else None) or args.model
             if not model:
                 raise InputError(f"{p}: the run's record names no model; pass --model")
             a = replace(args, model=model, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
                         achievable_bandwidth_fraction=None)
-            out.append((t.run, engine_for(a, t.run)))
+            out.append((t.run, engine_for(a, t.run), t.stage))
     return out
 
 
@@ -269,22 +271,20 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     from kvledger.calibration.compare import compare_runs
     from kvledger.calibration.replay import with_frontend
     from kvledger.calibration.sweep import stage_comparison
-    from kvledger.calibration.targets import load_targets
 
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
-    items = _setups(paths, args, client_concurrency)
+    staged = _setups(paths, args, client_concurrency)
+    items = [(run, s) for run, s, _ in staged]
     fit = fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
-    stages = {t.run.label: t.stage for i, p in enumerate(paths)
-              for t in load_targets(p, seed=i, client_concurrency=client_concurrency)}
     from kvledger.calibration.saturation import saturation
 
     per_run = []
-    for run, s in items:
+    for run, s, st in staged:
         cost = roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
         recs = with_frontend(replay(run, s.config, cost), fit.frontend_s).records
-        st = stages.get(run.label)
-        c = stage_comparison(run.label, st, recs) if st is not None else compare_runs(run.label, run.measured, recs)
+        c = (stage_comparison(run.label, st, recs, run) if st is not None
+             else compare_runs(run.label, run.measured, recs))
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
                         "saturated": saturation(run.measured if st is None else None, recs)})
@@ -292,6 +292,6 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     from kvledger.ledgers.profile_band import fit_quality
 
     prof = gpu_profile_dict(fit, per_run, paths)
-    timed_at_client = bool(stages) and any(st is not None for st in stages.values())
+    timed_at_client = any(st is not None for _, _, st in staged)
     prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend)
     return prof

@@ -17,10 +17,13 @@ from typing import Any
 from kvledger.errors import FormatError
 
 __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
-           "client_prompt_pool"]
+           "client_prompt_pool", "ClientCap", "client_concurrency_cap",
+           "client_loop", "BEHIND"]
 
 LAUNCH_FILE = "exp-config.yaml"
 CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client config, beside the stage files
+#: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
+BEHIND = 0.95
 CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
 _INT_KEYS = {"tensor_parallelism": "tensor_parallel_size", "max_model_len": "max_model_len",
@@ -147,3 +150,61 @@ def client_prompt_pool(stage_path: str | Path) -> PromptPool | None:
     if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
         return None
     return PromptPool(counts[0] * counts[1], sp.get("enable_multi_turn_chat") is True, str(cfg[0]))
+
+
+class ClientCap:
+    """The most requests an inference-perf client kept in flight: ``users``, and ``source``, where it was read."""
+
+    __slots__ = ("users", "source")
+
+    def __init__(self, users: int, source: str) -> None:
+        self.users, self.source = users, source
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def client_concurrency_cap(stage_path: str | Path) -> ClientCap | None:
+    """The client's cap on requests in flight, read from the nearest client config (as ``fixed_output_tokens``):
+    ``load.num_workers × load.worker_max_concurrency``; None when the config states no ``num_workers``.
+
+    The rule, from inference-perf's ``loadgen/load_generator.py`` and ``config/loadgen/config.py`` (the 2025–2026
+    releases): the load generator starts ``num_workers`` worker processes, and each sends a request only after
+    acquiring one of its own ``Semaphore(worker_max_concurrency)`` permits, released when the response ends. So at most
+    their product is in flight (kubecon NA 2025: 44 × 10 = 440), and a stage whose rate needs more falls behind it.
+    ``worker_max_concurrency`` defaults to 100; ``num_workers`` defaults to the client machine's CPU count, which no
+    file records, so without it the cap is unknown (None), as it is for a non-positive or non-integer value."""
+    cfg = _client_config(stage_path)
+    load = cfg[1].get("load") if cfg is not None and isinstance(cfg[1], dict) else None
+    if not isinstance(load, dict):
+        return None
+    workers, per = load.get("num_workers"), load.get("worker_max_concurrency", 100)
+    if not (_positive(workers) and _positive(per)):
+        return None
+    said = "" if "worker_max_concurrency" in load else " (inference-perf's default)"
+    return ClientCap(workers * per, f"{cfg[0]}: load.num_workers {workers} × load.worker_max_concurrency {per}{said} "
+                                    "(inference-perf: each worker holds that many requests in flight at most)")
+
+
+def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, str | None]:
+    """How a stage (``kvledger.calibration.sweep.Stage``) is replayed: the closed loop's users (None: open loop at the
+    stage's own send times) and the note saying why (None when the client kept up with its rate).
+
+    A client that fell behind (achieved < ``BEHIND`` × requested) was bound by its cap on requests in flight: the
+    stage is a closed loop of ``given`` users (``--client-concurrency``) or, without it, of the cap its client config
+    states (``client_concurrency_cap``). With neither, the replay sends at the achieved rate, which hides the queue
+    the measured stage built: its latencies and throughput are not comparable, and the note warns so. ``label``
+    names the stage in the note."""
+    if not stage.achieved_rate < BEHIND * stage.requested_rate:
+        return None, None
+    behind = (f"{label}: the client fell behind (achieved {stage.achieved_rate:.3g} of "
+              f"{stage.requested_rate:.3g} req/s requested)")
+    if given:
+        return given, f"{behind}: replayed as a closed loop of {given:,} users (--client-concurrency)"
+    cap = client_concurrency_cap(stage.path) if Path(stage.path).is_file() else None
+    if cap is not None:
+        return cap.users, f"{behind}: replayed as a closed loop of {cap.users:,} users, from {cap.source}"
+    return None, (f"WARNING: {behind} and no cap on its requests in flight is known (pass --client-concurrency; "
+                  "inference-perf: load.num_workers × load.worker_max_concurrency): the replay sends at the achieved "
+                  "rate, so this saturated stage's latencies and throughput are not comparable")

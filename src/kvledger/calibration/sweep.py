@@ -36,7 +36,7 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
-from kvledger.calibration.stage_launch import client_prompt_pool, fixed_output_tokens, stage_launch
+from kvledger.calibration.stage_launch import client_loop, client_prompt_pool, fixed_output_tokens, stage_launch
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
@@ -187,9 +187,10 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
               max_requests: int | None = None, **prefix: int) -> MeasuredRun:
     """The stage as a fit/validation target: its synthetic workload and its aggregates.
 
-    When the client could not send at the requested rate (achieved < 95% of requested) and its
-    concurrency cap is given (inference-perf: ``num_workers × worker_max_concurrency``), the cap
-    was what bound the load: the stage is replayed as a closed loop of that many users.
+    When the client could not send at the requested rate (achieved < 95% of requested), its cap on requests in
+    flight bound the load: the stage is replayed as a closed loop of ``client_concurrency`` users, else of the cap
+    its client config states (``stage_launch.client_loop``; ``metadata.extra["client_loop"]`` says which, or warns
+    when none is known).
     ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
     limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is
@@ -213,7 +214,9 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate,
                        model=model, num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
                        extra=extra)
-    capped = client_concurrency if client_concurrency and stage.achieved_rate < 0.95 * stage.requested_rate else None
+    capped, loop_note = client_loop(stage, client_concurrency, label)
+    if loop_note:
+        extra["client_loop"] = loop_note
     reqs = stage_workload(stage, seed, **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
                        engine_hints=launch.engine_kwargs if launch else {}, target_stats=stage.stats,
@@ -240,8 +243,9 @@ def pool_prefix(stage: Stage) -> tuple[dict[str, int], str | None]:
         "shortest prompt) shared, so prefix caching serves a repeat")
 
 
-def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Comparison:
-    """Rows for TTFT, TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's aggregates against the replay."""
+def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None) -> Comparison:
+    """Rows for TTFT, TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's aggregates against the replay
+    (``run``: the replayed stage, whose note on how its client loop was replayed is kept)."""
     p = summarize_records(predicted)
     rows = []
     derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
@@ -268,6 +272,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
                         "and length quantiles, not the measured requests"]
     if pool_note := pool_prefix(stage)[1]:
         notes.append(pool_note)
+    if run is not None and run.measured is not None and run.measured.metadata.extra.get("client_loop"):
+        notes.append(run.measured.metadata.extra["client_loop"])
     if stage.num_failed:
         share = stage.num_failed / max(stage.count, 1)
         notes.append(f"{stage.num_failed:,} of the stage's {stage.count:,} requests ({share:.0%}) failed at the client "

@@ -8,14 +8,18 @@ A per-request run replays its own requests; a stage or an aggregate run replays 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
 from kvledger.calibration.sweep import Stage, aggregate_stage, looks_like_stage, read_stage, stage_run
-from kvledger.errors import FormatError
+from kvledger.errors import FormatError, InputError
 
-__all__ = ["Target", "load_targets"]
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+__all__ = ["Target", "load_targets", "input_names", "with_record_model"]
 
 
 @dataclass
@@ -26,7 +30,32 @@ class Target:
     stage: Stage | None = None
 
 
-def _aggregates(path: str, seed: int, client_concurrency: int | None) -> list[Target] | None:
+def input_names(paths: list[str]) -> list[str]:
+    """Each input's name in tables and notes: its file name without the suffix, or, where that name is shared by
+    several inputs (inference-sim/training: every experiment's ``<exp>/results/stage_0_lifecycle_metrics.json``), the
+    nearest folder above it that tells them apart with the file's short name
+    (``20260217-231439-llama-2-7b-tp1-general/stage_0``). The same file given twice keeps its plain name.
+
+    >>> input_names(["a/results/stage_0_lifecycle_metrics.json", "b/results/stage_0_lifecycle_metrics.json"])
+    ['a/stage_0', 'b/stage_0']
+    """
+    stems = [Path(p).stem for p in paths]
+    out = list(stems)
+    for stem in sorted(set(stems)):
+        idx = [i for i, s in enumerate(stems) if s == stem]
+        if len(idx) < 2:
+            continue
+        parents = [Path(paths[i]).resolve().parent.parts for i in idx]
+        for d in range(1, max(len(x) for x in parents) + 1):
+            names = [x[-d] if len(x) >= d else "" for x in parents]
+            if len(set(names)) == len(names):
+                for i, n in zip(idx, names):
+                    out[i] = f"{n}/{stem.removesuffix('_lifecycle_metrics')}"
+                break
+    return out
+
+
+def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str) -> list[Target] | None:
     """The aggregate-only runs in ``path`` as targets, or None when it holds per-request records."""
     from kvledger.evidence.aggregate import AggregateRun
     from kvledger.evidence.llmservingsim import looks_like_llmservingsim
@@ -43,22 +72,43 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None) -> list[Ta
         return None
     out = []
     for i, agg in enumerate(runs):
-        label = f"{p.stem} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{p.stem} #{i}"
+        label = f"{name} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{name} #{i}"
         st = aggregate_stage(agg, label)
         out.append(Target(stage_run(st, label, seed + i, client_concurrency), st))
     return sorted(out, key=lambda t: t.stage.requested_rate)
 
 
-def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = None) -> list[Target]:
-    """The targets in ``path`` (module docstring).
+def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = None,
+                 name: str | None = None) -> list[Target]:
+    """The targets in ``path`` (module docstring), a stage or aggregate run labelled ``name`` (``input_names``; the
+    file name without its suffix by default).
 
     Raises:
         FormatError / InputError: unreadable file, or nothing in it to compare (the reason named).
     """
+    name = name or Path(path).stem
     if looks_like_stage(path):
         st = read_stage(path)
-        return [Target(stage_run(st, Path(path).stem, seed, client_concurrency), st)]
-    agg = _aggregates(path, seed, client_concurrency)
+        return [Target(stage_run(st, name, seed, client_concurrency), st)]
+    agg = _aggregates(path, seed, client_concurrency, name)
     if agg:
         return agg
     return [Target(load_measured(path))]
+
+
+def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
+    """``args`` with the model the run's record names (meta.json's ``model``, a stage's launch record or client
+    config.yaml) when ``--model`` was not given, and the note that says where it was read (None with --model).
+
+    Raises:
+        InputError: neither names one.
+    """
+    if args.model:
+        return args, None
+    meta = t.run.measured.metadata if t.run.measured is not None else None
+    if meta is None or not meta.model:
+        raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
+    where = meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
+                                                    if d.startswith("model from ")),
+                                               f"the run's record ({meta.source_format})")
+    return replace(args, model=meta.model), f"model {meta.model} from {where} (no --model given)"

@@ -8,7 +8,7 @@ and the simulated side, so they can be compared); None when no stage passes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -16,7 +16,7 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
-from kvledger.calibration.targets import Target, load_targets
+from kvledger.calibration.targets import Target, input_names, load_targets, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
@@ -150,28 +150,10 @@ def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
     return False
 
 
-def _with_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
-    """``args`` with the model the run's record names (meta.json's ``model``, a stage's launch record or client
-    config.yaml) when ``--model`` was not given, and the note that says where it was read (None with --model).
-
-    Raises:
-        InputError: neither names one.
-    """
-    if args.model:
-        return args, None
-    meta = t.run.measured.metadata if t.run.measured is not None else None
-    if meta is None or not meta.model:
-        raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
-    where = meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
-                                                    if d.startswith("model from ")),
-                                               f"the run's record ({meta.source_format})")
-    return replace(args, model=meta.model), f"model {meta.model} from {where} (no --model given)"
-
-
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.calibration.api import engine_for, headline_errors
 
-    args, model_note = _with_model(t, args)
+    args, model_note = with_record_model(t, args)
     try:
         setup = engine_for(args, t.run, max_paddings)
     except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
@@ -181,7 +163,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                          "config.json.") from None
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
-        c = stage_comparison(t.run.label, t.stage, records)
+        c = stage_comparison(t.run.label, t.stage, records, t.run)
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
@@ -239,8 +221,9 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     Raises:
         InputError: fewer than two stages with a request rate.
     """
+    names = input_names(paths)
     targets = [t for i, p in enumerate(paths)
-               for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency)]
+               for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
     if len(stages) < 2:
         raise InputError("--sweep needs two or more load stages with a request rate (inference-perf stage files, or "

@@ -58,7 +58,8 @@ def calibrate(
                                                        "(write with --out, use with --gpu-profile); model: fit one "
                                                        "model's step cost at one TP (use with --step-cost)."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the "
-        "client's cap on requests in flight."),
+        "client's cap on requests in flight (default: as its config.yaml states, inference-perf's num_workers × "
+        "worker_max_concurrency)."),
     split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the "
         "prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency "
@@ -100,8 +101,6 @@ def calibrate(
         profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency, fit_frontend=fit_frontend,
                                       fit_host=fit_host)
     else:
-        if model is None:
-            raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
         profile = calibrate_files(files, args, max_paddings=max_paddings, leave_one_out=leave_one_out,
                                   fit_frontend=fit_frontend, client_concurrency=client_concurrency,
                                   split_regimes=split_regimes, workers=workers or _cpus(),

@@ -61,8 +61,9 @@ def validate(
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
                                                                   "PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the "
-        "client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose "
-        "client fell behind its rate is replayed as a closed loop of that many users."),
+        "client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency; default: as its "
+        "config.yaml states); a stage whose client fell behind its rate is replayed as a closed loop of that many "
+        "users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. "
                                                        "ttft=200ms,tpot=50ms."),
