@@ -29,7 +29,8 @@ def _warn(message: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True, highlight=False).print(f"[bold yellow]warning:[/] {escape(message)}", soft_wrap=True)
+    Console(stderr=True, highlight=False, emoji=False).print(f"[bold yellow]warning:[/] {escape(message)}",
+                                                             soft_wrap=True)
 
 
 def _short(p: Path) -> str:

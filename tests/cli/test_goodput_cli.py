@@ -36,7 +36,8 @@ def test_json_lines_for_several_runs_and_boundary():
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.output.splitlines()]
     assert len(lines) == 8 and all(x["estimate"] for x in lines[:7])
-    assert lines[-1]["boundary"]["boundary_value"] == pytest.approx(74.94)
+    # TPOT judged on (E2E − TTFT)/63, not the file's field: stage 2 misses (tests/ledgers/test_boundary.py)
+    assert lines[-1]["boundary"]["boundary_value"] == pytest.approx(37.97)
     # --json: the same objects as one strict JSON document
     doc = json.loads(runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target",
                                          "0.9"]).output)
@@ -44,15 +45,16 @@ def test_json_lines_for_several_runs_and_boundary():
 
 
 def test_human_output_with_target_opens_with_the_boundary_and_its_unit():
-    # the same seven inference-perf stages as above: stage 2 (74.94 req/s) is the highest rate whose lower-bound
-    # attainment meets 90%, stage 3 (111.92 req/s) misses; one GPU per stage (manifests.yaml), so 74.94 per GPU
+    # the same seven inference-perf stages as above: stage 1 (37.97 req/s) is the highest rate whose lower-bound
+    # attainment meets 90%, stage 2 (74.94 req/s) misses on TPOT judged as (E2E − TTFT)/63 (at most 25% meet:
+    # tests/ledgers/test_boundary.py); one GPU per stage (manifests.yaml), so 37.97 per GPU
     stages = [str(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
     res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--target", "0.9"])
     assert res.exit_code == 0, res.output
     first = " ".join(res.output.split("\nSLO: ")[0].split())  # the lines before the SLO (wrapped at 80 columns)
-    assert first == ("answer: SLO boundary on request_rate for attainment ≥ 90%: 74.94 req/s (74.94 req/s per GPU) "
+    assert first == ("answer: SLO boundary on request_rate for attainment ≥ 90%: 37.97 req/s (37.97 req/s per GPU) "
                      "across 7 measured runs (each run's attainment at the end) the measured runs bracket it: between "
-                     "74.94 req/s (the last that meets) and 111.92 req/s (the next measured, which misses); a run in "
+                     "37.97 req/s (the last that meets) and 74.94 req/s (the next measured, which misses); a run in "
                      "between would narrow it")
 
 

@@ -59,8 +59,8 @@ def test_answer_lines_carry_the_band_and_the_warning(short):
 
 def test_probe_and_load_cells_match_goodput():
     # an early-stopped probe prints its two bounds as goodput does; 20 req/s with 80.45% finished-good and
-    # (2000 − 206) / 2000 = 89.7% at most
-    assert _probe_share({"attainment": 0.8045, "stopped_early": {"attainment_upper": 0.897}}) == "80.5%–89.7%*"
+    # (2000 − 206) / 2000 = 89.7% at most; both ends rounded down (a range never prints reversed), so 80.45% → 80.4%
+    assert _probe_share({"attainment": 0.8045, "stopped_early": {"attainment_upper": 0.897}}) == "80.4%–89.7%*"
     assert _probe_share({"attainment": 0.908, "stopped_early": None}) == "90.8%"
     # 9.875 req/s is 50% of 19.75 and, over the band 19.75 / 1.21532 = 16.25 to 19.75 / 0.93058 = 21.22,
     # 9.875 / 21.22 = 46.5% (47%) to 9.875 / 16.25 = 60.8% (61%)

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import FormatError
+from kvledger.evidence.inference_perf_client import CLIENT_FILE, fixed_output_tokens
+from kvledger.evidence.inference_perf_client import client_config as _client_config
 
 __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
            "client_prompt_pool", "ClientCap", "client_concurrency_cap",
            "client_loop", "BEHIND"]
 
 LAUNCH_FILE = "exp-config.yaml"
-CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client config, beside the stage files
 #: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
 BEHIND = 0.95
-CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
 _INT_KEYS = {"tensor_parallelism": "tensor_parallel_size", "max_model_len": "max_model_len",
              "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
@@ -71,45 +71,6 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise FormatError(str(rec), f"model must be a model name, got {model!r}")
     return StageLaunch(model.strip() if model else None, kwargs, str(rec))
-
-
-def _client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
-    """The nearest client config (``CLIENT_FILE``) beside the stage file or up to ``CLIENT_FILE_UP`` folders above it,
-    parsed: (path, YAML value); None when there is none or it cannot be read as YAML (it then states nothing)."""
-    here = Path(stage_path).resolve().parent
-    f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
-             None)
-    if f is None:
-        return None
-    import yaml
-
-    try:
-        return f, yaml.safe_load(f.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-
-
-def fixed_output_tokens(stage_path: str | Path) -> int | None:
-    """The output length every request of the stage was generated to, when its client config sent ``ignore_eos`` with
-    one fixed ``shared_prefix.output_len``; else None. The client config is the nearest ``config.yaml`` beside the
-    stage file or up to ``CLIENT_FILE_UP`` folders above it: inference-perf's echo beside the stages
-    (inference-sim/training: ``<exp>/results/config.yaml``), or the one config a sweep of several launch
-    configurations ran with (kubecon NA 2025: ``<sweep>/config.yaml`` over ``<sweep>/<launch>/results/``). The nearest
-    file decides: one that states no fixed length is not overruled by another further up.
-
-    Why it matters: with ``ignore_eos`` the engine generates ``max_tokens`` tokens, but inference-perf counts a
-    response's ``output_len`` by re-tokenizing its text, which under-counts some (Llama-2-7B general at 8 req/s:
-    mean 210, p10 60, against 248 requested; the same stage's inter-token latencies, two events per streamed token,
-    put ~248.5 tokens in each response). A TPOT derived from the counted length is then too high (9.71 ms where the
-    streamed tokens give 8.2 ms), and a replay drawing the counted lengths decodes too few tokens. An unreadable or
-    other-shaped file states nothing (None).
-    """
-    cfg = _client_config(stage_path)
-    try:
-        eos, n = cfg[1]["server"]["ignore_eos"], cfg[1]["data"]["shared_prefix"]["output_len"]  # type: ignore[index]
-    except (KeyError, TypeError):
-        return None
-    return n if eos is True and isinstance(n, int) and not isinstance(n, bool) and n > 1 else None
 
 
 class PromptPool:

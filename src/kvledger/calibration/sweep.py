@@ -42,9 +42,13 @@ from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
+__all__ = ["TPOT_NOTE", "Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
            "pool_prefix", "stage_comparison"]
 
+TPOT_NOTE = ("TPOT: inference-perf's time_per_output_token (\"TPOT (file's field)\", shown only) disagrees with the "
+             "file's own TTFT, E2E and output length; the TPOT compared is (E2E mean − TTFT mean)/(output mean − 1), "
+             "with the client config's fixed output length where it states one (docs/validation.md, inference-perf "
+             "load sweep)")
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
 
@@ -95,15 +99,28 @@ def looks_like_stage(path: str | Path) -> bool:
 def read_stage(path: str | Path) -> Stage:
     """The aggregates of one ``stage_<k>_lifecycle_metrics.json``.
 
+    The file first goes through the evidence reader goodput uses (``evidence.inference_perf.read_lifecycle``), so
+    an impossible aggregate (a negative or non-finite latency, p50 above p99, a mean outside [min, max]) is refused
+    with the same message here as there; the rate, send time and length quantiles only read here are checked too.
+
     Raises:
-        FormatError: not an inference-perf stage file (a missing field is named).
+        FormatError: not an inference-perf stage file (a missing field is named), or a damaged value (named).
     """
+    from kvledger.evidence._io import amount, load_document, positive
+    from kvledger.evidence.inference_perf import read_lifecycle
+
     p = str(path)
+    read_lifecycle(load_document(path))
     try:
         d = json.loads(Path(path).read_text(encoding="utf-8"))
         load, ok = d["load_summary"], d["successes"]
         lat = ok["latency"]
         stats = {m: {s: float(lat[f][k]) for s, k in _STATS.items()} for m, f in _FIELDS.items()}
+        positive(p, load["requested_rate"], "load_summary.requested_rate")
+        amount(p, load["send_duration"], "load_summary.send_duration")
+        for key in ("prompt_len", "output_len"):
+            for q, v in ok[key].items():
+                amount(p, v, f"successes.{key}.{q}")
         stats["tpot_file"] = stats.pop("tpot")
         fixed = fixed_output_tokens(path)  # ignore_eos with one output length: generated length known exactly
         out_mean = float(fixed if fixed is not None else ok["output_len"]["mean"])
@@ -270,6 +287,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
                           rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
+    if derived:
+        notes.append(TPOT_NOTE)
     if pool_note := pool_prefix(stage)[1]:
         notes.append(pool_note)
     if run is not None and run.measured is not None and run.measured.metadata.extra.get("client_loop"):

@@ -118,9 +118,9 @@ def calibrate(
     if scope == "gpu":
         from kvledger.report.calibration_view import render_gpu_profile
 
-        render_gpu_profile(json.loads(text), Console(), out, fit_frontend=fit_frontend)
+        render_gpu_profile(json.loads(text), Console(emoji=False), out, fit_frontend=fit_frontend)
         return
-    render_profile(json.loads(text), Console(), out)
+    render_profile(json.loads(text), Console(emoji=False), out)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     if as_json:
         typer.echo(strict_json.dumps(rows, indent=2))
         return
-    render_models(rows, Console())
+    render_models(rows, Console(emoji=False))
 
 
 def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -43,7 +43,7 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
     if as_json:
         typer.echo(strict_json.dumps([g.to_dict() for g in cat.values()], indent=2))
         return
-    render_gpus(cat, Console())
+    render_gpus(cat, Console(emoji=False))
 
 
 def prices(
@@ -85,7 +85,8 @@ def prices(
                                       "tier": [{**asdict(r), "key": r.key, "default": r in defaults} for r in tiers]},
                                      indent=2))
         return
-    render_prices(api, gpus, Console(highlight=False), show_api=kind in ("api", "all"), show_gpu=kind in ("gpu", "all"),
+    render_prices(api, gpus, Console(highlight=False, emoji=False), show_api=kind in ("api", "all"),
+                  show_gpu=kind in ("gpu", "all"),
                   tiers=[(r, r in defaults) for r in tiers] if kind in ("tier", "all") else None)
 
 

@@ -151,7 +151,7 @@ def disagg(
     if as_json:
         typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
-        _render(r, Console())
+        _render(r, Console(emoji=False))
 
 
 def register(app: typer.Typer) -> None:

@@ -39,7 +39,7 @@ def experiment(
 
     from kvledger.report.experiment_view import render_experiment
 
-    render_experiment(res, Console())
+    render_experiment(res, Console(emoji=False))
 
 
 def register(app: typer.Typer) -> None:

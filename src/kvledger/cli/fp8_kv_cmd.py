@@ -128,7 +128,7 @@ def fp8_kv(
         d["calibration"] = cal.to_dict() if cal else None
         typer.echo(strict_json.dumps(d, indent=2))
     else:
-        _render(r, cal, Console())
+        _render(r, cal, Console(emoji=False))
 
 
 def register(app: typer.Typer) -> None:

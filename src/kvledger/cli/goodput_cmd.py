@@ -221,6 +221,6 @@ def register(app: typer.Typer) -> None:
 
                 from kvledger.report.sim_tiers_view import render_sim_tiers
 
-                render_sim_tiers(tier_report, Console(), sessions=False)
+                render_sim_tiers(tier_report, Console(emoji=False), sessions=False)
         else:
             _print_search(shown, slo_block(the_slo))

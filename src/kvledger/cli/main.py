@@ -253,7 +253,8 @@ def _run_command() -> bool:
         from rich.console import Console
         from rich.markup import escape
 
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
+        Console(stderr=True, highlight=False, emoji=False).print(f"[bold red]error:[/] {escape(str(err))}",
+                                                                 soft_wrap=True)
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
             _json_error(str(err), 2, type(err).__name__)
         sys.exit(2)

@@ -66,7 +66,7 @@ def offload(
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
-        render_offload(rep, Console())
+        render_offload(rep, Console(emoji=False))
 
 
 def register(app: typer.Typer) -> None:

@@ -190,18 +190,19 @@ def plan(
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))
     else:
-        render_plan(p, Console(), verbose=verbose)
+        render_plan(p, Console(emoji=False), verbose=verbose)
         from kvledger.catalog.gpus import gpu_alias_note
 
         if (alias := gpu_alias_note(gpu)) is not None:
-            Console().print(f"note: {alias}", markup=False, highlight=False)
+            Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
         if priced_by is not None:
-            Console().print(f"roofline priced by: {priced_by} (achievable {p.settings.achievable_flops_fraction:.0%} "
-                            f"FLOP/s, {p.settings.achievable_bandwidth_fraction:.0%} bandwidth)")
+            Console(emoji=False).print(f"roofline priced by: {priced_by} (achievable "
+                                       f"{p.settings.achievable_flops_fraction:.0%} FLOP/s, "
+                                       f"{p.settings.achievable_bandwidth_fraction:.0%} bandwidth)")
         if tier_plan is not None:
             from kvledger.report.kv_tiers_view import render_kv_tiers
 
-            render_kv_tiers(tier_plan, Console())
+            render_kv_tiers(tier_plan, Console(emoji=False))
     if p.advice and p.advice.verdict != "fits":
         raise typer.Exit(code=3)
     startup = p.memory.startup

@@ -58,4 +58,4 @@ def _print_launch(c: CandidateCommands, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(to_jsonable(c), allow_nan=False))
     else:
-        print_launch(Console(highlight=False), c.id, c.launch, "launch commands")
+        print_launch(Console(highlight=False, emoji=False), c.id, c.launch, "launch commands")

@@ -72,15 +72,15 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
 
         from kvledger.report.simulate_view import render_summary
 
-        render_summary(payload, Console(), out)
+        render_summary(payload, Console(emoji=False), out)
         from kvledger.catalog.gpus import gpu_alias_note
 
         if (alias := gpu_alias_note(gpu)) is not None:
-            Console().print(f"note: {alias}", markup=False, highlight=False)
+            Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
         if tier_report is not None:
             from kvledger.report.sim_tiers_view import render_sim_tiers
 
-            render_sim_tiers(tier_report, Console(), sessions=session_run,
+            render_sim_tiers(tier_report, Console(emoji=False), sessions=session_run,
                              workload=sessions.session_workload if session_run else "")
 
 

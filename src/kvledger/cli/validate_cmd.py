@@ -54,8 +54,9 @@ def validate(
     gemm_efficiency: GemmEfficiency = None,
     client_latency_spec: str | None = typer.Option(None, "--client-latency", help="The client's and front end's "
         "latency added to every simulated TTFT and E2E (not TPOT/ITL): a duration such as 21ms (default 0), or "
-        "profile:NAME, the set-up NAME's latency fitted in the GPU profile (fit.set_up_frontend_s; "
-        "`kvledger calibrate --scope gpu --fit-frontend`)."),
+        "profile:NAME, the set-up NAME's latency fitted in the GPU profile (fit.set_up_frontend_s), or "
+        "profile:FILE.json, the fit.frontend_s of your own `kvledger calibrate --scope gpu --fit-frontend --out "
+        "FILE.json`."),
     sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured "
                                                       "and simulated knee."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
@@ -92,7 +93,7 @@ def validate(
 
     from kvledger.report.calibration_view import render_validation
 
-    render_validation(result, Console())
+    render_validation(result, Console(emoji=False))
 
 
 def register(app: typer.Typer) -> None:

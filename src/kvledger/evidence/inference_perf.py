@@ -22,6 +22,7 @@ import numpy as np
 from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.evidence.inference_perf_client import CLIENT_FILE, fixed_output_tokens
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "CONFIG_MODEL_KEY", "client_config_model", "read_lifecycle",
@@ -124,7 +125,8 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
     """One AggregateRun from a ``summary_``/``stage_N_lifecycle_metrics.json`` report; model from a sibling config.yaml.
 
     Raises:
-        FormatError: NaN or negative latencies, naming the field.
+        FormatError: NaN or negative latencies, or a summary whose quantiles fall as the percentile rises (p50
+            above p99) or whose mean is outside [min, max], naming the field.
     """
     obj, path = doc.value, doc.path
     meta = RunMetadata(source=path, source_format=FORMAT_LIFECYCLE)
@@ -154,6 +156,7 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
             agg.metrics[canon] = _summary(path, lat[key], canon, weighting, note, agg.num_completed,
                                           f"successes.latency.{key}")
     meta.definitions.append("all latencies in seconds (the inference-perf docs say ms; the files are s)")
+    _tpot_derivation(path, succ, agg)
     gm = obj.get("goodput_metrics")
     if isinstance(gm, dict):
         agg.tool_goodput = {"req_per_s": amount(path, gm.get("request_goodput"), "goodput_metrics.request_goodput",
@@ -166,6 +169,29 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
                                                                    "slo": "report.goodput.constraints (not in this "
                                                                           "file)"}
     return [agg]
+
+
+def _tpot_derivation(path: str, succ: dict[str, Any], agg: AggregateRun) -> None:
+    """Where a report has TTFT and E2E, ``metadata.extra["tpot_from_e2e"]``: the output-length range per request
+    (the client config's fixed length under ``ignore_eos``, else the counted ``output_len`` min … max) and where it
+    was read, so that a TPOT SLO is judged on (E2E − TTFT)/(output − 1) (``kvledger.ledgers.estimate``), not on the
+    file's ``time_per_output_token``, which disagrees with its own TTFT and E2E (kubecon NA 2025 baseline, 1 req/s:
+    3.47 ms against (480.5 − 31.1)/(63.15 − 1) = 7.23 ms, below the 4.79 ms an H100 needs to read Llama-3.1-8B's
+    weights once; docs/validation.md)."""
+    if "ttft" not in agg.metrics or "e2e" not in agg.metrics:
+        return
+    fixed = fixed_output_tokens(path)
+    out = succ.get("output_len") if isinstance(succ.get("output_len"), dict) else {}
+    if fixed is not None:
+        lo = hi = mean = float(fixed)
+        where = f"{CLIENT_FILE}: every request generated to {fixed} tokens (ignore_eos)"
+    else:
+        lo, hi, mean = (amount(path, out.get(k), f"successes.output_len.{k}", allow_none=True)
+                        for k in ("min", "max", "mean"))
+        where = "successes.output_len min … max (the client's re-tokenized count)"
+    if lo is None or hi is None:
+        return
+    agg.metadata.extra["tpot_from_e2e"] = {"output_tokens": [lo, hi], "output_mean": mean, "source": where}
 
 
 def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None,
@@ -181,7 +207,28 @@ def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str
             m.percentiles_s[50.0] = latency_s(path, value, f"{where}.{key}")
         elif key in ("mean", "min", "max"):
             setattr(m, f"{key}_s", latency_s(path, value, f"{where}.{key}"))
+    _check_order(path, m, where)
     return m
+
+
+def _check_order(path: str, m: MetricSummary, where: str) -> None:
+    """Quantiles of one sample cannot fall as the percentile rises, nor leave [min, max], and the mean lies in
+    [min, max]: a summary that breaks this (p50 above p99, a mean under the min) is damaged, not a run to judge.
+    A relative slack of 1e-9 lets through float rounding of equal values.
+
+    Raises:
+        FormatError: the first pair out of order, naming both fields.
+    """
+    ranked = ([("min", m.min_s)] if m.min_s is not None else []) + \
+        [(f"p{p:g}" if p != 50.0 else "median", v) for p, v in sorted(m.percentiles_s.items())] + \
+        ([("max", m.max_s)] if m.max_s is not None else [])
+    for (ka, a), (kb, b) in zip(ranked, ranked[1:]):
+        if a > b * (1 + 1e-9):
+            raise FormatError(path, f"{ka} {a:g} s is above {kb} {b:g} s; quantiles of one sample cannot fall as the "
+                                    "percentile rises (damaged file)", where)
+    lo, hi = m.min_s if m.min_s is not None else 0.0, m.max_s if m.max_s is not None else float("inf")
+    if m.mean_s is not None and not lo * (1 - 1e-9) <= m.mean_s <= hi * (1 + 1e-9):  # a tail can lift it past p99.9
+        raise FormatError(path, f"mean {m.mean_s:g} s lies outside min {lo:g} s … max {hi:g} s (damaged file)", where)
 
 
 def read_per_request(doc: Document) -> list[RunRecords]:

@@ -10,56 +10,21 @@ order statistics). Hence, for a threshold s:
 Across several SLOs the joint count is bounded by Fréchet's inequalities: at least
 n − Σ(n − Lₘ) and at most min Uₘ. Distributions over pooled gaps or tokens bound requests
 only through their min and max. Failed requests are never good. Everything here is
-flagged ``estimate=True``; ``num_good``/``attainment`` are the lower bounds.
+flagged ``estimate=True``; ``num_good``/``attainment`` are the lower bounds. A TPOT SLO on a report whose TPOT field
+disagrees with its own TTFT and E2E (inference-perf) is bounded from those instead (``ledgers.tpot_derived``).
 """
 
 from __future__ import annotations
 
-import math
-
 from kvledger.errors import FormatError
-from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
+from kvledger.ledgers.percentile_bounds import metric_bounds
 from kvledger.ledgers.slo import SLO
+from kvledger.ledgers.tpot_derived import derived_tpot_bounds
 from kvledger.units import fmt_duration
 
 __all__ = ["estimate_goodput", "metric_bounds"]
-
-
-def metric_bounds(m: MetricSummary | None, threshold_s: float, n: int) -> tuple[int, int, str]:
-    """(lower, upper) count of the n successful requests meeting ``value ≤ threshold_s``, and the reason."""
-    if m is None:
-        return 0, n, "the file has no statistics for this metric: unbounded"
-    pts = m.points()
-    if m.weighting != "request":
-        pts = [(p, v) for p, v in pts if p in (0.0, 100.0)]
-        if not pts:
-            return 0, n, f"distribution is {m.weighting}-weighted and has no min/max: unbounded"
-    size = m.count if m.count is not None else n
-    per_request = m.weighting == "request"
-    lower, upper, why_lo, why_hi = 0, n, "", ""
-    for p, v in pts:
-        h = p / 100.0 * (size - 1)
-        if v <= threshold_s:
-            if per_request:
-                c = n if p == 100.0 else min(n, math.floor(h) + 1)
-            else:
-                c = n if p == 100.0 else 0  # every gap/token value ≤ max ≤ SLO
-            if c > lower:
-                lower, why_lo = c, f"{_label(p)} = {fmt_duration(v)} ≤ SLO"
-        else:
-            if per_request:
-                c = 0 if p == 0.0 else min(n, math.ceil(h))
-            else:
-                c = 0 if p == 0.0 else n  # every value ≥ min > SLO
-            if c < upper:
-                upper, why_hi = c, f"{_label(p)} = {fmt_duration(v)} > SLO"
-    why = "; ".join(filter(None, [why_lo, why_hi])) or "no reported percentile decides it"
-    return lower, max(upper, lower), why
-
-
-def _label(p: float) -> str:
-    return {0.0: "min", 100.0: "max", 50.0: "median"}.get(p, f"p{p:g}")
 
 
 def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
@@ -78,7 +43,9 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         m = agg.metrics.get(metric)
         if metric == "itl" and m is not None and m.weighting == "request":
             m = None  # no tool reports per-request gap statistics
-        lo, hi, why = metric_bounds(m, threshold, n_ok)
+        derived = agg.metadata.extra.get("tpot_from_e2e") if metric == "tpot" else None
+        lo, hi, why = derived_tpot_bounds(agg, derived, threshold, n_ok) if derived else \
+            metric_bounds(m, threshold, n_ok)
         lo_sum_missing += n_ok - lo
         upper = min(upper, hi)
         name = slo.itl_key if metric == "itl" else metric

@@ -128,7 +128,7 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
     from rich.console import Console
     from rich.markup import escape
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     sources: list[str] = sim.source_lines() if sim is not None else []
     if capacity is not None:
         sources.append(capacity.text())

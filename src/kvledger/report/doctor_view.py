@@ -159,7 +159,7 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    con, s = Console(highlight=False), rep.log_summary
+    con, s = Console(highlight=False, emoji=False), rep.log_summary
     con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — "
               f"{escape(s['version_source'])}; "
               f"{s['generation'] or '?'} engine; "

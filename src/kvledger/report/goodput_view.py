@@ -96,7 +96,7 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     from rich.console import Console
     from rich.markup import escape
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     if boundary is not None:  # the answer first; each run's point is listed at the end
         con.print(f"[bold]answer:[/] {escape(boundary_text(boundary))} across {len(boundary.points)} measured "
                   "runs (each run's attainment at the end)")
@@ -142,7 +142,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     from kvledger.analyses.serving.sim_boundary import SEARCH_AXES
     from kvledger.report.tables import LedgerTable as Table
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     first, _, rest = slo_text.partition("\n")
     b = sb.boundary
     if b.boundary_value is None:
@@ -194,7 +194,7 @@ def print_sources(sim: SimulatedRun, title: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     con.print(f"[bold]{escape(title)}[/]")
     for k, line in enumerate(sim.source_lines(), start=1):
         con.print(f"  [{k}] {escape(line)}")

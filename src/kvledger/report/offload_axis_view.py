@@ -22,7 +22,7 @@ def print_offload_axis(variants: list[dict[str, Any]], ranking: list[str]) -> No
 
     from kvledger.report.tables import table
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     if not variants:
         con.print("offload axis: no colocated candidate to add a tier to")
         return

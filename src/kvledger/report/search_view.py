@@ -230,7 +230,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
     sp = result.spec
     feas = len(result.ranking)
     con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; "

@@ -23,8 +23,8 @@ __all__ = ["search_latency", "latency_arg", "latency_s"]
 def _resolve(text: str | None, gpu_profile: str | None) -> ClientLatency | None:
     if not text:
         return None
-    if not str(text).startswith("profile:"):
-        return client_latency_of(text)
+    if not str(text).startswith("profile:") or str(text).lower().endswith(".json"):
+        return client_latency_of(text)  # a duration, or profile:FILE.json (that file's own fit.frontend_s)
     if gpu_profile in (None, "auto", "none"):
         raise InputError(f"search {FLAG} {text} reads a set-up's fitted latency from one GPU profile, and the "
                          "candidates' GPUs each have their own: name it with --gpu-profile FILE (from `kvledger "

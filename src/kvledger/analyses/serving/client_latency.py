@@ -74,13 +74,18 @@ def client_latency_for(a: Any, gpu_name: str, notes: list[str]) -> ClientLatency
 
 
 def profile_latency(name: str, gpu_profile: str | None, gpu_name: str | None) -> tuple[float, str]:
-    """(seconds, source) of set-up ``name`` in the profile's ``fit.set_up_frontend_s``.
+    """(seconds, source) of set-up ``name`` in the profile's ``fit.set_up_frontend_s``; or, when ``name`` is a
+    ``.json`` path, the ``fit.frontend_s`` that profile's own ``calibrate --scope gpu --fit-frontend`` fitted (it names
+    no set-up).
 
     Raises:
-        InputError: no such set-up (the keys listed), or a value that is not a number.
+        InputError: no such set-up (the keys listed, and the file to pass when the profile has only ``frontend_s``),
+            or a value that is not a number. FormatError: a ``.json`` that is not a readable GPU profile.
     """
     from kvledger.accounting.gpu_profile import profile_fit
 
+    if name.lower().endswith(".json"):
+        return _file_latency(name)
     got = profile_fit(gpu_profile, gpu_name or "")
     if got is None:
         raise InputError(f"{FLAG} profile:{name} reads a set-up's fitted latency from the GPU profile, but none prices "
@@ -91,13 +96,36 @@ def profile_latency(name: str, gpu_profile: str | None, gpu_name: str | None) ->
     if not isinstance(table, dict) or name not in table:
         keys = ", ".join(repr(k) for k in table) if isinstance(table, dict) and table else "none (fit with " \
             "`kvledger calibrate --scope gpu --fit-frontend`)"
+        own = fit.get("frontend_s")
+        hint = f"; its own fitted latency (fit.frontend_s, {float(own) * 1e3:g} ms) is read with {FLAG} " \
+            f"profile:{where}" if isinstance(own, (int, float)) and where.lower().endswith(".json") else ""
         raise InputError(f"{FLAG} profile:{name}: the GPU profile {where} has no set-up {name!r} in "
-                         f"fit.set_up_frontend_s; its set-ups: {keys}")
+                         f"fit.set_up_frontend_s; its set-ups: {keys}{hint}")
     try:
         seconds = float(table[name])
     except (TypeError, ValueError):
         raise InputError(f"{FLAG} profile:{name}: {where} gives {table[name]!r}, not a number of seconds") from None
     return seconds, f"fitted: set-up {name!r} in {where} (fit.set_up_frontend_s, {seconds * 1e3:g} ms)"
+
+
+def _file_latency(path: str) -> tuple[float, str]:
+    """(seconds, source): ``fit.frontend_s`` of the GPU profile at ``path`` (``calibrate --scope gpu --fit-frontend``).
+
+    Raises:
+        FormatError: not a readable GPU profile. InputError: it fitted no frontend latency.
+    """
+    import json
+
+    from kvledger.accounting.gpu_profile import load_gpu_profile
+
+    load_gpu_profile(path)  # a readable GPU profile, or its one-paragraph error
+    fit = json.loads(open(path, encoding="utf-8").read()).get("fit")
+    seconds = fit.get("frontend_s") if isinstance(fit, dict) else None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise InputError(f"{FLAG} profile:{path}: the GPU profile has no fitted fit.frontend_s; fit one with "
+                         "`kvledger calibrate --scope gpu --fit-frontend --out FILE.json`, or give a duration such "
+                         "as 21ms")
+    return float(seconds), f"fitted: fit.frontend_s of {path} ({float(seconds) * 1e3:g} ms)"
 
 
 def with_client_latency(result: Any, d: float) -> Any:

@@ -170,6 +170,9 @@ def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
 
 
 def stopped_share_text(attainment: float, upper: float) -> str:
-    """A probe stopped early: ``lo–hi*``, both to 0.1 %; the bound rounded down, so one that misses a 90 % target by
-    less than the last digit (89.95 %) still reads below it."""
-    return f"{attainment:.1%}–{math.floor(round(upper * 1000, 6)) / 10:.1f}%*"  # round(): 0.882 × 1000 = 881.99…
+    """A probe stopped early: ``lo–hi*``, both to 0.1 % and both rounded down (the upper bound so that one missing a
+    90 % target by less than the last digit, 89.95 %, still reads below it; the lower one so that it can never print
+    above the upper: 0.8946–0.8949 would read 89.5%–89.4%); when they round alike, one value, ``89.4%*``."""
+    ends = (attainment, max(upper, attainment))
+    lo, hi = (math.floor(round(x * 1000, 6)) / 10 for x in ends)  # round(): 0.882 × 1000 = 881.99…
+    return f"{hi:.1f}%*" if lo == hi else f"{lo:.1f}%–{hi:.1f}%*"

@@ -1,0 +1,53 @@
+"""Goodput bounds for a TPOT SLO from E2E and TTFT percentiles, for reports whose own TPOT field is not to be trusted.
+
+inference-perf's ``time_per_output_token`` disagrees with the same file's TTFT, E2E and output length (kubecon NA 2025
+baseline at 1 req/s: 3.47 ms against (480.5 − 31.1)/(63.15 − 1) = 7.23 ms, below the 4.79 ms an H100 needs to read
+Llama-3.1-8B's weights once; docs/validation.md). So a TPOT SLO on such a report is judged on the per-request
+(E2E − TTFT)/(output − 1) ≤ s, that is E2E − TTFT ≤ c with c = s·(output − 1), from the two marginal distributions
+(their joint one is not in the file). For any split point t:
+
+* a request with E2E ≤ c + t and TTFT ≥ t meets it, so at least #{E2E ≤ c + t} − #{TTFT < t} do;
+* a request that meets it has TTFT > t or E2E ≤ c + t, so at most #{E2E ≤ c + t} + #{TTFT > t} do.
+
+t runs over TTFT's stated points (min, percentiles, max). With numpy's 'linear' rule a percentile v_p lies between
+the order statistics x₍ₖ₎ and x₍ₖ₊₁₎ (k = ⌊p/100·(n − 1)⌋), so at most k + 1 values are below v_p and at least
+k + 1 are ≤ it. The E2E counts are ``percentile_bounds.metric_bounds``'. With a varying output length, c takes the
+shortest output for the lower bound and the longest for the upper one. At t = TTFT min the lower bound is
+#{E2E ≤ c + TTFT_min}; at t = TTFT max the upper one is #{E2E ≤ c + TTFT_max}.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.percentile_bounds import metric_bounds
+from kvledger.units import fmt_duration
+
+__all__ = ["derived_tpot_bounds"]
+
+
+def derived_tpot_bounds(agg: AggregateRun, d: dict[str, Any], threshold_s: float, n: int) -> tuple[int, int, str]:
+    """(lower, upper) count of the ``n`` completed requests whose (E2E − TTFT)/(output − 1) ≤ ``threshold_s``, and
+    the reason (module docstring); ``d`` is the reader's ``metadata.extra["tpot_from_e2e"]``."""
+    (out_lo, out_hi), e2e, ttft = d["output_tokens"], agg.metrics["e2e"], agg.metrics["ttft"]
+    c_lo, c_hi = threshold_s * max(out_lo - 1, 0), threshold_s * max(out_hi - 1, 0)
+    size = ttft.count if ttft.count is not None else n
+    lower, upper = 0, n
+    for p, t in ttft.points():
+        k = math.floor(p / 100.0 * (size - 1))
+        below = 0 if p == 0.0 else min(n, k + 1)  # at most this many TTFTs < t
+        above = 0 if p == 100.0 else max(n - (k + 1), 0)  # at most this many TTFTs > t
+        lower = max(lower, metric_bounds(e2e, c_lo + t, n)[0] - below)
+        upper = min(upper, metric_bounds(e2e, c_hi + t, n)[1] + above)
+    out_mean = d.get("output_mean") or 0.0
+    mean = (e2e.mean_s - ttft.mean_s) / (out_mean - 1) \
+        if e2e.mean_s is not None and ttft.mean_s is not None and out_mean > 1 else None
+    shown = agg.metrics.get("tpot")
+    return lower, max(upper, lower), (
+        f"TPOT judged as (E2E − TTFT)/(output − 1), output from {d['source']}: bounded from the E2E and TTFT "
+        "percentiles (ledgers/tpot_derived.py)"
+        + (f"; derived mean {fmt_duration(mean)}" if mean is not None else "")
+        + (f"; the file's time_per_output_token (mean {fmt_duration(shown.mean_s)}) is shown only: it disagrees with "
+           "its own TTFT and E2E" if shown is not None and shown.mean_s is not None else ""))
