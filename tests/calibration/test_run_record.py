@@ -112,7 +112,7 @@ def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
     from kvledger.accounting.calibration_profile import PROFILE_KIND
 
     prof = tmp_path / "p.json"
-    prof.write_text(json.dumps({"kind": PROFILE_KIND, "version": 1, "model": MODEL, "gpu": "NVIDIA H100 80GB HBM3",
+    prof.write_text(json.dumps({"kind": PROFILE_KIND, "version": 1, "model": MODEL, "gpu": "NVIDIA H100 80GB SXM5",
                                 "tp": 1, "step_cost": {"fixed_s": 0.005, "prefill_token_s": 5e-5,
                                                        "prefill_pair_s": 1e-9, "decode_seq_s": 1e-4,
                                                        "decode_kv_token_s": 1e-7, "cpu_overhead_s": 0.0,
@@ -122,7 +122,8 @@ def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
 
     out = validate_file(str(path), SimRequestArgs(model=MODEL, gpu="H100", tp=None, step_cost=str(prof)))
     assert out.scope == "model" and out.tp == 2
-    assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out.notes)
+    assert out.notes[0].startswith("WARNING: a model-scope calibration") and "TP 1" in out.notes[0]
+    assert "do not carry to another TP;" in out.notes[0]  # names what differs: the TP, not "model or TP"
 
 
 def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_path):

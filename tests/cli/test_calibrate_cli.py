@@ -37,6 +37,13 @@ def test_profile_layout_and_fit(profile):
     p = json.loads(profile.read_text())
     assert p["kind"] == "kvledger-calibration-profile" and p["model"] == "facebook/opt-13b" and p["tp"] == 1
     assert p["engine"]["batching"] == "vllm_v0" and p["engine"]["max_paddings"] == 256
+    # the range it was fitted on (analyses/serving/profile_scope.py): DistServe's vllm-100-1 holds 100 requests, the
+    # longest prompt 2,003 tokens, the longest prompt + output 2,029 (< max_model_len 2,048, none refused); at 1
+    # req/s that prompt is prefilled in a step of its own (V0: a prompt step holds only prompts)
+    r = p["fitted_range"]
+    assert (r["max_prompt_tokens"], r["max_context_tokens"], r["max_prefill_tokens_per_step"]) == (2003, 2029, 2003)
+    # the longest request's last decodes alone read about 2,028 KV tokens
+    assert r["max_decode_seqs_per_step"] >= 1 and r["max_decode_kv_tokens_per_step"] >= 2000
     # the KV pool benchmarks/validate_distserve.py uses: the memory plan under DistServe's vLLM settings
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings

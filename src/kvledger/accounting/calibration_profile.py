@@ -7,7 +7,8 @@ five GPU terms and the CPU overhead in seconds per unit, ``overlap``), with ``un
 the model's KV bytes per token are known, ``decode_kv_byte_s``; ``fit`` (start model, objective
 before and after, iterations, replays, the metric weights); ``runs`` (each data file: label,
 source, requests, and predicted-vs-measured errors of the fitted model); ``leave_one_out`` (with
-several runs: each run's errors under a model fitted without it) and ``data_files``. Only
+several runs: each run's errors under a model fitted without it), ``data_files`` and ``fitted_range`` (the steps and
+requests the fit saw: ``analyses/serving/profile_scope.py``; absent from profiles written before it). Only
 ``step_cost`` is needed to simulate; the rest says where the numbers came from.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
-from kvledger.errors import FormatError
+from kvledger.errors import FormatError, InputError, KvLedgerError
 
 __all__ = ["PROFILE_KIND", "GPU_PROFILE_KIND", "read_profile_json", "load_profile", "profile_step_cost",
            "looks_like_profile", "dump_profile"]
@@ -86,8 +87,13 @@ def load_profile(path: str | Path) -> dict[str, Any]:
 
 
 def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[LinearStepCost, dict[str, Any]]:
-    """(the fitted model, a description with its source) for ``--step-cost PROFILE.json``; notes a model/GPU/TP
-    mismatch."""
+    """(the fitted model, a description with its source) for ``--step-cost PROFILE.json``: with the range it was
+    fitted on (``fitted_range``, checked against the workload by ``analyses/serving/profile_scope.py``) and, on
+    another model or TP, a warning that names what differs and the reason its bands widen.
+
+    Raises:
+        InputError: the profile was fitted on another GPU (as ``--gpu-profile`` refuses one).
+    """
     d = load_profile(path)
     cost = LinearStepCost.from_coefficients(d["step_cost"], name=f"calibrated profile {Path(path).name}")
     runs = ", ".join(r.get("label", "?") for r in d.get("runs", []))
@@ -103,18 +109,50 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
     if cost.frontend_s > 0:
         info["source"] += (f"; its frontend latency ({cost.frontend_s * 1e3:.1f} ms per request, outside the engine) "
                            "is not in these engine-side figures (kvledger validate adds it)")
-    mismatch = []
-    if d.get("model") and str(d["model"]).lower() != str(model).lower():
-        mismatch.append(f"model {d['model']}")
+    info["fitted_range"] = d.get("fitted_range")  # None: written before calibrate recorded it (profile_scope.py)
     if d.get("gpu") and str(d["gpu"]).lower() != str(gpu).lower():
-        mismatch.append(f"GPU {d['gpu']}")
-    if d.get("tp") is not None and d["tp"] != tp:
-        mismatch.append(f"TP {d['tp']}")
-    if mismatch:
+        raise InputError(f"--step-cost {path} is a model-scope profile fitted on {d['gpu']}, not {gpu}: its step "
+                         "times are that GPU's and do not carry to another (calibrate this GPU with `kvledger "
+                         "calibrate --scope gpu` and pass --gpu-profile, or fit a profile on runs of this GPU)")
+    differs = _differs(d, model, tp)
+    if differs:
+        what = " and ".join(k for k, _, _ in differs)
+        pairs = "; ".join(f"{k}: fitted {a}, simulated {b}" for k, a, b in differs)
         info["mismatch"] = f"{d.get('model')} at TP {d.get('tp')} on {d.get('gpu')}"
-        info["source"] += (f"; fitted on {', '.join(mismatch)}, simulated here as {model} on {gpu} at TP {tp}: the "
-                           "fitted step times stand in for this deployment's")
+        info["mismatch_what"] = what
+        info["band_widened_by"] = [f"fitted on another {what}"]
+        info.setdefault("warnings", []).append(
+            f"{cost.name} was fitted on another {what} ({pairs}): its step times stand "
+            f"in for this {what}'s and do not carry across layer shapes or TP, so the error bands are widened to at "
+            "least the uncalibrated roofline's (calibrate the GPU instead: kvledger calibrate --scope gpu)")
+        info["source"] += f"; fitted on another {what}: the fitted step times stand in for this deployment's"
     return cost, info
+
+
+def _config_of(name: str) -> str:
+    """The bundled config a model name stands for: ``X (config of Y)`` → Y (``catalog.models``), a bundled name →
+    its config's Hub id (``resolve_bundled``), else the name."""
+    n = str(name)
+    if " (config of " in n:
+        return n.split(" (config of ", 1)[1].rstrip(")")
+    from kvledger.catalog.models import resolve_bundled
+
+    try:
+        bm = resolve_bundled(n)
+    except (KvLedgerError, OSError, ValueError):  # a name the catalog cannot read is compared as written
+        bm = None
+    return bm.hf_id if bm is not None else n
+
+
+def _differs(d: dict[str, Any], model: str, tp: int) -> list[tuple[str, Any, Any]]:
+    """What of (model, TP) the profile was not fitted on: [(what, fitted, simulated)]. Two names of one
+    bundled config (an -Instruct checkpoint and its base) are the same layer shapes, so the same model here."""
+    out = []
+    if d.get("model") and _config_of(d["model"]).lower() != _config_of(model).lower():
+        out.append(("model", d["model"], model))
+    if d.get("tp") is not None and d["tp"] != tp:
+        out.append(("TP", d["tp"], tp))
+    return out
 
 
 def _clean(v: Any) -> Any:

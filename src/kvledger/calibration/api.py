@@ -180,8 +180,12 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
         c = _compare(run, stages[i], replay(run, cfg, f.cost).records)
         loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                     **headline_errors(c)})
+    from kvledger.analyses.serving.profile_scope import fitted_range
+    from kvledger.calibration.replay import replay_recorded
+
+    span = fitted_range(runs, [replay_recorded(run, cfg, fit.cost)[1] for run, cfg in runs])
     return {"fit": fit, "runs": per_run, "leave_one_out": loo, "start": getattr(start, "name", type(start).__name__),
-            "initial": guess}
+            "initial": guess, "fitted_range": span}
 
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
@@ -272,5 +276,6 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
                 "metric_weights": dict(METRIC_WEIGHTS), "start_model": out["start"],
                 "initial": out["initial"].coefficients(), "objective_start": fit.objective_start,
                 "objective": fit.objective, "iterations": fit.iterations, "num_replays": fit.num_replays},
+        "fitted_range": out.get("fitted_range"),
         "runs": out["runs"], "leave_one_out": out["leave_one_out"], "data_files": list(paths), "notes": notes,
     }

@@ -175,9 +175,10 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                      "the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile none or a profile "
                      "fitted on other runs")
     if setup.cost_info.get("mismatch"):
-        notes.append(f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
-                     f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another model or TP; "
-                     "calibrate the GPU instead (kvledger calibrate --scope gpu)")
+        what = setup.cost_info.get("mismatch_what", "model or TP")
+        notes.insert(0, f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
+                        f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another {what}; "
+                        "calibrate the GPU instead (kvledger calibrate --scope gpu)")
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,

@@ -25,6 +25,7 @@ from kvledger.report.goodput_view import print_search as _print_search
 from kvledger.report.goodput_view import print_sources as _print_sources
 from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.progress import working
+from kvledger.report.step_cost_view import print_step_cost_warnings
 
 __all__ = ["register"]
 
@@ -214,6 +215,7 @@ def register(app: typer.Typer) -> None:
             _print_human(*shown, slo_block(the_slo))
         elif target is None:
             res, sim, tier_report = shown
+            print_step_cost_warnings(sim)  # first: a model-scope profile used beyond what it was fitted on
             _print_human([res], None, slo_block(the_slo))
             _print_sources(sim, "sources of the simulated run")
             if tier_report is not None:
@@ -223,4 +225,5 @@ def register(app: typer.Typer) -> None:
 
                 render_sim_tiers(tier_report, Console(emoji=False), sessions=False)
         else:
+            print_step_cost_warnings(shown.first_run)
             _print_search(shown, slo_block(the_slo))

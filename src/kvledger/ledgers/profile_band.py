@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from kvledger.ledgers.error_band import Band, error_band, stored_bands
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
-           "fit_quality"]
+           "fit_quality", "at_least_uncalibrated"]
 
 #: fewer measured points than this in the calibrated regime: its band alone is not enough (the split-conformal
 #: rank of lodo_bands starts at 10 values; below it a t interval on 2 values is a guess at the spread)
@@ -145,3 +145,21 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         why.append(f"no narrower than the fit's own in-sample errors {min(own):+.1%} … {max(own):+.1%}")
     src = f"{facts.label}: " + "; ".join(why)
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src)
+
+
+def at_least_uncalibrated(band: Band | None, regime: str, metric: str, reasons: list[str]) -> Band | None:
+    """``band`` widened, per side, to at least the uncalibrated regime's band of the same architecture and engine,
+    for a figure priced by a model-scope profile used where it says nothing measured (``reasons``: another model or
+    TP, a workload beyond its fitted range; ``analyses/serving/profile_scope.py``): there its step cost is no better
+    known than the plain roofline's, as for a GPU profile whose fit is poor (``profile_band``)."""
+    unc = error_band("uncalibrated/" + regime.split("/", 1)[1], metric)
+    if unc is None or not reasons:
+        return band
+    if band is None:
+        return Band(regime, metric, unc.low, unc.high, unc.num_runs,
+                    f"uncalibrated roofline's band, the profile being {'; '.join(reasons)}: {unc.source}")
+    low, high = min(band.low, unc.low), max(band.high, unc.high)
+    u10, u90 = 1.0 / unc.high - 1.0, 1.0 / unc.low - 1.0
+    src = (f"{band.source}; widened to at least the uncalibrated band {u10:+.1%} … {u90:+.1%} ({unc.num_runs} "
+           f"measured points): the profile was {'; '.join(reasons)}")
+    return Band(regime, metric, low, high, max(band.num_runs, unc.num_runs), src)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
+from kvledger.report.step_cost_view import print_step_cost_warnings
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_capacity import SimCapacity
@@ -132,6 +133,7 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
     sources: list[str] = sim.source_lines() if sim is not None else []
     if capacity is not None:
         sources.append(capacity.text())
+    print_step_cost_warnings(sim)  # before the answer: the step cost is used where its fit says nothing
     print_answer(con, rep)
     con.print()
     title = (

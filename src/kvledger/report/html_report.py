@@ -45,6 +45,12 @@ _CSS = (
 )
 
 
+def _step_cost_words(sc: dict) -> str:
+    """The step cost as the header names it: with the GPU profile that priced the roofline, when one did
+    (``priced_by``, set by ``analyses/serving/step_cost_choice.make_step_cost``)."""
+    return f"{sc['name']}, priced by {sc['priced_by']}" if sc.get("priced_by") else str(sc["name"])
+
+
 def report_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
     """Every figure of the report, from the data of ``build_report_data`` (only those named in ``keys`` when given)."""
     from kvledger.report.figures_kv import kv_figures
@@ -199,7 +205,7 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
              f"{escape(sim['plan']['engine_version'])}, "
              f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs "
              f"{sim['engine']['max_num_seqs']:,}; "
-             f"step cost: {escape(sim['step_cost']['name'])}.</p>",
+             f"step cost: {escape(_step_cost_words(sim['step_cost']))}.</p>",
              _answer(data)]
     for anchor, heading, keys in SECTIONS:
         figs = [by_key[k] for k in keys if k in by_key]

@@ -7,7 +7,7 @@ from pathlib import Path
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.ledgers.error_band import scope_words
-from kvledger.report.step_cost_view import priced_by, step_cost_lines
+from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
 
 __all__ = ["render_summary", "render_bands", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
 
@@ -83,6 +83,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     from kvledger.report.tables import LedgerTable as Table
 
     s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
+    for line in step_cost_warnings(cost):  # first of all: the step cost is used where its fit says nothing
+        console.print(line)
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
     if "sessions" in wl:
@@ -97,7 +99,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
                   f"scheduling {eng['scheduling_policy']}")
-    for line in step_cost_lines(cost):
+    for line in step_cost_lines(cost, warnings=False):
         console.print(line)
     t = Table(title="latency (ms)", show_edge=False)
     for c in ("metric", "mean", "p50", "p90", "p99", "n"):

@@ -3,13 +3,21 @@
 
 from __future__ import annotations
 
-__all__ = ["step_cost_lines", "priced_by"]
+__all__ = ["step_cost_lines", "step_cost_warnings", "print_step_cost_warnings", "priced_by"]
 
 
-def step_cost_lines(cost: dict) -> list[str]:
-    """The step cost and the calibration scope that priced it, as ``simulate`` prints them (rich markup); the judgment
-    commands print the same two lines for the cost ``analyses.serving.plan_pricing`` chose."""
-    return [f"[bold]step cost[/]: {cost['name']} — {cost['source']}", f"[bold]priced by[/]: {priced_by(cost)}"]
+def step_cost_warnings(cost: dict) -> list[str]:
+    """One line per warning about the step cost's fit to this run (``cost["warnings"]``: a model-scope profile on
+    another model or TP, or beyond the range it was fitted on; ``analyses/serving/profile_scope.py``)."""
+    return [f"[bold yellow]warning[/]: {w}" for w in cost.get("warnings") or ()]
+
+
+def step_cost_lines(cost: dict, warnings: bool = True) -> list[str]:
+    """The step cost and the calibration scope that priced it, as ``simulate`` prints them (rich markup), after its
+    warnings unless ``warnings`` is off (``simulate`` prints them first of all); the judgment commands print the same
+    lines for the cost ``analyses.serving.plan_pricing`` chose."""
+    return (step_cost_warnings(cost) if warnings else []) + [f"[bold]step cost[/]: {cost['name']} — {cost['source']}",
+                                                             f"[bold]priced by[/]: {priced_by(cost)}"]
 
 
 def priced_by(cost: dict) -> str:
@@ -21,3 +29,13 @@ def priced_by(cost: dict) -> str:
     if scope.startswith("model"):
         return f"model: {cost.get('name')}" + (" (bundled measurements)" if "bundled" in scope else "")
     return scope + (" (roofline at the default or given fractions; no GPU profile)" if scope == "uncalibrated" else "")
+
+
+def print_step_cost_warnings(sim) -> None:
+    """Print ``step_cost_warnings`` of a simulated run (``analyses.serving.sim_ledgers.SimulatedRun``; None: nothing),
+    first of a command's output (``cost --simulate``, ``goodput --simulate``)."""
+    from rich.console import Console
+
+    con = Console(highlight=False)
+    for line in step_cost_warnings(getattr(getattr(sim, "setup", None), "cost_info", None) or {}):
+        con.print(line)

@@ -19,6 +19,7 @@ from typing import Any
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
+from kvledger.analyses.serving.profile_scope import refuse_conflicting_profiles
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
@@ -205,6 +206,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
         InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
         UnknownNameError: another name.
     """
+    refuse_conflicting_profiles(a.step_cost, a.gpu_profile)  # --gpu-profile FILE prices only the roofline
     if a.step_cost == "roofline":
         prof = gpu_profile_of(a, plan.gpu.name)
         host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
@@ -268,8 +270,6 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
         cost, info = profile_step_cost(a.step_cost, plan.model.name, plan.gpu.name, a.tp)
         info["scope"] = "model"
         return cost, info
-    from kvledger.errors import UnknownNameError
-
     raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
                            hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
                                 "profile PROFILE.json from `kvledger calibrate`.")
