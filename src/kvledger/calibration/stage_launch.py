@@ -19,7 +19,7 @@ from kvledger.evidence.inference_perf_client import CLIENT_FILE, fixed_output_to
 from kvledger.evidence.inference_perf_client import client_config as _client_config
 
 __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
-           "client_prompt_pool", "ClientCap", "client_concurrency_cap",
+           "client_prompt_pool", "pool_prefix", "ClientCap", "client_concurrency_cap",
            "client_loop", "BEHIND"]
 
 LAUNCH_FILE = "exp-config.yaml"
@@ -169,3 +169,24 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
     return None, (f"WARNING: {behind} and no cap on its requests in flight is known (pass --client-concurrency; "
                   "inference-perf: load.num_workers × load.worker_max_concurrency): the replay sends at the achieved "
                   "rate, so this saturated stage's latencies and throughput are not comparable")
+
+
+def pool_prefix(stage: Any) -> tuple[dict[str, int], str | None]:
+    """The ``sweep.stage_workload`` prefix arguments the stage's (a ``sweep.Stage``: its ``path`` and
+    ``prompt_quantiles``) client prompt pool implies, and a note saying so (none
+    when its client config states no pool): every request re-sends one of the pool's whole prompts, shared up to the
+    stage's shortest prompt (the tokens every request of it has). A multi-turn pool's growing sessions are not
+    replayed (the note says so)."""
+    pool = client_prompt_pool(stage.path) if Path(stage.path).is_file() else None
+    if pool is None:
+        return {}, None
+    if pool.multi_turn:
+        return {}, (f"{pool.path}: shared_prefix with enable_multi_turn_chat — each of {pool.prompts} user sessions "
+                    "grows its context by round; the replay draws independent prompts (no reuse modelled)")
+    tokens = int(min(v for _, v in stage.prompt_quantiles)) if stage.prompt_quantiles else 0
+    if tokens < 1:
+        return {}, None
+    return {"prefix_groups": pool.prompts, "prefix_tokens": tokens}, (
+        f"{pool.path}: shared_prefix pool of {pool.prompts} whole prompts re-sent in turn (inference-perf's "
+        f"shared-prefix generator); each replayed request re-sends one, its first {tokens} tokens (the stage's "
+        "shortest prompt) shared, so prefix caching serves a repeat")

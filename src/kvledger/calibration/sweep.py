@@ -36,7 +36,7 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
-from kvledger.calibration.stage_launch import client_loop, client_prompt_pool, fixed_output_tokens, stage_launch
+from kvledger.calibration.stage_launch import client_loop, fixed_output_tokens, pool_prefix, stage_launch
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
@@ -238,26 +238,6 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
                        engine_hints=launch.engine_kwargs if launch else {}, target_stats=stage.stats,
                        concurrency=capped, num_dropped=stage.num_failed)
-
-
-def pool_prefix(stage: Stage) -> tuple[dict[str, int], str | None]:
-    """The ``stage_workload`` prefix arguments the stage's client prompt pool implies, and a note saying so (none
-    when its client config states no pool): every request re-sends one of the pool's whole prompts, shared up to the
-    stage's shortest prompt (the tokens every request of it has). A multi-turn pool's growing sessions are not
-    replayed (the note says so)."""
-    pool = client_prompt_pool(stage.path) if Path(stage.path).is_file() else None
-    if pool is None:
-        return {}, None
-    if pool.multi_turn:
-        return {}, (f"{pool.path}: shared_prefix with enable_multi_turn_chat — each of {pool.prompts} user sessions "
-                    "grows its context by round; the replay draws independent prompts (no reuse modelled)")
-    tokens = int(min(v for _, v in stage.prompt_quantiles)) if stage.prompt_quantiles else 0
-    if tokens < 1:
-        return {}, None
-    return {"prefix_groups": pool.prompts, "prefix_tokens": tokens}, (
-        f"{pool.path}: shared_prefix pool of {pool.prompts} whole prompts re-sent in turn (inference-perf's "
-        f"shared-prefix generator); each replayed request re-sends one, its first {tokens} tokens (the stage's "
-        "shortest prompt) shared, so prefix caching serves a repeat")
 
 
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None) -> Comparison:
