@@ -69,3 +69,14 @@ def test_triton_buffer_at_every_batch_from_0_30():
     m = load_model(QWEN05)
     assert sampler_peak_bytes(m, (0, 29, 0), 4)[0] == 8_508_416
     assert sampler_peak_bytes(m, (0, 30, 0), 4)[0] == 8_508_416 + 2_430_976
+
+
+def test_gb202_parts_have_their_own_sm_counts():
+    # the Triton top-k/top-p buffer has min(SMs, requests) rows: the RTX 5090 has 170 SMs (21,760 CUDA cores / 128 per
+    # SM) and the RTX PRO 6000 Blackwell 188, where the sm120 fallback took Hopper's 132; a part the table lacks still
+    # takes its architecture's count
+    from kvledger.accounting.vllm_profile import sm_count
+
+    assert sm_count("nvidia_rtx_5090", "sm120") == 170
+    assert sm_count("nvidia_rtx_pro_6000_server", "sm120") == sm_count("nvidia_rtx_pro_6000_workstation") == 188
+    assert sm_count("nvidia_unknown_part", "sm90") == 132

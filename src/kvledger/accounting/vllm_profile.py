@@ -62,14 +62,14 @@ MiB. With the code's total below this gives 0.73 GiB for 51 sizes in both modes;
 ``vllm_terms.CUDAGRAPH_LOGGED_RATIO``)."""
 
 _SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
-               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132,
-                   "nvidia_h100_pcie": 114,
-               "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132, "nvidia_gh200_96gb": 132,
-               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82,
-                   "nvidia_rtx_4090": 128}
-"""Streaming multiprocessors per GPU (NVIDIA architecture whitepapers and product datasheets): the Triton top-k/top-p
-buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture
-below."""
+              "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132,
+              "nvidia_h100_pcie": 114, "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132,
+              "nvidia_gh200_96gb": 132, "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148,
+              "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128, "nvidia_rtx_5090": 170, "nvidia_rtx_pro_6000_server": 188,
+              "nvidia_rtx_pro_6000_workstation": 188}
+"""Streaming multiprocessors per GPU (NVIDIA whitepapers and datasheets; GB202: RTX 5090 170 = 21,760 cores / 128,
+RTX PRO 6000 188, GTC 2025): the Triton top-k/top-p buffer has min(SMs, requests) rows
+(``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
 
 _SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 
