@@ -4,10 +4,11 @@ same block count), carries the vLLM start-up sentence where it shows the plan, a
 
 The figures: Llama-3.1-8B on an RTX 5090 at max_model_len 8192, vLLM 0.33.0 rules (``plan --wddm --json``). Under
 WDDM CUDA reports the whole board, nvidia-smi's 32,607 MiB = 34,190,917,632 B (Linux: 33,719,058,432 B);
-ceil(× 0.92) = 31,455,644,222 B, less weights 16,094,076,928, activation peak 597,852,979, non-torch 268,435,456 and
-CUDA graphs 780,140,544 B = 13,715,138,315 B for KV; ÷ 2,097,152 B per block (16 tokens × 131,072 B) = 6,539.8 →
-6,539 blocks (the Linux total gives 6,332). vLLM 0.33.0 does not count the driver's hold (it checks free memory at
-start-up instead), so the pool is larger and the plan warns that 0.92 may not start.
+ceil(× 0.92) = 31,455,644,222 B, less weights 16,094,076,928, activation peak 617,347,891 (its Triton top-k/top-p
+buffer 170 SMs × 128,256 × 4 B), non-torch 268,435,456 and CUDA graphs 780,140,544 B = 13,695,643,403 B for KV;
+÷ 2,097,152 B per block (16 tokens × 131,072 B) = 6,530.5 → 6,530 blocks (the Linux total gives 6,323). vLLM
+0.33.0 does not count the driver's hold (it checks free memory at start-up instead), so the pool is larger and the
+plan warns that 0.92 may not start.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import json
 from cli_run import MODEL, refused, run_cli
 
 RTX = ("--gpu", "rtx5090", "--max-model-len", "8192")
-WDDM_BLOCKS = 6539  # module docstring
-LINUX_BLOCKS = 6332
+WDDM_BLOCKS = 6530  # module docstring
+LINUX_BLOCKS = 6323
 H100_REFUSAL = "--wddm: the NVIDIA H100 80GB SXM5 is a server module (SXM5)"
 SLO = ("--slo", "ttft=2s,tpot=100ms")
 
@@ -62,7 +63,7 @@ def test_goodput_simulate_plans_with_wddm():
     assert doc["simulation"]["plan"]["num_gpu_blocks"] == WDDM_BLOCKS
     assert any("(--wddm)" in n for n in doc["simulation"]["notes"])
     text = run_cli("goodput", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO).output
-    assert "6,539 blocks × 16 tokens" in text and "warning (--wddm)" in text  # the memory-plan source line
+    assert "6,530 blocks × 16 tokens" in text and "warning (--wddm)" in text  # the memory-plan source line
     _one_line_refusal("goodput", "--simulate", MODEL, *SLO)
 
 
