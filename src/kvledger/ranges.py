@@ -187,6 +187,8 @@ def range_problems(command: str, values: dict[str, Any], flags: dict[str, str] |
     for name, value in values.items():
         flag, given = (flags or {}).get(name, "--" + name.replace("_", "-")), None
         try:
+            if isinstance(value, str) and name == "client_latency" and value.startswith("profile:"):
+                continue  # a fitted latency, read and range-checked where it is resolved (serving/client_latency.py)
             if isinstance(value, str) and name in DURATION_OPTIONS:
                 value, given = parse_duration_s(value, what=flag), value
             if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -119,3 +119,15 @@ def test_a_stopped_probe_range_never_prints_reversed():
         for hi in range(lo, 1000, 13):
             text = stopped_share_text(lo / 1000 + 0.0004, hi / 1000 + 0.0006).rstrip("%*").split("%–")
             assert float(text[0]) <= float(text[-1])
+
+
+def test_simulate_takes_a_profile_files_fitted_latency(tmp_path):
+    # simulate read every --client-latency as a duration at the option check, so profile:FILE.json was refused there
+    # ("cannot read 'profile:…' as a duration") though validate, search and report take it: the file's fit.frontend_s
+    # (12.3 ms here) is now added to every request's TTFT and E2E, and the note names where it came from
+    mine = _own_profile(tmp_path, 0.0123)
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "20",
+                              "--client-latency", f"profile:{mine}", "--json"])
+    assert res.exit_code == 0, res.output
+    assert any(n.startswith("client latency 12.3 ms added to every request's TTFT and E2E") and "fit.frontend_s of" in n
+               for n in json.loads(res.output)["notes"])
