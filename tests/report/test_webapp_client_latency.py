@@ -44,7 +44,7 @@ def test_the_latency_is_judged_as_the_engine_limit_less_it_and_said():
     ("-5ms", "client_latency '-5ms' must be a finite, non-negative duration, got '-5ms'"),
     ("5", "client_latency '5' has no unit; write e.g. '5ms' or '5s', got '5'"),
     ("11s", "client_latency 11s is out of range; allowed: [0, 10] s, got '11s'"),
-    ("profile:x", "client_latency cannot read 'profile:x' as a duration"),
+    ("profile:x", "client_latency takes a duration such as 21ms in the web app"),
 ])
 def test_a_bad_latency_is_a_field_error(value, words, monkeypatch):
     import kvledger.report.webapp as webapp

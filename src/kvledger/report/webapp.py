@@ -115,13 +115,17 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
 
 
 def _client_latency(text: str | None) -> Any:
-    """``--client-latency`` read as the CLI's flag reads it (a duration with its unit, [0, 10] s; not a profile's
-    set-up, which only ``validate`` takes): a ``ClientLatency``, or None when empty or zero."""
+    """``--client-latency`` read as the CLI's flag reads it (a duration with its unit, [0, 10] s; not ``profile:``,
+    which names a file the app does not open): a ``ClientLatency``, or None when empty or zero."""
     from kvledger.analyses.serving.client_latency import FLAG, client_latency_of
+    from kvledger.errors import InputError
     from kvledger.ranges import check_options
 
     if text is None or not text.strip():
         return None
+    if text.strip().startswith("profile:"):
+        raise InputError("takes a duration such as 21ms in the web app; a profile's fitted latency "
+                         "(profile:FILE.json) is read by the command line (simulate, validate, search)")
     check_options("simulate", {"client_latency": text.strip()}, {"client_latency": FLAG})
     return client_latency_of(text.strip())
 
