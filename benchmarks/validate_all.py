@@ -347,7 +347,7 @@ def training_runs(max_requests: int | None = None) -> list[dict]:
     """Every inference-sim/training experiment with a bundled model: its stages below the 10% failure cut as
     (run, stage), each replayed with the model, TP and scheduler limits of its launch record (``exp-config.yaml``,
     read by ``kvledger.calibration.stage_launch``) and its client's prompt pool as shared prefixes
-    (``kvledger.calibration.sweep.pool_prefix``: results/config.yaml, 10 × 10 whole prompts in every run)."""
+    (``kvledger.calibration.stage_launch.pool_prefix``: results/config.yaml, 10 × 10 whole prompts in every run)."""
     from kvledger.calibration.sweep import read_stage, stage_run
     from kvledger.catalog.models import resolve_bundled
 
