@@ -14,9 +14,15 @@ CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client conf
 CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
 
 
+#: parsed client configs by (path, modification time, size): a stage's replay, its comparison and the readers of its
+#: output length, prompt pool and client cap all ask for the same file
+_PARSED: dict[tuple[str, int, int], Any] = {}
+
+
 def client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
     """The nearest client config (``CLIENT_FILE``) beside the stage file or up to ``CLIENT_FILE_UP`` folders above it,
-    parsed: (path, YAML value); None when there is none or it cannot be read as YAML (it then states nothing)."""
+    parsed: (path, YAML value, not to be modified); None when there is none or it cannot be read as YAML (it then
+    states nothing). Parsed once per version of the file."""
     here = Path(stage_path).resolve().parent
     f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
              None)
@@ -25,7 +31,11 @@ def client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
     import yaml
 
     try:
-        return f, yaml.safe_load(f.read_text(encoding="utf-8"))
+        st = f.stat()
+        key = (str(f), st.st_mtime_ns, st.st_size)
+        if key not in _PARSED:
+            _PARSED[key] = yaml.safe_load(f.read_text(encoding="utf-8"))
+        return f, _PARSED[key]
     except (OSError, yaml.YAMLError):
         return None
 
