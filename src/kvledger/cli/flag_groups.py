@@ -204,7 +204,7 @@ class SessionFlags:
 
     session_workload: str | None = flag("--workload", help=(
         "Multi-turn sessions instead of a trace: chat (~4 turns, 30 s think time) or agent (~20 tool calls, 2 s "
-        "tool time); the distributions are in docs/offload.md."))
+        "tool time); the distributions are kvledger.dynamics.workload.sessions.SESSION_SHAPES."))
     sessions: int | None = flag("--sessions", help="Sessions to draw, count (default 200).")
     session_rate: float | None = flag("--session-rate", help="Session starts per second, Poisson (default 0.2).")
 

@@ -187,7 +187,7 @@ def _band_caption(cs: dict) -> str:
         return "The capacity has no error band: no measured run stands for this regime."
     return (f"Shaded: the capacity's 80% band, {b['low']:.4g}–{b['high']:.4g} req/s ({b['regime']}): where a real "
             "engine's capacity fell around such a prediction (leave-one-deployment-out saturation-throughput errors, "
-            "docs/validation.md §2.3).")
+            "kvledger/ledgers/data/error_bands.json).")
 
 
 def engine_savings(data: ReportData) -> Figure:

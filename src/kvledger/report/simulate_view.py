@@ -59,7 +59,7 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
     console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
                   "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "
-                  "of means and saturation throughput only (docs/validation.md §2.3; --json: band_coverage)[/]")
+                  "of means and saturation throughput only (--json: band_coverage)[/]")
 
 
 def _ms(x: float | None) -> str:

@@ -18,7 +18,7 @@ __all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "ba
 #: why a saturated run prints no latency band (the note simulate adds)
 NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
                    "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
-                   "throughput under saturation; docs/validation.md §2.3); lower --rate below the capacity for a "
+                   "throughput under saturation); lower --rate below the capacity for a "
                    "latency with a band")
 
 
@@ -54,8 +54,8 @@ def setup_regime(setup: Any) -> str:
 #: saturation throughput: benchmarks/lodo_bands.py, docs/validation.md §2.3), so they carry no band
 UNBANDED_FIGURES = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "itl_mean", "itl_p50",
                     "itl_p90", "itl_p99", "e2e_mean", "e2e_p50", "e2e_p90", "e2e_p99")
-UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation behind the bands (docs/validation.md "
-                   "§2.3, ledgers/data/error_bands.json) measured the errors of mean TTFT, mean TPOT and saturation "
+UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation behind the bands (kvledger/ledgers/data/"
+                   "error_bands.json) measured the errors of mean TTFT, mean TPOT and saturation "
                    "throughput only; a band for these would be invented")
 
 

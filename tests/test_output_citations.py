@@ -1,0 +1,41 @@
+"""Output never cites a document outside the package: no string the code can print names a file of the repository's
+``docs/`` folder (a user with the installed wheel has no such folder). Docstrings and comments may (they are read in
+the repository); external sources a number came from (an engine's own docs, a vendor page) may too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "kvledger"
+
+
+def _docstring_ids(tree: ast.AST) -> set[int]:
+    """ids of every string constant that stands alone as a statement (module, class, function and attribute
+    docstrings): never printed."""
+    return {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+
+
+def _printed_strings(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text())
+    skip = _docstring_ids(tree)
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip]
+
+
+def test_no_output_string_cites_the_repository_docs():
+    # The repository's own documents, by the path a string would cite them with (docs/validation.md, docs/calibration/…).
+    ours = [f"docs/{p.relative_to(ROOT / 'docs').as_posix()}" for p in (ROOT / "docs").rglob("*.md")]
+    assert "docs/validation.md" in ours  # the check looks where the citations were
+    hits = [f"{path.relative_to(ROOT)}:{line}: {text[:100]!r}"
+            for path in sorted(SRC.rglob("*.py")) for line, text in _printed_strings(path)
+            if any(doc in text for doc in ours)]
+    assert hits == []
+
+
+def test_the_scan_finds_a_citation_in_a_printed_string(tmp_path):
+    # The scan itself: a string passed to a call is printed, a docstring is not.
+    f = tmp_path / "m.py"
+    f.write_text('"""See docs/validation.md."""\nprint("band from docs/validation.md")\n')
+    assert [t for _, t in _printed_strings(f)] == ["band from docs/validation.md"]
