@@ -110,7 +110,7 @@ def _with_spread(payload, args, seeds: int, prep: _Prepare, tier):
 
     used = seed_used(args, prep.synthetic, prep.sessions is not None)
     spread = summary_spread(payload.summary, seed_list(args.seed, seeds), run_seed if used else None,
-                            kept_up=payload.kept_up)
+                            kept_up=payload.kept_up, sessions=prep.sessions is not None)
     note = SEED_FREE_NOTE if spread.seed_free else spread.note
     return dataclasses.replace(payload, seed_spread=spread, notes=payload.notes + ([note] if note else []))
 

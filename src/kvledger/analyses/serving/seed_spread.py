@@ -108,12 +108,13 @@ def seed_range_text(seeds: Sequence[int]) -> str:
 
 
 def _wide(first: dict[str, Any], metrics: dict[str, dict[str, Any]],
-          kept_up: bool) -> dict[str, tuple[float, float, float]]:
-    """The banded figures whose spread exceeds the share; a run that kept up with its arrivals leaves throughput out
-    (it is the offered load, whose draw-to-draw change is the arrival count's, not the engine's: no band either)."""
+          offered: bool) -> dict[str, tuple[float, float, float]]:
+    """The banded figures whose spread exceeds the share; ``offered`` leaves throughput out (a run that kept up with
+    its arrivals, or sessions' closed loops with think times: the throughput is the load the draw sent, not the
+    engine's capacity, and has no band there either)."""
     out = {}
     for key, words in BANDED.items():
-        if kept_up and key == "throughput_req_per_s":
+        if offered and key == "throughput_req_per_s":
             continue
         point, s = _get(first, key), metrics[key]
         if point is None or s["min"] is None or point <= 0:
@@ -123,27 +124,30 @@ def _wide(first: dict[str, Any], metrics: dict[str, dict[str, Any]],
     return out
 
 
-def _note(wide: dict[str, tuple[float, float, float]], seeds: Sequence[int]) -> str | None:
+def _note(wide: dict[str, tuple[float, float, float]], seeds: Sequence[int], sessions: bool) -> str | None:
     if not wide:
         return None
     parts = [f"{w} {(lo - p) / p:+.0%} to {(hi - p) / p:+.0%}" for w, (lo, hi, p) in wide.items()]
+    more = "more sessions (--sessions)" if sessions else "more requests (--num-requests)"
     return (f"{', '.join(parts)} of the first seed's figure over {seed_range_text(seeds)} (more than "
-            f"{SPREAD_SHARE:.0%}): at this load the figure depends on the seeded draw of arrivals (and lengths) — the "
-            "engine is near or past its knee, where a queue forms or not with the draw; more requests "
-            "(--num-requests) narrow it, and the error band does not include it")
+            f"{SPREAD_SHARE:.0%}): at this load the figure depends on the seeded draw of arrivals (and lengths) — "
+            "near or past the engine's knee a queue forms or not with the draw, and a drawn workload's requests "
+            f"differ from seed to seed; {more} narrow it, and the error band does not include it")
 
 
 def summary_spread(first_summary: dict[str, Any], seeds: Sequence[int],
-                   run_seed: Callable[[int], dict[str, Any]] | None, *, kept_up: bool) -> SeedSpread:
+                   run_seed: Callable[[int], dict[str, Any]] | None, *, kept_up: bool,
+                   sessions: bool = False) -> SeedSpread:
     """The spread over ``seeds`` of the summary figures (:data:`SPREAD_KEYS`): ``first_summary`` is the first seed's
     (already run), ``run_seed(seed)`` runs each other seed, in order, and returns its summary dict. ``run_seed``
     None: the workload draws nothing from the seed (:func:`seed_used`), so the first run stands for every seed.
-    ``kept_up``: the first run was an open loop that kept up (its throughput is the offered load)."""
+    ``kept_up``: the first run was an open loop that kept up (its throughput is the offered load); ``sessions``: a
+    session workload (``--workload``: closed loops with think times, whose throughput is also what they sent)."""
     seed_free = run_seed is None
     summaries = [first_summary] + [first_summary if seed_free else run_seed(s) for s in seeds[1:]]
     metrics = {k: value_spread([_get(s, k) for s in summaries]) for k in SPREAD_KEYS}
-    wide = {} if seed_free else _wide(first_summary, metrics, kept_up)
-    return SeedSpread(list(seeds), metrics, wide, _note(wide, seeds), seed_free)
+    wide = {} if seed_free else _wide(first_summary, metrics, kept_up or sessions)
+    return SeedSpread(list(seeds), metrics, wide, _note(wide, seeds, sessions), seed_free)
 
 
 #: the searched figures whose spread a capacity search reports (``sim_boundary.SimBoundary`` attributes, req/s on the
