@@ -41,11 +41,14 @@ def spread_note_line(spread: Any) -> str | None:
 
 
 def capacity_range_text(cap: Any, unit: str) -> str:
-    """``seeds 0–4: 18.9–21.3 req/s`` for a searched capacity (``…; none for seed 2`` where a seed's search found
-    none; ``seeds 0–4: the same — …`` for a workload that draws nothing from the seed)."""
+    """``seeds 0–4: 18.9–21.3 req/s`` for a searched capacity (``… 9 concurrent users for each`` when the seeds
+    agree; ``…; none for seed 2`` where a seed's search found none; ``seeds 0–4: the same — …`` for a workload that
+    draws nothing from the seed)."""
     if cap.seed_free:
         return f"{cap.label}: the same — the workload draws nothing from the seed"
     s = cap.metrics["boundary_value"]
     missing = [str(seed) for seed, v in cap.per_seed if v is None]
-    found = f"{s['min']:g}–{s['max']:g}{unit}" if s["min"] is not None else "none found"
+    if s["min"] is None:
+        return f"{cap.label}: none found for any"
+    found = f"{s['min']:g}{unit} for each" if s["min"] == s["max"] else f"{s['min']:g}–{s['max']:g}{unit}"
     return f"{cap.label}: {found}" + (f"; none for seed {', '.join(missing)}" if missing else "")
