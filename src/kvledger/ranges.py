@@ -85,6 +85,7 @@ OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"),
         "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
+    "seeds": _count(1, 64, "seeds (one simulation each; 64 bounds the work)"),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
     "rate_scale": Range(0.0, 1e6, lo_open=True), "think_time": Range(0.0, 86_400.0, unit="s"),

@@ -50,9 +50,9 @@ def _write(out: Path, text: str) -> None:
 
 def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
-               tiers: TierFlags) -> tuple[list[str], Any]:
+               tiers: TierFlags, seeds: int = 1) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the
-    boundary search with --target."""
+    boundary search with --target (``seeds`` > 1: repeated per seed, the capacity's range over them)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
     from kvledger.analyses.serving.sim_goodput import (
         simulated_goodput,
@@ -65,6 +65,9 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
     from kvledger.jsonable import to_jsonable
 
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
+    if seeds != 1 and target is None:
+        raise InputError("--seeds repeats the SLO-capacity search per seed: add --target (e.g. 0.9), or see one run's "
+                         "figures over seeds with kvledger simulate --seeds N")
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
@@ -77,8 +80,10 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                          "capacity with kvledger search --offload")
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
-    with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
-        found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    each = f", the search once per seed ({seeds} seeds)" if seeds > 1 else ""
+    with working(f"searching the SLO boundary on {axis} (one simulation per probe{each})"):
+        found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
+                                         seeds=seeds)
     return [strict_json.dumps(to_jsonable(x)) for x in found.lines()], found.search
 
 
@@ -158,6 +163,10 @@ def register(app: typer.Typer) -> None:
         tol: float | None = typer.Option(None, "--tol", help="[--simulate --target] bisection resolution (default: 1 % "
                                                              "of the bracket's top for the rate; 1 for concurrency and "
                                                              "max_num_seqs)", show_default=False),
+        seeds: int = typer.Option(1, "--seeds", help="[--simulate --target] search once per seed, --seed to "
+                                                     "--seed+N−1 (1 to 64; about N times the time), and print the "
+                                                     "capacity's range over them; the probes shown are the first "
+                                                     "seed's"),
         simulate: so.Simulate = None,
         workload: WorkloadFlags = WorkloadFlags(),
         engine: EngineFlags = EngineFlags(),
@@ -198,9 +207,11 @@ def register(app: typer.Typer) -> None:
         if simulate is not None:
             if format is not None:
                 raise InputError("--format applies to FILEs, not to --simulate")
-            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol), tiers)
+            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol), tiers,
+                                      seeds)
         else:
-            given = [f for f, v in (("--gpu", gpu), ("--lo", lo), ("--hi", hi), ("--tol", tol)) if v is not None]
+            given = [f for f, v in (("--gpu", gpu), ("--lo", lo), ("--hi", hi), ("--tol", tol),
+                                    ("--seeds", None if seeds == 1 else seeds)) if v is not None]
             if given:
                 raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
             lines, shown = _from_files(files, format, (workload, engine), the_slo, target, axis, tiers)
