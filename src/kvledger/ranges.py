@@ -89,7 +89,7 @@ OPTION_RANGES: dict[str, Range] = {
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
     "rate_scale": Range(0.0, 1e6, lo_open=True), "think_time": Range(0.0, 86_400.0, unit="s"),
-    "arrival_cv": Range(0.0, 100.0),
+    "arrival_cv": Range(0.0, 100.0, unit="(CV of the gaps: 0 = a fixed interval of 1/rate, 1 = Poisson)"),
     "gpu_memory_utilization": _frac(), "mem_fraction_static": _frac(), "free_gpu_memory_fraction": _frac(),
     "achievable_flops_fraction": _frac(), "achievable_bandwidth_fraction": _frac(),
     "flops_fraction": _frac(), "bandwidth_fraction": _frac(),

@@ -83,7 +83,8 @@ class WorkloadFlags:
     output_lengths: str | None = flag("--output-lengths", help=(
         "Synthetic workload: output lengths (same forms as --prompt-lengths)."))
     arrival_cv: float | None = flag("--arrival-cv", help=(
-        "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)."))
+        "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson; 0 = a fixed interval of exactly 1/rate, "
+        "as a fixed-interval benchmark timer sends; >1 bursty)."))
 
 
 @dataclass(frozen=True, slots=True)
