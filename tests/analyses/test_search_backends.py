@@ -169,3 +169,23 @@ def test_a_binary_file_is_not_a_ledger(tmp_path):
     path.write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(FormatError, match="not UTF-8"):
         read_ledger(path)
+
+
+def test_a_synthetic_ledger_written_with_the_unused_trace_still_resumes(tmp_path):
+    # before SearchSpec.to_dict left the unused trace out of a synthetic search, its header said "azure-conv": the same
+    # search all the same (the synthetic spec is what every probe ran); another synthetic spec is another search
+    from kvledger.analyses.search.ledger_file import ledger_header, ledger_line, resumable_entries
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
+
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=2s", utilization=0.5,
+                      synthetic=SyntheticSpec("fixed:512", "fixed:128"))
+    header = ledger_header(spec, [])
+    assert "trace" not in header["spec"]
+    old = {**header, "spec": {**header["spec"], "trace": "azure-conv"}}
+    path = tmp_path / "old.jsonl"
+    path.write_text(ledger_line(old))
+    assert resumable_entries(path, header) == {}
+    other = ledger_header(SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=2s", utilization=0.5,
+                                     synthetic=SyntheticSpec("fixed:512", "fixed:256")), [])
+    with pytest.raises(InputError, match="ledger of another search"):
+        resumable_entries(path, other)

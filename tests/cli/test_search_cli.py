@@ -120,3 +120,16 @@ def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
     # the bill: replicas × 1 GPU × $2/GPU-h × 730 h/month
     assert c["sizing"]["monthly_usd"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
     assert d["spec"]["gpu_usd_per_hour"] == 2.0
+
+
+def test_the_spec_states_the_workload_searched():
+    # a synthetic search states its lengths and arrival CV, and no trace (none was read); a trace search its trace
+    args = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
+            "--max-model-len", "8K", "--num-requests", "50", "--utilization", "0.5"]
+    d = json.loads(_ok([*args, "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128", "--arrival-cv", "2",
+                        "--json"]))
+    assert "trace" not in d["spec"]
+    assert d["spec"]["synthetic"] == {"prompt": "fixed:512", "output": "fixed:128", "cv": 2.0}
+    assert d["candidates"][0]["workload"]["trace"] == "synthetic (prompt fixed:512, output fixed:128, arrival CV 2)"
+    d = json.loads(_ok([*args, "--trace", "azure-code", "--json"]))
+    assert d["spec"]["trace"] == "azure-code" and d["spec"]["synthetic"] is None

@@ -66,7 +66,10 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
         InputError: the ledger of another search (different inputs or candidates).
     """
     old, entries = read_ledger(path)
-    if old.get("spec") != header["spec"] or old.get("candidates") != header["candidates"]:
+    spec = old.get("spec")
+    if isinstance(spec, dict) and spec.get("synthetic") is not None:  # written before to_dict left the unused trace
+        spec = {k: v for k, v in spec.items() if k != "trace"}    # out of a synthetic search: still the same search
+    if spec != header["spec"] or old.get("candidates") != header["candidates"]:
         raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
                          "same flags, or start a new ledger")
     return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}

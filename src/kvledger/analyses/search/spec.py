@@ -38,7 +38,8 @@ class SearchSpec:
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all);
-            ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates).
+            ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates);
+            with one, ``trace`` is unused and left out of the JSON (``to_dict``).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
         per-step CPU
             time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
@@ -115,6 +116,8 @@ class SearchSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = to_jsonable(self)
+        if self.synthetic is not None:  # the workload searched is the synthetic one (its lengths and arrival CV)
+            d.pop("trace")
         if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume
             del d["gpu_usd_per_hour"]
         if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
