@@ -95,6 +95,34 @@ def test_measured_points_equal_goodput_json(built):
     assert m["ttft_s"]["p90"] == pytest.approx(0.03753255426418036)
 
 
+def test_measured_tpot_is_the_derived_one_with_goodputs_note(built):
+    # the stage file's own time_per_output_token (p50 4.09 ms) is below the 4.79 ms an H100 needs to read the weights
+    # once (ledgers/tpot_derived.py): the row gives none, and the bounds on the derived (E2E − TTFT)/(output − 1)
+    # percentiles instead, from the same shared function goodput's load check reads, with goodput's note
+    from kvledger.evidence import read_runs
+    from kvledger.ledgers.tpot_derived import derived_tpot_note, derived_tpot_percentile, tpot_derivation
+
+    d, data = built
+    (m,) = data["measured"]
+    (agg,) = read_runs(str(BENCH))
+    how = tpot_derivation(agg)
+    assert m["tpot_s"] is None
+    for q in (50, 90, 99):
+        assert m["tpot_derived_s"][f"p{q}"] == pytest.approx(list(derived_tpot_percentile(agg, how, q, 2278)))
+    # hand bracket from the file (s): output fixed at 64 tokens (config.yaml, ignore_eos), so every request's derived
+    # TPOT lies in [(E2E min − TTFT max)/63, (E2E max − TTFT min)/63] = [(0.49196 − 0.07009)/63, (0.64183 − 0.02135)/63]
+    # = [6.70, 9.85] ms; each percentile's bounds lie inside it, and far above the file's own 4.09 ms
+    for lo, hi in m["tpot_derived_s"].values():
+        assert 6.696e-3 <= lo <= hi <= 9.849e-3
+    g = json.loads(runner.invoke(app, ["goodput", str(BENCH), "--slo", "ttft=200ms,tpot=50ms", "--json"]).stdout)
+    assert m["notes"] == [derived_tpot_note(agg, how)]
+    assert any(m["notes"][0] in n for n in g["notes"])  # goodput's reason for the TPOT SLO carries the same note
+    assert "derived mean 8.46 ms" in m["notes"][0]  # (E2E mean 564.3 − TTFT mean 31.3 ms)/63 = 8.46 ms
+    import html
+
+    assert html.escape(m["notes"][0], quote=True) in (d / "r.html").read_text()
+
+
 def test_report_break_even_lines_meet_where_the_ledger_says(built):
     _, data = built
     cu = data["curves"]["utilization"]

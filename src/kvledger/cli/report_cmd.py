@@ -148,6 +148,9 @@ def report(
         got = client_latency_of(client_latency)  # simulate's note: what every TTFT and E2E gained, and from where
         if got is not None:
             typer.echo(f"note: {got.note()}")
+        for m in data.measured:  # a --bench file's own TPOT set aside for the derived one (report_measured)
+            for n in m.get("notes", ()):
+                typer.echo(f"note: {m['file']}: {n}")
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {png}" if png else ""))
 
 

@@ -92,6 +92,9 @@ def latency_by_rate(data: ReportData) -> Figure:
         for m in data.measured:
             if m.get(metric) and m["rate_req_per_s"]:
                 axis.scatter([m["rate_req_per_s"]], [m[metric]["p90"] * 1e3], marker="x", color="black", zorder=3)
+            span = (m.get(f"{metric[:-2]}_derived_s") or {}).get("p90") or [None, None]
+            if None not in span and m["rate_req_per_s"]:  # a derived TPOT's p90: its bounds (report_measured)
+                axis.vlines([m["rate_req_per_s"]], span[0] * 1e3, span[1] * 1e3, color="black", lw=2, zorder=3)
         s = _slo_ms(data, slo_key)
         if s is not None:
             axis.axhline(s, color="#c44e52", lw=1, label=f"SLO {s:g} ms")
@@ -108,8 +111,10 @@ def latency_by_rate(data: ReportData) -> Figure:
                      *(f"{s['tpot_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")), f"{100 * r['attainment']:.1f}"])
     return Figure("latency_by_rate", "Latency percentiles against request rate",
                   "TTFT and TPOT percentiles over the requests of each simulated rate (× marks: measured p90 of the "
-                  "benchmark files "
-                  "given); the SLO lines and the capacity found are drawn. Load: the rate as a share of the capacity "
+                  "benchmark files given; a bar: the bounds on a file's p90 TPOT derived as (E2E − TTFT)/(output − 1) "
+                  "where its own TPOT field is not to be trusted, see the notes); the SLO lines and the capacity found "
+                  "are "
+                  "drawn. Load: the rate as a share of the capacity "
                   "found and, in brackets, of a real engine's capacity anywhere in its 80% band (a real engine "
                   "reaches these latencies at that load, not at the rate). The percentiles themselves carry no "
                   f"validated band (the validation measured errors of means only). {_band_caption(cs)}", fig,

@@ -215,7 +215,8 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
         if anchor == "build-or-buy":
             parts.append(_build_or_buy_tables(data))
         parts.extend(_figure(f) for f in figs)
-    notes = [*data.cost["notes"], *data.cost["capacity_basis"]["notes"], *sim["notes"]]
+    notes = [*data.cost["notes"], *data.cost["capacity_basis"]["notes"], *sim["notes"],
+             *(f"{m['file']}: {n}" for m in data.measured for n in m.get("notes", ()))]
     parts.append("<h2 id='sources'>Commands behind each section</h2><p class='note'>Each section's numbers equal the "
                  "--json of:</p>"
                  + _table(["section", "command"], [[k, v] for k, v in data.commands.items()]))
