@@ -61,3 +61,51 @@ def test_validate_advice_names_no_rate_flag():
     assert note.startswith("measured: overloaded:") and "--rate" not in note and "--replicas" not in note
     assert "compare throughput" in note
     assert "lower the rate (--rate/--rate-scale)" in queue_growth(run).note  # simulate's advice, its flags
+
+
+def _short(first_token, finish=lambda i: 20 + 0.01 * i):
+    # 100 arrivals, one every 0.1 s (t = 0 … 9.9 s; median arrival i = 50, t = 5.0 s); nothing finishes before 20 s, so
+    # the arrivals up to the median (5.0 s) span less than the 20 s to the first finish: the backlog cannot be read
+    recs = [RequestRecord(f"r{i}", 0.1 * i, 10, 5, first_token_s=first_token(i), finish_s=finish(i))
+            for i in range(100)]
+    return RunRecords(recs, RunMetadata(source="test", source_format="test"))
+
+
+def test_a_run_too_short_for_the_backlog_is_read_by_its_waiting_queue():
+    from kvledger.analyses.serving.queue_growth import open_loop_check
+
+    # first tokens one every 0.2 s from 0.55 s (request i at 0.55 + 0.2 i): TTFT 0.55 + 0.1 i, the first half's (i =
+    # 0 … 50) median 3.05 s ≤ the 5.0 s to the median arrival, so the waiting queue can be read. At t = 5.0 s: 51
+    # arrived, first tokens i ≤ 22 (0.55 + 4.4 = 4.95): 23 → waiting 28; at t = 9.9 s: 100 arrived, i ≤ 46 (9.75): 47
+    # → waiting 53. 53 ≥ 1.5 × 28 = 42, +25 > 10, 53 > 5: overloaded (the prefill does not keep up). Over (5.0, 9.9]:
+    # 49 arrivals in 4.9 s = 10 req/s, first tokens i = 23 … 46, 24 in 4.9 s
+    q, short = open_loop_check(_short(lambda i: 0.55 + 0.2 * i))
+    assert short is None and q.queue == "waiting" and (q.backlog_mid, q.backlog_last) == (28, 53)
+    assert abs(q.arrived_per_s - 10.0) < 1e-9 and abs(q.finished_per_s - 24 / 4.9) < 1e-9
+    assert "requests waiting for their first token grew from 28 at the median arrival (t = 5.0 s) to 53" in q.note
+    assert queue_growth(_short(lambda i: 0.55 + 0.2 * i)) == q
+
+
+def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would_tell():
+    from kvledger.analyses.serving.queue_growth import open_loop_check
+
+    # every first token 0.05 s after its arrival: 1 waiting at the median and at the last arrival (no growth), and the
+    # backlog unreadable (first finish at 20 s > 5.0 s): neither overloaded nor shown to keep up. Suggested requests:
+    # SHORT_RUN_HINT 4 × the arrival rate (99 gaps in 9.9 s = 10 req/s) × the 20 s to the first finish = 800,
+    # rounded up to a hundred: 800
+    q, short = open_loop_check(_short(lambda i: 0.1 * i + 0.05))
+    assert q is None and queue_growth(_short(lambda i: 0.1 * i + 0.05)) is None
+    assert (short.t_mid_s, short.t_last_s, short.first_finish_s) == (5.0, 0.1 * 99, 20.0)
+    assert (short.num_requests, short.suggested_num_requests) == (100, 800)
+    assert "too short to tell" in short.note and "--num-requests; at least 800" in short.note
+    # the same check decides a capacity probe's steadiness: a warning the views show (it starts "not steady: ")
+    from kvledger.analyses.serving.queue_growth import boundary_steadiness
+
+    got, (note,) = boundary_steadiness(_short(lambda i: 0.1 * i + 0.05), 10.0, 100)
+    assert got == short and note.startswith("not steady: the probe at the capacity (10 req/s, 100 requests) was too "
+                                            "short to tell") and "at least 800 here" in note
+    got, (note,) = boundary_steadiness(_short(lambda i: 0.55 + 0.2 * i), 10.0, 100)
+    assert got.queue == "waiting" and "requests waiting for their first token rose from 28" in note
+    # a run that finishes within the first half is read by its backlog as before: every request done 0.5 s after it
+    # arrived keeps 5 in the system at both times, kept up
+    assert open_loop_check(_short(lambda i: 0.1 * i + 0.05, lambda i: 0.1 * i + 0.5)) == (None, None)

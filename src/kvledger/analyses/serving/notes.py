@@ -139,6 +139,23 @@ def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: fl
             f"with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): {advice}")
 
 
+def overloaded_waiting(waiting_mid: int, t_mid_s: float, waiting_last: int, t_last_s: float, arrived_per_s: float,
+                       started_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE) -> str:
+    return (f"overloaded: requests waiting for their first token grew from {waiting_mid:,} at the median arrival "
+            f"(t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one (t = {t_last_s:,.1f} s); over that time "
+            f"{arrived_per_s:,.2f} req/s arrived and {started_per_s:,.2f} req/s got their first token, so the prefill "
+            "does not keep up and TTFT measures the queue, not the engine — read in a run too short for the backlog "
+            f"(kvledger.analyses.serving.queue_growth): {advice}")
+
+
+def too_short(t_mid_s: float, t_last_s: float, first_finish_s: float, num_requests: int, enough: int) -> str:
+    return (f"too short to tell whether the engine kept up: the arrivals up to the median spanned {t_mid_s:,.2f} s "
+            f"(all {num_requests:,} of them {t_last_s:,.2f} s), less than the {first_finish_s:,.2f} s to the first "
+            "finish, so the backlog had not left its warm-up, and the waiting queue did not grow "
+            "(kvledger.analyses.serving.queue_growth): the latency and throughput are of the warm-up, not of a "
+            f"sustained load; rerun with more requests (--num-requests; at least {enough:,} here)")
+
+
 def sessions_overloaded(share: float, ttft_mean_s: float, threshold: float) -> str:
     return (f"overloaded: the turns spent {share:.0%} of their time in the system before their first token (Σ TTFT ÷ "
             f"Σ E2E, ≥ {threshold:.0%}; TTFT mean {ttft_mean_s:,.2f} s), so they queue and TTFT measures the queue, "

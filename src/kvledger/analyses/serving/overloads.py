@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QueueGrowth", "SessionQueue"]
+__all__ = ["QueueGrowth", "SessionQueue", "ShortRun"]
 
 
 @dataclass(frozen=True, slots=True)
 class QueueGrowth:
     """An overload: the backlog at the median and the last arrival (times from the first arrival, s) and the rates at
-    which requests arrived and finished in between (requests/s), with the note that says so."""
+    which requests arrived and finished in between (requests/s), with the note that says so. ``queue`` "waiting":
+    the queue read was the waiting one (arrived, no first token; ``backlog_*`` count it and ``finished_per_s`` is the
+    rate of first tokens), in a run too short to read the backlog; None (left out of the JSON): the backlog."""
+
+    __json_optional__ = ("queue",)
 
     t_mid_s: float
     t_last_s: float
@@ -20,6 +24,7 @@ class QueueGrowth:
     arrived_per_s: float
     finished_per_s: float
     note: str
+    queue: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,4 +35,18 @@ class SessionQueue:
     ttft_share: float
     ttft_mean_s: float
     threshold: float
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShortRun:
+    """An open loop too short to tell whether it kept up (``queue_growth.open_loop_check``): the arrivals' span to the
+    median and to the last one, and the time to the first finish (s, from the first arrival), its requests, the
+    requests suggested (``suggested_num_requests``), and the note that says so."""
+
+    t_mid_s: float
+    t_last_s: float
+    first_finish_s: float
+    num_requests: int
+    suggested_num_requests: int
     note: str

@@ -16,6 +16,9 @@ __all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "ba
            "PredictionBand", "prediction_bands"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
+NO_BAND_SHORT_RUN = ("no error band: the run was too short to tell whether it kept up (see the note before), so "
+                     "its latency and throughput are of its warm-up — neither a sustained load's latency nor the "
+                     "capacity, the figures the bands were measured on")
 NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
                    "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
                    "throughput under saturation); lower --rate below the capacity for a "

@@ -15,6 +15,21 @@ span at least ``MIN_SPAN_FIRST_FINISH`` × the time the run took to finish its f
 arrival; a threshold of this check, not fitted: the shortest span after which a kept-up engine's finishes can offset
 its arrivals). A run in which no request finished has no such span and is checked as before.
 
+A run shorter than that — its arrivals up to the median spanned less than the time to its first finish — cannot show
+whether it kept up from its backlog. Its waiting queue (arrived, no first token yet) can still show an overload: a
+request leaves that queue after its TTFT, far sooner than it finishes, and while the running batch grows towards its
+steady size every step only slows, so a waiting queue that grows during the warm-up grows at least as fast under the
+sustained load (the prefill cannot keep up with the arrivals). It is read with the same rule and thresholds, once the
+arrivals up to the median span ``MIN_SPAN_FIRST_FINISH`` × the median TTFT of those requests: a queue read over less
+time than its requests wait in it cannot tell a rate from a burst (every request sent within milliseconds fills the
+waiting queue however fast the engine; a burst is no overload, as above). A
+short run whose waiting queue did not grow is neither overloaded nor shown to keep up: it is reported as too short to
+tell (``ShortRun``), with the requests that would let the backlog be read, ``SHORT_RUN_HINT`` × the arrival rate × the
+time to the first finish rounded up to a hundred (a choice of this check, not fitted: twice the least, so that the
+arrivals up to the median span the warm-up twice over; an overloaded engine's first finish comes later in a longer
+run, so this is a least number, not a guarantee). A decode-bound overload (every request admitted, the batch growing)
+shows only in the backlog, so its short run is reported too short, never kept up.
+
 A session run is closed loops (a turn is sent its think time after the previous one finished): its backlog cannot
 grow with the arrivals — an overloaded engine delays the next turns instead —, and measured on the agent preset it
 peaks mid-run and falls as sessions end, overloaded or not. Its overload is the turns' waiting instead: the share of
@@ -25,6 +40,7 @@ runs with TTFT mean 1.6–6.9 s had 0.17–0.77).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,23 +50,25 @@ from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
 if TYPE_CHECKING:
-    from kvledger.analyses.serving.overloads import QueueGrowth, SessionQueue
+    from kvledger.analyses.serving.overloads import QueueGrowth, SessionQueue, ShortRun
 
-# QueueGrowth and SessionQueue: overloads.py, by __getattr__
+# QueueGrowth, SessionQueue and ShortRun: overloads.py, by __getattr__
 __all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",  # noqa: F822
-           "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_FIRST_FINISH"]
+           "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_FIRST_FINISH", "open_loop_check", "ShortRun",
+           "SHORT_RUN_HINT", "short_run_note", "boundary_steadiness"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
 MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more than
 SESSION_TTFT_SHARE = 0.10  # a session run's Σ TTFT ÷ Σ E2E, at least (module doc)
 MIN_SPAN_FIRST_FINISH = 1.0  # first → median arrival span ÷ first arrival → first finish, at least (module doc)
+SHORT_RUN_HINT = 4.0  # requests suggested to a run too short to tell ÷ (arrival rate × first finish) (module doc)
 
 
 def __getattr__(name: str) -> Any:
     """The two overload records, from ``overloads.py`` on first use (PEP 562): a run that kept up (most ``simulate``
     runs) makes neither class (~0.4 ms each at import)."""
-    if name in ("QueueGrowth", "SessionQueue"):
+    if name in ("QueueGrowth", "SessionQueue", "ShortRun"):
         from kvledger.analyses.serving import overloads
 
         return getattr(overloads, name)
@@ -58,27 +76,63 @@ def __getattr__(name: str) -> Any:
 
 
 def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> QueueGrowth | None:
-    """The backlog's growth over the second half of the arrivals when it shows an overload (module doc), else None;
-    ``advice`` ends the note (the flags of the command that prints it).
+    """The growth of the backlog (or, in a run too short to read it, of the waiting queue) over the second half of the
+    arrivals when it shows an overload (module doc), else None; ``advice`` ends the note (the flags of the command
+    that prints it).
 
     Requests that never finish (failed, or still running when a run stopped) count as in the system to the end.
     """
+    return open_loop_check(run, advice)[0]
+
+
+def open_loop_check(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> tuple[QueueGrowth | None,
+                                                                                           ShortRun | None]:
+    """(overload, too short): the backlog's growth when the run is long enough to read it; else the waiting queue's;
+    else, when neither grew, the record saying the run was too short to tell (module doc). (None, None): it kept up,
+    or had fewer than 20 requests, or all arrived at once."""
     cols = columns_from(run)
     arrival = np.sort(cols.arrival_s)
     n = arrival.size
     if n < 20:
-        return None
-    finish = np.where(np.isfinite(cols.finish_s), cols.finish_s, np.inf)
-    finish.sort()
+        return None, None
     t0, t_mid, t_last = float(arrival[0]), float(arrival[n // 2]), float(arrival[-1])
+    if t_last <= t_mid:
+        return None, None
+    finish = _ends(cols.finish_s)
     warm_up = float(finish[0]) - t0 if np.isfinite(finish[0]) else 0.0  # until the first finish (module doc)
-    if t_last <= t_mid or t_mid - t0 < MIN_SPAN_FIRST_FINISH * warm_up:
-        return None
+    if t_mid - t0 >= MIN_SPAN_FIRST_FINISH * warm_up:
+        return _growth(arrival, finish, t0, t_mid, t_last, advice), None
+    ttft = cols.ttft_s()[cols.arrival_s <= t_mid]  # the first half's waits for a first token (module doc)
+    ttft = ttft[np.isfinite(ttft)]
+    if ttft.size and t_mid - t0 >= MIN_SPAN_FIRST_FINISH * float(np.median(ttft)):
+        q = _growth(arrival, _ends(cols.first_token_s), t0, t_mid, t_last, advice, waiting=True)
+        if q is not None:
+            return q, None
+    from kvledger.analyses.serving.overloads import ShortRun  # lazy: only a run too short to tell makes one
 
-    def backlog(t: float) -> int:
-        return int(np.searchsorted(arrival, t, side="right") - np.searchsorted(finish, t, side="right"))
+    rate = (n - 1) / (t_last - t0)
+    enough = int(math.ceil(SHORT_RUN_HINT * rate * warm_up / 100.0)) * 100
+    return None, ShortRun(t_mid - t0, t_last - t0, warm_up, n, enough,
+                          N.too_short(t_mid - t0, t_last - t0, warm_up, n, enough))
 
-    mid, last = backlog(t_mid), backlog(t_last)
+
+def _ends(times: np.ndarray) -> np.ndarray:
+    """Sorted event times, a request without one (never reached it) at +inf: counted as not there to the end."""
+    out = np.where(np.isfinite(times), times, np.inf)
+    out.sort()
+    return out
+
+
+def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_last: float, advice: str,
+            waiting: bool = False) -> QueueGrowth | None:
+    """The queue (arrived by t, not ``done`` by t: not finished, or with ``waiting`` without a first token) at the
+    median and the last arrival, as a QueueGrowth when it grew past the thresholds (module doc), else None."""
+    n = arrival.size
+
+    def queue(t: float) -> int:
+        return int(np.searchsorted(arrival, t, side="right") - np.searchsorted(done, t, side="right"))
+
+    mid, last = queue(t_mid), queue(t_last)
     if not (last >= GROWTH * mid and last - mid > MIN_GROWTH and last > MIN_SHARE * n):
         return None
     from kvledger.analyses.serving.overloads import QueueGrowth  # lazy: only an overloaded run makes one
@@ -86,10 +140,11 @@ def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> Q
     span = t_last - t_mid
     arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid,
                                                                                      side="right")) / span
-    finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid,
-                                                                                     side="right")) / span
-    return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
-                       N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished, advice))
+    left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
+    words = N.overloaded_waiting if waiting else N.overloaded
+    return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
+                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice),
+                       "waiting" if waiting else None)
 
 
 STEADY_HINT_REQUESTS = 2000
@@ -100,12 +155,35 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
     """The warning for an SLO-capacity probe at ``rate`` req/s (``num_requests`` requests) that met its target with its
     backlog still growing at its last arrival: a rate above what the engine sustains still passes a run too short for
     its queue to cost the SLO, so the capacity found is too high. Starts with ``not steady: `` (views look for it)."""
+    waiting = q.queue == "waiting"  # read in a probe too short for the backlog (module doc)
     return (f"not steady: the probe at the capacity ({rate:g} req/s, {num_requests:,} requests) ended with its queue "
-            f"still growing — requests in the system rose from {q.backlog_mid:,} at the median arrival to "
-            f"{q.backlog_last:,} at the last; {q.arrived_per_s:,.2f} req/s arrived and {q.finished_per_s:,.2f} req/s "
-            "finished in between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
+            f"still growing — requests {'waiting for their first token' if waiting else 'in the system'} rose from "
+            f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last; {q.arrived_per_s:,.2f} req/s "
+            f"arrived and {q.finished_per_s:,.2f} req/s {'got their first token' if waiting else 'finished'} in "
+            "between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
             "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
             f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
+
+
+def short_run_note(short: ShortRun, rate: float) -> str:
+    """The warning for an SLO-capacity probe at ``rate`` req/s that met its target in a run too short to tell whether
+    it kept up (``open_loop_check``): starts with ``not steady: `` (views look for it), as ``not_steady_note``."""
+    return (f"not steady: the probe at the capacity ({rate:g} req/s, {short.num_requests:,} requests) was too short to "
+            f"tell whether it kept up — its arrivals up to the median spanned {short.t_mid_s:,.2f} s, less than the "
+            f"{short.first_finish_s:,.2f} s to its first finish, and its waiting queue did not grow "
+            "(kvledger.analyses.serving.queue_growth) — so the rate found may be optimistic: rerun with more "
+            f"requests per probe (--num-requests; at least {short.suggested_num_requests:,} here, "
+            f"{STEADY_HINT_REQUESTS:,} is the default)")
+
+
+def boundary_steadiness(run: RunRecords, rate: float, num_requests: int) -> tuple[QueueGrowth | ShortRun | None,
+                                                                                     list[str]]:
+    """The SLO-capacity probe at ``rate`` (``num_requests`` requests) read by ``open_loop_check``: (its queue growth,
+    or its too-short record, or None when it held; the ``not steady`` warning, or [])."""
+    q, short = open_loop_check(run, N.OVERLOAD_ADVICE_CAPACITY)
+    if q is not None:
+        return q, [not_steady_note(q, rate, num_requests)]
+    return short, [] if short is None else [short_run_note(short, rate)]
 
 
 def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | None:

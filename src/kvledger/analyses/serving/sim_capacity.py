@@ -17,9 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.capacity_bands import capacity_band
-from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
+from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -61,8 +60,10 @@ class SimCapacity:
     """The 80% band of the capacity (``capacity_bands.capacity_band``: the saturation-throughput band of the regime
     that priced the run), None when no measured run stands for it."""
     not_steady: Any = None
-    """The boundary run's queue growth (``queue_growth.QueueGrowth``) when its backlog was still growing at its last
-    arrival: the probe ended before it reached steady state, so the rate found is optimistic; None when it held."""
+    """The boundary run's queue growth (``queue_growth.QueueGrowth``) when its backlog (or, in a probe too short to
+    read it, its waiting queue) was still growing at its last arrival: the probe ended before it reached steady state,
+    so the rate found is optimistic; ``queue_growth.ShortRun`` when the probe was too short to tell; None when it
+    held."""
 
     def text(self) -> str:
         """One line: the search and what it priced."""
@@ -130,17 +131,11 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
-    cap.not_steady = queue_growth(sb.boundary_run.run, N.OVERLOAD_ADVICE_CAPACITY)
+    cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
     cap.notes.extend(_drain_note(cap, at.duration_s))
-    cap.notes.extend(_steady_note(cap))
+    cap.notes.extend(steady_note)
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     return cap
-
-
-def _steady_note(cap: SimCapacity) -> list[str]:
-    """The ``not steady`` warning of the probe at the boundary (``queue_growth.not_steady_note``), [] when it held."""
-    q = cap.not_steady
-    return [] if q is None else [not_steady_note(q, cap.rate_req_per_s, cap.search.num_requests_per_probe)]
 
 
 DRAIN_NOTE_SHARE = 0.9

@@ -67,6 +67,8 @@ class SimDocument:
             means; step_cost: the step-cost model's name and source.
         overload: an open loop's queue growth (``kvledger.analyses.serving.queue_growth``), None when it kept up or
             the loop was closed.
+        too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
+            None (left out of the JSON) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
@@ -78,8 +80,8 @@ class SimDocument:
     """
 
     __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "error_bands", "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread")
+                "too_short", "error_bands", "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -91,11 +93,13 @@ class SimDocument:
     notes: list[str] = field(default_factory=list)
     client_latency: Any = None
     seed_spread: Any = None
+    too_short: Any = None
 
     @property
     def kept_up(self) -> bool:
-        """An open loop whose queue did not grow: its latency figures are for a load the deployment sustains."""
-        return str(self.workload.get("mode", "")).startswith("open loop") and not self.overload
+        """An open loop whose queue did not grow, long enough to tell: its latency figures are for a load the
+        deployment sustains."""
+        return str(self.workload.get("mode", "")).startswith("open loop") and not self.overload and not self.too_short
 
     @property
     def band_coverage(self) -> dict[str, Any]:

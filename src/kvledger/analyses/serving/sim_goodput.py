@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.capacity_bands import CapacityBand, capacity_band
-from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
+from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
@@ -161,7 +160,7 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
             sb.notes.append(sb.seed_spread.note)
     if sb.axis == "request_rate":
         sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
-        q = queue_growth(sb.boundary_run.run, N.OVERLOAD_ADVICE_CAPACITY) if sb.boundary_run is not None else None
-        if q is not None:  # the boundary probe never reached steady state: its capacity is optimistic
-            sb.notes.append(not_steady_note(q, sb.boundary.boundary_value, sb.num_requests_per_probe))
+        if sb.boundary_run is not None:  # a boundary probe that never reached steady state: its capacity is optimistic
+            sb.notes.extend(boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
+                                                sb.num_requests_per_probe)[1])
     return SimGoodputSearch(sb)
