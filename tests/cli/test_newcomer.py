@@ -157,8 +157,8 @@ def _flags(command: str) -> set[str]:
 
 def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
     # output options are simulate's own: what it writes (--chrome-trace) and keeps (--record-token-times; goodput and
-    # cost keep token times exactly when the SLO has an ITL term); --seeds is simulate's and goodput's (each figure's,
-    # or the SLO capacity's, range over seeds), not cost's (it prices one capacity)
+    # cost keep token times exactly when the SLO has an ITL term); --seeds means a figure's range over seeds in
+    # simulate and the SLO capacity's in goodput and cost (each seed's capacity priced), so it is left out here
     sim = _flags("simulate") - {"--out", "--force", "--json", "--help", "--chrome-trace", "--record-token-times",
                                 "--seeds"}
     assert {"--trace", "--rate", "--prompt-lengths", "--batching", "--async-scheduling", "--tp"} <= sim

@@ -1,5 +1,6 @@
-"""``--seeds N`` on ``kvledger simulate`` and ``goodput --simulate --target``: the same run per seed, the first seed's
-figures reported, each figure's min–max over the seeds beside them, a note where the draw moves a banded figure."""
+"""``--seeds N`` on ``kvledger simulate``, ``goodput --simulate --target`` and ``cost --simulate``: the same run per
+seed, the first seed's figures reported, each figure's min–max over the seeds beside them, a note where the draw moves
+a banded figure."""
 
 from __future__ import annotations
 
@@ -137,3 +138,35 @@ def test_goodput_seeds_needs_a_simulated_search():
     assert "--seeds apply to a --simulate run" in refused("goodput", "tests/evidence/data/aiperf/"
                                                           "run1_profile_export.jsonl", "--slo", "ttft=1s",
                                                           "--seeds", "3")
+
+
+# cost --simulate on the same searched workload: each seed's capacity priced by the same ledger
+COST = ["cost", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128",
+        "--num-requests", "200", "--slo", "ttft=100ms,tpot=20ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5"]
+
+
+def test_cost_prices_each_seeds_own_capacity():
+    doc = _json(*COST, "--seeds", "3")
+    alone = [_json(*COST, "--seed", str(s)) for s in (0, 1, 2)]
+    sp = doc["seed_spread"]
+    # each seed's row is that seed's own `cost --simulate --seed S`: its capacity, goodput and $ per 1M tokens
+    for row, one in zip(sp["per_seed"], alone):
+        assert row["capacity_req_per_s"] == one["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
+        assert row["usd_per_mtok_output"] == one["totals"]["self_host_usd_per_mtok_output"]
+        assert row["goodput_req_per_s"] == one["capacity"]["goodput_req_per_s"]
+    outs = [one["totals"]["self_host_usd_per_mtok_output"] for one in alone]
+    assert sp["usd_per_mtok_output"] == {"min": min(outs), "max": max(outs), "n_seeds": 3}
+    # the ledger reported is the first seed's; without an API cheaper on any seed the verdict holds
+    assert doc["totals"] == alone[0]["totals"] and doc["verdict"] == alone[0]["verdict"]
+    assert sp["verdict_flips"] is False and {r["cheaper"] for r in sp["per_seed"]} == {"self-host"}
+    text = " ".join(run_cli(*COST, "--seeds", "3").output.split())
+    assert "over seeds 0–2 (min–max; the ledger above is seed 0's): SLO capacity" in text
+    assert "seed_spread" not in _json(*COST) and run_cli(*COST, "--seeds", "1", "--json").output == \
+        run_cli(*COST, "--json").output
+
+
+def test_cost_seeds_needs_a_capacity_search():
+    assert "--at-offered-load skips" in refused(*COST, "--at-offered-load", "--rate", "5", "--seeds", "3")
+    assert "not to a measured FILE" in refused("cost", "tests/evidence/data/aiperf/run1_profile_export.jsonl",
+                                               "--slo", "ttft=1s", "--utilization", "0.5", "--gpu", "H100",
+                                               "--seeds", "3")

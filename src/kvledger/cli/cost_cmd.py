@@ -15,13 +15,14 @@ output tokens, ``capacity_basis``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from kvledger import strict_json
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
-from kvledger.cli.cost_inputs import check_inputs, file_run, gpu_rate_for, sim_run
+from kvledger.cli.cost_inputs import check_inputs, check_seeds, file_run, gpu_rate_for, seed_costs, sim_run
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 
 __all__ = ["register"]
@@ -106,6 +107,11 @@ def register(app: typer.Typer) -> None:
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite "
                                                             "without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
+        seeds: int = typer.Option(1, "--seeds", help="[--simulate] search the SLO capacity once per seed, --seed to "
+                                                     "--seed+N−1 (1 to 64; about N times the time), each priced by "
+                                                     "the same ledger: the cost per 1M tokens' range over them, and "
+                                                     "a note when the verdict flips; the ledger shown is the first "
+                                                     "seed's"),
         simulate: so.Simulate = None,
         workload: WorkloadFlags = WorkloadFlags(),
         engine: EngineFlags = EngineFlags(),
@@ -151,6 +157,8 @@ def register(app: typer.Typer) -> None:
             from kvledger.cli.outputs import prepare_output_file
 
             prepare_output_file(out, force=force, inputs=list(files or []))
+        if seeds != 1:
+            check_seeds(file is not None, at_offered_load, ctx.params)
         if file is not None:
             reject_sim_flags(workload, engine)
             if at_offered_load:
@@ -175,13 +183,23 @@ def register(app: typer.Typer) -> None:
         inputs, notes = decision_inputs(model_name, api_price, gpu_rate,
                                         hardware if file is None else (gpu or hardware),
                                         sim, bo.host_bill(ctx.params), people)
-        res = cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                           DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params),
-                               sim=sim,
-                           capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,
-                           inputs=inputs, sweep=sweep)
+        def price(run: Any, sim: Any, capacity: Any) -> Any:
+            return cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+                                DecisionFactors(data_sovereignty, model_control, team_capability),
+                                bo.volume(ctx.params), sim=sim, capacity=capacity,
+                                gpu=gpu if file is not None and gpu else hardware, model=served_model, inputs=inputs,
+                                sweep=sweep)
+
+        res = price(run, sim, capacity)
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
+        if seeds > 1:
+            spread = seed_costs(simulate, gpu, (workload, engine), ctx.params, the_slo, seeds, capacity, d,
+                                lambda cap: price(cap.run.run, cap.run, cap).payload)
+            extra = [spread.text()] + [n for n in (spread.capacity.note, spread.note) if n]
+            rep.notes.extend(extra)
+            d["notes"] = [*d.get("notes", []), *extra]
+            d["seed_spread"] = spread.to_dict()
         if file is None and setup.kv_tiers is not None and setup.kv_tiers.tiers:
             from kvledger.report.cost_tier_notes import tier_notes
 

@@ -11,7 +11,7 @@ from kvledger.report.progress import working
 if TYPE_CHECKING:
     from kvledger.analyses.serving.cost_run import SweepCapacity
 
-__all__ = ["pick_run", "gpu_rate_for", "collect", "check_inputs", "file_run", "sim_run"]
+__all__ = ["pick_run", "gpu_rate_for", "collect", "check_inputs", "file_run", "sim_run", "check_seeds", "seed_costs"]
 
 
 def pick_run(runs: list[Any], index: int | None, path: str) -> Any:
@@ -137,3 +137,39 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
     with working("searching the SLO capacity with the host KV tier (one simulation per probe)"):
         tcap = tier_search_capacity(args, synthetic, slo, host_gib, cap)
     return tcap.run, tcap
+
+
+def check_seeds(is_file: bool, at_offered_load: bool, params: dict[str, Any]) -> None:
+    """Refuse ``--seeds N`` (N > 1) where there is no SLO-capacity search to repeat per seed."""
+    from kvledger.errors import InputError
+
+    if is_file:
+        raise InputError("--seeds repeats the simulated SLO-capacity search per seed: it applies to --simulate, not "
+                         "to a measured FILE")
+    if at_offered_load:
+        raise InputError("--seeds repeats the SLO-capacity search per seed, which --at-offered-load skips; for one "
+                         "run's figures over seeds use kvledger simulate --seeds N")
+    if params.get("kv_tier_host") is not None:
+        raise InputError("--seeds is not run with --kv-tier-host (its tier probe follows one search); drop one")
+
+
+def seed_costs(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
+               slo: Any, seeds: int, first_cap: Any, first_payload: dict[str, Any], price: Any) -> Any:
+    """``--seeds N``: the SLO capacity searched for seeds ``--seed`` + 1 … (the first is ``first_cap``) and each priced
+    by ``price(capacity)`` (the first seed's own pricing: one ledger), as ``cost_seeds.CostSeedSpread``."""
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.cost_seeds import cost_seed_spread
+    from kvledger.analyses.serving.seed_spread import seed_list, seed_used
+    from kvledger.cli.sim_opts import synthetic_spec
+
+    workload, engine = groups
+
+    def price_seed(seed: int) -> tuple[Any, dict[str, Any]]:
+        _, cap = sim_run(model, gpu, (replace(workload, seed=seed), engine), params, slo)
+        return cap, price(cap)
+
+    args = first_cap.run.args
+    probe = replace(args, rate=1.0)  # a probe draws as any rate's does (goodput --seeds's rule)
+    return cost_seed_spread(first_cap, first_payload, seed_list(args.seed, seeds),
+                            price_seed if seed_used(probe, synthetic_spec(workload)) else None)

@@ -1,0 +1,100 @@
+"""``cost --simulate --seeds N``: the SLO capacity searched once per seed, each priced by the same ledger, and the cost
+per million tokens' range over the seeds.
+
+The capacity near the knee moves with the seeded draw of arrivals (and lengths): ``seed_spread.capacity_spread``
+(what ``goodput --simulate --target --seeds`` reports). The cost per token is GPU time over the goodput at that
+capacity, so it moves with it; the answer (which side is cheaper) can flip. Each further seed is the whole
+``search_capacity`` with only ``seed`` changed, priced by the caller's own pricing of the first seed
+(``cost_run.cost_payload``: one ledger, no second rule), one seed after the other. The first seed's ledger stays the
+reported one; this adds, per seed, the capacity, the goodput, the self-hosted USD per 1M input and output tokens and
+the cheaper side, and their min–max. The cheaper side is the verdict's own: with a volume, the monthly bills'
+(``decision.verdict``); without, one good request's cost against the API's (the basis of ``capacity_bands.cost_band``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.analyses.serving.seed_spread import CapacitySpread, capacity_spread, seed_range_text, value_spread
+
+__all__ = ["CostSeedSpread", "cost_seed_spread", "cheaper_side", "COST_KEYS"]
+
+#: the priced figures whose range over the seeds is reported: key → where it is in the cost payload
+COST_KEYS = {"usd_per_mtok_input": ("totals", "self_host_usd_per_mtok_input"),
+             "usd_per_mtok_output": ("totals", "self_host_usd_per_mtok_output"),
+             "goodput_req_per_s": ("capacity", "goodput_req_per_s")}
+
+
+def cheaper_side(payload: dict[str, Any]) -> str | None:
+    """``"self-host"`` or ``"api"``: the verdict's basis (module doc); None when the payload compares no API."""
+    d = payload.get("decision")
+    if d is not None:
+        return "self-host" if d["verdict"] == "self-host" else "api"
+    sh, api = payload["inputs"].get("self_host_usd_per_request"), payload["inputs"].get("api_usd_per_request")
+    if sh is None or api is None:
+        return None
+    return "self-host" if sh < api else "api"
+
+
+@dataclass(frozen=True)
+class CostSeedSpread:
+    """The capacity and the priced figures per seed (module doc).
+
+    Attributes:
+        capacity: the capacity searches' spread (``seed_spread.CapacitySpread``: each seed's SLO capacity, req/s).
+        per_seed: ``{"seed", "capacity_req_per_s", "goodput_req_per_s", "usd_per_mtok_input", "usd_per_mtok_output",
+            "cheaper"}`` per seed, in seed order (USD per 1M tokens, self-hosted).
+        metrics: :data:`COST_KEYS` → ``{"min", "max", "n_seeds"}``.
+        flips: the cheaper side is not the same for every seed; note: the words for it (None when it holds).
+    """
+
+    capacity: CapacitySpread
+    per_seed: list[dict[str, Any]]
+    metrics: dict[str, dict[str, Any]]
+    flips: bool
+    note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seeds": list(self.capacity.seeds), "seed_free": self.capacity.seed_free,
+                "capacity_req_per_s": self.capacity.metrics["boundary_value"], **self.metrics,
+                "per_seed": self.per_seed, "verdict_flips": self.flips, "note": self.note}
+
+    def text(self) -> str:
+        """``over seeds 0–2: SLO capacity 18.5–20.25 req/s; self-hosted $0.52–$0.57 per 1M output tokens, …``."""
+        if self.capacity.seed_free:
+            return f"over {self.capacity.label}: the same — the workload draws nothing from the seed"
+        c, i, o = self.capacity.metrics["boundary_value"], self.metrics["usd_per_mtok_input"], \
+            self.metrics["usd_per_mtok_output"]
+        return (f"over {self.capacity.label} (min–max; the ledger above is seed {self.capacity.seeds[0]}'s): SLO "
+                f"capacity {c['min']:g}–{c['max']:g} req/s; self-hosted ${i['min']:.4f}–${i['max']:.4f} per 1M input "
+                f"and ${o['min']:.4f}–${o['max']:.4f} per 1M output tokens")
+
+
+def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Sequence[int],
+                     price_seed: Callable[[int], tuple[Any, dict[str, Any]]] | None) -> CostSeedSpread:
+    """The spread over ``seeds``: ``first_cap`` (``sim_capacity.SimCapacity``) and ``first_payload`` are the first
+    seed's search and ledger; ``price_seed(seed)`` searches and prices each other seed, in order, returning the same
+    pair (None: the workload draws nothing from the seed, so the first stands for every seed)."""
+    priced = [(first_cap, first_payload)] + [(first_cap, first_payload) if price_seed is None else price_seed(s)
+                                              for s in seeds[1:]]
+    caps = dict(zip(seeds, (cap.search for cap, _ in priced)))
+    spread = capacity_spread(first_cap.search, seeds, None if price_seed is None else caps.__getitem__)
+    rows = []
+    for seed, (cap, payload) in zip(seeds, priced):
+        row: dict[str, Any] = {"seed": seed, "capacity_req_per_s": cap.rate_req_per_s}
+        row.update({k: payload[a][b] for k, (a, b) in COST_KEYS.items()})
+        rows.append({**row, "cheaper": cheaper_side(payload)})
+    metrics = {k: value_spread([r[k] for r in rows]) for k in COST_KEYS}
+    sides = {r["cheaper"] for r in rows if r["cheaper"] is not None}
+    flips = len(sides) > 1
+    note = None
+    if flips:
+        which = "; ".join(f"seed {r['seed']}: {'self-hosting' if r['cheaper'] == 'self-host' else 'the API'} "
+                          f"(capacity {r['capacity_req_per_s']:g} req/s)" for r in rows)
+        note = (f"the verdict FLIPS across {seed_range_text(list(seeds))} — {which}: the cheaper side depends on the "
+                "seeded draw of arrivals (and lengths) at the SLO capacity, so the simulation cannot settle it at "
+                "this many requests per probe; more requests per probe (--num-requests) narrow the draw, or measure "
+                "the capacity (kvledger calibrate --scope gpu, then validate)")
+    return CostSeedSpread(spread, rows, metrics, flips, note)
