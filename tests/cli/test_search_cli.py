@@ -133,3 +133,24 @@ def test_the_spec_states_the_workload_searched():
     assert d["candidates"][0]["workload"]["trace"] == "synthetic (prompt fixed:512, output fixed:128, arrival CV 2)"
     d = json.loads(_ok([*args, "--trace", "azure-code", "--json"]))
     assert d["spec"]["trace"] == "azure-code" and d["spec"]["synthetic"] is None
+
+
+def test_seeds_recheck_the_winner_and_the_runner_up_per_seed():
+    # the seed check's row for seed S is, for each of the two, that candidate's entry in the search run with --seed S
+    args = [*BASE, "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128", "--rate", "20"]
+    d = json.loads(_ok([*args, "--seeds", "3", "--json"]))
+    sc = d["seed_check"]
+    assert sc["seeds"] == [0, 1, 2] and not sc["seed_free"]
+    for row in sc["per_seed"]:
+        alone = {c["id"]: c for c in json.loads(_ok([*args, "--seed", str(row["seed"]), "--json"]))["candidates"]}
+        for role in ("winner", "runner_up"):
+            got, one = row[role], alone[row[role]["id"]]
+            assert got["goodput_req_per_s"] == one["capacity"]["goodput_req_per_s"]
+            assert got["usd_per_mtok_output"] == one["cost"]["usd_per_mtok_output"]
+            assert got["rank_value"] == one["sizing"]["monthly_usd"]  # ranked by the monthly bill at --rate 20
+    assert [r["winner"]["id"] for r in sc["per_seed"]] == [d["ranking"][0]] * 3
+    assert sc["winner_holds"] == all(r["winner_first"] for r in sc["per_seed"])
+    assert any(n.startswith("seed check over seeds 0–2 (re-searched per seed): winner ") for n in d["notes"])
+    assert "seed_check" not in json.loads(_ok([*args, "--json"]))  # one seed: the document as before
+    res = runner.invoke(app, [*args, "--seeds", "2", "--offload", "cpu:64GiB", "--json"])
+    assert isinstance(res.exception, InputError) and "--seeds re-checks the winner" in str(res.exception)

@@ -186,6 +186,9 @@ def register(app: typer.Typer) -> None:
         nvme_usd_per_gib_month: float | None = typer.Option(
             None, "--nvme-usd-per-gib-month", help="[--offload disk] your price, USD/GiB-month (default: "
             "tier_prices.csv's dated row, named in the output)"),
+        seeds: int = typer.Option(1, "--seeds", help="re-check the winner and the runner-up with seeds --seed to "
+                                  "--seed+N−1 (1 to 64; 2(N−1) more capacity searches): their capacity and cost range "
+                                  "and whether the winner stays first; the ranking is the first seed's"),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
                                         "whose analytic bounds prove it cannot win, be the runner-up or reach a "
                                         "frontier is decided by bound, unsimulated"),
@@ -246,10 +249,13 @@ def register(app: typer.Typer) -> None:
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
         from kvledger.analyses.search.offload_axis import check_prices, offload_pass, offload_summary, parse_offload
+        from kvledger.analyses.search.seed_check import attach_seed_check
 
         tiers = parse_offload(offload)
         prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
         with_tiers = bool(check_prices(tiers, prices))
+        if seeds > 1 and with_tiers:
+            raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
         with _progress_bar() as bar:
             task = bar.add_task("search", total=None, status="planning")
 
@@ -268,6 +274,8 @@ def register(app: typer.Typer) -> None:
             variants = offload_pass(spec, result.entries, tiers, prices)
             result = build_result(spec, result.entries + variants)
         result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
+        if seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
+            attach_seed_check(result, seeds)
         if csv_out is not None:
             _write_csv(result, csv_out)
         if plot is not None and result.ranking:

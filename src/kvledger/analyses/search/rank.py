@@ -68,6 +68,7 @@ class SearchResult:
     cost_frontier: list[dict[str, Any]] = field(default_factory=list)
     cost_dominated: list[dict[str, str]] = field(default_factory=list)
     client_latency: Any = None  # serving.client_latency.ClientLatency added to every TTFT and E2E (None: none given)
+    seed_check: Any = None  # search --seeds N: seed_check.SeedCheck, the winner and runner-up per seed (None: one)
 
     @property
     def winner(self) -> dict[str, Any] | None:
@@ -110,8 +111,9 @@ class SearchResult:
 
     #: the ``--json`` document
     __json__ = ("spec", "counts", "ranking", ("winner", "summary"), "cost_frontier", "cost_dominated", "rejections",
-                "screening", "frontier", "dominated", "api", "client_latency", "notes", ("candidates", "entries"))
-    __json_optional__ = ("client_latency",)
+                "screening", "frontier", "dominated", "api", "client_latency", "seed_check", "notes",
+                ("candidates", "entries"))
+    __json_optional__ = ("client_latency", "seed_check")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
