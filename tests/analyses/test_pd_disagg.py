@@ -169,3 +169,24 @@ def test_max_rate_search_is_distserve_goodput_per_gpu(study):
         assert s["points"] and 3.0 <= s["points"][0]["value"]  # bisection in [0.1, 1.5] × 30 req/s
         assert d.max_rate_per_gpu == (None if s["boundary_value"] is None else s["boundary_value"] / 4)
     assert "DistServe goodput" in rep.verdict[1]
+
+
+def test_each_pool_keeps_the_settings_that_are_not_dumped(specs):
+    # the pools' plans are rebuilt per TP from the study's settings; model_dump leaves out model_runner (and the two
+    # TensorRT-LLM fields), so a rebuild from it alone fell back to "auto" and planned with the version's default
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+
+    gpu = get_gpu("H100-SXM")
+    study = DisaggStudy(load_model("meta-llama/Llama-3.1-8B"), gpu, make_settings(max_model_len=8192,
+                                                                                   model_runner="v2"),
+                        link_from_gpu(gpu, "nvlink", 1e-3), parse_slo("ttft=200ms,tpot=50ms"))
+    ov = (("max_num_seqs", 64),)
+    dep = Deployment("disaggregated", 1, 1, 1, 2, ov, ())
+    run_deployment(study, dep, specs[:20])
+    prefill, decode = study.plan(dep.tp, dep.overrides), study.plan(dep.decode_tp, dep.decode_overrides)
+    assert prefill.settings.model_runner == "v2" and decode.settings.model_runner == "v2"
+    assert (prefill.settings.tp, prefill.settings.max_num_seqs) == (1, 64) and decode.settings.tp == 2
+    assert prefill.settings.max_model_len == decode.settings.max_model_len == 8192
