@@ -18,13 +18,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-__all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]  # the pricing group: pricing_flags.py
+__all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
+           "WorkloadFlags", "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
+# the pricing group: pricing_flags.py
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
     """A group field: its flag spellings (vLLM's names), help text and default."""
     return field(default=default, metadata={"decls": decls, "help": help})
+
+
+def flag_like(cls: type, name: str, default: Any = None, *, help: str | None = None,  # noqa: A002
+              also: tuple[str, ...] = ()) -> Any:
+    """A field of another group that takes field ``name`` of group ``cls``: its spellings (``also`` added after them)
+    and its help unless the command gives its own."""
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return flag(*f.metadata["decls"], *also, help=help or f.metadata["help"], default=default)
 
 
 def flag_of(cls: type, name: str) -> str:
