@@ -138,6 +138,16 @@ def test_cli_json_table_and_errors():
             run(*base, *args)
 
 
+def test_a_range_error_names_the_pool_flag_as_spelled():
+    # the pool limits' parameters are short (prefill_mnbt, decode_mns); the error names the flag the user typed, not
+    # "--prefill-mnbt" (the message before the pool flags became a group)
+    base = ("disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM")
+    for flag in ("--prefill-max-num-batched-tokens", "--decode-max-num-seqs", "--tune-prefill-max-num-batched-tokens",
+                 "--tune-decode-max-num-seqs"):
+        with pytest.raises(InputError, match=f"^{flag} 0 is out of range"):
+            run(*base, flag, "0")
+
+
 def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated():
     from kvledger.analyses.judgments.pd_disagg_summary import _tuning_sentences
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, flag, flag_like, option
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, flag, flag_like, option
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
 __all__ = ["list_items", "load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT",
            "UTIL_OPT", "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option",
-           "GPU_PROFILE_OPT", "GEMM_OPT", "EAGER_OPT", "WDDM_OPT", "pricing_flags", "TargetFlags"]
+           "GPU_PROFILE_OPT", "GEMM_OPT", "EAGER_OPT", "WDDM_OPT", "pricing_flags", "TargetFlags", "TARGET"]
 
 MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or "
                                      "folder, or a Hub id.")
@@ -73,6 +73,10 @@ class TargetFlags:
     def pricing(self):
         """``simulate``'s pricing flags (``pricing_flags``) of these flags."""
         return pricing_flags(self.gpu_profile, self.gemm_efficiency, self.flops_fraction, self.bandwidth_fraction)
+
+
+#: how fp8-kv and spec-decode take the group (range errors name each option's first spelling, as they always have)
+TARGET = GroupUse(TargetFlags, first_spelling=True)
 
 
 def list_items(items: list[str] | None, what: str) -> list[str]:

@@ -80,10 +80,10 @@ class DisaggFlags:
 
 #: the plan settings and pricing flags disagg takes (no KV budget, block size or fractions: the pools plan their own)
 TARGET = GroupUse(TargetFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "gpu_profile",
-                                     "gemm_efficiency", "enforce_eager", "wddm"))
+                                     "gemm_efficiency", "enforce_eager", "wddm"), first_spelling=True)
 
 
-@with_groups(workload=WORKLOAD, pools=DisaggFlags, target=TARGET)
+@with_groups(workload=WORKLOAD, pools=GroupUse(DisaggFlags, first_spelling=True), target=TARGET)
 def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags = WorkloadFlags(),
            pools: DisaggFlags = DisaggFlags(), target: TargetFlags = TargetFlags(), as_json: bool = JSON_OPT) -> None:
     """Colocated vs prefill/decode-disaggregated serving on the same GPUs: TTFT, ITL, TPOT, goodput per GPU, KV

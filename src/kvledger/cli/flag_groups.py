@@ -220,13 +220,16 @@ class SessionFlags:
 
 @dataclass(frozen=True)
 class GroupUse:
-    """How one command takes a group: which fields, other defaults, a help prefix, its own help for some fields."""
+    """How one command takes a group: which fields, other defaults, a help prefix, its own help for some fields, and
+    which spelling a range error names (``first_spelling``: the first, as for a plain ``typer.Option`` parameter, so a
+    command whose options became a group keeps its messages; else the last long one, or the field's name)."""
 
     cls: type
     only: tuple[str, ...] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     prefix: str = ""
     help: Mapping[str, str] = field(default_factory=dict)
+    first_spelling: bool = False
 
     def fields(self) -> list[dataclasses.Field]:
         fs = dataclasses.fields(self.cls)
@@ -241,7 +244,8 @@ class GroupUse:
         for f in self.fields():
             default = self.defaults.get(f.name, f.default)
             text = self.prefix + self.help.get(f.name, f.metadata["help"])
-            option = typer.Option(*f.metadata["decls"], help=text, show_default=default is not None)
+            decls = (..., *f.metadata["decls"]) if self.first_spelling else f.metadata["decls"]  # limits._flag_of
+            option = typer.Option(*decls, help=text, show_default=default is not None)
             out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                          annotation=Annotated[hints[f.name], option]))
         return out

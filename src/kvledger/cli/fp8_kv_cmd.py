@@ -12,6 +12,7 @@ from kvledger.cli.analysis_opts import (
     GPU_OPT,
     JSON_OPT,
     MODEL_ARG,
+    TARGET,
     TargetFlags,
     parse_token_list,
 )
@@ -51,7 +52,7 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
     return ov, cal
 
 
-@with_groups(target=TargetFlags)
+@with_groups(target=TARGET)
 def fp8_kv(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), "

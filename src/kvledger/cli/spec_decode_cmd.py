@@ -13,6 +13,7 @@ from kvledger.cli.analysis_opts import (
     GPU_OPT,
     JSON_OPT,
     MODEL_ARG,
+    TARGET,
     TargetFlags,
     list_items,
     parse_token_list,
@@ -40,7 +41,7 @@ def _rates(text: str | None) -> list[float] | str | None:
     return out
 
 
-@with_groups(target=TargetFlags)
+@with_groups(target=TARGET)
 def spec_decode(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
