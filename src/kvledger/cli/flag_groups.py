@@ -239,10 +239,14 @@ class GroupUse:
         """One typer option per field, typed as the field, default and help as this command takes it."""
         import typer
 
-        hints = typing.get_type_hints(self.cls)
+        hints, extras = typing.get_type_hints(self.cls), typing.get_type_hints(self.cls, include_extras=True)
         out = []
         for f in self.fields():
             default = self.defaults.get(f.name, f.default)
+            if "decls" not in f.metadata:  # a field typed Annotated[type, typer.Option(...)] (bill_opts.py) keeps it
+                out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                             annotation=extras[f.name]))
+                continue
             text = self.prefix + self.help.get(f.name, f.metadata["help"])
             decls = (..., *f.metadata["decls"]) if self.first_spelling else f.metadata["decls"]  # limits._flag_of
             option = typer.Option(*decls, help=text, show_default=default is not None)
