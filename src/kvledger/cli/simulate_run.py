@@ -68,20 +68,25 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         sys.stdout.write(strict_json.dumps(doc, indent=2) + "\n")  # as typer.echo (click.echo) writes it: ASCII JSON
         sys.stdout.flush()
     else:
-        from rich.console import Console
+        _show(payload, out, gpu, tier_report, sessions.session_workload if session_run else None)
 
-        from kvledger.report.simulate_view import render_summary
 
-        render_summary(payload, Console(emoji=False), out)
-        from kvledger.catalog.gpus import gpu_alias_note
+def _show(payload, out: Path | None, gpu: str, tier_report, session_workload: str | None) -> None:
+    """The rich summary, the GPU alias note and the tiers' tables (``session_workload``: a session run's, else None)."""
+    from rich.console import Console
 
-        if (alias := gpu_alias_note(gpu)) is not None:
-            Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
-        if tier_report is not None:
-            from kvledger.report.sim_tiers_view import render_sim_tiers
+    from kvledger.report.simulate_view import render_summary
 
-            render_sim_tiers(tier_report, Console(emoji=False), sessions=session_run,
-                             workload=sessions.session_workload if session_run else "")
+    render_summary(payload, Console(emoji=False), out)
+    from kvledger.catalog.gpus import gpu_alias_note
+
+    if (alias := gpu_alias_note(gpu)) is not None:
+        Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
+    if tier_report is not None:
+        from kvledger.report.sim_tiers_view import render_sim_tiers
+
+        render_sim_tiers(tier_report, Console(emoji=False), sessions=session_workload is not None,
+                         workload=session_workload or "")
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
