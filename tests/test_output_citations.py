@@ -25,7 +25,7 @@ def _printed_strings(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_output_string_cites_the_repository_docs():
-    # The repository's own documents, by the path a string would cite them with (docs/validation.md, docs/calibration/…).
+    # The repository's own documents, by the path a string would cite them with (docs/validation.md, …).
     ours = [f"docs/{p.relative_to(ROOT / 'docs').as_posix()}" for p in (ROOT / "docs").rglob("*.md")]
     assert "docs/validation.md" in ours  # the check looks where the citations were
     hits = [f"{path.relative_to(ROOT)}:{line}: {text[:100]!r}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kvledger.errors import InputError
 
-__all__ = ["check_name_or_path", "NAME_MAX_BYTES", "PATH_MAX_BYTES"]
+__all__ = ["check_name_or_path", "file_labels", "NAME_MAX_BYTES", "PATH_MAX_BYTES"]
 
 NAME_MAX_BYTES = 255
 """Longest file name (one path component) on common file systems (ext4, XFS, APFS, NTFS), bytes."""
@@ -25,3 +27,28 @@ def check_name_or_path(text: str, what: str) -> None:
             len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES for part in text.replace("\\", "/").split("/")):
         raise InputError(f"{what} {text[:60]!r}...: not a usable name or path (a NUL byte, a name or path component "
                          f"longer than {NAME_MAX_BYTES} bytes, or a path longer than {PATH_MAX_BYTES:,} bytes)")
+
+
+def file_labels(paths: list[str]) -> list[str]:
+    """Each file's name in tables and notes: its name without the suffix, or, where that name is shared by several
+    files in different folders, the nearest folder above it that tells them apart with the file's short name (the
+    name less ``_lifecycle_metrics``): ``vllm/stage_0`` and ``vllm+batch_size/stage_0``. The same file given twice
+    keeps its plain name. (``calibrate`` and ``validate`` label their runs so; a GPU profile names its runs so.)
+
+    >>> file_labels(["a/results/stage_0_lifecycle_metrics.json", "b/results/stage_0_lifecycle_metrics.json"])
+    ['a/stage_0', 'b/stage_0']
+    """
+    stems = [Path(p).stem for p in paths]
+    out = list(stems)
+    for stem in sorted(set(stems)):
+        idx = [i for i, s in enumerate(stems) if s == stem]
+        if len(idx) < 2:
+            continue
+        parents = [Path(paths[i]).resolve().parent.parts for i in idx]
+        for d in range(1, max(len(x) for x in parents) + 1):
+            names = [x[-d] if len(x) >= d else "" for x in parents]
+            if len(set(names)) == len(names):
+                for i, n in zip(idx, names):
+                    out[i] = f"{n}/{stem.removesuffix('_lifecycle_metrics')}"
+                break
+    return out

@@ -85,10 +85,11 @@ OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"),
         "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
+    "seeds": _count(1, 64, "seeds (one simulation each; 64 bounds the work)"),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
     "rate_scale": Range(0.0, 1e6, lo_open=True), "think_time": Range(0.0, 86_400.0, unit="s"),
-    "arrival_cv": Range(0.0, 100.0),
+    "arrival_cv": Range(0.0, 100.0, unit="(CV of the gaps: 0 = a fixed interval of 1/rate, 1 = Poisson)"),
     "gpu_memory_utilization": _frac(), "mem_fraction_static": _frac(), "free_gpu_memory_fraction": _frac(),
     "achievable_flops_fraction": _frac(), "achievable_bandwidth_fraction": _frac(),
     "flops_fraction": _frac(), "bandwidth_fraction": _frac(),

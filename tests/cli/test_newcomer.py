@@ -157,8 +157,10 @@ def _flags(command: str) -> set[str]:
 
 def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
     # output options are simulate's own: what it writes (--chrome-trace) and keeps (--record-token-times; goodput and
-    # cost keep token times exactly when the SLO has an ITL term)
-    sim = _flags("simulate") - {"--out", "--force", "--json", "--help", "--chrome-trace", "--record-token-times"}
+    # cost keep token times exactly when the SLO has an ITL term); --seeds is simulate's and goodput's (each figure's,
+    # or the SLO capacity's, range over seeds), not cost's (it prices one capacity)
+    sim = _flags("simulate") - {"--out", "--force", "--json", "--help", "--chrome-trace", "--record-token-times",
+                                "--seeds"}
     assert {"--trace", "--rate", "--prompt-lengths", "--batching", "--async-scheduling", "--tp"} <= sim
     # session workloads and the KV tiers below HBM are simulate's (and search's) own: cost prices a capacity found by
     # SLO probes that run neither; goodput --simulate takes the tiers (one run, no probes) but not sessions

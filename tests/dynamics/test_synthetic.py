@@ -50,10 +50,32 @@ def test_burst_and_determinism():
     assert not np.array_equal(a, arrival_times(50, 2.0, cv=2.0, seed=124))
     with pytest.raises(InputError):
         arrival_times(5, 0.0, seed=0)
-    with pytest.raises(InputError):
-        arrival_times(5, 1.0, cv=0.0, seed=0)
+    for bad in (-0.5, math.inf, math.nan):
+        with pytest.raises(InputError, match="arrival CV"):
+            arrival_times(5, 1.0, cv=bad, seed=0)
     with pytest.raises(InputError, match="seed"):
         arrival_times(5, 1.0, seed=1.5)
+
+
+def test_cv_zero_is_a_fixed_interval_of_one_over_the_rate():
+    # CV 0 at 4 req/s: every gap 1/4 s, request i at i/4 s; 1/4 and its multiples are exact in binary, so ==
+    t = arrival_times(6, 4.0, cv=0.0, seed=0)
+    assert t.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0, 1.25]
+    # 3 req/s: request i at i/3 s (one rounded division each, no summed rounding): request 3 at exactly 1 s
+    assert arrival_times(4, 3.0, cv=0.0, seed=0).tolist() == [0.0, 1 / 3, 2 / 3, 1.0]
+
+
+def test_cv_zero_draws_no_gap_so_the_lengths_are_the_first_draws_of_the_seed():
+    # arrivals draw nothing at CV 0, so the prompt lengths are the seed's first draws: the same lengths as a burst
+    # (rate inf, which also draws no gap); the arrivals are 0, 0.5, 1.0, … s at 2 req/s
+    kw = dict(prompt=Uniform(10, 2000), output=ExponentialCapped(200, 1000), seed=7)
+    fixed = synthetic_workload(5, rate_per_s=2.0, cv=0.0, **kw)
+    burst = synthetic_workload(5, rate_per_s=math.inf, **kw)
+    assert [r.arrival_s for r in fixed] == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert [(r.num_prompt_tokens, r.num_output_tokens) for r in fixed] == \
+        [(r.num_prompt_tokens, r.num_output_tokens) for r in burst]
+    rng = np.random.default_rng(7)  # and the prompts are Uniform's first draws from a fresh seed 7
+    assert [r.num_prompt_tokens for r in fixed] == Uniform(10, 2000).sample(5, rng).tolist()
 
 
 @pytest.mark.parametrize("cap", [32, 128, 512, 1536])

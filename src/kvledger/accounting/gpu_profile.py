@@ -111,9 +111,9 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
     runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
-    errs = "; ".join(f"{r.get('model')} TP {r.get('tp')}: TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT "
-                     f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
-    data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
+    names = run_names(runs)
+    errs = _fit_errors(runs, names)
+    data = ", ".join(dict.fromkeys(names)) or "unnamed runs"  # each run named once
     if len(runs) > _LIST_RUNS:  # many stages: by model and TP, the errors as a range
         data = f"{len(runs)} runs of " + ", ".join(dict.fromkeys(f"{r.get('model')} TP {r.get('tp')}" for r in runs))
         errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in runs if r.get('saturated') is not True])}"
@@ -126,6 +126,35 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
 
 
 _LIST_RUNS = 4  # a profile of more runs names them by model and TP
+
+
+def run_names(runs: list[dict[str, Any]]) -> list[str]:
+    """Each run's name in the profile's label, one per run: its ``label``, except that runs of one label from
+    different files are named by the folder that tells them apart (``names.file_labels``, as calibrate and validate
+    label them: ``vllm/stage_0``). A run listed twice (same label, same file) keeps its name, so the label names it
+    once."""
+    from kvledger.names import file_labels
+
+    names = [str(r.get("label")) for r in runs]
+    sources = [str(r.get("source") or "") for r in runs]
+    clash = [i for i, n in enumerate(names)
+             if sources[i] and len({sources[j] for j, m in enumerate(names) if m == n}) > 1]
+    if clash:
+        unique = list(dict.fromkeys(sources[i] for i in clash))
+        renamed = dict(zip(unique, file_labels(unique)))
+        for i in clash:
+            names[i] = renamed[sources[i]]
+    return names
+
+
+def _fit_errors(runs: list[dict[str, Any]], names: list[str]) -> str:
+    """``M TP 1: run_a TTFT −12%, TPOT +3%; run_b TTFT …``: the model and TP once, each run once (by ``names``)."""
+    groups: dict[str, dict[str, str]] = {}
+    for r, name in zip(runs, names):
+        groups.setdefault(f"{r.get('model')} TP {r.get('tp')}", {}).setdefault(
+            name, f"TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT {_pct(r.get('tpot_mean_rel_error'))}")
+    return "; ".join(f"{model}: " + "; ".join(f"{n} {e}" for n, e in by_run.items())
+                     for model, by_run in groups.items())
 
 
 def _span(vals: list[Any]) -> str:

@@ -262,7 +262,8 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
                         fit_frontend: bool = False, fit_host: bool = False) -> dict[str, Any]:
     """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
     ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
-    ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step).
+    ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
+    validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each.
 
     Raises:
         InputError / FormatError: no run, runs on several GPUs, unreadable files.
@@ -279,12 +280,13 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     fit = fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
     from kvledger.calibration.saturation import saturation
 
-    per_run = []
+    per_run, notes = [], []
     for run, s, st in staged:
         cost = roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
         recs = with_frontend(replay(run, s.config, cost), fit.frontend_s).records
         c = (stage_comparison(run.label, st, recs, run) if st is not None
              else compare_runs(run.label, run.measured, recs))
+        notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
                         "saturated": saturation(run.measured if st is None else None, recs)})
@@ -294,4 +296,5 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     prof = gpu_profile_dict(fit, per_run, paths)
     timed_at_client = any(st is not None for _, _, st in staged)
     prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend)
+    prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     return prof

@@ -31,28 +31,17 @@ class Target:
 
 
 def input_names(paths: list[str]) -> list[str]:
-    """Each input's name in tables and notes: its file name without the suffix, or, where that name is shared by
-    several inputs (inference-sim/training: every experiment's ``<exp>/results/stage_0_lifecycle_metrics.json``), the
-    nearest folder above it that tells them apart with the file's short name
-    (``20260217-231439-llama-2-7b-tp1-general/stage_0``). The same file given twice keeps its plain name.
+    """Each input's name in tables and notes (``kvledger.names.file_labels``): its file name without the suffix, or,
+    where that name is shared by several inputs (inference-sim/training: every experiment's
+    ``<exp>/results/stage_0_lifecycle_metrics.json``), the nearest folder above it that tells them apart with the
+    file's short name (``20260217-231439-llama-2-7b-tp1-general/stage_0``).
 
     >>> input_names(["a/results/stage_0_lifecycle_metrics.json", "b/results/stage_0_lifecycle_metrics.json"])
     ['a/stage_0', 'b/stage_0']
     """
-    stems = [Path(p).stem for p in paths]
-    out = list(stems)
-    for stem in sorted(set(stems)):
-        idx = [i for i, s in enumerate(stems) if s == stem]
-        if len(idx) < 2:
-            continue
-        parents = [Path(paths[i]).resolve().parent.parts for i in idx]
-        for d in range(1, max(len(x) for x in parents) + 1):
-            names = [x[-d] if len(x) >= d else "" for x in parents]
-            if len(set(names)) == len(names):
-                for i, n in zip(idx, names):
-                    out[i] = f"{n}/{stem.removesuffix('_lifecycle_metrics')}"
-                break
-    return out
+    from kvledger.names import file_labels
+
+    return file_labels(paths)
 
 
 def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str) -> list[Target] | None:

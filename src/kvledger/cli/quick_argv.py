@@ -31,7 +31,7 @@ __all__ = ["OWN", "GROUPS", "parse_simulate", "run_simulate_quick"]
 OWN: dict[str, tuple[tuple[str, ...], type, Any]] = {
     "gpu": (("--gpu",), str, ...), "as_json": (("--json",), bool, False), "out": (("--out",), Path, None),
     "force": (("--force",), bool, False), "chrome_trace": (("--chrome-trace",), bool, False),
-    "record_token_times": (("--record-token-times",), bool, False)}
+    "record_token_times": (("--record-token-times",), bool, False), "seeds": (("--seeds",), int, 1)}
 #: simulate's flag groups, by its parameter name, in its signature's order (simulate_cmd.simulate)
 GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags}
 _OWN_BEFORE_GROUPS = ("gpu",)  # the signature: model, gpu, the four groups, then the rest of OWN

@@ -39,12 +39,17 @@ def simulate(
                                                                                 "memory follows the active requests "
                                                                                 "and the ITL distribution is still "
                                                                                 "exact."),
+    seeds: int = typer.Option(1, "--seeds", help="Run the same simulation with seeds --seed, --seed+1, … (N in all, "
+                                                 "1 to 64; about N times the time) and add each figure's min–max over "
+                                                 "them; the figures shown stay the first seed's. A note says when a "
+                                                 "banded figure moves more than 10% with the draw."),
 ) -> None:
     """Simulate serving a trace or multi-turn sessions: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage,
     preemptions, prefix-cache hits; with a host KV tier, the hit rate, loads and TTFT per tier."""
     from kvledger.cli.simulate_run import run_simulate
 
-    run_simulate(model, gpu, workload, sessions, engine, tiers, as_json, out, force, chrome_trace, record_token_times)
+    run_simulate(model, gpu, workload, sessions, engine, tiers, as_json, out, force, chrome_trace, record_token_times,
+                 seeds)
 
 
 def register(app: typer.Typer) -> None:

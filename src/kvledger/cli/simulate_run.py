@@ -17,10 +17,11 @@ OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
 def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: SessionFlags, engine: EngineFlags,
                  tiers: TierFlags, as_json: bool, out: Path | None, force: bool, chrome_trace: bool,
-                 record_token_times: bool) -> None:
+                 record_token_times: bool, seeds: int = 1) -> None:
     """Simulate and print (``--json``: the document on stdout, as ``typer.echo`` writes it; else the rich summary);
-    with ``out``, write the files there. The options are those of ``simulate_cmd.simulate``."""
-    from kvledger.analyses.serving.sim_ledgers import prepare_run, simulate_document
+    with ``out``, write the files there. The options are those of ``simulate_cmd.simulate``; ``seeds`` > 1 runs the
+    same simulation with seeds seed … seed+seeds−1 after the first and adds each figure's min–max over them
+    (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's."""
     from kvledger.cli.sim_opts import sim_request
     from kvledger.cli.tier_opts import check_session_flags, tier_settings, tiers_given
 
@@ -36,31 +37,17 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost])
     if session_run:
-        from kvledger.analyses.serving.sim_tiers import (
-            DEFAULT_SESSION_RATE,
-            DEFAULT_SESSIONS,
-            prepare_sessions,
-            session_args,
-        )
+        from kvledger.analyses.serving.sim_tiers import session_args
 
-        n, rate = sessions.sessions, sessions.session_rate
         args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
-        setup = prepare_sessions(args, sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
-                                 DEFAULT_SESSION_RATE if rate is None else rate, cap_source)
     else:
-        setup = prepare_run(args, synthetic)
+        cap_source = None
+    prep = _Prepare(synthetic, sessions if session_run else None, cap_source)
+    setup = prep(args)
     keep_times = record_token_times or out is not None
-    tier_report = None
-    if tier is not None:
-        from kvledger.analyses.serving.sim_ledgers import finish_run
-        from kvledger.analyses.serving.sim_tiers import run_with_tier
-
-        result, tier_report = run_with_tier(setup, tier, record_steps=out is not None, record_token_times=keep_times)
-        result = finish_run(setup, args, result, synthetic).result
-    else:
-        result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
-                      record_token_times=keep_times)
-    payload = simulate_document(setup, result)
+    result, tier_report = _run_one(setup, args, tier, synthetic, record_steps=out is not None,
+                                   show_progress=not as_json, record_token_times=keep_times)
+    payload = _with_spread(_document(setup, result), args, seeds, prep, tier)
     doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
     if out is not None:
         _write_outputs(out, result, doc, chrome_trace)
@@ -68,20 +55,83 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         sys.stdout.write(strict_json.dumps(doc, indent=2) + "\n")  # as typer.echo (click.echo) writes it: ASCII JSON
         sys.stdout.flush()
     else:
-        from rich.console import Console
+        _render(payload, out, gpu, tier_report, session_run, sessions)
 
-        from kvledger.report.simulate_view import render_summary
 
-        render_summary(payload, Console(emoji=False), out)
-        from kvledger.catalog.gpus import gpu_alias_note
+class _Prepare:
+    """The prepared simulation for one seed's arguments: a trace or synthetic run, or sessions."""
 
-        if (alias := gpu_alias_note(gpu)) is not None:
-            Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
-        if tier_report is not None:
-            from kvledger.report.sim_tiers_view import render_sim_tiers
+    def __init__(self, synthetic, sessions: SessionFlags | None, cap_source) -> None:
+        self.synthetic, self.sessions, self.cap_source = synthetic, sessions, cap_source
 
-            render_sim_tiers(tier_report, Console(emoji=False), sessions=session_run,
-                             workload=sessions.session_workload if session_run else "")
+    def __call__(self, args):
+        if self.sessions is None:
+            from kvledger.analyses.serving.sim_ledgers import prepare_run
+
+            return prepare_run(args, self.synthetic)
+        from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
+
+        n, rate = self.sessions.sessions, self.sessions.session_rate
+        return prepare_sessions(args, self.sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
+                                DEFAULT_SESSION_RATE if rate is None else rate, self.cap_source)
+
+
+def _run_one(setup, args, tier, synthetic, *, record_steps: bool, show_progress: bool, record_token_times: bool):
+    """(the simulator's result, the host-tier report or None) of one prepared run (``synthetic``: its drawn
+    workload's spec, completing a tier run's metadata as ``_run`` does)."""
+    if tier is None:
+        return _run(setup, args, record_steps=record_steps, show_progress=show_progress,
+                    record_token_times=record_token_times), None
+    from kvledger.analyses.serving.sim_ledgers import finish_run
+    from kvledger.analyses.serving.sim_tiers import run_with_tier
+
+    result, tier_report = run_with_tier(setup, tier, record_steps=record_steps, record_token_times=record_token_times)
+    return finish_run(setup, args, result, synthetic).result, tier_report
+
+
+def _document(setup, result):
+    from kvledger.analyses.serving.sim_ledgers import simulate_document
+
+    return simulate_document(setup, result)
+
+
+def _with_spread(payload, args, seeds: int, prep: _Prepare, tier):
+    """``payload`` with the spread of its figures over ``seeds`` seeds (unchanged for one): each further seed is the
+    same run with only ``seed`` changed, prepared and simulated here in seed order (no step log, no token times)."""
+    if seeds == 1:
+        return payload
+    import dataclasses
+
+    from kvledger.analyses.serving.seed_spread import SEED_FREE_NOTE, seed_list, seed_used, summary_spread
+
+    def run_seed(seed: int) -> dict:
+        a = dataclasses.replace(args, seed=seed)
+        result, _ = _run_one(prep(a), a, tier, prep.synthetic, record_steps=False, show_progress=False,
+                             record_token_times=False)
+        return result.summary.to_dict()
+
+    used = seed_used(args, prep.synthetic, prep.sessions is not None)
+    spread = summary_spread(payload.summary, seed_list(args.seed, seeds), run_seed if used else None,
+                            kept_up=payload.kept_up, sessions=prep.sessions is not None)
+    note = SEED_FREE_NOTE if spread.seed_free else spread.note
+    return dataclasses.replace(payload, seed_spread=spread, notes=payload.notes + ([note] if note else []))
+
+
+def _render(payload, out: Path | None, gpu: str, tier_report, session_run: bool, sessions: SessionFlags) -> None:
+    from rich.console import Console
+
+    from kvledger.report.simulate_view import render_summary
+
+    render_summary(payload, Console(emoji=False), out)
+    from kvledger.catalog.gpus import gpu_alias_note
+
+    if (alias := gpu_alias_note(gpu)) is not None:
+        Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
+    if tier_report is not None:
+        from kvledger.report.sim_tiers_view import render_sim_tiers
+
+        render_sim_tiers(tier_report, Console(emoji=False), sessions=session_run,
+                         workload=sessions.session_workload if session_run else "")
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):

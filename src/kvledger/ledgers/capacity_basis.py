@@ -18,14 +18,17 @@ The under-load rule (:func:`check_load`). A run *looks under-loaded* when all of
    requests is ≤ :data:`SLO_SLACK` (50 %) of the limit. For TTFT this is the "little queueing"
    test: waiting for a free slot or a prefill turn shows up first in TTFT's upper tail, so a TTFT
    p90 at half its limit leaves room for more load. From aggregates, the smallest stated
-   percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative).
+   percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative). A file whose TPOT field is
+   not to be trusted (inference-perf) is judged, as goodput judges it, on (E2E − TTFT)/(output − 1): its p90 is
+   bounded from the E2E and TTFT percentiles (``ledgers.tpot_derived``), and this test takes the upper bound.
 
 The over-load rule (also :func:`check_load`). A run *looks over-loaded* when fewer than
 :data:`OVERLOAD_ATTAINMENT` (90 %) of its requests are good and some SLO metric's p90 is at least
 :data:`OVERLOAD_FACTOR` (2×) its limit: the run was pushed well past its SLO capacity, requests
 queued, and its goodput understates what the replica serves within the SLO at a lower load — the
 self-hosted cost is then overstated just as for an under-loaded run, and a verdict of "the API is
-cheaper" may be an artefact of the load, not of the prices.
+cheaper" may be an artefact of the load, not of the prices. A derived TPOT's p90 takes its lower bound here, so
+neither warning rests on the looser side of a bound.
 
 Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput);
 a check the file cannot answer (no rate or concurrency, no percentiles, unknown duration) means
@@ -47,6 +50,7 @@ from kvledger.ledgers import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult, metric_values
 from kvledger.ledgers.slo import SLO
+from kvledger.ledgers.tpot_derived import derived_tpot_note, derived_tpot_percentile, tpot_derivation
 from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
@@ -87,12 +91,16 @@ class LoadCheck:
         reason: the verdict in words, with the numbers.
         checks: each test as {"check", "value", "limit", "passed" (True/False/None = unknown), "text"}.
         rule: the rule applied (:data:`RULE`).
+        notes: what a metric was judged on when not the file's own field (a derived TPOT); carried to the JSON by
+            :class:`CapacityBasis`'s ``notes``, not here.
     """
 
+    __json__ = ("status", "reason", "checks", "rule")
     status: str
     reason: str
     checks: list[dict[str, Any]] = field(default_factory=list)
     rule: str = RULE
+    notes: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -111,9 +119,16 @@ def _p90_records(run: RunRecords, slo: SLO) -> dict[str, float | None]:
     return out
 
 
-def _p90_aggregate(run: AggregateRun, slo: SLO) -> dict[str, float | None]:
+def _p90_aggregate(run: AggregateRun, slo: SLO, *, upper: bool = True) -> dict[str, float | None]:
+    """Each constrained metric's p90 from the file's points: the smallest stated percentile ≥ 90 (module docstring);
+    a derived TPOT's upper bound (``upper``, the under-load test) or lower bound (the over-load test)."""
     out: dict[str, float | None] = {}
+    derived = tpot_derivation(run)
     for metric, _ in slo.constraints():
+        if metric == "tpot" and derived is not None:
+            bounds = derived_tpot_percentile(run, derived, 90.0, run.num_completed or 0)
+            out[metric] = bounds[1] if upper else bounds[0]
+            continue
         m = run.metrics.get(metric)
         if m is None or m.weighting != "request" or (metric == "itl"):
             out[metric] = None  # pooled gaps say nothing about a request's own statistic
@@ -121,6 +136,25 @@ def _p90_aggregate(run: AggregateRun, slo: SLO) -> dict[str, float | None]:
         above = sorted((p, v) for p, v in m.percentiles_s.items() if p >= 90.0)
         out[metric] = above[0][1] if above else (m.max_s if m.max_s is not None else None)
     return out
+
+
+def _derived(run: RunRecords | AggregateRun, slo: SLO, metric: str) -> dict[str, Any] | None:
+    """The TPOT derivation when ``metric`` of this run is judged as (E2E − TTFT)/(output − 1), else None."""
+    if metric != "tpot" or slo.tpot_s is None or not isinstance(run, AggregateRun):
+        return None
+    return tpot_derivation(run)
+
+
+def _p90_words(run: RunRecords | AggregateRun, slo: SLO, metric: str, name: str, *, upper: bool) -> str:
+    """``TTFT p90``, or ``TPOT p90 (E2E − TTFT)/(output − 1) at most`` for a derived TPOT's bound."""
+    if _derived(run, slo, metric) is None:
+        return f"{name.upper()} p90"
+    return f"{name.upper()} p90 (E2E − TTFT)/(output − 1) {'at most' if upper else 'at least'}"
+
+
+def _notes(run: RunRecords | AggregateRun, slo: SLO) -> list[str] | None:
+    d = _derived(run, slo, "tpot")
+    return None if d is None else [derived_tpot_note(run, d)]
 
 
 def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict[str, Any] | None, str | None]:
@@ -151,20 +185,20 @@ def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> Lo
     """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell."""
     if gp.attainment >= OVERLOAD_ATTAINMENT:
         return None
-    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo)
+    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo, upper=False)
     over = []
     for metric, limit in slo.constraints():
         v = p90.get(metric)
         if v is not None and v >= OVERLOAD_FACTOR * limit:
             name = slo.itl_key if metric == "itl" else metric
             over.append(_check(f"{name} over limit", v / limit, OVERLOAD_FACTOR, True,
-                               f"{name.upper()} p90 {fmt_duration(v)} = {v / limit:.1f}× its {fmt_duration(limit)} "
-                               f"limit"))
+                               f"{_p90_words(run, slo, metric, name, upper=False)} {fmt_duration(v)} = "
+                               f"{v / limit:.1f}× its {fmt_duration(limit)} limit"))
     if not over:
         return None
     reason = (f"only {gp.attainment:.1%} of requests good (below {OVERLOAD_ATTAINMENT:.0%}); "
               + "; ".join(c["text"] for c in over))
-    return LoadCheck("over_loaded", reason, over, OVERLOAD_RULE)
+    return LoadCheck("over_loaded", reason, over, OVERLOAD_RULE, _notes(run, slo))
 
 
 def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck:
@@ -186,19 +220,21 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
         share = v / limit
         ok = share <= SLO_SLACK
         checks.append(_check(f"{metric} slack", share, SLO_SLACK, ok,
-                             f"{metric.upper()} p90 {fmt_duration(v)} = {share:.0%} of its {fmt_duration(limit)} limit"
+                             f"{_p90_words(run, slo, metric, metric, upper=True)} {fmt_duration(v)} = {share:.0%} of "
+                             f"its {fmt_duration(limit)} limit"
                              + ("" if ok else f" (above {SLO_SLACK:.0%}: the SLO is close to binding)")))
     failed = [c for c in checks if c["passed"] is False]
     unknown = [c for c in checks if c["passed"] is None]
+    notes = _notes(run, slo)
     if failed:
-        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed), checks)
+        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed), checks, notes=notes)
     if unknown:
         return LoadCheck("cannot_tell", "the run kept pace, but " + "; ".join(c["text"] for c in unknown)
-                         + " (the file gives no percentile ≥ p90 of a per-request distribution)", checks)
+                         + " (the file gives no percentile ≥ p90 of a per-request distribution)", checks, notes=notes)
     reason = "; ".join(c["text"] for c in checks)
     if slo.ttft_s is None:
         reason += " (no TTFT SLO: queueing was not judged — a run at its throughput ceiling also keeps pace)"
-    return LoadCheck("under_loaded", reason, checks)
+    return LoadCheck("under_loaded", reason, checks, notes=notes)
 
 
 @dataclass(slots=True)
@@ -209,7 +245,8 @@ class CapacityBasis:
         kind: "slo_capacity" (an SLO-capacity search), "measured_run" (a file's own goodput) or "offered_load" (a
             simulated run priced at its offered load).
         text: the basis in words; warning: an under- or over-load warning, None when the run passed.
-        notes: the capacity search's notes (``slo_capacity`` only: left out of the JSON otherwise).
+        notes: the capacity search's notes, or the load check's (what a metric was judged on when not the file's own
+            field: a derived TPOT); left out of the JSON when there are none.
         load_check: the under-load rule's verdict on a priced run (None for a capacity search).
         sweep: the run of a sweep chosen as the capacity (``cost_run.SweepCapacity``), when a sweep was priced.
         probes: the search's probes in words; error_band: the cost's prediction band. Both for the terminal view only
@@ -240,4 +277,5 @@ def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = Fals
         warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":
         warning = N.over_loaded(load.reason, simulated=simulated)
-    return CapacityBasis("offered_load" if simulated else "measured_run", text, warning, load_check=load)
+    return CapacityBasis("offered_load" if simulated else "measured_run", text, warning, notes=load.notes,
+                         load_check=load)

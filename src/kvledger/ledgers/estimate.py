@@ -21,7 +21,7 @@ from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.percentile_bounds import metric_bounds
 from kvledger.ledgers.slo import SLO
-from kvledger.ledgers.tpot_derived import derived_tpot_bounds
+from kvledger.ledgers.tpot_derived import derived_tpot_bounds, tpot_derivation
 from kvledger.units import fmt_duration
 
 __all__ = ["estimate_goodput", "metric_bounds"]
@@ -43,7 +43,7 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         m = agg.metrics.get(metric)
         if metric == "itl" and m is not None and m.weighting == "request":
             m = None  # no tool reports per-request gap statistics
-        derived = agg.metadata.extra.get("tpot_from_e2e") if metric == "tpot" else None
+        derived = tpot_derivation(agg) if metric == "tpot" else None
         lo, hi, why = derived_tpot_bounds(agg, derived, threshold, n_ok) if derived else \
             metric_bounds(m, threshold, n_ok)
         lo_sum_missing += n_ok - lo

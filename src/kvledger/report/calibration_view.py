@@ -115,6 +115,8 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   *(fmt_error(r.get(f"{k}_rel_error")) + flag for k in ("ttft_mean", "tpot_mean", "e2e_mean")),
                   fmt_error(r.get("throughput_rel_error")))
     con.print(t)
+    for note in p.get("notes") or []:
+        con.print(f"note: {escape(str(note))}")
     saturated_runs_warning(p["runs"], con)
     q = p.get("fit_quality") or {}
     if q.get("poor"):

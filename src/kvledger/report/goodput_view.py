@@ -133,6 +133,29 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
             con.print(f"  - {escape(note)}")
 
 
+def _answer(sb: SimBoundary) -> str:
+    """The search's first line: the SLO capacity (with ``--seeds``, its range over the seeds), per replica and GPU."""
+    from rich.markup import escape
+
+    from kvledger.report.seed_spread_view import capacity_range_text
+
+    b = sb.boundary
+    unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
+    seeds = "" if sb.seed_spread is None else escape(capacity_range_text(sb.seed_spread, unit))
+    if b.boundary_value is None:
+        return (f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
+                f"{sb.target:.0%}" + (f" ({seeds})" if seeds else ""))
+    per = [f"{sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU"] if (
+        sb.boundary_per_gpu is not None) else []
+    per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
+    at = ""
+    if sb.goodput_at_boundary_req_per_s is not None:
+        at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
+              f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
+    return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
+            f"{b.boundary_value:g}{unit}{per}{at}")
+
+
 def print_search(sb: SimBoundary, slo_text: str) -> None:
     """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
     from rich import box
@@ -145,25 +168,15 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     con = Console(highlight=False, emoji=False)
     first, _, rest = slo_text.partition("\n")
     b = sb.boundary
-    if b.boundary_value is None:
-        con.print(f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
-                  f"{sb.target:.0%}")
-    else:
-        per = (f" ({sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU)"
-               if sb.boundary_per_gpu is not None else "")
-        at = ""
-        if sb.goodput_at_boundary_req_per_s is not None:
-            at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
-                  f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
-        unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
-        con.print(f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
-                  f"{b.boundary_value:g}{unit}{per}{at}")
+    con.print(_answer(sb))
     band = sb.error_band
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
     for n in sb.notes:  # a boundary probe that never reached steady state: said above the table, not only in the notes
         if n.startswith("not steady: "):
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
+        elif sb.seed_spread is not None and n == sb.seed_spread.note:  # the draw moves the answer: said here
+            con.print(f"[bold]seed spread[/]: {escape(n)}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
@@ -185,7 +198,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
               "of the whole deployment; per GPU: good/s ÷ GPUs; good tok/s per probe in --json"
               + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
                   pr.stopped_early for pr in sb.probes) else ""))
-    for note in b.notes + sb.notes:
+    for note in b.notes + [n for n in sb.notes if sb.seed_spread is None or n != sb.seed_spread.note]:
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.ledgers.error_band import scope_words
+from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
 
 __all__ = ["render_summary", "render_bands", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
@@ -78,10 +79,23 @@ def _pool(eng: dict) -> str:
     return f"{n:,} KV pages of {tokens} (page 0 reserved: SGLang's padded slot)"
 
 
-def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
-    """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions."""
+def _latency_table(s: dict, spread):
+    """The latency table; with a seed spread, a ``seeds`` column: the mean's min–max over the seeds."""
     from kvledger.report.tables import LedgerTable as Table
 
+    t = Table(title="latency (ms)", show_edge=False)
+    for c in ("metric", "mean", "p50", "p90", "p99", "n") + (("seeds",) if spread is not None else ()):
+        t.add_column(c, justify="right" if c != "metric" else "left")
+    for key, label in (("ttft_s", "TTFT"), ("itl_s", "ITL (all gaps)"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+        d = s[key]
+        t.add_row(label, _ms(d["mean"]), _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), f"{d['count']:,}",
+                  *((mean_range_ms(spread, key),) if spread is not None else ()))
+    return t
+
+
+def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
+    """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions; with
+    ``--seeds``, each figure's min–max over the seeds."""
     s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
     for line in step_cost_warnings(cost):  # first of all: the step cost is used where its fit says nothing
         console.print(line)
@@ -101,13 +115,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"scheduling {eng['scheduling_policy']}")
     for line in step_cost_lines(cost, warnings=False):
         console.print(line)
-    t = Table(title="latency (ms)", show_edge=False)
-    for c in ("metric", "mean", "p50", "p90", "p99", "n"):
-        t.add_column(c, justify="right" if c != "metric" else "left")
-    for key, label in (("ttft_s", "TTFT"), ("itl_s", "ITL (all gaps)"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
-        d = s[key]
-        t.add_row(label, _ms(d["mean"]), _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), f"{d['count']:,}")
-    console.print(t)
+    spread = payload.seed_spread if payload.seed_spread is not None and not payload.seed_spread.seed_free else None
+    console.print(_latency_table(s, spread))
     console.print("[dim]TTFT, TPOT (excluding the first token) and E2E: one value per request; ITL (all gaps): every "
                   "gap "
                   "between consecutive tokens of every request, pooled (n counts gaps). An SLO on ITL is per request: "
@@ -128,11 +137,17 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
             if payload.workload.get("prefix_ids") is False and eng.get("enable_prefix_caching") else "")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
                   f"{s['prefix_cache_query_tokens']:,} prompt tokens){none}")
+    if spread is not None:
+        console.print(spread_line(spread))
     mode = str(payload.workload.get("mode", ""))
     render_bands(payload.error_bands or {}, console, payload.kept_up,
                  mode if mode.startswith(("sessions", "closed loop")) else "")
+    said = None if payload.seed_spread is None else spread_note_line(payload.seed_spread)
+    if said is not None:  # the draw moves a banded figure: said under the bands, not only in the notes
+        console.print(said)
     for note in payload.notes:
-        console.print(f"[dim]note: {note}[/]")
+        if said is None or note not in said:
+            console.print(f"[dim]note: {note}[/]")
     if out is not None:
         wrote = [n for n in ("records.parquet", "steps.parquet", "trace.json", "summary.json") if (out / n).exists()]
         console.print(f"wrote {', '.join(wrote)} to {out}")

@@ -111,6 +111,7 @@ class SimBoundary:
     first_run: SimulatedRun | None = field(default=None, repr=False)
     boundary_run: SimulatedRun | None = field(default=None, repr=False)
     error_band: CapacityBand | None = None  # the boundary's 80% band on the request-rate axis (set by the caller)
+    seed_spread: Any = None  # with --seeds N: seed_spread.CapacitySpread, the search per seed (set by the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""

@@ -72,11 +72,14 @@ class SimDocument:
         notes: what the reader should know about the run.
         client_latency: the latency added to every TTFT and E2E (``client_latency.ClientLatency``: seconds and
             source); None (left out of the JSON) when none was given.
+        seed_spread: with ``--seeds N`` (N > 1), each figure's min–max over the seeds
+            (``seed_spread.SeedSpread``; its JSON ``{"ttft_s.mean": {"min", "max", "n_seeds"}, …}``); None (left
+            out) for one seed.
     """
 
     __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "error_bands", "band_coverage", "notes")
-    __json_optional__ = ("client_latency",)
+                "error_bands", "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -87,6 +90,7 @@ class SimDocument:
     error_bands: dict[str, PredictionBand] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     client_latency: Any = None
+    seed_spread: Any = None
 
     @property
     def kept_up(self) -> bool:

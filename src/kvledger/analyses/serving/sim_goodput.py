@@ -89,8 +89,10 @@ class BoundaryLine:
     simulation: SimProvenance
     notes: list[str]
     error_band: CapacityBand | None
+    seed_spread: Any = None
+    seed_boundaries: list[dict[str, Any]] | None = None
 
-    __json_optional__ = ("error_band",)
+    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries")
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ class SimGoodputSearch:
         figures = BoundaryFigures(sb.boundary, sb.boundary_per_replica, sb.boundary_per_gpu,
                                   sb.goodput_at_boundary_req_per_s, sb.goodput_at_boundary_req_per_s_per_gpu,
                                   sb.num_requests_per_probe)
-        return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band)]
+        spread = sb.seed_spread
+        return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
+                                   None if spread is None else spread.boundaries())]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
@@ -135,9 +139,26 @@ def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
 
 def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis: str, *, lo: float | None = None,
                              hi: float | None = None, tol: float | None = None,
-                             synthetic: SyntheticSpec | None = None) -> SimGoodputSearch:
-    """``sim_boundary.search_sim_boundary``, with the 80% capacity band of its boundary on the request-rate axis."""
+                             synthetic: SyntheticSpec | None = None, seeds: int = 1) -> SimGoodputSearch:
+    """``sim_boundary.search_sim_boundary``, with the 80% capacity band of its boundary on the request-rate axis;
+    ``seeds`` > 1 repeats the whole search with seeds ``args.seed + 1`` … after the first, one after the other, and
+    attaches each seed's capacity and their min–max (``seed_spread.capacity_spread``); the reported search, its
+    probes and band stay the first seed's."""
     sb = search_sim_boundary(args, slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    if seeds > 1:
+        from dataclasses import replace
+
+        from kvledger.analyses.serving.seed_spread import capacity_spread, seed_list, seed_used
+
+        def search_seed(seed: int) -> SimBoundary:
+            return search_sim_boundary(replace(args, seed=seed), slo, target, axis, lo=lo, hi=hi, tol=tol,
+                                       synthetic=synthetic)
+
+        probe = replace(args, rate=1.0) if sb.axis == "request_rate" else args  # a probe draws as any rate's does
+        sb.seed_spread = capacity_spread(sb, seed_list(args.seed, seeds),
+                                         search_seed if seed_used(probe, synthetic) else None)
+        if sb.seed_spread.note is not None:
+            sb.notes.append(sb.seed_spread.note)
     if sb.axis == "request_rate":
         sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
         q = queue_growth(sb.boundary_run.run, N.OVERLOAD_ADVICE_CAPACITY) if sb.boundary_run is not None else None

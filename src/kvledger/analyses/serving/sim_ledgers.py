@@ -32,12 +32,13 @@ __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_
 
 @dataclass(frozen=True, slots=True)
 class SyntheticSpec:
-    """A synthetic workload: Gamma arrivals at the run's rate (CV ``cv``; 1 = Poisson) and sampled lengths.
+    """A synthetic workload: Gamma arrivals at the run's rate (CV ``cv``; 1 = Poisson, 0 = fixed interval) and
+    sampled lengths.
 
     Attributes:
         prompt, output: length distributions as text for ``kvledger.dynamics.workload.synthetic.parse_lengths``
             (``fixed:512``, ``uniform:1:512``, ``exp:128:1536``, ``lognormal:1000:0.8``, ``trace:azure-conv:prompt``).
-        cv: coefficient of variation of the inter-arrival gaps (vLLM's burstiness k = 1/cv²).
+        cv: coefficient of variation of the inter-arrival gaps (vLLM's burstiness k = 1/cv²; 0: every gap 1/rate).
     """
 
     prompt: str
@@ -48,7 +49,7 @@ class SyntheticSpec:
         """The requests, drawn from ``seed`` (same arguments, same requests).
 
         Raises:
-            InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not > 0.
+            InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not ≥ 0.
         """
         from kvledger.dynamics.workload.synthetic import parse_lengths, synthetic_workload  # not for a trace run
 
@@ -66,6 +67,8 @@ class SyntheticSpec:
         """``synthetic Poisson arrivals at 2 req/s drawn with seed 0`` (the rule of ``synthetic.arrival_times``)."""
         if math.isinf(rate_per_s):
             return "every request at t = 0"
+        if self.cv == 0:
+            return f"synthetic fixed-interval arrivals at {rate_per_s:g} req/s, one every {1.0 / rate_per_s:g} s"
         kind = "Poisson arrivals" if self.cv == 1.0 else f"arrivals with Gamma gaps of CV {self.cv:g}"
         return f"synthetic {kind} at {rate_per_s:g} req/s drawn with seed {seed}"
 

@@ -4,6 +4,7 @@ Arrivals follow vLLM's ``benchmarks/serve.py`` convention: the first request is 
 t = 0 and each later one after an inter-arrival gap drawn from a Gamma distribution with
 shape k and mean 1/rate. k = 1 is a Poisson process; vLLM calls k the ``burstiness``;
 the gaps' coefficient of variation is CV = 1/√k, so we take ``cv`` and use k = 1/CV².
+CV = 0 is the limit k → ∞: every gap is exactly 1/rate (a fixed-interval client timer), and no gap is drawn.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ def arrival_times(n: int, rate_per_s: float, *, cv: float = 1.0, seed: int | np.
     """Arrival times of ``n`` requests, s, shape ``(n,)``, float64, non-decreasing, first at 0.
 
     Gaps are Gamma(shape = 1/cv², scale = cv²/rate): mean 1/rate, coefficient of variation ``cv``
-    (cv = 1: exponential gaps, a Poisson process; cv > 1: bursty; cv < 1: smoother than Poisson).
-    ``rate_per_s = inf`` sends everything at t = 0 (a burst, as offline benchmarks do).
+    (cv = 1: exponential gaps, a Poisson process; cv > 1: bursty; cv < 1: smoother than Poisson; cv = 0: request i
+    at exactly i/rate, nothing drawn from ``seed``, so a caller's later draws are those it would make with no
+    arrivals at all). ``rate_per_s = inf`` sends everything at t = 0 (a burst, as offline benchmarks do).
 
     Raises:
-        InputError: n < 0, rate not > 0, cv not > 0.
+        InputError: n < 0, rate not > 0, cv not ≥ 0.
     """
     if n < 0:
         raise InputError(f"number of requests must be ≥ 0, got {n}")
@@ -42,8 +44,10 @@ def arrival_times(n: int, rate_per_s: float, *, cv: float = 1.0, seed: int | np.
         raise InputError(f"arrival rate must be > 0 req/s (inf for a burst), got {rate_per_s}")
     if math.isinf(rate_per_s) or n <= 1:
         return np.zeros(n, dtype=np.float64)
-    if not (cv > 0 and math.isfinite(cv)):
-        raise InputError(f"arrival CV must be a finite number > 0, got {cv}")
+    if not (cv >= 0 and math.isfinite(cv)):
+        raise InputError(f"arrival CV must be a finite number ≥ 0 (0 = a fixed interval of 1/rate), got {cv}")
+    if cv == 0:
+        return np.arange(n, dtype=np.float64) / rate_per_s  # i/rate, one correctly rounded division each
     rng = make_rng(seed)
     shape = 1.0 / (cv * cv)
     gaps = rng.gamma(shape, 1.0 / (rate_per_s * shape), size=n - 1)

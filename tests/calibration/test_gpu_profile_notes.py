@@ -1,0 +1,106 @@
+"""``calibrate --scope gpu`` on inference-perf stages: the profile carries the notes ``validate`` gives on the same
+stages (the client's prompt pool, its closed-loop cap, the TPOT compared), each once; the profile's label names each
+run once, by its experiment folder where file names repeat."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.accounting.gpu_profile import load_gpu_profile, run_names
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration import gpu_fit
+from kvledger.calibration.gpu_fit import GpuFit, calibrate_gpu_files
+from kvledger.cli.main import app
+
+STAGES = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
+H100 = "NVIDIA H100 80GB SXM5"
+ARGS = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version="0.11.0", max_model_len=512,
+                      max_num_seqs=128)
+
+
+@pytest.fixture()
+def fixed_fit(monkeypatch):
+    # the notes and labels do not depend on the fractions: skip the search, price every run at 0.5/0.6
+    monkeypatch.setattr(gpu_fit, "fit_gpu_fractions", lambda items, **kw: GpuFit(H100, 0.5, 0.6, 1.0, 1.0, 0))
+
+
+def _experiment(root: Path, name: str = "vllm") -> Path:
+    """A copy of the bundled stages 0 and 4 with their client config, whose model is made a bundled one (the sample
+    names meta-llama/Meta-Llama-3-8B-Instruct, not bundled; the fit reads the model from the config)."""
+    folder = root / name / "results"
+    folder.mkdir(parents=True)
+    for i in (0, 4):
+        shutil.copy(STAGES / f"stage_{i}_lifecycle_metrics.json", folder)
+    text = (STAGES / "config.yaml").read_text()
+    (folder / "config.yaml").write_text(text.replace("meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Llama-3.1-8B"))
+    return folder
+
+
+@pytest.fixture()
+def exp(tmp_path) -> Path:
+    return _experiment(tmp_path)
+
+
+def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
+    # stage 0 (1 req/s) kept up; stage 4 (148.89 req/s requested, 117.04 achieved < 95%) fell behind, so it is replayed
+    # as a closed loop of config.yaml's 44 workers × 10 = 440 users. Stage 0 is given twice: its notes appear once.
+    s0, s4 = str(exp / "stage_0_lifecycle_metrics.json"), str(exp / "stage_4_lifecycle_metrics.json")
+    prof = calibrate_gpu_files([s0, s4, s0], ARGS)
+    notes = prof["notes"]
+    assert len(notes) == len(set(notes))
+    loop = [n for n in notes if "the client fell behind" in n]
+    assert loop == ["stage_4_lifecycle_metrics: the client fell behind (achieved 117 of 149 req/s requested): "
+                    f"replayed as a closed loop of 440 users, from {exp / 'config.yaml'}: load.num_workers 44 × "
+                    "load.worker_max_concurrency 10 (inference-perf: each worker holds that many requests in flight "
+                    "at most)"]
+    # the pool: num_unique_system_prompts 10 × num_users_per_system_prompt 10 = 100 whole prompts re-sent in turn
+    assert any(n.startswith(f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts") for n in notes)
+    assert any(n.startswith("TPOT: inference-perf's time_per_output_token") for n in notes)
+    # every note validate gives on stage 4 but its engine's (KV pool, async scheduling) is in the profile
+    res = CliRunner().invoke(app, ["validate", s4, "--model", ARGS.model, "--gpu", "H100", "--engine-version",
+                                   "0.11.0", "--max-model-len", "512", "--max-num-seqs", "128", "--json"])
+    assert res.exit_code == 0, res.output
+    said = [n for n in json.loads(res.output)["notes"] if not n.startswith(("KV pool", "async scheduling"))]
+    assert len(said) == 4 and set(said) <= set(notes)
+
+
+def test_the_label_names_each_run_once_and_the_text_prints_the_notes(fixed_fit, exp, tmp_path):
+    out, s0 = tmp_path / "h100.json", str(exp / "stage_0_lifecycle_metrics.json")
+    res = CliRunner().invoke(app, ["calibrate", "--scope", "gpu", s0, s0, "--model", ARGS.model,
+                                   "--gpu", "H100", "--engine-version", "0.11.0", "--max-model-len", "512",
+                                   "--out", str(out)], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "note: " + f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts" in res.output
+    # was "fitted on stage_0_lifecycle_metrics, stage_0_lifecycle_metrics"
+    assert load_gpu_profile(out).label == f"GPU profile {out} (fitted on stage_0_lifecycle_metrics)"
+
+
+def test_runs_of_one_file_name_are_named_by_their_experiment_folder(tmp_path):
+    # a profile whose runs carry the bare file name (as calibrate wrote them before it named folders): three runs,
+    # two from `vllm/results/`, one from `vllm+batch_size/results/`, all `stage_0_lifecycle_metrics`; one repeated
+    name = "stage_0_lifecycle_metrics"
+    runs = [{"label": name, "source": str(tmp_path / e / "results" / f"{name}.json"), "model": "M", "tp": 1,
+             "ttft_mean_rel_error": t, "tpot_mean_rel_error": 0.01}
+            for e, t in (("vllm", -0.5), ("vllm+batch_size", -0.25), ("vllm", -0.5))]
+    assert run_names(runs) == ["vllm/stage_0", "vllm+batch_size/stage_0", "vllm/stage_0"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.5,
+                                "bandwidth_fraction": 0.6, "runs": runs}))
+    prof = load_gpu_profile(path)
+    assert prof.label == f"GPU profile {path} (fitted on vllm/stage_0, vllm+batch_size/stage_0)"
+    # the model and TP once, each run once: −0.5 → −50%, −0.25 → −25%, 0.01 → +1%
+    assert prof.fit_error == "M TP 1: vllm/stage_0 TTFT -50%, TPOT +1%; vllm+batch_size/stage_0 TTFT -25%, TPOT +1%"
+
+
+def test_stage_files_of_two_experiments_get_folder_labels(fixed_fit, tmp_path):
+    # the same stage file name in two experiment folders (each with its client config): validate's labels, in the
+    # profile too
+    paths = [str(_experiment(tmp_path, e) / "stage_0_lifecycle_metrics.json") for e in ("vllm", "vllm+batch_size")]
+    prof = calibrate_gpu_files(paths, ARGS)
+    assert [r["label"] for r in prof["runs"]] == ["vllm/stage_0", "vllm+batch_size/stage_0"]
+    assert sum("shared_prefix pool of 100" in n for n in prof["notes"]) == 2  # one per experiment's config.yaml
