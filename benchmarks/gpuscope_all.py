@@ -167,7 +167,8 @@ def _window(run):
     """The stage's first ``STAGE_REQUESTS`` requests (``stage_run``'s ``max_requests``: the same workload, cut), which
     the fits replay for speed. The errors replay the whole stage, as ``kvledger validate`` does: a window of a
     saturated stage ends in a drain (the last requests finish at a shrinking batch) that is a sixth of its length
-    against ~1% of the measured stage's, and starts with a prefix cache the real server had warmed in the stages before."""
+    against ~1% of the measured stage's, and starts with a prefix cache the real server had warmed in the stages
+    before."""
     from dataclasses import replace
 
     return replace(run, requests=run.requests[:STAGE_REQUESTS])
