@@ -138,6 +138,16 @@ def test_cli_json_table_and_errors():
             run(*base, *args)
 
 
+def test_a_range_error_names_the_pool_flag_as_spelled():
+    # the pool limits' parameters are short (prefill_mnbt, decode_mns); the error names the flag the user typed, not
+    # "--prefill-mnbt" (the message before the pool flags became a group)
+    base = ("disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM")
+    for flag in ("--prefill-max-num-batched-tokens", "--decode-max-num-seqs", "--tune-prefill-max-num-batched-tokens",
+                 "--tune-decode-max-num-seqs"):
+        with pytest.raises(InputError, match=f"^{flag} 0 is out of range"):
+            run(*base, flag, "0")
+
+
 def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated():
     from kvledger.analyses.judgments.pd_disagg_summary import _tuning_sentences
 
@@ -169,3 +179,24 @@ def test_max_rate_search_is_distserve_goodput_per_gpu(study):
         assert s["points"] and 3.0 <= s["points"][0]["value"]  # bisection in [0.1, 1.5] × 30 req/s
         assert d.max_rate_per_gpu == (None if s["boundary_value"] is None else s["boundary_value"] / 4)
     assert "DistServe goodput" in rep.verdict[1]
+
+
+def test_each_pool_keeps_the_settings_that_are_not_dumped(specs):
+    # the pools' plans are rebuilt per TP from the study's settings; model_dump leaves out model_runner (and the two
+    # TensorRT-LLM fields), so a rebuild from it alone fell back to "auto" and planned with the version's default
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+
+    gpu = get_gpu("H100-SXM")
+    study = DisaggStudy(load_model("meta-llama/Llama-3.1-8B"), gpu, make_settings(max_model_len=8192,
+                                                                                   model_runner="v2"),
+                        link_from_gpu(gpu, "nvlink", 1e-3), parse_slo("ttft=200ms,tpot=50ms"))
+    ov = (("max_num_seqs", 64),)
+    dep = Deployment("disaggregated", 1, 1, 1, 2, ov, ())
+    run_deployment(study, dep, specs[:20])
+    prefill, decode = study.plan(dep.tp, dep.overrides), study.plan(dep.decode_tp, dep.decode_overrides)
+    assert prefill.settings.model_runner == "v2" and decode.settings.model_runner == "v2"
+    assert (prefill.settings.tp, prefill.settings.max_num_seqs) == (1, 64) and decode.settings.tp == 2
+    assert prefill.settings.max_model_len == decode.settings.max_model_len == 8192

@@ -199,11 +199,11 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
                 "sizing": {"monthly_usd": usd}}
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
-    # (error_bands.json throughput −6.9 … +21.5%: capacity ×1/1.2153 = ×0.8228, 1 − 0.8228 = 17.7%)
+    # (error_bands.json throughput −6.1 … +22.4%: capacity ×1/1.2239 = ×0.8171, 1 − 0.8171 = 18.3%)
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
     assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
-    assert m.band == pytest.approx(1 - 1 / 1.2153215393311687)
-    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 17.7%
+    assert m.band == pytest.approx(1 - 1 / 1.22386256700245544)
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 18.3%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
 
 
@@ -266,8 +266,8 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # regime's throughput errors −3.2 … +3.3% (error_bands.json, 2 points) are fewer than 10, so it widens to the
     # cross-model band −48.7 … +95.0% (error_bands.json cross_model; the profile's in-sample throughput errors +0.6%
     # and −0.5% lie inside): capacity multipliers 1 / 1.95 = 0.5128 to 1 / (1 − 0.4872) = 1.95. A runner-up 50%
-    # dearer can swap inside it (1.95 / 0.5128 = 3.8× > 1.5×); the uncalibrated band (−6.9 … +21.5%: ×0.823 … ×1.075,
-    # 1.075 / 0.823 = 1.31× < 1.5×) said it could not.
+    # dearer can swap inside it (1.95 / 0.5128 = 3.8× > 1.5×); the uncalibrated band (−6.1 … +22.4%: ×0.817 … ×1.065,
+    # 1.065 / 0.817 = 1.30× < 1.5×) said it could not.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band

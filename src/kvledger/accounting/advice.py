@@ -218,6 +218,13 @@ def advise(p: Plan, build: Callable) -> Advice:
                     f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)), est_low)
+    return _fits(p, build)
+
+
+def _fits(p: Plan, build: Callable) -> Advice:
+    """The verdict of a plan that fits: concurrency at max_model_len and at the contexts asked, the max_num_seqs cap,
+    and fixes that raise a low concurrency."""
+    m = p.memory
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []

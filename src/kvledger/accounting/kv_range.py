@@ -13,7 +13,7 @@ import math
 from kvledger.accounting.memory import Deduction, floor_div
 from kvledger.units import GiB
 
-__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat"]
+__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat", "printed_gib_block_range"]
 
 
 def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
@@ -65,3 +65,11 @@ def no_fit_caveat(ranges: dict[str, tuple[float, float]] | None) -> str:
     """What the range does to "max_model_len does not fit": a sentence when its high end holds one request, else ""."""
     high = (ranges or {}).get("max_concurrency", (0.0, 0.0))[1]
     return f" It may fit after all: the range's high end holds {high:.2f}x." if high >= 1 else ""
+
+
+def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:
+    """Block counts consistent with an available-memory figure printed as GiB to 2 decimals (±0.005 GiB), (min, max)."""
+    shown = round(available_bytes / GiB, 2)
+    lo = max(0, math.ceil((shown - 0.005) * GiB))
+    hi = math.ceil((shown + 0.005) * GiB) - 1
+    return lo // bytes_per_block, hi // bytes_per_block

@@ -18,7 +18,7 @@ from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv
 
-__all__ = ["AllocGroup", "KVLayout", "vllm_layout"]
+__all__ = ["AllocGroup", "KVLayout", "vllm_layout", "estimate_max_model_len"]
 
 
 def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool,
@@ -125,3 +125,16 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
                      f"into groups of {group_size}")
     attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)
     return KVLayout(tuple(groups), group_size * max_page, attn_bs, padding, tuple(notes))
+
+
+def estimate_max_model_len(layout: KVLayout, usable_blocks: int, inflight_tokens: int, upper: int) -> int:
+    """Largest L ≤ upper whose per-request demand fits the usable blocks (vLLM
+    ``_estimate_max_model_len_from_groups``), tokens."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if layout.blocks_per_request(mid, inflight_tokens) <= usable_blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -110,6 +110,22 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
+    lines, mrr, mamba_note = _printed_and_requests(model, s, pools, L)
+    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
+             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else []))
+    if ver > SGLANG_LATEST:
+        notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
+    label = f"{sglang_version_text(ver)} rules"
+    return MemoryPlan("sglang", label, total, "mem_fraction_static", mfs, int(pre_free), items,
+                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
+                          tokens, lines,
+                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
+                      N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng)
+
+
+def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int) -> tuple[tuple[str, ...], int, list[str]]:
+    """(the lines SGLang prints for its pools, its max_running_requests, the note when the Mamba pool caps it)."""
+    tokens = pools.full_tokens
     is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
@@ -128,16 +144,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         if cap < mrr:
             mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
-    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
-             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else []))
-    if ver > SGLANG_LATEST:
-        notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
-    label = f"{sglang_version_text(ver)} rules"
-    return MemoryPlan("sglang", label, total, "mem_fraction_static", mfs, int(pre_free), items,
-                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
-                          tokens, lines,
-                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng)
+    return lines, mrr, mamba_note
 
 
 def _sglang_ranges(kv: KVLedger, page: int, max_model_len: int, ends: list[int]) -> dict[str, tuple[float, float]]:

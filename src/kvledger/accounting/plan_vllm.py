@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
-from kvledger.accounting.kv_range import kv_ranges
+from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
-from kvledger.accounting.kvlayout import KVLayout, vllm_layout
+from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
@@ -167,6 +167,23 @@ def _stage_summary(b: _Stage, binds: bool) -> dict:
     return d
 
 
+@dataclass(frozen=True)
+class _Budget:
+    """What the pool is sized from: max_model_len L and the batch limits and block size (tokens, sequences), the device
+    total with its low/high and the bytes gpu_memory_utilization requests (B), the Mamba cache rule (or None)."""
+
+    L: int
+    totals: tuple[int, int, int]
+    mnbt: int
+    seqs: int
+    block_size: int
+    dsv4: bool
+    unify: bool
+    util: float
+    requested: int
+    mamba: R.MambaCacheRule | None
+
+
 def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
               checkpoint: ModelSpec | None = None) -> VllmResult:
     """Plan the KV pool as this vLLM version would on each of ``s.tp × s.pp`` GPUs (per GPU of the binding stage).
@@ -175,16 +192,26 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
         InputError: an impossible combination (see resolve_max_model_len, block size 0, PP above the layer count).
     """
     ver = R.parse_version(s.engine_version or R.LATEST)
-    vtxt = ".".join(map(str, ver))
     notes: list[str] = []
     if ver > R.parse_version(R.LATEST):
-        notes.append(N.vllm_newer_than_read(vtxt, R.LATEST))
+        notes.append(N.vllm_newer_than_read(".".join(map(str, ver)), R.LATEST))
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
+    b = _budget(model, gpu, s, ver, checkpoint or model, notes)
+    stages = _stage_budgets(model, gpu, s, kv, ver, b.mnbt, b.seqs, b.block_size, b.unify, b.requested,
+                            checkpoint or model, b.mamba)
+    bind = min(stages, key=lambda st: (st.blocks, -st.stage.rank))
+    if bind.layout.block_size != b.block_size:
+        notes[-2] += N.hybrid_block_size(bind.layout.block_size)
+    return _pool(model, gpu, s, ver, b, stages, bind, notes)
+
+
+def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: ModelSpec, notes: list[str]) -> _Budget:
+    """The inputs of every stage's budget, by this version's defaults where ``s`` leaves them; appends their notes."""
     L, _ = resolve_max_model_len(model, s)
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
-    total, total_lo, total_hi = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
-    d_mnbt, d_seqs, why = R.default_batch_limits(ver, total, gpu.name, L, sliding)
+    totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
@@ -203,46 +230,48 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
     if ver >= (0, 22, 0) or s.model_runner != "auto":
-        notes.append(runner_note(_runner(checkpoint or model, gpu, s, ver), ver))
-    requested = math.ceil(total * util)
+        notes.append(runner_note(_runner(checkpoint, gpu, s, ver), ver))
     mamba = mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:
         notes.append(mamba.source)
-    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model, mamba)
-    bind = min(stages, key=lambda b: (b.blocks, -b.stage.rank))
-    layout, items, available = bind.layout, bind.items, bind.available
-    if layout.block_size != B:
-        notes[-2] += N.hybrid_block_size(layout.block_size)
-    given = s.available_kv_memory_bytes is not None
+    return _Budget(L, totals, mnbt, seqs, B, dsv4, unify, util, math.ceil(totals[0] * util), mamba)
+
+
+def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stages: list[_Stage], bind: _Stage,
+          notes: list[str]) -> VllmResult:
+    """The pool of the binding stage ``bind``: its block count, usable blocks, tokens, printed lines and ranges."""
+    layout, items, L = bind.layout, bind.items, b.L
     no_groups = not layout.groups  # the binding GPU keeps no KV cache group
     kv_free = all(layer is None for layer in model.layers)  # ... because the whole model keeps none of its own
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
     v0 = R.era(ver) == "v0"
-    usable = 0 if no_groups else n if v0 else max(0, n - 1)
-    F, fsrc = R.sliding_inflight_tokens(ver, mnbt)
-    notes += _pool_notes(s, ver, bind, n, seqs, kv_free, (F, fsrc))
+    F, fsrc = R.sliding_inflight_tokens(ver, b.mnbt)
+    notes += _pool_notes(s, ver, bind, n, b.seqs, kv_free, (F, fsrc))
     Rl = layout.blocks_per_request(L, F)
-    if dsv4:
+    if b.dsv4:
         notes.append(dsv4_reservation_note(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl,
                                      cpu_blocks) if n > 0 and not no_groups else []
-    summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
+    summaries = tuple(_stage_summary(st, st is bind) for st in stages) if s.pp > 1 else ()
+    total, total_lo, total_hi = b.totals
     rng = {} if no_groups else kv_ranges(
-        total_lo, total_hi, util, items, layout.bytes_per_block,
+        total_lo, total_hi, b.util, items, layout.bytes_per_block,
         given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
         num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
     if no_groups:
         pool_tokens = 0
-    elif dsv4 and Rl:
+    elif b.dsv4 and Rl:
         pool_tokens = int(n / Rl * L)
     else:
         pool_tokens = (n // len(layout.groups)) * layout.block_size
-    startup = vllm_startup_check(ver, gpu, total, util, requested, s.tp) if s.wddm else None
-    mem = MemoryPlan("vllm", vtxt, total, "gpu_memory_utilization", util, requested, tuple(items), available,
-                     given, layout.block_size, layout.bytes_per_block, n, usable, pool_tokens,
-                     tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng, startup)
+    startup = vllm_startup_check(ver, gpu, total, b.util, b.requested, s.tp) if s.wddm else None
+    usable = 0 if no_groups else n if v0 else max(0, n - 1)
+    mem = MemoryPlan("vllm", ".".join(map(str, ver)), total, "gpu_memory_utilization", b.util, b.requested,
+                     tuple(items), bind.available, s.available_kv_memory_bytes is not None, layout.block_size,
+                     layout.bytes_per_block, n, usable, pool_tokens, tuple(lines), L, b.mnbt, b.seqs,
+                     tuple(notes) + layout.notes, f"× gpu_memory_utilization {b.util} (ceil)", summaries, kv_free, rng,
+                     startup)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 
@@ -269,26 +298,3 @@ def _pool_notes(s: PlanSettings, ver, bind: _Stage, n: int, seqs: int, kv_free: 
     if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
         notes.append(N.sliding_inflight(*inflight))
     return notes
-
-
-
-def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:
-    """Block counts consistent with an available-memory figure printed as GiB to 2 decimals (±0.005 GiB), (min, max)."""
-    shown = round(available_bytes / GiB, 2)
-    lo = max(0, math.ceil((shown - 0.005) * GiB))
-    hi = math.ceil((shown + 0.005) * GiB) - 1
-    return lo // bytes_per_block, hi // bytes_per_block
-
-
-def estimate_max_model_len(layout: KVLayout, usable_blocks: int, inflight_tokens: int, upper: int) -> int:
-    """Largest L ≤ upper whose per-request demand fits the usable blocks (vLLM
-    ``_estimate_max_model_len_from_groups``), tokens."""
-    lo, hi = 0, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if layout.blocks_per_request(mid, inflight_tokens) <= usable_blocks:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-

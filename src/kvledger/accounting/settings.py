@@ -82,18 +82,12 @@ class PlanSettings:
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
         disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
             estimate). distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
-<<<<<<< HEAD
         nnodes: nodes the TP × PP group spans (custom all-reduce off when a TP group spans nodes, ceil(nnodes / pp) > 1,
             and under mp from vLLM 0.11.1: vllm_custom_ar.engine_disables_ca). sampler_backend: "auto" (the version's
             choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12
             with VLLM_ROCM_USE_AITER=1).
-=======
-        nnodes: nodes the TP × PP group spans (custom all-reduce is off when a TP group spans nodes, ceil(nnodes / pp)
-            > 1). sampler_backend: "auto" (the version's choice, vllm_sampler.py), "flashinfer" or "pytorch"
-            (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12 with VLLM_ROCM_USE_AITER=1).
         model_runner: vLLM's model runner, "auto" (the version's default for the model, vllm_runner.py), "v1" or "v2"
             (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the plan's notes name the runner.
->>>>>>> vllm-v2-runner
     """
 
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"

@@ -8,6 +8,7 @@ follow the Hugging Face modeling files named in each docstring.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
@@ -98,6 +99,22 @@ def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
     return FullAttention(nkv, hd, vd, nh)
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """A decoder's config-wide facts its layers are built from: hidden size, heads, KV heads, head size, layers, the
+    last layers reusing earlier K/V (count), the cross-attention layers, and the q/k/v and o projection biases."""
+
+    h: int
+    nh: int
+    nkv: int
+    hd: int
+    n: int
+    shared: int
+    cross: set[int]
+    qkv_bias: bool
+    o_bias: bool
+
+
 def decoder(c: Cfg, mt: str) -> Family:
     """Decoder-only softmax attention with a dense or MoE MLP: Llama, Mistral, Qwen, Phi-3, Gemma, gpt-oss, Llama-4
     text, StarCoder2, LFM2 — and any config with the standard decoder fields.
@@ -111,8 +128,6 @@ def decoder(c: Cfg, mt: str) -> Family:
     fam = Family([], [])
     kinds = _attn_kinds(c, mt, n, fam.notes)
     bias_all = any(c.get(k, False) is True for k in ("attention_bias", "bias", "use_bias", "add_bias_linear"))
-    qkv_bias = mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True
-    o_bias = bias_all and mt not in ("qwen2", "qwen2_moe")
     gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text") or mt.startswith("gemma4")
     layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
     w, _ = embed(c, h, tied_default=True)
@@ -120,20 +135,11 @@ def decoder(c: Cfg, mt: str) -> Family:
     fam.weights = w
     E, k = moe_counts(c, mt)
     fam.num_experts, fam.experts_per_token = E, k
-    if mt not in _VERIFIED_DECODERS:
-        fam.notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {h}, {n} layers, {nh} "
-                         f"heads, "
-                         f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the "
-                         f"Llama "
-                         "layout and may differ from the checkpoint by the family's extra tensors")
-    shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
-    # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
-    if 0 < shared < n:
-        fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep "
-                         f"no cache")
-    cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
-    if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
-        fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
+    shape = _Shape(h, nh, nkv, hd, n, c.int("num_kv_shared_layers", 0, minimum=0, maximum=n),
+                   set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int)),
+                   mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True,
+                   bias_all and mt not in ("qwen2", "qwen2_moe"))
+    _decoder_notes(mt, shape, fam.notes)
     starts = []
     for i in range(n):
         p = f"model.layers.{i}"
@@ -145,36 +151,7 @@ def decoder(c: Cfg, mt: str) -> Family:
             fam.layers.append(spec)
             w += sw
         else:
-            lc = layer_overrides(c, i)
-            _, lnh, lkv, lhd = heads(lc) if lc is not c else (h, nh, nkv, hd)
-            no_cache = i >= n - shared or i in cross
-            if mt == "mimo_v2_flash":
-                lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
-            if "+" in kinds[i]:  # Inkling, ZAYA: attention and a convolution state in one layer
-                lc, lkv, lhd, conv = hybrid_layer(c, kinds[i], nh, nkv, hd)
-                fam.layers.append(conv)
-            # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
-            if mt == "falcon_h1":
-                from kvledger.catalog.statelayers import state_layer  # lazy: hybrid layouts only
-
-                spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
-                fam.layers.append(spec)
-                w += sw
-            spec = None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd)
-            if spec is not None and qsa_layer(c, mt, i):
-                spec, qsa_w = qsa_indexer(c, spec, f"{p}.self_attn.indexer", h, fam.notes if not any(
-                    getattr(layer, "indexer_bytes_per_token", 0) for layer in fam.layers if layer is not None) else [])
-                w += qsa_w
-            fam.layers.append(spec)
-            # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
-            if shared == n:
-                w += mat(f"{p}.self_attn.q_proj", lnh * lhd, h) + mat(f"{p}.self_attn.o_proj", h, lnh * lhd)
-            else:
-                w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
-            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2") or mt.startswith("gemma4"):
-                w += norm(f"{p}.self_attn.q_norm", lhd) + ([] if shared == n else norm(f"{p}.self_attn.k_norm", lhd))
-            if mt == "gpt_oss":
-                w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
+            w += _attention_layer(c, mt, i, kinds[i], shape, fam)
         norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                  "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm",
                                                                                 "post_attention_layernorm")
@@ -186,6 +163,58 @@ def decoder(c: Cfg, mt: str) -> Family:
     fam.notes += [why] if why else []
     w += norm("model.norm", h, bias=layer_norm)
     return fam
+
+
+def _decoder_notes(mt: str, s: _Shape, notes: list[str]) -> None:
+    """Append the notes on an unverified model_type, cross-layer KV sharing and cross-attention layers."""
+    if mt not in _VERIFIED_DECODERS:
+        notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {s.h}, {s.n} layers, "
+                     f"{s.nh} heads, "
+                     f"{s.nkv} KV heads of {s.hd}); KV per token follows vLLM's rules, the parameter count uses the "
+                     f"Llama "
+                     "layout and may differ from the checkpoint by the family's extra tensors")
+    # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+    if 0 < s.shared < s.n:
+        notes.append(f"cross-layer KV sharing: the last {s.shared} of {s.n} layers reuse earlier layers' K/V and keep "
+                     f"no cache")
+    if s.cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
+        notes.append(f"{len(s.cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
+
+
+def _attention_layer(c: Cfg, mt: str, i: int, kind: str, s: _Shape, fam: Family) -> list:
+    """Append layer ``i``'s attention (and any state mixer beside it) to ``fam.layers``; return its weights."""
+    p, w = f"model.layers.{i}", []
+    lc = layer_overrides(c, i)
+    _, lnh, lkv, lhd = heads(lc) if lc is not c else (s.h, s.nh, s.nkv, s.hd)
+    no_cache = i >= s.n - s.shared or i in s.cross
+    if mt == "mimo_v2_flash":
+        lc, lkv, lhd = mimo_v2_layer(c, kind, s.nkv, s.hd, fam.notes if i == 0 else [])
+    if "+" in kind:  # Inkling, ZAYA: attention and a convolution state in one layer
+        lc, lkv, lhd, conv = hybrid_layer(c, kind, s.nh, s.nkv, s.hd)
+        fam.layers.append(conv)
+    # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
+    if mt == "falcon_h1":
+        from kvledger.catalog.statelayers import state_layer  # lazy: hybrid layouts only
+
+        spec, sw = state_layer(c, "mamba", mt, p, s.h, s.nh, s.hd)
+        fam.layers.append(spec)
+        w += sw
+    spec = None if no_cache else _attn_spec(lc, kind.split("+")[0], lnh, lkv, lhd)
+    if spec is not None and qsa_layer(c, mt, i):
+        spec, qsa_w = qsa_indexer(c, spec, f"{p}.self_attn.indexer", s.h, fam.notes if not any(
+            getattr(layer, "indexer_bytes_per_token", 0) for layer in fam.layers if layer is not None) else [])
+        w += qsa_w
+    fam.layers.append(spec)
+    # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
+    if s.shared == s.n:
+        w += mat(f"{p}.self_attn.q_proj", lnh * lhd, s.h) + mat(f"{p}.self_attn.o_proj", s.h, lnh * lhd)
+    else:
+        w += std_attention(f"{p}.self_attn", s.h, lnh, lkv, lhd, qkv_bias=s.qkv_bias, o_bias=s.o_bias)
+    if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2") or mt.startswith("gemma4"):
+        w += norm(f"{p}.self_attn.q_norm", lhd) + ([] if s.shared == s.n else norm(f"{p}.self_attn.k_norm", lhd))
+    if mt == "gpt_oss":
+        w += vec(f"{p}.self_attn.sinks", s.nh, tp="shard")
+    return w
 
 
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",

@@ -12,7 +12,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.compressed_mla import CompressedMLAAttention
 from kvledger.catalog.families_mlp import moe_counts
 from kvledger.catalog.family_base import Family, embed
-from kvledger.catalog.weights import gated_mlp, mat, moe_experts, norm, vec
+from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, vec
 
 __all__ = ["deepseek_v4", "compress_ratios"]
 
@@ -51,6 +51,24 @@ def compress_ratios(c: Cfg, n: int, notes: list[str] | None = None) -> list[int]
     return out
 
 
+def _compressor_weights(a: str, r: int, h: int, hd: int, q_lora: int, index: tuple[int, int]) -> list[Weight]:
+    """The compressor of a layer at compress ratio ``r`` > 1 and, at ratio 4, the indexer (``index``: its head dim and
+    heads) with its own compressor, under attention prefix ``a``."""
+    ihd, inh = index
+    w: list[Weight] = []
+    if r > 1:
+        coff = 2 if r == 4 else 1
+        w += mat(f"{a}.compressor.fused_wkv_wgate", 2 * coff * hd, h, tp="replicate")
+        w += vec(f"{a}.compressor.ape", r * coff * hd) + norm(f"{a}.compressor.norm", hd)
+    if r == 4:
+        x = f"{a}.indexer"
+        w += mat(f"{x}.wq_b", inh * ihd, q_lora, tp="replicate") + mat(f"{x}.weights_proj", inh, h, tp="replicate",
+                                                                       linear=False)
+        w += mat(f"{x}.compressor.fused_wkv_wgate", 2 * 2 * ihd, h, tp="replicate")
+        w += vec(f"{x}.compressor.ape", 4 * 2 * ihd) + norm(f"{x}.compressor.norm", ihd)
+    return w
+
+
 def deepseek_v4(c: Cfg) -> Family:
     """Per layer: a ``CompressedMLAAttention`` and the weights vLLM loads (attention with grouped low-rank output,
     compressor and indexer where the ratio asks for them, hyper-connection mixers, MoE with shared experts)."""
@@ -83,16 +101,7 @@ def deepseek_v4(c: Cfg) -> Family:
         w += mat(f"{a}.wq_b", nh * hd, q_lora) + norm(f"{a}.kv_norm", hd)
         w += mat(f"{a}.wo_a", groups * o_lora, nh * hd // groups) + mat(f"{a}.wo_b", h, groups * o_lora)
         w += vec(f"{a}.attn_sink", nh, tp="shard")
-        if r > 1:
-            coff = 2 if r == 4 else 1
-            w += mat(f"{a}.compressor.fused_wkv_wgate", 2 * coff * hd, h, tp="replicate")
-            w += vec(f"{a}.compressor.ape", r * coff * hd) + norm(f"{a}.compressor.norm", hd)
-        if r == 4:
-            x = f"{a}.indexer"
-            w += mat(f"{x}.wq_b", inh * ihd, q_lora, tp="replicate") + mat(f"{x}.weights_proj", inh, h, tp="replicate",
-                                                                           linear=False)
-            w += mat(f"{x}.compressor.fused_wkv_wgate", 2 * 2 * ihd, h, tp="replicate")
-            w += vec(f"{x}.compressor.ape", 4 * 2 * ihd) + norm(f"{x}.compressor.norm", ihd)
+        w += _compressor_weights(a, r, h, hd, q_lora, (ihd, inh))
         w += norm(f"{p}.attn_norm", h) + norm(f"{p}.ffn_norm", h)
         for part in ("attn", "ffn"):
             w += [*mat(f"{p}.hc_{part}_fn", mix_hc, hc_dim, tp="replicate", linear=False),

@@ -69,25 +69,34 @@ def mla(c: Cfg) -> Family:
                 fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
             else:
                 fam.layers.append(_mla_spec(c, i, kinds[i], rope, indexer, "indexed_attention" in kinds))
-            if q_lora:
-                w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
-                w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
-            else:
-                w += mat(f"{p}.q_proj", nh * (nope + rope), h)
-            if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
-                ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
-                w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h,
-                    tp="replicate")
-                w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h,
-                                                                       tp="replicate", linear=False)
-            w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias,
-                     tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
-            w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
+            w += _mla_weights(c, p, h, (nh, nope, rope, v_hd, kv_lora, q_lora), bias, indexer)
         lp = f"model.layers.{i}"
         w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
         w += _mla_mlp(c, lp, h, i, E, first_dense, freq)
     w += norm("model.norm", h)
     return fam
+
+
+def _mla_weights(c: Cfg, p: str, h: int, dims: tuple, bias: bool, indexer: int) -> list[Weight]:
+    """One MLA attention's projections under prefix ``p``: q (low-rank when ``q_lora_rank``), the DSA indexer's when
+    ``indexer``, the latent's kv_a/kv_b and o; ``dims``: heads, nope, rope, v head dims, kv_lora_rank, q_lora_rank."""
+    nh, nope, rope, v_hd, kv_lora, q_lora = dims
+    w: list[Weight] = []
+    if q_lora:
+        w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
+        w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
+    else:
+        w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+    if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+        ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+        w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h,
+            tp="replicate")
+        w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h,
+                                                               tp="replicate", linear=False)
+    w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias,
+             tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
+    w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
+    return w
 
 
 def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds: bool) -> MLAAttention:

@@ -47,21 +47,12 @@ def _gpu_file_model() -> Any:
     return GpuFile
 
 
-def gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
-    fp8_tflops, base, interconnect_gb_s, host_link_gb_s] (links bidirectional, as gpus.csv; they override base's;
-    without either and without base the GPU has no link figure, and TP > 1 or offloading is refused naming the field).
-
-    Raises:
-        ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
-    """
+def _read_table(path: Path) -> Any:
+    """The GPU file's contents, parsed as TOML (a ``.toml`` file) or JSON; ConfigError when unreadable."""
     import tomllib
-
-    from pydantic import ValidationError
 
     from kvledger.catalog.jsonload import loads_located
     from kvledger.errors import ConfigError
-    from kvledger.units import parse_bytes
 
     try:
         if path.stat().st_size > 1 << 20:
@@ -78,6 +69,23 @@ def gpu_file(path: Path) -> GpuSpec:
             raise ConfigError(str(path), f"invalid TOML: {str(err)[:160]}") from None
     else:
         d = loads_located(text, str(path))
+    return d
+
+
+def gpu_file(path: Path) -> GpuSpec:
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
+    fp8_tflops, base, interconnect_gb_s, host_link_gb_s] (links bidirectional, as gpus.csv; they override base's;
+    without either and without base the GPU has no link figure, and TP > 1 or offloading is refused naming the field).
+
+    Raises:
+        ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
+    """
+    from pydantic import ValidationError
+
+    from kvledger.errors import ConfigError
+    from kvledger.units import parse_bytes
+
+    d = _read_table(path)
     if not isinstance(d, dict):
         raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got "
                                      f"{type(d).__name__}")

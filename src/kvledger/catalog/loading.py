@@ -178,22 +178,8 @@ def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool, every_
     return last  # final norms
 
 
-def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
-                   quantization: str | None = None, gpu_arch: str = "sm90",
-                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False) -> LoadedWeights:
-    """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
-
-    Args:
-        tp, pp: tensor- and pipeline-parallel sizes; pp_rank: the stage (0 … pp−1).
-        dtype: vLLM's ``--dtype`` (None/"auto": the config's, float32 checkpoints served in bfloat16).
-        quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
-        gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
-        engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
-        rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
-
-    Raises:
-        InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
-    """
+def _check_layout(model: ModelSpec, tp: int, pp: int, pp_rank: int) -> None:
+    """Whole TP and PP sizes in range, a stage of the pipeline, no more stages than layers; else InputError."""
     if not (isinstance(tp, int) and isinstance(pp, int)) or isinstance(tp, bool) or isinstance(pp, bool):
         raise InputError(f"tensor/pipeline parallel sizes must be whole numbers, got tp={tp!r}, pp={pp!r}")
     OPTION_RANGES["tp"].check("tp", tp)
@@ -202,26 +188,28 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         raise InputError(f"pp_rank {pp_rank} is not a stage of pp={pp}")
     if pp > model.num_layers:
         raise InputError(f"pipeline parallel size {pp} exceeds {model.name}'s {model.num_layers} layers")
+
+
+def _served_dtype(model: ModelSpec, dtype: str | None) -> tuple[str, int]:
+    """(name, bytes per element) of the dtype vLLM's ``--dtype`` serves the weights in; InputError for another."""
     if dtype in (None, "", "auto"):
-        dname, db = model.dtype, model.dtype_bytes
-    elif dtype in SERVED_DTYPE_BYTES:
-        dname, db = (
-            ("float16" if dtype == "half" else "float32" if dtype == "float" else dtype),
-            SERVED_DTYPE_BYTES[dtype],
-        )
-    else:
-        raise InputError(f"--dtype {dtype!r}: expected auto, bfloat16, float16 or float32")
-    q = _scheme(model, quantization)
-    lo, hi = pp_layer_range(model.num_layers, pp, pp_rank)
+        return model.dtype, model.dtype_bytes
+    if dtype in SERVED_DTYPE_BYTES:
+        return ("float16" if dtype == "half" else "float32" if dtype == "float" else dtype), SERVED_DTYPE_BYTES[dtype]
+    raise InputError(f"--dtype {dtype!r}: expected auto, bfloat16, float16 or float32")
+
+
+def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: int, mx: bool,
+                 target: tuple[str, tuple[int, int, int], bool]) -> tuple[dict, int, int, float]:
+    """(bytes of each fused parameter's part on the rank, the quantized MLA kv_b_proj copies' allocated bytes, the
+    ROCm MoE padding, the MXFP4 padding, B) of ``weights`` (those on the rank) for ``target`` (GPU arch, vLLM
+    version, ROCm or not)."""
+    gpu_arch, engine_version, rocm = target
     kv_share = max(1, model.num_kv_heads // tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
-    mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
     mla_copies = moe_pad = mx_pad = 0
-    every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
-    for w in model.weights:
-        if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every):
-            continue
+    for w in weights:
         copy = mla_dequant_copy_bytes(w, q, tp, db, engine_version)
         mla_copies += cuda_allocated_bytes(copy) if copy else 0
         moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
@@ -239,6 +227,33 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
                 fused[(key, part)] = fused.get((key, part), 0.0) + b * share
                 if part == 3:
                     fused_g_idx.add(key)
+    return fused, mla_copies, moe_pad, mx_pad
+
+
+def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
+                   quantization: str | None = None, gpu_arch: str = "sm90",
+                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False) -> LoadedWeights:
+    """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
+
+    Args:
+        tp, pp: tensor- and pipeline-parallel sizes; pp_rank: the stage (0 … pp−1).
+        dtype: vLLM's ``--dtype`` (None/"auto": the config's, float32 checkpoints served in bfloat16).
+        quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
+        gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
+        engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
+        rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
+
+    Raises:
+        InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
+    """
+    _check_layout(model, tp, pp, pp_rank)
+    dname, db = _served_dtype(model, dtype)
+    q = _scheme(model, quantization)
+    lo, hi = pp_layer_range(model.num_layers, pp, pp_rank)
+    mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
+    every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
+    on_rank = [w for w in model.weights if _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every)]
+    fused, mla_copies, moe_pad, mx_pad = _fused_bytes(model, on_rank, q, tp, db, mx, (gpu_arch, engine_version, rocm))
     total = float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))
     rope = model.rope_cache_bytes // model.dtype_bytes * db if any(model.layers[lo:hi]) else 0
     how = f"{model.num_params:,} params ({q.description}; {dname} = {db} B)"

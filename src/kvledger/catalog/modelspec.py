@@ -188,6 +188,24 @@ def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int,
     return derived * rot * dtype_bytes
 
 
+def _draft_only(c: Any, raw: dict, fam: Any, notes: list[str]) -> None:
+    """A config none of whose layers keeps a KV cache or a state: a draft reading its target's K/V (its projections
+    added to ``fam.weights``, a note), else a ConfigError."""
+    n_shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.has("num_kv_shared_layers") else 0
+    if not fam.layers or n_shared != len(fam.layers):
+        key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
+        raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own: nothing to plan")
+    bb = raw.get("backbone_hidden_size")
+    if isinstance(bb, int) and 0 < bb <= 1 << 20:  # the assistant's projections from and to its target's width
+        h = c.int("hidden_size")
+        fam.weights += [Weight("pre_projection.weight", h, 2 * bb), Weight("post_projection.weight", bb, h)]
+    notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V "
+                 f"(num_kv_shared_layers = "
+                 "num_hidden_layers) and keep no cache of their own; vLLM serves it only "
+                 "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
+                 "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")
+
+
 def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: str | None = None) -> ModelSpec:
     """Parse a ``config.json`` dict into a ModelSpec.
 
@@ -216,19 +234,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     fam = build_family(c, mt)
     notes += fam.notes
     if not any(layer is not None for layer in fam.layers):
-        n_shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.has("num_kv_shared_layers") else 0
-        if not fam.layers or n_shared != len(fam.layers):
-            key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
-            raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own: nothing to plan")
-        bb = raw.get("backbone_hidden_size")
-        if isinstance(bb, int) and 0 < bb <= 1 << 20:  # the assistant's projections from and to its target's width
-            h = c.int("hidden_size")
-            fam.weights += [Weight("pre_projection.weight", h, 2 * bb), Weight("post_projection.weight", bb, h)]
-        notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V "
-                     f"(num_kv_shared_layers = "
-                     "num_hidden_layers) and keep no cache of their own; vLLM serves it only "
-                     "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
-                     "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")
+        _draft_only(c, raw, fam, notes)
     hidden = fam.hidden_size or c.int("hidden_size")
     tower, tower_note = [], None
     if c.prefix:  # a multimodal config; its tower's layouts are imported only then

@@ -130,32 +130,12 @@ def parse_quant(c: Cfg) -> QuantScheme:
         raise q.error("ignore", f"a module pattern is not a valid regular expression ({err.msg})") from None
     note = f" ({len(skip)} module patterns left unconverted)" if skip else ""
     if method == "fp8":
-        blk = q.list("weight_block_size", None)
-        if blk is not None and (len(blk) != 2 or not all(isinstance(x, int) and not isinstance(x,
-            bool) and 0 < x <= 1 << 20 for x in blk)):
-            raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
-        block = (blk[0], blk[1]) if blk else None
-        per = "{}×{} block".format(*block) if block else "tensor"
-        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {per}{note}"
-        return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
+        return _fp8(q, skip, rx, note)
     if method == "mxfp4":
         return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 "
                                                               f"bit/weight{note}", rx, 1)
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        method = method.removesuffix("_marlin")
-        bits = q.int("bits", None, maximum=8) or q.int("w_bit", maximum=8)
-        gs = q.int("group_size", None, minimum=-1, maximum=1 << 20) if q.has("group_size") else q.int("q_group_size",
-            128, minimum=-1, maximum=1 << 20)
-        if bits not in (2, 3, 4, 8):
-            raise q.error("bits", f"{bits}-bit {method} is not a supported width (2, 3, 4, 8)")
-        gs = 0 if gs == -1 else gs  # group_size -1: one group spanning the row
-        if gs == 0:
-            gs_text = "per output channel"
-        else:
-            gs_text = f"per {gs} inputs"
-        g_idx = ", int32 g_idx" if method == "gptq" else ""
-        desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{g_idx}{note}"
-        return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
+        return _awq_gptq(q, method.removesuffix("_marlin"), skip, rx, note)
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip, rx)
     if method in ("modelopt", "modelopt_fp4"):
@@ -171,6 +151,35 @@ def parse_quant(c: Cfg) -> QuantScheme:
                            rx, 4)
     raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, "
                                   f"compressed-tensors, modelopt, fbgemm_fp8, bitsandbytes")
+
+
+def _fp8(q: Cfg, skip: list[str], rx: re.Pattern | None, note: str) -> QuantScheme:
+    """FP8 weights: 1 B each and an fp32 scale per tensor or per ``weight_block_size`` block."""
+    blk = q.list("weight_block_size", None)
+    if blk is not None and (len(blk) != 2 or not all(isinstance(x, int) and not isinstance(x,
+        bool) and 0 < x <= 1 << 20 for x in blk)):
+        raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
+    block = (blk[0], blk[1]) if blk else None
+    per = "{}×{} block".format(*block) if block else "tensor"
+    desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {per}{note}"
+    return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
+
+
+def _awq_gptq(q: Cfg, method: str, skip: list[str], rx: re.Pattern | None, note: str) -> QuantScheme:
+    """AWQ or GPTQ (``method``): 2–8-bit weights, a model-dtype scale and a zero point per group (GPTQ: g_idx)."""
+    bits = q.int("bits", None, maximum=8) or q.int("w_bit", maximum=8)
+    gs = q.int("group_size", None, minimum=-1, maximum=1 << 20) if q.has("group_size") else q.int("q_group_size",
+        128, minimum=-1, maximum=1 << 20)
+    if bits not in (2, 3, 4, 8):
+        raise q.error("bits", f"{bits}-bit {method} is not a supported width (2, 3, 4, 8)")
+    gs = 0 if gs == -1 else gs  # group_size -1: one group spanning the row
+    if gs == 0:
+        gs_text = "per output channel"
+    else:
+        gs_text = f"per {gs} inputs"
+    g_idx = ", int32 g_idx" if method == "gptq" else ""
+    desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{g_idx}{note}"
+    return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
 
 
 def _modelopt(q: Cfg) -> QuantScheme:

@@ -22,6 +22,32 @@ def _mat(path: str, rows: int, cols: int, bias: bool) -> list[Weight]:
     return mat(path, rows, cols, bias=bias, linear=False)
 
 
+def _projector(c: Cfg, mt: str, h: int, inter: int, text_hidden: int) -> list[Weight]:
+    """The projector from the tower's width ``h`` to the text width: Llama-4's vision adapter and linear, else
+    Gemma-3's matrix and RMSNorm after SigLIP's attention-pool head where the config has one."""
+    pre = "vision_tower."
+    w: list[Weight] = []
+    if mt == "llama4_vision_model":
+        ratio = c.float("pixel_shuffle_ratio", 0.5, minimum=0.01, maximum=1.0)
+        shuffled = int(h / (ratio * ratio))
+        out = c.int("vision_output_dim", 4096)
+        w += _mat(f"{pre}vision_adapter.mlp.fc1", c.int("projector_input_dim", out), shuffled, False)
+        w += _mat(f"{pre}vision_adapter.mlp.fc2", c.int("projector_output_dim", out), c.int("projector_input_dim", out),
+                  False)
+        w += _mat("multi_modal_projector.linear_1", text_hidden, out, False)
+    else:  # Gemma-3 projector: one matrix from the vision width to the text width and an RMSNorm
+        # SigLIP attention-pool head
+        if c.get("vision_use_head", True if mt == "siglip_vision_model" else False) is True:
+            hp = f"{pre}head"
+            w += vec(f"{hp}.probe", h) + _mat(f"{hp}.attention.in_proj", 3 * h, h,
+                                              True) + _mat(f"{hp}.attention.out_proj", h, h, True)
+            w += norm(f"{hp}.layernorm", h, bias=True) + _mat(f"{hp}.mlp.fc1", inter, h, True) + _mat(f"{hp}.mlp.fc2",
+                h, inter, True)
+        w += [Weight("multi_modal_projector.mm_input_projection_weight", h, text_hidden, 1, False, "shard")]
+        w += norm("multi_modal_projector.mm_soft_emb_norm", h)
+    return w
+
+
 def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[list[Weight], str | None]:
     """The vision encoder and projector weights of a multimodal config, and a note; ([], None) when there is none."""
     vc = raw.get("vision_config")
@@ -57,24 +83,7 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
             w += _mat(f"{lp}.self_attn.{proj}", h, h, True)
         w += _mat(f"{lp}.mlp.fc1", inter, h, True) + _mat(f"{lp}.mlp.fc2", h, inter, True)
         w += norm(f"{lp}.layer_norm1", h, bias=True) + norm(f"{lp}.layer_norm2", h, bias=True)
-    if llama4:
-        ratio = c.float("pixel_shuffle_ratio", 0.5, minimum=0.01, maximum=1.0)
-        shuffled = int(h / (ratio * ratio))
-        out = c.int("vision_output_dim", 4096)
-        w += _mat(f"{pre}vision_adapter.mlp.fc1", c.int("projector_input_dim", out), shuffled, False)
-        w += _mat(f"{pre}vision_adapter.mlp.fc2", c.int("projector_output_dim", out), c.int("projector_input_dim", out),
-                  False)
-        w += _mat("multi_modal_projector.linear_1", text_hidden, out, False)
-    else:  # Gemma-3 projector: one matrix from the vision width to the text width and an RMSNorm
-        # SigLIP attention-pool head
-        if c.get("vision_use_head", True if mt == "siglip_vision_model" else False) is True:
-            hp = f"{pre}head"
-            w += vec(f"{hp}.probe", h) + _mat(f"{hp}.attention.in_proj", 3 * h, h,
-                                              True) + _mat(f"{hp}.attention.out_proj", h, h, True)
-            w += norm(f"{hp}.layernorm", h, bias=True) + _mat(f"{hp}.mlp.fc1", inter, h, True) + _mat(f"{hp}.mlp.fc2",
-                h, inter, True)
-        w += [Weight("multi_modal_projector.mm_input_projection_weight", h, text_hidden, 1, False, "shard")]
-        w += norm("multi_modal_projector.mm_soft_emb_norm", h)
+    w += _projector(c, mt, h, inter, text_hidden)
     total = sum(x.numel for x in w)
     exact = mt in ("siglip_vision_model", "llama4_vision_model")
     how = "" if exact else (" (a generic ViT layout: this tower type's exact tensors are not laid out here, so the "

@@ -3,16 +3,17 @@ plan settings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, option
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, flag, flag_like, option
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
 __all__ = ["list_items", "load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT",
            "UTIL_OPT", "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option",
-           "GPU_PROFILE_OPT", "GEMM_OPT", "EAGER_OPT", "WDDM_OPT", "pricing_flags"]
+           "GPU_PROFILE_OPT", "GEMM_OPT", "EAGER_OPT", "WDDM_OPT", "pricing_flags", "TargetFlags", "TARGET"]
 
 MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or "
                                      "folder, or a Hub id.")
@@ -36,6 +37,46 @@ GPU_PROFILE_OPT = option(EngineFlags, "gpu_profile")
 GEMM_OPT = option(EngineFlags, "gemm_efficiency")
 EAGER_OPT = option(EngineFlags, "enforce_eager")
 WDDM_OPT = option(EngineFlags, "wddm")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFlags:
+    """The plan settings and step pricing the analysis commands share (the options above, as one group for
+    ``flag_groups.with_groups``; the field names are the commands' parameter names, which ``cli/limits.py`` reads)."""
+
+    tp: int = flag_like(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
+    max_model_len: str | None = flag_like(EngineFlags, "max_model_len",
+                                          help="Tokens (8192, 8K, 128K); default: from the config.")
+    gpu_memory_utilization: float | None = flag_like(EngineFlags, "gpu_memory_utilization",
+                                                     help="vLLM fraction of the device total (default by version).")
+    available_kv_memory: str | None = flag("--available-kv-memory", help=AVAIL_OPT.help)
+    block_size: int | None = flag_like(EngineFlags, "block_size", help="Tokens per KV block (default 16).")
+    engine_version: str | None = flag_like(EngineFlags, "engine_version", help=VERSION_OPT.help)
+    bandwidth_fraction: float | None = flag_like(EngineFlags, "achievable_bandwidth_fraction", help=BW_OPT.help,
+                                                 also=("--bandwidth-fraction",))
+    flops_fraction: float | None = flag_like(EngineFlags, "achievable_flops_fraction", help=FLOPS_OPT.help,
+                                             also=("--flops-fraction",))
+    gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
+    gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
+    enforce_eager: bool | None = flag_like(EngineFlags, "enforce_eager")
+    wddm: bool | None = flag_like(EngineFlags, "wddm")
+
+    def load(self, model: str, gpu: str):
+        """(ModelSpec, GpuSpec, PlanSettings) for these flags (``load_target``)."""
+        return load_target(model, gpu, tp=self.tp, max_model_len=self.max_model_len,
+                           gpu_memory_utilization=self.gpu_memory_utilization,
+                           available_kv_memory=self.available_kv_memory, block_size=self.block_size,
+                           engine_version=self.engine_version, bandwidth_fraction=self.bandwidth_fraction,
+                           flops_fraction=self.flops_fraction, enforce_eager=bool(self.enforce_eager),
+                           wddm=bool(self.wddm))
+
+    def pricing(self):
+        """``simulate``'s pricing flags (``pricing_flags``) of these flags."""
+        return pricing_flags(self.gpu_profile, self.gemm_efficiency, self.flops_fraction, self.bandwidth_fraction)
+
+
+#: how fp8-kv and spec-decode take the group (range errors name each option's first spelling, as they always have)
+TARGET = GroupUse(TargetFlags, first_spelling=True)
 
 
 def list_items(items: list[str] | None, what: str) -> list[str]:

@@ -4,6 +4,7 @@ SimRequestArgs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +14,7 @@ from kvledger.cli.flag_groups import EngineFlags, option_info
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
            "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
            "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling", "EnforceEager", "FlopsFraction",
-           "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm"]
+           "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm", "CalibEngineFlags"]
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
@@ -62,6 +63,32 @@ EnforceEager = Annotated[bool | None, option_info(EngineFlags, "enforce_eager", 
     "time (accounting/host_overhead.py).")]
 Wddm = Annotated[bool | None, option_info(EngineFlags, "wddm", help="The run was on Windows or WSL2: the pool is "
     "planned as `kvledger plan --wddm` plans it (the whole board as the total, the display driver's hold in use).")]
+
+@dataclass(frozen=True, slots=True)
+class CalibEngineFlags:
+    """The engine flags after --gpu, --engine-version and --tp, as one group for ``flag_groups.with_groups`` (each
+    field keeps its option above)."""
+
+    max_model_len: MaxModelLen = None
+    gpu_memory_utilization: GpuMemUtil = None
+    kv_cache_dtype: KvCacheDtype = 'auto'
+    block_size: BlockSize = None
+    max_num_batched_tokens: MaxNumBatchedTokens = None
+    max_num_seqs: MaxNumSeqs = None
+    num_gpu_blocks_override: NumGpuBlocksOverride = None
+    prefix_caching: PrefixCaching = None
+    chunked_prefill: ChunkedPrefill = None
+    batching: Batching = None
+    max_paddings: MaxPaddings = None
+    cpu_overhead: CpuOverhead = None
+    async_scheduling: AsyncScheduling = None
+    gpu_profile: GpuProfile = None
+    enforce_eager: EnforceEager = None
+    wddm: Wddm = None
+    achievable_flops_fraction: FlopsFraction = None
+    achievable_bandwidth_fraction: BandwidthFraction = None
+    gemm_efficiency: GemmEfficiency = None
+
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no

@@ -14,6 +14,7 @@ output tokens, ``capacity_basis``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,196 +23,162 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
+from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
 from kvledger.cli.cost_inputs import check_inputs, check_seeds, file_run, gpu_rate_for, seed_costs, sim_run
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 
 __all__ = ["register"]
 
 
+@with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
+def cost_command(
+    ctx: typer.Context,
+    files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "
+                                                         "simulate --out DIR writes DIR/records.parquet); several "
+                                                         "runs (a rate sweep) are priced at the run at their SLO "
+                                                         "capacity; or use --simulate", show_default=False),
+    prices: CostFlags = CostFlags(),
+    bill: CostBillFlags = CostBillFlags(),
+    more: CostMoreFlags = CostMoreFlags(),
+    simulate: so.Simulate = None,
+    workload: WorkloadFlags = WorkloadFlags(),
+    engine: EngineFlags = EngineFlags(),
+) -> None:
+    """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
+    factors.
+
+    The run is a FILE (a benchmark output, or the records.parquet `kvledger simulate --out` writes) or a
+    simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
+    (marked [--simulate] below).
+
+    Capacity. The self-hosted cost divides GPU time by the goodput taken as one replica's capacity.
+    With --simulate that is the SLO capacity: the request-rate boundary search of `kvledger goodput
+    --simulate --target` (2,000 requests per probe unless --num-requests) finds the highest rate at
+    which --target (default 0.9) of the requests meet --slo, and the ledger is priced at the goodput of
+    the run there; the search is listed among the sources and under "simulation" in --json.
+    `--at-offered-load` prices the run at the workload's own load instead (the whole trace unless
+    --num-requests): the same ledger as `simulate --out DIR` then `cost DIR/records.parquet`. A FILE cannot
+    be re-run, so its measured goodput is taken as the capacity, which the output always states
+    ("capacity_basis" in --json); when the run looks under-loaded — it states its rate or concurrency,
+    kept pace with it (good req/s ≥ 90% of the offered rate; closed loop ≥ 95% of requests good) and
+    every SLO metric's p90 is at most half its limit — a warning says capacity is likely higher.
+
+    GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
+    aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
+    """
+    file = files[0] if files else None
+    if more.seeds != 1:  # no capacity search to repeat per seed: refused before any work
+        check_seeds(file is not None, more.at_offered_load, ctx.params)
+    _check_sources(file, files, simulate, more, (workload, engine))
+    api_price, gpu_rate, the_slo = check_inputs(ctx.params, prices.gpu,
+                                                 {prm.name: prm.opts[0] for prm in ctx.command.params})
+    sim = capacity = sweep = None
+    if file is not None:
+        run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,
+                                                more.target)
+    else:
+        sim, capacity = sim_run(simulate, prices.gpu, (workload, engine), ctx.params, the_slo)
+        run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
+    if gpu_rate is None:
+        gpu_rate = gpu_rate_for(prices.gpu if file is not None and prices.gpu else hardware, prices.gpu_provider,
+                                prices.instance, prices.gpu_usd_per_hour)
+    priced = _Priced(run, the_slo, api_price, gpu_rate, n_gpus, hardware, sim, capacity, sweep)
+    _report(ctx.params, prices, more, simulate if file is None else None, priced, (workload, engine))
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """What the cost is computed from: the run (records), the SLO, the API row, the GPU's USD per GPU-hour, the GPUs
+    serving the run and their catalog id, and for a simulation its result and capacity search (None for a FILE),
+    for several FILEs the sweep."""
+
+    run: Any
+    slo: Any
+    api_price: Any
+    gpu_rate: Any
+    num_gpus: int
+    hardware: str
+    sim: Any
+    capacity: Any
+    sweep: Any
+
+
+def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | None, more: CostMoreFlags,
+                   groups: tuple) -> None:
+    """FILE(s) or --simulate, not both nor neither; --out writable; no simulation flag with a FILE."""
+    from kvledger.cli.sim_opts import reject_sim_flags
+    from kvledger.errors import InputError
+
+    if (file is None) == (simulate is None):
+        raise InputError(
+            "give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not "
+            + ("both" if file else "neither")
+        )
+    if more.out is not None:
+        from kvledger.cli.outputs import prepare_output_file
+
+        prepare_output_file(more.out, force=more.force, inputs=list(files or []))
+    if file is not None:
+        reject_sim_flags(*groups)
+        if more.at_offered_load:
+            raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
+                             "load)")
+
+
+def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated: str | None, p: _Priced,
+            groups: tuple) -> None:
+    """Price ``p`` (``cost_run.cost_payload``), with ``--seeds N`` each seed's capacity priced the same way
+    (``cost_inputs.seed_costs``), add the KV tiers' notes of a simulation, write --out, print."""
+    from kvledger.analyses.serving.cost_run import cost_payload
+    from kvledger.analyses.serving.decision_inputs import decision_inputs
+    from kvledger.ledgers.api_cost import ApiMix
+    from kvledger.ledgers.cost import SelfHostSetup
+    from kvledger.ledgers.cost_summary import DecisionFactors
+    from kvledger.report.cost_view import print_cost_report
+
+    is_file = simulated is None
+    people = bo.people(params)
+    setup = SelfHostSetup(p.gpu_rate, p.num_gpus, c.utilization, people.engineer_months_per_month,
+                          people.engineer_usd_per_month,
+                          c.prefill_share, c.max_utilization, people.source, kv_tiers=bo.kv_tiers(params))
+    model_name = (c.served_model or p.run.metadata.model) if is_file else simulated
+    inputs, notes = decision_inputs(model_name, p.api_price, p.gpu_rate,
+                                    (c.gpu or p.hardware) if is_file else p.hardware, p.sim, bo.host_bill(params),
+                                    people)
+    def price(run: Any, sim: Any, capacity: Any) -> Any:
+        return cost_payload(run, p.slo, setup, None, ApiMix(c.batch_share, c.cache_hit_rate, c.cache_write_rate),
+                            DecisionFactors(more.data_sovereignty, more.model_control, more.team_capability),
+                            bo.volume(params), sim=sim, capacity=capacity,
+                            gpu=c.gpu if is_file and c.gpu else p.hardware, model=c.served_model, inputs=inputs,
+                            sweep=p.sweep)
+
+    res = price(p.run, p.sim, p.capacity)
+    res.report.notes.extend(notes)
+    rep, basis, d = res.report, res.basis, res.payload
+    if more.seeds > 1:
+        spread = seed_costs(simulated, c.gpu, groups, params, p.slo, more.seeds, p.capacity, d,
+                            lambda cap: price(cap.run.run, cap.run, cap).payload)
+        extra = [spread.text()] + [n for n in (spread.capacity.note, spread.note) if n]
+        rep.notes.extend(extra)
+        d["notes"] = [*d.get("notes", []), *extra]
+        d["seed_spread"] = spread.to_dict()
+    if not is_file and setup.kv_tiers is not None and setup.kv_tiers.tiers:
+        from kvledger.report.cost_tier_notes import tier_notes
+
+        for tier_note in tier_notes(setup.kv_tiers, p.capacity):
+            rep.notes.append(tier_note)
+            d["notes"] = [*d.get("notes", []), tier_note]
+    text = strict_json.dumps(d) + "\n"
+    if more.out is not None:
+        from kvledger.strict_json import write_text_atomic
+
+        write_text_atomic(more.out, text)
+    if more.json_out:
+        typer.echo(text, nl=False)
+    else:
+        print_cost_report(rep, basis, p.sim, p.capacity)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
-
-    @app.command("cost")
-    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
-    def cost_command(
-        ctx: typer.Context,
-        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "
-                                                             "simulate --out DIR writes DIR/records.parquet); several "
-                                                             "runs (a rate sweep) are priced at the run at their SLO "
-                                                             "capacity; or use --simulate", show_default=False),
-        slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)",
-                                       show_default=False),
-        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. "
-                                                           "'OpenAI:gpt-4.1' (default: every catalog row serving the "
-                                                           "same model; kvledger prices lists them)",
-                                                               show_default=False),
-        utilization: float | None = typer.Option(None, "--utilization", help="override: average load ÷ the capacity "
-                                                                             "priced over the billed hours, (0, 1] "
-                                                                             "(default: the volume's realized "
-                                                                             "utilization)", show_default=False),
-        gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. "
-                                                           "nvidia_h100_sxm (default: the GPU the file names). "
-                                                           "--simulate: the GPU to simulate (catalog name such as "
-                                                           "H100, or a GPU file), priced by its catalog id"),
-        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, "
-                                                                             "CoreWeave"),
-        instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
-        gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per "
-            "GPU-hour (overrides the table)"),
-        num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as "
-                                                                     "the file states)"),
-        served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or "
-                                                                      "config.json) for the roofline floor under the "
-                                                                      "prefill share (default: the model the file "
-                                                                      "names)", show_default=False),
-        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica "
-                                                                             "when sizing for a monthly volume"),
-        prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input "
-            "tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised "
-            "to the prompts' roofline FLOP floor)"),
-        batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch "
-                                                                     "endpoint"),
-        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are "
-                                                                           "prompt-cache reads"),
-        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to "
-                                                                               "the prompt cache"),
-        engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None, monthly_tokens: bo.MonthlyTokens = None,
-        peak_to_mean: bo.PeakToMean = 1.0,
-        monthly_requests: bo.MonthlyRequests = None, monthly_input_tokens: bo.MonthlyIn = None,
-        monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None,
-            amortization_months: bo.Amortization = 36.0,
-        annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,
-        hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None,
-            idle_power_w: bo.IdlePower = None,
-        kv_tier_host: bo.TierHost = None, kv_tier_nvme: bo.TierNvme = None,
-        host_memory_usd_per_gib_month: bo.HostMemPrice = None, nvme_usd_per_gib_month: bo.NvmePrice = None,
-        data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or "
-            "not_required"),
-        model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
-        team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
-        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file or of several "
-                                                                 "FILEs (0-based; default: the run at the sweep's SLO "
-                                                                 "capacity)"),
-        format: str | None = typer.Option(None, "--format", help="FILE: force a reader instead of auto-detection"),
-        at_offered_load: bool = typer.Option(False, "--at-offered-load", help="[--simulate] price the simulated run at "
-                                                                              "the workload's own load (the trace's "
-                                                                              "rate, or --rate/--concurrency) instead "
-                                                                              "of at the SLO capacity found by search"),
-        target: float | None = typer.Option(None, "--target", help="attainment target of the capacity search "
-                                                                   "(--simulate) or of the sweep's capacity run "
-                                                                   "(several runs): the share of requests within the "
-                                                                   "SLO at the capacity priced (default 0.9)",
-                                                                       show_default=False),
-        json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and "
-                                                            "output tokens"),
-        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite "
-                                                            "without --force)"),
-        force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
-        seeds: int = typer.Option(1, "--seeds", help="[--simulate] search the SLO capacity once per seed, --seed to "
-                                                     "--seed+N−1 (1 to 64; about N times the time), each priced by "
-                                                     "the same ledger: the cost per 1M tokens' range over them, and "
-                                                     "a note when the verdict flips; the ledger shown is the first "
-                                                     "seed's"),
-        simulate: so.Simulate = None,
-        workload: WorkloadFlags = WorkloadFlags(),
-        engine: EngineFlags = EngineFlags(),
-    ) -> None:
-        """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
-        factors.
-
-        The run is a FILE (a benchmark output, or the records.parquet `kvledger simulate --out` writes) or a
-        simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
-        (marked [--simulate] below).
-
-        Capacity. The self-hosted cost divides GPU time by the goodput taken as one replica's capacity.
-        With --simulate that is the SLO capacity: the request-rate boundary search of `kvledger goodput
-        --simulate --target` (2,000 requests per probe unless --num-requests) finds the highest rate at
-        which --target (default 0.9) of the requests meet --slo, and the ledger is priced at the goodput of
-        the run there; the search is listed among the sources and under "simulation" in --json.
-        `--at-offered-load` prices the run at the workload's own load instead (the whole trace unless
-        --num-requests): the same ledger as `simulate --out DIR` then `cost DIR/records.parquet`. A FILE cannot
-        be re-run, so its measured goodput is taken as the capacity, which the output always states
-        ("capacity_basis" in --json); when the run looks under-loaded — it states its rate or concurrency,
-        kept pace with it (good req/s ≥ 90% of the offered rate; closed loop ≥ 95% of requests good) and
-        every SLO metric's p90 is at most half its limit — a warning says capacity is likely higher.
-
-        GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
-        aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
-        """
-        from kvledger.analyses.serving.cost_run import cost_payload
-        from kvledger.analyses.serving.decision_inputs import decision_inputs
-        from kvledger.cli.sim_opts import reject_sim_flags
-        from kvledger.errors import InputError
-        from kvledger.ledgers.api_cost import ApiMix
-        from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.ledgers.cost_summary import DecisionFactors
-        from kvledger.report.cost_view import print_cost_report
-
-        file = files[0] if files else None
-        if (file is None) == (simulate is None):
-            raise InputError(
-                "give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not "
-                + ("both" if file else "neither")
-            )
-        if out is not None:
-            from kvledger.cli.outputs import prepare_output_file
-
-            prepare_output_file(out, force=force, inputs=list(files or []))
-        if seeds != 1:
-            check_seeds(file is not None, at_offered_load, ctx.params)
-        if file is not None:
-            reject_sim_flags(workload, engine)
-            if at_offered_load:
-                raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
-                                 "load)")
-        api_price, gpu_rate, the_slo = check_inputs(ctx.params, gpu,
-                                                     {prm.name: prm.opts[0] for prm in ctx.command.params})
-        sim = capacity = sweep = None
-        if file is not None:
-            run, n_gpus, hardware, sweep = file_run(files, format, run_index, num_gpus, the_slo, target)
-        else:
-            sim, capacity = sim_run(simulate, gpu, (workload, engine), ctx.params, the_slo)
-            run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
-        if gpu_rate is None:
-            gpu_rate = gpu_rate_for(gpu if file is not None and gpu else hardware, gpu_provider, instance,
-                                 gpu_usd_per_hour)
-        people = bo.people(ctx.params)
-        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month,
-                              people.engineer_usd_per_month,
-                              prefill_share, max_utilization, people.source, kv_tiers=bo.kv_tiers(ctx.params))
-        model_name = simulate if file is None else (served_model or run.metadata.model)
-        inputs, notes = decision_inputs(model_name, api_price, gpu_rate,
-                                        hardware if file is None else (gpu or hardware),
-                                        sim, bo.host_bill(ctx.params), people)
-        def price(run: Any, sim: Any, capacity: Any) -> Any:
-            return cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                                DecisionFactors(data_sovereignty, model_control, team_capability),
-                                bo.volume(ctx.params), sim=sim, capacity=capacity,
-                                gpu=gpu if file is not None and gpu else hardware, model=served_model, inputs=inputs,
-                                sweep=sweep)
-
-        res = price(run, sim, capacity)
-        res.report.notes.extend(notes)
-        rep, basis, d = res.report, res.basis, res.payload
-        if seeds > 1:
-            spread = seed_costs(simulate, gpu, (workload, engine), ctx.params, the_slo, seeds, capacity, d,
-                                lambda cap: price(cap.run.run, cap.run, cap).payload)
-            extra = [spread.text()] + [n for n in (spread.capacity.note, spread.note) if n]
-            rep.notes.extend(extra)
-            d["notes"] = [*d.get("notes", []), *extra]
-            d["seed_spread"] = spread.to_dict()
-        if file is None and setup.kv_tiers is not None and setup.kv_tiers.tiers:
-            from kvledger.report.cost_tier_notes import tier_notes
-
-            for tier_note in tier_notes(setup.kv_tiers, capacity):
-                rep.notes.append(tier_note)
-                d["notes"] = [*d.get("notes", []), tier_note]
-        text = strict_json.dumps(d) + "\n"
-        if out is not None:
-            from kvledger.strict_json import write_text_atomic
-
-            write_text_atomic(out, text)
-        if json_out:
-            typer.echo(text, nl=False)
-        else:
-            print_cost_report(rep, basis, sim, capacity)
+    app.command("cost")(cost_command)

@@ -18,13 +18,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-__all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]  # the pricing group: pricing_flags.py
+__all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
+           "WorkloadFlags", "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
+# the pricing group: pricing_flags.py
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
     """A group field: its flag spellings (vLLM's names), help text and default."""
     return field(default=default, metadata={"decls": decls, "help": help})
+
+
+def flag_like(cls: type, name: str, default: Any = None, *, help: str | None = None,  # noqa: A002
+              also: tuple[str, ...] = ()) -> Any:
+    """A field of another group that takes field ``name`` of group ``cls``: its spellings (``also`` added after them)
+    and its help unless the command gives its own."""
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return flag(*f.metadata["decls"], *also, help=help or f.metadata["help"], default=default)
 
 
 def flag_of(cls: type, name: str) -> str:
@@ -212,13 +221,16 @@ class SessionFlags:
 
 @dataclass(frozen=True)
 class GroupUse:
-    """How one command takes a group: which fields, other defaults, a help prefix, its own help for some fields."""
+    """How one command takes a group: which fields, other defaults, a help prefix, its own help for some fields, and
+    which spelling a range error names (``first_spelling``: the first, as for a plain ``typer.Option`` parameter, so a
+    command whose options became a group keeps its messages; else the last long one, or the field's name)."""
 
     cls: type
     only: tuple[str, ...] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     prefix: str = ""
     help: Mapping[str, str] = field(default_factory=dict)
+    first_spelling: bool = False
 
     def fields(self) -> list[dataclasses.Field]:
         fs = dataclasses.fields(self.cls)
@@ -228,12 +240,17 @@ class GroupUse:
         """One typer option per field, typed as the field, default and help as this command takes it."""
         import typer
 
-        hints = typing.get_type_hints(self.cls)
+        hints, extras = typing.get_type_hints(self.cls), typing.get_type_hints(self.cls, include_extras=True)
         out = []
         for f in self.fields():
             default = self.defaults.get(f.name, f.default)
+            if "decls" not in f.metadata:  # a field typed Annotated[type, typer.Option(...)] (bill_opts.py) keeps it
+                out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                             annotation=extras[f.name]))
+                continue
             text = self.prefix + self.help.get(f.name, f.metadata["help"])
-            option = typer.Option(*f.metadata["decls"], help=text, show_default=default is not None)
+            decls = (..., *f.metadata["decls"]) if self.first_spelling else f.metadata["decls"]  # limits._flag_of
+            option = typer.Option(*decls, help=text, show_default=default is not None)
             out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                          annotation=Annotated[hints[f.name], option]))
         return out

@@ -9,25 +9,14 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.analysis_opts import (
-    AVAIL_OPT,
-    BLOCK_OPT,
-    BW_OPT,
-    EAGER_OPT,
-    FLOPS_OPT,
-    GEMM_OPT,
     GPU_OPT,
-    GPU_PROFILE_OPT,
     JSON_OPT,
-    MAX_LEN_OPT,
     MODEL_ARG,
-    TP_OPT,
-    UTIL_OPT,
-    VERSION_OPT,
-    WDDM_OPT,
-    load_target,
+    TARGET,
+    TargetFlags,
     parse_token_list,
-    pricing_flags,
 )
+from kvledger.cli.flag_groups import with_groups
 from kvledger.report.fp8_kv_view import render_fp8_kv as _render
 from kvledger.report.plotfile import check_plot_path, save_plot
 
@@ -63,6 +52,7 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
     return ov, cal
 
 
+@with_groups(target=TARGET)
 def fp8_kv(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), "
@@ -84,11 +74,7 @@ def fp8_kv(
         "measured on (default: MODEL)."),
     calibration_gpu: str | None = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured "
                                                                                "on (default: --gpu)."),
-    tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
-    available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
-    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT,
-        flops_fraction: float | None = FLOPS_OPT, gpu_profile: str | None = GPU_PROFILE_OPT,
-    gemm_efficiency: str | None = GEMM_OPT, enforce_eager: bool | None = EAGER_OPT, wddm: bool | None = WDDM_OPT,
+    target: TargetFlags = TargetFlags(),
     as_json: bool = JSON_OPT,
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
                                                           "to overwrite without --force."),
@@ -101,24 +87,18 @@ def fp8_kv(
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
     check_plot_path(plot, force, inputs=[calibration])
-    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
-                                    gpu_memory_utilization=gpu_memory_utilization,
-                                    available_kv_memory=available_kv_memory, block_size=block_size,
-                                        engine_version=engine_version,
-                                    bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction,
-                                    enforce_eager=bool(enforce_eager), wddm=bool(wddm))
+    spec, g, settings = target.load(model, gpu)
     ov, cal = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model, calibration_gpu,
                         spec, g)
     fitted = None
-    if cal is not None and cal.gpu == g.name and bandwidth_fraction is None:
+    if cal is not None and cal.gpu == g.name and target.bandwidth_fraction is None:
         # measured on this very GPU: its fitted effective bandwidth and fixed step time replace the roofline defaults,
         # priced as fitted (the fixed time holds the measured engine's host time: no host term on top)
         settings = settings.model_copy(update={"achievable_bandwidth_fraction": min(1.0, cal.bandwidth_fraction),
                                                "cpu_overhead_s": max(0.0, cal.step_fixed_s)})
         fitted = f"the fit of --calibration {calibration}"
     r = analyse_fp8_kv(spec, g, settings, concurrency=concurrency, contexts=parse_token_list(contexts, "--contexts"),
-                       overhead=ov, pricing=pricing_flags(gpu_profile, gemm_efficiency, flops_fraction,
-                                                          bandwidth_fraction), fitted=fitted)
+                       overhead=ov, pricing=target.pricing(), fitted=fitted)
     if plot is not None:
         from kvledger.report.judgment_figures import fp8_kv_figure
 

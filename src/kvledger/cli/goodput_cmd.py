@@ -12,6 +12,7 @@ JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
-from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, flag, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
 from kvledger.report.goodput_view import print_sources as _print_sources
@@ -123,118 +124,140 @@ def _boundary_figure(shown: Any, simulated: bool) -> Any:
                            measured=True)
 
 
+@dataclass(frozen=True, slots=True)
+class GoodputFlags:
+    """The outputs, the --target boundary and its axis, and the --simulate GPU and search bounds."""
+
+    json_out: bool = flag("--json", default=False, help=(
+        "JSON for scripts, one document: the run's object; with several runs or --target, {\"runs\": [one object "
+        "per run or probe], \"boundary\": …}"))
+    json_lines: bool = flag("--json-lines", default=False, help=(
+        "JSON Lines instead: one object per run or probe per line, then the boundary line"))
+    format: str | None = flag("--format", help=(
+        "force a reader (one of the format names listed above) instead of auto-detection"))
+    target: float | None = flag("--target", help=(
+        "attainment target in (0, 1], e.g. 0.9: the SLO boundary across the FILEs, or searched by simulation with "
+        "--simulate"))
+    axis: str = flag("--axis", default="request_rate", help=(
+        "load axis for --target: request_rate (or rate), concurrency or max_num_seqs"))
+    out: Path | None = flag("--out", help="also write the JSON to this file (refuses to overwrite without --force)")
+    force: bool = flag("--force", default=False, help="allow --out and --plot to overwrite an existing file")
+    plot: Path | None = flag("--plot", help=(
+        "with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, .svg or "
+        ".pdf)"))
+    gpu: str | None = flag("--gpu", help=(
+        "[--simulate] the GPU to simulate: a catalog name (H100, H200, ...) or a GPU file"))
+    lo: float | None = flag("--lo", help=(
+        "[--simulate --target] lowest value to search (default: found by halving from 1 req/s or 1 user; 1 for "
+        "max_num_seqs)"))
+    hi: float | None = flag("--hi", help=(
+        "[--simulate --target] highest value to search (default: found by doubling; the engine default for "
+        "max_num_seqs)"))
+    seeds: int = flag("--seeds", default=1, help=(
+        "[--simulate --target] search once per seed, --seed to --seed+N−1 (1 to 64; about N times the time), and "
+        "print the capacity's range over them; the probes shown are the first seed's"))
+    tol: float | None = flag("--tol", help=(
+        "[--simulate --target] bisection resolution (default: 1 % of the bracket's top for the rate; 1 for "
+        "concurrency and max_num_seqs)"))
+
+
+
+@with_groups(flags=GroupUse(GoodputFlags, first_spelling=True), workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
+             tiers=so.SIM_TIERS)
+def goodput_command(
+    files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
+                                                         "--simulate", show_default=False),
+    slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, "
+                                               "e2e, itl (max gap), itl_mean, itl_p99"),
+    flags: GoodputFlags = GoodputFlags(),
+    simulate: so.Simulate = None,
+    workload: WorkloadFlags = WorkloadFlags(),
+    engine: EngineFlags = EngineFlags(),
+    tiers: TierFlags = TierFlags(),
+) -> None:
+    """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
+
+    Formats read: vllm-bench-serve, sglang-bench-serving, aiperf-jsonl, aiperf-json, aiperf-csv,
+    genai-perf-raw, genai-perf-json, guidellm, llmperf-individual, llmperf-summary,
+    inference-perf-lifecycle, inference-perf-per-request, kvledger-records. Files with only
+    percentiles give a bounded estimate, marked as such: in JSON, "estimate" is true, num_good,
+    attainment and goodput_req_per_s are lower bounds and num_good_upper/attainment_upper the upper ones.
+
+    Instead of FILEs, `--simulate MODEL --gpu GPU` simulates the run with `kvledger simulate`'s
+    workload and engine flags (marked [--simulate]; the whole trace unless --num-requests). With
+    --target it searches the SLO boundary by driving the simulator: the largest --axis value
+    (request_rate, concurrency or max_num_seqs) whose attainment meets the target, by doubling or
+    halving to a bracket then bisection (--lo/--hi/--tol), every probe the same seeded workload of
+    2,000 requests unless --num-requests; each probe is listed with attainment, goodput and throughput,
+    and the boundary per replica and per GPU.
+    """
+    from kvledger.report.slo_text import slo_block
+
+    f = flags
+    the_slo = _checked_slo(files, simulate, slo, f)
+    if simulate is not None:
+        lines, shown = _simulated(simulate, f.gpu, (workload, engine), the_slo, f.target, f.axis, (f.lo, f.hi, f.tol),
+                                  tiers, f.seeds)
+    else:
+        lines, shown = _from_files(files, f.format, (workload, engine), the_slo, f.target, f.axis, tiers)
+    if f.plot is not None:
+        save_plot(_boundary_figure(shown, simulate is not None), f.plot)
+    text = "\n".join(lines) + "\n" if f.json_lines else _document(lines)
+    if f.out is not None:
+        _write(f.out, text)
+    if f.json_out or f.json_lines:
+        typer.echo(text, nl=False)
+    else:
+        _print(shown, simulate is not None, f.target, slo_block(the_slo))
+
+
+def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: GoodputFlags) -> Any:
+    """The parsed SLO, once FILEs or --simulate (not both), --plot with --target, the outputs and the flags that apply
+    to one source only are checked."""
+    from kvledger.errors import InputError
+    from kvledger.ledgers.slo import parse_slo
+
+    if bool(files) == (simulate is not None):
+        raise InputError(
+            "give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither")
+        )
+    the_slo = parse_slo(slo)
+    if f.plot is not None and f.target is None:
+        raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
+    check_plot_path(f.plot, f.force, inputs=files or [])
+    if f.out is not None:
+        from kvledger.cli.outputs import prepare_output_file
+
+        prepare_output_file(f.out, force=f.force, inputs=[Path(x) for x in files or []])
+    if simulate is not None and f.format is not None:
+        raise InputError("--format applies to FILEs, not to --simulate")
+    given = [flag for flag, v in (("--gpu", f.gpu), ("--lo", f.lo), ("--hi", f.hi), ("--tol", f.tol),
+                                  ("--seeds", None if f.seeds == 1 else f.seeds)) if v is not None]
+    if simulate is None and given:
+        raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
+    return the_slo
+
+
+def _print(shown: Any, simulated: bool, target: float | None, slo_text: Any) -> None:
+    """The tables: the FILEs' runs (and boundary), the simulated run with its sources and tiers, or the search."""
+    if not simulated:
+        _print_human(*shown, slo_text)
+    elif target is None:
+        res, sim, tier_report = shown
+        print_step_cost_warnings(sim)  # first: a model-scope profile used beyond what it was fitted on
+        _print_human([res], None, slo_text)
+        _print_sources(sim, "sources of the simulated run")
+        if tier_report is not None:
+            from rich.console import Console
+
+            from kvledger.report.sim_tiers_view import render_sim_tiers
+
+            render_sim_tiers(tier_report, Console(emoji=False), sessions=False)
+    else:
+        print_step_cost_warnings(shown.first_run)
+        _print_search(shown, slo_text)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``goodput`` command to ``app``."""
-
-    @app.command("goodput")
-    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE, tiers=so.SIM_TIERS)
-    def goodput_command(
-        files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
-                                                             "--simulate", show_default=False),
-        slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, "
-                                                   "e2e, itl (max gap), itl_mean, itl_p99"),
-        json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with "
-                                                            "several runs or --target, {\"runs\": [one object per run "
-                                                            "or probe], \"boundary\": …}"),
-        json_lines: bool = typer.Option(False, "--json-lines", help="JSON Lines instead: one object per run or probe "
-                                                                    "per line, then the boundary line"),
-        format: str | None = typer.Option(None, "--format", help="force a reader (one of the format names listed "
-                                                                 "above) instead of auto-detection"),
-        target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1], e.g. 0.9: the SLO "
-                                                                   "boundary across the FILEs, or searched by "
-                                                                   "simulation with --simulate"),
-        axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), "
-                                                                "concurrency or max_num_seqs"),
-        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite "
-                                                            "without --force)"),
-        force: bool = typer.Option(False, "--force", help="allow --out and --plot to overwrite an existing file"),
-        plot: Path | None = typer.Option(
-            None, "--plot",
-            help="with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, "
-                 ".svg or .pdf)"),
-        gpu: str | None = typer.Option(None, "--gpu", help="[--simulate] the GPU to simulate: a catalog name (H100, "
-                                                           "H200, ...) or a GPU file", show_default=False),
-        lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: "
-                                                           "found by halving from 1 req/s or 1 user; 1 for "
-                                                           "max_num_seqs)", show_default=False),
-        hi: float | None = typer.Option(None, "--hi", help="[--simulate --target] highest value to search (default: "
-                                                           "found by doubling; the engine default for max_num_seqs)",
-                                                               show_default=False),
-        tol: float | None = typer.Option(None, "--tol", help="[--simulate --target] bisection resolution (default: 1 % "
-                                                             "of the bracket's top for the rate; 1 for concurrency and "
-                                                             "max_num_seqs)", show_default=False),
-        seeds: int = typer.Option(1, "--seeds", help="[--simulate --target] search once per seed, --seed to "
-                                                     "--seed+N−1 (1 to 64; about N times the time), and print the "
-                                                     "capacity's range over them; the probes shown are the first "
-                                                     "seed's"),
-        simulate: so.Simulate = None,
-        workload: WorkloadFlags = WorkloadFlags(),
-        engine: EngineFlags = EngineFlags(),
-        tiers: TierFlags = TierFlags(),
-    ) -> None:
-        """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
-
-        Formats read: vllm-bench-serve, sglang-bench-serving, aiperf-jsonl, aiperf-json, aiperf-csv,
-        genai-perf-raw, genai-perf-json, guidellm, llmperf-individual, llmperf-summary,
-        inference-perf-lifecycle, inference-perf-per-request, kvledger-records. Files with only
-        percentiles give a bounded estimate, marked as such: in JSON, "estimate" is true, num_good,
-        attainment and goodput_req_per_s are lower bounds and num_good_upper/attainment_upper the upper ones.
-
-        Instead of FILEs, `--simulate MODEL --gpu GPU` simulates the run with `kvledger simulate`'s
-        workload and engine flags (marked [--simulate]; the whole trace unless --num-requests). With
-        --target it searches the SLO boundary by driving the simulator: the largest --axis value
-        (request_rate, concurrency or max_num_seqs) whose attainment meets the target, by doubling or
-        halving to a bracket then bisection (--lo/--hi/--tol), every probe the same seeded workload of
-        2,000 requests unless --num-requests; each probe is listed with attainment, goodput and throughput,
-        and the boundary per replica and per GPU.
-        """
-        from kvledger.errors import InputError
-        from kvledger.ledgers.slo import parse_slo
-        from kvledger.report.slo_text import slo_block
-
-        if bool(files) == (simulate is not None):
-            raise InputError(
-                "give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither")
-            )
-        the_slo = parse_slo(slo)
-        if plot is not None and target is None:
-            raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
-        check_plot_path(plot, force, inputs=files or [])
-        if out is not None:
-            from kvledger.cli.outputs import prepare_output_file
-
-            prepare_output_file(out, force=force, inputs=[Path(f) for f in files or []])
-        if simulate is not None:
-            if format is not None:
-                raise InputError("--format applies to FILEs, not to --simulate")
-            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol), tiers,
-                                      seeds)
-        else:
-            given = [f for f, v in (("--gpu", gpu), ("--lo", lo), ("--hi", hi), ("--tol", tol),
-                                    ("--seeds", None if seeds == 1 else seeds)) if v is not None]
-            if given:
-                raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
-            lines, shown = _from_files(files, format, (workload, engine), the_slo, target, axis, tiers)
-        if plot is not None:
-            save_plot(_boundary_figure(shown, simulate is not None), plot)
-        text = "\n".join(lines) + "\n" if json_lines else _document(lines)
-        if out is not None:
-            _write(out, text)
-        if json_out or json_lines:
-            typer.echo(text, nl=False)
-        elif simulate is None:
-            _print_human(*shown, slo_block(the_slo))
-        elif target is None:
-            res, sim, tier_report = shown
-            print_step_cost_warnings(sim)  # first: a model-scope profile used beyond what it was fitted on
-            _print_human([res], None, slo_block(the_slo))
-            _print_sources(sim, "sources of the simulated run")
-            if tier_report is not None:
-                from rich.console import Console
-
-                from kvledger.report.sim_tiers_view import render_sim_tiers
-
-                render_sim_tiers(tier_report, Console(emoji=False), sessions=False)
-        else:
-            print_step_cost_warnings(shown.first_run)
-            _print_search(shown, slo_block(the_slo))
+    app.command("goodput")(goodput_command)

@@ -21,7 +21,7 @@ import typer
 
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
-from kvledger.cli.search_axes import axes_of, splits_of, workload_of
+from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.units import count_option
 
@@ -111,189 +111,142 @@ def _exit_if_failed(result: Any) -> None:
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``search`` command to ``app``."""
+@with_groups(workload=WORKLOAD, sessions=SESSIONS, axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE,
+             pricing=PRICING, run=GroupUse(SearchRunFlags, first_spelling=True))
+def search_command(
+    model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
+    slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
+    target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
+    workload: WorkloadFlags = WorkloadFlags(),
+    sessions: SessionFlags = SessionFlags(),
+    rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
+                                                           "monthly bill", show_default=False),
+    monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
+        help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
+             "the workload's mean tokens per request", show_default=False),
+    axes: SearchAxesFlags = SearchAxesFlags(),
+    engine: EngineFlags = EngineFlags(),
+    pricing: PricingFlags = PricingFlags(),
+    run: SearchRunFlags = SearchRunFlags(),
+) -> None:
+    """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
+    priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
 
-    @app.command("search")
-    @with_groups(workload=WORKLOAD, sessions=SESSIONS, engine=ENGINE, pricing=PRICING)
-    def search_command(
-        model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
-        slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
-        target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
-        workload: WorkloadFlags = WorkloadFlags(),
-        sessions: SessionFlags = SessionFlags(),
-        rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
-                                                               "monthly bill", show_default=False),
-        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
-            help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
-                 "the workload's mean tokens per request", show_default=False),
-        gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU "
-                                                             "with a price row)", show_default=False),
-        gpu: list[str] | None = typer.Option(None, "--gpu", help="the same as --gpus, as the other commands take it: "
-                                             "repeat it or comma-separate (--gpu H100 --gpu H200, --gpu H100,H200)",
-                                             show_default=False),
-        tp: str | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="TPs to try, e.g. 1,2,4,8 (default: "
-            "those of 1, 2, 4, 8 dividing the KV heads)", show_default=False),
-        kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 "
-            "(default auto)", show_default=False),
-        max_num_seqs: str | None = typer.Option(None, "--max-num-seqs", help="max_num_seqs values to try (default: "
-                                                                             "vLLM's)", show_default=False),
-        max_num_batched_tokens: str | None = typer.Option(None, "--max-num-batched-tokens", help="token budgets to "
-            "try, e.g. 2048,8192 (default: vLLM's)", show_default=False),
-        prefix_caching: str | None = typer.Option(None, "--prefix-caching", help="on, off or on,off (default: vLLM's, "
-            "on)", show_default=False),
-        disagg: bool = typer.Option(
-            False, "--disagg",
-            help="also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × "
-                 "--disagg-splits"),
-        disagg_splits: str = typer.Option("1:1,1:2,2:1", "--disagg-splits", help="with --disagg: prefill:decode "
-            "replica counts per unit"),
-        engine: EngineFlags = EngineFlags(),
-        pricing: PricingFlags = PricingFlags(),
-        api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1",
-                                       show_default=False),
-        workers: int | None = typer.Option(None, "--workers", help="parallel capacity searches: a local Ray with N "
-                                           "CPUs when Ray is installed, else a process pool [default: one process per "
-                                           "usable core, in a process pool, when 8 or more candidates are simulated; "
-                                           "else in process]", show_default=False),
-        ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or "
-                                                                           "HOST:PORT (kvledger must be installed on "
-                                                                           "its nodes)", show_default=False),
-        backend: str = typer.Option("auto", "--backend", help="auto, serial, pool or ray"),
-        ledger: Path | None = typer.Option(None, "--ledger", help="write the candidate ledger (JSON lines) here as "
-                                                                  "candidates finish", show_default=False),
-        resume: Path | None = typer.Option(None, "--resume", help="continue the search whose ledger is FILE: keep its "
-                                                                  "finished candidates, run the rest",
-                                                                      show_default=False),
-        top: int = typer.Option(10, "--top", help="rows in the table"),
-        verbose: bool = typer.Option(False, "--verbose", help="list each rejected and each cost-dominated candidate"),
-        show_command: str | None = typer.Option(None, "--show-command", help="print the launch commands of one "
-            "candidate and exit: its id (nvidia_h100_sxm:tp4:kv-fp8) or its name in the table (h100_sxm tp4 fp8), "
-            "planned without simulating; or its rank number in the table (3), which runs the search first",
-            show_default=False),
-        as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
-        csv_out: Path | None = typer.Option(None, "--csv", help="write the candidate ledger as CSV",
-                                            show_default=False),
-        plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
-                                         show_default=False),
-        force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
-        offload: str | None = typer.Option(None, "--offload", help="KV tiers to add to each colocated candidate "
-                                           "(feasible, or meeting the SLO at no rate), each variant ranked with the "
-                                           "rest: none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
-        host_memory_usd_per_gib_month: float | None = typer.Option(
-            None, "--host-memory-usd-per-gib-month", help="[--offload cpu] your price, USD/GiB-month (default: "
-            "tier_prices.csv's cheapest dated row, named in the output)"),
-        nvme_usd_per_gib_month: float | None = typer.Option(
-            None, "--nvme-usd-per-gib-month", help="[--offload disk] your price, USD/GiB-month (default: "
-            "tier_prices.csv's dated row, named in the output)"),
-        seeds: int = typer.Option(1, "--seeds", help="re-check the winner and the runner-up with seeds --seed to "
-                                  "--seed+N−1 (1 to 64; 2(N−1) more capacity searches): their capacity and cost range "
-                                  "and whether the winner stays first; the ranking is the first seed's"),
-        exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
-                                        "whose analytic bounds prove it cannot win, be the runner-up or reach a "
-                                        "frontier is decided by bound, unsimulated"),
-    ) -> None:
-        """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
-        priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
+    Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs,
+    --max-num-batched-tokens, --prefix-caching); --disagg adds prefill/decode-disaggregated units
+    (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's
+    memory rules; one that
+    does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
+    numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
+    --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
+    --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
+    analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
+    frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
 
-        Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs,
-        --max-num-batched-tokens, --prefix-caching); --disagg adds prefill/decode-disaggregated units
-        (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's
-        memory rules; one that
-        does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
-        numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
-        --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
-        --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
-        analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
-        frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
+    Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
+    input; 3 when no candidate can start, every one rejected for memory (its max_model_len or its weights do not
+    fit), as `plan` exits 3 when the model does not fit.
+    """
+    spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
+                                         (rate, monthly_tokens), axes, run.api)
+    _check_gpus(ax.gpus, engine)
+    rank = rank_of(run.show_command)
+    if run.show_command is not None and rank is None:
+        show_command_of(spec, ax, run.show_command, run.as_json)
+        return
+    _check_outputs(run, workload.trace)
+    result, variants = _search(spec, ax, run)
+    result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
+    _write(result, variants, rank, run)
+    _exit_if_failed(result)
+    _exit_if_none_can_start(result)
 
-        Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
-        input; 3 when no candidate can start, every one rejected for memory (its max_model_len or its weights do not
-        fit), as `plan` exits 3 when the model does not fit.
-        """
-        from kvledger.analyses.search import SearchSpec, run_search
+
+def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:
+    """The named GPUs against --gpu-profile (fitted on one of them) and --wddm (``_check_wddm_gpus``), before work."""
+    if e.gpu_profile is not None and gpus:
+        from kvledger.accounting.gpu_profile import check_profile_gpus
+        from kvledger.catalog.gpu_file import resolve_gpu
+
+        check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in gpus])
+    _check_wddm_gpus(gpus, bool(e.wddm))
+
+
+def _check_outputs(r: SearchRunFlags, trace: str | None) -> None:
+    """--ledger and --resume not together, --resume an existing file, no file overwritten without --force, a --plot
+    the figure can be written as."""
+    from kvledger.errors import InputError
+
+    if r.ledger is not None and r.resume is not None:
+        raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
+    if r.resume is not None and not r.resume.is_file():
+        raise InputError(f"--resume {r.resume}: no such ledger file")
+    _refuse_overwrite({"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}, r.force, [trace, r.resume])
+    if r.plot is not None and r.plot.suffix.lower() not in (".png", ".svg"):
+        raise InputError(f"--plot {r.plot}: write .png or .svg")
+
+
+def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
+    """(the search's result, with --offload's tier variants ranked in; those variants or None) under a progress bar."""
+    from kvledger.analyses.search import run_search
+    from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+
+    tiers = parse_offload(r.offload)
+    prices = {"host": r.host_memory_usd_per_gib_month, "nvme": r.nvme_usd_per_gib_month}
+    with_tiers = bool(check_prices(tiers, prices))
+    if r.seeds > 1 and with_tiers:
         from kvledger.errors import InputError
-        from kvledger.units import parse_tokens
 
-        w, e, p = workload, engine, pricing
-        mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
-        wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
-                                           rate, monthly_tokens, model, mml, w.seed, disagg)
-        spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
-                          num_requests=w.num_requests,
-                          seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
-                          gpu_profile=e.gpu_profile,
-                          engine_version=e.engine_version, max_model_len=mml,
-                          gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
-                          utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
-                          monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
-                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
-                          gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm), client_latency=e.client_latency)
-        axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
-                     prefix_caching, splits_of(disagg_splits) if disagg else ())
-        if e.gpu_profile is not None and axes.gpus:
-            from kvledger.accounting.gpu_profile import check_profile_gpus
-            from kvledger.catalog.gpu_file import resolve_gpu
+        raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
+    with _progress_bar() as bar:
+        task = bar.add_task("search", total=None, status="planning")
 
-            check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in axes.gpus])
-        _check_wddm_gpus(axes.gpus, bool(e.wddm))
-        rank = rank_of(show_command)
-        if show_command is not None and rank is None:
-            show_command_of(spec, axes, show_command, as_json)
-            return
-        if ledger is not None and resume is not None:
-            raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
-        if resume is not None and not resume.is_file():
-            raise InputError(f"--resume {resume}: no such ledger file")
-        _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
-        if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
-            raise InputError(f"--plot {plot}: write .png or .svg")
-        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, offload_summary, parse_offload
+        def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
+            Any] | None) -> None:
+            best_text = f"best {best['id']}" if best else "no feasible one yet"
+            bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
+
+        result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address,
+                            ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,
+                            progress=progress, exhaustive=r.exhaustive)
+    variants = None
+    if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
+        from kvledger.analyses.search.rank import build_result
+
+        variants = offload_pass(spec, result.entries, tiers, prices)
+        result = build_result(spec, result.entries + variants)
+    if r.seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
         from kvledger.analyses.search.seed_check import attach_seed_check
 
-        tiers = parse_offload(offload)
-        prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
-        with_tiers = bool(check_prices(tiers, prices))
-        if seeds > 1 and with_tiers:
-            raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
-        with _progress_bar() as bar:
-            task = bar.add_task("search", total=None, status="planning")
+        attach_seed_check(result, r.seeds)
+    return result, variants
 
-            def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
-                Any] | None) -> None:
-                best_text = f"best {best['id']}" if best else "no feasible one yet"
-                bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
 
-            result = run_search(spec, axes, workers=workers, backend=backend, ray_address=ray_address,
-                                ledger=resume if resume is not None else ledger, resume=resume is not None,
-                                progress=progress, exhaustive=exhaustive)
-        variants = None
-        if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
-            from kvledger.analyses.search.rank import build_result
+def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags) -> None:
+    """--csv, --plot, then the ranked candidate (a --show-command rank), the JSON or the tables."""
+    from kvledger.analyses.search.offload_axis import offload_summary
 
-            variants = offload_pass(spec, result.entries, tiers, prices)
-            result = build_result(spec, result.entries + variants)
-        result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
-        if seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
-            attach_seed_check(result, seeds)
-        if csv_out is not None:
-            _write_csv(result, csv_out)
-        if plot is not None and result.ranking:
-            from kvledger.report.search_figures import frontier_figure, save_figure
+    if r.csv_out is not None:
+        _write_csv(result, r.csv_out)
+    if r.plot is not None and result.ranking:
+        from kvledger.report.search_figures import frontier_figure, save_figure
 
-            save_figure(frontier_figure(result), plot)
-        if rank is not None:
-            show_ranked(result, rank, as_json)
-        elif as_json:
-            typer.echo(json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
-                                                      else {}), allow_nan=False))
-        else:
-            from kvledger.report.search_view import print_search
+        save_figure(frontier_figure(result), r.plot)
+    if rank is not None:
+        show_ranked(result, rank, r.as_json)
+    elif r.as_json:
+        typer.echo(json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
+                                                  else {}), allow_nan=False))
+    else:
+        from kvledger.report.search_view import print_search
 
-            print_search(result, top, verbose)
-            if variants is not None:
-                from kvledger.report.offload_axis_view import print_offload_axis
+        print_search(result, r.top, r.verbose)
+        if variants is not None:
+            from kvledger.report.offload_axis_view import print_offload_axis
 
-                print_offload_axis(variants, result.ranking)
-        _exit_if_failed(result)
-        _exit_if_none_can_start(result)
+            print_offload_axis(variants, result.ranking)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``search`` command to ``app``."""
+    app.command("search")(search_command)

@@ -45,8 +45,8 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     prep = _Prepare(synthetic, sessions if session_run else None, cap_source)
     setup = prep(args)
     keep_times = record_token_times or out is not None
-    result, tier_report = _run_one(setup, args, tier, record_steps=out is not None, show_progress=not as_json,
-                                   record_token_times=keep_times)
+    result, tier_report = _run_one(setup, args, tier, synthetic, record_steps=out is not None,
+                                   show_progress=not as_json, record_token_times=keep_times)
     payload = _with_spread(_document(setup, result), args, seeds, prep, tier)
     doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
     if out is not None:
@@ -76,8 +76,9 @@ class _Prepare:
                                 DEFAULT_SESSION_RATE if rate is None else rate, self.cap_source)
 
 
-def _run_one(setup, args, tier, *, record_steps: bool, show_progress: bool, record_token_times: bool):
-    """(the simulator's result, the host-tier report or None) of one prepared run."""
+def _run_one(setup, args, tier, synthetic, *, record_steps: bool, show_progress: bool, record_token_times: bool):
+    """(the simulator's result, the host-tier report or None) of one prepared run (``synthetic``: its drawn
+    workload's spec, completing a tier run's metadata as ``_run`` does)."""
     if tier is None:
         return _run(setup, args, record_steps=record_steps, show_progress=show_progress,
                     record_token_times=record_token_times), None
@@ -85,7 +86,7 @@ def _run_one(setup, args, tier, *, record_steps: bool, show_progress: bool, reco
     from kvledger.analyses.serving.sim_tiers import run_with_tier
 
     result, tier_report = run_with_tier(setup, tier, record_steps=record_steps, record_token_times=record_token_times)
-    return finish_run(setup, args, result).result, tier_report
+    return finish_run(setup, args, result, synthetic).result, tier_report
 
 
 def _document(setup, result):
@@ -105,7 +106,8 @@ def _with_spread(payload, args, seeds: int, prep: _Prepare, tier):
 
     def run_seed(seed: int) -> dict:
         a = dataclasses.replace(args, seed=seed)
-        result, _ = _run_one(prep(a), a, tier, record_steps=False, show_progress=False, record_token_times=False)
+        result, _ = _run_one(prep(a), a, tier, prep.synthetic, record_steps=False, show_progress=False,
+                             record_token_times=False)
         return result.summary.to_dict()
 
     used = seed_used(args, prep.synthetic, prep.sessions is not None)

@@ -3,32 +3,22 @@ where it turns into a loss, and a simulator sweep over request rates."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from kvledger import strict_json
 from kvledger.cli.analysis_opts import (
-    AVAIL_OPT,
-    BLOCK_OPT,
-    BW_OPT,
-    EAGER_OPT,
-    FLOPS_OPT,
-    GEMM_OPT,
     GPU_OPT,
-    GPU_PROFILE_OPT,
     JSON_OPT,
-    MAX_LEN_OPT,
     MODEL_ARG,
-    TP_OPT,
-    UTIL_OPT,
-    VERSION_OPT,
-    WDDM_OPT,
+    TARGET,
+    TargetFlags,
     list_items,
-    load_target,
     parse_token_list,
-    pricing_flags,
 )
+from kvledger.cli.flag_groups import with_groups
 from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.spec_decode_view import render_spec_decode as _render
 
@@ -51,6 +41,7 @@ def _rates(text: str | None) -> list[float] | str | None:
     return out
 
 
+@with_groups(target=TARGET)
 def spec_decode(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
@@ -69,11 +60,7 @@ def spec_decode(
                                                                            "--context)."),
     output_tokens: int = typer.Option(256, "--output-tokens", help="Output length in the sweep, tokens."),
     seed: int = typer.Option(0, "--seed", help="Seed for arrivals and acceptance draws."),
-    tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
-    available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
-    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT,
-        flops_fraction: float | None = FLOPS_OPT, gpu_profile: str | None = GPU_PROFILE_OPT,
-    gemm_efficiency: str | None = GEMM_OPT, enforce_eager: bool | None = EAGER_OPT, wddm: bool | None = WDDM_OPT,
+    target: TargetFlags = TargetFlags(),
     as_json: bool = JSON_OPT,
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
                                                           "to overwrite without --force."),
@@ -81,40 +68,44 @@ def spec_decode(
 ) -> None:
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate
     sweep."""
-    from rich.console import Console
-
     from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
     from kvledger.analyses.serving.plan_pricing import priced_settings
     from kvledger.units import parse_tokens
 
     check_plot_path(plot, force)
-    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
-                                    gpu_memory_utilization=gpu_memory_utilization,
-                                    available_kv_memory=available_kv_memory, block_size=block_size,
-                                        engine_version=engine_version,
-                                    bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction,
-                                    enforce_eager=bool(enforce_eager), wddm=bool(wddm))
-    pricing = pricing_flags(gpu_profile, gemm_efficiency, flops_fraction, bandwidth_fraction)
+    spec, g, settings = target.load(model, gpu)
+    pricing = target.pricing()
     settings = priced_settings(settings, g, pricing)  # the fractions simulate plans with (plan_pricing.py)
     ctx = parse_tokens(context, what="--context")
-    r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance,
-                            draft=make_draft(draft_model, draft_cost_fraction), context_tokens=ctx,
-                            flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"), pricing=pricing)
+    draft = make_draft(draft_model, draft_cost_fraction)
+    r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance, draft=draft,
+                            context_tokens=ctx, flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"),
+                            pricing=pricing)
     wanted = _rates(rates)
     if wanted is not None:
-        from dataclasses import replace
-
         from kvledger.accounting.plan import build_plan
         from kvledger.analyses.judgments.spec_decode import SpecDecodeModel
-        from kvledger.analyses.judgments.spec_sim import auto_rates, run_spec_sweep
 
+        sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), draft, draft_tokens, acceptance, pricing)
         pt = parse_tokens(prompt_tokens, what="--prompt-tokens") if prompt_tokens else ctx
-        sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model,
-                                                                                          draft_cost_fraction),
-                             draft_tokens, acceptance, pricing)
-        rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
-        r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
-                                                 output_tokens=output_tokens, seed=seed))
+        r = replace(r, simulation=_sweep(sm, wanted, pt, output_tokens, num_requests, seed))
+    _show(r, plot, as_json)
+
+
+def _sweep(sm, rates: list[float] | str, prompt_tokens: int, output_tokens: int, num_requests: int, seed: int):
+    """The simulator sweep (``spec_sim.run_spec_sweep``) of ``sm`` over ``rates`` (req/s, or "auto": ``auto_rates``)
+    with ``num_requests`` requests of ``prompt_tokens`` + ``output_tokens`` tokens per rate."""
+    from kvledger.analyses.judgments.spec_sim import auto_rates, run_spec_sweep
+
+    rl = auto_rates(sm, prompt_tokens, output_tokens) if rates == "auto" else rates
+    return run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                          seed=seed)
+
+
+def _show(r, plot: Path | None, as_json: bool) -> None:
+    """Draw the figure to ``plot`` if asked, then print ``r`` as JSON or as tables."""
+    from rich.console import Console
+
     if plot is not None:
         from kvledger.report.judgment_figures import spec_decode_figure
 

@@ -9,7 +9,6 @@ numbers (team capability also enters as the people-cost line).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -34,6 +33,7 @@ from kvledger.ledgers.cost import (
 )
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines
+from kvledger.ledgers.factor_rows import factor_rows
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.items import Ledger
@@ -131,34 +131,6 @@ def _monthly(d: Decision) -> dict[str, Any]:
             "buy": d.buy, "api": d.primary.bill, "cheaper": d.verdict}
 
 
-def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[dict[str, str]]:
-    util = (
-        f"{setup.utilization:.0%} of billed hours; break-even at {u_star:.0%}"
-        if math.isfinite(u_star)
-        else f"{setup.utilization:.0%}; no break-even"
-    )
-    util_effect = ("above break-even: self-hosting is cheaper per good token" if setup.utilization >= u_star
-                   else "below break-even: the API is cheaper per good token")
-    sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
-                       "it (regional/residency endpoints cost more than these list prices)",
-           "preferred": "a reason to self-host that the price comparison does not capture",
-           "not_required": "no constraint: decide on cost and the other factors"}[f.data_sovereignty]
-    ctl = {"custom_weights": "you need your own weights (fine-tunes): the API column is valid only if the provider "
-                             "hosts custom models at this price",
-           "open_weights": "an open-weights model: API hosts of the same model are comparable; check the row is that "
-                           "model",
-           "any": "no constraint on the model"}[f.model_control]
-    team = {"experienced": "an experienced team: the people line is what running it costs",
-            "some": "some experience: expect the people line to be higher while learning",
-            "none": "no serving experience: budget engineer-months before relying on self-hosting"}[f.team_capability]
-    if f.team_capability == "none" and setup.engineer_months_per_month == 0:
-        team += " (people cost is 0 here: enter it)"
-    return [{"factor": "utilization", "value": util, "effect": util_effect},
-            {"factor": "data sovereignty", "value": f.data_sovereignty, "effect": sov},
-            {"factor": "model control", "value": f.model_control, "effect": ctl},
-            {"factor": "team capability", "value": f.team_capability, "effect": team}]
-
-
 def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice, bool | None, bool]]:
     rows = list(inputs.api_rows)
     if price is not None and all(r[0].key != price.key for r in rows):
@@ -205,6 +177,48 @@ def _sticker(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, A
                     "the effective-cost multiplier"}
 
 
+def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,
+            volume: MonthlyVolume | None, inputs: DecisionInputs) -> tuple[Any, list[str], ApiPrice, str, Any]:
+    """(the decision for ``volume``, None without one; its notes; the API row compared; how the utilization was set;
+    the setup at that utilization)."""
+    decision, notes = None, []
+    if volume is not None:
+        opts, notes = api_options(rows, mix, resolve_volume(volume, cap))
+        decision = decide(cap, base, resolve_volume(volume, cap), opts, buy=inputs.buy, power=inputs.power,
+                          people_source=inputs.people_source, capacity_band=inputs.capacity_band,
+                          band_source=inputs.band_source, rests_on=list(inputs.rests_on),
+                          band_sides=inputs.band_sides)
+        primary = decision.primary.price
+        realized = decision.realized_utilization
+        util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"
+        if setup.utilization is None:
+            setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
+    else:
+        primary = _primary_without_volume(rows, mix, cap)
+        util_how = (
+            "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
+        )
+        setup = base
+    return decision, notes, primary, util_how, setup
+
+
+def _headline(decision: Decision | None, b_vol: Any, u_star: Any, setup: SelfHostSetup, primary: ApiPrice,
+              rows: list) -> tuple[list[str], str]:
+    """(the answer's lines, the verdict) with or without a volume, and a note when the row is another model."""
+    if decision is not None:
+        head = verdict_lines(decision, b_vol, u_star, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
+                             setup.num_gpus)
+        verdict = head[0].removeprefix("answer: ")
+    else:
+        head = no_volume_lines(b_vol, u_star, primary.key)
+        verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
+    if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
+        others = [r.key for r, same, _ in rows if same]
+        head.append(f"  note: {primary.key} is not the same model: compare quality separately"
+                    + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
+    return head, verdict
+
+
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
                       mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
                       floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None) -> CostReport:
@@ -225,24 +239,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     if inputs.buy is not None:
         inputs.buy.check()
     cap = capacity_from(run, gp, setup.prefill_share, floor)
-    decision, notes = None, []
-    if volume is not None:
-        opts, notes = api_options(rows, mix, resolve_volume(volume, cap))
-        decision = decide(cap, base, resolve_volume(volume, cap), opts, buy=inputs.buy, power=inputs.power,
-                          people_source=inputs.people_source, capacity_band=inputs.capacity_band,
-                          band_source=inputs.band_source, rests_on=list(inputs.rests_on),
-                          band_sides=inputs.band_sides)
-        primary = decision.primary.price
-        realized = decision.realized_utilization
-        util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"
-        if setup.utilization is None:
-            setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
-    else:
-        primary = _primary_without_volume(rows, mix, cap)
-        util_how = (
-            "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
-        )
-        setup = base
+    decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_req = _per_request(primary, mix, cap)
@@ -257,18 +254,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
-    gpu_label = f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h"
-    if decision is not None:
-        head = verdict_lines(decision, b_vol, u_star, gpu_label, setup.num_gpus)
-        verdict = head[0].removeprefix("answer: ")
-    else:
-        head = no_volume_lines(b_vol, u_star, primary.key)
-        verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
+    head, verdict = _headline(decision, b_vol, u_star, setup, primary, rows)
     second = secondary_line(setup.utilization, util_how, sh_req, api_req)
-    if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
-        others = [r.key for r, same, _ in rows if same]
-        head.append(f"  note: {primary.key} is not the same model: compare quality separately"
-                    + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
                 "gpu_price_source": setup.gpu.source,
                 "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
@@ -287,7 +274,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
                      api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
                      sticker, u_star, b_vol, _monthly(decision) if decision else None,
-                     _factors(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row, second)
+                     factor_rows(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row,
+                     second)
     return rep
 
 

@@ -37,6 +37,23 @@ def replicas_for(rate_req_per_s: float, cap_req_per_s: float, max_utilization: f
     return max(1, math.ceil(rate_req_per_s / (cap_req_per_s * max_utilization) - 1e-12))
 
 
+def _power_price_source(buy: HostBill) -> str:
+    """Where the PUE and the electricity price come from: the defaults' sources, else the user's flags."""
+    from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
+
+    return (
+        "; ".join(
+            s
+            for s, dflt in (
+                (PUE_SOURCE, buy.pue == DEFAULT_PUE),
+                (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
+            )
+            if dflt
+        )
+        or "user input (--pue, --usd-per-kwh)"
+    )
+
+
 def monthly_self_host(
     setup: SelfHostSetup,
     replicas: int,
@@ -69,22 +86,8 @@ def monthly_self_host(
         led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
         led.add(capex_item(gpus, buy))
         if power is not None:
-            from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
-
-            src = (
-                "; ".join(
-                    s
-                    for s, dflt in (
-                        (PUE_SOURCE, buy.pue == DEFAULT_PUE),
-                        (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
-                    )
-                    if dflt
-                )
-                or "user input (--pue, --usd-per-kwh)"
-            )
-            led.add(
-                power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
-            )
+            led.add(power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh,
+                               f"{power.source}; {_power_price_source(buy)}"))
         led.add(hosting_item(gpus, buy))
     for item in tier_items(setup.kv_tiers, gpus * HOURS_PER_MONTH, f" ({sizing} × 730 h)"):
         led.add(item)

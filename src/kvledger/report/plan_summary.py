@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kvledger.accounting.kv_range import range_text
+from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.notes import NEWER_THAN_READ
 from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
@@ -16,21 +17,8 @@ __all__ = ["summary_lines", "attention_by_context_text"]
 def summary_lines(p: Plan) -> list[str]:
     """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the
     verdict."""
-    m, kv = p.memory, p.kv
-    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
-    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
-           f"{kv.kv_cache_dtype}{groups}"]
-    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n]
-    out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
-    out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
-    if m.kv_free:
-        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
-                  f"{kv.kv_cache_dtype} does not matter)")
-    if m.stages and not m.kv_free:
-        stage = m.bytes_per_block / m.block_size
-        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
-                  f"layers only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
-                  f"{kv.kv_cache_dtype}{groups}")
+    m = p.memory
+    out = _kv_lines(p)
     wd = next((d for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {wd.bytes / GiB:,.2f} GiB{_ranged(wd.low_bytes, wd.high_bytes)}, " if wd is not None else ""
     rng = m.ranges.get("available_kv_bytes")
@@ -49,14 +37,7 @@ def summary_lines(p: Plan) -> list[str]:
             f"no stage keeps a KV cache, so there are no blocks to compare; figures below are per GPU of stage {where}"
             if m.kv_free else f"the binding stage {where} has the fewest blocks and sizes the engine's pool; figures "
                               "below are per GPU of that stage"))
-    terms = ", ".join(d.name for d in m.deductions if d.bytes)
-    budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
-              f"× {m.fraction_name} {m.fraction:g} less {terms}")
-    if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run
-        after = ("the engine, its runtime buffers and its decoder load" if "TensorRT-engine" in m.engine_version
-                 else "the dry run")  # the TensorRT-engine executor has no dry run (kvCacheManager.cpp)
-        budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB less {terms}; "
-                  f"{m.fraction_name} {m.fraction:g} applies to the memory free after {after}")
+    budget = _budget(m)
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:
@@ -83,16 +64,54 @@ def summary_lines(p: Plan) -> list[str]:
         rows = "; ".join(_concurrency_cell(r, m.num_gpu_blocks - m.usable_blocks) if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         out.append(f"concurrency (per replica): {rows}")
-    r = p.roofline
-    if r is not None:
-        out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
-                   f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
-                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
-                      + (f" at {max(r.decode_attention_by_context):,} tokens of context ({attention_by_context_text(r)}"
-                         + (f": {r.decode_attention_varies_because})" if r.decode_attention_varies_because else ")")
-                         if r.decode_attention_varies() else "")
-                      + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
+    if p.roofline is not None:
+        out.append(_roofline_line(p.roofline))
     return out
+
+
+def _kv_lines(p: Plan) -> list[str]:
+    """The headline (KV per token, per GPU of the binding stage with PP) and the notes that qualify it."""
+    m, kv = p.memory, p.kv
+    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
+    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
+           f"{kv.kv_cache_dtype}{groups}"]
+    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n]
+    out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
+    out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
+    if m.kv_free:
+        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
+                  f"{kv.kv_cache_dtype} does not matter)")
+    if m.stages and not m.kv_free:
+        stage = m.bytes_per_block / m.block_size
+        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
+                  f"layers only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
+                  f"{kv.kv_cache_dtype}{groups}")
+    return out
+
+
+def _budget(m: MemoryPlan) -> str:
+    """How the engine's budget is formed: the device total × its fraction less the terms (TensorRT-LLM: the fraction of
+    the memory free after its dry run)."""
+    terms = ", ".join(d.name for d in m.deductions if d.bytes)
+    budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
+              f"× {m.fraction_name} {m.fraction:g} less {terms}")
+    if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run
+        after = ("the engine, its runtime buffers and its decoder load" if "TensorRT-engine" in m.engine_version
+                 else "the dry run")  # the TensorRT-engine executor has no dry run (kvCacheManager.cpp)
+        budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB less {terms}; "
+                  f"{m.fraction_name} {m.fraction:g} applies to the memory free after {after}")
+    return budget
+
+
+def _roofline_line(r: RooflineReport) -> str:
+    """The roofline's limits: ridge, the weight matmuls' crossover, decode attention's intensity by context."""
+    return (f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
+            f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
+            + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
+               + (f" at {max(r.decode_attention_by_context):,} tokens of context ({attention_by_context_text(r)}"
+                  + (f": {r.decode_attention_varies_because})" if r.decode_attention_varies_because else ")")
+                  if r.decode_attention_varies() else "")
+               + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
 
 
 def _ranged(low: float, high: float) -> str:

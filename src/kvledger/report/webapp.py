@@ -173,29 +173,14 @@ class _Serving(BaseModel):
         return None if got is None else v.strip()
 
 
-def create_app(data_dir: Path | None = None, token: str | None = None):
-    """The FastAPI application: ``/`` (the page) and ``/api/choices`` by GET; ``/api/plan`` and ``/api/serving`` by a
-    JSON POST from the page only, through bounded work queues (``webapp_guard``). Each answer carries ``request``: the
-    inputs it answers and the page's ``request_id``, so the page paints only the latest.
-
-    Requests name bundled models, catalog GPUs and bundled traces; local files only inside ``data_dir``
-    (``kvledger.report.webapp_inputs``: the rule and why). With ``token`` every request must carry it.
-    """
-    import json
-
-    from fastapi import FastAPI
+def _add_error_handlers(app: Any, token: str | None) -> None:
+    """The app's answers to bad input, a refused or a busy request, and the guard every POST passes first."""
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import HTMLResponse, JSONResponse
+    from fastapi.responses import JSONResponse
 
     from kvledger.errors import KvLedgerError
-    from kvledger.report.jsonout import strict_json
-    from kvledger.report.webapp_guard import Busy, Refused, WorkQueue, check_request
-    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
-    from kvledger.report.webapp_page import PAGE
+    from kvledger.report.webapp_guard import Busy, Refused, check_request
     from kvledger.report.webapp_words import in_app_words, request_errors
-
-    app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
-    queues = {"plan": WorkQueue("plan", running=2, waiting=8), "serving": WorkQueue("serving", running=1, waiting=2)}
 
     @app.exception_handler(KvLedgerError)
     async def _bad_input(_request: Request, err: KvLedgerError) -> JSONResponse:
@@ -213,11 +198,6 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
     async def _busy(_request: Request, err: Busy) -> JSONResponse:
         return JSONResponse({"error": str(err), "busy": True}, status_code=503, headers={"Retry-After": "5"})
 
-    def _json(data: Any) -> Any:
-        from fastapi.responses import Response
-
-        return Response(strict_json(data), media_type="application/json")
-
     @app.middleware("http")
     async def _guard(request: Request, call_next: Any) -> Any:
         """Every POST is checked before its body is read (webapp_guard): a refused request does no work at all."""
@@ -227,6 +207,35 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
             except Refused as err:
                 return JSONResponse({"error": str(err), "refused": True}, status_code=err.status)
         return await call_next(request)
+
+
+def create_app(data_dir: Path | None = None, token: str | None = None):
+    """The FastAPI application: ``/`` (the page) and ``/api/choices`` by GET; ``/api/plan`` and ``/api/serving`` by a
+    JSON POST from the page only, through bounded work queues (``webapp_guard``). Each answer carries ``request``: the
+    inputs it answers and the page's ``request_id``, so the page paints only the latest.
+
+    Requests name bundled models, catalog GPUs and bundled traces; local files only inside ``data_dir``
+    (``kvledger.report.webapp_inputs``: the rule and why). With ``token`` every request must carry it.
+    """
+    import json
+
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from kvledger.report.jsonout import strict_json
+    from kvledger.report.webapp_guard import Refused, WorkQueue
+    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
+    from kvledger.report.webapp_page import PAGE
+
+    app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
+    queues = {"plan": WorkQueue("plan", running=2, waiting=8), "serving": WorkQueue("serving", running=1, waiting=2)}
+
+    def _json(data: Any) -> Any:
+        from fastapi.responses import Response
+
+        return Response(strict_json(data), media_type="application/json")
+
+    _add_error_handlers(app, token)
 
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request) -> Any:

@@ -200,21 +200,8 @@ def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None
     return out
 
 
-def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int) -> HostTier:
-    """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
-    vLLM's opt-in host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``) and the plan's NVMe tier
-    below it: LMCache's local_disk or SGLang HiCache's file storage backend (``tiers.hicache_storage_prefetch_policy``).
-    The one builder of the host tier: ``offload`` and ``simulate`` (``analyses/serving/sim_tiers.py``) both call it.
-
-    Raises:
-        InputError: no host tier in ``tp``; an option the engine or backend does not have, one paragraph each.
-    """
-    host_t, disk_t, remote_t = tp.tier("host_dram"), tp.tier("nvme"), tp.tier("remote")
-    if host_t is None:
-        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
-                         f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
-                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
-    native = settings.engine == "vllm" and not chunk
+def _host_rules(settings: PlanSettings, tiers: TierSettings, native: bool) -> tuple[int, str]:
+    """(store threshold, eviction policy) of the host cache, each refused where its engine or release has none."""
     store_threshold = 0 if tiers.store_threshold is None else tiers.store_threshold
     eviction_policy = tiers.eviction_policy or "lru"
     if isinstance(store_threshold, bool) or not isinstance(store_threshold, int) or store_threshold < 0:
@@ -234,6 +221,25 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
         raise InputError("--eviction-policy is the native OffloadingConnector's option (kv_connector_extra_config "
                          "eviction_policy); LMCache's and SGLang HiCache's host caches are LRU here. Drop it, or use "
                          f"{tiers.engine_flag} vllm with --kv-offloading-backend native.")
+    return store_threshold, eviction_policy
+
+
+def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int) -> HostTier:
+    """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
+    vLLM's opt-in host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``) and the plan's NVMe tier
+    below it: LMCache's local_disk or SGLang HiCache's file storage backend (``tiers.hicache_storage_prefetch_policy``).
+    The one builder of the host tier: ``offload`` and ``simulate`` (``analyses/serving/sim_tiers.py``) both call it.
+
+    Raises:
+        InputError: no host tier in ``tp``; an option the engine or backend does not have, one paragraph each.
+    """
+    host_t, disk_t, remote_t = tp.tier("host_dram"), tp.tier("nvme"), tp.tier("remote")
+    if host_t is None:
+        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
+                         f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
+                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
+    native = settings.engine == "vllm" and not chunk
+    store_threshold, eviction_policy = _host_rules(settings, tiers, native)
     disk_units = remote_units = 0
     if disk_t is not None and remote_t is not None and settings.engine == "sglang":
         raise InputError("--kv-tier-nvme and --kv-tier-remote together: SGLang HiCache takes one storage backend "

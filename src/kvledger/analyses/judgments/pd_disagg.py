@@ -13,7 +13,7 @@ pool and show what moves: TTFT follows the prefill pool, ITL the decode pool.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
@@ -158,8 +158,9 @@ class DisaggStudy:
 
         key = (tp, overrides)
         if key not in self._plans:
-            s = make_settings(**{**self.settings.model_dump(), "tp": tp, **{k: v for k,
-                                                                            v in overrides if v is not None}})
+            # every field, those model_dump leaves out too (model_runner, the TensorRT-LLM backend and logits dtype)
+            base = {f.name: getattr(self.settings, f.name) for f in fields(self.settings)}
+            s = make_settings(**{**base, "tp": tp, **{k: v for k, v in overrides if v is not None}})
             p = build_plan(self.model, self.gpu, s, with_advice=False)
             require_kv_pool(p)
             self._plans[key] = p

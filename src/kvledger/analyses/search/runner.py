@@ -223,6 +223,21 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
     return {"serial": _serial, "pool": _pool, "ray": _ray}[backend]
 
 
+def _planned(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any) -> list[dict[str, Any]]:
+    """The planned entries of the candidates not ``done``, in candidate order; the others' entries (rejected, no
+    price, ...) go to ``record`` as they are screened."""
+    todo = []
+    for c in cands:
+        if c.id in done:
+            continue
+        e = screen_candidate(spec, c)
+        if e["status"] == "planned":
+            todo.append(e)
+        else:
+            record(e)
+    return todo
+
+
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend: str = "auto",
                ray_address: str | None = None, ledger: Path | None = None, resume: bool = False,
                progress: Progress | None = None, exhaustive: bool = False) -> SearchResult:
@@ -258,16 +273,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
             progress(e, len(done), len(cands), n_feasible, best)
 
     try:
-        todo = []
-        for c in cands:
-            if c.id in done:
-                continue
-            e = screen_candidate(spec, c)
-            if e["status"] == "planned":
-                todo.append(e)
-            else:
-                record(e)
-        todo = screen_by_bounds(spec, todo, cands, record, exhaustive)
+        todo = screen_by_bounds(spec, _planned(spec, cands, done, record), cands, record, exhaustive)
         order = {c.id: n for n, c in enumerate(cands)}
         batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
             done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order

@@ -49,24 +49,48 @@ def _points(p: TierProber, b: float, num_gpus: int, target: float) -> list[dict[
     return [x for x in pts if x["attainment"] >= target and x["tok_per_s_per_user"] is not None]
 
 
-def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, float | None]) -> dict[str, Any]:
-    """The entry of ``base`` (a feasible colocated entry, or one that met the SLO at no rate) served with tier ``opt``:
-    status "feasible" with every figure an entry has, or "rejected" / "skipped" / "error" with the reason."""
-    from kvledger.analyses.search.capacity import Probed
-    from kvledger.analyses.search.evaluate import capacity_figures, load_rate_req_per_s, size_for_load
-    from kvledger.analyses.search.launch import launch_for
+def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
+                     tier: tuple[Any, float]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the variant's cost per token and per request, its sizing for the spec's load or None without one) at capacity
+    ``cap``, the GPUs priced as the colocated candidates are and the tier's bill (``tier``: the bill, USD per month
+    per unit) added."""
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load
     from kvledger.analyses.search.screen import price_row
-    from kvledger.analyses.search.spec import Candidate
-    from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
-    from kvledger.ledgers.slo import parse_slo
+    from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, self_host_unit_ledgers
+
+    bill, tier_month = tier
+    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
+    unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
+    rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+    sizing = None
+    if rate is not None:
+        replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
+        sizing = {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * cand.num_gpus,
+                  "realized_utilization": realized, "monthly_usd": replicas * unit_month,
+                  "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
+                         f"{spec.max_utilization:.0%})⌉; bill = replicas × ({cand.num_gpus} GPUs × "
+                         f"${row.usd_per_gpu_hour:g}/GPU-h × 730 h + tier ${tier_month:,.2f}/month)"}
+    u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
+    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(GpuRate.from_catalog(row), cand.num_gpus, u,
+                                                                max_utilization=spec.max_utilization,
+                                                                kv_tiers=bill))
+    unit_hour = unit_month / HOURS_PER_MONTH
+    cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
+            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * u * cap.goodput_req_per_s),
+            "usd_per_1k_requests_at_capacity": unit_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
+            "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
+    return cost, sizing
+
+
+def _tier_bill(base: dict[str, Any], opt: Any, prices: dict[str, float | None],
+               num_gpus: int) -> tuple[Any, float, dict[str, Any]]:
+    """(the tier's bill, its USD per month per unit, the entry's ``offload`` section) of tier ``opt`` on ``base``."""
     from kvledger.ledgers.tier_items import KvTierBill, TierRate, tier_usd_per_month
 
-    cand = Candidate.from_entry(base)
     rate_row = TierRate.given(TIER_OF[opt.kind][0], opt.size_gib, prices[TIER_OF[opt.kind][0]])
     bill = KvTierBill((rate_row,))
-    tier_month = tier_usd_per_month(bill, cand.num_gpus)
-    keep = {k: v for k, v in base.items() if k not in ("capacity", "cost", "sizing", "launch", "bounds", "workload",
-                                                       "decided_by_bound")}
+    tier_month = tier_usd_per_month(bill, num_gpus)
     feasible_base = base["status"] == "feasible"
     info = {"kind": opt.kind, "size_gib_per_gpu": opt.size_gib, "label": opt.label, "base": base["id"],
             "base_status": base["status"] if feasible_base else f"{base['status']}: {base.get('reason')}",
@@ -74,6 +98,24 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
             "tier_usd_per_month_per_unit": tier_month,
             "tier_price": {"usd_per_gib_month": rate_row.usd_per_gib_month, "source": rate_row.source,
                            "as_of": rate_row.as_of}}
+    return bill, tier_month, info
+
+
+def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, float | None]) -> dict[str, Any]:
+    """The entry of ``base`` (a feasible colocated entry, or one that met the SLO at no rate) served with tier ``opt``:
+    status "feasible" with every figure an entry has, or "rejected" / "skipped" / "error" with the reason."""
+    from kvledger.analyses.search.capacity import Probed
+    from kvledger.analyses.search.evaluate import capacity_figures
+    from kvledger.analyses.search.launch import launch_for
+    from kvledger.analyses.search.spec import Candidate
+    from kvledger.ledgers.cost import capacity_from
+    from kvledger.ledgers.slo import parse_slo
+
+    cand = Candidate.from_entry(base)
+    bill, tier_month, info = _tier_bill(base, opt, prices, cand.num_gpus)
+    keep = {k: v for k, v in base.items() if k not in ("capacity", "cost", "sizing", "launch", "bounds", "workload",
+                                                       "decided_by_bound")}
+    feasible_base = base["status"] == "feasible"
     out: dict[str, Any] = {**keep, "id": variant_id(base["id"], opt), "reason": None, "detail": None,
                            "offload": info}
     if base.get("enable_prefix_caching") is False:
@@ -107,27 +149,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         notes.append(note)
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
     cap = capacity_from(run, gp, None)
-    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
-    unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
-    rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
-    sizing = None
-    if rate is not None:
-        replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
-        sizing = {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * cand.num_gpus,
-                  "realized_utilization": realized, "monthly_usd": replicas * unit_month,
-                  "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
-                         f"{spec.max_utilization:.0%})⌉; bill = replicas × ({cand.num_gpus} GPUs × "
-                         f"${row.usd_per_gpu_hour:g}/GPU-h × 730 h + tier ${tier_month:,.2f}/month)"}
-    u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(GpuRate.from_catalog(row), cand.num_gpus, u,
-                                                                max_utilization=spec.max_utilization,
-                                                                kv_tiers=bill))
-    unit_hour = unit_month / HOURS_PER_MONTH
-    cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
-            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * u * cap.goodput_req_per_s),
-            "usd_per_1k_requests_at_capacity": unit_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-            "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
-            "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
+    cost, sizing = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus),
            "cost": cost, "sizing": sizing}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)

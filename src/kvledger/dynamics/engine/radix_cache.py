@@ -24,7 +24,7 @@ import heapq
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
 from kvledger.dynamics.engine.radix_fresh import RadixFresh
 from kvledger.dynamics.engine.request_state import SimRequest
-from kvledger.dynamics.engine.stretch_alloc import RadixStretches
+from kvledger.dynamics.engine.stretch_radix import RadixStretches
 
 __all__ = ["RadixKVManager", "RadixNode"]
 

@@ -14,13 +14,12 @@ async scheduling, after freeing the step before's finishers (``Replica.drain``).
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate
 
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
 
-__all__ = ["PagedStretches", "RadixStretches", "most_steps"]
+__all__ = ["PagedStretches", "most_steps"]
 
 
 def most_steps(need, k: int, budget: int) -> int:
@@ -111,22 +110,7 @@ class PagedStretches:
         two_n = 2 * n
         used0, req0 = self.num_used_blocks, self._req_blocks
         # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
-        if self.custom_bft:
-            new, _ = self._stretch_allocs(running, comp, rems, k)
-            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
-            ev = np.repeat(keys, new.T.ravel()).tolist()
-        elif k == 1:  # one step: only requests whose blocks are exactly full need one
-            ev = [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
-        else:
-            ev = []
-            for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
-                j = len(r.blocks) * B - c
-                end = m if m < k else k
-                if j < end:
-                    if j + B >= end:
-                        ev.append(j * two_n + idx)
-                    else:
-                        ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
+        ev = self._alloc_events(running, comp, rems, k, two_n)
         frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
         if not frees:
             if not ev:
@@ -142,8 +126,35 @@ class PagedStretches:
             return (used0, req0 * B, steps, (), ()) if free_finished else None
         ev.sort()
         frees.sort()
-        # (first step not sampling a freed request — the step after the one whose allocations it follows, or with
-        # ``lag`` 1 that step itself —, blocks used it released, request blocks it released)
+        return used0, req0 * B, [e // two_n for e in ev], self._interleave(running, ev, frees, two_n, lag), ()
+
+    def _alloc_events(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
+                      two_n: int) -> list[int]:
+        """The stretch's block allocations as event keys ``step·2n + request`` (``stretch_commit``), unsorted."""
+        B, n = self.block_size, len(running)
+        if self.custom_bft:
+            new, _ = self._stretch_allocs(running, comp, rems, k)
+            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
+            return np.repeat(keys, new.T.ravel()).tolist()
+        if k == 1:  # one step: only requests whose blocks are exactly full need one
+            return [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
+        ev = []
+        for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
+            j = len(r.blocks) * B - c
+            end = m if m < k else k
+            if j < end:
+                if j + B >= end:
+                    ev.append(j * two_n + idx)
+                else:
+                    ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
+        return ev
+
+    def _interleave(self, running: list[SimRequest], ev: list[int], frees: list[int], two_n: int,
+                    lag: int) -> list[tuple[int, int, int]]:
+        """Hand out the sorted allocations ``ev`` and free the finishers ``frees`` (keys ``step·2n + n + request``) in
+        key order; the drops (first step not sampling a freed request — the step after the one whose allocations it
+        follows, or with ``lag`` 1 that step itself —, blocks used it released, request blocks it released)."""
+        n = two_n // 2
         drops = []
         pos = 0
         # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
@@ -159,7 +170,7 @@ class PagedStretches:
             drops.append((j + 1 - lag, self.pool.num_free_blocks - free0, held))
         if pos < len(ev):
             self._hand_out(running, [e % two_n for e in ev[pos:]])
-        return used0, req0 * B, [e // two_n for e in ev], drops, ()
+        return drops
 
     def _commit_bulk(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, free_finished: bool,
                      lag: int) -> tuple | None:
@@ -209,92 +220,3 @@ class PagedStretches:
         for idx, b in zip(order, self.pool.allocate(len(order))):
             running[idx].blocks.append(b)
         self._req_blocks += len(order)
-
-
-class RadixStretches:
-    """Stretch methods of RadixKVManager (radix_cache.py): token slots, finished requests cached in the tree."""
-
-    def decode_step(self, running: list[SimRequest], comp: list[int], rems: list[int]) -> bool:
-        """One step's decodes (see ``PagedStretches.decode_step``); False (nothing changed) when they do not fit."""
-        if self.stretch_limit(running, comp, rems, 1) < 1:
-            return False
-        self.stretch_commit(running, comp, rems, 1, free_finished=False)
-        return True
-
-    # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
-    # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                      reserve: int = 0) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots and leave ``reserve`` (frees mid-stretch
-        ignored: conservative)."""
-        return most_steps(lambda steps: sum(max(0, c + min(m, steps) - r.covered_tokens)
-                                            for r, c, m in zip(running, comp, rems)),
-                          k, self.num_free_tokens + self.evictable_tokens - reserve)
-
-    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True, lag: int = 0):
-        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
-        (``lag`` 1, async scheduling: after the next step's slots; past the stretch, left to the caller).
-
-        Returns what step-by-step execution samples in each step: with ``block_size`` 1 (slots are blocks) the paged
-        manager's changes ``(used0, held0, (), drops, runs)`` (one slot a step per request: a run), else per-step
-        ``(used_blocks, held_slots)`` arrays.
-        """
-        used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-        runs: list[int] = []  # (first step, steps): a request takes one new slot in each
-        covered = []  # (request, slots it covers now, its computed tokens then, steps it decodes in this stretch)
-        for r, c, m in zip(running, comp, rems):
-            cov = r.covered_tokens
-            first, end = max(0, cov - c), min(m, k)
-            if first < end:
-                runs += (first, end - first)
-            covered.append([r, cov, c, m])
-        finishers: dict[int, list] = {}
-        for x in covered:
-            stop = x[3] + lag
-            if stop <= k:
-                f = finishers.get(stop)
-                if f is None:
-                    finishers[stop] = [x]
-                else:
-                    f.append(x)
-        alive, drops = covered, []
-        for stop in sorted(finishers.keys() | {k}):
-            # each request still decoding covers c + min(m, stop) slots by the piece's end (or what it covers)
-            total = 0
-            for x in alive:
-                r, cov, c, m = x
-                need = c + (m if m < stop else stop) - cov
-                if need > 0:
-                    x[1] = cov + need
-                    r.private_tokens += need
-                    r.covered_tokens += need
-                    total += need
-            if total > self.num_free_tokens:
-                self._evict(total)
-            self.private_tokens += total
-            self.held_slots += total
-            leaving = finishers.get(stop)
-            if leaving is not None:
-                for x in leaving:
-                    if free_finished:  # finished in step m − 1: missing from step m's sample on
-                        u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-                        self.free(x[0], preempted=False)
-                        drops.append((x[3], u - (self.tree_tokens - self.evictable_tokens + self.private_tokens),
-                                      h - self.held_slots))
-                alive = [x for x in alive if x[3] + lag > stop]
-        if not free_finished:
-            return None
-        if self.block_size == 1:
-            return used0, held0, (), drops, runs
-        got = [0] * (k + 1)  # new slots per step (as changes), then the frees' drops
-        for j in range(0, len(runs), 2):
-            got[runs[j]] += 1
-            got[runs[j] + runs[j + 1]] -= 1
-        got = list(accumulate(got))
-        held = list(got)
-        for m, du, dh in drops:
-            got[m] -= du
-            held[m] -= dh
-        got, held = np.array(got, dtype=np.int64), np.array(held, dtype=np.int64)
-        return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])

@@ -14,7 +14,7 @@ import numpy as np
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.fast import native
 
-__all__ = ["settle"]
+__all__ = ["settle", "settle_decoded"]
 
 
 def settle(rep, lives: list, K: int, ends: list[float] | bytearray, durs: list[float] | bytearray, stored: list,
@@ -91,3 +91,33 @@ def settle_lives(lives: list, K: int, B: int, lag: int, step0: int) -> tuple[lis
             r.num_tokens = r.num_prompt_tokens + g
             running.append(r)
     return takes, runs, frees, running, finished, freed, deferred
+
+
+def settle_decoded(st, b: int, last: float) -> None:
+    """After ``_ArrivalStretch.decode_until``'s steps ``st.K`` .. ``b`` − 1 (open_stretch.py; ``last``: the latest
+    decode price, s): keep their priced steps, count their blocks at their most, drop the requests finished in them."""
+    st.last = last
+    K, n, keys, groups, lag, ends, durs = st.K, st.n, st.keys, st.groups, st.lag, st.ends, st.durs
+    k = b - K  # steps K .. b − 1 ran: drop the priced steps past them, count their blocks at their most and the
+    if not k:  # requests that finished in them
+        del ends[K + 1:], durs[K:]
+        return
+    if len(durs) > b:
+        del ends[b + 1:], durs[b:]
+    st.blocks_left -= n * (k // st.B + 1)
+    if lag:
+        g = groups.get(b)
+        st.finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
+    st.K = b
+    if keys[0] <= b:
+        S, x = st.S, 0
+        for f in keys:
+            if f > b:
+                break
+            cnt, tok = groups.pop(f)
+            n -= cnt
+            S -= tok
+            x += 1
+        del keys[:x]
+        st.n, st.S = n, S
+    st.sched_t = ends[b - 1] if lag else ends[b]

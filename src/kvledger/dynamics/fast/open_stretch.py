@@ -39,7 +39,7 @@ from functools import partial
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast import native, open_native
-from kvledger.dynamics.fast.open_settle import settle
+from kvledger.dynamics.fast.open_settle import settle, settle_decoded
 from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
 from kvledger.dynamics.fast.stretch_times import (
     CHUNK_SPARE_STEPS,
@@ -198,30 +198,7 @@ class _ArrivalStretch:
             si += 1
             if si == nk:  # everyone finished
                 break
-        self.last = last
-        k = b - K  # steps K .. b − 1 ran: drop the priced steps past them, count their blocks at their most and the
-        if not k:  # requests that finished in them
-            del ends[K + 1:], durs[K:]
-            return
-        if len(durs) > b:
-            del ends[b + 1:], durs[b:]
-        self.blocks_left -= n * (k // self.B + 1)
-        if lag:
-            g = groups.get(b)
-            self.finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
-        self.K = b
-        if keys[0] <= b:
-            S, x = self.S, 0
-            for f in keys:
-                if f > b:
-                    break
-                cnt, tok = groups.pop(f)
-                n -= cnt
-                S -= tok
-                x += 1
-            del keys[:x]
-            self.n, self.S = n, S
-        self.sched_t = ends[b - 1] if lag else ends[b]
+        settle_decoded(self, b, last)
 
     def arrive(self, spec_at, arrivals, i: int, total: int, out: list) -> int:
         """The arrivals visible when the next step is scheduled and their mixed step: the running requests decode and

@@ -75,15 +75,8 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
             pieces.append((a, b, alive, kv_tok + alive * a))
         if cut or b == MAX_STRETCH_STEPS or not go:
             break
-        if leaving is None:  # finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read]}
-            leaving = {}
-            for m, c in zip(rems, comp):
-                x = leaving.get(m)
-                if x is None:
-                    leaving[m] = [1, c + 1]
-                else:
-                    x[0] += 1
-                    x[1] += c + 1
+        if leaving is None:
+            leaving = _finish_groups(rems, comp)
             stops = sorted(leaving)
         cnt, tok = leaving[stop]
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
@@ -92,6 +85,19 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
             b = a
             break
     return b, ends, durs, pieces
+
+
+def _finish_groups(rems: list[int], comp: list[int]) -> dict[int, list[int]]:
+    """The finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read in their first step]}."""
+    leaving: dict[int, list[int]] = {}
+    for m, c in zip(rems, comp):
+        x = leaving.get(m)
+        if x is None:
+            leaving[m] = [1, c + 1]
+        else:
+            x[0] += 1
+            x[1] += c + 1
+    return leaving
 
 
 def plain_decode_terms(forms: dict, prices, alive: int):

@@ -124,6 +124,24 @@ class KvUsageTracker:
         else:
             self._starts.extend(starts)
             self._durs.extend(durs)
+        self._block_changes(i, k, used0, held0, (allocs, runs, grants, frees, drops))
+        st = self._stored
+        if stored:
+            r0 = len(st) // 4
+            st += stored
+            self._stored_shift += (r0, len(st) // 4, i)
+        for a, b, alive, kv_a in pieces:
+            if b > k:
+                b = k
+            if b > a:
+                st += (i + a, b - a, kv_a, alive)
+        if i + k > CHUNK_STEPS:  # a stretch longer than the buffer: fold it now
+            self._flush()
+
+    def _block_changes(self, i: int, k: int, used0: int, held0: int, changes: tuple) -> None:
+        """Record a stretch's block changes (``add_stretch``'s allocs, runs, grants, frees and drops, in that order)
+        at buffered step ``i`` of its ``k`` steps; the used blocks and held slots after them become the current."""
+        allocs, runs, grants, frees, drops = changes
         B = self.block_size
         used, held = used0, held0
         if used != self._used or held != self._held or not i:
@@ -157,18 +175,6 @@ class KvUsageTracker:
                 used -= du
                 held -= dr * B
         self._used, self._held = used, held
-        st = self._stored
-        if stored:
-            r0 = len(st) // 4
-            st += stored
-            self._stored_shift += (r0, len(st) // 4, i)
-        for a, b, alive, kv_a in pieces:
-            if b > k:
-                b = k
-            if b > a:
-                st += (i + a, b - a, kv_a, alive)
-        if i + k > CHUNK_STEPS:  # a stretch longer than the buffer: fold it now
-            self._flush()
 
     def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots,
                   pieces: list | None = None) -> None:

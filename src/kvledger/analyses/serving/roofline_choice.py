@@ -1,0 +1,140 @@
+"""``--step-cost roofline``: the roofline of the memory plan as a simulation prices it (the GPU profile's fractions
+and host terms, the measured GEMM efficiency curve, the host term of the engine's version), with its description and
+source; and the sentence when it and a bundled calibration disagree (``step_cost_choice.make_step_cost`` chooses)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost
+from kvledger.accounting.step_term_notes import step_term_notes
+from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
+
+__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost"]
+
+_PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_seqs=1, prefill_kv_tokens=1024,
+                                         prefill_attn_pairs=1024 * 1025 / 2)),
+           ("a decode step of 32 requests at 1,024 tokens", dict(num_decode_seqs=32, decode_kv_tokens=32 * 1024)))
+
+
+def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline", factor: float = 1.5) -> str | None:
+    """A sentence when the roofline and a bundled calibration price the probe steps more than ``factor``× apart, else
+    None; ``used`` names the one the run used."""
+    from kvledger.accounting.stepcost import StepShape
+
+    parts = []
+    for label, fields in _PROBES:
+        shape = StepShape(**fields)
+        a, b = float(roofline.step_time_s(shape)), float(calibrated.step_time_s(shape))
+        if a > 0 and b > 0 and max(a / b, b / a) > factor:
+            parts.append(f"{label}: roofline {a * 1e3:.1f} ms, {calibrated.name} {b * 1e3:.1f} ms "
+                         f"({max(a / b, b / a):.1f}×)")
+    if not parts:
+        return None
+    return ("the roofline and the bundled calibration disagree — " + "; ".join(parts) + f". This run used {used}; "
+            "to know which is right for your deployment, fit the step cost to one of your own benchmark runs with "
+            "`kvledger calibrate FILE --model M --gpu G` and check it with `kvledger validate`")
+
+
+def gpu_profile_of(a: Any, gpu_name: str):
+    """The GPU profile that prices this run's roofline (``kvledger.accounting.gpu_profile``), or None: the bundled one
+    for the GPU unless ``--gpu-profile`` names a file or "none"; none when both fractions are given by hand."""
+    from kvledger.accounting.gpu_profile import resolve_gpu_profile
+
+    if a.achievable_flops_fraction is not None and a.achievable_bandwidth_fraction is not None:
+        return None
+    return resolve_gpu_profile(a.gpu_profile, gpu_name)
+
+
+def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any) -> tuple[Any, dict[str, Any]]:
+    """(the roofline step cost, its description) for ``make_step_cost``'s arguments; ``cal``: the bundled calibration
+    for the model, GPU and TP (``find_calibrated_cost``), or None."""
+    prof = gpu_profile_of(a, plan.gpu.name)
+    host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
+    curve = gemm_curve_of(a, plan.gpu, prof)
+    cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=curve, **host)
+    # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
+    # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
+    why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
+    overlap_cpu = cost.overlap_cpu
+    extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
+    scope = "uncalibrated" if prof is None else "gpu"
+    hint = _hint(a, plan, prof, curve, cost, cal)
+    data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
+    if curve is not None:  # only the measured mode prints it (flat output unchanged)
+        data["gemm_efficiency"] = "measured"
+    hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
+    if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
+        data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
+    cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
+                                 and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
+    return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
+                  "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
+                  "source": _source(cost, data, (why if overlap_cpu else None), hs) + f"; {hint}"
+                  + "".join("; " + n for n in extra)}
+
+
+def _hint(a: Any, plan, prof: Any, curve: Any, cost: Any, cal: Any) -> str:
+    """Where the roofline's fractions come from (uncalibrated, or the GPU profile with its errors), the GEMM curve,
+    and the disagreement with a bundled calibration."""
+    hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
+            if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
+    if prof is not None:
+        hint = (f"GPU-scope calibration: fractions from the {prof.source}"
+                + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
+    if curve is not None:
+        hint += (f"; weight matmuls at the FLOP fraction × the GPU's measured GEMM efficiency against tokens and "
+                 f"N·K ({curve.source}; leave-one-shape-out error {curve.loso_abs:.3f} of peak)")
+    elif gemm_mode(a, prof) == "measured":
+        hint += f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM, H100 SXM): flat"
+    if cal is not None and (note := disagreement_note(cost, cal)):
+        hint += "; " + note
+    return hint
+
+
+def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float]) -> str:
+    """The roofline's formula in words: its fractions, the TP all-reduces, the CPU overhead (added, or overlapping the
+    GPU under ``overlap``, the scheduling that overlaps it), the GPU profile's host times ``hs`` and the host term."""
+    return ("kvledger.accounting.roofline: weight matmuls then attention, each "
+            "max(FLOPs/achievable "
+            f"peak, bytes/achievable bandwidth) at "
+            f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+            + "+ TP all-reduces"
+            + (" (vLLM's custom all-reduce below "
+               f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
+               "accounting/tp_comm.py)" if cost.custom_allreduce_max_bytes else "")
+            + ", " + (f"with the CPU overhead overlapping the GPU ({overlap}): "
+                      "max(GPU, CPU) per step" if overlap else "+ CPU overhead "
+                                                               "per step")
+            + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
+               " (no --cpu-overhead: V1's CPU time from the host term below)"
+               if "V1 CPU" in data.get("host_term", "") else
+               " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
+            + (f", + the GPU profile's host time in series {hs[0] * 1e3:g} ms per step + "
+               f"{hs[1] * 1e6:g} µs per sequence" if hs[0] or hs[1] else "")
+            + (f"; {data['host_term']}" if "host_term" in data else ""))
+
+
+def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, async_scheduling: bool = False,
+                    rule_cpu: bool = True) -> tuple[Any, dict[str, Any]]:
+    """The roofline wrapped in the host term of its vLLM version and flags (``accounting/host_overhead.py``) where
+    one is modelled (V0; V1's CPU time; ``--enforce-eager``), with the rule in ``data["host_term"]``; else unchanged.
+    ``rule_cpu`` off: ``--cpu-overhead`` gives the CPU time, which replaces the rule's (V0's and V1's). A GPU
+    profile's fitted host terms do not: ``calibration.gpu_fit`` fits them on top of this term (``roofline_with`` keeps
+    it), so they are the host time the rule leaves out and are added to it. Under async
+    scheduling with CUDA graphs the engine overlaps V1's CPU time with the GPU step and the roofline is returned as
+    is, its fast paths kept: max(GPU, CPU) = GPU wherever the CPU time is the shorter (Llama-3.1-8B on an H100:
+    5.6 ms for the cheapest step of up to 256 sequences against 0.5 + 256 × 0.02 = 5.62 ms); a small model at
+    hundreds of sequences, where the CPU would set the pace, is not priced so (``host_overhead.py``)."""
+    from kvledger.accounting.host_overhead import HostStepCost, host_overhead_for
+
+    s = plan.settings
+    seats = plan.memory.max_num_seqs or s.max_num_seqs
+    h = host_overhead_for(s.engine, s.engine_version, plan.model.num_layers, s.tp,
+                          enforce_eager=bool(s.enforce_eager), batching=batching, max_num_seqs=seats,
+                          async_scheduling=async_scheduling, rule_cpu=rule_cpu)
+    if h is None:
+        return cost, data
+    if h.overlap and not h.launch_s:  # async scheduling, CUDA graphs: hidden under the GPU step (docstring)
+        return cost, data
+    return HostStepCost(cost, h), {**data, "host_term": h.source}

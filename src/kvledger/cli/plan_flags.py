@@ -1,0 +1,174 @@
+"""``kvledger plan``'s flags as two groups (``flag_groups.with_groups``), and the model, GPU and plan settings they
+give: the engine's memory and scheduler settings with the measured terms and GPU overrides (:class:`PlanFlags`), and the
+tier, collective, sampler, runner and TensorRT-LLM flags after the tier group (:class:`PlanMoreFlags`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+
+__all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFlags:
+    """The engine, its memory and scheduler settings, measured terms, GPU overrides and the roofline's fractions."""
+
+    engine: str = flag("--engine", default="vllm", help="vllm, sglang or trtllm (also tensorrt-llm, trt-llm).")
+    engine_version: str | None = flag_like(EngineFlags, "engine_version", help=(
+        "vLLM version whose rules to apply (default: newest read, 0.33.0); with --engine trtllm, a version before "
+        "1.0 selects the TensorRT-engine executor; with --engine sglang, the release's mem_fraction_static default "
+        "(0.4.0 on)."))
+    tp: int = flag_like(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
+    pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
+        "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
+    max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
+        "Tokens (8192, 8K, 128K); default: from the config."))
+    context: list[str] | None = flag("--context", help=(
+        "Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."))
+    gpu_memory_utilization: float | None = flag_like(EngineFlags, "gpu_memory_utilization", help=(
+        "vLLM fraction of the device total (default by version)."))
+    mem_fraction_static: float | None = flag_like(EngineFlags, "mem_fraction_static", help=(
+        "SGLang fraction (default computed as SGLang does)."))
+    free_gpu_memory_fraction: float | None = flag("--free-gpu-memory-fraction", help=(
+        "TensorRT-LLM fraction of free memory (default 0.9)."))
+    kv_cache_dtype: str = flag_like(EngineFlags, "kv_cache_dtype", "auto", help=(
+        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
+    dtype: str = flag("--dtype", default="auto", help=(
+        "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
+    quantization: str | None = flag("--quantization", "-q", help=(
+        "vLLM --quantization fp8: quantize an unquantized checkpoint on load."))
+    max_num_batched_tokens: str | None = flag_like(EngineFlags, "max_num_batched_tokens", help=(
+        "Token budget per step (default by GPU and version)."))
+    max_num_seqs: int | None = flag_like(EngineFlags, "max_num_seqs", help=(
+        "Running requests cap (default by GPU and version)."))
+    block_size: int | None = flag_like(EngineFlags, "block_size", help=(
+        "Tokens per KV block (default 16, or the backend's)."))
+    available_kv_memory: str | None = flag("--available-kv-memory", help=(
+        "Your engine's printed 'Available KV cache memory' (e.g. 51.38GiB; a bare number is GiB, as for every size "
+        "flag)."))
+    num_gpu_blocks_override: int | None = flag_like(EngineFlags, "num_gpu_blocks_override", help=(
+        "vLLM's flag: fix the block count."))
+    weights_memory: str | None = flag("--weights-memory", help=(
+        "Measured weight memory (e.g. 14.99GiB; bare: GiB) instead of the computed one."))
+    activation_peak: str | None = flag("--activation-peak", help="Measured activation peak instead of the model.")
+    non_torch_memory: str | None = flag("--non-torch-memory", help=(
+        "Measured non-torch memory instead of the model (by vLLM version, TP and PP)."))
+    cudagraph_memory: str | None = flag("--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'.")
+    gpu_memory: str | None = flag("--gpu-memory", help=(
+        "Device total as CUDA reports it (e.g. 79.18GiB; a bare number is GiB), overriding the catalog; at most "
+        "the largest catalog GPU's."))
+    gpu_bandwidth: float | None = flag("--gpu-bandwidth", help=(
+        "HBM bandwidth, TB/s (10^12 B/s), overriding the catalog."))
+    gpu_bf16_tflops: float | None = flag("--gpu-bf16-tflops", help=(
+        "Dense BF16 tensor peak, TFLOP/s, overriding the catalog."))
+    achievable_flops_fraction: float | None = flag_like(EngineFlags, "achievable_flops_fraction", help=(
+        "Roofline: share of peak FLOP/s matmuls reach (default: the GPU profile's, else 0.7, an assumption)."))
+    achievable_bandwidth_fraction: float | None = flag_like(EngineFlags, "achievable_bandwidth_fraction", help=(
+        "Roofline: share of peak HBM bandwidth kernels reach (default: the GPU profile's, else 0.8, an assumption)."))
+    gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile", help=(
+        "Roofline view priced by a GPU-scope calibration: a FILE from `kvledger calibrate --scope gpu` fitted on "
+        "this GPU, or none (default: the GPU's bundled profile if it has one, else the assumed 0.7 / 0.8)."))
+    disable_hybrid_kv_cache_manager: bool = flag("--disable-hybrid-kv-cache-manager", default=False, help=(
+        "vLLM flag: allocate sliding/chunked layers as full."))
+    enable_prefix_caching: bool | None = flag_like(EngineFlags, "prefix_caching", help=(
+        "vLLM flag (default: the version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence "
+        "state pages per request."))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMoreFlags:
+    """The flags after the tier group: the tiers' link share and break-even suffix, collectives, executor, sampler,
+    model runner and the TensorRT-LLM graph and logits settings."""
+
+    link_fraction: float = flag("--link-fraction", default=0.8, help=(
+        "Achievable share of the host link's per-direction peak."))
+    suffix_tokens: int = flag("--suffix-tokens", default=1, help=(
+        "New tokens after the cached prefix in the break-even (≥ 1)."))
+    disable_custom_all_reduce: bool = flag("--disable-custom-all-reduce", default=False, help=(
+        "vLLM flag: no custom all-reduce buffers (off the non-torch term as far as the version's profile counts "
+        "them: none from 0.11)."))
+    enforce_eager: bool = flag("--enforce-eager", default=False, help=(
+        "vLLM flag: no CUDA graphs (no 0.20+ estimate; from 0.18 the pre-0.18 non-torch term, graph profiling "
+        "skipped)."))
+    distributed_executor_backend: str | None = flag("--distributed-executor-backend", help=(
+        "vLLM: mp or ray (no memory term changes in the code read; the plan's notes say why)."))
+    nnodes: int = flag("--nnodes", default=1, help=(
+        "Nodes the TP×PP group spans (custom all-reduce is off when a TP group spans nodes, ceil(nnodes / pp) > 1, "
+        "and under vLLM's own --nnodes: mp across nodes from 0.11.1)."))
+    sampler_backend: str = flag("--sampler-backend", default="auto", help=(
+        "auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), pytorch, or aiter (ROCm from vLLM 0.12, "
+        "VLLM_ROCM_USE_AITER=1)."))
+    model_runner: str = flag("--model-runner", default="auto", help=(
+        "vLLM model runner: auto (the version's default for the model; V2 for some from 0.22, all from 0.29), v1 "
+        "or v2 (VLLM_USE_V2_MODEL_RUNNER=0/1)."))
+    cuda_graph_max_batch_size: int | None = flag("--cuda-graph-max-batch-size", help=(
+        "TensorRT-LLM cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."))
+    no_cuda_graph: bool = flag("--no-cuda-graph", default=False, help=(
+        "TensorRT-LLM PyTorch backend run without CUDA graphs (cuda_graph_config: null; 0.x use_cuda_graph false): "
+        "no graph pool. Default: graphs on."))
+    wddm: bool = flag("--wddm", default=False, help=(
+        "Windows or WSL2 (any engine): CUDA reports the whole board and the display driver's hold is in use; vLLM "
+        "plans say whether they start."))
+    logits_dtype: str | None = flag("--logits-dtype", help=(
+        "TensorRT-LLM TensorRT engine's logits dtype, float32 (default) or float16 (ModelOpt/quantize.py "
+        "checkpoints of bfloat16 models)."))
+
+
+def _bytes_opt(v: str | None, what: str) -> int | None:
+    from kvledger.units import parse_memory_flag
+
+    return None if v is None else parse_memory_flag(v, what=what)
+
+
+def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
+    """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags.
+
+    Raises:
+        KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings.
+    """
+    from kvledger.accounting.settings import engine_name, make_settings
+    from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.cli.analysis_opts import list_items
+    from kvledger.units import parse_tokens
+
+    ctxs = tuple(parse_tokens(c, what="--context") for c in list_items(f.context, "--context")) or None
+    spec = load_model(model)
+    g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(f.gpu_memory, "--gpu-memory"), "--gpu-memory"),
+                    bandwidth_bytes_per_s=f.gpu_bandwidth * 1e12 if f.gpu_bandwidth is not None else None,
+                    bf16_flops_per_s=f.gpu_bf16_tflops * 1e12 if f.gpu_bf16_tflops is not None else None)
+    flops, bandwidth, prof = f.achievable_flops_fraction, f.achievable_bandwidth_fraction, None
+    if flops is None or bandwidth is None:  # as simulate (step_cost_choice.gpu_profile_of): the GPU's bundled profile
+        from kvledger.accounting.gpu_profile import resolve_gpu_profile
+
+        prof = resolve_gpu_profile(f.gpu_profile, g.name)
+    if flops is None:
+        flops = prof.flops_fraction if prof is not None else 0.7
+    if bandwidth is None:
+        bandwidth = prof.bandwidth_fraction if prof is not None else 0.8
+    mnbt = f.max_num_batched_tokens
+    settings = make_settings(
+        engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp, pp=f.pp,
+        max_model_len=parse_tokens(f.max_model_len, what="--max-model-len") if f.max_model_len else None,
+        contexts=ctxs, gpu_memory_utilization=f.gpu_memory_utilization, mem_fraction_static=f.mem_fraction_static,
+        free_gpu_memory_fraction=f.free_gpu_memory_fraction, kv_cache_dtype=f.kv_cache_dtype, dtype=f.dtype.lower(),
+        quantization=f.quantization.lower() if f.quantization else None,
+        max_num_batched_tokens=parse_tokens(mnbt, what="--max-num-batched-tokens") if mnbt else None,
+        max_num_seqs=f.max_num_seqs, block_size=f.block_size,
+        available_kv_memory_bytes=_bytes_opt(f.available_kv_memory, "--available-kv-memory"),
+        num_gpu_blocks_override=f.num_gpu_blocks_override,
+        weights_bytes=_bytes_opt(f.weights_memory, "--weights-memory"),
+        activation_peak_bytes=_bytes_opt(f.activation_peak, "--activation-peak"),
+        non_torch_bytes=_bytes_opt(f.non_torch_memory, "--non-torch-memory"),
+        cudagraph_bytes=_bytes_opt(f.cudagraph_memory, "--cudagraph-memory"),
+        disable_hybrid_kv_cache_manager=f.disable_hybrid_kv_cache_manager,
+        enable_prefix_caching=f.enable_prefix_caching, achievable_flops_fraction=flops,
+        achievable_bandwidth_fraction=bandwidth, disable_custom_all_reduce=m.disable_custom_all_reduce,
+        enforce_eager=m.enforce_eager, nnodes=m.nnodes,
+        distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
+        sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
+        cuda_graph_max_batch_size=m.cuda_graph_max_batch_size, no_cuda_graph=m.no_cuda_graph, wddm=m.wddm,
+        trtllm_logits_dtype=m.logits_dtype.lower() if m.logits_dtype else None)
+    return spec, g, settings, prof

@@ -1,0 +1,113 @@
+"""``kvledger report``'s flags as four groups (``flag_groups.with_groups``): the API row and the workload
+(:class:`ReportRunFlags`), the engine (:class:`ReportEngineFlags`), the bill, volume and decision factors
+(:class:`ReportBillFlags`, the shared ones typed by ``bill_opts``) and the outputs (:class:`ReportOutFlags`); and the
+``ReportRequest`` they make (:func:`report_request`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvledger.cli import bill_opts as bo
+from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+
+__all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRunFlags:
+    """The API row to compare with, the trace, requests per simulation, the seed and the attainment target."""
+
+    api: str | None = flag("--api", help=(
+        "API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: the catalog rows serving the same "
+        "model)."))
+    trace: str = flag("--trace", default="azure-conv", help=(
+        "azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."))
+    num_requests: int = flag("--num-requests", default=2000, help=(
+        "Requests per simulation (each probe of the capacity search, each sweep point)."))
+    seed: int = flag("--seed", default=0, help="RNG seed of the workload.")
+    target: float = flag("--target", default=0.9, help="Share of requests within the SLO at the capacity, (0, 1].")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportEngineFlags:
+    """The engine settings every simulation of the report uses (None: the engine's default)."""
+
+    tp: int | None = flag("--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1).")
+    engine_version: str | None = flag("--engine-version", help="vLLM version whose rules and defaults to apply.")
+    max_model_len: str | None = flag("--max-model-len", help="Tokens (8192, 8K); default: from the config.")
+    gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
+    kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")
+    max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
+    step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
+    gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
+    wddm: bool = flag_like(EngineFlags, "wddm", False)
+    client_latency: str | None = flag_like(EngineFlags, "client_latency")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportBillFlags:
+    """Sizing, volume, the GPU's price, the API mix, people and the decision factors."""
+
+    utilization: float | None = flag("--utilization", help=(
+        "Override: average load ÷ capacity over the billed hours, (0, 1] (default: the volume's realized "
+        "utilization)."))
+    monthly_tokens: bo.MonthlyTokens = None
+    monthly_requests: bo.MonthlyRequests = None
+    monthly_input_tokens: bo.MonthlyIn = None
+    monthly_output_tokens: bo.MonthlyOut = None
+    peak_to_mean: bo.PeakToMean = 1.0
+    max_utilization: float = flag("--max-utilization", default=0.8, help=(
+        "Highest utilization per replica when sizing for a monthly volume."))
+    gpu_provider: str | None = flag("--gpu-provider", help=(
+        "Rental provider (default: the cheapest row listed for the GPU, stated in the report)."))
+    gpu_usd_per_hour: float | None = flag("--gpu-usd-per-hour", help="Your own price, USD per GPU-hour.")
+    batch_share: float = flag("--batch-share", default=0.0, help=(
+        "Share of requests sent through the API's batch endpoint."))
+    cache_hit_rate: float = flag("--cache-hit-rate", default=0.0, help=(
+        "Share of API input tokens that are prompt-cache reads."))
+    cache_write_rate: float = flag("--cache-write-rate", default=0.0, help=(
+        "Share of API input tokens written to the prompt cache."))
+    engineer_months: bo.EngMonths = None
+    engineer_usd: bo.EngUsd = None
+    data_sovereignty: str = flag("--data-sovereignty", default="not_required", help=(
+        "required, preferred or not_required."))
+    model_control: str = flag("--model-control", default="any", help="custom_weights, open_weights or any.")
+    team_capability: str = flag("--team-capability", default="some", help="experienced, some or none.")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOutFlags:
+    """Benchmark files to draw, and what the report writes and prints."""
+
+    bench: list[Path] | None = flag("--bench", help=(
+        "Benchmark output(s) to draw as measured points on the simulation's axes (repeat)."))
+    out: Path = flag("--out", "-o", default=Path("kvledger-report.html"), help="The HTML file to write.")
+    png: Path | None = flag("--png", help="Also write each figure as DIR/<figure>.png.")
+    as_json: bool = flag("--json", default=False, help=(
+        "Print the data behind the figures as JSON (strict: no NaN/Infinity)."))
+    force: bool = flag("--force", default=False, help="Allow overwriting --out and the PNG files.")
+
+
+def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,
+                   bench: list[Path] | None) -> Any:
+    """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name)."""
+    from kvledger.analyses.serving.decision_data import ReportRequest
+
+    engine = {k: v for k, v in (("tp", e.tp), ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
+                                ("gpu_memory_utilization", e.gpu_memory_utilization),
+                                ("kv_cache_dtype", e.kv_cache_dtype), ("max_num_seqs", e.max_num_seqs),
+                                ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile), ("wddm", e.wddm or None),
+                                ("client_latency", e.client_latency)) if v is not None}
+    return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace, num_requests=r.num_requests,
+                         seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
+                         max_utilization=b.max_utilization, gpu_provider=b.gpu_provider,
+                         gpu_usd_per_hour=b.gpu_usd_per_hour, batch_share=b.batch_share,
+                         cache_hit_rate=b.cache_hit_rate, cache_write_rate=b.cache_write_rate,
+                         data_sovereignty=b.data_sovereignty, model_control=b.model_control,
+                         team_capability=b.team_capability, engineer_months_per_month=b.engineer_months,
+                         engineer_usd_per_month=b.engineer_usd, bench_files=tuple(str(x) for x in bench or ()),
+                         monthly_tokens=b.monthly_tokens, monthly_requests=b.monthly_requests,
+                         monthly_input_tokens=b.monthly_input_tokens, monthly_output_tokens=b.monthly_output_tokens,
+                         peak_to_mean=b.peak_to_mean)

@@ -1,0 +1,104 @@
+"""``kvledger search``'s own flags as two groups (``flag_groups.with_groups``): the candidate axes
+(:class:`SearchAxesFlags`) and how the search runs and what it writes (:class:`SearchRunFlags`); and the
+``SearchSpec`` and ``Axes`` the flags give (:func:`search_inputs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvledger.cli.flag_groups import flag
+from kvledger.cli.search_axes import axes_of, splits_of, workload_of
+
+__all__ = ["SearchAxesFlags", "SearchRunFlags", "search_inputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAxesFlags:
+    """The axes the candidates are the product of: GPUs, TPs, KV dtypes, the two scheduler limits, prefix caching,
+    and the disaggregated units."""
+
+    gpus: str | None = flag("--gpus", help="GPUs to try, comma-separated (default: every catalog GPU with a price row)")
+    gpu: list[str] | None = flag("--gpu", help=(
+        "the same as --gpus, as the other commands take it: repeat it or comma-separate (--gpu H100 --gpu H200, "
+        "--gpu H100,H200)"))
+    tp: str | None = flag("--tp", "--tensor-parallel-size", help=(
+        "TPs to try, e.g. 1,2,4,8 (default: those of 1, 2, 4, 8 dividing the KV heads)"))
+    kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 (default auto)")
+    max_num_seqs: str | None = flag("--max-num-seqs", help="max_num_seqs values to try (default: vLLM's)")
+    max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help=(
+        "token budgets to try, e.g. 2048,8192 (default: vLLM's)"))
+    prefix_caching: str | None = flag("--prefix-caching", help="on, off or on,off (default: vLLM's, on)")
+    disagg: bool = flag("--disagg", default=False, help=(
+        "also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × "
+        "--disagg-splits"))
+    disagg_splits: str = flag("--disagg-splits", default="1:1,1:2,2:1", help=(
+        "with --disagg: prefill:decode replica counts per unit"))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRunFlags:
+    """The API row to compare with, where the capacity searches run, the ledger, the outputs and the tier axis."""
+
+    api: str | None = flag("--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1")
+    workers: int | None = flag("--workers", help=(
+        "parallel capacity searches: a local Ray with N CPUs when Ray is installed, else a process pool [default: "
+        "one process per usable core, in a process pool, when 8 or more candidates are simulated; else in process]"))
+    ray_address: str | None = flag("--ray-address", help=(
+        "run on an existing Ray cluster: auto or HOST:PORT (kvledger must be installed on its nodes)"))
+    backend: str = flag("--backend", default="auto", help="auto, serial, pool or ray")
+    ledger: Path | None = flag("--ledger", help="write the candidate ledger (JSON lines) here as candidates finish")
+    resume: Path | None = flag("--resume", help=(
+        "continue the search whose ledger is FILE: keep its finished candidates, run the rest"))
+    top: int = flag("--top", default=10, help="rows in the table")
+    verbose: bool = flag("--verbose", default=False, help="list each rejected and each cost-dominated candidate")
+    show_command: str | None = flag("--show-command", help=(
+        "print the launch commands of one candidate and exit: its id (nvidia_h100_sxm:tp4:kv-fp8) or its name in "
+        "the table (h100_sxm tp4 fp8), planned without simulating; or its rank number in the table (3), which runs "
+        "the search first"))
+    as_json: bool = flag("--json", default=False, help="print the whole result as JSON")
+    csv_out: Path | None = flag("--csv", help="write the candidate ledger as CSV")
+    plot: Path | None = flag("--plot", help="write the frontier figure (.png or .svg)")
+    force: bool = flag("--force", default=False, help="allow --ledger, --csv and --plot to overwrite files")
+    offload: str | None = flag("--offload", help=(
+        "KV tiers to add to each colocated candidate (feasible, or meeting the SLO at no rate), each variant "
+        "ranked with the rest: none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"))
+    host_memory_usd_per_gib_month: float | None = flag("--host-memory-usd-per-gib-month", help=(
+        "[--offload cpu] your price, USD/GiB-month (default: tier_prices.csv's cheapest dated row, named in the "
+        "output)"))
+    nvme_usd_per_gib_month: float | None = flag("--nvme-usd-per-gib-month", help=(
+        "[--offload disk] your price, USD/GiB-month (default: tier_prices.csv's dated row, named in the output)"))
+    exhaustive: bool = flag("--exhaustive", default=False, help=(
+        "simulate every planned candidate; by default one whose analytic bounds prove it cannot win, be the "
+        "runner-up or reach a frontier is decided by bound, unsimulated"))
+    seeds: int = flag("--seeds", default=1, help=(
+        "re-check the winner and the runner-up with seeds --seed to --seed+N−1 (1 to 64; 2(N−1) more capacity "
+        "searches): their capacity and cost range and whether the winner stays first; the ranking is the first "
+        "seed's"))
+
+
+def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
+                  ax: SearchAxesFlags, api: str | None) -> tuple[Any, Any, list[str]]:
+    """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
+    ``p`` are the workload, session, engine and pricing groups, ``load`` the (--rate, --monthly-tokens) pair."""
+    from kvledger.analyses.search import SearchSpec
+    from kvledger.units import parse_tokens
+
+    rate, monthly_tokens = load
+    mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
+    wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
+                                       rate, monthly_tokens, model, mml, w.seed, ax.disagg)
+    spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
+                      num_requests=w.num_requests,
+                      seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
+                      gpu_profile=e.gpu_profile,
+                      engine_version=e.engine_version, max_model_len=mml,
+                      gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
+                      utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
+                      monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
+                      cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
+                      gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm), client_latency=e.client_latency)
+    axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
+                   ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else ())
+    return spec, axes, load_notes
