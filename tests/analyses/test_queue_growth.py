@@ -109,3 +109,19 @@ def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would_tell():
     # a run that finishes within the first half is read by its backlog as before: every request done 0.5 s after it
     # arrived keeps 5 in the system at both times, kept up
     assert open_loop_check(_short(lambda i: 0.1 * i + 0.05, lambda i: 0.1 * i + 0.5)) == (None, None)
+
+
+def test_a_few_percent_over_capacity_is_overload_though_the_backlog_grows_by_less_than_half():
+    # 1,000 arrivals one every 0.1 s (10 req/s, t = 0 … 99.9 s); the engine finishes request i at 20 + 0.106 i s
+    # (9.43 req/s: a load ~6% above what it serves, after a 20 s E2E). Median arrival t = 50.0 s (i = 500): arrived
+    # 501, finished i ≤ 283 (20 + 0.106·283 = 49.998): 284 → backlog 217. Last arrival t = 99.9 s: arrived 1,000,
+    # finished i ≤ 753 (20 + 0.106·753 = 99.818; 754 → 99.924): 754 → backlog 246. 246 ÷ 217 = 1.13 < GROWTH 1.5,
+    # but it grew by 29 > 10 and by more than SHORTFALL 5% of the 499 arrivals in (50.0, 99.9] s (24.95), 246 > 5%
+    # of 1,000: overloaded. Finished there 754 − 284 = 470 in 49.9 s = 9.419 req/s against 10 arrived.
+    arrivals = [0.1 * i for i in range(1000)]
+    q = queue_growth(_run(arrivals, [20 + 0.106 * i for i in range(1000)]))
+    assert q is not None and (q.backlog_mid, q.backlog_last) == (217, 246)
+    assert abs(q.finished_per_s - 470 / 49.9) < 1e-9
+    # the same arrivals served at their own rate after the same 20 s: the backlog holds at about 200 (the requests
+    # that arrived in the last 20 s) at both times: no overload
+    assert queue_growth(_run(arrivals, [a + 20 for a in arrivals])) is None
