@@ -211,7 +211,9 @@ def test_a_run_that_kept_up_prints_no_saturation_throughput_band():
     kept = " ".join(runner.invoke(app, args).output.split())
     assert "TTFT mean" in kept and "throughput at saturation" not in kept
     assert "no throughput band: the run kept up with its arrivals" in kept
-    assert "throughput" in json.loads(runner.invoke(app, args + ["--json"]).output)["error_bands"]
+    # the JSON says the same as the text: no throughput band, and why (band_coverage.throughput)
+    d = json.loads(runner.invoke(app, args + ["--json"]).output)
+    assert "throughput" not in d["error_bands"] and "kept up" in d["band_coverage"]["throughput"]
     loaded = " ".join(runner.invoke(app, args + ["--rate", "60"]).output.split())
     assert "throughput at saturation" in loaded and "no throughput band" not in loaded
 
@@ -244,14 +246,15 @@ def test_a_run_too_short_to_tell_is_not_reported_as_kept_up():
 def test_unvalidated_figures_are_named_once_and_null_in_json():
     # The bands come from leave-one-deployment-out errors of mean TTFT, mean TPOT and saturation throughput
     # (error_bands.json): percentiles, ITL and E2E were never validated, so they get no band — said once in the text,
-    # null with the reason in --json. 200 requests at the trace's own rate keep up: the latency means are banded and
-    # the throughput band is kept in the JSON with the note that the run's throughput is its offered load.
+    # null with the reason in --json. 200 requests at the trace's own rate keep up: the latency means are banded; the
+    # throughput is not (it is the offered load, not a capacity), null with that note in the JSON as in the text.
     args = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "200"]
     out = " ".join(runner.invoke(app, args).output.split())
     assert out.count("have no validated band") == 1
     assert "banded: TTFT mean, TPOT mean only; the percentiles (p50/p90/p99), ITL and E2E" in out
     cov = json.loads(runner.invoke(app, args + ["--json"]).output)["band_coverage"]
-    assert cov["banded"] == ["ttft_mean", "tpot_mean", "throughput"] and "kept up" in cov["throughput"]
+    assert cov["banded"] == ["ttft_mean", "tpot_mean"] and "kept up" in cov["throughput"]
+    assert "throughput" in cov["unbanded"] and cov["unbanded"]["throughput"] is None
     assert cov["unbanded"]["e2e_mean"] is None and cov["unbanded"]["ttft_p90"] is None
     # At 60 req/s the queue grows: a saturated run's latency measures how long it lasted, so only throughput is banded.
     sat = json.loads(runner.invoke(app, args + ["--rate", "60", "--json"]).output)["band_coverage"]

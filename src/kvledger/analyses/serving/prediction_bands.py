@@ -64,12 +64,12 @@ UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation b
 
 def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> dict[str, Any]:
     """Which figures carry a band and which do not: ``{"banded": [...], "unbanded": {figure: None, ...}, "reason":
-    ..., "throughput": ...}``; ``throughput`` says, for an open loop that kept up, that its band (still in
-    ``error_bands``) is for saturation and its throughput is the offered load (None otherwise)."""
+    ..., "throughput": ...}``; ``throughput`` says, for an open loop that kept up, why its throughput has no band
+    (the band is for saturation; its throughput is the offered load), None otherwise."""
     unbanded: dict[str, None] = dict.fromkeys(UNBANDED_FIGURES)
     unbanded.update(dict.fromkeys(m for m in ("ttft_mean", "tpot_mean", "throughput") if m not in bands))
     note = ("the run kept up with its arrivals: its throughput is the offered load, not the saturation throughput "
-            "the band is for" if kept_up and "throughput" in bands else None)
+            "the band is for" if kept_up and "throughput" not in bands else None)
     return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 
@@ -92,17 +92,21 @@ def setup_band(setup: Any, metric: str) -> Band | None:
     return at_least_uncalibrated(band, regime, metric, widened) if widened else band
 
 
-def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = False) -> dict[str, PredictionBand]:
+def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = False,
+                     kept_up: bool = False) -> dict[str, PredictionBand]:
     """metric → its band, for mean TTFT and TPOT (s) and throughput (req/s; the band holds at saturation, where
     throughput is the engine's capacity); a metric without a band is left out. ``saturated``: the run's queue grew,
     so its latency measures how long the run lasted, not the step cost (``validate`` does not compare latency under
-    saturation either, docs/validation.md §2.3): no latency band."""
+    saturation either): no latency band. ``kept_up``: an open loop that kept up with its arrivals, whose throughput
+    is the load it was offered, not a capacity: no throughput band."""
     regime = setup_regime(setup)
     values = {"ttft_mean": (summary.get("ttft_s") or {}).get("mean"),
               "tpot_mean": (summary.get("tpot_s") or {}).get("mean"),
               "throughput": summary.get("throughput_req_per_s")}
     if saturated:
         values = {"throughput": values["throughput"]}
+    elif kept_up:
+        del values["throughput"]
     out: dict[str, PredictionBand] = {}
     for metric, v in values.items():
         band = setup_band(setup, metric)

@@ -277,8 +277,9 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
         (run_overload(result.records, mode), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
+    kept_up = mode.startswith("open loop") and overload is None and short is None
     bands = {} if short is not None else \
-        prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None)
+        prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None, kept_up=kept_up)
     notes += [overload.note, NO_LATENCY_BAND] if overload else [short.note, NO_BAND_SHORT_RUN] if short else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
