@@ -94,8 +94,9 @@ def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], fold
     """Refuse an input as ``target`` always, an existing ``target`` without --force; with it, warn about a link."""
     for inp in inputs:
         if _same_file(target, inp):
-            raise InputError(f"{flag} {_short(target)} is also an input of this command; writing there would "
-                             "replace what it reads (even with --force). Choose another name. Nothing was run.")
+            raise InputError(f"{flag} {_short(target)} is also an input of this command (given, or read beside a given "
+                             "file, as a stage file's client config.yaml is); writing there would replace what it "
+                             "reads (even with --force). Choose another name. Nothing was run.")
     if target.is_symlink():
         dest = Path(os.path.realpath(target))
         outside = not str(dest).startswith(str(Path(os.path.realpath(folder))) + os.sep)

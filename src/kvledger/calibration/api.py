@@ -141,13 +141,13 @@ def headline_errors(c: Comparison) -> dict[str, float | None]:
     return out
 
 
-def _compare(run: MeasuredRun, stage: Any, recs: Any) -> Comparison:
+def _compare(run: MeasuredRun, stage: Any, recs: Any, cfg: EngineConfig | None = None) -> Comparison:
     """The replay against the measurement: a stage's (or aggregate run's) aggregates when ``stage`` is given
     (``sweep.stage_comparison``, as ``validate`` compares it), else the measured run request by request."""
     if stage is not None:
         from kvledger.calibration.sweep import stage_comparison
 
-        return stage_comparison(run.label, stage, recs, run)
+        return stage_comparison(run.label, stage, recs, run, None if cfg is None else cfg.enable_prefix_caching)
     return compare_runs(run.label, run.measured, recs)
 
 
@@ -170,14 +170,14 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 
     for (run, cfg), st in zip(runs, stages):
         recs = replay(run, cfg, fit.cost).records
-        c = _compare(run, st, recs)
+        c = _compare(run, st, recs, cfg)
         per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
                         **headline_errors(c), "comparison": c.to_dict(),
                         "saturated": saturation(run.measured if st is None else None, recs)})
     loo = []
     for i, ((run, cfg), f) in enumerate(zip(runs, folds)):
         rest = runs[:i] + runs[i + 1:]
-        c = _compare(run, stages[i], replay(run, cfg, f.cost).records)
+        c = _compare(run, stages[i], replay(run, cfg, f.cost).records, cfg)
         loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                     **headline_errors(c)})
     from kvledger.analyses.serving.profile_scope import fitted_range
@@ -233,10 +233,10 @@ def _record_model(targets: list[Any], args: SimRequestArgs) -> tuple[SimRequestA
     Raises:
         InputError: a record names no model, or the records name several.
     """
-    if args.model:
-        return args, []
     from kvledger.calibration.targets import with_record_model
 
+    if args.model:  # the user's --model wins; a note for each record that names another
+        return args, list(dict.fromkeys(n for t in targets if (n := with_record_model(t, args)[1])))
     named = [with_record_model(t, args) for t in targets]
     models = sorted({a.model for a, _ in named})
     if len(models) > 1:

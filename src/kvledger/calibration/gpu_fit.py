@@ -235,57 +235,35 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
             "runs": per_run, "data_files": list(paths)}
 
 
-def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tuple[MeasuredRun, SimSetup, Any]]:
-    """Each run with its engine and the stage it stands for (None for a per-request run): the model its record names
-    (else ``args.model``) at its own TP and settings, priced by the plain roofline (no GPU profile: that is what is
-    being fitted)."""
-    from dataclasses import replace
-
-    from kvledger.calibration.api import engine_for
-    from kvledger.calibration.targets import input_names, load_targets
-
-    out = []
-    names = input_names(paths)
-    for i, p in enumerate(paths):
-        for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i]):
-            meta = t.run.measured.metadata if t.run.measured is not None else None
-            model = (meta.model if meta is not None and meta.model else None) or args.model
-            if not model:
-                raise InputError(f"{p}: the run's record names no model; pass --model")
-            a = replace(args, model=model, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
-                        achievable_bandwidth_fraction=None)
-            out.append((t.run, engine_for(a, t.run), t.stage))
-    return out
-
-
 def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
-                        fit_frontend: bool = False, fit_host: bool = False) -> dict[str, Any]:
+                        fit_frontend: bool = False, fit_host: bool = False,
+                        leave_one_out: bool = False) -> dict[str, Any]:
     """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
     ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
     ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
-    validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each.
+    validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each;
+    with ``leave_one_out`` and several runs, ``leave_one_out``: each run's errors under a fit on the others
+    (``gpu_loo``).
 
     Raises:
         InputError / FormatError: no run, runs on several GPUs, unreadable files.
     """
     from kvledger.calibration.api import headline_errors
-    from kvledger.calibration.compare import compare_runs
-    from kvledger.calibration.replay import with_frontend
-    from kvledger.calibration.sweep import stage_comparison
-
+    from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
+    from kvledger.calibration.saturation import saturation
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
-    staged = _setups(paths, args, client_concurrency)
-    items = [(run, s) for run, s, _ in staged]
-    fit = fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
-    from kvledger.calibration.saturation import saturation
+    staged, model_notes = gpu_setups(paths, args, client_concurrency)
+    def gpu_fit(items):  # the fit with the command's options, on all runs or all but one
+        return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
 
-    per_run, notes = [], []
+    def price(s, f):
+        return roofline_with(s, f.flops_fraction, f.bandwidth_fraction, f.host_step_s, f.host_seq_s)
+
+    fit = gpu_fit([(run, s) for run, s, _ in staged])
+    per_run, notes = [], list(model_notes)
     for run, s, st in staged:
-        cost = roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
-        recs = with_frontend(replay(run, s.config, cost), fit.frontend_s).records
-        c = (stage_comparison(run.label, st, recs, run) if st is not None
-             else compare_runs(run.label, run.measured, recs))
+        c, recs = run_errors(run, s, st, price(s, fit), fit.frontend_s)
         notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
@@ -295,6 +273,9 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
 
     prof = gpu_profile_dict(fit, per_run, paths)
     timed_at_client = any(st is not None for _, _, st in staged)
-    prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend)
+    prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend,
+                                      {"max_model_len": args.max_model_len, "engine_version": args.engine_version})
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
+    if leave_one_out:
+        prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
     return prof

@@ -17,12 +17,12 @@ from typing import Any
 from kvledger.errors import FormatError
 from kvledger.evidence.inference_perf_client import CLIENT_FILE, fixed_output_tokens
 from kvledger.evidence.inference_perf_client import client_config as _client_config
+from kvledger.evidence.sidecars import LAUNCH_FILE
 
 __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
            "client_prompt_pool", "pool_prefix", "ClientCap", "client_concurrency_cap",
            "client_loop", "BEHIND"]
 
-LAUNCH_FILE = "exp-config.yaml"
 #: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
 BEHIND = 0.95
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
@@ -171,12 +171,13 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
                   "rate, so this saturated stage's latencies and throughput are not comparable")
 
 
-def pool_prefix(stage: Any) -> tuple[dict[str, int], str | None]:
+def pool_prefix(stage: Any, prefix_caching: bool | None = None) -> tuple[dict[str, int], str | None]:
     """The ``sweep.stage_workload`` prefix arguments the stage's (a ``sweep.Stage``: its ``path`` and
     ``prompt_quantiles``) client prompt pool implies, and a note saying so (none
     when its client config states no pool): every request re-sends one of the pool's whole prompts, shared up to the
     stage's shortest prompt (the tokens every request of it has). A multi-turn pool's growing sessions are not
-    replayed (the note says so)."""
+    replayed (the note says so). ``prefix_caching``: whether the replayed engine caches prefixes (None: not known
+    here); when False the note says the pool is not reused from cache."""
     pool = client_prompt_pool(stage.path) if Path(stage.path).is_file() else None
     if pool is None:
         return {}, None
@@ -189,4 +190,6 @@ def pool_prefix(stage: Any) -> tuple[dict[str, int], str | None]:
     return {"prefix_groups": pool.prompts, "prefix_tokens": tokens}, (
         f"{pool.path}: shared_prefix pool of {pool.prompts} whole prompts re-sent in turn (inference-perf's "
         f"shared-prefix generator); each replayed request re-sends one, its first {tokens} tokens (the stage's "
-        "shortest prompt) shared, so prefix caching serves a repeat")
+        "shortest prompt) shared, " + ("but prefix caching is off in the replayed engine, so the pool is not reused "
+                                       "from cache: each repeat is prefilled again" if prefix_caching is False
+                                       else "so prefix caching serves a repeat"))

@@ -240,9 +240,11 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
                        concurrency=capped, num_dropped=stage.num_failed)
 
 
-def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None) -> Comparison:
+def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None,
+                     prefix_caching: bool | None = None) -> Comparison:
     """Rows for TTFT, TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's aggregates against the replay
-    (``run``: the replayed stage, whose note on how its client loop was replayed is kept)."""
+    (``run``: the replayed stage, whose note on how its client loop was replayed is kept; ``prefix_caching``: the
+    replayed engine's, for the prompt pool's note, ``pool_prefix``)."""
     p = summarize_records(predicted)
     rows = []
     derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
@@ -269,7 +271,7 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
                         "and length quantiles, not the measured requests"]
     if derived:
         notes.append(TPOT_NOTE)
-    if pool_note := pool_prefix(stage)[1]:
+    if pool_note := pool_prefix(stage, prefix_caching)[1]:
         notes.append(pool_note)
     if run is not None and run.measured is not None and run.measured.metadata.extra.get("client_loop"):
         notes.append(run.measured.metadata.extra["client_loop"])

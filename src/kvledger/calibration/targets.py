@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
 from kvledger.calibration.sweep import Stage, aggregate_stage, looks_like_stage, read_stage, stage_run
@@ -87,17 +87,27 @@ def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = N
 
 def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
     """``args`` with the model the run's record names (meta.json's ``model``, a stage's launch record or client
-    config.yaml) when ``--model`` was not given, and the note that says where it was read (None with --model).
+    config.yaml) when ``--model`` was not given, and the note that says where it was read. A --model the user gave
+    wins over the record: the note then says what the record names when that differs (None when it agrees or names
+    none).
 
     Raises:
         InputError: neither names one.
     """
-    if args.model:
-        return args, None
     meta = t.run.measured.metadata if t.run.measured is not None else None
-    if meta is None or not meta.model:
+    named = meta.model if meta is not None and meta.model else None
+    if args.model:
+        if named is None or named.strip().lower() == str(args.model).strip().lower():
+            return args, None
+        return args, (f"--model {args.model} replayed, as given; the run's record names {named} "
+                      f"(from {_model_source(meta)})")
+    if named is None:
         raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
-    where = meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
-                                                    if d.startswith("model from ")),
-                                               f"the run's record ({meta.source_format})")
-    return replace(args, model=meta.model), f"model {meta.model} from {where} (no --model given)"
+    return replace(args, model=named), f"model {named} from {_model_source(meta)} (no --model given)"
+
+
+def _model_source(meta: Any) -> str:
+    """Where the record's model was read: a stage's launch record or client config, meta.json's field."""
+    return meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
+                                                   if d.startswith("model from ")),
+                                                  f"the run's record ({meta.source_format})")

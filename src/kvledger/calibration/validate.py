@@ -153,17 +153,18 @@ def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.calibration.api import engine_for, headline_errors
 
+    given = bool(args.model)
     args, model_note = with_record_model(t, args)
     try:
         setup = engine_for(args, t.run, max_paddings)
     except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
-        if model_note is None or args.model not in str(err):
+        if given or model_note is None or args.model not in str(err):
             raise
         raise InputError(f"{t.run.source}: {model_note}, but {err} Or pass --model with a bundled name or a "
                          "config.json.") from None
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
-        c = stage_comparison(t.run.label, t.stage, records, t.run)
+        c = stage_comparison(t.run.label, t.stage, records, t.run, setup.config.enable_prefix_caching)
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)

@@ -46,7 +46,8 @@ class CalibFitFlags:
         "Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a "
         "PROFILE.json."))
     leave_one_out: bool = flag("--leave-one-out/--no-leave-one-out", default=True, help=(
-        "With several runs, also fit without each run and report its error (one extra fit per run)."))
+        "With several runs, also fit without each run and report its error under the others' fit (one extra fit per "
+        "run; --scope gpu: the fractions fitted on the other runs, which about doubles the time with two runs)."))
     two_starts: bool = flag("--regime-start/--no-regime-start", default=False, help=(
         "--scope model: also fit from a start read off the runs regime by regime (prefill from low-load TTFT, "
         "decode from TPOT against concurrency) and keep the better fit (twice the time)."))
@@ -77,8 +78,8 @@ def calibrate(
     error, reports fit and leave-one-out errors."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
+    from kvledger.cli.outputs import prepare_output_file, write_text_atomic
     from kvledger.errors import InputError
-    from kvledger.outputs import prepare_output_file, write_text_atomic
 
     f = fit
     if f.out is not None:
@@ -90,7 +91,7 @@ def calibrate(
         from kvledger.calibration.gpu_fit import calibrate_gpu_files
 
         profile = calibrate_gpu_files(files, args, client_concurrency=f.client_concurrency,
-                                      fit_frontend=f.fit_frontend, fit_host=f.fit_host)
+                                      fit_frontend=f.fit_frontend, fit_host=f.fit_host, leave_one_out=f.leave_one_out)
     else:
         profile = calibrate_files(files, args, max_paddings=engine.max_paddings, leave_one_out=f.leave_one_out,
                                   fit_frontend=f.fit_frontend, client_concurrency=f.client_concurrency,

@@ -1,11 +1,34 @@
-"""Output locations for the commands: the checks and atomic writes of :mod:`kvledger.outputs`, under their CLI name."""
+"""Output locations for the commands: the checks and atomic writes of :mod:`kvledger.outputs`, under their CLI name,
+with every file a reader takes in beside the inputs (``kvledger.evidence.sidecars``: a stage file's client
+config.yaml, its manifests.yaml, its launch record…) counted among the inputs, so that no output replaces one, even
+with --force."""
 
-from kvledger.outputs import (
-    prepare_output_dir,
-    prepare_output_file,
-    write_atomic,
-    write_bytes_atomic,
-    write_text_atomic,
-)
+from __future__ import annotations
 
-__all__ = ["prepare_output_file", "prepare_output_dir", "write_atomic", "write_bytes_atomic", "write_text_atomic"]
+from collections.abc import Iterable
+from pathlib import Path
+
+from kvledger import outputs as _out
+from kvledger.evidence.sidecars import implicit_inputs
+from kvledger.outputs import write_atomic, write_bytes_atomic, write_text_atomic
+
+__all__ = ["prepare_output_file", "prepare_output_dir", "write_atomic", "write_bytes_atomic", "write_text_atomic",
+           "with_implicit"]
+
+
+def with_implicit(inputs: Iterable[Path | str | None]) -> list[Path | str | None]:
+    """``inputs`` and the files beside them a reader takes in unnamed (``evidence.sidecars.implicit_inputs``)."""
+    inputs = list(inputs)
+    return [*inputs, *implicit_inputs(inputs)]
+
+
+def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path | str | None] = (),
+                        flag: str = "--out") -> None:
+    """:func:`kvledger.outputs.prepare_output_file` with the implicit inputs counted (module docstring)."""
+    _out.prepare_output_file(out, force=force, inputs=with_implicit(inputs), flag=flag)
+
+
+def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: Iterable[Path | str | None] = (),
+                       flag: str = "--out") -> None:
+    """:func:`kvledger.outputs.prepare_output_dir` with the implicit inputs counted (module docstring)."""
+    _out.prepare_output_dir(out, names, force=force, inputs=with_implicit(inputs), flag=flag)

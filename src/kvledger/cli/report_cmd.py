@@ -24,7 +24,7 @@ __all__ = ["register"]
 
 def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str], inputs: list[Any]) -> None:
     """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path."""
-    from kvledger.outputs import prepare_output_dir, prepare_output_file
+    from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
 
     prepare_output_file(out, force=force, inputs=inputs)
     if png is not None:

@@ -22,7 +22,7 @@ import numpy as np
 from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
-from kvledger.evidence.inference_perf_client import CLIENT_FILE, fixed_output_tokens
+from kvledger.evidence.inference_perf_client import CLIENT_FILE, client_config_path, fixed_output_tokens
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "CONFIG_MODEL_KEY", "client_config_model", "read_lifecycle",
@@ -75,16 +75,22 @@ CONFIG_MODEL_KEY = "config.yaml server.model_name"  # where an inference-perf re
 
 
 def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
-    """(model, where it was read) from the ``config.yaml`` beside an inference-perf report (its echo of the client
-    config: ``server.model_name``), or None when there is none or it names no model; the last YAML document that
-    names one decides. The one reader of that field: the lifecycle reader (``goodput``, ``cost``) and the stage
-    replays (``validate``, ``calibrate``) both take the model from here."""
+    """(model, where it was read: ``CONFIG_MODEL_KEY``, or the file's path when it lies above the report) from the
+    client config of an inference-perf report (its echo of the client config: the nearest ``config.yaml`` beside it or
+    up to ``CLIENT_FILE_UP`` folders above, ``inference_perf_client.client_config_path``, where the output length and
+    prompt pool are read too), or None when there is none or it names no model; the last YAML document that names one
+    decides. The one reader of that field: the lifecycle reader (``goodput``, ``cost``) and the stage replays
+    (``validate``, ``calibrate``) both take the model from here."""
+    f = client_config_path(report_path)
     model = None
-    for cfg in _yaml_docs(Path(report_path).with_name("config.yaml")):
+    for cfg in _yaml_docs(f) if f is not None else []:
         name = _get(cfg, "server", "model_name")
         if isinstance(name, str) and name.strip():
             model = name.strip()
-    return (model, CONFIG_MODEL_KEY) if model else None
+    if model is None or f is None:
+        return None
+    beside = f.parent == Path(report_path).resolve().parent  # one found above is named by its path
+    return model, CONFIG_MODEL_KEY if beside else f"{f} server.model_name"
 
 
 def _sidecars(path: str, meta: RunMetadata) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIENT_FILE", "CLIENT_FILE_UP", "client_config", "fixed_output_tokens"]
+__all__ = ["CLIENT_FILE", "CLIENT_FILE_UP", "client_config", "client_config_path", "fixed_output_tokens"]
 
 CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client config, beside the stage files
 CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
@@ -19,13 +19,20 @@ CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
 _PARSED: dict[tuple[str, int, int], Any] = {}
 
 
+def client_config_path(stage_path: str | Path) -> Path | None:
+    """The nearest client config file (``CLIENT_FILE``) beside the stage file or up to ``CLIENT_FILE_UP`` folders above
+    it, or None: the one file every reader of the client config takes (``client_config``, the model the lifecycle
+    reader names)."""
+    here = Path(stage_path).resolve().parent
+    return next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
+                None)
+
+
 def client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
     """The nearest client config (``CLIENT_FILE``) beside the stage file or up to ``CLIENT_FILE_UP`` folders above it,
     parsed: (path, YAML value, not to be modified); None when there is none or it cannot be read as YAML (it then
     states nothing). Parsed once per version of the file."""
-    here = Path(stage_path).resolve().parent
-    f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
-             None)
+    f = client_config_path(stage_path)
     if f is None:
         return None
     import yaml

@@ -115,6 +115,7 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   *(fmt_error(r.get(f"{k}_rel_error")) + flag for k in ("ttft_mean", "tpot_mean", "e2e_mean")),
                   fmt_error(r.get("throughput_rel_error")))
     con.print(t)
+    _gpu_leave_one_out(p, con)
     for note in p.get("notes") or []:
         con.print(f"note: {escape(str(note))}")
     saturated_runs_warning(p["runs"], con)
@@ -131,6 +132,22 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                 "any model on this GPU, but its poor fit says little about other models: its bands are the "
                 "uncalibrated roofline's or wider")
         con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} ({what})")
+
+
+def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
+    """A GPU profile's leave-one-out errors (``calibration.gpu_loo``), or why there are none (one run); nothing when
+    it was not asked for (--no-leave-one-out)."""
+    if "leave_one_out" not in p:
+        return
+    loo = p["leave_one_out"]
+    if not loo:
+        con.print("leave-one-out: none — it needs two runs or more (each priced by a fit on the others); one was given")
+        return
+    con.print(error_table("leave-one-out: each run under the fractions fitted on the others (a prediction's error)",
+                          loo, "run"))
+    con.print("fractions fitted without each run: " + "; ".join(
+        f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}" for r in loo)
+        + " (FLOP/s / bandwidth)")
 
 
 def render_sweep(r: SweepValidation, con: Console) -> None:

@@ -15,15 +15,18 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def check_plot_path(path: Path | None, force: bool = False, inputs: Iterable[Any] = ()) -> None:
-    """Refuse a suffix matplotlib should not guess, an input of the command, an unwritable folder, and a file that
-    exists unless ``force`` (nothing the user has is overwritten without asking; see kvledger.outputs)."""
+    """Refuse a suffix matplotlib should not guess, an input of the command (or a file read beside one), an
+    unwritable folder, and a file that exists unless ``force`` (nothing the user has is overwritten without asking;
+    see kvledger.outputs)."""
+    from kvledger.evidence.sidecars import implicit_inputs
     from kvledger.outputs import prepare_output_file
 
     if path is None:
         return
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise InputError(f"--plot {path}: give a file ending in {', '.join(PLOT_SUFFIXES)}")
-    prepare_output_file(path, force=force, inputs=inputs, flag="--plot")
+    inputs = list(inputs)  # and the files a reader takes in beside them (a stage file's config.yaml…)
+    prepare_output_file(path, force=force, inputs=[*inputs, *implicit_inputs(inputs)], flag="--plot")
 
 
 def save_plot(fig: Any, path: Path) -> None:

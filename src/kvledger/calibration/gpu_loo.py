@@ -1,0 +1,69 @@
+"""The runs of a GPU-scope fit (``gpu_setups``: each with its engine) and its leave-one-out (``calibrate --scope
+gpu``, on by default with several runs): each run priced by the achievable fractions (and front-end and host terms,
+when fitted) that ``gpu_fit.fit_gpu_fractions`` finds on the other runs alone, so its errors are a prediction's, not
+the fit's. One extra fit per run, each on one run fewer (kubecon's ``vllm`` stages 0 and 1 with docs/validation.md
+§2.8's engine flags: 26 s in all for the fit on both and the two held-out fits, 2-core machine)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["gpu_setups", "run_errors", "gpu_leave_one_out"]
+
+
+def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[list[tuple[Any, Any, Any]], list[str]]:
+    """Each run with its engine and the stage it stands for (None for a per-request run): ``args.model`` when given
+    (the user's flag wins; a note when a record names another), else the model its record names, at its own TP and
+    settings, priced by the plain roofline (no GPU profile: that is what is being fitted)."""
+    from dataclasses import replace
+
+    from kvledger.calibration.api import engine_for
+    from kvledger.calibration.targets import input_names, load_targets, with_record_model
+
+    out, notes = [], []
+    names = input_names(paths)
+    for i, p in enumerate(paths):
+        for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i]):
+            named, note = with_record_model(t, args)  # a --model the user gave wins over the record
+            if note and args.model:
+                notes.append(note)
+            a = replace(named, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
+                        achievable_bandwidth_fraction=None)
+            out.append((t.run, engine_for(a, t.run), t.stage))
+    return out, notes
+
+
+def run_errors(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> tuple[Any, Any]:
+    """(comparison, replayed records) of ``run`` (its ``setup`` from ``gpu_setups``; ``stage`` None for a
+    per-request run) priced by the step cost ``cost``, with ``frontend_s`` (s per request) added to TTFT and E2E: a
+    stage's aggregates as ``validate`` compares them, else request by request."""
+    from kvledger.calibration.compare import compare_runs
+    from kvledger.calibration.replay import replay, with_frontend
+    from kvledger.calibration.sweep import stage_comparison
+
+    recs = with_frontend(replay(run, setup.config, cost), frontend_s).records
+    if stage is not None:
+        return stage_comparison(run.label, stage, recs, run, setup.config.enable_prefix_caching), recs
+    return compare_runs(run.label, run.measured, recs), recs
+
+
+def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tuple[Any, Any]]], Any],
+                      price: Callable[[Any, Any], Any]) -> list[dict[str, Any]]:
+    """For each run of ``staged`` (``gpu_setups``' (run, setup, stage) triples), its errors under ``fit`` (the
+    GPU fit, ``gpu_fit.fit_gpu_fractions`` with the command's options) on the others, each run priced by
+    ``price(setup, that fit)``: ``run``, ``fitted_on`` (the other runs' labels), the fractions found without it and
+    the headline errors (``api.headline_errors``). Empty with fewer than two runs (nothing to fit on without one)."""
+    from kvledger.calibration.api import headline_errors
+
+    if len(staged) < 2:
+        return []
+    out = []
+    for i, (run, setup, stage) in enumerate(staged):
+        rest = staged[:i] + staged[i + 1:]
+        f = fit([(r, s) for r, s, _ in rest])
+        c, _ = run_errors(run, setup, stage, price(setup, f), f.frontend_s)
+        out.append({"run": run.label, "fitted_on": [r.label for r, _, _ in rest],
+                    "flops_fraction": f.flops_fraction, "bandwidth_fraction": f.bandwidth_fraction,
+                    **headline_errors(c)})
+    return out

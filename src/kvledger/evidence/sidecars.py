@@ -1,0 +1,57 @@
+"""The files a reader takes in beside a measured-run file without the user naming them, so that no command writes
+over one: ``kvledger.outputs`` refuses an input as an output location even with ``--force``, and these are inputs
+too (a fresh-user trial's ``goodput stage_2_lifecycle_metrics.json --out config.yaml --force`` replaced the client
+config beside the stage file that it had just read).
+
+- ``config.yaml``: inference-perf's client config (model, output length, prompt pool, client cap), the nearest one
+  beside the file or up to ``CLIENT_FILE_UP`` folders above (``inference_perf_client.client_config_path``);
+- ``manifests.yaml``: its Kubernetes manifests beside the file (``inference_perf._sidecars``);
+- ``exp-config.yaml`` (``LAUNCH_FILE``): a stage's launch record, beside the file or one folder above
+  (``kvledger.calibration.stage_launch``);
+- ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``), ``<name>_aiperf.json`` beside an
+  AIPerf ``<name>.jsonl`` (``aiperf``), and llmperf's ``…summary…`` beside its ``…individual_responses…`` file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kvledger.evidence.inference_perf_client import client_config_path
+
+__all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs"]
+
+LAUNCH_FILE = "exp-config.yaml"  # a stage's launch record (kvledger.calibration.stage_launch)
+MANIFESTS_FILE = "manifests.yaml"  # inference-perf's Kubernetes manifests (evidence.inference_perf)
+
+
+def _beside(p: Path) -> list[Path | None]:
+    """The files the readers may take in beside ``p`` (a file, or a folder a reader takes whole)."""
+    folder = p if p.is_dir() else p.parent
+    out: list[Path | None] = [client_config_path(folder / "_"), folder / MANIFESTS_FILE, folder / LAUNCH_FILE,
+                              folder.parent / LAUNCH_FILE, folder / "meta.json"]
+    if p.name.endswith(".jsonl"):
+        out.append(p.with_name(p.name[: -len(".jsonl")] + "_aiperf.json"))
+    for old in ("individual_responses", "individual"):
+        if old in p.name:
+            out.append(p.with_name(p.name[::-1].replace(old[::-1], "summary"[::-1], 1)[::-1]))
+            break
+    return out
+
+
+def implicit_inputs(paths: Iterable[Any]) -> list[Path]:
+    """The files beside the inputs ``paths`` that a reader may take in unnamed (module docstring), those that exist,
+    each once. A path that is no file or folder (a catalog name, a DistServe run name) has none."""
+    out: list[Path] = []
+    for x in paths:
+        if x is None:
+            continue
+        try:
+            p = Path(x).resolve()
+            if not p.exists():
+                continue
+            out += [c for c in _beside(p) if c is not None and c.is_file() and c != p]
+        except (OSError, ValueError):  # a name longer than the file system allows, a NUL byte: no file
+            continue
+    return list(dict.fromkeys(out))

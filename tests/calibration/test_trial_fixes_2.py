@@ -1,0 +1,163 @@
+"""What a fresh-user trial found in calibrate and validate on inference-perf stages, each pinned: a --model the user
+typed wins over the model the run's record names (with a note when they differ); no output lands on a file the command
+read beside its inputs (a stage's client config.yaml); the poor-fit hints suggest only flags not given; the GPU scope
+reports its leave-one-out errors; a record's model found two folders above is named with why it cannot be used; the
+prompt pool's note says no repeat is served from cache when prefix caching is off."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.calibration import gpu_fit
+from kvledger.calibration.gpu_fit import GpuFit
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+STAGES = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
+H100 = "NVIDIA H100 80GB SXM5"
+RECORD = "meta-llama/Meta-Llama-3-8B-Instruct"  # the bundled config.yaml's server.model_name (not a bundled model)
+L8 = "meta-llama/Llama-3.1-8B"
+ENGINE = ["--gpu", "H100", "--engine-version", "0.11.0", "--max-model-len", "512", "--max-num-seqs", "128"]
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "250"})
+
+
+def _refused(*args: str) -> str:
+    """The one-paragraph error the command ends with (the console entry prints it and exits with status 2)."""
+    res = _run(*args)
+    assert isinstance(res.exception, InputError), res.output
+    return " ".join(str(res.exception).split())
+
+
+@pytest.fixture()
+def fitted_on(monkeypatch):
+    """Skip the fractions' search: a fit on two runs finds 0.5/0.6, on one run 0.4/0.6 (so a leave-one-out row is
+    told apart from the fit on all); the runs each fit was given are kept."""
+    seen: list[list[str]] = []
+
+    def fake(items, **kw):
+        seen.append([run.label for run, _ in items])
+        return GpuFit(H100, 0.5 if len(items) > 1 else 0.4, 0.6, 1.0, 1.0, 0)
+
+    monkeypatch.setattr(gpu_fit, "fit_gpu_fractions", fake)
+    return seen
+
+
+def _sweep_layout(root: Path, model: str = RECORD) -> Path:
+    """kubecon NA 2025's layout: the client config two folders above the stage files (``<sweep>/config.yaml`` over
+    ``<sweep>/vllm/results/``)."""
+    results = root / "vllm" / "results"
+    results.mkdir(parents=True)
+    for i in (2, 3):
+        shutil.copy(STAGES / f"stage_{i}_lifecycle_metrics.json", results)
+    (root / "config.yaml").write_text((STAGES / "config.yaml").read_text().replace(RECORD, model))
+    return results
+
+
+def test_a_typed_model_wins_over_the_records_in_gpu_scope_model_scope_and_validate(fitted_on):
+    # was: exit 2, "model 'meta-llama/Meta-Llama-3-8B-Instruct' is not bundled" — the record's model overrode --model
+    s2, s3 = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in (2, 3))
+    note = f"--model {L8} replayed, as given; the run's record names {RECORD} (from config.yaml server.model_name)"
+    res = _run("calibrate", "--scope", "gpu", s2, s3, "--model", L8, *ENGINE, "--no-leave-one-out", "--json")
+    assert res.exit_code == 0, res.output
+    prof = json.loads(res.output)
+    assert [r["model"] for r in prof["runs"]] == [f"{L8} (config of meta-llama/Meta-Llama-3.1-8B)"] * 2
+    assert prof["notes"][0] == note  # once, though both stages' records name the other model
+    val = _run("validate", s3, "--model", L8, *ENGINE, "--json")
+    assert val.exit_code == 0, val.output
+    assert json.loads(val.output)["notes"][0] == note
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+    from kvledger.calibration.api import _record_model  # model scope: the same rule before its fit
+    from kvledger.calibration.targets import load_targets
+
+    args = SimRequestArgs(model=L8, gpu="H100")
+    assert _record_model(load_targets(s2) + load_targets(s3), args) == (args, [note])
+
+
+def test_no_output_replaces_a_file_read_beside_the_inputs(tmp_path):
+    # was: goodput --out config.yaml --force replaced the client config it had just read beside the stage file
+    results = _sweep_layout(tmp_path, L8)
+    stage = str(results / "stage_2_lifecycle_metrics.json")
+    shutil.copy(STAGES / "config.yaml", results / "config.yaml")  # the nearest client config: beside the stage
+    (results.parent / "manifests.yaml").write_text("kind: Deployment\n")
+    before = (results / "config.yaml").read_text()
+    for args in (["goodput", stage, "--slo", "tpot=50ms", "--out", str(results / "config.yaml"), "--force"],
+                 ["calibrate", "--scope", "gpu", stage, "--gpu", "H100", "--out", str(results / "config.yaml"),
+                  "--force"]):
+        assert "is also an input of this command (given, or read beside a given file" in _refused(*args)
+    assert (results / "config.yaml").read_text() == before
+    # the sweep's config two folders above is read only when none lies nearer: then it is the one protected
+    (results / "config.yaml").unlink()
+    assert "is also an input" in _refused("goodput", stage, "--slo", "tpot=50ms", "--out",
+                                          str(tmp_path / "config.yaml"), "--force")
+    from kvledger.evidence.sidecars import implicit_inputs
+
+    assert implicit_inputs([stage]) == [tmp_path.resolve() / "config.yaml"]  # manifests.yaml one up is not read
+
+
+def test_the_poor_fit_hints_suggest_only_flags_not_given():
+    # kubecon `vllm` stage 0 (TTFT −56.3% in-sample), as test_gpu_fit's poor fit; kubecon's manifests pass 512
+    from kvledger.accounting.gpu_profile import run_facts
+    from kvledger.ledgers.profile_band import fit_quality
+
+    runs = [run_facts({"label": "stage_0", "model": "M", "tp": 1, "saturated": None, "ttft_mean_rel_error": -0.563,
+                       "tpot_mean_rel_error": 0.131, "throughput_rel_error": -0.001})]
+    given = fit_quality(runs, True, False, {"max_model_len": 512, "engine_version": "0.11.0"})
+    assert [h.split(":")[0] for h in given["hints"]] == ["--fit-frontend"]  # was: all three, both flags given
+    other = fit_quality(runs, True, True, {"max_model_len": "1024", "engine_version": None})
+    assert other["hints"][0] == ("--max-model-len as launched: 1024 was given, kubecon's manifests pass "
+                                 "--max-model-len=512 (it sets vLLM's default token budget)")
+    assert other["hints"][1].startswith("--engine-version as launched") and len(other["hints"]) == 2
+
+
+def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path):
+    # was: --leave-one-out (the default) printed and wrote nothing for --scope gpu
+    s2, s3 = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in (2, 3))
+    out = tmp_path / "g.json"
+    res = _run("calibrate", "--scope", "gpu", s2, s3, "--model", L8, *ENGINE, "--out", str(out))
+    assert res.exit_code == 0, res.output
+    prof = json.loads(out.read_text())
+    loo = prof["leave_one_out"]
+    # the fit on both, then one fit without each: stage 2 priced by the fit on stage 3 alone, and back
+    assert fitted_on == [["stage_2_lifecycle_metrics", "stage_3_lifecycle_metrics"], ["stage_3_lifecycle_metrics"],
+                         ["stage_2_lifecycle_metrics"]]
+    assert [(r["run"], r["fitted_on"], r["flops_fraction"]) for r in loo] == [
+        ("stage_2_lifecycle_metrics", ["stage_3_lifecycle_metrics"], 0.4),
+        ("stage_3_lifecycle_metrics", ["stage_2_lifecycle_metrics"], 0.4)]
+    assert "leave-one-out: each run under the fractions fitted on the others" in res.output
+    assert "stage_2_lifecycle_metrics 0.400/0.600" in res.output
+    # the same fractions price the same replay: with the fit patched to 0.4 for every set, the held-out errors are
+    # the in-sample ones
+    fitted_on.clear()
+    one = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE, "--json")
+    assert json.loads(one.output)["runs"][0]["ttft_mean_rel_error"] == loo[0]["ttft_mean_rel_error"]
+    text = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE)
+    assert "leave-one-out: none — it needs two runs or more" in text.output
+
+
+def test_a_records_model_two_folders_up_is_named_and_why_it_cannot_be_used(tmp_path):
+    # was: "the run's record names no model; pass --model" though <sweep>/config.yaml names server.model_name
+    stage = str(_sweep_layout(tmp_path) / "stage_3_lifecycle_metrics.json")
+    said = _refused("validate", stage, "--gpu", "H100")
+    assert (f"model {RECORD} from {tmp_path.resolve() / 'config.yaml'} server.model_name (no --model given), but "
+            f"model '{RECORD}' is not bundled") in said
+
+
+def test_the_pool_note_says_no_repeat_is_cached_with_prefix_caching_off(tmp_path):
+    stage = str(_sweep_layout(tmp_path, L8) / "stage_3_lifecycle_metrics.json")
+    res = _run("validate", stage, *ENGINE, "--no-enable-prefix-caching", "--json")
+    assert res.exit_code == 0, res.output
+    notes = json.loads(res.output)["notes"]
+    assert notes[0].startswith(f"model {L8} from {tmp_path.resolve() / 'config.yaml'} server.model_name")
+    pool = [n for n in notes if "shared_prefix pool of 100 whole prompts" in n]
+    # was: "…shared, so prefix caching serves a repeat" with prefix caching off
+    assert len(pool) == 1 and pool[0].endswith("shared, but prefix caching is off in the replayed engine, so the "
+                                               "pool is not reused from cache: each repeat is prefilled again")
