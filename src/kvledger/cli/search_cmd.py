@@ -51,8 +51,9 @@ PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "util
 
 
 def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:
-    """Every file the search writes, checked before the work (kvledger.outputs)."""
-    from kvledger.outputs import prepare_output_file
+    """Every file the search writes, checked before the work (kvledger.cli.outputs: against the files given and
+    those read beside them)."""
+    from kvledger.cli.outputs import prepare_output_file
 
     for flag, p in paths.items():
         if p is not None:
