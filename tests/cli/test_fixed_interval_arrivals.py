@@ -30,6 +30,17 @@ def test_goodput_simulate_takes_cv_zero():
     assert res.exit_code == 0, res.stdout
 
 
+def test_a_capacity_search_at_cv_zero_says_its_axis_is_the_fixed_interval_rate():
+    # The probes' note on what the rate axis means: at CV 0 no Poisson/Gamma draw sets the gaps (one every 1/rate s)
+    args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", *_SYN, "--slo", "ttft=2s",
+            "--target", "0.9", "--json")
+    notes = json.loads(_run(*args, "--arrival-cv", "0").stdout)["notes"]
+    assert any(n.startswith("synthetic arrivals at a fixed interval (--arrival-cv 0): the axis value is the rate")
+               for n in notes) and not any("Poisson" in n for n in notes)
+    notes = json.loads(_run(*args).stdout)["notes"]
+    assert any("nominal Poisson/Gamma rate" in n for n in notes)
+
+
 def test_search_takes_cv_zero():
     res = _run("search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--tp", "1", "--gpus", "H100",
                "--max-model-len", "8K", "--num-requests", "50", "--utilization", "0.5", "--arrival-cv", "0", *_SYN,

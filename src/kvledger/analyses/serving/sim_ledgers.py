@@ -45,6 +45,15 @@ class SyntheticSpec:
     output: str
     cv: float = 1.0
 
+    @property
+    def rate_note(self) -> str | None:
+        """What a rate axis means for these arrivals when it is not the Poisson/Gamma rate (None: it is)."""
+        if self.cv != 0:
+            return None
+        return ("synthetic arrivals at a fixed interval (--arrival-cv 0): the axis value is the rate, one request "
+                "every 1/rate s; the offered rate of each probe (its requests ÷ their arrival span) is listed next to "
+                "it")
+
     def requests(self, num_requests: int, rate_per_s: float, seed: int) -> list[RequestSpec]:
         """The requests, drawn from ``seed`` (same arguments, same requests).
 
