@@ -25,7 +25,12 @@ def test_seed_list_counts_up_from_the_first():
 
 def test_only_a_draw_makes_the_seed_matter():
     synthetic = SimpleNamespace(prompt="fixed:512", output="fixed:128", cv=1.0)
-    assert seed_used(_args(rate=5.0), synthetic)  # synthetic: gaps and lengths drawn
+    assert seed_used(_args(rate=5.0), synthetic)  # synthetic: Poisson gaps drawn (fixed lengths draw nothing)
+    at_interval = SimpleNamespace(prompt="fixed:512", output="fixed:128", cv=0.0)
+    assert not seed_used(_args(rate=5.0), at_interval)  # fixed lengths, one request every 0.2 s: nothing drawn
+    assert not seed_used(_args(concurrency=8), synthetic)  # fixed lengths in a closed loop: no gap drawn either
+    drawn = SimpleNamespace(prompt="uniform:1:512", output="fixed:128", cv=0.0)
+    assert seed_used(_args(rate=5.0), drawn)  # a length distribution is a draw, even at a fixed interval
     assert seed_used(_args(), sessions=True)  # sessions: starts, turns and lengths drawn
     assert not seed_used(_args(trace="azure-conv"))  # the trace's own arrival times
     assert not seed_used(_args(trace="azure-conv", rate=20.0))  # ... rescaled: burstiness kept, nothing drawn

@@ -33,9 +33,10 @@ _OTHER = ("throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_
 SPREAD_KEYS = tuple(f"{k}.{s}" for k in _LATENCY for s in _STATS) + _OTHER
 
 SEED_FREE_NOTE = ("the workload draws nothing from the seed (the trace's own arrival times and lengths, rescaled or "
-                  "not, or a closed loop over the trace): every seed replays the same requests, so it was run once and "
-                  "the spread is 0; a Poisson or synthetic workload (--prompt-lengths/--output-lengths, a lengths-only "
-                  "trace such as arxiv, --workload) has a draw to vary, and --num-requests moves a trace's window")
+                  "not, a closed loop over the trace, or fixed: lengths at a fixed interval or in a closed loop): "
+                  "every seed replays the same requests, so it was run once and the spread is 0; a Poisson or drawn "
+                  "workload (a length distribution, a lengths-only trace such as arxiv, --workload) has a draw to "
+                  "vary, and --num-requests moves a trace's window")
 
 
 def seed_list(first: int, n: int) -> list[int]:
@@ -44,15 +45,19 @@ def seed_list(first: int, n: int) -> list[int]:
 
 
 def seed_used(args: Any, synthetic: Any = None, sessions: bool = False) -> bool:
-    """Whether the run ``args`` (``sim_setup.SimRequestArgs``) draws anything from ``args.seed``: a synthetic workload
-    (lengths, and gaps unless a closed loop) or sessions always do; a trace only when it has no arrival times and
-    the requests arrive as a Poisson process of a finite ``--rate`` (``dynamics.workload.traces._select``)."""
+    """Whether the run ``args`` (``sim_setup.SimRequestArgs``) draws anything from ``args.seed``: sessions always do;
+    a synthetic workload does unless both lengths are ``fixed:`` and no gap is drawn (``--arrival-cv 0``, or a closed
+    loop); a trace only when it has no arrival times and the requests arrive as a Poisson process of a finite
+    ``--rate`` (``dynamics.workload.traces._select``)."""
     import math
 
     from kvledger.dynamics.workload.traces import trace_has_arrivals
 
-    if synthetic is not None or sessions:
+    if sessions:
         return True
+    if synthetic is not None:
+        fixed = all(str(t).startswith("fixed:") for t in (synthetic.prompt, synthetic.output))
+        return not (fixed and (synthetic.cv == 0 or args.concurrency is not None))
     if args.concurrency is not None or trace_has_arrivals(args.trace):
         return False
     return args.rate is not None and math.isfinite(args.rate)
