@@ -123,10 +123,10 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
-                  f"({s['num_rejected']:,} rejected: "
-                  + ("prompt ≥ max_model_len; longer requests were served with their output capped at max_model_len − "
-                     "prompt"
-                     if eng.get("caps_output", True) else "prompt + output > max_model_len") + "); "
+                  f"({s['num_rejected']:,} rejected, the rule: "
+                  + ("a prompt ≥ max_model_len is rejected; a request whose prompt + output would pass it is served "
+                     "with its output capped at max_model_len − prompt"
+                     if eng.get("caps_output", True) else "prompt + output > max_model_len is rejected") + "); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
     console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output tok/s, "
                   f"{s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
