@@ -137,7 +137,17 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
         out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target,
                              skip, out.skipped)
         out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
+        out.notes += _steadiness(out.run, b, out.workload["num_requests"])
     return out
+
+
+def _steadiness(run: Any, rate: float, num_requests: int) -> list[str]:
+    """The ``not steady`` warning of the capacity probe, as ``goodput --simulate --target`` gives it
+    (``queue_growth.boundary_steadiness``): its queue still growing at its last arrival, or a probe too short to
+    tell, makes the capacity optimistic."""
+    from kvledger.analyses.serving.queue_growth import boundary_steadiness
+
+    return boundary_steadiness(run, rate, num_requests)[1]
 
 
 def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: float) -> tuple[Any, Any]:
@@ -241,4 +251,5 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
         out.notes += drain_note(b, out.workload["num_requests"], out.gp)
+        out.notes += _steadiness(out.run, b, out.workload["num_requests"])
     return out
