@@ -148,8 +148,7 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     from kvledger.analyses.serving.overloads import QueueGrowth  # lazy: only an overloaded run makes one
 
     span = t_last - t_mid
-    arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid,
-                                                                                     side="right")) / span
+    arrived = arrived_between / span
     left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
