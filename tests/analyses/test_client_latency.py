@@ -99,11 +99,11 @@ def test_the_console_entry_exits_2_without_a_traceback():
 
 
 def test_early_stop_rule_judges_engine_side_values_against_the_slo_less_the_latency():
-    from kvledger.analyses.serving.sim_boundary import _Prober
+    from kvledger.analyses.serving.sim_prober import SimProber
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
     args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", client_latency="21ms")
-    rule = _Prober(args, None, "request_rate", parse_slo("ttft=200ms,e2e=10ms,tpot=50ms"), 0.9)._miss_rule()
+    rule = SimProber(args, None, "request_rate", parse_slo("ttft=200ms,e2e=10ms,tpot=50ms"), 0.9)._miss_rule()
     # 200 − 21 = 179 ms engine-side; an E2E limit below the latency is missed by every request (0); TPOT unchanged
     assert rule.ttft_s == pytest.approx(0.179) and rule.e2e_s == 0.0 and rule.tpot_s == pytest.approx(0.05)
 

@@ -125,3 +125,37 @@ def test_a_few_percent_over_capacity_is_overload_though_the_backlog_grows_by_les
     # the same arrivals served at their own rate after the same 20 s: the backlog holds at about 200 (the requests
     # that arrived in the last 20 s) at both times: no overload
     assert queue_growth(_run(arrivals, [a + 20 for a in arrivals])) is None
+
+
+def test_a_burst_at_the_last_arrival_is_not_a_shortfall():
+    # 970 arrivals one every 0.1 s (t = 0 … 96.9 s), then 30 more within 30 ms (96.901 … 96.930 s); each finishes 20 s
+    # after it arrived (the engine keeps up). Median arrival (i = 500) t = 50.0 s: the requests of (30, 50] s, 200 in
+    # the system. Last arrival t = 96.93 s: the regular ones of (76.93, 96.9], i = 770 … 969, 200, + the 30 of the
+    # burst = 230. Grew by 30: more than 10, and more than SHORTFALL 5 % of the 499 arrivals in between (24.95) — the
+    # raw backlog would call it an overload. But the second half's arrivals came faster: 499 gaps in 46.93 s = 10.633
+    # req/s against the first half's 500 in 50.0 s = 10 req/s, so a kept-up backlog is 200 × 1.0633 = 212.7; 230 exceeds
+    # it by 17.3 < 24.95 (and < 1.5 × 212.7): no overload.
+    arrivals = [0.1 * i for i in range(970)] + [96.9 + 0.001 * k for k in range(1, 31)]
+    assert queue_growth(_run(arrivals, [a + 20 for a in arrivals])) is None
+
+
+def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sustained_rise_is():
+    # Simulated Llama-3.1-8B on H100s, azure-conv (its burstiness kept).
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    def run(rate: float, n: int, tp: int = 1):
+        return simulate_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", tp=tp, trace="azure-conv",
+                                           rate=rate, num_requests=n)).run
+
+    # Its first 200 requests arrive 2.28× faster in their second half: at a mean 10 req/s the backlog goes 20 → 48,
+    # the 46 expected (20 × 2.28) of an engine keeping up with the second half's 16.4 req/s: kept up. At 16 req/s the
+    # second half's 26.3 req/s is past what one H100 serves: 30 → 98 against 68 expected, by 30 > 5 % of 99: overload
+    assert queue_growth(run(10.0, 200)) is None
+    assert (queue_growth(run(16.0, 200)).backlog_mid, queue_growth(run(16.0, 200)).backlog_last) == (30, 98)
+    # TP 2, 2,000 requests: at 38 req/s 259 → 310, 41 past the 269 expected (rate change 1.04): under 5 % of the 1,000
+    # arrivals (50), kept up — as 6,000 requests at that rate are. At 40 req/s 297 → 489, 181 past the expected 308, and
+    # 489 ≥ GROWTH 1.5 × 308 = 462: overloaded
+    assert queue_growth(run(38.0, 2000, 2)) is None and queue_growth(run(38.0, 6000, 2)) is None
+    q = queue_growth(run(40.0, 2000, 2))
+    assert q is not None and (q.backlog_mid, q.backlog_last) == (297, 489)

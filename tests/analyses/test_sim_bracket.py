@@ -69,27 +69,28 @@ def test_guessed_bracket_same_state_as_doubling_or_halving():
         assert (lo, hi) == state[:2] and ((good, bad) == state[2:] or (good, bad) == (lo, hi) and hi > 8.0), b
 
 
-def test_search_sim_boundary_same_boundary_two_probes_fewer():
-    """Llama-3.1-8B on an H100, 200 Azure conversation requests per probe, started at 40 req/s: main probes 40 (misses,
-    attainment 0.61) and 20 (meets), then bisects [20, 40] from 30; the guess bisects first: 30 misses (so 40 does)
-    and 25 meets (so 20 does), neither end is simulated: the same boundary (28.75 req/s), verdicts and attainments,
-    two probes fewer."""
+def test_search_sim_boundary_same_boundary_one_probe_fewer():
+    """Llama-3.1-8B on an H100, 2,000 Azure conversation requests per probe, started at 40 req/s: main probes 40
+    (misses, attainment 0.0495) and 20 (meets), then bisects [20, 40] from 30; the guess bisects first: 30 misses (so
+    40 does) and 25 misses too, so it probes 20 (meets) and bisects on from [20, 25]: the same boundary (20.9375
+    req/s), verdicts and attainments, one probe fewer (40)."""
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=200)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000)
     slo = SLO(ttft_s=0.5, tpot_s=0.05)
     plain = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0)
     guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0, guess=True)
-    assert guess.boundary.boundary_value == plain.boundary.boundary_value == 28.75
-    assert guess.boundary.first_failing_value == plain.boundary.first_failing_value
+    assert guess.boundary.boundary_value == plain.boundary.boundary_value == 20.9375
+    assert guess.boundary.first_failing_value == plain.boundary.first_failing_value == 21.25
     assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [20, 40], ..."
     verdicts = {p.value: (p.attainment, p.meets_target) for p in plain.probes}
-    assert verdicts[40.0] == (0.61, False) and verdicts[20.0] == (1.0, True)
+    assert verdicts[40.0] == (0.0495, False) and verdicts[20.0] == (0.993, True)
     assert {p.value: (p.attainment, p.meets_target) for p in guess.probes} == {
-        v: x for v, x in verdicts.items() if v not in (20.0, 40.0)}
-    assert [p.value for p in guess.probes[:2]] == [30.0, 25.0]
-    assert any("20 meets as 25 does; 40 misses as 30 does" in n for n in guess.notes)
+        v: x for v, x in verdicts.items() if v != 40.0}
+    assert [p.value for p in guess.probes[:3]] == [30.0, 25.0, 20.0]
+    # every probe either met the target having kept up, or missed it on attainment: none counted out by its queue
+    assert all(p.queue_grew in (False, None) for p in plain.probes)
 
 
 def _finish(p: _Cliff, lo: float, hi: float, good: float, bad: float) -> float:
@@ -127,7 +128,7 @@ def test_a_search_started_at_its_bound_stops_where_goodput_simulate_does():
 
 
 def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_goodput():
-    """The simulator, not a cliff: Llama-3.1-8B on an H100, 200 Azure conversation requests per probe. The search's
+    """The simulator, not a cliff: Llama-3.1-8B on an H100, 2,000 Azure conversation requests per probe. The search's
     start for a bound of 26.085 req/s (the trial's TP 1 bound) is 32, guessed bracket [16, 32]; goodput --simulate
     doubles from 1 to the same bracket; both bisect it through the same midpoints, so the boundary and the goodput
     measured at it are identical (before: 26.1, another bracket, another stopping rate)."""
@@ -135,11 +136,11 @@ def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_g
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=200)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000)
     slo = SLO(ttft_s=0.5, tpot_s=0.05)
     plain = search_sim_boundary(args, slo, 0.9, "request_rate")
     guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=bracket_start(26.085), guess=True)
-    assert guess.boundary.boundary_value == plain.boundary.boundary_value
+    assert guess.boundary.boundary_value == plain.boundary.boundary_value == 21.0
     assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [16, 32], ..."
     good = {p.value: g.goodput_req_per_s for g, p in zip(plain.goodputs, plain.probes)}
     gg = {p.value: g.goodput_req_per_s for g, p in zip(guess.goodputs, guess.probes)}

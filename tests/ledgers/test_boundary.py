@@ -105,3 +105,28 @@ def test_sweep_input_errors():
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 90)
     with pytest.raises(InputError, match="two runs share the same concurrency"):
         boundary_from_sweep(runs * 2, parse_slo("ttft=1s"), 0.9, axis="concurrency")
+
+
+def test_a_load_whose_queue_grows_misses_whatever_its_attainment():
+    # The toy of test_bisection_over_a_callable_finds_the_analytic_boundary at ttft=1000s: every rate in [0, 10] meets
+    # 90 % (its whole range passes: boundary 10). Say the queue kept growing above 6 req/s (the caller's check): the
+    # bisection of [0, 10] at resolution 0.5 then probes 0, 10 (grew → miss), 5, 7.5 (grew), 6.25 (grew), 5.625 —
+    # 5.625 meets, and 6.25 − 5.625 = 0.625 > 0.5 goes on: 5.9375 meets; 6.25 − 5.9375 = 0.3125 ≤ 0.5 stops.
+    from kvledger.ledgers.boundary import unsustained_note
+
+    template = _template()
+    b = search_boundary(_toy(template), parse_slo("ttft=1000s"), 0.9, 0.0, 10.0, tol=0.5,
+                        queue_grew=lambda v, run: v > 6.0)
+    assert (b.boundary_value, b.first_failing_value) == (5.9375, 6.25)
+    grew = [p for p in b.points if p.queue_grew]
+    assert [p.value for p in grew] == [6.25, 7.5, 10.0]
+    assert all(p.attainment == 1.0 and not p.meets_target for p in grew)  # met 90 %, counted as missing it
+    assert all(p.queue_grew is False for p in b.points if p.value <= 6.0)
+    (note,) = unsustained_note(b.points, "request_rate", 0.9, "the check")
+    assert note.startswith("sustained load only: 6.25, 7.5, 10 (request_rate) met the attainment target with the "
+                           "queue still growing at the last arrival (the check) and count as missing it")
+    # without the check every point is judged on its attainment alone and none says whether its queue grew
+    b = search_boundary(_toy(template), parse_slo("ttft=1000s"), 0.9, 0.0, 10.0, tol=0.5)
+    assert b.boundary_value == 10.0 and all(p.queue_grew is None for p in b.points)
+    assert unsustained_note(b.points, "request_rate", 0.9, "the check") == []
+    assert "queue_grew" not in b.to_dict()["points"][0]  # left out of the JSON when not checked

@@ -29,7 +29,8 @@ from kvledger.ledgers.slo import SLO
 from kvledger.ranges import ATTAINMENT_TARGET
 from kvledger.records import RunRecords
 
-__all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary"]
+__all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary",
+           "unsustained_note"]
 
 AXES = {"request_rate": "offered request rate, req/s", "concurrency": "client concurrency limit, requests",
         "max_num_seqs": "engine max_num_seqs (from the run's metadata, e.g. vLLM --metadata max_num_seqs=256)"}
@@ -37,7 +38,15 @@ AXES = {"request_rate": "offered request rate, req/s", "concurrency": "client co
 
 @dataclass(slots=True)
 class BoundaryPoint:
-    """One evaluated load: its value on the axis, attainment (lower bound for estimates) and goodput."""
+    """One evaluated load: its value on the axis, attainment (lower bound for estimates) and goodput.
+
+    ``queue_grew``: True when the run's queue kept growing while requests arrived (an open loop the engine did not
+    sustain), which misses the target whatever its attainment: the attainment of a finite run counts the requests that
+    were served before the queue grew long, and in steady state that queue grows without bound; False when the check
+    was made and the run kept up; None (left out of the JSON) when no check was made (measured sweeps, closed loops).
+    """
+
+    __json_optional__ = ("queue_grew",)
 
     value: float
     attainment: float
@@ -45,6 +54,7 @@ class BoundaryPoint:
     estimate: bool
     goodput_req_per_s: float | None
     label: str
+    queue_grew: bool | None = None
 
 
 @json_fields(exclude=("points",), extra=("points",))  # the points last
@@ -101,9 +111,21 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
     return x
 
 
-def _point(value: float, res: GoodputResult, target: float) -> BoundaryPoint:
-    return BoundaryPoint(value, res.attainment, res.attainment >= target, res.estimate, res.goodput_req_per_s,
-                         res.run_label or res.source)
+def _point(value: float, res: GoodputResult, target: float, queue_grew: bool | None = None) -> BoundaryPoint:
+    return BoundaryPoint(value, res.attainment, res.attainment >= target and not queue_grew, res.estimate,
+                         res.goodput_req_per_s, res.run_label or res.source, queue_grew)
+
+
+def unsustained_note(points: list[BoundaryPoint], axis: str, target: float, check: str) -> list[str]:
+    """The note for the points whose attainment met ``target`` but whose queue kept growing (``queue_grew``), counted
+    as missing it; ``check`` names the rule that read the queue. [] when there are none."""
+    grew = sorted(p.value for p in points if p.queue_grew and p.attainment >= target)
+    if not grew:
+        return []
+    return [f"sustained load only: {', '.join(f'{v:g}' for v in grew)} ({axis}) met the attainment target with the "
+            f"queue still growing at the last arrival ({check}) and count{'s' if len(grew) == 1 else ''} as missing "
+            "it — a finite run scores the requests served before the queue grew long, but under a load the engine "
+            "does not sustain the queue, and so every wait, grows without bound"]
 
 
 def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpus: int | None,
@@ -155,8 +177,11 @@ def boundary_from_sweep(runs: list[RunRecords | AggregateRun], slo: SLO, target:
 def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: SLO, target: float, lo: float, hi: float,
                     *,
                     axis: str = "request_rate", integer: bool = False, tol: float | None = None,
-                        max_evals: int = 30, known: tuple[float, float] | None = None) -> BoundaryResult:
-    """Bisection for the largest value in [lo, hi] whose attainment meets ``target``.
+                    max_evals: int = 30, known: tuple[float, float] | None = None,
+                    queue_grew: Callable[[float, RunRecords | AggregateRun], bool | None] | None = None
+                    ) -> BoundaryResult:
+    """Bisection for the largest value in [lo, hi] whose attainment meets ``target`` (and, with ``queue_grew``,
+    whose run kept up).
 
     ``run_at(value)`` must return the run at that load (deterministic, e.g. a seeded simulation).
     Stops when the bracket is narrower than ``tol`` (default (hi − lo)/1000; 1 for ``integer``)
@@ -165,6 +190,9 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     misses; an end of [lo, hi] that is neither was implied by them, e.g.
     ``kvledger.analyses.serving.sim_bracket.guessed_bracket``): it goes on from there, with the same midpoints, and
     counts an end not evaluated as one evaluation.
+    ``queue_grew(value, run)``: whether that run's queue kept growing (``BoundaryPoint.queue_grew``): such a point
+    misses the target whatever its attainment (the caller adds ``unsustained_note``); None: every point judged on its
+    attainment alone.
 
     Raises:
         InputError: lo ≥ hi, negative lo, target outside (0, 1].
@@ -179,7 +207,7 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     def evaluate(v: float) -> bool:
         run = run_at(int(v) if integer else v)
         gpus.append(run.metadata.num_gpus)
-        points.append(_point(v, goodput(run, slo), target))
+        points.append(_point(v, goodput(run, slo), target, None if queue_grew is None else queue_grew(v, run)))
         return points[-1].meets_target
 
     notes = [

@@ -156,8 +156,11 @@ def goodput_by_rate(data: ReportData) -> Figure:
     return Figure("goodput_by_rate", "Goodput against request rate, and the capacity found",
                   f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the "
                   f"capacity is the "
-                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO; the cost ledger is "
-                  f"priced at the goodput there. {_band_caption(cs)}"
+                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO and its queue kept "
+                  f"up; the cost ledger is priced at the goodput there. {_band_caption(cs)}"
+                  + (" (queue grew): the probe's queue still grew at its last arrival, a load the engine does not "
+                     "sustain, so it counts as a miss whatever its share (kvledger.analyses.serving.queue_growth)."
+                     if any(p.get("queue_grew") for p in probes) else "")
                   + (" lo–hi*: a probe stopped early once it could no longer reach the target (its share lies between "
                      "the two; kvledger.dynamics.early_stop)." if stopped else "")
                   + "".join(f" Warning: {w.removeprefix('warning: ')}" for w in not_steady_lines(cs)),
@@ -173,9 +176,12 @@ def _load_share(rate: float, cs: dict) -> str:
 
 
 def _probe_share(p: dict) -> str:
-    """A probe's share within the SLO as ``goodput`` prints it: ``91.3%``, or ``80.5%–89.7%*`` when it stopped early."""
+    """A probe's share within the SLO as ``goodput`` prints it: ``91.3%``, ``80.5%–89.7%*`` when it stopped early,
+    ``97.8% (queue grew)`` when its queue kept growing (a miss whatever its share)."""
     st = p.get("stopped_early")
-    return stopped_share_text(p["attainment"], st["attainment_upper"]) if st else f"{p['attainment']:.1%}"
+    if st:
+        return stopped_share_text(p["attainment"], st["attainment_upper"])
+    return f"{p['attainment']:.1%}" + (" (queue grew)" if p.get("queue_grew") else "")
 
 
 def _shade_band(ax, cs: dict) -> None:

@@ -189,7 +189,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
         t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}",
                   _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
                   _fmt(pr.goodput_req_per_s), _fmt(pr.throughput_req_per_s), _fmt(pr.goodput_req_per_s_per_gpu),
-                  "meets" if pr.meets_target else "misses")
+                  "meets" if pr.meets_target else "queue grew" if pr.queue_grew else "misses")
     con.print(t)
     con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: "
               f"{escape(SEARCH_AXES[sb.axis])}; "
@@ -197,7 +197,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
               "goodput and completed req/s "
               "of the whole deployment; per GPU: good/s ÷ GPUs; good tok/s per probe in --json"
               + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
-                  pr.stopped_early for pr in sb.probes) else ""))
+                  pr.stopped_early for pr in sb.probes) else "")
+              + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
+                 "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else ""))
     for note in b.notes + [n for n in sb.notes if sb.seed_spread is None or n != sb.seed_spread.note]:
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")

@@ -229,18 +229,24 @@ def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> D
 
 
 def search_max_rate(study: DisaggStudy, dep: Deployment, load, rate_per_s: float) -> dict[str, Any]:
-    """DistServe goodput: the highest request rate in [0.1, 1.5] × ``rate_per_s`` whose attainment meets the target.
+    """DistServe goodput: the highest request rate in [0.1, 1.5] × ``rate_per_s`` whose attainment meets the target
+    and whose queue did not keep growing (``queue_growth.probe_queue_grew``: a load not sustained is a miss).
 
     ``load(rate)`` returns the workload at that mean rate (the same trace, gaps rescaled). Bisection to 2 % of the
     rate (``kvledger.ledgers.boundary.search_boundary``); the result's ``boundary_per_gpu`` is req/s per GPU.
     """
-    from kvledger.ledgers.boundary import search_boundary
+    from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
+    from kvledger.ledgers.boundary import search_boundary, unsustained_note
 
     def run_at(rate: float) -> RunRecords:
         run, _ = run_deployment(study, dep, load(rate))
         run.metadata.request_rate = rate
         return run
 
+    def grew(rate: float, run: RunRecords) -> bool | None:  # a load the deployment does not sustain: a miss
+        return probe_queue_grew(run, "open loop")
+
     res = search_boundary(run_at, study.slo, study.target, 0.1 * rate_per_s, 1.5 * rate_per_s, tol=0.02 * rate_per_s,
-                          max_evals=12)
+                          max_evals=12, queue_grew=grew)
+    res.notes.extend(unsustained_note(res.points, "request_rate", study.target, QUEUE_CHECK))
     return res.to_dict()

@@ -200,11 +200,13 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The same rate search for a disaggregated unit (see the module docstring)."""
     from kvledger.analyses.judgments.pd_disagg import run_deployment
-    from kvledger.ledgers.boundary import search_boundary
+    from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
+    from kvledger.ledgers.boundary import search_boundary, unsustained_note
     from kvledger.ledgers.goodput import goodput_of_records
 
     study, dep, link_kind = _study(spec, cand, slo)
     runs: dict[float, Any] = {}
+    grew: dict[float, bool | None] = {}  # the rate's run did not sustain its load (queue_growth.probe_queue_grew)
     order: list[float] = []
 
     from kvledger.analyses.search.latency import latency_s
@@ -218,12 +220,13 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
             run = with_arrivals_earlier(run, d) if d > 0 else run
             run.metadata.request_rate = rate
             runs[rate] = (run, goodput_of_records(run, slo))
+            grew[rate] = probe_queue_grew(run, "open loop")
             order.append(rate)
         return runs[rate][0]
 
-    def meets(rate: float) -> bool:
+    def meets(rate: float) -> bool:  # the attainment target, at a load the unit sustains (as colocated probes)
         run_at(rate)
-        return runs[rate][1].attainment >= spec.target
+        return runs[rate][1].attainment >= spec.target and not grew[rate]
 
     lo, hi = 1.0, 2.0
     if meets(1.0):
@@ -237,12 +240,13 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
             if meets(lo):
                 break
             hi, lo = lo, lo / 2
-    res = search_boundary(run_at, slo, spec.target, lo, hi, axis="request_rate", tol=hi / 100.0, max_evals=30)
+    res = search_boundary(run_at, slo, spec.target, lo, hi, axis="request_rate", tol=hi / 100.0, max_evals=30,
+                          queue_grew=lambda rate, run: grew[rate])
+    res.notes.extend(unsustained_note(res.points, "request_rate", spec.target, QUEUE_CHECK))
     b = res.boundary_value
     out = Probed(b, res.first_failing_value, [[r, runs[r][1].attainment] for r in order],
                  [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload "
-                  f"at "
-                  f"every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
+                  f"at every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
                  extra={"kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
                                    f"({study.link.source}), "
                         f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})

@@ -142,6 +142,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     notes = [f"each probe: one simulation with the {opt.label} tier in the simulator (vLLM's OffloadingConnector rule, "
              f"dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
         ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else [])
+    notes += p.notes()
     if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
         from kvledger.analyses.serving.session_spec import steady_goodput
 

@@ -10,7 +10,8 @@ has no disk tier (LMCache's ``local_disk`` has).
 Capacity: the same seeded workload as the candidate's search, at request rates from a start (the candidate's own
 boundary, or its lowest probe when it met the SLO at no rate), doubled while the target is met (halved while it is
 missed), then ``ledgers.boundary.search_boundary`` to 1 % of the bracket's low end; each probe one simulation with the
-tier (``dynamics.offload_sim.offload_kv_factory``).
+tier (``dynamics.offload_sim.offload_kv_factory``). A rate whose queue kept growing misses the target whatever its
+attainment, as in every capacity search (``analyses.serving.queue_growth.probe_queue_grew``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
 from kvledger.errors import InputError
 
 __all__ = ["TIER_OF", "TierProber", "tier_capacity"]
@@ -58,6 +60,7 @@ class TierProber:
         self.runs: dict[float, Any] = {}
         self.host_hit_tokens: dict[float, int] = {}  # prompt tokens loaded back from the tier in each rate's run
         self.goodputs: dict[float, Any] = {}
+        self.grew: dict[float, bool | None] = {}  # the rate's probe did not sustain its load (queue_growth)
         self.tier: dict[str, Any] = {}
         self.lower_bound = False
 
@@ -83,11 +86,26 @@ class TierProber:
             self.host_hit_tokens[rate] = sum(m.host_hit_tokens for m in managers)
             self.runs[rate] = self.sims[rate].run
             self.goodputs[rate] = goodput(self.runs[rate], self.slo)
+            self.grew[rate] = probe_queue_grew(self.runs[rate], str(self.sims[rate].setup.workload_info.get("mode",
+                                                                                                            "")))
         return self.runs[rate]
 
     def meets(self, rate: float) -> bool:
+        """The run at ``rate`` met the attainment target and sustained its load (as ``sim_boundary``'s probes)."""
         self.run_at(rate)
-        return self.goodputs[rate].attainment >= self.target
+        return self.goodputs[rate].attainment >= self.target and not self.grew[rate]
+
+    def queue_grew(self, rate: float, run: Any = None) -> bool | None:
+        """Whether the run at ``rate`` (already run) did not sustain its load."""
+        return self.grew[rate]
+
+    def notes(self) -> list[str]:
+        """The rates that met the attainment target with their queue growing, counted as misses ([] if none)."""
+        from kvledger.ledgers.boundary import BoundaryPoint, unsustained_note
+
+        pts = [BoundaryPoint(r, g.attainment, self.meets(r), g.estimate, g.goodput_req_per_s, "", self.grew[r])
+               for r, g in sorted(self.goodputs.items())]
+        return unsustained_note(pts, "request_rate", self.target, QUEUE_CHECK)
 
     def probes(self) -> list[list[float]]:
         """[rate, attainment] of every run, by rate."""
@@ -117,5 +135,5 @@ def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | No
             lo, hi = 0.5 * lo, lo
         else:  # every rate simulated missed; ``lo`` is the next halving, never run
             return None, hi
-    res = search_boundary(p.run_at, p.slo, p.target, lo, hi, tol=0.01 * lo, max_evals=12)
+    res = search_boundary(p.run_at, p.slo, p.target, lo, hi, tol=0.01 * lo, max_evals=12, queue_grew=p.queue_grew)
     return res.boundary_value, res.first_failing_value

@@ -127,11 +127,13 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
     return GpuRate.from_catalog(row), how, flags
 
 
-def _summary_row(sim: Any, slo: Any) -> dict[str, Any]:
+def _summary_row(sim: Any, slo: Any, rate: float) -> dict[str, Any]:
+    """One row; ``rate``: the --rate it ran at (what its command line repeats; the run's metadata holds the rate of
+    its rescaled arrivals, which can differ in the last bit)."""
     from kvledger.ledgers.goodput import goodput
 
     gp = goodput(sim.run, slo)
-    return {"rate_req_per_s": sim.run.metadata.request_rate, "summary": sim.result.summary.to_dict(),
+    return {"rate_req_per_s": rate, "summary": sim.result.summary.to_dict(),
             "engine": sim.result.config, "attainment": gp.attainment, "goodput_req_per_s": gp.goodput_req_per_s,
             "throughput_req_per_s": gp.throughput_req_per_s}
 
@@ -151,7 +153,7 @@ def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None
     # exact without them (dynamics/outputs/itl_gaps.py)
     sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
                        record_token_times=slo.itl_s is not None)
-    return _summary_row(sim, slo)
+    return _summary_row(sim, slo, rate)
 
 
 def _runs_after_capacity(req: ReportRequest, cap: Any, slo: Any, pool: Any) -> dict[Any, dict[str, Any]]:
@@ -244,7 +246,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
-    runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(cap.run, slo)
+    runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(cap.run, slo, cap.rate_req_per_s)
     return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=_engine_savings(cap, base, runs) if req.with_engine_savings else None,

@@ -13,7 +13,9 @@ class QueueGrowth:
     """An overload: the backlog at the median and the last arrival (times from the first arrival, s) and the rates at
     which requests arrived and finished in between (requests/s), with the note that says so. ``queue`` "waiting":
     the queue read was the waiting one (arrived, no first token; ``backlog_*`` count it and ``finished_per_s`` is the
-    rate of first tokens), in a run too short to read the backlog; None (left out of the JSON): the backlog."""
+    rate of first tokens), in a run too short to read the backlog; None (left out of the JSON): the backlog.
+    ``backlog_expected``: the median arrival's backlog scaled by the arrival rate's change between the halves — what a
+    kept-up engine's would be at the last arrival (``queue_growth``'s module doc)."""
 
     __json_optional__ = ("queue",)
 
@@ -25,6 +27,7 @@ class QueueGrowth:
     finished_per_s: float
     note: str
     queue: str | None = None
+    backlog_expected: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

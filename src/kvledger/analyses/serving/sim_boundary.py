@@ -8,23 +8,32 @@ so the answer is reproducible. When the user gives no bracket, one is found by d
 (or halving) from 1 req/s, 1 user, and for ``max_num_seqs`` the bracket is [1, the engine
 default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it. Like that
 function, this assumes attainment does not rise with load, and says when a probe shows it does.
+
+The boundary is a load the engine *sustains*: an open-loop probe whose queue kept growing to its last arrival
+(``kvledger.analyses.serving.queue_growth``) misses the target whatever its attainment. A probe of a few thousand
+requests above the engine's capacity still scores well — the requests that arrived early were served before the queue
+grew long — and the rate so found can be far above what the engine serves (Llama-3.1-8B on an H100, azure-conv,
+400-request probes: 24.75 req/s met 90% with 12.45 req/s finishing over the second half of the arrivals). A closed
+loop cannot grow its queue and is judged on its attainment alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.capacity_bands import CapacityBand
+from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
 from kvledger.analyses.serving.sim_document import SimProvenance
-from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
+from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
+from kvledger.analyses.serving.sim_prober import SimProber
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
-from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
+from kvledger.dynamics.early_stop import RULE_TEXT
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
-from kvledger.ledgers.goodput import GoodputResult, goodput
+from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary, unsustained_note
+from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.slo import SLO
 from kvledger.ranges import ATTAINMENT_TARGET, check_options
 
@@ -59,7 +68,12 @@ class SimProbe:
     ``stopped_early``: when the early-stop rule ended the probe (kvledger.dynamics.early_stop), its
     evidence (simulated time, requests certain to miss, ``attainment_upper``); the attainment and
     goodput are then lower bounds over the requests finished by then. None: run to the end.
+    ``queue_grew``: an open-loop probe's queue kept growing to its last arrival (``queue_growth.queue_growth``): it
+    misses the target whatever its attainment (a load the engine does not sustain); False: it kept up; None (left
+    out of the JSON): not checked (a closed loop, or a probe stopped early, which misses anyway).
     """
+
+    __json_optional__ = ("queue_grew",)
 
     order: int
     phase: str
@@ -74,6 +88,7 @@ class SimProbe:
     goodput_req_per_s_per_gpu: float | None
     offered_rate_req_per_s: float | None
     stopped_early: dict[str, Any] | None = None
+    queue_grew: bool | None = None
 
 
 @dataclass
@@ -118,14 +133,6 @@ class SimBoundary:
         return to_jsonable(self)
 
 
-def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
-    if axis == "request_rate":
-        return replace(args, rate=value)
-    if axis == "concurrency":
-        return replace(args, concurrency=int(value))
-    return replace(args, max_num_seqs=int(value))
-
-
 def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | None) -> None:
     taken = {"request_rate": [("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency")],
              "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs",
@@ -141,56 +148,6 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
             raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")
     if lo is not None and hi is not None and lo >= hi:
         raise InputError(f"need --lo < --hi, got lo={lo:g}, hi={hi:g}")
-
-
-def _client_latency_s(args: SimRequestArgs) -> float:
-    """The run's --client-latency in seconds (0 without one)."""
-    if not args.client_latency:
-        return 0.0
-    from kvledger.analyses.serving.client_latency import client_latency_of
-    from kvledger.catalog.gpu_file import resolve_gpu
-
-    got = client_latency_of(args.client_latency, args.gpu_profile, resolve_gpu(args.gpu).name)
-    return got.seconds if got is not None else 0.0
-
-
-class _Prober:
-    """Runs (and remembers) one simulation per value; the goodput of each under the SLO."""
-
-    def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float,
-                 early_stop: bool = True) -> None:
-        self.args, self.synthetic, self.axis, self.slo, self.target = args, synthetic, axis, slo, target
-        self.early_stop = early_stop
-        self.runs: dict[float, SimulatedRun] = {}
-        self.results: dict[float, GoodputResult] = {}
-        self.phase: dict[float, str] = {}
-        self.current_phase = "bracket"
-        self.client_latency_s = _client_latency_s(args)  # the same for every probe: read once
-
-    def run_at(self, value: float):
-        key = float(value)
-        if key not in self.runs:
-            # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
-            stop = self._miss_rule() if self.early_stop else None
-            self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
-                                          record_token_times=self.slo.itl_s is not None, stop=stop)
-            self.results[key] = goodput(self.runs[key].run, self.slo)
-            self.phase[key] = self.current_phase
-        return self.runs[key].run
-
-    def _miss_rule(self) -> MissRule:
-        """The early-stop rule on the engine's records: a --client-latency d is added after the run, so a request
-        meets a TTFT or E2E limit L there when its engine-side value is at most L − d."""
-        d = self.client_latency_s
-
-        def less(limit: float | None) -> float | None:
-            return None if limit is None else max(limit - d, 0.0)
-
-        return MissRule(self.target, less(self.slo.ttft_s), less(self.slo.e2e_s), self.slo.tpot_s)
-
-    def meets(self, value: float) -> bool:
-        self.run_at(value)
-        return self.results[float(value)].attainment >= self.target
 
 
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
@@ -224,7 +181,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         hi = hi if hi is not None else load_plan(args)[0].memory.max_num_seqs
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
-    p = _Prober(args, synthetic, axis, slo, target, early_stop)
+    p = SimProber(args, synthetic, axis, slo, target, early_stop)
     extra = []
     if guess and axis == "request_rate" and lo is None and hi is None and tol is None:
         blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
@@ -238,7 +195,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
                           tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals,
-                          known=(good, bad))
+                          known=(good, bad), queue_grew=p.queue_grew)
     if res.boundary_value is None and float(bhi) not in p.runs:
         p.current_phase = "check"
         if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here
@@ -252,23 +209,25 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     return sb
 
 
-def _probe(order: int, value: float, sim: SimulatedRun, gp: GoodputResult, phase: str, target: float) -> SimProbe:
+def _probe(order: int, value: float, p: SimProber) -> SimProbe:
+    sim, gp, grew = p.runs[value], p.results[value], p.grew[value]
     g = gp.goodput_req_per_s
-    return SimProbe(order, phase, value, gp.attainment, gp.attainment >= target, gp.num_requests, g,
+    return SimProbe(order, p.phase[value], value, gp.attainment, p.meets(value), gp.num_requests, g,
                     gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / sim.replicas,
                     None if g is None else g / sim.num_gpus, sim.run.metadata.request_rate,
-                    sim.run.metadata.extra.get("stopped_early"))
+                    sim.run.metadata.extra.get("stopped_early"), grew)
 
 
-def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
+def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
     seen = {pt.value for pt in res.points}
     for value, gp in p.results.items():  # bracketing probes: all below lo met the target, all above hi missed it
         if value not in seen:
-            res.points.append(BoundaryPoint(value, gp.attainment, gp.attainment >= target, gp.estimate,
-                                            gp.goodput_req_per_s, gp.run_label or gp.source))
+            res.points.append(BoundaryPoint(value, gp.attainment, p.meets(value), gp.estimate,
+                                            gp.goodput_req_per_s, gp.run_label or gp.source, p.grew[value]))
     res.points.sort(key=lambda pt: pt.value)
+    res.notes.extend(unsustained_note(res.points, axis, target, QUEUE_CHECK))
     values = list(p.runs)
-    probes = [_probe(i, v, p.runs[v], p.results[v], p.phase[v], target) for i, v in enumerate(values, start=1)]
+    probes = [_probe(i, v, p) for i, v in enumerate(values, start=1)]
     first = p.runs[values[0]]
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"

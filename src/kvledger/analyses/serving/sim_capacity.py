@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
-from kvledger.analyses.serving.queue_growth import boundary_steadiness
+from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.boundary import unsustained_note
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET"]
@@ -79,8 +80,10 @@ class SimCapacity:
                 "req/s per deployment unit")
 
     def probes_text(self) -> str:
-        """The probes in order: ``rate → attainment`` (a probe stopped early: ``rate → lo–hi* (stopped early)``)."""
-        return ", ".join(f"{p.value:g} → {p.attainment:.1%}" if p.stopped_early is None else
+        """The probes in order: ``rate → attainment`` (a probe whose queue grew: ``… (queue grew: a miss)``; a probe
+        stopped early: ``rate → lo–hi* (stopped early)``)."""
+        return ", ".join(f"{p.value:g} → {p.attainment:.1%}{' (queue grew: a miss)' if p.queue_grew else ''}"
+                         if p.stopped_early is None else
                          f"{p.value:g} → {stopped_share_text(p.attainment, p.stopped_early['attainment_upper'])} "
                          "(stopped early)"
                          for p in self.search.probes)
@@ -135,6 +138,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     cap.notes.extend(_drain_note(cap, at.duration_s))
     cap.notes.extend(steady_note)
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
+    cap.notes.extend(unsustained_note(sb.boundary.points, "request_rate", target, QUEUE_CHECK))  # "queue grew" probes
     return cap
 
 

@@ -127,6 +127,7 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
     gp = p.goodputs[b]
     if p.lower_bound:
         notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
+    notes.extend(p.notes())
     return TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
                         p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
                         p.host_hit_tokens[b], notes=notes)
