@@ -152,7 +152,10 @@ def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sust
     # the 46 expected (20 × 2.28) of an engine keeping up with the second half's 16.4 req/s: kept up. At 16 req/s the
     # second half's 26.3 req/s is past what one H100 serves: 30 → 98 against 68 expected, by 30 > 5 % of 99: overload
     assert queue_growth(run(10.0, 200)) is None
-    assert (queue_growth(run(16.0, 200)).backlog_mid, queue_growth(run(16.0, 200)).backlog_last) == (30, 98)
+    q = queue_growth(run(16.0, 200))
+    assert (q.backlog_mid, q.backlog_last) == (30, 98)
+    assert "to 98 at the last one (t = 12.4 s), past the 68 a kept-up engine would hold after the arrival rate's " \
+           "change (×2.28 between the halves)" in q.note
     # TP 2, 2,000 requests: at 38 req/s 259 → 310, 41 past the 269 expected (rate change 1.04): under 5 % of the 1,000
     # arrivals (50), kept up — as 6,000 requests at that rate are. At 40 req/s 297 → 489, 181 past the expected 308, and
     # 489 ≥ GROWTH 1.5 × 308 = 462: overloaded

@@ -11,7 +11,8 @@ __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
            "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
-           "HYBRID_CACHING", "overloaded", "sweep_without_load", "sweep_misses_target", "sweep_capacity"]
+           "HYBRID_CACHING", "overloaded", "expected_clause", "sweep_without_load", "sweep_misses_target",
+           "sweep_capacity"]
 
 _GIB = 2**30
 
@@ -131,18 +132,29 @@ OVERLOAD_ADVICE_CAPACITY = ("at the SLO capacity's probe this means the probe en
 probe's overload; the commands' not-steady warning says the same at more length."""
 
 
+def expected_clause(backlog_mid: int, expected: float | None) -> str:
+    """ ", past the 112 … after the arrival rate's change" when the rate-scaled backlog differs from the median's."""
+    if expected is None or abs(expected - backlog_mid) < 0.5:
+        return ""
+    return (f", past the {expected:,.0f} a kept-up engine would hold after the arrival rate's change "
+            f"(×{expected / backlog_mid:.2f} between the halves)")
+
+
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
-               finished_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE) -> str:
+               finished_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE, expected: float | None = None) -> str:
     return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
-            f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s); over that "
+            f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s)"
+            f"{expected_clause(backlog_mid, expected)}; over that "
             f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
             f"with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): {advice}")
 
 
 def overloaded_waiting(waiting_mid: int, t_mid_s: float, waiting_last: int, t_last_s: float, arrived_per_s: float,
-                       started_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE) -> str:
+                       started_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE,
+                       expected: float | None = None) -> str:
     return (f"overloaded: requests waiting for their first token grew from {waiting_mid:,} at the median arrival "
-            f"(t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one (t = {t_last_s:,.1f} s); over that time "
+            f"(t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one (t = {t_last_s:,.1f} s)"
+            f"{expected_clause(waiting_mid, expected)}; over that time "
             f"{arrived_per_s:,.2f} req/s arrived and {started_per_s:,.2f} req/s got their first token, so the prefill "
             "does not keep up and TTFT measures the queue, not the engine — read in a run too short for the backlog "
             f"(kvledger.analyses.serving.queue_growth): {advice}")

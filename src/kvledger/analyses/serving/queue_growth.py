@@ -180,7 +180,7 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
-                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice),
+                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected),
                        "waiting" if waiting else None, expected)
 
 
@@ -231,7 +231,8 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
     waiting = q.queue == "waiting"  # read in a probe too short for the backlog (module doc)
     return (f"not steady: the probe at the capacity ({rate:g} req/s, {num_requests:,} requests) ended with its queue "
             f"still growing — requests {'waiting for their first token' if waiting else 'in the system'} rose from "
-            f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last; {q.arrived_per_s:,.2f} req/s "
+            f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last"
+            f"{N.expected_clause(q.backlog_mid, q.backlog_expected)}; {q.arrived_per_s:,.2f} req/s "
             f"arrived and {q.finished_per_s:,.2f} req/s {'got their first token' if waiting else 'finished'} in "
             "between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
             "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
