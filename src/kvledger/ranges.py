@@ -166,7 +166,7 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
         "rows"),
     ("ui", "port"): _count(1, 65_535, "TCP port"),
     # the web app's own bound on a request's simulation size (kvledger.report.webapp.serving_payload)
-    ("ui", "num_requests"): _count(10, 5_000, "in the web app"),
+    ("ui", "num_requests"): _count(50, 5_000, "in the web app"),  # a capacity search's floor (sim_boundary)
     # cost prices billed hours: a utilization or a GPU price of 0 would divide by zero
     ("cost", "utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
     ("cost", "max_utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),

@@ -32,7 +32,7 @@ def test_goodput_simulate_takes_cv_zero():
 
 def test_a_capacity_search_at_cv_zero_says_its_axis_is_the_fixed_interval_rate():
     # The probes' note on what the rate axis means: at CV 0 no Poisson/Gamma draw sets the gaps (one every 1/rate s)
-    args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", *_SYN, "--slo", "ttft=2s",
+    args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "50", *_SYN, "--slo", "ttft=2s",
             "--target", "0.9", "--json")
     notes = json.loads(_run(*args, "--arrival-cv", "0").stdout)["notes"]
     assert any(n.startswith("synthetic arrivals at a fixed interval (--arrival-cv 0): the axis value is the rate")

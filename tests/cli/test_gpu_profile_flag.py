@@ -68,7 +68,7 @@ def test_the_quick_path_reads_the_flag_as_typer_does(profile):
 
 def test_a_profile_of_another_gpu_is_refused_naming_both(profile):
     for argv in (["simulate", MODEL, "--gpu", "A100", "--num-requests", "40"],
-                 ["goodput", "--simulate", MODEL, "--gpu", "A100", "--num-requests", "40", "--slo", "ttft=500ms"]):
+                 ["goodput", "--simulate", MODEL, "--gpu", "A100", "--num-requests", "50", "--slo", "ttft=500ms"]):
         res = runner.invoke(app, argv + ["--gpu-profile", str(profile)])
         assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in _error(res)
 
@@ -79,11 +79,11 @@ def test_step_cost_given_a_gpu_profile_points_to_gpu_profile(profile):
 
 
 def test_goodput_and_cost_simulate_take_the_flag(profile):
-    res = runner.invoke(app, ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo",
+    res = runner.invoke(app, ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "50", "--slo",
                               "ttft=500ms", "--gpu-profile", str(profile), "--json"])
     assert res.exit_code == 0, res.output
     assert f"gpu: GPU profile {profile} (fitted on myrun)" in res.output
-    res = runner.invoke(app, ["cost", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo",
+    res = runner.invoke(app, ["cost", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "50", "--slo",
                               "ttft=500ms", "--utilization", "0.5", "--gpu-profile", str(profile)],
                         env={"COLUMNS": "300"})
     assert res.exit_code == 0, res.output
@@ -119,7 +119,7 @@ def test_report_takes_the_flag_and_refuses_another_gpus_profile(profile, tmp_pat
     cmd = next(c for c in __import__("typer").main.get_command(build_app("report")).commands["report"].params
                if c.name == "gpu_profile")
     assert cmd.opts == ["--gpu-profile"]
-    res = runner.invoke(app, ["report", MODEL, "--gpu", "A100", "--slo", "ttft=500ms", "--num-requests", "40",
+    res = runner.invoke(app, ["report", MODEL, "--gpu", "A100", "--slo", "ttft=500ms", "--num-requests", "50",
                               "--gpu-profile", str(profile), "--out", str(tmp_path / "r.html")])
     assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in _error(res)
     assert not (tmp_path / "r.html").exists()

@@ -26,7 +26,7 @@ DISTSERVE = ["--model", "facebook/opt-13b", "--gpu", "A100-80GB", "--engine-vers
 SEARCH = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
           "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5"]
 REPORT = ["report", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms",
-          "--api", "OpenAI:gpt-4.1", "--num-requests", "20"]
+          "--api", "OpenAI:gpt-4.1", "--num-requests", "50"]
 
 
 def _trace(folder: Path) -> Path:

@@ -116,13 +116,15 @@ def test_cost_error_band_names_the_goodput_it_prices_not_the_capacity_rate(price
     assert band["self_host_usd_at_high_capacity"] == pytest.approx(band["self_host_usd"] / k_hi)
 
 
-def test_a_short_search_says_its_drain_tail_makes_the_capacity_conservative():
-    # 200 synthetic requests (512-token prompts, outputs exp mean 128 capped at 1,536): at the boundary they arrive
-    # within ~2 s but the longest output takes seconds more, so good ÷ (first arrival → last finish) is far below
-    # offered × attainment, the rate sustained while requests arrive; the ledger prices the former and says so
+def test_a_search_says_its_drain_tail_makes_the_capacity_conservative():
+    # 2,000 synthetic requests (512-token prompts, outputs exp mean 128 capped at 1,536): at the boundary (59.5 req/s)
+    # they arrive over ~33 s but the longest outputs take seconds more (39.8 s to the last finish), so good ÷ (first
+    # arrival → last finish) is below 90 % of offered × attainment, the rate sustained while requests arrive; the
+    # ledger prices the former and says so. (With 200 requests the boundary probe's queue grew within the bursts'
+    # swing: its not-steady warning replaces this note, which compares with a rate it did not sustain.)
     d = json.loads(_ok(["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths",
                         "fixed:512",
-                        "--output-lengths", "exp:128:1536", "--num-requests", "200", *SLO, *COST, "--json"]))
+                        "--output-lengths", "exp:128:1536", "--num-requests", "2000", *SLO, *COST, "--json"]))
     cs, wl = d["simulation"]["capacity_search"], d["simulation"]["workload"]
     sustained = wl["offered_rate_req_per_s"] * cs["attainment_at_boundary"]
     assert cs["goodput_at_boundary_req_per_s"] < 0.9 * sustained

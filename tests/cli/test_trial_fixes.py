@@ -80,7 +80,7 @@ def test_out_folder_holds_one_run_readable_by_the_team_and_goodput_reads_its_rec
 def test_goodput_plot_is_replaced_only_with_force(tmp_path):
     plot = tmp_path / "b.png"
     plot.write_bytes(b"mine")
-    args = ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo", "ttft=1s",
+    args = ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "50", "--slo", "ttft=1s",
             "--target", "0.9", "--plot", str(plot)]
     assert "--force" in _refused(*args) and plot.read_bytes() == b"mine"
     assert _run(*args, "--force").exit_code == 0 and plot.read_bytes()[:4] == b"\x89PNG"

@@ -57,7 +57,7 @@ def test_bad_input_is_a_400_with_the_message():
                                            "api": "OpenAI:gpt-4.1", "num_requests": 5})
     assert (
         r.status_code == 400
-        and r.json()["error"] == "requests per simulation 5 is out of range; allowed: [10, 5,000] in the web app"
+        and r.json()["error"] == "requests per simulation 5 is out of range; allowed: [50, 5,000] in the web app"
     )
 
 

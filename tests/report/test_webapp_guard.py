@@ -15,7 +15,7 @@ from kvledger.report.webapp import create_app
 from kvledger.report.webapp_guard import Busy, WorkQueue
 
 PLAN = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100"}
-SERVING = {**PLAN, "slo": "ttft=200ms", "api": "OpenAI:gpt-4.1", "num_requests": 10}
+SERVING = {**PLAN, "slo": "ttft=200ms", "api": "OpenAI:gpt-4.1", "num_requests": 50}
 client = TestClient(create_app())
 
 

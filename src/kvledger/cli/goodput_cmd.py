@@ -222,6 +222,9 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
             "give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither")
         )
     the_slo = parse_slo(slo)
+    from kvledger.analyses.serving.sim_boundary import normalize_axis
+
+    normalize_axis(f.axis)  # a misspelt --axis is an error with or without --target (it has a default)
     if f.plot is not None and f.target is None:
         raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
     check_plot_path(f.plot, f.force, inputs=files or [])

@@ -123,9 +123,10 @@ def unsustained_note(points: list[BoundaryPoint], axis: str, target: float, chec
     if not grew:
         return []
     return [f"sustained load only: {', '.join(f'{v:g}' for v in grew)} ({axis}) met the attainment target with the "
-            f"queue still growing at the last arrival ({check}) and count{'s' if len(grew) == 1 else ''} as missing "
-            "it — a finite run scores the requests served before the queue grew long, but under a load the engine "
-            "does not sustain the queue, and so every wait, grows without bound"]
+            f"queue still growing at the last arrival past what the trace's own bursts explain ({check}) and "
+            f"count{'s' if len(grew) == 1 else ''} as missing it — a finite run scores the requests served before the "
+            "queue grew long, but over these arrivals the engine fell behind, and a longer run at that load would "
+            "wait ever longer (more requests per probe, --num-requests, read it more surely)"]
 
 
 def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpus: int | None,

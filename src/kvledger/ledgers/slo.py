@@ -108,8 +108,8 @@ def parse_slo(text: str) -> SLO:
     """Parse ``"ttft=200ms,tpot=50ms"`` (``:`` also accepted instead of ``=``; every value needs a unit).
 
     Raises:
-        InputError: empty text, a part without ``=``, a value without unit, a repeated key, or
-            more than one ITL statistic.
+        InputError: empty text, a part without ``=``, a value without unit or not above zero, a repeated key,
+            or more than one ITL statistic.
         UnknownNameError: an unknown key (close names suggested).
     """
     if not text or not text.strip():
@@ -145,6 +145,9 @@ def parse_slo(text: str) -> SLO:
         if slot in values:
             raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")
         values[slot] = parse_duration_s(m.group(2).strip(), what=f"SLO {m.group(1)}")
+        if values[slot] <= 0:
+            raise InputError(f"SLO {m.group(1)}: {m.group(2).strip()!r} is no limit — no request meets a zero "
+                             "latency; give a positive one, e.g. 'ttft=200ms'")
         if values[slot] > SLO_MAX_S:
             raise InputError(f"SLO {m.group(1)}: {m.group(2).strip()!r} is longer than a day ({SLO_MAX_S:,.0f} s), the "
                              "longest limit read; a serving SLO is milliseconds to minutes")

@@ -156,10 +156,11 @@ def goodput_by_rate(data: ReportData) -> Figure:
     return Figure("goodput_by_rate", "Goodput against request rate, and the capacity found",
                   f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the "
                   f"capacity is the "
-                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO and its queue kept "
-                  f"up; the cost ledger is priced at the goodput there. {_band_caption(cs)}"
-                  + (" (queue grew): the probe's queue still grew at its last arrival, a load the engine does not "
-                     "sustain, so it counts as a miss whatever its share (kvledger.analyses.serving.queue_growth)."
+                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO and no queue counted "
+                  f"as growing; the cost ledger is priced at the goodput there. {_band_caption(cs)}"
+                  + (" (queue grew): the probe's queue still grew at its last arrival past what the trace's own "
+                     "bursts explain, a load the engine did not sustain, so it counts as a miss whatever its share "
+                     "(kvledger.analyses.serving.queue_growth.probe_queue_grew)."
                      if any(p.get("queue_grew") for p in probes) else "")
                   + (" lo–hi*: a probe stopped early once it could no longer reach the target (its share lies between "
                      "the two; kvledger.dynamics.early_stop)." if stopped else "")

@@ -128,7 +128,8 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
                              start=start, guess=guess)
     probes = [[p.value, p.attainment] for p in sb.probes]
     b = sb.boundary.boundary_value
-    out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes))
+    out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes),
+                 extra=_counted_out(p.value for p in sb.probes if p.queue_grew))
     if b is not None and sb.boundary_run is not None:
         out.run = sb.boundary_run.run
         out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
@@ -136,9 +137,19 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
         out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target,
                              skip, out.skipped)
-        out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
-        out.notes += _steadiness(out.run, b, out.workload["num_requests"])
+        steady = _steadiness(out.run, b, out.workload["num_requests"])
+        if not steady:  # a probe whose queue grew did not sustain "the good rate while they arrived"
+            out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"],
+                                    out.gp)
+        out.notes += steady
     return out
+
+
+def _counted_out(rates: Any) -> dict[str, Any]:
+    """``queue_grew_req_per_s``: the probed rates that met the attainment target with their queue growing, counted as
+    misses (``queue_growth.probe_queue_grew``), sorted; left out when there are none."""
+    got = sorted(rates)
+    return {"queue_grew_req_per_s": got} if got else {}
 
 
 def _steadiness(run: Any, rate: float, num_requests: int) -> list[str]:
@@ -208,7 +219,6 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     runs: dict[float, Any] = {}
     grew: dict[float, bool | None] = {}  # the rate's run did not sustain its load (queue_growth.probe_queue_grew)
     order: list[float] = []
-
     from kvledger.analyses.search.latency import latency_s
     from kvledger.record_columns import with_arrivals_earlier
 
@@ -247,13 +257,14 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     out = Probed(b, res.first_failing_value, [[r, runs[r][1].attainment] for r in order],
                  [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload "
                   f"at every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
-                 extra={"kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
+                 extra={**_counted_out(r for r in order if grew[r]),
+                        "kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
                                    f"({study.link.source}), "
                         f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})
     if b is not None:
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
-        out.notes += drain_note(b, out.workload["num_requests"], out.gp)
-        out.notes += _steadiness(out.run, b, out.workload["num_requests"])
+        steady = _steadiness(out.run, b, out.workload["num_requests"])
+        out.notes += (drain_note(b, out.workload["num_requests"], out.gp) if not steady else []) + steady
     return out

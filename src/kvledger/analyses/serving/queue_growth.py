@@ -193,7 +193,7 @@ def _rate_change(arrival: np.ndarray, t0: float, t_mid: float, t_last: float) ->
     return ((n - 1 - m) / (t_last - t_mid)) / (m / (t_mid - t0))
 
 
-QUEUE_CHECK = "kvledger.analyses.serving.queue_growth"
+QUEUE_CHECK = "kvledger.analyses.serving.queue_growth.probe_queue_grew"
 """This check, as an SLO-capacity search's note names it (``kvledger.ledgers.boundary.unsustained_note``)."""
 
 
@@ -234,7 +234,9 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
             f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last"
             f"{N.expected_clause(q.backlog_mid, q.backlog_expected)}; {q.arrived_per_s:,.2f} req/s "
             f"arrived and {q.finished_per_s:,.2f} req/s {'got their first token' if waiting else 'finished'} in "
-            "between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
+            "between (kvledger.analyses.serving.queue_growth) — by less than the trace's own bursts can move it, so "
+            "the search did not count the probe out (queue_growth.probe_queue_grew), but the run may have ended "
+            "before its queue cost "
             "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
             f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
 

@@ -38,7 +38,8 @@ from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.slo import SLO
 from kvledger.ranges import ATTAINMENT_TARGET, check_options
 
-__all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
+__all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "MIN_PROBE_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis",
+           "search_sim_boundary"]
 
 SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps rescaled, burstiness kept; or the synthetic "
                                "rate)",
@@ -47,6 +48,10 @@ SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps resca
                                "grows with it)"}
 _AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency",
                  "max-num-seqs": "max_num_seqs"}
+MIN_PROBE_REQUESTS = 50
+"""Requests per probe, at least (``search``'s floor too, kvledger.ranges): a probe of a handful of requests measures
+its drain tail, not the replica, and its queue cannot be read (queue_growth needs 20): 5 requests per probe found
+"4,096 req/s" for Llama-3.1-8B on an H100, whose 2,000-request capacity is 19.75 req/s."""
 PROBE_NUM_REQUESTS = 2000
 """Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
 
@@ -145,6 +150,10 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
                 f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
             )
     check_options("goodput", {"lo": lo, "hi": hi})  # (0, 1e9], finite: kvledger.ranges
+    if args.num_requests is not None and args.num_requests < MIN_PROBE_REQUESTS:
+        raise InputError(f"--num-requests {args.num_requests:,} is too few for a capacity search: each probe needs at "
+                         f"least {MIN_PROBE_REQUESTS} requests (a handful measures its drain tail, not the replica, "
+                         f"and cannot show whether its queue kept up); {PROBE_NUM_REQUESTS:,} is the default")
     for name, v in (("lo", lo), ("hi", hi)):
         if v is not None and axis != "request_rate" and (v != int(v) or v < 1):
             raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")

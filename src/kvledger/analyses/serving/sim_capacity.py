@@ -69,12 +69,13 @@ class SimCapacity:
     def text(self) -> str:
         """One line: the search and what it priced."""
         s, ff = self.search, self.search.boundary.first_failing_value
-        miss = f"; {ff:g} req/s misses" if ff is not None else ""
+        grew = any(p.value == ff and p.queue_grew for p in s.probes)
+        miss = f"; {ff:g} req/s misses{', its queue growing' if grew else ''}" if ff is not None else ""
         return (f"capacity: SLO-capacity search on the request rate "
                 f"(kvledger.analyses.serving.sim_boundary.search_sim_boundary; "
                 f"{len(s.probes)} probes of {s.num_requests_per_probe:,} requests, seed {self.run.args.seed}): the "
-                f"highest "
-                f"rate with ≥ {s.target:.0%} of requests within the SLO is {self.rate_req_per_s:g} req/s "
+                f"highest rate with ≥ {s.target:.0%} of requests within the SLO and no queue counted as growing "
+                f"is {self.rate_req_per_s:g} req/s "
                 f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} "
                 f"good "
                 "req/s per deployment unit")
@@ -135,7 +136,8 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
     cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
-    cap.notes.extend(_drain_note(cap, at.duration_s))
+    if cap.not_steady is None:  # a probe whose queue grew did not sustain "the good rate while they arrived"
+        cap.notes.extend(_drain_note(cap, at.duration_s))
     cap.notes.extend(steady_note)
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     cap.notes.extend(unsustained_note(sb.boundary.points, "request_rate", target, QUEUE_CHECK))  # "queue grew" probes
