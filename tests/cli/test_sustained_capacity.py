@@ -59,3 +59,14 @@ def test_search_names_the_rates_counted_out_and_an_unsteady_capacity_in_the_winn
                          "30", "--num-requests", "400").output.split())
     assert "[rests on: capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)" \
         in text
+
+
+def test_a_saturated_runs_throughput_band_says_it_is_not_the_capacity():
+    # 200 requests at 16 req/s: the trace's second half arrives at 26.3 req/s, past one H100, so the run is saturated
+    # and only its throughput is banded; that throughput (12.03 req/s) counts the drain after the last arrival and is
+    # well below the 19.75 req/s SLO capacity goodput finds with 2,000-request probes: the band line says which it is
+    out = " ".join(_run("simulate", MODEL, *BASE, "--num-requests", "200", "--rate", "16").output.split())
+    assert "throughput: 12.03 req/s" in out and "error bands: throughput at saturation 12 req/s" in out
+    assert ("throughput at saturation: this run's completed requests ÷ its first arrival → last finish, the drain "
+            "after the last arrival included, as validate compares it — a short run's is below what the engine "
+            "sustains (goodput --simulate --target finds the SLO capacity)") in out

@@ -54,6 +54,10 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                   "need not contain the prediction"
                   + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
                      "not the capacity (goodput --simulate --target finds it)" if kept_up else "")
+                  + ("; throughput at saturation: this run's completed requests ÷ its first arrival → last finish, "
+                     "the drain after the last arrival included, as validate compares it — a short run's is below "
+                     "what the engine sustains (goodput --simulate --target finds the SLO capacity)"
+                     if "throughput" in bands and not kept_up and not closed else "")
                   + ("; closed loop: each turn or request is sent after the last one finished, so the throughput is "
                      "what the loop sent; its band holds where the engine was saturated (search --workload / goodput "
                      "--simulate --target find the capacity)" if closed and "throughput" in bands else "") + "[/]")
