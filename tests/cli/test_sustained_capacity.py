@@ -41,7 +41,9 @@ def test_cost_states_the_rule_its_capacity_meets_and_why_the_next_probe_misses()
     assert "23 → 95.8% (queue grew: a miss)" in out and "sustained load only: 22.5, 23, 24 (request_rate)" in out
     assert ("rose from 111 at the median arrival to 196 at the last, past the 150 a kept-up engine would hold after "
             "the arrival rate's change (×1.35 between the halves)") in out
-    assert "by less than the trace's own bursts can move it, so the search did not count the probe out" in out
+    assert ("— 46 past it, within the 49 the trace's own bursts can add (3 × √(D × the expected backlog), D the "
+            "arrivals' dispersion), so a capacity search does not count this load out") in out
+    assert "so the search did not count the probe out" in out
     assert "capacity priced is conservative" not in out
 
 
@@ -70,3 +72,33 @@ def test_a_saturated_runs_throughput_band_says_it_is_not_the_capacity():
     assert ("throughput at saturation: this run's completed requests ÷ its first arrival → last finish, the drain "
             "after the last arrival included, as validate compares it — a short run's is below what the engine "
             "sustains (goodput --simulate --target finds the SLO capacity)") in out
+
+
+def test_simulate_says_whether_a_growth_is_within_the_traces_bursts():
+    # the 400-request probe at 22.25 req/s that goodput keeps as its capacity: simulate reads the same queue (111 →
+    # 196, 150 expected) and says the excess (46) is within the 49 the trace's bursts can add — so a capacity search
+    # keeps it — where at 24 req/s the excess is beyond them (counted out)
+    out = " ".join(_run("simulate", MODEL, *BASE, "--num-requests", "400", "--rate", "22.25").output.split())
+    assert ("— 46 past it, within the 49 the trace's own bursts can add (3 × √(D × the expected backlog), D the "
+            "arrivals' dispersion), so a capacity search does not count this load out") in out
+    out = " ".join(_run("simulate", MODEL, *BASE, "--num-requests", "400", "--rate", "24").output.split())
+    assert "past it, beyond the" in out and "the trace's own bursts can add" in out
+
+
+def test_a_short_window_unlike_its_trace_is_warned():
+    # the first 60 azure-conv requests average 722 prompt / 122 output tokens against 1,105 / 265 over the first 2,000
+    # (probe_sample): 60-request probes find 35.5 req/s, 2,000-request ones 19.75 — the capacity is of the lighter
+    # sample, said above the probe table; 2,000-request probes are the reference and carry no such warning
+    out = " ".join(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms", "--target", "0.9",
+                        "--num-requests", "60").output.split())
+    assert "SLO capacity on request_rate for attainment ≥ 90%: 35.5 req/s" in out
+    assert ("warning: unrepresentative sample: each probe replays the trace's first 60 requests, prompt mean 722 and "
+            "output mean 122 tokens, against 1,105 and 265 over its first 2,000") in out
+    out = " ".join(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms", "--target", "0.9").output.split())
+    assert "19.75 req/s" in out and "unrepresentative sample" not in out
+
+
+def test_search_refuses_a_bad_slo_before_planning():
+    # it used to plan and simulate every candidate and fail each ("simulation error"), exit 1
+    assert refused("search", MODEL, "--slo", "tpot=-5ms", "--gpus", "H100", "--tp", "1", "--rate", "30").startswith(
+        "SLO tpot: '-5ms' must be a finite, non-negative duration")

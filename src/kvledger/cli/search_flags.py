@@ -83,8 +83,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` the (--rate, --monthly-tokens) pair."""
     from kvledger.analyses.search import SearchSpec
+    from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_tokens
 
+    parse_slo(slo)  # a bad SLO is refused here, before any candidate is planned (as goodput and cost refuse it)
     rate, monthly_tokens = load
     mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,

@@ -172,9 +172,11 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     band = sb.error_band
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
-    for n in sb.notes:  # a boundary probe that never reached steady state: said above the table, not only in the notes
-        if n.startswith("not steady: "):
+    for n in sb.notes:  # a boundary probe that never reached steady state, or a sample unlike its trace: said above
+        if n.startswith("not steady: "):  # the table, not only in the notes
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
+        elif n.startswith("unrepresentative sample: "):
+            con.print(f"[bold]warning[/]: {escape(n)}")
         elif sb.seed_spread is not None and n == sb.seed_spread.note:  # the draw moves the answer: said here
             con.print(f"[bold]seed spread[/]: {escape(n)}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "

@@ -92,7 +92,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.decision_view import not_steady_lines
     from kvledger.report.figures_serving import serving_figures
 
-    range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
+    range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [50, 5,000]: kvledger.ranges
     client = _client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
               **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {})}

@@ -91,8 +91,11 @@ def caveats(entry: dict[str, Any]) -> list[str]:
     """What this candidate's figures rest on that is not validated: a price row below high confidence, memory rules
     not measured on its GPU, a capacity probe whose queue was still growing (its ``not steady`` note)."""
     out = []
-    if any(n.startswith("not steady: ") for n in (entry.get("capacity") or {}).get("notes", [])):
+    cap_notes = (entry.get("capacity") or {}).get("notes", [])
+    if any(n.startswith("not steady: ") for n in cap_notes):
         out.append("capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)")
+    if any(n.startswith("unrepresentative sample: ") for n in cap_notes):
+        out.append("capacity probes replay a sample unlike the trace (see the capacity note; more --num-requests)")
     pr = entry.get("price") or {}
     if pr.get("confidence") and pr["confidence"] not in ("high", "user input"):  # a given price is no row
         out.append(

@@ -15,7 +15,9 @@ class QueueGrowth:
     the queue read was the waiting one (arrived, no first token; ``backlog_*`` count it and ``finished_per_s`` is the
     rate of first tokens), in a run too short to read the backlog; None (left out of the JSON): the backlog.
     ``backlog_expected``: the median arrival's backlog scaled by the arrival rate's change between the halves — what a
-    kept-up engine's would be at the last arrival (``queue_growth``'s module doc)."""
+    kept-up engine's would be at the last arrival (``queue_growth``'s module doc). ``burst_allowance``: how far past
+    it the trace's own bursts can move the backlog (``SUSTAINED_Z`` × √(D × expected), D the arrivals' index of
+    dispersion); a growth within it is not counted against a capacity probe (``queue_growth.probe_queue_grew``)."""
 
     __json_optional__ = ("queue",)
 
@@ -28,6 +30,14 @@ class QueueGrowth:
     note: str
     queue: str | None = None
     backlog_expected: float | None = None
+    burst_allowance: float | None = None
+
+    @property
+    def within_bursts(self) -> bool:
+        """The backlog's excess over the expected one is within what the trace's own bursts can add."""
+        if self.backlog_expected is None or self.burst_allowance is None:
+            return False
+        return self.backlog_last - self.backlog_expected <= self.burst_allowance
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,10 +178,19 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     span = t_last - t_mid
     arrived = arrived_between / span
     left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
+    allowance = SUSTAINED_Z * math.sqrt(_dispersion(arrival) * expected)
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
-                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected),
-                       "waiting" if waiting else None, expected)
+                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance),
+                       "waiting" if waiting else None, expected, allowance)
+
+
+def _dispersion(arrival: np.ndarray) -> float:
+    """The arrivals' index of dispersion: the squared coefficient of variation of their gaps, at least 1 (a Poisson
+    count's variance is its mean; a bursty trace's D times it)."""
+    gaps = np.diff(arrival)
+    mean = float(gaps.mean()) if gaps.size else 0.0
+    return max(1.0, float(gaps.var()) / mean ** 2) if mean > 0 else 1.0
 
 
 def _rate_change(arrival: np.ndarray, t0: float, t_mid: float, t_last: float) -> float:
@@ -211,13 +220,7 @@ def probe_queue_grew(run: RunRecords, mode: str) -> bool | None:
     if run.metadata.extra.get("stopped_early") is not None or not mode.startswith("open loop"):
         return None
     q = queue_growth(run)
-    if q is None:
-        return False
-    gaps = np.diff(np.sort(columns_from(run).arrival_s))
-    mean = float(gaps.mean()) if gaps.size else 0.0
-    dispersion = max(1.0, float(gaps.var()) / mean ** 2) if mean > 0 else 1.0
-    expected = q.backlog_expected if q.backlog_expected is not None else float(q.backlog_mid)
-    return q.backlog_last - expected > SUSTAINED_Z * math.sqrt(dispersion * expected)
+    return q is not None and not q.within_bursts
 
 
 STEADY_HINT_REQUESTS = 2000
@@ -232,11 +235,11 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
     return (f"not steady: the probe at the capacity ({rate:g} req/s, {num_requests:,} requests) ended with its queue "
             f"still growing — requests {'waiting for their first token' if waiting else 'in the system'} rose from "
             f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last"
-            f"{N.expected_clause(q.backlog_mid, q.backlog_expected)}; {q.arrived_per_s:,.2f} req/s "
+            f"{N.expected_clause(q.backlog_mid, q.backlog_expected, q.burst_allowance, q.backlog_last)}; "
+            f"{q.arrived_per_s:,.2f} req/s "
             f"arrived and {q.finished_per_s:,.2f} req/s {'got their first token' if waiting else 'finished'} in "
-            "between (kvledger.analyses.serving.queue_growth) — by less than the trace's own bursts can move it, so "
-            "the search did not count the probe out (queue_growth.probe_queue_grew), but the run may have ended "
-            "before its queue cost "
+            "between (kvledger.analyses.serving.queue_growth) — so the search did not count the probe out "
+            "(queue_growth.probe_queue_grew), but the run may have ended before its queue cost "
             "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
             f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
 

@@ -253,6 +253,9 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
         notes.append(getattr(first.synthetic, "rate_note", None) or "synthetic arrivals: the axis value is the "
                      "nominal Poisson/Gamma rate; the offered rate of each probe (its requests ÷ their arrival span) "
                      "is listed next to it")
+    from kvledger.analyses.serving.probe_sample import sample_note
+
+    notes.extend(sample_note(first))  # a short window of a trace need not look like the trace
     stopped = [pr for pr in probes if pr.stopped_early is not None]
     if stopped:
         notes.append(RULE_TEXT + f"; {len(stopped)} of {len(probes)} probes stopped early")

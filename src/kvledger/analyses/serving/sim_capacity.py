@@ -139,6 +139,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     if cap.not_steady is None:  # a probe whose queue grew did not sustain "the good rate while they arrived"
         cap.notes.extend(_drain_note(cap, at.duration_s))
     cap.notes.extend(steady_note)
+    cap.notes.extend(n for n in sb.notes if n.startswith("unrepresentative sample: "))  # a warning, with the above
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     cap.notes.extend(unsustained_note(sb.boundary.points, "request_rate", target, QUEUE_CHECK))  # "queue grew" probes
     return cap
