@@ -133,39 +133,41 @@ probe's overload; the commands' not-steady warning says the same at more length.
 
 
 def expected_clause(backlog_mid: int, expected: float | None, allowance: float | None = None,
-                    backlog_last: int | None = None) -> str:
+                    backlog_last: int | None = None, z: float | None = None) -> str:
     """ ", past the 112 … after the arrival rate's change" when the rate-scaled backlog differs from the median's; with
-    ``allowance`` and ``backlog_last``, whether the excess is within what the trace's own bursts can add."""
+    ``allowance`` (``z`` × √(D × expected)) and ``backlog_last``, whether the excess is within what the trace's own
+    bursts can add."""
     out = ""
     if expected is not None and abs(expected - backlog_mid) >= 0.5:
         out = (f", past the {expected:,.0f} a kept-up engine would hold after the arrival rate's change "
                f"(×{expected / backlog_mid:.2f} between the halves)")
-    if expected is None or allowance is None or backlog_last is None:
+    if expected is None or allowance is None or backlog_last is None or z is None:
         return out
     excess = backlog_last - expected
     if excess <= allowance:
         return (out + f" — {excess:,.0f} past it, within the {allowance:,.0f} the trace's own bursts can add "
-                "(3 × √(D × the expected backlog), D the arrivals' dispersion), so a capacity search does not count "
-                "this load out; a longer run tells whether it keeps up")
+                f"({z:g} × √(D × the expected backlog), D the arrivals' dispersion), so a capacity search does not "
+                "count this load out; a longer run tells whether it keeps up")
     return out + f" — {excess:,.0f} past it, beyond the {allowance:,.0f} the trace's own bursts can add"
 
 
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
                finished_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE, expected: float | None = None,
-               allowance: float | None = None) -> str:
+               allowance: float | None = None, z: float | None = None) -> str:
     return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
             f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s)"
-            f"{expected_clause(backlog_mid, expected, allowance, backlog_last)}; over that "
+            f"{expected_clause(backlog_mid, expected, allowance, backlog_last, z)}; over that "
             f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
             f"with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): {advice}")
 
 
 def overloaded_waiting(waiting_mid: int, t_mid_s: float, waiting_last: int, t_last_s: float, arrived_per_s: float,
                        started_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE,
-                       expected: float | None = None, allowance: float | None = None) -> str:
+                       expected: float | None = None, allowance: float | None = None,
+                       z: float | None = None) -> str:
     return (f"overloaded: requests waiting for their first token grew from {waiting_mid:,} at the median arrival "
             f"(t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one (t = {t_last_s:,.1f} s)"
-            f"{expected_clause(waiting_mid, expected, allowance, waiting_last)}; over that time "
+            f"{expected_clause(waiting_mid, expected, allowance, waiting_last, z)}; over that time "
             f"{arrived_per_s:,.2f} req/s arrived and {started_per_s:,.2f} req/s got their first token, so the prefill "
             "does not keep up and TTFT measures the queue, not the engine — read in a run too short for the backlog "
             f"(kvledger.analyses.serving.queue_growth): {advice}")

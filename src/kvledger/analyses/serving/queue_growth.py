@@ -181,7 +181,8 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     allowance = SUSTAINED_Z * math.sqrt(_dispersion(arrival) * expected)
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
-                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance),
+                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance,
+                             SUSTAINED_Z),
                        "waiting" if waiting else None, expected, allowance)
 
 
@@ -235,7 +236,7 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
     return (f"not steady: the probe at the capacity ({rate:g} req/s, {num_requests:,} requests) ended with its queue "
             f"still growing — requests {'waiting for their first token' if waiting else 'in the system'} rose from "
             f"{q.backlog_mid:,} at the median arrival to {q.backlog_last:,} at the last"
-            f"{N.expected_clause(q.backlog_mid, q.backlog_expected, q.burst_allowance, q.backlog_last)}; "
+            f"{N.expected_clause(q.backlog_mid, q.backlog_expected, q.burst_allowance, q.backlog_last, SUSTAINED_Z)}; "
             f"{q.arrived_per_s:,.2f} req/s "
             f"arrived and {q.finished_per_s:,.2f} req/s {'got their first token' if waiting else 'finished'} in "
             "between (kvledger.analyses.serving.queue_growth) — so the search did not count the probe out "
