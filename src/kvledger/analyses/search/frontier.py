@@ -89,7 +89,8 @@ def none_can_start(entries: list[dict[str, Any]]) -> bool:
 
 def caveats(entry: dict[str, Any]) -> list[str]:
     """What this candidate's figures rest on that is not validated: a price row below high confidence, memory rules
-    not measured on its GPU, a capacity probe whose queue was still growing (its ``not steady`` note)."""
+    not measured on its GPU, a capacity probe whose queue was still growing (its ``not steady`` note), probes that
+    replayed a window unlike the trace (``unrepresentative sample``)."""
     out = []
     cap_notes = (entry.get("capacity") or {}).get("notes", [])
     if any(n.startswith("not steady: ") for n in cap_notes):
