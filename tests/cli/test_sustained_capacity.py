@@ -102,3 +102,16 @@ def test_search_refuses_a_bad_slo_before_planning():
     # it used to plan and simulate every candidate and fail each ("simulation error"), exit 1
     assert refused("search", MODEL, "--slo", "tpot=-5ms", "--gpus", "H100", "--tp", "1", "--rate", "30").startswith(
         "SLO tpot: '-5ms' must be a finite, non-negative duration")
+
+
+def test_goodput_json_carries_the_boundary_probes_steadiness_as_cost_does():
+    # the 400-request capacity probe (22.25 req/s): its queue record, with the expected backlog and the bursts'
+    # allowance the warning quotes (150, 49); cost --json has the same object under capacity_search.not_steady
+    d = json.loads(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9",
+                        "--num-requests", "400", "--json").output)
+    q = d["not_steady"]
+    assert (q["backlog_mid"], q["backlog_last"], round(q["backlog_expected"]), round(q["burst_allowance"])) == (
+        111, 196, 150, 49)
+    d = json.loads(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9",
+                        "--json").output)
+    assert "not_steady" not in d  # 2,000 requests per probe: the boundary probe held

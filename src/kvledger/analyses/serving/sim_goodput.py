@@ -90,8 +90,11 @@ class BoundaryLine:
     error_band: CapacityBand | None
     seed_spread: Any = None
     seed_boundaries: list[dict[str, Any]] | None = None
+    not_steady: Any = None
+    """The boundary probe's queue growth or too-short record (``queue_growth.boundary_steadiness``), as ``cost
+    --json``'s ``capacity_search.not_steady``; None (left out) when it held."""
 
-    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries")
+    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady")
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class SimGoodputSearch:
     """A simulator-driven boundary search (``search``, its ``error_band`` set on the request-rate axis)."""
 
     search: SimBoundary
+    not_steady: Any = None  # the boundary probe's QueueGrowth or ShortRun (boundary_steadiness), None when it held
 
     def lines(self) -> list[Any]:
         """One ``ProbeLine`` per probe, in probe order, then the ``BoundaryLine``."""
@@ -110,7 +114,7 @@ class SimGoodputSearch:
                                   sb.num_requests_per_probe)
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
-                                   None if spread is None else spread.boundaries())]
+                                   None if spread is None else spread.boundaries(), self.not_steady)]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
@@ -158,9 +162,11 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
                                          search_seed if seed_used(probe, synthetic) else None)
         if sb.seed_spread.note is not None:
             sb.notes.append(sb.seed_spread.note)
+    not_steady = None
     if sb.axis == "request_rate":
         sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
         if sb.boundary_run is not None:  # a boundary probe that never reached steady state: its capacity is optimistic
-            sb.notes.extend(boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
-                                                sb.num_requests_per_probe)[1])
-    return SimGoodputSearch(sb)
+            not_steady, warning = boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
+                                                      sb.num_requests_per_probe)
+            sb.notes.extend(warning)
+    return SimGoodputSearch(sb, not_steady)
