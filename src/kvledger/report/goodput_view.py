@@ -202,7 +202,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
                   pr.stopped_early for pr in sb.probes) else "")
               + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
                  "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else ""))
-    for note in b.notes + [n for n in sb.notes if sb.seed_spread is None or n != sb.seed_spread.note]:
+    shown = ("not steady: ", "unrepresentative sample: ")  # printed above the table as warnings
+    for note in b.notes + [n for n in sb.notes if (sb.seed_spread is None or n != sb.seed_spread.note)
+                           and not n.startswith(shown)]:
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")
 

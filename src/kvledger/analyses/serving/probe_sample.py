@@ -10,6 +10,8 @@ the capacity is of that sample. A synthetic workload draws every probe from its 
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 __all__ = ["REFERENCE_REQUESTS", "TOLERANCE", "sample_note"]
@@ -29,13 +31,9 @@ def sample_note(sim: Any) -> list[str]:
     n = int(info.get("num_requests") or 0)
     if not n or n >= REFERENCE_REQUESTS:
         return []
-    from kvledger.dynamics.workload.traces import load_trace
-
-    ref = load_trace(sim.args.trace, num_requests=REFERENCE_REQUESTS)
-    if len(ref) <= n:
+    count, prompt_ref, output_ref = _reference(str(sim.args.trace), _mtime(str(sim.args.trace)))
+    if count <= n:
         return []
-    prompt_ref = sum(r.num_prompt_tokens for r in ref) / len(ref)
-    output_ref = sum(r.num_output_tokens for r in ref) / len(ref)
     prompt, output = float(info["prompt_tokens_mean"]), float(info["output_tokens_mean"])
     off = [abs(x / ref_x - 1.0) for x, ref_x in ((prompt, prompt_ref), (output, output_ref)) if ref_x > 0]
     if not off or max(off) <= TOLERANCE:
@@ -43,6 +41,25 @@ def sample_note(sim: Any) -> list[str]:
     lighter = prompt + output < prompt_ref + output_ref
     return [f"unrepresentative sample: each probe replays the trace's first {n:,} requests, prompt mean {prompt:,.0f} "
             f"and output mean {output:,.0f} tokens, against {prompt_ref:,.0f} and {output_ref:,.0f} over its first "
-            f"{len(ref):,} (kvledger.analyses.serving.probe_sample): the capacity is of this "
+            f"{count:,} (kvledger.analyses.serving.probe_sample): the capacity is of this "
             f"{'lighter' if lighter else 'heavier'} sample, not of the trace — more requests per probe "
             f"(--num-requests {REFERENCE_REQUESTS:,} or more) read the trace"]
+
+
+def _mtime(trace: str) -> float | None:
+    """A trace file's modification time (a changed file is read again); None for a bundled trace name."""
+    p = Path(trace)
+    return p.stat().st_mtime if p.is_file() else None
+
+
+@lru_cache(maxsize=8)
+def _reference(trace: str, mtime: float | None) -> tuple[int, float, float]:
+    """(requests read, prompt mean, output mean) of the trace's first ``REFERENCE_REQUESTS``: read once per trace in a
+    process, however many candidates a search probes (``mtime`` only keys the cache)."""
+    from kvledger.dynamics.workload.traces import load_trace
+
+    ref = load_trace(trace, num_requests=REFERENCE_REQUESTS)
+    if not ref:
+        return 0, 0.0, 0.0
+    return (len(ref), sum(r.num_prompt_tokens for r in ref) / len(ref),
+            sum(r.num_output_tokens for r in ref) / len(ref))

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
-from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, boundary_steadiness
+from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.boundary import unsustained_note
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET"]
@@ -141,7 +140,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     cap.notes.extend(steady_note)
     cap.notes.extend(n for n in sb.notes if n.startswith("unrepresentative sample: "))  # a warning, with the above
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
-    cap.notes.extend(unsustained_note(sb.boundary.points, "request_rate", target, QUEUE_CHECK))  # "queue grew" probes
+    cap.notes.extend(n for n in sb.boundary.notes if n.startswith("sustained load only: "))  # "queue grew" probes
     return cap
 
 
