@@ -182,7 +182,7 @@ def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
 
 
 def _winner_line(result: Any) -> str:
-    from kvledger.analyses.search.frontier import caveats
+    from kvledger.analyses.search.frontier import capacity_caveats, caveats
 
     w = result.winner
     s, cap = w.get("sizing") or {}, w["capacity"]
@@ -203,7 +203,9 @@ def _winner_line(result: Any) -> str:
 
         band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
                 if m.band_low is not None else f"±{m.band:.0%} capacity band")
-        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}")
+        own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
+        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}"
+                     + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 
