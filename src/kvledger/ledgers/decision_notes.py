@@ -87,11 +87,12 @@ def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> lis
     ]
 
 
-def secondary_line(util: float, how: str, sh_req: float, api_req: float) -> str:
-    """Per good request at an assumed utilization, labelled as not the verdict."""
+def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: str = "") -> str:
+    """Per good request at an assumed utilization, labelled as not the verdict (``per``: how the self-hosted figure
+    was divided, when not from the per-token ledgers)."""
     return (
         f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
-        f"self-hosted vs ${api_req:.6f} on the API"
+        f"self-hosted{f' ({per})' if per else ''} vs ${api_req:.6f} on the API"
     )
 
 
