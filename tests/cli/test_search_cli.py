@@ -158,3 +158,15 @@ def test_seeds_recheck_the_winner_and_the_runner_up_per_seed():
     assert "seed_check" not in json.loads(_ok([*args, "--json"]))  # one seed: the document as before
     res = runner.invoke(app, [*args, "--seeds", "2", "--offload", "cpu:64GiB", "--json"])
     assert isinstance(res.exception, InputError) and "--seeds re-checks the winner" in str(res.exception)
+
+
+def test_a_search_whose_candidates_are_all_invalid_says_so_not_that_the_slo_was_missed():
+    # fresh-user trial: --tp 3 printed "no candidate meets the SLO … (loosen the SLO …)"; the one candidate was refused
+    # before any run (Llama-3.1-8B's 32 attention heads are not divisible by 3), which only --verbose showed
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=200ms,tpot=50ms", "--gpus",
+                                   "H100", "--tp", "3", "--rate", "10", "--num-requests", "60"],
+                             env={"COLUMNS": "250"})
+    text = " ".join(res.output.split())
+    assert "no candidate meets the SLO" not in text
+    assert "no candidate was run against the SLO: 1 rejected for invalid setting (e.g. nvidia_h100_sxm:tp3" in text
+    assert "has 32 attention heads, not divisible by 3" in text

@@ -219,10 +219,16 @@ def _no_winner_line(result: Any) -> str:
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
 
-    groups = rejections_by_reason([e for e in result.entries if e["status"] not in ("feasible", "bounded")])
+    rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
+    groups = rejections_by_reason(rej)
     if none_can_start(result.entries):
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
                 + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
+    if rej and not any(g["reason"] == "SLO not met at any rate" for g in groups):  # none was even held to the SLO
+        first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
+        return ("no candidate was run against the SLO: " + "; ".join(
+            f"{g['count']} rejected for {g['reason']} (e.g. {first[g['reason']]['id']}"
+            + (f": {first[g['reason']]['detail']}" if first[g["reason"]].get("detail") else "") + ")" for g in groups))
     return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"
 
 
