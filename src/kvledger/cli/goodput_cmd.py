@@ -168,7 +168,7 @@ def goodput_command(
     files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                          "--simulate", show_default=False),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, "
-                                               "e2e, itl (max gap), itl_mean, itl_p99"),
+                                               "e2e, itl_max (largest gap), itl_mean, itl_pQ (e.g. itl_p99)"),
     flags: GoodputFlags = GoodputFlags(),
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),

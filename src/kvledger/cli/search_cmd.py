@@ -122,7 +122,8 @@ def search_command(
     sessions: SessionFlags = SessionFlags(),
     rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                            "monthly bill", show_default=False),
-    monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
+    monthly_tokens: float | None = typer.Option(
+        None, "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
         help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
              "the workload's mean tokens per request", show_default=False),
     axes: SearchAxesFlags = SearchAxesFlags(),
