@@ -43,6 +43,8 @@ def test_a_deployments_flags_image_and_gpus_are_read_as_vllm_reads_them():
     assert facts["deployed_model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert engine_kwargs(["-tp", "4", "--max_num_batched_tokens=8192"]) == {"tensor_parallel_size": 4,
                                                                             "max_num_batched_tokens": 8192}
+    v0 = DEPLOYMENT.replace("env: [", 'env: [{name: VLLM_USE_V1, value: "0"}, ')  # kubecon's vllm+v0_engine
+    assert deployment_facts(list(yaml.safe_load_all(v0)))["engine_kwargs"]["batching"] == "vllm_v0"
 
 
 def test_the_manifests_one_folder_above_the_results_are_found(tmp_path):

@@ -5,7 +5,9 @@ From each ``Deployment``: the GKE accelerator label, the GPU count (``nvidia.com
 model (the ``MODEL_ID`` variable), the vLLM version of the container image (``vllm/vllm-openai:v0.11.0`` → 0.11.0) and
 the engine flags of the container's ``args``, as vLLM's CLI reads them (``--flag=value`` or ``--flag value``, ``-`` or
 ``_`` alike, ``--no-enable-…`` for a boolean off), into the ``engine_kwargs`` keys that
-``kvledger.calibration.run_record`` reads. An argument that is a shell reference (``$(MODEL_ID)``) is not a setting.
+``kvledger.calibration.run_record`` reads; ``VLLM_USE_V1=0`` in the container's environment (vLLM 0.8–0.10's switch back
+to the V0 engine) as kvledger's ``batching`` "vllm_v0". An argument that is a shell reference (``$(MODEL_ID)``) is not
+a setting.
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ def deployment_facts(docs: list[Any]) -> dict[str, Any]:
             if m:
                 out["vllm_version"] = m.group(1) + (".0" if m.group(1).count(".") == 1 else "")
             kwargs = engine_kwargs([str(a) for a in c.get("args") or []] if isinstance(c.get("args"), list) else [])
+            if any(isinstance(e, dict) and e.get("name") == "VLLM_USE_V1" and str(e.get("value")) == "0"
+                   for e in c.get("env") or []):
+                kwargs["batching"] = "vllm_v0"
             if kwargs:
                 out["engine_kwargs"] = kwargs
     return out
