@@ -46,3 +46,13 @@ def test_stages_from_two_folders_without_a_record_are_compared_with_a_warning(tm
     res = CliRunner().invoke(app, ["validate", a, b, *ARGS], env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     assert "WARNING: the stages come from 2 folders" in " ".join(res.output.split())
+
+
+def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so():
+    # fresh-user trial: `validate RUN_A RUN_B` (no --sweep) said "--sweep needs two or more load stages …"
+    run = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "aiperf" / "run1_profile_export.jsonl")
+    res = CliRunner().invoke(app, ["validate", run, run, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"])
+    assert isinstance(res.exception, InputError), res.output
+    text = " ".join(str(res.exception).split())
+    assert text.startswith("several files (or --sweep) are validated as one load sweep")
+    assert "2 of these are per-request runs: validate each of those on its own" in text

@@ -228,8 +228,10 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
     if len(stages) < 2:
-        raise InputError("--sweep needs two or more load stages with a request rate (inference-perf stage files, or "
-                         "aggregate benchmark runs at several rates)")
+        raise InputError("several files (or --sweep) are validated as one load sweep, which needs two or more load "
+                         "stages with a request rate (inference-perf stage files, or aggregate benchmark runs at "
+                         f"several rates); {len(targets) - len(stages)} of these are per-request runs: validate each "
+                         "of those on its own (one file per call)")
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [t.stage.requested_rate for t in stages]
