@@ -56,3 +56,4 @@ def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so():
     text = " ".join(str(res.exception).split())
     assert text.startswith("several files (or --sweep) are validated as one load sweep")
     assert "2 of these are per-request runs: validate each of those on its own" in text
+
