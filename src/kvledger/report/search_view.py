@@ -47,10 +47,14 @@ def _top_table(result: Any, top: int) -> Any:
     cols = ["#", "candidate", "req/s", "tok/s/user", "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
     for c in cols:
         t.add_column(c, justify="left" if c == "candidate" else "right")
+    from kvledger.analyses.search.frontier import capacity_caveats
+
     front = {p["id"] for p in result.cost_frontier}
     for n, e in enumerate(feasible[:top], start=1):
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
-        row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied), _f(cap["goodput_req_per_s"], ",.2f"),
+        soft = "~" if capacity_caveats(e) else ""  # not steady, or an unrepresentative sample (its notes say which)
+        row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
+               _f(cap["goodput_req_per_s"], ",.2f") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         row += [f"{s['num_gpus']} ({s['replicas']}×)", _f(s["monthly_usd"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
@@ -68,8 +72,10 @@ def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
-    return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
-            f"requests within {sp.slo}; {_per_probe(sp)}, seed {sp.seed}); "
+    return (f"req/s: goodput per replica (good requests/s, below the offered rate that names the capacity) at the SLO "
+            f"capacity (highest simulated rate with ≥ {sp.target:.0%} of requests within {sp.slo}; {_per_probe(sp)}, "
+            f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
+            "the trace, its notes in --json and --verbose); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
@@ -255,6 +261,11 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         _frontier(con, result, verbose)
         con.print(_top_table(result, top))
         con.print(escape("(* on the cost frontier) " + _legend(result)))
+        if verbose:  # what each ~ in the table rests on
+            for cid in result.ranking[:top]:
+                for n in (result.entry(cid)["capacity"].get("notes") or []):
+                    if n.startswith(("not steady: ", "unrepresentative sample: ")):
+                        con.print(escape(f"  ~ {cid}: {n}"))
     _rejections(con, result, verbose)
     for n in result.notes:
         con.print(escape(f"note: {n}"))
