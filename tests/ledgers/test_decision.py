@@ -192,6 +192,13 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     assert "FLIPS within −60%/+6% capacity" in line
     assert "at ×0.40 (4 good req/s): 12 replicas at 79.3%, $23,564.40/month → the API" in line
     assert "at ×1.06 (10.6 good req/s): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
+    # the flip points read as conditions (fresh-user trial: "it flips at 0.03× the capacity … ; at 0.82× the GPU price"
+    # left the price clause hanging): "it would flip were the capacity k× the simulated one", "… were the GPU price"
+    k = d.flips["capacity_multiplier"]
+    assert f"it would flip were the capacity {k:.2f}× the simulated one" in line
+    if d.flips.get("gpu_price_multiplier") is not None:
+        assert line.endswith(f"and it would flip were the GPU price {d.flips['gpu_price_multiplier']:.2f}× the one "
+                             "priced")
     js = d.to_dict()["band_ends"]
     assert [e["replicas"] for e in js] == [12, 5] and js[0]["self_host_usd_per_month"] == pytest.approx(23_564.4)
 
