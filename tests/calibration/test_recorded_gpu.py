@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.calibration.api import recorded_gpu
+from kvledger.calibration.recorded_gpu import recorded_gpu
 from kvledger.cli.main import app
 from kvledger.errors import InputError
 

@@ -19,6 +19,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
+from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 from kvledger.calibration.run_record import recorded_settings
@@ -98,7 +99,7 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     launch settings the run's own record states filled in where the user gave none."""
     args, notes, taken = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
-    _check_recorded_gpu(run, setup.gpu_name, args.gpu)
+    check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.notes = notes + [_pool_note(n, setup.plan, _record_name(run), taken) if setup.plan is not None else n
                            for n in setup.notes]
     if max_paddings is not None:
@@ -108,32 +109,6 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
         setup.config = replace(setup.config, max_paddings=None if notes else max_paddings)
         setup.notes.extend(notes)
     return setup
-
-
-def recorded_gpu(hardware: str | None) -> str | None:
-    """The catalog name of the GPU a run's record names (meta.json's device_name, a manifest's accelerator), matched
-    by the catalog's names or its full name; None when the record names none or one the catalog does not know."""
-    from kvledger.catalog.gpus import get_gpu, gpu_catalog
-    from kvledger.errors import UnknownNameError
-
-    if not hardware:
-        return None
-    try:
-        return get_gpu(hardware).name
-    except (UnknownNameError, InputError):
-        key = " ".join(hardware.lower().split())
-        return next((g.name for g in gpu_catalog().values() if g.name.lower() == key), None)
-
-
-def _check_recorded_gpu(run: MeasuredRun, gpu_name: str, given: str | None) -> None:
-    """Refuse to replay a run on another GPU than the one its record names: a validation or a calibration compares
-    the run with the engine that served it (a profile fitted so would be another GPU's)."""
-    md = run.measured.metadata if run.measured is not None else None
-    rec = recorded_gpu(md.hardware if md is not None else None)
-    if rec is not None and rec != gpu_name:
-        raise InputError(f"{run.source}: the run's record says it ran on {md.hardware} ({rec} in the GPU catalog), "
-                         f"but --gpu {given} is the {gpu_name}: a validation or calibration replays a run on the GPU "
-                         f"that served it (pass --gpu for {rec}, or leave this run out)")
 
 
 def padding_notes(run: MeasuredRun, max_paddings: int) -> list[str]:
