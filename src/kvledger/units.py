@@ -126,6 +126,8 @@ def parse_count(text: str | int | float, *, what: str = "count", step: int = 100
         value, unit = float(text), ""
     else:
         m = _COUNT.match(str(text))
+        if m is None and _COUNT.match(str(text).strip().removeprefix("-")):  # a readable count, negative
+            raise InputError(f"{what}: {text!r} is negative; a count is 0 or more")
         if not m or "__" in m.group(1) or m.group(1).endswith("_"):
             raise InputError(f"{what}: cannot read {text!r} as a count; write e.g. 3000000000, 3_000_000_000, 3e9 or "
                              f"3B (K, M, B, T: powers of {step})")
@@ -136,9 +138,17 @@ def parse_count(text: str | int | float, *, what: str = "count", step: int = 100
     return value
 
 
-def count_option(what: str):  # noqa: ANN201 - a typer ``parser=``: str -> float
-    """A ``parser=`` for a typer option that takes a count (:func:`parse_count`, powers of 1000), naming ``what``."""
-    return lambda text: parse_count(text, what=what)
+def count_option(what: str, *, positive: bool = False):  # noqa: ANN201 - a typer ``parser=``: str -> float
+    """A ``parser=`` for a typer option that takes a count (:func:`parse_count`, powers of 1000), naming ``what``;
+    ``positive``: 0 is refused too (a monthly volume of nothing prices nothing)."""
+    def parse(text: str) -> float:
+        value = parse_count(text, what=what)
+        if positive and value == 0:
+            raise InputError(f"{what}: {text!r} is zero; a volume must be more than 0 (leave the flag out for the "
+                             "per-token ledgers alone)")
+        return value
+
+    return parse
 
 
 def parse_tokens(text: str | int, *, what: str = "tokens") -> int:

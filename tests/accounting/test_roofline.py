@@ -94,3 +94,16 @@ def test_host_terms_add_a_fixed_and_a_per_sequence_time_to_each_step():
     # the overlapped 1 ms CPU overhead hides under a GPU step of several ms; the host time does not
     assert over.step_time_s(dec) == host.step_time_s(dec)
     assert plain.costs(dec).host_s == 0.0
+
+
+def test_the_plan_prefill_row_states_the_all_reduce_its_times_include():
+    # fresh-user trial: Llama-3.1-70B at TP 4 on H100 printed "513.53 ms … 302.4 TFLOP …; lower bound 382.56 ms",
+    # and 302.4 TFLOP at 70% of 989.5 TFLOP/s is 436.6 ms: the missing 76.98 ms is the TP all-reduces, in both times.
+    # 302.4e12 / 989.5e12 = 305.6 ms + 76.98 = 382.6 ms; 302.4e12 / 692.65e12 = 436.6 ms + 76.98 = 513.5 ms.
+    from kvledger.accounting.plan import build_plan
+
+    m, g = load_model("meta-llama/Llama-3.1-70B", allow_hub=False), get_gpu("H100")
+    pf = build_plan(m, g, make_settings(tp=4), with_advice=False).roofline.prefill
+    assert pf["allreduce_s"] == pytest.approx(0.07698, abs=1e-5)
+    assert pf["step_s_lower_bound"] == pytest.approx(pf["flops"] / 989.5e12 + pf["allreduce_s"], rel=1e-9)
+    assert pf["step_s"] == pytest.approx(pf["flops"] / (0.7 * 989.5e12) + pf["allreduce_s"], rel=1e-9)

@@ -74,3 +74,25 @@ def test_the_warning_agrees_with_how_many_runs_grew_and_gives_each_note_its_line
     assert both[0].startswith("WARNING: the measured and the simulated runs are saturated (their queues kept growing):")
     # one line per side's note, measured first (sorted), after the warning
     assert [x.split(":")[0] for x in both[1:]] == ["  measured", "  simulated"]
+
+
+def test_a_run_too_short_for_the_backlog_test_is_saturated_when_its_waits_outlast_the_arrivals():
+    # LLMServingSim's RTX 4090 runs (fresh-user trial): 300 requests over 29.1 s, first finish so late that the backlog
+    # test cannot read them, TTFT 65 s mean — validate said nothing. Here 40 requests over 9.75 s (one every 0.25 s):
+    # the first ten wait 1.0 s for a first token, the last ten 30 s (median 30 ≥ 10 × 1.0 and ≥ the 9.75 s span):
+    # saturated. Waits of 1.0 s then 9.0 s (9×, under the 10× of WAIT_GROWTH) are not.
+    from kvledger.calibration.saturation import saturation, waits_grew
+    from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+    def run(last_wait):
+        recs = []
+        for i in range(40):
+            t = 0.25 * i
+            wait = 1.0 if i < 10 else (last_wait if i >= 30 else 5.0)
+            recs.append(RequestRecord(f"r{i}", t, 100, 10, t + wait, t + wait + 0.5))
+        return RunRecords(recs, RunMetadata("t", "t"))
+
+    grew = run(30.0)
+    assert "waited 30.00 s for a first token (median) against the first quarter's 1.00 s" in waits_grew(grew)
+    assert saturation(grew, None)["sides"] == ["measured"]
+    assert waits_grew(run(9.0)) is None  # 9× the first quarter's wait: under WAIT_GROWTH

@@ -40,10 +40,22 @@ def test_context_sizes_keep_their_powers_of_two_through_the_same_parser():
         parse_tokens("0.5")
 
 
-@pytest.mark.parametrize("text", ["3X", "-1", "nan", "inf", "1__0", "3 B B"])
+@pytest.mark.parametrize("text", ["3X", "nan", "inf", "1__0", "3 B B", "-x"])
 def test_a_bad_count_names_the_forms_it_takes(text):
     with pytest.raises(InputError, match=r"--monthly-tokens: cannot read .* 3e9 or 3B"):
         parse_count(text, what="--monthly-tokens")
+
+
+def test_a_negative_or_zero_volume_is_refused_as_such():
+    # fresh-user trial: '-3e9' was "cannot read ... as a count" (a parse error for a readable number), and
+    # --monthly-tokens 0 ran: "$0.00/month on the API vs $6,963.70/month self-hosted"
+    with pytest.raises(InputError, match=r"--monthly-tokens: '-3e9' is negative; a count is 0 or more"):
+        parse_count("-3e9", what="--monthly-tokens")
+    base = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=200ms"]
+    for flag in ("--monthly-tokens", "--monthly-requests"):
+        res = runner.invoke(app, [*base, flag, "0"])
+        assert isinstance(res.exception, InputError) and "is zero; a volume must be more than 0" in str(res.exception)
+    assert _params(*base, "--monthly-input-tokens", "2B", "--monthly-output-tokens", "0")["monthly_output_tokens"] == 0
 
 
 def test_every_monthly_count_flag_takes_the_suffixes():

@@ -185,3 +185,27 @@ def test_write_atomic_replaces_only_with_a_complete_file(tmp_path):
     assert f.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]
     kvledger.outputs.write_text_atomic(f, "new")
     assert f.read_text() == "new"
+
+
+@pytest.mark.parametrize("argv", [
+    ["goodput", "--simulate", "{model}", "--gpu", "H100", "--trace", "{trace}", "--slo", "ttft=2s", "--out", "{out}"],
+    ["report", "{model}", "--gpu", "H100", "--trace", "{trace}", "--slo", "ttft=2s", "-o", "{out}"],
+    ["search", "{model}", "--slo", "ttft=2s", "--gpus", "H100", "--trace", "{trace}", "--csv", "{out}"],
+    ["cost", "--simulate", "{model}", "--gpu", "H100", "--trace", "{trace}", "--slo", "ttft=2s",
+     "--monthly-tokens", "1e9", "--out", "{out}"],
+])
+@pytest.mark.parametrize("target", ["model", "trace"])
+def test_no_command_replaces_the_model_config_or_the_trace_it_was_given_even_with_force(tmp_path, argv, target):
+    # fresh-user trial: `goodput --simulate model.json --trace trace.csv --out trace.csv --force` replaced the trace
+    # (and --out model.json the model config; report -o and search --csv the same): only FILE arguments and a few
+    # named flags were counted as inputs. Now every path a command is given is (cli/outputs.py: paths_in).
+    model = tmp_path / "model.json"
+    model.write_text('{"model_type": "llama"}')  # never read: the outputs are checked first
+    trace = _trace(tmp_path)
+    files = {"model": model, "trace": trace}
+    before = {k: p.read_bytes() for k, p in files.items()}
+    args = [a.format(model=model, trace=trace, out=files[target]) for a in argv] + ["--force"]
+    res = runner.invoke(app, args, env={"COLUMNS": "250"})
+    assert isinstance(res.exception, InputError), res.output
+    assert "is also an input of this command" in " ".join(str(res.exception).split())
+    assert {k: p.read_bytes() for k, p in files.items()} == before

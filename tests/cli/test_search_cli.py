@@ -158,3 +158,30 @@ def test_seeds_recheck_the_winner_and_the_runner_up_per_seed():
     assert "seed_check" not in json.loads(_ok([*args, "--json"]))  # one seed: the document as before
     res = runner.invoke(app, [*args, "--seeds", "2", "--offload", "cpu:64GiB", "--json"])
     assert isinstance(res.exception, InputError) and "--seeds re-checks the winner" in str(res.exception)
+
+
+def test_a_search_whose_candidates_are_all_invalid_says_so_not_that_the_slo_was_missed():
+    # fresh-user trial: --tp 3 printed "no candidate meets the SLO … (loosen the SLO …)"; the one candidate was refused
+    # before any run (Llama-3.1-8B's 32 attention heads are not divisible by 3), which only --verbose showed
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=200ms,tpot=50ms", "--gpus",
+                                   "H100", "--tp", "3", "--rate", "10", "--num-requests", "60"],
+                             env={"COLUMNS": "250"})
+    text = " ".join(res.output.split())
+    assert "no candidate meets the SLO" not in text
+    assert "no candidate was run against the SLO: 1 rejected for invalid setting (e.g. nvidia_h100_sxm:tp3" in text
+    assert "has 32 attention heads, not divisible by 3" in text
+
+
+def test_the_table_marks_each_capacity_that_rests_on_a_caveat_and_verbose_says_which():
+    # fresh-user trial: the table did not flag candidates whose capacity was not steady (only --json did). 60
+    # requests per probe replay azure-conv's first 60 (722 / 122 mean tokens against the whole trace's 1,155 / 211):
+    # every capacity is of that sample, marked ~, and --verbose prints the note beside each candidate
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100",
+                              "--tp", "1", "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5",
+                              "--verbose"],
+                        env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    row = next(line for line in res.output.splitlines() if "h100_sxm tp1" in line and "$" not in line)
+    assert "~" in row
+    assert "  ~ nvidia_h100_sxm:tp1:kv-auto: unrepresentative sample: each probe replays the trace's first 60" in \
+        res.output

@@ -85,17 +85,26 @@ def test_simulate_says_whether_a_growth_is_within_the_traces_bursts():
     assert "past it, beyond the" in out and "the trace's own bursts can add" in out
 
 
-def test_a_short_window_unlike_its_trace_is_warned():
-    # the first 60 azure-conv requests average 722 prompt / 122 output tokens against 1,105 / 265 over the first 2,000
-    # (probe_sample): 60-request probes find 35.5 req/s, 2,000-request ones 19.75 — the capacity is of the lighter
-    # sample, said above the probe table; 2,000-request probes are the reference and carry no such warning
+def test_a_short_window_unlike_its_trace_is_warned(tmp_path):
+    # the first 60 azure-conv requests average 722 prompt / 122 output tokens, its first 2,000 1,105 / 265, the whole
+    # trace (19,366) 1,155 / 211 (probe_sample): 60-request probes find 35.5 req/s, 2,000-request ones 19.75, all
+    # 19,366 16 (fresh-user trial: the default's 19.75 lay outside the whole trace's band, unwarned) — both windows
+    # are warned, said above the probe table
     out = " ".join(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms", "--target", "0.9",
                         "--num-requests", "60").output.split())
     assert "SLO capacity on request_rate for attainment ≥ 90%: 35.5 req/s" in out
     assert ("warning: unrepresentative sample: each probe replays the trace's first 60 requests, prompt mean 722 and "
-            "output mean 122 tokens, against 1,105 and 265 over its first 2,000") in out
+            "output mean 122 tokens, against 1,155 and 211 over 19,366 requests, the whole trace's") in out
     out = " ".join(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms", "--target", "0.9").output.split())
-    assert "19.75 req/s" in out and "unrepresentative sample" not in out
+    assert "19.75 req/s" in out and ("each probe replays the trace's first 2,000 requests, prompt mean 1,105 and "
+                                     "output mean 265 tokens, against 1,155 and 211") in out
+    # a trace whose every window looks like the whole (300 requests of 500 / 100 tokens): no warning
+    trace = tmp_path / "even.jsonl"
+    trace.write_text("".join(f'{{"arrival_s": {i * 0.05}, "num_prompt_tokens": 500, "num_output_tokens": 100}}\n'
+                             for i in range(300)))
+    out = " ".join(_run("goodput", "--simulate", MODEL, "--gpu", "H100", "--trace", str(trace), "--slo", "ttft=200ms",
+                        "--target", "0.9", "--num-requests", "100").output.split())
+    assert "SLO capacity on request_rate" in out and "unrepresentative sample" not in out
 
 
 def test_search_refuses_a_bad_slo_before_planning():

@@ -222,3 +222,13 @@ def test_damaged_trace_files_are_clear_errors(tmp_path):
         load_trace(deep)
     with pytest.raises(InputError, match="not a usable name or path"):
         load_trace("a" * 300)
+
+
+def test_an_unknown_trace_name_lists_the_bundled_ones():
+    # fresh-user trial: `--trace nope` said only "unknown trace 'nope'. Or give the path …"
+    from kvledger.dynamics.workload.traces import load_trace
+    from kvledger.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="The bundled traces: arxiv, azure-code, azure-conv, mooncake, "
+                                               "mooncake-synthetic; or give the path of a CSV/JSONL trace file"):
+        load_trace("nope")

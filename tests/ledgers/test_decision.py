@@ -192,6 +192,13 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     assert "FLIPS within −60%/+6% capacity" in line
     assert "at ×0.40 (4 good req/s): 12 replicas at 79.3%, $23,564.40/month → the API" in line
     assert "at ×1.06 (10.6 good req/s): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
+    # the flip points read as conditions (fresh-user trial: "it flips at 0.03× the capacity … ; at 0.82× the GPU price"
+    # left the price clause hanging): "it would flip were the capacity k× the simulated one", "… were the GPU price"
+    k = d.flips["capacity_multiplier"]
+    assert f"it would flip were the capacity {k:.2f}× the simulated one" in line
+    if d.flips.get("gpu_price_multiplier") is not None:
+        assert line.endswith(f"and it would flip were the GPU price {d.flips['gpu_price_multiplier']:.2f}× the one "
+                             "priced")
     js = d.to_dict()["band_ends"]
     assert [e["replicas"] for e in js] == [12, 5] and js[0]["self_host_usd_per_month"] == pytest.approx(23_564.4)
 
@@ -245,3 +252,20 @@ def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_t
     line = verdict_lines(d, break_even_volume(CAP, setup, a), break_even_utilization(CAP, setup, a), "H100", 1)[3]
     assert line.startswith("  break-even (rented GPUs; the verdict compares the bought bill): ")
     assert "window" not in line and "gap" not in line
+
+
+def test_the_break_even_utilization_at_a_volume_shares_the_people_line_among_its_replicas():
+    # fresh-user trial: at 800B tokens/month the verdict was self-host ($41,609.50 vs $44,883.82) while the factor row
+    # said "break-even at 215%: below break-even, the API is cheaper" — u* charged the people line to one replica.
+    # 10 good req/s a replica, a = $0.000225 a request, R = $1,963.70 (RunPod H100), P = 0.25 × $20,000 = $5,000:
+    # one replica: u* = (1,963.70 + 5,000) ÷ (10 × 3600 × 730 × 0.000225) = 6,963.70 ÷ 5,913 = 117.8% (unreachable);
+    # 17 replicas: (17 × 1,963.70 + 5,000) ÷ (17 × 5,913) = 38,382.90 ÷ 100,521 = 38.2%.
+    from kvledger.ledgers.breakeven import break_even_utilization
+
+    people = SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0, max_utilization=0.8)
+    a = 1250 * 0.18 / 1e6
+    one = break_even_utilization(CAP, people, a)
+    assert one["utilization"] == pytest.approx(6963.7 / 5913.0) and not one["reachable"] and one["replicas"] == 1
+    many = break_even_utilization(CAP, people, a, 17)
+    assert many["utilization"] == pytest.approx(38_382.9 / 100_521.0) and many["reachable"]
+    assert many["formula"].startswith("(17 replicas × replica + people USD/month)")

@@ -73,6 +73,11 @@ def test_a_poor_fit_widens_to_the_uncalibrated_band():
     assert _q(b)[0] <= 1 / unc.high - 1 + 1e-12 and _q(b)[1] >= 1 / unc.low - 1 - 1e-12
     assert "fit is poor (0 of 1 runs within" in b.source
     assert "M70 TP 4 is not what the profile was fitted on" in b.source
+    # each widening states the band it ends at (fresh-user trial: "widened to the uncalibrated band −85.8% … −21.5%"
+    # read as a narrowing of −79.0% … +376.2%): the last figures quoted are the band's own
+    lo, hi = _q(b)
+    assert b.source.rstrip(")").endswith(f"{lo:+.1%} … {hi:+.1%}") or f": {lo:+.1%} … {hi:+.1%}" in b.source
+    assert "widened, each side, to take in the" in b.source
     # 4 of 5 runs within is issue 23's 80%: not poor, the band stays the cross-model one
     five = _facts(*[_run()] * 4, _run(ttft=-0.563))
     assert fit_verdict(five.in_sample)[:1] == (False,) and "poor" not in profile_band(GPU, "throughput", five).source

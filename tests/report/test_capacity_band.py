@@ -48,9 +48,13 @@ def test_a_short_probe_whose_queue_still_grows_is_flagged(short):
     # its drain-tail note ("the capacity priced is conservative") is not printed beside it: a probe whose queue grew
     # did not sustain the good rate that note compares with
     assert not any(n.startswith("the run at the boundary took") for n in cs["notes"])
-    (warn,) = not_steady_lines(cs)
-    assert warn.startswith("warning: the probe at the capacity (22.75 req/s, 300 requests) ended with its queue "
-                           "still growing")
+    # two warnings: the boundary probe was not steady, and the first 300 azure-conv requests are no sample of the
+    # trace (probe_sample: prompt mean 900 against the whole trace's 1,155, −22%; output 256 against 211, +21%)
+    warns = not_steady_lines(cs)
+    assert len(warns) == 2 and warns[0].startswith("warning: the probe at the capacity (22.75 req/s, 300 requests) "
+                                                   "ended with its queue still growing")
+    assert warns[1].startswith("warning: unrepresentative sample: each probe replays the trace's first 300 requests, "
+                               "prompt mean 900 and output mean 256 tokens, against 1,155 and 211 over 19,366")
     # the overload record's own note gives the capacity search's advice, not simulate's rate flags, which report and
     # cost do not have
     note = cs["not_steady"]["note"]
@@ -63,7 +67,7 @@ def test_answer_lines_carry_the_band_and_the_warning(short):
     lines = report_answer_lines(cost)
     assert lines[1].startswith("SLO capacity: 22.75 req/s (80% band 18.59–24.23 req/s, uncalibrated roofline) per "
                                "deployment unit (1 GPU)")
-    assert lines[2].startswith("warning: ") and len(lines) == 3
+    assert lines[2].startswith("warning: ") and lines[3].startswith("warning: ") and len(lines) == 4
     assert capacity_band_clause({}) == "" and not_steady_lines({"notes": []}) == []
 
 

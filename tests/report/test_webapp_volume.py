@@ -31,8 +31,8 @@ def test_serving_with_a_volume_answers_with_both_bills():
     assert h["capacity_req_per_s_range"] == [cs["error_band"]["low"], cs["error_band"]["high"]]
     assert h["capacity_req_per_s_range"][0] < h["capacity_req_per_s"] == cs["boundary_rate_req_per_s"]
     assert h["capacity_band"] == cs["error_band"]["text"]
-    # and its warnings: 60 requests per probe replay a sample unlike azure-conv (722 / 122 mean tokens against 1,105 /
-    # 265 over its first 2,000: probe_sample), said whether or not the boundary probe was steady
+    # and its warnings: 60 requests per probe replay a sample unlike azure-conv (722 / 122 mean tokens against 1,155 /
+    # 211 over the whole trace: probe_sample), said whether or not the boundary probe was steady
     assert h["capacity_warning"].startswith("warning: unrepresentative sample: each probe replays the trace's first "
                                             "60 requests")
     assert ("ended with its queue still growing" in h["capacity_warning"]) == (cs["not_steady"] is not None)

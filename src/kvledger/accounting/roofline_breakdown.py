@@ -154,7 +154,8 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
                "intensity": pc.flops / pc.bytes,
                "bound": "compute" if pc.flops / pc.bytes >= ridge else "memory", "step_s_lower_bound": rc.time_s(pc,
                    achievable=False),
-               "step_s": rc.time_s(pc), "tok_per_s": prefill_chunk_tokens / rc.time_s(pc)}
+               "step_s": rc.time_s(pc), "tok_per_s": prefill_chunk_tokens / rc.time_s(pc),
+               "allreduce_s": pc.allreduce_s}  # in both times, beside the FLOPs and bytes (TP > 1)
     rows, turn = [], {}
     for ctx in contexts:
         mc = max_concurrency.get(ctx)

@@ -19,6 +19,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
+from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 from kvledger.calibration.run_record import recorded_settings
@@ -98,6 +99,7 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     launch settings the run's own record states filled in where the user gave none."""
     args, notes, taken = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
+    check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.notes = notes + [_pool_note(n, setup.plan, _record_name(run), taken) if setup.plan is not None else n
                            for n in setup.notes]
     if max_paddings is not None:

@@ -221,7 +221,17 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
         from kvledger.evidence.inference_perf import client_config_model
 
         model, source = client_config_model(stage.path) or (None, None)
-    extra: dict[str, Any] = {"launch_record": launch.path} if launch and launch.path else {}
+    extra: dict[str, Any] = {"launch_record": launch.path, "record_file": launch.path} if launch and launch.path else {}
+    hints, hardware = (launch.engine_kwargs if launch else {}), None
+    if not hints and Path(stage.path).is_file():  # no launch record: the Deployment's manifests, if kept beside
+        from kvledger.evidence.k8s_manifests import manifest_facts
+
+        where, facts = manifest_facts(stage.path)
+        hints, hardware = facts.get("engine_kwargs") or {}, facts.get("accelerator")
+        if facts.get("vllm_version"):
+            extra["vllm_version"] = facts["vllm_version"]
+        if hints or hardware:
+            extra["record_file"] = str(where)
     if model is not None:
         extra["model_source"] = source
     if not prefix:
@@ -229,14 +239,13 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
         if pool_note:
             extra["prompt_pool"] = pool_note
     meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate,
-                       model=model, num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
-                       extra=extra)
+                       model=model, hardware=hardware, num_gpus=hints.get("tensor_parallel_size"), extra=extra)
     capped, loop_note = client_loop(stage, client_concurrency, label)
     if loop_note:
         extra["client_loop"] = loop_note
     reqs = stage_workload(stage, seed, **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
-                       engine_hints=launch.engine_kwargs if launch else {}, target_stats=stage.stats,
+                       engine_hints=hints, target_stats=stage.stats,
                        concurrency=capped, num_dropped=stage.num_failed)
 
 

@@ -228,8 +228,11 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
     if len(stages) < 2:
-        raise InputError("--sweep needs two or more load stages with a request rate (inference-perf stage files, or "
-                         "aggregate benchmark runs at several rates)")
+        raise InputError("several files (or --sweep) are validated as one load sweep, which needs two or more load "
+                         "stages with a request rate (inference-perf stage files, or aggregate benchmark runs at "
+                         f"several rates); {len(targets) - len(stages)} of these are per-request runs: validate each "
+                         "of those on its own (one file per call)")
+    mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [t.stage.requested_rate for t in stages]
 
@@ -246,4 +249,26 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
 
     return SweepValidation(rates, side("measured"), side("predicted"),
                            f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
-                           rows, sorted({n for r in rows for n in r.notes}))
+                           rows, mixed + sorted({n for r in rows for n in r.notes}))
+
+
+def _deployments(stages: list[Any]) -> list[str]:
+    """A sweep is one deployment's stages: refuse stages whose launch records (a manifests.yaml, a launch record)
+    differ; a warning note when they come from different folders without one (aggregate runs may be kept apart)."""
+    from pathlib import Path
+
+    def record(t: Any) -> str | None:
+        md = t.run.measured.metadata if t.run.measured is not None else None
+        return md.extra.get("record_file") if md is not None else None
+
+    recs = {r: [t.stage.requested_rate for t in stages if record(t) == r] for r in {record(t) for t in stages}}
+    if len(recs) > 1 and None not in recs:
+        raise InputError("--sweep compares the load stages of one deployment; these were launched by different "
+                         "records: " + "; ".join(f"{r} (stages at {', '.join(f'{x:g}' for x in rates)} req/s)"
+                                                 for r, rates in sorted(recs.items()))
+                         + ". Validate each deployment's stages apart.")
+    folders = {str(Path(t.stage.path).resolve().parent) for t in stages}
+    if len(folders) > 1:
+        return [f"WARNING: the stages come from {len(folders)} folders ({', '.join(sorted(folders))}): a sweep is one "
+                "deployment's stages; if these are different deployments, the knee mixes them"]
+    return []

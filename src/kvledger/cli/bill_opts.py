@@ -71,7 +71,7 @@ EngUsd = Annotated[
 MonthlyTokens = Annotated[
     float | None,
     typer.Option(
-        "--monthly-tokens", parser=count_option("--monthly-tokens"),
+        "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
         help="volume: tokens per month, input and output together (split as in the run); 3B, 3e9 or "
         "3_000_000_000 (K, M, B, T: powers of 1000).",
         show_default=False,
@@ -79,8 +79,8 @@ MonthlyTokens = Annotated[
 ]
 MonthlyRequests = Annotated[
     float | None,
-    typer.Option("--monthly-requests", parser=count_option("--monthly-requests"), help="volume: good requests per "
-                 "month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
+    typer.Option("--monthly-requests", parser=count_option("--monthly-requests", positive=True),
+                 help="volume: good requests per month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
 ]
 MonthlyIn = Annotated[
     float | None,

@@ -83,7 +83,7 @@ def calibrate(
 
     f = fit
     if f.out is not None:
-        prepare_output_file(f.out, force=f.force, inputs=[*files, f.start])
+        prepare_output_file(f.out, force=f.force, inputs=[*files, f.start, model, gpu])
     if f.scope not in ("gpu", "model"):
         raise InputError(f"--scope {f.scope}: use gpu or model")
     args = engine_args(model, gpu, ctx.params, step_cost=f.start)

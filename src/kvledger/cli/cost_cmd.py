@@ -115,9 +115,9 @@ def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | 
             + ("both" if file else "neither")
         )
     if more.out is not None:
-        from kvledger.cli.outputs import prepare_output_file
+        from kvledger.cli.outputs import paths_in, prepare_output_file
 
-        prepare_output_file(more.out, force=more.force, inputs=list(files or []))
+        prepare_output_file(more.out, force=more.force, inputs=[*(files or []), *paths_in(simulate, *groups)])
     if file is not None:
         reject_sim_flags(*groups)
         if more.at_offered_load:

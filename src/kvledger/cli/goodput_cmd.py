@@ -168,7 +168,7 @@ def goodput_command(
     files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                          "--simulate", show_default=False),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, "
-                                               "e2e, itl (max gap), itl_mean, itl_p99"),
+                                               "e2e, itl_max (largest gap), itl_mean, itl_pQ (e.g. itl_p99)"),
     flags: GoodputFlags = GoodputFlags(),
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),
@@ -194,7 +194,7 @@ def goodput_command(
     from kvledger.report.slo_text import slo_block
 
     f = flags
-    the_slo = _checked_slo(files, simulate, slo, f)
+    the_slo = _checked_slo(files, simulate, slo, f, (workload, engine, tiers))
     if simulate is not None:
         lines, shown = _simulated(simulate, f.gpu, (workload, engine), the_slo, f.target, f.axis, (f.lo, f.hi, f.tol),
                                   tiers, f.seeds)
@@ -211,9 +211,11 @@ def goodput_command(
         _print(shown, simulate is not None, f.target, slo_block(the_slo))
 
 
-def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: GoodputFlags) -> Any:
-    """The parsed SLO, once FILEs or --simulate (not both), --plot with --target, the outputs and the flags that apply
-    to one source only are checked."""
+def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: GoodputFlags, groups: tuple) -> Any:
+    """The parsed SLO, once FILEs or --simulate (not both), --plot with --target, the outputs (never one of the files
+    given: FILEs, the model, the trace, any file a flag names) and the flags that apply to one source only are
+    checked."""
+    from kvledger.cli.outputs import paths_in
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
@@ -227,11 +229,12 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
     normalize_axis(f.axis)  # a misspelt --axis is an error with or without --target (it has a default)
     if f.plot is not None and f.target is None:
         raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
-    check_plot_path(f.plot, f.force, inputs=files or [])
+    inputs = [*(files or []), *paths_in(simulate, f.gpu, *groups)]
+    check_plot_path(f.plot, f.force, inputs=inputs)
     if f.out is not None:
         from kvledger.cli.outputs import prepare_output_file
 
-        prepare_output_file(f.out, force=f.force, inputs=[Path(x) for x in files or []])
+        prepare_output_file(f.out, force=f.force, inputs=inputs)
     if simulate is not None and f.format is not None:
         raise InputError("--format applies to FILEs, not to --simulate")
     given = [flag for flag, v in (("--gpu", f.gpu), ("--lo", f.lo), ("--hi", f.hi), ("--tol", f.tol),

@@ -1,7 +1,8 @@
 """Output locations for the commands: the checks and atomic writes of :mod:`kvledger.outputs`, under their CLI name,
 with every file a reader takes in beside the inputs (``kvledger.evidence.sidecars``: a stage file's client
 config.yaml, its manifests.yaml, its launch record…) counted among the inputs, so that no output replaces one, even
-with --force."""
+with --force. ``paths_in`` gathers every path a command was given (its arguments and its flag groups' fields, its
+output locations left out), so that a command passes all it reads, not the few it thinks of."""
 
 from __future__ import annotations
 
@@ -13,7 +14,27 @@ from kvledger.evidence.sidecars import implicit_inputs
 from kvledger.outputs import write_atomic, write_bytes_atomic, write_text_atomic
 
 __all__ = ["prepare_output_file", "prepare_output_dir", "write_atomic", "write_bytes_atomic", "write_text_atomic",
-           "with_implicit"]
+           "with_implicit", "paths_in", "OUTPUT_FIELDS"]
+
+#: the flag-group fields that name what a command writes (every other path a command is given is something it reads)
+OUTPUT_FIELDS = frozenset({"out", "png", "csv_out", "ledger", "plot"})
+
+
+def paths_in(*values: object) -> list[Path | str]:
+    """Every str or Path among ``values``, in lists and tuples, and in the fields of flag groups (dataclasses) but
+    their output locations (``OUTPUT_FIELDS``): the candidates for the inputs of a command (the checks keep those that
+    are files)."""
+    import dataclasses
+
+    out: list[Path | str] = []
+    for v in values:
+        if isinstance(v, (str, Path)):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out += paths_in(*v)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            out += paths_in(*(getattr(v, f.name) for f in dataclasses.fields(v) if f.name not in OUTPUT_FIELDS))
+    return out
 
 
 def with_implicit(inputs: Iterable[Path | str | None]) -> list[Path | str | None]:

@@ -52,6 +52,7 @@ def report(
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """
+    from kvledger.cli.outputs import paths_in
     from kvledger.outputs import write_bytes_atomic, write_text_atomic
     from kvledger.report.figure import png_of
     from kvledger.report.html_report import SECTIONS, render_html, report_figures
@@ -60,7 +61,7 @@ def report(
 
     o = outs
     keys = [k for _, _, ks in SECTIONS for k in ks]
-    _check_outputs(o.out, o.png, o.force, keys, [run.trace, engine.step_cost, engine.gpu_profile, *(o.bench or [])])
+    _check_outputs(o.out, o.png, o.force, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
     req = report_request(model, gpu, slo, run, engine, bill, o.bench)
     with report_pool() as pool:  # a second process where there are two CPUs (same bytes: report/report_pool.py)
         data = _build(req, quiet=o.as_json, pool=pool)

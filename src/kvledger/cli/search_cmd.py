@@ -122,7 +122,8 @@ def search_command(
     sessions: SessionFlags = SessionFlags(),
     rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                            "monthly bill", show_default=False),
-    monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
+    monthly_tokens: float | None = typer.Option(
+        None, "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
         help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
              "the workload's mean tokens per request", show_default=False),
     axes: SearchAxesFlags = SearchAxesFlags(),
@@ -155,7 +156,9 @@ def search_command(
     if run.show_command is not None and rank is None:
         show_command_of(spec, ax, run.show_command, run.as_json)
         return
-    _check_outputs(run, workload.trace)
+    from kvledger.cli.outputs import paths_in
+
+    _check_outputs(run, [model, *paths_in(workload, sessions, engine, pricing, axes)])
     result, variants = _search(spec, ax, run)
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     _write(result, variants, rank, run)
@@ -173,16 +176,17 @@ def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:
     _check_wddm_gpus(gpus, bool(e.wddm))
 
 
-def _check_outputs(r: SearchRunFlags, trace: str | None) -> None:
-    """--ledger and --resume not together, --resume an existing file, no file overwritten without --force, a --plot
-    the figure can be written as."""
+def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
+    """--ledger and --resume not together, --resume an existing file, no file overwritten without --force (nor any file
+    ``given``, the model, the trace and every file a flag names, even with it), a --plot the figure can be written
+    as."""
     from kvledger.errors import InputError
 
     if r.ledger is not None and r.resume is not None:
         raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
     if r.resume is not None and not r.resume.is_file():
         raise InputError(f"--resume {r.resume}: no such ledger file")
-    _refuse_overwrite({"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}, r.force, [trace, r.resume])
+    _refuse_overwrite({"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}, r.force, [*given, r.resume])
     if r.plot is not None and r.plot.suffix.lower() not in (".png", ".svg"):
         raise InputError(f"--plot {r.plot}: write .png or .svg")
 

@@ -33,9 +33,10 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     if out is not None:
-        from kvledger.cli.outputs import prepare_output_dir
+        from kvledger.cli.outputs import paths_in, prepare_output_dir
 
-        prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost])
+        prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost, *paths_in(model, gpu,
+                                                                                                   workload, engine)])
     if session_run:
         from kvledger.analyses.serving.sim_tiers import session_args
 

@@ -94,37 +94,36 @@ def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
 
 
 def _sidecars(path: str, meta: RunMetadata) -> None:
-    """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes
-    manifests.yaml."""
-    here = Path(path)
+    """Fill model, GPU type/count, the engine's version and launch flags from the report's config.yaml and the
+    Kubernetes manifests.yaml beside it or one folder up (``k8s_manifests``)."""
+    from kvledger.evidence.k8s_manifests import deployment_facts, manifests_path
+
     named = client_config_model(path)
     if named is not None:
         meta.model = named[0]
         meta.definitions.append(f"model from {named[1]}")
-    for doc in _yaml_docs(here.with_name("manifests.yaml")):
-        if _get(doc, "kind") != "Deployment":
-            continue
-        pod = _get(doc, "spec", "template", "spec") or {}
-        containers = _dicts(_get(pod, "containers"))
-        accel = _get(pod, "nodeSelector", "cloud.google.com/gke-accelerator")
-        gpus = sum(_whole(_get(c, "resources", "limits", "nvidia.com/gpu"), 0) for c in containers)
-        args = " ".join(str(a) for c in containers for a in (c.get("args") if isinstance(c.get("args"), list) else []))
-        if accel:
-            meta.hardware = str(accel)
-        if gpus:
-            meta.num_gpus = gpus * max(_whole(_get(doc, "spec", "replicas"), 1), 1)
-        m = re.search(r"--max[-_]num[-_]seqs[= ](\d+)", args)
-        if m:
-            meta.extra["max_num_seqs"] = int(m.group(1))
-        served = next((e.get("value") for c in containers for e in _dicts(c.get("env")) if e.get("name") == "MODEL_ID"),
-                      None)
-        if served:
-            meta.extra["deployed_model"] = served
-            if meta.model and served != meta.model:
-                meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: "
-                                        f"check which model served the run")
-        meta.definitions.append("GPU type, count (nvidia.com/gpu limit × replicas) and max_num_seqs from "
-                                "manifests.yaml (Kubernetes Deployment)")
+    where = manifests_path(path)
+    facts = deployment_facts(_yaml_docs(where)) if where is not None else {}
+    if not facts:
+        return
+    meta.hardware = facts.get("accelerator", meta.hardware)
+    meta.num_gpus = facts.get("num_gpus", meta.num_gpus)
+    kwargs = facts.get("engine_kwargs") or {}
+    if "max_num_seqs" in kwargs:
+        meta.extra["max_num_seqs"] = kwargs["max_num_seqs"]
+    if kwargs:
+        meta.extra["engine_kwargs"] = kwargs  # the launch flags, as calibration.run_record reads a record's
+    if facts.get("vllm_version"):
+        meta.extra["vllm_version"] = facts["vllm_version"]
+    served = facts.get("deployed_model")
+    if served:
+        meta.extra["deployed_model"] = served
+        if meta.model and served != meta.model:
+            meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: "
+                                    f"check which model served the run")
+    meta.extra["record_file"] = str(where)
+    meta.definitions.append(f"GPU type, count (nvidia.com/gpu limit × replicas), vLLM version (container image) and "
+                            f"engine flags (container args) from {where} (Kubernetes Deployment)")
 
 
 def read_lifecycle(doc: Document) -> list[AggregateRun]:

@@ -5,7 +5,7 @@ config beside the stage file that it had just read).
 
 - ``config.yaml``: inference-perf's client config (model, output length, prompt pool, client cap), the nearest one
   beside the file or up to ``CLIENT_FILE_UP`` folders above (``inference_perf_client.client_config_path``);
-- ``manifests.yaml``: its Kubernetes manifests beside the file (``inference_perf._sidecars``);
+- ``manifests.yaml``: its Kubernetes manifests beside the file or one folder up (``k8s_manifests.manifests_path``);
 - ``exp-config.yaml`` (``LAUNCH_FILE``): a stage's launch record, beside the file or one folder above
   (``kvledger.calibration.stage_launch``);
 - ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``), ``<name>_aiperf.json`` beside an
@@ -29,8 +29,8 @@ MANIFESTS_FILE = "manifests.yaml"  # inference-perf's Kubernetes manifests (evid
 def _beside(p: Path) -> list[Path | None]:
     """The files the readers may take in beside ``p`` (a file, or a folder a reader takes whole)."""
     folder = p if p.is_dir() else p.parent
-    out: list[Path | None] = [client_config_path(folder / "_"), folder / MANIFESTS_FILE, folder / LAUNCH_FILE,
-                              folder.parent / LAUNCH_FILE, folder / "meta.json"]
+    out: list[Path | None] = [client_config_path(folder / "_"), folder / MANIFESTS_FILE, folder.parent / MANIFESTS_FILE,
+                              folder / LAUNCH_FILE, folder.parent / LAUNCH_FILE, folder / "meta.json"]
     if p.name.endswith(".jsonl"):
         out.append(p.with_name(p.name[: -len(".jsonl")] + "_aiperf.json"))
     for old in ("individual_responses", "individual"):

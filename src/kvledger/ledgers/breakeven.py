@@ -4,8 +4,9 @@ Per good request of the measured mix (mean input I and output O tokens), the API
 a = (I·p_in_eff + O·p_out_eff)/10⁶ USD. One replica costs R = num_gpus × $/GPU-h × 730 h
 per month, people P per month, and serves g good requests/s. Then:
 
-* break-even utilization u* = (R + P) / (g × 3600 × 730 × a): above u*, one replica is
-  cheaper than sending the same requests to the API (u* > 1: never);
+* break-even utilization u* = (n·R + P) / (n × g × 3600 × 730 × a) for the n replicas a volume needs (n = 1 without
+  one): above u*, those replicas are cheaper than sending the same requests to the API (u* > 1: never); the people
+  line is shared by the n replicas, so at a volume of many replicas u* tends to R / (g × 3600 × 730 × a);
 * break-even monthly volume V*: the smallest volume above which self-hosting stays
   cheaper, with whole replicas each loaded to at most ``max_utilization`` (cost is then a
   staircase, n·R + P for volumes up to n·c, c = g × 3600 × 730 × max_utilization);
@@ -37,13 +38,18 @@ def people_usd_per_month(setup: SelfHostSetup) -> float:
     return setup.engineer_months_per_month * setup.engineer_usd_per_month
 
 
-def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float) -> dict[str, Any]:
-    """u* for one replica, with the formula's parts; ``reachable`` is False when u* > 1."""
-    fixed = replica_usd_per_month(setup) + people_usd_per_month(setup)
-    full = cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
+def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
+                           replicas: int = 1) -> dict[str, Any]:
+    """u* for ``replicas`` replicas sharing the people line (the count a volume needs; 1 without one), with the
+    formula's parts; ``reachable`` is False when u* > 1."""
+    n = max(1, replicas)
+    fixed = n * replica_usd_per_month(setup) + people_usd_per_month(setup)
+    full = n * cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
-    return {"utilization": u, "reachable": u <= 1.0,
-            "formula": "(replica + people USD/month) ÷ (good req/s × 3600 × 730 × API USD per request)",
+    formula = ("(replica + people USD/month) ÷ (good req/s × 3600 × 730 × API USD per request)" if n == 1 else
+               f"({n} replicas × replica + people USD/month) ÷ ({n} × good req/s × 3600 × 730 × API USD per request), "
+               "the replicas the volume needs")
+    return {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula,
             "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
             "api_usd_per_request": api_usd_per_request,
                 "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH}

@@ -243,7 +243,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_req = _per_request(primary, mix, cap)
-    u_star = break_even_utilization(cap, setup, api_req)
+    # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
+    u_star = break_even_utilization(cap, setup, api_req, decision.replicas if decision is not None else 1)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
     sticker = _sticker(cap, setup, sh_out)
@@ -255,7 +256,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     head, verdict = _headline(decision, b_vol, u_star, setup, primary, rows)
-    second = secondary_line(setup.utilization, util_how, sh_req, api_req)
+    second = _secondary(decision, setup.utilization, util_how, sh_req, api_req)
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
                 "gpu_price_source": setup.gpu.source,
                 "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
@@ -277,6 +278,15 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      factor_rows(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row,
                      second)
     return rep
+
+
+def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float) -> str:
+    """The per-request line: at a volume, its own bill per good request (its replicas share the people line; one
+    replica's unit ledgers charge it all to one replica's tokens); else the unit ledgers'."""
+    if decision is not None and decision.volume.requests > 0:
+        return secondary_line(util, util_how, decision.self_host_usd / decision.volume.requests, api_req,
+                              f"the self-hosted bill ÷ the volume's {decision.volume.requests:,.0f} good requests")
+    return secondary_line(util, util_how, sh_req, api_req)
 
 
 def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:

@@ -87,11 +87,12 @@ def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> lis
     ]
 
 
-def secondary_line(util: float, how: str, sh_req: float, api_req: float) -> str:
-    """Per good request at an assumed utilization, labelled as not the verdict."""
+def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: str = "") -> str:
+    """Per good request at an assumed utilization, labelled as not the verdict (``per``: how the self-hosted figure
+    was divided, when not from the per-token ledgers)."""
     return (
         f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
-        f"self-hosted vs ${api_req:.6f} on the API"
+        f"self-hosted{f' ({per})' if per else ''} vs ${api_req:.6f} on the API"
     )
 
 
@@ -132,8 +133,9 @@ def rests_on_line(d: Any) -> str:
             else "no capacity error within one replica flips it"
         )
     else:
-        cap = f"it flips at {k:.2f}× the capacity"
+        cap = (f"it would flip were the capacity {k:.2f}× the simulated one ({1 / k:.2f}× smaller)" if k < 1 else
+               f"it would flip were the capacity {k:.2f}× the simulated one")
     held = "holds" if d.holds_within_band() else "FLIPS"
     ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
-    price = f"; at {m:.2f}× the GPU price" if m is not None else ""
+    price = f"; and it would flip were the GPU price {m:.2f}× the one priced" if m is not None else ""
     return f"robustness: the verdict {held} within {band}: {cap}{ends}{price}"

@@ -144,8 +144,9 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         q10, q90, n = min(q10, cm[0]), max(q90, cm[1]), max(n, cm[2])
         reasons = ([f"fewer than {MIN_POINTS} calibrated points"] if few else []) + (
             [f"{model} TP {tp} is not what the profile was fitted on"] if other else [])
-        why.append(f"widened to the cross-model band {cm[0]:+.1%} … {cm[1]:+.1%} ({' and '.join(reasons)}; "
-                   f"{cm[2]} runs priced by a GPU profile fitted on other models, from {cm[3]})")
+        why.append(f"widened, each side, to take in the cross-model band {cm[0]:+.1%} … {cm[1]:+.1%} "
+                   f"({' and '.join(reasons)}; {cm[2]} runs priced by a GPU profile fitted on other models, from "
+                   f"{cm[3]}): {q10:+.1%} … {q90:+.1%}")
     poor, bad, within, total = fit_verdict(facts.in_sample)
     unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor else None
     if unc is not None:
@@ -154,7 +155,8 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         q10, q90 = min(q10, u10), max(q90, u90)
         why.append(f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
                    f"{'; '.join(bad[:3])}{'; …' if len(bad) > 3 else ''}), so "
-                   + (f"widened to the uncalibrated band {u10:+.1%} … {u90:+.1%}" if wider else
+                   + (f"widened, each side, to take in the uncalibrated band {u10:+.1%} … {u90:+.1%}: "
+                      f"{q10:+.1%} … {q90:+.1%}" if wider else
                       f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))
     own = [e for r in facts.in_sample if metric in _judged(r) and isinstance(e := r.get(metric), (int, float))]
     if own and (min(own) < q10 or max(own) > q90):

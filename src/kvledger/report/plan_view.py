@@ -179,7 +179,8 @@ def _roofline(p: Plan) -> list[Table]:
     pf = r.prefill
     t.add_row(f"prefill chunk {pf['chunk_tokens']:,} tokens", f"{fmt_duration(pf['step_s'])} ({pf['bound']}-bound)",
               f"{pf['flops'] / 1e12:,.1f} TFLOP, {pf['bytes'] / GB:,.2f} GB, intensity {pf['intensity']:,.0f} "
-              f"FLOP/B; lower bound {fmt_duration(pf['step_s_lower_bound'])}")
+              f"FLOP/B" + (f", + TP all-reduces {fmt_duration(pf['allreduce_s'])}" if pf.get("allreduce_s") else "")
+              + f"; lower bound {fmt_duration(pf['step_s_lower_bound'])}")
     for ctx, b in r.decode_compute_bound_batch.items():
         t.add_row(f"decode at {ctx:,} tokens turns compute-bound", "never" if b is None else f"batch {b:,}",
                   "KV bytes grow with batch as fast as FLOPs" if b is None

@@ -47,10 +47,14 @@ def _top_table(result: Any, top: int) -> Any:
     cols = ["#", "candidate", "req/s", "tok/s/user", "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
     for c in cols:
         t.add_column(c, justify="left" if c == "candidate" else "right")
+    from kvledger.analyses.search.frontier import capacity_caveats
+
     front = {p["id"] for p in result.cost_frontier}
     for n, e in enumerate(feasible[:top], start=1):
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
-        row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied), _f(cap["goodput_req_per_s"], ",.2f"),
+        soft = "~" if capacity_caveats(e) else ""  # not steady, or an unrepresentative sample (its notes say which)
+        row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
+               _f(cap["goodput_req_per_s"], ",.2f") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         row += [f"{s['num_gpus']} ({s['replicas']}×)", _f(s["monthly_usd"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
@@ -68,8 +72,10 @@ def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
-    return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
-            f"requests within {sp.slo}; {_per_probe(sp)}, seed {sp.seed}); "
+    return (f"req/s: goodput per replica (good requests/s, below the offered rate that names the capacity) at the SLO "
+            f"capacity (highest simulated rate with ≥ {sp.target:.0%} of requests within {sp.slo}; {_per_probe(sp)}, "
+            f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
+            "the trace, its notes in --json and --verbose); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
@@ -182,7 +188,7 @@ def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
 
 
 def _winner_line(result: Any) -> str:
-    from kvledger.analyses.search.frontier import caveats
+    from kvledger.analyses.search.frontier import capacity_caveats, caveats
 
     w = result.winner
     s, cap = w.get("sizing") or {}, w["capacity"]
@@ -203,7 +209,9 @@ def _winner_line(result: Any) -> str:
 
         band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
                 if m.band_low is not None else f"±{m.band:.0%} capacity band")
-        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}")
+        own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
+        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}"
+                     + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 
@@ -217,10 +225,16 @@ def _no_winner_line(result: Any) -> str:
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
 
-    groups = rejections_by_reason([e for e in result.entries if e["status"] not in ("feasible", "bounded")])
+    rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
+    groups = rejections_by_reason(rej)
     if none_can_start(result.entries):
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
                 + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
+    if rej and not any(g["reason"] == "SLO not met at any rate" for g in groups):  # none was even held to the SLO
+        first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
+        return ("no candidate was run against the SLO: " + "; ".join(
+            f"{g['count']} rejected for {g['reason']} (e.g. {first[g['reason']]['id']}"
+            + (f": {first[g['reason']]['detail']}" if first[g["reason"]].get("detail") else "") + ")" for g in groups))
     return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"
 
 
@@ -247,6 +261,11 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         _frontier(con, result, verbose)
         con.print(_top_table(result, top))
         con.print(escape("(* on the cost frontier) " + _legend(result)))
+        if verbose:  # what each ~ in the table rests on
+            for cid in result.ranking[:top]:
+                for n in (result.entry(cid)["capacity"].get("notes") or []):
+                    if n.startswith(("not steady: ", "unrepresentative sample: ")):
+                        con.print(escape(f"  ~ {cid}: {n}"))
     _rejections(con, result, verbose)
     for n in result.notes:
         con.print(escape(f"note: {n}"))

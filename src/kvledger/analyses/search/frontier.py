@@ -87,16 +87,23 @@ def none_can_start(entries: list[dict[str, Any]]) -> bool:
             and all(g["reason"] in MEMORY_REASONS for g in groups))
 
 
-def caveats(entry: dict[str, Any]) -> list[str]:
-    """What this candidate's figures rest on that is not validated: a price row below high confidence, memory rules
-    not measured on its GPU, a capacity probe whose queue was still growing (its ``not steady`` note), probes that
-    replayed a window unlike the trace (``unrepresentative sample``)."""
+def capacity_caveats(entry: dict[str, Any]) -> list[str]:
+    """What this candidate's SLO capacity rests on: a boundary probe whose queue was still growing (its ``not steady``
+    note), probes that replayed a window unlike the trace (``unrepresentative sample``)."""
     out = []
     cap_notes = (entry.get("capacity") or {}).get("notes", [])
     if any(n.startswith("not steady: ") for n in cap_notes):
         out.append("capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)")
     if any(n.startswith("unrepresentative sample: ") for n in cap_notes):
         out.append("capacity probes replay a sample unlike the trace (see the capacity note; more --num-requests)")
+    return out
+
+
+def caveats(entry: dict[str, Any]) -> list[str]:
+    """What this candidate's figures rest on that is not validated: a price row below high confidence, memory rules
+    not measured on its GPU, a capacity probe whose queue was still growing (its ``not steady`` note), probes that
+    replayed a window unlike the trace (``unrepresentative sample``)."""
+    out = capacity_caveats(entry)
     pr = entry.get("price") or {}
     if pr.get("confidence") and pr["confidence"] not in ("high", "user input"):  # a given price is no row
         out.append(

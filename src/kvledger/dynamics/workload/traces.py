@@ -111,7 +111,8 @@ def _resolve(name_or_path: str | Path) -> tuple[str, Path]:
         raise InputError(f"trace {key!r} is a directory; give a CSV or JSONL trace file")
     if path.suffix or "/" in key or "\\" in key:
         raise InputError(f"trace file {key!r} not found")
-    raise UnknownNameError("trace", key, _BUNDLED, hint="Or give the path of a CSV/JSONL trace file.")
+    raise UnknownNameError("trace", key, _BUNDLED, hint=f"The bundled traces: {', '.join(sorted(_BUNDLED))}; or "
+                                                        "give the path of a CSV/JSONL trace file.")
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,0 +1,126 @@
+"""The engine a Kubernetes Deployment launched, read from the ``manifests.yaml`` an inference-perf run keeps beside its
+results (kubecon's layout: ``<deployment>/manifests.yaml`` above ``<deployment>/results/stage_N_…json``).
+
+From each ``Deployment``: the GKE accelerator label, the GPU count (``nvidia.com/gpu`` limit × replicas), the served
+model (the ``MODEL_ID`` variable), the vLLM version of the container image (``vllm/vllm-openai:v0.11.0`` → 0.11.0) and
+the engine flags of the container's ``args``, as vLLM's CLI reads them (``--flag=value`` or ``--flag value``, ``-`` or
+``_`` alike, ``--no-enable-…`` for a boolean off), into the ``engine_kwargs`` keys that
+``kvledger.calibration.run_record`` reads; ``VLLM_USE_V1=0`` in the container's environment (vLLM 0.8–0.10's switch back
+to the V0 engine) as kvledger's ``batching`` "vllm_v0". An argument that is a shell reference (``$(MODEL_ID)``) is not
+a setting.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MANIFESTS_UP", "manifests_path", "deployment_facts", "manifest_facts"]
+
+MANIFESTS_UP = 1  # the manifests beside the results file, or this many folders above it
+#: vLLM CLI flag (dashes) → (engine_kwargs key, type)
+_FLAGS: dict[str, tuple[str, type]] = {
+    "tensor-parallel-size": ("tensor_parallel_size", int), "tp": ("tensor_parallel_size", int),
+    "pipeline-parallel-size": ("pipeline_parallel_size", int), "pp": ("pipeline_parallel_size", int),
+    "data-parallel-size": ("data_parallel_size", int), "dp": ("data_parallel_size", int),
+    "max-num-seqs": ("max_num_seqs", int), "max-num-batched-tokens": ("max_num_batched_tokens", int),
+    "max-model-len": ("max_model_len", int), "gpu-memory-utilization": ("gpu_memory_utilization", float),
+    "block-size": ("block_size", int), "kv-cache-dtype": ("kv_cache_dtype", str),
+}
+_BOOLS = {"enable-prefix-caching": "enable_prefix_caching", "enable-chunked-prefill": "enable_chunked_prefill",
+          "async-scheduling": "async_scheduling", "enable-expert-parallel": "enable_expert_parallel"}
+_IMAGE_VERSION = re.compile(r"vllm[-/\w.]*:v?(\d+\.\d+(?:\.\d+)?)")
+
+
+def manifests_path(results_file: str | Path, name: str = "manifests.yaml") -> Path | None:
+    """The manifests beside ``results_file`` or up to ``MANIFESTS_UP`` folders above it (the nearest), or None."""
+    here = Path(results_file).resolve().parent
+    return next((d / name for d in [here, *here.parents][:MANIFESTS_UP + 1] if (d / name).is_file()), None)
+
+
+def manifest_facts(results_file: str | Path) -> tuple[Path | None, dict[str, Any]]:
+    """(the manifests file found for ``results_file``, its ``deployment_facts``); (None, {}) without one. An
+    unreadable or broken file gives {} (it only adds what the run's own file does not say)."""
+    import yaml
+
+    where = manifests_path(results_file)
+    if where is None:
+        return None, {}
+    try:
+        docs = [d for d in yaml.safe_load_all(where.read_text(encoding="utf-8")) if d is not None]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return where, {}
+    return where, deployment_facts(docs)
+
+
+def engine_kwargs(args: list[str]) -> dict[str, Any]:
+    """The engine settings of a vLLM command line's ``args`` (module docstring); a value that does not read as its
+    type is left out."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        a = str(args[i]).strip()
+        i += 1
+        if not a.startswith("-"):
+            continue
+        key, eq, value = a.lstrip("-").replace("_", "-").partition("=")
+        if key in _BOOLS or (key.startswith("no-") and key[3:] in _BOOLS):
+            out[_BOOLS[key.removeprefix("no-")]] = not key.startswith("no-")
+            continue
+        if key not in _FLAGS:
+            continue
+        if not eq and i < len(args) and not str(args[i]).startswith("-"):
+            value, i = str(args[i]).strip(), i + 1
+        kw, kind = _FLAGS[key]
+        try:
+            out[kw] = kind(value) if "$(" not in value else None
+        except ValueError:
+            continue
+        if out[kw] is None:
+            del out[kw]
+    return out
+
+
+def deployment_facts(docs: list[Any]) -> dict[str, Any]:
+    """From the YAML documents of a manifests file: ``accelerator``, ``num_gpus``, ``deployed_model``,
+    ``vllm_version`` and ``engine_kwargs``, each only when a Deployment states it (the last one that does wins)."""
+    out: dict[str, Any] = {}
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") != "Deployment":
+            continue
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        pod = ((spec.get("template") or {}).get("spec") or {}) if isinstance(spec.get("template"), dict) else {}
+        containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
+        accel = (pod.get("nodeSelector") or {}).get("cloud.google.com/gke-accelerator") \
+            if isinstance(pod.get("nodeSelector"), dict) else None
+        if accel:
+            out["accelerator"] = str(accel)
+        gpus = sum(_whole(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")) for c in containers
+                   if isinstance(c.get("resources"), dict) and isinstance(c["resources"].get("limits"), dict))
+        if gpus:
+            out["num_gpus"] = gpus * max(_whole(spec.get("replicas")) or 1, 1)
+        for c in containers:
+            served = next((e.get("value") for e in c.get("env") or [] if isinstance(e, dict)
+                           and e.get("name") == "MODEL_ID"), None)
+            if served:
+                out["deployed_model"] = str(served)
+            m = _IMAGE_VERSION.search(str(c.get("image") or ""))
+            if m:
+                out["vllm_version"] = m.group(1) + (".0" if m.group(1).count(".") == 1 else "")
+            kwargs = engine_kwargs([str(a) for a in c.get("args") or []] if isinstance(c.get("args"), list) else [])
+            if any(isinstance(e, dict) and e.get("name") == "VLLM_USE_V1" and str(e.get("value")) == "0"
+                   for e in c.get("env") or []):
+                kwargs["batching"] = "vllm_v0"
+            if kwargs:
+                out["engine_kwargs"] = kwargs
+    return out
+
+
+def _whole(v: Any) -> int:
+    """A non-negative whole number from a manifest field (an int or a numeric string), else 0."""
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        return 0
+    return int(n) if n == n and 0 <= n < 1 << 31 and n == int(n) else 0

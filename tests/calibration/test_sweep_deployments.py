@@ -1,0 +1,59 @@
+"""validate --sweep compares one deployment's stages (fresh-user trial: a stage of kubecon's `vllm` and one of
+`vllm+eagle` gave one knee, no warning)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
+DEPLOYMENT = """kind: Deployment
+spec:
+  template:
+    spec:
+      containers:
+      - image: vllm/vllm-openai:v0.11.0
+        args: ["--max-num-seqs={seqs}", "--max-model-len=512"]
+"""
+ARGS = ["--sweep", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
+
+
+def _deployment(root: Path, name: str, stage: int, seqs: int | None) -> str:
+    results = root / name / "results"
+    results.mkdir(parents=True)
+    if seqs is not None:
+        (root / name / "manifests.yaml").write_text(DEPLOYMENT.format(seqs=seqs))
+    shutil.copy(DATA / f"stage_{stage}_lifecycle_metrics.json", results)
+    return str(results / f"stage_{stage}_lifecycle_metrics.json")
+
+
+def test_stages_launched_by_different_manifests_are_refused(tmp_path):
+    a, b = _deployment(tmp_path, "a", 0, 128), _deployment(tmp_path, "b", 1, 256)
+    res = CliRunner().invoke(app, ["validate", a, b, *ARGS])
+    assert isinstance(res.exception, InputError), res.output
+    text = " ".join(str(res.exception).split())
+    assert "--sweep compares the load stages of one deployment; these were launched by different records" in text
+    assert "a/manifests.yaml (stages at" in text and "b/manifests.yaml (stages at" in text
+
+
+def test_stages_from_two_folders_without_a_record_are_compared_with_a_warning(tmp_path):
+    a, b = _deployment(tmp_path, "a", 0, None), _deployment(tmp_path, "b", 1, None)
+    res = CliRunner().invoke(app, ["validate", a, b, *ARGS], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "WARNING: the stages come from 2 folders" in " ".join(res.output.split())
+
+
+def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so():
+    # fresh-user trial: `validate RUN_A RUN_B` (no --sweep) said "--sweep needs two or more load stages …"
+    run = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "aiperf" / "run1_profile_export.jsonl")
+    res = CliRunner().invoke(app, ["validate", run, run, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"])
+    assert isinstance(res.exception, InputError), res.output
+    text = " ".join(str(res.exception).split())
+    assert text.startswith("several files (or --sweep) are validated as one load sweep")
+    assert "2 of these are per-request runs: validate each of those on its own" in text
+
