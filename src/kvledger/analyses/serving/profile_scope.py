@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["RANGE_FACTOR", "request_lengths", "lengths_range", "fitted_range", "simulated_range", "beyond_range",
-           "check_profile_scope", "refuse_conflicting_profiles"]
+           "check_profile_scope", "refuse_conflicting_profiles", "poor_profile_warning"]
 
 #: how far past a fitted maximum a simulated figure may go before the profile counts as extrapolated (docstring)
 RANGE_FACTOR = 1.5
@@ -142,3 +142,18 @@ def refuse_conflicting_profiles(step_cost: str, gpu_profile: str | None) -> None
         raise InputError(f"give either --step-cost {step_cost} or --gpu-profile {gpu_profile}, not both: the GPU "
                          "profile prices the roofline's steps, and this --step-cost replaces the roofline (keep "
                          "--step-cost roofline to price by the GPU profile)")
+
+
+def poor_profile_warning(prof: Any, cost_info: dict[str, Any]) -> None:
+    """A warning first, as a model-scope profile used off its range gets one, when the GPU profile pricing the run fits
+    its own runs poorly (``ledgers.profile_band.fit_verdict``; its bands already widen to the uncalibrated ones)."""
+    from kvledger.ledgers.profile_band import fit_verdict
+
+    if prof is None:
+        return
+    poor, bad, within, total = fit_verdict(list(prof.runs))
+    if poor:
+        cost_info.setdefault("warnings", []).append(
+            f"{prof.label}: its own fit is poor ({within} of {total} runs within ±15% in-sample; "
+            f"{'; '.join(bad[:2])}{'; …' if len(bad) > 2 else ''}): what it prices is no better known than the "
+            "uncalibrated roofline, and the error bands say so")

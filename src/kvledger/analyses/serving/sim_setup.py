@@ -15,7 +15,7 @@ from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
-from kvledger.analyses.serving.profile_scope import check_profile_scope
+from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
@@ -268,6 +268,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     workload = _sessions_for_affinity(a, workload, info, notes)
     check_profile_scope(cost_info, workload, config)  # a model-scope profile beyond its fitted range: warn, widen
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
+    poor_profile_warning(prof, cost_info)  # a GPU profile that fits its own runs poorly: warn first
     client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan, prof, client)
