@@ -19,7 +19,7 @@ from typing import Any
 from kvledger.errors import FormatError
 
 __all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count",
-           "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log"]
+           "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log", "yaml_docs"]
 
 COUNT_MAX = 1 << 40  # tokens or requests in one run: far beyond any real benchmark, far inside float64's exact integers
 AMOUNT_MAX = 1e15
@@ -117,6 +117,19 @@ _LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d
 def looks_like_log(text: str) -> bool:
     """Whether the text's first 20,000 characters hold a log record as vLLM prints it."""
     return _LOG_LINE.search(text[:20_000]) is not None
+
+
+def yaml_docs(path: Path) -> list[Any]:
+    """The YAML documents of an optional sidecar file (a client config, Kubernetes manifests); an absent, unreadable
+    or broken one gives [] (it only adds metadata)."""
+    import yaml
+
+    if not path.is_file():
+        return []
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
 
 
 def _yaml_mapping(text: str) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile
+from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile, yaml_docs
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.evidence.inference_perf_client import CLIENT_FILE, client_config_path, fixed_output_tokens
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
@@ -38,37 +38,11 @@ _LATENCIES = {  # inference-perf latency key → (canonical, weighting, note)
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
-def _yaml_docs(path: Path) -> list[Any]:
-    """The YAML documents of an optional sidecar file; an unreadable or broken one is skipped (it only adds
-    metadata)."""
-    import yaml
-
-    if not path.is_file():
-        return []
-    try:
-        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []
-
-
 def _get(d: Any, *keys: str) -> Any:
     """``d[k1][k2]…`` through mappings only; None where a level is missing or not a mapping."""
     for k in keys:
         d = d.get(k) if isinstance(d, dict) else None
     return d
-
-
-def _dicts(v: Any) -> list[dict[str, Any]]:
-    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
-
-
-def _whole(v: Any, default: int) -> int:
-    """A non-negative whole number from a manifest field (an int or a numeric string), else ``default``."""
-    try:
-        n = float(v)
-    except (TypeError, ValueError):
-        return default
-    return int(n) if n == n and 0 <= n < 1 << 31 and n == int(n) else default
 
 
 CONFIG_MODEL_KEY = "config.yaml server.model_name"  # where an inference-perf report folder names the served model
@@ -83,7 +57,7 @@ def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
     (``validate``, ``calibrate``) both take the model from here."""
     f = client_config_path(report_path)
     model = None
-    for cfg in _yaml_docs(f) if f is not None else []:
+    for cfg in yaml_docs(f) if f is not None else []:
         name = _get(cfg, "server", "model_name")
         if isinstance(name, str) and name.strip():
             model = name.strip()
@@ -96,14 +70,13 @@ def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
 def _sidecars(path: str, meta: RunMetadata) -> None:
     """Fill model, GPU type/count, the engine's version and launch flags from the report's config.yaml and the
     Kubernetes manifests.yaml beside it or one folder up (``k8s_manifests``)."""
-    from kvledger.evidence.k8s_manifests import deployment_facts, manifests_path
+    from kvledger.evidence.k8s_manifests import manifest_facts
 
     named = client_config_model(path)
     if named is not None:
         meta.model = named[0]
         meta.definitions.append(f"model from {named[1]}")
-    where = manifests_path(path)
-    facts = deployment_facts(_yaml_docs(where)) if where is not None else {}
+    where, facts = manifest_facts(path)
     if not facts:
         return
     meta.hardware = facts.get("accelerator", meta.hardware)

@@ -42,16 +42,10 @@ def manifests_path(results_file: str | Path, name: str = "manifests.yaml") -> Pa
 def manifest_facts(results_file: str | Path) -> tuple[Path | None, dict[str, Any]]:
     """(the manifests file found for ``results_file``, its ``deployment_facts``); (None, {}) without one. An
     unreadable or broken file gives {} (it only adds what the run's own file does not say)."""
-    import yaml
+    from kvledger.evidence._io import yaml_docs
 
     where = manifests_path(results_file)
-    if where is None:
-        return None, {}
-    try:
-        docs = [d for d in yaml.safe_load_all(where.read_text(encoding="utf-8")) if d is not None]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return where, {}
-    return where, deployment_facts(docs)
+    return (where, deployment_facts(yaml_docs(where))) if where is not None else (None, {})
 
 
 def engine_kwargs(args: list[str]) -> dict[str, Any]:

@@ -76,5 +76,7 @@ def capacity_band_clause(cs: dict[str, Any]) -> str:
 def not_steady_lines(cs: dict[str, Any]) -> list[str]:
     """``warning: …`` when the probe at the capacity had not reached steady state (its ``not steady`` note), or when
     the probes replayed a sample unlike their trace (``unrepresentative sample``)."""
+    from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
+
     return [f"warning: {n.removeprefix('not steady: ')}" for n in cs.get("notes", [])
-            if n.startswith(("not steady: ", "unrepresentative sample: "))]
+            if n.startswith(CAPACITY_WARNINGS)]

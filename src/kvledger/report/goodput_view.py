@@ -162,6 +162,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
     from kvledger.analyses.serving.sim_boundary import SEARCH_AXES
     from kvledger.report.tables import LedgerTable as Table
 
@@ -173,10 +174,8 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
     for n in sb.notes:  # a boundary probe that never reached steady state, or a sample unlike its trace: said above
-        if n.startswith("not steady: "):  # the table, not only in the notes
+        if n.startswith(CAPACITY_WARNINGS):  # the table, not only in the notes
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
-        elif n.startswith("unrepresentative sample: "):
-            con.print(f"[bold]warning[/]: {escape(n)}")
         elif sb.seed_spread is not None and n == sb.seed_spread.note:  # the draw moves the answer: said here
             con.print(f"[bold]seed spread[/]: {escape(n)}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
@@ -202,9 +201,8 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
                   pr.stopped_early for pr in sb.probes) else "")
               + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
                  "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else ""))
-    shown = ("not steady: ", "unrepresentative sample: ")  # printed above the table as warnings
     for note in b.notes + [n for n in sb.notes if (sb.seed_spread is None or n != sb.seed_spread.note)
-                           and not n.startswith(shown)]:
+                           and not n.startswith(CAPACITY_WARNINGS)]:  # those printed above the table as warnings
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")
 

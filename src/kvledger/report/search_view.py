@@ -262,9 +262,11 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(_top_table(result, top))
         con.print(escape("(* on the cost frontier) " + _legend(result)))
         if verbose:  # what each ~ in the table rests on
+            from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
+
             for cid in result.ranking[:top]:
                 for n in (result.entry(cid)["capacity"].get("notes") or []):
-                    if n.startswith(("not steady: ", "unrepresentative sample: ")):
+                    if n.startswith(CAPACITY_WARNINGS):
                         con.print(escape(f"  ~ {cid}: {n}"))
     _rejections(con, result, verbose)
     for n in result.notes:

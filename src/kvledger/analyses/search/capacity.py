@@ -137,11 +137,7 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
         out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target,
                              skip, out.skipped)
-        steady = _steadiness(out.run, b, out.workload["num_requests"])
-        if not steady:  # a probe whose queue grew did not sustain "the good rate while they arrived"
-            out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"],
-                                    out.gp)
-        out.notes += steady
+        out.notes += _boundary_notes(out, sb.boundary_run.run.metadata.request_rate or b, b)
     return out
 
 
@@ -150,6 +146,13 @@ def _counted_out(rates: Any) -> dict[str, Any]:
     misses (``queue_growth.probe_queue_grew``), sorted; left out when there are none."""
     got = sorted(rates)
     return {"queue_grew_req_per_s": got} if got else {}
+
+
+def _boundary_notes(out: Probed, offered: float, rate: float) -> list[str]:
+    """The boundary probe's notes: its ``not steady`` warning (``_steadiness``) or, when it held, the drain-tail note
+    at its ``offered`` rate (a probe whose queue grew did not sustain "the good rate while they arrived")."""
+    steady = _steadiness(out.run, rate, out.workload["num_requests"])
+    return steady or drain_note(offered, out.workload["num_requests"], out.gp)
 
 
 def _steadiness(run: Any, rate: float, num_requests: int) -> list[str]:
@@ -265,6 +268,5 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
-        steady = _steadiness(out.run, b, out.workload["num_requests"])
-        out.notes += (drain_note(b, out.workload["num_requests"], out.gp) if not steady else []) + steady
+        out.notes += _boundary_notes(out, b, b)
     return out

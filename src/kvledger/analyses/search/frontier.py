@@ -92,7 +92,7 @@ def capacity_caveats(entry: dict[str, Any]) -> list[str]:
     note), probes that replayed a window unlike the trace (``unrepresentative sample``)."""
     out = []
     cap_notes = (entry.get("capacity") or {}).get("notes", [])
-    if any(n.startswith("not steady: ") for n in cap_notes):
+    if any(n.startswith("not steady: ") for n in cap_notes):  # the two of notes.CAPACITY_WARNINGS, in words
         out.append("capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)")
     if any(n.startswith("unrepresentative sample: ") for n in cap_notes):
         out.append("capacity probes replay a sample unlike the trace (see the capacity note; more --num-requests)")

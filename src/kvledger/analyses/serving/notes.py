@@ -11,7 +11,8 @@ __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
            "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
-           "HYBRID_CACHING", "overloaded", "expected_clause", "sweep_without_load", "sweep_misses_target",
+           "HYBRID_CACHING", "overloaded", "expected_clause",
+           "CAPACITY_WARNINGS", "sweep_without_load", "sweep_misses_target",
            "sweep_capacity"]
 
 _GIB = 2**30
@@ -126,6 +127,10 @@ OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare thro
                             "measured at a load the engine sustained (a lower request rate or concurrency in the "
                             "benchmark); `goodput --simulate --target` finds that load")
 """What ``validate`` (a measured run, replayed: it has no rate flag) advises for an overloaded run."""
+CAPACITY_WARNINGS = ("not steady: ", "unrepresentative sample: ")
+"""The SLO-capacity notes every command shows as warnings, not among the notes: the boundary probe's queue still
+growing (``queue_growth.not_steady_note``), probes replaying a window unlike their trace (``probe_sample``)."""
+
 OVERLOAD_ADVICE_CAPACITY = ("at the SLO capacity's probe this means the probe ended before its queue cost the SLO, so "
                             "the capacity found is optimistic: rerun with more requests per probe (--num-requests)")
 """What an SLO-capacity search (``report``, ``cost --simulate``, ``goodput --simulate``) advises for its boundary

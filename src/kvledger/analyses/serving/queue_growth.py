@@ -72,7 +72,6 @@ if TYPE_CHECKING:
 
 # QueueGrowth, SessionQueue and ShortRun: overloads.py, by __getattr__
 __all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",  # noqa: F822
-
            "SHORTFALL", "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_FIRST_FINISH", "open_loop_check", "ShortRun",
            "SHORT_RUN_HINT", "short_run_note", "boundary_steadiness", "probe_queue_grew", "QUEUE_CHECK", "SUSTAINED_Z"]
 
