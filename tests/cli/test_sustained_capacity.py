@@ -124,3 +124,12 @@ def test_goodput_json_carries_the_boundary_probes_steadiness_as_cost_does():
     d = json.loads(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9",
                         "--json").output)
     assert "not_steady" not in d  # 2,000 requests per probe: the boundary probe held
+
+
+def test_cost_prints_the_capacity_warnings_as_warnings():
+    # final check: cost printed "note: unrepresentative sample: …" where goodput and report print a warning (the
+    # default 2,000 azure-conv requests: output mean 265 against the whole trace's 211, probe_sample)
+    out = _run("cost", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens", "8e11",
+               "--api", "Groq:llama-3.1-8b-instant").output
+    line = next(ln for ln in out.splitlines() if "unrepresentative sample: each probe replays" in ln)
+    assert line.lstrip().startswith("warning: unrepresentative sample:")

@@ -64,8 +64,11 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
     con.print(escape(basis.text))
     if basis.probes:
         con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")
-    for note in basis.notes or []:
-        con.print(f"  note: {escape(note)}")
+    from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
+
+    for note in basis.notes or []:  # the capacity warnings (not steady, unrepresentative sample) as goodput prints them
+        con.print(f"  [bold]warning[/]: {escape(note)}" if note.startswith(CAPACITY_WARNINGS) else
+                  f"  note: {escape(note)}")
     load = basis.load_check
     if basis.warning:
         con.print(f"[bold red]WARNING:[/] [bold]{escape(basis.warning)}[/]")
