@@ -8,7 +8,7 @@ and the simulated side, so they can be compared); None when no stage passes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -16,6 +16,7 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
+from kvledger.calibration.sweep_bands import SweepBands, sweep_bands
 from kvledger.calibration.targets import Target, input_names, load_targets, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -37,7 +38,9 @@ class RunValidation:
     ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
     grew), notes, and ``in_sample``: True when the GPU profile pricing it was fitted on this very run (its errors are
     the fit's, not a prediction's); ``client_latency``: the --client-latency added to every simulated TTFT and E2E
-    (seconds and source; None, left out of the JSON, when none). ``to_dict`` is ``validate --json``."""
+    (seconds and source; None, left out of the JSON, when none); ``bands``: metric → the 80% band of the regime that
+    priced it (``prediction_bands.setup_band``; not in the JSON, which ``validate --sweep`` applies: ``sweep_bands``).
+    ``to_dict`` is ``validate --json``."""
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
                 "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated", "notes")
@@ -59,6 +62,7 @@ class RunValidation:
     notes: list[str]
     in_sample: bool = False
     client_latency: Any = None
+    bands: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -77,17 +81,19 @@ class SweepSide:
 
 @dataclass(frozen=True)
 class SweepValidation:
-    """A validated load sweep: the stages' requested rates (req/s), both sides' knees, each stage's ``RunValidation``
-    and the notes of them all. ``to_dict`` is ``validate --sweep --json``."""
+    """A validated load sweep: the stages' requested rates (req/s), both sides' knees, each stage's ``RunValidation``,
+    the notes of them all and the 80% error bands of the simulated figures (``bands``: ``sweep_bands``; None when
+    not made). ``to_dict`` is ``validate --sweep --json``."""
 
     __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "runs", "scope",
-                "notes")
+                "step_cost", ("error_bands", "bands"), "notes")
     rates: list[float]
     measured: SweepSide
     predicted: SweepSide
     knee_rule: str
     runs: list[RunValidation]
     notes: list[str]
+    bands: SweepBands | None = None
 
     @property
     def sweep(self) -> bool:
@@ -104,6 +110,11 @@ class SweepValidation:
     def scope(self) -> str:
         """What priced the stages (the first stage's ``scope``; one step cost prices them all)."""
         return self.runs[0].scope
+
+    @property
+    def step_cost(self) -> dict[str, Any]:
+        """The step cost that priced the stages (the first stage's: its name, source and scope)."""
+        return self.runs[0].step_cost
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -151,7 +162,9 @@ def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
+    from kvledger.analyses.serving.prediction_bands import setup_band
     from kvledger.calibration.api import engine_for, headline_errors
+    from kvledger.ledgers.error_band import METRICS
 
     given = bool(args.model)
     args, model_note = with_record_model(t, args)
@@ -170,6 +183,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
     sat = saturation(t.run.measured if t.stage is None else None, records)
     scope = setup.cost_info.get("scope", "uncalibrated")
+    bands = {m: setup_band(setup, m) for m in METRICS}
     in_sample = fitted_on(t.run.source, setup.cost_info.get("gpu_profile_data") or [])
     if in_sample:
         notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
@@ -183,7 +197,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
-                         in_sample, setup.client_latency)
+                         in_sample, setup.client_latency, bands)
 
 
 def _client_records(res: Any, setup: Any) -> Any:
@@ -218,7 +232,8 @@ def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_p
 def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | None = None, *,
                    client_concurrency: int | None = None, seed: int = 0) -> SweepValidation:
     """Validate every stage of a load sweep (stage files, or aggregate runs at several rates) and report the measured
-    and simulated knee (module docstring) and the saturation throughput (the largest over the stages) of each side.
+    and simulated knee (module docstring) and the saturation throughput (the largest over the stages) of each side,
+    with the 80% error bands of the simulated figures (``sweep_bands``).
 
     Raises:
         InputError: fewer than two stages with a request rate.
@@ -247,9 +262,11 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
         return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold, ttft,
                          max((x for x in thr if x is not None), default=None))
 
-    return SweepValidation(rates, side("measured"), side("predicted"),
+    predicted = side("predicted")
+    return SweepValidation(rates, side("measured"), predicted,
                            f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
-                           rows, mixed + sorted({n for r in rows for n in r.notes}))
+                           rows, mixed + sorted({n for r in rows for n in r.notes}),
+                           sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s))
 
 
 def _deployments(stages: list[Any]) -> list[str]:

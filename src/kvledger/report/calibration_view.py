@@ -1,5 +1,5 @@
 """Terminal rendering of ``kvledger calibrate``'s profile (a dict) and ``kvledger validate``'s comparison
-(``RunValidation`` / ``SweepValidation``), rich tables out."""
+(``RunValidation``; a ``SweepValidation`` in ``sweep_view``), rich tables out."""
 
 from __future__ import annotations
 
@@ -10,27 +10,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from kvledger.report.tables import LedgerTable as Table
+from kvledger.report.validation_figures import fmt_error, fmt_value, step_cost_line
 
 if TYPE_CHECKING:
     from kvledger.calibration.validate import RunValidation, SweepValidation
 
-__all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error", "error_table", "saturated_runs_warning"]
-
-
-def fmt_value(v: float | None, unit: str) -> str:
-    """A figure in its unit (latencies in ms below 10 s)."""
-    if v is None:
-        return "—"
-    if unit == "s":
-        return f"{v * 1e3:,.1f} ms" if abs(v) < 10 else f"{v:,.2f} s"
-    if unit == "fraction":
-        return f"{v:.1%}"
-    return f"{v:,.2f} {unit}"
-
-
-def fmt_error(e: float | None) -> str:
-    """predicted/measured − 1 as a signed percentage."""
-    return "—" if e is None else f"{e * 100:+.1f}%"
+__all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error", "error_table", "saturated_runs_warning",
+           "step_cost_line"]
 
 
 def _coef_table(sc: dict[str, Any]) -> Table:
@@ -150,48 +136,6 @@ def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
         + " (FLOP/s / bandwidth)")
 
 
-def render_sweep(r: SweepValidation, con: Console) -> None:
-    """A validated load sweep: per stage TTFT/TPOT mean and throughput errors, then the knee on both sides."""
-    t = Table(title=f"load sweep (priced by: {r.scope})", title_justify="left")
-    fitted = sum(x.in_sample for x in r.runs)
-    for col in ("rate req/s", "TTFT mean meas.", "error", "TPOT mean meas.", "error", "throughput", "error"):
-        t.add_column(col, justify="right")
-    if fitted:
-        t.add_column("GPU profile", justify="left")
-    for x in r.runs:
-        rows = {row.metric: row for row in x.comparison.rows}
-        cells = [f"{x.rate:g}"]
-        for m in ("TTFT mean", "TPOT mean", "throughput"):
-            row = rows.get(m)
-            flag = " ⚠" if x.saturated and m != "throughput" else ""
-            cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
-                      fmt_error(row.rel_error if row else None) + flag]
-        t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
-    con.print(t)
-    if fitted:
-        con.print(f"IN-SAMPLE: the GPU profile pricing this sweep was fitted on {fitted} of its {len(r.runs)} stages: "
-                  "their errors are the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile "
-                  "none or a profile fitted on other runs")
-    if any(x.saturated for x in r.runs):
-        con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
-                  "are not meaningful; throughput is the figure to compare.")
-    m, p = r.measured, r.predicted
-
-    def knee(v: float | None) -> str:
-        return "none in the sweep" if v is None else f"{v:.2f} req/s"
-
-    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(m.knee_req_per_s)}, simulated "
-              f"{knee(p.knee_req_per_s)}")
-    if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
-        con.print(f"saturation throughput (largest over the stages): measured "
-                  f"{m.saturation_throughput_req_per_s:.2f} req/s, simulated "
-                  f"{p.saturation_throughput_req_per_s:.2f} req/s "
-                  f"({fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)})")
-    for n in r.notes:
-        if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
-            con.print(f"note: {escape(n)}")
-
-
 def saturation_warning(sat: dict[str, Any]) -> str:
     """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
     sides = sat["sides"]
@@ -207,6 +151,8 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     from kvledger.calibration.validate import SweepValidation
 
     if isinstance(r, SweepValidation):
+        from kvledger.report.sweep_view import render_sweep
+
         render_sweep(r, con)
         return
     c = r.comparison
@@ -214,9 +160,7 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
               f"{c.num_predicted:,} finished in the replay; {escape(str(r.model))} on {escape(str(r.gpu))} "
               f"at TP {r.tp}" + (" — IN-SAMPLE: the GPU profile pricing it was fitted on this run" if r.in_sample
                                  else ""))
-    sc = r.step_cost
-    con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.scope))}) — "
-              f"{escape(str(sc.get('source', '')))}")
+    con.print(step_cost_line(r))
     sat = r.saturated
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):

@@ -1,0 +1,138 @@
+"""Terminal rendering of ``kvledger validate --sweep`` (``SweepValidation``): the step cost once, per stage the
+measured mean TTFT, TPOT and throughput, the errors and the 80% band of the simulated latency, then the knee and the
+saturation throughput on both sides, with the band's source."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from kvledger.report.tables import LedgerTable as Table
+from kvledger.report.validation_figures import fmt_error, fmt_value, step_cost_line
+
+if TYPE_CHECKING:
+    from kvledger.calibration.validate import SweepValidation
+
+__all__ = ["render_sweep", "band_span"]
+
+_NOTE_WORDS = {"the measured stage": "measured at saturation (its client achieved < 95% of the requested rate or "
+                                     "its engine served < 90% of it)",
+               "the simulated queue": "the simulated queue grew"}
+
+
+_LATENCY = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean"}  # table row → key of SweepBands
+
+
+def _outside(r: SweepValidation, i: int, key: str) -> bool:
+    """Whether stage ``i``'s measured ``key`` (a ``_LATENCY`` value) lies outside its band (False: no band)."""
+    band = getattr(r.bands, key)[i] if r.bands is not None else None
+    metric = next(m for m, k in _LATENCY.items() if k == key)
+    row = next((x for x in r.runs[i].comparison.rows if x.metric == metric), None)
+    return band is not None and row is not None and row.measured is not None and not band.low <= row.measured <= \
+        band.high
+
+
+def band_span(band: Any, unit: str) -> str:
+    """A prediction band's low–high in the table's format (``fmt_value``), the unit said once: ``8.8–48.7 ms``; "—"
+    for none."""
+    if band is None:
+        return "—"
+    lo, hi = fmt_value(band.low, unit), fmt_value(band.high, unit)
+    tail = hi.rsplit(" ", 1)[-1]
+    return f"{lo.removesuffix(' ' + tail)}–{hi}"
+
+
+def _table(r: SweepValidation, fitted: int) -> Table:
+    t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
+                    "one)", title_justify="left")
+    for col in ("rate req/s", "TTFT mean meas.", "error", "80% band", "TPOT mean meas.", "error", "80% band",
+                "throughput", "error"):
+        t.add_column(col, justify="right")
+    if fitted:
+        t.add_column("GPU profile", justify="left")
+    b = r.bands
+    for i, x in enumerate(r.runs):
+        rows = {row.metric: row for row in x.comparison.rows}
+        cells = [f"{x.rate:g}"]
+        for m, key in (*_LATENCY.items(), ("throughput", None)):
+            row = rows.get(m)
+            flag = " ⚠" if x.saturated and m != "throughput" else ""
+            cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
+                      fmt_error(row.rel_error if row else None) + flag]
+            if key is not None:
+                cells.append(band_span(getattr(b, key)[i] if b is not None else None, "s")
+                             + (" ✗" if _outside(r, i, key) else ""))
+        t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
+    return t
+
+
+def _band_lines(r: SweepValidation) -> list[str]:
+    """Where the bands come from (each source once, with the figures it stands for) and which figures have none."""
+    b = r.bands
+    if b is None:
+        return []
+    firsts = {"TTFT mean": next((x for x in b.ttft_mean if x is not None), None),
+              "TPOT mean": next((x for x in b.tpot_mean if x is not None), None),
+              "saturation throughput": b.saturation_throughput}
+    sources: dict[str, list[str]] = {}
+    for name, x in firsts.items():
+        if x is not None:
+            sources.setdefault(x.source, []).append(name)
+    out = []
+    if sources:
+        out.append("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind "
+                   "them — " + "; ".join(
+            f"{', '.join(names)}: {src}" for src, names in sources.items())
+            + f" (kvledger.ledgers.error_band; regime {b.regime})")
+    unbanded: dict[str, list[str]] = {}
+    for rate, note in zip(r.rates, b.stage_notes):
+        if note is not None:
+            why = next((w for k, w in _NOTE_WORDS.items() if note.startswith(k)), note)
+            unbanded.setdefault(why, []).append(f"{rate:g}")
+    for why, rates in unbanded.items():
+        out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
+    if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
+        out.append("✗: the measured mean lies outside the band (the simulator erred more there than on 80% of the "
+                   "points behind it)")
+    out.append(b.knee_note)
+    return out
+
+
+def render_sweep(r: SweepValidation, con: Console) -> None:
+    """A validated load sweep: the step cost that priced it (once), per stage the TTFT/TPOT mean and throughput
+    errors with the 80% band of the simulated latency, then the knee and the saturation throughput on both sides."""
+    from kvledger.ledgers.error_band import band_text
+
+    for line in dict.fromkeys(step_cost_line(x) for x in r.runs):  # one step cost prices every stage: said once
+        con.print(line)
+    fitted = sum(x.in_sample for x in r.runs)
+    con.print(_table(r, fitted))
+    if fitted:
+        con.print(f"IN-SAMPLE: the GPU profile pricing this sweep was fitted on {fitted} of its {len(r.runs)} stages: "
+                  "their errors are the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile "
+                  "none or a profile fitted on other runs")
+    if any(x.saturated for x in r.runs):
+        con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
+                  "are not meaningful; throughput is the figure to compare.")
+    m, p = r.measured, r.predicted
+
+    def knee(v: float | None) -> str:
+        return "none in the sweep" if v is None else f"{v:.2f} req/s"
+
+    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(m.knee_req_per_s)}, simulated "
+              f"{knee(p.knee_req_per_s)} (no error band)")
+    if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
+        b = r.bands
+        band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
+                else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}"))
+        con.print(f"saturation throughput (largest over the stages): measured "
+                  f"{m.saturation_throughput_req_per_s:.2f} req/s, simulated "
+                  f"{p.saturation_throughput_req_per_s:.2f} req/s{escape(band)}, error "
+                  f"{fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)}")
+    for line in _band_lines(r):
+        con.print(f"[dim]{escape(line)}[/]")
+    for n in r.notes:
+        if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
+            con.print(f"note: {escape(n)}")
