@@ -74,7 +74,7 @@ def test_bad_input_raises_user_errors():
     with pytest.raises(InputError, match="has no unit"):
         runner.invoke(app, ["goodput", AIPERF, "--slo", "ttft=200"], catch_exceptions=False)
     bad = runner.invoke(app, ["goodput", str(DATA / "SOURCES.md"), "--slo", "ttft=200ms"])
-    assert isinstance(bad.exception, FormatError) and "Known formats" in str(bad.exception)
+    assert isinstance(bad.exception, FormatError) and "`kvledger goodput --help` names them" in str(bad.exception)
 
 
 def test_out_file_is_never_overwritten(tmp_path):

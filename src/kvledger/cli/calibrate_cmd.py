@@ -105,14 +105,14 @@ def calibrate(
         return
     from rich.console import Console
 
-    from kvledger.report.calibration_view import render_profile
+    from kvledger.report.calibration_view import render_gpu_profile, render_profile
+    from kvledger.report.tables import print_gpu_alias_note
 
     if f.scope == "gpu":
-        from kvledger.report.calibration_view import render_gpu_profile
-
         render_gpu_profile(json.loads(text), Console(emoji=False), f.out, fit_frontend=f.fit_frontend)
-        return
-    render_profile(json.loads(text), Console(emoji=False), f.out)
+    else:
+        render_profile(json.loads(text), Console(emoji=False), f.out)
+    print_gpu_alias_note(Console(emoji=False), gpu)
 
 
 def register(app: typer.Typer) -> None:

@@ -64,13 +64,12 @@ def _show(p, gpu: str, priced_by: str | None, tier_plan, verbose: bool) -> None:
     """The plan as tables, then the GPU alias note, the roofline's pricing and the tiers when there are any."""
     from rich.console import Console
 
-    from kvledger.catalog.gpus import gpu_alias_note
     from kvledger.report.kv_tiers_view import render_kv_tiers
     from kvledger.report.plan_view import render_plan
+    from kvledger.report.tables import print_gpu_alias_note
 
     render_plan(p, Console(emoji=False), verbose=verbose)
-    if (alias := gpu_alias_note(gpu)) is not None:
-        Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
+    print_gpu_alias_note(Console(emoji=False), gpu)
     if priced_by is not None:
         Console(emoji=False).print(f"roofline priced by: {priced_by} (achievable "
                                    f"{p.settings.achievable_flops_fraction:.0%} FLOP/s, "

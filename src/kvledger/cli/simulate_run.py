@@ -124,10 +124,9 @@ def _render(payload, out: Path | None, gpu: str, tier_report, session_run: bool,
     from kvledger.report.simulate_view import render_summary
 
     render_summary(payload, Console(emoji=False), out)
-    from kvledger.catalog.gpus import gpu_alias_note
+    from kvledger.report.tables import print_gpu_alias_note
 
-    if (alias := gpu_alias_note(gpu)) is not None:
-        Console(emoji=False).print(f"note: {alias}", markup=False, highlight=False)
+    print_gpu_alias_note(Console(emoji=False), gpu)
     if tier_report is not None:
         from kvledger.report.sim_tiers_view import render_sim_tiers
 

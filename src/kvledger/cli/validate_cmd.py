@@ -89,11 +89,18 @@ def validate(
 
         typer.echo(dump_profile(result.to_dict()), nl=False)
         return
+    _show(result, gpu)
+
+
+def _show(result, gpu: str) -> None:
+    """The validation as tables, then the GPU alias note (as plan and simulate print it)."""
     from rich.console import Console
 
     from kvledger.report.calibration_view import render_validation
+    from kvledger.report.tables import print_gpu_alias_note
 
     render_validation(result, Console(emoji=False))
+    print_gpu_alias_note(Console(emoji=False), gpu)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,8 +4,8 @@ Detection looks only at structure, never at file names, so renamed files still r
 Order matters where signatures overlap: kvledger's own records first, then the more
 specific tool signatures (``total_output_tokens_retokenized`` before the generic
 vLLM ``request_throughput``; AIPerf's ``schema_version`` before GenAI-Perf's bare metric
-table). An unknown file raises a FormatError that lists the known formats and the
-top-level keys it saw.
+table). An unknown file raises a one-paragraph FormatError: the top-level keys it saw, what to give instead when
+it is a file that sits beside a run, and where the known formats are listed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kvledger.evidence._arrays import has_details
 from kvledger.evidence._io import Document, looks_like_log, top_keys
 from kvledger.evidence.kvledger_records import looks_like_records
 
-__all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content"]
+__all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content", "unknown_format_message"]
 
 #: format name → what it is (shown in help and in "unknown format" errors).
 FORMAT_DESCRIPTIONS: dict[str, str] = {
@@ -102,7 +102,7 @@ def detect_format(doc: Document) -> str:
     """The format name of a loaded document.
 
     Raises:
-        FormatError: no signature matches; the message lists the known formats and the keys seen.
+        FormatError: no signature matches (the message: :func:`unknown_format_message`).
     """
     if doc.kind == "csv":
         first = doc.value.lstrip().split(",", 1)[0].strip().lower()
@@ -127,11 +127,23 @@ def detect_format(doc: Document) -> str:
                           "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) "
                           "instead")
     if fmt is None:
-        known = "\n".join(f"  {name}: {desc}" for name, desc in FORMAT_DESCRIPTIONS.items())
-        raise FormatError(doc.path, f"unknown benchmark output format. {describe_content(doc)}.\n"
-                          f"Known formats (goodput and cost force one with --format NAME; calibrate and validate "
-                          f"read these only):\n{known}")
+        raise FormatError(doc.path, unknown_format_message(doc))
     return fmt
+
+
+def unknown_format_message(doc: Document) -> str:
+    """One paragraph: what the file was seen to be, what to give instead when it is a file that sits beside a run
+    (``evidence.sidecars.sidecar_hint``), the tools the formats come from and where their names are listed (the
+    layouts are in docs/formats.md, which an installed wheel lacks, so the message does not cite it)."""
+    from kvledger.evidence.sidecars import sidecar_hint
+
+    hint = sidecar_hint(doc.path, doc.value)
+    tools = dict.fromkeys(t for name, d in FORMAT_DESCRIPTIONS.items() if name != "kvledger-records"
+                          for t in d.split()[0].split("/"))
+    return (f"unknown benchmark output format. {describe_content(doc)}. " + (f"{hint}. " if hint else "")
+            + f"kvledger reads {len(FORMAT_DESCRIPTIONS)} formats (from {', '.join(tools)}, and its own records; "
+              "calibrate and validate also an LLMServingSim run): `kvledger goodput --help` names them (goodput and "
+              "cost force one with --format NAME).")
 
 
 def describe_content(doc: Document) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from kvledger.errors import FormatError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim"]
+__all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim", "run_file_hint"]
 
 FORMAT = "llmservingsim-vllm"
 _KEYS = ("request_id", "input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
@@ -49,6 +49,29 @@ def looks_like_llmservingsim(path: str | Path) -> bool:
     except (OSError, ValueError, FormatError):
         return False
     return isinstance(first, dict) and all(k in first for k in _KEYS)
+
+
+def run_file_hint(path: str | Path, value: object = None) -> str | None:
+    """What to give instead when ``path`` is another file of an LLMServingSim run than its requests: its ``meta.json``
+    (the launch record, read beside ``requests.jsonl``) or ``timeseries.csv`` (scheduler ticks) in ``…/vllm/``, or
+    ``validation/summary.txt`` beside that folder (upstream ``bench/core/runner.py`` and ``validate.py`` write them);
+    None for any other file. ``value``: the file's loaded content, to tell a lone ``meta.json`` by its keys."""
+    p = Path(path)
+    if p.name in ("meta.json", "timeseries.csv"):
+        folder = p.parent
+    elif p.name == "summary.txt" and p.parent.name == "validation":
+        folder = p.parent.parent / "vllm"
+    else:
+        return None
+    requests = folder / "requests.jsonl"
+    if looks_like_llmservingsim(requests):
+        return (f"This {p.name} is a file of an LLMServingSim run, not its per-request file: give calibrate or "
+                f"validate the run's folder, {folder}, or its request file in it, requests.jsonl, instead")
+    if p.name == "meta.json" and isinstance(value, dict) and "engine_kwargs" in value:
+        return ("This looks like an LLMServingSim run's meta.json (its launch record, read beside the run's "
+                "requests.jsonl), and no requests.jsonl is beside it: give calibrate or validate the run's folder or "
+                "its requests.jsonl instead")
+    return None
 
 
 def _number(path: str, obj: dict, key: str, line: int, integer: bool = False) -> float:

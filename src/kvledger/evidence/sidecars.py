@@ -20,7 +20,7 @@ from typing import Any
 
 from kvledger.evidence.inference_perf_client import client_config_path
 
-__all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs"]
+__all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs", "sidecar_hint"]
 
 LAUNCH_FILE = "exp-config.yaml"  # a stage's launch record (kvledger.calibration.stage_launch)
 MANIFESTS_FILE = "manifests.yaml"  # inference-perf's Kubernetes manifests (evidence.inference_perf)
@@ -55,3 +55,26 @@ def implicit_inputs(paths: Iterable[Any]) -> list[Path]:
         except (OSError, ValueError):  # a name longer than the file system allows, a NUL byte: no file
             continue
     return list(dict.fromkeys(out))
+
+
+def sidecar_hint(path: str | Path, value: object = None) -> str | None:
+    """When ``path`` is one of the files above that a reader takes in beside a run (or another file of an LLMServingSim
+    run), what to give instead, naming the run's files that are there; None for any other file. ``value``: the file's
+    loaded content."""
+    from kvledger.evidence.llmservingsim import run_file_hint
+
+    p = Path(path)
+    if (hint := run_file_hint(p, value)) is not None:
+        return hint
+    what = {LAUNCH_FILE: "a stage's launch record",
+            MANIFESTS_FILE: "an inference-perf run's Kubernetes manifests"}.get(p.name)
+    if what is None:
+        return None
+    try:
+        reports = sorted(r.relative_to(p.parent).as_posix() for r in [
+            *p.parent.glob("stage_*lifecycle_metrics.json"), *p.parent.glob("*/stage_*lifecycle_metrics.json")])
+    except OSError:
+        reports = []
+    named = ("; beside it: " + ", ".join(reports[:3]) + (f" and {len(reports) - 3} more" if len(reports) > 3 else "")
+             if reports else "; none is beside it")
+    return f"This {p.name} holds {what}, read beside the stage reports: give a stage_N_lifecycle_metrics.json{named}"

@@ -46,11 +46,14 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
     t = Table(title="GPU catalog (catalog/data/gpus.csv; dense tensor peaks, not sparse headlines)",
               title_justify="left")
     cols = ["id"] + (["name"] if wide else []) + ["CUDA GiB"] + (["smi MiB"] if wide else []) + ["TB/s", "BF16 TF",
-        "FP8 TF", "ridge"] + (["scale-up link"] if wide else [])
+        "FP8 TF", "ridge"] + (["scale-up link", "src"] if wide else [])  # narrow: the source number follows the id
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
+    sources: list[str] = []
     for g in cat.values():
-        row = {"id": g.gpu_id, "name": g.name, "CUDA GiB": f"{g.memory_bytes / GiB:,.2f}",
+        src = f"[{_source_number(sources, g)}]"
+        row = {"id": g.gpu_id if wide else f"{g.gpu_id} {src}", "name": g.name,
+               "CUDA GiB": f"{g.memory_bytes / GiB:,.2f}",
                "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "",
                "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
                "BF16 TF": (f"{g.bf16_flops_per_s / 1e12:g}" if g.bf16_supported
@@ -58,13 +61,27 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
                "FP8 TF": f"{g.fp8_flops_per_s / 1e12:g}" if g.fp8_flops_per_s else "",
                "ridge": f"{g.ridge_flops_per_byte():,.0f}",
                "scale-up link": (f"{g.interconnect} {g.interconnect_bytes_per_s / 1e9:g} GB/s"
-                                 if g.interconnect_bytes_per_s else g.interconnect)}
+                                 if g.interconnect_bytes_per_s else g.interconnect),
+               "src": src}
         t.add_row(*(row[c] for c in cols))
     t.caption = (
-        "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte; "
-        "no bf16: below compute capability 8.0 vLLM serves in float16 (--dtype half), at the FP16 rate shown"
+        "CUDA GiB: device total as CUDA reports it, measured in a log or derived from nvidia-smi's total less a "
+        "reserve (each row's memory_source in --json); TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte "
+        "(BF16 ÷ TB/s); no bf16: below compute capability 8.0 vLLM serves in float16 (--dtype half), at the FP16 rate "
+        "shown; " + ("src" if wide else "\\[n] after the id") + ": the row's source below"
     )
     con.print(t)
+    con.print("sources (gpus.csv's datasheet_ref keys, with the row's confidence; each key's address and the "
+              "nvidia-smi evidence: catalog/data/gpus.SOURCES.md): "
+              + "; ".join(f"[{i}] {s}" for i, s in enumerate(sources, 1)), markup=False, highlight=False)
+
+
+def _source_number(sources: list[str], g: Any) -> int:
+    """The 1-based number of ``g``'s source (its datasheet_ref keys and confidence) in ``sources``, added when new."""
+    ref = f"{' + '.join(g.datasheet_ref.split(';'))} ({g.confidence})"
+    if ref not in sources:
+        sources.append(ref)
+    return sources.index(ref) + 1
 
 
 def render_prices(api: list[Any], gpus: list[Any], con: Any, *, show_api: bool, show_gpu: bool,

@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["LedgerTable", "ledger_table", "table", "print_verdict"]
+__all__ = ["LedgerTable", "ledger_table", "table", "print_verdict", "print_gpu_alias_note"]
 
 
 def _plain(cell: object) -> str:
@@ -100,3 +100,12 @@ def print_verdict(console: Console, verdict: Iterable[str], notes: Iterable[str]
         console.print(f"• {v}")
     for n in notes:
         console.print(f"· {n}", style="dim")
+
+
+def print_gpu_alias_note(console: Console, gpu: str) -> None:
+    """``note: --gpu H100 → NVIDIA H100 80GB SXM5 (also: …)`` when the --gpu name is one several catalog rows answer
+    to (:func:`kvledger.catalog.gpus.gpu_alias_note`); nothing when it names one row, a GPU file or no catalog GPU."""
+    from kvledger.catalog.gpus import gpu_alias_note
+
+    if (alias := gpu_alias_note(gpu)) is not None:
+        console.print(f"note: {alias}", markup=False, highlight=False)
