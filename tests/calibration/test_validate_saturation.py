@@ -42,7 +42,7 @@ def test_validate_prints_the_warning_next_to_latency_rows_only():
     con = Console(record=True, width=300)
     render_validation(r, con)
     lines = con.export_text().splitlines()
-    assert "⚠ saturated" in next(x for x in lines if "TTFT mean" in x)
+    assert "+900.0% ⚠" in next(x for x in lines if "TTFT mean" in x)  # the warning below says what ⚠ means
     assert "⚠" not in next(x for x in lines if "│ throughput" in x)
     text = " ".join(lines)
     assert "the simulated run is saturated" in text and "throughput is the figure to compare" in text

@@ -1,4 +1,5 @@
-"""The 80% error bands of a validated load sweep (``kvledger validate --sweep``).
+"""The 80% error bands of a validated load sweep (``kvledger validate --sweep``) and of one validated run
+(``kvledger validate FILE``: ``run_bands``, the same rules on one run).
 
 The band is the one of the regime that priced the stages (``kvledger.analyses.serving.prediction_bands.setup_band``:
 ``kvledger.ledgers.error_band``'s, made honest for a GPU profile as ``simulate``'s is), applied as ``simulate``
@@ -13,6 +14,10 @@ applies it: around a simulated figure, where the measured one fell on 80% of the
   simulated queue did not grow: lodo measured latency errors there only.
 
 The knee carries none: no validation measured the error of a knee's rate, so a band on it would be invented.
+
+One run is judged on the figures its regime makes meaningful: below saturation (a stage by ``below_saturation``, a
+per-request run whose measured queue did not grow) with a simulated queue that did not grow, its mean TTFT and TPOT
+(its throughput is then the load it was offered); otherwise its throughput, then its capacity.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["SERVED", "below_saturation", "SweepBands", "sweep_bands", "KNEE_UNBANDED"]
+__all__ = ["SERVED", "below_saturation", "SweepBands", "sweep_bands", "KNEE_UNBANDED", "RunBands", "run_bands",
+           "latency_note"]
 
 #: a stage whose engine served less than this share of the requested rate was saturated (CodeLlama-34B's reasoning
 #: stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage)
@@ -32,6 +38,7 @@ SERVED = 0.9
 KNEE_UNBANDED = ("no error band on the knee: the leave-one-deployment-out validation behind the bands "
                  "(kvledger/ledgers/data/error_bands.json) measured the errors of mean TTFT and TPOT below saturation "
                  "and of saturation throughput, not of a knee's rate")
+NO_REGIME_RUN = "no measured run stands for this regime"
 
 
 def below_saturation(stage: Any) -> bool:
@@ -78,31 +85,81 @@ def _band(band: Any, value: float | None) -> PredictionBand | None:
     return PredictionBand(value, lo, hi, band.regime, band.num_runs, band.source)
 
 
-def _stage_note(stage: Any, simulated_saturated: bool) -> str | None:
-    if not below_saturation(stage):
+def latency_note(run: Any, stage: Any) -> str | None:
+    """Why a validated run (``validate.RunValidation``) has no latency band, None when it has one: its ``stage``
+    (``Stage``; None for a per-request run) was not ``below_saturation``, its measured queue grew (a per-request run)
+    or its simulated queue grew."""
+    sides = (run.saturated or {}).get("sides", ())
+    if stage is not None and not below_saturation(stage):
         return (f"the measured stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
                 f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ "
                 f"{BEHIND:.0%} and ≥ {SERVED:.0%}): its latency measures the queue, and the bands were measured below "
                 "saturation only")
-    if simulated_saturated:
+    if "measured" in sides:
+        return ("the measured run was saturated (its queue grew): its latency measures the queue, and the bands were "
+                "measured below saturation only")
+    if "simulated" in sides:
         return "the simulated queue grew: its latency measures the queue, and the bands were measured below saturation"
     return None
+
+
+def _simulated(run: Any, metric: str) -> float | None:
+    """The simulated figure of ``run``'s comparison row ``metric`` (None when it has none)."""
+    return next((row.predicted for row in run.comparison.rows if row.metric == metric), None)
+
+
+def _regime(run: Any) -> str:
+    return next((b.regime for b in run.bands.values() if b is not None), "")
 
 
 def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float | None) -> SweepBands:
     """The bands of a sweep's ``runs`` (``validate.RunValidation``, each with the ``bands`` of the regime that priced
     it) at ``stages`` (their ``Stage``, same order), with the simulated saturation throughput (req/s)."""
-    def sim(run: Any, metric: str) -> float | None:
-        return next((row.predicted for row in run.comparison.rows if row.metric == metric), None)
-
-    notes = [_stage_note(st, bool(run.saturated)) for run, st in zip(runs, stages)]
-    ttft = [None if n else _band(run.bands.get("ttft_mean"), sim(run, "TTFT mean")) for run, n in zip(runs, notes)]
-    tpot = [None if n else _band(run.bands.get("tpot_mean"), sim(run, "TPOT mean")) for run, n in zip(runs, notes)]
+    notes = [latency_note(run, st) for run, st in zip(runs, stages)]
+    ttft = [None if n else _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean"))
+            for run, n in zip(runs, notes)]
+    tpot = [None if n else _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean"))
+            for run, n in zip(runs, notes)]
     if all(n is None for n in notes):
         thr, why = None, ("no stage reached saturation: the largest throughput is the offered load of the fastest "
                           "stage, not the capacity the band is for")
     else:
         thr = _band(runs[0].bands.get("throughput"), simulated_throughput)
-        why = None if thr is not None else "no measured run stands for this regime"
-    regime = next((b.regime for b in runs[0].bands.values() if b is not None), "")
-    return SweepBands(regime, thr, why, ttft, tpot, notes)
+        why = None if thr is not None else NO_REGIME_RUN
+    return SweepBands(_regime(runs[0]), thr, why, ttft, tpot, notes)
+
+
+@dataclass(frozen=True)
+class RunBands:
+    """The bands of one validated run (module docstring): ``regime`` that priced it; the band of its simulated mean
+    TTFT and TPOT (s; None where it has none, ``latency_note`` saying why, else None); the band of its simulated
+    throughput when that is its saturation throughput (req/s; None: ``throughput_note`` says why). ``to_dict`` is
+    ``error_bands`` of ``validate FILE --json``: the sweep's keys for one run."""
+
+    __json__ = ("regime", "ttft_mean", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note")
+    regime: str
+    ttft_mean: PredictionBand | None
+    tpot_mean: PredictionBand | None
+    latency_note: str | None
+    saturation_throughput: PredictionBand | None
+    throughput_note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def run_bands(run: Any, stage: Any) -> RunBands:
+    """The bands of one validated ``run`` (``validate.RunValidation``) of ``stage`` (its ``Stage``; None for a
+    per-request run): the latency bands below saturation, else the throughput band (module docstring)."""
+    note = latency_note(run, stage)
+    below = note is None
+    ttft = _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean")) if below else None
+    tpot = _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean")) if below else None
+    if below:
+        note = None if ttft or tpot else NO_REGIME_RUN
+        thr, why = None, ("the run was below saturation: its throughput is the offered load, not the capacity the band "
+                          "is for")
+    else:
+        thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"))
+        why = None if thr is not None else NO_REGIME_RUN
+    return RunBands(_regime(run), ttft, tpot, note, thr, why)

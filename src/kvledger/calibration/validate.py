@@ -8,7 +8,7 @@ and the simulated side, so they can be compared); None when no stage passes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -16,7 +16,7 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
-from kvledger.calibration.sweep_bands import SweepBands, sweep_bands
+from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
 from kvledger.calibration.targets import Target, input_names, load_targets, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -39,12 +39,14 @@ class RunValidation:
     grew), notes, and ``in_sample``: True when the GPU profile pricing it was fitted on this very run (its errors are
     the fit's, not a prediction's); ``client_latency``: the --client-latency added to every simulated TTFT and E2E
     (seconds and source; None, left out of the JSON, when none); ``bands``: metric → the 80% band of the regime that
-    priced it (``prediction_bands.setup_band``; not in the JSON, which ``validate --sweep`` applies: ``sweep_bands``).
-    ``to_dict`` is ``validate --json``."""
+    priced it (``prediction_bands.setup_band``; not in the JSON); ``error_bands``: those bands applied to this run
+    alone (``run_bands``; set by ``validate_file``, None, left out of the JSON, for a sweep's stage, which
+    ``sweep_bands`` judges). ``to_dict`` is ``validate --json``."""
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
-                "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated", "notes")
-    __json_optional__ = ("client_latency",)
+                "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
+                "error_bands", "notes")
+    __json_optional__ = ("client_latency", "error_bands")
     run: str
     source: str
     num_requests: int
@@ -63,6 +65,7 @@ class RunValidation:
     in_sample: bool = False
     client_latency: Any = None
     bands: dict[str, Any] = field(default_factory=dict)
+    error_bands: RunBands | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -217,7 +220,8 @@ def _client_records(res: Any, setup: Any) -> Any:
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
                   client_concurrency: int | None = None, seed: int = 0) -> RunValidation | SweepValidation:
-    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows).
+    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows),
+    with the 80% bands of its regime on the figures it is judged on (``run_bands``).
 
     A stage or aggregate run is compared on its aggregates, replaying a synthetic workload like it
     (``kvledger.calibration.sweep``; a closed loop of ``client_concurrency`` users when the client fell behind the
@@ -226,7 +230,8 @@ def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_p
     targets = load_targets(path, seed=seed, client_concurrency=client_concurrency)
     if len(targets) > 1:
         return validate_sweep([path], args, max_paddings, client_concurrency=client_concurrency, seed=seed)
-    return _compare_one(targets[0], args, slo, max_paddings)
+    run = _compare_one(targets[0], args, slo, max_paddings)
+    return replace(run, error_bands=run_bands(run, targets[0].stage))
 
 
 def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | None = None, *,

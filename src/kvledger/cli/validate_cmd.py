@@ -71,7 +71,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
-    predicted vs measured."""
+    predicted vs measured, with the 80% error band of the figures the run is judged on."""
     from kvledger.calibration.validate import validate_file, validate_sweep
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo

@@ -10,9 +10,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from kvledger.report.tables import LedgerTable as Table
-from kvledger.report.validation_figures import fmt_error, fmt_value, step_cost_line
+from kvledger.report.validation_figures import (
+    OUTSIDE_NOTE,
+    band_source_line,
+    band_span,
+    fmt_error,
+    fmt_value,
+    outside,
+    step_cost_line,
+)
 
 if TYPE_CHECKING:
+    from kvledger.calibration.sweep_bands import RunBands
     from kvledger.calibration.validate import RunValidation, SweepValidation
 
 __all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error", "error_table", "saturated_runs_warning",
@@ -147,7 +156,8 @@ def saturation_warning(sat: dict[str, Any]) -> str:
 
 
 def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
-    """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it)."""
+    """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it) and the
+    80% band of the figures the run is judged on (``RunBands``), the sweep's paragraph under the table."""
     from kvledger.calibration.validate import SweepValidation
 
     if isinstance(r, SweepValidation):
@@ -162,14 +172,51 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
                                  else ""))
     con.print(step_cost_line(r))
     sat = r.saturated
+    b = r.error_bands
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
-    for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
+    for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right"),
+                      *((("80% band", "right"),) if b else ())):
         t.add_column(col, justify=just)
     for row in c.rows:
         t.add_row(row.metric, fmt_value(row.measured, row.unit), fmt_value(row.predicted, row.unit),
-                  fmt_error(row.rel_error) + (" ⚠ saturated" if sat and row.unit == "s" else ""))
+                  fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else ""),
+                  *([_band_cell(b, row)] if b else []))
     con.print(t)
     if sat:
         con.print(saturation_warning(sat))
+    for line in _band_lines(b, c.rows) if b else []:
+        con.print(f"[dim]{escape(line)}[/]")
     for n in r.notes:
         con.print(f"note: {escape(n)}")
+
+
+#: the single-run table's rows that carry a band → the key of ``RunBands``
+_BANDED = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean", "throughput": "saturation_throughput"}
+
+
+def _band_cell(b: RunBands, row: Any) -> str:
+    """A row's band (its span, ✗ when the measured figure lies outside), "—" for a banded figure without one in this
+    run, blank for a figure never banded."""
+    key = _BANDED.get(row.metric)
+    if key is None:
+        return ""
+    band = getattr(b, key)
+    return band_span(band, row.unit) + (" ✗" if outside(band, row.measured) else "")
+
+
+def _band_lines(b: RunBands, rows: list[Any]) -> list[str]:
+    """Where the run's bands come from, which banded figures have none here and why, the ✗ and the figures never
+    banded (the sweep's paragraph, for one run)."""
+    from kvledger.analyses.serving.prediction_bands import UNBANDED_REASON
+
+    source = band_source_line({"TTFT mean": b.ttft_mean, "TPOT mean": b.tpot_mean,
+                               "saturation throughput": b.saturation_throughput}, b.regime)
+    out = [] if source is None else [source]
+    if b.latency_note:
+        out.append(f"no TTFT or TPOT mean band: {b.latency_note}")
+    if b.throughput_note:
+        out.append(f"no throughput band: {b.throughput_note}")
+    if any(_band_cell(b, row).endswith("✗") for row in rows):
+        out.append(OUTSIDE_NOTE)
+    out.append(f"percentiles, E2E and output throughput: {UNBANDED_REASON}")
+    return out

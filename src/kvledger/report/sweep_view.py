@@ -4,13 +4,21 @@ saturation throughput on both sides, with the band's source."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from kvledger.report.tables import LedgerTable as Table
-from kvledger.report.validation_figures import fmt_error, fmt_value, step_cost_line
+from kvledger.report.validation_figures import (
+    OUTSIDE_NOTE,
+    band_source_line,
+    band_span,
+    fmt_error,
+    fmt_value,
+    outside,
+    step_cost_line,
+)
 
 if TYPE_CHECKING:
     from kvledger.calibration.validate import SweepValidation
@@ -30,18 +38,7 @@ def _outside(r: SweepValidation, i: int, key: str) -> bool:
     band = getattr(r.bands, key)[i] if r.bands is not None else None
     metric = next(m for m, k in _LATENCY.items() if k == key)
     row = next((x for x in r.runs[i].comparison.rows if x.metric == metric), None)
-    return band is not None and row is not None and row.measured is not None and not band.low <= row.measured <= \
-        band.high
-
-
-def band_span(band: Any, unit: str) -> str:
-    """A prediction band's low–high in the table's format (``fmt_value``), the unit said once: ``8.8–48.7 ms``; "—"
-    for none."""
-    if band is None:
-        return "—"
-    lo, hi = fmt_value(band.low, unit), fmt_value(band.high, unit)
-    tail = hi.rsplit(" ", 1)[-1]
-    return f"{lo.removesuffix(' ' + tail)}–{hi}"
+    return outside(band, row.measured if row is not None else None)
 
 
 def _table(r: SweepValidation, fitted: int) -> Table:
@@ -76,16 +73,8 @@ def _band_lines(r: SweepValidation) -> list[str]:
     firsts = {"TTFT mean": next((x for x in b.ttft_mean if x is not None), None),
               "TPOT mean": next((x for x in b.tpot_mean if x is not None), None),
               "saturation throughput": b.saturation_throughput}
-    sources: dict[str, list[str]] = {}
-    for name, x in firsts.items():
-        if x is not None:
-            sources.setdefault(x.source, []).append(name)
-    out = []
-    if sources:
-        out.append("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind "
-                   "them — " + "; ".join(
-            f"{', '.join(names)}: {src}" for src, names in sources.items())
-            + f" (kvledger.ledgers.error_band; regime {b.regime})")
+    source = band_source_line(firsts, b.regime)
+    out = [] if source is None else [source]
     unbanded: dict[str, list[str]] = {}
     for rate, note in zip(r.rates, b.stage_notes):
         if note is not None:
@@ -94,8 +83,7 @@ def _band_lines(r: SweepValidation) -> list[str]:
     for why, rates in unbanded.items():
         out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
     if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
-        out.append("✗: the measured mean lies outside the band (the simulator erred more there than on 80% of the "
-                   "points behind it)")
+        out.append(OUTSIDE_NOTE)
     out.append(b.knee_note)
     return out
 

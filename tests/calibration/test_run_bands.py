@@ -1,0 +1,154 @@
+"""Single-run validate prints the 80% bands of its regime on the figures the run is judged on, as validate --sweep
+does (fresh-user trial: `validate FILE` computed the bands but printed none, while docs/calibration/guide.md said every
+simulated TTFT, TPOT and throughput carries one).
+
+Kubecon's `vllm` stages (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
+src/kvledger/ledgers/data/error_bands.json), as multipliers of a simulated figure (low = 1/(1 + q90), high =
+1/(1 + q10)):
+  ttft_mean  q10 -0.8576980600004923, q90 -0.21515316099918702 (34 points) → ×1.27413 … ×7.02731
+  tpot_mean  q10 -0.3211106142937251, q90 -0.031657743349542855 (34 points) → ×1.03269 … ×1.47299
+  throughput q10 -0.060956971378629876, q90 0.22386256700245544 (17 points) → ×0.81709 … ×1.06491
+LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: 2 points, so
+widened to error_bands.json's cross_model band): throughput q10 -0.48717948717948717, q90 0.95 (13 runs) →
+×1/1.95 = ×0.51282 … ×1/0.51282 = ×1.95.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.calibration.compare import MetricRow
+from kvledger.calibration.sweep_bands import run_bands
+from kvledger.cli.main import app
+from kvledger.ledgers.error_band import error_band
+
+RUNS = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs"
+KUBECON = RUNS / "inference-perf-kubecon-na-2025" / "vllm" / "results"
+RTX4090 = RUNS / "llmservingsim" / "bench" / "examples" / "RTX4090" / "Llama-3.1-8B" / "vllm"
+ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
+TPUT = (-0.060956971378629876, 0.22386256700245544)
+KEYS = {"regime", "ttft_mean", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
+needs_runs = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
+
+
+def _refuse(constant: str) -> None:
+    raise ValueError(f"not strict JSON: {constant}")
+
+
+def _validate(path: Path, args: list[str]) -> tuple[str, dict]:
+    text = CliRunner().invoke(app, ["validate", str(path), *args], env={"COLUMNS": "100"})
+    js = CliRunner().invoke(app, ["validate", str(path), *args, "--json"])
+    assert text.exit_code == 0 and js.exit_code == 0, text.output + js.output
+    return " ".join(text.output.split()), json.loads(js.output, parse_constant=_refuse)
+
+
+@pytest.fixture(scope="module")
+def stage0() -> tuple[str, dict]:
+    return _validate(KUBECON / "stage_0_lifecycle_metrics.json", ARGS)
+
+
+@pytest.fixture(scope="module")
+def stage6() -> tuple[str, dict]:
+    return _validate(KUBECON / "stage_6_lifecycle_metrics.json", ARGS)
+
+
+@needs_runs
+def test_a_run_below_saturation_prints_its_latency_bands(stage0):
+    out, d = stage0
+    # 1 req/s: simulated TTFT 6.955 ms → ×1.27413 = 8.862 ms … ×7.02731 = 48.876 ms (measured 31.1 ms inside);
+    # simulated TPOT 6.145 ms → ×1.03269 = 6.346 ms … ×1.47299 = 9.052 ms (measured 7.1 ms inside)
+    assert "│ TTFT mean │ 31.1 ms │ 7.0 ms │ -77.7% │ 8.9–48.9 ms │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.1 ms │ -13.8% │ 6.3–9.1 ms │" in out
+    assert "│ throughput │ 1.02 req/s │ 1.02 req/s │ +0.1% │ — │" in out  # kept up: the offered load
+    assert "│ TTFT p90 │ 35.4 ms │ 9.7 ms │ -72.6% │ │" in out  # never validated: no band
+    assert ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
+            "TTFT mean, TPOT mean: leave-one-deployment-out errors at 34 measured points") in out
+    assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
+    assert "no throughput band: the run was below saturation: its throughput is the offered load" in out
+    assert "✗" not in out
+    b = d["error_bands"]
+    assert (b["ttft_mean"]["predicted"], b["ttft_mean"]["low"], b["ttft_mean"]["high"]) == pytest.approx(
+        (6.955e-3, 8.862e-3, 48.876e-3), abs=2e-6)
+    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.346e-3, 9.052e-3), abs=2e-6)
+    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 - 0.031657743349542855), rel=1e-12)
+
+
+@needs_runs
+def test_a_measured_mean_outside_its_band_is_marked():
+    out, d = _validate(KUBECON / "stage_3_lifecycle_metrics.json", ARGS)
+    # 92.19 req/s: simulated TPOT 8.814 ms → ×1.03269 = 9.103 ms … ×1.47299 = 12.983 ms; measured 15.4 ms above it
+    assert "│ TPOT mean │ 15.4 ms │ 8.8 ms │ -42.8% │ 9.1–13.0 ms ✗ │" in out
+    assert "│ TTFT mean │ 50.5 ms │ 15.8 ms │ -68.8% │ 20.1–110.7 ms │" in out  # 15.75 ms × 1.27413 … × 7.02731
+    assert "✗: the measured figure lies outside its band" in out
+    b = d["error_bands"]["tpot_mean"]
+    assert (b["low"], b["high"]) == pytest.approx((9.103e-3, 12.983e-3), abs=2e-6)
+
+
+@needs_runs
+def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
+    out, d = stage6
+    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 110.132 req/s
+    # → /1.223863 = 89.988 … /0.939043 = 117.282 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 110.13 req/s │ +6.8% │ 89.99–117.28 req/s │" in out
+    assert "│ TTFT mean │ 2,943.2 ms │ 2,939.5 ms │ -0.1% │ — │" in out
+    assert "│ TPOT mean │ 19.0 ms │ 15.9 ms │ -16.5% │ — │" in out
+    assert "— saturation throughput: leave-one-deployment-out errors at 17 measured points" in out
+    assert ("no TTFT or TPOT mean band: the measured stage was at saturation (client achieved 106.5 and engine served "
+            "103.1 of 183.4 req/s requested") in out
+    b = d["error_bands"]
+    assert b["ttft_mean"] is None and b["tpot_mean"] is None and b["throughput_note"] is None
+    sat = b["saturation_throughput"]
+    assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
+    assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
+    assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
+    assert (sat["low"], sat["high"]) == pytest.approx((89.99, 117.28), abs=0.005) and sat["num_runs"] == 17
+
+
+@needs_runs
+def test_a_saturated_per_request_run_prints_the_throughput_band():
+    out, d = _validate(RTX4090, ["--gpu", "RTX4090"])
+    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /1.95 = 0.843 … /0.51282 =
+    # 3.206 req/s (the cross-model band, the calibrated regime having 2 points); measured 1.63 inside
+    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 0.84–3.21 req/s │" in out
+    assert "│ TTFT mean │ 65.46 s │ 66.12 s │ +1.0% ⚠ │ — │" in out
+    assert "no TTFT or TPOT mean band: the measured run was saturated (its queue grew)" in out
+    sat = d["error_bands"]["saturation_throughput"]
+    want = (sat["predicted"] / 1.95, sat["predicted"] / (1 - 0.48717948717948717))
+    assert (sat["low"], sat["high"]) == pytest.approx(want, rel=1e-9)
+    assert d["error_bands"]["regime"] == "gpu/dense/vllm"
+
+
+@needs_runs
+def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
+    for _, d in (stage0, stage6):
+        assert set(d["error_bands"]) == KEYS
+        assert list(d)[-2:] == ["error_bands", "notes"]
+    assert stage0[1]["error_bands"]["saturation_throughput"] is None
+    assert stage0[1]["error_bands"]["latency_note"] is None
+    for band in (stage0[1]["error_bands"]["ttft_mean"], stage6[1]["error_bands"]["saturation_throughput"]):
+        assert set(band) == {"predicted", "low", "high", "regime", "num_runs", "source"}
+    # a sweep judges its stages together (its own error_bands): its runs carry none
+    stages = sorted(str(p) for p in KUBECON.glob("stage_[01]_lifecycle_metrics.json"))
+    sweep = json.loads(CliRunner().invoke(app, ["validate", *stages, *ARGS, "--json"]).output)
+    assert "error_bands" in sweep and all("error_bands" not in r for r in sweep["runs"])
+
+
+def test_the_simulated_queue_growing_moves_the_band_to_throughput():
+    # a per-request run whose measured queue kept up but whose simulated one grew: no latency band (the simulated
+    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.223863 = 3.268 …
+    # /0.939043 = 4.260 req/s
+    bands = {m: error_band("uncalibrated/dense/vllm", m) for m in ("ttft_mean", "tpot_mean", "throughput")}
+    rows = [MetricRow("TTFT mean", "s", 0.1, 0.5, 4.0), MetricRow("throughput", "req/s", 5.0, 4.0, -0.2)]
+    run = SimpleNamespace(saturated={"sides": ["simulated"]}, bands=bands, comparison=SimpleNamespace(rows=rows))
+    b = run_bands(run, None)
+    assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
+    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.268, 4.260), abs=5e-4)
+    kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
+    # 0.5 s × 1.27413 = 0.637 s … × 7.02731 = 3.514 s; throughput: the offered load, no band
+    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.637, 3.514), abs=5e-4)
+    assert kept_up.saturation_throughput is None and kept_up.throughput_note.startswith("the run was below")
