@@ -340,6 +340,7 @@ def _print_kubecon(d: dict) -> None:
 
 
 # ------------------------------------------------------------------- training
+#: ../shared's copy (12 of the 16 experiments); ``--training-dir`` points it at a clone of the public repository
 TRAINING = SHARED / "inference-sim-training" / "default_args"
 
 
@@ -484,6 +485,20 @@ def _print_gpuscope(d: dict) -> None:
 SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo", "crossmodel", "gpuscope")
 
 
+def _use_training_dir(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Point every section at ``--training-dir`` (this module runs as ``__main__``; gpuscope_all imports it by
+    name, so both copies are set)."""
+    if a.write_bands:
+        ap.error("--training-dir with --write-bands: the bundled bands are built from ../shared's runs alone")
+    if not any(a.training_dir.glob("*/results/stage_*_lifecycle_metrics.json")):
+        ap.error(f"--training-dir {a.training_dir}: no <experiment>/results/stage_*_lifecycle_metrics.json under it "
+                 "(give the clone's default_args/ folder)")
+    import validate_all
+
+    global TRAINING
+    TRAINING = validate_all.TRAINING = a.training_dir
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
@@ -492,11 +507,17 @@ def main() -> None:
     ap.add_argument("--write-docs", action="store_true", help="lodo: write docs/calibration/validation-latency.md")
     ap.add_argument("--gemm-efficiency", choices=("flat", "measured"), default=None,
                     help="gpuscope: price the weight matmuls flat (default) or by the GPU's measured curve")
+    ap.add_argument("--training-dir", type=Path, default=None,
+                    help="inference-sim/training's default_args/ in a clone of the public repository (all 16 "
+                         "experiments, Mixtral-8x7B's among them; ../shared holds 12); not with --write-bands: the "
+                         "bundled bands come from ../shared's runs alone")
     a = ap.parse_args()
     chosen = [s.strip() for s in a.sections.split(",") if s.strip()]
     bad = [s for s in chosen if s not in SECTIONS]
     if bad:
         ap.error(f"unknown section(s) {', '.join(bad)}; known: {', '.join(SECTIONS)}")
+    if a.training_dir is not None:
+        _use_training_dir(ap, a)
     if a.gemm_efficiency is not None:
         import gpuscope_all
 
