@@ -137,3 +137,42 @@ def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_pa
     assert prof["kind"] == "kvledger-gpu-profile" and prof["gpu"].startswith("NVIDIA H100")
     assert prof["runs"][0]["tp"] == 2 and 0 < prof["flops_fraction"] <= 1 and 0 < prof["bandwidth_fraction"] <= 1
     assert prof["fit"]["objective"] <= prof["fit"]["objective_start"]
+
+
+def test_an_sglang_benchmark_is_replayed_as_sglang_and_a_zero_range_ratio_draws_lengths_from_one(tmp_path):
+    # bench_serving's "backend": "sglang" names the server measured: the replay takes SGLang's policy (its scheduler
+    # and memory plan), as the note says; random_range_ratio 0.0 is SGLang's "lengths uniform in 1 … random_input_len"
+    # (max(int(len × 0.0), 1) … len), not a missing ratio that would fix every length at the mean
+    from kvledger.calibration.sweep import aggregate_stage
+    from kvledger.evidence.read import read_runs
+
+    line = dict(_sglang_line(2.0, 40.0, 8.0), random_range_ratio=0.0)
+    f = tmp_path / "sglang_zero_ratio.jsonl"
+    f.write_text(json.dumps(line) + "\n" + json.dumps(dict(line, request_rate=4.0)) + "\n")
+    st = aggregate_stage(read_runs(str(f))[0], "rate 2")
+    assert st.prompt_quantiles == [(0.0, 1.0), (1.0, 512.0)] and st.output_quantiles == [(0.0, 1.0), (1.0, 64.0)]
+    assert st.backend == "sglang"
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
+    notes = out.runs[0].notes
+    assert any("from the run's own record" in n and "policy sglang" in n for n in notes)
+    assert any("SGLang memory plan" in n for n in notes)
+    # a flag on the command line wins: --policy vllm replays it under vLLM's plan
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048,
+                                                  policy="vllm"))
+    assert not any("SGLang memory plan" in n for n in out.runs[0].notes)
+
+
+def test_validate_and_calibrate_take_policy_and_mem_fraction_static_as_simulate_does(tmp_path):
+    f = tmp_path / "sglang_sweep.jsonl"
+    f.write_text("".join(json.dumps(_sglang_line(r, 40.0, 8.0)) + "\n" for r in (1.0, 4.0)))
+    res = CliRunner().invoke(app, ["validate", str(f), "--gpu", "H100", "--model", MODEL, "--max-model-len", "2048",
+                                   "--mem-fraction-static", "0.8", "--json"])
+    assert res.exit_code == 0, res.output
+    notes = " ".join(n for run in json.loads(res.output)["runs"] for n in run["notes"])
+    assert "mem_fraction_static 0.8" in notes  # SGLang's plan with the fraction given (the record chose SGLang)
+    res = CliRunner().invoke(app, ["validate", str(f), "--gpu", "H100", "--model", MODEL, "--policy", "vllm",
+                                   "--mem-fraction-static", "0.8"])
+    from kvledger.errors import InputError  # the entry point turns it into one paragraph and exit 2
+
+    assert isinstance(res.exception, InputError) and "--mem-fraction-static" in str(res.exception)  # vLLM: refused
+    assert "--policy" in CliRunner().invoke(app, ["calibrate", "--help"]).output

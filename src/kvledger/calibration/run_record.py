@@ -1,12 +1,13 @@
 """What a measured run's own record says about the engine that served it (LLMServingSim's ``meta.json``), as simulate
 flags.
 
-A record names the engine it measured: replaying it under the tool's defaults would be another engine.
-Read, in order of trust (the engine's resolved ``VllmConfig`` first, then the launch ``engine_kwargs``, then the
-``kv_cache`` block): tensor/pipeline/data parallel sizes, expert parallelism, KV block count and block size, async
-scheduling, prefix caching, chunked prefill, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``,
-``gpu_memory_utilization``, ``kv_cache_dtype`` and the engine version. ``unmodelled`` names what kvledger cannot
-replay as one engine (data parallelism, with or without expert parallelism; pipeline parallelism).
+A record names the engine it measured: replaying it under the tool's defaults would be another engine. Read, in order
+of trust (the engine's resolved ``VllmConfig`` first, then the launch ``engine_kwargs``, then the ``kv_cache`` block):
+tensor/pipeline/data parallel sizes, expert parallelism, KV block count and block size, async scheduling, prefix
+caching, chunked prefill, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``, ``gpu_memory_utilization``,
+``kv_cache_dtype`` and the engine version; a benchmark file naming SGLang as its backend (SGLang's bench_serving) is
+replayed with the ``sglang`` policy (its scheduler, radix cache and memory plan). ``unmodelled`` names what kvledger
+cannot replay as one engine (data parallelism, with or without expert parallelism; pipeline parallelism).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
             out.flags[name] = v
     if out.flags.get("kv_cache_dtype") == "auto":
         out.flags.pop("kv_cache_dtype")
+    if extra.get("backend") == "sglang":  # SGLang's bench_serving names the server it measured
+        out.flags["policy"] = "sglang"
     version = extra.get("vllm_version")
     out.engine_version = version if isinstance(version, str) else None
     out.pp = int(_lookup(extra, *_PARALLEL["pp"]) or 1)

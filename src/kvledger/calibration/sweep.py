@@ -68,6 +68,7 @@ class Stage:
     output_tokens_per_s: float
     num_failed: int
     achieved_rate: float
+    backend: str | None = None  # the server the benchmark names (bench_serving's ``backend``), when it names one
 
 
 def _quantiles(d: dict[str, float]) -> list[tuple[float, float]]:
@@ -153,7 +154,8 @@ def aggregate_stage(agg: Any, label: str) -> Stage:
         raise FormatError(meta.source, f"{label}: an aggregate run needs a finite request rate, a completed count "
                                        "and token totals to be compared by rate")
     failed = agg.num_failed or 0
-    ratio = float(meta.extra.get("random_range_ratio") or 1.0)
+    stated_ratio = meta.extra.get("random_range_ratio")  # 0.0 is a ratio (lengths from 1), not a missing one
+    ratio = 1.0 if stated_ratio is None else float(stated_ratio)
 
     def lengths(stated: str, mean: float) -> list[tuple[float, float]]:
         top = meta.extra.get(stated)
@@ -172,7 +174,8 @@ def aggregate_stage(agg: Any, label: str) -> Stage:
                  lengths("random_input_len", agg.total_input_tokens / done),
                  lengths("random_output_len", agg.total_output_tokens / done),
                  float(meta.extra.get("request_throughput") or done / dur),
-                 float(meta.extra.get("output_throughput") or agg.total_output_tokens / dur), failed, float(rate))
+                 float(meta.extra.get("output_throughput") or agg.total_output_tokens / dur), failed, float(rate),
+                 meta.extra.get("backend") if isinstance(meta.extra.get("backend"), str) else None)
 
 
 def _draw(q: list[tuple[float, float]], u: np.ndarray) -> np.ndarray:
@@ -234,6 +237,8 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
             extra["record_file"] = str(where)
     if model is not None:
         extra["model_source"] = source
+    if stage.backend is not None:
+        extra["backend"] = stage.backend
     if not prefix:
         prefix, pool_note = pool_prefix(stage)
         if pool_note:

@@ -14,7 +14,8 @@ from kvledger.cli.flag_groups import EngineFlags, option_info
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
            "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
            "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling", "EnforceEager", "FlopsFraction",
-           "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm", "CalibEngineFlags"]
+           "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm", "Policy", "MemFractionStatic",
+           "CalibEngineFlags"]
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
@@ -37,8 +38,12 @@ NumGpuBlocksOverride = Annotated[int | None, option_info(EngineFlags, "num_gpu_b
 PrefixCaching = Annotated[bool | None, option_info(EngineFlags, "prefix_caching")]
 ChunkedPrefill = Annotated[bool | None, option_info(EngineFlags, "chunked_prefill")]
 Batching = Annotated[str | None, option_info(EngineFlags, "batching", help="continuous (vLLM v1, default), vllm_v0 "
-                                                                            "(vLLM V0's prefill-first scheduler) or "
-                                                                            "static.")]
+                                                                            "(vLLM V0's prefill-first scheduler), "
+                                                                            "static or sglang.")]
+Policy = Annotated[str | None, option_info(EngineFlags, "policy", help="Preset: vllm, or sglang (SGLang's scheduler, "
+    "radix cache and memory plan: the pool, page size, chunked_prefill_size and max_running_requests as SGLang sizes "
+    "them). Default: sglang for a run whose file names SGLang (bench_serving's backend), else vllm.")]
+MemFractionStatic = Annotated[float | None, option_info(EngineFlags, "mem_fraction_static")]
 MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): "
                                                                         "padded prompt batches with at most this many "
                                                                         "padding tokens (0.2.3's default: 256); a run "
@@ -79,6 +84,8 @@ class CalibEngineFlags:
     prefix_caching: PrefixCaching = None
     chunked_prefill: ChunkedPrefill = None
     batching: Batching = None
+    policy: Policy = None
+    mem_fraction_static: MemFractionStatic = None
     max_paddings: MaxPaddings = None
     cpu_overhead: CpuOverhead = None
     async_scheduling: AsyncScheduling = None
@@ -98,6 +105,7 @@ def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: 
     return SimRequestArgs(
         model=model, gpu=gpu, engine_version=params.get("engine_version"), tp=params.get("tp"),
         max_model_len=params.get("max_model_len"), gpu_memory_utilization=params.get("gpu_memory_utilization"),
+        mem_fraction_static=params.get("mem_fraction_static"), policy=params.get("policy"),
         kv_cache_dtype=params.get("kv_cache_dtype") or "auto", block_size=params.get("block_size"),
         max_num_batched_tokens=params.get("max_num_batched_tokens"), max_num_seqs=params.get("max_num_seqs"),
         num_gpu_blocks_override=params.get("num_gpu_blocks_override"),
