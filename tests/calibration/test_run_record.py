@@ -176,3 +176,17 @@ def test_validate_and_calibrate_take_policy_and_mem_fraction_static_as_simulate_
 
     assert isinstance(res.exception, InputError) and "--mem-fraction-static" in str(res.exception)  # vLLM: refused
     assert "--policy" in CliRunner().invoke(app, ["calibrate", "--help"]).output
+
+
+def test_a_sweep_with_medians_only_reads_its_knee_on_the_median_ttft(tmp_path):
+    # older SGLang bench_serving lines keep medians only: the knee is read on the median TTFT, the rule says so;
+    # medians 40, 60, 900 ms at 1, 4, 16 req/s: threshold 5 × 40 = 200 ms, 4 + (200 − 60)/(900 − 60) × 12 = 6.0 req/s
+    lines = []
+    for rate, ttft in ((1.0, 40.0), (4.0, 60.0), (16.0, 900.0)):
+        d = _sglang_line(rate, ttft, 8.0)
+        lines.append({k: v for k, v in d.items() if not k.startswith("mean_")})
+    f = tmp_path / "medians.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
+    assert out.measured.knee_req_per_s == pytest.approx(6.0)
+    assert out.knee_rule.startswith("median TTFT > 5 × the measured median TTFT") and "no mean TTFT" in out.knee_rule

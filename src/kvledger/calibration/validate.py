@@ -259,17 +259,20 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     def values(key: str, metric: str) -> list[float | None]:
         return [next((getattr(x, key) for x in r.comparison.rows if x.metric == metric), None) for r in rows]
 
-    first = values("measured", "TTFT mean")[0]
+    metric, stat = ("TTFT mean", "mean") if values("measured", "TTFT mean")[0] is not None else ("TTFT p50", "median")
+    first = values("measured", metric)[0]
     threshold = None if first is None else KNEE_FACTOR * first
 
     def side(key: str) -> SweepSide:
-        ttft, thr = values(key, "TTFT mean"), values(key, "throughput")
+        ttft, thr = values(key, metric), values(key, "throughput")
         return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold, ttft,
                          max((x for x in thr if x is not None), default=None))
 
     predicted = side("predicted")
-    return SweepValidation(rates, side("measured"), predicted,
-                           f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
+    rule = (f"{stat} TTFT > {KNEE_FACTOR:g} × the measured {stat} TTFT at the lowest rate, interpolated"
+            + ("" if stat == "mean" else "; the files state no mean TTFT")) if first is not None else \
+        "none read: the files state no TTFT at the lowest rate"
+    return SweepValidation(rates, side("measured"), predicted, rule,
                            rows, mixed + sorted({n for r in rows for n in r.notes}),
                            sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s))
 
