@@ -279,3 +279,21 @@ def test_with_the_measured_gemm_curve_the_fit_finds_the_scale_and_a_decode_only_
     e384 = gemm_curve("nvidia_h100_sxm").efficiency(384, cost.gemm_nk)
     assert share == pytest.approx(got.flops_fraction * e384) and share <= e384 < 0.49
     assert got.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
+
+
+def test_the_gpu_fit_never_ends_above_its_start():
+    # a run the roofline generated at the start fractions themselves (0.7/0.8, on neither grid): its objective
+    # there is exactly 0 (the replay is the run), and every grid point is above it. Before the start was a
+    # candidate, the pattern search walked on from the best grid point and ended above 0 (kubecon's four stages
+    # with --fit-frontend printed 0.09007 at 0.7/0.8 → 0.09029); now it stays at the start
+    reqs = _workload(n=60)
+    blank = MeasuredRun("at-start", "at-start", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+    setup = engine_for(SimRequestArgs(model=MODEL, gpu=GPU, tp=1, gpu_profile="none", max_model_len=8192), blank)
+    assert 0.7 not in GRID_FLOPS and 0.8 not in GRID_BANDWIDTH
+    truth = replay(blank, setup.config, roofline_with(setup, 0.7, 0.8)).records
+    said: list[str] = []
+    fit = fit_gpu_fractions([(MeasuredRun("at-start", "at-start", reqs, truth), setup)], progress=said.append)
+    assert fit.objective_start == 0.0 and fit.objective <= fit.objective_start
+    assert (fit.flops_fraction, fit.bandwidth_fraction) == (0.7, 0.8)
+    # progress: the grid, then one line per refine factor (calibrate prints them on a terminal's stderr)
+    assert said[0].startswith("start and 16 grid points × 1 run(s) replayed") and len(said) == 4

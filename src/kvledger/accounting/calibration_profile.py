@@ -105,10 +105,15 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
                             "fit_objective": fit.get("objective")}
     if loo:
         info["leave_one_out"] = [{"run": x.get("run"), "ttft_mean_rel_error": x.get("ttft_mean_rel_error"),
-                                  "tpot_mean_rel_error": x.get("tpot_mean_rel_error")} for x in loo]
+                                  "tpot_mean_rel_error": x.get("tpot_mean_rel_error"),
+                                  "throughput_rel_error": x.get("throughput_rel_error")} for x in loo]
     if cost.frontend_s > 0:
         info["source"] += (f"; its frontend latency ({cost.frontend_s * 1e3:.1f} ms per request, outside the engine) "
                            "is not in these engine-side figures (kvledger validate adds it)")
+    info["profile_data"] = [str(x) for x in d.get("data_files") or []]  # validate marks these runs IN-SAMPLE
+    # each fitted run's in-sample errors (mean TTFT, TPOT, throughput; saturation): its band (ledgers.model_band)
+    info["in_sample"] = [{k: r.get(k) for k in ("label", "saturated", "ttft_mean_rel_error", "tpot_mean_rel_error",
+                                                "throughput_rel_error")} for r in d.get("runs") or []]
     info["fitted_range"] = d.get("fitted_range")  # None: written before calibrate recorded it (profile_scope.py)
     if d.get("gpu") and str(d["gpu"]).lower() != str(gpu).lower():
         raise InputError(f"--step-cost {path} is a model-scope profile fitted on {d['gpu']}, not {gpu}: its step "

@@ -100,6 +100,7 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     args, notes, taken = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
+    setup.record_settings = dict(taken)
     setup.notes = notes + [_pool_note(n, setup.plan, _record_name(run), taken) if setup.plan is not None else n
                            for n in setup.notes]
     if max_paddings is not None:
@@ -156,7 +157,7 @@ def _compare(run: MeasuredRun, stage: Any, recs: Any, cfg: EngineConfig | None =
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
                    leave_one_out: bool = True, fit_frontend: bool = False,
                    split_regimes: bool = False, workers: int = 1, two_starts: bool = False,
-                   stages: list[Any] | None = None) -> dict[str, Any]:
+                   stages: list[Any] | None = None, progress: Any = None) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection).
     ``workers`` > 1 runs the fits in parallel processes (``folds.fit_and_folds``; same results); ``two_starts`` also
@@ -166,7 +167,7 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     stages = list(stages) if stages is not None else [None] * len(runs)
     guess, fit, folds = fit_and_folds(runs, start, overlap=overlap, split_regimes=split_regimes,
                                       fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
-                                      two_starts=two_starts)
+                                      two_starts=two_starts, progress=progress)
     per_run = []
     from kvledger.calibration.saturation import saturation
 
@@ -193,14 +194,15 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
                     leave_one_out: bool = True, fit_frontend: bool = False,
                     client_concurrency: int | None = None, split_regimes: bool = False,
-                    workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
+                    workers: int = 1, two_starts: bool = False, progress: Any = None) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
     (``args.async_scheduling``, else the engine version's default), as added to each step otherwise.
 
     Accepts what ``validate`` accepts (``kvledger.calibration.targets``): per-request runs, inference-perf stage files
-    and aggregate-only benchmark runs (fitted on the aggregates they hold).
+    and aggregate-only benchmark runs (fitted on the aggregates they hold). ``progress(text)``: told as each fit (on
+    all runs, then each leave-one-out fold) ends (``folds.fit_and_folds``).
 
     Raises:
         InputError / FormatError: unreadable files, bad engine flags.
@@ -218,9 +220,14 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
-                         two_starts=two_starts, stages=[t.stage for t in targets])
+                         two_starts=two_starts, stages=[t.stage for t in targets], progress=progress)
     profile = build_profile(out, args, setups[0], paths)
-    profile["notes"] += model_notes + [n for m in measured if m.measured is not None
+    from kvledger.calibration.engine_assumptions import engine_notes, launch_given
+    from kvledger.ledgers.profile_band import rows_fit_quality
+
+    profile["fit_quality"] = rows_fit_quality(  # the check calibrate --scope gpu runs, on this profile's own runs
+        out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model")
+    profile["notes"] += model_notes + engine_notes(setups, args) + [n for m in measured if m.measured is not None
                                        and (n := m.measured.metadata.extra.get("client_loop"))]
     if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
         profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]

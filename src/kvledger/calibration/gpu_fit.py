@@ -7,7 +7,8 @@ model's step times — is what transfers: a larger model at another TP has other
 GPU. The objective is ``kvledger.calibration.fit``'s (squared log-ratio errors of mean, p50, p90 TTFT, TPOT,
 E2E or of a stage's aggregates), summed over the runs, each replayed with its own model, TP and engine.
 Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern
-search around the best point (``REFINE_FACTORS``, axis and diagonal moves), fractions kept in (0, 1]. Deterministic.
+search around the best point evaluated, the start (0.7/0.8) among them, so that a fit never ends above its start
+(``REFINE_FACTORS``, axis and diagonal moves), fractions kept in (0, 1]. Deterministic.
 
 Each statistic's weighted log residual r enters through a Cauchy loss c²·ln(1 + (r/c)²), c = ``ROBUST_SCALE`` (0.1:
 a 10% error), not its square: a GPU's efficiency is what every step shares, and a statistic that no step time
@@ -38,6 +39,7 @@ multiplicative ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,13 +155,29 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
     return obj
 
 
+def _moves(i: int, factor: float, fit_host: bool) -> list[tuple[float, float, float, float]]:
+    """The pattern search's moves at refine step ``i`` (``factor``): (×FLOP fraction, ×bandwidth fraction, +host s per
+    step, +host s per sequence)."""
+    moves = [(dff, dbf, 0.0, 0.0) for dff, dbf in _MOVES[factor]]
+    if fit_host:  # each host move alone, and with the fractions moving the other way (more host time, faster
+        # kernels: the valley of a one-model objective runs that way)
+        for sign in (1.0, -1.0):
+            g = factor if sign > 0 else 1 / factor
+            for d0, d1 in ((sign * HOST_STEP_MOVES[i], 0.0), (0.0, sign * HOST_SEQ_MOVES[i])):
+                moves += [(1.0, 1.0, d0, d1), (1.0, g, d0, d1), (g, g, d0, d1)]
+            # a fixed time for a per-sequence one (at one batch size they are the same time)
+            moves.append((1.0, 1.0, sign * HOST_STEP_MOVES[i], -sign * HOST_SEQ_MOVES[i]))
+    return moves
+
+
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
                       fit_frontend: bool = False, fit_host: bool = False,
-                      robust: float | None = ROBUST_SCALE, setups: list[str] | None = None) -> GpuFit:
+                      robust: float | None = ROBUST_SCALE, setups: list[str] | None = None,
+                      progress: Callable[[str], None] | None = None) -> GpuFit:
     """Fit the two fractions (with ``fit_frontend``, the set-up's frontend latency; with ``fit_host``, the host's
     per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU. ``setups``
     names each run's set-up (client and server front end): runs timed through different clients get a frontend
-    latency each (``GpuFit.frontends_s``), one set-up's never priced into another's.
+    latency each (``GpuFit.frontends_s``), one set-up's never priced into another's; ``progress(text)``: told how far.
 
     Raises:
         InputError: no run, or runs on different GPUs.
@@ -174,22 +192,17 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     fe: dict = {}
     f0 = _total(items, *start, fit_frontend, fe, robust=robust, keys=setups)
     history = [(start[0], start[1], f0)]
-    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust, keys=setups)) for ff in GRID_FLOPS
-                for bf in GRID_BANDWIDTH), key=lambda x: x[2])
+    grid = [(ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust, keys=setups)) for ff in GRID_FLOPS
+            for bf in GRID_BANDWIDTH]
+    best = min([history[0], *grid], key=lambda x: x[2])
     history.append(best)
+    say = progress or (lambda _text: None)  # progress: the grid, then each refine factor
+    say(f"start and {len(grid)} grid points × {len(items)} run(s) replayed, objective {best[2]:.5g}")
     ff, bf, f = best
     h0 = h1 = 0.0
     evals = 0
     for i, factor in enumerate(REFINE_FACTORS):
-        moves = [(dff, dbf, 0.0, 0.0) for dff, dbf in _MOVES[factor]]
-        if fit_host:  # each host move alone, and with the fractions moving the other way (more host time, faster
-            # kernels: the valley of a one-model objective runs that way)
-            for sign in (1.0, -1.0):
-                g = factor if sign > 0 else 1 / factor
-                for d0, d1 in ((sign * HOST_STEP_MOVES[i], 0.0), (0.0, sign * HOST_SEQ_MOVES[i])):
-                    moves += [(1.0, 1.0, d0, d1), (1.0, g, d0, d1), (g, g, d0, d1)]
-                # a fixed time for a per-sequence one (at one batch size they are the same time)
-                moves.append((1.0, 1.0, sign * HOST_STEP_MOVES[i], -sign * HOST_SEQ_MOVES[i]))
+        moves = _moves(i, factor, fit_host)
         moved, n = True, 0
         while moved and n < MAX_MOVES * (2 if fit_host else 1):  # four terms walk further than two
             moved, n = False, n + 1
@@ -205,6 +218,7 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
                     ff, bf, h0, h1, f, moved = cf, cb, c0, c1, fc, True
                     history.append((ff, bf, f))
                     break
+        say(f"pattern search ×{factor}: {evals} moves tried, objective {f:.5g} at {ff:.3f}/{bf:.3f}")
     replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1), {})
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
@@ -237,44 +251,49 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
 
 def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
                         fit_frontend: bool = False, fit_host: bool = False,
-                        leave_one_out: bool = False) -> dict[str, Any]:
+                        leave_one_out: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
     ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
     ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
     validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each;
     with ``leave_one_out`` and several runs, ``leave_one_out``: each run's errors under a fit on the others
-    (``gpu_loo``).
+    (``gpu_loo``). ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit.
 
     Raises:
         InputError / FormatError: no run, runs on several GPUs, unreadable files.
     """
     from kvledger.calibration.api import headline_errors
+    from kvledger.calibration.engine_assumptions import engine_notes, launch_given
     from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
     from kvledger.calibration.saturation import saturation
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
     staged, model_notes = gpu_setups(paths, args, client_concurrency)
+    folds = iter(range(len(staged) + 1))
+
     def gpu_fit(items):  # the fit with the command's options, on all runs or all but one
-        return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
+        i = next(folds)
+        name = f"fit on all {len(items)} runs" if i == 0 else f"leave-one-out fit {i}/{len(staged)}"
+        say = None if progress is None else (lambda text: progress(f"{name}: {text}"))
+        return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host, progress=say)
 
     def price(s, f):
         return roofline_with(s, f.flops_fraction, f.bandwidth_fraction, f.host_step_s, f.host_seq_s)
 
     fit = gpu_fit([(run, s) for run, s, _ in staged])
-    per_run, notes = [], list(model_notes)
+    per_run, notes = [], list(model_notes) + engine_notes([s for _, s, _ in staged], args)
     for run, s, st in staged:
         c, recs = run_errors(run, s, st, price(s, fit), fit.frontend_s)
         notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
                         "saturated": saturation(run.measured if st is None else None, recs)})
-    from kvledger.accounting.gpu_profile import run_facts
-    from kvledger.ledgers.profile_band import fit_quality
+    from kvledger.ledgers.profile_band import rows_fit_quality
 
     prof = gpu_profile_dict(fit, per_run, paths)
     timed_at_client = any(st is not None for _, _, st in staged)
-    prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend,
-                                      {"max_model_len": args.max_model_len, "engine_version": args.engine_version})
+    prof["fit_quality"] = rows_fit_quality(per_run, timed_at_client, fit_frontend,
+                                           launch_given([s for _, s, _ in staged], args))
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.compare import Comparison, compare_runs
+from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
@@ -139,31 +140,6 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
-def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
-    """Whether the run in ``source`` is one of a GPU profile's fitted runs (``data``: their sources, as the profile
-    records them: absolute, or relative to where it was fitted, e.g. under ../shared/data/measured-runs); matched on
-    whole path components at the end, so that stage_1 is not stage_10 and a run's folder holds its files.
-
-    >>> fitted_on("/d/runs/t/results/stage_0_lifecycle_metrics.json", ["t/results/stage_0_lifecycle_metrics.json"])
-    True
-    >>> fitted_on("/d/runs/t/results/stage_10_lifecycle_metrics.json", ["t/results/stage_1_lifecycle_metrics.json"])
-    False
-    """
-    from pathlib import PurePosixPath
-
-    here = PurePosixPath(str(source).replace("\\", "/"))
-    parts = here.parts
-    for d in data:
-        want = PurePosixPath(str(d).replace("\\", "/").removeprefix("./")).parts
-        want = tuple(p for p in want if p != "..")
-        if not want:
-            continue
-        n = len(want)
-        if any(parts[i:i + n] == want for i in range(len(parts) - n + 1)):
-            return True
-    return False
-
-
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.analyses.serving.prediction_bands import setup_band
     from kvledger.calibration.api import engine_for, headline_errors
@@ -187,11 +163,12 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     sat = saturation(t.run.measured if t.stage is None else None, records)
     scope = setup.cost_info.get("scope", "uncalibrated")
     bands = {m: setup_band(setup, m) for m in METRICS}
-    in_sample = fitted_on(t.run.source, setup.cost_info.get("gpu_profile_data") or [])
+    in_sample = fitted_on(t.run.source, fitted_data(setup.cost_info))
     if in_sample:
-        notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
-                     "the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile none or a profile "
-                     "fitted on other runs")
+        notes.append(f"IN-SAMPLE: the {profile_words(scope)} pricing this run was fitted on this very run, so these "
+                     "errors are the fit's, not a prediction's; for an out-of-sample check pass "
+                     + ("--gpu-profile none" if scope == "gpu" else "--step-cost roofline")
+                     + " or a profile fitted on other runs")
     if setup.cost_info.get("mismatch"):
         what = setup.cost_info.get("mismatch_what", "model or TP")
         notes.insert(0, f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "

@@ -75,7 +75,12 @@ def calibrate(
     fit: CalibFitFlags = CalibFitFlags(),
 ) -> None:
     """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E
-    error, reports fit and leave-one-out errors."""
+    error, reports fit and leave-one-out errors.
+
+    Time: a fit replays each run some 60-80 times, about 0.05-0.08 s per 1,000 replayed requests, so 3-5 s per 1,000
+    requests in the files, times (runs + 1) with leave-one-out (2-core Intel Xeon: 3 kubecon stages, 16,593
+    requests, --scope model 55 s; 2 stages, 7,415 requests, --scope gpu 37 s; docs/performance.md). On a terminal,
+    progress goes to stderr, a line per fit step or fold."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
     from kvledger.cli.outputs import prepare_output_file, write_text_atomic
@@ -91,12 +96,13 @@ def calibrate(
         from kvledger.calibration.gpu_fit import calibrate_gpu_files
 
         profile = calibrate_gpu_files(files, args, client_concurrency=f.client_concurrency,
-                                      fit_frontend=f.fit_frontend, fit_host=f.fit_host, leave_one_out=f.leave_one_out)
+                                      fit_frontend=f.fit_frontend, fit_host=f.fit_host, leave_one_out=f.leave_one_out,
+                                      progress=_progress())
     else:
         profile = calibrate_files(files, args, max_paddings=engine.max_paddings, leave_one_out=f.leave_one_out,
                                   fit_frontend=f.fit_frontend, client_concurrency=f.client_concurrency,
                                   split_regimes=f.split_regimes, workers=f.workers or _cpus(),
-                                  two_starts=f.two_starts)
+                                  two_starts=f.two_starts, progress=_progress())
     text = dump_profile(profile)
     if f.out is not None:
         write_text_atomic(f.out, text)
@@ -117,6 +123,21 @@ def calibrate(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate)
+
+
+def _progress():
+    """A printer of the fit's progress, one line each with the seconds since calibrate began, on standard error and
+    only when it is a terminal (as ``report.progress.working``: --json, pipes and tests see none of it); None
+    otherwise."""
+    import time
+
+    from rich.console import Console
+
+    con = Console(stderr=True, emoji=False)
+    if not con.is_terminal:
+        return None
+    t0 = time.monotonic()
+    return lambda text: con.print(f"[dim]calibrate: {text} ({time.monotonic() - t0:.0f} s)[/]", highlight=False)
 
 
 def _cpus() -> int:

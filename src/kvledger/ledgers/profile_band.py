@@ -27,7 +27,7 @@ from typing import Any
 from kvledger.ledgers.error_band import Band, error_band, stored_bands
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
-           "fit_quality", "at_least_uncalibrated"]
+           "fit_quality", "rows_fit_quality", "at_least_uncalibrated", "judged_metrics"]
 
 #: fewer measured points than this in the calibrated regime: its band alone is not enough (the split-conformal
 #: rank of lodo_bands starts at 10 values; below it a t interval on 2 values is a guess at the spread)
@@ -62,6 +62,10 @@ def _judged(r: dict) -> tuple[str, ...]:
     return ("throughput",) if sat else ("ttft_mean", "tpot_mean") if sat is False else tuple(FIT_LIMITS)
 
 
+#: the metrics a fitted run is judged on, public for ``model_band``
+judged_metrics = _judged
+
+
 def poor_fit(in_sample: tuple[dict, ...] | list[dict]) -> list[str]:
     """The in-sample errors beyond ``FIT_LIMITS``, in words (empty: the fit holds its own runs; ``_judged``)."""
     out = []
@@ -89,19 +93,21 @@ KUBECON_MAX_MODEL_LEN = 512
 
 
 def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
-                given: dict[str, Any] | None = None) -> dict:
+                given: dict[str, Any] | None = None, scope: str = "gpu") -> dict:
     """Whether the fit holds its own runs (``fit_verdict``: fewer than 80% of them within issue 23's held-out targets
     in-sample, mean TTFT/TPOT 15%, throughput 10%), the errors beyond, and, for a poor fit of runs timed at a client
     (inference-perf stages), what to try: only flags not already given (``given``: ``max_model_len``,
     ``engine_version`` as the user passed them, None where not), or a given one that differs from the launch value
     the hint knows, both values said. A poor profile still prices, but its band widens to the uncalibrated one
-    (``profile_band``). ``in_sample``: ``GpuProfile.runs``-shaped (``gpu_profile.run_facts``)."""
+    (``profile_band``; a model-scope profile's too, ``model_band``). ``in_sample``: ``GpuProfile.runs``-shaped
+    (``gpu_profile.run_facts``); ``scope``: "gpu" or "model", the profile the verdict is written for."""
     poor, beyond, within, total = fit_verdict(in_sample)
     given = given or {}
     hints = []
     if poor and client_timed:
         hints = [] if fit_frontend else ["--fit-frontend: the client's HTTP, tokenisation and streaming time is in "
-                                         "every measured TTFT; without it the fractions absorb it"]
+                                         "every measured TTFT; without it the "
+                                         + ("fractions absorb it" if scope == "gpu" else "step cost's terms absorb it")]
         mml = given.get("max_model_len")
         if mml is None:
             hints.append("--max-model-len and the other launch flags the server was started with (kubecon's manifests "
@@ -116,8 +122,19 @@ def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
             "runs": total, "beyond": beyond, "hints": hints,
             "why": "a fit that misses on its own runs the targets set for runs it never saw (issue 23: mean TTFT and "
                    f"TPOT within 15%, throughput within 10%, on {MIN_WITHIN:.0%} of runs) cannot be expected to meet "
-                   "them on other models; its bands widen to the uncalibrated roofline's "
-                   "(kvledger.ledgers.profile_band)"}
+                   + ("them on other models; its bands widen to the uncalibrated roofline's "
+                      "(kvledger.ledgers.profile_band)" if scope == "gpu" else
+                      "them on runs it was not fitted on; its bands widen to take in the uncalibrated roofline's "
+                      "(kvledger.ledgers.model_band)")}
+
+
+def rows_fit_quality(rows: list[dict], client_timed: bool, fit_frontend: bool, given: dict[str, Any] | None = None,
+                     scope: str = "gpu") -> dict:
+    """``fit_quality`` of a profile's ``runs`` rows as calibrate writes them (``*_rel_error`` keys, ``saturated``):
+    the one check both scopes run (``calibrate_gpu_files``, ``calibrate_files``)."""
+    from kvledger.accounting.gpu_profile import run_facts
+
+    return fit_quality([run_facts(r) for r in rows], client_timed, fit_frontend, given, scope)
 
 
 def _cross_model(metric: str) -> tuple[float, float, int, str] | None:

@@ -79,8 +79,11 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
         con.print(error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
     for n in p.get("notes", []):
         con.print(f"note: {escape(n)}")
+    q = fit_quality_warning(p, con)
     if out is not None:
-        con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}")
+        con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}"
+                  + (" (its poor fit widens its bands to take in the uncalibrated roofline's)"
+                     if q.get("poor") else ""))
 
 
 def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_frontend: bool = False) -> None:
@@ -114,6 +117,17 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     for note in p.get("notes") or []:
         con.print(f"note: {escape(str(note))}")
     saturated_runs_warning(p["runs"], con)
+    q = fit_quality_warning(p, con)
+    if out is not None:
+        what = ("any model on this GPU" if not q.get("poor") else
+                "any model on this GPU, but its poor fit says little about other models: its bands are the "
+                "uncalibrated roofline's or wider")
+        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} ({what})")
+
+
+def fit_quality_warning(p: dict[str, Any], con: Console) -> dict[str, Any]:
+    """The poor-fit warning of a profile of either scope (its ``fit_quality``: ``ledgers.profile_band.fit_quality``)
+    and what to try; returns the block ({} when the profile has none)."""
     q = p.get("fit_quality") or {}
     if q.get("poor"):
         lim = ", ".join(f"{k.replace('_', ' ')} ±{v:.0%}" for k, v in q["limits"].items())
@@ -122,11 +136,7 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   f"{escape(q['why'])}.")
         for h in q.get("hints", []):
             con.print(f"  try {escape(h)}")
-    if out is not None:
-        what = ("any model on this GPU" if not q.get("poor") else
-                "any model on this GPU, but its poor fit says little about other models: its bands are the "
-                "uncalibrated roofline's or wider")
-        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} ({what})")
+    return q
 
 
 def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
@@ -158,6 +168,7 @@ def saturation_warning(sat: dict[str, Any]) -> str:
 def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it) and the
     80% band of the figures the run is judged on (``RunBands``), the sweep's paragraph under the table."""
+    from kvledger.calibration.in_sample import profile_words
     from kvledger.calibration.validate import SweepValidation
 
     if isinstance(r, SweepValidation):
@@ -168,8 +179,8 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     c = r.comparison
     con.print(f"run {escape(r.run)} ({escape(str(r.source))}): {c.num_measured:,} measured requests, "
               f"{c.num_predicted:,} finished in the replay; {escape(str(r.model))} on {escape(str(r.gpu))} "
-              f"at TP {r.tp}" + (" — IN-SAMPLE: the GPU profile pricing it was fitted on this run" if r.in_sample
-                                 else ""))
+              f"at TP {r.tp}" + (f" — IN-SAMPLE: the {profile_words(r.scope)} pricing it was fitted on this run"
+                                 if r.in_sample else ""))
     con.print(step_cost_line(r))
     sat = r.saturated
     b = r.error_bands

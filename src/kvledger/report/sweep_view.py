@@ -98,9 +98,13 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     fitted = sum(x.in_sample for x in r.runs)
     con.print(_table(r, fitted))
     if fitted:
-        con.print(f"IN-SAMPLE: the GPU profile pricing this sweep was fitted on {fitted} of its {len(r.runs)} stages: "
-                  "their errors are the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile "
-                  "none or a profile fitted on other runs")
+        from kvledger.calibration.in_sample import profile_words
+
+        scope = r.runs[0].scope
+        con.print(f"IN-SAMPLE: the {profile_words(scope)} pricing this sweep was fitted on {fitted} of its "
+                  f"{len(r.runs)} stages: their errors are the fit's, not a prediction's; for an out-of-sample check "
+                  f"pass {'--gpu-profile none' if scope == 'gpu' else '--step-cost roofline'} or a profile fitted on "
+                  "other runs")
     if any(x.saturated for x in r.runs):
         con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
                   "are not meaningful; throughput is the figure to compare.")

@@ -8,6 +8,7 @@ from typing import Any
 
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import Band, regime_of
+from kvledger.ledgers.model_band import model_profile_band
 from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, profile_band
 
 # the bands of an SLO capacity and of the cost decision are in capacity_bands.py: `simulate` reports only the
@@ -84,11 +85,17 @@ def setup_band(setup: Any, metric: str) -> Band | None:
     """The 80% band of ``metric`` for a prepared simulation: its regime's, made honest for the GPU profile that
     priced it (``kvledger.ledgers.profile_band``: the model and TP against the profile's fit, its in-sample errors),
     or, for a model-scope profile used on another model or TP or beyond its fitted range, no narrower than the
-    uncalibrated regime's (``cost_info["band_widened_by"]``: ``analyses/serving/profile_scope.py``)."""
+    uncalibrated regime's (``cost_info["band_widened_by"]``: ``analyses/serving/profile_scope.py``); a model-scope
+    profile's band is ``ledgers.model_band``'s (its own leave-one-out and in-sample errors, its fit's verdict)."""
     regime = setup_regime(setup)
-    band = profile_band(regime, metric, profile_facts(getattr(setup, "gpu_profile", None)),
-                        getattr(setup, "model_name", None), getattr(setup, "tp", None))
-    widened = (setup.cost_info or {}).get("band_widened_by")
+    info = setup.cost_info or {}
+    if regime.startswith("model/") and "in_sample" in info:  # a model-scope profile file (ledgers.model_band)
+        band = model_profile_band(regime, metric, info.get("name", "calibration profile"), info["in_sample"],
+                                  info.get("leave_one_out") or [])
+    else:
+        band = profile_band(regime, metric, profile_facts(getattr(setup, "gpu_profile", None)),
+                            getattr(setup, "model_name", None), getattr(setup, "tp", None))
+    widened = info.get("band_widened_by")
     return at_least_uncalibrated(band, regime, metric, widened) if widened else band
 
 

@@ -93,6 +93,8 @@ class SimSetup:
     plan: Any = None
     gpu_profile: Any = None  # the GpuProfile that priced the roofline (None: none), for the band (prediction_bands)
     client_latency: Any = None  # client_latency.ClientLatency added to each TTFT and E2E (None: none given)
+    #: the launch settings a measured run's own record gave (calibration.api.engine_for; empty for a simulation)
+    record_settings: dict[str, Any] = field(default_factory=dict)
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process

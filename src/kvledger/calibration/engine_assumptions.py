@@ -1,0 +1,34 @@
+"""What a calibration assumed of the engine and its launch, for the profile's notes and its poor-fit hints: the
+engine version where no record and no flag states one (``validate`` prints the same notes for the same runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup
+
+__all__ = ["engine_notes", "launch_given"]
+
+
+def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
+    """The engine assumptions ``validate`` prints for the same runs, for calibrate to print and store in the profile's
+    notes: the engine version assumed where neither a run's record (``_with_run_settings``) nor --engine-version
+    states one, and the async-scheduling note it implies (``from_plan.default_async_scheduling``), each once."""
+    out = []
+    for s in setups:
+        version = getattr(getattr(s.plan, "memory", None), "engine_version", None)
+        if "engine_version" not in s.record_settings and args.engine_version is None and version is not None:
+            engine = "vLLM" if s.plan.memory.engine == "vllm" else s.plan.memory.engine
+            out.append(f"engine version: no run's record and no --engine-version states one; {engine} {version} "
+                       "assumed (kvledger's default), whose defaults the replay and the fit use; pass --engine-version "
+                       "as launched")
+        out += [n for n in s.notes if n.startswith("async scheduling")]
+    return list(dict.fromkeys(out))
+
+
+def launch_given(setups: list[SimSetup], args: SimRequestArgs) -> dict[str, Any]:
+    """The launch flags a poor fit's hints check (``profile_band.fit_quality``'s ``given``): --max-model-len and
+    --engine-version as the user passed them, else as the first run's record states them, None where neither."""
+    rec = setups[0].record_settings if setups else {}
+    return {k: getattr(args, k) if getattr(args, k) is not None else rec.get(k)
+            for k in ("max_model_len", "engine_version")}
