@@ -4,7 +4,8 @@ scheduler limits the measured engine ran — so a stage is replayed on the engin
 inference-sim/training (the BLIS simulator's fitting data) writes one ``exp-config.yaml`` per experiment, a folder
 above its stage files (``<experiment>/exp-config.yaml``; the stages are ``<experiment>/results/stage_<k>_….json``)
 with the keys its launch script passed to ``vllm serve``: ``model``, ``tensor_parallelism``, ``max_model_len``,
-``max_num_batched_tokens``, ``max_num_seqs``. They become the run's ``engine_hints`` under vLLM's names, which
+``max_num_batched_tokens``, ``max_num_seqs``. They become the run's ``engine_hints`` under vLLM's names (any other
+key but ``model`` and ``app`` under ``other_flags``, which ``run_record`` names), which
 ``kvledger.calibration.api.engine_for`` takes where the user gave no flag (``run_record``), and the model its metadata
 names (``calibrate --scope gpu`` replays each run with its own model). A stage without such a file states nothing.
 """
@@ -26,6 +27,8 @@ __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_lau
 #: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
 BEHIND = 0.95
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
+#: exp-config.yaml keys that are no engine setting: the model (read apart) and the harness that drove it
+_NOT_ENGINE = {"model", "app"}
 _INT_KEYS = {"tensor_parallelism": "tensor_parallel_size", "max_model_len": "max_model_len",
              "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
 
@@ -67,6 +70,9 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise FormatError(str(rec), f"{key} must be a positive integer, got {v!r}")
         kwargs[name] = v
+    others = {k: v for k, v in raw.items() if k not in _INT_KEYS and k not in _NOT_ENGINE and v is not None}
+    if others:  # named by run_record (refused, warned of or harmless), never dropped unsaid
+        kwargs["other_flags"] = {str(k): v for k, v in others.items()}
     model = raw.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise FormatError(str(rec), f"model must be a model name, got {model!r}")
@@ -193,3 +199,60 @@ def pool_prefix(stage: Any, prefix_caching: bool | None = None) -> tuple[dict[st
         "shortest prompt) shared, " + ("but prefix caching is off in the replayed engine, so the pool is not reused "
                                        "from cache: each repeat is prefilled again" if prefix_caching is False
                                        else "so prefix caching serves a repeat"))
+
+
+def stage_goodput_note(stage_path: str | Path, slo: str) -> str:
+    """Why ``--slo`` (``slo``: its description) gives no goodput on a stage file, and which file would.
+
+    Goodput counts the requests that met every SLO at once, so it needs each request's TTFT and TPOT together; a
+    stage file keeps each metric's quantiles apart (which request was slow is lost), and its TPOT is itself derived
+    from means (``sweep.tpot_note``). Marginal quantiles only bound the joint share (between P(TTFT ok) + P(TPOT ok)
+    − 1 and the smaller of the two), too wide to compare a replay against, so no figure is made up. inference-perf
+    writes each request to ``per_request_lifecycle_metrics.json`` when its config's
+    ``report.request_lifecycle.per_request`` is true; the note says whether this run's config asked for it and
+    whether that file lies beside the stage."""
+    here = Path(stage_path).resolve().parent
+    cfg = _client_config(stage_path)
+    report = cfg[1].get("report") if cfg is not None and isinstance(cfg[1], dict) else None
+    life = report.get("request_lifecycle") if isinstance(report, dict) else None
+    asked = isinstance(life, dict) and life.get("per_request") is True
+    per_request = here / "per_request_lifecycle_metrics.json"
+    if per_request.is_file():
+        where = f"it lies beside the stage: kvledger validate {per_request} --slo …"
+    elif asked:
+        where = (f"{cfg[0]} asks for it (report.request_lifecycle.per_request: true), but it is not in {here}: "
+                 "validate that file with --slo")
+    else:
+        where = ("this run's client config does not ask for it (set report.request_lifecycle.per_request: true in "
+                 "inference-perf's config and rerun), or give any per-request benchmark file")
+    return (f"goodput under {slo}: not compared. A stage file keeps each metric's quantiles apart, not which request "
+            "met which SLO, and goodput counts the requests that met all of them at once; the marginal quantiles "
+            "only bound that share, too loosely to judge a replay. Per-request records allow it: inference-perf "
+            f"writes them to per_request_lifecycle_metrics.json; {where}")
+
+
+#: a counted output mean within this share of the fixed length is the same length (no note)
+_SAME_LENGTH = 0.01
+
+
+def counted_output_note(stage: Any) -> str | None:
+    """Why the stage's output throughput and the replay's differ where its client asked for a fixed output length
+    (``stage.counted_output``: the counted min and mean, set only then): the file's tokens/s counts each response by
+    re-tokenizing its text (``fixed_output_tokens``: it under-counts some), while the replay generates the length the
+    client config asked the engine for under ``ignore_eos``. So the output throughput differs by fixed/mean − 1 at one
+    request rate, and it is that count, not a step-cost error. None when the two lengths agree within
+    ``_SAME_LENGTH``."""
+    if stage.counted_output is None or not stage.output_quantiles:
+        return None
+    lo, mean = stage.counted_output
+    fixed = stage.output_quantiles[-1][1]
+    if mean <= 0 or abs(fixed / mean - 1) <= _SAME_LENGTH:
+        return None
+    cfg = _client_config(stage.path) if Path(stage.path).is_file() else None
+    return (f"output throughput: the file's {stage.output_tokens_per_s:,.2f} tokens/s counts each response's tokens "
+            f"as the client re-tokenized its text (successes.output_len mean {mean:,.2f}, min {lo:g}), while "
+            f"{cfg[0] if cfg else 'the client config'} asks the engine for {fixed:g} tokens per request under "
+            "ignore_eos, which the replay generates; at the same request rate "
+            "the two lengths alone make them differ by "
+            f"{fixed:g}/{mean:,.2f} − 1 = {fixed / mean - 1:+.1%}: a count, not a step-cost error (TPOT is compared "
+            f"on the {fixed:g} tokens)")
