@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from kvledger.analyses.serving.client_latency import client_latency_of
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
-from kvledger.calibration.sweep import read_stage, tpot_note
+from kvledger.calibration.stage_notes import tpot_note
+from kvledger.calibration.sweep import read_stage
 from kvledger.cli.main import app
 from kvledger.errors import FormatError, InputError
 

@@ -36,30 +36,15 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
-from kvledger.calibration.stage_launch import (
-    client_loop,
-    counted_output_note,
-    fixed_output_tokens,
-    pool_prefix,
-    stage_launch,
-)
+from kvledger.calibration.stage_launch import client_loop, fixed_output_tokens, pool_prefix, stage_launch
+from kvledger.calibration.stage_notes import counted_output_note, tpot_note
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["tpot_note", "Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
+__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
            "pool_prefix", "stage_comparison"]
-
-def tpot_note(stage: Stage) -> str:
-    """Why the TPOT compared is derived, with this stage's own figures: its ``time_per_output_token`` mean against
-    (E2E mean − TTFT mean)/(output mean − 1) from the same file."""
-    said, derived = stage.stats["tpot_file"]["mean"], stage.stats["tpot"]["mean"]
-    return ("TPOT: inference-perf's time_per_output_token (\"TPOT (file's field)\", shown only) disagrees with the "
-            "file's own TTFT, E2E and output length; the TPOT compared is (E2E mean − TTFT mean)/(output mean − 1), "
-            "with the client config's fixed output length where it states one (this stage: the field's mean "
-            f"{said * 1e3:.2f} ms against {derived * 1e3:.2f} ms so derived)")
-
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}

@@ -15,10 +15,10 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
-from kvledger.calibration.stage_launch import stage_goodput_note
+from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
-from kvledger.calibration.targets import Target, input_names, load_targets, with_record_model
+from kvledger.calibration.targets import Target, input_names, load_targets, not_a_sweep, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
@@ -251,7 +251,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
     if len(stages) < 2:
-        raise InputError(_not_a_sweep(paths, len(stages), len(targets) - len(stages)))
+        raise InputError(not_a_sweep(paths, len(stages), len(targets) - len(stages)))
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [t.stage.requested_rate for t in stages]
@@ -272,20 +272,6 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                            f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
                            rows, mixed + sorted({n for r in rows for n in r.notes}),
                            sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s))
-
-
-def _not_a_sweep(paths: list[str], staged: int, per_request: int) -> str:
-    """Why the files given to ``--sweep`` (or several files) are not a load sweep: what they hold, what a sweep needs
-    (two or more stages with a request rate) and the command to run instead."""
-    held = ", ".join(x for x in (f"{staged} load stage" + ("s" if staged != 1 else "") if staged else "",
-                                 f"{per_request} per-request run" + ("s" if per_request != 1 else "")
-                                 if per_request else "") if x) or "nothing to replay"
-    one = ("validate it on its own: kvledger validate " + paths[0] if len(paths) == 1
-           else "validate each file on its own (kvledger validate FILE, one per call)")
-    return (f"--sweep (or several files) compares the load stages of one sweep, which needs two or more stages with a "
-            f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or aggregate benchmark runs at "
-            f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}: give the "
-            f"sweep's other stage files too, or {one} without --sweep")
 
 
 def _deployments(stages: list[Any]) -> list[str]:
