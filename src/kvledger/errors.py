@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
+
+#: the kvledger command being run ("validate", "calibrate"), set by its CLI entry, so that a message raised deep in a
+#: reader names the command the user ran rather than another one
+COMMAND: ContextVar[str | None] = ContextVar("kvledger_command", default=None)
+
+
+def running(default: str = "validate") -> str:
+    """``kvledger <command>`` as the user ran it (``COMMAND``), or with ``default`` when no CLI entry set it."""
+    return "kvledger " + (COMMAND.get() or default)
 
 
 class KvLedgerError(Exception):

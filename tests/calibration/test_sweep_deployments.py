@@ -54,6 +54,18 @@ def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so():
     res = CliRunner().invoke(app, ["validate", run, run, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"])
     assert isinstance(res.exception, InputError), res.output
     text = " ".join(str(res.exception).split())
-    assert text.startswith("several files (or --sweep) are validated as one load sweep")
-    assert "2 of these are per-request runs: validate each of those on its own" in text
+    assert text.startswith("--sweep (or several files) compares the load stages of one sweep")
+    assert ("these files hold 2 per-request runs: give the sweep's other stage files too, or validate each file on "
+            "its own (kvledger validate FILE, one per call) without --sweep") in text
+
+
+def test_one_stage_file_with_sweep_says_it_is_one_stage():
+    # fresh-user trial: `validate stage_2_lifecycle_metrics.json --sweep` said "0 of these are per-request runs"
+    stage = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
+                / "stage_2_lifecycle_metrics.json")
+    res = CliRunner().invoke(app, ["validate", stage, *ARGS])
+    assert isinstance(res.exception, InputError), res.output
+    text = " ".join(str(res.exception).split())
+    assert text.endswith(f"this file holds 1 load stage: give the sweep's other stage files too, or validate it on "
+                         f"its own: kvledger validate {stage} without --sweep")
 

@@ -114,10 +114,14 @@ def test_the_poor_fit_hints_suggest_only_flags_not_given():
                        "tpot_mean_rel_error": 0.131, "throughput_rel_error": -0.001})]
     given = fit_quality(runs, True, False, {"max_model_len": 512, "engine_version": "0.11.0"})
     assert [h.split(":")[0] for h in given["hints"]] == ["--fit-frontend"]  # was: all three, both flags given
-    other = fit_quality(runs, True, True, {"max_model_len": "1024", "engine_version": None})
-    assert other["hints"][0] == ("--max-model-len as launched: 1024 was given, kubecon's manifests pass "
-                                 "--max-model-len=512 (it sets vLLM's default token budget)")
-    assert other["hints"][1].startswith("--engine-version as launched") and len(other["hints"]) == 2
+    rec = {"max_model_len": (512, "run/manifests.yaml")}
+    other = fit_quality(runs, True, True, {"max_model_len": "1024", "engine_version": None}, rec)
+    assert other["hints"][0] == ("--max-model-len as launched: 1024 was given, the runs' record (run/manifests.yaml) "
+                                 "states 512 (it sets vLLM's default token budget)")
+    assert other["hints"][1].startswith("--engine-version as the server was launched") and len(other["hints"]) == 2
+    # a flag the runs' record states was applied by the replay: not asked for again; no other dataset is quoted
+    applied = fit_quality(runs, True, True, {}, {**rec, "engine_version": ("0.11.0", "run/manifests.yaml")})
+    assert applied["hints"] == [] and "kubecon" not in str(fit_quality(runs, True, False))
 
 
 def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path):

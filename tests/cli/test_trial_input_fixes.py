@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from kvledger.analyses.serving.client_latency import client_latency_of
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
-from kvledger.calibration.sweep import TPOT_NOTE, read_stage
+from kvledger.calibration.stage_notes import tpot_note
+from kvledger.calibration.sweep import read_stage
 from kvledger.cli.main import app
 from kvledger.errors import FormatError, InputError
 
@@ -78,7 +79,11 @@ def test_stage_tpot_slo_is_judged_on_the_derived_tpot():
 def test_validate_explains_the_two_tpot_rows_once():
     res = runner.invoke(app, ["validate", str(IP / "stage_0_lifecycle_metrics.json"), *VAL], env={"COLUMNS": "400"})
     assert res.exit_code == 0, res.output
-    assert "TPOT (file's field) mean" in res.output and res.output.count(f"note: {TPOT_NOTE}") == 1
+    note = tpot_note(read_stage(str(IP / "stage_0_lifecycle_metrics.json")))
+    assert "TPOT (file's field) mean" in res.output and res.output.count(f"note: {note}") == 1
+    # the note quotes this stage's own figures, no other dataset's: the fixture's time_per_output_token mean 3.48 ms,
+    # and (E2E mean − TTFT mean)/(64 − 1) = 7.14 ms (its config.yaml's fixed 64 output tokens)
+    assert note.endswith("(this stage: the field's mean 3.48 ms against 7.14 ms so derived)")
 
 
 def _own_profile(tmp_path: Path, frontend_s: float | None) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.errors import FormatError, UnknownNameError
+from kvledger.errors import FormatError, UnknownNameError, running
 from kvledger.evidence import FORMAT_DESCRIPTIONS, READERS, read_run, read_runs
 from kvledger.evidence._io import load_document
 from kvledger.evidence.detect import detect_format
@@ -127,9 +127,11 @@ def test_input_files_are_never_modified(tmp_path):
 
 @pytest.mark.parametrize("rel, seen", [
     # inference-perf's own config and manifests sit next to its reports; neither is a benchmark output
-    ("inference-perf/config.yaml", "It is YAML, not JSON, JSON Lines or CSV (an inference-perf config: read the "
-     "*_lifecycle_metrics.json reports it produced); keys seen: api, data, load, metrics, report, storage, server, "
-     "tokenizer."),
+    ("inference-perf/config.yaml", "It is YAML, not JSON, JSON Lines or CSV; keys seen: api, data, load, metrics, "
+     "report, storage, server, tokenizer. This config.yaml is an inference-perf client config (what the client sent: "
+     "load, data, api), read beside the stage reports it produced; give {cmd} a "
+     "stage_N_lifecycle_metrics.json; beside it: stage_0_lifecycle_metrics.json, stage_1_lifecycle_metrics.json, "
+     "stage_2_lifecycle_metrics.json and 4 more."),
     ("inference-perf/manifests.yaml", "It is YAML, not JSON, JSON Lines or CSV; keys seen: [0].apiVersion, [0].kind"),
     ("SOURCES.md", "It is Markdown, not JSON, JSON Lines or CSV; first line: '# Real benchmark outputs used by the "
      "evidence, ledger and CLI tests'."),
@@ -138,6 +140,7 @@ def test_yaml_and_markdown_are_unknown_formats_not_broken_json(rel, seen):
     with pytest.raises(FormatError) as err:
         read_runs(DATA / rel)
     msg = str(err.value)
+    seen = seen.replace("{cmd}", running())  # the command the user ran (kvledger.errors.COMMAND; validate unset)
     assert f"{rel}: unknown benchmark output format. {seen}" in msg and "`kvledger goodput --help` names them" in msg
     assert "not valid JSON" not in msg
 

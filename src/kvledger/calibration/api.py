@@ -70,6 +70,8 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
         raise InputError(f"{run.source}: the run's record states " + "; ".join(rec.unmodelled) + ". Replaying it as "
                          "one engine would compare another deployment (errors of +1,000% and more); validate or "
                          "calibrate runs of one engine (TP within it is modelled)")
+    if rec.refused:
+        raise InputError(f"{run.source}: " + " ".join(rec.refused) + " Validate or calibrate runs launched without it.")
     defaults = SimRequestArgs(model=args.model, gpu=args.gpu)
     taken = {k: v for k, v in rec.flags.items()
              if getattr(args, k) is None or (k == "kv_cache_dtype" and args.kv_cache_dtype == defaults.kv_cache_dtype)}
@@ -86,6 +88,9 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
         text = ", ".join(f"{k} {v}" for k, v in taken.items())
         notes.append(f"from the run's own record ({_record_name(run)}): {text} (a flag given on the command line "
                      "wins)")
+    if rec.unapplied:
+        notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({_record_name(run)}): the replay "
+                     "runs without it, so whatever it changes in the measured engine is in the errors")
     if args.tp is None and "tp" not in taken:
         taken["tp"] = 1
     if run.num_dropped and run.target_stats is None:

@@ -293,8 +293,23 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     prof = gpu_profile_dict(fit, per_run, paths)
     timed_at_client = any(st is not None for _, _, st in staged)
     prof["fit_quality"] = rows_fit_quality(per_run, timed_at_client, fit_frontend,
-                                           launch_given([s for _, s, _ in staged], args))
+                                           launch_given([s for _, s, _ in staged], args),
+                                           recorded=_recorded_launch([run for run, _, _ in staged]))
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
     return prof
+
+
+def _recorded_launch(runs: list[Any]) -> dict[str, tuple[Any, str]]:
+    """``max_model_len`` and ``engine_version`` as the runs' own launch records state them (the first run that does),
+    with the record's file: the replay applied them, so a poor fit's hints do not ask for them again."""
+    out: dict[str, tuple[Any, str]] = {}
+    for run in runs:
+        extra = run.measured.metadata.extra if run.measured is not None else {}
+        where = str(extra.get("record_file") or run.source)
+        kw = {**(run.engine_hints or {}), **(extra.get("engine_kwargs") or {})}
+        for key, v in (("max_model_len", kw.get("max_model_len")), ("engine_version", extra.get("vllm_version"))):
+            if v is not None:
+                out.setdefault(key, (v, where))
+    return out

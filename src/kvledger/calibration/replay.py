@@ -20,7 +20,7 @@ from kvledger.accounting.fitted_cost import NUM_GPU_TERMS, step_features
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
-from kvledger.errors import FormatError, InputError
+from kvledger.errors import FormatError, InputError, running
 from kvledger.records import RunRecords
 
 __all__ = ["MeasuredRun", "load_measured", "measured_from_records", "StepTable", "replay", "replay_recorded"]
@@ -110,8 +110,12 @@ def load_measured(path: str) -> MeasuredRun:
     if len(runs) > 1:
         raise FormatError(path, f"holds {len(runs)} runs; split it into one file per run to replay each")
     if per_request[0].metadata.extra.get("shared_clock") is False:
-        raise FormatError(path, "its requests carry no common clock (each is timed on its own), so their arrival "
-                                "times cannot be replayed; calibrate on a benchmark that records send times")
+        what = "an llmperf per-request file" if "llmperf" in per_request[0].metadata.source_format else "a file"
+        raise FormatError(path, f"this is {what} whose requests carry no common clock (each is timed on its own), "
+                                "so their arrival "
+                                f"times cannot be replayed; give {running()} a benchmark file that records when each "
+                                "request was sent (any per-request format `kvledger goodput --help` names but "
+                                "llmperf's, e.g. inference-perf's per_request_lifecycle_metrics.json)")
     return measured_from_records(per_request[0], _label(p))
 
 

@@ -8,6 +8,13 @@ caching, chunked prefill, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_mo
 ``kv_cache_dtype`` and the engine version; a benchmark file naming SGLang as its backend (SGLang's bench_serving) is
 replayed with the ``sglang`` policy (its scheduler, radix cache and memory plan). ``unmodelled`` names what kvledger
 cannot replay as one engine (data parallelism, with or without expert parallelism; pipeline parallelism).
+
+Every other launch setting the record holds (a meta.json ``engine_kwargs`` key, a manifest's ``other_flags``) is
+sorted three ways (``other_settings``), never dropped unsaid: ``refused`` — an engine kvledger's replay does not model
+at all (speculative decoding: the simulator steps one token per sequence, ``kvledger simulate --help`` has no draft
+model; weights quantized on load by bitsandbytes or to FP8: the replay prices the checkpoint's own weights and plans
+its KV pool around them); ``_HARMLESS`` — settings that change no step time and no memory (where the server listens,
+logging, the served name, the seed); anything else is ``unapplied``, named in a warning.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RecordedSettings", "recorded_settings"]
+__all__ = ["RecordedSettings", "recorded_settings", "other_settings"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
 _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
@@ -49,6 +56,8 @@ class RecordedSettings:
         engine_version: the vLLM version it names, or None.
         pp / dp: pipeline- and data-parallel sizes (1 when not stated). ep: expert parallelism on.
         unmodelled: sentences naming what kvledger cannot replay as one engine (empty when all is modelled).
+        refused: sentences naming each launch flag whose engine the replay does not model (module docstring).
+        unapplied: the other launch flags neither applied nor known to be harmless, as ``--flag value``.
     """
 
     flags: dict[str, Any] = field(default_factory=dict)
@@ -57,6 +66,53 @@ class RecordedSettings:
     dp: int = 1
     ep: bool = False
     unmodelled: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    unapplied: list[str] = field(default_factory=list)
+
+
+#: launch settings that change no step time and no memory: where the server listens and logs, what it calls the model
+_HARMLESS = {"model", "served_model_name", "host", "port", "seed", "tokenizer", "trust_remote_code", "download_dir",
+             "disable_log_requests", "enable_log_requests", "disable_log_stats", "max_log_len", "uvicorn_log_level",
+             "disable_uvicorn_access_log", "api_key", "chat_template", "response_role", "enable_auto_tool_choice",
+             "tool_call_parser", "allowed_origins", "root_path", "load_format"}
+#: dtype values that are the checkpoint's own 16-bit weights, which the replay prices
+_SAME_DTYPE = {"auto", "bfloat16", "float16", "half"}
+_SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_tokens",
+                "speculative_draft_tensor_parallel_size", "ngram_prompt_lookup_max", "ngram_prompt_lookup_min"}
+#: vLLM --quantization methods that quantize an unquantized checkpoint as it loads
+_ON_LOAD = {"bitsandbytes", "fp8"}
+_APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()} | {"other_flags"})
+
+
+def _shown(key: str, value: Any) -> str:
+    """``--flag value`` as a launch line writes it (a long value cut at 100 characters)."""
+    v = "" if value is True else f" {value}"
+    return "--" + key.replace("_", "-") + (v if len(v) <= 101 else v[:98] + "…")
+
+
+def other_settings(extra: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(refused, unapplied) of the launch settings in ``extra["engine_kwargs"]`` that no field above reads (module
+    docstring), each naming the flag and the record file (``extra["record_file"]``) it came from."""
+    kwargs = extra.get("engine_kwargs") or {}
+    where = extra.get("record_file") or "the run's record"
+    others = {**{k: v for k, v in kwargs.items() if k not in _APPLIED}, **(kwargs.get("other_flags") or {})}
+    refused, unapplied = [], []
+    for key, value in others.items():
+        if key in _HARMLESS or value is None or (key == "dtype" and str(value).lower() in _SAME_DTYPE):
+            continue
+        if key in _SPECULATIVE:
+            refused.append(f"{where} launches vLLM with {_shown(key, value)}: speculative decoding (a draft proposes "
+                           "several tokens that the model verifies in one step), which kvledger's replay does not "
+                           "model: it steps one token per sequence per step, so every latency and throughput it "
+                           "compares would be another engine's. kvledger spec-decode estimates speculative "
+                           "decoding's gain apart.")
+        elif key == "quantization" and str(value).lower() in _ON_LOAD:
+            refused.append(f"{where} launches vLLM with {_shown(key, value)}: the weights are quantized as they load, "
+                           "which kvledger's replay does not model: it prices the checkpoint's own weights and plans "
+                           "the KV pool around them, so step times and the KV pool would be another engine's.")
+        else:
+            unapplied.append(_shown(key, value))
+    return refused, unapplied
 
 
 def _lookup(extra: dict[str, Any], where: tuple[str, str] | None, kw_key: str | None, kv_key: str | None = None):
@@ -96,4 +152,5 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
                               "engine on one GPU's share")
     if out.pp > 1:
         out.unmodelled.append(f"pipeline parallel {out.pp}: stages kvledger does not model as one engine")
+    out.refused, out.unapplied = other_settings(extra)
     return out

@@ -4,7 +4,8 @@ scheduler limits the measured engine ran — so a stage is replayed on the engin
 inference-sim/training (the BLIS simulator's fitting data) writes one ``exp-config.yaml`` per experiment, a folder
 above its stage files (``<experiment>/exp-config.yaml``; the stages are ``<experiment>/results/stage_<k>_….json``)
 with the keys its launch script passed to ``vllm serve``: ``model``, ``tensor_parallelism``, ``max_model_len``,
-``max_num_batched_tokens``, ``max_num_seqs``. They become the run's ``engine_hints`` under vLLM's names, which
+``max_num_batched_tokens``, ``max_num_seqs``. They become the run's ``engine_hints`` under vLLM's names (any other
+key but ``model`` and ``app`` under ``other_flags``, which ``run_record`` names), which
 ``kvledger.calibration.api.engine_for`` takes where the user gave no flag (``run_record``), and the model its metadata
 names (``calibrate --scope gpu`` replays each run with its own model). A stage without such a file states nothing.
 """
@@ -26,6 +27,8 @@ __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_lau
 #: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
 BEHIND = 0.95
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
+#: exp-config.yaml keys that are no engine setting: the model (read apart) and the harness that drove it
+_NOT_ENGINE = {"model", "app"}
 _INT_KEYS = {"tensor_parallelism": "tensor_parallel_size", "max_model_len": "max_model_len",
              "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
 
@@ -67,6 +70,9 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise FormatError(str(rec), f"{key} must be a positive integer, got {v!r}")
         kwargs[name] = v
+    others = {k: v for k, v in raw.items() if k not in _INT_KEYS and k not in _NOT_ENGINE and v is not None}
+    if others:  # named by run_record (refused, warned of or harmless), never dropped unsaid
+        kwargs["other_flags"] = {str(k): v for k, v in others.items()}
     model = raw.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise FormatError(str(rec), f"model must be a model name, got {model!r}")
@@ -193,3 +199,4 @@ def pool_prefix(stage: Any, prefix_caching: bool | None = None) -> tuple[dict[st
         "shortest prompt) shared, " + ("but prefix caching is off in the replayed engine, so the pool is not reused "
                                        "from cache: each repeat is prefilled again" if prefix_caching is False
                                        else "so prefix caching serves a repeat"))
+

@@ -37,18 +37,15 @@ import numpy as np
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
 from kvledger.calibration.stage_launch import client_loop, fixed_output_tokens, pool_prefix, stage_launch
+from kvledger.calibration.stage_notes import counted_output_note, tpot_note
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["TPOT_NOTE", "Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
+__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
            "pool_prefix", "stage_comparison"]
 
-TPOT_NOTE = ("TPOT: inference-perf's time_per_output_token (\"TPOT (file's field)\", shown only) disagrees with the "
-             "file's own TTFT, E2E and output length; the TPOT compared is (E2E mean − TTFT mean)/(output mean − 1), "
-             "with the client config's fixed output length where it states one (the field's 3.47 ms at kubecon's "
-             "1 req/s is below the 4.79 ms an H100 needs to read Llama-3.1-8B's bf16 weights once)")
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
 
@@ -69,6 +66,9 @@ class Stage:
     num_failed: int
     achieved_rate: float
     backend: str | None = None  # the server the benchmark names (bench_serving's ``backend``), when it names one
+    #: the client's counted output length (successes.output_len: min, mean), kept where the replay generates the
+    #: client config's fixed length instead (``fixed_output_tokens``); None otherwise
+    counted_output: tuple[float, float] | None = None
 
 
 def _quantiles(d: dict[str, float]) -> list[tuple[float, float]]:
@@ -131,11 +131,16 @@ def read_stage(path: str | Path) -> Stage:
         return Stage(p, float(load["requested_rate"]), int(load["count"]), float(load["send_duration"]), stats,
                      _quantiles(ok["prompt_len"]), outputs,
                      float(ok["throughput"]["requests_per_sec"]), float(ok["throughput"]["output_tokens_per_sec"]),
-                     int((d.get("failures") or {}).get("count") or 0), float(load.get("achieved_rate", 0.0)))
+                     int((d.get("failures") or {}).get("count") or 0), float(load.get("achieved_rate", 0.0)),
+                     counted_output=(float(ok["output_len"]["min"]), float(ok["output_len"]["mean"]))
+                     if fixed is not None else None)
     except (OSError, ValueError) as e:
         raise FormatError(p, f"cannot read it as JSON ({e})") from None
     except (KeyError, TypeError) as e:
-        raise FormatError(p, f"not an inference-perf stage lifecycle report: missing {e}") from None
+        from kvledger.evidence.sidecars import sidecar_hint
+
+        hint = sidecar_hint(p, None)  # a summary or Prometheus report: what it is and which file to give instead
+        raise FormatError(p, hint or f"not an inference-perf stage lifecycle report: missing {e}") from None
 
 
 def aggregate_stage(agg: Any, label: str) -> Stage:
@@ -284,7 +289,9 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
     if derived:
-        notes.append(TPOT_NOTE)
+        notes.append(tpot_note(stage))
+    if count_note := counted_output_note(stage):
+        notes.append(count_note)
     if pool_note := pool_prefix(stage, prefix_caching)[1]:
         notes.append(pool_note)
     if run is not None and run.measured is not None and run.measured.metadata.extra.get("client_loop"):

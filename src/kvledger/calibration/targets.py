@@ -19,7 +19,7 @@ from kvledger.errors import FormatError, InputError
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-__all__ = ["Target", "load_targets", "input_names", "with_record_model"]
+__all__ = ["Target", "load_targets", "input_names", "with_record_model", "not_a_sweep"]
 
 
 @dataclass
@@ -111,3 +111,17 @@ def _model_source(meta: Any) -> str:
     return meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
                                                    if d.startswith("model from ")),
                                                   f"the run's record ({meta.source_format})")
+
+
+def not_a_sweep(paths: list[str], staged: int, per_request: int) -> str:
+    """Why the files given to ``--sweep`` (or several files) are not a load sweep: what they hold, what a sweep needs
+    (two or more stages with a request rate) and the command to run instead."""
+    held = ", ".join(x for x in (f"{staged} load stage" + ("s" if staged != 1 else "") if staged else "",
+                                 f"{per_request} per-request run" + ("s" if per_request != 1 else "")
+                                 if per_request else "") if x) or "nothing to replay"
+    one = ("validate it on its own: kvledger validate " + paths[0] if len(paths) == 1
+           else "validate each file on its own (kvledger validate FILE, one per call)")
+    return (f"--sweep (or several files) compares the load stages of one sweep, which needs two or more stages with a "
+            f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or aggregate benchmark runs at "
+            f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}: give the "
+            f"sweep's other stage files too, or {one} without --sweep")

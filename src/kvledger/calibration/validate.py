@@ -16,9 +16,10 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
+from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
-from kvledger.calibration.targets import Target, input_names, load_targets, with_record_model
+from kvledger.calibration.targets import Target, input_names, load_targets, not_a_sweep, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
@@ -157,6 +158,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records, t.run, setup.config.enable_prefix_caching)
+        if slo is not None:  # no joint figure from marginal quantiles: say so, with the file that would give one
+            c = replace(c, slo=slo.to_dict(), notes=[*c.notes, stage_goodput_note(t.stage.path, slo.describe())])
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
@@ -225,10 +228,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
     if len(stages) < 2:
-        raise InputError("several files (or --sweep) are validated as one load sweep, which needs two or more load "
-                         "stages with a request rate (inference-perf stage files, or aggregate benchmark runs at "
-                         f"several rates); {len(targets) - len(stages)} of these are per-request runs: validate each "
-                         "of those on its own (one file per call)")
+        raise InputError(not_a_sweep(paths, len(stages), len(targets) - len(stages)))
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [t.stage.requested_rate for t in stages]

@@ -233,6 +233,10 @@ def _run_command() -> bool:
         import typer
 
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
+        if argv and argv[0] in COMMANDS:  # a message raised deep in a reader names the command the user ran
+            from kvledger.errors import COMMAND
+
+            COMMAND.set(argv[0])
         if not as_json:
             application()
         else:  # click's own handling would print a usage error on stderr only: catch it to say it in JSON too

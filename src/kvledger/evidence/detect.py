@@ -159,9 +159,7 @@ def describe_content(doc: Document) -> str:
         kind = "Markdown" if first.startswith("#") or "](" in doc.value else "plain text"
         return f"It is {kind}, not JSON, JSON Lines or CSV; first line: {first[:80]!r}"
     if doc.kind == "yaml":
-        hint = ""
-        if isinstance(doc.value, dict) and {"load", "api"} & set(doc.value):
-            hint = " (an inference-perf config: read the *_lifecycle_metrics.json reports it produced)"
-        return f"It is YAML, not JSON, JSON Lines or CSV{hint}; keys seen: {', '.join(map(str, top_keys(doc.value)))}"
+        # an inference-perf client config (config.yaml, profile.yaml) is named by sidecars.sidecar_hint
+        return f"It is YAML, not JSON, JSON Lines or CSV; keys seen: {', '.join(map(str, top_keys(doc.value)))}"
     seen = top_keys(doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value)
     return f"Keys seen: {', '.join(map(str, seen))}"

@@ -5,9 +5,10 @@ From each ``Deployment``: the GKE accelerator label, the GPU count (``nvidia.com
 model (the ``MODEL_ID`` variable), the vLLM version of the container image (``vllm/vllm-openai:v0.11.0`` → 0.11.0) and
 the engine flags of the container's ``args``, as vLLM's CLI reads them (``--flag=value`` or ``--flag value``, ``-`` or
 ``_`` alike, ``--no-enable-…`` for a boolean off), into the ``engine_kwargs`` keys that
-``kvledger.calibration.run_record`` reads; ``VLLM_USE_V1=0`` in the container's environment (vLLM 0.8–0.10's switch back
-to the V0 engine) as kvledger's ``batching`` "vllm_v0". An argument that is a shell reference (``$(MODEL_ID)``) is not
-a setting.
+``kvledger.calibration.run_record`` reads; every other flag under ``engine_kwargs["other_flags"]`` (vLLM's name with
+``_`` → its value as written, True for a bare one), which ``run_record`` refuses, warns of or knows to be harmless;
+``VLLM_USE_V1=0`` in the container's environment (vLLM 0.8–0.10's switch back to the V0 engine) as kvledger's
+``batching`` "vllm_v0". An argument that is a shell reference (``$(MODEL_ID)``) is not a setting.
 """
 
 from __future__ import annotations
@@ -59,13 +60,18 @@ def engine_kwargs(args: list[str]) -> dict[str, Any]:
         if not a.startswith("-"):
             continue
         key, eq, value = a.lstrip("-").replace("_", "-").partition("=")
+        if not eq and " " in key.strip():  # one argument "--quantization bitsandbytes": the shell never split it
+            key, value = key.split(None, 1)
+            eq = "="
         if key in _BOOLS or (key.startswith("no-") and key[3:] in _BOOLS):
             out[_BOOLS[key.removeprefix("no-")]] = not key.startswith("no-")
             continue
-        if key not in _FLAGS:
-            continue
         if not eq and i < len(args) and not str(args[i]).startswith("-"):
             value, i = str(args[i]).strip(), i + 1
+        if key not in _FLAGS:  # kept under vLLM's name, so that the run record names what it does not apply
+            if "$(" not in value:
+                out.setdefault("other_flags", {})[key.replace("-", "_")] = value if value else True
+            continue
         kw, kind = _FLAGS[key]
         try:
             out[kw] = kind(value) if "$(" not in value else None

@@ -59,8 +59,8 @@ def implicit_inputs(paths: Iterable[Any]) -> list[Path]:
 
 def sidecar_hint(path: str | Path, value: object = None) -> str | None:
     """When ``path`` is one of the files above that a reader takes in beside a run (or another file of an LLMServingSim
-    run), what to give instead, naming the run's files that are there; None for any other file. ``value``: the file's
-    loaded content."""
+    run, or an inference-perf file that is no stage report: ``_report_hint``), what to give instead, naming the run's
+    files that are there; None for any other file. ``value``: the file's loaded content."""
     from kvledger.evidence.llmservingsim import run_file_hint
 
     p = Path(path)
@@ -69,12 +69,43 @@ def sidecar_hint(path: str | Path, value: object = None) -> str | None:
     what = {LAUNCH_FILE: "a stage's launch record",
             MANIFESTS_FILE: "an inference-perf run's Kubernetes manifests"}.get(p.name)
     if what is None:
-        return None
+        return _report_hint(p, value)
+    return (f"This {p.name} holds {what}, read beside the stage reports: give a stage_N_lifecycle_metrics.json"
+            + _stage_reports(p.parent))
+
+
+def _stage_reports(folder: Path) -> str:
+    """"; beside it: stage_0_…, …" naming the stage lifecycle reports in ``folder`` or one folder below, or "; none is
+    beside it"."""
     try:
-        reports = sorted(r.relative_to(p.parent).as_posix() for r in [
-            *p.parent.glob("stage_*lifecycle_metrics.json"), *p.parent.glob("*/stage_*lifecycle_metrics.json")])
+        reports = sorted(r.relative_to(folder).as_posix() for r in [
+            *folder.glob("stage_*lifecycle_metrics.json"), *folder.glob("*/stage_*lifecycle_metrics.json")])
     except OSError:
         reports = []
-    named = ("; beside it: " + ", ".join(reports[:3]) + (f" and {len(reports) - 3} more" if len(reports) > 3 else "")
-             if reports else "; none is beside it")
-    return f"This {p.name} holds {what}, read beside the stage reports: give a stage_N_lifecycle_metrics.json{named}"
+    return ("; beside it: " + ", ".join(reports[:3]) + (f" and {len(reports) - 3} more" if len(reports) > 3 else "")
+            if reports else "; none is beside it")
+
+
+def _report_hint(p: Path, value: object) -> str | None:
+    """What an inference-perf file that is not a stage's lifecycle report is, and which file to give instead: the
+    summary over all stages, a stage's (or the summary's) Prometheus report, the client config (config.yaml, or
+    inference-sim's profile.yaml: a YAML mapping with inference-perf's ``load`` or ``api`` sections)."""
+    from kvledger.errors import running
+
+    cmd = running()
+    if p.name.endswith("prometheus_metrics.json"):
+        twin = p.with_name(p.name.replace("prometheus_metrics", "lifecycle_metrics"))
+        instead = (f"give {cmd} {twin} (the client's lifecycle report of the same stage)" if twin.is_file()
+                   else "give the stage's stage_N_lifecycle_metrics.json")
+        return (f"This {p.name} is inference-perf's Prometheus report: server-side histograms scraped from the engine, "
+                f"which do not say when each request was sent or how the client timed it; {instead}")
+    if p.name.startswith("summary") and p.name.endswith("lifecycle_metrics.json"):
+        return (f"This {p.name} is inference-perf's summary over every stage of the run: it pools all the load "
+                "rates and records none, so no one load can be replayed from it; give "
+                f"{cmd} one stage_N_lifecycle_metrics.json, or all of them with --sweep"
+                + _stage_reports(p.parent))
+    if p.suffix in (".yaml", ".yml") and isinstance(value, dict) and {"load", "api"} & set(value):
+        return (f"This {p.name} is an inference-perf client config (what the client sent: load, data, api), read "
+                f"beside the stage reports it produced; give {cmd} a stage_N_lifecycle_metrics.json"
+                + _stage_reports(p.parent))
+    return None

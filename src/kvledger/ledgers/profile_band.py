@@ -87,41 +87,44 @@ def fit_verdict(in_sample: tuple[dict, ...] | list[dict]) -> tuple[bool, list[st
     return bool(stated) and within < MIN_WITHIN * len(stated), beyond, within, len(stated)
 
 
-#: the --max-model-len kubecon NA 2025's vLLM manifests pass (``vllm*/manifests.yaml``: ``--max-model-len=512``), the
-#: runs the launch-flag hint names
-KUBECON_MAX_MODEL_LEN = 512
+def _launch_hints(given: dict[str, Any], recorded: dict[str, tuple[Any, str]]) -> list[str]:
+    """The launch-flag hints of a poor fit: a flag neither given nor stated by the runs' records (``recorded``: key →
+    (value, the record file)), or a given one that differs from what a record states, both values said."""
+    out = []
+    for key, flag, why in (("max_model_len", "--max-model-len", "it sets vLLM's default token budget"),
+                           ("engine_version", "--engine-version", "vLLM's rules and defaults change by version; a "
+                            "V0 engine also needs --batching vllm_v0")):
+        mine, (rec, where) = given.get(key), recorded.get(key, (None, None))
+        if mine is None and rec is None:
+            out.append(f"{flag} as the server was launched ({why}): neither the stage files nor a launch record "
+                       "beside them state it")
+        elif mine is not None and rec is not None and str(mine) != str(rec):
+            out.append(f"{flag} as launched: {mine} was given, the runs' record ({where}) states {rec} ({why})")
+    return out
 
 
 def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
-                given: dict[str, Any] | None = None, scope: str = "gpu") -> dict:
-    """Whether the fit holds its own runs (``fit_verdict``: fewer than 80% of them within issue 23's held-out targets
+                given: dict[str, Any] | None = None, scope: str = "gpu",
+                recorded: dict[str, tuple[Any, str]] | None = None) -> dict:
+    """Whether the fit holds its own runs (``fit_verdict``: fewer than 80% of them within the held-out targets
     in-sample, mean TTFT/TPOT 15%, throughput 10%), the errors beyond, and, for a poor fit of runs timed at a client
-    (inference-perf stages), what to try: only flags not already given (``given``: ``max_model_len``,
-    ``engine_version`` as the user passed them, None where not), or a given one that differs from the launch value
-    the hint knows, both values said. A poor profile still prices, but its band widens to the uncalibrated one
+    (inference-perf stages), what to try: only launch flags neither given (``given``: ``max_model_len``,
+    ``engine_version`` as the user passed them or the runs' records state them, None where not) nor stated by the
+    runs' own records (``recorded``: key → (value, file), which the replay applied), or a given one that differs from
+    the recorded value, both said. A poor profile still prices, but its band widens to the uncalibrated one
     (``profile_band``; a model-scope profile's too, ``model_band``). ``in_sample``: ``GpuProfile.runs``-shaped
     (``gpu_profile.run_facts``); ``scope``: "gpu" or "model", the profile the verdict is written for."""
     poor, beyond, within, total = fit_verdict(in_sample)
-    given = given or {}
     hints = []
     if poor and client_timed:
         hints = [] if fit_frontend else ["--fit-frontend: the client's HTTP, tokenisation and streaming time is in "
                                          "every measured TTFT; without it the "
                                          + ("fractions absorb it" if scope == "gpu" else "step cost's terms absorb it")]
-        mml = given.get("max_model_len")
-        if mml is None:
-            hints.append("--max-model-len and the other launch flags the server was started with (kubecon's manifests "
-                         f"pass --max-model-len={KUBECON_MAX_MODEL_LEN}, which sets vLLM's default token budget): a "
-                         "stage file does not record them")
-        elif str(mml) != str(KUBECON_MAX_MODEL_LEN):
-            hints.append(f"--max-model-len as launched: {mml} was given, kubecon's manifests pass "
-                         f"--max-model-len={KUBECON_MAX_MODEL_LEN} (it sets vLLM's default token budget)")
-        if given.get("engine_version") is None:
-            hints.append("--engine-version as launched (kubecon's V0 configuration ran vLLM 0.9.0 with VLLM_USE_V1=0)")
+        hints += _launch_hints(given or {}, recorded or {})
     return {"poor": poor, "limits": dict(FIT_LIMITS), "min_share_within": MIN_WITHIN, "runs_within": within,
             "runs": total, "beyond": beyond, "hints": hints,
-            "why": "a fit that misses on its own runs the targets set for runs it never saw (issue 23: mean TTFT and "
-                   f"TPOT within 15%, throughput within 10%, on {MIN_WITHIN:.0%} of runs) cannot be expected to meet "
+            "why": "a fit that misses on its own runs the targets set for runs it never saw (mean TTFT and TPOT "
+                   f"within 15%, throughput within 10%, on {MIN_WITHIN:.0%} of runs) cannot be expected to meet "
                    + ("them on other models; its bands widen to the uncalibrated roofline's "
                       "(kvledger.ledgers.profile_band)" if scope == "gpu" else
                       "them on runs it was not fitted on; its bands widen to take in the uncalibrated roofline's "
@@ -129,12 +132,12 @@ def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
 
 
 def rows_fit_quality(rows: list[dict], client_timed: bool, fit_frontend: bool, given: dict[str, Any] | None = None,
-                     scope: str = "gpu") -> dict:
+                     scope: str = "gpu", recorded: dict[str, tuple[Any, str]] | None = None) -> dict:
     """``fit_quality`` of a profile's ``runs`` rows as calibrate writes them (``*_rel_error`` keys, ``saturated``):
     the one check both scopes run (``calibrate_gpu_files``, ``calibrate_files``)."""
     from kvledger.accounting.gpu_profile import run_facts
 
-    return fit_quality([run_facts(r) for r in rows], client_timed, fit_frontend, given, scope)
+    return fit_quality([run_facts(r) for r in rows], client_timed, fit_frontend, given, scope, recorded)
 
 
 def _cross_model(metric: str) -> tuple[float, float, int, str] | None:
