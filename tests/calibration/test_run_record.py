@@ -143,7 +143,7 @@ def test_an_sglang_benchmark_is_replayed_as_sglang_and_a_zero_range_ratio_draws_
     # bench_serving's "backend": "sglang" names the server measured: the replay takes SGLang's policy (its scheduler
     # and memory plan), as the note says; random_range_ratio 0.0 is SGLang's "lengths uniform in 1 … random_input_len"
     # (max(int(len × 0.0), 1) … len), not a missing ratio that would fix every length at the mean
-    from kvledger.calibration.sweep import aggregate_stage
+    from kvledger.calibration.aggregate_stage import aggregate_stage
     from kvledger.evidence.read import read_runs
 
     line = dict(_sglang_line(2.0, 40.0, 8.0), random_range_ratio=0.0)

@@ -115,12 +115,12 @@ def test_the_poor_fit_hints_suggest_only_flags_not_given():
     given = fit_quality(runs, True, False, {"max_model_len": 512, "engine_version": "0.11.0"})
     assert [h.split(":")[0] for h in given["hints"]] == ["--fit-frontend"]  # was: all three, both flags given
     rec = {"max_model_len": (512, "run/manifests.yaml")}
-    other = fit_quality(runs, True, True, {"max_model_len": "1024", "engine_version": None}, rec)
+    other = fit_quality(runs, True, True, {"max_model_len": "1024", "engine_version": None}, recorded=rec)
     assert other["hints"][0] == ("--max-model-len as launched: 1024 was given, the runs' record (run/manifests.yaml) "
                                  "states 512 (it sets vLLM's default token budget)")
     assert other["hints"][1].startswith("--engine-version as the server was launched") and len(other["hints"]) == 2
     # a flag the runs' record states was applied by the replay: not asked for again; no other dataset is quoted
-    applied = fit_quality(runs, True, True, {}, {**rec, "engine_version": ("0.11.0", "run/manifests.yaml")})
+    applied = fit_quality(runs, True, True, {}, recorded={**rec, "engine_version": ("0.11.0", "run/manifests.yaml")})
     assert applied["hints"] == [] and "kubecon" not in str(fit_quality(runs, True, False))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup
 
-__all__ = ["engine_notes", "launch_given"]
+__all__ = ["engine_notes", "launch_given", "launch_recorded"]
 
 
 def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
@@ -32,3 +32,17 @@ def launch_given(setups: list[SimSetup], args: SimRequestArgs) -> dict[str, Any]
     rec = setups[0].record_settings if setups else {}
     return {k: getattr(args, k) if getattr(args, k) is not None else rec.get(k)
             for k in ("max_model_len", "engine_version")}
+
+
+def launch_recorded(runs: list[Any]) -> dict[str, tuple[Any, str]]:
+    """``max_model_len`` and ``engine_version`` as the runs' own launch records state them (the first run that does),
+    with the record's file: the replay applied them, so a poor fit's hints do not ask for them again."""
+    out: dict[str, tuple[Any, str]] = {}
+    for run in runs:
+        extra = run.measured.metadata.extra if run.measured is not None else {}
+        where = str(extra.get("record_file") or run.source)
+        kw = {**(run.engine_hints or {}), **(extra.get("engine_kwargs") or {})}
+        for key, v in (("max_model_len", kw.get("max_model_len")), ("engine_version", extra.get("vllm_version"))):
+            if v is not None:
+                out.setdefault(key, (v, where))
+    return out

@@ -256,16 +256,14 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
     ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
     validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each;
-    with ``leave_one_out`` and several runs, ``leave_one_out``: each run's errors under a fit on the others
-    (``gpu_loo``). ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit.
-
-    Raises:
-        InputError / FormatError: no run, runs on several GPUs, unreadable files.
-    """
+    with ``leave_one_out`` and several runs, each run's errors under a fit on the others (``gpu_loo``).
+    ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit. Raises
+    InputError / FormatError: no run, runs on several GPUs, unreadable files."""
     from kvledger.calibration.api import headline_errors
-    from kvledger.calibration.engine_assumptions import engine_notes, launch_given
+    from kvledger.calibration.engine_assumptions import engine_notes, launch_given, launch_recorded
     from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
     from kvledger.calibration.saturation import saturation
+
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
     staged, model_notes = gpu_setups(paths, args, client_concurrency)
@@ -291,25 +289,10 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     from kvledger.ledgers.profile_band import rows_fit_quality
 
     prof = gpu_profile_dict(fit, per_run, paths)
-    timed_at_client = any(st is not None for _, _, st in staged)
-    prof["fit_quality"] = rows_fit_quality(per_run, timed_at_client, fit_frontend,
+    prof["fit_quality"] = rows_fit_quality(per_run, any(st is not None for _, _, st in staged), fit_frontend,
                                            launch_given([s for _, s, _ in staged], args),
-                                           recorded=_recorded_launch([run for run, _, _ in staged]))
+                                           recorded=launch_recorded([run for run, _, _ in staged]))
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
     return prof
-
-
-def _recorded_launch(runs: list[Any]) -> dict[str, tuple[Any, str]]:
-    """``max_model_len`` and ``engine_version`` as the runs' own launch records state them (the first run that does),
-    with the record's file: the replay applied them, so a poor fit's hints do not ask for them again."""
-    out: dict[str, tuple[Any, str]] = {}
-    for run in runs:
-        extra = run.measured.metadata.extra if run.measured is not None else {}
-        where = str(extra.get("record_file") or run.source)
-        kw = {**(run.engine_hints or {}), **(extra.get("engine_kwargs") or {})}
-        for key, v in (("max_model_len", kw.get("max_model_len")), ("engine_version", extra.get("vllm_version"))):
-            if v is not None:
-                out.setdefault(key, (v, where))
-    return out

@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvledger.calibration.aggregate_stage import aggregate_stage
 from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
-from kvledger.calibration.sweep import Stage, aggregate_stage, looks_like_stage, read_stage, stage_run
+from kvledger.calibration.sweep import Stage, looks_like_stage, read_stage, stage_run
 from kvledger.errors import FormatError, InputError
 
 if TYPE_CHECKING:
