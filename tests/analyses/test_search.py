@@ -93,14 +93,14 @@ def test_slo_not_met_at_any_rate_is_a_rejection():
 
 
 def test_doubling_the_rate_doubles_the_replicas():
-    """Same candidate, same seeded workload → same per-replica capacity c; with max_utilization 0.8 a load of
-    2.9 × 0.8 × c needs ⌈2.9⌉ = 3 replicas and twice that load ⌈5.8⌉ = 6."""
+    """Same candidate, same seeded workload → same per-replica SLO capacity c (offered req/s); with max_utilization
+    0.8 a load of 2.9 × 0.8 × c needs ⌈2.9⌉ = 3 replicas and twice that load ⌈5.8⌉ = 6."""
     base = dict(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192)
     axes = Axes(gpus=("L4",), tps=(1,))
-    cap = run_search(SearchSpec(**base, utilization=0.5), axes).entries[0]["capacity"]["goodput_req_per_s"]
+    cap = run_search(SearchSpec(**base, utilization=0.5), axes).entries[0]["capacity"]["boundary_rate_req_per_s"]
     one = run_search(SearchSpec(**base, rate_req_per_s=2.9 * 0.8 * cap), axes).entries[0]
     two = run_search(SearchSpec(**base, rate_req_per_s=5.8 * 0.8 * cap), axes).entries[0]
-    assert one["capacity"]["goodput_req_per_s"] == two["capacity"]["goodput_req_per_s"] == cap
+    assert one["capacity"]["boundary_rate_req_per_s"] == two["capacity"]["boundary_rate_req_per_s"] == cap
     assert (one["sizing"]["replicas"], two["sizing"]["replicas"]) == (3, 6)
     assert two["sizing"]["monthly_usd"] == pytest.approx(2 * one["sizing"]["monthly_usd"])
     # bill = 6 GPUs × the L4's cheapest row ($0.44/GPU-h, RunPod) × 730 h = $1,927.20
@@ -112,6 +112,16 @@ def test_size_for_load_arithmetic():
     assert size_for_load(10.0, 5.0, 0.8) == (3, pytest.approx(10 / 15))  # 10 ÷ (5 × 0.8) = 2.5 → 3
     assert size_for_load(8.0, 5.0, 0.8)[0] == 2  # exactly 2.0: no round-up from float noise
     assert size_for_load(0.001, 5.0, 0.8)[0] == 1
+
+
+def test_offered_load_is_sized_on_the_slo_capacity_not_on_the_goodput():
+    # The fresh-user trial's case: Llama-3.1-8B on an H100, azure-conv, ttft ≤ 500 ms, tpot ≤ 50 ms, 90%: SLO capacity
+    # 21 req/s offered (goodput --target), 18.158 good req/s there. 30 req/s offered at ≤ 80%:
+    # ⌈30 ÷ (21 × 0.8)⌉ = ⌈30 ÷ 16.8⌉ = ⌈1.786⌉ = 2 replicas, realized 30 ÷ (2 × 21) = 71.4%.
+    # The old rule divided offered load by good-only throughput, applying the target twice:
+    # ⌈30 ÷ (18.158 × 0.8)⌉ = ⌈30 ÷ 14.53⌉ = ⌈2.065⌉ = 3 replicas (50% more GPUs).
+    assert size_for_load(30.0, 21.0, 0.8) == (2, pytest.approx(0.7142857, abs=1e-7))
+    assert size_for_load(30.0, 18.158, 0.8)[0] == 3  # the contrast: what sizing on good req/s bought
 
 
 def test_pareto_over_operating_points_names_a_dominating_candidate():
@@ -222,17 +232,19 @@ def test_candidate_json_is_id_layout_gpus_then_every_field():
 
 
 def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
-    # fresh-user trial (issue 23): the winner sized ⌈30 ÷ (18.2 × 80%)⌉ = 3 replicas, $5,891/month, with no band.
-    # At ×0.58: 18.2 × 0.58 = 10.556 good req/s, ⌈30 ÷ 8.4448⌉ = ⌈3.55⌉ = 4 replicas, 4 × $1,963.70 = $7,854.80,
+    # fresh-user trial (issue 23): a winner of 3 replicas, $5,891/month, with no band. Band ends size the offered
+    # 30 req/s on the SLO capacity × k (SLO capacity 18.2 req/s here, a hand-picked figure):
+    # at ×0.58: 18.2 × 0.58 = 10.556 req/s, ⌈30 ÷ 8.4448⌉ = ⌈3.55⌉ = 4 replicas, 4 × $1,963.70 = $7,854.80,
     # 30 ÷ 42.224 = 71.0%; at ×1.07: 19.474, ⌈30 ÷ 15.579⌉ = ⌈1.93⌉ = 2 replicas, $3,927.40.
     # Against an API at $5,000: self-host at ×1.07 and at the point (the point's $5,891.10 > $5,000 → API) — flips.
     from kvledger.analyses.search.bands import api_within_band, band_sizing
 
-    e = {"capacity": {"goodput_req_per_s": 18.2},
+    e = {"capacity": {"boundary_rate_req_per_s": 18.2, "goodput_req_per_s": 16.0},
          "sizing": {"rate_req_per_s": 30.0, "replicas": 3, "num_gpus": 3, "monthly_usd": 3 * 1963.7}}
     low, high = band_sizing(e, 0.58, 0.8), band_sizing(e, 1.07, 0.8)
     assert (low["replicas"], low["num_gpus"], low["monthly_usd"]) == (4, 4, pytest.approx(4 * 1963.7))
     assert low["realized_utilization"] == pytest.approx(30 / (4 * 18.2 * 0.58))
+    assert (low["slo_capacity_req_per_s"], low["goodput_req_per_s"]) == pytest.approx((18.2 * 0.58, 16.0 * 0.58))
     assert (high["replicas"], high["monthly_usd"]) == (2, pytest.approx(2 * 1963.7))
     e["sizing"].update(at_band_low=low, at_band_high=high)
     wb = api_within_band(e, 5000.0)

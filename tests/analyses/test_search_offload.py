@@ -60,9 +60,9 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         assert cap["boundary_rate_req_per_s"] >= off["base_boundary_rate_req_per_s"]
         assert cap["operating_points"] and cap["operating_points"][-1]["rate_req_per_s"] == cap[
             "boundary_rate_req_per_s"]
-        # replicas = ⌈40 ÷ (goodput × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
+        # replicas = ⌈40 req/s offered ÷ (SLO capacity × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]
-        assert s["replicas"] == math.ceil(40.0 / (cap["goodput_req_per_s"] * 0.8) - 1e-12)
+        assert s["replicas"] == math.ceil(40.0 / (cap["boundary_rate_req_per_s"] * 0.8) - 1e-12)
         assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0 * gpus))
         # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × goodput)
         assert v["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
@@ -99,9 +99,9 @@ def test_a_tier_beats_more_gpus_when_it_saves_a_replica():
     from kvledger.analyses.search.tier_entries import compare
 
     # 8 req/s at most 80 % per replica, H100 at $2.69/GPU-h × 730 h = $1,963.70 per GPU-month:
-    # TP 1 without a tier, 2.0 good req/s: ⌈8 ÷ 1.6⌉ = 5 replicas = 5 GPUs, $9,818.50
-    # TP 2 without a tier, 3.5 good req/s: ⌈8 ÷ 2.8⌉ = 3 replicas = 6 GPUs, $11,782.20
-    # TP 1 with cpu:256GiB, 2.6 good req/s: ⌈8 ÷ 2.08⌉ = 4 replicas = 4 GPUs
+    # TP 1 without a tier, 2.0 req/s SLO capacity: ⌈8 ÷ 1.6⌉ = 5 replicas = 5 GPUs, $9,818.50
+    # TP 2 without a tier, 3.5 req/s SLO capacity: ⌈8 ÷ 2.8⌉ = 3 replicas = 6 GPUs, $11,782.20
+    # TP 1 with cpu:256GiB, 2.6 req/s SLO capacity: ⌈8 ÷ 2.08⌉ = 4 replicas = 4 GPUs
     gpu_month = 2.69 * 730
     assert [size_for_load(8.0, g, 0.8)[0] for g in (2.0, 3.5, 2.6)] == [5, 3, 4]
     base = _entry("h100:tp1", 1, sizing={"replicas": 5, "num_gpus": 5, "monthly_usd": 5 * gpu_month})

@@ -182,7 +182,7 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     d = decide(CAP, SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8), vol, opts, capacity_band=0.6,
                band_sides=(0.6, 0.06))
     low, high = d.band_ends
-    assert (low.capacity_multiplier, low.goodput_req_per_s, low.replicas) == pytest.approx((0.4, 4.0, 12))
+    assert (low.capacity_multiplier, low.capacity_req_per_s, low.replicas) == pytest.approx((0.4, 4.0, 12))
     assert low.realized_utilization == pytest.approx(rate / 48) and low.self_host_usd_per_month == pytest.approx(
         12 * 1963.7) and low.verdict == "API"
     assert (high.replicas, high.self_host_usd_per_month, high.verdict) == (5, pytest.approx(5 * 1963.7), "self-host")
@@ -190,8 +190,8 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     assert d.verdict == "self-host" and not d.holds_within_band()
     line = rests_on_line(d)
     assert "FLIPS within −60%/+6% capacity" in line
-    assert "at ×0.40 (4 good req/s): 12 replicas at 79.3%, $23,564.40/month → the API" in line
-    assert "at ×1.06 (10.6 good req/s): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
+    assert "at ×0.40 (4 req/s capacity): 12 replicas at 79.3%, $23,564.40/month → the API" in line
+    assert "at ×1.06 (10.6 req/s capacity): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
     # the flip points read as conditions (fresh-user trial: "it flips at 0.03× the capacity … ; at 0.82× the GPU price"
     # left the price clause hanging): "it would flip were the capacity k× the simulated one", "… were the GPU price"
     k = d.flips["capacity_multiplier"]
@@ -269,3 +269,35 @@ def test_the_break_even_utilization_at_a_volume_shares_the_people_line_among_its
     many = break_even_utilization(CAP, people, a, 17)
     assert many["utilization"] == pytest.approx(38_382.9 / 100_521.0) and many["reachable"]
     assert many["formula"].startswith("(17 replicas × replica + people USD/month)")
+
+
+def test_a_volume_is_sized_on_the_slo_capacity_and_priced_on_the_good_share_at_it():
+    # SLO capacity 21 req/s offered, 18.158 good req/s there (the fresh-user trial's Llama-3.1-8B / H100 / azure-conv
+    # under ttft ≤ 500 ms, tpot ≤ 50 ms at 90%); 1,000 in + 250 out tokens per good request.
+    # 30 req/s offered = 30 × 3600 × 730 = 78,840,000 requests/month at ≤ 80%:
+    # replicas = ⌈30 ÷ (21 × 0.8)⌉ = ⌈1.786⌉ = 2, realized utilization 30 ÷ (2 × 21) = 71.4%;
+    # the old rule, ⌈30 ÷ (18.158 × 0.8)⌉ = ⌈2.065⌉ = 3, applied the 90% target twice.
+    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.cost import self_host_unit_ledgers
+
+    g = 18.158
+    cap = Capacity(g, g * 1000, g * 250, g * 1000, g * 250, 0.4, "given", False, slo_capacity_req_per_s=21.0)
+    vol = resolve_volume(MonthlyVolume(requests=30 * 3600 * 730), cap)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
+    d = decide(cap, setup, vol, opts)
+    assert (d.replicas, d.realized_utilization) == (2, pytest.approx(30 / 42))
+    assert d.sizing == ("replicas = ⌈30 req/s offered at the peak ÷ (21 req/s SLO capacity × 80%)⌉ = 2; "
+                        "utilization = 30 req/s mean ÷ (2 × 21) = 71.4%")
+    assert d.self_host.total_usd == pytest.approx(2 * 2.69 * 730)  # rented, no people line
+    # good output tokens at that load: u × 18.158 × 250 = offered 15 req/s a replica × (18.158 ÷ 21) good × 250;
+    # GPU-h per 1M output tokens = 10⁶ ÷ (18.158 × 250 × 3600 × 0.714) × (1 − 0.4)
+    _, out = self_host_unit_ledgers(cap, setup, utilization=30 / 42)
+    assert out.items[0].quantity == pytest.approx(1e6 / (15 * (g / 21) * 250 * 3600) * 0.6)
+    # break-even: a replica takes c = 21 × 3600 × 730 × 0.8 = 44,150,400 requests a month at the cap; u* is on the
+    # same basis, (R + P) ÷ (21 × 3600 × 730 × a), so V₁ = u* × 21 × 3600 × 730 for one replica
+    a = 1e-3
+    bv, bu = break_even_volume(cap, setup, a), break_even_utilization(cap, setup, a)
+    assert bv["replica_capacity_requests_per_month"] == pytest.approx(44_150_400)
+    assert bu["utilization"] == pytest.approx(2.69 * 730 / (21 * 3600 * 730 * a))
+    assert bv["first_cheaper_requests_per_month"] == pytest.approx(bu["utilization"] * 21 * 3600 * 730)

@@ -80,7 +80,7 @@ MonthlyTokens = Annotated[
 MonthlyRequests = Annotated[
     float | None,
     typer.Option("--monthly-requests", parser=count_option("--monthly-requests", positive=True),
-                 help="volume: good requests per month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
+                 help="volume: requests per month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
 ]
 MonthlyIn = Annotated[
     float | None,

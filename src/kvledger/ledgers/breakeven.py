@@ -2,14 +2,19 @@
 
 Per good request of the measured mix (mean input I and output O tokens), the API costs
 a = (I·p_in_eff + O·p_out_eff)/10⁶ USD. One replica costs R = num_gpus × $/GPU-h × 730 h
-per month, people P per month, and serves g good requests/s. Then:
+per month, people P per month; it is sized on its SLO capacity C (offered req/s at which the target share meets the
+SLO; a measured file's goodput stands in: ``cost.Capacity.sizing_req_per_s``) and serves g good requests/s there.
+Utilization u is offered load ÷ C, and a replica at u serves u × C offered requests/s of which u × g are good (the good
+share g ÷ C measured at the boundary; more meet the SLO at a lighter load, so this is conservative). Then:
 
-* break-even utilization u* = (n·R + P) / (n × g × 3600 × 730 × a) for the n replicas a volume needs (n = 1 without
-  one): above u*, those replicas are cheaper than sending the same requests to the API (u* > 1: never); the people
-  line is shared by the n replicas, so at a volume of many replicas u* tends to R / (g × 3600 × 730 × a);
-* break-even monthly volume V*: the smallest volume above which self-hosting stays
-  cheaper, with whole replicas each loaded to at most ``max_utilization`` (cost is then a
-  staircase, n·R + P for volumes up to n·c, c = g × 3600 × 730 × max_utilization);
+* break-even utilization u* = (n·R + P) / (n × C × 3600 × 730 × a) for the n replicas a volume needs (n = 1 without
+  one): above u*, those replicas cost less than sending the same requests to the API (u* > 1: never), so u* and the
+  break-even volume below are one statement; the people line is shared by the n replicas, so at a volume of many
+  replicas u* tends to R / (C × 3600 × 730 × a). Per good request the self-hosted side costs C ÷ g more than per
+  request offered (the unit ledgers' figure);
+* break-even monthly volume V* (requests offered): the smallest volume above which self-hosting stays
+  cheaper, with whole replicas each loaded to at most ``max_utilization`` of C (cost is then a
+  staircase, n·R + P for volumes up to n·c, c = C × 3600 × 730 × max_utilization);
 * the first volume V₁ at which self-hosting is cheaper at all: n replicas win on ((n·R + P)/a, n·c] when that is
   not empty, first for n₁ = ⌊P/(a·c − R)⌋ + 1, at V₁ = (n₁·R + P)/a. Between V₁ and V* the cheaper side alternates:
   each replica added to keep under ``max_utilization`` starts nearly empty and costs more than the API until it
@@ -44,26 +49,28 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     formula's parts; ``reachable`` is False when u* > 1."""
     n = max(1, replicas)
     fixed = n * replica_usd_per_month(setup) + people_usd_per_month(setup)
-    full = n * cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
+    full = n * cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
-    formula = ("(replica + people USD/month) ÷ (good req/s × 3600 × 730 × API USD per request)" if n == 1 else
-               f"({n} replicas × replica + people USD/month) ÷ ({n} × good req/s × 3600 × 730 × API USD per request), "
+    per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
+    formula = (f"(replica + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
+               f"({n} replicas × replica + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
     return {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula,
             "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
             "api_usd_per_request": api_usd_per_request,
-                "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH}
+                "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
+            "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
 
 
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
                       max_replicas: int = 100_000) -> dict[str, Any]:
-    """V*, good requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
+    """V*, requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
 
     Walks the replica staircase down from the replica count beyond which every volume is
     cheaper self-hosted (n ≥ (P + a·c)/(a·c − R)) to find where that cheaper region begins.
     """
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
-    c = cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization
+    c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
                            "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization}

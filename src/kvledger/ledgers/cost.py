@@ -83,8 +83,8 @@ class SelfHostSetup:
     Attributes:
         gpu: rental price.
         num_gpus: GPUs in the measured deployment (one replica).
-        utilization: average load ÷ measured goodput capacity over the billed hours, in (0, 1]; None = the volume's
-            realized utilization (``cost_summary.build_cost_report`` fills it in).
+        utilization: average offered load ÷ the capacity replicas are sized on (``Capacity.sizing_req_per_s``) over
+            the billed hours, in (0, 1]; None = the volume's realized utilization (``build_cost_report`` fills it in).
         engineer_months_per_month: people time spent running the service, engineer-months per month.
         engineer_usd_per_month: fully loaded cost of one engineer-month, USD.
         prefill_share: share of GPU time attributed to prefill (input tokens); None = measured.
@@ -118,7 +118,11 @@ class SelfHostSetup:
 
 @dataclass(slots=True)
 class Capacity:
-    """What one replica delivered in the measurement, per second of run time (good = met the SLO)."""
+    """What one replica delivered in the measurement, per second of run time (good = met the SLO). Replicas are sized
+    on ``slo_capacity_req_per_s``, the highest offered req/s at which the target share meets the SLO (a rate search);
+    a measured file has none and its goodput stands in (conservative). Utilization is offered load ÷ that; the good
+    requests at it are the offered ones × goodput ÷ SLO capacity (the good share at the boundary), so good tokens/s at
+    utilization u are u × the good rates below."""
 
     goodput_req_per_s: float
     good_input_tok_per_s: float
@@ -129,6 +133,17 @@ class Capacity:
     prefill_share_method: str
     estimate: bool
     prefill_floor: dict[str, Any] | None = None
+    slo_capacity_req_per_s: float | None = None
+
+    @property
+    def sizing_req_per_s(self) -> float:  # offered req/s a replica is sized on: the SLO capacity, else the goodput
+        return self.slo_capacity_req_per_s or self.goodput_req_per_s
+
+    @property
+    def sizing_words(self) -> str:  # what sizing_req_per_s is, in words with its unit
+        if self.slo_capacity_req_per_s:
+            return f"{self.slo_capacity_req_per_s:,.4g} req/s SLO capacity"
+        return f"{self.goodput_req_per_s:,.4g} good req/s (the measured goodput standing in for the SLO capacity)"
 
     @property
     def mean_input_tokens(self) -> float:
@@ -204,9 +219,10 @@ def _missing_for_split(run: RunRecords | AggregateRun) -> str:
 
 
 def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None,
-                  floor: PrefillFloor | str | None = None) -> Capacity:
+                  floor: PrefillFloor | str | None = None, *, slo_capacity_req_per_s: float | None = None) -> Capacity:
     """One replica's measured good token rates and the prefill share (``floor``: the roofline floor under a measured
-    run's occupancy split, ``ledgers/prefill_floor.py``, or why there is none).
+    run's occupancy split, ``ledgers/prefill_floor.py``, or why there is none); ``slo_capacity_req_per_s``: the offered
+    rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``).
 
     Raises:
         InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
@@ -225,7 +241,7 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
                     gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
                         gp.estimate,
-                    floor.to_dict() if isinstance(floor, PrefillFloor) else None)
+                    floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s)
 
 
 def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, kind: str) -> LineItem | None:
@@ -279,4 +295,5 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "throughput_output_tok_per_s": cap.throughput_output_tok_per_s, "mean_input_tokens": cap.mean_input_tokens,
             "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
             "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor,
-                "estimate": cap.estimate}
+                "estimate": cap.estimate, "slo_capacity_req_per_s": cap.slo_capacity_req_per_s,
+            "sizing_req_per_s": cap.sizing_req_per_s, "sizing_basis": cap.sizing_words}

@@ -32,7 +32,7 @@ from kvledger.ledgers.cost import (
     self_host_unit_ledgers,
 )
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
-from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines
+from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
 from kvledger.ledgers.factor_rows import factor_rows
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import HostBill
@@ -221,16 +221,15 @@ def _headline(decision: Decision | None, b_vol: Any, u_star: Any, setup: SelfHos
 
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
                       mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
-                      floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None) -> CostReport:
+                      floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None, *,
+                      slo_capacity_req_per_s: float | None = None) -> CostReport:
     """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
     the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
     the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization`` None: the realized utilization of
     the volume (else ``--max-utilization``, stated). ``floor``: the roofline floor under a measured run's prefill share.
-
-    Raises:
-        InputError: out-of-range inputs, an unusable run (unknown duration, no good requests,
-            no token counts), or a mix the price row cannot price.
-    """
+    ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
+    Raises InputError: out-of-range inputs, an unusable run (unknown duration, no good requests, no token counts), or
+    a mix the price row cannot price."""
     inputs = inputs or DecisionInputs()
     factors.check()
     rows = _rows(price, inputs)
@@ -238,7 +237,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     base.check()
     if inputs.buy is not None:
         inputs.buy.check()
-    cap = capacity_from(run, gp, setup.prefill_share, floor)
+    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
     decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
@@ -256,7 +255,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     head, verdict = _headline(decision, b_vol, u_star, setup, primary, rows)
-    second = _secondary(decision, setup.utilization, util_how, sh_req, api_req)
+    second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
                 "gpu_price_source": setup.gpu.source,
                 "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
@@ -280,12 +279,13 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     return rep
 
 
-def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float) -> str:
+def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:
     """The per-request line: at a volume, its own bill per good request (its replicas share the people line; one
-    replica's unit ledgers charge it all to one replica's tokens); else the unit ledgers'."""
+    replica's unit ledgers charge it all to one replica's tokens: ``decision_notes.volume_good_requests``); else the
+    unit ledgers'."""
     if decision is not None and decision.volume.requests > 0:
-        return secondary_line(util, util_how, decision.self_host_usd / decision.volume.requests, api_req,
-                              f"the self-hosted bill ÷ the volume's {decision.volume.requests:,.0f} good requests")
+        good, per = volume_good_requests(decision.volume.requests, cap)
+        return secondary_line(util, util_how, decision.self_host_usd / good, api_req, per)
     return secondary_line(util, util_how, sh_req, api_req)
 
 

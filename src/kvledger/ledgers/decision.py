@@ -98,7 +98,8 @@ def flip_points(
 
     With R = one replica's bill, P = people (``fixed_usd``), A = the API bill and n(k) the replicas at capacity × k:
     API cheaper now → self-hosting wins once n·R + P < A, i.e. at most n* = ⌈(A − P) ÷ R⌉ − 1 replicas, reached at
-    k = rate ÷ (g × u_max × n*); self-hosting cheaper now → it loses once n(k) reaches ⌈(A − P) ÷ R⌉.
+    k = rate ÷ (C × u_max × n*), C the SLO capacity; self-hosting cheaper now → it loses once n(k) reaches
+    ⌈(A − P) ÷ R⌉.
     The GPU-price multiplier m solves n·m·R + P = A.
     """
     n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
@@ -129,7 +130,7 @@ class Decision:
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "band_ends", "rests_on", "notes")
+                "band_source", "holds_within_band", "band_ends", "rests_on", "notes", "sizing")
     volume: Volume
     replicas: int
     realized_utilization: float
@@ -146,6 +147,7 @@ class Decision:
     notes: list[str] = field(default_factory=list)
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
     band_ends: tuple[BandEnd, BandEnd] | None = None  # the decision at capacity × band_low and × band_high
+    sizing: str = ""  # replicas = ⌈peak ÷ (capacity × max utilization)⌉ with its figures (decide)
 
     @property
     def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
@@ -192,8 +194,9 @@ def decide(
     the primary API row (the one the user named, else the cheapest) and the flip points."""
     if not apis:
         raise InputError("no API row to compare with: name one with --api (kvledger prices lists them)")
-    n = replicas_for(vol.peak_rate_req_per_s, cap.goodput_req_per_s, setup.max_utilization)
-    load = vol.rate_req_per_s / (n * cap.goodput_req_per_s)
+    c = cap.sizing_req_per_s  # the SLO capacity, offered req/s (a measured file: its goodput; Capacity)
+    n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * c)
     rent = monthly_self_host(setup, n, load, people_source=people_source)
     bought = None
     if buy is not None and buy.gpu_capex_usd is not None:
@@ -211,10 +214,13 @@ def decide(
                      f"${sure.bill.total_usd:,.2f}/month) the verdict {'is the same' if same else 'FLIPS'}")
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
-    flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
+    flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
                  band_source, rests, band_sides=band_sides)
-    d.band_ends = tuple(band_end(k, cap.goodput_req_per_s, setup, vol, primary.bill.total_usd, buy=buy, power=power,
+    d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s offered at the peak ÷ ({cap.sizing_words} × "
+                f"{setup.max_utilization:.0%})⌉ = {n}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ ({n} × "
+                f"{c:,.4g}) = {load:.1%}")
+    d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
                                  people_source=people_source) for k in (d.band_low, d.band_high))
     return d
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
-           "band_sides_text", "band_end_text"]
+           "band_sides_text", "band_end_text", "volume_good_requests"]
 
 
 def tokens_text(n: float) -> str:
@@ -68,6 +68,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
         f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
         f"{_break_even_text(bv, bu, v, d.verdict if how == 'rented' else None)}",
+        *([f"  sizing: {d.sizing}"] if d.sizing else []),
     ]
 
 
@@ -96,6 +97,18 @@ def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: st
     )
 
 
+def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
+    """(good requests of a volume of ``n`` requests, how they were counted): sized on the SLO capacity, n × goodput ÷
+    SLO capacity, the good share measured there (``cost.Capacity``); a measured file's volume counts as good, its
+    goodput standing in for the capacity."""
+    if not cap.slo_capacity_req_per_s:
+        return n, f"the self-hosted bill ÷ the volume's {n:,.0f} good requests"
+    share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
+    return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × {share:.3f}, "
+                       f"the good share at the SLO capacity ({cap.goodput_req_per_s:,.4g} good req/s ÷ "
+                       f"{cap.slo_capacity_req_per_s:,.4g} req/s)")
+
+
 def effective_cost_line(sticker: dict[str, Any]) -> str:
     """effective cost = sticker × throughput ÷ goodput, with the numbers."""
     m = sticker.get("multiplier_output")
@@ -115,8 +128,8 @@ def band_sides_text(low: float, high: float) -> str:
 
 
 def band_end_text(e: Any) -> str:
-    """One end of the band: ``at ×0.58 (9.61 good req/s): 2 replicas at 62.3%, $3,927.40/month → API``."""
-    return (f"at ×{e.capacity_multiplier:.2f} ({e.goodput_req_per_s:,.4g} good req/s): {e.replicas} "
+    """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``."""
+    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): {e.replicas} "
             f"replica{'' if e.replicas == 1 else 's'} at {e.realized_utilization:.1%}, "
             f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 

@@ -21,8 +21,8 @@ def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list
         if math.isfinite(u_star)
         else f"{setup.utilization:.0%}; no break-even"
     )
-    util_effect = ("above break-even: self-hosting is cheaper per good token" if setup.utilization >= u_star
-                   else "below break-even: the API is cheaper per good token")
+    util_effect = ("above break-even: self-hosting costs less for the same requests" if setup.utilization >= u_star
+                   else "below break-even: the API costs less for the same requests")
     sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
                        "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",

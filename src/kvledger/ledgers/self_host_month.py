@@ -2,9 +2,9 @@
 utilization, the bill of those replicas (rented, or bought: amortized purchase, power at the load, hosting; plus the KV
 tiers and people), and the same sizing redone at one end of the capacity band (``BandEnd``).
 
-The self-hosted bill never rises with the capacity: more good req/s per replica means as many replicas or fewer, each
-less loaded (a rented bill does not depend on the load; a bought one's power falls with it). So the cheaper side at a
-fixed API bill is the same across a band of capacities exactly when it is the same at both ends.
+The self-hosted bill never rises with the capacity: a higher SLO capacity per replica means as many replicas or fewer,
+each less loaded (a rented bill does not depend on the load; a bought one's power falls with it). So the cheaper side
+at a fixed API bill is the same across a band of capacities exactly when it is the same at both ends.
 """
 
 from __future__ import annotations
@@ -106,12 +106,13 @@ def monthly_self_host(
 
 @dataclass(frozen=True, slots=True)
 class BandEnd:
-    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the goodput it
-    means (good req/s per replica), the replicas the volume then needs, their realized utilization, the self-hosted
-    bill (USD/month, the cheaper of rented and bought, people included) and the verdict against the same API bill."""
+    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the SLO capacity it
+    means (offered req/s per replica; a measured file's goodput stands in), the replicas the volume then needs, their
+    realized utilization, the self-hosted bill (USD/month, the cheaper of rented and bought, people included) and the
+    verdict against the same API bill."""
 
     capacity_multiplier: float
-    goodput_req_per_s: float
+    capacity_req_per_s: float
     replicas: int
     realized_utilization: float
     self_host_usd_per_month: float
@@ -121,11 +122,12 @@ class BandEnd:
         return to_jsonable(self)
 
 
-def band_end(k: float, goodput_req_per_s: float, setup: SelfHostSetup, vol: Volume, api_usd: float, *,
+def band_end(k: float, capacity_req_per_s: float, setup: SelfHostSetup, vol: Volume, api_usd: float, *,
              buy: HostBill | None = None, power: GpuPower | None = None, people_source: str = "user input") -> BandEnd:
-    """The decision with each replica serving ``k`` × ``goodput_req_per_s``: replicas for the volume's peak, realized
-    utilization, the self-hosted bill (rented, or bought when cheaper) and the verdict against ``api_usd``."""
-    g = goodput_req_per_s * k
+    """The decision with each replica's SLO capacity ``k`` × ``capacity_req_per_s`` (offered req/s): replicas for the
+    volume's peak, realized utilization, the self-hosted bill (rented, or bought when cheaper) and the verdict against
+    ``api_usd``."""
+    g = capacity_req_per_s * k
     n = replicas_for(vol.peak_rate_req_per_s, g, setup.max_utilization)
     load = vol.rate_req_per_s / (n * g)
     sh = monthly_self_host(setup, n, load, people_source=people_source).total_usd

@@ -34,14 +34,14 @@ def cost_by_utilization(data: ReportData) -> Figure:
                                                                              ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
     ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
-    ax.set_xlabel("utilization, % of billed GPU hours serving at capacity")
-    ax.set_ylabel("USD per 1,000 good requests")
+    ax.set_xlabel("utilization, offered load as % of the SLO capacity")
+    ax.set_ylabel("USD per 1,000 requests")
     ax.legend(fontsize=7)
     rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4),
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",
-                  "Self-hosted cost per good request falls as 1/utilization; the API's is flat. Below the break-even "
-                  "utilization the API is cheaper.", fig, ["utilization, %", "self-hosted USD / 1k good requests",
+                  "Self-hosted cost per request falls as 1/utilization; the API's is flat. Below the break-even "
+                  "utilization the API is cheaper.", fig, ["utilization, %", "self-hosted USD / 1k requests",
                                                            "API USD / 1k requests"],
                   rows, [c["formula"], _COST_SRC,
                          cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
@@ -61,16 +61,16 @@ def cost_by_volume(data: ReportData) -> Figure:
         ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"],
                                                                                     ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
-    ax.set_xlabel("good requests per month")
+    ax.set_xlabel("requests per month (offered)")
     ax.set_ylabel("USD per month")
     ax.legend(fontsize=7)
     rows = [[f"{p['requests_per_month']:,.0f}", f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}",
              f"{p['api_usd_per_month']:,.0f}"]
             for p in pts[:: max(1, len(pts) // 12)]]
     return Figure("cost_by_volume", "Build or buy: monthly bill against volume",
-                  f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% utilization "
-                  f"({c['replica_capacity_requests_per_month']:,.0f} good requests per month each).", fig,
-                  ["good requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
+                  f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% of its SLO capacity "
+                  f"({c['replica_capacity_requests_per_month']:,.0f} requests per month each).", fig,
+                  ["requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
                       [c["formula"], _COST_SRC])
 
 

@@ -145,7 +145,7 @@ def _break_even_text(c: dict[str, Any]) -> str:
         else "no utilization up to 100% breaks even"
     )
     v = (
-        f"break-even volume {fmt(bv['requests_per_month'])} good requests per month"
+        f"break-even volume {fmt(bv['requests_per_month'])} requests per month"
         if bv.get("requests_per_month") is not None
         else f"no break-even volume: {bv.get('reason', '')}"
     )

@@ -54,7 +54,7 @@ def _top_table(result: Any, top: int) -> Any:
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
         soft = "~" if capacity_caveats(e) else ""  # not steady, or an unrepresentative sample (its notes say which)
         row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
-               _f(cap["goodput_req_per_s"], ",.2f") + soft,
+               _f(cap["boundary_rate_req_per_s"], ",.4g") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         row += [f"{s['num_gpus']} ({s['replicas']}×)", _f(s["monthly_usd"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
@@ -71,16 +71,18 @@ def _per_probe(sp: Any) -> str:
 def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
-            else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
-    return (f"req/s: goodput per replica (good requests/s, below the offered rate that names the capacity) at the SLO "
-            f"capacity (highest simulated rate with ≥ {sp.target:.0%} of requests within {sp.slo}; {_per_probe(sp)}, "
+            else "the utilization the sizing realizes (offered load ÷ SLO capacity of the replicas rented)")
+    return (f"req/s: SLO capacity per replica, the highest simulated offered rate with ≥ {sp.target:.0%} of requests "
+            f"within {sp.slo} (as goodput --target prints; the good req/s there, the goodput, are in --json; "
+            f"{_per_probe(sp)}, "
             f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
             "the trace, its notes in --json and --verbose); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
-            " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
+            " (kvledger.ledgers.cost; the good tokens at that load: offered × the boundary run's goodput ÷ SLO "
+            "capacity), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
-            "GPUs (replicas×): to serve the load with each replica at ≤ "
-            f"{sp.max_utilization:.0%} of its capacity; $/month: GPUs × $/GPU-h × 730 h; the price rows are in "
+            "GPUs (replicas×): ⌈offered load ÷ (SLO capacity × "
+            f"{sp.max_utilization:.0%})⌉ replicas × GPUs each; $/month: GPUs × $/GPU-h × 730 h; the price rows are in "
             f"--json/--csv")
 
 
@@ -212,7 +214,8 @@ def _winner_line(result: Any) -> str:
         own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
         flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
-    return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
+    return (f"winner: {w['id']} — {bill}, SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica "
+            f"({cap['goodput_req_per_s']:,.2f} good req/s there)"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 
 

@@ -2,7 +2,8 @@
 and the runner-up could swap inside it, and whether the winner-vs-API answer flips inside it
 (``kvledger.ledgers.error_band``).
 
-Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈rate ÷ (goodput × k × max_utilization)⌉,
+Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈offered rate ÷ (SLO capacity × k ×
+max_utilization)⌉ (the SLO capacity: the boundary's offered req/s; the goodput there scales with it),
 bill = replicas × GPUs per replica × $/GPU-h × 730 h. The bill never rises with k, so the cheaper of the winner and the
 API is the same across the band exactly when it is the same at both ends.
 """
@@ -49,13 +50,15 @@ def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
 
 
 def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> list[str]:
-    """Each ranked candidate gets ``capacity_band`` (req/s low, high, regime); a note when the runner-up's cost is
-    within the capacity band of the winner's (the ranking may flip inside the band)."""
+    """Each ranked candidate gets ``capacity_band`` (its SLO capacity's low and high, offered req/s, and the goodput's,
+    good req/s; regime); a note when the runner-up's cost is within the capacity band of the winner's (the ranking may
+    flip inside the band)."""
     notes = []
     for e in feasible_ranked:
         band = search_band(spec, e)
-        cap = e["capacity"]["goodput_req_per_s"]
+        cap, g = e["capacity"]["boundary_rate_req_per_s"], e["capacity"]["goodput_req_per_s"]
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
+                                                        "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
                                                         "regime": band.regime, "source": band.source}
         if band is not None and e.get("sizing"):
@@ -81,14 +84,16 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
 
 
 def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str, Any]:
-    """The sizing of a feasible entry with its goodput × ``k`` (the module docstring): replicas, GPUs, realized
+    """The sizing of a feasible entry with its SLO capacity × ``k`` (the module docstring): replicas, GPUs, realized
     utilization and the monthly bill (USD per month)."""
     from kvledger.analyses.search.evaluate import size_for_load
 
-    s, g = e["sizing"], e["capacity"]["goodput_req_per_s"] * k
+    s = e["sizing"]
+    c = s.get("capacity_req_per_s", e["capacity"]["boundary_rate_req_per_s"]) * k  # what the point was sized on
     per_replica_usd = s["monthly_usd"] / s["replicas"]  # GPUs per replica × $/GPU-h × 730 h
-    replicas, realized = size_for_load(s["rate_req_per_s"], g, max_utilization)
-    return {"capacity_multiplier": k, "goodput_req_per_s": g, "replicas": replicas,
+    replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization)
+    return {"capacity_multiplier": k, "slo_capacity_req_per_s": c,
+            "goodput_req_per_s": e["capacity"]["goodput_req_per_s"] * k, "replicas": replicas,
             "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,
             "monthly_usd": replicas * per_replica_usd}
 

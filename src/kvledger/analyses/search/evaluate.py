@@ -1,11 +1,16 @@
 """One planned candidate's evaluation, the unit of work a search worker runs: SLO capacity by simulation, cost per
 token, sizing for the load, monthly bill.
 
-Capacity (``kvledger.analyses.search.capacity``): the goodput of the run at the SLO boundary of a
-request-rate search, good req/s per deployment unit, as ``cost --simulate`` prices. Cost per 1M input and output tokens:
-``kvledger.ledgers.cost.self_host_unit_ledgers`` at the utilization (given, or realized by the
-sizing). Sizing for a mean load of R req/s: replicas = ⌈R ÷ (capacity × max_utilization)⌉
-(as ``kvledger cost`` sizes a monthly volume), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h.
+SLO capacity (``kvledger.analyses.search.capacity``): the highest offered request rate of a request-rate search at
+which the target share of requests meets the SLO, req/s per deployment unit, the figure ``kvledger goodput --target``
+prints; goodput: the good req/s of the run at that rate, as ``cost --simulate`` prices. Sizing for a mean offered load
+of R req/s: replicas = ⌈R ÷ (SLO capacity × max_utilization)⌉ (as ``kvledger cost`` sizes a monthly volume), realized
+utilization = R ÷ (replicas × SLO capacity), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h. Sizing on
+goodput instead would apply the SLO target twice (once to find the capacity, again by dividing offered load by good-only
+throughput). Cost per 1M input and output tokens: ``kvledger.ledgers.cost.self_host_unit_ledgers`` at that utilization
+(given, or realized): the good requests at a replica's load are its offered ones × the boundary run's goodput ÷ its
+offered rate (the good share measured at the SLO capacity; at a lighter load more meet the SLO, so the cost per good
+request is an upper bound), i.e. utilization × goodput.
 Speed per user: 1 ÷ the median TPOT of the boundary run's requests (tokens/s each user sees).
 The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
 """
@@ -21,7 +26,7 @@ from kvledger.analyses.search.spec import SearchSpec
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "capacity_figures"]
+__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
@@ -35,14 +40,29 @@ def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_
 
 
 def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float) -> tuple[int, float]:
-    """(replicas, realized utilization) serving ``rate_req_per_s`` with each replica's mean load ≤ max_utilization ×
-    capacity.
+    """(replicas, realized utilization) serving an offered ``rate_req_per_s`` with each replica's mean offered load ≤
+    max_utilization × its SLO capacity (``capacity_req_per_s``, offered req/s at which the target meets the SLO).
 
     replicas = ⌈rate ÷ (capacity × max_utilization)⌉ (at least 1); realized = rate ÷ (replicas × capacity).
     The 1e-12 keeps an exact multiple from rounding up by float noise, as ``kvledger cost`` does.
     """
     replicas = max(1, math.ceil(rate_req_per_s / (capacity_req_per_s * max_utilization) - 1e-12))
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
+
+
+def sizing_capacity(pr: Any, bound: float | None) -> float:
+    """The offered req/s a replica is sized on: the SLO capacity found (``pr.boundary``), but never above the
+    candidate's capacity bound (``kvledger.analyses.search.bounds``), the most req/s its engine can keep pace with by
+    the roofline work of the requests. A probe short against the SLO's latency budget meets the target at any rate (60
+    requests under ttft ≤ 1 s met it at 524,288 req/s: all arrive at once and finish within the second), which no
+    replica sustains; the cap says so in the capacity's notes. It also keeps the search's pruning sound
+    (``prune.key_lower`` sizes at the bound)."""
+    if bound is None or pr.boundary <= bound:
+        return pr.boundary
+    pr.notes = [*pr.notes, f"sized on {bound:,.4g} req/s, the capacity bound, not on the {pr.boundary:,.4g} req/s SLO "
+                           "capacity found: a replica cannot keep pace with more (kvledger.analyses.search.bounds); "
+                           "the probes are short against the SLO's latency budget (more --num-requests)"]
+    return bound
 
 
 def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
@@ -58,7 +78,8 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
             "probes": pr.probes, "operating_points": pr.points,
             "operating_points_decided_by_bound": pr.skipped, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
-                      "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
+                      "kvledger.ledgers.boundary): boundary_rate_req_per_s, the offered req/s replicas are sized on; "
+                      "goodput = good req/s of the run at the boundary, what the tokens are priced on"}
 
 
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
@@ -69,11 +90,15 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
 
 
 def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float) -> dict[str, Any]:
-    replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
-    return {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * num_gpus,
+    c = cap.sizing_req_per_s
+    replicas, realized = size_for_load(rate, c, spec.max_utilization)
+    return {"rate_req_per_s": rate, "capacity_req_per_s": c, "replicas": replicas, "num_gpus": replicas * num_gpus,
             "realized_utilization": realized, "monthly_usd": replicas * num_gpus * usd_h * HOURS_PER_MONTH,
-            "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
-                   f"{spec.max_utilization:.0%})⌉; bill = replicas × {num_gpus} GPUs × ${usd_h:g}/GPU-h × 730 h"}
+            "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
+                   f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
+                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} (the boundary run's "
+                   f"{cap.goodput_req_per_s:.4g} good req/s ÷ {c:.4g} req/s offered); bill = replicas × {num_gpus} "
+                   f"GPUs × ${usd_h:g}/GPU-h × 730 h"}
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
@@ -92,11 +117,11 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     n_gpus = cand.num_gpus
     try:
         slo = parse_slo(spec.slo)
+        b = None if cand.disagg else entry.get("bounds")
+        bound = (b or {}).get("capacity_req_per_s")
         if cand.disagg:
             pr = disagg_capacity(spec, cand, slo)
         else:
-            b = entry.get("bounds")
-            bound = (b or {}).get("capacity_req_per_s")
             pr = colocated_capacity(spec, cand, slo, bracket_start(bound), skip=point_skipper(spec, cand, b, known),
                                     guess=bound is not None)
         if pr.boundary is None or pr.run is None:
@@ -106,7 +131,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
 
             pr.gp, note = steady_goodput(pr.gp, pr.boundary)
             pr.notes = [n for n in pr.notes if not n.startswith("the boundary run's goodput")] + [note]
-        cap = capacity_from(pr.run, pr.gp, None)
+        cap = capacity_from(pr.run, pr.gp, None, slo_capacity_req_per_s=sizing_capacity(pr, bound))
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload

@@ -43,7 +43,12 @@ loads decided by bound against 147."""
 
 def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) -> tuple[float, float]:
     """Lower bound on ``rank_key`` of a planned entry with ``bounds`` (``evaluate``'s sizing and cost formulas at the
-    capacity bound: both fall as the capacity rises)."""
+    capacity bound: both fall as the capacity rises).
+
+    The sizing divides offered req/s by the SLO capacity (offered req/s), so the bound must hold for the offered rate
+    too: at a rate R the search counts as met the engine keeps pace (a probe whose queue grows counts as missing), so
+    R × Σ of all N requests' work w ≤ N; the N − k largest w are each ≥ the k smallest, so Σ all w ≥ (N ÷ k) × Σ of the
+    k smallest, and R ≤ k ÷ Σ of the k smallest w, the bound (``bounds``)."""
     from kvledger.analyses.search.evaluate import size_for_load
     from kvledger.ledgers.cost import HOURS_PER_MONTH
 

@@ -231,7 +231,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
 
 CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
                "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour", "price_provider",
-               "num_gpu_blocks", "capacity_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
+               "num_gpu_blocks", "goodput_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
                "tok_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "usd_per_1k_requests", "utilization",
                "replicas", "num_gpus", "monthly_usd", "pareto"]
 
@@ -249,7 +249,7 @@ def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
              "max_num_batched_tokens": e["max_num_batched_tokens"], "enable_prefix_caching": e["enable_prefix_caching"],
              "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
              "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
-             "num_gpu_blocks": plan.get("num_gpu_blocks"), "capacity_req_per_s": cap.get("goodput_req_per_s"),
+             "num_gpu_blocks": plan.get("num_gpu_blocks"), "goodput_req_per_s": cap.get("goodput_req_per_s"),
              "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
              "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
              "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),

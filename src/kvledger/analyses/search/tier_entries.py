@@ -64,10 +64,11 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None
     if rate is not None:
-        replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
-        sizing = {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * cand.num_gpus,
+        replicas, realized = size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
+        sizing = {"rate_req_per_s": rate, "capacity_req_per_s": cap.sizing_req_per_s, "replicas": replicas,
+                  "num_gpus": replicas * cand.num_gpus,
                   "realized_utilization": realized, "monthly_usd": replicas * unit_month,
-                  "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
+                  "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = replicas × ({cand.num_gpus} GPUs × "
                          f"${row.usd_per_gpu_hour:g}/GPU-h × 730 h + tier ${tier_month:,.2f}/month)"}
     u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
@@ -149,7 +150,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         gp, note = steady_goodput(gp, b)
         notes.append(note)
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
-    cap = capacity_from(run, gp, None)
+    cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b)
     cost, sizing = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus),
            "cost": cost, "sizing": sizing}

@@ -1,12 +1,13 @@
-"""Cost curves for the report: USD per good request against utilization, and the monthly bill against volume, from a
+"""Cost curves for the report: USD per request against utilization, and the monthly bill against volume, from a
 cost ledger's break-even inputs.
 
 Both use the quantities ``kvledger.ledgers.breakeven`` computes (and ``cost --json`` prints under
 ``break_even_utilization`` / ``break_even_volume``): R = one replica's rental per month, P = people
-per month, a = API USD per good request, the replica's good requests per month. Self-hosted USD per
-good request at utilization u is (R + P) ÷ (good req/s × 3600 × 730 × u), which meets a at the
-break-even utilization; the monthly self-hosted bill at volume V is ⌈V ÷ c⌉ replicas × R + P with
-c = good requests per month per replica at the maximum utilization, against a × V on the API.
+per month, a = API USD per request, the requests a replica takes per month at full load. Self-hosted USD per
+request at utilization u is (R + P) ÷ (C × 3600 × 730 × u), C the SLO capacity, which meets a at the
+break-even utilization (u: offered load ÷ the SLO capacity C, of which u × good req/s meet the SLO:
+``kvledger.ledgers.breakeven``); the monthly self-hosted bill at volume V (requests offered) is ⌈V ÷ c⌉ replicas × R + P
+with c = C × 3600 × 730 × the maximum utilization, the requests a replica takes, against a × V on the API.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ UTILIZATION_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 
 
 def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
-    """Self-hosted and API USD per 1,000 good requests at each utilization, and the break-even utilization."""
+    """Self-hosted and API USD per 1,000 requests (offered, the same on both sides) at each utilization, and the
+    break-even utilization, where the two meet."""
     bu = cost["break_even_utilization"]
     fixed = bu["replica_usd_per_month"] + bu["people_usd_per_month"]
-    full, api = bu["good_requests_per_month_at_full_load"], bu["api_usd_per_request"]
+    full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
     grid = sorted(set(UTILIZATION_GRID) | {cost["inputs"]["utilization"]})
     points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u),
                "api_usd_per_1k_requests": 1e3 * api}
@@ -31,8 +33,8 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     u_star = bu.get("utilization")
     return {"points": points, "break_even_utilization": u_star if bu.get("reachable") else None,
             "chosen_utilization": cost["inputs"]["utilization"],
-            "formula": "self-hosted USD per good request = (replica + people USD/month) ÷ (good req/s × 3600 × 730 × "
-                       "utilization)"}
+            "formula": "self-hosted USD per request = (replica + people USD/month) ÷ (SLO capacity req/s × 3600 × "
+                       "730 × utilization); a good one costs SLO capacity ÷ goodput times that"}
 
 
 def _volume_grid(c: float, v_star: float | None) -> list[float]:
@@ -44,7 +46,7 @@ def _volume_grid(c: float, v_star: float | None) -> list[float]:
 
 
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
-    """Self-hosted and API USD per month at each volume (good requests per month), and the break-even volume."""
+    """Self-hosted and API USD per month at each volume (requests per month), and the break-even volume."""
     bv = cost["break_even_volume"]
     R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
     a, c = bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
