@@ -108,6 +108,15 @@ def _simulated(run: Any, metric: str) -> float | None:
     return next((row.predicted for row in run.comparison.rows if row.metric == metric), None)
 
 
+def _latency_bands(run: Any, below: bool) -> tuple[PredictionBand | None, PredictionBand | None]:
+    """The bands of ``run``'s simulated mean TTFT and TPOT when it was below saturation (``latency_note`` None), else
+    none."""
+    if not below:
+        return None, None
+    return (_band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean")),
+            _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean")))
+
+
 def _regime(run: Any) -> str:
     return next((b.regime for b in run.bands.values() if b is not None), "")
 
@@ -116,10 +125,8 @@ def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float 
     """The bands of a sweep's ``runs`` (``validate.RunValidation``, each with the ``bands`` of the regime that priced
     it) at ``stages`` (their ``Stage``, same order), with the simulated saturation throughput (req/s)."""
     notes = [latency_note(run, st) for run, st in zip(runs, stages)]
-    ttft = [None if n else _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean"))
-            for run, n in zip(runs, notes)]
-    tpot = [None if n else _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean"))
-            for run, n in zip(runs, notes)]
+    pairs = [_latency_bands(run, n is None) for run, n in zip(runs, notes)]
+    ttft, tpot = [t for t, _ in pairs], [p for _, p in pairs]
     if all(n is None for n in notes):
         thr, why = None, ("no stage reached saturation: the largest throughput is the offered load of the fastest "
                           "stage, not the capacity the band is for")
@@ -153,8 +160,7 @@ def run_bands(run: Any, stage: Any) -> RunBands:
     per-request run): the latency bands below saturation, else the throughput band (module docstring)."""
     note = latency_note(run, stage)
     below = note is None
-    ttft = _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean")) if below else None
-    tpot = _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean")) if below else None
+    ttft, tpot = _latency_bands(run, below)
     if below:
         note = None if ttft or tpot else NO_REGIME_RUN
         thr, why = None, ("the run was below saturation: its throughput is the offered load, not the capacity the band "

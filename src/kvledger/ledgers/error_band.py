@@ -50,6 +50,11 @@ class Band:
         """The band around a predicted ``value`` (same unit)."""
         return value * self.low, value * self.high
 
+    def errors(self) -> tuple[float, float]:
+        """(q10, q90) of the error predicted/measured − 1 the band stands for (``low`` = 1/(1+q90), ``high`` =
+        1/(1+q10))."""
+        return 1.0 / self.high - 1.0, 1.0 / self.low - 1.0
+
 
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:

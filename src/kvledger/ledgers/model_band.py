@@ -60,7 +60,7 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
     base = error_band(regime, metric)
     if base is None:
         return None
-    q10, q90, n = 1.0 / base.high - 1.0, 1.0 / base.low - 1.0, base.num_runs
+    (q10, q90), n = base.errors(), base.num_runs
     own_band = metric in stored_bands()["regimes"].get(regime, {})
     why = [f"regime {regime}: {_span(q10, q90)} from {n} measured point{'s' if n != 1 else ''}"
            + ("" if own_band else f" of {base.source.rsplit('band of ', 1)[-1].split(',')[0]}, lent to it")
@@ -78,7 +78,7 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
     if n < MIN_POINTS and loo:
         take(min(loo), max(loo), len(loo), f"the profile's own leave-one-out errors ({len(loo)} held-out runs)")
     elif n < MIN_POINTS and unc is not None:
-        u10, u90 = 1.0 / unc.high - 1.0, 1.0 / unc.low - 1.0
+        u10, u90 = unc.errors()
         take(u10, u90, unc.num_runs, "no leave-one-out errors in the profile (fitted with --no-leave-one-out or on "
              f"one run), so the uncalibrated roofline's band ({unc.num_runs} measured points)")
         unc = None  # taken in already
@@ -87,7 +87,7 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
         verdict = (f"the profile's own fit is poor ({within} of {total} runs within its limits in-sample; "
                    f"{'; '.join(bad[:2])}{'; …' if len(bad) > 2 else ''})")
         if unc is not None:
-            u10, u90 = 1.0 / unc.high - 1.0, 1.0 / unc.low - 1.0
+            u10, u90 = unc.errors()
             take(u10, u90, unc.num_runs, f"{verdict}, so the uncalibrated roofline's band")
         else:
             why.append(f"{verdict}: the uncalibrated roofline's band is in already")

@@ -154,7 +154,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     base = error_band(regime, metric)
     if facts is None or not regime.startswith("gpu/") or base is None:
         return base
-    q10, q90 = 1.0 / base.high - 1.0, 1.0 / base.low - 1.0
+    q10, q90 = base.errors()
     n = base.num_runs
     why = [f"calibrated regime {regime}: {q10:+.1%} … {q90:+.1%} from {n} measured points"]
     other = model is not None and not any(m == model and (tp is None or t == tp) for m, t in facts.fitted)
@@ -170,7 +170,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     poor, bad, within, total = fit_verdict(facts.in_sample)
     unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor else None
     if unc is not None:
-        u10, u90 = 1.0 / unc.high - 1.0, 1.0 / unc.low - 1.0
+        u10, u90 = unc.errors()
         wider = u10 < q10 or u90 > q90
         q10, q90 = min(q10, u10), max(q90, u90)
         why.append(f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
@@ -198,7 +198,7 @@ def at_least_uncalibrated(band: Band | None, regime: str, metric: str, reasons: 
         return Band(regime, metric, unc.low, unc.high, unc.num_runs,
                     f"uncalibrated roofline's band, the profile being {'; '.join(reasons)}: {unc.source}")
     low, high = min(band.low, unc.low), max(band.high, unc.high)
-    u10, u90 = 1.0 / unc.high - 1.0, 1.0 / unc.low - 1.0
+    u10, u90 = unc.errors()
     src = (f"{band.source}; widened to at least the uncalibrated band {u10:+.1%} … {u90:+.1%} ({unc.num_runs} "
            f"measured points): the profile was {'; '.join(reasons)}")
     return Band(regime, metric, low, high, max(band.num_runs, unc.num_runs), src)
