@@ -12,7 +12,7 @@ def _cap(rate: float):
     # a SimCapacity's parts the spread reads: its rate and its search (a SimBoundary's boundary value and goodputs)
     search = SimpleNamespace(boundary=SimpleNamespace(boundary_value=rate), boundary_per_gpu=rate,
                              goodput_at_boundary_req_per_s=0.8 * rate)
-    return SimpleNamespace(rate_req_per_s=rate, search=search)
+    return SimpleNamespace(rate_req_per_s=rate, sizing_req_per_s=rate, search=search)  # no bound binds
 
 
 def _payload(goodput: float, usd_in: float, usd_out: float, verdict: str | None, sh_req=None, api_req=None):

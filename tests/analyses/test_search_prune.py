@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from kvledger.analyses.search import Axes, SearchSpec, run_search
-from kvledger.analyses.search.bounds import SHADE, latency_bounds_s, request_work_s
 from kvledger.analyses.search.prune import key_lower
+from kvledger.analyses.serving.work_bounds import SHADE, latency_bounds_s, request_work_s
 
 SEARCHES = {
     # 8B on six GPUs of very different speed and price, a monthly volume of 1 replica each

@@ -65,9 +65,10 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
     if basis.probes:
         con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")
     from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
+    from kvledger.analyses.serving.work_bounds import BOUND_NOTE_START
 
-    for note in basis.notes or []:  # the capacity warnings (not steady, unrepresentative sample) as goodput prints them
-        con.print(f"  [bold]warning[/]: {escape(note)}" if note.startswith(CAPACITY_WARNINGS) else
+    for note in basis.notes or []:  # the capacity warnings (not steady, unrepresentative sample; sized on the bound)
+        con.print(f"  [bold]warning[/]: {escape(note)}" if note.startswith((*CAPACITY_WARNINGS, BOUND_NOTE_START)) else
                   f"  note: {escape(note)}")
     load = basis.load_check
     if basis.warning:
@@ -100,10 +101,11 @@ def _units(count: int, sim: Any) -> str:
 def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     from rich.markup import escape
 
-    st = rep.sticker
+    st, m = rep.sticker, rep.sticker["multiplier_output"]  # None: no GPU time charged to output tokens
     con.print(f"sticker (throughput-priced) self-host cost: ${st['usd_per_mtok_input']:.4f}/M input, "
               f"${st['usd_per_mtok_output']:.4f}/M output; "
-              f"goodput-priced ÷ sticker = {st['multiplier_output']:.2f}× (effective-cost multiplier)")
+              + ("no effective-cost multiplier (no GPU time charged to output tokens)" if m is None else
+                 f"goodput-priced ÷ sticker = {m:.2f}× (effective-cost multiplier)"))
     bu = rep.break_even_utilization
     con.print(
         f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}"

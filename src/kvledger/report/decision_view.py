@@ -10,7 +10,8 @@ from kvledger.ledgers.error_band import scope_words
 if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
-__all__ = ["print_answer", "print_bills", "report_answer_lines", "capacity_band_clause", "not_steady_lines"]
+__all__ = ["print_answer", "print_bills", "report_answer_lines", "capacity_band_clause", "not_steady_lines",
+           "sized_capacity"]
 
 
 def print_answer(con: Any, rep: CostReport) -> None:
@@ -57,7 +58,7 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     capacity it is priced at, from ``cost --simulate --json`` (``cost``)."""
     cs = cost["simulation"]["capacity_search"]
     first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
-    return [first, f"SLO capacity: {cs['boundary_rate_req_per_s']:g} req/s{capacity_band_clause(cs)} per deployment "
+    return [first, f"SLO capacity: {sized_capacity(cs):g} req/s{capacity_band_clause(cs)} per deployment "
                    f"unit ({cost['inputs']['num_gpus']} GPU), "
                    f"{cs['goodput_at_boundary_req_per_s']:.2f} good req/s there, "
                    f"{cs['attainment_at_boundary']:.1%} of requests within the SLO (target ≥ {cs['target']:.0%})",
@@ -73,10 +74,18 @@ def capacity_band_clause(cs: dict[str, Any]) -> str:
     return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope_words(b['regime'])})"
 
 
+def sized_capacity(cs: dict[str, Any]) -> float:
+    """The req/s a capacity search's JSON sizes and prices on: the rate found, or the deployment's capacity bound
+    where that caps it (``sized_on_req_per_s``, written only then)."""
+    return cs.get("sized_on_req_per_s") or cs["boundary_rate_req_per_s"]
+
+
 def not_steady_lines(cs: dict[str, Any]) -> list[str]:
-    """``warning: …`` when the probe at the capacity had not reached steady state (its ``not steady`` note), or when
-    the probes replayed a sample unlike their trace (``unrepresentative sample``)."""
+    """``warning: …`` when the probe at the capacity had not reached steady state (its ``not steady`` note), when
+    the probes replayed a sample unlike their trace (``unrepresentative sample``), or when the capacity is sized on
+    the deployment's capacity bound, below the rate found (``work_bounds.bound_note``)."""
     from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
+    from kvledger.analyses.serving.work_bounds import BOUND_NOTE_START
 
     return [f"warning: {n.removeprefix('not steady: ')}" for n in cs.get("notes", [])
-            if n.startswith(CAPACITY_WARNINGS)]
+            if n.startswith((*CAPACITY_WARNINGS, BOUND_NOTE_START))]

@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
-from kvledger.report.decision_view import capacity_band_clause, not_steady_lines
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity
 from kvledger.report.figure import Figure, fmt, new_axes
 
 __all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate", "engine_savings",
@@ -81,7 +81,7 @@ def _slo_ms(data: ReportData, key: str) -> float | None:
 
 def latency_by_rate(data: ReportData) -> Figure:
     cs = data.cost["simulation"]["capacity_search"]
-    sweep, cap = data.rate_sweep, cs["boundary_rate_req_per_s"]
+    sweep, cap = data.rate_sweep, sized_capacity(cs)
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.2)
     rates = [r["rate_req_per_s"] for r in sweep]
     rows = []
@@ -136,10 +136,11 @@ def goodput_by_rate(data: ReportData) -> Figure:
     for m in data.measured:
         if m["rate_req_per_s"] and m["goodput_req_per_s"] is not None:
             ax.scatter([m["rate_req_per_s"]], [m["goodput_req_per_s"]], marker="x", color="black", zorder=3)
-    ax.axvline(cs["boundary_rate_req_per_s"], color="grey", ls=":")
+    cap = sized_capacity(cs)
+    ax.axvline(cap, color="grey", ls=":")
     _shade_band(ax, cs)
-    ax.annotate(f"capacity {cs['boundary_rate_req_per_s']:g} req/s{capacity_band_clause(cs)}",
-                (cs["boundary_rate_req_per_s"], 0), fontsize=7, xytext=(4, 8), textcoords="offset points")
+    ax.annotate(f"capacity {cap:g} req/s{capacity_band_clause(cs)}", (cap, 0), fontsize=7, xytext=(4, 8),
+                textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("offered request rate, req/s")
     ax.set_ylabel("req/s")
@@ -171,7 +172,7 @@ def goodput_by_rate(data: ReportData) -> Figure:
 
 def _load_share(rate: float, cs: dict) -> str:
     """ "50% (47–86%)": a rate as a share of the capacity found and of the capacity band's high and low ends."""
-    cap, b = cs["boundary_rate_req_per_s"], cs.get("error_band")
+    cap, b = sized_capacity(cs), cs.get("error_band")
     point = f"{100 * rate / cap:.0f}%" if cap else "—"
     return f"{point} ({100 * rate / b['high']:.0f}–{100 * rate / b['low']:.0f}%)" if b and cap else point
 

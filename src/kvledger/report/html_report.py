@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
-from kvledger.report.decision_view import capacity_band_clause, not_steady_lines
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
@@ -106,7 +106,7 @@ def _answer(data: ReportData) -> str:
                      f"×{d.get('capacity_band_high', 1 + d['capacity_band']):.2f} capacity"
                      + (f" ({ends})" if ends else "") + ".")
     lines += [
-        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} "
+        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
         f"req/s{capacity_band_clause(cs)} with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there "
         f"{cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",

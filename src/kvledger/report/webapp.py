@@ -89,7 +89,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     ``client_latency``: as ``--client-latency`` (added to every TTFT and E2E; the headline carries its note)."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.ranges import range_for
-    from kvledger.report.decision_view import not_steady_lines
+    from kvledger.report.decision_view import not_steady_lines, sized_capacity
     from kvledger.report.figures_serving import serving_figures
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [50, 5,000]: kvledger.ranges
@@ -102,7 +102,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     c = data.cost
     cs = c["simulation"]["capacity_search"]
     band = cs.get("error_band")
-    headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
+    headline = {"capacity_req_per_s": sized_capacity(cs),
                 "capacity_req_per_s_range": [band["low"], band["high"]] if band else None,
                 "capacity_band": band["text"] if band else None,
                 "capacity_warning": " ".join(not_steady_lines(cs)) or None,

@@ -1,17 +1,8 @@
 """Analytic bounds on one colocated candidate, before any simulation, under the simulator's own roofline step cost.
 
-Every step of ``kvledger.accounting.roofline.RooflineStepCost`` costs at least
-``max(matmul FLOPs / achievable peak, weight bytes / achievable bandwidth) + KV bytes / achievable bandwidth +
-all-reduce`` (+ the CPU overhead, or the larger of the two under async scheduling): its attention term is a max (or, for
-split kernels, a sum of maxes) over the KV bytes, the MoE factors are ≥ 1 and the other terms ≥ 0. Of these,
-``2 × matmul params`` FLOPs per token, ``head`` FLOPs per sequence, the KV bytes per context token and the all-reduce
-bytes per token add up over the tokens of a step; so a request of ``P`` prompt tokens (1 when prompts may share a
-cached prefix) and ``n`` output tokens makes its engine busy for at least
-
-    w = (2·mp·(P + n − 1) + head·n) / peak + g·((n − 1)·P + (n − 1)(n − 2)/2 + P) / bw + ar·(P + n − 1)
-
-(its ``n − 1`` decodes attend to at least ``P``, ``P + 1``, … keys). Steps run one after another, so a run whose
-attainment meets the target (at least ``k = ⌈target × N⌉`` good requests) spans at least the ``k`` smallest ``w``:
+The per-request work ``w`` and the capacity bound it gives (``k ÷ Σ of the k smallest w``, ``k = ⌈target × N⌉``) are
+derived in ``kvledger.analyses.serving.work_bounds``, which ``cost --simulate`` and ``report`` size against too. From
+them, per deployment unit:
 
 * SLO capacity ≤ k ÷ Σ of the k smallest w, good req/s; output tokens/s per GPU ≤ all output tokens ÷ that sum ÷ TP;
 * TPOT of request i ≥ one decode step ≥ weight bytes of a 1-token step / bw + g·P_i / bw + all-reduce of 1 token
@@ -33,13 +24,10 @@ from typing import Any
 
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
+from kvledger.analyses.serving.work_bounds import SHADE, busy_floor_s, latency_bounds_s, run_lengths
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["Bounds", "candidate_bounds", "request_work_s", "latency_bounds_s", "point_skipper", "SHADE"]
-
-SHADE = 1e-9
-"""Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
-
+__all__ = ["Bounds", "candidate_bounds", "point_skipper"]
 
 @dataclass(frozen=True)
 class Bounds:
@@ -64,89 +52,18 @@ class Bounds:
         return to_jsonable(self)
 
 
-def request_work_s(cost: Any, prompt: Any, output: Any) -> Any:
-    """Lower bound on the engine time each request needs (numpy arrays of computed prompt and output tokens), s."""
-    import numpy as np
-
-    p, n = np.asarray(prompt, dtype=float), np.maximum(np.asarray(output, dtype=float), 1.0)
-    tokens = p + n - 1
-    mm = (2 * cost.matmul_params * tokens + cost.head_flops_per_seq * n) / (cost.peak_flops * cost.flops_fraction)
-    kv = cost.growing_read_bytes * ((n - 1) * p + (n - 1) * (n - 2) / 2 + p) / (cost.bw * cost.bandwidth_fraction)
-    return (mm + kv + _allreduce_per_token_s(cost) * tokens) * (1 - SHADE)
-
-
-def _allreduce_per_token_s(cost: Any) -> float:
-    """The part of a step's all-reduce time that grows with its tokens, s per token (0 at TP 1): the smaller of the two
-    rules' byte slopes (tp_comm.py), NCCL's ring ``2(n − 1)/n`` under the custom kernel's ``n − 1``."""
-    if not cost.num_allreduce_layers:
-        return 0.0
-    return 2 * cost.num_allreduce_layers * 2 * (cost.tp - 1) / cost.tp * cost.model.hidden_size * 2 \
-        / cost.link_bytes_per_s
-
-
-def _one_step_s(cost: Any, tokens: Any, kv_tokens: Any) -> Any:
-    """Lower bound on a sequence of steps that holds ``tokens`` of one request attending to ``kv_tokens`` keys, s."""
-    import numpy as np
-
-    b = cost.bw * cost.bandwidth_fraction
-    mm = 2 * cost.matmul_params * tokens / (cost.peak_flops * cost.flops_fraction)
-    gpu = (np.maximum(mm, cost.weight_read_bytes(1) / b) + cost.growing_read_bytes * kv_tokens / b
-           + cost.allreduce_s(1) + _allreduce_per_token_s(cost) * (tokens - 1))
-    gpu = np.maximum(gpu, cost.cpu_overhead_s) if cost.overlap_cpu else gpu + cost.cpu_overhead_s
-    return gpu * (1 - SHADE)
-
-
-def latency_bounds_s(cost: Any, prompt: Any, computed: Any) -> tuple[Any, Any]:
-    """(TTFT, TPOT) lower bounds of each request, s: its ``computed`` prompt tokens in one step attending to its whole
-    ``prompt``, and one decode step attending to its prompt (module docstring)."""
-    import numpy as np
-
-    p = np.asarray(prompt, dtype=float)
-    return _one_step_s(cost, np.asarray(computed, dtype=float), p), _one_step_s(cost, np.ones_like(p), p)
-
-
-def _lengths(spec: SearchSpec, cand: Candidate) -> tuple[Any, Any, Any, bool] | None:
-    """(step cost, prompt tokens, output tokens, prompts may share a prefix) of the candidate's simulation, or None
-    when its step cost is not the plain roofline or the lengths depend on the rate."""
-    import numpy as np
-
-    from kvledger.accounting.roofline import RooflineStepCost
-    from kvledger.analyses.serving.sim_ledgers import prepare_run
-
-    if hasattr(spec.synthetic, "prepare_setup"):  # sessions: closed loops whose prompts grow; no bound derived
-        return None
-    one, two = (prepare_run(replace(sim_args(spec, cand), rate=r), spec.synthetic) for r in (1.0, 2.0))
-    if type(one.cost) is not RooflineStepCost:
-        return None
-    cols = []
-    for setup in (one, two):
-        w = setup.workload
-        if hasattr(w, "num_prompt_tokens") and not callable(w.num_prompt_tokens):
-            cols.append((np.asarray(w.num_prompt_tokens), np.asarray(w.num_output_tokens), False))
-        else:
-            specs = list(getattr(w, "requests", w))
-            cols.append((np.array([s.num_prompt_tokens for s in specs]), np.array([s.num_output_tokens for s in specs]),
-                         any(s.prefix_segments for s in specs)))
-    (p, n, shared), (p2, n2, _) = cols
-    if not (np.array_equal(p, p2) and np.array_equal(n, n2)):
-        return None
-    return one.cost, p, n, shared
-
-
 def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | None:
     """The bounds of one planned colocated candidate (module docstring), or None where none is proven."""
     import numpy as np
 
     if cand.disagg:
         return None
-    got = _lengths(spec, cand)
+    got = run_lengths(sim_args(spec, cand), spec.synthetic)
     if got is None:
         return None
     cost, p, n, shared = got
     computed = np.ones_like(p) if shared else p
-    k = max(1, math.ceil(spec.target * len(p) - 1e-9))
-    w = np.sort(request_work_s(cost, computed, n))
-    busy_s = float(w[:k].sum())
+    k, busy_s = busy_floor_s(cost, computed, n, spec.target)
     if not busy_s > 0:
         return None
     from kvledger.analyses.search.latency import latency_s

@@ -23,6 +23,7 @@ from typing import Any
 from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.screen import price_row
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 
@@ -52,16 +53,14 @@ def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilizat
 
 def sizing_capacity(pr: Any, bound: float | None) -> float:
     """The offered req/s a replica is sized on: the SLO capacity found (``pr.boundary``), but never above the
-    candidate's capacity bound (``kvledger.analyses.search.bounds``), the most req/s its engine can keep pace with by
-    the roofline work of the requests. A probe short against the SLO's latency budget meets the target at any rate (60
-    requests under ttft ≤ 1 s met it at 524,288 req/s: all arrive at once and finish within the second), which no
-    replica sustains; the cap says so in the capacity's notes. It also keeps the search's pruning sound
-    (``prune.key_lower`` sizes at the bound)."""
+    candidate's capacity bound (``kvledger.analyses.serving.work_bounds``), the most req/s its engine can keep pace
+    with by the roofline work of the requests. A probe short against the SLO's latency budget meets the target at any
+    rate (60 requests under ttft ≤ 1 s met it at 524,288 req/s: all arrive at once and finish within the second), which
+    no replica sustains; the cap says so in the capacity's notes (``work_bounds.bound_note``), as ``cost --simulate``
+    does. It also keeps the search's pruning sound (``prune.key_lower`` sizes at the bound)."""
     if bound is None or pr.boundary <= bound:
         return pr.boundary
-    pr.notes = [*pr.notes, f"sized on {bound:,.4g} req/s, the capacity bound, not on the {pr.boundary:,.4g} req/s SLO "
-                           "capacity found: a replica cannot keep pace with more (kvledger.analyses.search.bounds); "
-                           "the probes are short against the SLO's latency budget (more --num-requests)"]
+    pr.notes = [*pr.notes, bound_note(bound, pr.boundary)]
     return bound
 
 

@@ -125,7 +125,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
     rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                            slo_capacity_req_per_s=capacity.rate_req_per_s if capacity is not None else None)
+                            slo_capacity_req_per_s=capacity.sizing_req_per_s if capacity is not None else None)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     if sweep is not None:
         basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text
@@ -136,7 +136,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.capacity_bands import cost_band
 
-        band = cost_band(sim.setup, rep, capacity.rate_req_per_s if capacity is not None else None)
+        band = cost_band(sim.setup, rep, capacity.sizing_req_per_s if capacity is not None else None)
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
     return CostRun(rep, basis, d)

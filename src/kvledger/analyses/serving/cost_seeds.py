@@ -83,7 +83,7 @@ def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Seque
     spread = capacity_spread(first_cap.search, seeds, None if price_seed is None else caps.__getitem__)
     rows = []
     for seed, (cap, payload) in zip(seeds, priced):
-        row: dict[str, Any] = {"seed": seed, "capacity_req_per_s": cap.rate_req_per_s}
+        row: dict[str, Any] = {"seed": seed, "capacity_req_per_s": cap.sizing_req_per_s}  # what is priced
         row.update({k: payload[a][b] for k, (a, b) in COST_KEYS.items()})
         rows.append({**row, "cheaper": cheaper_side(payload)})
     metrics = {k: value_spread([r[k] for r in rows]) for k in COST_KEYS}

@@ -22,6 +22,7 @@ from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.analyses.serving.work_bounds import bound_note, capacity_bound_req_per_s, capped
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
@@ -48,8 +49,10 @@ class SimCapacity:
     method: ClassVar[str] = "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate"
     __json__ = ("method", ("target", "search.target"), ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
+                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
                 ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"))
+    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s")  # written only where the bound binds
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float
@@ -64,6 +67,21 @@ class SimCapacity:
     read it, its waiting queue) was still growing at its last arrival: the probe ended before it reached steady state,
     so the rate found is optimistic; ``queue_growth.ShortRun`` when the probe was too short to tell; None when it
     held."""
+    bound_req_per_s: float | None = None
+    """The deployment's capacity bound (``work_bounds.capacity_bound_req_per_s``): the most req/s its engine can keep
+    pace with by the roofline work of the probe's requests; None where none is proven."""
+
+    @property
+    def sizing_req_per_s(self) -> float:
+        """The offered req/s a replica is sized and priced on: the SLO capacity found, but never above the bound (a
+        probe short against the SLO's latency budget meets the target at any rate; ``work_bounds.bound_note``)."""
+        return capped(self.rate_req_per_s, self.bound_req_per_s)
+
+    @property
+    def binding_bound(self) -> float | None:
+        """The bound where it caps the capacity found (then also what is sized on), else None: the JSON says nothing
+        new where it does not bind."""
+        return None if self.sizing_req_per_s == self.rate_req_per_s else self.bound_req_per_s
 
     def text(self) -> str:
         """One line: the search and what it priced."""
@@ -77,7 +95,12 @@ class SimCapacity:
                 f"is {self.rate_req_per_s:g} req/s "
                 f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} "
                 f"good "
-                "req/s per deployment unit")
+                "req/s per deployment unit" + self._cap_clause())
+
+    def _cap_clause(self) -> str:
+        b = self.binding_bound
+        return "" if b is None else (f"; sized on {b:,.4g} req/s, the deployment's capacity bound, below the "
+                                     f"{self.rate_req_per_s:g} req/s found (see the note)")
 
     def probes_text(self) -> str:
         """The probes in order: ``rate → attainment`` (a probe whose queue grew: ``… (queue grew: a miss)``; a probe
@@ -133,7 +156,10 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
                          "--at-offered-load")
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
-    cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
+    cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
+    if cap.binding_bound is not None:  # a probe short against the SLO's latency budget: sized on the bound
+        cap.notes.append(bound_note(cap.binding_bound, cap.rate_req_per_s))
+    cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s)
     cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
     if cap.not_steady is None:  # a probe whose queue grew did not sustain "the good rate while they arrived"
         cap.notes.extend(_drain_note(cap, at.duration_s))

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from kvledger.analyses.search.offload_axis import OffloadOption
 from kvledger.analyses.search.tier_probe import TierProber, tier_capacity
 from kvledger.analyses.serving.sim_capacity import SimCapacity
+from kvledger.analyses.serving.work_bounds import bound_note, capped
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
@@ -44,9 +45,11 @@ class TierCapacity:
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
     __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
+                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 "first_failing_req_per_s", "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
                 ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
+    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s")  # written only where the bound binds
     run: Any
     rate_req_per_s: float
     attainment: float
@@ -61,6 +64,18 @@ class TierCapacity:
     host_hit_tokens_at_boundary: int
     rule: str = TIER_RULE
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def sizing_req_per_s(self) -> float:
+        """The offered req/s a replica is sized and priced on: the rate found, never above the capacity bound of the
+        deployment (``work_bounds``, read without the tier: loading blocks back adds work, and a prompt that may share a
+        cached prefix is already counted as one token)."""
+        return capped(self.rate_req_per_s, self.without_tier.bound_req_per_s)
+
+    @property
+    def binding_bound(self) -> float | None:
+        """The bound where it caps the rate found (then what is sized on), else None."""
+        return None if self.sizing_req_per_s == self.rate_req_per_s else self.sizing_req_per_s
 
     @property
     def without_tier_dict(self) -> dict[str, Any]:
@@ -121,13 +136,20 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
         notes.append(f"the tier served no prompt token in any of the {len(p.runs)} probes (no block was loaded back "
                      "from it): each run equals the run without the tier at the same rate, so the capacity is the one "
                      f"without it, {without.rate_req_per_s:g} req/s, and the tier adds cost only")
-        return TierCapacity(without.run, without.rate_req_per_s, without.attainment, without.goodput_req_per_s,
-                            without.search.boundary.first_failing_value, False, p.probes(), dict(p.tier),
-                            host_gib_per_gpu, target, without, 0, notes=notes)
+        return _noted(TierCapacity(without.run, without.rate_req_per_s, without.attainment, without.goodput_req_per_s,
+                                   without.search.boundary.first_failing_value, False, p.probes(), dict(p.tier),
+                                   host_gib_per_gpu, target, without, 0, notes=notes))
     gp = p.goodputs[b]
     if p.lower_bound:
         notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
     notes.extend(p.notes())
-    return TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
-                        p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
-                        p.host_hit_tokens[b], notes=notes)
+    return _noted(TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
+                               p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
+                               p.host_hit_tokens[b], notes=notes))
+
+
+def _noted(cap: TierCapacity) -> TierCapacity:
+    """``cap`` with the note of the capacity bound where it caps the rate found."""
+    if cap.sizing_req_per_s != cap.rate_req_per_s:
+        cap.notes.append(bound_note(cap.sizing_req_per_s, cap.rate_req_per_s))
+    return cap

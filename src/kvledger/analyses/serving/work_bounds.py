@@ -1,0 +1,145 @@
+"""Analytic lower bounds on the engine time of a simulated deployment's requests, under the simulator's own roofline
+step cost, and the capacity bound they give: what ``kvledger search`` (``kvledger.analyses.search.bounds``) and
+``kvledger cost --simulate`` / ``report`` (``kvledger.analyses.serving.sim_capacity``) both size against.
+
+Every step of ``kvledger.accounting.roofline.RooflineStepCost`` costs at least
+``max(matmul FLOPs / achievable peak, weight bytes / achievable bandwidth) + KV bytes / achievable bandwidth +
+all-reduce`` (+ the CPU overhead, or the larger of the two under async scheduling): its attention term is a max (or, for
+split kernels, a sum of maxes) over the KV bytes, the MoE factors are ≥ 1 and the other terms ≥ 0. Of these,
+``2 × matmul params`` FLOPs per token, ``head`` FLOPs per sequence, the KV bytes per context token and the all-reduce
+bytes per token add up over the tokens of a step; so a request of ``P`` prompt tokens (1 when prompts may share a
+cached prefix) and ``n`` output tokens makes its engine busy for at least
+
+    w = (2·mp·(P + n − 1) + head·n) / peak + g·((n − 1)·P + (n − 1)(n − 2)/2 + P) / bw + ar·(P + n − 1)
+
+(its ``n − 1`` decodes attend to at least ``P``, ``P + 1``, … keys). Steps run one after another, so a run whose
+attainment meets the target (at least ``k = ⌈target × N⌉`` good requests) spans at least the ``k`` smallest ``w``, and
+its SLO capacity is at most ``k ÷ Σ of the k smallest w`` good req/s: the most a replica can keep pace with, whatever a
+probe's rate search found. The single-step bounds on TTFT and TPOT (``latency_bounds_s``) are read the same way.
+
+Each bound is shaded by 1e-9 against rounding. Other step costs, and lengths that depend on the rate (session loops),
+get no bound (None).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+__all__ = ["SHADE", "request_work_s", "latency_bounds_s", "run_lengths", "busy_floor_s", "capacity_bound_req_per_s",
+           "capped", "bound_note", "BOUND_NOTE_START"]
+
+SHADE = 1e-9
+"""Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
+
+BOUND_SOURCE = "kvledger.analyses.serving.work_bounds: per-request roofline work under the simulator's step cost"
+
+
+def request_work_s(cost: Any, prompt: Any, output: Any) -> Any:
+    """Lower bound on the engine time each request needs (numpy arrays of computed prompt and output tokens), s."""
+    import numpy as np
+
+    p, n = np.asarray(prompt, dtype=float), np.maximum(np.asarray(output, dtype=float), 1.0)
+    tokens = p + n - 1
+    mm = (2 * cost.matmul_params * tokens + cost.head_flops_per_seq * n) / (cost.peak_flops * cost.flops_fraction)
+    kv = cost.growing_read_bytes * ((n - 1) * p + (n - 1) * (n - 2) / 2 + p) / (cost.bw * cost.bandwidth_fraction)
+    return (mm + kv + _allreduce_per_token_s(cost) * tokens) * (1 - SHADE)
+
+
+def _allreduce_per_token_s(cost: Any) -> float:
+    """The part of a step's all-reduce time that grows with its tokens, s per token (0 at TP 1): the smaller of the two
+    rules' byte slopes (tp_comm.py), NCCL's ring ``2(n − 1)/n`` under the custom kernel's ``n − 1``."""
+    if not cost.num_allreduce_layers:
+        return 0.0
+    return 2 * cost.num_allreduce_layers * 2 * (cost.tp - 1) / cost.tp * cost.model.hidden_size * 2 \
+        / cost.link_bytes_per_s
+
+
+def _one_step_s(cost: Any, tokens: Any, kv_tokens: Any) -> Any:
+    """Lower bound on a sequence of steps that holds ``tokens`` of one request attending to ``kv_tokens`` keys, s."""
+    import numpy as np
+
+    b = cost.bw * cost.bandwidth_fraction
+    mm = 2 * cost.matmul_params * tokens / (cost.peak_flops * cost.flops_fraction)
+    gpu = (np.maximum(mm, cost.weight_read_bytes(1) / b) + cost.growing_read_bytes * kv_tokens / b
+           + cost.allreduce_s(1) + _allreduce_per_token_s(cost) * (tokens - 1))
+    gpu = np.maximum(gpu, cost.cpu_overhead_s) if cost.overlap_cpu else gpu + cost.cpu_overhead_s
+    return gpu * (1 - SHADE)
+
+
+def latency_bounds_s(cost: Any, prompt: Any, computed: Any) -> tuple[Any, Any]:
+    """(TTFT, TPOT) lower bounds of each request, s: its ``computed`` prompt tokens in one step attending to its whole
+    ``prompt``, and one decode step attending to its prompt (module docstring)."""
+    import numpy as np
+
+    p = np.asarray(prompt, dtype=float)
+    return _one_step_s(cost, np.asarray(computed, dtype=float), p), _one_step_s(cost, np.ones_like(p), p)
+
+
+def run_lengths(args: Any, synthetic: Any) -> tuple[Any, Any, Any, bool] | None:
+    """(step cost, prompt tokens, output tokens, prompts may share a prefix) of the simulation ``args`` and
+    ``synthetic`` describe (``sim_ledgers.prepare_run``), or None when its step cost is not the plain roofline or the
+    lengths depend on the rate (the workload prepared at 1 and 2 req/s differ)."""
+    import numpy as np
+
+    from kvledger.accounting.roofline import RooflineStepCost
+    from kvledger.analyses.serving.sim_ledgers import prepare_run
+
+    if hasattr(synthetic, "prepare_setup"):  # sessions: closed loops whose prompts grow; no bound derived
+        return None
+    one, two = (prepare_run(replace(args, rate=r, rate_scale=None, concurrency=None), synthetic) for r in (1.0, 2.0))
+    if type(one.cost) is not RooflineStepCost:
+        return None
+    cols = []
+    for setup in (one, two):
+        w = setup.workload
+        if hasattr(w, "num_prompt_tokens") and not callable(w.num_prompt_tokens):
+            cols.append((np.asarray(w.num_prompt_tokens), np.asarray(w.num_output_tokens), False))
+        else:
+            specs = list(getattr(w, "requests", w))
+            cols.append((np.array([s.num_prompt_tokens for s in specs]), np.array([s.num_output_tokens for s in specs]),
+                         any(s.prefix_segments for s in specs)))
+    (p, n, shared), (p2, n2, _) = cols
+    if not (np.array_equal(p, p2) and np.array_equal(n, n2)):
+        return None
+    return one.cost, p, n, shared
+
+
+def busy_floor_s(cost: Any, computed: Any, output: Any, target: float) -> tuple[int, float]:
+    """(k, s): the good requests a run meeting ``target`` holds at least, ``k = ⌈target × N⌉``, and the least engine
+    time they take, the sum of the ``k`` smallest ``request_work_s``."""
+    import numpy as np
+
+    k = max(1, math.ceil(target * len(computed) - 1e-9))
+    return k, float(np.sort(request_work_s(cost, computed, output))[:k].sum())
+
+
+def capacity_bound_req_per_s(args: Any, synthetic: Any, target: float) -> float | None:
+    """The capacity bound of the deployment ``args`` describes, req/s per deployment unit: ``k ÷ Σ of the k smallest
+    w`` (module docstring), shaded up by ``SHADE``; None where none is proven."""
+    import numpy as np
+
+    got = run_lengths(args, synthetic)
+    if got is None:
+        return None
+    cost, p, n, shared = got
+    k, busy_s = busy_floor_s(cost, np.ones_like(p) if shared else p, n, target)
+    return k / busy_s * (1 + SHADE) if busy_s > 0 else None
+
+
+def capped(found: float, bound: float | None) -> float:
+    """The capacity a replica is sized on: ``found`` (req/s), but never above ``bound`` (None: no bound proven)."""
+    return found if bound is None or found <= bound else bound
+
+
+BOUND_NOTE_START = "sized on "
+"""How ``bound_note`` begins (the report shows the note as a warning)."""
+
+
+def bound_note(bound: float, found: float) -> str:
+    """The note a capacity sized on its bound carries: both figures, why, and the way to a longer probe."""
+    return (f"{BOUND_NOTE_START}{bound:,.4g} req/s, the capacity bound, not on the {found:,.4g} req/s SLO capacity "
+            f"found: a replica cannot keep pace with more ({BOUND_SOURCE}); a probe of few requests, short against the "
+            "SLO's latency budget, meets the target above it because its queue has no time to build (more "
+            "--num-requests gives a longer probe)")
