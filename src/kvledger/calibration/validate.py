@@ -14,6 +14,7 @@ from typing import Any
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
+from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.stage_notes import stage_goodput_note
@@ -38,16 +39,17 @@ class RunValidation:
     priced it (``scope``, ``step_cost``: the step cost's name, source and scope), the engine settings, the stage's
     requested rate (req/s; None for a per-request run), the comparison, its headline errors (``errors``: flat
     ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
-    grew), notes, and ``in_sample``: True when the GPU profile pricing it was fitted on this very run (its errors are
-    the fit's, not a prediction's); ``client_latency``: the --client-latency added to every simulated TTFT and E2E
-    (seconds and source; None, left out of the JSON, when none); ``bands``: metric → the 80% band of the regime that
-    priced it (``prediction_bands.setup_band``; not in the JSON); ``error_bands``: those bands applied to this run
-    alone (``run_bands``; set by ``validate_file``, None, left out of the JSON, for a sweep's stage, which
-    ``sweep_bands`` judges). ``to_dict`` is ``validate --json``."""
+    grew), ``at_knee`` (``knee_growth.at_knee``: which side's waits for a first token grew through the run, with
+    both sides' figures; None when neither's did), notes, and ``in_sample``: True when the GPU profile pricing it was
+    fitted on this very run (its errors are the fit's, not a prediction's); ``client_latency``: the --client-latency
+    added to every simulated TTFT and E2E (seconds and source; None, left out of the JSON, when none); ``bands``:
+    metric → the 80% band of the regime that priced it (``prediction_bands.setup_band``; not in the JSON);
+    ``error_bands``: those bands applied to this run alone (``run_bands``; set by ``validate_file``, None, left out of
+    the JSON, for a sweep's stage, which ``sweep_bands`` judges). ``to_dict`` is ``validate --json``."""
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
                 "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
-                "error_bands", "notes")
+                "at_knee", "error_bands", "notes")
     __json_optional__ = ("client_latency", "error_bands")
     run: str
     source: str
@@ -68,6 +70,7 @@ class RunValidation:
     client_latency: Any = None
     bands: dict[str, Any] = field(default_factory=dict)
     error_bands: RunBands | None = None
+    at_knee: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -90,8 +93,8 @@ class SweepValidation:
     the notes of them all and the 80% error bands of the simulated figures (``bands``: ``sweep_bands``; None when
     not made). ``to_dict`` is ``validate --sweep --json``."""
 
-    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "runs", "scope",
-                "step_cost", ("error_bands", "bands"), "notes")
+    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "at_knee_rates", "runs",
+                "scope", "step_cost", ("error_bands", "bands"), "notes")
     rates: list[float]
     measured: SweepSide
     predicted: SweepSide
@@ -110,6 +113,11 @@ class SweepValidation:
         """Simulated − measured knee, req/s (None when either side has none)."""
         m, p = self.measured.knee_req_per_s, self.predicted.knee_req_per_s
         return None if m is None or p is None else p - m
+
+    @property
+    def at_knee_rates(self) -> list[float]:
+        """The requested rates (req/s) of the stages at or past their knee (each stage's ``at_knee``)."""
+        return [r.rate for r in self.runs if r.at_knee is not None and r.rate is not None]
 
     @property
     def scope(self) -> str:
@@ -164,6 +172,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
     sat = saturation(t.run.measured if t.stage is None else None, records)
+    knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
     bands = {m: setup_band(setup, m) for m in METRICS}
     in_sample = fitted_on(t.run.source, fitted_data(setup.cost_info))
@@ -180,7 +189,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
-                         in_sample, setup.client_latency, bands)
+                         in_sample, setup.client_latency, bands, at_knee=knee)
 
 
 def _client_records(res: Any, setup: Any) -> Any:

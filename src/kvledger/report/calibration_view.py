@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
     OUTSIDE_NOTE,
@@ -183,6 +184,7 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
                                  if r.in_sample else ""))
     con.print(step_cost_line(r))
     sat = r.saturated
+    knee = knee_shown(r.at_knee, sat)
     b = r.error_bands
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right"),
@@ -190,11 +192,14 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
         t.add_column(col, justify=just)
     for row in c.rows:
         t.add_row(row.metric, fmt_value(row.measured, row.unit), fmt_value(row.predicted, row.unit),
-                  fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else ""),
+                  fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else "")
+                  + (f" {KNEE_MARK}" if knee and row.metric.startswith(("TTFT", "E2E")) else ""),
                   *([_band_cell(b, row)] if b else []))
     con.print(t)
     if sat:
         con.print(saturation_warning(sat))
+    if knee:
+        con.print(escape(knee_warning(knee)))
     for line in _band_lines(b, c.rows) if b else []:
         con.print(f"[dim]{escape(line)}[/]")
     for n in r.notes:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from kvledger.report.knee_view import KNEE_MARK, KNEE_MEANING, knee_shown, side_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
     OUTSIDE_NOTE,
@@ -55,7 +56,8 @@ def _table(r: SweepValidation, fitted: int) -> Table:
         cells = [f"{x.rate:g}"]
         for m, key in (*_LATENCY.items(), ("throughput", None)):
             row = rows.get(m)
-            flag = " ⚠" if x.saturated and m != "throughput" else ""
+            flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
+                (f" {KNEE_MARK}" if m == "TTFT mean" and knee_shown(x.at_knee, x.saturated) else "")
             cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
                       fmt_error(row.rel_error if row else None) + flag]
             if key is not None:
@@ -88,6 +90,21 @@ def _band_lines(r: SweepValidation) -> list[str]:
     return out
 
 
+def _knee_lines(r: SweepValidation) -> list[str]:
+    """The warning for the stages at or past their knee (``knee_view``), each stage's figures on a line of its own;
+    [] when none is."""
+    shown = [(x.rate, k) for x in r.runs if (k := knee_shown(x.at_knee, x.saturated)) is not None]
+    if not shown:
+        return []
+    rates = ", ".join(f"{rate:g}" for rate, _ in shown)
+    out = [f"WARNING: stages marked {KNEE_MARK} ({rates} req/s) are at or past their knee (their waits for a first "
+           f"token grew through the stage, short of the saturation tests; rule: {shown[0][1]['rule']}): their "
+           f"mean-latency errors {KNEE_MEANING}; TPOT and the saturation throughput below are the figures to compare."]
+    for rate, k in shown:
+        out += [f"  {rate:g} req/s, {line}" for line in side_lines(k)]
+    return out
+
+
 def render_sweep(r: SweepValidation, con: Console) -> None:
     """A validated load sweep: the step cost that priced it (once), per stage the TTFT/TPOT mean and throughput
     errors with the 80% band of the simulated latency, then the knee and the saturation throughput on both sides."""
@@ -108,6 +125,8 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     if any(x.saturated for x in r.runs):
         con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
                   "are not meaningful; throughput is the figure to compare.")
+    for line in _knee_lines(r):
+        con.print(escape(line))
     m, p = r.measured, r.predicted
 
     def knee(v: float | None) -> str:
