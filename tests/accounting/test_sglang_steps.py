@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's decode CUDA-graph padding, torch.compile sizes and the padded step price, worked by hand."""
+"""SGLang 0.5.23's decode CUDA-graph padding, torch.compile sizes and the padded step price, worked by hand; 0.4.0 and
+0.4.0.post1's capture lists (``--engine-version``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import decode_shape
+from kvledger.accounting.sglang_rules import sglang_version_defaults
 from kvledger.accounting.sglang_steps import (
     GraphPaddedStepCost,
     decode_capture_sizes,
@@ -72,3 +74,37 @@ def test_running_cap_and_request_pool_bound_the_sizes():
     assert sizes[-3:] == (48, 56, 64)
     sizes, _ = sglang_capture_sizes(get_gpu("H100-SXM"), 1, 1, None, 64, 60)
     assert sizes[-2:] == (56, 60) and padded_decode_batch(57, sizes) == 60
+
+
+def test_sglang_040_captures_up_to_160_on_an_h200_at_tp4():
+    # SGLang 0.4.0 server_args.py __post_init__ on an H200 (nvidia-smi 143,771 MiB, not below 25,000) at TP 4:
+    # cuda_graph_max_bs 160, chunked_prefill_size 8,192, mem_fraction_static 0.85 (TP 4–7); cuda_graph_runner.py
+    # captures [1, 2, 4] + [8, 16, …, 160] (i × 8 for i in 1..20): 23 sizes, none above 160
+    g = get_gpu("H200")
+    d = sglang_version_defaults((0, 4, 0), g.nvidia_smi_mib, 4)
+    assert (d.cuda_graph_max_bs, d.chunked_prefill_size, d.mem_fraction_static) == (160, 8192, 0.85)
+    sizes, src = sglang_capture_sizes(g, 4, 1, "0.4.0")
+    assert sizes == (1, 2, 4, *range(8, 161, 8)) and len(sizes) == 23
+    assert "SGLang 0.4.0" in src and "cuda_graph_max_bs 160" in src and "cuda_graph_runner.py" in src
+    # 150 replays the graph of 152; 161 is above the largest and runs eager, unpadded. 0.5.23 on the same GPU and TP
+    # captures to 512 (memory_hook.py), so its 161 pads to 168 (16..256 by 8)
+    assert padded_decode_batch(150, sizes) == 152 and padded_decode_batch(161, sizes) == 161
+    latest, _ = sglang_capture_sizes(g, 4, 1, None)
+    assert latest[-1] == 512 and padded_decode_batch(161, latest) == 168
+
+
+def test_sglang_04_request_pool_bounds_the_sizes():
+    # --max-running-requests 100: the request pool holds 101 (model_runner.py init_memory_pool: max_num_reqs + 1).
+    # 0.4.0 drops the sizes above it (104 … 160): ends at 96. 0.4.0.post1 (and 0.4.1) first adds the pool's size and
+    # one less (the
+    # list's 160 overshoots 101), then drops the rest: …, 96, 100, 101
+    g = get_gpu("H200")
+    assert sglang_capture_sizes(g, 4, 1, "0.4.0", 100)[0][-2:] == (88, 96)
+    assert sglang_capture_sizes(g, 4, 1, "0.4.0.post1", 100)[0][-3:] == (96, 100, 101)
+    assert sglang_capture_sizes(g, 4, 1, "0.4.1", 100)[0][-3:] == (96, 100, 101)
+    # 0.4.6 changed the list (and 0.4.9, 0.5.3 again): not modelled, so no padding for 0.4.6–0.5.22
+    assert sglang_capture_sizes(g, 4, 1, "0.4.6") is None and sglang_capture_sizes(g, 4, 1, "0.5.22") is None
+    # below 25,000 MiB (a 24 GB card at 24,564 MiB) 0.4.0 sets 8 graphs at any TP; 0.4.0.post1 on, 80 at TP ≥ 4
+    assert sglang_version_defaults((0, 4, 0), 24_564, 4).cuda_graph_max_bs == 8
+    assert sglang_version_defaults((0, 4, 0, 1), 24_564, 4).cuda_graph_max_bs == 80
+    assert sglang_version_defaults((0, 4, 1), 24_564, 2).cuda_graph_max_bs == 8

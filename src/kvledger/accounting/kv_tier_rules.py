@@ -128,6 +128,10 @@ def _positive(name: str, v: float | None) -> None:
         raise InputError(f"{name} must be a finite number above 0, got {v!r}: it is {what}")
 
 
+HICACHE_FROM = (0, 4, 3)
+"""First SGLang release read with a hierarchical cache (``server_args.py``: none in 0.4.0, 0.4.0.post1, 0.4.1)."""
+
+
 def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None, has_state_layers: bool) -> None:
     """Refuse tier settings the engine would refuse or silently ignore, and models it cannot offload.
 
@@ -158,7 +162,7 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
                          f"native|lmcache), or choose SGLang ({t.engine_flag} sglang).")
     vllm_flags = bool(vllm_given)
     if engine == "sglang":
-        _check_sglang(t)
+        _check_sglang(t, engine_version if sglang_given else None)
     if engine == "vllm" and vllm_flags:
         _check_vllm(t, rules_version(engine_version), engine_version, has_state_layers)
 
@@ -174,7 +178,16 @@ def _pronoun(flags: list[str]) -> str:
     return "it" if len(flags) == 1 else "they"
 
 
-def _check_sglang(t: TierSettings) -> None:
+def _check_sglang(t: TierSettings, engine_version: str | None = None) -> None:
+    """Refuse SGLang tier flags it would ignore or refuse; ``engine_version``: the release given, when a tier flag is.
+    SGLang 0.4.0, 0.4.0.post1 and 0.4.1 have no hierarchical cache (no ``enable_hierarchical_cache`` in their
+    ``server_args.py``; 0.4.3's has it, 0.4.2 not read)."""
+    from kvledger.accounting.sglang_rules import parse_sglang_version
+
+    if engine_version and parse_sglang_version(engine_version) < HICACHE_FROM:
+        raise InputError(f"SGLang {engine_version} has no hierarchical cache (its server_args.py has no "
+                         "--enable-hierarchical-cache; 0.4.3's, the next read, has it, and the host tier is replayed "
+                         "by 0.5.23's HiCache rules): drop the tier flags, or pass --engine-version 0.4.3 or later")
     if (t.hicache_ratio is not None or t.hicache_size_gb > 0) and not t.enable_hierarchical_cache:
         raise InputError("--hicache-ratio and --hicache-size size SGLang's host KV pool, which exists only with "
                          "--enable-hierarchical-cache; without it SGLang ignores them. Add "

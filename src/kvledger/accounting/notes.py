@@ -174,10 +174,15 @@ def sglang_mamba_cap(cap: int, slots: int, ratio: int, why: str) -> str:
 
 
 def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_running: int,
-                    mamba_capped: bool) -> list[str]:
-    return [f"mem_fraction_static {mfs}: {mfs_source}", f"chunked_prefill_size {chunked_prefill_size} (SGLang default "
-            "for this GPU)", f"max_running_requests {max_running}: min(clamp(#tokens/context_len·512, 2048, 4096), "
-            "#tokens//2" + (", the Mamba state pool's cap)" if mamba_capped else ")"),
+                    mamba_capped: bool, older: str | None = None, pool_slot: bool = False) -> list[str]:
+    """``older``: the SGLang release given when older than the newest read; ``pool_slot``: its request pool holds one
+    more than the clamp (before 0.4.9, plan_other.SGLANG_POOL_SLOT_UNTIL)."""
+    cps = f"SGLang {older} default for this GPU, server_args.py" if older else "SGLang default for this GPU"
+    clamp = "clamp(#tokens/context_len·512, 2048, 4096)" + (" + 1" if pool_slot else "")
+    where = (f"; SGLang {older}: model_runner.py init_memory_pool, managers/tp_worker.py" if older else "")
+    return [f"mem_fraction_static {mfs}: {mfs_source}", f"chunked_prefill_size {chunked_prefill_size} ({cps})",
+            f"max_running_requests {max_running}: min({clamp}, #tokens//2"
+            + (", the Mamba state pool's cap" if mamba_capped else "") + where + ")",
             "SGLang prints sizes in GiB labelled 'GB'"]
 
 

@@ -52,6 +52,11 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
+SGLANG_POOL_SLOT_UNTIL = (0, 4, 9)
+"""First SGLang release whose request pool holds ``max_num_reqs`` (``model_runner.py :: init_memory_pool``: ``size=
+max_num_reqs + 1`` in 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3 and 0.4.6, ``size=max_num_reqs`` in 0.4.9; 0.4.7–0.4.8 not
+read)."""
+
 # pool splits: engine_pools.py
 __all__ = ["sglang_plan", "trtllm_plan", "trtllm_blocks_round_up", "trtllm_bytes_per_token", "trtllm_runtime"]
 
@@ -110,8 +115,10 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
-    lines, mrr, mamba_note = _printed_and_requests(model, s, pools, L)
-    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
+    lines, mrr, mamba_note = _printed_and_requests(model, s, pools, L, ver)
+    older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
+    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL)
+             + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else []))
     if ver > SGLANG_LATEST:
         notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
@@ -123,8 +130,12 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng)
 
 
-def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int) -> tuple[tuple[str, ...], int, list[str]]:
-    """(the lines SGLang prints for its pools, its max_running_requests, the note when the Mamba pool caps it)."""
+def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver: tuple[int, ...] = SGLANG_LATEST
+                          ) -> tuple[tuple[str, ...], int, list[str]]:
+    """(the lines SGLang prints for its pools, its max_running_requests, the note when the Mamba pool caps it).
+    Before 0.4.9 (``SGLANG_POOL_SLOT_UNTIL``) the request pool holds one more than its clamp and a given
+    --max-running-requests is not cut to half the tokens (``managers/tp_worker.py``: min(#tokens // 2 or the given,
+    the pool's size))."""
     tokens = pools.full_tokens
     is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     size = tokens * pools.full_cell_bytes / GiB
@@ -133,8 +144,9 @@ def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int) -> t
     lines = ((f"Use sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={pools.swa_tokens}",
               ) if pools.swa_tokens
              else ()) + ((line,) if tokens else ())
-    mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs,
-        tokens // 2)
+    slot = 1 if ver < SGLANG_POOL_SLOT_UNTIL else 0
+    mrr = min(min(max(int(tokens / L * 512), 2048), 4096) + slot, tokens // 2) if s.max_num_seqs is None else (
+        s.max_num_seqs if slot else min(s.max_num_seqs, tokens // 2))
     mamba_note = []
     if pools.state_bytes:
         ratio, why = sglang_mamba_ratio(model.architectures)

@@ -1,13 +1,16 @@
 """SGLang's start-up memory defaults version by version: mem_fraction_static, chunked_prefill_size and the decode
 CUDA-graph batch size, as ``srt/server_args.py`` sets them when the user does not.
 
-Read from the wheels of 0.4.0, 0.4.3, 0.4.5, 0.4.6, 0.4.6.post1, 0.4.6.post2, 0.4.6.post4, 0.4.6.post5, 0.4.7, 0.4.8,
-0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23: ``arg_groups/memory_hook.py``, in ``memory.py``).
-GPU memory is nvidia-smi's total in MiB (``get_device_memory_capacity``). The pool rule itself did not change over
-these releases (``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them ×
-(1 − mem_fraction_static)); only its inputs did. Where a rule changed between two read versions, it switches at the
-later one and the source says so. Before 0.5.3 a GPU of 35 GiB or more leaves ``cuda_graph_max_bs`` unset (the graph
-runner's own default, 160 here); it does not enter the fraction there.
+Read from the wheels of 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.5, 0.4.6, 0.4.6.post1, 0.4.6.post2, 0.4.6.post4,
+0.4.6.post5, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23:
+``arg_groups/memory_hook.py``, in ``memory.py``). GPU memory is nvidia-smi's total in MiB
+(``get_device_memory_capacity``). The pool rule itself did not change over these releases
+(``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them × (1 −
+mem_fraction_static)); only its inputs did. Where a rule changed between two read versions, it switches at the later one
+and the source says so. 0.4.0–0.4.5 set ``cuda_graph_max_bs`` 160 from 25,000 MiB (read in 0.4.0, 0.4.0.post1, 0.4.1,
+0.4.3); from 0.4.6 to 0.5.2 a GPU of 35 GiB or more leaves it unset (the graph runner's own list: up to 160, or 256
+above 81,920 MiB in 0.4.6's ``cuda_graph_runner.py``; 160 here, and the replay does not pad those releases' decode
+batches, sglang_steps.py); it does not enter the fraction there.
 
   * 0.4.0–0.4.5: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
   * 0.4.6 and 0.4.6.post1: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
@@ -31,12 +34,15 @@ from dataclasses import dataclass
 from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
 from kvledger.errors import InputError
 
-__all__ = ["SGLANG_LATEST", "SGLANG_LOAD_EXTRA_GIB", "SGLANG_PRELOAD_GIB", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults",
+__all__ = ["SGLANG_EARLIEST", "SGLANG_LATEST",
+           "SGLANG_LOAD_EXTRA_GIB", "SGLANG_PRELOAD_GIB", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults",
            "parse_sglang_version", "sglang_custom_all_reduce", "sglang_version_text", "sglang_preload_bytes",
            "sglang_preload_high_bytes", "sglang_version_defaults"]
 
 SGLANG_LATEST = (0, 5, 23)
 """Newest SGLang release whose memory rules were read (docs/engine-model.md §3.1)."""
+SGLANG_EARLIEST = (0, 4, 0)
+"""Oldest SGLang release whose rules were read (``server_args.py``, ``model_executor/cuda_graph_runner.py``)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,10 @@ def parse_sglang_version(v: str) -> tuple[int, ...]:
     ver: tuple[int, ...] = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     if m.group(4):
         ver += (int(m.group(4)),)
-    if ver < (0, 4, 0):
-        raise InputError(f"SGLang {v} predates the releases whose memory rules were read (0.4.0 onwards)")
+    if ver < SGLANG_EARLIEST:
+        raise InputError(f"SGLang {v} predates the releases whose rules were read (0.4.0 onwards: memory plan, "
+                         "chunked_prefill_size, CUDA-graph sizes); pass --engine-version 0.4.0 or later, or leave it "
+                         "out for 0.5.23's rules")
     return ver
 
 
@@ -100,12 +108,13 @@ def _rule_047(smi_mib: float, n: int, vtxt: str = "0.4.7") -> tuple[float, str]:
 
 
 def _small_batch_limits(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
-    """(chunked_prefill_size, cuda_graph_max_bs) before 0.5.3: 2,048 and 8 (80 at TP ≥ 4 from 0.4.3) below 25,000 MiB
+    """(chunked_prefill_size, cuda_graph_max_bs) before 0.5.3: 2,048 and 8 (80 at TP ≥ 4 from 0.4.0.post1, read in its
+    and 0.4.1's server_args.py; 0.4.0 has 8 at any TP) below 25,000 MiB
     (to 0.4.7) or 35 GiB (0.4.8+); otherwise 8,192 (16,384 above 180,000 MiB in 0.4.7, from 160 GiB in 0.4.8+)
     and 160."""
     small = gib < (35 if ver >= (0, 4, 8) else 25_000 / 1024)
     if small:
-        return 2048, (80 if tp >= 4 and ver >= (0, 4, 3) else 8)
+        return 2048, (80 if tp >= 4 and ver >= (0, 4, 0, 1) else 8)
     big = gib >= 160 if ver >= (0, 4, 8) else (ver >= (0, 4, 7) and _over_mib(gib, 180_000))
     return (16384 if big else 8192), 160
 

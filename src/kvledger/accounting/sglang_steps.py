@@ -1,5 +1,5 @@
-"""SGLang's own step overheads (0.5.23): decode batches padded to the captured CUDA-graph sizes, torch.compile's batch
-limit, and overlap scheduling's step timing.
+"""SGLang's own step overheads (0.5.23; older releases' capture sizes below): decode batches padded to the captured
+CUDA-graph sizes, torch.compile's batch limit, and overlap scheduling's step timing.
 
 * Captured sizes (``arg_groups/cuda_graph_hook.py :: generate_decode_cuda_graph_batch_sizes``, no speculative
   decoding): 1, 2, 4, 8, 12, then every 8 from 16 to 256, every 16 from 272 to 496, every 32 from 512 to
@@ -7,14 +7,20 @@ limit, and overlap scheduling's step timing.
   speculative decoding: 1–8, every 2 to 32, every 4 to 64, every 8 to 256, every 16 beyond). ``cuda_graph_max_bs``
   defaults by GPU memory and TP (``arg_groups/memory_hook.py``, ``sglang_rules.py``) and, left unset, is cut to
   ``--max-running-requests``; ``model_executor/runner/base_cuda_graph_runner.py :: get_batch_sizes_to_capture``
-  drops sizes above the request pool and adds the pool's size when the list overshoots it.
+  drops sizes above the request pool and adds the pool's size when the list overshoots it. Older releases
+  (``--engine-version``): 0.4.0–0.4.5 capture 1, 2, 4, then every 8 from 8 to 160, up to ``cuda_graph_max_bs`` (160
+  by default from 25,000 MiB, ``server_args.py``) — ``model_executor/cuda_graph_runner.py`` of 0.4.0, 0.4.0.post1,
+  0.4.1 and 0.4.3, ``cuda_graph_max_bs`` itself not added; from 0.4.0.post1 a pool smaller than the list adds its size
+  and one less (0.4.3's extra sizes 168–256 on ROCm are not modelled). The lists of 0.4.6–0.5.22 (changed in 0.4.6,
+  0.4.9 and 0.5.3) were not modelled: their decode steps are priced unpadded.
 * Padding (``base_cuda_graph_runner.py :: _pad_to_bucket``; ``decode_cuda_graph_runner.py``): a decode batch of
   ``n ≤ max`` requests replays the smallest captured size ``≥ n``; the ``p − n`` padding rows run every GEMM and
   attend ``seq_len_fill_value`` (1) token each. Above the largest size the batch runs eagerly, unpadded.
 * torch.compile (``--enable-torch-compile``): only captured sizes ≤ ``torch_compile_max_bs`` (default 32,
   ``arg_groups/fields/exec_.py``) are compiled (``get_batch_sizes_to_capture``'s ``compile_bs``); larger batches
   replay plain CUDA graphs. Its speed-up is not modelled.
-* Overlap scheduling (on unless ``--disable-overlap-schedule``; ``managers/scheduler.py :: event_loop_overlap``):
+* Overlap scheduling (on unless ``--disable-overlap-schedule``, in every release read from 0.4.0;
+  ``managers/scheduler.py :: event_loop_overlap``):
   batch k is launched, then batch k − 1's results are processed and batch k + 1 scheduled while the GPU runs, so
   a step takes max(GPU time, CPU time) instead of their sum (the roofline's ``overlap_cpu``). The one-step lag in
   seeing results (a finished request frees its KV a step later) is not modelled by the SGLang scheduling rule.
@@ -34,13 +40,23 @@ from kvledger.accounting.sglang_rules import (
 )
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 
-__all__ = ["SGLANG_TORCH_COMPILE_MAX_BS", "SGLANG_SEQ_LEN_FILL", "decode_capture_sizes", "padded_decode_batch",
-           "torch_compile_sizes", "GraphPaddedStepCost", "sglang_capture_sizes"]
+__all__ = ["SGLANG_TORCH_COMPILE_MAX_BS", "SGLANG_SEQ_LEN_FILL", "capture_sizes_04", "decode_capture_sizes",
+           "padded_decode_batch", "torch_compile_sizes", "GraphPaddedStepCost", "sglang_capture_sizes"]
 
 SGLANG_TORCH_COMPILE_MAX_BS = 32
 """``--torch-compile-max-bs`` default, requests (SGLang 0.5.23 ``arg_groups/fields/exec_.py``)."""
 SGLANG_SEQ_LEN_FILL = 1
 """KV tokens a padding row attends (``get_cuda_graph_seq_len_fill_value`` of the attention backends), tokens."""
+SGLANG_04_SIZES = (1, 2, 4, *range(8, 161, 8))
+"""The decode sizes SGLang 0.4.0–0.4.5 lists before its filters (``model_executor/cuda_graph_runner.py``, read in
+0.4.0, 0.4.0.post1, 0.4.1 and 0.4.3: ``[1, 2, 4] + [i * 8 for i in range(1, 21)]``; 0.4.6 lists other sizes),
+requests."""
+SGLANG_LISTS_NOT_READ = ((0, 4, 6), SGLANG_LATEST)
+"""The releases, [from, to), whose capture list was not read: 0.4.6 changed it (its wheel), and 0.4.9 and 0.5.3 changed
+it again; the replay prices their decode steps unpadded."""
+SGLANG_OVERLAP_NOTE = ("overlap scheduling (managers/scheduler.py, on unless --disable-overlap-schedule: "
+                       "server_args.py disable_overlap_schedule False in 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.6, "
+                       "0.4.9, 0.5.3; 0.5.23 event_loop_overlap): a step takes max(GPU, CPU)")
 
 
 def decode_capture_sizes(max_bs: int, *, speculative: bool = False, disable_padding: bool = False,
@@ -148,17 +164,36 @@ class GraphPaddedStepCost:
         return self.inner.decode_plain_terms(num_seqs)
 
 
+def capture_sizes_04(ver: tuple[int, ...], max_bs: int, pool_size: int | None = None) -> tuple[int, ...]:
+    """The decode batch sizes SGLang 0.4.0–0.4.5 captures (``SGLANG_04_SIZES``), ascending: from 0.4.0.post1, when the
+    list overshoots the request pool (``pool_size``, ``req_to_token_pool.size``), the pool's size and one less are
+    added; then the sizes above the pool or above ``max_bs`` are dropped (``cuda_graph_runner.py``; 0.4.0.post1, 0.4.1
+    and 0.4.3 read)."""
+    sizes = list(SGLANG_04_SIZES)
+    if pool_size is not None and ver >= (0, 4, 0, 1) and sizes[-1] > pool_size:
+        sizes += [pool_size - 1, pool_size]
+    return tuple(sorted({b for b in sizes if 0 < b <= max_bs and (pool_size is None or b <= pool_size)}))
+
+
 def sglang_capture_sizes(gpu: Any, tp: int, pp: int, engine_version: str | None, max_running_given: int | None = None,
                          pool_requests: int | None = None) -> tuple[tuple[int, ...], str] | None:
     """(the decode sizes SGLang captures on ``gpu`` at TP ``tp`` × PP ``pp`` by default, where they come from); None
-    for a release before 0.5.23, whose capture lists were not read. ``max_running_given``: ``--max-running-requests``
-    when set (it caps the default ``cuda_graph_max_bs``, ``memory_hook.py``); ``pool_requests``: the request pool's
-    size (the resolved ``max_running_requests``, ``get_batch_sizes_to_capture``)."""
+    for a release whose capture list was not read (0.4.6–0.5.22: ``SGLANG_LISTS_NOT_READ``). ``max_running_given``:
+    ``--max-running-requests`` when set (0.5.23: it caps the default ``cuda_graph_max_bs``, ``memory_hook.py``;
+    0.4.x: the request pool holds it + 1); ``pool_requests``: the request pool's size (the resolved
+    ``max_running_requests``, ``get_batch_sizes_to_capture``)."""
     ver = parse_sglang_version(engine_version) if engine_version else SGLANG_LATEST
-    if ver < SGLANG_LATEST:
+    if SGLANG_LISTS_NOT_READ[0] <= ver < SGLANG_LATEST:
         return None
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / (1 << 20)
     max_bs = sglang_version_defaults(ver, smi_mib, tp, pp).cuda_graph_max_bs
+    if ver < SGLANG_LISTS_NOT_READ[0]:
+        # the default pool holds clamp(…, 2048, 4096) + 1 requests (model_runner.py init_memory_pool): above every size
+        sizes = capture_sizes_04(ver, max_bs, max_running_given + 1 if max_running_given else None)
+        return sizes, (
+            f"SGLang {sglang_version_text(ver)} pads each decode batch to the next captured CUDA-graph size (1, 2, 4, "
+            f"8–160 by 8, up to cuda_graph_max_bs {max_bs}, server_args.py; above it eager, unpadded) — "
+            "model_executor/cuda_graph_runner.py, read in 0.4.0, 0.4.0.post1, 0.4.1 and 0.4.3; " + SGLANG_OVERLAP_NOTE)
     max_bs = min(max_bs, max_running_given) if max_running_given else max_bs
     return decode_capture_sizes(max_bs, pool_requests=pool_requests), (
         f"SGLang {sglang_version_text(ver)} pads each decode batch to the next captured CUDA-graph size (1, 2, 4, 8, "

@@ -20,8 +20,9 @@ __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or a GPU file.")]
-EngineVersion = Annotated[str | None, option_info(EngineFlags, "engine_version", help="vLLM version whose defaults "
-                                                                                      "and memory rules apply.")]
+EngineVersion = Annotated[str | None, option_info(EngineFlags, "engine_version", help=(
+    "vLLM version whose defaults and memory rules apply; with --policy sglang, the SGLang release's (0.4.0 on; "
+    "default 0.5.23)."))]
 Tp = Annotated[int | None, option_info(EngineFlags, "tp", help="Tensor-parallel degree (default: the run's record, "
                                                                 "else 1).")]
 MaxModelLen = Annotated[str | None, option_info(EngineFlags, "max_model_len")]

@@ -100,7 +100,8 @@ class WorkloadFlags:
 class EngineFlags:
     """The simulated engine: vLLM's (or SGLang's) settings, the replicas behind a router, and the step-cost model."""
 
-    engine_version: str | None = flag("--engine-version", help="vLLM version whose defaults to apply.")
+    engine_version: str | None = flag("--engine-version", help=(
+        "vLLM version whose defaults to apply; with --policy sglang, the SGLang release's (0.4.0 on)."))
     tp: int | None = flag("--tp", "--tensor-parallel-size", help=(
         "Tensor-parallel degree (default 1); GPUs = replicas × TP."))
     max_model_len: str | None = flag("--max-model-len", help="Tokens (8192, 8K); default: from the config.")

@@ -12,6 +12,13 @@ from typing import Any
 
 from kvledger.accounting.notes import NEWER_THAN_READ
 from kvledger.accounting.platforms import NOT_MODELLED
+from kvledger.accounting.sglang_rules import (
+    SGLANG_LATEST,
+    parse_sglang_version,
+    sglang_version_defaults,
+    sglang_version_text,
+)
+from kvledger.accounting.sglang_steps import sglang_capture_sizes
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.serving import notes as N
 from kvledger.dynamics.engine.config import EngineConfig
@@ -75,16 +82,35 @@ def _sglang_pool(plan) -> str:
     m, s = plan.memory, plan.settings
     cell = m.bytes_per_block / m.block_size
     state = " − the Mamba state pool" if any(d.name.startswith("Mamba state") for d in m.deductions) else ""
-    how = (
-        "given"
-        if s.mem_fraction_static is not None
-        else "SGLang's default for this GPU and TP, arg_groups/memory_hook.py"
-    )
+    older = _older_sglang(plan)
+    how = ("given" if s.mem_fraction_static is not None else
+           f"SGLang {older}'s default for this GPU and TP, server_args.py" if older else
+           "SGLang's default for this GPU and TP, arg_groups/memory_hook.py")
     return (f"{m.usable_blocks * m.block_size:,} token slots in {m.usable_blocks:,} pages of {m.block_size} "
             f"token{'s' if m.block_size > 1 else ''} from the SGLang memory plan ({m.engine_version}; `kvledger plan "
             f"--engine sglang`): floor({m.available_kv_bytes / 2**30:.2f} GiB for KV / {cell:,.0f} B per token) "
             f"aligned down to the page, the KV memory being free memory before the weights load × mem_fraction_static "
-            f"{m.fraction:g} ({how}) − weights{state} (mem_cache/kv_cache_configurator.py)")
+            f"{m.fraction:g} ({how}) − weights{state} "
+            f"({'model_runner.py profile_max_num_token' if older else 'mem_cache/kv_cache_configurator.py'})")
+
+
+def _older_sglang(plan) -> str | None:
+    """The SGLang release ``--engine-version`` names when it is older than the newest read (its rules apply), else
+    None."""
+    v = plan.settings.engine_version
+    ver = parse_sglang_version(v) if v and plan.memory.engine == "sglang" else SGLANG_LATEST
+    return sglang_version_text(ver) if ver < SGLANG_LATEST else None
+
+
+def _sglang_release_note(plan) -> list[str]:
+    """The note naming an older SGLang release's rules the replay applies (none for the newest read)."""
+    older = _older_sglang(plan)
+    if older is None:
+        return []
+    g, s = plan.gpu, plan.settings
+    d = sglang_version_defaults(parse_sglang_version(older), g.nvidia_smi_mib or g.memory_bytes / 2**20, s.tp, s.pp)
+    sizes = sglang_capture_sizes(g, s.tp, s.pp, older)
+    return [N.sglang_release_rules(older, d, sizes is not None)]
 
 
 def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
@@ -154,6 +180,7 @@ def _pool_notes(plan) -> list[str]:
         notes.append(m.startup.message)
     notes += [n for n in m.notes if n.startswith("--wddm:")]  # SGLang under --wddm: what the hold takes off the KV
     if m.engine == "sglang":
+        notes += _sglang_release_note(plan)
         notes.append(N.SGLANG_NULL_BLOCK)
         for n in m.notes:
             if n.startswith("Mamba state:"):

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
-           "limits", "kv_pool", "SGLANG_NULL_BLOCK", "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
+           "limits", "kv_pool", "SGLANG_NULL_BLOCK", "RELEASE_RULES", "sglang_release_rules",
+           "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
            "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
            "HYBRID_CACHING", "overloaded", "expected_clause",
@@ -88,6 +89,27 @@ SGLANG_SLIDING_POOL = ("; the simulator holds every token of a request in the fu
 
 
 # --- settings and layouts ---------------------------------------------------------------------------------------------
+
+RELEASE_RULES = " rules (--engine-version): "
+"""What every ``sglang_release_rules`` note holds (calibrate prints those notes, ``engine_assumptions``)."""
+
+
+def sglang_release_rules(version: str, defaults: Any, capture_read: bool) -> str:
+    """What of an older SGLang release (``--engine-version``) the replay applies, each rule with its source file;
+    ``defaults``: its ``sglang_rules.SglangDefaults`` on this GPU and TP."""
+    d = defaults
+    graphs = ("decode batches padded to its captured CUDA-graph sizes (model_executor/cuda_graph_runner.py), eager "
+              "and unpadded above cuda_graph_max_bs" if capture_read else "its CUDA-graph capture list was not "
+              "modelled: decode steps priced unpadded")
+    return (f"SGLang {version}{RELEASE_RULES}its defaults mem_fraction_static {d.mem_fraction_static:g}, "
+            f"chunked_prefill_size {d.chunked_prefill_size:,}, cuda_graph_max_bs {d.cuda_graph_max_bs} "
+            "(server_args.py ServerArgs.__post_init__; a flag given wins), its KV pool (model_runner.py "
+            "profile_max_num_token) and max_running_requests (model_runner.py init_memory_pool, managers/tp_worker.py);"
+            f" {graphs}; overlap scheduling on (server_args.py disable_overlap_schedule False); the scheduler's "
+            "constants as read in 0.4.0–0.4.6 and 0.5.23, the same in each (schedule_conservativeness 1.0, "
+            "server_args.py; new_token_ratio 0.7, floor × 0.14, 600 decay steps, 20 retract steps, global_config.py; "
+            "4,096-token clip, managers/schedule_policy.py)")
+
 
 def policy_preset(policy: str, fields: dict[str, Any]) -> str:
     return f"policy preset {policy!r}: {fields}"

@@ -165,8 +165,8 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
     """Refuse a flag of the other engine's memory plan, which would be ignored (``plan``'s rule, in simulate's words).
 
     Raises:
-        InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization, --engine-version or
-            --num-gpu-blocks-override with it.
+        InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization or
+            --num-gpu-blocks-override with it (--engine-version then names the SGLang release, sglang_rules.py).
     """
     if engine != "sglang":
         if a.mem_fraction_static is not None:
@@ -176,9 +176,6 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
         return
     vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
                   "use --mem-fraction-static (SGLang's), or another policy"),
-                 (a.engine_version, "--engine-version picks a vLLM release's rules",
-                  "drop it (--policy sglang simulates SGLang 0.5.23; `kvledger plan --engine sglang "
-                  "--engine-version` plans older SGLang releases' pools), or use another policy"),
                  (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
                   "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
                   "another policy")]
