@@ -41,11 +41,17 @@ def _outside(r: SweepValidation, i: int, key: str) -> bool:
     return outside(band, row.measured if row is not None else None)
 
 
+def _head(metric: str) -> str:
+    """A column's words for a comparison row: "TTFT p50" → "TTFT median"."""
+    return metric.replace(" p50", " median")
+
+
 def _table(r: SweepValidation, fitted: int) -> Table:
+    shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
     t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
                     "one)", title_justify="left")
-    for col in ("rate req/s", "TTFT mean meas.", "error", "80% band", "TPOT mean meas.", "error", "80% band",
-                "throughput", "error"):
+    for col in ("rate req/s", f"{_head(shown[0])} meas.", "error", "80% band", f"{_head(shown[1])} meas.", "error",
+                "80% band", "throughput", "error"):
         t.add_column(col, justify="right")
     if fitted:
         t.add_column("GPU profile", justify="left")
@@ -53,13 +59,13 @@ def _table(r: SweepValidation, fitted: int) -> Table:
     for i, x in enumerate(r.runs):
         rows = {row.metric: row for row in x.comparison.rows}
         cells = [f"{x.rate:g}"]
-        for m, key in (*_LATENCY.items(), ("throughput", None)):
-            row = rows.get(m)
+        for m in (*shown, "throughput"):
+            row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
             flag = " ⚠" if x.saturated and m != "throughput" else ""
             cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
                       fmt_error(row.rel_error if row else None) + flag]
-            if key is not None:
-                cells.append(band_span(getattr(b, key)[i] if b is not None else None, "s")
+            if m != "throughput":
+                cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s")
                              + (" ✗" if _outside(r, i, key) else ""))
         t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
     return t
@@ -75,6 +81,10 @@ def _band_lines(r: SweepValidation) -> list[str]:
               "saturation throughput": b.saturation_throughput}
     source = band_source_line(firsts, b.regime)
     out = [] if source is None else [source]
+    medians = [_head(m) for m in r.compared_latency if m is not None and m not in _LATENCY]
+    if medians:
+        out.append(f"no band on {' or '.join(medians)}: the files state no mean, and the bands were measured on mean "
+                   "TTFT and TPOT; the error compares the simulated median with the measured one")
     unbanded: dict[str, list[str]] = {}
     for rate, note in zip(r.rates, b.stage_notes):
         if note is not None:
