@@ -236,3 +236,15 @@ def test_a_sweep_with_means_shows_the_means(tmp_path):
     assert out.compared_latency == ["TTFT mean", "TPOT mean"]
     assert out.measured.ttft_mean_s == pytest.approx([0.040, 0.040])
     assert out.measured.ttft_median_s == pytest.approx([0.040, 0.040])
+
+
+def test_an_llmservingsim_run_is_named_by_its_folders_whole_names(tmp_path):
+    # LLMServingSim keeps <model>/vllm/requests.jsonl; a model folder's dots are no suffix: Llama-3.1-8B, not Llama-3
+    run = tmp_path / "Llama-3.1-8B" / "vllm"
+    run.mkdir(parents=True)
+    _run_dir(run, {"tensor_parallel_size": 1, "data_parallel_size": 1, "pipeline_parallel_size": 1})
+    for given in (tmp_path / "Llama-3.1-8B", run, run / "requests.jsonl"):  # each form the reader takes
+        assert load_measured(str(given)).label == "Llama-3.1-8B/vllm"
+    from kvledger.names import file_labels
+
+    assert file_labels([str(tmp_path / "Llama-3.1-8B"), str(run / "requests.jsonl")]) == ["Llama-3.1-8B", "requests"]
