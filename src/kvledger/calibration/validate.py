@@ -204,7 +204,7 @@ def _client_records(res: Any, setup: Any) -> Any:
     own = float(getattr(setup.cost, "frontend_s", 0.0) or 0.0)
     if own > 0:
         raise InputError(f"--client-latency: the profile pricing this run already adds its own fitted front-end "
-                         f"latency ({own * 1e3:g} ms) to every TTFT and E2E; the two would be counted twice: drop "
+                         f"latency ({own * 1e3:.4g} ms) to every TTFT and E2E; the two would be counted twice: drop "
                          "--client-latency, or price the run with a GPU profile (which adds none)")
     from kvledger.analyses.serving.client_latency import with_client_latency
 
