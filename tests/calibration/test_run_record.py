@@ -225,6 +225,9 @@ def test_a_sweep_with_medians_only_shows_and_compares_the_medians(tmp_path):
     assert "TTFT median meas." in text and "ITL median meas." in text and "TTFT mean meas." not in text
     row = next(line for line in text.splitlines() if "40.0 ms" in line)  # the 1 req/s stage: 40.0 ms, then 8.0 ms
     assert "8.0 ms" in row and f"{first['TTFT p50'].rel_error * 100:+.1f}%" in row
+    # the rate column: 4 significant figures each (report/validation_figures.fmt_rate)
+    assert [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")] == \
+        ["1.000", "4.000", "16.00"]
     assert "no band on TTFT median or ITL median" in text
 
 

@@ -15,6 +15,7 @@ from kvledger.report.validation_figures import (
     band_source_line,
     band_span,
     fmt_error,
+    fmt_rate,
     fmt_value,
     outside,
     step_cost_line,
@@ -58,7 +59,7 @@ def _table(r: SweepValidation, fitted: int) -> Table:
     b = r.bands
     for i, x in enumerate(r.runs):
         rows = {row.metric: row for row in x.comparison.rows}
-        cells = [f"{x.rate:g}"]
+        cells = [fmt_rate(x.rate)]
         for m in (*shown, "throughput"):
             row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
             flag = " ⚠" if x.saturated and m != "throughput" else ""
@@ -89,7 +90,7 @@ def _band_lines(r: SweepValidation) -> list[str]:
     for rate, note in zip(r.rates, b.stage_notes):
         if note is not None:
             why = next((w for k, w in _NOTE_WORDS.items() if note.startswith(k)), note)
-            unbanded.setdefault(why, []).append(f"{rate:g}")
+            unbanded.setdefault(why, []).append(fmt_rate(rate))
     for why, rates in unbanded.items():
         out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
     if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
