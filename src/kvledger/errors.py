@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
-#: the kvledger command being run ("validate", "calibrate"), set by its CLI entry, so that a message raised deep in a
-#: reader names the command the user ran rather than another one
+#: the kvledger command being run ("validate", "calibrate"), so that a message raised deep in a reader names the
+#: command the user ran rather than another one. Set only through :func:`command_named`, which restores it on leaving:
+#: two commands run in one process (the web app, the tests) never see each other's name
 COMMAND: ContextVar[str | None] = ContextVar("kvledger_command", default=None)
 
 
+@contextmanager
+def command_named(name: str) -> Iterator[None]:
+    """Within the block, :func:`running` names ``kvledger <name>``; on leaving it (normally or by an error) the name
+    before it is back. Each thread, and each ``contextvars`` context, holds its own."""
+    token = COMMAND.set(name)
+    try:
+        yield
+    finally:
+        COMMAND.reset(token)
+
+
 def running(default: str = "validate") -> str:
-    """``kvledger <command>`` as the user ran it (``COMMAND``), or with ``default`` when no CLI entry set it."""
+    """``kvledger <command>`` as the user ran it (``COMMAND``), or with ``default`` outside any command's block."""
     return "kvledger " + (COMMAND.get() or default)
 
 

@@ -30,15 +30,16 @@ def check_name_or_path(text: str, what: str) -> None:
 
 
 def file_labels(paths: list[str]) -> list[str]:
-    """Each file's name in tables and notes: its name without the suffix, or, where that name is shared by several
-    files in different folders, the nearest folder above it that tells them apart with the file's short name (the
-    name less ``_lifecycle_metrics``): ``vllm/stage_0`` and ``vllm+batch_size/stage_0``. The same file given twice
-    keeps its plain name. (``calibrate`` and ``validate`` label their runs so; a GPU profile names its runs so.)
+    """Each file's name in tables and notes: its name without the suffix (a folder: its whole name), or, where that
+    name is shared by several files in different folders, the nearest folder above it that tells them apart with the
+    file's short name (the name less ``_lifecycle_metrics``): ``vllm/stage_0`` and ``vllm+batch_size/stage_0``. The
+    same file given twice keeps its plain name. (``calibrate`` and ``validate`` label their runs so; a GPU profile
+    names its runs so.)
 
     >>> file_labels(["a/results/stage_0_lifecycle_metrics.json", "b/results/stage_0_lifecycle_metrics.json"])
     ['a/stage_0', 'b/stage_0']
     """
-    stems = [Path(p).stem for p in paths]
+    stems = [Path(p).name if Path(p).is_dir() else Path(p).stem for p in paths]  # a folder keeps its dots (3.1-8B)
     out = list(stems)
     for stem in sorted(set(stems)):
         idx = [i for i, s in enumerate(stems) if s == stem]

@@ -153,3 +153,23 @@ def test_validate_refuses_it_on_top_of_a_model_scope_profiles_own_latency(three_
     res = runner.invoke(app, ["validate", three_requests, "--gpu", "H100", "--step-cost", str(prof),
                               "--client-latency", "5ms"])
     assert isinstance(res.exception, KvLedgerError) and "counted twice" in str(res.exception)
+
+
+def test_a_fitted_latency_is_said_to_four_significant_figures(tmp_path):
+    # a profile written by calibrate keeps the fit's full float (9.23761 ms here); the outputs say it as 9.238 ms
+    # (4 significant figures), the seconds in the JSON stay exact
+    from importlib import resources
+
+    prof = json.loads((resources.files("kvledger.accounting") / "data" / "gpu_profiles" / "h100-sxm.json").read_text())
+    prof["fit"]["frontend_s"] = 0.00923761
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(prof))
+    got = client_latency_of(f"profile:{path}")
+    assert got.seconds == 0.00923761 and got.to_dict()["seconds"] == 0.00923761
+    assert got.note().startswith("client latency 9.238 ms added") and f"of {path} (9.238 ms)" in got.source
+    assert "9.23761" not in got.note()
+    # a given duration keeps its own short form
+    assert client_latency_of("21ms").note().startswith("client latency 21 ms added")
+    # the step cost's CPU overhead is said the same way (analyses/serving/roofline_choice.py)
+    out = json.loads(_ok(["simulate", *SIM, "--cpu-overhead", "9.23761ms", "--json"]))
+    assert "(CPU overhead 9.238 ms)" in out["step_cost"]["source"]

@@ -190,3 +190,64 @@ def test_a_sweep_with_medians_only_reads_its_knee_on_the_median_ttft(tmp_path):
     out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
     assert out.measured.knee_req_per_s == pytest.approx(6.0)
     assert out.knee_rule.startswith("median TTFT > 5 × the measured median TTFT") and "no mean TTFT" in out.knee_rule
+
+
+def test_a_sweep_with_medians_only_shows_and_compares_the_medians(tmp_path):
+    # the shape of SGLang bench_serving lines that keep medians only (no mean TTFT, no TPOT at all, a median ITL):
+    # the table's latency columns are then the median TTFT and the median ITL, each against the simulated median
+    from rich.console import Console
+
+    from kvledger.report.sweep_view import render_sweep
+
+    lines = []
+    for rate, ttft, itl in ((1.0, 40.0, 8.0), (4.0, 60.0, 9.0), (16.0, 900.0, 12.0)):
+        d = {k: v for k, v in _sglang_line(rate, ttft, itl).items() if not k.startswith("mean_") and "tpot" not in k}
+        lines.append({**d, "mean_e2e_latency_ms": d["median_e2e_latency_ms"], "median_itl_ms": itl})
+    f = tmp_path / "medians.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
+    assert out.compared_latency == ["TTFT p50", "ITL p50"]
+    # the medians as the lines state them (ms → s); no stage states a mean TTFT
+    assert out.measured.ttft_median_s == pytest.approx([0.040, 0.060, 0.900])
+    assert out.measured.ttft_mean_s == [None, None, None] and out.predicted.ttft_mean_s == [None, None, None]
+    first = {r.metric: r for r in out.runs[0].comparison.rows}
+    assert "TTFT mean" not in first and "TPOT mean" not in first
+    itl = first["ITL p50"]
+    assert itl.measured == pytest.approx(0.008) and itl.predicted > 0
+    assert itl.rel_error == pytest.approx(itl.predicted / 0.008 - 1)
+    assert out.predicted.ttft_median_s[0] == first["TTFT p50"].predicted
+    d = out.to_dict()
+    assert d["compared_latency"] == ["TTFT p50", "ITL p50"] and d["measured"]["ttft_median_s"][2] == 0.9
+
+    con = Console(record=True, width=300)
+    render_sweep(out, con)
+    text = con.export_text()
+    assert "TTFT median meas." in text and "ITL median meas." in text and "TTFT mean meas." not in text
+    row = next(line for line in text.splitlines() if "40.0 ms" in line)  # the 1 req/s stage: 40.0 ms, then 8.0 ms
+    assert "8.0 ms" in row and f"{first['TTFT p50'].rel_error * 100:+.1f}%" in row
+    # the rate column: 4 significant figures each (report/validation_figures.fmt_rate)
+    assert [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")] == \
+        ["1.000", "4.000", "16.00"]
+    assert "no band on TTFT median or ITL median" in text
+
+
+def test_a_sweep_with_means_shows_the_means(tmp_path):
+    f = tmp_path / "means.jsonl"
+    f.write_text("".join(json.dumps(_sglang_line(r, 40.0, 8.0)) + "\n" for r in (1.0, 4.0)))
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
+    # the lines state means (and medians): the table shows the means, whose bands exist
+    assert out.compared_latency == ["TTFT mean", "TPOT mean"]
+    assert out.measured.ttft_mean_s == pytest.approx([0.040, 0.040])
+    assert out.measured.ttft_median_s == pytest.approx([0.040, 0.040])
+
+
+def test_an_llmservingsim_run_is_named_by_its_folders_whole_names(tmp_path):
+    # LLMServingSim keeps <model>/vllm/requests.jsonl; a model folder's dots are no suffix: Llama-3.1-8B, not Llama-3
+    run = tmp_path / "Llama-3.1-8B" / "vllm"
+    run.mkdir(parents=True)
+    _run_dir(run, {"tensor_parallel_size": 1, "data_parallel_size": 1, "pipeline_parallel_size": 1})
+    for given in (tmp_path / "Llama-3.1-8B", run, run / "requests.jsonl"):  # each form the reader takes
+        assert load_measured(str(given)).label == "Llama-3.1-8B/vllm"
+    from kvledger.names import file_labels
+
+    assert file_labels([str(tmp_path / "Llama-3.1-8B"), str(run / "requests.jsonl")]) == ["Llama-3.1-8B", "requests"]

@@ -102,9 +102,9 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     out = " ".join(sweep[0].split())
     # per stage: 1 req/s TTFT band 8.9–48.9 ms (8.862 … 48.876 ms); 92.19 req/s: measured TPOT 15.4 ms above its
     # band (simulated 8.761 ms × 1.03269 … × 1.47299 = 9.0 … 12.9 ms), marked ✗
-    assert "│ 1 │ 31.1 ms │ -77.7% │ 8.9–48.9 ms │" in out
+    assert "│ 1.000 │ 31.1 ms │ -77.7% │ 8.9–48.9 ms │" in out  # rates to 4 significant figures
     assert "│ 92.19 │ 50.5 ms │ -69.0% │ 20.0–110.2 ms │ 15.4 ms │ -43.1% │ 9.0–12.9 ms ✗ │" in out
-    assert "│ 122.59 │ 2,616.5 ms │ +11.4% │ — │" in out
+    assert "│ 122.6 │ 2,616.5 ms │ +11.4% │ — │" in out
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 110.16 req/s (80% band "
             "90.01–117.31, uncalibrated roofline), error +6.9%") in out
     assert "measured 93.44 req/s, simulated 93.66 req/s (no error band)" in out
@@ -112,5 +112,5 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
             "python benchmarks/validate_all.py --sections lodo --write-bands); saturation throughput: "
             "leave-one-deployment-out errors at 17 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
-    assert "no latency band at 122.59, 152.98, 183.38 req/s: measured at saturation" in out
+    assert "no latency band at 122.6, 153.0, 183.4 req/s: measured at saturation" in out
     assert "no error band on the knee" in out

@@ -76,8 +76,9 @@ def test_a_sweep_marks_each_stage_in_sample_or_held_out():
     con = Console(record=True, width=300)
     render_validation(r, con)
     lines = con.export_text().splitlines()
-    assert "IN-SAMPLE: fitted on it" in next(x for x in lines if x.startswith("│          1 "))
-    assert "held out" in next(x for x in lines if x.startswith("│          2 "))
+    # rows found by their rate, 4 significant figures (report/validation_figures.fmt_rate)
+    assert "IN-SAMPLE: fitted on it" in next(x for x in lines if x.startswith("│      1.000 "))
+    assert "held out" in next(x for x in lines if x.startswith("│      2.000 "))
     assert any(x.startswith("IN-SAMPLE: the GPU profile pricing this sweep was fitted on 1 of its 2 stages")
                for x in lines)
     assert json.loads(json.dumps(r.to_dict()))["runs"][0]["in_sample"] is True

@@ -41,3 +41,17 @@ def test_a_decision_flips_inside_the_band():
     band = Band("uncalibrated/dense/vllm", "throughput", 0.8, 1.1, 10, "test")
     assert flips_inside(10.0, 13.0, band) and not flips_inside(10.0, 14.0, band)
     assert flips_inside(10.0, 14.0, None)  # no band: nothing settles the decision
+
+
+def test_a_borrowed_band_names_the_regime_it_was_lent_from():
+    # error_bands.json holds two regimes, uncalibrated/dense/vllm and gpu/dense/vllm. Their own bands are lent by no
+    # one; an uncalibrated MoE regime borrows only from uncalibrated regimes (the dense one), a model-calibrated or a
+    # GPU-calibrated SGLang regime from the nearest calibrated one with runs, gpu/dense/vllm (_nearest ranks scope
+    # "gpu" before "uncalibrated" after the regime's own scope)
+    assert error_band("uncalibrated/dense/vllm", "ttft_mean").lent_from is None
+    assert error_band("gpu/dense/vllm", "throughput").lent_from is None
+    assert error_band("uncalibrated/moe/vllm", "ttft_mean").lent_from == "uncalibrated/dense/vllm"
+    assert error_band("model/dense/vllm", "tpot_mean").lent_from == "gpu/dense/vllm"
+    assert error_band("gpu/dense/sglang", "throughput").lent_from == "gpu/dense/vllm"
+    # the source sentence still names it, as before the field existed
+    assert "band of gpu/dense/vllm, which is a floor" in error_band("model/dense/vllm", "tpot_mean").source

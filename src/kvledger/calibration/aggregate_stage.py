@@ -16,7 +16,8 @@ __all__ = ["aggregate_stage"]
 def aggregate_stage(agg: Any, label: str) -> Stage:
     """A benchmark's aggregate-only run (``kvledger.evidence.aggregate.AggregateRun``: vLLM or SGLang ``bench_serving``
     without per-request details) as a stage: its request rate, request count (completed + failed), the send time
-    they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries, and lengths uniform in SGLang's
+    they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries (and ITL's where it states one: SGLang's
+    ``bench_serving`` keeps only a median ITL and no TPOT), and lengths uniform in SGLang's
     ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
 
     Raises:
@@ -39,8 +40,10 @@ def aggregate_stage(agg: Any, label: str) -> Stage:
         return [(0.0, mean), (1.0, mean)]
 
     stats: dict[str, dict[str, float | None]] = {}
-    for m in ("ttft", "tpot", "e2e"):
+    for m in ("ttft", "tpot", "e2e", "itl"):
         ms = agg.metrics.get(m)
+        if m == "itl" and ms is None:
+            continue
         pct = ms.percentiles_s if ms is not None else {}
         stats[m] = {"mean": None if ms is None else ms.mean_s, "p50": pct.get(50.0), "p90": pct.get(90.0),
                     "p99": pct.get(99.0)}

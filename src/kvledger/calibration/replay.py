@@ -94,8 +94,8 @@ def load_measured(path: str) -> MeasuredRun:
 
     p = Path(path)
     if looks_like_llmservingsim(p):
-        run = read_llmservingsim(p)
-        return measured_from_records(run, _label(p))
+        run = read_llmservingsim(p)  # the folder given, or its requests.jsonl: labelled by the file read
+        return measured_from_records(run, _label(Path(run.metadata.source)))
     if not p.exists():
         raise InputError(f"{path}: no such file (give a benchmark file with per-request times, an LLMServingSim "
                          "requests.jsonl, or a bundled DistServe run such as distserve:vllm-100-1)")
@@ -120,7 +120,11 @@ def load_measured(path: str) -> MeasuredRun:
 
 
 def _label(p: Path) -> str:
-    return p.parent.parent.name + "/" + p.parent.name if p.name == "requests.jsonl" else p.stem
+    """A run's name: an LLMServingSim ``<model>/<engine>/requests.jsonl`` by its two folders (``Llama-3.1-8B/vllm``),
+    a folder by its whole name, another file by its name without the suffix."""
+    if p.name == "requests.jsonl":
+        return p.parent.parent.name + "/" + p.parent.name
+    return p.name if p.is_dir() else p.stem
 
 
 class _Recorder:

@@ -221,13 +221,14 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
 
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None,
                      prefix_caching: bool | None = None) -> Comparison:
-    """Rows for TTFT, TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's aggregates against the replay
-    (``run``: the replayed stage, whose note on how its client loop was replayed is kept; ``prefix_caching``: the
-    replayed engine's, for the prompt pool's note, ``pool_prefix``)."""
+    """Rows for TTFT, ITL (where the stage states it), TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's
+    aggregates against the replay (``run``: the replayed stage, whose note on how its client loop was replayed is
+    kept; ``prefix_caching``: the replayed engine's, for the prompt pool's note, ``pool_prefix``)."""
     p = summarize_records(predicted)
     rows = []
     derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
-    for m, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E"), ("tpot_file", "TPOT (file's field)")):
+    for m, name in (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"),
+                    ("tpot_file", "TPOT (file's field)")):
         if m not in stage.stats:
             continue
         ps = getattr(p, "tpot_s" if m == "tpot_file" else f"{m}_s")

@@ -3,7 +3,8 @@ and find the knee of a sweep on both sides.
 
 The knee of a sweep is the request rate where mean TTFT first exceeds ``KNEE_FACTOR`` × the measured mean TTFT at
 the sweep's lowest rate, interpolated linearly between the two stages around it (the same threshold on the measured
-and the simulated side, so they can be compared); None when no stage passes it.
+and the simulated side, so they can be compared); None when no stage passes it. Files that state no mean TTFT
+(SGLang's ``bench_serving`` keeps medians) set it on the median, on both sides.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
-           "KNEE_FACTOR", "fitted_on"]
+           "KNEE_FACTOR", "LATENCY_COLUMNS", "fitted_on"]
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
+#: a sweep's two latency columns (comparison rows), each shown as the first of its figures the measured stages state:
+#: the mean where the files give one, else the median (p50); SGLang's bench_serving keeps a median TTFT and ITL only
+LATENCY_COLUMNS = (("TTFT mean", "TTFT p50"), ("TPOT mean", "TPOT p50", "ITL mean", "ITL p50"))
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,14 @@ class RunValidation:
 @dataclass(frozen=True)
 class SweepSide:
     """One side (measured or simulated) of a sweep: its knee (req/s; None when no stage passes the threshold), the
-    threshold (s), the mean TTFT per stage (s), and the largest throughput over the stages (req/s)."""
+    threshold (s), the mean TTFT per stage (s; None where the measured stage states none), the largest throughput
+    over the stages (req/s) and the median TTFT per stage (s; None where the measured stage states none)."""
 
     knee_req_per_s: float | None
     knee_ttft_threshold_s: float | None
     ttft_mean_s: list[float | None]
     saturation_throughput_req_per_s: float | None
+    ttft_median_s: list[float | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,8 @@ class SweepValidation:
     the notes of them all and the 80% error bands of the simulated figures (``bands``: ``sweep_bands``; None when
     not made). ``to_dict`` is ``validate --sweep --json``."""
 
-    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "at_knee_rates", "runs",
-                "scope", "step_cost", ("error_bands", "bands"), "notes")
+    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "at_knee_rates",
+                "compared_latency", "runs", "scope", "step_cost", ("error_bands", "bands"), "notes")
     rates: list[float]
     measured: SweepSide
     predicted: SweepSide
@@ -128,6 +134,13 @@ class SweepValidation:
     def step_cost(self) -> dict[str, Any]:
         """The step cost that priced the stages (the first stage's: its name, source and scope)."""
         return self.runs[0].step_cost
+
+    @property
+    def compared_latency(self) -> list[str | None]:
+        """The comparison rows the sweep's table shows stage by stage: TTFT's, then the per-token latency's, each the
+        first of ``LATENCY_COLUMNS`` a measured stage states (None: no stage states any)."""
+        stated = {x.metric for r in self.runs for x in r.comparison.rows if x.measured is not None}
+        return [next((m for m in col if m in stated), None) for col in LATENCY_COLUMNS]
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -200,7 +213,7 @@ def _client_records(res: Any, setup: Any) -> Any:
     own = float(getattr(setup.cost, "frontend_s", 0.0) or 0.0)
     if own > 0:
         raise InputError(f"--client-latency: the profile pricing this run already adds its own fitted front-end "
-                         f"latency ({own * 1e3:g} ms) to every TTFT and E2E; the two would be counted twice: drop "
+                         f"latency ({own * 1e3:.4g} ms) to every TTFT and E2E; the two would be counted twice: drop "
                          "--client-latency, or price the run with a GPU profile (which adds none)")
     from kvledger.analyses.serving.client_latency import with_client_latency
 
@@ -251,8 +264,9 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
 
     def side(key: str) -> SweepSide:
         ttft, thr = values(key, metric), values(key, "throughput")
-        return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold, ttft,
-                         max((x for x in thr if x is not None), default=None))
+        return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold,
+                         values(key, "TTFT mean"), max((x for x in thr if x is not None), default=None),
+                         values(key, "TTFT p50"))
 
     predicted = side("predicted")
     rule = (f"{stat} TTFT > {KNEE_FACTOR:g} × the measured {stat} TTFT at the lowest rate, interpolated"

@@ -41,9 +41,15 @@ ChunkedPrefill = Annotated[bool | None, option_info(EngineFlags, "chunked_prefil
 Batching = Annotated[str | None, option_info(EngineFlags, "batching", help="continuous (vLLM v1, default), vllm_v0 "
                                                                             "(vLLM V0's prefill-first scheduler), "
                                                                             "static or sglang.")]
-Policy = Annotated[str | None, option_info(EngineFlags, "policy", help="Preset: vllm, or sglang (SGLang's scheduler, "
-    "radix cache and memory plan: the pool, page size, chunked_prefill_size and max_running_requests as SGLang sizes "
-    "them). Default: sglang for a run whose file names SGLang (bench_serving's backend), else vllm.")]
+Policy = Annotated[str | None, option_info(EngineFlags, "policy", help=(
+    "Preset, one of:\n\n"
+    "vllm: vLLM's scheduler and hash prefix cache, FCFS (the default).\n\n"
+    "sglang: SGLang's scheduler, radix cache and memory plan (the pool, page size, chunked_prefill_size and "
+    "max_running_requests as SGLang sizes them); the default for a run whose file names SGLang (bench_serving's "
+    "backend).\n\n"
+    "static: static batching, a batch runs until its last request ends and none joins it; no prefix caching.\n\n"
+    "contiguous: vLLM's scheduler with max_model_len worth of KV blocks reserved per request at admission "
+    "(pre-paging engines); no prefix caching."))]
 MemFractionStatic = Annotated[float | None, option_info(EngineFlags, "mem_fraction_static")]
 MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): "
                                                                         "padded prompt batches with at most this many "

@@ -84,9 +84,8 @@ def calibrate(
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
     from kvledger.cli.outputs import prepare_output_file, write_text_atomic
-    from kvledger.errors import COMMAND, InputError
+    from kvledger.errors import InputError
 
-    COMMAND.set("calibrate")
     f = fit
     if f.out is not None:
         prepare_output_file(f.out, force=f.force, inputs=[*files, f.start, model, gpu])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import gc
 import importlib
 import os
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from kvledger.errors import KvLedgerError
+from kvledger.errors import KvLedgerError, command_named
 
 __all__ = ["COMMANDS", "app", "build_app", "main", "run"]  # noqa: F822 - app is built on first access (__getattr__)
 
@@ -86,7 +87,21 @@ def build_app(command: str | None = None) -> Any:
     for info in application.registered_commands:
         if info.name not in SELF_CHECKED and not getattr(info.callback, "range_checked", False):
             info.callback = checked(info.name or info.callback.__name__, info.callback)
+    for info in application.registered_commands:  # a message raised deep in a reader names the command being run
+        info.callback = _named(info.name or info.callback.__name__, info.callback)
     return application
+
+
+def _named(command: str, fn: Any) -> Any:
+    """``fn`` run inside :func:`kvledger.errors.command_named` (``command``): the name is set for its body only, so
+    that two commands run in one process (tests, the web app) cannot see each other's."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with command_named(command):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def __getattr__(name: str) -> Any:
@@ -233,10 +248,6 @@ def _run_command() -> bool:
         import typer
 
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
-        if argv and argv[0] in COMMANDS:  # a message raised deep in a reader names the command the user ran
-            from kvledger.errors import COMMAND
-
-            COMMAND.set(argv[0])
         if not as_json:
             application()
         else:  # click's own handling would print a usage error on stderr only: catch it to say it in JSON too

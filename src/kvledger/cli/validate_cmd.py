@@ -76,10 +76,8 @@ def validate(
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
     predicted vs measured, with the 80% error band of the figures the run is judged on."""
     from kvledger.calibration.validate import validate_file, validate_sweep
-    from kvledger.errors import COMMAND, InputError
+    from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
-
-    COMMAND.set("validate")
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
     if sweep or len(files) > 1:

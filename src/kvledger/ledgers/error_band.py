@@ -37,6 +37,8 @@ class Band:
         regime: the regime asked for. metric: one of ``METRICS``. low / high: the measured value lies in
             [low × prediction, high × prediction] on 80% of the runs (``1/(1+q90)``, ``1/(1+q10)``).
         num_runs: runs the band comes from. source: where it came from, in words (a borrowed band says so).
+        lent_from: the regime whose measured runs a borrowed band comes from (``regime`` had none for ``metric``: the
+            band is a floor for it, not a measurement); None when the band is the regime's own.
     """
 
     regime: str
@@ -45,6 +47,7 @@ class Band:
     high: float
     num_runs: int
     source: str
+    lent_from: str | None = None
 
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""
@@ -104,7 +107,8 @@ def error_band(regime: str, metric: str) -> Band | None:
            f"{table['provenance']['written_by']})")
     if key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
-    return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src)
+    return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src,
+                lent_from=None if key == regime else key)
 
 
 def band_text(value: float, band: Band | None, fmt: str = "{:.3g}", label: str | None = None) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.ledgers.error_band import Band, error_band, stored_bands
+from kvledger.ledgers.error_band import Band, error_band
 from kvledger.ledgers.profile_band import MIN_POINTS, fit_verdict, judged_metrics
 
 __all__ = ["model_profile_band"]
@@ -61,9 +61,8 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
     if base is None:
         return None
     (q10, q90), n = base.errors(), base.num_runs
-    own_band = metric in stored_bands()["regimes"].get(regime, {})
     why = [f"regime {regime}: {_span(q10, q90)} from {n} measured point{'s' if n != 1 else ''}"
-           + ("" if own_band else f" of {base.source.rsplit('band of ', 1)[-1].split(',')[0]}, lent to it")
+           + ("" if base.lent_from is None else f" of {base.lent_from}, lent to it")
            + (f" — fewer than {MIN_POINTS}: a floor, not a measurement" if n < MIN_POINTS else "")]
     unc = error_band("uncalibrated/" + regime.split("/", 1)[1], metric)
 

@@ -16,6 +16,7 @@ from kvledger.report.validation_figures import (
     band_source_line,
     band_span,
     fmt_error,
+    fmt_rate,
     fmt_value,
     outside,
     step_cost_line,
@@ -42,26 +43,32 @@ def _outside(r: SweepValidation, i: int, key: str) -> bool:
     return outside(band, row.measured if row is not None else None)
 
 
+def _head(metric: str) -> str:
+    """A column's words for a comparison row: "TTFT p50" → "TTFT median"."""
+    return metric.replace(" p50", " median")
+
+
 def _table(r: SweepValidation, fitted: int) -> Table:
+    shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
     t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
                     "one)", title_justify="left")
-    for col in ("rate req/s", "TTFT mean meas.", "error", "80% band", "TPOT mean meas.", "error", "80% band",
-                "throughput", "error"):
+    for col in ("rate req/s", f"{_head(shown[0])} meas.", "error", "80% band", f"{_head(shown[1])} meas.", "error",
+                "80% band", "throughput", "error"):
         t.add_column(col, justify="right")
     if fitted:
         t.add_column("GPU profile", justify="left")
     b = r.bands
     for i, x in enumerate(r.runs):
         rows = {row.metric: row for row in x.comparison.rows}
-        cells = [f"{x.rate:g}"]
-        for m, key in (*_LATENCY.items(), ("throughput", None)):
-            row = rows.get(m)
+        cells = [fmt_rate(x.rate)]
+        for m in (*shown, "throughput"):
+            row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
             flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
-                (f" {KNEE_MARK}" if m == "TTFT mean" and knee_shown(x.at_knee, x.saturated) else "")
+                (f" {KNEE_MARK}" if m == shown[0] and knee_shown(x.at_knee, x.saturated) else "")
             cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
                       fmt_error(row.rel_error if row else None) + flag]
-            if key is not None:
-                cells.append(band_span(getattr(b, key)[i] if b is not None else None, "s")
+            if m != "throughput":
+                cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s")
                              + (" ✗" if _outside(r, i, key) else ""))
         t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
     return t
@@ -77,11 +84,15 @@ def _band_lines(r: SweepValidation) -> list[str]:
               "saturation throughput": b.saturation_throughput}
     source = band_source_line(firsts, b.regime)
     out = [] if source is None else [source]
+    medians = [_head(m) for m in r.compared_latency if m is not None and m not in _LATENCY]
+    if medians:
+        out.append(f"no band on {' or '.join(medians)}: the files state no mean, and the bands were measured on mean "
+                   "TTFT and TPOT; the error compares the simulated median with the measured one")
     unbanded: dict[str, list[str]] = {}
     for rate, note in zip(r.rates, b.stage_notes):
         if note is not None:
             why = next((w for k, w in _NOTE_WORDS.items() if note.startswith(k)), note)
-            unbanded.setdefault(why, []).append(f"{rate:g}")
+            unbanded.setdefault(why, []).append(fmt_rate(rate))
     for why, rates in unbanded.items():
         out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
     if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
@@ -96,12 +107,12 @@ def _knee_lines(r: SweepValidation) -> list[str]:
     shown = [(x.rate, k) for x in r.runs if (k := knee_shown(x.at_knee, x.saturated)) is not None]
     if not shown:
         return []
-    rates = ", ".join(f"{rate:g}" for rate, _ in shown)
+    rates = ", ".join(fmt_rate(rate) for rate, _ in shown)
     out = [f"WARNING: stages marked {KNEE_MARK} ({rates} req/s) are at or past their knee (their waits for a first "
            f"token grew through the stage, short of the saturation tests; rule: {shown[0][1]['rule']}): their "
            f"mean-latency errors {KNEE_MEANING}; TPOT and the saturation throughput below are the figures to compare."]
     for rate, k in shown:
-        out += [f"  {rate:g} req/s, {line}" for line in side_lines(k)]
+        out += [f"  {fmt_rate(rate)} req/s, {line}" for line in side_lines(k)]
     return out
 
 

@@ -4,6 +4,7 @@ sweep, ``calibrate``'s tables): a value in its unit, an error as a signed percen
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -11,7 +12,8 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from kvledger.calibration.validate import RunValidation
 
-__all__ = ["fmt_value", "fmt_error", "step_cost_line", "band_span", "outside", "band_source_line", "OUTSIDE_NOTE"]
+__all__ = ["fmt_value", "fmt_rate", "fmt_error", "step_cost_line", "band_span", "outside", "band_source_line",
+           "OUTSIDE_NOTE"]
 
 #: what ✗ next to a band means
 OUTSIDE_NOTE = ("✗: the measured figure lies outside its band (the simulator erred more there than on 80% of the "
@@ -27,6 +29,15 @@ def fmt_value(v: float | None, unit: str) -> str:
     if unit == "fraction":
         return f"{v:.1%}"
     return f"{v:,.2f} {unit}"
+
+
+def fmt_rate(rate: float) -> str:
+    """A request rate (req/s) to 4 significant figures, trailing zeros kept so that a column of them reads alike:
+    1.000, 37.97, 111.9, 1,250 (a stage's requested rates, 1 and 37.97, would read "1" and "37.97" with ``:g``)."""
+    if rate == 0 or rate != rate or abs(rate) == float("inf"):
+        return f"{rate:g}"
+    r = float(f"{rate:.4g}")  # rounded first: 9.9996 is 10.00, not 10.000
+    return f"{r:,.{max(0, 3 - math.floor(math.log10(abs(r))))}f}"
 
 
 def fmt_error(e: float | None) -> str:

@@ -34,7 +34,7 @@ class ClientLatency:
 
     def note(self) -> str:
         """The line the outputs print."""
-        return f"client latency {self.seconds * 1e3:g} ms added to every request's TTFT and E2E (not TPOT/ITL): " \
+        return f"client latency {self.seconds * 1e3:.4g} ms added to every request's TTFT and E2E (not TPOT/ITL): " \
                f"{self.source}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def client_latency_of(text: str | None, gpu_profile: str | None = None, gpu_name
 
         check_options("simulate", {"client_latency": str(text)}, {"client_latency": FLAG})  # read with its unit
         seconds = parse_duration_s(text, what=FLAG)
-        source = f"given: {FLAG} {seconds * 1e3:g} ms"
+        source = f"given: {FLAG} {seconds * 1e3:.4g} ms"
     if seconds == 0:
         return None
     return ClientLatency(seconds, f"{source}; {_WHAT}; {_HOW}")
@@ -97,7 +97,7 @@ def profile_latency(name: str, gpu_profile: str | None, gpu_name: str | None) ->
         keys = ", ".join(repr(k) for k in table) if isinstance(table, dict) and table else "none (fit with " \
             "`kvledger calibrate --scope gpu --fit-frontend`)"
         own = fit.get("frontend_s")
-        hint = f"; its own fitted latency (fit.frontend_s, {float(own) * 1e3:g} ms) is read with {FLAG} " \
+        hint = f"; its own fitted latency (fit.frontend_s, {float(own) * 1e3:.4g} ms) is read with {FLAG} " \
             f"profile:{where}" if isinstance(own, (int, float)) and where.lower().endswith(".json") else ""
         raise InputError(f"{FLAG} profile:{name}: the GPU profile {where} has no set-up {name!r} in "
                          f"fit.set_up_frontend_s; its set-ups: {keys}{hint}")
@@ -105,7 +105,7 @@ def profile_latency(name: str, gpu_profile: str | None, gpu_name: str | None) ->
         seconds = float(table[name])
     except (TypeError, ValueError):
         raise InputError(f"{FLAG} profile:{name}: {where} gives {table[name]!r}, not a number of seconds") from None
-    return seconds, f"fitted: set-up {name!r} in {where} (fit.set_up_frontend_s, {seconds * 1e3:g} ms)"
+    return seconds, f"fitted: set-up {name!r} in {where} (fit.set_up_frontend_s, {seconds * 1e3:.4g} ms)"
 
 
 def _file_latency(path: str) -> tuple[float, str]:
@@ -125,7 +125,7 @@ def _file_latency(path: str) -> tuple[float, str]:
         raise InputError(f"{FLAG} profile:{path}: the GPU profile has no fitted fit.frontend_s; fit one with "
                          "`kvledger calibrate --scope gpu --fit-frontend --out FILE.json`, or give a duration such "
                          "as 21ms")
-    return float(seconds), f"fitted: fit.frontend_s of {path} ({float(seconds) * 1e3:g} ms)"
+    return float(seconds), f"fitted: fit.frontend_s of {path} ({float(seconds) * 1e3:.4g} ms)"
 
 
 def with_client_latency(result: Any, d: float) -> Any:

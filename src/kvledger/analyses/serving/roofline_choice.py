@@ -106,12 +106,12 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + ", " + (f"with the CPU overhead overlapping the GPU ({overlap}): "
                       "max(GPU, CPU) per step" if overlap else "+ CPU overhead "
                                                                "per step")
-            + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
+            + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
                " (no --cpu-overhead: V1's CPU time from the host term below)"
                if "V1 CPU" in data.get("host_term", "") else
                " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
-            + (f", + the GPU profile's host time in series {hs[0] * 1e3:g} ms per step + "
-               f"{hs[1] * 1e6:g} µs per sequence" if hs[0] or hs[1] else "")
+            + (f", + the GPU profile's host time in series {hs[0] * 1e3:.4g} ms per step + "
+               f"{hs[1] * 1e6:.4g} µs per sequence" if hs[0] or hs[1] else "")
             + (f"; {data['host_term']}" if "host_term" in data else ""))
 
 
