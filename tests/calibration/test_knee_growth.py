@@ -125,11 +125,11 @@ def test_json_carries_the_figures_and_a_sweep_lists_its_stages_at_the_knee():
                                                          _validation(at_knee(SETTLED, GREW), rate=4.0)], [])
     assert sw.to_dict()["at_knee_rates"] == [4.0]
     lines = _text(sw)
-    assert "↗" in next(x for x in lines if x.startswith("│          4 "))
-    assert "↗" not in next(x for x in lines if x.startswith("│          2 "))
+    assert "↗" in next(x for x in lines if x.startswith("│      4.000 "))
+    assert "↗" not in next(x for x in lines if x.startswith("│      2.000 "))
     text = "\n".join(lines)
-    assert "WARNING: stages marked ↗ (4 req/s) are at or past their knee" in text
-    assert "4 req/s, simulated: its mean TTFT grew from 500.0 ms" in text
+    assert "WARNING: stages marked ↗ (4.000 req/s) are at or past their knee" in text
+    assert "4.000 req/s, simulated: its mean TTFT grew from 500.0 ms" in text
 
 
 def _validate(*flags: str) -> tuple[str, dict]:

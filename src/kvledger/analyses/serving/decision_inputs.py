@@ -89,7 +89,8 @@ def _measured_band(sim: Any) -> tuple[float, str, tuple[float, float]] | None:
     if band is None:
         return None
     frac = max(1.0 - band.low, band.high - 1.0)
-    borrowed = "; borrowed from the nearest regime with runs: a floor" if "floor" in band.source else ""
+    borrowed = "" if band.lent_from is None else \
+        f"; borrowed from {band.lent_from}, the nearest regime with runs: a floor"
     return frac, (f"measured 80% band of simulated capacity ×{band.low:.2f}–×{band.high:.2f}, {band.regime}, "
                   f"{band.num_runs} runs left out one deployment at a time{borrowed}"), \
         (1.0 - band.low, band.high - 1.0)
