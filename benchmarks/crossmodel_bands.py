@@ -86,10 +86,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--from-json", help="validate_all.py --sections gpuscope --json output")
     ap.add_argument("--write", action="store_true", help="write into error_bands.json (cross_model)")
+    ap.add_argument("--label", default="", help="with --from-json: the run it is (commit, date, matmul pricing), "
+                    "recorded as the band's data; never a path outside the repository")
     a = ap.parse_args()
     if a.from_json:
         d = json.loads(Path(a.from_json).read_text(encoding="utf-8"))
-        errs, data = from_json(d.get("gpuscope", d)), f"validate_all.py --sections gpuscope --json ({a.from_json})"
+        errs = from_json(d.get("gpuscope", d))
+        data = "python benchmarks/validate_all.py --sections gpuscope" + (f" ({a.label})" if a.label else "")
     else:
         errs = from_doc(DOC.read_text(encoding="utf-8"))
         data = "docs/validation.md §2.4 per-run table (validate_all.py --sections gpuscope, 2026-12-03; whole %)"

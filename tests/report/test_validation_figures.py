@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.report.validation_figures import fmt_rate
+from kvledger.report.validation_figures import fmt_rate, fmt_value
 
 
 @pytest.mark.parametrize(("rate", "shown"), [
@@ -18,3 +18,13 @@ from kvledger.report.validation_figures import fmt_rate
 ])
 def test_a_rate_has_four_significant_figures(rate, shown):
     assert fmt_rate(rate) == shown
+
+
+@pytest.mark.parametrize(("v", "beside", "shown"), [
+    (14.67, 9.5334, "14.67 s"),    # DistServe vllm-400-4's E2E p90 measured beside the replay's: both in s
+    (9.5334, 14.67, "9.53 s"),     # …and the predicted beside it, not "9,533.4 ms"
+    (9.5334, None, "9,533.4 ms"),  # alone, below 10 s: ms
+    (0.0412, 0.0398, "41.2 ms"),   # both below 10 s: ms
+])
+def test_a_measured_and_predicted_latency_share_one_unit(v, beside, shown):
+    assert fmt_value(v, "s", beside) == shown

@@ -191,7 +191,8 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
                       *((("80% band", "right"),) if b else ())):
         t.add_column(col, justify=just)
     for row in c.rows:
-        t.add_row(row.metric, fmt_value(row.measured, row.unit), fmt_value(row.predicted, row.unit),
+        t.add_row(row.metric, fmt_value(row.measured, row.unit, row.predicted),
+                  fmt_value(row.predicted, row.unit, row.measured),
                   fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else "")
                   + (f" {KNEE_MARK}" if knee and row.metric.startswith(("TTFT", "E2E")) else ""),
                   *([_band_cell(b, row)] if b else []))

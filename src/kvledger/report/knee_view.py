@@ -31,7 +31,8 @@ def knee_shown(knee: dict[str, Any] | None, saturated: dict[str, Any] | None) ->
 
 def _growth(name: str, g: dict[str, Any], factor: float) -> str:
     """One side's quarters, from ``knee_growth.quarter_growth``'s figures."""
-    first, peak, ratio = fmt_value(g["first_s"], "s"), fmt_value(g["peak_s"], "s"), g["ratio"]
+    first, peak, ratio = (fmt_value(g["first_s"], "s", g["peak_s"]), fmt_value(g["peak_s"], "s", g["first_s"]),
+                          g["ratio"])
     where = _ORDINAL[g["peak_quarter"]]
     if g["grew"]:
         return (f"{name}: its mean TTFT grew from {first} in the first quarter of its arrivals to {peak} in the "

@@ -20,12 +20,14 @@ OUTSIDE_NOTE = ("✗: the measured figure lies outside its band (the simulator e
                 "points behind it)")
 
 
-def fmt_value(v: float | None, unit: str) -> str:
-    """A figure in its unit (latencies in ms below 10 s)."""
+def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
+    """A figure in its unit (latencies in ms below 10 s). ``beside``: the figure printed next to it (measured beside
+    predicted), so that both take one unit, that of the larger: 14.67 s beside 9.53 s, not beside 9,533.4 ms."""
     if v is None:
         return "—"
     if unit == "s":
-        return f"{v * 1e3:,.1f} ms" if abs(v) < 10 else f"{v:,.2f} s"
+        size = max(abs(v), abs(beside)) if beside is not None else abs(v)
+        return f"{v * 1e3:,.1f} ms" if size < 10 else f"{v:,.2f} s"
     if unit == "fraction":
         return f"{v:.1%}"
     return f"{v:,.2f} {unit}"
@@ -58,7 +60,7 @@ def band_span(band: Any, unit: str) -> str:
     for none."""
     if band is None:
         return "—"
-    lo, hi = fmt_value(band.low, unit), fmt_value(band.high, unit)
+    lo, hi = fmt_value(band.low, unit, band.high), fmt_value(band.high, unit, band.low)
     tail = hi.rsplit(" ", 1)[-1]
     return f"{lo.removesuffix(' ' + tail)}–{hi}"
 
