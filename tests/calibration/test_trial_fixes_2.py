@@ -65,7 +65,10 @@ def _sweep_layout(root: Path, model: str = RECORD) -> Path:
 def test_a_typed_model_wins_over_the_records_in_gpu_scope_model_scope_and_validate(fitted_on):
     # was: exit 2, "model 'meta-llama/Meta-Llama-3-8B-Instruct' is not bundled" — the record's model overrode --model
     s2, s3 = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in (2, 3))
-    note = f"--model {L8} replayed, as given; the run's record names {RECORD} (from config.yaml server.model_name)"
+    # the record: the Deployment's MODEL_ID (manifests.yaml beside the stages), the client's name said beside it
+    note = (f"--model {L8} replayed, as given; the run's record names meta-llama/Llama-3.1-8B-Instruct (from "
+            f"{STAGES / 'manifests.yaml'} MODEL_ID; the client's config names {RECORD}, the name it sent, not the "
+            f"model the engine served)")
     res = _run("calibrate", "--scope", "gpu", s2, s3, "--model", L8, *ENGINE, "--no-leave-one-out", "--json")
     assert res.exit_code == 0, res.output
     prof = json.loads(res.output)

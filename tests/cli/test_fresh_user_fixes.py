@@ -53,9 +53,13 @@ def test_validate_reads_the_model_from_inference_perfs_config_yaml_as_goodput_do
     from kvledger.errors import KvLedgerError
 
     src = "tests/evidence/data/inference-perf"
+    bare = tmp_path / "bare"  # the stage and its client config, without the Deployment's manifests.yaml
+    bare.mkdir()
+    for f in ("stage_0_lifecycle_metrics.json", "config.yaml"):
+        shutil.copy(f"{src}/{f}", bare)
     with pytest.raises(KvLedgerError, match=r"model meta-llama/Meta-Llama-3-8B-Instruct from config\.yaml "
                                             r"server\.model_name \(no --model given\), but .* not bundled"):
-        runner.invoke(app, ["validate", f"{src}/stage_0_lifecycle_metrics.json", "--gpu", "H100"],
+        runner.invoke(app, ["validate", str(bare / "stage_0_lifecycle_metrics.json"), "--gpu", "H100"],
                       catch_exceptions=False, env={"HF_HUB_OFFLINE": "1"})  # not bundled: no Hub look-up either
     # the same folder naming a bundled model: validate replays it and its notes say where the name came from
     shutil.copy(f"{src}/stage_0_lifecycle_metrics.json", tmp_path)
@@ -68,6 +72,17 @@ def test_validate_reads_the_model_from_inference_perfs_config_yaml_as_goodput_do
     good = json.loads(_run("goodput", str(tmp_path / "stage_0_lifecycle_metrics.json"), "--slo", "ttft=1s",
                            "--json").stdout)
     assert "model from config.yaml server.model_name" in json.dumps(good)
+
+
+def test_validate_replays_the_model_the_deployment_served_not_the_name_the_client_sent():
+    # the bundled folder's manifests.yaml runs the engine with MODEL_ID meta-llama/Llama-3.1-8B-Instruct (bundled)
+    # while its config.yaml's client names meta-llama/Meta-Llama-3-8B-Instruct (not bundled): validate replays the
+    # engine's model, and says the client named another (a new user's offline run stopped at "not bundled")
+    doc = json.loads(_run("validate", "tests/evidence/data/inference-perf/stage_0_lifecycle_metrics.json", "--gpu",
+                          "H100", "--json").stdout)
+    assert doc["model"].startswith("meta-llama/Llama-3.1-8B-Instruct")
+    assert doc["notes"][0].startswith("model meta-llama/Llama-3.1-8B-Instruct from ")
+    assert "manifests.yaml MODEL_ID; the client's config names meta-llama/Meta-Llama-3-8B-Instruct" in doc["notes"][0]
 
 
 _AIPERF = "tests/evidence/data/aiperf/run1_profile_export.jsonl"

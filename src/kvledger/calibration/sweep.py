@@ -185,12 +185,9 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     says so)."""
     launch = stage_launch(stage.path) if Path(stage.path).is_file() else None
     model, source = (launch.model, f"{launch.path} model") if launch and launch.model else (None, None)
-    if model is None and Path(stage.path).is_file():
-        from kvledger.evidence.inference_perf import client_config_model
-
-        model, source = client_config_model(stage.path) or (None, None)
     extra: dict[str, Any] = {"launch_record": launch.path, "record_file": launch.path} if launch and launch.path else {}
     hints, hardware = (launch.engine_kwargs if launch else {}), None
+    where, facts = None, {}
     if not hints and Path(stage.path).is_file():  # no launch record: the Deployment's manifests, if kept beside
         from kvledger.evidence.k8s_manifests import manifest_facts
 
@@ -200,6 +197,14 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
             extra["vllm_version"] = facts["vllm_version"]
         if hints or hardware:
             extra["record_file"] = str(where)
+    if model is None and Path(stage.path).is_file():  # the engine's model (the Deployment's), else the client's
+        from kvledger.evidence.inference_perf import client_config_model
+
+        client, client_source = client_config_model(stage.path) or (None, None)
+        model, source = (facts["deployed_model"], f"{where} MODEL_ID") if facts.get("deployed_model") else \
+            (client, client_source)
+        if facts.get("deployed_model") and client and client != model:
+            source += f"; the client's config names {client}, the name it sent, not the model the engine served"
     if model is not None:
         extra["model_source"] = source
     if stage.backend is not None:
