@@ -157,7 +157,7 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
     rep, basis, d = res.report, res.basis, res.payload
     if more.seeds > 1:
         spread = seed_costs(simulated, c.gpu, groups, params, p.slo, more.seeds, p.capacity, d,
-                            lambda cap: price(cap.run.run, cap.run, cap).payload)
+                            lambda cap: price(cap.priced_run.run, cap.priced_run, cap).payload)
         extra = [spread.text()] + [n for n in (spread.capacity.note, spread.note) if n]
         rep.notes.extend(extra)
         d["notes"] = [*d.get("notes", []), *extra]

@@ -102,7 +102,8 @@ def file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus
 def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
              slo: Any) -> tuple[Any, Any]:
     """(simulated run to price, SimCapacity / TierCapacity or None) for ``--simulate``: the run at the SLO capacity
-    found by the request-rate search — with ``--kv-tier-host``, that search's boundary then the search's tier probe
+    sized on (``priced_run``: the rate found, or a run at the capacity bound where that caps it) by the request-rate
+    search — with ``--kv-tier-host``, that search's boundary then the search's tier probe
     with the host tier in the simulator (``analyses/serving/tier_cost_capacity.py``) — or with ``--at-offered-load``
     the run at the workload's own load, no tier simulated (FILE-only flags refused)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
@@ -131,12 +132,12 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
         cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
     host_gib = gib_option(params.get("kv_tier_host"), "--kv-tier-host")
     if host_gib is None:
-        return cap.run, cap
+        return cap.priced_run, cap
     from kvledger.analyses.serving.tier_cost_capacity import tier_search_capacity
 
     with working("searching the SLO capacity with the host KV tier (one simulation per probe)"):
         tcap = tier_search_capacity(args, synthetic, slo, host_gib, cap)
-    return tcap.run, tcap
+    return tcap.priced_run, tcap
 
 
 def check_seeds(is_file: bool, at_offered_load: bool, params: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
 __all__ = ["print_answer", "print_bills", "report_answer_lines", "capacity_band_clause", "not_steady_lines",
-           "sized_capacity"]
+           "sized_capacity", "sized_run_figures"]
 
 
 def print_answer(con: Any, rep: CostReport) -> None:
@@ -58,10 +58,11 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     capacity it is priced at, from ``cost --simulate --json`` (``cost``)."""
     cs = cost["simulation"]["capacity_search"]
     first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
+    good, share, whose = sized_run_figures(cs)
     return [first, f"SLO capacity: {sized_capacity(cs):g} req/s{capacity_band_clause(cs)} per deployment "
                    f"unit ({cost['inputs']['num_gpus']} GPU), "
-                   f"{cs['goodput_at_boundary_req_per_s']:.2f} good req/s there, "
-                   f"{cs['attainment_at_boundary']:.1%} of requests within the SLO (target ≥ {cs['target']:.0%})",
+                   f"{good:.2f} good req/s there, "
+                   f"{share:.1%} of requests within the SLO (target ≥ {cs['target']:.0%}{whose})",
             *not_steady_lines(cs)]
 
 
@@ -78,6 +79,17 @@ def sized_capacity(cs: dict[str, Any]) -> float:
     """The req/s a capacity search's JSON sizes and prices on: the rate found, or the deployment's capacity bound
     where that caps it (``sized_on_req_per_s``, written only then)."""
     return cs.get("sized_on_req_per_s") or cs["boundary_rate_req_per_s"]
+
+
+def sized_run_figures(cs: dict[str, Any]) -> tuple[float, float, str]:
+    """(good req/s, share of requests within the SLO, the run they are of) at the rate ``sized_capacity`` gives: the
+    probe's at the rate found, or, where the capacity bound caps it, those of the run at the bound
+    (``goodput_at_sized_rate_req_per_s``, ``attainment_at_sized_rate``), with "; a run at that rate, not the probe at
+    the R req/s found" to say so ("" otherwise)."""
+    if cs.get("attainment_at_sized_rate") is None:
+        return cs["goodput_at_boundary_req_per_s"], cs["attainment_at_boundary"], ""
+    return (cs["goodput_at_sized_rate_req_per_s"], cs["attainment_at_sized_rate"],
+            f"; a run at that rate, not the probe at the {cs['boundary_rate_req_per_s']:g} req/s found")
 
 
 def not_steady_lines(cs: dict[str, Any]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
-from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
@@ -92,6 +92,7 @@ def _figure(f: Figure) -> str:
 def _answer(data: ReportData) -> str:
     c, t, inp = data.cost, data.cost["totals"], data.inputs
     cs = c["simulation"]["capacity_search"]
+    good, share, whose = sized_run_figures(cs)  # at the rate sized on: the run at the bound where that caps it
     mml = data.plan["memory"]["max_model_len"]
     conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond "
         f"max_model_len {mml:,})")
@@ -109,7 +110,7 @@ def _answer(data: ReportData) -> str:
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
         f"req/s{capacity_band_clause(cs)} with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there "
-        f"{cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
+        f"{good:,.2f} good req/s" + (f", {share:.1%} of requests within the SLO{whose}." if whose else "."),
         *(w[0].upper() + w[1:] for w in not_steady_lines(cs)),
         c.get("secondary") or "",
         f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "

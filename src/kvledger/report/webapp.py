@@ -89,7 +89,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     ``client_latency``: as ``--client-latency`` (added to every TTFT and E2E; the headline carries its note)."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.ranges import range_for
-    from kvledger.report.decision_view import not_steady_lines, sized_capacity
+    from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [50, 5,000]: kvledger.ranges
@@ -106,7 +106,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "capacity_req_per_s_range": [band["low"], band["high"]] if band else None,
                 "capacity_band": band["text"] if band else None,
                 "capacity_warning": " ".join(not_steady_lines(cs)) or None,
-                "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
+                "goodput_req_per_s": sized_run_figures(cs)[0],  # at the capacity sized on
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
                 "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,

@@ -7,8 +7,11 @@ capacity, so it moves with it; the answer (which side is cheaper) can flip. Each
 ``search_capacity`` with only ``seed`` changed, priced by the caller's own pricing of the first seed
 (``cost_run.cost_payload``: one ledger, no second rule), one seed after the other. The first seed's ledger stays the
 reported one; this adds, per seed, the capacity, the goodput, the self-hosted USD per 1M input and output tokens and
-the cheaper side, and their min–max. The cheaper side is the verdict's own: with a volume, the monthly bills'
-(``decision.verdict``); without, one good request's cost against the API's (the basis of ``capacity_bands.cost_band``).
+the cheaper side, and their min–max. Where the capacity bound (``work_bounds``) caps a seed's capacity found, that seed
+is sized and priced on the bound (``SimCapacity.sizing_req_per_s``): the summary then gives the range found and,
+apart, the range sized on with the seeds the bound caps. The cheaper side is the verdict's own: with a volume, the
+monthly bills' (``decision.verdict``); without, one good request's cost against the API's (the basis of
+``capacity_bands.cost_band``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class CostSeedSpread:
             "cheaper"}`` per seed, in seed order (USD per 1M tokens, self-hosted).
         metrics: :data:`COST_KEYS` → ``{"min", "max", "n_seeds"}``.
         flips: the cheaper side is not the same for every seed; note: the words for it (None when it holds).
+        capped_seeds: the seeds whose capacity found the capacity bound caps (sized on the bound), in order.
     """
 
     capacity: CapacitySpread
@@ -55,10 +59,20 @@ class CostSeedSpread:
     metrics: dict[str, dict[str, Any]]
     flips: bool
     note: str | None
+    capped_seeds: tuple[int, ...] = ()
+
+    @property
+    def sized(self) -> dict[str, Any]:
+        """``{"min", "max", "n_seeds"}`` of the capacity each seed is sized and priced on, req/s."""
+        return value_spread([r["capacity_req_per_s"] for r in self.per_seed])
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON: ``capacity_req_per_s`` is the range found; only where the bound caps a seed, ``sized_on_req_per_s``
+        (the range sized on) and ``capped_by_bound_seeds``."""
+        capped = {"sized_on_req_per_s": self.sized, "capped_by_bound_seeds": list(self.capped_seeds)} \
+            if self.capped_seeds else {}
         return {"seeds": list(self.capacity.seeds), "seed_free": self.capacity.seed_free,
-                "capacity_req_per_s": self.capacity.metrics["boundary_value"], **self.metrics,
+                "capacity_req_per_s": self.capacity.metrics["boundary_value"], **capped, **self.metrics,
                 "per_seed": self.per_seed, "verdict_flips": self.flips, "note": self.note}
 
     def text(self) -> str:
@@ -68,8 +82,22 @@ class CostSeedSpread:
         c, i, o = self.capacity.metrics["boundary_value"], self.metrics["usd_per_mtok_input"], \
             self.metrics["usd_per_mtok_output"]
         return (f"over {self.capacity.label} (min–max; the ledger above is seed {self.capacity.seeds[0]}'s): SLO "
-                f"capacity {c['min']:g}–{c['max']:g} req/s; self-hosted ${i['min']:.4f}–${i['max']:.4f} per 1M input "
+                f"capacity {'found ' if self.capped_seeds else ''}{c['min']:g}–{c['max']:g} req/s"
+                f"{self._sized_text()}; self-hosted ${i['min']:.4f}–${i['max']:.4f} per 1M input "
                 f"and ${o['min']:.4f}–${o['max']:.4f} per 1M output tokens")
+
+
+    def _sized_text(self) -> str:
+        """``, sized on 59.99 req/s (the capacity bound caps seeds 0–2; …)`` where the bound caps a seed, else ""."""
+        if not self.capped_seeds:
+            return ""
+        s, n = self.sized, len(self.capped_seeds)
+        value = f"{s['min']:,.4g}" if s["min"] == s["max"] else f"{s['min']:,.4g}–{s['max']:,.4g}"
+        which = "every seed" if n == len(self.per_seed) else \
+            f"seed{'s' if n > 1 else ''} {', '.join(str(x) for x in self.capped_seeds)}"
+        return (f", sized and priced on {value} req/s (the capacity bound caps {which}: a replica cannot keep pace "
+                "with more by the roofline work of the probe's requests, kvledger.analyses.serving.work_bounds"
+                + ("" if n == len(self.per_seed) else "; the others on the rate found") + ")")
 
 
 def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Sequence[int],
@@ -97,4 +125,5 @@ def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Seque
                 "seeded draw of arrivals (and lengths) at the SLO capacity, so the simulation cannot settle it at "
                 "this many requests per probe; more requests per probe (--num-requests) narrow the draw, or measure "
                 "the capacity (kvledger calibrate --scope gpu, then validate)")
-    return CostSeedSpread(spread, rows, metrics, flips, note)
+    capped = tuple(seed for seed, (cap, _) in zip(seeds, priced) if cap.sizing_req_per_s != cap.rate_req_per_s)
+    return CostSeedSpread(spread, rows, metrics, flips, note, capped)

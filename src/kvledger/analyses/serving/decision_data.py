@@ -24,7 +24,8 @@ __all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
 SWEEP_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
-"""Request rates of the latency sweep, as fractions of the SLO capacity found."""
+"""Request rates of the latency sweep, as fractions of the SLO capacity sized on (the rate found, or the capacity bound
+where that caps it: ``SimCapacity.sizing_req_per_s``)."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None
 def _runs_after_capacity(req: ReportRequest, cap: Any, slo: Any, pool: Any) -> dict[Any, dict[str, Any]]:
     """The summary row of each sweep point (by fraction) and engine comparison (by policy); with a ``pool``, the
     keys in ``_IN_POOL`` run there meanwhile. Placed by key, never by finishing order."""
-    rate = cap.rate_req_per_s
+    rate = cap.sizing_req_per_s  # the capacity sized on: the rate found, or the bound where it caps it
     jobs = {f: (rate * f, None) for f in SWEEP_FRACTIONS if f != 1.0 and req.with_sweep}
     jobs.update({p: (rate, p) for p, _ in _BASELINES if req.with_engine_savings})
     later = {k: pool.submit(run_row, req, r, slo, p) for k, (r, p) in jobs.items() if pool is not None
@@ -175,7 +176,7 @@ def _sweep(base: dict[str, Any], runs: dict[Any, Any]) -> list[dict[str, Any]]:
 
 def _engine_savings(cap: Any, base: dict[str, Any], runs: dict[Any, Any]) -> dict[str, Any]:
     """Continuous vs static batching and paged vs contiguous KV on the same requests at the capacity rate."""
-    out = {"rate_req_per_s": cap.rate_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)",
+    out = {"rate_req_per_s": cap.sizing_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)",
                                                             **base},
            **{p: {"label": label, **runs[p]} for p, label in _BASELINES}}
     out["ratios"] = _ratios(out)
@@ -237,16 +238,17 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     cap = search_capacity(sim_args(req), slo, req.target)
     if sim_cache.stats()["run"] == ran:  # an identical request again: its runs are read back, no pool needed
         pool = None
-    setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
+    sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
+    setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization,
                           people.source)
-    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
-    cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
+    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], sim, HostBill(), people)
+    cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
-                        sim=cap.run, capacity=cap, inputs=inputs)
+                        sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
-    runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(cap.run, slo, cap.rate_req_per_s)
+    runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
     return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=_engine_savings(cap, base, runs) if req.with_engine_savings else None,

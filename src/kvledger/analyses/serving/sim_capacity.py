@@ -14,31 +14,101 @@ whose goodput then sets the self-hosted capacity.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
 from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
-from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
+from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.analyses.serving.work_bounds import bound_note, capacity_bound_req_per_s, capped
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 
-__all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET"]
+__all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET", "SizedRun", "SizedFigures", "run_at_sized_rate"]
 
 DEFAULT_TARGET = 0.9
 """Attainment target of the capacity search unless given: 90 % of requests within the SLO (DistServe's usual figure)."""
 
 
+@dataclass(frozen=True)
+class SizedRun:
+    """Where the capacity bound caps the rate found: a run of the probes' workload and seed at the rate sized on, so
+    that the figures shown beside that rate (attainment, goodput, latencies, the ledger's GPU time) are its own, not
+    the probe's at a rate the deployment cannot sustain.
+
+    Attributes:
+        run: the simulation at ``rate_req_per_s`` (``sim_ledgers.simulate_run``, deterministic and seeded).
+        rate_req_per_s: the rate sized on (the capacity bound), req/s.
+        result: its goodput under the SLO (``ledgers.goodput.goodput``).
+    """
+
+    run: SimulatedRun
+    rate_req_per_s: float
+    result: GoodputResult
+
+
+def run_at_sized_rate(args: SimRequestArgs, synthetic: SyntheticSpec | None, slo: SLO, rate: float) -> SizedRun:
+    """The run at ``rate`` of the workload the probes ran (``args`` with only the rate set; token times only where
+    the SLO judges gaps, as the probes), run to its end, and its goodput under ``slo``."""
+    sim = simulate_run(replace(args, rate=rate), synthetic, record_token_times=slo.itl_s is not None)
+    return SizedRun(sim, rate, goodput(sim.run, slo))
+
+
+class SizedFigures:
+    """The run priced and its figures: the run at the rate found (``run``, ``attainment``, ``goodput_req_per_s``), or,
+    where the capacity bound caps that rate, the run at the rate sized on (``at_sized``, a ``SizedRun``)."""
+
+    run: Any
+    attainment: float
+    goodput_req_per_s: float
+    at_sized: SizedRun | None
+
+    @property
+    def priced_run(self) -> Any:
+        """The SimulatedRun the ledger prices and the report's figures read: at the rate sized on."""
+        return self.run if self.at_sized is None else self.at_sized.run
+
+    @property
+    def attainment_at_sized_rate(self) -> float | None:
+        """Share of requests within the SLO in the run at the rate sized on; None where that is the rate found."""
+        return None if self.at_sized is None else self.at_sized.result.attainment
+
+    @property
+    def goodput_at_sized_rate_req_per_s(self) -> float | None:
+        """Good req/s of the run at the rate sized on; None where that is the rate found."""
+        return None if self.at_sized is None else self.at_sized.result.goodput_req_per_s
+
+    @property
+    def priced_attainment(self) -> float:
+        """Share of requests within the SLO in the run priced (``priced_run``)."""
+        a = self.attainment_at_sized_rate
+        return self.attainment if a is None else a
+
+    @property
+    def priced_goodput_req_per_s(self) -> float:
+        """Good req/s of the run priced (``priced_run``)."""
+        g = self.goodput_at_sized_rate_req_per_s
+        return self.goodput_req_per_s if g is None else g
+
+    def priced_clause(self) -> str:
+        """How the text ends: what the ledger priced, with which run's goodput."""
+        if self.at_sized is None:
+            return f"priced at that run's goodput, {self.goodput_req_per_s:,.3f} good req/s per deployment unit"
+        return (f"priced at the goodput of a run of the same workload and seed at {self.at_sized.rate_req_per_s:,.4g} "
+                f"req/s, {self.priced_goodput_req_per_s:,.3f} good req/s per deployment unit, "
+                f"{self.priced_attainment:.1%} of its requests within the SLO")
+
+
 @dataclass
-class SimCapacity:
+class SimCapacity(SizedFigures):
     """The SLO capacity of a simulated deployment and the run at it.
 
     Attributes:
-        run: the probe at the boundary rate (its goodput is what the ledger prices).
+        run: the probe at the boundary rate (its goodput is what the ledger prices, unless ``at_sized``).
         search: the whole search (every probe, the bisection, notes).
         rate_req_per_s: the boundary: highest mean arrival rate whose attainment meets the target, req/s.
         attainment: share of the boundary run's requests that met the SLO.
@@ -50,9 +120,11 @@ class SimCapacity:
     __json__ = ("method", ("target", "search.target"), ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
+                "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s",
                 ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
                 ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"))
-    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s")  # written only where the bound binds
+    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
+                         "goodput_at_sized_rate_req_per_s")  # written only where the bound binds
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float
@@ -70,6 +142,8 @@ class SimCapacity:
     bound_req_per_s: float | None = None
     """The deployment's capacity bound (``work_bounds.capacity_bound_req_per_s``): the most req/s its engine can keep
     pace with by the roofline work of the probe's requests; None where none is proven."""
+    at_sized: SizedRun | None = None
+    """Where the bound caps the rate found: the run at the bound, which the ledger prices (``SizedRun``)."""
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -93,14 +167,12 @@ class SimCapacity:
                 f"{len(s.probes)} probes of {s.num_requests_per_probe:,} requests, seed {self.run.args.seed}): the "
                 f"highest rate with ≥ {s.target:.0%} of requests within the SLO and no queue counted as growing "
                 f"is {self.rate_req_per_s:g} req/s "
-                f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} "
-                f"good "
-                "req/s per deployment unit" + self._cap_clause())
+                f"({self.attainment:.1%} there{miss}); " + self._cap_clause() + self.priced_clause())
 
     def _cap_clause(self) -> str:
         b = self.binding_bound
-        return "" if b is None else (f"; sized on {b:,.4g} req/s, the deployment's capacity bound, below the "
-                                     f"{self.rate_req_per_s:g} req/s found (see the note)")
+        return "" if b is None else (f"sized on {b:,.4g} req/s, the deployment's capacity bound, below the "
+                                     f"{self.rate_req_per_s:g} req/s found (see the note), and ")
 
     def probes_text(self) -> str:
         """The probes in order: ``rate → attainment`` (a probe whose queue grew: ``… (queue grew: a miss)``; a probe
@@ -157,12 +229,16 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
-    if cap.binding_bound is not None:  # a probe short against the SLO's latency budget: sized on the bound
-        cap.notes.append(bound_note(cap.binding_bound, cap.rate_req_per_s))
+    if cap.binding_bound is not None:  # a probe short against the SLO's latency budget: sized on the bound, priced
+        cap.notes.append(bound_note(cap.binding_bound, cap.rate_req_per_s))  # and shown at a run there
+        cap.at_sized = run_at_sized_rate(args, synthetic, slo, cap.binding_bound)
     cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s)
     cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
-    if cap.not_steady is None:  # a probe whose queue grew did not sustain "the good rate while they arrived"
-        cap.notes.extend(_drain_note(cap, at.duration_s))
+    n = sb.num_requests_per_probe
+    priced, grew = (at, cap.not_steady) if cap.at_sized is None else \
+        (cap.at_sized.result, boundary_steadiness(cap.priced_run.run, cap.sizing_req_per_s, n)[0])
+    if grew is None:  # a run whose queue grew did not sustain "the good rate while they arrived"
+        cap.notes.extend(_drain_note(cap, priced.duration_s))
     cap.notes.extend(steady_note)
     cap.notes.extend(n for n in sb.notes if n.startswith("unrepresentative sample: "))  # a warning, with the above
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
@@ -175,22 +251,25 @@ DRAIN_NOTE_SHARE = 0.9
 
 
 def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
-    """A note when the run's drain tail (last arrival → last finish) pulls its goodput well below the sustained rate.
+    """A note when the priced run's drain tail (last arrival → last finish) pulls its goodput well below the sustained
+    rate.
 
     Goodput divides by first arrival → last finish; while requests arrive, the run serves ``offered × attainment`` good
     req/s. A short run whose last requests take long to finish reports a goodput well below that, so the capacity
     priced (and the cost) is conservative.
     """
-    offered = cap.run.run.metadata.request_rate
+    sim, g = cap.priced_run, cap.priced_goodput_req_per_s
+    offered = sim.run.metadata.request_rate
     if not offered or not duration_s:
         return []
-    sustained = offered * cap.attainment
-    if cap.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
+    sustained = offered * cap.priced_attainment
+    if g >= DRAIN_NOTE_SHARE * sustained:
         return []
-    n = cap.run.setup.num_requests
+    n = sim.setup.num_requests
     span = (n - 1) / offered
-    return [f"the run at the boundary took {duration_s:,.1f} s to finish requests that arrived over {span:,.1f} s: its "
-            f"goodput ({cap.goodput_req_per_s:,.3f} good req/s) is {cap.goodput_req_per_s / sustained:.0%} of the "
+    where = "at the boundary" if cap.at_sized is None else "at the rate sized on"
+    return [f"the run {where} took {duration_s:,.1f} s to finish requests that arrived over {span:,.1f} s: its "
+            f"goodput ({g:,.3f} good req/s) is {g / sustained:.0%} of the "
             f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and "
             f"the "
             "self-hosted cost high; more requests per probe (--num-requests) shrink the tail"]

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from kvledger.analyses.search.offload_axis import OffloadOption
 from kvledger.analyses.search.tier_probe import TierProber, tier_capacity
-from kvledger.analyses.serving.sim_capacity import SimCapacity
+from kvledger.analyses.serving.sim_capacity import SimCapacity, SizedFigures, SizedRun
 from kvledger.analyses.serving.work_bounds import bound_note, capped
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
@@ -28,7 +28,7 @@ TIER_RULE = "vLLM's native OffloadingConnector rule (write-through LRU host tier
 
 
 @dataclass
-class TierCapacity:
+class TierCapacity(SizedFigures):
     """The SLO capacity of a deployment with a host KV tier, and the run at it (priced as ``SimCapacity``'s).
 
     Attributes:
@@ -40,16 +40,20 @@ class TierCapacity:
         tier: the plan's tier (name, capacity bytes and tokens, read bandwidth, capacity rule).
         tier_gib_per_gpu / target / without_tier: the tier's size, the attainment target, the capacity without it.
         host_hit_tokens_at_boundary: prompt tokens loaded back from the tier in the run at the boundary, tokens.
+        at_sized: where the capacity bound caps the rate found, the run with the tier at the bound, which the ledger
+            prices (``sim_capacity.SizedRun``); None otherwise.
     """
 
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
     __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
-                "first_failing_req_per_s", "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
+                "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s", "first_failing_req_per_s",
+                "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
                 ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
-    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s")  # written only where the bound binds
+    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
+                         "goodput_at_sized_rate_req_per_s")  # written only where the bound binds
     run: Any
     rate_req_per_s: float
     attainment: float
@@ -64,6 +68,7 @@ class TierCapacity:
     host_hit_tokens_at_boundary: int
     rule: str = TIER_RULE
     notes: list[str] = field(default_factory=list)
+    at_sized: SizedRun | None = None
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -92,9 +97,10 @@ class TierCapacity:
                 f"KV tier in the simulator ({self.method}; {TIER_RULE}; {len(self.probes)} probes of "
                 f"{self.run.setup.num_requests:,} requests, seed {self.run.args.seed}, from the capacity without the "
                 f"tier, {w.rate_req_per_s:g} req/s): the highest rate with ≥ {self.target:.0%} of requests within "
-                f"the SLO is {self.rate_req_per_s:g} req/s ({self.attainment:.1%} there{miss}); priced at that run's "
-                f"goodput, {self.goodput_req_per_s:,.3f} good req/s per deployment unit (without the tier: "
-                f"{w.goodput_req_per_s:,.3f})")
+                f"the SLO is {self.rate_req_per_s:g} req/s ({self.attainment:.1%} there{miss}); "
+                + ("" if self.at_sized is None else f"sized on {self.sizing_req_per_s:,.4g} req/s, the deployment's "
+                   f"capacity bound, below the {self.rate_req_per_s:g} req/s found (see the note), and ")
+                + f"{self.priced_clause()} (without the tier: {w.goodput_req_per_s:,.3f})")
 
     def probes_text(self) -> str:
         """The probes with the tier, by rate: ``rate → attainment``."""
@@ -136,20 +142,24 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
         notes.append(f"the tier served no prompt token in any of the {len(p.runs)} probes (no block was loaded back "
                      "from it): each run equals the run without the tier at the same rate, so the capacity is the one "
                      f"without it, {without.rate_req_per_s:g} req/s, and the tier adds cost only")
-        return _noted(TierCapacity(without.run, without.rate_req_per_s, without.attainment, without.goodput_req_per_s,
-                                   without.search.boundary.first_failing_value, False, p.probes(), dict(p.tier),
-                                   host_gib_per_gpu, target, without, 0, notes=notes))
+        return _noted(p, TierCapacity(without.run, without.rate_req_per_s, without.attainment,
+                                      without.goodput_req_per_s, without.search.boundary.first_failing_value, False,
+                                      p.probes(), dict(p.tier), host_gib_per_gpu, target, without, 0, notes=notes))
     gp = p.goodputs[b]
     if p.lower_bound:
         notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
     notes.extend(p.notes())
-    return _noted(TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
-                               p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
-                               p.host_hit_tokens[b], notes=notes))
+    return _noted(p, TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
+                                  p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
+                                  p.host_hit_tokens[b], notes=notes))
 
 
-def _noted(cap: TierCapacity) -> TierCapacity:
-    """``cap`` with the note of the capacity bound where it caps the rate found."""
+def _noted(p: TierProber, cap: TierCapacity) -> TierCapacity:
+    """``cap`` with the note of the capacity bound where it caps the rate found, and then the run with the tier at the
+    bound (``p``'s own run, after its probes were listed), which the ledger prices."""
     if cap.sizing_req_per_s != cap.rate_req_per_s:
-        cap.notes.append(bound_note(cap.sizing_req_per_s, cap.rate_req_per_s))
+        bound = cap.sizing_req_per_s
+        cap.notes.append(bound_note(bound, cap.rate_req_per_s))
+        p.run_at(bound)
+        cap.at_sized = SizedRun(p.sims[bound], bound, p.goodputs[bound])
     return cap
