@@ -135,7 +135,8 @@ def test_json_carries_the_figures_and_a_sweep_lists_its_stages_at_the_knee():
 def _validate(*flags: str) -> tuple[str, dict]:
     argv = ["validate", str(GENERAL / "stage_1_lifecycle_metrics.json"), "--gpu", "h100-sxm", "--gpu-profile", "none",
             *flags]
-    text, js = CliRunner().invoke(app, argv), CliRunner().invoke(app, [*argv, "--json"])
+    text = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})  # the table's rows unwrapped
+    js = CliRunner().invoke(app, [*argv, "--json"])
     assert text.exit_code == 0 and js.exit_code == 0, text.output + js.output
     return " ".join(text.output.split()), json.loads(js.output)
 
@@ -157,9 +158,17 @@ def test_a_real_replay_just_past_its_knee_is_flagged_though_not_saturated():
     assert k["measured"]["quarter_ttft_mean_max_s"] == pytest.approx(0.15632582524589573)  # derived above
     assert k["measured"]["below_simulated_peak"] is True
     assert "the simulated run is at or past its knee" in text and "the simulated side grew" in text
+    # its TTFT band withheld (tests/calibration/test_knee_band.py): before, the simulated 9.094 s × 1.274134 = 11.59 s
+    # … × 7.027311 = 63.90 s printed as a band that holds; the TPOT band stays (× 1.032693 …)
+    b = d["error_bands"]
+    assert b["ttft_mean"] is None and b["ttft_note"].startswith("at or past its knee (the simulated run's waits")
+    assert "11.59–63.90 s" not in text and "+17437.2% ↗ │ — │" in text
+    tpot = next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "TPOT mean")
+    assert b["tpot_mean"]["low"] == pytest.approx(tpot / (1 - 0.031657743349542855), rel=1e-12)
 
 
 @needs_runs
 def test_the_same_stage_below_its_knee_is_not_flagged():
     text, d = _validate()  # the roofline's own 80% bandwidth: TTFT within tens of percent, no queue
     assert d["at_knee"] is None and d["saturated"] is None and "knee" not in text
+    assert d["error_bands"]["ttft_mean"] is not None and d["error_bands"]["ttft_note"] is None  # its band shown

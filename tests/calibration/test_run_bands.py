@@ -32,7 +32,7 @@ KUBECON = RUNS / "inference-perf-kubecon-na-2025" / "vllm" / "results"
 RTX4090 = RUNS / "llmservingsim" / "bench" / "examples" / "RTX4090" / "Llama-3.1-8B" / "vllm"
 ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
 TPUT = (-0.060956971378629876, 0.22386256700245544)
-KEYS = {"regime", "ttft_mean", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
+KEYS = {"regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
 needs_runs = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
 
@@ -130,6 +130,7 @@ def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
         assert list(d)[-2:] == ["error_bands", "notes"]
     assert stage0[1]["error_bands"]["saturation_throughput"] is None
     assert stage0[1]["error_bands"]["latency_note"] is None
+    assert stage0[1]["error_bands"]["ttft_note"] is None  # 1 req/s: not at its knee, its TTFT band shown
     for band in (stage0[1]["error_bands"]["ttft_mean"], stage6[1]["error_bands"]["saturation_throughput"]):
         assert set(band) == {"predicted", "low", "high", "regime", "num_runs", "source"}
     # a sweep judges its stages together (its own error_bands): its runs carry none

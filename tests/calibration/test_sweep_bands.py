@@ -70,8 +70,10 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
     assert d["step_cost"]["name"] == "roofline" and d["step_cost"]["scope"] == "uncalibrated"
     assert d["step_cost"] == d["runs"][0]["step_cost"]
     b = d["error_bands"]
-    assert set(b) == {"regime", "saturation_throughput", "throughput_note", "ttft_mean", "tpot_mean", "stage_notes",
-                      "knee_req_per_s", "knee_note"}
+    assert set(b) == {"regime", "saturation_throughput", "throughput_note", "ttft_mean", "ttft_notes", "tpot_mean",
+                      "stage_notes", "knee_req_per_s", "knee_note"}
+    # no stage at its knee: the simulated quarters of each stage's arrivals stay within 1.12× of the first
+    assert d["at_knee_rates"] == [] and b["ttft_notes"] == [None] * 7
     assert b["regime"] == "uncalibrated/dense/vllm" and b["knee_req_per_s"] is None and b["throughput_note"] is None
     # stages 0–3 (1 … 92.19 req/s) below saturation; 4–6 the client fell behind (106 of 123, 153, 183 req/s)
     assert [n is None for n in b["stage_notes"]] == [True] * 4 + [False] * 3

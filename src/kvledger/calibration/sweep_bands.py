@@ -11,9 +11,15 @@ applies it: around a simulated figure, where the measured one fell on 80% of the
   this very figure's; left out when no stage reached saturation (every stage's throughput is then its offered load,
   as ``simulate`` leaves out the throughput band of a run that kept up);
 - each stage's mean TTFT and mean TPOT (s), where the stage was below saturation (``below_saturation``) and the
-  simulated queue did not grow: lodo measured latency errors there only.
+  simulated queue did not grow: lodo measured latency errors there only; the mean TTFT's band is withheld where the
+  run sat at or past its knee (``at_knee``: ``kvledger.calibration.knee_growth``; ``knee_note``), its TPOT's kept.
 
-The knee carries none: no validation measured the error of a knee's rate, so a band on it would be invented.
+At the knee the mean TTFT is mostly the queue's wait, which grows as 1/(1 − utilisation): a step time a few percent
+off moves it by seconds, an error of another kind and size than the step cost's the band was measured on. TPOT and
+the saturation throughput do not carry the wait and keep theirs.
+
+The sweep's knee (its rate, ``knee_req_per_s``) carries none: no validation measured the error of a knee's
+rate, so a band on it would be invented.
 
 One run is judged on the figures its regime makes meaningful: below saturation (a stage by ``below_saturation``, a
 per-request run whose measured queue did not grow) with a simulated queue that did not grow, its mean TTFT and TPOT
@@ -30,7 +36,7 @@ from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["SERVED", "below_saturation", "SweepBands", "sweep_bands", "KNEE_UNBANDED", "RunBands", "run_bands",
-           "latency_note"]
+           "latency_note", "knee_note"]
 
 #: a stage whose engine served less than this share of the requested rate was saturated (CodeLlama-34B's reasoning
 #: stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage)
@@ -53,17 +59,19 @@ def below_saturation(stage: Any) -> bool:
 class SweepBands:
     """The bands of a sweep (module docstring): ``regime`` that priced it; ``saturation_throughput`` (req/s; None:
     no band, ``throughput_note`` says why); per stage, in rate order, the band of its simulated mean TTFT and TPOT
-    (s; None where the stage has none, ``stage_notes`` saying why, else None). ``to_dict`` is ``error_bands`` of
+    (s; None where the stage has none, ``stage_notes`` saying why, else None; ``ttft_notes``: why a stage with a TPOT
+    band has no TTFT band — it sat at its knee, ``knee_note`` — else None). ``to_dict`` is ``error_bands`` of
     ``validate --sweep --json``."""
 
-    __json__ = ("regime", "saturation_throughput", "throughput_note", "ttft_mean", "tpot_mean", "stage_notes",
-                ("knee_req_per_s", "knee"), "knee_note")
+    __json__ = ("regime", "saturation_throughput", "throughput_note", "ttft_mean", "ttft_notes", "tpot_mean",
+                "stage_notes", ("knee_req_per_s", "knee"), "knee_note")
     regime: str
     saturation_throughput: PredictionBand | None
     throughput_note: str | None
     ttft_mean: list[PredictionBand | None]
     tpot_mean: list[PredictionBand | None]
     stage_notes: list[str | None]
+    ttft_notes: list[str | None]
 
     @property
     def knee(self) -> None:
@@ -103,6 +111,19 @@ def latency_note(run: Any, stage: Any) -> str | None:
     return None
 
 
+def knee_note(run: Any) -> str | None:
+    """Why a validated run's (``validate.RunValidation``) mean TTFT has no band though its TPOT may: it sat at or past
+    its knee (``run.at_knee``; module docstring); None when it did not."""
+    knee = getattr(run, "at_knee", None)
+    if knee is None:
+        return None
+    sides = knee["sides"]
+    whose = f"the {sides[0]} run's" if len(sides) == 1 else "both runs'"
+    return (f"at or past its knee ({whose} waits for a first token grew through it): its mean TTFT measures the "
+            "queue, whose wait grows as 1/(1 − utilisation), not the step cost's error the band was measured on; "
+            "TPOT keeps its band")
+
+
 def _simulated(run: Any, metric: str) -> float | None:
     """The simulated figure of ``run``'s comparison row ``metric`` (None when it has none)."""
     return next((row.predicted for row in run.comparison.rows if row.metric == metric), None)
@@ -110,11 +131,11 @@ def _simulated(run: Any, metric: str) -> float | None:
 
 def _latency_bands(run: Any, below: bool) -> tuple[PredictionBand | None, PredictionBand | None]:
     """The bands of ``run``'s simulated mean TTFT and TPOT when it was below saturation (``latency_note`` None), else
-    none."""
+    none; no TTFT band when it sat at its knee (``knee_note``)."""
     if not below:
         return None, None
-    return (_band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean")),
-            _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean")))
+    ttft = None if knee_note(run) else _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean"))
+    return ttft, _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean"))
 
 
 def _regime(run: Any) -> str:
@@ -127,29 +148,33 @@ def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float 
     notes = [latency_note(run, st) for run, st in zip(runs, stages)]
     pairs = [_latency_bands(run, n is None) for run, n in zip(runs, notes)]
     ttft, tpot = [t for t, _ in pairs], [p for _, p in pairs]
+    knee = [knee_note(run) if n is None else None for run, n in zip(runs, notes)]
     if all(n is None for n in notes):
         thr, why = None, ("no stage reached saturation: the largest throughput is the offered load of the fastest "
                           "stage, not the capacity the band is for")
     else:
         thr = _band(runs[0].bands.get("throughput"), simulated_throughput)
         why = None if thr is not None else NO_REGIME_RUN
-    return SweepBands(_regime(runs[0]), thr, why, ttft, tpot, notes)
+    return SweepBands(_regime(runs[0]), thr, why, ttft, tpot, notes, knee)
 
 
 @dataclass(frozen=True)
 class RunBands:
     """The bands of one validated run (module docstring): ``regime`` that priced it; the band of its simulated mean
-    TTFT and TPOT (s; None where it has none, ``latency_note`` saying why, else None); the band of its simulated
-    throughput when that is its saturation throughput (req/s; None: ``throughput_note`` says why). ``to_dict`` is
+    TTFT and TPOT (s; None where it has none, ``latency_note`` saying why, else None; ``ttft_note``: why the mean
+    TTFT alone has none — the run sat at its knee, ``knee_note`` — else None); the band of its simulated throughput
+    when that is its saturation throughput (req/s; None: ``throughput_note`` says why). ``to_dict`` is
     ``error_bands`` of ``validate FILE --json``: the sweep's keys for one run."""
 
-    __json__ = ("regime", "ttft_mean", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note")
+    __json__ = ("regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput",
+                "throughput_note")
     regime: str
     ttft_mean: PredictionBand | None
     tpot_mean: PredictionBand | None
     latency_note: str | None
     saturation_throughput: PredictionBand | None
     throughput_note: str | None
+    ttft_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -168,4 +193,4 @@ def run_bands(run: Any, stage: Any) -> RunBands:
     else:
         thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"))
         why = None if thr is not None else NO_REGIME_RUN
-    return RunBands(_regime(run), ttft, tpot, note, thr, why)
+    return RunBands(_regime(run), ttft, tpot, note, thr, why, knee_note(run) if below else None)

@@ -231,6 +231,8 @@ def _band_lines(b: RunBands, rows: list[Any]) -> list[str]:
     out = [] if source is None else [source]
     if b.latency_note:
         out.append(f"no TTFT or TPOT mean band: {b.latency_note}")
+    if b.ttft_note:
+        out.append(f"no TTFT mean band: {b.ttft_note}")
     if b.throughput_note:
         out.append(f"no throughput band: {b.throughput_note}")
     if any(_band_cell(b, row).endswith("✗") for row in rows):

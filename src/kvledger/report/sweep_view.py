@@ -95,6 +95,12 @@ def _band_lines(r: SweepValidation) -> list[str]:
             unbanded.setdefault(why, []).append(fmt_rate(rate))
     for why, rates in unbanded.items():
         out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
+    knee: dict[str, list[str]] = {}
+    for rate, note in zip(r.rates, b.ttft_notes):
+        if note is not None:
+            knee.setdefault(note, []).append(fmt_rate(rate))
+    for why, rates in knee.items():
+        out.append(f"no TTFT band at {', '.join(rates)} req/s: {why}")
     if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
         out.append(OUTSIDE_NOTE)
     out.append(b.knee_note)

@@ -14,7 +14,7 @@ from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, p
 # the bands of an SLO capacity and of the cost decision are in capacity_bands.py: `simulate` reports only the
 # prediction bands, and need not make those two classes
 __all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "band_coverage", "UNBANDED_FIGURES",
-           "PredictionBand", "prediction_bands"]
+           "PredictionBand", "prediction_bands", "knee_withheld", "knee_band_note"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
 NO_BAND_SHORT_RUN = ("no error band: the run was too short to tell whether it kept up (see the note before), so "
@@ -122,3 +122,30 @@ def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = Fals
         lo, hi = band.around(v)
         out[metric] = PredictionBand(v, lo, hi, regime, band.num_runs, band.source)
     return out
+
+
+_ORDINAL = {2: "second", 3: "third", 4: "fourth"}
+
+
+def knee_withheld(bands: dict[str, PredictionBand],
+                  run: Any) -> tuple[dict[str, PredictionBand], dict[str, Any] | None]:
+    """``bands`` without the mean TTFT's when the simulated ``run`` (its records) sat at or past its knee
+    (``kvledger.analyses.serving.knee_rule``), with the knee's figures (``quarter_growth``'s, the rule and its
+    factor: ``simulate --json``'s ``at_knee``); ``bands`` and None when it did not or has no TTFT band. There its
+    mean TTFT measures the queue, whose wait grows as 1/(1 − utilisation), not the step cost's error the band was
+    measured on; TPOT keeps its band (validate withholds a knee's TTFT band alike: ``calibration.sweep_bands``)."""
+    from kvledger.analyses.serving.knee_rule import KNEE_GROWTH, KNEE_RULE, quarter_growth
+
+    g = quarter_growth(run) if "ttft_mean" in bands else None
+    if g is None or not g["grew"]:
+        return bands, None
+    return {k: v for k, v in bands.items() if k != "ttft_mean"}, {**g, "rule": KNEE_RULE, "growth_factor": KNEE_GROWTH}
+
+
+def knee_band_note(knee: dict[str, Any]) -> str:
+    """The one-line reason ``simulate`` gives for a TTFT band withheld at the knee (``knee_withheld``)."""
+    first, peak, nth = knee["first_s"] * 1e3, knee["peak_s"] * 1e3, _ORDINAL[knee["peak_quarter"]]
+    return (f"no TTFT mean error band: the run sat at or past its knee — its mean TTFT grew from {first:,.1f} ms in "
+            f"the first quarter of its arrivals to {peak:,.1f} ms in the {nth} ({knee['ratio']:.1f}×; rule: "
+            f"{knee['rule']}), so it measures the queue, whose wait grows as 1/(1 − utilisation), not the step cost's "
+            "error the band was measured on; TPOT keeps its band; a lower --rate gives a TTFT with a band")

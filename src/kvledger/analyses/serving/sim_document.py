@@ -69,6 +69,8 @@ class SimDocument:
             the loop was closed.
         too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
             None (left out of the JSON) otherwise.
+        at_knee: the run sat at or past its knee (``prediction_bands.knee_withheld``: each quarter of its arrivals'
+            mean TTFT, the rule; no TTFT band); None (left out of the JSON) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
@@ -80,8 +82,8 @@ class SimDocument:
     """
 
     __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "too_short", "error_bands", "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short")
+                "too_short", "at_knee", "error_bands", "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -94,6 +96,7 @@ class SimDocument:
     client_latency: Any = None
     seed_spread: Any = None
     too_short: Any = None
+    at_knee: dict[str, Any] | None = None
 
     @property
     def kept_up(self) -> bool:

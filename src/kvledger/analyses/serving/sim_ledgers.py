@@ -277,7 +277,7 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
 def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
-    from kvledger.analyses.serving.prediction_bands import NO_BAND_SHORT_RUN, NO_LATENCY_BAND, prediction_bands
+    from kvledger.analyses.serving import prediction_bands as pb
     from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.invariants import check_sim_summary
@@ -288,8 +288,11 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
     kept_up = mode.startswith("open loop") and overload is None and short is None
     bands = {} if short is not None else \
-        prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None, kept_up=kept_up)
-    notes += [overload.note, NO_LATENCY_BAND] if overload else [short.note, NO_BAND_SHORT_RUN] if short else []
+        pb.prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None, kept_up=kept_up)
+    bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
+    notes += [overload.note, pb.NO_LATENCY_BAND] if overload else [short.note, pb.NO_BAND_SHORT_RUN] if short else []
+    notes += [pb.knee_band_note(knee)] if knee else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
-                       to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short))
+                       to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
+                       at_knee=knee)

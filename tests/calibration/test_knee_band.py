@@ -1,0 +1,144 @@
+"""A run or sweep stage at or past its knee (kvledger.calibration.knee_growth) keeps no 80% band on its mean TTFT: there
+the mean TTFT measures the queue, not the step-cost error the leave-one-deployment-out band was measured on
+(kvledger.calibration.sweep_bands.knee_note). Its TPOT band stays. Before, validate printed the TTFT band of a flagged
+run as if it held (the Llama-2-7B `general` stage at 20 req/s, bandwidth at 68%: "11.59–63.90 s ✗" beside a run the
+same output called at its knee).
+
+The bands of regime uncalibrated/dense/vllm (src/kvledger/ledgers/data/error_bands.json), as multipliers of a
+simulated figure (low = 1/(1 + q90), high = 1/(1 + q10)):
+  ttft_mean q10 -0.8576980600004923, q90 -0.21515316099918702 → ×1/0.784847 = ×1.274134 … ×1/0.142302 = ×7.027311
+  tpot_mean q10 -0.3211106142937251, q90 -0.031657743349542855 → ×1/0.968342 = ×1.032693 … ×1/0.678889 = ×1.472994
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from kvledger.calibration.compare import Comparison, MetricRow
+from kvledger.calibration.knee_growth import at_knee
+from kvledger.calibration.sweep_bands import knee_note, run_bands, sweep_bands
+from kvledger.calibration.validate import RunValidation, SweepSide, SweepValidation
+from kvledger.cli.main import app
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.ledgers.error_band import METRICS, error_band
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+from kvledger.report.calibration_view import render_validation
+
+RUNS = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs"
+GENERAL = RUNS / "inference-sim-training" / "default_args" / "20260217-231439-llama-2-7b-tp1-general" / "results"
+needs_runs = pytest.mark.skipif(not GENERAL.is_dir(), reason="../shared/data/measured-runs not beside the clone")
+BANDS = {m: error_band("uncalibrated/dense/vllm", m) for m in METRICS}
+
+
+def _run(waits: tuple[float, float, float, float]) -> RunRecords:
+    """40 requests, one every 0.25 s (10 per quarter of the arrivals), each quarter's TTFT ``waits[k]`` s."""
+    recs = [RequestRecord(f"r{i}", 0.25 * i, 100, 10, 0.25 * i + waits[i // 10], 0.25 * i + waits[i // 10] + 1.0)
+            for i in range(40)]
+    return RunRecords(recs, RunMetadata("t", "t"))
+
+
+# quarters 0.5, 0.6, 0.8, 1.25 s: 1.25 / 0.5 = 2.5 × the first ≥ 2 → at its knee; 0.95 / 0.5 = 1.9 < 2 → below
+KNEE = at_knee(_run((0.5, 0.55, 0.6, 0.95)), _run((0.5, 0.6, 0.8, 1.25)))
+
+
+def _validation(knee, ttft=0.79, rate=None) -> RunValidation:
+    """A run with simulated mean TTFT ``ttft`` s (measured 0.5 s) and TPOT 19 ms (measured 20 ms), its regime's
+    bands, below saturation."""
+    rows = [MetricRow("TTFT mean", "s", 0.5, ttft, ttft / 0.5 - 1), MetricRow("TPOT mean", "s", 0.02, 0.019, -0.05),
+            MetricRow("throughput", "req/s", 4.0, 3.98, -0.005)]
+    return RunValidation("r", "f.jsonl", 40, 0, "m", "g", 1, "uncalibrated", {"name": "roofline", "source": "s"},
+                         EngineConfig(num_gpu_blocks=100, max_model_len=512), rate, Comparison("r", rows, 40, 40), {},
+                         None, [], bands=BANDS, at_knee=knee)
+
+
+def _text(r) -> str:
+    """The rendered view, its runs of spaces cut to one."""
+    con = Console(record=True, width=400)
+    render_validation(r, con)
+    return " ".join(con.export_text().split())
+
+
+def test_a_run_at_its_knee_keeps_its_tpot_band_and_no_ttft_band():
+    b = run_bands(_validation(KNEE), None)
+    assert b.ttft_mean is None and b.latency_note is None
+    assert b.ttft_note == knee_note(_validation(KNEE))
+    assert b.ttft_note.startswith("at or past its knee (the simulated run's waits for a first token grew through it)")
+    # TPOT 19 ms × 1.032693 = 19.621 ms … × 1.472994 = 27.987 ms
+    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0196212, 0.0279869), abs=1e-7)
+    assert b.saturation_throughput is None  # below saturation: the throughput is the offered load, as without a knee
+    below = run_bands(_validation(None), None)  # the same run below its knee: TTFT 0.79 s × 1.274134 … × 7.027311
+    assert (below.ttft_mean.low, below.ttft_mean.high) == pytest.approx((1.006566, 5.551576), abs=1e-6)
+    assert below.ttft_note is None
+    d = json.loads(json.dumps(b.to_dict()))
+    assert list(d) == ["regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput",
+                       "throughput_note"]
+    assert d["ttft_mean"] is None and d["ttft_note"].startswith("at or past its knee")
+
+
+def test_both_sides_at_the_knee_say_so():
+    grew = _run((0.5, 0.6, 0.8, 1.25))
+    assert knee_note(SimpleNamespace(at_knee=at_knee(grew, grew))).startswith("at or past its knee (both runs' waits")
+    assert knee_note(SimpleNamespace(at_knee=None)) is None
+
+
+def test_the_single_run_view_shows_no_ttft_band_for_a_run_at_its_knee():
+    run = _validation(KNEE)
+    text = _text(replace(run, error_bands=run_bands(run, None)))
+    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │" in text
+    assert "1,006.6" not in text  # the band around 0.79 s (× 1.274134 = 1,006.6 ms …), not shown
+    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 19.6–28.0 ms │" in text
+    assert "no TTFT mean band: at or past its knee (the simulated run's waits for a first token grew" in text
+    below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 1.274134 …
+    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 1,006.6–5,551.6 ms ✗ │" in \
+           _text(replace(below, error_bands=run_bands(below, None)))
+
+
+def _stage(rate: float) -> SimpleNamespace:
+    return SimpleNamespace(requested_rate=rate, achieved_rate=rate, requests_per_s=rate)  # below saturation
+
+
+def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
+    # 2 req/s below its knee: TTFT 200 ms × 1.274134 = 254.8 ms … × 7.027311 = 1,405.5 ms; 4 req/s at its knee: TTFT
+    # 790 ms (no band); both TPOT 19 ms → 19.6–28.0 ms
+    runs = [_validation(None, 0.2, rate=2.0), _validation(KNEE, rate=4.0)]
+    b = sweep_bands(runs, [_stage(2.0), _stage(4.0)], 3.98)
+    assert b.ttft_mean[1] is None and b.ttft_notes == [None, knee_note(runs[1])] and b.stage_notes == [None, None]
+    assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.2548268, 1.4054622), abs=1e-7)
+    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0196212, 0.0279869), abs=1e-7)
+    side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
+    text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
+    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 254.8–1,405.5 ms │ 20.0 ms │ -5.0% │ 19.6–28.0 ms │" in text
+    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 19.6–28.0 ms │" in text
+    assert "1,006.6" not in text  # the 4 req/s stage's TTFT band (0.79 s × 1.274134 …), withheld
+    assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
+    d = json.loads(json.dumps(b.to_dict()))
+    assert d["ttft_mean"][1] is None and d["ttft_notes"][0] is None and d["ttft_notes"][1].startswith("at or past")
+
+
+@needs_runs
+def test_a_real_sweep_withholds_the_ttft_band_of_its_stage_at_the_knee():
+    # the Llama-2-7B `general` stages at 8 and 20 req/s, bandwidth at 68% of peak: the 20 req/s replay's mean TTFT
+    # grew 3.6× through the stage (its 10.77 s would have had the band × 1.274134 … × 7.027311 = 13.72–75.65 s); the
+    # 8 req/s stage stays below its knee and keeps both bands
+    stages = [str(GENERAL / f"stage_{k}_lifecycle_metrics.json") for k in (0, 1)]
+    argv = ["validate", *stages, "--sweep", "--gpu", "h100-sxm", "--gpu-profile", "none",
+            "--achievable-bandwidth-fraction", "0.68"]
+    text, js = CliRunner().invoke(app, argv, env={"COLUMNS": "250"}), CliRunner().invoke(app, [*argv, "--json"])
+    assert text.exit_code == 0 and js.exit_code == 0, text.output + js.output
+    d, out = json.loads(js.output), " ".join(text.output.split())
+    b = d["error_bands"]
+    assert d["at_knee_rates"] == [20.0] and b["stage_notes"] == [None, None]
+    assert b["ttft_mean"][0] is not None and b["ttft_mean"][1] is None
+    assert b["ttft_notes"][0] is None and b["ttft_notes"][1].startswith("at or past its knee (the simulated run's")
+    tpot = next(r["predicted"] for r in d["runs"][1]["comparison"]["rows"] if r["metric"] == "TPOT mean")
+    assert b["tpot_mean"][1]["low"] == pytest.approx(tpot / (1 - 0.031657743349542855), rel=1e-12)
+    assert "13.72" not in out and "75.65" not in out
+    assert "│ 20.00 │ 51.9 ms │" in out and "↗ │ — │ 16.6 ms │" in out
+    assert "no TTFT band at 20.00 req/s: at or past its knee" in out
