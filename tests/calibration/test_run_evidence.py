@@ -101,3 +101,24 @@ def test_each_distserve_run_is_replayed_under_the_padding_rule_its_record_shows(
     assert setup.config.max_paddings == 256
     assert batching(run.measured.records) == (45, 0)  # measured
     assert batching(replay(run, setup.config, setup.cost).records.records) == (34, 0)  # replayed capped
+
+
+def test_decode_steps_read_by_hand():
+    from kvledger.calibration.run_evidence import decode_steps_read
+
+    # A: first token 1.0 s, finish 2.0 s, 11 tokens (10 decode steps); B: 1.3 → 1.8 s, 2 tokens; C: 0.5 → 1.5 s,
+    # 3 tokens. Prompt steps end at 0.5 (C), 1.0 (A), 1.3 (B), each priced 0.1 s.
+    # A: the step ending at 1.3 lies in (1.0, 2.0] → d = (1.0 − 0.1)/10 = 0.09 s, 1/10 prompt steps per decode step;
+    #    decoding meanwhile: A 1.0 s + B 0.5 s + C 0.5 s of overlap over 1.0 s = 2.0.
+    # B: no step in (1.3, 1.8] → d = 0.5/1; overlap A 0.5 + B 0.5 + C 0.2 over 0.5 s = 2.4.
+    # C: steps at 1.0 and 1.3 in (0.5, 1.5] → d = (1.0 − 0.2)/2 = 0.4, 2/2 = 1 per decode step; overlap C 1.0 +
+    #    A 0.5 + B 0.2 over 1.0 s = 1.7. Rows come in first-token order: C, A, B.
+    recs = [_rec(0, 100, 1.0, 2.0, out=11), _rec(1, 100, 1.3, 1.8, out=2), _rec(2, 100, 0.5, 1.5, out=3)]
+    rows = decode_steps_read(recs, lambda step: 0.1, min_output_tokens=2)
+    assert rows.ravel().tolist() == pytest.approx([1.7, 0.4, 1.0, 2.0, 0.09, 0.1, 2.4, 0.5, 0.0])
+    # only A has ≥ 11 output tokens; the prompt step's price is the caller's (here its prompt tokens, s)
+    rows = decode_steps_read(recs, lambda step: sum(step.prompt_tokens) / 1000, min_output_tokens=11)
+    assert rows.ravel().tolist() == pytest.approx([2.0, 0.09, 0.1])
+    with pytest.raises(InputError, match="min_output_tokens"):
+        decode_steps_read(recs, lambda step: 0.1, min_output_tokens=1)
+    assert decode_steps_read([], lambda step: 0.1).shape == (0, 3)
