@@ -182,9 +182,11 @@ def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
     from kvledger.analyses.search.frontier import caveats, cost_frontier, rejections_by_reason
 
     def e(cid, usd_month, tok_user, gpu="nvidia_h100_sxm", conf="high"):
-        return {"id": cid, "gpu_id": gpu, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+        return {"id": cid, "gpu_id": gpu, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0,
+                                                   "usd_per_mtok_input": 0.1, "usd_per_mtok_output": 0.5},
                 "sizing": {"monthly_usd": usd_month, "num_gpus": 1}, "price": {"confidence": conf, "provider": "P",
-                "instance_type": "i"}, "capacity": {"goodput_req_per_s": 1.0, "tok_per_s_per_user": tok_user}}
+                "instance_type": "i"}, "capacity": {"goodput_req_per_s": 1.0, "tok_per_s_per_user": tok_user,
+                                                    "goodput_input_tok_per_s": 100.0, "goodput_output_tok_per_s": 20.0}}
 
     # cheap ($100, 10 tok/s/user): cheapest, slowest, on the frontier; fast ($200, 40): dearer but faster, on it;
     # worse ($300, 15): fast costs less and is faster, so it dominates worse (cheap does not: 10 < 15)

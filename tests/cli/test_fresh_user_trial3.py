@@ -33,8 +33,10 @@ def test_one_count_parser_reads_suffixes_exponents_and_underscores(text, value):
     assert parse_count(text) == value  # K, M, B, T: steps of 10^3 (3B = 3 × 10^9, as the outputs write it)
 
 
-def test_context_sizes_keep_their_powers_of_two_through_the_same_parser():
-    assert (parse_tokens("8K"), parse_tokens("128k"), parse_tokens("1M")) == (8192, 131072, 1048576)
+def test_context_sizes_read_suffixes_as_vllm_does():
+    # vLLM's human_readable_int (--max-model-len): uppercase binary, lowercase decimal. 8K = 8 × 1,024 = 8,192;
+    # 128k = 128 × 1,000 = 128,000 (until 2026-12 kvledger read it as 131,072, what vLLM does not); 1M = 2^20.
+    assert (parse_tokens("8K"), parse_tokens("128k"), parse_tokens("1M")) == (8192, 128000, 1048576)
     assert parse_tokens("8_192") == 8192
     with pytest.raises(InputError, match="whole, positive number of tokens"):
         parse_tokens("0.5")

@@ -19,7 +19,8 @@ MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledg
                                      "folder, or a Hub id.")
 GPU_OPT = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file.")
 TP_OPT = option(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
-MAX_LEN_OPT = option(EngineFlags, "max_model_len", help="Tokens (8192, 8K, 128K); default: from the config.")
+MAX_LEN_OPT = option(EngineFlags, "max_model_len",
+                     help="Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config.")
 UTIL_OPT = option(EngineFlags, "gpu_memory_utilization", help="vLLM fraction of the device total (default by version).")
 AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. "
                                                              "11.47GiB; a bare number is GiB).")
@@ -45,8 +46,8 @@ class TargetFlags:
     ``flag_groups.with_groups``; the field names are the commands' parameter names, which ``cli/limits.py`` reads)."""
 
     tp: int = flag_like(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
-    max_model_len: str | None = flag_like(EngineFlags, "max_model_len",
-                                          help="Tokens (8192, 8K, 128K); default: from the config.")
+    max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
+        "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag_like(EngineFlags, "gpu_memory_utilization",
                                                      help="vLLM fraction of the device total (default by version).")
     available_kv_memory: str | None = flag("--available-kv-memory", help=AVAIL_OPT.help)

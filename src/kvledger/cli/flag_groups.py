@@ -104,7 +104,8 @@ class EngineFlags:
         "vLLM version whose defaults to apply; with --policy sglang, the SGLang release's (0.4.0 on)."))
     tp: int | None = flag("--tp", "--tensor-parallel-size", help=(
         "Tensor-parallel degree (default 1); GPUs = replicas × TP."))
-    max_model_len: str | None = flag("--max-model-len", help="Tokens (8192, 8K); default: from the config.")
+    max_model_len: str | None = flag("--max-model-len", help=(
+        "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help=(
         "vLLM fraction of device memory (not with --policy sglang)."))
     mem_fraction_static: float | None = flag("--mem-fraction-static", help=(

@@ -231,6 +231,9 @@ def _run_command() -> bool:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    from kvledger.cli.token_flags import print_suffix_notes
+
+    print_suffix_notes(argv)  # "8k = 8,000 tokens (vLLM's rule …)": a lowercase suffix is said before the command runs
     try:
         if argv[:1] == ["simulate"]:
             # No garbage collection while a plain simulate runs (the simulator turns it off for its loop already):

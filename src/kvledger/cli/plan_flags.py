@@ -24,7 +24,7 @@ class PlanFlags:
     pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
         "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
     max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
-        "Tokens (8192, 8K, 128K); default: from the config."))
+        "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     context: list[str] | None = flag("--context", help=(
         "Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."))
     gpu_memory_utilization: float | None = flag_like(EngineFlags, "gpu_memory_utilization", help=(

@@ -36,7 +36,8 @@ class ReportEngineFlags:
 
     tp: int | None = flag("--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1).")
     engine_version: str | None = flag("--engine-version", help="vLLM version whose rules and defaults to apply.")
-    max_model_len: str | None = flag("--max-model-len", help="Tokens (8192, 8K); default: from the config.")
+    max_model_len: str | None = flag("--max-model-len", help=(
+        "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")

@@ -109,12 +109,11 @@ def _api(con: Any, result: Any) -> None:
         return
     line = (f"API {a['key']} (list price as of {a['as_of']}): ${a['usd_per_mtok_input']:.3f} per Mtok in, "
             f"${a['usd_per_mtok_output']:.3f} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, cache "
-            f"hits "
-            f"{a['mix']['cache_hit_rate']:.0%})")
+            f"hits {a['mix']['cache_hit_rate']:.0%})")
     if a.get("monthly_usd") is not None:
         line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + "
-                 f"{a['monthly_output_tokens'] / 1e6:,.0f} "
-                 f"M out tokens per month) costs ${a['monthly_usd']:,.0f} per month")
+                 f"{a['monthly_output_tokens'] / 1e6:,.0f} M out tokens per month) costs ${a['monthly_usd']:,.0f} "
+                 "per month")
         w = (result.winner or {}).get("sizing")
         if w:
             line += (" — the API is cheaper than the winner's GPUs alone" if a["monthly_usd"] < w["monthly_usd"] else
@@ -166,8 +165,7 @@ def _screening(con: Any, result: Any, verbose: bool) -> None:
     m = s.smallest_margin
     line = (f"simulated: {s.simulated} of {s.planned} planned; decided by bound: {s.decided_by_bound} "
             f"(cannot win, be the runner-up or reach a frontier), {s.slo_rejected_by_bound} rejected by their "
-            f"TTFT/TPOT bounds, {s.lighter_loads_decided_by_bound} lighter operating points off the frontier by "
-            "bound")
+            f"TTFT/TPOT bounds, {s.lighter_loads_decided_by_bound} lighter operating points off the frontier by bound")
     if s.decided_by_bound:
         line += (f"; smallest margins: cost {m.rank:.1%} above the runner-up, {m.cost_frontier:.1%} inside the "
                  f"cost frontier, {m.frontier:.1%} inside the frontier")
@@ -212,11 +210,27 @@ def _winner_line(result: Any) -> str:
         band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
                 if m.band_low is not None else f"±{m.band:.0%} capacity band")
         own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
-        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}"
+        flags.append(f"runner-up {m.runner_up} " + ("at the same cost" if m.gap == 0 else f"only {m.gap:.0%} dearer")
+                     + f", inside the {band}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return (f"winner: {w['id']} — {bill}, SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica "
             f"({cap['goodput_req_per_s']:,.2f} good req/s there)"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
+
+
+_TIE_FIGURES = {"USD per Mtok of good tokens": ("$", ".4f", " (input and output; the lower first)"),
+                "tokens/s per user": ("", ",.1f", " (the faster first)"), "candidate order": ("#", ".0f", "")}
+
+
+def _tie_line(result: Any) -> str | None:
+    """What put the winner before a runner-up of the same cost (``order.tie_break``), None without a tie."""
+    t = result.summary().tie_break
+    if t is None:
+        return None
+    unit, fmt, how = _TIE_FIGURES[t.by]
+    tied = f"${t.tied_value:,.2f}/month" if t.tied_on == "monthly bill" else f"${t.tied_value:.4f} per 1k good requests"
+    return (f"tie: the winner and the runner-up {t.runner_up} have the same {t.tied_on} ({tied}); broken by {t.by}"
+            f"{how}: {unit}{t.winner_value:{fmt}} against {unit}{t.runner_up_value:{fmt}}")
 
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
@@ -258,6 +272,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(_no_winner_line(result)))
     else:
         con.print(f"[bold]{escape(_winner_line(result))}[/]")
+        if (tie := _tie_line(result)) is not None:
+            con.print(escape(tie))
         con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
     _api(con, result)
     if result.ranking:
@@ -276,13 +292,9 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]
-        con.print(
-            escape(
-                f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
-                f"{pr['instance_type']} "
-                f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"
-            )
-        )
+        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
+                         f"{pr['instance_type']} ({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} "
+                         f"confidence; {pr['source']})"))
         print_launch(con, w["id"], w["launch"], "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))

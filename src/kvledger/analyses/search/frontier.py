@@ -3,7 +3,9 @@ at SLO capacity), rejections grouped by reason, and what a candidate's ranking r
 rules not validated on its GPU).
 
 Cost frontier: candidate a dominates b when a costs no more and serves each user at least as fast, and is strictly
-better on one. The cheapest feasible candidate (ties: the faster) is never dominated, so it is always on the frontier.
+better on one; the cost is ``order.cost_key``'s, the bill with USD per Mtok of good tokens deciding a tie of the bill
+(of two at one bill, the one whose bill buys more good tokens is the cheaper). The winner (``order.ranked``: the
+cheapest, ties to the faster) is never dominated, so it is always on the frontier.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.search.order import rank_key
+from kvledger.analyses.search.order import bill_key, first_cost, usd_per_mtok_good
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
            "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
@@ -29,8 +31,9 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
     cap, siz = e["capacity"], e.get("sizing") or {}
     return {
         "id": e["id"],
-        "cost": rank_key(e)[0],
+        "cost": siz["monthly_usd"] if siz else e["cost"]["usd_per_1k_requests"],
         "monthly_usd": siz.get("monthly_usd"),
+        "usd_per_mtok_good": usd_per_mtok_good(e),
         "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"],
         "tok_per_s_per_user": cap.get("tok_per_s_per_user") or 0.0,
         "goodput_req_per_s": cap["goodput_req_per_s"],
@@ -38,11 +41,16 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _key(p: dict[str, Any]) -> tuple[float, float]:
+    """A frontier point's cost as ``order.cost_key`` compares it (the bill to the cent, then USD per Mtok good)."""
+    return (bill_key(p["cost"]) if p["monthly_usd"] is not None else p["cost"]), p["usd_per_mtok_good"]
+
+
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return (
-        a["cost"] <= b["cost"]
+        _key(a) <= _key(b)
         and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
-        and (a["cost"] < b["cost"] or a["tok_per_s_per_user"] > b["tok_per_s_per_user"])
+        and (_key(a) < _key(b) or a["tok_per_s_per_user"] > b["tok_per_s_per_user"])
     )
 
 
@@ -50,13 +58,13 @@ def cost_frontier(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     """(frontier points by rising cost, [{id, dominated_by}] for the rest: the cheapest candidate dominating it)."""
     pts = [_point(e) for e in feasible]
     front = sorted(
-        (p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (p["cost"], -p["tok_per_s_per_user"])
+        (p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (*_key(p), -p["tok_per_s_per_user"])
     )
     dominated = []
     for p in pts:
         if p in front:
             continue
-        by = min((q for q in pts if _dominates(q, p)), key=lambda q: (q["cost"], q["id"]))
+        by = min((q for q in pts if _dominates(q, p)), key=lambda q: (*_key(q), q["id"]))
         dominated.append({"id": p["id"], "dominated_by": by["id"]})
     return front, dominated
 
@@ -139,7 +147,7 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
     the step cost's own scope (``_capacity_band``)."""
     if len(ranked) < 2:
         return None
-    a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
+    a, b = first_cost(ranked[0]), first_cost(ranked[1])
     gap = b / a - 1.0 if a > 0 else float("inf")
     cb = ranked[0].get("capacity_band") or {}
     if "low_multiplier" not in cb and band_of is not None and (own := band_of(ranked[0])) is not None:

@@ -6,12 +6,16 @@ output tokens/s per GPU at most so much) its rank key is at least ``key_lower`` 
 bill with the fewest replicas the capacity bound allows, or USD per 1k requests at that capacity —
 and it is decided, unsimulated, when all three hold against simulated feasible candidates:
 
-* rank: its key's lower bound is above the runner-up's key (so the winner, the runner-up and the
+* rank: its cost's lower bound is above the runner-up's cost (so the winner, the runner-up and the
   margin between them are those of the exhaustive search, and every simulated candidate keeps
   its place relative to the others);
-* cost frontier: one candidate costs no more than its lower bound and serves each user at least
-  as fast as its bound, better on one;
+* cost frontier: one candidate costs less than its lower bound and serves each user at least
+  as fast as its bound;
 * frontier: one operating point is at least as good as both its bounds, better on one.
+
+A bill equal to the lower bound decides nothing: a tie of the bill is broken by USD per Mtok of good tokens
+(``order.rank_key``), of which no lower bound is proven, so a candidate whose bound ties a simulated bill is
+simulated.
 
 A point that dominates the bound dominates every point the candidate could have, and
 dominance is transitive, so the frontiers are those of the exhaustive search. A candidate
@@ -28,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.search.order import rank_key
+from kvledger.analyses.search.order import bill_key, first_cost, ranked
 
 __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", "screen_by_bounds", "rounds",
            "Margins", "Screening", "screening"]
@@ -42,8 +46,9 @@ loads decided by bound against 147."""
 
 
 def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) -> tuple[float, float]:
-    """Lower bound on ``rank_key`` of a planned entry with ``bounds`` (``evaluate``'s sizing and cost formulas at the
-    capacity bound: both fall as the capacity rises).
+    """(lower bound on the first figure of ``rank_key``, lower bound on USD per 1k good requests at SLO capacity) of a
+    planned entry with ``bounds`` (``evaluate``'s sizing and cost formulas at the capacity bound: both fall as the
+    capacity rises); the second orders the simulations only (``simulation_order``).
 
     The sizing divides offered req/s by the SLO capacity (offered req/s), so the bound must hold for the offered rate
     too: at a rate R the search counts as met the engine keeps pace (a probe whose queue grows counts as missing), so
@@ -57,7 +62,7 @@ def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) ->
     at_cap = gpus * usd_h * 1000.0 / (3600.0 * cap)
     if rate_req_per_s is not None:
         replicas, _ = size_for_load(rate_req_per_s, cap, spec.max_utilization)
-        return replicas * gpus * usd_h * HOURS_PER_MONTH, at_cap
+        return bill_key(replicas * gpus * usd_h * HOURS_PER_MONTH), at_cap
     return at_cap / spec.utilization, at_cap
 
 
@@ -80,19 +85,19 @@ def decide(entry: dict[str, Any], key_lb: tuple[float, float], feasible: list[di
     (``frontier``), each with its margin (how far the bound is inside the deciding figure, as a fraction); None for a
     condition not proven."""
     b = entry["bounds"]
-    ranked = sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))
+    best = ranked(feasible, order)
     out: dict[str, dict[str, Any] | None] = {"rank": None, "cost_frontier": None, "frontier": None}
-    if len(ranked) >= 2 and key_lb > rank_key(ranked[1]):
-        runner = rank_key(ranked[1])[0]
-        out["rank"] = {"key_lower_bound": key_lb[0], "runner_up": ranked[1]["id"], "runner_up_key": runner,
+    if len(best) >= 2 and key_lb[0] > first_cost(best[1]):  # an equal bill could win on USD per Mtok good
+        runner = first_cost(best[1])
+        out["rank"] = {"key_lower_bound": key_lb[0], "runner_up": best[1]["id"], "runner_up_key": runner,
                        "margin": _gap(key_lb[0], runner)}
     user_ub, gpu_ub = b["tok_per_s_per_user"], b["output_tok_per_s_per_gpu"]
-    cost_by = next((e for e in ranked if _cost_dominates(e, key_lb[0], user_ub)), None)
+    cost_by = next((e for e in best if _cost_dominates(e, key_lb[0], user_ub)), None)
     if cost_by is not None:
         cap_user = cost_by["capacity"].get("tok_per_s_per_user") or 0.0
-        out["cost_frontier"] = {"by": cost_by["id"], "margin": min(_gap(key_lb[0], rank_key(cost_by)[0]),
+        out["cost_frontier"] = {"by": cost_by["id"], "margin": min(_gap(key_lb[0], first_cost(cost_by)),
                                                                    _gap(cap_user, user_ub))}
-    pts = [(e["id"], p) for e in ranked for p in (e["capacity"].get("operating_points") or [])]
+    pts = [(e["id"], p) for e in best for p in (e["capacity"].get("operating_points") or [])]
     point_by = next(((i, p) for i, p in pts if _point_dominates(p, user_ub, gpu_ub)), None)
     if point_by is not None:
         out["frontier"] = {"by": point_by[0], "at_rate_req_per_s": point_by[1]["rate_req_per_s"],
@@ -115,8 +120,9 @@ def _gap(big: float, small: float) -> float:
 
 
 def _cost_dominates(e: dict[str, Any], cost_lb: float, user_ub: float) -> bool:
-    cost, user = rank_key(e)[0], e["capacity"].get("tok_per_s_per_user") or 0.0
-    return cost <= cost_lb and user >= user_ub and (cost < cost_lb or user > user_ub)
+    """``e`` dominates every candidate costing at least ``cost_lb`` and serving each user at most ``user_ub`` fast on
+    the cost frontier: strictly cheaper (at an equal bill the other might buy more good tokens, ``order.cost_key``)."""
+    return first_cost(e) < cost_lb and (e["capacity"].get("tok_per_s_per_user") or 0.0) >= user_ub
 
 
 def _point_dominates(p: dict[str, Any], user_ub: float, gpu_ub: float) -> bool:

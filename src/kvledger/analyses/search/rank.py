@@ -1,8 +1,8 @@
 """Ranking, Pareto frontier and the search's result object, from the ledger entries (plain dicts) of every candidate.
 
-Rank: feasible candidates by the monthly bill for the load when one is given, else by USD per
-1,000 good requests at the utilization; ties (the same GPUs rented) by USD per 1,000 good requests
-with every GPU at its SLO capacity (the one with more headroom first), then by candidate order. Frontier: good
+Rank (``order.ranked``): feasible candidates by the monthly bill for the load when one is given, else by USD per
+1,000 good requests at the utilization; ties (the same bill) by USD per million good tokens, then by tokens/s per
+user, then by candidate order; the winner's ``tie_break`` says which decided. Frontier: good
 output tokens/s per GPU against tokens/s per user (1 ÷ median TPOT) over every candidate's
 operating points — its SLO capacity and lighter loads (``capacity.LOAD_FRACTIONS``) — as the
 load falls each user gets faster tokens and each GPU serves fewer. A point is dominated when
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.search.frontier import RankingMargin, ranking_margin
-from kvledger.analyses.search.order import rank_key
+from kvledger.analyses.search.order import TieBreak, first_cost, rank_key, ranked, tie_break
 from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.jsonable import to_jsonable
@@ -97,7 +97,11 @@ class SearchResult:
         from kvledger.analyses.search.frontier import caveats
 
         w = self.winner
-        return None if w is None else Winner(w["id"], w["launch"], caveats(w), self.margin())
+        if w is None:
+            return None
+        order = {e["id"]: n for n, e in enumerate(self.entries)}  # entries are in candidate order
+        runner = self.entry(self.ranking[1]) if len(self.ranking) > 1 else None
+        return Winner(w["id"], w["launch"], caveats(w), self.margin(), tie_break(w, runner, order))
 
     def rejections(self) -> list[dict[str, Any]]:
         """[{reason, count, ids}] of the candidates not feasible (``frontier.rejections_by_reason``)."""
@@ -122,12 +126,14 @@ class SearchResult:
 @dataclass(frozen=True)
 class Winner:
     """The ranking's first candidate as ``--json`` names it: id, launch commands, what its figures rest on that is
-    not validated, and the runner-up's cost gap (``SearchResult.margin``)."""
+    not validated, the runner-up's cost gap (``SearchResult.margin``) and, when the two cost the same, the figure
+    that put it first (``order.tie_break``; None otherwise)."""
 
     id: str
     launch: Any
     caveats: list[str]
     margin: RankingMargin | None
+    tie_break: TieBreak | None = None
 
 
 def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -187,7 +193,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     """Rank the feasible entries, find the frontier and price the API side; ``entries`` in candidate order."""
     order = {e["id"]: n for n, e in enumerate(entries)}
     feasible = [e for e in entries if e["status"] == "feasible"]
-    ranking = [e["id"] for e in sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))]
+    ranking = [e["id"] for e in ranked(feasible, order)]
     from kvledger.analyses.search.frontier import cost_frontier
 
     frontier, dominated = pareto(feasible)
@@ -208,7 +214,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     notes += [client.note()] if client is not None else []  # simulate's line: what was added to TTFT/E2E, and whence
 
     by_id = {e["id"]: e for e in feasible}
-    notes += band_notes(spec, [by_id[i] for i in ranking], lambda e: rank_key(e)[0])
+    notes += band_notes(spec, [by_id[i] for i in ranking], first_cost)
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
     cfront, cdom = cost_frontier(feasible)

@@ -6,7 +6,7 @@ runner-up (``RankingMargin`` is their gap on the first seed). So the two are eac
 (``evaluate.evaluate_candidate``: the same capacity search, cost and sizing, one ledger) with seeds
 ``--seed`` + 1 … + N − 1, only the seed changed, one after the other: 2 (N − 1) capacity searches. The rest of the
 ranking stays the first seed's. Per seed: each one's SLO capacity, goodput, USD per 1M output tokens, the rank value
-(``order.rank_key``: the monthly bill, or USD per 1,000 good requests), and whether the winner is still first (a
+(``order.first_cost``: the monthly bill, or USD per 1,000 good requests), and whether the winner is still first (a
 candidate with no capacity at a seed ranks last there). A workload that draws nothing from the seed (a trace at its own
 arrival times) is not re-run: the first seed stands for every seed (``seed_spread.seed_used``).
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
-from kvledger.analyses.search.order import rank_key
+from kvledger.analyses.search.order import first_cost, rank_key
 from kvledger.analyses.serving.seed_spread import seed_range_text, seed_used, value_spread
 
 __all__ = ["SeedCheck", "seed_check", "attach_seed_check"]
@@ -32,14 +32,17 @@ def _figures(e: dict[str, Any]) -> dict[str, Any]:
                 "usd_per_mtok_output": None, "rank_value": None}
     return {"id": e["id"], "status": "feasible", "boundary_rate_req_per_s": e["capacity"]["boundary_rate_req_per_s"],
             "goodput_req_per_s": e["capacity"]["goodput_req_per_s"],
-            "usd_per_mtok_output": e["cost"]["usd_per_mtok_output"], "rank_value": rank_key(e)[0]}
+            "usd_per_mtok_output": e["cost"]["usd_per_mtok_output"], "rank_value": first_cost(e)}
 
 
 def _first(entries: list[dict[str, Any]]) -> bool:
     """The winner ranks before the runner-up at this seed (an infeasible one ranks last)."""
     if len(entries) < 2 or entries[1]["status"] != "feasible":
         return entries[0]["status"] == "feasible" or len(entries) < 2
-    return entries[0]["status"] == "feasible" and rank_key(entries[0]) <= rank_key(entries[1])
+    if entries[0]["status"] != "feasible":
+        return False
+    a, b = first_cost(entries[0]), first_cost(entries[1])
+    return a < b or (a == b and rank_key(entries[0]) <= rank_key(entries[1]))  # a tie: the ranking's next figures
 
 
 @dataclass(frozen=True)
