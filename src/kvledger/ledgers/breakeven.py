@@ -103,8 +103,8 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     if v_star == 0.0:
         v_star, replicas = (R + P) / a, 1
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
-               input_tokens_per_month=v_star * cap.mean_input_tokens,
-                   output_tokens_per_month=v_star * cap.mean_output_tokens,
+               input_tokens_per_month=v_star * cap.workload_input_tokens_mean,
+                   output_tokens_per_month=v_star * cap.workload_output_tokens_mean,
                reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the "
                       "API")
     return out

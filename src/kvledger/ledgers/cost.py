@@ -34,15 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.load_share import LoadShare, run_seed
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ledgers.prefill_share import measured_prefill_share
 from kvledger.ledgers.tier_items import KvTierBill, tier_items
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
@@ -50,9 +49,6 @@ from kvledger.records import RunRecords
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
 
 HOURS_PER_MONTH = 730.0
-OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each "
-                    "step, "
-                    "as a prompt's chunk can take most of a step's time while its TTFT is a few steps long")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +118,9 @@ class Capacity:
     on ``slo_capacity_req_per_s``, the highest offered req/s at which the target share meets the SLO (a rate search);
     a measured file has none and its goodput stands in (conservative). Utilization is offered load ÷ that; the good
     requests at it are the offered ones × goodput ÷ SLO capacity (the good share at the boundary), so good tokens/s at
-    utilization u are u × the good rates below."""
+    utilization u are u × the good rates below — unless ``load`` holds a run at the volume's load per replica
+    (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``: mean tokens per completed request of the
+    run (the workload's mix, which splits a monthly token volume); ``seed``: the run's workload seed, where stated."""
 
     goodput_req_per_s: float
     good_input_tok_per_s: float
@@ -134,6 +132,27 @@ class Capacity:
     estimate: bool
     prefill_floor: dict[str, Any] | None = None
     slo_capacity_req_per_s: float | None = None
+    mix_input_tokens: float | None = None
+    mix_output_tokens: float | None = None
+    seed: int | None = None
+    load: LoadShare | None = None
+
+    @property
+    def workload_input_tokens_mean(self) -> float:  # the workload's mix: all completed requests, else the good ones
+        return self.mix_input_tokens if self.mix_output_tokens else self.mean_input_tokens
+
+    @property
+    def workload_output_tokens_mean(self) -> float:
+        return self.mix_output_tokens if self.mix_output_tokens else self.mean_output_tokens
+
+    def good_tok_per_s(self, kind: str, u: float) -> tuple[float, float, str]:
+        """(good ``kind`` tokens per second, × this factor, one replica serves at utilization ``u``; how, × 3600 for an
+        hour's): the run at the volume's load (``load``; factor 1), else the capacity run's good rate × ``u``."""
+        if self.load is not None:
+            tok_s = self.load.tok_per_s(kind)
+            return tok_s, 1.0, f"{tok_s:,.1f} good {kind} tok/s in {self.load.words()} × 3600"
+        tok_s = self.good_input_tok_per_s if kind == "input" else self.good_output_tok_per_s
+        return tok_s, u, f"{tok_s:,.1f} good {kind} tok/s × 3600 × utilization {u:.2f}"
 
     @property
     def sizing_req_per_s(self) -> float:  # offered req/s a replica is sized on: the SLO capacity, else the goodput
@@ -154,70 +173,6 @@ class Capacity:
         return self.good_output_tok_per_s / self.goodput_req_per_s
 
 
-def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult,
-                            floor: PrefillFloor | str | None) -> tuple[float, str]:
-    split = run.metadata.extra.get("gpu_time_split") if isinstance(run, RunRecords) else None
-    if split and split.get("gpu_s", 0) > 0:
-        return split["prefill_share"], (f"simulated step attribution: Σ prefill-attributed step time ÷ Σ step time "
-                                        f"({split['prefill_gpu_s']:.4g} ÷ {split['gpu_s']:.4g} GPU-s, all requests), "
-                                        f"{split['rule']}, "
-                                        f"step cost {split['cost_model']}")
-    try:
-        share, how = _occupancy_share(run, gp)
-    except InputError:
-        if not isinstance(floor, PrefillFloor):
-            raise
-        return floor.share, f"{floor.text} (no occupancy split: {_missing_for_split(run)})"
-    if not isinstance(floor, PrefillFloor):
-        return share, how + f"; no roofline floor under it: {floor or 'not computed'}"
-    if floor.share > share:
-        return floor.share, f"{floor.text}; {floor.share_text()}, raised from the {how}"
-    return share, f"{how}; above the {floor.text}; {floor.share_text()}"
-
-
-def _occupancy_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
-    if isinstance(run, RunRecords) and gp.good_mask is not None:
-        cols = columns_from(run)
-        good = gp.good_mask
-        ttft, e2e = float(cols.ttft_s()[good].sum()), float(cols.e2e_s()[good].sum())
-        if e2e > 0 and np.isfinite(ttft):
-            return (
-                ttft / e2e,
-                f"occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests ({OCCUPANCY_CAVEAT})",
-            )
-    if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
-        t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
-        if t is not None and e:
-            return (
-                t / e,
-                f"occupancy split mean TTFT ÷ mean E2E from the file's aggregates, all completed requests "
-                f"({OCCUPANCY_CAVEAT})",
-            )
-    raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass "
-                     f"--prefill-share "
-                     "(share of GPU time charged to input tokens)")
-
-
-def _missing_for_split(run: RunRecords | AggregateRun) -> str:
-    """What the prefill/decode split (mean TTFT ÷ mean E2E, or Σ TTFT ÷ Σ E2E over good requests) lacks in this run."""
-    if isinstance(run, RunRecords):
-        return "the good requests have no TTFT or E2E (a non-streaming run has no first-token time)"
-    have = []
-    for name, key in (("TTFT", "ttft"), ("E2E", "e2e")):
-        m = run.metrics.get(key)
-        if m is None:
-            have.append(f"no {name} at all")
-        elif m.mean_s is None:
-            pts = ", ".join(f"p{p:g}" for p in sorted(m.percentiles_s)) or "no statistic"
-            have.append(f"{name} only as {pts} (no mean)")
-    text = "the split is mean TTFT ÷ mean E2E, and the file gives " + " and ".join(have)
-    t, e = run.metrics.get("ttft"), run.metrics.get("e2e")
-    if t is not None and e is not None and t.percentiles_s.get(50.0) is not None and e.percentiles_s.get(50.0):
-        tm, em = t.percentiles_s[50.0], e.percentiles_s[50.0]
-        text += f" (the medians' ratio, {tm:.3g} s ÷ {em:.3g} s = {tm / em:.3f}, is a rough stand-in)"
-    return text
-
-
 def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None,
                   floor: PrefillFloor | str | None = None, *, slo_capacity_req_per_s: float | None = None) -> Capacity:
     """One replica's measured good token rates and the prefill share (``floor``: the roofline floor under a measured
@@ -235,13 +190,16 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     if not gp.goodput_input_tok_per_s:
         raise InputError(f"{gp.file}: the run states no input token counts, so the input side cannot be priced")
     if prefill_share is None:
-        share, how = _measured_prefill_share(run, gp, floor)
+        share, how = measured_prefill_share(run, gp, floor)
     else:
         share, how = prefill_share, "given by the user (--prefill-share)"
+    done = gp.throughput_req_per_s  # completed req/s: the workload's mix where the run gives its token counts
+    mix = (gp.throughput_input_tok_per_s / done, gp.throughput_output_tok_per_s / done) \
+        if done and gp.throughput_input_tok_per_s and gp.throughput_output_tok_per_s else (None, None)
     return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
                     gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
-                        gp.estimate,
-                    floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s)
+                    gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
+                    *mix, run_seed(run))
 
 
 def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, kind: str) -> LineItem | None:
@@ -267,17 +225,16 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
     """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's)."""
     u = setup.utilization if utilization is None else utilization
     out = []
-    for kind, tok_s, share in (("input", cap.good_input_tok_per_s, cap.prefill_share), ("output",
-                                                                                        cap.good_output_tok_per_s,
-                                                                                            1.0 - cap.prefill_share)):
+    for kind, share in (("input", cap.prefill_share), ("output", 1.0 - cap.prefill_share)):
         phase = "prefill" if kind == "input" else "decode"
         ledger = Ledger(f"self-hosted cost per 1M {kind} tokens", f"USD per 1M {kind} tokens")
-        per_month = tok_s * 3600.0 * u * HOURS_PER_MONTH
-        gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * u) * share
+        tok_s, k, how = cap.good_tok_per_s(kind, u)
+        per_month = tok_s * 3600.0 * k * HOURS_PER_MONTH
+        gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * k) * share
         ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, setup.gpu.usd_per_gpu_hour,
                             setup.gpu.source, setup.gpu.as_of,
-                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({tok_s:,.1f} good {kind} tok/s × 3600 × utilization "
-                            f"{u:.2f}) × {phase} share {share:.3f} ({cap.prefill_share_method})"))
+                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({how}) × {phase} share {share:.3f} "
+                            f"({cap.prefill_share_method})"))
         for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):
             ledger.add(item)
         people = _people_item(setup, per_month, share, kind)
@@ -285,6 +242,24 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
             ledger.add(people)
         out.append(ledger)
     return out[0], out[1]
+
+
+def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, Any]:
+    """The sticker (throughput-priced) self-host cost beside the goodput-priced ``sh_out``, and the multiplier."""
+    sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
+                           cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
+                           cap.prefill_share_method, cap.estimate,
+                           load=None if cap.load is None else cap.load.as_throughput())
+    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
+    # the figures the multiplier divides: the capacity run's, or those of the run at the volume's load it priced
+    at = (lambda c: c.good_output_tok_per_s) if cap.load is None else (lambda c: c.load.tok_per_s("output"))
+    return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,
+            "multiplier_output": sh_out.total_usd / st_out.total_usd if st_out.total_usd else None,
+            "throughput_output_tok_per_s": at(sticker_cap), "good_output_tok_per_s": at(cap),
+            "formula": "effective cost = sticker × throughput ÷ goodput",
+            "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ "
+                    "this = "
+                    "the effective-cost multiplier"}
 
 
 def capacity_dict(cap: Capacity) -> dict[str, Any]:
@@ -296,4 +271,7 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
             "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor,
                 "estimate": cap.estimate, "slo_capacity_req_per_s": cap.slo_capacity_req_per_s,
-            "sizing_req_per_s": cap.sizing_req_per_s, "sizing_basis": cap.sizing_words}
+            "sizing_req_per_s": cap.sizing_req_per_s, "sizing_basis": cap.sizing_words,
+            "workload_input_tokens_mean": cap.workload_input_tokens_mean,
+            "workload_output_tokens_mean": cap.workload_output_tokens_mean,
+            **({} if cap.load is None else {"at_volume_load": cap.load.to_dict()})}

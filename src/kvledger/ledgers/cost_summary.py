@@ -30,6 +30,7 @@ from kvledger.ledgers.cost import (
     capacity_dict,
     capacity_from,
     self_host_unit_ledgers,
+    sticker_prices,
 )
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
@@ -37,6 +38,7 @@ from kvledger.ledgers.factor_rows import factor_rows
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.items import Ledger
+from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.records import RunRecords
 
@@ -143,7 +145,7 @@ def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice
 
 def _per_request(price: ApiPrice, mix: ApiMix, cap: Capacity) -> float:
     p = api_price_per_mtok(price, mix)
-    return (cap.mean_input_tokens * p["input"] + cap.mean_output_tokens * p["output"]) / 1e6
+    return (cap.workload_input_tokens_mean * p["input"] + cap.workload_output_tokens_mean * p["output"]) / 1e6
 
 
 def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix: ApiMix, cap: Capacity) -> ApiPrice:
@@ -160,21 +162,6 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
     if not priced:
         raise InputError("no API row can be priced under this mix (batch share or cache-hit rate on rows without them)")
     return min(priced)[2]
-
-
-def _sticker(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, Any]:
-    sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
-                           cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
-                           cap.prefill_share_method, cap.estimate)
-    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
-    return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,
-            "multiplier_output": sh_out.total_usd / st_out.total_usd if st_out.total_usd else None,
-            "throughput_output_tok_per_s": sticker_cap.good_output_tok_per_s,
-                "good_output_tok_per_s": cap.good_output_tok_per_s,
-            "formula": "effective cost = sticker × throughput ÷ goodput",
-            "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ "
-                    "this = "
-                    "the effective-cost multiplier"}
 
 
 def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,
@@ -222,12 +209,14 @@ def _headline(decision: Decision | None, b_vol: Any, u_star: Any, setup: SelfHos
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
                       mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
                       floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None, *,
-                      slo_capacity_req_per_s: float | None = None) -> CostReport:
+                      slo_capacity_req_per_s: float | None = None, load: LoadShare | None = None) -> CostReport:
     """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
     the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
     the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization`` None: the realized utilization of
     the volume (else ``--max-utilization``, stated). ``floor``: the roofline floor under a measured run's prefill share.
     ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
+    ``load``: a run of the same workload at the volume's load per replica (``ledgers/load_share.py``); it prices the
+    per-token ledgers and counts the volume's good requests where the utilization is the volume's realized one.
     Raises InputError: out-of-range inputs, an unusable run (unknown duration, no good requests, no token counts), or
     a mix the price row cannot price."""
     inputs = inputs or DecisionInputs()
@@ -239,6 +228,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         inputs.buy.check()
     cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
     decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
+    if load is not None and util_how == "the volume's realized utilization":
+        cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_req = _per_request(primary, mix, cap)
@@ -246,7 +237,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     u_star = break_even_utilization(cap, setup, api_req, decision.replicas if decision is not None else 1)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
-    sticker = _sticker(cap, setup, sh_out)
+    sticker = sticker_prices(cap, setup, sh_out)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
                      "table")
@@ -257,26 +248,23 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     head, verdict = _headline(decision, b_vol, u_star, setup, primary, rows)
     second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
-                "gpu_price_source": setup.gpu.source,
-                "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
-                "utilization_how": util_how, "max_utilization": setup.max_utilization,
+                "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
+                "utilization": setup.utilization, "utilization_how": util_how, "max_utilization": setup.max_utilization,
                 "engineer_months_per_month": setup.engineer_months_per_month,
-                    "engineer_usd_per_month": setup.engineer_usd_per_month,
-                "people_source": inputs.people_source, "api_price": primary.key, "api_price_as_of": primary.as_of,
-                "api_price_confidence": primary.confidence, "api_mix": asdict(mix),
-                "replica_usd_per_month": replica_usd_per_month(setup),
-                    "people_usd_per_month": people_usd_per_month(setup),
-                "api_usd_per_request": api_req, "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
+                "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": inputs.people_source,
+                "api_price": primary.key, "api_price_as_of": primary.as_of, "api_price_confidence": primary.confidence,
+                "api_mix": asdict(mix), "replica_usd_per_month": replica_usd_per_month(setup),
+                "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_req,
+                "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
                 "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
                for r, same, named in rows]
-    rep = CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
-                     api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
-                     api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
-                     sticker, u_star, b_vol, _monthly(decision) if decision else None,
-                     factor_rows(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row,
-                     second)
-    return rep
+    return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
+                      api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
+                      api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
+                      sticker, u_star, b_vol, _monthly(decision) if decision else None,
+                      factor_rows(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row,
+                      second)
 
 
 def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:

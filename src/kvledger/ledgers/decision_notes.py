@@ -98,15 +98,21 @@ def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: st
 
 
 def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
-    """(good requests of a volume of ``n`` requests, how they were counted): sized on the SLO capacity, n × goodput ÷
-    SLO capacity, the good share measured there (``cost.Capacity``); a measured file's volume counts as good, its
-    goodput standing in for the capacity."""
+    """(good requests of a volume of ``n`` requests, how they were counted): n × the share within the SLO of a run at
+    the volume's load per replica where one was run (``cap.load``, ``ledgers/load_share.py``); else, sized on the SLO
+    capacity, n × goodput ÷ SLO capacity, the good share measured there (``cost.Capacity``); a measured file's volume
+    counts as good, its goodput standing in for the capacity."""
+    if cap.load is not None:
+        a = cap.load.attainment
+        return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {a:.3f}, the "
+                       f"share within the SLO in {cap.load.words()}")
     if not cap.slo_capacity_req_per_s:
         return n, f"the self-hosted bill ÷ the volume's {n:,.0f} good requests"
     share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
+    seed = "" if cap.seed is None else f", seed {cap.seed}"
     return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × {share:.3f}, "
                        f"the good share at the SLO capacity ({cap.goodput_req_per_s:,.4g} good req/s ÷ "
-                       f"{cap.slo_capacity_req_per_s:,.4g} req/s)")
+                       f"{cap.slo_capacity_req_per_s:,.4g} req/s, the run at that rate{seed})")
 
 
 def effective_cost_line(sticker: dict[str, Any]) -> str:

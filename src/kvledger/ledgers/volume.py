@@ -16,7 +16,7 @@ SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
 @dataclass(frozen=True, slots=True)
 class MonthlyVolume:
-    """Traffic per month: good requests, or input and output tokens, or all tokens (split by the run's mix)."""
+    """Traffic per month: requests, or input and output tokens, or all tokens (split by the run's mix)."""
 
     requests: float | None = None
     input_tokens: float | None = None
@@ -27,7 +27,8 @@ class MonthlyVolume:
 
 @dataclass(frozen=True, slots=True)
 class Volume:
-    """A monthly volume resolved against the run's mean tokens per good request."""
+    """A monthly volume resolved against the run's mean tokens per request (``Capacity.workload_*_tokens_mean``: all
+    its completed requests, the traffic sent; a measured file without them: its good requests)."""
 
     requests: float
     input_tokens: float
@@ -69,13 +70,14 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
             "give one monthly volume: --monthly-requests, --monthly-tokens, or both --monthly-input-tokens and "
             f"--monthly-output-tokens (got {', '.join(kinds) or 'none'})"
         )
-    i, o = cap.mean_input_tokens, cap.mean_output_tokens
+    i, o = cap.workload_input_tokens_mean, cap.workload_output_tokens_mean
+    mix = "all its completed requests" if cap.mix_output_tokens else "its good requests (no counts for all of them)"
     if vol.requests is not None:
         v = Volume(
             vol.requests,
             vol.requests * i,
             vol.requests * o,
-            "requests per month given; tokens = requests × the run's mean tokens per good request",
+            f"requests per month given; tokens = requests × the run's mean tokens per request ({mix})",
         )
     elif vol.tokens is not None:
         reqs = vol.tokens / (i + o)
@@ -83,8 +85,8 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
             reqs,
             reqs * i,
             reqs * o,
-            f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} "
-            "output as in the run's good requests",
+            f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} output as in the run's "
+            f"requests ({mix}: mean {i:,.0f} in / {o:,.0f} out tokens)",
         )
     else:
         if vol.input_tokens is None or vol.output_tokens is None:

@@ -62,6 +62,8 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
               f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:,.1f} in / "
               f"{cap['mean_output_tokens']:,.1f} out tokens per good request")
     con.print(escape(basis.text))
+    if cap.get("at_volume_load"):
+        con.print(escape(at_load_line(cap)))
     if basis.probes:
         con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")
     from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
@@ -178,3 +180,18 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
                   "the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
     for n in rep.notes:
         con.print(f"  - {escape(n)}")
+
+
+def at_load_line(cap: dict[str, Any]) -> str:
+    """What the per-token ledgers and the volume's good requests are priced on where a run at the volume's load was
+    simulated (``capacity.at_volume_load``), beside the good share at the rate sized on."""
+    a = cap["at_volume_load"]
+    seed = "" if a["seed"] is None else f" and seed ({a['seed']})"
+    return (f"at the volume's load: a run of the same workload{seed} at {a['rate_req_per_s']:,.4g} req/s per replica "
+            f"(the volume's mean rate ÷ replicas): {a['num_good']:,} of {a['num_requests']:,} requests within the SLO "
+            f"({a['attainment']:.1%}), {a['good_input_tok_per_s']:,.1f} good input and "
+            f"{a['good_output_tok_per_s']:,.1f} good output tok/s per replica; the per-token ledgers and the volume's "
+            f"good requests are priced on it, not on the good share at the "
+            f"{cap['sizing_req_per_s']:,.4g} req/s sized on ({cap['goodput_req_per_s'] / cap['sizing_req_per_s']:.3f}, "
+            "a replica's share at full load); the volume's tokens split by the workload's mean "
+            f"{cap['workload_input_tokens_mean']:,.0f} in / {cap['workload_output_tokens_mean']:,.0f} out per request")

@@ -56,7 +56,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
     notes = []
     for e in feasible_ranked:
         band = search_band(spec, e)
-        cap, g = e["capacity"]["boundary_rate_req_per_s"], e["capacity"]["goodput_req_per_s"]
+        c = e["capacity"]  # centred on the rate sized on (the bound, where it caps the rate found), as cost's band
+        cap, g = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"]), c["goodput_req_per_s"]
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,

@@ -42,6 +42,16 @@ class Probed:
     extra: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    sized: Any = None
+    """Where the capacity bound caps ``boundary``: the run of the same workload and seed at the bound
+    (``sim_capacity.SizedRun``), which the candidate is priced on, as ``cost --simulate`` prices; else None."""
+
+    @property
+    def priced(self) -> tuple[float, Any, Any]:
+        """(offered req/s, records, goodput) of the run priced: the boundary probe, or the run at the bound."""
+        if self.sized is None:
+            return self.boundary, self.run, self.gp
+        return self.sized.rate_req_per_s, self.sized.run.run, self.sized.result
 
 
 def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, Any]:

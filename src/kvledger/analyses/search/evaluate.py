@@ -8,10 +8,12 @@ of R req/s: replicas = ⌈R ÷ (SLO capacity × max_utilization)⌉ (as ``kvledg
 utilization = R ÷ (replicas × SLO capacity), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h. Sizing on
 goodput instead would apply the SLO target twice (once to find the capacity, again by dividing offered load by good-only
 throughput). Cost per 1M input and output tokens: ``kvledger.ledgers.cost.self_host_unit_ledgers`` at that utilization
-(given, or realized): the good requests at a replica's load are its offered ones × the boundary run's goodput ÷ its
-offered rate (the good share measured at the SLO capacity; at a lighter load more meet the SLO, so the cost per good
-request is an upper bound), i.e. utilization × goodput.
-Speed per user: 1 ÷ the median TPOT of the boundary run's requests (tokens/s each user sees).
+(given, or realized): the good requests at a replica's load are its offered ones × the priced run's goodput ÷ its
+offered rate (the good share measured at the rate sized on; at a lighter load more meet the SLO, so the cost per good
+request is an upper bound), i.e. utilization × goodput. The run priced is the boundary probe, or, where the capacity
+bound caps the rate found, a run of the same workload and seed at the bound (``sim_capacity.run_at_sized_rate``, the
+rule of ``cost --simulate``): the probe at the rate found is a load the replica cannot sustain.
+Speed per user: 1 ÷ the median TPOT of the priced run's requests (tokens/s each user sees).
 The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
 """
 
@@ -21,8 +23,9 @@ import math
 from typing import Any
 
 from kvledger.analyses.search.launch import launch_for
-from kvledger.analyses.search.screen import price_row
+from kvledger.analyses.search.screen import price_row, sim_args
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
@@ -64,12 +67,21 @@ def sizing_capacity(pr: Any, bound: float | None) -> float:
     return bound
 
 
+def _sized_figures(pr: Any) -> dict[str, Any]:
+    """Where the bound caps the rate found: the rate sized on, the share within the SLO in the run there and the
+    probe's goodput at the rate found (the goodput keys then read the run at the bound); else nothing."""
+    if pr.sized is None:
+        return {}
+    return {"sized_on_req_per_s": pr.sized.rate_req_per_s, "attainment_at_sized_rate": pr.sized.result.attainment,
+            "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s}
+
+
 def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
-    gp = pr.gp
-    at = operating_point(pr.boundary, pr.run, gp, num_gpus)
-    return {"boundary_rate_req_per_s": pr.boundary, "attainment": gp.attainment,
+    rate, run, gp = pr.priced
+    at = operating_point(rate, run, gp, num_gpus)
+    return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
@@ -77,8 +89,12 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
             "probes": pr.probes, "operating_points": pr.points,
             "operating_points_decided_by_bound": pr.skipped, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
-                      "kvledger.ledgers.boundary): boundary_rate_req_per_s, the offered req/s replicas are sized on; "
-                      "goodput = good req/s of the run at the boundary, what the tokens are priced on"}
+                      "kvledger.ledgers.boundary): " + (
+                          "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput = good req/s of "
+                          "the run at the boundary, what the tokens are priced on" if pr.sized is None else
+                          "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
+                          "offered req/s replicas are sized on; goodput = good req/s of a run of the same workload and "
+                          "seed at sized_on_req_per_s, what the tokens are priced on")}
 
 
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
@@ -88,14 +104,15 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
                       f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
 
 
-def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float) -> dict[str, Any]:
+def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float, sized: bool) -> dict[str, Any]:
     c = cap.sizing_req_per_s
     replicas, realized = size_for_load(rate, c, spec.max_utilization)
+    which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
     return {"rate_req_per_s": rate, "capacity_req_per_s": c, "replicas": replicas, "num_gpus": replicas * num_gpus,
             "realized_utilization": realized, "monthly_usd": replicas * num_gpus * usd_h * HOURS_PER_MONTH,
             "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
-                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} (the boundary run's "
+                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} ({which} "
                    f"{cap.goodput_req_per_s:.4g} good req/s ÷ {c:.4g} req/s offered); bill = replicas × {num_gpus} "
                    f"GPUs × ${usd_h:g}/GPU-h × 730 h"}
 
@@ -130,13 +147,17 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
 
             pr.gp, note = steady_goodput(pr.gp, pr.boundary)
             pr.notes = [n for n in pr.notes if not n.startswith("the boundary run's goodput")] + [note]
-        cap = capacity_from(pr.run, pr.gp, None, slo_capacity_req_per_s=sizing_capacity(pr, bound))
+        c = sizing_capacity(pr, bound)
+        if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
+            pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
+        _, run, gp = pr.priced
+        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
-    sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour)
+    sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour, pr.sized is not None)
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup)

@@ -124,8 +124,16 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
+    sized = capacity.sizing_req_per_s if capacity is not None else None
     rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                            slo_capacity_req_per_s=capacity.sizing_req_per_s if capacity is not None else None)
+                            slo_capacity_req_per_s=sized)
+    if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
+        from kvledger.analyses.serving.load_run import load_share_for
+
+        load = load_share_for(capacity, rep.decision)
+        if load is not None:
+            rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
+                                    slo_capacity_req_per_s=sized, load=load)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     if sweep is not None:
         basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
@@ -144,6 +145,8 @@ class SimCapacity(SizedFigures):
     pace with by the roofline work of the probe's requests; None where none is proven."""
     at_sized: SizedRun | None = None
     """Where the bound caps the rate found: the run at the bound, which the ledger prices (``SizedRun``)."""
+    rerun: Any = None
+    """rate → ``SizedRun``: the probes' workload and seed run at another rate (``run_at_sized_rate``)."""
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -229,9 +232,10 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
+    cap.rerun = partial(run_at_sized_rate, args, synthetic, slo)
     if cap.binding_bound is not None:  # a probe short against the SLO's latency budget: sized on the bound, priced
         cap.notes.append(bound_note(cap.binding_bound, cap.rate_req_per_s))  # and shown at a run there
-        cap.at_sized = run_at_sized_rate(args, synthetic, slo, cap.binding_bound)
+        cap.at_sized = cap.rerun(cap.binding_bound)
     cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s)
     cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
     n = sb.num_requests_per_probe

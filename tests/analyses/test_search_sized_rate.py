@@ -1,0 +1,62 @@
+"""``kvledger search`` prices a candidate whose capacity bound caps the SLO capacity found as ``cost --simulate`` does:
+on a run of the same workload and seed at the bound (``sim_capacity.run_at_sized_rate``), not on the probe at the rate
+found, whose goodput is that of a load the replica cannot sustain.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner()
+# 60 requests of 1,000 prompt tokens and 2 output tokens on one L4 under ttft ≤ 10 s (Poisson arrivals, seed 0): two
+# output tokens so that the search's bounds exist (a bound on tokens/s per user needs a TPOT), the case of
+# test_capacity_bound_cap otherwise.
+CASE = ["meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:1000", "--output-lengths", "fixed:2",
+        "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B", "--slo", "ttft=10s"]
+
+
+def _json(*args: str) -> dict:
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_search_prices_the_run_at_the_bound_as_cost_does():
+    cost = _json("cost", "--simulate", *CASE)["simulation"]["capacity_search"]
+    entry = next(e for e in _json("search", *CASE, "--tp", "1", "--workers", "1")["candidates"]
+                 if e["status"] == "feasible")
+    cap = entry["capacity"]
+    # Both searches find 17 req/s (the probe's 60 requests all within 10 s, its goodput 5.8751 good req/s) and both
+    # cap it at the same capacity bound, 6.0209 req/s (1,000-token prefills: about 1 ÷ 0.166 s, test_capacity_bound_cap)
+    assert cap["boundary_rate_req_per_s"] == cost["boundary_rate_req_per_s"] == 17.0
+    assert cap["sized_on_req_per_s"] == cost["sized_on_req_per_s"] == pytest.approx(6.0209, abs=1e-4)
+    assert entry["sizing"]["capacity_req_per_s"] == cap["sized_on_req_per_s"]
+    # the probe at 17 req/s, kept as found
+    assert cap["goodput_at_boundary_req_per_s"] == cost["goodput_at_boundary_req_per_s"] == pytest.approx(5.8751,
+                                                                                                          abs=1e-4)
+    # priced: the run at the bound, the very figures cost --simulate prices (the same simulation, byte for byte)
+    assert cap["goodput_req_per_s"] == cost["goodput_at_sized_rate_req_per_s"] == pytest.approx(5.1516, abs=1e-4)
+    assert cap["attainment_at_sized_rate"] == cost["attainment_at_sized_rate"] == 1.0
+    # good requests at the load: offered × 5.1516 ÷ 6.0209 = 0.856 (0.976 with the probe's 5.8751)
+    assert ("good requests at that load = offered × 0.856 (the run of the same workload and seed at the bound, "
+            "6.021 req/s: 5.152 good req/s ÷ 6.021 req/s offered)") in entry["sizing"]["how"]
+    # USD per 1,000 good requests at capacity = 1 GPU × $/GPU-h × 1,000 ÷ (3600 × the goodput priced)
+    usd_h = entry["sizing"]["monthly_usd"] / (entry["sizing"]["num_gpus"] * 730)
+    assert entry["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(usd_h * 1000 / (3600 * 5.151566),
+                                                                             rel=1e-6)
+
+
+def test_no_new_keys_where_the_bound_does_not_bind():
+    # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and no key is added
+    case = [a if a != "ttft=10s" else "ttft=500ms" for a in CASE]
+    entry = next(e for e in _json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
+                 if e["status"] == "feasible")
+    cap = entry["capacity"]
+    assert cap["boundary_rate_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
+    assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_boundary_req_per_s"} & set(cap)
+    assert "(the boundary run's " in entry["sizing"]["how"]
