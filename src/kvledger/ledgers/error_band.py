@@ -65,6 +65,23 @@ def _table() -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=1)
+def _regimes() -> dict[str, dict[str, Any]]:
+    """The regimes' bands, a GPU-calibrated regime's missing metric filled from the ``cross_model`` band of the same
+    key: leaving each deployment out, its runs priced by a GPU profile are also the cross-model runs (a profile
+    fitted on the other deployments' models), and latency is compared below saturation only, where the pool of a
+    regime can be empty (every GPU-calibrated per-request run saturated). The entry says so (``cross_model``)."""
+    table = _table()
+    out = {k: dict(v) for k, v in table["regimes"].items()}
+    for key, ms in (table.get("cross_model") or {}).items():
+        if not isinstance(ms, dict) or not key.startswith("gpu/"):
+            continue
+        for m, b in ms.items():
+            if isinstance(b, dict) and m not in out.get(key, {}):
+                out.setdefault(key, {})[m] = {**b, "cross_model": b.get("data", "cross-model evidence")}
+    return out
+
+
 def stored_bands() -> dict[str, Any]:
     """The whole ``error_bands.json`` (regimes, provenance, coverage, and the ``cross_model`` band of
     ``kvledger.ledgers.profile_band``)."""
@@ -98,13 +115,15 @@ def _nearest(regime: str, have: dict[str, Any], metric: str) -> str | None:
 def error_band(regime: str, metric: str) -> Band | None:
     """The 80% band of ``metric`` in ``regime`` (``regime_of``), or None when no measured run can stand for it."""
     table = _table()
-    have = table["regimes"]
+    have = _regimes()
     key = regime if metric in have.get(regime, {}) else _nearest(regime, have, metric)
     if key is None:
         return None
     e = have[key][metric]
     src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages; "
-           f"{table['provenance']['written_by']})")
+           f"{table['provenance']['written_by']})") if "cross_model" not in e else (
+        f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
+        f"regime's own below saturation; {e['cross_model']})")
     if key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src,
