@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
+from kvledger.ledgers.instances import GpuRate
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.tier_items import KvTierBill, tier_items
@@ -53,27 +53,6 @@ HOURS_PER_MONTH = 730.0
 OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each "
                     "step, "
                     "as a prompt's chunk can take most of a step's time while its TTFT is a few steps long")
-
-
-@dataclass(frozen=True, slots=True)
-class GpuRate:
-    """A GPU rental price with its provenance: USD per GPU-hour."""
-
-    usd_per_gpu_hour: float
-    label: str
-    source: str
-    as_of: str
-    confidence: str = "user input"
-
-    @classmethod
-    def from_catalog(cls, row: GpuPrice) -> GpuRate:
-        return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
-                   f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence)
-
-    @classmethod
-    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
-        check_options("cost", {"gpu_usd_per_hour": usd_per_gpu_hour})  # (0, 1e6] USD/GPU-hour: kvledger.ranges
-        return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")
 
 
 @dataclass(frozen=True, slots=True)
