@@ -65,15 +65,19 @@ def test_cost_needs_what_the_file_does_not_state():
         runner.invoke(app, base + ["--gpu-usd-per-hour", "2"], catch_exceptions=False)
     with pytest.raises(InputError, match="does not name its GPU"):
         runner.invoke(app, base + ["--num-gpus", "1"], catch_exceptions=False)
-    # several rental rows and no --gpu-provider: the cheapest is taken and said so (as report and search choose);
-    # RunPod's Secure Cloud pod at $2.69/GPU-h is the cheapest H100 SXM row of gpu_prices.csv
+    # several rental rows and no --gpu-provider: one replica of 1 GPU is packed on the cheapest of the 9 H100 SXM rows
+    # of gpu_prices.csv and said so: RunPod's Secure Cloud pod, sold per GPU, $2.69/h (the 8-GPU rows cost ≥ 8 × $2.95)
     d = json.loads(runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--json"],
                                  catch_exceptions=False).stdout)
-    assert "cheapest of 9 rows for nvidia_h100_sxm" in json.dumps(d) and "2.69" in json.dumps(d)
-    # a provider with two H100 SXM rows (Lambda: 1× and 8× instances) and no --instance still asks which
-    with pytest.raises(InputError, match="rental prices for 'nvidia_h100_sxm'"):
-        runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Lambda"],
-                      catch_exceptions=False)
+    assert d["inputs"]["gpu_price_source"].startswith("the cheapest packing of 9 rows for this GPU: RunPod:Secure "
+                                                      "Cloud pod, $2.69/h for 1 replica of 1 GPU")
+    # a provider with two H100 SXM rows (Lambda: gpu_1x_h100_sxm5 at $4.29 and gpu_8x_h100_sxm5 at 8 × $3.99 =
+    # $31.92 per instance-hour): one replica of 1 GPU is cheapest on the 1-GPU instance, $4.29/h
+    d = json.loads(runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--gpu-provider",
+                                              "Lambda", "--json"], catch_exceptions=False).stdout)
+    assert d["inputs"]["usd_per_gpu_hour"] == 4.29
+    assert d["inputs"]["gpu_price_source"].startswith("the cheapest packing of 2 rows for this GPU: "
+                                                      "Lambda:gpu_1x_h100_sxm5, $4.29/h")
 
 
 def test_cost_multi_run_file_is_priced_at_the_sweeps_slo_capacity_run():

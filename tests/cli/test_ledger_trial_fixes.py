@@ -31,18 +31,23 @@ def test_cost_bills_to_the_cent_people_labelled_and_factors_in_words():
     out = _out("cost", LLMPERF, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100",
                "--gpu-provider", "Nebius", "--num-gpus", "4", "--monthly-requests", "1e6",
                "--engineer-usd-per-month", "30000")
-    # rented: 4 GPUs × $2.95 × 730 h = $8,614.00; people 0.25 (team 'some' default) × $30,000 = $7,500.00
-    assert "│   8,614.00 │" in out and "│   7,500.00 │" in out and "│  16,114.00 │" in out
-    assert "8,614.0000" not in out
+    # rented: one TP-4 replica on one whole Nebius gpu-h100-sxm 8gpu instance (gpu_prices.csv Nebius:gpu-h100-sxm 8gpu:
+    # 8 GPUs at $2.95), 4 of its GPUs idle: 8 × $2.95 × 730 h = $17,228.00; people 0.25 (team 'some' default) ×
+    # $30,000 = $7,500.00; total $24,728.00
+    assert "│  17,228.00 │" in out and "│   7,500.00 │" in out and "│  24,728.00 │" in out
+    assert "17,228.0000" not in out
     # API bill: 10⁶ requests × 550 input tokens = 550 Mtok × $2.00 = $1,100.00
     assert "│   1,100.00 │" in out
     out = " ".join(out.split())  # the sentences, unwrapped
     # only --engineer-usd-per-month was given: the sources say so, and that the months are the default
     assert "user input (--engineer-usd-per-month); the other from the kvledger default assumption" in out
     assert "data sovereignty: not required —" in out and "not_required" not in out
-    # never breaks even: a·c = $6,711 < R = $8,614 alone; the sentence gives both parts, R + P = $16,114
-    assert ("costs $8,614/month in GPU rental alone (plus $7,500/month of people, $16,114 in all; the people line only "
-            "widens the gap), but its 2,949,260 requests cost $6,711 on the API") in out
+    # never breaks even: a·c = $6,711 < R = 4 × $2.95 × 730 h = $8,614, a replica's share of full instances (two TP-4
+    # replicas fill one); the sentence gives both parts, R + P = $16,114
+    assert ("costs $8,614/month in GPU rental alone as its share of full instances (plus $7,500/month of people, "
+            "$16,114 in all; the people line only widens the gap), but its 2,949,260 requests cost $6,711 on the API"
+            ) in out
+    assert "1 replica × 4 GPUs rented on 1 gpu-h100-sxm 8gpu instance (8 GPUs, 4 idle)" in out
 
 
 def test_plan_fits_line_says_when_the_range_may_not_hold_one_request():

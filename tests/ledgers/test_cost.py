@@ -89,20 +89,26 @@ def test_break_even_utilization_with_and_without_people():
     price, mix = find_api_price("OpenAI:gpt-4.1"), ApiMix()
     rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2), price, mix,
                             DecisionFactors())
-    # API per good request: (1000 × $2 + 100 × $8)/10⁶ = $0.0028. One replica: 1 × $2.95 × 730 h = $2153.50/month;
-    # at full load it serves 3 × 3600 × 730 = 7,884,000 good requests → u* = 2153.5 / (7,884,000 × 0.0028) = 9.755 %
+    # API per good request: (1000 × $2 + 100 × $8)/10⁶ = $0.0028. The Nebius row (gpu_prices.csv
+    # Nebius:gpu-h100-sxm 8gpu, skypilot-catalog nebius vms.csv) sells 8-GPU instances at $2.95/GPU-h, so one replica
+    # of 1 GPU is billed a whole instance: 8 × $2.95 × 730 h = $17,228/month (7 GPUs idle); at full load it serves
+    # 3 × 3600 × 730 = 7,884,000 good requests → u* = 17,228 / (7,884,000 × 0.0028) = 78.04 %
     bu = rep.break_even_utilization
     assert bu["api_usd_per_request"] == pytest.approx(0.0028)
-    assert bu["utilization"] == pytest.approx(2153.5 / (7_884_000 * 0.0028)) and bu["reachable"]
-    # with half an engineer at $20,000/month: (2153.5 + 10000) / 22075.2 = 55.06 %
+    assert bu["utilization"] == pytest.approx(17228.0 / (7_884_000 * 0.0028)) and bu["reachable"]
+    # a replica's share of full instances stays 1 × $2.95 × 730 h = $2153.50 (the slope of the staircase)
+    assert bu["replica_usd_per_month"] == pytest.approx(2153.5) and bu["rental_usd_per_month"] == pytest.approx(17228)
+    # with half an engineer at $20,000/month: (17,228 + 10,000) / 22,075.2 = 123.3 %: not reachable with one replica
     rep2 = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, 0.5, 20000.0, prefill_share=0.2), price, mix,
                              DecisionFactors())
-    assert rep2.break_even_utilization["utilization"] == pytest.approx(12153.5 / 22075.2)
-    # break-even volume: a·c = 0.0028 × 7,884,000 × 0.8 = 17,660 > R; one replica beats the API from
-    # (R + P)/a = 12153.5 / 0.0028 = 4,340,536 requests/month on, and two replicas stay cheaper beyond c = 6,307,200
+    assert rep2.break_even_utilization["utilization"] == pytest.approx(27228 / 22075.2)
+    # break-even volume: c = 7,884,000 × 0.8 = 6,307,200 requests per replica; a·c = $17,660 > R. One replica's window
+    # ((17,228 + 10,000)/0.0028 = 9,724,286, 6,307,200] is empty; two replicas share the same instance ($17,228), so
+    # self-hosting is cheaper from 9,724,286 requests/month on, and every further replica up to 8 adds no rental
     bv = rep2.break_even_volume
-    assert bv["requests_per_month"] == pytest.approx(12153.5 / 0.0028) and bv["replicas_at_break_even"] == 1
-    assert bv["output_tokens_per_month"] == pytest.approx(12153.5 / 0.0028 * 100)
+    assert bv["requests_per_month"] == pytest.approx(27228 / 0.0028) and bv["replicas_at_break_even"] == 2
+    assert bv["first_cheaper_replicas"] == 2
+    assert bv["output_tokens_per_month"] == pytest.approx(27228 / 0.0028 * 100)
 
 
 def test_break_even_volume_staircase():
@@ -132,8 +138,12 @@ def test_monthly_bills_and_itemised_totals():
     m = rep.monthly
     # 10⁷ requests / (730 × 3600 s) = 3.805 req/s; replicas = ⌈3.805 / (3 × 0.8)⌉ = 2; realized 3.805/6 = 63.4 %
     assert m["replicas"] == 2 and m["realized_utilization"] == pytest.approx(1e7 / (730 * 3600) / 6)
-    # self-host: 2 × 1 GPU × 730 h × $2.95 = $4307; API: 10¹⁰ input tok × $2/M + 10⁹ output × $8/M = $28,000
-    assert m["self_host"].total_usd == pytest.approx(4307.0) and m["api"].total_usd == pytest.approx(28000.0)
+    # self-host: 2 replicas × 1 GPU = 2 GPUs on 1 Nebius gpu-h100-sxm 8gpu instance (8 GPUs, 6 idle; gpu_prices.csv
+    # Nebius:gpu-h100-sxm 8gpu) = 8 × 730 h × $2.95 = $17,228; API: 10¹⁰ input tok × $2/M + 10⁹ output × $8/M = $28,000
+    assert m["self_host"].total_usd == pytest.approx(17228.0) and m["api"].total_usd == pytest.approx(28000.0)
+    assert m["self_host"].items[0].note == ("2 replicas × 1 GPU = 2 GPUs on 1 gpu-h100-sxm 8gpu instance (8 GPUs, "
+                                            "6 idle) × 730 h")
+    assert (rep.decision.packing.instances, rep.decision.packing.idle_gpus) == (1, 6)
     assert m["cheaper"] == "self-host"
     d = rep.to_dict()
     for ledger in d["ledgers"].values():

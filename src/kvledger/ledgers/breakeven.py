@@ -27,15 +27,38 @@ import math
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+from kvledger.ledgers.instances import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
-__all__ = ["replica_usd_per_month", "people_usd_per_month", "break_even_utilization", "break_even_volume"]
+__all__ = ["replica_usd_per_month", "rental_usd_per_month", "people_usd_per_month", "break_even_utilization",
+           "break_even_volume"]
 
 
 def replica_usd_per_month(setup: SelfHostSetup) -> float:
-    """R = num_gpus × USD/GPU-h × 730 h (+ the KV tiers: size per GPU × num_gpus × USD/GiB-month)."""
-    return setup.num_gpus * setup.gpu.usd_per_gpu_hour * HOURS_PER_MONTH + tier_usd_per_month(setup.kv_tiers,
-                                                                                                  setup.num_gpus)
+    """R = one replica's share of full instances per month, the slope of the rental staircase: the lowest USD per
+    instance-hour ÷ replicas per instance × 730 h over the rows (``instances.staircase``; num_gpus × USD/GPU-h × 730 h
+    on a per-GPU row) + the KV tiers (size per GPU × num_gpus × USD/GiB-month)."""
+    slope = min(s["usd_per_instance_hour"] / s["replicas_per_instance"] for s in staircase(setup.gpu, setup.num_gpus))
+    return slope * HOURS_PER_MONTH + tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+
+
+def rental_usd_per_month(setup: SelfHostSetup, replicas: int) -> float:
+    """n replicas' rental per month on whole instances (the cheapest packing: ``instances.pack``) + their KV tiers;
+    exactly n × R on per-GPU rows."""
+    steps = staircase(setup.gpu, setup.num_gpus)
+    if all(s["replicas_per_instance"] == 1 for s in steps):  # no instance to fill: the bill is linear
+        return replicas * replica_usd_per_month(setup)
+    hourly = staircase_usd_per_hour(steps, replicas)
+    return hourly * HOURS_PER_MONTH + replicas * tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+
+
+def _overhead_usd_per_month(setup: SelfHostSetup) -> float:
+    """W: how far the staircase can rise above n × R, the unfilled part of one instance of the slope's row
+    ((1 − 1 ÷ replicas per instance) × USD per instance-hour × 730 h; 0 on per-GPU rows)."""
+    steps = staircase(setup.gpu, setup.num_gpus)
+    s = min(steps, key=lambda s: (s["usd_per_instance_hour"] / s["replicas_per_instance"], s["replicas_per_instance"],
+                                  s["row"]))  # the slope's row; of equal slopes, the finest steps
+    return (1 - 1 / s["replicas_per_instance"]) * s["usd_per_instance_hour"] * HOURS_PER_MONTH
 
 
 def people_usd_per_month(setup: SelfHostSetup) -> float:
@@ -48,15 +71,19 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     """u* for ``replicas`` replicas sharing the people line (the count a volume needs; 1 without one), with the
     formula's parts; ``reachable`` is False when u* > 1."""
     n = max(1, replicas)
-    fixed = n * replica_usd_per_month(setup) + people_usd_per_month(setup)
+    rent, R = rental_usd_per_month(setup, n), replica_usd_per_month(setup)
+    fixed = rent + people_usd_per_month(setup)
     full = n * cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
     per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
-    formula = (f"(replica + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
-               f"({n} replicas × replica + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
+    what = (("replica" if n == 1 else f"{n} replicas × replica") if rent <= n * R * (1 + 1e-12) else
+            f"{n} replica{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
+    formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
+               f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
-    return {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula,
-            "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
+    return {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, "replica_usd_per_month": R,
+            "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
+            "people_usd_per_month": people_usd_per_month(setup),
             "api_usd_per_request": api_usd_per_request,
                 "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
             "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
@@ -67,33 +94,39 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     """V*, requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
 
     Walks the replica staircase down from the replica count beyond which every volume is
-    cheaper self-hosted (n ≥ (P + a·c)/(a·c − R)) to find where that cheaper region begins.
+    cheaper self-hosted (n ≥ (P + W + a·c)/(a·c − R), W the unfilled part of one instance: 0 on per-GPU rows) to
+    find where that cheaper region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU.
     """
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
                            "people_usd_per_month": P,
-                           "api_usd_per_request": a, "max_utilization": setup.max_utilization}
+                           "api_usd_per_request": a, "max_utilization": setup.max_utilization,
+                           "staircase": staircase(setup.gpu, setup.num_gpus),  # n replicas' rental: instances
+                           "tier_usd_per_replica_month": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if a * c <= R:
         people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
                   if P > 0 else "")
         tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
         rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
-                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)")
+                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + (" as its share of full instances"
+                                                                         if _overhead_usd_per_month(setup) else "")
         out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs "
                                                    f"{rent}{people}, but its "
                    f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
         return out
-    n_full = max(1, math.ceil((P + a * c) / (a * c - R)))
+    cost, W = (lambda n: rental_usd_per_month(setup, n)), _overhead_usd_per_month(setup)
+    n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
     if n_full > max_replicas:
         out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas} replicas")
         return out
-    n_first = math.floor(P / (a * c - R)) + 1  # the first n whose window ((nR + P)/a, n·c] is not empty
-    out.update(first_cheaper_requests_per_month=(n_first * R + P) / a, first_cheaper_replicas=n_first,
-               first_cheaper_utilization=(n_first * R + P) / a / (n_first * c / setup.max_utilization))
+    n_first = (math.floor(P / (a * c - R)) + 1 if W == 0 else  # the first n whose window ((cost(n) + P)/a, n·c] is
+               next(n for n in range(1, n_full + 1) if (cost(n) + P) / a < n * c))  # not empty
+    out.update(first_cheaper_requests_per_month=(cost(n_first) + P) / a, first_cheaper_replicas=n_first,
+               first_cheaper_utilization=(cost(n_first) + P) / a / (n_first * c / setup.max_utilization))
     v_star, replicas = (n_full - 1) * c, n_full
     for n in range(n_full - 1, 0, -1):
-        start = (n * R + P) / a  # volume where n replicas start to be cheaper than the API
+        start = (cost(n) + P) / a  # volume where n replicas start to be cheaper than the API
         if start <= (n - 1) * c:
             v_star, replicas = (n - 1) * c, n
             continue
@@ -101,7 +134,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
             v_star, replicas = start, n
         break
     if v_star == 0.0:
-        v_star, replicas = (R + P) / a, 1
+        v_star, replicas = (cost(1) + P) / a, 1
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
                input_tokens_per_month=v_star * cap.workload_input_tokens_mean,
                    output_tokens_per_month=v_star * cap.workload_output_tokens_mean,

@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput import GoodputResult
+from kvledger.ledgers.instances import GpuRate
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.load_share import LoadShare, run_seed
 from kvledger.ledgers.prefill_floor import PrefillFloor
@@ -49,27 +49,6 @@ from kvledger.records import RunRecords
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
 
 HOURS_PER_MONTH = 730.0
-
-
-@dataclass(frozen=True, slots=True)
-class GpuRate:
-    """A GPU rental price with its provenance: USD per GPU-hour."""
-
-    usd_per_gpu_hour: float
-    label: str
-    source: str
-    as_of: str
-    confidence: str = "user input"
-
-    @classmethod
-    def from_catalog(cls, row: GpuPrice) -> GpuRate:
-        return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
-                   f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence)
-
-    @classmethod
-    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
-        check_options("cost", {"gpu_usd_per_hour": usd_per_gpu_hour})  # (0, 1e6] USD/GPU-hour: kvledger.ranges
-        return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")
 
 
 @dataclass(frozen=True, slots=True)

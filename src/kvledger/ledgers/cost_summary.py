@@ -37,6 +37,7 @@ from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, ver
 from kvledger.ledgers.factor_rows import factor_rows
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import HostBill
+from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.prefill_floor import PrefillFloor
@@ -180,12 +181,13 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
         util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"
         if setup.utilization is None:
             setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
+        setup = replace(setup, gpu=decision.packing.rate)  # the row the replicas are billed on (instances.pack)
     else:
         primary = _primary_without_volume(rows, mix, cap)
         util_how = (
             "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
         )
-        setup = base
+        setup = replace(base, gpu=pack(base.gpu, 1, base.num_gpus).rate)  # one replica's cheapest packing
     return decision, notes, primary, util_how, setup
 
 

@@ -18,7 +18,7 @@ loaded), so the verdict holds across the whole band exactly when it is the same 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.catalog.prices import ApiPrice
@@ -27,6 +27,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
+from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.self_host_month import BandEnd, GpuPower, band_end, monthly_self_host, replicas_for
 from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
@@ -130,7 +131,10 @@ class Decision:
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "band_ends", "rests_on", "notes", "sizing")
+                "band_source", "holds_within_band", "band_ends", "rests_on", "notes", "sizing",
+                ("instances", "packing.instances"), ("gpus_per_instance", "packing.gpus_per_instance"),
+                ("idle_gpus", "packing.idle_gpus"), ("instance_type", "packing.rate.instance_type"),
+                ("instance_choice", "packing.instance_choice"))
     volume: Volume
     replicas: int
     realized_utilization: float
@@ -148,6 +152,7 @@ class Decision:
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
     band_ends: tuple[BandEnd, BandEnd] | None = None  # the decision at capacity × band_low and × band_high
     sizing: str = ""  # replicas = ⌈peak ÷ (capacity × max utilization)⌉ with its figures (decide)
+    packing: Packing | None = None  # the replicas on whole instances of the cheapest row (ledgers/instances.py)
 
     @property
     def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
@@ -197,6 +202,8 @@ def decide(
     c = cap.sizing_req_per_s  # the SLO capacity, offered req/s (a measured file: its goodput; Capacity)
     n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
     load = vol.rate_req_per_s / (n * c)
+    packing = pack(setup.gpu, n, setup.num_gpus)  # the row the n replicas are billed on; its rate prices the rest
+    setup = replace(setup, gpu=packing.rate)
     rent = monthly_self_host(setup, n, load, people_source=people_source)
     bought = None
     if buy is not None and buy.gpu_capex_usd is not None:
@@ -216,7 +223,7 @@ def decide(
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
-                 band_source, rests, band_sides=band_sides)
+                 band_source, rests, band_sides=band_sides, packing=packing)
     d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s offered at the peak ÷ ({cap.sizing_words} × "
                 f"{setup.max_utilization:.0%})⌉ = {n}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ ({n} × "
                 f"{c:,.4g}) = {load:.1%}")

@@ -47,6 +47,14 @@ def _break_even_text(bv: dict[str, Any], bu: dict[str, Any], volume: Any = None,
     return text
 
 
+def _on_instances(p: Any) -> str:
+    """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs, else ""."""
+    if p is None or p.gpus_per_instance == 1:
+        return ""
+    return (f" on {p.instances} {p.rate.instance_type} instance{'' if p.instances == 1 else 's'} "
+            f"({p.gpus_per_instance} GPUs{' each' if p.instances > 1 else ''}, {p.idle_gpus} idle)")
+
+
 def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
     """The answer in a few short lines: verdict with both bills, volume → replicas and utilization, break-even."""
     v, api = d.volume, d.primary
@@ -62,7 +70,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
-        f"GPU{'' if num_gpus == 1 else 's'} {how}, realized "
+        f"GPU{'' if num_gpus == 1 else 's'} {how}{_on_instances(d.packing) if how == 'rented' else ''}, realized "
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",

@@ -16,6 +16,7 @@ from typing import Any
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
+from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.tier_items import tier_items
 from kvledger.ledgers.volume import Volume
@@ -63,25 +64,18 @@ def monthly_self_host(
     power: GpuPower | None = None,
     people_source: str = "user input",
 ) -> Ledger:
-    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``,
-    bought (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
+    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default: whole instances of the
+    cheapest packing, ``instances.pack``) or, with ``buy``, bought (amortized purchase, power at the load, hosting).
+    People are one line for the service, not per replica."""
     gpus = replicas * setup.num_gpus
     sizing = (
         f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
     )
-    if buy is None:
+    if buy is None:  # rented: whole instances of the row, idle GPUs billed (ledgers/instances.py)
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
-        led.add(
-            LineItem(
-                "GPU rental (power and hosting included)",
-                "GPU-hour",
-                gpus * HOURS_PER_MONTH,
-                setup.gpu.usd_per_gpu_hour,
-                setup.gpu.source,
-                setup.gpu.as_of,
-                f"{sizing} × 730 h",
-            )
-        )
+        p = pack(setup.gpu, replicas, setup.num_gpus)
+        led.add(LineItem("GPU rental (power and hosting included)", "GPU-hour", p.billed_gpus * HOURS_PER_MONTH,
+                         p.rate.usd_per_gpu_hour, p.rate.source, p.rate.as_of, p.words()))  # source: the choice
     else:
         led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
         led.add(capex_item(gpus, buy))

@@ -56,7 +56,8 @@ def _top_table(result: Any, top: int) -> Any:
         row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
                _f(cap["boundary_rate_req_per_s"], ",.4g") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
-        row += [f"{s['num_gpus']} ({s['replicas']}×)", _f(s["monthly_usd"], ",.0f")] if sized else \
+        idle = f" +{s['idle_gpus']} idle" if s.get("idle_gpus") else ""  # whole instances: search.instance_bill
+        row += [f"{s['num_gpus']} ({s['replicas']}×){idle}", _f(s["monthly_usd"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
         t.add_row(*row)
     return t
@@ -82,8 +83,9 @@ def _legend(result: Any) -> str:
             "capacity), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): ⌈offered load ÷ (SLO capacity × "
-            f"{sp.max_utilization:.0%})⌉ replicas × GPUs each; $/month: GPUs × $/GPU-h × 730 h; the price rows are in "
-            f"--json/--csv")
+            f"{sp.max_utilization:.0%})⌉ replicas × GPUs each, +N idle: the GPUs of part-filled instances "
+            "(kvledger.ledgers.instances); $/month: the whole instances' GPUs × $/GPU-h × 730 h, on the cheapest "
+            "packing of the price rows; the price rows are in --json/--csv")
 
 
 def _frontier(con: Any, result: Any, verbose: bool) -> None:
@@ -292,9 +294,16 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]
-        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
-                         f"{pr['instance_type']} ({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} "
-                         f"confidence; {pr['source']})"))
+        con.print(
+            escape(
+                f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
+                f"{pr['instance_type']} "
+                f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"
+            )
+        )
+        if (w.get("sizing") or {}).get("instances_how"):
+            siz = w["sizing"]
+            con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${siz['monthly_usd']:,.2f})"))
         print_launch(con, w["id"], w["launch"], "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))

@@ -88,15 +88,19 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
     """The sizing of a feasible entry with its SLO capacity × ``k`` (the module docstring): replicas, GPUs, realized
     utilization and the monthly bill (USD per month)."""
     from kvledger.analyses.search.evaluate import size_for_load
+    from kvledger.analyses.search.instance_bill import instance_usd_per_month
 
     s = e["sizing"]
     c = s.get("capacity_req_per_s", e["capacity"]["boundary_rate_req_per_s"]) * k  # what the point was sized on
-    per_replica_usd = s["monthly_usd"] / s["replicas"]  # GPUs per replica × $/GPU-h × 730 h
     replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization)
+    if "staircase" in s:  # whole instances of the cheapest packing at this replica count (instance_bill)
+        usd = instance_usd_per_month(s, replicas)
+    else:  # a ledger written before instances were billed whole: GPUs per replica × $/GPU-h × 730 h
+        usd = replicas * s["monthly_usd"] / s["replicas"]
     return {"capacity_multiplier": k, "slo_capacity_req_per_s": c,
             "goodput_req_per_s": e["capacity"]["goodput_req_per_s"] * k, "replicas": replicas,
             "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,
-            "monthly_usd": replicas * per_replica_usd}
+            "monthly_usd": usd}
 
 
 def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None) -> dict[str, Any] | None:

@@ -5,14 +5,16 @@ SLO capacity (``kvledger.analyses.search.capacity``): the highest offered reques
 which the target share of requests meets the SLO, req/s per deployment unit, the figure ``kvledger goodput --target``
 prints; goodput: the good req/s of the run at that rate, as ``cost --simulate`` prices. Sizing for a mean offered load
 of R req/s: replicas = ⌈R ÷ (SLO capacity × max_utilization)⌉ (as ``kvledger cost`` sizes a monthly volume), realized
-utilization = R ÷ (replicas × SLO capacity), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h. Sizing on
-goodput instead would apply the SLO target twice (once to find the capacity, again by dividing offered load by good-only
-throughput). Cost per 1M input and output tokens: ``kvledger.ledgers.cost.self_host_unit_ledgers`` at that utilization
-(given, or realized): the good requests at a replica's load are its offered ones × the priced run's goodput ÷ its
-offered rate (the good share measured at the rate sized on; at a lighter load more meet the SLO, so the cost per good
-request is an upper bound), i.e. utilization × goodput. The run priced is the boundary probe, or, where the capacity
-bound caps the rate found, a run of the same workload and seed at the bound (``sim_capacity.run_at_sized_rate``, the
-rule of ``cost --simulate``): the probe at the rate found is a load the replica cannot sustain.
+utilization = R ÷ (replicas × SLO capacity), GPUs = replicas × GPUs per unit, bill = the GPUs packed on whole
+instances of the cheapest row (``instance_bill``, ``kvledger.ledgers.instances``) × GPUs per instance × $/GPU-h ×
+730 h, idle GPUs included. Sizing on goodput instead would apply the SLO target twice (once to find the capacity,
+again by dividing offered load by good-only throughput). Cost per 1M input and output tokens:
+``kvledger.ledgers.cost.self_host_unit_ledgers`` at that utilization (given, or realized): the good requests at a
+replica's load are its offered ones × the priced run's goodput ÷ its offered rate (the good share measured at the
+rate sized on; at a lighter load more meet the SLO, so the cost per good request is an upper bound), i.e.
+utilization × goodput. The run priced is the boundary probe, or, where the capacity bound caps the rate found, a run
+of the same workload and seed at the bound (``sim_capacity.run_at_sized_rate``, the rule of ``cost --simulate``):
+the probe at the rate found is a load the replica cannot sustain.
 Speed per user: 1 ÷ the median TPOT of the priced run's requests (tokens/s each user sees).
 The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
 """
@@ -22,8 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
 from kvledger.analyses.search.launch import launch_for
-from kvledger.analyses.search.screen import price_row, sim_args
+from kvledger.analyses.search.screen import price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
@@ -104,17 +107,19 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
                       f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
 
 
-def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float, sized: bool) -> dict[str, Any]:
-    c = cap.sizing_req_per_s
+def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized: bool) -> dict[str, Any]:
+    """Replicas for the load and their monthly bill on whole instances of the cheapest packing
+    (``instance_bill.instance_sizing``)."""
+    c, num_gpus = cap.sizing_req_per_s, cand.num_gpus
     replicas, realized = size_for_load(rate, c, spec.max_utilization)
+    inst = instance_sizing(gpu, replicas, engine_groups(cand))
     which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
     return {"rate_req_per_s": rate, "capacity_req_per_s": c, "replicas": replicas, "num_gpus": replicas * num_gpus,
-            "realized_utilization": realized, "monthly_usd": replicas * num_gpus * usd_h * HOURS_PER_MONTH,
+            "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
                    f"that load = offered × {cap.goodput_req_per_s / c:.3f} ({which} "
-                   f"{cap.goodput_req_per_s:.4g} good req/s ÷ {c:.4g} req/s offered); bill = replicas × {num_gpus} "
-                   f"GPUs × ${usd_h:g}/GPU-h × 730 h"}
+                   f"{cap.goodput_req_per_s:.4g} good req/s ÷ {c:.4g} req/s offered); bill = {inst['instances_how']}"}
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +161,10 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
-    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
-    sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour, pr.sized is not None)
+    rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))
+    row = min(rows, key=lambda r: r.usd_per_gpu_hour)  # as screen.price_row: it prices the tokens
+    sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
+                                               pr.sized is not None)
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup)

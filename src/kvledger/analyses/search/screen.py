@@ -23,7 +23,7 @@ from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
 
-__all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
+__all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "plan_figures"]
 
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
@@ -44,21 +44,30 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           wddm=spec.wddm or None, client_latency=latency_arg(spec))
 
 
-def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None) -> Any:
-    """The rental row that prices ``gpu_id``: the user's ``usd_per_gpu_hour`` (--gpu-usd-per-hour) when given, else
-    the cheapest per GPU-hour among its rows (of ``provider`` when given; ties go to the first in the file), or None
-    when there is none (a GPU file has none)."""
+def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
+               gpus_per_replica: int = 1) -> tuple[Any, ...]:
+    """The rental rows that may price ``gpu_id`` (of ``provider`` when given) and hold a replica of
+    ``gpus_per_replica`` GPUs on one instance (a per-GPU row, or an instance of that many GPUs or more:
+    ``kvledger.ledgers.instances``), in file order; the user's ``usd_per_gpu_hour`` (--gpu-usd-per-hour) alone when
+    given; () when there is none (a GPU file has none)."""
     from kvledger.catalog.prices import GpuPrice, find_gpu_prices
 
     if usd_per_gpu_hour is not None:
-        return GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd_per_gpu_hour, usd_per_gpu_hour,
-                        "user input", "", "", "user input (--gpu-usd-per-hour)", "user input", "")
-
+        return (GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd_per_gpu_hour, usd_per_gpu_hour,
+                         "user input", "", "", "user input (--gpu-usd-per-hour)", "user input", ""),)
     try:
         rows = find_gpu_prices(gpu_id, provider)
     except UnknownNameError:
-        return None
-    return min(rows, key=lambda r: r.usd_per_gpu_hour)
+        return ()
+    return tuple(r for r in rows if r.gpus_per_instance == 1 or r.gpus_per_instance >= gpus_per_replica)
+
+
+def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
+              gpus_per_replica: int = 1) -> Any:
+    """The cheapest per GPU-hour of ``price_rows`` (ties go to the first in the file), or None when there is none.
+    The monthly bill packs the replicas on the cheapest of ``price_rows`` (``evaluate``); this row prices the tokens."""
+    rows = price_rows(gpu_id, provider, usd_per_gpu_hour, gpus_per_replica)
+    return min(rows, key=lambda r: r.usd_per_gpu_hour) if rows else None
 
 
 def plan_figures(plan: Any) -> dict[str, Any]:
@@ -129,11 +138,17 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if rejected is not None:
             return rejected
         extra["decode_plan"] = plan_figures(dplan)
-    price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
+    widest = cand.decode_tp if cand.disagg and cand.decode_tp > cand.tp else cand.tp  # an engine's GPUs: one instance
+    price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, widest)
     if price is None:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
         what = ("a GPU file has no catalog price; pass --gpu-usd-per-hour" if plan.gpu.gpu_id == "custom" else
                 f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
+        if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
+            what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
+                    f"TP group sits on one instance), nor per GPU: "
+                    + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
+                                                                                            spec.gpu_provider)))
         return _reject(cand, "no price row", what,
                        plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,

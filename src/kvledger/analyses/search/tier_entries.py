@@ -55,22 +55,24 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
     ``cap``, the GPUs priced as the colocated candidates are and the tier's bill (``tier``: the bill, USD per month
     per unit) added."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load
-    from kvledger.analyses.search.screen import price_row
+    from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
+    from kvledger.analyses.search.screen import price_rows
     from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, self_host_unit_ledgers
 
     bill, tier_month = tier
-    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
+    groups = engine_groups(cand)
+    rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in groups))
+    row = min(rows, key=lambda r: r.usd_per_gpu_hour)  # as screen.price_row: it prices the tokens
     unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None
     if rate is not None:
         replicas, realized = size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
+        inst = instance_sizing(GpuRate.from_catalog(row, rows), replicas, groups, tier_month)
         sizing = {"rate_req_per_s": rate, "capacity_req_per_s": cap.sizing_req_per_s, "replicas": replicas,
-                  "num_gpus": replicas * cand.num_gpus,
-                  "realized_utilization": realized, "monthly_usd": replicas * unit_month,
+                  "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
                   "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
-                         f"{spec.max_utilization:.0%})⌉; bill = replicas × ({cand.num_gpus} GPUs × "
-                         f"${row.usd_per_gpu_hour:g}/GPU-h × 730 h + tier ${tier_month:,.2f}/month)"}
+                         f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
     u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(GpuRate.from_catalog(row), cand.num_gpus, u,
                                                                 max_utilization=spec.max_utilization,

@@ -7,7 +7,9 @@ per month, a = API USD per request, the requests a replica takes per month at fu
 request at utilization u is (R + P) ÷ (C × 3600 × 730 × u), C the SLO capacity, which meets a at the
 break-even utilization (u: offered load ÷ the SLO capacity C, of which u × good req/s meet the SLO:
 ``kvledger.ledgers.breakeven``); the monthly self-hosted bill at volume V (requests offered) is ⌈V ÷ c⌉ replicas × R + P
-with c = C × 3600 × 730 × the maximum utilization, the requests a replica takes, against a × V on the API.
+with c = C × 3600 × 730 × the maximum utilization, the requests a replica takes, against a × V on the API. On a row
+that sells instances of several GPUs, R + P becomes one replica's whole instance + P, and n × R the whole instances n
+replicas need (``kvledger.ledgers.instances``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     """Self-hosted and API USD per 1,000 requests (offered, the same on both sides) at each utilization, and the
     break-even utilization, where the two meet."""
     bu = cost["break_even_utilization"]
-    fixed = bu["replica_usd_per_month"] + bu["people_usd_per_month"]
+    fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
     full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
     grid = sorted(set(UTILIZATION_GRID) | {cost["inputs"]["utilization"]})
     points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u),
@@ -45,6 +47,17 @@ def _volume_grid(c: float, v_star: float | None) -> list[float]:
     return sorted(set(round(v, 6) for v in grid + extra))
 
 
+def _rental(bv: dict[str, Any], n: int, R: float) -> float:
+    """n replicas' rental per month: n × R on per-GPU rows, else the whole instances of the cheapest packing
+    (``kvledger.ledgers.instances.staircase_usd_per_hour`` over the break-even's ``staircase``) + their KV tiers."""
+    from kvledger.ledgers.instances import staircase_usd_per_hour
+
+    steps = bv.get("staircase")
+    if not steps or all(s["replicas_per_instance"] == 1 for s in steps):
+        return n * R
+    return staircase_usd_per_hour(steps, n) * 730.0 + n * bv["tier_usd_per_replica_month"]
+
+
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     """Self-hosted and API USD per month at each volume (requests per month), and the break-even volume."""
     bv = cost["break_even_volume"]
@@ -54,9 +67,10 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     points = []
     for v in _volume_grid(c, v_star):
         n = max(1, math.ceil(v / c - 1e-12))
-        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": n * R + P,
+        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": _rental(bv, n, R) + P,
                        "api_usd_per_month": a * v})
     return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
             "max_utilization": bv["max_utilization"],
-            "formula": "self-hosted USD/month = ⌈volume ÷ replica capacity at max utilization⌉ × replica USD/month + "
-                       "people; API = USD per request × volume"}
+            "formula": "self-hosted USD/month = the rental of ⌈volume ÷ replica capacity at max utilization⌉ replicas "
+                       "(× replica USD/month, or the whole instances they need) + people; API = USD per request × "
+                       "volume"}

@@ -37,13 +37,14 @@ def _is_gpu_file(name: str) -> bool:
     return Path(name).suffix in (".json", ".toml")
 
 
-def cheapest_gpu_row(name: str, provider: str | None) -> tuple[Any, int]:
-    """(the cheapest rental row for the GPU, of ``provider`` when given, ties by provider and instance; how many rows
-    it was chosen from) — the choice ``cost`` and ``report`` make when no row is named."""
+def cheapest_gpu_row(name: str, provider: str | None) -> tuple[Any, tuple[Any, ...]]:
+    """(the cheapest rental row per GPU-hour for the GPU, of ``provider`` when given, ties by provider and instance;
+    the rows it was chosen from) — where ``cost`` and ``report`` start when no row is named; the bill then packs the
+    replicas on the cheapest of those rows (``kvledger.ledgers.instances.pack``)."""
     from kvledger.catalog.prices import find_gpu_prices
 
-    rows = find_gpu_prices(price_key(name), provider)
-    return min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type)), len(rows)
+    rows = tuple(find_gpu_prices(price_key(name), provider))
+    return min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type)), rows
 
 
 def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
@@ -51,8 +52,9 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     the GPU catalog's aliases).
 
     Raises:
-        InputError: no name, a custom GPU without a price, several rows of the given provider (pick --instance).
-    Without --gpu-provider and --instance the cheapest row is taken and its source says so.
+        InputError: no name, a custom GPU without a price.
+    Without --instance every row of the GPU (of --gpu-provider when given) is an option: the bill packs the replicas
+    on the cheapest (``kvledger.ledgers.instances.pack``) and says which.
         UnknownNameError: no row for the GPU (or the provider / instance).
     """
     from kvledger.catalog.prices import find_gpu_price
@@ -65,15 +67,9 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
                          "--gpu-provider, or --gpu-usd-per-hour")
     if name == "custom" or _is_gpu_file(name):
         raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
-    if provider is None and instance is None:  # several rows: the cheapest, stated (as report and search choose)
-        from dataclasses import replace
-
-        row, num_rows = cheapest_gpu_row(name, None)
-        rate = GpuRate.from_catalog(row)
-        if num_rows == 1:
-            return rate
-        return replace(rate, source=f"cheapest of {num_rows} rows for {row.gpu_id} (--gpu-provider chooses "
-                                    f"another); {rate.source}")
+    if instance is None:  # several rows (of the provider, or of all): the bill packs on the cheapest, stated
+        row, rows = cheapest_gpu_row(name, provider)
+        return GpuRate.from_catalog(row, rows)
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 
 

@@ -117,15 +117,16 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
             "given (--gpu-usd-per-hour)",
             f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
         )
-    row, num_rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
-    flags = f" --gpu-provider {shlex.quote(row.provider)} --instance {shlex.quote(row.instance_type)}"
+    row, rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
+    flags = f" --gpu-provider {shlex.quote(row.provider)}" if req.gpu_provider else ""
     scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
     how = (
-        f"cheapest of {scope} {num_rows} row(s) for {gpu_id} in gpu_prices.csv: {row.provider} "
-        f"{row.instance_type}, "
-        f"${row.usd_per_gpu_hour:.2f}/GPU-h" + ("" if req.gpu_provider else "; pass --gpu-provider to choose another")
+        f"the cheapest packing of the replicas on {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv (cheapest "
+        f"per GPU-hour: {row.provider} {row.instance_type}, ${row.usd_per_gpu_hour:.2f}/GPU-h, "
+        f"{row.gpus_per_instance} GPU(s) per instance)" + ("" if req.gpu_provider else
+                                                          "; pass --gpu-provider to choose another")
     )
-    return GpuRate.from_catalog(row), how, flags
+    return GpuRate.from_catalog(row, rows), how, flags
 
 
 def _summary_row(sim: Any, slo: Any, rate: float) -> dict[str, Any]:

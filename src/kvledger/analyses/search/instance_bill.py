@@ -1,0 +1,51 @@
+"""A search candidate's monthly bill on whole instances: its engines (TP groups) packed on the instances of the
+cheapest price rows, idle GPUs billed (``kvledger.ledgers.instances``), and the same bill at another replica count.
+
+A colocated unit is one engine of TP GPUs; a disaggregated unit is P prefill engines of prefill TP and D decode engines
+of decode TP. Each engine sits on one instance (its TP group talks over NVLink); the prefill engines and the decode
+engines are packed apart (two engines of different widths never share an instance here, which can overstate the bill
+of a mixed unit by the idle GPUs of one instance).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.ledgers.cost import HOURS_PER_MONTH
+from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
+
+__all__ = ["engine_groups", "instance_sizing", "instance_usd_per_month"]
+
+
+def engine_groups(cand: Any) -> list[tuple[int, int]]:
+    """(engines per unit, GPUs per engine) of a candidate: [(1, TP)], or [(P, prefill TP), (D, decode TP)]."""
+    if cand.disagg:
+        return [(cand.prefill_replicas, cand.tp), (cand.decode_replicas, cand.decode_tp)]
+    return [(1, cand.tp)]
+
+
+def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
+                    tier_usd_per_month: float = 0.0) -> dict[str, Any]:
+    """The sizing's bill of ``replicas`` units rented at ``gpu`` (a ``GpuRate`` with its options): each group's engines
+    on whole instances of its cheapest packing, + the KV tier per unit; the instance fields and the ``staircase``
+    (``bands.band_sizing`` redoes the bill at other replica counts with ``instance_usd_per_month``)."""
+    packs = [pack(gpu, replicas * n, k) for n, k in groups if n]
+    rent = sum(p.billed_gpus * p.rate.usd_per_gpu_hour for p in packs) * HOURS_PER_MONTH
+    tier = f" + {replicas} × tier ${tier_usd_per_month:,.2f}/month" if tier_usd_per_month else ""
+    words = " + ".join(f"{p.words()} at ${p.rate.usd_per_gpu_hour:g}/GPU-h ({p.rate.key})"
+                       + (f"; {p.choice()}" if p.choice() else "") for p in packs)
+    return {"monthly_usd": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
+            "gpus_per_instance": max(p.gpus_per_instance for p in packs), "idle_gpus": sum(p.idle_gpus for p in packs),
+            "instance_type": " + ".join(dict.fromkeys(p.rate.instance_type for p in packs)),
+            "instance_usd_per_gpu_hour": packs[0].rate.usd_per_gpu_hour,
+            "instance_choice": "; ".join(p.choice() for p in packs if p.choice()) or None,
+            "staircase": [{"engines_per_unit": n, "gpus_per_engine": k, "steps": staircase(gpu, k)}
+                          for n, k in groups if n],
+            "tier_usd_per_month_per_unit": tier_usd_per_month, "instances_how": words + tier}
+
+
+def instance_usd_per_month(sizing: dict[str, Any], replicas: int) -> float:
+    """The bill of ``replicas`` units from a sizing's ``staircase`` (the cheapest packing of each group at that count)
+    + their KV tier, USD per month."""
+    hourly = sum(staircase_usd_per_hour(g["steps"], replicas * g["engines_per_unit"]) for g in sizing["staircase"])
+    return hourly * HOURS_PER_MONTH + replicas * sizing["tier_usd_per_month_per_unit"]
