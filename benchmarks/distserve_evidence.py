@@ -8,7 +8,8 @@ For each bundled run (and each ``vllm-*.exp`` in ``--extra``, e.g. the 1.5, 2.5 
 DistServe commit): its prompt steps read off the first-token times, how many batched several prompts, the largest
 padding of one (vLLM ≥ 0.2.2 caps it at ``max_paddings`` = 256) and how many exceed 256; the KV blocks its requests
 held at their peak (``run_evidence.kv_blocks_held``, p99 and max over 50 ms points), and the same reading of the
-replay under DistServe's bundled step cost with the planned pool (3,999 blocks) — and, for runs whose replay
+replay under DistServe's bundled step cost with the planned pool (4,029 blocks; 3,999 before OPT's plain-MLP forward
+rule, 2026-12-04) — and, for runs whose replay
 reaches the pool, the pool whose replay peaks where the measurement does (bisection, same estimator on both sides).
 Deterministic; a few seconds per run.
 
@@ -137,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     if ns.json:
         print(json.dumps(rows, indent=1))
         return 0
+    pool = rows[0]["planned_pool_blocks"] if rows else 0
     print("run | prompt steps | batched | largest padding | >256 | KV blocks held p99 / max | replay max "
-          "(pool 3,999) | pool matching the measured peak")
+          f"(pool {pool:,}) | pool matching the measured peak")
     for r in rows:
         print(f"{r['run']} | {r['prompt_steps']} | {r['batched_steps']} | {r['largest_padding_tokens']} | "
               f"{r['steps_over_256_padding']} | {r['measured_peak_blocks_p99']:.0f} / "

@@ -26,6 +26,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from kvledger.accounting.vllm_mlp import mlp_peak
 from kvledger.accounting.vllm_moe_backend import moe_workspace_term
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
@@ -224,14 +225,12 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
     """Transient of one decoder layer's forward over ``num_tokens`` tokens, per GPU, B.
 
     Live at once: residual, normed input, attention output and the running hidden state (4·h; 3·h in the V0
-    engine, ``forward_hidden_copies``), and the MLP's gate/up output plus its activation (3·I/TP; MoE: shared
-    experts only, the routed experts' buffers are in ``moe_workspace_bytes``). From the layer code; checked
-    against the 0.19 logs where the forward dominates (Llama-3.1-8B middle PP stages log 1.05 GiB, this gives
-    1.08 with the fixed term and PP buffers).
-    """
-    h = model.hidden_size
-    mlp = 3 * (_moe_dims(model)[1] if model.is_moe else model.intermediate_size) / tp
-    return num_tokens * (forward_hidden_copies(ver) * h + mlp) * model.dtype_bytes
+    engine, ``forward_hidden_copies``), and the MLP's (``vllm_mlp.mlp_peak``: gate/up and activation, 3·I/TP; plain
+    fc1 → act, OPT/GPT-2/Falcon/Phi..., 2·I/TP; MoE: shared experts, gated, the routed ones in ``moe_workspace_bytes``).
+    From the layer code; checked against the 0.19 logs where the forward dominates (Llama-3.1-8B middle PP stages
+    log 1.05 GiB, this gives 1.08 with the fixed term and PP buffers)."""
+    mlp = 3 * _moe_dims(model)[1] if model.is_moe else mlp_peak(model).elements
+    return num_tokens * (forward_hidden_copies(ver) * model.hidden_size + mlp / tp) * model.dtype_bytes
 
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
@@ -241,9 +240,10 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
     fwd = forward_peak_bytes(model, mnbt, tp, ver)
-    k = forward_hidden_copies(ver)
-    peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + 3·I/TP) × {model.dtype_bytes} B (layer code"
-                      + ("; V0 norms in place)" if k == 3 else ")"))
+    k, mlp = forward_hidden_copies(ver), (None if model.is_moe else mlp_peak(model))
+    peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + {mlp.copies if mlp else 3}·I/TP) × {model.dtype_bytes} "
+                      f"B (layer code{'; V0 norms in place' if k == 3 else ''}"
+                      f"{f'; {mlp.source}' if mlp and mlp.copies == 2 else ''})")
     if st.is_last:
         smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:
