@@ -142,6 +142,9 @@ def count_option(what: str, *, positive: bool = False):  # noqa: ANN201 - a type
     """A ``parser=`` for a typer option that takes a count (:func:`parse_count`, powers of 1000), naming ``what``;
     ``positive``: 0 is refused too (a monthly volume of nothing prices nothing)."""
     def parse(text: str) -> float:
+        if positive and str(text).strip().startswith("-"):  # the volume's own bound, not a count's "0 or more"
+            raise InputError(f"{what}: {text!r} is negative; a volume must be more than 0 (leave the flag out for "
+                             "the per-token ledgers alone)")
         value = parse_count(text, what=what)
         if positive and value == 0:
             raise InputError(f"{what}: {text!r} is zero; a volume must be more than 0 (leave the flag out for the "

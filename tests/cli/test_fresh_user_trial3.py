@@ -57,6 +57,10 @@ def test_a_negative_or_zero_volume_is_refused_as_such():
     for flag in ("--monthly-tokens", "--monthly-requests"):
         res = runner.invoke(app, [*base, flag, "0"])
         assert isinstance(res.exception, InputError) and "is zero; a volume must be more than 0" in str(res.exception)
+        # and a negative volume states the volume's own bound, not a count's "0 or more", which 0 then broke
+        res = runner.invoke(app, [*base, flag, "-3e9"])
+        assert isinstance(res.exception, InputError)
+        assert "is negative; a volume must be more than 0" in str(res.exception)
     assert _params(*base, "--monthly-input-tokens", "2B", "--monthly-output-tokens", "0")["monthly_output_tokens"] == 0
 
 
