@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvledger.report.validation_figures import fmt_rate
+
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_boundary import SimBoundary
     from kvledger.analyses.serving.sim_ledgers import SimulatedRun
@@ -18,6 +20,11 @@ __all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'pr
 
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
     return none if x is None else format(x, spec)
+
+
+def _rate(x: float | None) -> str:
+    """A probe's rate (req/s) to 4 significant figures: 0.003125, not 0.00, at a rate below 0.005 req/s."""
+    return "n/a" if x is None else fmt_rate(x)
 
 
 _LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ "
@@ -188,8 +195,8 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:
         t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}",
-                  _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
-                  _fmt(pr.goodput_req_per_s), _fmt(pr.throughput_req_per_s), _fmt(pr.goodput_req_per_s_per_gpu),
+                  _rate(pr.offered_rate_req_per_s), _attain(pr),
+                  _rate(pr.goodput_req_per_s), _rate(pr.throughput_req_per_s), _rate(pr.goodput_req_per_s_per_gpu),
                   "meets" if pr.meets_target else "queue grew" if pr.queue_grew else "misses")
     con.print(t)
     con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: "
