@@ -109,3 +109,14 @@ def test_saturated_runs_are_judged_on_throughput_only():
 def test_no_profile_keeps_the_regime_band():
     assert profile_band("uncalibrated/dense/vllm", "ttft_mean", None) == error_band("uncalibrated/dense/vllm",
                                                                                      "ttft_mean")
+
+
+def test_a_profile_band_standing_on_the_cross_model_band_says_so_once():
+    # gpu/dense/vllm has no TPOT point of its own: its band is the cross-model one, which a profile used on another
+    # model would otherwise be "widened, each side, to take in" — the same band again (a fresh reading of validate's
+    # band line repeated −14.1% … +16.4% twice); now the source names it once, and the band is exactly it
+    cm = stored_bands()["cross_model"][GPU]["tpot_mean"]
+    b = profile_band(GPU, "tpot_mean", _facts(_run()), "M70", 4)
+    assert _q(b) == pytest.approx((cm["q10"], cm["q90"]))
+    assert b.source.count(f"{cm['q10']:+.1%} … {cm['q90']:+.1%}") == 1 and "widened" not in b.source
+    assert "errors of GPU profiles fitted on other models" in b.source

@@ -39,6 +39,8 @@ class Band:
         num_runs: runs the band comes from. source: where it came from, in words (a borrowed band says so).
         lent_from: the regime whose measured runs a borrowed band comes from (``regime`` had none for ``metric``: the
             band is a floor for it, not a measurement); None when the band is the regime's own.
+        cross_model: the band is the cross-model one (GPU profiles judged on models they were not fitted on), standing
+            for a GPU regime with no point of its own (``_regimes``), not a leave-one-deployment-out band.
     """
 
     regime: str
@@ -48,6 +50,7 @@ class Band:
     num_runs: int
     source: str
     lent_from: str | None = None
+    cross_model: bool = False
 
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""
@@ -127,7 +130,7 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src,
-                lent_from=None if key == regime else key)
+                lent_from=None if key == regime else key, cross_model="cross_model" in e)
 
 
 def band_text(value: float, band: Band | None, fmt: str = "{:.3g}", label: str | None = None) -> str:

@@ -156,10 +156,11 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         return base
     q10, q90 = base.errors()
     n = base.num_runs
-    why = [f"calibrated regime {regime}: {q10:+.1%} … {q90:+.1%} from {n} measured points"]
+    why = [f"calibrated regime {regime}: {q10:+.1%} … {q90:+.1%} from {n} measured points" if not base.cross_model
+           else f"calibrated regime {regime}: {base.source}: {q10:+.1%} … {q90:+.1%}"]
     other = model is not None and not any(m == model and (tp is None or t == tp) for m, t in facts.fitted)
     few = base.num_runs < MIN_POINTS
-    cm = _cross_model(metric) if (few or other) else None
+    cm = _cross_model(metric) if (few or other) and not base.cross_model else None  # the base is it already
     if cm is not None:
         q10, q90, n = min(q10, cm[0]), max(q90, cm[1]), max(n, cm[2])
         reasons = ([f"fewer than {MIN_POINTS} calibrated points"] if few else []) + (
