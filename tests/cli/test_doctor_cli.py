@@ -50,6 +50,15 @@ def test_human_report_shows_the_options_and_rules():
         and "→ --kv-cache-dtype fp8: 52,613 blocks per replica" in brief
     )
     assert "rule:" not in brief and "--verbose" in brief and len(brief.splitlines()) < len(out.splitlines()) // 2
+    # a remedy that adds no capacity says so in the short report (a fresh user read "--max-model-len 8000: 26,306
+    # blocks, 127 requests" as an option): halving max_model_len 16,000 → 8,000 frees no KV memory (paged blocks are
+    # allocated as tokens arrive) and --max-num-seqs 127 caps running requests at what the slots hold: both keep the
+    # as-logged 26,306 blocks and 127 requests of the ≈3,290 tokens observed (420,880 slots ÷ 3,290 ≈ 127)
+    lines = {ln.split(":")[0].strip(): ln for ln in brief.splitlines() if ln.strip().startswith("→")}
+    for action in ("→ --max-model-len 8000", "→ --max-num-seqs 127"):
+        assert lines[action].endswith("127 requests of the size observed at saturation: no capacity added, as logged "
+                                      "(it refuses or queues the excess instead of preempting it; --verbose says how)")
+    assert not any("no capacity added" in lines[a] for a in ("→ --kv-cache-dtype fp8", "→ as logged"))
 
 
 def test_the_short_report_says_when_the_start_up_comparison_was_skipped_and_what_to_pass():
