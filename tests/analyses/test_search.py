@@ -277,11 +277,13 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # A winner on an RTX 4090, priced by its bundled GPU profile (accounting/data/gpu_profiles/rtx-4090.json), whose
     # entry carries no capacity_band: the margin is read against the band of the regime that priced it
     # (search.bands.search_band → ledgers.profile_band), not the uncalibrated roofline's. That band: the GPU-profile
-    # regime's throughput errors −3.2 … +3.3% (error_bands.json, 2 points) are fewer than 10, so it widens to the
-    # cross-model band −48.7 … +95.0% (error_bands.json cross_model; the profile's in-sample throughput errors +0.6%
-    # and −0.5% lie inside): capacity multipliers 1 / 1.95 = 0.5128 to 1 / (1 − 0.4872) = 1.95. A runner-up 50%
-    # dearer can swap inside it (1.95 / 0.5128 = 3.8× > 1.5×); the uncalibrated band (−6.1 … +22.4%: ×0.817 … ×1.065,
-    # 1.065 / 0.817 = 1.30× < 1.5×) said it could not.
+    # regime's throughput errors −3.21 … +3.27% (error_bands.json, 2 points) are fewer than 10, so it widens, each
+    # side, to the cross-model band q10 −25.06%, q90 +33.44% (error_bands.json cross_model, 13 points; the profile's
+    # in-sample throughput errors +0.6% and −0.5% lie inside): q10 = min(−0.0321, −0.2506) = −0.2506, q90 =
+    # max(0.0327, 0.3344) = 0.3344, capacity multipliers low = 1/(1 + q90) = 1/1.3344 = 0.7494 to high = 1/(1 + q10)
+    # = 1/(1 − 0.2506) = 1.3344. A runner-up 50% dearer can swap inside it (1.3344 / 0.7494 = 1.78× > 1.5×); the
+    # uncalibrated band (q10 −6.10%, q90 +22.39%: ×1/1.2239 = 0.817 … ×1/0.9390 = 1.065, 1.065 / 0.817 = 1.30× < 1.5×)
+    # said it could not.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band
@@ -296,7 +298,8 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
 
     pair = [entry("a", 1000.0), entry("b", 1500.0)]
     m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
-    assert m.band_low == pytest.approx(1 / 1.95) and m.band_high == pytest.approx(1 / (1 - 0.48717948717948717))
+    assert m.band_low == pytest.approx(1 / (1 + 0.3343619646320535))
+    assert m.band_high == pytest.approx(1 / (1 - 0.2505781590711429))
     assert m.could_flip
     assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
     # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band

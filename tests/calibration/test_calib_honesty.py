@@ -61,20 +61,40 @@ def test_a_poor_model_fit_is_flagged_and_printed_as_a_gpu_fit_is():
 
 
 def test_a_model_profile_band_says_its_floor_and_widens_to_its_evidence():
-    # model/dense/vllm has no measured point: error_band lends gpu/dense/vllm's TTFT band, q10 −6.9%, q90 +13.9%, from
-    # 2 points (error_bands.json). With held-out errors −40% and +20% the band takes them in: −40% … +20%, resting on 2
-    # points (the two folds). The in-sample errors (−5%) are within the limits: no poor-fit widening
-    fit = [{"label": "a", "ttft_mean": -0.05, "tpot_mean": 0.02, "saturated": False},
-           {"label": "b", "ttft_mean": 0.03, "tpot_mean": -0.01, "saturated": False}]
-    loo = [{"run": "a", "ttft_mean_rel_error": -0.40}, {"run": "b", "ttft_mean_rel_error": 0.20}]
-    b = model_profile_band("model/dense/vllm", "ttft_mean", "p.json", fit, loo)
-    assert 1 / b.high - 1 == pytest.approx(-0.40) and 1 / b.low - 1 == pytest.approx(0.20) and b.num_runs == 2
+    # model/dense/vllm has no measured point: error_band lends it gpu/dense/vllm's throughput band, q10 −3.21%, q90
+    # +3.27%, from 2 points (error_bands.json regimes, a t interval): fewer than 10, a floor. Two saturated fitted runs
+    # (judged on throughput only; in-sample +1% and −2%, within ±10%: no poor-fit widening) with held-out errors −40%
+    # and +20%: the band takes them in, q10 = min(−0.0321, −0.40) = −0.40, q90 = max(0.0327, 0.20) = 0.20, i.e. high =
+    # 1/(1 + q10) = 1/0.6, low = 1/(1 + q90) = 1/1.2, resting on max(2, 2) = 2 points (the two folds)
+    fit = [{"label": "a", "throughput_rel_error": 0.01, "saturated": True},
+           {"label": "b", "throughput_rel_error": -0.02, "saturated": True}]
+    loo = [{"run": "a", "throughput_rel_error": -0.40}, {"run": "b", "throughput_rel_error": 0.20}]
+    b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, loo)
+    assert b.high == pytest.approx(1 / 0.6) and b.low == pytest.approx(1 / 1.2) and b.num_runs == 2
     assert "from 2 measured points of gpu/dense/vllm" in b.source and "a floor, not a measurement" in b.source
-    # no leave-one-out (--no-leave-one-out): the uncalibrated band's 34 points, −85.8% … −21.5%, joins the floor:
-    # −85.8% … +13.9%
-    b = model_profile_band("model/dense/vllm", "ttft_mean", "p.json", fit, [])
-    assert 1 / b.high - 1 == pytest.approx(-0.8577, abs=1e-4) and 1 / b.low - 1 == pytest.approx(0.1389, abs=1e-4)
-    assert b.num_runs == 34 and "no leave-one-out errors in the profile" in b.source
+    # no leave-one-out (--no-leave-one-out): the uncalibrated throughput band, q10 −6.10%, q90 +22.39% on 17 points,
+    # joins the floor: q10 = min(−0.0321, −0.0610) = −0.0610, q90 = max(0.0327, 0.2239) = 0.2239, on max(2, 17) = 17
+    b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, [])
+    assert 1 / b.high - 1 == pytest.approx(-0.060957, abs=1e-6) and 1 / b.low - 1 == pytest.approx(0.223863, abs=1e-6)
+    assert b.num_runs == 17 and "no leave-one-out errors in the profile" in b.source
+
+
+def test_a_model_profile_latency_band_rests_on_the_lent_cross_model_band_not_a_floor():
+    # gpu/dense/vllm stores no TTFT band of its own (every GPU-calibrated per-request run of the pool saturated), so
+    # error_band stands its cross-model band for it (q10 −74.63%, q90 +294.14%, 31 points, error_bands.json
+    # cross_model) and lends that to model/dense/vllm. 31 ≥ 10 points: not a floor, so neither the held-out errors nor
+    # the uncalibrated band are called in; held-out −40% and +20% and in-sample −5% and +3% (within ±15%: no poor fit)
+    # lie inside it. With or without leave-one-out: high = 1/(1 + q10) = 1/(1 − 0.7463) = 3.941, low = 1/(1 + q90) =
+    # 1/3.9414 = 0.2537, on 31 points
+    fit = [{"label": "a", "ttft_mean_rel_error": -0.05, "tpot_mean_rel_error": 0.02, "saturated": False},
+           {"label": "b", "ttft_mean_rel_error": 0.03, "tpot_mean_rel_error": -0.01, "saturated": False}]
+    loo = [{"run": "a", "ttft_mean_rel_error": -0.40}, {"run": "b", "ttft_mean_rel_error": 0.20}]
+    for held_out in (loo, []):
+        b = model_profile_band("model/dense/vllm", "ttft_mean", "p.json", fit, held_out)
+        assert b.high == pytest.approx(1 / (1 - 0.7462847014729681))
+        assert b.low == pytest.approx(1 / (1 + 2.941425707498106)) and b.num_runs == 31
+        assert b.source == ("p.json: regime model/dense/vllm: -74.6% … +294.1% from 31 measured points of "
+                            "gpu/dense/vllm, lent to it")
 
 
 def test_the_poor_fit_hints_count_what_a_record_states_as_given():

@@ -5,12 +5,15 @@ simulated TTFT, TPOT and throughput carries one).
 Kubecon's `vllm` stages (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
 src/kvledger/ledgers/data/error_bands.json), as multipliers of a simulated figure (low = 1/(1 + q90), high =
 1/(1 + q10)):
-  ttft_mean  q10 -0.8576980600004923, q90 -0.21515316099918702 (34 points) → ×1.27413 … ×7.02731
-  tpot_mean  q10 -0.3211106142937251, q90 -0.031657743349542855 (34 points) → ×1.03269 … ×1.47299
+  ttft_mean  q10 -0.8576980600004923, q90 -0.22170783451172882 (31 points) → ×1/0.778292 = ×1.28486 …
+             ×1/0.142302 = ×7.02731
+  tpot_mean  q10 -0.3211106142937251, q90 -0.05550858199102082 (31 points) → ×1/0.944491 = ×1.05877 …
+             ×1/0.678889 = ×1.47299
   throughput q10 -0.060956971378629876, q90 0.22386256700245544 (17 points) → ×0.81709 … ×1.06491
-LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: 2 points, so
-widened to error_bands.json's cross_model band): throughput q10 -0.48717948717948717, q90 0.95 (13 runs) →
-×1/1.95 = ×0.51282 … ×1/0.51282 = ×1.95.
+LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: throughput
+q10 -0.0321, q90 +0.0327 on 2 points, fewer than 10, so widened each side to error_bands.json's cross_model band):
+throughput q10 min(-0.0321, -0.2505781590711429) = -0.25058, q90 max(0.0327, 0.3343619646320535) = 0.33436 (13 runs)
+→ ×1/1.33436 = ×0.74942 … ×1/0.74942 = ×1.33436.
 """
 
 from __future__ import annotations
@@ -60,33 +63,33 @@ def stage6() -> tuple[str, dict]:
 @needs_runs
 def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     out, d = stage0
-    # 1 req/s: simulated TTFT 6.955 ms → ×1.27413 = 8.862 ms … ×7.02731 = 48.876 ms (measured 31.1 ms inside);
-    # simulated TPOT 6.145 ms → ×1.03269 = 6.346 ms … ×1.47299 = 9.052 ms (measured 7.1 ms inside)
+    # 1 req/s: simulated TTFT 6.955 ms → ×1.28486 = 8.936 ms … ×7.02731 = 48.876 ms (measured 31.1 ms inside);
+    # simulated TPOT 6.145 ms → ×1.05877 = 6.506 ms … ×1.47299 = 9.052 ms (measured 7.1 ms inside)
     assert "│ TTFT mean │ 31.1 ms │ 7.0 ms │ -77.7% │ 8.9–48.9 ms │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.1 ms │ -13.8% │ 6.3–9.1 ms │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.1 ms │ -13.8% │ 6.5–9.1 ms │" in out
     assert "│ throughput │ 1.02 req/s │ 1.02 req/s │ +0.1% │ — │" in out  # kept up: the offered load
     assert "│ TTFT p90 │ 35.4 ms │ 9.7 ms │ -72.6% │ │" in out  # never validated: no band
     assert ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
-            "TTFT mean, TPOT mean: leave-one-deployment-out errors at 34 measured points") in out
+            "TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
     assert "no throughput band: the run was below saturation: its throughput is the offered load" in out
     assert "✗" not in out
     b = d["error_bands"]
     assert (b["ttft_mean"]["predicted"], b["ttft_mean"]["low"], b["ttft_mean"]["high"]) == pytest.approx(
-        (6.955e-3, 8.862e-3, 48.876e-3), abs=2e-6)
-    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.346e-3, 9.052e-3), abs=2e-6)
-    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 - 0.031657743349542855), rel=1e-12)
+        (6.955e-3, 8.936e-3, 48.876e-3), abs=2e-6)
+    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.506e-3, 9.052e-3), abs=2e-6)
+    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 - 0.05550858199102082), rel=1e-12)
 
 
 @needs_runs
 def test_a_measured_mean_outside_its_band_is_marked():
     out, d = _validate(KUBECON / "stage_3_lifecycle_metrics.json", ARGS)
-    # 92.19 req/s: simulated TPOT 8.814 ms → ×1.03269 = 9.103 ms … ×1.47299 = 12.983 ms; measured 15.4 ms above it
-    assert "│ TPOT mean │ 15.4 ms │ 8.8 ms │ -42.8% │ 9.1–13.0 ms ✗ │" in out
-    assert "│ TTFT mean │ 50.5 ms │ 15.8 ms │ -68.8% │ 20.1–110.7 ms │" in out  # 15.75 ms × 1.27413 … × 7.02731
+    # 92.19 req/s: simulated TPOT 8.814 ms → ×1.05877 = 9.332 ms … ×1.47299 = 12.983 ms; measured 15.4 ms above it
+    assert "│ TPOT mean │ 15.4 ms │ 8.8 ms │ -42.8% │ 9.3–13.0 ms ✗ │" in out
+    assert "│ TTFT mean │ 50.5 ms │ 15.8 ms │ -68.8% │ 20.2–110.7 ms │" in out  # 15.75 ms × 1.28486 … × 7.02731
     assert "✗: the measured figure lies outside its band" in out
     b = d["error_bands"]["tpot_mean"]
-    assert (b["low"], b["high"]) == pytest.approx((9.103e-3, 12.983e-3), abs=2e-6)
+    assert (b["low"], b["high"]) == pytest.approx((9.332e-3, 12.983e-3), abs=2e-6)
 
 
 @needs_runs
@@ -112,13 +115,14 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
 @needs_runs
 def test_a_saturated_per_request_run_prints_the_throughput_band():
     out, d = _validate(RTX4090, ["--gpu", "RTX4090"])
-    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /1.95 = 0.843 … /0.51282 =
-    # 3.206 req/s (the cross-model band, the calibrated regime having 2 points); measured 1.63 inside
-    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 0.84–3.21 req/s │" in out
+    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.33436 =
+    # 1.232 … /(1 + q10) = /0.74942 = 2.194 req/s (the cross-model band, the calibrated regime having 2 points);
+    # measured 1.63 inside
+    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.23–2.19 req/s │" in out
     assert "│ TTFT mean │ 65.46 s │ 66.12 s │ +1.0% ⚠ │ — │" in out
     assert "no TTFT or TPOT mean band: the measured run was saturated (its queue grew)" in out
     sat = d["error_bands"]["saturation_throughput"]
-    want = (sat["predicted"] / 1.95, sat["predicted"] / (1 - 0.48717948717948717))
+    want = (sat["predicted"] / (1 + 0.3343619646320535), sat["predicted"] / (1 - 0.2505781590711429))
     assert (sat["low"], sat["high"]) == pytest.approx(want, rel=1e-9)
     assert d["error_bands"]["regime"] == "gpu/dense/vllm"
 
@@ -150,6 +154,6 @@ def test_the_simulated_queue_growing_moves_the_band_to_throughput():
     assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
     assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.268, 4.260), abs=5e-4)
     kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
-    # 0.5 s × 1.27413 = 0.637 s … × 7.02731 = 3.514 s; throughput: the offered load, no band
-    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.637, 3.514), abs=5e-4)
+    # 0.5 s × 1.28486 = 0.642 s … × 7.02731 = 3.514 s; throughput: the offered load, no band
+    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.642, 3.514), abs=5e-4)
     assert kept_up.saturation_throughput is None and kept_up.throughput_note.startswith("the run was below")

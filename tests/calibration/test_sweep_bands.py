@@ -5,8 +5,10 @@ docs/reference.md implied a band).
 The bands of kubecon's `vllm` sweep (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
 src/kvledger/ledgers/data/error_bands.json) are, as multipliers of a simulated figure (``Band``: low = 1/(1 + q90),
 high = 1/(1 + q10)):
-  ttft_mean  q10 -0.8576980600004923, q90 -0.21515316099918702 (34 points) → ×1.27413 … ×7.02731
-  tpot_mean  q10 -0.3211106142937251, q90 -0.031657743349542855 (34 points) → ×1.03269 … ×1.47299
+  ttft_mean  q10 -0.8576980600004923, q90 -0.22170783451172882 (31 points) → ×1/0.778292 = ×1.28486 …
+             ×1/0.142302 = ×7.02731
+  tpot_mean  q10 -0.3211106142937251, q90 -0.05550858199102082 (31 points) → ×1/0.944491 = ×1.05877 …
+             ×1/0.678889 = ×1.47299
   throughput q10 -0.060956971378629876, q90 0.22386256700245544 (17 points) → ×0.81709 … ×1.06491
 """
 
@@ -24,8 +26,8 @@ from kvledger.cli.main import app
 
 KUBECON = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs" / "inference-perf-kubecon-na-2025"
 ARGS = ["--sweep", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
-Q = {"ttft_mean": (-0.8576980600004923, -0.21515316099918702), "tpot_mean": (-0.3211106142937251,
-                                                                             -0.031657743349542855),
+Q = {"ttft_mean": (-0.8576980600004923, -0.22170783451172882), "tpot_mean": (-0.3211106142937251,
+                                                                             -0.05550858199102082),
      "throughput": (-0.060956971378629876, 0.22386256700245544)}
 needs_kubecon = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
@@ -86,10 +88,10 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
             assert band["predicted"] == row["predicted"]  # the band is around the simulated figure judged
             assert band["low"] == pytest.approx(band["predicted"] / (1 + q90), rel=1e-12)
             assert band["high"] == pytest.approx(band["predicted"] / (1 + q10), rel=1e-12)
-            assert band["num_runs"] == 34 and band["source"].startswith("leave-one-deployment-out errors at 34")
-    # 1 req/s: simulated TTFT 6.955 ms → 6.955 × 1.27413 = 8.862 ms … 6.955 × 7.02731 = 48.876 ms
+            assert band["num_runs"] == 31 and band["source"].startswith("leave-one-deployment-out errors at 31")
+    # 1 req/s: simulated TTFT 6.955 ms → 6.955 × 1.28486 = 8.936 ms … 6.955 × 7.02731 = 48.876 ms
     assert b["ttft_mean"][0]["predicted"] == pytest.approx(6.955e-3, abs=1e-6)
-    assert (b["ttft_mean"][0]["low"], b["ttft_mean"][0]["high"]) == pytest.approx((8.862e-3, 48.876e-3), abs=2e-6)
+    assert (b["ttft_mean"][0]["low"], b["ttft_mean"][0]["high"]) == pytest.approx((8.936e-3, 48.876e-3), abs=2e-6)
     # saturation throughput: simulated 110.16 req/s (183.38 req/s stage) → 110.16/1.223863 = 90.01 … 110.16/0.939043
     # = 117.31 req/s; measured 103.08 lies inside
     sat = b["saturation_throughput"]
@@ -102,15 +104,16 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
 @needs_kubecon
 def test_sweep_text_prints_the_bands_and_their_source(sweep):
     out = " ".join(sweep[0].split())
-    # per stage: 1 req/s TTFT band 8.9–48.9 ms (8.862 … 48.876 ms); 92.19 req/s: measured TPOT 15.4 ms above its
-    # band (simulated 8.761 ms × 1.03269 … × 1.47299 = 9.0 … 12.9 ms), marked ✗
+    # per stage: 1 req/s TTFT band 8.9–48.9 ms (8.936 … 48.876 ms); 92.19 req/s: TTFT simulated 15.682 ms × 1.28486
+    # … × 7.02731 = 20.15 … 110.20 ms; measured TPOT 15.4 ms above its band (simulated 8.761 ms × 1.05877 … × 1.47299
+    # = 9.28 … 12.91 ms), marked ✗
     assert "│ 1.000 │ 31.1 ms │ -77.7% │ 8.9–48.9 ms │" in out  # rates to 4 significant figures
-    assert "│ 92.19 │ 50.5 ms │ -69.0% │ 20.0–110.2 ms │ 15.4 ms │ -43.1% │ 9.0–12.9 ms ✗ │" in out
+    assert "│ 92.19 │ 50.5 ms │ -69.0% │ 20.1–110.2 ms │ 15.4 ms │ -43.1% │ 9.3–12.9 ms ✗ │" in out
     assert "│ 122.6 │ 2,616.5 ms │ +11.4% │ — │" in out
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 110.16 req/s (80% band "
             "90.01–117.31, uncalibrated roofline), error +6.9%") in out
     assert "measured 93.44 req/s, simulated 93.66 req/s (no error band)" in out
-    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 34 measured points (runs or sweep stages; "
+    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
             "python benchmarks/validate_all.py --sections lodo --write-bands); saturation throughput: "
             "leave-one-deployment-out errors at 17 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
