@@ -2,18 +2,19 @@
 honest as a GPU profile's (``profile_band``).
 
 The model-calibrated regime has no measured point of its own in ``error_bands.json`` today: ``error_band`` lends it
-the GPU-calibrated regime's band, two RTX 4090 points under a t interval, which that module itself calls "a floor,
-not a measurement". Printed as it stands it reads as an 80% band: on kubecon's ``vllm+batch_size`` sweep priced by a
-profile fitted on kubecon's ``vllm`` stages 1, 3 and 5, 6 of its 8 latency figures fell outside bands of ±10%.
+the GPU-calibrated regime's band (throughput: two RTX 4090 points under a t interval; latency: the cross-model
+band), which that module itself calls "a floor, not a measurement". Printed as it stands it reads as an 80% band: on
+kubecon's ``vllm+batch_size`` sweep priced by a profile fitted on kubecon's ``vllm`` stages 1, 3 and 5, 6 of its 8
+latency figures fell outside bands of ±10% (the two-point band of the time).
 So, per side, on the error e = predicted/measured − 1, the band is the widest of:
 
-- the regime's band (``error_band``; its points and whether it is borrowed are said in the band's source);
-- when that band rests on fewer than ``MIN_POINTS`` points (borrowed or not): the profile's own **leave-one-out
-  errors** (each of its runs priced by a fit on the others: held-out errors of this very profile, the nearest it has
-  to its regime's own leave-one-deployment-out band); where the profile has none (fitted with
-  ``--no-leave-one-out``, or on one run), the **uncalibrated regime's** leave-one-deployment-out band of the same
-  architecture and engine, the nearest band measured on ``MIN_POINTS`` points or more: nothing measured then says the
-  fit does better than the plain roofline off its own runs;
+- the regime's band (``error_band``; its points and whether it is borrowed are said in the band's source; the GPU
+  regime's latency band it borrows is the cross-model one, GPU profiles judged on models they were not fitted on);
+- the profile's own **leave-one-out errors** (each of its runs priced by a fit on the others: held-out errors of this
+  very profile, the nearest it has to its regime's own leave-one-deployment-out band); where the profile has none
+  (fitted with ``--no-leave-one-out``, or on one run) and the regime's band is borrowed or rests on fewer than
+  ``MIN_POINTS`` points, the **uncalibrated regime's** leave-one-deployment-out band of the same architecture and
+  engine: nothing measured then says the fit does better than the plain roofline off its own runs;
 - the uncalibrated band too when the profile's own fit is **poor** (``profile_band.fit_verdict``, the check
   ``calibrate`` prints for both scopes), as for a GPU profile;
 - the profile's **in-sample errors** (each fitted run's error of the metric, and 0).
@@ -63,7 +64,9 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
     (q10, q90), n = base.errors(), base.num_runs
     why = [f"regime {regime}: {_span(q10, q90)} from {n} measured point{'s' if n != 1 else ''}"
            + ("" if base.lent_from is None else f" of {base.lent_from}, lent to it")
+           + (" (GPU profiles judged on models they were not fitted on)" if base.cross_model else "")
            + (f" — fewer than {MIN_POINTS}: a floor, not a measurement" if n < MIN_POINTS else "")]
+    not_own = n < MIN_POINTS or base.lent_from is not None  # no measurement of this regime's own to stand on
     unc = error_band("uncalibrated/" + regime.split("/", 1)[1], metric)
 
     def take(lo: float, hi: float, points: int, what: str) -> None:
@@ -74,9 +77,9 @@ def model_profile_band(regime: str, metric: str, label: str, in_sample: list[dic
 
     judged = {str(r.get("label")): judged_metrics(r) for r in in_sample}
     loo = _errors(leave_one_out, metric, judged)
-    if n < MIN_POINTS and loo:
+    if loo:  # held-out errors of this very profile: never a band narrower than them
         take(min(loo), max(loo), len(loo), f"the profile's own leave-one-out errors ({len(loo)} held-out runs)")
-    elif n < MIN_POINTS and unc is not None:
+    elif not_own and unc is not None:
         u10, u90 = unc.errors()
         take(u10, u90, unc.num_runs, "no leave-one-out errors in the profile (fitted with --no-leave-one-out or on "
              f"one run), so the uncalibrated roofline's band ({unc.num_runs} measured points)")

@@ -1,9 +1,11 @@
 """The error band of a figure priced by a GPU profile, honest for what is known about that profile.
 
 The measured band of the GPU-calibrated regime (``error_band``) comes from the runs that regime has been checked
-on — today two RTX 4090 runs of one model, each predicted from the other. Applied as it stands to a profile fitted
-on one model and used on another, it claims a few % where the cross-model evidence shows tens of %. So the band
-widens, per side (on the error e = predicted/measured − 1), to the widest of:
+on — today two RTX 4090 runs of one model, each predicted from the other, for saturation throughput; its latency
+bands are the cross-model band itself (``error_band._regimes``: those two runs are saturated, so they give no
+latency point). Applied as it stands to a profile fitted on one model and used on another, a two-run band claims a
+few % where the cross-model evidence shows tens of %. So the band widens, per side (on the error e =
+predicted/measured − 1), to the widest of:
 
 - the calibrated regime's band (``error_band``);
 - the **cross-model band** (``error_bands.json`` → ``cross_model``, written by ``benchmarks/crossmodel_bands.py``
