@@ -65,11 +65,11 @@ def test_cost_needs_what_the_file_does_not_state():
         runner.invoke(app, base + ["--gpu-usd-per-hour", "2"], catch_exceptions=False)
     with pytest.raises(InputError, match="does not name its GPU"):
         runner.invoke(app, base + ["--num-gpus", "1"], catch_exceptions=False)
-    # several rental rows and no --gpu-provider: one replica of 1 GPU is packed on the cheapest of the 9 H100 SXM rows
+    # several rental rows and no --gpu-provider: one replica of 1 GPU is packed on the cheapest of the 10 H100 SXM rows
     # of gpu_prices.csv and said so: RunPod's Secure Cloud pod, sold per GPU, $2.69/h (the 8-GPU rows cost ≥ 8 × $2.95)
     d = json.loads(runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--json"],
                                  catch_exceptions=False).stdout)
-    assert d["inputs"]["gpu_price_source"].startswith("the cheapest packing of 9 rows for this GPU: RunPod:Secure "
+    assert d["inputs"]["gpu_price_source"].startswith("the cheapest packing of 10 rows for this GPU: RunPod:Secure "
                                                       "Cloud pod, $2.69/h for 1 replica of 1 GPU")
     # a provider with two H100 SXM rows (Lambda: gpu_1x_h100_sxm5 at $4.29 and gpu_8x_h100_sxm5 at 8 × $3.99 =
     # $31.92 per instance-hour): one replica of 1 GPU is cheapest on the 1-GPU instance, $4.29/h
@@ -111,12 +111,14 @@ IP_ARGS = ["--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utiliz
 @pytest.mark.parametrize("gpu", [[], ["--gpu", "H100"], ["--gpu", "h100-sxm"], ["--gpu", "nvidia_h100_sxm"]])
 def test_cost_resolves_gpu_names_and_the_files_gpu_through_the_catalog(gpu):
     # the file's 'nvidia-h100-80gb' and the --gpu aliases every other command takes all reach the nvidia_h100_sxm rows;
-    # --gpu-provider still picks Nebius's ($2.95 per GPU-hour)
+    # --gpu-provider still picks Nebius's rows ($2.95 per GPU-hour): the file's 1 GPU goes on the 1-GPU preset
+    # ($2.95/h) rather than the 8-GPU one (8 × $2.95 = $23.60/h)
     res = runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS, *gpu, "--json"])
     assert res.exit_code == 0, res.output
     inputs = json.loads(res.output)["inputs"]
     assert (
-        inputs["gpu_price_source"].startswith("gpu_prices.csv Nebius:gpu-h100-sxm")
+        inputs["gpu_price_source"].startswith("the cheapest packing of 2 rows for this GPU: "
+                                              "Nebius:gpu-h100-sxm 1gpu-16vcpu-200gb, $2.95/h")
         and inputs["usd_per_gpu_hour"] == 2.95
     )
 

@@ -29,9 +29,10 @@ def _out(*args: str) -> str:
 
 def test_cost_bills_to_the_cent_people_labelled_and_factors_in_words():
     out = _out("cost", LLMPERF, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100",
-               "--gpu-provider", "Nebius", "--num-gpus", "4", "--monthly-requests", "1e6",
-               "--engineer-usd-per-month", "30000")
-    # rented: one TP-4 replica on one whole Nebius gpu-h100-sxm 8gpu instance (gpu_prices.csv Nebius:gpu-h100-sxm 8gpu:
+               "--gpu-provider", "Nebius", "--instance", "gpu-h100-sxm 8gpu", "--num-gpus", "4",
+               "--monthly-requests", "1e6", "--engineer-usd-per-month", "30000")
+    # rented (the 8-GPU preset named, so the whole-instance bill is what is checked): one TP-4 replica on one whole
+    # Nebius gpu-h100-sxm 8gpu instance (gpu_prices.csv Nebius:gpu-h100-sxm 8gpu:
     # 8 GPUs at $2.95), 4 of its GPUs idle: 8 × $2.95 × 730 h = $17,228.00; people 0.25 (team 'some' default) ×
     # $30,000 = $7,500.00; total $24,728.00
     assert "│  17,228.00 │" in out and "│   7,500.00 │" in out and "│  24,728.00 │" in out

@@ -58,7 +58,8 @@ def test_cost_human_ledger_lists_the_simulation_among_the_sources():
                  "[3] memory plan (vllm", "blocks × 16 tokens per replica", "workload azure-conv: 300 requests",
                  "[4] capacity: SLO-capacity search on the request rate", "probes of 300 requests",
                  "probes (req/s → share of requests within the SLO): 1 → 100.0%", "(sources [1]–[4] below)",
-                 "break-even utilization", "[5] gpu_prices.csv Nebius"):
+                 "break-even utilization",
+                 "[5] the cheapest packing of 2 rows for this GPU: Nebius:gpu-h100-sxm 1gpu-16vcpu-200gb"):
         assert text in out, text
     assert "WARNING" not in out
 

@@ -20,7 +20,8 @@ from kvledger.ledgers.slo import parse_slo
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
-NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius"))  # $2.95 per GPU-hour
+# the 8-GPU preset, $2.95 per GPU-hour (Nebius also sells a 1-GPU one at the same rate)
+NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius", "gpu-h100-sxm 8gpu"))
 
 
 def distserve_run() -> RunRecords:

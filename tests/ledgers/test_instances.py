@@ -23,7 +23,7 @@ from kvledger.ledgers.instances import pack
 # GCP:a3-highgpu-8g — 8 GPUs per instance, $11.0312/GPU-h (recalled GCP Compute Engine pricing, low confidence)
 GCP_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "GCP"))
 # Nebius:gpu-h100-sxm 8gpu — 8 GPUs per instance, $2.95/GPU-h (skypilot-catalog v8 nebius vms.csv)
-NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius"))
+NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius", "gpu-h100-sxm 8gpu"))
 # RunPod:Secure Cloud pod — 1 GPU per row (a per-GPU marketplace), $2.69/GPU-h
 RUNPOD_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "RunPod"))
 

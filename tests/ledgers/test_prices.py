@@ -10,7 +10,7 @@ from kvledger.errors import InputError, UnknownNameError
 
 
 def test_row_counts_and_provenance_on_every_row():
-    assert (len(api_prices()), len(gpu_prices())) == (83, 46)
+    assert (len(api_prices()), len(gpu_prices())) == (83, 50)
     for r in (*api_prices(), *gpu_prices()):
         assert r.source and r.as_of and r.confidence in ("high", "medium", "low")
 
@@ -47,7 +47,11 @@ def test_api_lookup_by_alias_provider_and_errors():
 
 
 def test_gpu_lookup_ambiguity_lists_the_options():
-    assert find_gpu_price("nvidia_h100_sxm", "Nebius").usd_per_gpu_hour == 2.95
+    # Nebius sells H100 SXM as a 1-GPU and an 8-GPU preset, both $2.95/GPU-h (gpu_prices.csv, skypilot-catalog nebius)
+    assert find_gpu_price("nvidia_h100_sxm", "Nebius", "gpu-h100-sxm 1gpu-16vcpu-200gb").instance_usd_per_hour == 2.95
+    assert find_gpu_price("nvidia_h100_sxm", "Nebius", "gpu-h100-sxm 8gpu").instance_usd_per_hour == 23.6
+    with pytest.raises(InputError, match=r"2 rental prices for 'nvidia_h100_sxm': Nebius gpu-h100-sxm 8gpu \$2\.95"):
+        find_gpu_price("nvidia_h100_sxm", "Nebius")
     assert find_gpu_price("H100 80GB SXM", "Lambda", "gpu_1x_h100_sxm5").usd_per_gpu_hour == 4.29
     with pytest.raises(InputError, match=r"2 rental prices for 'nvidia_h100_sxm'.*\$3\.99/GPU-h.*\$4\.29/GPU-h"):
         find_gpu_price("nvidia_h100_sxm", "Lambda")
