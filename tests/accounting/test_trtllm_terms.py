@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kvledger.accounting.trtllm_terms import trtllm_graph_batch, trtllm_graph_po
 from kvledger.accounting.wddm import wddm_held_term
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
+from kvledger.catalog.modelspec import parse_config
 from kvledger.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,3 +123,20 @@ def test_trtllm_settings_are_dumped():
     d = s.model_dump()
     assert (d["cuda_graph_max_batch_size"], d["no_cuda_graph"], d["wddm"]) == (64, False, True)
     assert make_settings(**d) == s
+
+
+def test_starcoder2_plain_mlp_on_the_pytorch_backend_only():
+    # StarCoder2 (transformers' default config: hidden 3,072, 24 heads, 2 KV heads of 128, MLP 12,288, vocab 49,152,
+    # bf16) runs on the PyTorch backend as modeling_starcoder2.py → _torch/modules/mlp.py::MLP: up_proj's output and
+    # GELU's, 2·12,288 per token. Dry run at 8,192 tokens: 8,192 × (2·3,072 + (24 + 2·2)·128 + 2·12,288) × 2 B =
+    # 8,192 × 34,304 × 2 = 562,036,736 B (the gated 3·I gave 8,192 × 46,592 × 2 = 763,363,328). Graph pool at 128:
+    # 128 × 34,304 × 2 + 128 × 49,152 × 2 = 8,781,824 + 12,582,912 = 21,364,736 B. The TensorRT-engine executor
+    # (0.19.0) sizes its activations at build: the estimate keeps 3·I there.
+    cfg = json.loads((ROOT / "benchmarks" / "data" / "oracle_configs" / "starcoder2.json").read_text())
+    m = parse_config({**cfg, "architectures": ["Starcoder2ForCausalLM"]}, source="starcoder2")
+    h100 = get_gpu("H100")
+    torch_be = build_plan(m, h100, make_settings(engine="trtllm"), with_roofline=False).memory.deductions
+    assert torch_be[1].bytes == 562_036_736 and "2·I/TP" in torch_be[1].source
+    assert trtllm_graph_pool_term(m, 1, 128).bytes == 21_364_736
+    engine = build_plan(m, h100, make_settings(engine="trtllm", engine_version="0.19.0"), with_roofline=False)
+    assert engine.memory.deductions[1].bytes == 763_363_328

@@ -46,9 +46,9 @@ def test_opt_13b_tp2_shards_fc1_and_its_activation():
 def test_gpt2_without_n_inner_gets_four_hidden_per_gpt2_py():
     # GPT-2 (hidden 768, n_inner null): vLLM gpt2.py GPT2Block takes 4 × hidden = 3,072. 1,000 tokens, TP 1:
     # 1,000 × (4·768 + 2·3,072) × 2 B = 1,000 × 9,216 × 2 = 18,432,000 B. The config has no architectures: matched
-    # by model_type.
+    # by model_type; the catalog fills the absent width with the 4 × 768 = 3,072 gpt2.py builds (mlp_kind).
     m = _oracle("gpt2")
-    assert not m.architectures and m.intermediate_size == 0
+    assert not m.architectures and m.intermediate_size == 3_072
     assert forward_peak_bytes(m, 1000, 1, V19) == 18_432_000
 
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["SAMPLER_FP32_COPIES", "NON_TORCH_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "activation_peak_bytes",
+__all__ = ["SAMPLER_FP32_COPIES", "NON_TORCH_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "TRTLLM_PLAIN_MLP_ARCHS",
+           "trtllm_plain_mlp", "activation_peak_bytes",
            "forward_peak_bytes", "sampler_peak_bytes", "cudagraph_capture_sizes", "cudagraph_bytes",
                "fit_sampler_copies"]
 
@@ -42,13 +43,27 @@ and 0.36 GiB for 16 graphs (gpustack/runner #251); vllm #50780 measures ~24 MiB 
 vllm #45178 shows the estimator overshooting. Pass your log's "Estimated CUDA graph memory" instead."""
 
 
-def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
+TRTLLM_PLAIN_MLP_ARCHS = ("Starcoder2ForCausalLM",)
+"""Architectures TensorRT-LLM's PyTorch backend builds with the plain ``_torch/modules/mlp.py::MLP`` (``up_proj`` →
+activation → ``down_proj``, no gate): ``_torch/models/modeling_starcoder2.py`` (``nn.GELU``, out of place), read in a
+stored copy of ``main`` (not pinned to a release). Its ``forward`` keeps ``up_proj``'s output (I/TP) alive while the
+activation writes its own (I/TP): 2·I/TP. The other plain-MLP families vLLM serves (OPT, GPT-2, Falcon, BLOOM, MPT...)
+have no model file there (no ``modeling_gpt2.py``, ``modeling_phi.py``); Nemotron-H's relu² MLP is left gated-sized
+(its ``relu2`` helper not read)."""
+
+
+def trtllm_plain_mlp(model: ModelSpec) -> bool:
+    """Whether TensorRT-LLM's PyTorch backend runs ``model``'s dense MLP plain (``TRTLLM_PLAIN_MLP_ARCHS``)."""
+    return not model.is_moe and any(a in TRTLLM_PLAIN_MLP_ARCHS for a in model.architectures)
+
+
+def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1, plain_mlp: bool = False) -> float:
     """Transient activations of one decoder layer's forward over ``num_tokens`` tokens, per GPU, B.
 
     Live at once: the residual and normed hidden state (2·h), the q/k/v output
-    ((H_q + 2·H_kv)·d), and the MLP's gate/up output plus its activation (3·I; for MoE
-    top_k × 3·I_moe per token, the fused-MoE intermediate cache). An estimate, not fitted:
-    in the logs the sampler transient is larger.
+    ((H_q + 2·H_kv)·d), and the MLP's gate/up output plus its activation (3·I; 2·I for a plain
+    MLP, ``plain_mlp``: fc1's output and its activation's; for MoE top_k × 3·I_moe per token, the
+    fused-MoE intermediate cache). An estimate, not fitted: in the logs the sampler transient is larger.
     """
     h, d = model.hidden_size, model.head_dim
     qkv = (model.num_attention_heads + 2 * model.num_kv_heads) * d / tp
@@ -57,7 +72,7 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
                     default=model.intermediate_size)
         mlp = model.experts_per_token * 3 * inter / tp
     else:
-        mlp = 3 * model.intermediate_size / tp
+        mlp = (2 if plain_mlp else 3) * model.intermediate_size / tp
     return num_tokens * (2 * h + qkv + mlp) * model.dtype_bytes
 
 

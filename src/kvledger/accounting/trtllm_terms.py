@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from kvledger.accounting import notes as N
 from kvledger.accounting.memory import Deduction
-from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
+from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes, trtllm_plain_mlp
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.transferred_ranges import dry_run_activation_range, non_torch_range, weights_range
 from kvledger.accounting.trtllm_engine_buffers import (
@@ -127,7 +127,7 @@ def trtllm_graph_pool_term(model: ModelSpec, tp: int, batch: int) -> Deduction:
     trtllm-serve eager unless asked; trtllm-bench turns graphs on); which 0.x releases shipped that default is not
     pinned, so the term is not gated by version."""
     logits = batch * model.vocab_size * model.dtype_bytes
-    pt = forward_peak_bytes(model, batch, tp) + logits
+    pt = forward_peak_bytes(model, batch, tp, trtllm_plain_mlp(model)) + logits
     return Deduction(f"CUDA-graph pool (largest captured batch {batch})", pt,
                      "model: a decode step of the largest graph (activations + logits), captured before the estimate;"
                      " assumes graphs on (cuda_graph_config's default from 1.0; some 0.20-era TorchLlmArgs had "
@@ -216,7 +216,8 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
     (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold on ``gpu`` under
     --wddm."""
     given_act = s.activation_peak_bytes is not None
-    act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
+    plain = runtime == "pytorch" and trtllm_plain_mlp(model)  # the PyTorch backend's model files (overheads)
+    act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp, plain)
     if given_act:
         act_range: tuple[float, float, str] = (act, act, "")
     elif runtime == "pytorch":
@@ -225,7 +226,9 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
         act_range = (*engine_activation_range(act), N.TRTLLM_ENGINE_ACTIVATION_RANGE)
     items = (_weights_term(model, s, runtime, gpu.arch if gpu is not None else ""),
              Deduction(N.trtllm_activation(runtime), act,
-                       f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
+                       "given" if given_act else f"model: forward over max_num_tokens {max_num_tokens}"
+                       + ("; plain MLP, fc1's output and its activation's (2·I/TP, TensorRT-LLM _torch/modules/mlp.py)"
+                          if plain else ""),
                        *act_range))
     if runtime == "tensorrt":
         batch, old = s.max_num_seqs or TRTLLM_BUILD_MAX_BATCH, _before_0_13(s.engine_version)

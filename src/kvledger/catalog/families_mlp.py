@@ -8,6 +8,7 @@ biases, Llama-4's interleaved MoE with a shared expert, Qwen-MoE's shared expert
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.mlp_kind import plain_mlp_file, plain_mlp_width
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, plain_mlp
 
 __all__ = ["decoder_mlp", "moe_counts", "VERIFIED_DECODERS"]
@@ -57,7 +58,12 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
             inter = step * -(-inter // step)
         act = c.get("hidden_act", None) or c.get("activation_function", None)
         bias = c.get("mlp_bias", False) is True or (mt == "starcoder2" and c.get("use_bias", True) is True)
-        if mt == "starcoder2" or (mt not in VERIFIED_DECODERS and act in _PLAIN_ACTS and "gemma" not in mt):
+        # BLOOM and MPT configs carry no hidden_act: the architecture decides, as vLLM's registry does (mlp_kind)
+        src = plain_mlp_file(c.get("architectures", None), mt)
+        if src in ("bloom.py", "mpt.py"):
+            inter = plain_mlp_width(c, src, h)
+            bias = src == "bloom.py" or c.get("no_bias", True) is False  # BloomMLP always; MPTMLP: not no_bias
+        if src or mt == "starcoder2" or (mt not in VERIFIED_DECODERS and act in _PLAIN_ACTS and "gemma" not in mt):
             return plain_mlp(f"{p}.mlp", h, inter, bias=bias, names=("c_fc", "c_proj"))
         return gated_mlp(f"{p}.mlp", h, inter, bias=bias)
     if mt == "mixtral":

@@ -16,6 +16,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.families import build_family, family_of
 from kvledger.catalog.hfread import MAX_LEN_KEYS, read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
+from kvledger.catalog.mlp_kind import plain_mlp_file, plain_mlp_width
 from kvledger.catalog.quant import QuantScheme, parse_quant
 from kvledger.catalog.weights import Weight
 from kvledger.errors import ConfigError
@@ -206,6 +207,16 @@ def _draft_only(c: Any, raw: dict, fam: Any, notes: list[str]) -> None:
                  "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")
 
 
+def _mlp_width(c: Cfg, archs: list, mt: str, hidden: int) -> int:
+    """The dense MLP's width: the config's (the widest of a per-layer list), or what a plain MLP's vLLM file builds
+    when the config leaves it absent, or always for MPT (``expansion_ratio``; ``mlp_kind``); 0 when unknown."""
+    inter_raw = c.get("intermediate_size", None)
+    inter = (max((x for x in inter_raw if isinstance(x, int)), default=0) if isinstance(inter_raw, list)
+             else c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0)
+    plain = plain_mlp_file(archs, mt)
+    return plain_mlp_width(c, plain, hidden) if plain and (not inter or plain == "mpt.py") else inter
+
+
 def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: str | None = None) -> ModelSpec:
     """Parse a ``config.json`` dict into a ModelSpec.
 
@@ -252,9 +263,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     nkv = attn.num_kv_heads if attn else (1 if mla else 0)
     hd = attn.head_dim if attn else (mla.kv_lora_rank + mla.qk_rope_head_dim if mla else 0)
     tied = not any(w.path == "lm_head.weight" for w in fam.weights)
-    inter_raw = c.get("intermediate_size", None)
-    inter = (max((x for x in inter_raw if isinstance(x, int)), default=0) if isinstance(inter_raw, list)
-             else c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0)
+    inter = _mlp_width(c, archs, mt, hidden)
     return ModelSpec(
         name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=hidden,
         num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
