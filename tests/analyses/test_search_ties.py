@@ -109,7 +109,7 @@ def test_the_winner_is_on_the_cost_frontier_and_the_ranking_ignores_input_order(
 
 
 def test_the_text_says_what_broke_the_tie():
-    from kvledger.report.search_view import _tie_line
+    from kvledger.report.search_answer import tie_line as _tie_line
 
     t = TieBreak(TP1["id"], "monthly bill", 3927.4, "USD per Mtok of good tokens", 0.0396246, 0.0427663)
     line = _tie_line(SimpleNamespace(summary=lambda: SimpleNamespace(tie_break=t)))

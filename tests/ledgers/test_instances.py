@@ -155,3 +155,19 @@ def test_cost_cli_refuses_a_tp_replica_no_instance_holds_and_prints_the_instance
     # 8 × $11.0312 × 730 h = $64,422.21 for the rental, + people
     rent = d["self_host_rent"]["items"][0]
     assert rent["amount_usd"] == pytest.approx(64_422.208) and rent["note"].endswith("(8 GPUs, 7 idle) × 730 h")
+
+
+@pytest.mark.parametrize("replicas,instance,usd_per_hour", [
+    (1, "Lambda:gpu_8x_h100_sxm5", 8 * 3.99),      # TP 2: the 1x VMs cannot hold it; ⌊8 ÷ 2⌋ = 4 replicas an instance
+    (5, "Lambda:gpu_8x_h100_sxm5", 2 * 8 * 3.99),  # ⌈5 ÷ 4⌉ = 2 instances, 6 GPUs idle
+])
+def test_one_gpu_machines_do_not_hold_a_tensor_parallel_replica(replicas, instance, usd_per_hour):
+    # Lambda's gpu_1x_h100_sxm5 ($4.29) is a one-GPU VM (provider_type neocloud): two of them share no NVLink, so a
+    # TP 2 replica goes on the 8× instance even where two 1x VMs (2 × $4.29 = $8.58 an hour) would bill less
+    p = pack(gpu_rate("H100", "Lambda", None, None), replicas, 2)
+    assert p.rate.key == instance and p.usd_per_hour == pytest.approx(usd_per_hour)
+    # a marketplace's pod row (RunPod, provider_type neocloud/marketplace) still rents 2 GPUs per replica
+    assert pack(RUNPOD_H100, 1, 2).usd_per_hour == pytest.approx(2 * 2.69)
+    # only one-GPU VMs to choose from: refused, each named as such
+    with pytest.raises(InputError, match=r"Lambda:gpu_1x_h100_sxm5 \(1 GPU per instance, a one-GPU machine\)"):
+        pack(gpu_rate("H100", "Lambda", "gpu_1x_h100_sxm5", None), 1, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kvledger.report.search_view import _no_winner_line
+from kvledger.report.search_answer import no_winner_line as _no_winner_line
 
 
 def _result(*reasons: str) -> SimpleNamespace:

@@ -5,10 +5,12 @@ A price row (``catalog/data/gpu_prices.csv``) sells one instance of ``gpus_per_i
 × that count per hour. A replica of k GPUs (tensor parallel over NVLink) sits on one instance, so an instance of G
 GPUs holds ⌊G ÷ k⌋ replicas and n replicas need ⌈n ÷ ⌊G ÷ k⌋⌉ instances (⌈n·k ÷ G⌉ when k divides G); a row with
 1 < G < k cannot hold a replica at all. The bill is instances × G × USD/GPU-h × 730 h, and the GPUs no replica uses
-are billed idle. A row of one GPU (G = 1) is taken as a per-GPU marketplace: it bills exactly the GPUs used, whatever
-the TP, as before. Among several rows (``GpuRate.options``: the provider's other rows, or every row of the GPU when no
-provider is named) the cheapest packing for the replica count is taken, ties by fewer idle GPUs, then the row's key
-(provider:instance), and the choice is stated.
+are billed idle. A row of one GPU (G = 1) bills exactly the GPUs used; it holds a replica of k > 1 GPUs only when it
+is a marketplace's (``provider_type`` "marketplace": pods of several GPUs, billed per GPU) or a price the user gave
+per GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1gpu presets) shares no NVLink with
+another, so k of them cannot run one tensor-parallel replica. Among several rows (``GpuRate.options``: the
+provider's other rows, or every row of the GPU when no provider is named) the cheapest packing for the replica count
+is taken, ties by fewer idle GPUs, then the row's key (provider:instance), and the choice is stated.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class GpuRate:
     options: tuple[GpuRate, ...] = ()
     row_key: str = ""  # gpu_prices.csv "provider:instance_type"; "" for a price given by the user
     choice: str = ""  # why a packing took this row among its options (``pack``); it also leads ``source``
+    per_gpu: bool = True  # a one-GPU row that rents k GPUs for a replica of k (a marketplace; a price given)
 
     @property
     def key(self) -> str:
@@ -51,7 +54,8 @@ class GpuRate:
         return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
                    f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence,
                    row.gpus_per_instance, row.instance_type,
-                   tuple(cls.from_catalog(o) for o in others if o.key != row.key), row.key)
+                   tuple(cls.from_catalog(o) for o in others if o.key != row.key), row.key,
+                   per_gpu="marketplace" in row.provider_type)
 
     @classmethod
     def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
@@ -75,10 +79,10 @@ def candidates(rate: GpuRate) -> tuple[GpuRate, ...]:
 
 def _step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
     """(replicas per step, USD per step-hour) of row ``r``: an instance of G GPUs holds ⌊G ÷ k⌋ replicas (a replica is
-    not split across instances); a per-GPU row (G = 1) rents each replica's k GPUs as one step; None: a replica does
-    not fit."""
+    not split across instances); a per-GPU row (G = 1) rents each replica's k GPUs as one step, if it can (module
+    docstring); None: a replica does not fit."""
     if r.gpus_per_instance == 1:
-        return 1, gpus_per_replica * r.usd_per_gpu_hour
+        return (1, gpus_per_replica * r.usd_per_gpu_hour) if gpus_per_replica == 1 or r.per_gpu else None
     per = r.gpus_per_instance // gpus_per_replica
     return (per, r.gpus_per_instance * r.usd_per_gpu_hour) if per else None
 
@@ -155,7 +159,8 @@ class Packing:
 
 
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
-    listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance)" for r in rows)
+    listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance"
+                       + (", a one-GPU machine" if r.gpus_per_instance == 1 else "") + ")" for r in rows)
     return InputError(f"a replica of {gpus_per_replica} GPUs (tensor parallel over NVLink) must sit on one instance, "
                       f"and no price row considered has that many GPUs per instance: {listed}. Choose another "
                       f"--gpu-provider or --instance with at least {gpus_per_replica} GPUs, or give "

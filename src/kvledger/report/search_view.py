@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.report.search_answer import no_winner_line, tie_line, winner_line
+
 __all__ = ["print_search", "print_launch"]
 
 
@@ -189,74 +191,6 @@ def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
     con.print(escape(f"  ({cmd['note']})"))
 
 
-def _winner_line(result: Any) -> str:
-    from kvledger.analyses.search.frontier import capacity_caveats, caveats
-
-    w = result.winner
-    s, cap = w.get("sizing") or {}, w["capacity"]
-    if s:
-        gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
-        reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
-        bill = f"${s['monthly_usd']:,.0f}/month for {gpus} ({reps} × TP {w['tp']})"
-        if "at_band_low" in s:
-            bill += " (capacity band: " + ", ".join(
-                f"{x['replicas']} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
-                f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"])) + ")"
-    else:
-        bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
-    flags = caveats(w)
-    m = result.margin()
-    if m is not None and m.could_flip:
-        from kvledger.ledgers.decision_notes import band_sides_text
-
-        band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
-                if m.band_low is not None else f"±{m.band:.0%} capacity band")
-        own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
-        flags.append(f"runner-up {m.runner_up} " + ("at the same cost" if m.gap == 0 else f"only {m.gap:.0%} dearer")
-                     + f", inside the {band}"
-                     + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
-    return (f"winner: {w['id']} — {bill}, SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica "
-            f"({cap['goodput_req_per_s']:,.2f} good req/s there)"
-            + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
-
-
-_TIE_FIGURES = {"USD per Mtok of good tokens": ("$", ".4f", " (input and output; the lower first)"),
-                "tokens/s per user": ("", ",.1f", " (the faster first)"), "candidate order": ("#", ".0f", "")}
-
-
-def _tie_line(result: Any) -> str | None:
-    """What put the winner before a runner-up of the same cost (``order.tie_break``), None without a tie."""
-    t = result.summary().tie_break
-    if t is None:
-        return None
-    unit, fmt, how = _TIE_FIGURES[t.by]
-    tied = f"${t.tied_value:,.2f}/month" if t.tied_on == "monthly bill" else f"${t.tied_value:.4f} per 1k good requests"
-    return (f"tie: the winner and the runner-up {t.runner_up} have the same {t.tied_on} ({tied}); broken by {t.by}"
-            f"{how}: {unit}{t.winner_value:{fmt}} against {unit}{t.runner_up_value:{fmt}}")
-
-
-_MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
-                 "does not fit": "more TP or bigger GPUs: the weights alone do not fit"}
-
-
-def _no_winner_line(result: Any) -> str:
-    """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
-    fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
-    from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
-
-    rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
-    groups = rejections_by_reason(rej)
-    if none_can_start(result.entries):
-        return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
-                + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
-    if rej and not any(g["reason"] == "SLO not met at any rate" for g in groups):  # none was even held to the SLO
-        first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
-        return ("no candidate was run against the SLO: " + "; ".join(
-            f"{g['count']} rejected for {g['reason']} (e.g. {first[g['reason']]['id']}"
-            + (f": {first[g['reason']]['detail']}" if first[g["reason"]].get("detail") else "") + ")" for g in groups))
-    return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"
-
-
 def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     """For a decision: the winner (with what its ranking rests on), its launch command, the API bill for the same
     traffic and the top of the cost frontier first; then the table, rejections grouped by reason, notes, details."""
@@ -271,10 +205,10 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
     w = result.winner
     if w is None:
-        con.print(escape(_no_winner_line(result)))
+        con.print(escape(no_winner_line(result)))
     else:
-        con.print(f"[bold]{escape(_winner_line(result))}[/]")
-        if (tie := _tie_line(result)) is not None:
+        con.print(f"[bold]{escape(winner_line(result))}[/]")
+        if (tie := tie_line(result)) is not None:
             con.print(escape(tie))
         con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
     _api(con, result)
