@@ -85,19 +85,22 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
 
 
 def test_some_searches_decide_candidates_without_simulating_them():
-    # 8b-rate: A10G at TP 2 and 4 cost more than the runner-up and a simulated point beats their per-user and per-GPU
-    # bounds: not simulated. (8b-monthly's A100-80GB TP 4 was until its decode all-reduces took vLLM's custom kernel's
-    # price, tp_comm.py: its bounds rose past the B200 point's; the monthly search still decides lighter loads by bound)
-    # 3b-util: at TTFT 150 ms, A10G (TP 1 and 2) has more than 10 % of prompts whose TTFT bound exceeds the SLO:
-    # rejected unsimulated (the exhaustive search finds "SLO not met at any rate" for both too).
+    # 8b-rate: A10G at TP 2 and 4 were decided by bound (dearer than the runner-up, beaten on their per-user and
+    # per-GPU bounds) while they were priced per GPU on AWS g5.xlarge; that row is a one-GPU VM, which holds no TP 2
+    # replica (ledgers/instances.holds_replica), and no bundled row sells several A10Gs: rejected "no price row" at
+    # screening, unsimulated. (8b-monthly's A100-80GB TP 4 was decided by bound until its decode all-reduces took
+    # vLLM's custom kernel's price, tp_comm.py; the monthly search still decides lighter loads by bound.)
+    # 3b-util: at TTFT 150 ms, A10G TP 1 has more than 10 % of prompts whose TTFT bound exceeds the SLO: rejected
+    # unsimulated (the exhaustive search finds "SLO not met at any rate" too).
     res = _pair("8b-rate")[0]
-    bounded = [e for e in res.entries if e["status"] == "bounded"]
-    assert [e["id"] for e in bounded] == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto"], res.counts()
+    unpriced = [e["id"] for e in res.entries if e.get("reason") == "no price row"]
+    assert unpriced == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto"], res.counts()
     assert _pair("8b-monthly")[0].to_dict()["screening"]["lighter_loads_decided_by_bound"] >= 1
     slo = [e for e in _pair("3b-util")[0].entries if e["status"] == "rejected" and e.get("decided_by_bound")]
     assert slo and all(e["decided_by_bound"]["attainment_upper"] < 0.9 for e in slo)
-    for e in bounded:
-        ev = e["decided_by_bound"]
+    for e in (x for name in SEARCHES for x in _pair(name)[0].entries if x["status"] == "bounded"):
+        ev = e["decided_by_bound"]  # any candidate decided by bound (none of these searches has one since A10G TP 2
+        # and 4 lost their row; test_pruned_search_equals_the_exhaustive_one still holds the prune to account)
         assert ev["rank"]["margin"] > 0 and ev["frontier"]["margin"] >= 0 and ev["cost_frontier"]["margin"] >= 0
         assert "capacity" not in e
 
@@ -159,9 +162,9 @@ def test_latency_bounds_hold_for_every_simulated_request():
 def test_decisions_do_not_depend_on_the_number_of_workers(tmp_path):
     """A 2-process pool finishes candidates in another order than one worker; the decisions by bound read the
     simulated candidates in candidate order, so the ledgers are byte-identical (about 5 s: the pool's start-up)."""
-    spec, axes = SEARCHES["8b-rate"]
+    spec, axes = SEARCHES["3b-util"]  # A10G TP 1 is rejected by its TTFT bound there, unsimulated
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     res = run_search(spec, axes, ledger=one, backend="serial")
     run_search(spec, axes, ledger=two, workers=2, backend="pool")
-    assert res.to_dict()["screening"]["decided_by_bound"] >= 1
+    assert any(e.get("decided_by_bound") for e in res.entries)
     assert two.read_bytes() == one.read_bytes()

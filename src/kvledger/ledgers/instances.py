@@ -23,7 +23,7 @@ from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["GpuRate", "Packing", "candidates", "pack", "staircase", "staircase_usd_per_hour"]
+__all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "pack", "staircase", "staircase_usd_per_hour"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +81,21 @@ def _step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
     """(replicas per step, USD per step-hour) of row ``r``: an instance of G GPUs holds ⌊G ÷ k⌋ replicas (a replica is
     not split across instances); a per-GPU row (G = 1) rents each replica's k GPUs as one step, if it can (module
     docstring); None: a replica does not fit."""
+    if not holds_replica(r.gpus_per_instance, r.per_gpu, gpus_per_replica):
+        return None
     if r.gpus_per_instance == 1:
-        return (1, gpus_per_replica * r.usd_per_gpu_hour) if gpus_per_replica == 1 or r.per_gpu else None
+        return 1, gpus_per_replica * r.usd_per_gpu_hour
     per = r.gpus_per_instance // gpus_per_replica
     return (per, r.gpus_per_instance * r.usd_per_gpu_hour) if per else None
+
+
+def holds_replica(gpus_per_instance: int, per_gpu: bool, gpus_per_replica: int) -> bool:
+    """Whether a row of ``gpus_per_instance`` GPUs holds a replica of ``gpus_per_replica`` (module docstring): an
+    instance of that many GPUs or more, or a one-GPU row that rents several per replica (``per_gpu``: a marketplace's
+    pods, a price given) — a one-GPU VM holds a TP-1 replica only."""
+    if gpus_per_instance == 1:
+        return gpus_per_replica == 1 or per_gpu
+    return gpus_per_instance >= gpus_per_replica
 
 
 def _instances(r: GpuRate, replicas: int, gpus_per_replica: int) -> int:

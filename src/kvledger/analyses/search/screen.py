@@ -47,9 +47,9 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
                gpus_per_replica: int = 1) -> tuple[Any, ...]:
     """The rental rows that may price ``gpu_id`` (of ``provider`` when given) and hold a replica of
-    ``gpus_per_replica`` GPUs on one instance (a per-GPU row, or an instance of that many GPUs or more:
-    ``kvledger.ledgers.instances``), in file order; the user's ``usd_per_gpu_hour`` (--gpu-usd-per-hour) alone when
-    given; () when there is none (a GPU file has none)."""
+    ``gpus_per_replica`` GPUs on one instance (an instance of that many GPUs or more, or a one-GPU row that rents
+    several per replica: ``kvledger.ledgers.instances.holds_replica``), in file order; the user's
+    ``usd_per_gpu_hour`` (--gpu-usd-per-hour) alone when given; () when there is none (a GPU file has none)."""
     from kvledger.catalog.prices import GpuPrice, find_gpu_prices
 
     if usd_per_gpu_hour is not None:
@@ -59,7 +59,10 @@ def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None
         rows = find_gpu_prices(gpu_id, provider)
     except UnknownNameError:
         return ()
-    return tuple(r for r in rows if r.gpus_per_instance == 1 or r.gpus_per_instance >= gpus_per_replica)
+    from kvledger.ledgers.instances import holds_replica
+
+    return tuple(r for r in rows
+                 if holds_replica(r.gpus_per_instance, "marketplace" in r.provider_type, gpus_per_replica))
 
 
 def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
@@ -146,7 +149,7 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
                 f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
         if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
             what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
-                    f"TP group sits on one instance), nor per GPU: "
+                    f"TP group sits on one instance; a one-GPU VM holds a TP-1 engine only), nor per GPU: "
                     + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
         return _reject(cand, "no price row", what,
