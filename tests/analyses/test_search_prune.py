@@ -23,10 +23,11 @@ SEARCHES = {
     "8b-monthly": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=500ms,tpot=50ms", num_requests=80,
                               monthly_tokens=300e6),
                    Axes(gpus=("B200", "H100", "L40S", "L4", "A10G", "A100-80GB"), tps=(1, 2, 4))),
-    # the same model sized for a rate, ranked by the monthly bill with several replicas
+    # the same model sized for a rate, ranked by the monthly bill with several replicas; TP 8 on the slow GPUs (L4 and
+    # L40S rented as 8-GPU pods) is dearer and slower than a simulated H100: decided by bound
     "8b-rate": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s,tpot=80ms", num_requests=60,
-                           rate_req_per_s=20.0),
-                Axes(gpus=("H100", "L40S", "L4", "A10G"), tps=(1, 2, 4))),
+                           rate_req_per_s=120.0),
+                Axes(gpus=("H100", "L40S", "L4", "A10G"), tps=(1, 2, 4, 8))),
     # ranked by USD per 1k requests at a fixed utilization, a tight TTFT that the slow GPUs miss by bound
     "3b-util": (SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=150ms,tpot=30ms", num_requests=60,
                            utilization=0.5, max_model_len=8192),
@@ -85,24 +86,46 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
 
 
 def test_some_searches_decide_candidates_without_simulating_them():
-    # 8b-rate: A10G at TP 2 and 4 were decided by bound (dearer than the runner-up, beaten on their per-user and
-    # per-GPU bounds) while they were priced per GPU on AWS g5.xlarge; that row is a one-GPU VM, which holds no TP 2
-    # replica (ledgers/instances.holds_replica), and no bundled row sells several A10Gs: rejected "no price row" at
-    # screening, unsimulated. (8b-monthly's A100-80GB TP 4 was decided by bound until its decode all-reduces took
-    # vLLM's custom kernel's price, tp_comm.py; the monthly search still decides lighter loads by bound.)
+    # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the first batch simulated is H100 TP 8
+    # and TP 1 (the highest per-user and per-GPU bounds) and L40S TP 1 and 2 (the lowest bill bounds); its runner-up
+    # is L40S TP 2, 5 replicas × 2 GPUs × $0.86/GPU-h (RunPod pod) × 730 h = $6,278.0 a month (the winner, H100 TP 1,
+    # bills 3 × 1 × $2.69 × 730 = $5,891.1). Two candidates of the third batch are decided against that batch:
+    # * L4 TP 8: capacity ≤ 32.52 req/s, so ≥ ⌈120 ÷ (32.52 × 0.8)⌉ = ⌈4.61⌉ = 5 replicas × 8 GPUs × $0.44 × 730 h =
+    #   $12,848.0 > $6,278.0 (rank, 104.7 % above); H100 TP 1 bills less ($5,891.1) and serves 99.75 tok/s per user at
+    #   capacity ≥ its bound 84.57 (cost frontier), and its operating point of 98.86 tok/s per user and 2,133 output
+    #   tok/s per GPU beats both bounds, 84.57 and 549.7 (frontier);
+    # * L40S TP 8: capacity ≤ 48.91 req/s, so ≥ ⌈120 ÷ 39.13⌉ = ⌈3.07⌉ = 4 × 8 × $0.86 × 730 = $20,089.6 > $6,278.0
+    #   (220 % above); H100 TP 8 bills 1 × 8 × $2.69 × 730 = $15,709.6 < $20,089.6 at 283.8 tok/s per user ≥ 149.0,
+    #   and its operating point (290.6 tok/s per user, 1,015.5 per GPU) beats (149.0, 826.6).
+    # Simulated (the exhaustive search) they need 10 and 7 replicas, $25,696.0 and $35,156.8: last in its ranking.
+    # A10G at TP ≥ 2 has no row that holds it (AWS g5.xlarge is a one-GPU VM, ledgers/instances.holds_replica):
+    # rejected "no price row" at screening, unsimulated.
+    res, full = _pair("8b-rate")
+    bounded = {e["id"]: e for e in res.entries if e["status"] == "bounded"}
+    assert sorted(bounded) == ["nvidia_l40s:tp8:kv-auto", "nvidia_l4:tp8:kv-auto"], res.counts()
+    assert res.ranking[:2] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_l40s:tp2:kv-auto"]
+    for cid, key_lb, by in (("nvidia_l4:tp8:kv-auto", 12848.0, "nvidia_h100_sxm:tp1:kv-auto"),
+                            ("nvidia_l40s:tp8:kv-auto", 20089.6, "nvidia_h100_sxm:tp8:kv-auto")):
+        e, ev = bounded[cid], bounded[cid]["decided_by_bound"]
+        assert ev["rank"]["key_lower_bound"] == pytest.approx(key_lb)
+        assert ev["rank"]["runner_up"] == "nvidia_l40s:tp2:kv-auto"
+        assert ev["rank"]["runner_up_key"] == pytest.approx(6278.0)
+        assert ev["rank"]["margin"] == pytest.approx(key_lb / 6278.0 - 1)
+        assert ev["cost_frontier"]["by"] == ev["frontier"]["by"] == by
+        assert ev["cost_frontier"]["margin"] > 0 and ev["frontier"]["margin"] > 0
+        assert "capacity" not in e
+        assert next(x for x in full.entries if x["id"] == cid)["sizing"]["monthly_usd"] >= key_lb
+    assert full.ranking[-2:] == ["nvidia_l4:tp8:kv-auto", "nvidia_l40s:tp8:kv-auto"]
+    assert res.to_dict()["screening"]["decided_by_bound"] == 2
+    unpriced = [e["id"] for e in res.entries if e.get("reason") == "no price row"]
+    assert unpriced == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto", "nvidia_a10g:tp8:kv-auto"]
+    # 8b-monthly: A100-80GB TP 4 was decided by bound until its decode all-reduces took vLLM's custom kernel's price
+    # (tp_comm.py); the monthly search still decides lighter loads by bound.
+    assert _pair("8b-monthly")[0].to_dict()["screening"]["lighter_loads_decided_by_bound"] >= 1
     # 3b-util: at TTFT 150 ms, A10G TP 1 has more than 10 % of prompts whose TTFT bound exceeds the SLO: rejected
     # unsimulated (the exhaustive search finds "SLO not met at any rate" too).
-    res = _pair("8b-rate")[0]
-    unpriced = [e["id"] for e in res.entries if e.get("reason") == "no price row"]
-    assert unpriced == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto"], res.counts()
-    assert _pair("8b-monthly")[0].to_dict()["screening"]["lighter_loads_decided_by_bound"] >= 1
     slo = [e for e in _pair("3b-util")[0].entries if e["status"] == "rejected" and e.get("decided_by_bound")]
     assert slo and all(e["decided_by_bound"]["attainment_upper"] < 0.9 for e in slo)
-    for e in (x for name in SEARCHES for x in _pair(name)[0].entries if x["status"] == "bounded"):
-        ev = e["decided_by_bound"]  # any candidate decided by bound (none of these searches has one since A10G TP 2
-        # and 4 lost their row; test_pruned_search_equals_the_exhaustive_one still holds the prune to account)
-        assert ev["rank"]["margin"] > 0 and ev["frontier"]["margin"] >= 0 and ev["cost_frontier"]["margin"] >= 0
-        assert "capacity" not in e
 
 
 def test_request_work_bound_by_hand():
