@@ -171,3 +171,15 @@ def test_one_gpu_machines_do_not_hold_a_tensor_parallel_replica(replicas, instan
     # only one-GPU VMs to choose from: refused, each named as such
     with pytest.raises(InputError, match=r"Lambda:gpu_1x_h100_sxm5 \(1 GPU per instance, a one-GPU machine\)"):
         pack(gpu_rate("H100", "Lambda", "gpu_1x_h100_sxm5", None), 1, 2)
+
+
+def test_a_price_given_per_gpu_hour_rents_a_tensor_parallel_replica_in_search():
+    # was: `search … --tp 2 --gpu-usd-per-hour 2` stopped at "no price row considered has that many GPUs per
+    # instance … or give --gpu-usd-per-hour": search wraps the given price as a one-GPU row, whose per-GPU billing was
+    # decided apart from GpuRate.given's. Now GpuPrice.per_gpu says it once: 3 replicas × TP 2 × $2.00 = $12.00 an hour
+    from kvledger.analyses.search.screen import price_rows
+
+    (row,) = price_rows("nvidia_h100_sxm", None, 2.0, 2)
+    assert row.per_gpu and not find_gpu_price("nvidia_h100_sxm", "Lambda", "gpu_1x_h100_sxm5").per_gpu
+    p = pack(GpuRate.from_catalog(row), 3, 2)
+    assert (p.usd_per_hour, p.idle_gpus) == (pytest.approx(12.0), 0)

@@ -83,6 +83,13 @@ class GpuPrice:
     def key(self) -> str:
         return f"{self.provider}:{self.instance_type}"
 
+    @property
+    def per_gpu(self) -> bool:
+        """Billed per GPU however many a replica takes: a marketplace's pods (``provider_type`` "marketplace") or a
+        price the user gave per GPU-hour (``provider_type`` "user"); a one-GPU VM row is not (it holds a TP-1
+        replica only: ``kvledger.ledgers.instances``)."""
+        return "marketplace" in self.provider_type or self.provider_type == "user"
+
 
 _API_COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok", "output_usd_per_mtok",
                 "batch_discount",

@@ -55,7 +55,7 @@ class GpuRate:
                    f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence,
                    row.gpus_per_instance, row.instance_type,
                    tuple(cls.from_catalog(o) for o in others if o.key != row.key), row.key,
-                   per_gpu="marketplace" in row.provider_type)
+                   per_gpu=row.per_gpu)
 
     @classmethod
     def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:

@@ -62,7 +62,7 @@ def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None
     from kvledger.ledgers.instances import holds_replica
 
     return tuple(r for r in rows
-                 if holds_replica(r.gpus_per_instance, "marketplace" in r.provider_type, gpus_per_replica))
+                 if holds_replica(r.gpus_per_instance, r.per_gpu, gpus_per_replica))
 
 
 def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
