@@ -113,11 +113,11 @@ _COUNT = re.compile(r"^\s*((?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([kK
 _COUNT_STEPS = {"": 0, "k": 1, "m": 2, "b": 3, "t": 4}
 
 
-def parse_count(text: str | int | float, *, what: str = "count", step: int = 1000) -> float:
+def parse_count(text: str | int | float, *, what: str = "count") -> float:
     """Parse a count: ``"3000000000"``, ``"3_000_000_000"``, ``"3e9"`` or a suffixed ``"3B"`` (K, M, B, T; any case).
 
-    The reader of every count the user types but token counts (:func:`parse_tokens`, vLLM's suffixes). ``step`` is
-    the suffixes' base: 1000 for volumes (3B tokens a month = 3 × 10^9, as the outputs write them).
+    The reader of every count the user types but token counts (:func:`parse_tokens`, vLLM's suffixes). The suffixes
+    are powers of 1000 (3B tokens a month = 3 × 10^9, as the outputs write them).
 
     Raises:
         InputError: unparseable text, a negative, NaN or infinite value.
@@ -130,9 +130,9 @@ def parse_count(text: str | int | float, *, what: str = "count", step: int = 100
             raise InputError(f"{what}: {text!r} is negative; a count is 0 or more")
         if not m or "__" in m.group(1) or m.group(1).endswith("_"):
             raise InputError(f"{what}: cannot read {text!r} as a count; write e.g. 3000000000, 3_000_000_000, 3e9 or "
-                             f"3B (K, M, B, T: powers of {step})")
+                             "3B (K, M, B, T: powers of 1000)")
         value, unit = float(m.group(1).replace("_", "")), m.group(2).lower()
-    value *= float(step) ** _COUNT_STEPS[unit]
+    value *= 1000.0 ** _COUNT_STEPS[unit]
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{what}: {text!r} must be a finite, non-negative count")
     return value

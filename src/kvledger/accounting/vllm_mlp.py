@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.catalog.mlp_kind import FOUR_H_FILES, PLAIN_MLP_FILES, PLAIN_MLP_TYPES, plain_mlp_file
+from kvledger.catalog.mlp_kind import FOUR_H_FILES, plain_mlp_file
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["PLAIN_MLP_FILES", "PLAIN_MLP_TYPES", "MlpPeak", "mlp_peak"]
+__all__ = ["MlpPeak", "mlp_peak"]
 
 
 @dataclass(frozen=True)

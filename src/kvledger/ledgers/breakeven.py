@@ -30,8 +30,8 @@ from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instances import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
-__all__ = ["replica_usd_per_month", "rental_usd_per_month", "people_usd_per_month", "break_even_utilization",
-           "break_even_volume"]
+__all__ = ["replica_usd_per_month", "rental_usd_per_month", "staircase_rental", "people_usd_per_month",
+           "break_even_utilization", "break_even_volume"]
 
 
 def replica_usd_per_month(setup: SelfHostSetup) -> float:
@@ -46,10 +46,18 @@ def rental_usd_per_month(setup: SelfHostSetup, replicas: int) -> float:
     """n replicas' rental per month on whole instances (the cheapest packing: ``instances.pack``) + their KV tiers;
     exactly n × R on per-GPU rows."""
     steps = staircase(setup.gpu, setup.num_gpus)
-    if all(s["replicas_per_instance"] == 1 for s in steps):  # no instance to fill: the bill is linear
-        return replicas * replica_usd_per_month(setup)
-    hourly = staircase_usd_per_hour(steps, replicas)
-    return hourly * HOURS_PER_MONTH + replicas * tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+    linear = all(s["replicas_per_instance"] == 1 for s in steps)
+    return staircase_rental(steps, replicas, replica_usd_per_month(setup) if linear else 0.0,
+                            tier_usd_per_month(setup.kv_tiers, setup.num_gpus))
+
+
+def staircase_rental(steps: list[dict[str, Any]] | None, replicas: int, replica_usd: float, tier_usd: float) -> float:
+    """``replicas`` replicas' rental per month over a packing ``staircase``: ``replicas`` × ``replica_usd`` (R) when
+    no step fills an instance (per-GPU rows: the bill is linear), else the cheapest packing's whole instances × 730 h
+    + ``replicas`` × ``tier_usd`` (their KV tiers). Shared by ``rental_usd_per_month`` and the report's cost curve."""
+    if not steps or all(s["replicas_per_instance"] == 1 for s in steps):
+        return replicas * replica_usd
+    return staircase_usd_per_hour(steps, replicas) * HOURS_PER_MONTH + replicas * tier_usd
 
 
 def _overhead_usd_per_month(setup: SelfHostSetup) -> float:

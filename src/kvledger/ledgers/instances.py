@@ -162,12 +162,6 @@ class Packing:
         """``choice()``, None when one row was considered (for JSON)."""
         return self.choice() or None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instances": self.instances, "gpus_per_instance": self.gpus_per_instance,
-                "idle_gpus": self.idle_gpus, "billed_gpus": self.billed_gpus, "gpus": self.gpus,
-                "instance_type": self.rate.instance_type, "usd_per_gpu_hour": self.rate.usd_per_gpu_hour,
-                "instance_choice": self.instance_choice}
-
 
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
     listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance"

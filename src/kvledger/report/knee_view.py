@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.serving.knee_rule import QUARTER_NAMES
 from kvledger.report.validation_figures import fmt_value
 
 __all__ = ["KNEE_MARK", "knee_shown", "knee_warning", "side_lines", "KNEE_MEANING"]
@@ -13,7 +14,6 @@ __all__ = ["KNEE_MARK", "knee_shown", "knee_warning", "side_lines", "KNEE_MEANIN
 #: marks the latency errors of a run at or past its knee (TTFT and E2E: the queue's wait is in both)
 KNEE_MARK = "↗"
 
-_ORDINAL = {2: "second", 3: "third", 4: "fourth"}
 
 #: what the mean-latency errors of a run at its knee measure (the views put "mean-latency errors" before it)
 KNEE_MEANING = ("measure the queue, not a step-cost error of that size: near the knee the wait grows as "
@@ -33,7 +33,7 @@ def _growth(name: str, g: dict[str, Any], factor: float) -> str:
     """One side's quarters, from ``knee_growth.quarter_growth``'s figures."""
     first, peak, ratio = (fmt_value(g["first_s"], "s", g["peak_s"]), fmt_value(g["peak_s"], "s", g["first_s"]),
                           g["ratio"])
-    where = _ORDINAL[g["peak_quarter"]]
+    where = QUARTER_NAMES[g["peak_quarter"]]
     if g["grew"]:
         return (f"{name}: its mean TTFT grew from {first} in the first quarter of its arrivals to {peak} in the "
                 f"{where} ({ratio:.1f}×)")

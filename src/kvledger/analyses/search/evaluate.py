@@ -26,7 +26,7 @@ from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
 from kvledger.analyses.search.launch import launch_for
-from kvledger.analyses.search.screen import price_rows, sim_args
+from kvledger.analyses.search.screen import cheapest, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
@@ -162,7 +162,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))
-    row = min(rows, key=lambda r: r.usd_per_gpu_hour)  # as screen.price_row: it prices the tokens
+    row = cheapest(rows)  # it prices the tokens; the bill packs on the cheapest of ``rows``
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]

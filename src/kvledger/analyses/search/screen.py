@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.search.instance_bill import engine_groups
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
 
-__all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "plan_figures"]
+__all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest", "plan_figures"]
 
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
@@ -69,7 +70,12 @@ def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None 
               gpus_per_replica: int = 1) -> Any:
     """The cheapest per GPU-hour of ``price_rows`` (ties go to the first in the file), or None when there is none.
     The monthly bill packs the replicas on the cheapest of ``price_rows`` (``evaluate``); this row prices the tokens."""
-    rows = price_rows(gpu_id, provider, usd_per_gpu_hour, gpus_per_replica)
+    return cheapest(price_rows(gpu_id, provider, usd_per_gpu_hour, gpus_per_replica))
+
+
+def cheapest(rows: tuple[Any, ...]) -> Any:
+    """The row of ``rows`` cheapest per GPU-hour (ties: the first in the file), or None when there is none: it
+    prices a candidate's tokens (``price_row``, ``evaluate``)."""
     return min(rows, key=lambda r: r.usd_per_gpu_hour) if rows else None
 
 
@@ -141,7 +147,7 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if rejected is not None:
             return rejected
         extra["decode_plan"] = plan_figures(dplan)
-    widest = cand.decode_tp if cand.disagg and cand.decode_tp > cand.tp else cand.tp  # an engine's GPUs: one instance
+    widest = max(k for _, k in engine_groups(cand))  # an engine's GPUs sit on one instance
     price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, widest)
     if price is None:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""

@@ -48,14 +48,10 @@ def _volume_grid(c: float, v_star: float | None) -> list[float]:
 
 
 def _rental(bv: dict[str, Any], n: int, R: float) -> float:
-    """n replicas' rental per month: n × R on per-GPU rows, else the whole instances of the cheapest packing
-    (``kvledger.ledgers.instances.staircase_usd_per_hour`` over the break-even's ``staircase``) + their KV tiers."""
-    from kvledger.ledgers.instances import staircase_usd_per_hour
+    """n replicas' rental per month over the break-even's ``staircase`` (``ledgers.breakeven.staircase_rental``)."""
+    from kvledger.ledgers.breakeven import staircase_rental
 
-    steps = bv.get("staircase")
-    if not steps or all(s["replicas_per_instance"] == 1 for s in steps):
-        return n * R
-    return staircase_usd_per_hour(steps, n) * 730.0 + n * bv["tier_usd_per_replica_month"]
+    return staircase_rental(bv.get("staircase"), n, R, bv.get("tier_usd_per_replica_month", 0.0))
 
 
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:

@@ -27,10 +27,12 @@ import numpy as np
 
 from kvledger.ledgers.columns import columns_from
 
-__all__ = ["KNEE_GROWTH", "MIN_PER_QUARTER", "KNEE_RULE", "quarter_growth"]
+__all__ = ["KNEE_GROWTH", "MIN_PER_QUARTER", "KNEE_RULE", "QUARTER_NAMES", "quarter_growth"]
 
 #: a later quarter of the arrivals' mean TTFT ÷ the first quarter's, at least (module docstring)
 KNEE_GROWTH = 2.0
+#: a later quarter of the arrivals by its number (``quarter_growth``'s ``peak_quarter``), in words
+QUARTER_NAMES = {2: "second", 3: "third", 4: "fourth"}
 #: requests per quarter below which the quarters are not read (as ``saturation.waits_grew``)
 MIN_PER_QUARTER = 5
 

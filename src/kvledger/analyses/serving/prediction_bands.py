@@ -124,9 +124,6 @@ def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = Fals
     return out
 
 
-_ORDINAL = {2: "second", 3: "third", 4: "fourth"}
-
-
 def knee_withheld(bands: dict[str, PredictionBand],
                   run: Any) -> tuple[dict[str, PredictionBand], dict[str, Any] | None]:
     """``bands`` without the mean TTFT's when the simulated ``run`` (its records) sat at or past its knee
@@ -144,7 +141,9 @@ def knee_withheld(bands: dict[str, PredictionBand],
 
 def knee_band_note(knee: dict[str, Any]) -> str:
     """The one-line reason ``simulate`` gives for a TTFT band withheld at the knee (``knee_withheld``)."""
-    first, peak, nth = knee["first_s"] * 1e3, knee["peak_s"] * 1e3, _ORDINAL[knee["peak_quarter"]]
+    from kvledger.analyses.serving.knee_rule import QUARTER_NAMES
+
+    first, peak, nth = knee["first_s"] * 1e3, knee["peak_s"] * 1e3, QUARTER_NAMES[knee["peak_quarter"]]
     return (f"no TTFT mean error band: the run sat at or past its knee — its mean TTFT grew from {first:,.1f} ms in "
             f"the first quarter of its arrivals to {peak:,.1f} ms in the {nth} ({knee['ratio']:.1f}×; rule: "
             f"{knee['rule']}), so it measures the queue, whose wait grows as 1/(1 − utilisation), not the step cost's "
