@@ -211,6 +211,9 @@ def write_bands(d: dict) -> None:
            "provenance": {"written_by": "python benchmarks/validate_all.py --sections lodo --write-bands",
                           "method": __doc__.split("\n\n")[1].replace("\n", " "),
                           "deployments": [r["deployment"] for r in d["rows"]],
+                          "pricing": "each run priced as the commands price it by default (uncalibrated: the "
+                                     "roofline at FLOP fraction 1.0 × the GPU's measured matmul efficiency on the "
+                                     "A100/H100 SXM, 0.7 flat elsewhere; bandwidth 0.8)",
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
                                   "inference-sim/training: errors only, no data copied)"},
            "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}

@@ -8,6 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvledger.accounting.gemm_efficiency import curve_points, fit_curve, gemm_curve
 from kvledger.accounting.stepcost import StepShape
@@ -65,9 +67,11 @@ def test_the_bundled_curves_and_their_leave_one_shape_out_error():
 
 def test_the_roofline_prices_the_weight_matmuls_by_the_curve_and_flat_is_unchanged():
     args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192)
-    flat = prepare(SimRequestArgs(**args)).cost
+    flat = prepare(SimRequestArgs(**args, gemm_efficiency="flat")).cost
     meas = prepare(SimRequestArgs(**args, gemm_efficiency="measured")).cost
     assert flat.gemm_curve is None and meas.flops_fraction == 1.0  # no fraction given: the curve as measured
+    default = prepare(SimRequestArgs(**args)).cost  # no flag, no GPU profile: measured where Vidur profiled the GPU
+    assert default.gemm_curve is meas.gemm_curve and default.flops_fraction == 1.0
     shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)  # two 192-token prompts: matmuls compute-bound
     c = meas.costs(shape)
     e = gemm_curve(H100).efficiency(384, meas.gemm_nk)
@@ -77,3 +81,38 @@ def test_the_roofline_prices_the_weight_matmuls_by_the_curve_and_flat_is_unchang
     assert gemm > c.weight_bytes / (meas.bw * meas.bandwidth_fraction)
     assert meas.step_time_s(shape) == pytest.approx(gemm + meas.attention_s(c), rel=1e-12)
     assert flat.costs(shape).matmul_efficiency == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(pf=st.integers(0, 9000), seqs=st.integers(1, 8), cached=st.integers(0, 4000), n=st.integers(0, 300),
+       kv=st.integers(0, 400_000))
+def test_the_plain_form_with_the_curve_is_the_full_step_bit_for_bit(pf, seqs, cached, n, kv):
+    # step_time_of (the simulator's hot path and the compiled core's form) divides the matmul term by the token
+    # term's efficiency exactly as time_s(costs(shape)) does: the same float, whatever the step
+    meas = _measured_cost()
+    shape = StepShape(pf, seqs if pf else 0, pf + cached if pf else 0, (pf * (pf + 1) / 2 + pf * cached) if pf else 0,
+                      n, kv if n else 0)
+    if pf + n == 0:
+        return
+    assert meas.step_consts() is not False
+    assert meas.step_time_s(shape) == meas.time_s(meas.costs(shape))
+
+
+_CACHE: dict = {}  # the cost, built once (hypothesis calls the test many times)
+
+
+def _measured_cost():
+    if "c" not in _CACHE:
+        args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none",
+                    max_model_len=8192, gemm_efficiency="measured")
+        _CACHE["c"] = prepare(SimRequestArgs(**args)).cost
+    return _CACHE["c"]
+
+
+@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm"])
+def test_the_bundled_curve_is_the_fit_of_the_bundled_profiles(gpu_id):
+    # gemm_curve reads data/gemm_curves.json (benchmarks/build_gemm_curves.py --write) instead of fitting Vidur's
+    # CSVs at every start-up: the file must hold exactly what fit_gemm_curve computes from them, float for float
+    from kvledger.accounting.gemm_efficiency import fit_gemm_curve
+
+    assert gemm_curve(gpu_id) == fit_gemm_curve(gpu_id)

@@ -189,7 +189,7 @@ def test_a_profiles_fitted_host_time_adds_to_v1s_cpu_term(tmp_path):
     from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
 
     base = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version="0.11.0", max_model_len=512,
-                          gpu_profile="none", max_num_seqs=128)
+                          gpu_profile="none", max_num_seqs=128, gemm_efficiency="flat")  # as the profile below
     plan, _ = load_plan(base)
     prof = tmp_path / "p.json"
     prof.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 2, "gpu": plan.gpu.name,

@@ -101,7 +101,8 @@ def test_busy_floor_by_hand():
     #   (300, 1): (2e9 × 300 + 1e8) / 5e14 + 1e5 × 300 / 5e11 = 1.2002e-3 + 6e-5 = 1.2602e-3 s.
     # Target 0.6 of 3: k = ⌈1.8⌉ = 2, the two smallest: 4.202e-4 + 6.712e-4 = 1.0914e-3 s → bound 2 ÷ that = 1,832.5
     cost = SimpleNamespace(matmul_params=1e9, head_flops_per_seq=1e8, peak_flops=1e15, flops_fraction=0.5,
-                           growing_read_bytes=1e5, bw=1e12, bandwidth_fraction=0.5, num_allreduce_layers=0)
+                           growing_read_bytes=1e5, bw=1e12, bandwidth_fraction=0.5, num_allreduce_layers=0,
+                           peak_matmul_efficiency=lambda: 1.0)  # flat: no GEMM curve
     k, busy = busy_floor_s(cost, [100, 100, 300], [11, 1, 1], 0.6)
     assert k == 2 and busy == pytest.approx(1.0914e-3 * (1 - SHADE), rel=1e-12)
     assert capped(4096.0, k / busy) == pytest.approx(1832.5, abs=0.1)

@@ -32,9 +32,10 @@ def _simulate_cost(**flags):
 def test_fp8_kv_prices_both_sides_as_simulate_with_v1_cpu_time():
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
-    cost, plan = _simulate_cost(model=L8, gpu="H100-SXM", engine_version="0.11.0")
+    # priced flat on both sides, so that the plan's own roofline (flat) is the GPU part of simulate's step
+    cost, plan = _simulate_cost(model=L8, gpu="H100-SXM", engine_version="0.11.0", gemm_efficiency="flat")
     r = analyse_fp8_kv(load_model(L8), resolve_gpu("H100-SXM"), make_settings(engine_version="0.11.0"),
-                       concurrency=64, contexts=[8192], pricing=PricingFlags())
+                       concurrency=64, contexts=[8192], pricing=PricingFlags(gemm_efficiency="flat"))
     p, shape = r.curve[0], decode_shape(64, 8192)
     assert p.bf16_step_s == cost.step_time_s(shape)  # the same float as simulate's
     # vLLM 0.11 is V1 without async scheduling (default on from 0.14): V1's CPU time in series with the GPU step,
@@ -42,7 +43,8 @@ def test_fp8_kv_prices_both_sides_as_simulate_with_v1_cpu_time():
     assert p.bf16_step_s - plan.step_cost().step_time_s(shape) == pytest.approx(1.78e-3, rel=1e-9)
     # the fp8 side is simulate --kv-cache-dtype fp8's step + the FP8 overhead: the same 1.78 ms, which cancels in
     # the gain
-    cost_f, plan_f = _simulate_cost(model=L8, gpu="H100-SXM", engine_version="0.11.0", kv_cache_dtype="fp8")
+    cost_f, plan_f = _simulate_cost(model=L8, gpu="H100-SXM", engine_version="0.11.0", kv_cache_dtype="fp8",
+                                    gemm_efficiency="flat")
     assert p.fp8_step_s == pytest.approx(cost_f.step_time_s(shape) + p.fp8_overhead_s, rel=1e-12)
     assert p.bf16_step_s - p.fp8_step_s == pytest.approx(
         plan.step_cost().step_time_s(shape) - plan_f.step_cost().step_time_s(shape) - p.fp8_overhead_s, rel=1e-9)

@@ -146,7 +146,7 @@ def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sust
 
     def run(rate: float, n: int, tp: int = 1):
         return simulate_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", tp=tp, trace="azure-conv",
-                                           rate=rate, num_requests=n)).run
+                                           rate=rate, num_requests=n, gemm_efficiency="flat")).run  # as read off
 
     # Its first 200 requests arrive 2.28× faster in their second half: at a mean 10 req/s the backlog goes 20 → 48,
     # the 46 expected (20 × 2.28) of an engine keeping up with the second half's 16.4 req/s: kept up. At 16 req/s the

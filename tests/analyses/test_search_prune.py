@@ -24,9 +24,10 @@ SEARCHES = {
                               monthly_tokens=300e6),
                    Axes(gpus=("B200", "H100", "L40S", "L4", "A10G", "A100-80GB"), tps=(1, 2, 4))),
     # the same model sized for a rate, ranked by the monthly bill with several replicas; TP 8 on the slow GPUs (L4 and
-    # L40S rented as 8-GPU pods) is dearer and slower than a simulated H100: decided by bound
+    # L40S rented as 8-GPU pods) is dearer and slower than a simulated H100: decided by bound (priced flat, 0.7 of
+    # peak FLOP/s for every matmul: the figures of test_some_searches_decide_candidates_without_simulating_them)
     "8b-rate": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s,tpot=80ms", num_requests=60,
-                           rate_req_per_s=120.0),
+                           rate_req_per_s=120.0, gemm_efficiency="flat"),
                 Axes(gpus=("H100", "L40S", "L4", "A10G"), tps=(1, 2, 4, 8))),
     # ranked by USD per 1k requests at a fixed utilization, a tight TTFT that the slow GPUs miss by bound
     "3b-util": (SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=150ms,tpot=30ms", num_requests=60,
@@ -138,9 +139,14 @@ def test_request_work_bound_by_hand():
     cost = SimpleNamespace(matmul_params=1e9, head_flops_per_seq=1e8, peak_flops=1e15, flops_fraction=0.5,
                            growing_read_bytes=1e5, bw=1e12, bandwidth_fraction=0.5, num_allreduce_layers=0,
                            allreduce_latency_s=0.0, allreduce_s=lambda t: 0.0, cpu_overhead_s=0.002,
-                           overlap_cpu=False, weight_read_bytes=lambda t: 1e9)
+                           overlap_cpu=False, weight_read_bytes=lambda t: 1e9, peak_matmul_efficiency=lambda: 1.0)
     w = request_work_s(cost, np.array([100]), np.array([11]))
     assert w[0] == pytest.approx(6.712e-4 * (1 - SHADE), rel=1e-12)
+    # a measured GEMM curve whose best is 0.8 of the fraction's rate: matmul 2.211e11 / (5e14 × 0.8) = 5.5275e-4 s,
+    # work ≥ 5.5275e-4 + 2.29e-4 = 7.8175e-4 s (no step of it can run its matmuls faster)
+    curved = SimpleNamespace(**{**vars(cost), "peak_matmul_efficiency": lambda: 0.8})
+    assert request_work_s(curved, np.array([100]), np.array([11]))[0] == pytest.approx(7.8175e-4 * (1 - SHADE),
+                                                                                       rel=1e-12)
     # TTFT: max(2e9 × 100 / 5e14 = 4e-4, weights 1e9 / 5e11 = 2e-3) + 1e5 × 100 / 5e11 = 2e-5 + CPU 2e-3 = 4.02e-3 s
     # TPOT: max(2e9 / 5e14, 2e-3) + 2e-5 + 2e-3 = 4.02e-3 s (one decode step holds the weights read too)
     ttft, tpot = latency_bounds_s(cost, [100], [100])

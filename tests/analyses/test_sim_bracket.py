@@ -77,7 +77,8 @@ def test_search_sim_boundary_same_boundary_one_probe_fewer():
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000,
+                          gemm_efficiency="flat")  # the flat roofline these probes were read off
     slo = SLO(ttft_s=0.5, tpot_s=0.05)
     plain = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0)
     guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0, guess=True)
@@ -136,7 +137,8 @@ def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_g
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000,
+                          gemm_efficiency="flat")  # the flat roofline these probes were read off
     slo = SLO(ttft_s=0.5, tpot_s=0.05)
     plain = search_sim_boundary(args, slo, 0.9, "request_rate")
     guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=bracket_start(26.085), guess=True)

@@ -12,7 +12,9 @@ from kvledger.analyses.serving.knee_rule import KNEE_GROWTH, quarter_growth
 from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-ARGS = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000, gpu_profile="none")
+# the flat roofline (0.7 of peak FLOP/s for every matmul): the quarters below were read off runs priced that way
+ARGS = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=2000, gpu_profile="none",
+            gemm_efficiency="flat")
 
 
 def _doc(rate: float):

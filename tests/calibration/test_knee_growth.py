@@ -133,8 +133,9 @@ def test_json_carries_the_figures_and_a_sweep_lists_its_stages_at_the_knee():
 
 
 def _validate(*flags: str) -> tuple[str, dict]:
+    # priced flat (the matmuls at one FLOP fraction, 0.7): the replays below were read off that pricing
     argv = ["validate", str(GENERAL / "stage_1_lifecycle_metrics.json"), "--gpu", "h100-sxm", "--gpu-profile", "none",
-            *flags]
+            "--gemm-efficiency", "flat", *flags]
     text = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})  # the table's rows unwrapped
     js = CliRunner().invoke(app, [*argv, "--json"])
     assert text.exit_code == 0 and js.exit_code == 0, text.output + js.output
@@ -158,14 +159,14 @@ def test_a_real_replay_just_past_its_knee_is_flagged_though_not_saturated():
     assert k["measured"]["quarter_ttft_mean_max_s"] == pytest.approx(0.15632582524589573)  # derived above
     assert k["measured"]["below_simulated_peak"] is True
     assert "the simulated run is at or past its knee" in text and "the simulated side grew" in text
-    # its TTFT band withheld (tests/calibration/test_knee_band.py): the simulated 9.094 s × 1/(1 + q90) = 1/(1 − 0.2217)
-    # = ×1.284865 → 11.68 s … × 1/(1 + q10) = 1/(1 − 0.8577) = ×7.027311 → 63.90 s (uncalibrated/dense/vllm TTFT, 31
-    # points) would print as a band that holds; the TPOT band stays: low = predicted × 1/(1 + q90) = 1/(1 − 0.0555)
+    # its TTFT band withheld (tests/calibration/test_knee_band.py): the simulated 9.094 s × 1/(1 + q90) = 1/(1 − 0.1631)
+    # = ×1.194941 → 10.87 s … × 1/(1 + q10) = 1/(1 − 0.7101) = ×3.449270 → 31.37 s (uncalibrated/dense/vllm TTFT, 31
+    # points) would print as a band that holds; the TPOT band stays: low = predicted × 1/(1 + q90) = 1/(1 + 0.0246)
     b = d["error_bands"]
     assert b["ttft_mean"] is None and b["ttft_note"].startswith("at or past its knee (the simulated run's waits")
-    assert "11.68–63.90 s" not in text and "+17437.2% ↗ │ — │" in text
+    assert "10.87–31.37 s" not in text and "+17437.2% ↗ │ — │" in text
     tpot = next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "TPOT mean")
-    assert b["tpot_mean"]["low"] == pytest.approx(tpot / (1 - 0.05550858199102082), rel=1e-12)
+    assert b["tpot_mean"]["low"] == pytest.approx(tpot / (1 + 0.0245716556266542), rel=1e-12)
 
 
 @needs_runs

@@ -5,15 +5,16 @@ simulated TTFT, TPOT and throughput carries one).
 Kubecon's `vllm` stages (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
 src/kvledger/ledgers/data/error_bands.json), as multipliers of a simulated figure (low = 1/(1 + q90), high =
 1/(1 + q10)):
-  ttft_mean  q10 -0.8576980600004923, q90 -0.22170783451172882 (31 points) → ×1/0.778292 = ×1.28486 …
-             ×1/0.142302 = ×7.02731
-  tpot_mean  q10 -0.3211106142937251, q90 -0.05550858199102082 (31 points) → ×1/0.944491 = ×1.05877 …
-             ×1/0.678889 = ×1.47299
-  throughput q10 -0.060956971378629876, q90 0.22386256700245544 (17 points) → ×0.81709 … ×1.06491
+  ttft_mean  q10 -0.7100836094057357, q90 -0.16313829492534015 (31 points) → ×1/0.836862 = ×1.19494 …
+             ×1/0.289916 = ×3.44927
+  tpot_mean  q10 -0.15043821118958844, q90 0.0245716556266542 (31 points) → ×1/1.024572 = ×0.97602 …
+             ×1/0.849562 = ×1.17708
+  throughput q10 -0.060956971378629876, q90 0.1873413265162287 (17 points) → ×0.84222 … ×1.06491
+(the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0, bandwidth 0.8)
 LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: throughput
 q10 -0.0321, q90 +0.0327 on 2 points, fewer than 10, so widened each side to error_bands.json's cross_model band):
-throughput q10 min(-0.0321, -0.2505781590711429) = -0.25058, q90 max(0.0327, 0.3343619646320535) = 0.33436 (13 runs)
-→ ×1/1.33436 = ×0.74942 … ×1/0.74942 = ×1.33436.
+throughput q10 min(-0.0321, -0.12352017394623431) = -0.12352, q90 max(0.0327, 0.14092757217512641) = 0.14093 (13
+runs) → ×1/1.14093 = ×0.87648 … ×1/0.87648 = ×1.14093.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ RUNS = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs"
 KUBECON = RUNS / "inference-perf-kubecon-na-2025" / "vllm" / "results"
 RTX4090 = RUNS / "llmservingsim" / "bench" / "examples" / "RTX4090" / "Llama-3.1-8B" / "vllm"
 ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
-TPUT = (-0.060956971378629876, 0.22386256700245544)
+TPUT = (-0.060956971378629876, 0.1873413265162287)
 KEYS = {"regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
 needs_runs = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
@@ -63,12 +64,12 @@ def stage6() -> tuple[str, dict]:
 @needs_runs
 def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     out, d = stage0
-    # 1 req/s: simulated TTFT 6.955 ms → ×1.28486 = 8.936 ms … ×7.02731 = 48.876 ms (measured 31.1 ms inside);
-    # simulated TPOT 6.145 ms → ×1.05877 = 6.506 ms … ×1.47299 = 9.052 ms (measured 7.1 ms inside)
-    assert "│ TTFT mean │ 31.1 ms │ 7.0 ms │ -77.7% │ 8.9–48.9 ms │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.1 ms │ -13.8% │ 6.5–9.1 ms │" in out
+    # 1 req/s: simulated TTFT 9.232 ms → ×1.19494 = 11.031 ms … ×3.44927 = 31.842 ms (measured 31.1 ms inside);
+    # simulated TPOT 6.156 ms → ×0.97602 = 6.008 ms … ×1.17708 = 7.246 ms (measured 7.1 ms inside)
+    assert "│ TTFT mean │ 31.1 ms │ 9.2 ms │ -70.3% │ 11.0–31.8 ms │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.2 ms │ -13.7% │ 6.0–7.2 ms │" in out
     assert "│ throughput │ 1.02 req/s │ 1.02 req/s │ +0.1% │ — │" in out  # kept up: the offered load
-    assert "│ TTFT p90 │ 35.4 ms │ 9.7 ms │ -72.6% │ │" in out  # never validated: no band
+    assert "│ TTFT p90 │ 35.4 ms │ 12.7 ms │ -64.0% │ │" in out  # never validated: no band
     assert ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
             "TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
@@ -76,30 +77,31 @@ def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     assert "✗" not in out
     b = d["error_bands"]
     assert (b["ttft_mean"]["predicted"], b["ttft_mean"]["low"], b["ttft_mean"]["high"]) == pytest.approx(
-        (6.955e-3, 8.936e-3, 48.876e-3), abs=2e-6)
-    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.506e-3, 9.052e-3), abs=2e-6)
-    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 - 0.05550858199102082), rel=1e-12)
+        (9.232e-3, 11.031e-3, 31.842e-3), abs=2e-6)
+    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.008e-3, 7.246e-3), abs=2e-6)
+    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 + 0.0245716556266542), rel=1e-12)
 
 
 @needs_runs
 def test_a_measured_mean_outside_its_band_is_marked():
-    out, d = _validate(KUBECON / "stage_3_lifecycle_metrics.json", ARGS)
-    # 92.19 req/s: simulated TPOT 8.814 ms → ×1.05877 = 9.332 ms … ×1.47299 = 12.983 ms; measured 15.4 ms above it
-    assert "│ TPOT mean │ 15.4 ms │ 8.8 ms │ -42.8% │ 9.3–13.0 ms ✗ │" in out
-    assert "│ TTFT mean │ 50.5 ms │ 15.8 ms │ -68.8% │ 20.2–110.7 ms │" in out  # 15.75 ms × 1.28486 … × 7.02731
+    out, d = _validate(KUBECON.parent.parent / "vllm+batch_size" / "results" / "stage_0_lifecycle_metrics.json", ARGS)
+    # kubecon's batch_size configuration at 1 req/s: simulated TTFT 8.955 ms → ×1.19494 = 10.700 ms … ×3.44927 =
+    # 30.887 ms; measured 33.3 ms above it
+    assert "│ TTFT mean │ 33.3 ms │ 9.0 ms │ -73.1% │ 10.7–30.9 ms ✗ │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.2 ms │ -13.8% │ 6.0–7.2 ms │" in out  # 6.155 ms × 0.97602 … × 1.17708
     assert "✗: the measured figure lies outside its band" in out
-    b = d["error_bands"]["tpot_mean"]
-    assert (b["low"], b["high"]) == pytest.approx((9.332e-3, 12.983e-3), abs=2e-6)
+    b = d["error_bands"]["ttft_mean"]
+    assert (b["low"], b["high"]) == pytest.approx((10.700e-3, 30.887e-3), abs=2e-6)
 
 
 @needs_runs
 def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
     out, d = stage6
-    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 110.132 req/s
-    # → /1.223863 = 89.988 … /0.939043 = 117.282 req/s; measured 103.08 inside
-    assert "│ throughput │ 103.08 req/s │ 110.13 req/s │ +6.8% │ 89.99–117.28 req/s │" in out
-    assert "│ TTFT mean │ 2,943.2 ms │ 2,939.5 ms │ -0.1% │ — │" in out
-    assert "│ TPOT mean │ 19.0 ms │ 15.9 ms │ -16.5% │ — │" in out
+    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 103.489 req/s
+    # → /1.187341 = 87.160 … /0.939043 = 110.207 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 103.49 req/s │ +0.4% │ 87.16–110.21 req/s │" in out
+    assert "│ TTFT mean │ 2,943.2 ms │ 3,115.4 ms │ +5.8% │ — │" in out
+    assert "│ TPOT mean │ 19.0 ms │ 17.1 ms │ -10.1% │ — │" in out
     assert "— saturation throughput: leave-one-deployment-out errors at 17 measured points" in out
     assert ("no TTFT or TPOT mean band: the measured stage was at saturation (client achieved 106.5 and engine served "
             "103.1 of 183.4 req/s requested") in out
@@ -109,20 +111,20 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
     assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
     assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
-    assert (sat["low"], sat["high"]) == pytest.approx((89.99, 117.28), abs=0.005) and sat["num_runs"] == 17
+    assert (sat["low"], sat["high"]) == pytest.approx((87.16, 110.21), abs=0.005) and sat["num_runs"] == 17
 
 
 @needs_runs
 def test_a_saturated_per_request_run_prints_the_throughput_band():
     out, d = _validate(RTX4090, ["--gpu", "RTX4090"])
-    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.33436 =
-    # 1.232 … /(1 + q10) = /0.74942 = 2.194 req/s (the cross-model band, the calibrated regime having 2 points);
+    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.14093 =
+    # 1.441 … /(1 + q10) = /0.87648 = 1.876 req/s (the cross-model band, the calibrated regime having 2 points);
     # measured 1.63 inside
-    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.23–2.19 req/s │" in out
+    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.44–1.88 req/s │" in out
     assert "│ TTFT mean │ 65.46 s │ 66.12 s │ +1.0% ⚠ │ — │" in out
     assert "no TTFT or TPOT mean band: the measured run was saturated (its queue grew)" in out
     sat = d["error_bands"]["saturation_throughput"]
-    want = (sat["predicted"] / (1 + 0.3343619646320535), sat["predicted"] / (1 - 0.2505781590711429))
+    want = (sat["predicted"] / (1 + 0.14092757217512641), sat["predicted"] / (1 - 0.12352017394623431))
     assert (sat["low"], sat["high"]) == pytest.approx(want, rel=1e-9)
     assert d["error_bands"]["regime"] == "gpu/dense/vllm"
 
@@ -145,15 +147,15 @@ def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
 
 def test_the_simulated_queue_growing_moves_the_band_to_throughput():
     # a per-request run whose measured queue kept up but whose simulated one grew: no latency band (the simulated
-    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.223863 = 3.268 …
+    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.187341 = 3.369 …
     # /0.939043 = 4.260 req/s
     bands = {m: error_band("uncalibrated/dense/vllm", m) for m in ("ttft_mean", "tpot_mean", "throughput")}
     rows = [MetricRow("TTFT mean", "s", 0.1, 0.5, 4.0), MetricRow("throughput", "req/s", 5.0, 4.0, -0.2)]
     run = SimpleNamespace(saturated={"sides": ["simulated"]}, bands=bands, comparison=SimpleNamespace(rows=rows))
     b = run_bands(run, None)
     assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
-    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.268, 4.260), abs=5e-4)
+    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.369, 4.260), abs=5e-4)
     kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
-    # 0.5 s × 1.28486 = 0.642 s … × 7.02731 = 3.514 s; throughput: the offered load, no band
-    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.642, 3.514), abs=5e-4)
+    # 0.5 s × 1.19494 = 0.597 s … × 3.44927 = 1.725 s; throughput: the offered load, no band
+    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.597, 1.725), abs=5e-4)
     assert kept_up.saturation_throughput is None and kept_up.throughput_note.startswith("the run was below")

@@ -42,12 +42,14 @@ def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(pr
     cost = doc["step_cost"]
     assert (cost["flops_fraction"], cost["bandwidth_fraction"], cost["scope"]) == (0.5, 0.6, "gpu")
     assert cost["priced_by"] == f"gpu: GPU profile {profile} (fitted on myrun)"
-    # the profile only sets the two fractions: the same run with them given by hand (and no profile) is identical
+    # the profile only sets the two fractions (and its matmul pricing, flat: a version-1 profile): the same run with
+    # them given by hand, flat (and no profile), is identical
     hand = runner.invoke(app, SIM + ["--gpu-profile", "none", "--achievable-flops-fraction", "0.5",
-                                     "--achievable-bandwidth-fraction", "0.6", "--json"])
+                                     "--achievable-bandwidth-fraction", "0.6", "--gemm-efficiency", "flat", "--json"])
     assert hand.exit_code == 0, hand.output
     assert json.loads(hand.output)["summary"] == doc["summary"]
-    # and it differs from the H100's default (0.7 / 0.8, uncalibrated: no bundled H100 profile)
+    # and it differs from the H100's default (uncalibrated: no default H100 profile; the measured matmul curve as
+    # measured, bandwidth 0.8)
     plain = json.loads(runner.invoke(app, SIM + ["--json"]).output)
     assert plain["step_cost"]["scope"] == "uncalibrated" and "priced_by" not in plain["step_cost"]
     assert plain["summary"]["ttft_s"]["mean"] < doc["summary"]["ttft_s"]["mean"]

@@ -15,7 +15,9 @@ from kvledger.analyses.serving.seed_spread import SEED_FREE_NOTE, SPREAD_KEYS
 
 # A synthetic workload whose only draw is the Poisson arrival gaps: every prompt 512 tokens, every output 128, so
 # what moves between seeds is when requests arrive, not how long they are.
-FIXED = ["simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128"]
+# Priced flat (0.7 of peak FLOP/s for every matmul): the figures below were read off runs priced that way.
+FLAT = ["--gemm-efficiency", "flat"]
+FIXED = ["simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128"]
 LIGHT = FIXED + ["--rate", "2", "--num-requests", "200"]
 # Llama-3.1-8B on one H100 serves these requests at about 56 req/s once saturated (the run below at 120 req/s
 # finishes 55.8–56.4 req/s over seeds 0–2): 120 req/s offered is about twice past the knee.
@@ -116,7 +118,7 @@ def test_the_console_refuses_seeds_0_in_one_line_with_status_2():
 
 # goodput --simulate --target: 200 requests per probe of the same fixed-length workload; a TTFT ≤ 100 ms and TPOT ≤
 # 20 ms SLO met by 90 % of requests puts the capacity near the knee, where the draw moves it.
-SEARCH = ["goodput", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
+SEARCH = ["goodput", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-lengths", "fixed:512", "--output-lengths",
           "fixed:128", "--num-requests", "200", "--slo", "ttft=100ms,tpot=20ms", "--target", "0.9", "--axis", "rate"]
 
 
@@ -141,8 +143,9 @@ def test_goodput_seeds_needs_a_simulated_search():
 
 
 # cost --simulate on the same searched workload: each seed's capacity priced by the same ledger
-COST = ["cost", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:128",
-        "--num-requests", "200", "--slo", "ttft=100ms,tpot=20ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5"]
+COST = ["cost", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-lengths", "fixed:512", "--output-lengths",
+        "fixed:128", "--num-requests", "200", "--slo", "ttft=100ms,tpot=20ms", "--api", "OpenAI:gpt-4.1",
+        "--utilization", "0.5"]
 
 
 def test_cost_prices_each_seeds_own_capacity():

@@ -8,7 +8,10 @@ import json
 from cli_run import MODEL, refused
 from cli_run import run_cli as _run
 
-BASE = ("--gpu", "H100", "--trace", "azure-conv")
+# the flat roofline (0.7 of peak FLOP/s for every matmul): the probes below were read off runs priced that way, and
+# each scenario (a queue within the trace's bursts, one past them) needs its own rates under another pricing
+FLAT = ("--gemm-efficiency", "flat")
+BASE = ("--gpu", "H100", "--trace", "azure-conv", *FLAT)
 
 
 def test_a_capacity_search_needs_enough_requests_per_probe():
@@ -51,14 +54,14 @@ def test_search_names_the_rates_counted_out_and_an_unsteady_capacity_in_the_winn
     # the same workload at 400 requests per probe (TP 1 only): 22.5, 23 and 24 req/s counted out; the winner's
     # capacity probe (22.25 req/s) not steady, said where the winner is named
     res = _run("search", MODEL, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1", "--rate", "30",
-               "--num-requests", "400", "--json")
+               "--num-requests", "400", *FLAT, "--json")
     d = json.loads(res.output)
     (cand,) = [c for c in d["candidates"] if c["id"] == d["winner"]["id"]]
     cap = cand["capacity"]
     assert cap["boundary_rate_req_per_s"] == 22.25 and cap["queue_grew_req_per_s"] == [22.5, 23.0, 24.0]
     assert d["winner"]["caveats"][0].startswith("capacity probe not steady")
     text = " ".join(_run("search", MODEL, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1", "--rate",
-                         "30", "--num-requests", "400").output.split())
+                         "30", "--num-requests", "400", *FLAT).output.split())
     assert "[rests on: capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)" \
         in text
 
@@ -102,8 +105,8 @@ def test_a_short_window_unlike_its_trace_is_warned(tmp_path):
     trace = tmp_path / "even.jsonl"
     trace.write_text("".join(f'{{"arrival_s": {i * 0.05}, "num_prompt_tokens": 500, "num_output_tokens": 100}}\n'
                              for i in range(300)))
-    out = " ".join(_run("goodput", "--simulate", MODEL, "--gpu", "H100", "--trace", str(trace), "--slo", "ttft=200ms",
-                        "--target", "0.9", "--num-requests", "100").output.split())
+    out = " ".join(_run("goodput", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--trace", str(trace), "--slo",
+                        "ttft=200ms", "--target", "0.9", "--num-requests", "100").output.split())
     assert "SLO capacity on request_rate" in out and "unrepresentative sample" not in out
 
 

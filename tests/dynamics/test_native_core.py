@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kvledger.accounting.gemm_efficiency import gemm_curve
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.settings import PlanSettings
@@ -92,17 +93,20 @@ def test_core_and_fallback_agree_on_every_reported_figure(monkeypatch, reqs, blo
 
 
 @needs_core
-@pytest.mark.parametrize("lag", [False, True])
-def test_the_roofline_run_is_the_same_with_and_without_the_core(monkeypatch, lag):
+@pytest.mark.parametrize("lag,curve", [(False, False), (True, False), (False, True)])
+def test_the_roofline_run_is_the_same_with_and_without_the_core(monkeypatch, lag, curve):
     # Llama-3.1-8B on an H100, 800 arrivals at about 8 per second (fixed seed), columnar as the CLI runs it: the core
-    # prices the decode steps in the roofline's plain form gemm + g·kv / bw and sums their end times in C
+    # prices the decode steps in the roofline's plain form gemm + g·kv / bw and sums their end times in C; with the
+    # measured GEMM curve it also divides each mixed step's matmul term by the token term's efficiency
     rng = np.random.default_rng(11)
     n = 800
     work = WorkloadColumns(np.cumsum(rng.exponential(1 / 8, n)), rng.integers(20, 3000, n), rng.integers(2, 600, n),
                            "r")
     cfg = EngineConfig(num_gpu_blocks=20000, block_size=16, max_model_len=8192, async_scheduling=lag)
     m, g = load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100")
-    cost = RooflineStepCost(m, g, build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv)
+    kv = build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv
+    cost = RooflineStepCost(m, g, kv, gemm_curve=gemm_curve(g.gpu_id) if curve else None)
+    assert (cost.step_consts() is not False) and (cost.matmul_efficiency(384) < 1.0) == curve  # the plain form, both
     compiled, pure = _both_ways(monkeypatch, work, cfg, cost, record_token_times=False)
     assert compiled == pure
 

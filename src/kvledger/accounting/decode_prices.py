@@ -29,14 +29,15 @@ class DecodePrices:
         params, head FLOPs per sequence, up-projection FLOPs per token, prefill and decode attention FLOPs per pair, KV
         bytes per token, 2 × state bytes, peak FLOP/s × fraction for the matmuls and for attention, bandwidth ×
         fraction, CPU overlap, CPU overhead s); False where windowed layers, split attention kernels or MoE terms
-        price a step through ``costs``."""
-        if self.window_terms or self.split_attention or self._moe_terms or self.gemm_curve is not None:
+        price a step through ``costs``. The measured GEMM curve's efficiency is a token term (``token_terms``);
+        attention's fraction is ``attn_fraction`` (the FLOP fraction itself without a curve: the same float)."""
+        if self.window_terms or self.split_attention or self._moe_terms:
             return False
         ff = self.flops_fraction
         return (2 * self.matmul_params, self.head_flops_per_seq, self.upproj_flops_per_token,
                 self.prefill_flops_per_pair, self.attn_flops_per_pair, self.growing_read_bytes, 2 * self.state_bytes,
-                self.peak_flops * ff, self.attn_peak_flops * ff, self.bw * self.bandwidth_fraction, self.overlap_cpu,
-                self.cpu_overhead_s)
+                self.peak_flops * ff, self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction,
+                self.overlap_cpu, self.cpu_overhead_s)
 
     def _gemm_s(self, num_seqs: int) -> float:
         """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "curve_points", "fit_curve", "GEMM_MODES", "VIDUR_GPU", "GRID_M"]
+__all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
+           "VIDUR_GPU", "GRID_M"]
 
 GEMM_MODES = ("flat", "measured")
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
@@ -160,10 +161,10 @@ def _errors(pairs: list[tuple[float, float]]) -> tuple[float, float]:
     return sum(abs(c - e) for c, e in pairs) / len(pairs), sum(abs(c / e - 1) for c, e in pairs) / len(pairs)
 
 
-@functools.lru_cache(maxsize=8)
-def gemm_curve(gpu_id: str) -> GemmCurve | None:
-    """The measured curve for a catalog GPU id (``VIDUR_GPU``), with its in-sample and leave-one-shape-out errors;
-    None for a GPU Vidur did not profile."""
+def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
+    """The curve fitted afresh from Vidur's CSVs for a catalog GPU id (``VIDUR_GPU``), with its in-sample and
+    leave-one-shape-out errors; None for a GPU Vidur did not profile. ``gemm_curve`` reads the same curve from the
+    bundled ``data/gemm_curves.json`` (written by benchmarks/build_gemm_curves.py; a test checks the two agree)."""
     folder = VIDUR_GPU.get(gpu_id)
     if folder is None:
         return None
@@ -187,6 +188,20 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
     return replace(curve, fit_abs=fit_abs, loso_abs=loso_abs, loso_rel=loso_rel)
 
 
+@functools.lru_cache(maxsize=8)
+def gemm_curve(gpu_id: str) -> GemmCurve | None:
+    """The measured curve for a catalog GPU id, as ``fit_gemm_curve`` fits it, read from the bundled fit (a start-up
+    of a few milliseconds, not the fit's 0.3 s); None for a GPU Vidur did not profile."""
+    if gpu_id not in VIDUR_GPU:
+        return None
+    import json
+
+    d = json.loads((Path(str(resources.files("kvledger.accounting"))) / "data" / "gemm_curves.json").read_text(
+        encoding="utf-8"))["curves"][gpu_id]
+    return GemmCurve(**{**d, "grid": tuple(d["grid"]), "coef": tuple(tuple(c) for c in d["coef"]),
+                        "shapes": tuple(d["shapes"])})
+
+
 class MeasuredGemm:
     """The roofline's use of the curve (mixed into ``RooflineStepCost``, whose ``model``, ``dtype``, ``matmul_params``
     and ``flops_fraction`` it reads): the weight GEMMs' efficiency per step tokens, and attention's FLOP share — the
@@ -200,6 +215,14 @@ class MeasuredGemm:
         self._eff_cache: dict[float, float] = {}
         self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (
             self.flops_fraction * self.gemm_curve.efficiency(self.gemm_curve.grid[-1], self.gemm_nk))
+
+    def peak_matmul_efficiency(self) -> float:
+        """The most the curve gives this layer at any token count (1.0 without a curve): linear in log2 M between
+        grid points and held beyond them, so its largest value is at a grid point. A step's weight GEMMs take at
+        least FLOPs ÷ (peak · f · this), whatever its tokens (``work_bounds``'s lower bounds)."""
+        if self.gemm_curve is None:
+            return 1.0
+        return max(self.gemm_curve.efficiency(m, self.gemm_nk) for m in self.gemm_curve.grid)
 
     def matmul_efficiency(self, num_tokens: float) -> float:
         """The measured share of peak of the weight GEMMs over ``num_tokens`` tokens (1.0 without a curve)."""

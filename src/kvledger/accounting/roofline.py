@@ -115,7 +115,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         self.state_bytes = kv.state_bytes_per_seq - at.window_state_bytes
         self._gemm_cache: dict[int, float] = {}
         self._list_consts: dict[int, tuple] = {}  # per batch size: gemm s, state bytes, all-reduce s, the plain form's
-        self._token_terms: dict[int, tuple[float, float]] = {}  # per step tokens: weight bytes read, all-reduce s
+        self._token_terms: dict[int, tuple[float, float, float]] = {}  # per step tokens: token_terms()
         pa, b = self.attn_peak_flops * self.attn_fraction, self.bw * bandwidth_fraction
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -252,7 +252,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
     def step_time_s(self, shape: StepShape) -> float:
         """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
         operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
-        if self.window_terms or self.split_attention or self._moe_terms or self.gemm_curve is not None:
+        if self.window_terms or self.split_attention or self._moe_terms:
             if shape.num_prefill_tokens + shape.num_decode_seqs == 0:
                 return 0.0
             return self.time_s(self.costs(shape))
@@ -277,22 +277,23 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         matmul = mm2 * T + head * seqs + up * (prefill_kv_tokens - num_prefill_tokens)
         attn = pre * prefill_attn_pairs + att * decode_kv_tokens
         kv_bytes = grb * (decode_kv_tokens + prefill_kv_tokens) + st2 * seqs
-        c = self._token_terms.get(T)  # (weight bytes read, all-reduce s) of a step over T tokens, cached
-        if c is None:
-            c = (self.weight_read_bytes(T), self.allreduce_s(T))
-            if len(self._token_terms) < 65536:
-                self._token_terms[T] = c
-        gpu = max(matmul / pk, c[0] / b) + max(attn / pa, kv_bytes / b) + c[1]
+        c = self._token_terms.get(T) or self.token_terms(T)  # (weight bytes, all-reduce s, GEMM efficiency), cached
+        x = matmul / pk
+        if c[2] != 1.0:  # the measured GEMM curve, as time_s divides by it (flat: no operation at all)
+            x = x / c[2]
+        gpu = max(x, c[0] / b) + max(attn / pa, kv_bytes / b) + c[1]
         if self.host_step_s or self.host_seq_s:  # as time_s adds costs().host_s (0.0 + all-to-all is exact)
             gpu = gpu + self.host_s(seqs)
         return max(gpu, cpu) if overlap else gpu + cpu
 
-    def token_terms(self, num_tokens: int) -> tuple[float, float]:
-        """(weight bytes read, all-reduce s) of a step over ``num_tokens`` tokens, cached: ``step_time_of``'s token
-        terms (the simulator's compiled core prices a step's plain form with them)."""
+    def token_terms(self, num_tokens: int) -> tuple[float, float, float]:
+        """(weight bytes read, all-reduce s, the weight GEMMs' measured efficiency — 1.0 flat) of a step over
+        ``num_tokens`` tokens, cached: ``step_time_of``'s token terms (the simulator's compiled core prices a step's
+        plain form with them)."""
         c = self._token_terms.get(num_tokens)
         if c is None:
-            c = (self.weight_read_bytes(num_tokens), self.allreduce_s(num_tokens))
+            c = (self.weight_read_bytes(num_tokens), self.allreduce_s(num_tokens),
+                 self.matmul_efficiency(num_tokens))
             if len(self._token_terms) < 65536:
                 self._token_terms[num_tokens] = c
         return c

@@ -164,9 +164,9 @@ class EngineFlags:
         "GPU; any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or "
         "(default) the GPU's default bundled one where the data has runs."))
     gemm_efficiency: str | None = flag("--gemm-efficiency", help=(
-        "Roofline weight matmuls: flat (one FLOP fraction; default) or measured (the fraction scales the GPU's "
-        "measured efficiency against tokens in the step and GEMM size, from Vidur's A100/H100 profiles; without a "
-        "fraction or profile, as measured). Default: the GPU profile's."))
+        "Roofline weight matmuls: measured (the fraction scales the GPU's measured efficiency against tokens in the "
+        "step and GEMM size, from Vidur's A100/H100 profiles; without a fraction or profile, as measured; flat on "
+        "other GPUs) or flat (one FLOP fraction). Default: the GPU profile's, else measured."))
 
 
 @dataclass(frozen=True, slots=True)

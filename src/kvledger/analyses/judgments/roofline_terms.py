@@ -17,9 +17,10 @@ def _rates(rc: RooflineStepCost) -> tuple[float, float]:
 
 
 def weights_bound(rc: RooflineStepCost, c: StepCosts) -> str:
-    """"compute" when the weight GEMMs' FLOP time exceeds their weight-read time, else "memory"."""
+    """"compute" when the weight GEMMs' FLOP time (at the measured GEMM curve's efficiency where it prices them)
+    exceeds their weight-read time, else "memory"."""
     f, b = _rates(rc)
-    return "compute" if c.matmul_flops / f >= c.weight_bytes / b else "memory"
+    return "compute" if c.matmul_flops / (f * c.matmul_efficiency) >= c.weight_bytes / b else "memory"
 
 
 def attention_bound(rc: RooflineStepCost, c: StepCosts) -> str:

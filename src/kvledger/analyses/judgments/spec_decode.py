@@ -167,9 +167,11 @@ class SpecDecodeModel:
             kv = kv_ledger(dm, s.kv_cache_dtype, 1)
             self.notes.append(f"draft {dm.name} cannot split over TP {s.tp}; priced at TP 1 (its full weights on each "
                               f"GPU)")
+        # the target's matmul pricing for the draft too (the GPU's measured GEMM curve where it applies)
         self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
                                          bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                             cpu_overhead_s=s.cpu_overhead_s)
+                                         cpu_overhead_s=s.cpu_overhead_s,
+                                         gemm_curve=getattr(self.rc, "gemm_curve", None))
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
 

@@ -215,7 +215,8 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind,
                                                                              DEFAULT_TRANSFER_LATENCY_S),
                         slo, target=spec.target, pricing=PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile,
-                                                                                                 gpu.name)))
+                                                                                                 gpu.name),
+                                                              gemm_efficiency=spec.gemm_efficiency))
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
     return study, dep, link_kind

@@ -42,7 +42,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
-                          wddm=spec.wddm or None, client_latency=latency_arg(spec))
+                          gemm_efficiency=spec.gemm_efficiency, wddm=spec.wddm or None,
+                          client_latency=latency_arg(spec))
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,

@@ -44,6 +44,8 @@ class SearchSpec:
         per-step CPU
             time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
+            gemm_efficiency: ``--gemm-efficiency`` ("measured", "flat"; None: the GPU profile's, else measured),
+            always in the JSON, so a ledger priced before the measured curve became the default is not resumed.
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
@@ -68,6 +70,7 @@ class SearchSpec:
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     gpu_profile: str | None = None
+    gemm_efficiency: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -106,6 +109,11 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
+        if self.gemm_efficiency is not None:
+            from kvledger.accounting.gemm_efficiency import GEMM_MODES
+
+            if self.gemm_efficiency not in GEMM_MODES:
+                raise InputError(f"--gemm-efficiency {self.gemm_efficiency!r}: choose {' or '.join(GEMM_MODES)}")
         if self.gpu_profile not in (None, "auto", "none"):
             from kvledger.accounting.gpu_profile import load_gpu_profile
 

@@ -12,7 +12,8 @@ __all__ = ["gemm_mode", "gemm_curve_of"]
 
 def gemm_mode(a: Any, prof) -> str:
     """``--gemm-efficiency`` as it applies: the flag, else the GPU profile's mode (a profile's FLOP fraction means
-    something only with the curve it was fitted with), else "flat".
+    something only with the curve it was fitted with), else "measured" (``gemm_curve_of`` falls back to flat on a GPU
+    nobody profiled).
 
     Raises:
         InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
@@ -28,7 +29,7 @@ def gemm_mode(a: Any, prof) -> str:
                          f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
                          f"--gemm-efficiency {have}, --gpu-profile none, or a profile fitted with `kvledger calibrate "
                          f"--scope gpu --gemm-efficiency {mode}`")
-    return mode or have or "flat"
+    return mode or have or "measured"
 
 
 def gemm_curve_of(a: Any, gpu, prof):

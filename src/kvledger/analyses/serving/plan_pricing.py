@@ -69,7 +69,8 @@ def priced_settings(settings, gpu, flags: PricingFlags):
 def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str | None = None) -> tuple[Any, dict]:
     """(step-cost model, its description) ``kvledger simulate --step-cost roofline`` uses for ``plan`` with ``flags``
     (the plan built from ``priced_settings``), under the engine config ``from_plan`` gives it with ``policy``.
-    ``flags`` None: the plan's fractions taken as given (no GPU profile), the host term still the engine's.
+    ``flags`` None: the plan's fractions taken as given (no GPU profile, flat matmuls), the host term still the
+    engine's.
 
     The description is simulate's ``step_cost`` (name, source, scope, ``priced_by`` with a GPU profile), which
     ``report.step_cost_view.step_cost_lines`` prints as simulate does.
@@ -80,8 +81,8 @@ def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str |
     from kvledger.analyses.serving.step_cost_choice import make_step_cost
 
     s = plan.settings
-    if flags is None:  # the plan's own fractions, as given: no GPU profile (gpu_profile_of)
-        flags = PricingFlags(achievable_flops_fraction=s.achievable_flops_fraction,
+    if flags is None:  # the plan's own fractions, as given: no GPU profile (gpu_profile_of), no GEMM curve on top
+        flags = PricingFlags(gemm_efficiency="flat", achievable_flops_fraction=s.achievable_flops_fraction,
                              achievable_bandwidth_fraction=s.achievable_bandwidth_fraction)
     # simulate's request (sim_setup.SimRequestArgs) in the fields make_step_cost reads
     a = SimpleNamespace(**asdict(flags), model=plan.model.name, gpu=plan.gpu.name, tp=s.tp, step_cost="roofline")

@@ -85,7 +85,7 @@ def _hint(a: Any, plan, prof: Any, curve: Any, cost: Any, cal: Any) -> str:
     if curve is not None:
         hint += (f"; weight matmuls at the FLOP fraction × the GPU's measured GEMM efficiency against tokens and "
                  f"N·K ({curve.source}; leave-one-shape-out error {curve.loso_abs:.3f} of peak)")
-    elif gemm_mode(a, prof) == "measured":
+    elif gemm_mode(a, prof) == "measured" and getattr(a, "gemm_efficiency", None) == "measured":  # asked for
         hint += f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM, H100 SXM): flat"
     if cal is not None and (note := disagreement_note(cost, cal)):
         hint += "; " + note

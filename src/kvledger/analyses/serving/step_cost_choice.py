@@ -176,7 +176,10 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
         info["scope"] = "model (bundled measurements)"
-        if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
+        from kvledger.analyses.serving.gemm_choice import gemm_curve_of
+
+        roof = plan.step_cost(gemm_curve=gemm_curve_of(a, plan.gpu, gpu_profile_of(a, plan.gpu.name)))
+        if note := disagreement_note(roof, cost, used=f"the calibration ({cost.name})"):
             info["source"] += "; " + note
         return cost, info
     if is_profile_choice(a.step_cost):

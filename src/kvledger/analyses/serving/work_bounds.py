@@ -3,7 +3,8 @@ step cost, and the capacity bound they give: what ``kvledger search`` (``kvledge
 ``kvledger cost --simulate`` / ``report`` (``kvledger.analyses.serving.sim_capacity``) both size against.
 
 Every step of ``kvledger.accounting.roofline.RooflineStepCost`` costs at least
-``max(matmul FLOPs / achievable peak, weight bytes / achievable bandwidth) + KV bytes / achievable bandwidth +
+``max(matmul FLOPs / achievable peak (× the measured GEMM curve's highest efficiency for the model, where it prices the
+matmuls), weight bytes / achievable bandwidth) + KV bytes / achievable bandwidth +
 all-reduce`` (+ the CPU overhead, or the larger of the two under async scheduling): its attention term is a max (or, for
 split kernels, a sum of maxes) over the KV bytes, the MoE factors are ≥ 1 and the other terms ≥ 0. Of these,
 ``2 × matmul params`` FLOPs per token, ``head`` FLOPs per sequence, the KV bytes per context token and the all-reduce
@@ -42,9 +43,15 @@ def request_work_s(cost: Any, prompt: Any, output: Any) -> Any:
 
     p, n = np.asarray(prompt, dtype=float), np.maximum(np.asarray(output, dtype=float), 1.0)
     tokens = p + n - 1
-    mm = (2 * cost.matmul_params * tokens + cost.head_flops_per_seq * n) / (cost.peak_flops * cost.flops_fraction)
+    mm = (2 * cost.matmul_params * tokens + cost.head_flops_per_seq * n) / _matmul_rate(cost)
     kv = cost.growing_read_bytes * ((n - 1) * p + (n - 1) * (n - 2) / 2 + p) / (cost.bw * cost.bandwidth_fraction)
     return (mm + kv + _allreduce_per_token_s(cost) * tokens) * (1 - SHADE)
+
+
+def _matmul_rate(cost: Any) -> float:
+    """The fastest the step cost runs the weight matmuls, FLOP/s: peak × FLOP fraction × the measured GEMM curve's
+    highest efficiency for this model (× 1.0, exactly, when flat)."""
+    return cost.peak_flops * cost.flops_fraction * cost.peak_matmul_efficiency()
 
 
 def _allreduce_per_token_s(cost: Any) -> float:
@@ -61,7 +68,7 @@ def _one_step_s(cost: Any, tokens: Any, kv_tokens: Any) -> Any:
     import numpy as np
 
     b = cost.bw * cost.bandwidth_fraction
-    mm = 2 * cost.matmul_params * tokens / (cost.peak_flops * cost.flops_fraction)
+    mm = 2 * cost.matmul_params * tokens / _matmul_rate(cost)
     gpu = (np.maximum(mm, cost.weight_read_bytes(1) / b) + cost.growing_read_bytes * kv_tokens / b
            + cost.allreduce_s(1) + _allreduce_per_token_s(cost) * (tokens - 1))
     gpu = np.maximum(gpu, cost.cpu_overhead_s) if cost.overlap_cpu else gpu + cost.cpu_overhead_s
