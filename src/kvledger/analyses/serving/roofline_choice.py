@@ -96,9 +96,12 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
     """The roofline's formula in words: its fractions, the TP all-reduces, the CPU overhead (added, or overlapping the
     GPU under ``overlap``, the scheduling that overlaps it), the GPU profile's host times ``hs`` and the host term."""
     return ("kvledger.accounting.roofline: weight matmuls then attention, each "
-            "max(FLOPs/achievable "
-            f"peak, bytes/achievable bandwidth) at "
-            f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+            "max(FLOPs/achievable peak, bytes/achievable bandwidth) at "
+            + (f"{cost.flops_fraction:.0%} of the GPU's measured matmul efficiency (attention at "
+               f"{getattr(cost, 'attn_fraction', cost.flops_fraction):.0%} of peak FLOP/s) and "
+               f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
+               if data.get("gemm_efficiency") == "measured" else
+               f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
             + "+ TP all-reduces"
             + (" (vLLM's custom all-reduce below "
                f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
