@@ -127,6 +127,9 @@ def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
     # the bill: replicas × 1 GPU × $2/GPU-h × 730 h/month
     assert c["sizing"]["monthly_usd"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
     assert d["spec"]["gpu_usd_per_hour"] == 2.0
+    # the text's winner line names the price as given, with no catalog date or confidence (it printed "as of , ")
+    text = " ".join(_ok([*args, "--gpu-usd-per-hour", "2"]).split())
+    assert "winner's price: $2 per GPU-hour, user input (--gpu-usd-per-hour)" in text and "as of ," not in text
 
 
 def test_the_spec_states_the_workload_searched():

@@ -228,13 +228,9 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]
-        con.print(
-            escape(
-                f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
-                f"{pr['instance_type']} "
-                f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"
-            )
-        )
+        row = (f"{pr['provider']} {pr['instance_type']} ({pr['pricing_model']}, as of {pr['as_of']}, "
+               f"{pr['confidence']} confidence; {pr['source']})" if pr["as_of"] else pr["source"])
+        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {row}"))  # given: no date
         if (w.get("sizing") or {}).get("instances_how"):
             siz = w["sizing"]
             con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${siz['monthly_usd']:,.2f})"))

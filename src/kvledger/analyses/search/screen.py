@@ -98,7 +98,7 @@ def plan_figures(plan: Any) -> dict[str, Any]:
 def _price_dict(row: Any) -> dict[str, Any]:
     return {"usd_per_gpu_hour": row.usd_per_gpu_hour, "provider": row.provider, "instance_type": row.instance_type,
             "pricing_model": row.pricing_model, "as_of": row.as_of, "confidence": row.confidence,
-            "source": f"gpu_prices.csv {row.key}; {row.source}"}
+            "source": row.source if row.provider_type == "user" else f"gpu_prices.csv {row.key}; {row.source}"}
 
 
 def _reject(cand: Candidate, reason: str, detail: str, **extra: Any) -> dict[str, Any]:
