@@ -116,3 +116,18 @@ def test_the_bundled_curve_is_the_fit_of_the_bundled_profiles(gpu_id):
     from kvledger.accounting.gemm_efficiency import fit_gemm_curve
 
     assert gemm_curve(gpu_id) == fit_gemm_curve(gpu_id)
+
+
+def test_a_flop_fraction_given_alone_is_a_flat_share_of_peak():
+    # --achievable-flops-fraction 0.6 without --gemm-efficiency means what its help says, 60% of peak for every matmul
+    # (flat), not 0.6 × a curve the user did not ask for; with --gemm-efficiency measured it scales the curve
+    args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192,
+                achievable_flops_fraction=0.6)
+    alone = prepare(SimRequestArgs(**args)).cost
+    scaled = prepare(SimRequestArgs(**args, gemm_efficiency="measured")).cost
+    assert alone.gemm_curve is None and alone.flops_fraction == 0.6
+    assert scaled.gemm_curve is not None and scaled.flops_fraction == 0.6
+    shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)
+    # 384 tokens: flat at 0.6 of peak; measured at 0.6 × e(384, 218M) ≈ 0.6 × 0.48 of peak, about twice the time
+    assert 1.8 < scaled.costs(shape).matmul_flops / (scaled.peak_flops * 0.6 * scaled.matmul_efficiency(384)) / (
+        alone.costs(shape).matmul_flops / (alone.peak_flops * 0.6)) < 2.3

@@ -12,8 +12,9 @@ __all__ = ["gemm_mode", "gemm_curve_of"]
 
 def gemm_mode(a: Any, prof) -> str:
     """``--gemm-efficiency`` as it applies: the flag, else the GPU profile's mode (a profile's FLOP fraction means
-    something only with the curve it was fitted with), else "measured" (``gemm_curve_of`` falls back to flat on a GPU
-    nobody profiled).
+    something only with the curve it was fitted with), else "flat" when ``--achievable-flops-fraction`` is given (a
+    share of peak, as its help says, not a scale on a curve the user did not ask for), else "measured"
+    (``gemm_curve_of`` falls back to flat on a GPU nobody profiled).
 
     Raises:
         InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
@@ -29,6 +30,8 @@ def gemm_mode(a: Any, prof) -> str:
                          f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
                          f"--gemm-efficiency {have}, --gpu-profile none, or a profile fitted with `kvledger calibrate "
                          f"--scope gpu --gemm-efficiency {mode}`")
+    if mode is None and have is None and getattr(a, "achievable_flops_fraction", None) is not None:
+        return "flat"
     return mode or have or "measured"
 
 
