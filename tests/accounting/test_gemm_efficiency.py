@@ -62,7 +62,7 @@ def test_the_bundled_curves_and_their_leave_one_shape_out_error():
     assert 0.44 < h.efficiency(384, 218_103_808) < 0.54
     assert h.efficiency(4096, 218_103_808) > 0.65 and h.efficiency(384, 25e6) < h.efficiency(384, 8e8)
     assert h.loso_abs < 0.05 and gemm_curve("nvidia_a100_80gb_sxm").loso_abs < 0.04
-    assert gemm_curve("nvidia_h200_sxm") is None
+    assert gemm_curve("nvidia_l40s") is None  # Ada: no profile, no twin
 
 
 def test_the_roofline_prices_the_weight_matmuls_by_the_curve_and_flat_is_unchanged():
@@ -131,3 +131,19 @@ def test_a_flop_fraction_given_alone_is_a_flat_share_of_peak():
     # 384 tokens: flat at 0.6 of peak; measured at 0.6 × e(384, 218M) ≈ 0.6 × 0.48 of peak, about twice the time
     assert 1.8 < scaled.costs(shape).matmul_flops / (scaled.peak_flops * 0.6 * scaled.matmul_efficiency(384)) / (
         alone.costs(shape).matmul_flops / (alone.peak_flops * 0.6)) < 2.3
+
+
+def test_a_gpu_on_the_same_die_takes_the_profiled_curve_and_says_so():
+    # H200 SXM and GH200 are H100 SXM's GH100 die (132 SMs, 989.5 TFLOP/s BF16 dense in gpus.csv) with other HBM; A100
+    # 40GB SXM is A100 80GB SXM's: the curve (the GEMMs' compute side) is the twin's, the weight read their own
+    from kvledger.accounting.gemm_efficiency import SAME_DIE
+
+    for gid, twin in SAME_DIE.items():
+        assert get_gpu(gid).bf16_flops_per_s == get_gpu(twin).bf16_flops_per_s
+        c = gemm_curve(gid)
+        assert c.gpu == gid and c.coef == gemm_curve(twin).coef and f"taken for {gid}" in c.source
+    assert gemm_curve("nvidia_h100_pcie") is None  # fewer SMs, lower clocks: not the same
+    h200 = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H200", num_requests=5, gpu_profile="none",
+                                  max_model_len=8192)).cost
+    assert h200.gemm_curve is not None and h200.flops_fraction == 1.0
+    assert h200.bw == get_gpu("H200").hbm_bandwidth_bytes_per_s

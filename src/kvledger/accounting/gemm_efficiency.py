@@ -42,11 +42,16 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
-           "VIDUR_GPU", "GRID_M"]
+           "VIDUR_GPU", "SAME_DIE", "GRID_M"]
 
 GEMM_MODES = ("flat", "measured")
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
 VIDUR_GPU = {"nvidia_h100_sxm": "h100", "nvidia_a100_80gb_sxm": "a100"}
+#: catalog GPU id → the profiled GPU whose curve it takes: the same die, SM count and BF16 peak in an SXM-class module
+#: (tests/accounting/test_gemm_efficiency.py checks the catalog's peaks agree). The curve is the compute side of the
+#: GEMMs (points bound by the weight read are left out), which the die sets; each GPU's own bandwidth prices the read.
+SAME_DIE = {"nvidia_h200_sxm": "nvidia_h100_sxm", "nvidia_gh200_96gb": "nvidia_h100_sxm",
+            "nvidia_gh200_144gb": "nvidia_h100_sxm", "nvidia_a100_40gb_sxm": "nvidia_a100_80gb_sxm"}
 GRID_M = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 MIN_POINTS = 6
 READ_MARGIN = 1.1  # a point is kept where the measured time exceeds this × the weight read at the GEMV's bandwidth
@@ -191,7 +196,14 @@ def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
 @functools.lru_cache(maxsize=8)
 def gemm_curve(gpu_id: str) -> GemmCurve | None:
     """The measured curve for a catalog GPU id, as ``fit_gemm_curve`` fits it, read from the bundled fit (a start-up
-    of a few milliseconds, not the fit's 0.3 s); None for a GPU Vidur did not profile."""
+    of a few milliseconds, not the fit's 0.3 s); a ``SAME_DIE`` GPU gets its profiled twin's, so named; None for a GPU
+    neither Vidur profiled nor shares a die with one it did."""
+    if gpu_id in SAME_DIE:
+        from dataclasses import replace
+
+        twin = gemm_curve(SAME_DIE[gpu_id])
+        return replace(twin, gpu=gpu_id, source=f"{twin.source}; taken for {gpu_id}: the same die, SM count and "
+                                                f"BF16 peak as {twin.gpu}, its own bandwidth")
     if gpu_id not in VIDUR_GPU:
         return None
     import json

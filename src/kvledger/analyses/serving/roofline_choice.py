@@ -86,7 +86,8 @@ def _hint(a: Any, plan, prof: Any, curve: Any, cost: Any, cal: Any) -> str:
         hint += (f"; weight matmuls at the FLOP fraction × the GPU's measured GEMM efficiency against tokens and "
                  f"N·K ({curve.source}; leave-one-shape-out error {curve.loso_abs:.3f} of peak)")
     elif gemm_mode(a, prof) == "measured" and getattr(a, "gemm_efficiency", None) == "measured":  # asked for
-        hint += f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM, H100 SXM): flat"
+        hint += (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
+                 "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
     if cal is not None and (note := disagreement_note(cost, cal)):
         hint += "; " + note
     return hint
