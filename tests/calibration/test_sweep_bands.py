@@ -2,15 +2,10 @@
 the sweep printed no band and only "priced by: uncalibrated", though single-run validate names the step cost and
 docs/reference.md implied a band).
 
-The bands of kubecon's `vllm` sweep (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
-src/kvledger/ledgers/data/error_bands.json) are, as multipliers of a simulated figure (``Band``: low = 1/(1 + q90),
-high = 1/(1 + q10)):
-  ttft_mean  q10 -0.7100836094057357, q90 -0.16313829492534015 (31 points) → ×1/0.836862 = ×1.19494 …
-             ×1/0.289916 = ×3.44927
-  tpot_mean  q10 -0.15043821118958844, q90 0.0245716556266542 (31 points) → ×1/1.024572 = ×0.97602 …
-             ×1/0.849562 = ×1.17708
-  throughput q10 -0.060956971378629876, q90 0.1873413265162287 (17 points) → ×0.84222 … ×1.06491
-(the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0, bandwidth 0.8)
+The bands of kubecon's `vllm` sweep are those of regime uncalibrated/dense/vllm
+(src/kvledger/ledgers/data/error_bands.json; ``Q`` below), as multipliers of a simulated figure (low = 1/(1 + q90),
+high = 1/(1 + q10)) worked in tests/calibration/test_run_bands.py's docstring: TTFT ×1.19494 … ×3.44927, TPOT
+×0.97602 … ×1.17708, throughput ×0.84222 … ×1.06491.
 """
 
 from __future__ import annotations
