@@ -122,7 +122,10 @@ def kubecon(fractions: tuple[float, float]) -> dict:
     out = {"profile": [], "uncalibrated": []}
     for u in (u for u in units if u.setup == "kubecon"):
         s = ga._setup_of(u)
-        for key, cost in (("profile", roofline_with(s, *fractions)), ("uncalibrated", roofline_with(s, 0.7, 0.8))):
+        # uncalibrated: what a user gets with no profile (FLOP fraction 1.0 on the measured matmul curve, 0.7 flat)
+        plain = (1.0 if getattr(s.cost, "gemm_curve", getattr(getattr(s.cost, "inner", None), "gemm_curve", None))
+                 is not None else 0.7, 0.8)
+        for key, cost in (("profile", roofline_with(s, *fractions)), ("uncalibrated", roofline_with(s, *plain))):
             e = ga._errors(u, s, cost)
             out[key].append({"label": u.label, "saturated": u.saturated, **e})
     for key, rows in out.items():

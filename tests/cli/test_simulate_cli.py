@@ -141,12 +141,12 @@ def test_roofline_recommends_calibrated_only_where_a_table_exists():
     res = runner.invoke(app, BASE + ["--json"])
     src = json.loads(res.output)["step_cost"]["source"]
     # the hint, then the measured GEMM curve that prices the H100's matmuls by default
-    assert "; uncalibrated (no bundled measurements for this model, GPU and TP); weight matmuls at the FLOP fraction" \
+    assert "; uncalibrated (no bundled measurements for this model, GPU and TP); the measured GEMM efficiency" \
         in src and "--step-cost" not in src
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20",
                               "--json"])
     src = json.loads(res.output)["step_cost"]["source"]
-    assert "--step-cost calibrated (vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1); weight matmuls at" in src
+    assert "--step-cost calibrated (vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1); the measured GEMM efficiency" in src
 
 
 def test_experiment_prints_shares_as_percent():

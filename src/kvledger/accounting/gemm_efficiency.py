@@ -42,7 +42,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
-           "VIDUR_GPU", "SAME_DIE", "GRID_M"]
+           "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies"]
 
 GEMM_MODES = ("flat", "measured")
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
@@ -214,6 +214,14 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
                         "shapes": tuple(d["shapes"])})
 
 
+def curve_applies(model, gpu) -> bool:
+    """Whether the curve prices this model's weight GEMMs on ``gpu``: dense, with BF16 GEMMs (MoE grouped GEMMs and FP8
+    GEMMs were not measured, so they keep the flat fraction, 0.7 by default)."""
+    from kvledger.accounting.fp8_block import compute_dtype
+
+    return not model.is_moe and compute_dtype(model, gpu) == "bf16"
+
+
 class MeasuredGemm:
     """The roofline's use of the curve (mixed into ``RooflineStepCost``, whose ``model``, ``dtype``, ``matmul_params``
     and ``flops_fraction`` it reads): the weight GEMMs' efficiency per step tokens, and attention's FLOP share — the
@@ -222,7 +230,7 @@ class MeasuredGemm:
     def _init_gemm_curve(self, model, curve: GemmCurve | None) -> None:
         """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU and attention's FLOP share
         (``flops_fraction`` itself without a curve: the same float)."""
-        self.gemm_curve = curve if curve is not None and not model.is_moe and self.dtype == "bf16" else None
+        self.gemm_curve = curve if curve is not None and curve_applies(model, self.gpu) else None
         self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
         self._eff_cache: dict[float, float] = {}
         self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (

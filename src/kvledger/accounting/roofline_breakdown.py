@@ -181,6 +181,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
                      "cores)")
     notes += step_term_notes(rc.model, rc.gpu)
+    notes += _curve_note(rc)
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
 
@@ -195,3 +196,18 @@ def _why_it_varies(rc: RooflineStepCost) -> str:
         else []
     )
     return "; ".join(parts)
+
+
+def _curve_note(rc: RooflineStepCost) -> list[str]:
+    """The note that the simulator prices this GPU's weight matmuls by its measured efficiency curve, where it does
+    by default (``gemm_efficiency.curve_applies``), while this table keeps the flat fractions."""
+    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
+
+    c = gemm_curve(rc.gpu.gpu_id)
+    if rc.gemm_curve is not None or c is None or not curve_applies(rc.model, rc.gpu):
+        return []
+    lo, hi = c.efficiency(c.grid[0], rc.gemm_nk), c.efficiency(c.grid[-1], rc.gemm_nk)
+    return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
+            f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
+            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency; --gemm-efficiency flat "
+            f"prices them as here)"]

@@ -75,7 +75,7 @@ def spec_decode(
     check_plot_path(plot, force)
     spec, g, settings = target.load(model, gpu)
     pricing = target.pricing()
-    settings = priced_settings(settings, g, pricing)  # the fractions simulate plans with (plan_pricing.py)
+    settings = priced_settings(settings, g, pricing, spec)  # the fractions simulate plans with (plan_pricing.py)
     ctx = parse_tokens(context, what="--context")
     draft = make_draft(draft_model, draft_cost_fraction)
     r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance, draft=draft,

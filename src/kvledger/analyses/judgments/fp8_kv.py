@@ -238,7 +238,7 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         raise InputError(f"--concurrency must be a whole number of sequences, got {concurrency!r}")
     check_options("fp8-kv", {"concurrency": concurrency})  # [1, 2^20] sequences: kvledger.ranges
     s = settings or PlanSettings()
-    s = s if pricing is None else priced_settings(s, gpu, pricing)  # the fractions simulate plans with
+    s = s if pricing is None else priced_settings(s, gpu, pricing, model)  # the fractions simulate plans with
     s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
     pb = build_plan(model, gpu, s_b, with_roofline=False, with_advice=False)
     require_kv_pool(pb)

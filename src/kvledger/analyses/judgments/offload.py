@@ -126,7 +126,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
 
     if workload not in SESSION_SHAPES:
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
-    settings = settings if pricing is None else priced_settings(settings, gpu, pricing)
+    settings = settings if pricing is None else priced_settings(settings, gpu, pricing, model)
     plan = build_plan(model, gpu, settings, with_advice=False)
     cost, cost_info = simulate_step_cost(plan, pricing)  # every run, with the tier or not, priced as simulate's
     tp = build_tier_plan(plan, tiers, step_cost=cost, priced_by=priced_by_run(cost_info))

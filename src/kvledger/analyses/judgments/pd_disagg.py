@@ -137,7 +137,7 @@ class DisaggStudy:
                  router: str = "round_robin", step_cost: Any = None, pricing: PricingFlags | None = None,
                  step_cost_info: dict[str, Any] | None = None) -> None:
         self.model, self.gpu, self.pricing = model, gpu, pricing
-        self.settings = settings if pricing is None else priced_settings(settings, gpu, pricing)
+        self.settings = settings if pricing is None else priced_settings(settings, gpu, pricing, model)
         self.step_cost, self.step_cost_info = step_cost, step_cost_info
         self.link, self.slo, self.target = link, slo, target
         if first_token not in FIRST_TOKEN_SOURCES:

@@ -161,7 +161,7 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
         InputError: bad k, α, draft or context (beyond max_model_len); anything build_plan rejects.
     """
     s = settings or PlanSettings()
-    s = s if pricing is None else priced_settings(s, gpu, pricing)  # the fractions simulate plans with
+    s = s if pricing is None else priced_settings(s, gpu, pricing, model)  # the fractions simulate plans with
     plan = build_plan(model, gpu, s.model_copy(update={"contexts": (context_tokens,)}), with_advice=False)
     require_kv_pool(plan)
     max_len, max_seqs = plan.memory.max_model_len, plan.memory.max_num_seqs

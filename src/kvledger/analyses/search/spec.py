@@ -109,15 +109,15 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
-        if self.gemm_efficiency is not None:
-            from kvledger.accounting.gemm_efficiency import GEMM_MODES
-
-            if self.gemm_efficiency not in GEMM_MODES:
-                raise InputError(f"--gemm-efficiency {self.gemm_efficiency!r}: choose {' or '.join(GEMM_MODES)}")
         if self.gpu_profile not in (None, "auto", "none"):
             from kvledger.accounting.gpu_profile import load_gpu_profile
+            from kvledger.analyses.serving.gemm_choice import gemm_mode
 
-            load_gpu_profile(self.gpu_profile)
+            gemm_mode(self, load_gpu_profile(self.gpu_profile))  # a mode the profile was not fitted with: refused
+        else:
+            from kvledger.analyses.serving.gemm_choice import gemm_mode
+
+            gemm_mode(self, None)  # an unknown --gemm-efficiency: refused here, not by every candidate
         from kvledger.analyses.search.latency import search_latency
 
         search_latency(self)  # a bad --client-latency refused here, before any candidate is planned

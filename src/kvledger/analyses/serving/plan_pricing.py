@@ -37,10 +37,12 @@ class PricingFlags:
     achievable_bandwidth_fraction: float | None = None
 
 
-def plan_fractions(a: Any, gpu) -> dict[str, float | None]:
+def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
     """The roofline fractions ``simulate`` plans with (None: the settings' default): the given ones, the rest from the
     GPU profile ``a.gpu_profile`` selects; without a profile a FLOP fraction of 1 when the measured GEMM curve prices
-    the matmuls as measured (``gemm_efficiency.py``). ``a``: any object with ``PricingFlags``' attributes."""
+    the matmuls as measured (``gemm_efficiency.py``) — for ``model``'s GEMMs (``curve_applies``: not an MoE's or an
+    FP8 model's, which keep the flat default). ``a``: any object with ``PricingFlags``' attributes."""
+    from kvledger.accounting.gemm_efficiency import curve_applies
     from kvledger.analyses.serving.gemm_choice import gemm_curve_of
     from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
 
@@ -50,19 +52,20 @@ def plan_fractions(a: Any, gpu) -> dict[str, float | None]:
     if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
         fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
                      "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
-    elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None:
+    elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None and (
+            model is None or curve_applies(model, gpu)):
         fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
     return fractions
 
 
-def priced_settings(settings, gpu, flags: PricingFlags):
+def priced_settings(settings, gpu, flags: PricingFlags, model: Any = None):
     """``settings`` (PlanSettings) with the fractions ``simulate`` would plan with for ``flags`` (``plan_fractions``).
 
     Raises:
         FormatError / InputError: an unreadable ``--gpu-profile`` file, one fitted on another GPU, a GEMM mode the
             profile was not fitted with.
     """
-    update = {k: v for k, v in plan_fractions(flags, gpu).items() if v is not None}
+    update = {k: v for k, v in plan_fractions(flags, gpu, model).items() if v is not None}
     return settings.model_copy(update=update) if update else settings
 
 

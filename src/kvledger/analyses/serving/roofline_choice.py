@@ -51,18 +51,18 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     for the model, GPU and TP (``find_calibrated_cost``), or None."""
     prof = gpu_profile_of(a, plan.gpu.name)
     host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
-    curve = gemm_curve_of(a, plan.gpu, prof)
-    cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=curve, **host)
+    offered = gemm_curve_of(a, plan.gpu, prof)  # the GPU's curve in measured mode; the roofline keeps it if it applies
+    cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host)
+    curve = cost.gemm_curve
     # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
     # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
     why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
     overlap_cpu = cost.overlap_cpu
     extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
     scope = "uncalibrated" if prof is None else "gpu"
-    hint = _hint(a, plan, prof, curve, cost, cal)
+    hint = _hint(a, plan, prof, (offered, curve), cost, cal)
     data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
-    if curve is not None:  # only the measured mode prints it (flat output unchanged)
-        data["gemm_efficiency"] = "measured"
+    data["gemm_efficiency"] = "measured" if curve is not None else "flat"
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
@@ -74,17 +74,28 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
                   + "".join("; " + n for n in extra)}
 
 
-def _hint(a: Any, plan, prof: Any, curve: Any, cost: Any, cal: Any) -> str:
-    """Where the roofline's fractions come from (uncalibrated, or the GPU profile with its errors), the GEMM curve,
-    and the disagreement with a bundled calibration."""
+def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any) -> str:
+    """Where the roofline's fractions come from (uncalibrated, or the GPU profile with its errors), the GEMM curve
+    (``curves``: the GPU's, offered, and the one the roofline applied), and the disagreement with a bundled
+    calibration."""
+    offered, curve = curves
     hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
             if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
     if prof is not None:
         hint = (f"GPU-scope calibration: fractions from the {prof.source}"
                 + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
     if curve is not None:
-        hint += (f"; weight matmuls at the FLOP fraction × the GPU's measured GEMM efficiency against tokens and "
-                 f"N·K ({curve.source}; leave-one-shape-out error {curve.loso_abs:.3f} of peak)")
+        hint += (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
+                 f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its 4,096-token plateau, an "
+                 "assumption)")
+    elif offered is not None:
+        hint += ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
+                 + ("MoE grouped GEMMs" if plan.model.is_moe else "FP8") + ", not measured")
+    elif (getattr(a, "achievable_flops_fraction", None) is not None and getattr(a, "gemm_efficiency", None) is None
+          and prof is None and (span := _curve_span(plan, cost)) is not None):
+        hint += (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
+                 f"default on {plan.gpu.name} is 100% of its measured matmul efficiency ({span[0]:.0%}–{span[1]:.0%} "
+                 "of peak for this model, by tokens per step); add --gemm-efficiency measured to scale that instead")
     elif gemm_mode(a, prof) == "measured" and getattr(a, "gemm_efficiency", None) == "measured":  # asked for
         hint += (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
                  "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
@@ -93,13 +104,24 @@ def _hint(a: Any, plan, prof: Any, curve: Any, cost: Any, cal: Any) -> str:
     return hint
 
 
+def _curve_span(plan, cost: Any) -> tuple[float, float] | None:
+    """The measured curve's least and greatest efficiency for this plan's model (its grid's ends), where the curve
+    would price it by default; else None."""
+    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
+
+    c = gemm_curve(plan.gpu.gpu_id)
+    if c is None or not curve_applies(plan.model, plan.gpu):
+        return None
+    return c.efficiency(c.grid[0], cost.gemm_nk), c.efficiency(c.grid[-1], cost.gemm_nk)
+
+
 def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float]) -> str:
     """The roofline's formula in words: its fractions, the TP all-reduces, the CPU overhead (added, or overlapping the
     GPU under ``overlap``, the scheduling that overlaps it), the GPU profile's host times ``hs`` and the host term."""
     return ("kvledger.accounting.roofline: weight matmuls then attention, each "
             "max(FLOPs/achievable peak, bytes/achievable bandwidth) at "
-            + (f"{cost.flops_fraction:.0%} of the GPU's measured matmul efficiency (attention at "
-               f"{getattr(cost, 'attn_fraction', cost.flops_fraction):.0%} of peak FLOP/s) and "
+            + (f"{cost.flops_fraction:.0%} of the GPU's measured matmul efficiency for the weight matmuls, "
+               f"{getattr(cost, 'attn_fraction', cost.flops_fraction):.0%} of peak FLOP/s for attention and "
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")

@@ -146,7 +146,8 @@ def _build_plan(a: SimRequestArgs):
     engine = plan_engine(a)
     _check_engine_flags(a, engine)
     gpu = resolve_gpu(a.gpu)
-    fractions = plan_fractions(a, gpu)  # the given fractions, else the GPU profile's (plan_pricing.py)
+    model = load_model(a.model)
+    fractions = plan_fractions(a, gpu, model)  # the given fractions, else the GPU profile's (plan_pricing.py)
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,
@@ -158,7 +159,7 @@ def _build_plan(a: SimRequestArgs):
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm),
         **{k: v for k, v in fractions.items() if v is not None})
-    return build_plan(load_model(a.model), gpu, settings, with_advice=False), mnbt
+    return build_plan(model, gpu, settings, with_advice=False), mnbt
 
 
 def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
