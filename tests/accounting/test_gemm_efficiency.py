@@ -123,8 +123,14 @@ def test_a_flop_fraction_given_alone_is_a_flat_share_of_peak():
     # (flat), not 0.6 × a curve the user did not ask for; with --gemm-efficiency measured it scales the curve
     args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192,
                 achievable_flops_fraction=0.6)
-    alone = prepare(SimRequestArgs(**args)).cost
+    setup = prepare(SimRequestArgs(**args))
+    alone = setup.cost
     scaled = prepare(SimRequestArgs(**args, gemm_efficiency="measured")).cost
+    # and the step-cost line says so, with the curve's span for this model (its grid's ends: 48 and 4,096 tokens)
+    assert "--achievable-flops-fraction given alone is a share of peak for every matmul" in setup.cost_info["source"]
+    assert "(12%–71% of peak for this model" in setup.cost_info["source"]
+    flat = prepare(SimRequestArgs(**{**args, "achievable_flops_fraction": None}, gemm_efficiency="flat"))
+    assert "flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak" in flat.cost_info["source"]
     assert alone.gemm_curve is None and alone.flops_fraction == 0.6
     assert scaled.gemm_curve is not None and scaled.flops_fraction == 0.6
     shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)

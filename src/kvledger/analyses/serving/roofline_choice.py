@@ -78,30 +78,42 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     """Where the roofline's fractions come from (uncalibrated, or the GPU profile with its errors), the GEMM curve
     (``curves``: the GPU's, offered, and the one the roofline applied), and the disagreement with a bundled
     calibration."""
-    offered, curve = curves
     hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
             if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
     if prof is not None:
         hint = (f"GPU-scope calibration: fractions from the {prof.source}"
                 + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
-    if curve is not None:
-        hint += (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
-                 f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its 4,096-token plateau, an "
-                 "assumption)")
-    elif offered is not None:
-        hint += ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
-                 + ("MoE grouped GEMMs" if plan.model.is_moe else "FP8") + ", not measured")
-    elif (getattr(a, "achievable_flops_fraction", None) is not None and getattr(a, "gemm_efficiency", None) is None
-          and prof is None and (span := _curve_span(plan, cost)) is not None):
-        hint += (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
-                 f"default on {plan.gpu.name} is 100% of its measured matmul efficiency ({span[0]:.0%}–{span[1]:.0%} "
-                 "of peak for this model, by tokens per step); add --gemm-efficiency measured to scale that instead")
-    elif gemm_mode(a, prof) == "measured" and getattr(a, "gemm_efficiency", None) == "measured":  # asked for
-        hint += (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
-                 "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
+    hint += _gemm_hint(a, plan, prof, curves, cost)
     if cal is not None and (note := disagreement_note(cost, cal)):
         hint += "; " + note
     return hint
+
+
+def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> str:
+    """The matmul pricing in words: the curve that priced it, or why it is flat (a model the curve does not price, a
+    FLOP fraction given alone, --gemm-efficiency flat, a GPU without a curve); "" when there is nothing to say."""
+    offered, curve = curves
+    given = getattr(a, "gemm_efficiency", None)
+    if curve is not None:
+        return (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
+                f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its 4,096-token plateau, an "
+                "assumption)")
+    if offered is not None:
+        return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
+                + ("MoE grouped GEMMs" if plan.model.is_moe else "FP8") + ", not measured")
+    span = _curve_span(plan, cost) if prof is None else None
+    if span is not None and given is None and getattr(a, "achievable_flops_fraction", None) is not None:
+        return (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
+                f"default on {plan.gpu.name} is 100% of its measured matmul efficiency ({span[0]:.0%}–{span[1]:.0%} "
+                "of peak for this model, by tokens per step); add --gemm-efficiency measured to scale that instead; "
+                "the error bands were measured on the default pricing")
+    if span is not None and given == "flat":
+        return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not the GPU's measured "
+                "efficiency, the default here, on which the error bands were measured")
+    if given == "measured" and gemm_mode(a, prof) == "measured":
+        return (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
+                "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
+    return ""
 
 
 def _curve_span(plan, cost: Any) -> tuple[float, float] | None:
