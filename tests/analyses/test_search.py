@@ -309,13 +309,14 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
 
 def test_a_gemm_mode_the_gpu_profile_was_not_fitted_with_is_refused_before_any_candidate():
     # search reported it as "4 rejected for simulation error" with a --resume hint that could not fix it (fresh-user
-    # trial): the bundled H100 profile was fitted flat, so measured pricing on it is refused at the boundary
+    # trial): the bundled H100 profile was fitted with the measured curve, so flat pricing on it is refused at the
+    # boundary
     from kvledger.analyses.search import SearchSpec
     from kvledger.errors import InputError
 
     base = dict(model="meta-llama/Llama-3.1-8B", slo="ttft=1s", utilization=0.5)
-    with pytest.raises(InputError, match="was fitted with flat matmul efficiency"):
-        SearchSpec(**base, gpu_profile="bundled:h100-sxm", gemm_efficiency="measured").check()
+    with pytest.raises(InputError, match="was fitted with measured matmul efficiency"):
+        SearchSpec(**base, gpu_profile="bundled:h100-sxm", gemm_efficiency="flat").check()
     with pytest.raises(InputError, match="--gemm-efficiency 'fast': choose flat or measured"):
         SearchSpec(**base, gemm_efficiency="fast").check()
-    SearchSpec(**base, gpu_profile="bundled:h100-sxm", gemm_efficiency="flat").check()  # the profile's own mode
+    SearchSpec(**base, gpu_profile="bundled:h100-sxm", gemm_efficiency="measured").check()  # the profile's own mode
