@@ -21,6 +21,7 @@ from kvledger.calibration.saturation import saturation
 from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
+from kvledger.calibration.sweep_notes import sweep_notes
 from kvledger.calibration.targets import Target, input_names, load_targets, not_a_sweep, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -273,7 +274,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
             + ("" if stat == "mean" else "; the files state no mean TTFT")) if first is not None else \
         "none read: the files state no TTFT at the lowest rate"
     return SweepValidation(rates, side("measured"), predicted, rule,
-                           rows, mixed + sorted({n for r in rows for n in r.notes}),
+                           rows, mixed + sweep_notes(rows, rates),
                            sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s))
 
 
