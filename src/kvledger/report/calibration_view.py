@@ -15,6 +15,7 @@ from kvledger.report.validation_figures import (
     OUTSIDE_NOTE,
     band_source_line,
     band_span,
+    biased_line,
     fmt_error,
     fmt_value,
     outside,
@@ -226,9 +227,8 @@ def _band_lines(b: RunBands, rows: list[Any]) -> list[str]:
     banded (the sweep's paragraph, for one run)."""
     from kvledger.analyses.serving.prediction_bands import UNBANDED_REASON
 
-    source = band_source_line({"TTFT mean": b.ttft_mean, "TPOT mean": b.tpot_mean,
-                               "saturation throughput": b.saturation_throughput}, b.regime)
-    out = [] if source is None else [source]
+    named = {"TTFT mean": b.ttft_mean, "TPOT mean": b.tpot_mean, "saturation throughput": b.saturation_throughput}
+    out = [x for x in (biased_line(named), band_source_line(named, b.regime)) if x is not None]
     if b.latency_note:
         out.append(f"no TTFT or TPOT mean band: {b.latency_note}")
     if b.ttft_note:

@@ -15,6 +15,7 @@ from kvledger.report.validation_figures import (
     OUTSIDE_NOTE,
     band_source_line,
     band_span,
+    biased_line,
     fmt_error,
     fmt_rate,
     fmt_value,
@@ -82,8 +83,7 @@ def _band_lines(r: SweepValidation) -> list[str]:
     firsts = {"TTFT mean": next((x for x in b.ttft_mean if x is not None), None),
               "TPOT mean": next((x for x in b.tpot_mean if x is not None), None),
               "saturation throughput": b.saturation_throughput}
-    source = band_source_line(firsts, b.regime)
-    out = [] if source is None else [source]
+    out = [x for x in (biased_line(firsts), band_source_line(firsts, b.regime)) if x is not None]
     medians = [_head(m) for m in r.compared_latency if m is not None and m not in _LATENCY]
     if medians:
         out.append(f"no band on {' or '.join(medians)}: the files state no mean, and the bands were measured on mean "

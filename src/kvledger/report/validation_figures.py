@@ -82,3 +82,15 @@ def band_source_line(bands: dict[str, Any], regime: str) -> str | None:
     return ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
             + "; ".join(f"{', '.join(names)}: {src}" for src, names in sources.items())
             + f" (kvledger.ledgers.error_band; regime {regime})")
+
+
+def biased_line(bands: dict[str, Any]) -> str | None:
+    """"read the band, not the point" where a band excludes the prediction it stands around (its regime's errors
+    share a sign, so the simulator erred that way on about 90% of the regime's points), as simulate says it; None
+    when no band does."""
+    biased = [f"{name} {'under' if x.low > x.predicted else 'over'}-predicted" for name, x in bands.items()
+              if x is not None and not x.low <= x.predicted <= x.high]
+    if not biased:
+        return None
+    return (f"read the band, not the point: {', '.join(biased)} (the 80% band lies wholly on one side: the simulator "
+            "erred that way on this regime's measured points, so a large error inside the band is the usual one)")
