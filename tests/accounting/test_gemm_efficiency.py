@@ -130,7 +130,8 @@ def test_a_flop_fraction_given_alone_is_a_flat_share_of_peak():
     assert "--achievable-flops-fraction given alone is a share of peak for every matmul" in setup.cost_info["source"]
     assert "(12%–71% of peak for this model" in setup.cost_info["source"]
     flat = prepare(SimRequestArgs(**{**args, "achievable_flops_fraction": None}, gemm_efficiency="flat"))
-    assert "flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak" in flat.cost_info["source"]
+    said = "flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not at"
+    assert said in flat.cost_info["source"]
     assert alone.gemm_curve is None and alone.flops_fraction == 0.6
     assert scaled.gemm_curve is not None and scaled.flops_fraction == 0.6
     shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)
@@ -159,7 +160,8 @@ def test_moe_and_fp8_models_keep_the_flat_default_on_a_gpu_with_a_curve():
     # the curve prices dense BF16 GEMMs only; an MoE's grouped GEMMs and FP8 GEMMs were not measured, so they keep
     # the flat 0.7 default (before: the curve was dropped but its FLOP fraction of 1.0 kept: 100% of peak, a prefill
     # ~30% too fast — fresh-user trial, Qwen3-30B-A3B TTFT 30.7 ms against 43.7 ms flat)
-    for model in ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-32B-FP8"):
-        s = prepare(SimRequestArgs(model=model, gpu="H100", num_requests=5, max_model_len=8192))
+    # (an FP8 checkpoint on an A100 runs Marlin's weight-only kernel on BF16 tensor cores: not measured either)
+    for model, gpu in (("Qwen/Qwen3-30B-A3B", "H100"), ("Qwen/Qwen3-32B-FP8", "H100"), ("Qwen/Qwen3-32B-FP8", "A100")):
+        s = prepare(SimRequestArgs(model=model, gpu=gpu, num_requests=5, max_model_len=8192))
         assert s.cost.gemm_curve is None and s.cost.flops_fraction == 0.7, model
         assert s.cost_info["gemm_efficiency"] == "flat" and "not measured" in s.cost_info["source"]

@@ -320,3 +320,23 @@ def test_a_gemm_mode_the_gpu_profile_was_not_fitted_with_is_refused_before_any_c
     with pytest.raises(InputError, match="--gemm-efficiency 'fast': choose flat or measured"):
         SearchSpec(**base, gemm_efficiency="fast").check()
     SearchSpec(**base, gpu_profile="bundled:h100-sxm", gemm_efficiency="measured").check()  # the profile's own mode
+
+
+def test_a_ranking_across_gpus_priced_on_different_bases_says_so():
+    # an H100 SXM's matmuls are priced by its measured curve, an L40S's flat (no curve): the search's note names both
+    # (fresh-user trial: an H100 SXM on the curve ranked against an H100 PCIe at a flat 70% without a word)
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search.gemm_note import gemm_note
+
+    spec = SimpleNamespace(model="meta-llama/Llama-3.1-8B", step_cost="roofline", gpu_profile=None,
+                           gemm_efficiency=None)
+    entries = [{"gpu_id": "nvidia_h100_sxm", "status": "feasible"}, {"gpu_id": "nvidia_l40s", "status": "feasible"},
+               {"gpu_id": "nvidia_l4", "status": "rejected"}]
+    assert gemm_note(spec, entries) == (
+        "weight matmuls priced by the GPU's measured efficiency against tokens per step on NVIDIA H100 80GB SXM5; at "
+        "one flat FLOP fraction on NVIDIA L40S (kvledger.accounting.gemm_efficiency; a ranking across the two "
+        "compares figures priced on different bases)")
+    flat = SimpleNamespace(**{**vars(spec), "gemm_efficiency": "flat"})
+    assert gemm_note(flat, entries[:1]).startswith("weight matmuls priced at one flat FLOP fraction on NVIDIA H100")
+    assert gemm_note(SimpleNamespace(**{**vars(spec), "step_cost": "calibrated"}), entries) is None

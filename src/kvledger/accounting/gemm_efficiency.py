@@ -215,11 +215,12 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
 
 
 def curve_applies(model, gpu) -> bool:
-    """Whether the curve prices this model's weight GEMMs on ``gpu``: dense, with BF16 GEMMs (MoE grouped GEMMs and FP8
-    GEMMs were not measured, so they keep the flat fraction, 0.7 by default)."""
+    """Whether the curve prices this model's weight GEMMs on ``gpu``: dense, unquantized weights in BF16 GEMMs (MoE
+    grouped GEMMs, FP8 GEMMs and weight-only quantized kernels such as Marlin's were not measured, so they keep the
+    flat fraction, 0.7 by default)."""
     from kvledger.accounting.fp8_block import compute_dtype
 
-    return not model.is_moe and compute_dtype(model, gpu) == "bf16"
+    return not model.is_moe and model.quant.method == "none" and compute_dtype(model, gpu) == "bf16"
 
 
 class MeasuredGemm:

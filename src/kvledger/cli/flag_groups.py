@@ -157,8 +157,9 @@ class EngineFlags:
         "`kvledger calibrate --scope gpu --fit-frontend`)."))
     achievable_flops_fraction: float | None = flag("--achievable-flops-fraction", help=(
         "Roofline: share of peak FLOP/s matmuls reach, flat (an assumption); with --gemm-efficiency measured, the "
-        "scale on the GPU's measured efficiency instead. Default: 1.0 × the measured efficiency on the GPUs Vidur "
-        "profiled (H100/A100 SXM), 0.7 elsewhere."))
+        "scale on the GPU's measured efficiency instead. Default: 1.0 × the measured efficiency for dense BF16 "
+        "models on the H100/A100 SXM that Vidur profiled and the GPUs on their dies (H200 SXM, GH200, A100 40GB "
+        "SXM), 0.7 elsewhere."))
     achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(
         "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
     gpu_profile: str | None = flag("--gpu-profile", help=(

@@ -17,10 +17,11 @@ def _rates(rc: RooflineStepCost) -> tuple[float, float]:
 
 
 def weights_bound(rc: RooflineStepCost, c: StepCosts) -> str:
-    """"compute" when the weight GEMMs' FLOP time (at the measured GEMM curve's efficiency where it prices them)
-    exceeds their weight-read time, else "memory"."""
+    """"compute" when the weight GEMMs' FLOP time at the achievable FLOP fraction of peak exceeds their weight-read
+    time, else "memory": the roofline's side, not the measured GEMM curve's (whose low-token end is the weight read's,
+    docs/validation.md §2.6), so a decode step of a few dozen sequences reads as memory-bound as it is."""
     f, b = _rates(rc)
-    return "compute" if c.matmul_flops / (f * c.matmul_efficiency) >= c.weight_bytes / b else "memory"
+    return "compute" if c.matmul_flops / f >= c.weight_bytes / b else "memory"
 
 
 def attention_bound(rc: RooflineStepCost, c: StepCosts) -> str:

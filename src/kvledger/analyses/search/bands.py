@@ -16,10 +16,12 @@ from kvledger.analyses.search.frontier import tier_twins
 from kvledger.ledgers.error_band import Band, flips_inside, regime_of
 from kvledger.ledgers.profile_band import profile_band
 
-__all__ = ["search_regime", "search_band", "band_notes", "band_sizing", "api_within_band"]
+__all__ = ["search_profile", "search_regime", "search_band", "band_notes", "band_sizing", "api_within_band"]
 
 
-def _profile(spec: Any, gpu_name: str):
+def search_profile(spec: Any, gpu_name: str):
+    """The GPU profile pricing a candidate on ``gpu_name`` (a catalog name or id, or a GPU file) under the search's
+    ``--gpu-profile``; None for a calibrated step cost or no profile."""
     from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
     from kvledger.catalog.gpu_file import resolve_gpu
 
@@ -33,7 +35,7 @@ def search_regime(spec: Any, gpu_name: str) -> str:
     """The regime a candidate was priced in: the search's step cost, the GPU's bundled profile, the model's kind."""
     from kvledger.catalog.models import load_model
 
-    scope = "model" if spec.step_cost != "roofline" else "gpu" if _profile(spec, gpu_name) is not None else \
+    scope = "model" if spec.step_cost != "roofline" else "gpu" if search_profile(spec, gpu_name) is not None else \
         "uncalibrated"
     return regime_of(scope, load_model(spec.model).is_moe, "vllm")
 
@@ -44,7 +46,7 @@ def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
     from kvledger.analyses.serving.prediction_bands import profile_facts
     from kvledger.catalog.models import load_model
 
-    facts = profile_facts(_profile(spec, candidate["gpu_id"]))
+    facts = profile_facts(search_profile(spec, candidate["gpu_id"]))
     return profile_band(search_regime(spec, candidate["gpu_id"]), "throughput", facts, load_model(spec.model).name,
                         candidate.get("tp"))
 

@@ -222,11 +222,17 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
         from kvledger.accounting.gpu_profile import load_gpu_profile
 
         prof = load_gpu_profile(spec.gpu_profile)
-        notes.append(f"priced by: gpu: {prof.label} for the candidates on {prof.gpu} (roofline at "
-                     f"{prof.flops_fraction:.0%} of peak FLOP/s, {prof.bandwidth_fraction:.0%} of peak bandwidth); "
-                     "any other GPU by its bundled profile, if any, else uncalibrated")
+        flops = (f"{prof.flops_fraction:.0%} of its measured matmul efficiency" if prof.gemm_efficiency == "measured"
+                 else f"{prof.flops_fraction:.0%} of peak FLOP/s")
+        notes.append(f"priced by: gpu: {prof.label} for the candidates on {prof.gpu} (roofline at {flops}, "
+                     f"{prof.bandwidth_fraction:.0%} of peak bandwidth); any other GPU by its bundled profile, if any, "
+                     "else uncalibrated")
     elif spec.step_cost == "roofline":
         notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
+    from kvledger.analyses.search.gemm_note import gemm_note
+
+    if (gn := gemm_note(spec, entries)) is not None:
+        notes.append(gn)
     api = _api(spec, feasible)
     if api is not None and ranking:
         from kvledger.analyses.search.bands import api_within_band

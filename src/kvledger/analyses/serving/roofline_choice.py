@@ -100,7 +100,8 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 "assumption)")
     if offered is not None:
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
-                + ("MoE grouped GEMMs" if plan.model.is_moe else "FP8") + ", not measured")
+                + ("MoE grouped GEMMs" if plan.model.is_moe else f"{plan.model.quant.method}-quantized weights")
+                + ", not measured")
     span = _curve_span(plan, cost) if prof is None else None
     if span is not None and given is None and getattr(a, "achievable_flops_fraction", None) is not None:
         return (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
@@ -108,8 +109,8 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 "of peak for this model, by tokens per step); add --gemm-efficiency measured to scale that instead; "
                 "the error bands were measured on the default pricing")
     if span is not None and given == "flat":
-        return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not the GPU's measured "
-                "efficiency, the default here, on which the error bands were measured")
+        return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not at the GPU's measured "
+                "efficiency (this GPU's default pricing, on which the error bands were measured)")
     if given == "measured" and gemm_mode(a, prof) == "measured":
         return (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
                 "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")

@@ -1,0 +1,44 @@
+"""How a search's candidates had their weight matmuls priced, in one note: by the GPU's measured efficiency curve
+(``kvledger.accounting.gemm_efficiency``) or flat, per GPU — so that a ranking across GPUs priced on different bases
+says so (fresh-user trial: an H100 SXM on the curve ranked against an H100 PCIe at a flat 70% without a word)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["gemm_note"]
+
+
+def _mode(spec: Any, gid: str, gpu, model) -> str:
+    """"measured" or "flat": how simulate prices this model's matmuls on ``gpu`` (the candidates' ``gpu_id``
+    ``gid``: a catalog id or a GPU file) with the search's flags."""
+    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
+    from kvledger.analyses.search.bands import search_profile
+
+    prof = search_profile(spec, gid)
+    mode = getattr(spec, "gemm_efficiency", None) or (prof.gemm_efficiency if prof is not None else "measured")
+    return "measured" if mode == "measured" and gemm_curve(gpu.gpu_id) is not None and curve_applies(model, gpu) \
+        else "flat"
+
+
+def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
+    """The note, over the GPUs of the candidates that were planned; None for a calibrated step cost or no GPU."""
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    ids = sorted({e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error") and "gpu_id" in e})
+    if spec.step_cost != "roofline" or not ids:
+        return None
+    model = load_model(spec.model)
+    by: dict[str, list[str]] = {"measured": [], "flat": []}
+    for gid in ids:
+        gpu = resolve_gpu(gid)
+        by[_mode(spec, gid, gpu, model)].append(gpu.name)
+    parts = []
+    if by["measured"]:
+        parts.append("by the GPU's measured efficiency against tokens per step on " + ", ".join(by["measured"]))
+    if by["flat"]:
+        parts.append("at one flat FLOP fraction on " + ", ".join(by["flat"]))
+    return ("weight matmuls priced " + "; ".join(parts) + " (kvledger.accounting.gemm_efficiency; a ranking across "
+            "the two compares figures priced on different bases)" if by["measured"] and by["flat"] else
+            "weight matmuls priced " + parts[0] + " (kvledger.accounting.gemm_efficiency)")
