@@ -209,5 +209,4 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
     lo, hi = c.efficiency(c.grid[0], rc.gemm_nk), c.efficiency(c.grid[-1], rc.gemm_nk)
     return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
             f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
-            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency; --gemm-efficiency flat "
-            f"prices them as here)"]
+            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency)"]
