@@ -42,7 +42,8 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
-           "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies"]
+           "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies",
+           "curve_prices", "curve_span"]
 
 GEMM_MODES = ("flat", "measured")
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
@@ -221,6 +222,21 @@ def curve_applies(model, gpu) -> bool:
     from kvledger.accounting.fp8_block import compute_dtype
 
     return not model.is_moe and model.quant.method == "none" and compute_dtype(model, gpu) == "bf16"
+
+
+def curve_prices(model, gpu) -> bool:
+    """Whether, without a GPU profile or flag, the measured curve prices this model's weight GEMMs on ``gpu``: the GPU
+    has a curve (its own or its die's) and the model's GEMMs are what it measured (``curve_applies``)."""
+    return gemm_curve(gpu.gpu_id) is not None and curve_applies(model, gpu)
+
+
+def curve_span(model, gpu, nk: float) -> tuple[float, float] | None:
+    """The least and greatest efficiency the GPU's curve gives a layer of ΣN·K ``nk`` (its grid's ends), where it
+    prices this model by default (``curve_prices``); else None."""
+    if not curve_prices(model, gpu):
+        return None
+    c = gemm_curve(gpu.gpu_id)
+    return c.efficiency(c.grid[0], nk), c.efficiency(c.grid[-1], nk)
 
 
 class MeasuredGemm:

@@ -201,12 +201,12 @@ def _why_it_varies(rc: RooflineStepCost) -> str:
 def _curve_note(rc: RooflineStepCost) -> list[str]:
     """The note that the simulator prices this GPU's weight matmuls by its measured efficiency curve, where it does
     by default (``gemm_efficiency.curve_applies``), while this table keeps the flat fractions."""
-    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
+    from kvledger.accounting.gemm_efficiency import curve_span
 
-    c = gemm_curve(rc.gpu.gpu_id)
-    if rc.gemm_curve is not None or c is None or not curve_applies(rc.model, rc.gpu):
+    span = None if rc.gemm_curve is not None else curve_span(rc.model, rc.gpu, rc.gemm_nk)
+    if span is None:
         return []
-    lo, hi = c.efficiency(c.grid[0], rc.gemm_nk), c.efficiency(c.grid[-1], rc.gemm_nk)
+    lo, hi = span
     return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
             f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
             f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency)"]

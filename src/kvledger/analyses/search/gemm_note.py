@@ -12,13 +12,12 @@ __all__ = ["gemm_note"]
 def _mode(spec: Any, gid: str, gpu, model) -> str:
     """"measured" or "flat": how simulate prices this model's matmuls on ``gpu`` (the candidates' ``gpu_id``
     ``gid``: a catalog id or a GPU file) with the search's flags."""
-    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
+    from kvledger.accounting.gemm_efficiency import curve_prices
     from kvledger.analyses.search.bands import search_profile
+    from kvledger.analyses.serving.gemm_choice import gemm_mode
 
-    prof = search_profile(spec, gid)
-    mode = getattr(spec, "gemm_efficiency", None) or (prof.gemm_efficiency if prof is not None else "measured")
-    return "measured" if mode == "measured" and gemm_curve(gpu.gpu_id) is not None and curve_applies(model, gpu) \
-        else "flat"
+    measured = gemm_mode(spec, search_profile(spec, gid)) == "measured"  # the flag, else the profile's, else measured
+    return "measured" if measured and curve_prices(model, gpu) else "flat"
 
 
 def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:

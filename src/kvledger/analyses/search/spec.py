@@ -109,15 +109,11 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
-        if self.gpu_profile not in (None, "auto", "none"):
-            from kvledger.accounting.gpu_profile import load_gpu_profile
-            from kvledger.analyses.serving.gemm_choice import gemm_mode
+        from kvledger.accounting.gpu_profile import load_gpu_profile
+        from kvledger.analyses.serving.gemm_choice import gemm_mode
 
-            gemm_mode(self, load_gpu_profile(self.gpu_profile))  # a mode the profile was not fitted with: refused
-        else:
-            from kvledger.analyses.serving.gemm_choice import gemm_mode
-
-            gemm_mode(self, None)  # an unknown --gemm-efficiency: refused here, not by every candidate
+        # an unknown --gemm-efficiency, or one the GPU profile was not fitted with: refused here, not by every candidate
+        gemm_mode(self, load_gpu_profile(self.gpu_profile) if self.gpu_profile not in (None, "auto", "none") else None)
         from kvledger.analyses.search.latency import search_latency
 
         search_latency(self)  # a bad --client-latency refused here, before any candidate is planned

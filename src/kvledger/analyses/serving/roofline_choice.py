@@ -102,7 +102,9 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
                 + ("MoE grouped GEMMs" if plan.model.is_moe else f"{plan.model.quant.method}-quantized weights")
                 + ", not measured")
-    span = _curve_span(plan, cost) if prof is None else None
+    from kvledger.accounting.gemm_efficiency import curve_span
+
+    span = curve_span(plan.model, plan.gpu, cost.gemm_nk) if prof is None else None
     if span is not None and given is None and getattr(a, "achievable_flops_fraction", None) is not None:
         return (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
                 f"default on {plan.gpu.name} is 100% of its measured matmul efficiency ({span[0]:.0%}–{span[1]:.0%} "
@@ -115,17 +117,6 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
         return (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
                 "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
     return ""
-
-
-def _curve_span(plan, cost: Any) -> tuple[float, float] | None:
-    """The measured curve's least and greatest efficiency for this plan's model (its grid's ends), where the curve
-    would price it by default; else None."""
-    from kvledger.accounting.gemm_efficiency import curve_applies, gemm_curve
-
-    c = gemm_curve(plan.gpu.gpu_id)
-    if c is None or not curve_applies(plan.model, plan.gpu):
-        return None
-    return c.efficiency(c.grid[0], cost.gemm_nk), c.efficiency(c.grid[-1], cost.gemm_nk)
 
 
 def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float]) -> str:
