@@ -1,11 +1,14 @@
-"""Fit the measured matmul-efficiency curves (``kvledger.accounting.gemm_efficiency.fit_gemm_curve``) from the bundled
-Vidur operator profiles and write them, with their errors, to ``src/kvledger/accounting/data/gemm_curves.json``, the
-file ``gemm_curve`` reads at run time (a few milliseconds instead of the fit's 0.3 s at every start-up).
+"""Fit the measured matmul-efficiency curves (``kvledger.accounting.gemm_efficiency.fit_gemm_curve``) and the layer
+kernels' times (``kvledger.accounting.layer_kernels.fit_layer_kernels``) from the bundled Vidur operator profiles and
+write them, with their errors, to ``src/kvledger/accounting/data/gemm_curves.json`` and ``layer_kernels.json``, the
+files ``gemm_curve`` and ``layer_kernel_fit`` read at run time (a few milliseconds instead of the fits' 0.3 s and
+0.8 s at every start-up).
 
     python benchmarks/build_gemm_curves.py [--write]
 
-Without ``--write`` it prints each curve's grid, error and whether the bundled file holds the same fit.
-tests/accounting/test_gemm_efficiency.py checks that the bundled file is the fit, float for float.
+Without ``--write`` it prints each fit's error and whether the bundled files hold the same fits.
+tests/accounting/test_gemm_efficiency.py and test_layer_kernels.py check that the bundled files are the fits, float
+for float.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gemm_curves.json"
+OUT_KERNELS = OUT.with_name("layer_kernels.json")
 
 
 def curves() -> dict:
@@ -31,6 +35,28 @@ def curves() -> dict:
             "curves": {g: asdict(fit_gemm_curve(g)) for g in sorted(VIDUR_GPU)}}
 
 
+def kernel_fits() -> dict:
+    """The layer kernels' file: every fit Vidur's profiles give, by catalog GPU id."""
+    from kvledger.accounting.gemm_efficiency import VIDUR_GPU
+    from kvledger.accounting.layer_kernels import fit_layer_kernels
+
+    return {"kind": "kvledger-layer-kernels", "version": 1,
+            "written_by": "python benchmarks/build_gemm_curves.py --write",
+            "data": "src/kvledger/accounting/data/profiling/vidur/compute/<gpu>/*/mlp_median.csv "
+                    "(microsoft/vidur, MIT)",
+            "fits": {g: asdict(fit_layer_kernels(g)) for g in sorted(VIDUR_GPU)}}
+
+
+def _write_or_compare(path: Path, d: dict, write: bool) -> None:
+    text = json.dumps(d, indent=1) + "\n"
+    same = path.exists() and path.read_text(encoding="utf-8") == text
+    if write:
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    else:
+        print(f"{path.name}: " + ("the bundled file holds this fit" if same else "differs: run with --write"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help="write the bundled file")
@@ -39,13 +65,13 @@ def main() -> int:
     for g, c in d["curves"].items():
         print(f"{g}: {len(c['grid'])} grid points {c['grid'][0]}–{c['grid'][-1]} tokens, {c['num_points']} points, "
               f"fit {c['fit_abs']:.4f} / leave-one-shape-out {c['loso_abs']:.4f} of peak")
-    text = json.dumps(d, indent=1) + "\n"
-    same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-    if a.write:
-        OUT.write_text(text, encoding="utf-8")
-        print(f"wrote {OUT.relative_to(ROOT)}")
-    else:
-        print("the bundled file holds this fit" if same else "the bundled file differs: run with --write")
+    _write_or_compare(OUT, d, a.write)
+    k = kernel_fits()
+    for g, f in k["fits"].items():
+        print(f"{g}: layer kernels from {f['num_rows']} rows of {len(f['shapes'])} shapes, per-layer sum off by "
+              f"{f['fit_median']:.1%} (median), leaving a shape out {f['loso_median']:.1%} (90th percentile "
+              f"{f['loso_p90']:.1%}; bias at ≤ 256 tokens {f['loso_bias_decode']:+.1%})")
+    _write_or_compare(OUT_KERNELS, k, a.write)
     return 0
 
 

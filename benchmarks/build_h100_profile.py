@@ -31,12 +31,11 @@ MEASURED = (ROOT / ".." / "shared" / "data" / "measured-runs").resolve()
 #: why commands do not use it on H100 unless named (--gpu-profile bundled:h100-sxm); the evidence is what
 #: ``--kubecon`` prints (docs/validation.md §2.5)
 DEFAULT_NOTE = ("opt-in, not H100's default: fitted in measured mode (its FLOP fraction scales the H100's measured "
-                "matmul curve, and sits at the bound, 1.0: training's prefix-cached, decode-bound steps do not pin "
-                "it), it prices as the uncalibrated default does but for the bandwidth (0.754 against 0.8). On the "
-                "one H100 set-up it was not fitted on (kubecon's client and host, Llama-3.1-8B, 28 stages) it is 8/28 "
-                "within issue 23's targets, as the default is, with a median |judged error| of 9.3% against 13.8% "
-                "(TPOT closer on the stages below saturation); the default stays uncalibrated, whose error band was "
-                "measured on these runs (python benchmarks/build_h100_profile.py --kubecon)")
+                "matmul curve, and the layers' kernels are priced), it lands at 0.988 / 0.794, next to the "
+                "uncalibrated default's 1.0 / 0.8. On the one H100 set-up it was not fitted on (kubecon's client "
+                "and host, Llama-3.1-8B, 28 stages) it is 8/28 within issue 23's targets, as the default is, with a "
+                "median |judged error| of 10.4% against the default's 8.9%; the default stays uncalibrated, whose "
+                "error band was measured on these runs (python benchmarks/build_h100_profile.py --kubecon)")
 
 
 def _units():

@@ -131,12 +131,12 @@ def test_validate_adds_it_and_reads_a_profile_set_up(three_requests):
     assert _predicted(given, "TTFT mean") - _predicted(base, "TTFT mean") == pytest.approx(0.021, abs=1e-12)
     assert _predicted(given, "E2E mean") - _predicted(base, "E2E mean") == pytest.approx(0.021, abs=1e-12)
     assert _predicted(given, "TPOT mean") == _predicted(base, "TPOT mean") and "client_latency" not in base
-    # the bundled H100 profile's fit.set_up_frontend_s: {"inference-sim/training inference-perf client": 0.00662}
+    # the bundled H100 profile's fit.set_up_frontend_s: {"inference-sim/training inference-perf client": 0.00577}
     name = "inference-sim/training inference-perf client"
     fitted = json.loads(_ok(["validate", three_requests, "--gpu", "H100", "--gpu-profile", "bundled:h100-sxm",
                              "--client-latency", f"profile:{name}", "--json"]))
-    assert fitted["client_latency"]["seconds"] == 0.00662 and "fitted: set-up" in fitted["client_latency"]["source"]
-    assert _predicted(fitted, "TTFT mean") - _predicted(base, "TTFT mean") == pytest.approx(0.00662, abs=1e-12)
+    assert fitted["client_latency"]["seconds"] == 0.00577 and "fitted: set-up" in fitted["client_latency"]["source"]
+    assert _predicted(fitted, "TTFT mean") - _predicted(base, "TTFT mean") == pytest.approx(0.00577, abs=1e-12)
     res = runner.invoke(app, ["validate", three_requests, "--gpu", "H100", "--gpu-profile", "bundled:h100-sxm",
                               "--client-latency", "profile:mine"])
     assert isinstance(res.exception, InputError) and str(res.exception).endswith(f"its set-ups: '{name}'")

@@ -138,13 +138,13 @@ def test_python_api_reads_a_profile_set_up_once_for_every_gpu():
     from kvledger.analyses.search.latency import latency_arg, search_latency
     from kvledger.units import parse_duration_s
 
-    # the bundled H100 profile's fit.set_up_frontend_s: {"inference-sim/training inference-perf client": 0.00662}
+    # the bundled H100 profile's fit.set_up_frontend_s: {"inference-sim/training inference-perf client": 0.00577}
     name = "profile:inference-sim/training inference-perf client"
     spec = SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s", utilization=0.5, client_latency=name,
                       gpu_profile="bundled:h100-sxm")
     got = search_latency(spec)
-    assert got.seconds == 0.00662 and got.source.startswith("fitted: set-up")
-    assert parse_duration_s(latency_arg(spec), what="x") == 0.00662  # every candidate's simulation: the same float
+    assert got.seconds == 0.00577 and got.source.startswith("fitted: set-up")
+    assert parse_duration_s(latency_arg(spec), what="x") == 0.00577  # every candidate's simulation: the same float
     with pytest.raises(InputError, match="name it with --gpu-profile"):
         SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s", utilization=0.5, client_latency=name).check()
 

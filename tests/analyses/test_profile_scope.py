@@ -100,12 +100,12 @@ def test_check_profile_scope_warns_and_widens_or_says_the_range_is_unknown():
 
 
 def test_the_band_widens_to_at_least_the_uncalibrated_one():
-    # error_bands.json, uncalibrated/dense/vllm TTFT mean: q10 −71.01%, q90 −16.31% (31 points) → multipliers
-    # low = 1/(1 + q90) = 1/(1 − 0.1631) = 1.1949 … high = 1/(1 + q10) = 1/(1 − 0.7101) = 3.449; a model-calibrated
-    # band 0.88 … 1.07 (2 points) becomes min(0.88, 1.1949) … max(1.07, 3.449) = 0.88 … 3.449 on max(2, 31) = 31 points
+    # error_bands.json, uncalibrated/dense/vllm TTFT mean: q10 −70.33%, q90 −14.02% (31 points) → multipliers
+    # low = 1/(1 + q90) = 1/(1 − 0.1402) = 1.1631 … high = 1/(1 + q10) = 1/(1 − 0.7033) = 3.370; a model-calibrated
+    # band 0.88 … 1.07 (2 points) becomes min(0.88, 1.1631) … max(1.07, 3.370) = 0.88 … 3.370 on max(2, 31) = 31 points
     base = Band("model/dense/vllm", "ttft_mean", 0.88, 1.07, 2, "floor")
     b = at_least_uncalibrated(base, "model/dense/vllm", "ttft_mean", ["fitted on another model"])
-    assert b.low == 0.88 and b.high == pytest.approx(1 / (1 - 0.7100836094057357))
+    assert b.low == 0.88 and b.high == pytest.approx(1 / (1 - 0.7032843391199974))
     assert b.num_runs == 31 and "fitted on another model" in b.source
     assert at_least_uncalibrated(base, "model/dense/vllm", "ttft_mean", []) is base
 
@@ -137,11 +137,11 @@ def test_simulate_prints_the_warning_first_and_the_wider_band(tmp_path):
     d = json.loads(runner.invoke(app, [*args, "--json"]).output)
     band = d["error_bands"]["ttft_mean"]
     # the model-calibrated regime has no TTFT band of its own: it borrows gpu/dense/vllm's, which is the cross-model
-    # band (error_bands.json cross_model, q10 −63.95%, q90 +177.41%, 31 points): low = 1/(1 + 1.7741) = 0.3605,
-    # high = 1/(1 − 0.6395) = 2.774; widened to at least the uncalibrated one (1.1949 … 3.449, previous test):
-    # min(0.3605, 1.1949) = 0.3605 … max(2.774, 3.449) = 3.449 × the prediction
-    assert band["low"] == pytest.approx(band["predicted"] / (1 + 1.7740724409636635), rel=1e-9)
-    assert band["high"] == pytest.approx(band["predicted"] / (1 - 0.7100836094057357), rel=1e-9)
+    # band (error_bands.json cross_model, q10 −67.19%, q90 +204.83%, 31 points): low = 1/(1 + 2.0483) = 0.3281,
+    # high = 1/(1 − 0.6719) = 3.048; widened to at least the uncalibrated one (1.1631 … 3.370, previous test):
+    # min(0.3281, 1.1631) = 0.3281 … max(3.048, 3.370) = 3.370 × the prediction
+    assert band["low"] == pytest.approx(band["predicted"] / (1 + 2.0483129543429257), rel=1e-9)
+    assert band["high"] == pytest.approx(band["predicted"] / (1 - 0.7032843391199974), rel=1e-9)
     assert band["num_runs"] == 31 and "the profile was used beyond its fitted range" in band["source"]
     res = runner.invoke(app, [*args[:-2], "--gpu", "A100-80GB", "--step-cost", str(p)])
     # InputError: the CLI's one-paragraph error, exit 2 (kvledger.cli.main)

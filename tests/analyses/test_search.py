@@ -298,8 +298,8 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
 
     pair = [entry("a", 1000.0), entry("b", 1280.0)]
     m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
-    assert m.band_low == pytest.approx(1 / (1 + 0.14092757217512641))
-    assert m.band_high == pytest.approx(1 / (1 - 0.12352017394623431))
+    assert m.band_low == pytest.approx(1 / (1 + 0.13308021932263214))
+    assert m.band_high == pytest.approx(1 / (1 - 0.11744995372189003))
     assert m.could_flip
     assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
     # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band
@@ -340,3 +340,20 @@ def test_a_ranking_across_gpus_priced_on_different_bases_says_so():
     flat = SimpleNamespace(**{**vars(spec), "gemm_efficiency": "flat"})
     assert gemm_note(flat, entries[:1]).startswith("weight matmuls priced at one flat FLOP fraction on NVIDIA H100")
     assert gemm_note(SimpleNamespace(**{**vars(spec), "step_cost": "calibrated"}), entries) is None
+
+
+def test_tier_twins_at_capacities_the_search_resolution_tells_apart():
+    # one setup with and without a host tier: 15.37 and 15.41 good req/s (the tier's own probe ladder), 1 replica at
+    # the capacity and at both band ends (×0.84 and ×1.06 of 5 req/s offered): a capacity error moves both alike, so
+    # only the tier's price orders them; 2 replicas at the band's low end for one of them: no longer twins
+    from kvledger.analyses.search.frontier import tier_twins
+
+    def entry(cid: str, good: float, low: int, base: str | None = None) -> dict:
+        return {"id": cid, "offload": {"base": base} if base else None, "capacity": {"goodput_req_per_s": good},
+                "sizing": {"replicas": 1, "at_band_low": {"replicas": low}, "at_band_high": {"replicas": 1}}}
+
+    plain = entry("h100:tp1", 15.37, 1)
+    assert tier_twins(plain, entry("h100:tp1:offload-cpu", 15.41, 1, base="h100:tp1"))
+    assert not tier_twins(plain, entry("h100:tp1:offload-cpu", 15.41, 2, base="h100:tp1"))
+    assert not tier_twins(plain, entry("h100:tp2", 15.41, 1))  # another setup
+    assert tier_twins(plain, {**entry("h100:tp1:offload-cpu", 15.37, 1, base="h100:tp1"), "sizing": {}})  # equal

@@ -241,13 +241,14 @@ def test_the_h100_profile_is_bundled_opt_in_with_its_evidence():
     h100 = "NVIDIA H100 80GB SXM5"
     assert bundled_gpu_profile(h100) is None and resolve_gpu_profile(None, h100) is None
     p = resolve_gpu_profile("bundled:h100-sxm", h100)
-    assert (p.flops_fraction, p.bandwidth_fraction, p.gemm_efficiency) == (1.0, 0.7538, "measured")
+    assert (p.flops_fraction, p.bandwidth_fraction, p.gemm_efficiency) == (0.9881, 0.794, "measured")
     assert p.host_step_s == 0.0
     assert len(p.runs) == 16 and sum(r["saturated"] is True for r in p.runs) == 1
     assert "16 runs of meta-llama/Llama-2-7b-hf TP 1" in p.label
-    # the training client's 6.6 ms is recorded, never priced: the profile has no frontend term
+    # the training client's 5.8 ms is recorded, never priced: the profile has no frontend term
     d = json.loads((Path(__file__).parents[2] / "src/kvledger/accounting/data/gpu_profiles/h100-sxm.json").read_text())
-    assert d["fit"]["frontend_s"] == 0.0 and 0.006 < next(iter(d["fit"]["set_up_frontend_s"].values())) < 0.008
+    assert d["fit"]["frontend_s"] == 0.0 and 0.005 < next(iter(d["fit"]["set_up_frontend_s"].values())) < 0.007
+    assert d["fit"]["flops_seen"] is True  # training's ~550-token prompt steps see the FLOP fraction (fit_checks.py)
     assert [m["predict"].split("/")[1] for m in d["leave_one_model_out"]] == ["CodeLlama-34b-Instruct-hf",
                                                                               "Llama-2-70b-hf", "Llama-2-7b-hf"]
     with pytest.raises(FormatError, match="bundled: bundled:h100-sxm"):
@@ -258,9 +259,10 @@ def test_with_the_measured_gemm_curve_the_fit_finds_the_scale_and_a_decode_only_
     # --gemm-efficiency measured: the weight matmuls run at f × e(M, N·K) (accounting/gemm_efficiency.py). A run
     # generated at f = 0.8 (kernels at 0.8 of Vidur's measured ones), bandwidth 0.65: the prefill steps (200–3,000-token
     # prompts) see f through the curve, and the fit finds it back (measured 0.830 / 0.632: within 5%).
-    # Then a decode-only run (8-token prompts, 300 outputs): f is not seen (measured: it stays at 0.699, where the
-    # search left it; the flat fit drifts such an f as far as 1.0), but it now only scales the curve: a 384-token step
-    # is priced at f × e(384, 218M) = 0.699 × 0.479 = 0.335 of peak, never above the measured e(384) ≈ 0.48.
+    # Then a decode-only run (8-token prompts, 300 outputs): no step reaches the ~190 tokens where the curve's FLOP
+    # time passes the weight read, so f is not seen: the objective is the same float at every f (the search drifted
+    # it to 0.29 along that plateau before fit_checks.flops_seen). The fit says so and keeps the uncalibrated default,
+    # 1.0 × the curve: a 384-token step is priced at e(384, 218M) = 0.479 of peak, the measured kernels'.
     from kvledger.accounting.gemm_efficiency import gemm_curve
 
     reqs = _workload()
@@ -281,10 +283,11 @@ def test_with_the_measured_gemm_curve_the_fit_finds_the_scale_and_a_decode_only_
     got = fit_gpu_fractions([(seen, setup)])
     cost = roofline_with(setup, got.flops_fraction, got.bandwidth_fraction)
     shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)
-    share = cost.costs(shape).matmul_flops / (cost.peak_flops * (cost.step_time_s(shape) - cost.attention_s(
-        cost.costs(shape))))
+    c = cost.costs(shape)  # the matmul term: the step less its attention and layer kernels
+    share = c.matmul_flops / (cost.peak_flops * (cost.step_time_s(shape) - cost.attention_s(c) - c.layer_kernels_s))
     e384 = gemm_curve("nvidia_h100_sxm").efficiency(384, cost.gemm_nk)
-    assert share == pytest.approx(got.flops_fraction * e384) and share <= e384 < 0.49
+    assert (got.flops_seen, got.flops_fraction, fit.flops_seen) == (False, 1.0, True)
+    assert share == pytest.approx(e384) and 0.47 < e384 < 0.49
     assert got.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
 
 
@@ -305,3 +308,23 @@ def test_the_gpu_fit_never_ends_above_its_start():
     assert (fit.flops_fraction, fit.bandwidth_fraction) == (0.7, 0.8)
     # progress: the grid, then one line per refine factor (calibrate prints them on a terminal's stderr)
     assert said[0].startswith("start and 16 grid points × 1 run(s) replayed") and len(said) == 4
+
+
+def test_calibrate_says_when_the_flop_fraction_was_not_fitted():
+    # a profile whose fit saw no step that prices the FLOPs (fit_checks.flops_seen False) prints that its FLOP fraction
+    # is the default's, 1.000 under the measured curve, not a fit; one that saw them says nothing of the kind
+    from rich.console import Console
+
+    from kvledger.report.calibration_view import render_gpu_profile
+
+    def shown(seen: bool) -> str:
+        con = Console(record=True, width=300)
+        p = {"gpu": "NVIDIA H100 80GB SXM5", "flops_fraction": 1.0, "bandwidth_fraction": 0.65,
+             "gemm_efficiency": "measured", "runs": [],
+             "fit": {"objective_start": 0.4, "objective": 0.0, "num_replays": 47, "flops_seen": seen}}
+        render_gpu_profile(p, con, None)
+        return " ".join(con.export_text().split())
+
+    assert ("FLOP fraction not fitted: no step of these runs sees it (the objective is the same at every value tried; "
+            "kvledger.calibration.fit_checks), so it is the uncalibrated default's, 1.000") in shown(False)
+    assert "not fitted" not in shown(True)

@@ -6,10 +6,10 @@ same output called at its knee).
 
 The bands of regime uncalibrated/dense/vllm (src/kvledger/ledgers/data/error_bands.json), as multipliers of a
 simulated figure (low = 1/(1 + q90), high = 1/(1 + q10)):
-  ttft_mean q10 -0.7100836094057357, q90 -0.16313829492534015 (31 points) → ×1/0.836862 = ×1.194941 …
-    ×1/0.289916 = ×3.449270
-  tpot_mean q10 -0.15043821118958844, q90 0.0245716556266542 (31 points) → ×1/1.024572 = ×0.976018 …
-    ×1/0.849562 = ×1.177077
+  ttft_mean q10 -0.7032843391199974, q90 -0.14021083131059087 (31 points) → ×1/0.859789 = ×1.163076 …
+    ×1/0.296716 = ×3.370230
+  tpot_mean q10 -0.057034956492937106, q90 0.07368918622783216 (31 points) → ×1/1.073689 = ×0.931368 …
+    ×1/0.942965 = ×1.060485
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ def test_a_run_at_its_knee_keeps_its_tpot_band_and_no_ttft_band():
     assert b.ttft_mean is None and b.latency_note is None
     assert b.ttft_note == knee_note(_validation(KNEE))
     assert b.ttft_note.startswith("at or past its knee (the simulated run's waits for a first token grew through it)")
-    # TPOT 19 ms × 0.976018 = 18.544 ms … × 1.177077 = 22.364 ms
-    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0185443, 0.0223645), abs=1e-7)
+    # TPOT 19 ms × 0.931368 = 17.696 ms … × 1.060485 = 20.149 ms
+    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0176960, 0.0201492), abs=1e-7)
     assert b.saturation_throughput is None  # below saturation: the throughput is the offered load, as without a knee
-    below = run_bands(_validation(None), None)  # the same run below its knee: TTFT 0.79 s × 1.194941 … × 3.449270
-    assert (below.ttft_mean.low, below.ttft_mean.high) == pytest.approx((0.944003, 2.724924), abs=1e-6)
+    below = run_bands(_validation(None), None)  # the same run below its knee: TTFT 0.79 s × 1.163076 … × 3.370230
+    assert (below.ttft_mean.low, below.ttft_mean.high) == pytest.approx((0.918830, 2.662482), abs=1e-6)
     assert below.ttft_note is None
     d = json.loads(json.dumps(b.to_dict()))
     assert list(d) == ["regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput",
@@ -94,13 +94,13 @@ def test_the_single_run_view_shows_no_ttft_band_for_a_run_at_its_knee():
     run = _validation(KNEE)
     text = _text(replace(run, error_bands=run_bands(run, None)))
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │" in text
-    assert "944.0" not in text  # the band around 0.79 s (× 1.194941 = 944.0 ms …), not shown
-    # TPOT 19 ms × 0.976018 = 18.5 ms … × 1.177077 = 22.4 ms; the measured 20.0 ms lies inside (its error −5.0% is
-    # between q10 −15.0% and q90 +2.5%): not marked
-    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 18.5–22.4 ms │" in text
+    assert "918.8" not in text  # the band around 0.79 s (× 1.163076 = 918.8 ms …), not shown
+    # TPOT 19 ms × 0.931368 = 17.7 ms … × 1.060485 = 20.1 ms; the measured 20.0 ms lies inside (its error −5.0% is
+    # between q10 −5.7% and q90 +7.4%): not marked
+    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
     assert "no TTFT mean band: at or past its knee (the simulated run's waits for a first token grew" in text
-    below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 1.194941 …
-    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 944.0–2,724.9 ms ✗ │" in \
+    below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 1.163076 …
+    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 918.8–2,662.5 ms ✗ │" in \
            _text(replace(below, error_bands=run_bands(below, None)))
 
 
@@ -109,18 +109,18 @@ def _stage(rate: float) -> SimpleNamespace:
 
 
 def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
-    # 2 req/s below its knee: TTFT 200 ms × 1.194941 = 239.0 ms … × 3.449270 = 689.9 ms; 4 req/s at its knee: TTFT
-    # 790 ms (no band); both TPOT 19 ms × 0.976018 … × 1.177077 → 18.5–22.4 ms, the measured 20.0 ms inside it
+    # 2 req/s below its knee: TTFT 200 ms × 1.163076 = 232.6 ms … × 3.370230 = 674.0 ms; 4 req/s at its knee: TTFT
+    # 790 ms (no band); both TPOT 19 ms × 0.931368 … × 1.060485 → 17.7–20.1 ms, the measured 20.0 ms inside it
     runs = [_validation(None, 0.2, rate=2.0), _validation(KNEE, rate=4.0)]
     b = sweep_bands(runs, [_stage(2.0), _stage(4.0)], 3.98)
     assert b.ttft_mean[1] is None and b.ttft_notes == [None, knee_note(runs[1])] and b.stage_notes == [None, None]
-    assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.2389881, 0.6898541), abs=1e-7)
-    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0185443, 0.0223645), abs=1e-7)
+    assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.2326152, 0.6740460), abs=1e-7)
+    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0176960, 0.0201492), abs=1e-7)
     side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
     text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
-    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 239.0–689.9 ms │ 20.0 ms │ -5.0% │ 18.5–22.4 ms │" in text
-    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 18.5–22.4 ms │" in text
-    assert "944.0" not in text  # the 4 req/s stage's TTFT band (0.79 s × 1.194941 …), withheld
+    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 232.6–674.0 ms │ 20.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
+    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
+    assert "918.8" not in text  # the 4 req/s stage's TTFT band (0.79 s × 1.163076 …), withheld
     assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
     d = json.loads(json.dumps(b.to_dict()))
     assert d["ttft_mean"][1] is None and d["ttft_notes"][0] is None and d["ttft_notes"][1].startswith("at or past")
@@ -130,7 +130,7 @@ def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
 def test_a_real_sweep_withholds_the_ttft_band_of_its_stage_at_the_knee():
     # the Llama-2-7B `general` stages at 8 and 20 req/s, bandwidth at 68% of peak, matmuls flat (the scenario read
     # off that pricing): the 20 req/s replay's mean TTFT grew 3.6× through the stage (its 10.765 s would have had the
-    # band × 1.194941 … × 3.449270 = 12.86–37.13 s); the
+    # band × 1.163076 … × 3.370230 = 12.52–36.28 s); the
     # 8 req/s stage stays below its knee and keeps both bands; TPOT's low end = predicted × 1/(1 + q90) (module doc)
     stages = [str(GENERAL / f"stage_{k}_lifecycle_metrics.json") for k in (0, 1)]
     argv = ["validate", *stages, "--sweep", "--gpu", "h100-sxm", "--gpu-profile", "none",
@@ -143,7 +143,7 @@ def test_a_real_sweep_withholds_the_ttft_band_of_its_stage_at_the_knee():
     assert b["ttft_mean"][0] is not None and b["ttft_mean"][1] is None
     assert b["ttft_notes"][0] is None and b["ttft_notes"][1].startswith("at or past its knee (the simulated run's")
     tpot = next(r["predicted"] for r in d["runs"][1]["comparison"]["rows"] if r["metric"] == "TPOT mean")
-    assert b["tpot_mean"][1]["low"] == pytest.approx(tpot / (1 + 0.0245716556266542), rel=1e-12)
-    assert "12.86" not in out and "37.13" not in out
+    assert b["tpot_mean"][1]["low"] == pytest.approx(tpot / (1 + 0.07368918622783216), rel=1e-12)
+    assert "12.52" not in out and "36.28" not in out
     assert "│ 20.00 │ 51.9 ms │" in out and "↗ │ — │ 16.6 ms │" in out
     assert "no TTFT band at 20.00 req/s: at or past its knee" in out

@@ -5,16 +5,17 @@ simulated TTFT, TPOT and throughput carries one).
 Kubecon's `vllm` stages (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
 src/kvledger/ledgers/data/error_bands.json), as multipliers of a simulated figure (low = 1/(1 + q90), high =
 1/(1 + q10)):
-  ttft_mean  q10 -0.7100836094057357, q90 -0.16313829492534015 (31 points) → ×1/0.836862 = ×1.19494 …
-             ×1/0.289916 = ×3.44927
-  tpot_mean  q10 -0.15043821118958844, q90 0.0245716556266542 (31 points) → ×1/1.024572 = ×0.97602 …
-             ×1/0.849562 = ×1.17708
+  ttft_mean  q10 -0.7032843391199974, q90 -0.14021083131059087 (31 points) → ×1/0.859789 = ×1.16308 …
+             ×1/0.296716 = ×3.37023
+  tpot_mean  q10 -0.057034956492937106, q90 0.07368918622783216 (31 points) → ×1/1.073689 = ×0.93137 …
+             ×1/0.942965 = ×1.06048
   throughput q10 -0.060956971378629876, q90 0.1873413265162287 (17 points) → ×0.84222 … ×1.06491
-(the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0, bandwidth 0.8)
+(the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0 and its layer
+kernels, bandwidth 0.8)
 LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: throughput
 q10 -0.0321, q90 +0.0327 on 2 points, fewer than 10, so widened each side to error_bands.json's cross_model band):
-throughput q10 min(-0.0321, -0.12352017394623431) = -0.12352, q90 max(0.0327, 0.14092757217512641) = 0.14093 (13
-runs) → ×1/1.14093 = ×0.87648 … ×1/0.87648 = ×1.14093.
+throughput q10 min(-0.0321, -0.11744995372189003) = -0.11745, q90 max(0.0327, 0.13308021932263214) = 0.13308 (13
+runs) → ×1/1.13308 = ×0.88255 … ×1/0.88255 = ×1.13308.
 """
 
 from __future__ import annotations
@@ -64,12 +65,12 @@ def stage6() -> tuple[str, dict]:
 @needs_runs
 def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     out, d = stage0
-    # 1 req/s: simulated TTFT 9.232 ms → ×1.19494 = 11.031 ms … ×3.44927 = 31.842 ms (measured 31.1 ms inside);
-    # simulated TPOT 6.156 ms → ×0.97602 = 6.008 ms … ×1.17708 = 7.246 ms (measured 7.1 ms inside)
-    assert "│ TTFT mean │ 31.1 ms │ 9.2 ms │ -70.3% │ 11.0–31.8 ms │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.2 ms │ -13.7% │ 6.0–7.2 ms │" in out
+    # 1 req/s: simulated TTFT 9.888 ms → ×1.16308 = 11.500 ms … ×3.37023 = 33.323 ms (measured 31.1 ms inside);
+    # simulated TPOT 6.799 ms → ×0.93137 = 6.332 ms … ×1.06048 = 7.210 ms (measured 7.1 ms inside)
+    assert "│ TTFT mean │ 31.1 ms │ 9.9 ms │ -68.2% │ 11.5–33.3 ms │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.7% │ 6.3–7.2 ms │" in out
     assert "│ throughput │ 1.02 req/s │ 1.02 req/s │ +0.1% │ — │" in out  # kept up: the offered load
-    assert "│ TTFT p90 │ 35.4 ms │ 12.7 ms │ -64.0% │ │" in out  # never validated: no band
+    assert "│ TTFT p90 │ 35.4 ms │ 13.3 ms │ -62.6% │ │" in out  # never validated: no band
     assert ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
             "TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
@@ -77,31 +78,31 @@ def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     assert "✗" not in out
     b = d["error_bands"]
     assert (b["ttft_mean"]["predicted"], b["ttft_mean"]["low"], b["ttft_mean"]["high"]) == pytest.approx(
-        (9.232e-3, 11.031e-3, 31.842e-3), abs=2e-6)
-    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.008e-3, 7.246e-3), abs=2e-6)
-    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 + 0.0245716556266542), rel=1e-12)
+        (9.888e-3, 11.500e-3, 33.323e-3), abs=2e-6)
+    assert (b["tpot_mean"]["low"], b["tpot_mean"]["high"]) == pytest.approx((6.332e-3, 7.210e-3), abs=2e-6)
+    assert b["tpot_mean"]["low"] == pytest.approx(b["tpot_mean"]["predicted"] / (1 + 0.07368918622783216), rel=1e-12)
 
 
 @needs_runs
 def test_a_measured_mean_outside_its_band_is_marked():
     out, d = _validate(KUBECON.parent.parent / "vllm+batch_size" / "results" / "stage_0_lifecycle_metrics.json", ARGS)
-    # kubecon's batch_size configuration at 1 req/s: simulated TTFT 8.955 ms → ×1.19494 = 10.700 ms … ×3.44927 =
-    # 30.887 ms; measured 33.3 ms above it
-    assert "│ TTFT mean │ 33.3 ms │ 9.0 ms │ -73.1% │ 10.7–30.9 ms ✗ │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.2 ms │ -13.8% │ 6.0–7.2 ms │" in out  # 6.155 ms × 0.97602 … × 1.17708
+    # kubecon's batch_size configuration at 1 req/s: simulated TTFT 9.615 ms → ×1.16308 = 11.183 ms … ×3.37023 =
+    # 32.406 ms; measured 33.3 ms above it
+    assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 11.2–32.4 ms ✗ │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.8% │ 6.3–7.2 ms │" in out  # 6.798 ms × 0.93137 … × 1.06048
     assert "✗: the measured figure lies outside its band" in out
     b = d["error_bands"]["ttft_mean"]
-    assert (b["low"], b["high"]) == pytest.approx((10.700e-3, 30.887e-3), abs=2e-6)
+    assert (b["low"], b["high"]) == pytest.approx((11.183e-3, 32.406e-3), abs=2e-6)
 
 
 @needs_runs
 def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
     out, d = stage6
-    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 103.489 req/s
-    # → /1.187341 = 87.160 … /0.939043 = 110.207 req/s; measured 103.08 inside
-    assert "│ throughput │ 103.08 req/s │ 103.49 req/s │ +0.4% │ 87.16–110.21 req/s │" in out
-    assert "│ TTFT mean │ 2,943.2 ms │ 3,115.4 ms │ +5.8% │ — │" in out
-    assert "│ TPOT mean │ 19.0 ms │ 17.1 ms │ -10.1% │ — │" in out
+    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 102.689 req/s
+    # → /1.187341 = 86.487 … /0.939043 = 109.355 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 102.69 req/s │ -0.4% │ 86.49–109.36 req/s │" in out
+    assert "│ TTFT mean │ 2,943.2 ms │ 3,153.9 ms │ +7.2% │ — │" in out
+    assert "│ TPOT mean │ 19.0 ms │ 17.0 ms │ -10.5% │ — │" in out
     assert "— saturation throughput: leave-one-deployment-out errors at 17 measured points" in out
     assert ("no TTFT or TPOT mean band: the measured stage was at saturation (client achieved 106.5 and engine served "
             "103.1 of 183.4 req/s requested") in out
@@ -111,20 +112,20 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
     assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
     assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
-    assert (sat["low"], sat["high"]) == pytest.approx((87.16, 110.21), abs=0.005) and sat["num_runs"] == 17
+    assert (sat["low"], sat["high"]) == pytest.approx((86.49, 109.36), abs=0.005) and sat["num_runs"] == 17
 
 
 @needs_runs
 def test_a_saturated_per_request_run_prints_the_throughput_band():
     out, d = _validate(RTX4090, ["--gpu", "RTX4090"])
-    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.14093 =
-    # 1.441 … /(1 + q10) = /0.87648 = 1.876 req/s (the cross-model band, the calibrated regime having 2 points);
+    # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.13308 =
+    # 1.451 … /(1 + q10) = /0.88255 = 1.863 req/s (the cross-model band, the calibrated regime having 2 points);
     # measured 1.63 inside
-    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.44–1.88 req/s │" in out
+    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.45–1.86 req/s │" in out
     assert "│ TTFT mean │ 65.46 s │ 66.12 s │ +1.0% ⚠ │ — │" in out
     assert "no TTFT or TPOT mean band: the measured run was saturated (its queue grew)" in out
     sat = d["error_bands"]["saturation_throughput"]
-    want = (sat["predicted"] / (1 + 0.14092757217512641), sat["predicted"] / (1 - 0.12352017394623431))
+    want = (sat["predicted"] / (1 + 0.13308021932263214), sat["predicted"] / (1 - 0.11744995372189003))
     assert (sat["low"], sat["high"]) == pytest.approx(want, rel=1e-9)
     assert d["error_bands"]["regime"] == "gpu/dense/vllm"
 
@@ -156,16 +157,16 @@ def test_the_simulated_queue_growing_moves_the_band_to_throughput():
     assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
     assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.369, 4.260), abs=5e-4)
     kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
-    # 0.5 s × 1.19494 = 0.597 s … × 3.44927 = 1.725 s; throughput: the offered load, no band
-    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.597, 1.725), abs=5e-4)
+    # 0.5 s × 1.16308 = 0.582 s … × 3.37023 = 1.685 s; throughput: the offered load, no band
+    assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.582, 1.685), abs=5e-4)
     assert kept_up.saturation_throughput is None and kept_up.throughput_note.startswith("the run was below")
 
 
 @needs_runs
 def test_a_band_wholly_below_its_prediction_says_read_the_band(stage0):
-    # kubecon stage 0: simulated TTFT 9.2 ms, band 11.0–31.8 ms (both ends above: the uncalibrated regime's TTFT errors
-    # are all negative), measured 31.1 ms inside it at −70.3%: validate says the large error is the usual one, as
-    # simulate does; TPOT's band 6.0–7.2 ms holds its 6.2 ms prediction, so it is not named
+    # kubecon stage 0: simulated TTFT 9.9 ms, band 11.5–33.3 ms (both ends above: the uncalibrated regime's TTFT errors
+    # are all negative), measured 31.1 ms inside it at −68.2%: validate says the large error is the usual one, as
+    # simulate does; TPOT's band 6.3–7.2 ms holds its 6.8 ms prediction, so it is not named
     out, _ = stage0
     assert ("read the band, not the point: TTFT mean under-predicted (the 80% band lies wholly on one side: the "
             "simulator erred that way on this regime's measured points, so a large error inside the band is the "

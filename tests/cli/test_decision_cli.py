@@ -45,14 +45,15 @@ def test_the_300m_token_example_answers_api_first_without_utilization(example_te
     head = "\n".join(example_text.splitlines()[:10])
     # the issue's example: 300M tokens/month in requests of the workload's mix (all 2,000 requests of the run priced:
     # mean 1,104.78 in / 264.90 out tokens) is max(240e6 ÷ 1,104.78, 60e6 ÷ 264.90) = 226,498 requests a month, 0.08619
-    # req/s offered (0.0854 when the good requests' 1,069.4 / 277.7 made the mix), 0.08619 ÷ 19.75 req/s = 0.4% of
-    # one H100 replica's SLO capacity (the roofline with the H100's measured matmul curve; 21 req/s priced flat).
+    # req/s offered (0.0854 when the good requests' 1,069.4 / 277.7 made the mix), 0.08619 ÷ 18.5 req/s = 0.47% of
+    # one H100 replica's SLO capacity (the roofline with the H100's measured matmul curve and layer kernels; 21 req/s
+    # priced flat).
     # API: 240 × $0.18 + 60 × $0.18 = $54.00.
     # Self-hosted: one replica is the minimum, 730 GPU-h × $2.69 (RunPod) = $1,963.70, plus the default people line
     # (team "some": 0.25 engineer-month × $20,000 = $5,000) = $6,963.70
     assert head.startswith("answer: the API — $54.00/month on the API vs $6,963.70/month self-hosted")
-    assert "realized utilization 0.4%" in " ".join(head.split())
-    assert "⌈0.08619 req/s offered at the peak ÷ (19.75 req/s SLO capacity × 80%)⌉ = 1" in " ".join(head.split())
+    assert "realized utilization 0.5%" in " ".join(head.split())
+    assert "⌈0.08619 req/s offered at the peak ÷ (18.5 req/s SLO capacity × 80%)⌉ = 1" in " ".join(head.split())
     assert "break-even:" in head
 
 

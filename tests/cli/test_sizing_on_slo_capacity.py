@@ -30,46 +30,47 @@ def goodput_target():
 
 
 def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_target):
-    # The fresh-user trial's case: goodput --target finds the SLO capacity 19.75 req/s (17.719 good req/s there, the
-    # roofline with the H100's measured matmul curve); search finds the same boundary and sizes 30 req/s offered at
-    # ≤ 80%: ⌈30 ÷ (19.75 × 0.8)⌉ = ⌈1.899⌉ = 2 replicas, realized 30 ÷ 39.5 = 75.9%, 2 GPUs × $2.69/GPU-h × 730 h =
-    # $3,927.40. (Dividing by good req/s × 0.8 would buy ⌈30 ÷ 14.18⌉ = 3.)
+    # The fresh-user trial's case: goodput --target finds the SLO capacity 18.5 req/s (16.547 good req/s there, the
+    # roofline with the H100's measured matmul curve and layer kernels); search finds the same boundary and sizes
+    # 28 req/s offered at ≤ 80%: ⌈28 ÷ (18.5 × 0.8)⌉ = ⌈1.892⌉ = 2 replicas, realized 28 ÷ 37 = 75.7%, 2 GPUs ×
+    # $2.69/GPU-h × 730 h = $3,927.40. (Dividing by good req/s × 0.8 would buy ⌈28 ÷ 13.24⌉ = 3.)
     cap_rate = goodput_target["boundary"]["boundary_value"]
-    s = _json(["search", L8, *SLO, "--gpus", "H100", "--tp", "1", "--rate", "30", *WL, "--json"])
+    s = _json(["search", L8, *SLO, "--gpus", "H100", "--tp", "1", "--rate", "28", *WL, "--json"])
     w = next(c for c in s["candidates"] if c["id"] == s["winner"]["id"])
-    assert w["capacity"]["boundary_rate_req_per_s"] == cap_rate == 19.75
+    assert w["capacity"]["boundary_rate_req_per_s"] == cap_rate == 18.5
     sz = w["sizing"]
-    assert (sz["capacity_req_per_s"], sz["replicas"], sz["num_gpus"]) == (19.75, 2, 2)
-    assert sz["realized_utilization"] == pytest.approx(30 / 39.5)
+    assert (sz["capacity_req_per_s"], sz["replicas"], sz["num_gpus"]) == (18.5, 2, 2)
+    assert sz["realized_utilization"] == pytest.approx(28 / 37)
     assert sz["monthly_usd"] == pytest.approx(2 * 2.69 * 730)
-    assert "⌈30 req/s offered ÷ (19.75 req/s SLO capacity × 80%)⌉" in sz["how"]
+    assert "⌈28 req/s offered ÷ (18.5 req/s SLO capacity × 80%)⌉" in sz["how"]
     # the cost per good request: the good requests at that load are the offered ones × goodput ÷ SLO capacity, so
-    # USD per 1k good requests = 1 GPU × $2.69 × 1000 ÷ (3600 × 75.9% × 17.719 good req/s)
+    # USD per 1k good requests = 1 GPU × $2.69 × 1000 ÷ (3600 × 75.7% × 16.547 good req/s)
     g = w["capacity"]["goodput_req_per_s"]
-    assert g == pytest.approx(17.719, abs=5e-4)
-    assert w["cost"]["usd_per_1k_requests"] == pytest.approx(2.69 * 1000 / (3600 * (30 / 39.5) * g))
+    assert g == pytest.approx(16.547, abs=5e-4)
+    assert math.ceil(28 / (g * 0.8)) == 3
+    assert w["cost"]["usd_per_1k_requests"] == pytest.approx(2.69 * 1000 / (3600 * (28 / 37) * g))
 
 
 def test_goodput_target_prints_the_figure_search_sizes_on(goodput_target):
     b = goodput_target["boundary"]
-    assert b["boundary_value"] == b["boundary_per_replica"] == 19.75
-    assert b["goodput_at_boundary_req_per_s"] == pytest.approx(17.719, abs=5e-4)
+    assert b["boundary_value"] == b["boundary_per_replica"] == 18.5
+    assert b["goodput_at_boundary_req_per_s"] == pytest.approx(16.547, abs=5e-4)
 
 
 def test_cost_sizes_a_monthly_volume_on_the_slo_capacity():
-    # cost --simulate prices at the SLO capacity C found by its own search (18.75 req/s, ttft ≤ 200 ms at 2,000
-    # requests per probe: docs/cost.md §2). 150M requests/month = 150e6 ÷ (730 × 3600) = 57.08 req/s offered:
-    # ⌈57.08 ÷ (C × 0.8)⌉ replicas, utilization 57.08 ÷ (replicas × C).
+    # cost --simulate prices at the SLO capacity C found by its own search (17.5 req/s, ttft ≤ 200 ms at 2,000
+    # requests per probe: docs/cost.md §2). 34M requests/month = 34e6 ÷ (730 × 3600) = 12.94 req/s offered:
+    # ⌈12.94 ÷ (C × 0.8)⌉ replicas, utilization 12.94 ÷ (replicas × C).
     d = _json(["cost", "--simulate", L8, "--gpu", "H100", *WL, "--slo", "ttft=200ms,tpot=50ms", "--api",
-               "OpenAI:gpt-4.1", "--gpu-provider", "Nebius", "--monthly-requests", "150M", "--json"])
+               "OpenAI:gpt-4.1", "--gpu-provider", "Nebius", "--monthly-requests", "34M", "--json"])
     c = d["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
-    assert d["capacity"]["slo_capacity_req_per_s"] == d["capacity"]["sizing_req_per_s"] == c == 18.75
-    rate = 150e6 / (730 * 3600)
+    assert d["capacity"]["slo_capacity_req_per_s"] == d["capacity"]["sizing_req_per_s"] == c == 17.5
+    rate = 34e6 / (730 * 3600)
     dec = d["decision"]
-    assert dec["replicas"] == math.ceil(rate / (c * 0.8)) == 4  # 57.08 ÷ 15.0 = 3.81 → 4
-    assert dec["realized_utilization"] == pytest.approx(rate / (4 * c))
+    assert dec["replicas"] == math.ceil(rate / (c * 0.8)) == 1  # 12.94 ÷ 14.0 = 0.92 → 1
+    assert dec["realized_utilization"] == pytest.approx(rate / c)
     g = d["capacity"]["goodput_req_per_s"]
-    assert math.ceil(rate / (g * 0.8)) == 5  # the old rule, on good req/s, bought a fifth replica
-    assert f"⌈{rate:,.4g} req/s offered at the peak ÷ (18.75 req/s SLO capacity × 80%)⌉ = 4" in dec["sizing"]
+    assert math.ceil(rate / (g * 0.8)) == 2  # the old rule, on good req/s (15.14 × 0.8 = 12.11), bought a second one
+    assert f"⌈{rate:,.4g} req/s offered at the peak ÷ (17.5 req/s SLO capacity × 80%)⌉ = 1" in dec["sizing"]
     # the break-even staircase takes C × 3600 × 730 × 0.8 requests a replica
     assert d["break_even_volume"]["replica_capacity_requests_per_month"] == pytest.approx(c * 3600 * 730 * 0.8)

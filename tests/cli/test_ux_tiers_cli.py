@@ -76,13 +76,16 @@ def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simul
 
 
 def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
-    # H100 TP 1 with and without a 64 GiB host tier: the search's probes run no tier, so both have the same capacity
-    # (17.67 good req/s) and the same replicas; they differ by the tier's price only ($1,964 vs $2,172/month, 11 %),
-    # which the ±42 % capacity band cannot flip.
+    # H100 TP 1 with and without a 64 GiB host tier: the tier's probes run it in the simulator from 33 req/s, so the
+    # two capacities differ by the search's resolution only (boundaries 33.0 and 33.26 req/s; 15.37 and 15.41 good
+    # req/s) and size the same replicas, 1, at the capacity and at both ends of its band (×0.84–×1.06 at 5 req/s);
+    # they differ by the tier's price only ($1,964 vs $2,172/month, 10.6 %), which the capacity band cannot flip.
     args = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
             "--offload", "none,cpu:64GiB", "--num-requests", "100", "--rate", "5"]
     d = _json(*args)
     assert d["winner"]["margin"]["gap"] < d["winner"]["margin"]["band"]
+    caps = [c["capacity"]["goodput_req_per_s"] for c in d["candidates"]]
+    assert caps[0] != caps[1] and [c["sizing"]["replicas"] for c in d["candidates"]] == [1, 1]
     assert d["winner"]["margin"]["could_flip"] is False
     assert not any("may flip" in n for n in d["notes"])
     assert any("cannot flip them" in n for n in d["notes"])

@@ -19,8 +19,8 @@ PLAIN_FLOAT_MAX_STEPS = 96  # runs of decode steps this short are priced in Pyth
 
 
 class DecodePrices:
-    """``_gemm_s``, ``decode_plain_terms``, ``decode_steps_list`` and ``decode_steps_s`` of a roofline step-cost
-    model."""
+    """``step_consts``, ``token_terms``, ``_gemm_s``, ``decode_plain_terms``, ``decode_steps_list`` and
+    ``decode_steps_s`` of a roofline step-cost model."""
 
     _step_consts: tuple | bool | None = None  # step_consts(), kept at the first step priced
 
@@ -39,9 +39,21 @@ class DecodePrices:
                 self.peak_flops * ff, self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction,
                 self.overlap_cpu, self.cpu_overhead_s)
 
+    def token_terms(self, num_tokens: int) -> tuple[float, float, float, float]:
+        """(weight bytes read, all-reduce s, the weight GEMMs' measured efficiency — 1.0 flat, the layer kernels' s —
+        0.0 flat) of a step over ``num_tokens`` tokens, cached: ``step_time_of``'s token terms (the simulator's compiled
+        core prices a step's plain form with them)."""
+        c = self._token_terms.get(num_tokens)
+        if c is None:
+            c = (self.weight_read_bytes(num_tokens), self.allreduce_s(num_tokens),
+                 self.matmul_efficiency(num_tokens), self.layer_kernels_s(num_tokens))
+            if len(self._token_terms) < 65536:
+                self._token_terms[num_tokens] = c
+        return c
+
     def _gemm_s(self, num_seqs: int) -> float:
-        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
-        compute it, bit for bit)."""
+        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences with the layer kernels after it, s
+        (cached; as ``costs``/``time_s`` compute it, bit for bit)."""
         t = self._gemm_cache.get(num_seqs)
         if t is None:
             n = num_seqs
@@ -49,6 +61,9 @@ class DecodePrices:
             matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self.upproj_flops_per_token * 0
             e = self.matmul_efficiency(n)
             t = max(matmul / p / e if e != 1.0 else matmul / p, self.weight_read_bytes(n) / b)
+            k = self.layer_kernels_s(n)
+            if k:  # the measured layer kernels, added after the matmuls as time_s adds them
+                t = t + k
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t

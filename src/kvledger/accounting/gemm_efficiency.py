@@ -24,9 +24,12 @@ Derivation, per (model shape, TP) and token count M (duplicate rows averaged):
 * per token count on a log grid (``GRID_M``: points within a factor √1.5 pooled), e is regressed on log2(ΣNK) over
   every shape's kept points: e(M, NK) = a(M) + s(M)·(log2 NK − 27) (least squares; a grid point with fewer than
   ``MIN_POINTS`` points or fewer than three shapes is skipped);
+* the grid starts at 192 tokens, the first grid point whose pooled window keeps every profiled point: below it many
+  points are bound by the weight read and left out, so the few kept are the slowest shapes' and a window's e would
+  be biased low (on the H100 6 of 63 points kept at 48 tokens, 19 of 63 at 64, 59 of 105 at 96, 92 of 126 at 128);
 * between grid points, linear in log2 M; below the lowest grid point the efficiency is held at that point's (the
-  compute side is unobserved there; the compute term then grows as M, below the weight read) and above the highest
-  at that point's; N·K is clamped to the measured range; e is clipped to [0.02, 1].
+  compute term then grows as M and stays under the weight read) and above the highest at that point's; N·K is
+  clamped to the measured range; e is clipped to [0.02, 1].
 
 The fit's error is the mean absolute difference between e and the curve over the kept points (in points of peak), in
 sample and leaving each model's shape (all its TPs) out (``GemmCurve.loso_abs``). Only the BF16 weight GEMMs of
@@ -41,19 +44,16 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from kvledger.accounting import vidur_profiles
+from kvledger.accounting.layer_kernels import LayerKernels, kernels_apply, layer_kernel_fit
+from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, vidur_profile_dir
+
 __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
            "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies",
-           "curve_prices", "curve_span"]
+           "curve_prices", "curve_span", "vidur_profile_dir"]
 
 GEMM_MODES = ("flat", "measured")
-#: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
-VIDUR_GPU = {"nvidia_h100_sxm": "h100", "nvidia_a100_80gb_sxm": "a100"}
-#: catalog GPU id → the profiled GPU whose curve it takes: the same die, SM count and BF16 peak in an SXM-class module
-#: (tests/accounting/test_gemm_efficiency.py checks the catalog's peaks agree). The curve is the compute side of the
-#: GEMMs (points bound by the weight read are left out), which the die sets; each GPU's own bandwidth prices the read.
-SAME_DIE = {"nvidia_h200_sxm": "nvidia_h100_sxm", "nvidia_gh200_96gb": "nvidia_h100_sxm",
-            "nvidia_gh200_144gb": "nvidia_h100_sxm", "nvidia_a100_40gb_sxm": "nvidia_a100_80gb_sxm"}
-GRID_M = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+GRID_M = (192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 MIN_POINTS = 6
 READ_MARGIN = 1.1  # a point is kept where the measured time exceeds this × the weight read at the GEMV's bandwidth
 _X0 = 27.0  # log2 of the reference N·K (1.3e8: a 7B layer's GEMMs at TP 2)
@@ -95,10 +95,6 @@ class GemmCurve:
         w = (math.log2(m) - math.log2(g[i])) / (math.log2(g[i + 1]) - math.log2(g[i]))
         e = (1 - w) * (a0 + s0 * x) + w * (a1 + s1 * x)
         return min(max(e, 0.02), 1.0)
-
-
-def _profile_dir(folder: str) -> Path:
-    return Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / folder))
 
 
 def _gemm_dims(r: dict[str, str], tp: int) -> list[tuple[int, int]]:
@@ -179,7 +175,7 @@ def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
     from kvledger.catalog.gpus import get_gpu
 
     spec = get_gpu(gpu_id)
-    files = sorted(_profile_dir(folder).glob("*/*/mlp_median.csv"))
+    files = sorted(vidur_profiles.vidur_profile_dir(folder).glob("*/*/mlp_median.csv"))
     pts = [p for f in files for p in curve_points(f, spec.bf16_flops_per_s, spec.hbm_bandwidth_bytes_per_s)]
     src = (f"Vidur operator profiles (microsoft/vidur, MIT), {folder}: {len(files)} model shapes × TP 1–8, "
            "kvledger.accounting.gemm_efficiency")
@@ -248,6 +244,9 @@ class MeasuredGemm:
         """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU and attention's FLOP share
         (``flops_fraction`` itself without a curve: the same float)."""
         self.gemm_curve = curve if curve is not None and curve_applies(model, self.gpu) else None
+        fit = layer_kernel_fit(self.gpu.gpu_id) if self.gemm_curve is not None and kernels_apply(model) else None
+        self.layer_kernels = None if fit is None else LayerKernels(fit, model, self.tp,
+                                                                   self.bw * self.bandwidth_fraction)
         self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
         self._eff_cache: dict[float, float] = {}
         self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (
@@ -260,6 +259,11 @@ class MeasuredGemm:
         if self.gemm_curve is None:
             return 1.0
         return max(self.gemm_curve.efficiency(m, self.gemm_nk) for m in self.gemm_curve.grid)
+
+    def layer_kernels_s(self, num_tokens: int) -> float:
+        """The layers' norm, RoPE, activation and add kernels in a step over ``num_tokens`` tokens
+        (``layer_kernels.py``), s; 0.0 without the curve."""
+        return 0.0 if self.layer_kernels is None else self.layer_kernels.step_s(num_tokens)
 
     def matmul_efficiency(self, num_tokens: float) -> float:
         """The measured share of peak of the weight GEMMs over ``num_tokens`` tokens (1.0 without a curve)."""

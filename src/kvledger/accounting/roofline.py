@@ -20,7 +20,8 @@ How vLLM executes the step, and what that changes here:
 * with ``weights_bytes`` (``--weights-memory``, the engine's "Loading weights took") every weight
   read scales by measured / computed weight bytes;
 * ``gemm_curve`` (``--gemm-efficiency measured``): dense BF16 weight matmuls at ``flops_fraction`` × the GPU's
-  measured efficiency e(T, N·K) (``kvledger.accounting.gemm_efficiency``, which says how attention's share is set);
+  measured efficiency e(T, N·K) (``gemm_efficiency.py``, which says how attention's share is set), then each layer's
+  norm, RoPE, activation and add kernels (``layer_kernels.py``);
 * ``host_step_s`` + ``host_seq_s`` × sequences: host time each step spends in series with the GPU (scheduling,
   input preparation, sampling and output processing the engine does not hide), the same for every model on a host
   (Vidur's ``cpu_overheads`` tables: about 1.2 ms + 0.04 ms per sequence for Llama-2-7B and phi-2 alike on A100
@@ -115,7 +116,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         self.state_bytes = kv.state_bytes_per_seq - at.window_state_bytes
         self._gemm_cache: dict[int, float] = {}
         self._list_consts: dict[int, tuple] = {}  # per batch size: gemm s, state bytes, all-reduce s, the plain form's
-        self._token_terms: dict[int, tuple[float, float, float]] = {}  # per step tokens: token_terms()
+        self._token_terms: dict[int, tuple[float, float, float, float]] = {}  # per step tokens: token_terms()
         pa, b = self.attn_peak_flops * self.attn_fraction, self.bw * bandwidth_fraction
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -200,7 +201,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         host = self.host_s(seqs)
         if not self._moe_terms:
             return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
-                             host_s=host, matmul_efficiency=self.matmul_efficiency(T))
+                             host_s=host, matmul_efficiency=self.matmul_efficiency(T),
+                             layer_kernels_s=self.layer_kernels_s(T))
         m = self.model
         eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
                                       self.grouped_gemm_half_tokens)
@@ -244,7 +246,9 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
             (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
         if c.matmul_efficiency != 1.0:  # the measured GEMM curve (gemm_efficiency.py); flat: no operation at all
             mm = mm / c.matmul_efficiency
-        gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
+        gpu = max(mm, c.weight_bytes / b)  # + the measured layer kernels (layer_kernels.py); flat: no operation
+        gpu = (gpu + c.layer_kernels_s if c.layer_kernels_s else gpu) + self.attention_s(c) + c.allreduce_s \
+            + c.all_to_all_s
         if c.host_s:
             gpu = gpu + c.host_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
@@ -277,23 +281,12 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         matmul = mm2 * T + head * seqs + up * (prefill_kv_tokens - num_prefill_tokens)
         attn = pre * prefill_attn_pairs + att * decode_kv_tokens
         kv_bytes = grb * (decode_kv_tokens + prefill_kv_tokens) + st2 * seqs
-        c = self._token_terms.get(T) or self.token_terms(T)  # (weight bytes, all-reduce s, GEMM efficiency), cached
+        c = self._token_terms.get(T) or self.token_terms(T)  # (weight B, all-reduce s, efficiency, kernels s), cached
         x = matmul / pk
         if c[2] != 1.0:  # the measured GEMM curve, as time_s divides by it (flat: no operation at all)
             x = x / c[2]
-        gpu = max(x, c[0] / b) + max(attn / pa, kv_bytes / b) + c[1]
+        gpu = max(x, c[0] / b)  # + the measured layer kernels, as time_s adds them
+        gpu = (gpu + c[3] if c[3] else gpu) + max(attn / pa, kv_bytes / b) + c[1]
         if self.host_step_s or self.host_seq_s:  # as time_s adds costs().host_s (0.0 + all-to-all is exact)
             gpu = gpu + self.host_s(seqs)
         return max(gpu, cpu) if overlap else gpu + cpu
-
-    def token_terms(self, num_tokens: int) -> tuple[float, float, float]:
-        """(weight bytes read, all-reduce s, the weight GEMMs' measured efficiency — 1.0 flat) of a step over
-        ``num_tokens`` tokens, cached: ``step_time_of``'s token terms (the simulator's compiled core prices a step's
-        plain form with them)."""
-        c = self._token_terms.get(num_tokens)
-        if c is None:
-            c = (self.weight_read_bytes(num_tokens), self.allreduce_s(num_tokens),
-                 self.matmul_efficiency(num_tokens))
-            if len(self._token_terms) < 65536:
-                self._token_terms[num_tokens] = c
-        return c

@@ -209,4 +209,5 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
     lo, hi = span
     return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
             f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
-            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency)"]
+            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency), and add each layer's norm, "
+            f"RoPE, activation and add kernels (kvledger.accounting.layer_kernels)"]

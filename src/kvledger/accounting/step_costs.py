@@ -23,6 +23,8 @@ class StepCosts:
         host_s: host time in series with the GPU, ``host_step_s + host_seq_s × sequences``, s (0 unless set).
         matmul_efficiency: the weight GEMMs' measured share of peak at the step's tokens (``gemm_efficiency.py``),
             which divides their FLOP time; 1.0 without a measured curve.
+        layer_kernels_s: the layers' norm, RoPE, activation and add kernels (``layer_kernels.py``), s; 0 without
+            the measured pricing.
     """
 
     matmul_flops: float
@@ -37,6 +39,7 @@ class StepCosts:
     all_to_all_s: float = 0.0
     host_s: float = 0.0
     matmul_efficiency: float = 1.0
+    layer_kernels_s: float = 0.0
 
     @property
     def flops(self) -> float:

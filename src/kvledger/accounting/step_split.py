@@ -12,7 +12,7 @@ overhead), each term split by what drives it::
                                                         (+ MLA context re-expansion, prefill only)
     attention    max(A/peak, KV/BW) × A_prefill ÷ A when FLOP-bound, × KV_prefill ÷ KV when bytes-bound
                  (split-kernel backends: the prefill kernel's own roofline term)
-    all-reduce   × prefill tokens ÷ tokens
+    all-reduce   × prefill tokens ÷ tokens (and the measured layer kernels, layer_kernels.py, the same way)
     step         duration × (prefill parts ÷ the three terms), so the CPU overhead follows the GPU work
 
 A prompt is thus charged its own matmul FLOPs whenever the step is compute-bound (1M prompt tokens
@@ -41,7 +41,7 @@ __all__ = ["STEP_SPLIT_RULE", "StepPrice", "step_pricer", "prefill_part_s", "Pre
 
 STEP_SPLIT_RULE = ("each step's duration split between its prefill chunks and its decodes by the step-cost model's "
                    "terms: roofline matmul term by FLOPs, attention term by FLOPs or KV bytes (whichever bounds it), "
-                   "all-reduce by tokens; other models in proportion to each part's price alone "
+                   "all-reduce and layer kernels by tokens; other models in proportion to each part's price alone "
                    "(kvledger.accounting.step_split)")
 
 StepPrice = Callable[[int, int, int, float, int, int], float]
@@ -171,6 +171,8 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     if rc.num_allreduce_layers:
         ar = allreduce_step_s_array(T, m.hidden_size, rc.num_allreduce_layers, rc.tp, rc.allreduce_latency_s,
                                     rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
+    if rc.layer_kernels is not None:  # the measured layer kernels (layer_kernels.py): per token count
+        ar = ar + np.fromiter((rc.layer_kernels_s(int(t)) for t in T), float, len(T))
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
     total = mm + at + ar
     pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,
@@ -198,8 +200,9 @@ def roofline_prefill_fraction_one(rc: Any, shape: StepShape) -> float:
         pre += at * (c.prefill_attn_flops / c.attn_flops if c.attn_flops > 0 else 0.0)
     else:
         pre += at * (c.prefill_kv_bytes / c.kv_bytes if c.kv_bytes > 0 else 0.0)
-    pre += c.allreduce_s * shape.num_prefill_tokens / T
-    total = mm + at + c.allreduce_s
+    per_token = c.allreduce_s + c.layer_kernels_s  # both by the step's tokens
+    pre += per_token * shape.num_prefill_tokens / T
+    total = mm + at + per_token
     return pre / total if total > 0 else 0.0
 
 

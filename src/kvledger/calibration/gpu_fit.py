@@ -47,6 +47,7 @@ from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
 from kvledger.calibration.fit import shifted_term
+from kvledger.calibration.fit_checks import flops_seen
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
@@ -59,9 +60,7 @@ REFINE_FACTORS = (1.12, 1.04, 1.012)
 MAX_MOVES = 6  # per factor
 FRONTEND_MAX_S = 0.2  # largest per-request frontend latency searched, s
 FRONTEND_ITERS = 40  # golden-section steps: 0.2 s × 0.618^40 ≈ 1e-9 s
-#: per refine factor, the additive moves of the host terms (s per step; s per sequence in the step)
-HOST_STEP_MOVES = (0.5e-3, 0.15e-3, 0.05e-3)
-HOST_SEQ_MOVES = (8e-6, 2.5e-6, 0.8e-6)
+HOST_STEP_MOVES, HOST_SEQ_MOVES = (0.5e-3, 0.15e-3, 0.05e-3), (8e-6, 2.5e-6, 0.8e-6)  # per factor: s per step, per seq
 #: the Cauchy loss's scale on each weighted log residual (``kvledger.calibration.fit.shifted_term``; None: squares)
 ROBUST_SCALE = 0.1
 HOST_MIN_GAIN = 0.01  # a host move must lower the objective by this share of it (module docstring)
@@ -72,8 +71,8 @@ _MOVES = {f: [(a, b) for a in (f, 1.0, 1 / f) for b in (f, 1.0, 1 / f) if (a, b)
 
 @dataclass
 class GpuFit:
-    """The fitted fractions, the set-up's frontend latency (s; 0 unless fitted), the objective before (at the start
-    fractions) and after, and the replays it took."""
+    """The fitted fractions (``flops_seen`` False: no step saw the FLOP fraction, so it is the start's: fit_checks.py),
+    the set-up's frontend latency (s; 0 unless fitted), the objective before and after, and the replays it took."""
 
     gpu: str
     flops_fraction: float
@@ -90,6 +89,7 @@ class GpuFit:
     frontends_s: dict[str, float] = field(default_factory=dict)
     #: "measured": the runs' rooflines price matmuls by the GPU's measured curve, which the FLOP fraction scales
     gemm_efficiency: str = "flat"
+    flops_seen: bool = True
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
@@ -219,11 +219,13 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
                     history.append((ff, bf, f))
                     break
         say(f"pattern search ×{factor}: {evals} moves tried, objective {f:.5g} at {ff:.3f}/{bf:.3f}")
-    replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
+    mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
+    seen = flops_seen(lambda x: _total(items, x, bf, fit_frontend, fe, h0, h1, robust, setups), ff, f, start[0])
+    ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (
+        3 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1), {})
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode)
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen)
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
@@ -241,7 +243,7 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
                                  "gemm_efficiency; 1.0: as measured); 'flat': at flops_fraction alone",
                     "host_note": "host_step_s + host_seq_s × sequences: host time in series with every step (0 "
                                  "unless fitted with --fit-host), priced for every model on this GPU",
-                    "objective_start": fit.objective_start, "objective": fit.objective,
+                    "objective_start": fit.objective_start, "objective": fit.objective, "flops_seen": fit.flops_seen,
                     "frontend_s": fit.frontend_s,
                     "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
                                      "when not fitted): the client's, not the GPU's, so a GPU profile never adds it",

@@ -98,6 +98,10 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     if p.get("gemm_efficiency") == "measured":
         con.print("weight matmuls at the FLOP fraction × the GPU's measured efficiency against tokens and GEMM size "
                   "(--gemm-efficiency measured; kvledger.accounting.gemm_efficiency): every run it prices uses it")
+    if fit.get("flops_seen") is False:
+        con.print(f"FLOP fraction not fitted: no step of these runs sees it (the objective is the same at every value "
+                  f"tried; kvledger.calibration.fit_checks), so it is the uncalibrated default's, "
+                  f"{p['flops_fraction']:.3f}; add a run with longer prompts to fit it")
     if p.get("host_step_s") or p.get("host_seq_s"):
         con.print(f"host time in series with each step: {p['host_step_s'] * 1e3:.3f} ms + "
                   f"{p['host_seq_s'] * 1e6:.2f} µs per sequence (fitted with --fit-host; the profile adds it to every "

@@ -71,10 +71,13 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
         a, b = feasible_ranked[0], feasible_ranked[1]
         band = search_band(spec, a)
         if tier_twins(a, b):
+            ga, gb = a["capacity"]["goodput_req_per_s"], b["capacity"]["goodput_req_per_s"]
+            same = (f"at the same simulated capacity ({ga:,.4g} good req/s)" if ga == gb else
+                    f"at capacities the search's resolution tells apart ({ga:,.4g} and {gb:,.4g} good req/s) that "
+                    "size the same replicas at the capacity and at both ends of its band")
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are one setup with and without a KV tier "
-                         f"at the same simulated capacity ({a['capacity']['goodput_req_per_s']:,.4g} good req/s): a "
-                         "capacity error moves both alike, so the capacity band cannot flip them; the tier's price "
-                         "orders them")
+                         f"{same}: a capacity error moves both alike, so the capacity band cannot flip them; the "
+                         "tier's price orders them")
         elif flips_inside(rank_value(a), rank_value(b), band):
             which = band.regime if band else "no band"
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than the capacity's "

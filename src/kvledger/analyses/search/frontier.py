@@ -165,12 +165,21 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
 
 def tier_twins(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two search entries are one setup with and without a KV tier (or with two tiers) at the same simulated
-    capacity: a capacity error moves both alike (the same replicas), so only the tier's price orders them."""
+    capacity, or at capacities the search's resolution tells apart that size the same replicas at the capacity and at
+    both ends of its band (``sizing``'s ``at_band_low`` / ``at_band_high``): a capacity error moves both alike, so only
+    the tier's price orders them."""
     def base(e: dict[str, Any]) -> str:
         return (e.get("offload") or {}).get("base") or e["id"]
 
-    return (a["id"] != b["id"] and base(a) == base(b)
-            and a["capacity"]["goodput_req_per_s"] == b["capacity"]["goodput_req_per_s"])
+    def replicas(e: dict[str, Any]) -> tuple:
+        sz = e.get("sizing") or {}
+        return sz.get("replicas"), (sz.get("at_band_low") or {}).get("replicas"), (sz.get("at_band_high") or {}).get(
+            "replicas")
+
+    if a["id"] == b["id"] or base(a) != base(b):
+        return False
+    return a["capacity"]["goodput_req_per_s"] == b["capacity"]["goodput_req_per_s"] or (
+        None not in replicas(a) and replicas(a) == replicas(b))
 
 
 def _capacity_band(step_cost: str) -> float:

@@ -95,9 +95,15 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     offered, curve = curves
     given = getattr(a, "gemm_efficiency", None)
     if curve is not None:
-        return (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
+        text = (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
                 f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its 4,096-token plateau, an "
                 "assumption)")
+        lk = getattr(cost, "layer_kernels", None)
+        if lk is not None:
+            text += (f"; then each layer's norm, RoPE, activation and add kernels, max(floor, activation bytes at the "
+                     f"bandwidth share) ({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
+                     f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")
+        return text
     if offered is not None:
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
                 + ("MoE grouped GEMMs" if plan.model.is_moe else f"{plan.model.quant.method}-quantized weights")

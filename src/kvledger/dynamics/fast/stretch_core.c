@@ -33,7 +33,7 @@
 #include <string.h>
 #include <structmember.h>  /* PyMemberDef, T_OBJECT_EX, READONLY */
 
-#define CORE_VERSION 8          /* native.py loads only the version it was written for */
+#define CORE_VERSION 9          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -911,6 +911,7 @@ static PyObject *roofline_price(PyObject *plain, long long pf, long long seqs_pf
     if (terms == NULL) return NULL;
     double weight = as_double(PyTuple_GetItem(terms, 0)), allreduce = as_double(PyTuple_GetItem(terms, 1));
     double eff = as_double(PyTuple_GetItem(terms, 2));  /* the measured GEMM curve's efficiency; 1.0 flat */
+    double kern = as_double(PyTuple_GetItem(terms, 3));  /* the measured layer kernels, s; 0.0 flat */
     Py_DECREF(terms);
     if (PyErr_Occurred()) return NULL;
     double mm2 = c[0], head = c[1], up = c[2], pre = c[3], att = c[4], grb = c[5], st2 = c[6], pk = c[7], pa = c[8];
@@ -920,7 +921,9 @@ static PyObject *roofline_price(PyObject *plain, long long pf, long long seqs_pf
     double kv_bytes = grb * (double)(dec_kv + pf_kv) + st2 * (double)seqs;
     double x = matmul / pk, y = weight / b, u = attn / pa, v = kv_bytes / b;
     if (eff != 1.0) x = x / eff;  /* as step_time_of divides by it (flat: no operation at all) */
-    double gpu = (y > x ? y : x) + (v > u ? v : u) + allreduce;
+    double gpu = y > x ? y : x;
+    if (kern != 0.0) gpu = gpu + kern;  /* as step_time_of adds them after the matmuls (flat: no operation) */
+    gpu = gpu + (v > u ? v : u) + allreduce;
     return PyFloat_FromDouble(overlap ? (cpu > gpu ? cpu : gpu) : gpu + cpu);
 }
 

@@ -1,0 +1,244 @@
+"""The non-GEMM kernels of each decoder layer — RMSNorms, RoPE, the gated activation, the residual add — priced from
+their measured floors and their bytes: a property of the GPU and the layer's widths, not fitted to a model.
+
+The roofline prices a layer's weight GEMMs and its attention; the small kernels between them are neither. Each reads
+and writes the step's activations once, so at a prefill's thousands of tokens it moves bytes at the HBM's pace, and
+at a decode step's few dozen it runs at its floor: a few microseconds set by the launch and by the row width one
+thread block walks. On an H100 SXM Vidur's profiles time them at 13–22 µs per layer at TP 4 and 19–41 µs at TP 1 for
+1–128 tokens: an 80-layer Llama-2-70B at TP 4 spends ~1.6 ms of each decode step in them, against ~13 ms of weight
+read, and none of it was priced before.
+
+Data: Vidur's operator profiles (microsoft/vidur, MIT; ``data/profiling/vidur/compute/<gpu>/*/mlp_median.csv``, the
+files ``gemm_efficiency`` reads): the median time of ``input_layernorm``, ``post_attention_layernorm``, ``attn_rope``,
+``mlp_act`` and ``add`` per layer against ``num_tokens`` (1 … 4,096) at TP 1, 2, 4, 8, for 5–7 model shapes per GPU
+(rows without a post-attention norm, phi-2's, are left out).
+
+Model, per op (``OPS``), for a step of T tokens::
+
+    t(T) = max(a + w · width, bytes(T) / bandwidth)
+
+* ``width``, the elements of one row a block handles: the hidden size for the norms and the add, (query + KV
+  heads) / TP × head size for RoPE, intermediate size / TP for the activation;
+* ``bytes``, activations read and written once (2 B each): norms 4·T·H, add 6·T·H, RoPE 4·T·(H_q + H_kv)/TP·d,
+  activation 6·T·I/TP (gated; 4·T·I/TP otherwise); a model without RoPE (OPT's learned positions) has no RoPE op;
+* ``a`` and ``w``, the floor: least squares over the rows of at most ``FLOOR_MAX_TOKENS`` tokens;
+* ``bandwidth``: at run time the roofline's own (HBM × its bandwidth share, 0.8 uncalibrated), as every other byte
+  it prices. The fit also reads Vidur's (the median bytes / time of the rows slower than three times the median
+  floor: 1.1–1.8 TB/s on the H100 for the norms, RoPE and activation, 34–55% of its HBM), kept for the fit's error
+  but not used: those were vLLM's 2023 kernels, since vectorized (vllm-project/vllm PR #27931 for ``rms_norm``) and,
+  in V1, compiled with the model (torch.compile).
+
+A layer's kernels (``layer_ops``): one norm per hidden-size norm weight of the first decoder layer (Llama's two, at
+Vidur's input and post-attention norms' floors; Gemma-2's four; phi-2's one), RoPE unless the model has none, the
+activation, and one ``add`` (vLLM fuses the other residual add into its ``fused_add_rms_norm``). Every row Vidur
+profiled is a gated MLP, so a non-gated activation's floor is the gated one's. Hybrid models (Mamba or linear
+attention layers) get no term (``kernels_apply``): their other layers run other kernels.
+
+The fit's error is the |predicted / measured − 1| of the per-layer sum with Vidur's own bandwidth end, in sample and
+leaving each model shape (all its TPs) out (``LayerKernelFit.loso_*``); the max() under-prices the bend between the
+two ends (leave-one-shape-out bias at ≤ 256 tokens −8% on the H100, −11% on the A100). The term is part of the
+measured pricing (``--gemm-efficiency measured``, the default) wherever the GEMM curve prices: on the GPUs Vidur
+profiled and their ``SAME_DIE`` twins, for dense models with BF16 GEMMs.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from kvledger.accounting import vidur_profiles
+from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU
+
+__all__ = ["OPS", "LayerKernelFit", "fit_layer_kernels", "layer_kernel_fit", "LayerKernels", "FLOOR_MAX_TOKENS",
+           "layer_ops", "kernels_apply", "op_shape"]
+
+OPS = ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add")
+FLOOR_MAX_TOKENS = 16  # rows at or under this many tokens fit the floor a + w · width
+_BOUND = 3.0  # rows slower than this × the median floor fit the bandwidth end
+
+
+@dataclass(frozen=True)
+class LayerKernelFit:
+    """One GPU's fit: per op ``(a_s, w_s_per_element, bandwidth_Bps)`` in ``OPS`` order, and its errors.
+
+    Attributes:
+        gpu: catalog GPU id. params: per op (floor s, floor s per row element, Vidur's achieved bytes/s — the fit's
+            error uses it; ``LayerKernels`` prices bytes at the roofline's bandwidth instead).
+        source: where the data came from. shapes: the model shapes fitted. num_rows: profile rows used.
+        fit_median / loso_median / loso_p90: median and 90th percentile |predicted / measured − 1| of the per-layer
+            sum, in sample and leaving each shape out. loso_bias_decode: the median signed error at ≤ 256 tokens,
+            leaving each shape out.
+    """
+
+    gpu: str
+    params: tuple[tuple[float, float, float], ...]
+    source: str
+    shapes: tuple[str, ...]
+    num_rows: int
+    fit_median: float = 0.0
+    loso_median: float = 0.0
+    loso_p90: float = 0.0
+    loso_bias_decode: float = 0.0
+
+
+def op_shape(op: str, hidden: int, inter: int, heads: int, kv_heads: int, head_dim: int, tp: int,
+             gated: bool = True) -> tuple[float, float]:
+    """(bytes per token, row width in elements) of one op of a layer (module doc), per GPU."""
+    if op in ("input_layernorm", "post_attention_layernorm"):
+        return 4.0 * hidden, float(hidden)
+    if op == "add":
+        return 6.0 * hidden, float(hidden)
+    if op == "attn_rope":  # KV heads fewer than the ranks are replicated (one per GPU), as vLLM shards them
+        w = (heads // tp + max(1, kv_heads // tp)) * head_dim
+        return 4.0 * w, float(w)
+    return (6.0 if gated else 4.0) * (inter // tp), float(inter // tp)
+
+
+def _rows(path: Path) -> list[tuple[str, int, list[tuple[float, float, float]]]]:
+    """(shape, tokens, [(bytes, width, measured s) per op]) of one profile file; rows missing an op are skipped."""
+    out = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if any(not r[f"time_stats.{op}.median"] for op in OPS):
+                continue
+            h, tp, nq = int(r["n_embd"]), int(r["num_tensor_parallel_workers"]), int(r["n_head"])
+            T = int(r["num_tokens"])
+            ops = []
+            for op in OPS:
+                bpt, w = op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), h // nq, tp,
+                                  r["use_gated_mlp"] == "True")
+                ops.append((bpt * T, w, float(r[f"time_stats.{op}.median"]) * 1e-3))  # ms → s
+            out.append((path.parent.name, T, ops))
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    k = len(s)
+    return s[k // 2] if k % 2 else (s[k // 2 - 1] + s[k // 2]) / 2
+
+
+def _fit_op(pts: list[tuple[int, float, float, float]]) -> tuple[float, float, float]:
+    """(a, w, bandwidth) of one op from (tokens, bytes, width, s) points (module doc): least squares, 2 unknowns."""
+    small = [(w, t) for T, _, w, t in pts if T <= FLOOR_MAX_TOKENS]
+    n = len(small)
+    if not n:
+        raise ValueError(f"no profile row of at most {FLOOR_MAX_TOKENS} tokens: the floor cannot be fitted")
+    mw, mt = sum(w for w, _ in small) / n, sum(t for _, t in small) / n
+    sxx = sum((w - mw) ** 2 for w, _ in small)
+    slope = sum((w - mw) * (t - mt) for w, t in small) / sxx if sxx > 0 else 0.0
+    a = mt - slope * mw
+    floor = _median([t for _, t in small])
+    bound = [b / t for _, b, _, t in pts if t > _BOUND * floor]
+    if not bound:
+        raise ValueError(f"no profile row slower than {_BOUND:g} × the floor: the bandwidth end cannot be read")
+    return a, slope, _median(bound)
+
+
+def _fit(rows) -> tuple[tuple[float, float, float], ...]:
+    return tuple(_fit_op([(T, *ops[i]) for _, T, ops in rows]) for i in range(len(OPS)))
+
+
+def _layer_s(params, ops_bw: list[tuple[float, float]], scale: float = 1.0) -> float:
+    """Σ over ops of max(a + w · width, bytes / (bandwidth · scale)), s."""
+    return sum(max(a + w * width, b / (bw * scale)) for (a, w, bw), (b, width) in zip(params, ops_bw, strict=True))
+
+
+def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
+    """The fit afresh from Vidur's CSVs for a catalog GPU id Vidur profiled (``gemm_efficiency.VIDUR_GPU``), with its
+    errors; None for another GPU. ``layer_kernel_fit`` reads the same fit from the bundled file."""
+    folder = VIDUR_GPU.get(gpu_id)
+    if folder is None:
+        return None
+    files = sorted(vidur_profiles.vidur_profile_dir(folder).glob("*/*/mlp_median.csv"))
+    rows = [r for f in files for r in _rows(f)]
+    params = _fit(rows)
+    shapes = tuple(sorted({s for s, _, _ in rows}))
+
+    def err(p, r) -> float:
+        return _layer_s(p, [(b, w) for b, w, _ in r[2]]) / sum(t for _, _, t in r[2]) - 1
+
+    loso, dec = [], []
+    for s in shapes:
+        p = _fit([r for r in rows if r[0] != s])
+        for r in rows:
+            if r[0] == s:
+                e = err(p, r)
+                loso.append(abs(e))
+                if r[1] <= 256:
+                    dec.append(e)
+    loso.sort()
+    src = (f"Vidur operator profiles (microsoft/vidur, MIT), {folder}: {len(shapes)} model shapes × TP 1–8, "
+           "kvledger.accounting.layer_kernels")
+    return LayerKernelFit(gpu_id, params, src, shapes, len(rows), _median([abs(err(params, r)) for r in rows]),
+                          _median(loso), loso[min(len(loso) - 1, int(0.9 * len(loso)))], _median(dec))
+
+
+@functools.lru_cache(maxsize=8)
+def layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
+    """The bundled fit for a catalog GPU id (``data/layer_kernels.json``, written by benchmarks/build_gemm_curves.py;
+    a test checks it is ``fit_layer_kernels``'s), a ``SAME_DIE`` GPU's twin's; None for any other GPU."""
+    if gpu_id in SAME_DIE:
+        from dataclasses import replace
+
+        twin = layer_kernel_fit(SAME_DIE[gpu_id])
+        return replace(twin, gpu=gpu_id, source=f"{twin.source}; taken for {gpu_id}: the same die as {twin.gpu}")
+    if gpu_id not in VIDUR_GPU:
+        return None
+    import json
+
+    d = json.loads((Path(str(resources.files("kvledger.accounting"))) / "data" / "layer_kernels.json").read_text(
+        encoding="utf-8"))["fits"][gpu_id]
+    return LayerKernelFit(**{**d, "params": tuple(tuple(p) for p in d["params"]), "shapes": tuple(d["shapes"])})
+
+
+def layer_ops(model) -> tuple[str, ...]:
+    """The ops priced per layer (``OPS`` names, repeated): one per hidden-size norm weight of the first decoder layer
+    (Llama's two; Gemma-2's four; phi-2's one, its attention and MLP in parallel), the first at Vidur's input norm's
+    floor and the rest at its post-attention norm's; RoPE unless the model has none (OPT's learned positions); the
+    activation; one residual add. Per-head norms (Qwen3's q/k norms) are not counted."""
+    norms = sum(1 for w in model.weights if re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.weight$", w.path)
+                and w.numel == model.hidden_size) or 2
+    out = ["input_layernorm"] + ["post_attention_layernorm"] * (norms - 1)
+    return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + ["mlp_act", "add"])
+
+
+def kernels_apply(model) -> bool:
+    """Whether the term prices this model: every decoder layer an attention layer (full or sliding window) with an
+    MLP; hybrids (Mamba, linear attention) run other kernels in their other layers, not measured here."""
+    return set(model.layer_counts()) <= {"full", "sliding_window"}
+
+
+class LayerKernels:
+    """A model's non-GEMM layer kernels on one GPU at one TP: ``step_s(T)``, cached per token count.
+
+    Args:
+        fit: the GPU's fit (``layer_kernel_fit``): the floors. model: the parsed model (its hidden, intermediate and
+            head sizes; a gated MLP; RoPE or none). tp: tensor-parallel degree.
+        bandwidth_Bps: the bandwidth the bytes end is priced at, B/s: the roofline's (HBM × its bandwidth share).
+    """
+
+    def __init__(self, fit: LayerKernelFit, model, tp: int, bandwidth_Bps: float) -> None:
+        self.fit, self.num_layers = fit, model.num_layers
+        gated = any("gate" in w.path for w in model.weights)  # gate_proj / gate_up_proj: a gated MLP (dense models)
+        ops = layer_ops(model)
+        by_op = dict(zip(OPS, fit.params, strict=True))
+        self.ops = ops
+        self.params = tuple((by_op[op][0], by_op[op][1], bandwidth_Bps) for op in ops)
+        self._per_token = [op_shape(op, model.hidden_size, model.intermediate_size, model.num_attention_heads,
+                                    model.num_kv_heads, model.head_dim, tp, gated) for op in ops]
+        self._cache: dict[int, float] = {}
+
+    def step_s(self, num_tokens: int) -> float:
+        """The layer kernels' time in a step over ``num_tokens`` tokens, all layers, s (0 for no tokens)."""
+        t = self._cache.get(num_tokens)
+        if t is None:
+            t = 0.0 if num_tokens <= 0 else self.num_layers * _layer_s(
+                self.params, [(bpt * num_tokens, w) for bpt, w in self._per_token])
+            if len(self._cache) < 65536:
+                self._cache[num_tokens] = t
+        return t

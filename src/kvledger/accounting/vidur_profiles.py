@@ -1,0 +1,23 @@
+"""Which GPUs Vidur's bundled operator profiles measured, which GPUs share their die, and where the files are: what
+the measured GEMM curve (``gemm_efficiency.py``) and the layer kernels' floors (``layer_kernels.py``) read."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["VIDUR_GPU", "SAME_DIE", "vidur_profile_dir"]
+
+#: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
+VIDUR_GPU = {"nvidia_h100_sxm": "h100", "nvidia_a100_80gb_sxm": "a100"}
+#: catalog GPU id → the profiled GPU whose fits it takes: the same die, SM count and BF16 peak in an SXM-class module
+#: (tests/accounting/test_gemm_efficiency.py checks the catalog's peaks agree). The GEMM curve is the compute side of
+#: the GEMMs (points bound by the weight read are left out) and the layer kernels' floors are launch and row latency,
+#: both set by the die; each GPU's own bandwidth prices every byte.
+SAME_DIE = {"nvidia_h200_sxm": "nvidia_h100_sxm", "nvidia_gh200_96gb": "nvidia_h100_sxm",
+            "nvidia_gh200_144gb": "nvidia_h100_sxm", "nvidia_a100_40gb_sxm": "nvidia_a100_80gb_sxm"}
+
+
+def vidur_profile_dir(folder: str) -> Path:
+    """The bundled Vidur compute-profile folder of one profiled GPU (``VIDUR_GPU``'s value)."""
+    return Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / folder))
