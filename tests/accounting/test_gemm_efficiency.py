@@ -131,7 +131,7 @@ def test_a_flop_fraction_given_alone_is_a_flat_share_of_peak():
     assert "--achievable-flops-fraction given alone is a share of peak for every matmul" in setup.cost_info["source"]
     assert "(37%–71% of peak for this model" in setup.cost_info["source"]
     flat = prepare(SimRequestArgs(**{**args, "achievable_flops_fraction": None}, gemm_efficiency="flat"))
-    said = "flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not at"
+    said = "flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak and no layer-kernel term; this"
     assert said in flat.cost_info["source"]
     assert alone.gemm_curve is None and alone.flops_fraction == 0.6
     assert scaled.gemm_curve is not None and scaled.flops_fraction == 0.6

@@ -171,3 +171,34 @@ def test_rope_width_counts_replicated_kv_heads():
     # 128 query and 8 KV heads of 128 at TP 16: 8 query heads and one KV head a GPU (vLLM replicates KV heads when
     # they are fewer than the ranks), (8 + 1) × 128 = 1,152 elements, not (128 + 8) // 16 × 128 = 1,024
     assert op_shape("attn_rope", 16384, 53248, 128, 8, 128, 16) == (4.0 * 1152, 1152.0)
+
+
+def test_the_step_cost_line_names_the_models_own_kernels():
+    # the line says what layer_ops priced: OPT no RoPE, Gemma-2 four norms, phi-2 one; a hybrid none, and says why
+    from kvledger.analyses.serving.roofline_choice import kernel_words
+
+    assert kernel_words(layer_ops(load_model("facebook/opt-13b"))) == "2 norms, activation and add"
+    assert kernel_words(layer_ops(load_model("google/gemma-2-9b-it"))) == "4 norms, RoPE, activation and add"
+    assert kernel_words(layer_ops(load_model("microsoft/phi-2"))) == "1 norm, RoPE, activation and add"
+    info = prepare(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", num_requests=5, gpu_profile="none",
+                                  max_model_len=2048)).cost_info["source"]
+    assert "then each layer's 2 norms, activation and add kernels, max(floor, activation bytes" in info
+    hybrid = prepare(SimRequestArgs(model="nvidia/Nemotron-H-56B-Base-8K", gpu="H100", tp=2, num_requests=5,
+                                    gpu_profile="none", max_model_len=4096)).cost_info["source"]
+    assert "no layer-kernel term: a hybrid model's other layers (Mamba, linear attention) run kernels" in hybrid
+
+
+def test_the_array_forms_are_the_scalar_ones():
+    # the step split prices whole runs at once: the kernels' array form is the scalar one elementwise (the same float
+    # operations), the curve's array form its interpolation within rounding
+    import numpy as np
+
+    from kvledger.accounting.gemm_efficiency import gemm_curve
+
+    cost = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none",
+                                  max_model_len=8192)).cost
+    T = np.array([0, 1, 7, 64, 191, 192, 300, 2048, 8192, 20000])
+    assert cost.layer_kernels.step_s_array(T).tolist() == [cost.layer_kernels_s(int(t)) for t in T]
+    c = gemm_curve(H100)
+    np.testing.assert_allclose(c.efficiency_array(T[1:], cost.gemm_nk),
+                               [c.efficiency(int(t), cost.gemm_nk) for t in T[1:]], rtol=1e-12)

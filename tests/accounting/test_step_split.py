@@ -200,3 +200,36 @@ def test_vectorised_prices_of_the_calibrated_models_are_step_time_s():
                 pt.add(int(a), int(b), int(c), float(d), int(e), int(f), dur)
                 total += prefill_part_s(price, int(a), int(b), int(c), float(d), int(e), int(f), dur)
         assert pt.total_s == pytest.approx(total, rel=1e-12)
+
+
+def test_the_split_with_the_measured_curve_and_layer_kernels():
+    # the default pricing on an H100 (the GEMM curve, the layers' kernels): the matmul term is the step's own,
+    # max(F / (peak × e(T)), W / BW), and the kernels split by tokens as the all-reduce does. A 2048-token chunk beside
+    # 64 decodes: T = 2112, e(2112) from the curve; prefill's part = mm × F_prefill / F + attention × its KV share +
+    # kernels × 2048 / 2112; the vectorised rule gives the scalar one's figures
+    from kvledger.accounting.step_split import roofline_prefill_fraction, roofline_prefill_fraction_one
+    from kvledger.accounting.stepcost import StepShape
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
+
+    rc = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none",
+                                max_model_len=8192)).cost
+    assert rc.gemm_curve is not None and rc.layer_kernels is not None
+    shape = StepShape(2048, 1, 2048, 2048 * 2049 / 2, 64, 64_000)
+    c = rc.costs(shape)
+    p, b = rc.peak_flops * rc.flops_fraction, rc.bw * rc.bandwidth_fraction
+    mm = max(c.matmul_flops / p / rc.matmul_efficiency(2112), c.weight_bytes / b)
+    pre_f = 2 * rc.matmul_params * 2048 + rc.head_flops_per_seq
+    at = rc.attention_s(c)  # bytes-bound here: its prefill part by KV bytes
+    pre = mm * pre_f / c.matmul_flops + at * c.prefill_kv_bytes / c.kv_bytes + c.layer_kernels_s * 2048 / 2112
+    total = mm + at + c.layer_kernels_s
+    assert total == pytest.approx(rc.step_time_s(shape), rel=1e-12)
+    assert roofline_prefill_fraction_one(rc, shape) == pytest.approx(pre / total, rel=1e-12)
+    rng = np.random.default_rng(3)
+    n = 100
+    pf_tok, dec = rng.integers(1, 4096, n), rng.integers(0, 300, n)
+    pf_seqs, ctx = np.ones(n, dtype=int), rng.integers(0, 2048, n)
+    pf_kv, pairs, dec_kv = pf_tok + ctx, pf_tok * ctx + pf_tok * (pf_tok + 1) / 2.0, dec * rng.integers(1, 4000, n)
+    got = roofline_prefill_fraction(rc, *(a.astype(np.float64) for a in (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)))
+    want = [roofline_prefill_fraction_one(rc, StepShape(int(a), int(s), int(k), float(q), int(d), int(v)))
+            for a, s, k, q, d, v in zip(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0.0)

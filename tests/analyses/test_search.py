@@ -357,3 +357,21 @@ def test_tier_twins_at_capacities_the_search_resolution_tells_apart():
     assert not tier_twins(plain, entry("h100:tp1:offload-cpu", 15.41, 2, base="h100:tp1"))
     assert not tier_twins(plain, entry("h100:tp2", 15.41, 1))  # another setup
     assert tier_twins(plain, {**entry("h100:tp1:offload-cpu", 15.37, 1, base="h100:tp1"), "sizing": {}})  # equal
+
+
+def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
+    # the winner sizes 1 replica at both ends of the capacity band: $1,963.70 either way, said once, not "$1,964–$1,964"
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from kvledger.report.search_view import _api
+
+    api = {"key": "OpenAI:gpt-4.1", "as_of": "2025-07-04", "usd_per_mtok_input": 2.0, "usd_per_mtok_output": 8.0,
+           "mix": {"batch_share": 0.0, "cache_hit_rate": 0.0}, "monthly_usd": 3000.0, "monthly_input_tokens": 1e9,
+           "monthly_output_tokens": 1e8, "notes": [],
+           "within_band": {"winner_monthly_usd_range": [1963.7, 1963.7], "flips_inside_band": False}}
+    con = Console(record=True, width=400)
+    _api(con, SimpleNamespace(api=api, winner={"sizing": {"monthly_usd": 1963.7}}))
+    out = " ".join(con.export_text().split())
+    assert "across the whole capacity band (winner $1,964/month at both ends)" in out and "$1,964–$1,964" not in out

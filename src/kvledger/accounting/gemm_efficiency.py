@@ -96,6 +96,16 @@ class GemmCurve:
         e = (1 - w) * (a0 + s0 * x) + w * (a1 + s1 * x)
         return min(max(e, 0.02), 1.0)
 
+    def efficiency_array(self, m_tokens, nk: float):
+        """``efficiency`` over a numpy array of token counts, equal to it within rounding (the step split's
+        attribution, not a price)."""
+        import numpy as np
+
+        x = math.log2(min(max(nk, self.nk_lo), self.nk_hi)) - _X0
+        m = np.clip(np.asarray(m_tokens, dtype=float), self.grid[0], self.grid[-1])
+        grid_e = np.array([a + s * x for a, s in self.coef])
+        return np.clip(np.interp(np.log2(m), np.log2(np.asarray(self.grid, dtype=float)), grid_e), 0.02, 1.0)
+
 
 def _gemm_dims(r: dict[str, str], tp: int) -> list[tuple[int, int]]:
     """(N, K) per GPU of the four weight GEMMs of a Vidur row (QKV, output, up(+gate), down)."""

@@ -143,9 +143,9 @@ def _fit(rows) -> tuple[tuple[float, float, float], ...]:
     return tuple(_fit_op([(T, *ops[i]) for _, T, ops in rows]) for i in range(len(OPS)))
 
 
-def _layer_s(params, ops_bw: list[tuple[float, float]], scale: float = 1.0) -> float:
-    """Σ over ops of max(a + w · width, bytes / (bandwidth · scale)), s."""
-    return sum(max(a + w * width, b / (bw * scale)) for (a, w, bw), (b, width) in zip(params, ops_bw, strict=True))
+def _layer_s(params, ops_bw: list[tuple[float, float]]) -> float:
+    """Σ over ops of max(a + w · width, bytes / bandwidth), s."""
+    return sum(max(a + w * width, b / bw) for (a, w, bw), (b, width) in zip(params, ops_bw, strict=True))
 
 
 def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
@@ -232,6 +232,16 @@ class LayerKernels:
         self._per_token = [op_shape(op, model.hidden_size, model.intermediate_size, model.num_attention_heads,
                                     model.num_kv_heads, model.head_dim, tp, gated) for op in ops]
         self._cache: dict[int, float] = {}
+
+    def step_s_array(self, num_tokens):
+        """``step_s`` over a numpy array of token counts (the same operations elementwise), s."""
+        import numpy as np
+
+        T = np.asarray(num_tokens, dtype=float)
+        out = np.zeros_like(T)
+        for (a, w, bw), (bpt, width) in zip(self.params, self._per_token, strict=True):
+            out = out + np.maximum(a + w * width, bpt * T / bw)
+        return np.where(T > 0, self.num_layers * out, 0.0)
 
     def step_s(self, num_tokens: int) -> float:
         """The layer kernels' time in a step over ``num_tokens`` tokens, all layers, s (0 for no tokens)."""

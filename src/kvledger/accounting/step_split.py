@@ -157,13 +157,14 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     f = pre_f + 2 * rc.matmul_params * dec + rc.head_flops_per_seq * dec
     m, ff, b = rc.model, rc.flops_fraction, rc.bw * rc.bandwidth_fraction
     frac = (1 - (1 - m.experts_per_token / m.num_experts) ** T) if m.is_moe else 1.0
-    mm = np.maximum(f / (rc.peak_flops * ff), (rc.dense_weight_bytes + rc.expert_bytes * frac) / b)
+    eff = 1.0 if rc.gemm_curve is None else rc.gemm_curve.efficiency_array(T, rc.gemm_nk)  # per step's tokens
+    mm = np.maximum(f / (rc.peak_flops * ff) / eff, (rc.dense_weight_bytes + rc.expert_bytes * frac) / b)
     pre_a = rc.prefill_flops_per_pair * pairs
     a = pre_a + rc.attn_flops_per_pair * dec_kv
     g, st = rc.growing_read_bytes, 2 * rc.state_bytes
     pre_kv = g * pf_kv + st * pf_seqs
     kv = pre_kv + g * dec_kv + st * dec
-    at_f, at_b = a / (rc.attn_peak_flops * ff), kv / b
+    at_f, at_b = a / (rc.attn_peak_flops * rc.attn_fraction), kv / b  # attention's own share (gemm_efficiency)
     at = np.maximum(at_f, at_b)
     by_f = np.divide(pre_a, a, out=np.zeros_like(a), where=a > 0)
     by_b = np.divide(pre_kv, kv, out=np.zeros_like(kv), where=kv > 0)
@@ -172,7 +173,7 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
         ar = allreduce_step_s_array(T, m.hidden_size, rc.num_allreduce_layers, rc.tp, rc.allreduce_latency_s,
                                     rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
     if rc.layer_kernels is not None:  # the measured layer kernels (layer_kernels.py): per token count
-        ar = ar + np.fromiter((rc.layer_kernels_s(int(t)) for t in T), float, len(T))
+        ar = ar + rc.layer_kernels.step_s_array(T)
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
     total = mm + at + ar
     pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,
@@ -187,11 +188,11 @@ def roofline_prefill_fraction_one(rc: Any, shape: StepShape) -> float:
     T = shape.num_tokens
     if T == 0:
         return 0.0
-    p, pa, b = rc.peak_flops * rc.flops_fraction, rc.attn_peak_flops * rc.flops_fraction, rc.bw * rc.bandwidth_fraction
+    p, pa, b = rc.peak_flops * rc.flops_fraction, rc.attn_peak_flops * rc.attn_fraction, rc.bw * rc.bandwidth_fraction
     ctx = shape.prefill_kv_tokens - shape.num_prefill_tokens
     pre_f = (2 * rc.matmul_params * shape.num_prefill_tokens + rc.head_flops_per_seq * shape.num_prefill_seqs
              + rc.upproj_flops_per_token * ctx)
-    mm = max(c.matmul_flops / p, c.weight_bytes / b)
+    mm = max(c.matmul_flops / p / c.matmul_efficiency, c.weight_bytes / b)  # the measured curve's share, 1.0 flat
     pre = mm * (pre_f / c.matmul_flops if c.matmul_flops > 0 else 0.0)
     at = rc.attention_s(c)
     if rc.split_attention:

@@ -125,9 +125,9 @@ def _api(con: Any, result: Any) -> None:
             wb = a.get("within_band")
             if wb is not None:
                 lo, hi = wb["winner_monthly_usd_range"]
-                line += (f"; this FLIPS inside the capacity band (winner ${lo:,.0f}–${hi:,.0f}/month)"
-                         if wb["flips_inside_band"] else
-                         f", across the whole capacity band (winner ${lo:,.0f}–${hi:,.0f}/month)")
+                bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
+                line += (f"; this FLIPS inside the capacity band (winner {bill})" if wb["flips_inside_band"] else
+                         f", across the whole capacity band (winner {bill})")
     con.print(escape(line))
     for n in a["notes"]:
         con.print(escape(f"  note: {n}"))

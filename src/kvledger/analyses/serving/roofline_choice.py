@@ -89,6 +89,13 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     return hint
 
 
+def kernel_words(ops: tuple[str, ...]) -> str:
+    """A layer's priced kernels in words, from ``layer_kernels.layer_ops``: "2 norms, RoPE, activation and add"."""
+    norms = sum(op.endswith("layernorm") for op in ops)
+    parts = [f"{norms} norm" + ("s" if norms != 1 else "")] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
+    return ", ".join(parts) + " and add"
+
+
 def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> str:
     """The matmul pricing in words: the curve that priced it, or why it is flat (a model the curve does not price, a
     FLOP fraction given alone, --gemm-efficiency flat, a GPU without a curve); "" when there is nothing to say."""
@@ -100,9 +107,12 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 "assumption)")
         lk = getattr(cost, "layer_kernels", None)
         if lk is not None:
-            text += (f"; then each layer's norm, RoPE, activation and add kernels, max(floor, activation bytes at the "
+            text += (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at the "
                      f"bandwidth share) ({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
                      f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")
+        elif getattr(cost, "gemm_curve", None) is not None:
+            text += ("; no layer-kernel term: a hybrid model's other layers (Mamba, linear attention) run kernels "
+                     "not measured")
         return text
     if offered is not None:
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
@@ -117,8 +127,9 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 "of peak for this model, by tokens per step); add --gemm-efficiency measured to scale that instead; "
                 "the error bands were measured on the default pricing")
     if span is not None and given == "flat":
-        return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak, not at the GPU's measured "
-                "efficiency (this GPU's default pricing, on which the error bands were measured)")
+        return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak and no layer-kernel term; "
+                "this GPU's default prices the weight matmuls by its measured efficiency and adds each layer's norm, "
+                "RoPE, activation and add kernels, and the error bands were measured on that default")
     if given == "measured" and gemm_mode(a, prof) == "measured":
         return (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
                 "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
