@@ -45,13 +45,13 @@ def does_not_fit(available_bytes: float, usable_blocks: int) -> str:
 def pool_from_override(m: Any, source: str = "--num-gpu-blocks-override") -> str:
     """``m``: the plan's MemoryPlan; ``source``: where the block count was given (the flag, or a run's record)."""
     return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from {source} "
-            f"({m.num_gpu_blocks * m.bytes_per_block / _GIB:.2f} GiB of KV; the {m.engine} {m.engine_version} memory "
-            f"plan would leave {m.available_kv_bytes / _GIB:.2f} GiB)")
+            f"({m.num_gpu_blocks * m.bytes_per_block / _GIB:.2f} GiB of KV per GPU; the {m.engine} "
+            f"{m.engine_version} memory plan would leave {m.available_kv_bytes / _GIB:.2f} GiB)")
 
 
 def pool_from_plan(m: Any) -> str:
     return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory plan "
-            f"({m.available_kv_bytes / _GIB:.2f} GiB for KV)")
+            f"({m.available_kv_bytes / _GIB:.2f} GiB for KV per GPU)")
 
 
 def limits(m: Any, source: str = "engine defaults unless set") -> str:
