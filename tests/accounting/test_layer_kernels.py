@@ -202,3 +202,4 @@ def test_the_array_forms_are_the_scalar_ones():
     c = gemm_curve(H100)
     np.testing.assert_allclose(c.efficiency_array(T[1:], cost.gemm_nk),
                                [c.efficiency(int(t), cost.gemm_nk) for t in T[1:]], rtol=1e-12)
+

@@ -186,3 +186,16 @@ def test_simulate_sizes_its_pool_with_the_prefix_caching_flag():
         on["num_gpu_blocks"] == plan()["num_gpu_blocks"]
         and off["num_gpu_blocks"] == plan("--no-enable-prefix-caching")["num_gpu_blocks"]
     )
+
+
+def test_the_sliding_window_note_only_for_models_with_windowed_groups():
+    # fresh-user trial: Nemotron-H (Mamba, MLP and full-attention blocks; no window) was told that "sliding-window
+    # groups hold a prefill chunk's blocks"; Gemma-2 (half its layers windowed at 4,096 tokens) keeps the note
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
+
+    def notes(model, **kw):
+        return prepare(SimRequestArgs(model=model, gpu="H100", num_requests=5, **kw)).notes
+
+    said = "sliding-window groups hold a prefill chunk's blocks"
+    assert any(n.startswith(said) for n in notes("google/gemma-2-9b-it"))
+    assert not any(n.startswith(said) for n in notes("nvidia/Nemotron-H-56B-Base-8K", tp=2, max_model_len=4096))

@@ -201,7 +201,8 @@ def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
         if parse_version(m.engine_version) >= (0, 33, 0):  # max_in_flight_tokens = max_concurrent_batches × MNBT
             inflight = (2 if fields["async_scheduling"] else 1) * fields["max_num_batched_tokens"]
         fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight)
-        notes.append(N.sliding_prefill_chunk(inflight))
+        if any(g.window_tokens for g in plan.layout.groups):  # the note is about windowed groups (not Mamba-only)
+            notes.append(N.sliding_prefill_chunk(inflight))
     rule = fields.get("step_blocks")
     cacheable = (rule is not None and supports_hybrid_caching(rule)
                  and fields.get("prefix_caching_policy", "vllm") == "vllm"
