@@ -24,27 +24,28 @@ OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gemm_curves.json"
 OUT_KERNELS = OUT.with_name("layer_kernels.json")
 
 
-def curves() -> dict:
-    """The file's content: every curve Vidur's profiles give, by catalog GPU id."""
-    from kvledger.accounting.gemm_efficiency import VIDUR_GPU, fit_gemm_curve
+def _bundle(kind: str, section: str, fit) -> dict:
+    """A bundled file's content: ``fit(gpu_id)`` for every GPU Vidur's profiles cover, under ``section``."""
+    from kvledger.accounting.vidur_profiles import VIDUR_GPU
 
-    return {"kind": "kvledger-gemm-curves", "version": 1,
-            "written_by": "python benchmarks/build_gemm_curves.py --write",
+    return {"kind": kind, "version": 1, "written_by": "python benchmarks/build_gemm_curves.py --write",
             "data": "src/kvledger/accounting/data/profiling/vidur/compute/<gpu>/*/mlp_median.csv "
                     "(microsoft/vidur, MIT)",
-            "curves": {g: asdict(fit_gemm_curve(g)) for g in sorted(VIDUR_GPU)}}
+            section: {g: asdict(fit(g)) for g in sorted(VIDUR_GPU)}}
+
+
+def curves() -> dict:
+    """The curves' file: every curve Vidur's profiles give, by catalog GPU id."""
+    from kvledger.accounting.gemm_efficiency import fit_gemm_curve
+
+    return _bundle("kvledger-gemm-curves", "curves", fit_gemm_curve)
 
 
 def kernel_fits() -> dict:
     """The layer kernels' file: every fit Vidur's profiles give, by catalog GPU id."""
-    from kvledger.accounting.gemm_efficiency import VIDUR_GPU
     from kvledger.accounting.layer_kernels import fit_layer_kernels
 
-    return {"kind": "kvledger-layer-kernels", "version": 1,
-            "written_by": "python benchmarks/build_gemm_curves.py --write",
-            "data": "src/kvledger/accounting/data/profiling/vidur/compute/<gpu>/*/mlp_median.csv "
-                    "(microsoft/vidur, MIT)",
-            "fits": {g: asdict(fit_layer_kernels(g)) for g in sorted(VIDUR_GPU)}}
+    return _bundle("kvledger-layer-kernels", "fits", fit_layer_kernels)
 
 
 def _write_or_compare(path: Path, d: dict, write: bool) -> None:

@@ -41,12 +41,11 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from kvledger.accounting import vidur_profiles
 from kvledger.accounting.layer_kernels import LayerKernels, kernels_apply, layer_kernel_fit
-from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, vidur_profile_dir
+from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, bundled_fit, vidur_profile_dir
 
 __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_points", "fit_curve", "GEMM_MODES",
            "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies",
@@ -211,12 +210,9 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
         twin = gemm_curve(SAME_DIE[gpu_id])
         return replace(twin, gpu=gpu_id, source=f"{twin.source}; taken for {gpu_id}: the same die, SM count and "
                                                 f"BF16 peak as {twin.gpu}, its own bandwidth")
-    if gpu_id not in VIDUR_GPU:
+    d = bundled_fit("gemm_curves.json", "curves", gpu_id)
+    if d is None:
         return None
-    import json
-
-    d = json.loads((Path(str(resources.files("kvledger.accounting"))) / "data" / "gemm_curves.json").read_text(
-        encoding="utf-8"))["curves"][gpu_id]
     return GemmCurve(**{**d, "grid": tuple(d["grid"]), "coef": tuple(tuple(c) for c in d["coef"]),
                         "shapes": tuple(d["shapes"])})
 

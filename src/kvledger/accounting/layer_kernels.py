@@ -47,11 +47,10 @@ import csv
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from kvledger.accounting import vidur_profiles
-from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU
+from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, bundled_fit
 
 __all__ = ["OPS", "LayerKernelFit", "fit_layer_kernels", "layer_kernel_fit", "LayerKernels", "FLOOR_MAX_TOKENS",
            "layer_ops", "kernels_apply", "op_shape"]
@@ -187,12 +186,9 @@ def layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
 
         twin = layer_kernel_fit(SAME_DIE[gpu_id])
         return replace(twin, gpu=gpu_id, source=f"{twin.source}; taken for {gpu_id}: the same die as {twin.gpu}")
-    if gpu_id not in VIDUR_GPU:
+    d = bundled_fit("layer_kernels.json", "fits", gpu_id)
+    if d is None:
         return None
-    import json
-
-    d = json.loads((Path(str(resources.files("kvledger.accounting"))) / "data" / "layer_kernels.json").read_text(
-        encoding="utf-8"))["fits"][gpu_id]
     return LayerKernelFit(**{**d, "params": tuple(tuple(p) for p in d["params"]), "shapes": tuple(d["shapes"])})
 
 

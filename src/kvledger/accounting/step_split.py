@@ -168,16 +168,16 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     at = np.maximum(at_f, at_b)
     by_f = np.divide(pre_a, a, out=np.zeros_like(a), where=a > 0)
     by_b = np.divide(pre_kv, kv, out=np.zeros_like(kv), where=kv > 0)
-    ar = 0.0
+    per_tok = 0.0  # the terms split by tokens: the all-reduces and the measured layer kernels (layer_kernels.py)
     if rc.num_allreduce_layers:
-        ar = allreduce_step_s_array(T, m.hidden_size, rc.num_allreduce_layers, rc.tp, rc.allreduce_latency_s,
-                                    rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
-    if rc.layer_kernels is not None:  # the measured layer kernels (layer_kernels.py): per token count
-        ar = ar + rc.layer_kernels.step_s_array(T)
+        per_tok = allreduce_step_s_array(T, m.hidden_size, rc.num_allreduce_layers, rc.tp, rc.allreduce_latency_s,
+                                         rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
+    if rc.layer_kernels is not None:
+        per_tok = per_tok + rc.layer_kernels.step_s_array(T)
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
-    total = mm + at + ar
+    total = mm + at + per_tok
     pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,
-                                                                                      by_b) + ar * by_tok
+                                                                                      by_b) + per_tok * by_tok
     return np.divide(pre, total, out=np.zeros_like(total), where=total > 0)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["VIDUR_GPU", "SAME_DIE", "vidur_profile_dir"]
+__all__ = ["VIDUR_GPU", "SAME_DIE", "vidur_profile_dir", "bundled_fit"]
 
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
 VIDUR_GPU = {"nvidia_h100_sxm": "h100", "nvidia_a100_80gb_sxm": "a100"}
@@ -21,3 +21,15 @@ SAME_DIE = {"nvidia_h200_sxm": "nvidia_h100_sxm", "nvidia_gh200_96gb": "nvidia_h
 def vidur_profile_dir(folder: str) -> Path:
     """The bundled Vidur compute-profile folder of one profiled GPU (``VIDUR_GPU``'s value)."""
     return Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / folder))
+
+
+def bundled_fit(file: str, section: str, gpu_id: str) -> dict | None:
+    """One profiled GPU's entry of a fit bundled under ``accounting/data`` (``gemm_curves.json`` "curves",
+    ``layer_kernels.json`` "fits", written by benchmarks/build_gemm_curves.py); None for a GPU Vidur did not profile
+    (a ``SAME_DIE`` twin asks for its twin's id)."""
+    if gpu_id not in VIDUR_GPU:
+        return None
+    import json
+
+    path = Path(str(resources.files("kvledger.accounting"))) / "data" / file
+    return json.loads(path.read_text(encoding="utf-8"))[section][gpu_id]
