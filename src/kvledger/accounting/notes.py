@@ -190,7 +190,7 @@ def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_
 
 TRTLLM_NON_TORCH = "assumed: vLLM's 0.13 GiB (vLLM ≤0.17, H100, TP 1); no TensorRT-LLM log prints this term"
 TRTLLM_ENGINE_ACTIVATION_RANGE = ("high: 1.5 × (TensorRT sizes it at build; Llama-2-7B FP8 printed +11% over the "
-                                  "model, benchmarks/Suite.md; FP8 GEMMs can need more, the memory FAQ)")
+                                  "model, TensorRT-LLM's benchmarks/Suite.md; FP8 GEMMs can need more, the memory FAQ)")
 TRTLLM_RESERVE_RANGE = "follows the free memory's range (the device total's and each term's low/high)"
 TRTLLM_REQUESTED = "device total (the fraction applies to what is free after the dry run)"
 TRTLLM_REQUESTED_ENGINE = ("device total (the fraction applies to what is free once the engine, its runtime buffers "

@@ -159,7 +159,7 @@ def trtllm_engine_buffer_terms(model: ModelSpec, tp: int, max_batch: int, max_se
     ``old_release``: a release before 0.13 (wider high ends, ``_OLD_RELEASE_HIGH``); ``logits_dtype``: the engine's
     (None: float32)."""
     widen = _OLD_RELEASE_HIGH if old_release else 1.0
-    old = "; × 1.48 before 0.13 (a 0.12.0.dev log, benchmarks/Suite.md)" if old_release else ""
+    old = "; × 1.48 before 0.13 (a 0.12.0.dev log, TensorRT-LLM's benchmarks/Suite.md)" if old_release else ""
     t, name = logits_bytes(logits_dtype), logits_dtype or "float32"
     r_lo, r_pt, r_hi = (trtllm_runtime_buffer_bytes(model, tp, max_batch, max_seq_len, beam, b, t)
                         for b in _RUNTIME_PER_SEQ_TOKEN)
@@ -180,6 +180,7 @@ def trtllm_engine_buffer_terms(model: ModelSpec, tp: int, max_batch: int, max_se
     other = Deduction(
         "CUDA context and memory no executor counter prints (fitted)", o_pt,
         "fit: the memory FAQ's H100 log, total − available − engine − execution context − runtime buffers − decoder "
-        "= 0.773 GiB (docs/source/reference/memory.md); leave-one-out ±2.29 GiB against the 0.12.0.dev walkthrough",
-        o_lo, o_hi, "0.3 GiB (a CUDA context, assumed) to 3.1 GiB (benchmarks/Suite.md's trtllm-bench process)")
+        "= 0.773 GiB (TensorRT-LLM's docs/source/reference/memory.md); leave-one-out ±2.29 GiB against the "
+        "0.12.0.dev walkthrough", o_lo, o_hi,
+        "0.3 GiB (a CUDA context, assumed) to 3.1 GiB (TensorRT-LLM's benchmarks/Suite.md trtllm-bench process)")
     return runtime, decoder, other

@@ -139,8 +139,8 @@ def trtllm_extra_term() -> Deduction:
     """The PyTorch backend's fitted term beyond the sized ones (``TRTLLM_EXTRA_GIB``) as a ledger deduction."""
     lo, pt, hi = (g * GiB for g in TRTLLM_EXTRA_GIB)
     return Deduction("CUDA context and workspaces outside torch (fitted)", pt,
-                     "fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/"
-                     "trtllm_public_startups.csv; TR01/TR02 0.692, TR06 1.033 GiB; leave-one-out error ±0.34 GiB)",
+                     "fit: mean residual of 2 public set-ups' printed KV memory (public TensorRT-LLM start-up logs "
+                     "TR01/TR02 0.692, TR06 1.033 GiB; leave-one-out error ±0.34 GiB)",
                      lo, hi, "0.36 to 1.36 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)")
 
 

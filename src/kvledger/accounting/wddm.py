@@ -64,7 +64,7 @@ def wddm_held_term(gpu: GpuSpec | None = None) -> Deduction:
     lo, hi = (max(0.0, pt + WDDM_HOLD_RANGE_GIB[0]), pt + WDDM_HOLD_RANGE_GIB[1])
     return Deduction(WDDM_HELD_NAME, pt * GiB,
                      f"fit: {WDDM_HOLD_FIT[0]} + {WDDM_HOLD_FIT[1]} × {board:.2f} GiB board (24 public Windows/WSL2 "
-                     f"records, benchmarks/data/wddm_holds.csv; leave-one-card-out ±0.21 GiB)", lo * GiB, hi * GiB,
+                     f"records of 14 cards from 8 to 32 GiB; leave-one-card-out ±0.21 GiB)", lo * GiB, hi * GiB,
                      f"{lo:.2f} to {hi:.2f} GiB (the records' spread about the fit: a busy desktop holds up to "
                      f"+1.7 GiB more)")
 

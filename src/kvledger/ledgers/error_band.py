@@ -62,6 +62,20 @@ class Band:
         return 1.0 / self.high - 1.0, 1.0 / self.low - 1.0
 
 
+_FILE = "kvledger/ledgers/data/error_bands.json"
+#: the measured sets behind the bands, by the first word of a deployment's name in the table's provenance
+_SETS = {"distserve": "DistServe's vLLM 0.2.3 runs", "llmservingsim": "LLMServingSim's runs",
+         "kubecon": "inference-perf's KubeCon NA 2025 stages", "training": "inference-sim/training's stages"}
+
+
+def _evidence_words(provenance: dict[str, Any]) -> str:
+    """Which measured sets the bands were built from, in words (never a path outside the package)."""
+    deployments = provenance.get("deployments") or []
+    sets = [_SETS.get(d.split()[0], d.split()[0]) for d in deployments if d.split()]
+    names = list(dict.fromkeys(sets))
+    return f"{len(deployments)} deployments: " + ", ".join(names) if names else "measured deployments"
+
+
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     path = Path(str(resources.files("kvledger.ledgers") / "data" / "error_bands.json"))
@@ -124,9 +138,9 @@ def error_band(regime: str, metric: str) -> Band | None:
         return None
     e = have[key][metric]
     src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages; "
-           f"{table['provenance']['written_by']})") if "cross_model" not in e else (
+           f"{_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
-        f"regime's own below saturation; {e['cross_model']})")
+        f"regime's own below saturation; {e['cross_model']}; {_FILE})")
     if key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src,
