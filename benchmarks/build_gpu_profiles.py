@@ -4,9 +4,10 @@ and print each fit's time and errors.
     python benchmarks/build_gpu_profiles.py [--write]
 
 One profile per GPU whose runs measure the engine alone (LLMServingSim's in-process vLLM runs: no HTTP client in
-the timings). Not bundled: H100 (the kubecon runs are client-side: their low-load TTFT and TPOT carry HTTP and
-tokenisation time that two roofline fractions cannot hold — fitted here, 0.35/0.41, TPOT +40%), and the DP+EP
-Qwen3-30B-A3B run (several engines: refused by validate).
+the timings); the RTX PRO 6000's on its two models (Llama-3.1-8B TP 1 from ../shared, Qwen3-32B TP 2 copied from the
+public repository into benchmarks/data/public-runs). Not bundled: H100 (the kubecon runs are client-side: their
+low-load TTFT and TPOT carry HTTP and tokenisation time that two roofline fractions cannot hold — fitted here,
+0.35/0.41, TPOT +40%), and the DP+EP Qwen3-30B-A3B run (several engines: refused by validate).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from gpuscope_all import PUBLIC_LSS  # noqa: E402
 from validate_all import SHARED  # noqa: E402
+
+PUBLIC = ROOT / "benchmarks" / "data" / "public-runs"
 
 OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gpu_profiles"
 LSS = SHARED / "llmservingsim" / "bench"
 #: profile file → (GPU as the runs state it, run folders relative to LLMServingSim's bench/)
 PROFILES = {
-    "rtx-pro-6000.json": ("RTX PRO 6000", ["examples/RTXPRO6000/Llama-3.1-8B/vllm"]),
+    "rtx-pro-6000.json": ("RTX PRO 6000", ["examples/RTXPRO6000/Llama-3.1-8B/vllm",
+                                           "examples/RTXPRO6000/Qwen3-32B/vllm"]),
     "rtx-4090.json": ("RTX 4090", ["examples/RTX4090/Llama-3.1-8B/vllm", "results/rtx4090-llama8b-tp1"]),
 }
 
@@ -39,11 +44,13 @@ def main() -> None:
     a = ap.parse_args()
     for name, (gpu, rels) in PROFILES.items():
         t = time.perf_counter()
-        paths = [str(LSS / r) for r in rels]
+        paths = [str(PUBLIC_LSS.get(r, LSS / r)) for r in rels]
         prof = calibrate_gpu_files(paths, SimRequestArgs(model=None, gpu=gpu, tp=None))
-        prof["data_files"] = ["../shared/data/measured-runs/llmservingsim/bench/" + r for r in rels]
-        for r in prof["runs"]:
-            r["source"] = "llmservingsim/bench/" + rels[prof["runs"].index(r)]
+        prof["data_files"] = [f"benchmarks/data/public-runs/{PUBLIC_LSS[r].relative_to(PUBLIC)}" if r in PUBLIC_LSS
+                              else "../shared/data/measured-runs/llmservingsim/bench/" + r for r in rels]
+        for r, rel in zip(prof["runs"], rels):  # as validate matches a run to the profile (IN-SAMPLE)
+            r["source"] = (f"public-runs/{PUBLIC_LSS[rel].relative_to(PUBLIC)}" if rel in PUBLIC_LSS
+                           else "llmservingsim/bench/" + rel)
         prof["source"] = ("LLMServingSim bench runs of vLLM 0.19 (casys-kaist/LLMServingSim, MIT), per request, "
                           "engine clock; see SOURCES.md beside this file")
         print(f"{name}: {prof['gpu']}: flops {prof['flops_fraction']}, bandwidth {prof['bandwidth_fraction']} "

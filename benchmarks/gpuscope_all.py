@@ -102,7 +102,11 @@ LSS_RUNS = (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000", "meta-llam
             ("examples/RTXPRO6000/Qwen3-30B-A3B-Instruct-2507/vllm", "RTX PRO 6000",
              "Qwen/Qwen3-30B-A3B-Instruct-2507"),
             ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090", "meta-llama/Llama-3.1-8B"),
-            ("results/rtx4090-llama8b-tp1", "RTX 4090", "meta-llama/Llama-3.1-8B"))
+            ("results/rtx4090-llama8b-tp1", "RTX 4090", "meta-llama/Llama-3.1-8B"),
+            ("examples/RTXPRO6000/Qwen3-32B/vllm", "RTX PRO 6000", "Qwen/Qwen3-32B"))
+#: LLMServingSim runs the project copied from the public repository (not in ../shared), by their upstream path
+PUBLIC_LSS = {"examples/RTXPRO6000/Qwen3-32B/vllm":
+              Path(__file__).resolve().parent / "data" / "public-runs" / "llmservingsim-rtxpro6000-qwen3-32b" / "vllm"}
 
 
 def _lss_units(shared: Path) -> tuple[list[Unit], list[Excluded]]:
@@ -113,7 +117,7 @@ def _lss_units(shared: Path) -> tuple[list[Unit], list[Excluded]]:
 
     units, excluded = [], []
     for rel, gpu, model in LSS_RUNS:
-        p = shared / "llmservingsim" / "bench" / rel
+        p = PUBLIC_LSS.get(rel, shared / "llmservingsim" / "bench" / rel)
         if not p.exists():
             continue
         r = load_measured(str(p))
@@ -207,11 +211,15 @@ def _errors(u: Unit, setup, cost, frontend_s: float = 0.0) -> dict[str, float | 
 def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
              only_setups: set[str] | None = None) -> tuple[Any, list[str], list[str]] | None:
     """The GPU-scope fit on every below-saturation run of another model on ``gpu`` (with ``only_setups``: of those
-    timed through these set-ups), with a frontend latency per set-up; None where there is no such run."""
+    timed through these set-ups), with a frontend latency per set-up; where every such run is saturated, on the
+    per-request ones among them (replayed at their own arrivals, as ``calibrate --scope gpu`` fits them: the RTX PRO
+    6000's two models); None where there is no such run."""
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
-    on = [u for u in units if u.gpu == gpu and u.model != model and not u.saturated
-          and (only_setups is None or u.setup in only_setups)]
+    others = [u for u in units if u.gpu == gpu and u.model != model and (only_setups is None or u.setup in only_setups)]
+    on = [u for u in others if not u.saturated]
+    if not on:  # a GPU whose other models were measured only past saturation: their per-request runs, replayed at
+        on = [u for u in others if u.stage is None]  # their own arrivals (as calibrate fits them)
     if not on:
         return None
     fit = fit_gpu_fractions([(u.run, setups[id(u)]) for u in on], fit_frontend=True, setups=[u.setup for u in on])

@@ -45,16 +45,19 @@ def _args(**kw):
 
 def _lss_runs(shared: Path) -> list[dict]:
     """LLMServingSim's per-request runs (engine-side timings): deployment, GPU, the run."""
+    from gpuscope_all import PUBLIC_LSS
     from kvledger.calibration.replay import load_measured
 
     out = []
-    for rel, gpu in (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000"),
-                     ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090"), ("results/rtx4090-llama8b-tp1", "RTX 4090")):
-        p = shared / "llmservingsim" / "bench" / rel
+    for rel, gpu, model in (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000", "meta-llama/Llama-3.1-8B"),
+                            ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090", "meta-llama/Llama-3.1-8B"),
+                            ("results/rtx4090-llama8b-tp1", "RTX 4090", "meta-llama/Llama-3.1-8B"),
+                            ("examples/RTXPRO6000/Qwen3-32B/vllm", "RTX PRO 6000", "Qwen/Qwen3-32B")):
+        p = PUBLIC_LSS.get(rel, shared / "llmservingsim" / "bench" / rel)
         if p.exists():
             out.append({"deployment": f"llmservingsim {rel.replace('/vllm', '')}", "gpu": gpu, "engine_side": True,
                         "kind": "per-request", "items": [(load_measured(str(p)), None)],
-                        "args": _args(model="meta-llama/Llama-3.1-8B", gpu=gpu, tp=None, gpu_profile="none")})
+                        "args": _args(model=model, gpu=gpu, tp=None, gpu_profile="none")})
     return out
 
 
