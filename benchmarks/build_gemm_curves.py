@@ -1,8 +1,8 @@
 """Fit the measured matmul-efficiency curves (``kvledger.accounting.gemm_efficiency.fit_gemm_curve``) and the layer
-kernels' times (``kvledger.accounting.layer_kernels.fit_layer_kernels``) from the bundled Vidur operator profiles and
-write them, with their errors, to ``src/kvledger/accounting/data/gemm_curves.json`` and ``layer_kernels.json``, the
-files ``gemm_curve`` and ``layer_kernel_fit`` read at run time (a few milliseconds instead of the fits' 0.3 s and
-0.8 s at every start-up).
+kernels' times (``kvledger.accounting.layer_kernels.fit_layer_kernels``) from the bundled operator profiles (Vidur's,
+LLMServingSim's: ``kvledger.accounting.op_profiles``) and write them, with their errors, to
+``src/kvledger/accounting/data/gemm_curves.json`` and ``layer_kernels.json``, the files ``gemm_curve`` and
+``layer_kernel_fit`` read at run time (a few milliseconds instead of the fits' 0.3 s and 0.8 s at every start-up).
 
     python benchmarks/build_gemm_curves.py [--write]
 
@@ -25,13 +25,14 @@ OUT_KERNELS = OUT.with_name("layer_kernels.json")
 
 
 def _bundle(kind: str, section: str, fit) -> dict:
-    """A bundled file's content: ``fit(gpu_id)`` for every GPU Vidur's profiles cover, under ``section``."""
-    from kvledger.accounting.vidur_profiles import VIDUR_GPU
+    """A bundled file's content: ``fit(gpu_id)`` for every GPU the operator profiles cover, under ``section``."""
+    from kvledger.accounting.op_profiles import PROFILED_GPU
 
     return {"kind": kind, "version": 1, "written_by": "python benchmarks/build_gemm_curves.py --write",
             "data": "src/kvledger/accounting/data/profiling/vidur/compute/<gpu>/*/mlp_median.csv "
-                    "(microsoft/vidur, MIT)",
-            section: {g: asdict(fit(g)) for g in sorted(VIDUR_GPU)}}
+                    "(microsoft/vidur, MIT) and data/profiling/llmservingsim/perf/<hw>/*/*/bf16/tp*/dense.csv "
+                    "(casys-kaist/LLMServingSim, MIT)",
+            section: {g: asdict(fit(g)) for g in sorted(PROFILED_GPU)}}
 
 
 def curves() -> dict:

@@ -28,8 +28,7 @@ OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gpu_profiles"
 LSS = SHARED / "llmservingsim" / "bench"
 #: profile file → (GPU as the runs state it, run folders relative to LLMServingSim's bench/)
 PROFILES = {
-    "rtx-pro-6000.json": ("RTX PRO 6000", ["examples/RTXPRO6000/Llama-3.1-8B/vllm",
-                                           "examples/RTXPRO6000/Qwen3-32B/vllm"]),
+    "rtx-pro-6000.json": ("RTX PRO 6000", ["examples/RTXPRO6000/Llama-3.1-8B/vllm"]),
     "rtx-4090.json": ("RTX 4090", ["examples/RTX4090/Llama-3.1-8B/vllm", "results/rtx4090-llama8b-tp1"]),
 }
 

@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "validation.md"
 #: what the band's errors are, as the commands print it (a description of the data, never a path outside the package)
-WORDS = ("inference-perf's KubeCon NA 2025 stages and inference-sim/training's stages on H100, each priced by a GPU "
-         "profile fitted on the other models on its GPU")
+WORDS = "measured H100 load-sweep stages of four models, each priced by a GPU profile fitted on the other models"
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 FLOOR = -0.995  # a printed −100% (rounded) stands for at most −99.5%: log needs a positive ratio

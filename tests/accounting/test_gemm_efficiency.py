@@ -110,7 +110,7 @@ def _measured_cost():
     return _CACHE["c"]
 
 
-@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm"])
+@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_rtx_pro_6000_server"])
 def test_the_bundled_curve_is_the_fit_of_the_bundled_profiles(gpu_id):
     # gemm_curve reads data/gemm_curves.json (benchmarks/build_gemm_curves.py --write) instead of fitting Vidur's
     # CSVs at every start-up: the file must hold exactly what fit_gemm_curve computes from them, float for float

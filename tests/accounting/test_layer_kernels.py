@@ -100,7 +100,7 @@ def test_the_h100_fit_against_vidurs_rows():
     assert layer_kernel_fit("nvidia_l40s") is None
 
 
-@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm"])
+@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_rtx_pro_6000_server"])
 def test_the_bundled_fit_is_the_fit_of_the_bundled_profiles(gpu_id):
     # layer_kernel_fit reads data/layer_kernels.json (benchmarks/build_gemm_curves.py --write): it must hold exactly
     # what fit_layer_kernels computes from Vidur's CSVs, float for float
@@ -183,6 +183,10 @@ def test_the_step_cost_line_names_the_models_own_kernels():
     info = prepare(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", num_requests=5, gpu_profile="none",
                                   max_model_len=2048)).cost_info["source"]
     assert "then each layer's 2 norms, activation and add kernels, max(floor, activation bytes" in info
+    # on the RTX PRO 6000 the floors are vLLM 0.19's, whose residual add runs inside the norm: no add kernel
+    info = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="rtx_pro_6000_server", num_requests=5,
+                                  gpu_profile="none", max_model_len=2048)).cost_info["source"]
+    assert "each layer's 2 norms (the residual add fused in), RoPE and activation kernels" in info
     hybrid = prepare(SimRequestArgs(model="nvidia/Nemotron-H-56B-Base-8K", gpu="H100", tp=2, num_requests=5,
                                     gpu_profile="none", max_model_len=4096)).cost_info["source"]
     assert "no layer-kernel term: a hybrid model's other layers (Mamba, linear attention) run kernels" in hybrid

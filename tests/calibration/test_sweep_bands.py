@@ -111,11 +111,11 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 102.72 req/s (80% band "
             "86.51–109.38, uncalibrated roofline), error -0.4%") in out
     assert "measured 93.44 req/s, simulated 93.38 req/s (no error band)" in out
-    # the source names the measured sets (the table's 17 deployments) and the bundled file, never a script outside
-    # the package
+    # the source counts the measured deployments (the table's 17) and names the bundled file, never a script
+    # outside the package
     assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
-            "17 deployments: LLMServingSim's runs, inference-perf's KubeCon NA 2025 stages, inference-sim/training's "
-            "stages; kvledger/ledgers/data/error_bands.json); saturation throughput: "
+            "17 measured vLLM deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); "
+            "saturation throughput: "
             "leave-one-deployment-out errors at 17 measured points") in out
     assert "benchmarks/" not in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out

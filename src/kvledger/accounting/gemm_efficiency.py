@@ -43,7 +43,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvledger.accounting import vidur_profiles
 from kvledger.accounting.layer_kernels import LayerKernels, kernels_apply, layer_kernel_fit
 from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, bundled_fit, vidur_profile_dir
 
@@ -107,19 +106,26 @@ class GemmCurve:
 
 
 def _gemm_dims(r: dict[str, str], tp: int) -> list[tuple[int, int]]:
-    """(N, K) per GPU of the four weight GEMMs of a Vidur row (QKV, output, up(+gate), down)."""
+    """(N, K) per GPU of the four weight GEMMs of a profile row (QKV, output, up(+gate), down); the head size is the
+    row's ``head_dim`` where it states one (``op_profiles``), else hidden ÷ heads (Vidur's)."""
     d, h, kvh = int(r["n_embd"]), int(r["n_head"]), int(r["n_kv_head"])
-    hd, ff = d // h, int(r["n_expanded_embd"])
+    hd, ff = int(r.get("head_dim") or d // h), int(r["n_expanded_embd"])
     up = (2 if r.get("use_gated_mlp") == "True" else 1) * ff // tp
     return [((h + 2 * kvh) * hd // tp, d), (d, h * hd // tp), (up, d), (d, ff // tp)]
 
 
 def curve_points(path: Path, peak: float, bw: float) -> list[tuple[int, float, float, str]]:
     """The kept (M, ΣNK, e, shape) points of one Vidur ``mlp_median.csv`` (module docstring), for every TP in it."""
-    from kvledger.accounting.vidur_grid import mean_by_key, num, read_rows
+    from kvledger.accounting.vidur_grid import read_rows
 
-    rows = read_rows(path)
-    shape = f"{path.parent.parent.name}/{path.parent.name}"
+    return rows_points(read_rows(path), f"{path.parent.parent.name}/{path.parent.name}", peak, bw)
+
+
+def rows_points(rows: list[dict[str, str]] | tuple[dict[str, str], ...], shape: str, peak: float,
+                bw: float) -> list[tuple[int, float, float, str]]:
+    """The kept (M, ΣNK, e, shape) points of one model shape's profile rows (``op_profiles``'s layout), every TP."""
+    from kvledger.accounting.vidur_grid import mean_by_key, num
+
     times = mean_by_key([((int(r["num_tensor_parallel_workers"]), int(r["num_tokens"])),
                           sum(num(r[f"time_stats.{op}.median"]) for op in _OPS) * 1e-3) for r in rows])
     dims = {int(r["num_tensor_parallel_workers"]): _gemm_dims(r, int(r["num_tensor_parallel_workers"])) for r in rows}
@@ -137,8 +143,8 @@ def curve_points(path: Path, peak: float, bw: float) -> list[tuple[int, float, f
     return out
 
 
-def _regress(pts: list[tuple[int, float, float, str]]) -> tuple[float, float] | None:
-    if len(pts) < MIN_POINTS or len({p[3] for p in pts}) < 3:
+def _regress(pts: list[tuple[int, float, float, str]], min_shapes: int = 3) -> tuple[float, float] | None:
+    if len(pts) < MIN_POINTS or len({p[3] for p in pts}) < min_shapes:
         return None
     xs = [math.log2(p[1]) - _X0 for p in pts]
     ys = [p[2] for p in pts]
@@ -155,8 +161,9 @@ def fit_curve(gpu: str, pts: list[tuple[int, float, float, str]], source: str = 
         ValueError: fewer than two grid points could be fitted.
     """
     grid, coef = [], []
+    min_shapes = min(3, len({p[3] for p in pts}))  # a GPU profiled on fewer shapes: all of them (its TPs vary NK)
     for g in GRID_M:
-        got = _regress([p for p in pts if g / 1.5 ** 0.5 <= p[0] < g * 1.5 ** 0.5])
+        got = _regress([p for p in pts if g / 1.5 ** 0.5 <= p[0] < g * 1.5 ** 0.5], min_shapes)
         if got is not None:
             grid.append(g)
             coef.append(got)
@@ -173,21 +180,23 @@ def _errors(pairs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
-    """The curve fitted afresh from Vidur's CSVs for a catalog GPU id (``VIDUR_GPU``), with its in-sample and
-    leave-one-shape-out errors; None for a GPU Vidur did not profile. ``gemm_curve`` reads the same curve from the
-    bundled ``data/gemm_curves.json`` (written by benchmarks/build_gemm_curves.py; a test checks the two agree)."""
-    folder = VIDUR_GPU.get(gpu_id)
-    if folder is None:
+    """The curve fitted afresh from the operator profiles of a catalog GPU id (``op_profiles.PROFILED_GPU``), with
+    its in-sample and leave-one-shape-out errors; None for a GPU no profile measured. ``gemm_curve`` reads the same
+    curve from the bundled ``data/gemm_curves.json`` (written by benchmarks/build_gemm_curves.py; a test checks the
+    two agree)."""
+    from kvledger.accounting.op_profiles import profile_shapes, source_words
+
+    shapes = profile_shapes(gpu_id)
+    if not shapes:
         return None
     from dataclasses import replace
 
     from kvledger.catalog.gpus import get_gpu
 
     spec = get_gpu(gpu_id)
-    files = sorted(vidur_profiles.vidur_profile_dir(folder).glob("*/*/mlp_median.csv"))
-    pts = [p for f in files for p in curve_points(f, spec.bf16_flops_per_s, spec.hbm_bandwidth_bytes_per_s)]
-    src = (f"Vidur operator profiles (microsoft/vidur, MIT), {folder}: {len(files)} model shapes × TP 1–8, "
-           "kvledger.accounting.gemm_efficiency")
+    pts = [p for org, name, rows in shapes
+           for p in rows_points(rows, f"{org}/{name}", spec.bf16_flops_per_s, spec.hbm_bandwidth_bytes_per_s)]
+    src = source_words(gpu_id, len(shapes), "kvledger.accounting.gemm_efficiency")
     curve = fit_curve(gpu_id, pts, src)
     errs = []
     for shape in curve.shapes:

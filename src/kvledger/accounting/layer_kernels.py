@@ -43,14 +43,11 @@ profiled and their ``SAME_DIE`` twins, for dense models with BF16 GEMMs.
 
 from __future__ import annotations
 
-import csv
 import functools
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from kvledger.accounting import vidur_profiles
-from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, bundled_fit
+from kvledger.accounting.vidur_profiles import SAME_DIE, bundled_fit
 
 __all__ = ["OPS", "LayerKernelFit", "fit_layer_kernels", "layer_kernel_fit", "LayerKernels", "FLOOR_MAX_TOKENS",
            "layer_ops", "kernels_apply", "op_shape"]
@@ -97,22 +94,25 @@ def op_shape(op: str, hidden: int, inter: int, heads: int, kv_heads: int, head_d
     return (6.0 if gated else 4.0) * (inter // tp), float(inter // tp)
 
 
-def _rows(path: Path) -> list[tuple[str, int, list[tuple[float, float, float]]]]:
-    """(shape, tokens, [(bytes, width, measured s) per op]) of one profile file; rows missing an op are skipped."""
+def _rows(shape: str, rows, ops: tuple[str, ...] = OPS) -> list[tuple[str, int, list[tuple[float, float, float]]]]:
+    """(shape, tokens, [(bytes, width, measured s) per op of ``ops``]) of one shape's profile rows
+    (``op_profiles``'s layout); rows missing one of ``ops`` are skipped."""
     out = []
-    with open(path, newline="") as fh:
-        for r in csv.DictReader(fh):
-            if any(not r[f"time_stats.{op}.median"] for op in OPS):
-                continue
-            h, tp, nq = int(r["n_embd"]), int(r["num_tensor_parallel_workers"]), int(r["n_head"])
-            T = int(r["num_tokens"])
-            ops = []
-            for op in OPS:
-                bpt, w = op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), h // nq, tp,
-                                  r["use_gated_mlp"] == "True")
-                ops.append((bpt * T, w, float(r[f"time_stats.{op}.median"]) * 1e-3))  # ms → s
-            out.append((path.parent.name, T, ops))
+    for r in rows:
+        if any(not r.get(f"time_stats.{op}.median") for op in ops):
+            continue
+        h, tp, nq = int(r["n_embd"]), int(r["num_tensor_parallel_workers"]), int(r["n_head"])
+        hd, T = int(r.get("head_dim") or h // nq), int(r["num_tokens"])
+        out.append((shape, T, [(op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), hd, tp,
+                                         r["use_gated_mlp"] == "True")[0] * T,
+                                op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), hd, tp)[1],
+                                float(r[f"time_stats.{op}.median"]) * 1e-3) for op in ops]))  # ms → s
     return out
+
+
+def _timed_ops(shapes) -> tuple[str, ...]:
+    """The ``OPS`` a GPU's profiles time in some row (LLMServingSim's have no ``add``: vLLM fuses it into the norm)."""
+    return tuple(op for op in OPS if any(r.get(f"time_stats.{op}.median") for _, _, rows in shapes for r in rows))
 
 
 def _median(xs: list[float]) -> float:
@@ -138,8 +138,8 @@ def _fit_op(pts: list[tuple[int, float, float, float]]) -> tuple[float, float, f
     return a, slope, _median(bound)
 
 
-def _fit(rows) -> tuple[tuple[float, float, float], ...]:
-    return tuple(_fit_op([(T, *ops[i]) for _, T, ops in rows]) for i in range(len(OPS)))
+def _fit(rows, num_ops: int) -> tuple[tuple[float, float, float], ...]:
+    return tuple(_fit_op([(T, *ops[i]) for _, T, ops in rows]) for i in range(num_ops))
 
 
 def _layer_s(params, ops_bw: list[tuple[float, float]]) -> float:
@@ -147,15 +147,24 @@ def _layer_s(params, ops_bw: list[tuple[float, float]]) -> float:
     return sum(max(a + w * width, b / bw) for (a, w, bw), (b, width) in zip(params, ops_bw, strict=True))
 
 
+def _all_ops(timed: tuple[str, ...], params) -> tuple[tuple[float, float, float] | None, ...]:
+    """``params`` of the ``timed`` ops spread over ``OPS``, None for an op the profiles do not time."""
+    by = dict(zip(timed, params, strict=True))
+    return tuple(by.get(op) for op in OPS)
+
+
 def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
-    """The fit afresh from Vidur's CSVs for a catalog GPU id Vidur profiled (``gemm_efficiency.VIDUR_GPU``), with its
-    errors; None for another GPU. ``layer_kernel_fit`` reads the same fit from the bundled file."""
-    folder = VIDUR_GPU.get(gpu_id)
-    if folder is None:
+    """The fit afresh from the operator profiles of a catalog GPU id (``op_profiles.PROFILED_GPU``), with its errors;
+    None for another GPU. ``layer_kernel_fit`` reads the same fit from the bundled file. An op the profiles never
+    time separately (LLMServingSim's vLLM 0.19 ``add``, fused into its norm) gets None: no kernel of its own."""
+    from kvledger.accounting.op_profiles import profile_shapes, source_words
+
+    profiled = profile_shapes(gpu_id)
+    if not profiled:
         return None
-    files = sorted(vidur_profiles.vidur_profile_dir(folder).glob("*/*/mlp_median.csv"))
-    rows = [r for f in files for r in _rows(f)]
-    params = _fit(rows)
+    timed = _timed_ops(profiled)
+    rows = [r for _, name, rs in profiled for r in _rows(name, rs, timed)]
+    params = _fit(rows, len(timed))
     shapes = tuple(sorted({s for s, _, _ in rows}))
 
     def err(p, r) -> float:
@@ -163,7 +172,7 @@ def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
 
     loso, dec = [], []
     for s in shapes:
-        p = _fit([r for r in rows if r[0] != s])
+        p = _fit([r for r in rows if r[0] != s], len(timed))
         for r in rows:
             if r[0] == s:
                 e = err(p, r)
@@ -171,10 +180,10 @@ def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
                 if r[1] <= 256:
                     dec.append(e)
     loso.sort()
-    src = (f"Vidur operator profiles (microsoft/vidur, MIT), {folder}: {len(shapes)} model shapes × TP 1–8, "
-           "kvledger.accounting.layer_kernels")
-    return LayerKernelFit(gpu_id, params, src, shapes, len(rows), _median([abs(err(params, r)) for r in rows]),
-                          _median(loso), loso[min(len(loso) - 1, int(0.9 * len(loso)))], _median(dec))
+    src = source_words(gpu_id, len(shapes), "kvledger.accounting.layer_kernels")
+    return LayerKernelFit(gpu_id, _all_ops(timed, params), src, shapes, len(rows),
+                          _median([abs(err(params, r)) for r in rows]), _median(loso),
+                          loso[min(len(loso) - 1, int(0.9 * len(loso)))], _median(dec))
 
 
 @functools.lru_cache(maxsize=8)
@@ -189,7 +198,8 @@ def layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
     d = bundled_fit("layer_kernels.json", "fits", gpu_id)
     if d is None:
         return None
-    return LayerKernelFit(**{**d, "params": tuple(tuple(p) for p in d["params"]), "shapes": tuple(d["shapes"])})
+    return LayerKernelFit(**{**d, "params": tuple(None if p is None else tuple(p) for p in d["params"]),
+                             "shapes": tuple(d["shapes"])})
 
 
 def layer_ops(model) -> tuple[str, ...]:
@@ -221,8 +231,8 @@ class LayerKernels:
     def __init__(self, fit: LayerKernelFit, model, tp: int, bandwidth_Bps: float) -> None:
         self.fit, self.num_layers = fit, model.num_layers
         gated = any("gate" in w.path for w in model.weights)  # gate_proj / gate_up_proj: a gated MLP (dense models)
-        ops = layer_ops(model)
         by_op = dict(zip(OPS, fit.params, strict=True))
+        ops = tuple(op for op in layer_ops(model) if by_op[op] is not None)  # an op fused into another: no kernel
         self.ops = ops
         self.params = tuple((by_op[op][0], by_op[op][1], bandwidth_Bps) for op in ops)
         self._per_token = [op_shape(op, model.hidden_size, model.intermediate_size, model.num_attention_heads,

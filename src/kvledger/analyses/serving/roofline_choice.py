@@ -90,10 +90,15 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
 
 
 def kernel_words(ops: tuple[str, ...]) -> str:
-    """A layer's priced kernels in words, from ``layer_kernels.layer_ops``: "2 norms, RoPE, activation and add"."""
+    """A layer's priced kernels in words, from ``LayerKernels.ops``: "2 norms, RoPE, activation and add", or, where
+    the GPU's profiles time the residual add inside the norm (vLLM 0.19's fused kernel), "2 norms (the residual add
+    fused in), RoPE and activation"."""
     norms = sum(op.endswith("layernorm") for op in ops)
-    parts = [f"{norms} norm" + ("s" if norms != 1 else "")] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
-    return ", ".join(parts) + " and add"
+    first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if "add" in ops else " (the residual add fused in)")
+    parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
+    if "add" in ops:
+        return ", ".join(parts) + " and add"
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> str:
