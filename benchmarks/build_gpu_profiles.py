@@ -5,9 +5,10 @@ and print each fit's time and errors.
 
 One profile per GPU whose runs measure the engine alone (LLMServingSim's in-process vLLM runs: no HTTP client in
 the timings); the RTX PRO 6000's on its Llama-3.1-8B run only (its Qwen3-32B TP 2 run, copied from the public
-repository into benchmarks/data/public-runs, is its out-of-sample check: ``GEMM``'s note). Not bundled: H100 (the kubecon runs are client-side: their
-low-load TTFT and TPOT carry HTTP and tokenisation time that two roofline fractions cannot hold — fitted here,
-0.35/0.41, TPOT +40%), and the DP+EP Qwen3-30B-A3B run (several engines: refused by validate).
+repository into benchmarks/data/public-runs, is its out-of-sample check: ``GEMM``'s and ``CHECKS``' notes). Not
+bundled: H100 (the kubecon runs are client-side: their low-load TTFT and TPOT carry HTTP and tokenisation time that
+two roofline fractions cannot hold — fitted here, 0.35/0.41, TPOT +40%), and the DP+EP Qwen3-30B-A3B run (several
+engines: refused by validate).
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ PROFILES = {
 #: 0.7934/0.7058 and prices Qwen3-32B TP 2 +30.1% against the flat fit's +28.4%, and its higher flat share and
 #: bandwidth would price the models the curve does not (MoE, FP8) faster still, where they are already optimistic)
 GEMM = {"rtx-pro-6000.json": "flat"}
+#: profile file → runs of other models or TPs on its GPU, priced by it and recorded as its ``out_of_sample`` checks
+#: (the band of a model or TP it was not fitted on takes their errors in: ``kvledger.ledgers.profile_band``)
+CHECKS = {"rtx-pro-6000.json": ["examples/RTXPRO6000/Qwen3-32B/vllm"]}
 
 
 def main() -> None:
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
-    from kvledger.calibration.gpu_fit import calibrate_gpu_files
+    from kvledger.calibration.gpu_fit import calibrate_gpu_files, roofline_with
+    from kvledger.calibration.gpu_loo import check_runs
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help="write the profiles into the package")
@@ -63,6 +68,18 @@ def main() -> None:
         for r in prof["runs"]:
             print(f"  {r['source']}: TTFT mean {r['ttft_mean_rel_error']:+.1%}, TPOT mean "
                   f"{r['tpot_mean_rel_error']:+.1%}, throughput {r['throughput_rel_error']:+.1%}")
+        checks = [str(PUBLIC_LSS.get(r, LSS / r)) for r in CHECKS.get(name, [])]
+        if checks:
+            prof["out_of_sample"] = check_runs(checks, SimRequestArgs(model=None, gpu=gpu, tp=None,
+                                                                      gemm_efficiency=GEMM.get(name)),
+                                               lambda s, p=prof: roofline_with(s, p["flops_fraction"],
+                                                                               p["bandwidth_fraction"]))
+            for r, rel in zip(prof["out_of_sample"], CHECKS[name]):
+                r["source"] = (f"public-runs/{PUBLIC_LSS[rel].relative_to(PUBLIC)}" if rel in PUBLIC_LSS
+                               else "llmservingsim/bench/" + rel)
+                print(f"  out of sample {r['source']} ({r['model']} TP {r['tp']}): TTFT mean "
+                      f"{r['ttft_mean_rel_error']:+.1%}, TPOT mean {r['tpot_mean_rel_error']:+.1%}, throughput "
+                      f"{r['throughput_rel_error']:+.1%}")
         if a.write:
             (OUT / name).write_text(dump_profile(prof), encoding="utf-8")
 

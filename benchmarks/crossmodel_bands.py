@@ -29,8 +29,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "validation.md"
-#: what the band's errors are, as the commands print it (a description of the data, never a path outside the package)
+#: what the band's errors are, as the commands print it (a description of the data, never a path outside the package);
+#: from a gpuscope result, ``words`` says it from its rows
 WORDS = "measured H100 load-sweep stages of four models, each priced by a GPU profile fitted on the other models"
+
+
+def words(d: dict) -> str:
+    """``WORDS`` for a gpuscope result: the GPUs and the number of models its GPU-profile rows cover."""
+    rows = [r for r in d["rows"] if any(v["regime"] == "gpu" for v in r["views"].values())]
+    gpus = sorted({r["gpu"] for r in rows})
+    return (f"measured runs and load stages of {len({r['model'] for r in rows})} models on {' and '.join(gpus)}, each "
+            "priced by a GPU profile fitted on the other models on its GPU")
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 FLOOR = -0.995  # a printed −100% (rounded) stands for at most −99.5%: log needs a positive ratio
@@ -94,7 +103,7 @@ def main() -> None:
     if a.from_json:
         d = json.loads(Path(a.from_json).read_text(encoding="utf-8"))
         errs = from_json(d.get("gpuscope", d))
-        data = WORDS + (f" ({a.label})" if a.label else "")
+        data = words(d.get("gpuscope", d)) + (f" ({a.label})" if a.label else "")
     else:
         errs = from_doc(DOC.read_text(encoding="utf-8"))
         data = WORDS + " (whole percents, 2026-12-03)"

@@ -215,10 +215,12 @@ def write_bands(d: dict) -> None:
                           "method": __doc__.split("\n\n")[1].replace("\n", " "),
                           "deployments": [r["deployment"] for r in d["rows"]],
                           "pricing": "each run priced as the commands price it by default (uncalibrated: the "
-                                     "roofline at FLOP fraction 1.0 × the GPU's measured matmul efficiency on the "
-                                     "A100/H100 SXM, 0.7 flat elsewhere; bandwidth 0.8)",
+                                     "roofline at FLOP fraction 1.0 × the GPU's measured matmul efficiency where "
+                                     "operator profiles measured it, A100/H100 SXM and RTX PRO 6000, 0.7 flat "
+                                     "elsewhere; bandwidth 0.8)",
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
-                                  "inference-sim/training: errors only, no data copied)"},
+                                  "inference-sim/training: errors only, no data copied) and benchmarks/data/"
+                                  "public-runs (LLMServingSim's Qwen3-32B TP 2, MIT)"},
            "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}
     if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
         kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")

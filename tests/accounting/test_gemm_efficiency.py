@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.gemm_efficiency import curve_points, fit_curve, gemm_curve
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
@@ -110,7 +111,7 @@ def _measured_cost():
     return _CACHE["c"]
 
 
-@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_rtx_pro_6000_server"])
+@pytest.mark.parametrize("gpu_id", sorted(PROFILED_GPU))
 def test_the_bundled_curve_is_the_fit_of_the_bundled_profiles(gpu_id):
     # gemm_curve reads data/gemm_curves.json (benchmarks/build_gemm_curves.py --write) instead of fitting Vidur's
     # CSVs at every start-up: the file must hold exactly what fit_gemm_curve computes from them, float for float

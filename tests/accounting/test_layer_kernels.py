@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.layer_kernels import (
     OPS,
     LayerKernels,
@@ -100,7 +101,7 @@ def test_the_h100_fit_against_vidurs_rows():
     assert layer_kernel_fit("nvidia_l40s") is None
 
 
-@pytest.mark.parametrize("gpu_id", ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_rtx_pro_6000_server"])
+@pytest.mark.parametrize("gpu_id", sorted(PROFILED_GPU))
 def test_the_bundled_fit_is_the_fit_of_the_bundled_profiles(gpu_id):
     # layer_kernel_fit reads data/layer_kernels.json (benchmarks/build_gemm_curves.py --write): it must hold exactly
     # what fit_layer_kernels computes from Vidur's CSVs, float for float
@@ -175,7 +176,7 @@ def test_rope_width_counts_replicated_kv_heads():
 
 def test_the_step_cost_line_names_the_models_own_kernels():
     # the line says what layer_ops priced: OPT no RoPE, Gemma-2 four norms, phi-2 one; a hybrid none, and says why
-    from kvledger.analyses.serving.roofline_choice import kernel_words
+    from kvledger.accounting.layer_kernels import kernel_words
 
     assert kernel_words(layer_ops(load_model("facebook/opt-13b"))) == "2 norms, activation and add"
     assert kernel_words(layer_ops(load_model("google/gemma-2-9b-it"))) == "4 norms, RoPE, activation and add"

@@ -70,3 +70,46 @@ def test_the_layer_kernels_of_vllm_019_have_no_separate_add_and_match_the_profil
     # dense.csv Llama-3.1-8B TP 1 at 16 tokens: layernorm 2.43233 µs (twice), rotary_emb 2.795, act_fn 2.987:
     # 32 layers × 10.646 µs = 340.7 µs a step; the floors fitted on both models' ≤ 16-token rows come within 5%
     assert k.step_s(16) == pytest.approx(32 * (2 * 2.43233 + 2.795 + 2.987) * 1e-6, rel=0.05)
+
+
+def test_the_kernels_bytes_run_at_the_profiles_pace_above_the_roofline_bandwidth_on_this_gpu():
+    # vLLM 0.19's norms, RoPE and activation move their activations at 2.0–3.2 TB/s in these profiles, above the GPU's
+    # 1.79 TB/s GDDR7 (the step's activations stay in L2): priced at 0.8 × 1.79 TB/s a 2,048-token prefill's kernels
+    # came out ~2× the profile at 512 tokens. At the faster of the two, Llama-3.1-8B TP 1 at 2,048 tokens: the
+    # profile's 32 × (2 × 15.7068 + 12.0107 + 94.3577) µs = 4.41 ms a step (dense.csv's layernorm, rotary_emb,
+    # act_fn rows); at 512 tokens 32 × (2 × 4.30933 + 4.18133 + 9.86667) µs = 0.725 ms
+    fit = layer_kernel_fit(PRO)
+    assert fit.bytes_at_fit and not layer_kernel_fit("nvidia_h100_sxm").bytes_at_fit
+    m = load_model("meta-llama/Llama-3.1-8B")
+    k = LayerKernels(fit, m, 1, get_gpu(PRO).hbm_bandwidth_bytes_per_s * 0.8)
+    r = _row("Llama-3.1-8B", 1, 2048)
+    measured = 32 * sum(float(r[f"time_stats.{op}.median"]) for op in k.ops) * 1e-3
+    assert k.step_s(2048) == pytest.approx(measured, rel=0.15)
+    r512 = _row("Llama-3.1-8B", 1, 512)  # the L2 staircase: one bandwidth per op over-prices 512 tokens by ~36%
+    assert k.step_s(512) < 1.5 * 32 * sum(float(r512[f"time_stats.{op}.median"]) for op in k.ops) * 1e-3
+
+
+def test_a_layernorm_model_keeps_its_add_at_the_norm_floor_where_vllm_019_fuses_it_for_rmsnorm():
+    # OPT's LayerNorms carry a bias and run the residual add as its own kernel; vLLM fuses the add only into RMSNorm
+    fit = layer_kernel_fit(PRO)
+    opt = LayerKernels(fit, load_model("facebook/opt-13b"), 1, 1.4e12)
+    assert opt.ops == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add")
+    assert opt.params[-1][:2] == fit.params[0][:2]  # the add at the input norm's floor (a, w)
+    llama = LayerKernels(fit, load_model("meta-llama/Llama-3.1-8B"), 1, 1.4e12)
+    assert "add" not in llama.ops
+
+
+def test_plan_says_the_curve_prices_only_where_no_flat_bundled_profile_does():
+    # both editions' default is the bundled GPU profile fitted flat on the Server Edition (one board, two coolers):
+    # plan must not claim the curve prices them; without the profile the curve and vLLM 0.19's kernels do, and the
+    # step-cost line names the fused add
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    for gpu in ("rtx_pro_6000_server", "rtx_pro_6000_workstation"):
+        out = CliRunner().invoke(app, ["plan", "Qwen/Qwen3-32B", "--gpu", gpu, "--tp", "2", "--verbose"]).output
+        assert "measured efficiency instead" not in " ".join(out.split())
+    sim = CliRunner().invoke(app, ["simulate", "Qwen/Qwen3-32B", "--gpu", "rtx_pro_6000_workstation", "--tp", "2",
+                                   "--gpu-profile", "none", "--num-requests", "20"]).output
+    assert "2 norms (the residual add fused in), RoPE and activation kernels" in " ".join(sim.split())

@@ -158,3 +158,19 @@ def test_plan_on_a_gpu_with_a_bundled_profile_prices_the_roofline_as_simulate_do
                                                  "--achievable-bandwidth-fraction", "0.8"]).output)["roofline"]
     assert none == hand and (none["flops_fraction"], none["bandwidth_fraction"], "priced_by" in none) == (0.7, 0.8,
                                                                                                           False)
+
+
+def test_the_rtx_pro_6000_editions_share_a_profile_other_gpus_do_not():
+    # one board (GB202, 96 GB GDDR7) with two coolers: the Server Edition's bundled profile prices the Workstation
+    # Edition too, as the GEMM curve does; an H100 profile still does not price an H200 (other memory)
+    import pytest as _pytest
+
+    from kvledger.accounting.gpu_profile import bundled_gpu_profile, resolve_gpu_profile
+    from kvledger.errors import InputError
+
+    server = bundled_gpu_profile("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    work = bundled_gpu_profile("NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
+    assert work == server and (work.flops_fraction, work.bandwidth_fraction) == (0.6989, 0.625)
+    assert resolve_gpu_profile("bundled:h100-sxm", "NVIDIA H100 80GB SXM5") is not None
+    with _pytest.raises(InputError, match="does not carry to another GPU"):
+        resolve_gpu_profile("bundled:h100-sxm", "NVIDIA H200 141GB SXM5")

@@ -121,3 +121,27 @@ def test_a_profile_band_standing_on_the_cross_model_band_says_so_once():
     assert _q(b) == pytest.approx((cm["q10"], cm["q90"]))
     assert b.source.count(f"{cm['q10']:+.1%} … {cm['q90']:+.1%}") == 1 and "widened" not in b.source
     assert "errors of GPU profiles fitted on other models" in b.source
+
+
+def test_a_profile_checked_on_another_model_widens_that_models_band_to_its_error():
+    # the bundled RTX PRO 6000 profile (fitted on Llama-3.1-8B TP 1) records Qwen3-32B TP 2 priced by it as an
+    # out-of-sample check (benchmarks/build_gpu_profiles.py CHECKS): saturated, throughput +28.4%, TPOT −25.2%. A
+    # Qwen3-32B TP 2 figure's TPOT band must reach the real TPOT at −25.2%: high end ≥ predicted / (1 − 0.252); the
+    # Llama TP 1 figure (what it was fitted on) does not take the check in
+    from kvledger.accounting.gpu_profile import bundled_gpu_profile, run_facts
+    from kvledger.analyses.serving.prediction_bands import profile_facts
+    from kvledger.ledgers.profile_band import profile_band
+
+    prof = bundled_gpu_profile("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    (check,) = prof.checks
+    assert check["model"] == "Qwen/Qwen3-32B" and check["tp"] == 2 and check["saturated"] is True
+    assert check["tpot_mean"] == pytest.approx(-0.252, abs=0.001)
+    facts = profile_facts(prof)
+    qwen = profile_band("gpu/dense/vllm", "tpot_mean", facts, "Qwen/Qwen3-32B", 2)
+    assert qwen.high >= 1 / (1 + check["tpot_mean"]) - 1e-9 and "checked on but not fitted on" in qwen.source
+    llama = profile_band("gpu/dense/vllm", "tpot_mean", facts, prof.runs[0]["model"], 1)  # as a setup names it
+    assert llama.high < qwen.high
+    # calibrate records saturation as the sides whose queue kept growing: the measured side's is what judges a run
+    assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["measured", "simulated"]}})["saturated"] is True
+    assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["simulated"]}})["saturated"] is False
+    assert run_facts({"model": "m", "tp": 1, "saturated": None})["saturated"] is None

@@ -48,6 +48,8 @@ def read_profile_json(p: Path, missing: str) -> Any:
     Raises:
         FormatError: ``missing`` when ``p`` is not a file; "not JSON" with the parser's reason.
     """
+    if p.is_dir():
+        raise FormatError(str(p), "a folder, not a profile file: give the JSON file itself")
     if not p.is_file():
         raise FormatError(str(p), missing)
     try:

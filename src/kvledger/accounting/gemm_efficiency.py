@@ -11,7 +11,8 @@ FLOP fraction: compute term = FLOPs / (peak · f · e(M, N·K)), f = 1 meaning "
 
 Data: Vidur's operator profiles (microsoft/vidur, MIT; ``data/profiling/vidur/compute/<gpu>/*/mlp_median.csv``, see
 SOURCES.md): the median time of each linear op of one layer against ``num_tokens`` (1 … 4,096) at TP 1, 2, 4, 8, for
-6–8 model shapes per GPU; the GPU's peak and bandwidth from the catalog (``gpus.csv``).
+6–8 model shapes per GPU; for the RTX PRO 6000, LLMServingSim's profiles of vLLM 0.19 (``op_profiles``: two models at
+TP 1 and 2, 1 … 2,048 tokens); the GPU's peak and bandwidth from the catalog (``gpus.csv``).
 
 Derivation, per (model shape, TP) and token count M (duplicate rows averaged):
 
@@ -23,7 +24,8 @@ Derivation, per (model shape, TP) and token count M (duplicate rows averaged):
   side of the kernel is not observed (keeping such points would price the weight read twice);
 * per token count on a log grid (``GRID_M``: points within a factor √1.5 pooled), e is regressed on log2(ΣNK) over
   every shape's kept points: e(M, NK) = a(M) + s(M)·(log2 NK − 27) (least squares; a grid point with fewer than
-  ``MIN_POINTS`` points or fewer than three shapes is skipped);
+  ``MIN_POINTS`` points or fewer than three shapes — all of a GPU's shapes where it has fewer, the RTX PRO 6000's two
+  at two TPs each — is skipped);
 * the grid starts at 192 tokens, the first grid point whose pooled window keeps every profiled point: below it many
   points are bound by the weight read and left out, so the few kept are the slowest shapes' and a window's e would
   be biased low (on the H100 6 of 63 points kept at 48 tokens, 19 of 63 at 64, 59 of 105 at 96, 92 of 126 at 128);
@@ -196,7 +198,7 @@ def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
     spec = get_gpu(gpu_id)
     pts = [p for org, name, rows in shapes
            for p in rows_points(rows, f"{org}/{name}", spec.bf16_flops_per_s, spec.hbm_bandwidth_bytes_per_s)]
-    src = source_words(gpu_id, len(shapes), "kvledger.accounting.gemm_efficiency")
+    src = source_words(gpu_id, shapes, "kvledger.accounting.gemm_efficiency")
     curve = fit_curve(gpu_id, pts, src)
     errs = []
     for shape in curve.shapes:
@@ -212,7 +214,7 @@ def fit_gemm_curve(gpu_id: str) -> GemmCurve | None:
 def gemm_curve(gpu_id: str) -> GemmCurve | None:
     """The measured curve for a catalog GPU id, as ``fit_gemm_curve`` fits it, read from the bundled fit (a start-up
     of a few milliseconds, not the fit's 0.3 s); a ``SAME_DIE`` GPU gets its profiled twin's, so named; None for a GPU
-    neither Vidur profiled nor shares a die with one it did."""
+    no operator profile measured (``op_profiles.PROFILED_GPU``) nor shares a die with one that did."""
     if gpu_id in SAME_DIE:
         from dataclasses import replace
 
@@ -236,9 +238,15 @@ def curve_applies(model, gpu) -> bool:
 
 
 def curve_prices(model, gpu) -> bool:
-    """Whether, without a GPU profile or flag, the measured curve prices this model's weight GEMMs on ``gpu``: the GPU
-    has a curve (its own or its die's) and the model's GEMMs are what it measured (``curve_applies``)."""
-    return gemm_curve(gpu.gpu_id) is not None and curve_applies(model, gpu)
+    """Whether, without a flag, the measured curve prices this model's weight GEMMs on ``gpu``: the GPU has a curve
+    (its own or its die's), the model's GEMMs are what it measured (``curve_applies``), and no bundled GPU profile
+    fitted in the flat mode prices the GPU by default (the RTX PRO 6000 Server Edition's)."""
+    if gemm_curve(gpu.gpu_id) is None or not curve_applies(model, gpu):
+        return False
+    from kvledger.accounting.gpu_profile import bundled_gpu_profile
+
+    prof = bundled_gpu_profile(gpu.name)
+    return prof is None or prof.gemm_efficiency == "measured"
 
 
 def curve_span(model, gpu, nk: float) -> tuple[float, float] | None:
@@ -276,7 +284,7 @@ class MeasuredGemm:
         return max(self.gemm_curve.efficiency(m, self.gemm_nk) for m in self.gemm_curve.grid)
 
     def layer_kernels_s(self, num_tokens: int) -> float:
-        """The layers' norm, RoPE, activation and add kernels in a step over ``num_tokens`` tokens
+        """The layers' norm, RoPE, activation (and unfused add) kernels in a step over ``num_tokens`` tokens
         (``layer_kernels.py``), s; 0.0 without the curve."""
         return 0.0 if self.layer_kernels is None else self.layer_kernels.step_s(num_tokens)
 

@@ -48,6 +48,8 @@ class GpuProfile:
         runs: per fitted run, its label, model, TP, whether it was saturated (None: not stated) and its in-sample
             errors ``ttft_mean`` / ``tpot_mean`` / ``throughput`` (predicted/measured − 1; None: not stated), for the
             band (``kvledger.ledgers.profile_band``).
+        checks: the same for runs of other models or TPs priced by the profile but not fitted on (the file's
+            ``out_of_sample``): out-of-sample errors, which the band of another model or TP takes in.
     """
 
     gpu: str
@@ -61,6 +63,7 @@ class GpuProfile:
     host_seq_s: float = 0.0
     runs: tuple[dict, ...] = ()
     gemm_efficiency: str = "flat"
+    checks: tuple[dict, ...] = ()
 
 
 def _num(v: Any) -> float | None:
@@ -71,6 +74,8 @@ def run_facts(r: Any) -> dict:
     """A profile run's label, model, TP, saturation and in-sample errors (``GpuProfile.runs``)."""
     num = _num
     sat = r.get("saturated")
+    if isinstance(sat, dict):  # calibrate's record (calibration.saturation): the sides whose queue kept growing
+        sat = "measured" in (sat.get("sides") or [])
     return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
             "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
             "saturated": sat if isinstance(sat, bool) else None,
@@ -122,7 +127,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs
                                                                           if r.get("source") and r.get("saturated")
                                                                           is not True),
-                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm)
+                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm,
+                      tuple(run_facts(r) for r in d.get("out_of_sample") or [] if isinstance(r, dict)))
 
 
 _LIST_RUNS = 4  # a profile of more runs names them by model and TP
@@ -191,6 +197,15 @@ def _bundled_dir() -> Path:
 
 
 BUNDLED_PREFIX = "bundled:"
+#: catalog names of one board sold in two editions (the same GB202 die, 96 GB GDDR7 and clocks; another cooler): a GPU
+#: profile of one prices the other, as its measured curve does (``vidur_profiles.SAME_DIE``)
+SAME_BOARD = {"nvidia rtx pro 6000 blackwell workstation edition": "nvidia rtx pro 6000 blackwell server edition"}
+
+
+def _same_gpu(a: str, b: str) -> bool:
+    """Whether a profile fitted on GPU ``a`` prices GPU ``b`` (catalog names): the same GPU, or one board's editions."""
+    a, b = a.lower(), b.lower()
+    return a == b or SAME_BOARD.get(a) == b or SAME_BOARD.get(b) == a
 
 
 @functools.lru_cache(maxsize=32)
@@ -205,7 +220,7 @@ def bundled_gpu_profile(gpu_name: str) -> GpuProfile | None:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("default") is False:
             continue
-        if str(d.get("gpu", "")).lower() == gpu_name.lower():
+        if _same_gpu(str(d.get("gpu", "")), gpu_name):
             return _from_dict(d, f"bundled:{f.name}")
     return None
 
@@ -222,7 +237,7 @@ def resolve_gpu_profile(choice: str | None, gpu_name: str) -> GpuProfile | None:
     if choice == "none":
         return None
     prof = load_gpu_profile(choice)
-    if prof.gpu.lower() != gpu_name.lower():
+    if not _same_gpu(prof.gpu, gpu_name):
         raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, not {gpu_name}: a GPU's efficiency "
                          "does not "
                          "carry to another GPU (calibrate this one with `kvledger calibrate --scope gpu`, or pass "
@@ -239,7 +254,7 @@ def choice_for_gpu(choice: str | None, gpu_name: str) -> str | None:
     """
     if choice is None or choice in ("auto", "none"):
         return choice
-    return choice if load_gpu_profile(choice).gpu.lower() == gpu_name.lower() else None
+    return choice if _same_gpu(load_gpu_profile(choice).gpu, gpu_name) else None
 
 
 def check_profile_gpus(choice: str | None, gpu_names: list[str]) -> None:
@@ -251,7 +266,7 @@ def check_profile_gpus(choice: str | None, gpu_names: list[str]) -> None:
     if choice is None or choice in ("auto", "none") or not gpu_names:
         return
     prof = load_gpu_profile(choice)
-    if prof.gpu.lower() not in {g.lower() for g in gpu_names}:
+    if not any(_same_gpu(prof.gpu, g) for g in gpu_names):
         raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, which this search does not try "
                          f"({', '.join(gpu_names)}): a GPU's efficiency does not carry to another GPU (add --gpu "
                          f"for {prof.gpu}, or drop --gpu-profile)")

@@ -11,7 +11,8 @@ read, and none of it was priced before.
 Data: Vidur's operator profiles (microsoft/vidur, MIT; ``data/profiling/vidur/compute/<gpu>/*/mlp_median.csv``, the
 files ``gemm_efficiency`` reads): the median time of ``input_layernorm``, ``post_attention_layernorm``, ``attn_rope``,
 ``mlp_act`` and ``add`` per layer against ``num_tokens`` (1 … 4,096) at TP 1, 2, 4, 8, for 5–7 model shapes per GPU
-(rows without a post-attention norm, phi-2's, are left out).
+(rows without a post-attention norm, phi-2's, are left out); for the RTX PRO 6000, LLMServingSim's profiles of vLLM
+0.19's own modules (``op_profiles``: its ``layernorm`` for both norms, the residual add inside it, so no ``add`` op).
 
 Model, per op (``OPS``), for a step of T tokens::
 
@@ -30,15 +31,19 @@ Model, per op (``OPS``), for a step of T tokens::
 
 A layer's kernels (``layer_ops``): one norm per hidden-size norm weight of the first decoder layer (Llama's two, at
 Vidur's input and post-attention norms' floors; Gemma-2's four; phi-2's one), RoPE unless the model has none, the
-activation, and one ``add`` (vLLM fuses the other residual add into its ``fused_add_rms_norm``). Every row Vidur
-profiled is a gated MLP, so a non-gated activation's floor is the gated one's. Hybrid models (Mamba or linear
-attention layers) get no term (``kernels_apply``): their other layers run other kernels.
+activation, and one ``add`` (vLLM fuses the other residual add into its ``fused_add_rms_norm``; where a GPU's profiles
+time no add at all, vLLM 0.19's, an RMSNorm model has none and a LayerNorm model's, OPT's or phi-2's, sits at the
+norm's floor: ``rms_norms``). Every row Vidur profiled is a gated MLP, so a non-gated activation's floor is the gated
+one's. Hybrid models (Mamba or linear attention layers) get no term (``kernels_apply``): their other layers run other
+kernels. Bytes are priced at the roofline's bandwidth (Vidur's 2023 kernels were slower than today's); on a GPU whose
+profiles are of today's engine (``LayerKernelFit.bytes_at_fit``: the RTX PRO 6000, whose activations of up to a
+few thousand tokens stay in its L2) at the faster of that and the profiles' own.
 
 The fit's error is the |predicted / measured − 1| of the per-layer sum with Vidur's own bandwidth end, in sample and
 leaving each model shape (all its TPs) out (``LayerKernelFit.loso_*``); the max() under-prices the bend between the
 two ends (leave-one-shape-out bias at ≤ 256 tokens −8% on the H100, −11% on the A100). The term is part of the
-measured pricing (``--gemm-efficiency measured``, the default) wherever the GEMM curve prices: on the GPUs Vidur
-profiled and their ``SAME_DIE`` twins, for dense models with BF16 GEMMs.
+measured pricing (``--gemm-efficiency measured``, the default) wherever the GEMM curve prices: on the GPUs with
+operator profiles (``op_profiles.PROFILED_GPU``) and their ``SAME_DIE`` twins, for dense models with BF16 GEMMs.
 """
 
 from __future__ import annotations
@@ -47,10 +52,10 @@ import functools
 import re
 from dataclasses import dataclass
 
-from kvledger.accounting.vidur_profiles import SAME_DIE, bundled_fit
+from kvledger.accounting.vidur_profiles import SAME_DIE, VIDUR_GPU, bundled_fit
 
-__all__ = ["OPS", "LayerKernelFit", "fit_layer_kernels", "layer_kernel_fit", "LayerKernels", "FLOOR_MAX_TOKENS",
-           "layer_ops", "kernels_apply", "op_shape"]
+__all__ = ["OPS", "kernel_words", "LayerKernelFit", "fit_layer_kernels", "layer_kernel_fit", "LayerKernels",
+           "FLOOR_MAX_TOKENS", "layer_ops", "kernels_apply", "op_shape", "rms_norms"]
 
 OPS = ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add")
 FLOOR_MAX_TOKENS = 16  # rows at or under this many tokens fit the floor a + w · width
@@ -62,8 +67,12 @@ class LayerKernelFit:
     """One GPU's fit: per op ``(a_s, w_s_per_element, bandwidth_Bps)`` in ``OPS`` order, and its errors.
 
     Attributes:
-        gpu: catalog GPU id. params: per op (floor s, floor s per row element, Vidur's achieved bytes/s — the fit's
-            error uses it; ``LayerKernels`` prices bytes at the roofline's bandwidth instead).
+        gpu: catalog GPU id. params: per op (floor s, floor s per row element, the profiles' achieved bytes/s — the
+            fit's error uses it), None for an op the profiles never time alone (vLLM 0.19's residual add, inside its
+            RMSNorm). bytes_at_fit: ``LayerKernels`` prices an op's bytes at the faster of the roofline's bandwidth
+            and the profiles' (True: profiles of the engine version priced, LLMServingSim's vLLM 0.19, whose
+            activations the RTX PRO 6000 moves at 2.0–3.2 TB/s, above its 1.79 TB/s GDDR7: L2-resident); False: at
+            the roofline's (Vidur's 2023 kernels, slower than today's).
         source: where the data came from. shapes: the model shapes fitted. num_rows: profile rows used.
         fit_median / loso_median / loso_p90: median and 90th percentile |predicted / measured − 1| of the per-layer
             sum, in sample and leaving each shape out. loso_bias_decode: the median signed error at ≤ 256 tokens,
@@ -71,7 +80,7 @@ class LayerKernelFit:
     """
 
     gpu: str
-    params: tuple[tuple[float, float, float], ...]
+    params: tuple[tuple[float, float, float] | None, ...]
     source: str
     shapes: tuple[str, ...]
     num_rows: int
@@ -79,6 +88,7 @@ class LayerKernelFit:
     loso_median: float = 0.0
     loso_p90: float = 0.0
     loso_bias_decode: float = 0.0
+    bytes_at_fit: bool = False
 
 
 def op_shape(op: str, hidden: int, inter: int, heads: int, kv_heads: int, head_dim: int, tp: int,
@@ -103,10 +113,9 @@ def _rows(shape: str, rows, ops: tuple[str, ...] = OPS) -> list[tuple[str, int, 
             continue
         h, tp, nq = int(r["n_embd"]), int(r["num_tensor_parallel_workers"]), int(r["n_head"])
         hd, T = int(r.get("head_dim") or h // nq), int(r["num_tokens"])
-        out.append((shape, T, [(op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), hd, tp,
-                                         r["use_gated_mlp"] == "True")[0] * T,
-                                op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), hd, tp)[1],
-                                float(r[f"time_stats.{op}.median"]) * 1e-3) for op in ops]))  # ms → s
+        shaped = [(op_shape(op, h, int(r["n_expanded_embd"]), nq, int(r["n_kv_head"]), hd, tp,
+                            r["use_gated_mlp"] == "True"), float(r[f"time_stats.{op}.median"]) * 1e-3) for op in ops]
+        out.append((shape, T, [(bpt * T, w, t) for (bpt, w), t in shaped]))  # ms → s above
     return out
 
 
@@ -180,10 +189,10 @@ def fit_layer_kernels(gpu_id: str) -> LayerKernelFit | None:
                 if r[1] <= 256:
                     dec.append(e)
     loso.sort()
-    src = source_words(gpu_id, len(shapes), "kvledger.accounting.layer_kernels")
+    src = source_words(gpu_id, [x for x in profiled if x[1] in shapes], "kvledger.accounting.layer_kernels")
     return LayerKernelFit(gpu_id, _all_ops(timed, params), src, shapes, len(rows),
                           _median([abs(err(params, r)) for r in rows]), _median(loso),
-                          loso[min(len(loso) - 1, int(0.9 * len(loso)))], _median(dec))
+                          loso[min(len(loso) - 1, int(0.9 * len(loso)))], _median(dec), gpu_id not in VIDUR_GPU)
 
 
 @functools.lru_cache(maxsize=8)
@@ -213,6 +222,24 @@ def layer_ops(model) -> tuple[str, ...]:
     return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + ["mlp_act", "add"])
 
 
+def rms_norms(model) -> bool:
+    """Whether the model's layer norms are RMSNorms (no bias beside the first decoder layer's norm weights), which vLLM
+    fuses the residual add into; LayerNorms (OPT, phi-2) have a bias and a separate add."""
+    return not any(re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.bias$", w.path) for w in model.weights)
+
+
+def kernel_words(ops: tuple[str, ...]) -> str:
+    """A layer's priced kernels in words, from ``LayerKernels.ops``: "2 norms, RoPE, activation and add", or, where
+    the GPU's profiles time the residual add inside the norm (vLLM 0.19's fused kernel), "2 norms (the residual add
+    fused in), RoPE and activation"."""
+    norms = sum(op.endswith("layernorm") for op in ops)
+    first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if "add" in ops else " (the residual add fused in)")
+    parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
+    if "add" in ops:
+        return ", ".join(parts) + " and add"
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def kernels_apply(model) -> bool:
     """Whether the term prices this model: every decoder layer an attention layer (full or sliding window) with an
     MLP; hybrids (Mamba, linear attention) run other kernels in their other layers, not measured here."""
@@ -232,9 +259,12 @@ class LayerKernels:
         self.fit, self.num_layers = fit, model.num_layers
         gated = any("gate" in w.path for w in model.weights)  # gate_proj / gate_up_proj: a gated MLP (dense models)
         by_op = dict(zip(OPS, fit.params, strict=True))
-        ops = tuple(op for op in layer_ops(model) if by_op[op] is not None)  # an op fused into another: no kernel
+        if by_op["add"] is None and not rms_norms(model):  # untimed because fused into vLLM's RMSNorm: a LayerNorm
+            by_op["add"] = by_op["input_layernorm"]  # model's add is its own kernel, at a norm's floor
+        ops = tuple(op for op in layer_ops(model) if by_op[op] is not None)  # fused into the RMSNorm: no kernel
         self.ops = ops
-        self.params = tuple((by_op[op][0], by_op[op][1], bandwidth_Bps) for op in ops)
+        self.params = tuple((by_op[op][0], by_op[op][1], max(bandwidth_Bps, by_op[op][2]) if fit.bytes_at_fit
+                             else bandwidth_Bps) for op in ops)
         self._per_token = [op_shape(op, model.hidden_size, model.intermediate_size, model.num_attention_heads,
                                     model.num_kv_heads, model.head_dim, tp, gated) for op in ops]
         self._cache: dict[int, float] = {}

@@ -89,11 +89,14 @@ def profile_shapes(gpu_id: str) -> tuple[tuple[str, str, tuple[dict[str, str], .
     return tuple(out)
 
 
-def source_words(gpu_id: str, num_shapes: int, module: str) -> str:
-    """The operator profiles behind a GPU's fit by ``module``, in words (the fit's ``source``)."""
+def source_words(gpu_id: str, shapes, module: str) -> str:
+    """The operator profiles behind a GPU's fit by ``module``, in words (the fit's ``source``); ``shapes``:
+    ``profile_shapes(gpu_id)``."""
+    tps = sorted({int(r["num_tensor_parallel_workers"]) for _, _, rows in shapes for r in rows})
+    span = f"TP {tps[0]}–{tps[-1]}" if len(tps) > 1 else f"TP {tps[0]}" if tps else "no TP"
     if gpu_id in VIDUR_GPU:
-        return (f"Vidur operator profiles (microsoft/vidur, MIT), {VIDUR_GPU[gpu_id]}: {num_shapes} model shapes × "
-                f"TP 1–8, {module}")
-    names = " and ".join(f"{m}" for _, m, _ in profile_shapes(gpu_id))
+        return f"Vidur operator profiles (microsoft/vidur, MIT), {VIDUR_GPU[gpu_id]}: {len(shapes)} model shapes × " \
+               f"{span}, {module}"
+    names = " and ".join(m for _, m, _ in shapes)
     return (f"LLMServingSim's operator profiles of vLLM 0.19 (casys-kaist/LLMServingSim, MIT), {LSS_GPU[gpu_id]}: "
-            f"{names} at TP 1 and 2, {module}")
+            f"{names} at {span}, {module}")

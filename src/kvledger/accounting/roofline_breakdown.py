@@ -202,12 +202,15 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
     """The note that the simulator prices this GPU's weight matmuls by its measured efficiency curve, where it does
     by default (``gemm_efficiency.curve_applies``), while this table keeps the flat fractions."""
     from kvledger.accounting.gemm_efficiency import curve_span
+    from kvledger.accounting.layer_kernels import LayerKernels, kernel_words, kernels_apply, layer_kernel_fit
 
     span = None if rc.gemm_curve is not None else curve_span(rc.model, rc.gpu, rc.gemm_nk)
     if span is None:
         return []
     lo, hi = span
+    fit = layer_kernel_fit(rc.gpu.gpu_id) if kernels_apply(rc.model) else None
+    ops = () if fit is None else LayerKernels(fit, rc.model, rc.tp, 1.0).ops
+    kernels = f", and add each layer's {kernel_words(ops)} kernels (kvledger.accounting.layer_kernels)" if ops else ""
     return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
             f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
-            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency), and add each layer's norm, "
-            f"RoPE, activation and add kernels (kvledger.accounting.layer_kernels)"]
+            f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency){kernels}"]

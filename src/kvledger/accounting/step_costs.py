@@ -23,7 +23,7 @@ class StepCosts:
         host_s: host time in series with the GPU, ``host_step_s + host_seq_s × sequences``, s (0 unless set).
         matmul_efficiency: the weight GEMMs' measured share of peak at the step's tokens (``gemm_efficiency.py``),
             which divides their FLOP time; 1.0 without a measured curve.
-        layer_kernels_s: the layers' norm, RoPE, activation and add kernels (``layer_kernels.py``), s; 0 without
+        layer_kernels_s: the layers' norm, RoPE, activation and unfused add kernels (``layer_kernels.py``), s; 0 without
             the measured pricing.
     """
 

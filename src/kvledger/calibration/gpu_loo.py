@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["gpu_setups", "run_errors", "gpu_leave_one_out"]
+__all__ = ["gpu_setups", "run_errors", "gpu_leave_one_out", "check_runs"]
 
 
 def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[list[tuple[Any, Any, Any]], list[str]]:
@@ -66,4 +66,22 @@ def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tu
         out.append({"run": run.label, "fitted_on": [r.label for r, _, _ in rest],
                     "flops_fraction": f.flops_fraction, "bandwidth_fraction": f.bandwidth_fraction,
                     **headline_errors(c)})
+    return out
+
+
+def check_runs(paths: list[str], args, price: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    """Each measured run in ``paths`` (runs a GPU profile was *not* fitted on: other models, other TPs) priced by
+    ``price(setup)`` (the profile's step cost, ``gpu_fit.roofline_with``), as ``calibrate_gpu_files`` writes its
+    fitted runs (label, source, model, TP, requests, headline errors, saturation): the profile's ``out_of_sample``
+    checks, which widen its bands for the models and TPs it was not fitted on (``kvledger.ledgers.profile_band``)."""
+    from kvledger.calibration.api import headline_errors
+    from kvledger.calibration.saturation import saturation
+
+    staged, _ = gpu_setups(paths, args, None)
+    out = []
+    for run, s, st in staged:
+        c, recs = run_errors(run, s, st, price(s), 0.0)
+        out.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
+                    "num_requests": len(run.requests), **headline_errors(c),
+                    "saturated": saturation(run.measured if st is None else None, recs)})
     return out

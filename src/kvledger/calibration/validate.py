@@ -175,8 +175,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
         if given or model_note is None or args.model not in str(err):
             raise
-        raise InputError(f"{t.run.source}: {model_note}, but {err} Or pass --model with a bundled name or a "
-                         "config.json.") from None
+        why, hint = str(err).rstrip("."), " Or pass --model with a bundled name or a config.json."
+        raise InputError(f"{t.run.source}: {model_note}, but {why}.{'' if 'divisible' in why else hint}") from None
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records, t.run, setup.config.enable_prefix_caching)

@@ -78,9 +78,9 @@ def calibrate(
     error, reports fit and leave-one-out errors.
 
     Time: a fit replays each run some 60-80 times, about 0.05-0.08 s per 1,000 replayed requests, so 3-5 s per 1,000
-    requests in the files, times (runs + 1) with leave-one-out (2-core Intel Xeon: 3 kubecon stages, 16,593
-    requests, --scope model 55 s; 2 stages, 7,415 requests, --scope gpu 37 s; docs/performance.md). On a terminal,
-    progress goes to stderr, a line per fit step or fold."""
+    requests in the files, times (runs + 1) with leave-one-out (2-core Intel Xeon: 3 load stages, 16,593 requests,
+    --scope model 55 s; 2 stages, 7,415 requests, --scope gpu 37 s). On a terminal, progress goes to stderr, a line
+    per fit step or fold."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
     from kvledger.cli.outputs import prepare_output_file, write_text_atomic

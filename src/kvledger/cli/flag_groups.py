@@ -168,9 +168,9 @@ class EngineFlags:
         "(default) the GPU's default bundled one where the data has runs."))
     gemm_efficiency: str | None = flag("--gemm-efficiency", help=(
         "Roofline weight matmuls: measured (the fraction scales the GPU's measured efficiency against tokens in the "
-        "step and GEMM size, from Vidur's A100/H100 profiles; without a fraction or profile, as measured; each "
-        "layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) or flat (one FLOP fraction, "
-        "no kernel term). Default: the GPU profile's, else measured."))
+        "step and GEMM size, from operator profiles of the A100, H100 and RTX PRO 6000; without a fraction or "
+        "profile, as measured; each layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) "
+        "or flat (one FLOP fraction, no kernel term). Default: the GPU profile's, else measured."))
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,11 +50,14 @@ class ProfileFacts:
     Attributes:
         label: the profile in words. fitted: (model, TP) of each fitted run. in_sample: per fitted run, metric →
             its in-sample error (None where the run does not state it), with "saturated" (bool) where known.
+        checks: the same for runs of other models or TPs the profile priced but was not fitted on (its
+            ``out_of_sample``): what it is known to miss by elsewhere on its GPU.
     """
 
     label: str
     fitted: tuple[tuple[str, int], ...]
     in_sample: tuple[dict, ...]
+    checks: tuple[dict, ...] = ()
 
 
 def _judged(r: dict) -> tuple[str, ...]:
@@ -66,6 +69,14 @@ def _judged(r: dict) -> tuple[str, ...]:
 
 #: the metrics a fitted run is judged on, public for ``model_band``
 judged_metrics = _judged
+
+
+def _checked(r: dict, metric: str) -> bool:
+    """Whether an out-of-sample check's error of ``metric`` says how far the profile's step cost is off: the metrics
+    it is judged on, and, past saturation, its TPOT too (the time between a request's tokens is the step time of the
+    batches it ran in, which a replay at the run's own arrivals reproduces when the step cost is right; its TTFT is
+    the queue's)."""
+    return metric in _judged(r) or (metric == "tpot_mean" and r.get("saturated") is True)
 
 
 def poor_fit(in_sample: tuple[dict, ...] | list[dict]) -> list[str]:
@@ -181,6 +192,12 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
                    + (f"widened, each side, to take in the uncalibrated band {u10:+.1%} … {u90:+.1%}: "
                       f"{q10:+.1%} … {q90:+.1%}" if wider else
                       f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))
+    seen = [(e, f"{r.get('model')} TP {r.get('tp')}") for r in facts.checks if other and _checked(r, metric)
+            and isinstance(e := r.get(metric), (int, float))]
+    if seen and (min(e for e, _ in seen) < q10 or max(e for e, _ in seen) > q90):
+        q10, q90 = min(q10, *(e for e, _ in seen)), max(q90, *(e for e, _ in seen))
+        why.append("no narrower than its errors on the models and TPs it was checked on but not fitted on ("
+                   + ", ".join(f"{w}: {e:+.1%}" for e, w in seen) + f"): {q10:+.1%} … {q90:+.1%}")
     own = [e for r in facts.in_sample if metric in _judged(r) and isinstance(e := r.get(metric), (int, float))]
     if own and (min(own) < q10 or max(own) > q90):
         q10, q90 = min(q10, *own), max(q90, *own)

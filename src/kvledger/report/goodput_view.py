@@ -152,7 +152,7 @@ def _answer(sb: SimBoundary) -> str:
     if b.boundary_value is None:
         return (f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
                 f"{sb.target:.0%}" + (f" ({seeds})" if seeds else ""))
-    per = [f"{sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU"] if (
+    per = [f"{sb.boundary_per_replica:.4g} per replica, {sb.boundary_per_gpu:.4g} per GPU"] if (
         sb.boundary_per_gpu is not None) else []
     per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
     at = ""
@@ -160,7 +160,7 @@ def _answer(sb: SimBoundary) -> str:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
               f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
-            f"{b.boundary_value:g}{unit}{per}{at}")
+            f"{b.boundary_value:.4g}{unit}{per}{at}")
 
 
 def print_search(sb: SimBoundary, slo_text: str) -> None:

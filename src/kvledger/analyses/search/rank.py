@@ -228,7 +228,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      f"{prof.bandwidth_fraction:.0%} of peak bandwidth); any other GPU by its bundled profile, if any, "
                      "else uncalibrated")
     elif spec.step_cost == "roofline":
-        notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
+        notes.append(_default_pricing_note(spec, entries))
     from kvledger.analyses.search.gemm_note import gemm_note
 
     if (gn := gemm_note(spec, entries)) is not None:
@@ -272,3 +272,17 @@ def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
         rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k,
                      v in r.items()})
     return rows
+
+
+def _default_pricing_note(spec: Any, entries: list[dict[str, Any]]) -> str:
+    """What priced the candidates without a ``--gpu-profile``: each GPU's bundled profile where it has one (the RTX
+    PRO 6000 Server Edition's, fitted on its own runs), the uncalibrated roofline elsewhere."""
+    from kvledger.analyses.search.bands import search_profile
+
+    ids = sorted({e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error") and "gpu_id" in e})
+    profiled = {p.label: p.gpu for gid in ids if (p := search_profile(spec, gid)) is not None}
+    if not profiled:
+        return "step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement"
+    return ("priced by: " + "; ".join(f"gpu: {label} for the candidates on {gpu}" for label, gpu in profiled.items())
+            + " (each GPU's bundled GPU profile); any other GPU uncalibrated (roofline): every capacity is a model "
+            "estimate, not a measurement")

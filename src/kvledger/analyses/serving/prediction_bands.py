@@ -78,7 +78,8 @@ def profile_facts(prof: Any) -> ProfileFacts | None:
     """What the band needs of a GPU profile (``kvledger.accounting.gpu_profile.GpuProfile``; None → None)."""
     if prof is None:
         return None
-    return ProfileFacts(prof.label or prof.source, tuple((r["model"], r["tp"]) for r in prof.runs), tuple(prof.runs))
+    return ProfileFacts(prof.label or prof.source, tuple((r["model"], r["tp"]) for r in prof.runs), tuple(prof.runs),
+                        tuple(prof.checks))
 
 
 def setup_band(setup: Any, metric: str) -> Band | None:

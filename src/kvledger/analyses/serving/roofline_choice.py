@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
@@ -89,18 +90,6 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     return hint
 
 
-def kernel_words(ops: tuple[str, ...]) -> str:
-    """A layer's priced kernels in words, from ``LayerKernels.ops``: "2 norms, RoPE, activation and add", or, where
-    the GPU's profiles time the residual add inside the norm (vLLM 0.19's fused kernel), "2 norms (the residual add
-    fused in), RoPE and activation"."""
-    norms = sum(op.endswith("layernorm") for op in ops)
-    first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if "add" in ops else " (the residual add fused in)")
-    parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
-    if "add" in ops:
-        return ", ".join(parts) + " and add"
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> str:
     """The matmul pricing in words: the curve that priced it, or why it is flat (a model the curve does not price, a
     FLOP fraction given alone, --gemm-efficiency flat, a GPU without a curve); "" when there is nothing to say."""
@@ -108,12 +97,14 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     given = getattr(a, "gemm_efficiency", None)
     if curve is not None:
         text = (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
-                f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its 4,096-token plateau, an "
-                "assumption)")
+                f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its {curve.grid[-1]:,}-token "
+                "plateau, an assumption)")
         lk = getattr(cost, "layer_kernels", None)
         if lk is not None:
-            text += (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at the "
-                     f"bandwidth share) ({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
+            bw = "the faster of the bandwidth share and the profiles' own" if lk.fit.bytes_at_fit else \
+                "the bandwidth share"
+            text += (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at {bw}) "
+                     f"({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
                      f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")
         elif getattr(cost, "gemm_curve", None) is not None:
             text += ("; no layer-kernel term: a hybrid model's other layers (Mamba, linear attention) run kernels "
@@ -133,11 +124,12 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 "the error bands were measured on the default pricing")
     if span is not None and given == "flat":
         return ("; flat (--gemm-efficiency flat): every matmul at the FLOP fraction of peak and no layer-kernel term; "
-                "this GPU's default prices the weight matmuls by its measured efficiency and adds each layer's norm, "
-                "RoPE, activation and add kernels, and the error bands were measured on that default")
+                "this GPU's default prices the weight matmuls by its measured efficiency and adds each layer's small "
+                "kernels (norms, RoPE, activation), and the error bands were measured on that default")
     if given == "measured" and gemm_mode(a, prof) == "measured":
-        return (f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM and H100 SXM; "
-                "H200 SXM, GH200 and A100 40GB SXM share their dies): flat")
+        return (f"; no measured GEMM efficiency for {plan.gpu.name} (operator profiles measured A100 80GB SXM, H100 "
+                "SXM and RTX PRO 6000 Server; H200 SXM, GH200, A100 40GB SXM and RTX PRO 6000 Workstation share "
+                "their dies): flat")
     return ""
 
 

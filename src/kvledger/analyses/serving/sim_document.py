@@ -100,9 +100,10 @@ class SimDocument:
 
     @property
     def kept_up(self) -> bool:
-        """An open loop whose queue did not grow, long enough to tell: its latency figures are for a load the
-        deployment sustains."""
-        return str(self.workload.get("mode", "")).startswith("open loop") and not self.overload and not self.too_short
+        """An open loop whose queue did not grow, long enough to tell, and that did not sit at its knee either (its
+        TTFT growing through the arrivals: ``at_knee``): its latency figures are for a load the deployment sustains."""
+        return (str(self.workload.get("mode", "")).startswith("open loop") and not self.overload and not self.too_short
+                and not self.at_knee)
 
     @property
     def band_coverage(self) -> dict[str, Any]:
