@@ -237,22 +237,24 @@ def curve_applies(model, gpu) -> bool:
     return not model.is_moe and model.quant.method == "none" and compute_dtype(model, gpu) == "bf16"
 
 
-def curve_prices(model, gpu) -> bool:
+def curve_prices(model, gpu, bundled: bool = True) -> bool:
     """Whether, without a flag, the measured curve prices this model's weight GEMMs on ``gpu``: the GPU has a curve
-    (its own or its die's), the model's GEMMs are what it measured (``curve_applies``), and no bundled GPU profile
-    fitted in the flat mode prices the GPU by default (the RTX PRO 6000 Server Edition's)."""
+    (its own or its die's), the model's GEMMs are what it measured (``curve_applies``) and, with ``bundled``, no
+    flat bundled GPU profile prices the GPU by default (the RTX PRO 6000's; False: the caller knows none does)."""
     if gemm_curve(gpu.gpu_id) is None or not curve_applies(model, gpu):
         return False
+    if not bundled:
+        return True
     from kvledger.accounting.gpu_profile import bundled_gpu_profile
 
     prof = bundled_gpu_profile(gpu.name)
     return prof is None or prof.gemm_efficiency == "measured"
 
 
-def curve_span(model, gpu, nk: float) -> tuple[float, float] | None:
+def curve_span(model, gpu, nk: float, bundled: bool = True) -> tuple[float, float] | None:
     """The least and greatest efficiency the GPU's curve gives a layer of ΣN·K ``nk`` (its grid's ends), where it
-    prices this model by default (``curve_prices``); else None."""
-    if not curve_prices(model, gpu):
+    prices this model by default (``curve_prices``, ``bundled`` as there); else None."""
+    if not curve_prices(model, gpu, bundled):
         return None
     c = gemm_curve(gpu.gpu_id)
     return c.efficiency(c.grid[0], nk), c.efficiency(c.grid[-1], nk)

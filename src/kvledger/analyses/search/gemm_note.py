@@ -17,7 +17,7 @@ def _mode(spec: Any, gid: str, gpu, model) -> str:
     from kvledger.analyses.serving.gemm_choice import gemm_mode
 
     measured = gemm_mode(spec, search_profile(spec, gid)) == "measured"  # the flag, else the profile's, else measured
-    return "measured" if measured and curve_prices(model, gpu) else "flat"
+    return "measured" if measured and curve_prices(model, gpu, bundled=False) else "flat"  # the mode says the rest
 
 
 def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:

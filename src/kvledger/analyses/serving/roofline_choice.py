@@ -116,7 +116,7 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
                 + ", not measured")
     from kvledger.accounting.gemm_efficiency import curve_span
 
-    span = curve_span(plan.model, plan.gpu, cost.gemm_nk) if prof is None else None
+    span = curve_span(plan.model, plan.gpu, cost.gemm_nk, bundled=False) if prof is None else None
     if span is not None and given is None and getattr(a, "achievable_flops_fraction", None) is not None:
         return (f"; flat: --achievable-flops-fraction given alone is a share of peak for every matmul, where the "
                 f"default on {plan.gpu.name} is 100% of its measured matmul efficiency ({span[0]:.0%}–{span[1]:.0%} "
