@@ -211,11 +211,12 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
                 "sizing": {"monthly_usd": usd}}
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
-    # (error_bands.json throughput −6.1 … +18.7%: capacity ×1/1.1873 = ×0.8422, 1 − 0.8422 = 15.8%)
+    # (error_bands.json throughput −6.1 … +49.97%, its top the Qwen3-32B TP 2 RTX PRO 6000 run, the largest of 18:
+    # capacity ×1/1.4997 = ×0.6668, 1 − 0.6668 = 33.3%)
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
     assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
-    assert m.band == pytest.approx(1 - 1 / 1.1873413265162287)
-    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 15.8%
+    assert m.band == pytest.approx(1 - 1 / 1.49973163535825194)
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 33.3%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
 
 
@@ -277,13 +278,13 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # A winner on an RTX 4090, priced by its bundled GPU profile (accounting/data/gpu_profiles/rtx-4090.json), whose
     # entry carries no capacity_band: the margin is read against the band of the regime that priced it
     # (search.bands.search_band → ledgers.profile_band), not the uncalibrated roofline's. That band: the GPU-profile
-    # regime's throughput errors −3.21 … +3.27% (error_bands.json, 2 points) are fewer than 10, so it widens, each
-    # side, to the cross-model band q10 −12.35%, q90 +14.09% (error_bands.json cross_model, 13 points; the profile's
-    # in-sample throughput errors +0.6% and −0.5% lie inside): q10 = min(−0.0321, −0.1235) = −0.1235, q90 =
-    # max(0.0327, 0.1409) = 0.1409, capacity multipliers low = 1/(1 + q90) = 1/1.1409 = 0.8765 to high = 1/(1 + q10)
-    # = 1/(1 − 0.1235) = 1.1409. A runner-up 28% dearer can swap inside it (1.1409 / 0.8765 = 1.302× > 1.28×); the
-    # uncalibrated band (q10 −6.10%, q90 +18.73%: ×1/1.1873 = 0.8422 … ×1/0.9390 = 1.0649, 1.0649 / 0.8422 = 1.264× <
-    # 1.28×) said it could not.
+    # regime's throughput errors −37.82 … +53.88% (error_bands.json, 4 points: the RTX 4090 pair and the RTX PRO 6000
+    # pair, each priced by a profile fitted on the other, a t interval) are fewer than 10, so it widens, each side, to
+    # the cross-model band q10 −12.32%, q90 +14.05% (error_bands.json cross_model, 15 points; the profile's in-sample
+    # throughput errors +0.6% and −0.5% lie inside): q10 = min(−0.3782, −0.1232) = −0.3782, q90 = max(0.5388, 0.1405)
+    # = 0.5388, capacity multipliers low = 1/(1 + q90) = 1/1.5388 = 0.6499 to high = 1/(1 + q10) = 1/0.6218 = 1.6082.
+    # A runner-up 2× dearer can swap inside it (1.6082 / 0.6499 = 2.47× > 2×); the uncalibrated band (q10 −6.10%,
+    # q90 +49.97%: ×1/1.4997 = 0.6668 … ×1/0.9390 = 1.0649, 1.0649 / 0.6668 = 1.597× < 2×) says it cannot.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band
@@ -296,10 +297,10 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
                 "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0}}
 
-    pair = [entry("a", 1000.0), entry("b", 1280.0)]
+    pair = [entry("a", 1000.0), entry("b", 2000.0)]
     m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
-    assert m.band_low == pytest.approx(1 / (1 + 0.13308021932263214))
-    assert m.band_high == pytest.approx(1 / (1 - 0.11744995372189003))
+    assert m.band_low == pytest.approx(1 / (1 + 0.538802625971289))
+    assert m.band_high == pytest.approx(1 / (1 - 0.3781714648441073))
     assert m.could_flip
     assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
     # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band
