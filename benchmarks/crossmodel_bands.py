@@ -34,9 +34,11 @@ DOC = ROOT / "docs" / "validation.md"
 WORDS = "measured H100 load-sweep stages of four models, each priced by a GPU profile fitted on the other models"
 
 
-def words(d: dict) -> str:
-    """``WORDS`` for a gpuscope result: the GPUs and the number of models its GPU-profile rows cover."""
-    rows = [r for r in d["rows"] if any(v["regime"] == "gpu" for v in r["views"].values())]
+def words(d: dict, metric: str) -> str:
+    """``WORDS`` for one metric of a gpuscope result: the GPUs and the number of models of the GPU-profile rows judged
+    on it (throughput at saturation, mean TTFT and TPOT below)."""
+    rows = [r for r in d["rows"] if any(v["regime"] == "gpu" for v in r["views"].values())
+            and (metric == "throughput") == bool(r["saturated"])]
     gpus = sorted({r["gpu"] for r in rows})
     return (f"measured runs and load stages of {len({r['model'] for r in rows})} models on {' and '.join(gpus)}, each "
             "priced by a GPU profile fitted on the other models on its GPU")
@@ -83,13 +85,14 @@ def symmetric_band(errs: list[float]) -> dict:
             "method": "symmetric in log(1 + e): conformal 80% rank of |ln(1 + e)|"}
 
 
-def bands(errs: dict[str, dict[str, list[float]]], data: str) -> dict[str, dict]:
+def bands(errs: dict[str, dict[str, list[float]]], data: str | dict[str, str]) -> dict[str, dict]:
+    """metric → its band (the widest over the fit rules), with what its data are (``data``: one text, or per metric)."""
     out = {}
     for m in METRICS:
         per = {view: symmetric_band(e[m]) for view, e in errs.items() if len(e.get(m, [])) >= 2}
         if per:
             view, b = max(per.items(), key=lambda kv: kv[1]["q90"])
-            out[m] = {**b, "rule": view, "data": data}
+            out[m] = {**b, "rule": view, "data": data[m] if isinstance(data, dict) else data}
     return out
 
 
@@ -103,7 +106,7 @@ def main() -> None:
     if a.from_json:
         d = json.loads(Path(a.from_json).read_text(encoding="utf-8"))
         errs = from_json(d.get("gpuscope", d))
-        data = words(d.get("gpuscope", d)) + (f" ({a.label})" if a.label else "")
+        data = {m: words(d.get("gpuscope", d), m) + (f" ({a.label})" if a.label else "") for m in METRICS}
     else:
         errs = from_doc(DOC.read_text(encoding="utf-8"))
         data = WORDS + " (whole percents, 2026-12-03)"

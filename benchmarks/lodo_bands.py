@@ -122,7 +122,9 @@ def _errors(dep: dict, fractions: tuple[float, float] | None) -> dict[str, list[
 
 
 def lodo(shared: Path) -> dict:
-    """Every deployment's errors, uncalibrated and (where another deployment on its GPU exists) GPU-calibrated."""
+    """Every deployment's errors, uncalibrated and (where another deployment of its model on its GPU exists)
+    GPU-calibrated: the calibrated regime's band is of a profile used on what it was fitted on; a profile carried to
+    another model is the cross-model band's (``crossmodel_bands.py``) and the profile's own out-of-sample checks'."""
     from kvledger.calibration.api import engine_for
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
@@ -132,7 +134,8 @@ def lodo(shared: Path) -> dict:
         t = time.perf_counter()
         row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
                "uncalibrated": _errors(dep, None)}
-        others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]]
+        others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]
+                  and d["args"].model == dep["args"].model]
         if others and dep["engine_side"]:
             items = [(r, engine_for(d["args"], r)) for d in others for r, _ in d["items"]]
             fit = fit_gpu_fractions(items)

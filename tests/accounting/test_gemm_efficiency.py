@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.gemm_efficiency import curve_points, fit_curve, gemm_curve
+from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 from kvledger.catalog.gpus import get_gpu

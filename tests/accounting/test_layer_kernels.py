@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.layer_kernels import (
     OPS,
     LayerKernels,
@@ -19,6 +18,7 @@ from kvledger.accounting.layer_kernels import (
     layer_ops,
     op_shape,
 )
+from kvledger.accounting.op_profiles import PROFILED_GPU
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 from kvledger.catalog.gpus import get_gpu

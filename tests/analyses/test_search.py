@@ -278,13 +278,12 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # A winner on an RTX 4090, priced by its bundled GPU profile (accounting/data/gpu_profiles/rtx-4090.json), whose
     # entry carries no capacity_band: the margin is read against the band of the regime that priced it
     # (search.bands.search_band → ledgers.profile_band), not the uncalibrated roofline's. That band: the GPU-profile
-    # regime's throughput errors −37.82 … +53.88% (error_bands.json, 4 points: the RTX 4090 pair and the RTX PRO 6000
-    # pair, each priced by a profile fitted on the other, a t interval) are fewer than 10, so it widens, each side, to
-    # the cross-model band q10 −12.32%, q90 +14.05% (error_bands.json cross_model, 15 points; the profile's in-sample
-    # throughput errors +0.6% and −0.5% lie inside): q10 = min(−0.3782, −0.1232) = −0.3782, q90 = max(0.5388, 0.1405)
-    # = 0.5388, capacity multipliers low = 1/(1 + q90) = 1/1.5388 = 0.6499 to high = 1/(1 + q10) = 1/0.6218 = 1.6082.
-    # A runner-up 2× dearer can swap inside it (1.6082 / 0.6499 = 2.47× > 2×); the uncalibrated band (q10 −6.10%,
-    # q90 +49.97%: ×1/1.4997 = 0.6668 … ×1/0.9390 = 1.0649, 1.0649 / 0.6668 = 1.597× < 2×) says it cannot.
+    # regime's throughput errors −3.21 … +3.27% (error_bands.json, 2 points: the RTX 4090 pair, each priced by a
+    # profile fitted on the other run of its model) are fewer than 10, so it widens, each side, to the cross-model
+    # band q10 −12.32%, q90 +14.05% (error_bands.json cross_model, 15 points; the profile's in-sample throughput
+    # errors +0.6% and −0.5% lie inside): capacity multipliers low = 1/1.1405 = 0.8768 to high = 1/0.8768 = 1.1405.
+    # A runner-up 1.32× dearer cannot swap inside it (1.1405 / 0.8768 = 1.301× < 1.32×); the step cost's scope alone
+    # (the uncalibrated band's wider side, 1 − 1/1.4997 = 33.3% > 32%) says it can.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band
@@ -297,12 +296,12 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
                 "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0}}
 
-    pair = [entry("a", 1000.0), entry("b", 2000.0)]
+    pair = [entry("a", 1000.0), entry("b", 1320.0)]
     m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
-    assert m.band_low == pytest.approx(1 / (1 + 0.538802625971289))
-    assert m.band_high == pytest.approx(1 / (1 - 0.3781714648441073))
-    assert m.could_flip
-    assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
+    assert m.band_low == pytest.approx(1 / (1 + 0.14049063110693938))
+    assert m.band_high == pytest.approx(1 / (1 - 0.1231843798406145))
+    assert not m.could_flip
+    assert ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
     # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band
     none = ranking_margin([entry("a", 1000.0), entry("b", 1500.0)], "roofline", band_of=lambda w: None)
     assert none.band == 0.3 and not none.could_flip  # 50% dearer: outside ±30%
@@ -376,3 +375,19 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
     _api(con, SimpleNamespace(api=api, winner={"sizing": {"monthly_usd": 1963.7}}))
     out = " ".join(con.export_text().split())
     assert "across the whole capacity band (winner $1,964/month at both ends)" in out and "$1,964–$1,964" not in out
+
+
+def test_bills_at_both_band_ends_decide_whether_two_candidates_can_swap():
+    # bills move in whole replicas and each candidate has its own band: the winner stays ahead only when its bill at
+    # its band's low end (most replicas) is below the runner-up's at its band's high end (fewest); equal bills can swap
+    from kvledger.analyses.search.bands import bills_across_bands
+
+    def e(cid, low_usd, low_gpus, high_usd, high_gpus):
+        return {"id": cid, "sizing": {"at_band_low": {"monthly_usd": low_usd, "num_gpus": low_gpus},
+                                      "at_band_high": {"monthly_usd": high_usd, "num_gpus": high_gpus}}}
+
+    ahead = bills_across_bands(e("a", 5891.0, 3, 3927.0, 2), e("b", 11782.0, 6, 7855.0, 4))
+    assert ahead.startswith("the winner a stays ahead of the runner-up b") and "3 GPUs ($5,891/month)" in ahead
+    tie = bills_across_bands(e("a", 8760.0, 8, 6570.0, 6), e("b", 13140.0, 12, 8760.0, 8))
+    assert tie.startswith("the winner a and the runner-up b may swap") and "8 ($8,760/month)" in tie
+    assert bills_across_bands({"id": "a"}, {"id": "b"}) is None  # no band sizings: a ranking by USD per 1k requests

@@ -61,21 +61,21 @@ def test_a_poor_model_fit_is_flagged_and_printed_as_a_gpu_fit_is():
 
 
 def test_a_model_profile_band_says_its_floor_and_widens_to_its_evidence():
-    # model/dense/vllm has no measured point: error_band lends it gpu/dense/vllm's throughput band, q10 −37.82%, q90
-    # +53.88%, from 4 points (error_bands.json regimes, a t interval): fewer than 10, a floor. Two saturated fitted
-    # runs (judged on throughput only; in-sample +1% and −2%, within ±10%: no poor-fit widening) with held-out errors
-    # −40% and +20%: the band takes them in, q10 = min(−0.3782, −0.40) = −0.40, q90 = max(0.5388, 0.20) = 0.5388,
-    # i.e. high = 1/(1 + q10) = 1/0.6, low = 1/(1 + q90) = 1/1.5388, resting on max(4, 2) = 4 points
+    # model/dense/vllm has no measured point: error_band lends it gpu/dense/vllm's throughput band, q10 −3.21%, q90
+    # +3.27%, from 2 points (error_bands.json regimes, a t interval): fewer than 10, a floor. Two saturated fitted runs
+    # (judged on throughput only; in-sample +1% and −2%, within ±10%: no poor-fit widening) with held-out errors −40%
+    # and +20%: the band takes them in, q10 = min(−0.0321, −0.40) = −0.40, q90 = max(0.0327, 0.20) = 0.20, i.e. high =
+    # 1/(1 + q10) = 1/0.6, low = 1/(1 + q90) = 1/1.2, resting on max(2, 2) = 2 points (the two folds)
     fit = [{"label": "a", "throughput_rel_error": 0.01, "saturated": True},
            {"label": "b", "throughput_rel_error": -0.02, "saturated": True}]
     loo = [{"run": "a", "throughput_rel_error": -0.40}, {"run": "b", "throughput_rel_error": 0.20}]
     b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, loo)
-    assert b.high == pytest.approx(1 / 0.6) and b.low == pytest.approx(1 / 1.538802625971289) and b.num_runs == 4
-    assert "from 4 measured points of gpu/dense/vllm" in b.source and "a floor, not a measurement" in b.source
+    assert b.high == pytest.approx(1 / 0.6) and b.low == pytest.approx(1 / 1.2) and b.num_runs == 2
+    assert "from 2 measured points of gpu/dense/vllm" in b.source and "a floor, not a measurement" in b.source
     # no leave-one-out (--no-leave-one-out): the uncalibrated throughput band, q10 −6.10%, q90 +49.97% on 18 points,
-    # joins the floor: q10 = min(−0.3782, −0.0610) = −0.3782, q90 = max(0.5388, 0.4997) = 0.5388, on max(4, 18) = 18
+    # joins the floor: q10 = min(−0.0321, −0.0610) = −0.0610, q90 = max(0.0327, 0.4997) = 0.4997, on max(2, 18) = 18
     b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, [])
-    assert 1 / b.high - 1 == pytest.approx(-0.378171, abs=1e-6) and 1 / b.low - 1 == pytest.approx(0.538803, abs=1e-6)
+    assert 1 / b.high - 1 == pytest.approx(-0.060957, abs=1e-6) and 1 / b.low - 1 == pytest.approx(0.499732, abs=1e-6)
     assert b.num_runs == 18 and "no leave-one-out errors in the profile" in b.source
 
 

@@ -121,7 +121,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     data = ", ".join(dict.fromkeys(names)) or "unnamed runs"  # each run named once
     if len(runs) > _LIST_RUNS:  # many stages: by model and TP, the errors as a range
         data = f"{len(runs)} runs of " + ", ".join(dict.fromkeys(f"{r.get('model')} TP {r.get('tp')}" for r in runs))
-        errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in runs if r.get('saturated') is not True])}"
+        below = [r for r in runs if run_facts(r)["saturated"] is not True]
+        errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in below])}"
                          for name, k in (("TTFT", "ttft_mean"), ("TPOT", "tpot_mean"))) + " below saturation"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs

@@ -225,7 +225,8 @@ def layer_ops(model) -> tuple[str, ...]:
 def rms_norms(model) -> bool:
     """Whether the model's layer norms are RMSNorms (no bias beside the first decoder layer's norm weights), which vLLM
     fuses the residual add into; LayerNorms (OPT, phi-2) have a bias and a separate add."""
-    return not any(re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.bias$", w.path) for w in model.weights)
+    return not any(re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.bias$", w.path) and not re.search(r"vision|visual", w.path)
+                   for w in model.weights)  # a vision tower's LayerNorms are not the decoder's
 
 
 def kernel_words(ops: tuple[str, ...]) -> str:

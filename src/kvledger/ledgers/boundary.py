@@ -204,11 +204,13 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     step = 1.0 if integer else (tol if tol is not None else (hi - lo) / 1000.0)
     points: list[BoundaryPoint] = []
     gpus: list[int | None] = []
+    results: list[Any] = []
 
     def evaluate(v: float) -> bool:
         run = run_at(int(v) if integer else v)
         gpus.append(run.metadata.num_gpus)
-        points.append(_point(v, goodput(run, slo), target, None if queue_grew is None else queue_grew(v, run)))
+        results.append(goodput(run, slo))
+        points.append(_point(v, results[-1], target, None if queue_grew is None else queue_grew(v, run)))
         return points[-1].meets_target
 
     notes = [
@@ -216,7 +218,10 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     ]
     good, bad = known if known is not None else (lo, hi)
     implied = (good != lo) + (bad != hi)
-    if evaluate(good) and not evaluate(bad):
+    if not evaluate(good):
+        notes[0] = (f"no bisection: the lowest {axis} of the bracket, {good:g}, already misses"
+                    + missed_words(results[-1], slo))
+    elif not evaluate(bad):
         while bad - good > step and len(points) + implied < max_evals:
             mid = (good + bad) / 2.0
             mid = math.floor(mid) if integer else mid
@@ -224,6 +229,20 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
                 break
             good, bad = (mid, bad) if evaluate(mid) else (good, mid)
     return _finish(axis, target, slo, points, gpus[0] if len(set(gpus)) == 1 else None, notes)
+
+
+def missed_words(res: Any, slo: SLO) -> str:
+    """What the requests of an (almost idle) run missed, by limit: ``"; there 812 of 812 completed requests missed
+    tpot ≤ 50 ms"`` — where every load misses, the step time itself is over the limit (a faster GPU, a higher TP or a
+    looser limit is the way out, not less load); "" without counts."""
+    missed = {m: k for m, k in (getattr(res, "num_missed", None) or {}).items() if k}
+    if not missed or not res.num_completed:
+        return ""
+    limits = dict(slo.constraints())
+    parts = [f"{k:,} missed {m} ≤ {limits[m] * 1e3:,.0f} ms" for m, k in missed.items() if m in limits]
+    return (f"; there, of {res.num_completed:,} completed requests, " + ", ".join(parts)
+            + ": with the engine nearly idle the step time itself is over the limit, so no lower load meets it (a "
+              "faster GPU, a higher TP or a looser limit would)")
 
 
 def _check_target(target: float) -> None:

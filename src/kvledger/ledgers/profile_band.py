@@ -15,10 +15,16 @@ predicted/measured − 1), to the widest of:
 - the **uncalibrated band**, when the profile's own fit is poor (``fit_verdict``: fewer than ``MIN_WITHIN`` of its
   runs within ``FIT_LIMITS`` in-sample): such a profile does not describe its own runs, so what it says elsewhere is
   no better known than the plain roofline;
+- the profile's **out-of-sample checks** (``ProfileFacts.checks``: runs of other models or TPs on its GPU priced by
+  it, its file's ``out_of_sample``), for a figure of a model or TP it was not fitted on: never narrower than what it
+  is known to miss by elsewhere on its GPU (the bundled RTX PRO 6000 profile, fitted on Llama-3.1-8B TP 1, carries
+  Qwen3-32B TP 2's +28.4% throughput and −25.2% TPOT);
 - the profile's **in-sample errors** (each fitted run's error of the metric, and 0): never a band narrower than the
   fit's own residuals.
 
-The band's source names every piece that set it.
+The calibrated regime's measured points are profiles used on the model they were fitted on (leaving a deployment of
+it out): two RTX 4090 runs of one model today; a profile carried to another model is what the cross-model band and
+the checks are for. The band's source names every piece that set it.
 """
 
 from __future__ import annotations
@@ -175,12 +181,14 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     few = base.num_runs < MIN_POINTS
     cm = _cross_model(metric) if (few or other) and not base.cross_model else None  # the base is it already
     if cm is not None:
+        widens = cm[0] < q10 or cm[1] > q90
         q10, q90, n = min(q10, cm[0]), max(q90, cm[1]), max(n, cm[2])
         reasons = ([f"fewer than {MIN_POINTS} calibrated points"] if few else []) + (
             [f"{model} TP {tp} is not what the profile was fitted on"] if other else [])
-        why.append(f"widened, each side, to take in the cross-model band {cm[0]:+.1%} … {cm[1]:+.1%} "
-                   f"({' and '.join(reasons)}; {cm[2]} runs priced by a GPU profile fitted on other models, from "
-                   f"{cm[3]}): {q10:+.1%} … {q90:+.1%}")
+        why.append(("widened, each side, to take in" if widens else "no narrower than") + f" the cross-model band "
+                   f"{cm[0]:+.1%} … {cm[1]:+.1%} ({' and '.join(reasons)}; {cm[2]} runs priced by a GPU profile "
+                   f"fitted on other models, from {cm[3]})" + (f": {q10:+.1%} … {q90:+.1%}" if widens else
+                                                                 ", which lies inside it"))
     poor, bad, within, total = fit_verdict(facts.in_sample)
     unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor else None
     if unc is not None:

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 __all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources']
 
 
+def _sig4(x: float) -> str:
+    """Four significant figures without an exponent (a capacity found to about 1%): 3.594, 1,234, 12,346."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
     return none if x is None else format(x, spec)
 
@@ -152,7 +157,7 @@ def _answer(sb: SimBoundary) -> str:
     if b.boundary_value is None:
         return (f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
                 f"{sb.target:.0%}" + (f" ({seeds})" if seeds else ""))
-    per = [f"{sb.boundary_per_replica:.4g} per replica, {sb.boundary_per_gpu:.4g} per GPU"] if (
+    per = [f"{_sig4(sb.boundary_per_replica)} per replica, {_sig4(sb.boundary_per_gpu)} per GPU"] if (
         sb.boundary_per_gpu is not None) else []
     per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
     at = ""
@@ -160,7 +165,7 @@ def _answer(sb: SimBoundary) -> str:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
               f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
-            f"{b.boundary_value:.4g}{unit}{per}{at}")
+            f"{_sig4(b.boundary_value)}{unit}{per}{at}")
 
 
 def print_search(sb: SimBoundary, slo_text: str) -> None:

@@ -21,7 +21,8 @@ def _sig(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False, closed: str = "") -> None:
+def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False, closed: str = "",
+                 at_knee: bool = False) -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
     values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
     throughput is the offered load, not the saturation throughput the band is for (its band is left out). ``closed``:
@@ -52,8 +53,11 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
                   f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
                   "need not contain the prediction"
-                  + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
-                     "not the capacity (goodput --simulate --target finds it)" if kept_up else "")
+                  + ("; no throughput band: " + ("its queue drained by the end, so its throughput is the offered "
+                                                 "load, though it sat at its knee (see the note)" if at_knee else
+                                                 "the run kept up with its arrivals, so its throughput is the offered "
+                                                 "load") + ", not the capacity (goodput --simulate --target finds it)"
+                     if kept_up else "")
                   + ("; throughput at saturation: this run's completed requests ÷ its first arrival → last finish, "
                      "the drain after the last arrival included, as validate compares it — a short run's is below "
                      "what the engine sustains (goodput --simulate --target finds the SLO capacity)"
@@ -145,7 +149,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(spread_line(spread))
     mode = str(payload.workload.get("mode", ""))
     render_bands(payload.error_bands or {}, console, payload.kept_up,
-                 mode if mode.startswith(("sessions", "closed loop")) else "")
+                 mode if mode.startswith(("sessions", "closed loop")) else "", bool(payload.at_knee))
     said = None if payload.seed_spread is None else spread_note_line(payload.seed_spread)
     if said is not None:  # the draw moves a banded figure: said under the bands, not only in the notes
         console.print(said)

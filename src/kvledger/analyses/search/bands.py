@@ -78,8 +78,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are one setup with and without a KV tier "
                          f"{same}: a capacity error moves both alike, so the capacity band cannot flip them; the "
                          "tier's price orders them")
-        elif (apart := bills_apart(a, b)) is not None:
-            notes.append(apart)
+        elif (bills := bills_across_bands(a, b)) is not None:
+            notes.append(bills)
         elif flips_inside(rank_value(a), rank_value(b), band):
             which = band.regime if band else "no band"
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than the capacity's "
@@ -91,21 +91,23 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
     return notes
 
 
-def bills_apart(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """The note that the winner ``a`` stays ahead of the runner-up ``b`` whatever either's capacity within its band,
-    when both were sized for a load: ``a``'s bill at its band's low end (fewest req/s a replica, most replicas) is
-    below ``b``'s at its high end (most req/s, fewest replicas). Bills move in whole replicas, so two candidates whose
-    point bills are within the band's width can still never swap. None when they can, or without the band's
-    sizings."""
+def bills_across_bands(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """Whether the winner ``a`` stays ahead of the runner-up ``b`` whatever either's capacity within its own band, when
+    both were sized for a load (the ranking is then by monthly bill): ``a``'s bill at its band's low end (fewest req/s a
+    replica, most replicas) against ``b``'s at its high end. Bills move in whole replicas and each candidate has its own
+    band, so this, not the point bills' gap, says whether they can swap. None without both band sizings (a ranking by
+    USD per 1k requests)."""
     sa, sb = a.get("sizing") or {}, b.get("sizing") or {}
     if "at_band_low" not in sa or "at_band_high" not in sb:
         return None
     worst_a, best_b = sa["at_band_low"], sb["at_band_high"]
-    if worst_a["monthly_usd"] >= best_b["monthly_usd"]:
-        return None
-    return (f"the winner {a['id']} stays ahead of the runner-up {b['id']} across both capacities' 80% error bands: "
-            f"at its band's low end it needs {worst_a['num_gpus']} GPUs (${worst_a['monthly_usd']:,.0f}/month), the "
+    ends = (f"at its band's low end it needs {worst_a['num_gpus']} GPUs (${worst_a['monthly_usd']:,.0f}/month), the "
             f"runner-up at its band's high end {best_b['num_gpus']} (${best_b['monthly_usd']:,.0f}/month)")
+    if worst_a["monthly_usd"] < best_b["monthly_usd"]:
+        return (f"the winner {a['id']} stays ahead of the runner-up {b['id']} across both capacities' 80% error "
+                f"bands: {ends}")
+    return (f"the winner {a['id']} and the runner-up {b['id']} may swap inside their capacities' 80% error bands: "
+            f"{ends}; measure both or calibrate the GPU (kvledger calibrate --scope gpu)")
 
 
 def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str, Any]:

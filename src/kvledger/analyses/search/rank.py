@@ -278,11 +278,16 @@ def _default_pricing_note(spec: Any, entries: list[dict[str, Any]]) -> str:
     """What priced the candidates without a ``--gpu-profile``: each GPU's bundled profile where it has one (the RTX
     PRO 6000 Server Edition's, fitted on its own runs), the uncalibrated roofline elsewhere."""
     from kvledger.analyses.search.bands import search_profile
+    from kvledger.catalog.gpu_file import resolve_gpu
 
     ids = sorted({e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error") and "gpu_id" in e})
-    profiled = {p.label: p.gpu for gid in ids if (p := search_profile(spec, gid)) is not None}
+    profiled: dict[str, list[str]] = {}
+    for gid in ids:
+        if (p := search_profile(spec, gid)) is not None:
+            profiled.setdefault(p.label, []).append(resolve_gpu(gid).name)
     if not profiled:
         return "step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement"
-    return ("priced by: " + "; ".join(f"gpu: {label} for the candidates on {gpu}" for label, gpu in profiled.items())
+    return ("priced by: " + "; ".join(f"gpu: {label} for the candidates on {', '.join(gpus)}"
+                                      for label, gpus in profiled.items())
             + " (each GPU's bundled GPU profile); any other GPU uncalibrated (roofline): every capacity is a model "
             "estimate, not a measurement")
