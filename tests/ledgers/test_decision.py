@@ -301,3 +301,19 @@ def test_a_volume_is_sized_on_the_slo_capacity_and_priced_on_the_good_share_at_i
     assert bv["replica_capacity_requests_per_month"] == pytest.approx(44_150_400)
     assert bu["utilization"] == pytest.approx(2.69 * 730 / (21 * 3600 * 730 * a))
     assert bv["first_cheaper_requests_per_month"] == pytest.approx(bu["utilization"] * 21 * 3600 * 730)
+
+
+def test_the_price_caveat_is_of_the_row_the_replicas_are_billed_on():
+    # the caveat is written before the packing is known (the cheapest per-GPU row, medium confidence); the replicas
+    # may then be billed on a whole instance of another row (fresh-user trial: Nebius's 8-GPU instance, high
+    # confidence, billed while its 1-GPU row was cited): the caveat follows the billed row
+    from kvledger.ledgers.decision import _billed_row_caveat
+    from kvledger.ledgers.instances import GpuRate
+
+    rests = ["GPU price row: medium confidence (Nebius H100 (1gpu))", "step cost uncalibrated (roofline)"]
+    high = GpuRate(2.95, "Nebius H100 (8gpu)", "s", "2026", "high", 8)
+    medium = GpuRate(3.10, "Other H100 (8gpu)", "s", "2026", "medium", 8)
+    assert _billed_row_caveat(rests, high) == ["step cost uncalibrated (roofline)"]
+    assert _billed_row_caveat(rests, medium) == ["GPU price row: medium confidence (Other H100 (8gpu))",
+                                                  "step cost uncalibrated (roofline)"]
+    assert _billed_row_caveat(["step cost uncalibrated (roofline)"], medium)[0].startswith("GPU price row: medium")

@@ -209,7 +209,7 @@ def decide(
     if buy is not None and buy.gpu_capex_usd is not None:
         bought = monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source)
     primary = next((a for a in apis if a.named), apis[0])
-    rests = list(rests_on or [])
+    rests = _billed_row_caveat(list(rests_on or []), packing.rate)
     sh = min(rent.total_usd, bought.total_usd) if bought is not None else rent.total_usd
     verdict = "self-host" if sh < primary.bill.total_usd else "API"
     if primary.price.confidence != "high":
@@ -231,3 +231,13 @@ def decide(
                                  people_source=people_source) for k in (d.band_low, d.band_high))
     return d
 
+
+
+def _billed_row_caveat(rests: list[str], billed) -> list[str]:
+    """``rests`` with its GPU price-row caveat (``decision_inputs.rests_on_for``, written before the packing was known)
+    stated of the row the replicas are billed on: dropped when that row is of high confidence or given by the user,
+    else naming it."""
+    out = [r for r in rests if not r.startswith("GPU price row: ")]
+    if billed.confidence in ("high", "user input"):
+        return out
+    return [f"GPU price row: {billed.confidence} confidence ({billed.label})", *out]

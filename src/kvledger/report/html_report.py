@@ -140,10 +140,12 @@ def _kv_range_line(m: dict[str, Any]) -> str:
 
 def _break_even_text(c: dict[str, Any]) -> str:
     bu, bv = c["break_even_utilization"], c["break_even_volume"]
+    n = bu.get("replicas")
+    of = f" of the {n} replica{'' if n == 1 else 's'} this volume needs" if n else ""
     u = (
-        f"break-even utilization {fmt(100 * bu['utilization'])}%"
+        f"break-even utilization{of} {fmt(100 * bu['utilization'])}%"
         if bu.get("reachable") and bu.get("utilization") is not None
-        else "no utilization up to 100% breaks even"
+        else f"no utilization up to 100%{of} breaks even (a larger volume, on more replicas, can: below)"
     )
     v = (
         f"break-even volume {fmt(bv['requests_per_month'])} requests per month"
