@@ -113,3 +113,4 @@ def test_plan_says_the_curve_prices_only_where_no_flat_bundled_profile_does():
     sim = CliRunner().invoke(app, ["simulate", "Qwen/Qwen3-32B", "--gpu", "rtx_pro_6000_workstation", "--tp", "2",
                                    "--gpu-profile", "none", "--num-requests", "20"]).output
     assert "2 norms (the residual add fused in), RoPE and activation kernels" in " ".join(sim.split())
+

@@ -191,3 +191,17 @@ def test_the_table_marks_each_capacity_that_rests_on_a_caveat_and_verbose_says_w
     assert "~" in row
     assert "  ~ nvidia_h100_sxm:tp1:kv-auto: unrepresentative sample: each probe replays the trace's first 60" in \
         res.output
+
+
+def test_a_search_dropping_a_gpu_without_a_price_row_says_how_to_price_it():
+    # the RTX PRO 6000 Server Edition has no rental row in gpu_prices.csv: search rejects it, and (fresh-user trial)
+    # the line says which flag prices it
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    out = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=2s,tpot=100ms", "--gpu",
+                                   "H100,rtx_pro_6000_server", "--tp", "1", "--rate", "2", "--num-requests",
+                                   "100"]).output
+    line = next(x for x in out.splitlines() if x.startswith("rejected:"))
+    assert "no price row: 1" in line and "--gpu-usd-per-hour PRICE prices every searched GPU" in " ".join(out.split())

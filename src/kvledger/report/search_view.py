@@ -144,8 +144,11 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     if not rej:
         return
     groups = rejections_by_reason(rej)
+    hint = ("; a GPU without a catalog row: --gpu-usd-per-hour PRICE prices every searched GPU at PRICE (search it "
+            "alone for its own price)"
+            if any(g["reason"] == "no price row" for g in groups) else "")
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
-        f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups))
+        f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups) + hint)
               + ("" if verbose else " (--verbose lists each)"))
     if not verbose:
         return
