@@ -32,26 +32,32 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
         bands = {k: v for k, v in bands.items() if k != "throughput"}
     if not bands:
         return
-    parts = []
+    parts, labels = [], {}
     for metric, b in bands.items():
         label, k, unit = _BAND_LABELS[metric]
         if metric == "throughput" and closed:
             label = "throughput of the " + ("sessions' closed loops" if closed.startswith("sessions") else
                                             "closed loop")
+        labels[metric] = label
         scope = scope_words(b.regime)
         parts.append(f"{label} {_sig(b.predicted * k)} {unit} (80% band {_sig(b.low * k)}–{_sig(b.high * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
     # a band that excludes its point: q10 and q90 of the errors share a sign, so the simulator erred the same way on at
     # least about 90% of this regime's measured points; say so above the fine print (fresh-user trial)
-    biased = [f"{_BAND_LABELS[m][0]} {'under' if b.low > b.predicted else 'over'}-predicted"
+    biased = [f"{labels[m]} {'under' if b.low > b.predicted else 'over'}-predicted"
               for m, b in bands.items() if not b.low <= b.predicted <= b.high]
     if biased:
         console.print(f"[bold]read the band, not the point[/]: {', '.join(biased)} (the 80% band lies wholly on one "
                       "side: the simulator erred that way on this regime's measured points)")
     first = next(iter(bands.values()))
+    by_source: dict[str, list[str]] = {}
+    for m, b in bands.items():  # one source, or each figure's where they differ (a profile's checks widen one)
+        by_source.setdefault(b.source, []).append(labels[m])
+    source = first.source if len(by_source) == 1 else "; ".join(f"{', '.join(labels)}: {src}"
+                                                                for src, labels in by_source.items())
     console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
-                  f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
+                  f"{source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
                   "need not contain the prediction"
                   + ("; no throughput band: " + ("its queue drained by the end, so its throughput is the offered "
                                                  "load, though it sat at its knee (see the note)" if at_knee else
