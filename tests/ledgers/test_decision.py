@@ -304,13 +304,13 @@ def test_a_volume_is_sized_on_the_slo_capacity_and_priced_on_the_good_share_at_i
 
 
 def test_the_price_caveat_is_of_the_row_the_replicas_are_billed_on():
-    # the caveat is written before the packing is known (the cheapest per-GPU row, medium confidence); the replicas
-    # may then be billed on a whole instance of another row (fresh-user trial: Nebius's 8-GPU instance, high
-    # confidence, billed while its 1-GPU row was cited): the caveat follows the billed row
+    # the replicas may be billed on a whole instance of another row than the cheapest per-GPU one (fresh-user trial:
+    # Nebius's 8-GPU instance, high confidence, billed while its medium-confidence 1-GPU row was cited): the caveat
+    # is of the billed row
     from kvledger.ledgers.decision import _billed_row_caveat
     from kvledger.ledgers.instances import GpuRate
 
-    rests = ["GPU price row: medium confidence (Nebius H100 (1gpu))", "step cost uncalibrated (roofline)"]
+    rests = ["step cost uncalibrated (roofline)"]  # rests_on_for no longer guesses the row before the packing
     high = GpuRate(2.95, "Nebius H100 (8gpu)", "s", "2026", "high", 8)
     medium = GpuRate(3.10, "Other H100 (8gpu)", "s", "2026", "medium", 8)
     assert _billed_row_caveat(rests, high) == ["step cost uncalibrated (roofline)"]

@@ -142,9 +142,8 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
                           people.engineer_usd_per_month,
                           c.prefill_share, c.max_utilization, people.source, kv_tiers=bo.kv_tiers(params))
     model_name = (c.served_model or p.run.metadata.model) if is_file else simulated
-    inputs, notes = decision_inputs(model_name, p.api_price, p.gpu_rate,
-                                    (c.gpu or p.hardware) if is_file else p.hardware, p.sim, bo.host_bill(params),
-                                    people)
+    inputs, notes = decision_inputs(model_name, p.api_price, (c.gpu or p.hardware) if is_file else p.hardware, p.sim,
+                                    bo.host_bill(params), people)
     def price(run: Any, sim: Any, capacity: Any) -> Any:
         return cost_payload(run, p.slo, setup, None, ApiMix(c.batch_share, c.cache_hit_rate, c.cache_write_rate),
                             DecisionFactors(more.data_sovereignty, more.model_control, more.team_capability),

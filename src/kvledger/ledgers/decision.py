@@ -234,10 +234,8 @@ def decide(
 
 
 def _billed_row_caveat(rests: list[str], billed) -> list[str]:
-    """``rests`` with its GPU price-row caveat (``decision_inputs.rests_on_for``, written before the packing was known)
-    stated of the row the replicas are billed on: dropped when that row is of high confidence or given by the user,
-    else naming it."""
-    out = [r for r in rests if not r.startswith("GPU price row: ")]
+    """``rests`` led by the GPU price-row caveat of the row the replicas are billed on (the packing, known only here):
+    none for a row of high confidence or a price the user gave."""
     if billed.confidence in ("high", "user input"):
-        return out
-    return [f"GPU price row: {billed.confidence} confidence ({billed.label})", *out]
+        return rests
+    return [f"GPU price row: {billed.confidence} confidence ({billed.label})", *rests]

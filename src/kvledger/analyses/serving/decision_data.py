@@ -243,7 +243,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization,
                           people.source)
-    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], sim, HostBill(), people)
+    inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people)
     cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,

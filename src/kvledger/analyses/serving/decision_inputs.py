@@ -58,11 +58,11 @@ def gpu_power_for(gpu_id: str | None, buy: Any) -> tuple[Any, str | None]:
     return GpuPower(tdp, idle, f"{src}; idle {idle:,.0f} W: {isrc}"), None
 
 
-def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str], float, str, tuple[float, float]]:
-    """(what the answer rests on, capacity band (the wider side), its source, (fraction below, fraction above))."""
+def rests_on_for(gpu_id: str | None, sim: Any) -> tuple[list[str], float, str, tuple[float, float]]:
+    """(what the answer rests on, capacity band (the wider side), its source, (fraction below, fraction above)); the
+    GPU price row's confidence is said by ``ledgers.decision.decide``, which knows the row the replicas are billed
+    on."""
     out = []
-    if gpu_rate.confidence not in ("high", "user input"):
-        out.append(f"GPU price row: {gpu_rate.confidence} confidence ({gpu_rate.label})")
     if gpu_id and gpu_id != MEMORY_RULES_GPU and sim is not None:
         out.append(f"memory rules measured on H100 with vLLM 0.19 only: not validated on {gpu_id}")
     if sim is None:
@@ -99,7 +99,6 @@ def _measured_band(sim: Any) -> tuple[float, str, tuple[float, float]] | None:
 def decision_inputs(
     model: str | None,
     named: Any,
-    gpu_rate: Any,
     gpu_id: str | None,
     sim: Any,
     buy: Any,
@@ -114,6 +113,6 @@ def decision_inputs(
         power, why = gpu_power_for(gpu_id, buy)
         if why:
             notes.append(why)
-    rests, band, band_src, sides = rests_on_for(gpu_rate, gpu_id, sim)
+    rests, band, band_src, sides = rests_on_for(gpu_id, sim)
     return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
                           model, sides), notes
