@@ -126,6 +126,24 @@ def test_vllm_custom_all_reduce_prices_decode_calls():
     assert list(arr) == pytest.approx([0.0] + [rc.allreduce_s(t) for t in (16, 32, 512)], rel=1e-12)
 
 
+def test_all_reduce_over_pcie_runs_at_its_measured_share_of_the_link():
+    # Qwen3-32B at TP 2 on two RTX PRO 6000 (PCIe Gen5 x16, 128 GB/s bidirectional, no NVLink; no peer access by
+    # default, so vLLM's custom all-reduce is off and every call is NCCL's): the link is 128e9 / 2 × 0.35 = 22.4e9 B/s
+    # a direction (tp_comm.PCIE_ALLREDUCE_SHARE: NCCL's default bus bandwidth on PCIe Gen5, 22.2 of 64 GB/s).
+    m, g = load_model("Qwen/Qwen3-32B", allow_hub=False), get_gpu("RTX PRO 6000")
+    rc = build_plan(m, g, PlanSettings(tp=2), with_roofline=False, with_advice=False).step_cost()
+    assert rc.link_bytes_per_s == pytest.approx(22.4e9)
+    assert rc.custom_allreduce_max_bytes == 0
+    # a decode step of 128 sequences: 128 × 5,120 × 2 B = 1,310,720 B a call; per call the H100 NCCL latency at 2
+    # ranks (31.43 µs, fitted to Vidur's DGX-H100 medians) + 2·1/2 · 1,310,720 / 22.4e9 = 58.51 µs = 89.94 µs;
+    # 2 per layer × 64 layers = 128 calls → 11.512 ms
+    assert allreduce_latency_s(g, 2) * 1e6 == pytest.approx(31.43, abs=0.01)
+    assert rc.allreduce_s(128) * 1e3 == pytest.approx(11.512, abs=1e-3)
+    # an NVLink GPU keeps its scale-up link at the catalog figure: H100 SXM 900 / 2 = 450e9 B/s
+    h = build_plan(m, get_gpu("H100-SXM"), PlanSettings(tp=2), with_roofline=False, with_advice=False).step_cost()
+    assert h.link_bytes_per_s == 450e9
+
+
 def test_measured_weight_memory_sets_the_bytes_read():
     m, g = load_model("meta-llama/Meta-Llama-3.1-8B", allow_hub=False), get_gpu("H100-SXM")
     base = build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False)

@@ -36,6 +36,7 @@ V19, V10, V063 = (0, 19, 0), (0, 10, 1), (0, 6, 3)
     ("l40s", 2, 1, False, True),    # PCIe pair with peer access
     ("l40s", 4, 1, False, False),   # "not supported on more than two PCIe-only GPUs"
     ("rtx-4090", 2, 1, False, False),  # GeForce: _can_p2p fails
+    ("rtx-pro-6000", 2, 1, False, False),  # SM120 on a direct-attach host: no peer access without ForceP2P
     ("h100", 3, 1, False, False),   # world size not in [2, 4, 6, 8]
     ("h100", 8, 2, False, False),   # the group spans nodes
     ("h100", 4, 1, True, False),    # --disable-custom-all-reduce

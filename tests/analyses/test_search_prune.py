@@ -24,8 +24,9 @@ SEARCHES = {
                               monthly_tokens=300e6),
                    Axes(gpus=("B200", "H100", "L40S", "L4", "A10G", "A100-80GB"), tps=(1, 2, 4))),
     # the same model sized for a rate, ranked by the monthly bill with several replicas; TP 8 on the slow GPUs (L4 and
-    # L40S rented as 8-GPU pods) is dearer and slower than a simulated H100: decided by bound (priced flat, 0.7 of
-    # peak FLOP/s for every matmul: the figures of test_some_searches_decide_candidates_without_simulating_them)
+    # L40S rented as 8-GPU pods, and L40S TP 4, all-reduces over PCIe) is dearer and slower than a simulated H100:
+    # decided by bound (priced flat, 0.7 of peak FLOP/s for every matmul: the figures of
+    # test_some_searches_decide_candidates_without_simulating_them)
     "8b-rate": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s,tpot=80ms", num_requests=60,
                            rate_req_per_s=120.0, gemm_efficiency="flat"),
                 Axes(gpus=("H100", "L40S", "L4", "A10G"), tps=(1, 2, 4, 8))),
@@ -83,41 +84,42 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
             assert p["output_tok_per_s_per_gpu"] <= b["output_tok_per_s_per_gpu"]
         assert b["attainment"] >= cap["attainment"]
         checked += 1
-    assert checked >= 3
+    # at least the two H100 candidates of each search (3b-util's L4 TP 2 misses TTFT 150 ms once its all-reduces run
+    # over PCIe at 0.35 of the link: tp_comm.PCIE_ALLREDUCE_SHARE)
+    assert checked >= 2
 
 
 def test_some_searches_decide_candidates_without_simulating_them():
-    # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the first batch simulated is H100 TP 8
-    # and TP 1 (the highest per-user and per-GPU bounds) and L40S TP 1 and 2 (the lowest bill bounds); its runner-up
-    # is L40S TP 2, 5 replicas × 2 GPUs × $0.86/GPU-h (RunPod pod) × 730 h = $6,278.0 a month (the winner, H100 TP 1,
-    # bills 3 × 1 × $2.69 × 730 = $5,891.1). Two candidates of the third batch are decided against that batch:
-    # * L4 TP 8: capacity ≤ 32.52 req/s, so ≥ ⌈120 ÷ (32.52 × 0.8)⌉ = ⌈4.61⌉ = 5 replicas × 8 GPUs × $0.44 × 730 h =
-    #   $12,848.0 > $6,278.0 (rank, 104.7 % above); H100 TP 1 bills less ($5,891.1) and serves 99.75 tok/s per user at
-    #   capacity ≥ its bound 84.57 (cost frontier), and its operating point of 98.86 tok/s per user and 2,133 output
-    #   tok/s per GPU beats both bounds, 84.57 and 549.7 (frontier);
-    # * L40S TP 8: capacity ≤ 48.91 req/s, so ≥ ⌈120 ÷ 39.13⌉ = ⌈3.07⌉ = 4 × 8 × $0.86 × 730 = $20,089.6 > $6,278.0
-    #   (220 % above); H100 TP 8 bills 1 × 8 × $2.69 × 730 = $15,709.6 < $20,089.6 at 283.8 tok/s per user ≥ 149.0,
-    #   and its operating point (290.6 tok/s per user, 1,015.5 per GPU) beats (149.0, 826.6).
-    # Simulated (the exhaustive search) they need 10 and 7 replicas, $25,696.0 and $35,156.8: last in its ranking.
+    # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the winner is H100 TP 1, 3 replicas ×
+    # 1 GPU × $2.69/GPU-h × 730 h = $5,891.1 a month, the runner-up H100 TP 2, 2 × 2 × $2.69 × 730 = $7,854.8. The
+    # PCIe GPUs' all-reduces run at 0.35 of the host link (tp_comm.PCIE_ALLREDUCE_SHARE), so three of their TP > 1
+    # candidates are decided by bound against that batch (capacity bound ÷ 0.8 sizes the fewest replicas):
+    # * L40S TP 4: capacity ≤ 20.96 req/s, ≥ ⌈120 ÷ 16.77⌉ = 8 replicas × 4 GPUs × $0.86 (RunPod pod) × 730 h =
+    #   $20,089.6 > $7,854.8; H100 TP 2 bills less at a better operating point (frontier and cost frontier);
+    # * L40S TP 8: ≤ 20.56 req/s, ≥ ⌈120 ÷ 16.45⌉ = 8 × 8 × $0.86 × 730 = $40,179.2, beaten by H100 TP 2 as well;
+    # * L4 TP 8: ≤ 16.96 req/s, ≥ ⌈120 ÷ 13.57⌉ = 9 × 8 × $0.44 × 730 = $23,126.4, beaten by H100 TP 1 ($5,891.1).
+    # Simulated (the exhaustive search) each bills at least its bound, and L4 TP 8 and L40S TP 8 rank last.
     # A10G at TP ≥ 2 has no row that holds it (AWS g5.xlarge is a one-GPU VM, ledgers/instances.holds_replica):
     # rejected "no price row" at screening, unsimulated.
     res, full = _pair("8b-rate")
     bounded = {e["id"]: e for e in res.entries if e["status"] == "bounded"}
-    assert sorted(bounded) == ["nvidia_l40s:tp8:kv-auto", "nvidia_l4:tp8:kv-auto"], res.counts()
-    assert res.ranking[:2] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_l40s:tp2:kv-auto"]
-    for cid, key_lb, by in (("nvidia_l4:tp8:kv-auto", 12848.0, "nvidia_h100_sxm:tp1:kv-auto"),
-                            ("nvidia_l40s:tp8:kv-auto", 20089.6, "nvidia_h100_sxm:tp8:kv-auto")):
+    assert sorted(bounded) == ["nvidia_l40s:tp4:kv-auto", "nvidia_l40s:tp8:kv-auto", "nvidia_l4:tp8:kv-auto"], \
+        res.counts()
+    assert res.ranking[:2] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
+    for cid, key_lb, by in (("nvidia_l40s:tp4:kv-auto", 20089.6, "nvidia_h100_sxm:tp2:kv-auto"),
+                            ("nvidia_l40s:tp8:kv-auto", 40179.2, "nvidia_h100_sxm:tp2:kv-auto"),
+                            ("nvidia_l4:tp8:kv-auto", 23126.4, "nvidia_h100_sxm:tp1:kv-auto")):
         e, ev = bounded[cid], bounded[cid]["decided_by_bound"]
         assert ev["rank"]["key_lower_bound"] == pytest.approx(key_lb)
-        assert ev["rank"]["runner_up"] == "nvidia_l40s:tp2:kv-auto"
-        assert ev["rank"]["runner_up_key"] == pytest.approx(6278.0)
-        assert ev["rank"]["margin"] == pytest.approx(key_lb / 6278.0 - 1)
+        assert ev["rank"]["runner_up"] == "nvidia_h100_sxm:tp2:kv-auto"
+        assert ev["rank"]["runner_up_key"] == pytest.approx(7854.8)
+        assert ev["rank"]["margin"] == pytest.approx(key_lb / 7854.8 - 1)
         assert ev["cost_frontier"]["by"] == ev["frontier"]["by"] == by
         assert ev["cost_frontier"]["margin"] > 0 and ev["frontier"]["margin"] > 0
         assert "capacity" not in e
         assert next(x for x in full.entries if x["id"] == cid)["sizing"]["monthly_usd"] >= key_lb
     assert full.ranking[-2:] == ["nvidia_l4:tp8:kv-auto", "nvidia_l40s:tp8:kv-auto"]
-    assert res.to_dict()["screening"]["decided_by_bound"] == 2
+    assert res.to_dict()["screening"]["decided_by_bound"] == 3
     unpriced = [e["id"] for e in res.entries if e.get("reason") == "no price row"]
     assert unpriced == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto", "nvidia_a10g:tp8:kv-auto"]
     # 8b-monthly: A100-80GB TP 4 was decided by bound until its decode all-reduces took vLLM's custom kernel's price

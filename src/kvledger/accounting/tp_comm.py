@@ -32,6 +32,21 @@ vllm#24532) gives one-shot 7 µs at TP 2 and 10 µs at TP 4 for a 0.5 MiB (32 ×
 for 1 MiB (less the byte term at 450 GB/s: 5.8, 6.5, 7.0 µs); two-shot at TP 4 17, 26, 42 µs at 0.5, 2, 4 MiB
 (this rule: 15.5, 26, 40). Eager calls (no CUDA graph) take ~9 µs (sglang#2904): the range's high end. Messages
 at or over ``max_size`` (prefill chunks) keep the NCCL price above.
+
+**A GPU without a scale-up link** (PCIe only: L4, L40S, RTX 4090, RTX PRO 6000, …) runs its all-reduces over PCIe,
+which no collective drives at the link's nominal rate: the link is priced at ``PCIE_ALLREDUCE_SHARE`` = **0.35** of
+the host link's one-direction figure (range 0.20–0.65, ``PCIE_ALLREDUCE_SHARE_RANGE``), for NCCL and the custom
+kernel alike. Public measurements: NCCL's all-reduce bus bandwidth on eight RTX PRO 6000 over PCIe Gen5 (64 GB/s a
+direction) is 22.2 GB/s with NCCL's defaults (0.35) and 37.6–41.1 GB/s tuned (0.59–0.64); a custom one-shot PCIe
+all-reduce with P2P on (lukealonso's) on eight of them reads 256 KiB from each of 7 peers in 73.6 µs, 66 µs past its
+7.5 µs floor: 27.8 GB/s (0.43) (voipmonitor/rtx6kpro, ``benchmarks/results.md``, 2026-04). The low end: the decode
+step of Qwen3-32B at TP 2 on two RTX PRO 6000 (LLMServingSim's vLLM 0.19 run; 128 sequences, mean context 1,110
+tokens) took 58.8 ms against 43.1 ms of its own operators as profiled on that GPU (``op_profiles``: the layers'
+GEMMs and kernels, attention, LM head and sampler), 123 µs for each of the step's 128 all-reduces of 1.31 MB: about
+13 GB/s past a 20 µs latency (0.20; an upper bound on their time, as any host gap in the step is counted in it).
+That run is one kvledger validates against: it sets only the range's low end. Whether the GPUs have peer access at
+all (``GpuSpec.p2p``, vLLM's ``_can_p2p``) decides custom all-reduce against NCCL
+(``vllm_custom_ar.custom_all_reduce``); the share prices either.
 """
 
 from __future__ import annotations
@@ -44,12 +59,18 @@ from kvledger.catalog.gpus import GpuSpec, require_link_bytes_per_s
 from kvledger.errors import InputError
 
 __all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "allreduce_step_s_array", "FIT_MAX_BYTES",
-           "CA_LATENCY_S", "CA_LATENCY_LOW_S", "CA_LATENCY_HIGH_S", "custom_ar_call_s"]
+           "CA_LATENCY_S", "CA_LATENCY_LOW_S", "CA_LATENCY_HIGH_S", "custom_ar_call_s", "PCIE_ALLREDUCE_SHARE",
+           "PCIE_ALLREDUCE_SHARE_RANGE", "over_pcie", "link_words"]
 
 _DATA = Path(__file__).parent / "data" / "profiling" / "vidur" / "network"
 FIT_MAX_BYTES = 8 << 20  # messages used for the latency fit, B (decode and chunked-prefill activations)
 CA_LATENCY_S, CA_LATENCY_LOW_S, CA_LATENCY_HIGH_S = 6e-6, 4e-6, 10e-6
 """Per-call latency of vLLM's custom all-reduce kernel in a CUDA graph, s (module doc: vllm#24111/#24532, H100)."""
+PCIE_ALLREDUCE_SHARE = 0.35
+"""Share of the host link's one-direction bandwidth a TP all-reduce achieves over PCIe (module doc: NCCL's default
+bus bandwidth on eight RTX PRO 6000, voipmonitor/rtx6kpro)."""
+PCIE_ALLREDUCE_SHARE_RANGE = (0.20, 0.65)
+"""The share's range: a TP 2 decode step without peer access (0.22) to NCCL tuned on PCIe switches (0.64)."""
 _NOMINAL_LINK = {"a100_dgx": 300e9, "h100_dgx": 450e9}  # NVLink 3 / NVLink 4, one direction, B/s (gpus.csv ÷ 2)
 
 
@@ -82,12 +103,29 @@ def allreduce_latency_s(gpu: GpuSpec, tp: int) -> float:
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:
-    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional).
+    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional); over PCIe,
+    the share an all-reduce achieves (``PCIE_ALLREDUCE_SHARE``, module doc).
 
     Raises:
         InputError: the GPU has no link figure (a GPU file without links or base); the field to add is named.
     """
-    return require_link_bytes_per_s(gpu, "scaleup", "the tensor-parallel all-reduce (TP > 1)") / 2
+    one_way = require_link_bytes_per_s(gpu, "scaleup", "the tensor-parallel all-reduce (TP > 1)") / 2
+    return one_way * PCIE_ALLREDUCE_SHARE if over_pcie(gpu) else one_way
+
+
+def over_pcie(gpu: GpuSpec) -> bool:
+    """Whether the TP all-reduce runs over the host's PCIe link (no scale-up link in the catalog or GPU file)."""
+    return not gpu.interconnect_bytes_per_s > 0
+
+
+def link_words(gpu: GpuSpec) -> str:
+    """Where the all-reduce's link bandwidth comes from, in words ("" for a scale-up link at its catalog figure)."""
+    if not over_pcie(gpu):
+        return ""
+    lo, hi = PCIE_ALLREDUCE_SHARE_RANGE
+    return (f"over PCIe at {PCIE_ALLREDUCE_SHARE:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s a "
+            f"direction (range {lo:.0%}–{hi:.0%}, from NCCL and one-shot all-reduces measured over PCIe: "
+            "accounting/tp_comm.py)")
 
 
 def custom_ar_call_s(payload_bytes: float, tp: int, link_Bps: float, latency_s: float = CA_LATENCY_S) -> float:

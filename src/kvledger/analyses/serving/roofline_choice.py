@@ -9,6 +9,7 @@ from typing import Any
 from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
+from kvledger.accounting.tp_comm import link_words
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost"]
@@ -147,6 +148,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (" (vLLM's custom all-reduce below "
                f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
                "accounting/tp_comm.py)" if cost.custom_allreduce_max_bytes else "")
+            + (f" {link_words(cost.gpu)}" if getattr(cost, "num_allreduce_layers", 0) and link_words(cost.gpu) else "")
             + ", " + (f"with the CPU overhead overlapping the GPU ({overlap}): "
                       "max(GPU, CPU) per step" if overlap else "+ CPU overhead "
                                                                "per step")
