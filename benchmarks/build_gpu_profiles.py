@@ -46,8 +46,9 @@ CHECKS = {"rtx-pro-6000.json": ["examples/RTXPRO6000/Qwen3-32B/vllm"]}
 def main() -> None:
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
-    from kvledger.calibration.gpu_fit import calibrate_gpu_files, roofline_with
+    from kvledger.calibration.gpu_fit import roofline_with
     from kvledger.calibration.gpu_loo import check_runs
+    from kvledger.calibration.gpu_profile_file import calibrate_gpu_files
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help="write the profiles into the package")

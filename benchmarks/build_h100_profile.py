@@ -69,7 +69,7 @@ def _fit(units, setups):
 
 
 def build() -> dict:
-    from kvledger.calibration.gpu_fit import gpu_profile_dict
+    from kvledger.calibration.gpu_profile_file import gpu_profile_dict
 
     units, ga = _units()
     setups = {id(u): ga._setup_of(u) for u in units}

@@ -247,6 +247,7 @@ def _fits(gpu: str, model: str, units: list[Unit], setups: dict[int, Any]) -> di
             continue
         out[view] = {"name": f"{gpu}: {' + '.join(on)} → {model}", "view": view, "gpu": gpu, "predict": model,
                      "fitted_on": on, "setups": via, "fractions": [fit.flops_fraction, fit.bandwidth_fraction],
+                     "link_share": fit.link_share,
                      "frontends_s": fit.frontends_s, "objective": fit.objective, "num_replays": fit.num_replays,
                      "wall_s": time.perf_counter() - t}
     if "setup" not in out and "all" in out:
@@ -273,10 +274,10 @@ def gpuscope(shared: Path) -> dict:
             views[id(u)] = {}
             for view, f in got.items():
                 key = "gpu/" + f["name"]
+                fracs[key] = (*f["fractions"], 0.0, 0.0, f.get("link_share"))  # roofline_with's terms
                 if key not in u.errors:
-                    u.errors[key] = _errors(u, s, roofline_with(s, *f["fractions"]), f["frontends_s"].get(u.setup, 0.0))
+                    u.errors[key] = _errors(u, s, roofline_with(s, *fracs[key]), f["frontends_s"].get(u.setup, 0.0))
                 views[id(u)][view] = key
-                fracs[key] = tuple(f["fractions"])
     _client_view(units, setups, views, fracs)
     rows = [_row(u, views[id(u)]) for u in units]
     for view in VIEWS:
@@ -286,7 +287,7 @@ def gpuscope(shared: Path) -> dict:
 
 
 def _client_latency(u: Unit, units: list[Unit], setups: dict[int, Any], views: dict[int, dict],
-                    fracs: dict[str, tuple[float, float]]) -> tuple[float, list[str]]:
+                    fracs: dict[str, tuple]) -> tuple[float, list[str]]:
     """The latency of ``u``'s set-up (its client and front end) fitted on the below-saturation runs of the set-up's
     *other deployments*, each replayed at its own cross-model fractions ("all"): (seconds, the deployments used); 0 and
     none where the set-up timed no other deployment. Never ``u``'s deployment, so never the run predicted."""
@@ -303,7 +304,7 @@ def _client_latency(u: Unit, units: list[Unit], setups: dict[int, Any], views: d
 
 
 def _client_view(units: list[Unit], setups: dict[int, Any], views: dict[int, dict],
-                 fracs: dict[str, tuple[float, float]]) -> None:
+                 fracs: dict[str, tuple]) -> None:
     """View "client": each run with a cross-model fit priced at that fit's fractions plus its set-up's latency fitted
     on the set-up's other deployments (``_client_latency``, one fit per deployment)."""
     from kvledger.calibration.gpu_fit import roofline_with

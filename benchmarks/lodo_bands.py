@@ -87,7 +87,7 @@ def _sweep_runs(shared: Path) -> list[dict]:
     return out
 
 
-def _errors(dep: dict, fractions: tuple[float, float] | None) -> dict[str, list[float]]:
+def _errors(dep: dict, fractions: tuple | None) -> dict[str, list[float]]:
     """The deployment's errors per metric under the roofline (at ``fractions``, else 0.7/0.8)."""
     from kvledger.calibration.api import engine_for
     from kvledger.calibration.compare import compare_runs
@@ -140,9 +140,9 @@ def lodo(shared: Path) -> dict:
             items = [(r, engine_for(d["args"], r)) for d in others for r, _ in d["items"]]
             fit = fit_gpu_fractions(items)
             row["gpu_fit"] = {"fitted_on": [d["deployment"] for d in others],
-                              "fractions": [fit.flops_fraction, fit.bandwidth_fraction]}
+                              "fractions": [fit.flops_fraction, fit.bandwidth_fraction], "link_share": fit.link_share}
             row["gpu"] = dep["gpu"]
-            row["gpu_scope"] = _errors(dep, (fit.flops_fraction, fit.bandwidth_fraction))
+            row["gpu_scope"] = _errors(dep, (fit.flops_fraction, fit.bandwidth_fraction, 0.0, 0.0, fit.link_share))
         row["wall_s"] = time.perf_counter() - t
         rows.append(row)
     return {"rows": rows, "bands": bands(rows), "coverage": coverage(rows)}

@@ -14,7 +14,8 @@ import pytest
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 from kvledger.calibration.api import engine_for
-from kvledger.calibration.gpu_fit import GRID_BANDWIDTH, GRID_FLOPS, fit_gpu_fractions, gpu_profile_dict, roofline_with
+from kvledger.calibration.gpu_fit import GRID_BANDWIDTH, GRID_FLOPS, fit_gpu_fractions, roofline_with
+from kvledger.calibration.gpu_profile_file import gpu_profile_dict
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
@@ -178,12 +179,14 @@ def test_the_gpu_fit_with_host_terms_prices_every_step_of_two_models_and_a_third
         for sh in shapes:
             assert fitted.step_time_s(sh) == pytest.approx(truth.step_time_s(sh), rel=0.03)
     prof = gpu_profile_dict(fit, [], ["synthetic"])
-    assert (prof["version"], prof["host_step_s"], prof["host_seq_s"]) == (3, round(fit.host_step_s, 7),
+    assert (prof["version"], prof["host_step_s"], prof["host_seq_s"]) == (4, round(fit.host_step_s, 7),
                                                                           round(fit.host_seq_s, 9))
+    assert prof["allreduce_link_share"] is None  # TP 1 and TP 2 on NVLink: no share fitted (link_fit.link_applies)
 
 
 def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_later_one_is_refused(tmp_path):
-    # version 3 (gemm_efficiency) is read; version 4 is refused; a flat profile refuses --gemm-efficiency measured
+    # version 3 (gemm_efficiency) and 4 (allreduce_link_share) are read; version 5 is refused; a flat profile refuses
+    # --gemm-efficiency measured
     from kvledger.errors import FormatError, InputError
 
     base = {"kind": "kvledger-gpu-profile", "gpu": "NVIDIA H100 80GB HBM3", "flops_fraction": 0.9,
@@ -194,7 +197,7 @@ def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_l
     v1.write_text(json.dumps({**base, "version": 1}))
     v2.write_text(json.dumps({**base, "version": 2, "host_step_s": 0.0006, "host_seq_s": 1.3e-5}))
     v3.write_text(json.dumps({**base, "version": 3, "gemm_efficiency": "measured"}))
-    v4.write_text(json.dumps({**base, "version": 4}))
+    v4.write_text(json.dumps({**base, "version": 5}))
     old = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1)))
     assert (old.cost.host_step_s, old.cost.host_seq_s) == (0.0, 0.0) and "host_step_s" not in old.cost_info
     new = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v2)))
@@ -203,7 +206,7 @@ def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_l
     meas = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
     assert meas.cost.gemm_curve is not None and meas.cost.flops_fraction == 0.9
     assert meas.cost_info["gemm_efficiency"] == "measured" and old.cost.gemm_curve is None
-    with pytest.raises(FormatError, match="version 4"):
+    with pytest.raises(FormatError, match="version 5"):
         prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v4)))
     with pytest.raises(InputError, match="fitted with flat"):
         prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1), gemm_efficiency="measured"))
@@ -328,3 +331,44 @@ def test_calibrate_says_when_the_flop_fraction_was_not_fitted():
     assert ("FLOP fraction not fitted: no step of these runs sees it (the objective is the same at every value tried; "
             "kvledger.calibration.fit_checks), so it is the uncalibrated default's, 1.000") in shown(False)
     assert "not fitted" not in shown(True)
+
+
+def test_over_pcie_the_fit_finds_the_hosts_all_reduce_link_share_and_the_profile_prices_it(tmp_path):
+    # truth: Llama-3.1-8B on RTX PRO 6000 (PCIe Gen5, 64 GB/s a direction, no NVLink) at 0.45/0.65 of peak, its TP 2
+    # all-reduces at 0.6 of the link (38.4 GB/s) where the default rule prices 0.35 (22.4 GB/s). A 2,000-token
+    # prompt's 64 all-reduces of 16.4 MB take 27 ms at 0.6 and 47 ms at 0.35 beside ~71 ms of matmuls. Its matmul
+    # FLOPs and all-reduce bytes both grow with the tokens, so the TP 2 run alone tells only their sum (fitted alone
+    # it lands at 0.32 with a faster FLOP share); the TP 1 run of the same model fixes the FLOP share (link_fit.py).
+    from kvledger.calibration.link_fit import link_applies
+
+    items = []
+    for tp in (1, 2):
+        reqs = _workload(80, rate=4.0, seed=tp)
+        blank = MeasuredRun(f"tp{tp}", "synthetic", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+        setup = engine_for(SimRequestArgs(model=MODEL, gpu="RTX PRO 6000", tp=tp, gpu_profile="none",
+                                          max_model_len=8192, gemm_efficiency="flat"), blank)
+        truth = replay(blank, setup.config, roofline_with(setup, TRUE_FLOPS, TRUE_BW, link_share=0.6)).records
+        items.append((MeasuredRun(f"tp{tp}", "synthetic", reqs, truth), setup))
+    assert link_applies(items) and not link_applies(items[:1])
+    assert items[1][1].cost.link_bytes_per_s == pytest.approx(22.4e9)  # the default rule
+    fit = fit_gpu_fractions(items)
+    assert fit.link_share == pytest.approx(0.6, rel=0.1)
+    assert fit.flops_fraction == pytest.approx(TRUE_FLOPS, rel=0.05)
+    assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
+    prof = gpu_profile_dict(fit, [{"label": "tp2", "model": MODEL, "tp": 2}], ["synthetic"])
+    assert (prof["version"], prof["allreduce_link_share"]) == (4, fit.link_share)
+    path = tmp_path / "rtx.json"
+    path.write_text(json.dumps(prof))
+    priced = prepare(SimRequestArgs(model=MODEL, gpu="RTX PRO 6000", tp=2, num_requests=5, gpu_profile=str(path),
+                                    gemm_efficiency="flat"))
+    # the profile's share of the host link's 128 / 2 = 64 GB/s a direction prices every all-reduce
+    assert priced.cost.link_bytes_per_s == pytest.approx(64e9 * fit.link_share)
+    assert f"at {fit.link_share:.0%} of the host link's 64 GB/s a direction (the GPU profile's fit" in \
+        priced.cost_info["source"]
+    from rich.console import Console
+
+    from kvledger.report.calibration_view import render_gpu_profile
+
+    con = Console(record=True, width=200)
+    render_gpu_profile(prof, con, None)
+    assert f"TP all-reduces at {fit.link_share:.3f} of the link's one-direction bandwidth" in con.export_text()

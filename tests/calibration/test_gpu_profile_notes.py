@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from kvledger.accounting.gpu_profile import load_gpu_profile, run_names
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
-from kvledger.calibration import gpu_fit
-from kvledger.calibration.gpu_fit import GpuFit, calibrate_gpu_files
+from kvledger.calibration import gpu_profile_file
+from kvledger.calibration.gpu_fit import GpuFit
+from kvledger.calibration.gpu_profile_file import calibrate_gpu_files
 from kvledger.cli.main import app
 
 STAGES = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
@@ -26,7 +27,7 @@ ARGS = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_versio
 @pytest.fixture()
 def fixed_fit(monkeypatch):
     # the notes and labels do not depend on the fractions: skip the search, price every run at 0.5/0.6
-    monkeypatch.setattr(gpu_fit, "fit_gpu_fractions", lambda items, **kw: GpuFit(H100, 0.5, 0.6, 1.0, 1.0, 0))
+    monkeypatch.setattr(gpu_profile_file, "fit_gpu_fractions", lambda items, **kw: GpuFit(H100, 0.5, 0.6, 1.0, 1.0, 0))
 
 
 def _experiment(root: Path, name: str = "vllm") -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.calibration import gpu_fit
+from kvledger.calibration import gpu_profile_file
 from kvledger.calibration.gpu_fit import GpuFit
 from kvledger.cli.main import app
 from kvledger.errors import InputError
@@ -47,7 +47,7 @@ def fitted_on(monkeypatch):
         seen.append([run.label for run, _ in items])
         return GpuFit(H100, 0.5 if len(items) > 1 else 0.4, 0.6, 1.0, 1.0, 0)
 
-    monkeypatch.setattr(gpu_fit, "fit_gpu_fractions", fake)
+    monkeypatch.setattr(gpu_profile_file, "fit_gpu_fractions", fake)
     return seen
 
 

@@ -152,16 +152,17 @@ def test_gpu_scope_fit_frontend_prints_the_fitted_latency_with_its_unit(tmp_path
     assert plain.exit_code == 0 and "front-end latency" not in plain.output
 
 
-def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_3_profile_that_validate_prices_with(tmp_path):
-    # the same three-request run; --gemm-efficiency measured: the profile records the mode (version 3), and a run it
-    # prices takes the curve without the flag; with --gemm-efficiency flat against it, a one-paragraph refusal
+def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_4_profile_that_validate_prices_with(tmp_path):
+    # the same three-request run; --gemm-efficiency measured: the profile records the mode (version 3 on; version 4
+    # adds the link share), and a run it prices takes the curve without the flag; with --gemm-efficiency flat against
+    # it, a one-paragraph refusal
     _three_requests(tmp_path, 300)
     out = tmp_path / "g.json"
     res = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
                               "--gemm-efficiency", "measured", "--no-leave-one-out", "--out", str(out)])
     assert res.exit_code == 0, res.output
     prof = json.loads(out.read_text())
-    assert (prof["version"], prof["gemm_efficiency"]) == (3, "measured") and "--gemm-efficiency measured" in res.output
+    assert (prof["version"], prof["gemm_efficiency"]) == (4, "measured") and "--gemm-efficiency measured" in res.output
     got = json.loads(_ok(["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
                           "--json"]))
     assert got["step_cost"]["gemm_efficiency"] == "measured" and got["step_cost"]["scope"] == "gpu"

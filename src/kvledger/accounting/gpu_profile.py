@@ -4,11 +4,12 @@ measured runs of any model, which then prices every model on that GPU.
 Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
 and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
 each naming its data, its fit and its error; a file with ``"default": false`` only when named,
-``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1, 2 or 3):
+``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 to 4):
 ``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, version 2 also ``host_step_s`` and ``host_seq_s``
 (the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), version 3 also
 ``gemm_efficiency`` ("flat", or "measured": ``flops_fraction`` scales the GPU's measured matmul curve,
-``kvledger.accounting.gemm_efficiency``; versions 1 and 2 are flat), ``fit`` (method,
+``kvledger.accounting.gemm_efficiency``; versions 1 and 2 are flat), version 4 also ``allreduce_link_share`` (null, or
+the share of the link a TP all-reduce achieved on the fitted TP > 1 runs: ``calibration.link_fit``), ``fit`` (method,
 objective before and after, replays), ``runs`` (each run's model, TP and errors under the fitted fractions),
 ``data_files``, ``source``. A later version is refused with the version named.
 A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
@@ -50,6 +51,7 @@ class GpuProfile:
             band (``kvledger.ledgers.profile_band``).
         checks: the same for runs of other models or TPs priced by the profile but not fitted on (the file's
             ``out_of_sample``): out-of-sample errors, which the band of another model or TP takes in.
+        allreduce_link_share: the fitted share of the link's bandwidth (``tp_comm.link_bytes_per_s``); None: the rule's.
     """
 
     gpu: str
@@ -64,6 +66,7 @@ class GpuProfile:
     runs: tuple[dict, ...] = ()
     gemm_efficiency: str = "flat"
     checks: tuple[dict, ...] = ()
+    allreduce_link_share: float | None = None
 
 
 def _num(v: Any) -> float | None:
@@ -98,19 +101,21 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"not a kvledger GPU profile (expected \"kind\": \"{GPU_PROFILE_KIND}\"; write one "
                                  "with `kvledger calibrate FILE... --scope gpu --out GPU.json`)")
     version = d.get("version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2, 3):
-        raise FormatError(where, f"GPU profile version {version!r}: this kvledger reads versions 1 to 3 (refit with "
+    if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2, 3, 4):
+        raise FormatError(where, f"GPU profile version {version!r}: this kvledger reads versions 1 to 4 (refit with "
                                  "`kvledger calibrate FILE... --scope gpu --out GPU.json`, or update kvledger)")
     try:
         ff, bf = float(d["flops_fraction"]), float(d["bandwidth_fraction"])
         gpu = str(d["gpu"])
         h0, h1 = float(d.get("host_step_s", 0.0)), float(d.get("host_seq_s", 0.0))
         gemm = str(d.get("gemm_efficiency", "flat")) if version >= 3 else "flat"
+        share = None if version < 4 or d.get("allreduce_link_share") is None else float(d["allreduce_link_share"])
     except (KeyError, TypeError, ValueError) as e:
         raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
                                  "bandwidth_fraction") from None
-    if not (0 < ff <= 1 and 0 < bf <= 1):
-        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
+    if not (0 < ff <= 1 and 0 < bf <= 1 and (share is None or 0 < share <= 1)):
+        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}, all-reduce link "
+                                 f"{share}")
     if gemm not in ("flat", "measured"):
         raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
@@ -129,7 +134,7 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                                                                           if r.get("source") and r.get("saturated")
                                                                           is not True),
                       f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm,
-                      tuple(run_facts(r) for r in d.get("out_of_sample") or [] if isinstance(r, dict)))
+                      tuple(run_facts(r) for r in d.get("out_of_sample") or [] if isinstance(r, dict)), share)
 
 
 _LIST_RUNS = 4  # a profile of more runs names them by model and TP

@@ -104,11 +104,11 @@ class Plan:
             return self.layout.blocks_for_tokens(num_tokens)
         return cdiv(num_tokens, self.memory.block_size)
 
-    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, host_step_s: float = 0.0,
-                  host_seq_s: float = 0.0, gemm_curve=None) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling; host terms:
-        a GPU profile's). On SGLang overlap scheduling is on (every release read) and decode batches run at the
-        captured CUDA-graph sizes where that release's list was read (sglang_steps.py: a ``GraphPaddedStepCost``)."""
+    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, gemm_curve=None,
+                  **profile_terms: Any) -> RooflineStepCost:
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling;
+        ``profile_terms``: a GPU profile's host and link terms, ``RooflineStepCost``'s). On SGLang overlap scheduling is
+        on and decode batches run at the captured CUDA-graph sizes where read (sglang_steps.py: GraphPaddedStepCost)."""
         s = self.settings
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
@@ -118,7 +118,7 @@ class Plan:
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                               weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or s.engine == "sglang",
                               custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
-                              host_step_s=host_step_s, host_seq_s=host_seq_s, gemm_curve=gemm_curve)
+                              gemm_curve=gemm_curve, **profile_terms)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:

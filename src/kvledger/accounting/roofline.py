@@ -70,6 +70,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
             MLA models (vLLM's MLA backends), False otherwise (FlashAttention's one varlen kernel).
         allreduce_latency_s: per-call NCCL all-reduce latency, s; None → the fit in tp_comm.py.
         custom_allreduce_max_bytes: calls under this size run vLLM's custom all-reduce (tp_comm.py), B; 0: off.
+        allreduce_link_share: a GPU profile's share of the link's one-direction bandwidth the TP all-reduces (and EP's
+            all-to-all) achieve; None: the catalog link (over PCIe, ``tp_comm.PCIE_ALLREDUCE_SHARE`` of it).
         host_step_s / host_seq_s: host time per step and per sequence in the step that runs in series with the GPU
             (module docstring), s; 0 by default.
         gemm_curve: the GPU's measured matmul efficiency (``gemm_efficiency.GemmCurve``), which ``flops_fraction`` then
@@ -85,7 +87,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
                  weights_bytes: float | None = None, split_attention: bool | None = None,
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
-                 gemm_curve: GemmCurve | None = None) -> None:
+                 gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -97,6 +99,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         self.overlap_cpu = overlap_cpu
         self.host_step_s, self.host_seq_s = host_step_s, host_seq_s
         self._init_weights(model, tp, weights_bytes)
+        self.allreduce_link_share = allreduce_link_share
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
         self.custom_allreduce_max_bytes = custom_allreduce_max_bytes if tp > 1 else 0.0
         head = model.vocab_size * model.hidden_size
@@ -153,7 +156,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         self.allreduce_latency_s = (
             (allreduce_latency_s_default(gpu, tp) if latency_s is None else latency_s) if tp > 1 else 0.0
         )
-        self.link_bytes_per_s = link_bytes_per_s(gpu) if tp > 1 else 0.0
+        self.link_bytes_per_s = link_bytes_per_s(gpu, self.allreduce_link_share) if tp > 1 else 0.0
 
     def allreduce_s(self, num_tokens: float) -> float:
         """TP all-reduce time of a step over ``num_tokens`` tokens (tp_comm.py), s."""
@@ -208,7 +211,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
                                       self.grouped_gemm_half_tokens)
         imb = ep_imbalance(T, m.experts_per_token, self.ep)
         a2a = ep_all_to_all_bytes(T, m.experts_per_token, m.hidden_size, m.dtype_bytes, self.ep)
-        link = link_bytes_per_s(self.gpu)
+        link = link_bytes_per_s(self.gpu, self.allreduce_link_share)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                          2 * self.expert_params_per_token * T, imb / eta if eta > 0 else float("inf"),
                          a2a / link if link else 0.0, host)

@@ -102,14 +102,17 @@ def allreduce_latency_s(gpu: GpuSpec, tp: int) -> float:
     return table[nearest]
 
 
-def link_bytes_per_s(gpu: GpuSpec) -> float:
+def link_bytes_per_s(gpu: GpuSpec, share: float | None = None) -> float:
     """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional); over PCIe,
-    the share an all-reduce achieves (``PCIE_ALLREDUCE_SHARE``, module doc).
+    the share an all-reduce achieves (``PCIE_ALLREDUCE_SHARE``, module doc); ``share``: a GPU profile's fitted share of
+    the link instead (``calibration.link_fit``).
 
     Raises:
         InputError: the GPU has no link figure (a GPU file without links or base); the field to add is named.
     """
     one_way = require_link_bytes_per_s(gpu, "scaleup", "the tensor-parallel all-reduce (TP > 1)") / 2
+    if share is not None:
+        return one_way * share
     return one_way * PCIE_ALLREDUCE_SHARE if over_pcie(gpu) else one_way
 
 
@@ -118,8 +121,12 @@ def over_pcie(gpu: GpuSpec) -> bool:
     return not gpu.interconnect_bytes_per_s > 0
 
 
-def link_words(gpu: GpuSpec) -> str:
+def link_words(gpu: GpuSpec, share: float | None = None) -> str:
     """Where the all-reduce's link bandwidth comes from, in words ("" for a scale-up link at its catalog figure)."""
+    if share is not None:
+        link = (f"the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s" if over_pcie(gpu) else
+                f"the {gpu.interconnect_bytes_per_s / 2e9:g} GB/s link")
+        return f"at {share:.0%} of {link} a direction (the GPU profile's fit on its TP > 1 runs)"
     if not over_pcie(gpu):
         return ""
     lo, hi = PCIE_ALLREDUCE_SHARE_RANGE

@@ -35,6 +35,9 @@ slower bandwidth). On one model alone they do not (a fixed host time and the wei
 the terms start at 0 and only move where the objective falls by more than ``HOST_MIN_GAIN`` of itself. Searched with the
 fractions: additive moves (``HOST_STEP_MOVES`` s, ``HOST_SEQ_MOVES`` s per sequence, kept ≥ 0) beside the
 multiplicative ones.
+
+Where a run has TP > 1 over PCIe, the all-reduce's share of the host link is searched too (``link_fit``: a start by
+golden section, then multiplicative moves alone and against the FLOP fraction), and kept where the runs see it.
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
 from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.fit_checks import flops_seen
+from kvledger.calibration.link_fit import SHARE_ITERS, kept_share, link_applies, start_share
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
-__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "best_frontend", "gpu_profile_dict", "GRID_FLOPS",
+__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "best_frontend", "ROBUST_SCALE", "GRID_FLOPS",
            "GRID_BANDWIDTH"]
 
 GRID_FLOPS = (0.25, 0.4, 0.6, 0.85)
@@ -90,12 +93,14 @@ class GpuFit:
     #: "measured": the runs' rooflines price matmuls by the GPU's measured curve, which the FLOP fraction scales
     gemm_efficiency: str = "flat"
     flops_seen: bool = True
+    #: the all-reduce's fitted share of its link (``link_fit``; None: not fitted, the default rule prices it)
+    link_share: float | None = None
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
-                  host_seq_s: float = 0.0) -> Any:
-    """The setup's roofline step cost at other achievable fractions and host terms (same model, TP, weights, CPU
-    overhead, measured GEMM curve or none; the engine's host term kept)."""
+                  host_seq_s: float = 0.0, link_share: float | None = None) -> Any:
+    """The setup's roofline step cost at other achievable fractions, host terms and all-reduce link share (same model,
+    TP, weights, CPU overhead, measured GEMM curve or none; the engine's host term kept)."""
     from kvledger.accounting.host_overhead import HostStepCost
 
     cost = setup.cost
@@ -111,7 +116,7 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                           bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
                           weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
                           custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
-                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve)
+                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve, allreduce_link_share=link_share)
     return rc if host is None else HostStepCost(rc, host)
 
 
@@ -138,11 +143,11 @@ def best_frontend(reps: list, robust: float | None = None) -> tuple[float, float
 
 def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_frontend: bool = False,
            frontends: dict | None = None, h0: float = 0.0, h1: float = 0.0, robust: float | None = None,
-           keys: list[str] | None = None) -> float:
-    """The objective summed over the runs at these fractions and host terms; with ``fit_frontend`` at the best
-    frontend latency of each set-up (``keys``: one set-up name per run; None: one set-up), recorded as
-    ``frontends[(ff, bf, h0, h1)]`` = {set-up: s}."""
-    reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1))) for run, s in items]
+           keys: list[str] | None = None, share: float | None = None) -> float:
+    """The objective summed over the runs at these fractions, host terms and link share; with ``fit_frontend`` at the
+    best frontend latency of each set-up (``keys``: one set-up name per run; None: one set-up), recorded as
+    ``frontends[(ff, bf, h0, h1, share)]`` = {set-up: s}."""
+    reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1, share))) for run, s in items]
     if not fit_frontend:
         return sum(shifted_term(run, res, 0.0, robust) for run, res in reps)
     keys = keys or [""] * len(reps)
@@ -151,23 +156,58 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
         o, fe[k] = best_frontend([rp for rp, kk in zip(reps, keys) if kk == k], robust)
         obj += o
     if frontends is not None:
-        frontends[(ff, bf, h0, h1)] = fe
+        frontends[(ff, bf, h0, h1, share)] = fe
     return obj
 
 
-def _moves(i: int, factor: float, fit_host: bool) -> list[tuple[float, float, float, float]]:
+def _moves(i: int, factor: float, fit_host: bool, fit_link: bool = False) -> list[tuple[float, ...]]:
     """The pattern search's moves at refine step ``i`` (``factor``): (×FLOP fraction, ×bandwidth fraction, +host s per
-    step, +host s per sequence)."""
-    moves = [(dff, dbf, 0.0, 0.0) for dff, dbf in _MOVES[factor]]
+    step, +host s per sequence, ×all-reduce link share)."""
+    moves = [(dff, dbf, 0.0, 0.0, 1.0) for dff, dbf in _MOVES[factor]]
     if fit_host:  # each host move alone, and with the fractions moving the other way (more host time, faster
         # kernels: the valley of a one-model objective runs that way)
         for sign in (1.0, -1.0):
             g = factor if sign > 0 else 1 / factor
             for d0, d1 in ((sign * HOST_STEP_MOVES[i], 0.0), (0.0, sign * HOST_SEQ_MOVES[i])):
-                moves += [(1.0, 1.0, d0, d1), (1.0, g, d0, d1), (g, g, d0, d1)]
+                moves += [(1.0, 1.0, d0, d1, 1.0), (1.0, g, d0, d1, 1.0), (g, g, d0, d1, 1.0)]
             # a fixed time for a per-sequence one (at one batch size they are the same time)
-            moves.append((1.0, 1.0, sign * HOST_STEP_MOVES[i], -sign * HOST_SEQ_MOVES[i]))
+            moves.append((1.0, 1.0, sign * HOST_STEP_MOVES[i], -sign * HOST_SEQ_MOVES[i], 1.0))
+    if fit_link:  # the share alone, and traded against the FLOP fraction (a prefill's matmuls and all-reduces both
+        # grow with its tokens: link_fit.py)
+        for g in (factor, 1 / factor):
+            moves += [(1.0, 1.0, 0.0, 0.0, g), (1 / g, 1.0, 0.0, 0.0, g)]
     return moves
+
+
+def _pattern_search(total: Callable[..., float], best: tuple[float, ...], fit_host: bool, history: list,
+                    say: Callable[[str], None]) -> tuple:
+    """The multiplicative pattern search from ``best`` = (FLOP fraction, bandwidth fraction, objective, link share or
+    None: not fitted) (module docstring): (FLOP fraction, bandwidth fraction, host s per step, host s per sequence,
+    link share, objective, moves tried); ``history`` gains each accepted point."""
+    ff, bf, f, sh = best
+    h0 = h1 = 0.0
+    evals = 0
+    for i, factor in enumerate(REFINE_FACTORS):
+        moves = _moves(i, factor, fit_host, sh is not None)
+        moved, n = True, 0
+        while moved and n < MAX_MOVES * (2 if fit_host or sh is not None else 1):  # more terms walk further
+            moved, n = False, n + 1
+            for dff, dbf, d0, d1, ds in moves:
+                cf, cb = min(1.0, ff * dff), min(1.0, bf * dbf)
+                c0, c1 = max(0.0, h0 + d0), max(0.0, h1 + d1)
+                cs = None if sh is None else min(1.0, sh * ds)
+                if (cf, cb, c0, c1, cs) == (ff, bf, h0, h1, sh):
+                    continue
+                fc = total(cf, cb, c0, c1, cs)
+                evals += 1
+                # a host term moves only for a clear gain: on one model it trades against the fractions
+                if fc < (f * (1 - HOST_MIN_GAIN) if (c0, c1) != (h0, h1) else f):
+                    ff, bf, h0, h1, sh, f, moved = cf, cb, c0, c1, cs, fc, True
+                    history.append((ff, bf, f))
+                    break
+        say(f"pattern search ×{factor}: {evals} moves tried, objective {f:.5g} at {ff:.3f}/{bf:.3f}"
+            + ("" if sh is None else f", all-reduce link share {sh:.3f}"))
+    return ff, bf, h0, h1, sh, f, evals
 
 
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
@@ -198,103 +238,20 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     history.append(best)
     say = progress or (lambda _text: None)  # progress: the grid, then each refine factor
     say(f"start and {len(grid)} grid points × {len(items)} run(s) replayed, objective {best[2]:.5g}")
-    ff, bf, f = best
-    h0 = h1 = 0.0
-    evals = 0
-    for i, factor in enumerate(REFINE_FACTORS):
-        moves = _moves(i, factor, fit_host)
-        moved, n = True, 0
-        while moved and n < MAX_MOVES * (2 if fit_host else 1):  # four terms walk further than two
-            moved, n = False, n + 1
-            for dff, dbf, d0, d1 in moves:
-                cf, cb = min(1.0, ff * dff), min(1.0, bf * dbf)
-                c0, c1 = max(0.0, h0 + d0), max(0.0, h1 + d1)
-                if (cf, cb, c0, c1) == (ff, bf, h0, h1):
-                    continue
-                fc = _total(items, cf, cb, fit_frontend, fe, c0, c1, robust, setups)
-                evals += 1
-                # a host term moves only for a clear gain: on one model it trades against the fractions
-                if fc < (f * (1 - HOST_MIN_GAIN) if (c0, c1) != (h0, h1) else f):
-                    ff, bf, h0, h1, f, moved = cf, cb, c0, c1, fc, True
-                    history.append((ff, bf, f))
-                    break
-        say(f"pattern search ×{factor}: {evals} moves tried, objective {f:.5g} at {ff:.3f}/{bf:.3f}")
+    share = None
+    if link_applies(items):  # a TP > 1 run over PCIe: the host's all-reduce link share (link_fit.py)
+        share, best = start_share(lambda x: _total(items, best[0], best[1], fit_frontend, fe, 0.0, 0.0, robust, setups,
+                                                   x), best)
+    ff, bf, h0, h1, share, f, evals = _pattern_search(
+        lambda a, b, c0, c1, cs: _total(items, a, b, fit_frontend, fe, c0, c1, robust, setups, cs), (*best, share),
+        fit_host, history, say)
+    if share is not None:
+        share = kept_share(lambda x: _total(items, ff, bf, fit_frontend, fe, h0, h1, robust, setups, x), share, f)
+        evals += SHARE_ITERS + 5
     mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
-    seen = flops_seen(lambda x: _total(items, x, bf, fit_frontend, fe, h0, h1, robust, setups), ff, f, start[0])
+    seen = flops_seen(lambda x: _total(items, x, bf, fit_frontend, fe, h0, h1, robust, setups, share), ff, f, start[0])
     ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (
         3 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
-    fronts = fe.get((ff, bf, h0, h1), {})
+    fronts = fe.get((ff, bf, h0, h1, share), {})
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen)
-
-
-def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
-    """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
-    return {"kind": GPU_PROFILE_KIND, "version": 3, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
-            "gemm_efficiency": fit.gemm_efficiency,
-            "bandwidth_fraction": round(fit.bandwidth_fraction, 4), "host_step_s": round(fit.host_step_s, 7),
-            "host_seq_s": round(fit.host_seq_s, 9),
-            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search "
-                              "(with the host terms: additive moves too), on kvledger.calibration.fit's statistics "
-                              "summed over the runs under a Cauchy loss of scale "
-                              f"{ROBUST_SCALE} (kvledger.calibration.gpu_fit)",
-                    "gemm_note": "gemm_efficiency 'measured': the weight matmuls run at flops_fraction × the GPU's "
-                                 "measured efficiency against tokens and GEMM size (kvledger.accounting."
-                                 "gemm_efficiency; 1.0: as measured); 'flat': at flops_fraction alone",
-                    "host_note": "host_step_s + host_seq_s × sequences: host time in series with every step (0 "
-                                 "unless fitted with --fit-host), priced for every model on this GPU",
-                    "objective_start": fit.objective_start, "objective": fit.objective, "flops_seen": fit.flops_seen,
-                    "frontend_s": fit.frontend_s,
-                    "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
-                                     "when not fitted): the client's, not the GPU's, so a GPU profile never adds it",
-                    "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays},
-            "runs": per_run, "data_files": list(paths)}
-
-
-def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
-                        fit_frontend: bool = False, fit_host: bool = False,
-                        leave_one_out: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
-    ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
-    ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
-    validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each;
-    with ``leave_one_out`` and several runs, each run's errors under a fit on the others (``gpu_loo``).
-    ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit. Raises
-    InputError / FormatError: no run, runs on several GPUs, unreadable files."""
-    from kvledger.calibration.api import headline_errors
-    from kvledger.calibration.engine_assumptions import engine_notes, launch_given, launch_recorded
-    from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
-    from kvledger.calibration.saturation import saturation
-
-    if not paths:
-        raise InputError("calibrate needs at least one measured run file")
-    staged, model_notes = gpu_setups(paths, args, client_concurrency)
-    folds = iter(range(len(staged) + 1))
-
-    def gpu_fit(items):  # the fit with the command's options, on all runs or all but one
-        i = next(folds)
-        name = f"fit on all {len(items)} runs" if i == 0 else f"leave-one-out fit {i}/{len(staged)}"
-        say = None if progress is None else (lambda text: progress(f"{name}: {text}"))
-        return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host, progress=say)
-
-    def price(s, f):
-        return roofline_with(s, f.flops_fraction, f.bandwidth_fraction, f.host_step_s, f.host_seq_s)
-
-    fit = gpu_fit([(run, s) for run, s, _ in staged])
-    per_run, notes = [], list(model_notes) + engine_notes([s for _, s, _ in staged], args)
-    for run, s, st in staged:
-        c, recs = run_errors(run, s, st, price(s, fit), fit.frontend_s)
-        notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
-        per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
-                        "num_requests": len(run.requests), **headline_errors(c),
-                        "saturated": saturation(run.measured if st is None else None, recs)})
-    from kvledger.ledgers.profile_band import rows_fit_quality
-
-    prof = gpu_profile_dict(fit, per_run, paths)
-    prof["fit_quality"] = rows_fit_quality(per_run, any(st is not None for _, _, st in staged), fit_frontend,
-                                           launch_given([s for _, s, _ in staged], args),
-                                           recorded=launch_recorded([run for run, _, _ in staged]))
-    prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
-    if leave_one_out:
-        prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
-    return prof
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen, share)

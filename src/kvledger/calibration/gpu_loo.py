@@ -71,9 +71,10 @@ def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tu
 
 def check_runs(paths: list[str], args, price: Callable[[Any], Any]) -> list[dict[str, Any]]:
     """Each measured run in ``paths`` (runs a GPU profile was *not* fitted on: other models, other TPs) priced by
-    ``price(setup)`` (the profile's step cost, ``gpu_fit.roofline_with``), as ``calibrate_gpu_files`` writes its
-    fitted runs (label, source, model, TP, requests, headline errors, saturation): the profile's ``out_of_sample``
-    checks, which widen its bands for the models and TPs it was not fitted on (``kvledger.ledgers.profile_band``)."""
+    ``price(setup)`` (the profile's step cost, ``gpu_fit.roofline_with``), as ``gpu_profile_file.calibrate_gpu_files``
+    writes its fitted runs (label, source, model, TP, requests, headline errors, saturation): the profile's
+    ``out_of_sample`` checks, which widen its bands for the models and TPs it was not fitted on
+    (``kvledger.ledgers.profile_band``)."""
     from kvledger.calibration.api import headline_errors
     from kvledger.calibration.saturation import saturation
 

@@ -93,7 +93,7 @@ def calibrate(
         raise InputError(f"--scope {f.scope}: use gpu or model")
     args = engine_args(model, gpu, ctx.params, step_cost=f.start)
     if f.scope == "gpu":
-        from kvledger.calibration.gpu_fit import calibrate_gpu_files
+        from kvledger.calibration.gpu_profile_file import calibrate_gpu_files
 
         profile = calibrate_gpu_files(files, args, client_concurrency=f.client_concurrency,
                                       fit_frontend=f.fit_frontend, fit_host=f.fit_host, leave_one_out=f.leave_one_out,

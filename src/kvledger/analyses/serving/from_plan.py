@@ -21,7 +21,7 @@ from kvledger.accounting.sglang_rules import (
 from kvledger.accounting.sglang_steps import sglang_capture_sizes
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.serving import notes as N
-from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.config import EngineConfig, PoolTooShortError
 from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
@@ -151,11 +151,31 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields["blocks_for_tokens"] = bft
         notes.append(N.HYBRID_LAYOUT)
         notes += _hybrid_fields(plan, fields)
-    cfg = EngineConfig(**fields)
+    try:
+        cfg = EngineConfig(**fields)
+    except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
+        low = _max_len_low(plan, fields)
+        if low is None:
+            raise
+        raise InputError(str(e) + N.max_len_low_end(*low)) from e
     if cfg.sglang_pool_caps_context:
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
                                          cfg.sglang_max_req_len))
     return cfg, notes
+
+
+def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
+    """(vLLM's estimated max_model_len at the plan's point figure, the estimate at the low end of its memory range)
+    when the pool and max_model_len are the plan's and the range reaches lower; else None (``kvledger plan``'s
+    advice gives the same pair)."""
+    from kvledger.accounting.advice_len import estimate_len, estimate_len_low
+
+    m = plan.memory
+    if fields["num_gpu_blocks"] != m.num_gpu_blocks or fields["max_model_len"] != m.max_model_len:
+        return None
+    est = estimate_len(plan)
+    low = estimate_len_low(plan, est)
+    return (est, low) if est and low and low < est else None
 
 
 def _refuse_unplannable(plan) -> None:

@@ -238,3 +238,9 @@ def sweep_capacity(index: int, label: str, value: float, axis: str, target: floa
     unit = "req/s" if axis == "request_rate" else "concurrent users"
     return (f"run {index} ({label}, {value:g} {unit}) is the sweep's SLO capacity: the highest load up to which every "
             f"run has ≥ {target:.0%} of its requests within the SLO (attainment per run: {_attainments(attained)})")
+
+
+def max_len_low_end(est: int, low: int) -> str:
+    """The clause vLLM's pool refusal gains from the plan's memory range (``kvledger plan`` prints the same pair)."""
+    return (f". The memory plan's point figure gives vLLM's estimate of {est:,} tokens; at the low end of its range "
+            f"{low:,} (--max-model-len {low}) is the length that starts for sure")

@@ -52,7 +52,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     """(the roofline step cost, its description) for ``make_step_cost``'s arguments; ``cal``: the bundled calibration
     for the model, GPU and TP (``find_calibrated_cost``), or None."""
     prof = gpu_profile_of(a, plan.gpu.name)
-    host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
+    host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s,
+                                    "allreduce_link_share": prof.allreduce_link_share}
     offered = gemm_curve_of(a, plan.gpu, prof)  # the GPU's curve in measured mode; the roofline keeps it if it applies
     cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host)
     curve = cost.gemm_curve
@@ -148,7 +149,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (" (vLLM's custom all-reduce below "
                f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
                "accounting/tp_comm.py)" if cost.custom_allreduce_max_bytes else "")
-            + (f" {link_words(cost.gpu)}" if getattr(cost, "num_allreduce_layers", 0) and link_words(cost.gpu) else "")
+            + _link_words(cost)
             + ", " + (f"with the CPU overhead overlapping the GPU ({overlap}): "
                       "max(GPU, CPU) per step" if overlap else "+ CPU overhead "
                                                                "per step")
@@ -159,6 +160,13 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (f", + the GPU profile's host time in series {hs[0] * 1e3:.4g} ms per step + "
                f"{hs[1] * 1e6:.4g} µs per sequence" if hs[0] or hs[1] else "")
             + (f"; {data['host_term']}" if "host_term" in data else ""))
+
+
+def _link_words(cost: Any) -> str:
+    """The TP all-reduce's link in words, with a leading space ("" at TP 1 or on a scale-up link at its figure)."""
+    words = (link_words(cost.gpu, getattr(cost, "allreduce_link_share", None))
+             if getattr(cost, "num_allreduce_layers", 0) else "")
+    return f" {words}" if words else ""
 
 
 def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, async_scheduling: bool = False,

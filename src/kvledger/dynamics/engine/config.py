@@ -12,7 +12,7 @@ from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
 
-__all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
+__all__ = ["EngineConfig", "PoolTooShortError", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
            "KV_ALLOCATION_POLICIES", "V0_WATERMARK", "make_kv_manager"]
 
 #: vLLM V0 block manager: a prompt is admitted only if this share of all GPU blocks stays free
@@ -42,6 +42,11 @@ KV_ALLOCATION_POLICIES = {
     "paged": "blocks allocated as tokens are computed (PagedAttention)",
     "contiguous": "max_model_len worth of blocks reserved per request at admission (pre-paging systems, Orca 'Max')",
 }
+
+
+class PoolTooShortError(InputError):
+    """vLLM's start-up refusal: one request of max_model_len needs more KV blocks than the pool has (a caller that
+    knows the memory plan may restate it with the plan's own estimates)."""
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
@@ -228,7 +233,7 @@ class EngineConfig:
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
             hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else ""
-            raise InputError(
+            raise PoolTooShortError(
                 f"the KV pool has {usable:,} usable blocks of {self.block_size:,} token{'s' * (self.block_size > 1)} "
                 f"(block 0 is the null block), but one request of max_model_len {self.max_model_len:,} tokens needs "
                 f"{need:,} blocks, so it could never run (vLLM refuses to start in this case){hint}, or give the KV "

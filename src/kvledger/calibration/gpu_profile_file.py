@@ -1,0 +1,89 @@
+"""The GPU profile ``kvledger calibrate --scope gpu`` writes: the fit on the runs (``gpu_fit``: the fractions, the
+set-up's frontend, the host terms, and over PCIe the all-reduce's link share, ``link_fit``), each run's errors under
+it, and the file's layout (``kvledger.accounting.gpu_profile`` reads it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
+from kvledger.calibration.gpu_fit import ROBUST_SCALE, GpuFit, fit_gpu_fractions, roofline_with
+from kvledger.errors import InputError
+
+__all__ = ["gpu_profile_dict", "calibrate_gpu_files"]
+
+
+def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
+    """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
+    return {"kind": GPU_PROFILE_KIND, "version": 4, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
+            "gemm_efficiency": fit.gemm_efficiency,
+            "bandwidth_fraction": round(fit.bandwidth_fraction, 4), "host_step_s": round(fit.host_step_s, 7),
+            "host_seq_s": round(fit.host_seq_s, 9), "allreduce_link_share": fit.link_share,
+            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search "
+                              "(with the host terms: additive moves too), on kvledger.calibration.fit's statistics "
+                              "summed over the runs under a Cauchy loss of scale "
+                              f"{ROBUST_SCALE} (kvledger.calibration.gpu_fit)",
+                    "gemm_note": "gemm_efficiency 'measured': the weight matmuls run at flops_fraction × the GPU's "
+                                 "measured efficiency against tokens and GEMM size (kvledger.accounting."
+                                 "gemm_efficiency; 1.0: as measured); 'flat': at flops_fraction alone",
+                    "host_note": "host_step_s + host_seq_s × sequences: host time in series with every step (0 "
+                                 "unless fitted with --fit-host), priced for every model on this GPU",
+                    "link_note": "allreduce_link_share: the share of the link's one-direction bandwidth the TP "
+                                 "all-reduces achieved, fitted where a run has TP > 1 over PCIe (kvledger.calibration."
+                                 "link_fit); null: the default rule (over PCIe 0.35 of the host link)",
+                    "objective_start": fit.objective_start, "objective": fit.objective, "flops_seen": fit.flops_seen,
+                    "frontend_s": fit.frontend_s,
+                    "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
+                                     "when not fitted): the client's, not the GPU's, so a GPU profile never adds it",
+                    "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays},
+            "runs": per_run, "data_files": list(paths)}
+
+
+def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
+                        fit_frontend: bool = False, fit_host: bool = False,
+                        leave_one_out: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
+    ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
+    ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step); ``notes``:
+    validate's notes on the same runs (a stage's client prompt pool and closed-loop cap, the TPOT compared), once each;
+    with ``leave_one_out`` and several runs, each run's errors under a fit on the others (``gpu_loo``).
+    ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit. Raises
+    InputError / FormatError: no run, runs on several GPUs, unreadable files."""
+    from kvledger.calibration.api import headline_errors
+    from kvledger.calibration.engine_assumptions import engine_notes, launch_given, launch_recorded
+    from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
+    from kvledger.calibration.saturation import saturation
+
+    if not paths:
+        raise InputError("calibrate needs at least one measured run file")
+    staged, model_notes = gpu_setups(paths, args, client_concurrency)
+    folds = iter(range(len(staged) + 1))
+
+    def gpu_fit(items):  # the fit with the command's options, on all runs or all but one
+        i = next(folds)
+        name = f"fit on all {len(items)} runs" if i == 0 else f"leave-one-out fit {i}/{len(staged)}"
+        say = None if progress is None else (lambda text: progress(f"{name}: {text}"))
+        return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host, progress=say)
+
+    def price(s, f):
+        return roofline_with(s, f.flops_fraction, f.bandwidth_fraction, f.host_step_s, f.host_seq_s, f.link_share)
+
+    fit = gpu_fit([(run, s) for run, s, _ in staged])
+    per_run, notes = [], list(model_notes) + engine_notes([s for _, s, _ in staged], args)
+    for run, s, st in staged:
+        c, recs = run_errors(run, s, st, price(s, fit), fit.frontend_s)
+        notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
+        per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
+                        "num_requests": len(run.requests), **headline_errors(c),
+                        "saturated": saturation(run.measured if st is None else None, recs)})
+    from kvledger.ledgers.profile_band import rows_fit_quality
+
+    prof = gpu_profile_dict(fit, per_run, paths)
+    prof["fit_quality"] = rows_fit_quality(per_run, any(st is not None for _, _, st in staged), fit_frontend,
+                                           launch_given([s for _, s, _ in staged], args),
+                                           recorded=launch_recorded([run for run, _, _ in staged]))
+    prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
+    if leave_one_out:
+        prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
+    return prof
