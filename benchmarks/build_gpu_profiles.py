@@ -73,8 +73,9 @@ def main() -> None:
         if checks:
             prof["out_of_sample"] = check_runs(checks, SimRequestArgs(model=None, gpu=gpu, tp=None,
                                                                       gemm_efficiency=GEMM.get(name)),
-                                               lambda s, p=prof: roofline_with(s, p["flops_fraction"],
-                                                                               p["bandwidth_fraction"]))
+                                               lambda s, p=prof: roofline_with(
+                                                   s, p["flops_fraction"], p["bandwidth_fraction"], p["host_step_s"],
+                                                   p["host_seq_s"], p["allreduce_link_share"]))
             for r, rel in zip(prof["out_of_sample"], CHECKS[name]):
                 r["source"] = (f"public-runs/{PUBLIC_LSS[rel].relative_to(PUBLIC)}" if rel in PUBLIC_LSS
                                else "llmservingsim/bench/" + rel)

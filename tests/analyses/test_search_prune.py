@@ -93,7 +93,8 @@ def test_some_searches_decide_candidates_without_simulating_them():
     # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the winner is H100 TP 1, 3 replicas ×
     # 1 GPU × $2.69/GPU-h × 730 h = $5,891.1 a month, the runner-up H100 TP 2, 2 × 2 × $2.69 × 730 = $7,854.8. The
     # PCIe GPUs' all-reduces run at 0.35 of the host link (tp_comm.PCIE_ALLREDUCE_SHARE), so three of their TP > 1
-    # candidates are decided by bound against that batch (capacity bound ÷ 0.8 sizes the fewest replicas):
+    # candidates are decided by bound against that batch (120 req/s ÷ (capacity bound × 0.8) sizes the fewest
+    # replicas):
     # * L40S TP 4: capacity ≤ 20.96 req/s, ≥ ⌈120 ÷ 16.77⌉ = 8 replicas × 4 GPUs × $0.86 (RunPod pod) × 730 h =
     #   $20,089.6 > $7,854.8; H100 TP 2 bills less at a better operating point (frontier and cost frontier);
     # * L40S TP 8: ≤ 20.56 req/s, ≥ ⌈120 ÷ 16.45⌉ = 8 × 8 × $0.86 × 730 = $40,179.2, beaten by H100 TP 2 as well;

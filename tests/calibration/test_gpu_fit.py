@@ -336,9 +336,10 @@ def test_calibrate_says_when_the_flop_fraction_was_not_fitted():
 def test_over_pcie_the_fit_finds_the_hosts_all_reduce_link_share_and_the_profile_prices_it(tmp_path):
     # truth: Llama-3.1-8B on RTX PRO 6000 (PCIe Gen5, 64 GB/s a direction, no NVLink) at 0.45/0.65 of peak, its TP 2
     # all-reduces at 0.6 of the link (38.4 GB/s) where the default rule prices 0.35 (22.4 GB/s). A 2,000-token
-    # prompt's 64 all-reduces of 16.4 MB take 27 ms at 0.6 and 47 ms at 0.35 beside ~71 ms of matmuls. Its matmul
-    # FLOPs and all-reduce bytes both grow with the tokens, so the TP 2 run alone tells only their sum (fitted alone
-    # it lands at 0.32 with a faster FLOP share); the TP 1 run of the same model fixes the FLOP share (link_fit.py).
+    # prompt's 64 all-reduces of 16.4 MB take 64 × (31.4 µs + 16.4 MB ÷ 38.4 GB/s) = 29.3 ms at 0.6 and 48.8 ms at
+    # 0.35, beside 62 ms of matmuls at 0.45 of 500 TFLOP/s. Its matmul FLOPs and all-reduce bytes both grow with the
+    # tokens, so the TP 2 run alone tells only their sum (fitted alone it lands at a share of 0.36 with a FLOP share of
+    # 0.63); the TP 1 run of the same model fixes the FLOP share (link_fit.py).
     from kvledger.calibration.link_fit import link_applies
 
     items = []

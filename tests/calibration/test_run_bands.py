@@ -36,7 +36,7 @@ RUNS = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs"
 KUBECON = RUNS / "inference-perf-kubecon-na-2025" / "vllm" / "results"
 RTX4090 = RUNS / "llmservingsim" / "bench" / "examples" / "RTX4090" / "Llama-3.1-8B" / "vllm"
 ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
-TPUT = (-0.060956971378629876, 0.49973163535825194)
+TPUT = (-0.060956971378629876, 0.22316313967282397)
 KEYS = {"regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
 needs_runs = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
@@ -99,8 +99,8 @@ def test_a_measured_mean_outside_its_band_is_marked():
 def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
     out, d = stage6
     # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 102.689 req/s
-    # → /1.499732 = 68.472 … /0.939043 = 109.355 req/s; measured 103.08 inside
-    assert "│ throughput │ 103.08 req/s │ 102.69 req/s │ -0.4% │ 68.47–109.36 req/s │" in out
+    # → /1.223163 = 83.954 … /0.939043 = 109.355 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 102.69 req/s │ -0.4% │ 83.95–109.36 req/s │" in out
     assert "│ TTFT mean │ 2,943.2 ms │ 3,153.9 ms │ +7.2% │ — │" in out
     assert "│ TPOT mean │ 19.0 ms │ 17.0 ms │ -10.5% │ — │" in out
     assert "— saturation throughput: leave-one-deployment-out errors at 18 measured points" in out
@@ -112,7 +112,7 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
     assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
     assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
-    assert (sat["low"], sat["high"]) == pytest.approx((68.47, 109.36), abs=0.005) and sat["num_runs"] == 18
+    assert (sat["low"], sat["high"]) == pytest.approx((83.95, 109.36), abs=0.005) and sat["num_runs"] == 18
 
 
 @needs_runs
@@ -148,14 +148,14 @@ def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
 
 def test_the_simulated_queue_growing_moves_the_band_to_throughput():
     # a per-request run whose measured queue kept up but whose simulated one grew: no latency band (the simulated
-    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.499732 = 2.667 …
+    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.223163 = 3.270 …
     # /0.939043 = 4.260 req/s
     bands = {m: error_band("uncalibrated/dense/vllm", m) for m in ("ttft_mean", "tpot_mean", "throughput")}
     rows = [MetricRow("TTFT mean", "s", 0.1, 0.5, 4.0), MetricRow("throughput", "req/s", 5.0, 4.0, -0.2)]
     run = SimpleNamespace(saturated={"sides": ["simulated"]}, bands=bands, comparison=SimpleNamespace(rows=rows))
     b = run_bands(run, None)
     assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
-    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((2.667, 4.260), abs=5e-4)
+    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.270, 4.260), abs=5e-4)
     kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
     # 0.5 s × 1.16308 = 0.582 s … × 3.37023 = 1.685 s; throughput: the offered load, no band
     assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.582, 1.685), abs=5e-4)

@@ -24,7 +24,7 @@ KUBECON = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-ru
 ARGS = ["--sweep", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
 Q = {"ttft_mean": (-0.7032843391199974, -0.14021083131059087), "tpot_mean": (-0.057034956492937106,
                                                                             0.07368918622783216),
-     "throughput": (-0.060956971378629876, 0.49973163535825194)}
+     "throughput": (-0.060956971378629876, 0.22316313967282397)}
 needs_kubecon = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
 
@@ -90,11 +90,11 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
     # 1 req/s: simulated TTFT 9.888 ms → 9.888 × 1.16308 = 11.500 ms … 9.888 × 3.37023 = 33.323 ms
     assert b["ttft_mean"][0]["predicted"] == pytest.approx(9.888e-3, abs=1e-6)
     assert (b["ttft_mean"][0]["low"], b["ttft_mean"][0]["high"]) == pytest.approx((11.500e-3, 33.323e-3), abs=2e-6)
-    # saturation throughput: simulated 102.72 req/s (183.38 req/s stage) → 102.72/1.499732 = 68.49 … 102.72/0.939043
+    # saturation throughput: simulated 102.72 req/s (183.38 req/s stage) → 102.72/1.223163 = 83.98 … 102.72/0.939043
     # = 109.38 req/s; measured 103.08 lies inside
     sat = b["saturation_throughput"]
     assert sat["predicted"] == d["predicted"]["saturation_throughput_req_per_s"]
-    assert (sat["predicted"], sat["low"], sat["high"]) == pytest.approx((102.72, 68.49, 109.38), abs=0.005)
+    assert (sat["predicted"], sat["low"], sat["high"]) == pytest.approx((102.72, 83.98, 109.38), abs=0.005)
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + Q["throughput"][1]), rel=1e-12)
     assert sat["num_runs"] == 18
 
@@ -109,7 +109,7 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert "│ 92.19 │ 50.5 ms │ -32.2% │ 39.9–115.5 ms │ 15.4 ms │ +6.6% │ 15.3–17.4 ms │" in out
     assert "│ 122.6 │ 2,616.5 ms │ +19.5% │ — │" in out
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 102.72 req/s (80% band "
-            "68.49–109.38, uncalibrated roofline), error -0.4%") in out
+            "83.98–109.38, uncalibrated roofline), error -0.4%") in out
     assert "measured 93.44 req/s, simulated 93.38 req/s (no error band)" in out
     # the source counts the measured deployments (the table's 18) and names the bundled file, never a script
     # outside the package

@@ -114,8 +114,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
                                  "bandwidth_fraction") from None
     if not (0 < ff <= 1 and 0 < bf <= 1 and (share is None or 0 < share <= 1)):
-        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}, all-reduce link "
-                                 f"{share}")
+        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}"
+                                 + ("" if share is None else f", all-reduce link share {share:g}"))
     if gemm not in ("flat", "measured"):
         raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):

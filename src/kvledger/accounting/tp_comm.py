@@ -46,7 +46,8 @@ GEMMs and kernels, attention, LM head and sampler), 123 µs for each of the step
 13 GB/s past a 20 µs latency (0.20; an upper bound on their time, as any host gap in the step is counted in it).
 That run is one kvledger validates against: it sets only the range's low end. Whether the GPUs have peer access at
 all (``GpuSpec.p2p``, vLLM's ``_can_p2p``) decides custom all-reduce against NCCL
-(``vllm_custom_ar.custom_all_reduce``); the share prices either.
+(``vllm_custom_ar.custom_all_reduce``); the share prices either, and expert parallelism's all-to-all over the same
+link (``roofline.py``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ PCIE_ALLREDUCE_SHARE = 0.35
 """Share of the host link's one-direction bandwidth a TP all-reduce achieves over PCIe (module doc: NCCL's default
 bus bandwidth on eight RTX PRO 6000, voipmonitor/rtx6kpro)."""
 PCIE_ALLREDUCE_SHARE_RANGE = (0.20, 0.65)
-"""The share's range: a TP 2 decode step without peer access (0.22) to NCCL tuned on PCIe switches (0.64)."""
+"""The share's range: a TP 2 decode step without peer access (0.20) to NCCL tuned on PCIe switches (0.64)."""
 _NOMINAL_LINK = {"a100_dgx": 300e9, "h100_dgx": 450e9}  # NVLink 3 / NVLink 4, one direction, B/s (gpus.csv ÷ 2)
 
 

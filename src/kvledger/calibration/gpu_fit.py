@@ -50,7 +50,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
 from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.fit_checks import flops_seen
-from kvledger.calibration.link_fit import SHARE_ITERS, kept_share, link_applies, start_share
+from kvledger.calibration.link_fit import SHARE_ITERS, SHARE_RANGE, kept_share, link_applies, start_share
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
@@ -195,7 +195,7 @@ def _pattern_search(total: Callable[..., float], best: tuple[float, ...], fit_ho
             for dff, dbf, d0, d1, ds in moves:
                 cf, cb = min(1.0, ff * dff), min(1.0, bf * dbf)
                 c0, c1 = max(0.0, h0 + d0), max(0.0, h1 + d1)
-                cs = None if sh is None else min(1.0, sh * ds)
+                cs = None if sh is None else min(SHARE_RANGE[1], max(SHARE_RANGE[0], sh * ds))
                 if (cf, cb, c0, c1, cs) == (ff, bf, h0, h1, sh):
                     continue
                 fc = total(cf, cb, c0, c1, cs)
@@ -245,9 +245,10 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     ff, bf, h0, h1, share, f, evals = _pattern_search(
         lambda a, b, c0, c1, cs: _total(items, a, b, fit_frontend, fe, c0, c1, robust, setups, cs), (*best, share),
         fit_host, history, say)
-    if share is not None:
+    if share is not None:  # kept where the runs see it; the objective and frontends then at what the profile prices
         share = kept_share(lambda x: _total(items, ff, bf, fit_frontend, fe, h0, h1, robust, setups, x), share, f)
-        evals += SHARE_ITERS + 5
+        f = _total(items, ff, bf, fit_frontend, fe, h0, h1, robust, setups, share)
+        evals += SHARE_ITERS + 5  # the start's 2 + 24, kept_share's 2, the objective at the kept share
     mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
     seen = flops_seen(lambda x: _total(items, x, bf, fit_frontend, fe, h0, h1, robust, setups, share), ff, f, start[0])
     ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (

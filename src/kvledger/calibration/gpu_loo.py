@@ -65,7 +65,7 @@ def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tu
         c, _ = run_errors(run, setup, stage, price(setup, f), f.frontend_s)
         out.append({"run": run.label, "fitted_on": [r.label for r, _, _ in rest],
                     "flops_fraction": f.flops_fraction, "bandwidth_fraction": f.bandwidth_fraction,
-                    **headline_errors(c)})
+                    "allreduce_link_share": f.link_share, **headline_errors(c)})
     return out
 
 

@@ -171,7 +171,8 @@ class SpecDecodeModel:
         self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
                                          bandwidth_fraction=s.achievable_bandwidth_fraction,
                                          cpu_overhead_s=s.cpu_overhead_s,
-                                         gemm_curve=getattr(self.rc, "gemm_curve", None))
+                                         gemm_curve=getattr(self.rc, "gemm_curve", None),
+                                         allreduce_link_share=getattr(self.rc, "allreduce_link_share", None))
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
 

@@ -243,4 +243,4 @@ def sweep_capacity(index: int, label: str, value: float, axis: str, target: floa
 def max_len_low_end(est: int, low: int) -> str:
     """The clause vLLM's pool refusal gains from the plan's memory range (``kvledger plan`` prints the same pair)."""
     return (f". The memory plan's point figure gives vLLM's estimate of {est:,} tokens; at the low end of its range "
-            f"{low:,} (--max-model-len {low}) is the length that starts for sure")
+            f"{low:,} (--max-model-len {low}) is the length that starts for sure.")

@@ -69,6 +69,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
+    if getattr(cost, "allreduce_link_share", None) is not None:  # a profile's fitted link share (link_fit.py)
+        data["allreduce_link_share"] = cost.allreduce_link_share
     cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
