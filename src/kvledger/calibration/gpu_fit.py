@@ -52,6 +52,7 @@ from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.fit_checks import flops_seen
 from kvledger.calibration.link_fit import SHARE_ITERS, SHARE_RANGE, kept_share, link_applies, start_share
 from kvledger.calibration.replay import MeasuredRun, replay
+from kvledger.calibration.search1d import golden_min
 from kvledger.errors import InputError
 
 __all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "best_frontend", "ROBUST_SCALE", "GRID_FLOPS",
@@ -125,20 +126,8 @@ def best_frontend(reps: list, robust: float | None = None) -> tuple[float, float
     def f(d: float) -> float:
         return sum(shifted_term(run, res, d, robust) for run, res in reps)
 
-    g = (5 ** 0.5 - 1) / 2
-    a, b = 0.0, FRONTEND_MAX_S
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(FRONTEND_ITERS):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-    return min(((fc, c), (fd, d), (f(0.0), 0.0)))
+    x, fx = golden_min(f, 0.0, FRONTEND_MAX_S, FRONTEND_ITERS)
+    return min(((fx, x), (f(0.0), 0.0)))
 
 
 def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_frontend: bool = False,

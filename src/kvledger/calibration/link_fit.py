@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvledger.accounting.tp_comm import over_pcie
+from kvledger.calibration.search1d import golden_min
 
 __all__ = ["SHARE_RANGE", "SHARE_ITERS", "SEEN_GAIN", "link_applies", "start_share", "kept_share"]
 
@@ -51,17 +52,5 @@ def kept_share(total: Callable[[float | None], float], share: float, objective: 
 
 def _golden(total: Callable[[float], float]) -> tuple[float, float]:
     """(share, objective) at the golden-section minimum of ``total`` over log(share) in ``SHARE_RANGE``."""
-    g = (5 ** 0.5 - 1) / 2
-    a, b = math.log(SHARE_RANGE[0]), math.log(SHARE_RANGE[1])
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = total(math.exp(c)), total(math.exp(d))
-    for _ in range(SHARE_ITERS):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = total(math.exp(c))
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = total(math.exp(d))
-    return (math.exp(c), fc) if fc <= fd else (math.exp(d), fd)
+    x, fx = golden_min(lambda u: total(math.exp(u)), math.log(SHARE_RANGE[0]), math.log(SHARE_RANGE[1]), SHARE_ITERS)
+    return math.exp(x), fx
