@@ -280,10 +280,10 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # (search.bands.search_band → ledgers.profile_band), not the uncalibrated roofline's. That band: the GPU-profile
     # regime's throughput errors −3.21 … +3.27% (error_bands.json, 2 points: the RTX 4090 pair, each priced by a
     # profile fitted on the other run of its model) are fewer than 10, so it widens, each side, to the cross-model
-    # band q10 −12.32%, q90 +14.05% (error_bands.json cross_model, 15 points; the profile's in-sample throughput
-    # errors +0.6% and −0.5% lie inside): capacity multipliers low = 1/1.1405 = 0.8768 to high = 1/0.8768 = 1.1405.
-    # A runner-up 1.32× dearer cannot swap inside it (1.1405 / 0.8768 = 1.301× < 1.32×); the step cost's scope alone
-    # (the uncalibrated band's wider side, 1 − 1/1.4997 = 33.3% > 32%) says it can.
+    # band q10 −11.59%, q90 +13.10% (error_bands.json cross_model, 15 points; the profile's in-sample throughput
+    # errors +0.6% and −0.5% lie inside): capacity multipliers low = 1/1.1310 = 0.8841 to high = 1/0.8841 = 1.1310.
+    # A runner-up 1.25× dearer can swap inside it (1.1310 / 0.8841 = 1.279× > 1.25×); the step cost's scope alone
+    # (the uncalibrated band's wider side, 1 − 1/1.2232 = 18.2% < 25%) says it cannot.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band
@@ -296,12 +296,12 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
                 "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0}}
 
-    pair = [entry("a", 1000.0), entry("b", 1320.0)]
+    pair = [entry("a", 1000.0), entry("b", 1250.0)]
     m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
-    assert m.band_low == pytest.approx(1 / (1 + 0.14049063110693938))
-    assert m.band_high == pytest.approx(1 / (1 - 0.1231843798406145))
-    assert not m.could_flip
-    assert ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
+    assert m.band_low == pytest.approx(1 / (1 + 0.13103987248627713))
+    assert m.band_high == pytest.approx(1 / (1 - 0.11585787174613248))
+    assert m.could_flip
+    assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
     # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band
     none = ranking_margin([entry("a", 1000.0), entry("b", 1500.0)], "roofline", band_of=lambda w: None)
     assert none.band == 0.3 and not none.could_flip  # 50% dearer: outside ±30%
