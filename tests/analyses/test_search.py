@@ -391,3 +391,23 @@ def test_bills_at_both_band_ends_decide_whether_two_candidates_can_swap():
     tie = bills_across_bands(e("a", 8760.0, 8, 6570.0, 6), e("b", 13140.0, 12, 8760.0, 8))
     assert tie.startswith("the winner a and the runner-up b may swap") and "8 ($8,760/month)" in tie
     assert bills_across_bands({"id": "a"}, {"id": "b"}) is None  # no band sizings: a ranking by USD per 1k requests
+
+
+def test_the_ranking_margin_follows_the_bills_at_the_band_ends_when_both_were_sized():
+    # the fresh-user case: winner $3,139 (5 replicas), runner-up 25% dearer ($3,927), capacity band ×0.82–×1.06. By
+    # the ratio alone they could swap (1.06 / 0.82 = 1.29 > 1.25), but bills move in whole replicas: the winner at its
+    # band's low end needs 6 replicas, $3,767, still under the runner-up's $3,927 at its high end, so the header
+    # agrees with search.bands' note ("stays ahead"), and flips to "may swap" once the winner's low end costs more
+    from kvledger.analyses.search.frontier import bills_swap, ranking_margin
+
+    def e(cid, usd, low, high):
+        return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "capacity_band": {"low_multiplier": 0.82, "high_multiplier": 1.06, "regime": "r", "source": "s"},
+                "sizing": {"monthly_usd": usd, "at_band_low": {"monthly_usd": low},
+                           "at_band_high": {"monthly_usd": high}}}
+
+    a, b = e("a", 3139.0, 3767.0, 3139.0), e("b", 3927.0, 3927.0, 3927.0)
+    assert bills_swap(a, b) is False and not ranking_margin([a, b], "roofline").could_flip
+    a2 = e("a", 3139.0, 4395.0, 3139.0)  # 7 replicas at the low end: $4,395 ≥ $3,927
+    assert bills_swap(a2, b) is True and ranking_margin([a2, b], "roofline").could_flip
+    assert bills_swap({"id": "x"}, b) is None

@@ -1,18 +1,16 @@
 """The GPU profile: a GPU's achieved efficiency (the roofline's achievable FLOP/s and bandwidth fractions) fitted on
 measured runs of any model, which then prices every model on that GPU.
 
-Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
-and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
-each naming its data, its fit and its error; a file with ``"default": false`` only when named,
-``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 to 4):
-``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, version 2 also ``host_step_s`` and ``host_seq_s``
-(the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), version 3 also
-``gemm_efficiency`` ("flat", or "measured": ``flops_fraction`` scales the GPU's measured matmul curve,
-``kvledger.accounting.gemm_efficiency``; versions 1 and 2 are flat), version 4 also ``allreduce_link_share`` (null, or
-the share of the link a TP all-reduce achieved on the fitted TP > 1 runs: ``calibration.link_fit``), ``fit`` (method,
-objective before and after, replays), ``runs`` (each run's model, TP and errors under the fitted fractions),
-``data_files``, ``source``. A later version is refused with the version named.
-A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
+Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE`` and,
+for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU, each naming its
+data, fit and error; a file with ``"default": false`` only as ``--gpu-profile bundled:NAME``). Layout (``"kind":
+"kvledger-gpu-profile"``, ``"version"`` 1 to 4): ``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``;
+version 2 also ``host_step_s`` and ``host_seq_s`` (the host's time per step and per sequence in series with the GPU,
+s; 0 in version 1); version 3 also ``gemm_efficiency`` ("flat", or "measured": ``flops_fraction`` scales the GPU's
+measured matmul curve, ``accounting.gemm_efficiency``; 1–2 are flat); version 4 also ``allreduce_link_share`` (null,
+or the TP all-reduce's share of its link fitted on TP > 1 runs: ``calibration.link_fit``); ``fit``, ``runs`` (each
+run's model, TP and errors under the fit), ``data_files``, ``source``. A later version is refused with it named. A
+model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
 """
 
 from __future__ import annotations
@@ -109,13 +107,15 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         gpu = str(d["gpu"])
         h0, h1 = float(d.get("host_step_s", 0.0)), float(d.get("host_seq_s", 0.0))
         gemm = str(d.get("gemm_efficiency", "flat")) if version >= 3 else "flat"
-        share = None if version < 4 or d.get("allreduce_link_share") is None else float(d["allreduce_link_share"])
+        share = None if d.get("allreduce_link_share") is None else float(d["allreduce_link_share"])
     except (KeyError, TypeError, ValueError) as e:
-        raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
-                                 "bandwidth_fraction") from None
-    if not (0 < ff <= 1 and 0 < bf <= 1 and (share is None or 0 < share <= 1)):
-        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}"
-                                 + ("" if share is None else f", all-reduce link share {share:g}"))
+        raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, bandwidth_fraction "
+                                 "(numbers), and allreduce_link_share a number or null") from None
+    bad = [f"{k} {v:g}" for k, v in zip(("flops_fraction", "bandwidth_fraction", "allreduce_link_share"),
+                                        (ff, bf, share)) if v is not None and not 0 < v <= 1]
+    bad += ["allreduce_link_share in a version < 4 file"] if share is not None and version < 4 else []
+    if bad:
+        raise FormatError(where, f"{', '.join(bad)}: each must be in (0, 1], the link share in a version 4 file")
     if gemm not in ("flat", "measured"):
         raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):

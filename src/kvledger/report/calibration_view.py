@@ -108,8 +108,8 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   "step of every model)")
     if p.get("allreduce_link_share") is not None:
         con.print(f"TP all-reduces at {p['allreduce_link_share']:.3f} of the link's one-direction bandwidth, fitted on "
-                  "the TP > 1 runs over PCIe (kvledger.calibration.link_fit; the default rule prices 0.35): the host's "
-                  "peer access and PCIe layout, so the profile carries it to every model on this host")
+                  "the TP > 1 run(s) over PCIe (kvledger.calibration.link_fit; the default rule prices 0.35): the "
+                  "host's peer access and PCIe layout, so the profile carries it to every model on this host")
     if fit_frontend:
         con.print(f"front-end latency (the set-up's, per request, outside the engine): {fit['frontend_s'] * 1e3:.1f} "
                   "ms, fitted with the fractions (kvledger.calibration.gpu_fit, golden-section at each pair); added to "
@@ -160,9 +160,13 @@ def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
         return
     con.print(error_table("leave-one-out: each run under the fractions fitted on the others (a prediction's error)",
                           loo, "run"))
+    links = any(r.get("allreduce_link_share") is not None for r in loo)
     con.print("fractions fitted without each run: " + "; ".join(
-        f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}" for r in loo)
-        + " (FLOP/s / bandwidth)")
+        f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}"
+        + (("" if r.get("allreduce_link_share") is None else f", link share {r['allreduce_link_share']:.3f}")
+           if links else "") for r in loo)
+        + " (FLOP/s / bandwidth" + (", the TP all-reduce's share of the PCIe link where fitted; the others at the "
+                                    "default rule" if links else "") + ")")
 
 
 def saturation_warning(sat: dict[str, Any]) -> str:

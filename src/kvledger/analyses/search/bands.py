@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.frontier import tier_twins
+from kvledger.analyses.search.frontier import bills_swap, tier_twins
 from kvledger.ledgers.error_band import Band, flips_inside, regime_of
 from kvledger.ledgers.profile_band import profile_band
 
@@ -97,13 +97,13 @@ def bills_across_bands(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     replica, most replicas) against ``b``'s at its high end. Bills move in whole replicas and each candidate has its own
     band, so this, not the point bills' gap, says whether they can swap. None without both band sizings (a ranking by
     USD per 1k requests)."""
-    sa, sb = a.get("sizing") or {}, b.get("sizing") or {}
-    if "at_band_low" not in sa or "at_band_high" not in sb:
+    swap = bills_swap(a, b)
+    if swap is None:
         return None
-    worst_a, best_b = sa["at_band_low"], sb["at_band_high"]
+    worst_a, best_b = a["sizing"]["at_band_low"], b["sizing"]["at_band_high"]
     ends = (f"at its band's low end it needs {worst_a['num_gpus']} GPUs (${worst_a['monthly_usd']:,.0f}/month), the "
             f"runner-up at its band's high end {best_b['num_gpus']} (${best_b['monthly_usd']:,.0f}/month)")
-    if worst_a["monthly_usd"] < best_b["monthly_usd"]:
+    if not swap:
         return (f"the winner {a['id']} stays ahead of the runner-up {b['id']} across both capacities' 80% error "
                 f"bands: {ends}")
     return (f"the winner {a['id']} and the runner-up {b['id']} may swap inside their capacities' 80% error bands: "

@@ -17,7 +17,7 @@ from typing import Any
 from kvledger.analyses.search.order import bill_key, first_cost, usd_per_mtok_good
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
-           "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
+           "bills_swap", "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
 
 CAPACITY_BAND = 0.3
 """The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
@@ -157,10 +157,21 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
 
         lo, hi = cb["low_multiplier"], cb["high_multiplier"]
         inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"]))
+        swap = bills_swap(ranked[0], ranked[1])
+        inside = inside if swap is None else swap  # sized for a load: the bills at the band ends decide (search.bands)
         return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
                              inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
     band = CAPACITY_BAND if band_of is not None else _capacity_band(step_cost)
     return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
+
+
+def bills_swap(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+    """Whether the winner ``a``'s bill at its capacity band's low end reaches the runner-up ``b``'s at its band's high
+    end (so the two may swap inside their bands; bills move in whole replicas), None without both band sizings."""
+    sa, sb = a.get("sizing") or {}, b.get("sizing") or {}
+    if "at_band_low" not in sa or "at_band_high" not in sb:
+        return None
+    return sa["at_band_low"]["monthly_usd"] >= sb["at_band_high"]["monthly_usd"]
 
 
 def tier_twins(a: dict[str, Any], b: dict[str, Any]) -> bool:

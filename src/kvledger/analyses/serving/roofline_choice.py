@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
-from kvledger.accounting.tp_comm import link_words
+from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE, PCIE_ALLREDUCE_SHARE_RANGE, link_words, over_pcie
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost"]
@@ -69,8 +69,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
-    if getattr(cost, "allreduce_link_share", None) is not None:  # a profile's fitted link share (link_fit.py)
-        data["allreduce_link_share"] = cost.allreduce_link_share
+    data.update(_link_data(cost))
     cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
@@ -147,14 +146,9 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
-            + "+ TP all-reduces"
-            + (" (vLLM's custom all-reduce below "
-               f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
-               "accounting/tp_comm.py)" if cost.custom_allreduce_max_bytes else "")
-            + _link_words(cost)
-            + ", " + (f"with the CPU overhead overlapping the GPU ({overlap}): "
-                      "max(GPU, CPU) per step" if overlap else "+ CPU overhead "
-                                                               "per step")
+            + _allreduce_words(cost)
+            + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
+               "+ CPU overhead per step")
             + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
                " (no --cpu-overhead: V1's CPU time from the host term below)"
                if "V1 CPU" in data.get("host_term", "") else
@@ -164,11 +158,33 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (f"; {data['host_term']}" if "host_term" in data else ""))
 
 
-def _link_words(cost: Any) -> str:
-    """The TP all-reduce's link in words, with a leading space ("" at TP 1 or on a scale-up link at its figure)."""
-    words = (link_words(cost.gpu, getattr(cost, "allreduce_link_share", None))
-             if getattr(cost, "num_allreduce_layers", 0) else "")
-    return f" {words}" if words else ""
+def _link_data(cost: Any) -> dict[str, Any]:
+    """The TP all-reduce's share of its link for ``--json`` where it is not the catalog figure: a GPU profile's fit, or
+    the PCIe rule's default with its range; {} at TP 1 and on a scale-up link priced as catalogued."""
+    share = getattr(cost, "allreduce_link_share", None)
+    if not getattr(cost, "num_allreduce_layers", 0) or (share is None and not over_pcie(cost.gpu)):
+        return {}
+    if share is not None:
+        return {"allreduce_link_share": share,
+                "allreduce_link_share_source": "the GPU profile's fit on its TP > 1 runs "
+                                               "(kvledger.calibration.link_fit)"}
+    return {"allreduce_link_share": PCIE_ALLREDUCE_SHARE,
+            "allreduce_link_share_range": list(PCIE_ALLREDUCE_SHARE_RANGE),
+            "allreduce_link_share_source": "the default rule over PCIe (kvledger.accounting.tp_comm)"}
+
+
+def _allreduce_words(cost: Any) -> str:
+    """The TP all-reduces in words, ending ", ": vLLM's custom kernel and NCCL by message size, or NCCL alone where the
+    custom kernel is off (no peer access, > 2 PCIe GPUs, …), and the link; nothing at TP 1."""
+    if not getattr(cost, "num_allreduce_layers", 0):
+        return ""
+    ca = cost.custom_allreduce_max_bytes
+    words = ("+ TP all-reduces (vLLM's custom all-reduce below " f"{ca / 2**20:g} MiB a call, NCCL above: "
+             "accounting/tp_comm.py)" if ca else
+             "+ TP all-reduces (every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP, "
+             "vllm_custom_ar.py; `plan --verbose` says why)")
+    link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None))
+    return words + (f" {link}" if link else "") + ", "
 
 
 def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, async_scheduling: bool = False,
