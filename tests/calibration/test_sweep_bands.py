@@ -59,7 +59,7 @@ def test_sweep_prints_the_step_cost_line_once_above_its_table(sweep):
     line = ("step cost: roofline (priced by: uncalibrated) — kvledger.accounting.roofline: weight matmuls then "
             "attention, each max(FLOPs/achievable peak, bytes/achievable bandwidth) at 100% of the GPU's measured "
             "matmul efficiency for the weight matmuls, 71% of peak FLOP/s for attention and 80% of peak bandwidth, "
-            "with the CPU overhead")  # TP 1: no all-reduce term named
+            "+ CPU overhead per step")  # TP 1: no all-reduce term named
     assert out.startswith(line) and out.count("step cost: ") == 1
     assert out.index(line) < out.index("load sweep (priced by: uncalibrated")
 
