@@ -74,7 +74,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                   "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
-                  "source": _source(cost, data, (why if overlap_cpu else None), hs) + f"; {hint}"
+                  "source": _source(cost, data, (why if overlap_cpu else None), hs, plan.settings.engine) + f"; {hint}"
                   + "".join("; " + n for n in extra)}
 
 
@@ -136,7 +136,7 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     return ""
 
 
-def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float]) -> str:
+def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float], engine: str = "vllm") -> str:
     """The roofline's formula in words: its fractions, the TP all-reduces, the CPU overhead (added, or overlapping the
     GPU under ``overlap``, the scheduling that overlaps it), the GPU profile's host times ``hs`` and the host term."""
     return ("kvledger.accounting.roofline: weight matmuls then attention, each "
@@ -146,7 +146,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
-            + _allreduce_words(cost)
+            + _allreduce_words(cost, engine)
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
             + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
@@ -173,16 +173,17 @@ def _link_data(cost: Any) -> dict[str, Any]:
             "allreduce_link_share_source": "the default rule over PCIe (kvledger.accounting.tp_comm)"}
 
 
-def _allreduce_words(cost: Any) -> str:
+def _allreduce_words(cost: Any, engine: str = "vllm") -> str:
     """The TP all-reduces in words, ending ", ": vLLM's custom kernel and NCCL by message size, or NCCL alone where the
-    custom kernel is off (no peer access, > 2 PCIe GPUs, …), and the link; nothing at TP 1."""
+    custom kernel is off (no peer access, > 2 PCIe GPUs, …) or the engine is not vLLM, and the link; nothing at TP 1."""
     if not getattr(cost, "num_allreduce_layers", 0):
         return ""
     ca = cost.custom_allreduce_max_bytes
     words = ("+ TP all-reduces (vLLM's custom all-reduce below " f"{ca / 2**20:g} MiB a call, NCCL above: "
              "accounting/tp_comm.py)" if ca else
              "+ TP all-reduces (every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP, "
-             "vllm_custom_ar.py; `plan --verbose` says why)")
+             "vllm_custom_ar.py; `plan --verbose` says why)" if engine == "vllm" else
+             "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
     link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None))
     return words + (f" {link}" if link else "") + ", "
 
