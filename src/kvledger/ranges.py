@@ -92,7 +92,7 @@ OPTION_RANGES: dict[str, Range] = {
     "arrival_cv": Range(0.0, 100.0, unit="(CV of the gaps: 0 = a fixed interval of 1/rate, 1 = Poisson)"),
     "gpu_memory_utilization": _frac(), "mem_fraction_static": _frac(), "free_gpu_memory_fraction": _frac(),
     "achievable_flops_fraction": _frac(), "achievable_bandwidth_fraction": _frac(),
-    "flops_fraction": _frac(), "bandwidth_fraction": _frac(),
+    "flops_fraction": _frac(), "bandwidth_fraction": _frac(), "allreduce_link_share": _frac(),
     "max_num_seqs": _count(1, 1 << 20, "requests"), "block_size": _count(1, 4096, "tokens"),
     "cuda_graph_max_batch_size": _count(1, 1 << 20, "requests"),
     "num_gpu_blocks_override": _count(1, 1 << 32, "blocks"),

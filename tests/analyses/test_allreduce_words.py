@@ -51,3 +51,25 @@ def test_a_profiles_link_share_is_read_from_version_4_and_refused_out_of_range_o
         _setup("RTX PRO 6000", 2, gpu_profile=str(wide))
     with pytest.raises(FormatError, match="allreduce_link_share in a version < 4 file"):
         _setup("RTX PRO 6000", 2, gpu_profile=str(old))
+
+
+def test_a_given_link_share_prices_the_all_reduces_wins_over_a_profiles_and_is_not_refitted(tmp_path):
+    from kvledger.calibration.link_fit import link_applies
+    from kvledger.errors import InputError
+
+    # L40S TP 2 with --allreduce-link-share 0.6 (a host with peer access behind a PCIe switch): 32 GB/s × 0.6
+    s = _setup("L40S", 2, allreduce_link_share=0.6)
+    assert s.cost.link_bytes_per_s == pytest.approx(19.2e9)
+    assert s.cost_info["allreduce_link_share_source"] == "given by --allreduce-link-share"
+    assert "over PCIe at 60% of the host link's 32 GB/s a direction (given by --allreduce-link-share;" in \
+        s.cost_info["source"]
+    # over a profile's fitted 0.5: the given 0.6 (64 GB/s a direction on the RTX PRO 6000 → 38.4 GB/s)
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 4, "gpu": _setup("RTX PRO 6000", 1).gpu_name,
+                                "flops_fraction": 0.7, "bandwidth_fraction": 0.7, "allreduce_link_share": 0.5}))
+    assert _setup("RTX PRO 6000", 2, gpu_profile=str(prof), allreduce_link_share=0.6).cost.link_bytes_per_s == \
+        pytest.approx(38.4e9)
+    # a calibration given the share holds it fixed: nothing for link_fit to fit
+    assert not link_applies([(None, s)]) and link_applies([(None, _setup("L40S", 2))])
+    with pytest.raises(InputError, match=r"--allreduce-link-share 0: a share of the link's bandwidth, in \(0, 1\]"):
+        _setup("L40S", 2, allreduce_link_share=0.0)

@@ -373,3 +373,22 @@ def test_over_pcie_the_fit_finds_the_hosts_all_reduce_link_share_and_the_profile
     con = Console(record=True, width=200)
     render_gpu_profile(prof, con, None)
     assert f"TP all-reduces at {fit.link_share:.3f} of the link's one-direction bandwidth" in con.export_text()
+
+
+def test_a_link_share_given_to_the_fit_is_held_and_recorded():
+    # the same synthetic TP 1 + TP 2 pair (true share 0.6), replayed with --allreduce-link-share 0.6 given: nothing to
+    # fit for the link (link_fit.link_applies), the fractions land as before, the profile records the share as given
+    items = []
+    for tp in (1, 2):
+        reqs = _workload(80, rate=4.0, seed=tp)
+        blank = MeasuredRun(f"tp{tp}", "synthetic", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+        setup = engine_for(SimRequestArgs(model=MODEL, gpu="RTX PRO 6000", tp=tp, gpu_profile="none",
+                                          max_model_len=8192, gemm_efficiency="flat", allreduce_link_share=0.6), blank)
+        truth = replay(blank, setup.config, roofline_with(setup, TRUE_FLOPS, TRUE_BW)).records  # the setup's 0.6
+        items.append((MeasuredRun(f"tp{tp}", "synthetic", reqs, truth), setup))
+    fit = fit_gpu_fractions(items)
+    assert (fit.link_share, fit.link_given) == (0.6, True)
+    assert fit.flops_fraction == pytest.approx(TRUE_FLOPS, rel=0.05)
+    assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
+    prof = gpu_profile_dict(fit, [], ["synthetic"])
+    assert prof["allreduce_link_share"] == 0.6 and prof["fit"]["allreduce_link_share_given"] is True

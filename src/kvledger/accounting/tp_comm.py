@@ -122,15 +122,17 @@ def over_pcie(gpu: GpuSpec) -> bool:
     return not gpu.interconnect_bytes_per_s > 0
 
 
-def link_words(gpu: GpuSpec, share: float | None = None) -> str:
-    """Where the all-reduce's link bandwidth comes from, in words ("" for a scale-up link at its catalog figure)."""
+def link_words(gpu: GpuSpec, share: float | None = None, origin: str | None = None) -> str:
+    """Where the all-reduce's link bandwidth comes from, in words ("" for a scale-up link at its catalog figure);
+    ``origin``: who gave ``share`` (default: a GPU profile's fit)."""
     lo, hi = PCIE_ALLREDUCE_SHARE_RANGE
     pcie = over_pcie(gpu)
     if share is not None:
         link = (f"over PCIe at {share:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s" if pcie
                 else f"at {share:.0%} of the {gpu.interconnect_bytes_per_s / 2e9:g} GB/s link")
         rule = f"; the default rule {PCIE_ALLREDUCE_SHARE:.0%}, range {lo:.0%}–{hi:.0%}" if pcie else ""
-        return f"{link} a direction (the GPU profile's fit on its TP > 1 runs{rule})"
+        who = origin or "the GPU profile's fit on its TP > 1 runs"
+        return f"{link} a direction ({who}{rule})"
     if not pcie:
         return ""
     return (f"over PCIe at {PCIE_ALLREDUCE_SHARE:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s a "

@@ -50,7 +50,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
 from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.fit_checks import flops_seen
-from kvledger.calibration.link_fit import SHARE_ITERS, SHARE_RANGE, kept_share, link_applies, start_share
+from kvledger.calibration.link_fit import SHARE_ITERS, SHARE_RANGE, given_share, kept_share, link_applies, start_share
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.search1d import golden_min
 from kvledger.errors import InputError
@@ -94,14 +94,16 @@ class GpuFit:
     #: "measured": the runs' rooflines price matmuls by the GPU's measured curve, which the FLOP fraction scales
     gemm_efficiency: str = "flat"
     flops_seen: bool = True
-    #: the all-reduce's fitted share of its link (``link_fit``; None: not fitted, the default rule prices it)
+    #: the all-reduce's share of its link, fitted (``link_fit``) or given (``link_given``); None: the default rule's
     link_share: float | None = None
+    link_given: bool = False
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
                   host_seq_s: float = 0.0, link_share: float | None = None) -> Any:
-    """The setup's roofline step cost at other achievable fractions, host terms and all-reduce link share (same model,
-    TP, weights, CPU overhead, measured GEMM curve or none; the engine's host term kept)."""
+    """The setup's roofline step cost at other achievable fractions, host terms and all-reduce link share (None: the
+    setup's own, given by --allreduce-link-share or the default rule; same model, TP, weights, CPU overhead, measured
+    GEMM curve or none; the engine's host term kept)."""
     from kvledger.accounting.host_overhead import HostStepCost
 
     cost = setup.cost
@@ -117,7 +119,8 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                           bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
                           weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
                           custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
-                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve, allreduce_link_share=link_share)
+                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve,
+                          allreduce_link_share=cost.allreduce_link_share if link_share is None else link_share)
     return rc if host is None else HostStepCost(rc, host)
 
 
@@ -243,5 +246,7 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (
         3 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1, share), {})
+    given = share is None and given_share(items) is not None  # a share given to the fit is the profile's too
+    share = given_share(items) if given else share
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen, share)
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen, share, given)

@@ -31,7 +31,8 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
                                  "unless fitted with --fit-host), priced for every model on this GPU",
                     "link_note": "allreduce_link_share: the share of the link's one-direction bandwidth the TP "
                                  "all-reduces achieved, fitted where a run has TP > 1 over PCIe (kvledger.calibration."
-                                 "link_fit); null: the default rule (over PCIe 0.35 of the host link)",
+                                 "link_fit) unless given; null: the default rule (over PCIe 0.35 of the host link)",
+                    "allreduce_link_share_given": fit.link_given,
                     "objective_start": fit.objective_start, "objective": fit.objective, "flops_seen": fit.flops_seen,
                     "frontend_s": fit.frontend_s,
                     "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "

@@ -23,7 +23,7 @@ from typing import Any
 from kvledger.accounting.tp_comm import over_pcie
 from kvledger.calibration.search1d import golden_min
 
-__all__ = ["SHARE_RANGE", "SHARE_ITERS", "SEEN_GAIN", "link_applies", "start_share", "kept_share"]
+__all__ = ["SHARE_RANGE", "SHARE_ITERS", "SEEN_GAIN", "link_applies", "given_share", "start_share", "kept_share"]
 
 SHARE_RANGE = (0.05, 1.0)
 SHARE_ITERS = 24  # golden-section steps over ln(1.0 / 0.05) ≈ 3.0: 3.0 × 0.618^24 ≈ 3e-5 in ln(share)
@@ -31,8 +31,15 @@ SEEN_GAIN = 0.01  # the runs see the share when moving it by ×1.5 either way ra
 
 
 def link_applies(items: list[tuple[Any, Any]]) -> bool:
-    """Whether the runs fix the link share: some run has TP > 1 with its all-reduces over PCIe."""
-    return any(s.tp > 1 and over_pcie(s.plan.gpu) for _, s in items)
+    """Whether the runs fix the link share: some run has TP > 1 with its all-reduces over PCIe, and no share was
+    given (``--allreduce-link-share`` holds it fixed)."""
+    return given_share(items) is None and any(s.tp > 1 and over_pcie(s.plan.gpu) for _, s in items)
+
+
+def given_share(items: list[tuple[Any, Any]]) -> float | None:
+    """The share ``--allreduce-link-share`` gave the runs' step costs (the fit holds it and the profile records it),
+    or None."""
+    return next((v for _, s in items if (v := getattr(s.cost, "allreduce_link_share", None)) is not None), None)
 
 
 def start_share(total: Callable[[float], float], best: tuple[float, float, float]) -> tuple[float, tuple]:

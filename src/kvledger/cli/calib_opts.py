@@ -70,6 +70,7 @@ GpuProfile = Annotated[str | None, option_info(EngineFlags, "gpu_profile", help=
     "opt-in), or (default) the GPU's default bundled one.")]
 CpuOverhead = Annotated[str | None, option_info(EngineFlags, "cpu_overhead")]
 GemmEfficiency = Annotated[str | None, option_info(EngineFlags, "gemm_efficiency")]
+LinkShare = Annotated[float | None, option_info(EngineFlags, "allreduce_link_share")]
 EnforceEager = Annotated[bool | None, option_info(EngineFlags, "enforce_eager", help="vLLM --enforce-eager (or a "
     "release before 0.2.4, which had no CUDA graphs): every step launched eagerly; the step cost adds the launch "
     "time (accounting/host_overhead.py).")]
@@ -102,6 +103,7 @@ class CalibEngineFlags:
     achievable_flops_fraction: FlopsFraction = None
     achievable_bandwidth_fraction: BandwidthFraction = None
     gemm_efficiency: GemmEfficiency = None
+    allreduce_link_share: LinkShare = None
 
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
@@ -122,4 +124,5 @@ def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: 
         enforce_eager=params.get("enforce_eager"), wddm=params.get("wddm"),
         achievable_flops_fraction=params.get("achievable_flops_fraction"),
         achievable_bandwidth_fraction=params.get("achievable_bandwidth_fraction"),
-        gemm_efficiency=params.get("gemm_efficiency"), client_latency=params.get("client_latency_spec"))
+        gemm_efficiency=params.get("gemm_efficiency"), client_latency=params.get("client_latency_spec"),
+        allreduce_link_share=params.get("allreduce_link_share"))

@@ -162,6 +162,10 @@ class EngineFlags:
         "SXM), 0.7 elsewhere."))
     achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(
         "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
+    allreduce_link_share: float | None = flag("--allreduce-link-share", help=(
+        "TP all-reduces: the share of the link's one-direction bandwidth they achieve, in (0, 1] (default: a GPU "
+        "profile's fitted share, else 0.35 over PCIe (measured 0.20–0.65; e.g. 0.6 with peer access behind PCIe "
+        "switches) and the catalog link over NVLink)."))
     gpu_profile: str | None = flag("--gpu-profile", help=(
         "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this "
         "GPU; any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or "

@@ -20,6 +20,7 @@ from kvledger.cli.calib_opts import (
     GpuMemUtil,
     GpuProfile,
     KvCacheDtype,
+    LinkShare,
     MaxModelLen,
     MaxNumBatchedTokens,
     MaxNumSeqs,
@@ -54,7 +55,7 @@ def validate(
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
     enforce_eager: EnforceEager = None, wddm: Wddm = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
-    gemm_efficiency: GemmEfficiency = None,
+    gemm_efficiency: GemmEfficiency = None, allreduce_link_share: LinkShare = None,
     client_latency_spec: str | None = typer.Option(None, "--client-latency", help="The client's and front end's "
         "latency added to every simulated TTFT and E2E (not TPOT/ITL): a duration such as 21ms (default 0), or "
         "profile:NAME, the set-up NAME's latency fitted in the GPU profile (fit.set_up_frontend_s), or "

@@ -107,9 +107,10 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   f"{p['host_seq_s'] * 1e6:.2f} µs per sequence (fitted with --fit-host; the profile adds it to every "
                   "step of every model)")
     if p.get("allreduce_link_share") is not None:
-        con.print(f"TP all-reduces at {p['allreduce_link_share']:.3f} of the link's one-direction bandwidth, fitted on "
-                  "the TP > 1 run(s) over PCIe (kvledger.calibration.link_fit; the default rule prices 0.35): the "
-                  "host's peer access and PCIe layout, so the profile carries it to every model on this host")
+        how = ("given by --allreduce-link-share and held in the fit" if fit.get("allreduce_link_share_given") else
+               "fitted on the TP > 1 run(s) over PCIe (kvledger.calibration.link_fit; the default rule prices 0.35)")
+        con.print(f"TP all-reduces at {p['allreduce_link_share']:.3f} of the link's one-direction bandwidth, {how}: "
+                  "the host's peer access and PCIe layout, so the profile carries it to every model on this host")
     if fit_frontend:
         con.print(f"front-end latency (the set-up's, per request, outside the engine): {fit['frontend_s'] * 1e3:.1f} "
                   "ms, fitted with the fractions (kvledger.calibration.gpu_fit, golden-section at each pair); added to "

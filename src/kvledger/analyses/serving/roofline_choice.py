@@ -11,8 +11,12 @@ from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE, PCIE_ALLREDUCE_SHARE_RANGE, link_words, over_pcie
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
+from kvledger.errors import InputError
 
-__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost"]
+__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "LINK_GIVEN"]
+
+LINK_GIVEN = "given by --allreduce-link-share"
+"""Where a TP all-reduce link share given on the command line is said to come from."""
 
 _PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_seqs=1, prefill_kv_tokens=1024,
                                          prefill_attn_pairs=1024 * 1025 / 2)),
@@ -52,8 +56,14 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     """(the roofline step cost, its description) for ``make_step_cost``'s arguments; ``cal``: the bundled calibration
     for the model, GPU and TP (``find_calibrated_cost``), or None."""
     prof = gpu_profile_of(a, plan.gpu.name)
+    given = getattr(a, "allreduce_link_share", None)  # --allreduce-link-share wins over a profile's fitted share
+    if given is not None and not 0 < given <= 1:
+        raise InputError(f"--allreduce-link-share {given:g}: a share of the link's bandwidth, in (0, 1] (measured over "
+                         "PCIe: 0.20–0.65; accounting/tp_comm.py)")
     host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s,
                                     "allreduce_link_share": prof.allreduce_link_share}
+    if given is not None:
+        host["allreduce_link_share"] = given
     offered = gemm_curve_of(a, plan.gpu, prof)  # the GPU's curve in measured mode; the roofline keeps it if it applies
     cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host)
     curve = cost.gemm_curve
@@ -69,7 +79,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
-    data.update(_link_data(cost))
+    data.update(_link_data(cost, given is not None))
     cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
@@ -146,7 +156,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
-            + _allreduce_words(cost, engine)
+            + _allreduce_words(cost, data, engine)
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
             + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
@@ -158,22 +168,23 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (f"; {data['host_term']}" if "host_term" in data else ""))
 
 
-def _link_data(cost: Any) -> dict[str, Any]:
-    """The TP all-reduce's share of its link for ``--json`` where it is not the catalog figure: a GPU profile's fit, or
-    the PCIe rule's default with its range; {} at TP 1 and on a scale-up link priced as catalogued."""
+def _link_data(cost: Any, given: bool = False) -> dict[str, Any]:
+    """The TP all-reduce's share of its link for ``--json`` where it is not the catalog figure: given by
+    ``--allreduce-link-share``, a GPU profile's fit, or the PCIe rule's default with its range; {} at TP 1 and on a
+    scale-up link priced as catalogued."""
     share = getattr(cost, "allreduce_link_share", None)
     if not getattr(cost, "num_allreduce_layers", 0) or (share is None and not over_pcie(cost.gpu)):
         return {}
     if share is not None:
         return {"allreduce_link_share": share,
-                "allreduce_link_share_source": "the GPU profile's fit on its TP > 1 runs "
-                                               "(kvledger.calibration.link_fit)"}
+                "allreduce_link_share_source": LINK_GIVEN if given else "the GPU profile's fit on its TP > 1 runs "
+                                                                        "(kvledger.calibration.link_fit)"}
     return {"allreduce_link_share": PCIE_ALLREDUCE_SHARE,
             "allreduce_link_share_range": list(PCIE_ALLREDUCE_SHARE_RANGE),
             "allreduce_link_share_source": "the default rule over PCIe (kvledger.accounting.tp_comm)"}
 
 
-def _allreduce_words(cost: Any, engine: str = "vllm") -> str:
+def _allreduce_words(cost: Any, data: dict[str, Any], engine: str = "vllm") -> str:
     """The TP all-reduces in words, ending ", ": vLLM's custom kernel and NCCL by message size, or NCCL alone where the
     custom kernel is off (no peer access, > 2 PCIe GPUs, …) or the engine is not vLLM, and the link; nothing at TP 1."""
     if not getattr(cost, "num_allreduce_layers", 0):
@@ -184,7 +195,8 @@ def _allreduce_words(cost: Any, engine: str = "vllm") -> str:
              "+ TP all-reduces (every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP, "
              "vllm_custom_ar.py; `plan --verbose` says why)" if engine == "vllm" else
              "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
-    link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None))
+    link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None),
+                      LINK_GIVEN if data.get("allreduce_link_share_source") == LINK_GIVEN else None)
     return words + (f" {link}" if link else "") + ", "
 
 

@@ -68,6 +68,7 @@ class SimRequestArgs:
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
+    allreduce_link_share: float | None = None  # TP all-reduces' share of their link (None: a profile's, else the rule)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
     #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
     #: accounting/gemm_efficiency.py); None: the GPU profile's, else flat
