@@ -113,9 +113,9 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                                  "(numbers), and allreduce_link_share a number or null") from None
     bad = [f"{k} {v:g}" for k, v in zip(("flops_fraction", "bandwidth_fraction", "allreduce_link_share"),
                                         (ff, bf, share)) if v is not None and not 0 < v <= 1]
-    bad += ["allreduce_link_share in a version < 4 file"] if share is not None and version < 4 else []
-    if bad:
-        raise FormatError(where, f"{', '.join(bad)}: each must be in (0, 1], the link share in a version 4 file")
+    if bad or (share is not None and version < 4):
+        raise FormatError(where, f"{', '.join(bad)}: each must be in (0, 1]" if bad else "allreduce_link_share in a "
+                          "version < 4 file: version 4 is the first that carries it (set \"version\": 4, or refit)")
     if gemm not in ("flat", "measured"):
         raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from kvledger.accounting import vidur_profiles
+from kvledger.accounting.vidur_grid import read_rows
 from kvledger.accounting.vidur_profiles import VIDUR_GPU
 
 __all__ = ["LSS_GPU", "PROFILED_GPU", "profile_shapes", "source_words", "LSS_OPS", "lss_rows"]
@@ -64,17 +65,12 @@ def lss_rows(dense_csv: Path, model, tp: int) -> list[dict[str, str]]:
             for T, t in sorted(times.items())]
 
 
-def _vidur_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def profile_shapes(gpu_id: str) -> tuple[tuple[str, str, tuple[dict[str, str], ...]], ...]:
     """(org, model, rows) per profiled model shape of a catalog GPU id (every TP of it in ``rows``); empty for a GPU
     neither source profiled."""
     if gpu_id in VIDUR_GPU:
         files = sorted(vidur_profiles.vidur_profile_dir(VIDUR_GPU[gpu_id]).glob("*/*/mlp_median.csv"))
-        return tuple((f.parent.parent.name, f.parent.name, tuple(_vidur_rows(f))) for f in files)
+        return tuple((f.parent.parent.name, f.parent.name, tuple(read_rows(f))) for f in files)
     if gpu_id not in LSS_GPU:
         return ()
     from kvledger.catalog.models import load_model

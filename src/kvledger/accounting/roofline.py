@@ -129,6 +129,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
     def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
         """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
         self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
+        # the all-to-all's link, once (the all-reduce's, at its share); none without expert parallelism (no bytes)
+        self._a2a_link_Bps = link_bytes_per_s(self.gpu, self.allreduce_link_share) if ep > 1 else 0.0
         # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
         self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
             else self.peak_flops
@@ -211,10 +213,9 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
                                       self.grouped_gemm_half_tokens)
         imb = ep_imbalance(T, m.experts_per_token, self.ep)
         a2a = ep_all_to_all_bytes(T, m.experts_per_token, m.hidden_size, m.dtype_bytes, self.ep)
-        link = link_bytes_per_s(self.gpu, self.allreduce_link_share)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                          2 * self.expert_params_per_token * T, imb / eta if eta > 0 else float("inf"),
-                         a2a / link if link else 0.0, host)
+                         a2a / self._a2a_link_Bps if self._a2a_link_Bps else 0.0, host)
 
     def host_s(self, num_seqs: float) -> float:
         """Host time in series with the GPU of a step over ``num_seqs`` sequences, s (0.0 when neither term is set)."""

@@ -61,7 +61,7 @@ from kvledger.errors import InputError
 
 __all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "allreduce_step_s_array", "FIT_MAX_BYTES",
            "CA_LATENCY_S", "CA_LATENCY_LOW_S", "CA_LATENCY_HIGH_S", "custom_ar_call_s", "PCIE_ALLREDUCE_SHARE",
-           "PCIE_ALLREDUCE_SHARE_RANGE", "over_pcie", "link_words"]
+           "PCIE_ALLREDUCE_SHARE_RANGE", "over_pcie", "link_words", "FITTED_SHARE"]
 
 _DATA = Path(__file__).parent / "data" / "profiling" / "vidur" / "network"
 FIT_MAX_BYTES = 8 << 20  # messages used for the latency fit, B (decode and chunked-prefill activations)
@@ -70,6 +70,8 @@ CA_LATENCY_S, CA_LATENCY_LOW_S, CA_LATENCY_HIGH_S = 6e-6, 4e-6, 10e-6
 PCIE_ALLREDUCE_SHARE = 0.35
 """Share of the host link's one-direction bandwidth a TP all-reduce achieves over PCIe (module doc: NCCL's default
 bus bandwidth on eight RTX PRO 6000, voipmonitor/rtx6kpro)."""
+FITTED_SHARE = "the GPU profile's fit on its TP > 1 runs"
+"""Where a GPU profile's all-reduce link share comes from, in words (``calibration.link_fit``)."""
 PCIE_ALLREDUCE_SHARE_RANGE = (0.20, 0.65)
 """The share's range: a TP 2 decode step without peer access (0.20) to NCCL tuned on PCIe switches (0.64)."""
 _NOMINAL_LINK = {"a100_dgx": 300e9, "h100_dgx": 450e9}  # NVLink 3 / NVLink 4, one direction, B/s (gpus.csv ÷ 2)
@@ -131,8 +133,7 @@ def link_words(gpu: GpuSpec, share: float | None = None, origin: str | None = No
         link = (f"over PCIe at {share:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s" if pcie
                 else f"at {share:.0%} of the {gpu.interconnect_bytes_per_s / 2e9:g} GB/s link")
         rule = f"; the default rule {PCIE_ALLREDUCE_SHARE:.0%}, range {lo:.0%}–{hi:.0%}" if pcie else ""
-        who = origin or "the GPU profile's fit on its TP > 1 runs"
-        return f"{link} a direction ({who}{rule})"
+        return f"{link} a direction ({origin or FITTED_SHARE}{rule})"
     if not pcie:
         return ""
     return (f"over PCIe at {PCIE_ALLREDUCE_SHARE:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s a "

@@ -246,7 +246,8 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (
         3 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1, share), {})
-    given = share is None and given_share(items) is not None  # a share given to the fit is the profile's too
-    share = given_share(items) if given else share
+    held = given_share(items)  # a share given to the fit (--allreduce-link-share) is the profile's too
+    given = share is None and held is not None
+    share = held if given else share
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
     return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen, share, given)

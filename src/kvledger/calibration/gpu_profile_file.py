@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
+from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
 from kvledger.calibration.gpu_fit import ROBUST_SCALE, GpuFit, fit_gpu_fractions, roofline_with
 from kvledger.errors import InputError
 
@@ -31,7 +32,8 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
                                  "unless fitted with --fit-host), priced for every model on this GPU",
                     "link_note": "allreduce_link_share: the share of the link's one-direction bandwidth the TP "
                                  "all-reduces achieved, fitted where a run has TP > 1 over PCIe (kvledger.calibration."
-                                 "link_fit) unless given; null: the default rule (over PCIe 0.35 of the host link)",
+                                 f"link_fit) unless given; null: the default rule (over PCIe "
+                                 f"{PCIE_ALLREDUCE_SHARE:g} of the host link)",
                     "allreduce_link_share_given": fit.link_given,
                     "objective_start": fit.objective_start, "objective": fit.objective, "flops_seen": fit.flops_seen,
                     "frontend_s": fit.frontend_s,

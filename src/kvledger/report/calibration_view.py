@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
@@ -108,7 +109,8 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   "step of every model)")
     if p.get("allreduce_link_share") is not None:
         how = ("given by --allreduce-link-share and held in the fit" if fit.get("allreduce_link_share_given") else
-               "fitted on the TP > 1 run(s) over PCIe (kvledger.calibration.link_fit; the default rule prices 0.35)")
+               f"fitted on the TP > 1 run(s) over PCIe (kvledger.calibration.link_fit; the default rule prices "
+               f"{PCIE_ALLREDUCE_SHARE:g})")
         con.print(f"TP all-reduces at {p['allreduce_link_share']:.3f} of the link's one-direction bandwidth, {how}: "
                   "the host's peer access and PCIe layout, so the profile carries it to every model on this host")
     if fit_frontend:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvledger.report.figure import fmt  # four significant figures, no exponent (a capacity found to ~1%)
 from kvledger.report.validation_figures import fmt_rate
 
 if TYPE_CHECKING:
@@ -16,11 +17,6 @@ if TYPE_CHECKING:
     from kvledger.ledgers.goodput import GoodputResult
 
 __all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources']
-
-
-def _sig4(x: float) -> str:
-    """Four significant figures without an exponent (a capacity found to about 1%): 3.594, 1,234, 12,346."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
@@ -157,7 +153,7 @@ def _answer(sb: SimBoundary) -> str:
     if b.boundary_value is None:
         return (f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
                 f"{sb.target:.0%}" + (f" ({seeds})" if seeds else ""))
-    per = [f"{_sig4(sb.boundary_per_replica)} per replica, {_sig4(sb.boundary_per_gpu)} per GPU"] if (
+    per = [f"{fmt(sb.boundary_per_replica, 4)} per replica, {fmt(sb.boundary_per_gpu, 4)} per GPU"] if (
         sb.boundary_per_gpu is not None) else []
     per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
     at = ""
@@ -165,7 +161,7 @@ def _answer(sb: SimBoundary) -> str:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
               f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
-            f"{_sig4(b.boundary_value)}{unit}{per}{at}")
+            f"{fmt(b.boundary_value, 4)}{unit}{per}{at}")
 
 
 def print_search(sb: SimBoundary, slo_text: str) -> None:

@@ -156,9 +156,8 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
         from kvledger.ledgers.error_band import Band, flips_inside
 
         lo, hi = cb["low_multiplier"], cb["high_multiplier"]
-        inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"]))
-        swap = bills_swap(ranked[0], ranked[1])
-        inside = inside if swap is None else swap  # sized for a load: the bills at the band ends decide (search.bands)
+        swap = bills_swap(ranked[0], ranked[1])  # sized for a load: the bills at the band ends decide (search.bands)
+        inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"])) if swap is None else swap
         return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
                              inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
     band = CAPACITY_BAND if band_of is not None else _capacity_band(step_cost)

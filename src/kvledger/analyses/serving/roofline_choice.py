@@ -9,7 +9,13 @@ from typing import Any
 from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
-from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE, PCIE_ALLREDUCE_SHARE_RANGE, link_words, over_pcie
+from kvledger.accounting.tp_comm import (
+    FITTED_SHARE,
+    PCIE_ALLREDUCE_SHARE,
+    PCIE_ALLREDUCE_SHARE_RANGE,
+    link_words,
+    over_pcie,
+)
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 from kvledger.errors import InputError
 
@@ -84,7 +90,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                   "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
-                  "source": _source(cost, data, (why if overlap_cpu else None), hs, plan.settings.engine) + f"; {hint}"
+                  "source": _source(cost, data, (why if overlap_cpu else None), hs, plan.settings.engine,
+                                    given is not None) + f"; {hint}"
                   + "".join("; " + n for n in extra)}
 
 
@@ -146,7 +153,8 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     return ""
 
 
-def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float], engine: str = "vllm") -> str:
+def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[float, float], engine: str = "vllm",
+            link_given: bool = False) -> str:
     """The roofline's formula in words: its fractions, the TP all-reduces, the CPU overhead (added, or overlapping the
     GPU under ``overlap``, the scheduling that overlaps it), the GPU profile's host times ``hs`` and the host term."""
     return ("kvledger.accounting.roofline: weight matmuls then attention, each "
@@ -156,7 +164,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
-            + _allreduce_words(cost, data, engine)
+            + _allreduce_words(cost, engine, link_given)
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
             + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
@@ -177,14 +185,14 @@ def _link_data(cost: Any, given: bool = False) -> dict[str, Any]:
         return {}
     if share is not None:
         return {"allreduce_link_share": share,
-                "allreduce_link_share_source": LINK_GIVEN if given else "the GPU profile's fit on its TP > 1 runs "
-                                                                        "(kvledger.calibration.link_fit)"}
+                "allreduce_link_share_source": LINK_GIVEN if given else
+                f"{FITTED_SHARE} (kvledger.calibration.link_fit)"}
     return {"allreduce_link_share": PCIE_ALLREDUCE_SHARE,
             "allreduce_link_share_range": list(PCIE_ALLREDUCE_SHARE_RANGE),
             "allreduce_link_share_source": "the default rule over PCIe (kvledger.accounting.tp_comm)"}
 
 
-def _allreduce_words(cost: Any, data: dict[str, Any], engine: str = "vllm") -> str:
+def _allreduce_words(cost: Any, engine: str = "vllm", link_given: bool = False) -> str:
     """The TP all-reduces in words, ending ", ": vLLM's custom kernel and NCCL by message size, or NCCL alone where the
     custom kernel is off (no peer access, > 2 PCIe GPUs, …) or the engine is not vLLM, and the link; nothing at TP 1."""
     if not getattr(cost, "num_allreduce_layers", 0):
@@ -195,8 +203,7 @@ def _allreduce_words(cost: Any, data: dict[str, Any], engine: str = "vllm") -> s
              "+ TP all-reduces (every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP, "
              "vllm_custom_ar.py; `plan --verbose` says why)" if engine == "vllm" else
              "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
-    link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None),
-                      LINK_GIVEN if data.get("allreduce_link_share_source") == LINK_GIVEN else None)
+    link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None), LINK_GIVEN if link_given else None)
     return words + (f" {link}" if link else "") + ", "
 
 
