@@ -93,7 +93,7 @@ def cross_model(lomo: bool = False, single: bool = True, variants: tuple[tuple[b
             t = time.perf_counter()
             fit = fit_gpu_fractions([(r, s) for m in fit_on for r, st, s in groups[m] if not _saturated(st)],
                                     fit_frontend=frontend, fit_host=host)
-            fr = (fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s, fit.link_share)
+            fr = fit.terms
             for y in (m for m in models if m not in fit_on):
                 rows = _errors(groups[y], fr, fit.frontend_s)
                 out["folds"].append({"fit_on": fit_on, "predict": y, "fractions": list(fr[:2]),

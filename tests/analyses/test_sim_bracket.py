@@ -147,3 +147,11 @@ def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_g
     good = {p.value: g.goodput_req_per_s for g, p in zip(plain.goodputs, plain.probes)}
     gg = {p.value: g.goodput_req_per_s for g, p in zip(guess.goodputs, guess.probes)}
     assert gg[guess.boundary.boundary_value] == good[plain.boundary.boundary_value]
+
+
+def test_the_ends_taken_without_a_probe_are_named_in_plain_words():
+    # capacity 7.1 req/s, started at 8: 6 meets and 7.5 misses (probed), so the bracket [4, 8] is known without
+    # probing its ends — 4 meets because the higher 6 does, 8 misses because the lower 7.5 does (attainment does not
+    # rise with load); was "4 meets as 6 does", without the unit or what is met
+    _, _, _, _, implied = guessed_bracket(_Cliff(7.1), 8.0)
+    assert implied == ["4 req/s meets the target, as 6 req/s does", "8 req/s misses the target, as 7.5 req/s does"]

@@ -147,7 +147,11 @@ def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path
     # the in-sample ones
     fitted_on.clear()
     one = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE, "--json")
-    assert json.loads(one.output)["runs"][0]["ttft_mean_rel_error"] == loo[0]["ttft_mean_rel_error"]
+    fitted = json.loads(one.output)["runs"][0]
+    assert fitted["ttft_mean_rel_error"] == loo[0]["ttft_mean_rel_error"]
+    # each held-out row says whether the replay saturated, as the fitted rows do (the ⚠ on its latencies)
+    assert "saturated" in loo[0] and loo[0]["saturated"] == fitted["saturated"]
+    assert loo[0]["model"].startswith(L8) and loo[0]["tp"] == 1 and "label" not in loo[0]
     text = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE)
     assert "leave-one-out: none — it needs two runs or more" in text.output
 
@@ -170,3 +174,24 @@ def test_the_pool_note_says_no_repeat_is_cached_with_prefix_caching_off(tmp_path
     # was: "…shared, so prefix caching serves a repeat" with prefix caching off
     assert len(pool) == 1 and pool[0].endswith("shared, but prefix caching is off in the replayed engine, so the "
                                                "pool is not reused from cache: each repeat is prefilled again")
+
+
+def test_a_saturated_held_out_run_is_flagged_under_the_leave_one_out_table():
+    # was: the leave-one-out table printed a saturated run's latency errors with no ⚠ (the fitted-run table had one)
+    import io
+
+    from rich.console import Console
+
+    from kvledger.report.calibration_view import error_table, saturated_runs_warning
+
+    rows = [{"run": "calm", "ttft_mean_rel_error": -0.05, "saturated": None},
+            {"run": "queued", "ttft_mean_rel_error": 2.5, "throughput_rel_error": 0.04,
+             "saturated": {"sides": ["simulated"], "notes": []}}]
+    con = Console(file=io.StringIO(), width=200, emoji=False)
+    con.print(error_table("leave-one-out", rows, "run"))
+    saturated_runs_warning(rows, con, "run", " left out")
+    out = con.file.getvalue()
+    queued = next(line for line in out.splitlines() if "queued" in line and "+250" in line)
+    calm = next(line for line in out.splitlines() if "calm" in line)
+    assert "⚠" in queued and "⚠" not in calm
+    assert "WARNING: saturated run(s) left out (⚠: the queue kept growing): queued;" in out

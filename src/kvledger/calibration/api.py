@@ -185,9 +185,10 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     loo = []
     for i, ((run, cfg), f) in enumerate(zip(runs, folds)):
         rest = runs[:i] + runs[i + 1:]
-        c = _compare(run, stages[i], replay(run, cfg, f.cost).records, cfg)
+        recs = replay(run, cfg, f.cost).records
+        c = _compare(run, stages[i], recs, cfg)
         loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
-                    **headline_errors(c)})
+                    **headline_errors(c), "saturated": saturation(run.measured if stages[i] is None else None, recs)})
     from kvledger.analyses.serving.profile_scope import fitted_range
     from kvledger.calibration.replay import replay_recorded
 

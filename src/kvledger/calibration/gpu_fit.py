@@ -98,6 +98,11 @@ class GpuFit:
     link_share: float | None = None
     link_given: bool = False
 
+    @property
+    def terms(self) -> tuple[float, float, float, float, float | None]:
+        """``roofline_with``'s terms after the setup: the two fractions, the host terms and the link share."""
+        return self.flops_fraction, self.bandwidth_fraction, self.host_step_s, self.host_seq_s, self.link_share
+
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
                   host_seq_s: float = 0.0, link_share: float | None = None) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["gpu_setups", "run_errors", "gpu_leave_one_out", "check_runs"]
+__all__ = ["gpu_setups", "run_errors", "run_row", "gpu_leave_one_out", "check_runs"]
 
 
 def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[list[tuple[Any, Any, Any]], list[str]]:
@@ -48,24 +48,36 @@ def run_errors(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -
     return compare_runs(run.label, run.measured, recs), recs
 
 
+def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> tuple[dict[str, Any], Any]:
+    """(row, comparison) of ``run`` priced by ``cost`` (``run_errors``): its label, source, model, TP, requests,
+    headline errors (``api.headline_errors``) and whether either side saturated (``saturation.saturation``: its
+    latency errors then measure the queue) — the row every GPU-scope table writes (fitted runs, leave-one-out,
+    out-of-sample)."""
+    from kvledger.calibration.api import headline_errors
+    from kvledger.calibration.saturation import saturation
+
+    c, recs = run_errors(run, setup, stage, cost, frontend_s)
+    return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
+            "num_requests": len(run.requests), **headline_errors(c),
+            "saturated": saturation(run.measured if stage is None else None, recs)}, c
+
+
 def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tuple[Any, Any]]], Any],
                       price: Callable[[Any, Any], Any]) -> list[dict[str, Any]]:
     """For each run of ``staged`` (``gpu_setups``' (run, setup, stage) triples), its errors under ``fit`` (the
     GPU fit, ``gpu_fit.fit_gpu_fractions`` with the command's options) on the others, each run priced by
     ``price(setup, that fit)``: ``run``, ``fitted_on`` (the other runs' labels), the fractions found without it and
     the headline errors (``api.headline_errors``). Empty with fewer than two runs (nothing to fit on without one)."""
-    from kvledger.calibration.api import headline_errors
-
     if len(staged) < 2:
         return []
     out = []
     for i, (run, setup, stage) in enumerate(staged):
         rest = staged[:i] + staged[i + 1:]
         f = fit([(r, s) for r, s, _ in rest])
-        c, _ = run_errors(run, setup, stage, price(setup, f), f.frontend_s)
-        out.append({"run": run.label, "fitted_on": [r.label for r, _, _ in rest],
+        row, _ = run_row(run, setup, stage, price(setup, f), f.frontend_s)
+        out.append({"run": row.pop("label"), "fitted_on": [r.label for r, _, _ in rest],
                     "flops_fraction": f.flops_fraction, "bandwidth_fraction": f.bandwidth_fraction,
-                    "allreduce_link_share": f.link_share, **headline_errors(c)})
+                    "allreduce_link_share": f.link_share, **row})
     return out
 
 
@@ -75,14 +87,5 @@ def check_runs(paths: list[str], args, price: Callable[[Any], Any]) -> list[dict
     writes its fitted runs (label, source, model, TP, requests, headline errors, saturation): the profile's
     ``out_of_sample`` checks, which widen its bands for the models and TPs it was not fitted on
     (``kvledger.ledgers.profile_band``)."""
-    from kvledger.calibration.api import headline_errors
-    from kvledger.calibration.saturation import saturation
-
     staged, _ = gpu_setups(paths, args, None)
-    out = []
-    for run, s, st in staged:
-        c, recs = run_errors(run, s, st, price(s), 0.0)
-        out.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
-                    "num_requests": len(run.requests), **headline_errors(c),
-                    "saturated": saturation(run.measured if st is None else None, recs)})
-    return out
+    return [run_row(run, s, st, price(s), 0.0)[0] for run, s, st in staged]

@@ -53,10 +53,8 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     with ``leave_one_out`` and several runs, each run's errors under a fit on the others (``gpu_loo``).
     ``progress(text)``: told as each fit moves on (``fit_gpu_fractions``), each line naming the fit. Raises
     InputError / FormatError: no run, runs on several GPUs, unreadable files."""
-    from kvledger.calibration.api import headline_errors
     from kvledger.calibration.engine_assumptions import engine_notes, launch_given, launch_recorded
-    from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_errors
-    from kvledger.calibration.saturation import saturation
+    from kvledger.calibration.gpu_loo import gpu_leave_one_out, gpu_setups, run_row
 
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
@@ -70,16 +68,14 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
         return fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host, progress=say)
 
     def price(s, f):
-        return roofline_with(s, f.flops_fraction, f.bandwidth_fraction, f.host_step_s, f.host_seq_s, f.link_share)
+        return roofline_with(s, *f.terms)
 
     fit = gpu_fit([(run, s) for run, s, _ in staged])
     per_run, notes = [], list(model_notes) + engine_notes([s for _, s, _ in staged], args)
     for run, s, st in staged:
-        c, recs = run_errors(run, s, st, price(s, fit), fit.frontend_s)
+        row, c = run_row(run, s, st, price(s, fit), fit.frontend_s)
         notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
-        per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
-                        "num_requests": len(run.requests), **headline_errors(c),
-                        "saturated": saturation(run.measured if st is None else None, recs)})
+        per_run.append(row)
     from kvledger.ledgers.profile_band import rows_fit_quality
 
     prof = gpu_profile_dict(fit, per_run, paths)

@@ -58,12 +58,14 @@ def error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
     return t
 
 
-def saturated_runs_warning(rows: list[dict[str, Any]], con: Console) -> None:
-    sat = [str(r["label"]) for r in rows if r.get("saturated")]
+def saturated_runs_warning(rows: list[dict[str, Any]], con: Console, key: str = "label", where: str = "") -> None:
+    """The warning under a table whose rows (named by ``key``) include saturated runs (⚠), once; ``where``: which
+    table, in words, when it is not the fitted runs'."""
+    sat = [str(r[key]) for r in rows if r.get("saturated")]
     if sat:
-        con.print(f"WARNING: saturated run(s) (⚠: the queue kept growing): {escape(', '.join(sat))}; their latency "
-                  "errors measure the queue, not the engine, and are not meaningful; throughput is the figure to "
-                  "compare.")
+        con.print(f"WARNING: saturated run(s){where} (⚠: the queue kept growing): {escape(', '.join(sat))}; their "
+                  "latency errors measure the queue, not the engine, and are not meaningful; throughput is the "
+                  "figure to compare.")
 
 
 def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
@@ -80,6 +82,7 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     saturated_runs_warning(p["runs"], con)
     if p["leave_one_out"]:
         con.print(error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
+        saturated_runs_warning(p["leave_one_out"], con, "run", " left out")
     for n in p.get("notes", []):
         con.print(f"note: {escape(n)}")
     q = fit_quality_warning(p, con)
@@ -163,6 +166,7 @@ def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
         return
     con.print(error_table("leave-one-out: each run under the fractions fitted on the others (a prediction's error)",
                           loo, "run"))
+    saturated_runs_warning(loo, con, "run", " left out")
     links = any(r.get("allreduce_link_share") is not None for r in loo)
     con.print("fractions fitted without each run: " + "; ".join(
         f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}"

@@ -197,9 +197,10 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     if guess and axis == "request_rate" and lo is None and hi is None and tol is None:
         blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
         if implied:
-            extra.append(f"bracket [{blo:g}, {bhi:g}] bisected from the start {start:g} before its ends were known "
-                         "(kvledger.analyses.serving.sim_bracket); not simulated, as attainment does not rise with "
-                         f"load (the bisection's assumption): {'; '.join(implied)}")
+            extra.append(f"the rate search started at {start:g} req/s and narrowed the range to [{blo:g}, {bhi:g}] "
+                         "by probing inside it (kvledger.analyses.serving.sim_bracket); an end it did not simulate "
+                         "is read from a probe beside it, as attainment does not rise with load (the rate search's "
+                         f"assumption): {'; '.join(implied)}")
     else:
         blo, bhi = find_bracket(p, lo, hi, integer, start)
         good, bad = blo, bhi

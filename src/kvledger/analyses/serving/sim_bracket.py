@@ -101,9 +101,10 @@ def guessed_bracket(p: Any, start: float, max_evals: int = 30) -> tuple[float, f
         if implied_hi is None and hi == start and _probe(p, hi, "bracket"):
             got = find_bracket(p, None, None, False, start)  # the start meets: doubling from it
             return got[0], got[1], got[0], got[1], []
-        notes = [f"{lo:g} meets as {implied_lo:g} does"] if implied_lo is not None and lo not in p.runs else []
+        notes = ([f"{lo:g} req/s meets the target, as {implied_lo:g} req/s does"]
+                 if implied_lo is not None and lo not in p.runs else [])
         if hi == start and hi not in p.runs:
-            notes.append(f"{hi:g} misses as {implied_hi:g} does")
+            notes.append(f"{hi:g} req/s misses the target, as {implied_hi:g} req/s does")
         return lo, hi, good, bad, notes
     return hi, hi * 2, hi, hi * 2, []  # nothing down to the halving limit meets: search_boundary reports it
 
