@@ -107,9 +107,10 @@ class Plan:
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, gemm_curve=None,
                   **profile_terms: Any) -> RooflineStepCost:
         """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling;
-        ``profile_terms``: a GPU profile's host and link terms, ``RooflineStepCost``'s). On SGLang overlap scheduling is
-        on and decode batches run at the captured CUDA-graph sizes where read (sglang_steps.py: GraphPaddedStepCost)."""
+        ``profile_terms``: a GPU profile's host and link terms, ``RooflineStepCost``'s; its link share, else the
+        plan's). SGLang: overlap scheduling, decode at the captured CUDA-graph sizes (sglang_steps.py)."""
         s = self.settings
+        share = profile_terms.pop("allreduce_link_share", None) or s.allreduce_link_share
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
         rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
@@ -118,23 +119,21 @@ class Plan:
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                               weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or s.engine == "sglang",
                               custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
-                              gemm_curve=gemm_curve, **profile_terms)
+                              gemm_curve=gemm_curve, allreduce_link_share=share, **profile_terms)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""
         row = next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
-        if row is None and self.at_max_model_len is not None and self.at_max_model_len.context_tokens == context_tokens:
-            return self.at_max_model_len
-        return row
+        at = self.at_max_model_len
+        return at if row is None and at is not None and at.context_tokens == context_tokens else row
 
     @property
     def fits(self) -> bool:
         """True when at least one request of max_model_len fits (the engine would start)."""
         return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
-    # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out: `simulate`
-    # never writes one and need not make those three dataclasses (~1.5 ms)
+    # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out (not simulate)
     def model_facts(self) -> ModelFacts:
         from kvledger.accounting import plan_json
         return plan_json.ModelFacts.of(self.model, self.kv)
@@ -287,7 +286,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
-                              weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu))
+                              weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu),
+                              allreduce_link_share=s.allreduce_link_share)
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)

@@ -30,19 +30,21 @@ _B45 = 1 << 45
 BOUNDS: dict[str, tuple[float, bool, float]] = {
     "tp": (1, False, 1024), "pp": (1, False, 256), "max_model_len": (1, False, _TOKENS_MAX),
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
-    "free_gpu_memory_fraction": (0, True, 1),
+    "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
     "cuda_graph_max_batch_size": (1, False, 1 << 20),
     "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, False, _B45),
     "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
-    "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45),
+    "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
     "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),
-    "achievable_bandwidth_fraction": (0, True, 1), "cpu_overhead_s": (0, False, 10), "nnodes": (1, False, 1024)}
+    "achievable_bandwidth_fraction": (0, True, 1), "allreduce_link_share": (0, True, 1)}
 
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner")
+#: fields left out of both while None (not given): the JSON of settings made before them is unchanged
+_OPTIONAL = ("allreduce_link_share",)
 
 
 @json_fields(exclude=_NOT_DUMPED)
@@ -79,6 +81,8 @@ class PlanSettings:
             version's default. It sets the Mamba cache mode of state-layer models (vllm_rules.mamba_cache_rule).
         mamba_ssm_cache_dtype: "auto" or "float32".
         achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
+        allreduce_link_share: the TP all-reduces' share of their link's one-direction bandwidth, in (0, 1] (given, or
+            a GPU profile's fit); None, left out of the JSON: ``tp_comm``'s rule (0.35 over PCIe, NVLink as catalogued).
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
         disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
             estimate). distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
@@ -121,6 +125,7 @@ class PlanSettings:
     mamba_ssm_cache_dtype: str = "auto"
     achievable_flops_fraction: float = 0.7
     achievable_bandwidth_fraction: float = 0.8
+    allreduce_link_share: float | None = None
     cpu_overhead_s: float = 0.0
     disable_custom_all_reduce: bool = False
     enforce_eager: bool = False
@@ -128,6 +133,7 @@ class PlanSettings:
     nnodes: int = 1
     sampler_backend: Literal["auto", "flashinfer", "pytorch", "aiter"] = "auto"
     model_runner: Literal["auto", "v1", "v2"] = "auto"
+    __json_optional__ = _OPTIONAL  # kvledger.jsonable: these keys are left out while None
 
     def __post_init__(self) -> None:
         values = self.__dict__
@@ -143,8 +149,10 @@ class PlanSettings:
         return new
 
     def model_dump(self) -> dict[str, Any]:
-        """Every field in order but those of :data:`_NOT_DUMPED` (as pydantic's ``model_dump`` with ``exclude``)."""
-        return {name: v for name, v in self.__dict__.items() if name not in _NOT_DUMPED}
+        """Every field in order but those of :data:`_NOT_DUMPED` (as pydantic's ``model_dump`` with ``exclude``) and
+        those of :data:`_OPTIONAL` while None."""
+        return {name: v for name, v in self.__dict__.items()
+                if name not in _NOT_DUMPED and not (v is None and name in _OPTIONAL)}
 
     def __str__(self) -> str:  # as pydantic's: name=value pairs
         return " ".join(f"{name}={v!r}" for name, v in self.__dict__.items())

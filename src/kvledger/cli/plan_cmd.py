@@ -37,7 +37,8 @@ def plan(
 
     spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
     p = build_plan(spec, g, settings)
-    priced_by = f"gpu: {prof.label}" if prof is not None else None
+    priced = _priced_by(p, prof, flags.allreduce_link_share is not None)
+    priced_by = "; ".join(priced) or None
     settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
     tier_plan = None
     if tiers_given(tiers) or settings_t.any_set:
@@ -52,7 +53,7 @@ def plan(
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))
     else:
-        _show(p, gpu, priced_by, tier_plan, verbose)
+        _show(p, gpu, priced, tier_plan, verbose)
     if p.advice and p.advice.verdict != "fits":
         raise typer.Exit(code=3)
     startup = p.memory.startup
@@ -60,9 +61,25 @@ def plan(
         raise typer.Exit(code=3)
 
 
-def _show(p, gpu: str, priced_by: str | None, tier_plan, verbose: bool) -> None:
-    """The plan as tables, then the GPU alias note, the roofline's pricing and the tiers when there are any."""
+def _priced_by(p, prof, given: bool) -> list[str]:
+    """What priced the roofline beyond the plan's assumptions, in ``simulate``'s words: the GPU profile, then, at
+    TP > 1, the TP all-reduces' link share where one is set (``given``: by --allreduce-link-share, else the profile's
+    fit)."""
+    from kvledger.accounting.tp_comm import link_words
+    from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
+
+    out = [f"gpu: {prof.label}"] if prof is not None else []
+    share = p.settings.allreduce_link_share
+    if share is not None and p.settings.tp > 1:
+        out.append("TP all-reduces " + link_words(p.gpu, share, LINK_GIVEN if given else None))
+    return out
+
+
+def _show(p, gpu: str, priced: list[str], tier_plan, verbose: bool) -> None:
+    """The plan as tables, then the GPU alias note, the roofline's pricing (``_priced_by``; a GPU profile's with the
+    fractions it gave) and the tiers when there are any."""
     from rich.console import Console
+    from rich.markup import escape
 
     from kvledger.report.kv_tiers_view import render_kv_tiers
     from kvledger.report.plan_view import render_plan
@@ -70,10 +87,11 @@ def _show(p, gpu: str, priced_by: str | None, tier_plan, verbose: bool) -> None:
 
     render_plan(p, Console(emoji=False), verbose=verbose)
     print_gpu_alias_note(Console(emoji=False), gpu)
-    if priced_by is not None:
-        Console(emoji=False).print(f"roofline priced by: {priced_by} (achievable "
-                                   f"{p.settings.achievable_flops_fraction:.0%} FLOP/s, "
-                                   f"{p.settings.achievable_bandwidth_fraction:.0%} bandwidth)")
+    if priced:
+        s = p.settings
+        words = [w + (f" (achievable {s.achievable_flops_fraction:.0%} FLOP/s, {s.achievable_bandwidth_fraction:.0%} "
+                      "bandwidth)" if w.startswith("gpu: ") else "") for w in priced]
+        Console(emoji=False).print(escape("roofline priced by: " + "; ".join(words)))
     if tier_plan is not None:
         render_kv_tiers(tier_plan, Console(emoji=False))
 

@@ -67,6 +67,7 @@ class PlanFlags:
         "Roofline: share of peak FLOP/s matmuls reach (default: the GPU profile's, else 0.7, an assumption)."))
     achievable_bandwidth_fraction: float | None = flag_like(EngineFlags, "achievable_bandwidth_fraction", help=(
         "Roofline: share of peak HBM bandwidth kernels reach (default: the GPU profile's, else 0.8, an assumption)."))
+    allreduce_link_share: float | None = flag_like(EngineFlags, "allreduce_link_share")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile", help=(
         "Roofline view priced by a GPU-scope calibration: a FILE from `kvledger calibrate --scope gpu` fitted on "
         "this GPU, or none (default: the GPU's bundled profile if it has one, else the assumed 0.7 / 0.8)."))
@@ -123,7 +124,8 @@ def _bytes_opt(v: str | None, what: str) -> int | None:
 
 
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
-    """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags.
+    """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
+    all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s).
 
     Raises:
         KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings.
@@ -148,6 +150,9 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         flops = prof.flops_fraction if prof is not None else 0.7
     if bandwidth is None:
         bandwidth = prof.bandwidth_fraction if prof is not None else 0.8
+    share = f.allreduce_link_share  # wins over a profile's fitted share (roofline_choice.roofline_step_cost's rule)
+    if share is None and prof is not None:
+        share = prof.allreduce_link_share
     mnbt = f.max_num_batched_tokens
     settings = make_settings(
         engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp, pp=f.pp,
@@ -165,7 +170,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         cudagraph_bytes=_bytes_opt(f.cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=f.disable_hybrid_kv_cache_manager,
         enable_prefix_caching=f.enable_prefix_caching, achievable_flops_fraction=flops,
-        achievable_bandwidth_fraction=bandwidth, disable_custom_all_reduce=m.disable_custom_all_reduce,
+        achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
+        disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),

@@ -36,8 +36,8 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
-                                     "cpu_overhead", "gpu_profile", "gemm_efficiency", "wddm",
-                                     "client_latency"),
+                                     "cpu_overhead", "gpu_profile", "gemm_efficiency", "allreduce_link_share",
+                                     "wddm", "client_latency"),
                   defaults={"step_cost": "roofline"})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "

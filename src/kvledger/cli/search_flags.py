@@ -95,7 +95,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       num_requests=w.num_requests,
                       seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
                       gpu_profile=e.gpu_profile, gemm_efficiency=e.gemm_efficiency,
-                      engine_version=e.engine_version, max_model_len=mml,
+                      allreduce_link_share=e.allreduce_link_share, engine_version=e.engine_version, max_model_len=mml,
                       gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                       utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                       monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,

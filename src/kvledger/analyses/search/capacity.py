@@ -211,12 +211,12 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
                              if spec.cpu_overhead else 0.0, wddm=spec.wddm)
-    # priced as the colocated candidates' simulate runs are (screen.py: the GPU's --gpu-profile choice; plan_pricing)
-    study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind,
-                                                                             DEFAULT_TRANSFER_LATENCY_S),
-                        slo, target=spec.target, pricing=PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile,
-                                                                                                 gpu.name),
-                                                              gemm_efficiency=spec.gemm_efficiency))
+    # priced as the colocated candidates' simulate runs are (screen.py: the GPU's --gpu-profile choice, the GEMM mode
+    # and the all-reduces' link share; plan_pricing)
+    pricing = PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile, gpu.name), gemm_efficiency=spec.gemm_efficiency,
+                           allreduce_link_share=spec.allreduce_link_share)
+    link = link_from_gpu(gpu, link_kind, DEFAULT_TRANSFER_LATENCY_S)
+    study = DisaggStudy(load_model(spec.model), gpu, settings, link, slo, target=spec.target, pricing=pricing)
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
     return study, dep, link_kind

@@ -229,10 +229,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      "else uncalibrated")
     elif spec.step_cost == "roofline":
         notes.append(_default_pricing_note(spec, entries))
-    from kvledger.analyses.search.gemm_note import gemm_note
+    from kvledger.analyses.search.gemm_note import gemm_note, link_note
 
-    if (gn := gemm_note(spec, entries)) is not None:
-        notes.append(gn)
+    notes += [n for n in (gemm_note(spec, entries), link_note(spec, entries)) if n is not None]
     api = _api(spec, feasible)
     if api is not None and ranking:
         from kvledger.analyses.search.bands import api_within_band

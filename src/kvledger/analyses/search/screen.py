@@ -30,7 +30,8 @@ __all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest"
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's
     axes; ``--gpu-profile FILE`` prices the candidates on the GPU it was fitted on (the others keep their default);
-    ``--client-latency``, the same for every candidate (``latency.latency_arg``)."""
+    ``--client-latency``, the same for every candidate (``latency.latency_arg``); ``--allreduce-link-share``, every
+    candidate's TP all-reduces (and so the bounds, which price this simulation's step cost: ``bounds.py``)."""
     from kvledger.accounting.gpu_profile import choice_for_gpu
     from kvledger.analyses.search.latency import latency_arg
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -42,7 +43,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
-                          gemm_efficiency=spec.gemm_efficiency, wddm=spec.wddm or None,
+                          gemm_efficiency=spec.gemm_efficiency, allreduce_link_share=spec.allreduce_link_share,
+                          wddm=spec.wddm or None,
                           client_latency=latency_arg(spec))
 
 

@@ -46,6 +46,9 @@ class SearchSpec:
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
             gemm_efficiency: ``--gemm-efficiency`` ("measured", "flat"; None: the GPU profile's, else measured),
             always in the JSON, so a ledger priced before the measured curve became the default is not resumed.
+        allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link's one-direction
+            bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
+            None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
@@ -71,6 +74,7 @@ class SearchSpec:
     cpu_overhead: str | None = None
     gpu_profile: str | None = None
     gemm_efficiency: str | None = None
+    allreduce_link_share: float | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -101,7 +105,8 @@ class SearchSpec:
                        "whose sizing then sets it")
         bad += [str(e) for e in range_problems("search", {
             "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
-            "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour})]
+            "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour,
+            "allreduce_link_share": self.allreduce_link_share})]  # simulate's words: (0, 1] (fraction)
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))
@@ -130,6 +135,8 @@ class SearchSpec:
             d.pop("wddm")
         if self.client_latency is None:  # absent unless given: ledgers written before the option still resume
             d.pop("client_latency")
+        if self.allreduce_link_share is None:  # as client_latency; a ledger of another share is another search
+            d.pop("allreduce_link_share")
         return d
 
 

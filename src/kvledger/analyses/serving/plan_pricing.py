@@ -29,12 +29,15 @@ class PricingFlags:
         gemm_efficiency: ``--gemm-efficiency`` (None: the profile's mode, else flat).
         achievable_flops_fraction / achievable_bandwidth_fraction: the fractions as given, 0–1 (None: not given;
             both given: no GPU profile).
+        allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link, in (0, 1] (None: the
+            GPU profile's fitted share, else ``tp_comm``'s rule); ``roofline_choice`` prices and checks it.
     """
 
     gpu_profile: str | None = None
     gemm_efficiency: str | None = None
     achievable_flops_fraction: float | None = None
     achievable_bandwidth_fraction: float | None = None
+    allreduce_link_share: float | None = None
 
 
 def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
