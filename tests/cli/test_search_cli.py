@@ -204,4 +204,4 @@ def test_a_search_dropping_a_gpu_without_a_price_row_says_how_to_price_it():
                                    "H100,rtx_pro_6000_server", "--tp", "1", "--rate", "2", "--num-requests",
                                    "100"]).output
     line = next(x for x in out.splitlines() if x.startswith("rejected:"))
-    assert "no price row: 1" in line and "--gpu-usd-per-hour PRICE prices every searched GPU" in " ".join(out.split())
+    assert "no price row: 1" in line and "--gpu-usd-per-hour GPU=PRICE gives it your price" in " ".join(out.split())

@@ -70,8 +70,8 @@ def cost_command(
     if more.seeds != 1:  # no capacity search to repeat per seed: refused before any work
         check_seeds(file is not None, more.at_offered_load, ctx.params)
     _check_sources(file, files, simulate, more, (workload, engine))
-    api_price, gpu_rate, the_slo = check_inputs(ctx.params, prices.gpu,
-                                                 {prm.name: prm.opts[0] for prm in ctx.command.params})
+    api_price, gpu_rate, the_slo, usd = check_inputs(ctx.params, prices.gpu,
+                                                      {prm.name: prm.opts[0] for prm in ctx.command.params})
     sim = capacity = sweep = None
     if file is not None:
         run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,
@@ -81,7 +81,7 @@ def cost_command(
         run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
     if gpu_rate is None:
         gpu_rate = gpu_rate_for(prices.gpu if file is not None and prices.gpu else hardware, prices.gpu_provider,
-                                prices.instance, prices.gpu_usd_per_hour)
+                                prices.instance, usd)
     priced = _Priced(run, the_slo, api_price, gpu_rate, n_gpus, hardware, sim, capacity, sweep)
     _report(ctx.params, prices, more, simulate if file is None else None, priced, (workload, engine))
 

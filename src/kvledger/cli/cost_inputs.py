@@ -24,7 +24,8 @@ def pick_run(runs: list[Any], index: int | None, path: str) -> Any:
     return runs[index]
 
 
-def gpu_rate_for(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
+def gpu_rate_for(name: str | None, provider: str | None, instance: str | None,
+                 usd: float | dict[str, float] | None) -> Any:
     from kvledger.analyses.serving.cost_run import gpu_rate
 
     return gpu_rate(name, provider, instance, usd)
@@ -41,13 +42,16 @@ def collect(problems: list[Exception], fn: Any) -> Any:
 
 
 def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any,
-    Any]:
-    """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
+    Any, Any]:
+    """(API price row, GPU rate or None when the GPU is named only by the run or priced by --gpu-usd-per-hour, SLO,
+    --gpu-usd-per-hour read: one number, {catalog id: USD/GPU-h} or None) — every input error at once.
 
-    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
-    and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``),
+    --gpu-usd-per-hour (``catalog.given_prices``: a list must name ``gpu_known``), the --api row and, when
+    ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
     from kvledger.catalog.api_match import find_api_price
+    from kvledger.catalog.given_prices import parse_gpu_usd, price_of
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
@@ -60,16 +64,19 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
                                    "volume's"))
     slo = collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
     problems += list(range_problems("cost", p, flags))
-    usd = p["gpu_usd_per_hour"]
+    given = p["gpu_usd_per_hour"]
+    usd = collect(problems, lambda: parse_gpu_usd(given, "cost")) if given is not None else None
     api = collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
-    if usd is None and gpu_known is not None:
+    if given is None and gpu_known is not None:
         rate = collect(problems, lambda: gpu_rate_for(gpu_known, p["gpu_provider"], p["instance"], None))
+    elif isinstance(usd, dict) and gpu_known is not None:  # a list must price this GPU: refused with the rest
+        collect(problems, lambda: price_of(usd, gpu_known))
     if len(problems) == 1:
         raise problems[0]
     if problems:
         raise InputError(f"{len(problems)} problems with the inputs:\n" + "\n".join(f"  - {e}" for e in problems))
-    return api, rate, slo
+    return api, rate, slo, usd
 
 
 def file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,

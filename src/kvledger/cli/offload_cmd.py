@@ -25,7 +25,8 @@ def offload(
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
     compare_gpus: int | None = typer.Option(None, "--compare-gpus",
                                             help="Also serve the sessions on N GPUs without the tier."),
-    gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your GPU price, USD/GPU-h."),
+    gpu_usd_per_hour: str | None = typer.Option(None, "--gpu-usd-per-hour", help=(
+        "Your GPU price, USD/GPU-h: one number, or GPU=PRICE pairs (H100=2.49,L40S=0.9) of which --gpu's is taken.")),
     host_memory_usd_per_gib_month: float | None = typer.Option(
         None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
                                                       "it (with the GPU price: the tier's cost lines)."),
@@ -40,6 +41,7 @@ def offload(
 
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
+    from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import pricing_flags
@@ -60,7 +62,7 @@ def offload(
     tier = tier_settings(tiers)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
-                          gpu_usd_per_hour=gpu_usd_per_hour,
+                          gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
                           host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
                           pricing=pricing_flags(gpu_profile, gemm_efficiency))
     if as_json:

@@ -19,8 +19,10 @@ class PricingFlags:
         "Rental provider, e.g. Nebius, AWS, CoreWeave (default: the cheapest row listed for the GPU, stated "
         "in the output)."))
     instance: str | None = flag("--instance", help="Instance type when a provider lists several.")
-    gpu_usd_per_hour: float | None = flag("--gpu-usd-per-hour", help=(
-        "Your own price, USD per GPU-hour (overrides the table)."))
+    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=(
+        "Your own price, USD per GPU-hour (overrides the table): one number for every GPU (2.49), or a price per "
+        "GPU, H100=2.49,A100-80GB=1.29 (catalog names or aliases; a searched GPU left out keeps the table's price, "
+        "a GPU file needs one)."))
     utilization: float | None = flag("--utilization", help=(
         "Average load ÷ the capacity priced over the billed hours, (0, 1]."))
     max_utilization: float | None = flag("--max-utilization", default=0.8, help=(

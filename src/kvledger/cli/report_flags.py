@@ -64,7 +64,9 @@ class ReportBillFlags:
         "Highest utilization per replica when sizing for a monthly volume."))
     gpu_provider: str | None = flag("--gpu-provider", help=(
         "Rental provider (default: the cheapest row listed for the GPU, stated in the report)."))
-    gpu_usd_per_hour: float | None = flag("--gpu-usd-per-hour", help="Your own price, USD per GPU-hour.")
+    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=(
+        "Your own price, USD per GPU-hour: one number, or a price per GPU, H100=2.49,A100-80GB=1.29, of which "
+        "--gpu's is taken (a list without it is refused)."))
     batch_share: float = flag("--batch-share", default=0.0, help=(
         "Share of requests sent through the API's batch endpoint."))
     cache_hit_rate: float = flag("--cache-hit-rate", default=0.0, help=(
@@ -96,6 +98,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                    bench: list[Path] | None) -> Any:
     """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name)."""
     from kvledger.analyses.serving.decision_data import ReportRequest
+    from kvledger.catalog.given_prices import one_gpu_usd
 
     engine = {k: v for k, v in (("tp", e.tp), ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
@@ -106,7 +109,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace, num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
                          max_utilization=b.max_utilization, gpu_provider=b.gpu_provider,
-                         gpu_usd_per_hour=b.gpu_usd_per_hour, batch_share=b.batch_share,
+                         gpu_usd_per_hour=one_gpu_usd(b.gpu_usd_per_hour, gpu, "report"), batch_share=b.batch_share,
                          cache_hit_rate=b.cache_hit_rate, cache_write_rate=b.cache_write_rate,
                          data_sovereignty=b.data_sovereignty, model_control=b.model_control,
                          team_capability=b.team_capability, engineer_months_per_month=b.engineer_months,

@@ -58,9 +58,12 @@ class GpuRate:
                    per_gpu=row.per_gpu)
 
     @classmethod
-    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
+    def given(cls, usd_per_gpu_hour: float, label: str = "GPU",
+              source: str = "user input (--gpu-usd-per-hour)") -> GpuRate:
+        """A price the user gave; ``source``: which (``catalog.given_prices.given_source``: the flag, and the GPU when
+        it was given per GPU)."""
         check_options("cost", {"gpu_usd_per_hour": usd_per_gpu_hour})  # (0, 1e6] USD/GPU-hour: kvledger.ranges
-        return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")
+        return cls(usd_per_gpu_hour, label, source, "user input")
 
 
 def _plural(n: int, word: str) -> str:

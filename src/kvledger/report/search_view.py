@@ -144,8 +144,8 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     if not rej:
         return
     groups = rejections_by_reason(rej)
-    hint = ("; a GPU without a catalog row: --gpu-usd-per-hour PRICE prices every searched GPU at PRICE (search it "
-            "alone for its own price)"
+    hint = ("; a GPU without a price row: --gpu-usd-per-hour GPU=PRICE gives it your price (the other GPUs keep the "
+            "table's; one PRICE alone prices every searched GPU)"
             if any(g["reason"] == "no price row" for g in groups) else "")
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
         f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups) + hint)

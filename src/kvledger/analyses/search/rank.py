@@ -197,12 +197,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     from kvledger.analyses.search.frontier import cost_frontier
 
     frontier, dominated = pareto(feasible)
-    notes = []
-    if spec.gpu_usd_per_hour is not None:
-        notes.append(f"GPU price: ${spec.gpu_usd_per_hour:g}/GPU-h for every candidate, given (--gpu-usd-per-hour)")
-    elif spec.gpu_provider is None:
-        notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
-                     "--gpu-provider fixes one")
+    from kvledger.analyses.search.given_price import price_notes
+
+    notes = price_notes(spec, entries)  # the price given, per GPU, or the table's rule
     if spec.wddm:
         notes.append("--wddm: every candidate planned as `kvledger plan --wddm` plans it (the whole board as the "
                      "device total, the display driver's hold in use); each vLLM plan's start-up check is in its "

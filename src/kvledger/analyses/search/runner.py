@@ -56,12 +56,9 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     if spec.api is not None:
         find_api_price(spec.api)
     cands = make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
-    files = sorted({c.gpu_id for c in cands if c.gpu_id.endswith((".json", ".toml"))})
-    if files and spec.gpu_usd_per_hour is None:
-        from kvledger.errors import InputError
+    from kvledger.analyses.search.given_price import check_given_prices
 
-        raise InputError(f"GPU file {files[0]} has no catalog price (gpu_prices.csv rows are for catalog GPUs): give "
-                         "--gpu-usd-per-hour, your USD per GPU-hour, to rank it")
+    check_given_prices(spec, cands)  # a GPU file needs a price; a listed price needs a searched GPU
     return cands
 
 

@@ -17,6 +17,7 @@ Later passes add ``SLO not met at any rate`` (no probed rate meets the target) a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups
@@ -48,17 +49,20 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           client_latency=latency_arg(spec))
 
 
-def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
+def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
                gpus_per_replica: int = 1) -> tuple[Any, ...]:
     """The rental rows that may price ``gpu_id`` (of ``provider`` when given) and hold a replica of
     ``gpus_per_replica`` GPUs on one instance (an instance of that many GPUs or more, or a one-GPU row that rents
-    several per replica: ``kvledger.ledgers.instances.holds_replica``), in file order; the user's
-    ``usd_per_gpu_hour`` (--gpu-usd-per-hour) alone when given; () when there is none (a GPU file has none)."""
+    several per replica: ``kvledger.ledgers.instances.holds_replica``), in file order; the user's price
+    (--gpu-usd-per-hour: one number, or a list with ``gpu_id``'s) alone when given; () when there is none (a GPU file
+    has none)."""
+    from kvledger.catalog.given_prices import given_source, given_usd
     from kvledger.catalog.prices import GpuPrice, find_gpu_prices
 
-    if usd_per_gpu_hour is not None:
-        return (GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd_per_gpu_hour, usd_per_gpu_hour,
-                         "user input", "", "", "user input (--gpu-usd-per-hour)", "user input", ""),)
+    usd = given_usd(usd_per_gpu_hour, gpu_id)
+    if usd is not None:
+        return (GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd, usd, "user input", "", "",
+                         given_source(usd_per_gpu_hour, gpu_id), "user input", ""),)
     try:
         rows = find_gpu_prices(gpu_id, provider)
     except UnknownNameError:
@@ -69,7 +73,7 @@ def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None
                  if holds_replica(r.gpus_per_instance, r.per_gpu, gpus_per_replica))
 
 
-def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None,
+def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
               gpus_per_replica: int = 1) -> Any:
     """The cheapest per GPU-hour of ``price_rows`` (ties go to the first in the file), or None when there is none.
     The monthly bill packs the replicas on the cheapest of ``price_rows`` (``evaluate``); this row prices the tokens."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -54,8 +55,9 @@ class SearchSpec:
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
             candidate's TTFT and E2E before the SLO judges them (``kvledger.analyses.search.latency``).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
-        gpu_usd_per_hour: the user's price, USD/GPU-h, for every candidate (None: the price table; a GPU file has no
-            row, so it needs this).
+        gpu_usd_per_hour: the user's price, USD/GPU-h: one number for every candidate, or a price per GPU
+            ``{GPU: USD}`` (keys: catalog names or aliases, or a GPU file's path; kept by catalog id, a GPU left out
+            priced by the table; ``kvledger.catalog.given_prices``); None: the price table (a GPU file has no row).
         utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the
         sizing).
         max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
@@ -87,9 +89,16 @@ class SearchSpec:
     batch_share: float = 0.0
     cache_hit_rate: float = 0.0
     cache_write_rate: float = 0.0
-    gpu_usd_per_hour: float | None = None
+    gpu_usd_per_hour: float | Mapping[str, float] | None = None
     wddm: bool = False
     client_latency: str | None = None
+
+    def __post_init__(self) -> None:
+        # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``
+        if isinstance(self.gpu_usd_per_hour, (Mapping, str)):
+            from kvledger.catalog.given_prices import parse_gpu_usd
+
+            object.__setattr__(self, "gpu_usd_per_hour", parse_gpu_usd(self.gpu_usd_per_hour, "search"))
 
     def check(self) -> None:
         """Raises InputError for out-of-range inputs, all of them named together."""
@@ -127,8 +136,8 @@ class SearchSpec:
         d = to_jsonable(self)
         if self.synthetic is not None:  # the workload searched is the synthetic one (its lengths and arrival CV)
             d.pop("trace")
-        if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume
-            del d["gpu_usd_per_hour"]
+        if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume; one
+            del d["gpu_usd_per_hour"]  # number stays a number, a list is an object {catalog id: USD/GPU-h}
         if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
             d.pop("gpu_profile")
         if not self.wddm:  # absent unless given, as gpu_usd_per_hour
@@ -242,11 +251,7 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
         ConfigError: an unreadable or invalid GPU file (a .json/.toml path, kept as the candidate's GPU).
         InputError: a TP below 1.
     """
-    from kvledger.catalog.gpu_file import resolve_gpu
-
-    def gpu_key(name: str) -> str:
-        g = resolve_gpu(name)  # validates a GPU file here, once, rather than in every candidate
-        return name if g.gpu_id == "custom" else g.gpu_id
+    from kvledger.catalog.given_prices import gpu_key  # a GPU file validated here, once, rather than per candidate
 
     gpus = [gpu_key(g) for g in axes.gpus] if axes.gpus else default_gpus(provider)
     gpus = list(dict.fromkeys(gpus))

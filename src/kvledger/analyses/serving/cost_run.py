@@ -9,6 +9,7 @@ names and aliases before the price table is read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,12 +48,13 @@ def cheapest_gpu_row(name: str, provider: str | None) -> tuple[Any, tuple[Any, .
     return min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type)), rows
 
 
-def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through
-    the GPU catalog's aliases).
+def gpu_rate(name: str | None, provider: str | None, instance: str | None,
+             usd: float | Mapping[str, float] | None) -> Any:
+    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``: one number, or the list's price for ``name``), else
+    the price-table row of ``name`` (resolved through the GPU catalog's aliases).
 
     Raises:
-        InputError: no name, a custom GPU without a price.
+        InputError: no name, a custom GPU without a price, a price list that does not name the GPU.
     Without --instance every row of the GPU (of --gpu-provider when given) is an option: the bill packs the replicas
     on the cheapest (``kvledger.ledgers.instances.pack``) and says which.
         UnknownNameError: no row for the GPU (or the provider / instance).
@@ -61,7 +63,10 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     from kvledger.ledgers.cost import GpuRate
 
     if usd is not None:
-        return GpuRate.given(usd, name or "GPU")
+        from kvledger.catalog.given_prices import price_of
+
+        price, source = price_of(usd, name)
+        return GpuRate.given(price, name or "GPU", source)
     if name is None:
         raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with "
                          "--gpu-provider, or --gpu-usd-per-hour")
