@@ -136,16 +136,13 @@ class SearchSpec:
         d = to_jsonable(self)
         if self.synthetic is not None:  # the workload searched is the synthetic one (its lengths and arrival CV)
             d.pop("trace")
-        if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume; one
-            del d["gpu_usd_per_hour"]  # number stays a number, a list is an object {catalog id: USD/GPU-h}
-        if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
-            d.pop("gpu_profile")
-        if not self.wddm:  # absent unless given, as gpu_usd_per_hour
-            d.pop("wddm")
-        if self.client_latency is None:  # absent unless given: ledgers written before the option still resume
-            d.pop("client_latency")
-        if self.allreduce_link_share is None:  # as client_latency; a ledger of another share is another search
-            d.pop("allreduce_link_share")
+        # absent unless given, so that ledgers written before each option still resume (a ledger of other values is
+        # another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number
+        for key in ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share"):
+            if d[key] is None:
+                del d[key]
+        if not self.wddm:
+            del d["wddm"]
         return d
 
 
