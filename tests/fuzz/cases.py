@@ -335,7 +335,7 @@ _SIM = {"--rate": ["2", "50", "inf", *_EDGE_F], "--rate-scale": ["0.5", "3", *_E
         "--replicas": ["1", "2", *_EDGE_I], "--router": ["round_robin", "prefix_aware", "random"],
         "--trace": ["azure-conv", "azure-code", "mooncake", "nope"], "--cpu-overhead": ["2ms", "0", "-1ms", "abc"],
         "--step-cost": ["roofline", "calibrated", "nope"], "--policy": ["vllm", "sglang", "static", "contiguous", "x"],
-        "--mem-fraction-static": ["0.8", *_EDGE_F]}
+        "--mem-fraction-static": ["0.8", *_EDGE_F], "--allreduce-link-share": ["0.35", "1", "1.5", *_EDGE_F]}
 _PLAN = {"--tp": _SIM["--tp"], "--gpu-memory-utilization": _SIM["--gpu-memory-utilization"],
          "--max-model-len": _SIM["--max-model-len"],
          "--context": ["8K", "128K,1K", "0", "-1", "abc"], "--engine": ["vllm", "sglang", "trtllm", "x"],
@@ -346,7 +346,7 @@ _PLAN = {"--tp": _SIM["--tp"], "--gpu-memory-utilization": _SIM["--gpu-memory-ut
          "--gpu-bandwidth": ["3.35", *_EDGE_F], "--gpu-bf16-tflops": ["989", *_EDGE_F],
          "--achievable-flops-fraction": ["0.7", *_EDGE_F], "--achievable-bandwidth-fraction": ["0.8", *_EDGE_F],
          "--mem-fraction-static": ["0.8", *_EDGE_F], "--weights-memory": ["1GiB", "-1", "abc"],
-             "--num-gpu-blocks-override": ["100", *_EDGE_I]}
+             "--num-gpu-blocks-override": ["100", *_EDGE_I], "--allreduce-link-share": _SIM["--allreduce-link-share"]}
 _ANALYSIS = {"--tp": _SIM["--tp"], "--max-model-len": _SIM["--max-model-len"],
              "--gpu-memory-utilization": _SIM["--gpu-memory-utilization"],
              "--block-size": _SIM["--block-size"], "--engine-version": _PLAN["--engine-version"]}
@@ -368,7 +368,8 @@ _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
               "--api", "OpenAI:gpt-4.1",
               "--utilization", "0.5", "--gpu-usd-per-hour", "2.5"],
              {"--utilization": ["0.5", "1", *_EDGE_F], "--gpu": ["H100", "nvidia_h100_sxm", "x"],
-              "--gpu-usd-per-hour": ["2", *_EDGE_F],
+              "--gpu-usd-per-hour": ["2", "H100=2.5", "L4=1", "H100=2,h100_sxm=3", "H100=", "=2", "H100=-1", "x=1",
+                                     *_EDGE_F],
               "--num-gpus": ["1", "8", *_EDGE_I], "--prefill-share": ["0.2", *_EDGE_F], "--batch-share": ["0.5",
                   *_EDGE_F],
               "--cache-hit-rate": ["0.3", *_EDGE_F], "--monthly-requests": ["1e6", *_EDGE_F], "--run": ["0", "5", "-1"],
@@ -409,7 +410,8 @@ _REFUSE_ONLY: dict[str, tuple[list[str], list[str]]] = {
                                                         "--rate", "--monthly-tokens",
                                                         "--gpu-memory-utilization", "--utilization",
                                                             "--max-utilization", "--batch-share",
-                                                        "--cache-hit-rate", "--workers", "--top"]),
+                                                        "--cache-hit-rate", "--workers", "--top",
+                                                        "--allreduce-link-share", "--gpu-usd-per-hour"]),
     "report": (["report", _MODEL, "--gpu", _GPU], ["--num-requests", "--seed", "--target", "--gpu-memory-utilization",
                                                    "--max-num-seqs",
                                                    "--utilization", "--gpu-usd-per-hour", "--batch-share",
