@@ -22,3 +22,15 @@ def refused(*args: str) -> str:
     with pytest.raises(KvLedgerError) as err:
         run_cli(*args)
     return str(err.value)
+
+
+def records_file(tmp_path):
+    """A simulation-like records file (DistServe's 10 → 3 example): 100 requests in 10 s, 30 within TTFT ≤ 200 ms,
+    1000 input / 100 output tokens each, on 1 GPU; its path."""
+    from kvledger.evidence import write_records
+    from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4),
+                          i * 0.1 + 1.0) for i in range(100)]
+    run = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
+    return write_records(run, tmp_path / "sim" / "records.json")

@@ -6,28 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import records_file
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
 from kvledger.errors import InputError
-from kvledger.evidence import write_records
-from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
 runner = CliRunner()
 
 
-def _records_file(tmp_path: Path) -> Path:
-    # a simulation-like records file: DistServe's 10 → 3 example (100 requests in 10 s, 30 within TTFT ≤ 200 ms),
-    # 1000 input / 100 output tokens each, on 1 GPU
-    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4),
-                          i * 0.1 + 1.0) for i in range(100)]
-    run = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
-    return write_records(run, tmp_path / "sim" / "records.json")
-
-
 def test_cost_json_from_a_records_file(tmp_path):
-    res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
+    res = runner.invoke(app, ["cost", str(records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
                               "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Nebius", "--utilization", "0.5",
                               "--engineer-months-per-month", "0",
                               "--prefill-share", "0.2", "--json"])
@@ -97,7 +87,7 @@ def test_cost_multi_run_file_is_priced_at_the_sweeps_slo_capacity_run():
 def test_cost_out_file_is_not_overwritten(tmp_path):
     out = tmp_path / "cost.json"
     out.write_text("keep")
-    res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
+    res = runner.invoke(app, ["cost", str(records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
                               "--gpu-usd-per-hour", "2.95", "--utilization", "0.5", "--out", str(out)])
     assert isinstance(res.exception, InputError) and out.read_text() == "keep"
 

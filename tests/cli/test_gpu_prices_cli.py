@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import records_file
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app, run
@@ -143,19 +144,8 @@ def test_a_gpu_file_left_out_of_the_list_needs_its_price(monkeypatch, capsys, tm
                                  "the list)\n")
 
 
-def _records_file(tmp_path: Path) -> Path:
-    # as tests/cli/test_cost_cli.py: 100 requests in 10 s, 30 within TTFT ≤ 200 ms, 1000 input / 100 output tokens
-    from kvledger.evidence import write_records
-    from kvledger.records import RequestRecord, RunMetadata, RunRecords
-
-    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4),
-                          i * 0.1 + 1.0) for i in range(100)]
-    run_ = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
-    return write_records(run_, tmp_path / "sim" / "records.json")
-
-
 def test_cost_takes_the_priced_gpus_price_from_the_list(tmp_path):
-    args = ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100",
+    args = ["cost", str(records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100",
             "--utilization", "0.5", "--engineer-months-per-month", "0", "--prefill-share", "0.2", "--json"]
     res = runner.invoke(app, [*args, "--gpu-usd-per-hour", "L4=0.5,h100_sxm=2.95"])
     assert res.exit_code == 0, res.output
