@@ -174,21 +174,21 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
                                       fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
                                       two_starts=two_starts, progress=progress)
     per_run = []
-    from kvledger.calibration.saturation import saturation
+    from kvledger.calibration.saturation import compared_saturation
 
     for (run, cfg), st in zip(runs, stages):
         recs = replay(run, cfg, fit.cost).records
         c = _compare(run, st, recs, cfg)
         per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
                         **headline_errors(c), "comparison": c.to_dict(),
-                        "saturated": saturation(run.measured if st is None else None, recs)})
+                        "saturated": compared_saturation(run, st, recs)})
     loo = []
     for i, ((run, cfg), f) in enumerate(zip(runs, folds)):
         rest = runs[:i] + runs[i + 1:]
         recs = replay(run, cfg, f.cost).records
         c = _compare(run, stages[i], recs, cfg)
         loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
-                    **headline_errors(c), "saturated": saturation(run.measured if stages[i] is None else None, recs)})
+                    **headline_errors(c), "saturated": compared_saturation(run, stages[i], recs)})
     from kvledger.analyses.serving.profile_scope import fitted_range
     from kvledger.calibration.replay import replay_recorded
 

@@ -54,12 +54,12 @@ def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> t
     latency errors then measure the queue) — the row every GPU-scope table writes (fitted runs, leave-one-out,
     out-of-sample)."""
     from kvledger.calibration.api import headline_errors
-    from kvledger.calibration.saturation import saturation
+    from kvledger.calibration.saturation import compared_saturation
 
     c, recs = run_errors(run, setup, stage, cost, frontend_s)
     return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
             "num_requests": len(run.requests), **headline_errors(c),
-            "saturated": saturation(run.measured if stage is None else None, recs)}, c
+            "saturated": compared_saturation(run, stage, recs)}, c
 
 
 def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tuple[Any, Any]]], Any],

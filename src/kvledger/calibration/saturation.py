@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["saturation", "waits_grew", "WAIT_GROWTH"]
+__all__ = ["saturation", "compared_saturation", "waits_grew", "WAIT_GROWTH"]
 
 #: the last quarter of arrivals waiting this many times longer for a first token (medians) than the first quarter, and
 #: longer than the arrivals took, is a queue that outlasted the load (``waits_grew``)
@@ -51,3 +51,21 @@ def saturation(measured: Any, simulated: Any) -> dict[str, Any] | None:
     if not notes:
         return None
     return {"sides": sorted(notes), "notes": [f"{name}: {n}" for name, n in sorted(notes.items())]}
+
+
+def compared_saturation(run: Any, stage: Any, simulated: Any) -> dict[str, Any] | None:
+    """``saturation`` of a compared run and its replay ``simulated``, the measured side of an aggregate ``stage``
+    (``sweep.Stage``; None for a per-request run, whose records are read) judged on its rates instead — below
+    saturation only when its client kept ≥ 95% of the requested rate and the engine served ≥ 90% of it
+    (``sweep_bands.below_saturation``, validate's test): a stage holds no records to read a queue from, and its
+    closed-loop replay cannot grow one."""
+    from kvledger.calibration.sweep_bands import BEHIND, SERVED, below_saturation
+
+    got = saturation(run.measured if stage is None else None, simulated)
+    if stage is None or below_saturation(stage):
+        return got
+    note = (f"measured: the stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
+            f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ {BEHIND:.0%} "
+            f"and ≥ {SERVED:.0%})")
+    got = got or {"sides": [], "notes": []}
+    return {"sides": sorted({"measured", *got["sides"]}), "notes": [note, *got["notes"]]}

@@ -129,10 +129,10 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   *(fmt_error(r.get(f"{k}_rel_error")) + flag for k in ("ttft_mean", "tpot_mean", "e2e_mean")),
                   fmt_error(r.get("throughput_rel_error")))
     con.print(t)
+    saturated_runs_warning(p["runs"], con)  # under its table, as the leave-one-out's is under its own
     _gpu_leave_one_out(p, con)
     for note in p.get("notes") or []:
         con.print(f"note: {escape(str(note))}")
-    saturated_runs_warning(p["runs"], con)
     q = fit_quality_warning(p, con)
     if out is not None:
         what = ("any model on this GPU" if not q.get("poor") else
