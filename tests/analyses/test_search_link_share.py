@@ -35,9 +35,14 @@ SEARCH = ["search", MODEL, "--gpus", "L40S", "--tp", "2", "--gemm-efficiency", "
           "ttft=200ms,tpot=30ms", "--disagg", "--disagg-splits", "1:1"]
 COLOCATED, DISAGG = "nvidia_l40s:tp2:kv-auto", "nvidia_l40s:p1xtp2+d1xtp2:kv-auto"
 ONE_TOKEN_STEP_SAVED_S = 64 * 8192 * (1 / 11.2e9 - 1 / 22.4e9)  # 23.4057 µs
-NOTE = ("TP all-reduces at 70% of their link's one-direction bandwidth in every candidate at TP > 1 (given by "
-        "--allreduce-link-share; not a GPU profile's fitted share, nor 35% of the host link, the default rule over "
-        "PCIe: accounting/tp_comm.py)")
+NOTE = ("TP all-reduces at 0.7 of their link's one-direction bandwidth in every candidate at TP > 1, over PCIe and "
+        "scale-up links (NVLink) alike (given by --allreduce-link-share; by default the PCIe rule's 0.35 of the host "
+        "link, the catalog's figure for a scale-up link: accounting/tp_comm.py)")
+# without it the L40S (no scale-up link) is priced at the PCIe rule's default, which sets its TP 2 capacity: said too
+DEFAULT_NOTE = ("TP all-reduces over PCIe (no scale-up link) in the candidates at TP > 1, as a share of the host "
+                "link's one-direction bandwidth: nvidia_l40s at 0.35 (the default rule, range 0.2–0.65) "
+                "(accounting/tp_comm.py); the share is the host's (peer access, PCIe switches) and moves these "
+                "candidates' capacity: --allreduce-link-share X gives yours")
 
 
 def _search(*extra: str) -> dict:
@@ -95,7 +100,7 @@ def test_the_share_reaches_each_candidates_simulation_bounds_and_disaggregated_p
 def test_a_search_prices_its_candidates_and_bounds_with_the_share_and_says_so():
     base, given = _search(), _search("--allreduce-link-share", "0.7")
     assert "allreduce_link_share" not in base["spec"] and given["spec"]["allreduce_link_share"] == 0.7
-    assert NOTE in given["notes"] and not any("--allreduce-link-share" in n for n in base["notes"])
+    assert NOTE in given["notes"] and DEFAULT_NOTE in base["notes"] and DEFAULT_NOTE not in given["notes"]
     b, g = _entry(base, COLOCATED), _entry(given, COLOCATED)
     # every request here has 512 prompt and 64 output tokens: the TPOT bound is one decode step of one sequence, so
     # 1 ÷ the tokens/s-per-user bound falls by that step's all-reduce saving (module doc), up to the bound's 1e-9 shade

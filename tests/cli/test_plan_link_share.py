@@ -29,6 +29,8 @@ GPU_NAME = "NVIDIA GeForce RTX 4090"
 PREFILL_DEFAULT_S = 64 * (53.10176e-6 + 16_777_216 / 11.2e9)  # 99.26832 ms
 PREFILL_07_S = 64 * (53.10176e-6 + 16_777_216 / 22.4e9)  # 51.33342 ms
 PREFILL_05_S = 64 * (53.10176e-6 + 16_777_216 / 16e9)  # 70.50739 ms
+DEFAULT_RULE = ("TP all-reduces over PCIe at 35% of the host link's 32 GB/s a direction (range 20%–65%, from NCCL and "
+                "one-shot all-reduces measured over PCIe: accounting/tp_comm.py)")
 GIVEN_07 = ("TP all-reduces over PCIe at 70% of the host link's 32 GB/s a direction (given by --allreduce-link-share; "
             "the default rule 35%, range 20%–65%)")
 
@@ -59,10 +61,14 @@ def test_the_prefill_chunk_and_decode_steps_take_the_given_share_and_the_default
     one = 64 * 8192 * (1 / 11.2e9 - 1 / 22.4e9)  # 23.4057 µs
     assert b1["step_s"] - g1["step_s"] == pytest.approx(one, rel=1e-6)
     assert b2["step_s"] - g2["step_s"] == pytest.approx(2 * one, rel=1e-6)
-    # the bundled RTX 4090 profile (no share) priced it before: named as before, the link not; the settings' JSON keeps
-    # its old keys unless a share is set
+    # the bundled RTX 4090 profile (no share) priced it before: named as before, then the PCIe rule's default share
+    # with its range (as simulate says it); the settings' JSON keeps its old keys unless a share is set
     assert base["roofline"]["priced_by"].startswith("gpu: GPU profile bundled:rtx-4090.json (fitted on ")
-    assert "TP all-reduces" not in base["roofline"]["priced_by"] and "allreduce_link_share" not in base["settings"]
+    assert base["roofline"]["priced_by"].endswith("; " + DEFAULT_RULE)
+    assert "allreduce_link_share" not in base["settings"]
+    assert (base["roofline"]["allreduce_link_share"], base["roofline"]["allreduce_link_share_range"]) == (0.35,
+                                                                                                          [0.2, 0.65])
+    assert given["roofline"]["allreduce_link_share_source"] == "given by --allreduce-link-share"
     assert given["roofline"]["priced_by"].endswith("; " + GIVEN_07)
     assert given["settings"]["allreduce_link_share"] == 0.7
 
@@ -73,8 +79,13 @@ def test_the_text_says_so_on_the_roofline_priced_by_line():
     # no profile: the line is the link's alone; the prefill chunk's line (--verbose) carries the 51.33 ms
     assert f"roofline priced by: {GIVEN_07}" in out
     assert "+ TP all-reduces 51.33 ms" in out
-    plain = run_cli("plan", MODEL, "--gpu", GPU, "--tp", "2", "--gpu-profile", "none").output
-    assert "roofline priced by" not in plain
+    plain = " ".join(run_cli("plan", MODEL, "--gpu", GPU, "--tp", "2", "--gpu-profile", "none").output.split())
+    assert f"roofline priced by: {DEFAULT_RULE}" in plain  # was: the default share unsaid (fresh-user trial)
+    nvlink = " ".join(run_cli("plan", MODEL, "--gpu", "H100", "--tp", "2", "--allreduce-link-share",
+                              "0.5").output.split())
+    assert ("TP all-reduces at 50% of the scale-up link's 450 GB/s a direction (given by --allreduce-link-share; by "
+            "default the catalog's figure, 100%)") in nvlink
+    assert "TP all-reduces" not in run_cli("plan", MODEL, "--gpu", "H100", "--tp", "2").output  # the catalog's link
 
 
 def test_a_profiles_share_prices_the_plan_and_the_flag_wins_over_it(tmp_path):
@@ -95,7 +106,8 @@ def test_a_profiles_share_prices_the_plan_and_the_flag_wins_over_it(tmp_path):
 def test_at_tp1_there_is_no_all_reduce_to_name():
     res = run_cli("plan", MODEL, "--gpu", GPU, "--allreduce-link-share", "0.7", "--gpu-profile", "none", "--json")
     d = json.loads(res.output)
-    assert d["roofline"]["prefill"].get("allreduce_s", 0.0) == 0.0 and "priced_by" not in d["roofline"]
+    assert d["roofline"]["prefill"].get("allreduce_s", 0.0) == 0.0
+    assert d["roofline"]["priced_by"] == "no TP all-reduce at TP 1 (--allreduce-link-share has nothing to price)"
 
 
 def test_the_settings_carry_the_share_to_the_plans_step_cost_and_refuse_one_outside_0_1():

@@ -130,9 +130,11 @@ def link_words(gpu: GpuSpec, share: float | None = None, origin: str | None = No
     lo, hi = PCIE_ALLREDUCE_SHARE_RANGE
     pcie = over_pcie(gpu)
     if share is not None:
-        link = (f"over PCIe at {share:.0%} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s" if pcie
-                else f"at {share:.0%} of the {gpu.interconnect_bytes_per_s / 2e9:g} GB/s link")
-        rule = f"; the default rule {PCIE_ALLREDUCE_SHARE:.0%}, range {lo:.0%}–{hi:.0%}" if pcie else ""
+        pct = f"{share:.0%}" if share >= 0.01 else f"{share * 100:.3g}%"
+        link = (f"over PCIe at {pct} of the host link's {gpu.host_link_bytes_per_s / 2e9:g} GB/s" if pcie
+                else f"at {pct} of the scale-up link's {gpu.interconnect_bytes_per_s / 2e9:g} GB/s")
+        rule = (f"; the default rule {PCIE_ALLREDUCE_SHARE:.0%}, range {lo:.0%}–{hi:.0%}" if pcie else
+                "; by default the catalog's figure, 100%")
         return f"{link} a direction ({origin or FITTED_SHARE}{rule})"
     if not pcie:
         return ""

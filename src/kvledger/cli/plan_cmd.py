@@ -47,8 +47,12 @@ def plan(
         tier_plan = build_tier_plan(p, settings_t, suffix_tokens=more.suffix_tokens)
     if as_json:
         d = p.to_dict()
-        if priced_by is not None and d.get("roofline") is not None:
-            d["roofline"]["priced_by"] = priced_by
+        if d.get("roofline") is not None:
+            from kvledger.analyses.serving.roofline_choice import link_data
+
+            if priced_by is not None:
+                d["roofline"]["priced_by"] = priced_by
+            d["roofline"].update(link_data(p.step_cost(), flags.allreduce_link_share is not None))  # as simulate's
         if tier_plan is not None:
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))
@@ -69,9 +73,12 @@ def _priced_by(p, prof, given: bool) -> list[str]:
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
 
     out = [f"gpu: {prof.label}"] if prof is not None else []
-    share = p.settings.allreduce_link_share
-    if share is not None and p.settings.tp > 1:
-        out.append("TP all-reduces " + link_words(p.gpu, share, LINK_GIVEN if given else None))
+    share, tp = p.settings.allreduce_link_share, p.settings.tp
+    words = link_words(p.gpu, share, LINK_GIVEN if given else None) if tp > 1 else ""
+    if words:  # a share set, or the PCIe rule's default (a scale-up link at its catalog figure needs no words)
+        out.append("TP all-reduces " + words)
+    elif given:
+        out.append("no TP all-reduce at TP 1 (--allreduce-link-share has nothing to price)")
     return out
 
 

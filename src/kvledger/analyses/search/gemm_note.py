@@ -45,16 +45,37 @@ def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
 
 
 def link_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
-    """The TP all-reduces' link share ``--allreduce-link-share`` gave every planned candidate at TP > 1 (simulate's
-    words, ``roofline_choice.LINK_GIVEN``); None without it, under a calibrated step cost or with no such candidate."""
-    from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
+    """How the TP all-reduces of the planned candidates at TP > 1 were priced (simulate's words): at the share
+    ``--allreduce-link-share`` gave, on every link; else, where a candidate's GPU has no scale-up link, at the PCIe
+    rule's default share (``tp_comm``) or its GPU profile's fitted one, which set such a candidate's capacity. None
+    under a calibrated step cost, or with no candidate at TP > 1 (or only NVLink ones at the catalog figure)."""
+    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
+    from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE, PCIE_ALLREDUCE_SHARE_RANGE, over_pcie
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
+    from kvledger.catalog.gpu_file import resolve_gpu
 
     share = getattr(spec, "allreduce_link_share", None)
-    tp_gt_1 = any(max(e.get("tp") or 1, e.get("decode_tp") or 1) > 1 for e in entries
-                  if e.get("status") not in ("rejected", "error"))
-    if share is None or spec.step_cost != "roofline" or not tp_gt_1:
+    gpus = list(dict.fromkeys(e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error")
+                              and max(e.get("tp") or 1, e.get("decode_tp") or 1) > 1))
+    if spec.step_cost != "roofline" or not gpus:
         return None
-    return (f"TP all-reduces at {share:.0%} of their link's one-direction bandwidth in every candidate at TP > 1 "
-            f"({LINK_GIVEN}; not a GPU profile's fitted share, nor {PCIE_ALLREDUCE_SHARE:.0%} of the host link, the "
-            "default rule over PCIe: accounting/tp_comm.py)")
+    if share is not None:
+        return (f"TP all-reduces at {share:.3g} of their link's one-direction bandwidth in every candidate at TP > 1, "
+                f"over PCIe and scale-up links (NVLink) alike ({LINK_GIVEN}; by default the PCIe rule's "
+                f"{PCIE_ALLREDUCE_SHARE:g} of the host link, the catalog's figure for a scale-up link: "
+                "accounting/tp_comm.py)")
+    parts = []
+    for gid in gpus:
+        g = resolve_gpu(gid)
+        if not over_pcie(g):
+            continue
+        prof = resolve_gpu_profile(choice_for_gpu(spec.gpu_profile, g.name), g.name)
+        fitted = getattr(prof, "allreduce_link_share", None)
+        parts.append(f"{gid} at {fitted:.3g} (its GPU profile's fit)" if fitted is not None else
+                     f"{gid} at {PCIE_ALLREDUCE_SHARE:g} (the default rule, range {PCIE_ALLREDUCE_SHARE_RANGE[0]:g}–"
+                     f"{PCIE_ALLREDUCE_SHARE_RANGE[1]:g})")
+    if not parts:
+        return None
+    return ("TP all-reduces over PCIe (no scale-up link) in the candidates at TP > 1, as a share of the host link's "
+            "one-direction bandwidth: " + "; ".join(parts) + " (accounting/tp_comm.py); the share is the host's "
+            "(peer access, PCIe switches) and moves these candidates' capacity: --allreduce-link-share X gives yours")

@@ -19,7 +19,7 @@ from kvledger.accounting.tp_comm import (
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 from kvledger.errors import InputError
 
-__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "LINK_GIVEN"]
+__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN"]
 
 LINK_GIVEN = "given by --allreduce-link-share"
 """Where a TP all-reduce link share given on the command line is said to come from."""
@@ -85,7 +85,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
-    data.update(_link_data(cost, given is not None))
+    data.update(link_data(cost, given is not None))
     cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
                                  and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
     return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
@@ -176,7 +176,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (f"; {data['host_term']}" if "host_term" in data else ""))
 
 
-def _link_data(cost: Any, given: bool = False) -> dict[str, Any]:
+def link_data(cost: Any, given: bool = False) -> dict[str, Any]:
     """The TP all-reduce's share of its link for ``--json`` where it is not the catalog figure: given by
     ``--allreduce-link-share``, a GPU profile's fit, or the PCIe rule's default with its range; {} at TP 1 and on a
     scale-up link priced as catalogued."""
