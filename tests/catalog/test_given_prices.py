@@ -46,6 +46,14 @@ def test_a_bad_price_or_name_is_refused_in_one_line(text, message):
         assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
+def test_a_typo_gets_the_catalogs_suggestions_without_its_gpu_file_hints():
+    # was: the catalog's whole error, whose hints on --gpu FILE.json and --gpu-memory overrides do not apply to a price
+    with pytest.raises(InputError) as err:
+        parse_gpu_usd("H100=2.49,L4OS=0.9")
+    assert str(err.value) == ("--gpu-usd-per-hour L4OS=0.9: unknown GPU 'L4OS'; did you mean: l4, l40s, l40? "
+                              "(`kvledger gpus` lists the catalog; a GPU file is named by its path)")
+
+
 def test_search_and_one_gpu_commands_take_what_the_list_gives():
     prices = parse_gpu_usd("H100=2.49,L4=0.5")
     assert given_usd(prices, "nvidia_l4") == 0.5 and given_usd(prices, "nvidia_a10") is None  # left out: the table's

@@ -87,7 +87,11 @@ def parse_gpu_usd(value: Any, command: str = "search") -> float | dict[str, floa
             raise range_error(FLAG, item, _LISTED.describe())
         try:
             key = gpu_key(name)
-        except KvLedgerError as err:  # an unknown name (the catalog's suggestions), a GPU file that cannot be read
+        except UnknownNameError as err:  # the catalog's suggestions, not its hints on GPU files and overrides
+            close = f"; did you mean: {', '.join(err.suggestions)}?" if err.suggestions else ""
+            raise InputError(f"{FLAG} {item}: unknown GPU {name!r}{close} (`kvledger gpus` lists the catalog; a GPU "
+                             "file is named by its path)") from None
+        except KvLedgerError as err:  # a GPU file that cannot be read
             raise InputError(f"{FLAG} {item}: {err}") from None
         if key in out:
             raise InputError(f"{FLAG} names {key} twice ({named[key]} and {name}): give each GPU one price")
