@@ -35,13 +35,13 @@ SEARCH = ["search", MODEL, "--gpus", "L40S", "--tp", "2", "--gemm-efficiency", "
           "ttft=200ms,tpot=30ms", "--disagg", "--disagg-splits", "1:1"]
 COLOCATED, DISAGG = "nvidia_l40s:tp2:kv-auto", "nvidia_l40s:p1xtp2+d1xtp2:kv-auto"
 ONE_TOKEN_STEP_SAVED_S = 64 * 8192 * (1 / 11.2e9 - 1 / 22.4e9)  # 23.4057 µs
-NOTE = ("TP all-reduces at 0.7 of their link's one-direction bandwidth in every candidate at TP > 1, over PCIe and "
-        "scale-up links (NVLink) alike (given by --allreduce-link-share; by default the PCIe rule's 0.35 of the host "
-        "link, the catalog's figure for a scale-up link: accounting/tp_comm.py)")
-# without it the L40S (no scale-up link) is priced at the PCIe rule's default, which sets its TP 2 capacity: said too
-DEFAULT_NOTE = ("TP all-reduces over PCIe (no scale-up link) in the candidates at TP > 1, as a share of the host "
-                "link's one-direction bandwidth: nvidia_l40s at 0.35 (the default rule, range 0.2–0.65) "
-                "(accounting/tp_comm.py); the share is the host's (peer access, PCIe switches) and moves these "
+NOTE = ("TP all-reduces of the candidates at TP > 1: nvidia_l40s over PCIe at 70% of the host link's 32 GB/s a "
+        "direction (given by --allreduce-link-share; the default rule 35%, range 20%–65%)")
+# without it the L40S (no scale-up link) is priced at the PCIe rule's default, which sets its TP 2 capacity: said too,
+# in simulate's words (tp_comm.link_words)
+DEFAULT_NOTE = ("TP all-reduces of the candidates at TP > 1: nvidia_l40s over PCIe at 35% of the host link's 32 GB/s a "
+                "direction (range 20%–65%, from NCCL and one-shot all-reduces measured over PCIe: "
+                "accounting/tp_comm.py) — the share is the host's (peer access, PCIe switches) and moves these "
                 "candidates' capacity: --allreduce-link-share X gives yours")
 
 
@@ -133,3 +133,21 @@ def test_search_refuses_a_share_outside_0_1_in_one_line_and_exits_2(value):
     p = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *SEARCH, "--allreduce-link-share", value],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.strip() == f"error: {words}", p.stderr
+
+
+def test_a_given_share_is_named_on_a_scale_up_link_too():
+    # was: the note contrasted the share with the PCIe default only, though it prices an H100's NVLink as well (fresh-
+    # user trial: H100 TP 2 fell from 55 to 53.5 req/s at 0.6, unsaid); the L40S at TP 1 has no all-reduce to name
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search.gemm_note import link_note
+
+    entries = [{"gpu_id": "nvidia_h100_sxm", "tp": 2, "status": "feasible"},
+               {"gpu_id": "nvidia_l40s", "tp": 1, "status": "feasible"}]
+    given = SimpleNamespace(step_cost="roofline", allreduce_link_share=0.6, gpu_profile=None)
+    assert link_note(given, entries) == (
+        "TP all-reduces of the candidates at TP > 1: nvidia_h100_sxm at 60% of the scale-up link's 450 GB/s a "
+        "direction (given by --allreduce-link-share; by default the catalog's figure, 100%)")
+    # without the flag the H100's NVLink is priced at the catalog figure: nothing to say
+    plain = SimpleNamespace(step_cost="roofline", allreduce_link_share=None, gpu_profile=None)
+    assert link_note(plain, entries) is None

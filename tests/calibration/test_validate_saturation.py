@@ -62,16 +62,17 @@ def test_calibrate_marks_saturated_runs_in_its_error_table():
     assert "⚠" not in next(x for x in lines if "steady" in x)
     behind = next(x for x in lines if "│ behind" in x)
     assert "+900.0% ⚠" in behind and "-51.0% ⚠" not in behind
-    assert "saturated run(s) (⚠: the queue kept growing): behind" in " ".join(lines)
+    assert ("saturated run(s) (⚠: a queue that kept growing, or a stage whose client fell behind its rate): behind" in
+            " ".join(lines))
 
 
 def test_the_warning_agrees_with_how_many_runs_grew_and_gives_each_note_its_line():
     from kvledger.report.calibration_view import saturation_warning
 
     one = saturation_warning(saturation(STEADY, BEHIND))
-    assert one.startswith("WARNING: the simulated run is saturated (its queue kept growing):")
+    assert one.startswith("WARNING: the simulated run is saturated (why, below):")
     both = saturation_warning(saturation(BEHIND, BEHIND)).splitlines()
-    assert both[0].startswith("WARNING: the measured and the simulated runs are saturated (their queues kept growing):")
+    assert both[0].startswith("WARNING: the measured and the simulated runs are saturated (why, below):")
     # one line per side's note, measured first (sorted), after the warning
     assert [x.split(":")[0] for x in both[1:]] == ["  measured", "  simulated"]
 

@@ -83,3 +83,18 @@ def test_a_search_spec_keeps_one_number_a_number_and_a_list_an_object():
     spec.check()
     with pytest.raises(InputError, match="unknown GPU 'H1000'"):
         SearchSpec(**base, gpu_usd_per_hour={"H1000": 2})
+
+
+def test_the_search_note_names_only_gpus_the_table_priced():
+    # was: a candidate rejected for having no price row was said to be priced "from the price table"
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search.given_price import price_notes
+
+    spec = SimpleNamespace(gpu_usd_per_hour=parse_gpu_usd("H100=2"), gpu_provider=None)
+    entries = [{"gpu_id": "nvidia_h100_sxm", "status": "feasible"},
+               {"gpu_id": "nvidia_rtx_pro_6000_server", "status": "rejected"},
+               {"gpu_id": "nvidia_l4", "status": "feasible"}]
+    assert price_notes(spec, entries) == [
+        "GPU prices: given (--gpu-usd-per-hour) for nvidia_h100_sxm $2/GPU-h; nvidia_l4 from the price table: the "
+        "cheapest on-demand row of each GPU in gpu_prices.csv (any provider); --gpu-provider fixes one"]

@@ -165,3 +165,19 @@ def test_help_gives_both_forms(command):
     res = runner.invoke(app, [command, "--help"], env={"COLUMNS": "250"})
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "--gpu-usd-per-hour" in text and "one number" in text and "=2.49" in text
+
+
+def test_cost_simulate_prices_a_gpu_file_from_the_list_under_its_path(tmp_path):
+    # was: the simulated GPU file is "custom", so the list keyed by its path was refused ("add custom=PRICE", which
+    # is no GPU name either); priced as one number would price it: the same $ figures, the source naming the file
+    g = tmp_path / "my-gpu.toml"
+    g.write_text('name = "X"\nmemory = "79.19GiB"\nbandwidth_tb_s = 3.35\nbf16_tflops = 989\n')
+    args = ["cost", "--simulate", "meta-llama/Llama-3.2-3B", "--gpu", str(g), "--slo", "ttft=1s", "--api",
+            "OpenAI:gpt-4.1", "--utilization", "0.5", "--num-requests", "50", "--json"]
+    listed = runner.invoke(app, [*args, "--gpu-usd-per-hour", f"{g}=2"])
+    one = runner.invoke(app, [*args, "--gpu-usd-per-hour", "2"])
+    assert listed.exit_code == 0 and one.exit_code == 0, listed.output + one.output
+    a, b = json.loads(listed.output), json.loads(one.output)
+    assert a["sticker"] == b["sticker"] and a["break_even_volume"] == b["break_even_volume"]
+    assert a["secondary"] == b["secondary"] and "$0.0" in a["secondary"]
+    assert f"user input (--gpu-usd-per-hour, {g})" in listed.output

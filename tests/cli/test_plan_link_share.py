@@ -61,15 +61,17 @@ def test_the_prefill_chunk_and_decode_steps_take_the_given_share_and_the_default
     one = 64 * 8192 * (1 / 11.2e9 - 1 / 22.4e9)  # 23.4057 µs
     assert b1["step_s"] - g1["step_s"] == pytest.approx(one, rel=1e-6)
     assert b2["step_s"] - g2["step_s"] == pytest.approx(2 * one, rel=1e-6)
-    # the bundled RTX 4090 profile (no share) priced it before: named as before, then the PCIe rule's default share
-    # with its range (as simulate says it); the settings' JSON keeps its old keys unless a share is set
+    # the bundled RTX 4090 profile (no share) priced it before: priced_by names it as simulate's does, and the link
+    # terms are simulate's keys — the PCIe rule's default share with its range, or the given one with its source; the
+    # settings' JSON keeps its old keys unless a share is set
     assert base["roofline"]["priced_by"].startswith("gpu: GPU profile bundled:rtx-4090.json (fitted on ")
-    assert base["roofline"]["priced_by"].endswith("; " + DEFAULT_RULE)
+    assert given["roofline"]["priced_by"] == base["roofline"]["priced_by"]
     assert "allreduce_link_share" not in base["settings"]
     assert (base["roofline"]["allreduce_link_share"], base["roofline"]["allreduce_link_share_range"]) == (0.35,
                                                                                                           [0.2, 0.65])
-    assert given["roofline"]["allreduce_link_share_source"] == "given by --allreduce-link-share"
-    assert given["roofline"]["priced_by"].endswith("; " + GIVEN_07)
+    assert base["roofline"]["allreduce_link_share_source"] == "the default rule over PCIe (kvledger.accounting.tp_comm)"
+    assert (given["roofline"]["allreduce_link_share"], given["roofline"]["allreduce_link_share_source"]) == (
+        0.7, "given by --allreduce-link-share")
     assert given["settings"]["allreduce_link_share"] == 0.7
 
 
@@ -92,12 +94,14 @@ def test_a_profiles_share_prices_the_plan_and_the_flag_wins_over_it(tmp_path):
     prof = _profile(tmp_path, 0.5)
     fitted = _plan("--gpu-profile", prof)
     assert fitted["roofline"]["prefill"]["allreduce_s"] == pytest.approx(PREFILL_05_S, rel=1e-6)  # 70.50739 ms
-    assert fitted["roofline"]["priced_by"].endswith(
-        "TP all-reduces over PCIe at 50% of the host link's 32 GB/s a direction (the GPU profile's fit on its TP > 1 "
-        "runs; the default rule 35%, range 20%–65%)")
+    assert fitted["roofline"]["allreduce_link_share"] == 0.5
+    assert fitted["roofline"]["allreduce_link_share_source"].startswith("the GPU profile's fit on its TP > 1 runs")
+    text = " ".join(run_cli("plan", MODEL, "--gpu", GPU, "--tp", "2", "--gpu-profile", prof).output.split())
+    assert ("; TP all-reduces over PCIe at 50% of the host link's 32 GB/s a direction (the GPU profile's fit on its "
+            "TP > 1 runs; the default rule 35%, range 20%–65%)") in text
     won = _plan("--gpu-profile", prof, "--allreduce-link-share", "0.7")
     assert won["roofline"]["prefill"]["allreduce_s"] == pytest.approx(PREFILL_07_S, rel=1e-6)
-    assert won["roofline"]["priced_by"].endswith("; " + GIVEN_07)
+    assert won["roofline"]["allreduce_link_share_source"] == "given by --allreduce-link-share"
     # a profile without a share: the rule's 0.35, as with none
     assert _plan("--gpu-profile", _profile(tmp_path, None))["roofline"]["prefill"]["allreduce_s"] == \
         pytest.approx(PREFILL_DEFAULT_S, rel=1e-6)
@@ -107,7 +111,11 @@ def test_at_tp1_there_is_no_all_reduce_to_name():
     res = run_cli("plan", MODEL, "--gpu", GPU, "--allreduce-link-share", "0.7", "--gpu-profile", "none", "--json")
     d = json.loads(res.output)
     assert d["roofline"]["prefill"].get("allreduce_s", 0.0) == 0.0
-    assert d["roofline"]["priced_by"] == "no TP all-reduce at TP 1 (--allreduce-link-share has nothing to price)"
+    assert "priced_by" not in d["roofline"] and "allreduce_link_share" not in d["roofline"]
+    text = run_cli("plan", MODEL, "--gpu", GPU, "--allreduce-link-share", "0.7", "--gpu-profile", "none").output
+    assert "note: --allreduce-link-share has nothing to price at TP 1 (no TP all-reduce)" in text
+    # a model that does not fit has no roofline: nothing priced it (was: the link's line under "omitted")
+    assert "priced by" not in run_cli("plan", "meta-llama/Llama-3.1-70B", "--gpu", "L4", "--tp", "2").output
 
 
 def test_the_settings_carry_the_share_to_the_plans_step_cost_and_refuse_one_outside_0_1():

@@ -59,13 +59,11 @@ def compared_saturation(run: Any, stage: Any, simulated: Any) -> dict[str, Any] 
     saturation only when its client kept ≥ 95% of the requested rate and the engine served ≥ 90% of it
     (``sweep_bands.below_saturation``, validate's test): a stage holds no records to read a queue from, and its
     closed-loop replay cannot grow one."""
-    from kvledger.calibration.sweep_bands import BEHIND, SERVED, below_saturation
+    from kvledger.calibration.sweep_bands import below_saturation, stage_saturation_words
 
     got = saturation(run.measured if stage is None else None, simulated)
     if stage is None or below_saturation(stage):
         return got
-    note = (f"measured: the stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
-            f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ {BEHIND:.0%} "
-            f"and ≥ {SERVED:.0%})")
+    note = f"measured: the {stage_saturation_words(stage)}"
     got = got or {"sides": [], "notes": []}
     return {"sides": sorted({"measured", *got["sides"]}), "notes": [note, *got["notes"]]}

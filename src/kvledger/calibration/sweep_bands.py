@@ -35,8 +35,8 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["SERVED", "below_saturation", "SweepBands", "sweep_bands", "KNEE_UNBANDED", "RunBands", "run_bands",
-           "latency_note", "knee_note"]
+__all__ = ["SERVED", "below_saturation", "stage_saturation_words", "SweepBands", "sweep_bands", "KNEE_UNBANDED",
+           "RunBands", "run_bands", "latency_note", "knee_note"]
 
 #: a stage whose engine served less than this share of the requested rate was saturated (CodeLlama-34B's reasoning
 #: stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage)
@@ -53,6 +53,14 @@ def below_saturation(stage: Any) -> bool:
     the leave-one-deployment-out bands were built from (``benchmarks/lodo_bands.py``)."""
     rate = stage.requested_rate
     return stage.achieved_rate >= BEHIND * rate and stage.requests_per_s >= SERVED * rate
+
+
+def stage_saturation_words(stage: Any) -> str:
+    """Why a stage is not ``below_saturation``, in words: "stage was at saturation (client achieved … req/s
+    requested; below it needs ≥ 95% and ≥ 90%)"."""
+    return (f"stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
+            f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ {BEHIND:.0%} "
+            f"and ≥ {SERVED:.0%})")
 
 
 @dataclass(frozen=True)
@@ -99,10 +107,8 @@ def latency_note(run: Any, stage: Any) -> str | None:
     or its simulated queue grew."""
     sides = (run.saturated or {}).get("sides", ())
     if stage is not None and not below_saturation(stage):
-        return (f"the measured stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
-                f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ "
-                f"{BEHIND:.0%} and ≥ {SERVED:.0%}): its latency measures the queue, and the bands were measured below "
-                "saturation only")
+        return (f"the measured {stage_saturation_words(stage)}: its latency measures the queue, and the bands were "
+                "measured below saturation only")
     if "measured" in sides:
         return ("the measured run was saturated (its queue grew): its latency measures the queue, and the bands were "
                 "measured below saturation only")

@@ -17,7 +17,7 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
-from kvledger.calibration.saturation import saturation
+from kvledger.calibration.saturation import compared_saturation
 from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
@@ -185,7 +185,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
-    sat = saturation(t.run.measured if t.stage is None else None, records)
+    sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
     bands = {m: setup_band(setup, m) for m in METRICS}

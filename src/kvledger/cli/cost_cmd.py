@@ -80,8 +80,9 @@ def cost_command(
         sim, capacity = sim_run(simulate, prices.gpu, (workload, engine), ctx.params, the_slo)
         run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
     if gpu_rate is None:
-        gpu_rate = gpu_rate_for(prices.gpu if file is not None and prices.gpu else hardware, prices.gpu_provider,
-                                prices.instance, usd)
+        # a GPU file simulated is "custom": priced under the --gpu it was given as (its path keys a price list)
+        named = prices.gpu and (file is not None or hardware == "custom")
+        gpu_rate = gpu_rate_for(prices.gpu if named else hardware, prices.gpu_provider, prices.instance, usd)
     priced = _Priced(run, the_slo, api_price, gpu_rate, n_gpus, hardware, sim, capacity, sweep)
     _report(ctx.params, prices, more, simulate if file is None else None, priced, (workload, engine))
 

@@ -37,8 +37,8 @@ def plan(
 
     spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
     p = build_plan(spec, g, settings)
-    priced = _priced_by(p, prof, flags.allreduce_link_share is not None)
-    priced_by = "; ".join(priced) or None
+    given = flags.allreduce_link_share is not None
+    priced = _priced_by(p, prof, given)
     settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
     tier_plan = None
     if tiers_given(tiers) or settings_t.any_set:
@@ -47,17 +47,19 @@ def plan(
         tier_plan = build_tier_plan(p, settings_t, suffix_tokens=more.suffix_tokens)
     if as_json:
         d = p.to_dict()
-        if d.get("roofline") is not None:
+        if d.get("roofline") is not None:  # simulate's keys: its priced_by, its step cost's link terms
             from kvledger.analyses.serving.roofline_choice import link_data
 
-            if priced_by is not None:
-                d["roofline"]["priced_by"] = priced_by
-            d["roofline"].update(link_data(p.step_cost(), flags.allreduce_link_share is not None))  # as simulate's
+            if prof is not None:
+                d["roofline"]["priced_by"] = f"gpu: {prof.label}"
+            d["roofline"].update(link_data(p.step_cost(), given))
         if tier_plan is not None:
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))
     else:
         _show(p, gpu, priced, tier_plan, verbose)
+        if given and p.settings.tp == 1:
+            typer.echo("note: --allreduce-link-share has nothing to price at TP 1 (no TP all-reduce)")
     if p.advice and p.advice.verdict != "fits":
         raise typer.Exit(code=3)
     startup = p.memory.startup
@@ -72,13 +74,13 @@ def _priced_by(p, prof, given: bool) -> list[str]:
     from kvledger.accounting.tp_comm import link_words
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
 
+    if p.roofline is None:  # the model does not fit: no roofline was priced (the plan says so)
+        return []
     out = [f"gpu: {prof.label}"] if prof is not None else []
     share, tp = p.settings.allreduce_link_share, p.settings.tp
     words = link_words(p.gpu, share, LINK_GIVEN if given else None) if tp > 1 else ""
     if words:  # a share set, or the PCIe rule's default (a scale-up link at its catalog figure needs no words)
         out.append("TP all-reduces " + words)
-    elif given:
-        out.append("no TP all-reduce at TP 1 (--allreduce-link-share has nothing to price)")
     return out
 
 

@@ -63,7 +63,8 @@ def saturated_runs_warning(rows: list[dict[str, Any]], con: Console, key: str = 
     table, in words, when it is not the fitted runs'."""
     sat = [str(r[key]) for r in rows if r.get("saturated")]
     if sat:
-        con.print(f"WARNING: saturated run(s){where} (⚠: the queue kept growing): {escape(', '.join(sat))}; their "
+        con.print(f"WARNING: saturated run(s){where} (⚠: a queue that kept growing, or a stage whose client fell "
+                  f"behind its rate): {escape(', '.join(sat))}; their "
                   "latency errors measure the queue, not the engine, and are not meaningful; throughput is the "
                   "figure to compare.")
 
@@ -180,9 +181,8 @@ def saturation_warning(sat: dict[str, Any]) -> str:
     """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
     sides = sat["sides"]
     which = f"the {sides[0]} run is" if len(sides) == 1 else f"the {' and the '.join(sides)} runs are"
-    queue = "its queue" if len(sides) == 1 else "their queues"
-    return (f"WARNING: {which} saturated ({queue} kept growing): latency errors (⚠) measure the queue, not the "
-            f"engine, and are not meaningful; throughput is the figure to compare."
+    return (f"WARNING: {which} saturated (why, below): latency errors (⚠) measure the queue, not the engine, and are "
+            f"not meaningful; throughput is the figure to compare."
             + "".join(f"\n  {escape(n)}" for n in sat["notes"]))
 
 

@@ -139,9 +139,12 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
                   f"{len(r.runs)} stages: their errors are the fit's, not a prediction's; for an out-of-sample check "
                   f"pass {'--gpu-profile none' if scope == 'gpu' else '--step-cost roofline'} or a profile fitted on "
                   "other runs")
-    if any(x.saturated for x in r.runs):
-        con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
-                  "are not meaningful; throughput is the figure to compare.")
+    sides = {side for x in r.runs if x.saturated for side in x.saturated["sides"]}
+    if sides:
+        why = [w for side, w in (("measured", "the client fell behind the requested rate or the engine served < 90% "
+                                  "of it"), ("simulated", "the simulated queue kept growing")) if side in sides]
+        con.print(f"WARNING: stages marked ⚠ are saturated ({'; or '.join(why)}): their latency errors are not "
+                  "meaningful; throughput is the figure to compare.")
     for line in _knee_lines(r):
         con.print(escape(line))
     m, p = r.measured, r.predicted

@@ -45,37 +45,30 @@ def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
 
 
 def link_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
-    """How the TP all-reduces of the planned candidates at TP > 1 were priced (simulate's words): at the share
-    ``--allreduce-link-share`` gave, on every link; else, where a candidate's GPU has no scale-up link, at the PCIe
-    rule's default share (``tp_comm``) or its GPU profile's fitted one, which set such a candidate's capacity. None
-    under a calibrated step cost, or with no candidate at TP > 1 (or only NVLink ones at the catalog figure)."""
-    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
-    from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE, PCIE_ALLREDUCE_SHARE_RANGE, over_pcie
+    """How the TP all-reduces of the planned candidates at TP > 1 were priced, per GPU, in simulate's words
+    (``tp_comm.link_words``): at the share ``--allreduce-link-share`` gave (on every link, NVLink too), a GPU
+    profile's fitted share, or the PCIe rule's default — which sets such a candidate's capacity. None under a
+    calibrated step cost, with no candidate at TP > 1, or where every such GPU's scale-up link is at its catalog
+    figure."""
+    from kvledger.accounting.tp_comm import link_words
+    from kvledger.analyses.search.bands import search_profile
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
     from kvledger.catalog.gpu_file import resolve_gpu
 
     share = getattr(spec, "allreduce_link_share", None)
     gpus = list(dict.fromkeys(e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error")
                               and max(e.get("tp") or 1, e.get("decode_tp") or 1) > 1))
-    if spec.step_cost != "roofline" or not gpus:
+    if spec.step_cost != "roofline":
         return None
-    if share is not None:
-        return (f"TP all-reduces at {share:.3g} of their link's one-direction bandwidth in every candidate at TP > 1, "
-                f"over PCIe and scale-up links (NVLink) alike ({LINK_GIVEN}; by default the PCIe rule's "
-                f"{PCIE_ALLREDUCE_SHARE:g} of the host link, the catalog's figure for a scale-up link: "
-                "accounting/tp_comm.py)")
     parts = []
     for gid in gpus:
         g = resolve_gpu(gid)
-        if not over_pcie(g):
-            continue
-        prof = resolve_gpu_profile(choice_for_gpu(spec.gpu_profile, g.name), g.name)
-        fitted = getattr(prof, "allreduce_link_share", None)
-        parts.append(f"{gid} at {fitted:.3g} (its GPU profile's fit)" if fitted is not None else
-                     f"{gid} at {PCIE_ALLREDUCE_SHARE:g} (the default rule, range {PCIE_ALLREDUCE_SHARE_RANGE[0]:g}–"
-                     f"{PCIE_ALLREDUCE_SHARE_RANGE[1]:g})")
+        fitted = None if share is not None else getattr(search_profile(spec, gid), "allreduce_link_share", None)
+        words = link_words(g, share if share is not None else fitted, LINK_GIVEN if share is not None else None)
+        if words:
+            parts.append(f"{gid} {words}")
     if not parts:
         return None
-    return ("TP all-reduces over PCIe (no scale-up link) in the candidates at TP > 1, as a share of the host link's "
-            "one-direction bandwidth: " + "; ".join(parts) + " (accounting/tp_comm.py); the share is the host's "
-            "(peer access, PCIe switches) and moves these candidates' capacity: --allreduce-link-share X gives yours")
+    return ("TP all-reduces of the candidates at TP > 1: " + "; ".join(parts) + (
+        "" if share is not None else " — the share is the host's (peer access, PCIe switches) and moves these "
+        "candidates' capacity: --allreduce-link-share X gives yours"))

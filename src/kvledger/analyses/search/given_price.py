@@ -47,6 +47,7 @@ def price_notes(spec: Any, entries: list[dict[str, Any]]) -> list[str]:
              if spec.gpu_provider is None else f"{spec.gpu_provider}'s rows in gpu_prices.csv")
     if given is None:
         return [f"GPU prices: {table}"] if spec.gpu_provider is None else []
-    others = [g for g in dict.fromkeys(e["gpu_id"] for e in entries) if g not in given]
+    priced = (e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error"))  # not: no price row
+    others = [g for g in dict.fromkeys(priced) if g not in given]
     return [f"GPU prices: given ({FLAG}) for {describe(given)}"
             + (f"; {', '.join(others)} from the price table: {table}" if others else "")]

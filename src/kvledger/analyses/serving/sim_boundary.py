@@ -199,8 +199,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         if implied:
             extra.append(f"the rate search started at {start:g} req/s and narrowed the range to [{blo:g}, {bhi:g}] "
                          "by probing inside it (kvledger.analyses.serving.sim_bracket); an end it did not simulate "
-                         "is read from a probe beside it, as attainment does not rise with load (the rate search's "
-                         f"assumption): {'; '.join(implied)}")
+                         f"is read from a probe beside it, as attainment does not rise with load: {'; '.join(implied)}")
     else:
         blo, bhi = find_bracket(p, lo, hi, integer, start)
         good, bad = blo, bhi
