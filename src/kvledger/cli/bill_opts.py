@@ -10,8 +10,12 @@ import typer
 
 from kvledger.units import count_option
 
-__all__ = ["host_bill", "people", "volume", "kv_tiers", "BILL_KEYS"]
+__all__ = ["host_bill", "people", "volume", "kv_tiers", "BILL_KEYS", "ONE_GPU_PRICE_HELP"]
 
+#: ``--gpu-usd-per-hour`` of a command that prices one GPU (cost, report, offload; search's prices each of its GPUs)
+ONE_GPU_PRICE_HELP = ("Your own price, USD per GPU-hour (overrides the table): one number, or GPU=PRICE pairs "
+                      "(H100=2.49,A100-80GB=1.29; catalog names or aliases) of which the priced GPU's (--gpu's) is "
+                      "taken; a list without it is refused.")
 _B = "[bought GPUs] "
 GpuCapex = Annotated[
     float | None,

@@ -30,10 +30,7 @@ class CostFlags:
         "--simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"))
     gpu_provider: str | None = flag("--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave")
     instance: str | None = flag("--instance", help="instance type when a provider lists several")
-    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=(
-        "your own price, USD per GPU-hour (overrides the table): one number, or a price per GPU, "
-        "H100=2.49,A100-80GB=1.29 (catalog names or aliases), of which the priced GPU's is taken (a list without it "
-        "is refused)"))
+    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=bo.ONE_GPU_PRICE_HELP)
     num_gpus: int | None = flag("--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)")
     served_model: str | None = flag("--model", help=(
         "FILE: the served model (bundled name or config.json) for the roofline floor under the prefill share "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
+from kvledger.cli.bill_opts import ONE_GPU_PRICE_HELP
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, flag_of, option, with_groups
 
 __all__ = ["register"]
@@ -25,8 +26,7 @@ def offload(
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
     compare_gpus: int | None = typer.Option(None, "--compare-gpus",
                                             help="Also serve the sessions on N GPUs without the tier."),
-    gpu_usd_per_hour: str | None = typer.Option(None, "--gpu-usd-per-hour", help=(
-        "Your GPU price, USD/GPU-h: one number, or GPU=PRICE pairs (H100=2.49,L40S=0.9) of which --gpu's is taken.")),
+    gpu_usd_per_hour: str | None = typer.Option(None, "--gpu-usd-per-hour", help=ONE_GPU_PRICE_HELP),
     host_memory_usd_per_gib_month: float | None = typer.Option(
         None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
                                                       "it (with the GPU price: the tier's cost lines)."),

@@ -64,9 +64,7 @@ class ReportBillFlags:
         "Highest utilization per replica when sizing for a monthly volume."))
     gpu_provider: str | None = flag("--gpu-provider", help=(
         "Rental provider (default: the cheapest row listed for the GPU, stated in the report)."))
-    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=(
-        "Your own price, USD per GPU-hour: one number, or a price per GPU, H100=2.49,A100-80GB=1.29, of which "
-        "--gpu's is taken (a list without it is refused)."))
+    gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=bo.ONE_GPU_PRICE_HELP)
     batch_share: float = flag("--batch-share", default=0.0, help=(
         "Share of requests sent through the API's batch endpoint."))
     cache_hit_rate: float = flag("--cache-hit-rate", default=0.0, help=(
