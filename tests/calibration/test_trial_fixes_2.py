@@ -127,13 +127,19 @@ def test_the_poor_fit_hints_suggest_only_flags_not_given():
     assert applied["hints"] == [] and "kubecon" not in str(fit_quality(runs, True, False))
 
 
+def _gpu_fit_of(stages: tuple[int, int], tmp_path: Path):
+    """(result, written profile) of ``calibrate --scope gpu`` on two of the bundled kubecon stages (the fit patched)."""
+    s_a, s_b = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in stages)
+    out = tmp_path / "g.json"
+    res = _run("calibrate", "--scope", "gpu", s_a, s_b, "--model", L8, *ENGINE, "--out", str(out))
+    assert res.exit_code == 0, res.output
+    return res, json.loads(out.read_text())
+
+
 def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path):
     # was: --leave-one-out (the default) printed and wrote nothing for --scope gpu
-    s2, s3 = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in (2, 3))
-    out = tmp_path / "g.json"
-    res = _run("calibrate", "--scope", "gpu", s2, s3, "--model", L8, *ENGINE, "--out", str(out))
-    assert res.exit_code == 0, res.output
-    prof = json.loads(out.read_text())
+    res, prof = _gpu_fit_of((2, 3), tmp_path)
+    s2 = str(STAGES / "stage_2_lifecycle_metrics.json")
     loo = prof["leave_one_out"]
     # the fit on both, then one fit without each: stage 2 priced by the fit on stage 3 alone, and back
     assert fitted_on == [["stage_2_lifecycle_metrics", "stage_3_lifecycle_metrics"], ["stage_3_lifecycle_metrics"],
@@ -202,11 +208,7 @@ def test_a_stage_that_fell_behind_is_flagged_saturated_in_both_tables(fitted_on,
     # was: a stage file holds no records, so only the closed-loop replay was checked for a growing queue (it cannot
     # grow one) and kubecon's stage 4 printed its latency errors without ⚠. Its load summary: 148.89 req/s requested,
     # 117.04 achieved by the client (79% < 95%): saturated on the measured side, validate's rule
-    s3, s4 = (str(STAGES / f"stage_{i}_lifecycle_metrics.json") for i in (3, 4))
-    out = tmp_path / "g.json"
-    res = _run("calibrate", "--scope", "gpu", s3, s4, "--model", L8, *ENGINE, "--out", str(out))
-    assert res.exit_code == 0, res.output
-    prof = json.loads(out.read_text())
+    res, prof = _gpu_fit_of((3, 4), tmp_path)
     fitted = {r["label"]: r["saturated"] for r in prof["runs"]}
     held = {r["run"]: r["saturated"] for r in prof["leave_one_out"]}
     for sat in (fitted["stage_4_lifecycle_metrics"], held["stage_4_lifecycle_metrics"]):
