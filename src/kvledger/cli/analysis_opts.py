@@ -59,6 +59,7 @@ class TargetFlags:
                                              also=("--flops-fraction",))
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
+    allreduce_link_share: float | None = flag_like(EngineFlags, "allreduce_link_share")
     enforce_eager: bool | None = flag_like(EngineFlags, "enforce_eager")
     wddm: bool | None = flag_like(EngineFlags, "wddm")
 
@@ -73,7 +74,8 @@ class TargetFlags:
 
     def pricing(self):
         """``simulate``'s pricing flags (``pricing_flags``) of these flags."""
-        return pricing_flags(self.gpu_profile, self.gemm_efficiency, self.flops_fraction, self.bandwidth_fraction)
+        return pricing_flags(self.gpu_profile, self.gemm_efficiency, self.flops_fraction, self.bandwidth_fraction,
+                             self.allreduce_link_share)
 
 
 #: how fp8-kv and spec-decode take the group (range errors name each option's first spelling, as they always have)
@@ -128,11 +130,13 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
 
 
 def pricing_flags(gpu_profile: str | None = None, gemm_efficiency: str | None = None,
-                  flops_fraction: float | None = None, bandwidth_fraction: float | None = None):
-    """``simulate``'s pricing flags outside the plan settings (``analyses.serving.plan_pricing.PricingFlags``)."""
+                  flops_fraction: float | None = None, bandwidth_fraction: float | None = None,
+                  allreduce_link_share: float | None = None):
+    """``simulate``'s pricing flags outside the plan settings (``analyses.serving.plan_pricing.PricingFlags``);
+    ``allreduce_link_share``: ``--allreduce-link-share``, winning over a GPU profile's share (``roofline_choice``)."""
     from kvledger.analyses.serving.plan_pricing import PricingFlags
 
-    return PricingFlags(gpu_profile, gemm_efficiency, flops_fraction, bandwidth_fraction)
+    return PricingFlags(gpu_profile, gemm_efficiency, flops_fraction, bandwidth_fraction, allreduce_link_share)
 
 
 def gib_option(v: str | None, what: str) -> float | None:

@@ -80,7 +80,8 @@ class DisaggFlags:
 
 #: the plan settings and pricing flags disagg takes (no KV budget, block size or fractions: the pools plan their own)
 TARGET = GroupUse(TargetFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "gpu_profile",
-                                     "gemm_efficiency", "enforce_eager", "wddm"), first_spelling=True)
+                                     "gemm_efficiency", "allreduce_link_share", "enforce_eager", "wddm"),
+                  first_spelling=True)
 
 
 @with_groups(workload=WORKLOAD, pools=GroupUse(DisaggFlags, first_spelling=True), target=TARGET)
@@ -134,7 +135,9 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
         cost, info = profile_step_cost(p.step_cost, spec.name, g.name, p.tp)
     return DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if p.slo is None else p.slo),
                        target=p.attainment, first_token=p.first_token, router=p.router, step_cost=cost,
-                       step_cost_info=info, pricing=pricing_flags(t.gpu_profile, t.gemm_efficiency))
+                       step_cost_info=info,
+                       pricing=pricing_flags(t.gpu_profile, t.gemm_efficiency,
+                                             allreduce_link_share=t.allreduce_link_share))
 
 
 def _offered(specs: list, workload: WorkloadFlags, search_max_rate: bool) -> tuple[float, dict]:

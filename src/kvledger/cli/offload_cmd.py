@@ -33,6 +33,7 @@ def offload(
     old_host_price: str | None = typer.Option(None, "--host-usd-per-gib-hour", hidden=True),
     gpu_profile: str | None = option(EngineFlags, "gpu_profile"),
     gemm_efficiency: str | None = option(EngineFlags, "gemm_efficiency"),
+    allreduce_link_share: float | None = option(EngineFlags, "allreduce_link_share"),
     enforce_eager: bool | None = option(EngineFlags, "enforce_eager"), wddm: bool | None = option(EngineFlags, "wddm"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
@@ -64,7 +65,8 @@ def offload(
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
                           host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
-                          pricing=pricing_flags(gpu_profile, gemm_efficiency))
+                          pricing=pricing_flags(gpu_profile, gemm_efficiency,
+                                                allreduce_link_share=allreduce_link_share))
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

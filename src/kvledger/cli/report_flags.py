@@ -44,6 +44,7 @@ class ReportEngineFlags:
     step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
+    allreduce_link_share: float | None = flag_like(EngineFlags, "allreduce_link_share")
     wddm: bool = flag_like(EngineFlags, "wddm", False)
     client_latency: str | None = flag_like(EngineFlags, "client_latency")
 
@@ -102,7 +103,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
                                 ("kv_cache_dtype", e.kv_cache_dtype), ("max_num_seqs", e.max_num_seqs),
                                 ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile),
-                                ("gemm_efficiency", e.gemm_efficiency), ("wddm", e.wddm or None),
+                                ("gemm_efficiency", e.gemm_efficiency),
+                                ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),
                                 ("client_latency", e.client_latency)) if v is not None}
     return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace, num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
