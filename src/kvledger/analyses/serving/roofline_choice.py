@@ -17,7 +17,6 @@ from kvledger.accounting.tp_comm import (
     over_pcie,
 )
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
-from kvledger.errors import InputError
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN"]
 
@@ -63,9 +62,10 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     for the model, GPU and TP (``find_calibrated_cost``), or None."""
     prof = gpu_profile_of(a, plan.gpu.name)
     given = getattr(a, "allreduce_link_share", None)  # --allreduce-link-share wins over a profile's fitted share
-    if given is not None and not 0 < given <= 1:
-        raise InputError(f"--allreduce-link-share {given:g}: a share of the link's bandwidth, in (0, 1] (measured over "
-                         "PCIe: 0.20–0.65; accounting/tp_comm.py)")
+    if given is not None:  # the CLI's range (kvledger.ranges), checked again for the Python API, in the same words
+        from kvledger.ranges import range_for
+
+        range_for("simulate", "allreduce_link_share").check("--allreduce-link-share", given)
     host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s,
                                     "allreduce_link_share": prof.allreduce_link_share}
     if given is not None:
