@@ -200,6 +200,7 @@ def test_a_saturated_held_out_run_is_flagged_under_the_leave_one_out_table():
     queued = next(line for line in out.splitlines() if "queued" in line and "+250" in line)
     calm = next(line for line in out.splitlines() if "calm" in line)
     assert "⚠" in queued and "⚠" not in calm
+    assert queued.count("⚠") == 1  # on its one latency error, not on the missing ones (—) nor on throughput
     assert ("WARNING: saturated run(s) left out (⚠: a queue that kept growing, or a stage whose client fell behind its "
             "rate): queued;") in out
 

@@ -52,9 +52,9 @@ def error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
         t.add_column(c, justify="right")
     for r in rows:
         flag = " ⚠" if r.get("saturated") else ""
-        t.add_row(escape(str(r[key])), *(fmt_error(r.get(f"{k}_rel_error")) + (flag if k != "throughput" else "")
+        t.add_row(escape(str(r[key])), *(fmt_error(e) + (flag if k != "throughput" and e is not None else "")
                                          for k in ("ttft_mean", "ttft_p90", "tpot_mean", "tpot_p90", "e2e_mean",
-                                                   "throughput")))
+                                                   "throughput") for e in (r.get(f"{k}_rel_error"),)))
     return t
 
 
