@@ -50,7 +50,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
 from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.fit_checks import flops_seen
-from kvledger.calibration.link_fit import SHARE_ITERS, SHARE_RANGE, given_share, kept_share, link_applies, start_share
+from kvledger.calibration.link_fit import SHARE_RANGE, given_share, kept_share, link_applies, start_share
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.search1d import golden_min
 from kvledger.errors import InputError
@@ -227,27 +227,32 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     if setups is not None and len(setups) != len(items):
         raise InputError(f"{len(setups)} set-up names for {len(items)} runs: give one per run")
     fe: dict = {}
-    f0 = _total(items, *start, fit_frontend, fe, robust=robust, keys=setups)
+    share_evals = [0]  # the link share's own evaluations (start, kept, final), beside the pattern search's
+
+    def total(a: float, b: float, c0: float = 0.0, c1: float = 0.0, cs: float | None = None) -> float:
+        return _total(items, a, b, fit_frontend, fe, c0, c1, robust, setups, cs)
+
+    def share_total(a: float, b: float, c0: float, c1: float, cs: float | None) -> float:
+        share_evals[0] += 1
+        return total(a, b, c0, c1, cs)
+
+    f0 = total(*start)
     history = [(start[0], start[1], f0)]
-    grid = [(ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust, keys=setups)) for ff in GRID_FLOPS
-            for bf in GRID_BANDWIDTH]
+    grid = [(ff, bf, total(ff, bf)) for ff in GRID_FLOPS for bf in GRID_BANDWIDTH]
     best = min([history[0], *grid], key=lambda x: x[2])
     history.append(best)
     say = progress or (lambda _text: None)  # progress: the grid, then each refine factor
     say(f"start and {len(grid)} grid points × {len(items)} run(s) replayed, objective {best[2]:.5g}")
     share = None
     if link_applies(items):  # a TP > 1 run over PCIe: the host's all-reduce link share (link_fit.py)
-        share, best = start_share(lambda x: _total(items, best[0], best[1], fit_frontend, fe, 0.0, 0.0, robust, setups,
-                                                   x), best)
-    ff, bf, h0, h1, share, f, evals = _pattern_search(
-        lambda a, b, c0, c1, cs: _total(items, a, b, fit_frontend, fe, c0, c1, robust, setups, cs), (*best, share),
-        fit_host, history, say)
+        share, best = start_share(lambda x: share_total(best[0], best[1], 0.0, 0.0, x), best)
+    ff, bf, h0, h1, share, f, evals = _pattern_search(total, (*best, share), fit_host, history, say)
     if share is not None:  # kept where the runs see it; the objective and frontends then at what the profile prices
-        share = kept_share(lambda x: _total(items, ff, bf, fit_frontend, fe, h0, h1, robust, setups, x), share, f)
-        f = _total(items, ff, bf, fit_frontend, fe, h0, h1, robust, setups, share)
-        evals += SHARE_ITERS + 5  # the start's 2 + 24, kept_share's 2, the objective at the kept share
+        share = kept_share(lambda x: share_total(ff, bf, h0, h1, x), share, f)
+        f = share_total(ff, bf, h0, h1, share)
+    evals += share_evals[0]
     mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
-    seen = flops_seen(lambda x: _total(items, x, bf, fit_frontend, fe, h0, h1, robust, setups, share), ff, f, start[0])
+    seen = flops_seen(lambda x: total(x, bf, h0, h1, share), ff, f, start[0])
     ff, replays = ff if seen else (1.0 if mode == "measured" else start[0]), len(items) * (
         3 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1, share), {})

@@ -83,7 +83,6 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` the (--rate, --monthly-tokens) pair."""
     from kvledger.analyses.search import SearchSpec
-    from kvledger.catalog.given_prices import parse_gpu_usd
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_tokens
 
@@ -101,7 +100,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                       monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
-                      gpu_usd_per_hour=parse_gpu_usd(p.gpu_usd_per_hour, "search"), wddm=bool(e.wddm),
+                      gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency)
     axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else ())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from kvledger.calibration.sweep_bands import BEHIND, SERVED
 from kvledger.report.knee_view import KNEE_MARK, KNEE_MEANING, knee_shown, side_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["render_sweep", "band_span"]
 
-_NOTE_WORDS = {"the measured stage": "measured at saturation (its client achieved < 95% of the requested rate or "
-                                     "its engine served < 90% of it)",
+_NOTE_WORDS = {"the measured stage": f"measured at saturation (its client achieved < {BEHIND:.0%} of the requested "
+                                     f"rate or its engine served < {SERVED:.0%} of it)",
                "the simulated queue": "the simulated queue grew"}
 
 
@@ -141,8 +142,9 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
                   "other runs")
     sides = {side for x in r.runs if x.saturated for side in x.saturated["sides"]}
     if sides:
-        why = [w for side, w in (("measured", "the client fell behind the requested rate or the engine served < 90% "
-                                  "of it"), ("simulated", "the simulated queue kept growing")) if side in sides]
+        why = [w for side, w in (("measured", "the client fell behind the requested rate or the engine served < "
+                                  f"{SERVED:.0%} of it"), ("simulated", "the simulated queue kept growing"))
+               if side in sides]
         con.print(f"WARNING: stages marked ⚠ are saturated ({'; or '.join(why)}): their latency errors are not "
                   "meaningful; throughput is the figure to compare.")
     for line in _knee_lines(r):

@@ -55,11 +55,11 @@ def link_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
     from kvledger.catalog.gpu_file import resolve_gpu
 
+    if spec.step_cost != "roofline":
+        return None
     share = getattr(spec, "allreduce_link_share", None)
     gpus = list(dict.fromkeys(e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error")
                               and max(e.get("tp") or 1, e.get("decode_tp") or 1) > 1))
-    if spec.step_cost != "roofline":
-        return None
     parts = []
     for gid in gpus:
         g = resolve_gpu(gid)

@@ -63,9 +63,9 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     prof = gpu_profile_of(a, plan.gpu.name)
     given = getattr(a, "allreduce_link_share", None)  # --allreduce-link-share wins over a profile's fitted share
     if given is not None:  # the CLI's range (kvledger.ranges), checked again for the Python API, in the same words
-        from kvledger.ranges import range_for
+        from kvledger.ranges import check_options
 
-        range_for("simulate", "allreduce_link_share").check("--allreduce-link-share", given)
+        check_options("simulate", {"allreduce_link_share": given})
     host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s,
                                     "allreduce_link_share": prof.allreduce_link_share}
     if given is not None:
