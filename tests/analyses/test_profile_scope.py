@@ -19,6 +19,7 @@ from kvledger.analyses.serving.profile_scope import (
     check_profile_scope,
     fitted_range,
     simulated_range,
+    unused_roofline_flags,
 )
 from kvledger.cli.main import app
 from kvledger.dynamics.engine.request import RequestSpec
@@ -156,6 +157,40 @@ def test_gpu_profile_with_a_calibrated_step_cost_is_refused(tmp_path):
     res = runner.invoke(app, ["simulate", L8B, "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "10",
                               "--step-cost", str(p), "--gpu-profile", "none"])
     assert res.exit_code == 0, res.output
+
+
+def test_roofline_only_flags_under_a_replacing_step_cost_are_said_not_dropped(tmp_path):
+    # the fractions, the GEMM mode and the link share price only the roofline: under a PROFILE.json they price
+    # nothing, under a bundled calibration only the roofline its note compares with; under the roofline, no warning
+    a = SimpleNamespace(achievable_flops_fraction=None, achievable_bandwidth_fraction=None, gemm_efficiency=None,
+                        allreduce_link_share=0.5)
+    assert unused_roofline_flags(a, "roofline") is None
+    assert unused_roofline_flags(SimpleNamespace(), "m.json") is None  # none given (a flag group without them)
+    w = unused_roofline_flags(a, "m.json")
+    assert w.startswith("--allreduce-link-share 0.5 prices the roofline's steps, which --step-cost m.json replaces")
+    assert w.endswith("(it is not used)")
+    a.achievable_flops_fraction = 0.6
+    w = unused_roofline_flags(a, "calibrated")
+    assert w.startswith("--achievable-flops-fraction 0.6, --allreduce-link-share 0.5 price the roofline's steps")
+    assert w.endswith("(they price only the roofline the step cost's note compares with the calibration)")
+    p = _profile(tmp_path)
+    base = ["simulate", L8B, "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "10", "--step-cost", str(p)]
+    res = runner.invoke(app, [*base, "--allreduce-link-share", "0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads(res.stdout)["step_cost"]["warnings"]
+    assert any(x.startswith("--allreduce-link-share 0.5 prices the roofline's steps") for x in warnings)
+    res = runner.invoke(app, [*base, "--json"])
+    assert not any("prices the roofline" in x for x in json.loads(res.stdout)["step_cost"].get("warnings") or [])
+
+
+def test_disagg_under_a_profile_says_the_link_share_is_unused_and_refuses_a_gpu_profile(tmp_path):
+    p = _profile(tmp_path)
+    base = ["disagg", L8B, "--gpu", "H100", "--num-gpus", "2", "--num-requests", "4", "--step-cost", str(p)]
+    res = runner.invoke(app, [*base, "--gemm-efficiency", "flat", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "--gemm-efficiency flat prices the roofline's steps" in res.stdout
+    res = runner.invoke(app, [*base, "--gpu-profile", str(H100_GPU_PROFILE)])
+    assert isinstance(res.exception, InputError) and "not both" in str(res.exception)
 
 
 def test_the_report_header_names_the_gpu_profile_that_priced_the_roofline():

@@ -103,6 +103,20 @@ def test_with_json_an_error_is_also_a_json_object_on_stdout(monkeypatch, capsys)
     assert code == 2 and out == "" and "--tp" in err
 
 
+def test_a_usage_error_is_one_line_as_every_other_error(monkeypatch, capsys):
+    # click's own handling printed a four-line block (Usage:, Try '… --help', a blank line, Error: …) for a flag
+    # given a non-number; now one line naming the help to read, with click's exit status 2 and nothing on stdout
+    code, out, err = _run_entry(monkeypatch, capsys, "simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate",
+                                "abc")
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: Invalid value for '--rate': Input should be a valid number, unable to parse string "
+                           "as a number (see 'kvledger simulate --help')")
+    code, out, err = _run_entry(monkeypatch, capsys, "plan")
+    assert code == 2 and err.strip() == "error: Missing argument 'model'. (see 'kvledger plan --help')"
+    code, out, err = _run_entry(monkeypatch, capsys)  # a bare command still prints its help, as click does
+    assert code == 2 and err.startswith("Usage: kvledger [OPTIONS] COMMAND [ARGS]...")
+
+
 @pytest.mark.parametrize("spelling", ["tensorrt-llm", "TensorRT-LLM", "tensorrt_llm", "trt-llm"])
 def test_the_engines_common_spellings_are_aliases(spelling):
     from kvledger.accounting.settings import make_settings

@@ -131,8 +131,12 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
     cost = info = None
     if p.step_cost is not None:
         from kvledger.accounting.calibration_profile import profile_step_cost
+        from kvledger.analyses.serving.profile_scope import refuse_conflicting_profiles, unused_roofline_flags
 
+        refuse_conflicting_profiles(p.step_cost, t.gpu_profile)  # as simulate: the GPU profile prices the roofline
         cost, info = profile_step_cost(p.step_cost, spec.name, g.name, p.tp)
+        if unused := unused_roofline_flags(t, p.step_cost):  # --gemm-efficiency, --allreduce-link-share: said
+            info.setdefault("warnings", []).append(unused)
     return DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if p.slo is None else p.slo),
                        target=p.attainment, first_token=p.first_token, router=p.router, step_cost=cost,
                        step_cost_info=info,

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
+from kvledger.cli.error_lines import json_error, say_error, usage_error
 from kvledger.errors import KvLedgerError, command_named
 
 __all__ = ["COMMANDS", "app", "build_app", "main", "run"]  # noqa: F822 - app is built on first access (__getattr__)
@@ -123,7 +124,7 @@ def main() -> None:
 def run() -> None:
     """Run the app (the entry point before :func:`main`; tests call it in-process): a KvLedgerError prints its message
     and exits with status 2. With ``--json`` an error (ours, or a usage error click finds) is also written to stdout as
-    a JSON object (:func:`_json_error`).
+    a JSON object (``error_lines.json_error``).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
     command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
@@ -251,43 +252,27 @@ def _run_command() -> bool:
         import typer
 
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
-        if not as_json:
-            application()
-        else:  # click's own handling would print a usage error on stderr only: catch it to say it in JSON too
-            try:
-                code = application(standalone_mode=False)
-            except typer.Abort:
-                typer.echo("Aborted!", err=True)
-                sys.exit(1)
-            except typer.TyperException as err:  # click's usage errors (typer's vendored click): exit code 2
-                if not hasattr(err, "show"):
-                    raise
-                _json_error(err.format_message(), err.exit_code, type(err).__name__)
-                err.show()
-                sys.exit(err.exit_code)
-            if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
-                sys.exit(code)
+        # click's own handling prints a usage error as a four-line block on stderr only: caught, it is said in one
+        # line as every other error is (and in JSON too with --json)
+        try:
+            code = application(standalone_mode=False, prog_name="kvledger")
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        except typer.TyperException as err:  # click's usage errors (typer's vendored click): exit code 2
+            if not hasattr(err, "show"):
+                raise
+            usage_error(err, as_json)
+        if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
+            sys.exit(code)
     except KvLedgerError as err:
-        from rich.console import Console
-        from rich.markup import escape
-
-        Console(stderr=True, highlight=False, emoji=False).print(f"[bold red]error:[/] {escape(str(err))}",
-                                                                 soft_wrap=True)
+        say_error(str(err))
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
-            _json_error(str(err), 2, type(err).__name__)
+            json_error(str(err), 2, type(err).__name__)
         sys.exit(2)
     finally:
         gc.freeze()
     return False
-
-
-def _json_error(message: str, exit_code: int, kind: str) -> None:
-    """With ``--json``, an error is also a strict-JSON object on stdout, so that a script reading stdout gets JSON:
-    ``{"error": {"message": …, "type": "InputError", "exit_code": 2}}`` (the message is on stderr as well)."""
-    import json
-
-    sys.stdout.write(json.dumps({"error": {"message": message, "type": kind, "exit_code": exit_code}}) + "\n")
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":

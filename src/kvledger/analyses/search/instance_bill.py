@@ -32,7 +32,8 @@ def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
     packs = [pack(gpu, replicas * n, k) for n, k in groups if n]
     rent = sum(p.billed_gpus * p.rate.usd_per_gpu_hour for p in packs) * HOURS_PER_MONTH
     tier = f" + {replicas} × tier ${tier_usd_per_month:,.2f}/month" if tier_usd_per_month else ""
-    words = " + ".join(f"{p.words()} at ${p.rate.usd_per_gpu_hour:g}/GPU-h ({p.rate.key})"
+    words = " + ".join(f"{p.words()} at ${p.rate.usd_per_gpu_hour:g}/GPU-h"
+                       + (f" ({p.rate.row_key})" if p.rate.row_key else f", {p.rate.source}")
                        + (f"; {p.choice()}" if p.choice() else "") for p in packs)
     return {"monthly_usd": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
             "gpus_per_instance": max(p.gpus_per_instance for p in packs), "idle_gpus": sum(p.idle_gpus for p in packs),

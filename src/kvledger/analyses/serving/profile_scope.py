@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["RANGE_FACTOR", "request_lengths", "lengths_range", "fitted_range", "simulated_range", "beyond_range",
-           "check_profile_scope", "refuse_conflicting_profiles", "poor_profile_warning"]
+           "check_profile_scope", "refuse_conflicting_profiles", "unused_roofline_flags", "poor_profile_warning"]
 
 #: how far past a fitted maximum a simulated figure may go before the profile counts as extrapolated (docstring)
 RANGE_FACTOR = 1.5
@@ -142,6 +142,27 @@ def refuse_conflicting_profiles(step_cost: str, gpu_profile: str | None) -> None
         raise InputError(f"give either --step-cost {step_cost} or --gpu-profile {gpu_profile}, not both: the GPU "
                          "profile prices the roofline's steps, and this --step-cost replaces the roofline (keep "
                          "--step-cost roofline to price by the GPU profile)")
+
+
+#: the flags that price only the roofline's steps: (attribute, flag)
+ROOFLINE_ONLY = (("achievable_flops_fraction", "--achievable-flops-fraction"),
+                 ("achievable_bandwidth_fraction", "--achievable-bandwidth-fraction"),
+                 ("gemm_efficiency", "--gemm-efficiency"), ("allreduce_link_share", "--allreduce-link-share"))
+
+
+def unused_roofline_flags(a: Any, step_cost: str | None) -> str | None:
+    """The warning for flags that price only the roofline (``ROOFLINE_ONLY``, as given on ``a``) under a ``--step-cost``
+    that replaces it, or None: a bundled calibration (``calibrated``, ``calibrated:KEY``) prices every step, the
+    roofline only the comparison in its note; a model-scope profile (PROFILE.json) leaves the roofline unused."""
+    given = [f"{flag} {getattr(a, key)}" for key, flag in ROOFLINE_ONLY if getattr(a, key, None) is not None]
+    if step_cost in (None, "roofline") or not given:
+        return None
+    one = len(given) == 1
+    bundled = step_cost == "calibrated" or step_cost.startswith("calibrated:")
+    what = (f"{'it prices' if one else 'they price'} only the roofline the step cost's note compares with the "
+            "calibration" if bundled else f"{'it is' if one else 'they are'} not used")
+    return (f"{', '.join(given)} price{'s' if one else ''} the roofline's steps, which --step-cost {step_cost} "
+            f"replaces: this run's steps are priced by the calibration alone ({what})")
 
 
 def poor_profile_warning(prof: Any, cost_info: dict[str, Any]) -> None:

@@ -1,0 +1,43 @@
+"""How the CLI says an error: one line on stderr, ``error: MESSAGE``, for kvledger's own errors and click's usage
+errors alike (a usage error names the help to read), and with ``--json`` the same message as a strict-JSON object on
+stdout, so that a script reading stdout gets JSON."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+__all__ = ["say_error", "json_error", "usage_error"]
+
+
+def say_error(message: str) -> None:
+    """``error: MESSAGE`` on stderr, one line however long (rich markup in the message escaped)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, highlight=False, emoji=False).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def json_error(message: str, exit_code: int, kind: str) -> None:
+    """With ``--json``, an error is also a strict-JSON object on stdout:
+    ``{"error": {"message": …, "type": "InputError", "exit_code": 2}}`` (the message is on stderr as well)."""
+    import json
+
+    sys.stdout.write(json.dumps({"error": {"message": message, "type": kind, "exit_code": exit_code}}) + "\n")
+    sys.stdout.flush()
+
+
+def usage_error(err: Any, as_json: bool) -> NoReturn:
+    """Say click's error ``err`` in one line, ``error: MESSAGE (see 'kvledger CMD --help')`` (click's own handling
+    prints a four-line block), and exit with its status (2 for a usage error); a bare command prints its help, as click
+    does."""
+    import typer
+
+    if as_json:
+        json_error(err.format_message(), err.exit_code, type(err).__name__)
+    if type(err).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as click prints it
+        typer.echo(err.format_message(), err=True)
+        sys.exit(err.exit_code)
+    ctx = getattr(err, "ctx", None)
+    say_error(err.format_message() + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
+    sys.exit(err.exit_code)
