@@ -106,11 +106,10 @@ class Plan:
 
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, gemm_curve=None,
                   **profile_terms: Any) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling;
-        ``profile_terms``: a GPU profile's host and link terms, ``RooflineStepCost``'s; its link share, else the
-        plan's). SGLang: overlap scheduling, decode at the captured CUDA-graph sizes (sglang_steps.py)."""
+        """The roofline as a StepCostModel with this plan's efficiencies and link share (``overlap_cpu``: async
+        scheduling; ``profile_terms``: a GPU profile's host terms, ``RooflineStepCost``'s). SGLang: overlap scheduling,
+        decode at the captured CUDA-graph sizes (sglang_steps.py)."""
         s = self.settings
-        share = profile_terms.pop("allreduce_link_share", None) or s.allreduce_link_share
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
         rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
@@ -119,7 +118,7 @@ class Plan:
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                               weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or s.engine == "sglang",
                               custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
-                              gemm_curve=gemm_curve, allreduce_link_share=share, **profile_terms)
+                              gemm_curve=gemm_curve, allreduce_link_share=s.allreduce_link_share, **profile_terms)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:

@@ -44,17 +44,25 @@ def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
     """The roofline fractions ``simulate`` plans with (None: the settings' default): the given ones, the rest from the
     GPU profile ``a.gpu_profile`` selects; without a profile a FLOP fraction of 1 when the measured GEMM curve prices
     the matmuls as measured (``gemm_efficiency.py``) — for ``model``'s GEMMs (``curve_applies``: not an MoE's or an
-    FP8 model's, which keep the flat default). ``a``: any object with ``PricingFlags``' attributes."""
+    FP8 model's, which keep the flat default). The TP all-reduces' link share likewise: ``--allreduce-link-share``,
+    else the profile's fitted share (None: ``tp_comm``'s rule). The one place that decides either; ``Plan.step_cost``
+    reads the settings. ``a``: any object with ``PricingFlags``' attributes."""
     from kvledger.accounting.gemm_efficiency import curve_applies
     from kvledger.analyses.serving.gemm_choice import gemm_curve_of
     from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
 
+    share = getattr(a, "allreduce_link_share", None)
+    if share is not None:  # the CLI's range (kvledger.ranges), checked again for the Python API, in the same words
+        from kvledger.ranges import check_options
+
+        check_options("simulate", {"allreduce_link_share": share})
     fractions = {"achievable_flops_fraction": a.achievable_flops_fraction,
-                 "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction}
+                 "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction, "allreduce_link_share": share}
     prof = gpu_profile_of(a, gpu.name)
-    if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
+    if prof is not None:  # the GPU's fitted efficiency and link share where the user gave none
         fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
-                     "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
+                     "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction,
+                     "allreduce_link_share": prof.allreduce_link_share if share is None else share}
     elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None and (
             model is None or curve_applies(model, gpu)):
         fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)

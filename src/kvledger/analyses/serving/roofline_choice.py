@@ -61,15 +61,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     """(the roofline step cost, its description) for ``make_step_cost``'s arguments; ``cal``: the bundled calibration
     for the model, GPU and TP (``find_calibrated_cost``), or None."""
     prof = gpu_profile_of(a, plan.gpu.name)
-    given = getattr(a, "allreduce_link_share", None)  # --allreduce-link-share wins over a profile's fitted share
-    if given is not None:  # the CLI's range (kvledger.ranges), checked again for the Python API, in the same words
-        from kvledger.ranges import check_options
-
-        check_options("simulate", {"allreduce_link_share": given})
-    host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s,
-                                    "allreduce_link_share": prof.allreduce_link_share}
-    if given is not None:
-        host["allreduce_link_share"] = given
+    given = getattr(a, "allreduce_link_share", None)  # in the plan's settings (plan_pricing.plan_fractions)
+    host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
     offered = gemm_curve_of(a, plan.gpu, prof)  # the GPU's curve in measured mode; the roofline keeps it if it applies
     cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host)
     curve = cost.gemm_curve

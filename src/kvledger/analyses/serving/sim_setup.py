@@ -103,7 +103,7 @@ _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_me
                 "mem_fraction_static", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
                 "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
-                "achievable_bandwidth_fraction", "gpu_profile", "gemm_efficiency")
+                "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile", "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
