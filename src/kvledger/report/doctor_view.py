@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 __all__ = ['render_doctor']
 
 
-_REPRODUCED = "the ledger reproduces the log's block count, printed tokens and concurrency"
+_REPRODUCED = "the ledger reproduces the log's block count, printed tokens and concurrency from the log's KV memory"
 
 def _fmt(value: Any, unit: str) -> str:
     if value is None:
@@ -62,6 +62,8 @@ def _startup(con: Any, cmp: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
         con.print("[bold]" + said + "[/]")
+        if cmp.memory_miss:
+            con.print(f"[bold yellow]but[/] {escape(cmp.memory_miss)}")
     elif cmp.memory_only:
         con.print(f"[bold]capacity figures not checked: {escape(cmp.memory_only)}[/]")
     elif cmp.skipped:
@@ -131,6 +133,8 @@ def _brief(con: Any, rep: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
+        if cmp.memory_miss:
+            con.print(f"start-up: [bold yellow]but[/] {escape(cmp.memory_miss)}")
     elif cmp.memory_only:
         con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:

@@ -56,6 +56,7 @@ class DoctorContext:
     log_blocks_plan: Plan | None = None
     log_blocks: tuple[int | None, int | None, str] = (None, None, "")
     notes: tuple[str, ...] = field(default_factory=tuple)
+    gpu_given: bool = False  # --gpu named a catalog GPU or a GPU file (else a generic one of the log's device total)
 
 
 def _same_model(given: str, spec: ModelSpec, named: str) -> bool | None:
@@ -141,7 +142,8 @@ def _resolve_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str]:
         g = custom_gpu(f"GPU with {total / GiB:.2f} GiB", total, 1e12, 1e14)
         return g, (f"device total {total / GiB:.2f} GiB from the log (line "
                    f"{log.startup.lines['total_gpu_memory_bytes']}); "
-                   "no --gpu, so its bandwidth and FLOP/s are unknown (not needed here)")
+                   "no --gpu, so the GPU's own memory terms are generic (non-torch memory: its architecture, "
+                   "NVLink and peer access) and its bandwidth and FLOP/s unknown; pass --gpu to price them")
     return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)"
 
 
@@ -274,5 +276,4 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     else:
         blocks = log_blocks(log, None)
     return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
-                         blocks,
-                         tuple(notes))
+                         blocks, tuple(notes), gpu_given=bool(gpu))

@@ -275,7 +275,29 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
         notes.append("no model: " + ctx.model_source)
     memory_only = _memory_only(rows) if consistent is None else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
-                             _skipped(ctx) if consistent is None and memory_only is None else None, memory_only)
+                             _skipped(ctx) if consistent is None and memory_only is None else None, memory_only,
+                             _memory_miss(rows, gpu_given=ctx.gpu_given))
+
+
+#: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
+#: validated to on real start-ups (docs/validation.md §1.2)
+MEMORY_TOLERANCE = 0.02
+_NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
+
+
+def _memory_miss(rows: list[ComparisonRow], gpu_given: bool) -> str | None:
+    """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
+    miss, the term that differs most and, without --gpu, that the GPU's own terms were generic; None within it."""
+    kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
+    if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
+        return None
+    terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
+    worst = max(terms, key=lambda r: abs(r.difference), default=None)
+    most = f"; most of it {worst.term} ({worst.difference / GiB:+.2f} GiB)" if worst and worst.difference else ""
+    return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
+            f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
+            f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
+            + ("" if gpu_given else ": no --gpu, so the GPU's own terms were generic (pass --gpu)"))
 
 
 def _memory_only(rows: list[ComparisonRow]) -> str | None:
