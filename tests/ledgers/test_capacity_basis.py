@@ -93,3 +93,6 @@ def test_aggregates_use_the_smallest_stated_percentile_at_or_above_p90():
     load = check_load(run, goodput(run, slo), slo)
     ttft = next(c for c in load.checks if c["check"] == "ttft slack")
     assert ttft["value"] == pytest.approx(0.5848183088190854 / 2.0)
+    # and the text names the statistic it is (it said "TTFT p90 584.82 ms" of the file's p99)
+    assert ttft["text"].startswith("TTFT p99 (the file's smallest percentile ≥ p90, standing in for p90) 584.82 ms = "
+                                   "29% of its 2.000 s limit")

@@ -133,9 +133,17 @@ def _p90_aggregate(run: AggregateRun, slo: SLO, *, upper: bool = True) -> dict[s
         if m is None or m.weighting != "request" or (metric == "itl"):
             out[metric] = None  # pooled gaps say nothing about a request's own statistic
             continue
-        above = sorted((p, v) for p, v in m.percentiles_s.items() if p >= 90.0)
-        out[metric] = above[0][1] if above else (m.max_s if m.max_s is not None else None)
+        out[metric] = _stand_in(m)[0]
     return out
+
+
+def _stand_in(m: Any) -> tuple[float | None, str]:
+    """(the value standing in for an aggregate metric's p90, the statistic it is): the smallest stated percentile ≥ 90
+    (module docstring), else the maximum; (None, "") when the file states neither."""
+    above = sorted((p, v) for p, v in m.percentiles_s.items() if p >= 90.0)
+    if above:
+        return above[0][1], f"p{above[0][0]:g}"
+    return (m.max_s, "max") if m.max_s is not None else (None, "")
 
 
 def _derived(run: RunRecords | AggregateRun, slo: SLO, metric: str) -> dict[str, Any] | None:
@@ -146,9 +154,16 @@ def _derived(run: RunRecords | AggregateRun, slo: SLO, metric: str) -> dict[str,
 
 
 def _p90_words(run: RunRecords | AggregateRun, slo: SLO, metric: str, name: str, *, upper: bool) -> str:
-    """``TTFT p90``, or ``TPOT p90 (E2E − TTFT)/(output − 1) at most`` for a derived TPOT's bound."""
+    """``TTFT p90``; for a file without its p90 the statistic that stands in for it, ``TTFT p99 (the file's smallest
+    percentile ≥ p90, standing in for it)``; ``TPOT p90 (E2E − TTFT)/(output − 1) at most`` for a derived TPOT's
+    bound."""
     if _derived(run, slo, metric) is None:
-        return f"{name.upper()} p90"
+        stat = _stand_in(run.metrics[metric])[1] if isinstance(run, AggregateRun) and metric in run.metrics else "p90"
+        if stat in ("p90", ""):
+            return f"{name.upper()} p90"
+        return (f"{name.upper()} {stat} (the file's "
+                + ("smallest percentile ≥ p90" if stat != "max" else "maximum: it states no percentile ≥ p90")
+                + ", standing in for p90)")
     return f"{name.upper()} p90 (E2E − TTFT)/(output − 1) {'at most' if upper else 'at least'}"
 
 
