@@ -260,3 +260,25 @@ def test_unvalidated_figures_are_named_once_and_null_in_json():
     sat = json.loads(runner.invoke(app, args + ["--rate", "60", "--json"]).output)["band_coverage"]
     assert sat["banded"] == ["throughput"] and sat["unbanded"]["ttft_mean"] is None
     assert "ttft_mean" not in cov["unbanded"] and "measured the errors of mean TTFT" in cov["reason"]
+
+
+def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
+    # Llama-3.1-8B's max_model_len 131,072 (its config): a 200,000-token prompt is refused (a prompt ≥ max_model_len,
+    # vLLM's rule), so every one of 10 is rejected: a warning leads, the throughput line says none finished (it printed
+    # 0.00 req/s "over 2.0 s first arrival → last finish" with nothing finished), and the exit status is 1
+    args = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "fixed:200000",
+            "--output-lengths", "fixed:100", "--rate", "5", "--num-requests", "10"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1
+    text = " ".join(res.output.split())  # the test console wraps at 80 columns
+    assert text.startswith("warning: every request (10) was rejected (a prompt ≥ max_model_len, 131,072 tokens), as "
+                           "the engine refuses them: there is no latency or throughput to report workload:")
+    assert "throughput: none (no request finished)" in text
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 1 and json.loads(res.output)["summary"]["num_finished"] == 0
+    # one of two refused (prompts 100,000 and 200,000 tokens): warned, answered, exit 0
+    from kvledger.report.simulate_view import rejected_warning
+
+    said = rejected_warning({"num_rejected": 1, "num_requests": 2}, {"max_model_len": 131072})
+    assert said == ("1 of 2 requests were rejected (a prompt ≥ max_model_len, 131,072 tokens), as the engine refuses "
+                    "them: the latencies and throughput are those of the others")

@@ -57,6 +57,8 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         sys.stdout.flush()
     else:
         _render(payload, out, gpu, tier_report, session_run, sessions)
+    if payload.summary["num_requests"] and not payload.summary["num_finished"]:
+        sys.exit(1)  # no request finished (every one rejected): an answer a script must not take as complete
 
 
 class _Prepare:

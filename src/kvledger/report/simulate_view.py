@@ -10,7 +10,7 @@ from kvledger.ledgers.error_band import scope_words
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
 
-__all__ = ["render_summary", "render_bands", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
+__all__ = ["render_summary", "render_bands", "rejected_warning", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
 
 _BAND_LABELS = {"ttft_mean": ("TTFT mean", 1e3, "ms"), "tpot_mean": ("TPOT mean", 1e3, "ms"),
                 "throughput": ("throughput at saturation", 1.0, "req/s")}
@@ -107,12 +107,28 @@ def _latency_table(s: dict, spread):
     return t
 
 
+def rejected_warning(s: dict, eng: dict) -> str | None:
+    """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine), None when none
+    was: every one refused leaves no latency or throughput to report."""
+    n, total = s["num_rejected"], s["num_requests"]
+    if not n:
+        return None
+    rule = ("a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len")
+    if n == total:
+        return (f"every request ({total:,}) was rejected ({rule}, {eng['max_model_len']:,} tokens), as the engine "
+                "refuses them: there is no latency or throughput to report")
+    return (f"{n:,} of {total:,} requests were rejected ({rule}, {eng['max_model_len']:,} tokens), as the engine "
+            "refuses them: the latencies and throughput are those of the others")
+
+
 def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
     """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions; with
     ``--seeds``, each figure's min–max over the seeds."""
     s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
     for line in step_cost_warnings(cost):  # first of all: the step cost is used where its fit says nothing
         console.print(line)
+    if rejected := rejected_warning(s, eng):  # before the table it empties or thins
+        console.print(f"[bold yellow]warning[/]: {rejected}")
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
     if "sessions" in wl:
@@ -142,9 +158,12 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                      "with its output capped at max_model_len − prompt"
                      if eng.get("caps_output", True) else "prompt + output > max_model_len is rejected") + "); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
-    console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output tok/s, "
-                  f"{s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
-                  "(first arrival → last finish)")
+    if s["num_finished"]:
+        console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output "
+                      f"tok/s, {s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
+                      "(first arrival → last finish)")
+    else:
+        console.print("throughput: none (no request finished)")
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     none = (" — 0 by construction: the workload has no prefix ids (see the note)"
