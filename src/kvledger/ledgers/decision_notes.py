@@ -105,6 +105,12 @@ def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: st
     )
 
 
+def _share(n: float, share: float) -> str:
+    """``share`` with as many decimals (3 to 9) as the product ``n × share`` needs to check out to the request."""
+    digits = next((d for d in range(3, 10) if abs(round(share, d) - share) * n < 0.5), 9)
+    return f"{share:.{digits}f}"
+
+
 def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
     """(good requests of a volume of ``n`` requests, how they were counted): n × the share within the SLO of a run at
     the volume's load per replica where one was run (``cap.load``, ``ledgers/load_share.py``); else, sized on the SLO
@@ -112,13 +118,14 @@ def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
     counts as good, its goodput standing in for the capacity."""
     if cap.load is not None:
         a = cap.load.attainment
-        return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {a:.3f}, the "
-                       f"share within the SLO in {cap.load.words()}")
+        return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {_share(n, a)}, "
+                       f"the share within the SLO in {cap.load.words()}")
     if not cap.slo_capacity_req_per_s:
         return n, f"the self-hosted bill ÷ the volume's {n:,.0f} good requests"
     share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
     seed = "" if cap.seed is None else f", seed {cap.seed}"
-    return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × {share:.3f}, "
+    return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × "
+                       f"{_share(n, share)}, "
                        f"the good share at the SLO capacity ({cap.goodput_req_per_s:,.4g} good req/s ÷ "
                        f"{cap.slo_capacity_req_per_s:,.4g} req/s, the run at that rate{seed})")
 

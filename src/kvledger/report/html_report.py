@@ -145,7 +145,8 @@ def _break_even_text(c: dict[str, Any]) -> str:
     u = (
         f"break-even utilization{of} {fmt(100 * bu['utilization'])}%"
         if bu.get("reachable") and bu.get("utilization") is not None
-        else f"no utilization up to 100%{of} breaks even (a larger volume, on more replicas, can: below)"
+        else f"no utilization up to 100%{of} breaks even"
+        + (" (a larger volume, on more replicas, can: below)" if bv.get("requests_per_month") is not None else "")
     )
     v = (
         f"break-even volume {fmt(bv['requests_per_month'])} requests per month"

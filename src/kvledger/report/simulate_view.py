@@ -10,7 +10,8 @@ from kvledger.ledgers.error_band import scope_words
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
 
-__all__ = ["render_summary", "render_bands", "rejected_warning", "priced_by", "step_cost_lines"]  # the last two: step_cost_view.py
+#: the last two: step_cost_view.py's
+__all__ = ["render_summary", "render_bands", "rejected_warning", "priced_by", "step_cost_lines"]
 
 _BAND_LABELS = {"ttft_mean": ("TTFT mean", 1e3, "ms"), "tpot_mean": ("TPOT mean", 1e3, "ms"),
                 "throughput": ("throughput at saturation", 1.0, "req/s")}
