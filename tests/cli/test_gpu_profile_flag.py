@@ -92,7 +92,7 @@ def test_goodput_and_cost_simulate_take_the_flag(profile):
     assert f"fractions from the GPU profile {profile}" in res.output
     # without --simulate it describes a simulation, as every other engine flag
     res = runner.invoke(app, ["goodput", str(profile), "--slo", "ttft=500ms", "--gpu-profile", str(profile)])
-    assert "--gpu-profile describe a simulation" in _error(res)
+    assert "--gpu-profile describes a simulation" in _error(res)
 
 
 def test_search_prices_the_candidates_on_the_profiles_gpu_and_refuses_it_for_others(profile):

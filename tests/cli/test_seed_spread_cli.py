@@ -137,7 +137,7 @@ def test_the_capacity_per_seed_is_each_seeds_own_search():
 
 def test_goodput_seeds_needs_a_simulated_search():
     assert "add --target" in refused(*SEARCH[:-4], "--seeds", "3")
-    assert "--seeds apply to a --simulate run" in refused("goodput", "tests/evidence/data/aiperf/"
+    assert "--seeds applies to a --simulate run" in refused("goodput", "tests/evidence/data/aiperf/"
                                                           "run1_profile_export.jsonl", "--slo", "ttft=1s",
                                                           "--seeds", "3")
 

@@ -188,8 +188,8 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
 @pytest.mark.parametrize("args, message", [
     (["cost", "x.json", "--simulate", "m", *SLO, *COST], "not both"),
     (["cost", *SLO, *COST], "not neither"),
-    (["cost", "x.json", "--trace", "azure-code", *SLO, *COST], "--trace describe a simulation; add --simulate MODEL"),
-    (["cost", "--simulate", *SIM, "--num-gpus", "2", *SLO, *COST], "--num-gpus apply to a FILE"),
+    (["cost", "x.json", "--trace", "azure-code", *SLO, *COST], "--trace describes a simulation; add --simulate MODEL"),
+    (["cost", "--simulate", *SIM, "--num-gpus", "2", *SLO, *COST], "--num-gpus applies to a FILE"),
     (["cost", "--simulate", "meta-llama/Llama-3.1-8B", *SLO, *COST], "--simulate needs --gpu"),
     (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fixes the load, but cost --simulate prices at "
                                                                "the SLO "
@@ -212,7 +212,7 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--rate", "5"], "search varies request_rate, so --rate "
                                                                               "cannot"),
     (["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--axis", "qps"], "unknown search axis 'qps'"),
-    (["goodput", "x.json", "--lo", "1", *SLO], "--lo apply to a --simulate run or search"),
+    (["goodput", "x.json", "--lo", "1", *SLO], "--lo applies to a --simulate run or search"),
 ])
 def test_bad_input_is_a_clear_error(args, message):
     res = runner.invoke(app, args)

@@ -154,4 +154,4 @@ def test_goodput_of_files_refuses_tier_flags(tmp_path):
     f = tmp_path / "run.json"
     f.write_text("{}")
     res = runner.invoke(app, ["goodput", str(f), "--slo", "ttft=1s", "--kv-offloading-size", "64"])
-    assert isinstance(res.exception, InputError) and "--kv-offloading-size describe a simulation" in str(res.exception)
+    assert isinstance(res.exception, InputError) and "--kv-offloading-size describes a simulation" in str(res.exception)

@@ -151,3 +151,15 @@ def test_anyscale_presets():
     assert max(r.num_output_tokens for r in reqs) <= 32
     lat = anyscale_latency(4.0, seed=0)
     assert len(lat) == 100 and all(1 <= r.num_prompt_tokens <= 512 and r.num_output_tokens <= 1536 for r in lat)
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("fixed:abc", "length distribution 'fixed:abc': 'abc' is not a whole number of tokens"),
+    ("uniform:1:5.5", "length distribution 'uniform:1:5.5': '5.5' is not a whole number of tokens"),
+    ("lognormal:x:0.8", "length distribution 'lognormal:x:0.8': 'x' is not a number"),
+])
+def test_an_unreadable_length_is_said_in_words_not_pythons(spec, said):
+    # it printed "invalid literal for int() with base 10: 'abc'"
+    with pytest.raises(InputError) as err:
+        parse_lengths(spec)
+    assert str(err.value) == said

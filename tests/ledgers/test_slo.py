@@ -29,8 +29,8 @@ def test_itl_statistics():
 @pytest.mark.parametrize("text, err, match", [
     ("", InputError, "--slo is empty"),
     ("ttft=200", InputError, "has no unit"),
-    ("ttft=200ms,ttft=300ms", InputError, "given twice"),
-    ("itl=50ms,itl_mean=20ms", InputError, "given twice"),
+    ("ttft=200ms,ttft=300ms", InputError, "given twice in 'ttft=200ms,ttft=300ms': give each limit once$"),
+    ("itl=50ms,itl_mean=20ms", InputError, r"given twice in 'itl=50ms,itl_mean=20ms' \(one ITL statistic at a time\)$"),
     ("ttft=-5ms", InputError, "cannot read|non-negative"),
     ("ttft=nanms", InputError, "cannot read"),
     ("ttft 200ms", InputError, "not KEY=VALUE"),

@@ -124,8 +124,8 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
                                      ("served_model", "--model"))
              if params.get(name) is not None]
     if given:
-        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP "
-                         f"(--replicas, --tp)")
+        raise InputError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a FILE; with --simulate "
+                         "the GPU count is replicas × TP (--replicas, --tp)")
     if params.get("at_offered_load"):
         if params.get("target") is not None:
             raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load "

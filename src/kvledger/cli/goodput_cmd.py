@@ -240,7 +240,8 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
     given = [flag for flag, v in (("--gpu", f.gpu), ("--lo", f.lo), ("--hi", f.hi), ("--tol", f.tol),
                                   ("--seeds", None if f.seeds == 1 else f.seeds)) if v is not None]
     if simulate is None and given:
-        raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
+        raise InputError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a --simulate run or search, "
+                         "not to FILEs")
     return the_slo
 
 

@@ -78,8 +78,9 @@ def reject_sim_flags(workload: WorkloadFlags, engine: EngineFlags, *more: Any) -
 
     given = given_flags(workload, engine, *more)
     if given:
-        raise InputError(f"{', '.join(given)} describe a simulation; add --simulate MODEL (with --gpu), or drop them "
-                         "to read FILE")
+        one = len(given) == 1
+        raise InputError(f"{', '.join(given)} describe{'s' if one else ''} a simulation; add --simulate MODEL (with "
+                         f"--gpu), or drop {'it' if one else 'them'} to read FILE")
 
 
 def synthetic_spec(workload: WorkloadFlags) -> Any:

@@ -143,7 +143,8 @@ def parse_slo(text: str) -> SLO:
                                    hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
         slot = "itl" if stat is not None else key
         if slot in values:
-            raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")
+            raise InputError(f"SLO key {slot!r} given twice in {text!r}"
+                             + (" (one ITL statistic at a time)" if slot == "itl" else ": give each limit once"))
         values[slot] = parse_duration_s(m.group(2).strip(), what=f"SLO {m.group(1)}")
         if values[slot] <= 0:
             raise InputError(f"SLO {m.group(1)}: {m.group(2).strip()!r} is no limit — no request meets a zero "

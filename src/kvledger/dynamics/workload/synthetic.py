@@ -134,6 +134,22 @@ def _lacks_arrivals(name_or_path: str) -> bool:
     return not trace_has_arrivals(name_or_path)
 
 
+def _whole(text: str) -> int:
+    """A token count of a length distribution; ValueError in words for anything else."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number of tokens") from None
+
+
+def _number(text: str) -> float:
+    """A mean, median or sigma of a length distribution; ValueError in words for anything else."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+
+
 def parse_lengths(spec: str) -> LengthDist:
     """Read a length distribution from text, for the CLI.
 
@@ -147,13 +163,13 @@ def parse_lengths(spec: str) -> LengthDist:
     args = rest.split(":") if rest else []
     try:
         if kind == "fixed" and len(args) == 1:
-            return Fixed(int(args[0]))
+            return Fixed(_whole(args[0]))
         if kind == "uniform" and len(args) == 2:
-            return Uniform(int(args[0]), int(args[1]))
+            return Uniform(_whole(args[0]), _whole(args[1]))
         if kind == "exp" and len(args) == 2:
-            return ExponentialCapped(float(args[0]), int(args[1]))
+            return ExponentialCapped(_number(args[0]), _whole(args[1]))
         if kind == "lognormal" and 2 <= len(args) <= 4:
-            nums = [float(args[0]), float(args[1])] + [int(a) for a in args[2:]]
+            nums = [_number(args[0]), _number(args[1])] + [_whole(a) for a in args[2:]]
             return LogNormal(*nums)
         if kind == "trace" and len(args) == 2:
             return Empirical.from_trace(args[0], args[1])
