@@ -34,7 +34,7 @@ def test_json_start_up_rows_for_the_o6_log():
 
 
 def test_a_memory_plan_off_the_log_by_more_than_2pct_is_said_beside_the_reproduced_blocks():
-    from kvledger.analyses.doctor.startup import _memory_miss
+    from kvledger.analyses.doctor.startup_verdicts import memory_miss
     from kvledger.analyses.doctor.types import ComparisonRow
 
     gib = 2**30
@@ -44,14 +44,14 @@ def test_a_memory_plan_off_the_log_by_more_than_2pct_is_said_beside_the_reproduc
     rows = [ComparisonRow.compared("non-torch memory", "B", 2.07 * gib, 760, 0.45 * gib, ""),
             ComparisonRow.compared("weights", "B", 43.51 * gib, 206, 43.51 * gib, ""),
             ComparisonRow.compared("available KV memory", "B", 28.44 * gib, 761, 30.06 * gib, "")]
-    said = _memory_miss(rows, gpu_given=False)
+    said = memory_miss(rows, gpu_given=False)
     assert said == ("the ledger's own memory plan gives 30.06 GiB of KV memory against the log's 28.44 GiB (+1.62 GiB, "
                     "+5.7%, outside the 2% it is validated to); most of it non-torch memory (-1.62 GiB): no --gpu, so "
                     "the GPU's own terms were generic (pass --gpu)")
-    assert _memory_miss(rows, gpu_given=True).endswith("(-1.62 GiB)")
+    assert memory_miss(rows, gpu_given=True).endswith("(-1.62 GiB)")
     # within 2% (28.44 → 29.00 GiB, +1.97%): nothing said
     rows[-1] = ComparisonRow.compared("available KV memory", "B", 28.44 * gib, 761, 29.0 * gib, "")
-    assert _memory_miss(rows, gpu_given=False) is None
+    assert memory_miss(rows, gpu_given=False) is None
     # the fixture logs the other tests read are within it: no "but" line, and memory_miss null in --json
     d = json.loads(run(LOGS / "v0.10.2_qwen3-14b_lmcache.log", "--model", CONFIGS / "Qwen3-14B.json", "--json").stdout)
     assert d["startup"]["consistent"] is True and d["startup"]["memory_miss"] is None

@@ -181,7 +181,7 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     # issue 21: the answer first, within 10 lines at 80 columns
     res = runner.invoke(app, args, env={"COLUMNS": "80"})
     assert res.output.startswith("answer: SLO capacity on request_rate for attainment ≥ 90%: ")
-    assert f"{b['boundary_value']:g} req/s" in " ".join(res.output.splitlines()[:10])
+    assert f"{b['boundary_value']:.4g} req/s" in " ".join(res.output.splitlines()[:10])
     assert "per GPU" in human and "[2] step cost: roofline" in human
 
 

@@ -108,6 +108,22 @@ def _latency_table(s: dict, spread):
     return t
 
 
+def _requests_lines(console, s: dict, eng: dict) -> None:
+    """The requests finished, rejected (with the rule) and preempted, and the throughput of those finished."""
+    console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
+                  f"({s['num_rejected']:,} rejected, the rule: "
+                  + ("a prompt ≥ max_model_len is rejected; a request whose prompt + output would pass it is served "
+                     "with its output capped at max_model_len − prompt"
+                     if eng.get("caps_output", True) else "prompt + output > max_model_len is rejected") + "); "
+                  f"preemptions (recompute): {s['num_preemptions']:,}")
+    if s["num_finished"]:
+        console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output "
+                      f"tok/s, {s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
+                      "(first arrival → last finish)")
+    else:
+        console.print("throughput: none (no request finished)")
+
+
 def rejected_warning(s: dict, eng: dict) -> str | None:
     """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine), None when none
     was: every one refused leaves no latency or throughput to report."""
@@ -153,18 +169,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "between consecutive tokens of every request, pooled (n counts gaps). An SLO on ITL is per request: "
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
-    console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
-                  f"({s['num_rejected']:,} rejected, the rule: "
-                  + ("a prompt ≥ max_model_len is rejected; a request whose prompt + output would pass it is served "
-                     "with its output capped at max_model_len − prompt"
-                     if eng.get("caps_output", True) else "prompt + output > max_model_len is rejected") + "); "
-                  f"preemptions (recompute): {s['num_preemptions']:,}")
-    if s["num_finished"]:
-        console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output "
-                      f"tok/s, {s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
-                      "(first arrival → last finish)")
-    else:
-        console.print("throughput: none (no request finished)")
+    _requests_lines(console, s, eng)
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     none = (" — 0 by construction: the workload has no prefix ids (see the note)"

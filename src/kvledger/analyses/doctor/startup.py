@@ -17,6 +17,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
+from kvledger.analyses.doctor.startup_verdicts import memory_miss, memory_only, skipped_why
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
 from kvledger.units import GiB
 
@@ -273,47 +274,7 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     notes = list(ctx.notes) + list(st.notes)
     if ctx.model is None:
         notes.append("no model: " + ctx.model_source)
-    memory_only = _memory_only(rows) if consistent is None else None
+    only = memory_only(rows) if consistent is None else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
-                             _skipped(ctx) if consistent is None and memory_only is None else None, memory_only,
-                             _memory_miss(rows, gpu_given=ctx.gpu_given))
-
-
-#: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
-#: validated to on real start-ups (docs/validation.md §1.2)
-MEMORY_TOLERANCE = 0.02
-_NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
-
-
-def _memory_miss(rows: list[ComparisonRow], gpu_given: bool) -> str | None:
-    """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
-    miss, the term that differs most and, without --gpu, that the GPU's own terms were generic; None within it."""
-    kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
-    if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
-        return None
-    terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
-    worst = max(terms, key=lambda r: abs(r.difference), default=None)
-    most = f"; most of it {worst.term} ({worst.difference / GiB:+.2f} GiB)" if worst and worst.difference else ""
-    return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
-            f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
-            f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
-            + ("" if gpu_given else ": no --gpu, so the GPU's own terms were generic (pass --gpu)"))
-
-
-def _memory_only(rows: list[ComparisonRow]) -> str | None:
-    """When the log stops before its capacity lines but memory terms were compared: what was compared (None when no
-    memory term was)."""
-    compared = [r for r in rows if r.unit == "B" and r.difference is not None]
-    if not compared:
-        return None
-    shown = [r for r in compared if r.term == "available KV memory"] or compared[:3]
-    figures = "; ".join(f"{r.term}: log {r.log_value / GiB:.2f} GiB (line {r.log_line}), ledger "
-                        f"{r.ledger_value / GiB:.2f} GiB ({r.difference / GiB:+.2f} GiB)" for r in shown)
-    return (f"the log prints no block count, KV cache size or concurrency, so only its memory terms were compared "
-            f"({len(compared)} of them; --verbose lists each): {figures}")
-
-
-def _skipped(ctx: DoctorContext) -> str:
-    """Why no start-up row could be compared with the ledger, and what to pass: the model and GPU sources say both."""
-    why = [src for known, src in ((ctx.model, ctx.model_source), (ctx.gpu, ctx.gpu_source)) if known is None]
-    return "; ".join(why) or "the ledger has no figure for these settings (--verbose: the notes say why)"
+                             skipped_why(ctx) if consistent is None and only is None else None, only,
+                             memory_miss(rows, gpu_given=ctx.gpu_given))

@@ -90,9 +90,9 @@ class StartupComparison:
         memory_only: when the memory terms were compared but the log prints no capacity figure to check (a log cut
             off after "Available KV cache memory"), what was compared; else None.
         memory_miss: when the ledger's own available KV memory misses the log's by more than the 2% the memory plan
-            is validated to (``startup.MEMORY_TOLERANCE``): by how much, the term that differs most, and what to pass;
-            else None. The capacity checks (``consistent``) start from the log's printed KV memory, so they can agree
-            while the plan's own figure is off.
+            is validated to (``startup_verdicts.MEMORY_TOLERANCE``): by how much, the term that differs most, and what
+            to pass; else None. The capacity checks (``consistent``) start from the log's printed KV memory, so
+            they can agree while the plan's own figure is off.
     """
 
     settings: dict[str, dict[str, Any]]

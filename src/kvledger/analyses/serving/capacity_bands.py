@@ -137,5 +137,6 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
         return None
     lo, hi = band.around(capacity_req_per_s)
     scope = scope_words(regime)
-    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,  # the capacity :g, as the search prints it
-                        f"SLO capacity {capacity_req_per_s:g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")
+    # the capacity to 4 significant digits, as the answer line prints it
+    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
+                        f"SLO capacity {capacity_req_per_s:.4g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")
