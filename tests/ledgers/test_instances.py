@@ -20,7 +20,7 @@ from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup
 from kvledger.ledgers.decision import monthly_self_host
 from kvledger.ledgers.instances import pack
 
-# GCP:a3-highgpu-8g — 8 GPUs per instance, $11.0312/GPU-h (recalled GCP Compute Engine pricing, low confidence)
+# GCP:a3-highgpu-8g — 8 GPUs per instance, $87.83247/h = $10.97906/GPU-h (skypilot-catalog v8 gcp vms.csv, us-east4)
 GCP_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "GCP"))
 # Nebius:gpu-h100-sxm 8gpu — 8 GPUs per instance, $2.95/GPU-h (skypilot-catalog v8 nebius vms.csv)
 NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius", "gpu-h100-sxm 8gpu"))
@@ -30,14 +30,14 @@ RUNPOD_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "RunPod"))
 
 def test_the_reported_case_bills_the_whole_gcp_instance():
     # 2 replicas × 1 GPU on a3-highgpu-8g: ⌈2 ÷ 8⌉ = 1 instance, 8 GPUs billed, 6 idle;
-    # 8 × $11.0312 × 730 h = $64,422.208 per month (the bug billed 2 × $11.0312 × 730 = $16,105.55)
+    # 8 × $10.97906 × 730 h = $64,117.7104 per month (the bug billed 2 × the GPU-hour × 730 h, a quarter of it)
     p = pack(GCP_H100, 2, 1)
     assert (p.instances, p.gpus_per_instance, p.idle_gpus, p.billed_gpus) == (1, 8, 6, 8)
     assert p.words() == "2 replicas × 1 GPU = 2 GPUs on 1 a3-highgpu-8g instance (8 GPUs, 6 idle) × 730 h"
     led = monthly_self_host(SelfHostSetup(GCP_H100, 1, 0.5), 2, 0.5)
     rent = led.items[0]
-    assert rent.quantity == 8 * 730 and rent.unit_price_usd == 11.0312
-    assert rent.amount_usd == pytest.approx(64_422.208)
+    assert rent.quantity == 8 * 730 and rent.unit_price_usd == 10.97906
+    assert rent.amount_usd == pytest.approx(64_117.7104)
     assert rent.note == p.words()
 
 
@@ -152,9 +152,9 @@ def test_cost_cli_refuses_a_tp_replica_no_instance_holds_and_prints_the_instance
                                    "--monthly-requests", "1e6", "--json"])
     d = json.loads(res.stdout)["decision"]
     assert (d["instances"], d["gpus_per_instance"], d["idle_gpus"], d["instance_type"]) == (1, 8, 7, "a3-highgpu-8g")
-    # 8 × $11.0312 × 730 h = $64,422.21 for the rental, + people
+    # 8 × $10.97906 × 730 h = $64,117.71 for the rental, + people
     rent = d["self_host_rent"]["items"][0]
-    assert rent["amount_usd"] == pytest.approx(64_422.208) and rent["note"].endswith("(8 GPUs, 7 idle) × 730 h")
+    assert rent["amount_usd"] == pytest.approx(64_117.7104) and rent["note"].endswith("(8 GPUs, 7 idle) × 730 h")
 
 
 @pytest.mark.parametrize("replicas,instance,usd_per_hour", [
