@@ -44,14 +44,14 @@ def test_a_memory_plan_off_the_log_by_more_than_2pct_is_said_beside_the_reproduc
     rows = [ComparisonRow.compared("non-torch memory", "B", 2.07 * gib, 760, 0.45 * gib, ""),
             ComparisonRow.compared("weights", "B", 43.51 * gib, 206, 43.51 * gib, ""),
             ComparisonRow.compared("available KV memory", "B", 28.44 * gib, 761, 30.06 * gib, "")]
-    said = memory_miss(rows, gpu_given=False)
+    said = memory_miss(rows, gpu_known=False)
     assert said == ("the ledger's own memory plan gives 30.06 GiB of KV memory against the log's 28.44 GiB (+1.62 GiB, "
                     "+5.7%, outside the 2% it is validated to); most of it non-torch memory (-1.62 GiB): no --gpu, so "
                     "the GPU's own terms were generic (pass --gpu)")
-    assert memory_miss(rows, gpu_given=True).endswith("(-1.62 GiB)")
+    assert memory_miss(rows, gpu_known=True).endswith("(-1.62 GiB)")
     # within 2% (28.44 → 29.00 GiB, +1.97%): nothing said
     rows[-1] = ComparisonRow.compared("available KV memory", "B", 28.44 * gib, 761, 29.0 * gib, "")
-    assert memory_miss(rows, gpu_given=False) is None
+    assert memory_miss(rows, gpu_known=False) is None
     # the fixture logs the other tests read are within it: no "but" line, and memory_miss null in --json
     d = json.loads(run(LOGS / "v0.10.2_qwen3-14b_lmcache.log", "--model", CONFIGS / "Qwen3-14B.json", "--json").stdout)
     assert d["startup"]["consistent"] is True and d["startup"]["memory_miss"] is None
@@ -241,3 +241,23 @@ def test_the_not_a_log_check_never_raises_on_odd_text():
 
     assert parse_vllm_log("[" * 100_000).not_a_log is None
     assert parse_vllm_log("a,b,c\n" + "x" * 200_000 + ",1,2\n").not_a_log is None
+
+
+def test_the_device_a_log_names_prices_the_gpus_own_terms_without_gpu():
+    from kvledger.analyses.doctor.log_gpu import named_device
+    from kvledger.evidence.vllm_log.parse import parse_vllm_log
+
+    # vLLM names a tuned kernel config after torch.cuda.get_device_name() (fused MoE, block-FP8 GEMMs): the line of
+    # ../shared's Mixtral-8x7B TP 2 start-up (0.19), with its DEBUG device total (79.19 GiB, the catalog H100 SXM's)
+    text = ("INFO 04-22 00:57:36 [fused_moe.py:1077] Using configuration from /x/configs/E=8,N=7168,"
+            "device_name=NVIDIA_H100_80GB_HBM3.json for MoE layer.\n"
+            "DEBUG 04-22 00:57:56 [gpu_worker.py:661] Free memory on device (77.18/79.19 GiB) on startup.\n")
+    log = parse_vllm_log(text)
+    assert log.startup.device_name == "NVIDIA H100 80GB HBM3" and log.startup.lines["device_name"] == 1
+    g, said = named_device(log)
+    assert g.name == "NVIDIA H100 80GB SXM5"
+    assert said.startswith("the log's device 'NVIDIA H100 80GB HBM3' (line 1: a kernel config vLLM looked up for it)")
+    # a name whose catalog memory disagrees with the log's device total (an 80 GB name on a 94 GB board) is not taken
+    assert named_device(parse_vllm_log(text.replace("77.18/79.19", "90.00/93.14"))) is None
+    # nor a device the catalog does not know
+    assert named_device(parse_vllm_log(text.replace("NVIDIA_H100_80GB_HBM3", "ACME_Z9"))) is None

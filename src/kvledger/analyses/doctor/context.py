@@ -20,7 +20,7 @@ from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
-from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.analyses.doctor.log_gpu import NAMED, resolve_log_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
@@ -56,7 +56,7 @@ class DoctorContext:
     log_blocks_plan: Plan | None = None
     log_blocks: tuple[int | None, int | None, str] = (None, None, "")
     notes: tuple[str, ...] = field(default_factory=tuple)
-    gpu_given: bool = False  # --gpu named a catalog GPU or a GPU file (else a generic one of the log's device total)
+    gpu_known: bool = False  # --gpu, or the device the log names (else a generic GPU of the log's device total)
 
 
 def _same_model(given: str, spec: ModelSpec, named: str) -> bool | None:
@@ -131,20 +131,6 @@ def _resolve_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None, st
     return None, (f"the log's model {named!r} is not a bundled model or a local config" if named else "the log names "
         "no model") + \
         "; pass --model (a bundled name or a config.json) for the ledger comparison"
-
-
-def _resolve_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str]:
-    if name:
-        g = resolve_gpu(name)
-        return g, f"--gpu {name}: {g.name}, device total {g.memory_bytes / GiB:.2f} GiB ({g.memory_source})"
-    total = log.startup.total_gpu_memory_bytes
-    if total:
-        g = custom_gpu(f"GPU with {total / GiB:.2f} GiB", total, 1e12, 1e14)
-        return g, (f"device total {total / GiB:.2f} GiB from the log (line "
-                   f"{log.startup.lines['total_gpu_memory_bytes']}); "
-                   "no --gpu, so the GPU's own memory terms are generic (non-torch memory: its architecture, "
-                   "NVLink and peer access) and its bandwidth and FLOP/s unknown; pass --gpu to price them")
-    return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)"
 
 
 def _tp(log: VllmLog) -> tuple[int, str]:
@@ -247,7 +233,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     """
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
     spec, msrc = _resolve_model(log, model)
-    g, gsrc = _resolve_gpu(log, gpu)
+    g, gsrc = resolve_log_gpu(log, gpu)
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
@@ -276,4 +262,4 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     else:
         blocks = log_blocks(log, None)
     return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
-                         blocks, tuple(notes), gpu_given=bool(gpu))
+                         blocks, tuple(notes), gpu_known=bool(gpu) or gsrc.startswith(NAMED))

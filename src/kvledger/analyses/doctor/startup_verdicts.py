@@ -16,7 +16,7 @@ MEMORY_TOLERANCE = 0.02
 _NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
 
 
-def memory_miss(rows: list[ComparisonRow], gpu_given: bool) -> str | None:
+def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
     """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
     miss, the term that differs most and, without --gpu, that the GPU's own terms were generic; None within it."""
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
@@ -28,7 +28,7 @@ def memory_miss(rows: list[ComparisonRow], gpu_given: bool) -> str | None:
     return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
-            + ("" if gpu_given else ": no --gpu, so the GPU's own terms were generic (pass --gpu)"))
+            + ("" if gpu_known else ": no --gpu, so the GPU's own terms were generic (pass --gpu)"))
 
 
 def memory_only(rows: list[ComparisonRow]) -> str | None:

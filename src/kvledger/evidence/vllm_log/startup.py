@@ -112,6 +112,10 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     # after the KV pool is sized, and the budget ("Requested memory: 0.950000 (util), 75.23 GiB").
     ("worker init memory snapshot", re.compile(r"\btotal_memory=(" + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)))),
+    # the device's name where a tuned kernel config is looked up (fused MoE, block-FP8 GEMMs): vLLM names the file
+    # after torch.cuda.get_device_name() with spaces as underscores ("device_name=NVIDIA_H100_80GB_HBM3")
+    ("device_name=", re.compile(r"device_name=([A-Za-z][A-Za-z0-9_-]{2,60}?)(?:,|\.json|\]|'|$)"),
+     _fixed(device_name=lambda m: m.group(1).replace("_", " "))),
     ("Free memory on device", re.compile(r"Free memory on device \((" + _NUM + r")/(" + _NUM + r")\s*GiB\)"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(2)))),
     ("Requested memory:", re.compile(r"Requested memory: (" + _NUM + r") \(util\), (" + _NUM + r")\s*GiB"),

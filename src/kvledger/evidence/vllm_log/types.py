@@ -18,6 +18,7 @@ STARTUP_FIELDS: dict[str, str] = {
     "data_parallel_size": "engines", "gpu_memory_utilization": "fraction of the device total",
     "kv_cache_dtype": "vLLM name", "block_size": "tokens per block", "max_num_batched_tokens": "tokens per step",
     "max_num_seqs": "requests", "enable_prefix_caching": "bool", "enable_chunked_prefill": "bool",
+    "device_name": "torch.cuda.get_device_name, as a kernel-config file name spells it",
     "num_gpu_blocks_override": "blocks",
     "weights_bytes": "B per GPU", "total_gpu_memory_bytes": "B (CUDA device total)",
     "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + "
@@ -63,6 +64,7 @@ class StartupFacts:
     num_gpu_blocks_override: int | None = None
     weights_bytes: int | None = None
     total_gpu_memory_bytes: int | None = None
+    device_name: str | None = None
     requested_memory_bytes: int | None = None
     peak_torch_memory_bytes: int | None = None
     activation_peak_bytes: int | None = None
