@@ -48,10 +48,11 @@ def test_stages_from_two_folders_without_a_record_are_compared_with_a_warning(tm
     assert "WARNING: the stages come from 2 folders" in " ".join(res.output.split())
 
 
-def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so():
+def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so(tmp_path):
     # fresh-user trial: `validate RUN_A RUN_B` (no --sweep) said "--sweep needs two or more load stages …"
     run = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "aiperf" / "run1_profile_export.jsonl")
-    res = CliRunner().invoke(app, ["validate", run, run, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"])
+    other = str(shutil.copy(run, tmp_path / "run2_profile_export.jsonl"))  # a second run (one file twice is refused)
+    res = CliRunner().invoke(app, ["validate", run, other, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"])
     assert isinstance(res.exception, InputError), res.output
     text = " ".join(str(res.exception).split())
     assert text.startswith("--sweep (or several files) compares the load stages of one sweep")
@@ -69,3 +70,15 @@ def test_one_stage_file_with_sweep_says_it_is_one_stage():
     assert text.endswith(f"this file holds 1 load stage: give the sweep's other stage files too, or validate it on "
                          f"its own: kvledger validate {stage} without --sweep")
 
+
+
+def test_a_stage_given_twice_is_refused(tmp_path):
+    # the same stage file twice made two rows at one rate (a fresh-user trial: two 1.000 req/s rows, -68.2% and -68.0%)
+    a = str(DATA / "stage_0_lifecycle_metrics.json")
+    res = CliRunner().invoke(app, ["validate", a, a, *ARGS])
+    assert isinstance(res.exception, InputError)
+    assert str(res.exception) == f"{a}: the same file given twice; give each stage or run once"
+    link = tmp_path / "again.json"  # the same file by another path
+    link.symlink_to(a)
+    res = CliRunner().invoke(app, ["validate", a, str(link), *ARGS])
+    assert str(res.exception) == f"{a} and {link}: the same file given twice; give each stage or run once"

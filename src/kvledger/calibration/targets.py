@@ -20,7 +20,7 @@ from kvledger.errors import FormatError, InputError
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-__all__ = ["Target", "load_targets", "input_names", "with_record_model", "not_a_sweep"]
+__all__ = ["Target", "load_targets", "input_names", "with_record_model", "not_a_sweep", "refuse_repeated"]
 
 
 @dataclass
@@ -29,6 +29,25 @@ class Target:
 
     run: MeasuredRun
     stage: Stage | None = None
+
+
+def refuse_repeated(paths: list[str]) -> None:
+    """Refuse a file given twice (the same file by any path): a sweep's stages would count it as two.
+
+    Raises:
+        InputError: the first file named twice, with both spellings.
+    """
+    import os
+
+    seen: dict[str, str] = {}
+    for p in paths:
+        key = os.path.realpath(p)
+        if key in seen:
+            from kvledger.errors import InputError
+
+            twice = p if seen[key] == p else f"{seen[key]} and {p}"
+            raise InputError(f"{twice}: the same file given twice; give each stage or run once")
+        seen[key] = p
 
 
 def input_names(paths: list[str]) -> list[str]:
