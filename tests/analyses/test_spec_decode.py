@@ -153,3 +153,28 @@ def test_simulator_sweep_marks_each_rate(plan):
     row = res.rates[0]
     assert row["verdict"] == "ahead" and row["verdict_because"] == []
     assert row["ttft_p50_ratio"] == pytest.approx(row["spec"]["ttft_s"]["p50"] / row["base"]["ttft_s"]["p50"])
+
+
+def test_a_draft_of_another_vocabulary_is_refused_as_vllm_refuses_it():
+    from kvledger.catalog.models import load_model
+    from kvledger.errors import InputError
+
+    # vLLM's SpeculativeConfig.verify_equal_vocab_size_if_draft_model: Qwen3-8B's 151,936-token vocabulary against
+    # Llama-3.1-8B's 128,256 is refused; Llama-3.2-3B shares Llama-3.1's 128,256 and is taken
+    target = load_model("meta-llama/Llama-3.1-8B")
+    with pytest.raises(InputError, match=r"vocabulary of 151,936 tokens and .* of 128,256: vLLM refuses"):
+        make_draft("Qwen/Qwen3-8B", target=target)
+    assert make_draft("meta-llama/Llama-3.2-3B", target=target).kind == "model"
+
+
+def test_a_loss_from_batch_1_is_not_called_a_gain_turning_and_a_still_flip_does_not_move(plan):
+    # α = 0.3, k = 4: E = (1 − 0.3⁵)/(1 − 0.3) = 1.425 tokens a round, and the 3B draft's four steps cost more than the
+    # 0.425 extra tokens save, so speculative decoding loses at batch 1 at every context: no "gain turns into a loss"
+    # and no "moves with context" (a fresh-user trial read both against a table of batch 1 everywhere)
+    r = analyse_spec_decode(plan.model, plan.gpu, make_settings(), draft_tokens=4, acceptance=0.3,
+                            draft=make_draft("meta-llama/Llama-3.2-3B"), context_tokens=2048)
+    assert {x["flip_batch"] for x in r.flips} == {1}
+    text = " ".join(r.verdict)
+    assert "There is no gain at 2,048 tokens: already at 1 sequence a round costs" in text
+    assert "turns into a loss" not in text and "moves with context" not in text
+    assert "The flip does not move with context: 256 tokens: batch 1;" in text

@@ -77,7 +77,7 @@ def spec_decode(
     pricing = target.pricing()
     settings = priced_settings(settings, g, pricing, spec)  # the fractions simulate plans with (plan_pricing.py)
     ctx = parse_tokens(context, what="--context")
-    draft = make_draft(draft_model, draft_cost_fraction)
+    draft = make_draft(draft_model, draft_cost_fraction, spec)
     r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance, draft=draft,
                             context_tokens=ctx, flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"),
                             pricing=pricing)

@@ -24,11 +24,14 @@ if TYPE_CHECKING:
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
 
 
-def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None = None) -> DraftSpec:
-    """The draft from the CLI choices: a model name/path, a cost fraction, or neither (n-gram: free).
+def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None = None,
+               target: Any = None) -> DraftSpec:
+    """The draft from the CLI choices: a model name/path, a cost fraction, or neither (n-gram: free); a draft model
+    whose vocabulary differs from ``target``'s (a ModelSpec) is refused, as vLLM refuses it.
 
     Raises:
-        InputError: both given, or a fraction outside its range (kvledger.ranges).
+        InputError: both given, a fraction outside its range (kvledger.ranges), or a draft model of another
+            vocabulary size than the target's.
         UnknownNameError/ConfigError: a bad model.
     """
     if draft_model and draft_cost_fraction is not None:
@@ -37,6 +40,12 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
         from kvledger.catalog.models import load_model
 
         m = load_model(draft_model)
+        if target is not None and m.vocab_size != target.vocab_size:  # vLLM config/speculative.py
+            raise InputError(f"--draft-model {m.name} has a vocabulary of {m.vocab_size:,} tokens and "
+                             f"{target.name} of {target.vocab_size:,}: vLLM refuses a draft model whose vocabulary "
+                             "size differs from the target's (config/speculative.py: "
+                             "SpeculativeConfig.verify_equal_vocab_size_if_draft_model); give a draft of the same "
+                             "family")
         return DraftSpec("model", m.name, 0.0, m)
     if draft_cost_fraction is not None:
         check_options("spec-decode", {"draft_cost_fraction": draft_cost_fraction})  # kvledger.ranges
@@ -99,10 +108,13 @@ def _flip_sentence(sm: SpecDecodeModel, r: SpecReport, f: dict[str, Any], c: int
              f"the verification GEMMs ({b * (k + 1):,} tokens per step, ridge crossover ≈ "
              f"{r.weight_crossover_tokens:,.0f}) "
              f"are {row.verify_bound}-bound and most of the added cost")
-    return (f"The gain turns into a loss at {b:,} concurrent sequences ({c:,} tokens; {where}): a round costs "
-            f"{fmt_duration(row.draft_s)} draft + {fmt_duration(row.verify_step_s)} verification against "
-            f"{row.tokens_per_round:.2f} × {fmt_duration(row.base_step_s)} of plain decode; {cause}. "
-            "Above it, speculative decoding costs more than it yields.")
+    costs = (f"a round costs {fmt_duration(row.draft_s)} draft + {fmt_duration(row.verify_step_s)} verification "
+             f"against {row.tokens_per_round:.2f} × {fmt_duration(row.base_step_s)} of plain decode; {cause}")
+    if b == 1:  # a loss from the first sequence on: there was no gain to turn
+        return (f"There is no gain at {c:,} tokens: already at 1 sequence {costs}. Speculative decoding costs more "
+                "than it yields at every batch.")
+    return (f"The gain turns into a loss at {b:,} concurrent sequences ({c:,} tokens; {where}): {costs}. Above it, "
+            "speculative decoding costs more than it yields.")
 
 
 def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
@@ -132,7 +144,9 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
                "longer contexts pull it in: the draft reads its own KV k times per round" if known == sorted(known,
                    reverse=True)
                else "it is not monotone in context here")
-        out.append(f"The flip moves with context ({why}): " + "; ".join(
+        moves = (f"The flip moves with context ({why}): " if len(set(known)) > 1 else
+                 "The flip does not move with context: ")
+        out.append(moves + "; ".join(
             f"{x['context_tokens']:,} tokens: " + ("never" if x["flip_batch"] is None else f"batch {x['flip_batch']:,}")
             + ("" if x["within_pool"] or x["flip_batch"] is None else " (beyond the pool)") for x in r.flips) + ".")
     s = r.saturation
