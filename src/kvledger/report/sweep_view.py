@@ -27,7 +27,7 @@ from kvledger.report.validation_figures import (
 if TYPE_CHECKING:
     from kvledger.calibration.validate import SweepValidation
 
-__all__ = ["render_sweep", "band_span"]
+__all__ = ["render_sweep", "band_span", "knee_resolution"]
 
 _NOTE_WORDS = {"the measured stage": f"measured at saturation (its client achieved < {BEHIND:.0%} of the requested "
                                      f"rate or its engine served < {SERVED:.0%} of it)",
@@ -108,6 +108,29 @@ def _band_lines(r: SweepValidation) -> list[str]:
     return out
 
 
+def _bracket(rates: list[float], knee: float) -> tuple[float, float] | None:
+    """The two neighbouring stage rates a knee was interpolated between (req/s), or None outside the stages."""
+    below = [x for x in rates if x <= knee]
+    above = [x for x in rates if x >= knee]
+    return (max(below), min(above)) if below and above else None
+
+
+def knee_resolution(rates: list[float], measured: float | None, simulated: float | None) -> str | None:
+    """How finely the sweep's stages resolve the two knees (each is read by linear interpolation between the stages
+    that straddle it): both between the same two stages, or each between its own; None without both knees."""
+    if measured is None or simulated is None:
+        return None
+    a, b = _bracket(sorted(rates), measured), _bracket(sorted(rates), simulated)
+    if a is None or b is None:
+        return None
+    if a == b and a[1] > a[0]:
+        return (f"both knees lie between the stages at {a[0]:.2f} and {a[1]:.2f} req/s and are read by linear "
+                f"interpolation there: the sweep resolves them only to its spacing, {a[1] - a[0]:.2f} req/s, so their "
+                "agreement within it is not a measure of the simulator's error")
+    return (f"the measured knee lies between the stages at {a[0]:.2f} and {a[1]:.2f} req/s, the simulated one between "
+            f"{b[0]:.2f} and {b[1]:.2f} req/s")
+
+
 def _knee_lines(r: SweepValidation) -> list[str]:
     """The warning for the stages at or past their knee (``knee_view``), each stage's figures on a line of its own;
     [] when none is."""
@@ -156,6 +179,8 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
 
     con.print(f"knee ({escape(r.knee_rule)}): measured {knee(m.knee_req_per_s)}, simulated "
               f"{knee(p.knee_req_per_s)} (no error band)")
+    if said := knee_resolution(r.rates, m.knee_req_per_s, p.knee_req_per_s):
+        con.print(f"[dim]{escape(said)}[/]")
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         b = r.bands
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
