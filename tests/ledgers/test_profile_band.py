@@ -152,3 +152,22 @@ def test_a_profile_checked_on_another_model_widens_that_models_band_to_its_error
     assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["measured", "simulated"]}})["saturated"] is True
     assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["simulated"]}})["saturated"] is False
     assert run_facts({"model": "m", "tp": 1, "saturated": None})["saturated"] is None
+
+
+def test_a_profile_fitted_on_saturated_runs_alone_has_the_uncalibrated_latency_bands_not_its_throughput():
+    from kvledger.ledgers.profile_band import SATURATED_ONLY, latency_unmeasured
+
+    # the bundled RTX 4090 profile's two runs are both saturated (their queue outlasted the load): only their
+    # throughput was judged (_judged), so a TTFT or TPOT figure below saturation is no better known than the plain
+    # roofline's; the throughput band keeps its own widening
+    sat = _facts(_run(sat=True), _run(sat=True, model="M8b"))
+    assert latency_unmeasured(sat.in_sample) and not latency_unmeasured(_facts(_run(sat=True), _run()).in_sample)
+    assert not latency_unmeasured(_facts(_run(sat=None)).in_sample)  # a run that does not say: not claimed
+    unc = error_band("uncalibrated/dense/vllm", "tpot_mean")
+    b = profile_band(GPU, "tpot_mean", sat, "M8", 1)
+    q10, q90 = _q(b)
+    u10, u90 = _q(unc)
+    assert q10 <= u10 + 1e-12 and q90 >= u90 - 1e-12  # at least the uncalibrated band, each side
+    assert SATURATED_ONLY in b.source
+    assert SATURATED_ONLY not in profile_band(GPU, "throughput", sat, "M8", 1).source
+    assert SATURATED_ONLY not in profile_band(GPU, "tpot_mean", _facts(_run(sat=True), _run()), "M8", 1).source

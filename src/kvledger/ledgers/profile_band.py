@@ -15,6 +15,8 @@ predicted/measured − 1), to the widest of:
 - the **uncalibrated band**, when the profile's own fit is poor (``fit_verdict``: fewer than ``MIN_WITHIN`` of its
   runs within ``FIT_LIMITS`` in-sample): such a profile does not describe its own runs, so what it says elsewhere is
   no better known than the plain roofline;
+- the **uncalibrated band** for a latency figure when every run the profile was fitted on was saturated
+  (``latency_unmeasured``): only their throughput constrained the fit;
 - the profile's **out-of-sample checks** (``ProfileFacts.checks``: runs of other models or TPs on its GPU priced by
   it, its file's ``out_of_sample``), for a figure of a model or TP it was not fitted on: never narrower than what it
   is known to miss by elsewhere on its GPU (the bundled RTX PRO 6000 profile, fitted on Llama-3.1-8B TP 1, carries
@@ -35,6 +37,7 @@ from typing import Any
 from kvledger.ledgers.error_band import Band, error_band, stored_bands
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
+           "latency_unmeasured", "SATURATED_ONLY",
            "fit_quality", "rows_fit_quality", "at_least_uncalibrated", "judged_metrics"]
 
 #: fewer measured points than this in the calibrated regime: its band alone is not enough (the split-conformal
@@ -97,6 +100,17 @@ def poor_fit(in_sample: tuple[dict, ...] | list[dict]) -> list[str]:
     return out
 
 
+#: why a profile fitted on saturated runs alone says nothing measured about latency below saturation
+SATURATED_ONLY = ("every run the profile was fitted on was saturated: only their throughput constrained it, and "
+                  "its latency below saturation is not measured")
+
+
+def latency_unmeasured(in_sample: tuple[dict, ...] | list[dict]) -> bool:
+    """Whether every fitted run states that it was saturated: the fit then saw throughput alone (``_judged``), so a
+    latency figure below saturation is no better known than the plain roofline's (``SATURATED_ONLY``)."""
+    return bool(in_sample) and all(r.get("saturated") is True for r in in_sample)
+
+
 def fit_verdict(in_sample: tuple[dict, ...] | list[dict]) -> tuple[bool, list[str], int, int]:
     """(poor, the errors beyond ``FIT_LIMITS`` in words, runs within, runs): poor when fewer than ``MIN_WITHIN`` of
     the runs that state an error are within on every metric they are judged on (``_judged``)."""
@@ -142,6 +156,7 @@ def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
         hints += _launch_hints(given or {}, recorded or {})
     return {"poor": poor, "limits": dict(FIT_LIMITS), "min_share_within": MIN_WITHIN, "runs_within": within,
             "runs": total, "beyond": beyond, "hints": hints,
+            "latency_unmeasured": latency_unmeasured(in_sample),
             "why": "a fit that misses on its own runs the targets set for runs it never saw (mean TTFT and TPOT "
                    f"within 15%, throughput within 10%, on {MIN_WITHIN:.0%} of runs) cannot be expected to meet "
                    + ("them on other models; its bands widen to the uncalibrated roofline's "
@@ -190,13 +205,15 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
                    f"fitted on other models, from {cm[3]})" + (f": {q10:+.1%} … {q90:+.1%}" if widens else
                                                                  ", which lies inside it"))
     poor, bad, within, total = fit_verdict(facts.in_sample)
-    unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor else None
+    blind = metric != "throughput" and latency_unmeasured(facts.in_sample)
+    unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor or blind else None
     if unc is not None:
         u10, u90 = unc.errors()
         wider = u10 < q10 or u90 > q90
         q10, q90 = min(q10, u10), max(q90, u90)
-        why.append(f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
-                   f"{'; '.join(bad[:3])}{'; …' if len(bad) > 3 else ''}), so "
+        why.append((f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
+                    f"{'; '.join(bad[:3])}{'; …' if len(bad) > 3 else ''}), so " if poor else
+                    f"{SATURATED_ONLY}, so ")
                    + (f"widened, each side, to take in the uncalibrated band {u10:+.1%} … {u90:+.1%}: "
                       f"{q10:+.1%} … {q90:+.1%}" if wider else
                       f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))

@@ -153,6 +153,10 @@ def fit_quality_warning(p: dict[str, Any], con: Console) -> dict[str, Any]:
                   f"{escape(q['why'])}.")
         for h in q.get("hints", []):
             con.print(f"  try {escape(h)}")
+    if q.get("latency_unmeasured"):  # ledgers.profile_band.SATURATED_ONLY
+        con.print("[bold yellow]WARNING: latency not measured[/] — every run it was fitted on was saturated: only "
+                  "their throughput constrained the fit, so its TTFT and TPOT bands below saturation are the "
+                  "uncalibrated roofline's; add a run at a load the engine sustained")
     return q
 
 
