@@ -163,8 +163,8 @@ def test_disaggregated_units_are_planned_simulated_and_commanded():
 def test_monthly_tokens_and_api_bill_with_discounts():
     """--monthly-tokens V → V ÷ ((mean in + mean out) × 730 h × 3600 s) req/s; the API bill of that traffic after a
     50 % batch share at gpt-4.1's 50 % batch discount is 75 % of list: (in × $2 + out × $8) per Mtok × 0.75."""
+    from kvledger.analyses.search.api_side import api_side as _api
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
-    from kvledger.analyses.search.rank import _api
 
     spec = SearchSpec(model="m", slo=SLO, monthly_tokens=2.628e9, api="OpenAI:gpt-4.1", batch_share=0.5)
     rate = load_rate_req_per_s(spec, 800.0, 200.0)
@@ -411,3 +411,23 @@ def test_the_ranking_margin_follows_the_bills_at_the_band_ends_when_both_were_si
     a2 = e("a", 3139.0, 4395.0, 3139.0)  # 7 replicas at the low end: $4,395 ≥ $3,927
     assert bills_swap(a2, b) is True and ranking_margin([a2, b], "roofline").could_flip
     assert bills_swap({"id": "x"}, b) is None
+
+
+def test_a_named_api_row_with_a_cheaper_row_of_the_same_model_says_so():
+    # Llama-3.1-70B at 800 tokens in, 200 out: Together's Turbo row lists $0.88 / $0.88 per Mtok (880 µ$ a request);
+    # DeepInfra's lists $0.10 / $0.28 (136 µ$): 136 / 880 = 15.5% → "15%" (a fresh-user trial's search compared with
+    # the dear row alone and said nothing of the cheap one)
+    from kvledger.analyses.search.api_side import api_side
+
+    spec = SearchSpec(model="meta-llama/Llama-3.1-70B", slo=SLO, monthly_tokens=2.628e9,
+                      api="Together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
+    a = api_side(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
+    assert a["key"] == "Together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"
+    note = next(n for n in a["notes"] if n.startswith("the comparison is with --api"))
+    assert ("a cheaper catalog row serves meta-llama/Llama-3.1-70B: "
+            "DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo (medium confidence), 15% of its list price") in note
+    # the cheapest row named: no note
+    spec = SearchSpec(model="meta-llama/Llama-3.1-70B", slo=SLO, monthly_tokens=2.628e9,
+                      api="DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
+    a = api_side(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
+    assert not any(n.startswith("the comparison is with --api") for n in a["notes"])

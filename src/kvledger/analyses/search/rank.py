@@ -136,59 +136,6 @@ class Winner:
     tie_break: TieBreak | None = None
 
 
-def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
-    from kvledger.analyses.search.evaluate import load_rate_req_per_s
-    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
-    from kvledger.ledgers.cost import HOURS_PER_MONTH
-
-    mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
-    price, how = _api_row(spec, mix, feasible)
-    if price is None:
-        return None
-    notes = mix.check(price) + ([how] if how else [])
-    per = api_price_per_mtok(price, mix)
-    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"],
-           "usd_per_mtok_output": per["output"],
-           "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
-                   "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
-           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
-    if feasible:
-        wl = feasible[0]["workload"]
-        rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
-        if rate is not None:
-            secs = HOURS_PER_MONTH * 3600.0
-            tin, tout = rate * secs * wl["prompt_tokens_mean"], rate * secs * wl["output_tokens_mean"]
-            led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
-            out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
-                        "ledger": led.to_dict()})
-    return out
-
-
-def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
-    """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
-    model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
-    from kvledger.catalog.api_match import find_api_price, same_model_rows
-    from kvledger.errors import InputError
-
-    if spec.api is not None:
-        return find_api_price(spec.api), ""
-    wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
-    priced = []
-    for r in same_model_rows(spec.model):
-        try:
-            mix.check(r)
-        except InputError:
-            continue
-        per = wl["prompt_tokens_mean"] * r.input_usd_per_mtok + wl["output_tokens_mean"] * r.output_usd_per_mtok
-        priced.append((per, r.key, r))
-    if not priced:
-        return None, ""
-    row = min(priced)[2]
-    keys = ", ".join(k for _, k, _ in sorted(priced))
-    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
-                 f"{row.confidence or 'unstated'} confidence; --api names another")
-
-
 def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
     """Rank the feasible entries, find the frontier and price the API side; ``entries`` in candidate order."""
     order = {e["id"]: n for n, e in enumerate(entries)}
@@ -229,7 +176,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     from kvledger.analyses.search.gemm_note import gemm_note, link_note
 
     notes += [n for n in (gemm_note(spec, entries), link_note(spec, entries)) if n is not None]
-    api = _api(spec, feasible)
+    from kvledger.analyses.search.api_side import api_side
+
+    api = api_side(spec, feasible)
     if api is not None and ranking:
         from kvledger.analyses.search.bands import api_within_band
 

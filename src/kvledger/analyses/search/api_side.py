@@ -1,0 +1,75 @@
+"""The API side of a search: the API row it compares the winner with (``--api``, else the cheapest catalog row serving
+the same model for the workload's mean request), its price after the batch and cache mix, and the same traffic's
+monthly bill; with ``--api``, a note when a cheaper catalog row serves the same model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["api_side"]
+
+
+def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The API the search compares with (``_api_row``), priced after the mix, and the same traffic's monthly bill at
+    the workload's means (``monthly_usd``); None when there is no API row."""
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+    from kvledger.ledgers.cost import HOURS_PER_MONTH
+
+    mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
+    price, how = _api_row(spec, mix, feasible)
+    if price is None:
+        return None
+    notes = mix.check(price) + ([how] if how else [])
+    per = api_price_per_mtok(price, mix)
+    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"],
+           "usd_per_mtok_output": per["output"],
+           "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
+                   "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
+           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
+    if feasible:
+        wl = feasible[0]["workload"]
+        rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+        if rate is not None:
+            secs = HOURS_PER_MONTH * 3600.0
+            tin, tout = rate * secs * wl["prompt_tokens_mean"], rate * secs * wl["output_tokens_mean"]
+            led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
+            out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
+                        "ledger": led.to_dict()})
+    return out
+
+
+def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
+    """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
+    model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
+    from kvledger.catalog.api_match import find_api_price, same_model_rows
+    from kvledger.errors import InputError
+
+    wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
+
+    def per_request(r: Any) -> float:  # list price of the workload's mean request, USD × 10⁶
+        return wl["prompt_tokens_mean"] * r.input_usd_per_mtok + wl["output_tokens_mean"] * r.output_usd_per_mtok
+
+    priced = []
+    for r in same_model_rows(spec.model):
+        try:
+            mix.check(r)
+        except InputError:
+            continue
+        priced.append((per_request(r), r.key, r))
+    if spec.api is not None:
+        named = find_api_price(spec.api)
+        cheaper = [(x, r) for x, k, r in sorted(priced) if k != named.key and x < per_request(named) * (1 - 1e-9)]
+        if not cheaper:
+            return named, ""
+        x, r = cheaper[0]
+        return named, (f"the comparison is with --api {named.key} as named; a cheaper catalog row serves "
+                       f"{spec.model}: {r.key} ({r.confidence or 'unstated'} confidence), {x / per_request(named):.0%} "
+                       "of its list price for the workload's mean request (with it, the API side costs that share; "
+                       "search without --api compares with it)")
+    if not priced:
+        return None, ""
+    row = min(priced)[2]
+    keys = ", ".join(k for _, k, _ in sorted(priced))
+    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
+                 f"{row.confidence or 'unstated'} confidence; --api names another")
