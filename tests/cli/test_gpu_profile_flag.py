@@ -193,3 +193,19 @@ def test_simulate_names_each_bands_source_where_a_profiles_check_widened_one():
     # measured (profile_band.latency_unmeasured)
     assert "checked on but not fitted on (Qwen/Qwen3-32B TP 2: -10.0%): -10.0% … +7.4%" in text
     assert "every run the profile was fitted on was saturated" in text
+
+
+def test_the_priced_by_line_says_when_the_run_is_not_what_the_profile_was_fitted_on():
+    # the bundled RTX 4090 profile was fitted on Llama-3.1-8B TP 1: a Qwen3-8B TP 2 run says so on its priced-by line
+    # (a fresh-user trial found no line saying it), and a Llama-3.1-8B TP 1 run does not
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    base = ["simulate", "--gpu", "RTX4090", "--num-requests", "20", "--max-model-len", "8K", "--rate", "1", "--json"]
+    other = json.loads(CliRunner().invoke(app, [base[0], "Qwen/Qwen3-8B", *base[1:], "--tp", "2"]).stdout)
+    said = other["step_cost"]["priced_by"]
+    assert said.startswith("gpu: GPU profile bundled:rtx-4090.json (fitted on ")
+    assert "; this run (Qwen/Qwen3-8B TP 2) is not what it was fitted on (meta-llama/Llama-3.1-8B" in said
+    same = json.loads(CliRunner().invoke(app, [base[0], "meta-llama/Llama-3.1-8B", *base[1:]]).stdout)
+    assert "is not what it was fitted on" not in same["step_cost"]["priced_by"]

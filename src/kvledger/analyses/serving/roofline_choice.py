@@ -73,7 +73,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
     scope = "uncalibrated" if prof is None else "gpu"
     hint = _hint(a, plan, prof, (offered, curve), cost, cal)
-    data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
+    data = ({"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}{_off_fit(prof, plan)}"}
+            if prof is not None else {})
     data["gemm_efficiency"] = "measured" if curve is not None else "flat"
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
@@ -86,6 +87,17 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
                   "source": _source(cost, data, (why if overlap_cpu else None), hs, plan.settings.engine,
                                     given is not None) + f"; {hint}"
                   + "".join("; " + n for n in extra)}
+
+
+def _off_fit(prof: Any, plan) -> str:
+    """"; this run (MODEL TP n) is not what it was fitted on (…)" when no run the GPU profile was fitted on is this
+    model at this TP (a GPU profile carries its fractions to it; ``ledgers.profile_band`` widens its bands); ""."""
+    model, tp = plan.model.name, plan.settings.tp
+    if not prof.runs or any(r.get("model") == model and r.get("tp") == tp for r in prof.runs):
+        return ""
+    fitted = ", ".join(sorted({f"{r.get('model')} TP {r.get('tp')}" for r in prof.runs}))
+    return (f"; this run ({model} TP {tp}) is not what it was fitted on ({fitted}): its fractions carry to it, its "
+            "bands are no narrower than the cross-model ones")
 
 
 def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any) -> str:
