@@ -76,7 +76,7 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
                           f"{row['fp8_error_pct']:+.2f}%")
         console.print(t)
         console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, "
-                      f"{cal.overhead.ns_per_element:.3g} ns per K/V element; "
+                      f"{cal.overhead.ns_per_element * 1e6:.3g} ns per million K/V elements; "
                       f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
                       f"({cal.bandwidth_fraction:.0%} of datasheet), "
                       f"fixed step time {fmt_duration(cal.step_fixed_s)}")

@@ -44,7 +44,9 @@ def fmt_rate(rate: float) -> str:
 
 def fmt_error(e: float | None) -> str:
     """predicted/measured − 1 as a signed percentage."""
-    return "—" if e is None else f"{e * 100:+.1f}%"
+    if e is None:
+        return "—"
+    return "+0.0%" if round(e * 100, 1) == 0 else f"{e * 100:+.1f}%"  # no "-0.0%" for an error that rounds to none
 
 
 def step_cost_line(r: RunValidation) -> str:

@@ -103,7 +103,8 @@ def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
     rb = dm.rb
     out.append(f"This break-even is derived, not a constant: it rests on the FP8 overhead "
                f"({fmt_duration(ov.per_layer_s)} per "
-               f"layer per step + {ov.ns_per_element:.2g} ns per K/V element; {ov.source}) and the roofline at "
+               f"layer per step + {ov.ns_per_element * 1e6:.2g} ns per million K/V elements; {ov.source}) and the "
+               "roofline at "
                f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models "
                f"on "
                "Hopper has no source: no published measurement behind it; published measurements range from 'always "

@@ -101,8 +101,9 @@ def bills_across_bands(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     if swap is None:
         return None
     worst_a, best_b = a["sizing"]["at_band_low"], b["sizing"]["at_band_high"]
-    ends = (f"at its band's low end it needs {worst_a['num_gpus']} GPUs (${worst_a['monthly_usd']:,.0f}/month), the "
-            f"runner-up at its band's high end {best_b['num_gpus']} (${best_b['monthly_usd']:,.0f}/month)")
+    n = worst_a["num_gpus"]
+    ends = (f"at its band's low end it needs {n} GPU{'' if n == 1 else 's'} (${worst_a['monthly_usd']:,.0f}/month), "
+            f"the runner-up at its band's high end {best_b['num_gpus']} (${best_b['monthly_usd']:,.0f}/month)")
     if not swap:
         return (f"the winner {a['id']} stays ahead of the runner-up {b['id']} across both capacities' 80% error "
                 f"bands: {ends}")
