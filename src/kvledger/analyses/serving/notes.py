@@ -178,11 +178,19 @@ def expected_clause(backlog_mid: int, expected: float | None, allowance: float |
     return out + f" — {excess:,.0f} past it, beyond the {allowance:,.0f} the trace's own bursts can add"
 
 
+def _heading(last: int, expected: float | None, allowance: float | None) -> str:
+    """"overloaded" when the growth is past what the trace's own bursts can add (or that is not known), else "queue
+    growing": an excess within the bursts' allowance is not a verdict (``expected_clause``)."""
+    within = expected is not None and allowance is not None and last - expected <= allowance
+    return "queue growing" if within else "overloaded"
+
+
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
                finished_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE, expected: float | None = None,
                allowance: float | None = None, z: float | None = None) -> str:
-    return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
-            f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s)"
+    return (f"{_heading(backlog_last, expected, allowance)}: requests in the system (arrived, not finished) grew "
+            f"from {backlog_mid:,} at the median arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one "
+            f"(t = {t_last_s:,.1f} s)"
             f"{expected_clause(backlog_mid, expected, allowance, backlog_last, z)}; over that "
             f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
             f"with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): {advice}")
@@ -192,8 +200,9 @@ def overloaded_waiting(waiting_mid: int, t_mid_s: float, waiting_last: int, t_la
                        started_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE,
                        expected: float | None = None, allowance: float | None = None,
                        z: float | None = None) -> str:
-    return (f"overloaded: requests waiting for their first token grew from {waiting_mid:,} at the median arrival "
-            f"(t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one (t = {t_last_s:,.1f} s)"
+    return (f"{_heading(waiting_last, expected, allowance)}: requests waiting for their first token grew from "
+            f"{waiting_mid:,} at the median arrival (t = {t_mid_s:,.1f} s) to {waiting_last:,} at the last one "
+            f"(t = {t_last_s:,.1f} s)"
             f"{expected_clause(waiting_mid, expected, allowance, waiting_last, z)}; over that time "
             f"{arrived_per_s:,.2f} req/s arrived and {started_per_s:,.2f} req/s got their first token, so the prefill "
             "does not keep up and TTFT measures the queue, not the engine — read in a run too short for the backlog "
