@@ -82,3 +82,12 @@ def test_a_stage_given_twice_is_refused(tmp_path):
     link.symlink_to(a)
     res = CliRunner().invoke(app, ["validate", a, str(link), *ARGS])
     assert str(res.exception) == f"{a} and {link}: the same file given twice; give each stage or run once"
+
+
+def test_calibrate_refuses_a_run_given_twice():
+    # a run given twice would weigh twice in the fit (validate refuses it too)
+    a = str(DATA / "stage_0_lifecycle_metrics.json")
+    res = CliRunner().invoke(app, ["calibrate", a, a, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B",
+                                   "--scope", "gpu"])
+    assert isinstance(res.exception, InputError)
+    assert str(res.exception) == f"{a}: the same file given twice; give each stage or run once"
