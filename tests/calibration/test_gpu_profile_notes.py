@@ -74,13 +74,16 @@ def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
 
 def test_the_label_names_each_run_once_and_the_text_prints_the_notes(fixed_fit, exp, tmp_path):
     out, s0 = tmp_path / "h100.json", str(exp / "stage_0_lifecycle_metrics.json")
-    res = CliRunner().invoke(app, ["calibrate", "--scope", "gpu", s0, s0, "--model", ARGS.model,
-                                   "--gpu", "H100", "--engine-version", "0.11.0", "--max-model-len", "512",
-                                   "--out", str(out)], env={"COLUMNS": "250"})
+    args = ["calibrate", "--scope", "gpu", s0, "--model", ARGS.model, "--gpu", "H100", "--engine-version", "0.11.0",
+            "--max-model-len", "512", "--out", str(out)]
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     assert "note: " + f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts" in res.output
-    # was "fitted on stage_0_lifecycle_metrics, stage_0_lifecycle_metrics"
     assert load_gpu_profile(out).label == f"GPU profile {out} (fitted on stage_0_lifecycle_metrics)"
+    # the run given twice is refused (it weighed twice and was labelled "stage_0_lifecycle_metrics,
+    # stage_0_lifecycle_metrics"); a profile written so before names it once (the next test)
+    res = CliRunner().invoke(app, [*args[:4], s0, *args[4:]])
+    assert res.exit_code != 0 and "the same file given twice" in str(res.exception)
 
 
 def test_runs_of_one_file_name_are_named_by_their_experiment_folder(tmp_path):
