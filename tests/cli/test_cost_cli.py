@@ -230,3 +230,23 @@ def test_no_same_model_api_row_names_the_model_it_looked_for():
                                          r"with --api \(kvledger prices --kind api lists them\)"):
         runner.invoke(app, ["cost", stage, "--slo", "ttft=200ms,tpot=50ms", "--gpu-provider", "Nebius",
                             "--monthly-tokens", "3e9"], catch_exceptions=False)
+
+
+def test_the_capacity_flip_follows_whole_instances():
+    # Llama-3.1-8B on A100 80GB against Together's $0.18/Mtok at 120 B tokens a month: the API bill is
+    # 1.2e11 × 0.18 / 1e6 = $21,600; self-hosting packs 7 replicas on one 8 × A100 instance, 8 × $2.70 × 730 h =
+    # $15,768 + $5,000 of people = $20,768. An eighth replica still fits that instance (the bill stays $20,768); the
+    # ninth needs a second one, past $21,600: the verdict flips once 9 replicas are needed, i.e. at a capacity below
+    # rate ÷ (SLO capacity × 0.8 × 8) — not at the ×0.97 a per-replica share of the bill gave (a fresh-user trial)
+    res = runner.invoke(app, ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "A100-80GB", "--slo",
+                              "ttft=500ms,tpot=50ms", "--monthly-tokens", "1.2e11", "--api",
+                              "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", "--json"])
+    d = json.loads(res.stdout)
+    dec = d["decision"]
+    assert (dec["replicas"], dec["instances"], dec["gpus_per_instance"]) == (7, 1, 8)
+    assert dec["self_host_usd_per_month"] == pytest.approx(20_768.0)
+    assert dec["api_usd_per_month"] == pytest.approx(21_600)
+    rate = dec["requests_per_month"] / (730 * 3600)
+    k = rate / (d["capacity"]["slo_capacity_req_per_s"] * 0.8 * 8)
+    assert dec["flips"]["capacity_multiplier"] == pytest.approx(k, rel=1e-9)
+    assert 0.84 < k < 0.86

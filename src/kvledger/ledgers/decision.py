@@ -17,7 +17,6 @@ loaded), so the verdict holds across the whole band exactly when it is the same 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -97,27 +96,46 @@ def flip_points(
 ) -> dict[str, Any]:
     """The capacity and GPU-price multipliers at which the verdict would flip (None: no such multiplier).
 
-    With R = one replica's bill, P = people (``fixed_usd``), A = the API bill and n(k) the replicas at capacity × k:
-    API cheaper now → self-hosting wins once n·R + P < A, i.e. at most n* = ⌈(A − P) ÷ R⌉ − 1 replicas, reached at
-    k = rate ÷ (C × u_max × n*), C the SLO capacity; self-hosting cheaper now → it loses once n(k) reaches
-    ⌈(A − P) ÷ R⌉.
-    The GPU-price multiplier m solves n·m·R + P = A.
+    With B(n) = n replicas' rental on whole instances (``breakeven.rental_usd_per_month``: a staircase where an
+    instance holds several replicas) + what does not scale with them (people: ``fixed_usd``; the rest of
+    ``self_host_usd`` at today's n), A = the API bill and n(k) = the replicas at capacity × k: API cheaper now →
+    self-hosting wins once n(k) ≤ n*, the most replicas with B(n*) < A, reached at k = rate ÷ (C × u_max × n*), C the
+    SLO capacity; self-hosting cheaper now → it loses once n(k) reaches n', the fewest with B(n') ≥ A, at capacities
+    below rate ÷ (C × u_max × (n' − 1)). B is non-decreasing in n (each packing's bill is), so both are found by
+    bisection. The GPU-price multiplier m solves m × (B(n) − fixed) + fixed = A.
     """
+    from kvledger.ledgers.breakeven import rental_usd_per_month
+
     n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
-    replica = (self_host_usd - fixed_usd) / n
-    out: dict[str, Any] = {"replica_usd_per_month": replica, "people_usd_per_month": fixed_usd}
-    if replica <= 0:
+    rent_now = self_host_usd - fixed_usd
+    out: dict[str, Any] = {"replica_usd_per_month": rent_now / n, "people_usd_per_month": fixed_usd}
+    if rent_now <= 0:
         return {**out, "capacity_multiplier": None, "gpu_price_multiplier": None}
-    n_edge = (api_usd - fixed_usd) / replica  # replicas at which both bills are equal
-    m = (api_usd - fixed_usd) / (n * replica)
+    m = (api_usd - fixed_usd) / rent_now
     out["gpu_price_multiplier"] = m if m > 0 else None
+    other = self_host_usd - rental_usd_per_month(setup, n)  # people and whatever else does not scale with n
+
+    def bill(k: int) -> float:
+        return rental_usd_per_month(setup, k) + other
+
     per = cap_req_per_s * setup.max_utilization
-    if self_host_usd >= api_usd:
-        n_star = math.ceil(n_edge) - 1
-        out["capacity_multiplier"] = None if n_star < 1 else vol.peak_rate_req_per_s / (per * n_star)
-    else:
-        n_lose = math.ceil(n_edge)
-        out["capacity_multiplier"] = None if n_lose <= 1 else vol.peak_rate_req_per_s / (per * (n_lose - 1))
+    if self_host_usd >= api_usd:  # the most replicas (< n) still cheaper than the API
+        lo, hi = 0, n - 1  # invariant: bill(lo) < A or lo = 0
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if bill(mid) < api_usd else (lo, mid - 1)
+        out["capacity_multiplier"] = None if lo < 1 else vol.peak_rate_req_per_s / (per * lo)
+        return out
+    hi = n + 1  # the fewest replicas (> n) at least as dear as the API
+    while bill(hi) < api_usd:
+        if hi > 100_000:
+            return {**out, "capacity_multiplier": None}
+        hi *= 2
+    lo = n  # invariant: bill(lo) < A ≤ bill(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bill(mid) < api_usd else (lo, mid)
+    out["capacity_multiplier"] = vol.peak_rate_req_per_s / (per * (hi - 1))
     return out
 
 
