@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from kvledger.ledgers.decision_notes import volume_good_requests
 from kvledger.report.html_report import _break_even_text
 
@@ -30,3 +32,22 @@ def test_the_good_share_has_the_digits_its_product_needs():
     assert words.startswith("the self-hosted bill ÷ the volume's 2,189,188 good requests: 2,190,283 × 0.9995, ")
     cap.goodput_req_per_s = 0.95 * cap.slo_capacity_req_per_s  # a share exact in 3 decimals keeps 3
     assert "× 0.950, " in volume_good_requests(2190283.0, cap)[1]
+
+
+def test_the_utilization_curve_marks_the_volumes_own_deployment():
+    from kvledger.analyses.serving.cost_curves import utilization_curve
+
+    # one replica's curve (replica $3,701.10 + people $5,000 a month, 6.125 req/s × 2,628,000 s at full load) against
+    # the volume's own deployment: 2 replicas at 68.0% for 21.9 M requests, $12,402.20 a month →
+    # 1,000 × 12,402.20 / 21.9e6 = $0.5663 per 1,000 requests (a fresh-user trial read the one-replica curve's
+    # $0.7945 at 68% as this volume's cost)
+    cost = {"inputs": {"utilization": 0.68}, "decision": {"realized_utilization": 0.680, "replicas": 2,
+                                                          "self_host_usd_per_month": 12_402.20,
+                                                          "requests_per_month": 21.9e6},
+            "break_even_utilization": {"replica_usd_per_month": 3_701.10, "people_usd_per_month": 5_000.0,
+                                       "requests_per_month_at_full_load": 6.125 * 2_628_000,
+                                       "api_usd_per_request": 1e-4, "utilization": 2.19, "reachable": False}}
+    c = utilization_curve(cost)
+    assert c["volume_point"]["replicas"] == 2
+    assert c["volume_point"]["self_host_usd_per_1k_requests"] == pytest.approx(1e3 * 12_402.20 / 21.9e6)
+    assert utilization_curve({**cost, "decision": None})["volume_point"] is None

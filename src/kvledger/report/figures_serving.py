@@ -33,16 +33,25 @@ def cost_by_utilization(data: ReportData) -> Figure:
         ax.annotate(f"break-even {100 * c['break_even_utilization']:.1f}%", (100 * c["break_even_utilization"],
                                                                              ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
-    ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
+    here = c.get("volume_point")
+    if here is not None and here["replicas"] > 1:  # the curve is one replica's: the volume's own bill is its point
+        ax.plot([100 * here["utilization"]], [here["self_host_usd_per_1k_requests"]], marker="*", ms=10, ls="",
+                color="#55a868", label=f"this volume: {here['replicas']} replicas at {100 * here['utilization']:.0f}%")
+    else:
+        ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
     ax.set_xlabel("utilization, offered load as % of the SLO capacity")
     ax.set_ylabel("USD per 1,000 requests")
     ax.legend(fontsize=7)
     rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4),
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
+    more = ("" if not (here and here["replicas"] > 1) else
+            f" This volume runs {here['replicas']} replicas at {100 * here['utilization']:.1f}%: its whole bill comes "
+            f"to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
+            "replica's, whose people line no other replica shares).")
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",
-                  "Self-hosted cost per request falls as 1/utilization; the API's is flat. Below the break-even "
-                  "utilization the API is cheaper.", fig, ["utilization, %", "self-hosted USD / 1k requests",
-                                                           "API USD / 1k requests"],
+                  "Self-hosted cost per request of one replica (its rental and the people) falls as 1/utilization; "
+                  "the API's is flat. Below the break-even utilization the API is cheaper." + more, fig,
+                  ["utilization, %", "self-hosted USD / 1k requests", "API USD / 1k requests"],
                   rows, [c["formula"], _COST_SRC,
                          cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
 

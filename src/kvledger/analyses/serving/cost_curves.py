@@ -23,8 +23,9 @@ UTILIZATION_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 
 
 def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
-    """Self-hosted and API USD per 1,000 requests (offered, the same on both sides) at each utilization, and the
-    break-even utilization, where the two meet."""
+    """Self-hosted and API USD per 1,000 requests (offered, the same on both sides) at each utilization of one
+    replica, and the break-even utilization, where the two meet; ``volume_point``: the volume's own deployment (its
+    replicas at their realized utilization, its whole bill per 1,000 requests), None without a volume."""
     bu = cost["break_even_utilization"]
     fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
     full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
@@ -33,8 +34,12 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
                "api_usd_per_1k_requests": 1e3 * api}
               for u in grid]
     u_star = bu.get("utilization")
+    d = cost.get("decision") or {}
+    here = ({"utilization": d["realized_utilization"], "replicas": d["replicas"],
+             "self_host_usd_per_1k_requests": 1e3 * d["self_host_usd_per_month"] / d["requests_per_month"]}
+            if d.get("requests_per_month") and d.get("replicas") else None)
     return {"points": points, "break_even_utilization": u_star if bu.get("reachable") else None,
-            "chosen_utilization": cost["inputs"]["utilization"],
+            "chosen_utilization": cost["inputs"]["utilization"], "volume_point": here,
             "formula": "self-hosted USD per request = (replica + people USD/month) ÷ (SLO capacity req/s × 3600 × "
                        "730 × utilization); a good one costs SLO capacity ÷ goodput times that"}
 
