@@ -183,3 +183,10 @@ def test_a_price_given_per_gpu_hour_rents_a_tensor_parallel_replica_in_search():
     assert row.per_gpu and not find_gpu_price("nvidia_h100_sxm", "Lambda", "gpu_1x_h100_sxm5").per_gpu
     p = pack(GpuRate.from_catalog(row), 3, 2)
     assert (p.usd_per_hour, p.idle_gpus) == (pytest.approx(12.0), 0)
+
+
+def test_a_row_named_instance_is_not_called_an_instance_instance():
+    # CoreWeave's A100 row is named "8x A100 instance": 2 replicas on it said "on 1 8x A100 instance instance"
+    rate = GpuRate.from_catalog(find_gpu_price("nvidia_a100_80gb_sxm", "CoreWeave"))
+    assert pack(rate, 2, 1).words() == "2 replicas × 1 GPU = 2 GPUs on 1 8x A100 instance (8 GPUs, 6 idle) × 730 h"
+    assert "instances instances" not in pack(rate, 9, 1).words()

@@ -149,7 +149,8 @@ class Packing:
         head = f"{_plural(self.replicas, 'replica')} × {_plural(self.gpus_per_replica, 'GPU')}"
         if self.gpus_per_instance == 1:
             return f"{head} × 730 h"
-        kind = f"{self.rate.instance_type} instance" if self.rate.instance_type else "instance"
+        t = self.rate.instance_type.removesuffix(" instance")  # a row named "8x A100 instance": not twice
+        kind = f"{t} instance" if t else "instance"
         kinds = kind if self.instances == 1 else kind + "s"
         each = " each" if self.instances > 1 else ""
         return (f"{head} = {_plural(self.gpus, 'GPU')} on {self.instances} {kinds}"

@@ -171,8 +171,8 @@ def _build_or_buy_tables(data: ReportData) -> str:
              fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
     f = [[x["factor"], x["value"].replace("_", " "), x["effect"]] for x in c["factors"]]  # not_required: in words
     items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}",
-              f"{it['amount_usd']:.6g}", it["source"]]
-             for led in c["ledgers"].values() for it in led["items"]]
+              f"{it['amount_usd']:.6g}", it["source"] + (f" (as of {it['as_of']})" if it.get("as_of") else "")]
+             for led in c["ledgers"].values() for it in led["items"]]  # each price's date, as the CLI prints it
     bills = _bills_table(c.get("decision"))
     return (bills + "<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
             + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
