@@ -79,7 +79,7 @@ def test_no_run_at_the_load_where_the_utilization_is_given():
     # the secondary line names the run it comes from (the run at the 6.047 req/s sized on, seed 0)
     d = _cost("--utilization", "0.5")
     assert "at_volume_load" not in d["capacity"]
-    # the share with the decimals its product needs: 2,997,003 × 0.9848025 = 2,951,455.9 → the 2,951,456 beside it
+    # the share with the decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it
     # (× 0.985 would give 2,952,048)
     assert ("the volume's 2,951,456 good requests: 2,997,003 × 0.9848025, the good share at the SLO capacity (5.955 "
             "good req/s ÷ 6.047 req/s, the run at that rate, seed 0)") in d["secondary"]

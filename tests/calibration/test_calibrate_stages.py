@@ -35,10 +35,11 @@ def _experiments(tmp_path: Path) -> list[str]:
 def test_ambiguous_stage_files_are_named_by_their_experiment_folder(tmp_path):
     paths = _experiments(tmp_path)
     assert input_names(paths) == ["20260217-a-general/stage_0", "20260217-b-general/stage_0"]
-    # names that differ already stay as they are; the same file twice cannot be told apart and keeps its name
+    # names that differ already stay as they are; the same file twice is refused (a fit would weigh it twice)
     assert input_names([str(DATA / STAGE), str(DATA / "stage_1_lifecycle_metrics.json")]) == [
         "stage_0_lifecycle_metrics", "stage_1_lifecycle_metrics"]
-    assert input_names([paths[0], paths[0]]) == ["stage_0_lifecycle_metrics"] * 2
+    with pytest.raises(InputError, match="the same file given twice"):
+        input_names([paths[0], paths[0]])
 
 
 def test_calibrate_compares_stage_aggregates_and_reads_the_model_from_the_record(tmp_path):

@@ -49,9 +49,9 @@ def exp(tmp_path) -> Path:
 
 def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
     # stage 0 (1 req/s) kept up; stage 4 (148.89 req/s requested, 117.04 achieved < 95%) fell behind, so it is replayed
-    # as a closed loop of config.yaml's 44 workers × 10 = 440 users. Stage 0 is given twice: its notes appear once.
+    # as a closed loop of config.yaml's 44 workers × 10 = 440 users. Notes both stages give appear once.
     s0, s4 = str(exp / "stage_0_lifecycle_metrics.json"), str(exp / "stage_4_lifecycle_metrics.json")
-    prof = calibrate_gpu_files([s0, s4, s0], ARGS)
+    prof = calibrate_gpu_files([s0, s4], ARGS)
     notes = prof["notes"]
     assert len(notes) == len(set(notes))
     loop = [n for n in notes if "the client fell behind" in n]

@@ -112,7 +112,7 @@ def test_a_usage_error_is_one_line_as_every_other_error(monkeypatch, capsys):
     assert err.strip() == ("error: Invalid value for '--rate': Input should be a valid number, unable to parse string "
                            "as a number (see 'kvledger simulate --help')")
     code, out, err = _run_entry(monkeypatch, capsys, "plan")
-    assert code == 2 and err.strip() == "error: Missing argument 'model'. (see 'kvledger plan --help')"
+    assert code == 2 and err.strip() == "error: Missing argument 'model' (see 'kvledger plan --help')"
     code, out, err = _run_entry(monkeypatch, capsys)  # a bare command still prints its help, as click does
     assert code == 2 and err.startswith("Usage: kvledger [OPTIONS] COMMAND [ARGS]...")
 

@@ -186,10 +186,12 @@ def test_a_bad_length_distribution_names_its_flag():
     from kvledger.errors import InputError as _InputError
 
     base = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate", "1", "--num-requests", "10"]
-    with pytest.raises(_InputError, match=r"^--prompt-lengths 'fixed:-5': fixed length must be"):
+    with pytest.raises(_InputError, match=r"^--prompt-lengths: length distribution 'fixed:-5': '-5' is not a "
+                                          r"positive token count"):
         runner.invoke(app, base + ["--prompt-lengths", "fixed:-5", "--output-lengths", "fixed:10"],
                       catch_exceptions=False)
-    with pytest.raises(_InputError, match=r"^--output-lengths 'lognormal:1000:-1': lognormal sigma must be ≥ 0"):
+    with pytest.raises(_InputError, match=r"^--output-lengths: length distribution 'lognormal:1000:-1': lognormal "
+                                          r"sigma must be ≥ 0"):
         runner.invoke(app, base + ["--prompt-lengths", "fixed:100", "--output-lengths", "lognormal:1000:-1"],
                       catch_exceptions=False)
 
@@ -271,8 +273,8 @@ def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
     res = runner.invoke(app, args)
     assert res.exit_code == 1
     text = " ".join(res.output.split())  # the test console wraps at 80 columns
-    assert text.startswith("warning: every request (10) was rejected (a prompt ≥ max_model_len, 131,072 tokens), as "
-                           "the engine refuses them: there is no latency or throughput to report workload:")
+    assert text.startswith("warning: every request (10) was rejected (a prompt ≥ max_model_len; max_model_len 131,072 "
+                           "tokens), as the engine refuses them: there is no latency or throughput to report workload:")
     assert "throughput: none (no request finished)" in text
     res = runner.invoke(app, [*args, "--json"])
     assert res.exit_code == 1 and json.loads(res.output)["summary"]["num_finished"] == 0
@@ -280,5 +282,8 @@ def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
     from kvledger.report.simulate_view import rejected_warning
 
     said = rejected_warning({"num_rejected": 1, "num_requests": 2}, {"max_model_len": 131072})
-    assert said == ("1 of 2 requests were rejected (a prompt ≥ max_model_len, 131,072 tokens), as the engine refuses "
-                    "them: the latencies and throughput are those of the others")
+    assert said == ("1 of 2 requests was rejected (a prompt ≥ max_model_len; max_model_len 131,072 tokens), as the "
+                    "engine refuses them: the latencies and throughput are those of the others")
+    sglang = rejected_warning({"num_rejected": 4, "num_requests": 4}, {"max_model_len": 4096, "batching": "sglang"})
+    assert sglang.startswith("every request (4) was rejected (prompt + output > max_model_len, or a prompt ≥ SGLang's "
+                             "max_req_len − 5; max_model_len 4,096 tokens)")

@@ -154,8 +154,10 @@ def test_anyscale_presets():
 
 
 @pytest.mark.parametrize("spec, said", [
-    ("fixed:abc", "length distribution 'fixed:abc': 'abc' is not a whole number of tokens"),
-    ("uniform:1:5.5", "length distribution 'uniform:1:5.5': '5.5' is not a whole number of tokens"),
+    ("fixed:abc", "length distribution 'fixed:abc': 'abc' is not a positive token count (8192, or 8K = 8,192 and "
+                  "8k = 8,000 as vLLM reads them)"),
+    ("uniform:1:5.5", "length distribution 'uniform:1:5.5': '5.5' is not a positive token count (8192, or 8K = "
+                      "8,192 and 8k = 8,000 as vLLM reads them)"),
     ("lognormal:x:0.8", "length distribution 'lognormal:x:0.8': 'x' is not a number"),
 ])
 def test_an_unreadable_length_is_said_in_words_not_pythons(spec, said):
@@ -163,3 +165,8 @@ def test_an_unreadable_length_is_said_in_words_not_pythons(spec, said):
     with pytest.raises(InputError) as err:
         parse_lengths(spec)
     assert str(err.value) == said
+
+
+def test_a_length_reads_vllms_suffixes_as_every_token_flag_does():
+    # units.parse_tokens: 8K = 8,192, 8k = 8,000 (it refused "8K" as not a whole number)
+    assert parse_lengths("fixed:8K") == Fixed(8192) and parse_lengths("uniform:1:8k") == Uniform(1, 8000)

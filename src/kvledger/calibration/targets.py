@@ -43,8 +43,6 @@ def refuse_repeated(paths: list[str]) -> None:
     for p in paths:
         key = os.path.realpath(p)
         if key in seen:
-            from kvledger.errors import InputError
-
             twice = p if seen[key] == p else f"{seen[key]} and {p}"
             raise InputError(f"{twice}: the same file given twice; give each stage or run once")
         seen[key] = p
@@ -58,9 +56,13 @@ def input_names(paths: list[str]) -> list[str]:
 
     >>> input_names(["a/results/stage_0_lifecycle_metrics.json", "b/results/stage_0_lifecycle_metrics.json"])
     ['a/stage_0', 'b/stage_0']
+
+    Raises:
+        InputError: a file given twice (``refuse_repeated``): a sweep would count it as two stages, a fit twice.
     """
     from kvledger.names import file_labels
 
+    refuse_repeated(paths)
     return file_labels(paths)
 
 

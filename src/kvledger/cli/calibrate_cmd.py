@@ -91,9 +91,6 @@ def calibrate(
         prepare_output_file(f.out, force=f.force, inputs=[*files, f.start, model, gpu])
     if f.scope not in ("gpu", "model"):
         raise InputError(f"--scope {f.scope}: use gpu or model")
-    from kvledger.calibration.targets import refuse_repeated
-
-    refuse_repeated(files)  # a run given twice would weigh twice in the fit
     args = engine_args(model, gpu, ctx.params, step_cost=f.start)
     if f.scope == "gpu":
         from kvledger.calibration.gpu_profile_file import calibrate_gpu_files

@@ -39,5 +39,6 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
         typer.echo(err.format_message(), err=True)
         sys.exit(err.exit_code)
     ctx = getattr(err, "ctx", None)
-    say_error(err.format_message() + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
+    said = err.format_message().removesuffix(".")  # click ends some messages with a period: the hint follows
+    say_error(said + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
     sys.exit(err.exit_code)

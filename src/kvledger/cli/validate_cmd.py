@@ -82,9 +82,6 @@ def validate(
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
     if sweep or len(files) > 1:
-        from kvledger.calibration.targets import refuse_repeated
-
-        refuse_repeated(files)  # one stage twice would be two stages at one rate
         if slo:
             raise InputError("--slo compares goodput request by request: give one per-request file without --sweep")
         result = validate_sweep(files, args, max_paddings, client_concurrency=client_concurrency, seed=seed)

@@ -19,7 +19,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok"]
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +98,17 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
             ledger.add(LineItem(f"{label}, batch API ({d:.0%} off)", "Mtok", mtok * b, p[kind] * (1 - d), src,
                                 price.as_of))
     return ledger
+
+
+def discounts_words(ledger: Ledger) -> str:
+    """How an ``api_ledger`` bill was priced, from its own items: "after the batch and cache discounts", "after the
+    batch discount", "after the cache discount", or "at list price" (no batch share or cache rate given)."""
+    names = [it.name for it in ledger.items]
+    batch = any("batch API" in n for n in names)
+    cache = any(n.startswith(("cached input", "cache-write")) for n in names)
+    kinds = [k for k, on in (("batch", batch), ("cache", cache)) if on]
+    return (f"after the {' and '.join(kinds)} discount{'s' if len(kinds) > 1 else ''}" if kinds else
+            "at list price (no batch share or prompt-cache rate given)")
 
 
 def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.ledgers.api_cost import discounts_words
+
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
            "band_sides_text", "band_end_text", "volume_good_requests"]
 
@@ -73,7 +75,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"GPU{'' if num_gpus == 1 else 's'} {how}{_on_instances(d.packing) if how == 'rented' else ''}, realized "
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
-        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
+        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), {discounts_words(api.bill)}",
         f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
         f"{_break_even_text(bv, bu, v, d.verdict if how == 'rented' else None)}",
         *([f"  sizing: {d.sizing}"] if d.sizing else []),
@@ -106,8 +108,9 @@ def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: st
 
 
 def _share(n: float, share: float) -> str:
-    """``share`` with as many decimals (3 to 9) as the product ``n × share`` needs to check out to the request."""
-    digits = next((d for d in range(3, 10) if abs(round(share, d) - share) * n < 0.5), 9)
+    """``share`` with as many decimals (3 to 9) as the product ``n × share`` needs to check out to the request: the
+    shown share times ``n``, rounded, is the count printed beside it (``n × share`` rounded)."""
+    digits = next((d for d in range(3, 10) if round(n * round(share, d)) == round(n * share)), 9)
     return f"{share:.{digits}f}"
 
 

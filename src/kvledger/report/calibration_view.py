@@ -155,7 +155,7 @@ def fit_quality_warning(p: dict[str, Any], con: Console) -> dict[str, Any]:
             con.print(f"  try {escape(h)}")
     if q.get("latency_unmeasured"):  # ledgers.profile_band.SATURATED_ONLY
         con.print("[bold yellow]WARNING: latency not measured[/] — every run it was fitted on was saturated: only "
-                  "their throughput constrained the fit, so its TTFT and TPOT bands below saturation are the "
+                  "their throughput constrained the fit, so its TTFT and TPOT bands below saturation are at least the "
                   "uncalibrated roofline's; add a run at a load the engine sustained")
     return q
 

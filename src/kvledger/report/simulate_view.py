@@ -110,11 +110,11 @@ def _latency_table(s: dict, spread):
 
 def _requests_lines(console, s: dict, eng: dict) -> None:
     """The requests finished, rejected (with the rule) and preempted, and the throughput of those finished."""
+    rule = (_rejection_rule(eng) + " is rejected"
+            + ("; a request whose prompt + output would pass it is served with its output capped at max_model_len − "
+               "prompt" if eng.get("caps_output", True) and eng.get("batching") != "sglang" else ""))
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
-                  f"({s['num_rejected']:,} rejected, the rule: "
-                  + ("a prompt ≥ max_model_len is rejected; a request whose prompt + output would pass it is served "
-                     "with its output capped at max_model_len − prompt"
-                     if eng.get("caps_output", True) else "prompt + output > max_model_len is rejected") + "); "
+                  f"({s['num_rejected']:,} rejected, the rule: {rule}); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
     if s["num_finished"]:
         console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output "
@@ -130,12 +130,20 @@ def rejected_warning(s: dict, eng: dict) -> str | None:
     n, total = s["num_rejected"], s["num_requests"]
     if not n:
         return None
-    rule = ("a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len")
+    rule = f"{_rejection_rule(eng)}; max_model_len {eng['max_model_len']:,} tokens"
     if n == total:
-        return (f"every request ({total:,}) was rejected ({rule}, {eng['max_model_len']:,} tokens), as the engine "
-                "refuses them: there is no latency or throughput to report")
-    return (f"{n:,} of {total:,} requests were rejected ({rule}, {eng['max_model_len']:,} tokens), as the engine "
-            "refuses them: the latencies and throughput are those of the others")
+        return (f"every request ({total:,}) was rejected ({rule}), as the engine refuses them: there is no latency or "
+                "throughput to report")
+    return (f"{n:,} of {total:,} requests {'was' if n == 1 else 'were'} rejected ({rule}), as the engine refuses "
+            "them: the latencies and throughput are those of the others")
+
+
+def _rejection_rule(eng: dict) -> str:
+    """Which requests the engine refuses (``dynamics.engine.request_state.accept``): vLLM V1 a prompt ≥ max_model_len,
+    V0 prompt + output past it, SGLang also a prompt ≥ its max_req_len − 5."""
+    if eng.get("batching") == "sglang":
+        return "prompt + output > max_model_len, or a prompt ≥ SGLang's max_req_len − 5"
+    return "a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len"
 
 
 def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:

@@ -68,7 +68,7 @@ class SyntheticSpec:
             try:
                 dists.append(parse_lengths(text))
             except InputError as err:  # say which of the two flags (the parser knows only the text)
-                raise InputError(f"{flag} {text!r}: {err}") from None
+                raise InputError(f"{flag}: {err}") from None  # err names the text
         return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=dists[0], output=dists[1], seed=seed,
                                   cv=self.cv, id_prefix="synthetic")
 

@@ -135,11 +135,15 @@ def _lacks_arrivals(name_or_path: str) -> bool:
 
 
 def _whole(text: str) -> int:
-    """A token count of a length distribution; ValueError in words for anything else."""
+    """A token count of a length distribution, read as every token flag reads one (``units.parse_tokens``: 8K =
+    8,192, 8k = 8,000); ValueError in words for anything else (a count that is not positive included)."""
+    from kvledger.units import parse_tokens
+
     try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a whole number of tokens") from None
+        return parse_tokens(text, what="tokens")
+    except InputError:
+        raise ValueError(f"{text!r} is not a positive token count (8192, or 8K = 8,192 and 8k = 8,000 as vLLM reads "
+                         "them)") from None
 
 
 def _number(text: str) -> float:
@@ -173,7 +177,7 @@ def parse_lengths(spec: str) -> LengthDist:
             return LogNormal(*nums)
         if kind == "trace" and len(args) == 2:
             return Empirical.from_trace(args[0], args[1])
-    except ValueError as err:
+    except (ValueError, InputError) as err:  # a number not read, or a distribution's own check: the text named
         raise InputError(f"length distribution {spec!r}: {err}") from None
     raise InputError(f"length distribution {spec!r} not understood; use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, "
                      "lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or trace:NAME:prompt|output")
