@@ -173,6 +173,9 @@ def test_roofline_only_flags_under_a_replacing_step_cost_are_said_not_dropped(tm
     w = unused_roofline_flags(a, "calibrated")
     assert w.startswith("--achievable-flops-fraction 0.6, --allreduce-link-share 0.5 price the roofline's steps")
     assert w.endswith("(they price only the roofline the step cost's note compares with the calibration)")
+    # the judgment commands' flag group names the fractions flops_fraction / bandwidth_fraction
+    assert unused_roofline_flags(SimpleNamespace(flops_fraction=0.5), "m.json").startswith(
+        "--achievable-flops-fraction 0.5 prices the roofline's steps")
     p = _profile(tmp_path)
     base = ["simulate", L8B, "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "10", "--step-cost", str(p)]
     res = runner.invoke(app, [*base, "--allreduce-link-share", "0.5", "--json"])

@@ -20,6 +20,13 @@ def test_two_knees_between_the_same_stages_are_said_to_agree_only_within_the_spa
 
 def test_knees_between_different_stages_name_each_pair_and_a_missing_knee_says_nothing():
     assert knee_resolution(RATES, 93.44, 125.0) == ("the measured knee lies between the stages at 92.19 and 122.59 "
-                                                    "req/s, the simulated one between 122.59 and 153.05 req/s")
+                                                    "req/s, the simulated one between the stages at 122.59 and "
+                                                    "153.05 req/s")
     assert knee_resolution(RATES, 93.44, None) is None
     assert knee_resolution(RATES, 200.0, 93.0) is None  # past the last stage: no pair straddles it
+
+
+def test_a_knee_on_the_lowest_stage_is_said_to_be_at_or_below_it():
+    # knee_rate returns the first stage's own rate when that stage is already past the threshold
+    assert knee_resolution(RATES, 93.44, 1.0) == ("the measured knee lies between the stages at 92.19 and 122.59 "
+                                                  "req/s, the simulated one at or below the lowest stage, 1.00 req/s")

@@ -120,15 +120,22 @@ def knee_resolution(rates: list[float], measured: float | None, simulated: float
     that straddle it): both between the same two stages, or each between its own; None without both knees."""
     if measured is None or simulated is None:
         return None
-    a, b = _bracket(sorted(rates), measured), _bracket(sorted(rates), simulated)
+    ordered = sorted(rates)
+    a, b = _bracket(ordered, measured), _bracket(ordered, simulated)
     if a is None or b is None:
         return None
     if a == b and a[1] > a[0]:
         return (f"both knees lie between the stages at {a[0]:.2f} and {a[1]:.2f} req/s and are read by linear "
                 f"interpolation there: the sweep resolves them only to its spacing, {a[1] - a[0]:.2f} req/s, so their "
                 "agreement within it is not a measure of the simulator's error")
-    return (f"the measured knee lies between the stages at {a[0]:.2f} and {a[1]:.2f} req/s, the simulated one between "
-            f"{b[0]:.2f} and {b[1]:.2f} req/s")
+
+    def where(x: tuple[float, float]) -> str:  # a knee on a stage's own rate: the first stage already past it
+        if x[0] < x[1]:
+            return f"between the stages at {x[0]:.2f} and {x[1]:.2f} req/s"
+        return (f"at or below the lowest stage, {x[0]:.2f} req/s" if x[0] == ordered[0] else
+                f"at the stage of {x[0]:.2f} req/s")
+
+    return f"the measured knee lies {where(a)}, the simulated one {where(b)}"
 
 
 def _knee_lines(r: SweepValidation) -> list[str]:

@@ -144,17 +144,20 @@ def refuse_conflicting_profiles(step_cost: str, gpu_profile: str | None) -> None
                          "--step-cost roofline to price by the GPU profile)")
 
 
-#: the flags that price only the roofline's steps: (attribute, flag)
-ROOFLINE_ONLY = (("achievable_flops_fraction", "--achievable-flops-fraction"),
-                 ("achievable_bandwidth_fraction", "--achievable-bandwidth-fraction"),
-                 ("gemm_efficiency", "--gemm-efficiency"), ("allreduce_link_share", "--allreduce-link-share"))
+#: the flags that price only the roofline's steps: (attributes, as simulate's and the judgment commands' flag groups
+#: name them; flag)
+ROOFLINE_ONLY = ((("achievable_flops_fraction", "flops_fraction"), "--achievable-flops-fraction"),
+                 (("achievable_bandwidth_fraction", "bandwidth_fraction"), "--achievable-bandwidth-fraction"),
+                 (("gemm_efficiency",), "--gemm-efficiency"), (("allreduce_link_share",), "--allreduce-link-share"))
 
 
 def unused_roofline_flags(a: Any, step_cost: str | None) -> str | None:
     """The warning for flags that price only the roofline (``ROOFLINE_ONLY``, as given on ``a``) under a ``--step-cost``
     that replaces it, or None: a bundled calibration (``calibrated``, ``calibrated:KEY``) prices every step, the
     roofline only the comparison in its note; a model-scope profile (PROFILE.json) leaves the roofline unused."""
-    given = [f"{flag} {getattr(a, key)}" for key, flag in ROOFLINE_ONLY if getattr(a, key, None) is not None]
+    values = [(flag, next((v for k in keys if (v := getattr(a, k, None)) is not None), None))
+              for keys, flag in ROOFLINE_ONLY]
+    given = [f"{flag} {v}" for flag, v in values if v is not None]
     if step_cost in (None, "roofline") or not given:
         return None
     one = len(given) == 1
