@@ -63,7 +63,7 @@ def _startup(con: Any, cmp: Any) -> None:
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
         con.print("[bold]" + said + "[/]")
         if cmp.memory_miss:
-            con.print(f"[bold yellow]but[/] {escape(cmp.memory_miss)}")
+            con.print(f"[bold yellow]{'but' if cmp.consistent else 'also'}[/] {escape(cmp.memory_miss)}")
     elif cmp.memory_only:
         con.print(f"[bold]capacity figures not checked: {escape(cmp.memory_only)}[/]")
     elif cmp.skipped:
@@ -134,7 +134,7 @@ def _brief(con: Any, rep: Any) -> None:
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
         if cmp.memory_miss:
-            con.print(f"start-up: [bold yellow]but[/] {escape(cmp.memory_miss)}")
+            con.print(f"start-up: [bold yellow]{'but' if cmp.consistent else 'also'}[/] {escape(cmp.memory_miss)}")
     elif cmp.memory_only:
         con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:

@@ -20,7 +20,7 @@ from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
-from kvledger.analyses.doctor.log_gpu import NAMED, resolve_log_gpu
+from kvledger.analyses.doctor.log_gpu import resolve_log_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
@@ -233,7 +233,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     """
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
     spec, msrc = _resolve_model(log, model)
-    g, gsrc = resolve_log_gpu(log, gpu)
+    g, gsrc, known = resolve_log_gpu(log, gpu)
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
@@ -262,4 +262,4 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     else:
         blocks = log_blocks(log, None)
     return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
-                         blocks, tuple(notes), gpu_known=bool(gpu) or gsrc.startswith(NAMED))
+                         blocks, tuple(notes), gpu_known=known)

@@ -23,8 +23,13 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
     if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
         return None
     terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
-    worst = max(terms, key=lambda r: abs(r.difference), default=None)
-    most = f"; most of it {worst.term} ({worst.difference / GiB:+.2f} GiB)" if worst and worst.difference else ""
+    # a non-KV term the ledger puts lower than the log leaves as much more for KV: a term explains the miss when its
+    # difference, of the opposite sign, is at least half of it
+    why = [r for r in terms if -r.difference / kv.difference >= 0.5]
+    worst = max(why, key=lambda r: abs(r.difference), default=None)
+    most = ("" if worst is None else
+            f"; most of it {worst.term}, {worst.ledger_value / GiB:.2f} GiB in the ledger against the log's "
+            f"{worst.log_value / GiB:.2f} GiB")
     return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
