@@ -424,8 +424,8 @@ def test_a_named_api_row_with_a_cheaper_row_of_the_same_model_says_so():
     a = api_side(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
     assert a["key"] == "Together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"
     note = next(n for n in a["notes"] if n.startswith("the comparison is with --api"))
-    assert ("a cheaper catalog row serves meta-llama/Llama-3.1-70B: "
-            "DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo (medium confidence), 15% of its list price") in note
+    assert ("a cheaper catalog row serves meta-llama/Llama-3.1-70B: DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-"
+            "Turbo (medium confidence), 15% of the named row's price") in note
     # the cheapest row named: no note
     spec = SearchSpec(model="meta-llama/Llama-3.1-70B", slo=SLO, monthly_tokens=2.628e9,
                       api="DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")

@@ -41,14 +41,17 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
 
 def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
     """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
-    model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
+    model for the workload's mean request after the batch and cache mix (rows the mix cannot price skipped); (None,
+    "") when there is none."""
     from kvledger.catalog.api_match import find_api_price, same_model_rows
     from kvledger.errors import InputError
+    from kvledger.ledgers.api_cost import api_price_per_mtok
 
     wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
 
-    def per_request(r: Any) -> float:  # list price of the workload's mean request, USD × 10⁶
-        return wl["prompt_tokens_mean"] * r.input_usd_per_mtok + wl["output_tokens_mean"] * r.output_usd_per_mtok
+    def per_request(r: Any) -> float:  # the workload's mean request after the mix, USD × 10⁶
+        per = api_price_per_mtok(r, mix)
+        return wl["prompt_tokens_mean"] * per["input"] + wl["output_tokens_mean"] * per["output"]
 
     priced = []
     for r in same_model_rows(spec.model):
@@ -59,14 +62,18 @@ def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, 
         priced.append((per_request(r), r.key, r))
     if spec.api is not None:
         named = find_api_price(spec.api)
-        cheaper = [(x, r) for x, k, r in sorted(priced) if k != named.key and x < per_request(named) * (1 - 1e-9)]
+        try:
+            mine = per_request(named)
+        except InputError:  # the mix cannot price it: api_side says so
+            return named, ""
+        cheaper = [(x, r) for x, k, r in sorted(priced) if k != named.key and x < mine * (1 - 1e-9)]
         if not cheaper:
             return named, ""
         x, r = cheaper[0]
         return named, (f"the comparison is with --api {named.key} as named; a cheaper catalog row serves "
-                       f"{spec.model}: {r.key} ({r.confidence or 'unstated'} confidence), {x / per_request(named):.0%} "
-                       "of its list price for the workload's mean request (with it, the API side costs that share; "
-                       "search without --api compares with it)")
+                       f"{spec.model}: {r.key} ({r.confidence or 'unstated'} confidence), {x / mine:.0%} of the named "
+                       "row's price for the workload's mean request after the mix (with it, the API side costs that "
+                       "share; search without --api compares with it)")
     if not priced:
         return None, ""
     row = min(priced)[2]
