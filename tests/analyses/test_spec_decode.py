@@ -175,6 +175,6 @@ def test_a_loss_from_batch_1_is_not_called_a_gain_turning_and_a_still_flip_does_
                             draft=make_draft("meta-llama/Llama-3.2-3B"), context_tokens=2048)
     assert {x["flip_batch"] for x in r.flips} == {1}
     text = " ".join(r.verdict)
-    assert "There is no gain at 2,048 tokens: already at 1 sequence a round costs" in text
-    assert "turns into a loss" not in text and "moves with context" not in text
-    assert "The flip does not move with context: 256 tokens: batch 1;" in text
+    assert "There is no gain at 2,048 tokens: already at 1 sequence, a round costs" in text
+    assert "turns into a loss" not in text and "move with context" not in text
+    assert "It loses from batch 1 at every context checked (256, 512, 1,024, 2,048, 8,192, 32,768 tokens)." in text

@@ -53,7 +53,7 @@ class GpuRate:
         """The rate of ``row``, with ``others`` (rows of the same GPU) as the options a packing may choose; a price the
         user gave (``provider_type`` "user": search's row for ``--gpu-usd-per-hour``) is no catalog row."""
         if row.provider_type == "user":
-            return cls(row.usd_per_gpu_hour, row.gpu_name, row.source, "user input")
+            return cls.given(row.usd_per_gpu_hour, row.gpu_name, row.source)
         return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
                    f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence,
                    row.gpus_per_instance, row.instance_type,

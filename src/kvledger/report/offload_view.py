@@ -69,8 +69,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     row("load time (Σ, served + unserved), load bandwidth (all tiers' bytes ÷ run)",
         f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.3g} GB/s" if s.host_load_s else "no loads",
         "—", "—")
-    unit = "segments" if rep.engine == "sglang" else "chunks"  # the units the tier table counts (num_chunks; SGLang's)
-    row(f"host {unit} held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
+    row("host tier units held (peak / capacity; the units the tier table counts)",
+        f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
     _rule_rows(s, row)
     a, b = rep.ttft_s_with, rep.ttft_s_without
     for q in ("mean", "p50", "p90", "p99"):

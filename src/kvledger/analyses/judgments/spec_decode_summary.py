@@ -111,10 +111,29 @@ def _flip_sentence(sm: SpecDecodeModel, r: SpecReport, f: dict[str, Any], c: int
     costs = (f"a round costs {fmt_duration(row.draft_s)} draft + {fmt_duration(row.verify_step_s)} verification "
              f"against {row.tokens_per_round:.2f} × {fmt_duration(row.base_step_s)} of plain decode; {cause}")
     if b == 1:  # a loss from the first sequence on: there was no gain to turn
-        return (f"There is no gain at {c:,} tokens: already at 1 sequence {costs}. Speculative decoding costs more "
+        return (f"There is no gain at {c:,} tokens: already at 1 sequence, {costs}. Speculative decoding costs more "
                 "than it yields at every batch.")
     return (f"The gain turns into a loss at {b:,} concurrent sequences ({c:,} tokens; {where}): {costs}. Above it, "
             "speculative decoding costs more than it yields.")
+
+
+def _context_line(r: SpecReport) -> str | None:
+    """How the flip batch moves with context (None with one context): a loss from batch 1 everywhere is said as such,
+    not as a flip that stays put."""
+    if not any(x["context_tokens"] != r.context_tokens for x in r.flips):
+        return None
+    known = [x["flip_batch"] if x["flip_batch"] is not None else float("inf") for x in r.flips]
+    if set(known) == {1}:
+        return ("It loses from batch 1 at every context checked ("
+                + ", ".join(f"{x['context_tokens']:,}" for x in r.flips) + " tokens).")
+    why = ("longer contexts push it out: the KV reads, shared by plain decode and verification, dilute the extra work"
+           if known == sorted(known) else
+           "longer contexts pull it in: the draft reads its own KV k times per round"
+           if known == sorted(known, reverse=True) else "it is not monotone in context here")
+    head = f"The flip moves with context ({why}): " if len(set(known)) > 1 else "The flip does not move with context: "
+    return head + "; ".join(
+        f"{x['context_tokens']:,} tokens: " + ("never" if x["flip_batch"] is None else f"batch {x['flip_batch']:,}")
+        + ("" if x["within_pool"] or x["flip_batch"] is None else " (beyond the pool)") for x in r.flips) + "."
 
 
 def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
@@ -135,20 +154,8 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
                    "shares with plain decode, outweigh the extra GEMM work and the draft.")
     else:
         out.append(_flip_sentence(sm, r, f, c))
-    by = [x for x in r.flips if x["context_tokens"] != c]
-    if by:
-        known = [x["flip_batch"] if x["flip_batch"] is not None else float("inf") for x in r.flips]
-        why = ("longer contexts push it out: the KV reads, shared by plain decode and verification, dilute the extra "
-               "work"
-               if known == sorted(known) else
-               "longer contexts pull it in: the draft reads its own KV k times per round" if known == sorted(known,
-                   reverse=True)
-               else "it is not monotone in context here")
-        moves = (f"The flip moves with context ({why}): " if len(set(known)) > 1 else
-                 "The flip does not move with context: ")
-        out.append(moves + "; ".join(
-            f"{x['context_tokens']:,} tokens: " + ("never" if x["flip_batch"] is None else f"batch {x['flip_batch']:,}")
-            + ("" if x["within_pool"] or x["flip_batch"] is None else " (beyond the pool)") for x in r.flips) + ".")
+    if (moves := _context_line(r)) is not None:
+        out.append(moves)
     s = r.saturation
     if s["base_batch"] and s["spec_batch"]:
         out.append(f"With the pool full at {c:,} tokens: plain decode runs {s['base_batch']:,} sequences at "
