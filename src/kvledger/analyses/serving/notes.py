@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "RELEASE_RULES", "sglang_release_rules",
            "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
-           "policy_preset",
+           "policy_preset", "within_bursts",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
            "HYBRID_CACHING", "overloaded", "expected_clause",
            "CAPACITY_WARNINGS", "sweep_without_load", "sweep_misses_target",
@@ -171,18 +171,24 @@ def expected_clause(backlog_mid: int, expected: float | None, allowance: float |
     if expected is None or allowance is None or backlog_last is None or z is None:
         return out
     excess = backlog_last - expected
-    if excess <= allowance:
+    if within_bursts(backlog_last, expected, allowance):
         return (out + f" — {excess:,.0f} past it, within the {allowance:,.0f} the trace's own bursts can add "
                 f"({z:g} × √(D × the expected backlog), D the arrivals' dispersion), so a capacity search does not "
                 "count this load out; a longer run tells whether it keeps up")
     return out + f" — {excess:,.0f} past it, beyond the {allowance:,.0f} the trace's own bursts can add"
 
 
+def within_bursts(last: int, expected: float | None, allowance: float | None) -> bool:
+    """Whether a backlog's excess over the expected one (``last`` − ``expected``) is within ``allowance``, what the
+    trace's own bursts can add; False when either is unknown. One rule for the notes' words and
+    ``overloads.QueueGrowth.within_bursts``."""
+    return expected is not None and allowance is not None and last - expected <= allowance
+
+
 def _heading(last: int, expected: float | None, allowance: float | None) -> str:
     """"overloaded" when the growth is past what the trace's own bursts can add (or that is not known), else "queue
     growing": an excess within the bursts' allowance is not a verdict (``expected_clause``)."""
-    within = expected is not None and allowance is not None and last - expected <= allowance
-    return "queue growing" if within else "overloaded"
+    return "queue growing" if within_bursts(last, expected, allowance) else "overloaded"
 
 
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,

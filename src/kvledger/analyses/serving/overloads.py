@@ -35,9 +35,9 @@ class QueueGrowth:
     @property
     def within_bursts(self) -> bool:
         """The backlog's excess over the expected one is within what the trace's own bursts can add."""
-        if self.backlog_expected is None or self.burst_allowance is None:
-            return False
-        return self.backlog_last - self.backlog_expected <= self.burst_allowance
+        from kvledger.analyses.serving.notes import within_bursts
+
+        return within_bursts(self.backlog_last, self.backlog_expected, self.burst_allowance)
 
 
 @dataclass(frozen=True, slots=True)
