@@ -137,6 +137,8 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
         return None
     lo, hi = band.around(capacity_req_per_s)
     scope = scope_words(regime)
-    # the capacity to 4 significant digits, as the answer line prints it
+    def four(x: float) -> str:  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {capacity_req_per_s:.4g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")
+                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)}, {scope})")
