@@ -79,7 +79,8 @@ def test_cost_multi_run_file_is_priced_at_the_sweeps_slo_capacity_run():
     d = json.loads(runner.invoke(app, base, catch_exceptions=False).stdout)
     sweep = d["capacity_basis"]["sweep"]
     assert sweep["run_index"] == 1 and sweep["axis"] == "request_rate" and sweep["value"] == 4.0
-    assert "run 1" in d["capacity_basis"]["text"] and "SLO capacity" in d["capacity_basis"]["text"]
+    # named as the --run index it is (0-based), not as "run 1", which read as goodput's 1-based #1
+    assert d["capacity_basis"]["text"].startswith("--run 1 (") and "SLO capacity" in d["capacity_basis"]["text"]
     d0 = json.loads(runner.invoke(app, base + ["--run", "0"], catch_exceptions=False).stdout)
     assert "sweep" not in d0["capacity_basis"]
 

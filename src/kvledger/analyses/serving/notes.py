@@ -251,8 +251,9 @@ def sweep_misses_target(where: str, target: float, attained: list[tuple[str, flo
 def sweep_capacity(index: int, label: str, value: float, axis: str, target: float,
                    attained: list[tuple[str, float, float]]) -> str:
     unit = "req/s" if axis == "request_rate" else "concurrent users"
-    return (f"run {index} ({label}, {value:g} {unit}) is the sweep's SLO capacity: the highest load up to which every "
-            f"run has ≥ {target:.0%} of its requests within the SLO (attainment per run: {_attainments(attained)})")
+    return (f"--run {index} ({label}, {value:g} {unit}) is the sweep's SLO capacity: the highest load up to which "
+            f"every run has ≥ {target:.0%} of its requests within the SLO (attainment per run: "
+            f"{_attainments(attained)})")
 
 
 def max_len_low_end(est: int, low: int) -> str:
