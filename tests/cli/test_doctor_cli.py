@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
-from kvledger.errors import KvLedgerError
+from kvledger.errors import InputError, KvLedgerError
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
@@ -266,3 +266,14 @@ def test_the_device_a_log_names_prices_the_gpus_own_terms_without_gpu():
     assert named_device(parse_vllm_log(text.replace("77.18/79.19", "90.00/93.14"))) is None
     # nor a device the catalog does not know
     assert named_device(parse_vllm_log(text.replace("NVIDIA_H100_80GB_HBM3", "ACME_Z9"))) is None
+
+
+def test_engine_version_is_checked_and_named_in_the_header():
+    # the header said the log's rules (0.11.0) while the ledger applied --engine-version 0.19.0; a version that is not
+    # one, or one before 0.5, exited 0 with "the ledger has no figure for these settings"
+    log = LOGS / "constructed_v1_preemptions_at_full_kv.log"
+    d = json.loads(run(log, "--gpu", "H100", "--engine-version", "0.19.0", "--json").stdout)
+    assert d["log"]["rules_version"] == "0.19.0" and d["log"]["rules_reason"] == "--engine-version 0.19.0"
+    for bad, said in (("banana", "is not a version like 0.10.2"), ("0.3.0", "predates the rules this tool models")):
+        res = runner.invoke(app, ["doctor", str(log), "--engine-version", bad])
+        assert isinstance(res.exception, InputError) and said in str(res.exception)

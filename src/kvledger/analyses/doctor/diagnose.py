@@ -50,13 +50,20 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         UnsupportedLogError: not a vLLM log. InputError, UnknownNameError, ConfigError: bad options.
     """
     require_vllm(log)
+    if engine_version is not None:  # refused as plan refuses it, before anything is read with it
+        from kvledger.accounting.vllm_rules import parse_version
+
+        parse_version(engine_version)
     ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version)
     failed = diagnose_failure(ctx) or diagnose_crash(ctx)
     findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx),
                                                 diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
-    return DoctorReport(log.source, _summary(log), ctx.model.name if ctx.model else None,
+    summary = _summary(log)
+    if engine_version is not None:  # the rules the ledger applied, as the header says them
+        summary.update(rules_version=engine_version, rules_reason=f"--engine-version {engine_version}")
+    return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())
 
