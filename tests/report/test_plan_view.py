@@ -144,3 +144,17 @@ def test_wddm_start_up_line_reaches_the_summary_and_the_memory_figure():
     line = next(ln for ln in summary_lines(plan) if ln.startswith("warning (--wddm)"))
     assert "asks 22.79 GiB" in line and "= 22.50 GiB (20.47–23.09)" in line and "largest that starts is 0.937" in line
     assert line in memory_waterfall(plan.to_dict()).sources
+
+
+def test_a_given_kv_budget_is_not_shown_as_what_the_terms_leave():
+    # --available-kv-memory 50GiB with --gpu-memory-utilization 0.5 on an H100 (79.19 GiB): the terms leave
+    # 39.59 − 14.99 − 1.89 − 0.25 − 0.73 ≈ 21.74 GiB, and the table read "= available KV memory 50.00" under them
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    out = CliRunner(env={"COLUMNS": "400"}).invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM",
+                                                         "--available-kv-memory", "50GiB",
+                                                         "--gpu-memory-utilization", "0.5", "--verbose"]).output
+    assert "available KV memory (given)" in out and "= available KV memory" not in out
+    assert "the terms above are the ledger's own, which would leave 21.74 GiB, and do not set it" in out

@@ -83,14 +83,19 @@ def _memory(p: Plan) -> Table:
         rs = f"; range {r} GiB" + (f": {d.range_source}" if d.range_source else "") if r else ""
         label = f"− {d.name}" + (" (+ RoPE buffer)" if d.name == "weights" and "RoPE" in d.source else "")
         t.add_row(label, f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + rs)
-    src = "given: your engine's printed figure" if m.available_given else "what remains"
+    src = "what remains"
+    if m.available_given:  # taken as given: the terms above are the ledger's, not subtracted from it
+        left = m.requested_bytes - sum(d.bytes for d in m.deductions)
+        src = (f"given (--available-kv-memory): your engine's printed figure, taken as is; the terms above are the "
+               f"ledger's own, which would leave {left / GiB:,.2f} GiB, and do not set it")
     if m.kv_free:
         src = (f"none allocated: no KV cache group, so vLLM skips the profile and gives the cache 0 B "
                f"({m.headroom_bytes / GiB:,.2f} GiB of the budget left after the deductions)")
     rng = m.ranges.get("available_kv_bytes")
     if rng and range_text(*rng, fmt=",.2f"):
         src += f"; range {range_text(*rng, fmt=',.2f')} GiB from the terms' and the device total's ranges"
-    t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]",
+    t.add_row("[bold]available KV memory (given)[/]" if m.available_given else "[bold]= available KV memory[/]",
+              f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]",
               f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B",
