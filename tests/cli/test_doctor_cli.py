@@ -277,3 +277,17 @@ def test_engine_version_is_checked_and_named_in_the_header():
     for bad, said in (("banana", "is not a version like 0.10.2"), ("0.3.0", "predates the rules this tool models")):
         res = runner.invoke(app, ["doctor", str(log), "--engine-version", bad])
         assert isinstance(res.exception, InputError) and said in str(res.exception)
+
+
+def test_an_empty_a_compressed_and_a_binary_file_are_said_as_such(tmp_path):
+    # they read "no vLLM log lines in 0 / 78 / 14 line(s)"; a rotated log is often gzip-compressed
+    import gzip
+
+    empty, gz, binary = tmp_path / "e.log", tmp_path / "r.log.gz", tmp_path / "b.log"
+    empty.write_text("")
+    gz.write_bytes(gzip.compress((LOGS / "v0.14_qwen3-1.7b.log").read_bytes()))
+    binary.write_bytes(b"ab\x00cd" * 10)
+    for path, said in ((empty, "the file is empty"), (gz, "the file is gzip-compressed; decompress it first"),
+                       (binary, "the file is binary, not a text log")):
+        res = runner.invoke(app, ["doctor", str(path)])
+        assert isinstance(res.exception, InputError) and str(res.exception).startswith(f"{path}: {said}")

@@ -264,11 +264,17 @@ def read_vllm_log(path: str | Path) -> VllmLog:
     """
     p = Path(path)
     try:
-        # newline="": keep "\r" (no universal newlines)
-        with p.open(encoding="utf-8", errors="replace", newline="") as f:
-            text = f.read()
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except OSError as err:
         raise InputError(f"{p}: cannot read the log ({err.strerror or err})") from None
+    if not raw.strip():
+        raise InputError(f"{p}: the file is empty")
+    if raw[:2] == b"\x1f\x8b":  # gzip's magic number: a rotated log
+        raise InputError(f"{p}: the file is gzip-compressed; decompress it first (zcat {p} > server.log)")
+    if b"\x00" in raw[:8192]:
+        raise InputError(f"{p}: the file is binary, not a text log")
+    # newline="": keep "\r" (no universal newlines), as the text reader did
+    text = raw.decode("utf-8", errors="replace")
     return require_vllm(parse_vllm_log(text, str(p)))
