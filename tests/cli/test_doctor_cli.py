@@ -291,3 +291,14 @@ def test_an_empty_a_compressed_and_a_binary_file_are_said_as_such(tmp_path):
                        (binary, "the file is binary, not a text log")):
         res = runner.invoke(app, ["doctor", str(path)])
         assert isinstance(res.exception, InputError) and str(res.exception).startswith(f"{path}: {said}")
+
+
+def test_an_extrapolated_usage_and_a_modelled_pool_say_so():
+    # V0 0.6.3: the log samples KV usage at 73.8% and 86.1% (5 s apart) and warns of a swap 2 s later; doctor
+    # extrapolates 86.1 + (86.1 − 73.8) × 2 / 5 = 91.0% to the warning's time. The one-screen answer printed "usage up
+    # to 91.0%", a figure the log never printed, and called the ledger's modelled pool "as logged"
+    log = LOGS / "v0.6.3_metrics_swap_preemption.log"
+    out = " ".join(run(log).stdout.split())
+    assert "(usage up to ≈91.0%, extrapolated to a preemption warning's time from the two samples before it)" in out
+    out = run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100").stdout
+    assert "→ as modelled: " in out and "→ as logged" not in out

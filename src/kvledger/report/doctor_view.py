@@ -148,15 +148,15 @@ def _brief(con: Any, rep: Any) -> None:
             continue
         flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
         con.print(f"{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
-        logged = f.options[0] if f.options and f.options[0]["action"] == "as logged" else None
+        logged = f.options[0] if f.options and f.options[0]["action"] in ("as logged", "as modelled") else None
         for o in f.options:
             n = o["requests_of_observed_size"]
             same = logged is not None and o is not logged and (o["num_gpu_blocks"], n) == (
                 logged["num_gpu_blocks"], logged["requests_of_observed_size"])
             con.print(f"  → {escape(o['action'])}: {o['num_gpu_blocks']:,} blocks per replica"
                       + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
-                      + (": no capacity added, as logged (it refuses or queues the excess instead of preempting it; "
-                         "--verbose says how)" if same else ""))
+                      + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of "
+                         "preempting it; --verbose says how)" if same else ""))
     con.print("[dim]the full reading (settings and start-up terms against the ledger, evidence lines, remedies "
               "re-planned, "
               "rules): --verbose; for scripts: --json[/]")

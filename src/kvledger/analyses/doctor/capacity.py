@@ -134,11 +134,12 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
 
 
 def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None) -> str:
-    peak = max(
-        [s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None] + ([event_usage] if event_usage else []),
-        default=None,
-    )
-    at = f" (usage up to {peak:.1f}%)" if peak is not None else ""
+    sampled = max((s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None), default=None)
+    peak = max([x for x in (sampled, event_usage) if x is not None], default=None)
+    # a V0 warning's usage is extrapolated from the last two samples to its time (usage_at): said as such
+    at = ("" if peak is None else f" (usage up to {peak:.1f}%)" if peak == sampled else
+          f" (usage up to ≈{peak:.1f}%, extrapolated to a preemption warning's time from the two samples before it"
+          + (f"; sampled up to {sampled:.1f}%)" if sampled is not None else ")"))
     if verdict == "capacity_bound_preemptions":
         return f"{total} preemption(s) with the KV cache full{at}"
     if verdict == "capacity_bound_admission":
@@ -264,7 +265,9 @@ def capacity_options(ctx: DoctorContext) -> tuple[list[dict[str, Any]], float | 
         return [], None, None
     m = base.memory
     per_req = tokens_per_running_request(ctx.log.stats, m.usable_blocks, m.block_size)
-    rows = [_row("as logged", base, per_req, base.settings.tp, f"KV budget from {how}")]
+    # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
+    first = "as logged" if how.startswith("the log's") else "as modelled"
+    rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}")]
     variants, notes = _variants(ctx, base, budget, per_req)
     rows += variants
     if per_req:
