@@ -229,12 +229,12 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
     if req and w:
         other = req - budget - w
         tp2 = 2 * tp
-        b2 = int(req - w * tp / tp2 - other)
+        delta, moved = _others_moved(ctx, spec, gpu, kw, tp, tp2)
+        b2 = int(req - w * tp / tp2 - other - delta)
         out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2),
                     tp2,
                     f"weights per GPU halve ({w / GiB:.2f} → {w * tp / tp2 / GiB:.2f} GiB) and KV heads split; "
-                    f"activation and "
-                    f"other terms assumed unchanged per GPU; {tp2} GPUs per replica (plus all-reduce time per step)"))
+                    f"{moved}; {tp2} GPUs per replica (plus all-reduce time per step)"))
     else:
         notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, "
                      "and no --gpu")
@@ -256,6 +256,20 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
         else:
             rows.append(_row(action, p, per_req, gpus, detail))
     return rows, notes
+
+
+def _others_moved(ctx: DoctorContext, spec: Any, gpu: Any, kw: dict[str, Any], tp: int,
+                  tp2: int) -> tuple[int, str]:
+    """(how much the non-weight terms per GPU grow from ``tp`` to ``tp2``, B, in words): the ledger's own change
+    (non-torch memory's NCCL and all-reduce buffers, activation) on a known GPU; 0, assumed, on a generic one."""
+    if ctx.gpu_known:
+        p1, p2 = plan_with(spec, gpu, kw), plan_with(spec, gpu, kw, tp=tp2)
+        if isinstance(p1, Plan) and isinstance(p2, Plan):
+            d = int(sum(x.bytes * (1 if p is p2 else -1) for p in (p1, p2) for x in p.memory.deductions
+                        if x.name != "weights"))
+            return d, (f"the other terms per GPU move as the ledger's do from TP {tp} to TP {tp2} ({d / GiB:+.2f} "
+                       "GiB: non-torch memory, activation)")
+    return 0, "activation and other terms assumed unchanged per GPU (no --gpu: the ledger's change is not known)"
 
 
 def capacity_options(ctx: DoctorContext) -> tuple[list[dict[str, Any]], float | None, Plan | None]:
