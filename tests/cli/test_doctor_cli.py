@@ -302,3 +302,9 @@ def test_an_extrapolated_usage_and_a_modelled_pool_say_so():
     assert "(usage up to ≈91.0%, extrapolated to a preemption warning's time from the two samples before it)" in out
     out = run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100").stdout
     assert "→ as modelled: " in out and "→ as logged" not in out
+
+
+def test_a_capacity_verdict_without_options_says_what_to_pass_on_one_screen():
+    # v0.10: 260 running, 475 waiting at 100% KV usage; with no model named, the options' hint was in --json only
+    out = run(LOGS / "v0.10_metrics_kv_full_waiting.log").stdout
+    assert "  → pass --model for the options in numbers" in out

@@ -157,6 +157,9 @@ def _brief(con: Any, rep: Any) -> None:
                       + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
                       + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of "
                          "preempting it; --verbose says how)" if same else ""))
+        if f.triggered and not f.options:  # what to pass for the remedies in numbers (the finding's notes say it)
+            for n in (x for x in f.notes if "for the options in numbers" in x):
+                con.print(f"  → {escape(n)}")
     con.print("[dim]the full reading (settings and start-up terms against the ledger, evidence lines, remedies "
               "re-planned, "
               "rules): --verbose; for scripts: --json[/]")
