@@ -308,3 +308,12 @@ def test_a_capacity_verdict_without_options_says_what_to_pass_on_one_screen():
     # v0.10: 260 running, 475 waiting at 100% KV usage; with no model named, the options' hint was in --json only
     out = run(LOGS / "v0.10_metrics_kv_full_waiting.log").stdout
     assert "  → pass --model for the options in numbers" in out
+
+
+def test_a_traceback_without_an_exception_line_is_not_given_a_root_cause():
+    # v0.5: a preemption warning, then an offline script's traceback (offline.py, test_llm) and the log ends: it named
+    # "[rank0]: Traceback (most recent call last):" as the engine's death and told the user to read that exception
+    out = " ".join(run(LOGS / "v0.5_recompute_preemption.log").stdout.split())
+    assert ("a traceback begins at line 2, after the server was serving (from line 1), but no exception line follows "
+            "it: the log stops before naming what failed") in out
+    assert "the engine died" not in out
