@@ -317,3 +317,12 @@ def test_a_traceback_without_an_exception_line_is_not_given_a_root_cause():
     assert ("a traceback begins at line 2, after the server was serving (from line 1), but no exception line follows "
             "it: the log stops before naming what failed") in out
     assert "the engine died" not in out
+
+
+def test_the_tokens_per_request_name_the_lines_they_come_from():
+    # ≈3,290 tokens is the median over the four metrics lines at ≥ 90% KV usage, lines 11–14 (the evidence table lists
+    # only the preemption intervals, 12–14, so the figure could not be rebuilt from it)
+    out = " ".join(run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--model", "meta-llama/Llama-3.1-8B",
+                       "--gpu", "H100").stdout.split())
+    assert ("each running request holds ≈3,290 tokens (usage × slots ÷ running, the median over the 4 metrics lines "
+            "at ≥ 90% KV usage: lines 11, 12, 13, 14)") in out

@@ -11,22 +11,16 @@ and how many requests of the size observed at saturation fit at once.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.context import DoctorContext, plan_with
+from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, full_with_running, tokens_per_running_request, usage_at
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
 from kvledger.units import GiB
 
 __all__ = ["KV_FULL_PCT", "diagnose_capacity", "usage_at", "tokens_per_running_request", "capacity_options"]
-
-KV_FULL_PCT = 90.0
-"""GPU KV cache usage (%) at or above which the pool counts as full. The metrics line is a sample taken every
-5 s (V0) or 10 s (V1) and V1 frees a preempted request's blocks at once, so the usage printed next to a
-preemption reads below the instant it happened; 90% keeps those cases while a pool at, say, 60% cannot have
-been short of blocks for long."""
 
 RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only on allocation failure); with GPU KV "
         f"cache "
@@ -39,35 +33,9 @@ RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only 
         "vLLM kv_cache_interface.py page_size_bytes), each re-planned by the ledger with the log's KV budget.")
 
 
-def usage_at(event: PreemptionEvent, stats: tuple[StatsSample, ...]) -> float | None:
-    """GPU KV usage (%) at a V0 preemption: the trend of the two samples before it extended to its time, or the
-    nearest sample's value; the later sample counts too when it is higher."""
-    before = [s for s in stats if s.line_no < event.line_no and s.gpu_kv_usage_pct is not None]
-    after = [s for s in stats if s.line_no > event.line_no and s.gpu_kv_usage_pct is not None]
-    est = None
-    if len(before) >= 2 and None not in (before[-1].t_s, before[-2].t_s, event.t_s) and before[-1].t_s > before[-2].t_s:
-        a, b = before[-2], before[-1]
-        slope = (b.gpu_kv_usage_pct - a.gpu_kv_usage_pct) / (b.t_s - a.t_s)
-        est = min(100.0, max(0.0, b.gpu_kv_usage_pct + slope * (event.t_s - b.t_s)))
-    elif before:
-        est = before[-1].gpu_kv_usage_pct
-    if after and (est is None or after[0].gpu_kv_usage_pct > est):
-        est = after[0].gpu_kv_usage_pct
-    return est
-
-
 def _full(stats: tuple[StatsSample, ...], i: int) -> bool:
     window = [s.gpu_kv_usage_pct for s in stats[max(0, i - 1):i + 1] if s.gpu_kv_usage_pct is not None]
     return bool(window) and max(window) >= KV_FULL_PCT
-
-
-def tokens_per_running_request(stats: tuple[StatsSample, ...], usable_blocks: int, block_size: int) -> float | None:
-    """Median KV tokens held per running request in the full intervals: usage × usable_blocks × block_size ÷ running,
-    tokens.
-    A lower bound on a request's final size (they are still growing)."""
-    xs = [s.gpu_kv_usage_pct / 100 * usable_blocks * block_size / s.running_reqs for s in stats
-          if s.gpu_kv_usage_pct is not None and s.gpu_kv_usage_pct >= KV_FULL_PCT and s.running_reqs > 0]
-    return statistics.median(xs) if xs else None
 
 
 def _evidence(stats: tuple[StatsSample, ...], events: tuple[PreemptionEvent, ...],
@@ -160,7 +128,10 @@ def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample,
         m = base.memory
         text += f" The pool is {m.num_gpu_blocks:,} blocks ({m.usable_blocks * m.block_size:,} token slots)"
         if per_req:
-            text += f"; at saturation each running request holds ≈{per_req:,.0f} tokens (usage × slots ÷ running)"
+            lines = [st.line_no for st in full_with_running(stats)]  # tokens_per_running_request's lines
+            text += (f"; at saturation each running request holds ≈{per_req:,.0f} tokens (usage × slots ÷ running, the "
+                     f"median over the {len(lines)} metrics lines at ≥ {KV_FULL_PCT:.0f}% KV usage: lines "
+                     f"{', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''})")
         text += ". What each option buys, from the ledger:"
     return text
 

@@ -1,0 +1,47 @@
+"""KV usage read off a vLLM log's metrics lines: when the pool counts as full, the usage at a V0 preemption warning,
+and the tokens a running request holds at saturation (``doctor``'s capacity diagnosis)."""
+
+from __future__ import annotations
+
+import statistics
+
+from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
+
+__all__ = ["KV_FULL_PCT", "usage_at", "tokens_per_running_request", "full_with_running"]
+
+KV_FULL_PCT = 90.0
+"""GPU KV cache usage (%) at or above which the pool counts as full. The metrics line is a sample taken every
+5 s (V0) or 10 s (V1) and V1 frees a preempted request's blocks at once, so the usage printed next to a
+preemption reads below the instant it happened; 90% keeps those cases while a pool at, say, 60% cannot have
+been short of blocks for long."""
+
+
+def usage_at(event: PreemptionEvent, stats: tuple[StatsSample, ...]) -> float | None:
+    """GPU KV usage (%) at a V0 preemption: the trend of the two samples before it extended to its time, or the
+    nearest sample's value; the later sample counts too when it is higher."""
+    before = [s for s in stats if s.line_no < event.line_no and s.gpu_kv_usage_pct is not None]
+    after = [s for s in stats if s.line_no > event.line_no and s.gpu_kv_usage_pct is not None]
+    est = None
+    if len(before) >= 2 and None not in (before[-1].t_s, before[-2].t_s, event.t_s) and before[-1].t_s > before[-2].t_s:
+        a, b = before[-2], before[-1]
+        slope = (b.gpu_kv_usage_pct - a.gpu_kv_usage_pct) / (b.t_s - a.t_s)
+        est = min(100.0, max(0.0, b.gpu_kv_usage_pct + slope * (event.t_s - b.t_s)))
+    elif before:
+        est = before[-1].gpu_kv_usage_pct
+    if after and (est is None or after[0].gpu_kv_usage_pct > est):
+        est = after[0].gpu_kv_usage_pct
+    return est
+
+
+def tokens_per_running_request(stats: tuple[StatsSample, ...], usable_blocks: int, block_size: int) -> float | None:
+    """Median KV tokens held per running request in the full intervals: usage × usable_blocks × block_size ÷ running,
+    tokens.
+    A lower bound on a request's final size (they are still growing)."""
+    xs = [s.gpu_kv_usage_pct / 100 * usable_blocks * block_size / s.running_reqs for s in full_with_running(stats)]
+    return statistics.median(xs) if xs else None
+
+
+def full_with_running(stats: tuple[StatsSample, ...]) -> list[StatsSample]:
+    """The metrics lines at or above ``KV_FULL_PCT`` of KV usage with requests running."""
+    return [s for s in stats if s.gpu_kv_usage_pct is not None and s.gpu_kv_usage_pct >= KV_FULL_PCT
+            and s.running_reqs > 0]
