@@ -287,6 +287,9 @@ def test_an_empty_a_compressed_and_a_binary_file_are_said_as_such(tmp_path):
     empty.write_text("")
     gz.write_bytes(gzip.compress((LOGS / "v0.14_qwen3-1.7b.log").read_bytes()))
     binary.write_bytes(b"ab\x00cd" * 10)
+    padded = tmp_path / "p.log"  # a log a crash padded with NULs still reads as a log (fuzz's mutated logs did)
+    padded.write_bytes((LOGS / "v0.14_qwen3-1.7b.log").read_bytes() + b"\x00" * 64)
+    assert runner.invoke(app, ["doctor", str(padded)]).exit_code == 0
     for path, said in ((empty, "the file is empty"), (gz, "the file is gzip-compressed; decompress it first"),
                        (binary, "the file is binary, not a text log")):
         res = runner.invoke(app, ["doctor", str(path)])

@@ -273,8 +273,9 @@ def read_vllm_log(path: str | Path) -> VllmLog:
         raise InputError(f"{p}: the file is empty")
     if raw[:2] == b"\x1f\x8b":  # gzip's magic number: a rotated log
         raise InputError(f"{p}: the file is gzip-compressed; decompress it first (zcat {p} > server.log)")
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{p}: the file is binary, not a text log")
     # newline="": keep "\r" (no universal newlines), as the text reader did
-    text = raw.decode("utf-8", errors="replace")
-    return require_vllm(parse_vllm_log(text, str(p)))
+    log = parse_vllm_log(raw.decode("utf-8", errors="replace"), str(p))
+    if log.engine != "vllm" and not log.not_a_log and b"\x00" in raw[:8192]:
+        # nothing of vLLM read and NUL bytes: a binary file (a log a crash padded with NULs still reads as a log)
+        raise InputError(f"{p}: the file is binary, not a text log")
+    return require_vllm(log)
