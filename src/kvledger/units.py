@@ -260,6 +260,11 @@ def fmt_bytes(n_bytes: float, *, both: bool = True) -> str:
     return f"{sign}{exact} B"
 
 
+def fmt_plain(x: float) -> str:
+    """A figure without exponent notation: 4 significant digits below 1,000, thousands grouped above."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
 def fmt_duration(seconds: float) -> str:
     """Human text for a duration in the most readable unit (µs, ms or s)."""
     if seconds != seconds:  # NaN

@@ -17,7 +17,7 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
-from kvledger.units import GB, MiB
+from kvledger.units import GB, MiB, fmt_plain
 
 __all__ = ["GpuSpec", "get_gpu", "gpu_alias_note", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
 
@@ -226,17 +226,12 @@ def get_gpu(name: str) -> GpuSpec:
                            "catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
 
 
-def _plain(x: float) -> str:
-    """A figure without exponent notation: 4 significant digits below 1000, thousands grouped above."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-
 def _size(n_bytes: float) -> str:
     """A byte count in the largest binary unit it reaches (B … TiB), e.g. 1e18 → "909,495 TiB", 2**20 → "1 MiB"."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", MiB), ("KiB", 2**10)):
         if abs(n_bytes) >= scale:
-            return f"{_plain(n_bytes / scale)} {unit}"
-    return f"{_plain(n_bytes)} B"
+            return f"{fmt_plain(n_bytes / scale)} {unit}"
+    return f"{fmt_plain(n_bytes)} B"
 
 
 def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
@@ -255,7 +250,7 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                                          ("dense BF16 peak", bf16_flops_per_s, 1e11, 1e18, " TFLOP/s", 1e12)):
         if not (lo <= v <= hi):
             flag = f"{flags[what]}: " if flags and what in flags else ""
-            show = _size if what == "memory" else _plain
+            show = _size if what == "memory" else fmt_plain
             raise InputError(f"{flag}GPU {what} {show(v / scale)}{unit} is not plausible (expected "
                              f"{show(lo / scale)}–{show(hi / scale)}{unit})")
     b = base

@@ -200,7 +200,7 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
     if req and w:
         other = req - budget - w
         tp2 = 2 * tp
-        delta, moved = _others_moved(ctx, spec, gpu, kw, tp, tp2)
+        delta, moved = _others_moved(ctx, tp, tp2)
         b2 = int(req - w * tp / tp2 - other - delta)
         out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2),
                     tp2,
@@ -229,12 +229,12 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
     return rows, notes
 
 
-def _others_moved(ctx: DoctorContext, spec: Any, gpu: Any, kw: dict[str, Any], tp: int,
-                  tp2: int) -> tuple[int, str]:
+def _others_moved(ctx: DoctorContext, tp: int, tp2: int) -> tuple[int, str]:
     """(how much the non-weight terms per GPU grow from ``tp`` to ``tp2``, B, in words): the ledger's own change
-    (non-torch memory's NCCL and all-reduce buffers, activation) on a known GPU; 0, assumed, on a generic one."""
-    if ctx.gpu_known:
-        p1, p2 = plan_with(spec, gpu, kw), plan_with(spec, gpu, kw, tp=tp2)
+    (non-torch memory's NCCL and all-reduce buffers, activation) on a known GPU, from its plan at ``tp``
+    (``ctx.model_plan``) to one at ``tp2``; 0, assumed, on a generic one."""
+    if ctx.gpu_known and ctx.model_plan is not None:
+        p1, p2 = ctx.model_plan, plan_with(ctx.model, ctx.gpu, ctx.settings, tp=tp2)
         if isinstance(p1, Plan) and isinstance(p2, Plan):
             d = int(sum(x.bytes * (1 if p is p2 else -1) for p in (p1, p2) for x in p.memory.deductions
                         if x.name != "weights"))

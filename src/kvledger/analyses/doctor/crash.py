@@ -55,22 +55,21 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
     real = [k for k in kinds if k not in _KINDS_OF_DEATH]
     kind = min(real or kinds, key=FAILURE_KINDS.index)
     first = next(f for f in late if f.kind == kind)
-    cause_line, cause = log.failure_cause or (first.line_no, first.text)
-    dead = next((f for f in late if "EngineDeadError" in f.text), None)
+    evidence = tuple({"line": f.line_no, "time": None, "what": f.kind, "value": f.text} for f in late[:40])
     if kind == "traceback" and log.failure_cause is None:  # a traceback's head and no exception: nothing named
         msg = (f"a traceback begins at line {first.line_no}, after the server was serving (from line "
                f"{log.serving_line}), but no exception line follows it: the log stops before naming what failed, "
                "and the traceback may be the server's or a script's around it (an offline LLM run's). Fix: read the "
                "rest of the log, where the exception line is")
-        evidence = tuple({"line": f.line_no, "time": None, "what": f.kind, "value": f.text} for f in late[:40])
         return Finding("crashed_while_serving", True, kind, msg, CRASH_RULE, evidence, (),
                        (f"{len(late)} failure line(s) after line {log.serving_line}, no exception line among them",))
+    cause_line, cause = log.failure_cause or (first.line_no, first.text)
+    dead = next((f for f in late if "EngineDeadError" in f.text), None)
     msg = (f"the server crashed while serving: {_sized(ctx)} and it was serving from line {log.serving_line}, then "
            f"the engine died: {cause} (line {cause_line})")
     if dead is not None and dead.line_no != cause_line:
         msg += f"; the API server then raised EngineDeadError (line {dead.line_no})"
     msg += f". Fix: {_CRASH_FIX.get(kind, _DEFAULT_FIX)}. Requests in flight failed; the findings below read the " \
            "metrics up to the crash."
-    evidence = tuple({"line": f.line_no, "time": None, "what": f.kind, "value": f.text} for f in late[:40])
     notes = (f"{len(late)} failure line(s) after line {log.serving_line}; the first {min(len(late), 40)} are listed",)
     return Finding("crashed_while_serving", True, kind, msg, CRASH_RULE, evidence, (), notes)

@@ -60,9 +60,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx),
                                                 diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
-    summary = _summary(log)
-    if engine_version is not None:  # the rules the ledger applied, as the header says them
-        summary.update(rules_version=engine_version, rules_reason=f"--engine-version {engine_version}")
+    summary = _summary(log)  # the rules the ledger applied (context._settings: the flag's, else the log's)
+    summary.update(rules_version=ctx.settings["engine_version"], rules_reason=ctx.sources["engine_version"])
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())

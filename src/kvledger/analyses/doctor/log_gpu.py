@@ -5,6 +5,8 @@ memory terms (non-torch memory at TP > 1: NVLink, peer access) are generic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.errors import KvLedgerError
@@ -49,6 +51,6 @@ def named_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
         return None
     where = (f"the log's device total (line {st.lines['total_gpu_memory_bytes']})" if total else g.memory_source)
     if total:
-        g = resolve_gpu(st.device_name, memory_bytes=total)
+        g = replace(g, memory_bytes=total, memory_source=where)
     return g, (f"the log's device {st.device_name!r} (line {st.lines['device_name']}: a kernel config vLLM looked "
                f"up for it) → {g.name}, device total {g.memory_bytes / GiB:.2f} GiB ({where}); --gpu chooses another")

@@ -65,6 +65,10 @@ class SearchSpec:
         api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against.
     """
 
+    #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
+    #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
+    __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share")
+
     model: str
     slo: str
     target: float = 0.9
@@ -136,11 +140,6 @@ class SearchSpec:
         d = to_jsonable(self)
         if self.synthetic is not None:  # the workload searched is the synthetic one (its lengths and arrival CV)
             d.pop("trace")
-        # absent unless given, so that ledgers written before each option still resume (a ledger of other values is
-        # another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number
-        for key in ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share"):
-            if d[key] is None:
-                del d[key]
         if not self.wddm:
             del d["wddm"]
         return d

@@ -137,8 +137,7 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
         return None
     lo, hi = band.around(capacity_req_per_s)
     scope = scope_words(regime)
-    def four(x: float) -> str:  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+    from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
                         f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)}, {scope})")
