@@ -103,10 +103,27 @@ LSS_RUNS = (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000", "meta-llam
              "Qwen/Qwen3-30B-A3B-Instruct-2507"),
             ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090", "meta-llama/Llama-3.1-8B"),
             ("results/rtx4090-llama8b-tp1", "RTX 4090", "meta-llama/Llama-3.1-8B"),
-            ("examples/RTXPRO6000/Qwen3-32B/vllm", "RTX PRO 6000", "Qwen/Qwen3-32B"))
+            ("examples/RTXPRO6000/Qwen3-32B/vllm", "RTX PRO 6000", "Qwen/Qwen3-32B"),
+            ("examples/RTXPRO6000/DeepSeek-V3.2-Exp-16L64E/vllm", "RTX PRO 6000",
+             "deepseek-ai/DeepSeek-V3.2-Exp-16L64E"))
+PUBLIC = Path(__file__).resolve().parent / "data" / "public-runs"
 #: LLMServingSim runs the project copied from the public repository (not in ../shared), by their upstream path
-PUBLIC_LSS = {"examples/RTXPRO6000/Qwen3-32B/vllm":
-              Path(__file__).resolve().parent / "data" / "public-runs" / "llmservingsim-rtxpro6000-qwen3-32b" / "vllm"}
+PUBLIC_LSS = {"examples/RTXPRO6000/Qwen3-32B/vllm": PUBLIC / "llmservingsim-rtxpro6000-qwen3-32b" / "vllm",
+              "examples/RTXPRO6000/DeepSeek-V3.2-Exp-16L64E/vllm":
+              PUBLIC / "llmservingsim-rtxpro6000-deepseek-v32-16l64e" / "vllm"}
+#: models no catalog bundles, by their config.json copied beside the run (a reduced test model: 16 layers, 64 experts)
+MODEL_FILES = {"deepseek-ai/DeepSeek-V3.2-Exp-16L64E":
+               str(PUBLIC / "llmservingsim-rtxpro6000-deepseek-v32-16l64e" / "model" / "config.json")}
+
+
+def lss_runs(shared: Path) -> list[tuple[str, Path, str, str]]:
+    """LLMServingSim's per-request runs that exist here: (upstream path, local path, GPU, model id)."""
+    out = []
+    for rel, gpu, model in LSS_RUNS:
+        p = PUBLIC_LSS.get(rel, shared / "llmservingsim" / "bench" / rel)
+        if p.exists():
+            out.append((rel, p, gpu, model))
+    return out
 
 
 def _lss_units(shared: Path) -> tuple[list[Unit], list[Excluded]]:
@@ -116,13 +133,10 @@ def _lss_units(shared: Path) -> tuple[list[Unit], list[Excluded]]:
     from kvledger.errors import KvLedgerError
 
     units, excluded = [], []
-    for rel, gpu, model in LSS_RUNS:
-        p = PUBLIC_LSS.get(rel, shared / "llmservingsim" / "bench" / rel)
-        if not p.exists():
-            continue
+    for rel, p, gpu, model in lss_runs(shared):
         r = load_measured(str(p))
         label = "llmservingsim " + rel.replace("/vllm", "")
-        a = _args(model=model, gpu=gpu, tp=None)
+        a = _args(model=MODEL_FILES.get(model, model), gpu=gpu, tp=None)
         try:
             engine_for(a, r)
         except KvLedgerError as e:

@@ -44,20 +44,18 @@ def _args(**kw):
 
 
 def _lss_runs(shared: Path) -> list[dict]:
-    """LLMServingSim's per-request runs (engine-side timings): deployment, GPU, the run."""
-    from gpuscope_all import PUBLIC_LSS
+    """LLMServingSim's per-request runs (engine-side timings) that one engine replays: deployment, GPU, the run (the
+    data-parallel + expert-parallel Qwen3-30B-A3B run is refused by ``validate``, so left out)."""
+    from gpuscope_all import MODEL_FILES, lss_runs
     from kvledger.calibration.replay import load_measured
 
     out = []
-    for rel, gpu, model in (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000", "meta-llama/Llama-3.1-8B"),
-                            ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090", "meta-llama/Llama-3.1-8B"),
-                            ("results/rtx4090-llama8b-tp1", "RTX 4090", "meta-llama/Llama-3.1-8B"),
-                            ("examples/RTXPRO6000/Qwen3-32B/vllm", "RTX PRO 6000", "Qwen/Qwen3-32B")):
-        p = PUBLIC_LSS.get(rel, shared / "llmservingsim" / "bench" / rel)
-        if p.exists():
-            out.append({"deployment": f"llmservingsim {rel.replace('/vllm', '')}", "gpu": gpu, "engine_side": True,
-                        "kind": "per-request", "items": [(load_measured(str(p)), None)],
-                        "args": _args(model=model, gpu=gpu, tp=None, gpu_profile="none")})
+    for rel, p, gpu, model in lss_runs(shared):
+        if "Qwen3-30B-A3B" in rel:
+            continue
+        out.append({"deployment": f"llmservingsim {rel.replace('/vllm', '')}", "gpu": gpu, "engine_side": True,
+                    "kind": "per-request", "items": [(load_measured(str(p)), None)],
+                    "args": _args(model=MODEL_FILES.get(model, model), gpu=gpu, tp=None, gpu_profile="none")})
     return out
 
 
@@ -121,6 +119,13 @@ def _errors(dep: dict, fractions: tuple | None) -> dict[str, list[float]]:
     return out
 
 
+def _arch(dep: dict) -> str:
+    """The deployment's architecture in a regime key: "moe" for a mixture-of-experts model, else "dense"."""
+    from kvledger.catalog.models import load_model
+
+    return "moe" if load_model(dep["args"].model).is_moe else "dense"
+
+
 def lodo(shared: Path) -> dict:
     """Every deployment's errors, uncalibrated and (where another deployment of its model on its GPU exists)
     GPU-calibrated: the calibrated regime's band is of a profile used on what it was fitted on; a profile carried to
@@ -132,7 +137,7 @@ def lodo(shared: Path) -> dict:
     rows = []
     for dep in deps:
         t = time.perf_counter()
-        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
+        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"], "arch": _arch(dep),
                "uncalibrated": _errors(dep, None)}
         others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]
                   and d["args"].model == dep["args"].model]
@@ -155,7 +160,7 @@ def _regime_errors(rows: list[dict], skip: str | None = None) -> dict[str, dict[
             continue
         for scope, key in (("uncalibrated", "uncalibrated"), ("gpu", "gpu_scope")):
             if key in r:
-                reg = out.setdefault(f"{scope}/dense/vllm", {m: [] for m in METRIC_ROWS})
+                reg = out.setdefault(f"{scope}/{r.get('arch', 'dense')}/vllm", {m: [] for m in METRIC_ROWS})
                 for m in METRIC_ROWS:
                     reg[m] += r[key][m]
     return out
@@ -169,7 +174,8 @@ EMPIRICAL_FROM = 10  # values from which the band is the conformal order statist
 def _q(errs: list[float]) -> dict:
     """q10/q90 of the errors: conformal ranks from ``EMPIRICAL_FROM`` values; below, the 80% prediction interval of a
     new value with log(1 + e) normal (mean ± t·s·√(1 + 1/n)), which is wide where few values stand behind it; one
-    value gives no band."""
+    value is kept as a point (``ONE_POINT``): no interval of its own, the nearest regime's band is widened to take it
+    in (``kvledger.ledgers.error_band``)."""
     a = np.array(errs)
     if len(a) >= EMPIRICAL_FROM:  # split-conformal ranks (module docstring); interpolated 10th/90th percentiles
         # (np.quantile) covered 17 of 24 TTFT and 17 of 24 TPOT values leaving each deployment out: they are the
@@ -181,6 +187,11 @@ def _q(errs: list[float]) -> dict:
         z = np.log1p(a)
         half = T90[len(a) - 2] * z.std(ddof=1) * np.sqrt(1 + 1 / len(a))
         lo, hi, how = np.expm1(z.mean() - half), np.expm1(z.mean() + half), "t prediction interval (few values)"
+    elif len(a) == 1:
+        from kvledger.ledgers.error_band import ONE_POINT
+
+        lo = hi = a[0]
+        how = ONE_POINT
     else:
         return {}
     return {"q10": float(lo), "q90": float(hi), "num_runs": len(a), "median_abs": float(np.median(np.abs(a))),
@@ -194,15 +205,17 @@ def bands(rows: list[dict], skip: str | None = None) -> dict[str, dict]:
 
 def coverage(rows: list[dict]) -> dict[str, dict[str, list[int]]]:
     """Per regime and metric: [covered, checked] — each deployment's errors against the band of the others."""
+    from kvledger.ledgers.error_band import ONE_POINT
+
     out: dict[str, dict[str, list[int]]] = {}
     for r in rows:
         b = bands(rows, skip=r["deployment"])
         for scope, key in (("uncalibrated", "uncalibrated"), ("gpu", "gpu_scope")):
-            reg = f"{scope}/dense/vllm"
+            reg = f"{scope}/{r.get('arch', 'dense')}/vllm"
             if key not in r or reg not in b:
                 continue
             for m in METRIC_ROWS:
-                if m not in b[reg]:
+                if m not in b[reg] or b[reg][m]["method"] == ONE_POINT:  # one value: no interval to check against
                     continue
                 c = out.setdefault(reg, {}).setdefault(m, [0, 0])
                 for e in r[key][m]:
@@ -223,7 +236,7 @@ def write_bands(d: dict) -> None:
                                      "elsewhere; bandwidth 0.8)",
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
                                   "inference-sim/training: errors only, no data copied) and benchmarks/data/"
-                                  "public-runs (LLMServingSim's Qwen3-32B TP 2, MIT)"},
+                                  "public-runs (LLMServingSim's Qwen3-32B TP 2 and DeepSeek-V3.2-Exp-16L64E, MIT)"},
            "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}
     if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
         kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")

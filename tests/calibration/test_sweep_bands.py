@@ -113,10 +113,10 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 102.72 req/s (80% band "
             "83.98–109.38, uncalibrated roofline), error -0.4%") in out
     assert "measured 93.44 req/s, simulated 93.38 req/s (no error band)" in out
-    # the source counts the measured deployments (the table's 18) and names the bundled file, never a script
+    # the source counts the measured deployments (the table's 19: DeepSeek-V3.2-Exp-16L64E joined 2026-12-04) and names the bundled file, never a script
     # outside the package
     assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
-            "18 measured vLLM deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); "
+            "19 measured vLLM deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); "
             "saturation throughput: "
             "leave-one-deployment-out errors at 18 measured points") in out
     assert "benchmarks/" not in out

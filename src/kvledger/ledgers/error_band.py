@@ -21,12 +21,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Band", "error_band", "regime_of", "scope_words", "band_text", "METRICS", "flips_inside", "stored_bands"]
+__all__ = ["Band", "error_band", "regime_of", "scope_words", "band_text", "METRICS", "flips_inside", "stored_bands",
+           "ONE_POINT"]
 
 #: metrics with a band: mean TTFT, mean TPOT, throughput at saturation (capacity; cost per request is its inverse)
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 MIN_RUNS_FOR_QUANTILES = 5
 _SCOPES = ("gpu", "model", "uncalibrated")
+#: the ``method`` of a regime's only measured value: no interval of its own; the nearest regime's band is widened to
+#: take it in (``error_band``)
+ONE_POINT = "one measured point"
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ def regime_of(scope: str | None, is_moe: bool = False, engine: str = "vllm") -> 
 
 def _nearest(regime: str, have: dict[str, Any], metric: str) -> str | None:
     scope, arch, engine = regime.split("/")
-    ranked = sorted((k for k, v in have.items() if metric in v), key=lambda k: (
+    lenders = (k for k, v in have.items() if metric in v and v[metric].get("method") != ONE_POINT)
+    ranked = sorted(lenders, key=lambda k: (
         k.split("/")[0] != scope, k.split("/")[1] != arch, k.split("/")[2] != engine,
         _SCOPES.index(k.split("/")[0]) if k.split("/")[0] in _SCOPES else 9))
     # a calibrated regime may borrow from uncalibrated runs (wider), never the other way round
@@ -125,10 +130,13 @@ def _nearest(regime: str, have: dict[str, Any], metric: str) -> str | None:
 
 
 def error_band(regime: str, metric: str) -> Band | None:
-    """The 80% band of ``metric`` in ``regime`` (``regime_of``), or None when no measured run can stand for it."""
+    """The 80% band of ``metric`` in ``regime`` (``regime_of``), or None when no measured run can stand for it. A
+    regime with one measured value (``ONE_POINT``) takes the nearest regime's band widened to take that value in."""
     table = _table()
     have = _regimes()
-    key = regime if metric in have.get(regime, {}) else _nearest(regime, have, metric)
+    own = have.get(regime, {}).get(metric)
+    point = own if own is not None and own.get("method") == ONE_POINT else None
+    key = regime if own is not None and point is None else _nearest(regime, have, metric)
     if key is None:
         return None
     e = have[key][metric]
@@ -136,9 +144,14 @@ def error_band(regime: str, metric: str) -> Band | None:
            f"{_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")
-    if key != regime:
+    q10, q90, n = e["q10"], e["q90"], e["num_runs"]
+    if point is not None:
+        q10, q90, n = min(q10, point["q10"]), max(q90, point["q10"]), n + 1
+        src += (f"; regime {regime} has one measured point ({point['q10']:+.1%}), too few for an interval of its own: "
+                f"band of {key} widened to take it in")
+    elif key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
-    return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src,
+    return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
                 lent_from=None if key == regime else key, cross_model="cross_model" in e)
 
 
