@@ -182,8 +182,10 @@ def _norm(s: str) -> str:
 
 
 def _names(gid: str) -> list[str]:
-    """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases."""
-    return [_norm(gid), _norm(gid.removeprefix("nvidia_"))] + [_norm(a) for a in _ALIASES.get(gid, [])]
+    """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases, its own
+    full name (as the catalog prints it, e.g. "NVIDIA RTX PRO 6000 Blackwell Server Edition")."""
+    return ([_norm(gid), _norm(gid.removeprefix("nvidia_"))] + [_norm(a) for a in _ALIASES.get(gid, [])]
+            + [_norm(gpu_catalog()[gid].name)])
 
 
 def _find(name: str) -> str | None:
