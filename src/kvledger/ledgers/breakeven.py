@@ -24,13 +24,14 @@ share g ÷ C measured at the boundary; more meet the SLO at a lighter load, so t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instances import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
-__all__ = ["replica_usd_per_month", "rental_usd_per_month", "staircase_rental", "people_usd_per_month",
+__all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve", "staircase_rental", "people_usd_per_month",
            "break_even_utilization", "break_even_volume"]
 
 
@@ -45,10 +46,17 @@ def replica_usd_per_month(setup: SelfHostSetup) -> float:
 def rental_usd_per_month(setup: SelfHostSetup, replicas: int) -> float:
     """n replicas' rental per month on whole instances (the cheapest packing: ``instances.pack``) + their KV tiers;
     exactly n × R on per-GPU rows."""
+    return rental_curve(setup)(replicas)
+
+
+def rental_curve(setup: SelfHostSetup) -> Callable[[int], float]:
+    """``rental_usd_per_month`` as a function of the replicas, the packing staircase and prices read once (a bisection
+    over the replicas prices many counts)."""
     steps = staircase(setup.gpu, setup.num_gpus)
     linear = all(s["replicas_per_instance"] == 1 for s in steps)
-    return staircase_rental(steps, replicas, replica_usd_per_month(setup) if linear else 0.0,
-                            tier_usd_per_month(setup.kv_tiers, setup.num_gpus))
+    replica_usd = replica_usd_per_month(setup) if linear else 0.0
+    tier_usd = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+    return lambda replicas: staircase_rental(steps, replicas, replica_usd, tier_usd)
 
 
 def staircase_rental(steps: list[dict[str, Any]] | None, replicas: int, replica_usd: float, tier_usd: float) -> float:

@@ -104,7 +104,7 @@ def flip_points(
     below rate ÷ (C × u_max × (n' − 1)). B is non-decreasing in n (each packing's bill is), so both are found by
     bisection. The GPU-price multiplier m solves m × (B(n) − fixed) + fixed = A.
     """
-    from kvledger.ledgers.breakeven import rental_usd_per_month
+    from kvledger.ledgers.breakeven import rental_curve
 
     n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
     rent_now = self_host_usd - fixed_usd
@@ -113,10 +113,11 @@ def flip_points(
         return {**out, "capacity_multiplier": None, "gpu_price_multiplier": None}
     m = (api_usd - fixed_usd) / rent_now
     out["gpu_price_multiplier"] = m if m > 0 else None
-    other = self_host_usd - rental_usd_per_month(setup, n)  # people and whatever else does not scale with n
+    rental = rental_curve(setup)  # the staircase read once for the whole bisection
+    other = self_host_usd - rental(n)  # people and whatever else does not scale with n
 
     def bill(k: int) -> float:
-        return rental_usd_per_month(setup, k) + other
+        return rental(k) + other
 
     per = cap_req_per_s * setup.max_utilization
     if self_host_usd >= api_usd:  # the most replicas (< n) still cheaper than the API
