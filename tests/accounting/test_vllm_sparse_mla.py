@@ -1,4 +1,4 @@
-"""DeepSeek-V3.2 (``index_topk``) under vLLM 0.33: the sparse MLA backend picked per GPU family and KV dtype, its
+"""DeepSeek-V3.2 (``index_topk``) under vLLM 0.28 and 0.33: the sparse MLA backend picked per GPU family and KV dtype, its
 cache format (fp8_ds_mla 656 B, or the plain latent) and the 64-token blocks the indexer cache forces."""
 
 from __future__ import annotations
@@ -70,3 +70,34 @@ def test_unaccepted_dtype_is_refused_and_older_versions_keep_their_rules():
     # 0.20 was not read for sparse MLA: the old rule stays (FLASH_ATTN_MLA's 16, plain fp8 576 + 132 B).
     p = _plan("H200", "fp8", engine_version="0.20.0")
     assert (p.kv.bytes_per_token, p.memory.block_size) == (43_188, 16)
+
+
+def test_vllm_028_picks_as_read_in_its_wheel():
+    # 0.28.0's platforms/cuda.py: no FLASHINFER_MLA_SPARSE_SM90 (Hopper's fp8_e4m3 finds no backend) and no FA4 sparse
+    # backend (a plain cache at ≤ 16 heads per rank goes to FLASHINFER_MLA_SPARSE); SM120 canonicalises auto to
+    # fp8_ds_mla as 0.33 does (mla_attention.py::_canonicalize_sparse_mla_kv_cache_dtype)
+    m, ver = _v32(), (0, 28, 0)
+    assert sparse_mla_choice(m, ver, "sm100", "auto", 8).backend == "FLASHINFER_MLA_SPARSE"  # 128 / 8 = 16 heads
+    assert sparse_mla_choice(m, ver, "sm100", "auto", 4).backend == "FLASHMLA_SPARSE"
+    assert sparse_mla_choice(m, ver, "sm90", "fp8", 8).packed_entry_bytes == 656
+    with pytest.raises(InputError, match="vLLM 0.28 on sm90"):
+        sparse_mla_choice(m, ver, "sm90", "fp8_e4m3", 8)
+    assert sparse_mla_choice(m, (0, 27, 0), "sm120", "auto", 8) is None  # not read: the plain rule stays
+
+
+def test_rtx_pro_6000_vllm_028_record_holds_the_packed_cache():
+    # LLMServingSim's public vLLM 0.28.0 run of DeepSeek-V3.2-Exp-16L64E (16 layers) on one RTX PRO 6000 Server,
+    # kv_cache_dtype auto (benchmarks/data/public-runs/llmservingsim-rtxpro6000-deepseek-v32-16l64e/vllm/meta.json):
+    # 49,181 blocks × 64 tokens = 3,147,584 tokens. Packed: 16 × (656 + 132) = 12,608 B/token → 39.68e9 B = 36.96 GiB,
+    # which fits the 0.92 × 94.97 = 87.37 GiB budget beside ~42.8 GiB of weights; the plain 16 × (1,152 + 132) =
+    # 20,544 B/token would need 64.66e9 B = 60.22 GiB, more than the card holds beside them.
+    cfg = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs" / \
+        "llmservingsim-rtxpro6000-deepseek-v32-16l64e" / "model" / "config.json"
+    m = parse_config(json.loads(cfg.read_text()), source="16L64E")
+    p = build_plan(m, get_gpu("RTX PRO 6000 Blackwell Server Edition"),
+                   make_settings(engine_version="0.28.0", gpu_memory_utilization=0.92, max_num_seqs=128,
+                                 max_num_batched_tokens=2048), with_roofline=False)
+    assert p.kv.bytes_per_token == 12_608
+    assert p.memory.block_size == 64
+    assert 49_181 * 64 * p.kv.bytes_per_token / 2**30 == pytest.approx(36.96, abs=0.005)
+    assert 49_181 * 64 * 20_544 / 2**30 > 0.92 * 94.97 - 40  # the plain layout cannot be what the record holds

@@ -1,5 +1,5 @@
-"""Which sparse MLA backend vLLM 0.33 picks for DeepSeek-V3.2-class models (``index_topk``), its cache format and
-block size.
+"""Which sparse MLA backend vLLM 0.28 and 0.33 pick for DeepSeek-V3.2-class models (``index_topk``), its cache format
+and block size.
 
 Read from the 0.33.0 wheel:
 
@@ -18,6 +18,16 @@ Read from the 0.33.0 wheel:
 - block size (``platforms/interface.py::_preferred_block_size_for_backends``): the smallest size every backend takes —
   the sparse backends ``MultipleOf(64)`` (FLASHINFER_MLA_SPARSE ``MultipleOf(32)``) and the indexer cache
   (``v1/attention/backends/mla/indexer.py::DeepseekV32IndexerBackend``) exactly [64] on CUDA: 64 tokens.
+
+Read again in the 0.28.0 wheel: the same canonicalisation (``mla_attention.py``), the same 656 B entry, the same
+indexer cache (``models/deepseek_v2.py``: 128 FP8 values + a 4 B scale per 128, uint8, 64-token blocks) and the same
+major-12 list (TRITON_MLA, which rejects sparse, then FLASHINFER_MLA_SPARSE_SM120). Two differences: Hopper has no
+FLASHINFER_MLA_SPARSE_SM90 (the non-10/12 list ends FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE), so fp8_e4m3 finds no
+backend there; Blackwell has no FA4 sparse backend (a plain cache goes to FLASHINFER_MLA_SPARSE at ≤ 16 heads per
+rank, else FLASHMLA_SPARSE). The cache each picks is the 0.33 one. Checked against a public record: LLMServingSim's
+vLLM 0.28.0 run of DeepSeek-V3.2-Exp-16L64E on one RTX PRO 6000 (kv_cache_dtype auto) holds 49,181 blocks of 64
+tokens — 36.96 GiB at the packed 12,608 B a token, where the plain 20,544 B would need 60.2 GiB beside ~40 GiB of
+weights on a 94.97 GiB card.
 """
 
 from __future__ import annotations
@@ -36,7 +46,8 @@ FP8_DS_MLA_V32_BYTES = 656
 SPARSE_MLA_BLOCK_SIZE = 64
 """Tokens per block: the indexer cache takes exactly 64 on CUDA (vLLM 0.33 indexer.py)."""
 _PLAIN = ("auto", "bf16", "bfloat16", "fp16", "float16", "half")
-_SRC = "vLLM 0.33 platforms/cuda.py _get_backend_priorities, v1/attention/backends/mla/"
+FIRST_READ = (0, 28, 0)
+"""The oldest vLLM whose sparse MLA choice was read (module docstring); older versions keep the plain layout."""
 
 
 @dataclass(frozen=True)
@@ -65,42 +76,51 @@ def _sparse_layer(layer) -> bool:
 
 
 def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp: int) -> SparseMLAChoice | None:
-    """The backend vLLM 0.33 picks for a model with DeepSeek sparse attention on this GPU family; None for other
-    models, versions before 0.33 (not read) or GPUs whose sparse backend was not read (kept as before).
+    """The backend vLLM (0.28 and 0.33 read) picks for a model with DeepSeek sparse attention on this GPU family; None
+    for other models, versions before 0.28 (not read) or GPUs whose sparse backend was not read (kept as before).
 
     Raises:
         InputError: a KV dtype none of the family's sparse backends accepts (vLLM finds no backend).
     """
-    if ver < (0, 33, 0) or arch not in ("sm90", "sm100", "sm120") or not any(map(_sparse_layer, model.layers)):
+    if ver < FIRST_READ or arch not in ("sm90", "sm100", "sm120") or not any(map(_sparse_layer, model.layers)):
         return None
     d = kv_cache_dtype.lower()
     plain = d in _PLAIN
+    read = "0.33" if ver >= (0, 33, 0) else "0.28"
+    src = f"vLLM {read} platforms/cuda.py _get_backend_priorities, v1/attention/backends/mla/"
     if arch == "sm90":
-        if plain:
-            return SparseMLAChoice("FLASH_ATTN_MLA_SPARSE", d, 0, _SRC + "flashattn_mla_sparse.py")
-        if d == "fp8":
-            return SparseMLAChoice("FLASHMLA_SPARSE", "fp8_ds_mla", FP8_DS_MLA_V32_BYTES,
-                                   _SRC + "flashmla_sparse.py (fp8 is an alias for fp8_ds_mla), mla_attention.py")
-        if d == "fp8_e4m3":
-            return SparseMLAChoice("FLASHINFER_MLA_SPARSE_SM90", d, 0, _SRC + "flashinfer_mla_sparse_sm90.py")
-        ok = "auto, bf16, fp16, fp8 or fp8_e4m3"
+        if plain or d == "fp8":
+            return _hopper(d, plain, src)
+        if d == "fp8_e4m3" and read == "0.33":  # 0.28 has no FLASHINFER_MLA_SPARSE_SM90: no backend takes it
+            return SparseMLAChoice("FLASHINFER_MLA_SPARSE_SM90", d, 0, src + "flashinfer_mla_sparse_sm90.py")
+        ok = "auto, bf16, fp16, fp8 or fp8_e4m3" if read == "0.33" else "auto, bf16, fp16 or fp8"
     elif arch == "sm100":
         if plain:
             heads = model.num_attention_heads // tp
-            name = "FLASH_ATTN_MLA_SPARSE_FA4" if heads <= 16 else "FLASHMLA_SPARSE"
-            return SparseMLAChoice(name, d, 0, _SRC + f"flashattn_mla_sparse.py, flashmla_sparse.py ({heads} heads "
-                                   "per rank; FA4 first at ≤ 16)")
+            small = "FLASH_ATTN_MLA_SPARSE_FA4" if read == "0.33" else "FLASHINFER_MLA_SPARSE"
+            name = small if heads <= 16 else "FLASHMLA_SPARSE"
+            return SparseMLAChoice(name, d, 0, src + f"flashattn_mla_sparse.py, flashmla_sparse.py ({heads} heads "
+                                   f"per rank; {small} first at ≤ 16)")
         if d in ("fp8", "fp8_e4m3"):
-            return SparseMLAChoice("FLASHINFER_MLA_SPARSE", d, 0, _SRC + "flashinfer_mla_sparse.py (plain fp8, not "
+            return SparseMLAChoice("FLASHINFER_MLA_SPARSE", d, 0, src + "flashinfer_mla_sparse.py (plain fp8, not "
                                    "fp8_ds_mla)")
         ok = "auto, bf16, fp16, fp8 or fp8_e4m3"
     else:
         if d in ("auto", "fp8", "fp8_e4m3"):
             return SparseMLAChoice("FLASHINFER_MLA_SPARSE_SM120", "fp8_ds_mla", FP8_DS_MLA_V32_BYTES,
-                                   _SRC + "flashinfer_mla_sparse.py (SM120: auto and fp8 become fp8_ds_mla)")
+                                   src + "flashinfer_mla_sparse.py (SM120: auto and fp8 become fp8_ds_mla)")
         ok = "auto, fp8 or fp8_e4m3"
-    raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: no sparse MLA backend of vLLM 0.33 on {arch} accepts it for "
-                     f"DeepSeek sparse attention (platforms/cuda.py, backends' supported_kv_cache_dtypes); use {ok}")
+    raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: no sparse MLA backend of vLLM {read} on {arch} accepts it "
+                     "for DeepSeek sparse attention (platforms/cuda.py, backends' supported_kv_cache_dtypes); "
+                     f"use {ok}")
+
+
+def _hopper(d: str, plain: bool, src: str) -> SparseMLAChoice:
+    """Hopper's pick for a plain cache or fp8 (0.28 and 0.33 alike)."""
+    if plain:
+        return SparseMLAChoice("FLASH_ATTN_MLA_SPARSE", d, 0, src + "flashattn_mla_sparse.py")
+    return SparseMLAChoice("FLASHMLA_SPARSE", "fp8_ds_mla", FP8_DS_MLA_V32_BYTES,
+                           src + "flashmla_sparse.py (fp8 is an alias for fp8_ds_mla), mla_attention.py")
 
 
 def sparse_mla_cache_model(model: ModelSpec, choice: SparseMLAChoice | None) -> ModelSpec:
