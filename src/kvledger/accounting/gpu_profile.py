@@ -193,20 +193,14 @@ def load_gpu_profile(path: str | Path) -> GpuProfile:
             raise FormatError(str(path), f"no bundled GPU profile of that name (bundled: {have})")
         return _from_dict(json.loads(f.read_text(encoding="utf-8")), f"bundled:{f.name}")
     p = Path(path)
-    try:
-        stamp = p.stat().st_mtime_ns
-    except OSError:  # missing or unreadable: read_profile_json says which, in its own words
-        stamp = None
-    return _profile_file(str(p), stamp)
+    return _profile_file(str(p), p.stat().st_mtime_ns if p.is_file() else None)
 
 
 @functools.lru_cache(maxsize=16)
 def _profile_file(path: str, stamp: int | None) -> GpuProfile:
-    """A profile file read once per (path, modification time): a search or a report names it for every candidate, and
-    a file rewritten in between is read again."""
-    d = read_profile_json(Path(path), "no such GPU profile (write one with `kvledger calibrate FILE... --scope gpu "
-                                      "--out GPU.json`)")
-    return _from_dict(d, path)
+    """A file read once per (path, modification time ``stamp``): a search names it for every candidate."""
+    return _from_dict(read_profile_json(Path(path), "no such GPU profile (write one with `kvledger calibrate FILE... "
+                                                    "--scope gpu --out GPU.json`)"), path)
 
 
 def _bundled_dir() -> Path:
