@@ -1,5 +1,5 @@
-"""DeepSeek-V3.2 (``index_topk``) under vLLM 0.28 and 0.33: the sparse MLA backend picked per GPU family and KV dtype, its
-cache format (fp8_ds_mla 656 B, or the plain latent) and the 64-token blocks the indexer cache forces."""
+"""DeepSeek-V3.2 (``index_topk``) under vLLM 0.28 and 0.33: the sparse MLA backend picked per GPU family and KV
+dtype, its cache format (fp8_ds_mla 656 B, or the plain latent) and the 64-token blocks the indexer cache forces."""
 
 from __future__ import annotations
 

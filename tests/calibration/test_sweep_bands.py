@@ -113,8 +113,8 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 102.72 req/s (80% band "
             "83.98–109.38, uncalibrated roofline), error -0.4%") in out
     assert "measured 93.44 req/s, simulated 93.38 req/s (no error band)" in out
-    # the source counts the measured deployments (the table's 19: DeepSeek-V3.2-Exp-16L64E joined 2026-12-04) and names the bundled file, never a script
-    # outside the package
+    # the source counts the measured deployments (the table's 19; DeepSeek-V3.2-Exp-16L64E joined 2026-12-04) and
+    # names the bundled file, never a script outside the package
     assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
             "19 measured vLLM deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); "
             "saturation throughput: "

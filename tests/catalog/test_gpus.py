@@ -71,9 +71,9 @@ def test_aliases_and_ids():
 
 
 def test_a_row_answers_to_its_own_full_name():
-    # the name `kvledger gpus` prints and a run's record names (LLMServingSim's meta.json: "device_name": "NVIDIA RTX PRO
-    # 6000 Blackwell Server Edition") picks that row, with or without the vendor word, in any case; the two editions
-    # stay apart, and no name answers to two rows
+    # the name `kvledger gpus` prints and a run's record names (LLMServingSim's meta.json: "device_name": "NVIDIA RTX
+    # PRO 6000 Blackwell Server Edition") picks that row, with or without the vendor word, in any case; the two
+    # editions stay apart, and no name answers to two rows
     assert get_gpu("RTX PRO 6000 Blackwell Server Edition").gpu_id == "nvidia_rtx_pro_6000_server"
     assert get_gpu("nvidia rtx pro 6000 blackwell workstation edition").gpu_id == "nvidia_rtx_pro_6000_workstation"
     assert all(get_gpu(g.name) is g for g in gpu_catalog().values())

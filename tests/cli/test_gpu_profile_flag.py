@@ -96,7 +96,7 @@ def test_goodput_and_cost_simulate_take_the_flag(profile):
 
 
 def test_search_prices_the_candidates_on_the_profiles_gpu_and_refuses_it_for_others(profile):
-    from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.accounting.gpu_profile_search import choice_for_gpu
     from kvledger.analyses.search.bands import search_regime
     from kvledger.analyses.search.screen import sim_args
     from kvledger.analyses.search.spec import Candidate, SearchSpec

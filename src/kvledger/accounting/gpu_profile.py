@@ -26,7 +26,7 @@ from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profi
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
-           "looks_like_gpu_profile", "choice_for_gpu", "run_facts", "check_profile_gpus", "profile_fit"]
+           "looks_like_gpu_profile", "run_facts", "profile_fit", "same_gpu"]
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ BUNDLED_PREFIX = "bundled:"
 SAME_BOARD = {"nvidia rtx pro 6000 blackwell workstation edition": "nvidia rtx pro 6000 blackwell server edition"}
 
 
-def _same_gpu(a: str, b: str) -> bool:
+def same_gpu(a: str, b: str) -> bool:
     """Whether a profile fitted on GPU ``a`` prices GPU ``b`` (catalog names): the same GPU, or one board's editions."""
     a, b = a.lower(), b.lower()
     return a == b or SAME_BOARD.get(a) == b or SAME_BOARD.get(b) == a
@@ -231,7 +231,7 @@ def bundled_gpu_profile(gpu_name: str) -> GpuProfile | None:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("default") is False:
             continue
-        if _same_gpu(str(d.get("gpu", "")), gpu_name):
+        if same_gpu(str(d.get("gpu", "")), gpu_name):
             return _from_dict(d, f"bundled:{f.name}")
     return None
 
@@ -248,39 +248,12 @@ def resolve_gpu_profile(choice: str | None, gpu_name: str) -> GpuProfile | None:
     if choice == "none":
         return None
     prof = load_gpu_profile(choice)
-    if not _same_gpu(prof.gpu, gpu_name):
+    if not same_gpu(prof.gpu, gpu_name):
         raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, not {gpu_name}: a GPU's efficiency "
                          "does not "
                          "carry to another GPU (calibrate this one with `kvledger calibrate --scope gpu`, or pass "
                          "--gpu-profile none)")
     return prof
-
-
-def choice_for_gpu(choice: str | None, gpu_name: str) -> str | None:
-    """``--gpu-profile`` as it applies to one GPU of a search over several: a file fitted on ``gpu_name`` stays, a
-    file fitted on another GPU leaves this one its default (None: its bundled profile, if any); "none" and "auto" stay.
-
-    Raises:
-        FormatError: unreadable file.
-    """
-    if choice is None or choice in ("auto", "none"):
-        return choice
-    return choice if _same_gpu(load_gpu_profile(choice).gpu, gpu_name) else None
-
-
-def check_profile_gpus(choice: str | None, gpu_names: list[str]) -> None:
-    """Refuse ``--gpu-profile FILE`` for a search none of whose GPUs (catalog names) is the one it was fitted on.
-
-    Raises:
-        FormatError: unreadable file. InputError: the profile's GPU is not searched.
-    """
-    if choice is None or choice in ("auto", "none") or not gpu_names:
-        return
-    prof = load_gpu_profile(choice)
-    if not any(_same_gpu(prof.gpu, g) for g in gpu_names):
-        raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, which this search does not try "
-                         f"({', '.join(gpu_names)}): a GPU's efficiency does not carry to another GPU (add --gpu "
-                         f"for {prof.gpu}, or drop --gpu-profile)")
 
 
 def profile_fit(choice: str | None, gpu_name: str) -> tuple[dict[str, Any], str] | None:

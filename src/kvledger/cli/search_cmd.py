@@ -170,7 +170,7 @@ def search_command(
 def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:
     """The named GPUs against --gpu-profile (fitted on one of them) and --wddm (``_check_wddm_gpus``), before work."""
     if e.gpu_profile is not None and gpus:
-        from kvledger.accounting.gpu_profile import check_profile_gpus
+        from kvledger.accounting.gpu_profile_search import check_profile_gpus
         from kvledger.catalog.gpu_file import resolve_gpu
 
         check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in gpus])

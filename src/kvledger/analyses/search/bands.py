@@ -22,7 +22,8 @@ __all__ = ["search_profile", "search_regime", "search_band", "band_notes", "band
 def search_profile(spec: Any, gpu_name: str):
     """The GPU profile pricing a candidate on ``gpu_name`` (a catalog name or id, or a GPU file) under the search's
     ``--gpu-profile``; None for a calibrated step cost or no profile."""
-    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
+    from kvledger.accounting.gpu_profile import resolve_gpu_profile
+    from kvledger.accounting.gpu_profile_search import choice_for_gpu
     from kvledger.catalog.gpu_file import resolve_gpu
 
     if spec.step_cost != "roofline":

@@ -196,7 +196,7 @@ def _requests(spec: SearchSpec, rate: float) -> list[Any]:
 
 
 def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
-    from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.accounting.gpu_profile_search import choice_for_gpu
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
     from kvledger.analyses.serving.plan_pricing import PricingFlags

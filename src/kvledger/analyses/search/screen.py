@@ -33,7 +33,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     axes; ``--gpu-profile FILE`` prices the candidates on the GPU it was fitted on (the others keep their default);
     ``--client-latency``, the same for every candidate (``latency.latency_arg``); ``--allreduce-link-share``, every
     candidate's TP all-reduces (and so the bounds, which price this simulation's step cost: ``bounds.py``)."""
-    from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.accounting.gpu_profile_search import choice_for_gpu
     from kvledger.analyses.search.latency import latency_arg
     from kvledger.catalog.gpu_file import resolve_gpu
 
