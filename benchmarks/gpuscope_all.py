@@ -18,6 +18,13 @@ with the fractions, and with the frontend latency of their own set-up where anot
 timed through M's own set-up where there are any (inference-sim/training's three models), else as the first ("all",
 the issue's rule): runs timed on another host price that host's per-step time into the fractions.
 
+Kernel families: a fit predicting a dense model takes the other *dense* models' runs on the GPU, and one predicting
+an MoE model the other MoE models', where the GPU has any; else every other model's. The routed experts of an MoE
+model run in their own fused kernels (FP8 block-scaled on the RTX PRO 6000's DeepSeek-V3.2-Exp-16L64E run), whose
+achieved share is not the dense GEMMs': with that run in the pool, the fit predicting Llama-3.1-8B fell to 0.40 of the
+bandwidth and priced the Llama run's throughput −33% where the dense models' fit gives −6.9% (docs/validation.md
+§2.18).
+
 Verdict per run (``TARGETS``): below saturation, mean TTFT and mean TPOT within 15%; saturated, throughput within
 10%. A sweep stage is below saturation when the client kept the requested rate (≥ 95%) and the engine served ≥ 90% of
 it (as ``lodo_bands``); a per-request run when its measured queue did not keep growing while requests arrived
@@ -222,6 +229,13 @@ def _errors(u: Unit, setup, cost, frontend_s: float = 0.0) -> dict[str, float | 
     return {m: c.row(row).rel_error for m, row in ROWS.items()}
 
 
+def _arch(model: str) -> str:
+    """"moe" for a mixture-of-experts model, else "dense" (the kernel family its matmuls run in)."""
+    from kvledger.catalog.models import load_model
+
+    return "moe" if load_model(MODEL_FILES.get(model, model)).is_moe else "dense"
+
+
 def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
              only_setups: set[str] | None = None) -> tuple[Any, list[str], list[str]] | None:
     """The GPU-scope fit on every below-saturation run of another model on ``gpu`` (with ``only_setups``: of those
@@ -231,6 +245,8 @@ def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
     others = [u for u in units if u.gpu == gpu and u.model != model and (only_setups is None or u.setup in only_setups)]
+    same = [u for u in others if _arch(u.model) == _arch(model)]
+    others = same or others  # one kernel family's runs where the GPU has any (module docstring: "Kernel families")
     on = [u for u in others if not u.saturated]
     if not on:  # a GPU whose other models were measured only past saturation: their per-request runs, replayed at
         on = [u for u in others if u.stage is None]  # their own arrivals (as calibrate fits them)
@@ -360,6 +376,7 @@ def _band(rows: list[dict], row: dict, metric: str, key: str, view: str) -> dict
     deployments (``key`` = "deployment") or other models (``key`` = "model") in that regime: each such row's own
     pricing in that view (a GPU fit's, or the plain roofline's — every row has one)."""
     import lodo_bands
+    from kvledger.ledgers.error_band import ONE_POINT
 
     regime = row["views"][view]["regime"]
     errs = []
@@ -369,7 +386,8 @@ def _band(rows: list[dict], row: dict, metric: str, key: str, view: str) -> dict
         k = r["views"][view]["pricing"] if regime == "gpu" else "uncalibrated"
         if (regime == "gpu") == (k != "uncalibrated") and r["errors"][k].get(metric) is not None:
             errs.append(r["errors"][k][metric])
-    return lodo_bands._q(errs)
+    q = lodo_bands._q(errs)
+    return {} if q.get("method") == ONE_POINT else q  # one value is no interval
 
 
 def _cover(rows: list[dict], view: str) -> None:

@@ -392,3 +392,17 @@ def test_a_link_share_given_to_the_fit_is_held_and_recorded():
     assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
     prof = gpu_profile_dict(fit, [], ["synthetic"])
     assert prof["allreduce_link_share"] == 0.6 and prof["fit"]["allreduce_link_share_given"] is True
+
+
+def test_a_fit_over_dense_and_moe_runs_is_flagged():
+    # one pair of fractions cannot serve both kernel families (gpu_profile_file.mixed_families_note): a dense model
+    # (Llama-3.1-8B, no experts) beside an MoE one (Qwen3-30B-A3B, 128 experts) is flagged, naming both; runs of one
+    # family are not
+    from kvledger.calibration.gpu_profile_file import mixed_families_note
+    from kvledger.catalog.models import load_model
+
+    dense, moe = load_model("meta-llama/Llama-3.1-8B"), load_model("Qwen/Qwen3-30B-A3B")
+    assert (dense.is_moe, moe.is_moe) == (False, True)
+    (note,) = mixed_families_note([dense, moe, dense])
+    assert note.startswith("WARNING: the runs mix dense models (") and moe.name in note and dense.name in note
+    assert mixed_families_note([dense, dense]) == [] and mixed_families_note([moe]) == []

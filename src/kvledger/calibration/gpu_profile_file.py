@@ -12,7 +12,7 @@ from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
 from kvledger.calibration.gpu_fit import ROBUST_SCALE, GpuFit, fit_gpu_fractions, roofline_with
 from kvledger.errors import InputError
 
-__all__ = ["gpu_profile_dict", "calibrate_gpu_files"]
+__all__ = ["gpu_profile_dict", "calibrate_gpu_files", "mixed_families_note"]
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
@@ -72,6 +72,7 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
 
     fit = gpu_fit([(run, s) for run, s, _ in staged])
     per_run, notes = [], list(model_notes) + engine_notes([s for _, s, _ in staged], args)
+    notes += mixed_families_note([s.plan.model for _, s, _ in staged])
     for run, s, st in staged:
         row, c = run_row(run, s, st, price(s, fit), fit.frontend_s)
         notes += c.notes  # validate's notes on the same run: the client's prompt pool and loop, the TPOT compared
@@ -86,3 +87,18 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
     return prof
+
+
+def mixed_families_note(models: list[Any]) -> list[str]:
+    """A warning when the runs mix dense and MoE models (ModelSpecs): one pair of fractions then serves two kernel
+    families. An MoE model's routed experts run in their own fused kernels, whose share of the peak is not the dense
+    GEMMs': on the RTX PRO 6000, the fit on Qwen3-32B that prices Llama-3.1-8B (0.63/0.72 of FLOP/s and bandwidth,
+    throughput −6.9%) moved to 1.00/0.40 with a DeepSeek-V3.2-Exp-16L64E (FP8 MoE) run beside it, and priced the Llama
+    run's throughput −33% (docs/validation.md §2.18)."""
+    moe = sorted({m.name for m in models if m.is_moe})
+    dense = sorted({m.name for m in models if not m.is_moe})
+    if not moe or not dense:
+        return []
+    return [f"WARNING: the runs mix dense models ({', '.join(dense)}) and MoE models ({', '.join(moe)}): one pair of "
+            "fractions is fitted for both kernel families, though routed experts run in their own fused kernels; "
+            "check each run's errors below, and for dense models prefer a profile fitted on dense runs alone"]
