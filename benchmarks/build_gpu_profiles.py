@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from gpuscope_all import PUBLIC_LSS  # noqa: E402
+from gpuscope_all import LSS_RUNS, MODEL_FILES, PUBLIC_LSS  # noqa: E402
 from validate_all import SHARED  # noqa: E402
 
 PUBLIC = ROOT / "benchmarks" / "data" / "public-runs"
@@ -40,7 +40,8 @@ PROFILES = {
 GEMM = {"rtx-pro-6000.json": "flat"}
 #: profile file → runs of other models or TPs on its GPU, priced by it and recorded as its ``out_of_sample`` checks
 #: (the band of a model or TP it was not fitted on takes their errors in: ``kvledger.ledgers.profile_band``)
-CHECKS = {"rtx-pro-6000.json": ["examples/RTXPRO6000/Qwen3-32B/vllm"]}
+CHECKS = {"rtx-pro-6000.json": ["examples/RTXPRO6000/Qwen3-32B/vllm",
+                                "examples/RTXPRO6000/DeepSeek-V3.2-Exp-16L64E/vllm"]}
 
 
 def main() -> None:
@@ -69,16 +70,19 @@ def main() -> None:
         for r in prof["runs"]:
             print(f"  {r['source']}: TTFT mean {r['ttft_mean_rel_error']:+.1%}, TPOT mean "
                   f"{r['tpot_mean_rel_error']:+.1%}, throughput {r['throughput_rel_error']:+.1%}")
-        checks = [str(PUBLIC_LSS.get(r, LSS / r)) for r in CHECKS.get(name, [])]
-        if checks:
-            prof["out_of_sample"] = check_runs(checks, SimRequestArgs(model=None, gpu=gpu, tp=None,
-                                                                      gemm_efficiency=GEMM.get(name)),
-                                               lambda s, p=prof: roofline_with(
-                                                   s, p["flops_fraction"], p["bandwidth_fraction"], p["host_step_s"],
-                                                   p["host_seq_s"], p["allreduce_link_share"]))
+        if CHECKS.get(name):
+            def price(s, p=prof):
+                return roofline_with(s, p["flops_fraction"], p["bandwidth_fraction"], p["host_step_s"],
+                                     p["host_seq_s"], p["allreduce_link_share"])
+
+            prof["out_of_sample"] = [row for rel in CHECKS[name] for row in check_runs(
+                [str(PUBLIC_LSS.get(rel, LSS / rel))], SimRequestArgs(
+                    model=MODEL_FILES.get(next(m for r, _, m in LSS_RUNS if r == rel)), gpu=gpu, tp=None,
+                    gemm_efficiency=GEMM.get(name)), price)]
             for r, rel in zip(prof["out_of_sample"], CHECKS[name]):
                 r["source"] = (f"public-runs/{PUBLIC_LSS[rel].relative_to(PUBLIC)}" if rel in PUBLIC_LSS
                                else "llmservingsim/bench/" + rel)
+                r["model"] = next(m for x, _, m in LSS_RUNS if x == rel)  # the id, not a config file's local path
                 print(f"  out of sample {r['source']} ({r['model']} TP {r['tp']}): TTFT mean "
                       f"{r['ttft_mean_rel_error']:+.1%}, TPOT mean {r['tpot_mean_rel_error']:+.1%}, throughput "
                       f"{r['throughput_rel_error']:+.1%}")

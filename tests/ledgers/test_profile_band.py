@@ -140,7 +140,7 @@ def test_a_profile_checked_on_another_model_widens_that_models_band_to_its_error
     from kvledger.ledgers.profile_band import profile_band
 
     prof = bundled_gpu_profile("NVIDIA RTX PRO 6000 Blackwell Server Edition")
-    (check,) = prof.checks
+    check, moe = prof.checks  # Qwen3-32B TP 2 (dense), then DeepSeek-V3.2-Exp-16L64E (FP8 MoE)
     assert check["model"] == "Qwen/Qwen3-32B" and check["tp"] == 2 and check["saturated"] is True
     assert check["tpot_mean"] == pytest.approx(-0.100, abs=0.001)
     facts = profile_facts(prof)
@@ -148,6 +148,14 @@ def test_a_profile_checked_on_another_model_widens_that_models_band_to_its_error
     assert qwen.high >= 1 / (1 + check["tpot_mean"]) - 1e-9 and "checked on but not fitted on" in qwen.source
     llama = profile_band("gpu/dense/vllm", "tpot_mean", facts, prof.runs[0]["model"], 1)  # as a setup names it
     assert llama.high < qwen.high
+    # the MoE check (saturated, throughput +26.4%: its routed experts in FP8 block-scaled fused kernels) widens an MoE
+    # figure's throughput band to it — low end ≤ predicted / 1.264 — and leaves a dense model's alone
+    assert (moe["moe"], check["moe"], moe["saturated"]) == (True, False, True)
+    assert moe["throughput"] == pytest.approx(0.264, abs=0.001)
+    mband = profile_band("gpu/moe/vllm", "throughput", facts, moe["model"], 1)
+    assert mband.low <= 1 / (1 + moe["throughput"]) + 1e-9 and "DeepSeek-V3.2-Exp-16L64E TP 1: +26.4%" in mband.source
+    dense = profile_band("gpu/dense/vllm", "throughput", facts, "Qwen/Qwen3-32B", 2)
+    assert "DeepSeek" not in dense.source and dense.low > mband.low
     # calibrate records saturation as the sides whose queue kept growing: the measured side's is what judges a run
     assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["measured", "simulated"]}})["saturated"] is True
     assert run_facts({"model": "m", "tp": 1, "saturated": {"sides": ["simulated"]}})["saturated"] is False

@@ -72,14 +72,15 @@ def _num(v: Any) -> float | None:
 
 
 def run_facts(r: Any) -> dict:
-    """A profile run's label, model, TP, saturation and in-sample errors (``GpuProfile.runs``)."""
+    """A profile run's label, model, TP, saturation, errors and kernel family (``moe``: an MoE model; ``GpuProfile.runs``
+    and ``checks``)."""
     num = _num
     sat = r.get("saturated")
     if isinstance(sat, dict):  # calibrate's record (calibration.saturation): the sides whose queue kept growing
         sat = "measured" in (sat.get("sides") or [])
     return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
             "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
-            "saturated": sat if isinstance(sat, bool) else None,
+            "saturated": sat if isinstance(sat, bool) else None, "moe": r.get("moe") is True,
             **{m: num(r.get(f"{m}_rel_error")) for m in ("ttft_mean", "tpot_mean", "throughput")}}
 
 

@@ -58,6 +58,7 @@ def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> t
 
     c, recs = run_errors(run, setup, stage, cost, frontend_s)
     return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
+            **({"moe": True} if setup.plan.model.is_moe else {}),  # its kernel family, where not dense
             "num_requests": len(run.requests), **headline_errors(c),
             "saturated": compared_saturation(run, stage, recs)}, c
 
