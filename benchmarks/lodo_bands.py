@@ -280,7 +280,7 @@ def write_doc(d: dict) -> None:
                 lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
                              + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
     lines += ["", "## Bands (80%: split-conformal order statistics of the errors; a t prediction interval below 10 "
-                  "values) and coverage", "",
+                  "values; one value: the point alone, no interval) and coverage", "",
               "| regime | metric | q10 | q90 | values | median abs error | covered (leave one deployment out) "
               "|",
               "|---|---|---|---|---|---|---|"]
@@ -302,7 +302,7 @@ def print_lodo(d: dict) -> None:
         for key in ("uncalibrated", "gpu_scope"):
             if key in r:
                 e = r[key]
-                print(f"  {r['deployment']:<52}{key:<13}" + "  ".join(
+                print(f"  {r['deployment']:<60} {key:<13}" + "  ".join(
                     f"{m} [{', '.join(_pct(x) for x in e[m])}]" for m in METRIC_ROWS) + f"  ({r['wall_s']:.0f} s)")
     for reg, ms in d["bands"].items():
         for m, b in ms.items():
