@@ -42,6 +42,9 @@ GEMM = {"rtx-pro-6000.json": "flat"}
 #: (the band of a model or TP it was not fitted on takes their errors in: ``kvledger.ledgers.profile_band``)
 CHECKS = {"rtx-pro-6000.json": ["examples/RTXPRO6000/Qwen3-32B/vllm",
                                 "examples/RTXPRO6000/DeepSeek-V3.2-Exp-16L64E/vllm"]}
+#: LLMServingSim run folder → its model's id (every check must be one of gpuscope_all.LSS_RUNS)
+MODEL_OF = {rel: model for rel, _, model in LSS_RUNS}
+assert all(rel in MODEL_OF for rels in CHECKS.values() for rel in rels), "a check not in gpuscope_all.LSS_RUNS"
 
 
 def main() -> None:
@@ -77,12 +80,12 @@ def main() -> None:
 
             prof["out_of_sample"] = [row for rel in CHECKS[name] for row in check_runs(
                 [str(PUBLIC_LSS.get(rel, LSS / rel))], SimRequestArgs(
-                    model=MODEL_FILES.get(next(m for r, _, m in LSS_RUNS if r == rel)), gpu=gpu, tp=None,
+                    model=MODEL_FILES.get(MODEL_OF[rel]), gpu=gpu, tp=None,
                     gemm_efficiency=GEMM.get(name)), price)]
             for r, rel in zip(prof["out_of_sample"], CHECKS[name]):
                 r["source"] = (f"public-runs/{PUBLIC_LSS[rel].relative_to(PUBLIC)}" if rel in PUBLIC_LSS
                                else "llmservingsim/bench/" + rel)
-                r["model"] = next(m for x, _, m in LSS_RUNS if x == rel)  # the id, not a config file's local path
+                r["model"] = MODEL_OF[rel]  # the model's id, not a config file's local path
                 print(f"  out of sample {r['source']} ({r['model']} TP {r['tp']}): TTFT mean "
                       f"{r['ttft_mean_rel_error']:+.1%}, TPOT mean {r['tpot_mean_rel_error']:+.1%}, throughput "
                       f"{r['throughput_rel_error']:+.1%}")

@@ -229,7 +229,7 @@ def _errors(u: Unit, setup, cost, frontend_s: float = 0.0) -> dict[str, float | 
     return {m: c.row(row).rel_error for m, row in ROWS.items()}
 
 
-def _arch(model: str) -> str:
+def arch_of(model: str) -> str:
     """"moe" for a mixture-of-experts model, else "dense" (the kernel family its matmuls run in)."""
     from kvledger.catalog.models import load_model
 
@@ -238,25 +238,27 @@ def _arch(model: str) -> str:
 
 def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
              only_setups: set[str] | None = None) -> tuple[Any, list[str], list[str]] | None:
-    """The GPU-scope fit on every below-saturation run of another model on ``gpu`` (with ``only_setups``: of those
-    timed through these set-ups), with a frontend latency per set-up; where every such run is saturated, on the
-    per-request ones among them (replayed at their own arrivals, as ``calibrate --scope gpu`` fits them: the RTX PRO
-    6000's two models); None where there is no such run."""
+    """The GPU-scope fit on every below-saturation run of another model of the same kernel family on ``gpu`` (dense or
+    MoE: module docstring; another family's where the GPU has none) (with ``only_setups``: of those timed through these
+    set-ups), with a frontend latency per set-up; where every such run is saturated, on the per-request ones among them
+    (replayed at their own arrivals, as ``calibrate --scope gpu`` fits them: the RTX PRO 6000's models); None where
+    there is no such run."""
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
     others = [u for u in units if u.gpu == gpu and u.model != model and (only_setups is None or u.setup in only_setups)]
-    same = [u for u in others if _arch(u.model) == _arch(model)]
-    others = same or others  # one kernel family's runs where the GPU has any (module docstring: "Kernel families")
-    on = [u for u in others if not u.saturated]
-    if not on:  # a GPU whose other models were measured only past saturation: their per-request runs, replayed at
-        on = [u for u in others if u.stage is None]  # their own arrivals (as calibrate fits them)
+    on = []
+    for pool in ([u for u in others if arch_of(u.model) == arch_of(model)], others):  # own kernel family first
+        on = [u for u in pool if not u.saturated] or [u for u in pool if u.stage is None]  # (per-request: below)
+        if on:
+            break
     if not on:
         return None
     fit = fit_gpu_fractions([(u.run, setups[id(u)]) for u in on], fit_frontend=True, setups=[u.setup for u in on])
     return fit, sorted({u.model for u in on}), sorted({u.setup for u in on})
 
 
-#: the rules for choosing a run's fit (``gpuscope``): every other model's runs on the GPU (the issue's rule); those of
+#: the rules for choosing a run's fit (``gpuscope``; each within the run's kernel family first, ``_fit_for``): every
+#: other model's runs on the GPU (the issue's rule); those of
 #: the run's own set-up where another model was timed through it (else the same as the first); and "client": the first
 #: rule's fractions with the set-up's latency fitted on the set-up's *other deployments* (``_client_latency``)
 VIEWS = ("all", "setup", "client")

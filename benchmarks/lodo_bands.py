@@ -119,17 +119,11 @@ def _errors(dep: dict, fractions: tuple | None) -> dict[str, list[float]]:
     return out
 
 
-def _arch(dep: dict) -> str:
-    """The deployment's architecture in a regime key: "moe" for a mixture-of-experts model, else "dense"."""
-    from kvledger.catalog.models import load_model
-
-    return "moe" if load_model(dep["args"].model).is_moe else "dense"
-
-
 def lodo(shared: Path) -> dict:
     """Every deployment's errors, uncalibrated and (where another deployment of its model on its GPU exists)
     GPU-calibrated: the calibrated regime's band is of a profile used on what it was fitted on; a profile carried to
     another model is the cross-model band's (``crossmodel_bands.py``) and the profile's own out-of-sample checks'."""
+    from gpuscope_all import arch_of
     from kvledger.calibration.api import engine_for
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
@@ -137,8 +131,8 @@ def lodo(shared: Path) -> dict:
     rows = []
     for dep in deps:
         t = time.perf_counter()
-        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"], "arch": _arch(dep),
-               "uncalibrated": _errors(dep, None)}
+        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
+               "arch": arch_of(dep["args"].model), "uncalibrated": _errors(dep, None)}
         others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]
                   and d["args"].model == dep["args"].model]
         if others and dep["engine_side"]:

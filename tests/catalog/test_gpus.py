@@ -77,6 +77,11 @@ def test_a_row_answers_to_its_own_full_name():
     assert get_gpu("RTX PRO 6000 Blackwell Server Edition").gpu_id == "nvidia_rtx_pro_6000_server"
     assert get_gpu("nvidia rtx pro 6000 blackwell workstation edition").gpu_id == "nvidia_rtx_pro_6000_workstation"
     assert all(get_gpu(g.name) is g for g in gpu_catalog().values())
+    # the full names widen no family: B200 stays one row's name (no "also: B200 in GB200 NVL72" note), and a full name
+    # is never ambiguous
+    from kvledger.catalog.gpus import gpu_alias_note
+
+    assert gpu_alias_note("B200") is None and gpu_alias_note("RTX PRO 6000 Blackwell Server Edition") is None
 
 
 def test_unknown_gpu_suggests():

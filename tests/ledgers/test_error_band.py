@@ -55,3 +55,21 @@ def test_a_borrowed_band_names_the_regime_it_was_lent_from():
     assert error_band("gpu/dense/sglang", "throughput").lent_from == "gpu/dense/vllm"
     # the source sentence still names it, as before the field existed
     assert "band of gpu/dense/vllm, which is a floor" in error_band("model/dense/vllm", "tpot_mean").source
+
+
+def test_one_measured_moe_point_widens_the_nearest_band_to_take_it_in():
+    # the leave-one-deployment-out table holds one MoE run (DeepSeek-V3.2-Exp-16L64E on an RTX PRO 6000, saturated,
+    # throughput +55.3% uncalibrated): no interval of its own, so an MoE throughput figure takes the dense vLLM band
+    # [q10, q90] widened to [min(q10, p), max(q90, p)] over n + 1 points — and an SGLang MoE figure (no run of its own)
+    # takes the same point; the dense band itself is untouched
+    from kvledger.ledgers.error_band import ONE_POINT, stored_bands
+
+    reg = stored_bands()["regimes"]
+    dense, point = reg["uncalibrated/dense/vllm"]["throughput"], reg["uncalibrated/moe/vllm"]["throughput"]
+    assert point["method"] == ONE_POINT and point["num_runs"] == 1 and point["q10"] == point["q90"] > 0.5
+    for regime in ("uncalibrated/moe/vllm", "uncalibrated/moe/sglang"):
+        b = error_band(regime, "throughput")
+        assert b.errors() == pytest.approx((min(dense["q10"], point["q10"]), max(dense["q90"], point["q10"])))
+        assert b.num_runs == dense["num_runs"] + 1 and f"uncalibrated/moe/vllm {point['q10']:+.1%}" in b.source
+    d = error_band("uncalibrated/dense/vllm", "throughput")
+    assert d.errors() == pytest.approx((dense["q10"], dense["q90"])) and d.lent_from is None

@@ -72,15 +72,16 @@ def _num(v: Any) -> float | None:
 
 
 def run_facts(r: Any) -> dict:
-    """A profile run's label, model, TP, saturation, errors and kernel family (``moe``: an MoE model; ``GpuProfile.runs``
-    and ``checks``)."""
+    """A profile run's label, model, TP, saturation, errors and kernel family (``moe``: True for an MoE model, False for
+    a dense one, None in a file that does not say; ``GpuProfile.runs`` and ``checks``)."""
     num = _num
     sat = r.get("saturated")
     if isinstance(sat, dict):  # calibrate's record (calibration.saturation): the sides whose queue kept growing
         sat = "measured" in (sat.get("sides") or [])
     return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
             "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
-            "saturated": sat if isinstance(sat, bool) else None, "moe": r.get("moe") is True,
+            "saturated": sat if isinstance(sat, bool) else None,
+            "moe": r["moe"] if isinstance(r.get("moe"), bool) else None,
             **{m: num(r.get(f"{m}_rel_error")) for m in ("ttft_mean", "tpot_mean", "throughput")}}
 
 
@@ -194,12 +195,14 @@ def load_gpu_profile(path: str | Path) -> GpuProfile:
             raise FormatError(str(path), f"no bundled GPU profile of that name (bundled: {have})")
         return _from_dict(json.loads(f.read_text(encoding="utf-8")), f"bundled:{f.name}")
     p = Path(path)
-    return _profile_file(str(p), p.stat().st_mtime_ns if p.is_file() else None)
+    st = p.stat() if p.is_file() else None
+    return _profile_file(str(p), str(p.resolve()), (st.st_mtime_ns, st.st_size) if st else None)
 
 
 @functools.lru_cache(maxsize=16)
-def _profile_file(path: str, stamp: int | None) -> GpuProfile:
-    """A file read once per (path, modification time ``stamp``): a search names it for every candidate."""
+def _profile_file(path: str, resolved: str, stamp: tuple[int, int] | None) -> GpuProfile:
+    """``path`` read once per (its resolved path, modification time and size): a search names it for every
+    candidate; the profile is labelled with ``path`` as given."""
     return _from_dict(read_profile_json(Path(path), "no such GPU profile (write one with `kvledger calibrate FILE... "
                                                     "--scope gpu --out GPU.json`)"), path)
 

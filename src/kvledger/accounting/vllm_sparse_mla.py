@@ -87,20 +87,25 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
     d = kv_cache_dtype.lower()
     plain = d in _PLAIN
     read = "0.33" if ver >= (0, 33, 0) else "0.28"
-    src = f"vLLM {read} platforms/cuda.py _get_backend_priorities, v1/attention/backends/mla/"
+    between = (0, 29, 0) <= ver < (0, 33, 0)  # 0.29–0.32 not read: 0.28's rule, said so
+    src = (f"vLLM {read} platforms/cuda.py _get_backend_priorities" + (" (this version's not read)" if between else "")
+           + ", v1/attention/backends/mla/")
     if arch == "sm90":
         if plain or d == "fp8":
             return _hopper(d, plain, src)
         if d == "fp8_e4m3" and read == "0.33":  # 0.28 has no FLASHINFER_MLA_SPARSE_SM90: no backend takes it
             return SparseMLAChoice("FLASHINFER_MLA_SPARSE_SM90", d, 0, src + "flashinfer_mla_sparse_sm90.py")
+        if d == "fp8_e4m3" and between:  # when the SM90 backend came is not read: the rule before stays
+            return None
         ok = "auto, bf16, fp16, fp8 or fp8_e4m3" if read == "0.33" else "auto, bf16, fp16 or fp8"
     elif arch == "sm100":
         if plain:
             heads = model.num_attention_heads // tp
             small = "FLASH_ATTN_MLA_SPARSE_FA4" if read == "0.33" else "FLASHINFER_MLA_SPARSE"
             name = small if heads <= 16 else "FLASHMLA_SPARSE"
-            return SparseMLAChoice(name, d, 0, src + f"flashattn_mla_sparse.py, flashmla_sparse.py ({heads} heads "
-                                   f"per rank; {small} first at ≤ 16)")
+            files = "flashattn_mla_sparse.py" if read == "0.33" else "flashinfer_mla_sparse.py"
+            return SparseMLAChoice(name, d, 0, src + f"{files}, flashmla_sparse.py ({heads} heads per rank; {small} "
+                                   "first at ≤ 16)")
         if d in ("fp8", "fp8_e4m3"):
             return SparseMLAChoice("FLASHINFER_MLA_SPARSE", d, 0, src + "flashinfer_mla_sparse.py (plain fp8, not "
                                    "fp8_ds_mla)")

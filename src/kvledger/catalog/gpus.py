@@ -181,11 +181,11 @@ def _norm(s: str) -> str:
     return s.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
 
 
-def _names(gid: str) -> list[str]:
-    """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases, its own
-    full name (as the catalog prints it, e.g. "NVIDIA RTX PRO 6000 Blackwell Server Edition")."""
+def _names(gid: str, full: bool = True) -> list[str]:
+    """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases and
+    (``full``) its own full name as the catalog prints it, e.g. "NVIDIA RTX PRO 6000 Blackwell Server Edition"."""
     return ([_norm(gid), _norm(gid.removeprefix("nvidia_"))] + [_norm(a) for a in _ALIASES.get(gid, [])]
-            + [_norm(gpu_catalog()[gid].name)])
+            + ([_norm(gpu_catalog()[gid].name)] if full else []))
 
 
 def _find(name: str) -> str | None:
@@ -201,7 +201,8 @@ def gpu_alias_note(name: str) -> str | None:
     if gid is None:
         return None
     words = set(_norm(name).split("-"))
-    others = [g for g in gpu_catalog() if g != gid and any(words <= set(n.split("-")) for n in _names(g))]
+    # the short names only: a full name's extra words ("B200 in GB200 NVL72") would make a family name of every word
+    others = [g for g in gpu_catalog() if g != gid and any(words <= set(n.split("-")) for n in _names(g, full=False))]
     if not others:
         return None
     cat = gpu_catalog()

@@ -131,12 +131,13 @@ def _nearest(regime: str, have: dict[str, Any], metric: str) -> str | None:
 
 def error_band(regime: str, metric: str) -> Band | None:
     """The 80% band of ``metric`` in ``regime`` (``regime_of``), or None when no measured run can stand for it. A
-    regime with one measured value (``ONE_POINT``) takes the nearest regime's band widened to take that value in."""
+    regime with no interval of its own takes the nearest regime's band, widened to take in any single measured point
+    (``ONE_POINT``) of its scope and architecture — its own, or another engine's (an SGLang MoE figure takes the vLLM
+    MoE run's)."""
     table = _table()
     have = _regimes()
     own = have.get(regime, {}).get(metric)
-    point = own if own is not None and own.get("method") == ONE_POINT else None
-    key = regime if own is not None and point is None else _nearest(regime, have, metric)
+    key = regime if own is not None and own.get("method") != ONE_POINT else _nearest(regime, have, metric)
     if key is None:
         return None
     e = have[key][metric]
@@ -145,10 +146,12 @@ def error_band(regime: str, metric: str) -> Band | None:
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")
     q10, q90, n = e["q10"], e["q90"], e["num_runs"]
-    if point is not None:
-        q10, q90, n = min(q10, point["q10"]), max(q90, point["q10"]), n + 1
-        src += (f"; regime {regime} has one measured point ({point['q10']:+.1%}), too few for an interval of its own: "
-                f"band of {key} widened to take it in")
+    points = [(k, v[metric]["q10"]) for k, v in sorted(have.items()) if key != regime and metric in v
+              and v[metric].get("method") == ONE_POINT and k.split("/")[:2] == regime.split("/")[:2]]
+    if points:
+        q10, q90, n = min(q10, *(p for _, p in points)), max(q90, *(p for _, p in points)), n + len(points)
+        src += (f"; regime {regime}: too few measured points for an interval of its own — "
+                + ", ".join(f"{k} {p:+.1%}" for k, p in points) + f" —: band of {key} widened to take them in")
     elif key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,

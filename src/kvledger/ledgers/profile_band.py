@@ -20,9 +20,9 @@ predicted/measured − 1), to the widest of:
 - the profile's **out-of-sample checks** (``ProfileFacts.checks``: runs of other models or TPs on its GPU priced by
   it, its file's ``out_of_sample``), for a figure of a model or TP it was not fitted on: never narrower than what it
   is known to miss by elsewhere on its GPU (the bundled RTX PRO 6000 profile, fitted on Llama-3.1-8B TP 1, carries
-  Qwen3-32B TP 2's +7.6% throughput and −10.0% TPOT), the checks of the figure's own kernel family only (a row
-  marked ``moe`` for an MoE model's figure, the others for a dense one's: DeepSeek-V3.2-Exp-16L64E's +26% FP8 MoE
-  throughput says nothing of a dense model's GEMMs);
+  Qwen3-32B TP 2's +7.6% throughput and −10.0% TPOT), the checks of the figure's own kernel family only (a row's
+  ``moe`` flag: DeepSeek-V3.2-Exp-16L64E's +26% FP8 MoE throughput says nothing of a dense model's GEMMs; a row of an
+  older file that does not say widens both);
 - the profile's **in-sample errors** (each fitted run's error of the metric, and 0): never a band narrower than the
   fit's own residuals.
 
@@ -221,7 +221,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
                       f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))
     moe = regime.split("/")[1] == "moe"
     seen = [(e, f"{r.get('model')} TP {r.get('tp')}") for r in facts.checks if other and _checked(r, metric)
-            and bool(r.get("moe")) == moe and isinstance(e := r.get(metric), (int, float))]
+            and r.get("moe") in (None, moe) and isinstance(e := r.get(metric), (int, float))]
     if seen and (min(e for e, _ in seen) < q10 or max(e for e, _ in seen) > q90):
         q10, q90 = min(q10, *(e for e, _ in seen)), max(q90, *(e for e, _ in seen))
         why.append("no narrower than its errors on the models and TPs it was checked on but not fitted on ("
