@@ -101,6 +101,11 @@ def test_runs_of_one_file_name_are_named_by_their_experiment_folder(tmp_path):
     assert prof.label == f"GPU profile {path} (fitted on vllm/stage_0, vllm+batch_size/stage_0)"
     # the model and TP once, each run once: −0.5 → −50%, −0.25 → −25%, 0.01 → +1%
     assert prof.fit_error == "M TP 1: vllm/stage_0 TTFT -50%, TPOT +1%; vllm+batch_size/stage_0 TTFT -25%, TPOT +1%"
+    # read once per file version: the same file gives the same object; rewritten (another size), it is read again
+    assert load_gpu_profile(path) is prof
+    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.55,
+                                "bandwidth_fraction": 0.6, "runs": runs}))
+    assert load_gpu_profile(path).flops_fraction == 0.55
 
 
 def test_stage_files_of_two_experiments_get_folder_labels(fixed_fit, tmp_path):

@@ -134,6 +134,12 @@ def test_break_even_and_the_report_curve_climb_whole_instances():
     assert pts[1000.0]["self_host_usd_per_month"] == pytest.approx(17_228)
     assert pts[8000.0]["self_host_usd_per_month"] == pytest.approx(17_228)
     assert (bv["replica_usd_per_month"], rental_usd_per_month(setup, 9)) == pytest.approx((2153.5, 34_456))
+    # the curve read once prices every count as the one-off call does: 0 → $0, 1–8 → one instance, 9–16 → two
+    from kvledger.ledgers.breakeven import rental_curve
+
+    curve = rental_curve(setup)
+    assert [curve(n) for n in (0, 1, 8, 9, 16, 17)] == pytest.approx([0, 17_228, 17_228, 34_456, 34_456, 51_684])
+    assert all(curve(n) == rental_usd_per_month(setup, n) for n in range(0, 20))
 
 
 def test_cost_cli_refuses_a_tp_replica_no_instance_holds_and_prints_the_instances(tmp_path):

@@ -26,7 +26,7 @@ FLASHINFER_MLA_SPARSE_SM90 (the non-10/12 list ends FLASH_ATTN_MLA_SPARSE, FLASH
 backend there; Blackwell has no FA4 sparse backend (a plain cache goes to FLASHINFER_MLA_SPARSE at ≤ 16 heads per
 rank, else FLASHMLA_SPARSE). The cache each picks is the 0.33 one. Checked against a public record: LLMServingSim's
 vLLM 0.28.0 run of DeepSeek-V3.2-Exp-16L64E on one RTX PRO 6000 (kv_cache_dtype auto) holds 49,181 blocks of 64
-tokens — 36.96 GiB at the packed 12,608 B a token, where the plain 20,544 B would need 60.2 GiB beside ~40 GiB of
+tokens — 36.96 GiB at the packed 12,608 B a token, where the plain 20,544 B would need 60.2 GiB beside 42.76 GiB of
 weights on a 94.97 GiB card.
 """
 
