@@ -38,10 +38,10 @@ def words(d: dict, metric: str) -> str:
     """``WORDS`` for one metric of a gpuscope result: the GPUs and the number of models of the GPU-profile rows judged
     on it (throughput at saturation, mean TTFT and TPOT below)."""
     rows = [r for r in d["rows"] if any(v["regime"] == "gpu" for v in r["views"].values())
-            and (metric == "throughput") == bool(r["saturated"])]
+            and (metric == "throughput") == bool(r["saturated"]) and r.get("arch", "dense") == "dense"]
     gpus = sorted({r["gpu"] for r in rows})
-    return (f"measured runs and load stages of {len({r['model'] for r in rows})} models on {' and '.join(gpus)}, each "
-            "priced by a GPU profile fitted on the other models on its GPU")
+    return (f"measured runs and load stages of {len({r['model'] for r in rows})} dense models on {' and '.join(gpus)}, "
+            "each priced by a GPU profile fitted on the other models on its GPU")
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 FLOOR = -0.995  # a printed −100% (rounded) stands for at most −99.5%: log needs a positive ratio
@@ -51,6 +51,8 @@ def from_json(d: dict) -> dict[str, dict[str, list[float]]]:
     """view → metric → judged errors of the GPU-profile rows of a gpuscope result."""
     out: dict[str, dict[str, list[float]]] = {}
     for r in d["rows"]:
+        if r.get("arch", "dense") != "dense":  # the dense kernels' band (an MoE run's miss is its own family's)
+            continue
         for view, v in r["views"].items():
             if v["regime"] != "gpu":
                 continue

@@ -364,7 +364,7 @@ def _within(errs: dict[str, float | None], saturated: bool) -> bool:
 def _row(u: Unit, views: dict[str, str]) -> dict:
     """The run's errors per pricing (``uncalibrated``; ``gpu/<fit>``) and, per view, which priced it and its verdict."""
     out = {"run": u.label, "deployment": u.deployment, "setup": u.setup, "gpu": u.gpu, "model": u.model,
-           "saturated": u.saturated, "errors": u.errors,
+           "arch": arch_of(u.model), "saturated": u.saturated, "errors": u.errors,
            "within_uncalibrated": _within(u.errors["uncalibrated"], u.saturated), "views": {}}
     for view in VIEWS:
         key = views.get(view, "uncalibrated")
@@ -375,21 +375,27 @@ def _row(u: Unit, views: dict[str, str]) -> dict:
 
 def _band(rows: list[dict], row: dict, metric: str, key: str, view: str) -> dict:
     """The 80% band of ``metric`` in ``row``'s regime under ``view``, from the errors of the rows of other
-    deployments (``key`` = "deployment") or other models (``key`` = "model") in that regime: each such row's own
-    pricing in that view (a GPU fit's, or the plain roofline's — every row has one)."""
+    deployments (``key`` = "deployment") or other models (``key`` = "model") in that regime and kernel family: each
+    such row's own pricing in that view (a GPU fit's, or the plain roofline's — every row has one). A family with
+    fewer than two such values takes the dense band widened to take them in, as ``kvledger.ledgers.error_band`` does
+    for a regime with one measured point."""
     import lodo_bands
-    from kvledger.ledgers.error_band import ONE_POINT
 
-    regime = row["views"][view]["regime"]
-    errs = []
+    regime, arch = row["views"][view]["regime"], row.get("arch", "dense")
+    errs: dict[str, list[float]] = {"dense": [], "moe": []}
     for r in rows:
         if r[key] == row[key] or metric not in _judged(r["saturated"]):
             continue
         k = r["views"][view]["pricing"] if regime == "gpu" else "uncalibrated"
         if (regime == "gpu") == (k != "uncalibrated") and r["errors"][k].get(metric) is not None:
-            errs.append(r["errors"][k][metric])
-    q = lodo_bands._q(errs)
-    return {} if q.get("method") == ONE_POINT else q  # one value is no interval
+            errs[r.get("arch", "dense")].append(r["errors"][k][metric])
+    own = errs[arch]
+    if len(own) >= 2:
+        return lodo_bands._q(own)
+    q = lodo_bands._q(errs["dense"]) if len(errs["dense"]) >= 2 else {}
+    if q and own:
+        q = {**q, "q10": min(q["q10"], *own), "q90": max(q["q90"], *own), "num_runs": q["num_runs"] + len(own)}
+    return q
 
 
 def _cover(rows: list[dict], view: str) -> None:
