@@ -406,3 +406,26 @@ def test_a_fit_over_dense_and_moe_runs_is_flagged():
     (note,) = mixed_families_note([dense, moe, dense])
     assert note.startswith("WARNING: the runs mix dense models (") and moe.name in note and dense.name in note
     assert mixed_families_note([dense, dense]) == [] and mixed_families_note([moe]) == []
+
+
+def test_one_model_flag_over_runs_of_several_models_is_refused(tmp_path):
+    # the records of the two public RTX PRO 6000 runs name Qwen/Qwen3-32B and deepseek-ai/DeepSeek-V3.2-Exp-16L64E:
+    # one --model would replay the Qwen run as DeepSeek's config (a fresh user's trial fitted a link share of 0.05 that
+    # way); refused before anything is replayed, naming both models, and nothing is written
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    pub = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs"
+    ds, qwen = pub / "llmservingsim-rtxpro6000-deepseek-v32-16l64e", pub / "llmservingsim-rtxpro6000-qwen3-32b"
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(app, ["calibrate", "--scope", "gpu", str(ds / "vllm" / "requests.jsonl"),
+                                   str(qwen / "vllm" / "requests.jsonl"), "--gpu", "RTX PRO 6000", "--model",
+                                   str(ds / "model" / "config.json"), "--out", str(out)])
+    from kvledger.errors import InputError
+
+    # the InputError the command raised (the console entry point prints it as one line and exits 2)
+    assert isinstance(res.exception, InputError) and not out.exists()
+    assert "their records name 2 models (Qwen/Qwen3-32B, deepseek-ai/DeepSeek-V3.2-Exp-16L64E)" in str(res.exception)

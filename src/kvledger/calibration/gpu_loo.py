@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kvledger.errors import InputError
+
 __all__ = ["gpu_setups", "run_errors", "run_row", "gpu_leave_one_out", "check_runs"]
 
 
@@ -23,15 +25,35 @@ def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[
 
     out, notes = [], []
     names = input_names(paths)
-    for i, p in enumerate(paths):
-        for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i]):
-            named, note = with_record_model(t, args)  # a --model the user gave wins over the record
-            if note and args.model:
-                notes.append(note)
-            a = replace(named, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
-                        achievable_bandwidth_fraction=None)
-            out.append((t.run, engine_for(a, t.run), t.stage))
+    targets = [t for i, p in enumerate(paths) for t in load_targets(p, seed=i, client_concurrency=client_concurrency,
+                                                                      name=names[i])]
+    refuse_one_model_for_many(targets, args)
+    for t in targets:
+        named, note = with_record_model(t, args)  # a --model the user gave wins over the record
+        if note and args.model:
+            notes.append(note)
+        a = replace(named, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
+                    achievable_bandwidth_fraction=None)
+        out.append((t.run, engine_for(a, t.run), t.stage))
     return out, notes
+
+
+def refuse_one_model_for_many(targets: list[Any], args) -> None:
+    """Refuse ``--model`` for runs whose records name different models: it would replay every one of them as that
+    model (a Qwen3-32B run priced as DeepSeek's config), and the fit would read one model's step times off another's.
+
+    Raises:
+        InputError: --model given, and the runs' records name two or more models.
+    """
+    if not args.model:
+        return
+    named = sorted({m for t in targets if t.run.measured is not None and t.run.measured.metadata is not None
+                    and (m := t.run.measured.metadata.model)})
+    if len(named) > 1:
+        raise InputError(f"--model {args.model} would replay every run as that model, but their records name "
+                         f"{len(named)} models ({', '.join(named)}); a GPU calibration over several models replays "
+                         "each as its own: drop --model (each record's model is read, bundled or from the Hub), or "
+                         "calibrate the runs of one model at a time")
 
 
 def run_errors(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> tuple[Any, Any]:

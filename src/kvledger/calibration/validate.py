@@ -188,7 +188,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
-    bands = {m: setup_band(setup, m) for m in METRICS}
+    bands = {m: setup_band(setup, m, lambda src: bool(src) and fitted_on(t.run.source, [src])) for m in METRICS}
     in_sample = fitted_on(t.run.source, fitted_data(setup.cost_info))
     if in_sample:
         notes.append(f"IN-SAMPLE: the {profile_words(scope)} pricing this run was fitted on this very run, so these "

@@ -192,8 +192,9 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         return base
     q10, q90 = base.errors()
     n = base.num_runs
-    why = [f"calibrated regime {regime}: {q10:+.1%} … {q90:+.1%} from {n} measured points" if not base.cross_model
-           else f"calibrated regime {regime}: {base.source}: {q10:+.1%} … {q90:+.1%}"]
+    lent = f" (none of its own: {base.lent_from}'s)" if base.lent_from else ""
+    why = [f"calibrated regime {regime}{lent}: {q10:+.1%} … {q90:+.1%} from {n} measured points"
+           if not base.cross_model else f"calibrated regime {regime}{lent}: {base.source}: {q10:+.1%} … {q90:+.1%}"]
     other = model is not None and not any(m == model and (tp is None or t == tp) for m, t in facts.fitted)
     few = base.num_runs < MIN_POINTS
     cm = _cross_model(metric) if (few or other) and not base.cross_model else None  # the base is it already

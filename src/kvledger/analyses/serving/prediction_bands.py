@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,27 +75,31 @@ def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> di
     return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 
-def profile_facts(prof: Any) -> ProfileFacts | None:
-    """What the band needs of a GPU profile (``kvledger.accounting.gpu_profile.GpuProfile``; None → None)."""
+def profile_facts(prof: Any, judged: Callable[[str], bool] | None = None) -> ProfileFacts | None:
+    """What the band needs of a GPU profile (``kvledger.accounting.gpu_profile.GpuProfile``; None → None). ``judged``:
+    whether a check's source is the run being judged (``validate``): that check is left out, so that a run's band is
+    never built from its own error."""
     if prof is None:
         return None
+    checks = tuple(r for r in prof.checks if judged is None or not judged(r.get("source", "")))
     return ProfileFacts(prof.label or prof.source, tuple((r["model"], r["tp"]) for r in prof.runs), tuple(prof.runs),
-                        tuple(prof.checks))
+                        checks)
 
 
-def setup_band(setup: Any, metric: str) -> Band | None:
+def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = None) -> Band | None:
     """The 80% band of ``metric`` for a prepared simulation: its regime's, made honest for the GPU profile that
     priced it (``kvledger.ledgers.profile_band``: the model and TP against the profile's fit, its in-sample errors),
     or, for a model-scope profile used on another model or TP or beyond its fitted range, no narrower than the
     uncalibrated regime's (``cost_info["band_widened_by"]``: ``analyses/serving/profile_scope.py``); a model-scope
-    profile's band is ``ledgers.model_band``'s (its own leave-one-out and in-sample errors, its fit's verdict)."""
+    profile's band is ``ledgers.model_band``'s (its own leave-one-out and in-sample errors, its fit's verdict).
+    ``judged``: ``profile_facts``'."""
     regime = setup_regime(setup)
     info = setup.cost_info or {}
     if regime.startswith("model/") and "in_sample" in info:  # a model-scope profile file (ledgers.model_band)
         band = model_profile_band(regime, metric, info.get("name", "calibration profile"), info["in_sample"],
                                   info.get("leave_one_out") or [])
     else:
-        band = profile_band(regime, metric, profile_facts(getattr(setup, "gpu_profile", None)),
+        band = profile_band(regime, metric, profile_facts(getattr(setup, "gpu_profile", None), judged),
                             getattr(setup, "model_name", None), getattr(setup, "tp", None))
     widened = info.get("band_widened_by")
     return at_least_uncalibrated(band, regime, metric, widened) if widened else band
