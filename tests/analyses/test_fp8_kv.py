@@ -135,3 +135,18 @@ def test_bad_inputs_are_clear_errors(llama_h100, tmp_path):
         read_fp8_measurements(str(bad))
     with pytest.raises(InputError, match="at least 2"):
         fit_fp8_overhead(VLLM_DOCS_L4_QWEN3_4B[:1], load_model(QWEN3_4B), get_gpu("L4"))
+
+
+def test_the_capacity_sentence_states_the_plans_own_ratios():
+    # DeepSeek-V3.2-Exp-16L64E (16 sparse-MLA layers) under vLLM 0.28: on an RTX PRO 6000 (SM120) `auto` is already
+    # the packed fp8_ds_mla cache, so both plans store 16 × (656 + 132) = 12,608 B a token — no change, said so; on an
+    # H100 `auto` is the plain bf16 latent, 16 × (1,152 + 132) = 20,544 B, and fp8 the packed one: the page shrinks
+    # 20,544 / 12,608 = 1.63×, not the 2× one byte per element alone would give
+    cfg = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs" / \
+        "llmservingsim-rtxpro6000-deepseek-v32-16l64e" / "model" / "config.json"
+    model = load_model(str(cfg))
+    for gpu, want in (("RTX PRO 6000 Blackwell Server Edition", "Capacity: no change — the engine stores the same "
+                       "cache either way"), ("H100", "Capacity: FP8 KV shrinks the page 1.63×")):
+        r = analyse_fp8_kv(model, get_gpu(gpu), make_settings(engine_version="0.28.0"))
+        (line,) = [x for x in r.verdict if x.startswith("Capacity:")]
+        assert line.startswith(want), line

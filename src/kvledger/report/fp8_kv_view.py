@@ -33,7 +33,8 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
     t.add_row("bytes per KV element", f"{c.bf16['elem_bytes']:g} B", f"{c.fp8['elem_bytes']:g} B", "kv_cache_dtype "
         "(vLLM STR_DTYPE_TO_TORCH_DTYPE)")
     t.add_row("KV bytes per token", f"{c.bf16['bytes_per_token']:,.0f} B", f"{c.fp8['bytes_per_token']:,.0f} B",
-              "2 × layers × KV heads × head_dim × bytes")
+              "the memory plan's KV terms (`kvledger plan --verbose`): 2 × layers × KV heads × head_dim × bytes for "
+              "plain attention; latent, packed entries, indexer keys and state for MLA, sparse or hybrid models")
     t.add_row("page (bytes per block)", f"{c.bf16['bytes_per_block']:,} B", f"{c.fp8['bytes_per_block']:,} B",
               f"block_size {c.bf16['block_size']} × bytes per token")
     t.add_row("available KV memory", fmt_bytes(c.bf16["available_kv_bytes"]), fmt_bytes(c.fp8["available_kv_bytes"]),

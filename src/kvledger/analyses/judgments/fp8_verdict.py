@@ -27,11 +27,7 @@ def _capacity_sentences(r: Fp8Report) -> list[str]:
                    f"once, FP8 KV {h['fp8_max_requests']:,} (per replica, vLLM memory plan). The speed figures below "
                    f"are at "
                    f"{_n(n, 'concurrent sequence')}: {h['concurrency_basis']}.")
-    out += [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
-           f"{fmt_bytes(f['bytes_per_block'], both=False)} per {b['block_size']}-token block) and doubles the pool: "
-           f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} "
-           f"tokens "
-           f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g})."]
+    out.append(_page_sentence(b, f))
     max_len = r.break_even.max_context_tokens
     cb, cf = c.bf16_max_context_tokens, c.fp8_max_context_tokens
     if cb >= max_len:
@@ -52,6 +48,24 @@ def _capacity_sentences(r: Fp8Report) -> list[str]:
             f"{cb:,} tokens each, FP8 up to {upto}. In between, FP8 is what lets {_n(n, 'request')} run at once."
         )
     return out
+
+
+def _page_sentence(b: dict, f: dict) -> str:
+    """What FP8 KV does to the page and the pool, with the plan's own ratios: half the page and twice the pool for a
+    plain element layout, less where a packed entry keeps scales (DeepSeek's fp8_ds_mla, 656 B for 576 elements), none
+    where the engine stores the same cache either way (vLLM on SM120 turns ``auto`` into fp8_ds_mla too)."""
+    pages = f"{fmt_bytes(b['bytes_per_block'], both=False)} → {fmt_bytes(f['bytes_per_block'], both=False)} per " \
+            f"{b['block_size']}-token block"
+    pool = (f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} "
+            "tokens")
+    if b["bytes_per_block"] == f["bytes_per_block"]:
+        return (f"Capacity: no change — the engine stores the same cache either way ({pages}; {pool}; vLLM memory "
+                "plan: its KV notes, `kvledger plan --verbose`, say which layout), so FP8 KV is not a capacity lever "
+                "here.")
+    shrink, grow = b["bytes_per_block"] / f["bytes_per_block"], f["num_gpu_blocks"] / max(b["num_gpu_blocks"], 1)
+    return (f"Capacity: FP8 KV shrinks the page {shrink:.2f}× ({pages}) and grows the pool {grow:.2f}×: {pool} "
+            f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g}"
+            + ("" if abs(shrink - b["elem_bytes"]) < 0.01 else ", with the layout's own scales and padding") + ").")
 
 
 def _speed_sentence(r: Fp8Report, dm: Fp8DecodeModel) -> str:
