@@ -158,3 +158,22 @@ def test_a_given_kv_budget_is_not_shown_as_what_the_terms_leave():
                                                          "--gpu-memory-utilization", "0.5", "--verbose"]).output
     assert "available KV memory (given)" in out and "= available KV memory" not in out
     assert "the terms above are the ledger's own, which would leave 21.74 GiB, and do not set it" in out
+
+
+def test_the_concurrency_line_says_where_max_num_seqs_caps_what_the_kv_holds():
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_summary import summary_lines
+
+    # Llama-3.1-8B on an H100 with max_num_seqs 128: the KV holds 224 requests of 2,048 tokens and 56 of 8,192
+    # (131,072 B a token; the smaller sampler peak of 128 sequences leaves a little more KV than the default's 219), so
+    # the engine's cap of 128 is the limit at 2,048 tokens only; at the default 1,024 no context is capped and the
+    # line says nothing of it
+    capped = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings(max_num_seqs=128))
+    rows = {r.context_tokens: r.max_requests for r in capped.concurrency}
+    assert rows[2048] == 224 > 128 > rows[8192] == 56
+    line = next(ln for ln in summary_lines(capped) if ln.startswith("concurrency (per replica):"))
+    assert "2,048 tokens: 224 requests" in line
+    assert line.endswith("— what the KV holds; the engine runs at most max_num_seqs = 128 at once, the limit at "
+                         "contexts up to 2,048 tokens")
+    free = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings())
+    assert "max_num_seqs" not in next(ln for ln in summary_lines(free) if ln.startswith("concurrency (per replica):"))

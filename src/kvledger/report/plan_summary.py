@@ -63,7 +63,14 @@ def summary_lines(p: Plan) -> list[str]:
     elif m.fits:
         rows = "; ".join(_concurrency_cell(r, m.num_gpu_blocks - m.usable_blocks) if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
-        out.append(f"concurrency (per replica): {rows}")
+        cap = [r for r in p.concurrency if r.within_max_model_len and r.max_requests > r.running_cap]
+        capped = ""
+        if cap:
+            where = ("at every context" if len(cap) == len(p.concurrency) else
+                     f"at contexts up to {cap[-1].context_tokens:,} tokens")
+            capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
+                      f"the limit {where}")
+        out.append(f"concurrency (per replica): {rows}{capped}")
     if p.roofline is not None:
         out.append(_roofline_line(p.roofline))
     return out
