@@ -26,7 +26,8 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
         return s.block_size, "given"
     sparse = sparse_mla_choice(model, ver, arch, s.kv_cache_dtype, s.tp)
     if sparse is not None:
-        return SPARSE_MLA_BLOCK_SIZE, (f"vLLM 0.33 sparse MLA: {sparse.backend} takes multiples of 64 and the "
+        read = "0.33" if ver >= (0, 33, 0) else "0.28"  # the wheels read (vllm_sparse_mla.py)
+        return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {read} sparse MLA: {sparse.backend} takes multiples of 64 and the "
                                        "indexer cache exactly 64 (platforms/interface.py "
                                        "_preferred_block_size_for_backends, v1/attention/backends/mla/indexer.py)")
     return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
