@@ -101,3 +101,23 @@ def test_rtx_pro_6000_vllm_028_record_holds_the_packed_cache():
     assert p.memory.block_size == 64
     assert 49_181 * 64 * p.kv.bytes_per_token / 2**30 == pytest.approx(36.96, abs=0.005)
     assert 49_181 * 64 * 20_544 / 2**30 > 0.92 * 94.97 - 42.76  # the plain layout cannot be what the record holds
+
+
+def test_the_packed_cache_is_attended_in_bf16_whatever_the_flag():
+    # fp8_ds_mla entries are dequantized to BF16 before the MMAs (FlashMLA's FP8 sparse decode), so attention runs at
+    # the BF16 peak: on an RTX PRO 6000 under 0.28 `auto` and `fp8` are the same packed cache and price every step
+    # alike; on an H200 fp8 is packed too (FLASHMLA_SPARSE: bf16 attention), while a B200's fp8 stays the plain
+    # element layout (FLASHINFER_MLA_SPARSE) and attends at the FP8 peak
+    from kvledger.accounting.roofline_breakdown import decode_shape, prefill_shape
+
+    cfg = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs" / \
+        "llmservingsim-rtxpro6000-deepseek-v32-16l64e" / "model" / "config.json"
+    m = parse_config(json.loads(cfg.read_text()), source="16L64E")
+    gpu = get_gpu("RTX PRO 6000 Blackwell Server Edition")
+    auto, fp8 = (build_plan(m, gpu, make_settings(engine_version="0.28.0", kv_cache_dtype=k)).step_cost()
+                 for k in ("auto", "fp8"))
+    for shape in (decode_shape(128, 1500), prefill_shape(2048, 1000)):
+        assert auto.step_time_s(shape) == fp8.step_time_s(shape)
+    assert auto.attn_dtype == fp8.attn_dtype == "bf16"
+    assert _plan("H200", "fp8").step_cost().attn_dtype == "bf16"
+    assert _plan("B200", "fp8").step_cost().attn_dtype == "fp8"

@@ -49,7 +49,11 @@ __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 
 
 def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
-    """Attention precision: fp8 when the KV cache is fp8 and the GPU has fp8 tensor cores, else bf16."""
+    """fp8 when the KV cache is fp8 and the GPU has fp8 tensor cores, else bf16; bf16 for DeepSeek's packed fp8_ds_mla
+    cache (its sparse kernels dequantize to BF16 and run BF16 MMAs: FlashMLA's 2025-09-29 Hopper FP8 sparse deep dive;
+    SM120's FlashInfer kernel taken alike), so auto and fp8 price alike where vLLM stores that cache for both."""
+    if any(getattr(g.spec, "packed_entry_bytes", 0) for g in kv.groups):
+        return "bf16"
     return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
 
 
