@@ -150,3 +150,6 @@ def test_the_capacity_sentence_states_the_plans_own_ratios():
         r = analyse_fp8_kv(model, get_gpu(gpu), make_settings(engine_version="0.28.0"))
         (line,) = [x for x in r.verdict if x.startswith("Capacity:")]
         assert line.startswith(want), line
+        if "no change" in want:  # one cache, one kernel: no FP8 overhead, equal step times, and the verdict says so
+            assert r.verdict[1].startswith("Speed: no change either") and len(r.verdict) == 2
+            assert all(p.fp8_overhead_s == 0.0 and p.bf16_step_s == p.fp8_step_s for p in r.curve)

@@ -133,6 +133,10 @@ class Fp8DecodeModel:
         return weights_bound(self.rb, c)
 
     def overhead_s(self, c_fp8: StepCosts, batch: int) -> float:
+        """The FP8 overhead of a decode step, s; none where both settings store the same cache (one kernel, one
+        cache: vLLM on SM120 turns ``auto`` into the packed fp8_ds_mla entry too)."""
+        if self.pb.memory.bytes_per_block == self.pf.memory.bytes_per_block:
+            return 0.0
         elements = (c_fp8.kv_bytes - 2 * self.rf.state_bytes * batch) / self.elem_bytes
         return self.overhead.step_s(self.num_kv_layers, elements)
 

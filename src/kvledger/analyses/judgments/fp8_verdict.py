@@ -93,7 +93,13 @@ def _speed_sentence(r: Fp8Report, dm: Fp8DecodeModel) -> str:
 
 
 def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
-    """Capacity, speed at the asked concurrency, how the break-even moves with batch, and what it rests on."""
+    """Capacity, speed at the asked concurrency, how the break-even moves with batch, and what it rests on; where the
+    engine stores the same cache for both settings, that alone (nothing else differs)."""
+    b, f = r.capacity.bf16, r.capacity.fp8
+    if b["bytes_per_block"] == f["bytes_per_block"]:
+        return [_page_sentence(b, f), "Speed: no change either — the same kernel reads the same cache, so neither "
+                "the KV bytes saved nor the FP8 overhead this analysis prices elsewhere applies; the flag is moot "
+                "here."]
     out = _capacity_sentences(r) + [_speed_sentence(r, dm)]
     table = r.break_even_by_batch
     above = [b for b in table if b.kind == "above"]
