@@ -134,3 +134,14 @@ def test_a_vllm_log_given_to_goodput_is_named_and_sent_to_doctor():
         assert "It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`)" in str(
             res.exception
         )
+
+
+def test_a_simulated_run_at_an_offered_rate_says_why_its_goodput_has_no_band():
+    # goodput at an offered rate is that rate × the attainment: the uncertainty is in the latencies (simulate prints
+    # their bands) and in the SLO capacity (--target prints its band); the run's output says so instead of nothing
+    from kvledger.report.goodput_view import FIXED_RATE_NO_BAND
+
+    res = runner.invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate", "5",
+                              "--num-requests", "40", "--slo", "ttft=500ms,tpot=50ms"])
+    assert res.exit_code == 0, res.output
+    assert " ".join(FIXED_RATE_NO_BAND.split()) in " ".join(res.output.split())

@@ -254,6 +254,9 @@ def _print(shown: Any, simulated: bool, target: float | None, slo_text: Any) -> 
         print_step_cost_warnings(sim)  # first: a model-scope profile used beyond what it was fitted on
         _print_human([res], None, slo_text)
         _print_sources(sim, "sources of the simulated run")
+        from kvledger.report.goodput_view import FIXED_RATE_NO_BAND
+
+        print(FIXED_RATE_NO_BAND)
         if tier_report is not None:
             from rich.console import Console
 

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from kvledger.ledgers.boundary import BoundaryResult
     from kvledger.ledgers.goodput import GoodputResult
 
-__all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources']
+__all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources', 'FIXED_RATE_NO_BAND']
+
+
+#: why a simulated run at a given rate prints no band on its goodput (``goodput --simulate`` without ``--target``)
+FIXED_RATE_NO_BAND = ("error band: none on goodput at an offered rate — it is that rate times the attainment, so what "
+                      "is uncertain is whether the latencies meet the SLO: `kvledger simulate` prints the run's mean "
+                      "TTFT and TPOT with their 80% bands, and `--target` the SLO capacity with its band")
 
 
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
