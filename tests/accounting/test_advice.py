@@ -125,3 +125,15 @@ def test_max_model_len_advice_uses_the_block_range_low_end():
     # the two figures of the pool are reconciled in the message: 969 blocks less the null block = 968 usable
     assert "968 usable blocks hold (969 blocks, 2.37 GiB available, less vLLM's null block" in a.message
     assert "at the range's low end 6,352, the length that starts for sure" in a.message
+
+
+def test_a_tp_past_one_server_says_its_all_reduces_cross_the_network():
+    # DeepSeek-V3 (FP8, 671B) on RTX PRO 6000s at TP 8: 79.55 GiB of weights per GPU leave 2.92 GiB of KV, too little
+    # for one 163,840-token request, and the first TP that fits is 16 — two 8-GPU servers, so the advice names the
+    # network between them and the layout that keeps TP within one (PP 2 × TP 8); a 70B at TP 4 says nothing of it
+    p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("RTX PRO 6000"), make_settings(tp=8))
+    tp = next(o for o in p.advice.options if o.action.startswith("--tp"))
+    assert tp.action == "--tp 16"
+    assert "TP 16 spans 2 servers of 8 GPUs" in tp.detail and "--pp 2 --tp 8" in tp.detail
+    small = build_plan(load_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), make_settings())
+    assert all("servers" not in o.detail for o in small.advice.options)

@@ -45,6 +45,19 @@ def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
         return None
 
 
+NODE_GPUS = 8
+"""GPUs one server holds (HGX boards and 8-slot PCIe servers); a 72-GPU NVLink domain (GB200/GB300 NVL72) holds more."""
+
+
+def _beyond_a_node(tp: int, gpu) -> str:
+    """The caveat of a TP degree past one server: its all-reduces then cross the network between nodes."""
+    if tp <= NODE_GPUS or "72-GPU" in gpu.interconnect:
+        return ""
+    return (f"; TP {tp} spans {tp // NODE_GPUS} servers of {NODE_GPUS} GPUs, so every layer's all-reduces cross the "
+            f"network between them, which this plan does not price (--pp {tp // NODE_GPUS} --tp {NODE_GPUS} keeps "
+            "each all-reduce within a server)")
+
+
 def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     opts: list[Option] = []
     for tp in (2, 4, 8, 16):
@@ -53,8 +66,8 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, tp=tp)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU",
-                               q.memory.max_model_len))
+            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU"
+                               + _beyond_a_node(tp, p.gpu), q.memory.max_model_len))
             break
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         q = _try(build, p, kv_cache_dtype="fp8")
