@@ -38,6 +38,7 @@ A run is covered when every metric it is judged on lies in its band.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,8 +230,10 @@ def _errors(u: Unit, setup, cost, frontend_s: float = 0.0) -> dict[str, float | 
     return {m: c.row(row).rel_error for m, row in ROWS.items()}
 
 
+@functools.cache
 def arch_of(model: str) -> str:
-    """"moe" for a mixture-of-experts model, else "dense" (the kernel family its matmuls run in)."""
+    """"moe" for a mixture-of-experts model, else "dense" (the kernel family its matmuls run in); each model read once
+    (a config file is parsed again by every load_model)."""
     from kvledger.catalog.models import load_model
 
     return "moe" if load_model(MODEL_FILES.get(model, model)).is_moe else "dense"

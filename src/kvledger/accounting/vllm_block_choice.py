@@ -7,7 +7,7 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice
+from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, wheel_read
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -26,9 +26,8 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
         return s.block_size, "given"
     sparse = sparse_mla_choice(model, ver, arch, s.kv_cache_dtype, s.tp)
     if sparse is not None:
-        read = "0.33" if ver >= (0, 33, 0) else "0.28"  # the wheels read (vllm_sparse_mla.py)
-        return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {read} sparse MLA: {sparse.backend} takes multiples of 64 and the "
-                                       "indexer cache exactly 64 (platforms/interface.py "
+        return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {wheel_read(ver)} sparse MLA: {sparse.backend} takes multiples of 64 "
+                                       "and the indexer cache exactly 64 (platforms/interface.py "
                                        "_preferred_block_size_for_backends, v1/attention/backends/mla/indexer.py)")
     return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
 

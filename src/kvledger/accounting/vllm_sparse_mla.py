@@ -39,7 +39,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
 __all__ = ["FP8_DS_MLA_V32_BYTES", "SPARSE_MLA_BLOCK_SIZE", "SparseMLAChoice", "sparse_mla_choice",
-           "sparse_mla_cache_model"]
+           "sparse_mla_cache_model", "wheel_read"]
 
 FP8_DS_MLA_V32_BYTES = 656
 """fp8_ds_mla entry of a 512 + 64 latent, B per token (vLLM 0.33 mla_attention.py ``state_content_bytes``)."""
@@ -86,7 +86,7 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
         return None
     d = kv_cache_dtype.lower()
     plain = d in _PLAIN
-    read = "0.33" if ver >= (0, 33, 0) else "0.28"
+    read = wheel_read(ver)
     between = (0, 29, 0) <= ver < (0, 33, 0)  # 0.29–0.32 not read: 0.28's rule, said so
     src = (f"vLLM {read} platforms/cuda.py _get_backend_priorities" + (" (this version's not read)" if between else "")
            + ", v1/attention/backends/mla/")
@@ -118,6 +118,11 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
     raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: no sparse MLA backend of vLLM {read} on {arch} accepts it "
                      "for DeepSeek sparse attention (platforms/cuda.py, backends' supported_kv_cache_dtypes); "
                      f"use {ok}")
+
+
+def wheel_read(ver) -> str:
+    """The vLLM wheel whose sparse-MLA rules apply to ``ver`` (≥ ``FIRST_READ``): "0.33" from 0.33, else "0.28"."""
+    return "0.33" if ver >= (0, 33, 0) else "0.28"
 
 
 def _hopper(d: str, plain: bool, src: str) -> SparseMLAChoice:

@@ -47,8 +47,9 @@ def refuse_one_model_for_many(targets: list[Any], args) -> None:
     """
     if not args.model:
         return
-    named = sorted({m for t in targets if t.run.measured is not None and t.run.measured.metadata is not None
-                    and (m := t.run.measured.metadata.model)})
+    from kvledger.calibration.targets import record_model
+
+    named = sorted({m for t in targets if (m := record_model(t))})
     if len(named) > 1:
         raise InputError(f"--model {args.model} would replay every run as that model, but their records name "
                          f"{len(named)} models ({', '.join(named)}); a GPU calibration over several models replays "

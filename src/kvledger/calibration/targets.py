@@ -20,7 +20,8 @@ from kvledger.errors import FormatError, InputError
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-__all__ = ["Target", "load_targets", "input_names", "with_record_model", "not_a_sweep", "refuse_repeated"]
+__all__ = ["Target", "load_targets", "input_names", "with_record_model", "record_model", "not_a_sweep",
+           "refuse_repeated"]
 
 
 @dataclass
@@ -107,6 +108,12 @@ def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = N
     return [Target(load_measured(path))]
 
 
+def record_model(t: Target) -> str | None:
+    """The model the run's record names (meta.json's ``model``, a stage's launch record or client config), or None."""
+    meta = t.run.measured.metadata if t.run.measured is not None else None
+    return meta.model if meta is not None and meta.model else None
+
+
 def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
     """``args`` with the model the run's record names (meta.json's ``model``, a stage's launch record or client
     config.yaml) when ``--model`` was not given, and the note that says where it was read. A --model the user gave
@@ -117,7 +124,7 @@ def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, 
         InputError: neither names one.
     """
     meta = t.run.measured.metadata if t.run.measured is not None else None
-    named = meta.model if meta is not None and meta.model else None
+    named = record_model(t)
     if args.model:
         if named is None or named.strip().lower() == str(args.model).strip().lower():
             return args, None

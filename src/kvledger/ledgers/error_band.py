@@ -146,8 +146,9 @@ def error_band(regime: str, metric: str) -> Band | None:
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")
     q10, q90, n = e["q10"], e["q90"], e["num_runs"]
-    points = [(k, v[metric]["q10"]) for k, v in sorted(have.items()) if key != regime and metric in v
-              and v[metric].get("method") == ONE_POINT and k.split("/")[:2] == regime.split("/")[:2]]
+    points = [] if key == regime else [(k, v[metric]["q10"]) for k, v in sorted(have.items()) if metric in v
+                                         and v[metric].get("method") == ONE_POINT
+                                         and k.split("/")[:2] == regime.split("/")[:2]]
     if points:
         q10, q90, n = min(q10, *(p for _, p in points)), max(q90, *(p for _, p in points)), n + len(points)
         src += (f"; regime {regime}: too few measured points for an interval of its own — "

@@ -118,6 +118,7 @@ class Fp8DecodeModel:
     def __init__(self, plan_bf16: Plan, plan_fp8: Plan, overhead: Fp8Overhead, pricing: PricingFlags | None = None,
                  fitted: str | None = None) -> None:
         self.pb, self.pf, self.overhead = plan_bf16, plan_fp8, overhead
+        self.same_cache = plan_bf16.memory.bytes_per_block == plan_fp8.memory.bytes_per_block  # one layout for both
         self.num_kv_layers, self.elem_bytes = kv_layers(plan_bf16.model), plan_fp8.kv.elem_bytes
         if fitted is not None:  # a fit of the measured engine's steps, host time inside its fixed term: as fitted
             self.rb, self.rf, self.host_b, self.host_f = plan_bf16.step_cost(), plan_fp8.step_cost(), None, None
@@ -135,7 +136,7 @@ class Fp8DecodeModel:
     def overhead_s(self, c_fp8: StepCosts, batch: int) -> float:
         """The FP8 overhead of a decode step, s; none where both settings store the same cache (one kernel, one
         cache: vLLM on SM120 turns ``auto`` into the packed fp8_ds_mla entry too)."""
-        if self.pb.memory.bytes_per_block == self.pf.memory.bytes_per_block:
+        if self.same_cache:
             return 0.0
         elements = (c_fp8.kv_bytes - 2 * self.rf.state_bytes * batch) / self.elem_bytes
         return self.overhead.step_s(self.num_kv_layers, elements)
