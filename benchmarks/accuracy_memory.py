@@ -294,7 +294,8 @@ def rocm_loo_line(loo: list[dict]) -> str:
 def held_out_runs() -> list[str]:
     """Predicted vs recorded KV blocks of every measured run whose record gives the engine's block count."""
     lines = []
-    for meta_path in sorted((SHARED / "measured-runs").rglob("meta.json")):
+    public = ROOT / "benchmarks" / "data" / "public-runs"  # copied public runs (SOURCES.md in each)
+    for meta_path in sorted((SHARED / "measured-runs").rglob("meta.json")) + sorted(public.rglob("meta.json")):
         meta = json.loads(meta_path.read_text())
         kv, kw, hw = meta.get("kv_cache") or {}, meta.get("engine_kwargs") or {}, meta.get("hardware") or {}
         if not kv.get("num_gpu_blocks") or not hw.get("device_total_memory_bytes"):
@@ -302,8 +303,12 @@ def held_out_runs() -> list[str]:
         s = make_settings(engine_version=meta["vllm_version"], max_model_len=kw.get("max_model_len"),
                           max_num_seqs=kw.get("max_num_seqs"), max_num_batched_tokens=kw.get("max_num_batched_tokens"),
                           gpu_memory_utilization=kv.get("gpu_memory_utilization"), tp=kw.get("tensor_parallel_size", 1))
-        gpu = resolve_gpu(meta_path.parts[-4], memory_bytes=int(hw["device_total_memory_bytes"]))
-        p = build_plan(load_model(meta["model"]), gpu, s, with_roofline=False, with_advice=False)
+        mine = meta_path.is_relative_to(public)  # named by the record's device; a config copied beside the run
+        gpu = resolve_gpu(hw["device_name"] if mine else meta_path.parts[-4],
+                          memory_bytes=int(hw["device_total_memory_bytes"]))
+        cfg = meta_path.parent.parent / "model" / "config.json"
+        p = build_plan(load_model(str(cfg) if mine and cfg.exists() else meta["model"]), gpu, s, with_roofline=False,
+                       with_advice=False)
         got, want = p.memory.num_gpu_blocks, int(kv["num_gpu_blocks"])
         lo, hi = p.memory.ranges["num_gpu_blocks"]
         lines.append(f"  {meta['model']} on {hw.get('device_name', gpu.name)}, vLLM {meta['vllm_version']}, "
@@ -311,7 +316,8 @@ def held_out_runs() -> list[str]:
                      f"{kw.get('max_num_seqs')}, max_num_batched_tokens {kw.get('max_num_batched_tokens')}: predicted "
                      f"{got:,} blocks ({p.memory.available_kv_bytes / GiB:.2f} GiB; range {lo:,}–{hi:,}), the engine "
                      f"allocated {want:,} ({(got - want) / want * 100:+.1f}%, "
-                     f"{'inside' if lo <= want <= hi else 'OUTSIDE'} the range) — {meta_path.relative_to(SHARED)}")
+                     f"{'inside' if lo <= want <= hi else 'OUTSIDE'} the range) — "
+                     f"{meta_path.relative_to(ROOT if mine else SHARED)}")
     return lines
 
 
