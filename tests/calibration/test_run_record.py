@@ -50,7 +50,7 @@ def test_a_tp2_run_is_replayed_at_tp2_with_its_own_blocks_and_async_scheduling(t
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["tp"] == 2 and out["engine"]["num_gpu_blocks"] == 5000 and out["scope"] in ("uncalibrated", "gpu")
-    assert any("tp 2" in n and "num_gpu_blocks_override 5000" in n for n in out["notes"])
+    assert any("tp 2" in n and "num_gpu_blocks 5000 (replayed as --num-gpu-blocks-override)" in n for n in out["notes"])
     # a flag on the command line wins over the record
     assert engine_for(SimRequestArgs(model=MODEL, gpu="H100", tp=1), load_measured(str(path))).tp == 1
 

@@ -85,7 +85,8 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
             pass  # older than the rules modelled: the default rules apply, and the note below does not claim it
     notes = []
     if taken:
-        text = ", ".join(f"{k} {v}" for k, v in taken.items())
+        text = ", ".join(f"num_gpu_blocks {v} (replayed as --num-gpu-blocks-override)" if k == "num_gpu_blocks_override"
+                         else f"{k} {v}" for k, v in taken.items())
         notes.append(f"from the run's own record ({_record_name(run)}): {text} (a flag given on the command line "
                      "wins)")
     if rec.unapplied:

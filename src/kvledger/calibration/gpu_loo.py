@@ -53,8 +53,8 @@ def refuse_one_model_for_many(targets: list[Any], args) -> None:
     if len(named) > 1:
         raise InputError(f"--model {args.model} would replay every run as that model, but their records name "
                          f"{len(named)} models ({', '.join(named)}); a GPU calibration over several models replays "
-                         "each as its own: drop --model (each record's model is read, bundled or from the Hub), or "
-                         "calibrate the runs of one model at a time")
+                         "each as its own: calibrate the runs of one model at a time, each with its own --model, or "
+                         "drop --model where every record's model is bundled or reachable on the Hub")
 
 
 def run_errors(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> tuple[Any, Any]:
