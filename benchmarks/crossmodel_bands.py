@@ -10,11 +10,12 @@ saturation), under both of the section's fit rules ("all" other models on the GP
 other models first). Read from the section's ``--json`` output, or, by default, from the per-run table it wrote into
 docs/validation.md §2.4 (whole percents; the same numbers rounded).
 
-The band is symmetric in log(1 + e): half-width h = the ⌈0.8(n + 1)⌉-th smallest |ln(1 + e)| (split-conformal rank of
-an 80% interval of the magnitude), band [e^−h − 1, e^h − 1]. Symmetric because the sign of a cross-model, cross-set-up
-error is the direction in which the fitted runs' set-up differs from the user's, which the data show both ways: the
-training-fitted profile over-predicts kubecon's saturated throughput (+17 … +97%), the fits that include kubecon
-over-price training's Llama-2-7B TPOT (+11 … +54%). Per metric the wider of the two rules is kept. Written into
+The band is symmetric in log(1 + e): half-width h = the conformal 80% rank of |ln(1 + e)| with each deployment (a run,
+or a sweep's stages together) weighted once (``kvledger.ledgers.conformal.conformal_upper``; with one value per
+deployment the ⌈0.8(n + 1)⌉-th smallest), band [e^−h − 1, e^h − 1]. Symmetric because the sign of a cross-model,
+cross-set-up error is the direction in which the fitted runs' set-up differs from the user's, which the data show both
+ways: the training-fitted profile over-predicts kubecon's saturated throughput (+17 … +97%), the fits that include
+kubecon over-price training's Llama-2-7B TPOT (+11 … +54%). Per metric the wider of the two rules is kept. Written into
 ``src/kvledger/ledgers/data/error_bands.json`` under ``cross_model`` (``kvledger.ledgers.profile_band`` reads it).
 """
 
@@ -47,9 +48,12 @@ METRICS = ("ttft_mean", "tpot_mean", "throughput")
 FLOOR = -0.995  # a printed −100% (rounded) stands for at most −99.5%: log needs a positive ratio
 
 
-def from_json(d: dict) -> dict[str, dict[str, list[float]]]:
-    """view → metric → judged errors of the GPU-profile rows of a gpuscope result."""
-    out: dict[str, dict[str, list[float]]] = {}
+Errors = dict[str, dict[str, list[tuple[float, str]]]]  # view → metric → (judged error, its deployment)
+
+
+def from_json(d: dict) -> Errors:
+    """view → metric → judged errors of the GPU-profile rows of a gpuscope result, with each row's deployment."""
+    out: Errors = {}
     for r in d["rows"]:
         if r.get("arch", "dense") != "dense":  # the dense kernels' band (an MoE run's miss is its own family's)
             continue
@@ -60,13 +64,14 @@ def from_json(d: dict) -> dict[str, dict[str, list[float]]]:
             for m in judged:
                 e = r["errors"][v["pricing"]][m]
                 if e is not None:
-                    out.setdefault(view, {}).setdefault(m, []).append(e)
+                    out.setdefault(view, {}).setdefault(m, []).append((e, r["deployment"]))
     return out
 
 
-def from_doc(text: str) -> dict[str, dict[str, list[float]]]:
-    """The same from §2.4's per-run table (gpuscope_all.markdown): bold cells are the judged values."""
-    out: dict[str, dict[str, list[float]]] = {}
+def from_doc(text: str) -> Errors:
+    """The same from §2.4's per-run table (gpuscope_all.markdown): bold cells are the judged values; a run's
+    deployment is its label less the stage ("kubecon vllm/stage 3" → "kubecon vllm", "training x 1" → "training x")."""
+    out: Errors = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 9 or cells[2] != "GPU profile":
@@ -75,19 +80,22 @@ def from_doc(text: str) -> dict[str, dict[str, list[float]]]:
             for m, part in zip(METRICS, cell.split(" / ")):
                 if "**" in part:
                     v = float(re.sub(r"[*%+]", "", part).replace("−", "-")) / 100
-                    out.setdefault(view, {}).setdefault(m, []).append(v)
+                    dep = re.sub(r"(/stage \d+| \d+)$", "", cells[0])
+                    out.setdefault(view, {}).setdefault(m, []).append((v, dep))
     return out
 
 
-def symmetric_band(errs: list[float]) -> dict:
-    """The symmetric log band of ``errs`` (module docstring)."""
-    a = sorted(abs(math.log1p(max(e, FLOOR))) for e in errs)
-    h = a[min(len(a), math.ceil(0.8 * (len(a) + 1))) - 1]
-    return {"q10": math.expm1(-h), "q90": math.expm1(h), "num_runs": len(a),
-            "method": "symmetric in log(1 + e): conformal 80% rank of |ln(1 + e)|"}
+def symmetric_band(errs: list[tuple[float, str]]) -> dict:
+    """The symmetric log band of ``errs`` ((error, deployment) pairs; module docstring)."""
+    from kvledger.ledgers.conformal import conformal_upper
+
+    h = conformal_upper([abs(math.log1p(max(e, FLOOR))) for e, _ in errs], [g for _, g in errs])
+    k = len({g for _, g in errs})
+    return {"q10": math.expm1(-h), "q90": math.expm1(h), "num_runs": len(errs),
+            "method": f"symmetric in log(1 + e): conformal 80% rank of |ln(1 + e)|, {k} deployments weighted once each"}
 
 
-def bands(errs: dict[str, dict[str, list[float]]], data: str | dict[str, str]) -> dict[str, dict]:
+def bands(errs: Errors, data: str | dict[str, str]) -> dict[str, dict]:
     """metric → its band (the widest over the fit rules), with what its data are (``data``: one text, or per metric)."""
     out = {}
     for m in METRICS:
@@ -120,7 +128,8 @@ def main() -> None:
     if a.write:
         doc = json.loads(BANDS.read_text(encoding="utf-8"))
         doc["cross_model"] = {"gpu/dense/vllm": got, "written_by": "python benchmarks/crossmodel_bands.py --write",
-                              "method": __doc__.split("\n\n")[2].replace("\n", " ")}
+                              "method": next(p for p in __doc__.split("\n\n") if p.startswith("The band is"))
+                              .replace("\n", " ")}
         BANDS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 

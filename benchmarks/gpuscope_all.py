@@ -32,7 +32,8 @@ it (as ``lodo_bands``); a per-request run when its measured queue did not keep g
 
 Bands: per regime (``gpu``: a cross-model GPU profile priced the run; ``uncalibrated``: the plain roofline), the
 80% band of each metric's error built from the *other* deployments' errors in that regime (``lodo_bands._q``:
-split-conformal order statistics from 10 values, a t interval below) — and, stricter, from the other models' only.
+split-conformal ranks from 10 values, each deployment weighted once, a t interval below) — and, stricter, from the
+other models' only.
 A run is covered when every metric it is judged on lies in its band.
 """
 
@@ -386,16 +387,18 @@ def _band(rows: list[dict], row: dict, metric: str, key: str, view: str) -> dict
 
     regime, arch = row["views"][view]["regime"], row.get("arch", "dense")
     errs: dict[str, list[float]] = {"dense": [], "moe": []}
+    deps: dict[str, list[str]] = {"dense": [], "moe": []}  # each error's deployment: the ranks weigh each once
     for r in rows:
         if r[key] == row[key] or metric not in _judged(r["saturated"]):
             continue
         k = r["views"][view]["pricing"] if regime == "gpu" else "uncalibrated"
         if (regime == "gpu") == (k != "uncalibrated") and r["errors"][k].get(metric) is not None:
             errs[r.get("arch", "dense")].append(r["errors"][k][metric])
+            deps[r.get("arch", "dense")].append(r["deployment"])
     own = errs[arch]
     if len(own) >= 2:
-        return lodo_bands._q(own)
-    q = lodo_bands._q(errs["dense"]) if len(errs["dense"]) >= 2 else {}
+        return lodo_bands._q(own, deps[arch])
+    q = lodo_bands._q(errs["dense"], deps["dense"]) if len(errs["dense"]) >= 2 else {}
     if q and own:
         q = {**q, "q10": min(q["q10"], *own), "q90": max(q["q90"], *own), "num_runs": q["num_runs"] + len(own)}
     return q
@@ -436,7 +439,22 @@ def _counts(rows: list[dict], excluded: list[Excluded], view: str) -> dict:
             "deployments": [sum(all(r["views"][view]["within"] for r in rows if r["deployment"] == d) for d in deps),
                             len(deps)],
             "points_covered": [sum(r["views"][view]["points_covered_without_deployment"] for r in rows),
-                               sum(len(_judged(r["saturated"])) for r in rows)]}
+                               sum(len(_judged(r["saturated"])) for r in rows)],
+            "metric_covered": _metric_covered(rows, view)}
+
+
+def _metric_covered(rows: list[dict], view: str) -> dict[str, list[int]]:
+    """Per metric, [runs whose measured value lies in that metric's band, runs judged on it]: each band is an 80%
+    band of one value, so this is the count it is built to meet (a run judged on two metrics is covered only when
+    both are, about 0.8² by chance where their errors are independent)."""
+    out: dict[str, list[int]] = {m: [0, 0] for m in ROWS}
+    for r in rows:
+        v = r["views"][view]
+        e = r["errors"][v["pricing"]]
+        for m, b in v["band_without_deployment"].items():
+            out[m][0] += bool(b) and e[m] is not None and b["q10"] <= e[m] <= b["q90"]
+            out[m][1] += 1
+    return out
 
 
 def _pct(v: float | None) -> str:
@@ -472,6 +490,8 @@ def print_gpuscope(d: dict) -> None:
               f"{a['covered_model_out'][0]}/{a['covered_model_out'][1]}); points covered {c['points_covered'][0]}/"
               f"{c['points_covered'][1]}; deployments with every run within {c['deployments'][0]}/"
               f"{c['deployments'][1]}")
+        print("  each metric's band covering its measured value: " + ", ".join(
+            f"{ROWS[m]} {k}/{n}" for m, (k, n) in c["metric_covered"].items()))
         print(f"  every measured run, those not replayed counted as misses: {every['within'][0]}/{every['within'][1]} "
               f"within; covered {every['covered'][0]}/{every['covered'][1]}")
     for e in d["excluded"]:

@@ -72,11 +72,13 @@ def test_a_run_at_its_knee_keeps_its_tpot_band_and_no_ttft_band():
     assert b.ttft_mean is None and b.latency_note is None
     assert b.ttft_note == knee_note(_validation(KNEE))
     assert b.ttft_note.startswith("at or past its knee (the simulated run's waits for a first token grew through it)")
-    # TPOT 19 ms × 0.931368 = 17.696 ms … × 1.060485 = 20.149 ms
-    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0176960, 0.0201492), abs=1e-7)
+    # TPOT 19 ms × 1/(1 + 0.117513) = ×0.894844 = 17.002 ms … × 1/(1 − 0.060951) = ×1.064907 = 20.233 ms
+    # (error_bands.json, uncalibrated/dense/vllm TPOT q90 and q10)
+    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0170020, 0.0202332), abs=1e-7)
     assert b.saturation_throughput is None  # below saturation: the throughput is the offered load, as without a knee
-    below = run_bands(_validation(None), None)  # the same run below its knee: TTFT 0.79 s × 1.163076 … × 3.370230
-    assert (below.ttft_mean.low, below.ttft_mean.high) == pytest.approx((0.918830, 2.662482), abs=1e-6)
+    # the same run below its knee: TTFT 0.79 s × 1/(1 + 0.139282) = ×0.877746 … × 1/(1 − 0.711413) = ×3.465156
+    below = run_bands(_validation(None), None)
+    assert (below.ttft_mean.low, below.ttft_mean.high) == pytest.approx((0.693419, 2.737473), abs=1e-6)
     assert below.ttft_note is None
     d = json.loads(json.dumps(b.to_dict()))
     assert list(d) == ["regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput",
@@ -94,13 +96,13 @@ def test_the_single_run_view_shows_no_ttft_band_for_a_run_at_its_knee():
     run = _validation(KNEE)
     text = _text(replace(run, error_bands=run_bands(run, None)))
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │" in text
-    assert "918.8" not in text  # the band around 0.79 s (× 1.163076 = 918.8 ms …), not shown
-    # TPOT 19 ms × 0.931368 = 17.7 ms … × 1.060485 = 20.1 ms; the measured 20.0 ms lies inside (its error −5.0% is
-    # between q10 −5.7% and q90 +7.4%): not marked
-    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
+    assert "693.4" not in text  # the band around 0.79 s (× 0.877746 = 693.4 ms …), not shown
+    # TPOT 19 ms × 0.894844 = 17.0 ms … × 1.064907 = 20.2 ms; the measured 20.0 ms lies inside (its error −5.0% is
+    # between q10 −6.1% and q90 +11.8%): not marked
+    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
     assert "no TTFT mean band: at or past its knee (the simulated run's waits for a first token grew" in text
-    below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 1.163076 …
-    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 918.8–2,662.5 ms ✗ │" in \
+    below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 0.877746 …
+    assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 693.4–2,737.5 ms ✗ │" in \
            _text(replace(below, error_bands=run_bands(below, None)))
 
 
@@ -109,18 +111,18 @@ def _stage(rate: float) -> SimpleNamespace:
 
 
 def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
-    # 2 req/s below its knee: TTFT 200 ms × 1.163076 = 232.6 ms … × 3.370230 = 674.0 ms; 4 req/s at its knee: TTFT
-    # 790 ms (no band); both TPOT 19 ms × 0.931368 … × 1.060485 → 17.7–20.1 ms, the measured 20.0 ms inside it
+    # 2 req/s below its knee: TTFT 200 ms × 0.877746 = 175.5 ms … × 3.465156 = 693.0 ms; 4 req/s at its knee: TTFT
+    # 790 ms (no band); both TPOT 19 ms × 0.894844 … × 1.064907 → 17.0–20.2 ms, the measured 20.0 ms inside it
     runs = [_validation(None, 0.2, rate=2.0), _validation(KNEE, rate=4.0)]
     b = sweep_bands(runs, [_stage(2.0), _stage(4.0)], 3.98)
     assert b.ttft_mean[1] is None and b.ttft_notes == [None, knee_note(runs[1])] and b.stage_notes == [None, None]
-    assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.2326152, 0.6740460), abs=1e-7)
-    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0176960, 0.0201492), abs=1e-7)
+    assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.1755492, 0.6930312), abs=1e-7)
+    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0170020, 0.0202332), abs=1e-7)
     side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
     text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
-    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 232.6–674.0 ms │ 20.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
-    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.7–20.1 ms │" in text
-    assert "918.8" not in text  # the 4 req/s stage's TTFT band (0.79 s × 1.163076 …), withheld
+    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 175.5–693.0 ms │ 20.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
+    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
+    assert "693.4" not in text  # the 4 req/s stage's TTFT band (0.79 s × 0.877746 …), withheld
     assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
     d = json.loads(json.dumps(b.to_dict()))
     assert d["ttft_mean"][1] is None and d["ttft_notes"][0] is None and d["ttft_notes"][1].startswith("at or past")
@@ -130,7 +132,7 @@ def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
 def test_a_real_sweep_withholds_the_ttft_band_of_its_stage_at_the_knee():
     # the Llama-2-7B `general` stages at 8 and 20 req/s, bandwidth at 68% of peak, matmuls flat (the scenario read
     # off that pricing): the 20 req/s replay's mean TTFT grew 3.6× through the stage (its 10.765 s would have had the
-    # band × 1.163076 … × 3.370230 = 12.52–36.28 s); the
+    # band × 0.877746 … × 3.465156 = 9.45–37.30 s); the
     # 8 req/s stage stays below its knee and keeps both bands; TPOT's low end = predicted × 1/(1 + q90) (module doc)
     stages = [str(GENERAL / f"stage_{k}_lifecycle_metrics.json") for k in (0, 1)]
     argv = ["validate", *stages, "--sweep", "--gpu", "h100-sxm", "--gpu-profile", "none",
@@ -143,7 +145,7 @@ def test_a_real_sweep_withholds_the_ttft_band_of_its_stage_at_the_knee():
     assert b["ttft_mean"][0] is not None and b["ttft_mean"][1] is None
     assert b["ttft_notes"][0] is None and b["ttft_notes"][1].startswith("at or past its knee (the simulated run's")
     tpot = next(r["predicted"] for r in d["runs"][1]["comparison"]["rows"] if r["metric"] == "TPOT mean")
-    assert b["tpot_mean"][1]["low"] == pytest.approx(tpot / (1 + 0.07368918622783216), rel=1e-12)
-    assert "12.52" not in out and "36.28" not in out
+    assert b["tpot_mean"][1]["low"] == pytest.approx(tpot / (1 + 0.11751341474272681), rel=1e-12)
+    assert "9.45" not in out and "37.30" not in out
     assert "│ 20.00 │ 51.9 ms │" in out and "↗ │ — │ 16.6 ms │" in out
     assert "no TTFT band at 20.00 req/s: at or past its knee" in out

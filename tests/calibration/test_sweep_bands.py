@@ -22,8 +22,8 @@ from kvledger.cli.main import app
 
 KUBECON = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs" / "inference-perf-kubecon-na-2025"
 ARGS = ["--sweep", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
-Q = {"ttft_mean": (-0.7032843391199974, -0.14021083131059087), "tpot_mean": (-0.057034956492937106,
-                                                                            0.07368918622783216),
+Q = {"ttft_mean": (-0.7114126846211342, 0.13928204280475986), "tpot_mean": (-0.06095062311583155,
+                                                                          0.11751341474272681),
      "throughput": (-0.060956971378629876, 0.22316313967282397)}
 needs_kubecon = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
@@ -87,9 +87,9 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
             assert band["low"] == pytest.approx(band["predicted"] / (1 + q90), rel=1e-12)
             assert band["high"] == pytest.approx(band["predicted"] / (1 + q10), rel=1e-12)
             assert band["num_runs"] == 31 and band["source"].startswith("leave-one-deployment-out errors at 31")
-    # 1 req/s: simulated TTFT 9.888 ms → 9.888 × 1.16308 = 11.500 ms … 9.888 × 3.37023 = 33.323 ms
+    # 1 req/s: simulated TTFT 9.888 ms → 9.888 × 1/(1 + 0.13928) = 8.679 ms … 9.888 × 1/(1 − 0.71141) = 34.263 ms
     assert b["ttft_mean"][0]["predicted"] == pytest.approx(9.888e-3, abs=1e-6)
-    assert (b["ttft_mean"][0]["low"], b["ttft_mean"][0]["high"]) == pytest.approx((11.500e-3, 33.323e-3), abs=2e-6)
+    assert (b["ttft_mean"][0]["low"], b["ttft_mean"][0]["high"]) == pytest.approx((8.679e-3, 34.263e-3), abs=2e-6)
     # saturation throughput: simulated 102.72 req/s (183.38 req/s stage) → 102.72/1.223163 = 83.98 … 102.72/0.939043
     # = 109.38 req/s; measured 103.08 lies inside
     sat = b["saturation_throughput"]
@@ -102,11 +102,11 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
 @needs_kubecon
 def test_sweep_text_prints_the_bands_and_their_source(sweep):
     out = " ".join(sweep[0].split())
-    # per stage: 1 req/s TTFT band 11.5–33.3 ms (11.500 … 33.323 ms); 92.19 req/s: TTFT simulated 34.283 ms × 1.16308
-    # … × 3.37023 = 39.87 … 115.54 ms; TPOT simulated 16.432 ms × 0.93137 … × 1.06048 = 15.30 … 17.43 ms, the
+    # per stage: 1 req/s TTFT band 8.7–34.3 ms (8.679 … 34.263 ms); 92.19 req/s: TTFT simulated 34.283 ms × 0.877746
+    # … × 3.465156 = 30.09 … 118.80 ms; TPOT simulated 16.432 ms × 0.894844 … × 1.064907 = 14.70 … 17.50 ms, the
     # measured 15.4 ms inside (priced flat, 0.7 of peak for every matmul, it was 8.8 ms, −43%, outside)
-    assert "│ 1.000 │ 31.1 ms │ -68.2% │ 11.5–33.3 ms │" in out  # rates to 4 significant figures
-    assert "│ 92.19 │ 50.5 ms │ -32.2% │ 39.9–115.5 ms │ 15.4 ms │ +6.6% │ 15.3–17.4 ms │" in out
+    assert "│ 1.000 │ 31.1 ms │ -68.2% │ 8.7–34.3 ms │" in out  # rates to 4 significant figures
+    assert "│ 92.19 │ 50.5 ms │ -32.2% │ 30.1–118.8 ms │ 15.4 ms │ +6.6% │ 14.7–17.5 ms │" in out
     assert "│ 122.6 │ 2,616.5 ms │ +19.5% ⚠ │ — │" in out  # 122.6 requested, ~106 achieved: saturated on its rates
     assert ("WARNING: stages marked ⚠ are saturated (the client fell behind the requested rate or the engine served "
             "< 90% of it): their latency errors are not meaningful") in out
@@ -116,7 +116,8 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     # the source counts the measured deployments (the table's 19; DeepSeek-V3.2-Exp-16L64E joined 2026-12-04) and
     # names the bundled file, never a script outside the package
     assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
-            "19 measured vLLM deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); "
+            "19 measured vLLM deployments, each left out in turn and weighted once; "
+            "kvledger/ledgers/data/error_bands.json); "
             "saturation throughput: "
             "leave-one-deployment-out errors at 18 measured points") in out
     assert "benchmarks/" not in out

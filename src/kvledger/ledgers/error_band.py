@@ -1,15 +1,15 @@
 """The error band of a simulated figure: how far the simulator has been off, per regime, on measured runs it was not
 fitted to, as an 80% range around a prediction.
 
-The bands come from ``ledgers/data/error_bands.json``, written by ``python benchmarks/validate_all.py --sections
-lodo --write-bands`` from a leave-one-deployment-out validation over every measured run the project has
-(provenance inside the file). For a metric, the errors e = predicted/measured − 1 of the runs in a regime give an 80%
-prediction interval [q10, q90] (split-conformal order statistics from 10 values, a t interval below; the file says
-which); a prediction x then stands for a measured value in [x/(1 + q90), x/(1 + q10)]. A regime is the calibration
-scope that priced the run ("gpu": a GPU profile; "model": a model-scope profile or bundled table; "uncalibrated": the
-plain roofline), the architecture (dense / moe) and the engine (vllm / sglang). A regime without measured runs borrows
-the band of the nearest one that has them (same scope first) and says so: that band is then a floor, not a
-measurement.
+The bands come from ``ledgers/data/error_bands.json``, written by ``python benchmarks/validate_all.py --sections lodo
+--write-bands`` from a leave-one-deployment-out validation over every measured run the project has (provenance inside
+the file). For a metric, the errors e = predicted/measured − 1 of the runs in a regime give an 80% prediction interval
+[q10, q90] (split-conformal ranks from 10 values, each deployment weighted once however many load stages it ran:
+``kvledger.ledgers.conformal``; a t interval below; the file says which); a prediction x then stands for a measured
+value in [x/(1 + q90), x/(1 + q10)]. A regime is the calibration scope that priced the run ("gpu": a GPU profile;
+"model": a model-scope profile or bundled table; "uncalibrated": the plain roofline), the architecture (dense / moe) and
+the engine (vllm / sglang). A regime without measured runs borrows the band of the nearest one that has them (same scope
+first) and says so: that band is then a floor, not a measurement.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ _FILE = "kvledger/ledgers/data/error_bands.json"
 def _evidence_words(provenance: dict[str, Any]) -> str:
     """How many measured deployments the bands were built from, in words (never a path outside the package)."""
     n = len(provenance.get("deployments") or [])
-    return f"{n} measured vLLM deployments, each left out in turn" if n else "measured deployments"
+    return f"{n} measured vLLM deployments, each left out in turn and weighted once" if n else "measured deployments"
 
 
 @functools.lru_cache(maxsize=1)

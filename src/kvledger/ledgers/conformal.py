@@ -1,0 +1,77 @@
+"""The 80% prediction interval of a simulator error from errors measured on other deployments, counting each
+deployment once.
+
+Split-conformal ranks (Vovk et al.; Lei et al., "Distribution-free predictive inference for regression", JASA 2018):
+from n exchangeable errors, the ⌈0.9(n + 1)⌉-th smallest is an upper end that a new error stays under with probability
+≥ 0.9 whatever their distribution, and mirrored for the lower end, so the pair covers ≥ 80%. The errors a validation
+holds are not exchangeable one by one, though: a load sweep gives 1–5 stages of one deployment whose errors move
+together (the same model, GPU, set-up and client), and a new deployment's errors are a new draw of that whole group.
+
+With groups, the ranks are taken on the pooled distribution in which each of the k deployments weighs 1/k, shared
+equally among its values (the "pooled CDF" of Dunn, Wasserman and Ramdas, "Distribution-free prediction sets for
+two-layer hierarchical models", JASA 2022): the upper end is the smallest error t whose pooled share at or below it
+reaches 0.9(k + 1)/k, the conformal level with the new deployment counted as the (k + 1)-th. With one value per
+deployment this is exactly the ungrouped rank above; a deployment with five stages no longer counts five times. Where
+0.9(k + 1)/k exceeds 1 (k < 9), no rank reaches it: the ends are the smallest and largest errors, the widest the data
+give, which cover a new deployment with probability (k − 1)/(k + 1) — below 80%, and the band says how many
+deployments stand behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["conformal_interval", "conformal_level", "conformal_upper"]
+
+
+def conformal_level(num_groups: int, coverage: float = 0.8) -> float:
+    """The pooled share each end must reach: (1 + coverage)/2 · (k + 1)/k, capped at 1 (k < 9 at 80%)."""
+    if num_groups < 1:
+        raise ValueError("conformal_level needs at least one group")
+    return min(1.0, (1 + coverage) / 2 * (num_groups + 1) / num_groups)
+
+
+def _upper(values: Sequence[float], weights: Sequence[float], level: float) -> float:
+    """The smallest value whose cumulative weight (values in ascending order) reaches ``level``; a small tolerance
+    absorbs the float sum of the 1/(k·n_j) shares."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    total = 0.0
+    for i in order:
+        total += weights[i]
+        if total >= level - 1e-9:
+            return values[i]
+    return values[order[-1]]
+
+
+def _weights(n: int, groups: Sequence[str] | None) -> tuple[list[float], int]:
+    """Each value's pooled share 1/(k·n_j) and the number of groups k."""
+    labels = list(groups) if groups is not None else [str(i) for i in range(n)]
+    if len(labels) != n:
+        raise ValueError(f"{n} values but {len(labels)} group labels")
+    sizes: dict[str, int] = {}
+    for g in labels:
+        sizes[g] = sizes.get(g, 0) + 1
+    k = len(sizes)
+    return [1.0 / (k * sizes[g]) for g in labels], k
+
+
+def conformal_upper(values: Sequence[float], groups: Sequence[str] | None = None, coverage: float = 0.8) -> float:
+    """The one-sided conformal upper end at ``coverage``: the smallest value whose pooled share reaches
+    coverage·(k + 1)/k (capped at 1), as for the magnitude of an error in a symmetric band."""
+    if not values:
+        raise ValueError("conformal_upper needs at least one value")
+    weights, k = _weights(len(values), groups)
+    return _upper(values, weights, min(1.0, coverage * (k + 1) / k))
+
+
+def conformal_interval(values: Sequence[float], groups: Sequence[str] | None = None,
+                       coverage: float = 0.8) -> tuple[float, float]:
+    """(low, high): the conformal prediction interval of a new group's value at ``coverage`` (module docstring);
+    ``groups`` names each value's deployment (None: every value its own)."""
+    if not values:
+        raise ValueError("conformal_interval needs at least one value")
+    weights, k = _weights(len(values), groups)
+    level = conformal_level(k, coverage)
+    high = _upper(values, weights, level)
+    low = -_upper([-v for v in values], weights, level)
+    return low, high
