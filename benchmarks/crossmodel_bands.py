@@ -129,7 +129,7 @@ def main() -> None:
         doc = json.loads(BANDS.read_text(encoding="utf-8"))
         doc["cross_model"] = {"gpu/dense/vllm": got, "written_by": "python benchmarks/crossmodel_bands.py --write",
                               "method": next(p for p in __doc__.split("\n\n") if p.startswith("The band is"))
-                              .replace("\n", " ")}
+                              .replace("\n", " ").strip()}
         BANDS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 

@@ -13,10 +13,12 @@ each kubecon configuration, each inference-sim/training experiment. Every run is
 Errors are predicted/measured − 1 of mean TTFT and mean TPOT (per request run; per stage below saturation for a
 sweep) and of throughput (a per-request run's finished requests per second; a sweep's largest stage throughput).
 The bands per regime (``kvledger.ledgers.error_band``) are split-conformal 80% prediction intervals of those errors
-(``_q``, ``kvledger.ledgers.conformal``: from n ≥ 10 values, the ranks whose interval covers a new deployment's value
-with probability ≥ 80% whatever the distribution, each of the k deployments weighing 1/k however many load stages it
-ran — with one value each, the ⌊0.1(n+1)⌋-th and ⌈0.9(n+1)⌉-th smallest; below 10 values a t prediction interval);
-coverage is checked leaving each deployment out: its measured values against the band built from the others'.
+(``_q``, ``kvledger.ledgers.conformal``: from n ≥ 10 values, ranks on the pooled distribution in which each of the k
+deployments weighs 1/k however many load stages it ran — with one value each, the ⌊0.1(n+1)⌋-th and ⌈0.9(n+1)⌉-th
+smallest. Where deployments are exchangeable and k ≥ 9, the interval covers a stage drawn from a new deployment with
+probability ≥ 80% whatever the distribution; with k ≤ 9 it is the smallest … largest error, which covers at least
+(k−1)/(k+1), 80% at k = 9; below 10 values a t prediction interval); coverage is checked leaving each deployment
+out: its measured values against the band built from the others'.
 Stages whose client failed more than 10% of requests are left out (their real load is unknown). A sweep stage is
 below saturation when the client kept the requested rate (≥ 95%) and the engine served ≥ 90% of it.
 """
@@ -182,7 +184,9 @@ def _q(errs: list[float], groups: list[str] | None = None) -> dict:
         # counting each deployment once (docs/validation.md §2.19)
         lo, hi = conformal_interval(errs, groups)
         k = len(set(groups)) if groups is not None else len(a)
-        how = f"split-conformal 80% interval (pooled ranks, {k} deployments weighted once each)"
+        how = (f"split-conformal 80% interval (pooled ranks, {k} deployments weighted once each)" if k >= 9 else
+               f"smallest … largest error of {k} deployments (too few for an 80% conformal rank: at least "
+               f"{(k - 1) / (k + 1):.0%})")
     elif len(a) >= 2:
         z = np.log1p(a)
         half = T90[len(a) - 2] * z.std(ddof=1) * np.sqrt(1 + 1 / len(a))
@@ -194,8 +198,9 @@ def _q(errs: list[float], groups: list[str] | None = None) -> dict:
         how = ONE_POINT
     else:
         return {}
-    return {"q10": float(lo), "q90": float(hi), "num_runs": len(a), "median_abs": float(np.median(np.abs(a))),
-            "method": how}
+    out = {"q10": float(lo), "q90": float(hi), "num_runs": len(a), "median_abs": float(np.median(np.abs(a))),
+           "method": how}
+    return {**out, "num_deployments": len(set(groups))} if groups is not None else out
 
 
 def bands(rows: list[dict], skip: str | None = None) -> dict[str, dict]:

@@ -6,10 +6,10 @@ same output called at its knee).
 
 The bands of regime uncalibrated/dense/vllm (src/kvledger/ledgers/data/error_bands.json), as multipliers of a
 simulated figure (low = 1/(1 + q90), high = 1/(1 + q10)):
-  ttft_mean q10 -0.7032843391199974, q90 -0.14021083131059087 (31 points) → ×1/0.859789 = ×1.163076 …
-    ×1/0.296716 = ×3.370230
-  tpot_mean q10 -0.057034956492937106, q90 0.07368918622783216 (31 points) → ×1/1.073689 = ×0.931368 …
-    ×1/0.942965 = ×1.060485
+  ttft_mean q10 -0.7114126846211342, q90 0.13928204280475986 (31 points, 13 deployments) → ×1/1.139282 =
+    ×0.877746 … ×1/0.288587 = ×3.465156
+  tpot_mean q10 -0.06095062311583155, q90 0.11751341474272681 (31 points, 13 deployments) → ×1/1.117513 =
+    ×0.894844 … ×1/0.939049 = ×1.064907
 """
 
 from __future__ import annotations

@@ -3,19 +3,20 @@ does (fresh-user trial: `validate FILE` computed the bands but printed none, whi
 simulated TTFT, TPOT and throughput carries one).
 
 Kubecon's `vllm` stages (uncalibrated roofline, dense, vLLM: regime uncalibrated/dense/vllm of
-src/kvledger/ledgers/data/error_bands.json), as multipliers of a simulated figure (low = 1/(1 + q90), high =
-1/(1 + q10)):
-  ttft_mean  q10 -0.7032843391199974, q90 -0.14021083131059087 (31 points) → ×1/0.859789 = ×1.16308 …
-             ×1/0.296716 = ×3.37023
-  tpot_mean  q10 -0.057034956492937106, q90 0.07368918622783216 (31 points) → ×1/1.073689 = ×0.93137 …
-             ×1/0.942965 = ×1.06048
-  throughput q10 -0.060956971378629876, q90 0.1873413265162287 (17 points) → ×0.84222 … ×1.06491
+src/kvledger/ledgers/data/error_bands.json, each deployment weighted once), as multipliers of a simulated figure (low
+= 1/(1 + q90), high = 1/(1 + q10)):
+  ttft_mean  q10 -0.7114126846211342, q90 0.13928204280475986 (31 points, 13 deployments) → ×1/1.139282 = ×0.87775
+             … ×1/0.288587 = ×3.46516
+  tpot_mean  q10 -0.06095062311583155, q90 0.11751341474272681 (31 points, 13 deployments) → ×1/1.117513 =
+             ×0.89484 … ×1/0.939049 = ×1.06491
+  throughput q10 -0.060956971378629876, q90 0.22316313967282397 (18 points, 18 deployments) → ×1/1.223163 =
+             ×0.81755 … ×1/0.939043 = ×1.06491
 (the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0 and its layer
 kernels, bandwidth 0.8)
 LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: throughput
 q10 -0.0321, q90 +0.0327 on 2 points, fewer than 10, so widened each side to error_bands.json's cross_model band):
-throughput q10 min(-0.0321, -0.11744995372189003) = -0.11745, q90 max(0.0327, 0.13308021932263214) = 0.13308 (13
-runs) → ×1/1.13308 = ×0.88255 … ×1/0.88255 = ×1.13308.
+throughput q10 min(-0.0321, -0.11585787174613248) = -0.11586, q90 max(0.0327, 0.13103987248627713) = 0.13104 (15
+runs, 7 deployments) → ×1/1.13104 = ×0.88414 … ×1/0.88414 = ×1.13104.
 """
 
 from __future__ import annotations
@@ -86,13 +87,24 @@ def test_a_run_below_saturation_prints_its_latency_bands(stage0):
 
 @needs_runs
 def test_a_measured_mean_outside_its_band_is_marked():
-    out, d = _validate(KUBECON.parent.parent / "vllm+batch_size" / "results" / "stage_0_lifecycle_metrics.json", ARGS)
-    # kubecon's batch_size configuration at 1 req/s: simulated TTFT 9.615 ms → ×0.87775 = 8.440 ms … ×3.46516 =
-    # 33.319 ms; measured 33.3 ms (error −71.14%, a hair past the band's −71.141%: this stage is the regime's
-    # deepest TTFT error, and a band built leaving its deployment out would not reach it either)
-    assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 8.4–33.3 ms ✗ │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.8% │ 6.1–7.2 ms │" in out  # 6.798 ms × 0.89484 … × 1.06491
+    root = KUBECON.parent.parent
+    out, d = _validate(root / "vllm+chunking_and_prefix_caching" / "results" / "stage_3_lifecycle_metrics.json", ARGS)
+    # kubecon's chunking_and_prefix_caching configuration at its fourth rate: simulated TPOT 9.170 ms → ×1/(1 + 0.11751)
+    # = 8.205 ms … ×1/(1 − 0.06095) = 9.765 ms; measured 10.1 ms (error −8.9%, below q10 −6.1%) above it
+    assert "│ TPOT mean │ 10.1 ms │ 9.2 ms │ -8.9% │ 8.2–9.8 ms ✗ │" in out
+    assert "│ TTFT mean │ 32.2 ms │ 13.8 ms │ -57.2% │ 12.1–47.8 ms │" in out  # 13.784 ms × 0.87775 … × 3.46516
     assert "✗: the measured figure lies outside its band" in out
+    b = d["error_bands"]["tpot_mean"]
+    assert (b["low"], b["high"]) == pytest.approx((8.205e-3, 9.765e-3), abs=2e-6)
+
+
+@needs_runs
+def test_a_measured_mean_on_an_end_of_its_band_is_inside():
+    # kubecon's batch_size configuration at 1 req/s: its TTFT error, −71.141%, is the stored band's q10 (this stage
+    # is among the runs the band was built from), so the band's top, 9.615 ms × 1/(1 − 0.71141) = 33.319 ms, is its
+    # measured 33.3 ms up to float rounding (6.9e-18 s past it): on the end, inside, no ✗
+    out, d = _validate(KUBECON.parent.parent / "vllm+batch_size" / "results" / "stage_0_lifecycle_metrics.json", ARGS)
+    assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 8.4–33.3 ms │" in out and "✗" not in out
     b = d["error_bands"]["ttft_mean"]
     assert (b["low"], b["high"]) == pytest.approx((8.440e-3, 33.319e-3), abs=2e-6)
 

@@ -4,8 +4,8 @@ docs/reference.md implied a band).
 
 The bands of kubecon's `vllm` sweep are those of regime uncalibrated/dense/vllm
 (src/kvledger/ledgers/data/error_bands.json; ``Q`` below), as multipliers of a simulated figure (low = 1/(1 + q90),
-high = 1/(1 + q10)) worked in tests/calibration/test_run_bands.py's docstring: TTFT ×1.16308 … ×3.37023, TPOT
-×0.93137 … ×1.06048, throughput ×0.84222 … ×1.06491.
+high = 1/(1 + q10)) worked in tests/calibration/test_run_bands.py's docstring: TTFT ×0.87775 … ×3.46516, TPOT
+×0.89484 … ×1.06491, throughput ×0.81755 … ×1.06491.
 """
 
 from __future__ import annotations
@@ -113,13 +113,13 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 102.72 req/s (80% band "
             "83.98–109.38, uncalibrated roofline), error -0.4%") in out
     assert "measured 93.44 req/s, simulated 93.38 req/s (no error band)" in out
-    # the source counts the measured deployments (the table's 19; DeepSeek-V3.2-Exp-16L64E joined 2026-12-04) and
-    # names the bundled file, never a script outside the package
-    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages; "
-            "19 measured vLLM deployments, each left out in turn and weighted once; "
-            "kvledger/ledgers/data/error_bands.json); "
-            "saturation throughput: "
-            "leave-one-deployment-out errors at 18 measured points") in out
+    # the source counts the points and the deployments behind the band (31 stages of 13 deployments, each weighted once:
+    # kvledger.ledgers.conformal), the validation's deployments (the table's 19; DeepSeek-V3.2-Exp-16L64E joined
+    # 2026-12-04) and names the bundled file, never a script outside the package
+    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points of 13 deployments, each "
+            "weighted once (runs or sweep stages; 19 measured vLLM deployments, each left out in turn; "
+            "kvledger/ledgers/data/error_bands.json); saturation throughput: "
+            "leave-one-deployment-out errors at 18 measured points of 18 deployments, each weighted once") in out
     assert "benchmarks/" not in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
     assert "no latency band at 122.6, 153.0, 183.4 req/s: measured at saturation" in out

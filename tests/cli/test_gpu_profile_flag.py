@@ -209,3 +209,39 @@ def test_the_priced_by_line_says_when_the_run_is_not_what_the_profile_was_fitted
     assert "; this run (Qwen/Qwen3-8B TP 2) is not what it was fitted on (meta-llama/Llama-3.1-8B" in said
     same = json.loads(CliRunner().invoke(app, [base[0], "meta-llama/Llama-3.1-8B", *base[1:]]).stdout)
     assert "is not what it was fitted on" not in same["step_cost"]["priced_by"]
+
+
+def test_the_profile_names_the_engine_release_it_was_fitted_on_and_a_stated_other_one():
+    # the bundled RTX 4090 profile's two runs are LLMServingSim's vLLM 0.19.0 runs, whose records (meta.json) state
+    # the release ("engine": "vLLM 0.19.0", "engine_recorded": true in the file): the priced-by line names it; a run
+    # whose release is stated as another (--engine-version 0.11.0) is told its fractions carry 0.19.0's host time; the
+    # default release (nothing stated) says nothing, since kvledger's default is no measurement of what ran
+    base = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--num-requests", "20", "--max-model-len", "8K",
+            "--rate", "1", "--json"]
+    said = json.loads(runner.invoke(app, base).stdout)["step_cost"]
+    assert said["priced_by"].startswith("gpu: GPU profile bundled:rtx-4090.json (fitted on ")
+    assert said["priced_by"].endswith("; vLLM 0.19.0)") and "engine_mismatch" not in said
+    same = json.loads(runner.invoke(app, [*base, "--engine-version", "0.19.0"]).stdout)["step_cost"]
+    assert "engine_mismatch" not in same
+    other = json.loads(runner.invoke(app, [*base, "--engine-version", "0.11.0"]).stdout)["step_cost"]
+    assert other["engine_mismatch"] == (
+        "this run's engine (vLLM 0.11.0) is not the release the GPU profile was fitted on (vLLM 0.19.0): its "
+        "fractions carry that release's per-step host time (scheduler, sampler, graphs), which differs by release")
+    assert other["priced_by"].endswith("; " + other["engine_mismatch"])
+
+
+def test_a_profile_run_without_a_recorded_release_names_none(tmp_path):
+    # a run whose release was assumed (kvledger's default, "engine_recorded": false) or a file of before the field:
+    # no release in the label, so no mismatch can be claimed
+    from kvledger.accounting.gpu_profile import load_gpu_profile
+
+    path = tmp_path / "p.json"
+    runs = [{"label": "a", "source": "a", "model": MODEL, "tp": 1, "engine": "vLLM 0.19.0", "engine_recorded": False},
+            {"label": "b", "source": "b", "model": MODEL, "tp": 1}]
+    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.5,
+                                "bandwidth_fraction": 0.6, "runs": runs}))
+    prof = load_gpu_profile(str(path))
+    assert [r["engine"] for r in prof.runs] == [None, None] and "vLLM" not in prof.label
+    out = json.loads(runner.invoke(app, SIM + ["--gpu-profile", str(path), "--engine-version", "0.11.0", "--json"])
+                     .stdout)["step_cost"]
+    assert "engine_mismatch" not in out

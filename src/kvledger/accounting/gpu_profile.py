@@ -9,8 +9,8 @@ version 2 also ``host_step_s`` and ``host_seq_s`` (the host's time per step and 
 s; 0 in version 1); version 3 also ``gemm_efficiency`` ("flat", or "measured": ``flops_fraction`` scales the GPU's
 measured matmul curve, ``accounting.gemm_efficiency``; 1–2 are flat); version 4 also ``allreduce_link_share`` (null,
 or the TP all-reduce's share of its link fitted on TP > 1 runs: ``calibration.link_fit``); ``fit``, ``runs`` (each
-run's model, TP and errors under the fit), ``data_files``, ``source``. A later version is refused with it named. A
-model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
+run's model, TP, engine release and errors under the fit), ``data_files``, ``source``. A later version is refused
+with it named. A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def _num(v: Any) -> float | None:
 
 
 def run_facts(r: Any) -> dict:
-    """A profile run's label, model, TP, saturation, errors and kernel family (``moe``: True for an MoE model, False for
-    a dense one, None in a file that does not say; ``GpuProfile.runs`` and ``checks``)."""
+    """A profile run's label, model, TP, saturation, errors, kernel family (``moe``: True for an MoE model, False for
+    a dense one, None in a file that does not say) and engine release (``engine``: "vLLM 0.19.0" as its record states
+    it; None where the file does not say or the release was assumed; ``GpuProfile.runs`` and ``checks``)."""
     num = _num
     sat = r.get("saturated")
     if isinstance(sat, dict):  # calibrate's record (calibration.saturation): the sides whose queue kept growing
@@ -83,6 +84,7 @@ def run_facts(r: Any) -> dict:
             "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
             "saturated": sat if isinstance(sat, bool) else None,
             "moe": r["moe"] if isinstance(r.get("moe"), bool) else None,
+            "engine": str(r["engine"]) if r.get("engine") and r.get("engine_recorded") is True else None,
             **{m: num(r.get(f"{m}_rel_error")) for m in ("ttft_mean", "tpot_mean", "throughput")}}
 
 
@@ -132,6 +134,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         below = [r for r in runs if run_facts(r)["saturated"] is not True]
         errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in below])}"
                          for name, k in (("TTFT", "ttft_mean"), ("TPOT", "tpot_mean"))) + " below saturation"
+    engines = ", ".join(sorted({str(r["engine"]) for r in runs if run_facts(r)["engine"]}))
+    data += f"; {engines}" if engines else ""  # the release whose per-step host time the fractions carry
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs
                                                                           if r.get("source") and r.get("saturated")

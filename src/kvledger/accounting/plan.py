@@ -13,7 +13,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
-from kvledger.accounting.platforms import check_engine_platform
+from kvledger.accounting.platforms import ENGINE_WORDS, check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -185,9 +185,6 @@ def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
         s.distributed_executor_backend)
 
 
-_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-
-
 #: vLLM flags only vLLM's memory plan reads: (flag, PlanSettings attribute, its value when not given)
 _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-all-reduce", "disable_custom_all_reduce",
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
@@ -209,8 +206,8 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     own = fractions.get(s.engine)
     for engine, (attr, flag) in fractions.items():
         if engine != s.engine and getattr(s, attr) is not None and own is not None:
-            raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would "
-                             f"be ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
+            raise InputError(f"{flag} is {ENGINE_WORDS[engine]}'s memory fraction; with --engine {s.engine} it would "
+                             f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
     check_engine_platform(s.engine, gpu)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "vllm" and vllm_only:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import InputError
 
-__all__ = ["platform", "check_engine_platform", "platform_note", "NOT_MODELLED"]
+__all__ = ["platform", "check_engine_platform", "platform_note", "NOT_MODELLED", "ENGINE_WORDS", "engine_release"]
 
 _PLATFORMS = (("amd_", "ROCm"), ("google_tpu", "TPU"), ("intel_gaudi", "Gaudi"))
-_ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+#: the settings' engine names as the engines spell themselves
+ENGINE_WORDS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 #: the words of every platform note (plan and simulate print the notes that hold them)
 NOT_MODELLED = "is not modelled by these rules"
@@ -40,8 +41,16 @@ def check_engine_platform(engine: str, gpu: GpuSpec) -> None:
 def platform_note(engine: str, gpu: GpuSpec) -> str | None:
     """A note when ``engine`` runs on a TPU or a Gaudi, whose back-ends the memory rules do not model; else None."""
     where = platform(gpu)
-    if where not in ("TPU", "Gaudi") or engine not in _ENGINES:
+    if where not in ("TPU", "Gaudi") or engine not in ENGINE_WORDS:
         return None
-    return (f"{_ENGINES[engine]}'s {where} back-end {NOT_MODELLED}, which are its CUDA platform's (CUDA graphs, "
+    return (f"{ENGINE_WORDS[engine]}'s {where} back-end {NOT_MODELLED}, which are its CUDA platform's (CUDA graphs, "
             "memory measured on NVIDIA GPUs): read the figures as those of a CUDA GPU with this device's memory, not "
             "as what the engine will print")
+
+
+def engine_release(engine: str | None, version: str | None) -> str | None:
+    """"vLLM 0.19.0": an engine and its version in words, as a run record or a GPU profile names them; None when
+    either is unknown."""
+    if not engine or not version:
+        return None
+    return f"{ENGINE_WORDS.get(engine, engine)} {version}"

@@ -72,16 +72,22 @@ def run_errors(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -
 
 
 def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> tuple[dict[str, Any], Any]:
-    """(row, comparison) of ``run`` priced by ``cost`` (``run_errors``): its label, source, model, TP, requests,
+    """(row, comparison) of ``run`` priced by ``cost`` (``run_errors``): its label, source, model, TP, engine, requests,
     headline errors (``api.headline_errors``) and whether either side saturated (``saturation.saturation``: its
     latency errors then measure the queue) — the row every GPU-scope table writes (fitted runs, leave-one-out,
     out-of-sample)."""
+    from kvledger.accounting.platforms import engine_release
     from kvledger.calibration.api import headline_errors
     from kvledger.calibration.saturation import compared_saturation
 
     c, recs = run_errors(run, setup, stage, cost, frontend_s)
+    mem = setup.plan.memory
     return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
             "moe": setup.plan.model.is_moe,  # its kernel family (a profile's check widens that family's bands)
+            # the engine release the run was replayed as, and whether its record states it (else kvledger's default
+            # or --engine-version): a profile's fractions carry that release's per-step host time
+            "engine": engine_release(mem.engine, mem.engine_version),
+            "engine_recorded": "engine_version" in setup.record_settings,
             "num_requests": len(run.requests), **headline_errors(c),
             "saturated": compared_saturation(run, stage, recs)}, c
 

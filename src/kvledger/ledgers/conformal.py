@@ -10,11 +10,13 @@ together (the same model, GPU, set-up and client), and a new deployment's errors
 With groups, the ranks are taken on the pooled distribution in which each of the k deployments weighs 1/k, shared
 equally among its values (the "pooled CDF" of Dunn, Wasserman and Ramdas, "Distribution-free prediction sets for
 two-layer hierarchical models", JASA 2022): the upper end is the smallest error t whose pooled share at or below it
-reaches 0.9(k + 1)/k, the conformal level with the new deployment counted as the (k + 1)-th. With one value per
+reaches 0.9(k + 1)/k, the conformal level with the new deployment counted as the (k + 1)-th. Where deployments are
+exchangeable, this covers a value drawn from one stage of a new deployment with probability ≥ 80% (the hierarchical
+conformal bound of Lee, Barber and Willett, "Distribution-free inference with hierarchical data", 2023: the quantile
+at that level of the k deployments' pooled errors is at least the 0.9 quantile over all k + 1). With one value per
 deployment this is exactly the ungrouped rank above; a deployment with five stages no longer counts five times. Where
-0.9(k + 1)/k exceeds 1 (k < 9), no rank reaches it: the ends are the smallest and largest errors, the widest the data
-give, which cover a new deployment with probability (k − 1)/(k + 1) — below 80%, and the band says how many
-deployments stand behind it.
+0.9(k + 1)/k reaches 1 (k ≤ 9), the ends are the smallest and largest errors, the widest the data give, which cover
+at least (k − 1)/(k + 1) — 80% at k = 9, less below —, and the band says how many deployments stand behind it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ __all__ = ["conformal_interval", "conformal_level", "conformal_upper"]
 
 
 def conformal_level(num_groups: int, coverage: float = 0.8) -> float:
-    """The pooled share each end must reach: (1 + coverage)/2 · (k + 1)/k, capped at 1 (k < 9 at 80%)."""
+    """The pooled share each end must reach: (1 + coverage)/2 · (k + 1)/k, capped at 1 (k ≤ 9 at 80%)."""
     if num_groups < 1:
         raise ValueError("conformal_level needs at least one group")
     return min(1.0, (1 + coverage) / 2 * (num_groups + 1) / num_groups)

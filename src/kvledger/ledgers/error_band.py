@@ -72,7 +72,7 @@ _FILE = "kvledger/ledgers/data/error_bands.json"
 def _evidence_words(provenance: dict[str, Any]) -> str:
     """How many measured deployments the bands were built from, in words (never a path outside the package)."""
     n = len(provenance.get("deployments") or [])
-    return f"{n} measured vLLM deployments, each left out in turn and weighted once" if n else "measured deployments"
+    return f"{n} measured vLLM deployments, each left out in turn" if n else "measured deployments"
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,7 +141,9 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key is None:
         return None
     e = have[key][metric]
-    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages; "
+    pooled = f" of {e['num_deployments']} deployments, each weighted once" if "weighted once" in str(
+        e.get("method")) and e.get("num_deployments") else ""  # lodo_bands' pooled conformal ranks
+    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points{pooled} (runs or sweep stages; "
            f"{_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")

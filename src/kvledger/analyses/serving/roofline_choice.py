@@ -73,8 +73,12 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
     scope = "uncalibrated" if prof is None else "gpu"
     hint = _hint(a, plan, prof, (offered, curve), cost, cal)
-    data = ({"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}{_off_fit(prof, plan)}"}
+    off_engine = _off_engine(prof, plan, a) if prof is not None else None
+    data = ({"gpu_profile_data": list(prof.data),
+             "priced_by": f"gpu: {prof.label}{_off_fit(prof, plan)}" + (f"; {off_engine}" if off_engine else "")}
             if prof is not None else {})
+    if off_engine:
+        data["engine_mismatch"] = off_engine
     data["gemm_efficiency"] = "measured" if curve is not None else "flat"
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
@@ -98,6 +102,20 @@ def _off_fit(prof: Any, plan) -> str:
     fitted = ", ".join(sorted({f"{r.get('model')} TP {r.get('tp')}" for r in prof.runs}))
     return (f"; this run ({model} TP {tp}) is not what it was fitted on ({fitted}): its fractions carry to it, its "
             "bands are no narrower than the cross-model ones")
+
+
+def _off_engine(prof: Any, plan, a: Any) -> str | None:
+    """"this run's engine (vLLM 0.11.0) is not the release it was fitted on (…)" when the run's release is stated
+    (--engine-version, or the record ``validate`` reads) and none of the profile's runs recorded it; None otherwise (a
+    release assumed on either side says nothing: kvledger's default is no measurement of what ran)."""
+    from kvledger.accounting.platforms import engine_release
+
+    ran = engine_release(plan.settings.engine, getattr(a, "engine_version", None))
+    fitted = sorted({r["engine"] for r in prof.runs if r.get("engine")})
+    if ran is None or not fitted or ran in fitted:
+        return None
+    return (f"this run's engine ({ran}) is not the release the GPU profile was fitted on ({', '.join(fitted)}): its "
+            "fractions carry that release's per-step host time (scheduler, sampler, graphs), which differs by release")
 
 
 def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any) -> str:
