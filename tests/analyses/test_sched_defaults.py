@@ -24,6 +24,13 @@ def test_v1_up_to_0_11_0_forces_chunked_prefill_on():
     assert s.config.enable_chunked_prefill is False and s.config.max_num_batched_tokens == 8192
     assert any("chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = 8,192" in n
                for n in s.notes)
+    # with a context past the budget the rule raises it, and the KV pool note says the raised figure: max(16,384,
+    # 8,192) = 16,384
+    s = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=20,
+                               max_model_len=16384, engine_version="0.11.1", enable_chunked_prefill=False))
+    assert s.config.max_num_batched_tokens == 16384
+    assert "max_model_len 16,384, max_num_batched_tokens 16,384, max_num_seqs" in next(
+        n for n in s.notes if n.startswith("KV pool: "))
     assert [v1_forces_chunked_prefill(v) for v in ((0, 7, 3), (0, 8, 0), (0, 11, 0), (0, 11, 1))] == [
         False, True, True, False]
 
@@ -36,6 +43,10 @@ def test_v0_engine_on_a_v1_release_keeps_v0_defaults():
     assert s.config.enable_chunked_prefill is False
     assert s.config.max_num_batched_tokens == 2048 and s.config.max_num_seqs == 256
     assert any("V0 engine on vLLM 0.9.0" in n for n in s.notes)
+    # the KV pool note states the limits the run uses, not the plan's V1 usage-context defaults (8,192 tokens, 1,024
+    # sequences on an 80 GB H100): it had printed "max_num_batched_tokens 8,192" beside the V0 note's 2,048
+    pool = next(n for n in s.notes if n.startswith("KV pool: "))
+    assert "max_model_len 512, max_num_batched_tokens 2,048, max_num_seqs 256 (" in pool
     # limits given on the command line stand
     s = _setup(engine_version="0.9.0", batching="vllm_v0", enable_prefix_caching=False, max_num_seqs=128,
                max_num_batched_tokens="4096")

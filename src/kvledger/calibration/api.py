@@ -36,7 +36,7 @@ def _record_name(run: MeasuredRun) -> str:
     return str(extra.get("record_file") or run.source)
 
 
-def _pool_note(note: str, plan: Any, record: str, taken: dict[str, Any]) -> str:
+def _pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: Any) -> str:
     """The simulation's "KV pool: …" note with the record named as the source of what it gave (from_plan.py writes it
     as if every setting came from a flag or a default)."""
     m = plan.memory
@@ -49,7 +49,7 @@ def _pool_note(note: str, plan: Any, record: str, taken: dict[str, Any]) -> str:
         pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
     said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
             else "engine defaults unless set")
-    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record"))
+    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config))
 
 
 def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str], dict[str, Any]]:
@@ -107,7 +107,8 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     setup = prepare(args, run.requests, run.label)
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.record_settings = dict(taken)
-    setup.notes = notes + [_pool_note(n, setup.plan, _record_name(run), taken) if setup.plan is not None else n
+    record = _record_name(run)
+    setup.notes = notes + [_pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
                            for n in setup.notes]
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":

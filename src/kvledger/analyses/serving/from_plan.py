@@ -132,7 +132,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         "block_size": m.block_size, "max_model_len": m.max_model_len,
         "max_num_batched_tokens": m.max_num_batched_tokens, "max_num_seqs": m.max_num_seqs,
     }
-    notes = _pool_notes(plan)
+    notes: list[str] = []
     if policy is not None:
         if policy not in POLICY_PRESETS:
             raise UnknownNameError("policy", policy, POLICY_PRESETS, hint=f"Known: {', '.join(POLICY_PRESETS)}.")
@@ -158,6 +158,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         if low is None:
             raise
         raise InputError(str(e) + N.max_len_low_end(*low)) from e
+    notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
     if cfg.sglang_pool_caps_context:
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
                                          cfg.sglang_max_req_len))
@@ -189,12 +190,13 @@ def _refuse_unplannable(plan) -> None:
         raise InputError(N.does_not_fit(m.available_kv_bytes, m.usable_blocks))
 
 
-def _pool_notes(plan) -> list[str]:
-    """Where the KV pool and the scheduler limits come from (and what of an SGLang plan the simulator leaves out)."""
+def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
+    """Where the KV pool and the scheduler limits ``cfg`` runs with come from (and what of an SGLang plan the simulator
+    leaves out)."""
     m = plan.memory
     pool = (_sglang_pool(plan) if m.engine == "sglang" else
             N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m))
-    notes = [N.kv_pool(pool, N.limits(m))]
+    notes = [N.kv_pool(pool, N.limits(m, config=cfg))]
     notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]  # what plan also says of its rules
     if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)
         notes.append(m.startup.message)

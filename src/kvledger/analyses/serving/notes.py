@@ -54,14 +54,16 @@ def pool_from_plan(m: Any) -> str:
             f"({m.available_kv_bytes / _GIB:.2f} GiB for KV per GPU)")
 
 
-def limits(m: Any, source: str = "engine defaults unless set") -> str:
-    """``source``: where max_model_len, max_num_batched_tokens and max_num_seqs come from."""
+def limits(m: Any, source: str = "engine defaults unless set", config: Any = None) -> str:
+    """``source``: where max_model_len, max_num_batched_tokens and max_num_seqs come from; ``config``: the
+    EngineConfig the run uses, whose token budget and sequence cap win over the plan's where the engine's own rules
+    set them from the flags (``sched_defaults``: V0's defaults, chunked prefill off)."""
+    mnbt, seqs = (m.max_num_batched_tokens, m.max_num_seqs) if config is None else (config.max_num_batched_tokens,
+                                                                                     config.max_num_seqs)
     if m.engine == "sglang":
-        return (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {m.max_num_batched_tokens:,} (as "
-                f"max_num_batched_tokens), max_running_requests {m.max_num_seqs:,} (as max_num_seqs; SGLang's "
-                "defaults unless set)")
-    return (f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs "
-            f"{m.max_num_seqs:,} ({source})")
+        return (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {mnbt:,} (as max_num_batched_tokens), "
+                f"max_running_requests {seqs:,} (as max_num_seqs; SGLang's defaults unless set)")
+    return f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {mnbt:,}, max_num_seqs {seqs:,} ({source})"
 
 
 def kv_pool(pool: str, limits_text: str) -> str:
