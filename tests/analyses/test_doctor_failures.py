@@ -77,6 +77,32 @@ def test_negative_available_kv_memory_is_a_failure_with_the_ledger_figures():
     assert "line 4: Available KV cache memory: -2.14 GiB" in f["message"]
     assert "The ledger for these settings:" in f["message"] and "left for the KV cache per GPU" in f["message"]
     assert d["log"]["vllm_lines"] >= 3  # the negative line and the failure lines are read, not skipped
+    # under 0.10.1's rules the ledger's weights are the log's (65.95 vs 65.97 GiB: MXFP4 experts on Marlin on Hopper,
+    # hidden 2,880 → 3,072, intermediate 2,880 → 2,944), so what it leaves for the KV cache is the log's figure
+    assert "weights 65.95 GiB" in f["message"] and "-2.18 GiB left for the KV cache per GPU" in f["message"]
+    assert "(the log: -2.14 GiB, line 4)" in f["message"] and "Why:" not in f["message"]
+    assert not any(n.startswith("the log prints no vLLM version") for n in d["notes"])
+
+
+def test_a_log_without_a_version_is_told_which_releases_rules_give_its_weights():
+    # the same log with no --engine-version: the ledger applies 0.11.0's rules (V1 lines, version not printed), whose
+    # Triton layout pads nothing (60.82 GiB); the log's 65.97 GiB is what 0.10.1's Marlin layout loads: per layer
+    # 128 experts × (5,888 × 1,536 + 3,072 × 1,472) B of FP4 + their E8M0 scales (÷ 16) + bf16 biases, against
+    # 2,880 × 2,880 unpadded: 5.51e9 B = 5.13 GiB more over 36 layers (65.95 GiB). The releases kvledger plans that
+    # give it are 0.10.1 and the earlier ones (their Hopper path is Marlin too): "0.10.1 or earlier releases"
+    code, d = _doctor_json(GPT_OSS, "--model", "openai/gpt-oss-120b", "--gpu", "H100")
+    note = next(n for n in d["notes"] if n.startswith("the log prints no vLLM version"))
+    assert note == ("the log prints no vLLM version; its weights, 65.97 GiB (line 1), are not what 0.11.0's rules give "
+                    "(60.82 GiB) but what the rules of 0.10.1 or earlier releases give (65.95 GiB): the log likely "
+                    "comes from such a release (no earlier than the first that serves this model); pass "
+                    "--engine-version to plan under its rules")
+    f = d["findings"][0]
+    # the ledger alone leaves 2.95 GiB, so it would have started the server; with the log's weights in its place,
+    # 2.95 − 5.14 = −2.20 GiB (unrounded), beside the log's −2.14 GiB: the weights are the term that missed
+    assert "2.95 GiB left for the KV cache per GPU" in f["message"]
+    assert ("With the log's own weights 65.97 GiB (line 1; ledger 60.82) in the ledger: -2.20 GiB left (the log: "
+            "-2.14 GiB, line 4). The ledger alone would have started this server") in f["message"]
+    assert f["message"].endswith("Why: " + note + ".")
 
 
 def test_human_output_marks_the_traffic_findings_as_not_diagnosed():

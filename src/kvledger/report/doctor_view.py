@@ -191,5 +191,7 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
         con.print("no start-up memory or capacity lines in this log (nothing to compare with the ledger)")
     for f in rep.findings:
         _finding(con, f)
+    said = set(rep.startup.notes) if rep.startup is not None else set()  # the start-up block printed these
     for n in rep.notes:
-        con.print(f"· {escape(n)}")
+        if n not in said:
+            con.print(f"· {escape(n)}")

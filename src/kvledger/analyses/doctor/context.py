@@ -21,6 +21,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
 from kvledger.analyses.doctor.log_gpu import resolve_log_gpu
+from kvledger.analyses.doctor.version_from_weights import weights_release_note
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
@@ -242,6 +243,9 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
         st = log.startup
         if g is not None:
             plans[0] = plan_with(spec, g, kw)
+            if engine_version is None:  # the log's weights may name the release its rules came from
+                note = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
+                notes += [note] if note else []
         sg = stand_in_gpu(log, g, kw)
         if st.available_kv_bytes:
             plans[1] = plan_with(spec, sg, kw, available_kv_memory_bytes=st.available_kv_bytes)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.failure_notes import CAUSE, FIX, RULE
 from kvledger.analyses.doctor.types import Finding
+from kvledger.analyses.doctor.version_from_weights import NOTE_HEAD
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
 
@@ -25,15 +27,48 @@ def _tp_choices(cause: str) -> str:
     return f" ({n:,} is divisible by {', '.join(map(str, ok))}; TP {tp} is not)" if ok else ""
 
 
-def _ledger_line(ctx: DoctorContext) -> str:
-    """What the ledger says about memory for the log's settings (when it could plan them)."""
+def _ledger_line(ctx: DoctorContext, failed: Any) -> str:
+    """What the ledger says about memory for the log's settings (when it could plan them); ``failed``: the failure
+    line (``evidence.vllm_log.failures.StartupFailure``), whose printed KV figure may be negative (``value_bytes``;
+    the start-up reader keeps only figures ≥ 0)."""
     p = ctx.model_plan
     if p is None:
         return " Pass --model and --gpu for the ledger's figures at these settings."
     m = p.memory
     terms = ", ".join(f"{d.name} {d.bytes / GiB:.2f} GiB" for d in m.deductions)
     return (f" The ledger for these settings: {m.requested_bytes / GiB:.2f} GiB requested, {terms}; "
-            f"{m.available_kv_bytes / GiB:.2f} GiB left for the KV cache per GPU.")
+            f"{m.available_kv_bytes / GiB:.2f} GiB left for the KV cache per GPU.") + _with_log_terms(ctx, m, failed)
+
+
+#: the ledger's memory terms (``MemoryPlan.deductions`` names) a start-up log prints (``StartupFacts`` fields)
+_LOG_TERMS = (("weights", "weights_bytes"), ("activation peak", "activation_peak_bytes"),
+              ("non-torch memory", "non_torch_bytes"))
+
+
+def _with_log_terms(ctx: DoctorContext, m, failed: Any) -> str:
+    """Where the log printed a memory term the ledger puts elsewhere (≥ 0.01 GiB apart): what the ledger leaves for
+    the KV cache with the log's figures in place of its own, beside the log's own figure — the arithmetic that says
+    which term the ledger missed (gpt-oss-120b on one H100, vLLM 0.10.1: weights 65.97 GiB logged, 60.82 in the
+    ledger; 2.95 − 5.14 = −2.19 GiB against the log's −2.14)."""
+    st = ctx.log.startup
+    swapped = [(name, d.bytes, getattr(st, field), st.lines.get(field)) for d in m.deductions
+               for name, field in _LOG_TERMS if d.name == name and getattr(st, field) is not None
+               and abs(getattr(st, field) - d.bytes) >= 0.01 * GiB]
+    if not swapped:
+        return ""
+    left = m.available_kv_bytes - sum(logged - ledger for _, ledger, logged, _ in swapped)
+    said = ", ".join(f"{name} {logged / GiB:.2f} GiB (line {line}; ledger {ledger / GiB:.2f})"
+                     for name, ledger, logged, line in swapped)
+    neg = getattr(failed, "value_bytes", None)
+    log_kv = (neg / GiB, failed.line_no) if neg is not None else (
+        None if st.available_kv_bytes is None else (st.available_kv_bytes / GiB, st.lines.get("available_kv_bytes")))
+    out = (f" With the log's own {said} in the ledger: {left / GiB:.2f} GiB left"
+           + (f" (the log: {log_kv[0]:.2f} GiB, line {log_kv[1]})" if log_kv is not None else "") + ".")
+    if m.available_kv_bytes > 0 >= left:
+        out += (f" The ledger alone would have started this server: its {', '.join(n for n, *_ in swapped)} "
+                "figure is what misses this start-up (the log's is the measurement).")
+    why = next((n for n in ctx.notes if n.startswith(NOTE_HEAD)), None)  # version_from_weights: which release
+    return out + (f" Why: {why}." if why and any(n == "weights" for n, *_ in swapped) else "")
 
 
 def diagnose_failure(ctx: DoctorContext) -> Finding | None:
@@ -56,7 +91,7 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
     fix = FIX[kind] + (_tp_choices(cause) if kind == "not_divisible" else "")
     msg += f" Fix: {fix}."
     if kind in _MEMORY:
-        msg += _ledger_line(ctx)
+        msg += _ledger_line(ctx, first)
     evidence = tuple({"line": f.line_no, "time": None, "what": f.kind, "value": f.text} for f in fails[:40])
     notes = (f"{len(fails)} failure line(s) in the log; the first {min(len(fails), 40)} are listed",)
     return Finding("startup_failure", True, kind, msg, RULE, evidence, (), notes)
