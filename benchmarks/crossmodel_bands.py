@@ -50,7 +50,7 @@ METRICS = ("ttft_mean", "tpot_mean", "throughput")
 FLOOR = -0.995  # a printed −100% (rounded) stands for at most −99.5%: log needs a positive ratio
 
 
-Errors = dict[str, dict[str, list[tuple[float, str]]]]  # view → metric → (judged error, its deployment)
+Errors = dict[str, dict[str, list[tuple[float, str, str]]]]  # view → metric → (judged error, deployment, GPU)
 
 
 def from_json(d: dict) -> Errors:
@@ -66,7 +66,7 @@ def from_json(d: dict) -> Errors:
             for m in judged:
                 e = r["errors"][v["pricing"]][m]
                 if e is not None:
-                    out.setdefault(view, {}).setdefault(m, []).append((e, r["deployment"]))
+                    out.setdefault(view, {}).setdefault(m, []).append((e, r["deployment"], r["gpu"]))
     return out
 
 
@@ -87,17 +87,20 @@ def from_doc(text: str) -> Errors:
                 if "**" in part:
                     v = float(re.sub(r"[*%+]", "", part).replace("−", "-")) / 100
                     dep = re.sub(r"(/stage \d+| \d+)$", "", cells[0])
-                    out.setdefault(view, {}).setdefault(m, []).append((v, dep))
+                    out.setdefault(view, {}).setdefault(m, []).append((v, dep, cells[1]))
     return out
 
 
-def symmetric_band(errs: list[tuple[float, str]]) -> dict:
-    """The symmetric log band of ``errs`` ((error, deployment) pairs; module docstring)."""
+def symmetric_band(errs: list[tuple[float, str, str]]) -> dict:
+    """The symmetric log band of ``errs`` ((error, deployment, GPU); module docstring), with the catalog ids of the
+    GPUs behind it (``gpu_ids``)."""
+    from kvledger.catalog.gpus import get_gpu
     from kvledger.ledgers.conformal import conformal_upper
 
-    h = conformal_upper([abs(math.log1p(max(e, FLOOR))) for e, _ in errs], [g for _, g in errs])
-    k = len({g for _, g in errs})
+    h = conformal_upper([abs(math.log1p(max(e, FLOOR))) for e, *_ in errs], [g for _, g, _ in errs])
+    k = len({g for _, g, _ in errs})
     return {"q10": math.expm1(-h), "q90": math.expm1(h), "num_runs": len(errs),
+            "gpu_ids": sorted({get_gpu(gpu).gpu_id for *_, gpu in errs}),
             "method": f"symmetric in log(1 + e): conformal 80% rank of |ln(1 + e)|, {k} deployments weighted once each"}
 
 

@@ -204,9 +204,20 @@ def _q(errs: list[float], groups: list[str] | None = None) -> dict:
 
 
 def bands(rows: list[dict], skip: str | None = None) -> dict[str, dict]:
-    out = {reg: {m: q for m, eg in ms.items() if (q := _q([e for e, _ in eg], [g for _, g in eg]))}
+    """Per regime and metric its band (``_q``) with the catalog ids of the GPUs its deployments ran on (``gpu_ids``:
+    a figure for another GPU is told the band was not measured on it, ``kvledger.ledgers.error_band``)."""
+    gpus = {r["deployment"]: _gpu_id(r["gpu"]) for r in rows}
+    out = {reg: {m: {**q, "gpu_ids": sorted({gpus[g] for _, g in eg})}
+                 for m, eg in ms.items() if (q := _q([e for e, _ in eg], [g for _, g in eg]))}
            for reg, ms in _regime_errors(rows, skip).items()}
     return {reg: ms for reg, ms in out.items() if ms}
+
+
+def _gpu_id(name: str) -> str:
+    """The catalog id of a run's GPU as its record or folder names it ("H100" → nvidia_h100_sxm)."""
+    from kvledger.catalog.gpus import get_gpu
+
+    return get_gpu(name).gpu_id
 
 
 def coverage(rows: list[dict]) -> dict[str, dict[str, list[int]]]:

@@ -33,3 +33,18 @@ def test_a_0_19_run_resolved_it_on_with_no_flag():
     assert d["vllm_version"] == "0.19.0" and "async_scheduling" not in d["engine_kwargs"]
     assert d["resolved_config"]["scheduler_config"]["async_scheduling"] is True
     assert default_async_scheduling("vllm", d["vllm_version"], "continuous")[0] is True
+
+
+def test_every_help_text_names_the_release_the_rule_turns_async_scheduling_on_from():
+    # validate/calibrate's --async-scheduling help said "on from vLLM 0.33" while the rule (from_plan.py,
+    # ASYNC_DEFAULT_FROM, read in the 0.11.0–0.14.0 and 0.19.0 wheels) turns it on from 0.14 (fresh-user trial)
+    import re
+
+    from kvledger.analyses.serving.from_plan import ASYNC_DEFAULT_FROM
+    from kvledger.cli import calib_opts, flag_groups
+
+    want = ".".join(map(str, ASYNC_DEFAULT_FROM[:2]))
+    for mod in (calib_opts, flag_groups):
+        text = open(mod.__file__, encoding="utf-8").read()
+        said = re.findall(r"on from (?:vLLM )?(\d+\.\d+)", text)
+        assert said and set(said) == {want}, (mod.__name__, said)

@@ -214,13 +214,16 @@ def test_the_priced_by_line_says_when_the_run_is_not_what_the_profile_was_fitted
 def test_the_profile_names_the_engine_release_it_was_fitted_on_and_a_stated_other_one():
     # the bundled RTX 4090 profile's two runs are LLMServingSim's vLLM 0.19.0 runs, whose records (meta.json) state
     # the release ("engine": "vLLM 0.19.0", "engine_recorded": true in the file): the priced-by line names it; a run
-    # whose release is stated as another (--engine-version 0.11.0) is told its fractions carry 0.19.0's host time; the
-    # default release (nothing stated) says nothing, since kvledger's default is no measurement of what ran
+    # whose release is stated as another (--engine-version 0.11.0) is told its fractions carry 0.19.0's host time, and
+    # so is one simulated as kvledger's default release (0.33.0), said as the default (a fresh-user trial found the
+    # default run told nothing while typing the same release gave the note)
     base = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--num-requests", "20", "--max-model-len", "8K",
             "--rate", "1", "--json"]
     said = json.loads(runner.invoke(app, base).stdout)["step_cost"]
     assert said["priced_by"].startswith("gpu: GPU profile bundled:rtx-4090.json (fitted on ")
-    assert said["priced_by"].endswith("; vLLM 0.19.0)") and "engine_mismatch" not in said
+    assert "; vLLM 0.19.0); this run, simulated as vLLM 0.33.0 (kvledger's default release; --engine-version to " \
+        "choose), is not the release the GPU profile was fitted on (vLLM 0.19.0)" in said["priced_by"]
+    assert said["engine_mismatch"].startswith("this run, simulated as vLLM 0.33.0 (kvledger's default release")
     same = json.loads(runner.invoke(app, [*base, "--engine-version", "0.19.0"]).stdout)["step_cost"]
     assert "engine_mismatch" not in same
     other = json.loads(runner.invoke(app, [*base, "--engine-version", "0.11.0"]).stdout)["step_cost"]
@@ -245,3 +248,17 @@ def test_a_profile_run_without_a_recorded_release_names_none(tmp_path):
     out = json.loads(runner.invoke(app, SIM + ["--gpu-profile", str(path), "--engine-version", "0.11.0", "--json"])
                      .stdout)["step_cost"]
     assert "engine_mismatch" not in out
+
+
+def test_a_band_measured_on_other_gpus_says_so():
+    # the uncalibrated regime's TTFT/TPOT bands come from H100 deployments only (kubecon, inference-sim/training:
+    # error_bands.json gpu_ids); on the RTX PRO 6000 with no profile, TPOT 12.1 ms gets 10.8–12.9 ms where the
+    # profile-priced run gets 13.4–16.2 ms (a fresh-user trial: two "80%" bands that do not overlap), so the
+    # borrowed one says it was measured elsewhere; on the H100 itself it does not
+    args = ["simulate", "meta-llama/Llama-3.1-8B", "--rate", "2", "--num-requests", "100", "--json"]
+    pro = json.loads(runner.invoke(app, [*args, "--gpu", "rtx_pro_6000_server", "--gpu-profile", "none"]).stdout)
+    src = pro["error_bands"]["tpot_mean"]["source"]
+    assert src.endswith("; measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA RTX PRO 6000 Blackwell Server "
+                        "Edition: a floor for it, not a measurement")
+    h100 = json.loads(runner.invoke(app, [*args, "--gpu", "H100"]).stdout)
+    assert "measured on" not in h100["error_bands"]["tpot_mean"]["source"]

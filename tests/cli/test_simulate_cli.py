@@ -197,10 +197,15 @@ def test_a_bad_length_distribution_names_its_flag():
 
 
 def test_step_cost_source_says_what_cpu_overhead_is_modelled():
-    # the default roofline overlaps a CPU overhead of 0 s (async scheduling): the source must not suggest one is
-    # modelled
+    # the default roofline overlaps the engine's CPU time with the GPU step (async scheduling, CUDA graphs): the
+    # source says it is hidden there, not priced, and not that none is modelled (fresh-user trial: "CPU overhead 0 s:
+    # none modelled" read as if the CPU were ignored)
     src = json.loads(runner.invoke(app, BASE + ["--json"]).output)["step_cost"]["source"]
-    assert "(CPU overhead 0 s: none modelled unless --cpu-overhead is given)" in src
+    assert ("(the engine's CPU time hidden under the GPU step: async scheduling overlaps it, max(GPU, CPU) = GPU "
+            "where the CPU time is the shorter; --cpu-overhead prices one)") in src
+    # synchronous (before 0.14): V1's CPU time in series, priced by the host term, and named as such
+    src = json.loads(runner.invoke(app, BASE + ["--engine-version", "0.13.0", "--json"]).output)["step_cost"]["source"]
+    assert "(no --cpu-overhead: V1's CPU time from the host term below)" in src
     src = json.loads(runner.invoke(app, BASE + ["--cpu-overhead", "2ms", "--json"]).output)["step_cost"]["source"]
     assert "(CPU overhead 2 ms)" in src
 

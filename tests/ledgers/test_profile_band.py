@@ -63,8 +63,9 @@ def test_the_cross_model_band_is_symmetric_in_log_and_from_the_printedstored_ban
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import crossmodel_bands
 
-    b = crossmodel_bands.symmetric_band([(0.10, "a"), (-0.50, "b"), (0.30, "c")])
+    b = crossmodel_bands.symmetric_band([(0.10, "a", "H100"), (-0.50, "b", "H100"), (0.30, "c", "RTX4090")])
     assert b["q10"] == pytest.approx(-0.5) and b["q90"] == pytest.approx(1.0)
+    assert b["gpu_ids"] == ["nvidia_h100_sxm", "nvidia_rtx_4090"]
     # the stored TPOT band: 31 values of 13 deployments (validate_all.py --sections gpuscope --json, 2026-12-04;
     # rule "all", the wider of the two: the GPU-profile rows below saturation). Level 0.8 × 14/13 = 0.8615 of the
     # pooled share (a deployment 1/13 = 0.0769, shared among its stages): ascending |ln(1 + e)|, the share reaches

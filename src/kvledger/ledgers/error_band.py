@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ class Band:
             band is a floor for it, not a measurement); None when the band is the regime's own.
         cross_model: the band is the cross-model one (GPU profiles judged on models they were not fitted on), standing
             for a GPU regime with no point of its own (``_regimes``), not a leave-one-deployment-out band.
+        gpu_ids: catalog ids of the GPUs the band's deployments ran on (empty: the file does not say).
     """
 
     regime: str
@@ -55,6 +56,18 @@ class Band:
     source: str
     lent_from: str | None = None
     cross_model: bool = False
+    gpu_ids: tuple[str, ...] = ()
+
+    def on_gpu(self, gpu_id: str | None, gpu_name: str = "") -> Band:
+        """This band for a figure on ``gpu_id``: where its deployments ran on other GPUs only, its source says so
+        (the errors were measured elsewhere: a floor for this GPU, not a measurement of it); else itself."""
+        if not gpu_id or not self.gpu_ids or gpu_id in self.gpu_ids:
+            return self
+        from kvledger.catalog.gpus import get_gpu
+
+        names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
+        return replace(self, source=self.source + f"; measured on {names} only, not on {gpu_name or gpu_id}: a "
+                       "floor for it, not a measurement")
 
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""
@@ -158,7 +171,8 @@ def error_band(regime: str, metric: str) -> Band | None:
     elif key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
-                lent_from=None if key == regime else key, cross_model="cross_model" in e)
+                lent_from=None if key == regime else key, cross_model="cross_model" in e,
+                gpu_ids=tuple(e.get("gpu_ids") or ()) if not points else ())
 
 
 def band_text(value: float, band: Band | None, fmt: str = "{:.3g}", label: str | None = None) -> str:

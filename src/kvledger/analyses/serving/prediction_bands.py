@@ -102,7 +102,9 @@ def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = N
         band = profile_band(regime, metric, profile_facts(getattr(setup, "gpu_profile", None), judged),
                             getattr(setup, "model_name", None), getattr(setup, "tp", None))
     widened = info.get("band_widened_by")
-    return at_least_uncalibrated(band, regime, metric, widened) if widened else band
+    band = at_least_uncalibrated(band, regime, metric, widened) if widened else band
+    gpu = getattr(getattr(setup, "plan", None), "gpu", None)
+    return band.on_gpu(gpu.gpu_id, gpu.name) if band is not None and gpu is not None else band
 
 
 def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = False,

@@ -105,17 +105,21 @@ def _off_fit(prof: Any, plan) -> str:
 
 
 def _off_engine(prof: Any, plan, a: Any) -> str | None:
-    """"this run's engine (vLLM 0.11.0) is not the release it was fitted on (…)" when the run's release is stated
-    (--engine-version, or the record ``validate`` reads) and none of the profile's runs recorded it; None otherwise (a
-    release assumed on either side says nothing: kvledger's default is no measurement of what ran)."""
+    """"this run's engine (vLLM 0.11.0) is not the release the GPU profile was fitted on (…)" when none of the
+    profile's runs recorded the release this run is simulated as — the one stated (--engine-version, or the record
+    ``validate`` reads), else kvledger's default, said as such; None when it is one of theirs or they name none (a
+    profile's run whose release was assumed names none)."""
     from kvledger.accounting.platforms import engine_release
 
-    ran = engine_release(plan.settings.engine, getattr(a, "engine_version", None))
+    stated = getattr(a, "engine_version", None)
+    ran = engine_release(plan.settings.engine, stated or plan.memory.engine_version)
     fitted = sorted({r["engine"] for r in prof.runs if r.get("engine")})
     if ran is None or not fitted or ran in fitted:
         return None
-    return (f"this run's engine ({ran}) is not the release the GPU profile was fitted on ({', '.join(fitted)}): its "
-            "fractions carry that release's per-step host time (scheduler, sampler, graphs), which differs by release")
+    how = f"this run's engine ({ran})" if stated else f"this run, simulated as {ran} (kvledger's default release; " \
+        "--engine-version to choose),"
+    return (f"{how} is not the release the GPU profile was fitted on ({', '.join(fitted)}): its fractions carry that "
+            "release's per-step host time (scheduler, sampler, graphs), which differs by release")
 
 
 def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any) -> str:
@@ -191,12 +195,20 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
             + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
-               " (no --cpu-overhead: V1's CPU time from the host term below)"
-               if "V1 CPU" in data.get("host_term", "") else
+               f" (no --cpu-overhead: {_cpu_from_host_term(data.get('host_term', ''))}'s CPU time from the host term "
+               "below)" if _cpu_from_host_term(data.get("host_term", "")) else
+               f" (the engine's CPU time hidden under the GPU step: {overlap} overlaps it, max(GPU, CPU) = GPU where "
+               "the CPU time is the shorter; --cpu-overhead prices one)" if overlap else
                " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
             + (f", + the GPU profile's host time in series {hs[0] * 1e3:.4g} ms per step + "
                f"{hs[1] * 1e6:.4g} µs per sequence" if hs[0] or hs[1] else "")
             + (f"; {data['host_term']}" if "host_term" in data else ""))
+
+
+def _cpu_from_host_term(host_term: str) -> str | None:
+    """"V0" or "V1" where the host term prices that engine's CPU time in series (``host_overhead.py``'s source
+    words), else None."""
+    return next((v for v in ("V0", "V1") if f"{v} CPU" in host_term), None)
 
 
 def link_data(cost: Any, given: bool = False) -> dict[str, Any]:
