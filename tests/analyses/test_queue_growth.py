@@ -162,3 +162,18 @@ def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sust
     assert queue_growth(run(38.0, 2000, 2)) is None and queue_growth(run(38.0, 6000, 2)) is None
     q = queue_growth(run(40.0, 2000, 2))
     assert q is not None and (q.backlog_mid, q.backlog_last) == (297, 489)
+
+
+def test_the_excess_names_what_it_is_past_when_the_rate_did_not_move_the_expected_backlog():
+    # the DeepSeek-V3.2 run's simulated side: 23 waiting at the median arrival, 155 at the last, the arrival rate
+    # unchanged between the halves (expected 23, no "past the N a kept-up engine would hold …" clause before it), 28
+    # the bursts can add: "— 132 past it" had nothing to point to (fresh-user trial); it names the 23 now
+    from kvledger.analyses.serving.notes import expected_clause
+
+    text = expected_clause(23, 23.2, allowance=28, backlog_last=155, z=3)
+    assert text == (" — 132 past the 23 a kept-up engine would hold (the backlog at the median arrival), beyond the 28 "
+                    "the trace's own bursts can add")
+    # where the rate changed, the clause names the expected backlog first and "it" points to it
+    text = expected_clause(110, 148.9, allowance=49, backlog_last=196, z=3)
+    assert text.startswith(", past the 149 a kept-up engine would hold after the arrival rate's change (×1.35 between "
+                           "the halves) — 47 past it, within the 49")

@@ -78,3 +78,33 @@ def test_the_notes_name_meta_json_as_the_record_and_the_source_of_the_pool(tmp_p
     pool = next(n for n in flagged.notes if n.startswith("KV pool: "))
     assert "from --num-gpu-blocks-override" in pool
     assert "max_model_len, max_num_batched_tokens: the run's record; the others a flag" in pool
+
+
+def test_a_flag_that_overrides_the_record_is_said(tmp_path):
+    # the record says vLLM 0.19.0 and max_num_seqs 8; --engine-version 0.11.0 and --max-num-seqs 16 replace them,
+    # and a note says so (a fresh-user trial: the record note just dropped engine_version, and the profile then named
+    # 0.11.0 as assumed); a flag equal to the record replaces nothing
+    run = load_measured(str(_run_dir(tmp_path)))
+    setup = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version="0.11.0",
+                                      max_num_seqs=16, max_model_len=4096), run)
+    note = next(n for n in setup.notes if n.startswith("the command line overrides the run's own record"))
+    assert note.endswith(": max_num_seqs 8 → 16, engine_version 0.19.0 → 0.11.0; the replay is of the flags, not of "
+                         "what ran")
+    assert setup.plan.memory.engine_version == "0.11.0"
+
+
+def test_calibrating_several_runs_names_the_one_that_cannot_be_planned(tmp_path):
+    # two runs for a GPU-scope fit, the second of a model that does not fit the GPU (Llama-3.1-70B in bf16, 131 GiB of
+    # weights, on one 24 GiB RTX 4090): the error names that run's file, not only "the model does not fit"
+    import pytest
+
+    from kvledger.calibration.gpu_profile_file import calibrate_gpu_files
+    from kvledger.errors import InputError
+
+    for d in ("ok", "big"):
+        (tmp_path / d).mkdir()
+    ok, big = _run_dir(tmp_path / "ok"), _run_dir(tmp_path / "big")
+    meta = json.loads((tmp_path / "big" / "meta.json").read_text())
+    (tmp_path / "big" / "meta.json").write_text(json.dumps({**meta, "model": "meta-llama/Llama-3.1-70B"}))
+    with pytest.raises(InputError, match=r"^replaying .*big/requests\.jsonl: the model does not fit"):
+        calibrate_gpu_files([str(ok), str(big)], SimRequestArgs(model=None, gpu="RTX4090"))

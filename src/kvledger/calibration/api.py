@@ -9,16 +9,15 @@ profile written here and passed back as ``--step-cost FILE`` reproduces the numb
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import PurePath
 from typing import Any
 
 from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
-from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
+from kvledger.calibration.record_notes import overridden, pool_note, record_name
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
@@ -26,30 +25,7 @@ from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError
 
-__all__ = ["engine_for", "calibrate_runs", "calibrate_files", "headline_errors"]
-
-
-def _record_name(run: MeasuredRun) -> str:
-    """The file the run's launch settings were read from: its reader's record file (LLMServingSim: meta.json beside
-    requests.jsonl) when it names one, else the run's own file."""
-    extra = run.measured.metadata.extra if run.measured is not None else {}
-    return str(extra.get("record_file") or run.source)
-
-
-def _pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: Any) -> str:
-    """The simulation's "KV pool: …" note with the record named as the source of what it gave (from_plan.py writes it
-    as if every setting came from a flag or a default)."""
-    m = plan.memory
-    if not note.startswith("KV pool: ") or m.engine != "vllm":
-        return note
-    limits = [k for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs") if k in taken]
-    if "num_gpu_blocks_override" in taken:  # the record's file name here; the note above names it in full
-        pool = N.pool_from_override(m, f"num_gpu_blocks_override in the run's record ({PurePath(record).name})")
-    else:
-        pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
-    said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
-            else "engine defaults unless set")
-    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config))
+__all__ = ["engine_for", "replaying", "calibrate_runs", "calibrate_files", "headline_errors"]
 
 
 def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str], dict[str, Any]]:
@@ -87,10 +63,14 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if taken:
         text = ", ".join(f"num_gpu_blocks {v} (replayed as --num-gpu-blocks-override)" if k == "num_gpu_blocks_override"
                          else f"{k} {v}" for k, v in taken.items())
-        notes.append(f"from the run's own record ({_record_name(run)}): {text} (a flag given on the command line "
+        notes.append(f"from the run's own record ({record_name(run)}): {text} (a flag given on the command line "
                      "wins)")
+    over = overridden(args, rec)
+    if over:
+        notes.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is "
+                     "of the flags, not of what ran")
     if rec.unapplied:
-        notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({_record_name(run)}): the replay "
+        notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({record_name(run)}): the replay "
                      "runs without it, so whatever it changes in the measured engine is in the errors")
     if args.tp is None and "tp" not in taken:
         taken["tp"] = 1
@@ -100,6 +80,18 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     return replace(args, **taken), notes, taken
 
 
+def replaying(run: MeasuredRun, build: Any, several: bool) -> SimSetup:
+    """``build()`` (a run's ``engine_for``); among ``several`` runs, its InputError names the run: a fresh-user trial
+    got "the model does not fit" with no file named when a 4090 run and an RTX PRO 6000 TP 2 run were calibrated
+    together (one run: the error stands as it is, the run being the one given)."""
+    try:
+        return build()
+    except InputError as e:
+        if not several:
+            raise
+        raise InputError(f"replaying {run.source}: {e}") from None
+
+
 def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None = None) -> SimSetup:
     """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``, with the
     launch settings the run's own record states filled in where the user gave none."""
@@ -107,8 +99,8 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     setup = prepare(args, run.requests, run.label)
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.record_settings = dict(taken)
-    record = _record_name(run)
-    setup.notes = notes + [_pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
+    record = record_name(run)
+    setup.notes = notes + [pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
                            for n in setup.notes]
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":
@@ -224,7 +216,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
                for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i])]
     args, model_notes = _record_model(targets, args)
     measured = [t.run for t in targets]
-    setups = [engine_for(args, m, max_paddings) for m in measured]
+    setups = [replaying(m, lambda m=m: engine_for(args, m, max_paddings), len(measured) > 1) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,

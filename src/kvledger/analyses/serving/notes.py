@@ -173,11 +173,14 @@ def expected_clause(backlog_mid: int, expected: float | None, allowance: float |
     if expected is None or allowance is None or backlog_last is None or z is None:
         return out
     excess = backlog_last - expected
+    # "it": the expected backlog named above, or, where the rate did not change it, named here (a fresh-user trial
+    # read "— 132 past it" with nothing before it to point to)
+    it = "it" if out else f"the {expected:,.0f} a kept-up engine would hold (the backlog at the median arrival)"
     if within_bursts(backlog_last, expected, allowance):
-        return (out + f" — {excess:,.0f} past it, within the {allowance:,.0f} the trace's own bursts can add "
+        return (out + f" — {excess:,.0f} past {it}, within the {allowance:,.0f} the trace's own bursts can add "
                 f"({z:g} × √(D × the expected backlog), D the arrivals' dispersion), so a capacity search does not "
                 "count this load out; a longer run tells whether it keeps up")
-    return out + f" — {excess:,.0f} past it, beyond the {allowance:,.0f} the trace's own bursts can add"
+    return out + f" — {excess:,.0f} past {it}, beyond the {allowance:,.0f} the trace's own bursts can add"
 
 
 def within_bursts(last: int, expected: float | None, allowance: float | None) -> bool:

@@ -1,0 +1,44 @@
+"""What ``validate`` and ``calibrate`` say of a run's own launch record: the file it was read from, the KV pool note
+with the record named as the source of what it gave, and the recorded settings a flag given on the command line
+replaces."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from kvledger.analyses.serving import notes as N
+
+__all__ = ["record_name", "pool_note", "overridden"]
+
+
+def record_name(run: Any) -> str:
+    """The file the run's launch settings were read from: its reader's record file (LLMServingSim: meta.json beside
+    requests.jsonl) when it names one, else the run's own file."""
+    extra = run.measured.metadata.extra if run.measured is not None else {}
+    return str(extra.get("record_file") or run.source)
+
+
+def pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: Any) -> str:
+    """The simulation's "KV pool: …" note with the record named as the source of what it gave (from_plan.py writes it
+    as if every setting came from a flag or a default)."""
+    m = plan.memory
+    if not note.startswith("KV pool: ") or m.engine != "vllm":
+        return note
+    limits = [k for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs") if k in taken]
+    if "num_gpu_blocks_override" in taken:  # the record's file name here; the note above names it in full
+        pool = N.pool_from_override(m, f"num_gpu_blocks_override in the run's record ({PurePath(record).name})")
+    else:
+        pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
+    said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
+            else "engine defaults unless set")
+    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config))
+
+
+def overridden(args: Any, rec: Any) -> str:
+    """The recorded settings a flag given on the command line replaces, in words ("engine_version 0.19.0 → 0.11.0");
+    "" when none (a flag equal to the record replaces nothing)."""
+    pairs = [(k, v, getattr(args, k)) for k, v in rec.flags.items() if k != "kv_cache_dtype"]
+    if rec.engine_version is not None:
+        pairs.append(("engine_version", rec.engine_version, args.engine_version))
+    return ", ".join(f"{k} {v} → {given}" for k, v, given in pairs if given is not None and str(given) != str(v))
