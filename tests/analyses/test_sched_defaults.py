@@ -51,3 +51,6 @@ def test_v0_engine_on_a_v1_release_keeps_v0_defaults():
     s = _setup(engine_version="0.9.0", batching="vllm_v0", enable_prefix_caching=False, max_num_seqs=128,
                max_num_batched_tokens="4096")
     assert s.config.max_num_batched_tokens == 4096 and s.config.max_num_seqs == 128
+    # and the V0 note says the given cap runs, not V0's default 256 (a fresh-user trial read "256 seqs" beside the
+    # KV pool note's "max_num_seqs 128 (the run's record)" as a contradiction)
+    assert any("max_num_seqs 128 as given, not V0's 256" in n for n in s.notes)

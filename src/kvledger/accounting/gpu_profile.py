@@ -167,11 +167,13 @@ def run_names(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def _fit_errors(runs: list[dict[str, Any]], names: list[str]) -> str:
-    """``M TP 1: run_a TTFT −12%, TPOT +3%; run_b TTFT …``: the model and TP once, each run once (by ``names``)."""
+    """``M TP 1: run_a TTFT −12%, TPOT +3%; run_b TTFT …``: the model and TP once, each run once (by ``names``); a
+    saturated run by its throughput, the figure it is judged on (its latency measures its queue)."""
     groups: dict[str, dict[str, str]] = {}
     for r, name in zip(runs, names):
         groups.setdefault(f"{r.get('model')} TP {r.get('tp')}", {}).setdefault(
-            name, f"TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT {_pct(r.get('tpot_mean_rel_error'))}")
+            name, f"throughput {_pct(r.get('throughput_rel_error'))} (saturated)" if run_facts(r)["saturated"] else
+            f"TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT {_pct(r.get('tpot_mean_rel_error'))}")
     return "; ".join(f"{model}: " + "; ".join(f"{n} {e}" for n, e in by_run.items())
                      for model, by_run in groups.items())
 
