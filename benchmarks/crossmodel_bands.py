@@ -17,7 +17,7 @@ or a sweep's stages together) weighted once (``kvledger.ledgers.conformal.confor
 deployment the ⌈0.8(n + 1)⌉-th smallest), band [e^−h − 1, e^h − 1]. Symmetric because the sign of a cross-model,
 cross-set-up error is the direction in which the fitted runs' set-up differs from the user's, which the data show both
 ways: the training-fitted profile over-predicts kubecon's saturated throughput (+17 … +97%), the fits that include
-kubecon over-price training's Llama-2-7B TPOT (+11 … +54%). Per metric the wider of the two rules is kept. Written into
+kubecon over-price training's Llama-2-7B TPOT (+11 … +54%). Per metric the widest of the fit rules is kept. Written into
 ``src/kvledger/ledgers/data/error_bands.json`` under ``cross_model`` (``kvledger.ledgers.profile_band`` reads it).
 """
 

@@ -134,3 +134,34 @@ def test_a_healthy_log_has_no_failure_and_exits_zero():
     healthy = ROOT / "tests" / "fixtures" / "vllm_logs" / "v0.10.2_qwen3-14b_lmcache.log"
     code, d = _doctor_json(healthy)
     assert code == 0 and d["failed"] is False and all(f["name"] != "startup_failure" for f in d["findings"])
+
+
+def test_the_release_note_words_each_set_of_matching_releases():
+    # RELEASES = 0.6.6, 0.8.5, 0.10.1, 0.11.0, 0.19.0, 0.28.0, 0.33.0: a run from the first is "… or earlier", one to
+    # the last "… or later", any other set listed, and none matching says so; a plan that errors counts as no match
+    from types import SimpleNamespace
+
+    from kvledger.analyses.doctor.version_from_weights import RELEASES, _releases, weights_release_note
+    from kvledger.units import GiB
+
+    assert _releases(["0.6.6", "0.8.5", "0.10.1"]) == "0.10.1 or earlier releases"
+    assert _releases(["0.28.0", "0.33.0"]) == "0.28.0 or later releases"
+    assert _releases(["0.10.1", "0.19.0"]) == "0.10.1, 0.19.0" and _releases(["0.11.0"]) == "0.11.0"
+
+    def plan(w_gib: float, version: str = "0.11.0"):
+        return SimpleNamespace(memory=SimpleNamespace(engine_version=version,
+                                                      deductions=[SimpleNamespace(name="weights", bytes=w_gib * GiB)]))
+
+    log = SimpleNamespace(version=None, startup=SimpleNamespace(weights_bytes=20 * GiB, lines={"weights_bytes": 7}))
+    # 0.19.0 and later give 20.05 GiB (within 0.5% of 20), the rest 18: "0.19.0 or later releases"
+    late = {"0.19.0", "0.28.0", "0.33.0"}
+    note = weights_release_note(log, plan(18.0), lambda v: plan(20.05 if v in late else 18.0, v)
+                                if v != "0.6.6" else "the model does not fit")
+    assert "but what the rules of 0.19.0 or later releases give (20.05 GiB)" in note and len(RELEASES) == 7
+    none = weights_release_note(log, plan(18.0), lambda v: plan(18.0, v))
+    assert none.endswith("no release kvledger has rules for (0.6.6, 0.8.5, 0.10.1, 0.11.0, 0.19.0, 0.28.0, 0.33.0) "
+                         "gives them within 0.5%")
+    # within 1% of the log already, or a version printed: no note
+    assert weights_release_note(log, plan(19.9), lambda v: plan(20.0, v)) is None
+    printed = SimpleNamespace(version="0.10.1", startup=log.startup)
+    assert weights_release_note(printed, plan(18.0), lambda v: plan(20.0, v)) is None

@@ -30,7 +30,7 @@ def test_validate_names_the_release_the_profile_was_fitted_on_where_the_record_s
     d = json.loads(res.output)
     assert d["step_cost"]["engine_mismatch"] in d["notes"]
     assert d["step_cost"]["engine_mismatch"].startswith(
-        "this run's engine (vLLM 0.28.0) is not the release the GPU profile was fitted on (vLLM 0.19.0)")
+        "this run's engine (vLLM 0.28.0) is not the engine release the GPU profile was fitted on (vLLM 0.19.0)")
     # the Qwen3-32B TP 2 run of the same machine records vLLM 0.19.0: no such note
     qwen = PUB / "llmservingsim-rtxpro6000-qwen3-32b"
     d = json.loads(CliRunner().invoke(app, ["validate", str(qwen / "vllm"), "--gpu",

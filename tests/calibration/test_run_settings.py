@@ -91,6 +91,14 @@ def test_a_flag_that_overrides_the_record_is_said(tmp_path):
     assert note.endswith(": max_num_seqs 8 → 16, engine_version 0.19.0 → 0.11.0; the replay is of the flags, not of "
                          "what ran")
     assert setup.plan.memory.engine_version == "0.11.0"
+    # flags equal to the record as the replay reads them ("4K" = 4,096 tokens; "0.19" = 0.19.0) override nothing; "2k"
+    # is 2,000 tokens, not the record's 2,048, and is said as read
+    same = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", max_model_len="4K",
+                                     engine_version="0.19"), run)
+    assert not any("overrides the run's own record" in n for n in same.notes)
+    two_k = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", max_num_batched_tokens="2k"), run)
+    assert any(n.endswith(": max_num_batched_tokens 2048 → 2000; the replay is of the flags, not of what ran")
+               for n in two_k.notes)
 
 
 def test_calibrating_several_runs_names_the_one_that_cannot_be_planned(tmp_path):

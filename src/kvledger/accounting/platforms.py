@@ -12,7 +12,8 @@ from __future__ import annotations
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import InputError
 
-__all__ = ["platform", "check_engine_platform", "platform_note", "NOT_MODELLED", "ENGINE_WORDS", "engine_release"]
+__all__ = ["platform", "check_engine_platform", "platform_note", "NOT_MODELLED", "ENGINE_WORDS", "engine_release",
+           "plan_release"]
 
 _PLATFORMS = (("amd_", "ROCm"), ("google_tpu", "TPU"), ("intel_gaudi", "Gaudi"))
 #: the settings' engine names as the engines spell themselves
@@ -54,3 +55,19 @@ def engine_release(engine: str | None, version: str | None) -> str | None:
     if not engine or not version:
         return None
     return f"{ENGINE_WORDS.get(engine, engine)} {version}"
+
+
+def plan_release(engine: str, memory_version: str | None, given: str | None = None) -> str | None:
+    """The release a plan runs as, in ``engine_release``'s words with the version as the rules normalised it: the
+    memory plan's ("0.19.0" for a typed "0.19"; SGLang's "0.5.23 rules" → 0.5.23), else the version given; None where
+    neither names a number (TensorRT-LLM's "PyTorch backend rules", no --engine-version)."""
+    import re
+
+    for text in (memory_version, given):
+        m = re.match(r"v?(\d+(?:\.\d+)*)", str(text or "").strip())
+        if m:
+            parts = m.group(1).split(".")
+            if engine == "vllm":  # vLLM's rules read major.minor.patch ("0.19" is 0.19.0)
+                parts = (parts + ["0", "0"])[:3]
+            return engine_release(engine, ".".join(parts))
+    return None

@@ -76,18 +76,20 @@ def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> t
     headline errors (``api.headline_errors``) and whether either side saturated (``saturation.saturation``: its
     latency errors then measure the queue) — the row every GPU-scope table writes (fitted runs, leave-one-out,
     out-of-sample)."""
-    from kvledger.accounting.platforms import engine_release
+    from kvledger.accounting.platforms import plan_release
     from kvledger.calibration.api import headline_errors
     from kvledger.calibration.saturation import compared_saturation
 
     c, recs = run_errors(run, setup, stage, cost, frontend_s)
     mem = setup.plan.memory
+    engine = plan_release(mem.engine, mem.engine_version, setup.plan.settings.engine_version)
+    said = (run.measured.metadata.extra if run.measured is not None else {}).get("vllm_version")
     return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
             "moe": setup.plan.model.is_moe,  # its kernel family (a profile's check widens that family's bands)
             # the engine release the run was replayed as, and whether its record states it (else kvledger's default
             # or --engine-version): a profile's fractions carry that release's per-step host time
-            "engine": engine_release(mem.engine, mem.engine_version),
-            "engine_recorded": "engine_version" in setup.record_settings,
+            "engine": engine,  # recorded: the run's record states that release (a flag equal to it too)
+            "engine_recorded": said is not None and plan_release(mem.engine, str(said)) == engine,
             "num_requests": len(run.requests), **headline_errors(c),
             "saturated": compared_saturation(run, stage, recs)}, c
 

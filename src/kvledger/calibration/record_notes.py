@@ -36,9 +36,35 @@ def pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: 
 
 
 def overridden(args: Any, rec: Any) -> str:
-    """The recorded settings a flag given on the command line replaces, in words ("engine_version 0.19.0 → 0.11.0");
-    "" when none (a flag equal to the record replaces nothing)."""
-    pairs = [(k, v, getattr(args, k)) for k, v in rec.flags.items() if k != "kv_cache_dtype"]
+    """The recorded settings a flag given on the command line replaces, in words ("engine_version 0.19.0 → 0.11.0"),
+    each compared as read (a token count parsed, "8K" = 8,192; a vLLM version normalised, "0.19" = 0.19.0); "" when
+    none (a flag equal to the record replaces nothing)."""
+    pairs = [(k, _read(k, v), _read(k, getattr(args, k))) for k, v in rec.flags.items() if k != "kv_cache_dtype"]
     if rec.engine_version is not None:
-        pairs.append(("engine_version", rec.engine_version, args.engine_version))
-    return ", ".join(f"{k} {v} → {given}" for k, v, given in pairs if given is not None and str(given) != str(v))
+        pairs.append(("engine_version", _read("engine_version", rec.engine_version),
+                      _read("engine_version", args.engine_version)))
+    return ", ".join(f"{k} {v} → {given}" for k, v, given in pairs if given is not None and given != v)
+
+
+_TOKEN_FLAGS = ("max_model_len", "max_num_batched_tokens")
+
+
+def _read(key: str, value: Any) -> Any:
+    """A setting as the replay reads it, for comparing a flag with the record (unparseable: the text itself; the
+    replay refuses it elsewhere)."""
+    from kvledger.errors import InputError
+
+    if value is None:
+        return None
+    try:
+        if key in _TOKEN_FLAGS:
+            from kvledger.units import parse_tokens
+
+            return parse_tokens(value)
+        if key == "engine_version":
+            from kvledger.accounting.vllm_rules import parse_version
+
+            return ".".join(map(str, parse_version(str(value))))
+    except InputError:
+        return str(value)
+    return value

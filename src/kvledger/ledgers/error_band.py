@@ -66,8 +66,8 @@ class Band:
         from kvledger.catalog.gpus import get_gpu
 
         names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
-        return replace(self, source=self.source + f"; measured on {names} only, not on {gpu_name or gpu_id}: a "
-                       "floor for it, not a measurement")
+        floor = "" if "a floor for it" in self.source else ": a floor for it, not a measurement"  # said once
+        return replace(self, source=self.source + f"; measured on {names} only, not on {gpu_name or gpu_id}{floor}")
 
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""
@@ -154,8 +154,8 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key is None:
         return None
     e = have[key][metric]
-    pooled = f" of {e['num_deployments']} deployments, each weighted once" if "weighted once" in str(
-        e.get("method")) and e.get("num_deployments") else ""  # lodo_bands' pooled conformal ranks
+    pooled = f" of {e['num_deployments']} deployments, each weighted once" if e.get("num_deployments") and str(
+        e.get("method", "")).startswith("split-conformal") else ""  # lodo_bands' pooled conformal ranks
     src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points{pooled} (runs or sweep stages; "
            f"{_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "

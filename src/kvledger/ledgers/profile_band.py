@@ -232,7 +232,13 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         q10, q90 = min(q10, *own), max(q90, *own)
         why.append(f"no narrower than the fit's own in-sample errors {min(own):+.1%} … {max(own):+.1%}")
     src = f"{facts.label}: " + "; ".join(why)
-    return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src)
+    # the GPUs behind it: the lent bands' where the profile's own runs and checks measured nothing of this metric
+    # (then none of its points is on the profile's GPU: Band.on_gpu says so), else unknown
+    gpus = set(base.gpu_ids) | set(unc.gpu_ids if unc is not None else ()) | set(
+        ((stored_bands().get("cross_model") or {}).get("gpu/dense/vllm", {}).get(metric) or {}).get("gpu_ids") or ()
+        if cm is not None else ())
+    return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
+                gpu_ids=tuple(sorted(gpus)) if not own and not seen and base.gpu_ids else ())
 
 
 def at_least_uncalibrated(band: Band | None, regime: str, metric: str, reasons: list[str]) -> Band | None:

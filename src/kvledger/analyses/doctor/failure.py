@@ -49,7 +49,7 @@ def _with_log_terms(ctx: DoctorContext, m, failed: Any) -> str:
     """Where the log printed a memory term the ledger puts elsewhere (≥ 0.01 GiB apart): what the ledger leaves for
     the KV cache with the log's figures in place of its own, beside the log's own figure — the arithmetic that says
     which term the ledger missed (gpt-oss-120b on one H100, vLLM 0.10.1: weights 65.97 GiB logged, 60.82 in the
-    ledger; 2.95 − 5.14 = −2.19 GiB against the log's −2.14)."""
+    ledger; 2.95 − 5.14 GiB, −2.20 unrounded, against the log's −2.14)."""
     st = ctx.log.startup
     swapped = [(name, d.bytes, getattr(st, field), st.lines.get(field)) for d in m.deductions
                for name, field in _LOG_TERMS if d.name == name and getattr(st, field) is not None

@@ -45,11 +45,14 @@ def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
     """A candidate's capacity band: its regime's, made honest for the GPU profile that priced it
     (``kvledger.ledgers.profile_band``: the candidate's model and TP against the profile's fit)."""
     from kvledger.analyses.serving.prediction_bands import profile_facts
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     facts = profile_facts(search_profile(spec, candidate["gpu_id"]))
-    return profile_band(search_regime(spec, candidate["gpu_id"]), "throughput", facts, load_model(spec.model).name,
+    band = profile_band(search_regime(spec, candidate["gpu_id"]), "throughput", facts, load_model(spec.model).name,
                         candidate.get("tp"))
+    gpu = resolve_gpu(candidate["gpu_id"])  # a catalog id, or a GPU file's described GPU
+    return None if band is None else band.on_gpu(gpu.gpu_id, gpu.name)
 
 
 def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> list[str]:

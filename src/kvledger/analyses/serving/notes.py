@@ -60,10 +60,11 @@ def limits(m: Any, source: str = "engine defaults unless set", config: Any = Non
     set them from the flags (``sched_defaults``: V0's defaults, chunked prefill off)."""
     mnbt, seqs = (m.max_num_batched_tokens, m.max_num_seqs) if config is None else (config.max_num_batched_tokens,
                                                                                      config.max_num_seqs)
+    mml = m.max_model_len if config is None else config.max_model_len
     if m.engine == "sglang":
-        return (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {mnbt:,} (as max_num_batched_tokens), "
+        return (f"max_model_len {mml:,}, chunked_prefill_size {mnbt:,} (as max_num_batched_tokens), "
                 f"max_running_requests {seqs:,} (as max_num_seqs; SGLang's defaults unless set)")
-    return f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {mnbt:,}, max_num_seqs {seqs:,} ({source})"
+    return f"max_model_len {mml:,}, max_num_batched_tokens {mnbt:,}, max_num_seqs {seqs:,} ({source})"
 
 
 def kv_pool(pool: str, limits_text: str) -> str:

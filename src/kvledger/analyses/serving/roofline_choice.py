@@ -105,21 +105,21 @@ def _off_fit(prof: Any, plan) -> str:
 
 
 def _off_engine(prof: Any, plan, a: Any) -> str | None:
-    """"this run's engine (vLLM 0.11.0) is not the release the GPU profile was fitted on (…)" when none of the
+    """"this run's engine (vLLM 0.11.0) is not the engine release the GPU profile was fitted on (…)" when none of the
     profile's runs recorded the release this run is simulated as — the one stated (--engine-version, or the record
     ``validate`` reads), else kvledger's default, said as such; None when it is one of theirs or they name none (a
     profile's run whose release was assumed names none)."""
-    from kvledger.accounting.platforms import engine_release
+    from kvledger.accounting.platforms import plan_release
 
-    stated = getattr(a, "engine_version", None)
-    ran = engine_release(plan.settings.engine, stated or plan.memory.engine_version)
+    stated = getattr(a, "engine_version", None)  # the wording only: the release is the rules' normalised one
+    ran = plan_release(plan.settings.engine, plan.memory.engine_version, plan.settings.engine_version)
     fitted = sorted({r["engine"] for r in prof.runs if r.get("engine")})
     if ran is None or not fitted or ran in fitted:
         return None
     how = f"this run's engine ({ran})" if stated else f"this run, simulated as {ran} (kvledger's default release; " \
         "--engine-version to choose),"
-    return (f"{how} is not the release the GPU profile was fitted on ({', '.join(fitted)}): its fractions carry that "
-            "release's per-step host time (scheduler, sampler, graphs), which differs by release")
+    return (f"{how} is not the engine release the GPU profile was fitted on ({', '.join(fitted)}): its fractions carry "
+            "that release's per-step host time (scheduler, sampler, graphs), which differs by release")
 
 
 def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any) -> str:

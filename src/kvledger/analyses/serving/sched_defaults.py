@@ -60,7 +60,7 @@ def _v0_engine(a: Any, plan: Any, ver: tuple[int, int, int], user_mnbt: int | No
     if a.max_num_seqs is None:
         out["max_num_seqs"] = seqs
         parts.append(f"max_num_seqs {seqs}")
-    else:  # given (a flag, or the run's record): the default below is not what runs
+    elif a.max_num_seqs != seqs:  # given (a flag, or the run's record): the default below is not what runs
         parts.append(f"max_num_seqs {a.max_num_seqs} as given, not V0's {seqs}")
     note = (f"V0 engine on vLLM {m.engine_version} (--batching vllm_v0, VLLM_USE_V1=0): V0's own defaults, not the "
             f"V1 usage-context ones — chunked prefill {'on' if chunked else 'off'}"
