@@ -28,7 +28,9 @@ def priced_by(cost: dict) -> str:
     scope = str(cost.get("scope") or "uncalibrated")
     if scope.startswith("model"):
         return f"model: {cost.get('name')}" + (" (bundled measurements)" if "bundled" in scope else "")
-    return scope + (" (roofline at the default or given fractions; no GPU profile)" if scope == "uncalibrated" else "")
+    from kvledger.analyses.serving.roofline_choice import UNCALIBRATED_PRICED_BY
+
+    return UNCALIBRATED_PRICED_BY if scope == "uncalibrated" else scope
 
 
 def print_step_cost_warnings(sim) -> None:

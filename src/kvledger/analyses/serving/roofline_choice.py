@@ -18,7 +18,8 @@ from kvledger.accounting.tp_comm import (
 )
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 
-__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN"]
+__all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN",
+           "UNCALIBRATED_PRICED_BY"]
 
 LINK_GIVEN = "given by --allreduce-link-share"
 """Where a TP all-reduce link share given on the command line is said to come from."""
@@ -27,6 +28,9 @@ _PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_s
                                          prefill_attn_pairs=1024 * 1025 / 2)),
            ("a decode step of 32 requests at 1,024 tokens", dict(num_decode_seqs=32, decode_kv_tokens=32 * 1024)))
 
+
+#: the priced-by words of a roofline no GPU profile priced (``--json``'s ``step_cost.priced_by``, as the text says it)
+UNCALIBRATED_PRICED_BY = "uncalibrated (roofline at the default or given fractions; no GPU profile)"
 
 def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline", factor: float = 1.5) -> str | None:
     """A sentence when the roofline and a bundled calibration price the probe steps more than ``factor``× apart, else
@@ -76,7 +80,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     off_engine = _off_engine(prof, plan, a) if prof is not None else None
     data = ({"gpu_profile_data": list(prof.data),
              "priced_by": f"gpu: {prof.label}{_off_fit(prof, plan)}" + (f"; {off_engine}" if off_engine else "")}
-            if prof is not None else {})
+            if prof is not None else {"priced_by": UNCALIBRATED_PRICED_BY})
     if off_engine:
         data["engine_mismatch"] = off_engine
     data["gemm_efficiency"] = "measured" if curve is not None else "flat"
