@@ -23,7 +23,7 @@ from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
-from kvledger.errors import InputError
+from kvledger.errors import InputError, KvLedgerError
 
 __all__ = ["engine_for", "replaying", "calibrate_runs", "calibrate_files", "headline_errors"]
 
@@ -86,7 +86,7 @@ def replaying(run: MeasuredRun, build: Any, several: bool) -> SimSetup:
     together (one run: the error stands as it is, the run being the one given)."""
     try:
         return build()
-    except InputError as e:
+    except KvLedgerError as e:  # any refusal (a bad flag, an unknown recorded model, a file): which run it was
         if not several:
             raise
         raise InputError(f"replaying {run.source}: {e}") from None
