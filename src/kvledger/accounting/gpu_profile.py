@@ -126,21 +126,22 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
     runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
+    facts = tuple(run_facts(r) for r in runs)
     names = run_names(runs)
     errs = _fit_errors(runs, names)
     data = ", ".join(dict.fromkeys(names)) or "unnamed runs"  # each run named once
     if len(runs) > _LIST_RUNS:  # many stages: by model and TP, the errors as a range
         data = f"{len(runs)} runs of " + ", ".join(dict.fromkeys(f"{r.get('model')} TP {r.get('tp')}" for r in runs))
-        below = [r for r in runs if run_facts(r)["saturated"] is not True]
+        below = [r for r, f in zip(runs, facts) if f["saturated"] is not True]
         errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in below])}"
                          for name, k in (("TTFT", "ttft_mean"), ("TPOT", "tpot_mean"))) + " below saturation"
-    engines = ", ".join(sorted({str(r["engine"]) for r in runs if run_facts(r)["engine"]}))
+    engines = ", ".join(sorted({f["engine"] for f in facts if f["engine"]}))
     data += f"; {engines}" if engines else ""  # the release whose per-step host time the fractions carry
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs
                                                                           if r.get("source") and r.get("saturated")
                                                                           is not True),
-                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm,
+                      f"GPU profile {where} (fitted on {data})", h0, h1, facts, gemm,
                       tuple(run_facts(r) for r in d.get("out_of_sample") or [] if isinstance(r, dict)), share)
 
 

@@ -80,12 +80,12 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     return replace(args, **taken), notes, taken
 
 
-def replaying(run: MeasuredRun, build: Any, several: bool) -> SimSetup:
-    """``build()`` (a run's ``engine_for``); among ``several`` runs, its InputError names the run: a fresh-user trial
+def replaying(args: SimRequestArgs, run: MeasuredRun, several: bool, max_paddings: int | None = None) -> SimSetup:
+    """``engine_for(args, run, max_paddings)``; among ``several`` runs, its refusal names the run: a fresh-user trial
     got "the model does not fit" with no file named when a 4090 run and an RTX PRO 6000 TP 2 run were calibrated
     together (one run: the error stands as it is, the run being the one given)."""
     try:
-        return build()
+        return engine_for(args, run, max_paddings)
     except KvLedgerError as e:  # any refusal (a bad flag, an unknown recorded model, a file): which run it was
         if not several:
             raise
@@ -216,7 +216,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
                for t in load_targets(p, seed=i, client_concurrency=client_concurrency, name=names[i])]
     args, model_notes = _record_model(targets, args)
     measured = [t.run for t in targets]
-    setups = [replaying(m, lambda m=m: engine_for(args, m, max_paddings), len(measured) > 1) for m in measured]
+    setups = [replaying(args, m, len(measured) > 1, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,

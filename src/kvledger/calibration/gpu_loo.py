@@ -20,7 +20,7 @@ def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[
     settings, priced by the plain roofline (no GPU profile: that is what is being fitted)."""
     from dataclasses import replace
 
-    from kvledger.calibration.api import engine_for, replaying
+    from kvledger.calibration.api import replaying
     from kvledger.calibration.targets import input_names, load_targets, with_record_model
 
     out, notes = [], []
@@ -34,7 +34,7 @@ def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[
             notes.append(note)
         a = replace(named, step_cost="roofline", gpu_profile="none", achievable_flops_fraction=None,
                     achievable_bandwidth_fraction=None)
-        out.append((t.run, replaying(t.run, lambda a=a, t=t: engine_for(a, t.run), len(targets) > 1), t.stage))
+        out.append((t.run, replaying(a, t.run, len(targets) > 1), t.stage))
     return out, notes
 
 

@@ -176,11 +176,12 @@ def rows_fit_quality(rows: list[dict], client_timed: bool, fit_frontend: bool, g
     return fit_quality([run_facts(r) for r in rows], client_timed, fit_frontend, given, scope, recorded)
 
 
-def _cross_model(metric: str) -> tuple[float, float, int, str] | None:
+def _cross_model(metric: str) -> tuple[float, float, int, str, tuple[str, ...]] | None:
+    """(q10, q90, points, what its data are, the catalog ids of its GPUs) of the stored cross-model band."""
     cm = (stored_bands().get("cross_model") or {}).get("gpu/dense/vllm", {}).get(metric)
     if not cm:
         return None
-    return cm["q10"], cm["q90"], cm["num_runs"], cm.get("data", "cross-model evidence")
+    return cm["q10"], cm["q90"], cm["num_runs"], cm.get("data", "cross-model evidence"), tuple(cm.get("gpu_ids") or ())
 
 
 def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: str | None = None,
@@ -234,9 +235,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     src = f"{facts.label}: " + "; ".join(why)
     # the GPUs behind it: the lent bands' where the profile's own runs and checks measured nothing of this metric
     # (then none of its points is on the profile's GPU: Band.on_gpu says so), else unknown
-    gpus = set(base.gpu_ids) | set(unc.gpu_ids if unc is not None else ()) | set(
-        ((stored_bands().get("cross_model") or {}).get("gpu/dense/vllm", {}).get(metric) or {}).get("gpu_ids") or ()
-        if cm is not None else ())
+    gpus = set(base.gpu_ids) | set(unc.gpu_ids if unc is not None else ()) | set(cm[4] if cm is not None else ())
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
                 gpu_ids=tuple(sorted(gpus)) if not own and not seen and base.gpu_ids else ())
 

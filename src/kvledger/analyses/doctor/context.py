@@ -58,6 +58,7 @@ class DoctorContext:
     log_blocks: tuple[int | None, int | None, str] = (None, None, "")
     notes: tuple[str, ...] = field(default_factory=tuple)
     gpu_known: bool = False  # --gpu, or the device the log names (else a generic GPU of the log's device total)
+    weights_release: str | None = None  # version_from_weights' note (also in ``notes``), or None
 
 
 def _same_model(given: str, spec: ModelSpec, named: str) -> bool | None:
@@ -239,13 +240,14 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
     plans: list[Plan | None] = [None, None, None]
+    release = None
     if spec is not None:
         st = log.startup
         if g is not None:
             plans[0] = plan_with(spec, g, kw)
             if engine_version is None:  # the log's weights may name the release its rules came from
-                note = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
-                notes += [note] if note else []
+                release = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
+                notes += [release] if release else []
         sg = stand_in_gpu(log, g, kw)
         if st.available_kv_bytes:
             plans[1] = plan_with(spec, sg, kw, available_kv_memory_bytes=st.available_kv_bytes)
@@ -266,4 +268,4 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     else:
         blocks = log_blocks(log, None)
     return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
-                         blocks, tuple(notes), gpu_known=known)
+                         blocks, tuple(notes), gpu_known=known, weights_release=release)

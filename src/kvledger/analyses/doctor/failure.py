@@ -8,7 +8,6 @@ from typing import Any
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.failure_notes import CAUSE, FIX, RULE
 from kvledger.analyses.doctor.types import Finding
-from kvledger.analyses.doctor.version_from_weights import NOTE_HEAD
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
 
@@ -67,7 +66,7 @@ def _with_log_terms(ctx: DoctorContext, m, failed: Any) -> str:
     if m.available_kv_bytes > 0 >= left:
         out += (f" The ledger alone would have started this server: its {', '.join(n for n, *_ in swapped)} "
                 "figure is what misses this start-up (the log's is the measurement).")
-    why = next((n for n in ctx.notes if n.startswith(NOTE_HEAD)), None)  # version_from_weights: which release
+    why = ctx.weights_release  # version_from_weights: which release's rules give the log's weights
     return out + (f" Why: {why}." if why and any(n == "weights" for n, *_ in swapped) else "")
 
 

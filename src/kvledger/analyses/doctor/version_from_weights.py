@@ -16,10 +16,7 @@ from typing import Any
 
 from kvledger.units import GiB
 
-__all__ = ["RELEASES", "MATCH", "weights_release_note", "NOTE_HEAD"]
-
-NOTE_HEAD = "the log prints no vLLM version; its weights"
-"""How the note begins (the start-up failure finding repeats it where the weights are what missed)."""
+__all__ = ["RELEASES", "MATCH", "weights_release_note"]
 
 #: the releases planned (each a release whose loading or memory rules kvledger read: docs/engine-model.md)
 RELEASES = ("0.6.6", "0.8.5", "0.10.1", "0.11.0", "0.19.0", "0.28.0", "0.33.0")
@@ -51,7 +48,7 @@ def weights_release_note(log: Any, used: Any, plan_at: Any) -> str | None:
         if w is not None and abs(w - logged) <= MATCH * logged:
             hits[v] = w
     line = log.startup.lines.get("weights_bytes")
-    said = (f"{NOTE_HEAD}, {logged / GiB:.2f} GiB (line {line}), are not what "
+    said = (f"the log prints no vLLM version; its weights, {logged / GiB:.2f} GiB (line {line}), are not what "
             f"{used.memory.engine_version}'s rules give ({mine / GiB:.2f} GiB)")
     if not hits:
         return said + f": no release kvledger has rules for ({', '.join(RELEASES)}) gives them within {MATCH:.1%}"

@@ -198,21 +198,24 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
             + _allreduce_words(cost, engine, link_given)
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
-            + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:.4g} ms)" if cost.cpu_overhead_s else
-               f" (no --cpu-overhead: {_cpu_from_host_term(data.get('host_term', ''))}'s CPU time from the host term "
-               "below)" if _cpu_from_host_term(data.get("host_term", "")) else
-               f" (the engine's CPU time hidden under the GPU step: {overlap} overlaps it, max(GPU, CPU) = GPU where "
-               "the CPU time is the shorter; --cpu-overhead prices one)" if overlap else
-               " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
+            + _cpu_words(cost.cpu_overhead_s, data.get("host_term", ""), overlap)
             + (f", + the GPU profile's host time in series {hs[0] * 1e3:.4g} ms per step + "
                f"{hs[1] * 1e6:.4g} µs per sequence" if hs[0] or hs[1] else "")
             + (f"; {data['host_term']}" if "host_term" in data else ""))
 
 
-def _cpu_from_host_term(host_term: str) -> str | None:
-    """"V0" or "V1" where the host term prices that engine's CPU time in series (``host_overhead.py``'s source
-    words), else None."""
-    return next((v for v in ("V0", "V1") if f"{v} CPU" in host_term), None)
+def _cpu_words(cpu_overhead_s: float, host_term: str, overlap: str | None) -> str:
+    """Where the step's CPU time is in the roofline's formula: --cpu-overhead as given, the host term's V0 or V1 CPU
+    time in series (``host_overhead.py``'s source words), hidden under the GPU step by ``overlap``, or none."""
+    if cpu_overhead_s:
+        return f" (CPU overhead {cpu_overhead_s * 1e3:.4g} ms)"
+    engine = next((v for v in ("V0", "V1") if f"{v} CPU" in host_term), None)
+    if engine:
+        return f" (no --cpu-overhead: {engine}'s CPU time from the host term below)"
+    if overlap:
+        return (f" (the engine's CPU time hidden under the GPU step: {overlap} overlaps it, max(GPU, CPU) = GPU where "
+                "the CPU time is the shorter; --cpu-overhead prices one)")
+    return " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)"
 
 
 def link_data(cost: Any, given: bool = False) -> dict[str, Any]:
