@@ -30,3 +30,7 @@ def floor_line(floor_s: float) -> str:
 def in_floor_steps(seconds: float, floor_s: float) -> str:
     """``seconds`` as millions of floor steps on this machine."""
     return f"{seconds / floor_s / 1e6:,.1f} M floor steps"
+
+
+if __name__ == "__main__":  # the line the README quotes: python benchmarks/floor.py
+    print(floor_line(step_floor_s()))
