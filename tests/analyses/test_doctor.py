@@ -191,8 +191,11 @@ def test_prefix_routing_rule():
     low = doc("v1_metrics_prefill_queue.log", prefix_share=0.6, replicas=4).finding("prefix_cache_routing")
     assert (low.triggered, low.verdict) == (True, "below_routing_expectation")
     none = doc("v1_metrics_prefill_queue.log").finding("prefix_cache_routing")
-    assert (none.triggered, none.verdict) == (False, "no_expected_share")
-    assert doc("v0.10.2_qwen3-14b_lmcache.log").finding("prefix_cache_routing").verdict == "no_hit_rate"
+    # no traffic share given: the hit rate is printed but not judged, so neither "FOUND" nor "ok"
+    assert (none.triggered, none.verdict, none.diagnosed) == (False, "no_expected_share", False)
+    assert ok.diagnosed and low.diagnosed
+    lm = doc("v0.10.2_qwen3-14b_lmcache.log").finding("prefix_cache_routing")
+    assert (lm.verdict, lm.diagnosed) == ("no_hit_rate", False)
 
 
 def test_prefix_routing_with_a_full_cache_says_capacity_first():
@@ -221,7 +224,10 @@ def test_batching_ttft_prefill_bound_real_log():
 
 
 def test_batching_not_triggered_and_tradeoff():
-    assert doc("v0.10_metrics_kv_near_full.log").finding("batching_ttft_itl").verdict == "no_batching_signal"
+    near_full = doc("v0.10_metrics_kv_near_full.log")
+    assert near_full.finding("batching_ttft_itl").verdict == "no_batching_signal"
+    # that log has metrics lines, so "no signal" is a judgement (ok), unlike a start-up-only log (not diagnosed)
+    assert near_full.finding("batching_ttft_itl").diagnosed and near_full.log_summary["metrics_lines"] == 6
     # CONSTRUCTED: prefill intervals double the implied ITL and the queue sits behind flat-out prefill → trade-off
     rows = [(8000.0, 200.0, 10, 4), (0.0, 500.0, 10, 3), (8000.0, 200.0, 10, 5), (0.0, 500.0, 10, 0), (7900.0, 190.0,
         10, 6),
@@ -271,7 +277,9 @@ def test_one_line_hybrid_tokens_inverted_to_blocks():
     assert c.row("bytes per block").ledger_value == 393_216
     assert c.row("GPU blocks").ledger_value == c.row("available KV memory").ledger_value // 393_216
     assert "memory model" in c.row("GPU blocks").explanation
-    assert rep.finding("capacity").verdict == "no_metrics"
+    # a start-up log with no metrics lines: capacity and batching cannot be judged — "not diagnosed", never "ok"
+    assert (rep.finding("capacity").verdict, rep.finding("capacity").diagnosed) == ("no_metrics", False)
+    assert rep.log_summary["metrics_lines"] == 0 and not rep.finding("batching_ttft_itl").diagnosed
 
 
 def test_018_profiling_override_is_not_the_block_count():

@@ -82,6 +82,11 @@ def test_negative_available_kv_memory_is_a_failure_with_the_ledger_figures():
     assert "weights 65.95 GiB" in f["message"] and "-2.18 GiB left for the KV cache per GPU" in f["message"]
     assert "(the log: -2.14 GiB, line 4)" in f["message"] and "Why:" not in f["message"]
     assert not any(n.startswith("the log prints no vLLM version") for n in d["notes"])
+    # gpt-oss-120b's experts are MXFP4 (4 bits a weight): no "quantized checkpoint" to offer
+    assert "quantized checkpoint" not in f["message"] and "4-bit checkpoint" not in f["message"]
+    # without --model the remedy is hedged, not offered as if the weights were 16-bit
+    code, bare = _doctor_json(GPT_OSS)
+    assert "a quantized checkpoint (if it is not one already: pass --model to know)" in bare["findings"][0]["message"]
 
 
 def test_a_log_without_a_version_is_told_which_releases_rules_give_its_weights():
@@ -165,3 +170,22 @@ def test_the_release_note_words_each_set_of_matching_releases():
     assert weights_release_note(log, plan(19.9), lambda v: plan(20.0, v)) is None
     printed = SimpleNamespace(version="0.10.1", startup=log.startup)
     assert weights_release_note(printed, plan(18.0), lambda v: plan(20.0, v)) is None
+
+
+def test_the_weight_format_remedy_follows_the_checkpoint():
+    from types import SimpleNamespace as NS
+
+    from kvledger.analyses.doctor.failure_notes import fix_words
+
+    def model(method, bits):
+        return NS(quant=NS(method=method, bits=bits))
+    # 16-bit weights: FP8 is half the bytes; an FP8 checkpoint (8 bits): only a 4-bit one is smaller; MXFP4 (4
+    # bits a value (the catalog's bits; plus an E8M0 scale per 32) and int4 AWQ: nothing smaller to offer, the clause
+    # is dropped
+    assert fix_words("cuda_oom", model("none", 16)).endswith(
+        "more --tensor-parallel-size, or a quantized checkpoint (FP8 halves the weights' bytes)")
+    assert fix_words("no_kv_memory", model("fp8", 8)).startswith(
+        "raise --gpu-memory-utilization, more --tensor-parallel-size, lower --max-num-batched-tokens, or a 4-bit "
+        "checkpoint (this one is already fp8, 8-bit); ")
+    assert fix_words("cuda_oom", model("mxfp4", 4)).endswith("else more --tensor-parallel-size")
+    assert "checkpoint" not in fix_words("negative_kv_memory", model("awq", 4))

@@ -88,11 +88,17 @@ def _options(con: Any, f: Any) -> None:
         con.print(f"· {escape(n)}")
 
 
+def _flag(f: Any) -> str:
+    """FOUND, ok, or "not diagnosed" where the log held too little to judge (never an "ok" it has not earned)."""
+    if f.triggered:
+        return "[bold red]FOUND[/]"
+    return "[green]ok[/]" if f.diagnosed else "[yellow]not diagnosed[/]"
+
+
 def _finding(con: Any, f: Any) -> None:
     from rich.markup import escape
 
-    flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
-    con.print(f"\n{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
+    con.print(f"\n{_flag(f)} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
     if f.options:
         _options(con, f)
     if f.evidence:
@@ -146,8 +152,7 @@ def _brief(con: Any, rep: Any) -> None:
         if rep.not_started and not f.triggered:  # a server that never served: its traffic findings say nothing
             con.print(f"[dim]— {f.name}: not diagnosed (the server did not start)[/]")
             continue
-        flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
-        con.print(f"{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
+        con.print(f"{_flag(f)} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
         logged = f.options[0] if f.options and f.options[0]["action"] in ("as logged", "as modelled") else None
         for o in f.options:
             n = o["requests_of_observed_size"]

@@ -89,7 +89,8 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
         msg = (f"no preemptions and no capacity-bound queue in {len(stats)} metrics line(s) ({peak}, at most {waiting} "
                f"waiting)"
                if stats else "the log has no metrics lines and no preemption warnings")
-        return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes))
+        return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes),
+                       diagnosed=bool(stats))
     options, per_req, base = capacity_options(ctx)
     v0_usage = [u for e in ctx.log.preemptions if (u := usage_at(e, stats)) is not None]
     msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None))

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
-from kvledger.analyses.doctor.failure_notes import CAUSE, FIX, RULE
+from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
@@ -87,7 +87,7 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
         msg = f"the server did not start: {CAUSE[kind]} (line {first.line_no}: {first.text})."
         if ctx.log.failure_cause and ctx.log.failure_cause[1] not in first.text:
             msg += f" Root cause: {cause} (line {cause_line})."
-    fix = FIX[kind] + (_tp_choices(cause) if kind == "not_divisible" else "")
+    fix = fix_words(kind, ctx.model) + (_tp_choices(cause) if kind == "not_divisible" else "")
     msg += f" Fix: {fix}."
     if kind in _MEMORY:
         msg += _ledger_line(ctx, first)

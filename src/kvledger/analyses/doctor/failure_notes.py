@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["CAUSE", "FIX", "RULE"]
+from typing import Any
+
+__all__ = ["CAUSE", "FIX", "RULE", "fix_words"]
 
 CAUSE = {
     "negative_kv_memory": "the profile run left no memory for the KV cache: weights, activation peak, non-torch memory "
@@ -21,15 +23,15 @@ CAUSE = {
 }
 FIX = {
     "negative_kv_memory": "raise --gpu-memory-utilization, spread the model over more GPUs (--tensor-parallel-size), "
-                          "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run), or a quantized "
-                          "checkpoint; `kvledger plan` shows each term for the new settings",
-    "no_kv_memory": "raise --gpu-memory-utilization, more --tensor-parallel-size, lower --max-num-batched-tokens, or a "
-                    "quantized checkpoint; `kvledger plan` shows each term for the new settings",
+                          "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run){quant}; "
+                          "`kvledger plan` shows each term for the new settings",
+    "no_kv_memory": "raise --gpu-memory-utilization, more --tensor-parallel-size, lower "
+                    "--max-num-batched-tokens{quant}; `kvledger plan` shows each term for the new settings",
     "max_model_len_too_large": "lower --max-model-len to what the pool holds, --kv-cache-dtype fp8, raise "
                                "--gpu-memory-utilization or add GPUs; `kvledger plan` gives the largest length that "
                                "fits",
     "cuda_oom": "free the GPU of other processes (nvidia-smi), lower --gpu-memory-utilization if another process "
-                "shares the device, else more --tensor-parallel-size or a quantized checkpoint",
+                "shares the device, else more --tensor-parallel-size{quant}",
     "not_divisible": "choose a --tensor-parallel-size that divides the model's heads and vocabulary",
     "dp_rank_out_of_bounds": "make data × tensor × pipeline parallel sizes at most the GPUs visible on this node, or "
                              "expose more GPUs (CUDA_VISIBLE_DEVICES, the container's --gpus)",
@@ -45,3 +47,21 @@ RULE = ("a start-up failure is any of: 'Available KV cache memory' below zero, '
         "data-parallel rank out of bounds, an NCCL error, 'WorkerProc failed to start', 'EngineCore failed to start' / "
         "'Engine core initialization failed', or a traceback; the root cause is the first exception after the "
         "first traceback")
+
+
+def _quant_clause(model: Any) -> str:
+    """The weight-format remedy for this model: none for a checkpoint already at 4 bits or so (MXFP4, NVFP4, AWQ/GPTQ
+    int4), a 4-bit one for an 8-bit checkpoint, a quantized one for a 16-bit model; hedged when the model is unknown."""
+    if model is None:
+        return ", or a quantized checkpoint (if it is not one already: pass --model to know)"
+    q = model.quant
+    if q.bits >= 16:
+        return ", or a quantized checkpoint (FP8 halves the weights' bytes)"
+    if q.bits > 4.5:
+        return f", or a 4-bit checkpoint (this one is already {q.method}, {q.bits:g}-bit)"
+    return ""  # already about 4 bits a weight: nothing smaller to offer
+
+
+def fix_words(kind: str, model: Any) -> str:
+    """``FIX[kind]`` with its weight-format remedy fitted to ``model`` (a ModelSpec, or None when unknown)."""
+    return FIX[kind].replace("{quant}", _quant_clause(model))

@@ -111,7 +111,7 @@ def diagnose_prefix_cache(ctx: DoctorContext) -> Finding:
                                                                               "logging off, "
                "or only the start-up was captured)")
         return Finding("prefix_cache_routing", False, "no_hit_rate", f"the log prints no prefix-cache hit rate ({why})",
-                       PREFIX_RULE)
+                       PREFIX_RULE, diagnosed=False)
     last = xs[-1]
     h = last.prefix_cache_hit_pct
     seen = (f"prefix-cache hit rate {h:.1f}% in the latest interval with prefill (line {last.line_no}; vLLM reports it "
@@ -121,7 +121,7 @@ def diagnose_prefix_cache(ctx: DoctorContext) -> Finding:
         return Finding("prefix_cache_routing", False, "no_expected_share",
                        seen + "; pass --prefix-share (the fraction of prompt tokens your traffic repeats) and "
                               "--replicas to judge it",
-                       PREFIX_RULE, ev)
+                       PREFIX_RULE, ev, diagnosed=False)
     expected = 100 * ctx.prefix_share
     if h >= FAR_BELOW * expected:
         return Finding("prefix_cache_routing", False, "consistent",
@@ -217,5 +217,7 @@ def diagnose_batching(ctx: DoctorContext) -> Finding:
         notes.append("SWAP preemptions mean multi-sequence requests (n > 1 or beam search): each emits several tokens "
                      "per step, "
                      "so the implied ITL per request understates")
-    notes = tuple(notes)
-    return Finding("batching_ttft_itl", itl_hurt or ttft_bound, verdict, msg, BATCH_RULE, tuple(ev), (), notes)
+    # judged when a signal fired, the ITL comparison had its intervals, or there were enough intervals for a TTFT run
+    diagnosed = itl_hurt or ttft_bound or (len(pre) >= 2 and len(dec) >= 2) or len(stats) >= QUEUE_RUN
+    return Finding("batching_ttft_itl", itl_hurt or ttft_bound, verdict, msg, BATCH_RULE, tuple(ev), (), tuple(notes),
+                   diagnosed=diagnosed)

@@ -21,6 +21,8 @@ class Finding:
         rule: the rule and thresholds applied, and where they come from.
         evidence: rows {"line": n, "time": "...", "what": "...", "value": ...} from the log.
         options: rows for the remedies (capacity: {"action", "num_gpu_blocks", "max_concurrency", ...}).
+        diagnosed: False where the log holds too little to judge (no metrics lines, no hit rate, no traffic share):
+            the finding is neither a problem nor a clean bill, and is shown as "not diagnosed", never "ok".
     """
 
     name: str
@@ -31,6 +33,7 @@ class Finding:
     evidence: tuple[dict[str, Any], ...] = ()
     options: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    diagnosed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
