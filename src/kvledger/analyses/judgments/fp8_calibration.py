@@ -259,6 +259,7 @@ def fitted_step_cost(rc: RooflineStepCost, fit: str) -> dict[str, Any]:
     return {"name": "roofline", "scope": "model (your bf16-vs-fp8 runs)", "flops_fraction": rc.flops_fraction,
             "bandwidth_fraction": rc.bandwidth_fraction, "cpu_overhead_s": rc.cpu_overhead_s,
             "source": f"the bare roofline, deliberately (not simulate's step cost): weight matmuls then attention at "
-                      f"{rc.flops_fraction:.0%}/{rc.bandwidth_fraction:.0%} + the fitted fixed step time "
+                      f"{rc.flops_fraction:.0%} of peak FLOP/s and {rc.bandwidth_fraction:.0%} of peak bandwidth + the "
+                      f"fitted fixed step time "
                       f"{rc.cpu_overhead_s * 1e3:.3g} ms in series, as {fit} fitted them; that fixed time holds the "
                       "measured engine's host time, so no host term is added"}

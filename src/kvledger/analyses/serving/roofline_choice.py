@@ -194,7 +194,7 @@ def _source(cost: Any, data: dict[str, Any], overlap: str | None, hs: tuple[floa
                f"{getattr(cost, 'attn_fraction', cost.flops_fraction):.0%} of peak FLOP/s for attention and "
                f"{cost.bandwidth_fraction:.0%} of peak bandwidth, "
                if data.get("gemm_efficiency") == "measured" else
-               f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, ")
+               f"{cost.flops_fraction:.0%} of peak FLOP/s and {cost.bandwidth_fraction:.0%} of peak bandwidth, ")
             + _allreduce_words(cost, engine, link_given)
             + (f"with the CPU overhead overlapping the GPU ({overlap}): max(GPU, CPU) per step" if overlap else
                "+ CPU overhead per step")
