@@ -141,8 +141,10 @@ def test_roofline_recommends_calibrated_only_where_a_table_exists():
     res = runner.invoke(app, BASE + ["--json"])
     src = json.loads(res.output)["step_cost"]["source"]
     # the hint, then the measured GEMM curve that prices the H100's matmuls by default
-    assert "; uncalibrated (no bundled measurements for this model, GPU and TP); the measured GEMM efficiency" \
-        in src and "--step-cost" not in src
+    # the H100's bundled GPU profile is opt-in ("default": false in h100-sxm.json), so it is named, not used
+    assert ("; uncalibrated (this GPU's bundled profile is opt-in, not the default: --gpu-profile bundled:h100-sxm "
+            "prices with it; no model-scope measured tables for this model, GPU and TP); the measured GEMM efficiency"
+            in src) and "--step-cost" not in src
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20",
                               "--json"])
     src = json.loads(res.output)["step_cost"]["source"]

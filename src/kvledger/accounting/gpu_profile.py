@@ -232,16 +232,16 @@ def same_gpu(a: str, b: str) -> bool:
 
 
 @functools.lru_cache(maxsize=32)
-def bundled_gpu_profile(gpu_name: str) -> GpuProfile | None:
+def bundled_gpu_profile(gpu_name: str, opt_in: bool = False) -> GpuProfile | None:
     """The bundled profile fitted on ``gpu_name`` (catalog name, case-insensitive) that commands use by default, or
     None. A file with ``"default": false`` (its ``default_note`` says why) is used only when named,
-    ``--gpu-profile bundled:NAME``."""
+    ``--gpu-profile bundled:NAME``; ``opt_in`` finds such a file too (to tell a user it exists)."""
     folder = _bundled_dir()
     if not folder.is_dir():
         return None
     for f in sorted(folder.glob("*.json")):
         d = json.loads(f.read_text(encoding="utf-8"))
-        if d.get("default") is False:
+        if d.get("default") is False and not opt_in:
             continue
         if same_gpu(str(d.get("gpu", "")), gpu_name):
             return _from_dict(d, f"bundled:{f.name}")

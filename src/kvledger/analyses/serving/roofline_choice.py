@@ -131,7 +131,7 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     (``curves``: the GPU's, offered, and the one the roofline applied), and the disagreement with a bundled
     calibration."""
     hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
-            if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
+            if cal is not None else "uncalibrated" + _no_profile_words(a, plan))
     if prof is not None:
         hint = (f"GPU-scope calibration: fractions from the {prof.source}"
                 + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
@@ -139,6 +139,23 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     if cal is not None and (note := disagreement_note(cost, cal)):
         hint += "; " + note
     return hint
+
+
+def _no_profile_words(a: Any, plan) -> str:
+    """Why no GPU profile priced the run: ``--gpu-profile none`` set aside the GPU's bundled profile, or the GPU has
+    none; and no model-scope measured tables exist for this model, GPU and TP either."""
+    from kvledger.accounting.gpu_profile import bundled_gpu_profile
+
+    tables = "no model-scope measured tables for this model, GPU and TP"
+    bundled = bundled_gpu_profile(plan.gpu.name, opt_in=True)
+    if bundled is None:
+        return (f" (no GPU profile for this GPU: `kvledger calibrate --scope gpu` fits one from a measured run; "
+                f"{tables})")
+    if getattr(a, "gpu_profile", None) == "none":
+        return f" (--gpu-profile none: the GPU's bundled profile, {bundled.label}, set aside; {tables})"
+    name = bundled.label.split("bundled:", 1)[-1].split(".json", 1)[0]
+    return (f" (this GPU's bundled profile is opt-in, not the default: --gpu-profile bundled:{name} prices with it; "
+            f"{tables})")
 
 
 def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> str:
