@@ -11,7 +11,9 @@ each kubecon configuration, each inference-sim/training experiment. Every run is
   with engine-side timings (never on the run predicted); a GPU with no other such deployment has no row here.
 
 Errors are predicted/measured − 1 of mean TTFT and mean TPOT (per request run; per stage below saturation for a
-sweep) and of throughput (a per-request run's finished requests per second; a sweep's largest stage throughput).
+sweep) and of saturation throughput (a saturated per-request run's finished requests per second; a sweep's largest
+stage throughput where a stage was past saturation; a deployment never driven past its capacity gives none: it served
+its offered load on both sides, an error of ~0 that says nothing of capacity).
 The bands per regime (``kvledger.ledgers.error_band``) are split-conformal 80% prediction intervals of those errors
 (``_q``, ``kvledger.ledgers.conformal``: from n ≥ 10 values, ranks on the pooled distribution in which each of the k
 deployments weighs 1/k however many load stages it ran — with one value each, the ⌊0.1(n+1)⌋-th and ⌈0.9(n+1)⌉-th
@@ -98,7 +100,7 @@ def _errors(dep: dict, fractions: tuple | None) -> dict[str, list[float]]:
     from kvledger.calibration.sweep_bands import below_saturation
 
     out: dict[str, list[float]] = {m: [] for m in METRIC_ROWS}
-    thr = []
+    thr, saturated = [], False
     for run, st in dep["items"]:
         s = engine_for(dep["args"], run)
         cost = s.cost if fractions is None else roofline_with(s, *fractions)
@@ -113,10 +115,14 @@ def _errors(dep: dict, fractions: tuple | None) -> dict[str, list[float]]:
             e = c.row(METRIC_ROWS[m]).rel_error
             if below and e is not None:
                 out[m].append(e)
-        thr.append((c.row("throughput").measured, c.row("throughput").predicted))
-    if dep["kind"] == "sweep":
+        saturated = saturated or not below
+        if dep["kind"] == "sweep" or not below:
+            thr.append((c.row("throughput").measured, c.row("throughput").predicted))
+    # the throughput band is one of saturation throughput (capacity): a deployment never driven past its capacity
+    # served its offered load on both sides, an error of ~0 that says nothing of capacity, and stays out
+    if dep["kind"] == "sweep" and saturated:
         out["throughput"].append(max(p for _, p in thr) / max(m for m, _ in thr) - 1)
-    else:
+    elif dep["kind"] != "sweep":
         out["throughput"] += [p / m - 1 for m, p in thr]
     return out
 

@@ -72,11 +72,12 @@ def test_a_model_profile_band_says_its_floor_and_widens_to_its_evidence():
     b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, loo)
     assert b.high == pytest.approx(1 / 0.6) and b.low == pytest.approx(1 / 1.2) and b.num_runs == 2
     assert "from 2 measured points of gpu/dense/vllm" in b.source and "a floor, not a measurement" in b.source
-    # no leave-one-out (--no-leave-one-out): the uncalibrated throughput band, q10 −6.10%, q90 +22.32% on 18 points,
-    # joins the floor: q10 = min(−0.0321, −0.0610) = −0.0610, q90 = max(0.0327, 0.2232) = 0.2232, on max(2, 18) = 18
+    # no leave-one-out (--no-leave-one-out): the uncalibrated throughput band, q10 −9.57%, q90 +22.53% on 9 points (the
+    # saturated deployments' t interval), joins the floor: q10 = min(−0.0321, −0.0957) = −0.0957, q90 = max(0.0327,
+    # 0.2253) = 0.2253, on max(2, 9) = 9
     b = model_profile_band("model/dense/vllm", "throughput", "p.json", fit, [])
-    assert 1 / b.high - 1 == pytest.approx(-0.060957, abs=1e-6) and 1 / b.low - 1 == pytest.approx(0.223163, abs=1e-6)
-    assert b.num_runs == 18 and "no leave-one-out errors in the profile" in b.source
+    assert 1 / b.high - 1 == pytest.approx(-0.095725, abs=1e-6) and 1 / b.low - 1 == pytest.approx(0.225265, abs=1e-6)
+    assert b.num_runs == 9 and "no leave-one-out errors in the profile" in b.source
 
 
 def test_a_model_profile_latency_band_rests_on_the_lent_cross_model_band_and_its_own_evidence():

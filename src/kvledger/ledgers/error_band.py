@@ -85,7 +85,21 @@ _FILE = "kvledger/ledgers/data/error_bands.json"
 def _evidence_words(provenance: dict[str, Any]) -> str:
     """How many measured deployments the bands were built from, in words (never a path outside the package)."""
     n = len(provenance.get("deployments") or [])
-    return f"{n} measured vLLM deployments, each left out in turn" if n else "measured deployments"
+    return f"of {n} measured vLLM deployments, each left out in turn" if n else "of the measured deployments"
+
+
+def _pooled_words(e: dict[str, Any], metric: str) -> str:
+    """" of K deployments with such a point (…), each weighted once" — which deployments a metric's band rests on:
+    latency bands on stages below saturation, the throughput band on runs driven past it (lodo_bands); the method
+    when it is not the pooled ranks."""
+    k = e.get("num_deployments")
+    if not k:
+        return ""
+    such = "a run past saturation" if metric == "throughput" else "a run or stage below saturation"
+    method = str(e.get("method", ""))
+    how = ("each weighted once" if method.startswith("split-conformal") else
+           "too few for ranks: a t prediction interval" if method.startswith("t prediction") else method)
+    return f" of the {k} deployments with {such} ({how})"
 
 
 @functools.lru_cache(maxsize=1)
@@ -154,10 +168,8 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key is None:
         return None
     e = have[key][metric]
-    pooled = f" of {e['num_deployments']} deployments, each weighted once" if e.get("num_deployments") and str(
-        e.get("method", "")).startswith("split-conformal") else ""  # lodo_bands' pooled conformal ranks
-    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points{pooled} (runs or sweep stages; "
-           f"{_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
+    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points{_pooled_words(e, metric)} (runs or "
+           f"sweep stages; {_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")
     q10, q90, n = e["q10"], e["q90"], e["num_runs"]
