@@ -30,3 +30,25 @@ def test_rows_by_hand():
     assert any("ITL" in n for n in c.notes)  # no per-token times: no ITL rows
     with pytest.raises(KeyError):
         c.row("ITL mean")
+
+
+def _chunked(n_chunks):
+    # one request of 21 output tokens, first token at 0.1 s, then n_chunks − 1 more chunks 0.05 s apart
+    times = [0.1 + 0.05 * k for k in range(n_chunks)]
+    return RunRecords([RequestRecord("r0", 0.0, 100, 21, first_token_s=0.1, finish_s=times[-1], chunk_times_s=times)],
+                      RunMetadata("x", "x"))
+
+
+def test_multi_token_chunks_are_not_compared_as_per_token_itl():
+    from kvledger.calibration.compare import tokens_per_chunk
+
+    # 21 tokens in 3 chunks: the 20 tokens after the first in 2 chunks, 10 a chunk (vLLM 0.5's multi-step scheduling
+    # streams so: LambdaLabs' H100 file holds 12 gaps for 120 output tokens); a gap there is 10 tokens' time
+    measured, per_token = _chunked(3), _chunked(21)
+    assert tokens_per_chunk(measured) == 10.0 and tokens_per_chunk(per_token) == 1.0
+    c = compare_runs("chunks", measured, per_token)
+    assert any(n.startswith("ITL: the measured server streamed 10.0 output tokens per chunk") for n in c.notes)
+    with pytest.raises(KeyError):
+        c.row("ITL mean")
+    # one token a chunk on both sides: ITL compared, 0.05 s a gap each (0 error)
+    assert compare_runs("tokens", per_token, per_token).row("ITL mean").rel_error == pytest.approx(0.0)

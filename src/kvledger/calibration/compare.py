@@ -19,7 +19,8 @@ from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
-__all__ = ["MetricRow", "Comparison", "compare_runs", "rel_error", "LATENCY_METRICS", "STATS"]
+__all__ = ["MetricRow", "Comparison", "compare_runs", "rel_error", "tokens_per_chunk", "LATENCY_METRICS", "STATS",
+           "MULTI_TOKEN_CHUNKS"]
 
 LATENCY_METRICS = (("ttft_s", "TTFT"), ("itl_s", "ITL"), ("tpot_s", "TPOT"), ("e2e_s", "E2E"))
 STATS = ("mean", "p50", "p90", "p99")
@@ -69,17 +70,40 @@ def rel_error(pred: float | None, meas: float | None) -> float | None:
     return pred / meas - 1.0
 
 
+#: mean output tokens per streamed chunk from which a file's inter-chunk gaps are not per-token ITLs (one token a
+#: chunk is the rule; 1.25 leaves room for a first chunk that carries a few tokens)
+MULTI_TOKEN_CHUNKS = 1.25
+
+
+def tokens_per_chunk(run: RunRecords) -> float | None:
+    """Output tokens per streamed chunk over the finished requests with chunk times (None: no such request): the
+    chunks counted after the first, against the tokens after the first, so a first chunk's extra tokens do not
+    count."""
+    tokens = chunks = 0
+    for r in run.records:
+        ct = r.chunk_times_s
+        if r.ok and ct is not None and len(ct) >= 2 and r.num_output_tokens >= 2:
+            tokens, chunks = tokens + r.num_output_tokens - 1, chunks + len(ct) - 1
+    return tokens / chunks if chunks else None
+
+
 def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: SLO | None = None) -> Comparison:
     """Rows for the four latency metrics' mean/p50/p90/p99 (s), request and output-token throughput, and goodput under
     ``slo``."""
     m, p = summarize_records(measured), summarize_records(predicted)
     rows: list[MetricRow] = []
     notes: list[str] = []
+    per_chunk = tokens_per_chunk(measured)
     for key, name in LATENCY_METRICS:
         ms, ps = getattr(m, key), getattr(p, key)
         if ms.count == 0:
             if key == "itl_s":
                 notes.append("ITL: the measured file has no per-token times, so ITL is not compared (TPOT is)")
+            continue
+        if key == "itl_s" and per_chunk is not None and per_chunk >= MULTI_TOKEN_CHUNKS:
+            notes.append(f"ITL: the measured server streamed {per_chunk:.1f} output tokens per chunk on average "
+                         "(multi-step scheduling or a stream interval), so the file's gaps are per chunk, not per "
+                         "token, and ITL is not compared with the simulated per-token ITL (TPOT, per token, is)")
             continue
         for stat in STATS:
             a, b = getattr(ms, stat), getattr(ps, stat)

@@ -17,7 +17,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import count, latency_s
 from kvledger.records import RequestRecord
 
-__all__ = ["DETAIL_KEYS", "has_details", "detail_notes", "records_from_arrays"]
+__all__ = ["DETAIL_KEYS", "has_details", "detail_notes", "records_from_arrays", "no_ttft_notes"]
 
 DETAIL_KEYS = ("input_lens", "output_lens", "ttfts", "itls")
 
@@ -74,11 +74,23 @@ def records_from_arrays(path: str, obj: dict[str, Any], where: str = "") -> tupl
     else:
         arrivals = [0.0] * n
     records = [_one(path, cols, i, arrivals[i], where) for i in range(n)]
-    unknown = sum(1 for r in records if r.ok and r.first_token_s is None)
-    if unknown:
-        notes.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any "
-                     f"TTFT SLO")
+    untimed = [r for r in records if r.ok and r.first_token_s is None]
+    notes += no_ttft_notes(len(untimed), sum(1 for r in untimed if r.num_output_tokens == 0))
     return records, notes
+
+
+def no_ttft_notes(unknown: int, empty: int) -> list[str]:
+    """The notes on successful requests with ttft 0: ``empty`` of the ``unknown`` produced no output token (the file
+    counts them completed, yet they served nothing: a streamed request with no chunk), the rest have output but no
+    first-token time (a non-streaming run). Neither has a TTFT, so neither is ever good under a TTFT SLO."""
+    out = []
+    if empty:
+        out.append(f"{empty} request(s) the file counts as successful produced no output token (output_len 0, ttft 0): "
+                   "completed, but with no first token they are never good under a TTFT SLO")
+    if unknown - empty:
+        out.append(f"{unknown - empty} successful requests have ttft 0 with output (non-streaming): their TTFT is "
+                   "unknown and fails any TTFT SLO")
+    return out
 
 
 def _one(path: str, cols: dict[str, list[Any] | None], i: int, arrival: float, where: str) -> RequestRecord:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.evidence._arrays import DETAIL_KEYS, detail_notes
+from kvledger.evidence._arrays import DETAIL_KEYS, detail_notes, no_ttft_notes
 from kvledger.evidence.detect import detect_dict
 from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
 from kvledger.record_columns import RecordColumns, run_from_columns
@@ -170,10 +170,9 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     meta: RunMetadata = run_metadata(str(path), obj, "")
     meta.definitions.extend(detail_notes("start_times" in tbl.column_names, "latencies" in tbl.column_names,
                                          "errors" in tbl.column_names))
-    unknown = int(np.count_nonzero(cols.ok & np.isnan(cols.first_token_s)))
-    if unknown:
-        meta.definitions.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and "
-                                f"fails any TTFT SLO")
+    untimed = cols.ok & np.isnan(cols.first_token_s)
+    meta.definitions.extend(no_ttft_notes(int(np.count_nonzero(untimed)),
+                                          int(np.count_nonzero(untimed & (cols.num_output_tokens == 0)))))
     return [run_from_columns(cols, meta)]
 
 
