@@ -22,7 +22,8 @@ def test_a_bench_file_with_empty_successful_requests(tmp_path):
     # non-streaming (output 8, ttft 0, no gaps)
     obj = {"date": "x", "backend": "vllm", "model_id": "m", "tokenizer_id": "m", "num_prompts": 4,
            "request_rate": "inf", "completed": 4, "duration": 1.0, "total_input_tokens": 40,
-           "total_output_tokens": 14, "request_throughput": 4.0, "input_lens": [10, 10, 10, 10], "output_lens": [3, 3, 0, 8],
+           "total_output_tokens": 14, "request_throughput": 4.0, "input_lens": [10, 10, 10, 10],
+           "output_lens": [3, 3, 0, 8],
            "ttfts": [0.05, 0.05, 0.0, 0.0], "itls": [[0.01, 0.01], [0.01, 0.01], [], []],
            "generated_texts": ["a", "b", "", "c"], "errors": ["", "", "", ""]}
     path = tmp_path / "bench.json"
