@@ -21,7 +21,8 @@ __all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content", "unknown_
 
 #: format name → what it is (shown in help and in "unknown format" errors).
 FORMAT_DESCRIPTIONS: dict[str, str] = {
-    "vllm-bench-serve": "vllm bench serve --save-result JSON (aggregate, --save-detailed, --append-result lines)",
+    "vllm-bench-serve": "vllm bench serve --save-result JSON (aggregate, --save-detailed, --append-result lines; "
+                        "vllm bench sweep summary.json lists)",
     "sglang-bench-serving": "SGLang bench_serving --output-file JSONL (with or without --output-details)",
     "aiperf-jsonl": "AIPerf profile_export.jsonl (per request; early and current layouts)",
     "aiperf-json": "AIPerf profile_export_aiperf.json (aggregate; early 'records' and current layouts)",
@@ -86,7 +87,8 @@ def _detect_list(items: list[Any]) -> str | None:
         return "llmperf-individual"
     if "start_time" in first and "end_time" in first and "info" in first:
         return "inference-perf-per-request"
-    return None
+    # a JSON list of bench results: `vllm bench sweep`'s summary.json (one object per serve × bench combination)
+    return detect_dict(first) if detect_dict(first) in ("sglang-bench-serving", "vllm-bench-serve") else None
 
 
 def _detect_lines(values: list[Any]) -> str | None:

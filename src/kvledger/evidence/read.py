@@ -63,7 +63,7 @@ READERS: dict[str, Callable[[Document], list[Run]]] = {
 
 _SHAPES = {  # what each reader needs the loaded document to be
     "aiperf-jsonl": ("jsonl",), "aiperf-csv": ("csv",),
-    "vllm-bench-serve": ("json", "jsonl"), "sglang-bench-serving": ("json", "jsonl"),
+    "vllm-bench-serve": ("json", "jsonl", "json-list"), "sglang-bench-serving": ("json", "jsonl", "json-list"),
     "llmperf-individual": ("json-list",), "inference-perf-per-request": ("json-list",),
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.errors import FormatError
-from kvledger.evidence._arrays import has_details, records_from_arrays
+from kvledger.evidence._arrays import DETAIL_KEYS, has_details, records_from_arrays
 from kvledger.evidence._io import Document, amount, count, latency_s, percentile
 from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
@@ -39,6 +39,14 @@ def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
     """The run objects of a JSON or JSON Lines document with the location prefix for errors ("" or "line N: ")."""
     if doc.kind == "json" and isinstance(doc.value, dict):
         return [(doc.value, "")]
+    if doc.kind == "json" and isinstance(doc.value, list):  # `vllm bench sweep`'s summary.json: one run per object
+        out = []
+        for i, obj in enumerate(doc.value):
+            if not isinstance(obj, dict):
+                raise FormatError(doc.path, f"expected a JSON object per run, found {type(obj).__name__}", f"[{i}]")
+            params = sweep_params(obj)
+            out.append((obj, f"run {i}" + (f" ({params})" if params else "") + ": "))
+        return out
     if doc.kind == "jsonl":
         out = []
         for obj, line in zip(doc.value, doc.line_numbers or []):
@@ -47,7 +55,26 @@ def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
                                   f"line {line}")
             out.append((obj, f"line {line}: "))
         return out
-    raise FormatError(doc.path, "expected a JSON object (one run) or JSON Lines (one run per line)")
+    raise FormatError(doc.path, "expected a JSON object (one run), a JSON list of runs or JSON Lines (one run per "
+                                "line)")
+
+
+#: keys of a bench result object itself (besides its ``*_ms`` summaries and per-request arrays): any other scalar in a
+#: ``vllm bench sweep`` summary is a swept serve or bench parameter
+_RESULT_KEYS = {"model_id", "duration", "request_rate", "max_concurrency", "request_goodput", "rtfx", "run_number",
+                "percentiles", "start_times", "errors", "generated_texts"}
+
+
+def sweep_params(obj: dict[str, Any]) -> str:
+    """The swept parameters a sweep's run object carries, "name=value, ..." ("" for a plain result): the scalars that
+    are not fields of a bench result (``vllm bench sweep`` merges each combination's serve and bench parameters into
+    its result), then the client's concurrency and the repetition."""
+    known = set(_TOOL_FIELDS) | _RESULT_KEYS | set(DETAIL_KEYS)
+    params = [f"{k}={v}" for k, v in obj.items() if k not in known and not k.endswith(("_ms", "_ms:"))
+              and isinstance(v, (str, int, float, bool)) and not isinstance(v, dict)]
+    params += [f"max_concurrency={obj['max_concurrency']}"] if obj.get("max_concurrency") is not None else []
+    params += [f"repetition {obj['run_number']}"] if "run_number" in obj else []
+    return ", ".join(params)
 
 
 def read(doc: Document) -> list[RunRecords | AggregateRun]:
