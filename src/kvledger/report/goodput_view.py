@@ -57,7 +57,10 @@ def _rows(results: list[Any]) -> Any:
         att = lo + f"{r.attainment:.1%}"
         tok = r.goodput_output_tok_per_s
         tok_mark = "" if tok is None else ("≈" if r.estimate and exact else lo)
-        if r.effective_cost_multiplier is None:
+        if r.effective_cost_multiplier is None and r.num_completed and not exact and r.num_good_upper:
+            # no request known good, up to num_good_upper may be: the multiplier is at least completed ÷ that many
+            mult = f"≥{r.num_completed / r.num_good_upper:.2f}×"
+        elif r.effective_cost_multiplier is None:
             mult = "∞" if r.num_completed else "n/a"
         else:
             mult = ("" if exact else "≤") + f"{r.effective_cost_multiplier:.2f}×"
