@@ -28,3 +28,14 @@ def test_a_rate_has_four_significant_figures(rate, shown):
 ])
 def test_a_measured_and_predicted_latency_share_one_unit(v, beside, shown):
     assert fmt_value(v, "s", beside) == shown
+
+
+def test_slow_rates_keep_three_significant_figures():
+    from kvledger.report.validation_figures import fmt_value
+
+    # a GuideLLM synchronous run on an Intel XPU: 19 requests in 760 s, 0.0250 req/s, against a simulated 0.0202: at two
+    # decimals both read "0.03 req/s" (and "0.02") beside an error of −19%; below 1 the figure keeps 3 significant ones
+    assert fmt_value(0.0250, "req/s") == "0.0250 req/s"
+    assert fmt_value(0.0202, "req/s", 0.0250) == "0.0202 req/s"
+    assert fmt_value(0.5, "req/s") == "0.500 req/s" and fmt_value(6.55, "req/s") == "6.55 req/s"
+    assert fmt_value(0.0, "req/s") == "0.00 req/s"  # nothing served: as before

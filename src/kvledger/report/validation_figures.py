@@ -30,6 +30,9 @@ def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
         return f"{v * 1e3:,.1f} ms" if size < 10 else f"{v:,.2f} s"
     if unit == "fraction":
         return f"{v:.1%}"
+    size = max(abs(v), abs(beside)) if beside is not None else abs(v)
+    if 0 < size < 1:  # a slow run (0.025 req/s): three significant figures, not "0.03 req/s" beside "0.03 req/s"
+        return f"{v:.{2 - math.floor(math.log10(size))}f} {unit}"
     return f"{v:,.2f} {unit}"
 
 
