@@ -122,10 +122,21 @@ def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
 
 
 def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():
-    # vLLM made V1 its default engine in 0.8; a 0.5 run keeps v1's scheduling rule and says so.
+    # vLLM made V1 its default engine in 0.8; a 0.5 run is V0 with V0's defaults (chunked prefill off up to 32K,
+    # prefix caching off: engine/arg_utils.py), so V0's prefill-first rule replays it, and says so
     out = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--num-requests",
                         "10").stdout.split())
-    assert "vLLM 0.5.0 ran the V0 engine by default" in out and "--batching vllm_v0" in out
+    assert ("vLLM 0.5.0 ran the V0 engine (V1 became the default in 0.8), chunked prefill off (V0's default: on only "
+            "above a 32K context, max_model_len 131,072)") not in out  # 131,072 > 32K: chunked on, V1's mixed steps
+    assert "chunked prefill on (V0's default: on only above a 32K context, max_model_len 131,072)" in out
+    assert "replayed by V1's mixed steps, the closest rule modelled (V0's chunked-prefill scheduler is not)" in out
+    short = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--max-model-len", "8192",
+                          "--num-requests", "10").stdout.split())
+    assert "chunked prefill off (V0's default: on only above a 32K context, max_model_len 8,192)" in short
+    assert "prefix caching off" in short and "replayed by V0's default scheduler, prefill-first" in short
+    cached = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--max-model-len", "8192",
+                           "--enable-prefix-caching", "--num-requests", "10").stdout.split())
+    assert "prefix caching on (as given)" in cached and "(V0's prefix caching is not)" in cached
     new = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--num-requests", "10").stdout.split())
     assert "V0 engine" not in new
     assert "--no-enable-chunked-prefill" in _refused("simulate", MODEL, "--gpu", "H100", "--batching", "vllm_v0")

@@ -139,8 +139,8 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields.update(POLICY_PRESETS[policy])
         notes.append(N.policy_preset(policy, POLICY_PRESETS[policy]))
     fields.update({k: v for k, v in overrides.items() if v is not None})
-    if (m.engine == "vllm" and parse_version(m.engine_version) < (0, 8, 0)
-            and fields.get("batching", "continuous") == "continuous"):
+    if (m.engine == "vllm" and parse_version(m.engine_version) < (0, 8, 0) and overrides.get("batching") is None
+            and fields.get("batching", "continuous") == "continuous"):  # simulate's own V0 note: sched_defaults
         notes.append(N.v0_engine_by_default(m.engine_version))
     if "async_scheduling" not in fields:
         on, why = default_async_scheduling(m.engine, m.engine_version, fields.get("batching", "continuous"))

@@ -26,6 +26,8 @@ def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[
     ver = R.parse_version(m.engine_version) if m.engine == "vllm" else None
     if ver is not None and a.batching == "vllm_v0" and R.era(ver) != "v0":
         return _v0_engine(a, plan, ver, user_mnbt)
+    if ver is not None and a.batching is None and R.era(ver) == "v0":
+        return _v0_release(a, plan)
     if (ver is not None and a.enable_chunked_prefill is False and a.batching in (None, "continuous")
             and R.v1_forces_chunked_prefill(ver)):
         out["enable_chunked_prefill"] = True
@@ -39,6 +41,29 @@ def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[
         notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} "
                      "(vLLM rule)")
     return out, notes
+
+
+def _v0_release(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]]:
+    """A release before 0.8 runs the V0 engine with V0's defaults (``engine/arg_utils.py`` of 0.5–0.7: chunked prefill
+    off up to a 32K context, ``use_long_context``; prefix caching off): with both off, V0's default scheduler, the
+    ``vllm_v0`` rule; with either on (given, or chunked above 32K), V1's mixed steps, the closest rule modelled."""
+    m = plan.memory
+    chunked = a.enable_chunked_prefill if a.enable_chunked_prefill is not None else m.max_model_len > 32768
+    caching = bool(a.enable_prefix_caching)
+    said = (f"chunked prefill {'on' if chunked else 'off'}"
+            + ("" if a.enable_chunked_prefill is not None else
+               f" (V0's default: on only above a 32K context, max_model_len {m.max_model_len:,})")
+            + f", prefix caching {'on (as given)' if caching else 'off'}")
+    out: dict[str, Any] = {"enable_chunked_prefill": chunked, "enable_prefix_caching": caching}
+    if not chunked and not caching:
+        out["batching"] = "vllm_v0"
+        how = "replayed by V0's default scheduler, prefill-first (--batching vllm_v0; --batching continuous for V1's)"
+    else:
+        out["batching"] = "continuous"
+        how = ("replayed by V1's mixed steps, the closest rule modelled (V0's "
+               + ("chunked-prefill scheduler" if chunked else "prefix caching") + " is not)")
+    return out, [f"vLLM {m.engine_version} ran the V0 engine (V1 became the default in 0.8), {said} "
+                 f"(engine/arg_utils.py EngineArgs of 0.5–0.7): {how}"]
 
 
 def _v0_engine(a: Any, plan: Any, ver: tuple[int, int, int], user_mnbt: int | None
