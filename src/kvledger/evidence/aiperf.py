@@ -7,7 +7,9 @@ tags (``ttft``, ``ttst``); its aggregate JSON wraps metrics in ``"records"``. Th
 one uses ``metadata.request_start_ns``/``request_end_ns``, ``benchmark_phase`` and long
 tags (``time_to_first_token``), with aggregate tags at the top level. Each metric carries
 its unit (ms for latencies, ns for timestamps). Warmup records are dropped; a record with
-no phase counts as profiling. AIPerf's ``inter_token_latency`` is canonical TPOT.
+no phase counts as profiling. AIPerf's ``inter_token_latency`` is canonical TPOT. AIPerf 0.11's ``input_config``
+states the model as ``models.items[].name``, the load per phase (``phases[]``, warmup ones ``exclude_from_results``)
+and the SLO its goodput used (``slos``: metric tag → limit in that metric's unit), read into ``tool_goodput``.
 """
 
 from __future__ import annotations
@@ -131,12 +133,16 @@ def _sibling_aggregate(jsonl_path: str) -> dict[str, Any] | None:
 
 
 def input_config_metadata(cfg: Any) -> dict[str, Any]:
-    """Model, concurrency and request rate from AIPerf/GenAI-Perf ``input_config`` (missing parts omitted)."""
+    """Model, concurrency and request rate from AIPerf/GenAI-Perf ``input_config`` (missing parts omitted).
+
+    AIPerf 0.11 states them as ``models.items[].name`` and ``phases[]`` (the ones not ``exclude_from_results``, i.e.
+    not warmup: ``concurrency``, ``rate``); earlier layouts as ``endpoint.model_names`` and ``loadgen``.
+    """
     out: dict[str, Any] = {}
     if not isinstance(cfg, dict):
         return out
     endpoint = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
-    names = endpoint.get("model_names") or cfg.get("model_names") or cfg.get("model")
+    names = endpoint.get("model_names") or cfg.get("model_names") or cfg.get("model") or _model_items(cfg)
     if isinstance(names, list) and names:
         out["model"] = str(names[0])
     elif isinstance(names, str):
@@ -144,9 +150,31 @@ def input_config_metadata(cfg: Any) -> dict[str, Any]:
     loadgen = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else cfg
     if isinstance(loadgen.get("concurrency"), int):
         out["concurrency"] = loadgen["concurrency"]
-    if isinstance(loadgen.get("request_rate"), (int, float)) and not isinstance(loadgen.get("request_rate"), bool):
+    if _real(loadgen.get("request_rate")):
         out["request_rate"] = float(loadgen["request_rate"])
+    phases = [p for p in cfg.get("phases") or [] if isinstance(p, dict) and not p.get("exclude_from_results")]
+    for key, field, ok in (("concurrency", "concurrency", _whole), ("request_rate", "rate", _real)):
+        stated = {p[field] for p in phases if ok(p.get(field))}
+        if key not in out and len(stated) == 1:  # one value over the measured phases; several: no single figure
+            out[key] = stated.pop() if key == "concurrency" else float(stated.pop())
     return out
+
+
+def _model_items(cfg: dict[str, Any]) -> list[str] | None:
+    """AIPerf 0.11 ``models: {items: [{name}]}`` → the names."""
+    models = cfg.get("models")
+    items = models.get("items") if isinstance(models, dict) else None
+    names = [m["name"] for m in items or [] if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    return names or None
+
+
+def _whole(v: Any) -> bool:
+    """A stated concurrency: a whole number ≥ 1 (0 and booleans state none)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _merge_input_config(meta: RunMetadata, agg: dict[str, Any]) -> None:
@@ -154,11 +182,22 @@ def _merge_input_config(meta: RunMetadata, agg: dict[str, Any]) -> None:
     meta.model = meta.model or info.get("model")
     meta.concurrency = meta.concurrency or info.get("concurrency")
     meta.request_rate = meta.request_rate or info.get("request_rate")
+    if meta.concurrency is None:  # a sweep's run states its level in run_info.variation_values too
+        meta.concurrency = _variation_concurrency(agg.get("run_info"))
     telemetry = agg.get("telemetry_data")
     if isinstance(telemetry, dict) and meta.hardware is None:
         names = {v.get("gpu_name") for v in _walk_dicts(telemetry) if isinstance(v.get("gpu_name"), str)}
         if len(names) == 1:
             meta.hardware = names.pop()
+
+
+def _variation_concurrency(run_info: Any) -> int | None:
+    """The one concurrency an AIPerf sweep run states in ``run_info.variation_values`` (``phases.NAME.concurrency``)."""
+    values = run_info.get("variation_values") if isinstance(run_info, dict) else None
+    if not isinstance(values, dict):
+        return None
+    stated = {v for k, v in values.items() if str(k).endswith(".concurrency") and _whole(v)}
+    return stated.pop() if len(stated) == 1 else None
 
 
 def _walk_dicts(d: dict[str, Any]):
@@ -176,7 +215,39 @@ def read_json(doc: Document) -> list[AggregateRun]:
     _merge_input_config(meta, obj)
     if where:
         meta.definitions.append("early AIPerf aggregate layout: metrics under 'records'")
-    return [_aggregate(doc.path, table, where, meta)]
+    agg = _aggregate(doc.path, table, where, meta)
+    cfg = obj.get("input_config")
+    if agg.tool_goodput is not None and isinstance(cfg, dict) and isinstance(cfg.get("slos"), dict) and cfg["slos"]:
+        meta.definitions.append(_goodput_slo(doc.path, agg.tool_goodput, cfg["slos"], table, where))
+    return [agg]
+
+
+#: AIPerf SLO tag → the kvledger --slo key with the same per-request definition (inter_token_latency is TPOT)
+_SLO_KEYS = {"time_to_first_token": "ttft", "ttft": "ttft", "inter_token_latency": "tpot", "request_latency": "e2e"}
+
+
+def _goodput_slo(path: str, tool: dict[str, Any], slos: dict[str, Any], table: dict[str, Any], where: str) -> str:
+    """The SLO AIPerf's goodput used (``input_config.slos``: tag → limit in the tag's unit) put into ``tool`` (the
+    run's ``tool_goodput``); returns the note saying it."""
+    parts, kv = [], []
+    for tag, limit in slos.items():
+        value = amount(path, limit, f"input_config.slos.{tag}")
+        entry = table.get(tag)
+        unit = entry.get("unit") if isinstance(entry, dict) and isinstance(entry.get("unit"), str) else None
+        if tag in _SLO_KEYS:  # a latency: good when at most the limit (in ms unless the file gives the tag a unit)
+            unit = unit or "ms"
+            parts.append(f"{tag} ≤ {value:g} {unit}")
+            kv.append(f"{_SLO_KEYS[tag]}={value * to_seconds(path, unit, f'{where}{tag}.unit') * 1e3:g}ms")
+        else:  # e.g. a throughput floor: AIPerf knows which way it points; kvledger has no such SLO key
+            parts.append(f"{tag}: {value:g}{' ' + unit if unit else ''}")
+    tool["slo"] = {str(k): v for k, v in slos.items()}
+    tool["slo_source"] = "input_config.slos (AIPerf --goodput; limits in each metric's unit)"
+    text = f"AIPerf's goodput used input_config.slos: {', '.join(parts)}"
+    if len(kv) == len(parts):
+        tool["slo_as_kvledger"] = ",".join(kv)
+        text += f" (as kvledger --slo: {','.join(kv)}" + (
+            "; AIPerf's inter_token_latency is per-request TPOT)" if "inter_token_latency" in slos else ")")
+    return text
 
 
 def read_csv(doc: Document) -> list[AggregateRun]:

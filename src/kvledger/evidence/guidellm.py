@@ -7,6 +7,13 @@ Timestamps are epoch **seconds**; fields ending in ``_ms`` are milliseconds. Tra
 GuideLLM ``inter_token_latency_ms`` is canonical TPOT, while ``time_per_output_token_ms``
 *includes the first token*; per-token metrics are summarised token-weighted; percentile
 keys are ``p001`` = 0.1 %, ``p01`` = 1 %, ``p05`` = 5 %, ``p999`` = 99.9 %.
+
+Measured window: with warmup or cooldown (GuideLLM 0.5 ``config.warmup``/``cooldown``) the
+request lists also hold the warmup and cooldown requests, while the ``metrics`` summarise only
+those that overlap the benchmark's ``start_time`` … ``end_time`` (GuideLLM
+``GenerativeRequestsAccumulator.get_within_range``: request end ≥ start_time and request start
+≤ end_time). The reader keeps the same requests. ``incomplete`` requests (cancelled when the run
+stopped) are not failures: they are left out, with a count in the notes.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ _METRICS = {  # GuideLLM metric → (canonical, seconds per unit, note)
                                     "to the last token)"),
 }
 _STATUSES = ("successful", "errored", "incomplete")
+_WINDOW_DURATION = "duration = the benchmark's measured window (its 'duration'), s"
 
 
 def read(doc: Document) -> list[RunRecords | AggregateRun]:
@@ -73,15 +81,20 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRec
     meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {"run_label": f"benchmark {i} ({strategy.get('type_', '?')}" + (f" @ {rate} req/s)" if rate else ")"),
                   "schema_version": version, "strategy": strategy}
-    meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}; "
-                            f"duration = the benchmark's measured window, s")
+    meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}")
     reqs = b.get("requests") if isinstance(b.get("requests"), dict) else {}
-    kept = {s: reqs.get(s) or [] for s in _STATUSES}
+    kept = {s: list(enumerate(reqs.get(s) or [])) for s in _STATUSES}
     totals = _totals(path, b, where)
     if any(kept.values()):
-        return _records(path, kept, totals, meta, where)
-    meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can only be "
-                            "bounded")
+        window = _window(path, b, where)
+        kept = _measured(path, kept, window, meta, where)
+        if kept["successful"] or kept["errored"]:
+            return _records(path, kept, totals, meta, window, where)
+        meta.definitions.append("no successful or errored request inside the measured window: aggregates only")
+    else:
+        meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can "
+                                "only be bounded")
+    meta.definitions.append(_WINDOW_DURATION)
     return _aggregate(path, b, totals, meta, where)
 
 
@@ -92,26 +105,109 @@ def _totals(path: str, b: dict[str, Any], where: str) -> dict[str, int | None]:
     return {s: count(path, src.get(s), f"{where}request_totals.{s}", allow_none=True) for s in _STATUSES}
 
 
-def _records(path: str, kept: dict[str, list[Any]], totals: dict[str, int | None], meta: RunMetadata,
-             where: str) -> RunRecords:
-    raw = []
+def _window(path: str, b: dict[str, Any], where: str) -> tuple[float, float] | None:
+    """The measured window (epoch s): the benchmark's ``start_time``/``end_time``, None when either is missing."""
+    lo = number(path, b.get("start_time"), f"{where}start_time", allow_none=True)
+    hi = number(path, b.get("end_time"), f"{where}end_time", allow_none=True)
+    if lo is None or hi is None:
+        return None
+    if hi < lo:
+        raise FormatError(path, f"end_time {hi} is before start_time {lo}: the measured window is negative", where)
+    return lo, hi
+
+
+def _span(path: str, r: Any, where: str) -> tuple[float | None, float | None]:
+    """(request start, request end) in epoch s as GuideLLM's window test reads them (None where not stated)."""
+    if not isinstance(r, dict):
+        raise FormatError(path, "expected a request object", where)
+    timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
+    timings = timings if isinstance(timings, dict) else {}
+    def first(*keys: str) -> Any:
+        return next((x for x in (r.get(k, timings.get(k)) for k in keys) if x is not None), None)
+
+    start = number(path, first("request_start_time", "request_start", "start_time"), f"{where}request_start_time",
+                   allow_none=True)
+    end = number(path, first("request_end_time", "request_end", "resolve_end", "end_time", "last_token_iteration",
+                             "last_token_time"), f"{where}request_end_time", allow_none=True)
+    return start, end
+
+
+def _measured(path: str, kept: dict[str, list[tuple[int, Any]]], window: tuple[float, float] | None,
+              meta: RunMetadata, where: str) -> dict[str, list[tuple[int, Any]]]:
+    """The successful and errored requests GuideLLM's metrics summarise; incomplete ones left out (counted)."""
+    out: dict[str, list[tuple[int, Any]]] = {"successful": [], "errored": [], "incomplete": []}
+    before = after = inside_incomplete = 0
     for status in _STATUSES:
-        for j, r in enumerate(kept[status]):
+        for j, r in kept[status]:
+            start, end = _span(path, r, f"{where}requests.{status}[{j}].")
+            if window is None or end is None:
+                inside = True
+            else:
+                inside = end >= window[0] and (start <= window[1] if start is not None else end <= window[1])
+            if status == "incomplete":
+                inside_incomplete += inside
+            elif inside:
+                out[status].append((j, r))
+            elif end is not None and end < window[0]:
+                before += 1
+            else:
+                after += 1
+    if window is not None and (before or after):
+        lo, hi = window
+        n_ok, n_all = len(out["successful"]), len(kept["successful"])
+        meta.definitions.append(
+            f"measured window {where}start_time … end_time = {hi - lo:.1f} s: kept, as GuideLLM's metrics do, the "
+            f"requests that end at or after its start and start at or before its end ({n_ok} of {n_all} successful, "
+            f"{len(out['errored'])} of {len(kept['errored'])} errored); left out {before} that ended before it "
+            f"(warmup) and {after} that started after it (cooldown)")
+    if kept["incomplete"]:
+        n = len(kept["incomplete"])
+        meta.definitions.append(f"{n} incomplete request(s) (cancelled when the run stopped; {inside_incomplete} "
+                                "inside the measured window) left out: not failures, not counted")
+    return out
+
+
+def _records(path: str, kept: dict[str, list[tuple[int, Any]]], totals: dict[str, int | None], meta: RunMetadata,
+             window: tuple[float, float] | None, where: str) -> RunRecords:
+    raw = []
+    for status in ("successful", "errored"):
+        for j, r in kept[status]:
             raw.append(_one(path, r, status, f"{where}requests.{status}[{j}]"))
     t0 = min(a for a, _ in raw)
     records = [_shift(rec, t0) for _, rec in raw]
     meta.time_origin = f"first request start, Unix epoch {t0} s"
-    meta.definitions.append("arrival = request start; TTFT/E2E to the first/last token iteration (epoch s); no "
-                            "per-chunk times (ITL SLOs unavailable)")
-    ok_kept = len(kept["successful"])
-    fail_kept = len(kept["errored"]) + len(kept["incomplete"])
-    ok_total, fail_total = totals["successful"], (totals["errored"] or 0) + (totals["incomplete"] or 0)
+    meta.definitions.append(
+        "arrival = request start; TTFT/E2E to the first/last token iteration (epoch s); no per-chunk times, so no ITL "
+        "SLO (itl_max, itl_mean, itl_pQ) can be judged per request; a request's mean ITL as GuideLLM reports it "
+        "(inter_token_latency_ms = (last − first token)/(output − 1)) is its TPOT here: write tpot=… for it")
+    last = max((rec.finish_s for _, rec in raw if rec.finish_s is not None), default=t0)
+    if window is not None and (t0 < window[0] or last > window[1]):
+        meta.duration_s = None
+        meta.definitions.append(_span_duration(path, kept["successful"], window, last - t0, where))
+    else:
+        meta.definitions.append(_WINDOW_DURATION)
+    ok_kept, fail_kept = len(kept["successful"]), len(kept["errored"])
+    ok_total, fail_total = totals["successful"], totals["errored"] or 0
     if ok_total is not None and (ok_total > ok_kept or fail_total > fail_kept):
         meta.extra["sample_weights"] = {"ok": ok_total / ok_kept if ok_kept else 0.0,
                                         "failed": fail_total / fail_kept if fail_kept else 0.0}
         meta.definitions.append(f"requests were reservoir-sampled (kept {ok_kept} of {ok_total} successful, "
                                 f"{fail_kept} of {fail_total} failed): counts are scaled up, so goodput is an estimate")
     return RunRecords(records, meta)
+
+
+def _span_duration(path: str, ok: list[tuple[int, Any]], window: tuple[float, float], span: float,
+                   where: str) -> str:
+    """The note for a run whose kept requests run past the measured window: its duration is their span."""
+    ends = [_span(path, r, f"{where}requests.successful[{j}].")[1] for j, r in ok]
+    done_inside = sum(1 for e in ends if e is not None and window[0] <= e <= window[1])
+    width = window[1] - window[0]
+    text = (f"duration = last finish − first start of the kept requests ({span:.1f} s), not the {width:.1f} s "
+            "measured window they run past")
+    if width > 0:
+        text += (f"; GuideLLM's requests_per_second counts the {done_inside} completions inside the window: "
+                 f"{done_inside} ÷ {width:.1f} s = {done_inside / width:.4f} req/s")
+    return text
 
 
 def _shift(rec: RequestRecord, t0: float) -> RequestRecord:
@@ -149,8 +245,9 @@ def _aggregate(path: str, b: dict[str, Any], totals: dict[str, int | None], meta
                where: str) -> AggregateRun:
     agg = AggregateRun(meta, duration_s=meta.duration_s)
     agg.num_completed = totals["successful"]
-    agg.num_failed = (totals["errored"] or 0) + (totals["incomplete"] or 0)
-    meta.definitions.append("errored and incomplete requests both counted as failed")
+    agg.num_failed = totals["errored"] or 0
+    meta.definitions.append("errored requests counted as failed; incomplete ones (cancelled when the run stopped: "
+                            f"{totals['incomplete'] or 0}) left out, not failures")
     metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
     for name, (canon, scale, note) in _METRICS.items():
         succ = metrics.get(name, {}).get("successful") if isinstance(metrics.get(name), dict) else None
