@@ -146,3 +146,14 @@ def test_a_simulated_run_at_an_offered_rate_says_why_its_goodput_has_no_band():
                               "--num-requests", "40", "--slo", "ttft=500ms,tpot=50ms"])
     assert res.exit_code == 0, res.output
     assert " ".join(FIXED_RATE_NO_BAND.split()) in " ".join(res.output.split())
+
+
+def test_a_tool_goodput_whose_slo_the_file_states_is_not_said_to_lack_it():
+    # the AIPerf 0.11 fixture stores its goodput SLO in input_config.slos (TTFT 500 ms, inter_token_latency 20 ms): the
+    # tool's figure is reported "under the SLO the file states", not "its SLO is not in the file" (vLLM's --goodput)
+    fixture = (Path(__file__).resolve().parents[1] / "fixtures" / "bench_public"
+               / "aiperf_0_11_profile_export_aiperf.json")
+    res = runner.invoke(app, ["goodput", str(fixture), "--slo", "ttft=500ms,tpot=20ms"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "tool-reported goodput (under the SLO the file states)" in res.output
+    assert "its SLO is not in the file" not in res.output

@@ -135,7 +135,10 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
                   + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k,
                                                                   v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
-            con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(json.dumps(r.tool_goodput))}")
+            slo = r.tool_goodput.get("slo")
+            said = ("its SLO is not in the file" if not slo or (isinstance(slo, str) and slo.startswith("not stored"))
+                    else "under the SLO the file states")
+            con.print(f"  tool-reported goodput ({said}): {escape(json.dumps(r.tool_goodput))}")
         for note in r.notes:
             if note not in shared:
                 con.print(f"  - {escape(note)}")
