@@ -113,3 +113,26 @@ def test_aggregate_without_any_request_count_points_to_the_per_request_export(tm
     with pytest.raises(FormatError, match="neither per-request data nor a completed-request count.*GenAI-Perf "
                                           "profile_export.json"):
         goodput(read_run(p), parse_slo("ttft=200ms"))
+
+
+def test_a_mean_gap_slo_is_bounded_by_the_per_request_tpot_too():
+    # a request's mean gap between chunks, (last − first)/(chunks − 1), is at least its TPOT (last − first)/(output − 1):
+    # AIPerf's per-request inter_token_latency bounds an itl_mean SLO from above where the pooled gaps (min/max only)
+    # cannot; the exact per-request count of the same run lies inside at every threshold
+    exact = read_run(DATA / "aiperf/run1_profile_export.jsonl")
+    agg = read_run(DATA / "aiperf/run1_profile_export_aiperf.json")
+    tightened = 0
+    for ms in (15, 20, 23, 25, 28, 30, 33, 40, 60):
+        slo = parse_slo(f"itl_mean={ms}ms")
+        n_exact = goodput(exact, slo).num_good
+        est = goodput(agg, slo)
+        assert est.num_good <= n_exact <= est.num_good_upper, (ms, est.num_good, n_exact, est.num_good_upper)
+        pooled_hi = metric_bounds(agg.metrics["itl"], ms / 1e3, agg.num_completed)[1]
+        tightened += est.num_good_upper < pooled_hi
+    assert tightened >= 1  # the TPOT's percentiles decide what the pooled gaps' min and max leave open
+    # this run streamed one token a chunk (21,537 chunk gaps for 21,535 token gaps: 89 requests, Σ(output − 1)), so each
+    # request's mean gap is its TPOT and the lower bound holds too: at 28 ms the pooled gaps say 0 … 89, the TPOT
+    # percentiles 45 … 66, and the exact count is 47
+    est = goodput(agg, parse_slo("itl_mean=28ms"))
+    assert (est.num_good, est.num_good_upper, goodput(exact, parse_slo("itl_mean=28ms")).num_good) == (45, 66, 47)
+    assert any("21,537 chunk gaps for 21,535 token gaps: one token a chunk" in n for n in est.notes)

@@ -46,6 +46,8 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         derived = tpot_derivation(agg) if metric == "tpot" else None
         lo, hi, why = derived_tpot_bounds(agg, derived, threshold, n_ok) if derived else \
             metric_bounds(m, threshold, n_ok)
+        if metric == "itl" and slo.itl_stat == "mean":
+            lo, hi, why = _mean_gap_bounds(agg, threshold, n_ok, (lo, hi, why))
         lo_sum_missing += n_ok - lo
         upper = min(upper, hi)
         name = slo.itl_key if metric == "itl" else metric
@@ -84,3 +86,31 @@ def raise_unknown(agg: AggregateRun) -> None:
                       f"can be computed or bounded from it (reader notes: {notes}). Use the tool's per-request export "
                       "(vLLM --save-detailed, AIPerf profile_export.jsonl, GenAI-Perf profile_export.json, llmperf "
                       "individual_responses)")
+
+
+def _mean_gap_bounds(agg: AggregateRun, threshold: float, n_ok: int, gaps: tuple[int, int, str]
+                     ) -> tuple[int, int, str]:
+    """Bounds on the requests whose mean gap between chunks is ≤ ``threshold``, tightened by a per-request TPOT
+    summary (AIPerf's inter_token_latency): a request's mean gap (last − first)/(chunks − 1) is at least its TPOT
+    (last − first)/(output − 1), equal when each chunk carries one token. So at most the requests with TPOT ≤ the
+    threshold meet it; and exactly those when the file's chunk gaps number its token gaps (Σ(output − 1))."""
+    lo, hi, why = gaps
+    tp, pooled = agg.metrics.get("tpot"), agg.metrics.get("itl")
+    if tp is None or tp.weighting != "request" or derived_or_none(agg):
+        return lo, hi, why
+    t_lo, t_hi, t_why = metric_bounds(tp, threshold, n_ok)
+    token_gaps = None if agg.total_output_tokens is None else agg.total_output_tokens - n_ok
+    chunk_gaps = pooled.count if pooled is not None and pooled.weighting == "gap" else None
+    one_a_chunk = token_gaps is not None and chunk_gaps is not None and chunk_gaps >= token_gaps
+    hi = min(hi, t_hi)
+    lo = max(lo, t_lo) if one_a_chunk else lo
+    n_chunk, n_token = (f"{x:,}" if x is not None else "unknown" for x in (chunk_gaps, token_gaps))
+    said = (f"{n_chunk} chunk gaps for {n_token} token gaps: one token a chunk, so a request's mean gap is its TPOT"
+            if one_a_chunk else f"{n_chunk} chunk gaps against {n_token} token gaps: a chunk may carry several "
+            "tokens, so the TPOT bounds from above only")
+    return lo, hi, f"pooled gaps: {why}; per-request TPOT, a floor under each request's mean gap: {t_why}; {said}"
+
+
+def derived_or_none(agg: AggregateRun) -> bool:
+    """True when the file's TPOT field is not trusted (``tpot_derivation``: it disagrees with its TTFT and E2E)."""
+    return tpot_derivation(agg) is not None
