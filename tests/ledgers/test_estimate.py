@@ -116,9 +116,9 @@ def test_aggregate_without_any_request_count_points_to_the_per_request_export(tm
 
 
 def test_a_mean_gap_slo_is_bounded_by_the_per_request_tpot_too():
-    # a request's mean gap between chunks, (last − first)/(chunks − 1), is at least its TPOT (last − first)/(output − 1):
-    # AIPerf's per-request inter_token_latency bounds an itl_mean SLO from above where the pooled gaps (min/max only)
-    # cannot; the exact per-request count of the same run lies inside at every threshold
+    # a request's mean gap between chunks, (last − first)/(chunks − 1), is at least its TPOT, (last − first)/(output −
+    # 1): AIPerf's per-request inter_token_latency bounds an itl_mean SLO from above where the pooled gaps (min/max
+    # only) cannot; the exact per-request count of the same run lies inside at every threshold
     exact = read_run(DATA / "aiperf/run1_profile_export.jsonl")
     agg = read_run(DATA / "aiperf/run1_profile_export_aiperf.json")
     tightened = 0
