@@ -1,35 +1,107 @@
 """A benchmark's aggregate-only run as a load stage (``kvledger.calibration.sweep.Stage``): what ``validate`` and
-``calibrate`` compare rate by rate when a vLLM or SGLang ``bench_serving`` file keeps no per-request times."""
+``calibrate`` compare when a vLLM or SGLang ``bench_serving`` (or AIPerf, GenAI-Perf) file keeps no per-request times.
+
+A run sent at a finite request rate is replayed at that rate (open loop). A run sent at ``request_rate: inf`` under a
+client cap on requests in flight — ``vllm bench serve --max-concurrency N``, SGLang ``bench_serving
+--max-concurrency N``, AIPerf ``--concurrency N`` — is replayed as what it was: a closed loop of N clients, each
+sending its next request when its previous one finishes (``kvledger.dynamics.workload.closed_loop.ClosedLoop``), N
+being the file's ``max_concurrency`` (``RunMetadata.concurrency``), else ``--client-concurrency``.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
-
 from kvledger.calibration.sweep import Stage
-from kvledger.errors import FormatError
+from kvledger.errors import FormatError, InputError
 
-__all__ = ["aggregate_stage"]
+__all__ = ["aggregate_stage", "closed_loop_users", "CLIENT_CAP_HINT"]
+
+#: how a run's client cap is named on the command line and in each benchmark client
+CLIENT_CAP_HINT = ("pass --client-concurrency N, the N of `vllm bench serve --max-concurrency N`, SGLang "
+                   "`bench_serving --max-concurrency N` or AIPerf `--concurrency N`")
 
 
-def aggregate_stage(agg: Any, label: str) -> Stage:
+def _finite_rate(rate: Any) -> bool:
+    return rate is not None and math.isfinite(rate) and rate > 0
+
+
+def closed_loop_users(agg: Any, client_concurrency: int | None) -> tuple[int, str] | None:
+    """The clients of a run sent without a finite request rate, and where their number was read: the file's
+    ``max_concurrency`` (``metadata.concurrency``), else ``client_concurrency`` (``--client-concurrency``); None for
+    a run with a finite rate (an open loop) or with no cap known (``aggregate_stage`` refuses it).
+
+    Raises:
+        InputError: ``client_concurrency`` below 1.
+    """
+    if client_concurrency is not None and client_concurrency < 1:
+        raise InputError(f"--client-concurrency must be a whole number ≥ 1 (the client's cap on requests in flight), "
+                         f"got {client_concurrency}")
+    meta = agg.metadata
+    if _finite_rate(meta.request_rate):
+        return None
+    stated = meta.concurrency
+    if stated:
+        other = (f"; --client-concurrency {client_concurrency:,} not used" if client_concurrency
+                 and client_concurrency != stated else "")
+        return int(stated), f"the file's max_concurrency {stated:,}{other}"
+    if client_concurrency:
+        return int(client_concurrency), f"--client-concurrency {client_concurrency:,}"
+    return None
+
+
+def _no_cap(agg: Any, label: str) -> FormatError:
+    """The refusal of a run sent without a finite rate whose client cap is unknown: what is missing, how to give it."""
+    meta = agg.metadata
+    sent = "states no request rate" if meta.request_rate is None else "was sent at request_rate inf"
+    count = (agg.num_completed or 0) + (agg.num_failed or 0)
+    return FormatError(meta.source, f"{label}: the run {sent} and the file states no client cap on "
+                                    "requests in flight (max_concurrency), so the load it was under is unknown: a run "
+                                    "at request_rate inf is replayed as a closed loop of N clients, each sending its "
+                                    f"next request when its previous one finishes; {CLIENT_CAP_HINT} (if the client "
+                                    f"had no cap and sent every request at once, N = its {count:,} requests)")
+
+
+def _check_counts(agg: Any, label: str) -> None:
+    """Refuse a run with nothing to rebuild its load from, naming each missing figure.
+
+    Raises:
+        FormatError: no completed request, or no input or output token total.
+    """
+    meta = agg.metadata
+    if not agg.num_completed:
+        failed = f" ({agg.num_failed:,} failed)" if agg.num_failed else ""
+        raise FormatError(meta.source, f"{label}: no request completed{failed}: there is nothing to replay and compare")
+    missing = [what for what, v in (("input", agg.total_input_tokens), ("output", agg.total_output_tokens)) if not v]
+    if missing:
+        raise FormatError(meta.source, f"{label}: the file states no {' and no '.join(missing)} token total "
+                                       f"(total_{'_tokens, total_'.join(missing)}_tokens, or the mean "
+                                       f"{' and '.join(missing)} length), so the lengths of the requests to replay are "
+                                       "unknown; an aggregate run needs them to be compared")
+
+
+def aggregate_stage(agg: Any, label: str, client_concurrency: int | None = None) -> Stage:
     """A benchmark's aggregate-only run (``kvledger.evidence.aggregate.AggregateRun``: vLLM or SGLang ``bench_serving``
     without per-request details) as a stage: its request rate, request count (completed + failed), the send time
     they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries (and ITL's where it states one: SGLang's
     ``bench_serving`` keeps only a median ITL and no TPOT), and lengths uniform in SGLang's
     ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
+    Without a finite rate the stage is a closed loop (``closed_loop_users``: ``Stage.client_users``), its send time
+    the run's duration and its throughputs the file's.
 
     Raises:
-        FormatError: no finite request rate, no completed count or no token totals (nothing to rebuild the load from).
+        FormatError: no completed count or no token totals (``_check_counts``), or neither a finite request rate nor a
+        client cap (``closed_loop_users``; ``_no_cap`` says what to give).
+        InputError: ``client_concurrency`` below 1.
     """
     meta = agg.metadata
-    rate, done = meta.request_rate, agg.num_completed
-    if rate is None or not np.isfinite(rate) or rate <= 0 or not done or not agg.total_input_tokens \
-            or not agg.total_output_tokens:
-        raise FormatError(meta.source, f"{label}: an aggregate run needs a finite request rate, a completed count "
-                                       "and token totals to be compared by rate")
-    failed = agg.num_failed or 0
+    _check_counts(agg, label)
+    users = closed_loop_users(agg, client_concurrency)
+    if users is None and not _finite_rate(meta.request_rate):
+        raise _no_cap(agg, label)
+    done, failed = agg.num_completed, agg.num_failed or 0
+    rate = float(meta.request_rate) if users is None else math.inf
     stated_ratio = meta.extra.get("random_range_ratio")  # 0.0 is a ratio (lengths from 1), not a missing one
     ratio = 1.0 if stated_ratio is None else float(stated_ratio)
 
@@ -47,10 +119,17 @@ def aggregate_stage(agg: Any, label: str) -> Stage:
         pct = ms.percentiles_s if ms is not None else {}
         stats[m] = {"mean": None if ms is None else ms.mean_s, "p50": pct.get(50.0), "p90": pct.get(90.0),
                     "p99": pct.get(99.0)}
-    dur = meta.duration_s or (done + failed) / rate
-    return Stage(meta.source, float(rate), done + failed, (done + failed) / rate, stats,
+    dur = meta.duration_s or ((done + failed) / rate if users is None else None)
+    req_s, out_s = meta.extra.get("request_throughput"), meta.extra.get("output_throughput")
+    if not dur and not (req_s and out_s):
+        raise FormatError(meta.source, f"{label}: the file states neither the run's duration nor its throughput, so "
+                                       "the throughput the closed loop of its clients drew is unknown")
+    send = (done + failed) / rate if users is None else float(dur or done / req_s)
+    return Stage(meta.source, rate, done + failed, send, stats,
                  lengths("random_input_len", agg.total_input_tokens / done),
                  lengths("random_output_len", agg.total_output_tokens / done),
-                 float(meta.extra.get("request_throughput") or done / dur),
-                 float(meta.extra.get("output_throughput") or agg.total_output_tokens / dur), failed, float(rate),
-                 meta.extra.get("backend") if isinstance(meta.extra.get("backend"), str) else None)
+                 float(req_s or done / dur), float(out_s or agg.total_output_tokens / dur), failed,
+                 rate if users is None else float(req_s or done / dur),
+                 meta.extra.get("backend") if isinstance(meta.extra.get("backend"), str) else None,
+                 client_users=None if users is None else users[0], client_users_source=None if users is None
+                 else users[1])

@@ -162,7 +162,15 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
     stage is a closed loop of ``given`` users (``--client-concurrency``) or, without it, of the cap its client config
     states (``client_concurrency_cap``). With neither, the replay sends at the achieved rate, which hides the queue
     the measured stage built: its latencies and throughput are not comparable, and the note warns so. ``label``
-    names the stage in the note."""
+    names the stage in the note. A run sent at request_rate inf under a client cap (``stage.client_users``: vLLM's or
+    SGLang's ``--max-concurrency``, AIPerf's ``--concurrency``) is that closed loop, whatever ``given`` says."""
+    users = getattr(stage, "client_users", None)
+    if users:
+        kept = stage.count - stage.num_failed
+        return users, (f"{label}: sent at request_rate inf under a cap of {users:,} requests in flight "
+                       f"({stage.client_users_source}): replayed as a closed loop of {users:,} clients, each sending "
+                       f"its next request when its previous one finishes, through the run's {kept:,} completed "
+                       "requests")
     if not stage.achieved_rate < BEHIND * stage.requested_rate:
         return None, None
     behind = (f"{label}: the client fell behind (achieved {stage.achieved_rate:.3g} of "

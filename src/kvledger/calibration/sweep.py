@@ -69,6 +69,10 @@ class Stage:
     #: the client's counted output length (successes.output_len: min, mean), kept where the replay generates the
     #: client config's fixed length instead (``fixed_output_tokens``); None otherwise
     counted_output: tuple[float, float] | None = None
+    #: a run sent at request_rate inf under a client cap: a closed loop of this many clients (``requested_rate`` inf,
+    #: ``achieved_rate`` the run's throughput), and where that number was read; None for an open-loop stage
+    client_users: int | None = None
+    client_users_source: str | None = None
 
 
 def _quantiles(d: dict[str, float]) -> list[tuple[float, float]]:
@@ -253,7 +257,10 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_tok_per_s,
                           rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
-                        "and length quantiles, not the measured requests"]
+                        "and length quantiles, not the measured requests" if stage.client_users is None else
+                        f"aggregates only: the replay is a closed loop of {stage.client_users:,} clients, each sending "
+                        "its next request when its previous one finishes, through a synthetic workload with the run's "
+                        "completed count and length quantiles, not the measured requests"]
     if derived:
         notes.append(tpot_note(stage))
     if count_note := counted_output_note(stage):

@@ -35,8 +35,8 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["SERVED", "below_saturation", "stage_saturation_words", "SweepBands", "sweep_bands", "KNEE_UNBANDED",
-           "RunBands", "run_bands", "latency_note", "knee_note"]
+__all__ = ["SERVED", "below_saturation", "closed_loop_words", "stage_saturation_words", "SweepBands", "sweep_bands",
+           "KNEE_UNBANDED", "RunBands", "run_bands", "latency_note", "knee_note"]
 
 #: a stage whose engine served less than this share of the requested rate was saturated (CodeLlama-34B's reasoning
 #: stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage)
@@ -53,6 +53,18 @@ def below_saturation(stage: Any) -> bool:
     the leave-one-deployment-out bands were built from (``benchmarks/lodo_bands.py``)."""
     rate = stage.requested_rate
     return stage.achieved_rate >= BEHIND * rate and stage.requests_per_s >= SERVED * rate
+
+
+def closed_loop_words(stage: Any) -> str | None:
+    """Why a closed-loop stage (``Stage.client_users``: a run sent at request_rate inf under a client cap) has no
+    band, in words; None for an open-loop stage (or none). Its clients, not a rate, set its load and its throughput
+    (N in flight over each request's latency): the leave-one-deployment-out bands were measured on open-loop stages,
+    their latency below saturation and their throughput at it."""
+    users = getattr(stage, "client_users", None)
+    if not users:
+        return None
+    return (f"a closed loop of {users:,} clients, not a request rate, set the run's load and throughput; the bands "
+            "were measured on open-loop stages (latency below saturation, throughput at it)")
 
 
 def stage_saturation_words(stage: Any) -> str:
@@ -106,6 +118,8 @@ def latency_note(run: Any, stage: Any) -> str | None:
     (``Stage``; None for a per-request run) was not ``below_saturation``, its measured queue grew (a per-request run)
     or its simulated queue grew."""
     sides = (run.saturated or {}).get("sides", ())
+    if closed := closed_loop_words(stage):
+        return closed
     if stage is not None and not below_saturation(stage):
         return (f"the measured {stage_saturation_words(stage)}: its latency measures the queue, and the bands were "
                 "measured below saturation only")
@@ -196,6 +210,8 @@ def run_bands(run: Any, stage: Any) -> RunBands:
         note = None if ttft or tpot else NO_REGIME_RUN
         thr, why = None, ("the run was below saturation: its throughput is the offered load, not the capacity the band "
                           "is for")
+    elif closed := closed_loop_words(stage):
+        thr, why = None, closed
     else:
         thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"))
         why = None if thr is not None else NO_REGIME_RUN

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvledger.calibration.aggregate_stage import aggregate_stage
+from kvledger.calibration.aggregate_stage import aggregate_stage, closed_loop_users
 from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
 from kvledger.calibration.sweep import Stage, looks_like_stage, read_stage, stage_run
 from kvledger.errors import FormatError, InputError
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
 __all__ = ["Target", "load_targets", "input_names", "with_record_model", "record_model", "not_a_sweep",
-           "refuse_repeated"]
+           "refuse_repeated", "check_sweep"]
 
 
 @dataclass
@@ -85,9 +85,23 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
     out = []
     for i, agg in enumerate(runs):
         label = f"{name} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{name} #{i}"
-        st = aggregate_stage(agg, label)
-        out.append(Target(stage_run(st, label, seed + i, client_concurrency), st))
+        users = closed_loop_users(agg, client_concurrency)
+        if users is not None:  # request_rate inf under a client cap: named by its clients
+            label = f"{name} @ {users[0]:,} clients"
+        st = aggregate_stage(agg, label, client_concurrency)
+        run = stage_run(st, label, seed + i, client_concurrency)
+        _keep_model(run, agg)
+        out.append(Target(run, st))
     return sorted(out, key=lambda t: t.stage.requested_rate)
+
+
+def _keep_model(run: MeasuredRun, agg: Any) -> None:
+    """The model the benchmark file names (vLLM's ``model_id``, AIPerf's served name), kept on the replayed run's
+    metadata where nothing beside the file named one (``stage_run`` reads launch records and client configs only)."""
+    meta = run.measured.metadata
+    if meta.model is None and agg.metadata.model:
+        meta.model = agg.metadata.model
+        meta.extra["model_source"] = f"the benchmark file ({agg.metadata.source_format})"
 
 
 def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = None,
@@ -154,3 +168,21 @@ def not_a_sweep(paths: list[str], staged: int, per_request: int) -> str:
             f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or aggregate benchmark runs at "
             f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}: give the "
             f"sweep's other stage files too, or {one} without --sweep")
+
+
+def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> None:
+    """Refuse what is not a load sweep over request rates: fewer than two stages with a request rate
+    (``not_a_sweep``), or closed-loop stages (runs sent at request_rate inf under a client cap), which have no rate
+    for the knee to be read on: each is validated on its own.
+
+    Raises:
+        InputError: the reason, with what to run instead.
+    """
+    if len(stages) < 2:
+        raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
+    closed = [t.run.label for t in stages if t.stage.client_users]
+    if closed:
+        raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "
+                         "clients); a sweep compares stages by request rate and reads the knee on it, which a closed "
+                         "loop has not: validate each run on its own (one file per run: SGLang's bench_serving JSONL "
+                         "keeps one run a line; `kvledger goodput FILES --axis concurrency` compares the levels)")

@@ -22,7 +22,7 @@ from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
 from kvledger.calibration.sweep_notes import sweep_notes
-from kvledger.calibration.targets import Target, input_names, load_targets, not_a_sweep, with_record_model
+from kvledger.calibration.targets import Target, check_sweep, input_names, load_targets, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
@@ -244,14 +244,13 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     with the 80% error bands of the simulated figures (``sweep_bands``).
 
     Raises:
-        InputError: fewer than two stages with a request rate.
+        InputError: fewer than two stages with a request rate, or closed-loop ones (``check_sweep``).
     """
     names = input_names(paths)
     targets = [t for i, p in enumerate(paths)
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
-    if len(stages) < 2:
-        raise InputError(not_a_sweep(paths, len(stages), len(targets) - len(stages)))
+    check_sweep(paths, stages, len(targets))
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [t.stage.requested_rate for t in stages]

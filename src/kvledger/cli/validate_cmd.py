@@ -65,10 +65,11 @@ def validate(
                                                       "knee and saturation throughput, and 80% error bands."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
                                                                   "PROFILE.json from `kvledger calibrate`."),
-    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the "
-        "client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency; default: as its "
-        "config.yaml states); a stage whose client fell behind its rate is replayed as a closed loop of that many "
-        "users."),
+    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only files: the "
+        "client's cap on requests in flight. A run sent at request rate inf (vllm bench serve / SGLang bench_serving "
+        "--max-concurrency N, AIPerf --concurrency N) is replayed as a closed loop of N clients (default: the file's "
+        "max_concurrency); an inference-perf stage whose client fell behind its rate, likewise (default: its "
+        "config.yaml's num_workers × worker_max_concurrency)."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. "
                                                        "ttft=200ms,tpot=50ms."),

@@ -1,0 +1,148 @@
+"""Aggregate-only runs sent at request_rate inf under a client cap (`vllm bench serve --max-concurrency N`, SGLang
+`bench_serving --max-concurrency N`, AIPerf `--concurrency N`) are replayed as a closed loop of N clients and compared
+on the aggregates the file holds; without a known cap they are refused with what to pass.
+
+The vLLM file is the 0.25.1 `vllm bench serve --save-result` fixture of er0080/vllm-benchmarking
+(packages/protocol/tests/fixtures/bench_serve_v0.25.1.json: facebook/opt-125m, 8 random prompts of 32 in / 16 out,
+request_rate inf, max_concurrency 2), its values verbatim."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.api import engine_for
+from kvledger.calibration.replay import replay
+from kvledger.calibration.targets import load_targets
+from kvledger.calibration.validate import validate_file, validate_sweep
+from kvledger.errors import FormatError, InputError
+
+MODEL = "meta-llama/Llama-3.1-8B"
+ARGS = SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048)
+
+VLLM_0251 = {
+    "date": "20260816-160853", "endpoint_type": "vllm", "backend": "vllm", "label": None,
+    "model_id": "facebook/opt-125m", "tokenizer_id": "facebook/opt-125m", "num_prompts": 8, "request_rate": "inf",
+    "burstiness": 1.0, "max_concurrency": 2, "duration": 1.5441598830002476, "completed": 8, "failed": 0,
+    "total_input_tokens": 256, "total_output_tokens": 128, "request_throughput": 5.180810671273421,
+    "request_goodput": None, "output_throughput": 82.89297074037474, "total_token_throughput": 248.6789122211242,
+    "max_output_tokens_per_s": 85.0, "max_concurrent_requests": 6, "rtfx": 0.0,
+    "mean_ttft_ms": 215.53594200008774, "median_ttft_ms": 55.68139649994919, "std_ttft_ms": 292.06819504885306,
+    "p99_ttft_ms": 734.4049174101428, "mean_tpot_ms": 11.265828258331112, "median_tpot_ms": 11.20450286665194,
+    "std_tpot_ms": 0.6175290686013256, "p99_tpot_ms": 11.979541883350674, "mean_itl_ms": 11.265836941667354,
+    "median_itl_ms": 10.492878499917424, "std_itl_ms": 3.5142929948720183, "p99_itl_ms": 29.815922519960626,
+}
+
+
+def _vllm_file(tmp_path, **changes) -> str:
+    f = tmp_path / "bench_serve_v0.25.1.json"
+    f.write_text(json.dumps({**VLLM_0251, **changes}))
+    return str(f)
+
+
+def _in_flight(records, t: float) -> int:
+    """Requests in flight at ``t``: sent at or before it, not finished by it."""
+    return sum(1 for r in records if r.arrival_s <= t < r.finish_s)
+
+
+def test_a_max_concurrency_run_is_replayed_as_a_closed_loop_of_its_clients(tmp_path):
+    (t,) = load_targets(_vllm_file(tmp_path))
+    run, st = t.run, t.stage
+    assert run.label == "bench_serve_v0.25.1 @ 2 clients"
+    assert run.concurrency == 2 and st.client_users == 2  # the file's max_concurrency
+    assert len(run.requests) == 8  # all 8 completed requests, none failed
+    # lengths fixed at the file's means: 256 input / 8 = 32 and 128 output / 8 = 16 tokens a request
+    assert {(r.num_prompt_tokens, r.num_output_tokens) for r in run.requests} == {(32, 16)}
+    # the throughputs measured are the file's own, not re-derived
+    assert st.requests_per_s == 5.180810671273421 and st.output_tokens_per_s == 82.89297074037474
+    assert "closed loop of 2 clients" in run.measured.metadata.extra["client_loop"]
+    assert "the file's max_concurrency 2" in run.measured.metadata.extra["client_loop"]
+    assert run.measured.metadata.model == "facebook/opt-125m"  # the file's model_id, for a run without --model
+
+    setup = engine_for(ARGS, run, None)
+    recs = replay(run, setup.config, setup.cost).records.records
+    assert len(recs) == 8 and all(r.ok for r in recs)
+    sends = sorted(r.arrival_s for r in recs)
+    # two clients start at 0; each later request is sent when an earlier one finishes (no think time)
+    assert sends[:2] == [0.0, 0.0]
+    finishes = sorted(r.finish_s for r in recs)
+    assert sends[2:] == pytest.approx(finishes[:6])
+    # never more than 2 in flight, and exactly 2 at every send (while requests remain to be sent)
+    ends = sorted({r.arrival_s for r in recs} | {r.finish_s for r in recs})
+    assert max(_in_flight(recs, x) for x in ends) == 2
+    assert all(_in_flight(recs, s) == 2 for s in sends)
+
+
+def test_the_closed_loop_is_compared_on_the_aggregates_the_file_holds(tmp_path):
+    out = validate_file(_vllm_file(tmp_path), ARGS)
+    rows = {r.metric: r for r in out.comparison.rows}
+    # measured figures as the file states them, ms → s
+    assert rows["throughput"].measured == 5.180810671273421
+    assert rows["output throughput"].measured == 82.89297074037474
+    assert rows["TTFT mean"].measured == pytest.approx(0.21553594200008774)
+    assert rows["TTFT p50"].measured == pytest.approx(0.05568139649994919)
+    assert rows["TPOT p99"].measured == pytest.approx(0.011979541883350674)
+    assert rows["ITL mean"].measured == pytest.approx(0.011265836941667354)
+    # vLLM's default --percentile-metrics (ttft,tpot,itl) keeps no E2E: no E2E row
+    assert not any(m.startswith("E2E") for m in rows)
+    assert any(n.startswith("aggregates only: the replay is a closed loop of 2 clients") for n in out.notes)
+    assert out.num_requests == 8 and out.comparison.num_predicted == 8
+    # no band: the bands were measured on open-loop stages
+    assert "closed loop of 2 clients" in out.error_bands.latency_note
+
+
+def test_the_flag_gives_the_clients_when_the_file_states_none_and_the_file_wins_when_it_does(tmp_path):
+    (t,) = load_targets(_vllm_file(tmp_path, max_concurrency=None), client_concurrency=3)
+    assert t.run.concurrency == 3 and "(--client-concurrency 3)" in t.run.measured.metadata.extra["client_loop"]
+    (t,) = load_targets(_vllm_file(tmp_path), client_concurrency=3)
+    assert t.run.concurrency == 2
+    assert "the file's max_concurrency 2; --client-concurrency 3 not used" in t.run.measured.metadata.extra[
+        "client_loop"]
+
+
+def test_a_run_at_inf_with_no_known_cap_is_refused_with_what_to_pass(tmp_path):
+    with pytest.raises(FormatError) as err:
+        load_targets(_vllm_file(tmp_path, max_concurrency=None))
+    msg = str(err.value)
+    assert "request_rate inf" in msg and "states no client cap on requests in flight (max_concurrency)" in msg
+    assert "pass --client-concurrency N" in msg and "--max-concurrency N" in msg and "AIPerf `--concurrency N`" in msg
+    assert "N = its 8 requests" in msg  # completed 8 + failed 0: an uncapped client sent them all at once
+    assert "needs a finite request rate" not in msg
+    with pytest.raises(InputError, match="--client-concurrency must be a whole number ≥ 1"):
+        load_targets(_vllm_file(tmp_path, max_concurrency=None), client_concurrency=0)
+
+
+def test_missing_counts_are_named(tmp_path):
+    # vLLM 0.25.1's all-failed fixture: completed 0, failed 8
+    with pytest.raises(FormatError, match=r"no request completed \(8 failed\)"):
+        load_targets(_vllm_file(tmp_path, completed=0, failed=8, total_input_tokens=0, total_output_tokens=0))
+    with pytest.raises(FormatError, match="states no input token total"):
+        load_targets(_vllm_file(tmp_path, total_input_tokens=0))
+
+
+def _sglang_line(max_concurrency: int) -> dict:
+    """An SGLang bench_serving JSONL line at request_rate inf (its file's `Infinity` literal)."""
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+            "max_concurrency": max_concurrency, "completed": 20, "duration": 2.0, "total_input_tokens": 512 * 20,
+            "total_output_tokens": 64 * 20, "request_throughput": 10.0, "output_throughput": 640.0,
+            "random_input_len": 512, "random_output_len": 64, "random_range_ratio": 1.0,
+            "mean_ttft_ms": 40.0, "median_ttft_ms": 38.0, "p99_ttft_ms": 80.0, "mean_tpot_ms": 8.0,
+            "median_tpot_ms": 8.0, "p99_tpot_ms": 12.0, "mean_e2e_latency_ms": 544.0,
+            "median_e2e_latency_ms": 540.0, "p99_e2e_latency_ms": 800.0, "concurrency": 3.6}
+
+
+def test_sglang_runs_at_inf_are_closed_loops_and_not_a_rate_sweep(tmp_path):
+    one = tmp_path / "c4.jsonl"
+    one.write_text(json.dumps(_sglang_line(4)) + "\n")
+    out = validate_file(str(one), ARGS)
+    assert out.run == "c4 @ 4 clients" and out.num_requests == 20
+    rows = {r.metric: r for r in out.comparison.rows}
+    assert rows["E2E p99"].measured == pytest.approx(0.8) and rows["throughput"].measured == 10.0
+    # SGLang's "concurrency" is the mean in flight, not the cap: the cap is max_concurrency 4
+    assert any("the file's max_concurrency 4" in n for n in out.notes)
+    both = tmp_path / "levels.jsonl"
+    both.write_text(json.dumps(_sglang_line(4)) + "\n" + json.dumps(_sglang_line(16)) + "\n")
+    with pytest.raises(InputError, match="validate each run on its own"):
+        validate_sweep([str(both)], ARGS)
