@@ -180,20 +180,22 @@ def _q(errs: list[float], groups: list[str] | None = None) -> dict:
     (mean ± t·s·√(1 + 1/n)), which is wide where few values stand behind it; one value is kept as a point
     (``ONE_POINT``): no interval of its own, the nearest regime's band is widened to take it in
     (``kvledger.ledgers.error_band``)."""
-    from kvledger.ledgers.conformal import conformal_interval
+    from kvledger.ledgers.conformal import conformal_interval, few_groups_interval
 
     a = np.array(errs)
-    if len(a) >= EMPIRICAL_FROM:  # conformal ranks (module docstring). Interpolated 10th/90th percentiles
+    k = len(set(groups)) if groups is not None else len(a)
+    if len(a) >= EMPIRICAL_FROM and k >= 9:  # conformal ranks (module docstring). Interpolated 10th/90th percentiles
         # (np.quantile) covered 17 of 24 TTFT and 17 of 24 TPOT values leaving each deployment out: they are the
         # sample's own spread, narrower than what a new value falls in. Ranks over values rather than deployments
         # let a five-stage sweep count five times: gpuscope's bands covered 67 of 88 held-out values that way, 71
         # counting each deployment once (docs/validation.md §2.19)
         lo, hi = conformal_interval(errs, groups)
-        k = len(set(groups)) if groups is not None else len(a)
-        how = (f"split-conformal 80% interval (pooled ranks, {k} deployments weighted once each)" if k >= 9 else
-               f"smallest … largest error of {k} deployments (too few for an 80% conformal rank: at least "
-               f"{(k - 1) / (k + 1):.0%})")
-    elif len(a) >= 2:
+        how = f"split-conformal 80% interval (pooled ranks, {k} deployments weighted once each)"
+    elif len(a) >= 2 and k >= 2:  # below nine deployments no rank reaches 80% (their smallest … largest error covers
+        # (k − 1)/(k + 1)): widened to the t prediction interval with each deployment weighted once (§2.21)
+        lo, hi = few_groups_interval(errs, groups)
+        how = f"t prediction interval ({k} deployments, each weighted once; never inside their smallest … largest)"
+    elif len(a) >= 2:  # one deployment's several stages: their spread, as a t interval over the values
         z = np.log1p(a)
         half = T90[len(a) - 2] * z.std(ddof=1) * np.sqrt(1 + 1 / len(a))
         lo, hi, how = np.expm1(z.mean() - half), np.expm1(z.mean() + half), "t prediction interval (few values)"

@@ -17,13 +17,24 @@ at that level of the k deployments' pooled errors is at least the 0.9 quantile o
 deployment this is exactly the ungrouped rank above; a deployment with five stages no longer counts five times. Where
 0.9(k + 1)/k reaches 1 (k ≤ 9), the ends are the smallest and largest errors, the widest the data give, which cover
 at least (k − 1)/(k + 1) — 80% at k = 9, less below —, and the band says how many deployments stand behind it.
+
+Below nine deployments no rank reaches 80% ((k − 1)/(k + 1) < 0.8), so :func:`few_groups_interval` widens that
+smallest … largest error to the 80% prediction interval of a new deployment's value with ln(1 + e) normal, each
+deployment weighted once (the pooled mean and spread, Student's t with k − 1 degrees of freedom, ± t·s·√(1 + 1/k)): a
+parametric band where the distribution-free one cannot reach its level, never narrower than the errors seen.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-__all__ = ["conformal_interval", "conformal_level", "conformal_upper"]
+__all__ = ["conformal_interval", "conformal_level", "conformal_upper", "few_groups_interval", "T90"]
+
+#: Student's t one-sided 90% quantile for 1 … 9 degrees of freedom (two-sided 80%)
+T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383)
+#: an error at or below −100% has no ln(1 + e): floored here (a figure predicted 100 times too small)
+_FLOOR = -0.99
 
 
 def conformal_level(num_groups: int, coverage: float = 0.8) -> float:
@@ -77,3 +88,27 @@ def conformal_interval(values: Sequence[float], groups: Sequence[str] | None = N
     high = _upper(values, weights, level)
     low = -_upper([-v for v in values], weights, level)
     return low, high
+
+
+def few_groups_interval(values: Sequence[float], groups: Sequence[str] | None = None) -> tuple[float, float]:
+    """(low, high) of an 80% band from k ≤ 10 deployments (used below nine, module docstring): the smallest …
+    largest error widened to the t prediction interval of ln(1 + e) with each of the k deployments weighted once; the
+    smallest … largest alone where k < 2 (no spread between deployments to scale).
+
+    Raises:
+        ValueError: no values, or more than ten deployments (the t table's reach; the conformal ranks reach 80% from
+            nine).
+    """
+    if not values:
+        raise ValueError("few_groups_interval needs at least one value")
+    weights, k = _weights(len(values), groups)
+    if k > len(T90) + 1:
+        raise ValueError(f"{k} deployments: use conformal_interval")
+    low, high = min(values), max(values)
+    if k < 2:
+        return low, high
+    z = [math.log1p(max(v, _FLOOR)) for v in values]
+    mean = sum(w * x for w, x in zip(weights, z))
+    var = sum(w * (x - mean) ** 2 for w, x in zip(weights, z)) * k / (k - 1)
+    half = T90[k - 2] * math.sqrt(var) * math.sqrt(1 + 1 / k)
+    return min(low, math.expm1(mean - half)), max(high, math.expm1(mean + half))
