@@ -147,7 +147,18 @@ def test_cudagraph_estimate_override_and_018_notice():
     assert st.available_kv_bytes == gib(6.9)  # L4 "Available KV cache memory: 6.9 GiB"
     assert st.gpu_memory_utilization == 0.9  # L5 "... increase --gpu-memory-utilization from 0.9000 to 0.9690 ..."
     assert (st.kv_cache_tokens, st.concurrency_context_tokens, st.max_concurrency) == (89760, 262144, 1.36)  # L6, L7
-    assert lg.version == "0.18.0" and "In v0.19" in lg.version_source
+    # the notice is printed by 0.18 and by 0.19.x too (0.19.0's 40 start-ups in ../shared, a published 0.19.1 log): the
+    # log is read under 0.19.0's rules and says that 0.18 is the other candidate (PR #39559 ran 0.18)
+    assert lg.version == "0.19.0" and "In v0.19" in lg.version_source and "0.18 and 0.19.x" in lg.version_source
+
+
+def test_capacity_line_pairs_name_the_release():
+    # kv_cache_utils.py's (GPU KV cache size, Maximum concurrency) lines, each pair read in logs that print their
+    # version: 1713/1718 in the 0.20.1rc1 issue log (club-3090 #46), 1710/1711 in 0.21.0 (LMCache #3430) and in the
+    # May-2026 Windows build log; 1711 alone is the size line in 0.20.0 and the concurrency line in 0.21.0
+    assert log("v0.20.1_tp2_worker_lines.log").version == "0.20.1"
+    win = log("v0.2x_windows_cudagraph_pool.log")
+    assert win.version == "0.21.0" and "kv_cache_utils.py:1710/1711" in win.version_source
 
 
 def test_v024_hybrid_fp8_args_and_printed_version():
@@ -362,3 +373,28 @@ def test_019_debug_lines_give_the_device_total_and_the_budget():
                 "torch_memory=0.0GiB\n")
     st = parse_vllm_log(snapshot + head, "x.log").startup
     assert (st.total_gpu_memory_bytes, st.lines["total_gpu_memory_bytes"]) == (gib(79.19), 1)
+
+
+def test_020_utilization_sentence_fp8_notice_and_wsl():
+    # lines as vLLM 0.20–0.23 print them (published logs: a 0.22.0 run at 0.95, a 0.23.1 dev build with an fp8 cache
+    # named only by cache.py's notice, a 0.20.0 run under WSL2)
+    text = "\n".join([
+        "(APIServer pid=1) INFO 07-02 21:27:25 [cache.py:280] Using fp8 data type to store kv cache. It reduces the "
+        "GPU memory footprint and boosts the performance.",
+        "(EngineCore pid=187) WARNING 05-01 20:45:03 [interface.py:686] Using 'pin_memory=False' as WSL is detected. "
+        "This may slow down the performance.",
+        "(EngineCore pid=1073) INFO 09-03 03:39:29 [gpu_worker.py:481] CUDA graph memory profiling is enabled (default "
+        "since v0.21.0). The current --gpu-memory-utilization=0.9500 is equivalent to --gpu-memory-utilization=0.9417 "
+        "without CUDA graph memory profiling.",
+        "(EngineCore pid=1073) INFO 09-03 03:39:30 [kv_cache_utils.py:1733] GPU KV cache size: 492,912 tokens",
+        "(EngineCore pid=1073) INFO 09-03 03:39:30 [kv_cache_utils.py:1734] Maximum concurrency for 4,096 tokens per "
+        "request: 120.34x",
+    ])
+    lg = parse_vllm_log(text, "inline")
+    st = lg.startup
+    # the setting, not its equivalent without profiling; the estimate was applied ("is enabled")
+    assert (st.gpu_memory_utilization, st.lines["gpu_memory_utilization"], st.cudagraph_estimate_applied) == (0.95, 3,
+                                                                                                            True)
+    assert (st.kv_cache_dtype, st.lines["kv_cache_dtype"]) == ("fp8", 1)
+    assert any(n.startswith("line 2: the server ran under WSL2") and "--wddm" in n for n in st.notes)
+    assert lg.version == "0.22.0" and "1733/1734" in lg.version_source  # the pair of 0.22.0 and 0.22.1

@@ -93,6 +93,10 @@ class _Collector:
             self.markers.add("one_line_capacity")
         if "In v0.19, CUDA graph memory profiling will be enabled by default" in seg.message:
             self.markers.add("pre_0.19_cudagraph_notice")
+        for marker, words in (("fp8_kv_notice", "Using fp8 data type to store kv cache"), ("wsl", "WSL is detected")):
+            if words in seg.message and marker not in self.lines:
+                self.markers.add(marker)
+                self.lines[marker] = seg.line_no
 
 
 def _derive(c: _Collector) -> None:
@@ -113,6 +117,13 @@ def _derive(c: _Collector) -> None:
         c.notes.append(
             "requested memory = total_gpu_memory × gpu_memory_utilization (as vLLM computes it; not printed)"
         )
+    if v.get("kv_cache_dtype") is None and "fp8_kv_notice" in c.markers:  # cache.py, when no echo names the dtype
+        v["kv_cache_dtype"], lines["kv_cache_dtype"] = "fp8", lines["fp8_kv_notice"]
+        c.notes.append(f"kv_cache_dtype fp8: line {lines['fp8_kv_notice']} 'Using fp8 data type to store kv cache' "
+                       "(no settings echo names the dtype; every fp8 variant stores 1 B a value)")
+    if "wsl" in c.markers:
+        c.notes.append(f"line {lines['wsl']}: the server ran under WSL2, whose display driver (WDDM) reports the whole "
+                       "board as CUDA's total and holds part of it; `kvledger plan --wddm` plans such a host")
     if v.get("max_model_len") is None:
         for src in ("concurrency_context_tokens", "error_max_model_len"):
             if v.get(src) is not None:

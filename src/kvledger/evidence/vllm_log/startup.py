@@ -157,6 +157,14 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(cudagraph_estimate_applied=False)),
     ("CUDA graph memory profiling is", re.compile(r"CUDA graph memory profiling is (enabled|disabled)"),
      _fixed(cudagraph_estimate_applied=lambda m: m.group(1) == "enabled")),
+    # read by the parser's markers (parse.py): the KV dtype where no echo names it, a WSL2 host
+    ("Using fp8 data type", re.compile(r"Using fp8 data type to store kv cache"), _fixed(_marker="fp8_kv_notice")),
+    ("WSL is detected", re.compile(r"WSL is detected"), _fixed(_marker="wsl")),
+    # 0.20+ after the budget line: "The current --gpu-memory-utilization=0.9500 is equivalent to
+    # --gpu-memory-utilization=0.9417 without CUDA graph memory profiling" (the setting, then its equivalent)
+    ("The current --gpu-memory-utilization=",
+     re.compile(r"The current --gpu-memory-utilization=(" + _NUM + r") is equivalent"),
+     _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
     ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from (" + _NUM + r") to (" + _NUM + r")"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
     ("blocks:",

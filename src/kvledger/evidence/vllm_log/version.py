@@ -13,7 +13,7 @@ from __future__ import annotations
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.errors import InputError
 
-__all__ = ["SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
+__all__ = ["PAIR_FINGERPRINTS", "SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
 
 #: Capacity-line source locations and the release they belong to (docs/engine-model.md §1.9: O6, O8, O10).
 SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
@@ -24,6 +24,17 @@ SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
                                          "2146/2147"),
     "kv_cache_utils.py:2147": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines "
                                          "2146/2147"),
+}
+
+#: (GPU KV cache size line, Maximum concurrency line) of ``kv_cache_utils.py`` and the release whose logs print that
+#: pair, each read in a published log that names its version: the same line alone can mean two releases (1711 is the
+#: size line in 0.20.0 and the concurrency line in 0.21.0), so the pair is the fingerprint.
+PAIR_FINGERPRINTS: dict[tuple[str, str], tuple[str, str]] = {
+    ("1291", "1296"): ("0.13.0", "an NGC build of vLLM 0.13.0 (26.01) prints them from lines 1291/1296"),
+    ("1711", "1716"): ("0.20.0", "a vLLM 0.20.0 log prints them from lines 1711/1716"),
+    ("1713", "1718"): ("0.20.1", "a vLLM 0.20.1rc1 log prints them from lines 1713/1718"),
+    ("1710", "1711"): ("0.21.0", "vLLM 0.21.0 logs print them from lines 1710/1711"),
+    ("1733", "1734"): ("0.22.0", "vLLM 0.22.0 and 0.22.1 logs print them from lines 1733/1734"),
 }
 
 _V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemption", "v0_src"}
@@ -55,15 +66,18 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
     """(version, how it was found)."""
     if printed:
         return printed, f"printed ({printed_where})"
+    for (size, conc), (v, why) in PAIR_FINGERPRINTS.items():
+        if f"kv_cache_utils.py:{size}" in sources and f"kv_cache_utils.py:{conc}" in sources:
+            return v, f"not printed; inferred from the capacity lines' source, kv_cache_utils.py:{size}/{conc} ({why})"
     for src in sorted(sources):
         if src in SOURCE_FINGERPRINTS:
             v, why = SOURCE_FINGERPRINTS[src]
             return v, f"not printed; inferred from the line source {src} ({why})"
     if "pre_0.19_cudagraph_notice" in markers:
         return (
-            "0.18.0",
-            "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default' "
-            "(printed by 0.18)",
+            "0.19.0",
+            "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default', "
+            "which 0.18 and 0.19.x print (0.19.0's rules; --engine-version 0.18.0 for 0.18)",
         )
     if "v0_profiling_results" in markers:
         return "0.6.4", "not printed; inferred from the V0 'Memory profiling results:' line format (0.6.4, late 2024)"
