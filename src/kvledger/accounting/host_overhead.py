@@ -85,7 +85,7 @@ from typing import Any
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 
 __all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S", "V1_STEP_S",
-           "V1_SEQ_S", "eager_launch_s"]
+           "V1_SEQ_S", "cpu_can_lead", "eager_launch_s"]
 
 OP_HOST_S = 19e-6
 """Host time per dispatched torch op in eager mode, s (module docstring: vLLM PR #1440; range 15–19 µs)."""
@@ -228,3 +228,15 @@ class HostStepCost:
     def decode_plain_terms(self, num_seqs: int) -> None:
         """No plain form: the host term is not ``gemm + g · kv / bw``."""
         return None
+
+
+def cpu_can_lead(cost: Any, h: Any, seats: int | None) -> bool:
+    """Whether V1's CPU time, ``h.step_s + h.seq_s · n``, can exceed the GPU time of a decode step of n sequences for
+    some n up to ``seats`` (each sequence at one token of context, the cheapest step): checked at n = 1, 2, 4, …,
+    ``seats``. Where it cannot, max(GPU, CPU) is the GPU time and the roofline's fast paths stay; where it can (a small
+    model at many sequences), the overlapped host term prices every step."""
+    top = max(1, seats or 1)
+    grid = sorted({min(1 << i, top) for i in range(top.bit_length() + 1)})
+    price = cost.step_time_of if hasattr(cost, "step_time_of") else (lambda *f: cost.step_time_s(StepShape(*f)))
+    return any(price(0, 0, 0, 0.0, n, n) < h.step_s + h.seq_s * n for n in grid)
+

@@ -275,9 +275,9 @@ def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, asy
     it), so they are the host time the rule leaves out and are added to it. Under async
     scheduling with CUDA graphs the engine overlaps V1's CPU time with the GPU step and the roofline is returned as
     is, its fast paths kept: max(GPU, CPU) = GPU wherever the CPU time is the shorter (Llama-3.1-8B on an H100:
-    5.6 ms for the cheapest step of up to 256 sequences against 0.5 + 256 × 0.02 = 5.62 ms); a small model at
-    hundreds of sequences, where the CPU would set the pace, is not priced so (``host_overhead.py``)."""
-    from kvledger.accounting.host_overhead import HostStepCost, host_overhead_for
+    5.6 ms for the cheapest step of up to 256 sequences against 0.5 + 256 × 0.02 = 5.62 ms); where the CPU can set the
+    pace (a small model at hundreds of sequences: ``cpu_can_lead``), the overlapped term prices every step."""
+    from kvledger.accounting.host_overhead import HostStepCost, cpu_can_lead, host_overhead_for
 
     s = plan.settings
     seats = plan.memory.max_num_seqs or s.max_num_seqs
@@ -286,6 +286,7 @@ def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, asy
                           async_scheduling=async_scheduling, rule_cpu=rule_cpu)
     if h is None:
         return cost, data
-    if h.overlap and not h.launch_s:  # async scheduling, CUDA graphs: hidden under the GPU step (docstring)
+    if h.overlap and not h.launch_s and not cpu_can_lead(cost, h, seats):  # hidden under every GPU step (docstring)
         return cost, data
     return HostStepCost(cost, h), {**data, "host_term": h.source}
+
