@@ -97,10 +97,12 @@ def activation_peak_bytes(model: ModelSpec, max_num_batched_tokens: int, max_num
                  "(estimate; exceeds the fitted sampler term)")
 
 
-def cudagraph_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
+def cudagraph_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
+                            max_capture_size: int | None = None) -> list[int]:
     """vLLM's default CUDA-graph batch sizes: 1, 2, 4, then steps of 8 to 256 and of 16 beyond, up to
-    ``min(2 × max_num_seqs, 512, max_num_batched_tokens)`` (``config/compilation.py`` default capture list)."""
-    top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
+    ``min(max_capture_size or min(2 × max_num_seqs, 512), max_num_batched_tokens)`` (``config/vllm.py ::
+    _set_cudagraph_sizes``; ``--max-cudagraph-capture-size`` gives the cap)."""
+    top = min(max_capture_size or min(2 * max_num_seqs, 512), max_num_batched_tokens)
     sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))
     return [s for s in sizes if s <= top]
 

@@ -117,7 +117,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(Deduction("CUDA graphs (estimate)", 0,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
-        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
+        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, s.max_cudagraph_capture_size)))
         src = f"{src}; {v2_src}" if v2 else src
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
     return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())

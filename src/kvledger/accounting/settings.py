@@ -32,7 +32,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
-    "cuda_graph_max_batch_size": (1, False, 1 << 20),
+    "cuda_graph_max_batch_size": (1, False, 1 << 20), "max_cudagraph_capture_size": (1, False, 1 << 20),
     "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, False, _B45),
     "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
@@ -44,7 +44,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 #: were a pydantic model)
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner")
 #: fields left out of both while None (not given): the JSON of settings made before them is unchanged
-_OPTIONAL = ("allreduce_link_share",)
+_OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size")
 
 
 @json_fields(exclude=_NOT_DUMPED)
@@ -54,10 +54,8 @@ class PlanSettings:
 
     Attributes (units in names; vLLM flag names unless marked):
         engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2") or TensorRT-LLM version (before
-        1.0:
-            its TensorRT-engine executor); None = newest read.
-        tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len:
-        tokens; None = derived from the config.
+            1.0: its TensorRT-engine executor); None = newest read.
+        tp, pp: tensor- and pipeline-parallel degrees. max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
@@ -85,7 +83,8 @@ class PlanSettings:
             a GPU profile's fit); None, left out of the JSON: ``tp_comm``'s rule (0.35 over PCIe, NVLink as catalogued).
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
         disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
-            estimate). distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
+            estimate). max_cudagraph_capture_size: vLLM's largest CUDA-graph batch (None: min(2 × max_num_seqs, 512)).
+            distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
         nnodes: nodes the TP × PP group spans (custom all-reduce off when a TP group spans nodes, ceil(nnodes / pp) > 1,
             and under mp from vLLM 0.11.1: vllm_custom_ar.engine_disables_ca). sampler_backend: "auto" (the version's
             choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12
@@ -129,6 +128,7 @@ class PlanSettings:
     cpu_overhead_s: float = 0.0
     disable_custom_all_reduce: bool = False
     enforce_eager: bool = False
+    max_cudagraph_capture_size: int | None = None
     distributed_executor_backend: Literal["mp", "ray"] | None = None
     nnodes: int = 1
     sampler_backend: Literal["auto", "flashinfer", "pytorch", "aiter"] = "auto"

@@ -157,6 +157,10 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(cudagraph_estimate_applied=False)),
     ("CUDA graph memory profiling is", re.compile(r"CUDA graph memory profiling is (enabled|disabled)"),
      _fixed(cudagraph_estimate_applied=lambda m: m.group(1) == "enabled")),
+    # the largest CUDA-graph batch, as the engine echo's compilation_config (resolved: 512 by default) or the
+    # non-default args (--max-cudagraph-capture-size) print it
+    ("max_cudagraph_capture_size", re.compile(r"'max_cudagraph_capture_size': (" + _INT + r")"),
+     _fixed(max_cudagraph_capture_size=lambda m: int(m.group(1)))),
     # read by the parser's markers (parse.py): the KV dtype where no echo names it, a WSL2 host
     ("Using fp8 data type", re.compile(r"Using fp8 data type to store kv cache"), _fixed(_marker="fp8_kv_notice")),
     ("WSL is detected", re.compile(r"WSL is detected"), _fixed(_marker="wsl")),
