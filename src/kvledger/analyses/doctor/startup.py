@@ -246,7 +246,7 @@ def _settings(ctx: DoctorContext) -> dict[str, dict]:
     out = {"model": {"value": ctx.model.name if ctx.model else None, "source": ctx.model_source},
            "gpu": {"value": ctx.gpu.name if ctx.gpu else None, "source": ctx.gpu_source}}
     for k, v in ctx.settings.items():
-        if k != "engine" and not (k == "num_gpu_blocks_override" and v is None):
+        if k != "engine" and not (k in ("num_gpu_blocks_override", "max_cudagraph_capture_size") and v is None):
             out[k] = {"value": v, "source": ctx.sources.get(k, "")}
     plan = ctx.log_memory_plan or ctx.model_plan or ctx.log_blocks_plan
     if plan is not None:
