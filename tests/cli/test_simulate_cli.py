@@ -145,6 +145,12 @@ def test_roofline_recommends_calibrated_only_where_a_table_exists():
     assert ("; uncalibrated (this GPU's bundled profile is opt-in, not the default: --gpu-profile bundled:h100-sxm "
             "prices with it; no model-scope measured tables for this model, GPU and TP); the measured GEMM efficiency"
             in src) and "--step-cost" not in src
+    # both fractions by hand: no profile is loaded, and none is called opt-in (the RTX 4090's is the default)
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-4090", "--num-requests", "20",
+                              "--max-model-len", "8192", "--achievable-flops-fraction", "0.6",
+                              "--achievable-bandwidth-fraction", "0.7", "--json"])
+    src = json.loads(res.output)["step_cost"]["source"]
+    assert "uncalibrated (both fractions as given, in place of any GPU profile;" in src and "opt-in" not in src
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20",
                               "--json"])
     src = json.loads(res.output)["step_cost"]["source"]

@@ -147,13 +147,16 @@ def _no_profile_words(a: Any, plan) -> str:
     from kvledger.accounting.gpu_profile import bundled_gpu_profile
 
     tables = "no model-scope measured tables for this model, GPU and TP"
+    if getattr(a, "achievable_flops_fraction", None) is not None and getattr(a, "achievable_bandwidth_fraction",
+                                                                             None) is not None:
+        return f" (both fractions as given, in place of any GPU profile; {tables})"
     bundled = bundled_gpu_profile(plan.gpu.name, opt_in=True)
     if bundled is None:
         return (f" (no GPU profile for this GPU: `kvledger calibrate --scope gpu` fits one from a measured run; "
                 f"{tables})")
-    if getattr(a, "gpu_profile", None) == "none":
-        return f" (--gpu-profile none: the GPU's bundled profile, {bundled.label}, set aside; {tables})"
     name = bundled.label.split("bundled:", 1)[-1].split(".json", 1)[0]
+    if getattr(a, "gpu_profile", None) == "none":
+        return f" (--gpu-profile none: the GPU's bundled profile bundled:{name} set aside; {tables})"
     return (f" (this GPU's bundled profile is opt-in, not the default: --gpu-profile bundled:{name} prices with it; "
             f"{tables})")
 
