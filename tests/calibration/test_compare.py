@@ -52,3 +52,17 @@ def test_multi_token_chunks_are_not_compared_as_per_token_itl():
         c.row("ITL mean")
     # one token a chunk on both sides: ITL compared, 0.05 s a gap each (0 error)
     assert compare_runs("tokens", per_token, per_token).row("ITL mean").rel_error == pytest.approx(0.0)
+
+
+def test_an_aggregate_stage_of_multi_token_chunks_has_no_itl_row():
+    from kvledger.calibration.sweep import Stage, stage_comparison
+
+    # LambdaLabs' vLLM 0.5.4 H100 file kept as aggregates: mean ITL 50.3 ms against mean TPOT 6.0 ms, 8.4 tokens a
+    # chunk (≥ 1.25): its ITL is per chunk, so no ITL row; TPOT is compared
+    stats = {"ttft": {"mean": 0.063}, "tpot": {"mean": 0.006}, "itl": {"mean": 0.0503}}
+    stage = Stage("x", 10.0, 2, 0.2, {m: {"p50": None, "p90": None, "p99": None, **v} for m, v in stats.items()},
+                  [(0.0, 100.0), (1.0, 100.0)], [(0.0, 21.0), (1.0, 21.0)], 10.0, 210.0, 0, 10.0)
+    c = stage_comparison("agg", stage, _chunked(21))
+    assert [r.metric for r in c.rows if r.metric.startswith("ITL")] == []
+    assert c.row("TPOT mean").measured == 0.006
+    assert any(n.startswith("ITL: the stage's mean gap between chunks is 8.4 × its mean TPOT") for n in c.notes)

@@ -228,6 +228,16 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
                        concurrency=capped, num_dropped=stage.num_failed)
 
 
+def _tokens_per_chunk(stage: Stage) -> float | None:
+    """The stage's mean ITL ÷ mean TPOT where it reaches ``compare.MULTI_TOKEN_CHUNKS`` (several tokens a streamed
+    chunk: the file's ITL is per chunk), else None."""
+    from kvledger.calibration.compare import MULTI_TOKEN_CHUNKS
+
+    itl, tpot = (stage.stats.get(m, {}).get("mean") for m in ("itl", "tpot"))
+    ratio = itl / tpot if itl and tpot else None
+    return ratio if ratio is not None and ratio >= MULTI_TOKEN_CHUNKS else None
+
+
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: MeasuredRun | None = None,
                      prefix_caching: bool | None = None) -> Comparison:
     """Rows for TTFT, ITL (where the stage states it), TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's
@@ -236,9 +246,10 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     p = summarize_records(predicted)
     rows = []
     derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
+    per_chunk = _tokens_per_chunk(stage) if not derived else None
     for m, name in (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"),
                     ("tpot_file", "TPOT (file's field)")):
-        if m not in stage.stats:
+        if m not in stage.stats or (m == "itl" and per_chunk is not None):
             continue
         ps = getattr(p, "tpot_s" if m == "tpot_file" else f"{m}_s")
         for s in _STATS:
@@ -263,6 +274,10 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
                         "completed count and length quantiles, not the measured requests"]
     if derived:
         notes.append(tpot_note(stage))
+    if per_chunk is not None:
+        notes.append(f"ITL: the stage's mean gap between chunks is {per_chunk:.1f} × its mean TPOT, so the server "
+                     "streamed several tokens a chunk (multi-step scheduling or a stream interval): its gaps are per "
+                     "chunk, not per token, and ITL is not compared (TPOT is)")
     if count_note := counted_output_note(stage):
         notes.append(count_note)
     if pool_note := pool_prefix(stage, prefix_caching)[1]:
