@@ -146,3 +146,16 @@ def test_sglang_runs_at_inf_are_closed_loops_and_not_a_rate_sweep(tmp_path):
     both.write_text(json.dumps(_sglang_line(4)) + "\n" + json.dumps(_sglang_line(16)) + "\n")
     with pytest.raises(InputError, match="validate each run on its own"):
         validate_sweep([str(both)], ARGS)
+
+
+def test_run_n_validates_one_closed_loop_of_a_file_of_several(tmp_path):
+    # two levels in one JSONL (lines 1 and 2: max_concurrency 16, then 4): alone they are refused as a sweep, and the
+    # refusal names --run; --run 1 is the second line in file order (4 clients), whatever the sort by rate
+    both = tmp_path / "levels.jsonl"
+    both.write_text(json.dumps(_sglang_line(16)) + "\n" + json.dumps(_sglang_line(4)) + "\n")
+    with pytest.raises(InputError, match=r"--run N picks run N of .*levels\.jsonl, numbered from 0 in file order"):
+        validate_file(str(both), ARGS)
+    out = validate_file(str(both), ARGS, run=1)
+    assert out.run.endswith("@ 4 clients") and "[line 2]" in out.run and out.num_requests == 20
+    with pytest.raises(InputError, match=r"--run 2: .* holds 2 run\(s\), numbered from 0"):
+        validate_file(str(both), ARGS, run=2)

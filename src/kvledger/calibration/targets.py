@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
 __all__ = ["Target", "load_targets", "input_names", "with_record_model", "record_model", "not_a_sweep",
-           "refuse_repeated", "check_sweep"]
+           "refuse_repeated", "check_sweep", "pick_run"]
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Target:
 
     run: MeasuredRun
     stage: Stage | None = None
+    order: int = 0  # its place among the file's runs (``--run``)
 
 
 def refuse_repeated(paths: list[str]) -> None:
@@ -86,12 +87,13 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
     for i, agg in enumerate(runs):
         label = f"{name} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{name} #{i}"
         users = closed_loop_users(agg, client_concurrency)
-        if users is not None:  # request_rate inf under a client cap: named by its clients
-            label = f"{name} @ {users[0]:,} clients"
+        if users is not None:  # request_rate inf under a client cap: named by its clients (and its place, if several)
+            tag = agg.metadata.extra.get("run_label")
+            label = f"{name}" + (f" [{tag}]" if tag else "") + f" @ {users[0]:,} clients"
         st = aggregate_stage(agg, label, client_concurrency)
         run = stage_run(st, label, seed + i, client_concurrency)
         _keep_model(run, agg)
-        out.append(Target(run, st))
+        out.append(Target(run, st, i))
     return sorted(out, key=lambda t: t.stage.requested_rate)
 
 
@@ -170,6 +172,20 @@ def not_a_sweep(paths: list[str], staged: int, per_request: int) -> str:
             f"sweep's other stage files too, or {one} without --sweep")
 
 
+def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
+    """The ``run``-th of the file's runs in file order (``--run``; all of them when None).
+
+    Raises:
+        InputError: ``run`` past the file's runs.
+    """
+    if run is None:
+        return targets
+    ordered = sorted(targets, key=lambda t: t.order)
+    if run >= len(ordered):
+        raise InputError(f"--run {run}: {path} holds {len(ordered)} run(s), numbered from 0")
+    return [ordered[run]]
+
+
 def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> None:
     """Refuse what is not a load sweep over request rates: fewer than two stages with a request rate
     (``not_a_sweep``), or closed-loop stages (runs sent at request_rate inf under a client cap), which have no rate
@@ -182,7 +198,10 @@ def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> Non
         raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
     closed = [t.run.label for t in stages if t.stage.client_users]
     if closed:
+        one = len(paths) == 1
         raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "
                          "clients); a sweep compares stages by request rate and reads the knee on it, which a closed "
-                         "loop has not: validate each run on its own (one file per run: SGLang's bench_serving JSONL "
-                         "keeps one run a line; `kvledger goodput FILES --axis concurrency` compares the levels)")
+                         "loop has not: validate each run on its own ("
+                         + (f"--run N picks run N of {paths[0]}, numbered from 0 in file order" if one else
+                            "one file each, or --run N for run N of a file of several")
+                         + "; `kvledger goodput FILES --axis concurrency` compares the levels)")

@@ -22,7 +22,7 @@ from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
 from kvledger.calibration.sweep_notes import sweep_notes
-from kvledger.calibration.targets import Target, check_sweep, input_names, load_targets, with_record_model
+from kvledger.calibration.targets import Target, check_sweep, input_names, load_targets, pick_run, with_record_model
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
@@ -222,7 +222,8 @@ def _client_records(res: Any, setup: Any) -> Any:
 
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
-                  client_concurrency: int | None = None, seed: int = 0) -> RunValidation | SweepValidation:
+                  client_concurrency: int | None = None, seed: int = 0, run: int | None = None
+                  ) -> RunValidation | SweepValidation:
     """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows),
     with the 80% bands of its regime on the figures it is judged on (``run_bands``).
 
@@ -230,7 +231,7 @@ def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_p
     (``kvledger.calibration.sweep``; a closed loop of ``client_concurrency`` users when the client fell behind the
     requested rate); goodput is then not compared. A file holding several aggregate runs (a sweep over rates) is
     validated as a sweep (``validate_sweep``)."""
-    targets = load_targets(path, seed=seed, client_concurrency=client_concurrency)
+    targets = pick_run(load_targets(path, seed=seed, client_concurrency=client_concurrency), path, run)
     if len(targets) > 1:
         return validate_sweep([path], args, max_paddings, client_concurrency=client_concurrency, seed=seed)
     run = _compare_one(targets[0], args, slo, max_paddings)

@@ -31,8 +31,8 @@ class CalibFitFlags:
         "--step-cost)."))
     client_concurrency: int | None = flag("--client-concurrency", help=(
         "Aggregate-only files: the client's cap on requests in flight, replayed as a closed loop of that many "
-        "clients (default: a run at request rate inf, the file's max_concurrency; an inference-perf stage, its "
-        "config.yaml's num_workers × worker_max_concurrency)."))
+        "clients (a run at request rate inf: the file's max_concurrency, this flag only where the file states none; "
+        "an inference-perf stage: this flag, else its config.yaml's num_workers × worker_max_concurrency)."))
     split_regimes: bool = flag("--split-regimes/--no-split-regimes", default=False, help=(
         "--scope model: fit the prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the "
         "knee together)."))

@@ -67,9 +67,11 @@ def validate(
                                                                   "PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only files: the "
         "client's cap on requests in flight. A run sent at request rate inf (vllm bench serve / SGLang bench_serving "
-        "--max-concurrency N, AIPerf --concurrency N) is replayed as a closed loop of N clients (default: the file's "
-        "max_concurrency); an inference-perf stage whose client fell behind its rate, likewise (default: its "
-        "config.yaml's num_workers × worker_max_concurrency)."),
+        "--max-concurrency N, AIPerf --concurrency N) is replayed as a closed loop of N clients: the file's "
+        "max_concurrency, this flag only where the file states none; an inference-perf stage whose client fell "
+        "behind its rate, likewise (this flag, else its config.yaml's num_workers × worker_max_concurrency)."),
+    run: int | None = typer.Option(None, "--run", min=0, help="A file of several runs (vllm bench sweep's "
+                                   "summary.json, bench_serving JSONL lines): validate run N alone (0 = the first)."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. "
                                                        "ttft=200ms,tpot=50ms."),
@@ -83,12 +85,14 @@ def validate(
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
     if sweep or len(files) > 1:
+        if run is not None:
+            raise InputError("--run picks one run of one file: give one file, without --sweep")
         if slo:
             raise InputError("--slo compares goodput request by request: give one per-request file without --sweep")
         result = validate_sweep(files, args, max_paddings, client_concurrency=client_concurrency, seed=seed)
     else:
         result = validate_file(files[0], args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
-                               client_concurrency=client_concurrency, seed=seed)
+                               client_concurrency=client_concurrency, seed=seed, run=run)
     if as_json:
         from kvledger.accounting.calibration_profile import dump_profile
 
