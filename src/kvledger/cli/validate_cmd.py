@@ -85,10 +85,9 @@ def validate(
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
     if sweep or len(files) > 1:
-        if run is not None:
-            raise InputError("--run picks one run of one file: give one file, without --sweep")
-        if slo:
-            raise InputError("--slo compares goodput request by request: give one per-request file without --sweep")
+        if run is not None or slo:
+            raise InputError("--run picks one run of one file: give one file, without --sweep" if run is not None else
+                             "--slo compares goodput request by request: give one per-request file without --sweep")
         result = validate_sweep(files, args, max_paddings, client_concurrency=client_concurrency, seed=seed)
     else:
         result = validate_file(files[0], args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
