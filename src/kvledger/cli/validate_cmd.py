@@ -73,8 +73,7 @@ def validate(
     run: int | None = typer.Option(None, "--run", min=0, help="A file of several runs (vllm bench sweep's "
                                    "summary.json, bench_serving JSONL lines): validate run N alone (0 = the first)."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
-    slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. "
-                                                       "ttft=200ms,tpot=50ms."),
+    slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs: ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
