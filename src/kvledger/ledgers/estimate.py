@@ -92,8 +92,9 @@ def _mean_gap_bounds(agg: AggregateRun, threshold: float, n_ok: int, gaps: tuple
                      ) -> tuple[int, int, str]:
     """Bounds on the requests whose mean gap between chunks is ≤ ``threshold``, tightened by a per-request TPOT
     summary (AIPerf's inter_token_latency): a request's mean gap (last − first)/(chunks − 1) is at least its TPOT
-    (last − first)/(output − 1), equal when each chunk carries one token. So at most the requests with TPOT ≤ the
-    threshold meet it; and exactly those when the file's chunk gaps number its token gaps (Σ(output − 1))."""
+    (last − first)/(output − 1), where every chunk carries at least one token (vLLM streams so), equal when each
+    carries one. So at most the requests with TPOT ≤ the threshold meet it, and exactly those when the file's chunk
+    gaps number its token gaps (Σ(output − 1)); more chunk gaps than token gaps break the premise: no TPOT bound."""
     lo, hi, why = gaps
     tp, pooled = agg.metrics.get("tpot"), agg.metrics.get("itl")
     if tp is None or tp.weighting != "request" or derived_or_none(agg):
@@ -101,13 +102,15 @@ def _mean_gap_bounds(agg: AggregateRun, threshold: float, n_ok: int, gaps: tuple
     t_lo, t_hi, t_why = metric_bounds(tp, threshold, n_ok)
     token_gaps = None if agg.total_output_tokens is None else agg.total_output_tokens - n_ok
     chunk_gaps = pooled.count if pooled is not None and pooled.weighting == "gap" else None
-    one_a_chunk = token_gaps is not None and chunk_gaps is not None and chunk_gaps >= token_gaps
-    hi = min(hi, t_hi)
-    lo = max(lo, t_lo) if one_a_chunk else lo
     n_chunk, n_token = (f"{x:,}" if x is not None else "unknown" for x in (chunk_gaps, token_gaps))
+    if token_gaps is None or chunk_gaps is None or chunk_gaps > token_gaps:
+        return lo, hi, (f"pooled gaps: {why}; the per-request TPOT bounds it neither way ({n_chunk} chunk gaps "
+                        f"against {n_token} token gaps: some chunks may carry no token)")
+    hi = min(hi, t_hi)
+    lo = max(lo, t_lo) if chunk_gaps == token_gaps else lo
     said = (f"{n_chunk} chunk gaps for {n_token} token gaps: one token a chunk, so a request's mean gap is its TPOT"
-            if one_a_chunk else f"{n_chunk} chunk gaps against {n_token} token gaps: a chunk may carry several "
-            "tokens, so the TPOT bounds from above only")
+            if chunk_gaps == token_gaps else f"{n_chunk} chunk gaps against {n_token} token gaps: a chunk may carry "
+            "several tokens, so the TPOT bounds from above only")
     return lo, hi, f"pooled gaps: {why}; per-request TPOT, a floor under each request's mean gap: {t_why}; {said}"
 
 
