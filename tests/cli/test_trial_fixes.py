@@ -126,13 +126,20 @@ def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():
     # prefix caching off: engine/arg_utils.py), so V0's prefill-first rule replays it, and says so
     out = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--num-requests",
                         "10").stdout.split())
-    assert ("vLLM 0.5.0 ran the V0 engine (V1 became the default in 0.8), chunked prefill off (V0's default: on only "
-            "above a 32K context, max_model_len 131,072)") not in out  # 131,072 > 32K: chunked on, V1's mixed steps
-    assert "chunked prefill on (V0's default: on only above a 32K context, max_model_len 131,072)" in out
+    # 131,072 > 32K and no sliding window: chunked prefill on, so V1's mixed steps
+    assert ("chunked prefill on (V0's default: on only above a 32K context without a sliding window, max_model_len "
+            "131,072)") in out
     assert "replayed by V1's mixed steps, the closest rule modelled (V0's chunked-prefill scheduler is not)" in out
     short = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--max-model-len", "8192",
                           "--num-requests", "10").stdout.split())
-    assert "chunked prefill off (V0's default: on only above a 32K context, max_model_len 8,192)" in short
+    assert ("chunked prefill off (V0's default: on only above a 32K context without a sliding window, max_model_len "
+            "8,192)") in short
+    # gpt-oss-20b alternates 128-token sliding-window layers: at 131,072 tokens V0's use_long_context is off (it needs
+    # no sliding window), so chunked prefill stays off and V0's own rule replays it (as the plan's budget reads it)
+    oss = " ".join(_run("simulate", "openai/gpt-oss-20b", "--gpu", "H100", "--engine-version", "0.5.0",
+                        "--num-requests", "10").stdout.split())
+    assert ("chunked prefill off (V0's default: on only above a 32K context without a sliding window, max_model_len "
+            "131,072)") in oss and "replayed by V0's default scheduler" in oss
     assert "prefix caching off" in short and "replayed by V0's default scheduler, prefill-first" in short
     cached = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--max-model-len", "8192",
                            "--enable-prefix-caching", "--num-requests", "10").stdout.split())

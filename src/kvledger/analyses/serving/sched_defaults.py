@@ -48,11 +48,14 @@ def _v0_release(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]]:
     off up to a 32K context, ``use_long_context``; prefix caching off): with both off, V0's default scheduler, the
     ``vllm_v0`` rule; with either on (given, or chunked above 32K), V1's mixed steps, the closest rule modelled."""
     m = plan.memory
-    chunked = a.enable_chunked_prefill if a.enable_chunked_prefill is not None else m.max_model_len > 32768
+    sliding = any(getattr(layer, "window_tokens", 0) for layer in plan.model.layers)  # as the plan's budget reads it
+    long_context = m.max_model_len > 32768 and not sliding  # arg_utils.py use_long_context (vllm_rules)
+    chunked = a.enable_chunked_prefill if a.enable_chunked_prefill is not None else long_context
     caching = bool(a.enable_prefix_caching)
     said = (f"chunked prefill {'on' if chunked else 'off'}"
             + ("" if a.enable_chunked_prefill is not None else
-               f" (V0's default: on only above a 32K context, max_model_len {m.max_model_len:,})")
+               f" (V0's default: on only above a 32K context without a sliding window, max_model_len "
+                  f"{m.max_model_len:,})")
             + f", prefix caching {'on (as given)' if caching else 'off'}")
     out: dict[str, Any] = {"enable_chunked_prefill": chunked, "enable_prefix_caching": caching}
     if not chunked and not caching:
