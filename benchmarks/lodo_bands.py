@@ -18,9 +18,11 @@ The bands per regime (``kvledger.ledgers.error_band``) are split-conformal 80% p
 (``_q``, ``kvledger.ledgers.conformal``: from n ≥ 10 values, ranks on the pooled distribution in which each of the k
 deployments weighs 1/k however many load stages it ran — with one value each, the ⌊0.1(n+1)⌋-th and ⌈0.9(n+1)⌉-th
 smallest. Where deployments are exchangeable and k ≥ 9, the interval covers a stage drawn from a new deployment with
-probability ≥ 80% whatever the distribution; with k ≤ 9 it is the smallest … largest error, which covers at least
-(k−1)/(k+1), 80% at k = 9; below 10 values a t prediction interval); coverage is checked leaving each deployment
-out: its measured values against the band built from the others'.
+probability ≥ 80% whatever the distribution (at k = 9 it is the smallest … largest error, (k−1)/(k+1) = 80%); below
+nine deployments, or below 10 values, the t prediction interval of ln(1 + e) with each deployment weighted once, never
+narrower than the errors seen (``conformal.few_groups_interval``; one deployment's several stages: a t interval over
+its values); coverage is checked leaving each deployment out: its measured values against the band built from the
+others'.
 Stages whose client failed more than 10% of requests are left out (their real load is unknown). A sweep stage is
 below saturation when the client kept the requested rate (≥ 95%) and the engine served ≥ 90% of it.
 """

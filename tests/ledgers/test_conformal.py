@@ -55,3 +55,24 @@ def test_bad_input_is_refused():
         conformal_interval([])
     with pytest.raises(ValueError, match="2 values but 1 group"):
         conformal_interval([0.1, 0.2], ["a"])
+
+
+def test_fewer_than_nine_deployments_widen_to_the_t_interval():
+    from kvledger.ledgers.conformal import few_groups_interval
+
+    # three deployments: a's two stages +10% and +30% (each 1/6), b 0% and c −10% (each 1/3). ln(1 + e): 0.0953,
+    # 0.2624, 0, −0.1054; pooled mean = (0.0953 + 0.2624)/6 − 0.1054/3 = 0.02449; spread s² = Σ w (z − mean)² × 3/2 =
+    # 0.02413, s = 0.1553; t(0.9, 2 df) = 1.886; half-width 1.886 × 0.1553 × √(1 + 1/3) = 0.3383 →
+    # e^(0.02449 − 0.3383) − 1 = −26.93%, e^(0.02449 + 0.3383) − 1 = +43.73%: wider than −10 … +30% seen
+    lo, hi = few_groups_interval([0.10, 0.30, 0.0, -0.10], ["a", "a", "b", "c"])
+    assert (lo, hi) == (pytest.approx(-0.26934, abs=1e-5), pytest.approx(0.43733, abs=1e-5))
+    # never inside the errors seen: one far value keeps its end where the t interval falls short of it
+    lo, hi = few_groups_interval([0.0, 0.01, 0.02, 0.03, 5.0], list("abcde"))
+    assert hi >= 5.0 and lo <= 0.0
+    # one deployment: no spread between deployments to scale, its smallest … largest
+    assert few_groups_interval([0.1, 0.3], ["a", "a"]) == (0.1, 0.3)
+    # the nine-deployment throughput band of error_bands.json: nine single values, each 1/9, t(0.9, 8) = 1.397 — the
+    # unweighted t interval of the stored −9.57 … +22.53% (docs/validation.md §2.20)
+    nine = [0.165, -0.052, -0.061, 0.223, -0.004, 0.022, -0.055, 0.139, 0.141]
+    lo, hi = few_groups_interval(nine, [str(i) for i in range(9)])
+    assert (lo, hi) == (pytest.approx(-0.0957, abs=5e-4), pytest.approx(0.2253, abs=5e-4))

@@ -91,7 +91,8 @@ def conformal_interval(values: Sequence[float], groups: Sequence[str] | None = N
 
 
 def few_groups_interval(values: Sequence[float], groups: Sequence[str] | None = None) -> tuple[float, float]:
-    """(low, high) of an 80% band from k ≤ 10 deployments (used below nine, module docstring): the smallest …
+    """(low, high) of an 80% band from k ≤ 10 deployments (``lodo_bands`` uses it below nine, and below ten values
+    whatever k; module docstring): the smallest …
     largest error widened to the t prediction interval of ln(1 + e) with each of the k deployments weighted once; the
     smallest … largest alone where k < 2 (no spread between deployments to scale).
 
