@@ -117,11 +117,11 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     # below saturation, each weighted once (kvledger.ledgers.conformal); the throughput band's 9 deployments driven
     # past saturation, a t interval — out of the validation's 19 (DeepSeek-V3.2-Exp-16L64E joined 2026-12-04), and
     # names the bundled file, never a script outside the package
-    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points of the 13 deployments with a "
-            "run or stage below saturation (each weighted once) (runs or sweep stages; of 19 measured vLLM "
-            "deployments, each left out in turn; kvledger/ledgers/data/error_bands.json); saturation throughput: "
-            "leave-one-deployment-out errors at 9 measured points of the 9 deployments with a run past saturation "
-            "(too few for ranks: a t prediction interval)") in out
+    assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages) of the "
+            "13 deployments with a run or stage below saturation, each weighted once; out of 19 measured vLLM "
+            "deployments, each left out in turn; kvledger/ledgers/data/error_bands.json; saturation throughput: "
+            "leave-one-deployment-out errors at 9 measured points (runs or sweep stages) of the 9 deployments with a "
+            "run past saturation, too few for ranks: a t prediction interval") in out
     assert "benchmarks/" not in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
     assert "no latency band at 122.6, 153.0, 183.4 req/s: measured at saturation" in out

@@ -85,7 +85,7 @@ _FILE = "kvledger/ledgers/data/error_bands.json"
 def _evidence_words(provenance: dict[str, Any]) -> str:
     """How many measured deployments the bands were built from, in words (never a path outside the package)."""
     n = len(provenance.get("deployments") or [])
-    return f"of {n} measured vLLM deployments, each left out in turn" if n else "of the measured deployments"
+    return f"out of {n} measured vLLM deployments, each left out in turn" if n else "out of the measured deployments"
 
 
 def _pooled_words(e: dict[str, Any], metric: str) -> str:
@@ -99,7 +99,8 @@ def _pooled_words(e: dict[str, Any], metric: str) -> str:
     method = str(e.get("method", ""))
     how = ("each weighted once" if method.startswith("split-conformal") else
            "too few for ranks: a t prediction interval" if method.startswith("t prediction") else method)
-    return f" of the {k} deployments with {such} ({how})"
+    return (f" of the one deployment with {such} ({how})" if k == 1 else
+            f" of the {k} deployments with {such}, {how}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -168,8 +169,9 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key is None:
         return None
     e = have[key][metric]
-    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points{_pooled_words(e, metric)} (runs or "
-           f"sweep stages; {_evidence_words(table['provenance'])}; {_FILE})") if "cross_model" not in e else (
+    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages)"
+           f"{_pooled_words(e, metric)}; {_evidence_words(table['provenance'])}; {_FILE}") if "cross_model" not in e \
+        else (
         f"errors of GPU profiles fitted on other models, on {e['num_runs']} measured points (no point of this "
         f"regime's own below saturation; {e['cross_model']}; {_FILE})")
     q10, q90, n = e["q10"], e["q90"], e["num_runs"]
