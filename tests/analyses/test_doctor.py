@@ -335,3 +335,15 @@ def test_consistent_is_decided_by_each_rows_agrees_not_by_its_words():
     c = diagnose(parse_vllm_log(text), model="meta-llama/Llama-3.1-8B-Instruct").startup
     b = c.row("GPU blocks")
     assert "OUTSIDE" in b.explanation and b.agrees is False and c.consistent is False
+
+
+def test_prefix_caching_off_is_judged_only_against_a_traffic_share(tmp_path):
+    # a V1 log whose args turn prefix caching off: with no --prefix-share the finding is "not diagnosed" (nothing to
+    # judge the off switch against); with a share of 0.5 it is FOUND (half the prompt tokens repeat, none can hit)
+    log = tmp_path / "off.log"
+    log.write_text("(APIServer pid=1) INFO 07-02 21:27:25 [utils.py:253] non-default args: {'model': 'm', "
+                   "'enable_prefix_caching': False}\n")
+    off = diagnose_file(log).finding("prefix_cache_routing")
+    assert (off.verdict, off.triggered, off.diagnosed) == ("prefix_caching_off", False, False)
+    shared = diagnose_file(log, prefix_share=0.5).finding("prefix_cache_routing")
+    assert (shared.triggered, shared.diagnosed) == (True, True)
