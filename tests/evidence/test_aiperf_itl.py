@@ -33,12 +33,18 @@ def test_concurrency_and_model_from_the_0_11_input_config():
     assert agg.metadata.model == "synthetic-model"
 
 
-def test_concurrency_from_variation_values_when_phases_say_nothing(tmp_path):
+def _without(tmp_path, key: str):
+    """The fixture's run read back with ``input_config[key]`` removed."""
     doc = _doc()
-    del doc["input_config"]["phases"]
+    del doc["input_config"][key]
     p = tmp_path / "a.json"
     p.write_text(json.dumps(doc))
     (agg,) = read_runs(p)
+    return agg
+
+
+def test_concurrency_from_variation_values_when_phases_say_nothing(tmp_path):
+    agg = _without(tmp_path, "phases")
     # run_info.variation_values = {"phases.profiling.concurrency": 8}
     assert agg.metadata.concurrency == 8
 
@@ -74,11 +80,7 @@ def test_kvledger_bounds_under_the_files_slo_bracket_the_tools_count():
 
 
 def test_without_slos_the_file_is_said_not_to_state_them(tmp_path):
-    doc = _doc()
-    del doc["input_config"]["slos"]
-    p = tmp_path / "a.json"
-    p.write_text(json.dumps(doc))
-    (agg,) = read_runs(p)
+    agg = _without(tmp_path, "slos")
     assert agg.tool_goodput["slo"] == "not stored in the file (aiperf --goodput)"
     assert "slo_as_kvledger" not in agg.tool_goodput
 
