@@ -55,7 +55,8 @@ def default_gpu_memory_utilization(ver: tuple[int, int, int]) -> tuple[float, st
     if ver >= (0, 20, 0):
         return 0.92, "vLLM ≥0.20 default (config/cache.py::CacheConfig)"
     if ver >= (0, 16, 0):
-        return 0.9, "vLLM default 0.9 (read in ≤0.15; the change to 0.92 happened somewhere in 0.16–0.20)"
+        return 0.9, ("vLLM default 0.9 (read in ≤0.15; a published 0.19.1 start-up at its defaults prints "
+                     "'increase --gpu-memory-utilization from 0.9000'; 0.92 from 0.20)")
     return 0.9, "vLLM ≤0.15 default (config/cache.py::CacheConfig)"
 
 
