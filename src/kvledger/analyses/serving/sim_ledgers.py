@@ -184,7 +184,8 @@ def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[
                              "at t = 0) or --concurrency (closed loop)")
         rate = math.inf  # closed loop: arrival times are not used
     if args.num_requests is None:
-        raise InputError("a synthetic workload needs --num-requests")
+        raise InputError("a synthetic workload needs --num-requests: how many requests to draw (e.g. --num-requests "
+                         "2000; a steady-state figure wants a few thousand)")
     return synthetic.requests(args.num_requests, rate, args.seed)
 
 
