@@ -66,6 +66,10 @@ def test_closed_loop_uses_attainment():
     load = check_load(run, goodput(run, SLO), SLO)
     assert load.status == "not_flagged" and load.reason.startswith("4 concurrent users, 90.0% of requests good (below "
                                                                    "95%")
+    # a closed loop's throughput is what its 4 clients drew (clients ÷ mean latency), whatever the SLO's slack: said
+    assert load.reason.endswith("; but a closed loop of 4 clients: its throughput is what they drew (clients ÷ mean "
+                                "latency), not necessarily what the deployment can serve — more clients may fit within "
+                                "the SLO (a concurrency sweep, or `cost --simulate`, finds the capacity)")
 
 
 def test_no_ttft_slo_says_queueing_was_not_judged():

@@ -30,10 +30,10 @@ self-hosted cost is then overstated just as for an under-loaded run, and a verdi
 cheaper" may be an artefact of the load, not of the prices. A derived TPOT's p90 takes its lower bound here, so
 neither warning rests on the looser side of a bound.
 
-Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput);
-a check the file cannot answer (no rate or concurrency, no percentiles, unknown duration) means
-"cannot tell". Limitation: without a TTFT SLO a run exactly at its throughput ceiling also keeps
-pace, so the warning then says queueing was not judged.
+Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput; a closed loop's verdict
+says its throughput is what its clients drew); a check the file cannot answer (no rate or concurrency, no percentiles,
+unknown duration) means "cannot tell". Limitation: without a TTFT SLO a run exactly at its throughput ceiling also
+keeps pace, so the warning then says queueing was not judged.
 """
 
 from __future__ import annotations
@@ -58,8 +58,7 @@ __all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "OVERLOAD_F
            "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "CapacityBasis", "measured_basis"]
 
 KEPT_PACE_SHARE = 0.9
-"""Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few
-misses stay above it)."""
+"""Open loop: good req/s ≥ this share of the offered rate: the goodput is the offered load (drain tails stay above)."""
 CLOSED_LOOP_ATTAINMENT = 0.95
 """Closed loop: at least this share of requests good means the SLO rejected almost nothing."""
 SLO_SLACK = 0.5
@@ -71,13 +70,11 @@ OVERLOAD_ATTAINMENT = 0.9
 """…and fewer than this share of requests good: the run is past its SLO capacity."""
 
 OVERLOAD_RULE = (f"over-loaded when fewer than {OVERLOAD_ATTAINMENT:.0%} of requests are good and some SLO metric's "
-                 f"p90 "
-                 f"is ≥ {OVERLOAD_FACTOR:g}× its limit")
+                 f"p90 is ≥ {OVERLOAD_FACTOR:g}× its limit")
 
 RULE = (f"under-loaded when the run states its load (request rate or concurrency), kept pace with it (open loop: good "
         f"req/s ≥ {KEPT_PACE_SHARE:.0%} of the offered rate; closed loop: ≥ {CLOSED_LOOP_ATTAINMENT:.0%} of requests "
-        f"good) "
-        f"and every SLO metric's p90 is ≤ {SLO_SLACK:.0%} of its limit (for TTFT: little queueing)")
+        f"good) and every SLO metric's p90 is ≤ {SLO_SLACK:.0%} of its limit (for TTFT: little queueing)")
 
 
 @dataclass(slots=True)
@@ -196,6 +193,12 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
     return None, "the file states neither its request rate nor its concurrency"
 
 
+def _closed_loop_words(run: RunRecords | AggregateRun) -> str:
+    """A closed loop's throughput is what its clients drew, not a capacity the SLO's slack vouches for; "" if open."""
+    rate, conc = run.metadata.request_rate, run.metadata.concurrency
+    return N.closed_loop_drew(conc) if conc and not (rate is not None and math.isfinite(rate)) else ""
+
+
 def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck | None:
     """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell."""
     if gp.attainment >= OVERLOAD_ATTAINMENT:
@@ -242,7 +245,8 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
     unknown = [c for c in checks if c["passed"] is None]
     notes = _notes(run, slo)
     if failed:
-        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed), checks, notes=notes)
+        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed) + _closed_loop_words(run), checks,
+                         notes=notes)
     if unknown:
         return LoadCheck("cannot_tell", "the run kept pace, but " + "; ".join(c["text"] for c in unknown)
                          + " (the file gives no percentile ≥ p90 of a per-request distribution)", checks, notes=notes)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-__all__ = ["capacity_basis_text", "under_loaded", "over_loaded"]
+__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "closed_loop_drew"]
 
 _RERUN_SIMULATED = "drop --at-offered-load to price at the SLO capacity found by simulation"
 
@@ -32,3 +32,10 @@ def over_loaded(reason: str, *, simulated: bool) -> str:
     return (f"the run looks OVER-LOADED: {reason}. It was pushed past its SLO capacity, so its goodput understates "
             "what one replica serves within the SLO at a lower load, and the self-hosted cost per token is overstated "
             f"(a verdict for the API may come from the load, not the prices); {fix}")
+
+
+def closed_loop_drew(clients: int) -> str:
+    """The load check's clause on a closed loop: its throughput is what its clients drew (Little's law)."""
+    return (f"; but a closed loop of {clients:,} clients: its throughput is what they drew (clients ÷ mean latency), "
+            "not necessarily what the deployment can serve — more clients may fit within the SLO (a concurrency "
+            "sweep, or `cost --simulate`, finds the capacity)")
