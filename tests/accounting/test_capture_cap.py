@@ -29,6 +29,11 @@ def test_the_cap_sizes_the_plan_estimate():
         plan = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings(**kw))
         return next(d.bytes for d in plan.memory.deductions if d.name.startswith("CUDA graphs"))
     assert cg(max_cudagraph_capture_size=4) == 264 * MiB and cg() == 744 * MiB
+    # the cap's price is named where the estimate is: larger decode batches run without graphs
+    plan = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"),
+                      make_settings(max_cudagraph_capture_size=4))
+    src = next(d.source for d in plan.memory.deductions if d.name.startswith("CUDA graphs"))
+    assert "--max-cudagraph-capture-size 4: decode batches above 4 run without CUDA graphs" in src
 
 
 def test_the_log_echo_gives_the_cap():

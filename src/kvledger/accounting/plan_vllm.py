@@ -4,8 +4,7 @@ available = ceil(total × gpu_memory_utilization) − weights − activation pea
             − CUDA-graph estimate (0.20+)                        [gpu_worker.py::determine_available_memory]
   each term per GPU of each pipeline stage, by version (vllm_profile.py); with PP the stage with the
   fewest blocks binds (the engine keeps the minimum block count over workers)
-num_gpu_blocks = floor(available / bytes_per_block)
-[kv_cache_planning.py::get_kv_cache_config_from_groups]
+num_gpu_blocks = floor(available / bytes_per_block)   [kv_cache_planning.py::get_kv_cache_config_from_groups]
 """
 
 from __future__ import annotations
@@ -117,7 +116,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(Deduction("CUDA graphs (estimate)", 0,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
-        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, s.max_cudagraph_capture_size)))
+        cap = s.max_cudagraph_capture_size
+        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, cap)), cap=cap)
         src = f"{src}; {v2_src}" if v2 else src
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
     return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())

@@ -1,11 +1,11 @@
 """vLLM's memory profile version by version: the activation peak, non-torch memory and CUDA-graph estimate per GPU.
 
-What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_memory``, 0.10–0.19:
-weights + torch peak increase + non-torch increase; from 0.20 also the CUDA-graph estimate) is measured
-in ``profile_run``: one forward pass over ``max_num_batched_tokens`` tokens, then, on the last pipeline
-stage only, ``_dummy_sampler_run`` over ``min(max_num_seqs, max_num_batched_tokens)`` requests with
-temperature 0.5, top-p 0.9, top-k vocabulary − 1, no logprobs (``gpu_model_runner.py``, alike in every wheel read:
-0.11.2–0.18, each of 0.20–0.33). The torch peak is the larger of the two transients.
+What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_memory``, 0.10–0.19: weights + torch
+peak increase + non-torch increase; from 0.20 also the CUDA-graph estimate) is measured in ``profile_run``: one forward
+pass over ``max_num_batched_tokens`` tokens, then, on the last pipeline stage only, ``_dummy_sampler_run`` over
+``min(max_num_seqs, max_num_batched_tokens)`` requests with temperature 0.5, top-p 0.9, top-k vocabulary − 1, no
+logprobs (``gpu_model_runner.py``, alike in every wheel read: 0.11.2–0.18, each of 0.20–0.33). The torch peak is the
+larger of the two transients.
 
 Sampler, per logit (requests × vocabulary), from the code:
   * 0.17+ (``sample/ops/topk_topp_triton.py``, batch ≥ 8; any batch from 0.30, ``topk_topp_sampler.py``): the
@@ -16,9 +16,8 @@ Sampler, per logit (requests × vocabulary), from the code:
     double buffers, the scattered result) the per-logit bytes are fitted: SAMPLER_BYTES_PER_LOGIT_SORT.
 The final hidden states of the forward (tokens × hidden × d) are still referenced during the sampler.
 
-Fitted, with the data named at each constant: the fixed part of the peak (ACTIVATION_FIXED_BYTES),
-the sort-era per-logit bytes, non-torch memory by TP/PP, and the CUDA-graph first-capture and per-graph bytes.
-"""
+Fitted, with the data named at each constant: the fixed part of the peak (ACTIVATION_FIXED_BYTES), the sort-era
+per-logit bytes, non-torch memory by TP/PP, and the CUDA-graph first-capture and per-graph bytes."""
 
 from __future__ import annotations
 
@@ -286,15 +285,16 @@ def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
     return 0.13 * GiB, "measured 0.13 GiB on H100 TP 1 before vLLM 0.18 (vllm_memory_observations.csv)"
 
 
-def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True) -> tuple[float, str]:
-    """vLLM's pre-KV CUDA-graph estimate, B (``gpu_model_runner.py::profile_cudagraph_memory``, 0.19–0.33): the
-    modes share one pool, so total = max over modes of the first capture + Σ over modes (n − 1) × per-graph;
-    first capture and per-graph bytes are fitted (CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH)."""
+def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True, cap: int | None = None) -> tuple[float, str]:
+    """vLLM's pre-KV CUDA-graph estimate, B (``gpu_model_runner.py::profile_cudagraph_memory``, 0.19–0.33): the modes
+    share one pool, so total = max over modes of the first capture + Σ over modes (n − 1) × per-graph (both fitted:
+    CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH); ``cap``: --max-cudagraph-capture-size, and its price."""
     if num_sizes <= 0:
         return 0.0, "no CUDA graphs captured"
     modes = 2 if full_and_piecewise else 1
     total = CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH
     return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) "
-                   f"graphs × "
-                   f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 "
-                   f"H100 logs; range ×0.66–×2.34 over the corpus)")
+                   f"graphs × {CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to "
+                   f"vLLM 0.19 H100 logs; range ×0.66–×2.34 over the corpus)"
+                   + (f"; --max-cudagraph-capture-size {cap}: decode batches above {cap} run without CUDA graphs, "
+                      "slower steps the simulator's step cost does not price" if cap else ""))

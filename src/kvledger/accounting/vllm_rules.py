@@ -51,13 +51,11 @@ def era(ver: tuple[int, int, int]) -> str:
 
 
 def default_gpu_memory_utilization(ver: tuple[int, int, int]) -> tuple[float, str]:
-    """``gpu_memory_utilization`` default (``config/cache.py::CacheConfig``): 0.9 up to 0.15, 0.92 from 0.20."""
+    """``gpu_memory_utilization`` default (``config/cache.py::CacheConfig``): 0.9 up to 0.19, 0.92 from 0.20."""
     if ver >= (0, 20, 0):
         return 0.92, "vLLM ≥0.20 default (config/cache.py::CacheConfig)"
-    if ver >= (0, 16, 0):
-        return 0.9, ("vLLM default 0.9 (read in ≤0.15; a published 0.19.1 start-up at its defaults prints "
-                     "'increase --gpu-memory-utilization from 0.9000'; 0.92 from 0.20)")
-    return 0.9, "vLLM ≤0.15 default (config/cache.py::CacheConfig)"
+    return 0.9, ("vLLM ≤0.15 default (config/cache.py::CacheConfig)" if ver < (0, 16, 0) else "vLLM default 0.9 (read "
+                 "in ≤0.15; a 0.19.1 start-up at its defaults prints 'increase --gpu-memory-utilization from 0.9000')")
 
 
 def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_name: str, max_model_len: int,
