@@ -347,3 +347,11 @@ def test_prefix_caching_off_is_judged_only_against_a_traffic_share(tmp_path):
     assert (off.verdict, off.triggered, off.diagnosed) == ("prefix_caching_off", False, False)
     shared = diagnose_file(log, prefix_share=0.5).finding("prefix_cache_routing")
     assert (shared.triggered, shared.diagnosed) == (True, True)
+
+
+def test_a_hit_rate_from_an_interval_without_prefill_is_not_called_one_with_prefill():
+    # v0.10_metrics_kv_full_waiting.log: line 1 prints "Avg prompt throughput: 0.0 tokens/s" and a 0.2% hit rate, and
+    # no interval shows prefill: the rate is quoted from "the latest interval that prints it"
+    f = doc("v0.10_metrics_kv_full_waiting.log").finding("prefix_cache_routing")
+    assert "0.2% in the latest interval that prints it (no interval shows prefill) (line 1" in f.message
+

@@ -114,9 +114,10 @@ def diagnose_prefix_cache(ctx: DoctorContext) -> Finding:
                        PREFIX_RULE, diagnosed=False)
     last = xs[-1]
     h = last.prefix_cache_hit_pct
-    seen = (f"prefix-cache hit rate {h:.1f}% in the latest interval with prefill (line {last.line_no}; vLLM reports it "
-            f"over "
-            f"recent requests, so early lines include the cold start)")
+    where = "the latest interval with prefill" if last.prompt_tokens_per_s > 0 else (
+        "the latest interval that prints it (no interval shows prefill)")
+    seen = (f"prefix-cache hit rate {h:.1f}% in {where} (line {last.line_no}; vLLM reports it over recent requests, "
+            f"so early lines include the cold start)")
     if ctx.prefix_share is None:
         return Finding("prefix_cache_routing", False, "no_expected_share",
                        seen + "; pass --prefix-share (the fraction of prompt tokens your traffic repeats) and "
