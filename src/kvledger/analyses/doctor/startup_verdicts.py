@@ -30,6 +30,10 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
     most = ("" if worst is None else
             f"; most of it {worst.term}, {worst.ledger_value / GiB:.2f} GiB in the ledger against the log's "
             f"{worst.log_value / GiB:.2f} GiB")
+    dev = next((r for r in rows if r.term == "device total" and r.log_value and r.ledger_value), None)
+    if dev is not None and abs(dev.ledger_value - dev.log_value) > 0.05 * dev.log_value:  # not 2-decimal rounding
+        most = (f"; first of all the device: the log's total is {dev.log_value / GiB:.2f} GiB, the GPU given "
+                f"{dev.ledger_value / GiB:.2f} GiB — --gpu names another GPU than the one that ran")
     return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
