@@ -431,3 +431,14 @@ def test_a_named_api_row_with_a_cheaper_row_of_the_same_model_says_so():
                       api="DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
     a = api_side(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
     assert not any(n.startswith("the comparison is with --api") for n in a["notes"])
+
+
+def test_a_winner_that_may_not_start_says_so():
+    from kvledger.analyses.search.frontier import caveats
+
+    # Llama-3.2-3B on an RTX 4090 at its full 131,072 tokens: the plan holds 1.01x, its range's low end 0.91x (a fresh
+    # user's search): one full-length request may not fit, and vLLM then refuses to start
+    entry = {"gpu_id": "nvidia_h100_sxm", "plan": {"max_model_len": 131072, "max_concurrency_low": 0.91}}
+    assert caveats(entry) == ["one 131,072-token request fits at the plan's figure but not at its range's low end "
+                              "(0.91x): vLLM may refuse to start (a lower --max-model-len)"]
+    assert caveats({"gpu_id": "nvidia_h100_sxm", "plan": {"max_model_len": 8192}}) == []

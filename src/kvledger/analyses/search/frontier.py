@@ -119,6 +119,10 @@ def caveats(entry: dict[str, Any]) -> list[str]:
         )
     if entry.get("gpu_id") != MEMORY_RULES_GPU:
         out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
+    plan = entry.get("plan") or {}
+    if plan.get("max_concurrency_low") is not None:  # screen.plan_figures: the range's low end is under one request
+        out.append(f"one {plan['max_model_len']:,}-token request fits at the plan's figure but not at its range's low "
+                   f"end ({plan['max_concurrency_low']:.2f}x): vLLM may refuse to start (a lower --max-model-len)")
     return out
 
 

@@ -89,7 +89,9 @@ def cheapest(rows: tuple[Any, ...]) -> Any:
 def plan_figures(plan: Any) -> dict[str, Any]:
     """The memory-plan figures the ledger keeps for a candidate (what ``kvledger plan`` prints for the same flags)."""
     m = plan.memory
-    return {"engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
+    low = (m.ranges or {}).get("max_concurrency", (None,))[0]  # the plan's range: one max_model_len request may not fit
+    return {**({"max_concurrency_low": low} if low is not None and low < 1 else {}),
+            "engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
             "kv_bytes_per_token": plan.kv.bytes_per_token, "weights_bytes": plan.model.weight_bytes(),
             "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
                 "usable_blocks": m.usable_blocks,
