@@ -97,7 +97,8 @@ def load_measured(path: str) -> MeasuredRun:
         run = read_llmservingsim(p)  # the folder given, or its requests.jsonl: labelled by the file read
         return measured_from_records(run, _label(Path(run.metadata.source)))
     if not p.exists():
-        raise InputError(f"{path}: no such file (give a benchmark file with per-request times, an LLMServingSim "
+        raise InputError(f"{path}: no such file (give a benchmark file with per-request times, an aggregate one "
+                         "(vLLM/SGLang bench_serving, AIPerf), an inference-perf stage report, an LLMServingSim "
                          "requests.jsonl, or a bundled DistServe run such as distserve:vllm-100-1)")
     from kvledger.evidence.read import read_runs
 
