@@ -363,3 +363,11 @@ def test_a_gpu_that_contradicts_the_log_is_named_first():
     rep = doc("v0.6.4_llama-3.1-8b_rtx3090_20k.log", model="meta-llama/Llama-3.1-8B", gpu="H100")
     assert ("first of all the device: the log's total is 23.58 GiB, the GPU given 79.19 GiB — --gpu names another GPU "
             "than the one that ran") in rep.startup.memory_miss
+
+
+def test_the_pool_sentence_names_the_null_block():
+    # the constructed log's pool: 26,306 blocks printed as 420,896 tokens (26,306 × 16); vLLM V1's null block holds no
+    # token, so 26,305 × 16 = 420,880 slots, and the sentence says why the two differ by 16
+    f = doc("constructed_v1_preemptions_at_full_kv.log").finding("capacity")
+    assert ("The pool is 26,306 blocks (420,880 token slots; the 1 null block vLLM counts in its printed size holds "
+            "none)") in f.message

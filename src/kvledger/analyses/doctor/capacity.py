@@ -127,7 +127,9 @@ def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample,
     text = head + ": a capacity problem, not a scheduling one — the scheduler can only choose whom to preempt or delay."
     if base is not None:
         m = base.memory
-        text += f" The pool is {m.num_gpu_blocks:,} blocks ({m.usable_blocks * m.block_size:,} token slots)"
+        spare = m.num_gpu_blocks - m.usable_blocks  # vLLM V1's null block: counted in the printed size, never used
+        text += (f" The pool is {m.num_gpu_blocks:,} blocks ({m.usable_blocks * m.block_size:,} token slots"
+                 + (f"; the {spare} null block vLLM counts in its printed size holds none" if spare else "") + ")")
         if per_req:
             lines = [st.line_no for st in full_with_running(stats)]  # tokens_per_running_request's lines
             text += (f"; at saturation each running request holds ≈{per_req:,.0f} tokens (usage × slots ÷ running, the "
