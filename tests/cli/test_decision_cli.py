@@ -53,7 +53,8 @@ def test_the_300m_token_example_answers_api_first_without_utilization(example_te
     # (team "some": 0.25 engineer-month × $20,000 = $5,000) = $6,963.70
     assert head.startswith("answer: the API — $54.00/month on the API vs $6,963.70/month self-hosted")
     assert "realized utilization 0.5%" in " ".join(head.split())
-    assert "⌈0.08619 req/s offered at the peak ÷ (18.5 req/s SLO capacity × 80%)⌉ = 1" in " ".join(head.split())
+    assert ("⌈0.08619 req/s offered (the monthly mean: --peak-to-mean 1, flat traffic, the default) ÷ (18.5 req/s SLO "
+            "capacity × 80%)⌉ = 1") in " ".join(head.split())
     assert "break-even:" in head
 
 

@@ -71,6 +71,7 @@ def test_cost_sizes_a_monthly_volume_on_the_slo_capacity():
     assert dec["realized_utilization"] == pytest.approx(rate / c)
     g = d["capacity"]["goodput_req_per_s"]
     assert math.ceil(rate / (g * 0.8)) == 2  # the old rule, on good req/s (15.14 × 0.8 = 12.11), bought a second one
-    assert f"⌈{rate:,.4g} req/s offered at the peak ÷ (17.5 req/s SLO capacity × 80%)⌉ = 1" in dec["sizing"]
+    assert (f"⌈{rate:,.4g} req/s offered (the monthly mean: --peak-to-mean 1, flat traffic, the default) ÷ (17.5 req/s "
+            "SLO capacity × 80%)⌉ = 1") in dec["sizing"]
     # the break-even staircase takes C × 3600 × 730 × 0.8 requests a replica
     assert d["break_even_volume"]["replica_capacity_requests_per_month"] == pytest.approx(c * 3600 * 730 * 0.8)

@@ -287,7 +287,8 @@ def test_a_volume_is_sized_on_the_slo_capacity_and_priced_on_the_good_share_at_i
     setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
     d = decide(cap, setup, vol, opts)
     assert (d.replicas, d.realized_utilization) == (2, pytest.approx(30 / 42))
-    assert d.sizing == ("replicas = ⌈30 req/s offered at the peak ÷ (21 req/s SLO capacity × 80%)⌉ = 2; "
+    assert d.sizing == ("replicas = ⌈30 req/s offered (the monthly mean: --peak-to-mean 1, flat traffic, the default) "
+                        "÷ (21 req/s SLO capacity × 80%)⌉ = 2; "
                         "utilization = 30 req/s mean ÷ (2 × 21) = 71.4%")
     assert d.self_host.total_usd == pytest.approx(2 * 2.69 * 730)  # rented, no people line
     # good output tokens at that load: u × 18.158 × 250 = offered 15 req/s a replica × (18.158 ÷ 21) good × 250;

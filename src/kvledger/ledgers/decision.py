@@ -243,7 +243,9 @@ def decide(
     flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
                  band_source, rests, band_sides=band_sides, packing=packing)
-    d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s offered at the peak ÷ ({cap.sizing_words} × "
+    peak = ("offered at the peak" if vol.peak_to_mean != 1 else
+            "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
+    d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
                 f"{setup.max_utilization:.0%})⌉ = {n}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ ({n} × "
                 f"{c:,.4g}) = {load:.1%}")
     d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
