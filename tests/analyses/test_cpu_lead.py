@@ -26,6 +26,17 @@ def test_a_small_model_at_many_sequences_is_priced_by_its_cpu_time():
     assert cost.step_time_of(0, 0, 0, 0.0, 1, 1) > V1_STEP_S + V1_SEQ_S
 
 
+def test_the_work_bounds_read_the_gpu_side_of_an_overlapped_cpu_term():
+    from kvledger.accounting.host_overhead import HostStepCost
+    from kvledger.analyses.serving.work_bounds import gpu_side
+
+    # every step of max(GPU, CPU) takes at least its GPU time, so the bounds read the roofline underneath
+    cost = _cost("meta-llama/Llama-3.2-3B")
+    assert isinstance(cost, HostStepCost) and cost.host.overlap and gpu_side(cost) is cost.inner
+    plain = _cost("meta-llama/Llama-3.1-8B", max_num_seqs=128)
+    assert gpu_side(plain) is plain
+
+
 def test_where_the_gpu_always_leads_the_roofline_is_kept_as_is():
     # Llama-3.1-8B at 128 sequences: 16 GB of weights take ≥ 6 ms a step, the CPU at most 0.5 + 128 × 0.02 = 3.06 ms
     cost = _cost("meta-llama/Llama-3.1-8B", max_num_seqs=128)

@@ -361,8 +361,8 @@ def test_a_gpu_that_contradicts_the_log_is_named_first():
     # an RTX 3090 log (device total 23.58 GiB) checked with --gpu H100 (79.19 GiB): the ledger's KV is 50 GiB off, and
     # the summary names the device before any term
     rep = doc("v0.6.4_llama-3.1-8b_rtx3090_20k.log", model="meta-llama/Llama-3.1-8B", gpu="H100")
-    assert ("first of all the device: the log's total is 23.58 GiB, the GPU given 79.19 GiB — --gpu names another GPU "
-            "than the one that ran") in rep.startup.memory_miss
+    assert ("first of all the device: the log's total is 23.58 GiB, the planned GPU's 79.19 GiB — not the device that "
+            "ran (another card than --gpu names, or a slice or variant of it)") in rep.startup.memory_miss
 
 
 def test_the_pool_sentence_names_the_null_block():

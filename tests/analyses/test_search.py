@@ -434,10 +434,18 @@ def test_a_named_api_row_with_a_cheaper_row_of_the_same_model_says_so():
 
 
 def test_a_winner_that_may_not_start_says_so():
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
     from kvledger.analyses.search.frontier import caveats
+    from kvledger.analyses.search.screen import plan_figures
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
 
-    # Llama-3.2-3B on an RTX 4090 at its full 131,072 tokens: the plan holds 1.01x, its range's low end 0.91x (a fresh
-    # user's search): one full-length request may not fit, and vLLM then refuses to start
+    # Llama-3.2-3B on an RTX 4090 at its full 131,072 tokens (a fresh user's search winner): the plan holds 1.01x,
+    # its range's low end 0.91x, so one full-length request may not fit and vLLM then refuses to start
+    fig = plan_figures(build_plan(load_model("meta-llama/Llama-3.2-3B"), get_gpu("rtx-4090"), make_settings()))
+    assert fig["max_concurrency_low"] == pytest.approx(0.9087, abs=5e-4)
+    # the caveat, on an entry of the H100 (whose memory rules are validated: no other caveat beside it)
     entry = {"gpu_id": "nvidia_h100_sxm", "plan": {"max_model_len": 131072, "max_concurrency_low": 0.91}}
     assert caveats(entry) == ["one 131,072-token request fits at the plan's figure but not at its range's low end "
                               "(0.91x): vLLM may refuse to start (a lower --max-model-len)"]

@@ -66,10 +66,17 @@ def test_closed_loop_uses_attainment():
     load = check_load(run, goodput(run, SLO), SLO)
     assert load.status == "not_flagged" and load.reason.startswith("4 concurrent users, 90.0% of requests good (below "
                                                                    "95%")
-    # a closed loop's throughput is what its 4 clients drew (clients ÷ mean latency), whatever the SLO's slack: said
-    assert load.reason.endswith("; but a closed loop of 4 clients: its throughput is what they drew (clients ÷ mean "
-                                "latency), not necessarily what the deployment can serve — more clients may fit within "
-                                "the SLO (a concurrency sweep, or `cost --simulate`, finds the capacity)")
+    # the SLO rejected 10%: it binds, so no "more clients may fit" is added
+    assert "more clients may fit" not in load.reason
+    # every request good (TTFT 150 ms, TPOT (1.0 − 0.15)/99 = 8.6 ms), TTFT p90 75% of its 200 ms limit (close to
+    # binding): a closed loop of 4 clients whose requests all meet the SLO — its throughput is what they drew, said
+    recs = [RequestRecord(str(i), float(i), 500, 100, i + 0.15, i + 1.0) for i in range(100)]
+    slack = check_load(RunRecords(recs, RunMetadata("hand", "test", concurrency=4)),
+                       goodput(RunRecords(recs, RunMetadata("hand", "test", concurrency=4)), SLO), SLO)
+    assert slack.status == "not_flagged" and slack.reason.endswith(
+        "; but a closed loop of 4 clients: its throughput is what they drew (clients ÷ mean latency), not necessarily "
+        "what the deployment can serve — more clients may fit within the SLO (a concurrency sweep, or `cost "
+        "--simulate`, finds the capacity)")
 
 
 def test_no_ttft_slo_says_queueing_was_not_judged():

@@ -117,7 +117,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
         cap = s.max_cudagraph_capture_size
-        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, cap)), cap=cap)
+        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, cap)), cap=cap, seqs=seqs)
         src = f"{src}; {v2_src}" if v2 else src
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
     return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())

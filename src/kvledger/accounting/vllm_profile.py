@@ -285,16 +285,16 @@ def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
     return 0.13 * GiB, "measured 0.13 GiB on H100 TP 1 before vLLM 0.18 (vllm_memory_observations.csv)"
 
 
-def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True, cap: int | None = None) -> tuple[float, str]:
+def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True, cap: int | None = None, seqs: int = 0) -> tuple:
     """vLLM's pre-KV CUDA-graph estimate, B (``gpu_model_runner.py::profile_cudagraph_memory``, 0.19–0.33): the modes
     share one pool, so total = max over modes of the first capture + Σ over modes (n − 1) × per-graph (both fitted:
-    CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH); ``cap``: --max-cudagraph-capture-size, and its price."""
+    CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH); a ``cap`` below ``seqs`` (max_num_seqs): its price."""
     if num_sizes <= 0:
         return 0.0, "no CUDA graphs captured"
     modes = 2 if full_and_piecewise else 1
-    total = CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH
-    return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) "
-                   f"graphs × {CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to "
-                   f"vLLM 0.19 H100 logs; range ×0.66–×2.34 over the corpus)"
-                   + (f"; --max-cudagraph-capture-size {cap}: decode batches above {cap} run without CUDA graphs, "
-                      "slower steps the simulator's step cost does not price" if cap else ""))
+    return CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH, (
+        f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) graphs × "
+        f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 H100 logs; "
+        f"range ×0.66–×2.34 over the corpus)" + (f"; --max-cudagraph-capture-size {cap}: decode batches above {cap} "
+                                                 "run without CUDA graphs, slower steps the step cost does not price"
+                                                 if cap and cap < seqs else ""))

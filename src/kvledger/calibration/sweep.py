@@ -276,8 +276,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
         notes.append(tpot_note(stage))
     if per_chunk is not None:
         notes.append(f"ITL: the stage's mean gap between chunks is {per_chunk:.1f} × its mean TPOT, so the server "
-                     "streamed several tokens a chunk (multi-step scheduling or a stream interval): its gaps are per "
-                     "chunk, not per token, and ITL is not compared (TPOT is)")
+                     "likely streamed several tokens a chunk (multi-step scheduling or a stream interval): its gaps "
+                     "are then per chunk, not per token, and ITL is not compared (TPOT is)")
     if count_note := counted_output_note(stage):
         notes.append(count_note)
     if pool_note := pool_prefix(stage, prefix_caching)[1]:

@@ -70,7 +70,7 @@ def validate(
         "--max-concurrency N, AIPerf --concurrency N) is replayed as a closed loop of N clients: the file's "
         "max_concurrency, this flag only where the file states none; an inference-perf stage whose client fell "
         "behind its rate, likewise (this flag, else its config.yaml's num_workers × worker_max_concurrency)."),
-    run: int | None = typer.Option(None, "--run", min=0, help="A file of several runs (vllm bench sweep's "
+    run: int | None = typer.Option(None, "--run", min=0, help="A file of several aggregate runs (vllm bench sweep's "
                                    "summary.json, bench_serving JSONL lines): validate run N alone (0 = the first)."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs: ttft=200ms,tpot=50ms."),

@@ -245,8 +245,8 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
     unknown = [c for c in checks if c["passed"] is None]
     notes = _notes(run, slo)
     if failed:
-        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed) + _closed_loop_words(run), checks,
-                         notes=notes)
+        words = _closed_loop_words(run) if all(c is not pace for c in failed) else ""  # only the SLO's slack failed
+        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed) + words, checks, notes=notes)
     if unknown:
         return LoadCheck("cannot_tell", "the run kept pace, but " + "; ".join(c["text"] for c in unknown)
                          + " (the file gives no percentile ≥ p90 of a per-request distribution)", checks, notes=notes)

@@ -32,8 +32,9 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
             f"{worst.log_value / GiB:.2f} GiB")
     dev = next((r for r in rows if r.term == "device total" and r.log_value and r.ledger_value), None)
     if dev is not None and abs(dev.ledger_value - dev.log_value) > 0.05 * dev.log_value:  # not 2-decimal rounding
-        most = (f"; first of all the device: the log's total is {dev.log_value / GiB:.2f} GiB, the GPU given "
-                f"{dev.ledger_value / GiB:.2f} GiB — --gpu names another GPU than the one that ran")
+        most = (f"; first of all the device: the log's total is {dev.log_value / GiB:.2f} GiB, the planned GPU's "
+                f"{dev.ledger_value / GiB:.2f} GiB — not the device that ran (another card than --gpu names, or a "
+                f"slice or variant of it)" + most)
     return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"

@@ -105,7 +105,7 @@ def diagnose_prefix_cache(ctx: DoctorContext) -> Finding:
         trig = bool(ctx.prefix_share)
         return Finding("prefix_cache_routing", trig, "prefix_caching_off",
                        f"prefix caching is off (log line {st.lines['enable_prefix_caching']}): nothing can hit",
-                       PREFIX_RULE, ev, diagnosed=bool(ctx.prefix_share))  # judged only against a stated share
+                       PREFIX_RULE, ev, diagnosed=ctx.prefix_share is not None)  # judged against a stated share
     if not xs:
         why = ("V0 without --enable-prefix-caching prints none" if stats else "the log has no metrics lines (stats "
                                                                               "logging off, "

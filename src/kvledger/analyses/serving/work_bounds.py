@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 __all__ = ["SHADE", "request_work_s", "latency_bounds_s", "run_lengths", "busy_floor_s", "capacity_bound_req_per_s",
-           "capped", "bound_note", "BOUND_NOTE_START"]
+           "capped", "bound_note", "BOUND_NOTE_START", "gpu_side"]
 
 SHADE = 1e-9
 """Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
@@ -86,7 +86,8 @@ def latency_bounds_s(cost: Any, prompt: Any, computed: Any) -> tuple[Any, Any]:
 
 def run_lengths(args: Any, synthetic: Any) -> tuple[Any, Any, Any, bool] | None:
     """(step cost, prompt tokens, output tokens, prompts may share a prefix) of the simulation ``args`` and
-    ``synthetic`` describe (``sim_ledgers.prepare_run``), or None when its step cost is not the plain roofline or the
+    ``synthetic`` describe (``sim_ledgers.prepare_run``), or None when its step cost is not the plain roofline (or one
+    under an overlapped CPU term, ``gpu_side``) or the
     lengths depend on the rate (the workload prepared at 1 and 2 req/s differ)."""
     import numpy as np
 
