@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from kvledger.accounting.platforms import ENGINE_WORDS
 from kvledger.catalog.gpus import GpuSpec
 
 __all__ = ["FIRST_RELEASE_WITH_KERNELS", "NO_KERNELS", "engine_gpu_note"]
@@ -44,8 +45,6 @@ FIRST_RELEASE_WITH_KERNELS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = 
 same sgl-kernel wheel); the catalog files B300/GB300 (compute capability 10.3) under sm100, not checked separately."""
 FIRST_RELEASE_WITH_KERNELS["sglang"]["sm120"] = FIRST_RELEASE_WITH_KERNELS["sglang"]["sm100"]
 
-ENGINE_NAMES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-
 
 def _release(version: str) -> tuple[int, ...]:
     """``"0.4.6.post2"`` → (0, 4, 6, 2), ``"v0.13"`` → (0, 13, 0), ``"1.2.0rc6"`` → (1, 2, 0); () for other text
@@ -65,7 +64,7 @@ def engine_gpu_note(engine: str, version: str | None, gpu: GpuSpec) -> str | Non
     if row is None or not ver or ver >= row[0]:
         return None
     first, why = row
-    name, f = ENGINE_NAMES[engine], ".".join(map(str, first))
+    name, f = ENGINE_WORDS[engine], ".".join(map(str, first))
     return (f"{name} {version} {NO_KERNELS} {gpu.arch} ({gpu.name}): the first release that does is {f} ({why}); "
             "this version could start on this GPU only as a build of its own, so the memory figures are those it "
             "would have if it ran")

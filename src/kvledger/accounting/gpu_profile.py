@@ -128,9 +128,10 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
     facts = tuple(run_facts(r) for r in runs)
     names = run_names(runs)
-    errs = _fit_errors(runs, names)
     data = ", ".join(dict.fromkeys(names)) or "unnamed runs"  # each run named once
-    if len(runs) > _LIST_RUNS:  # many stages: by model and TP, the errors as a range
+    if len(runs) <= _LIST_RUNS:
+        errs = _fit_errors(runs, names, facts)
+    else:  # many stages: by model and TP, the errors as a range
         data = f"{len(runs)} runs of " + ", ".join(dict.fromkeys(f"{r.get('model')} TP {r.get('tp')}" for r in runs))
         below = [r for r, f in zip(runs, facts) if f["saturated"] is not True]
         errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in below])}"
@@ -167,13 +168,13 @@ def run_names(runs: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _fit_errors(runs: list[dict[str, Any]], names: list[str]) -> str:
+def _fit_errors(runs: list[dict[str, Any]], names: list[str], facts: tuple[dict[str, Any], ...]) -> str:
     """``M TP 1: run_a TTFT −12%, TPOT +3%; run_b TTFT …``: the model and TP once, each run once (by ``names``); a
     saturated run by its throughput, the figure it is judged on (its latency measures its queue)."""
     groups: dict[str, dict[str, str]] = {}
-    for r, name in zip(runs, names):
+    for r, name, f in zip(runs, names, facts):
         groups.setdefault(f"{r.get('model')} TP {r.get('tp')}", {}).setdefault(
-            name, f"throughput {_pct(r.get('throughput_rel_error'))} (saturated)" if run_facts(r)["saturated"] else
+            name, f"throughput {_pct(r.get('throughput_rel_error'))} (saturated)" if f["saturated"] else
             f"TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT {_pct(r.get('tpot_mean_rel_error'))}")
     return "; ".join(f"{model}: " + "; ".join(f"{n} {e}" for n, e in by_run.items())
                      for model, by_run in groups.items())

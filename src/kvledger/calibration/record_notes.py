@@ -32,7 +32,7 @@ def pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: 
         pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
     said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
             else "engine defaults unless set")
-    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config))
+    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config=config))
 
 
 def overridden(args: Any, rec: Any) -> str:

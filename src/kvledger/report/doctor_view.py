@@ -191,12 +191,10 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
         _brief(con, rep)
         return
     if rep.startup is not None:
-        _startup(con, rep.startup)
+        _startup(con, rep.startup)  # its notes begin with the report's own (analyses/doctor/startup.py)
     else:
         con.print("no start-up memory or capacity lines in this log (nothing to compare with the ledger)")
     for f in rep.findings:
         _finding(con, f)
-    said = set(rep.startup.notes) if rep.startup is not None else set()  # the start-up block printed these
-    for n in rep.notes:
-        if n not in said:
-            con.print(f"· {escape(n)}")
+    for n in rep.notes if rep.startup is None else ():
+        con.print(f"· {escape(n)}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words
+from kvledger.analyses.doctor.startup import MEMORY_TERMS
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
@@ -40,8 +41,7 @@ def _ledger_line(ctx: DoctorContext, failed: Any) -> str:
 
 
 #: the ledger's memory terms (``MemoryPlan.deductions`` names) a start-up log prints (``StartupFacts`` fields)
-_LOG_TERMS = (("weights", "weights_bytes"), ("activation peak", "activation_peak_bytes"),
-              ("non-torch memory", "non_torch_bytes"))
+_LOG_TERMS = tuple((term, log_field) for term, log_field, _, _ in MEMORY_TERMS)  # ledger term → the log's field
 
 
 def _with_log_terms(ctx: DoctorContext, m, failed: Any) -> str:

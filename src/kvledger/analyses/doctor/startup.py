@@ -21,10 +21,10 @@ from kvledger.analyses.doctor.startup_verdicts import memory_miss, memory_only, 
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
 from kvledger.units import GiB
 
-__all__ = ["compare_startup"]
+__all__ = ["compare_startup", "MEMORY_TERMS"]
 
 # (row term, StartupFacts field, ledger deduction name, key of a pipeline stage's figure in Memory.stages)
-_MEMORY_TERMS = [
+MEMORY_TERMS = [
     ("weights", "weights_bytes", "weights", "weights_bytes"),
     ("activation peak", "activation_peak_bytes", "activation peak", "activation_peak_bytes"),
     ("non-torch memory", "non_torch_bytes", "non-torch memory", "non_torch_memory_bytes"),
@@ -81,7 +81,7 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
                  m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 "
                                                    "worker.py::determine_num_available_blocks)"
                  if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")]
-    for term, fname, dname, key in _MEMORY_TERMS:
+    for term, fname, dname, key in MEMORY_TERMS:
         rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key,
             _deduction(a, dname), need)))
     cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes

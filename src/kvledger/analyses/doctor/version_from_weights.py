@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.vllm_rules import LATEST
 from kvledger.units import GiB
 
 __all__ = ["RELEASES", "MATCH", "weights_release_note"]
 
 #: the releases planned (each a release whose loading or memory rules kvledger read: docs/engine-model.md)
-RELEASES = ("0.6.6", "0.8.5", "0.10.1", "0.11.0", "0.19.0", "0.28.0", "0.33.0")
+RELEASES = ("0.6.6", "0.8.5", "0.10.1", "0.11.0", "0.19.0", "0.28.0", LATEST)
 #: within this share of the log's weights a release's rules reproduce them (the loader's own rounding and the
 #: log's two decimals of GiB are well under it; the layouts that differ here differ by ≥ 5%)
 MATCH = 0.005

@@ -54,12 +54,11 @@ def pool_from_plan(m: Any) -> str:
             f"({m.available_kv_bytes / _GIB:.2f} GiB for KV per GPU)")
 
 
-def limits(m: Any, source: str = "engine defaults unless set", config: Any = None) -> str:
+def limits(m: Any, source: str = "engine defaults unless set", *, config: Any) -> str:
     """``source``: where max_model_len, max_num_batched_tokens and max_num_seqs come from; ``config``: the
     EngineConfig the run uses, whose token budget and sequence cap win over the plan's where the engine's own rules
     set them from the flags (``sched_defaults``: V0's defaults, chunked prefill off)."""
-    c = m if config is None else config  # both name the three limits alike
-    mml, mnbt, seqs = c.max_model_len, c.max_num_batched_tokens, c.max_num_seqs
+    mml, mnbt, seqs = config.max_model_len, config.max_num_batched_tokens, config.max_num_seqs
     if m.engine == "sglang":
         return (f"max_model_len {mml:,}, chunked_prefill_size {mnbt:,} (as max_num_batched_tokens), "
                 f"max_running_requests {seqs:,} (as max_num_seqs; SGLang's defaults unless set)")
