@@ -1,5 +1,6 @@
-"""Stages whose client fell behind its rate: the closed loop's users default to the client config's cap
-(inference-perf: load.num_workers × load.worker_max_concurrency), a flag overrides it, and with neither the stage is
+"""Stages whose client fell behind its rate: the cap on requests in flight defaults to the client config's
+(inference-perf: load.num_workers × load.worker_max_concurrency), a flag overrides it, the replay is paced on the
+requested schedule under it, and with neither the stage is
 replayed at the achieved rate with a warning that it is not comparable. Copies of the bundled kubecon vllm+batch_size
 stages (tests/evidence/data/inference-perf) and their config.yaml."""
 
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from kvledger.calibration.stage_launch import client_concurrency_cap
 from kvledger.calibration.sweep import read_stage, stage_comparison
@@ -32,9 +35,12 @@ def test_the_cap_comes_from_the_client_config_and_a_flag_overrides_it(tmp_path):
     stage = _copy(tmp_path, 4)
     assert client_concurrency_cap(stage).users == 440
     run = load_targets(str(stage))[0].run
-    assert run.concurrency == 440
+    assert run.concurrency == 440 and run.paced
+    # paced on the requested schedule: the stage's 8,933 requests (none failed) over 8,933 / 148.89 = 60.00 s, not
+    # the 76.32 s it took to send them
+    assert max(r.arrival_s for r in run.requests) == pytest.approx(8933 / 148.89)
     note = run.measured.metadata.extra["client_loop"]
-    assert "closed loop of 440 users" in note
+    assert "replayed under a cap of 440 requests in flight" in note and "on the requested schedule" in note
     assert "config.yaml: load.num_workers 44 × load.worker_max_concurrency 10" in note
     flagged = load_targets(str(stage), client_concurrency=50)[0].run
     assert flagged.concurrency == 50 and "(--client-concurrency)" in flagged.measured.metadata.extra["client_loop"]

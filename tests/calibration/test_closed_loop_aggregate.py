@@ -159,3 +159,25 @@ def test_run_n_validates_one_closed_loop_of_a_file_of_several(tmp_path):
     assert out.run.endswith("@ 4 clients") and "[line 2]" in out.run and out.num_requests == 20
     with pytest.raises(InputError, match=r"--run 2: .* holds 2 run\(s\), numbered from 0"):
         validate_file(str(both), ARGS, run=2)
+
+
+def test_a_finite_rate_under_a_cap_is_replayed_paced(tmp_path):
+    # `vllm bench serve --request-rate 4 --max-concurrency 2`: each request's task starts at its time at 4 req/s and
+    # waits for one of 2 slots, so a request is sent at the later of its own time and the first finish freeing a slot
+    (t,) = load_targets(_vllm_file(tmp_path, request_rate=4.0))
+    run, st = t.run, t.stage
+    assert run.label == "bench_serve_v0.25.1 @ 4 req/s, ≤ 2 in flight"
+    assert run.concurrency == 2 and run.paced and st.requested_rate == 4.0
+    assert st.send_duration_s == pytest.approx(8 / 4.0)  # (completed 8 + failed 0) / 4 req/s: the schedule
+    assert "replayed paced" in run.measured.metadata.extra["client_loop"]
+    setup = engine_for(ARGS, run, None)
+    recs = sorted(replay(run, setup.config, setup.cost).records.records, key=lambda r: r.arrival_s)
+    due = sorted(r.arrival_s for r in run.requests)
+    finishes = {round(r.finish_s, 12) for r in recs}
+    # never before its time; sent later only at a finish (a slot freeing); never more than 2 in flight
+    assert all(r.arrival_s >= d - 1e-12 for r, d in zip(recs, due))
+    assert all(r.arrival_s == pytest.approx(d) or round(r.arrival_s, 12) in finishes for r, d in zip(recs, due))
+    ends = sorted({r.arrival_s for r in recs} | {r.finish_s for r in recs})
+    assert max(_in_flight(recs, x) for x in ends) <= 2
+    out = validate_file(_vllm_file(tmp_path, request_rate=4.0), ARGS)
+    assert any("paced under a cap of 2 requests in flight" in n for n in out.notes)

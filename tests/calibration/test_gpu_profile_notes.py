@@ -56,9 +56,10 @@ def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
     assert len(notes) == len(set(notes))
     loop = [n for n in notes if "the client fell behind" in n]
     assert loop == ["stage_4_lifecycle_metrics: the client fell behind (achieved 117 of 149 req/s requested): "
-                    f"replayed as a closed loop of 440 users, from {exp / 'config.yaml'}: load.num_workers 44 × "
-                    "load.worker_max_concurrency 10 (inference-perf: each worker holds that many requests in flight "
-                    "at most)"]
+                    f"replayed under a cap of 440 requests in flight, from {exp / 'config.yaml'}: load.num_workers 44 "
+                    "× load.worker_max_concurrency 10 (inference-perf: each worker holds that many requests in flight "
+                    "at most), each request sent at its time on the requested schedule or, with that many in flight, "
+                    "as one finishes"]
     # the pool: num_unique_system_prompts 10 × num_users_per_system_prompt 10 = 100 whole prompts re-sent in turn
     assert any(n.startswith(f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts") for n in notes)
     assert any(n.startswith("TPOT: inference-perf's time_per_output_token") for n in notes)

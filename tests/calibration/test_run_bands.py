@@ -112,12 +112,12 @@ def test_a_measured_mean_on_an_end_of_its_band_is_inside():
 @needs_runs
 def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
     out, d = stage6
-    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation. Simulated throughput 102.689 req/s
-    # → /1.225265 = 83.810 … /0.904275 = 113.559 req/s; measured 103.08 inside
-    assert "│ throughput │ 103.08 req/s │ 102.69 req/s │ -0.4% │ 83.81–113.56 req/s │" in out
+    # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation, replayed paced under its 440 slots.
+    # Simulated throughput 101.092 req/s → /1.225265 = 82.506 … /0.904275 = 111.794 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 101.09 req/s │ -1.9% │ 82.51–111.79" in out  # (unit wraps at 100 columns)
     # ⚠ on every latency: the measured stage is judged saturated on its rates, as calibrate's rows judge it
-    assert "│ TTFT mean │ 2,943.2 ms │ 3,153.9 ms │ +7.2% ⚠ │ — │" in out
-    assert "│ TPOT mean │ 19.0 ms │ 17.0 ms │ -10.5% ⚠ │ — │" in out
+    assert "│ TTFT mean │ 2,943.2 ms │ 2,985.2 ms │ +1.4% ⚠ │ — │" in out
+    assert "│ TPOT mean │ 19.0 ms │ 19.5 ms │ +2.2% ⚠ │ — │" in out
     assert d["saturated"]["sides"] == ["measured"]
     assert "— saturation throughput: leave-one-deployment-out errors at 9 measured points" in out
     assert ("no TTFT or TPOT mean band: the measured stage was at saturation (client achieved 106.5 and engine served "
@@ -128,7 +128,7 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
     assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
     assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
-    assert (sat["low"], sat["high"]) == pytest.approx((83.81, 113.56), abs=0.005) and sat["num_runs"] == 9
+    assert (sat["low"], sat["high"]) == pytest.approx((82.51, 111.79), abs=0.005) and sat["num_runs"] == 9
 
 
 @needs_runs

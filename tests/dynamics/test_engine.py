@@ -178,6 +178,22 @@ def test_closed_loop_users_send_the_next_request_when_the_last_one_ends():
     assert res.records.metadata.concurrency == 2
 
 
+def test_paced_closed_loop_sends_at_the_later_of_its_time_and_a_free_slot():
+    # vllm bench serve --request-rate R --max-concurrency 1 (each task waits on the semaphore from its arrival).
+    # 1 slot, P=4, O=2 on 10 ms steps: a request takes 2 steps (prefill + 1st token at +.01, 2nd token at +.02).
+    # r0 due at 0: sent at 0, done .02. r1 due at .005: the slot is busy, sent at .02 (done .04). r2 due at .1:
+    # the slot is free from .04, but it waits for its own time: sent at .1, done .12. Unpaced, r2 would go at .04.
+    reqs = [RequestSpec("r0", 0.0, 4, 2), RequestSpec("r1", 0.005, 4, 2), RequestSpec("r2", 0.1, 4, 2)]
+    cfg = EngineConfig(num_gpu_blocks=20, max_model_len=16, block_size=4)
+    recs = {r.request_id: r for r in simulate(ClosedLoop(reqs, 1, paced=True), cfg, STEP).records.records}
+    assert [recs[f"r{i}"].arrival_s for i in range(3)] == pytest.approx([0.0, 0.02, 0.1])
+    assert [recs[f"r{i}"].finish_s for i in range(3)] == pytest.approx([0.02, 0.04, 0.12])
+    unpaced = {r.request_id: r for r in simulate(ClosedLoop(reqs, 1), cfg, STEP).records.records}
+    assert unpaced["r2"].arrival_s == pytest.approx(0.04)
+    with pytest.raises(InputError, match="arrival order"):
+        ClosedLoop(list(reversed(reqs)), 1, paced=True)
+
+
 def test_closed_loop_across_replicas_keeps_time_order():
     # 2 users, 2 replicas, round robin, no think time; P=4, O=2 on 10 ms steps.
     # r0 → replica 0, r1 → replica 1 at t=0; each finishes at .02; r2, r3 are sent at .02 and go to

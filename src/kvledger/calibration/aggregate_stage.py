@@ -5,7 +5,9 @@ A run sent at a finite request rate is replayed at that rate (open loop). A run 
 client cap on requests in flight — ``vllm bench serve --max-concurrency N``, SGLang ``bench_serving
 --max-concurrency N``, AIPerf ``--concurrency N`` — is replayed as what it was: a closed loop of N clients, each
 sending its next request when its previous one finishes (``kvledger.dynamics.workload.closed_loop.ClosedLoop``), N
-being the file's ``max_concurrency`` (``RunMetadata.concurrency``), else ``--client-concurrency``.
+being the file's ``max_concurrency`` (``RunMetadata.concurrency``), else ``--client-concurrency``. A run sent at a
+finite rate under such a cap is replayed paced (``ClosedLoop.paced``): each request at its time at that rate, or
+later when all N slots are taken, as those clients send it.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ def _finite_rate(rate: Any) -> bool:
 
 
 def closed_loop_users(agg: Any, client_concurrency: int | None) -> tuple[int, str] | None:
-    """The clients of a run sent without a finite request rate, and where their number was read: the file's
-    ``max_concurrency`` (``metadata.concurrency``), else ``client_concurrency`` (``--client-concurrency``); None for
-    a run with a finite rate (an open loop) or with no cap known (``aggregate_stage`` refuses it).
+    """The client cap on requests in flight of a run, and where it was read: the file's ``max_concurrency``
+    (``metadata.concurrency``), else ``client_concurrency`` (``--client-concurrency``); None with no cap known (a run
+    with a finite rate is then an open loop; without one, ``aggregate_stage`` refuses it).
 
     Raises:
         InputError: ``client_concurrency`` below 1.
@@ -39,8 +41,6 @@ def closed_loop_users(agg: Any, client_concurrency: int | None) -> tuple[int, st
         raise InputError(f"--client-concurrency must be a whole number ≥ 1 (the client's cap on requests in flight), "
                          f"got {client_concurrency}")
     meta = agg.metadata
-    if _finite_rate(meta.request_rate):
-        return None
     stated = meta.concurrency
     if stated:
         other = (f"; --client-concurrency {client_concurrency:,} not used" if client_concurrency
@@ -87,8 +87,8 @@ def aggregate_stage(agg: Any, label: str, client_concurrency: int | None = None)
     they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries (and ITL's where it states one: SGLang's
     ``bench_serving`` keeps only a median ITL and no TPOT), and lengths uniform in SGLang's
     ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
-    Without a finite rate the stage is a closed loop (``closed_loop_users``: ``Stage.client_users``), its send time
-    the run's duration and its throughputs the file's.
+    Under a client cap (``closed_loop_users``: ``Stage.client_users``) the stage is a closed loop, paced at its rate
+    where it has one; without a finite rate, its send time is the run's duration and its throughputs the file's.
 
     Raises:
         FormatError: no completed count or no token totals (``_check_counts``), or neither a finite request rate nor a
@@ -98,10 +98,11 @@ def aggregate_stage(agg: Any, label: str, client_concurrency: int | None = None)
     meta = agg.metadata
     _check_counts(agg, label)
     users = closed_loop_users(agg, client_concurrency)
-    if users is None and not _finite_rate(meta.request_rate):
+    finite = _finite_rate(meta.request_rate)
+    if users is None and not finite:
         raise _no_cap(agg, label)
     done, failed = agg.num_completed, agg.num_failed or 0
-    rate = float(meta.request_rate) if users is None else math.inf
+    rate = float(meta.request_rate) if finite else math.inf
     stated_ratio = meta.extra.get("random_range_ratio")  # 0.0 is a ratio (lengths from 1), not a missing one
     ratio = 1.0 if stated_ratio is None else float(stated_ratio)
 
@@ -119,12 +120,12 @@ def aggregate_stage(agg: Any, label: str, client_concurrency: int | None = None)
         pct = ms.percentiles_s if ms is not None else {}
         stats[m] = {"mean": None if ms is None else ms.mean_s, "p50": pct.get(50.0), "p90": pct.get(90.0),
                     "p99": pct.get(99.0)}
-    dur = meta.duration_s or ((done + failed) / rate if users is None else None)
+    dur = meta.duration_s or ((done + failed) / rate if finite else None)
     req_s, out_s = meta.extra.get("request_throughput"), meta.extra.get("output_throughput")
     if not dur and not (req_s and out_s):
         raise FormatError(meta.source, f"{label}: the file states neither the run's duration nor its throughput, so "
                                        "the throughput the closed loop of its clients drew is unknown")
-    send = (done + failed) / rate if users is None else float(dur or done / req_s)
+    send = (done + failed) / rate if finite else float(dur or done / req_s)
     return Stage(meta.source, rate, done + failed, send, stats,
                  lengths("random_input_len", agg.total_input_tokens / done),
                  lengths("random_output_len", agg.total_output_tokens / done),

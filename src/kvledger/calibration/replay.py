@@ -42,6 +42,8 @@ class MeasuredRun:
             {"mean", "p50", "p90", "p99"} in s; ``requests`` is then a synthetic workload like the stage's and
             ``measured`` holds no record.
         concurrency: when the client capped the requests in flight (a closed loop), that cap; None for open loop.
+        paced: the capped client also kept a request rate: no request is sent before its own ``arrival_s``
+            (``ClosedLoop.paced``).
         num_dropped: requests of the record left out (failed, or without a first-token or finish time).
     """
 
@@ -53,6 +55,7 @@ class MeasuredRun:
     target_stats: dict | None = None
     concurrency: int | None = None
     num_dropped: int = 0
+    paced: bool = False
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
@@ -157,7 +160,7 @@ def _workload(run: MeasuredRun):
         return run.requests
     from kvledger.dynamics.workload.closed_loop import ClosedLoop
 
-    return ClosedLoop(run.requests, run.concurrency)
+    return ClosedLoop(run.requests, run.concurrency, paced=run.paced)
 
 
 def _client_view(res: SimResult, cost: StepCostModel) -> SimResult:

@@ -12,6 +12,7 @@ names (``calibrate --scope gpu`` replays each run with its own model). A stage w
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +157,24 @@ def client_concurrency_cap(stage_path: str | Path) -> ClientCap | None:
 
 def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, str | None]:
     """How a stage (``kvledger.calibration.sweep.Stage``) is replayed: the closed loop's users (None: open loop at the
-    stage's own send times) and the note saying why (None when the client kept up with its rate).
+    stage's own send times) and the note saying why (None when the client kept up with its rate). With a finite
+    requested rate the loop is paced (``sweep.stage_run``): each request at its time on the requested schedule, or
+    when one of the users' slots frees.
 
     A client that fell behind (achieved < ``BEHIND`` × requested) was bound by its cap on requests in flight: the
-    stage is a closed loop of ``given`` users (``--client-concurrency``) or, without it, of the cap its client config
+    stage is a loop of ``given`` users (``--client-concurrency``) or, without it, of the cap its client config
     states (``client_concurrency_cap``). With neither, the replay sends at the achieved rate, which hides the queue
     the measured stage built: its latencies and throughput are not comparable, and the note warns so. ``label``
-    names the stage in the note. A run sent at request_rate inf under a client cap (``stage.client_users``: vLLM's or
-    SGLang's ``--max-concurrency``, AIPerf's ``--concurrency``) is that closed loop, whatever ``given`` says."""
+    names the stage in the note. A run under a client cap the file states (``stage.client_users``: vLLM's or
+    SGLang's ``--max-concurrency``, AIPerf's ``--concurrency``) is that loop, whatever ``given`` says."""
     users = getattr(stage, "client_users", None)
     if users:
         kept = stage.count - stage.num_failed
+        if math.isfinite(stage.requested_rate):
+            return users, (f"{label}: sent at {stage.requested_rate:.4g} req/s under a cap of {users:,} requests in "
+                           f"flight ({stage.client_users_source}): replayed paced, each of the run's {kept:,} "
+                           f"completed requests sent at its time at that rate or, with {users:,} in flight, as soon as "
+                           "one finishes")
         return users, (f"{label}: sent at request_rate inf under a cap of {users:,} requests in flight "
                        f"({stage.client_users_source}): replayed as a closed loop of {users:,} clients, each sending "
                        f"its next request when its previous one finishes, through the run's {kept:,} completed "
@@ -175,11 +183,13 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
         return None, None
     behind = (f"{label}: the client fell behind (achieved {stage.achieved_rate:.3g} of "
               f"{stage.requested_rate:.3g} req/s requested)")
+    paced = "each request sent at its time on the requested schedule or, with that many in flight, as one finishes"
     if given:
-        return given, f"{behind}: replayed as a closed loop of {given:,} users (--client-concurrency)"
+        return given, f"{behind}: replayed under a cap of {given:,} requests in flight (--client-concurrency), {paced}"
     cap = client_concurrency_cap(stage.path) if Path(stage.path).is_file() else None
     if cap is not None:
-        return cap.users, f"{behind}: replayed as a closed loop of {cap.users:,} users, from {cap.source}"
+        return cap.users, (f"{behind}: replayed under a cap of {cap.users:,} requests in flight, from {cap.source}, "
+                           f"{paced}")
     return None, (f"WARNING: {behind} and no cap on its requests in flight is known (pass --client-concurrency; "
                   "inference-perf: load.num_workers × load.worker_max_concurrency): the replay sends at the achieved "
                   "rate, so this saturated stage's latencies and throughput are not comparable")

@@ -28,7 +28,8 @@ replaces the client's re-tokenized count, in the derivation and in the replayed 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +178,10 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     """The stage as a fit/validation target: its synthetic workload and its aggregates.
 
     When the client could not send at the requested rate (achieved < 95% of requested), its cap on requests in
-    flight bound the load: the stage is replayed as a closed loop of ``client_concurrency`` users, else of the cap
-    its client config states (``stage_launch.client_loop``; ``metadata.extra["client_loop"]`` says which, or warns
-    when none is known).
+    flight bound the load: the stage is replayed as that many client slots (``client_concurrency``, else the cap its
+    client config states: ``stage_launch.client_loop``; ``metadata.extra["client_loop"]`` says which, or warns when
+    none is known), paced: each request at its time on the requested schedule (count ÷ requested rate), or when a
+    slot frees (``ClosedLoop.paced``), as the client sent it.
     ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
     limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is
@@ -222,10 +224,12 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     capped, loop_note = client_loop(stage, client_concurrency, label)
     if loop_note:
         extra["client_loop"] = loop_note
-    reqs = stage_workload(stage, seed, **prefix)
+    paced = capped is not None and math.isfinite(stage.requested_rate)  # the schedule: its count at its rate
+    reqs = stage_workload(replace(stage, send_duration_s=stage.count / stage.requested_rate) if paced else stage, seed,
+                          **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
                        engine_hints=hints, target_stats=stage.stats,
-                       concurrency=capped, num_dropped=stage.num_failed)
+                       concurrency=capped, num_dropped=stage.num_failed, paced=paced)
 
 
 def _tokens_per_chunk(stage: Stage) -> float | None:
@@ -267,11 +271,15 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
                           rel_error(p.throughput_req_per_s, stage.requests_per_s), "as each side defines it"))
     rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_tok_per_s,
                           rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
+    n = stage.client_users or 0
+    loop = (f"paced under a cap of {n:,} requests in flight (each request at its time at the run's "
+            "rate, or when a slot frees), through" if math.isfinite(stage.requested_rate)
+            else f"a closed loop of {n:,} clients, each sending its next request when its previous "
+            "one finishes, through")
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests" if stage.client_users is None else
-                        f"aggregates only: the replay is a closed loop of {stage.client_users:,} clients, each sending "
-                        "its next request when its previous one finishes, through a synthetic workload with the run's "
-                        "completed count and length quantiles, not the measured requests"]
+                        f"aggregates only: the replay is {loop} a synthetic workload with the run's completed count "
+                        "and length quantiles, not the measured requests"]
     if derived:
         notes.append(tpot_note(stage))
     if per_chunk is not None:

@@ -28,6 +28,7 @@ per-request run whose measured queue did not grow) with a simulated queue that d
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,12 @@ def below_saturation(stage: Any) -> bool:
 
 def closed_loop_words(stage: Any) -> str | None:
     """Why a closed-loop stage (``Stage.client_users``: a run sent at request_rate inf under a client cap) has no
-    band, in words; None for an open-loop stage (or none). Its clients, not a rate, set its load and its throughput
-    (N in flight over each request's latency): the leave-one-deployment-out bands were measured on open-loop stages,
-    their latency below saturation and their throughput at it."""
+    band, in words; None for an open-loop stage (or none), or a capped one sent at a finite rate (paced: its rate set
+    its load, as the stages the bands were measured on). A closed loop's clients, not a rate, set its load and its
+    throughput (N in flight over each request's latency): the leave-one-deployment-out bands were measured on
+    open-loop stages, their latency below saturation and their throughput at it."""
     users = getattr(stage, "client_users", None)
-    if not users:
+    if not users or math.isfinite(stage.requested_rate):
         return None
     return (f"a closed loop of {users:,} clients, not a request rate, set the run's load and throughput; the bands "
             "were measured on open-loop stages (latency below saturation, throughput at it)")

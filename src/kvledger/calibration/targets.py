@@ -8,6 +8,7 @@ A per-request run replays its own requests; a stage or an aggregate run replays 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,9 +88,10 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
     for i, agg in enumerate(runs):
         label = f"{name} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{name} #{i}"
         users = closed_loop_users(agg, client_concurrency)
-        if users is not None:  # request_rate inf under a client cap: named by its clients (and its place, if several)
-            tag = agg.metadata.extra.get("run_label")
-            label = f"{name}" + (f" [{tag}]" if tag else "") + f" @ {users[0]:,} clients"
+        if users is not None:  # under a client cap: named by its clients (rate, place if several)
+            tag, rate = agg.metadata.extra.get("run_label"), agg.metadata.request_rate
+            paced = f"{rate:g} req/s, ≤ {users[0]:,} in flight" if rate and math.isfinite(rate) else None
+            label = f"{name}" + (f" [{tag}]" if tag else "") + f" @ {paced or f'{users[0]:,} clients'}"
         st = aggregate_stage(agg, label, client_concurrency)
         run = stage_run(st, label, seed + i, client_concurrency)
         _keep_model(run, agg)

@@ -1,17 +1,14 @@
 """The event loop over replicas: delivers arrivals in time order, routes them, and advances the replica whose clock is
 behind.
 
-Time discipline (conservative discrete-event simulation): an arrival at time ``t`` is
-delivered once every busy replica's clock has reached ``t``, so the router sees each
-replica's state as of ``t`` and a replica admits it at its first step starting at or
-after ``t`` (a request that arrives during a step waits for the next one, as in vLLM's
-engine loop; with async scheduling, for the one after: a replica's scheduling clock is
-``Replica.sched_s``). A replica is advanced only with steps that start before the next known
-arrival. In closed-loop mode with several replicas, a finish on one replica can create an
-arrival for another, and the next unsent request goes to whichever user's request finished
-first in processing order, so a replica runs no step scheduled after another busy replica's
-next one (exactly the step-by-step order). Input validation
-(request_state.py ``accept``) rejects or caps requests longer than ``max_model_len``.
+Time discipline (conservative discrete-event simulation): an arrival at time ``t`` is delivered once every busy
+replica's clock has reached ``t``, so the router sees each replica's state as of ``t`` and a replica admits it at its
+first step starting at or after ``t`` (a request that arrives during a step waits for the next one, as in vLLM's engine
+loop; with async scheduling, for the one after: a replica's scheduling clock is ``Replica.sched_s``). A replica is
+advanced only with steps that start before the next known arrival. In closed-loop mode with several replicas, a finish
+on one replica can create an arrival for another, and the next unsent request goes to whichever user's request finished
+first in processing order, so a replica runs no step scheduled after another busy replica's next one (exactly the
+step-by-step order). Input validation (request_state.py ``accept``) rejects or caps requests above ``max_model_len``.
 """
 
 from __future__ import annotations
@@ -117,7 +114,9 @@ class _Arrivals:
         if self.next_index < len(self.pool):
             spec = self.pool[self.next_index]
             self.next_index += 1
-            _check(replace(spec, arrival_s=0.0))
+            paced = self.closed.paced  # a paced client sends no request before its own arrival time
+            _check(spec if paced else replace(spec, arrival_s=0.0))
+            t = max(t, spec.arrival_s) if paced else t
             heapq.heappush(self.heap, (t, self.seq, replace(spec, arrival_s=t), user))
             self.seq += 1
 
