@@ -113,12 +113,18 @@ def test_a_token_budget_below_max_num_seqs_is_refused_as_vllm_does():
                 "256").exit_code == 0
 
 
-def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
-    assert "--rate sets open-loop arrivals" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
-                                                        "--rate", "2")
+def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
     assert "add --concurrency" in _refused("simulate", MODEL, "--gpu", "H100", "--think-time", "1")
-    assert "--rate-scale sets" in _refused("goodput", "--simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
-                                           "--rate-scale", "2", "--slo", "ttft=1s")
+    # --rate with --concurrency is `vllm bench serve --request-rate R --max-concurrency N`: a paced closed loop
+    d = json.loads(_run("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
+                        "fixed:128", "--num-requests", "200", "--rate", "40", "--concurrency", "4", "--json").stdout)
+    assert d["workload"]["mode"] == "closed loop, paced" and d["workload"]["concurrency"] == 4
+    # 4 in flight of ~1 s each (128 tokens at ~7 ms) draw ~4 req/s of the 40 offered: the clients fell behind, said
+    # so, and banded as a closed loop (no queue-growth overload: the engine never held more than 4)
+    behind = "the clients fell behind their rate: with 4 requests in flight at most"
+    assert any(n.startswith(behind) for n in d["notes"])
+    assert d["overload"]["num_users"] == 4 and d["overload"]["sent_per_s"] < 0.95 * d["overload"]["offered_per_s"]
+    assert d["summary"]["throughput_req_per_s"] < 0.2 * d["workload"]["offered_rate_req_per_s"]
 
 
 def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():

@@ -82,7 +82,8 @@ class WorkloadFlags:
     seed: int | None = flag("--seed", help="RNG seed for synthetic or Poisson arrivals (default 0).")
     concurrency: int | None = flag("--concurrency", help=(
         "Closed loop: N users, each sends its next request when the last one ends (trace arrival times "
-        "ignored)."))
+        "ignored); with --rate or --rate-scale, paced like `vllm bench serve --request-rate R --max-concurrency N`: "
+        "each request at its arrival time, or when one of the N frees."))
     think_time: float | None = flag("--think-time", help=(
         "Closed loop: seconds a user waits before its next request (default 0)."))
     prompt_lengths: str | None = flag("--prompt-lengths", help=(

@@ -51,22 +51,16 @@ _SYNTHETIC = ("prompt_lengths", "output_lengths", "arrival_cv")
 
 
 def check_loop_flags(workload: WorkloadFlags) -> None:
-    """Refuse arrival flags that the chosen loop would ignore: a closed loop (``--concurrency``) sends each user's next
-    request when the last ends, so a rate means nothing there; a think time means nothing in an open loop.
+    """Refuse arrival flags that the chosen loop would ignore: a think time means nothing in an open loop. (A rate with
+    ``--concurrency`` paces the closed loop: ``sim_setup``.)
 
     Raises:
-        InputError: --rate or --rate-scale with --concurrency, or --think-time without it.
+        InputError: --think-time without --concurrency.
     """
     from kvledger.errors import InputError
 
     w = workload
-    if w.concurrency is not None:
-        given = [f for f, v in (("--rate", w.rate), ("--rate-scale", w.rate_scale)) if v is not None]
-        if given:
-            raise InputError(f"{' and '.join(given)} {'set' if len(given) > 1 else 'sets'} open-loop arrivals; with "
-                             "--concurrency (a closed loop) each user "
-                             "sends its next request when the last one ends, so it would be ignored: drop one of them")
-    elif w.think_time is not None:
+    if w.think_time is not None and w.concurrency is None:
         raise InputError("--think-time is the pause of a closed-loop user; add --concurrency N, or drop it (an open "
                          "loop follows the trace's arrival times)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
-from kvledger.analyses.serving.sim_document import SimDocument
+from kvledger.analyses.serving.sim_document import SimDocument, load_text
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
@@ -154,7 +154,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(line)
     if rejected := rejected_warning(s, eng):  # before the table it empties or thins
         console.print(f"[bold yellow]warning[/]: {rejected}")
-    console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
+    loop = load_text(wl) if str(wl.get("mode")).startswith("closed loop") else wl["mode"]  # its users, its pacing
+    console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {loop}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
     if "sessions" in wl:
         from kvledger.report.sim_tiers_view import session_shape_line

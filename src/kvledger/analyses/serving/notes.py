@@ -14,7 +14,7 @@ __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
            "HYBRID_CACHING", "overloaded", "expected_clause",
            "CAPACITY_WARNINGS", "sweep_without_load", "sweep_misses_target",
-           "sweep_capacity"]
+           "sweep_capacity", "paced_behind"]
 
 _GIB = 2**30
 
@@ -268,3 +268,11 @@ def max_len_low_end(est: int, low: int) -> str:
     """The clause vLLM's pool refusal gains from the plan's memory range (``kvledger plan`` prints the same pair)."""
     return (f". The memory plan's point figure gives vLLM's estimate of {est:,} tokens; at the low end of its range "
             f"{low:,} (--max-model-len {low}) is the length that starts for sure.")
+
+
+def paced_behind(offered_per_s: float, sent_per_s: float, num_users: int) -> str:
+    return (f"the clients fell behind their rate: with {num_users:,} requests in flight at most they sent "
+            f"{sent_per_s:.4g} req/s of the {offered_per_s:.4g} offered (first to last send), the rest waiting at the "
+            "client for a free slot, as `vllm bench serve --max-concurrency` does; latencies are timed from each send, "
+            f"so that wait is in none of them, and the throughput is what {num_users:,} in flight drew (the engine's "
+            "capacity only if it was saturated at that many): it is banded as a closed loop's")

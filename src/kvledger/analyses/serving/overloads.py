@@ -1,11 +1,12 @@
-"""The records of an overloaded run (``queue_growth.run_overload``): an open loop's queue growth and a session run's
-waiting share. Apart from ``queue_growth`` so that a run that kept up does not make these classes."""
+"""The records of an overloaded run (``queue_growth.run_overload``): an open loop's queue growth, a session run's
+waiting share and a paced closed loop's client falling behind its rate. Apart from ``queue_growth`` so that a run
+that kept up does not make these classes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QueueGrowth", "SessionQueue", "ShortRun"]
+__all__ = ["PacedBehind", "QueueGrowth", "SessionQueue", "ShortRun"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,4 +63,15 @@ class ShortRun:
     first_finish_s: float
     num_requests: int
     suggested_num_requests: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class PacedBehind:
+    """A paced closed loop (``ClosedLoop.paced``) whose clients fell behind their rate: the rate offered and the rate
+    at which they could send (first to last send, req/s), their cap on requests in flight, and the note that says so."""
+
+    offered_per_s: float
+    sent_per_s: float
+    num_users: int
     note: str

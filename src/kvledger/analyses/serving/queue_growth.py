@@ -265,11 +265,16 @@ def boundary_steadiness(run: RunRecords, rate: float, num_requests: int) -> tupl
     return short, [] if short is None else [short_run_note(short, rate)]
 
 
-def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | None:
+def run_overload(run: RunRecords, mode: str, info: dict[str, Any] | None = None) -> Any:
     """The overload of a run by its workload's ``mode``: an open loop's queue growth, a session run's waiting share
-    (module doc); None when it kept up, or for another closed loop."""
+    (module doc), a paced closed loop's clients behind their rate (``paced_behind``; ``info``: the workload's
+    description); None when it kept up, or for another closed loop."""
     if mode.startswith("open loop"):
         return queue_growth(run)
+    if mode.startswith("closed loop, paced"):
+        from kvledger.analyses.serving.paced_loop import paced_behind
+
+        return paced_behind(run, info or {})
     if not mode.startswith("sessions"):
         return None
     cols = columns_from(run)
@@ -284,3 +289,4 @@ def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | Non
     from kvledger.analyses.serving.overloads import SessionQueue  # lazy: only an overloaded run makes one
 
     return SessionQueue(share, mean, SESSION_TTFT_SHARE, N.sessions_overloaded(share, mean, SESSION_TTFT_SHARE))
+

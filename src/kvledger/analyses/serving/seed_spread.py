@@ -47,18 +47,20 @@ def seed_list(first: int, n: int) -> list[int]:
 def seed_used(args: Any, synthetic: Any = None, sessions: bool = False) -> bool:
     """Whether the run ``args`` (``sim_setup.SimRequestArgs``) draws anything from ``args.seed``: sessions always do;
     a synthetic workload does unless both lengths are ``fixed:`` and no gap is drawn (``--arrival-cv 0``, or a closed
-    loop); a trace only when it has no arrival times and the requests arrive as a Poisson process of a finite
-    ``--rate`` (``dynamics.workload.traces._select``)."""
+    loop without a rate); a trace only when it has no arrival times and the requests arrive as a Poisson process of a
+    finite ``--rate`` (``dynamics.workload.traces._select``), paced by ``--concurrency`` or not."""
     import math
 
+    from kvledger.analyses.serving.sim_setup import paced
     from kvledger.dynamics.workload.traces import trace_has_arrivals
 
     if sessions:
         return True
+    closed = args.concurrency is not None and not paced(args)  # a paced loop's arrivals are drawn too
     if synthetic is not None:
         fixed = all(str(t).startswith("fixed:") for t in (synthetic.prompt, synthetic.output))
-        return not (fixed and (synthetic.cv == 0 or args.concurrency is not None))
-    if args.concurrency is not None or trace_has_arrivals(args.trace):
+        return not (fixed and (synthetic.cv == 0 or closed))
+    if closed or trace_has_arrivals(args.trace):
         return False
     return args.rate is not None and math.isfinite(args.rate)
 

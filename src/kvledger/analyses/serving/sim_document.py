@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
-           "SIMULATOR", "simulator_description"]
+           "SIMULATOR", "simulator_description", "workload_text", "load_text"]
 
 
 def __getattr__(name: str) -> Any:
@@ -100,9 +101,11 @@ class SimDocument:
 
     @property
     def kept_up(self) -> bool:
-        """An open loop whose queue did not grow, long enough to tell: its throughput is the load it was offered (a run
-        may still have sat at its knee, its TTFT growing through the arrivals: ``at_knee``)."""
-        return str(self.workload.get("mode", "")).startswith("open loop") and not self.overload and not self.too_short
+        """An open loop whose queue did not grow, long enough to tell, or a paced closed loop whose clients kept their
+        rate: its throughput is the load it was offered (a run may still have sat at its knee, its TTFT growing
+        through the arrivals: ``at_knee``)."""
+        return str(self.workload.get("mode", "")).startswith(("open loop", "closed loop, paced")) and not \
+            self.overload and not self.too_short
 
     @property
     def band_coverage(self) -> dict[str, Any]:
@@ -113,3 +116,20 @@ class SimDocument:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
+
+
+def workload_text(info: dict[str, Any]) -> str:
+    """``azure-conv: 300 requests, open loop at 3.480 req/s offered; prompt mean …`` from a workload description."""
+    return (f"{info['trace']}: {info['num_requests']:,} requests, {load_text(info)}; prompt mean "
+            f"{info['prompt_tokens_mean']:,.0f}, output mean {info['output_tokens_mean']:,.0f} tokens")
+
+
+def load_text(info: dict[str, Any]) -> str:
+    """How the workload loaded the engine, in words: "closed loop, 16 users, think time 0 s", "open loop at 3.480 req/s
+    offered"."""
+    rate = info.get("offered_rate_req_per_s")
+    if str(info.get("mode")).startswith("closed loop"):
+        paced = f"paced at {rate:.3f} req/s offered, " if info["mode"] == "closed loop, paced" else ""
+        return f"closed loop, {paced}{info['concurrency']} users, think time {info['think_time_s']:g} s"
+    return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
+            else f"open loop at {rate:.3f} req/s offered")

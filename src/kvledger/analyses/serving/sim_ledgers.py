@@ -1,5 +1,5 @@
-"""One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload)
-plus their provenance.
+"""One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload) plus
+their provenance.
 
 The ledgers take ``RunRecords`` and never import the simulator; this module is the glue. It builds the run exactly as
 ``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``: the vLLM memory plan sizes the KV pool,
@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kvledger.analyses.serving.client_latency import with_client_latency
-from kvledger.analyses.serving.sim_document import SimDocument, simulator_description
+from kvledger.analyses.serving.sim_document import SimDocument, load_text, simulator_description, workload_text
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -160,19 +160,6 @@ class SimulatedRun:
         ] + ([s.client_latency.note()] if s.client_latency is not None else [])
 
 
-def _load_text(info: dict[str, Any]) -> str:
-    if info.get("mode") == "closed loop":
-        return f"closed loop, {info['concurrency']} users, think time {info['think_time_s']:g} s"
-    rate = info.get("offered_rate_req_per_s")
-    return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
-            else f"open loop at {rate:.3f} req/s offered")
-
-
-def workload_text(info: dict[str, Any]) -> str:
-    """``azure-conv: 300 requests, open loop at 3.480 req/s offered; prompt mean …`` from a workload description."""
-    return (f"{info['trace']}: {info['num_requests']:,} requests, {_load_text(info)}; prompt mean "
-            f"{info['prompt_tokens_mean']:,.0f}, output mean {info['output_tokens_mean']:,.0f} tokens")
-
 
 def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[RequestSpec]:
     if args.rate_scale is not None:
@@ -193,13 +180,13 @@ def _complete_metadata(sim: SimulatedRun) -> None:
     md, s = sim.run.metadata, sim.setup
     md.num_gpus = sim.num_gpus
     rate = s.workload_info.get("offered_rate_req_per_s")
-    closed = s.workload_info.get("mode") == "closed loop"
-    md.request_rate = None if closed else rate
+    closed = str(s.workload_info.get("mode")).startswith("closed loop")  # paced: its rate too
+    md.request_rate = None if s.workload_info.get("mode") == "closed loop" else rate
     md.concurrency = s.workload_info.get("concurrency") if closed else None
     md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
                      "workload": {**s.workload_info, "seed": sim.args.seed},
                      "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} "
-                                  f"requests, {_load_text(s.workload_info)}"})
+                                  f"requests, {load_text(s.workload_info)}"})
 
 
 def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) -> SimSetup:
@@ -212,7 +199,7 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
     if synthetic is None or hasattr(synthetic, "prepare_setup"):  # a trace, or sessions (session_spec.SessionSpec)
         return prepare(args) if synthetic is None else synthetic.prepare_setup(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
-    if setup.workload_info.get("mode") != "closed loop":
+    if not str(setup.workload_info.get("mode")).startswith("closed loop"):
         setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"
     return setup
 
@@ -285,13 +272,15 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
 
     mode = setup.workload_info.get("mode", "")
     overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
-        (run_overload(result.records, mode), None)
+        (run_overload(result.records, mode, setup.workload_info), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
-    kept_up = mode.startswith("open loop") and overload is None and short is None
-    bands = {} if short is not None else \
-        pb.prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None, kept_up=kept_up)
+    paced = mode == "closed loop, paced"  # its clients behind their rate: a closed loop of N (paced_loop.py)
+    kept_up = (mode.startswith("open loop") or paced) and overload is None and short is None
+    sat = overload is not None and not paced
+    bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
     bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
-    notes += [overload.note, pb.NO_LATENCY_BAND] if overload else [short.note, pb.NO_BAND_SHORT_RUN] if short else []
+    notes += [overload.note] + ([] if paced else [pb.NO_LATENCY_BAND]) if overload else \
+        [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee)] if knee else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,

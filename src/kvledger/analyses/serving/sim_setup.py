@@ -1,7 +1,5 @@
 """Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step
-cost, workload.
-
-Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
+cost, workload. Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
 (``kvledger.accounting.plan.build_plan``) sizes the KV pool exactly as the engine would.
 """
 
@@ -25,7 +23,7 @@ from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan", "plan_engine"]
+__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan", "plan_engine", "paced"]
 
 
 @dataclass
@@ -215,12 +213,21 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
     }
     if a.concurrency is not None:
-        info.update({"mode": "closed loop", "concurrency": a.concurrency, "think_time_s": a.think_time_s})
-        return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
+        info.update({"mode": "closed loop, paced" if paced(a) else "closed loop", "concurrency": a.concurrency,
+                     "think_time_s": a.think_time_s})
+        if paced(a):  # in arrival order, as a benchmark client sends
+            info["offered_rate_req_per_s"] = (len(specs) - 1) / span if span > 0 else math.inf
+            specs = sorted(specs, key=lambda r: r.arrival_s)
+        return ClosedLoop(specs, a.concurrency, a.think_time_s, paced=paced(a)), len(specs), info
     arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
                  "offered_rate_req_per_s": (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
+
+
+def paced(a: SimRequestArgs) -> bool:
+    """``--concurrency`` with a finite ``--rate`` or a ``--rate-scale``: a paced closed loop (``ClosedLoop.paced``)."""
+    return a.concurrency is not None and (a.rate_scale is not None or (a.rate is not None and math.isfinite(a.rate)))
 
 
 def _arrivals(a: SimRequestArgs) -> str:
