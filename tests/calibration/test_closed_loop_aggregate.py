@@ -181,3 +181,15 @@ def test_a_finite_rate_under_a_cap_is_replayed_paced(tmp_path):
     assert max(_in_flight(recs, x) for x in ends) <= 2
     out = validate_file(_vllm_file(tmp_path, request_rate=4.0), ARGS)
     assert any("paced under a cap of 2 requests in flight" in n for n in out.notes)
+
+
+def test_runs_at_rates_under_a_cap_are_a_sweep(tmp_path):
+    # `vllm bench serve --request-rate 2 / 4 --max-concurrency 2`: each run has a rate, so the two are a load sweep
+    # (paced stages), unlike runs at request_rate inf, which a sweep refuses
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    files = [_vllm_file(tmp_path / "a", request_rate=2.0), _vllm_file(tmp_path / "b", request_rate=4.0)]
+    out = validate_sweep(files, ARGS)
+    assert out.rates == [2.0, 4.0] and all(r.comparison.num_predicted == 8 for r in out.runs)
+    with pytest.raises(InputError, match="sent at request_rate inf under a client cap"):
+        validate_sweep([_vllm_file(tmp_path / "a"), _vllm_file(tmp_path / "b", request_rate=4.0)], ARGS)

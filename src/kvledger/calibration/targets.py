@@ -191,14 +191,14 @@ def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
 def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> None:
     """Refuse what is not a load sweep over request rates: fewer than two stages with a request rate
     (``not_a_sweep``), or closed-loop stages (runs sent at request_rate inf under a client cap), which have no rate
-    for the knee to be read on: each is validated on its own.
+    for the knee to be read on: each is validated on its own. Runs at a rate under a cap (paced) are stages of it.
 
     Raises:
         InputError: the reason, with what to run instead.
     """
     if len(stages) < 2:
         raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
-    closed = [t.run.label for t in stages if t.stage.client_users]
+    closed = [t.run.label for t in stages if t.stage.client_users and not math.isfinite(t.stage.requested_rate)]
     if closed:
         one = len(paths) == 1
         raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "
