@@ -142,19 +142,26 @@ def test_sglang_runs_at_inf_are_closed_loops_and_not_a_rate_sweep(tmp_path):
     assert rows["E2E p99"].measured == pytest.approx(0.8) and rows["throughput"].measured == 10.0
     # SGLang's "concurrency" is the mean in flight, not the cap: the cap is max_concurrency 4
     assert any("the file's max_concurrency 4" in n for n in out.notes)
+    # two levels are a sweep over clients: ordered by them, the knee read on them (both measured at TTFT mean 40 ms:
+    # no measured stage passes 5 × 40 ms, so no measured knee), no request rate
     both = tmp_path / "levels.jsonl"
-    both.write_text(json.dumps(_sglang_line(4)) + "\n" + json.dumps(_sglang_line(16)) + "\n")
-    with pytest.raises(InputError, match="validate each run on its own"):
-        validate_sweep([str(both)], ARGS)
+    both.write_text(json.dumps(_sglang_line(16)) + "\n" + json.dumps(_sglang_line(4)) + "\n")
+    sw = validate_sweep([str(both)], ARGS)
+    assert sw.axis == "concurrency" and sw.clients == [4, 16] and sw.rates == [] and sw.levels == [4.0, 16.0]
+    assert [r.run.rsplit("@ ", 1)[1] for r in sw.runs] == ["4 clients", "16 clients"]
+    assert sw.measured.knee_clients is None and sw.measured.knee_req_per_s is None
+    assert sw.knee_rule == "mean TTFT > 5 × the measured mean TTFT at the fewest clients, interpolated"
+    assert sw.measured.saturation_throughput_req_per_s == 10.0  # the files' request_throughput, both levels
+    d = sw.to_dict()
+    assert d["axis"] == "concurrency" and d["clients"] == [4, 16] and d["at_knee_rates"] == []
 
 
 def test_run_n_validates_one_closed_loop_of_a_file_of_several(tmp_path):
-    # two levels in one JSONL (lines 1 and 2: max_concurrency 16, then 4): alone they are refused as a sweep, and the
-    # refusal names --run; --run 1 is the second line in file order (4 clients), whatever the sort by rate
+    # two levels in one JSONL (lines 1 and 2: max_concurrency 16, then 4): alone they are a sweep over clients;
+    # --run 1 is the second line in file order (4 clients), whatever the sort by clients
     both = tmp_path / "levels.jsonl"
     both.write_text(json.dumps(_sglang_line(16)) + "\n" + json.dumps(_sglang_line(4)) + "\n")
-    with pytest.raises(InputError, match=r"--run N picks run N of .*levels\.jsonl, numbered from 0 in file order"):
-        validate_file(str(both), ARGS)
+    assert validate_file(str(both), ARGS).clients == [4, 16]
     out = validate_file(str(both), ARGS, run=1)
     assert out.run.endswith("@ 4 clients") and "[line 2]" in out.run and out.num_requests == 20
     with pytest.raises(InputError, match=r"--run 2: .* holds 2 run\(s\), numbered from 0"):
@@ -191,5 +198,29 @@ def test_runs_at_rates_under_a_cap_are_a_sweep(tmp_path):
     files = [_vllm_file(tmp_path / "a", request_rate=2.0), _vllm_file(tmp_path / "b", request_rate=4.0)]
     out = validate_sweep(files, ARGS)
     assert out.rates == [2.0, 4.0] and all(r.comparison.num_predicted == 8 for r in out.runs)
-    with pytest.raises(InputError, match="sent at request_rate inf under a client cap"):
+    # a closed loop (request_rate inf) beside a rated run: two axes, refused
+    with pytest.raises(InputError, match="a sweep reads its knee on one axis, the request rate or the clients"):
         validate_sweep([_vllm_file(tmp_path / "a"), _vllm_file(tmp_path / "b", request_rate=4.0)], ARGS)
+
+
+def test_a_sweep_over_clients_reads_its_knee_in_clients(tmp_path):
+    # three SGLang levels at request_rate inf: 4, 16, 64 clients, measured mean TTFT 40, 100, 400 ms. Threshold
+    # 5 × 40 ms = 200 ms, passed between 16 and 64 clients: 16 + (200 − 100)/(400 − 100) × (64 − 16) = 32 clients
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    f = tmp_path / "levels.jsonl"
+    f.write_text("".join(json.dumps({**_sglang_line(c), "mean_ttft_ms": ttft}) + "\n"
+                         for c, ttft in ((64, 400.0), (4, 40.0), (16, 100.0))))
+    sw = validate_sweep([str(f)], ARGS)
+    assert sw.clients == [4, 16, 64] and sw.measured.knee_clients == pytest.approx(32.0)
+    assert sw.measured.knee_ttft_threshold_s == pytest.approx(0.2)
+    out = CliRunner().invoke(app, ["validate", str(f), "--sweep", "--gpu", "H100", "--model", MODEL],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "┃ clients ┃" in out.output and "rate req/s" not in out.output
+    assert ("knee (mean TTFT > 5 × the measured mean TTFT at the fewest clients, interpolated): measured 32.00 "
+            "clients") in text
+    assert "no latency band at 4, 16, 64 clients: each a closed loop" in text

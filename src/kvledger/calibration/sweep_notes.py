@@ -9,17 +9,19 @@ from typing import Any
 __all__ = ["sweep_notes"]
 
 
-def sweep_notes(rows: list[Any], rates: list[float]) -> list[str]:
-    """The notes of the stages ``rows`` (``RunValidation``, sorted by requested rate ``rates``): those every stage
-    gives, once, in the order given; then the rest stage by stage, each prefixed ``at R req/s:`` (4 significant
-    figures, as the table) unless it already starts with its stage's run name."""
+def sweep_notes(rows: list[Any], rates: list[float], clients: bool = False) -> list[str]:
+    """The notes of the stages ``rows`` (``RunValidation``, sorted by requested rate ``rates``, or by their clients
+    when ``clients``): those every stage gives, once, in the order given; then the rest stage by stage, each prefixed
+    ``at R req/s:`` (4 significant figures, as the table; ``at N clients:``) unless it already starts with its
+    stage's run name."""
     common = [n for n in dict.fromkeys(n for r in rows for n in r.notes) if all(n in r.notes for r in rows)]
     out = list(common)
     for r, rate in zip(rows, rates):
         for n in r.notes:
             if n in common:
                 continue
-            text = n if n.startswith(r.run) else f"at {rate:#.4g} req/s: {n}"  # as the sweep table prints it
+            level = f"{rate:,.0f} clients" if clients else f"{rate:#.4g} req/s"  # as the sweep table prints it
+            text = n if n.startswith(r.run) else f"at {level}: {n}"
             if text not in out:
                 out.append(text)
     return out

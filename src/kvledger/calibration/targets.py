@@ -189,9 +189,9 @@ def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
 
 
 def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> None:
-    """Refuse what is not a load sweep over request rates: fewer than two stages with a request rate
-    (``not_a_sweep``), or closed-loop stages (runs sent at request_rate inf under a client cap), which have no rate
-    for the knee to be read on: each is validated on its own. Runs at a rate under a cap (paced) are stages of it.
+    """Refuse what is not a load sweep: fewer than two stages (``not_a_sweep``), or closed-loop stages (runs sent at
+    request_rate inf under a client cap, a sweep over clients) mixed with stages at a request rate (a sweep over
+    rates; runs at a rate under a cap, paced, are among them): the knee is read on one axis.
 
     Raises:
         InputError: the reason, with what to run instead.
@@ -199,11 +199,9 @@ def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> Non
     if len(stages) < 2:
         raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
     closed = [t.run.label for t in stages if t.stage.client_users and not math.isfinite(t.stage.requested_rate)]
-    if closed:
-        one = len(paths) == 1
+    if closed and len(closed) < len(stages):
+        rated = [t.run.label for t in stages if math.isfinite(t.stage.requested_rate)]
         raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "
-                         "clients); a sweep compares stages by request rate and reads the knee on it, which a closed "
-                         "loop has not: validate each run on its own ("
-                         + (f"--run N picks run N of {paths[0]}, numbered from 0 in file order" if one else
-                            "one file each, or --run N for run N of a file of several")
-                         + "; `kvledger goodput FILES --axis concurrency` compares the levels)")
+                         f"clients), and {', '.join(rated)} at a request rate: a sweep reads its knee on one axis, "
+                         "the request rate or the clients; validate the two kinds apart (one file each, or --run N "
+                         "for run N of a file of several, numbered from 0 in file order)")

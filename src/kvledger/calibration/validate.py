@@ -9,23 +9,23 @@ and the simulated side, so they can be compared); None when no stage passes it. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import math
+from dataclasses import replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
-from kvledger.calibration.compare import Comparison, compare_runs
+from kvledger.calibration.compare import compare_runs
 from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import compared_saturation
 from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
-from kvledger.calibration.sweep_bands import RunBands, SweepBands, run_bands, sweep_bands
+from kvledger.calibration.sweep_bands import run_bands, sweep_bands
 from kvledger.calibration.sweep_notes import sweep_notes
 from kvledger.calibration.targets import Target, check_sweep, input_names, load_targets, pick_run, with_record_model
-from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.calibration.validation_types import LATENCY_COLUMNS, RunValidation, SweepSide, SweepValidation
 from kvledger.errors import InputError, KvLedgerError
-from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
@@ -33,120 +33,6 @@ __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "va
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
-#: a sweep's two latency columns (comparison rows), each shown as the first of its figures the measured stages state:
-#: the mean where the files give one, else the median (p50); SGLang's bench_serving keeps a median TTFT and ITL only
-LATENCY_COLUMNS = (("TTFT mean", "TTFT p50"), ("TPOT mean", "TPOT p50", "ITL mean", "ITL p50"))
-
-
-@dataclass(frozen=True)
-class RunValidation:
-    """One replayed run against its measurement: what was replayed (run, source, requests, model, GPU, TP), what
-    priced it (``scope``, ``step_cost``: the step cost's name, source and scope), the engine settings, the stage's
-    requested rate (req/s; None for a per-request run), the comparison, its headline errors (``errors``: flat
-    ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
-    grew), ``at_knee`` (``knee_growth.at_knee``: which side's waits for a first token grew through the run, with
-    both sides' figures; None when neither's did), notes, and ``in_sample``: True when the GPU profile pricing it was
-    fitted on this very run (its errors are the fit's, not a prediction's); ``client_latency``: the --client-latency
-    added to every simulated TTFT and E2E (seconds and source; None, left out of the JSON, when none); ``bands``:
-    metric → the 80% band of the regime that priced it (``prediction_bands.setup_band``; not in the JSON);
-    ``error_bands``: those bands applied to this run alone (``run_bands``; set by ``validate_file``, None, left out of
-    the JSON, for a sweep's stage, which ``sweep_bands`` judges). ``to_dict`` is ``validate --json``."""
-
-    __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
-                "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
-                "at_knee", "error_bands", "notes")
-    __json_optional__ = ("client_latency", "error_bands")
-    run: str
-    source: str
-    num_requests: int
-    num_dropped: int
-    model: str
-    gpu: str
-    tp: int
-    scope: str
-    step_cost: dict[str, Any]
-    engine: EngineConfig
-    rate: float | None
-    comparison: Comparison
-    errors: dict[str, float | None]
-    saturated: dict[str, Any] | None
-    notes: list[str]
-    in_sample: bool = False
-    client_latency: Any = None
-    bands: dict[str, Any] = field(default_factory=dict)
-    error_bands: RunBands | None = None
-    at_knee: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
-
-
-@dataclass(frozen=True)
-class SweepSide:
-    """One side (measured or simulated) of a sweep: its knee (req/s; None when no stage passes the threshold), the
-    threshold (s), the mean TTFT per stage (s; None where the measured stage states none), the largest throughput
-    over the stages (req/s) and the median TTFT per stage (s; None where the measured stage states none)."""
-
-    knee_req_per_s: float | None
-    knee_ttft_threshold_s: float | None
-    ttft_mean_s: list[float | None]
-    saturation_throughput_req_per_s: float | None
-    ttft_median_s: list[float | None] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class SweepValidation:
-    """A validated load sweep: the stages' requested rates (req/s), both sides' knees, each stage's ``RunValidation``,
-    the notes of them all and the 80% error bands of the simulated figures (``bands``: ``sweep_bands``; None when
-    not made). ``to_dict`` is ``validate --sweep --json``."""
-
-    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "at_knee_rates",
-                "compared_latency", "runs", "scope", "step_cost", ("error_bands", "bands"), "notes")
-    rates: list[float]
-    measured: SweepSide
-    predicted: SweepSide
-    knee_rule: str
-    runs: list[RunValidation]
-    notes: list[str]
-    bands: SweepBands | None = None
-
-    @property
-    def sweep(self) -> bool:
-        """Always True: tells a script reading the JSON a sweep from one run."""
-        return True
-
-    @property
-    def knee_error_req_per_s(self) -> float | None:
-        """Simulated − measured knee, req/s (None when either side has none)."""
-        m, p = self.measured.knee_req_per_s, self.predicted.knee_req_per_s
-        return None if m is None or p is None else p - m
-
-    @property
-    def at_knee_rates(self) -> list[float]:
-        """The requested rates (req/s) of the stages at or past their knee (each stage's ``at_knee``)."""
-        return [r.rate for r in self.runs if r.at_knee is not None and r.rate is not None]
-
-    @property
-    def scope(self) -> str:
-        """What priced the stages (the first stage's ``scope``; one step cost prices them all)."""
-        return self.runs[0].scope
-
-    @property
-    def step_cost(self) -> dict[str, Any]:
-        """The step cost that priced the stages (the first stage's: its name, source and scope)."""
-        return self.runs[0].step_cost
-
-    @property
-    def compared_latency(self) -> list[str | None]:
-        """The comparison rows the sweep's table shows stage by stage: TTFT's, then the per-token latency's, each the
-        first of ``LATENCY_COLUMNS`` a measured stage states (None: no stage states any)."""
-        stated = {x.metric for r in self.runs for x in r.comparison.rows if x.measured is not None}
-        return [next((m for m in col if m in stated), None) for col in LATENCY_COLUMNS]
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
-
-
 def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: float) -> float | None:
     """The rate where mean TTFT first exceeds ``threshold``, linear between the stages around it; None if none does.
 
@@ -242,19 +128,27 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                    client_concurrency: int | None = None, seed: int = 0) -> SweepValidation:
     """Validate every stage of a load sweep (stage files, or aggregate runs at several rates) and report the measured
     and simulated knee (module docstring) and the saturation throughput (the largest over the stages) of each side,
-    with the 80% error bands of the simulated figures (``sweep_bands``).
+    with the 80% error bands of the simulated figures (``sweep_bands``). A sweep of closed loops (runs at
+    request_rate inf under client caps: ``vllm bench serve --max-concurrency 1,2,4,…``) is read on its clients
+    instead: the knee where mean TTFT passes the same threshold, interpolated in clients (``SweepValidation.clients``).
 
     Raises:
-        InputError: fewer than two stages with a request rate, or closed-loop ones (``check_sweep``).
+        InputError: fewer than two stages, or closed-loop stages mixed with rated ones (``check_sweep``).
     """
     names = input_names(paths)
     targets = [t for i, p in enumerate(paths)
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
-    stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
+    stages = [t for t in targets if t.stage is not None]
     check_sweep(paths, stages, len(targets))
+    closed = not math.isfinite(stages[0].stage.requested_rate)  # check_sweep: all stages closed loops, or none
+
+    def level(t: Target) -> float:
+        return t.stage.client_users if closed else t.stage.requested_rate
+
+    stages.sort(key=level)
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
-    rates = [t.stage.requested_rate for t in stages]
+    rates = [level(t) for t in stages]
 
     def values(key: str, metric: str) -> list[float | None]:
         return [next((getattr(x, key) for x in r.comparison.rows if x.metric == metric), None) for r in rows]
@@ -265,17 +159,20 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
 
     def side(key: str) -> SweepSide:
         ttft, thr = values(key, metric), values(key, "throughput")
-        return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold,
-                         values(key, "TTFT mean"), max((x for x in thr if x is not None), default=None),
-                         values(key, "TTFT p50"))
+        knee = None if threshold is None else knee_rate(rates, ttft, threshold)
+        return SweepSide(None if closed else knee, threshold, values(key, "TTFT mean"),
+                         max((x for x in thr if x is not None), default=None), values(key, "TTFT p50"),
+                         knee if closed else None)
 
     predicted = side("predicted")
-    rule = (f"{stat} TTFT > {KNEE_FACTOR:g} × the measured {stat} TTFT at the lowest rate, interpolated"
+    lowest = "the fewest clients" if closed else "the lowest rate"
+    rule = (f"{stat} TTFT > {KNEE_FACTOR:g} × the measured {stat} TTFT at {lowest}, interpolated"
             + ("" if stat == "mean" else "; the files state no mean TTFT")) if first is not None else \
-        "none read: the files state no TTFT at the lowest rate"
-    return SweepValidation(rates, side("measured"), predicted, rule,
-                           rows, mixed + sweep_notes(rows, rates),
-                           sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s))
+        f"none read: the files state no TTFT at {lowest}"
+    return SweepValidation([] if closed else rates, side("measured"), predicted, rule,
+                           rows, mixed + sweep_notes(rows, rates, closed),
+                           sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s),
+                           [int(x) for x in rates] if closed else None)
 
 
 def _deployments(stages: list[Any]) -> list[str]:

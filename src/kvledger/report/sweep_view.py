@@ -45,6 +45,15 @@ def _outside(r: SweepValidation, i: int, key: str) -> bool:
     return outside(band, row.measured if row is not None else None)
 
 
+def _levels(r: SweepValidation) -> list[str]:
+    """Each stage's place on the sweep's axis as the table prints it: its requested rate, or its clients."""
+    return [fmt_rate(x) for x in r.rates] if r.clients is None else [f"{c:,}" for c in r.clients]
+
+
+def _unit(r: SweepValidation) -> str:
+    return "req/s" if r.clients is None else "clients"
+
+
 def _head(metric: str) -> str:
     """A column's words for a comparison row: "TTFT p50" → "TTFT median"."""
     return metric.replace(" p50", " median")
@@ -54,15 +63,16 @@ def _table(r: SweepValidation, fitted: int) -> Table:
     shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
     t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
                     "one)", title_justify="left")
-    for col in ("rate req/s", f"{_head(shown[0])} meas.", "error", "80% band", f"{_head(shown[1])} meas.", "error",
+    axis = "rate req/s" if r.clients is None else "clients"
+    for col in (axis, f"{_head(shown[0])} meas.", "error", "80% band", f"{_head(shown[1])} meas.", "error",
                 "80% band", "throughput", "error"):
         t.add_column(col, justify="right")
     if fitted:
         t.add_column("GPU profile", justify="left")
     b = r.bands
-    for i, x in enumerate(r.runs):
+    for i, (x, level) in enumerate(zip(r.runs, _levels(r))):
         rows = {row.metric: row for row in x.comparison.rows}
-        cells = [fmt_rate(x.rate)]
+        cells = [level]
         for m in (*shown, "throughput"):
             row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
             flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
@@ -90,18 +100,22 @@ def _band_lines(r: SweepValidation) -> list[str]:
         out.append(f"no band on {' or '.join(medians)}: the files state no mean, and the bands were measured on mean "
                    "TTFT and TPOT; the error compares the simulated median with the measured one")
     unbanded: dict[str, list[str]] = {}
-    for rate, note in zip(r.rates, b.stage_notes):
+    for level, note in zip(_levels(r), b.stage_notes):
         if note is not None:
             why = next((w for k, w in _NOTE_WORDS.items() if note.startswith(k)), note)
-            unbanded.setdefault(why, []).append(fmt_rate(rate))
+            if r.clients is not None and note.startswith("a closed loop of"):  # every stage's, once
+                why = ("each a closed loop: its clients, not a request rate, set its load and throughput; the bands "
+                       "were measured on open-loop stages (latency below saturation, throughput at it)")
+            unbanded.setdefault(why, []).append(level)
     for why, rates in unbanded.items():
-        out.append(f"no latency band at {', '.join(rates)} req/s: {why}; the bands were measured below saturation only")
+        out.append(f"no latency band at {', '.join(rates)} {_unit(r)}: {why}; the bands were measured below "
+                   "saturation only" if r.clients is None else f"no latency band at {', '.join(rates)} clients: {why}")
     knee: dict[str, list[str]] = {}
-    for rate, note in zip(r.rates, b.ttft_notes):
+    for level, note in zip(_levels(r), b.ttft_notes):
         if note is not None:
-            knee.setdefault(note, []).append(fmt_rate(rate))
+            knee.setdefault(note, []).append(level)
     for why, rates in knee.items():
-        out.append(f"no TTFT band at {', '.join(rates)} req/s: {why}")
+        out.append(f"no TTFT band at {', '.join(rates)} {_unit(r)}: {why}")
     if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
         out.append(OUTSIDE_NOTE)
     out.append(b.knee_note)
@@ -115,25 +129,31 @@ def _bracket(rates: list[float], knee: float) -> tuple[float, float] | None:
     return (max(below), min(above)) if below and above else None
 
 
-def knee_resolution(rates: list[float], measured: float | None, simulated: float | None) -> str | None:
+def knee_resolution(rates: list[float], measured: float | None, simulated: float | None,
+                    unit: str = "req/s") -> str | None:
     """How finely the sweep's stages resolve the two knees (each is read by linear interpolation between the stages
-    that straddle it): both between the same two stages, or each between its own; None without both knees."""
+    that straddle it): both between the same two stages, or each between its own; None without both knees.
+    ``unit``: the axis's ("req/s", or "clients" for a sweep over closed loops)."""
     if measured is None or simulated is None:
         return None
+
+    def f(v: float) -> str:  # a stage's level: clients whole, rates to 0.01 req/s
+        return f"{v:,.0f}" if unit == "clients" else f"{v:.2f}"
+
     ordered = sorted(rates)
     a, b = _bracket(ordered, measured), _bracket(ordered, simulated)
     if a is None or b is None:
         return None
     if a == b and a[1] > a[0]:
-        return (f"both knees lie between the stages at {a[0]:.2f} and {a[1]:.2f} req/s and are read by linear "
-                f"interpolation there: the sweep resolves them only to its spacing, {a[1] - a[0]:.2f} req/s, so their "
-                "agreement within it is not a measure of the simulator's error")
+        return (f"both knees lie between the stages at {f(a[0])} and {f(a[1])} {unit} and are read by linear "
+                f"interpolation there: the sweep resolves them only to its spacing, {f(a[1] - a[0])} {unit}, so "
+                "their agreement within it is not a measure of the simulator's error")
 
     def where(x: tuple[float, float]) -> str:  # a knee on a stage's own rate: the first stage already past it
         if x[0] < x[1]:
-            return f"between the stages at {x[0]:.2f} and {x[1]:.2f} req/s"
-        return (f"at or below the lowest stage, {x[0]:.2f} req/s" if x[0] == ordered[0] else
-                f"at the stage of {x[0]:.2f} req/s")
+            return f"between the stages at {f(x[0])} and {f(x[1])} {unit}"
+        return (f"at or below the lowest stage, {f(x[0])} {unit}" if x[0] == ordered[0] else
+                f"at the stage of {f(x[0])} {unit}")
 
     return f"the measured knee lies {where(a)}, the simulated one {where(b)}"
 
@@ -141,15 +161,16 @@ def knee_resolution(rates: list[float], measured: float | None, simulated: float
 def _knee_lines(r: SweepValidation) -> list[str]:
     """The warning for the stages at or past their knee (``knee_view``), each stage's figures on a line of its own;
     [] when none is."""
-    shown = [(x.rate, k) for x in r.runs if (k := knee_shown(x.at_knee, x.saturated)) is not None]
+    shown = [(level, k) for x, level in zip(r.runs, _levels(r))
+             if (k := knee_shown(x.at_knee, x.saturated)) is not None]
     if not shown:
         return []
-    rates = ", ".join(fmt_rate(rate) for rate, _ in shown)
-    out = [f"WARNING: stages marked {KNEE_MARK} ({rates} req/s) are at or past their knee (their waits for a first "
-           f"token grew through the stage, short of the saturation tests; rule: {shown[0][1]['rule']}): their "
+    rates = ", ".join(level for level, _ in shown)
+    out = [f"WARNING: stages marked {KNEE_MARK} ({rates} {_unit(r)}) are at or past their knee (their waits for a "
+           f"first token grew through the stage, short of the saturation tests; rule: {shown[0][1]['rule']}): their "
            f"mean-latency errors {KNEE_MEANING}; TPOT and the saturation throughput below are the figures to compare."]
-    for rate, k in shown:
-        out += [f"  {fmt_rate(rate)} req/s, {line}" for line in side_lines(k)]
+    for level, k in shown:
+        out += [f"  {level} {_unit(r)}, {line}" for line in side_lines(k)]
     return out
 
 
@@ -182,11 +203,11 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     m, p = r.measured, r.predicted
 
     def knee(v: float | None) -> str:
-        return "none in the sweep" if v is None else f"{v:.2f} req/s"
+        return "none in the sweep" if v is None else f"{v:.2f} {_unit(r)}"
 
-    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(m.knee_req_per_s)}, simulated "
-              f"{knee(p.knee_req_per_s)} (no error band)")
-    if said := knee_resolution(r.rates, m.knee_req_per_s, p.knee_req_per_s):
+    km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
+    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)} (no error band)")
+    if said := knee_resolution(r.levels, km, kp, _unit(r)):
         con.print(f"[dim]{escape(said)}[/]")
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         b = r.bands
