@@ -13,10 +13,10 @@ from kvledger.report.figures_serving import _load_share, _probe_share
 
 # the throughput errors of regime uncalibrated/dense/vllm in ledgers/data/error_bands.json: the nine deployments driven
 # past saturation (below it a run's throughput is its offered load, no capacity error), too few for conformal ranks, so
-# a t prediction interval on ln(1 + e): mean 0.0512, s 0.1031, t(0.9, 8 df) 1.397, half-width 1.397 × 0.1031 ×
-# √(1 + 1/9) = 0.1518 → q10 = e^(0.0512 − 0.1518) − 1 = −0.0957, q90 = e^(0.0512 + 0.1518) − 1 = +0.2253
-# (docs/calibration/validation-latency.md), so a capacity C stands for a real one in [C / 1.2253, C / 0.9043]
-Q10, Q90 = -0.09572496851982186, 0.22526528362202247
+# a t prediction interval on ln(1 + e): mean 0.0514, s 0.1021, t(0.9, 8 df) 1.397, half-width 1.397 × 0.1021 ×
+# √(1 + 1/9) = 0.1503 → q10 = e^(0.0514 − 0.1503) − 1 = −0.0941, q90 = e^(0.0514 + 0.1503) − 1 = +0.2234
+# (docs/calibration/validation-latency.md), so a capacity C stands for a real one in [C / 1.2234, C / 0.9059]
+Q10, Q90 = -0.09413729422900032, 0.22342748994698838
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +30,8 @@ def test_the_capacity_band_is_the_throughput_band_around_the_boundary(short):
     b = short.to_dict()["error_band"]
     assert short.rate_req_per_s == 22.75
     assert b["low"] == pytest.approx(22.75 / (1 + Q90)) and b["high"] == pytest.approx(22.75 / (1 + Q10))
-    # 22.75 / 1.22527 = 18.567, 22.75 / 0.90428 = 25.158
-    assert f"{b['low']:.4g}–{b['high']:.4g}" == "18.57–25.16"
+    # 22.75 / 1.22343 = 18.595, 22.75 / 0.90586 = 25.114
+    assert f"{b['low']:.4g}–{b['high']:.4g}" == "18.6–25.11"
 
 
 def test_a_short_probe_whose_queue_still_grows_is_flagged(short):
@@ -67,7 +67,7 @@ def test_answer_lines_carry_the_band_and_the_warning(short):
     cost = {"headline": ["answer: x"], "inputs": {"num_gpus": 1},
             "simulation": {"capacity_search": short.to_dict()}}
     lines = report_answer_lines(cost)
-    assert lines[1].startswith("SLO capacity: 22.75 req/s (80% band 18.57–25.16 req/s, uncalibrated roofline) per "
+    assert lines[1].startswith("SLO capacity: 22.75 req/s (80% band 18.6–25.11 req/s, uncalibrated roofline) per "
                                "deployment unit (1 GPU)")
     assert lines[2].startswith("warning: ") and lines[3].startswith("warning: ") and len(lines) == 4
     assert capacity_band_clause({}) == "" and not_steady_lines({"notes": []}) == []

@@ -180,8 +180,7 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     When the client could not send at the requested rate (achieved < 95% of requested), its cap on requests in
     flight bound the load: the stage is replayed as that many client slots (``client_concurrency``, else the cap its
     client config states: ``stage_launch.client_loop``; ``metadata.extra["client_loop"]`` says which, or warns when
-    none is known), paced: each request at its time on the requested schedule (count ÷ requested rate), or when a
-    slot frees (``ClosedLoop.paced``), as the client sent it.
+    none is known), paced: each request at its scheduled time (count ÷ requested rate) or when a slot frees.
     ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
     limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is

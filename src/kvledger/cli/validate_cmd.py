@@ -61,10 +61,8 @@ def validate(
         "profile:NAME, the set-up NAME's latency fitted in the GPU profile (fit.set_up_frontend_s), or "
         "profile:FILE.json, the fit.frontend_s of your own `kvledger calibrate --scope gpu --fit-frontend --out "
         "FILE.json`."),
-    sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep, over request rates or over "
-                                                      "closed-loop clients (--max-concurrency levels at rate inf): "
-                                                      "per-stage errors, both sides' knee and saturation throughput, "
-                                                      "and 80% error bands."),
+    sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep (over rates, or clients at rate "
+                                                      "inf): per-stage errors, knees, saturation throughput, bands."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
                                                                   "PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only files: the "
