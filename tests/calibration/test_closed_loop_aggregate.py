@@ -152,6 +152,9 @@ def test_sglang_runs_at_inf_are_closed_loops_and_not_a_rate_sweep(tmp_path):
     assert sw.measured.knee_clients is None and sw.measured.knee_req_per_s is None
     assert sw.knee_rule == "mean TTFT > 5 × the measured mean TTFT at the fewest clients, interpolated"
     assert sw.measured.saturation_throughput_req_per_s == 10.0  # the files' request_throughput, both levels
+    # no level held more requests than the engine's max_num_seqs: no capacity to band
+    assert sw.bands.saturation_throughput is None
+    assert sw.bands.throughput_note.startswith("no stage was past saturation")
     d = sw.to_dict()
     assert d["axis"] == "concurrency" and d["clients"] == [4, 16] and d["at_knee_rates"] == []
 
@@ -224,3 +227,30 @@ def test_a_sweep_over_clients_reads_its_knee_in_clients(tmp_path):
     assert ("knee (mean TTFT > 5 × the measured mean TTFT at the fewest clients, interpolated): measured 32.00 "
             "clients") in text
     assert "no latency band at 4, 16, 64 clients: each a closed loop" in text
+
+
+def test_a_paced_replay_whose_clients_fall_behind_is_a_closed_loop_without_bands(tmp_path):
+    # 8 requests of 32 + 16 tokens at 20 req/s under a cap of 1: a request takes more than the 50 ms between arrivals
+    # (16 decode steps alone take longer), so the simulated client falls behind its rate: the simulated side is
+    # marked, and with the cap (1) within the engine's max_num_seqs the cap, not the engine, held the load: no latency
+    # band, no saturation-throughput band
+    out = validate_file(_vllm_file(tmp_path, request_rate=20.0, max_concurrency=1), ARGS)
+    assert "simulated" in out.saturated["sides"]
+    assert any(n.startswith("simulated: the clients fell behind their rate: with 1 request in flight at most")
+               for n in out.saturated["notes"])
+    b = out.error_bands
+    assert b.ttft_mean is None and b.saturation_throughput is None
+    assert b.latency_note.startswith("its client's cap of 1 in flight, within the engine's max_num_seqs, held the load")
+
+
+def test_one_rate_under_several_caps_is_read_on_the_caps_and_repeated_levels_are_refused(tmp_path):
+    # `vllm bench serve --request-rate 4 --max-concurrency 1 / 2 / 4`: one rate, the caps vary, so the sweep's axis is
+    # the caps (clients); two runs at the same level are refused
+    for c in (4, 1, 2):
+        (tmp_path / f"c{c}").mkdir()
+    files = [_vllm_file(tmp_path / f"c{c}", request_rate=4.0, max_concurrency=c) for c in (4, 1, 2)]
+    sw = validate_sweep(files, ARGS)
+    assert sw.axis == "concurrency" and sw.clients == [1, 2, 4] and sw.rates == []
+    with pytest.raises(InputError, match=r"--sweep needs one stage per level; 4 req/s appear more than once"):
+        validate_sweep([_vllm_file(tmp_path / "c1", request_rate=4.0), _vllm_file(tmp_path / "c2", request_rate=4.0,
+                                                                                     max_concurrency=None)], ARGS)

@@ -104,12 +104,12 @@ def test_report_answer_lines_from_the_golden_report():
     first, cap, warn = report_answer_lines(cost)
     assert first == cost["headline"][0] and first.startswith("answer depends on volume: self-hosting is cheaper")
     # the search: 17.5 req/s with 90.3 % within the SLO and 15.14 good req/s there, on 1 GPU; its 80% band is the
-    # uncalibrated throughput band (error_bands.json q10 −0.09572, q90 +0.22527: a t prediction interval over its nine
-    # saturated deployments): 17.5 / 1.22527 = 14.283 to 17.5 / 0.90428 = 19.353, printed to 4 significant digits;
+    # uncalibrated throughput band (error_bands.json q10 −0.09414, q90 +0.22343: a t prediction interval over its nine
+    # saturated deployments): 17.5 / 1.22343 = 14.304 to 17.5 / 0.90586 = 19.319, printed to 4 significant digits;
     # 2,000 requests per probe reach steady state; the one warning is that azure-conv's first 2,000 requests are no
     # sample of its 19,366 (output mean 265 against 211: probe_sample)
     assert warn.startswith("warning: unrepresentative sample: each probe replays the trace's first 2,000 requests")
-    assert cap == ("SLO capacity: 17.5 req/s (80% band 14.28–19.35 req/s, uncalibrated roofline) per deployment unit "
+    assert cap == ("SLO capacity: 17.5 req/s (80% band 14.3–19.32 req/s, uncalibrated roofline) per deployment unit "
                    "(1 GPU), 15.14 good req/s there, 90.3% of requests within the SLO (target ≥ 90%)")
 
 

@@ -125,6 +125,17 @@ def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
     assert any(n.startswith(behind) for n in d["notes"])
     assert d["overload"]["num_users"] == 4 and d["overload"]["sent_per_s"] < 0.95 * d["overload"]["offered_per_s"]
     assert d["summary"]["throughput_req_per_s"] < 0.2 * d["workload"]["offered_rate_req_per_s"]
+    # a cap that never binds (64 in flight for 20 requests) is the open loop it then was: too short to tell, no band
+    short = json.loads(_run("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
+                            "fixed:128", "--num-requests", "20", "--rate", "20", "--concurrency", "64",
+                            "--json").stdout)
+    assert short["overload"] is None and short["too_short"] is not None and short["error_bands"] == {}
+    # what no benchmark client does: a think time in a paced loop; a concurrency search at one request rate
+    assert "--think-time with a paced loop" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
+                                                        "--rate", "2", "--think-time", "1")
+    assert "would pace every probe at one request rate" in _refused(
+        "goodput", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=1s", "--target", "0.9", "--axis",
+        "concurrency", "--rate", "5")
 
 
 def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = ["saturation", "compared_saturation", "waits_grew", "WAIT_GROWTH"]
@@ -58,12 +59,22 @@ def compared_saturation(run: Any, stage: Any, simulated: Any) -> dict[str, Any] 
     (``sweep.Stage``; None for a per-request run, whose records are read) judged on its rates instead — below
     saturation only when its client kept ≥ 95% of the requested rate and the engine served ≥ 90% of it
     (``sweep_bands.below_saturation``, validate's test): a stage holds no records to read a queue from, and its
-    closed-loop replay cannot grow one."""
+    closed-loop replay cannot grow one. A paced replay (a rate under a client cap) whose clients sent under 95% of
+    the rate (``paced_loop.paced_behind``) marks the simulated side."""
     from kvledger.calibration.sweep_bands import below_saturation, stage_saturation_words
 
     got = saturation(run.measured if stage is None else None, simulated)
-    if stage is None or below_saturation(stage) or getattr(stage, "client_users", None):
+    users = getattr(stage, "client_users", None)
+    if stage is None or (users and not math.isfinite(stage.requested_rate)):
         return got  # a closed loop (request_rate inf under a client cap) has no rate to be behind
-    note = f"measured: the {stage_saturation_words(stage)}"
+    notes = {} if below_saturation(stage) else {"measured": f"measured: the {stage_saturation_words(stage)}"}
+    if users and simulated is not None and len(simulated.records):  # paced: the replay's clients may lag too
+        from kvledger.analyses.serving.paced_loop import paced_behind
+
+        lag = paced_behind(simulated, {"offered_rate_req_per_s": stage.requested_rate, "concurrency": users})
+        if lag is not None:
+            notes["simulated"] = f"simulated: {lag.note}"
+    if not notes:
+        return got
     got = got or {"sides": [], "notes": []}
-    return {"sides": sorted({"measured", *got["sides"]}), "notes": [note, *got["notes"]]}
+    return {"sides": sorted({*notes, *got["sides"]}), "notes": [*notes.values(), *got["notes"]]}

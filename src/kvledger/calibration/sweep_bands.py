@@ -56,15 +56,23 @@ def below_saturation(stage: Any) -> bool:
     return stage.achieved_rate >= BEHIND * rate and stage.requests_per_s >= SERVED * rate
 
 
-def closed_loop_words(stage: Any) -> str | None:
+def closed_loop_words(stage: Any, run: Any = None) -> str | None:
     """Why a closed-loop stage (``Stage.client_users``: a run sent at request_rate inf under a client cap) has no
-    band, in words; None for an open-loop stage (or none), or a capped one sent at a finite rate (paced: its rate set
-    its load, as the stages the bands were measured on). A closed loop's clients, not a rate, set its load and its
+    band, in words; None for an open-loop stage (or none). A closed loop's clients, not a rate, set its load and its
     throughput (N in flight over each request's latency): the leave-one-deployment-out bands were measured on
-    open-loop stages, their latency below saturation and their throughput at it."""
+    open-loop stages, their latency below saturation and their throughput at it. A capped stage sent at a finite rate
+    (paced) is one too where either side's clients fell behind the rate (``run.saturated``) while the engine had room
+    for all of them (cap ≤ ``max_num_seqs`` of ``run.engine``): the cap, not the engine, held the load; with a larger
+    cap the engine queued first, an open-loop stage at saturation (kubecon's 440 against 128)."""
     users = getattr(stage, "client_users", None)
-    if not users or math.isfinite(stage.requested_rate):
+    if not users:
         return None
+    if math.isfinite(stage.requested_rate):
+        room = run is not None and users <= getattr(getattr(run, "engine", None), "max_num_seqs", 0)
+        if not (room and (run.saturated or {}).get("sides")):
+            return None
+        return (f"its client's cap of {users:,} in flight, within the engine's max_num_seqs, held the load once its "
+                "clients fell behind the rate: a closed loop, not the open-loop saturation the bands were measured on")
     return (f"a closed loop of {users:,} clients, not a request rate, set the run's load and throughput; the bands "
             "were measured on open-loop stages (latency below saturation, throughput at it)")
 
@@ -120,7 +128,7 @@ def latency_note(run: Any, stage: Any) -> str | None:
     (``Stage``; None for a per-request run) was not ``below_saturation``, its measured queue grew (a per-request run)
     or its simulated queue grew."""
     sides = (run.saturated or {}).get("sides", ())
-    if closed := closed_loop_words(stage):
+    if closed := closed_loop_words(stage, run):
         return closed
     if stage is not None and not below_saturation(stage):
         return (f"the measured {stage_saturation_words(stage)}: its latency measures the queue, and the bands were "
@@ -164,6 +172,16 @@ def _regime(run: Any) -> str:
     return next((b.regime for b in run.bands.values() if b is not None), "")
 
 
+def _past_saturation(run: Any, stage: Any, note: str | None) -> bool:
+    """Whether a stage without a latency band (``note``) stands for the engine's capacity: an open-loop stage at
+    saturation, or a closed loop of more clients than the engine runs at once (``max_num_seqs``: the rest queued)."""
+    if note is None:
+        return False
+    if closed_loop_words(stage, run) is None:
+        return True
+    return (getattr(stage, "client_users", None) or 0) > getattr(getattr(run, "engine", None), "max_num_seqs", math.inf)
+
+
 def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float | None) -> SweepBands:
     """The bands of a sweep's ``runs`` (``validate.RunValidation``, each with the ``bands`` of the regime that priced
     it) at ``stages`` (their ``Stage``, same order), with the simulated saturation throughput (req/s)."""
@@ -174,6 +192,10 @@ def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float 
     if all(n is None for n in notes):
         thr, why = None, ("no stage reached saturation: the largest throughput is the offered load of the fastest "
                           "stage, not the capacity the band is for")
+    elif not any(_past_saturation(run, st, n) for run, st, n in zip(runs, stages, notes)):
+        thr, why = None, ("no stage was past saturation: its closed loops held no more requests than the engine's "
+                          "max_num_seqs, so the largest throughput is what their clients drew, not the capacity the "
+                          "band is for")
     else:
         thr = _band(runs[0].bands.get("throughput"), simulated_throughput)
         why = None if thr is not None else NO_REGIME_RUN
@@ -212,7 +234,7 @@ def run_bands(run: Any, stage: Any) -> RunBands:
         note = None if ttft or tpot else NO_REGIME_RUN
         thr, why = None, ("the run was below saturation: its throughput is the offered load, not the capacity the band "
                           "is for")
-    elif closed := closed_loop_words(stage):
+    elif closed := closed_loop_words(stage, run):
         thr, why = None, closed
     else:
         thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"))

@@ -140,12 +140,15 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
     stages = [t for t in targets if t.stage is not None]
     check_sweep(paths, stages, len(targets))
-    closed = not math.isfinite(stages[0].stage.requested_rate)  # check_sweep: all stages closed loops, or none
+    one_rate = {t.stage.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
+    closed = not math.isfinite(stages[0].stage.requested_rate) or (len(one_rate) == 1 and all(
+        t.stage.client_users for t in stages))  # check_sweep: all stages closed loops, or none
 
     def level(t: Target) -> float:
         return t.stage.client_users if closed else t.stage.requested_rate
 
     stages.sort(key=level)
+    _distinct([level(t) for t in stages], "clients" if closed else "req/s")
     mixed = _deployments(stages)
     rows = [_compare_one(t, args, None, max_paddings) for t in stages]
     rates = [level(t) for t in stages]
@@ -173,6 +176,19 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
                            rows, mixed + sweep_notes(rows, rates, closed),
                            sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s),
                            [int(x) for x in rates] if closed else None)
+
+
+def _distinct(levels: list[float], unit: str) -> None:
+    """Refuse a sweep two of whose stages sit at one level: its knee and its table need one stage per level.
+
+    Raises:
+        InputError: the repeated levels, and what to do instead.
+    """
+    repeated = sorted({x for x in levels if levels.count(x) > 1})
+    if repeated:
+        raise InputError(f"--sweep needs one stage per level; {', '.join(f'{x:g}' for x in repeated)} {unit} "
+                         "appear more than once (repeated runs of one load, or different deployments): validate them "
+                         "apart, or give one stage per level")
 
 
 def _deployments(stages: list[Any]) -> list[str]:

@@ -66,10 +66,10 @@ def validate(
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
                                                                   "PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only files: the "
-        "client's cap on requests in flight. A run sent at request rate inf (vllm bench serve / SGLang bench_serving "
-        "--max-concurrency N, AIPerf --concurrency N) is replayed as a closed loop of N clients: the file's "
-        "max_concurrency, this flag only where the file states none; an inference-perf stage whose client fell "
-        "behind its rate, likewise (this flag, else its config.yaml's num_workers × worker_max_concurrency)."),
+        "client's cap N on requests in flight (vllm bench serve / SGLang --max-concurrency, AIPerf --concurrency): a "
+        "run at rate inf is a closed loop of N clients, one at a rate paced under N; the file's max_concurrency wins. "
+        "An inference-perf stage whose client fell behind its rate is paced under this flag, else its config.yaml's "
+        "num_workers × worker_max_concurrency."),
     run: int | None = typer.Option(None, "--run", min=0, help="A file of several aggregate runs (vllm bench sweep's "
                                    "summary.json, bench_serving JSONL lines): validate run N alone (0 = the first)."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),

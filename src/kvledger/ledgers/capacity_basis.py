@@ -176,12 +176,12 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
     if rate is not None and math.isfinite(rate) and rate > 0:
         if gp.goodput_req_per_s is None:
             return None, "the run's duration is unknown, so its good req/s cannot be set against the offered rate"
-        share = gp.goodput_req_per_s / rate
+        share, cap = gp.goodput_req_per_s / rate, f" or the client's cap of {conc:,} in flight held it" if conc else ""
         ok = share >= KEPT_PACE_SHARE
         return _check("kept pace (open loop)", share, KEPT_PACE_SHARE, ok,
                       f"offered {rate:,.3g} req/s, served {gp.goodput_req_per_s:,.3g} good req/s ({share:.1%}"
-                      + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind or the SLO rejected "
-                                        f"requests)")), None
+                      + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind, the SLO rejected "
+                                        f"requests{cap})")), None
     if conc:
         a = gp.attainment
         ok = a >= CLOSED_LOOP_ATTAINMENT

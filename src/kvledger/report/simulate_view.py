@@ -69,9 +69,10 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                      "the drain after the last arrival included, as validate compares it — a short run's is below "
                      "what the engine sustains (goodput --simulate --target finds the SLO capacity)"
                      if "throughput" in bands and not kept_up and not closed else "")
-                  + ("; closed loop: each turn or request is sent after the last one finished, so the throughput is "
-                     "what the loop sent; its band holds where the engine was saturated (search --workload / goodput "
-                     "--simulate --target find the capacity)" if closed and "throughput" in bands else "") + "[/]")
+                  + ("; closed loop: each turn or request is sent after the last one finished (or, paced, when a "
+                     "client slot frees), so the throughput is what the loop sent; its band holds where the engine was "
+                     "saturated (search --workload / goodput --simulate --target find the capacity)"
+                     if closed and "throughput" in bands else "") + "[/]")
     names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
     console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
                   "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "

@@ -271,8 +271,9 @@ def max_len_low_end(est: int, low: int) -> str:
 
 
 def paced_behind(offered_per_s: float, sent_per_s: float, num_users: int) -> str:
-    return (f"the clients fell behind their rate: with {num_users:,} requests in flight at most they sent "
+    return (f"the clients fell behind their rate: with {num_users:,} request{'s' * (num_users != 1)} in flight at most "
+            f"they sent "
             f"{sent_per_s:.4g} req/s of the {offered_per_s:.4g} offered (first to last send), the rest waiting at the "
             "client for a free slot, as `vllm bench serve --max-concurrency` does; latencies are timed from each send, "
             f"so that wait is in none of them, and the throughput is what {num_users:,} in flight drew (the engine's "
-            "capacity only if it was saturated at that many): it is banded as a closed loop's")
+            "capacity only if it was saturated at that many)")

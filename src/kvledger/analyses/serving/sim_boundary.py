@@ -142,13 +142,14 @@ class SimBoundary:
 
 def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | None) -> None:
     taken = {"request_rate": [("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency")],
-             "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs",
-                                                                                  "--max-num-seqs")]}[axis]
-    for attr, flag in taken:
+             "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs", "--max-num-seqs")]}
+    for attr, flag in taken[axis]:
         if getattr(args, attr) is not None:
-            raise InputError(
-                f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
-            )
+            raise InputError(f"the search varies {axis}, so {flag} cannot be given too; bound it with --lo/--hi")
+    if axis == "concurrency" and (args.rate is not None or args.rate_scale is not None):
+        raise InputError("--rate or --rate-scale would pace every probe at one request rate, so past the clients that "
+                         "rate needs the attainment would not change with them: the concurrency search runs closed "
+                         "loops; drop it, or search --axis request_rate")
     check_options("goodput", {"lo": lo, "hi": hi})  # (0, 1e9], finite: kvledger.ranges
     if args.num_requests is not None and args.num_requests < MIN_PROBE_REQUESTS:
         raise InputError(f"--num-requests {args.num_requests:,} is too few for a capacity search: each probe needs at "

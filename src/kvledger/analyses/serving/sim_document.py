@@ -129,7 +129,8 @@ def load_text(info: dict[str, Any]) -> str:
     offered"."""
     rate = info.get("offered_rate_req_per_s")
     if str(info.get("mode")).startswith("closed loop"):
-        paced = f"paced at {rate:.3f} req/s offered, " if info["mode"] == "closed loop, paced" else ""
+        paced = f"paced at {rate:.3f} req/s offered, " if info["mode"] == "closed loop, paced" and rate is not None \
+            and math.isfinite(rate) else ""
         return f"closed loop, {paced}{info['concurrency']} users, think time {info['think_time_s']:g} s"
     return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
             else f"open loop at {rate:.3f} req/s offered")

@@ -274,12 +274,15 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
         (run_overload(result.records, mode, setup.workload_info), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
-    paced = mode == "closed loop, paced"  # its clients behind their rate: a closed loop of N (paced_loop.py)
+    paced = mode == "closed loop, paced"
+    behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
+    if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
+        overload, short = open_loop_check(result.records)
     kept_up = (mode.startswith("open loop") or paced) and overload is None and short is None
-    sat = overload is not None and not paced
+    sat = overload is not None and not behind
     bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
     bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
-    notes += [overload.note] + ([] if paced else [pb.NO_LATENCY_BAND]) if overload else \
+    notes += [overload.note] + ([] if behind else [pb.NO_LATENCY_BAND]) if overload else \
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee)] if knee else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
