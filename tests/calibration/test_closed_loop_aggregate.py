@@ -190,7 +190,7 @@ def test_a_finite_rate_under_a_cap_is_replayed_paced(tmp_path):
     ends = sorted({r.arrival_s for r in recs} | {r.finish_s for r in recs})
     assert max(_in_flight(recs, x) for x in ends) <= 2
     out = validate_file(_vllm_file(tmp_path, request_rate=4.0), ARGS)
-    assert any("paced under a cap of 2 requests in flight" in n for n in out.notes)
+    assert any("paced under a cap of 2 in flight" in n for n in out.notes)
 
 
 def test_runs_at_rates_under_a_cap_are_a_sweep(tmp_path):

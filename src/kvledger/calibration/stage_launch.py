@@ -171,7 +171,7 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
     if users:
         kept = stage.count - stage.num_failed
         if math.isfinite(stage.requested_rate):
-            return users, (f"{label}: sent at {stage.requested_rate:.4g} req/s under a cap of {users:,} requests in "
+            return users, (f"{label}: sent at {stage.requested_rate:.4g} req/s under a cap of {users:,} in "
                            f"flight ({stage.client_users_source}): replayed paced, each of the run's {kept:,} "
                            f"completed requests sent at its time at that rate or, with {users:,} in flight, as soon as "
                            "one finishes")

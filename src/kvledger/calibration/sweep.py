@@ -271,7 +271,7 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_tok_per_s,
                           rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
     n = stage.client_users or 0
-    loop = (f"paced under a cap of {n:,} requests in flight (each request at its time at the run's "
+    loop = (f"paced under a cap of {n:,} in flight (each request at its time at the run's "
             "rate, or when a slot frees), through" if math.isfinite(stage.requested_rate)
             else f"a closed loop of {n:,} clients, each sending its next request when its previous "
             "one finishes, through")
