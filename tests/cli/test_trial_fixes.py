@@ -124,6 +124,11 @@ def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
     behind = "the clients fell behind their rate: with 4 requests in flight at most"
     assert any(n.startswith(behind) for n in d["notes"])
     assert d["overload"]["num_users"] == 4 and d["overload"]["sent_per_s"] < 0.95 * d["overload"]["offered_per_s"]
+    # 4 in flight is within what the engine runs at once (max_num_seqs 1,024): the cap held the load, so the
+    # throughput is no capacity and has no band
+    assert d["overload"]["cap_held"] and "throughput" not in d["error_bands"]
+    assert any("The cap, not the engine, held the load: 4 in flight is within what the engine runs at once "
+               "(max_num_seqs × replicas = 1,024)" in n for n in d["notes"])
     assert d["summary"]["throughput_req_per_s"] < 0.2 * d["workload"]["offered_rate_req_per_s"]
     # a cap that never binds (64 in flight for 20 requests) is the open loop it then was: too short to tell, no band
     short = json.loads(_run("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
@@ -131,8 +136,8 @@ def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
                             "--json").stdout)
     assert short["overload"] is None and short["too_short"] is not None and short["error_bands"] == {}
     # what no benchmark client does: a think time in a paced loop; a concurrency search at one request rate
-    assert "--think-time with a paced loop" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
-                                                        "--rate", "2", "--think-time", "1")
+    assert "with --rate or --rate-scale the requests follow the rate" in _refused(
+        "simulate", MODEL, "--gpu", "H100", "--concurrency", "8", "--rate", "2", "--think-time", "1")
     assert "would pace every probe at one request rate" in _refused(
         "goodput", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=1s", "--target", "0.9", "--axis",
         "concurrency", "--rate", "5")

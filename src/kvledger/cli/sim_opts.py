@@ -60,10 +60,11 @@ def check_loop_flags(workload: WorkloadFlags) -> None:
     from kvledger.errors import InputError
 
     w = workload
-    if w.think_time is not None and w.concurrency is not None and (w.rate is not None or w.rate_scale is not None):
-        raise InputError("--think-time with a paced loop (--concurrency with --rate or --rate-scale): a benchmark "
-                         "client that keeps a rate under a cap sends each request at its time or when a slot frees, "
-                         "with no pause; drop one of them")
+    if w.think_time is not None and (w.rate is not None or w.rate_scale is not None):
+        raise InputError("--think-time is the pause of a closed-loop user (--concurrency N without a rate); with "
+                         "--rate or --rate-scale the requests follow the rate (paced under --concurrency, if given: a "
+                         "benchmark client sends each at its time or when a slot frees, with no pause): drop "
+                         "--think-time, or the rate")
     if w.think_time is not None and w.concurrency is None:
         raise InputError("--think-time is the pause of a closed-loop user; add --concurrency N, or drop it (an open "
                          "loop follows the trace's arrival times)")

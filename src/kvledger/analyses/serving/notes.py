@@ -270,10 +270,18 @@ def max_len_low_end(est: int, low: int) -> str:
             f"{low:,} (--max-model-len {low}) is the length that starts for sure.")
 
 
-def paced_behind(offered_per_s: float, sent_per_s: float, num_users: int) -> str:
-    return (f"the clients fell behind their rate: with {num_users:,} request{'s' * (num_users != 1)} in flight at most "
-            f"they sent "
-            f"{sent_per_s:.4g} req/s of the {offered_per_s:.4g} offered (first to last send), the rest waiting at the "
-            "client for a free slot, as `vllm bench serve --max-concurrency` does; latencies are timed from each send, "
-            f"so that wait is in none of them, and the throughput is what {num_users:,} in flight drew (the engine's "
-            "capacity only if it was saturated at that many)")
+def paced_behind(offered_per_s: float, sent_per_s: float, num_users: int, max_running: int | None = None) -> str:
+    head = (f"the clients fell behind their rate: with {num_users:,} request{'s' * (num_users != 1)} in flight at most "
+            f"they sent {sent_per_s:.4g} req/s of the {offered_per_s:.4g} offered (first to last send), the rest "
+            "waiting at the client for a free slot, as `vllm bench serve --max-concurrency` does; latencies are timed "
+            "from each send, so that wait is in none of them")
+    if max_running is None:
+        return (f"{head}, and the throughput is what {num_users:,} in flight drew (the engine's capacity only if it "
+                "was saturated at that many)")
+    if num_users <= max_running:
+        return (f"{head}. The cap, not the engine, held the load: {num_users:,} in flight is within what the engine "
+                f"runs at once (max_num_seqs × replicas = {max_running:,}), so the throughput is what they drew, not "
+                "the engine's capacity (no band on it; --concurrency higher, or goodput --simulate --target, finds "
+                "the capacity)")
+    return (f"{head}. With more in flight than the engine runs at once (max_num_seqs × replicas = {max_running:,}), "
+            "the engine queued: the throughput is its capacity at this load")

@@ -69,9 +69,12 @@ class ShortRun:
 @dataclass(frozen=True, slots=True)
 class PacedBehind:
     """A paced closed loop (``ClosedLoop.paced``) whose clients fell behind their rate: the rate offered and the rate
-    at which they could send (first to last send, req/s), their cap on requests in flight, and the note that says so."""
+    at which they could send (first to last send, req/s), their cap on requests in flight, whether that cap held the
+    load (``cap_held``: within what the engine runs at once, ``max_num_seqs`` × replicas, so the engine had room for
+    all of them), and the note that says so."""
 
     offered_per_s: float
     sent_per_s: float
     num_users: int
     note: str
+    cap_held: bool = False

@@ -272,7 +272,8 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
 
     mode = setup.workload_info.get("mode", "")
     overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
-        (run_overload(result.records, mode, setup.workload_info), None)
+        (run_overload(result.records, mode, {**setup.workload_info, "max_running": setup.config.max_num_seqs *
+                                             setup.replicas}), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
     paced = mode == "closed loop, paced"
     behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
@@ -282,6 +283,8 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     sat = overload is not None and not behind
     bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
     bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
+    if behind and overload.cap_held:  # the client's cap, not the engine, held the load: no capacity to band
+        bands = {k: v for k, v in bands.items() if k != "throughput"}
     notes += [overload.note] + ([] if behind else [pb.NO_LATENCY_BAND]) if overload else \
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee)] if knee else []

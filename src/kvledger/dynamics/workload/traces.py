@@ -144,7 +144,7 @@ def _check_args(num_requests: int | None, rate: float | None, rate_scale: float 
     if rate_scale is not None and not (rate_scale > 0 and math.isfinite(rate_scale)):
         raise InputError(f"rate_scale must be a finite number > 0, got {rate_scale}")
     if rate is not None and rate_scale is not None:
-        raise InputError("give either rate (a target mean rate, req/s) or rate_scale (a multiplier), not both")
+        raise InputError("give either --rate (a target mean rate, req/s) or --rate-scale (a multiplier), not both")
     if not (start_s >= 0 and math.isfinite(start_s)):
         raise InputError(f"start_s must be ≥ 0 s, got {start_s}")
 
