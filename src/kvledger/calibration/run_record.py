@@ -41,6 +41,7 @@ _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
     "max_model_len": (None, "max_model_len", None),
     "kv_cache_dtype": (("cache_config", "cache_dtype"), "kv_cache_dtype", None),
     "batching": (None, "batching", None),  # a Deployment's VLLM_USE_V1=0 (evidence.k8s_manifests): the V0 engine
+    "mem_fraction_static": (None, "mem_fraction_static", None),  # SGLang's server_info (evidence.sglang_bench)
 }
 _PARALLEL = {"pp": (("parallel_config", "pipeline_parallel_size"), "pipeline_parallel_size"),
              "dp": (("parallel_config", "data_parallel_size"), "data_parallel_size"),

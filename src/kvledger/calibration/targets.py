@@ -106,6 +106,9 @@ def _keep_model(run: MeasuredRun, agg: Any) -> None:
     if meta.model is None and agg.metadata.model:
         meta.model = agg.metadata.model
         meta.extra["model_source"] = f"the benchmark file ({agg.metadata.source_format})"
+    if not run.engine_hints and agg.metadata.extra.get("engine_kwargs"):  # the server's own record in the file
+        stated = agg.metadata.extra
+        meta.extra.update({k: stated[k] for k in ("engine_kwargs", "record_file") if k in stated})
 
 
 def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = None,

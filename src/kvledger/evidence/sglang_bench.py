@@ -61,9 +61,37 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
     return agg
 
 
+#: SGLang's ``server_info`` (the server's resolved arguments, which bench_serving fetches and writes beside its results)
+#: → vLLM's launch-flag names, as a launch record's ``engine_kwargs`` (``calibration.run_record``): chunked_prefill_size
+#: is SGLang's per-step prefill token budget (the simulator's ``max_num_batched_tokens``), max_running_requests its
+#: running cap; max_total_num_tokens (the KV pool SGLang sized) is kept so that the replay says it plans its own
+_SERVER_FLAGS = {"tp_size": "tensor_parallel_size", "dp_size": "data_parallel_size",
+                 "pp_size": "pipeline_parallel_size", "context_length": "max_model_len", "page_size": "block_size",
+                 "chunked_prefill_size": "max_num_batched_tokens", "max_running_requests": "max_num_seqs",
+                 "mem_fraction_static": "mem_fraction_static", "kv_cache_dtype": "kv_cache_dtype",
+                 "max_total_num_tokens": "max_total_tokens"}
+
+
+def _server_settings(info: Any) -> dict[str, Any]:
+    """The launch settings a ``server_info`` states, under vLLM's names (``_SERVER_FLAGS``; the radix cache as
+    ``enable_prefix_caching``, expert parallelism as ``enable_expert_parallel``); {} when there is none."""
+    if not isinstance(info, dict):
+        return {}
+    out = {vllm: info[k] for k, vllm in _SERVER_FLAGS.items()
+           if isinstance(info.get(k), (int, float, str)) and not isinstance(info.get(k), bool)}
+    if isinstance(info.get("disable_radix_cache"), bool):
+        out["enable_prefix_caching"] = not info["disable_radix_cache"]
+    if isinstance(info.get("ep_size"), int) and info["ep_size"] > 1:
+        out["enable_expert_parallel"] = True
+    return out
+
+
 def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta = RunMetadata(source=path, source_format=FORMAT)
     model = obj.get("model_id", obj.get("model"))
+    info = obj.get("server_info")
+    if not isinstance(model, str) and isinstance(info, dict):  # the served model, as the server reported it
+        model = info.get("model_path")
     meta.model = model if isinstance(model, str) else None
     meta.hardware = stated_hardware(obj)
     meta.num_gpus = stated_gpu_count(obj)
@@ -71,6 +99,10 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.concurrency = count(path, obj.get("max_concurrency"), f"{where}max_concurrency", allow_none=True)
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
+    if settings := _server_settings(info):
+        meta.extra.update(engine_kwargs=settings, record_file=f"{path} {where}server_info".replace("  ", " "))
+        if isinstance(info.get("version"), str):
+            meta.extra["sglang_version"] = info["version"]
     if "concurrency" in obj:
         meta.extra["mean_in_flight_requests"] = obj["concurrency"]
         meta.definitions.append("SGLang 'concurrency' is the mean number of in-flight requests, kept as "
