@@ -277,3 +277,18 @@ def test_sglangs_server_info_is_the_runs_own_record(tmp_path):
     f.write_text(json.dumps({**_sglang_line(4), "server_info": {**info, "dp_size": 2}}) + "\n")
     with pytest.raises(InputError, match="data parallel 2"):
         validate_file(str(f), ARGS)
+
+
+def test_a_burst_of_every_request_at_once_is_no_knee(tmp_path):
+    # 200 requests of 1,024 + 128 tokens at request_rate inf: under a cap of 100 the replay's later quarters wait
+    # longer as the loop saturates (at its knee, simulated); under a cap of 200 every request is sent at t = 0, and
+    # the later quarters wait longer only because one burst drains: no knee (the public SGLang agg_local run's shape)
+    def line(cap: int) -> dict:
+        return {**_sglang_line(cap), "completed": 200, "duration": 4.0, "total_input_tokens": 1024 * 200,
+                "total_output_tokens": 128 * 200, "request_throughput": 50.0, "output_throughput": 6400.0,
+                "random_input_len": 1024, "random_output_len": 128, "mean_ttft_ms": 600.0, "median_ttft_ms": 550.0}
+
+    for cap, knee in ((100, True), (200, False)):
+        f = tmp_path / f"c{cap}.jsonl"
+        f.write_text(json.dumps(line(cap)) + "\n")
+        assert (validate_file(str(f), ARGS).at_knee is not None) is knee

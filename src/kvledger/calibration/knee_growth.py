@@ -32,7 +32,12 @@ def stage_quarter_bound(stats: dict[str, Any] | None) -> dict[str, Any]:
 def at_knee(measured: Any, simulated: Any, stage: Any = None) -> dict[str, Any] | None:
     """Which side of a compared run sat at or past its knee (``quarter_growth``), with both sides' figures; None when
     neither did. ``measured``: the measured records (None for a stage known by aggregates: ``stage``, whose
-    ``stage_quarter_bound`` is given instead, with whether it lies below the simulated peak quarter)."""
+    ``stage_quarter_bound`` is given instead, with whether it lies below the simulated peak quarter). A closed loop of
+    at least as many clients as requests (``stage.client_users`` ≥ its count) sent every request at once: its later
+    quarters wait longer as one burst drains, which is no knee, so None."""
+    users = getattr(stage, "client_users", None)
+    if users and users >= getattr(stage, "count", users + 1):
+        return None
     sim = quarter_growth(simulated) if simulated is not None and len(simulated.records) else None
     meas = quarter_growth(measured) if measured is not None and len(measured.records) else None
     sides = sorted(name for name, g in (("measured", meas), ("simulated", sim)) if g is not None and g["grew"])
