@@ -292,3 +292,18 @@ def test_a_burst_of_every_request_at_once_is_no_knee(tmp_path):
         f = tmp_path / f"c{cap}.jsonl"
         f.write_text(json.dumps(line(cap)) + "\n")
         assert (validate_file(str(f), ARGS).at_knee is not None) is knee
+
+
+def test_files_with_their_own_server_info_are_one_deployment_when_its_settings_agree(tmp_path):
+    # two SGLang levels, each file carrying its server's record: the KV pool a start sized (2,301,720 vs 2,301,748
+    # tokens in TonyLi15's two GH200 starts) is that start's own profiling, not a setting, so they are one sweep; a
+    # different mem_fraction_static is another deployment, refused
+    info = {"model_path": "Qwen/Qwen2.5-3B-Instruct", "tp_size": 1, "mem_fraction_static": 0.9,
+            "chunked_prefill_size": 8192, "max_total_num_tokens": 2301720}
+    a, b = tmp_path / "c4.jsonl", tmp_path / "c16.jsonl"
+    a.write_text(json.dumps({**_sglang_line(4), "server_info": info}) + "\n")
+    b.write_text(json.dumps({**_sglang_line(16), "server_info": {**info, "max_total_num_tokens": 2301748}}) + "\n")
+    assert validate_sweep([str(a), str(b)], ARGS).clients == [4, 16]
+    b.write_text(json.dumps({**_sglang_line(16), "server_info": {**info, "mem_fraction_static": 0.8}}) + "\n")
+    with pytest.raises(InputError, match=r"launched by different records: .*\(stages at 16 clients\)"):
+        validate_sweep([str(a), str(b)], ARGS)

@@ -196,15 +196,22 @@ def _deployments(stages: list[Any]) -> list[str]:
     differ; a warning note when they come from different folders without one (aggregate runs may be kept apart)."""
     from pathlib import Path
 
-    def record(t: Any) -> str | None:
+    def record(t: Any) -> str | None:  # the launch record, or the settings of a record each file carries (server_info)
         md = t.run.measured.metadata if t.run.measured is not None else None
-        return md.extra.get("record_file") if md is not None else None
+        where = md.extra.get("record_file") if md is not None else None
+        kw = md.extra.get("engine_kwargs") if where and where.endswith("server_info") else None
+        kw = {k: v for k, v in (kw or {}).items() if k != "max_total_tokens"}  # a start's own profiling: not a setting
+        return f"the settings {sorted(kw.items())} (server_info)" if kw else where
 
-    recs = {r: [t.stage.requested_rate for t in stages if record(t) == r] for r in {record(t) for t in stages}}
+    def level(t: Any) -> str:
+        return f"{t.stage.client_users:,} clients" if t.stage.client_users and not math.isfinite(
+            t.stage.requested_rate) else f"{t.stage.requested_rate:g} req/s"
+
+    recs = {r: [level(t) for t in stages if record(t) == r] for r in {record(t) for t in stages}}
     if len(recs) > 1 and None not in recs:
         raise InputError("--sweep compares the load stages of one deployment; these were launched by different "
-                         "records: " + "; ".join(f"{r} (stages at {', '.join(f'{x:g}' for x in rates)} req/s)"
-                                                 for r, rates in sorted(recs.items()))
+                         "records: " + "; ".join(f"{r} (stages at {', '.join(levels)})"
+                                                 for r, levels in sorted(recs.items()))
                          + ". Validate each deployment's stages apart.")
     folders = {str(Path(t.stage.path).resolve().parent) for t in stages}
     if len(folders) > 1:

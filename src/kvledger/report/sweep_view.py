@@ -214,8 +214,9 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
                 else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}"))
         short = b is not None and b.saturation_throughput is None and (b.throughput_note or "").startswith("no stage")
-        label = "throughput (no stage past saturation)" if short else "saturation throughput"
-        con.print(f"{label} (largest over the stages): measured "
+        label = "largest throughput over the stages (none past saturation)" if short else \
+            "saturation throughput (largest over the stages)"
+        con.print(f"{label}: measured "
                   f"{m.saturation_throughput_req_per_s:.2f} req/s, simulated "
                   f"{p.saturation_throughput_req_per_s:.2f} req/s{escape(band)}, error "
                   f"{fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)}")
