@@ -225,8 +225,8 @@ def get_gpu(name: str) -> GpuSpec:
     raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu "
                                                     "FILE.json/.toml (fields: name, memory "
                            "as CUDA reports it, e.g. \"79.19GiB\", bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]), "
-                           "or a "
-                           "catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
+                           "or a catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops "
+                           "(`kvledger plan`'s options).")
 
 
 def _size(n_bytes: float) -> str:

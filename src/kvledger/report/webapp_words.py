@@ -15,7 +15,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
      r"for another GPU write a GPU file (.json/.toml; fields: \1) into the folder given to `kvledger ui --data-dir "
      r"DIR` and name it in the GPU field"),
-    (r",? or a catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops\.?",
+    (r",? or a catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops(?: \(`kvledger plan`'s "
+     r"options\))?\.?",
      r". A catalog GPU with other memory, bandwidth or peak is a command-line option (`kvledger plan --gpu-memory "
      r"…`), not a field here."),
     (r"Pick one with --gpu-provider \(and --instance\), or give --gpu-usd-per-hour",
