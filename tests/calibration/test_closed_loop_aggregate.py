@@ -307,3 +307,22 @@ def test_files_with_their_own_server_info_are_one_deployment_when_its_settings_a
     b.write_text(json.dumps({**_sglang_line(16), "server_info": {**info, "mem_fraction_static": 0.8}}) + "\n")
     with pytest.raises(InputError, match=r"launched by different records: .*\(stages at 16 clients\)"):
         validate_sweep([str(a), str(b)], ARGS)
+
+
+def test_drawn_output_lengths_far_from_the_files_mean_are_said(tmp_path):
+    # lengths fixed at 64 (range ratio 1, 64 × 20 = 1,280 tokens stated): the draw is the file's mean, nothing said.
+    # Uniform 1 … 128 (range ratio 0) while the file's 20 completed requests averaged 800 ÷ 20 = 40 tokens: the draw
+    # averages far above it (the uniform's mean is 64.5), and the note gives both means and the gap
+    f = tmp_path / "c4.jsonl"
+    f.write_text(json.dumps(_sglang_line(4)) + "\n")
+    (t,) = load_targets(str(f))
+    assert "drawn_lengths" not in t.run.measured.metadata.extra
+    f.write_text(json.dumps({**_sglang_line(4), "random_output_len": 128, "random_range_ratio": 0.0,
+                             "total_output_tokens": 800}) + "\n")
+    (t,) = load_targets(str(f))
+    drawn = sum(r.num_output_tokens for r in t.run.requests) / 20
+    assert drawn > 50  # uniform 1 … 128, 20 draws
+    note = t.run.measured.metadata.extra["drawn_lengths"]
+    assert note.startswith(f"output lengths: the replay's 20 drawn requests average {drawn:,.1f} tokens, the file's "
+                           f"20 completed ones 40.0 (800 ÷ 20), {drawn / 40 - 1:+.1%}")
+    assert note in validate_file(str(f), ARGS).notes

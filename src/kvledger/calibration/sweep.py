@@ -289,8 +289,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
         notes.append(count_note)
     if pool_note := pool_prefix(stage, prefix_caching)[1]:
         notes.append(pool_note)
-    if run is not None and run.measured is not None and run.measured.metadata.extra.get("client_loop"):
-        notes.append(run.measured.metadata.extra["client_loop"])
+    said = run.measured.metadata.extra if run is not None and run.measured is not None else {}
+    notes += [said[k] for k in ("client_loop", "drawn_lengths") if k in said]  # the replay's load and lengths drawn
     if stage.num_failed:
         share = stage.num_failed / max(stage.count, 1)
         notes.append(f"{stage.num_failed:,} of the stage's {stage.count:,} requests ({share:.0%}) failed at the client "

@@ -95,8 +95,27 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
         st = aggregate_stage(agg, label, client_concurrency)
         run = stage_run(st, label, seed + i, client_concurrency)
         _keep_model(run, agg)
+        _drawn_lengths(run, agg)
         out.append(Target(run, st, i))
     return sorted(out, key=lambda t: t.stage.requested_rate)
+
+
+#: the drawn output lengths' mean this far from the file's (total ÷ completed) is said (``_drawn_lengths``)
+DRAWN_LENGTH_NOTE = 0.03
+
+
+def _drawn_lengths(run: MeasuredRun, agg: Any) -> None:
+    """Say where the replay's drawn output lengths average ≥ ``DRAWN_LENGTH_NOTE`` away from the file's own mean: the
+    throughput in tokens, and the time each request decodes, differ by about that much before any step cost does."""
+    done, total = agg.num_completed, agg.total_output_tokens
+    if not run.requests or not done or not total:
+        return
+    drawn, stated = sum(r.num_output_tokens for r in run.requests) / len(run.requests), total / done
+    if abs(drawn / stated - 1) >= DRAWN_LENGTH_NOTE:
+        run.measured.metadata.extra["drawn_lengths"] = (
+            f"output lengths: the replay's {len(run.requests):,} drawn requests average {drawn:,.1f} tokens, the "
+            f"file's {done:,} completed ones {stated:,.1f} ({total:,} ÷ {done:,}), {drawn / stated - 1:+.1%}: output "
+            "throughput and each request's decode time differ by about that much before any step-cost error")
 
 
 def _keep_model(run: MeasuredRun, agg: Any) -> None:
