@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 __all__ = ["saturation", "compared_saturation", "waits_grew", "WAIT_GROWTH"]
@@ -61,12 +60,13 @@ def compared_saturation(run: Any, stage: Any, simulated: Any) -> dict[str, Any] 
     (``sweep_bands.below_saturation``, validate's test): a stage holds no records to read a queue from, and its
     closed-loop replay cannot grow one. A paced replay (a rate under a client cap) whose clients sent under 95% of
     the rate (``paced_loop.paced_behind``) marks the simulated side."""
+    from kvledger.calibration.stage_launch import sent_at_inf
     from kvledger.calibration.sweep_bands import below_saturation, stage_saturation_words
 
     got = saturation(run.measured if stage is None else None, simulated)
-    users = getattr(stage, "client_users", None)
-    if stage is None or (users and not math.isfinite(stage.requested_rate)):
+    if stage is None or sent_at_inf(stage):
         return got  # a closed loop (request_rate inf under a client cap) has no rate to be behind
+    users = getattr(stage, "client_users", None)
     notes = {} if below_saturation(stage) else {"measured": f"measured: the {stage_saturation_words(stage)}"}
     if users and simulated is not None and len(simulated.records):  # paced: the replay's clients may lag too
         from kvledger.analyses.serving.paced_loop import paced_behind

@@ -23,10 +23,16 @@ from kvledger.evidence.sidecars import LAUNCH_FILE
 
 __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
            "client_prompt_pool", "pool_prefix", "ClientCap", "client_concurrency_cap",
-           "client_loop", "BEHIND"]
+           "client_loop", "BEHIND", "sent_at_inf"]
 
 #: a stage whose client achieved less than this share of its requested rate fell behind (its cap bound the load)
 BEHIND = 0.95
+def sent_at_inf(stage: Any) -> bool:
+    """Whether a stage (``sweep.Stage``) was a closed loop: sent at request_rate inf under a client cap
+    (``client_users``), not at a rate (under a cap: paced)."""
+    return bool(getattr(stage, "client_users", None)) and not math.isfinite(stage.requested_rate)
+
+
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
 #: exp-config.yaml keys that are no engine setting: the model (read apart) and the harness that drove it
 _NOT_ENGINE = {"model", "app"}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.calibration.aggregate_stage import aggregate_stage, closed_loop_users
 from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
+from kvledger.calibration.stage_launch import sent_at_inf
 from kvledger.calibration.sweep import Stage, looks_like_stage, read_stage, stage_run
 from kvledger.errors import FormatError, InputError
 
@@ -220,7 +221,7 @@ def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> Non
     """
     if len(stages) < 2:
         raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
-    closed = [t.run.label for t in stages if t.stage.client_users and not math.isfinite(t.stage.requested_rate)]
+    closed = [t.run.label for t in stages if sent_at_inf(t.stage)]
     if closed and len(closed) < len(stages):
         rated = [t.run.label for t in stages if math.isfinite(t.stage.requested_rate)]
         raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "

@@ -9,7 +9,6 @@ and the simulated side, so they can be compared); None when no stage passes it. 
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +18,7 @@ from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import compared_saturation
+from kvledger.calibration.stage_launch import sent_at_inf
 from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import run_bands, sweep_bands
@@ -141,7 +141,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     stages = [t for t in targets if t.stage is not None]
     check_sweep(paths, stages, len(targets))
     one_rate = {t.stage.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
-    closed = not math.isfinite(stages[0].stage.requested_rate) or (len(one_rate) == 1 and all(
+    closed = sent_at_inf(stages[0].stage) or (len(one_rate) == 1 and all(
         t.stage.client_users for t in stages))  # check_sweep: all stages closed loops, or none
 
     def level(t: Target) -> float:
@@ -204,8 +204,7 @@ def _deployments(stages: list[Any]) -> list[str]:
         return f"the settings {sorted(kw.items())} (server_info)" if kw else where
 
     def level(t: Any) -> str:
-        return f"{t.stage.client_users:,} clients" if t.stage.client_users and not math.isfinite(
-            t.stage.requested_rate) else f"{t.stage.requested_rate:g} req/s"
+        return f"{t.stage.client_users:,} clients" if sent_at_inf(t.stage) else f"{t.stage.requested_rate:g} req/s"
 
     recs = {r: [level(t) for t in stages if record(t) == r] for r in {record(t) for t in stages}}
     if len(recs) > 1 and None not in recs:

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kvledger.analyses.serving import notes as N
+from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
@@ -271,7 +272,7 @@ def run_overload(run: RunRecords, mode: str, info: dict[str, Any] | None = None)
     description); None when it kept up, or for another closed loop."""
     if mode.startswith("open loop"):
         return queue_growth(run)
-    if mode.startswith("closed loop, paced"):
+    if mode == PACED_MODE:
         from kvledger.analyses.serving.paced_loop import paced_behind
 
         return paced_behind(run, info or {})

@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
-           "SIMULATOR", "simulator_description", "workload_text", "load_text"]
+           "SIMULATOR", "simulator_description", "workload_text", "load_text", "PACED_MODE"]
+
+#: the workload ``mode`` of a paced closed loop (``ClosedLoop.paced``: a rate under a cap on requests in flight)
+PACED_MODE = "closed loop, paced"
 
 
 def __getattr__(name: str) -> Any:
@@ -104,7 +107,7 @@ class SimDocument:
         """An open loop whose queue did not grow, long enough to tell, or a paced closed loop whose clients kept their
         rate: its throughput is the load it was offered (a run may still have sat at its knee, its TTFT growing
         through the arrivals: ``at_knee``)."""
-        return str(self.workload.get("mode", "")).startswith(("open loop", "closed loop, paced")) and not \
+        return str(self.workload.get("mode", "")).startswith(("open loop", PACED_MODE)) and not \
             self.overload and not self.too_short
 
     @property
@@ -129,7 +132,7 @@ def load_text(info: dict[str, Any]) -> str:
     offered"."""
     rate = info.get("offered_rate_req_per_s")
     if str(info.get("mode")).startswith("closed loop"):
-        paced = f"paced at {rate:.3f} req/s offered, " if info["mode"] == "closed loop, paced" and rate is not None \
+        paced = f"paced at {rate:.3f} req/s offered, " if info["mode"] == PACED_MODE and rate is not None \
             and math.isfinite(rate) else ""
         return f"closed loop, {paced}{info['concurrency']} users, think time {info['think_time_s']:g} s"
     return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)

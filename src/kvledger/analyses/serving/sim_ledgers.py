@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvledger.analyses.serving.client_latency import with_client_latency
-from kvledger.analyses.serving.sim_document import SimDocument, load_text, simulator_description, workload_text
+from kvledger.analyses.serving.sim_document import (
+    PACED_MODE,
+    SimDocument,
+    load_text,
+    simulator_description,
+    workload_text,
+)
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -275,7 +281,7 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
         (run_overload(result.records, mode, {**setup.workload_info, "max_running": setup.config.max_num_seqs *
                                              setup.replicas}), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
-    paced = mode == "closed loop, paced"
+    paced = mode == PACED_MODE
     behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
     if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
         overload, short = open_loop_check(result.records)

@@ -15,6 +15,7 @@ from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
+from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
@@ -211,13 +212,13 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
     }
     if a.concurrency is not None:
-        info.update({"mode": "closed loop, paced" if paced(a) else "closed loop", "concurrency": a.concurrency,
-                     "think_time_s": a.think_time_s})
-        if paced(a):  # in arrival order, as a benchmark client sends
+        pace = paced(a)
+        info.update(mode=PACED_MODE if pace else "closed loop", concurrency=a.concurrency, think_time_s=a.think_time_s)
+        if pace:  # in arrival order, as a benchmark client sends
             specs = sorted(specs, key=lambda r: r.arrival_s)
             span = specs[-1].arrival_s - specs[0].arrival_s  # the offered rate below: over the sorted arrivals
             info["offered_rate_req_per_s"] = (len(specs) - 1) / span if span > 0 else math.inf
-        return ClosedLoop(specs, a.concurrency, a.think_time_s, paced=paced(a)), len(specs), info
+        return ClosedLoop(specs, a.concurrency, a.think_time_s, paced=pace), len(specs), info
     arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
                  "offered_rate_req_per_s": (len(specs) - 1) / span if span > 0 else math.inf})
