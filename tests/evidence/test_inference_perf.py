@@ -95,3 +95,20 @@ def test_goodput_percentage_is_kept_with_its_successful_only_denominator(tmp_pat
     p.write_text(json.dumps(doc))
     agg = read_run(p)
     assert agg.tool_goodput["percentage_of_successful"] == 90.0 and agg.num_requests == 80
+
+
+def test_goodput_view_says_an_inference_perf_slo_is_not_in_the_file(tmp_path):
+    # inference-perf's goodput_metrics come with constraints kept in report.goodput, not in the lifecycle file: the
+    # tool's figure is printed as "its SLO is not in the file" (it was "under the SLO the file states", read off the
+    # slo text's first words, which for inference-perf are not "not stored")
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    doc = json.loads((DATA / "stage_0_lifecycle_metrics.json").read_text())
+    doc["goodput_metrics"] = {"goodput_percentage": 90.0, "request_goodput": 0.9, "good_requests": 54,
+                              "total_requests": 60}
+    p = tmp_path / "stage_0_lifecycle_metrics.json"
+    p.write_text(json.dumps(doc))
+    out = CliRunner().invoke(app, ["goodput", str(p), "--slo", "ttft=1s"], env={"COLUMNS": "200"}).output
+    assert "tool-reported goodput (its SLO is not in the file)" in out and "the file states" not in out

@@ -135,9 +135,8 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
                   + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k,
                                                                   v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
-            slo = r.tool_goodput.get("slo")
-            said = ("its SLO is not in the file" if not slo or (isinstance(slo, str) and slo.startswith("not stored"))
-                    else "under the SLO the file states")
+            # only a reader that found the SLO in the file names where (AIPerf's input_config.slos: slo_source)
+            said = "under the SLO the file states" if "slo_source" in r.tool_goodput else "its SLO is not in the file"
             con.print(f"  tool-reported goodput ({said}): {escape(json.dumps(r.tool_goodput))}")
         for note in r.notes:
             if note not in shared:
