@@ -171,8 +171,6 @@ def _regime_errors(rows: list[dict], skip: str | None = None) -> dict[str, dict[
     return out
 
 
-#: Student's t 0.9 quantile for 1..9 degrees of freedom (a two-sided 80% prediction interval)
-T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383)
 EMPIRICAL_FROM = 10  # values from which the band is the conformal ranks
 
 
@@ -182,7 +180,7 @@ def _q(errs: list[float], groups: list[str] | None = None) -> dict:
     (mean ± t·s·√(1 + 1/n)), which is wide where few values stand behind it; one value is kept as a point
     (``ONE_POINT``): no interval of its own, the nearest regime's band is widened to take it in
     (``kvledger.ledgers.error_band``)."""
-    from kvledger.ledgers.conformal import conformal_interval, few_groups_interval
+    from kvledger.ledgers.conformal import T90, conformal_interval, few_groups_interval
 
     a = np.array(errs)
     k = len(set(groups)) if groups is not None else len(a)

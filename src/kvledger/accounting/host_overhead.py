@@ -133,6 +133,11 @@ class HostOverhead:
     source: str
     overlap: bool = False
 
+    @property
+    def overlapped(self) -> bool:
+        """The CPU time overlaps the GPU's and no eager launch runs: the step is max(GPU, CPU)."""
+        return self.overlap and not self.launch_s
+
     def step(self, gpu_s: float, num_prefill_tokens: int, num_seqs: int) -> float:
         """Step time with the host term, s: max(GPU work, eager launches) + CPU in series (overlapped: the max)."""
         if num_seqs == 0 and num_prefill_tokens == 0:
@@ -239,4 +244,3 @@ def cpu_can_lead(cost: Any, h: Any, seats: int | None) -> bool:
     grid = sorted({min(1 << i, top) for i in range(top.bit_length() + 1)})
     price = cost.step_time_of if hasattr(cost, "step_time_of") else (lambda *f: cost.step_time_s(StepShape(*f)))
     return any(price(0, 0, 0, 0.0, n, n) < h.step_s + h.seq_s * n for n in grid)
-

@@ -120,8 +120,8 @@ def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_p
     targets = pick_run(load_targets(path, seed=seed, client_concurrency=client_concurrency), path, run)
     if len(targets) > 1:
         return validate_sweep([path], args, max_paddings, client_concurrency=client_concurrency, seed=seed)
-    run = _compare_one(targets[0], args, slo, max_paddings)
-    return replace(run, error_bands=run_bands(run, targets[0].stage))
+    one = _compare_one(targets[0], args, slo, max_paddings)  # (``run`` is the --run number)
+    return replace(one, error_bands=run_bands(one, targets[0].stage))
 
 
 def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | None = None, *,

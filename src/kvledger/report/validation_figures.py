@@ -25,12 +25,11 @@ def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
     predicted), so that both take one unit, that of the larger: 14.67 s beside 9.53 s, not beside 9,533.4 ms."""
     if v is None:
         return "—"
+    size = max(abs(v), abs(beside)) if beside is not None else abs(v)
     if unit == "s":
-        size = max(abs(v), abs(beside)) if beside is not None else abs(v)
         return f"{v * 1e3:,.1f} ms" if size < 10 else f"{v:,.2f} s"
     if unit == "fraction":
         return f"{v:.1%}"
-    size = max(abs(v), abs(beside)) if beside is not None else abs(v)
     if 0 < size < 1:  # a slow run (0.025 req/s): three significant figures, not "0.03 req/s" beside "0.03 req/s"
         return f"{v:.{2 - math.floor(math.log10(size))}f} {unit}"
     return f"{v:,.2f} {unit}"

@@ -289,7 +289,6 @@ def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, asy
                           async_scheduling=async_scheduling, rule_cpu=rule_cpu)
     if h is None:
         return cost, data
-    if h.overlap and not h.launch_s and not cpu_can_lead(cost, h, seats):  # hidden under every GPU step (docstring)
+    if h.overlapped and not cpu_can_lead(cost, h, seats):  # hidden under every GPU step (docstring)
         return cost, data
     return HostStepCost(cost, h), {**data, "host_term": h.source}
-

@@ -121,7 +121,7 @@ def gpu_side(cost: Any) -> Any:
     (looser where the CPU leads); any other wrapper as it is."""
     from kvledger.accounting.host_overhead import HostStepCost
 
-    if isinstance(cost, HostStepCost) and cost.host.overlap and not cost.host.launch_s:
+    if isinstance(cost, HostStepCost) and cost.host.overlapped:
         return cost.inner
     return cost
 
