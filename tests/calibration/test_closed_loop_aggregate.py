@@ -206,6 +206,22 @@ def test_runs_at_rates_under_a_cap_are_a_sweep(tmp_path):
         validate_sweep([_vllm_file(tmp_path / "a"), _vllm_file(tmp_path / "b", request_rate=4.0)], ARGS)
 
 
+def test_a_file_replays_alike_alone_and_anywhere_in_a_sweep(tmp_path):
+    # an aggregate file's workload is drawn from --seed (default 0) alone and in a sweep, whatever its place: the two
+    # files named in either order give each rate the same replay, and the 4 req/s file alone gives the same errors
+    # (before, the second file drew with seed + 1000, so the order of the files moved its figures)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = _vllm_file(tmp_path / "a", request_rate=2.0), _vllm_file(tmp_path / "b", request_rate=4.0)
+
+    def by_rate(sw):
+        return {r.rate: r.errors for r in sw.runs}
+
+    forward, backward = by_rate(validate_sweep([a, b], ARGS)), by_rate(validate_sweep([b, a], ARGS))
+    assert forward == backward and set(forward) == {2.0, 4.0}
+    assert validate_file(b, ARGS).errors == forward[4.0]
+
+
 def test_a_sweep_over_clients_reads_its_knee_in_clients(tmp_path):
     # three SGLang levels at request_rate inf: 4, 16, 64 clients, measured mean TTFT 40, 100, 400 ms. Threshold
     # 5 × 40 ms = 200 ms, passed between 16 and 64 clients: 16 + (200 − 100)/(400 − 100) × (64 − 16) = 32 clients

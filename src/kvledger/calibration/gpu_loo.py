@@ -25,7 +25,7 @@ def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[
 
     out, notes = [], []
     names = input_names(paths)
-    targets = [t for i, p in enumerate(paths) for t in load_targets(p, seed=i, client_concurrency=client_concurrency,
+    targets = [t for i, p in enumerate(paths) for t in load_targets(p, seed=0, client_concurrency=client_concurrency,
                                                                       name=names[i])]
     refuse_one_model_for_many(targets, args)
     for t in targets:

@@ -136,8 +136,10 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
         InputError: fewer than two stages, or closed-loop stages mixed with rated ones (``check_sweep``).
     """
     names = input_names(paths)
+    # every file draws with the seed itself (its own stages with seed + their index): a file replays as it does
+    # alone, whatever its place on the command line, and the levels share their random numbers
     targets = [t for i, p in enumerate(paths)
-               for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency, name=names[i])]
+               for t in load_targets(p, seed=seed, client_concurrency=client_concurrency, name=names[i])]
     stages = [t for t in targets if t.stage is not None]
     check_sweep(paths, stages, len(targets))
     one_rate = {t.stage.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
