@@ -143,4 +143,6 @@ def test_judgment_commands_take_simulates_eager_and_profile_flags():
                             "0.7", "--gpu-profile", "none"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
-    assert "step cost: roofline — " in out and "priced by: uncalibrated" in out
+    assert "step cost: roofline (its source under the figures)" in out and "priced by: uncalibrated" in out
+    # the source, a paragraph, under the tables and before the verdict
+    assert out.index("step cost source: kvledger.accounting.roofline") > out.index("One round per sequence")

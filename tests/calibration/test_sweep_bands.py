@@ -55,13 +55,16 @@ def test_below_saturation_is_the_lodo_rule():
 
 @needs_kubecon
 def test_sweep_prints_the_step_cost_line_once_above_its_table(sweep):
+    # the name and scope above the table, the source (a paragraph) once under the figures, before the notes
     out = " ".join(sweep[0].split())
-    line = ("step cost: roofline (priced by: uncalibrated) — kvledger.accounting.roofline: weight matmuls then "
-            "attention, each max(FLOPs/achievable peak, bytes/achievable bandwidth) at 100% of the GPU's measured "
-            "matmul efficiency for the weight matmuls, 71% of peak FLOP/s for attention and 80% of peak bandwidth, "
-            "+ CPU overhead per step")  # TP 1: no all-reduce term named
-    assert out.startswith(line) and out.count("step cost: ") == 1
+    line = "step cost: roofline (priced by: uncalibrated; its source under the figures)"
+    source = ("step cost source: kvledger.accounting.roofline: weight matmuls then attention, each "
+              "max(FLOPs/achievable peak, bytes/achievable bandwidth) at 100% of the GPU's measured matmul efficiency "
+              "for the weight matmuls, 71% of peak FLOP/s for attention and 80% of peak bandwidth, "
+              "+ CPU overhead per step")  # TP 1: no all-reduce term named
+    assert out.startswith(line) and out.count("step cost: ") == 1 and out.count("step cost source: ") == 1
     assert out.index(line) < out.index("load sweep (priced by: uncalibrated")
+    assert out.index("saturation throughput (largest") < out.index(source) < out.index("note: ")
 
 
 @needs_kubecon
@@ -73,7 +76,7 @@ def test_sweep_json_states_the_step_cost_and_the_bands(sweep):
     assert set(b) == {"regime", "saturation_throughput", "throughput_note", "ttft_mean", "ttft_notes", "tpot_mean",
                       "stage_notes", "knee_req_per_s", "knee_note"}
     # one stage at its knee: 122.59 req/s, replayed paced (its client's 440 slots fill as it falls behind), its
-    # simulated mean TTFT grows 1,469.3 → 3,142.2 ms from the first quarter of its arrivals to the second (2.1× ≥ 2);
+    # simulated mean TTFT grows 1,361.6 → 3,175.3 ms from the first quarter of its arrivals to the third (2.3× ≥ 2);
     # saturated too, so it has no latency band and no TTFT note of its own
     assert d["at_knee_rates"] == [122.59] and b["ttft_notes"] == [None] * 7
     assert b["regime"] == "uncalibrated/dense/vllm" and b["knee_req_per_s"] is None and b["throughput_note"] is None

@@ -21,6 +21,7 @@ from kvledger.report.validation_figures import (
     fmt_value,
     outside,
     step_cost_line,
+    step_cost_source,
 )
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
         con.print(escape(knee_warning(knee)))
     for line in _band_lines(b, c.rows) if b else []:
         con.print(f"[dim]{escape(line)}[/]")
+    con.print(step_cost_source(r))
     for n in r.notes:
         con.print(f"note: {escape(n)}")
 

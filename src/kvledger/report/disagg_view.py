@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.report.step_cost_view import step_cost_lines
+from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -58,4 +58,6 @@ def render_disagg(r: DisaggReport, console) -> None:
                       ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p99_s", "tpot_p90_s")),
                       f"{x['goodput_req_per_s_per_gpu']:,.2f}")
         console.print(t)
+    if r.step_cost:  # the step cost named above the tables: how it prices a step
+        console.print(step_cost_source_line(r.step_cost))
     print_verdict(console, r.verdict, r.notes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.report.step_cost_view import step_cost_lines
+from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -81,4 +81,6 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
                       f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
                       f"({cal.bandwidth_fraction:.0%} of datasheet), "
                       f"fixed step time {fmt_duration(cal.step_fixed_s)}")
+    if r.step_cost:  # the step cost named above the tables: how it prices a step
+        console.print(step_cost_source_line(r.step_cost))
     print_verdict(console, r.verdict, r.notes)

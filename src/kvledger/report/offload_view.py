@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.report.kv_tiers_view import render_kv_tiers
-from kvledger.report.step_cost_view import step_cost_lines
+from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import table
 
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ def render_offload(rep: OffloadReport, console) -> None:
         if "more_gpus_usd_per_hour" in c:
             line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
         console.print(line)
+    if rep.step_cost:  # the step cost named above the tables: how it prices a step
+        console.print(step_cost_source_line(rep.step_cost))
 
 
 def _rule_rows(s, row) -> None:

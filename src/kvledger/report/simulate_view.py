@@ -8,7 +8,7 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument, load_text
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
-from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_warnings
+from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_source_line, step_cost_warnings
 
 #: the last two: step_cost_view.py's
 __all__ = ["render_summary", "render_bands", "rejected_warning", "priced_by", "step_cost_lines"]
@@ -191,6 +191,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     mode = str(payload.workload.get("mode", ""))
     render_bands(payload.error_bands or {}, console, payload.kept_up,
                  mode if mode.startswith(("sessions", "closed loop")) else "", bool(payload.at_knee))
+    console.print(step_cost_source_line(cost))
     said = None if payload.seed_spread is None else spread_note_line(payload.seed_spread)
     if said is not None:  # the draw moves a banded figure: said under the bands, not only in the notes
         console.print(said)

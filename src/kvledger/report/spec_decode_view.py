@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.report.step_cost_view import step_cost_lines
+from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import print_verdict, table
 
 if TYPE_CHECKING:
@@ -65,4 +65,6 @@ def render_spec_decode(r: SpecReport, console) -> None:
                           f"{b['num_preemptions']}/{s['num_preemptions']}")
         console.print(t)
         console.print(sweep_sentence(sim))
+    if r.step_cost:  # the step cost named above the tables: how it prices a step
+        console.print(step_cost_source_line(r.step_cost))
     print_verdict(console, r.verdict, r.notes)

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-__all__ = ["step_cost_lines", "step_cost_warnings", "print_step_cost_warnings", "priced_by"]
+__all__ = ["step_cost_lines", "step_cost_source_line", "step_cost_warnings", "print_step_cost_warnings", "priced_by",
+           "SOURCE_BELOW"]
+
+#: what the step-cost line above the figures says of its source, printed under them (``step_cost_source_line``): the
+#: answer first, the long provenance after it
+SOURCE_BELOW = "its source under the figures"
 
 
 def step_cost_warnings(cost: dict) -> list[str]:
@@ -13,11 +18,18 @@ def step_cost_warnings(cost: dict) -> list[str]:
 
 
 def step_cost_lines(cost: dict, warnings: bool = True) -> list[str]:
-    """The step cost and the calibration scope that priced it, as ``simulate`` prints them (rich markup), after its
-    warnings unless ``warnings`` is off (``simulate`` prints them first of all); the judgment commands print the same
-    lines for the cost ``analyses.serving.plan_pricing`` chose."""
-    return (step_cost_warnings(cost) if warnings else []) + [f"[bold]step cost[/]: {cost['name']} — {cost['source']}",
+    """The step cost's name and the calibration scope that priced it, as ``simulate`` prints them above its figures
+    (rich markup), after its warnings unless ``warnings`` is off (``simulate`` prints them first of all); the judgment
+    commands print the same lines for the cost ``analyses.serving.plan_pricing`` chose. Its source, a paragraph, is
+    ``step_cost_source_line``, printed under the figures."""
+    return (step_cost_warnings(cost) if warnings else []) + [f"[bold]step cost[/]: {cost['name']} ({SOURCE_BELOW})",
                                                              f"[bold]priced by[/]: {priced_by(cost)}"]
+
+
+def step_cost_source_line(cost: dict) -> str:
+    """``step cost source: …``: how the step cost named above the figures prices a step (formula, fractions, the
+    data and error of what was fitted), printed under them."""
+    return f"[dim]step cost source: {cost['source']}[/]"
 
 
 def priced_by(cost: dict) -> str:

@@ -22,6 +22,7 @@ from kvledger.report.validation_figures import (
     fmt_value,
     outside,
     step_cost_line,
+    step_cost_source,
 )
 
 if TYPE_CHECKING:
@@ -222,6 +223,8 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
                   f"{fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)}")
     for line in _band_lines(r):
         con.print(f"[dim]{escape(line)}[/]")
+    for line in dict.fromkeys(step_cost_source(x) for x in r.runs):  # under the figures, once as above
+        con.print(line)
     for n in r.notes:
         if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
             con.print(f"note: {escape(n)}")

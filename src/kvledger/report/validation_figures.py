@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from kvledger.report.step_cost_view import SOURCE_BELOW
+
 if TYPE_CHECKING:
     from kvledger.calibration.validate import RunValidation
 
-__all__ = ["fmt_value", "fmt_rate", "fmt_error", "step_cost_line", "band_span", "outside", "band_source_line",
-           "OUTSIDE_NOTE"]
+__all__ = ["fmt_value", "fmt_rate", "fmt_error", "step_cost_line", "step_cost_source", "band_span", "outside",
+           "band_source_line", "OUTSIDE_NOTE"]
 
 #: what ✗ next to a band means
 OUTSIDE_NOTE = ("✗: the measured figure lies outside its band (the simulator erred more there than on 80% of the "
@@ -52,11 +54,16 @@ def fmt_error(e: float | None) -> str:
 
 
 def step_cost_line(r: RunValidation) -> str:
-    """``step cost: NAME (priced by: SCOPE) — SOURCE`` of a validated run (rich markup, escaped): what single-run
-    ``validate`` prints under its header and ``validate --sweep`` once above its table."""
-    sc = r.step_cost
-    return (f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.scope))}) — "
-            f"{escape(str(sc.get('source', '')))}")
+    """``step cost: NAME (priced by: SCOPE; its source under the figures)`` of a validated run (rich markup,
+    escaped): what single-run ``validate`` prints under its header and ``validate --sweep`` once above its table;
+    the source is ``step_cost_source(r)``, under the figures."""
+    return (f"step cost: {escape(str(r.step_cost.get('name')))} (priced by: {escape(str(r.scope))}; "
+            f"{SOURCE_BELOW})")
+
+
+def step_cost_source(r: RunValidation) -> str:
+    """``step cost source: SOURCE`` of a validated run (rich markup, escaped), printed under its figures."""
+    return f"[dim]step cost source: {escape(str(r.step_cost.get('source', '')))}[/]"
 
 
 def band_span(band: Any, unit: str) -> str:
