@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from kvledger.accounting.vllm_rules import v1_forces_chunked_prefill
+from kvledger.accounting.vllm_rules import v0_long_context_chunked, v1_forces_chunked_prefill
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 
 
@@ -54,3 +54,22 @@ def test_v0_engine_on_a_v1_release_keeps_v0_defaults():
     # and the V0 note says the given cap runs, not V0's default 256 (a fresh-user trial read "256 seqs" beside the
     # KV pool note's "max_num_seqs 128 (the run's record)" as a contradiction)
     assert any("max_num_seqs 128 as given, not V0's 256" in n for n in s.notes)
+
+
+def test_v0_engine_keeps_chunked_prefill_off_for_a_sliding_window_model_above_32k():
+    # vLLM 0.9.0 engine/arg_utils.py :: _set_default_args_v0 turns chunked prefill on for use_long_context
+    # (max_model_len > 32768) only `if (is_gpu and not use_sliding_window and ...)`, use_sliding_window =
+    # model_config.get_sliding_window() is not None (0.6.3's create_engine_config has the same test). gpt-oss-20b
+    # has 128-token sliding-window layers, so at max_model_len 65,536 chunked prefill stays off and SchedulerConfig
+    # gives max(65,536, 2,048) = 65,536 tokens, 256 sequences. The V0-engine path had left the window out, turned
+    # chunked prefill on and refused the run (vllm_v0 needs it off).
+    s = prepare(SimRequestArgs(model="openai/gpt-oss-20b", gpu="H100", trace="azure-conv", num_requests=20,
+                               max_model_len=65536, engine_version="0.9.0", batching="vllm_v0",
+                               enable_prefix_caching=False))
+    assert s.config.enable_chunked_prefill is False
+    assert s.config.max_num_batched_tokens == 65536 and s.config.max_num_seqs == 256
+    assert any("chunked prefill off, max_num_batched_tokens 65,536, max_num_seqs 256 (vLLM V0 default (no chunked "
+               "prefill" in n for n in s.notes)
+    # the one rule: above 32,768 tokens without a window only
+    assert [v0_long_context_chunked(n, w) for n, w in ((32768, False), (32769, False), (65536, True))] == [
+        False, True, False]

@@ -18,7 +18,7 @@ from kvledger.units import GiB
 
 __all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "default_batch_limits",
            "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines",
-           "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES"]
+           "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES", "v0_long_context_chunked"]
 
 LATEST = "0.33.0"
 """Newest vLLM release whose code was read (docs/engine-model.md §0)."""
@@ -65,16 +65,15 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     Mirrors ``engine/arg_utils.py::EngineArgs.get_batch_defaults`` (0.33) and its 0.10–0.15 form:
     ≥160 GiB → 16384/1024 (from 0.28.0: the branch is absent in 0.20.0–0.27.0's wheels, present in 0.28–0.31);
     ≥70 GiB and not an A100 → 8192/1024; otherwise 2048/256.
-    V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences, except above 32K
-    (``engine/arg_utils.py``: ``use_long_context = max_model_len > 32768`` turns chunked prefill on for models without a
-    sliding window, and ``SchedulerConfig`` then defaults to 512 tokens in 0.6.3, 2048 in 0.7.3; 0.6.4–0.6.6 not
-    read: 2048 applied from 0.7.0). The result is capped at max_num_seqs × max_model_len. ``v0_engine``: the V0
-    engine run on a release whose default is V1 (0.8–0.10, ``VLLM_USE_V1=0``): 0.9.0's ``create_engine_config``
-    calls ``_set_default_args_v0`` then, never the V1 usage-context defaults, so V0's rule holds there too.
+    V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences, except where
+    ``v0_long_context_chunked`` turns it on (``SchedulerConfig`` then defaults to 512 tokens in 0.6.3, 2048 in 0.7.3;
+    0.6.4–0.6.6 not read: 2048 applied from 0.7.0). Capped at max_num_seqs × max_model_len. ``v0_engine``: the V0 engine
+    on a release whose default is V1 (0.8–0.10, ``VLLM_USE_V1=0``): 0.9.0's ``create_engine_config`` calls
+    ``_set_default_args_v0`` then, never the V1 usage-context defaults, so V0's rule holds there too.
     """
     gib = gpu_total_bytes / GiB
     if era(ver) == "v0" or v0_engine:
-        if max_model_len > 32768 and not sliding_window:
+        if v0_long_context_chunked(max_model_len, sliding_window):
             t = 2048 if ver >= (0, 7, 0) else 512
             return t, 256, (f"vLLM V0 turns chunked prefill on above 32K (max_model_len {max_model_len:,} > 32,768; "
                             f"arg_utils.py use_long_context): {t} tokens ({'0.7.3' if t == 2048 else '0.6.3'} "
@@ -85,14 +84,18 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     elif gib >= 160 and ver >= (0, 28, 0):
         mnbt, seqs, why = 16384, 1024, f"vLLM server default for ≥160 GiB GPUs ({gib:.1f} GiB): 16384 tokens, 1024 seqs"
     elif gib >= 70 and "a100" not in gpu_name.lower():
-        mnbt, seqs, why = (
-            8192,
-            1024,
-            f"vLLM server default for ≥70 GiB non-A100 GPUs ({gib:.1f} GiB): 8192 tokens, 1024 seqs",
-        )
+        mnbt, seqs, why = 8192, 1024, (f"vLLM server default for ≥70 GiB non-A100 GPUs ({gib:.1f} GiB): 8192 tokens, "
+                                       "1024 seqs")
     else:
         mnbt, seqs, why = 2048, 256, "vLLM server default for smaller GPUs and A100: 2048 tokens, 256 seqs"
     return min(mnbt, seqs * max_model_len), seqs, why + " (engine/arg_utils.py::get_batch_defaults)"
+
+
+def v0_long_context_chunked(max_model_len: int, sliding_window: bool) -> bool:
+    """True where vLLM V0 turns chunked prefill on by default: ``use_long_context`` (max_model_len > 32768) without
+    a sliding window (``engine/arg_utils.py``: ``not use_sliding_window`` in 0.6.3's ``create_engine_config`` and
+    0.9.0's ``_set_default_args_v0``; their multimodal, LoRA, spec-decode, pooling, MLA exclusions not modelled)."""
+    return max_model_len > 32768 and not sliding_window
 
 
 #: last vLLM release whose V1 engine turns chunked prefill on whatever the flag says (below)
@@ -206,8 +209,8 @@ class MambaCacheRule:
 
 MAMBA_PREFIX_CACHING_ARCHITECTURES = frozenset({
     "BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM", "GraniteMoeHybridForCausalLM",
-        "JambaForCausalLM",
-    "Mamba2ForCausalLM", "MambaForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Zamba2ForCausalLM"})
+    "JambaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+    "Zamba2ForCausalLM"})
 """Architectures whose vLLM class implements ``SupportsMambaPrefixCaching`` ("all" mode), read in 0.19 and 0.24
 (``models/{bamba,falcon_h1,granitemoehybrid,jamba,mamba,mamba2,nemotron_h,zamba2}.py``; FalconMamba and NemotronH-Puzzle
 are registry aliases; Bamba was removed in 0.23)."""
@@ -282,11 +285,9 @@ def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | No
     if ver < (0, 28, 0) and MAMBA_PREFIX_CACHING_ARCHITECTURES.intersection(architectures):
         grid = math.lcm(mamba_chunk_tokens, 16) if has_attention else None
         return MambaCacheRule("all", pc, 1, grid, f"{why}: mamba_cache_mode all ({'/'.join(architectures)} implements "
-                              f"SupportsMambaPrefixCaching; MambaModelConfig.verify_and_update_config, vLLM "
-                              f"0.19–0.27): "
+                              "SupportsMambaPrefixCaching; MambaModelConfig.verify_and_update_config, vLLM 0.19–0.27): "
                               "one state page per block of the request's tokens, cdiv(max_model_len, block) per "
-                              "request "
-                              "(MambaSpec.max_memory_usage_bytes)" + (
+                              "request (MambaSpec.max_memory_usage_bytes)" + (
                                   f"; blocks aligned to the Mamba chunk lcm({mamba_chunk_tokens}, 16) = {grid} tokens "
                                   "(HybridAttentionMambaModelConfig)" if grid else ""), page_per_block=True)
     if ver < (0, 33, 0):

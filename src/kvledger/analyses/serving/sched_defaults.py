@@ -43,13 +43,18 @@ def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[
     return out, notes
 
 
+def _sliding(plan: Any) -> bool:
+    """Whether the planned model has a sliding-window layer, as the plan's budget reads it (vLLM's
+    ``get_sliding_window() is not None``)."""
+    return any(getattr(layer, "window_tokens", 0) for layer in plan.model.layers)
+
+
 def _v0_release(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]]:
     """A release before 0.8 runs the V0 engine with V0's defaults (``engine/arg_utils.py`` of 0.5–0.7: chunked prefill
     off up to a 32K context, ``use_long_context``; prefix caching off): with both off, V0's default scheduler, the
     ``vllm_v0`` rule; with either on (given, or chunked above 32K), V1's mixed steps, the closest rule modelled."""
     m = plan.memory
-    sliding = any(getattr(layer, "window_tokens", 0) for layer in plan.model.layers)  # as the plan's budget reads it
-    long_context = m.max_model_len > 32768 and not sliding  # arg_utils.py use_long_context (vllm_rules)
+    long_context = R.v0_long_context_chunked(m.max_model_len, _sliding(plan))
     chunked = a.enable_chunked_prefill if a.enable_chunked_prefill is not None else long_context
     caching = bool(a.enable_prefix_caching)
     said = (f"chunked prefill {'on' if chunked else 'off'}"
@@ -72,14 +77,15 @@ def _v0_release(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]]:
 def _v0_engine(a: Any, plan: Any, ver: tuple[int, int, int], user_mnbt: int | None
                ) -> tuple[dict[str, Any], list[str]]:
     """V0's defaults on a V1-default release (``R.default_batch_limits(..., v0_engine=True)``): chunked prefill off
-    up to a 32K context, budget max(max_model_len, 2048), 256 sequences."""
+    up to a 32K context or with a sliding window, budget max(max_model_len, 2048), 256 sequences."""
     m = plan.memory
     out: dict[str, Any] = {}
-    _, seqs, why = R.default_batch_limits(ver, int(plan.gpu.memory_bytes), plan.gpu.name, m.max_model_len,
-                                             v0_engine=True)
+    sliding = _sliding(plan)
+    _, seqs, why = R.default_batch_limits(ver, int(plan.gpu.memory_bytes), plan.gpu.name, m.max_model_len, sliding,
+                                          v0_engine=True)
     chunked = a.enable_chunked_prefill
     if chunked is None:
-        chunked = m.max_model_len > 32768
+        chunked = R.v0_long_context_chunked(m.max_model_len, sliding)
     out["enable_chunked_prefill"] = chunked
     parts = []
     if user_mnbt is None:
