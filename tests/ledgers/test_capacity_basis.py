@@ -79,6 +79,24 @@ def test_closed_loop_uses_attainment():
         "--simulate`, finds the capacity)")
 
 
+def test_a_zero_rate_with_clients_is_judged_and_named_as_the_same_closed_loop():
+    # request_rate 0 is "not rate-limited" (evidence/read.py turns a file's 0 into None; a RunRecords built in code
+    # keeps it): not an open loop, so the pace check is the closed loop's (4 clients, 100 of 100 good = 100% ≥ 95%).
+    # TTFT p90 150 ms = 75% of 200 ms fails the slack test, and the verdict names the closed loop as it does with no
+    # rate — the words had tested "a finite rate" without "above 0" and left them out here.
+    run = steady_run(0.15, rate=0.0, concurrency=4)
+    load = check_load(run, goodput(run, SLO), SLO)
+    assert load.checks[0]["check"] == "SLO rejected almost nothing (closed loop)" and load.checks[0]["value"] == 1.0
+    assert load.status == "not_flagged" and load.reason == (
+        "TTFT p90 150.00 ms = 75% of its 200.00 ms limit (above 50%: the SLO is close to binding); but a closed loop "
+        "of 4 clients: its throughput is what they drew (clients ÷ mean latency), not necessarily what the deployment "
+        "can serve — more clients may fit within the SLO (a concurrency sweep, or `cost --simulate`, finds the "
+        "capacity)")
+    # an open loop (rate 1 req/s, served 1 good req/s) with the same cap of 4 clients gets no such words
+    run = steady_run(0.15, rate=1.0, concurrency=4)
+    assert check_load(run, goodput(run, SLO), SLO).reason == (
+        "TTFT p90 150.00 ms = 75% of its 200.00 ms limit (above 50%: the SLO is close to binding)")
+
 def test_no_ttft_slo_says_queueing_was_not_judged():
     run, slo = steady_run(0.05), parse_slo("tpot=50ms")
     load = check_load(run, goodput(run, slo), slo)

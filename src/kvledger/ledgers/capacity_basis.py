@@ -171,9 +171,8 @@ def _notes(run: RunRecords | AggregateRun, slo: SLO) -> list[str] | None:
 
 def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict[str, Any] | None, str | None]:
     """(the kept-pace check, or None with the reason the load cannot be judged)."""
-    md = run.metadata
-    rate, conc = md.request_rate, md.concurrency
-    if rate is not None and math.isfinite(rate) and rate > 0:
+    rate, conc = _open_loop_rate(run), run.metadata.concurrency
+    if rate is not None:
         if gp.goodput_req_per_s is None:
             return None, "the run's duration is unknown, so its good req/s cannot be set against the offered rate"
         share, cap = gp.goodput_req_per_s / rate, f" or the client's cap of {conc:,} in flight held it" if conc else ""
@@ -188,15 +187,15 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
         return _check("SLO rejected almost nothing (closed loop)", a, CLOSED_LOOP_ATTAINMENT, ok,
                       f"{conc:,} concurrent users, {a:.1%} of requests good"
                       + ("" if ok else f" (below {CLOSED_LOOP_ATTAINMENT:.0%}: the SLO binds)")), None
-    if rate is not None and math.isinf(rate):
+    if run.metadata.request_rate is not None and math.isinf(run.metadata.request_rate):
         return None, "every request was sent at t = 0 (request rate inf, no concurrency limit): a saturating load"
     return None, "the file states neither its request rate nor its concurrency"
 
 
-def _closed_loop_words(run: RunRecords | AggregateRun) -> str:
-    """A closed loop's throughput is what its clients drew, not a capacity the SLO's slack vouches for; "" if open."""
-    rate, conc = run.metadata.request_rate, run.metadata.concurrency
-    return N.closed_loop_drew(conc) if conc and not (rate is not None and math.isfinite(rate)) else ""
+def _open_loop_rate(run: RunRecords | AggregateRun) -> float | None:
+    """An open loop's offered rate (finite, above 0), req/s; None otherwise (closed loop if a concurrency is set)."""
+    rate = run.metadata.request_rate
+    return rate if rate is not None and math.isfinite(rate) and rate > 0 else None
 
 
 def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck | None:
@@ -245,7 +244,8 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
     unknown = [c for c in checks if c["passed"] is None]
     notes = _notes(run, slo)
     if failed:
-        words = _closed_loop_words(run) if all(c is not pace for c in failed) else ""  # only the SLO's slack failed
+        conc = run.metadata.concurrency if _open_loop_rate(run) is None else None  # a closed loop, as _pace_check's
+        words = N.closed_loop_drew(conc) if conc and all(c is not pace for c in failed) else ""  # only slack failed
         return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed) + words, checks, notes=notes)
     if unknown:
         return LoadCheck("cannot_tell", "the run kept pace, but " + "; ".join(c["text"] for c in unknown)
