@@ -18,7 +18,7 @@ from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, fa
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
-from kvledger.evidence.vllm_log.startup import apply_rules, unreadable_figure
+from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, unreadable_figure
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
 from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
@@ -55,6 +55,9 @@ class _Collector:
             self.notes.append(note)
         if marker:
             self.markers.add(marker)
+        if (notice := result.pop("_notice", None)) is not None:  # startup.NOTICES: a marker and its first line
+            self.markers.add(notice)
+            self.lines.setdefault(notice, seg.line_no)
         for key, value in result.items():
             old = self.values.get(key)
             if key == "available_kv_bytes" and old is not None and value < old:
@@ -93,10 +96,6 @@ class _Collector:
             self.markers.add("one_line_capacity")
         if "In v0.19, CUDA graph memory profiling will be enabled by default" in seg.message:
             self.markers.add("pre_0.19_cudagraph_notice")
-        for marker, words in (("fp8_kv_notice", "Using fp8 data type to store kv cache"), ("wsl", "WSL is detected")):
-            if words in seg.message and marker not in self.lines:
-                self.markers.add(marker)
-                self.lines[marker] = seg.line_no
 
 
 def _derive(c: _Collector) -> None:
@@ -119,7 +118,7 @@ def _derive(c: _Collector) -> None:
         )
     if v.get("kv_cache_dtype") is None and "fp8_kv_notice" in c.markers:  # cache.py, when no echo names the dtype
         v["kv_cache_dtype"], lines["kv_cache_dtype"] = "fp8", lines["fp8_kv_notice"]
-        c.notes.append(f"kv_cache_dtype fp8: line {lines['fp8_kv_notice']} 'Using fp8 data type to store kv cache' "
+        c.notes.append(f"kv_cache_dtype fp8: line {lines['fp8_kv_notice']} '{NOTICES['fp8_kv_notice']}' "
                        "(no settings echo names the dtype; every fp8 variant stores 1 B a value)")
     if "wsl" in c.markers:
         c.notes.append(f"line {lines['wsl']}: the server ran under WSL2, whose display driver (WDDM) reports the whole "

@@ -24,7 +24,7 @@ from typing import Any
 from kvledger.evidence.vllm_log.settings_echo import from_arg_dict, from_command_line, from_key_values
 from kvledger.units import GiB
 
-__all__ = ["RULES", "apply_rules", "unreadable_figure"]
+__all__ = ["RULES", "NOTICES", "apply_rules", "unreadable_figure"]
 
 _V = r"v?(\d+\.\d+[\w.+-]*)"
 # Numbers as vLLM prints them, and nothing else: a figure such as "1.2.3" or a run of 40 digits does not match
@@ -83,6 +83,10 @@ def _engine_init(m: re.Match) -> dict[str, Any]:
 def _fixed(**values: Any) -> Callable[[re.Match], dict[str, Any]]:
     return lambda m: {k: (f(m) if callable(f) else f) for k, f in values.items()}
 
+
+#: notices read as markers with the line of their first sighting (parse.py): the KV dtype where no echo names it
+#: (cache.py), a WSL2 host (interface.py's pin_memory warning)
+NOTICES = {"fp8_kv_notice": "Using fp8 data type to store kv cache", "wsl": "WSL is detected"}
 
 # (needle that must appear in the message, pattern, handler). Every rule is tried on every message.
 RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
@@ -161,9 +165,7 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     # non-default args (--max-cudagraph-capture-size) print it
     ("max_cudagraph_capture_size", re.compile(r"'max_cudagraph_capture_size': (" + _INT + r")"),
      _fixed(max_cudagraph_capture_size=lambda m: int(m.group(1)))),
-    # read by the parser's markers (parse.py): the KV dtype where no echo names it, a WSL2 host
-    ("Using fp8 data type", re.compile(r"Using fp8 data type to store kv cache"), _fixed(_marker="fp8_kv_notice")),
-    ("WSL is detected", re.compile(r"WSL is detected"), _fixed(_marker="wsl")),
+    *((words, re.compile(re.escape(words)), _fixed(_notice=marker)) for marker, words in NOTICES.items()),
     # 0.20+ after the budget line: "The current --gpu-memory-utilization=0.9500 is equivalent to
     # --gpu-memory-utilization=0.9417 without CUDA graph memory profiling" (the setting, then its equivalent)
     ("The current --gpu-memory-utilization=",
