@@ -103,3 +103,21 @@ def test_token_time_before_start_is_a_negative_latency(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match=r"requests.successful\[0\].*before the request start.*negative latency"):
         read_runs(p)
+
+
+def test_a_request_whose_info_timings_is_null_reads_its_top_level_times(tmp_path):
+    # "info": {"timings": null} with the times at the request's top level (the older layout's names): the window test
+    # read them, while the record reader called .get on None and failed with AttributeError
+    def req(i, start):
+        return {"request_id": f"q{i}", "info": {"timings": None}, "request_start_time": start,
+                "first_token_time": start + 0.2, "request_end_time": start + 0.8, "prompt_tokens": 10,
+                "output_tokens": 4}
+    bench = {"config": {"strategy": {"type_": "synchronous"}}, "duration": 2.0,
+             "requests": {"successful": [req(0, 1000.0), req(1, 1001.0)], "errored": [], "incomplete": []}}
+    p = tmp_path / "benchmarks.json"
+    p.write_text(json.dumps({"benchmarks": [bench]}))
+    (run,) = read_runs(p)
+    assert isinstance(run, RunRecords)
+    # times from the first start (1000.0 s): q0 starts at 0, first token 0.2, ends 0.8; q1 one second later
+    got = [(r.arrival_s, r.first_token_s, r.finish_s) for r in run.records]
+    assert got == [pytest.approx((0.0, 0.2, 0.8)), pytest.approx((1.0, 1.2, 1.8))]

@@ -87,9 +87,9 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRec
     totals = _totals(path, b, where)
     if any(kept.values()):
         window = _window(path, b, where)
-        kept = _measured(path, kept, window, meta, where)
+        kept, done_inside = _measured(path, kept, window, meta, where)
         if kept["successful"] or kept["errored"]:
-            return _records(path, kept, totals, meta, window, where)
+            return _records(path, kept, totals, meta, window, done_inside, where)
         meta.definitions.append("no successful or errored request inside the measured window: aggregates only")
     else:
         meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can "
@@ -116,12 +116,23 @@ def _window(path: str, b: dict[str, Any], where: str) -> tuple[float, float] | N
     return lo, hi
 
 
-def _span(path: str, r: Any, where: str) -> tuple[float | None, float | None]:
-    """(request start, request end) in epoch s as GuideLLM's window test reads them (None where not stated)."""
+def _timings(path: str, r: Any, where: str) -> dict[str, Any]:
+    """A request's ``info.timings`` (v2 layout; {} where it has none, as in the older layout's top-level times).
+
+    Raises:
+        FormatError: the request is not an object.
+    """
     if not isinstance(r, dict):
         raise FormatError(path, "expected a request object", where)
-    timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
-    timings = timings if isinstance(timings, dict) else {}
+    info = r.get("info")
+    timings = info.get("timings") if isinstance(info, dict) else None
+    return timings if isinstance(timings, dict) else {}
+
+
+def _span(path: str, r: Any, where: str) -> tuple[float | None, float | None]:
+    """(request start, request end) in epoch s as GuideLLM's window test reads them (None where not stated)."""
+    timings = _timings(path, r, where)
+
     def first(*keys: str) -> Any:
         return next((x for x in (r.get(k, timings.get(k)) for k in keys) if x is not None), None)
 
@@ -133,10 +144,11 @@ def _span(path: str, r: Any, where: str) -> tuple[float | None, float | None]:
 
 
 def _measured(path: str, kept: dict[str, list[tuple[int, Any]]], window: tuple[float, float] | None,
-              meta: RunMetadata, where: str) -> dict[str, list[tuple[int, Any]]]:
-    """The successful and errored requests GuideLLM's metrics summarise; incomplete ones left out (counted)."""
+              meta: RunMetadata, where: str) -> tuple[dict[str, list[tuple[int, Any]]], int]:
+    """The successful and errored requests GuideLLM's metrics summarise (incomplete ones left out, counted), and how
+    many of the successful ones end inside the window (the completions its requests_per_second counts)."""
     out: dict[str, list[tuple[int, Any]]] = {"successful": [], "errored": [], "incomplete": []}
-    before = after = inside_incomplete = 0
+    before = after = inside_incomplete = done_inside = 0
     for status in _STATUSES:
         for j, r in kept[status]:
             start, end = _span(path, r, f"{where}requests.{status}[{j}].")
@@ -148,6 +160,8 @@ def _measured(path: str, kept: dict[str, list[tuple[int, Any]]], window: tuple[f
                 inside_incomplete += inside
             elif inside:
                 out[status].append((j, r))
+                if status == "successful" and window is not None and end is not None and window[0] <= end <= window[1]:
+                    done_inside += 1
             elif end is not None and end < window[0]:
                 before += 1
             else:
@@ -164,11 +178,12 @@ def _measured(path: str, kept: dict[str, list[tuple[int, Any]]], window: tuple[f
         n = len(kept["incomplete"])
         meta.definitions.append(f"{n} incomplete request(s) (cancelled when the run stopped; {inside_incomplete} "
                                 "inside the measured window) left out: not failures, not counted")
-    return out
+    return out, done_inside
 
 
 def _records(path: str, kept: dict[str, list[tuple[int, Any]]], totals: dict[str, int | None], meta: RunMetadata,
-             window: tuple[float, float] | None, where: str) -> RunRecords:
+             window: tuple[float, float] | None, done_inside: int, where: str) -> RunRecords:
+    """The kept requests as records; ``done_inside``: the successful ones that end inside the window (``_measured``)."""
     raw = []
     for status in ("successful", "errored"):
         for j, r in kept[status]:
@@ -183,7 +198,7 @@ def _records(path: str, kept: dict[str, list[tuple[int, Any]]], totals: dict[str
     last = max((rec.finish_s for _, rec in raw if rec.finish_s is not None), default=t0)
     if window is not None and (t0 < window[0] or last > window[1]):
         meta.duration_s = None
-        meta.definitions.append(_span_duration(path, kept["successful"], window, last - t0, where))
+        meta.definitions.append(_span_duration(done_inside, window, last - t0))
     else:
         meta.definitions.append(_WINDOW_DURATION)
     ok_kept, fail_kept = len(kept["successful"]), len(kept["errored"])
@@ -196,11 +211,8 @@ def _records(path: str, kept: dict[str, list[tuple[int, Any]]], totals: dict[str
     return RunRecords(records, meta)
 
 
-def _span_duration(path: str, ok: list[tuple[int, Any]], window: tuple[float, float], span: float,
-                   where: str) -> str:
+def _span_duration(done_inside: int, window: tuple[float, float], span: float) -> str:
     """The note for a run whose kept requests run past the measured window: its duration is their span."""
-    ends = [_span(path, r, f"{where}requests.successful[{j}].")[1] for j, r in ok]
-    done_inside = sum(1 for e in ends if e is not None and window[0] <= e <= window[1])
     width = window[1] - window[0]
     text = (f"duration = last finish − first start of the kept requests ({span:.1f} s), not the {width:.1f} s "
             "measured window they run past")
@@ -217,9 +229,8 @@ def _shift(rec: RequestRecord, t0: float) -> RequestRecord:
 
 
 def _one(path: str, r: Any, status: str, where: str) -> tuple[float, RequestRecord]:
-    if not isinstance(r, dict):
-        raise FormatError(path, "expected a request object", where)
-    timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
+    timings = _timings(path, r, where)
+
     def pick(*keys: str) -> Any:
         return next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)
 
