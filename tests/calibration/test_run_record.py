@@ -143,13 +143,14 @@ def test_an_sglang_benchmark_is_replayed_as_sglang_and_a_zero_range_ratio_draws_
     # bench_serving's "backend": "sglang" names the server measured: the replay takes SGLang's policy (its scheduler
     # and memory plan), as the note says; random_range_ratio 0.0 is SGLang's "lengths uniform in 1 … random_input_len"
     # (max(int(len × 0.0), 1) … len), not a missing ratio that would fix every length at the mean
-    from kvledger.calibration.aggregate_stage import aggregate_stage
+    from kvledger.calibration.aggregate_stage import aggregate_stage, closed_loop_users
     from kvledger.evidence.read import read_runs
 
     line = dict(_sglang_line(2.0, 40.0, 8.0), random_range_ratio=0.0)
     f = tmp_path / "sglang_zero_ratio.jsonl"
     f.write_text(json.dumps(line) + "\n" + json.dumps(dict(line, request_rate=4.0)) + "\n")
-    st = aggregate_stage(read_runs(str(f))[0], "rate 2")
+    run = read_runs(str(f))[0]
+    st = aggregate_stage(run, "rate 2", closed_loop_users(run, None))
     assert st.prompt_quantiles == [(0.0, 1.0), (1.0, 512.0)] and st.output_quantiles == [(0.0, 1.0), (1.0, 64.0)]
     assert st.backend == "sglang"
     out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))

@@ -81,23 +81,22 @@ def _check_counts(agg: Any, label: str) -> None:
                                        "unknown; an aggregate run needs them to be compared")
 
 
-def aggregate_stage(agg: Any, label: str, client_concurrency: int | None = None) -> Stage:
+def aggregate_stage(agg: Any, label: str, users: tuple[int, str] | None) -> Stage:
     """A benchmark's aggregate-only run (``kvledger.evidence.aggregate.AggregateRun``: vLLM or SGLang ``bench_serving``
     without per-request details) as a stage: its request rate, request count (completed + failed), the send time
     they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries (and ITL's where it states one: SGLang's
     ``bench_serving`` keeps only a median ITL and no TPOT), and lengths uniform in SGLang's
     ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
-    Under a client cap (``closed_loop_users``: ``Stage.client_users``) the stage is a closed loop, paced at its rate
-    where it has one; without a finite rate, its send time is the run's duration and its throughputs the file's.
+    Under a client cap (``users``, the run's ``closed_loop_users``: ``Stage.client_users``) the stage is a closed loop,
+    paced at its rate where it has one; without a finite rate, its send time is the run's duration and its throughputs
+    the file's.
 
     Raises:
         FormatError: no completed count or no token totals (``_check_counts``), or neither a finite request rate nor a
-        client cap (``closed_loop_users``; ``_no_cap`` says what to give).
-        InputError: ``client_concurrency`` below 1.
+        client cap (``users`` None; ``_no_cap`` says what to give).
     """
     meta = agg.metadata
     _check_counts(agg, label)
-    users = closed_loop_users(agg, client_concurrency)
     finite = _finite_rate(meta.request_rate)
     if users is None and not finite:
         raise _no_cap(agg, label)

@@ -93,7 +93,7 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
             tag, rate = agg.metadata.extra.get("run_label"), agg.metadata.request_rate
             paced = f"{rate:g} req/s, ≤ {users[0]:,} in flight" if rate and math.isfinite(rate) else None
             label = f"{name}" + (f" [{tag}]" if tag else "") + f" @ {paced or f'{users[0]:,} clients'}"
-        st = aggregate_stage(agg, label, client_concurrency)
+        st = aggregate_stage(agg, label, users)
         run = stage_run(st, label, seed + i, client_concurrency)
         _keep_model(run, agg)
         _drawn_lengths(run, agg)
