@@ -27,6 +27,11 @@ FORMAT = "sglang-bench-serving"
 _TOOL_FIELDS = ("backend", "dataset_name", "tag", "random_input_len", "random_output_len", "random_range_ratio",
                 "completed", "total_input_tokens", "total_output_tokens", "total_output_tokens_retokenized",
                 "request_throughput", "input_throughput", "output_throughput", "total_throughput", "accept_length")
+#: the scalars bench_serving writes of its own beyond vLLM's result keys (sglang 0.5.23 sglang/benchmark/serving.py,
+#: the result of benchmark(), and goodput.py's GoodputMetrics; "model" as _metadata reads it): the run's settings and
+#: figures, not parameters swept over a JSON list of runs (``vllm_bench.sweep_params``)
+_RESULT_FIELDS = frozenset({*_TOOL_FIELDS, "model", "sharegpt_output_len", "total_input_text_tokens",
+                            "total_input_vision_tokens", "concurrency", "slo_attainment"})
 
 
 def read(doc: Document) -> list[RunRecords | AggregateRun]:
@@ -35,7 +40,7 @@ def read(doc: Document) -> list[RunRecords | AggregateRun]:
     Raises:
         FormatError: NaN, negative latencies, mismatched arrays, naming the line and field.
     """
-    objs = objects_of(doc)
+    objs = objects_of(doc, _RESULT_FIELDS)
     return [_read_one(doc.path, obj, where, len(objs)) for obj, where in objs]
 
 

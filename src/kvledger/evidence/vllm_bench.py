@@ -35,8 +35,9 @@ _NOTES = {
 }
 
 
-def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
-    """The run objects of a JSON or JSON Lines document with the location prefix for errors ("" or "line N: ")."""
+def objects_of(doc: Document, own_fields: frozenset[str] = frozenset()) -> list[tuple[dict[str, Any], str]]:
+    """The run objects of a JSON or JSON Lines document with the location prefix for errors ("" or "line N: "; in a
+    JSON list "run i (its swept parameters): ", ``own_fields`` being the reading tool's result fields beyond vLLM's)."""
     if doc.kind == "json" and isinstance(doc.value, dict):
         return [(doc.value, "")]
     if doc.kind == "json" and isinstance(doc.value, list):  # `vllm bench sweep`'s summary.json: one run per object
@@ -44,7 +45,7 @@ def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
         for i, obj in enumerate(doc.value):
             if not isinstance(obj, dict):
                 raise FormatError(doc.path, f"expected a JSON object per run, found {type(obj).__name__}", f"[{i}]")
-            params = sweep_params(obj)
+            params = sweep_params(obj, own_fields)
             out.append((obj, f"run {i}" + (f" ({params})" if params else "") + ": "))
         return out
     if doc.kind == "jsonl":
@@ -60,16 +61,22 @@ def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
 
 
 #: keys of a bench result object itself (besides its ``*_ms`` summaries and per-request arrays): any other scalar in a
-#: ``vllm bench sweep`` summary is a swept serve or bench parameter
+#: ``vllm bench sweep`` summary is a swept serve or bench parameter. The speculative-decoding and diffusion figures are
+#: results too (vLLM 0.25.0 vllm/benchmarks/serve.py writes spec_decode_* and diffusion_* beside the latencies)
 _RESULT_KEYS = {"model_id", "duration", "request_rate", "max_concurrency", "request_goodput", "rtfx", "run_number",
-                "percentiles", "start_times", "errors", "generated_texts"}
+                "percentiles", "start_times", "errors", "generated_texts",
+                "spec_decode_acceptance_rate", "spec_decode_acceptance_length", "spec_decode_num_drafts",
+                "spec_decode_draft_tokens", "spec_decode_accepted_tokens", "diffusion_committed_throughput",
+                "diffusion_steps_per_canvas", "diffusion_committed_per_step", "diffusion_committed_tokens",
+                "diffusion_denoising_steps", "diffusion_canvas_positions"}
 
 
-def sweep_params(obj: dict[str, Any]) -> str:
+def sweep_params(obj: dict[str, Any], own_fields: frozenset[str] = frozenset()) -> str:
     """The swept parameters a sweep's run object carries, "name=value, ..." ("" for a plain result): the scalars that
     are not fields of a bench result (``vllm bench sweep`` merges each combination's serve and bench parameters into
-    its result), then the client's concurrency and the repetition."""
-    known = set(_TOOL_FIELDS) | _RESULT_KEYS | set(DETAIL_KEYS)
+    its result; vLLM 0.25.0 vllm/benchmarks/sweep/serve.py::_update_run_data) nor ``own_fields`` (another client's
+    result fields, SGLang's), then the client's concurrency and the repetition."""
+    known = set(_TOOL_FIELDS) | _RESULT_KEYS | set(DETAIL_KEYS) | own_fields
     params = [f"{k}={v}" for k, v in obj.items() if k not in known and not k.endswith(("_ms", "_ms:"))
               and isinstance(v, (str, int, float, bool)) and not isinstance(v, dict)]
     params += [f"max_concurrency={obj['max_concurrency']}"] if obj.get("max_concurrency") is not None else []
