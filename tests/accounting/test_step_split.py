@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.accounting.step_split import PrefillTime, gpu_time_split, prefill_part_s, step_pricer
-from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.accounting.step_split import PrefillTime, gpu_time_split, prefill_part_s
+from kvledger.accounting.stepcost import FixedStepCost, step_pricer
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, simulate
 

@@ -82,7 +82,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
+from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop, step_pricer
 
 __all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S", "V1_STEP_S",
            "V1_SEQ_S", "cpu_can_lead", "eager_launch_s"]
@@ -205,8 +205,7 @@ class HostStepCost:
     def __init__(self, inner: Any, host: HostOverhead) -> None:
         self.inner, self.host = inner, host
         self.name = f"{inner.name}+host"
-        self.price_of = inner.step_time_of if hasattr(inner, "step_time_of") else (
-            lambda *f: inner.step_time_s(StepShape(*f)))
+        self.price_of = step_pricer(inner)
 
     def __getattr__(self, attr: str) -> Any:
         if attr in ("inner", "host", "price_of"):  # not yet set (copy / pickle): no recursion
@@ -242,5 +241,5 @@ def cpu_can_lead(cost: Any, h: Any, seats: int | None) -> bool:
     model at many sequences), the overlapped host term prices every step."""
     top = max(1, seats or 1)
     grid = sorted({min(1 << i, top) for i in range(top.bit_length() + 1)})
-    price = cost.step_time_of if hasattr(cost, "step_time_of") else (lambda *f: cost.step_time_s(StepShape(*f)))
+    price = step_pricer(cost)
     return any(price(0, 0, 0, 0.0, n, n) < h.step_s + h.seq_s * n for n in grid)

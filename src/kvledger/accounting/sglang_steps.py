@@ -38,7 +38,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_defaults,
     sglang_version_text,
 )
-from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
+from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop, step_pricer
 
 __all__ = ["SGLANG_TORCH_COMPILE_MAX_BS", "SGLANG_SEQ_LEN_FILL", "capture_sizes_04", "decode_capture_sizes",
            "padded_decode_batch", "torch_compile_sizes", "GraphPaddedStepCost", "sglang_capture_sizes"]
@@ -99,9 +99,7 @@ class GraphPaddedStepCost:
         self.name = f"{inner.name}+cuda-graph padding"
         self.max_captured = sizes[-1] if sizes else 0
         self.padded_terms: dict[int, tuple] = {}
-        # the wrapped model's own six-field price, else one through StepShape
-        self.price_of = inner.step_time_of if hasattr(inner, "step_time_of") else (
-            lambda *f: inner.step_time_s(StepShape(*f)))
+        self.price_of = step_pricer(inner)  # the wrapped model's own six-field price, else one through StepShape
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "inner":  # not yet set (copy / pickle): no recursion

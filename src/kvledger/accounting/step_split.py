@@ -28,33 +28,20 @@ hundreds of decodes it understates prefill many times over.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
+from kvledger.accounting.stepcost import StepCostModel, StepPrice, StepShape, step_pricer
 from kvledger.accounting.tp_comm import allreduce_step_s_array
 
-__all__ = ["STEP_SPLIT_RULE", "StepPrice", "step_pricer", "prefill_part_s", "PrefillTime", "roofline_prefill_fraction",
+__all__ = ["STEP_SPLIT_RULE", "prefill_part_s", "PrefillTime", "roofline_prefill_fraction",
            "roofline_prefill_fraction_one", "gpu_time_split"]
 
 STEP_SPLIT_RULE = ("each step's duration split between its prefill chunks and its decodes by the step-cost model's "
                    "terms: roofline matmul term by FLOPs, attention term by FLOPs or KV bytes (whichever bounds it), "
                    "all-reduce and layer kernels by tokens; other models in proportion to each part's price alone "
                    "(kvledger.accounting.step_split)")
-
-StepPrice = Callable[[int, int, int, float, int, int], float]
-
-
-def step_pricer(cost: StepCostModel) -> StepPrice:
-    """A step's price from StepShape's six fields, s: the model's ``step_time_of`` when it has one, else
-    ``step_time_s``."""
-    fast = step_prices(cost).step_price
-    if fast is not None:
-        return fast
-    return lambda pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv: cost.step_time_s(
-        StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv))
 
 
 def prefill_part_s(price: StepPrice, pf_tok: int, pf_seqs: int, pf_kv: int, pairs: float, dec: int, dec_kv: int,

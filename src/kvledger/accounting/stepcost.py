@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-__all__ = ["StepShape", "StepCostModel", "FastPricing", "StepPrices", "step_prices", "FixedStepCost",
-           "decode_steps_by_loop"]
+__all__ = ["StepShape", "StepCostModel", "FastPricing", "StepPrice", "StepPrices", "step_prices", "shape_price",
+           "step_pricer", "FixedStepCost", "decode_steps_by_loop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,10 @@ class FastPricing(Protocol):
                      prefill_attn_pairs: float, num_decode_seqs: int, decode_kv_tokens: int) -> float: ...
 
 
+StepPrice = Callable[[int, int, int, float, int, int], float]
+"""A step's price from ``StepShape``'s six fields, in its field order, s."""
+
+
 @dataclass(frozen=True, slots=True)
 class StepPrices:
     """The pricing calls the simulator's fast paths make, from any step-cost model (``step_prices``).
@@ -97,7 +102,7 @@ class StepPrices:
 
     decode_list: Callable[[int, int, int], list[float]]
     decode_plain: Callable[[int], tuple[float, float, float] | None] | None
-    step_price: Callable[[int, int, int, float, int, int], float] | None
+    step_price: StepPrice | None
 
 
 def step_prices(cost: StepCostModel) -> StepPrices:
@@ -105,6 +110,23 @@ def step_prices(cost: StepCostModel) -> StepPrices:
     if isinstance(cost, FastPricing):
         return StepPrices(cost.decode_steps_list, cost.decode_plain_terms, cost.step_time_of)
     return StepPrices(lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist(), None, None)
+
+
+def shape_price(cost: StepCostModel, num_prefill_tokens: int, num_prefill_seqs: int, prefill_kv_tokens: int,
+                prefill_attn_pairs: float, num_decode_seqs: int, decode_kv_tokens: int) -> float:
+    """``cost.step_time_s`` of the step with these six fields, s: the price of a model without ``step_time_of``."""
+    return cost.step_time_s(StepShape(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens, prefill_attn_pairs,
+                                      num_decode_seqs, decode_kv_tokens))
+
+
+def step_pricer(cost: StepCostModel, prices: StepPrices | None = None) -> StepPrice:
+    """A step's price from ``StepShape``'s six fields, s: the model's own ``step_time_of`` where it is a
+    ``FastPricing`` model, else its ``step_time_s`` through a ``StepShape`` (``shape_price``). ``prices``: the model's
+    ``step_prices`` where the caller holds them already (the simulator's replica). Call it once, outside a step loop:
+    the price it returns is the model's own bound method where it has one (the fast paths compare it with
+    ``cost.step_time_of``)."""
+    own = (step_prices(cost) if prices is None else prices).step_price
+    return own if own is not None else partial(shape_price, cost)
 
 
 def decode_steps_by_loop(model: StepCostModel, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:

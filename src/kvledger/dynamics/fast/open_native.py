@@ -8,11 +8,10 @@ the same order), so every figure is the same either way (tests/dynamics/test_nat
 from __future__ import annotations
 
 from kvledger.accounting.roofline import RooflineStepCost
-from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.stretch_times import plain_decode_terms
 
-__all__ = ["decode_until", "arrive", "run_loop", "shape_price", "plain_price"]
+__all__ = ["decode_until", "arrive", "run_loop", "plain_price"]
 
 
 def decode_until(run, bound: float) -> None:
@@ -58,8 +57,3 @@ def run_loop(run, spec_at, arrivals, i: int, total: int, out) -> int:
         stats.requests += a
         stats.queries += pf
     return i
-
-
-def shape_price(cost, pf: int, a: int, pf_kv: int, pairs: float, n: int, dec_kv: int) -> float:
-    """A mixed step's price through ``step_time_s`` when the step cost has no ``step_price``, s."""
-    return cost.step_time_s(StepShape(pf, a, pf_kv, pairs, n, dec_kv))

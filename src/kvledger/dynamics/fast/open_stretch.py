@@ -34,8 +34,8 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left
-from functools import partial
 
+from kvledger.accounting.stepcost import step_pricer
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast import native, open_native
@@ -136,7 +136,7 @@ class _ArrivalStretch:
         self.blocks_left = rep.kv.num_free_blocks  # a lower bound on the free blocks: every take counted at its most
         self.ends, self.durs = [rep.now_s], []  # step end times (ends[0]: the first step's start), durations, s
         self.core = native.core  # the compiled decode_until and arrive (open_native.py), or None (the methods below)
-        self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
+        self.price = step_pricer(rep.cost, self.prices)  # a mixed step's price, s
         self.plain = self.core and open_native.plain_price(rep.cost, self.price)  # the roofline's form, for the core
         if self.core is not None:  # the core keeps the step times as float64 bytes: no float object per step
             self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
+from kvledger.accounting.stepcost import step_pricer
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
 from kvledger.dynamics.fast import open_native
@@ -21,7 +22,7 @@ __all__ = ["prefill_price", "decode_terms_of", "run_loop"]
 def prefill_price(cost, prices) -> tuple:
     """(a prefill step's price, its roofline plain form for the core or None): a step with a prefill is priced by
     ``GraphPaddedStepCost``'s wrapped model as it is (no padding), so the form is that model's."""
-    price = prices.step_price or partial(open_native.shape_price, cost)
+    price = step_pricer(cost, prices)
     padded = type(cost) is GraphPaddedStepCost and price == cost.step_time_of
     return price, open_native.plain_price(*((cost.inner, cost.price_of) if padded else (cost, price)))
 
