@@ -124,6 +124,7 @@ def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
     behind = "the clients fell behind their rate: with 4 requests in flight at most"
     assert any(n.startswith(behind) for n in d["notes"])
     assert d["overload"]["num_users"] == 4 and d["overload"]["sent_per_s"] < 0.95 * d["overload"]["offered_per_s"]
+    assert d["overload"]["kind"] == "paced_behind"  # each overload record names its kind (overloads.py)
     # 4 in flight is within what the engine runs at once (max_num_seqs 1,024): the cap held the load, so the
     # throughput is no capacity and has no band
     assert d["overload"]["cap_held"] and "throughput" not in d["error_bands"]
@@ -134,7 +135,7 @@ def test_a_think_time_without_a_closed_loop_is_refused_and_a_rate_paces_one():
     short = json.loads(_run("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
                             "fixed:128", "--num-requests", "20", "--rate", "20", "--concurrency", "64",
                             "--json").stdout)
-    assert short["overload"] is None and short["too_short"] is not None and short["error_bands"] == {}
+    assert short["overload"] is None and short["too_short"]["kind"] == "short_run" and short["error_bands"] == {}
     # what no benchmark client does: a think time in a paced loop; a concurrency search at one request rate
     assert "with --rate or --rate-scale the requests follow the rate" in _refused(
         "simulate", MODEL, "--gpu", "H100", "--concurrency", "8", "--rate", "2", "--think-time", "1")

@@ -52,6 +52,7 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     assert j["ttft_worse"] == [] and j["ttft_worse_tolerance"] == 0.01 and j["helps"]
     assert 1 < j["ttft_s"]["mean"]["with_tier"] / j["ttft_s"]["mean"]["without_tier"] < 1.01
     assert d["overload"]["ttft_share"] > 0.7 and d["overload"]["threshold"] == 0.1
+    assert d["overload"]["kind"] == "session_queue"
     text = runner.invoke(app, ["simulate", *M, *flags]).output
     assert "overloaded: the turns spent" in text
     # (2.3 s: the tier run twice, JSON and text, as a user reads it)

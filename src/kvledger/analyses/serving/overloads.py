@@ -1,6 +1,8 @@
 """The records of an overloaded run (``queue_growth.run_overload``): an open loop's queue growth, a session run's
-waiting share and a paced closed loop's client falling behind its rate. Apart from ``queue_growth`` so that a run
-that kept up does not make these classes."""
+waiting share, an open loop too short to tell, and a paced closed loop's client falling behind its rate; each says
+which in its JSON's ``kind`` (``queue_growth``, ``session_queue``, ``short_run``, ``paced_behind``), so a script
+tells them apart without guessing from their keys. Apart from ``queue_growth`` so that a run that kept up does not
+make these classes."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ class QueueGrowth:
     it the trace's own bursts can move the backlog (``SUSTAINED_Z`` × √(D × expected), D the arrivals' index of
     dispersion); a growth within it is not counted against a capacity probe (``queue_growth.probe_queue_grew``)."""
 
+    __json__ = ("kind", "t_mid_s", "t_last_s", "backlog_mid", "backlog_last", "arrived_per_s", "finished_per_s", "note",
+                "queue", "backlog_expected", "burst_allowance")
     __json_optional__ = ("queue",)
 
     t_mid_s: float
@@ -34,6 +38,11 @@ class QueueGrowth:
     burst_allowance: float | None = None
 
     @property
+    def kind(self) -> str:
+        """The overload's kind in the JSON (``"queue_growth"``), beside the other records' (module doc)."""
+        return "queue_growth"
+
+    @property
     def within_bursts(self) -> bool:
         """The backlog's excess over the expected one is within what the trace's own bursts can add."""
         from kvledger.analyses.serving.notes import within_bursts
@@ -46,10 +55,17 @@ class SessionQueue:
     """A session run's overload: Σ TTFT ÷ Σ E2E of its turns (``ttft_share``, at least ``threshold``), their TTFT mean
     (s), and the note that says so."""
 
+    __json__ = ("kind", "ttft_share", "ttft_mean_s", "threshold", "note")
+
     ttft_share: float
     ttft_mean_s: float
     threshold: float
     note: str
+
+    @property
+    def kind(self) -> str:
+        """``"session_queue"`` in the JSON."""
+        return "session_queue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +74,19 @@ class ShortRun:
     median and to the last one, and the time to the first finish (s, from the first arrival), its requests, the
     requests suggested (``suggested_num_requests``), and the note that says so."""
 
+    __json__ = ("kind", "t_mid_s", "t_last_s", "first_finish_s", "num_requests", "suggested_num_requests", "note")
+
     t_mid_s: float
     t_last_s: float
     first_finish_s: float
     num_requests: int
     suggested_num_requests: int
     note: str
+
+    @property
+    def kind(self) -> str:
+        """``"short_run"`` in the JSON."""
+        return "short_run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +96,15 @@ class PacedBehind:
     load (``cap_held``: within what the engine runs at once, ``max_num_seqs`` × replicas, so the engine had room for
     all of them), and the note that says so."""
 
+    __json__ = ("kind", "offered_per_s", "sent_per_s", "num_users", "note", "cap_held")
+
     offered_per_s: float
     sent_per_s: float
     num_users: int
     note: str
     cap_held: bool = False
+
+    @property
+    def kind(self) -> str:
+        """``"paced_behind"`` in the JSON."""
+        return "paced_behind"
