@@ -223,14 +223,26 @@ def test_trial_input_price_matches_the_roofline_prefill_rate():
     assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(2.95e6 / (rate * 1800), rel=1e-9)
 
 
-def test_no_same_model_api_row_names_the_model_it_looked_for():
-    # inference-perf stage 1 states meta-llama/Meta-Llama-3-8B-Instruct (config.yaml), which no bundled API row serves:
-    # the error names it, so a newcomer sees which name to fix (or which API row to name) without reading the reader
-    stage = str(DATA / "inference-perf/stage_1_lifecycle_metrics.json")
+def test_no_same_model_api_row_names_the_model_it_looked_for(tmp_path):
+    # inference-perf stage 1 with its config.yaml but without the manifests beside it: the model is the client's
+    # meta-llama/Meta-Llama-3-8B-Instruct (config.yaml), which no bundled API row serves: the error names it, so a
+    # newcomer sees which name to fix (or which API row to name) without reading the reader. (With the manifests the
+    # run is the Deployment's meta-llama/Llama-3.1-8B-Instruct, which API rows serve.)
+    import shutil
+
+    for name in ("stage_1_lifecycle_metrics.json", "config.yaml"):
+        shutil.copy(DATA / "inference-perf" / name, tmp_path / name)
     with pytest.raises(InputError, match="no catalog row serves meta-llama/Meta-Llama-3-8B-Instruct; name one "
                                          r"with --api \(kvledger prices --kind api lists them\)"):
-        runner.invoke(app, ["cost", stage, "--slo", "ttft=200ms,tpot=50ms", "--gpu-provider", "Nebius",
-                            "--monthly-tokens", "3e9"], catch_exceptions=False)
+        runner.invoke(app, ["cost", str(tmp_path / "stage_1_lifecycle_metrics.json"), "--num-gpus", "1", "--gpu",
+                            "H100", "--slo", "ttft=200ms,tpot=50ms", "--gpu-provider", "Nebius", "--monthly-tokens",
+                            "3e9"], catch_exceptions=False)
+    stage = str(DATA / "inference-perf/stage_1_lifecycle_metrics.json")
+    res = runner.invoke(app, ["cost", stage, "--slo", "ttft=200ms,tpot=50ms", "--gpu-provider", "Nebius",
+                              "--monthly-tokens", "3e9", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)  # the API row it compares with serves that model (a same-model row, chosen unnamed)
+    assert [o["same_model"] for o in d["api_options"] if o["key"] == d["inputs"]["api_price"]] == [True]
 
 
 def test_the_capacity_flip_follows_whole_instances():

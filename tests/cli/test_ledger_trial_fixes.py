@@ -91,7 +91,7 @@ def test_goodput_files_bracket_the_boundary_and_print_shared_notes_once():
     out = " ".join(_out("goodput", *files, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9").split())
     assert ("the measured runs bracket it: between 74.94 req/s (the last that meets) and 111.92 req/s (the next "
             "measured, which misses)") in out
-    assert out.count("model from config.yaml server.model_name") == 1 and "notes for all 7 runs" in out
+    assert out.count("manifests.yaml MODEL_ID (the Deployment's)") == 1 and "notes for all 7 runs" in out
     # stage 3: TTFT ≤ 200 ms for between 3,358 and 5,036 of 6,715: 3358/6715 = 50.0 %, 5036/6715 = 75.0 %
     assert "between 3,358 and 5,036 of 6,715 completed requests" in out
     assert "request_rate 111.92: attainment in [50.0%, 75.0%] misses (even its upper bound is under 90%)" in out

@@ -20,13 +20,19 @@ def test_stage_report_counts_rate_duration_and_model():
     assert (agg.num_completed, agg.num_failed, agg.metadata.request_rate) == (60, 0, 1.0)
     # duration = 60 ÷ successes.throughput.requests_per_sec 0.996850670841712 = 60.1896 s
     assert agg.duration_s == pytest.approx(60 / 0.996850670841712, rel=1e-12)
-    assert agg.metadata.model == "meta-llama/Meta-Llama-3-8B-Instruct"  # from the sibling config.yaml
+    # the model the engine served: the Deployment's MODEL_ID in the manifests.yaml beside it, as validate replays it;
+    # the sibling config.yaml's server.model_name (meta-llama/Meta-Llama-3-8B-Instruct) is the name the client sent
+    assert agg.metadata.model == "meta-llama/Llama-3.1-8B-Instruct"
+    said = [d for d in agg.metadata.definitions if d.startswith("model from ")]
+    assert len(said) == 1 and said[0].endswith("manifests.yaml MODEL_ID (the Deployment's); config.yaml "
+                                               "server.model_name names meta-llama/Meta-Llama-3-8B-Instruct, the name "
+                                               "the client sent, not the model the engine served")
     assert agg.metadata.extra["run_label"] == "stage 0"
     # manifests.yaml: nodeSelector gke-accelerator nvidia-h100-80gb, nvidia.com/gpu 1, --max-num-seqs=192,
-    # and MODEL_ID meta-llama/Llama-3.1-8B-Instruct — not the model config.yaml requests, which is flagged
+    # and MODEL_ID meta-llama/Llama-3.1-8B-Instruct (the model above; the client's other name said beside it)
     md = agg.metadata
     assert (md.hardware, md.num_gpus, md.extra["max_num_seqs"]) == ("nvidia-h100-80gb", 1, 192)
-    assert any("check which model served the run" in d for d in md.definitions)
+    assert md.extra["deployed_model"] == md.model
 
 
 def test_latencies_are_seconds_even_though_the_docs_say_ms():

@@ -69,14 +69,23 @@ def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
 
 def _sidecars(path: str, meta: RunMetadata) -> None:
     """Fill model, GPU type/count, the engine's version and launch flags from the report's config.yaml and the
-    Kubernetes manifests.yaml beside it or one folder up (``k8s_manifests``)."""
+    Kubernetes manifests.yaml beside it or one folder up (``k8s_manifests``). The model is the Deployment's where
+    the manifests name one (the model the engine served, as ``validate`` replays it: ``calibration.sweep``), else
+    the client config's."""
     from kvledger.evidence.k8s_manifests import manifest_facts
 
     named = client_config_model(path)
-    if named is not None:
+    where, facts = manifest_facts(path)
+    served = facts.get("deployed_model") if facts else None
+    if served:
+        meta.model = served
+        meta.extra["deployed_model"] = served
+        meta.definitions.append(f"model from {where} MODEL_ID (the Deployment's)" + (
+            f"; {named[1]} names {named[0]}, the name the client sent, not the model the engine served"
+            if named is not None and named[0] != served else ""))
+    elif named is not None:
         meta.model = named[0]
         meta.definitions.append(f"model from {named[1]}")
-    where, facts = manifest_facts(path)
     if not facts:
         return
     meta.hardware = facts.get("accelerator", meta.hardware)
@@ -88,12 +97,6 @@ def _sidecars(path: str, meta: RunMetadata) -> None:
         meta.extra["engine_kwargs"] = kwargs  # the launch flags, as calibration.run_record reads a record's
     if facts.get("vllm_version"):
         meta.extra["vllm_version"] = facts["vllm_version"]
-    served = facts.get("deployed_model")
-    if served:
-        meta.extra["deployed_model"] = served
-        if meta.model and served != meta.model:
-            meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: "
-                                    f"check which model served the run")
     meta.extra["record_file"] = str(where)
     meta.definitions.append(f"GPU type, count (nvidia.com/gpu limit × replicas), vLLM version (container image) and "
                             f"engine flags (container args) from {where} (Kubernetes Deployment)")
