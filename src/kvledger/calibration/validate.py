@@ -23,7 +23,15 @@ from kvledger.calibration.stage_notes import stage_goodput_note
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import run_bands, sweep_bands
 from kvledger.calibration.sweep_notes import sweep_notes
-from kvledger.calibration.targets import Target, check_sweep, input_names, load_targets, pick_run, with_record_model
+from kvledger.calibration.targets import (
+    Target,
+    check_sweep,
+    input_names,
+    load_targets,
+    pick_run,
+    with_record_gpu,
+    with_record_model,
+)
 from kvledger.calibration.validation_types import LATENCY_COLUMNS, RunValidation, SweepSide, SweepValidation
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.ledgers.slo import SLO
@@ -49,20 +57,30 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
-def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
-    from kvledger.analyses.serving.prediction_bands import setup_band
-    from kvledger.calibration.api import engine_for, headline_errors
-    from kvledger.ledgers.error_band import METRICS
+def _record_setup(t: Target, args: SimRequestArgs, max_paddings: int | None) -> tuple[Any, SimRequestArgs,
+                                                                                     str | None, str | None]:
+    """The replay's setup with the model and GPU the run's record names where no flag did (``with_record_model``,
+    ``with_record_gpu``), the args so completed and the notes saying where each came from."""
+    from kvledger.calibration.api import engine_for
 
     given = bool(args.model)
     args, model_note = with_record_model(t, args)
+    args, gpu_note = with_record_gpu(t, args)
     try:
-        setup = engine_for(args, t.run, max_paddings)
+        return engine_for(args, t.run, max_paddings), args, model_note, gpu_note
     except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
         if given or model_note is None or args.model not in str(err):
             raise
         why, hint = str(err).rstrip("."), " Or pass --model with a bundled name or a config.json."
         raise InputError(f"{t.run.source}: {model_note}, but {why}.{'' if 'divisible' in why else hint}") from None
+
+
+def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
+    from kvledger.analyses.serving.prediction_bands import setup_band
+    from kvledger.calibration.api import headline_errors
+    from kvledger.ledgers.error_band import METRICS
+
+    setup, args, model_note, gpu_note = _record_setup(t, args, max_paddings)
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records, t.run, setup.config.enable_prefix_caching)
@@ -70,7 +88,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
             c = replace(c, slo=slo.to_dict(), notes=[*c.notes, stage_goodput_note(t.stage.path, slo.describe())])
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
-    notes = [n for n in (model_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + list(c.notes)
+    notes = [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
+        list(c.notes)
     sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")

@@ -1,7 +1,9 @@
-"""``kvledger validate FILE [--model M] --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted
-vs measured with the error of each figure (the model: --model, else the run's record)."""
+"""``kvledger validate FILE [--model M] [--gpu G] [--step-cost …] [--slo …]``: replay a measured run and print predicted
+vs measured with the error of each figure (the model and GPU: the flags, else the run's record)."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 
@@ -16,7 +18,6 @@ from kvledger.cli.calib_opts import (
     EngineVersion,
     FlopsFraction,
     GemmEfficiency,
-    Gpu,
     GpuMemUtil,
     GpuProfile,
     KvCacheDtype,
@@ -37,6 +38,11 @@ from kvledger.cli.calib_opts import (
 __all__ = ["register"]
 
 
+#: validate's --gpu: optional, the run's record naming it otherwise (``calibration.targets.with_record_gpu``)
+RecordGpu = Annotated[str | None, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or "
+                                               "a GPU file (default: the run's record, as a Kubernetes Deployment's "
+                                               "accelerator or meta.json's hardware names it).")]
+
 def validate(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), "
@@ -46,7 +52,7 @@ def validate(
     model: str | None = typer.Option(None, "--model", help="The served model: bundled HF id or alias, a config.json "
                                                            "path or a Hub id (default: the run's record, as "
                                                            "calibrate reads it; needed for files that name none)."),
-    gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
+    gpu: RecordGpu = None, engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
@@ -99,7 +105,7 @@ def validate(
     _show(result, gpu)
 
 
-def _show(result, gpu: str) -> None:
+def _show(result, gpu: str | None) -> None:
     """The validation as tables, then the GPU alias note (as plan and simulate print it)."""
     from rich.console import Console
 
@@ -107,7 +113,8 @@ def _show(result, gpu: str) -> None:
     from kvledger.report.tables import print_gpu_alias_note
 
     render_validation(result, Console(emoji=False))
-    print_gpu_alias_note(Console(emoji=False), gpu)
+    if gpu is not None:  # a GPU from the run's record is named in the notes, by its catalog row
+        print_gpu_alias_note(Console(emoji=False), gpu)
 
 
 def register(app: typer.Typer) -> None:

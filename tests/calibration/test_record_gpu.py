@@ -1,0 +1,36 @@
+"""validate takes the GPU from the run's record when --gpu is not given, as it takes the model (a fresh user's trial:
+`kvledger validate stage_3_lifecycle_metrics.json` asked for --gpu though the manifests beside it name the node's
+accelerator, which goodput and cost already read).
+
+tests/evidence/data/inference-perf/manifests.yaml: nodeSelector cloud.google.com/gke-accelerator nvidia-h100-80gb, the
+catalog's alias of nvidia_h100_sxm (NVIDIA H100 80GB SXM5); MODEL_ID meta-llama/Llama-3.1-8B-Instruct."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.validate import validate_file
+from kvledger.errors import InputError
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+STAGE = str(DATA / "inference-perf" / "stage_0_lifecycle_metrics.json")
+
+
+def test_the_records_gpu_replays_as_the_flag_would():
+    from_record = validate_file(STAGE, SimRequestArgs(model=None, gpu=None))
+    given = validate_file(STAGE, SimRequestArgs(model=None, gpu="H100"))
+    assert from_record.gpu == given.gpu == "NVIDIA H100 80GB SXM5"
+    assert from_record.errors == given.errors  # the same replay, figure for figure
+    said = [n for n in from_record.notes if n.startswith("GPU ")]
+    assert len(said) == 1 and said[0].endswith("manifests.yaml (nvidia-h100-80gb; no --gpu given)")
+    assert not any(n.startswith("GPU ") for n in given.notes)  # the flag wins and needs no note
+
+
+def test_a_record_without_a_gpu_asks_for_the_flag():
+    # AIPerf's per-request export names the model's endpoint, not the GPU it ran on
+    with pytest.raises(InputError, match=r"the run's record names no GPU; pass --gpu"):
+        validate_file(str(DATA / "aiperf" / "run1_profile_export.jsonl"),
+                      SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu=None))
