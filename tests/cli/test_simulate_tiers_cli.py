@@ -85,7 +85,8 @@ def test_bad_tier_flags_are_one_paragraph_errors(flags, words):
 
 @pytest.mark.parametrize(("flags", "words"), [
     (["--sessions", "3"], "add --workload chat"),
-    (["--workload", "chat", "--rate", "3", "--trace", "mooncake"], "--trace, --rate would be ignored"),
+    (["--workload", "chat", "--rate", "3", "--trace", "mooncake"],
+     "--trace and --rate would be ignored: drop --trace and --rate"),
     (["--workload", "chats"], "chat, agent"),
 ])
 def test_bad_session_flags_are_one_paragraph_errors(flags, words):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from kvledger import strict_json
@@ -61,16 +63,31 @@ def offload(
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
                              enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers)
-    rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
-                          num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
-                          gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
-                          host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
-                          pricing=pricing_flags(gpu_profile, gemm_efficiency,
-                                                allreduce_link_share=allreduce_link_share))
+    rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
+        load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
+        session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
+        gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
+        host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
+        pricing=pricing_flags(gpu_profile, gemm_efficiency, allreduce_link_share=allreduce_link_share)))
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         render_offload(rep, Console(emoji=False))
+
+
+def _cap_said(cap_tokens: int, given: str | None, analyse: Any) -> Any:
+    """``analyse()``, with the engine's refusal of max_model_len restated as kvledger's session default when
+    --max-model-len was not ``given`` (``analyses.serving.session_notes.session_default_cap``)."""
+    from kvledger.analyses.serving.from_plan import refuses_max_model_len
+    from kvledger.analyses.serving.session_notes import session_default_cap
+    from kvledger.errors import InputError
+
+    try:
+        return analyse()
+    except InputError as err:
+        if given or not refuses_max_model_len(err):
+            raise
+        raise InputError(session_default_cap(cap_tokens, str(err))) from err
 
 
 def register(app: typer.Typer) -> None:

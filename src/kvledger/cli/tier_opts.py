@@ -67,13 +67,19 @@ def check_session_flags(s: SessionFlags, workload: WorkloadFlags) -> bool:
     from kvledger.errors import InputError
 
     if s.session_workload is None:
-        if s.sessions is not None or s.session_rate is not None:
+        given = [f for f, v in (("--sessions", s.sessions), ("--session-rate", s.session_rate)) if v is not None]
+        if given:
             raise InputError("--sessions and --session-rate describe a session workload; add --workload chat (or "
-                             "agent), or drop them")
+                             f"agent), or drop {_listed(given)}")
         return False
     ignored = [f for f in given_flags(workload) if f != "--seed"]
     if ignored:
         raise InputError(f"--workload {s.session_workload} draws multi-turn sessions with their own lengths and "
-                         f"arrivals (--sessions, --session-rate, --seed), so {', '.join(ignored)} would be ignored: "
-                         "drop them, or drop --workload to replay a trace")
+                         f"arrivals (--sessions, --session-rate, --seed), so {_listed(ignored)} would be ignored: "
+                         f"drop {_listed(ignored)}, or drop --workload to replay a trace")
     return True
+
+
+def _listed(flags: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"

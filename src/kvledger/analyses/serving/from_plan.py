@@ -26,7 +26,8 @@ from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens", "default_async_scheduling"]
+__all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens", "default_async_scheduling",
+           "refuses_max_model_len"]
 
 POLICY_PRESETS: dict[str, dict[str, Any]] = {
     "vllm": {"prefix_caching_policy": "vllm", "scheduling_policy": "fcfs"},
@@ -163,6 +164,12 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
                                          cfg.sglang_max_req_len))
     return cfg, notes
+
+
+def refuses_max_model_len(err: BaseException) -> bool:
+    """Whether ``err`` is the engine's refusal of max_model_len (vLLM's start-up check, ``PoolTooShortError``), as
+    :func:`engine_config_from_plan` raises it: itself, or restated with the plan's range."""
+    return isinstance(err, PoolTooShortError) or isinstance(err.__cause__, PoolTooShortError)
 
 
 def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:

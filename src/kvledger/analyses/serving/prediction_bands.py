@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.serving.session_notes import load_flag
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import Band, regime_of
 from kvledger.ledgers.model_band import model_profile_band
@@ -14,17 +15,25 @@ from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, p
 
 # the bands of an SLO capacity and of the cost decision are in capacity_bands.py: `simulate` reports only the
 # prediction bands, and need not make those two classes
-__all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "band_coverage", "UNBANDED_FIGURES",
-           "PredictionBand", "prediction_bands", "knee_withheld", "knee_band_note"]
+__all__ = ["NO_LATENCY_BAND", "no_latency_band", "setup_regime", "setup_band", "profile_facts", "band_coverage",
+           "UNBANDED_FIGURES", "PredictionBand", "prediction_bands", "knee_withheld", "knee_band_note"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
 NO_BAND_SHORT_RUN = ("no error band: the run was too short to tell whether it kept up (see the note before), so "
                      "its latency and throughput are of its warm-up — neither a sustained load's latency nor the "
                      "capacity, the figures the bands were measured on")
-NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
-                   "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
-                   "throughput under saturation); lower --rate below the capacity for a "
-                   "latency with a band")
+
+
+def no_latency_band(mode: str = "open loop") -> str:
+    """Why a saturated run of workload ``mode`` (``workload_info["mode"]``) prints no latency band (the note simulate
+    adds), naming the flag that lowers its load (``session_notes.load_flag``)."""
+    return ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how long the "
+            "arrivals lasted, not by the step cost the bands measure (validate compares only throughput under "
+            f"saturation); lower {load_flag(mode)} below the capacity for a latency with a band")
+
+
+NO_LATENCY_BAND = no_latency_band()
+"""The note of a saturated open loop (``--rate``)."""
 
 
 @dataclass(frozen=True)
@@ -147,12 +156,13 @@ def knee_withheld(bands: dict[str, PredictionBand],
     return {k: v for k, v in bands.items() if k != "ttft_mean"}, {**g, "rule": KNEE_RULE, "growth_factor": KNEE_GROWTH}
 
 
-def knee_band_note(knee: dict[str, Any]) -> str:
-    """The one-line reason ``simulate`` gives for a TTFT band withheld at the knee (``knee_withheld``)."""
+def knee_band_note(knee: dict[str, Any], mode: str = "open loop") -> str:
+    """The one-line reason ``simulate`` gives for a TTFT band withheld at the knee (``knee_withheld``) of a run of
+    workload ``mode``, naming the flag that lowers its load."""
     from kvledger.analyses.serving.knee_rule import QUARTER_NAMES
 
     first, peak, nth = knee["first_s"] * 1e3, knee["peak_s"] * 1e3, QUARTER_NAMES[knee["peak_quarter"]]
     return (f"no TTFT mean error band: the run sat at or past its knee — its mean TTFT grew from {first:,.1f} ms in "
             f"the first quarter of its arrivals to {peak:,.1f} ms in the {nth} ({knee['ratio']:.1f}×; rule: "
             f"{knee['rule']}), so it measures the queue, whose wait grows as 1/(1 − utilisation), not the step cost's "
-            "error the band was measured on; TPOT keeps its band; a lower --rate gives a TTFT with a band")
+            f"error the band was measured on; TPOT keeps its band; a lower {load_flag(mode)} gives a TTFT with a band")

@@ -291,9 +291,9 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
     if behind and overload.cap_held:  # the client's cap, not the engine, held the load: no capacity to band
         bands = {k: v for k, v in bands.items() if k != "throughput"}
-    notes += [overload.note] + ([] if behind else [pb.NO_LATENCY_BAND]) if overload else \
+    notes += [overload.note] + ([] if behind else [pb.no_latency_band(mode)]) if overload else \
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
-    notes += [pb.knee_band_note(knee)] if knee else []
+    notes += [pb.knee_band_note(knee, mode)] if knee else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),

@@ -23,6 +23,8 @@ from kvledger.analyses.judgments.offload import (
     sim_rules,
     tier_judgment,
 )
+from kvledger.analyses.serving import session_notes as SN
+from kvledger.analyses.serving.from_plan import refuses_max_model_len
 from kvledger.analyses.serving.plan_pricing import priced_by_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.offload import HostTier
@@ -210,6 +212,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     sessions = synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(args.seed))
     if not sessions:
         raise InputError(f"no {kind} session fits max_model_len {plan.memory.max_model_len:,}: raise --max-model-len")
+    left_out = num_sessions - len(sessions)  # their first turn would pass the cap (sessions.synthesize_sessions)
     loop = SessionLoop(tuple(sessions), SESSION_SEGMENT_TOKENS)
     specs = [spec for turns in loop.driver().specs for spec in turns]
     info = {"trace": f"{kind} sessions (synthetic)", "num_requests": len(specs),
@@ -222,7 +225,14 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
                          "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
                          "context_cap_tokens": plan.memory.max_model_len, "context_cap_source": cap_source,
                          "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
-    setup = prepare(args, workload=(loop, len(specs), info))
+    try:
+        setup = prepare(args, workload=(loop, len(specs), info))
+    except InputError as err:  # the engine refuses a cap the user did not set: say whose it is
+        if cap_source != session_context_cap(None)[1] or not refuses_max_model_len(err):
+            raise
+        raise InputError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
+    if left_out:
+        setup.notes.append(SN.sessions_left_out(left_out, num_sessions, shape.system_tokens, shape.max_context_tokens))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
         setup.notes.append(f"sessions on {args.replicas} replicas routed {args.router}: a session's turns land on "
                            "different replicas, whose caches do not hold its earlier turns; --router "

@@ -1,0 +1,34 @@
+"""The sentences a session run (``--workload chat|agent``) prints of its draw and its context cap, and the flag that
+sets a simulated run's load, named for its workload kind."""
+
+from __future__ import annotations
+
+__all__ = ["sessions_left_out", "session_default_cap", "load_flag"]
+
+
+def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int) -> str:
+    """Why ``left_out`` of the ``drawn`` sessions did not run: the draw's rule (``dynamics.workload.sessions``) stops
+    a session before a turn whose prompt + output would pass the cap, and for these that turn was the first."""
+    kept = drawn - left_out
+    return (f"sessions: {left_out:,} of the {drawn:,} drawn sessions left out, {kept:,} run: the first turn of each "
+            f"(the {system_tokens:,}-token shared system prompt + its first input + its output) would pass the "
+            f"context cap of {cap_tokens:,} tokens, and a session stops before a turn that would "
+            "(kvledger.dynamics.workload.sessions), so these had no turn to send; raise --max-model-len to keep them")
+
+
+def session_default_cap(cap_tokens: int, refusal: str) -> str:
+    """The engine's refusal of max_model_len ``cap_tokens`` restated for a session run that took kvledger's own
+    default cap (``judgments/offload.py : SESSION_MAX_MODEL_LEN_TOKENS``), which the user did not set."""
+    return (f"max_model_len {cap_tokens:,} is kvledger's default for a session run (--workload chat|agent without "
+            "--max-model-len), not a value you set nor the model's context; --max-model-len N sets it (a lower one "
+            f"also stops the sessions sooner), and here it is too long: {refusal}")
+
+
+def load_flag(mode: str) -> str:
+    """The flag that lowers the load of a simulated run of workload ``mode`` (``workload_info["mode"]``): sessions
+    start at --session-rate, a closed loop holds --concurrency users, an open loop (or a paced client) sends --rate."""
+    if mode.startswith("sessions"):
+        return "--session-rate (or --sessions)"
+    if mode == "closed loop":
+        return "--concurrency"
+    return "--rate"
