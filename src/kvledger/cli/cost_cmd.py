@@ -115,6 +115,9 @@ def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | 
             "give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not "
             + ("both" if file else "neither")
         )
+    from kvledger.cli.outputs import refuse_lone_force
+
+    refuse_lone_force(more.force, {"--out": more.out})
     if more.out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_file
 

@@ -24,7 +24,9 @@ def experiment(
     """Run a comparison from the seed claims (continuous vs static batching, KV waste, the token-budget seesaw,
     prefix caching and routing) and print it with its setup and the published expectation."""
     from kvledger.analyses.serving.experiments import run_experiment
+    from kvledger.cli.outputs import refuse_lone_force
 
+    refuse_lone_force(force, {"--plot": plot})
     check_plot_path(plot, force)
     with working(f"running experiment {name}"):
         res = run_experiment(name, quick=quick)

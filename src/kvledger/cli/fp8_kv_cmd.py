@@ -85,7 +85,9 @@ def fp8_kv(
     from rich.console import Console
 
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
+    from kvledger.cli.outputs import refuse_lone_force
 
+    refuse_lone_force(force, {"--plot": plot})
     check_plot_path(plot, force, inputs=[calibration])
     spec, g, settings = target.load(model, gpu)
     ov, cal = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model, calibration_gpu,

@@ -215,7 +215,7 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
     """The parsed SLO, once FILEs or --simulate (not both), --plot with --target, the outputs (never one of the files
     given: FILEs, the model, the trace, any file a flag names) and the flags that apply to one source only are
     checked."""
-    from kvledger.cli.outputs import paths_in
+    from kvledger.cli.outputs import paths_in, refuse_lone_force
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
@@ -230,6 +230,7 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
     if f.plot is not None and f.target is None:
         raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
     inputs = [*(files or []), *paths_in(simulate, f.gpu, *groups)]
+    refuse_lone_force(f.force, {"--out": f.out, "--plot": f.plot})
     check_plot_path(f.plot, f.force, inputs=inputs)
     if f.out is not None:
         from kvledger.cli.outputs import prepare_output_file

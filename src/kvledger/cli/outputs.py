@@ -14,7 +14,7 @@ from kvledger.evidence.sidecars import implicit_inputs
 from kvledger.outputs import write_atomic, write_bytes_atomic, write_text_atomic
 
 __all__ = ["prepare_output_file", "prepare_output_dir", "write_atomic", "write_bytes_atomic", "write_text_atomic",
-           "with_implicit", "paths_in", "OUTPUT_FIELDS"]
+           "with_implicit", "paths_in", "OUTPUT_FIELDS", "refuse_lone_force"]
 
 #: the flag-group fields that name what a command writes (every other path a command is given is something it reads)
 OUTPUT_FIELDS = frozenset({"out", "png", "csv_out", "ledger", "plot"})
@@ -53,3 +53,20 @@ def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: 
                        flag: str = "--out") -> None:
     """:func:`kvledger.outputs.prepare_output_dir` with the implicit inputs counted (module docstring)."""
     _out.prepare_output_dir(out, names, force=force, inputs=with_implicit(inputs), flag=flag)
+
+
+def refuse_lone_force(force: bool, outputs: dict[str, object]) -> None:
+    """Refuse --force when none of the command's ``outputs`` (flag → its value, None when not given) was given:
+    --force only lets them overwrite an existing file, so alone it would be silently ignored.
+
+    Raises:
+        InputError: one paragraph naming the flags.
+    """
+    from kvledger.errors import InputError
+
+    if not force or any(v is not None for v in outputs.values()):
+        return
+    flags = list(outputs)
+    named = flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} or {flags[-1]}"
+    raise InputError(f"--force lets {named} overwrite an existing file, but no {named} was given, so this command "
+                     f"writes no file and --force would do nothing: give {named} with it, or drop --force")

@@ -181,13 +181,16 @@ def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
     """--ledger and --resume not together, --resume an existing file, no file overwritten without --force (nor any file
     ``given``, the model, the trace and every file a flag names, even with it), a --plot the figure can be written
     as."""
+    from kvledger.cli.outputs import refuse_lone_force
     from kvledger.errors import InputError
 
     if r.ledger is not None and r.resume is not None:
         raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
     if r.resume is not None and not r.resume.is_file():
         raise InputError(f"--resume {r.resume}: no such ledger file")
-    _refuse_overwrite({"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}, r.force, [*given, r.resume])
+    outputs = {"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}
+    refuse_lone_force(r.force, outputs)
+    _refuse_overwrite(outputs, r.force, [*given, r.resume])
     if r.plot is not None and r.plot.suffix.lower() not in (".png", ".svg"):
         raise InputError(f"--plot {r.plot}: write .png or .svg")
 

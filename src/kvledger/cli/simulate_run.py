@@ -29,6 +29,9 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         from kvledger.errors import InputError
 
         raise InputError("--chrome-trace writes trace.json into the --out folder: give --out DIR with it")
+    from kvledger.cli.outputs import refuse_lone_force
+
+    refuse_lone_force(force, {"--out": out})
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None

@@ -70,8 +70,10 @@ def spec_decode(
     sweep."""
     from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
     from kvledger.analyses.serving.plan_pricing import priced_settings
+    from kvledger.cli.outputs import refuse_lone_force
     from kvledger.units import parse_tokens
 
+    refuse_lone_force(force, {"--plot": plot})
     check_plot_path(plot, force)
     spec, g, settings = target.load(model, gpu)
     pricing = target.pricing()
