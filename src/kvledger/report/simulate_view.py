@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument, load_text
@@ -147,6 +148,25 @@ def _rejection_rule(eng: dict) -> str:
     return "a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len"
 
 
+def overload_headline(overload: dict[str, Any] | None) -> str | None:
+    """One line, above the figures, for an overloaded run (the JSON of an ``analyses.serving.overloads`` record, by its
+    ``kind``); its note, with the counts and the rule, is printed with the notes. None for a run that kept up."""
+    o = overload or {}
+    if o.get("kind") == "queue_growth":
+        done = "reached a first token" if o.get("queue") == "waiting" else "finished"  # the queue the check read
+        return (f"overloaded: requests arrived at {o['arrived_per_s']:,.2f} req/s and {done} at "
+                f"{o['finished_per_s']:,.2f} req/s, so the queue grew through the run: the TTFT and E2E below "
+                "measure that queue, not the engine (see the note below)")
+    if o.get("kind") == "paced_behind":
+        held = "the cap, not the engine, held the load" if o.get("cap_held") else "the engine held them back"
+        return (f"the clients fell behind their rate: {o['sent_per_s']:,.2f} of {o['offered_per_s']:,.2f} req/s "
+                f"sent, {o['num_users']:,} in flight at most; {held} (see the note below)")
+    if o.get("kind") == "session_queue":
+        return (f"overloaded: the turns spent {o['ttft_share']:.0%} of their time in the system waiting for a first "
+                "token (see the note below)")
+    return None
+
+
 def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
     """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions; with
     ``--seeds``, each figure's min–max over the seeds."""
@@ -155,6 +175,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(line)
     if rejected := rejected_warning(s, eng):  # before the table it empties or thins
         console.print(f"[bold yellow]warning[/]: {rejected}")
+    if said := overload_headline(payload.overload):  # before the latencies it invalidates; the whole note below
+        console.print(f"[bold yellow]warning[/]: {said}")
     loop = load_text(wl) if str(wl.get("mode")).startswith("closed loop") else wl["mode"]  # its users, its pacing
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {loop}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")

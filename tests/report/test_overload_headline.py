@@ -1,0 +1,40 @@
+"""simulate prints one warning line for an overloaded run above its figures (a fresh user's trial: the overload note
+was the 24th line, under the latencies it invalidates); the note itself stays with the notes."""
+
+from __future__ import annotations
+
+from kvledger.report.simulate_view import overload_headline
+
+
+def test_each_kind_of_overload_has_its_line():
+    # the JSON of analyses.serving.overloads' records, by kind (values as simulate --json prints them)
+    grew = {"kind": "queue_growth", "arrived_per_s": 208.694, "finished_per_s": 22.131, "backlog_mid": 10,
+            "backlog_last": 900}
+    assert overload_headline(grew) == (
+        "overloaded: requests arrived at 208.69 req/s and finished at 22.13 req/s, so the queue grew through the run: "
+        "the TTFT and E2E below measure that queue, not the engine (see the note below)")
+    # a run too short for the backlog: the waiting queue was read, its rate is of first tokens
+    assert "and reached a first token at 22.13 req/s" in overload_headline({**grew, "queue": "waiting"})
+    behind = {"kind": "paced_behind", "offered_per_s": 35.395, "sent_per_s": 4.744, "num_users": 4, "cap_held": True}
+    assert overload_headline(behind) == (
+        "the clients fell behind their rate: 4.74 of 35.40 req/s sent, 4 in flight at most; the cap, not the engine, "
+        "held the load (see the note below)")
+    assert overload_headline({**behind, "cap_held": False}).endswith("the engine held them back (see the note below)")
+    # 0.734 of the turns' time before a first token → 73%
+    assert overload_headline({"kind": "session_queue", "ttft_share": 0.734, "ttft_mean_s": 3.2, "threshold": 0.1}) == (
+        "overloaded: the turns spent 73% of their time in the system waiting for a first token (see the note below)")
+    assert overload_headline(None) is None and overload_headline({"kind": "short_run"}) is None
+
+
+def test_simulate_says_it_above_the_workload_line():
+    # 4 clients paced at 40 req/s on 512 + 128-token requests: ~1 s each, so ~4 req/s sent (tests/cli/test_trial_fixes)
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    out = CliRunner().invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths",
+                                   "fixed:512", "--output-lengths", "fixed:128", "--num-requests", "200", "--rate", "40",
+                                   "--concurrency", "4"], env={"COLUMNS": "250"}).output
+    lines = out.splitlines()
+    assert lines[0].startswith("warning: the clients fell behind their rate: ") and lines[1].startswith("workload: ")
+    assert any(x.startswith("note: the clients fell behind their rate") for x in lines)  # the whole note, below
