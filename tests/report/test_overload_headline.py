@@ -33,8 +33,8 @@ def test_simulate_says_it_above_the_workload_line():
     from kvledger.cli.main import app
 
     out = CliRunner().invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths",
-                                   "fixed:512", "--output-lengths", "fixed:128", "--num-requests", "200", "--rate", "40",
-                                   "--concurrency", "4"], env={"COLUMNS": "250"}).output
+                                   "fixed:512", "--output-lengths", "fixed:128", "--num-requests", "200", "--rate",
+                                   "40", "--concurrency", "4"], env={"COLUMNS": "250"}).output
     lines = out.splitlines()
     assert lines[0].startswith("warning: the clients fell behind their rate: ") and lines[1].startswith("workload: ")
     assert any(x.startswith("note: the clients fell behind their rate") for x in lines)  # the whole note, below
