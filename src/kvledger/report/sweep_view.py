@@ -175,12 +175,38 @@ def _knee_lines(r: SweepValidation) -> list[str]:
     return out
 
 
-def render_sweep(r: SweepValidation, con: Console) -> None:
-    """A validated load sweep: the step cost that priced it (once), per stage the TTFT/TPOT mean and throughput
-    errors with the 80% band of the simulated latency, then the knee and the saturation throughput on both sides."""
+def _answer_lines(r: SweepValidation) -> list[str]:
+    """The sweep's answer, printed above its table: the measured and simulated knee, and the saturation throughput
+    (the largest over the stages) with its band (rich markup, escaped)."""
     from kvledger.ledgers.error_band import band_text
 
+    m, p = r.measured, r.predicted
+
+    def knee(v: float | None) -> str:
+        return "none in the sweep" if v is None else f"{v:.2f} {_unit(r)}"
+
+    km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
+    out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)} (no error band)"]
+    if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
+        b = r.bands
+        band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
+                else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}"))
+        short = b is not None and b.saturation_throughput is None and (b.throughput_note or "").startswith("no stage")
+        label = "largest throughput over the stages (none past saturation)" if short else \
+            "saturation throughput (largest over the stages)"
+        out.append(f"{label}: measured {m.saturation_throughput_req_per_s:.2f} req/s, simulated "
+                   f"{p.saturation_throughput_req_per_s:.2f} req/s{escape(band)}, error "
+                   f"{fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)}")
+    return out
+
+
+def render_sweep(r: SweepValidation, con: Console) -> None:
+    """A validated load sweep: the step cost that priced it (once), the answer (the knee and the saturation throughput
+    on both sides), then per stage the TTFT/TPOT mean and throughput errors with the 80% band of the simulated
+    latency, the warnings the table's marks point to, the bands' source, the step cost's and the notes."""
     for line in dict.fromkeys(step_cost_line(x) for x in r.runs):  # one step cost prices every stage: said once
+        con.print(line)
+    for line in _answer_lines(r):  # the answer first; the knee's resolution and the bands' source under the table
         con.print(line)
     fitted = sum(x.in_sample for x in r.runs)
     con.print(_table(r, fitted))
@@ -202,25 +228,9 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     for line in _knee_lines(r):
         con.print(escape(line))
     m, p = r.measured, r.predicted
-
-    def knee(v: float | None) -> str:
-        return "none in the sweep" if v is None else f"{v:.2f} {_unit(r)}"
-
     km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
-    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)} (no error band)")
     if said := knee_resolution(r.levels, km, kp, _unit(r)):
         con.print(f"[dim]{escape(said)}[/]")
-    if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
-        b = r.bands
-        band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
-                else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}"))
-        short = b is not None and b.saturation_throughput is None and (b.throughput_note or "").startswith("no stage")
-        label = "largest throughput over the stages (none past saturation)" if short else \
-            "saturation throughput (largest over the stages)"
-        con.print(f"{label}: measured "
-                  f"{m.saturation_throughput_req_per_s:.2f} req/s, simulated "
-                  f"{p.saturation_throughput_req_per_s:.2f} req/s{escape(band)}, error "
-                  f"{fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)}")
     for line in _band_lines(r):
         con.print(f"[dim]{escape(line)}[/]")
     for line in dict.fromkeys(step_cost_source(x) for x in r.runs):  # under the figures, once as above
