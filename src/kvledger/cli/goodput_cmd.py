@@ -209,6 +209,17 @@ def goodput_command(
         typer.echo(text, nl=False)
     else:
         _print(shown, simulate is not None, f.target, slo_block(the_slo))
+    if _nothing_measured(shown, simulate is not None, f.target):
+        raise typer.Exit(1)  # as simulate when no request finished: an answer a script must not take as complete
+
+
+def _nothing_measured(shown: Any, simulated: bool, target: float | None) -> bool:
+    """Whether a run given (a FILE's, or the one simulated run; not a search's probes) had requests of which none
+    completed: its row is printed with a warning, and the command then exits 1."""
+    if simulated and target is not None:
+        return False
+    results = [shown[0]] if simulated else shown[0]
+    return any(r.no_request_completed for r in results)
 
 
 def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: GoodputFlags, groups: tuple) -> Any:

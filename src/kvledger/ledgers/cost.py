@@ -159,8 +159,12 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``).
 
     Raises:
-        InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
+        InputError: no completed request, unknown duration, no good requests or no token counts, or no way to split
+            GPU time.
     """
+    if gp.no_request_completed:  # before the duration: its rates are zeros or unknown because nothing completed
+        raise InputError(f"{gp.file}: no request completed ({gp.num_failed:,} of {gp.num_requests:,} failed), so "
+                         "there is nothing to price; find why the requests failed and run the benchmark again")
     if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
         raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token "
                          f"can be derived")

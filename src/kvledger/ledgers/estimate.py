@@ -51,10 +51,11 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         lo_sum_missing += n_ok - lo
         upper = min(upper, hi)
         name = slo.itl_key if metric == "itl" else metric
-        notes.append(f"{name} ≤ {fmt_duration(threshold)}: between {lo:,} and {hi:,} of {n_ok:,} completed requests "
-                     f"({why})")
+        if n_ok:  # of no completed request there is nothing to bound (goodput_result says so)
+            notes.append(f"{name} ≤ {fmt_duration(threshold)}: between {lo:,} and {hi:,} of {n_ok:,} completed "
+                         f"requests ({why})")
     lower = max(0, n_ok - lo_sum_missing)
-    if len(slo.constraints()) > 1:
+    if len(slo.constraints()) > 1 and n_ok:
         notes.append("joint bound: at least n − Σ(n − lower_m) and at most min(upper_m) requests meet every SLO")
     notes.append("estimate from percentiles only (no per-request data): num_good and attainment are lower bounds")
     duration = agg.duration_s or agg.metadata.duration_s
@@ -73,7 +74,7 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         res.throughput_input_tok_per_s = agg.total_input_tokens / duration
     if agg.num_failed is None:
         notes.append("the file states no failure count: failures counted as 0")
-    if lower == 0:
+    if lower == 0 and n_ok:
         notes.append("the lower bound is 0 good requests: the multiplier (throughput ÷ goodput) has no finite upper "
                      "bound")
     return res

@@ -10,13 +10,15 @@ import numpy as np
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import json_fields, to_jsonable
+from kvledger.ledgers.notes import nothing_measured
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
 __all__ = ["GoodputResult", "goodput_result"]
 
 
-@json_fields(exclude=("good_mask", "request_ids"), read={"request_rate": "request_rate_shown"})
+@json_fields(exclude=("good_mask", "request_ids"), read={"request_rate": "request_rate_shown"},
+             extra=("no_request_completed",))
 @dataclass(slots=True)
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
@@ -26,7 +28,8 @@ class GoodputResult:
     ``estimate`` is True when the numbers are bounds from percentiles (then ``num_good`` and
     ``attainment`` are lower bounds and ``*_upper`` the upper ones) or scaled from a sample.
     Rates are None when the duration is unknown. ``good_mask`` (not serialised) marks the
-    good records of an exact result.
+    good records of an exact result. ``no_request_completed`` (in JSON, last) is True when the run had requests and
+    none completed: nothing was measured, and its zeros say so, not how the server performs.
     """
 
     source: str
@@ -70,6 +73,16 @@ class GoodputResult:
         return [rid for rid, g in zip(self.request_ids, self.good_mask) if g]
 
     @property
+    def no_request_completed(self) -> bool:
+        """The run had requests and none completed (all failed or were rejected): there is nothing to measure."""
+        return self.num_requests > 0 and self.num_completed == 0
+
+    @property
+    def simulated(self) -> bool:
+        """The run is the simulator's (run here, or read from a records file it wrote)."""
+        return self.source_format == "simulator" or self.source == "simulator"
+
+    @property
     def request_rate_shown(self) -> float | str | None:
         """``request_rate``, an infinite one (every request at t = 0) as ``"inf"``."""
         r = self.request_rate
@@ -92,6 +105,8 @@ def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok:
         attainment_of_completed=(n_good / n_ok) if n_ok else None, duration_s=duration, duration_source=dsrc,
         model=md.model, hardware=md.hardware, num_gpus=md.num_gpus, request_rate=md.request_rate,
         concurrency=md.concurrency, tool_goodput=md.extra.get("tool_goodput"), notes=notes)
+    if res.no_request_completed:
+        notes.insert(0, nothing_measured(res.num_requests, res.num_failed, simulated=res.simulated))  # first of all
     if duration:
         res.goodput_req_per_s = n_good / duration
         res.throughput_req_per_s = n_ok / duration

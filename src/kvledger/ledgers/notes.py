@@ -1,13 +1,25 @@
-"""The sentences the ledgers print about what they priced (the capacity basis and its load warnings).
+"""The sentences the ledgers print about what they measured and priced (a run with nothing to measure, the capacity
+basis and its load warnings).
 
 ``capacity_basis.measured_basis`` decides which apply (``check_load``'s verdict); the words are here.
 """
 
 from __future__ import annotations
 
-__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "closed_loop_drew"]
+__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "closed_loop_drew", "nothing_measured"]
 
 _RERUN_SIMULATED = "drop --at-offered-load to price at the SLO capacity found by simulation"
+
+
+def nothing_measured(num_requests: int, num_failed: int, *, simulated: bool) -> str:
+    """A run of which no request completed (every one failed, or the simulated engine rejected every one): its zeros
+    are not a measurement."""
+    fix = ("the simulated engine rejected every request as too long for its max_model_len (`kvledger simulate` "
+           "names the rule): a longer --max-model-len, or shorter prompts") if simulated else (
+        "find why the requests failed (the server down, a wrong endpoint, model name or key) and run the benchmark "
+        "again")
+    return (f"no request succeeded ({num_failed:,} of {num_requests:,} failed): there is nothing to measure — its zero "
+            f"goodput is not a measurement of the server, and it has no latencies; {fix}")
 
 
 def capacity_basis_text(goodput_req_per_s: float, *, simulated: bool) -> str:

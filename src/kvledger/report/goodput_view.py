@@ -109,6 +109,19 @@ def _shared_notes(results: list[Any]) -> list[str]:
     return [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
 
 
+def _nothing_measured(results: list[Any]) -> dict[int, str]:
+    """Run number → its note of each run with requests of which none completed (``no_request_completed``)."""
+    from kvledger.ledgers.notes import nothing_measured
+
+    return {k: nothing_measured(r.num_requests, r.num_failed, simulated=r.simulated)
+            for k, r in enumerate(results, start=1) if r.no_request_completed}
+
+
+def _run_name(k: int, r: Any) -> str:
+    """'#K FILE [LABEL]': a run as its section below the table is headed."""
+    return f"#{k} {Path(r.file).name}" + (f" [{r.run_label}]" if r.run_label else "")
+
+
 def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -119,6 +132,10 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
                   "runs (each run's attainment at the end)")
         if bracket_text(boundary):
             con.print(f"  {escape(bracket_text(boundary))}")
+    empty = _nothing_measured(results)
+    for k, line in empty.items():  # before the table, whose zeros for such a run are not a measurement
+        run = f"run {_run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
+        con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
     con.print(f"SLO: {escape(slo_text)}")
     con.print(_rows(results))
     con.print(escape(_LEGEND))
@@ -138,8 +155,10 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
             # only a reader that found the SLO in the file names where (AIPerf's input_config.slos: slo_source)
             said = "under the SLO the file states" if "slo_source" in r.tool_goodput else "its SLO is not in the file"
             con.print(f"  tool-reported goodput ({said}): {escape(json.dumps(r.tool_goodput))}")
+        if k in empty:  # its note is the warning above the table
+            con.print("  - no request succeeded: nothing measured (the warning above the table)")
         for note in r.notes:
-            if note not in shared:
+            if note not in shared and note != empty.get(k):
                 con.print(f"  - {escape(note)}")
     if boundary is not None:
         b = boundary

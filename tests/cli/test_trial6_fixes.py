@@ -1,0 +1,75 @@
+"""What a sixth new-user trial found: a benchmark run in which every request failed shown as a plain 0-goodput row
+(now a warning, ``no_request_completed`` in JSON and exit 1, as ``simulate`` when no request finished; ``cost``
+refuses it naming why)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_run import refused, run_cli
+
+#: ``vllm bench serve --save-result`` (vLLM 0.25.1, aggregate only) of a run in which all 8 requests failed: the
+#: layout and the zeros vLLM writes then (synthetic; modelled on er0080/vllm-benchmarking's
+#: bench_serve_all_requests_failed_v0.25.1.json)
+ALL_FAILED = {
+    "date": "20260818-041350", "endpoint_type": "vllm", "backend": "vllm", "label": None,
+    "model_id": "facebook/opt-125m", "tokenizer_id": "facebook/opt-125m", "num_prompts": 8, "request_rate": "inf",
+    "burstiness": 1.0, "max_concurrency": None, "duration": 0.005, "completed": 0, "failed": 8,
+    "total_input_tokens": 0, "total_output_tokens": 0, "request_throughput": 0.0, "request_goodput": None,
+    "output_throughput": 0.0, "total_token_throughput": 0.0, "max_output_tokens_per_s": 0.0,
+    "max_concurrent_requests": 0, "rtfx": 0.0,
+    **{f"{s}_{m}_ms": 0.0 for m in ("ttft", "tpot", "itl") for s in ("mean", "median", "std", "p99")},
+}
+#: the same layout with 8 of 8 completed in 1.544 s, every percentile given inside ttft ≤ 200 ms, tpot ≤ 20 ms
+ALL_GOOD = {**ALL_FAILED, "duration": 1.544, "completed": 8, "failed": 0, "total_input_tokens": 256,
+            "total_output_tokens": 128, "request_throughput": 8 / 1.544, "output_throughput": 128 / 1.544,
+            **{f"{s}_ttft_ms": 50.0 for s in ("mean", "median", "p99")},
+            **{f"{s}_{m}_ms": 11.0 for m in ("tpot", "itl") for s in ("mean", "median", "p99")}}
+SLO = ["--slo", "ttft=200ms,tpot=20ms"]
+
+
+def _file(tmp_path: Path, name: str, doc: dict) -> str:
+    f = tmp_path / name
+    f.write_text(json.dumps(doc))
+    return str(f)
+
+
+def test_goodput_of_a_run_in_which_every_request_failed_warns_and_exits_1(tmp_path):
+    bad = _file(tmp_path, "all_failed.json", ALL_FAILED)
+    res = run_cli("goodput", bad, *SLO)
+    assert res.exit_code == 1  # as simulate when no request finished (cli/simulate_run.py)
+    first = " ".join(res.output.split("\nSLO: ")[0].split())  # the warning, before the SLO and the table
+    assert first.startswith("warning: no request succeeded (8 of 8 failed): there is nothing to measure")
+    assert first.endswith("(the server down, a wrong endpoint, model name or key) and run the benchmark again")
+    # the per-metric bounds "between 0 and 0 of 0 completed requests" said nothing: gone
+    assert "of 0 completed" not in res.output and res.output.count("no request succeeded") == 2  # warning, pointer
+    doc = json.loads(run_cli("goodput", bad, *SLO, "--json").output)
+    assert doc["no_request_completed"] is True and doc["notes"][0].startswith("no request succeeded (8 of 8 failed)")
+    assert (doc["num_requests"], doc["num_failed"], doc["num_completed"], doc["num_good"]) == (8, 8, 0, 0)
+
+
+def test_of_several_runs_only_the_empty_one_is_warned_about(tmp_path):
+    good, bad = _file(tmp_path, "good.json", ALL_GOOD), _file(tmp_path, "all_failed.json", ALL_FAILED)
+    res = run_cli("goodput", good, bad, *SLO)
+    assert res.exit_code == 1
+    warnings = [x for x in res.output.splitlines() if x.startswith("warning:")]
+    assert warnings == [x for x in warnings if x.startswith("warning: run #2 all_failed.json: no request succeeded")]
+    assert len(warnings) == 1
+    runs = json.loads(run_cli("goodput", good, bad, *SLO, "--json").output)["runs"]
+    assert [r["no_request_completed"] for r in runs] == [False, True]
+    assert not any("no request succeeded" in n for n in runs[0]["notes"])
+    # alone, the good run: exit 0, no warning
+    alone = run_cli("goodput", good, *SLO)
+    assert alone.exit_code == 0 and "warning" not in alone.output
+    # p99 ≤ SLO of 8 values (numpy's linear rule) puts the 7th inside, the 8th unknown: 7 to 8 of 8 per metric,
+    # jointly at least 8 − 1 − 1 = 6 and at most min(8, 8) = 8
+    assert (runs[0]["num_good"], runs[0]["num_good_upper"]) == (6, 8)
+
+
+def test_cost_refuses_a_run_with_no_completed_request_saying_so(tmp_path):
+    bad = _file(tmp_path, "all_failed.json", ALL_FAILED)
+    msg = refused("cost", bad, *SLO, "--api", "OpenAI:gpt-4.1-nano", "--gpu", "H100", "--num-gpus", "1")
+    # it used to say "goodput per second is unknown (run duration not stated)" of a file that states 0.005 s
+    assert "no request completed (8 of 8 failed), so there is nothing to price" in msg
+    assert "duration" not in msg
