@@ -1,12 +1,14 @@
 """What a sixth new-user trial found: a benchmark run in which every request failed shown as a plain 0-goodput row
 (now a warning, ``no_request_completed`` in JSON and exit 1, as ``simulate`` when no request finished; ``cost``
-refuses it naming why)."""
+refuses it naming why); cost's break-even utilization, one replica's with the whole people line, read as contradicting
+a break-even volume on several replicas (now each says whose it is)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from cli_run import refused, run_cli
 
 #: ``vllm bench serve --save-result`` (vLLM 0.25.1, aggregate only) of a run in which all 8 requests failed: the
@@ -27,6 +29,7 @@ ALL_GOOD = {**ALL_FAILED, "duration": 1.544, "completed": 8, "failed": 0, "total
             **{f"{s}_ttft_ms": 50.0 for s in ("mean", "median", "p99")},
             **{f"{s}_{m}_ms": 11.0 for m in ("tpot", "itl") for s in ("mean", "median", "p99")}}
 SLO = ["--slo", "ttft=200ms,tpot=20ms"]
+STAGE_3 = str(Path(__file__).resolve().parents[1] / "evidence/data/inference-perf/stage_3_lifecycle_metrics.json")
 
 
 def _file(tmp_path: Path, name: str, doc: dict) -> str:
@@ -73,3 +76,52 @@ def test_cost_refuses_a_run_with_no_completed_request_saying_so(tmp_path):
     # it used to say "goodput per second is unknown (run duration not stated)" of a file that states 0.005 s
     assert "no request completed (8 of 8 failed), so there is nothing to price" in msg
     assert "duration" not in msg
+
+
+def test_cost_says_the_break_even_utilization_is_one_replicas_and_the_volume_shares_the_people_line():
+    args = ["cost", STAGE_3, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--slo", "ttft=200ms,tpot=50ms", "--api",
+            "OpenAI:gpt-4.1-nano", "--team-capability", "none", "--gpu-usd-per-hour", "2.69"]
+    doc = json.loads(run_cli(*args, "--json").output)
+    bu, bv = doc["break_even_utilization"], doc["break_even_volume"]
+    # one replica, no volume: u* = (R + P) ÷ (C × 3600 × 730 × a), R = 2.69 × 730 = $1,963.70, P = 0.5 × $20,000
+    # (team 'none'); C = 55.39 good req/s, a = $0.0000452 a request: 11,963.70 ÷ 6,581 ≈ 182%, out of reach — while
+    # 4 replicas, sharing P, break even (the numbers are as before; only the words change)
+    c, a = doc["capacity"]["goodput_req_per_s"], doc["inputs"]["api_usd_per_request"]
+    assert bu["utilization"] == pytest.approx((2.69 * 730 + 10_000) / (c * 3600 * 730 * a))
+    assert round(bu["utilization"], 3) == 1.818
+    assert bu["replicas"] == 1 and not bu["reachable"] and bv["replicas_at_break_even"] == 4
+    util = doc["factors"][0]
+    assert util["value"] == "80% of billed hours; one replica's break-even at 182%"  # was "break-even at 182%"
+    # was "below break-even: the API costs less for the same requests", beside a volume at which self-hosting wins
+    assert util["effect"] == ("below break-even: one replica costs more than the API for the same requests; at a "
+                              "higher volume more replicas share the people line, and self-hosting wins above the "
+                              "break-even volume")
+    text = " ".join(run_cli(*args).output.split())
+    assert ("break-even utilization of one replica, carrying the whole people line: 181.8% = (replica + people "
+            "USD/month) ÷ (good req/s × 3600 × 730 × API USD per request) — above 100%: not reachable by one replica; "
+            "at a higher volume the people cost is shared over more replicas (the break-even volume below) "
+            "break-even volume: 394,904,764 good requests/month") in text
+
+
+def test_the_break_even_volume_states_the_utilization_of_its_own_replicas():
+    # bug: the headline's "self-hosting is cheaper above V* (U utilization of one replica)" took U from the break-even
+    # utilization, at a volume the u* of the replicas that volume needs: at 200B tokens/month it said "51.5%
+    # utilization of one replica" (u* of its 7 replicas) of a V* reached on 4. V* = 394,904,764 requests/month with 4
+    # replicas: (4 × $1,963.70 + $10,000) ÷ a = $17,854.80 ÷ a, of 4 × C × 3600 × 730 at full load = 67.8%
+    args = ["cost", STAGE_3, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--slo", "ttft=200ms,tpot=50ms", "--api",
+            "OpenAI:gpt-4.1-nano", "--team-capability", "none", "--gpu-usd-per-hour", "2.69"]
+    doc = json.loads(run_cli(*args, "--monthly-tokens", "200B", "--json").output)
+    c, a = doc["capacity"]["goodput_req_per_s"], doc["inputs"]["api_usd_per_request"]
+    bv = doc["break_even_volume"]
+    assert bv["first_cheaper_utilization"] == pytest.approx((4 * 2.69 * 730 + 10_000) / a / (4 * c * 3600 * 730))
+    assert round(bv["first_cheaper_utilization"], 3) == 0.678 and bv["first_cheaper_replicas"] == 4
+    assert doc["break_even_utilization"]["replicas"] == 7  # the volume's replicas, sharing the people line
+    assert doc["headline"][3] == ("  break-even: self-hosting is cheaper above 104B tokens/month (67.8% utilization "
+                                  "of 4 replicas)")
+    at = " ".join(run_cli(*args, "--monthly-tokens", "200B").output.split())
+    assert "break-even utilization of the 7 replicas, sharing the people line: 51.5% = (7 replicas × replica" in at
+    assert "utilization: 74% of billed hours; break-even of the 7 replicas the volume needs at 52% — above" in at
+    # without a volume it said "(more than one replica's full capacity)"
+    assert json.loads(run_cli(*args, "--json").output)["verdict"] == (
+        "depends on volume: self-hosting is cheaper above 104B tokens/month (67.8% utilization of 4 replicas); below "
+        "104B tokens/month the API (OpenAI:gpt-4.1-nano) is cheaper")

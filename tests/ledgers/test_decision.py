@@ -210,7 +210,7 @@ def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays
     # 26,280,000) to c; 2 replicas cost $5,840 = the API at 25,955,556 requests, so (21,024,000, 25,955,556) is an
     # API gap, and above 25,955,556 self-hosting stays cheaper (V*, 2 replicas). A verdict of self-host at 15M
     # requests (18.75B tokens) sits in the first window, API at 23M (28.75B tokens) in the gap: both stated as such.
-    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.breakeven import break_even_volume
     from kvledger.ledgers.decision_notes import verdict_lines
 
     setup = SelfHostSetup(GpuRate.given(4.0, "H100"), 1, None, max_utilization=0.8)
@@ -220,13 +220,12 @@ def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays
     assert bv["first_cheaper_replicas"] == 1
     assert bv["first_cheaper_utilization"] == pytest.approx(2920 / a / 26_280_000)
     assert bv["requests_per_month"] == pytest.approx(2 * 2920 / a) and bv["replicas_at_break_even"] == 2
-    bu = break_even_utilization(CAP, setup, a)
     for requests, verdict, where in ((15e6, "self-host", "a self-host window"), (23e6, "API", "an API gap")):
         vol = resolve_volume(MonthlyVolume(requests=requests), CAP)
         opts, _ = api_options([(TOGETHER_8B, True, True)], ApiMix(), vol)
         d = decide(CAP, setup, vol, opts)
         assert d.verdict == verdict
-        text = verdict_lines(d, bv, bu, "H100", 1)[3]
+        text = verdict_lines(d, bv, "H100", 1)[3]
         assert "first cheaper at 16.2B tokens/month (49.4% utilization of 1 replica)" in text
         assert "at every volume above 32.4B tokens/month (2 replicas)" in text and where in text
     # with people P = $5,000 at $2.69/GPU-h (R = $1,963.70): n₁ = ⌊5,000 ÷ (4,730.40 − 1,963.70)⌋ + 1 = 2 replicas,
@@ -240,7 +239,7 @@ def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays
 def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_the_bought_bill():
     # 10⁸ requests/month, 5 replicas: bought at $30,000 per GPU over 36 months = $833.33 a GPU-month (+ power at the
     # load, no hosting) is below the $1,963.70 rented; the break-even (rented R) is on another price basis, and says so
-    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.breakeven import break_even_volume
     from kvledger.ledgers.decision_notes import verdict_lines
 
     vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
@@ -249,7 +248,7 @@ def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_t
     d = decide(CAP, setup, vol, opts, buy=HostBill(gpu_capex_usd=30_000), power=GpuPower(700.0, 0.0, "test"))
     assert d.buy.total_usd < d.self_host.total_usd
     a = 1250 * 0.18 / 1e6
-    line = verdict_lines(d, break_even_volume(CAP, setup, a), break_even_utilization(CAP, setup, a), "H100", 1)[3]
+    line = verdict_lines(d, break_even_volume(CAP, setup, a), "H100", 1)[3]
     assert line.startswith("  break-even (rented GPUs; the verdict compares the bought bill): ")
     assert "window" not in line and "gap" not in line
 

@@ -191,15 +191,15 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
     return decision, notes, primary, util_how, setup
 
 
-def _headline(decision: Decision | None, b_vol: Any, u_star: Any, setup: SelfHostSetup, primary: ApiPrice,
+def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
               rows: list) -> tuple[list[str], str]:
     """(the answer's lines, the verdict) with or without a volume, and a note when the row is another model."""
     if decision is not None:
-        head = verdict_lines(decision, b_vol, u_star, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
+        head = verdict_lines(decision, b_vol, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
                              setup.num_gpus)
         verdict = head[0].removeprefix("answer: ")
     else:
-        head = no_volume_lines(b_vol, u_star, primary.key)
+        head = no_volume_lines(b_vol, primary.key)
         verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
     if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
         others = [r.key for r, same, _ in rows if same]
@@ -247,7 +247,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
-    head, verdict = _headline(decision, b_vol, u_star, setup, primary, rows)
+    head, verdict = _headline(decision, b_vol, setup, primary, rows)
     second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
                 "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
@@ -265,7 +265,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
                       api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
                       sticker, u_star, b_vol, _monthly(decision) if decision else None,
-                      factor_rows(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row,
+                      factor_rows(setup, factors, u_star, b_vol.get("requests_per_month") is not None),
+                      verdict, notes, decision, head, per_row,
                       second)
 
 

@@ -23,19 +23,20 @@ def _usd(x: float) -> str:
     return f"${x:,.2f}" if abs(x) < 1e5 else f"${x:,.0f}"
 
 
-def _break_even_text(bv: dict[str, Any], bu: dict[str, Any], volume: Any = None, verdict: str | None = None) -> str:
+def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None = None) -> str:
     """Where self-hosting is first cheaper (V₁) and above which it stays cheaper (V*): one statement, so that a verdict
-    for a volume between the two (a self-host window of the replica staircase) does not read as a contradiction."""
+    for a volume between the two (a self-host window of the replica staircase) does not read as a contradiction. The
+    utilization is of the replicas at V₁ (``breakeven.break_even_volume``), not the break-even utilization of the
+    replicas a volume needs."""
     if bv.get("requests_per_month") is None:
         return bv["reason"]
     tok = bv["input_tokens_per_month"] + bv["output_tokens_per_month"]
     per_req = tok / bv["requests_per_month"]
-    first = bv.get("first_cheaper_requests_per_month")
-    if first is None or first >= bv["requests_per_month"] * (1 - 1e-9):
-        u = bu["utilization"]
-        util = f"{u:.1%} utilization of one replica" if bu.get("reachable") else "more than one replica's full capacity"
-        return f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({util})"
+    first = bv["first_cheaper_requests_per_month"]
     n1 = bv["first_cheaper_replicas"]
+    if first >= bv["requests_per_month"] * (1 - 1e-9):  # V₁ = V*: no window below it
+        return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({bv['first_cheaper_utilization']:.1%} "
+                f"utilization of {'one replica' if n1 == 1 else f'{n1} replicas'})")
     text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
             f"({bv['first_cheaper_utilization']:.1%} utilization of {n1} replica{'' if n1 == 1 else 's'}), then on and "
             f"off (each replica added under the utilization cap starts nearly empty and costs more than the API until "
@@ -57,7 +58,7 @@ def _on_instances(p: Any) -> str:
             f"({p.gpus_per_instance} GPUs{' each' if p.instances > 1 else ''}, {p.idle_gpus} idle)")
 
 
-def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
+def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
     """The answer in a few short lines: verdict with both bills, volume → replicas and utilization, break-even."""
     v, api = d.volume, d.primary
     sh = d.self_host_usd
@@ -77,19 +78,19 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), {discounts_words(api.bill)}",
         f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
-        f"{_break_even_text(bv, bu, v, d.verdict if how == 'rented' else None)}",
+        f"{_break_even_text(bv, v, d.verdict if how == 'rented' else None)}",
         *([f"  sizing: {d.sizing}"] if d.sizing else []),
     ]
 
 
-def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> list[str]:
+def no_volume_lines(bv: dict[str, Any], api_key: str) -> list[str]:
     """The answer when no volume is given: where the verdict turns (or that it never does), and how to get a bill."""
     if bv.get("requests_per_month") is None:
-        first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv, bu)}"
+        first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv)}"
     else:
         per_req = (bv["input_tokens_per_month"] + bv["output_tokens_per_month"]) / bv["requests_per_month"]
         v1 = bv.get("first_cheaper_requests_per_month") or bv["requests_per_month"]
-        first = (f"answer depends on volume: {_break_even_text(bv, bu)}; below {tokens_text(v1 * per_req)} "
+        first = (f"answer depends on volume: {_break_even_text(bv)}; below {tokens_text(v1 * per_req)} "
                  f"tokens/month the API ({api_key}) is cheaper")
     return [
         first,

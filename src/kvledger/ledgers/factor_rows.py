@@ -4,7 +4,7 @@ model control and team capability (``cost_summary.build_cost_report``'s ``factor
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
@@ -13,16 +13,30 @@ if TYPE_CHECKING:
 __all__ = ["factor_rows"]
 
 
-def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[dict[str, str]]:
-    """The deciding factors' rows (factor, value, effect): utilization against its break-even ``u_star`` (fraction),
-    then data sovereignty, model control and team capability as ``f`` gives them."""
-    util = (
-        f"{setup.utilization:.0%} of billed hours; break-even at {u_star:.0%}"
-        if math.isfinite(u_star)
-        else f"{setup.utilization:.0%}; no break-even"
-    )
-    util_effect = ("above break-even: self-hosting costs less for the same requests" if setup.utilization >= u_star
-                   else "below break-even: the API costs less for the same requests")
+def _utilization_row(util: float, u_star: float, replicas: int, volume_breaks_even: bool) -> tuple[str, str]:
+    """(value, effect) of the utilization row. Without a volume u* is one replica's, the whole people line on it; at
+    a higher volume more replicas share that line, so one replica below its u* does not make the API cheaper at every
+    volume (the break-even volume says where self-hosting wins)."""
+    whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas} replicas the volume needs"
+    value = f"{util:.0%} of billed hours; {whose} at {u_star:.0%}" if math.isfinite(u_star) else (
+        f"{util:.0%}; no break-even")
+    if util >= u_star:
+        return value, "above break-even: self-hosting costs less for the same requests"
+    if not volume_breaks_even:
+        return value, "below break-even: the API costs less for the same requests"
+    them = "one replica costs" if replicas == 1 else f"{replicas} replicas cost"
+    return value, (f"below break-even: {them} more than the API for the same requests; at a higher volume more "
+                   "replicas share the people line, and self-hosting wins above the break-even volume")
+
+
+def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any],
+                volume_breaks_even: bool) -> list[dict[str, str]]:
+    """The deciding factors' rows (factor, value, effect): utilization against its break-even ``u_star``
+    (``breakeven.break_even_utilization``: for its ``replicas``, who share the people line), then data sovereignty,
+    model control and team capability as ``f`` gives them; ``volume_breaks_even``: a break-even volume exists (on
+    more replicas, if need be)."""
+    util, util_effect = _utilization_row(setup.utilization, u_star["utilization"], u_star["replicas"],
+                                         volume_breaks_even)
     sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
                        "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",

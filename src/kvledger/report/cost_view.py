@@ -100,6 +100,27 @@ def _units(count: int, sim: Any) -> str:
     return f"{_n(count, 'deployment unit')} ({_n(count * sim.replicas, 'replica')}, {_n(count * sim.num_gpus, 'GPU')})"
 
 
+def _whose_break_even(replicas: int, sim: Any) -> str:
+    """Whose break-even utilization it is: one replica's, carrying the whole people line (no volume given), or the
+    replicas a volume needs, sharing it (``breakeven.break_even_utilization``)."""
+    if replicas == 1:
+        return f"of one {_units(1, sim).removeprefix('1 ')}, carrying the whole people line"
+    return f"of the {_units(replicas, sim)}, sharing the people line"  # the formula says they are the volume's
+
+
+def _not_reachable(bu: dict, bv: dict, sim: Any) -> str:
+    """'' when u* ≤ 100%; else that it is out of reach for these replicas and, when a break-even volume exists, that
+    more replicas share the people line there (so the two lines do not contradict each other)."""
+    if bu["reachable"]:
+        return ""
+    text = " — above 100%: not reachable"
+    if bv.get("requests_per_month") is None:
+        return text
+    these = f"one {_units(1, sim).removeprefix('1 ')}" if bu["replicas"] == 1 else "these replicas"
+    return (f"{text} by {these}; at a higher volume the people cost is shared over more replicas (the break-even "
+            "volume below)")
+
+
 def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     from rich.markup import escape
 
@@ -108,12 +129,9 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
               f"${st['usd_per_mtok_output']:.4f}/M output; "
               + ("no effective-cost multiplier (no GPU time charged to output tokens)" if m is None else
                  f"goodput-priced ÷ sticker = {m:.2f}× (effective-cost multiplier)"))
-    bu = rep.break_even_utilization
-    con.print(
-        f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}"
-        + ("" if bu["reachable"] else " — above 100%: not reachable")
-    )
-    bv = rep.break_even_volume
+    bu, bv = rep.break_even_utilization, rep.break_even_volume
+    con.print(f"\n[bold]break-even utilization {escape(_whose_break_even(bu['replicas'], sim))}[/]: "
+              f"{bu['utilization']:.1%} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
     if bv.get("requests_per_month") is not None:
         con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month "
                   f"({bv['input_tokens_per_month']:,.0f} input + "
