@@ -125,3 +125,26 @@ def test_the_break_even_volume_states_the_utilization_of_its_own_replicas():
     assert json.loads(run_cli(*args, "--json").output)["verdict"] == (
         "depends on volume: self-hosting is cheaper above 104B tokens/month (67.8% utilization of 4 replicas); below "
         "104B tokens/month the API (OpenAI:gpt-4.1-nano) is cheaper")
+
+
+def test_doctor_summary_gives_the_available_kv_comparison_without_verbose():
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_logs"
+    log = str(logs / "constructed_v1_preemptions_at_full_kv.log")
+    row = next(r for r in json.loads(run_cli("doctor", log, "--gpu", "H100", "--json").output)["startup"]["rows"]
+               if r["term"] == "available KV memory")
+    gib = 2**30
+    # the log's 51.38 GiB (line 6) against the ledger's own plan: (ledger − log) ÷ log, shown to 0.1%
+    assert row["log_value"] / gib == pytest.approx(51.38) and row["log_line"] == 6
+    assert round(row["ledger_value"] / gib, 2) == 51.40
+    err = (row["ledger_value"] - row["log_value"]) / row["log_value"]
+    line = (f"start-up: available KV memory: log 51.38 GiB (line 6), kvledger 51.40 GiB (+0.02 GiB, {err:+.1%}, within "
+            "the 2% its memory plan is validated to)")
+    assert line in run_cli("doctor", log, "--gpu", "H100").output.splitlines()  # was only in --verbose's table
+    # no ledger figure without a GPU: the log's alone, and what to pass (Qwen3-14B of LMCache#1739, 6.51 GiB, line 1)
+    o6 = run_cli("doctor", str(logs / "v0.10.2_qwen3-14b_lmcache.log"), "--model",
+                 str(logs.parent / "configs" / "Qwen3-14B.json")).output
+    assert "start-up: available KV memory: log 6.51 GiB (line 1); no ledger figure: pass --gpu" in o6.splitlines()
+    # a miss beyond 2% is said by its own "but" line, with both figures: no second line (Llama-2-7B on H100, +3.6%)
+    miss = run_cli("doctor", str(logs / "v0.8-v0engine_llama-2-7b_h100.log"), "--model", "meta-llama/Llama-2-7b-hf",
+                   "--gpu", "H100").output
+    assert "available KV memory:" not in miss and "gives 58.19 GiB of KV memory against the log's 56.18 GiB" in miss

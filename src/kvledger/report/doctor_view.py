@@ -128,6 +128,22 @@ def _refused_start(cmp: Any) -> str | None:
             "--gpu-memory-utilization or more --tensor-parallel-size (kvledger plan re-plans each).")
 
 
+def _available_kv(cmp: Any) -> str | None:
+    """The headline memory check in one line: the log's available KV memory against the ledger's own plan, with the
+    error; None where the log prints none, or where ``memory_miss`` says it (the miss, with both figures)."""
+    from kvledger.analyses.doctor.startup_verdicts import MEMORY_TOLERANCE
+    from kvledger.units import GiB
+
+    kv = cmp.row("available KV memory")
+    if kv is None or not kv.log_value or cmp.memory_miss:
+        return None
+    log = f"log {kv.log_value / GiB:.2f} GiB" + (f" (line {kv.log_line})" if kv.log_line else "")
+    if kv.ledger_value is None or kv.difference is None:
+        return f"available KV memory: {log}; {kv.explanation}"  # e.g. "no ledger figure: pass --gpu"
+    return (f"available KV memory: {log}, kvledger {kv.ledger_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, "
+            f"{kv.difference / kv.log_value:+.1%}, within the {MEMORY_TOLERANCE:.0%} its memory plan is validated to)")
+
+
 def _brief(con: Any, rep: Any) -> None:
     """The answer in a few lines: does the ledger reproduce the start-up, and what each diagnosis found."""
     from rich.markup import escape
@@ -139,6 +155,8 @@ def _brief(con: Any, rep: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
+        if kv := _available_kv(cmp):
+            con.print(f"start-up: {escape(kv)}")
         if cmp.memory_miss:
             con.print(f"start-up: [bold yellow]{'but' if cmp.consistent else 'also'}[/] {escape(cmp.memory_miss)}")
     elif cmp.memory_only:
