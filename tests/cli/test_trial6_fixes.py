@@ -148,3 +148,19 @@ def test_doctor_summary_gives_the_available_kv_comparison_without_verbose():
     miss = run_cli("doctor", str(logs / "v0.8-v0engine_llama-2-7b_h100.log"), "--model", "meta-llama/Llama-2-7b-hf",
                    "--gpu", "H100").output
     assert "available KV memory:" not in miss and "gives 58.19 GiB of KV memory against the log's 56.18 GiB" in miss
+
+
+def test_validate_marks_the_rows_it_shows_only_in_the_table_itself():
+    # inference-perf stage 0: its time_per_output_token (3.5 ms) disagrees with (E2E − TTFT)/(output − 1) (7.1 ms),
+    # so its rows are shown beside the TPOT judged, never judged: each "TPOT (file's field)" row carries †, with its
+    # one-line legend under the table (it was said only in a note further down, while the rows showed +95% errors)
+    stage = str(Path(STAGE_3).with_name("stage_0_lifecycle_metrics.json"))
+    out = run_cli("validate", stage, "--gpu", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B-Instruct").output
+    metrics = [x.split("│")[1].strip() for x in out.splitlines() if x.startswith("│")]
+    assert [m for m in metrics if "†" in m] == [f"TPOT (file's field) {s} †" for s in ("mean", "p50", "p90", "p99")]
+    assert "TPOT mean" in metrics and "TTFT mean" in metrics  # the rows judged: unmarked
+    legend = next(x for x in out.splitlines() if x.startswith("†"))
+    assert legend == ("†: shown only, not judged — inference-perf's own time_per_output_token disagrees with the "
+                      "file's TTFT, E2E and output length; the TPOT judged is the row \"TPOT mean\" (see the TPOT note "
+                      "below)")
+    assert out.index("└") < out.index(legend) < out.index("note: TPOT: inference-perf's time_per_output_token")

@@ -11,14 +11,17 @@ from typing import Any
 
 from kvledger.evidence.inference_perf_client import client_config as _client_config
 
-__all__ = ["tpot_note", "counted_output_note", "stage_goodput_note"]
+__all__ = ["FILE_TPOT", "tpot_note", "counted_output_note", "stage_goodput_note"]
+
+#: the comparison rows of inference-perf's own time_per_output_token: shown beside the TPOT judged, never judged
+FILE_TPOT = "TPOT (file's field)"
 
 
 def tpot_note(stage: Any) -> str:
     """Why the TPOT compared is derived, with this stage's own figures: its ``time_per_output_token`` mean against
     (E2E mean − TTFT mean)/(output mean − 1) from the same file."""
     said, derived = stage.stats["tpot_file"]["mean"], stage.stats["tpot"]["mean"]
-    return ("TPOT: inference-perf's time_per_output_token (\"TPOT (file's field)\", shown only) disagrees with the "
+    return (f"TPOT: inference-perf's time_per_output_token (\"{FILE_TPOT}\", shown only) disagrees with the "
             "file's own TTFT, E2E and output length; the TPOT compared is (E2E mean − TTFT mean)/(output mean − 1), "
             "with the client config's fixed output length where it states one (this stage: the field's mean "
             f"{said * 1e3:.2f} ms against {derived * 1e3:.2f} ms so derived)")

@@ -38,7 +38,7 @@ import numpy as np
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
 from kvledger.calibration.stage_launch import client_loop, fixed_output_tokens, pool_prefix, stage_launch
-from kvledger.calibration.stage_notes import counted_output_note, tpot_note
+from kvledger.calibration.stage_notes import FILE_TPOT, counted_output_note, tpot_note
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
@@ -251,7 +251,7 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
     per_chunk = _tokens_per_chunk(stage) if not derived else None
     for m, name in (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"),
-                    ("tpot_file", "TPOT (file's field)")):
+                    ("tpot_file", FILE_TPOT)):
         if m not in stage.stats or (m == "itl" and per_chunk is not None):
             continue
         ps = getattr(p, "tpot_s" if m == "tpot_file" else f"{m}_s")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
+from kvledger.calibration.stage_notes import FILE_TPOT
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
@@ -215,13 +216,16 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right"),
                       *((("80% band", "right"),) if b else ())):
         t.add_column(col, justify=just)
-    for row in c.rows:
-        t.add_row(row.metric, fmt_value(row.measured, row.unit, row.predicted),
+    shown_only = [row.metric.startswith(FILE_TPOT) for row in c.rows]
+    for row, dagger in zip(c.rows, shown_only):
+        t.add_row(escape(row.metric) + (" †" if dagger else ""), fmt_value(row.measured, row.unit, row.predicted),
                   fmt_value(row.predicted, row.unit, row.measured),
                   fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else "")
                   + (f" {KNEE_MARK}" if knee and row.metric.startswith(("TTFT", "E2E")) else ""),
                   *([_band_cell(b, row)] if b else []))
     con.print(t)
+    if any(shown_only):
+        con.print(SHOWN_ONLY_LEGEND)
     if sat:
         con.print(saturation_warning(sat))
     if knee:
@@ -231,6 +235,11 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     con.print(step_cost_source(r))
     for n in r.notes:
         con.print(f"note: {escape(n)}")
+
+
+#: the legend of the rows marked † (``FILE_TPOT``): beside the TPOT judged, never judged themselves
+SHOWN_ONLY_LEGEND = ("†: shown only, not judged — inference-perf's own time_per_output_token disagrees with the file's "
+                     "TTFT, E2E and output length; the TPOT judged is the row \"TPOT mean\" (see the TPOT note below)")
 
 
 #: the single-run table's rows that carry a band → the key of ``RunBands``
