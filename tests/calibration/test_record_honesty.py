@@ -146,11 +146,12 @@ def test_the_counted_output_length_is_named_beside_the_output_throughput():
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     note = next(n for n in d["notes"] if n.startswith("output throughput:"))
-    assert note == ("output throughput: the file's 1,675.62 tokens/s counts each response's tokens as the client "
-                    "re-tokenized its text (successes.output_len mean 210.03, min 0), while "
-                    f"{SIM / 'config.yaml'} asks the engine for 248 tokens per request under ignore_eos, which the "
-                    "replay generates; at the same request rate the two lengths alone make them differ by "
-                    "248/210.03 − 1 = +18.1%: a count, not a step-cost error (TPOT is compared on the 248 tokens)")
+    assert note == ("output throughput: the file's tokens/s counts each response's tokens as the client "
+                    f"re-tokenized its text (successes.output_len), while {SIM / 'config.yaml'} asks the engine for "
+                    "248 tokens per request under ignore_eos, which the replay generates; at the same request rate "
+                    "the two lengths alone make them differ by 248/mean − 1: a count, not a step-cost error (TPOT is "
+                    "compared on the 248 tokens) (this stage: 1,675.62 tokens/s, output_len mean 210.03, min 0: "
+                    "248/210.03 − 1 = +18.1%)")
 
 
 def test_an_unread_key_of_a_launch_record_is_warned_of(tmp_path):

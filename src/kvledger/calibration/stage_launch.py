@@ -187,18 +187,21 @@ def client_loop(stage: Any, given: int | None, label: str) -> tuple[int | None, 
                        "requests")
     if not stage.achieved_rate < BEHIND * stage.requested_rate:
         return None, None
-    behind = (f"{label}: the client fell behind (achieved {stage.achieved_rate:.3g} of "
-              f"{stage.requested_rate:.3g} req/s requested)")
+    # the stage's own figures last, "(this stage: …)", so that a sweep says the note once (sweep_notes)
+    own = (f" (this stage: {label}, achieved {stage.achieved_rate:.3g} of {stage.requested_rate:.3g} req/s "
+           "requested)")
     paced = "each request sent at its time on the requested schedule or, with that many in flight, as one finishes"
     if given:
-        return given, f"{behind}: replayed under a cap of {given:,} requests in flight (--client-concurrency), {paced}"
+        return given, (f"the client fell behind its rate: replayed under a cap of {given:,} requests in flight "
+                       f"(--client-concurrency), {paced}{own}")
     cap = client_concurrency_cap(stage.path) if Path(stage.path).is_file() else None
     if cap is not None:
-        return cap.users, (f"{behind}: replayed under a cap of {cap.users:,} requests in flight, from {cap.source}, "
-                           f"{paced}")
-    return None, (f"WARNING: {behind} and no cap on its requests in flight is known (pass --client-concurrency; "
-                  "inference-perf: load.num_workers × load.worker_max_concurrency): the replay sends at the achieved "
-                  "rate, so this saturated stage's latencies and throughput are not comparable")
+        return cap.users, (f"the client fell behind its rate: replayed under a cap of {cap.users:,} requests in "
+                           f"flight, from {cap.source}, {paced}{own}")
+    return None, ("WARNING: the client fell behind its rate and no cap on its requests in flight is known (pass "
+                  "--client-concurrency; inference-perf: load.num_workers × load.worker_max_concurrency): the replay "
+                  f"sends at the achieved rate, so this saturated stage's latencies and throughput are not "
+                  f"comparable{own}")
 
 
 def pool_prefix(stage: Any, prefix_caching: bool | None = None) -> tuple[dict[str, int], str | None]:

@@ -75,10 +75,9 @@ def counted_output_note(stage: Any) -> str | None:
     if mean <= 0 or abs(fixed / mean - 1) <= _SAME_LENGTH:
         return None
     cfg = _client_config(stage.path) if Path(stage.path).is_file() else None
-    return (f"output throughput: the file's {stage.output_tokens_per_s:,.2f} tokens/s counts each response's tokens "
-            f"as the client re-tokenized its text (successes.output_len mean {mean:,.2f}, min {lo:g}), while "
-            f"{cfg[0] if cfg else 'the client config'} asks the engine for {fixed:g} tokens per request under "
-            "ignore_eos, which the replay generates; at the same request rate "
-            "the two lengths alone make them differ by "
-            f"{fixed:g}/{mean:,.2f} − 1 = {fixed / mean - 1:+.1%}: a count, not a step-cost error (TPOT is compared "
-            f"on the {fixed:g} tokens)")
+    return (f"output throughput: the file's tokens/s counts each response's tokens as the client re-tokenized its "
+            f"text (successes.output_len), while {cfg[0] if cfg else 'the client config'} asks the engine for "
+            f"{fixed:g} tokens per request under ignore_eos, which the replay generates; at the same request rate the "
+            f"two lengths alone make them differ by {fixed:g}/mean − 1: a count, not a step-cost error (TPOT is "
+            f"compared on the {fixed:g} tokens) (this stage: {stage.output_tokens_per_s:,.2f} tokens/s, output_len "
+            f"mean {mean:,.2f}, min {lo:g}: {fixed:g}/{mean:,.2f} − 1 = {fixed / mean - 1:+.1%})")
