@@ -79,7 +79,11 @@ def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
     res = _run("plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--json")
     assert res.exit_code == 3
     gpus = [o for o in json.loads(res.stdout)["advice"]["options"] if o["action"].startswith("--gpu ")]
-    assert [o["action"] for o in gpus] == ["--gpu nvidia_h20", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
+    # named as the hints name GPUs (catalog.gpus.cli_name), each a name --gpu answers to
+    assert [o["action"] for o in gpus] == ["--gpu h20", "--gpu h200-sxm", "--gpu b200"]
+    from kvledger.catalog.gpus import get_gpu
+
+    assert [get_gpu(o["action"].split()[1]).gpu_id for o in gpus] == ["nvidia_h20", "nvidia_h200_sxm", "nvidia_b200"]
     # 95.14 − 79.19 = 15.95 GiB more (catalog CUDA totals, gpu_cuda.csv)
     assert "95.14 GiB device memory, 15.95 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
     assert [o["max_requests"] for o in gpus] == sorted(o["max_requests"] for o in gpus) and gpus[0]["max_requests"] >= 1

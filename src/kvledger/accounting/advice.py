@@ -22,7 +22,7 @@ from kvledger.accounting.advice_len import (
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
-from kvledger.catalog.gpus import gpu_catalog
+from kvledger.catalog.gpus import cli_name, gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
 
@@ -175,7 +175,8 @@ def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
     for size in sizes[:GPU_SUGGESTIONS]:
         g, q = max(size, key=lambda gq: gq[0].hbm_bandwidth_bytes_per_s)
         c, n = _at_len(q)
-        opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.name}: {g.memory_bytes / GiB:.2f} GiB device memory, "
+        opts.append(Option(f"--gpu {cli_name(g.gpu_id)}", c, n,
+                           f"{g.name}: {g.memory_bytes / GiB:.2f} GiB device memory, "
                            f"{(g.memory_bytes - p.gpu.memory_bytes) / GiB:.2f} GiB more than the {p.gpu.name}, leaves "
                            f"{q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache", q.memory.max_model_len))
     return opts

@@ -19,7 +19,7 @@ from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB, fmt_plain
 
-__all__ = ["GpuSpec", "get_gpu", "gpu_alias_note", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
+__all__ = ["GpuSpec", "get_gpu", "gpu_alias_note", "gpu_catalog", "custom_gpu", "cli_name", "CUDA_RESERVE_MIB"]
 
 CUDA_RESERVE_MIB = 450
 """nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
@@ -181,6 +181,12 @@ def _norm(s: str) -> str:
     return s.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
 
 
+def cli_name(gpu_id: str) -> str:
+    """The short --gpu name of a catalog row, as the hints print it: its id without the vendor prefix, hyphenated
+    (nvidia_h100_pcie → h100-pcie, nvidia_b300 → b300); ``get_gpu`` answers to it."""
+    return _norm(gpu_id.removeprefix("nvidia_"))
+
+
 def _names(gid: str, full: bool = True) -> list[str]:
     """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases and
     (``full``) its own full name as the catalog prints it, e.g. "NVIDIA RTX PRO 6000 Blackwell Server Edition"."""
@@ -206,7 +212,7 @@ def gpu_alias_note(name: str) -> str | None:
     if not others:
         return None
     cat = gpu_catalog()
-    also = ", ".join(f"{cat[g].name.removeprefix('NVIDIA ')} (--gpu {_norm(g.removeprefix('nvidia_'))})"
+    also = ", ".join(f"{cat[g].name.removeprefix('NVIDIA ')} (--gpu {cli_name(g)})"
                      for g in others)
     return f"--gpu {name} → {cat[gid].name} (also: {also}; name one to choose)"
 
