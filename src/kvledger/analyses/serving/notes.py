@@ -242,7 +242,8 @@ def sessions_overloaded(share: float, ttft_mean_s: float, threshold: float) -> s
 
 def sweep_without_load(where: str, labels: list[str]) -> str:
     listed = ", ".join(f"{i}: {label}" for i, label in enumerate(labels))
-    return (f"{where} holds {len(labels)} runs ({listed}) that state no distinct request rate or concurrency, so the "
+    verb = "hold" if where.endswith(" files") else "holds"  # "3 files hold …", "run.json holds …"
+    return (f"{where} {verb} {len(labels)} runs ({listed}) that state no distinct request rate or concurrency, so the "
             "sweep's capacity cannot be found; choose one with --run INDEX")
 
 
