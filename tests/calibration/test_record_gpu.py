@@ -34,3 +34,19 @@ def test_a_record_without_a_gpu_asks_for_the_flag():
     with pytest.raises(InputError, match=r"the run's record names no GPU; pass --gpu"):
         validate_file(str(DATA / "aiperf" / "run1_profile_export.jsonl"),
                       SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu=None))
+
+
+def test_an_engine_version_nobody_named_is_said_to_be_assumed():
+    # AIPerf's export names no engine version, and no --engine-version is given: the newest rules read are assumed,
+    # and the notes say so (a fresh user's trial found a stage replayed under vLLM 0.33.0 with nothing saying why)
+    from kvledger.accounting.vllm_rules import LATEST
+
+    out = validate_file(str(DATA / "aiperf" / "run1_profile_export.jsonl"),
+                        SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100"))
+    said = [n for n in out.notes if n.startswith("engine version:")]
+    assert said == [f"engine version: neither the run's record nor --engine-version names it, so vLLM {LATEST}'s rules "
+                    "(the newest read) are assumed for its memory plan and scheduler defaults; pass --engine-version "
+                    "for the version that ran"]
+    # the manifests' container image names vLLM 0.11.0: no assumption to state
+    assert not any(n.startswith("engine version:") for n in validate_file(STAGE, SimRequestArgs(model=None,
+                                                                                                gpu=None)).notes)

@@ -193,9 +193,9 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     assert "at ×0.40 (4 req/s capacity): 12 replicas at 79.3%, $23,564.40/month → the API" in line
     assert "at ×1.06 (10.6 req/s capacity): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
     # the flip points read as conditions (fresh-user trial: "it flips at 0.03× the capacity … ; at 0.82× the GPU price"
-    # left the price clause hanging): "it would flip were the capacity k× the simulated one", "… were the GPU price"
+    # left the price clause hanging): "it would flip were the capacity k× the one priced", "… were the GPU price"
     k = d.flips["capacity_multiplier"]
-    assert f"it would flip were the capacity {k:.2f}× the simulated one" in line
+    assert f"it would flip were the capacity {k:.2f}× the one priced" in line
     if d.flips.get("gpu_price_multiplier") is not None:
         assert line.endswith(f"and it would flip were the GPU price {d.flips['gpu_price_multiplier']:.2f}× the one "
                              "priced")

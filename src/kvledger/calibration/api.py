@@ -72,6 +72,13 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if rec.unapplied:
         notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({record_name(run)}): the replay "
                      "runs without it, so whatever it changes in the measured engine is in the errors")
+    sglang = "sglang" in (args.policy, args.batching, extra.get("backend"))  # a flag or the file: not vLLM's version
+    if args.engine_version is None and "engine_version" not in taken and not sglang:
+        from kvledger.accounting.vllm_rules import LATEST
+
+        notes.append(f"engine version: neither the run's record nor --engine-version names it, so vLLM {LATEST}'s "
+                     "rules (the newest read) are assumed for its memory plan and scheduler defaults; pass "
+                     "--engine-version for the version that ran")
     if args.tp is None and "tp" not in taken:
         taken["tp"] = 1
     if run.num_dropped and run.target_stats is None:

@@ -171,8 +171,8 @@ def rests_on_line(d: Any) -> str:
             else "no capacity error within one replica flips it"
         )
     else:
-        cap = (f"it would flip were the capacity {k:.2f}× the simulated one ({1 / k:.2f}× smaller)" if k < 1 else
-               f"it would flip were the capacity {k:.2f}× the simulated one")
+        cap = (f"it would flip were the capacity {k:.2f}× the one priced ({1 / k:.2f}× smaller)" if k < 1 else
+               f"it would flip were the capacity {k:.2f}× the one priced")
     held = "holds" if d.holds_within_band() else "FLIPS"
     ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
     price = f"; and it would flip were the GPU price {m:.2f}× the one priced" if m is not None else ""

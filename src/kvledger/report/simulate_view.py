@@ -154,9 +154,10 @@ def overload_headline(overload: dict[str, Any] | None) -> str | None:
     o = overload or {}
     if o.get("kind") == "queue_growth":
         done = "reached a first token" if o.get("queue") == "waiting" else "finished"  # the queue the check read
-        return (f"overloaded: requests arrived at {o['arrived_per_s']:,.2f} req/s and {done} at "
-                f"{o['finished_per_s']:,.2f} req/s, so the queue grew through the run: the TTFT and E2E below "
-                "measure that queue, not the engine (see the note below)")
+        return (f"overloaded: between the median and the last arrival (t = {o['t_mid_s']:,.1f}–{o['t_last_s']:,.1f} "
+                f"s) requests arrived at {o['arrived_per_s']:,.2f} req/s and {done} at {o['finished_per_s']:,.2f} "
+                "req/s, so the queue grew through the run: the TTFT and E2E below measure that queue, not the engine "
+                "(see the note below)")
     if o.get("kind") == "paced_behind":
         held = "the cap, not the engine, held the load" if o.get("cap_held") else "the engine held them back"
         return (f"the clients fell behind their rate: {o['sent_per_s']:,.2f} of {o['offered_per_s']:,.2f} req/s "
