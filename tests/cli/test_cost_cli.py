@@ -243,6 +243,12 @@ def test_no_same_model_api_row_names_the_model_it_looked_for(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)  # the API row it compares with serves that model (a same-model row, chosen unnamed)
     assert [o["same_model"] for o in d["api_options"] if o["key"] == d["inputs"]["api_price"]] == [True]
+    # the first note names what was priced and where each name was read (the manifests beside the stage)
+    said = d["notes"][0]
+    assert said.startswith("priced run: model meta-llama/Llama-3.1-8B-Instruct (from ")
+    assert "manifests.yaml MODEL_ID" in said
+    assert said.endswith("GPU nvidia-h100-80gb (from " + str(DATA / "inference-perf" / "manifests.yaml") +
+                         " (Kubernetes Deployment))")
 
 
 def test_the_capacity_flip_follows_whole_instances():

@@ -158,6 +158,10 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
     res = price(p.run, p.sim, p.capacity)
     res.report.notes.extend(notes)
     rep, basis, d = res.report, res.basis, res.payload
+    if is_file:  # what the measured run was, and where each name was read (validate and goodput say it too)
+        said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware))
+        rep.notes.insert(0, said)
+        d["notes"] = [said, *d.get("notes", [])]
     if more.seeds > 1:
         spread = seed_costs(simulated, c.gpu, groups, params, p.slo, more.seeds, p.capacity, d,
                             lambda cap: price(cap.priced_run.run, cap.priced_run, cap).payload)
@@ -180,6 +184,15 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
         typer.echo(text, nl=False)
     else:
         print_cost_report(rep, basis, p.sim, p.capacity)
+
+
+def _run_names(md: Any, c: CostFlags, model: str | None, gpu: str | None) -> str:
+    """``priced run: model M (where it was read), GPU G (where)`` of a measured file: a flag, or the run's record."""
+    read = next((d for d in md.definitions if d.startswith("model from ")), "from the run's file")
+    m_src = "--model" if c.served_model else read.removeprefix("model ")
+    g_src = "--gpu" if c.gpu else next((f"from {d.split(' from ', 1)[1]}" for d in md.definitions
+                                        if d.startswith("GPU type")), "from the run's file")
+    return (f"priced run: model {model or 'not named'} ({m_src}), GPU {gpu or 'not named'} ({g_src})")
 
 
 def register(app: typer.Typer) -> None:
