@@ -62,7 +62,10 @@ def test_sweep_prints_the_step_cost_line_once_above_its_table(sweep):
               "max(FLOPs/achievable peak, bytes/achievable bandwidth) at 100% of the GPU's measured matmul efficiency "
               "for the weight matmuls, 71% of peak FLOP/s for attention and 80% of peak bandwidth, "
               "+ CPU overhead per step")  # TP 1: no all-reduce term named
-    assert out.startswith(line) and out.count("step cost: ") == 1 and out.count("step cost source: ") == 1
+    # first what was replayed (as single-run validate's first line), then the step cost
+    head = ("load sweep: 7 stages over request rates of meta-llama/Llama-3.1-8B (config of "
+            "meta-llama/Meta-Llama-3.1-8B) on NVIDIA H100 80GB SXM5 at TP 1 ")
+    assert out.startswith(head + line) and out.count("step cost: ") == 1 and out.count("step cost source: ") == 1
     assert out.index(line) < out.index("load sweep (priced by: uncalibrated")
     assert out.index("saturation throughput (largest") < out.index(source) < out.index("note: ")
 

@@ -200,10 +200,22 @@ def _answer_lines(r: SweepValidation) -> list[str]:
     return out
 
 
+def _header(r: SweepValidation) -> str:
+    """What was replayed, as single-run ``validate`` says it first: the stages, the model, GPU and TP (each once, or
+    every one the stages differ in; the engine's version and settings are in the notes) (rich markup, escaped)."""
+    def one(values: list[str]) -> str:
+        return " / ".join(dict.fromkeys(values))
+
+    axis = "clients" if r.clients is not None else "request rates"
+    return escape(f"load sweep: {len(r.runs)} stages over {axis} of {one([x.model for x in r.runs])} on "
+                  f"{one([x.gpu for x in r.runs])} at TP {one([str(x.tp) for x in r.runs])}")
+
+
 def render_sweep(r: SweepValidation, con: Console) -> None:
     """A validated load sweep: the step cost that priced it (once), the answer (the knee and the saturation throughput
     on both sides), then per stage the TTFT/TPOT mean and throughput errors with the 80% band of the simulated
     latency, the warnings the table's marks point to, the bands' source, the step cost's and the notes."""
+    con.print(_header(r))
     for line in dict.fromkeys(step_cost_line(x) for x in r.runs):  # one step cost prices every stage: said once
         con.print(line)
     for line in _answer_lines(r):  # the answer first; the knee's resolution and the bands' source under the table
