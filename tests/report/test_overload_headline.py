@@ -41,3 +41,24 @@ def test_simulate_says_it_above_the_workload_line():
     lines = out.splitlines()
     assert lines[0].startswith("warning: the clients fell behind their rate: ") and lines[1].startswith("workload: ")
     assert any(x.startswith("note: the clients fell behind their rate") for x in lines)  # the whole note, below
+
+
+def test_goodput_of_one_run_opens_with_its_answer():
+    # one measured stage (an estimate from percentiles: lower bounds, ≥), its model and GPU from the manifests beside
+    # it; the figures the line quotes are the JSON's (a second fresh user found the answer only inside the table)
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    stage = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" /
+                "stage_3_lifecycle_metrics.json")
+    args = ["goodput", stage, "--slo", "ttft=200ms,tpot=50ms"]
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "250"}).output
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    assert d["estimate"] and d["num_good_upper"] != d["num_good"]
+    assert text.splitlines()[0] == (f"answer: ≥{d['goodput_req_per_s']:,.3f} good req/s (≥{d['attainment']:.1%} of "
+                                    f"{d['num_requests']:,} requests within the SLO) — "
+                                    "meta-llama/Llama-3.1-8B-Instruct on nvidia-h100-80gb")

@@ -122,6 +122,15 @@ def _run_name(k: int, r: Any) -> str:
     return f"#{k} {Path(r.file).name}" + (f" [{r.run_label}]" if r.run_label else "")
 
 
+def single_answer(r: Any) -> str:
+    """The answer of one run, first: its goodput and attainment (lower bounds, ≥, for an estimate from percentiles),
+    and what served it (the run's model and GPU, where its record names them)."""
+    lo = "" if not r.estimate or r.num_good_upper == r.num_good else "≥"
+    what = " on ".join(x for x in (r.model, r.hardware) if x)
+    return (f"answer: {lo}{_fmt(r.goodput_req_per_s)} good req/s ({lo}{r.attainment:.1%} of {r.num_requests:,} "
+            f"requests within the SLO)" + (f" — {what}" if what else ""))
+
+
 def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -133,6 +142,8 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
         if bracket_text(boundary):
             con.print(f"  {escape(bracket_text(boundary))}")
     empty = _nothing_measured(results)
+    if boundary is None and len(results) == 1 and not empty:  # one run: its goodput is the answer
+        con.print(escape(single_answer(results[0])))
     for k, line in empty.items():  # before the table, whose zeros for such a run are not a measurement
         run = f"run {_run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
         con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
