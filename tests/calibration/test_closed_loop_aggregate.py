@@ -342,3 +342,11 @@ def test_drawn_output_lengths_far_from_the_files_mean_are_said(tmp_path):
     assert note.startswith(f"output lengths: the replay's 20 drawn requests average {drawn:,.1f} tokens, the file's "
                            f"20 completed ones 40.0 (800 ÷ 20), {drawn / 40 - 1:+.1%}")
     assert note in validate_file(str(f), ARGS).notes
+
+
+def test_a_gpu_the_benchmark_file_states_is_the_records(tmp_path):
+    # vLLM bench's result JSON may state the GPU ("gpu"): validate replays on it when --gpu is not given, as cost
+    # prices it, and names the file as where it was read (a review found validate asking for --gpu of such a file)
+    out = validate_file(_vllm_file(tmp_path, gpu="H100"), SimRequestArgs(model=MODEL, gpu=None, max_model_len=2048))
+    assert out.gpu == "NVIDIA H100 80GB SXM5"
+    assert any(n.startswith("GPU NVIDIA H100 80GB SXM5 from the benchmark file (") for n in out.notes)

@@ -25,7 +25,10 @@ def test_the_records_gpu_replays_as_the_flag_would():
     assert from_record.gpu == given.gpu == "NVIDIA H100 80GB SXM5"
     assert from_record.errors == given.errors  # the same replay, figure for figure
     said = [n for n in from_record.notes if n.startswith("GPU ")]
-    assert len(said) == 1 and said[0].endswith("manifests.yaml (nvidia-h100-80gb; no --gpu given)")
+    # nvidia-h100-80gb is a name the SXM and PCIe rows both answer to: the note says which was taken, and the other
+    assert len(said) == 1 and said[0].endswith("manifests.yaml (nvidia-h100-80gb; no --gpu given); --gpu "
+                                               "nvidia-h100-80gb → NVIDIA H100 80GB SXM5 (also: H100 80GB PCIe "
+                                               "(--gpu h100-pcie); name one to choose)")
     assert not any(n.startswith("GPU ") for n in given.notes)  # the flag wins and needs no note
 
 
@@ -50,3 +53,31 @@ def test_an_engine_version_nobody_named_is_said_to_be_assumed():
     # the manifests' container image names vLLM 0.11.0: no assumption to state
     assert not any(n.startswith("engine version:") for n in validate_file(STAGE, SimRequestArgs(model=None,
                                                                                                 gpu=None)).notes)
+
+
+def test_a_gpu_the_catalog_does_not_know_asks_for_the_flag(tmp_path):
+    # a Deployment whose node accelerator is not in the catalog: the error names it and asks for --gpu
+    import shutil
+
+    for name in ("stage_0_lifecycle_metrics.json", "config.yaml", "manifests.yaml"):
+        shutil.copy(DATA / "inference-perf" / name, tmp_path / name)
+    m = tmp_path / "manifests.yaml"
+    m.write_text(m.read_text().replace("nvidia-h100-80gb", "acme-tpu-9000"))
+    with pytest.raises(InputError, match=r"the run's record names the GPU 'acme-tpu-9000', which the catalog does not "
+                                         r"know; pass --gpu"):
+        validate_file(str(tmp_path / "stage_0_lifecycle_metrics.json"), SimRequestArgs(model=None, gpu=None))
+
+
+def test_a_replay_the_records_gpu_cannot_take_says_where_the_gpu_came_from(tmp_path):
+    # the Deployment's node accelerator made a Tesla T4 (14.58 GiB CUDA total, no bf16): Llama-3.1-8B-Instruct's
+    # 14.96 GiB of bf16 weights cannot be planned there; the refusal names the GPU the record gave, which the user
+    # never typed
+    import shutil
+
+    for name in ("stage_0_lifecycle_metrics.json", "config.yaml", "manifests.yaml"):
+        shutil.copy(DATA / "inference-perf" / name, tmp_path / name)
+    m = tmp_path / "manifests.yaml"
+    m.write_text(m.read_text().replace("nvidia-h100-80gb", "nvidia-tesla-t4"))
+    with pytest.raises(InputError) as err:
+        validate_file(str(tmp_path / "stage_0_lifecycle_metrics.json"), SimRequestArgs(model=None, gpu=None))
+    assert "GPU NVIDIA Tesla T4 from " in str(err.value) and "(nvidia-tesla-t4; no --gpu given), but " in str(err.value)

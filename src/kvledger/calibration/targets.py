@@ -127,6 +127,9 @@ def _keep_model(run: MeasuredRun, agg: Any) -> None:
     if meta.model is None and agg.metadata.model:
         meta.model = agg.metadata.model
         meta.extra["model_source"] = f"the benchmark file ({agg.metadata.source_format})"
+    if meta.hardware is None and agg.metadata.hardware:  # the GPU the file states (vLLM bench's "gpu", …)
+        meta.hardware = agg.metadata.hardware
+        meta.extra["gpu_source"] = f"the benchmark file ({agg.metadata.source_format})"
     if not run.engine_hints and agg.metadata.extra.get("engine_kwargs"):  # the server's own record in the file
         stated = agg.metadata.extra
         meta.extra.update({k: stated[k] for k in ("engine_kwargs", "record_file") if k in stated})
@@ -187,21 +190,23 @@ def with_record_gpu(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, st
     """
     if args.gpu:
         return args, None
-    from kvledger.catalog.gpus import get_gpu
-    from kvledger.errors import UnknownNameError
+    from kvledger.calibration.recorded_gpu import recorded_gpu
+    from kvledger.catalog.gpus import gpu_alias_note
 
     meta = t.run.measured.metadata if t.run.measured is not None else None
-    named = meta.hardware if meta is not None and meta.hardware else None
+    named = str(meta.hardware) if meta is not None and meta.hardware else None
     if named is None:
         raise InputError(f"{t.run.source}: the run's record names no GPU; pass --gpu (the GPU it ran on: a catalog "
                          "name, see `kvledger gpus`, or a GPU file)")
-    try:
-        gpu = get_gpu(str(named))
-    except UnknownNameError:
+    gpu = recorded_gpu(named)  # the rule check_recorded_gpu holds a --gpu to
+    if gpu is None:
         raise InputError(f"{t.run.source}: the run's record names the GPU {named!r}, which the catalog does not know; "
-                         "pass --gpu (a catalog name, see `kvledger gpus`, or a GPU file)") from None
-    where = meta.extra.get("record_file") or f"the run's record ({meta.source_format})"
-    return replace(args, gpu=gpu.gpu_id), f"GPU {gpu.name} from {where} ({named}; no --gpu given)"
+                         "pass --gpu (a catalog name, see `kvledger gpus`, or a GPU file)")
+    where = (meta.extra.get("gpu_source") or meta.extra.get("record_file")
+             or f"the run's record ({meta.source_format})")
+    alias = gpu_alias_note(named)  # a family name several rows answer to: which one, and the others
+    return replace(args, gpu=gpu), (f"GPU {gpu} from {where} ({named}; no --gpu given)"
+                                    + (f"; {alias}" if alias else ""))
 
 
 def _model_source(meta: Any) -> str:

@@ -68,11 +68,14 @@ def _record_setup(t: Target, args: SimRequestArgs, max_paddings: int | None) -> 
     args, gpu_note = with_record_gpu(t, args)
     try:
         return engine_for(args, t.run, max_paddings), args, model_note, gpu_note
-    except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
-        if given or model_note is None or args.model not in str(err):
+    except KvLedgerError as err:  # a name the record gave that the replay cannot take: say where the name came from
+        why = str(err).rstrip(".")
+        if not given and model_note is not None and args.model in why:
+            hint = "" if "divisible" in why else " Or pass --model with a bundled name or a config.json."
+            raise InputError(f"{t.run.source}: {model_note}, but {why}.{hint}") from None
+        if gpu_note is None:
             raise
-        why, hint = str(err).rstrip("."), " Or pass --model with a bundled name or a config.json."
-        raise InputError(f"{t.run.source}: {model_note}, but {why}.{'' if 'divisible' in why else hint}") from None
+        raise InputError(f"{t.run.source}: {gpu_note.split('; --gpu ', 1)[0]}, but {why}.") from None  # no alias
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
