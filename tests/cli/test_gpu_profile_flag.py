@@ -53,9 +53,8 @@ def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(pr
     plain = json.loads(runner.invoke(app, SIM + ["--json"]).output)
     assert plain["step_cost"]["scope"] == "uncalibrated"
     # --json says what priced it as the text does (a fresh-user trial found the key only on a profile's runs)
-    assert plain["step_cost"]["priced_by"] == ("uncalibrated (the roofline at the default or given fractions, over "
-                                               "the operator profiles its source names; no GPU profile fitted on "
-                                               "serving runs)")
+    assert plain["step_cost"]["priced_by"] == ("uncalibrated (the roofline at the default or given fractions, as its "
+                                               "source says; no GPU profile fitted on serving runs)")
     assert plain["summary"]["ttft_s"]["mean"] < doc["summary"]["ttft_s"]["mean"]
 
 

@@ -81,3 +81,14 @@ def test_a_session_run_names_the_flags_to_drop(extra, words):
 def test_session_flags_without_a_workload_name_the_ones_given():
     with pytest.raises(InputError, match=r"add --workload chat \(or agent\), or drop --session-rate$"):
         runner.invoke(app, ["simulate", MODEL, "--gpu", "H100", "--session-rate", "3"], catch_exceptions=False)
+
+
+def test_the_left_out_sessions_fix_names_the_cap_that_bound():
+    # the cap is min(max_model_len, the preset's own context); the advice to raise --max-model-len only where
+    # max_model_len is the smaller (a review: with the preset's cap binding it changes nothing)
+    from kvledger.analyses.serving.session_notes import sessions_left_out
+
+    assert sessions_left_out(2, 300, 4096, 16384).endswith("; raise --max-model-len to keep them")
+    preset = sessions_left_out(2, 300, 4096, 32768, by_max_model_len=False)
+    assert preset.endswith("the cap is the preset's own (the session shape's context), not max_model_len, so no flag "
+                           "keeps them") and "context cap of 32,768 tokens" in preset

@@ -14,8 +14,8 @@ def test_each_kind_of_overload_has_its_line():
             "backlog_last": 900, "t_mid_s": 7.43, "t_last_s": 14.98}
     assert overload_headline(grew) == (
         "overloaded: between the median and the last arrival (t = 7.4–15.0 s) requests arrived at 208.69 req/s and "
-        "finished at 22.13 req/s, so the queue grew through the run: the TTFT and E2E below measure that queue, not "
-        "the engine (see the note below)")
+        "finished at 22.13 req/s, so the queue grew after the median arrival: the TTFT and E2E below measure that "
+        "queue, not the engine (see the note below)")
     # a run too short for the backlog: the waiting queue was read, its rate is of first tokens
     assert "and reached a first token at 22.13 req/s" in overload_headline({**grew, "queue": "waiting"})
     behind = {"kind": "paced_behind", "offered_per_s": 35.395, "sent_per_s": 4.744, "num_users": 4, "cap_held": True}

@@ -32,8 +32,8 @@ def sweep_notes(rows: list[Any], rates: list[float], clients: bool = False) -> l
         for n in r.notes:
             if n in common:
                 continue
-            head = n.rpartition(STAGE_FIGURES)[0]
-            if head and len(heads.get(head, ())) >= 2:
+            head, sep, figures = n.rpartition(STAGE_FIGURES)
+            if sep and figures.endswith(")") and len(heads.get(head, ())) >= 2:
                 text = f"{head} (by stage: {'; '.join(heads[head])})"
             else:
                 text = n if n.startswith(r.run) else f"at {level}: {n}"

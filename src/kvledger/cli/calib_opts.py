@@ -106,7 +106,7 @@ class CalibEngineFlags:
     allreduce_link_share: LinkShare = None
 
 
-def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
+def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step_cost: str = "roofline"):
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no
     prefix ids)."""
     from kvledger.analyses.serving.sim_setup import SimRequestArgs

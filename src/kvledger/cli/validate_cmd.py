@@ -43,6 +43,7 @@ RecordGpu = Annotated[str | None, typer.Option("--gpu", help="The GPU it ran on:
                                                "a GPU file (default: the run's record, as a Kubernetes Deployment's "
                                                "accelerator or meta.json's hardware names it).")]
 
+
 def validate(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), "

@@ -163,8 +163,11 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
             GPU time.
     """
     if gp.no_request_completed:  # before the duration: its rates are zeros or unknown because nothing completed
-        raise InputError(f"{gp.file}: no request completed ({gp.num_failed:,} of {gp.num_requests:,} failed), so "
-                         "there is nothing to price; find why the requests failed and run the benchmark again")
+        from kvledger.ledgers.notes import nothing_measured
+
+        what = "the simulated run" if gp.simulated else gp.file
+        raise InputError(f"{what}: nothing to price: " + nothing_measured(gp.num_requests, gp.num_failed,
+                                                                           simulated=gp.simulated))
     if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
         raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token "
                          f"can be derived")

@@ -18,7 +18,7 @@ def nothing_measured(num_requests: int, num_failed: int, *, simulated: bool) -> 
            "names the rule): a longer --max-model-len, or shorter prompts") if simulated else (
         "find why the requests failed (the server down, a wrong endpoint, model name or key) and run the benchmark "
         "again")
-    return (f"no request succeeded ({num_failed:,} of {num_requests:,} failed): there is nothing to measure — its zero "
+    return (f"no request completed ({num_failed:,} of {num_requests:,} failed): there is nothing to measure — its zero "
             f"goodput is not a measurement of the server, and it has no latencies; {fix}")
 
 

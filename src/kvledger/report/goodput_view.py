@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from kvledger.ledgers.boundary import BoundaryResult
     from kvledger.ledgers.goodput import GoodputResult
 
-__all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources', 'FIXED_RATE_NO_BAND']
+__all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources', 'single_answer',
+           'FIXED_RATE_NO_BAND']
 
 
 #: why a simulated run at a given rate prints no band on its goodput (``goodput --simulate`` without ``--target``)
@@ -167,7 +168,7 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
             said = "under the SLO the file states" if "slo_source" in r.tool_goodput else "its SLO is not in the file"
             con.print(f"  tool-reported goodput ({said}): {escape(json.dumps(r.tool_goodput))}")
         if k in empty:  # its note is the warning above the table
-            con.print("  - no request succeeded: nothing measured (the warning above the table)")
+            con.print("  - no request completed: nothing measured (the warning above the table)")
         for note in r.notes:
             if note not in shared and note != empty.get(k):
                 con.print(f"  - {escape(note)}")

@@ -141,7 +141,9 @@ def _kv_range_line(m: dict[str, Any]) -> str:
 def _break_even_text(c: dict[str, Any]) -> str:
     bu, bv = c["break_even_utilization"], c["break_even_volume"]
     n = bu.get("replicas")
-    of = f" of the {n} replica{'' if n == 1 else 's'} this volume needs" if n else ""
+    # one replica's, carrying the whole people line, or the volume's replicas, sharing it (as cost prints it)
+    of = ("" if not n else " (one replica, carrying the whole people line)" if n == 1 else
+          f" (the {n} replicas this volume needs, sharing the people line)")
     u = (
         f"break-even utilization{of} {fmt(100 * bu['utilization'])}%"
         if bu.get("reachable") and bu.get("utilization") is not None

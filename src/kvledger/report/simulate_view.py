@@ -12,7 +12,7 @@ from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_source_line, step_cost_warnings
 
 #: the last two: step_cost_view.py's
-__all__ = ["render_summary", "render_bands", "rejected_warning", "priced_by", "step_cost_lines"]
+__all__ = ["render_summary", "render_bands", "rejected_warning", "overload_headline", "priced_by", "step_cost_lines"]
 
 _BAND_LABELS = {"ttft_mean": ("TTFT mean", 1e3, "ms"), "tpot_mean": ("TPOT mean", 1e3, "ms"),
                 "throughput": ("throughput at saturation", 1.0, "req/s")}
@@ -156,8 +156,8 @@ def overload_headline(overload: dict[str, Any] | None) -> str | None:
         done = "reached a first token" if o.get("queue") == "waiting" else "finished"  # the queue the check read
         return (f"overloaded: between the median and the last arrival (t = {o['t_mid_s']:,.1f}–{o['t_last_s']:,.1f} "
                 f"s) requests arrived at {o['arrived_per_s']:,.2f} req/s and {done} at {o['finished_per_s']:,.2f} "
-                "req/s, so the queue grew through the run: the TTFT and E2E below measure that queue, not the engine "
-                "(see the note below)")
+                "req/s, so the queue grew after the median arrival: the TTFT and E2E below measure that queue, not the "
+                "engine (see the note below)")
     if o.get("kind") == "paced_behind":
         held = "the cap, not the engine, held the load" if o.get("cap_held") else "the engine held them back"
         return (f"the clients fell behind their rate: {o['sent_per_s']:,.2f} of {o['offered_per_s']:,.2f} req/s "

@@ -30,10 +30,10 @@ _PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_s
 
 
 #: the priced-by words of a roofline no GPU profile priced (``--json``'s ``step_cost.priced_by``, as the text says it)
-#: no GPU profile (``calibrate --scope gpu``, fitted on measured serving runs) prices the steps; the kernel-efficiency
-#: curves the roofline reads are operator profiles, named in the step cost's source
-UNCALIBRATED_PRICED_BY = ("uncalibrated (the roofline at the default or given fractions, over the operator profiles "
-                          "its source names; no GPU profile fitted on serving runs)")
+#: no GPU profile (``calibrate --scope gpu``, fitted on measured serving runs) prices the steps; whatever measured
+#: kernel curves the roofline reads (operator profiles, or none: ``--gemm-efficiency flat``) its source names
+UNCALIBRATED_PRICED_BY = ("uncalibrated (the roofline at the default or given fractions, as its source says; no GPU "
+                          "profile fitted on serving runs)")
 
 def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline", factor: float = 1.5) -> str | None:
     """A sentence when the roofline and a bundled calibration price the probe steps more than ``factor``× apart, else

@@ -6,14 +6,19 @@ from __future__ import annotations
 __all__ = ["sessions_left_out", "session_default_cap", "load_flag"]
 
 
-def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int) -> str:
+def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int, by_max_model_len: bool = True
+                      ) -> str:
     """Why ``left_out`` of the ``drawn`` sessions did not run: the draw's rule (``dynamics.workload.sessions``) stops
-    a session before a turn whose prompt + output would pass the cap, and for these that turn was the first."""
+    a session before a turn whose prompt + output would pass the cap, and for these that turn was the first. The cap
+    is the smaller of max_model_len and the preset's own context cap; ``by_max_model_len``: max_model_len set it, so
+    raising it keeps them (else the preset's cap bound, which no flag moves)."""
     kept = drawn - left_out
+    fix = ("raise --max-model-len to keep them" if by_max_model_len else
+           "the cap is the preset's own (the session shape's context), not max_model_len, so no flag keeps them")
     return (f"sessions: {left_out:,} of the {drawn:,} drawn sessions left out, {kept:,} run: the first turn of each "
             f"(the {system_tokens:,}-token shared system prompt + its first input + its output) would pass the "
             f"context cap of {cap_tokens:,} tokens, and a session stops before a turn that would "
-            "(kvledger.dynamics.workload.sessions), so these had no turn to send; raise --max-model-len to keep them")
+            f"(kvledger.dynamics.workload.sessions), so these had no turn to send; {fix}")
 
 
 def session_default_cap(cap_tokens: int, refusal: str) -> str:
