@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.advice_combo import fewer_gpu_options
 from kvledger.accounting.advice_len import (
     blocks_at,
     estimate_len,
@@ -60,6 +61,7 @@ def _beyond_a_node(tp: int, gpu) -> str:
 
 def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     opts: list[Option] = []
+    tp_alone = None
     for tp in (2, 4, 8, 16):
         if tp <= p.settings.tp:
             continue
@@ -68,7 +70,9 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             c, n = _at_len(q)
             opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU"
                                + _beyond_a_node(tp, p.gpu), q.memory.max_model_len))
+            tp_alone = tp
             break
+    opts += fewer_gpu_options(p, lambda **u: _try(build, p, **u), _at_len, tp_alone, _FP8_WEIGHTS_WHY, _fp8_kv_why(p))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
@@ -193,12 +197,9 @@ def advise(p: Plan, build: Callable) -> Advice:
                       f"{m.headroom_bytes / GiB:.2f} GiB of the budget is left after the deductions")
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         return Advice("no_kv_pool", f"does not fit: the binding pipeline stage keeps no KV cache group (its layers all "
-                                    f"read "
-                      f"other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest count "
-                      f"over "
-                      f"workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage holds a "
-                      f"layer "
-                      "with its own cache")
+                      "read other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest "
+                      f"count over workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage "
+                      "holds a layer with its own cache")
     if m.available_kv_bytes > 0 and m.usable_blocks <= 0 and p.settings.num_gpu_blocks_override:
         return Advice("override_leaves_no_block", f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} "
                       f"leaves no usable block: vLLM's block pool takes block 0 as its null block "
