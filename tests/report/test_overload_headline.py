@@ -62,3 +62,22 @@ def test_goodput_of_one_run_opens_with_its_answer():
     assert text.splitlines()[0] == (f"answer: ≥{d['goodput_req_per_s']:,.3f} good req/s (≥{d['attainment']:.1%} of "
                                     f"{d['num_requests']:,} requests within the SLO) — "
                                     "meta-llama/Llama-3.1-8B-Instruct on nvidia-h100-80gb")
+
+
+def test_a_latency_table_of_minutes_is_printed_in_seconds():
+    # 600 requests of 2,048 + 512 tokens all at t = 0 on one L4: the last waits about half an hour for its first token,
+    # so the table reads in seconds (a fresh user read "922,207.6 ms"); the figures are the JSON's, to the ms
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    args = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:2048",
+            "--output-lengths", "fixed:512", "--num-requests", "600", "--rate", "inf", "--max-model-len", "4096"]
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)["summary"]
+    assert d["ttft_s"]["p99"] >= 100  # SECONDS_FROM_S
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "250"}).output
+    assert "latency (s)" in text and "latency (ms)" not in text
+    rows = {line.split("│")[0].strip(): line.split("│")[1].strip() for line in text.splitlines() if "│" in line}
+    assert rows["TTFT"] == f"{d['ttft_s']['mean']:,.3f}" and rows["TPOT"] == f"{d['tpot_s']['mean']:,.3f}"
