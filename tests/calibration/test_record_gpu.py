@@ -81,3 +81,24 @@ def test_a_replay_the_records_gpu_cannot_take_says_where_the_gpu_came_from(tmp_p
     with pytest.raises(InputError) as err:
         validate_file(str(tmp_path / "stage_0_lifecycle_metrics.json"), SimRequestArgs(model=None, gpu=None))
     assert "GPU NVIDIA Tesla T4 from " in str(err.value) and "(nvidia-tesla-t4; no --gpu given), but " in str(err.value)
+
+
+def test_a_model_of_another_architecture_than_the_record_is_warned_of_first():
+    # the Deployment served Llama-3.1-8B-Instruct (32 layers, 4,096 hidden, 8 KV heads × 128); Qwen3-8B has 36 layers:
+    # another model than the one measured, warned of above the table (a second fresh user found one note at the
+    # bottom); the base Llama-3.1-8B has the record's shape, so it keeps the plain note
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    qwen = validate_file(STAGE, SimRequestArgs(model="Qwen/Qwen3-8B", gpu=None))
+    warned = [n for n in qwen.notes if n.startswith("WARNING: --model Qwen/Qwen3-8B replayed, as given")]
+    assert len(warned) == 1 and warned[0].endswith(
+        "another architecture (36 layers, 4,096 hidden, 8 KV heads × 128 against 32, 4,096, 8 × 128): the replay is "
+        "of a model the run did not measure")
+    base = validate_file(STAGE, SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu=None))
+    assert any(n.startswith("--model meta-llama/Llama-3.1-8B replayed, as given") for n in base.notes)
+    assert not any(n.startswith("WARNING") for n in base.notes)
+    out = CliRunner().invoke(app, ["validate", STAGE, "--model", "Qwen/Qwen3-8B"], env={"COLUMNS": "400"}).output
+    assert out.index("note: WARNING: --model Qwen/Qwen3-8B") < out.index("predicted vs measured")
+    assert out.count("note: WARNING: --model Qwen/Qwen3-8B") == 1

@@ -173,8 +173,10 @@ def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, 
     if args.model:
         if named is None or named.strip().lower() == str(args.model).strip().lower():
             return args, None
-        return args, (f"--model {args.model} replayed, as given; the run's record names {named} "
-                      f"(from {_model_source(meta)})")
+        said = f"--model {args.model} replayed, as given; the run's record names {named} (from {_model_source(meta)})"
+        other = _other_architecture(str(args.model), named)
+        return args, (f"WARNING: {said}, another architecture ({other}): the replay is of a model the run did not "
+                      "measure" if other else said)
     if named is None:
         raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
     return replace(args, model=named), f"model {named} from {_model_source(meta)} (no --model given)"
@@ -207,6 +209,26 @@ def with_record_gpu(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, st
     alias = gpu_alias_note(named)  # a family name several rows answer to: which one, and the others
     return replace(args, gpu=gpu), (f"GPU {gpu} from {where} ({named}; no --gpu given)"
                                     + (f"; {alias}" if alias else ""))
+
+
+def _other_architecture(given: str, named: str) -> str | None:
+    """How two models' shapes differ ("32 layers, 4,096 hidden, 8 KV heads × 128 against 36, 4,096, 8 × 128"), or
+    None when they agree or either cannot be read without the Hub (a local checkpoint's path, say)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.errors import KvLedgerError
+
+    try:
+        a, b = load_model(given, allow_hub=False), load_model(named, allow_hub=False)
+    except KvLedgerError:
+        return None
+
+    def shape(m: Any) -> tuple[int, int, int, int]:
+        return m.num_layers, m.hidden_size, m.num_kv_heads, m.head_dim
+
+    if shape(a) == shape(b):
+        return None
+    (la, ha, ka, da), (lb, hb, kb, db) = shape(a), shape(b)
+    return f"{la} layers, {ha:,} hidden, {ka} KV heads × {da} against {lb}, {hb:,}, {kb} × {db}"
 
 
 def _model_source(meta: Any) -> str:

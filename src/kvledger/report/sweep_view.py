@@ -220,6 +220,9 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
         con.print(line)
     for line in _answer_lines(r):  # the answer first; the knee's resolution and the bands' source under the table
         con.print(line)
+    for n in r.notes:  # what makes the comparison another run's, before its figures
+        if n.startswith("WARNING"):
+            con.print(f"note: {escape(n)}")
     fitted = sum(x.in_sample for x in r.runs)
     con.print(_table(r, fitted))
     if fitted:
@@ -248,5 +251,5 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     for line in dict.fromkeys(step_cost_source(x) for x in r.runs):  # under the figures, once as above
         con.print(line)
     for n in r.notes:
-        if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
+        if not (fitted and n.startswith("IN-SAMPLE")) and not n.startswith("WARNING"):  # said above
             con.print(f"note: {escape(n)}")
