@@ -183,8 +183,8 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     none is known), paced: each request at its scheduled time (count ÷ requested rate) or when a slot frees.
     ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
-    limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is
-    the client config's (``evidence.inference_perf.client_config_model``), as the lifecycle reader takes it. Where
+    limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is the
+    Deployment's (the manifests' ``MODEL_ID``), else the client config's, as the lifecycle reader takes it. Where
     the model was read is ``metadata.extra["model_source"]``. Without ``prefix`` (``prefix_groups``,
     ``prefix_tokens``), the client config's prompt pool sets them (``pool_prefix``; ``metadata.extra["prompt_pool"]``
     says so)."""
