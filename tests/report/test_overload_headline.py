@@ -40,6 +40,8 @@ def test_simulate_says_it_above_the_workload_line():
                                    "40", "--concurrency", "4"], env={"COLUMNS": "250"}).output
     lines = out.splitlines()
     assert lines[0].startswith("warning: the clients fell behind their rate: ") and lines[1].startswith("workload: ")
+    # the offered rate is the 200 drawn arrivals' ((200 − 1) ÷ their span), which differs from --rate 40 by chance
+    assert "paced at 35.395 req/s offered (--rate 40: its 200 drawn arrivals' rate), 4 users" in lines[1]
     assert any(x.startswith("note: the clients fell behind their rate") for x in lines)  # the whole note, below
 
 

@@ -112,9 +112,8 @@ def plan_engine(a: SimRequestArgs) -> str:
 
 def load_plan(a: SimRequestArgs):
     """The memory plan for the user's model, GPU and flags (the KV pool the simulator serves from): SGLang's
-    (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise. Cached within the process per
-    (model, GPU, settings), with a file's modification time in the key: a load or capacity search builds the plan once
-    for all its probes."""
+    (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise. Cached per (model, GPU,
+    settings), a file's modification time in the key: a load or capacity search builds the plan once for its probes."""
     key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), _mtime(a.model), _mtime(a.gpu))
     hit = _PLANS.get(key)
     if hit is None:
@@ -217,7 +216,8 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         if pace:  # in arrival order, as a benchmark client sends
             specs = sorted(specs, key=lambda r: r.arrival_s)
             span = specs[-1].arrival_s - specs[0].arrival_s  # the offered rate below: over the sorted arrivals
-            info["offered_rate_req_per_s"] = (len(specs) - 1) / span if span > 0 else math.inf
+            info.update(offered_rate_req_per_s=(len(specs) - 1) / span if span > 0 else math.inf,
+                        requested_rate_req_per_s=a.rate)  # --rate (None: --rate-scale of a trace's own)
         return ClosedLoop(specs, a.concurrency, a.think_time_s, paced=pace), len(specs), info
     arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
