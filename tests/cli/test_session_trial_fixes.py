@@ -92,3 +92,27 @@ def test_the_left_out_sessions_fix_names_the_cap_that_bound():
     preset = sessions_left_out(2, 300, 4096, 32768, by_max_model_len=False)
     assert preset.endswith("the cap is the preset's own (the session shape's context), not max_model_len, so no flag "
                            "keeps them") and "context cap of 32,768 tokens" in preset
+
+
+def test_offload_says_which_sessions_it_left_out():
+    # 20 agent sessions under a 6,144-token max_model_len: 12 have a first turn (4,096-token system prompt + input +
+    # output) past it, so 8 run; offload said nothing of the 12 (left alone by the first pass: offload.py was full)
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.analyses.serving.session_notes import left_out_note
+    from kvledger.cli.main import app
+    from kvledger.dynamics.workload.sessions import SESSION_SHAPES
+
+    res = CliRunner().invoke(app, ["offload", "meta-llama/Llama-3.1-8B", "--gpu", "L4", "--workload", "agent",
+                                   "--sessions", "20", "--max-model-len", "6144", "--kv-offloading-size", "64",
+                                   "--json"])
+    w = json.loads(res.stdout)["workload"]
+    assert w["num_sessions"] == 8 and w["left_out_note"].startswith("sessions: 12 of the 20 drawn sessions left out, "
+                                                                    "8 run")
+    assert w["left_out_note"].endswith("raise --max-model-len to keep them")
+    agent = SESSION_SHAPES["agent"]
+    assert left_out_note(20, 20, agent, agent) is None  # none left out: no note
+    # the preset's own cap bound (max_model_len at or above it): raising max_model_len moves nothing
+    assert left_out_note(20, 19, agent, agent).endswith("not max_model_len, so no flag keeps them")

@@ -53,6 +53,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
                   f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py); context cap "
                   f"{w['context_cap_tokens']:,} tokens ({w['context_cap_source']})")
+    if w.get("left_out_note"):  # the draw's sessions that had no turn to send (analyses.serving.session_notes)
+        console.print(f"  {w['left_out_note']}")
     g = rep.more_gpus
     cols = ("figure", "1 GPU + host tier", "1 GPU") + ((f"{g['num_gpus']} GPUs, no tier",) if g else ())
     t = table("Simulated sessions", *cols)

@@ -13,6 +13,7 @@ from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_by_run, priced_settings, simulate_step_cost
+from kvledger.analyses.serving.session_notes import left_out_note
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.dynamics.engine.offload import HostTier
@@ -88,8 +89,7 @@ class OffloadReport:
     ttft_s_without: dict[str, float]
     hbm_hit_rate_without: float = 0.0
     more_gpus: dict[str, Any] | None = None
-    """The same sessions on ``num_gpus`` replicas without the tier (session-affinity routing): hit rate and TTFT —
-    whether the tier beats buying GPUs."""
+    """The same sessions on ``num_gpus`` replicas without the tier (session affinity): whether the tier beats GPUs."""
     cost: dict[str, Any] | None = None
     """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
     extra GPUs instead."""
@@ -97,8 +97,7 @@ class OffloadReport:
     rules: dict[str, Any] | None = None
     """The host tier's opt-in rules in the run (``sim_rules``) with their sources; None when none is on."""
     overload: Any = None
-    """The run with the tier's queue growth over its session starts (``queue_growth.run_overload``), None when it kept
-    up."""
+    """The run with the tier's queue growth over its session starts (``queue_growth.run_overload``), None if kept up."""
     step_cost: dict[str, Any] | None = None
     """The step cost of every run, as ``simulate`` describes it (``plan_pricing.simulate_step_cost``)."""
 
@@ -155,6 +154,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or "--max-model-len"}
+    wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload])
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more,

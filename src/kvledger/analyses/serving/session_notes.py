@@ -3,7 +3,9 @@ sets a simulated run's load, named for its workload kind."""
 
 from __future__ import annotations
 
-__all__ = ["sessions_left_out", "session_default_cap", "load_flag"]
+from typing import Any
+
+__all__ = ["sessions_left_out", "left_out_note", "session_default_cap", "load_flag"]
 
 
 def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int, by_max_model_len: bool = True
@@ -19,6 +21,15 @@ def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens:
             f"(the {system_tokens:,}-token shared system prompt + its first input + its output) would pass the "
             f"context cap of {cap_tokens:,} tokens, and a session stops before a turn that would "
             f"(kvledger.dynamics.workload.sessions), so these had no turn to send; {fix}")
+
+
+def left_out_note(drawn: int, kept: int, shape: Any, preset: Any) -> str | None:
+    """``sessions_left_out`` for a draw of ``drawn`` sessions of which ``kept`` run, under ``shape`` (its context cap
+    the smaller of the preset's, ``preset``, and max_model_len); None when none was left out."""
+    if kept >= drawn:
+        return None
+    return sessions_left_out(drawn - kept, drawn, shape.system_tokens, shape.max_context_tokens,
+                             shape.max_context_tokens < preset.max_context_tokens)
 
 
 def session_default_cap(cap_tokens: int, refusal: str) -> str:

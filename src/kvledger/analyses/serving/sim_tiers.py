@@ -231,9 +231,8 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
         if cap_source != session_context_cap(None)[1] or not refuses_max_model_len(err):
             raise
         raise InputError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
-    if left_out:
-        setup.notes.append(SN.sessions_left_out(left_out, num_sessions, shape.system_tokens, shape.max_context_tokens,
-                                                plan.memory.max_model_len <= SESSION_SHAPES[kind].max_context_tokens))
+    if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
+        setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind]))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
         setup.notes.append(f"sessions on {args.replicas} replicas routed {args.router}: a session's turns land on "
                            "different replicas, whose caches do not hold its earlier turns; --router "
