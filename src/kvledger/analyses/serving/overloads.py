@@ -7,6 +7,7 @@ make these classes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 __all__ = ["PacedBehind", "QueueGrowth", "SessionQueue", "ShortRun"]
 
@@ -22,6 +23,7 @@ class QueueGrowth:
     it the trace's own bursts can move the backlog (``SUSTAINED_Z`` × √(D × expected), D the arrivals' index of
     dispersion); a growth within it is not counted against a capacity probe (``queue_growth.probe_queue_grew``)."""
 
+    kind: ClassVar[str] = "queue_growth"  # the record's kind in the JSON (module doc)
     __json__ = ("kind", "t_mid_s", "t_last_s", "backlog_mid", "backlog_last", "arrived_per_s", "finished_per_s", "note",
                 "queue", "backlog_expected", "burst_allowance")
     __json_optional__ = ("queue",)
@@ -38,11 +40,6 @@ class QueueGrowth:
     burst_allowance: float | None = None
 
     @property
-    def kind(self) -> str:
-        """The overload's kind in the JSON (``"queue_growth"``), beside the other records' (module doc)."""
-        return "queue_growth"
-
-    @property
     def within_bursts(self) -> bool:
         """The backlog's excess over the expected one is within what the trace's own bursts can add."""
         from kvledger.analyses.serving.notes import within_bursts
@@ -55,17 +52,13 @@ class SessionQueue:
     """A session run's overload: Σ TTFT ÷ Σ E2E of its turns (``ttft_share``, at least ``threshold``), their TTFT mean
     (s), and the note that says so."""
 
+    kind: ClassVar[str] = "session_queue"  # the record's kind in the JSON (module doc)
     __json__ = ("kind", "ttft_share", "ttft_mean_s", "threshold", "note")
 
     ttft_share: float
     ttft_mean_s: float
     threshold: float
     note: str
-
-    @property
-    def kind(self) -> str:
-        """``"session_queue"`` in the JSON."""
-        return "session_queue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +67,7 @@ class ShortRun:
     median and to the last one, and the time to the first finish (s, from the first arrival), its requests, the
     requests suggested (``suggested_num_requests``), and the note that says so."""
 
+    kind: ClassVar[str] = "short_run"  # the record's kind in the JSON (module doc)
     __json__ = ("kind", "t_mid_s", "t_last_s", "first_finish_s", "num_requests", "suggested_num_requests", "note")
 
     t_mid_s: float
@@ -83,11 +77,6 @@ class ShortRun:
     suggested_num_requests: int
     note: str
 
-    @property
-    def kind(self) -> str:
-        """``"short_run"`` in the JSON."""
-        return "short_run"
-
 
 @dataclass(frozen=True, slots=True)
 class PacedBehind:
@@ -96,6 +85,7 @@ class PacedBehind:
     load (``cap_held``: within what the engine runs at once, ``max_num_seqs`` × replicas, so the engine had room for
     all of them), and the note that says so."""
 
+    kind: ClassVar[str] = "paced_behind"  # the record's kind in the JSON (module doc)
     __json__ = ("kind", "offered_per_s", "sent_per_s", "num_users", "note", "cap_held")
 
     offered_per_s: float
@@ -103,8 +93,3 @@ class PacedBehind:
     num_users: int
     note: str
     cap_held: bool = False
-
-    @property
-    def kind(self) -> str:
-        """``"paced_behind"`` in the JSON."""
-        return "paced_behind"
