@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.advice_combo import fewer_gpu_options
+from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_len import (
     blocks_at,
     estimate_len,
@@ -62,7 +62,7 @@ def _beyond_a_node(tp: int, gpu) -> str:
 def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     opts: list[Option] = []
     tp_alone = None
-    for tp in (2, 4, 8, 16):
+    for tp in TP_STEPS:
         if tp <= p.settings.tp:
             continue
         q = _try(build, p, tp=tp)
@@ -108,7 +108,7 @@ it (more TP, FP8 KV, FP8 weights) are listed as they are when nothing fits."""
 def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
     """The single changes that raise the whole requests held at max_model_len above ``n``, re-planned."""
     tries: list[tuple[str, dict[str, Any], str]] = []
-    tp = next((t for t in (2, 4, 8, 16) if t > p.settings.tp), None)
+    tp = next((t for t in TP_STEPS if t > p.settings.tp), None)
     if tp is not None:
         tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):

@@ -13,22 +13,24 @@ from kvledger.units import GiB
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["fewer_gpu_options"]
+__all__ = ["fewer_gpu_options", "TP_STEPS"]
 
-_TPS = (2, 4, 8, 16)
+#: the tensor-parallel degrees a fix tries, in order (``advice``'s TP fixes too)
+TP_STEPS = (2, 4, 8, 16)
 
 
-def _changes(p: Plan, fp8_weights_why: str, fp8_kv_why: str) -> list[tuple[str, dict[str, Any], str]]:
-    """The FP8 changes the plan has not made: weights (vLLM's --quantization fp8), KV, and both."""
-    out = []
+def _changes(p: Plan, fp8_weights_why: str, fp8_kv_why: str) -> tuple[list[tuple[str, dict[str, Any], str]],
+                                                                       tuple[str, dict[str, Any], str] | None]:
+    """The FP8 changes the plan has not made, one at a time (weights, vLLM's --quantization fp8; KV), and both
+    together where both are open (None otherwise)."""
+    singles = []
     if p.settings.quantization is None:  # vLLM only: the other engines' plans refuse it (None from the re-plan)
-        out.append(("-q fp8", {"quantization": "fp8"}, fp8_weights_why))
+        singles.append(("-q fp8", {"quantization": "fp8"}, fp8_weights_why))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
-        out.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"}, fp8_kv_why))
-    if len(out) == 2:
-        out.append(("-q fp8 --kv-cache-dtype fp8", {"quantization": "fp8", "kv_cache_dtype": "fp8"},
-                    "both: FP8 weights and FP8 KV"))
-    return out
+        singles.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"}, fp8_kv_why))
+    pair = (("-q fp8 --kv-cache-dtype fp8", {"quantization": "fp8", "kv_cache_dtype": "fp8"},
+             "both: FP8 weights and FP8 KV") if len(singles) == 2 else None)
+    return singles, pair
 
 
 def fewer_gpu_options(p: Plan, replan: Callable[..., Plan | None], at_len: Callable[[Plan], tuple[float, int]],
@@ -38,21 +40,24 @@ def fewer_gpu_options(p: Plan, replan: Callable[..., Plan | None], at_len: Calla
     none does. ``replan(**settings)`` re-plans with the changes (None: refused); ``at_len`` gives the engine's
     concurrency figure and whole requests at max_model_len. Both FP8 changes together are offered only where
     neither alone fits."""
-    changes = _changes(p, fp8_weights_why, fp8_kv_why)
-    for tp in _TPS:
+    singles, pair = _changes(p, fp8_weights_why, fp8_kv_why)
+
+    def option(tp: int, change: tuple[str, dict[str, Any], str]) -> Option | None:
+        action, update, why = change
+        q = replan(tp=tp, **update)
+        if q is None or at_len(q)[1] < 1:
+            return None
+        c, n = at_len(q)
+        fewer = f"; {tp} GPUs where TP alone needs {tp_alone}" if tp_alone else ""
+        return Option(f"--tp {tp} {action}", c, n, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per "
+                      f"GPU{fewer}", q.memory.max_model_len)
+
+    for tp in TP_STEPS:
         if tp <= p.settings.tp or (tp_alone is not None and tp >= tp_alone):
             continue
-        out: list[Option] = []
-        for action, update, why in changes:
-            if out and "--kv-cache-dtype" in action and "-q" in action:
-                break  # a single change fits: the pair is not needed
-            q = replan(tp=tp, **update)
-            if q is None or at_len(q)[1] < 1:
-                continue
-            c, n = at_len(q)
-            fewer = f"; {tp} GPUs where TP alone needs {tp_alone}" if tp_alone else ""
-            out.append(Option(f"--tp {tp} {action}", c, n, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
-                              f"per GPU{fewer}", q.memory.max_model_len))
+        out = [o for o in (option(tp, ch) for ch in singles) if o is not None]
+        if not out and pair is not None:
+            out = [o for o in (option(tp, pair),) if o is not None]
         if out:
             return out
     return []
