@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +212,7 @@ def with_record_gpu(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, st
                                     + (f"; {alias}" if alias else ""))
 
 
+@lru_cache(maxsize=64)  # a sweep asks it once per stage, of the same two names
 def _other_architecture(given: str, named: str) -> str | None:
     """How two models' shapes differ ("32 layers, 4,096 hidden, 8 KV heads × 128 against 36, 4,096, 8 × 128"), or
     None when they agree or either cannot be read without the Hub (a local checkpoint's path, say)."""

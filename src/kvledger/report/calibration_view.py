@@ -23,6 +23,7 @@ from kvledger.report.validation_figures import (
     outside,
     step_cost_line,
     step_cost_source,
+    warnings_first,
 )
 
 if TYPE_CHECKING:
@@ -209,9 +210,9 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
               f"at TP {r.tp}" + (f" — IN-SAMPLE: the {profile_words(r.scope)} pricing it was fitted on this run"
                                  if r.in_sample else ""))
     con.print(step_cost_line(r))
-    for n in r.notes:  # what makes the comparison another run's, before its figures
-        if n.startswith("WARNING"):
-            con.print(f"note: {escape(n)}")
+    warned, rest = warnings_first(r.notes)
+    for n in warned:  # what makes the comparison another run's, before its figures
+        con.print(f"note: {escape(n)}")
     sat = r.saturated
     knee = knee_shown(r.at_knee, sat)
     b = r.error_bands
@@ -236,9 +237,8 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     for line in _band_lines(b, c.rows) if b else []:
         con.print(f"[dim]{escape(line)}[/]")
     con.print(step_cost_source(r))
-    for n in r.notes:
-        if not n.startswith("WARNING"):  # the warnings: above the table
-            con.print(f"note: {escape(n)}")
+    for n in rest:
+        con.print(f"note: {escape(n)}")
 
 
 #: the legend of the rows marked † (``FILE_TPOT``): beside the TPOT judged, never judged themselves

@@ -23,6 +23,7 @@ from kvledger.report.validation_figures import (
     outside,
     step_cost_line,
     step_cost_source,
+    warnings_first,
 )
 
 if TYPE_CHECKING:
@@ -220,9 +221,9 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
         con.print(line)
     for line in _answer_lines(r):  # the answer first; the knee's resolution and the bands' source under the table
         con.print(line)
-    for n in r.notes:  # what makes the comparison another run's, before its figures
-        if n.startswith("WARNING"):
-            con.print(f"note: {escape(n)}")
+    warned, rest = warnings_first(r.notes)
+    for n in warned:  # what makes the comparison another run's, before its figures
+        con.print(f"note: {escape(n)}")
     fitted = sum(x.in_sample for x in r.runs)
     con.print(_table(r, fitted))
     if fitted:
@@ -250,6 +251,6 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
         con.print(f"[dim]{escape(line)}[/]")
     for line in dict.fromkeys(step_cost_source(x) for x in r.runs):  # under the figures, once as above
         con.print(line)
-    for n in r.notes:
-        if not (fitted and n.startswith("IN-SAMPLE")) and not n.startswith("WARNING"):  # said above
+    for n in rest:
+        if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
             con.print(f"note: {escape(n)}")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kvledger.calibration.validate import RunValidation
 
 __all__ = ["fmt_value", "fmt_rate", "fmt_error", "step_cost_line", "step_cost_source", "band_span", "outside",
-           "band_source_line", "OUTSIDE_NOTE"]
+           "band_source_line", "warnings_first", "OUTSIDE_NOTE"]
 
 #: what ✗ next to a band means
 OUTSIDE_NOTE = ("✗: the measured figure lies outside its band (the simulator erred more there than on 80% of the "
@@ -110,3 +110,9 @@ def biased_line(bands: dict[str, Any]) -> str | None:
         return None
     return (f"read the band, not the point: {', '.join(biased)} (the 80% band lies wholly on one side: the simulator "
             "erred that way on this regime's measured points, so a large error inside the band is the usual one)")
+
+
+def warnings_first(notes: list[str]) -> tuple[list[str], list[str]]:
+    """A validation's notes split as printed: the WARNING ones (what makes the comparison another run's: above the
+    figures), then the rest (under them)."""
+    return [n for n in notes if n.startswith("WARNING")], [n for n in notes if not n.startswith("WARNING")]

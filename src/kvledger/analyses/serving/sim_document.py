@@ -132,11 +132,12 @@ def load_text(info: dict[str, Any]) -> str:
     offered"."""
     rate = info.get("offered_rate_req_per_s")
     if str(info.get("mode")).startswith("closed loop"):
-        asked = info.get("requested_rate_req_per_s")  # --rate: the drawn arrivals' own rate differs by chance
-        drawn = (f" (--rate {asked:g}: its {info['num_requests']:,} drawn arrivals' rate)"
-                 if asked and abs(rate / asked - 1) > 0.005 else "") if rate is not None else ""
-        paced = f"paced at {rate:.3f} req/s offered{drawn}, " if info["mode"] == PACED_MODE and rate is not None \
-            and math.isfinite(rate) else ""
+        paced = ""
+        if info["mode"] == PACED_MODE and rate is not None and math.isfinite(rate):
+            asked = info.get("requested_rate_req_per_s")  # --rate: the drawn arrivals' own rate differs by chance
+            drawn = (f" (--rate {asked:g}: its {info['num_requests']:,} drawn arrivals' rate)"
+                     if asked and abs(rate / asked - 1) > 0.005 else "")
+            paced = f"paced at {rate:.3f} req/s offered{drawn}, "
         return f"closed loop, {paced}{info['concurrency']} users, think time {info['think_time_s']:g} s"
     return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
             else f"open loop at {rate:.3f} req/s offered")
