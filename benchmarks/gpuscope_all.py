@@ -173,7 +173,7 @@ def _sweep_units() -> tuple[list[Unit], list[Excluded]]:
         for k in range(7):
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             full = stage_run(st, f"kubecon {name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY)
-            units.append(Unit(full.label, f"kubecon {name}", "kubecon", "H100", "meta-llama/Llama-3.1-8B",
+            units.append(Unit(full.label, va.kubecon_deployment(name), "kubecon", "H100", "meta-llama/Llama-3.1-8B",
                               _window(full), st, a, not _sweep_below(st), full=full))
     for exp in va.training_runs():
         dep = f"training {exp['experiment']}"

@@ -82,7 +82,7 @@ def _sweep_runs(shared: Path) -> list[dict]:
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             items.append((stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
                                     max_requests=STAGE_REQUESTS), st))
-        out.append({"deployment": f"kubecon {name}", "gpu": "H100", "engine_side": False, "kind": "sweep",
+        out.append({"deployment": va.kubecon_deployment(name), "gpu": "H100", "engine_side": False, "kind": "sweep",
                     "items": items, "args": a})
     for exp in va.training_runs(STAGE_REQUESTS):  # model, TP, limits from each launch record; the prompt pool cached
         if exp["bundled"] and exp["items"]:
@@ -314,9 +314,11 @@ def write_doc(d: dict) -> None:
             cov = d["coverage"].get(reg, {}).get(m)
             lines.append(f"| {reg} | {m} | {_pct(b['q10'])} | {_pct(b['q90'])} | {b['num_runs']} | "
                          f"{b['median_abs'] * 100:.1f}% | {f'{cov[0]}/{cov[1]}' if cov else '—'} |")
-    lines += ["", "Not in this table: the Qwen3-30B-A3B DP2+EP run (several engines: refused), kubecon's EAGLE and "
-              "bitsandbytes configurations (not modelled), stages with more than 10% failed requests (the Llama-2-7B "
-              "and Llama-2-70B reasoning stages); DistServe's five runs are "
+    lines += ["", "Not in this table: the Qwen3-30B-A3B DP2+EP run (several engines: refused), kubecon's EAGLE "
+              "configuration (not modelled), stages with more than 10% failed requests (the Llama-2-7B "
+              "and Llama-2-70B reasoning stages); kubecon's vllm+quantization stages are in "
+              "vllm+chunking_and_prefix_caching's row (the same engine: vLLM 0.11 never read the one-argument "
+              "\"--quantization bitsandbytes\"); DistServe's five runs are "
               "validated leave-one-out by `--sections distserve` (model scope, A100)."]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

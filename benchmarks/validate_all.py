@@ -235,11 +235,21 @@ KUBECON_CONFIGS = {
     "vllm+batch_size": (dict(max_num_seqs=192, enable_prefix_caching=False, enable_chunked_prefill=False), ""),
     "vllm+v0_engine": (dict(max_num_seqs=128, enable_prefix_caching=False, enable_chunked_prefill=False,
                             batching="vllm_v0", engine_version="0.9.0"), ""),
-    "vllm+quantization": (dict(max_num_seqs=128, enable_prefix_caching=True, enable_chunked_prefill=True),
-                          "bitsandbytes 4-bit weights: step costs not those of the bf16 fit"),
+    # its manifest writes "--quantization bitsandbytes" as one argv element, which vLLM 0.11.0's api_server parses as
+    # its unread positional model_tag (kvledger.calibration.run_record.positional_notes): the engine ran bf16, with
+    # chunked prefill and prefix caching, as vllm+chunking_and_prefix_caching did (its stages agree within ~1%)
+    "vllm+quantization": (dict(max_num_seqs=128, enable_prefix_caching=True, enable_chunked_prefill=True), ""),
     "vllm+eagle": (dict(max_num_seqs=128), "EAGLE-3 speculative decoding: not simulated"),
 }
 KUBECON_FIT_ON = ("vllm", "vllm+chunking_and_prefix_caching")
+#: folder → the folder whose engine its launch resolves to: one deployment measured twice, grouped with it wherever a
+#: deployment is left out or weighted once (leave-one-deployment-out, the bands)
+KUBECON_SAME_ENGINE = {"vllm+quantization": "vllm+chunking_and_prefix_caching"}
+
+
+def kubecon_deployment(name: str) -> str:
+    """The deployment a kubecon folder's stages belong to (``KUBECON_SAME_ENGINE``)."""
+    return f"kubecon {KUBECON_SAME_ENGINE.get(name, name)}"
 CLIENT_CONCURRENCY = 44 * 10  # config.yaml: num_workers × worker_max_concurrency
 FIT_MAX_REQUESTS = 1500  # per stage when fitting (a shorter window of the same load)
 

@@ -38,6 +38,7 @@ def _err(args: list[str]) -> str:
 
 def _launched(tmp_path: Path, *extra: str) -> Path:
     """The fixture's stage 0 beside its config.yaml, under manifests.yaml whose container args gain ``extra``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name in ("stage_0_lifecycle_metrics.json", "config.yaml"):
         shutil.copy(IP / name, tmp_path / name)
     text = (IP / "manifests.yaml").read_text()
@@ -56,12 +57,56 @@ def test_speculative_decoding_in_the_manifest_is_refused_naming_the_flag_and_fil
         assert "kvledger's replay does not model" in text and text.endswith("runs launched without it.")
 
 
-def test_bitsandbytes_written_as_one_argument_is_refused(tmp_path):
-    # kubecon's vllm+quantization manifest writes "--quantization bitsandbytes" as one argument
-    stage = _launched(tmp_path, "--quantization bitsandbytes")
+def test_bitsandbytes_written_as_one_argument_is_no_flag_to_vllm_0_11(tmp_path):
+    # kubecon's vllm+quantization manifest writes "--quantization bitsandbytes" as one argv element under
+    # `python3 -m vllm.entrypoints.openai.api_server` (vllm/vllm-openai:v0.11.0, as the fixture's manifest). vLLM
+    # 0.11.0's FlexibleArgumentParser leaves it as written and argparse reads it as the optional positional
+    # model_tag, which that server never reads: the engine ran bf16, and the replay is the same as without it.
+    plain = runner.invoke(app, ["validate", str(_launched(tmp_path / "a")), *VAL, "--json"])
+    spaced = runner.invoke(app, ["validate", str(_launched(tmp_path / "b", "--quantization bitsandbytes")), *VAL,
+                                 "--json"])
+    assert plain.exit_code == 0 and spaced.exit_code == 0, spaced.output
+    a, b = json.loads(plain.output), json.loads(spaced.output)
+    assert a["comparison"]["rows"] == b["comparison"]["rows"]
+    note = next(n for n in b["notes"] if "'--quantization bitsandbytes'" in n)
+    assert note.startswith(f"{tmp_path / 'b' / 'manifests.yaml'} passes '--quantization bitsandbytes' as one argument")
+    assert note.endswith("vLLM 0.11.0's vllm.entrypoints.openai.api_server takes it as its optional model_tag "
+                         "(cli_args.py :: make_arg_parser), which that server never reads: the engine ran without it, "
+                         "and so does the replay")
+
+
+def test_the_positional_rule_is_argparses():
+    # the mechanism the rule cites, on Python's own argparse: a parser with vLLM 0.11's optional positional reads the
+    # element holding a space as that positional and leaves --quantization unset; written with "=", it is the flag
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("model_tag", nargs="?")
+    p.add_argument("--quantization")
+    ns = p.parse_args(["--quantization bitsandbytes"])
+    assert ns.model_tag == "--quantization bitsandbytes" and ns.quantization is None
+    assert p.parse_args(["--quantization=bitsandbytes"]).quantization == "bitsandbytes"
+
+
+def test_bitsandbytes_as_a_flag_is_still_refused(tmp_path):
+    stage = _launched(tmp_path, "--quantization=bitsandbytes")
     text = _err(["validate", str(stage), *VAL])
     assert f"{tmp_path / 'manifests.yaml'} launches vLLM with --quantization bitsandbytes: the weights are " in text
     assert "the KV pool would be another engine's" in text
+
+
+def test_a_positional_under_an_older_server_or_two_of_them_is_a_warning():
+    kw = {"positional_args": ["--quantization bitsandbytes"], "entrypoint": "vllm.entrypoints.openai.api_server"}
+    # 0.9.0 declares model_tag on `vllm serve` only: its server module's parser exits on a positional
+    old = recorded_settings({"engine_kwargs": kw, "vllm_version": "0.9.0", "record_file": "m.yaml"})
+    assert old.positional[0].startswith("WARNING: m.yaml passes '--quantization bitsandbytes' as one argument")
+    assert ("vLLM 0.9.0's vllm.entrypoints.openai.api_server takes no positional (from 0.10.0 one): its parser exits "
+            "on it (unrecognized arguments)") in old.positional[0]
+    two = recorded_settings({"engine_kwargs": {**kw, "positional_args": ["--a b", "--c d"]}, "vllm_version": "0.11.0"})
+    assert "takes one positional, not 2" in two.positional[0] and "as one argument each" in two.positional[0]
+    other = recorded_settings({"engine_kwargs": {"positional_args": ["--a b"]}, "vllm_version": "0.11.0"})
+    assert "does not say which vLLM entry point and version parsed it" in other.positional[0]
+    assert old.refused == old.unapplied == [] and "quantization" not in old.flags
 
 
 def test_another_flag_is_named_in_a_warning_and_a_harmless_one_is_not(tmp_path):

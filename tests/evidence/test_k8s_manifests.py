@@ -47,6 +47,20 @@ def test_a_deployments_flags_image_and_gpus_are_read_as_vllm_reads_them():
     assert deployment_facts(list(yaml.safe_load_all(v0)))["engine_kwargs"]["batching"] == "vllm_v0"
 
 
+def test_an_argument_holding_a_space_is_a_positional_as_argparse_reads_it():
+    # Kubernetes passes each args entry unsplit; argparse takes "--quantization bitsandbytes" (no "=") as a
+    # positional, "--quantization=bits and bytes" as the flag with that value; the module the command runs is kept
+    # only where such a positional needs it (run_record says what that vLLM did with it)
+    spaced = DEPLOYMENT.replace('"--block-size=x"]', '"--block-size=x", "--quantization bitsandbytes", '
+                                '"--served-model-name=a b"]\n        command: [python3, "-m", '
+                                'vllm.entrypoints.openai.api_server]')
+    kw = deployment_facts(list(yaml.safe_load_all(spaced)))["engine_kwargs"]
+    assert kw["positional_args"] == ["--quantization bitsandbytes"]
+    assert kw["entrypoint"] == "vllm.entrypoints.openai.api_server"
+    assert kw["other_flags"] == {"served_model_name": "a b"} and "quantization" not in kw
+    assert "entrypoint" not in deployment_facts(list(yaml.safe_load_all(DEPLOYMENT)))["engine_kwargs"]
+
+
 def test_the_manifests_one_folder_above_the_results_are_found(tmp_path):
     (tmp_path / "results").mkdir()
     stage = tmp_path / "results" / "stage_0_lifecycle_metrics.json"

@@ -14,7 +14,9 @@ sorted three ways (``other_settings``), never dropped unsaid: ``refused`` — an
 at all (speculative decoding: the simulator steps one token per sequence, ``kvledger simulate --help`` has no draft
 model; weights quantized on load by bitsandbytes or to FP8: the replay prices the checkpoint's own weights and plans
 its KV pool around them); ``_HARMLESS`` — settings that change no step time and no memory (where the server listens,
-logging, the served name, the seed); anything else is ``unapplied``, named in a warning.
+logging, the served name, the seed); anything else is ``unapplied``, named in a warning. An argument vLLM's parser
+reads as a positional (one argv element holding a space, ``evidence.k8s_manifests``) is no flag at all:
+``positional`` says what that version did with it (``positional_notes``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RecordedSettings", "recorded_settings", "other_settings"]
+__all__ = ["RecordedSettings", "recorded_settings", "other_settings", "positional_notes", "API_SERVER_TAG_FROM"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
 _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
@@ -59,6 +61,7 @@ class RecordedSettings:
         unmodelled: sentences naming what kvledger cannot replay as one engine (empty when all is modelled).
         refused: sentences naming each launch flag whose engine the replay does not model (module docstring).
         unapplied: the other launch flags neither applied nor known to be harmless, as ``--flag value``.
+        positional: sentences on the launch arguments vLLM's parser read as positionals (``positional_notes``).
     """
 
     flags: dict[str, Any] = field(default_factory=dict)
@@ -69,6 +72,7 @@ class RecordedSettings:
     unmodelled: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     unapplied: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
 
 
 #: launch settings that change no step time and no memory: where the server listens and logs, what it calls the model
@@ -82,7 +86,14 @@ _SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_toke
                 "speculative_draft_tensor_parallel_size", "ngram_prompt_lookup_max", "ngram_prompt_lookup_min"}
 #: vLLM --quantization methods that quantize an unquantized checkpoint as it loads
 _ON_LOAD = {"bitsandbytes", "fp8"}
-_APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()} | {"other_flags"})
+_APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()}
+            | {"other_flags", "positional_args", "entrypoint"})
+API_SERVER = "vllm.entrypoints.openai.api_server"
+API_SERVER_TAG_FROM = (0, 10, 0)
+"""The first vLLM whose OpenAI server module takes an optional positional (``model_tag``, ``nargs="?"``, in
+``entrypoints/openai/cli_args.py :: make_arg_parser``, read in the 0.10.0 and 0.11.0 wheels), which that module's
+``__main__`` never reads (only ``vllm serve`` makes it the model); 0.9.0–0.9.2 declare it on ``vllm serve`` only, so
+their server module's parser exits on any positional ("unrecognized arguments")."""
 
 
 def _shown(key: str, value: Any) -> str:
@@ -114,6 +125,39 @@ def other_settings(extra: dict[str, Any]) -> tuple[list[str], list[str]]:
         else:
             unapplied.append(_shown(key, value))
     return refused, unapplied
+
+
+def positional_notes(extra: dict[str, Any], version: str | None) -> list[str]:
+    """What vLLM ``version`` did with the launch arguments its parser reads as positionals (module docstring): one
+    under the OpenAI server module from 0.10.0 is its unread ``model_tag`` (a note: the engine ran without it, as the
+    replay does); otherwise a WARNING that the launch as written does not parse, and the replay runs without them."""
+    kwargs = extra.get("engine_kwargs") or {}
+    args = [str(a) for a in kwargs.get("positional_args") or []]
+    if not args:
+        return []
+    from kvledger.accounting.vllm_rules import parse_version
+    from kvledger.errors import InputError
+
+    try:
+        ver = parse_version(version) if version else None
+    except InputError:
+        ver = None
+    where = extra.get("record_file") or "the run's record"
+    how = "one argument" if len(args) == 1 else "one argument each"
+    head = (f"{where} passes {', '.join(repr(a) for a in args)} as {how} (Kubernetes hands each args entry to the "
+            "process unsplit): vLLM's parser (argparse) reads an argument holding a space as a positional, not as a "
+            "flag")
+    api = kwargs.get("entrypoint") == API_SERVER and ver is not None
+    if api and ver >= API_SERVER_TAG_FROM and len(args) == 1:
+        return [f"{head}; vLLM {version}'s {API_SERVER} takes it as its optional model_tag (cli_args.py :: "
+                "make_arg_parser), which that server never reads: the engine ran without it, and so does the replay"]
+    if api:
+        why = (f"vLLM {version}'s {API_SERVER} takes no positional (from 0.10.0 one)" if ver < API_SERVER_TAG_FROM
+               else f"vLLM {version}'s {API_SERVER} takes one positional, not {len(args)}")
+        why += ": its parser exits on it (unrecognized arguments), so the launch as written cannot have served the run"
+    else:
+        why = "the record does not say which vLLM entry point and version parsed it, so what it did is not known"
+    return [f"WARNING: {head}; {why}; the replay runs without it"]
 
 
 def _lookup(extra: dict[str, Any], where: tuple[str, str] | None, kw_key: str | None, kv_key: str | None = None):
@@ -154,4 +198,5 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
     if out.pp > 1:
         out.unmodelled.append(f"pipeline parallel {out.pp}: stages kvledger does not model as one engine")
     out.refused, out.unapplied = other_settings(extra)
+    out.positional = positional_notes(extra, out.engine_version)
     return out

@@ -9,6 +9,14 @@ the engine flags of the container's ``args``, as vLLM's CLI reads them (``--flag
 ``_`` → its value as written, True for a bare one), which ``run_record`` refuses, warns of or knows to be harmless;
 ``VLLM_USE_V1=0`` in the container's environment (vLLM 0.8–0.10's switch back to the V0 engine) as kvledger's
 ``batching`` "vllm_v0". An argument that is a shell reference (``$(MODEL_ID)``) is not a setting.
+
+Kubernetes hands each ``args`` entry to the process as one argv element, unsplit (no shell runs). vLLM's
+``FlexibleArgumentParser`` only rewrites ``_`` to ``-`` in a flag's name (0.11.0 ``utils/__init__.py :: parse_args``),
+then Python's argparse reads an element that holds a space and is not ``--flag=value`` as a *positional*, never a
+flag (``_parse_optional``: "if it contains a space, it was meant to be a positional"). Such elements go under
+``engine_kwargs["positional_args"]`` as written, and the container's module entry point (``python3 -m
+vllm.entrypoints.openai.api_server``) under ``engine_kwargs["entrypoint"]``, for ``run_record`` to say what vLLM did
+with them: kubecon's ``vllm+quantization`` writes ``"--quantization bitsandbytes"`` as one element.
 """
 
 from __future__ import annotations
@@ -60,9 +68,9 @@ def engine_kwargs(args: list[str]) -> dict[str, Any]:
         if not a.startswith("-"):
             continue
         key, eq, value = a.lstrip("-").replace("_", "-").partition("=")
-        if not eq and " " in key.strip():  # one argument "--quantization bitsandbytes": the shell never split it
-            key, value = key.split(None, 1)
-            eq = "="
+        if " " in key:  # one argv element "--quantization bitsandbytes": argparse's positional (module docstring)
+            out.setdefault("positional_args", []).append(a)
+            continue
         if key in _BOOLS or (key.startswith("no-") and key[3:] in _BOOLS):
             out[_BOOLS[key.removeprefix("no-")]] = not key.startswith("no-")
             continue
@@ -109,6 +117,10 @@ def deployment_facts(docs: list[Any]) -> dict[str, Any]:
             if m:
                 out["vllm_version"] = m.group(1) + (".0" if m.group(1).count(".") == 1 else "")
             kwargs = engine_kwargs([str(a) for a in c.get("args") or []] if isinstance(c.get("args"), list) else [])
+            command = [str(a) for a in c.get("command") or []] if isinstance(c.get("command"), list) else []
+            module = next((command[i + 1] for i in range(len(command) - 1) if command[i] == "-m"), None)
+            if module and kwargs.get("positional_args"):
+                kwargs["entrypoint"] = module
             if any(isinstance(e, dict) and e.get("name") == "VLLM_USE_V1" and str(e.get("value")) == "0"
                    for e in c.get("env") or []):
                 kwargs["batching"] = "vllm_v0"
