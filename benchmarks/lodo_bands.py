@@ -4,7 +4,8 @@ and the table docs/calibration/validation-latency.md.
 Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]``.
 
 A deployment is one measured launch configuration (model, GPU, TP, engine settings): each LLMServingSim run folder,
-each kubecon configuration, each inference-sim/training experiment. Every run is predicted twice where it can be:
+each kubecon configuration (two folders whose launches resolve to one engine are one deployment: ``validate_all.
+KUBECON_SAME_ENGINE``), each inference-sim/training experiment. Every run is predicted twice where it can be:
 
 * uncalibrated — the plain roofline (0.7/0.8 of peak), no GPU profile;
 * gpu — a GPU profile fitted (``kvledger.calibration.gpu_fit``) on the *other* deployments measured on the same GPU
@@ -82,8 +83,8 @@ def _sweep_runs(shared: Path) -> list[dict]:
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             items.append((stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
                                     max_requests=STAGE_REQUESTS), st))
-        out.append({"deployment": va.kubecon_deployment(name), "gpu": "H100", "engine_side": False, "kind": "sweep",
-                    "items": items, "args": a})
+        out.append({"deployment": va.kubecon_deployment(name), "label": f"kubecon {name}", "gpu": "H100",
+                    "engine_side": False, "kind": "sweep", "items": items, "args": a})
     for exp in va.training_runs(STAGE_REQUESTS):  # model, TP, limits from each launch record; the prompt pool cached
         if exp["bundled"] and exp["items"]:
             out.append({"deployment": f"training {exp['experiment']}", "gpu": "H100", "engine_side": False,
@@ -141,8 +142,8 @@ def lodo(shared: Path) -> dict:
     rows = []
     for dep in deps:
         t = time.perf_counter()
-        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
-               "arch": arch_of(dep["args"].model), "uncalibrated": _errors(dep, None)}
+        row = {"deployment": dep["deployment"], "label": dep.get("label", dep["deployment"]), "gpu": dep["gpu"],
+               "kind": dep["kind"], "arch": arch_of(dep["args"].model), "uncalibrated": _errors(dep, None)}
         others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]
                   and d["args"].model == dep["args"].model]
         if others and dep["engine_side"]:
@@ -254,7 +255,7 @@ def write_bands(d: dict) -> None:
     doc = {"kind": "kvledger-error-bands", "version": 1,
            "provenance": {"written_by": "python benchmarks/validate_all.py --sections lodo --write-bands",
                           "method": __doc__.split("\n\n")[1].replace("\n", " "),
-                          "deployments": [r["deployment"] for r in d["rows"]],
+                          "deployments": list(dict.fromkeys(r["deployment"] for r in d["rows"])),
                           "pricing": "each run priced as the commands price it by default (uncalibrated: the "
                                      "roofline at FLOP fraction 1.0 × the GPU's measured matmul efficiency where "
                                      "operator profiles measured it, A100/H100 SXM and RTX PRO 6000, 0.7 flat "
@@ -302,7 +303,7 @@ def write_doc(d: dict) -> None:
         for scope, key in (("uncalibrated", "uncalibrated"), ("GPU profile", "gpu_scope")):
             if key in r:
                 e = r[key]
-                lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
+                lines.append(f"| {r['label']} | {r['gpu']} | {r['kind']} | {scope} | "
                              + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
     lines += ["", "## Bands (80%: split-conformal ranks of the errors, each deployment weighted once; a t prediction "
                   "interval below 10 values; one value: the point alone, no interval) and coverage", "",
@@ -329,7 +330,7 @@ def print_lodo(d: dict) -> None:
         for key in ("uncalibrated", "gpu_scope"):
             if key in r:
                 e = r[key]
-                print(f"  {r['deployment']:<60} {key:<13}" + "  ".join(
+                print(f"  {r['label']:<60} {key:<13}" + "  ".join(
                     f"{m} [{', '.join(_pct(x) for x in e[m])}]" for m in METRIC_ROWS) + f"  ({r['wall_s']:.0f} s)")
     for reg, ms in d["bands"].items():
         for m, b in ms.items():
