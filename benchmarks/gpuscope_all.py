@@ -6,7 +6,10 @@ Used by ``python benchmarks/validate_all.py --sections gpuscope``.
 
 A *run* is a unit the must-hold counts: a per-request run (LLMServingSim, DistServe's bundled vLLM runs) or one
 load stage of a sweep (kubecon, inference-sim/training). A *deployment* is its launch configuration (an LLMServingSim
-run folder, a kubecon configuration, a training experiment, DistServe's vLLM 0.2.3 set-up). A *set-up* is the client
+run folder, a kubecon configuration, a training experiment, DistServe's vLLM 0.2.3 set-up; kubecon's
+``vllm+quantization`` is ``vllm+chunking_and_prefix_caching``'s engine measured again — vLLM 0.11 never read its
+one-argument "--quantization bitsandbytes" — so its stages are judged in that deployment and are evidence for no other
+run: ``Unit.repeat``). A *set-up* is the client
 and front end that timed it (``SETUP``: LLMServingSim's in-process engine timings, kubecon's client, training's
 client, DistServe's client).
 
@@ -68,6 +71,8 @@ class Unit:
     max_paddings: int | None = None
     errors: dict[str, dict[str, float | None]] = field(default_factory=dict)  # pricing → metric → error
     full: Any = None  # a sweep stage replayed whole (``validate``'s replay), for the errors; ``run`` is its window
+    repeat: bool = False  # a second measure of another folder's engine (validate_all.KUBECON_SAME_ENGINE): judged,
+    # never evidence for another run (no fit, client latency or band of another run draws on it)
 
 
 @dataclass
@@ -174,7 +179,8 @@ def _sweep_units() -> tuple[list[Unit], list[Excluded]]:
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             full = stage_run(st, f"kubecon {name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY)
             units.append(Unit(full.label, va.kubecon_deployment(name), "kubecon", "H100", "meta-llama/Llama-3.1-8B",
-                              _window(full), st, a, not _sweep_below(st), full=full))
+                              _window(full), st, a, not _sweep_below(st), full=full,
+                              repeat=name in va.KUBECON_SAME_ENGINE))
     for exp in va.training_runs():
         dep = f"training {exp['experiment']}"
         n_all = len(list((va.TRAINING / _exp_dir(exp["experiment"]) / "results").glob("stage_*_lifecycle*.json")))
@@ -249,7 +255,8 @@ def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
     there is no such run."""
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
-    others = [u for u in units if u.gpu == gpu and u.model != model and (only_setups is None or u.setup in only_setups)]
+    others = [u for u in units if u.gpu == gpu and u.model != model and not u.repeat
+              and (only_setups is None or u.setup in only_setups)]
     on = []
     for pool in ([u for u in others if arch_of(u.model) == arch_of(model)], others):  # own kernel family first
         on = [u for u in pool if not u.saturated] or [u for u in pool if u.stage is None]  # (per-request: below)
@@ -331,7 +338,7 @@ def _client_latency(u: Unit, units: list[Unit], setups: dict[int, Any], views: d
     from kvledger.calibration.replay import replay
 
     on = [v for v in units if v.setup == u.setup and v.deployment != u.deployment and not v.saturated
-          and "all" in views[id(v)]]
+          and not v.repeat and "all" in views[id(v)]]
     if not on:
         return 0.0, []
     reps = [(v.run, replay(v.run, setups[id(v)].config, roofline_with(setups[id(v)], *fracs[views[id(v)]["all"]])))
@@ -368,7 +375,7 @@ def _within(errs: dict[str, float | None], saturated: bool) -> bool:
 def _row(u: Unit, views: dict[str, str]) -> dict:
     """The run's errors per pricing (``uncalibrated``; ``gpu/<fit>``) and, per view, which priced it and its verdict."""
     out = {"run": u.label, "deployment": u.deployment, "setup": u.setup, "gpu": u.gpu, "model": u.model,
-           "arch": arch_of(u.model), "saturated": u.saturated, "errors": u.errors,
+           "arch": arch_of(u.model), "saturated": u.saturated, "errors": u.errors, "repeat": u.repeat,
            "within_uncalibrated": _within(u.errors["uncalibrated"], u.saturated), "views": {}}
     for view in VIEWS:
         key = views.get(view, "uncalibrated")
@@ -389,7 +396,7 @@ def _band(rows: list[dict], row: dict, metric: str, key: str, view: str) -> dict
     errs: dict[str, list[float]] = {"dense": [], "moe": []}
     deps: dict[str, list[str]] = {"dense": [], "moe": []}  # each error's deployment: the ranks weigh each once
     for r in rows:
-        if r[key] == row[key] or metric not in _judged(r["saturated"]):
+        if r[key] == row[key] or r.get("repeat") or metric not in _judged(r["saturated"]):
             continue
         k = r["views"][view]["pricing"] if regime == "gpu" else "uncalibrated"
         if (regime == "gpu") == (k != "uncalibrated") and r["errors"][k].get(metric) is not None:

@@ -4,8 +4,7 @@ and the table docs/calibration/validation-latency.md.
 Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]``.
 
 A deployment is one measured launch configuration (model, GPU, TP, engine settings): each LLMServingSim run folder,
-each kubecon configuration (two folders whose launches resolve to one engine are one deployment: ``validate_all.
-KUBECON_SAME_ENGINE``), each inference-sim/training experiment. Every run is predicted twice where it can be:
+each kubecon configuration, each inference-sim/training experiment. Every run is predicted twice where it can be:
 
 * uncalibrated — the plain roofline (0.7/0.8 of peak), no GPU profile;
 * gpu — a GPU profile fitted (``kvledger.calibration.gpu_fit``) on the *other* deployments measured on the same GPU
@@ -73,7 +72,10 @@ def _sweep_runs(shared: Path) -> list[dict]:
 
     out = []
     for name, (kw, caveat) in va.KUBECON_CONFIGS.items():
-        if caveat or not (va.KUBECON / name).exists():
+        # a folder whose launch resolves to another folder's engine (KUBECON_SAME_ENGINE: vllm+quantization, whose
+        # stages repeat chunking's within ~1%) adds no deployment: the bands weigh deployments, and a second measure
+        # of one would only add a value to the count that decides ranks against a t interval
+        if caveat or name in va.KUBECON_SAME_ENGINE or not (va.KUBECON / name).exists():
             continue
         kw = dict(kw)
         a = _args(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version=kw.pop("engine_version", "0.11.0"),
@@ -83,8 +85,8 @@ def _sweep_runs(shared: Path) -> list[dict]:
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             items.append((stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
                                     max_requests=STAGE_REQUESTS), st))
-        out.append({"deployment": va.kubecon_deployment(name), "label": f"kubecon {name}", "gpu": "H100",
-                    "engine_side": False, "kind": "sweep", "items": items, "args": a})
+        out.append({"deployment": f"kubecon {name}", "gpu": "H100", "engine_side": False, "kind": "sweep",
+                    "items": items, "args": a})
     for exp in va.training_runs(STAGE_REQUESTS):  # model, TP, limits from each launch record; the prompt pool cached
         if exp["bundled"] and exp["items"]:
             out.append({"deployment": f"training {exp['experiment']}", "gpu": "H100", "engine_side": False,
@@ -142,8 +144,8 @@ def lodo(shared: Path) -> dict:
     rows = []
     for dep in deps:
         t = time.perf_counter()
-        row = {"deployment": dep["deployment"], "label": dep.get("label", dep["deployment"]), "gpu": dep["gpu"],
-               "kind": dep["kind"], "arch": arch_of(dep["args"].model), "uncalibrated": _errors(dep, None)}
+        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
+               "arch": arch_of(dep["args"].model), "uncalibrated": _errors(dep, None)}
         others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]
                   and d["args"].model == dep["args"].model]
         if others and dep["engine_side"]:
@@ -255,7 +257,7 @@ def write_bands(d: dict) -> None:
     doc = {"kind": "kvledger-error-bands", "version": 1,
            "provenance": {"written_by": "python benchmarks/validate_all.py --sections lodo --write-bands",
                           "method": __doc__.split("\n\n")[1].replace("\n", " "),
-                          "deployments": list(dict.fromkeys(r["deployment"] for r in d["rows"])),
+                          "deployments": [r["deployment"] for r in d["rows"]],
                           "pricing": "each run priced as the commands price it by default (uncalibrated: the "
                                      "roofline at FLOP fraction 1.0 × the GPU's measured matmul efficiency where "
                                      "operator profiles measured it, A100/H100 SXM and RTX PRO 6000, 0.7 flat "
@@ -303,7 +305,7 @@ def write_doc(d: dict) -> None:
         for scope, key in (("uncalibrated", "uncalibrated"), ("GPU profile", "gpu_scope")):
             if key in r:
                 e = r[key]
-                lines.append(f"| {r['label']} | {r['gpu']} | {r['kind']} | {scope} | "
+                lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
                              + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
     lines += ["", "## Bands (80%: split-conformal ranks of the errors, each deployment weighted once; a t prediction "
                   "interval below 10 values; one value: the point alone, no interval) and coverage", "",
@@ -316,10 +318,10 @@ def write_doc(d: dict) -> None:
             lines.append(f"| {reg} | {m} | {_pct(b['q10'])} | {_pct(b['q90'])} | {b['num_runs']} | "
                          f"{b['median_abs'] * 100:.1f}% | {f'{cov[0]}/{cov[1]}' if cov else '—'} |")
     lines += ["", "Not in this table: the Qwen3-30B-A3B DP2+EP run (several engines: refused), kubecon's EAGLE "
-              "configuration (not modelled), stages with more than 10% failed requests (the Llama-2-7B "
-              "and Llama-2-70B reasoning stages); kubecon's vllm+quantization stages are in "
-              "vllm+chunking_and_prefix_caching's row (the same engine: vLLM 0.11 never read the one-argument "
-              "\"--quantization bitsandbytes\"); DistServe's five runs are "
+              "configuration (not modelled), kubecon's vllm+quantization stages (the same engine as "
+              "vllm+chunking_and_prefix_caching: vLLM 0.11 never read its one-argument \"--quantization "
+              "bitsandbytes\"), stages with more than 10% failed requests (the Llama-2-7B "
+              "and Llama-2-70B reasoning stages); DistServe's five runs are "
               "validated leave-one-out by `--sections distserve` (model scope, A100)."]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -330,7 +332,7 @@ def print_lodo(d: dict) -> None:
         for key in ("uncalibrated", "gpu_scope"):
             if key in r:
                 e = r[key]
-                print(f"  {r['label']:<60} {key:<13}" + "  ".join(
+                print(f"  {r['deployment']:<60} {key:<13}" + "  ".join(
                     f"{m} [{', '.join(_pct(x) for x in e[m])}]" for m in METRIC_ROWS) + f"  ({r['wall_s']:.0f} s)")
     for reg, ms in d["bands"].items():
         for m, b in ms.items():
