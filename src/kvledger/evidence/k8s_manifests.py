@@ -117,16 +117,25 @@ def deployment_facts(docs: list[Any]) -> dict[str, Any]:
             if m:
                 out["vllm_version"] = m.group(1) + (".0" if m.group(1).count(".") == 1 else "")
             kwargs = engine_kwargs([str(a) for a in c.get("args") or []] if isinstance(c.get("args"), list) else [])
-            command = [str(a) for a in c.get("command") or []] if isinstance(c.get("command"), list) else []
-            module = next((command[i + 1] for i in range(len(command) - 1) if command[i] == "-m"), None)
-            if module and kwargs.get("positional_args"):
-                kwargs["entrypoint"] = module
+            if kwargs.get("positional_args"):
+                entry = _entrypoint(c)
+                if entry:
+                    kwargs["entrypoint"] = entry
             if any(isinstance(e, dict) and e.get("name") == "VLLM_USE_V1" and str(e.get("value")) == "0"
                    for e in c.get("env") or []):
                 kwargs["batching"] = "vllm_v0"
             if kwargs:
                 out["engine_kwargs"] = kwargs
     return out
+
+
+def _entrypoint(container: dict) -> str | None:
+    """The vLLM entry point a container runs: the module of ``python -m MODULE``, or "vllm serve"; None otherwise."""
+    line = [str(a) for key in ("command", "args") if isinstance(container.get(key), list) for a in container[key]]
+    module = next((line[i + 1] for i in range(len(line) - 1) if line[i] == "-m"), None)
+    if module:
+        return module
+    return "vllm serve" if len(line) > 1 and line[0].rsplit("/", 1)[-1] == "vllm" and line[1] == "serve" else None
 
 
 def _whole(v: Any) -> int:
