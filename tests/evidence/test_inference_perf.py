@@ -35,6 +35,25 @@ def test_stage_report_counts_rate_duration_and_model():
     assert md.extra["deployed_model"] == md.model
 
 
+def test_a_launch_record_names_the_model_tp_and_limits_before_the_manifests(tmp_path):
+    # inference-sim/training's layout: <experiment>/exp-config.yaml above <experiment>/results/stage_k_….json. The
+    # launch record wins over the manifests and the client config, as validate replays the stage (calibration.sweep):
+    # goodput and cost priced kubecon-style stages of CodeLlama-34B at TP 2 with "pass --num-gpus"
+    import shutil
+
+    (tmp_path / "results").mkdir()
+    for name in ("stage_0_lifecycle_metrics.json", "config.yaml", "manifests.yaml"):
+        shutil.copy(DATA / name, tmp_path / "results" / name)
+    (tmp_path / "exp-config.yaml").write_text("model: codellama/CodeLlama-34b-Instruct-hf\ntensor_parallelism: 2\n"
+                                              "max_model_len: 4096\nmax_num_seqs: 128\napp: inference-perf\n")
+    md = read_run(tmp_path / "results" / "stage_0_lifecycle_metrics.json").metadata
+    assert (md.model, md.num_gpus, md.extra["max_num_seqs"]) == ("codellama/CodeLlama-34b-Instruct-hf", 2, 128)
+    assert md.extra["engine_kwargs"] == {"tensor_parallel_size": 2, "max_model_len": 4096, "max_num_seqs": 128}
+    assert md.extra["record_file"] == str((tmp_path / "exp-config.yaml").resolve())
+    assert f"model from {(tmp_path / 'exp-config.yaml').resolve()} model (the launch record)" in md.definitions
+    assert md.hardware is None and "deployed_model" not in md.extra  # the manifests beside it are not read
+
+
 def test_latencies_are_seconds_even_though_the_docs_say_ms():
     agg = read_run(DATA / "stage_0_lifecycle_metrics.json")
     # time_to_first_token p99 0.04251505806925707: a 42.5 ms TTFT for Llama-3-8B on an H100 at 1 req/s

@@ -67,13 +67,37 @@ def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
     return model, CONFIG_MODEL_KEY if beside else f"{f} server.model_name"
 
 
+def _launched(path: str, meta: RunMetadata) -> bool:
+    """Fill model, GPU count (its TP) and launch flags from the stage's launch record (``launch_record``: an
+    inference-sim/training ``exp-config.yaml``), as ``validate`` replays the stage; whether there was one."""
+    from kvledger.evidence.launch_record import stage_launch
+
+    launch = stage_launch(path)
+    if launch.path is None:
+        return False
+    if launch.model:
+        meta.model = launch.model
+        meta.definitions.append(f"model from {launch.path} model (the launch record)")
+    if launch.engine_kwargs.get("tensor_parallel_size"):
+        meta.num_gpus = launch.engine_kwargs["tensor_parallel_size"]
+        meta.definitions.append(f"GPU count from {launch.path} tensor_parallelism (one engine at that TP)")
+    if launch.engine_kwargs:
+        meta.extra["engine_kwargs"] = launch.engine_kwargs
+        if "max_num_seqs" in launch.engine_kwargs:
+            meta.extra["max_num_seqs"] = launch.engine_kwargs["max_num_seqs"]
+    meta.extra.update(launch_record=launch.path, record_file=launch.path)
+    return True
+
+
 def _sidecars(path: str, meta: RunMetadata) -> None:
-    """Fill model, GPU type/count, the engine's version and launch flags from the report's config.yaml and the
-    Kubernetes manifests.yaml beside it or one folder up (``k8s_manifests``). The model is the Deployment's where
-    the manifests name one (the model the engine served, as ``validate`` replays it: ``calibration.sweep``), else
-    the client config's."""
+    """Fill model, GPU type/count, the engine's version and launch flags from the stage's launch record
+    (``_launched``), else from the report's config.yaml and the Kubernetes manifests.yaml beside it or one folder up
+    (``k8s_manifests``), as ``validate`` reads them (``calibration.sweep``). Without a launch record the model is the
+    Deployment's where the manifests name one (the model the engine served), else the client config's."""
     from kvledger.evidence.k8s_manifests import manifest_facts
 
+    if _launched(path, meta):
+        return
     named = client_config_model(path)
     where, facts = manifest_facts(path)
     served = facts.get("deployed_model") if facts else None

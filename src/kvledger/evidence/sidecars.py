@@ -7,7 +7,7 @@ config beside the stage file that it had just read).
   beside the file or up to ``CLIENT_FILE_UP`` folders above (``inference_perf_client.client_config_path``);
 - ``manifests.yaml``: its Kubernetes manifests beside the file or one folder up (``k8s_manifests.manifests_path``);
 - ``exp-config.yaml`` (``LAUNCH_FILE``): a stage's launch record, beside the file or one folder above
-  (``kvledger.calibration.stage_launch``);
+  (``kvledger.evidence.launch_record``);
 - ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``), ``<name>_aiperf.json`` beside an
   AIPerf ``<name>.jsonl`` (``aiperf``), and llmperf's ``…summary…`` beside its ``…individual_responses…`` file.
 """
@@ -22,7 +22,7 @@ from kvledger.evidence.inference_perf_client import client_config_path
 
 __all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs", "sidecar_hint"]
 
-LAUNCH_FILE = "exp-config.yaml"  # a stage's launch record (kvledger.calibration.stage_launch)
+LAUNCH_FILE = "exp-config.yaml"  # a stage's launch record (kvledger.evidence.launch_record)
 MANIFESTS_FILE = "manifests.yaml"  # inference-perf's Kubernetes manifests (evidence.inference_perf)
 
 
