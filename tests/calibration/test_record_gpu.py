@@ -83,6 +83,15 @@ def test_a_replay_the_records_gpu_cannot_take_says_where_the_gpu_came_from(tmp_p
     assert "GPU NVIDIA Tesla T4 from " in str(err.value) and "(nvidia-tesla-t4; no --gpu given), but " in str(err.value)
 
 
+def test_an_error_of_another_flag_does_not_blame_the_records_gpu():
+    # a fresh-user trial: "GPU NVIDIA H100 80GB SXM5 from manifests.yaml (…), but --engine-version 'banana' is not a
+    # version like 0.10.2" read as if the GPU were wrong; the flag's own error stands alone
+    with pytest.raises(InputError) as err:
+        validate_file(str(DATA / "inference-perf" / "stage_0_lifecycle_metrics.json"),
+                      SimRequestArgs(model=None, gpu=None, engine_version="banana"))
+    assert str(err.value) == "--engine-version 'banana' is not a version like 0.10.2"
+
+
 def test_a_model_of_another_architecture_than_the_record_is_warned_of_first():
     # the Deployment served Llama-3.1-8B-Instruct (32 layers, 4,096 hidden, 8 KV heads × 128); Qwen3-8B has 36 layers:
     # another model than the one measured, warned of above the table (a second fresh user found one note at the

@@ -123,7 +123,9 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
             "< 90% of it): their latency errors are not meaningful") in out
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 101.09 req/s (80% band "
             "82.63–111.60, uncalibrated roofline), error -1.9%") in out
-    assert "measured 93.44 req/s, simulated 93.53 req/s (no error band)" in out
+    # the knee's error in req/s and relative, from the unrounded knees (each printed to 2 decimals): +0.0997 req/s,
+    # 93.53 / 93.44 − 1 = +0.1%
+    assert "measured 93.44 req/s, simulated 93.53 req/s, error +0.10 req/s (+0.1%) (no error band)" in out
     # the source counts the points and the deployments behind the band — 31 stages of the 13 deployments with a stage
     # below saturation, each weighted once (kvledger.ledgers.conformal); the throughput band's 9 deployments driven
     # past saturation, a t interval — out of the validation's 19 (DeepSeek-V3.2-Exp-16L64E joined 2026-12-04), and

@@ -187,7 +187,8 @@ def _answer_lines(r: SweepValidation) -> list[str]:
         return "none in the sweep" if v is None else f"{v:.2f} {_unit(r)}"
 
     km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
-    out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)} (no error band)"]
+    err = "" if km is None or kp is None or not km else f", error {kp - km:+.2f} {_unit(r)} ({fmt_error(kp / km - 1)})"
+    out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)}{err} (no error band)"]
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         b = r.bands
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
