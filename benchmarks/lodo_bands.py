@@ -156,6 +156,7 @@ def lodo(shared: Path) -> dict:
             row["gpu"] = dep["gpu"]
             row["gpu_scope"] = _errors(dep, (fit.flops_fraction, fit.bandwidth_fraction, 0.0, 0.0, fit.link_share))
         row["wall_s"] = time.perf_counter() - t
+        row["files"] = [str(st.path if st is not None else r.source) for r, st in dep["items"]]
         rows.append(row)
     return {"rows": rows, "bands": bands(rows), "coverage": coverage(rows)}
 
@@ -252,6 +253,18 @@ def coverage(rows: list[dict]) -> dict[str, dict[str, list[int]]]:
     return out
 
 
+def _member_files(rows: list[dict]) -> dict[str, str]:
+    """sha256 of each measured file behind the bands → its deployment (``kvledger.ledgers.band_members``: ``validate``
+    says when the run it checks is one of them, its band then in sample)."""
+    import hashlib
+
+    out = {}
+    for r in rows:
+        for f in r.get("files") or []:
+            out[hashlib.sha256(Path(f).read_bytes()).hexdigest()] = r["deployment"]
+    return dict(sorted(out.items()))
+
+
 def write_bands(d: dict) -> None:
     BANDS.parent.mkdir(parents=True, exist_ok=True)
     doc = {"kind": "kvledger-error-bands", "version": 1,
@@ -265,7 +278,7 @@ def write_bands(d: dict) -> None:
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
                                   "inference-sim/training: errors only, no data copied) and benchmarks/data/"
                                   "public-runs (LLMServingSim's Qwen3-32B TP 2 and DeepSeek-V3.2-Exp-16L64E, MIT)"},
-           "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}
+           "regimes": d["bands"], "coverage_leave_one_out": d["coverage"], "member_files": _member_files(d["rows"])}
     if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
         kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")
         if kept:

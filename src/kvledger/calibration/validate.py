@@ -96,8 +96,9 @@ def _names_gpu(text: str, gpu: str | None) -> bool:
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
-    from kvledger.analyses.serving.prediction_bands import setup_band
+    from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
     from kvledger.calibration.api import headline_errors
+    from kvledger.ledgers.band_members import band_member
     from kvledger.ledgers.error_band import METRICS
 
     setup, args, model_note, gpu_note = _record_setup(t, args, max_paddings)
@@ -120,6 +121,9 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                      "errors are the fit's, not a prediction's; for an out-of-sample check pass "
                      + ("--gpu-profile none" if scope == "gpu" else "--step-cost roofline")
                      + " or a profile fitted on other runs")
+    member = band_member(t.run.source) if any(bands.values()) else None
+    if member:
+        notes.append(_band_member_note(member, setup_regime(setup)))
     if setup.cost_info.get("mismatch"):
         what = setup.cost_info.get("mismatch_what", "model or TP")
         notes.insert(0, f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
@@ -128,7 +132,20 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
-                         in_sample, setup.client_latency, bands, at_knee=knee)
+                         in_sample, setup.client_latency, bands, at_knee=knee, band_member=member)
+
+
+def _band_member_note(member: str, regime: str) -> str:
+    """Says that this run's file is one of the points behind the stored bands (``ledgers.band_members``), and how the
+    bands covered the points of their regime when each deployment was left out."""
+    from kvledger.ledgers.band_members import held_out_coverage
+
+    words = {"ttft_mean": "mean-TTFT", "tpot_mean": "mean-TPOT", "throughput": "saturation-throughput"}
+    cov = held_out_coverage(regime)
+    held = ", ".join(f"{c} of {n} {words.get(m, m)}" for m, (c, n) in cov.items())
+    return (f"bands in sample: this run's file is one of the measured points the stored bands were built from "
+            f"(deployment {member}), so its own error helped set them and its band is not held out"
+            + (f"; built leaving each deployment out, the {regime} bands covered {held} points" if held else ""))
 
 
 def _client_records(res: Any, setup: Any) -> Any:

@@ -30,10 +30,12 @@ class RunValidation:
     added to every simulated TTFT and E2E (seconds and source; None, left out of the JSON, when none); ``bands``:
     metric → the 80% band of the regime that priced it (``prediction_bands.setup_band``; not in the JSON);
     ``error_bands``: those bands applied to this run alone (``run_bands``; set by ``validate_file``, None, left out of
-    the JSON, for a sweep's stage, which ``sweep_bands`` judges). ``to_dict`` is ``validate --json``."""
+    the JSON, for a sweep's stage, which ``sweep_bands`` judges); ``band_member``: the deployment of the stored
+    bands whose measured file this run is (``ledgers.band_members``: its bands in sample), else None.
+    ``to_dict`` is ``validate --json``."""
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
-                "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
+                "band_member", "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
                 "at_knee", "error_bands", "notes")
     __json_optional__ = ("client_latency", "error_bands")
     run: str
@@ -56,6 +58,7 @@ class RunValidation:
     bands: dict[str, Any] = field(default_factory=dict)
     error_bands: RunBands | None = None
     at_knee: dict[str, Any] | None = None
+    band_member: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
