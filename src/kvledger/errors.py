@@ -36,6 +36,22 @@ class InputError(KvLedgerError):
     """A value the user gave is malformed, out of range or inconsistent with another value."""
 
 
+class NoAnswerError(KvLedgerError):
+    """The input was valid and the command ran, but it cannot give one answer: the CLI exits with status 1, not 2
+    (``kvledger cost`` of a run of which between 0 and N requests met the SLO: the cost per good token has no upper
+    bound).
+
+    Attributes:
+        payload: what the command can say, JSON-ready (strict JSON: bounds it cannot give are null, with why), or None.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, payload: dict | None = None) -> None:
+        self.payload = payload
+        super().__init__(message)
+
+
 class UnknownNameError(KvLedgerError):
     """A model, GPU, engine, trace or policy name that is not in the catalog.
 

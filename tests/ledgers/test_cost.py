@@ -9,7 +9,7 @@ import pytest
 
 from kvledger.catalog.api_match import find_api_price
 from kvledger.catalog.prices import find_gpu_price
-from kvledger.errors import InputError
+from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence import read_run
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
 from kvledger.ledgers.breakeven import break_even_volume
@@ -185,7 +185,7 @@ def test_setup_errors(kwargs, match):
 def test_unusable_runs_are_explained():
     run = distserve_run()
     setup = SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2)
-    with pytest.raises(InputError, match="no request met the SLO"):
+    with pytest.raises(NoAnswerError, match="no request met the SLO"):  # a valid run: no answer (exit 1), not bad input
         capacity_from(run, goodput(run, parse_slo("ttft=1ms")), None)
     run.metadata.duration_s = None
     run.metadata.extra["shared_clock"] = False

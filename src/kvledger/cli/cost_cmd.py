@@ -14,6 +14,7 @@ output tokens, ``capacity_basis``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,10 @@ def cost_command(
     be re-run, so its measured goodput is taken as the capacity, which the output always states
     ("capacity_basis" in --json); when the run looks under-loaded — it states its rate or concurrency,
     kept pace with it (good req/s ≥ 90% of the offered rate; closed loop ≥ 95% of requests good) and
-    every SLO metric's p90 is at most half its limit — a warning says capacity is likely higher.
+    every SLO metric's p90 is at most half its limit — a warning says capacity is likely higher, and the
+    answer treats it as a lower bound (the self-hosted bill and replicas are upper bounds). A run of which
+    no request, or from its percentiles as few as none, met --slo has no cost per good token to give: it
+    says the lower bound it can and exits 1.
 
     GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
     aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
@@ -155,11 +159,12 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
                             gpu=c.gpu if is_file and c.gpu else p.hardware, model=c.served_model, inputs=inputs,
                             sweep=p.sweep)
 
-    res = price(p.run, p.sim, p.capacity)
+    # what a measured run was, and where each name was read (validate and goodput say it too)
+    said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware)) if is_file else None
+    res = _priced_or_exit(lambda: price(p.run, p.sim, p.capacity), said, more)
     res.report.notes.extend(notes)
     rep, basis, d = res.report, res.basis, res.payload
-    if is_file:  # what the measured run was, and where each name was read (validate and goodput say it too)
-        said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware))
+    if said is not None:
         rep.notes.insert(0, said)
         d["notes"] = [said, *d.get("notes", [])]
     if more.seeds > 1:
@@ -184,6 +189,32 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
         typer.echo(text, nl=False)
     else:
         print_cost_report(rep, basis, p.sim, p.capacity)
+
+
+def _priced_or_exit(price: Callable[[], Any], said: str | None, more: CostMoreFlags) -> Any:
+    """``price()``; where it cannot answer (a NoAnswerError saying what it can: no request, or as few as none, met
+    the SLO, ``cost_unbounded``) that instead — its JSON with --json and in --out, led by ``said`` — then exit 1."""
+    from kvledger.errors import NoAnswerError
+
+    try:
+        return price()
+    except NoAnswerError as err:
+        if err.payload is None:
+            raise
+        d = err.payload
+        d["notes"] = [said, *d["notes"]] if said is not None else d["notes"]
+        text = strict_json.dumps(d) + "\n"
+        if more.out is not None:
+            from kvledger.strict_json import write_text_atomic
+
+            write_text_atomic(more.out, text)
+        if more.json_out:
+            typer.echo(text, nl=False)
+        else:
+            from kvledger.report.decision_view import print_no_answer
+
+            print_no_answer(d)
+        raise typer.Exit(1) from None
 
 
 def _run_names(md: Any, c: CostFlags, model: str | None, gpu: str | None) -> str:

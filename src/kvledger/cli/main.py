@@ -123,8 +123,8 @@ def main() -> None:
 
 def run() -> None:
     """Run the app (the entry point before :func:`main`; tests call it in-process): a KvLedgerError prints its message
-    and exits with status 2. With ``--json`` an error (ours, or a usage error click finds) is also written to stdout as
-    a JSON object (``error_lines.json_error``).
+    and exits with status 2 (a NoAnswerError with 1: the command ran but cannot answer). With ``--json`` an error
+    (ours, or a usage error click finds) is also written to stdout as a JSON object (``error_lines.json_error``).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
     command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
@@ -265,11 +265,12 @@ def _run_command() -> bool:
             usage_error(err, as_json)
         if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
             sys.exit(code)
-    except KvLedgerError as err:
+    except KvLedgerError as err:  # exit 2 (bad input), or 1 where the command ran and cannot answer (NoAnswerError)
+        code = getattr(err, "exit_code", 2)
         say_error(str(err))
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
-            json_error(str(err), 2, type(err).__name__)
-        sys.exit(2)
+            json_error(str(err), code, type(err).__name__)
+        sys.exit(code)
     finally:
         gc.freeze()
     return False

@@ -19,7 +19,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words"]
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +115,11 @@ def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:
     """Effective USD per 1M input and per 1M output tokens under ``mix`` (the ledgers' totals)."""
     return {"input": api_ledger(price, mix, 1.0, 0.0, "API input", "USD per 1M input tokens").total_usd,
             "output": api_ledger(price, mix, 0.0, 1.0, "API output", "USD per 1M output tokens").total_usd}
+
+def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
+    """Why ``mix`` cannot price ``price`` (None when it can)."""
+    try:
+        mix.check(price)
+    except InputError as err:
+        return str(err)
+    return None

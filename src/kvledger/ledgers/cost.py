@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.errors import InputError
+from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.instances import GpuRate
@@ -99,7 +99,9 @@ class Capacity:
     requests at it are the offered ones × goodput ÷ SLO capacity (the good share at the boundary), so good tokens/s at
     utilization u are u × the good rates below — unless ``load`` holds a run at the volume's load per replica
     (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``: mean tokens per completed request of the
-    run (the workload's mix, which splits a monthly token volume); ``seed``: the run's workload seed, where stated."""
+    run (the workload's mix, which splits a monthly token volume); ``seed``: the run's workload seed, where stated;
+    ``lower_bound``: the run was under-loaded (``capacity_basis.check_load``), so its goodput is the offered load, only
+    a lower bound on the SLO capacity it stands in for."""
 
     goodput_req_per_s: float
     good_input_tok_per_s: float
@@ -115,6 +117,7 @@ class Capacity:
     mix_output_tokens: float | None = None
     seed: int | None = None
     load: LoadShare | None = None
+    lower_bound: bool = False
 
     @property
     def workload_input_tokens_mean(self) -> float:  # the workload's mix: all completed requests, else the good ones
@@ -141,6 +144,9 @@ class Capacity:
     def sizing_words(self) -> str:  # what sizing_req_per_s is, in words with its unit
         if self.slo_capacity_req_per_s:
             return f"{self.slo_capacity_req_per_s:,.4g} req/s SLO capacity"
+        if self.lower_bound:
+            return (f"{self.goodput_req_per_s:,.4g} good req/s (the goodput of an under-loaded run: its offered load, "
+                    "only a lower bound on the SLO capacity it stands in for)")
         return f"{self.goodput_req_per_s:,.4g} good req/s (the measured goodput standing in for the SLO capacity)"
 
     @property
@@ -159,8 +165,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``).
 
     Raises:
-        InputError: no completed request, unknown duration, no good requests or no token counts, or no way to split
-            GPU time.
+        InputError: no completed request, unknown duration, no token counts, or no way to split GPU time.
+        NoAnswerError: no good request (the file is valid; ``cost_run.cost_payload`` says how far percentiles bound it).
     """
     if gp.no_request_completed:  # before the duration: its rates are zeros or unknown because nothing completed
         from kvledger.ledgers.notes import nothing_measured
@@ -172,7 +178,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
         raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token "
                          f"can be derived")
     if gp.num_good == 0 or gp.goodput_output_tok_per_s <= 0:
-        raise InputError(f"{gp.file}: no request met the SLO ({gp.slo['text']}): the cost per good token is unbounded")
+        raise NoAnswerError(f"{gp.file}: no request met the SLO ({gp.slo['text']}): the cost per good token is "
+                            "unbounded")
     if not gp.goodput_input_tok_per_s:
         raise InputError(f"{gp.file}: the run states no input token counts, so the input side cannot be priced")
     if prefill_share is None:
@@ -260,4 +267,5 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "sizing_req_per_s": cap.sizing_req_per_s, "sizing_basis": cap.sizing_words,
             "workload_input_tokens_mean": cap.workload_input_tokens_mean,
             "workload_output_tokens_mean": cap.workload_output_tokens_mean,
-            **({} if cap.load is None else {"at_volume_load": cap.load.to_dict()})}
+            **({} if cap.load is None else {"at_volume_load": cap.load.to_dict()}),
+            **({"capacity_lower_bound": True} if cap.lower_bound else {})}

@@ -16,7 +16,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
@@ -192,8 +192,9 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
 
 
 def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
-              rows: list) -> tuple[list[str], str]:
-    """(the answer's lines, the verdict) with or without a volume, and a note when the row is another model."""
+              rows: list, cap: Capacity) -> tuple[list[str], str]:
+    """(the answer's lines, the verdict) with or without a volume, a warning when the capacity is only a lower bound,
+    and a note when the row is another model."""
     if decision is not None:
         head = verdict_lines(decision, b_vol, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
                              setup.num_gpus)
@@ -201,6 +202,10 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
     else:
         head = no_volume_lines(b_vol, primary.key)
         verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
+    if cap.lower_bound:
+        from kvledger.ledgers.decision_notes import lower_bound_line
+
+        head.insert(1, lower_bound_line(cap.goodput_req_per_s, decision))
     if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
@@ -211,7 +216,8 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
                       mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
                       floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None, *,
-                      slo_capacity_req_per_s: float | None = None, load: LoadShare | None = None) -> CostReport:
+                      slo_capacity_req_per_s: float | None = None, load: LoadShare | None = None,
+                      lower_bound: bool = False) -> CostReport:
     """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
     the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
     the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization`` None: the realized utilization of
@@ -219,8 +225,10 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
     ``load``: a run of the same workload at the volume's load per replica (``ledgers/load_share.py``); it prices the
     per-token ledgers and counts the volume's good requests where the utilization is the volume's realized one.
-    Raises InputError: out-of-range inputs, an unusable run (unknown duration, no good requests, no token counts), or
-    a mix the price row cannot price."""
+    ``lower_bound``: the run was under-loaded, so its goodput is only a lower bound on the capacity (``cost.Capacity``;
+    the answer says so, and the decision's band has no upper end: ``decision``).
+    Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token counts), or a mix the price
+    row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
     inputs = inputs or DecisionInputs()
     factors.check()
     rows = _rows(price, inputs)
@@ -229,6 +237,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     if inputs.buy is not None:
         inputs.buy.check()
     cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
+    cap.lower_bound = lower_bound and not slo_capacity_req_per_s  # a search's SLO capacity is not the offered load
     decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
     if load is not None and util_how == "the volume's realized utilization":
         cap.load = load
@@ -247,17 +256,9 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
-    head, verdict = _headline(decision, b_vol, setup, primary, rows)
+    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap)
     second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
-    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
-                "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
-                "utilization": setup.utilization, "utilization_how": util_how, "max_utilization": setup.max_utilization,
-                "engineer_months_per_month": setup.engineer_months_per_month,
-                "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": inputs.people_source,
-                "api_price": primary.key, "api_price_as_of": primary.as_of, "api_price_confidence": primary.confidence,
-                "api_mix": asdict(mix), "replica_usd_per_month": replica_usd_per_month(setup),
-                "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_req,
-                "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
+    inputs_d = _inputs_dict(setup, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
                 "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
                for r, same, named in rows]
@@ -270,6 +271,21 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       second)
 
 
+def _inputs_dict(setup: SelfHostSetup, util_how: str, people_source: str, primary: ApiPrice, mix: ApiMix,
+                 per_request: tuple[float, float]) -> dict[str, Any]:
+    """The report's ``inputs``: the GPU row, utilization, people, the API row and mix, and (API, self-hosted) USD per
+    request."""
+    return {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
+            "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
+            "utilization": setup.utilization, "utilization_how": util_how, "max_utilization": setup.max_utilization,
+            "engineer_months_per_month": setup.engineer_months_per_month,
+            "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": people_source,
+            "api_price": primary.key, "api_price_as_of": primary.as_of, "api_price_confidence": primary.confidence,
+            "api_mix": asdict(mix), "replica_usd_per_month": replica_usd_per_month(setup),
+            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": per_request[0],
+            "self_host_usd_per_request": per_request[1], "hours_per_month": HOURS_PER_MONTH}
+
+
 def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:
     """The per-request line: at a volume, its own bill per good request (its replicas share the people line; one
     replica's unit ledgers charge it all to one replica's tokens: ``decision_notes.volume_good_requests``); else the
@@ -278,12 +294,3 @@ def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req
         good, per = volume_good_requests(decision.volume.requests, cap)
         return secondary_line(util, util_how, decision.self_host_usd / good, api_req, per)
     return secondary_line(util, util_how, sh_req, api_req)
-
-
-def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
-    """Why ``mix`` cannot price ``price`` (None when it can)."""
-    try:
-        mix.check(price)
-    except InputError as err:
-        return str(err)
-    return None

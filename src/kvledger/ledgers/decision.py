@@ -13,6 +13,11 @@ robust it is: the capacity and GPU-price multipliers at which it would flip, aga
 and the decision redone at both ends of that band (``BandEnd``: g × band_low and g × band_high → replicas, realized
 utilization, the bill). The self-hosted bill never rises with the capacity (fewer or as many replicas, each less
 loaded), so the verdict holds across the whole band exactly when it is the same at both ends.
+
+A capacity that is only a lower bound (``capacity_lower_bound``: an under-loaded run, its goodput the offered load) has
+a band with no upper end: the decision is redone at its low end only. A self-host verdict then holds if it holds there
+(a higher capacity only lowers the self-hosted bill); an API verdict holds only when no capacity, however high, flips it
+(one replica and the people already cost more than the API), for nothing bounds how much higher the capacity is.
 """
 
 from __future__ import annotations
@@ -150,7 +155,7 @@ class Decision:
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "band_ends", "rests_on", "notes", "sizing",
+                "band_source", "holds_within_band", "band_ends", "capacity_lower_bound", "rests_on", "notes", "sizing",
                 ("instances", "packing.instances"), ("gpus_per_instance", "packing.gpus_per_instance"),
                 ("idle_gpus", "packing.idle_gpus"), ("instance_type", "packing.rate.instance_type"),
                 ("instance_choice", "packing.instance_choice"))
@@ -169,17 +174,18 @@ class Decision:
     rests_on: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
-    band_ends: tuple[BandEnd, BandEnd] | None = None  # the decision at capacity × band_low and × band_high
+    band_ends: tuple[BandEnd, ...] | None = None  # the decision at capacity × band_low and × band_high (or low only)
     sizing: str = ""  # replicas = ⌈peak ÷ (capacity × max utilization)⌉ with its figures (decide)
     packing: Packing | None = None  # the replicas on whole instances of the cheapest row (ledgers/instances.py)
+    capacity_lower_bound: bool = False  # the capacity is only bounded below (module docstring): band_high is None
 
     @property
     def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
         return 1 - (self.band_sides or (self.capacity_band,) * 2)[0]
 
     @property
-    def band_high(self) -> float:  # the highest, e.g. 1.06
-        return 1 + (self.band_sides or (self.capacity_band,) * 2)[1]
+    def band_high(self) -> float | None:  # the highest, e.g. 1.06; None: no upper end (capacity_lower_bound)
+        return None if self.capacity_lower_bound else 1 + (self.band_sides or (self.capacity_band,) * 2)[1]
 
     @property
     def self_host_usd(self) -> float:
@@ -188,7 +194,12 @@ class Decision:
     def holds_within_band(self) -> bool:
         """True when no capacity inside the band (×band_low–×band_high) flips the verdict: the verdict is the same at
         both ends (the bill is monotone in the capacity: the module docstring), else the flip multiplier lies
-        outside."""
+        outside. A capacity only bounded below: the low end's verdict for self-host, no flip at any capacity for the
+        API (module docstring)."""
+        if self.capacity_lower_bound:
+            if self.verdict == "API":
+                return self.flips.get("capacity_multiplier") is None
+            return all(e.verdict == self.verdict for e in self.band_ends or ())
         if self.band_ends is not None:
             return all(e.verdict == self.verdict for e in self.band_ends)
         k = self.flips.get("capacity_multiplier")
@@ -215,7 +226,8 @@ def decide(
     band_sides: tuple[float, float] | None = None,
 ) -> Decision:
     """The decision for ``vol``: replicas, realized utilization, bills (rent, and buy when priced), the verdict against
-    the primary API row (the one the user named, else the cheapest) and the flip points."""
+    the primary API row (the one the user named, else the cheapest) and the flip points; a capacity only bounded below
+    (``cap.lower_bound``) has a band with no upper end (module docstring)."""
     if not apis:
         raise InputError("no API row to compare with: name one with --api (kvledger prices lists them)")
     c = cap.sizing_req_per_s  # the SLO capacity, offered req/s (a measured file: its goodput; Capacity)
@@ -242,16 +254,17 @@ def decide(
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
-                 band_source, rests, band_sides=band_sides, packing=packing)
+                 band_source, rests, band_sides=band_sides, packing=packing,
+                 capacity_lower_bound=cap.lower_bound)
     peak = ("offered at the peak" if vol.peak_to_mean != 1 else
             "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
+    most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
     d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
-                f"{setup.max_utilization:.0%})⌉ = {n}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ ({n} × "
-                f"{c:,.4g}) = {load:.1%}")
+                f"{setup.max_utilization:.0%})⌉ = {n}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
+                f"({n} × {c:,.4g}) = {load:.1%}")
     d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
-                                 people_source=people_source) for k in (d.band_low, d.band_high))
+                                 people_source=people_source) for k in (d.band_low, d.band_high) if k is not None)
     return d
-
 
 
 def _billed_row_caveat(rests: list[str], billed) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 from kvledger.ledgers.api_cost import discounts_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
-           "band_sides_text", "band_end_text", "volume_good_requests"]
+           "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line"]
 
 
 def tokens_text(n: float) -> str:
@@ -159,10 +159,40 @@ def band_end_text(e: Any) -> str:
             f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 
 
+def lower_bound_line(goodput_req_per_s: float, d: Any) -> str:
+    """The answer's warning when the capacity priced is only a lower bound (an under-loaded run): what it makes the
+    self-hosted figures (``d``: the decision for a volume, None without one)."""
+    what = ("the self-hosted costs per token and the break-even volume are upper bounds" if d is None else
+            f"the self-hosted {_usd(d.self_host_usd)}/month and its {d.replicas} "
+            f"replica{'' if d.replicas == 1 else 's'} are upper bounds")
+    return (f"  WARNING: the run looks UNDER-LOADED (see the capacity basis below): its {goodput_req_per_s:,.4g} good "
+            f"req/s is the load it was offered, not the replica's capacity, which it bounds only from below; so {what} "
+            "(a rate sweep up to the SLO boundary gives the capacity)")
+
+
+def _lower_bound_robustness(d: Any, price: str) -> str:
+    """The robustness line of a capacity only bounded below (``decision``'s module docstring): a self-host verdict
+    is checked at the band's low end, an API verdict holds only when no capacity at all flips it."""
+    k = d.flips.get("capacity_multiplier")
+    band = (f"the capacity priced is only a lower bound (an under-loaded run: its goodput is the offered load), "
+            f"−{1 - d.band_low:.0%} at worst ({d.band_source}), with no upper end")
+    if d.verdict == "API":
+        cap = ("no capacity, however high, flips it (one replica and the people already cost more)" if k is None else
+               f"it would flip were the capacity {k:.2f}× the one priced, which the run does not rule out")
+    else:
+        cap = "a higher capacity only lowers the self-hosted bill"
+    held = "holds" if d.holds_within_band() else ("MAY FLIP" if d.verdict == "API" else "FLIPS")
+    ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
+    return f"robustness: the verdict {held}: {band}; {cap}{ends}{price}"
+
+
 def rests_on_line(d: Any) -> str:
     """Whether the verdict flips inside the capacity band (the decision redone at both ends: replicas and bill), and
-    the GPU price at which it would."""
+    the GPU price at which it would; for a capacity only bounded below, ``_lower_bound_robustness``."""
     k, m = d.flips.get("capacity_multiplier"), d.flips.get("gpu_price_multiplier")
+    price = f"; and it would flip were the GPU price {m:.2f}× the one priced" if m is not None else ""
+    if d.capacity_lower_bound:
+        return _lower_bound_robustness(d, price)
     band = f"{band_sides_text(d.band_low, d.band_high)} capacity ({d.band_source})"
     if k is None:
         cap = (
@@ -175,5 +205,4 @@ def rests_on_line(d: Any) -> str:
                f"it would flip were the capacity {k:.2f}× the one priced")
     held = "holds" if d.holds_within_band() else "FLIPS"
     ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
-    price = f"; and it would flip were the GPU price {m:.2f}× the one priced" if m is not None else ""
     return f"robustness: the verdict {held} within {band}: {cap}{ends}{price}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,23 @@ class GoodputResult:
         """``request_rate``, an infinite one (every request at t = 0) as ``"inf"``."""
         r = self.request_rate
         return "inf" if r is not None and not np.isfinite(r) else r
+
+    def at_upper_bound(self) -> GoodputResult | None:
+        """This run's goodput were its upper bound of good requests (``num_good_upper``, an estimate's) all good, the
+        good ones of the mean token counts of the completed (as the estimate assumes); None without an upper bound
+        above 0, a duration or a completed request. What ``cost`` prices at when only the lower bound is 0."""
+        n, done, d = self.num_good_upper or 0, self.num_completed, self.duration_s
+        if n <= 0 or not done or not d:
+            return None
+        share = n / done
+
+        def scaled(x: float | None) -> float | None:
+            return None if x is None else x * share
+
+        return replace(self, num_good=n, attainment=n / self.num_requests, attainment_of_completed=share,
+                       goodput_req_per_s=n / d, goodput_output_tok_per_s=scaled(self.throughput_output_tok_per_s),
+                       goodput_input_tok_per_s=scaled(self.throughput_input_tok_per_s),
+                       effective_cost_multiplier=done / n, notes=list(self.notes), good_mask=None, request_ids=None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (no mask, no ids)."""

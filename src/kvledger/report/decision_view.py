@@ -10,8 +10,8 @@ from kvledger.ledgers.error_band import scope_words
 if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
-__all__ = ["print_answer", "print_bills", "report_answer_lines", "capacity_band_clause", "not_steady_lines",
-           "sized_capacity", "sized_run_figures"]
+__all__ = ["print_answer", "print_bills", "print_no_answer", "report_answer_lines", "capacity_band_clause",
+           "not_steady_lines", "sized_capacity", "sized_run_figures"]
 
 
 def print_answer(con: Any, rep: CostReport) -> None:
@@ -22,8 +22,9 @@ def print_answer(con: Any, rep: CostReport) -> None:
 
     first, *rest = rep.headline
     con.print(f"[bold]{escape(first)}[/]")
-    for line in rest:
-        con.print(escape(line))
+    for line in rest:  # a warning in it (a capacity only bounded below) as the report's other warnings
+        warn = line.startswith("  WARNING: ")
+        con.print(f"  [bold red]WARNING:[/] {escape(line.removeprefix('  WARNING: '))}" if warn else escape(line))
     d = rep.decision
     if d is not None:
         con.print(escape("  " + rests_on_line(d)))
@@ -37,6 +38,22 @@ def print_answer(con: Any, rep: CostReport) -> None:
                 for a in others)))
     con.print(escape("  " + effective_cost_line(rep.sticker)))
     con.print(escape("  " + rep.secondary))
+
+
+def print_no_answer(d: dict[str, Any]) -> None:
+    """``cost``'s output where it cannot give one answer (``analyses.serving.cost_unbounded``: no request, or as few as
+    none, met the SLO): what it can say, the figures at the upper bound, the warnings and how to get an answer."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    con = Console(highlight=False, emoji=False)
+    con.print(f"[bold]answer: none — {escape(d['no_answer'])}[/]")
+    if d["at_upper_bound"] is not None:
+        con.print(escape("  " + d["at_upper_bound"]["text"]))
+    for note in d["notes"]:
+        warn = note.startswith("WARNING: ")
+        con.print(("  [bold red]WARNING:[/] " if warn else "  ") + escape(note.removeprefix("WARNING: ")))
+    con.print(escape("  " + d["fix"]))
 
 
 def print_bills(con: Any, rep: CostReport, table: Any, sources: list[str]) -> None:

@@ -102,7 +102,7 @@ class CostRun:
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
                  sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None,
-                 inputs: Any = None, sweep: SweepCapacity | None = None) -> CostRun:
+                 inputs: Any = None, sweep: SweepCapacity | None = None, gp: Any = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
@@ -113,12 +113,29 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         names the file gives); inputs: the decision's DecisionInputs (API rows, bought GPUs, people source, what it
         rests on; ``kvledger.analyses.serving.decision_inputs``); sweep: when ``run`` is the run of a sweep at its SLO
         capacity (``sweep_capacity_run``), the choice, stated in the capacity basis (its ``sweep`` and ahead of its
-        text).
+        text); gp: the goodput to price at (default: ``run``'s under ``slo``).
+
+    A run priced at its own goodput that looks under-loaded is priced as a lower bound on the capacity (the answer
+    says so: ``cost_summary.build_cost_report``), and a capacity warning leads the JSON's notes.
+
+    Raises:
+        NoAnswerError: no request met the SLO, or only the lower bound of an estimate is 0: the cost per good token
+            then has no upper bound (``cost_unbounded``: what can be said, priced at the upper bound).
     """
     from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
 
-    gp = goodput(run, slo)
+    gp = goodput(run, slo) if gp is None else gp
+    basis = capacity_basis(run, gp, slo, sim, capacity)
+    if gp.num_good == 0 and gp.num_completed and gp.goodput_req_per_s is not None:
+        from kvledger.analyses.serving.cost_unbounded import no_good_requests
+
+        hi = gp.at_upper_bound()
+        best = None if hi is None else cost_payload(run, slo, setup, api_price, mix, factors, volume, sim=sim,
+                                                   capacity=capacity, gpu=gpu, model=model, inputs=inputs,
+                                                   sweep=sweep, gp=hi)
+        raise no_good_requests(gp, best, basis)
+    lower = basis.load_check is not None and basis.load_check.status == "under_loaded"
     floor = None
     if sim is None and setup.prefill_share is None and "gpu_time_split" not in run.metadata.extra:
         from kvledger.ledgers.prefill_floor import prefill_floor
@@ -127,18 +144,25 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         floor = got or why
     sized = capacity.sizing_req_per_s if capacity is not None else None
     rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                            slo_capacity_req_per_s=sized)
+                            slo_capacity_req_per_s=sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
         from kvledger.analyses.serving.load_run import load_share_for
 
         load = load_share_for(capacity, rep.decision)
         if load is not None:
             rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                                    slo_capacity_req_per_s=sized, load=load)
-    basis = capacity_basis(run, gp, slo, sim, capacity)
+                                    slo_capacity_req_per_s=sized, load=load, lower_bound=lower)
+    return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
+
+
+def _payload(rep: Any, basis: CapacityBasis, sim: Any, capacity: Any, sweep: SweepCapacity | None) -> dict[str, Any]:
+    """``cost --json``: the report, its capacity basis (a warning of it also leads the notes: in the text it opens the
+    answer, under-loaded, and closes the report), a simulation's provenance, search and error band."""
     if sweep is not None:
         basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text
     d = rep.to_dict()
+    if basis.warning:
+        d["notes"] = [f"WARNING: {basis.warning}", *d["notes"]]
     d["capacity_basis"] = basis.to_dict()
     if sim is not None:
         search = {"capacity_search": capacity.to_dict()} if capacity else {}
@@ -148,7 +172,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         band = cost_band(sim.setup, rep, capacity.sizing_req_per_s if capacity is not None else None)
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
-    return CostRun(rep, basis, d)
+    return d
 
 
 @dataclass(frozen=True, slots=True)
