@@ -108,7 +108,8 @@ def test_user_text_is_not_rendered_as_an_emoji_and_the_error_says_what_to_pass(t
 def test_profile_file_takes_its_own_fitted_frontend_latency(tmp_path):
     got = client_latency_of(f"profile:{_own_profile(tmp_path, 0.0123)}", None, "NVIDIA H100 80GB SXM5")
     assert got is not None and got.seconds == 0.0123 and "fit.frontend_s of" in got.source
-    with pytest.raises(InputError, match="has no fitted fit.frontend_s"):
+    with pytest.raises(InputError, match=r"fitted no client latency \(no fit.frontend_s: it was calibrated without "
+                                         r"--fit-frontend\)"):
         client_latency_of(f"profile:{_own_profile(tmp_path, None)}")
     with pytest.raises(FormatError, match="not a kvledger GPU profile"):
         client_latency_of(f"profile:{IP / 'stage_0_lifecycle_metrics.json'}")

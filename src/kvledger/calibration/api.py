@@ -17,6 +17,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
+from kvledger.calibration.gpu_source import runs_gpu
 from kvledger.calibration.record_notes import overridden, pool_note, record_name
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
@@ -223,6 +224,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     targets = [t for i, p in enumerate(paths)  # seed 0 for every file, as validate: the order of files moves nothing
                for t in load_targets(p, seed=0, client_concurrency=client_concurrency, name=names[i])]
     args, model_notes = _record_model(targets, args)
+    args, gpu_notes = runs_gpu(targets, args)  # --gpu, else the one GPU the runs' records name
     measured = [t.run for t in targets]
     setups = [replaying(args, m, len(measured) > 1, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
@@ -235,8 +237,8 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
 
     profile["fit_quality"] = rows_fit_quality(  # the check calibrate --scope gpu runs, on this profile's own runs
         out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model")
-    profile["notes"] += model_notes + engine_notes(setups, args) + [n for m in measured if m.measured is not None
-                                       and (n := m.measured.metadata.extra.get("client_loop"))]
+    profile["notes"] += model_notes + gpu_notes + engine_notes(setups, args) + [
+        n for m in measured if m.measured is not None and (n := m.measured.metadata.extra.get("client_loop"))]
     if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
         profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]
     return profile

@@ -17,17 +17,20 @@ __all__ = ["gpu_setups", "run_errors", "run_row", "gpu_leave_one_out", "check_ru
 def gpu_setups(paths: list[str], args, client_concurrency: int | None) -> tuple[list[tuple[Any, Any, Any]], list[str]]:
     """Each run with its engine and the stage it stands for (None for a per-request run): ``args.model`` when given
     (the user's flag wins; a note when a record names another), else the model its record names, at its own TP and
-    settings, priced by the plain roofline (no GPU profile: that is what is being fitted)."""
+    settings, priced by the plain roofline (no GPU profile: that is what is being fitted), on ``args.gpu`` or, without
+    it, the one GPU the runs' records name (``gpu_source.runs_gpu``)."""
     from dataclasses import replace
 
     from kvledger.calibration.api import replaying
+    from kvledger.calibration.gpu_source import runs_gpu
     from kvledger.calibration.targets import input_names, load_targets, with_record_model
 
-    out, notes = [], []
+    out = []
     names = input_names(paths)
     targets = [t for i, p in enumerate(paths) for t in load_targets(p, seed=0, client_concurrency=client_concurrency,
                                                                       name=names[i])]
     refuse_one_model_for_many(targets, args)
+    args, notes = runs_gpu(targets, args)  # --gpu, else the one GPU the runs' records name (a note says where)
     for t in targets:
         named, note = with_record_model(t, args)  # a --model the user gave wins over the record
         if note and args.model:

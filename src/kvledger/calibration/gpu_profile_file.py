@@ -80,6 +80,7 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     from kvledger.ledgers.profile_band import rows_fit_quality
 
     prof = gpu_profile_dict(fit, per_run, paths)
+    prof["fit"]["frontend_fitted"] = fit_frontend  # frontend_s 0 unfitted, told from a fitted 0 (client_latency.py)
     prof["fit_quality"] = rows_fit_quality(per_run, any(st is not None for _, _, st in staged), fit_frontend,
                                            launch_given([s for _, s, _ in staged], args),
                                            recorded=launch_recorded([run for run, _, _ in staged]))

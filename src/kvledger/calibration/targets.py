@@ -23,7 +23,7 @@ from kvledger.errors import FormatError, InputError
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-__all__ = ["Target", "load_targets", "input_names", "with_record_model", "with_record_gpu", "record_model",
+__all__ = ["Target", "load_targets", "input_names", "with_record_model", "record_model",
            "not_a_sweep",
            "refuse_repeated", "check_sweep", "pick_run"]
 
@@ -181,35 +181,6 @@ def with_record_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, 
     if named is None:
         raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
     return replace(args, model=named), f"model {named} from {_model_source(meta)} (no --model given)"
-
-
-def with_record_gpu(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
-    """``args`` with the GPU the run's record names (a Kubernetes Deployment's accelerator, meta.json's hardware) as
-    the catalog knows it, when ``--gpu`` was not given, and the note that says so (None when --gpu was given: the
-    flag wins, as for the model).
-
-    Raises:
-        InputError: no --gpu and the record names no GPU, or one the catalog does not know.
-    """
-    if args.gpu:
-        return args, None
-    from kvledger.calibration.recorded_gpu import recorded_gpu
-    from kvledger.catalog.gpus import gpu_alias_note
-
-    meta = t.run.measured.metadata if t.run.measured is not None else None
-    named = str(meta.hardware) if meta is not None and meta.hardware else None
-    if named is None:
-        raise InputError(f"{t.run.source}: the run's record names no GPU; pass --gpu (the GPU it ran on: a catalog "
-                         "name, see `kvledger gpus`, or a GPU file)")
-    gpu = recorded_gpu(named)  # the rule check_recorded_gpu holds a --gpu to
-    if gpu is None:
-        raise InputError(f"{t.run.source}: the run's record names the GPU {named!r}, which the catalog does not know; "
-                         "pass --gpu (a catalog name, see `kvledger gpus`, or a GPU file)")
-    where = (meta.extra.get("gpu_source") or meta.extra.get("record_file")
-             or f"the run's record ({meta.source_format})")
-    alias = gpu_alias_note(named)  # a family name several rows answer to: which one, and the others
-    return replace(args, gpu=gpu), (f"GPU {gpu} from {where} ({named}; no --gpu given)"
-                                    + (f"; {alias}" if alias else ""))
 
 
 @lru_cache(maxsize=64)  # a sweep asks it once per stage, of the same two names

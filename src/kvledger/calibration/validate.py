@@ -14,6 +14,7 @@ from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.compare import compare_runs
+from kvledger.calibration.gpu_source import with_record_gpu
 from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
 from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
@@ -29,7 +30,6 @@ from kvledger.calibration.targets import (
     input_names,
     load_targets,
     pick_run,
-    with_record_gpu,
     with_record_model,
 )
 from kvledger.calibration.validation_types import LATENCY_COLUMNS, RunValidation, SweepSide, SweepValidation
@@ -73,7 +73,7 @@ def _record_setup(t: Target, args: SimRequestArgs, max_paddings: int | None) -> 
         if not given and model_note is not None and args.model in why:
             hint = "" if "divisible" in why else " Or pass --model with a bundled name or a config.json."
             raise InputError(f"{t.run.source}: {model_note}, but {why}.{hint}") from None
-        if gpu_note is None or not _names_gpu(why, args.gpu):  # an error of another flag: as it stands
+        if gpu_note is None or why.startswith("--client-latency") or not _names_gpu(why, args.gpu):  # another flag's
             raise
         raise InputError(f"{t.run.source}: {gpu_note.split('; --gpu ', 1)[0]}, but {why}.") from None  # no alias
 

@@ -19,7 +19,9 @@ __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", 
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
-Gpu = Annotated[str, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or a GPU file.")]
+Gpu = Annotated[str | None, typer.Option("--gpu", help="The GPU the runs ran on: catalog name (see `kvledger gpus`) or "
+                                         "a GPU file (default: the runs' records, as a Kubernetes Deployment's "
+                                         "accelerator or meta.json's hardware names it; all must name the same GPU).")]
 EngineVersion = Annotated[str | None, option_info(EngineFlags, "engine_version", help=(
     "vLLM version whose defaults and memory rules apply; with --policy sglang, the SGLang release's (0.4.0 on; "
     "default 0.5.23)."))]

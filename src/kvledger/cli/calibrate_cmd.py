@@ -1,5 +1,6 @@
-"""``kvledger calibrate FILE... --model M --gpu G [engine flags] --out PROFILE.json``: fit the step cost to measured
-runs and write a calibration profile."""
+"""``kvledger calibrate FILE... [--model M] [--gpu G] [engine flags] --out PROFILE.json``: fit the step cost (or, with
+``--scope gpu``, the GPU's efficiency) to measured runs and write a profile (the model and GPU: the flags, else the
+runs' records)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ class CalibFitFlags:
     workers: int = flag("--workers", default=0, help=(
         "Processes for the fit and the leave-one-out fits (0: one per CPU, at most one per fit); the profile is "
         "the same with any number."))
-    out: Path | None = flag("--out", help="Write the calibration profile here (JSON); use it with --step-cost FILE.")
+    out: Path | None = flag("--out", help="Write the profile here (JSON): a --scope gpu profile is used with "
+                                          "--gpu-profile FILE, a --scope model one with --step-cost FILE.")
     force: bool = flag("--force", default=False, help="Allow --out to overwrite an existing file.")
     as_json: bool = flag("--json", default=False, help="Print the profile as JSON instead of tables.")
 
@@ -69,7 +71,7 @@ def calibrate(
                                                 "bundled DistServe run (distserve:vllm-100-1)."),
     model: str | None = typer.Option(None, "--model", help="The served model (default: the run's record; needed for "
                                                            "files that name none)."),
-    gpu: Gpu = ..., engine_version: EngineVersion = None,
+    gpu: Gpu = None, engine_version: EngineVersion = None,
     # default-style: a range error names --tp, as before the engine flags became a group (limits._flag_of)
     tp: int | None = option(EngineFlags, "tp", help="Tensor-parallel degree (default: the run's record, else 1)."),
     engine: CalibEngineFlags = CalibEngineFlags(),
@@ -120,7 +122,8 @@ def calibrate(
         render_gpu_profile(json.loads(text), Console(emoji=False), f.out, fit_frontend=f.fit_frontend)
     else:
         render_profile(json.loads(text), Console(emoji=False), f.out)
-    print_gpu_alias_note(Console(emoji=False), gpu)
+    if gpu is not None:  # a GPU from the runs' records is named in the profile's notes, by its catalog row
+        print_gpu_alias_note(Console(emoji=False), gpu)
 
 
 def register(app: typer.Typer) -> None:

@@ -38,10 +38,12 @@ from kvledger.cli.calib_opts import (
 __all__ = ["register"]
 
 
-#: validate's --gpu: optional, the run's record naming it otherwise (``calibration.targets.with_record_gpu``)
+#: validate's --gpu: optional, the run's record or the --gpu-profile naming it otherwise
+#: (``calibration.gpu_source.with_record_gpu``)
 RecordGpu = Annotated[str | None, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or "
                                                "a GPU file (default: the run's record, as a Kubernetes Deployment's "
-                                               "accelerator or meta.json's hardware names it).")]
+                                               "accelerator or meta.json's hardware names it, else the GPU a "
+                                               "--gpu-profile FILE was fitted on).")]
 
 
 def validate(

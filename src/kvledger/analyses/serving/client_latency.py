@@ -44,10 +44,12 @@ class ClientLatency:
 def client_latency_of(text: str | None, gpu_profile: str | None = None, gpu_name: str | None = None
                       ) -> ClientLatency | None:
     """``--client-latency`` as given (a duration with its unit, e.g. ``21ms``; or ``profile:NAME``, a set-up's fitted
-    latency in the GPU profile ``gpu_profile`` for ``gpu_name``), or None when absent or zero.
+    latency in the GPU profile ``gpu_profile`` for ``gpu_name``; ``profile:FILE.json``, that file's own fitted
+    ``fit.frontend_s``), or None when absent or a given zero (a fitted zero is kept, so its note says so).
 
     Raises:
-        InputError: not a duration, negative, not finite or above 10 s; a profile with no such set-up.
+        InputError: not a duration, negative, not finite or above 10 s; a profile with no such set-up, or a
+            ``profile:FILE.json`` fitted without --fit-frontend (its frontend_s 0, nothing fitted).
     """
     if text is None:
         return None
@@ -60,7 +62,7 @@ def client_latency_of(text: str | None, gpu_profile: str | None = None, gpu_name
         check_options("simulate", {"client_latency": str(text)}, {"client_latency": FLAG})  # read with its unit
         seconds = parse_duration_s(text, what=FLAG)
         source = f"given: {FLAG} {seconds * 1e3:.4g} ms"
-    if seconds == 0:
+    if seconds == 0 and not str(text).startswith("profile:"):  # a given 0 adds nothing; a fitted 0 is kept and said
         return None
     return ClientLatency(seconds, f"{source}; {_WHAT}; {_HOW}")
 
@@ -120,12 +122,27 @@ def _file_latency(path: str) -> tuple[float, str]:
 
     load_gpu_profile(path)  # a readable GPU profile, or its one-paragraph error
     fit = json.loads(open(path, encoding="utf-8").read()).get("fit")
-    seconds = fit.get("frontend_s") if isinstance(fit, dict) else None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise InputError(f"{FLAG} profile:{path}: the GPU profile has no fitted fit.frontend_s; fit one with "
-                         "`kvledger calibrate --scope gpu --fit-frontend --out FILE.json`, or give a duration such "
-                         "as 21ms")
+    fit = fit if isinstance(fit, dict) else {}
+    seconds, fitted = fit.get("frontend_s"), fit.get("frontend_fitted")
+    number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    # a fit without --fit-frontend writes frontend_s 0 (calibrate marks it "frontend_fitted": false; a file
+    # written before that mark has a 0 alone): a latency nobody fitted, which would add nothing without saying so
+    if not number or fitted is False or (seconds == 0 and fitted is not True):
+        raise InputError(f"{FLAG} profile:{path}: the GPU profile fitted no client latency ("
+                         + (f"fit.frontend_s is {seconds!r}: " if number else "no fit.frontend_s: ")
+                         + "it was calibrated without --fit-frontend), so it would add nothing; re-fit it with "
+                         "`kvledger calibrate --scope gpu --fit-frontend --out FILE.json`, or give "
+                         f"{FLAG} in ms (a duration such as 21ms){_set_ups_hint(fit, path)}")
     return float(seconds), f"fitted: fit.frontend_s of {path} ({float(seconds) * 1e3:.4g} ms)"
+
+
+def _set_ups_hint(fit: dict[str, Any], path: str) -> str:
+    """Where a profile holds set-ups' latencies (``fit.set_up_frontend_s``) but no own one: how to read them."""
+    table = fit.get("set_up_frontend_s")
+    if not isinstance(table, dict) or not table:
+        return ""
+    return (f"; its set-ups' fitted latencies (fit.set_up_frontend_s: {', '.join(repr(k) for k in table)}) are read "
+            f"with {FLAG} profile:NAME --gpu-profile {path}")
 
 
 def with_client_latency(result: Any, d: float) -> Any:
