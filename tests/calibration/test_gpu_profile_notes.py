@@ -119,3 +119,17 @@ def test_stage_files_of_two_experiments_get_folder_labels(fixed_fit, tmp_path):
     prof = calibrate_gpu_files(paths, ARGS)
     assert [r["label"] for r in prof["runs"]] == ["vllm/stage_0", "vllm+batch_size/stage_0"]
     assert sum("shared_prefix pool of 100" in n for n in prof["notes"]) == 2  # one per experiment's config.yaml
+
+
+def test_the_profile_records_each_runs_saturation_and_whether_its_capacity_was_measured(fixed_fit, exp, tmp_path):
+    # stage 0 (1 req/s) kept up: written false, not null (null is an older file's "not said", which profile_band
+    # counts as not measured and says so); stage 4 fell behind its rate (117 of 149 req/s requested, under 95%:
+    # sweep_bands.below_saturation) so its measured side is saturated, and its throughput measured the capacity
+    s0, s4 = str(exp / "stage_0_lifecycle_metrics.json"), str(exp / "stage_4_lifecycle_metrics.json")
+    both = calibrate_gpu_files([s0, s4], ARGS)
+    assert both["runs"][0]["saturated"] is False and "measured" in both["runs"][1]["saturated"]["sides"]
+    assert both["fit_quality"]["capacity_unmeasured"] is False
+    below = calibrate_gpu_files([s0], ARGS)
+    assert below["fit_quality"]["capacity_unmeasured"] is True
+    (tmp_path / "p.json").write_text(json.dumps(below))
+    assert [r["saturated"] for r in load_gpu_profile(str(tmp_path / "p.json")).runs] == [False]  # as --gpu-profile

@@ -201,3 +201,49 @@ def test_a_run_is_never_banded_by_its_own_out_of_sample_check():
     b = out.bands["throughput"]
     assert "DeepSeek-V3.2-Exp-16L64E TP 1: +26.4%" not in b.source
     assert b.errors()[1] < 0.264 and out.errors["throughput_rel_error"] == pytest.approx(0.264, abs=0.001)
+
+
+def test_a_profile_that_saw_no_saturated_run_has_at_least_the_uncalibrated_capacity_band():
+    # a fresh-user trial: a GPU profile fitted on two kubecon stages below saturation narrowed the capacity band's low
+    # side to ×0.88 where the uncalibrated one is ×0.82. Nothing measured its capacity, so the throughput band takes
+    # in the uncalibrated −9.4% … +22.3% (error_bands.json uncalibrated/dense/vllm throughput): the cross-model
+    # −11.6% stays the low side, the top goes to +22.3%, so low = 1/1.223 = 0.818 ≤ the uncalibrated band's 0.818
+    from kvledger.ledgers.profile_band import capacity_unmeasured
+
+    cm, unc = stored_bands()["cross_model"][GPU]["throughput"], error_band("uncalibrated/dense/vllm", "throughput")
+    below = _facts(_run(), _run(model="M8b"))
+    assert capacity_unmeasured(below.in_sample)
+    b = profile_band(GPU, "throughput", below, "M70", 1)
+    assert _q(b) == pytest.approx((cm["q10"], 1 / unc.low - 1))
+    assert b.low <= unc.low + 1e-12 and b.high >= unc.high - 1e-12
+    assert ("none of the profile's runs was saturated: nothing measured its capacity (saturation throughput), so "
+            "widened, each side, to take in the uncalibrated band -9.4% … +22.3%: -11.6% … +22.3%") in b.source
+    # an older file's null ("not said"): counted as not measured, and said so
+    old = profile_band(GPU, "throughput", _facts(_run(sat=None), _run()), "M70", 1)
+    assert "(1 of 2 do not say whether they were: counted as not)" in old.source and old.low == b.low
+    # one saturated run measured it: the band is the cross-model one, as before
+    one = profile_band(GPU, "throughput", _facts(_run(sat=True), _run()), "M70", 1)
+    assert _q(one) == pytest.approx((cm["q10"], cm["q90"])) and "nothing measured its capacity" not in one.source
+    # the latency bands of the below-saturation profile are untouched by the capacity rule
+    assert "nothing measured its capacity" not in profile_band(GPU, "tpot_mean", below, "M70", 1).source
+
+
+def test_the_calibrated_regimes_points_say_which_gpu_they_ran_on():
+    # the gpu/dense/vllm throughput band's 2 points are two RTX 4090 deployments (error_bands.json gpu_ids
+    # nvidia_rtx_4090): a profile fitted on the H100 must not present them as its own
+    h100 = ProfileFacts("p", (("M8", 1),), (_run(sat=True),), gpu_id="nvidia_h100_sxm")
+    assert ("from 2 measured points on NVIDIA GeForce RTX 4090, not on NVIDIA H100 80GB SXM5 (the profile's GPU);"
+            in profile_band(GPU, "throughput", h100, "M8", 1).source)
+    rtx = ProfileFacts("p", (("M8", 1),), (_run(sat=True),), gpu_id="nvidia_rtx_4090")
+    src = profile_band(GPU, "throughput", rtx, "M8", 1).source
+    assert "from 2 measured points on NVIDIA GeForce RTX 4090;" in src and "not on" not in src
+
+
+def test_calibrate_records_whether_the_capacity_was_measured_for_a_gpu_profile_only():
+    from kvledger.ledgers.profile_band import rows_fit_quality
+
+    rows = [{"model": "m", "tp": 1, "saturated": False, "ttft_mean_rel_error": 0.01, "tpot_mean_rel_error": 0.0}]
+    assert rows_fit_quality(rows, False, False)["capacity_unmeasured"] is True
+    assert rows_fit_quality(rows, False, False, scope="model")["capacity_unmeasured"] is False  # not model_band's rule
+    sat = [{**rows[0], "saturated": {"sides": ["measured"]}, "throughput_rel_error": 0.02}]
+    assert rows_fit_quality(sat, False, False)["capacity_unmeasured"] is False

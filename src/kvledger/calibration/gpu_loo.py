@@ -94,7 +94,8 @@ def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> t
             "engine": engine,  # recorded: the run's record states that release (a flag equal to it too)
             "engine_recorded": said is not None and plan_release(mem.engine, str(said)) == engine,
             "num_requests": len(run.requests), **headline_errors(c),
-            "saturated": compared_saturation(run, stage, recs)}, c
+            # false, not null, when neither side saturated: an older file's null reads as "not said" (run_facts)
+            "saturated": compared_saturation(run, stage, recs) or False}, c
 
 
 def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tuple[Any, Any]]], Any],

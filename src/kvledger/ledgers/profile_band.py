@@ -16,7 +16,9 @@ predicted/measured − 1), to the widest of:
   runs within ``FIT_LIMITS`` in-sample): such a profile does not describe its own runs, so what it says elsewhere is
   no better known than the plain roofline;
 - the **uncalibrated band** for a latency figure when every run the profile was fitted on was saturated
-  (``latency_unmeasured``): only their throughput constrained the fit;
+  (``latency_unmeasured``): only their throughput constrained the fit; and for a saturation-throughput (capacity)
+  figure when none of its runs is known to have been saturated (``capacity_unmeasured``): nothing measured its
+  capacity (a run below saturation serves its offered load), and a run whose file does not say counts as not;
 - the profile's **out-of-sample checks** (``ProfileFacts.checks``: runs of other models or TPs on its GPU priced by
   it, its file's ``out_of_sample``), for a figure of a model or TP it was not fitted on: never narrower than what it
   is known to miss by elsewhere on its GPU (the bundled RTX PRO 6000 profile, fitted on Llama-3.1-8B TP 1, carries
@@ -28,7 +30,7 @@ predicted/measured − 1), to the widest of:
 
 The calibrated regime's measured points are profiles used on the model they were fitted on (leaving a deployment of
 it out): two RTX 4090 runs of one model today; a profile carried to another model is what the cross-model band and
-the checks are for. The band's source names every piece that set it.
+the checks are for. The band's source names every piece that set it, and the GPUs the regime's points ran on.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 from kvledger.ledgers.error_band import Band, error_band, stored_bands
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
-           "latency_unmeasured", "SATURATED_ONLY",
+           "latency_unmeasured", "SATURATED_ONLY", "capacity_unmeasured", "capacity_words",
            "fit_quality", "rows_fit_quality", "at_least_uncalibrated", "judged_metrics"]
 
 #: fewer measured points than this in the calibrated regime: its band alone is not enough (the split-conformal
@@ -63,12 +65,14 @@ class ProfileFacts:
             its in-sample error (None where the run does not state it), with "saturated" (bool) where known.
         checks: the same for runs of other models or TPs the profile priced but was not fitted on (its
             ``out_of_sample``): what it is known to miss by elsewhere on its GPU.
+        gpu_id: the catalog id of the GPU the profile was fitted on (None: not in the catalog or not said).
     """
 
     label: str
     fitted: tuple[tuple[str, int], ...]
     in_sample: tuple[dict, ...]
     checks: tuple[dict, ...] = ()
+    gpu_id: str | None = None
 
 
 def _judged(r: dict) -> tuple[str, ...]:
@@ -111,6 +115,22 @@ def latency_unmeasured(in_sample: tuple[dict, ...] | list[dict]) -> bool:
     """Whether every fitted run states that it was saturated: the fit then saw throughput alone (``_judged``), so a
     latency figure below saturation is no better known than the plain roofline's (``SATURATED_ONLY``)."""
     return bool(in_sample) and all(r.get("saturated") is True for r in in_sample)
+
+
+def capacity_unmeasured(in_sample: tuple[dict, ...] | list[dict]) -> bool:
+    """Whether none of the profile's runs states that it was saturated: a run below saturation serves its offered
+    load, so nothing measured its capacity (``capacity_words``). A run that does not say (null or missing, as in files
+    written before calibrate recorded "not saturated" as false) counts as not measuring it."""
+    return not any(r.get("saturated") is True for r in in_sample)
+
+
+def capacity_words(in_sample: tuple[dict, ...] | list[dict]) -> str:
+    """Why ``capacity_unmeasured``, in words: no run, none saturated, or how many runs do not say."""
+    unknown = sum(r.get("saturated") is None for r in in_sample)
+    said = ("the profile lists no runs" if not in_sample else "none of the profile's runs was saturated"
+            if not unknown else f"none of the profile's runs is known to have been saturated ({unknown} of "
+            f"{len(in_sample)} do not say whether they were: counted as not)")
+    return f"{said}: nothing measured its capacity (saturation throughput)"
 
 
 def fit_verdict(in_sample: tuple[dict, ...] | list[dict]) -> tuple[bool, list[str], int, int]:
@@ -159,6 +179,7 @@ def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
     return {"poor": poor, "limits": dict(FIT_LIMITS), "min_share_within": MIN_WITHIN, "runs_within": within,
             "runs": total, "beyond": beyond, "hints": hints,
             "latency_unmeasured": latency_unmeasured(in_sample),
+            "capacity_unmeasured": scope == "gpu" and capacity_unmeasured(in_sample),  # profile_band's rule
             "why": "a fit that misses on its own runs the targets set for runs it never saw (mean TTFT and TPOT "
                    f"within 15%, throughput within 10%, on {MIN_WITHIN:.0%} of runs) cannot be expected to meet "
                    + ("them on other models; its bands widen to the uncalibrated roofline's "
@@ -184,6 +205,39 @@ def _cross_model(metric: str) -> tuple[float, float, int, str, tuple[str, ...]] 
     return cm["q10"], cm["q90"], cm["num_runs"], cm.get("data", "cross-model evidence"), tuple(cm.get("gpu_ids") or ())
 
 
+def _points_on(base: Band, gpu_id: str | None) -> str:
+    """" on NVIDIA GeForce RTX 4090, not on NVIDIA H100 80GB SXM5 (the profile's GPU)": the GPUs a band's points ran
+    on (``Band.gpu_ids``; "" where the file does not say), and "not on" the profile's GPU where it is none of them."""
+    from kvledger.catalog.gpus import get_gpu
+
+    on = f" on {', '.join(get_gpu(g).name for g in base.gpu_ids)}" if base.gpu_ids else ""
+    other = on and gpu_id is not None and gpu_id not in base.gpu_ids
+    return on + (f", not on {get_gpu(gpu_id).name} (the profile's GPU)" if other else "")
+
+
+def _uncalibrated(regime: str, metric: str, facts: ProfileFacts, q: tuple[float, float],
+                  why: list[str]) -> tuple[float, float, Band | None]:
+    """(q10, q90, the uncalibrated band or None): ``q`` widened, each side, to take in the uncalibrated band where the
+    profile's fit is poor or its runs did not measure ``metric`` (latency: saturated only; capacity: none saturated),
+    the reason appended to ``why``."""
+    q10, q90 = q
+    poor, bad, within, total = fit_verdict(facts.in_sample)
+    blind = (capacity_unmeasured if metric == "throughput" else latency_unmeasured)(facts.in_sample)
+    unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor or blind else None
+    if unc is None:
+        return q10, q90, None
+    u10, u90 = unc.errors()
+    wider = u10 < q10 or u90 > q90
+    q10, q90 = min(q10, u10), max(q90, u90)
+    reason = (f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
+              f"{'; '.join(bad[:3])}{'; …' if len(bad) > 3 else ''})" if poor else
+              capacity_words(facts.in_sample) if metric == "throughput" else SATURATED_ONLY)
+    why.append(f"{reason}, so " + (f"widened, each side, to take in the uncalibrated band {u10:+.1%} … {u90:+.1%}: "
+                                   f"{q10:+.1%} … {q90:+.1%}" if wider else
+                                   f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))
+    return q10, q90, unc
+
+
 def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: str | None = None,
                  tp: int | None = None) -> Band | None:
     """The honest band of ``metric`` for a figure of ``model`` at ``tp`` priced by the profile ``facts`` describes
@@ -195,6 +249,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     n = base.num_runs
     lent = f" (none of its own: {base.lent_from}'s)" if base.lent_from else ""
     why = [f"calibrated regime {regime}{lent}: {q10:+.1%} … {q90:+.1%} from {n} measured points"
+           f"{_points_on(base, facts.gpu_id)}"
            if not base.cross_model else f"calibrated regime {regime}{lent}: {base.source}: {q10:+.1%} … {q90:+.1%}"]
     other = model is not None and not any(m == model and (tp is None or t == tp) for m, t in facts.fitted)
     few = base.num_runs < MIN_POINTS
@@ -208,19 +263,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
                    f"{cm[0]:+.1%} … {cm[1]:+.1%} ({' and '.join(reasons)}; {cm[2]} runs priced by a GPU profile "
                    f"fitted on other models, from {cm[3]})" + (f": {q10:+.1%} … {q90:+.1%}" if widens else
                                                                  ", which lies inside it"))
-    poor, bad, within, total = fit_verdict(facts.in_sample)
-    blind = metric != "throughput" and latency_unmeasured(facts.in_sample)
-    unc = error_band(regime.replace("gpu/", "uncalibrated/", 1), metric) if poor or blind else None
-    if unc is not None:
-        u10, u90 = unc.errors()
-        wider = u10 < q10 or u90 > q90
-        q10, q90 = min(q10, u10), max(q90, u90)
-        why.append((f"the profile's own fit is poor ({within} of {total} runs within ±15% in-sample; "
-                    f"{'; '.join(bad[:3])}{'; …' if len(bad) > 3 else ''}), so " if poor else
-                    f"{SATURATED_ONLY}, so ")
-                   + (f"widened, each side, to take in the uncalibrated band {u10:+.1%} … {u90:+.1%}: "
-                      f"{q10:+.1%} … {q90:+.1%}" if wider else
-                      f"no narrower than the uncalibrated band {u10:+.1%} … {u90:+.1%}"))
+    q10, q90, unc = _uncalibrated(regime, metric, facts, (q10, q90), why)
     moe = regime.split("/")[1] == "moe"
     seen = [(e, f"{r.get('model')} TP {r.get('tp')}") for r in facts.checks if other and _checked(r, metric)
             and r.get("moe") in (None, moe) and isinstance(e := r.get(metric), (int, float))]
@@ -233,8 +276,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         q10, q90 = min(q10, *own), max(q90, *own)
         why.append(f"no narrower than the fit's own in-sample errors {min(own):+.1%} … {max(own):+.1%}")
     src = f"{facts.label}: " + "; ".join(why)
-    # the GPUs behind it: the lent bands' where the profile's own runs and checks measured nothing of this metric
-    # (then none of its points is on the profile's GPU: Band.on_gpu says so), else unknown
+    # the GPUs behind it: the lent bands' where its runs and checks measured nothing of it (Band.on_gpu), else unknown
     gpus = set(base.gpu_ids) | set(unc.gpu_ids if unc is not None else ()) | set(cm[4] if cm is not None else ())
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
                 gpu_ids=tuple(sorted(gpus)) if not own and not seen and base.gpu_ids else ())

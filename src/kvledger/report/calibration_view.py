@@ -160,6 +160,10 @@ def fit_quality_warning(p: dict[str, Any], con: Console) -> dict[str, Any]:
         con.print("[bold yellow]WARNING: latency not measured[/] — every run it was fitted on was saturated: only "
                   "their throughput constrained the fit, so its TTFT and TPOT bands below saturation are at least the "
                   "uncalibrated roofline's; add a run at a load the engine sustained")
+    if q.get("capacity_unmeasured"):  # ledgers.profile_band.capacity_unmeasured
+        con.print("[bold yellow]WARNING: capacity not measured[/] — none of the runs it was fitted on was saturated: "
+                  "its saturation-throughput (capacity) bands are at least the uncalibrated roofline's; add a run "
+                  "past the engine's capacity")
     return q
 
 

@@ -87,12 +87,19 @@ def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> di
 def profile_facts(prof: Any, judged: Callable[[str], bool] | None = None) -> ProfileFacts | None:
     """What the band needs of a GPU profile (``kvledger.accounting.gpu_profile.GpuProfile``; None → None). ``judged``:
     whether a check's source is the run being judged (``validate``): that check is left out, so that a run's band is
-    never built from its own error."""
+    never built from its own error. ``gpu_id``: the profile's GPU in the catalog (None for a GPU file's)."""
     if prof is None:
         return None
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import KvLedgerError
+
     checks = tuple(r for r in prof.checks if judged is None or not judged(r.get("source", "")))
+    try:
+        gpu_id = get_gpu(prof.gpu).gpu_id  # the catalog name the profile was fitted on
+    except KvLedgerError:  # a GPU file's own name: not in the catalog, so no band point is on it by id
+        gpu_id = None
     return ProfileFacts(prof.label or prof.source, tuple((r["model"], r["tp"]) for r in prof.runs), tuple(prof.runs),
-                        checks)
+                        checks, gpu_id)
 
 
 def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = None) -> Band | None:
