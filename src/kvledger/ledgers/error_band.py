@@ -46,6 +46,8 @@ class Band:
         cross_model: the band is the cross-model one (GPU profiles judged on models they were not fitted on), standing
             for a GPU regime with no point of its own (``_regimes``), not a leave-one-deployment-out band.
         gpu_ids: catalog ids of the GPUs the band's deployments ran on (empty: the file does not say).
+        elsewhere: the clause ``on_gpu`` added to ``source`` for a GPU none of them ran on ("measured on … only, not on
+            …: a floor for it, not a measurement"), for a line that names the band without its whole source; "" else.
     """
 
     regime: str
@@ -57,6 +59,7 @@ class Band:
     lent_from: str | None = None
     cross_model: bool = False
     gpu_ids: tuple[str, ...] = ()
+    elsewhere: str = ""
 
     def on_gpu(self, gpu_id: str | None, gpu_name: str = "") -> Band:
         """This band for a figure on ``gpu_id``: where its deployments ran on other GPUs only, its source says so
@@ -66,8 +69,10 @@ class Band:
         from kvledger.catalog.gpus import get_gpu
 
         names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
+        said = f"measured on {names} only, not on {gpu_name or gpu_id}"
         floor = "" if "a floor for it" in self.source else ": a floor for it, not a measurement"  # said once
-        return replace(self, source=self.source + f"; measured on {names} only, not on {gpu_name or gpu_id}{floor}")
+        return replace(self, source=self.source + f"; {said}{floor}",
+                       elsewhere=f"{said}: a floor for it, not a measurement")
 
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""

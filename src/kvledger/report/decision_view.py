@@ -83,13 +83,15 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
             *not_steady_lines(cs)]
 
 
-def capacity_band_clause(cs: dict[str, Any]) -> str:
+def capacity_band_clause(cs: dict[str, Any], caveat: bool = True) -> str:
     """ " (80% band 11.43–21.22 req/s, uncalibrated roofline)" from a capacity search's ``error_band``, or "" without
-    one (no measured run stands for the regime, or an older JSON)."""
+    one (no measured run stands for the regime, or an older JSON); with ``caveat``, the band's ``elsewhere`` too
+    ("measured on … only, not on …: a floor for it, not a measurement": ``Band.on_gpu``) where it has one."""
     b = cs.get("error_band")
     if not b:
         return ""
-    return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope_words(b['regime'])})"
+    where = f", {b['elsewhere']}" if caveat and b.get("elsewhere") else ""
+    return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope_words(b['regime'])}{where})"
 
 
 def sized_capacity(cs: dict[str, Any]) -> float:

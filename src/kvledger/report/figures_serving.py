@@ -148,7 +148,7 @@ def goodput_by_rate(data: ReportData) -> Figure:
     cap = sized_capacity(cs)
     ax.axvline(cap, color="grey", ls=":")
     _shade_band(ax, cs)
-    ax.annotate(f"capacity {cap:g} req/s{capacity_band_clause(cs)}", (cap, 0), fontsize=7, xytext=(4, 8),
+    ax.annotate(f"capacity {cap:g} req/s{capacity_band_clause(cs, caveat=False)}", (cap, 0), fontsize=7, xytext=(4, 8),
                 textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("offered request rate, req/s")
@@ -207,9 +207,10 @@ def _band_caption(cs: dict) -> str:
     b = cs.get("error_band")
     if not b:
         return "The capacity has no error band: no measured run stands for this regime."
+    where = f" The band was {b['elsewhere']}." if b.get("elsewhere") else ""  # Band.on_gpu's clause
     return (f"Shaded: the capacity's 80% band, {b['low']:.4g}–{b['high']:.4g} req/s ({b['regime']}): where a real "
             "engine's capacity fell around such a prediction (leave-one-deployment-out saturation-throughput errors, "
-            "kvledger/ledgers/data/error_bands.json).")
+            f"kvledger/ledgers/data/error_bands.json).{where}")
 
 
 def engine_savings(data: ReportData) -> Figure:

@@ -20,7 +20,9 @@ def winner_line(result: Any) -> str:
         if "at_band_low" in s:
             bill += " (capacity band: " + ", ".join(
                 f"{x['replicas']} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
-                f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"])) + ")"
+                f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"]))
+            where = (w.get("capacity_band") or {}).get("elsewhere")  # runs on other GPUs only: Band.on_gpu
+            bill += f"; {where})" if where else ")"
     else:
         bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
     flags = caveats(w)

@@ -104,7 +104,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     band = cs.get("error_band")
     headline = {"capacity_req_per_s": sized_capacity(cs),
                 "capacity_req_per_s_range": [band["low"], band["high"]] if band else None,
-                "capacity_band": band["text"] if band else None,
+                "capacity_band": band["text"] + (f"; {band['elsewhere']}" if band.get("elsewhere") else "")
+                if band else None,  # with Band.on_gpu's clause where its runs were on other GPUs only
                 "capacity_warning": " ".join(not_steady_lines(cs)) or None,
                 "goodput_req_per_s": sized_run_figures(cs)[0],  # at the capacity sized on
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],

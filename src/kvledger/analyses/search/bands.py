@@ -67,7 +67,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
-                                                        "regime": band.regime, "source": band.source}
+                                                        "regime": band.regime, "source": band.source,
+                                                        "elsewhere": band.elsewhere}  # Band.on_gpu's; "" else
         if band is not None and e.get("sizing"):
             e["sizing"]["at_band_low"], e["sizing"]["at_band_high"] = (band_sizing(e, k, spec.max_utilization)
                                                                        for k in (band.low, band.high))

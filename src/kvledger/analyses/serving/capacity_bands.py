@@ -58,7 +58,8 @@ class CostBand:
 @dataclass(frozen=True)
 class CapacityBand:
     """The 80% band of an SLO capacity found by simulation (:func:`capacity_band`): ``value`` and ``low``–``high``,
-    req/s, the regime, the data (``source``) and a sentence (``text``)."""
+    req/s, the regime, the data (``source``), a sentence (``text``) and, where its runs were on other GPUs only, the
+    clause saying so (``elsewhere``: ``Band.on_gpu``'s; "" else)."""
 
     value: float
     low: float
@@ -66,6 +67,7 @@ class CapacityBand:
     regime: str
     source: str
     text: str
+    elsewhere: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -112,8 +114,9 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
     cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g}"
+    where = f", {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
     head = (f"goodput at the SLO capacity {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {scope_words(regime)}"
-            f"{cap_text})")
+            f"{where}{cap_text})")
     verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
                "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
     if basis == "monthly bill":
@@ -140,4 +143,5 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)}, {scope})")
+                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)}, {scope})",
+                        band.elsewhere)

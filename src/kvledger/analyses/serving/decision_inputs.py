@@ -91,8 +91,9 @@ def _measured_band(sim: Any) -> tuple[float, str, tuple[float, float]] | None:
     frac = max(1.0 - band.low, band.high - 1.0)
     borrowed = "" if band.lent_from is None else \
         f"; borrowed from {band.lent_from}, the nearest regime with runs: a floor"
+    elsewhere = f"; {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
     return frac, (f"measured 80% band of simulated capacity ×{band.low:.2f}–×{band.high:.2f}, {band.regime}, "
-                  f"{band.num_runs} runs left out one deployment at a time{borrowed}"), \
+                  f"{band.num_runs} runs left out one deployment at a time{borrowed}{elsewhere}"), \
         (1.0 - band.low, band.high - 1.0)
 
 

@@ -1,0 +1,56 @@
+"""A capacity band measured on other GPUs only says so wherever it is printed: ``cost`` (its robustness line, its
+error-band line, its JSON), ``report`` and ``search``, from the one clause ``Band.on_gpu`` writes (``Band.elsewhere``),
+as ``simulate`` and ``goodput`` say it."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.ledgers.error_band import error_band
+from kvledger.report.decision_view import capacity_band_clause
+
+# the uncalibrated throughput band's 9 deployments ran on the H100, the RTX 4090 and the RTX PRO 6000
+# (error_bands.json uncalibrated/dense/vllm throughput gpu_ids); an L40S figure is none of them
+ELSEWHERE = ("measured on NVIDIA H100 80GB SXM5, NVIDIA GeForce RTX 4090, NVIDIA RTX PRO 6000 Blackwell Server "
+             "Edition only, not on NVIDIA L40S: a floor for it, not a measurement")
+COST = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--prompt-lengths", "fixed:900",
+        "--output-lengths", "fixed:250", "--slo", "ttft=500ms,tpot=50ms", "--monthly-tokens", "3e10",
+        "--num-requests", "200"]
+
+
+def test_on_gpu_keeps_its_clause_for_lines_that_do_not_print_the_whole_source():
+    band = error_band("uncalibrated/dense/vllm", "throughput")
+    l40s = band.on_gpu("nvidia_l40s", "NVIDIA L40S")
+    assert l40s.elsewhere == ELSEWHERE and l40s.source == band.source + "; " + ELSEWHERE
+    assert band.on_gpu("nvidia_h100_sxm", "NVIDIA H100 80GB SXM5").elsewhere == ""  # one of its GPUs
+    # a lent band's source says "a floor for it" once already (no SGLang run: vLLM's band); the clause still says it
+    lent = error_band("uncalibrated/dense/sglang", "tpot_mean").on_gpu("nvidia_l40s", "NVIDIA L40S")
+    assert lent.source.count("a floor for it") == 1 and lent.elsewhere.endswith(": a floor for it, not a measurement")
+
+
+def test_cost_on_a_gpu_the_bands_were_not_measured_on_says_the_band_is_a_floor():
+    runner = CliRunner()
+    doc = json.loads(runner.invoke(app, [*COST, "--json"]).stdout)
+    assert doc["decision"]["band_source"].endswith("9 runs left out one deployment at a time; " + ELSEWHERE)
+    assert f", uncalibrated roofline, {ELSEWHERE}; SLO capacity " in doc["error_band"]["text"]
+    assert doc["simulation"]["capacity_search"]["error_band"]["elsewhere"] == ELSEWHERE
+    text = " ".join(runner.invoke(app, COST, env={"COLUMNS": "300"}).output.split())
+    # inside the robustness line's band, before what it does to the verdict
+    assert f"9 runs left out one deployment at a time; {ELSEWHERE}): no capacity error flips it" in text
+    assert ELSEWHERE in text.split("error band: ")[1]
+
+
+def test_report_and_search_lines_carry_the_clause_and_a_plot_label_does_not():
+    cs = {"error_band": {"low": 3.78, "high": 5.106, "regime": "uncalibrated/dense/vllm", "elsewhere": ELSEWHERE}}
+    assert capacity_band_clause(cs) == f" (80% band 3.78–5.106 req/s, uncalibrated roofline, {ELSEWHERE})"
+    assert capacity_band_clause(cs, caveat=False) == " (80% band 3.78–5.106 req/s, uncalibrated roofline)"
+    del cs["error_band"]["elsewhere"]  # an older JSON
+    assert capacity_band_clause(cs) == " (80% band 3.78–5.106 req/s, uncalibrated roofline)"
+    out = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus",
+                                   "L40S", "--tp", "1", "--rate", "30", "--num-requests", "200"],
+                             env={"COLUMNS": "300"}).output
+    winner = " ".join(out.split()).split("winner: ")[1]
+    assert f"at ×1.10; {ELSEWHERE}), SLO capacity" in winner  # closing the capacity band's bills
