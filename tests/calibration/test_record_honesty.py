@@ -106,6 +106,9 @@ def test_a_positional_under_an_older_server_or_two_of_them_is_a_warning():
     assert "takes one positional, not 2" in two.positional[0] and "as one argument each" in two.positional[0]
     serve = recorded_settings({"engine_kwargs": {"positional_args": ["--a b"], "entrypoint": "vllm serve"}})
     assert "vllm serve takes its one positional as the model to serve" in serve.positional[0]
+    unversioned = recorded_settings({"engine_kwargs": kw})
+    assert "the record names no vLLM version: vllm.entrypoints.openai.api_server from 0.10.0 takes" in \
+        unversioned.positional[0]
     other = recorded_settings({"engine_kwargs": {"positional_args": ["--a b"]}, "vllm_version": "0.11.0"})
     assert "does not say which vLLM entry point and version parsed it" in other.positional[0]
     assert old.refused == old.unapplied == [] and "quantization" not in old.flags

@@ -52,6 +52,16 @@ def test_a_launch_record_names_the_model_tp_and_limits_before_the_manifests(tmp_
     assert md.extra["record_file"] == str((tmp_path / "exp-config.yaml").resolve())
     assert f"model from {(tmp_path / 'exp-config.yaml').resolve()} model (the launch record)" in md.definitions
     assert md.hardware is None and "deployed_model" not in md.extra  # the manifests beside it are not read
+    # a record without a model: the model as validate takes it (calibration.sweep.stage_run), the Deployment's MODEL_ID
+    # in the manifests beside it being skipped once the record states engine settings, so the client config's
+    (tmp_path / "exp-config.yaml").write_text("tensor_parallelism: 2\n")
+    md = read_run(tmp_path / "results" / "stage_0_lifecycle_metrics.json").metadata
+    assert (md.model, md.num_gpus) == ("meta-llama/Meta-Llama-3-8B-Instruct", 2)
+    # a record with a model and no engine setting: the engine's settings and GPU from the manifests
+    (tmp_path / "exp-config.yaml").write_text("model: codellama/CodeLlama-34b-Instruct-hf\n")
+    md = read_run(tmp_path / "results" / "stage_0_lifecycle_metrics.json").metadata
+    assert (md.model, md.hardware, md.extra["max_num_seqs"]) == ("codellama/CodeLlama-34b-Instruct-hf",
+                                                               "nvidia-h100-80gb", 192)
 
 
 def test_latencies_are_seconds_even_though_the_docs_say_ms():

@@ -59,6 +59,8 @@ def test_an_argument_holding_a_space_is_a_positional_as_argparse_reads_it():
     assert kw["entrypoint"] == "vllm.entrypoints.openai.api_server"
     assert kw["other_flags"] == {"served_model_name": "a b"} and "quantization" not in kw
     assert "entrypoint" not in deployment_facts(list(yaml.safe_load_all(DEPLOYMENT)))["engine_kwargs"]
+    # a trailing space is a space too: argparse takes "--enable-prefix-caching " as a positional, never the flag
+    assert engine_kwargs(["--enable-prefix-caching "]) == {"positional_args": ["--enable-prefix-caching "]}
     serve = DEPLOYMENT.replace('args: ["--model=$(MODEL_ID)",', 'command: [/usr/bin/vllm]\n        args: [serve, '
                                '"--quantization bitsandbytes",')
     assert deployment_facts(list(yaml.safe_load_all(serve)))["engine_kwargs"]["entrypoint"] == "vllm serve"

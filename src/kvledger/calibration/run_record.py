@@ -155,6 +155,9 @@ def positional_notes(extra: dict[str, Any], version: str | None) -> list[str]:
         why = (f"vLLM {version}'s {API_SERVER} takes no positional (from 0.10.0 one)" if ver < API_SERVER_TAG_FROM
                else f"vLLM {version}'s {API_SERVER} takes one positional, not {len(args)}")
         why += ": its parser exits on it (unrecognized arguments), so the launch as written cannot have served the run"
+    elif kwargs.get("entrypoint") == API_SERVER:  # the version unknown: both readings
+        why = (f"the record names no vLLM version: {API_SERVER} from 0.10.0 takes one such argument as its unread "
+               "model_tag (the engine ran without it), and before 0.10.0 its parser exits on it")
     elif kwargs.get("entrypoint") == "vllm serve":  # entrypoints/cli/serve.py: the positional model_tag is the model
         why = ("vllm serve takes its one positional as the model to serve (entrypoints/cli/serve.py), so the launch as "
                "written cannot have served the run")

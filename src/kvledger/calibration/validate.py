@@ -143,8 +143,9 @@ def _band_member_note(member: str, regime: str) -> str:
     words = {"ttft_mean": "mean-TTFT", "tpot_mean": "mean-TPOT", "throughput": "saturation-throughput"}
     cov = held_out_coverage(regime)
     held = ", ".join(f"{c} of {n} {words.get(m, m)}" for m, (c, n) in cov.items())
-    return (f"bands in sample: this run's file is one of the measured points the stored bands were built from "
-            f"(deployment {member}), so its own error helped set them and its band is not held out"
+    return (f"bands in sample: this run's file is one of those the stored bands were built from (deployment "
+            f"{member}): the errors of its deployment (a stage below saturation its TTFT and TPOT, a sweep or "
+            "saturated run its saturation throughput) helped set them, so its band is not held out"
             + (f"; built leaving each deployment out, the {regime} bands covered {held} points" if held else ""))
 
 

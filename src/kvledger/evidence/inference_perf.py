@@ -90,24 +90,27 @@ def _launched(path: str, meta: RunMetadata) -> bool:
 
 
 def _sidecars(path: str, meta: RunMetadata) -> None:
-    """Fill model, GPU type/count, the engine's version and launch flags from the stage's launch record
-    (``_launched``), else from the report's config.yaml and the Kubernetes manifests.yaml beside it or one folder up
-    (``k8s_manifests``), as ``validate`` reads them (``calibration.sweep``). Without a launch record the model is the
-    Deployment's where the manifests name one (the model the engine served), else the client config's."""
+    """Fill model, GPU type/count, the engine's version and launch flags as ``validate`` reads them
+    (``calibration.sweep.stage_run``): the model from the stage's launch record (``_launched``), else the Kubernetes
+    Deployment's (manifests.yaml beside the report or one folder up, ``k8s_manifests``: the model the engine served),
+    else the client config.yaml's; the engine's settings from the launch record where it states any, else from the
+    manifests."""
     from kvledger.evidence.k8s_manifests import manifest_facts
 
-    if _launched(path, meta):
+    launched = _launched(path, meta)
+    model_given, hints = launched and bool(meta.model), launched and bool(meta.extra.get("engine_kwargs"))
+    if model_given and hints:  # the record says both: nothing else is read
         return
     named = client_config_model(path)
-    where, facts = manifest_facts(path)
+    where, facts = (None, {}) if hints else manifest_facts(path)  # the engine's settings: the record's, else these
     served = facts.get("deployed_model") if facts else None
-    if served:
+    if served and not model_given:
         meta.model = served
         meta.extra["deployed_model"] = served
         meta.definitions.append(f"model from {where} MODEL_ID (the Deployment's)" + (
             f"; {named[1]} names {named[0]}, the name the client sent, not the model the engine served"
             if named is not None and named[0] != served else ""))
-    elif named is not None:
+    elif named is not None and not model_given:
         meta.model = named[0]
         meta.definitions.append(f"model from {named[1]}")
     if not facts:

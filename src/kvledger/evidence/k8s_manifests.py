@@ -63,13 +63,14 @@ def engine_kwargs(args: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     i = 0
     while i < len(args):
-        a = str(args[i]).strip()
+        raw = str(args[i])
+        a = raw.strip()
         i += 1
         if not a.startswith("-"):
             continue
         key, eq, value = a.lstrip("-").replace("_", "-").partition("=")
-        if " " in key:  # one argv element "--quantization bitsandbytes": argparse's positional (module docstring)
-            out.setdefault("positional_args", []).append(a)
+        if " " in raw.partition("=")[0]:  # one argv element "--quantization bitsandbytes" (or "--flag " with a
+            out.setdefault("positional_args", []).append(raw)  # trailing space): argparse's positional (docstring)
             continue
         if key in _BOOLS or (key.startswith("no-") and key[3:] in _BOOLS):
             out[_BOOLS[key.removeprefix("no-")]] = not key.startswith("no-")

@@ -1,9 +1,10 @@
 """Whether a measured-run file is one of the points the stored error bands were built from.
 
 ``benchmarks/lodo_bands.py --write-bands`` keeps, beside the bands, the sha256 of every measured file behind them with
-its deployment (``member_files``). A run validated from such a file is in sample for the bands: its own error helped
-set them, so "inside its band" there is partly by construction (a fresh-user trial found kubecon's 1 req/s TTFT error,
-−71.14%, to be exactly the band's lower end). The bands' own check leaves each deployment out in turn
+its deployment (``member_files``). A run validated from such a file is in sample for the bands: its deployment's
+errors helped set them (below saturation its stages' TTFT and TPOT, past it the sweep's or run's saturation
+throughput), so "inside its band" there is partly by construction (a fresh-user trial found kubecon's 1 req/s TTFT
+error, −71.14%, to be exactly the band's lower end). The bands' own check leaves each deployment out in turn
 (``coverage_leave_one_out``), which :func:`held_out_coverage` reports. The file's bytes are compared, not its path, so
 a copy elsewhere is recognised and an edited file is not.
 """
