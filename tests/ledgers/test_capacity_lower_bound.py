@@ -78,3 +78,56 @@ def test_the_answer_says_the_bill_and_replicas_are_upper_bounds():
         "offered, not the replica's capacity, which it bounds only from below; so the self-hosted $9,818.50/month and "
         "its 5 replicas are upper bounds (a rate sweep up to the SLO boundary gives the capacity)")
     assert "the self-hosted costs per token and the break-even volume are upper bounds" in lower_bound_line(10.0, None)
+
+
+def _setup(usd_per_gpu_hour: float = 2.69):
+    return SelfHostSetup(GpuRate.given(usd_per_gpu_hour, "H100"), 1, None, 0.0, 20_000.0, max_utilization=0.8)
+
+
+def test_no_break_even_at_a_lower_bound_names_the_capacity_that_would():
+    # c = 10 req/s × 3600 × 730 × 0.8 = 21,024,000 requests a replica takes; at $0.00005 a request the API charges
+    # a·c = $1,051.20 for them, less than R = 730 h × $2.69 = $1,963.70: no break-even at the capacity priced. A lower
+    # bound is not "never": above R ÷ (a·c) = 1.868× the capacity, a·c > R and some volume breaks even
+    from kvledger.ledgers.breakeven import break_even_volume
+    from kvledger.ledgers.decision_notes import no_volume_lines
+
+    bv = break_even_volume(CAP, _setup(), 5e-5)
+    assert bv["requests_per_month"] is None and bv["capacity_multiplier"] == pytest.approx(1963.7 / 1051.2)
+    assert bv["reason"].endswith("self-hosting does not break even at the capacity priced, but the run's goodput is "
+                                 "only its offered load, a lower bound on the capacity: were the capacity more than "
+                                 "1.87× the one priced, it would break even at some volume, which the run does not "
+                                 "rule out")
+    assert no_volume_lines(bv, "X")[0].startswith("answer: the API (X) at any volume at the capacity priced, but it "
+                                                  "MAY FLIP at a higher capacity — a replica at 80% utilization")
+    measured = break_even_volume(replace(CAP, lower_bound=False), _setup(), 5e-5)  # a capacity, not a lower bound
+    assert "capacity_multiplier" not in measured and measured["reason"].endswith("self-hosting never breaks even")
+    free = break_even_volume(CAP, _setup(), 0.0)  # an API that charges nothing: no capacity breaks even
+    assert "capacity_multiplier" not in free and free["reason"].endswith("self-hosting never breaks even")
+    assert no_volume_lines(free, "X")[0].startswith("answer: the API (X) at any volume — ")
+
+
+def test_break_even_utilization_at_a_lower_bound_is_an_upper_bound_with_its_multiplier():
+    # one replica, no people: u* = $1,963.70 ÷ (10 × 3600 × 730 × $0.00005) = 1,963.70 ÷ 1,314 = 149.4%; the assumed
+    # 80% reaches it at 1.494 ÷ 0.8 = 1.868× the capacity (the break-even volume's multiplier: no people, u = u_max)
+    from kvledger.ledgers.breakeven import break_even_utilization
+    from kvledger.ledgers.cost_summary import DecisionFactors
+    from kvledger.ledgers.factor_rows import factor_rows
+
+    bu = break_even_utilization(CAP, _setup(), 5e-5, 1, 0.8)
+    assert bu["utilization"] == pytest.approx(1963.7 / 1314) and bu["capacity_lower_bound"] is True
+    assert bu["capacity_multiplier"] == pytest.approx(1963.7 / 1314 / 0.8) == pytest.approx(1963.7 / 1051.2)
+    row = factor_rows(replace(_setup(), utilization=0.8), DecisionFactors(), bu, False)[0]
+    assert row["value"] == "80% of billed hours; one replica's break-even at 149% (at most: the capacity priced is a " \
+                           "lower bound)"
+    assert row["effect"] == ("below break-even: the API costs less for the same requests at the capacity priced; were "
+                             "the capacity 1.87× the one priced (the run's goodput is only its offered load, which "
+                             "does not rule that out), 80% would reach break-even")
+    at_volume = break_even_utilization(CAP, _setup(), 5e-5, 3)  # a volume's replicas: no assumed utilization to move
+    assert at_volume["capacity_lower_bound"] is True and "capacity_multiplier" not in at_volume
+    assert "capacity_lower_bound" not in break_even_utilization(replace(CAP, lower_bound=False), _setup(), 5e-5, 1, 0.8)
+
+
+def test_a_simulated_run_at_its_offered_load_is_told_to_drop_at_offered_load():
+    line = lower_bound_line(10.0, None, simulated=True, breaks_even=False)
+    assert line.endswith("so the self-hosted costs per token are upper bounds (drop --at-offered-load to price at the "
+                         "SLO capacity the simulation finds)")

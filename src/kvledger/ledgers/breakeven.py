@@ -14,7 +14,9 @@ share g ÷ C measured at the boundary; more meet the SLO at a lighter load, so t
   request offered (the unit ledgers' figure);
 * break-even monthly volume V* (requests offered): the smallest volume above which self-hosting stays
   cheaper, with whole replicas each loaded to at most ``max_utilization`` of C (cost is then a
-  staircase, n·R + P for volumes up to n·c, c = C × 3600 × 730 × max_utilization);
+  staircase, n·R + P for volumes up to n·c, c = C × 3600 × 730 × max_utilization). It exists exactly when a·c > R;
+  where a·c ≤ R and C is only a lower bound (``Capacity.lower_bound``: an under-loaded run), it is not "never": a
+  capacity more than R ÷ (a·c) × the one priced breaks even at some volume (``capacity_multiplier``);
 * the first volume V₁ at which self-hosting is cheaper at all: n replicas win on ((n·R + P)/a, n·c] when that is
   not empty, first for n₁ = ⌊P/(a·c − R)⌋ + 1, at V₁ = (n₁·R + P)/a. Between V₁ and V* the cheaper side alternates:
   each replica added to keep under ``max_utilization`` starts nearly empty and costs more than the API until it
@@ -83,9 +85,12 @@ def people_usd_per_month(setup: SelfHostSetup) -> float:
 
 
 def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
-                           replicas: int = 1) -> dict[str, Any]:
+                           replicas: int = 1, assumed_utilization: float | None = None) -> dict[str, Any]:
     """u* for ``replicas`` replicas sharing the people line (the count a volume needs; 1 without one), with the
-    formula's parts; ``reachable`` is False when u* > 1."""
+    formula's parts; ``reachable`` is False when u* > 1. A capacity only bounded below (``cap.lower_bound``) makes u*
+    an upper bound (u* ∝ 1 ÷ capacity): ``capacity_lower_bound`` is then True, and with a utilization not set by a
+    volume (``assumed_utilization``: no volume given) ``capacity_multiplier`` is u* ÷ that utilization, the capacity
+    multiplier at which it reaches break-even (None when it already does)."""
     n = max(1, replicas)
     rent, R = rental_usd_per_month(setup, n), replica_usd_per_month(setup)
     fixed = rent + people_usd_per_month(setup)
@@ -97,12 +102,16 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
-    return {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, "replica_usd_per_month": R,
-            "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
-            "people_usd_per_month": people_usd_per_month(setup),
-            "api_usd_per_request": api_usd_per_request,
-                "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
-            "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
+    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, "replica_usd_per_month": R,
+           "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
+           "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
+           "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
+           "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
+    if cap.lower_bound:
+        out["capacity_lower_bound"] = True
+        if assumed_utilization is not None:
+            out["capacity_multiplier"] = u / assumed_utilization if assumed_utilization < u else None
+    return out
 
 
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
@@ -127,9 +136,16 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
         rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
                 f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + (" as its share of full instances"
                                                                          if _overhead_usd_per_month(setup) else "")
-        out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs "
-                                                   f"{rent}{people}, but its "
-                   f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
+        never = (f"a replica at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
+                 f"requests cost ${a * c:,.0f} on the API: ")
+        if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)
+            k = R / (a * c)
+            out.update(requests_per_month=None, capacity_multiplier=k, reason=never + (
+                f"self-hosting does not break even at the capacity priced, but the run's goodput is only its offered "
+                f"load, a lower bound on the capacity: were the capacity more than {k:.2f}× the one priced, it would "
+                "break even at some volume, which the run does not rule out"))
+            return out
+        out.update(requests_per_month=None, reason=never + "self-hosting never breaks even")
         return out
     cost, W = (lambda n: rental_usd_per_month(setup, n)), _overhead_usd_per_month(setup)
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window

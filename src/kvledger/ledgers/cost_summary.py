@@ -192,9 +192,10 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
 
 
 def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
-              rows: list, cap: Capacity) -> tuple[list[str], str]:
-    """(the answer's lines, the verdict) with or without a volume, a warning when the capacity is only a lower bound,
-    and a note when the row is another model."""
+              rows: list, cap: Capacity, simulated: bool) -> tuple[list[str], str]:
+    """(the answer's lines, the verdict) with or without a volume, a warning when the capacity is only a lower bound
+    (``simulated``: a simulated run at its offered load, whose fix differs), and a note when the row is another
+    model."""
     if decision is not None:
         head = verdict_lines(decision, b_vol, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
                              setup.num_gpus)
@@ -205,7 +206,8 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
     if cap.lower_bound:
         from kvledger.ledgers.decision_notes import lower_bound_line
 
-        head.insert(1, lower_bound_line(cap.goodput_req_per_s, decision))
+        head.insert(1, lower_bound_line(cap.goodput_req_per_s, decision, simulated=simulated,
+                                        breaks_even=b_vol.get("requests_per_month") is not None))
     if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
@@ -245,7 +247,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_req = _per_request(primary, mix, cap)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
-    u_star = break_even_utilization(cap, setup, api_req, decision.replicas if decision is not None else 1)
+    n, assumed = (decision.replicas, None) if decision is not None else (1, setup.utilization)  # no volume: assumed
+    u_star = break_even_utilization(cap, setup, api_req, n, assumed)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
     sticker = sticker_prices(cap, setup, sh_out)
@@ -256,7 +259,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
-    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap)
+    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
     second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",

@@ -84,8 +84,13 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
 
 
 def no_volume_lines(bv: dict[str, Any], api_key: str) -> list[str]:
-    """The answer when no volume is given: where the verdict turns (or that it never does), and how to get a bill."""
-    if bv.get("requests_per_month") is None:
+    """The answer when no volume is given: where the verdict turns (or that it never does, or not at the capacity
+    priced where that is only a lower bound: ``breakeven.break_even_volume``'s ``capacity_multiplier``), and how to get
+    a bill."""
+    if bv.get("capacity_multiplier") is not None:  # none at the capacity priced, only a lower bound (breakeven)
+        first = (f"answer: the API ({api_key}) at any volume at the capacity priced, but it MAY FLIP at a higher "
+                 f"capacity — {_break_even_text(bv)}")
+    elif bv.get("requests_per_month") is None:
         first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv)}"
     else:
         per_req = (bv["input_tokens_per_month"] + bv["output_tokens_per_month"]) / bv["requests_per_month"]
@@ -159,15 +164,20 @@ def band_end_text(e: Any) -> str:
             f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 
 
-def lower_bound_line(goodput_req_per_s: float, d: Any) -> str:
+def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = False, breaks_even: bool = True) -> str:
     """The answer's warning when the capacity priced is only a lower bound (an under-loaded run): what it makes the
-    self-hosted figures (``d``: the decision for a volume, None without one)."""
-    what = ("the self-hosted costs per token and the break-even volume are upper bounds" if d is None else
+    self-hosted figures (``d``: the decision for a volume, None without one; ``breaks_even``: without one, a break-even
+    volume exists at the capacity priced) and how to get the capacity (``simulated``: a run simulated at its offered
+    load, ``--at-offered-load``, whose simulation finds the SLO capacity itself)."""
+    volume = " and the break-even volume" if breaks_even else ""
+    what = (f"the self-hosted costs per token{volume} are upper bounds" if d is None else
             f"the self-hosted {_usd(d.self_host_usd)}/month and its {d.replicas} "
             f"replica{'' if d.replicas == 1 else 's'} are upper bounds")
+    fix = ("drop --at-offered-load to price at the SLO capacity the simulation finds" if simulated else
+           "a rate sweep up to the SLO boundary gives the capacity")
     return (f"  WARNING: the run looks UNDER-LOADED (see the capacity basis below): its {goodput_req_per_s:,.4g} good "
             f"req/s is the load it was offered, not the replica's capacity, which it bounds only from below; so {what} "
-            "(a rate sweep up to the SLO boundary gives the capacity)")
+            f"({fix})")
 
 
 def _lower_bound_robustness(d: Any, price: str) -> str:

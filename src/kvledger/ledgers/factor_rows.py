@@ -13,19 +13,26 @@ if TYPE_CHECKING:
 __all__ = ["factor_rows"]
 
 
-def _utilization_row(util: float, u_star: float, replicas: int, volume_breaks_even: bool) -> tuple[str, str]:
+def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bool) -> tuple[str, str]:
     """(value, effect) of the utilization row. Without a volume u* is one replica's, the whole people line on it; at
     a higher volume more replicas share that line, so one replica below its u* does not make the API cheaper at every
-    volume (the break-even volume says where self-hosting wins)."""
+    volume (the break-even volume says where self-hosting wins). A capacity only bounded below makes u* an upper bound,
+    and without a volume names the capacity multiplier at which ``util`` reaches it (``u_star``'s
+    ``capacity_multiplier``: ``breakeven.break_even_utilization``)."""
+    u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
     whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas} replicas the volume needs"
-    value = f"{util:.0%} of billed hours; {whose} at {u_star:.0%}" if math.isfinite(u_star) else (
-        f"{util:.0%}; no break-even")
-    if util >= u_star:
+    most = " (at most: the capacity priced is a lower bound)" if lower else ""
+    value = (f"{util:.0%} of billed hours; {whose} at {u:.0%}{most}" if math.isfinite(u) else
+             f"{util:.0%}; no break-even")
+    if util >= u:
         return value, "above break-even: self-hosting costs less for the same requests"
+    k = u_star.get("capacity_multiplier")
+    flip = ("" if k is None else f" at the capacity priced; were the capacity {k:.2f}× the one priced (the run's "
+            f"goodput is only its offered load, which does not rule that out), {util:.0%} would reach break-even")
     if not volume_breaks_even:
-        return value, "below break-even: the API costs less for the same requests"
+        return value, f"below break-even: the API costs less for the same requests{flip}"
     them = "one replica costs" if replicas == 1 else f"{replicas} replicas cost"
-    return value, (f"below break-even: {them} more than the API for the same requests; at a higher volume more "
+    return value, (f"below break-even: {them} more than the API for the same requests{flip}; at a higher volume more "
                    "replicas share the people line, and self-hosting wins above the break-even volume")
 
 
@@ -35,8 +42,7 @@ def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any]
     (``breakeven.break_even_utilization``: for its ``replicas``, who share the people line), then data sovereignty,
     model control and team capability as ``f`` gives them; ``volume_breaks_even``: a break-even volume exists (on
     more replicas, if need be)."""
-    util, util_effect = _utilization_row(setup.utilization, u_star["utilization"], u_star["replicas"],
-                                         volume_breaks_even)
+    util, util_effect = _utilization_row(setup.utilization, u_star, volume_breaks_even)
     sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
                        "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",

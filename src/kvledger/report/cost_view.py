@@ -110,15 +110,29 @@ def _whose_break_even(replicas: int, sim: Any) -> str:
 
 def _not_reachable(bu: dict, bv: dict, sim: Any) -> str:
     """'' when u* ≤ 100%; else that it is out of reach for these replicas and, when a break-even volume exists, that
-    more replicas share the people line there (so the two lines do not contradict each other)."""
+    more replicas share the people line there (so the two lines do not contradict each other). A capacity only bounded
+    below: u* is at most this, and the capacity multiplier at which the assumed utilization reaches it."""
+    lower = _lower_bound_clause(bu)
     if bu["reachable"]:
-        return ""
-    text = " — above 100%: not reachable"
+        return lower
+    text = f"{lower} — above 100%: not reachable" + (" at the capacity priced" if lower else "")
     if bv.get("requests_per_month") is None:
         return text
     these = f"one {_units(1, sim).removeprefix('1 ')}" if bu["replicas"] == 1 else "these replicas"
     return (f"{text} by {these}; at a higher volume the people cost is shared over more replicas (the break-even "
             "volume below)")
+
+
+def _lower_bound_clause(bu: dict) -> str:
+    """'' unless the capacity priced is only a lower bound (``breakeven.break_even_utilization``'s
+    ``capacity_lower_bound``); then that u* is at most this, and where it names one, the capacity multiplier at which
+    the assumed utilization reaches it."""
+    if not bu.get("capacity_lower_bound"):
+        return ""
+    k = bu.get("capacity_multiplier")
+    return (" (at most: the capacity priced is only a lower bound"
+            + ("" if k is None else f"; the assumed utilization reaches it were the capacity {k:.2f}× the one priced")
+            + ")")
 
 
 def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:

@@ -102,10 +102,11 @@ def _answer(data: ReportData) -> str:
     if d is not None:
         held = "holds" if d["holds_within_band"] else "flips"
         ends = "; ".join(band_end_text(SimpleNamespace(**e)) for e in d.get("band_ends") or [])
-        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
-                     f"×{d.get('capacity_band_low', 1 - d['capacity_band']):.2f}–"
-                     f"×{d.get('capacity_band_high', 1 + d['capacity_band']):.2f} capacity"
-                     + (f" ({ends})" if ends else "") + ".")
+        low, high = d.get("capacity_band_low", 1 - d["capacity_band"]), d.get("capacity_band_high",
+                                                                             1 + d["capacity_band"])
+        band = f"×{low:.2f}–×{high:.2f}" if high is not None else f"×{low:.2f} or more"  # None: bounded below only
+        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within {band} "
+                     "capacity" + (f" ({ends})" if ends else "") + ".")
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
         f"req/s{capacity_band_clause(cs)} with "

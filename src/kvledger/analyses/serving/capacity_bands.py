@@ -25,9 +25,11 @@ class CostBand:
         basis: what is compared — "monthly bill" (a volume was given: both bills, the self-hosted one redone at each
             end of the band) or "per good request" (no volume: input and output tokens at the assumed utilization).
         unit: the unit of the USD figures. self_host_usd: at the goodput priced; self_host_usd_at_low_capacity /
-            _at_high_capacity: at goodput × the band's low and high end. api_usd: the API, same basis.
+            _at_high_capacity: at goodput × the band's low and high end (high: None where the capacity is only a
+            lower bound, :func:`cost_band`). api_usd: the API, same basis.
         replicas / replicas_at_low_capacity / replicas_at_high_capacity: the monthly sizing (None per request).
-        decision_flips_inside_band: the cheaper side is not the same at both ends of the band.
+        decision_flips_inside_band: the cheaper side is not the same at both ends of the band (a capacity only bounded
+            below: the verdict fails at the low end, or, for the API, some higher capacity flips it).
         text: the band and the verdict in words; source: the data behind the band.
     """
 
@@ -82,53 +84,79 @@ def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) 
     and the verdict's robustness line are one statement. Without: the cost of one good request, input and output
     tokens together (``report.inputs``' self_host_usd_per_request at the assumed utilization, scaled by 1/k over
     the band) against the API's. None when no measured band stands for the regime.
+
+    A run priced at its offered load that looks under-loaded (``report.capacity``'s ``capacity_lower_bound``: the
+    capacity is only bounded below) has no upper end: the ``*_at_high_capacity`` figures are None, a self-host verdict
+    holds if it holds at the low end, and an API verdict holds only when no higher capacity flips it (the decision's
+    ``holds_within_band``; per request, a capacity sh ÷ api × the one priced always would).
     """
     regime = setup_regime(setup)
     band = setup_band(setup, "throughput")
     g = report.capacity["goodput_req_per_s"]
     if band is None or g <= 0:
         return None
-    d = report.decision
+    d, lower = report.decision, bool(report.capacity.get("capacity_lower_bound"))
     if d is not None:
-        low, high = d.band_ends
-        sh, lo_usd, hi_usd, api = d.self_host_usd, low.self_host_usd_per_month, high.self_host_usd_per_month, \
-            d.primary.bill.total_usd
-        reps, flips = (d.replicas, low.replicas, high.replicas), not d.holds_within_band()
+        low, high = d.band_ends[0], (d.band_ends[1] if len(d.band_ends) > 1 else None)
+        sh, lo_usd, api = d.self_host_usd, low.self_host_usd_per_month, d.primary.bill.total_usd
+        hi_usd = None if high is None else high.self_host_usd_per_month
+        reps = (d.replicas, low.replicas, None if high is None else high.replicas)
+        flips, k = not d.holds_within_band(), d.flips.get("capacity_multiplier")
         basis, unit, k_lo, k_hi = "monthly bill", "USD per month", d.band_low, d.band_high
         cheaper = "self-hosting" if d.verdict == "self-host" else "the API"
     else:
         sh, api = report.inputs["self_host_usd_per_request"], report.inputs["api_usd_per_request"]
-        lo_usd, hi_usd = sh / band.low, sh / band.high
-        reps, flips = (None, None, None), (lo_usd < api) != (hi_usd < api)
-        basis, unit, k_lo, k_hi = "per good request", "USD per good request", band.low, band.high
+        lo_usd, hi_usd = sh / band.low, (None if lower else sh / band.high)
+        reps, k = (None, None, None), (sh / api if lower and sh >= api > 0 else None)
+        flips = (lo_usd < api) != (hi_usd < api) if hi_usd is not None else (lo_usd >= api if sh < api else api > 0)
+        basis, unit, k_lo, k_hi = "per good request", "USD per good request", band.low, (None if lower else band.high)
         cheaper = "self-hosting" if sh < api else "the API"
     cap_lo, cap_hi = (None, None) if capacity_req_per_s is None else band.around(capacity_req_per_s)
-    text = _cost_band_text(regime, band, g, capacity_req_per_s, basis, (sh, lo_usd, hi_usd, api), reps, flips,
-                           cheaper, (k_lo, k_hi))
+    text = _cost_band_text(regime, band, g, capacity_req_per_s, basis, (sh, lo_usd, hi_usd, api), reps,
+                           _verdict_words(flips, cheaper, k if lower else None, lower), (k_lo, k_hi))
     return CostBand(regime, g, g * band.low, g * band.high, capacity_req_per_s, cap_lo, cap_hi, basis, unit, sh,
                     lo_usd, hi_usd, api, *reps, flips, text, band.source)
 
 
-def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: str, usd: tuple[float, ...],
-                    reps: tuple[int | None, ...], flips: bool, cheaper: str, ks: tuple[float, float]) -> str:
+def _verdict_words(flips: bool, cheaper: str, k: float | None, lower: bool) -> str:
+    """What the band does to the verdict: holds, FLIPS inside it, or (a capacity only bounded below, ``lower``) MAY
+    FLIP at the capacity multiplier ``k`` that the offered load does not rule out."""
+    if not lower:
+        return ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
+                "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
+    if not flips:
+        return (f"{cheaper} is cheaper from the band's low end up, at any higher capacity" if cheaper == "self-hosting"
+                else "the API is cheaper at any capacity, however high")
+    if cheaper == "self-hosting":
+        return f"the decision FLIPS at the band's low end; {_OFFERED_FIX}"
+    at = f" were the capacity {k:.2f}× the one priced" if k is not None else " at a higher capacity"
+    return f"the decision MAY FLIP: self-hosting would be cheaper{at}, which the offered load does not rule out; " \
+           f"{_OFFERED_FIX}"
+
+
+_OFFERED_FIX = "drop --at-offered-load to price at the SLO capacity the simulation finds"
+
+
+def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: str, usd: tuple[float | None, ...],
+                    reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None]) -> str:
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
     cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g}"
     where = f", {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
-    head = (f"goodput at the SLO capacity {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {scope_words(regime)}"
+    at = ("at the SLO capacity" if ks[1] is not None else
+          "at the offered load (only a lower bound on the SLO capacity: the run looks under-loaded)")
+    head = (f"goodput {at} {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {scope_words(regime)}"
             f"{where}{cap_text})")
-    verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
-               "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
     if basis == "monthly bill":
         def one(r: int | None, usd_: float) -> str:
             return f"{r} replica{'' if r == 1 else 's'} ${usd_:,.2f}"
 
+        high = ("no upper end" if hi_usd is None else f"{one(reps[2], hi_usd)} at ×{ks[1]:.2f}")
         body = (f"self-hosted bill ${sh:,.2f}/month ({reps[0]} replica{'' if reps[0] == 1 else 's'}): "
-                f"{one(reps[1], lo_usd)} at ×{ks[0]:.2f} capacity, {one(reps[2], hi_usd)} at ×{ks[1]:.2f}; "
-                f"vs the API's ${api:,.2f}/month")
+                f"{one(reps[1], lo_usd)} at ×{ks[0]:.2f} capacity, {high}; vs the API's ${api:,.2f}/month")
     else:
-        body = (f"self-hosted ${sh:.6f} per good request (input and output tokens; band ${hi_usd:.6f}–${lo_usd:.6f}) "
-                f"vs the API's ${api:.6f}")
+        rng = f"band ${hi_usd:.6f}–${lo_usd:.6f}" if hi_usd is not None else f"at most ${lo_usd:.6f}, no lower end"
+        body = f"self-hosted ${sh:.6f} per good request (input and output tokens; {rng}) vs the API's ${api:.6f}"
     return f"{head}; {body}: {verdict}"
 
 

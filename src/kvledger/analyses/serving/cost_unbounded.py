@@ -6,7 +6,9 @@ good token falls as the good tokens rise, so with L = 0 it lies between the cost
 the mean token counts: ``GoodputResult.at_upper_bound``), a lower bound, and no finite figure (none good). With U = 0
 too, or an exact run of which none was good, there is no bound at all. Either way the command states what it can,
 priced at U where U > 0 (the bills for a volume and the verdict there: the API cheaper even then is the API cheaper at
-every count the file allows), and the JSON writes each missing bound as null with the reason beside it.
+every count the file allows), and the JSON writes each missing bound as null with the reason beside it. Its fix offers
+a file with per-request records only where the percentiles left the count open (U > 0): with U = 0 they already show
+that none could be good, so each request's record would change nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from kvledger.ledgers.decision_notes import tokens_text
 __all__ = ["no_good_requests"]
 
 FIX = ("to get one answer, price a run below saturation (a rate sweep: kvledger cost FILES… prices the run at its SLO "
-       "boundary) or a file with per-request records, or loosen the SLO")
+       "boundary){records}, or loosen the SLO")
+RECORDS = " or a file with per-request records"  # only where percentiles left the count open (0 < upper)
 FIX_SIMULATED = "to get one answer, drop --at-offered-load to price at the SLO capacity found by simulation"
 
 
@@ -63,7 +66,8 @@ def no_good_requests(gp: Any, best: Any, basis: Any) -> NoAnswerError:
     (``cost --json``'s object then: strict JSON, each bound it cannot give null with why). ``best``: the cost run
     priced at the upper bound of good requests (None where there is none above 0); ``basis``: the run's capacity
     basis (an over-load warning, which is why most such runs are so)."""
-    upper, fix = gp.num_good_upper or 0, FIX_SIMULATED if gp.simulated else FIX
+    upper = gp.num_good_upper or 0
+    fix = FIX_SIMULATED if gp.simulated else FIX.format(records=RECORDS if upper > 0 else "")
     at_best = None if best is None else _best_case(best, upper)
     if at_best is None:
         answer = f"{_between(gp, upper)}: the cost per good token is unbounded"
