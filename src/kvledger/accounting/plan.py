@@ -21,7 +21,7 @@ from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture
 from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
-from kvledger.accounting.vllm_gpu_support import gpu_notes
+from kvledger.accounting.vllm_gpu_support import check_dtype, gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
@@ -210,6 +210,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
             raise InputError(f"{flag} is {ENGINE_WORDS[engine]}'s memory fraction; with --engine {s.engine} it would "
                              f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
     check_engine_platform(s.engine, gpu)
+    check_dtype(s.engine, gpu, s.dtype)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "vllm" and vllm_only:
         one = len(vllm_only) == 1
@@ -285,7 +286,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
                               weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu),
                               allreduce_link_share=s.allreduce_link_share)
-        maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
+        maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported

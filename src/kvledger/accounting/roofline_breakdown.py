@@ -159,7 +159,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
     rows, turn = [], {}
     for ctx in contexts:
         mc = max_concurrency.get(ctx)
-        top = max(1, int(mc)) if mc else 1024
+        top = 1024 if mc is None else max(1, int(mc))  # 0 (not one fits): one row, at batch 1, marked as not fitting
         batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= top} | {top})
         rows += [_row(rc, b, ctx, mc) for b in batches]
         turn[ctx] = _crossover(rc, lambda b, c=ctx: rc.costs(decode_shape(b, c)).flops, lambda b,

@@ -15,8 +15,9 @@ from kvledger.accounting.engine_gpu_support import NO_KERNELS, engine_gpu_note
 from kvledger.accounting.platforms import platform_note
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.errors import InputError
 
-__all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note", "gpu_notes"]
+__all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note", "gpu_notes", "check_dtype"]
 
 FIRST_RELEASE_BUILT_FOR: dict[str, tuple[int, int, int]] = {"sm100": (0, 9, 0), "sm120": (0, 9, 0)}
 """Compute architecture → the first vLLM release whose default wheel (CUDA 12.8, PyTorch 2.7) is built for it. The
@@ -42,3 +43,17 @@ def gpu_notes(engine: str, gpu: GpuSpec, engine_version: str | None) -> tuple[st
     arch = (vllm_gpu_note(parse_version(engine_version or LATEST), gpu) if engine == "vllm" else
             engine_gpu_note(engine, engine_version, gpu))
     return tuple(n for n in (arch, platform_note(engine, gpu)) if n is not None)
+
+
+def check_dtype(engine: str, gpu: GpuSpec, dtype: str) -> None:
+    """Refuse ``--dtype bfloat16`` for vLLM on a GPU below compute capability 8.0 (``GpuSpec.bf16_supported``), as vLLM
+    does at start-up (its CUDA platform's dtype check: "Bfloat16 is only supported on GPUs with compute capability of
+    at least 8.0"); ``auto`` there serves a bf16 checkpoint in float16, which the plan prices at the same 2 bytes.
+
+    Raises:
+        InputError: bfloat16 asked of vLLM on such a GPU.
+    """
+    if engine == "vllm" and dtype.lower() in ("bfloat16", "bf16") and not gpu.bf16_supported:
+        raise InputError(f"--dtype {dtype}: {gpu.name} ({gpu.arch}) is below compute capability 8.0, where vLLM "
+                         "refuses bfloat16 at start-up (\"Bfloat16 is only supported on GPUs with compute capability "
+                         "of at least 8.0\"); pass --dtype float16 (or auto, which vLLM then serves in float16)")

@@ -192,8 +192,9 @@ def _roofline(p: Plan) -> list[Table]:
                   else "whole step: FLOPs/peak ≥ bytes/bandwidth")
     d = _t("Decode step vs concurrency (per GPU)", "context", "batch", "step", "tok/s/seq", "tok/s", "bound",
            "KV share of bytes")
-    for row in r.decode:
-        d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}", fmt_duration(row.step_s),
+    for row in r.decode:  # a row beyond the KV pool (not one request of that context fits) is marked, not hidden
+        d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}" + ("" if row.fits else " [red](no room in KV)[/]"),
+                  fmt_duration(row.step_s),
                   f"{row.tok_per_s_per_seq:,.1f}", f"{row.tok_per_s:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
     return [t, d]
 
