@@ -178,6 +178,8 @@ def test_a_search_whose_candidates_are_all_invalid_says_so_not_that_the_slo_was_
     assert "no candidate meets the SLO" not in text
     assert "no candidate was run against the SLO: 1 rejected for invalid setting (e.g. nvidia_h100_sxm:tp3" in text
     assert "has 32 attention heads, not divisible by 3" in text
+    # the flag is the user's: bad input, exit 2 after the output (a second trial got exit 0, a search's success)
+    assert res.exit_code == 2
 
 
 def test_the_table_marks_each_capacity_that_rests_on_a_caveat_and_verbose_says_which():

@@ -102,6 +102,18 @@ def _exit_if_none_can_start(result: Any) -> None:
         raise typer.Exit(3)
 
 
+def _exit_if_all_invalid(result: Any) -> None:
+    """Exit 2 after the output when every candidate was refused as a setting the engine would refuse (a --tp that
+    divides no candidate's heads, a --max-model-len above the model's): the input is bad, not the hardware (a
+    fresh-user trial got exit 0, a search's success, for --tp 3 on a 64-head model)."""
+    entries = result.entries
+    if entries and all(e.get("reason") == "invalid setting" for e in entries):
+        first = entries[0]
+        typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
+                   f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+        raise typer.Exit(2)
+
+
 def _exit_if_failed(result: Any) -> None:
     """Exit 1 after the output when a candidate could not be evaluated (a worker failed): scripts must not take a
     ranking with holes for a complete one. The failed candidates are named on stderr (and in the output)."""
@@ -147,8 +159,9 @@ def search_command(
     frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
 
     Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
-    input; 3 when no candidate can start, every one rejected for memory (its max_model_len or its weights do not
-    fit), as `plan` exits 3 when the model does not fit.
+    input (also when every candidate is refused as an invalid setting, after the output); 3 when no candidate can
+    start, every one rejected for memory (its max_model_len or its weights do not fit), as `plan` exits 3 when the
+    model does not fit.
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
                                          (rate, monthly_tokens), axes, run.api)
@@ -164,6 +177,7 @@ def search_command(
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     _write(result, variants, rank, run)
     _exit_if_failed(result)
+    _exit_if_all_invalid(result)
     _exit_if_none_can_start(result)
 
 
