@@ -180,6 +180,12 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
         for tier_note in tier_notes(setup.kv_tiers, p.capacity):
             rep.notes.append(tier_note)
             d["notes"] = [*d.get("notes", []), tier_note]
+    if not _wrote_json(d, more):
+        print_cost_report(rep, basis, p.sim, p.capacity)
+
+
+def _wrote_json(d: dict, more: CostMoreFlags) -> bool:
+    """Write ``d`` as strict JSON to --out (where given) and to stdout with --json; whether --json took stdout."""
     text = strict_json.dumps(d) + "\n"
     if more.out is not None:
         from kvledger.strict_json import write_text_atomic
@@ -187,8 +193,7 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
         write_text_atomic(more.out, text)
     if more.json_out:
         typer.echo(text, nl=False)
-    else:
-        print_cost_report(rep, basis, p.sim, p.capacity)
+    return bool(more.json_out)
 
 
 def _priced_or_exit(price: Callable[[], Any], said: str | None, more: CostMoreFlags) -> Any:
@@ -203,14 +208,7 @@ def _priced_or_exit(price: Callable[[], Any], said: str | None, more: CostMoreFl
             raise
         d = err.payload
         d["notes"] = [said, *d["notes"]] if said is not None else d["notes"]
-        text = strict_json.dumps(d) + "\n"
-        if more.out is not None:
-            from kvledger.strict_json import write_text_atomic
-
-            write_text_atomic(more.out, text)
-        if more.json_out:
-            typer.echo(text, nl=False)
-        else:
+        if not _wrote_json(d, more):
             from kvledger.report.decision_view import print_no_answer
 
             print_no_answer(d)
