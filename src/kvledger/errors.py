@@ -36,6 +36,14 @@ class InputError(KvLedgerError):
     """A value the user gave is malformed, out of range or inconsistent with another value."""
 
 
+class DoesNotFitError(InputError):
+    """Nothing can start: the memory plan does not fit (the weights and the engine's own memory leave no KV cache, or
+    the KV pool cannot hold one request of max_model_len). Every command exits with status 3 for it, as ``kvledger
+    plan`` does for a plan that does not fit (README, "exit status")."""
+
+    exit_code = 3
+
+
 class NoAnswerError(KvLedgerError):
     """The input was valid and the command ran, but it cannot give one answer: the CLI exits with status 1, not 2
     (``kvledger cost`` of a run of which between 0 and N requests met the SLO: the cost per good token has no upper

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from kvledger.analyses.serving.prediction_bands import knee_band_note, no_latency_band
 from kvledger.cli.main import app
-from kvledger.errors import InputError, KvLedgerError
+from kvledger.errors import DoesNotFitError, InputError, KvLedgerError
 
 runner = CliRunner()
 MODEL = "meta-llama/Llama-3.1-8B"
@@ -22,9 +22,10 @@ AGENT_15 = ["simulate", MODEL, "--gpu", "L4", "--workload", "agent", "--sessions
             "--max-model-len", "16384", "--json"]
 
 
-def _refused(*args: str) -> str:
-    """The message of the error the command ends with (the console entry prints it and exits with status 2)."""
-    with pytest.raises(KvLedgerError) as err:
+def _refused(*args: str, kind: type[KvLedgerError] = KvLedgerError) -> str:
+    """The message of the error the command ends with (the console entry prints it and exits with its status: 2, or 3
+    for a DoesNotFitError), which must be a ``kind``."""
+    with pytest.raises(kind) as err:
         runner.invoke(app, list(args), catch_exceptions=False)
     return str(err.value)
 
@@ -59,12 +60,14 @@ def test_the_band_notes_name_the_flag_that_sets_each_workload_kind_s_load():
                                   "--kv-offloading-size", "64"]])
 def test_the_session_default_max_model_len_is_named_as_kvledger_s_default(cmd):
     # Llama-3.1-8B on an L4 leaves 1,946 usable 16-token blocks (31,136 tokens): the session default 32,768 needs
-    # 2,048 blocks, so vLLM would not start; the user set no max_model_len, and the message says whose it is
-    msg = _refused(*cmd)
+    # 2,048 blocks, so vLLM would not start; the user set no max_model_len, and the message says whose it is. Nothing
+    # can start: a DoesNotFitError, exit 3 as `plan` (it was an InputError, exit 2, before)
+    msg = _refused(*cmd, kind=DoesNotFitError)
     assert msg.startswith("max_model_len 32,768 is kvledger's default for a session run (--workload chat|agent "
                           "without --max-model-len), not a value you set")
     assert "--max-model-len N sets it" in msg and "could never run" in msg and "--max-model-len 31136" in msg
-    given = _refused(*cmd, "--max-model-len", "40000")  # a cap the user set: the engine's refusal as it was
+    # a cap the user set: the engine's refusal as it was
+    given = _refused(*cmd, "--max-model-len", "40000", kind=DoesNotFitError)
     assert given.startswith("the KV pool has 1,946 usable blocks") and "kvledger's default" not in given
 
 

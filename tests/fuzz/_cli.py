@@ -1,7 +1,8 @@
 """Run a kvledger command in-process as the console entry point would, and classify what the user would see.
 
-``kvledger.cli.main.run`` prints a KvLedgerError's message and exits 2; typer/click usage errors exit 2;
-``plan`` exits 3 when the model does not fit. Anything else escaping the command is a traceback.
+``kvledger.cli.main.run`` prints a KvLedgerError's message and exits 2, or 3 for a DoesNotFitError (nothing can
+start: every command, as ``plan`` for a plan that does not fit); typer/click usage errors exit 2. Anything else
+escaping the command is a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
-from kvledger.errors import KvLedgerError
+from kvledger.errors import DoesNotFitError, KvLedgerError
 
 __all__ = ["Outcome", "invoke", "strict_json_lines"]
 
@@ -35,11 +36,12 @@ class Outcome:
 
 
 def invoke(args: list[str]) -> Outcome:
-    """``kvledger ARGS`` in-process (a KvLedgerError → exit 2 with its message on stderr, as ``main.run`` does)."""
+    """``kvledger ARGS`` in-process (a KvLedgerError → exit 2, a DoesNotFitError → 3, with its message on stderr, as
+    ``main.run`` does)."""
     res = _runner.invoke(app, args)
     exc = res.exception
-    if isinstance(exc, KvLedgerError):
-        return Outcome(2, res.stdout, f"error: {exc}")
+    if isinstance(exc, KvLedgerError):  # 3 for "does not fit", as main.run (its exit_code); 2 for the rest here
+        return Outcome(3 if isinstance(exc, DoesNotFitError) else 2, res.stdout, f"error: {exc}")
     if exc is not None and not isinstance(exc, SystemExit):
         return Outcome(1, res.stdout, res.stderr, exc)
     return Outcome(res.exit_code, res.stdout, res.stderr)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvledger.accounting.plan import Plan
-from kvledger.errors import InputError
+from kvledger.errors import DoesNotFitError, InputError
 
 __all__ = ["require_kv_pool"]
 
@@ -12,14 +12,16 @@ def require_kv_pool(plan: Plan) -> None:
     """Raise when the plan leaves no usable KV block (the model does not fit at these settings).
 
     Raises:
-        InputError: naming the model, GPU and TP, with the command that shows the options.
+        InputError: the model keeps no KV cache of its own.
+        DoesNotFitError: no KV block left (exit 3), naming the model, GPU and TP, with the command that shows the
+            options.
     """
     if plan.memory.kv_free:
         raise InputError(f"{plan.model.name} keeps no KV cache of its own (every layer reads another model's K/V, as a "
                          "speculative draft does): this analysis weighs KV memory, so run it on the target model")
     if plan.memory.num_gpu_blocks <= 1:
         s = plan.settings
-        raise InputError(f"{plan.model.name} leaves no KV cache memory on {plan.gpu.name} at TP {s.tp} "
+        raise DoesNotFitError(f"{plan.model.name} leaves no KV cache memory on {plan.gpu.name} at TP {s.tp} "
                          f"(available {plan.memory.available_kv_bytes / 2**30:,.2f} GiB): run `kvledger plan` with the "
                          f"same "
                          "settings for the options (more TP, a larger GPU, a quantized checkpoint)")

@@ -123,7 +123,8 @@ def main() -> None:
 
 def run() -> None:
     """Run the app (the entry point before :func:`main`; tests call it in-process): a KvLedgerError prints its message
-    and exits with status 2 (a NoAnswerError with 1: the command ran but cannot answer). With ``--json`` an error
+    and exits with status 2 (a NoAnswerError with 1: the command ran but cannot answer; a DoesNotFitError with 3:
+    nothing can start, the memory plan does not fit). With ``--json`` an error
     (ours, or a usage error click finds) is also written to stdout as a JSON object (``error_lines.json_error``).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
@@ -265,7 +266,8 @@ def _run_command() -> bool:
             usage_error(err, as_json)
         if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
             sys.exit(code)
-    except KvLedgerError as err:  # exit 2 (bad input), or 1 where the command ran and cannot answer (NoAnswerError)
+    except KvLedgerError as err:  # exit 2 (bad input), 1 where the command ran and cannot answer (NoAnswerError), 3
+        # where nothing can start (DoesNotFitError): the error's exit_code
         code = getattr(err, "exit_code", 2)
         say_error(str(err))
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON

@@ -80,14 +80,14 @@ def _cap_said(cap_tokens: int, given: str | None, analyse: Any) -> Any:
     --max-model-len was not ``given`` (``analyses.serving.session_notes.session_default_cap``)."""
     from kvledger.analyses.serving.from_plan import refuses_max_model_len
     from kvledger.analyses.serving.session_notes import session_default_cap
-    from kvledger.errors import InputError
+    from kvledger.errors import DoesNotFitError, InputError
 
     try:
         return analyse()
     except InputError as err:
         if given or not refuses_max_model_len(err):
             raise
-        raise InputError(session_default_cap(cap_tokens, str(err))) from err
+        raise DoesNotFitError(session_default_cap(cap_tokens, str(err))) from err
 
 
 def register(app: typer.Typer) -> None:

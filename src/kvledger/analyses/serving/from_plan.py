@@ -24,7 +24,7 @@ from kvledger.analyses.serving import notes as N
 from kvledger.dynamics.engine.config import EngineConfig, PoolTooShortError
 from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.engine.swa_step import StepBlockRule
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 
 __all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens", "default_async_scheduling",
            "refuses_max_model_len"]
@@ -123,7 +123,8 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         overrides: EngineConfig fields (None values are ignored).
 
     Raises:
-        InputError: the plan's KV pool holds no block (the model does not fit).
+        DoesNotFitError: the plan's KV pool holds no block (the model does not fit), or not one request of
+            max_model_len (vLLM refuses to start).
         UnknownNameError: unknown policy preset.
     """
     m = plan.memory
@@ -158,7 +159,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         low = _max_len_low(plan, fields)
         if low is None:
             raise
-        raise InputError(str(e) + N.max_len_low_end(*low)) from e
+        raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
     notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
     if cfg.sglang_pool_caps_context:
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
@@ -187,14 +188,15 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def _refuse_unplannable(plan) -> None:
-    """Raise InputError for a plan the simulator cannot run: no KV cache, no usable block, or a model too big."""
+    """Raise InputError for a plan the simulator cannot run: no KV cache, or no usable block by the override; and
+    DoesNotFitError (exit 3, as ``plan``) for a model too big."""
     m = plan.memory
     if m.kv_free:
         raise InputError(N.model_without_kv(plan.model.name))
     if not m.fits and m.available_kv_bytes > 0 and m.usable_blocks <= 0 and plan.settings.num_gpu_blocks_override:
         raise InputError(N.override_leaves_no_block(m.num_gpu_blocks, m.available_kv_bytes))
     if not m.fits:
-        raise InputError(N.does_not_fit(m.available_kv_bytes, m.usable_blocks))
+        raise DoesNotFitError(N.does_not_fit(m.available_kv_bytes, m.usable_blocks))
 
 
 def _pool_notes(plan, cfg: EngineConfig) -> list[str]:

@@ -31,7 +31,7 @@ from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
 from kvledger.dynamics.simulator import SimResult
 from kvledger.dynamics.workload.sessions import SessionLoop, synthesize_sessions
-from kvledger.errors import InputError
+from kvledger.errors import DoesNotFitError, InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions", "SESSION_SEGMENT_TOKENS",
@@ -230,7 +230,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     except InputError as err:  # the engine refuses a cap the user did not set: say whose it is
         if cap_source != session_context_cap(None)[1] or not refuses_max_model_len(err):
             raise
-        raise InputError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
+        raise DoesNotFitError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
         setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind]))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):

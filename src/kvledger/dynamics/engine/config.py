@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
 
 __all__ = ["EngineConfig", "PoolTooShortError", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
@@ -44,9 +44,9 @@ KV_ALLOCATION_POLICIES = {
 }
 
 
-class PoolTooShortError(InputError):
+class PoolTooShortError(DoesNotFitError):
     """vLLM's start-up refusal: one request of max_model_len needs more KV blocks than the pool has (a caller that
-    knows the memory plan may restate it with the plan's own estimates)."""
+    knows the memory plan may restate it with the plan's own estimates); exit 3, as every does-not-fit refusal."""
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
@@ -223,8 +223,9 @@ class EngineConfig:
     def _check_pool(self) -> None:
         if self.batching == "sglang":  # SGLang starts (a warning), asserting only max_req_len > 0 (tp_worker.py)
             if self.sglang_max_req_len < 1:
-                raise InputError(f"the KV pool holds {(self.num_gpu_blocks - 1) * self.block_size:,} tokens: SGLang "
-                                 "stops at start-up ('Memory pool size is too small'); give the KV cache more memory")
+                tokens = (self.num_gpu_blocks - 1) * self.block_size
+                raise DoesNotFitError(f"the KV pool holds {tokens:,} tokens: SGLang stops at start-up ('Memory pool "
+                                      "size is too small'); give the KV cache more memory")
             return
         usable = self.num_usable_blocks
         need = self.blocks_needed(self.max_model_len)
