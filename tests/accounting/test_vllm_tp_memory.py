@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.accounting.plan import build_plan, custom_ar_max_bytes
+from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes, non_torch_term
-from kvledger.accounting.vllm_custom_ar import engine_disables_ca
+from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes, engine_disables_ca
 from kvledger.accounting.vllm_nccl_init import NCCL_SET_BYTES, nccl_init_in_window
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model

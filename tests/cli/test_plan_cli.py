@@ -141,3 +141,18 @@ def test_dtype_and_online_fp8_follow_the_logged_startups():
         assert "dtype" in str(err)
     else:
         raise AssertionError("no error for --dtype int3")
+
+
+def test_tp_past_one_node_is_planned_on_the_nodes_it_needs_with_a_warning():
+    # Mixtral-8x7B at TP 16 on H100 SXM (8 GPUs an HGX board): planned on 2 nodes, custom all-reduce and NVLS off
+    # across them, 65.39 GiB of KV per GPU, as with --nnodes 2 (63.59 GiB was one node of 16 GPUs, which no H100 has)
+    r = run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16")
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines[1].startswith("WARNING: --tp 16 is 16 GPUs, more than one node of this GPU holds (8: an 8-GPU SXM5 "
+                               "baseboard)") and "the plan assumes 2 nodes of 8 (--nnodes 2)" in lines[1]
+    assert "available KV 65.39 GiB" in r.stdout
+    d = json.loads(run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16", "--json").stdout)
+    assert d["settings"]["nnodes"] == 2 and any("the plan assumes 2 nodes" in n for n in d["memory"]["notes"])
+    given = run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16", "--nnodes", "2").stdout
+    assert "WARNING" not in given and "available KV 65.39 GiB" in given

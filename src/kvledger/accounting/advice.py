@@ -23,6 +23,7 @@ from kvledger.accounting.advice_len import (
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
+from kvledger.accounting.node_size import beyond_a_node, nodes_flag
 from kvledger.catalog.gpus import cli_name, gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
@@ -39,24 +40,12 @@ def _at_len(p: Plan) -> tuple[float, int]:
 
 
 def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
-    s = p.settings.model_copy(update={"contexts": (p.memory.max_model_len,), **update})
+    given = {"nnodes": p.nodes.given} if p.nodes else {}  # a re-plan assumes the nodes its own ranks need
+    s = p.settings.model_copy(update={"contexts": (p.memory.max_model_len,), **given, **update})
     try:
         return build(p.model, gpu or p.gpu, s, with_roofline=False, with_advice=False)
     except InputError:
         return None
-
-
-NODE_GPUS = 8
-"""GPUs one server holds (HGX boards and 8-slot PCIe servers); a 72-GPU NVLink domain (GB200/GB300 NVL72) holds more."""
-
-
-def _beyond_a_node(tp: int, gpu) -> str:
-    """The caveat of a TP degree past one server: its all-reduces then cross the network between nodes."""
-    if tp <= NODE_GPUS or "72-GPU" in gpu.interconnect:
-        return ""
-    return (f"; TP {tp} spans {tp // NODE_GPUS} servers of {NODE_GPUS} GPUs, so every layer's all-reduces cross the "
-            f"network between them, which this plan does not price (--pp {tp // NODE_GPUS} --tp {NODE_GPUS} keeps "
-            "each all-reduce within a server)")
 
 
 def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
@@ -68,8 +57,8 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, tp=tp)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU"
-                               + _beyond_a_node(tp, p.gpu), q.memory.max_model_len))
+            opts.append(Option(f"--tp {tp}{nodes_flag(q, p)}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB "
+                               "KV per GPU" + beyond_a_node(tp, p.gpu), q.memory.max_model_len))
             tp_alone = tp
             break
     opts += fewer_gpu_options(p, lambda **u: _try(build, p, **u), _at_len, tp_alone, _FP8_WEIGHTS_WHY, _fp8_kv_why(p))
@@ -120,8 +109,8 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
         q = _try(build, p, **update)
         if q and _at_len(q)[1] > n:
             c, k = _at_len(q)
-            opts.append(Option(action, c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU",
-                               q.memory.max_model_len))
+            opts.append(Option(action + nodes_flag(q, p), c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB "
+                               "KV per GPU", q.memory.max_model_len))
     return opts
 
 
@@ -179,7 +168,7 @@ def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
     for size in sizes[:GPU_SUGGESTIONS]:
         g, q = max(size, key=lambda gq: gq[0].hbm_bandwidth_bytes_per_s)
         c, n = _at_len(q)
-        opts.append(Option(f"--gpu {cli_name(g.gpu_id)}", c, n,
+        opts.append(Option(f"--gpu {cli_name(g.gpu_id)}{nodes_flag(q, p)}", c, n,
                            f"{g.name}: {g.memory_bytes / GiB:.2f} GiB device memory, "
                            f"{(g.memory_bytes - p.gpu.memory_bytes) / GiB:.2f} GiB more than the {p.gpu.name}, leaves "
                            f"{q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache", q.memory.max_model_len))

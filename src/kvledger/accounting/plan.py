@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
+from kvledger.accounting.node_size import NodeAssumption, assume_nodes
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.platforms import ENGINE_WORDS, check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
@@ -20,7 +21,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
-from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
+from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes
 from kvledger.accounting.vllm_gpu_support import check_dtype, gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
@@ -97,6 +98,7 @@ class Plan:
     advice: Advice | None
     waterfall: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     at_max_model_len: ConcurrencyRow | None = None
+    nodes: NodeAssumption | None = None  # the nodes assumed where --nnodes leaves too many GPUs on one (node_size.py)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (for the simulator), blocks."""
@@ -178,13 +180,6 @@ VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 """Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
 
 
-def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
-    """vLLM's custom all-reduce size limit for these settings, B (vllm_collectives.py); 0 when off or not vLLM."""
-    return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
-        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, s.pp,
-        s.distributed_executor_backend)
-
-
 #: vLLM flags only vLLM's memory plan reads: (flag, PlanSettings attribute, its value when not given)
 _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-all-reduce", "disable_custom_all_reduce",
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
@@ -251,7 +246,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     Raises:
         InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
     """
-    s = settings or PlanSettings()
+    s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
     _check_settings(gpu, s)
     checkpoint, model = model, served_model(model, s.dtype)
     if s.engine == "vllm":
@@ -276,7 +271,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
-    mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *mem.notes))
+    mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
+                              *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
@@ -288,11 +284,11 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
                               allreduce_link_share=s.allreduce_link_share)
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
-    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)
+    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
         return plan
     from kvledger.accounting.advice import advise, waterfall
 
     adv = advise(plan, build_plan)
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
-    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len)
+    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes)

@@ -21,11 +21,17 @@ builds one (``gpu_worker.py::init_worker_distributed_environment``):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import MiB
 
+if TYPE_CHECKING:
+    from kvledger.accounting.settings import PlanSettings
+
 __all__ = ["tp_group_nodes", "custom_all_reduce", "ca_max_size", "custom_all_reduce_bytes",
-           "custom_all_reduce_max_bytes", "engine_disables_ca", "ROCM_GFX", "VLLM_NNODES_FROM"]
+           "custom_all_reduce_max_bytes", "custom_ar_max_bytes", "engine_disables_ca", "ROCM_GFX", "VLLM_NNODES_FROM"]
 
 VLLM_NNODES_FROM = (0, 11, 1)
 """The first release read with vLLM's ``--nnodes`` (``ParallelConfig.nnodes``): 0.11.1 (0.11.0 has none)."""
@@ -114,3 +120,10 @@ def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int,
     forced = engine_disables_ca(ver, gpu, nnodes, backend)
     on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled, forced)[0]
     return ca_max_size(ver, tp, gpu.arch) if on else 0
+
+
+def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
+    """vLLM's custom all-reduce size limit for plan settings ``s``, B; 0 when off or not vLLM."""
+    return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
+        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, s.pp,
+        s.distributed_executor_backend)

@@ -97,7 +97,8 @@ class PlanMoreFlags:
         "vLLM: mp or ray (no memory term changes in the code read; the plan's notes say why)."))
     nnodes: int = flag("--nnodes", default=1, help=(
         "Nodes the TP×PP group spans (custom all-reduce is off when a TP group spans nodes, ceil(nnodes / pp) > 1, "
-        "and under vLLM's own --nnodes: mp across nodes from 0.11.1)."))
+        "and under vLLM's own --nnodes: mp across nodes from 0.11.1); more ranks than a node of the GPU holds (8 on "
+        "an SXM/HGX/OAM board) are planned on the nodes they need, with a warning."))
     sampler_backend: str = flag("--sampler-backend", default="auto", help=(
         "auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), pytorch, or aiter (ROCm from vLLM 0.12, "
         "VLLM_ROCM_USE_AITER=1)."))

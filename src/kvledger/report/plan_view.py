@@ -228,6 +228,8 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                   f"max_model_len {p.memory.max_model_len:,}, "
                   f"max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {_seqs_text(p)}")
+    if p.nodes is not None:  # TP × PP past one node: the figures below are of the nodes assumed (node_size.py)
+        console.print(f"[bold yellow]WARNING:[/] {p.nodes.text}", highlight=False)
     for line in summary_lines(p):
         console.print(f"  {line}", markup=False, highlight=False)
     if not verbose:

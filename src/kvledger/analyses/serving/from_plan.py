@@ -206,6 +206,7 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     pool = (_sglang_pool(plan) if m.engine == "sglang" else
             N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m))
     notes = [N.kv_pool(pool, N.limits(m, config=cfg))]
+    notes += [plan.nodes.text] if plan.nodes is not None else []  # TP × PP past one node: the nodes plan assumes
     notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]  # what plan also says of its rules
     if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)
         notes.append(m.startup.message)

@@ -1,0 +1,97 @@
+"""TP × PP past one node: the nodes a vLLM plan must assume when ``--nnodes`` leaves more ranks on a node than that
+hardware holds.
+
+A plan's vLLM terms read the node count (custom all-reduce is off when a TP group spans nodes: ``vllm_custom_ar.py``),
+so ``--tp 16`` on H100 SXM planned as one node of 16 GPUs keeps custom all-reduce's buffers no such deployment has.
+vLLM itself runs TP across nodes (on Ray, or its own ``--nnodes`` mode from 0.11.1), so the plan does not refuse:
+it assumes the fewest nodes that hold the ranks (``ParallelConfig.local_world_size`` = world_size ÷ nnodes, the same
+on every node, ``topology.py``) and says so.
+
+GPUs per node: where the catalog states it (gpus.csv ``form_factor``, "8 chips/host" for TPU boards), else 8 for an
+SXM, HGX or OAM baseboard (HGX H100/H200/B200, AMD's OAM platforms); PCIe cards (servers of 2 to 10 slots) and
+rack-scale NVLink domains (GB200/GB300 NVL72) have no figure, and nothing is assumed for them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvledger.accounting.settings import PlanSettings
+from kvledger.catalog.gpus import GpuSpec
+
+__all__ = ["BASEBOARD_GPUS", "NodeAssumption", "gpus_per_node", "assume_nodes", "nodes_flag", "beyond_a_node"]
+
+BASEBOARD_GPUS = 8
+"""GPUs on one SXM/HGX or OAM baseboard (HGX H100/H200/B200 8-GPU, AMD Instinct OAM platforms), one per node."""
+
+_STATED = re.compile(r"(\d+) (?:chips|GPUs)(?:/| per )(?:host|node)")
+
+
+def gpus_per_node(gpu: GpuSpec) -> tuple[int, str] | None:
+    """(GPUs one node of ``gpu`` holds, where the figure comes from), or None where nothing says."""
+    m = _STATED.search(gpu.form_factor)
+    if m:
+        return int(m.group(1)), f"gpus.csv: {gpu.form_factor}"
+    if any(k in gpu.form_factor for k in ("SXM", "HGX", "OAM")) and "72-GPU" not in gpu.interconnect:
+        return BASEBOARD_GPUS, f"an {BASEBOARD_GPUS}-GPU {gpu.form_factor.split(' ')[0]} baseboard"
+    return None
+
+
+@dataclass(frozen=True)
+class NodeAssumption:
+    """The nodes a plan assumed beyond those given.
+
+    Attributes:
+        given: --nnodes as given (1 unless set).
+        nnodes: the nodes the plan assumes, the fewest that hold the TP × PP ranks evenly.
+        per_node: GPUs one node of the GPU holds; source: where that figure comes from.
+        world: the TP × PP ranks; layout: "--tp 16" (with "× --pp 2" where PP > 1).
+    """
+
+    given: int
+    nnodes: int
+    per_node: int
+    source: str
+    world: int
+    layout: str
+
+    @property
+    def text(self) -> str:
+        """The warning: what the plan assumes, why, and the flag that sets it."""
+        g = self.given
+        where = f", {self.world // g} a node under --nnodes {g}" if g > 1 else ""
+        return (f"{self.layout} is {self.world} GPUs{where}, more than one node of this GPU holds ({self.per_node}: "
+                f"{self.source}); rather than plan {'nodes' if g > 1 else 'one node'} of {self.world // g} GPUs, which "
+                f"this hardware does not have, the plan assumes {self.nnodes} nodes of {self.world // self.nnodes} "
+                f"(--nnodes {self.nnodes}), as vLLM runs TP across nodes (on Ray, or its own --nnodes mode), custom "
+                "all-reduce off where a TP group spans nodes; pass --nnodes to set them")
+
+
+def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssumption | None]:
+    """(``s`` with the nodes its TP × PP ranks need, what was assumed): ``s`` as given, None, when its nodes hold the
+    ranks, when nothing says how many GPUs a node of ``gpu`` holds, or for an engine whose plan reads no node count
+    (SGLang, TensorRT-LLM: ``--nnodes`` is vLLM's)."""
+    per = gpus_per_node(gpu)
+    world = s.tp * s.pp
+    if s.engine != "vllm" or per is None or world % s.nnodes or world // s.nnodes <= per[0]:
+        return s, None  # the topology check refuses a node count that does not divide the ranks
+    nnodes = next(n for n in range(s.nnodes, world + 1) if world % n == 0 and world // n <= per[0])
+    layout = f"--tp {s.tp}" + (f" × --pp {s.pp}" if s.pp > 1 else "")
+    return s.model_copy(update={"nnodes": nnodes}), NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout)
+
+
+def nodes_flag(q, p) -> str:
+    """`` --nnodes N`` for a fix whose re-plan ``q`` assumed N nodes, other than those of the plan ``p`` it advises
+    (a higher TP, another GPU), so that the suggested command says the nodes its figure holds; else ""."""
+    return f" --nnodes {q.settings.nnodes}" if q.nodes is not None and q.settings.nnodes != p.settings.nnodes else ""
+
+
+def beyond_a_node(tp: int, gpu: GpuSpec) -> str:
+    """The caveat of a TP degree past one server of 8 GPUs (HGX boards and 8-slot PCIe servers alike; a 72-GPU NVLink
+    domain, GB200/GB300 NVL72, holds more): its all-reduces then cross the network between nodes."""
+    n = BASEBOARD_GPUS
+    if tp <= n or "72-GPU" in gpu.interconnect:
+        return ""
+    return (f"; TP {tp} spans {tp // n} servers of {n} GPUs, so every layer's all-reduces cross the network between "
+            f"them, which this plan does not price (--pp {tp // n} --tp {n} keeps each all-reduce within a server)")

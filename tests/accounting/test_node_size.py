@@ -1,0 +1,66 @@
+"""TP × PP past one node: a vLLM plan assumes the nodes the ranks need (node_size.py), says so, and its fixes that
+raise TP name the --nnodes they were planned with."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.node_size import assume_nodes, gpus_per_node
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+MIXTRAL = "mistralai/Mixtral-8x7B-v0.1"
+
+
+@pytest.mark.parametrize("gpu, per_node", [
+    ("H100-SXM", 8), ("B200", 8), ("MI300X", 8),  # SXM/HGX and OAM baseboards: 8 GPUs a node
+    ("google_tpu_v5e", 8),  # stated: gpus.csv form_factor "TPU board (8 chips/host)"
+    ("L40S", None), ("H100-PCIe", None),  # PCIe cards: servers of 2 to 10 slots, nothing assumed
+    ("nvidia_gb200", None),  # a 72-GPU NVLink domain (NVL72), no per-host figure in the catalog
+])
+def test_gpus_per_node_where_the_catalog_or_the_board_says(gpu, per_node):
+    got = gpus_per_node(resolve_gpu(gpu))
+    assert (got[0] if got else None) == per_node
+
+
+def test_tp_16_on_h100_sxm_is_planned_on_the_2_nodes_it_needs():
+    # 16 GPUs on 8-GPU HGX boards: 2 nodes. On one node of 16 the plan priced NVLink SHARP buffers on an NVSwitch board
+    # (non-torch 2,415,919,104 B = 2.25 GiB) and kept 63.59 GiB of KV; across 2 nodes custom all-reduce and NVLS are off
+    # (non-torch 0.25 GiB measured + 0.2 GiB NCCL = 0.45 GiB), so 63.59 + 1.80 = 65.39 GiB, the --nnodes 2 figure
+    model, h100 = load_model(MIXTRAL), resolve_gpu("H100-SXM")
+    p = build_plan(model, h100, make_settings(tp=16), with_advice=False)
+    two = build_plan(model, h100, make_settings(tp=16, nnodes=2), with_advice=False)
+    assert p.settings.nnodes == 2 and (p.nodes.given, p.nodes.nnodes, p.nodes.per_node) == (1, 2, 8)
+    assert two.nodes is None  # --nnodes 2 holds the ranks: nothing assumed, no warning
+    assert round(p.memory.available_kv_bytes / GiB, 2) == round(two.memory.available_kv_bytes / GiB, 2) == 65.39
+    assert p.nodes.text in p.memory.notes and "the plan assumes 2 nodes of 8 (--nnodes 2)" in p.nodes.text
+
+
+@pytest.mark.parametrize("tp, pp, nnodes, want", [
+    (8, 2, 1, 2),  # 16 ranks: 2 nodes of 8, each TP group inside one (tp_group_nodes = ceil(2 / 2) = 1)
+    (32, 1, 2, 4),  # --nnodes 2 puts 16 on a node: 4 nodes of 8
+    (8, 1, 1, None),  # one node holds TP 8
+])
+def test_the_fewest_nodes_that_hold_the_ranks(tp, pp, nnodes, want):
+    s, nodes = assume_nodes(resolve_gpu("H100-SXM"), make_settings(tp=tp, pp=pp, nnodes=nnodes))
+    assert (nodes.nnodes if nodes else None) == want and s.nnodes == (want or nnodes)
+
+
+def test_engines_whose_plan_reads_no_node_count_assume_none():
+    # --nnodes is vLLM's (its custom all-reduce rule): SGLang's plan of TP 16 is what it was
+    s, nodes = assume_nodes(resolve_gpu("H100-SXM"), make_settings(tp=16, engine="sglang"))
+    assert nodes is None and s.nnodes == 1
+
+
+def test_a_fix_raising_tp_past_one_node_names_its_nnodes():
+    # DeepSeek-V3 on H200 at TP 8 holds 3 requests of 163,840 tokens; the fix "--tp 16" is planned on 2 nodes of 8:
+    # 83.57 GiB of KV per GPU (81.77 GiB when it was planned as one node of 16, with NVLS buffers), 7.79x
+    p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200-SXM"), make_settings(tp=8))
+    assert p.nodes is None
+    tp16 = next(o for o in p.advice.options if o.action.startswith("--tp 16"))
+    assert tp16.action == "--tp 16 --nnodes 2" and tp16.max_requests == 7 and round(tp16.max_concurrency, 2) == 7.79
+    assert "83.57 GiB KV per GPU" in tp16.detail
+    assert not any("--nnodes" in o.action for o in p.advice.options if o is not tp16)  # FP8 KV stays on one node
