@@ -7,12 +7,14 @@ by the mean tokens of all the run's requests, not of its good ones (``ledgers/lo
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
 from kvledger.ledgers.cost import Capacity
+from kvledger.ledgers.decision_notes import volume_good_requests
 from kvledger.ledgers.volume import MonthlyVolume, resolve_volume
 
 runner = CliRunner()
@@ -74,17 +76,19 @@ def test_the_share_at_the_volumes_load_is_a_run_there():
     assert d["secondary"].count(f"${self_usd / REQUESTS:.6f}") == 1
 
 
-def test_no_run_at_the_load_where_the_utilization_is_given():
-    # --utilization prices the per-token ledgers at a load the user states, not the volume's: the capacity's share, and
-    # the secondary line names the run it comes from (the run at the 6.047 req/s sized on, seed 0)
-    d = _cost("--utilization", "0.5")
-    assert "at_volume_load" not in d["capacity"]
-    # the share with the decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it
-    # (× 0.985 would give 2,952,048)
-    assert ("the volume's 2,951,456 good requests: 2,997,003 × 0.9848025, the good share at the SLO capacity (5.955 "
-            "good req/s ÷ 6.047 req/s, the run at that rate, seed 0)") in d["secondary"]
-    gpu = d["ledgers"]["self_host_input"]["items"][0]
-    assert gpu["quantity"] == pytest.approx(1e6 / (0.5 * 1000 / STEP_S * 3600), rel=1e-6)
+def test_without_a_run_at_the_load_the_volume_counts_the_share_at_the_capacity():
+    # Where no run is made at the volume's load (r equal to the rate priced, a session workload), the volume's good
+    # requests are its requests × the good share at the SLO capacity (the run at the 6.047 req/s sized on, seed 0),
+    # with the decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it (× 0.985
+    # would give 2,952,048). (--utilization, which once priced this path with a volume, is refused there now:
+    # tests/cli/test_cost_utilization_volume_cli.py.)
+    c = _cost()["capacity"]
+    cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["goodput_req_per_s"],
+                          slo_capacity_req_per_s=c["slo_capacity_req_per_s"])
+    good, how = volume_good_requests(REQUESTS, cap)
+    assert round(good) == 2_951_456
+    assert how == ("the self-hosted bill ÷ the volume's 2,951,456 good requests: 2,997,003 × 0.9848025, the good share "
+                   "at the SLO capacity (5.955 good req/s ÷ 6.047 req/s, the run at that rate, seed 0)")
 
 
 def test_the_printed_report_says_which_run():

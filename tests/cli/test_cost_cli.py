@@ -37,7 +37,7 @@ def test_cost_json_from_a_records_file(tmp_path):
 def test_cost_human_ledger_on_the_real_aiperf_run():
     res = runner.invoke(app, ["cost", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo", "ttft=4s,tpot=40ms",
                               "--api", "Fireworks:gpt-oss-20b", "--gpu-usd-per-hour", "2.5", "--num-gpus", "1",
-                              "--utilization", "0.6", "--monthly-requests", "2e7", "--batch-share", "0.5",
+                              "--monthly-requests", "2e7", "--batch-share", "0.5",
                                   "--cache-hit-rate", "0.4"])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())

@@ -66,13 +66,16 @@ def test_the_example_lists_the_other_rows_serving_the_same_model(example_text):
     assert "secondary (not the verdict)" in flat and "effective cost = sticker × throughput ÷ goodput" in flat
 
 
-def test_json_decision_and_utilization_as_an_override():
+def test_json_decision_at_the_volume_s_realized_utilization():
     # 400 requests per probe keep it quick: the numbers below do not depend on the capacity (one replica either way)
-    d = json.loads(_run([*EXAMPLE, "--utilization", "0.5", "--num-requests", "400", "--json"]))
+    d = json.loads(_run([*EXAMPLE, "--num-requests", "400", "--json"]))
     dec = d["decision"]
     assert dec["verdict"] == "API" and dec["replicas"] == 1 and dec["api_usd_per_month"] == pytest.approx(54.0)
     assert dec["self_host_usd_per_month"] == pytest.approx(730 * 2.69 + 5000)
-    assert d["inputs"]["utilization"] == 0.5 and d["inputs"]["utilization_how"] == "given (--utilization)"
+    # the volume prices its own utilization (an assumed --utilization with a volume is refused:
+    # tests/cli/test_cost_utilization_volume_cli.py)
+    assert d["inputs"]["utilization"] == dec["realized_utilization"]
+    assert d["inputs"]["utilization_how"] == "the volume's realized utilization"
     assert {a["key"].split(":")[0] for a in dec["api_options"]} == {"Together", "DeepInfra", "Groq", "Fireworks"}
     assert dec["holds_within_band"] and any("step cost uncalibrated" in r for r in dec["rests_on"])
 

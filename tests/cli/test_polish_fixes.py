@@ -145,7 +145,7 @@ def test_models_table_names_the_quantization_column():
 def test_cost_counts_deployment_units_and_plurals():
     # --replicas 2: the ledger's unit is one deployment unit of 2 engine replicas on 2 GPUs
     out = " ".join(_run("cost", "--simulate", MODEL, "--gpu", "H100", "--replicas", "2", "--slo", "ttft=1s,tpot=100ms",
-                        "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--num-requests", "100",
+                        "--api", "OpenAI:gpt-4.1", "--num-requests", "100",
                         "--gpu-usd-per-hour", "3", "--monthly-requests", "1").stdout.split())
     assert "one deployment unit = 2 replicas × TP 1 = 2 GPUs" in out and "replica(s)" not in out
     # the answer first: one priced unit of 2 GPUs even at 1 request a month, the break-even in whole units

@@ -133,7 +133,7 @@ def test_never_breaks_even_is_explained():
 def test_monthly_bills_and_itemised_totals():
     run = distserve_run()
     gp = goodput(run, parse_slo("ttft=200ms"))
-    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2),
+    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, None, prefill_share=0.2),
                             find_api_price("OpenAI:gpt-4.1"),
                             ApiMix(), DecisionFactors(data_sovereignty="required"), MonthlyVolume(requests=1e7))
     m = rep.monthly

@@ -150,7 +150,7 @@ def test_cost_cli_refuses_a_tp_replica_no_instance_holds_and_prints_the_instance
     from kvledger.cli.main import app
 
     stage = str(Path(__file__).resolve().parents[1] / "evidence/data/inference-perf/stage_0_lifecycle_metrics.json")
-    args = ["cost", stage, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5"]
+    args = ["cost", stage, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1"]  # no --utilization: a volume
     with pytest.raises(InputError, match=r"CoreWeave:4-GPU slice \(4 GPUs per instance\)"):  # exit 2 from main
         CliRunner().invoke(app, [*args, "--gpu", "GB200", "--num-gpus", "8"], catch_exceptions=False)
     # the reported case, on a measured file: GCP's a3-highgpu-8g, 1 GPU used of 8, 1 replica for 10⁶ requests a month

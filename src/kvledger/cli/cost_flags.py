@@ -23,8 +23,8 @@ class CostFlags:
         "API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: every catalog row serving the "
         "same model; kvledger prices lists them)"))
     utilization: float | None = flag("--utilization", help=(
-        "override: average load ÷ the capacity priced over the billed hours, (0, 1] (default: the volume's "
-        "realized utilization)"))
+        "without a monthly volume: average load ÷ the capacity priced over the billed hours, (0, 1], one replica "
+        "(default: --max-utilization); refused with a volume, whose realized utilization is priced"))
     gpu: str | None = flag("--gpu", help=(
         "FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). "
         "--simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"))

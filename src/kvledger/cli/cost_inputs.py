@@ -46,7 +46,8 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
     """(API price row, GPU rate or None when the GPU is named only by the run or priced by --gpu-usd-per-hour, SLO,
     --gpu-usd-per-hour read: one number, {catalog id: USD/GPU-h} or None) — every input error at once.
 
-    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``),
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), no
+    --utilization with a monthly volume (``ledgers.volume.refuse_utilization_with_volume``),
     --gpu-usd-per-hour (``catalog.given_prices``: a list must name ``gpu_known``), the --api row and, when
     ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
@@ -55,6 +56,7 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
+    from kvledger.ledgers.volume import refuse_utilization_with_volume
 
     problems: list[Exception] = []
     if p["slo"] is None:
@@ -64,6 +66,9 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
                                    "volume's"))
     slo = collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
     problems += list(range_problems("cost", p, flags))
+    volume_given = any(p.get(k) is not None for k in ("monthly_requests", "monthly_tokens", "monthly_input_tokens",
+                                                      "monthly_output_tokens"))
+    collect(problems, lambda: refuse_utilization_with_volume(p.get("utilization"), volume_given))
     given = p["gpu_usd_per_hour"]
     usd = collect(problems, lambda: parse_gpu_usd(given, "cost")) if given is not None else None
     api = collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None

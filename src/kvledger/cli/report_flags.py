@@ -54,8 +54,8 @@ class ReportBillFlags:
     """Sizing, volume, the GPU's price, the API mix, people and the decision factors."""
 
     utilization: float | None = flag("--utilization", help=(
-        "Override: average load ÷ capacity over the billed hours, (0, 1] (default: the volume's realized "
-        "utilization)."))
+        "Without a monthly volume: average load ÷ capacity over the billed hours, (0, 1], one replica (default: "
+        "--max-utilization); refused with a volume, whose realized utilization is priced."))
     monthly_tokens: bo.MonthlyTokens = None
     monthly_requests: bo.MonthlyRequests = None
     monthly_input_tokens: bo.MonthlyIn = None

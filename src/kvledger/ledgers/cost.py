@@ -25,8 +25,10 @@ goodput g tokens/s, at utilization u of the billed hours:
   occupancy against 0.43 by step attribution). The floor (FLOPs at 70 % of peak) is a bound
   the prefills cannot beat, so it catches exactly that case.
 
-People cost (engineer-months at a stated monthly rate) is amortised over one replica's good
-tokens per month. Months are 730 h (8760/12).
+People cost (engineer-months at a stated monthly rate) is a fixed monthly amount for the whole deployment, as the
+monthly bill charges it once: with a volume its per-token share is people $/month ÷ the volume's good tokens per month
+(its replicas × one replica's at its load), so the ledgers × those tokens add up to the bill; without one, ÷ the good
+tokens of the one replica priced at the utilization priced. Months are 730 h (8760/12).
 """
 
 from __future__ import annotations
@@ -195,14 +197,21 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
                     *mix, run_seed(run))
 
 
-def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, kind: str) -> LineItem | None:
+def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: str, replicas: int | None,
+                 at: str) -> LineItem | None:
+    """People's ``kind`` share per 1M good ``kind`` tokens: ``share`` of the monthly people line over the good tokens it
+    is spread on, the volume's (``replicas`` × one replica's ``per_replica`` at its load, ``at``) or, without a volume
+    (``replicas`` None), the one replica's priced."""
     if setup.engineer_months_per_month <= 0:
         return None
-    qty = setup.engineer_months_per_month * 1e6 / tokens_per_month * share
-    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, setup.people_source,
-                    people_as_of(setup.people_source),
-                    f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's "
-                    f"{tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
+    tokens, phase = per_replica * (replicas or 1), "prefill" if kind == "input" else "decode"
+    over = (f"the volume's {tokens:,.0f} good {kind} tokens/month ({replicas} replica{'s' if replicas > 1 else ''} × "
+            f"{per_replica:,.0f}, one replica's {at})" if replicas else
+            f"the one replica priced: its {tokens:,.0f} good {kind} tokens/month {at} (no volume given)")
+    return LineItem(f"people, {kind} share", "engineer-month", setup.engineer_months_per_month * 1e6 / tokens * share,
+                    setup.engineer_usd_per_month, setup.people_source, people_as_of(setup.people_source),
+                    f"{setup.engineer_months_per_month:g} engineer-months/month (the deployment's, charged once a "
+                    f"month as in the monthly bill) over {over}, × {phase} share {share:.3f} (the GPU time's split)")
 
 
 def people_as_of(people_source: str) -> str:
@@ -213,9 +222,11 @@ def people_as_of(people_source: str) -> str:
     return "user input and assumption" if people_source.startswith("user input") else "assumption"
 
 
-def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None) -> tuple[Ledger,
-    Ledger]:
-    """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's)."""
+def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None,
+                           replicas: int | None = None) -> tuple[Ledger, Ledger]:
+    """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's);
+    ``replicas``: the replicas a monthly volume needs, whose good tokens share the people line (None: no volume, one
+    replica)."""
     u = setup.utilization if utilization is None else utilization
     out = []
     for kind, share in (("input", cap.prefill_share), ("output", 1.0 - cap.prefill_share)):
@@ -230,20 +241,22 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
                             f"({cap.prefill_share_method})"))
         for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):
             ledger.add(item)
-        people = _people_item(setup, per_month, share, kind)
+        at = f"in {cap.load.words()}" if cap.load is not None else f"at utilization {u:.2f}"
+        people = _people_item(setup, per_month, share, kind, replicas, at)
         if people is not None:
             ledger.add(people)
         out.append(ledger)
     return out[0], out[1]
 
 
-def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, Any]:
-    """The sticker (throughput-priced) self-host cost beside the goodput-priced ``sh_out``, and the multiplier."""
+def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger, replicas: int | None = None) -> dict[str, Any]:
+    """The sticker (throughput-priced) self-host cost beside the goodput-priced ``sh_out``, and the multiplier
+    (``replicas``: as ``self_host_unit_ledgers``)."""
     sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
                            cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
                            cap.prefill_share_method, cap.estimate,
                            load=None if cap.load is None else cap.load.as_throughput())
-    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
+    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup, replicas=replicas)
     # the figures the multiplier divides: the capacity run's, or those of the run at the volume's load it priced
     at = (lambda c: c.good_output_tok_per_s) if cap.load is None else (lambda c: c.load.tok_per_s("output"))
     return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,

@@ -41,6 +41,7 @@ from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ledgers.volume import refuse_utilization_with_volume
 from kvledger.records import RunRecords
 
 __all__ = ["DecisionFactors", "DecisionInputs", "MonthlyVolume", "CostReport", "build_cost_report", "FACTOR_CHOICES"]
@@ -178,15 +179,13 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
                           band_sides=inputs.band_sides)
         primary = decision.primary.price
         realized = decision.realized_utilization
-        util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"
-        if setup.utilization is None:
-            setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
+        util_how = "the volume's realized utilization"  # an assumed one is refused (refuse_utilization_with_volume)
+        setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
         setup = replace(setup, gpu=decision.packing.rate)  # the row the replicas are billed on (instances.pack)
     else:
         primary = _primary_without_volume(rows, mix, cap)
-        util_how = (
-            "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
-        )
+        util_how = ("given (--utilization)" if setup.utilization is not None
+                    else "assumed: --max-utilization, no volume given")
         setup = replace(base, gpu=pack(base.gpu, 1, base.num_gpus).rate)  # one replica's cheapest packing
     return decision, notes, primary, util_how, setup
 
@@ -222,16 +221,18 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       lower_bound: bool = False) -> CostReport:
     """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
     the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
-    the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization`` None: the realized utilization of
-    the volume (else ``--max-utilization``, stated). ``floor``: the roofline floor under a measured run's prefill share.
+    the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization``: assumed, refused with a ``volume``
+    (its realized utilization is priced: ``volume.refuse_utilization_with_volume``), None without one:
+    ``--max-utilization``, stated. ``floor``: the roofline floor under a measured run's prefill share.
     ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
     ``load``: a run of the same workload at the volume's load per replica (``ledgers/load_share.py``); it prices the
-    per-token ledgers and counts the volume's good requests where the utilization is the volume's realized one.
+    per-token ledgers and counts the volume's good requests.
     ``lower_bound``: the run was under-loaded, so its goodput is only a lower bound on the capacity (``cost.Capacity``;
     the answer says so, and the decision's band has no upper end: ``decision``).
     Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token counts), or a mix the price
     row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
     inputs = inputs or DecisionInputs()
+    refuse_utilization_with_volume(setup.utilization, volume is not None)
     factors.check()
     rows = _rows(price, inputs)
     base = setup if setup.utilization is not None else replace(setup, utilization=setup.max_utilization)
@@ -241,17 +242,18 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
     cap.lower_bound = lower_bound and not slo_capacity_req_per_s  # a search's SLO capacity is not the offered load
     decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
-    if load is not None and util_how == "the volume's realized utilization":
+    if load is not None and decision is not None:
         cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
-    sh_in, sh_out = self_host_unit_ledgers(cap, setup)
+    n_vol = decision.replicas if decision is not None else None  # a volume's replicas share its people line
+    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol)
     api_req = _per_request(primary, mix, cap)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     n, assumed = (decision.replicas, None) if decision is not None else (1, setup.utilization)  # no volume: assumed
     u_star = break_even_utilization(cap, setup, api_req, n, assumed)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
-    sticker = sticker_prices(cap, setup, sh_out)
+    sticker = sticker_prices(cap, setup, sh_out, n_vol)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
                      "table")
@@ -270,8 +272,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
                       sticker, u_star, b_vol, _monthly(decision) if decision else None,
                       factor_rows(setup, factors, u_star, b_vol.get("requests_per_month") is not None),
-                      verdict, notes, decision, head, per_row,
-                      second)
+                      verdict, notes, decision, head, per_row, second)
 
 
 def _inputs_dict(setup: SelfHostSetup, util_how: str, people_source: str, primary: ApiPrice, mix: ApiMix,
@@ -290,9 +291,9 @@ def _inputs_dict(setup: SelfHostSetup, util_how: str, people_source: str, primar
 
 
 def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:
-    """The per-request line: at a volume, its own bill per good request (its replicas share the people line; one
-    replica's unit ledgers charge it all to one replica's tokens: ``decision_notes.volume_good_requests``); else the
-    unit ledgers'."""
+    """The per-request line: at a volume, its own bill per good request (``decision_notes.volume_good_requests``: the
+    whole bill, idle GPUs of part-filled instances included, which the per-token ledgers leave out); else the unit
+    ledgers'."""
     if decision is not None and decision.volume.requests > 0:
         good, per = volume_good_requests(decision.volume.requests, cap)
         return secondary_line(util, util_how, decision.self_host_usd / good, api_req, per)

@@ -9,7 +9,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
 from kvledger.ranges import check_options
 
-__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "SECONDS_PER_MONTH"]
+__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "SECONDS_PER_MONTH"]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
@@ -45,6 +45,27 @@ class Volume:
     def peak_rate_req_per_s(self) -> float:
         """The rate the replicas are sized for: the mean × the diurnal peak-to-mean ratio."""
         return self.rate_req_per_s * self.peak_to_mean
+
+
+def refuse_utilization_with_volume(utilization: float | None, volume_given: bool) -> None:
+    """An assumed utilization with a monthly volume is refused (docs/cost.md §10): the volume sets the replicas and the
+    utilization they realize, and the bill is those whole replicas, so an assumed one priced the tokens (and the
+    secondary line) at a load the bill's replicas do not carry.
+
+    Raises:
+        InputError: ``utilization`` given and ``volume_given``.
+    """
+    if utilization is None or not volume_given:
+        return
+    raise InputError(
+        f"--utilization {utilization:g} cannot be given with a monthly volume (--monthly-tokens, --monthly-requests, "
+        "or --monthly-input-tokens with --monthly-output-tokens): the volume sets the replicas, ⌈peak rate ÷ (SLO "
+        "capacity × --max-utilization)⌉, and the utilization they realize, mean rate ÷ (replicas × SLO capacity); "
+        "the bill is those whole replicas whatever utilization is assumed, so an assumed one would price the tokens at "
+        "a load the replicas do not carry. Drop --utilization to price the volume at its realized utilization (with a "
+        "volume, --max-utilization caps the utilization each replica is sized for), or drop the volume to price one "
+        "replica at the utilization given."
+    )
 
 
 def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:

@@ -31,6 +31,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
+    (r"^--utilization (\S+) cannot", r"utilization \1 (the utilization field) cannot"),  # volume.refuse_utilization_...
+    (r"\(--monthly-tokens, --monthly-requests, or --monthly-input-tokens with --monthly-output-tokens\)",
+     r"(the volume field)"),
+    (r"Drop --utilization", r"Empty the utilization field"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
 _FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")

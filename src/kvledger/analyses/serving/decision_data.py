@@ -223,6 +223,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.ledgers.decision import MonthlyVolume
     from kvledger.ledgers.host_bill import HostBill, people_cost
     from kvledger.ledgers.slo import parse_slo
+    from kvledger.ledgers.volume import refuse_utilization_with_volume
 
     say = progress or (lambda _text: None)
     check_options("report", {"utilization": req.utilization})  # the web app's and the API's ranges: kvledger.ranges
@@ -230,6 +231,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
+    refuse_utilization_with_volume(req.utilization, volume is not None)  # before any simulation, as cost refuses it
     check_options("report", {"num_requests": req.num_requests, "target": req.target})
     say("memory plan")
     plan = build_plan_section(req)
