@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import os
+import sys
 
+import pytest
 from hypothesis import settings
 
 os.environ["KVLEDGER_NO_CACHE"] = "1"
@@ -18,3 +20,19 @@ os.environ["KVLEDGER_NO_CACHE"] = "1"
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+
+@pytest.fixture
+def cli_entry(monkeypatch, capsys):
+    """Run kvledger's console entry point (``kvledger.cli.main.run``, as the installed command does) on ``argv``:
+    returns (exit status, stdout, stderr)."""
+    from kvledger.cli.main import run
+
+    def call(*argv: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["kvledger", *argv])
+        with pytest.raises(SystemExit) as exit_:
+            run()
+        out, err = capsys.readouterr()
+        return exit_.value.code, out, err
+
+    return call

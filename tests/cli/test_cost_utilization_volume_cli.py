@@ -5,32 +5,24 @@ without a volume it still prices one replica."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from kvledger.cli.main import app, run
+from kvledger.cli.main import app
 
 FILE = str(Path(__file__).resolve().parents[1] / "evidence/data/llmperf/leaderboard_individual_anyscale_70b.json")
 COST = ["cost", FILE, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100", "--gpu-provider",
         "Nebius", "--num-gpus", "4"]
 
 
-def _run_entry(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["kvledger", *argv])
-    with pytest.raises(SystemExit) as exit_:
-        run()
-    out, err = capsys.readouterr()
-    return exit_.value.code, out, err
-
 
 @pytest.mark.parametrize("volume", [["--monthly-tokens", "3e9"], ["--monthly-requests", "1e6"],
                                     ["--monthly-input-tokens", "2e9", "--monthly-output-tokens", "1e9"]])
-def test_cost_refuses_utilization_with_a_volume_in_one_paragraph(monkeypatch, capsys, volume):
-    code, out, err = _run_entry(monkeypatch, capsys, *COST, "--utilization", "0.9", *volume)
+def test_cost_refuses_utilization_with_a_volume_in_one_paragraph(monkeypatch, capsys, volume, cli_entry):
+    code, out, err = cli_entry(*COST, "--utilization", "0.9", *volume)
     assert code == 2 and out == ""
     assert err.startswith("error: --utilization 0.9 cannot be given with a monthly volume")
     assert err.count("\n") == 1  # one paragraph
@@ -39,9 +31,9 @@ def test_cost_refuses_utilization_with_a_volume_in_one_paragraph(monkeypatch, ca
            "caps the utilization each replica is sized for), or drop the volume" in err
 
 
-def test_refused_before_simulating_and_as_json_too(monkeypatch, capsys):
+def test_refused_before_simulating_and_as_json_too(monkeypatch, capsys, cli_entry):
     # --simulate: refused with the other input checks (cost_inputs.check_inputs), before the capacity search runs
-    code, out, err = _run_entry(monkeypatch, capsys, "cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu",
+    code, out, err = cli_entry("cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu",
                                 "H100-SXM", "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens", "3e9",
                                 "--utilization", "0.9", "--json")
     assert code == 2 and "cannot be given with a monthly volume" in err

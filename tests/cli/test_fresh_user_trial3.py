@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 
 import pytest
 import typer.main
 from rich.console import Console
 from typer.testing import CliRunner
 
-from kvledger.cli.main import app, run
+from kvledger.cli.main import app
 from kvledger.errors import InputError
 from kvledger.units import parse_count, parse_tokens
 
@@ -77,43 +76,36 @@ def test_every_monthly_count_flag_takes_the_suffixes():
         "monthly_tokens"] == 3e9
 
 
-def _run_entry(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["kvledger", *argv])
-    with pytest.raises(SystemExit) as exit_:
-        run()
-    out, err = capsys.readouterr()
-    return exit_.value.code, out, err
 
-
-def test_with_json_an_error_is_also_a_json_object_on_stdout(monkeypatch, capsys):
-    code, out, err = _run_entry(monkeypatch, capsys, "cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
+def test_with_json_an_error_is_also_a_json_object_on_stdout(monkeypatch, capsys, cli_entry):
+    code, out, err = cli_entry("cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
                                 "--slo", "ttft=200ms", "--monthly-tokens", "3X", "--json")
     assert code == 2 and "error: --monthly-tokens: cannot read '3X'" in err  # the message stays on stderr
     d = json.loads(out)
     assert d["error"]["exit_code"] == 2 and d["error"]["type"] == "InputError"
     assert d["error"]["message"].startswith("--monthly-tokens: cannot read '3X' as a count")
     # a usage error click finds (an unknown flag) is JSON too, with click's exit status 2
-    code, out, err = _run_entry(monkeypatch, capsys, "plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--bogus",
+    code, out, err = cli_entry("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--bogus",
                                 "--json")
     assert code == 2 and "No such option: --bogus" in err
     assert json.loads(out)["error"] == {"message": "No such option: --bogus (Possible options: --gpu, --verbose)",
                                         "type": "NoSuchOption", "exit_code": 2}
     # without --json, stdout stays empty
-    code, out, err = _run_entry(monkeypatch, capsys, "plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--tp", "0")
+    code, out, err = cli_entry("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--tp", "0")
     assert code == 2 and out == "" and "--tp" in err
 
 
-def test_a_usage_error_is_one_line_as_every_other_error(monkeypatch, capsys):
+def test_a_usage_error_is_one_line_as_every_other_error(monkeypatch, capsys, cli_entry):
     # click's own handling printed a four-line block (Usage:, Try '… --help', a blank line, Error: …) for a flag
     # given a non-number; now one line naming the help to read, with click's exit status 2 and nothing on stdout
-    code, out, err = _run_entry(monkeypatch, capsys, "simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate",
+    code, out, err = cli_entry("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate",
                                 "abc")
     assert code == 2 and out == ""
     assert err.strip() == ("error: Invalid value for '--rate': Input should be a valid number, unable to parse string "
                            "as a number (see 'kvledger simulate --help')")
-    code, out, err = _run_entry(monkeypatch, capsys, "plan")
+    code, out, err = cli_entry("plan")
     assert code == 2 and err.strip() == "error: Missing argument 'model' (see 'kvledger plan --help')"
-    code, out, err = _run_entry(monkeypatch, capsys)  # a bare command still prints its help, as click does
+    code, out, err = cli_entry()  # a bare command still prints its help, as click does
     assert code == 2 and err.startswith("Usage: kvledger [OPTIONS] COMMAND [ARGS]...")
 
 
