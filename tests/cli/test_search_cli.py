@@ -16,6 +16,17 @@ BASE = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--g
         "--max-model-len", "8K", "--num-requests", "60"]
 
 
+def test_utilization_with_a_load_is_refused_as_cost_refuses_it_with_a_volume():
+    # the load sets the replicas and their realized utilization; an assumed one priced the tokens at another load
+    # (a fresh-user trial: search's $/Mtok at --utilization against its bill at the realized utilization)
+    from kvledger.errors import InputError
+
+    for load in (["--rate", "10"], ["--monthly-tokens", "3e9"]):
+        res = runner.invoke(app, [*BASE, "--utilization", "0.5", *load])
+        assert isinstance(res.exception, InputError), res.output
+        assert str(res.exception).startswith("--utilization 0.5 cannot be given with a load (--rate, --monthly-tokens")
+
+
 def _ok(args: list[str]) -> str:
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output

@@ -47,8 +47,9 @@ SESSIONS = GroupUse(SessionFlags, help={
                     "req/s)."})
 PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "utilization", "max_utilization",
                                        "batch_share", "cache_hit_rate", "cache_write_rate"),
-                   help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
-                                        "--rate/--monthly-tokens: the sizing's realized utilization)."})
+                   help={"utilization": "Average load ÷ capacity over billed hours for $ per token, without a load "
+                                        "(with --rate/--monthly-tokens the sizing's realized utilization is priced; "
+                                        "--utilization is then refused)."})
 
 
 def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:

@@ -88,6 +88,15 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
 
     parse_slo(slo)  # a bad SLO is refused here, before any candidate is planned (as goodput and cost refuse it)
     rate, monthly_tokens = load
+    if p.utilization is not None and (rate is not None or monthly_tokens is not None or sessions.session_rate):
+        from kvledger.errors import InputError
+
+        raise InputError(f"--utilization {p.utilization:g} cannot be given with a load (--rate, --monthly-tokens or "
+                         "--session-rate): the load sets each candidate's replicas and the utilization they realize, "
+                         "and its bill is those whole replicas, so an assumed utilization would price the tokens at "
+                         "a load they do not carry (as cost refuses it with a volume). Drop --utilization to price at "
+                         "the realized utilization (--max-utilization caps it), or drop the load to price one replica "
+                         "at the utilization given.")
     mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
                                        rate, monthly_tokens, model, mml, w.seed, ax.disagg)
