@@ -62,11 +62,44 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
     summary = _summary(log)  # the rules the ledger applied (context._settings: the flag's, else the log's)
     summary.update(rules_version=ctx.settings["engine_version"], rules_reason=ctx.sources["engine_version"])
+    unfinished = None if failed or log.serving_line is not None or not log.startup.lines else (
+        "the log shows no line of the server serving (vLLM's 'Starting vLLM API server', uvicorn's 'Application "
+        "startup complete', a metrics line): it ends during start-up — still starting, or cut — so it does not show "
+        "that the server started; the figures compared are those it printed before it ends")
+    warned = tuple(w for w in (mismatch, version_mismatch(log, engine_version), unfinished, _impossible_pct(log)) if w)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
-                        compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())
+                        compare_startup(ctx), findings, ctx.notes, warned)
+
+
+def version_mismatch(log: VllmLog, given: str | None) -> str | None:
+    """The warning when ``--engine-version`` names another release than the one the log printed (None when none was
+    given, the log printed none, or they agree): the ledger then applies another release's rules to this start-up
+    (a fresh-user trial: 99.0's rules on a 0.19.0 log, 57.38 GiB against the log's 58.11, "within 2%", unsaid)."""
+    if given is None or not log.version or not log.version_source.startswith("printed"):
+        return None
+    from kvledger.accounting.vllm_rules import parse_version
+
+    if parse_version(given) == parse_version(log.version):
+        return None
+    return (f"--engine-version {given} is not the vLLM this log printed ({log.version}, {log.version_source}): the "
+            f"ledger below applies {given}'s rules to a {log.version} start-up, so it may not match the log's "
+            "figures; drop --engine-version to use the log's")
 
 
 def diagnose_file(path: str | Path, **options: Any) -> DoctorReport:
     """``diagnose`` on a log file (see ``read_vllm_log`` for the errors it raises on reading)."""
     return diagnose(read_vllm_log(path), **options)
+
+
+def _impossible_pct(log: VllmLog) -> str | None:
+    """The warning for metrics lines whose percentages lie outside 0–100 %, which vLLM never prints (a usage is a
+    share of the pool's blocks, a hit rate a share of queried tokens): the log was edited or garbled there."""
+    bad = [(s.line_no, name, v) for s in log.stats for name, v in (
+        ("GPU KV cache usage", s.gpu_kv_usage_pct), ("CPU KV cache usage", s.cpu_kv_usage_pct),
+        ("Prefix cache hit rate", s.prefix_cache_hit_pct)) if v is not None and not 0.0 <= v <= 100.0]
+    if not bad:
+        return None
+    shown = "; ".join(f"line {n}: {name} {v:g}%" for n, name, v in bad[:3]) + ("; …" if len(bad) > 3 else "")
+    return (f"{len(bad)} metrics figure(s) outside 0–100% ({shown}): vLLM never prints such a share, so the log was "
+            "edited or garbled there; the findings below read them as printed")
