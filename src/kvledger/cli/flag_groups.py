@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 __all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
-           "WorkloadFlags", "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
-# the pricing group: pricing_flags.py
+           "WorkloadFlags", "EngineFlags", "TierFlags", "SIM_ONLY"]
+# the pricing group: pricing_flags.py; the session group: session_flags.py
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -114,6 +114,10 @@ class EngineFlags:
         "`kvledger plan --engine sglang`)."))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
         "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
+    quantization: str | None = flag("--quantization", "-q", help=(
+        "vLLM --quantization fp8: an unquantized checkpoint's linear weights quantized to FP8 on load, as `kvledger "
+        "plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the FP8 weights (FP8 GEMMs "
+        "where the GPU has FP8 tensor cores). vLLM only: not with --policy sglang."))
     block_size: int | None = flag("--block-size", help=(
         "Tokens per KV block (vLLM default 16); with --policy sglang, SGLang's page size (default 1)."))
     max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help="Token budget per step.")
@@ -217,17 +221,6 @@ class TierFlags:
 
 #: TierFlags fields only the simulator uses (``simulate``, ``offload``): ``plan`` sizes tiers, it runs no rule
 SIM_ONLY = ("store_threshold", "eviction_policy", "hicache_storage_prefetch_policy")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionFlags:
-    """A synthetic multi-turn session workload (``dynamics/workload/sessions.py``: stated distributions, not fits)."""
-
-    session_workload: str | None = flag("--workload", help=(
-        "Multi-turn sessions instead of a trace: chat (~4 turns, 30 s think time) or agent (~20 tool calls, 2 s "
-        "tool time); the distributions are kvledger.dynamics.workload.sessions.SESSION_SHAPES."))
-    sessions: int | None = flag("--sessions", help="Sessions to draw, count (default 200).")
-    session_rate: float | None = flag("--session-rate", help="Session starts per second, Poisson (default 0.2).")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ from kvledger.cli.flag_groups import EngineFlags, TierFlags, flag_of, option, wi
 
 __all__ = ["register"]
 
+_QUANT_HELP = ("vLLM --quantization fp8: weights quantized on load, in the plan and every run (as `kvledger plan -q "
+               "fp8`; not with --engine sglang).")
+
 
 @with_groups(tiers=TierFlags)
 def offload(
@@ -21,6 +24,7 @@ def offload(
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules apply."),
     tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
     max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
+    quantization: str | None = option(EngineFlags, "quantization", help=_QUANT_HELP),
     tiers: TierFlags = TierFlags(),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
@@ -49,18 +53,14 @@ def offload(
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import pricing_flags
     from kvledger.cli.tier_opts import tier_settings
-    from kvledger.errors import InputError
     from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
 
-    if old_host_price is not None:
-        raise InputError("--host-usd-per-gib-hour was renamed: give the host-memory price as "
-                         "--host-memory-usd-per-gib-month (USD per GiB-month, as `cost` and `search` take it; "
-                         "× 730 h/month: 0.005 USD/GiB-h is 3.65 USD/GiB-month)")
-
+    _refuse_old_price(old_host_price)
     cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
                                           if max_model_len else None)
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
+                             quantization=quantization.lower() if quantization else None,
                              enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
@@ -73,6 +73,16 @@ def offload(
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         render_offload(rep, Console(emoji=False))
+
+
+def _refuse_old_price(old_host_price: str | None) -> None:
+    """Refuse the old ``--host-usd-per-gib-hour``, saying what it became."""
+    from kvledger.errors import InputError
+
+    if old_host_price is not None:
+        raise InputError("--host-usd-per-gib-hour was renamed: give the host-memory price as "
+                         "--host-memory-usd-per-gib-month (USD per GiB-month, as `cost` and `search` take it; "
+                         "× 730 h/month: 0.005 USD/GiB-h is 3.65 USD/GiB-month)")
 
 
 def _cap_said(cap_tokens: int, given: str | None, analyse: Any) -> Any:

@@ -37,7 +37,7 @@ class PlanFlags:
         "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
     dtype: str = flag("--dtype", default="auto", help=(
         "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
-    quantization: str | None = flag("--quantization", "-q", help=(
+    quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: quantize an unquantized checkpoint on load."))
     max_num_batched_tokens: str | None = flag_like(EngineFlags, "max_num_batched_tokens", help=(
         "Token budget per step (default by GPU and version)."))

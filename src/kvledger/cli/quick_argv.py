@@ -23,7 +23,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from kvledger.cli.flag_groups import EngineFlags, SessionFlags, TierFlags, WorkloadFlags
+from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
+from kvledger.cli.session_flags import SessionFlags
 
 __all__ = ["OWN", "GROUPS", "parse_simulate", "run_simulate_quick"]
 
@@ -51,7 +52,7 @@ def _table() -> tuple[dict[str, tuple[str, type, Any]], list[tuple[str, Any]]]:
 
     def add(name: str, decls: tuple[str, ...], kind: type, default: Any) -> None:
         order.append((name, default))
-        for decl in decls:
+        for decl in (d for d in decls if d.startswith("--")):  # a short flag (-q) is typer's to read
             on, _, off = decl.partition("/")
             flags[on] = (name, kind, True if kind is bool else None)
             if off:

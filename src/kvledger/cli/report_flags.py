@@ -40,6 +40,8 @@ class ReportEngineFlags:
         "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")
+    quantization: str | None = flag_like(EngineFlags, "quantization", help=(
+        "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
     step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
@@ -101,7 +103,9 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
 
     engine = {k: v for k, v in (("tp", e.tp), ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
-                                ("kv_cache_dtype", e.kv_cache_dtype), ("max_num_seqs", e.max_num_seqs),
+                                ("kv_cache_dtype", e.kv_cache_dtype),
+                                ("quantization", e.quantization.lower() if e.quantization else None),
+                                ("max_num_seqs", e.max_num_seqs),
                                 ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile),
                                 ("gemm_efficiency", e.gemm_efficiency),
                                 ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),

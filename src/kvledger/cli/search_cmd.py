@@ -19,10 +19,11 @@ from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
+from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
 __all__ = ["register"]
@@ -35,9 +36,9 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                     help={"num_requests": "Requests per simulated probe (the same seeded requests for every "
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
-ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
-                                     "cpu_overhead", "gpu_profile", "gemm_efficiency", "allreduce_link_share",
-                                     "wddm", "client_latency"),
+ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "quantization", "engine_version",
+                                     "step_cost", "cpu_overhead", "gpu_profile", "gemm_efficiency",
+                                     "allreduce_link_share", "wddm", "client_latency"),
                   defaults={"step_cost": "roofline"})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "

@@ -98,6 +98,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                          "the realized utilization (--max-utilization caps it), or drop the load to price one replica "
                          "at the utilization given.")
     mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
+    if e.quantization:  # refused as plan refuses it (fp8 only), before any candidate is planned
+        from kvledger.accounting.settings import make_settings
+
+        make_settings(quantization=e.quantization.lower())
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
                                        rate, monthly_tokens, model, mml, w.seed, ax.disagg)
     spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
@@ -106,6 +110,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       gpu_profile=e.gpu_profile, gemm_efficiency=e.gemm_efficiency,
                       allreduce_link_share=e.allreduce_link_share, engine_version=e.engine_version, max_model_len=mml,
                       gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
+                      quantization=e.quantization.lower() if e.quantization else None,
                       utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                       monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,

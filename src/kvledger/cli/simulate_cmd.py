@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.session_flags import SessionFlags
 from kvledger.cli.sim_opts import TIER_HELP
 
 __all__ = ["register"]

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, SessionFlags, TierFlags, WorkloadFlags
+from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
+from kvledger.cli.session_flags import SessionFlags
 
 __all__ = ["OUT_FILES", "run_simulate"]
 

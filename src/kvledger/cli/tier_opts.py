@@ -1,12 +1,13 @@
-"""From the tier and session flag groups (``cli/flag_groups.py``: TierFlags, SessionFlags) to the settings the layers
-below take: one reading of ``--kv-offloading-size`` & co. for every command that takes them."""
+"""From the tier and session flag groups (``cli/flag_groups.py``: TierFlags; ``cli/session_flags.py``: SessionFlags)
+to the settings the layers below take: one reading of ``--kv-offloading-size`` & co. for every command taking them."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from kvledger.cli.flag_groups import SessionFlags, TierFlags, WorkloadFlags, given_flags
+from kvledger.cli.flag_groups import TierFlags, WorkloadFlags, given_flags
+from kvledger.cli.session_flags import SessionFlags
 
 __all__ = ["tier_settings", "tiers_given", "check_session_flags"]
 

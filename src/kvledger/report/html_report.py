@@ -47,8 +47,9 @@ _CSS = (
 
 def _step_cost_words(sc: dict) -> str:
     """The step cost as the header names it: with the GPU profile that priced the roofline, when one did
-    (``priced_by``, set by ``analyses/serving/step_cost_choice.make_step_cost``)."""
-    return f"{sc['name']}, priced by {sc['priced_by']}" if sc.get("priced_by") else str(sc["name"])
+    (``priced_by``, set by ``analyses/serving/step_cost_choice.make_step_cost``), and the weights' --quantization."""
+    words = f"{sc['name']}, priced by {sc['priced_by']}" if sc.get("priced_by") else str(sc["name"])
+    return words + (f"; {sc['weights']}" if sc.get("weights") else "")  # --quantization fp8 (online_quant.py)
 
 
 def report_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:

@@ -203,7 +203,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     con = Console(highlight=False, emoji=False)
     sp = result.spec
     feas = len(result.ranking)
-    con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; "
+    quant = f" (vLLM --quantization {sp.quantization})" if getattr(sp, "quantization", None) else ""
+    con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {sp.target:.0%} of requests; "
                      f"{len(result.entries)} "
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
     w = result.winner

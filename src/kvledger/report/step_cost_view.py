@@ -22,8 +22,9 @@ def step_cost_lines(cost: dict, warnings: bool = True) -> list[str]:
     (rich markup), after its warnings unless ``warnings`` is off (``simulate`` prints them first of all); the judgment
     commands print the same lines for the cost ``analyses.serving.plan_pricing`` chose. Its source, a paragraph, is
     ``step_cost_source_line``, printed under the figures."""
-    return (step_cost_warnings(cost) if warnings else []) + [f"[bold]step cost[/]: {cost['name']} ({SOURCE_BELOW})",
-                                                             f"[bold]priced by[/]: {priced_by(cost)}"]
+    weights = f"; {cost['weights']}" if cost.get("weights") else ""  # --quantization fp8 (online_quant.py)
+    return (step_cost_warnings(cost) if warnings else []) + [
+        f"[bold]step cost[/]: {cost['name']} ({SOURCE_BELOW}){weights}", f"[bold]priced by[/]: {priced_by(cost)}"]
 
 
 def step_cost_source_line(cost: dict) -> str:

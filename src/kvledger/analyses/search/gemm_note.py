@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["gemm_note", "link_note"]
+__all__ = ["gemm_note", "link_note", "quantization_note"]
 
 
 def _mode(spec: Any, gid: str, gpu, model) -> str:
@@ -23,13 +23,16 @@ def _mode(spec: Any, gid: str, gpu, model) -> str:
 
 def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
     """The note, over the GPUs of the candidates that were planned; None for a calibrated step cost or no GPU."""
+    from kvledger.accounting.plan import roofline_model
+    from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     ids = sorted({e["gpu_id"] for e in entries if e.get("status") not in ("rejected", "error") and "gpu_id" in e})
     if spec.step_cost != "roofline" or not ids:
         return None
-    model = load_model(spec.model)
+    # the weights the steps read: FP8 under --quantization fp8, whose GEMMs the measured (BF16) curve does not price
+    model = roofline_model(load_model(spec.model), make_settings(quantization=getattr(spec, "quantization", None)))
     by: dict[str, list[str]] = {"measured": [], "flat": []}
     for gid in ids:
         gpu = resolve_gpu(gid)
@@ -72,3 +75,13 @@ def link_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
     return ("TP all-reduces of the candidates at TP > 1: " + "; ".join(parts) + (
         "" if share is not None else " — the share is the host's (peer access, PCIe switches) and moves these "
         "candidates' capacity: --allreduce-link-share X gives yours"))
+
+
+def quantization_note(spec: Any) -> str | None:
+    """Every candidate's ``--quantization`` in words (its plan, its step times, its launch lines), or None."""
+    q = getattr(spec, "quantization", None)
+    if q is None:
+        return None
+    return (f"every candidate runs vLLM --quantization {q}: its KV pool is planned with the weights quantized on load "
+            f"(as `kvledger plan --quantization {q}`), its steps read those weights, and its launch lines carry the "
+            "flag")

@@ -5,7 +5,8 @@ Every engine flag is written out with the value the memory plan resolved (defaul
 so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
 (``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
 ``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
-the search set it). ``kvledger plan`` takes the same flags, so the check line gives the same
+the search set it; ``--quantization fp8`` when the search was given it, on SGLang's line too).
+``kvledger plan`` takes the same flags, so the check line gives the same
 blocks. SGLang's flags carry the same TP, context, running-request cap and chunk budget; its
 KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the command leaves that at
 SGLang's default and says the simulated pool is the vLLM one (``kvledger plan --engine sglang``
@@ -41,6 +42,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(p["max_model_len"]),
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
+    quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
+    flags += quant
     vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
                                                    ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
@@ -50,7 +53,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
               "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
                   "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
-                  str(p["max_num_batched_tokens"])]
+                  str(p["max_num_batched_tokens"]), *quant]
     if pc is False:
         sglang.append("--disable-radix-cache")
     return vllm, sglang, check

@@ -173,9 +173,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      "else uncalibrated")
     elif spec.step_cost == "roofline":
         notes.append(_default_pricing_note(spec, entries))
-    from kvledger.analyses.search.gemm_note import gemm_note, link_note
+    from kvledger.analyses.search.gemm_note import gemm_note, link_note, quantization_note
 
-    notes += [n for n in (gemm_note(spec, entries), link_note(spec, entries)) if n is not None]
+    notes += [n for n in (quantization_note(spec), gemm_note(spec, entries), link_note(spec, entries)) if n is not None]
     from kvledger.analyses.search.api_side import api_side
 
     api = api_side(spec, feasible)

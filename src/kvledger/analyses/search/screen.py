@@ -45,7 +45,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
                           gemm_efficiency=spec.gemm_efficiency, allreduce_link_share=spec.allreduce_link_share,
-                          wddm=spec.wddm or None,
+                          wddm=spec.wddm or None, quantization=spec.quantization,
                           client_latency=latency_arg(spec))
 
 
@@ -100,6 +100,7 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             "max_num_seqs": m.max_num_seqs, "kv_cache_dtype": plan.settings.kv_cache_dtype,
             "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)",
             **({"wddm": True} if plan.settings.wddm else {}),  # --wddm: the check line plans it so
+            **({"quantization": q} if (q := plan.settings.quantization) else {}),  # -q fp8: every launch line
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
 
 

@@ -51,6 +51,7 @@ class SearchSpec:
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
+        quantization: vLLM ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
             candidate's TTFT and E2E before the SLO judges them (``kvledger.analyses.search.latency``).
@@ -67,7 +68,7 @@ class SearchSpec:
 
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
-    __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share")
+    __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization")
 
     model: str
     slo: str
@@ -84,6 +85,7 @@ class SearchSpec:
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    quantization: str | None = None
     gpu_provider: str | None = None
     utilization: float | None = None
     max_utilization: float = 0.8

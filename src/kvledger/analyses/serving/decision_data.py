@@ -100,7 +100,8 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
                                  contexts=CONTEXTS,
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
-                             kv_cache_dtype=e.get("kv_cache_dtype") or "auto", max_num_seqs=e.get("max_num_seqs"),
+                             kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
+                             max_num_seqs=e.get("max_num_seqs"),
                              wddm=bool(e.get("wddm")), allreduce_link_share=e.get("allreduce_link_share"))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
@@ -264,7 +265,7 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     eng = _cli_engine_flags(req)
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
                        if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
-                                "max_num_seqs", "wddm", "allreduce_link_share"))
+                                "quantization", "max_num_seqs", "wddm", "allreduce_link_share"))
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
     mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",
                                                                             "cache_write_rate",

@@ -21,6 +21,7 @@ from kvledger.accounting.sglang_rules import (
 from kvledger.accounting.sglang_steps import sglang_capture_sizes
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.serving import notes as N
+from kvledger.analyses.serving.online_quant import pool_note
 from kvledger.dynamics.engine.config import EngineConfig, PoolTooShortError
 from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.engine.swa_step import StepBlockRule
@@ -206,6 +207,7 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     pool = (_sglang_pool(plan) if m.engine == "sglang" else
             N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m))
     notes = [N.kv_pool(pool, N.limits(m, config=cfg))]
+    notes += [q] if (q := pool_note(plan)) else []  # vLLM --quantization fp8: the weights the pool was left by
     notes += [plan.nodes.text] if plan.nodes is not None else []  # TP × PP past one node: the nodes plan assumes
     notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]  # what plan also says of its rules
     if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)

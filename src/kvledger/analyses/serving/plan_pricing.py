@@ -76,7 +76,10 @@ def priced_settings(settings, gpu, flags: PricingFlags, model: Any = None):
         FormatError / InputError: an unreadable ``--gpu-profile`` file, one fitted on another GPU, a GEMM mode the
             profile was not fitted with.
     """
-    update = {k: v for k, v in plan_fractions(flags, gpu, model).items() if v is not None}
+    from kvledger.accounting.plan import roofline_model
+
+    served = None if model is None else roofline_model(model, settings)  # --quantization fp8: the FP8 weights' GEMMs
+    update = {k: v for k, v in plan_fractions(flags, gpu, served).items() if v is not None}
     return settings.model_copy(update=update) if update else settings
 
 

@@ -186,7 +186,7 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
         return text
     if offered is not None:
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
-                + ("MoE grouped GEMMs" if plan.model.is_moe else f"{plan.model.quant.method}-quantized weights")
+                + ("MoE grouped GEMMs" if plan.model.is_moe else f"{cost.model.quant.method}-quantized weights")
                 + ", not measured")
     from kvledger.accounting.gemm_efficiency import curve_span
 

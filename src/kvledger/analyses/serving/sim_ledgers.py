@@ -129,10 +129,7 @@ class SimulatedRun:
         """The memory-plan figures that sized each replica's KV pool."""
         from kvledger.analyses.serving.sim_provenance import PlanFigures  # lazy: `simulate` reports neither class
 
-        plan = self.setup.plan
-        m = plan.memory
-        return PlanFigures(m.engine, m.engine_version, plan.kv.bytes_per_token, m.available_kv_bytes, m.num_gpu_blocks,
-                           m.block_size, m.max_model_len, m.max_num_batched_tokens, m.max_num_seqs)
+        return PlanFigures.of(self.setup.plan)
 
     def provenance(self) -> SimProvenance:
         """What the run was: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""

@@ -35,6 +35,16 @@ class PlanFigures:
     max_num_seqs: int
     source: str = "kvledger.accounting.plan.build_plan (the KV-cache ledger)"
 
+    @classmethod
+    def of(cls, plan: Any) -> PlanFigures:
+        """The figures of a memory plan; its source names ``--quantization`` where the plan loaded FP8 weights."""
+        from kvledger.analyses.serving.online_quant import weights_words
+
+        m, words = plan.memory, weights_words(plan)
+        return cls(m.engine, m.engine_version, plan.kv.bytes_per_token, m.available_kv_bytes, m.num_gpu_blocks,
+                   m.block_size, m.max_model_len, m.max_num_batched_tokens, m.max_num_seqs,
+                   *([f"{cls.source}; {words}"] if words else []))
+
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
 

@@ -16,6 +16,7 @@ from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.sim_document import PACED_MODE
+from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
@@ -46,6 +47,7 @@ class SimRequestArgs:
     gpu_memory_utilization: float | None = None
     mem_fraction_static: float | None = None  # SGLang's fraction; only with policy "sglang" (its plan sizes the pool)
     kv_cache_dtype: str = "auto"
+    quantization: str | None = None  # vLLM --quantization: "fp8" quantizes the weights on load (plan and step cost)
     block_size: int | None = None
     max_num_batched_tokens: str | int | None = None
     max_num_seqs: int | None = None
@@ -99,8 +101,8 @@ class SimSetup:
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
-                "mem_fraction_static", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
-                "num_gpu_blocks_override", "cpu_overhead",
+                "mem_fraction_static", "kv_cache_dtype", "quantization", "max_num_batched_tokens", "max_num_seqs",
+                "block_size", "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
                 "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile", "gemm_efficiency")
 
@@ -134,53 +136,31 @@ def _mtime(name: str) -> int | None:
 
 
 def _build_plan(a: SimRequestArgs):
-    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.plan import build_plan, roofline_model
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_duration_s, parse_tokens
 
     engine = plan_engine(a)
-    _check_engine_flags(a, engine)
+    check_engine_flags(a, engine)
     gpu = resolve_gpu(a.gpu)
     model = load_model(a.model)
-    fractions = plan_fractions(a, gpu, model)  # the given fractions, else the GPU profile's (plan_pricing.py)
+    # --quantization as plan reads it (fp8 only; build_plan refuses it for SGLang); the weights priced are the served
+    quant = make_settings(quantization=a.quantization.lower() if a.quantization else None)
+    fractions = plan_fractions(a, gpu, roofline_model(model, quant))  # given, else the GPU profile's (plan_pricing)
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,
         max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
         gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
-        kv_cache_dtype=a.kv_cache_dtype,
+        kv_cache_dtype=a.kv_cache_dtype, quantization=quant.quantization,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm),
         **{k: v for k, v in fractions.items() if v is not None})
     return build_plan(model, gpu, settings, with_advice=False), mnbt
-
-
-def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
-    """Refuse a flag of the other engine's memory plan, which would be ignored (``plan``'s rule, in simulate's words).
-
-    Raises:
-        InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization or
-            --num-gpu-blocks-override with it (--engine-version then names the SGLang release, sglang_rules.py).
-    """
-    if engine != "sglang":
-        if a.mem_fraction_static is not None:
-            raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
-                             "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's "
-                             "plan: use --gpu-memory-utilization, or add --policy sglang")
-        return
-    vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
-                  "use --mem-fraction-static (SGLang's), or another policy"),
-                 (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
-                  "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
-                  "another policy")]
-    for value, what, fix in vllm_only:
-        if value is not None:
-            raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger "
-                             f"plan --engine sglang`), so it would be ignored: {fix}")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from kvledger.analyses.serving.online_quant import with_quantization
 from kvledger.analyses.serving.profile_scope import refuse_conflicting_profiles, unused_roofline_flags
 from kvledger.analyses.serving.roofline_choice import disagreement_note, gpu_profile_of, roofline_step_cost
 from kvledger.errors import InputError, UnknownNameError
@@ -172,11 +173,12 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
     """
     refuse_conflicting_profiles(a.step_cost, a.gpu_profile)  # --gpu-profile FILE prices only the roofline
     if a.step_cost == "roofline":
-        return roofline_step_cost(a, plan, overlap_cpu, batching, find_calibrated_cost(a.model, a.gpu, a.tp))
+        cost, info = roofline_step_cost(a, plan, overlap_cpu, batching, find_calibrated_cost(a.model, a.gpu, a.tp))
+        return cost, with_quantization(plan, cost, info, a.step_cost)  # --quantization fp8: the weights it reads
     cost, info = _replacing_step_cost(a, plan)
     if unused := unused_roofline_flags(a, a.step_cost):  # said, not silently dropped
         info.setdefault("warnings", []).append(unused)
-    return cost, info
+    return cost, with_quantization(plan, cost, info, a.step_cost)
 
 
 def _replacing_step_cost(a: Any, plan) -> tuple[Any, dict[str, Any]]:
