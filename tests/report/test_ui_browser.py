@@ -235,3 +235,57 @@ def test_a_bad_client_latency_is_shown_as_the_fields_error(server, browser):
     assert _wait_version(browser, v, 60) == "error"
     assert browser.find_element("id", "error").text.startswith(
         "invalid parameter: client_latency '-5ms' must be a finite, non-negative duration")
+
+
+def test_a_refused_plan_clears_the_plan_shown(server, browser):
+    browser.get(server + "/")
+    assert _wait_version(browser, 0) == "plan ready"
+    assert _card(browser, "kv-bytes-per-token") == 131072
+    v = _version(browser)
+    browser.execute_script(SET_FIELD, "tp", "3")  # 32 attention heads: TP 3 is refused
+    assert _wait_version(browser, v) == "error"
+    # the TP 1 plan's numbers and figures are gone; the panel says why, with the error
+    assert not browser.find_elements("id", "kv-bytes-per-token")
+    assert not browser.find_elements("id", "fig-memory_waterfall")
+    failed = browser.find_element("id", "plan-failed").text
+    assert failed.startswith("no plan for these inputs:") and "not divisible by 3" in failed
+    v = _version(browser)
+    browser.execute_script(SET_FIELD, "tp", "2")
+    assert _wait_version(browser, v) == "plan ready" and _card(browser, "kv-bytes-per-token") == 65536
+    assert not browser.find_elements("id", "plan-failed")
+
+
+def test_the_serving_panel_follows_the_engine(server, browser):
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from kvledger.report.webapp import serving_payload
+
+    def direct(engine: str) -> dict:
+        return serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms",
+                               "OpenAI:gpt-4.1", num_requests=50, engine=engine)["headline"]
+
+    browser.get(server + "/")
+    _wait_version(browser, 0)
+    browser.execute_script(SET_FIELD, "num_requests", "50")
+    browser.execute_script(SET_FIELD, "monthly_tokens", "")
+    browser.execute_script(SET_FIELD, "utilization", "0.5")
+    v = _version(browser)
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "serving ready"
+    assert _serving_answer(browser)["engine"] == "vllm" and _card(browser, "capacity") == direct("vllm")[
+        "capacity_req_per_s"]
+    # the utilization field's price, said beside the verdict (the verdict's own break-even is at the 80% ceiling)
+    assert browser.find_element("id", "secondary").text.startswith(
+        "secondary (not the verdict): at 50.0% utilization (given: the utilization field)")
+    # the engine is one of the serving panel's fields: SGLang's answer replaces vLLM's
+    Select(browser.find_element("id", "engine")).select_by_value("sglang")
+    assert browser.find_elements("id", "serving-stale")
+    WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-requests")
+                                      and _serving_answer(b)["engine"] == "sglang")
+    sgl = direct("sglang")["capacity_req_per_s"]
+    assert _card(browser, "capacity") == sgl != direct("vllm")["capacity_req_per_s"]
+    # TensorRT-LLM: the simulator has no rules for it, so the panel says so and shows no numbers
+    Select(browser.find_element("id", "engine")).select_by_value("trtllm")
+    WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-failed"))
+    assert "engine 'trtllm'" in browser.find_element("id", "serving-failed").text
+    assert not browser.find_elements("id", "capacity") and not browser.find_elements("id", "fig-latency_by_rate")

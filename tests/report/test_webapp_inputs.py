@@ -47,10 +47,15 @@ def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
 
 def test_bad_numbers_are_named_in_words():
     client = TestClient(create_app())
+    # a number written as a string is refused as such (the request is strict: webapp_requests.py) ...
     r = _get(client, gpu_memory_utilization="nan")
-    # the request's field, not the command line's flag (webapp_words.py)
-    assert r.status_code == 400 and r.json()["error"] == ("invalid setting: gpu_memory_utilization must be a finite "
-                                                          "number, got nan")
+    assert r.status_code == 400 and r.json()["error"] == ("invalid parameter: gpu_memory_utilization must be a number, "
+                                                          "got 'nan'")
+    # ... and a JSON NaN by `plan --gpu-memory-utilization`'s range, under the request's field, not the CLI's flag
+    r = client.post("/api/plan", content=f'{{"model": "{MODEL}", "gpu": "H100", "gpu_memory_utilization": NaN}}',
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"] == ("gpu_memory_utilization nan is not a number; allowed: (0, 1] "
+                                                          "(fraction)")
     r = _get(client, tp="two")
     assert r.status_code == 400 and r.json()["error"] == "invalid parameter: tp must be a whole number, got 'two'"
 

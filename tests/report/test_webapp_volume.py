@@ -17,7 +17,7 @@ def test_serving_with_a_volume_answers_with_both_bills():
             "gpu": "H100",
             "slo": "ttft=500ms,tpot=50ms",
             "num_requests": 60,
-            "monthly_tokens": "3e8",
+            "monthly_tokens": 3e8,  # a JSON number, as the page sends it (a string is refused: webapp_requests)
         },
     )
     assert r.status_code == 200, r.text

@@ -4,8 +4,9 @@ each with the report's figures as SVG.
 ``/api/plan`` builds the same plan ``kvledger plan --json`` prints for the same inputs (the
 browser test checks the numbers shown against it); ``/api/serving`` runs the report's capacity
 search, latency sweep and cost ledger (``kvledger.analyses.serving.decision_data``) on a small workload.
-Bad input answers 400 with the one-paragraph message the CLI would print. Requests may name local files only
-inside the folder given to ``kvledger ui --data-dir`` (``webapp_inputs``).
+Bad input answers 400 with the one-paragraph message the CLI would print: numbers in the CLI's ranges, strict request
+bodies (``webapp_requests``). Requests may name local files only inside the folder given to ``kvledger ui --data-dir``
+(``webapp_inputs``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
-from pydantic import BaseModel, field_validator
+
+# at module level too: the endpoints' body models
+from kvledger.report.webapp_requests import SERVING_NUM_REQUESTS, PlanRequest, ServingRequest
 
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
-
-SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 
 
 def choices() -> dict[str, Any]:
@@ -53,8 +54,10 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.figures_kv import kv_figures
+    from kvledger.report.webapp_requests import check_plan_numbers
     from kvledger.units import parse_tokens
 
+    check_plan_numbers(tp, gpu_memory_utilization)  # `kvledger plan`'s ranges (kvledger.ranges), in its words
     settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                              max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len else None,
                              gpu_memory_utilization=gpu_memory_utilization, wddm=wddm)
@@ -83,20 +86,24 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
-                    wddm: bool = False, client_latency: str | None = None) -> dict[str, Any]:
-    """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
-    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline; ``wddm``: as ``--wddm``;
-    ``client_latency``: as ``--client-latency`` (added to every TTFT and E2E; the headline carries its note)."""
+                    wddm: bool = False, client_latency: str | None = None, engine: str = "vllm") -> dict[str, Any]:
+    """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
+    rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
+    monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
+    every TTFT and E2E; the headline carries its note). Every number is range-checked first, as the CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
-    from kvledger.ranges import range_for
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
+    from kvledger.report.webapp_requests import check_serving_numbers, simulator_engine, web_client_latency
+    from kvledger.report.webapp_words import in_app_words
 
-    range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [50, 5,000]: kvledger.ranges
-    client = _client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
-    engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
-              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {})}
-    req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
+    check_serving_numbers(tp, utilization, num_requests, monthly_tokens)  # kvledger.ranges, before any simulation
+    policy = simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
+    client = web_client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
+    flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
+             **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
+             **({"policy": policy} if policy else {})}
+    req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
     c = data.cost
@@ -110,68 +117,10 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "goodput_req_per_s": sized_run_figures(cs)[0],  # at the capacity sized on
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
                 "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "secondary": in_app_words(c["secondary"]) if c.get("secondary") else None,  # the utilization priced
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,
                 "client_latency": client.note() if client is not None else None}  # simulate's line: what, and whence
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
-
-
-def _client_latency(text: str | None) -> Any:
-    """``--client-latency`` read as the CLI's flag reads it (a duration with its unit, [0, 10] s; not ``profile:``,
-    which names a file the app does not open): a ``ClientLatency``, or None when empty or zero."""
-    from kvledger.analyses.serving.client_latency import FLAG, client_latency_of
-    from kvledger.errors import InputError
-    from kvledger.ranges import check_options
-
-    if text is None or not text.strip():
-        return None
-    if text.strip().startswith("profile:"):
-        raise InputError("takes a duration such as 21ms in the web app; a profile's fitted latency "
-                         "(profile:FILE.json) is read by the command line (simulate, validate, search)")
-    check_options("simulate", {"client_latency": text.strip()}, {"client_latency": FLAG})
-    return client_latency_of(text.strip())
-
-
-class _Plan(BaseModel):
-    model: str
-    gpu: str
-    engine: str = "vllm"
-    tp: int = 1
-    max_model_len: str | None = None
-    kv_cache_dtype: str = "auto"
-    gpu_memory_utilization: float | None = None
-    wddm: bool = False
-    request_id: int | None = None
-
-
-class _Serving(BaseModel):
-    model: str
-    gpu: str
-    slo: str
-    api: str | None = None
-    trace: str = "azure-conv"
-    tp: int = 1
-    max_model_len: str | None = None
-    kv_cache_dtype: str = "auto"
-    utilization: float | None = None
-    num_requests: int = SERVING_NUM_REQUESTS
-    monthly_tokens: float | None = None
-    wddm: bool = False
-    client_latency: str | None = None
-    request_id: int | None = None
-
-    @field_validator("client_latency")
-    @classmethod
-    def _duration(cls, v: str | None) -> str | None:
-        """``--client-latency``'s rule (a duration with its unit, [0, 10] s), refused as this field's error."""
-        import re
-
-        from kvledger.errors import InputError
-
-        try:
-            got = _client_latency(v)
-        except InputError as err:
-            raise ValueError(re.sub(r"^--client-latency:? ", "", str(err))) from None
-        return None if got is None else v.strip()
 
 
 def _add_error_handlers(app: Any, token: str | None) -> None:
@@ -252,7 +201,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
         return _json(choices())
 
     @app.post("/api/plan")
-    def api_plan(body: _Plan) -> Any:
+    def api_plan(body: PlanRequest) -> Any:
         with queues["plan"].slot():
             model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
             out = plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
@@ -260,13 +209,13 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
         return _json({"request": body.model_dump(), **out})
 
     @app.post("/api/serving")
-    def api_serving(body: _Serving) -> Any:
+    def api_serving(body: ServingRequest) -> Any:
         with queues["serving"].slot():
             model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
             trace = check_web_trace(body.trace, data_dir)
             out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
                                   body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
-                                  body.wddm, body.client_latency)
+                                  body.wddm, body.client_latency, body.engine)
         return _json({"request": body.model_dump(), **out})
 
     return app

@@ -5,6 +5,7 @@ a flag left over is said to be the command line's."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 __all__ = ["in_app_words", "request_errors"]
 
@@ -35,6 +36,11 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\(--monthly-tokens, --monthly-requests, or --monthly-input-tokens with --monthly-output-tokens\)",
      r"(the volume field)"),
     (r"Drop --utilization", r"Empty the utilization field"),
+    (r"leave the flag out for the per-token ledgers alone", r"empty the volume field for the per-token ledgers alone"),
+    (r"\(given \(--utilization\)\)", r"(given: the utilization field)"),  # cost's secondary line: the utilization
+    (r"assumed: --max-utilization, no volume given",
+     r"assumed: `kvledger cost --max-utilization`'s default, with the utilization and volume fields empty"),
+    (r"--engine must be one of", r"the engine field must be one of"),  # PlanSettings' refusal only
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
 _FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")
@@ -63,5 +69,15 @@ def request_errors(errors: list[dict]) -> str:
     if any(e.get("type") == "model_attributes_type" or tuple(e.get("loc", ())) == ("body",) for e in errors):
         return ('the request body is not a JSON object: the app\'s API takes one such as {"model": '
                 '"meta-llama/Llama-3.1-8B", "gpu": "H100"}')
-    return "invalid parameter: " + "; ".join(f"{e['loc'][-1]} {reason_in_words(e)}, got {e.get('input')!r}"
-                                             for e in errors)
+    return "invalid parameter: " + "; ".join(_field_error(e, reason_in_words) for e in errors)
+
+
+def _field_error(e: dict, reason_in_words: Any) -> str:
+    """One field's error: an unknown field named as such (refused, never dropped), a true/false field or a number in
+    words (a boolean or a numeric string where a number belongs is refused: the request is strict)."""
+    got = repr(e.get("input"))
+    name, got = e["loc"][-1], got if len(got) <= 200 else got[:200] + "…"
+    if e.get("type") == "extra_forbidden":
+        return f"{name} is not a field of this request, got {got} (an unknown field is refused, not ignored)"
+    reason = "must be true or false" if str(e.get("type", "")).startswith("bool_") else reason_in_words(e)
+    return f"{name} {reason}, got {got}"

@@ -87,7 +87,8 @@ def _cli_engine_flags(req: ReportRequest) -> str:
 
 
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
-    """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings."""
+    """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings (SGLang's plan
+    under ``policy`` sglang, whose pool the simulator then runs: sim_setup)."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -96,9 +97,10 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
 
     e = req.engine
     mml = e.get("max_model_len")
-    settings = make_settings(engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
+    settings = make_settings(engine="sglang" if e.get("policy") == "sglang" else "vllm",
+                             engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
                              max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
-                                 contexts=CONTEXTS,
+                             contexts=CONTEXTS,
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"),
@@ -266,6 +268,7 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
                        if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
                                 "quantization", "max_num_seqs", "wddm", "allreduce_link_share"))
+    plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
     mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",
                                                                             "cache_write_rate",

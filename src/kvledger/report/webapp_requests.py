@@ -1,0 +1,128 @@
+"""What ``/api/plan`` and ``/api/serving`` take: the request bodies (strict: a number must be a JSON number, never a
+boolean or a numeric string, and an unknown field is refused, not dropped), the ranges their numbers are checked
+against (``kvledger.ranges``, the CLI's table, named by the request's field) and the engine the simulator runs.
+
+The page (``data/webapp.html``) sends numbers as numbers and only these fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "web_client_latency", "check_plan_numbers",
+           "check_serving_numbers", "simulator_engine"]
+
+SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
+_SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
+
+
+def web_client_latency(text: str | None) -> Any:
+    """``--client-latency`` read as the CLI's flag reads it (a duration with its unit, [0, 10] s; not ``profile:``,
+    which names a file the app does not open): a ``ClientLatency``, or None when empty or zero."""
+    from kvledger.analyses.serving.client_latency import FLAG, client_latency_of
+    from kvledger.errors import InputError
+    from kvledger.ranges import check_options
+
+    if text is None or not text.strip():
+        return None
+    if text.strip().startswith("profile:"):
+        raise InputError("takes a duration such as 21ms in the web app; a profile's fitted latency "
+                         "(profile:FILE.json) is read by the command line (simulate, validate, search)")
+    check_options("simulate", {"client_latency": text.strip()}, {"client_latency": FLAG})
+    return client_latency_of(text.strip())
+
+
+def _fields(values: dict[str, Any]) -> dict[str, str]:
+    """Each value's name in an error: the request's field (the CLI's message, with the field for the flag)."""
+    return {k: k for k in values}
+
+
+def check_plan_numbers(tp: int, gpu_memory_utilization: float | None) -> None:
+    """``kvledger plan``'s ranges for the plan's numbers. Raises InputError: one out of range, in the CLI's words."""
+    from kvledger.ranges import check_options
+
+    values = {"tp": tp, "gpu_memory_utilization": gpu_memory_utilization}
+    check_options("plan", values, _fields(values))
+
+
+def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
+                          monthly_tokens: float | None) -> None:
+    """The serving request's numbers: requests per simulation in the app's bound ([50, 5,000]), the volume read by
+    ``cost --monthly-tokens``'s own parser (a volume of 0 or less prices nothing), the others in ``kvledger cost
+    --simulate``'s ranges. Raises InputError: one out of range, in the CLI's words."""
+    from kvledger.ranges import check_options, range_for
+    from kvledger.units import count_option
+
+    range_for("ui", "num_requests").check("requests per simulation", num_requests)
+    if monthly_tokens is not None:
+        count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
+    values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens}
+    check_options("cost", values, _fields(values))
+
+
+def simulator_engine(engine: str) -> str | None:
+    """The simulator's ``--policy`` for the engine field: None (vLLM's rule, its default) or ``"sglang"``.
+
+    Raises:
+        InputError: an engine the serving simulator has no rules for (TensorRT-LLM: the plan only).
+    """
+    from kvledger.errors import InputError
+
+    key = engine.strip().lower()
+    if key not in _SIMULATED:
+        raise InputError(f"engine {engine[:40]!r}: capacity and cost are simulated for vllm or sglang only (`kvledger "
+                         "simulate --policy vllm|sglang`); the simulator has no rules for it, so the serving panel "
+                         "does not apply (the KV-cache plan does)")
+    return _SIMULATED[key]
+
+
+class PlanRequest(BaseModel):
+    """``/api/plan``'s body."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    model: str
+    gpu: str
+    engine: str = "vllm"
+    tp: int = 1
+    max_model_len: str | None = None
+    kv_cache_dtype: str = "auto"
+    gpu_memory_utilization: float | None = None
+    wddm: bool = False
+    request_id: int | None = None
+
+
+class ServingRequest(BaseModel):
+    """``/api/serving``'s body."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    model: str
+    gpu: str
+    slo: str
+    api: str | None = None
+    trace: str = "azure-conv"
+    engine: str = "vllm"
+    tp: int = 1
+    max_model_len: str | None = None
+    kv_cache_dtype: str = "auto"
+    utilization: float | None = None
+    num_requests: int = SERVING_NUM_REQUESTS
+    monthly_tokens: float | None = None
+    wddm: bool = False
+    client_latency: str | None = None
+    request_id: int | None = None
+
+    @field_validator("client_latency")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        """``--client-latency``'s rule (a duration with its unit, [0, 10] s), refused as this field's error."""
+        import re
+
+        from kvledger.errors import InputError
+
+        try:
+            got = web_client_latency(v)
+        except InputError as err:
+            raise ValueError(re.sub(r"^--client-latency:? ", "", str(err))) from None
+        return None if got is None else v.strip()
