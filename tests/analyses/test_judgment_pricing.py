@@ -125,7 +125,8 @@ def test_offload_runs_and_break_even_use_simulates_step_cost_and_plan_says_roofl
                           num_sessions=4, pricing=PricingFlags())
     assert "V1 CPU 0.5 ms" in rep.step_cost["source"]
     assert rep.tiers.priced_by.startswith("the run's step cost")
-    # `plan` prices its tier break-evens on the memory plan's roofline alone, deliberately, and prints so
+    # build_tier_plan without a step cost prices on the memory plan's roofline alone and says so (the hand-worked
+    # arithmetic, tests/accounting/test_kv_tiers.py); `plan` passes simulate's (tests/cli/test_plan_tiers_cli.py)
     _, plan = _simulate_cost(model=L8, gpu="H100-SXM", engine_version="0.13.0", max_model_len=32768)
     tp = build_tier_plan(plan, tiers)
     assert tp.priced_by == PLAN_ROOFLINE

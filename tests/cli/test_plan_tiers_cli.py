@@ -17,13 +17,30 @@ def run(*args):
 
 
 def test_plan_prints_host_tier_tokens_and_break_even():
-    # 256 GiB // 2,097,152 B per 16-token block = 131,072 blocks = 2,097,152 tokens; break-even 316 tokens
-    # (tests/accounting/test_kv_tiers.py works both out)
+    # 256 GiB // 2,097,152 B per 16-token block = 131,072 blocks = 2,097,152 tokens (tests/accounting/test_kv_tiers.py);
+    # break-even 158 tokens: the prefill priced as offload and simulate price it (the measured GEMM curve, layer
+    # kernels, the engine's CPU term: 26.03 ms to recompute 1K tokens), not the bare roofline's 316 (21.06 ms)
     r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256GiB")
-    assert "2,097,152" in r.stdout and "316 tokens" in r.stdout
+    assert "2,097,152" in r.stdout and "131,072 blocks" in r.stdout and "158 tokens" in r.stdout
+    assert "prefill priced by simulate's step cost, as `offload` and `simulate` price these steps" in " ".join(
+        r.stdout.split())
     r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256", "--json")
     d = json.loads(r.stdout)["kv_tiers"]
-    assert d["tiers"][1]["capacity_tokens"] == 2_097_152 and d["break_even"][0]["break_even_tokens"] == 316
+    assert d["tiers"][1]["capacity_tokens"] == 2_097_152 and d["break_even"][0]["break_even_tokens"] == 158
+    assert d["tiers"][1]["unit_name"] == "block" and d["tiers"][1]["unit_tokens"] == 16
+
+
+def test_plan_and_offload_give_one_break_even():
+    # the user's report: plan said 316 / 2,427 tokens (host / NVMe), offload 158 / 669 for the same tiers; both now
+    # price the recompute with simulate's step cost: the same break-evens and the same recompute at 1K tokens
+    tiers = ["--kv-offloading-size", "64GiB", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB"]
+    plan = json.loads(run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *tiers, "--json").stdout)["kv_tiers"]
+    off = json.loads(run("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *tiers, "--sessions", "2",
+                         "--json").stdout)["kv_tiers"]
+    assert [b["break_even_tokens"] for b in plan["break_even"]] == [158, 669]
+    assert [b["break_even_tokens"] for b in off["break_even"]] == [158, 669]
+    assert plan["break_even"][0]["recompute_s_per_1k"] == pytest.approx(off["break_even"][0]["recompute_s_per_1k"])
+    assert plan["break_even"][0]["recompute_s_per_1k"] == pytest.approx(0.02603, abs=5e-6)
 
 
 def test_plan_sglang_hicache_and_no_block_without_flags():

@@ -155,7 +155,8 @@ def test_tier_judgment_by_hand():
     stats = SimpleNamespace(hbm_hit_tokens=900, host_hit_tokens=100, host_hit_rate=0.05, evicted_units=0)
     without = {"mean": 1.000, "p50": 0.800}
     near = tier_judgment(stats, {"mean": 1.005, "p50": 0.700}, without)  # type: ignore[arg-type]
-    assert near["helps"] and near["ttft_worse"] == [] and near["hbm_share_of_reused"] == 0.9
+    # no reusable count given: HBM's share is of the 1,000 tokens the tiers reused, 900 / 1,000
+    assert near["helps"] and near["ttft_worse"] == [] and near["hbm_share_of_reusable"] == 0.9
     worse = tier_judgment(stats, {"mean": 1.020, "p50": 0.700}, without)  # type: ignore[arg-type]
     assert not worse["helps"] and worse["ttft_worse"] == ["mean"]
     few = SimpleNamespace(hbm_hit_tokens=995, host_hit_tokens=5, host_hit_rate=0.005, evicted_units=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS
+
 __all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX"]
 
 #: host memory per GPU above which an offloading size is beyond any real host, GiB: 16× the 256 GiB per GPU of a
@@ -21,13 +23,13 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
                      f"host memory per GPU, more than any real host holds (above {HOST_GIB_PER_GPU_MAX:,} GiB per "
                      "GPU, 16× the 256 GiB per GPU of a large cloud GPU host such as AWS p5.48xlarge: 2 TiB for 8 "
                      "GPUs); a bare number is GiB — check the size and its unit")
-    if eng == "vllm":
+    if eng == "vllm" and (tiers.kv_offloading_backend or "native") == "lmcache":
+        notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out))
+    elif eng == "vllm":
         notes.append("vLLM OffloadingConnector: every newly computed full block is stored to the CPU tier as it is "
                      "computed (write-through, kv_offload LRU; ARC and store_threshold reuse gating are opt-in "
                      "extra_config in 0.33.0); a request whose prefix hits the CPU tier waits for the load "
                      "(WAITING_FOR_REMOTE_KVS) before it is scheduled, so the load is on its TTFT, not on the step")
-        if (tiers.kv_offloading_backend or "native") == "lmcache":
-            notes.append("LMCache stores 256-token chunks: a prefix hits only in whole chunks")
     elif eng == "sglang":
         notes.append(f"SGLang HiCache ({tiers.write_policy}): load_back of host-resident prefix nodes runs at "
                      "admission, layer by layer beside the forward pass (break-even uses max(load, compute)); loads "
@@ -44,3 +46,21 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
     notes.append(f"host link achievable fraction {tiers.link_fraction:g} of the per-direction peak is an assumption "
                  f"(--link-fraction); the recompute side is priced by {priced_by} at its achievable fractions")
     return notes
+
+
+def _lmcache_notes(below: bool) -> list[str]:
+    """LMCache's rule as kvledger simulates it (``dynamics/engine/offload.py``, ``offload_tiers.py``: LMCache 0.5.6);
+    ``below``: a disk or remote tier under its CPU chunks."""
+    out = [f"LMCache (--kv-offloading-backend lmcache): whole {LMCACHE_CHUNK_TOKENS}-token chunks of the prompt are "
+           "stored to its local CPU backend as they are computed (its defaults save_unfull_chunk and "
+           "save_decode_cache are off: no partial last chunk, no decoded tokens), which evicts the least recently "
+           "used chunk and refreshes a chunk a lookup hits; a lookup counts whole chunks from the prompt's start, "
+           "and the chunks beyond the HBM prefix hit are loaded before the request is scheduled, so the load is on "
+           "its TTFT, not on the step (the native connector's kv_offload LRU, ARC and store_threshold do not apply)"]
+    if below:
+        out.append("below LMCache's CPU chunks: every stored chunk is also written to the disk (local_disk) and "
+                   "remote tiers, off the critical path, each evicting its least recently used chunk (the remote "
+                   "store's capacity and eviction are an assumption); a lookup goes on into the disk, then the remote "
+                   "store, where the CPU hits end, and chunks read from them are put back into the CPU backend, one "
+                   "tier's read after the other's, on the TTFT")
+    return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.kv_tier_rules import (
+    LMCACHE_CHUNK_TOKENS,
     TierSettings,
     check_tier_settings,
     rules_version,
@@ -36,9 +37,11 @@ from kvledger.jsonable import to_jsonable
 
 __all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s", "PLAN_ROOFLINE"]
 
-PLAN_ROOFLINE = "the plan's roofline alone (no host term; `simulate` and `offload` price these steps with the engine's)"
-"""The break-evens' default step cost in words: ``plan`` prices the prefill steps on the memory plan's roofline, as
-its roofline table does; the commands that simulate pass their own step cost."""
+PLAN_ROOFLINE = ("the plan's roofline alone (no host term; `plan`, `simulate` and `offload` price these steps with "
+                 "the engine's)")
+"""The break-evens' default step cost in words: the memory plan's roofline, as its roofline table prices a step. Every
+command passes simulate's step cost instead (``plan``: ``plan_pricing.simulate_priced_tiers``), so they print one
+break-even; this default stays for the hand-worked arithmetic and a plan the engine cannot start."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Tier:
         unit_tokens: tokens per stored unit (vLLM block, LMCache chunk, SGLang page), tokens.
         read_bytes_per_s / write_bytes_per_s: into / out of HBM, achievable, B/s.
         capacity_rule / bandwidth_source: where the figures come from.
+        unit_name: what the tier stores in units of ``unit_tokens``: "block", "chunk" (LMCache's host and disk
+            tiers) or "page" (SGLang); ``capacity_tokens // unit_tokens`` of them.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Tier:
     write_bytes_per_s: float
     capacity_rule: str
     bandwidth_source: str
+    unit_name: str = "block"
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,15 @@ def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier 
         host_bytes = tokens * bpt  # one host pool per rank
     else:
         return None
-    return Tier("host_dram", medium, host_bytes, tokens, tokens // m.block_size, unit, link, link, rule, link_src)
+    return Tier("host_dram", medium, host_bytes, tokens, tokens // m.block_size, unit, link, link, rule, link_src,
+                _unit_name(plan, t))
+
+
+def _unit_name(plan: Plan, t: TierSettings) -> str:
+    """What the tiers below HBM store: LMCache's chunks (host and disk alike), SGLang's pages, vLLM's blocks."""
+    if plan.settings.engine == "sglang":
+        return "page"
+    return "chunk" if t.kv_offloading_backend == "lmcache" else "block"
 
 
 def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
@@ -205,8 +219,12 @@ def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
         tokens = int(gib * 2**30 // bpt)
         src = (f"{what}: {rd / 1e9:g} GB/s read, {wr / 1e9:g} GB/s write (assumption; flags override), "
                f"through the host link (the smaller of the two)")
-        out.append(Tier(name, what, gib * 2**30, tokens, tokens // m.block_size, m.block_size, min(rd, link),
-                        min(wr, link), f"{gib:g} × 2^30 B // {bpt:,.0f} B/token", src))
+        unit = _unit_name(plan, t)
+        per = LMCACHE_CHUNK_TOKENS if unit == "chunk" else m.block_size  # LMCache's disk files are its chunks
+        rule = f"{gib:g} × 2^30 B // {bpt:,.0f} B/token" + (f" = {tokens // per:,} chunks of {per} tokens"
+                                                             if unit == "chunk" else "")
+        out.append(Tier(name, what, gib * 2**30, tokens, tokens // m.block_size, per, min(rd, link),
+                        min(wr, link), rule, src, unit))
     return out
 
 
@@ -231,7 +249,8 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1, 
     hbm_tokens = m.usable_blocks * m.block_size
     out = [Tier("hbm", f"{plan.gpu.name} HBM (the engine's KV pool)", m.usable_blocks * m.bytes_per_block,
                 hbm_tokens, m.usable_blocks, m.block_size, plan.gpu.hbm_bandwidth_bytes_per_s,
-                plan.gpu.hbm_bandwidth_bytes_per_s, "usable blocks × block_size (the memory plan)", "GPU catalog")]
+                plan.gpu.hbm_bandwidth_bytes_per_s, "usable blocks × block_size (the memory plan)", "GPU catalog",
+                "page" if s.engine == "sglang" else "block")]
     host = _host_tier(plan, tiers, link, link_src)
     if host is not None:
         out.append(host)

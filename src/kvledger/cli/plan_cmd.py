@@ -41,10 +41,12 @@ def plan(
     priced = _priced_by(p, prof, given)
     settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
     tier_plan = None
-    if tiers_given(tiers) or settings_t.any_set:
-        from kvledger.accounting.kv_tiers import build_tier_plan
+    if tiers_given(tiers) or settings_t.any_set:  # break-evens priced as offload and simulate price a prefill
+        from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers
 
-        tier_plan = build_tier_plan(p, settings_t, suffix_tokens=more.suffix_tokens)
+        flags_p = PricingFlags(flags.gpu_profile, None, flags.achievable_flops_fraction,
+                               flags.achievable_bandwidth_fraction, flags.allreduce_link_share)
+        tier_plan = simulate_priced_tiers(p, settings_t, flags_p, suffix_tokens=more.suffix_tokens)
     if as_json:
         d = p.to_dict()
         if d.get("roofline") is not None:  # simulate's keys: its priced_by, its step cost's link terms

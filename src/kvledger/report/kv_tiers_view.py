@@ -25,9 +25,10 @@ def render_kv_tiers(tp: TierPlan, console) -> None:
     from kvledger.units import fmt_bytes
 
     t = table(f"KV tiers per GPU ({tp.bytes_per_token:,.0f} B of KV per token)", "tier", "capacity", "tokens",
-              "blocks", "read into HBM", "capacity rule", "bandwidth source")
+              "stored units (tokens each)", "read into HBM", "capacity rule", "bandwidth source")
     for x in tp.tiers:
-        t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", f"{x.capacity_blocks:,}",
+        units = f"{x.capacity_tokens // x.unit_tokens:,} {x.unit_name}s ({x.unit_tokens:,})"
+        t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", units,
                   f"{x.read_bytes_per_s / 1e9:,.1f} GB/s", x.capacity_rule, x.bandwidth_source)
     console.print(t)
     top = f"@{tp.break_even[0].max_tokens:,}" if tp.break_even else "@max"  # the scan's end: max_model_len − suffix

@@ -7,40 +7,12 @@ from typing import TYPE_CHECKING
 from kvledger.report.kv_tiers_view import render_kv_tiers
 from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import table
+from kvledger.report.tier_verdict import tier_verdict_line
 
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.offload import OffloadReport
 
 __all__ = ["render_offload", "tier_verdict_line"]
-
-
-def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
-    """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
-    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names;
-    ``workload``: the session preset, so an agent run is not told to try agent sessions)."""
-    if j["helps"]:
-        return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
-                f"had evicted (simulated below).")
-    if j.get("adds_hits") and j.get("ttft_worse"):
-        t = j["ttft_s"]
-        worse = ", ".join(f"{q} {t[q]['with_tier']:,.3g} s with it against {t[q]['without_tier']:,.3g} s without"
-                          for q in j["ttft_worse"])
-        return (f"The host tier does not help this workload's TTFT: it serves {j['host_hit_rate']:.1%} of prompt "
-                f"tokens that HBM had evicted, but TTFT {worse}: its loads cost more than the recompute they save, "
-                "or the run queues either way (simulated below).")
-    owner = "sessions'" if sessions else "workload's"
-    why = (f"HBM already held {j['hbm_share_of_reused']:.0%} of the reused prefix tokens "
-           f"({j['reused_tokens']:,}) when the next {'turn' if sessions else 'request'} came: the {owner} working set "
-           "fits in HBM")
-    if j["reused_tokens"] == 0:
-        why = f"no {'turn' if sessions else 'request'} reused an earlier prefix"
-    longer = "" if workload == "agent" else " or longer sessions (--workload agent)"
-    hint = (f"more sessions in flight (--sessions, --session-rate){longer}, whose prefixes HBM cannot keep"
-            if sessions else "more requests in flight (--rate, --rate-scale or "
-            "--concurrency), whose prefixes HBM cannot keep, or a trace whose shared prefixes come back after HBM "
-            "has evicted them")
-    return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
-            f"(under {j['threshold']:.0%}); {why}. It would help with {hint}.")
 
 
 def render_offload(rep: OffloadReport, console) -> None:
@@ -71,9 +43,14 @@ def render_offload(rep: OffloadReport, console) -> None:
     row("load time (Σ, served + unserved), load bandwidth (all tiers' bytes ÷ run)",
         f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.3g} GB/s" if s.host_load_s else "no loads",
         "—", "—")
-    row("host tier units held (peak / capacity; the units the tier table counts)",
-        f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
-    _rule_rows(s, row)
+    name, per = rep.unit
+    planned = rep.tiers.tier("host_dram")  # SGLang's plan counts pages, its simulated tier the workload's segments
+    same = planned is None or (planned.unit_name, planned.unit_tokens) == (name, per)
+    table_says = "as the tier table's units column" if same else \
+        f"the tier table counts {planned.unit_name}s of {planned.unit_tokens:,}: compare the tokens"
+    row(f"host tier {name}s held (peak / capacity; {name}s of {per:,} tokens, {table_says})",
+        f"{s.peak_host_units:,} / {s.host_capacity_units:,} ({s.host_capacity_units * per:,} tokens)", "—", "—")
+    _rule_rows(s, row, f"{name}s")
     a, b = rep.ttft_s_with, rep.ttft_s_without
     for q in ("mean", "p50", "p90", "p99"):
         row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
@@ -96,8 +73,9 @@ def render_offload(rep: OffloadReport, console) -> None:
         console.print(step_cost_source_line(rep.step_cost))
 
 
-def _rule_rows(s, row) -> None:
-    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, the disk tier."""
+def _rule_rows(s, row, units: str) -> None:
+    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, the disk tier (``units``: what the
+    host and disk tiers count, plural)."""
     if s.stores_skipped is not None:
         row("stores skipped (store_threshold)", f"{s.stores_skipped:,} blocks", "—", "—")
     if s.write_back_s is not None:
@@ -112,5 +90,5 @@ def _rule_rows(s, row) -> None:
             row(f"tokens loaded from {name}, unserved", f"{d.unserved_tokens:,}", "—", "—")
         row(f"{name} load time (Σ, served + unserved, on TTFT)",
             f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
-        row(f"{name} units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
-            f"{d.capacity_units:,}", "—", "—")
+        row(f"{name} {units} stored / evicted / capacity (as the host tier's)", f"{d.stored_units:,} / "
+            f"{d.evicted_units:,} / {d.capacity_units:,}", "—", "—")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.report.kv_tiers_view import render_kv_tiers
-from kvledger.report.offload_view import tier_verdict_line
 from kvledger.report.tables import table
+from kvledger.report.tier_verdict import tier_verdict_line
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_tiers import SimTierReport
@@ -39,10 +39,10 @@ def _rows(r: dict) -> list[tuple[str, str]]:
                                                "occupancy (peak / capacity)", "stored / evicted")]
     if r["tier"] in ("nvme", "remote"):  # the level's read bandwidth (a setting), its capacity; no occupancy record
         bw = f"reads at {r['read_bytes_per_s'] / 1e9:,.2f} GB/s"
-        held = f"— / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
+        held = f"— / {r['capacity_units']:,} {r['unit_name']}s × {r['unit_tokens']:,} tokens"
     else:
         bw = f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"
-        held = f"{r['peak_units']:,} / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
+        held = f"{r['peak_units']:,} / {r['capacity_units']:,} {r['unit_name']}s × {r['unit_tokens']:,} tokens"
     unserved = r.get("unserved_tokens", 0)  # loads evicted before admission and recomputed (load_hold.py)
     return out + [("tokens loaded (served + unserved)", f"{r['loaded_tokens']:,}"
                    + (f" ({r['hit_tokens']:,} + {unserved:,})" if unserved else "")),
@@ -50,7 +50,7 @@ def _rows(r: dict) -> list[tuple[str, str]]:
                   ("load time (Σ, served + unserved)", f"{r['load_s']:.3f} s"),
                   (BW, bw),
                   ("occupancy (peak / capacity)", held),
-                  ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} units")]
+                  ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} {r['unit_name']}s")]
 
 
 def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workload: str = "") -> None:

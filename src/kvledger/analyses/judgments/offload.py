@@ -12,26 +12,22 @@ from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_T
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
+from kvledger.analyses.judgments.offload_cost import tier_cost
+from kvledger.analyses.judgments.offload_verdict import NEGLIGIBLE_HOST_HIT_RATE, tier_judgment
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_by_run, priced_settings, simulate_step_cost
 from kvledger.analyses.serving.session_notes import left_out_note
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
+from kvledger.dynamics.workload.reuse import reusable_prefix_tokens
 from kvledger.dynamics.workload.sessions import SESSION_SHAPES, SessionLoop, synthesize_sessions
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.cost import HOURS_PER_MONTH
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
-           "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "session_context_cap"]
-
-# kvledger threshold: a host tier serving under 1% of prompt tokens saves under 1% of prefill, less than the step
-# cost's own uncertainty (the simulator is deterministic; its step costs are not known to 1%: see the error bands)
-NEGLIGIBLE_HOST_HIT_RATE = 0.01
-# kvledger threshold, for the same reason: a TTFT statistic counts as worse with the tier only when it is more than
-# 1% above the run without it
-TTFT_WORSE_TOLERANCE = 0.01
+           "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "session_context_cap", "host_unit_name",
+           "tier_cost"]
 
 #: kvledger default max_model_len of a session run (offload, simulate/search/goodput --workload chat|agent) when
 #: --max-model-len is not given: one cap for every command, so the same flags draw the same sessions
@@ -48,28 +44,6 @@ def session_context_cap(given_tokens: int | None) -> tuple[int, str]:
     return SESSION_MAX_MODEL_LEN_TOKENS, _SESSION_CAP_REASON
 
 
-def tier_judgment(stats: TierStats, ttft_s_with: dict[str, float] | None = None,
-                  ttft_s_without: dict[str, float] | None = None) -> dict[str, Any]:
-    """Whether the host tier helps this workload: it adds hits (``adds_hits``: it serves at least
-    NEGLIGIBLE_HOST_HIT_RATE of prompt tokens) and neither the TTFT mean nor the p50 is worse with it than without it
-    (``ttft_worse`` lists those more than TTFT_WORSE_TOLERANCE above the run without it, from the two runs' TTFT
-    statistics in s); ``helps`` is both.
-    ``hbm_share_of_reused`` is the share of the reused prefix tokens (HBM + host hits) that HBM already held;
-    ``host_evicted_units`` > 0 means the host tier itself filled."""
-    reused = stats.hbm_hit_tokens + stats.host_hit_tokens
-    adds = stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE
-    out: dict[str, Any] = {"helps": adds, "adds_hits": adds, "host_hit_rate": stats.host_hit_rate,
-                           "threshold": NEGLIGIBLE_HOST_HIT_RATE, "reused_tokens": reused,
-                           "hbm_share_of_reused": stats.hbm_hit_tokens / reused if reused else 0.0,
-                           "host_evicted_units": stats.evicted_units}
-    if ttft_s_with is not None and ttft_s_without is not None:
-        worse = [q for q in ("mean", "p50") if ttft_s_with[q] > ttft_s_without[q] * (1 + TTFT_WORSE_TOLERANCE)]
-        out.update(helps=adds and not worse, ttft_worse=worse, ttft_worse_tolerance=TTFT_WORSE_TOLERANCE,
-                   ttft_s={q: {"with_tier": ttft_s_with[q], "without_tier": ttft_s_without[q]}
-                           for q in ("mean", "p50")})
-    return out
-
-
 @dataclass(frozen=True)
 class OffloadReport:
     """The tier plan, the workload, and the simulated effect of the host tier; ``__json__`` is ``--json``."""
@@ -77,8 +51,9 @@ class OffloadReport:
     __json__ = ("model", "gpu", "engine", "engine_version", ("tier_judgment", "judgment"), ("kv_tiers", "tiers"),
                 "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
                 ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
-                "more_gpus", "cost", "rules", "overload", "step_cost")
-    __json_optional__ = ("rules", "overload", "step_cost")
+                "more_gpus", "cost", "rules", "overload", "step_cost", ("reusable_prefix_tokens", "reusable_tokens"),
+                "host_unit")
+    __json_optional__ = ("rules", "overload", "step_cost", "reusable_tokens", "host_unit")
     model: str
     gpu: str
     engine: str
@@ -100,10 +75,22 @@ class OffloadReport:
     """The run with the tier's queue growth over its session starts (``queue_growth.run_overload``), None if kept up."""
     step_cost: dict[str, Any] | None = None
     """The step cost of every run, as ``simulate`` describes it (``plan_pricing.simulate_step_cost``)."""
+    reusable_tokens: int | None = None
+    """The sessions' reusable prefix tokens: what an unbounded prefix cache would serve (``reuse.py``), tokens."""
+    host_unit: dict[str, Any] | None = None
+    """The simulated host tier's unit: ``name`` (block, chunk or segment) and ``tokens`` per unit, what ``stats``
+    counts its host and disk units in."""
 
     @property
     def judgment(self) -> dict[str, Any]:
-        return tier_judgment(self.stats, self.ttft_s_with, self.ttft_s_without)
+        return tier_judgment(self.stats, self.ttft_s_with, self.ttft_s_without, reusable_tokens=self.reusable_tokens,
+                             overload=self.overload, host_unit=self.unit)
+
+    @property
+    def unit(self) -> tuple[str, int]:
+        """(the host tier's unit, its tokens): ``host_unit``, or vLLM's 16-token block when it was not recorded."""
+        u = self.host_unit or {"name": "block", "tokens": 16}
+        return u["name"], u["tokens"]
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -141,16 +128,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     loop = SessionLoop(tuple(synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(seed))),
                        segment_tokens)
     run = simulate_offload(loop, cfg, cost, host, record_token_times=False)
-    more = None
-    if compare_gpus is not None:
-        if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
-            raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
-        from kvledger.dynamics.simulator import simulate
-
-        s = simulate(loop, cfg, cost, num_replicas=compare_gpus, router="session_affinity",
-                     record_token_times=False).summary
-        more = {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
-                "ttft_s": asdict(s.ttft_s)}
+    more = _more_gpus(loop, cfg, cost, compare_gpus)
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or "--max-model-len"}
@@ -160,44 +138,33 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
                                    host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
-                         to_jsonable(run_overload(run.with_offload.records, "sessions")), cost_info)
+                         to_jsonable(run_overload(run.with_offload.records, "sessions")), cost_info,
+                         reusable_prefix_tokens(loop),
+                         {"name": host_unit_name(cfg.prefix_caching_policy == "sglang", chunk), "tokens": unit})
 
 
-def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,
-              host_usd_per_gib_month: float | None) -> dict[str, Any] | None:
-    """Per-hour line items: the replica's GPUs at the given price, the host memory the tier takes (USD per GiB-month
-    ÷ 730 h, the cost ledger's month; without a price the bundled default row, ``catalog/tier_prices.py``), and the
-    GPUs of ``compare_gpus`` replicas instead; None without a GPU price.
+def _more_gpus(loop: SessionLoop, cfg, cost, compare_gpus: int | None) -> dict[str, Any] | None:
+    """The same sessions on ``compare_gpus`` replicas without the tier (session affinity); None when not asked.
 
     Raises:
-        InputError: a price that is negative or not finite.
+        InputError: a count that is not a whole number ≥ 2.
     """
-    import math
-
-    if gpu_usd_per_hour is None:
+    if compare_gpus is None:
         return None
-    source = "prices given on the command line"
-    if host_usd_per_gib_month is None:  # the bundled default (catalog/tier_prices.py), named
-        from kvledger.catalog.tier_prices import default_tier_price
+    if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
+        raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
+    from kvledger.dynamics.simulator import simulate
 
-        row = default_tier_price("host")
-        if row is None:
-            return None
-        host_usd_per_gib_month = row.usd_per_gib_month
-        source = f"GPU price given; host memory {row.citation}, as of {row.as_of}"
-    for name, v in (("--gpu-usd-per-hour", gpu_usd_per_hour),
-                    ("--host-memory-usd-per-gib-month", host_usd_per_gib_month)):
-        if not (math.isfinite(v) and v >= 0):
-            raise InputError(f"{name} must be a finite price ≥ 0 USD, got {v!r}")
-    gib = host_bytes / 2**30
-    per_gib_hour = host_usd_per_gib_month / HOURS_PER_MONTH
-    gpus = gpu_usd_per_hour * gpus_per_replica
-    out = {"source": source, "gpu_usd_per_hour": gpus,
-           "host_memory_gib": gib, "host_memory_usd_per_gib_month": host_usd_per_gib_month,
-           "host_memory_usd_per_hour": gib * per_gib_hour, "with_tier_usd_per_hour": gpus + gib * per_gib_hour}
-    if compare_gpus:
-        out["more_gpus_usd_per_hour"] = gpus * compare_gpus
-    return out
+    s = simulate(loop, cfg, cost, num_replicas=compare_gpus, router="session_affinity",
+                 record_token_times=False).summary
+    return {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
+            "ttft_s": asdict(s.ttft_s)}
+
+
+def host_unit_name(radix: bool, chunk: int) -> str:
+    """What the simulated host tier counts: SGLang's prompt segments (``radix``), LMCache's chunks (``chunk`` > 0)
+    or vLLM's blocks."""
+    return "segment" if radix else "chunk" if chunk else "block"
 
 
 def _host_rules(settings: PlanSettings, tiers: TierSettings, native: bool) -> tuple[int, str]:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["PricingFlags", "plan_fractions", "priced_settings", "simulate_step_cost", "split_host",
-           "priced_by_run"]
+           "priced_by_run", "simulate_priced_tiers"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,30 @@ def split_host(cost: Any) -> tuple[Any, Any]:
 def priced_by_run(info: dict) -> str:
     """A step cost of a simulated run in words, for a figure derived from it (``TierPlan.priced_by``)."""
     return f"the run's step cost ({info.get('name', 'roofline')}: the step cost line)"
+
+
+def simulate_priced_tiers(plan, tiers, flags: PricingFlags, *, suffix_tokens: int = 1):
+    """``plan``'s KV tiers (``accounting.kv_tiers.build_tier_plan``) with their break-evens priced as ``offload`` and
+    ``simulate`` price a prefill (``simulate_step_cost`` of the plan ``priced_settings`` gives for ``flags``), so
+    ``plan`` and the commands that simulate print one break-even for the same flags. A plan the engine cannot start
+    (no KV block fits, no config to price) keeps the memory plan's roofline, and its ``priced_by`` says why.
+
+    Raises:
+        InputError: tier settings the engine refuses or ignores; an unreadable ``--gpu-profile``.
+    """
+    from kvledger.accounting.kv_tiers import PLAN_ROOFLINE, build_tier_plan
+    from kvledger.accounting.plan import build_plan
+    from kvledger.errors import DoesNotFitError
+
+    priced = priced_settings(plan.settings, plan.gpu, flags, plan.model)
+    try:
+        at = plan if priced == plan.settings else build_plan(plan.model, plan.gpu, priced, with_advice=False)
+        cost, info = simulate_step_cost(at, flags)
+    except DoesNotFitError:  # nothing to simulate: the memory plan's roofline, said
+        return build_tier_plan(plan, tiers, suffix_tokens=suffix_tokens, step_cost=plan.step_cost(),
+                               priced_by=f"{PLAN_ROOFLINE}: the engine would not start, so no engine step cost")
+    curve = "the measured GEMM efficiency" if info.get("gemm_efficiency") == "measured" else "peak FLOP/s"
+    words = (f"simulate's step cost, as `offload` and `simulate` price these steps ({info.get('name', 'roofline')}: "
+             f"matmuls at {info.get('flops_fraction', 0):.0%} of {curve}, {info.get('bandwidth_fraction', 0):.0%} of "
+             "peak bandwidth, the engine's CPU term; not the plan's bare roofline tables)")
+    return build_tier_plan(plan, tiers, suffix_tokens=suffix_tokens, step_cost=cost, priced_by=words)

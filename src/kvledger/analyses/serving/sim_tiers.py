@@ -18,6 +18,7 @@ from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.analyses.judgments.offload import (
     SESSION_SHAPES,
+    host_unit_name,
     session_context_cap,
     sim_host_tier,
     sim_rules,
@@ -30,6 +31,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
 from kvledger.dynamics.simulator import SimResult
+from kvledger.dynamics.workload.reuse import reusable_prefix_tokens
 from kvledger.dynamics.workload.sessions import SessionLoop, synthesize_sessions
 from kvledger.errors import DoesNotFitError, InputError
 from kvledger.jsonable import to_jsonable
@@ -59,7 +61,8 @@ class SimTierReport:
     Attributes:
         engine / engine_version: whose rules sized and ran the tier. rule: the simulated rule, in words.
         plan: the tiers per GPU and their break-even prefix lengths (``plan --json``'s ``kv_tiers``).
-        host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, bytes_per_token (B),
+        host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, unit_name (block, chunk or
+            segment: what capacity_units and the per-tier units count), bytes_per_token (B),
             read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens.
         per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens (served),
             loaded_tokens / loaded_bytes (B) / load_s (Σ, s): every load, served or not; unserved_tokens (only when >
@@ -70,7 +73,8 @@ class SimTierReport:
             write_back_s) when they are on.
         ttft_s_with_tier / ttft_s_without_tier: the run's TTFT statistics, s, and the same run without the tier.
         hbm_hit_rate_without_tier: HBM's hit rate without the tier. occupancy_units: (arrival s, host units held).
-        judgment: whether the tier adds hits (``analyses.judgments.offload.tier_judgment``).
+        judgment: whether the tier adds hits, and why not (``analyses.judgments.offload_verdict.tier_judgment``: the
+            workload's reusable prefix tokens, the run's overload).
         rules: the host tier's opt-in rules in the run, with their sources (``sim_rules``; None: none on). A disk
             tier (``--kv-tier-nvme``) adds an ``nvme`` row to ``per_tier`` (its read bandwidth, no occupancy).
     """
@@ -145,13 +149,14 @@ def _rule(engine: str, tiers: TierSettings) -> str:
     return _RULES["lmcache" if tiers.kv_offloading_backend == "lmcache" else "vllm"]
 
 
-def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
+def _per_tier(s: TierStats, unit_tokens: int, unit_name: str) -> list[dict[str, Any]]:
     hbm = {"tier": "hbm", "hit_rate": s.hbm_hit_rate, "hit_tokens": s.hbm_hit_tokens, "loaded_tokens": 0,
            "loaded_bytes": 0.0, "load_s": 0.0, "load_bandwidth_bytes_per_s": 0.0}
     host = {"tier": "host_dram", "hit_rate": s.host_hit_rate, "hit_tokens": s.host_hit_tokens,
             "loaded_tokens": s.host_hit_tokens + (s.host_unserved_tokens or 0), "loaded_bytes": s.loaded_bytes,
             "load_s": s.host_load_s,
             "load_bandwidth_bytes_per_s": s.load_bandwidth_bytes_per_s, "unit_tokens": unit_tokens,
+            "unit_name": unit_name,
             "capacity_units": s.host_capacity_units, "peak_units": s.peak_host_units,
             "stored_units": s.stored_units, "evicted_units": s.evicted_units}
     host.update({k: v for k, v in (("stores_skipped", s.stores_skipped), ("write_back_tokens", s.write_back_tokens),
@@ -160,6 +165,7 @@ def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
     return [hbm, host] + [{"tier": name, "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens,
                            "loaded_tokens": d.hit_tokens + (d.unserved_tokens or 0), "loaded_bytes": d.loaded_bytes,
                            "load_s": d.load_s, "read_bytes_per_s": d.read_bytes_per_s, "unit_tokens": unit_tokens,
+                           "unit_name": unit_name,
                            "capacity_units": d.capacity_units, "stored_units": d.stored_units,
                            "evicted_units": d.evicted_units,
                            **({"unserved_tokens": d.unserved_tokens} if d.unserved_tokens else {})}
@@ -180,15 +186,24 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
                            model=setup.model_name, hardware=setup.gpu_name)
     s = run.tiers
     engine = setup.plan.settings.engine
-    host_info = {**asdict(host), "unit_tokens": unit, "replicas": setup.replicas}
+    name = host_unit_name(setup.config.prefix_caching_policy == "sglang", host.chunk_tokens)
+    host_info = {**asdict(host), "unit_tokens": unit, "unit_name": name, "replicas": setup.replicas}
+    ttft_with, ttft_without = asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s)
+    judged = tier_judgment(s, ttft_with, ttft_without, reusable_tokens=reusable_prefix_tokens(setup.workload),
+                           overload=_overload(setup, run.with_offload.records), host_unit=(name, unit))
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
-                        _per_tier(s, unit), s.prompt_tokens, asdict(run.with_offload.summary.ttft_s),
-                        asdict(run.without_offload.summary.ttft_s),
-                        run.without_offload.summary.prefix_cache_hit_rate,
-                        tier_judgment(s, asdict(run.with_offload.summary.ttft_s),
-                                      asdict(run.without_offload.summary.ttft_s)), s.occupancy,
-                        rules=sim_rules(host))
+                        _per_tier(s, unit, name), s.prompt_tokens, ttft_with, ttft_without,
+                        run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy, rules=sim_rules(host))
     return run.with_offload, rep
+
+
+def _overload(setup: SimSetup, records) -> Any:
+    """The run's overload as ``simulate_document`` reads it (``queue_growth.run_overload`` by the workload's mode)."""
+    from kvledger.analyses.serving.queue_growth import run_overload
+
+    info = setup.workload_info
+    return run_overload(records, info.get("mode", ""), {**info, "max_running": setup.config.max_num_seqs *
+                                                         setup.replicas})
 
 
 def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session_rate: float,
