@@ -154,8 +154,9 @@ def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sust
     assert queue_growth(run(10.0, 200)) is None
     q = queue_growth(run(16.0, 200))
     assert (q.backlog_mid, q.backlog_last) == (30, 98)
-    assert "to 98 at the last one (t = 12.4 s), past the 68 a kept-up engine would hold after the arrival rate's " \
-           "change (×2.28 between the halves)" in q.note
+    # 68 = the 30 at the median × 2.28, what they would number had the engine kept pace (not what it "holds")
+    assert "to 98 at the last one (t = 12.4 s), past the 68 they would number had the engine kept pace from the " \
+           "median arrival on (the 30 there × 2.28, the arrival rate's change between the halves)" in q.note
     # TP 2, 2,000 requests: at 38 req/s 259 → 310, 41 past the 269 expected (rate change 1.04): under 5 % of the 1,000
     # arrivals (50), kept up — as 6,000 requests at that rate are. At 40 req/s 297 → 489, 181 past the expected 308, and
     # 489 ≥ GROWTH 1.5 × 308 = 462: overloaded
@@ -166,14 +167,16 @@ def test_a_traces_own_rate_change_and_swings_are_not_read_as_overload_but_a_sust
 
 def test_the_excess_names_what_it_is_past_when_the_rate_did_not_move_the_expected_backlog():
     # the DeepSeek-V3.2 run's simulated side: 23 waiting at the median arrival, 155 at the last, the arrival rate
-    # unchanged between the halves (expected 23, no "past the N a kept-up engine would hold …" clause before it), 28
-    # the bursts can add: "— 132 past it" had nothing to point to (fresh-user trial); it names the 23 now
+    # unchanged between the halves (expected 23, no "past the N they would number …" clause before it), 28 the
+    # bursts can add: "— 132 past it" had nothing to point to (fresh-user trial); it names the 23 now — as where an
+    # engine keeping pace would have held them, not as "what a kept-up engine holds" (a backlog is the run's own)
     from kvledger.analyses.serving.notes import expected_clause
 
     text = expected_clause(23, 23.2, allowance=28, backlog_last=155, z=3)
-    assert text == (" — 132 past the 23 a kept-up engine would hold (the backlog at the median arrival), beyond the 28 "
-                    "the trace's own bursts can add")
-    # where the rate changed, the clause names the expected backlog first and "it" points to it
+    assert text == (" — 132 past where an engine keeping pace from the median arrival on would have held them (23: "
+                    "the arrival rate did not change between the halves), beyond the 28 the trace's own bursts can add")
+    # where the rate changed, the clause names the expected backlog first (110 × 1.35 = 149) and "it" points to it
     text = expected_clause(110, 148.9, allowance=49, backlog_last=196, z=3)
-    assert text.startswith(", past the 149 a kept-up engine would hold after the arrival rate's change (×1.35 between "
-                           "the halves) — 47 past it, within the 49")
+    assert text.startswith(", past the 149 they would number had the engine kept pace from the median arrival on (the "
+                           "110 there × 1.35, the arrival rate's change between the halves) — 47 past it, within the "
+                           "49")

@@ -202,9 +202,6 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target 1.5 is out of range; allowed: (0, 1] "
                                                                    "(share of requests within the SLO, e.g. 0.9 for "
                                                                    "90 %)"),
-    # 1 ms TTFT: even 1/1024 req/s misses, so there is no capacity to price
-    (["cost", "--simulate", *SIM, "--slo", "ttft=1ms", *COST], "no request rate down to 0.000976562 req/s has 90% of "
-                                                               "requests"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", *SLO], "needs both --prompt-lengths and "
                                                                            "--output-lengths"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", "--output-lengths", "fixed:8", "--rate", "1", *SLO],

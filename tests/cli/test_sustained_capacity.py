@@ -42,8 +42,9 @@ def test_cost_states_the_rule_its_capacity_meets_and_why_the_next_probe_misses()
     assert ("the highest rate with ≥ 90% of requests within the SLO and no queue counted as growing is 22.25 req/s "
             "(96.0% there; 22.5 req/s misses, its queue growing)") in out
     assert "23 → 95.8% (queue grew: a miss)" in out and "sustained load only: 22.5, 23, 24 (request_rate)" in out
-    assert ("rose from 111 at the median arrival to 196 at the last, past the 150 a kept-up engine would hold after "
-            "the arrival rate's change (×1.35 between the halves)") in out
+    assert ("rose from 111 at the median arrival to 196 at the last, past the 150 they would number had the engine "
+            "kept pace from the median arrival on (the 111 there × 1.35, the arrival rate's change between the "
+            "halves)") in out
     assert ("— 46 past it, within the 49 the trace's own bursts can add (3 × √(D × the expected backlog), D the "
             "arrivals' dispersion), so a capacity search does not count this load out") in out
     assert "so the search did not count the probe out" in out

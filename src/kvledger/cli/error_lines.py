@@ -18,12 +18,14 @@ def say_error(message: str) -> None:
     Console(stderr=True, highlight=False, emoji=False).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
 
 
-def json_error(message: str, exit_code: int, kind: str) -> None:
+def json_error(message: str, exit_code: int, kind: str, detail: dict | None = None) -> None:
     """With ``--json``, an error is also a strict-JSON object on stdout:
-    ``{"error": {"message": …, "type": "InputError", "exit_code": 2}}`` (the message is on stderr as well)."""
-    import json
+    ``{"error": {"message": …, "type": "InputError", "exit_code": 2}}`` (the message is on stderr as well); a
+    NoAnswerError's ``payload`` (what the command can say, e.g. the requests max_model_len refuses) under ``detail``."""
+    from kvledger import strict_json
 
-    sys.stdout.write(json.dumps({"error": {"message": message, "type": kind, "exit_code": exit_code}}) + "\n")
+    err = {"message": message, "type": kind, "exit_code": exit_code} | ({"detail": detail} if detail else {})
+    sys.stdout.write(strict_json.dumps({"error": err}) + "\n")
     sys.stdout.flush()
 
 

@@ -209,8 +209,16 @@ def goodput_command(
         typer.echo(text, nl=False)
     else:
         _print(shown, simulate is not None, f.target, slo_block(the_slo))
-    if _nothing_measured(shown, simulate is not None, f.target):
+    if _nothing_measured(shown, simulate is not None, f.target) or _no_capacity(shown, simulate is not None, f.target):
         raise typer.Exit(1)  # as simulate when no request finished: an answer a script must not take as complete
+
+
+def _no_capacity(shown: Any, simulated: bool, target: float | None) -> bool:
+    """Whether --target found no load meeting it (no SLO capacity): exit 1, as ``cost`` does (README, exit status)."""
+    if target is None:
+        return False
+    b = shown.boundary if simulated else shown[1]
+    return b.boundary_value is None
 
 
 def _nothing_measured(shown: Any, simulated: bool, target: float | None) -> bool:

@@ -271,7 +271,7 @@ def _run_command() -> bool:
         code = getattr(err, "exit_code", 2)
         say_error(str(err))
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
-            json_error(str(err), code, type(err).__name__)
+            json_error(str(err), code, type(err).__name__, getattr(err, "payload", None))
         sys.exit(code)
     finally:
         gc.freeze()

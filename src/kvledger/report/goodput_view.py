@@ -183,6 +183,11 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
             con.print(f"  - {escape(note)}")
 
 
+def _blocked(sb: SimBoundary) -> bool:
+    """No capacity, and the requests the engine refuses alone keep every load under the target."""
+    return sb.boundary.boundary_value is None and sb.rejections is not None and sb.rejections.blocks(sb.target)
+
+
 def _answer(sb: SimBoundary) -> str:
     """The search's first line: the SLO capacity (with ``--seeds``, its range over the seeds), per replica and GPU."""
     from rich.markup import escape
@@ -193,8 +198,9 @@ def _answer(sb: SimBoundary) -> str:
     unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
     seeds = "" if sb.seed_spread is None else escape(capacity_range_text(sb.seed_spread, unit))
     if b.boundary_value is None:
-        return (f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
-                f"{sb.target:.0%}" + (f" ({seeds})" if seeds else ""))
+        why = (escape(sb.rejections.text(sb.target)) if _blocked(sb) else  # refusals alone miss it: said first
+               f"the lowest value probed already misses {sb.target:.0%}")
+        return f"[bold]answer: no SLO capacity[/] on {sb.axis} — {why}" + (f" ({seeds})" if seeds else "")
     per = [f"{fmt(sb.boundary_per_replica, 4)} per replica, {fmt(sb.boundary_per_gpu, 4)} per GPU"] if (
         sb.boundary_per_gpu is not None) else []
     per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
@@ -251,7 +257,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
                   pr.stopped_early for pr in sb.probes) else "")
               + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
                  "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else ""))
-    for note in b.notes + [n for n in sb.notes if (sb.seed_spread is None or n != sb.seed_spread.note)
+    said = {sb.seed_spread.note if sb.seed_spread is not None else None,  # printed above the table
+            sb.rejections.text(sb.target) if _blocked(sb) else None}  # the answer (_answer)
+    for note in b.notes + [n for n in sb.notes if n not in said
                            and not n.startswith(CAPACITY_WARNINGS)]:  # those printed above the table as warnings
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")

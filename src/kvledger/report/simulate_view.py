@@ -166,10 +166,15 @@ def overload_headline(overload: dict[str, Any] | None) -> str | None:
     o = overload or {}
     if o.get("kind") == "queue_growth":
         done = "reached a first token" if o.get("queue") == "waiting" else "finished"  # the queue the check read
+        c = o.get("seq_cap")  # the batch sat at max_num_seqs with KV to spare (analyses.serving.seq_cap)
+        reps = "" if not c or c["replicas"] == 1 else f" × {c['replicas']} replicas"
+        cap = "" if not c else (f"; the running batch sat at max_num_seqs {c['max_num_seqs']:,}{reps} "
+                                f"({c['running_mean']:,.1f} decoding on average, {c['running_max']:,} at most) with "
+                                f"the KV cache at most {c['kv_usage_max']:.1%} used: raise --max-num-seqs")
         return (f"overloaded: between the median and the last arrival (t = {o['t_mid_s']:,.1f}–{o['t_last_s']:,.1f} "
                 f"s) requests arrived at {o['arrived_per_s']:,.2f} req/s and {done} at {o['finished_per_s']:,.2f} "
                 "req/s, so the queue grew after the median arrival: the TTFT and E2E below measure that queue, not the "
-                "engine (see the note below)")
+                f"engine{cap} (see the note below)")
     if o.get("kind") == "paced_behind":
         held = "the cap, not the engine, held the load" if o.get("cap_held") else "the engine held them back"
         return (f"the clients fell behind their rate: {o['sent_per_s']:,.2f} of {o['offered_per_s']:,.2f} req/s "

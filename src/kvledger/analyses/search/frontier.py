@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.order import bill_key, first_cost, usd_per_mtok_good
+from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
            "bills_swap", "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
@@ -97,13 +98,17 @@ def none_can_start(entries: list[dict[str, Any]]) -> bool:
 
 def capacity_caveats(entry: dict[str, Any]) -> list[str]:
     """What this candidate's SLO capacity rests on: a boundary probe whose queue was still growing (its ``not steady``
-    note), probes that replayed a window unlike the trace (``unrepresentative sample``)."""
+    note), probes that replayed a window unlike the trace (``unrepresentative sample``), a target near the attainment
+    of the lightest load probed (``attainment_ceiling``)."""
     out = []
     cap_notes = (entry.get("capacity") or {}).get("notes", [])
-    if any(n.startswith("not steady: ") for n in cap_notes):  # the two of notes.CAPACITY_WARNINGS, in words
+    if any(n.startswith("not steady: ") for n in cap_notes):  # notes.CAPACITY_WARNINGS, in words
         out.append("capacity probe not steady (its queue still grew: see the capacity note; more --num-requests)")
     if any(n.startswith("unrepresentative sample: ") for n in cap_notes):
         out.append("capacity probes replay a sample unlike the trace (see the capacity note; more --num-requests)")
+    if any(n.startswith(ATTAINMENT_CEILING) for n in cap_notes):
+        out.append("capacity set by requests that miss at any load: the target is near what light load attains "
+                   "(see the capacity note; a lower --target)")
     return out
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import InputError, NoAnswerError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.capacity_basis import CapacityBasis
 
@@ -192,7 +192,8 @@ def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> 
     run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice.
 
     Raises:
-        InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
+        InputError: the runs state neither a rate nor a concurrency.
+        NoAnswerError: even the lowest load misses the target (no SLO capacity).
     """
     from kvledger.analyses.serving import notes as N
     from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
@@ -212,7 +213,7 @@ def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> 
     res = boundary_from_sweep(runs, slo, target, axis, values)
     attained = [(p.label, p.value, p.attainment) for p in res.points]
     if res.boundary_value is None:
-        raise InputError(N.sweep_misses_target(where, target, attained))
+        raise NoAnswerError(N.sweep_misses_target(where, target, attained))  # no capacity: exit 1, as goodput
     k = values.index(res.boundary_value)
     text = N.sweep_capacity(k, labels[k], res.boundary_value, axis, target, attained)
     return runs[k], SweepCapacity(k, axis, res.boundary_value, text, res)

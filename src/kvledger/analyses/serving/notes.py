@@ -13,7 +13,7 @@ __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool
            "policy_preset", "within_bursts",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
            "HYBRID_CACHING", "overloaded", "expected_clause",
-           "CAPACITY_WARNINGS", "sweep_without_load", "sweep_misses_target",
+           "CAPACITY_WARNINGS", "ATTAINMENT_CEILING", "sweep_without_load", "sweep_misses_target",
            "sweep_capacity", "paced_behind"]
 
 _GIB = 2**30
@@ -154,9 +154,12 @@ OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare thro
                             "measured at a load the engine sustained (a lower request rate or concurrency in the "
                             "benchmark); `goodput --simulate --target` finds that load")
 """What ``validate`` (a measured run, replayed: it has no rate flag) advises for an overloaded run."""
-CAPACITY_WARNINGS = ("not steady: ", "unrepresentative sample: ")
+ATTAINMENT_CEILING = "near the attainment ceiling: "
+"""How the warning of a capacity set by the requests that miss at any load begins (``attainment_ceiling``)."""
+CAPACITY_WARNINGS = ("not steady: ", "unrepresentative sample: ", ATTAINMENT_CEILING)
 """The SLO-capacity notes every command shows as warnings, not among the notes: the boundary probe's queue still
-growing (``queue_growth.not_steady_note``), probes replaying a window unlike their trace (``probe_sample``)."""
+growing (``queue_growth.not_steady_note``), probes replaying a window unlike their trace (``probe_sample``), a target
+near the attainment the workload reaches at light load (``attainment_ceiling``)."""
 
 OVERLOAD_ADVICE_CAPACITY = ("at the SLO capacity's probe this means the probe ended before its queue cost the SLO, so "
                             "the capacity found is optimistic: rerun with more requests per probe (--num-requests)")
@@ -166,19 +169,21 @@ probe's overload; the commands' not-steady warning says the same at more length.
 
 def expected_clause(backlog_mid: int, expected: float | None, allowance: float | None = None,
                     backlog_last: int | None = None, z: float | None = None) -> str:
-    """ ", past the 112 … after the arrival rate's change" when the rate-scaled backlog differs from the median's; with
+    """ ", past the 112 they would number had the engine kept pace …" when the rate-scaled backlog differs from the
+    median's (a backlog is what the run held, not what a kept-up engine holds: this one scaled by the rate); with
     ``allowance`` (``z`` × √(D × expected)) and ``backlog_last``, whether the excess is within what the trace's own
     bursts can add."""
     out = ""
     if expected is not None and abs(expected - backlog_mid) >= 0.5:
-        out = (f", past the {expected:,.0f} a kept-up engine would hold after the arrival rate's change "
-               f"(×{expected / backlog_mid:.2f} between the halves)")
+        out = (f", past the {expected:,.0f} they would number had the engine kept pace from the median arrival on (the "
+               f"{backlog_mid:,} there × {expected / backlog_mid:.2f}, the arrival rate's change between the halves)")
     if expected is None or allowance is None or backlog_last is None or z is None:
         return out
     excess = backlog_last - expected
     # "it": the expected backlog named above, or, where the rate did not change it, named here (a fresh-user trial
     # read "— 132 past it" with nothing before it to point to)
-    it = "it" if out else f"the {expected:,.0f} a kept-up engine would hold (the backlog at the median arrival)"
+    it = "it" if out else (f"where an engine keeping pace from the median arrival on would have held them "
+                           f"({expected:,.0f}: the arrival rate did not change between the halves)")
     if within_bursts(backlog_last, expected, allowance):
         return (out + f" — {excess:,.0f} past {it}, within the {allowance:,.0f} the trace's own bursts can add "
                 f"({z:g} × √(D × the expected backlog), D the arrivals' dispersion), so a capacity search does not "

@@ -7,7 +7,7 @@ make these classes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = ["PacedBehind", "QueueGrowth", "SessionQueue", "ShortRun"]
 
@@ -18,15 +18,18 @@ class QueueGrowth:
     which requests arrived and finished in between (requests/s), with the note that says so. ``queue`` "waiting":
     the queue read was the waiting one (arrived, no first token; ``backlog_*`` count it and ``finished_per_s`` is the
     rate of first tokens), in a run too short to read the backlog; None (left out of the JSON): the backlog.
-    ``backlog_expected``: the median arrival's backlog scaled by the arrival rate's change between the halves — what a
-    kept-up engine's would be at the last arrival (``queue_growth``'s module doc). ``burst_allowance``: how far past
+    ``backlog_expected``: the median arrival's backlog scaled by the arrival rate's change between the halves — what
+    it would be at the last arrival had the engine kept pace from the median on (``queue_growth``'s module doc; a
+    backlog of an overloaded run, not what a kept-up engine holds). ``burst_allowance``: how far past
     it the trace's own bursts can move the backlog (``SUSTAINED_Z`` × √(D × expected), D the arrivals' index of
-    dispersion); a growth within it is not counted against a capacity probe (``queue_growth.probe_queue_grew``)."""
+    dispersion); a growth within it is not counted against a capacity probe (``queue_growth.probe_queue_grew``).
+    ``seq_cap``: where the running batch sat at max_num_seqs with KV to spare, the evidence (``seq_cap.SeqCap``;
+    ``simulate`` only); None (left out of the JSON) otherwise."""
 
     kind: ClassVar[str] = "queue_growth"  # the record's kind in the JSON (module doc)
     __json__ = ("kind", "t_mid_s", "t_last_s", "backlog_mid", "backlog_last", "arrived_per_s", "finished_per_s", "note",
-                "queue", "backlog_expected", "burst_allowance")
-    __json_optional__ = ("queue",)
+                "queue", "backlog_expected", "burst_allowance", "seq_cap")
+    __json_optional__ = ("queue", "seq_cap")
 
     t_mid_s: float
     t_last_s: float
@@ -38,6 +41,7 @@ class QueueGrowth:
     queue: str | None = None
     backlog_expected: float | None = None
     burst_allowance: float | None = None
+    seq_cap: Any = None
 
     @property
     def within_bursts(self) -> bool:

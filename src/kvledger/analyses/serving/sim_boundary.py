@@ -23,8 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.analyses.serving.attainment_ceiling import AttainmentCeiling, attainment_ceiling
 from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
+from kvledger.analyses.serving.rejections import Rejections, count_rejections
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
@@ -134,6 +136,8 @@ class SimBoundary:
     boundary_run: SimulatedRun | None = field(default=None, repr=False)
     error_band: CapacityBand | None = None  # the boundary's 80% band on the request-rate axis (set by the caller)
     seed_spread: Any = None  # with --seeds N: seed_spread.CapacitySpread, the search per seed (set by the caller)
+    rejections: Rejections | None = None  # the probes' requests the engine refuses (never good), None: none
+    attainment_ceiling: AttainmentCeiling | None = None  # the target near what light load attains, None: not
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -218,7 +222,19 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             )
     sb = _assemble(p, res, axis, target)
     sb.notes.extend(extra)
+    _limits(sb, target)
     return sb
+
+
+def _limits(sb: SimBoundary, target: float) -> None:
+    """What bounds the attainment whatever the load, with its note: the requests the engine refuses (the same in every
+    probe: never good), and a target the lightest load probed barely meets (``attainment_ceiling``)."""
+    sb.rejections = count_rejections(sb.first_run.setup)
+    sb.attainment_ceiling = attainment_ceiling(sb)
+    if sb.rejections is not None:
+        sb.notes.append(sb.rejections.text(target))
+    if sb.attainment_ceiling is not None:
+        sb.notes.append(sb.attainment_ceiling.note)
 
 
 def _probe(order: int, value: float, p: SimProber) -> SimProbe:

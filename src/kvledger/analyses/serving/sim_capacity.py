@@ -19,7 +19,9 @@ from functools import partial
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
+from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 from kvledger.analyses.serving.queue_growth import boundary_steadiness
+from kvledger.analyses.serving.rejections import no_capacity_error
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -123,9 +125,11 @@ class SimCapacity(SizedFigures):
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s",
                 ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
-                ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"))
+                ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"),
+                ("attainment_ceiling", "search.attainment_ceiling"), ("rejections", "search.rejections"))
     __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
-                         "goodput_at_sized_rate_req_per_s")  # written only where the bound binds
+                         "goodput_at_sized_rate_req_per_s",  # written only where the bound binds
+                         "attainment_ceiling", "rejections")  # only where they have something to say
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float
@@ -208,8 +212,10 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
         synthetic: a synthetic workload instead of ``args.trace``.
 
     Raises:
-        InputError: a load flag given (price at it with --at-offered-load instead), a bad target, a
-            simulation that cannot run, or no rate down to the search's floor meeting the target.
+        InputError: a load flag given (price at it with --at-offered-load instead), a bad target, or a
+            simulation that cannot run.
+        NoAnswerError: no rate down to the search's floor meets the target (``rejections.no_capacity_error``: the
+            requests max_model_len refuses first, where they alone miss it).
     """
     given = [flag for attr, flag in (("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency",
                                                                                           "--concurrency"))
@@ -222,13 +228,8 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
                          "you gave, or drop " + ", ".join(given))
     sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)
     b = sb.boundary.boundary_value
-    if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:
-        lowest = min(p.value for p in sb.probes)
-        raise InputError(f"no request rate down to {lowest:g} req/s has {target:.0%} of requests within the SLO "
-                         f"({slo.describe()}) on this deployment, so there is no capacity to price: loosen the SLO, "
-                         f"lower "
-                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with "
-                         "--at-offered-load")
+    if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:  # no capacity: exit 1
+        raise no_capacity_error(sb.rejections, min(p.value for p in sb.probes), target, slo.describe())
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
@@ -244,7 +245,8 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     if grew is None:  # a run whose queue grew did not sustain "the good rate while they arrived"
         cap.notes.extend(_drain_note(cap, priced.duration_s))
     cap.notes.extend(steady_note)
-    cap.notes.extend(n for n in sb.notes if n.startswith("unrepresentative sample: "))  # a warning, with the above
+    cap.notes.extend(n for n in sb.notes if n.startswith(("unrepresentative sample: ", ATTAINMENT_CEILING)))
+    cap.notes.extend([sb.rejections.text(target)] if sb.rejections else [])  # requests refused: never good
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     cap.notes.extend(n for n in sb.boundary.notes if n.startswith("sustained load only: "))  # "queue grew" probes
     return cap

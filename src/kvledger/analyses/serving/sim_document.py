@@ -1,6 +1,6 @@
 """The typed records of one simulation that cross into the CLI, the ledgers' JSON and the views.
 
-``SimDocument`` is what ``kvledger simulate`` reports (``sim_ledgers.simulate_document``; its ``to_dict`` is
+``SimDocument`` is what ``kvledger simulate`` reports (``sim_report.simulate_document``; its ``to_dict`` is
 ``simulate --json`` and ``summary.json``; ``kvledger.report.simulate_view.render_summary`` draws it).
 ``SimProvenance`` (with its ``PlanFigures``, both in ``sim_provenance.py``) says what a simulated run was: the
 ``simulation`` section of ``goodput --simulate``, ``cost --simulate`` and the capacity search.

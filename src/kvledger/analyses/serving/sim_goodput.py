@@ -94,7 +94,14 @@ class BoundaryLine:
     """The boundary probe's queue growth or too-short record (``queue_growth.boundary_steadiness``), as ``cost
     --json``'s ``capacity_search.not_steady``; None (left out) when it held."""
 
-    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady")
+    attainment_ceiling: Any = None
+    """``attainment_ceiling.AttainmentCeiling``: the target near what the lightest load probed attains (its note is
+    among the notes, a warning); None (left out) otherwise."""
+    rejections: Any = None
+    """``rejections.Rejections``: the probes' requests the engine refuses (never good); None (left out): none."""
+
+    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady", "attainment_ceiling",
+                         "rejections")
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,8 @@ class SimGoodputSearch:
                                   sb.num_requests_per_probe)
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
-                                   None if spread is None else spread.boundaries(), self.not_steady)]
+                                   None if spread is None else spread.boundaries(), self.not_steady,
+                                   sb.attainment_ceiling, sb.rejections)]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:

@@ -16,17 +16,15 @@ from typing import TYPE_CHECKING
 
 from kvledger.analyses.serving.client_latency import with_client_latency
 from kvledger.analyses.serving.sim_document import (
-    PACED_MODE,
-    SimDocument,
     load_text,
     simulator_description,
     workload_text,
 )
+from kvledger.analyses.serving.sim_report import simulate_document
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
-from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
@@ -163,7 +161,6 @@ class SimulatedRun:
         ] + ([s.client_latency.note()] if s.client_latency is not None else [])
 
 
-
 def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[RequestSpec]:
     if args.rate_scale is not None:
         raise InputError("--rate-scale scales a trace's own arrival times; a synthetic workload takes --rate (req/s)")
@@ -263,35 +260,3 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
     return sim_cache.cached_run(key, lambda: run_prepared(prepare_run(args, synthetic), args, synthetic,
                                                          record_steps=record_steps, progress=progress,
                                                          record_token_times=record_token_times, stop=stop))
-
-
-def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
-    """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
-    checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
-    from kvledger.analyses.serving import prediction_bands as pb
-    from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
-    from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
-    from kvledger.invariants import check_sim_summary
-
-    mode = setup.workload_info.get("mode", "")
-    overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
-        (run_overload(result.records, mode, {**setup.workload_info, "max_running": setup.config.max_num_seqs *
-                                             setup.replicas}), None)
-    info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
-    paced = mode == PACED_MODE
-    behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
-    if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
-        overload, short = open_loop_check(result.records)
-    kept_up = (mode.startswith("open loop") or paced) and overload is None and short is None
-    sat = overload is not None and not behind
-    bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
-    bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
-    if behind and overload.cap_held:  # the client's cap, not the engine, held the load: no capacity to band
-        bands = {k: v for k, v in bands.items() if k != "throughput"}
-    notes += [overload.note] + ([] if behind else [pb.no_latency_band(mode)]) if overload else \
-        [short.note, pb.NO_BAND_SHORT_RUN] if short else []
-    notes += [pb.knee_band_note(knee, mode)] if knee else []
-    return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
-                       setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
-                       to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
-                       at_knee=knee)

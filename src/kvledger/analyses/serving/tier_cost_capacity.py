@@ -19,7 +19,7 @@ from kvledger.analyses.search.offload_axis import OffloadOption
 from kvledger.analyses.search.tier_probe import TierProber, tier_capacity
 from kvledger.analyses.serving.sim_capacity import SimCapacity, SizedFigures, SizedRun
 from kvledger.analyses.serving.work_bounds import bound_note, capped
-from kvledger.errors import InputError
+from kvledger.errors import InputError, NoAnswerError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["TierCapacity", "tier_search_capacity", "TIER_RULE"]
@@ -123,7 +123,8 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
     searched from ``without``'s boundary at ``without``'s target.
 
     Raises:
-        InputError: no rate down to the start ÷ 64 meets the target with the tier, or a simulation that cannot run.
+        InputError: a simulation that cannot run.
+        NoAnswerError: no rate down to the start ÷ 64 meets the target with the tier (no capacity: exit 1).
     """
     if "sglang" in (args.policy, args.prefix_caching_policy):
         raise InputError("cost --simulate --kv-tier-host simulates vLLM's native CPU offloading (--kv-offloading-size, "
@@ -133,7 +134,7 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
     p = TierProber(args, synthetic, OffloadOption("cpu", host_gib_per_gpu), slo, target)
     b, first_failing = tier_capacity(p, without.rate_req_per_s)
     if b is None:
-        raise InputError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
+        raise NoAnswerError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
                          f"{first_failing:g} req/s has {target:.0%} of requests within the SLO ({slo.describe()}), "
                          f"though {without.rate_req_per_s:g} req/s does without it: the tier's loads delay TTFT; "
                          "price without --kv-tier-host, or loosen the SLO")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.records import RequestRecord
 
-__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record", "accept"]
+__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record", "accept", "refused"]
 
 WAITING, RUNNING, PREEMPTED, FINISHED = "waiting", "running", "preempted", "finished"
 
@@ -90,6 +90,15 @@ def accept(uid: int, spec: RequestSpec, max_model_len: int, cap_output: bool,
                                  f"={max_req_len - 5} (max_req_len − 5; managers/utils.py validate_input_length)")
         return SimRequest(uid, spec, max_req_len - 1)
     return SimRequest(uid, spec, max_model_len if cap_output else None)
+
+
+def refused(prompt, output, max_model_len: int, cap_output: bool, max_req_len: int | None = None):
+    """Whether ``accept`` refuses a request of ``prompt`` and ``output`` tokens (ints, or numpy arrays: then one bool
+    per request), by the same rule: ``cap_output`` a prompt ≥ ``max_model_len``, else prompt + output past it; with
+    SGLang's ``max_req_len`` also a prompt ≥ ``max_req_len − 5``. For a workload's count before it runs (a capacity
+    search: ``analyses.serving.rejections``); ``accept`` keeps its own scalar test on the simulator's hot path."""
+    out = (prompt >= max_model_len) if cap_output else (prompt + output > max_model_len)
+    return out if max_req_len is None else out | (prompt >= max_req_len - 5)
 
 
 def rejected_record(spec: RequestSpec, max_model_len: int, cap_output: bool = False) -> RequestRecord:

@@ -1,0 +1,123 @@
+"""Requests the engine refuses before they run, counted on a capacity search's workload, and the "no capacity" answer.
+
+A request refused at input validation (``dynamics.engine.request_state.accept``: vLLM V1 a prompt ≥ max_model_len,
+V0 and SGLang prompt + output past it) is never good, so it counts against the attainment at every load: with
+``r`` of ``N`` requests refused no rate reaches more than (N − r) / N. Every probe of a search replays the same
+requests (only their gaps are rescaled), so the count is read once off the workload, by the engine's own rule
+(``request_state.refused``), without simulating. When that ceiling is below the target, max_model_len — not the SLO,
+the load or the GPUs — is why no rate meets it, and the answer says so first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kvledger.dynamics.engine.request_state import refused
+from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.errors import NoAnswerError
+from kvledger.jsonable import to_jsonable
+
+__all__ = ["Rejections", "count_rejections", "no_capacity_error"]
+
+_RULE = "counted on the probes' workload by the engine's rule (kvledger.dynamics.engine.request_state.refused)"
+
+
+@dataclass(frozen=True)
+class Rejections:
+    """The requests of a search's workload that the engine refuses, and what would serve them.
+
+    Attributes:
+        num_rejected: requests refused at input validation, count (the same in every probe).
+        num_requests: requests per probe, count.
+        max_model_len: the engine's max_model_len, tokens.
+        rule: which requests it refuses, in words.
+        longest_prompt_tokens: the workload's longest prompt, tokens.
+        longest_request_tokens: its longest prompt + output, tokens: a max_model_len that serves every request whole.
+        least_max_model_len: the least max_model_len that refuses none, tokens (vLLM V1: the longest prompt + 1, the
+            outputs past it capped; otherwise the longest prompt + output).
+    """
+
+    __json__ = ("num_rejected", "num_requests", "max_model_len", "rule", "longest_prompt_tokens",
+                "longest_request_tokens", "least_max_model_len", "attainment_ceiling", "source")
+    num_rejected: int
+    num_requests: int
+    max_model_len: int
+    rule: str
+    longest_prompt_tokens: int
+    longest_request_tokens: int
+    least_max_model_len: int
+    source: str = _RULE
+
+    @property
+    def attainment_ceiling(self) -> float:
+        """The most attainment any load can reach, (N − rejected) ÷ N: a rejected request is never good."""
+        return (self.num_requests - self.num_rejected) / self.num_requests
+
+    def blocks(self, target: float) -> bool:
+        """Whether the rejected requests alone keep every load under ``target`` (their share > 1 − target)."""
+        return self.num_rejected > 0 and self.attainment_ceiling < target
+
+    def text(self, target: float) -> str:
+        """What the refusals do to the search; where they alone miss ``target``, that and the fix, first."""
+        n, total = self.num_rejected, self.num_requests
+        head = (f"{n:,} of the {total:,} requests per probe ({n / total:.1%}) are rejected before they run ("
+                f"{self.rule}, max_model_len here {self.max_model_len:,}; {self.source}), and a rejected request "
+                f"counts as missing the SLO, so attainment is at most {self.attainment_ceiling:.1%} at any load")
+        fix = (f"raise --max-model-len to at least {self.longest_request_tokens:,} (the workload's longest prompt + "
+               "output"
+               + (f"; {self.least_max_model_len:,}, its longest prompt + 1, is the least that rejects none, the "
+                  "outputs past it capped" if self.least_max_model_len < self.longest_request_tokens else "")
+               + "; `kvledger plan --max-model-len` checks that it fits), or use a workload whose requests fit")
+        if self.blocks(target):
+            return (f"{head}, below the {target:.0%} target: max_model_len, not the SLO or the GPUs, is why no load "
+                    f"meets it — {fix}")
+        return f"{head}: {fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def _lengths(workload: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt tokens, output tokens) of each request of a simulation's workload (a list of specs, columns, or a
+    closed loop's requests)."""
+    reqs = getattr(workload, "requests", workload)
+    if isinstance(reqs, WorkloadColumns):
+        return np.asarray(reqs.num_prompt_tokens, np.int64), np.asarray(reqs.num_output_tokens, np.int64)
+    n = len(reqs)
+    return (np.fromiter((r.num_prompt_tokens for r in reqs), np.int64, n),
+            np.fromiter((r.num_output_tokens for r in reqs), np.int64, n))
+
+
+def count_rejections(setup: Any) -> Rejections | None:
+    """The requests of ``setup``'s workload (a ``SimSetup``) its engine refuses; None when it refuses none."""
+    cfg = setup.config
+    prompt, output = _lengths(setup.workload)
+    if not prompt.size:
+        return None
+    caps, max_req = cfg.caps_output, cfg.sglang_max_req_len
+    n = int(np.count_nonzero(refused(prompt, output, cfg.max_model_len, caps, max_req)))
+    if not n:
+        return None
+    if max_req is not None:
+        rule = "prompt + output > max_model_len, or a prompt ≥ SGLang's max_req_len − 5"
+    else:
+        rule = "a prompt ≥ max_model_len" if caps else "prompt + output > max_model_len"
+    longest_prompt, longest = int(prompt.max()), int((prompt + output).max())
+    return Rejections(n, int(prompt.size), cfg.max_model_len, rule, longest_prompt, longest,
+                      longest_prompt + 1 if caps and max_req is None else longest)
+
+
+def no_capacity_error(rejections: Rejections | None, lowest: float, target: float, slo_text: str) -> NoAnswerError:
+    """The answer of a rate search in which no rate down to ``lowest`` req/s meets ``target``: the input was valid,
+    the deployment has no SLO capacity (exit status 1, README). Refusals that alone keep every rate under the target
+    are said first, with their fix (``payload["rejections"]``); otherwise the SLO's levers."""
+    if rejections is not None and rejections.blocks(target):
+        return NoAnswerError("no SLO capacity: " + rejections.text(target),
+                             {"rejections": rejections.to_dict(), "lowest_rate_req_per_s": lowest})
+    return NoAnswerError(f"no request rate down to {lowest:g} req/s has {target:.0%} of requests within the SLO "
+                         f"({slo_text}) on this deployment, so there is no capacity to price: loosen the SLO, lower "
+                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with "
+                         "--at-offered-load" + (f"; note: {rejections.text(target)}" if rejections else ""))

@@ -1,0 +1,48 @@
+"""``kvledger simulate``'s report of one run (``simulate_document``): the summary, the engine and workload it ran, and
+how the run went — an open loop's queue growth (with the max_num_seqs cap where it held the batch), a paced loop's
+clients behind their rate, a run too short to tell — with the error bands that apply. Apart from ``sim_document``,
+whose records ``queue_growth`` reads, so that neither imports the other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.serving.sim_document import PACED_MODE, SimDocument
+from kvledger.jsonable import to_jsonable
+
+__all__ = ["simulate_document"]
+
+
+def simulate_document(setup: Any, result: Any) -> SimDocument:
+    """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
+    checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up).
+    ``setup``: the ``sim_setup.SimSetup`` run; ``result``: its ``SimResult``."""
+    from kvledger.analyses.serving import prediction_bands as pb
+    from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
+    from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
+    from kvledger.analyses.serving.seq_cap import with_seq_cap
+    from kvledger.invariants import check_sim_summary
+
+    mode = setup.workload_info.get("mode", "")
+    overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
+        (run_overload(result.records, mode, {**setup.workload_info, "max_running": setup.config.max_num_seqs *
+                                             setup.replicas}), None)
+    info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
+    paced = mode == PACED_MODE
+    behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
+    if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
+        overload, short = open_loop_check(result.records)
+    overload = with_seq_cap(overload, setup, result)  # the batch sat at max_num_seqs with KV to spare: said
+    kept_up = (mode.startswith("open loop") or paced) and overload is None and short is None
+    sat = overload is not None and not behind
+    bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
+    bands, knee = pb.knee_withheld(bands, result.records)  # its TTFT band withheld at the knee
+    if behind and overload.cap_held:  # the client's cap, not the engine, held the load: no capacity to band
+        bands = {k: v for k, v in bands.items() if k != "throughput"}
+    notes += [overload.note] + ([] if behind else [pb.no_latency_band(mode)]) if overload else \
+        [short.note, pb.NO_BAND_SHORT_RUN] if short else []
+    notes += [pb.knee_band_note(knee, mode)] if knee else []
+    return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
+                       setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
+                       to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
+                       at_knee=knee)
