@@ -78,8 +78,8 @@ def simulator_engine(engine: str) -> str | None:
     return _SIMULATED[key]
 
 
-class PlanRequest(BaseModel):
-    """``/api/plan``'s body."""
+class DeploymentRequest(BaseModel):
+    """The fields both bodies share: what is deployed and how (strict types, no unknown field)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
     model: str
@@ -88,30 +88,26 @@ class PlanRequest(BaseModel):
     tp: int = 1
     max_model_len: str | None = None
     kv_cache_dtype: str = "auto"
-    gpu_memory_utilization: float | None = None
     wddm: bool = False
     request_id: int | None = None
 
 
-class ServingRequest(BaseModel):
+class PlanRequest(DeploymentRequest):
+    """``/api/plan``'s body."""
+
+    gpu_memory_utilization: float | None = None
+
+
+class ServingRequest(DeploymentRequest):
     """``/api/serving``'s body."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
-    model: str
-    gpu: str
     slo: str
     api: str | None = None
     trace: str = "azure-conv"
-    engine: str = "vllm"
-    tp: int = 1
-    max_model_len: str | None = None
-    kv_cache_dtype: str = "auto"
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None
-    wddm: bool = False
     client_latency: str | None = None
-    request_id: int | None = None
 
     @field_validator("client_latency")
     @classmethod
