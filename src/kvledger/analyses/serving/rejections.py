@@ -86,6 +86,8 @@ def _lengths(workload: Any) -> tuple[np.ndarray, np.ndarray]:
     reqs = getattr(workload, "requests", workload)
     if isinstance(reqs, WorkloadColumns):
         return np.asarray(reqs.num_prompt_tokens, np.int64), np.asarray(reqs.num_output_tokens, np.int64)
+    if not hasattr(reqs, "__len__"):  # a session loop draws its turns as it runs: no list to count before it runs
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     n = len(reqs)
     return (np.fromiter((r.num_prompt_tokens for r in reqs), np.int64, n),
             np.fromiter((r.num_output_tokens for r in reqs), np.int64, n))
