@@ -19,12 +19,14 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
 KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
 """Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM
 ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
+"""The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
 
 
 def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
@@ -37,8 +39,7 @@ def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
     if d == "auto":
         return model.dtype_bytes
     if d not in KV_DTYPE_BYTES:
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r} is not supported; use auto, bf16, fp16, fp8, fp8_e4m3 "
-                         f"or fp8_e5m2")
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r} is not supported; use {KV_DTYPE_NAMES}")
     return KV_DTYPE_BYTES[d]
 
 

@@ -256,11 +256,11 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):
         raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
-    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+    from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES
 
     bad = [d for d in axes.kv_cache_dtypes if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
     if bad:
-        raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use auto, {', '.join(KV_DTYPE_BYTES)}")
+        raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use {KV_DTYPE_NAMES}")
     out = [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
         gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)]
     if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
