@@ -149,7 +149,7 @@ class Capacity:
         if self.lower_bound:
             return (f"{self.goodput_req_per_s:,.4g} good req/s (the goodput of an under-loaded run: its offered load, "
                     "only a lower bound on the SLO capacity it stands in for)")
-        return f"{self.goodput_req_per_s:,.4g} good req/s (the measured goodput standing in for the SLO capacity)"
+        return f"{self.goodput_req_per_s:,.4g} good req/s (the run's goodput standing in for the SLO capacity)"
 
     @property
     def mean_input_tokens(self) -> float:
