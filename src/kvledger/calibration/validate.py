@@ -73,26 +73,25 @@ def _record_setup(t: Target, args: SimRequestArgs, max_paddings: int | None) -> 
         if not given and model_note is not None and args.model in why:
             hint = "" if "divisible" in why else " Or pass --model with a bundled name or a config.json."
             raise InputError(f"{t.run.source}: {model_note}, but {why}.{hint}") from None
-        if gpu_note is None or why.startswith("--client-latency") or not _names_gpu(why, args.gpu):  # another flag's
+        if gpu_note is None or not _about_gpu(err, args.gpu):  # another flag's error: as it stands
             raise
         raise InputError(f"{t.run.source}: {gpu_note.split('; --gpu ', 1)[0]}, but {why}.") from None  # no alias
 
 
-#: words of a refusal the GPU decides though it may not name it: the memory plan, the device's features
-_GPU_BOUND = ("does not fit", "GiB", "memory", "compute capability", "not supported")
-
-
-def _names_gpu(text: str, gpu: str | None) -> bool:
-    """Whether an error ``text`` is about the GPU ``gpu`` (its name as given or its catalog name appears in it, or it
-    is a memory or device-feature refusal): only then does it say where the record's GPU came from (a fresh-user trial
+def _about_gpu(err: KvLedgerError, gpu: str | None) -> bool:
+    """Whether a refusal is about the GPU ``gpu``: the memory plan does not fit it (``DoesNotFitError``), or the error
+    names it (as given or its catalog name). Only then does it say where the record's GPU came from (a fresh-user trial
     got "GPU … from manifests.yaml, but --engine-version 'banana' is not a version")."""
     from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import DoesNotFitError
 
+    if isinstance(err, DoesNotFitError):
+        return True
     try:
         names = {str(gpu), get_gpu(gpu).name} if gpu else set()
     except KvLedgerError:
         names = {str(gpu)}
-    return any(n and n in text for n in names) or any(w in text for w in _GPU_BOUND)
+    return any(n and n in str(err) for n in names)
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
