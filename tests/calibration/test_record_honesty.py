@@ -115,13 +115,18 @@ def test_a_positional_under_an_older_server_or_two_of_them_is_a_warning():
 
 
 def test_another_flag_is_named_in_a_warning_and_a_harmless_one_is_not(tmp_path):
-    stage = _launched(tmp_path, "--enforce-eager", "--swap-space=8", "--port=8000", "--disable-log-requests")
+    # --num-scheduler-steps (V0's multi-step) is not modelled; --swap-space is host memory for preemption by
+    # swapping, which no one-sequence request takes; --enforce-eager is replayed (the host term prices the launches)
+    stage = _launched(tmp_path, "--enforce-eager", "--swap-space=8", "--num-scheduler-steps=8", "--port=8000",
+                      "--disable-log-requests")
     res = runner.invoke(app, ["validate", str(stage), *VAL, "--json"])
     assert res.exit_code == 0, res.output
-    warned = [n for n in json.loads(res.output)["notes"] if n.startswith("WARNING: recorded, not modelled")]
-    assert warned == ["WARNING: recorded, not modelled: --enforce-eager, --swap-space 8 "
+    notes = json.loads(res.output)["notes"]
+    warned = [n for n in notes if n.startswith("WARNING: recorded, not modelled")]
+    assert warned == ["WARNING: recorded, not modelled: --num-scheduler-steps 8 "
                       f"({tmp_path / 'manifests.yaml'}): the replay runs without it, so whatever it changes in the "
                       "measured engine is in the errors"]
+    assert any(n.startswith("from the run's own record") and "enforce_eager True" in n for n in notes), notes
 
 
 def test_a_meta_json_style_record_is_sorted_the_same_way():
@@ -210,10 +215,10 @@ def test_an_unread_key_of_a_launch_record_is_warned_of(tmp_path):
     for name in ("stage_0_lifecycle_metrics.json", "config.yaml"):
         shutil.copy(IP / name, tmp_path / "results" / name)
     (tmp_path / "exp-config.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ntensor_parallelism: 1\n"
-                                              "max_num_seqs: 128\nswap_space: 8\napp: inference-perf\n")
+                                              "max_num_seqs: 128\nnum_scheduler_steps: 8\napp: inference-perf\n")
     res = runner.invoke(app, ["validate", str(tmp_path / "results" / "stage_0_lifecycle_metrics.json"), "--gpu",
                               "H100", "--json"])
     assert res.exit_code == 0, res.output
     warned = [n for n in json.loads(res.output)["notes"] if n.startswith("WARNING: recorded, not modelled")]
-    assert warned == [f"WARNING: recorded, not modelled: --swap-space 8 ({tmp_path / 'exp-config.yaml'}): the replay "
-                      "runs without it, so whatever it changes in the measured engine is in the errors"]
+    assert warned == [f"WARNING: recorded, not modelled: --num-scheduler-steps 8 ({tmp_path / 'exp-config.yaml'}): the "
+                      "replay runs without it, so whatever it changes in the measured engine is in the errors"]

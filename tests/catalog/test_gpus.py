@@ -140,3 +140,14 @@ def test_mxfp4_weights_source_names_the_layout_per_capability():
     assert "repacked for Marlin on sm80" in a100.how and "+917,471,232 B of padding" in a100.how
     assert "Triton layout on sm90" in h100.how and "no padding" in h100.how and "Marlin" not in h100.how
     assert "FlashInfer's TRT-LLM layout on sm100" in loaded_weights(m, gpu_arch="sm100").how
+
+
+def test_a_name_with_its_words_in_another_order_picks_the_row_that_has_them():
+    # records write a GPU's words in their own order: DistServe's runs say "A100-SXM-80GB", torch's device name
+    # (what nvidia-smi prints) "NVIDIA A100-SXM4-80GB" and "NVIDIA A100-PCIE-40GB"; each is one row's words (SXM4 is
+    # the A100's SXM), so each picks that row; words that several rows share ("80GB") pick none
+    assert get_gpu("A100-SXM-80GB").gpu_id == "nvidia_a100_80gb_sxm"
+    assert get_gpu("NVIDIA A100-SXM4-80GB").gpu_id == "nvidia_a100_80gb_sxm"
+    assert get_gpu("NVIDIA A100-PCIE-40GB").gpu_id == "nvidia_a100_40gb_pcie"
+    with pytest.raises(UnknownNameError):
+        get_gpu("80GB")

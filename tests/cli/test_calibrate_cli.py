@@ -95,8 +95,9 @@ def test_errors(tmp_path, profile):
     bad.write_text(json.dumps({"kind": "kvledger-calibration-profile", "step_cost": {"fixed_s": -1}}))
     res = runner.invoke(app, ["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--step-cost", str(bad)])
     assert isinstance(res.exception, FormatError) and "step_cost" in str(res.exception)
+    # the run's record is V0 (vLLM 0.2.3), so --max-paddings needs no flag; with V1's steps asked for it is refused
     res = runner.invoke(app, ["validate", "distserve:vllm-100-1", "--model", "facebook/opt-13b", "--gpu", "A100-80GB",
-                              "--max-paddings", "256"])
+                              "--batching", "continuous", "--no-enable-chunked-prefill", "--max-paddings", "256"])
     assert isinstance(res.exception, KvLedgerError) and "vllm_v0" in str(res.exception)
 
 

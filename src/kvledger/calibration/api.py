@@ -18,10 +18,10 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
 from kvledger.calibration.gpu_source import runs_gpu
+from kvledger.calibration.old_release import older_release, padding_notes, recorded_max_paddings
 from kvledger.calibration.record_notes import overridden, pool_note, record_name
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
-from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -37,8 +37,6 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     Raises:
         InputError: the record states a deployment kvledger cannot replay as one engine (data or pipeline parallel).
     """
-    if run.source.startswith("distserve:"):  # DistServe's settings are vLLM 0.2.3's, given on the command line
-        return (replace(args, tp=args.tp or 1), [], {})
     extra = dict(run.measured.metadata.extra) if run.measured is not None else {}
     if not extra.get("engine_kwargs") and run.engine_hints:
         extra["engine_kwargs"] = run.engine_hints
@@ -52,20 +50,24 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     defaults = SimRequestArgs(model=args.model, gpu=args.gpu)
     taken = {k: v for k, v in rec.flags.items()
              if getattr(args, k) is None or (k == "kv_cache_dtype" and args.kv_cache_dtype == defaults.kv_cache_dtype)}
-    if args.engine_version is None and rec.engine_version is not None:
+    old = older_release(rec.engine_version, args) if args.engine_version is None and rec.engine_version else None
+    if old is None and args.engine_version is None and rec.engine_version is not None:
         from kvledger.accounting.vllm_rules import parse_version
 
         try:
             parse_version(rec.engine_version)
             taken["engine_version"] = rec.engine_version
         except InputError:
-            pass  # older than the rules modelled: the default rules apply, and the note below does not claim it
+            pass  # not a version: the default rules apply, and the note below does not claim it
     notes = []
     if taken:
         text = ", ".join(f"num_gpu_blocks {v} (replayed as --num-gpu-blocks-override)" if k == "num_gpu_blocks_override"
                          else f"{k} {v}" for k, v in taken.items())
         notes.append(f"from the run's own record ({record_name(run)}): {text} (a flag given on the command line "
                      "wins)")
+    if old is not None:  # a release before the rules modelled: replayed as the oldest read (old_release.py)
+        taken.update(old[0])
+        notes.append(old[1])
     over = overridden(args, rec)
     if over:
         notes.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is "
@@ -111,6 +113,9 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     record = record_name(run)
     setup.notes = notes + [pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
                            for n in setup.notes]
+    if max_paddings is None and setup.config.batching == "vllm_v0" and recorded_max_paddings(run) is not None:
+        max_paddings = recorded_max_paddings(run)
+        setup.notes.append(f"from the run's own record ({record}): max_paddings {max_paddings} (--max-paddings wins)")
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":
             raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")
@@ -118,26 +123,6 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
         setup.config = replace(setup.config, max_paddings=None if notes else max_paddings)
         setup.notes.extend(notes)
     return setup
-
-
-def padding_notes(run: MeasuredRun, max_paddings: int) -> list[str]:
-    """A note when the run's own prompt steps (``run_evidence.prompt_steps``) padded more than ``max_paddings``
-    tokens: the engine that served it had no padding cap, and ``engine_for`` replays it without one.
-
-    vLLM 0.2.2 brought the cap; before it (read in 0.1.7 and 0.2.1: ``core/scheduler.py`` admits prompts while their
-    tokens' sum fits ``max_num_batched_tokens``, ``worker/worker.py :: _prepare_inputs`` concatenates them unpadded)
-    a V0 prompt batch is the simulator's V0 rule with ``max_paddings`` unset. On DistServe's runs the two rules
-    reproduce the records: replayed uncapped, the 2 req/s runs batch prompts past 256 tokens of padding as measured,
-    and the 3 and 4 req/s runs, capped, never do (validation.md §2.2)."""
-    if run.measured is None:
-        return []
-    over = [s.padding_tokens for s in prompt_steps(run.measured.records) if s.padding_tokens > max_paddings]
-    if not over:
-        return []
-    return [f"{len(over)} prompt step(s) of the measured run batched prompts with more than max_paddings = "
-            f"{max_paddings} tokens of padding (largest {max(over)}, read off first tokens < {SAME_STEP_S * 1e3:g} ms "
-            "apart): the engine that served it had no padding cap (vLLM before 0.2.2: prompts batched while their sum "
-            "fits max_num_batched_tokens, unpadded), so this run is replayed so (max_paddings unset)"]
 
 
 def headline_errors(c: Comparison) -> dict[str, float | None]:
@@ -239,8 +224,10 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
         out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model")
     profile["notes"] += model_notes + gpu_notes + engine_notes(setups, args) + [
         n for m in measured if m.measured is not None and (n := m.measured.metadata.extra.get("client_loop"))]
-    if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
-        profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]
+    for m, s in zip(measured, setups):  # the runs replayed without the cap given or recorded, each with its reason
+        cap = max_paddings if max_paddings is not None else recorded_max_paddings(m)
+        profile["notes"] += [f"{m.label}: {n}" for n in (padding_notes(m, cap) if cap is not None
+                                                          and s.config.batching == "vllm_v0" else [])]
     return profile
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from kvledger.analyses.serving.notes import RELEASE_RULES
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup
+from kvledger.calibration.old_release import OLD_RELEASE
 
 __all__ = ["engine_notes", "launch_given", "launch_recorded"]
 
@@ -15,7 +16,8 @@ def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
     """The engine assumptions ``validate`` prints for the same runs, for calibrate to print and store in the profile's
     notes: the engine version assumed where neither a run's record (``_with_run_settings``) nor --engine-version
     states one, the async-scheduling note it implies (``from_plan.default_async_scheduling``) and the rules of an
-    older SGLang release given (``notes.sglang_release_rules``), each once."""
+    older SGLang release given (``notes.sglang_release_rules``), and how a run of a vLLM release older than the rules
+    read was replayed (``old_release.older_release``), each once."""
     out = []
     for s in setups:
         version = getattr(getattr(s.plan, "memory", None), "engine_version", None)
@@ -24,7 +26,7 @@ def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
             out.append(f"engine version: no run's record and no --engine-version states one; {engine} {version} "
                        "assumed (kvledger's default), whose defaults the replay and the fit use; pass --engine-version "
                        "as launched")
-        out += [n for n in s.notes if n.startswith("async scheduling") or RELEASE_RULES in n]
+        out += [n for n in s.notes if n.startswith(("async scheduling", OLD_RELEASE)) or RELEASE_RULES in n]
     return list(dict.fromkeys(out))
 
 

@@ -5,9 +5,10 @@ A record names the engine it measured: replaying it under the tool's defaults wo
 of trust (the engine's resolved ``VllmConfig`` first, then the launch ``engine_kwargs``, then the ``kv_cache`` block):
 tensor/pipeline/data parallel sizes, expert parallelism, KV block count and block size, async scheduling, prefix
 caching, chunked prefill, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len``, ``gpu_memory_utilization``,
-``kv_cache_dtype`` and the engine version; a benchmark file naming SGLang as its backend (SGLang's bench_serving) is
-replayed with the ``sglang`` policy (its scheduler, radix cache and memory plan). ``unmodelled`` names what kvledger
-cannot replay as one engine (data parallelism, with or without expert parallelism; pipeline parallelism).
+``kv_cache_dtype``, ``enforce_eager`` and the engine version; a benchmark file naming SGLang as its backend (SGLang's
+bench_serving) is replayed with the ``sglang`` policy (its scheduler, radix cache and memory plan). ``unmodelled``
+names what kvledger cannot replay as one engine (data parallelism, with or without expert parallelism; pipeline
+parallelism).
 
 Every other launch setting the record holds (a meta.json ``engine_kwargs`` key, a manifest's ``other_flags``) is
 sorted three ways (``other_settings``), never dropped unsaid: ``refused`` — an engine kvledger's replay does not model
@@ -42,6 +43,7 @@ _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
                                "gpu_memory_utilization"),
     "max_model_len": (None, "max_model_len", None),
     "kv_cache_dtype": (("cache_config", "cache_dtype"), "kv_cache_dtype", None),
+    "enforce_eager": (("model_config", "enforce_eager"), "enforce_eager", None),
     "batching": (None, "batching", None),  # a Deployment's VLLM_USE_V1=0 (evidence.k8s_manifests): the V0 engine
     "mem_fraction_static": (None, "mem_fraction_static", None),  # SGLang's server_info (evidence.sglang_bench)
 }
@@ -79,7 +81,8 @@ class RecordedSettings:
 _HARMLESS = {"model", "served_model_name", "host", "port", "seed", "tokenizer", "trust_remote_code", "download_dir",
              "disable_log_requests", "enable_log_requests", "disable_log_stats", "max_log_len", "uvicorn_log_level",
              "disable_uvicorn_access_log", "api_key", "chat_template", "response_role", "enable_auto_tool_choice",
-             "tool_call_parser", "allowed_origins", "root_path", "load_format"}
+             "tool_call_parser", "allowed_origins", "root_path", "load_format",
+             "swap_space"}  # V0's host memory for preemption by swapping, which a one-sequence request never takes
 #: dtype values that are the checkpoint's own 16-bit weights, which the replay prices
 _SAME_DTYPE = {"auto", "bfloat16", "float16", "half"}
 _SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_tokens",
@@ -87,7 +90,7 @@ _SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_toke
 #: vLLM --quantization methods that quantize an unquantized checkpoint as it loads
 _ON_LOAD = {"bitsandbytes", "fp8"}
 _APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()}
-            | {"other_flags", "positional_args", "entrypoint"})
+            | {"other_flags", "positional_args", "entrypoint", "max_paddings"})  # max_paddings: api.engine_for
 API_SERVER = "vllm.entrypoints.openai.api_server"
 API_SERVER_TAG_FROM = (0, 10, 0)
 """The first vLLM whose OpenAI server module takes an optional positional (``model_tag``, ``nargs="?"``, in

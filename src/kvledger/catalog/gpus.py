@@ -1,15 +1,16 @@
 """The GPU catalog: memory as CUDA reports it, HBM bandwidth, dense FLOP/s and links, from ``catalog/data/gpus.csv``.
 
-Memory: engines size their budget from the device total that ``cudaMemGetInfo`` returns,
-which is below the ``nvidia-smi`` total (itself below the marketing GB). ``catalog/data/gpu_cuda.csv`` gives each
-GPU's CUDA total with its low/high over drivers and its basis: measured (a vLLM log or PyTorch OOM message that
-prints it; H100 SXM 79.19 GiB in 40 vLLM 0.19 start-ups) or derived (nvidia-smi minus 450 MiB, range −800 to −300
-MiB from the measured gaps), and the P2P / NVLink all-to-all facts vLLM's custom all-reduce checks.
+Memory: engines size their budget from the device total that ``cudaMemGetInfo`` returns, which is below the
+``nvidia-smi`` total (itself below the marketing GB). ``catalog/data/gpu_cuda.csv`` gives each GPU's CUDA total with
+its low/high over drivers and its basis: measured (a vLLM log or PyTorch OOM message that prints it; H100 SXM 79.19
+GiB in 40 vLLM 0.19 start-ups) or derived (nvidia-smi minus 450 MiB, range −800 to −300 MiB from the measured gaps),
+and the P2P / NVLink all-to-all facts vLLM's custom all-reduce checks.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -39,13 +40,13 @@ _ALIASES = {
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
     "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"],
     "nvidia_rtx_4070_super": ["rtx4070super", "rtx-4070-super", "4070super", "4070-super", "rtx 4070 super"],
-        "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
+    "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
     "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000",
                                    "nvidia_rtx_pro_6000"],
     "nvidia_rtx_pro_6000_workstation": ["rtx-pro-6000-workstation", "rtx-pro-6000-ws"],
     "nvidia_t4": ["t4", "tesla-t4"], "nvidia_a40": ["a40"], "nvidia_l40": ["l40"], "nvidia_h20": ["h20"],
     "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"],
-        "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
+    "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
     "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"], "amd_mi210": ["mi210"],
     "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"],
     "amd_mi250x": ["mi250x", "mi250x-gcd"], "amd_mi250": ["mi250", "mi250-gcd"],
@@ -53,10 +54,8 @@ _ALIASES = {
 }
 
 _ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100",
-         "b300": "sm100",
-         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86", "rtx_4090": "sm89",
-         "rtx_4070": "sm89",
-             "rtx_3090": "sm86",
+         "b300": "sm100", "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86",
+         "rtx_4090": "sm89", "rtx_4070": "sm89", "rtx_3090": "sm86",
          "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120", "rtx_pro_6000": "sm120", "t4": "sm75"}
 
 
@@ -152,17 +151,15 @@ def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
     key = next((k for k in sorted(_ARCH, key=len, reverse=True) if k in gid), None)
     return GpuSpec(
         gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]),
-            nvidia_smi_mib=smi,
-        memory_bytes=mib * MiB, memory_source=cuda["source"],
-            hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
+        nvidia_smi_mib=smi, memory_bytes=mib * MiB, memory_source=cuda["source"],
+        hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
         bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
         fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None,
-            fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None,
-        interconnect=r["scaleup_interconnect"],
-            interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
+        fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None, interconnect=r["scaleup_interconnect"],
+        interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
         host_link_bytes_per_s=(_f(r["host_bw_gb_s_bidir"]) or 0) * 1e9, tdp_w=_f(r["tdp_w"]),
         arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"],
-            notes=r["notes"],
+        notes=r["notes"],
         memory_low_bytes=lo * MiB, memory_high_bytes=hi * MiB, memory_basis=cuda["basis"], p2p=cuda["p2p"] == "yes",
         nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes", form_factor=r["form_factor"])
 
@@ -194,9 +191,18 @@ def _names(gid: str, full: bool = True) -> list[str]:
             + ([_norm(gpu_catalog()[gid].name)] if full else []))
 
 
+def _words(name: str) -> frozenset[str]:  # a normalised name's words, SXM generations folded: a100-sxm4 → {a100, sxm}
+    return frozenset(re.sub(r"^sxm\d$", "sxm", w) for w in name.split("-") if w)
+
+
 def _find(name: str) -> str | None:
+    """The row a name picks: a name of it exactly, else the one row with a name of the same words in another order
+    ("A100-SXM-80GB", as a run's record may write it, is "a100-80gb-sxm")."""
     key = _norm(name)
-    return next((gid for gid in gpu_catalog() if key in _names(gid)), None)
+    if (exact := next((gid for gid in gpu_catalog() if key in _names(gid)), None)) is not None:
+        return exact
+    same = [gid for gid in gpu_catalog() if _words(key) in {_words(n) for n in _names(gid)}]
+    return same[0] if len(same) == 1 else None
 
 
 def gpu_alias_note(name: str) -> str | None:

@@ -38,7 +38,8 @@ _FLAGS: dict[str, tuple[str, type]] = {
     "block-size": ("block_size", int), "kv-cache-dtype": ("kv_cache_dtype", str),
 }
 _BOOLS = {"enable-prefix-caching": "enable_prefix_caching", "enable-chunked-prefill": "enable_chunked_prefill",
-          "async-scheduling": "async_scheduling", "enable-expert-parallel": "enable_expert_parallel"}
+          "async-scheduling": "async_scheduling", "enable-expert-parallel": "enable_expert_parallel",
+          "enforce-eager": "enforce_eager"}
 _IMAGE_VERSION = re.compile(r"vllm[-/\w.]*:v?(\d+\.\d+(?:\.\d+)?)")
 
 

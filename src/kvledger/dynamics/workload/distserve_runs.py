@@ -21,7 +21,7 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import FormatError, InputError, UnknownNameError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["DistServeRun", "list_distserve_runs", "load_distserve_run", "DISTSERVE_VLLM_SETTINGS"]
+__all__ = ["DistServeRun", "list_distserve_runs", "load_distserve_run", "DISTSERVE_VLLM_SETTINGS", "DISTSERVE_LAUNCH"]
 
 _NAME = re.compile(r"^(?P<system>[a-z]+)-(?P<n>\d+)-(?P<rate>\d+(?:\.\d+)?)$")
 _KEYS = ("prompt_len", "output_len", "issue_time", "first_token_time", "complete_time", "ttft_ms", "tpot_ms")
@@ -37,6 +37,14 @@ DISTSERVE_VLLM_SETTINGS: dict[str, object] = {
     "gpu_memory_utilization": 0.95, "swap_space_gib": 16, "max_num_batched_tokens": 16384, "max_num_seqs": 1024,
     "max_paddings": 256, "enable_chunked_prefill": False, "gpu": "A100-SXM-80GB", "vllm_version": "0.2.3",
 }
+
+DISTSERVE_LAUNCH_SCRIPT = "DistServe's launch script evaluation/2-benchmark-serving/2-start-api-server.py"
+#: The same launch as the flags of vLLM 0.2.3's ``vllm.entrypoints.api_server`` (``engine/arg_utils.py``), the run
+#: record ``validate``/``calibrate`` read (``calibration.run_record``): what the server was started with.
+DISTSERVE_LAUNCH: dict[str, object] = {
+    "model": "facebook/opt-13b", "dtype": "float16", "tensor_parallel_size": 1, "block_size": 16,
+    "gpu_memory_utilization": 0.95, "swap_space": 16, "max_num_batched_tokens": 16384, "max_num_seqs": 1024,
+    "max_paddings": 256, "engine_use_ray": True, "worker_use_ray": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +153,8 @@ def load_distserve_run(name_or_path: str | Path) -> DistServeRun:
         num_gpus=1, request_rate=rate, time_origin=f"issue_time {t0:.6f} s (client monotonic clock)",
         definitions=["TTFT = first_token_time − issue_time; "
                      "TPOT = (complete_time − first_token_time)/(output_len − 1)"],
-        extra={"engine_settings": dict(DISTSERVE_VLLM_SETTINGS), "summary": summary},
+        extra={"engine_settings": dict(DISTSERVE_VLLM_SETTINGS), "summary": summary,
+               "engine_kwargs": dict(DISTSERVE_LAUNCH), "vllm_version": DISTSERVE_VLLM_SETTINGS["vllm_version"],
+               "record_file": DISTSERVE_LAUNCH_SCRIPT},
     )
     return DistServeRun(path.stem, int(m["n"]) if m else len(items), rate, requests, RunRecords(records, meta), summary)
