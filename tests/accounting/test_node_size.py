@@ -49,10 +49,16 @@ def test_the_fewest_nodes_that_hold_the_ranks(tp, pp, nnodes, want):
     assert (nodes.nnodes if nodes else None) == want and s.nnodes == (want or nnodes)
 
 
-def test_engines_whose_plan_reads_no_node_count_assume_none():
-    # --nnodes is vLLM's (its custom all-reduce rule): SGLang's plan of TP 16 is what it was
+def test_engines_whose_plan_reads_no_node_count_are_planned_as_given_with_the_warning():
+    # --nnodes is vLLM's (its custom all-reduce rule): SGLang's plan of TP 16 is what it was (nnodes 1), but 16 GPUs
+    # are 2 nodes of an 8-GPU board all the same, and the warning says so (SGLang's own --nnodes; TensorRT-LLM's MPI)
     s, nodes = assume_nodes(resolve_gpu("H100-SXM"), make_settings(tp=16, engine="sglang"))
-    assert nodes is None and s.nnodes == 1
+    assert s.nnodes == 1 and (nodes.nnodes, nodes.per_node, nodes.engine) == (2, 8, "sglang")
+    assert nodes.text.startswith("--tp 16 is 16 GPUs, more than one node of this GPU holds (8: an 8-GPU SXM5 "
+                                 "baseboard), so it runs on 2 nodes of 8 (SGLang's --nnodes 2 with a --node-rank")
+    trt = assume_nodes(resolve_gpu("H100-SXM"), make_settings(tp=16, engine="trtllm"))[1]
+    assert "(one MPI world across them)" in trt.text and "--nnodes" not in trt.text
+    assert assume_nodes(resolve_gpu("H100-SXM"), make_settings(tp=8, engine="sglang"))[1] is None
 
 
 def test_a_fix_raising_tp_past_one_node_names_its_nnodes():

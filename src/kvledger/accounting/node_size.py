@@ -55,10 +55,19 @@ class NodeAssumption:
     source: str
     world: int
     layout: str
+    engine: str = "vllm"
 
     @property
     def text(self) -> str:
         """The warning: what the plan assumes, why, and the flag that sets it."""
+        if self.engine != "vllm":  # SGLang, TensorRT-LLM: their plans read no node count; the ranks still span nodes
+            per = self.world // self.nnodes
+            how = (f"SGLang's --nnodes {self.nnodes} with a --node-rank on each" if self.engine == "sglang"
+                   else "one MPI world across them")
+            return (f"{self.layout} is {self.world} GPUs, more than one node of this GPU holds ({self.per_node}: "
+                    f"{self.source}), so it runs on {self.nnodes} nodes of {per} ({how}) and every layer's "
+                    "all-reduces cross the network between them: the memory per GPU holds, but no step cost here "
+                    "prices that network")
         g = self.given
         where = f", {self.world // g} a node under --nnodes {g}" if g > 1 else ""
         return (f"{self.layout} is {self.world} GPUs{where}, more than one node of this GPU holds ({self.per_node}: "
@@ -70,14 +79,16 @@ class NodeAssumption:
 
 def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssumption | None]:
     """(``s`` with the nodes its TP × PP ranks need, what was assumed): ``s`` as given, None, when its nodes hold the
-    ranks, when nothing says how many GPUs a node of ``gpu`` holds, or for an engine whose plan reads no node count
-    (SGLang, TensorRT-LLM: ``--nnodes`` is vLLM's)."""
+    ranks or when nothing says how many GPUs a node of ``gpu`` holds. An engine whose plan reads no node count
+    (SGLang, TensorRT-LLM: ``--nnodes`` is vLLM's) keeps ``s`` as given, with the warning alone."""
     per = gpus_per_node(gpu)
     world = s.tp * s.pp
-    if s.engine != "vllm" or per is None or world % s.nnodes or world // s.nnodes <= per[0]:
+    if per is None or world % s.nnodes or world // s.nnodes <= per[0]:
         return s, None  # the topology check refuses a node count that does not divide the ranks
     nnodes = next(n for n in range(s.nnodes, world + 1) if world % n == 0 and world // n <= per[0])
     layout = f"--tp {s.tp}" + (f" × --pp {s.pp}" if s.pp > 1 else "")
+    if s.engine != "vllm":  # the warning only: --nnodes is vLLM's, and these plans read no node count
+        return s, NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout, s.engine)
     return s.model_copy(update={"nnodes": nnodes}), NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout)
 
 
