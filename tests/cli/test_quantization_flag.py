@@ -1,6 +1,7 @@
 """``--quantization fp8`` (``-q fp8``, vLLM's online FP8 weights) on the commands that size and price a deployment:
 ``plan`` suggests it, and ``simulate``, ``goodput``/``cost --simulate``, ``search``, ``report`` and ``offload`` carry it
-into the memory plan that sizes the KV pool and into the roofline that prices each step, and say so; it is refused
+into the memory plan that sizes the KV pool and into the roofline that prices each step, and say so, as do the
+judgment calls (``fp8-kv``, ``spec-decode``, ``kv-eviction``, ``disagg``); it is refused
 where ``plan`` refuses it, in ``plan``'s words.
 
 Worked by hand for Llama-3.1-8B on one H100 SXM (vLLM 0.33.0 rules, gpu_memory_utilization 0.92 of 85,029,027,840 B;
@@ -125,6 +126,22 @@ def test_offload_plans_and_prices_its_runs_with_it():
     hbm = next(t for t in d["kv_tiers"]["tiers"] if t["name"] == "hbm")
     # usable blocks: 31,488 less block 0, vLLM's null block; × 2,097,152 B = 66,033,025,024 B
     assert (hbm["capacity_blocks"], hbm["capacity_bytes"]) == (BLOCKS_FP8 - 1, (BLOCKS_FP8 - 1) * 2_097_152)
+
+
+def test_the_judgment_calls_plan_and_price_with_it():
+    # fp8-kv's BF16-KV pool is plan -q fp8's (28,160 → 31,488 blocks; its FP8-KV pool twice the tokens: 62,976 blocks
+    # of 1,048,576 B in the same 66,036,115,866 B)
+    cap = _json("fp8-kv", MODEL, "--gpu", "H100", "-q", "fp8", "--json")["capacity"]
+    assert (cap["bf16"]["num_gpu_blocks"], cap["bf16"]["available_kv_bytes"]) == (BLOCKS_FP8, KV_FP8)
+    assert cap["fp8"]["num_gpu_blocks"] == KV_FP8 // 1_048_576 == 62_976
+    assert _json("fp8-kv", MODEL, "--gpu", "H100", "--json")["capacity"]["bf16"]["num_gpu_blocks"] == BLOCKS_BF16
+    ev = _json("kv-eviction", MODEL, "--gpu", "H100", "--evict", "0.5", "-q", "fp8", "--json")
+    assert ev["settings"]["quantization"] == "fp8"
+    for argv in (["spec-decode", MODEL, "--gpu", "H100", "-k", "4", "--acceptance", "0.7"],
+                 ["disagg", MODEL, "--gpu", "H100", "--rate", "2", "--num-requests", "20"]):
+        res = run_cli(*argv, "-q", "fp8")
+        assert res.exit_code == 0, res.output
+        assert "weights FP8, quantized on load (vLLM --quantization fp8)" in res.output, argv[0]
 
 
 def test_a_measured_step_cost_is_warned_that_it_prices_the_checkpoints_weights():

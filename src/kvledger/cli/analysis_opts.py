@@ -62,6 +62,9 @@ class TargetFlags:
     allreduce_link_share: float | None = flag_like(EngineFlags, "allreduce_link_share")
     enforce_eager: bool | None = flag_like(EngineFlags, "enforce_eager")
     wddm: bool | None = flag_like(EngineFlags, "wddm")
+    quantization: str | None = flag_like(EngineFlags, "quantization", help=(
+        "vLLM --quantization fp8: an unquantized checkpoint's weights quantized to FP8 on load, in the plan and every "
+        "step priced (as `kvledger plan -q fp8`)."))
 
     def load(self, model: str, gpu: str):
         """(ModelSpec, GpuSpec, PlanSettings) for these flags (``load_target``)."""
@@ -70,7 +73,7 @@ class TargetFlags:
                            available_kv_memory=self.available_kv_memory, block_size=self.block_size,
                            engine_version=self.engine_version, bandwidth_fraction=self.bandwidth_fraction,
                            flops_fraction=self.flops_fraction, enforce_eager=bool(self.enforce_eager),
-                           wddm=bool(self.wddm))
+                           wddm=bool(self.wddm), quantization=self.quantization.lower() if self.quantization else None)
 
     def pricing(self):
         """``simulate``'s pricing flags (``pricing_flags``) of these flags."""

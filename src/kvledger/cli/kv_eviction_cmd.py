@@ -37,6 +37,9 @@ def kv_eviction(
     seed: int = typer.Option(0, "--seed", help="Seed for the random survivor positions."),
     tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
     available_kv_memory: str | None = AVAIL_OPT, engine_version: str | None = VERSION_OPT, as_json: bool = JSON_OPT,
+    quantization: str | None = typer.Option(None, "--quantization", "-q", help=(
+        "vLLM --quantization fp8: an unquantized checkpoint's weights quantized to FP8 on load, so the KV pool the "
+        "blocks come from is the FP8 plan's (as `kvledger plan -q fp8`).")),
 ) -> None:
     """KV eviction under a paged layout: empty blocks, memory actually freed, and which methods need attention
     scores."""
@@ -48,7 +51,8 @@ def kv_eviction(
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size,
-                                        engine_version=engine_version)
+                                    engine_version=engine_version,
+                                    quantization=quantization.lower() if quantization else None)
     r = analyse_kv_eviction(spec, g, settings, layout=layout.lower(), evict_fraction=evict,
                             context_tokens=parse_tokens(context, what="--context") if context else None,
                             sink_tokens=sink_tokens, window_tokens=parse_tokens(window,
