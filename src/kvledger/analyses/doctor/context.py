@@ -207,9 +207,16 @@ def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None,
     L, B, g = plan.memory.max_model_len, plan.memory.block_size, len(plan.layout.groups)
     R = plan.layout.blocks_per_request(L, plan.inflight_tokens)
     n0 = st.kv_cache_tokens * R // L if era(ver) == "v1-0.24" else st.kv_cache_tokens * g // B
-    found = [n for n in range(max(1, n0 - 2 * g - 2), n0 + 2 * g + 3)
-             if printed_figures(printed_capacity_lines(ver, n, B, g, L,
-                                                       R)).get("kv_cache_tokens") == st.kv_cache_tokens]
+    # Every printed capacity figure narrows n: with g groups the tokens line alone allows g counts, and the printed
+    # concurrency (n / R(L), 2 decimals) tells them apart (vllm-project/vllm 0.10.2, Qwen3-Next at TP 2: 7,160–7,163
+    # from the tokens, 7,162 with the concurrency, the count vLLM reported).
+    printed = {"kv_cache_tokens": st.kv_cache_tokens}
+    if st.max_concurrency is not None and st.concurrency_context_tokens in (None, L):
+        printed["max_concurrency"] = st.max_concurrency
+    figures = {n: printed_figures(printed_capacity_lines(ver, n, B, g, L, R))
+               for n in range(max(1, n0 - 2 * g - 2), n0 + 2 * g + 3)}
+    found = [n for n, f in figures.items() if f.get("kv_cache_tokens") == st.kv_cache_tokens]
+    found = [n for n in found if all(figures[n].get(k) == v for k, v in printed.items())] or found
     if not found:
         return (
             None,
@@ -222,7 +229,8 @@ def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None,
     return (
         min(found),
         max(found),
-        f"from the printed KV cache size, line {st.lines['kv_cache_tokens']}: tokens = {rule}",
+        f"from the printed KV cache size, line {st.lines['kv_cache_tokens']}: tokens = {rule}"
+        + (f", and the printed concurrency, line {st.lines.get('max_concurrency')}" if len(printed) > 1 else ""),
     )
 
 

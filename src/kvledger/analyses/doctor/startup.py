@@ -15,7 +15,7 @@ import re
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rank_print import check_printed_pool
-from kvledger.accounting.vllm_rules import era, parse_version
+from kvledger.accounting.vllm_rules import era, parse_version, subtracts_cudagraphs
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
 from kvledger.analyses.doctor.startup_verdicts import memory_miss, memory_only, skipped_why
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
@@ -84,19 +84,7 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     for term, fname, dname, key in MEMORY_TERMS:
         rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key,
             _deduction(a, dname), need)))
-    cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes
-    cg_line = st.lines.get(
-        "cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes"
-    )
-    d = _deduction(a, "CUDA graphs")
-    text = f"ledger: {d.source}" if d else "ledger: n/a" + need
-    if st.cudagraph_estimate_applied is False and st.cudagraph_estimate_bytes is not None:
-        # the budget is requested − non-KV − the estimate only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on
-        # (gpu_worker.py::determine_available_memory); the log says it was off: 0 B was subtracted
-        text += (f"; log: its estimate {_gib(st.cudagraph_estimate_bytes)} (line {cg_line}) was not subtracted: line "
-                 f"{st.lines['cudagraph_estimate_applied']} says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off")
-        cg_log, cg_line = 0, st.lines["cudagraph_estimate_applied"]
-    rows.append(_row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, text))
+    rows.append(_cudagraph_row(ctx, _deduction(a, "CUDA graphs"), need))
     non_kv = st.non_kv_total_bytes
     if non_kv is None and st.requested_memory_bytes and st.available_kv_bytes is not None:
         non_kv = st.requested_memory_bytes - st.available_kv_bytes
@@ -112,6 +100,30 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
                      + "); the log's own total or requested − available"))
     rows.append(_available_row(ctx, rows, need))
     return rows
+
+
+def _cudagraph_row(ctx: DoctorContext, d, need: str) -> ComparisonRow:
+    """The CUDA-graph term of the budget as the log shows it: the estimate, or 0 B where the log says the estimate
+    was not subtracted, or where only the capture's own memory is printed and this version sizes the pool before
+    capturing (before 0.20: the capture's "took X GiB" is not a budget term)."""
+    st = ctx.log.startup
+    est = st.cudagraph_estimate_bytes is not None
+    cg_log = st.cudagraph_estimate_bytes if est else st.cudagraph_actual_bytes
+    cg_line = st.lines.get("cudagraph_estimate_bytes" if est else "cudagraph_actual_bytes")
+    text = f"ledger: {d.source}" if d else "ledger: n/a" + need
+    ver = ctx.settings.get("engine_version")
+    if st.cudagraph_estimate_applied is False and est:
+        # the budget is requested − non-KV − the estimate only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on
+        # (gpu_worker.py::determine_available_memory); the log says it was off: 0 B was subtracted
+        text += (f"; log: its estimate {_gib(st.cudagraph_estimate_bytes)} (line {cg_line}) was not subtracted: line "
+                 f"{st.lines['cudagraph_estimate_applied']} says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off")
+        cg_log, cg_line = 0, st.lines["cudagraph_estimate_applied"]
+    elif not est and cg_log is not None and ver and not subtracts_cudagraphs(parse_version(ver)):
+        # e.g. vLLM 0.10.2 (gpu_worker.py::compile_or_warm_up_model) captures after the KV pool is sized
+        text += (f"; log: the capture took {_gib(cg_log)} (line {cg_line}) after vLLM {ver} had sized the KV pool: "
+                 "not a budget term")
+        cg_log = 0
+    return _row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, text)
 
 
 def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> ComparisonRow:

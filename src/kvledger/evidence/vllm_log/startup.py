@@ -122,6 +122,17 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(device_name=lambda m: m.group(1).replace("_", " "))),
     ("Free memory on device", re.compile(r"Free memory on device \((" + _NUM + r")/(" + _NUM + r")\s*GiB\)"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(2)))),
+    # 0.10.2–0.11 after graph capture (gpu_worker.py::compile_or_warm_up_model): "Desired GPU memory utilization is
+    # (U, R GiB). Actual usage is W GiB for weight, A GiB for peak activation, N GiB for non-torch memory, and C GiB
+    # for CUDAGraph memory." (later releases fold weights and non-torch into "consumed memory"); A and N are the profile
+    # run's torch peak and non-torch increases, the terms the budget subtracted
+    ("esired GPU memory utilization", re.compile(r"[Dd]esired GPU memory utilization (?:is )?\((" + _NUM + r"), ("
+                                                 + _NUM + r")\s*GiB\)"),
+     _fixed(gpu_memory_utilization=lambda m: float(m.group(1)), requested_memory_bytes=lambda m: _gib(m.group(2)))),
+    ("for peak activation", re.compile(r"(" + _NUM + r")\s*GiB for peak activation"),
+     _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
+    ("for non-torch memory", re.compile(r"(" + _NUM + r")\s*GiB for non-torch memory"),
+     _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
     ("Requested memory:", re.compile(r"Requested memory: (" + _NUM + r") \(util\), (" + _NUM + r")\s*GiB"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)), requested_memory_bytes=lambda m: _gib(m.group(2)))),
     ("model weights take", re.compile(r"model weights take (" + _NUM + r")\s*GiB"),
