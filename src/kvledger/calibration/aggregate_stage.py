@@ -63,6 +63,24 @@ def _no_cap(agg: Any, label: str) -> FormatError:
                                     f"had no cap and sent every request at once, N = its {count:,} requests)")
 
 
+def _check_ramp(agg: Any, label: str) -> None:
+    """Refuse a run whose rate ramped (``vllm bench serve --ramp-up-strategy``; ``metadata.extra["ramp_up"]``): its
+    aggregates keep no arrival times and a stage has one rate, so neither an open nor a closed loop replays it.
+
+    Raises:
+        FormatError: naming the ramp and what to run instead.
+    """
+    ramp = agg.metadata.extra.get("ramp_up")
+    if not isinstance(ramp, dict):
+        return
+    raise FormatError(agg.metadata.source, f"{label}: the run's request rate ramped ({ramp.get('strategy')}) from "
+                                           f"{ramp.get('start_rps'):g} to {ramp.get('end_rps'):g} req/s (vllm bench "
+                                           "serve --ramp-up-strategy), and without --save-detailed the file keeps no "
+                                           "per-request send times, so the ramp cannot be replayed: rerun with "
+                                           "--save-detailed (its start_times are replayed as sent), or compare a run "
+                                           "at one --request-rate")
+
+
 def _check_counts(agg: Any, label: str) -> None:
     """Refuse a run with nothing to rebuild its load from, naming each missing figure.
 
@@ -92,10 +110,11 @@ def aggregate_stage(agg: Any, label: str, users: tuple[int, str] | None) -> Stag
     the file's.
 
     Raises:
-        FormatError: no completed count or no token totals (``_check_counts``), or neither a finite request rate nor a
-        client cap (``users`` None; ``_no_cap`` says what to give).
+        FormatError: a ramped rate (``_check_ramp``), no completed count or no token totals (``_check_counts``), or
+        neither a finite request rate nor a client cap (``users`` None; ``_no_cap`` says what to give).
     """
     meta = agg.metadata
+    _check_ramp(agg, label)
     _check_counts(agg, label)
     finite = _finite_rate(meta.request_rate)
     if users is None and not finite:

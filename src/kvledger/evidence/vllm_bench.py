@@ -21,7 +21,7 @@ from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_co
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys", "run_metadata"]
+__all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys", "run_metadata", "ramp_up"]
 
 FORMAT = "vllm-bench-serve"
 _TOOL_FIELDS = ("backend", "endpoint_type", "label", "date", "tokenizer_id", "num_prompts", "burstiness",
@@ -68,7 +68,10 @@ _RESULT_KEYS = {"model_id", "duration", "request_rate", "max_concurrency", "requ
                 "spec_decode_acceptance_rate", "spec_decode_acceptance_length", "spec_decode_num_drafts",
                 "spec_decode_draft_tokens", "spec_decode_accepted_tokens", "diffusion_committed_throughput",
                 "diffusion_steps_per_canvas", "diffusion_committed_per_step", "diffusion_committed_tokens",
-                "diffusion_denoising_steps", "diffusion_canvas_positions"}
+                "diffusion_denoising_steps", "diffusion_canvas_positions",
+                # the ramp-up load (``--ramp-up-strategy``; read by ``ramp_up``) and the probe requests'
+                # figures (``--probe-request-rate``): results, not swept parameters
+                "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps", "probe_completed", "probe_failed"}
 
 
 def sweep_params(obj: dict[str, Any], own_fields: frozenset[str] = frozenset()) -> str:
@@ -156,10 +159,20 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.hardware = stated_hardware(obj)
     meta.num_gpus = stated_gpu_count(obj)
     meta.request_rate = rate_or_none(obj.get("request_rate"))
+    ramp = ramp_up(obj)
+    if ramp is not None:  # the file's request_rate is --request-rate's unused default, not the load
+        meta.request_rate = None
+        meta.extra["ramp_up"] = ramp
     meta.concurrency = count(path, obj.get("max_concurrency"), f"{where}max_concurrency", allow_none=True)
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.time_origin = "earliest start_times entry (client perf_counter clock)" if "start_times" in obj else None
-    meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
+    meta.extra.update({k: obj[k] for k in _TOOL_FIELDS if k in obj})
+    if ramp is not None:
+        how = {"linear": "linearly", "exponential": "exponentially"}.get(ramp["strategy"], f"({ramp['strategy']})")
+        meta.definitions.append(f"the request rate ramped {how} from {ramp['start_rps']:g} to "
+                                f"{ramp['end_rps']:g} req/s over the run (vllm bench serve --ramp-up-strategy); the "
+                                f"file's request_rate {obj.get('request_rate')!r} is not the load, so no fixed rate is "
+                                "read")
     for key in ("request_goodput", "request_goodput:"):
         if key in obj and obj[key] is not None:
             meta.extra["tool_goodput"] = {"req_per_s": amount(path, obj[key], f"{where}{key}"), "field": key,
@@ -168,6 +181,20 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
                 meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as "
                                         "request_goodput")
     return meta
+
+
+def ramp_up(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The ramped load a result states (``vllm bench serve --ramp-up-strategy linear|exponential --ramp-up-start-rps A
+    --ramp-up-end-rps B``, vllm/benchmarks/serve.py: the rate moves from A to B with the request's index), as
+    ``{"strategy", "start_rps", "end_rps"}``; None for a run at one rate (no ramp_up_strategy, or its rates unreadable).
+    """
+    strategy, lo, hi = obj.get("ramp_up_strategy"), obj.get("ramp_up_start_rps"), obj.get("ramp_up_end_rps")
+    if not isinstance(strategy, str) or not strategy:
+        return None
+    lo_r, hi_r = rate_or_none(lo), rate_or_none(hi)
+    if lo_r is None or hi_r is None:
+        return None
+    return {"strategy": strategy, "start_rps": lo_r, "end_rps": hi_r}
 
 
 def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | None) -> tuple[dict[str, MetricSummary],

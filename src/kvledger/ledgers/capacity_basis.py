@@ -1,39 +1,36 @@
 """What the cost ledger takes as a replica's capacity, and the check that warns when a measured run was too lightly
 loaded to show it.
 
-The self-hosted cost per token is GPU time ÷ good tokens, so it is only as right as the capacity
-it divides by. The sound capacity is DistServe's goodput (Zhong et al., OSDI 2024 §2): the
-highest load at which a target share of requests meets the SLO. A single measured run gives
-its *benchmark* goodput at whatever load it was offered; that equals the capacity only when the
-run was at (or near) the SLO limit. A run offered less than the replica can take serves every
-request it is sent, so its goodput is the offered rate, and the ledger then overstates the cost.
+The self-hosted cost per token is GPU time ÷ good tokens, so it is only as right as the capacity it divides by. The
+sound capacity is DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load at which a target share of
+requests meets the SLO. A single measured run gives its *benchmark* goodput at whatever load it was offered; that
+equals the capacity only when the run was at (or near) the SLO limit. A run offered less than the replica can take
+serves every request it is sent, so its goodput is the offered rate, and the ledger then overstates the cost.
 
 The under-load rule (:func:`check_load`). A run *looks under-loaded* when all of these hold:
 
 1. **its load is stated**: an open-loop request rate R (finite) or a client concurrency C;
-2. **the server kept pace and the SLO rejected almost nothing**: open loop, good req/s ≥
-   :data:`KEPT_PACE_SHARE` (90 %) of R — the goodput *is* the offered rate; closed loop
-   (where the rate follows the latency), ≥ :data:`CLOSED_LOOP_ATTAINMENT` (95 %) of requests good;
-3. **the SLO is far from binding**: for every metric the SLO constrains, its p90 over completed
-   requests is ≤ :data:`SLO_SLACK` (50 %) of the limit. For TTFT this is the "little queueing"
-   test: waiting for a free slot or a prefill turn shows up first in TTFT's upper tail, so a TTFT
-   p90 at half its limit leaves room for more load. From aggregates, the smallest stated
-   percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative). A file whose TPOT field is
-   not to be trusted (inference-perf) is judged, as goodput judges it, on (E2E − TTFT)/(output − 1): its p90 is
-   bounded from the E2E and TTFT percentiles (``ledgers.tpot_derived``), and this test takes the upper bound.
+2. **the server kept pace and the SLO rejected almost nothing**: open loop, good req/s ≥ :data:`KEPT_PACE_SHARE`
+   (90 %) of R — the goodput *is* the offered rate; closed loop (where the rate follows the latency), ≥
+   :data:`CLOSED_LOOP_ATTAINMENT` (95 %) of requests good;
+3. **the SLO is far from binding**: for every metric the SLO constrains, its p90 over completed requests is ≤
+   :data:`SLO_SLACK` (50 %) of the limit. For TTFT this is the "little queueing" test: waiting for a free slot or a
+   prefill turn shows up first in TTFT's upper tail, so a TTFT p90 at half its limit leaves room for more load. From
+   aggregates, the smallest stated percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative).
+   A file whose TPOT field is not to be trusted (inference-perf) is judged, as goodput judges it, on
+   (E2E − TTFT)/(output − 1), its p90 bounded from the E2E and TTFT percentiles (``ledgers.tpot_derived``): the upper.
 
-The over-load rule (also :func:`check_load`). A run *looks over-loaded* when fewer than
-:data:`OVERLOAD_ATTAINMENT` (90 %) of its requests are good and some SLO metric's p90 is at least
-:data:`OVERLOAD_FACTOR` (2×) its limit: the run was pushed well past its SLO capacity, requests
-queued, and its goodput understates what the replica serves within the SLO at a lower load — the
-self-hosted cost is then overstated just as for an under-loaded run, and a verdict of "the API is
-cheaper" may be an artefact of the load, not of the prices. A derived TPOT's p90 takes its lower bound here, so
+The over-load rule (also :func:`check_load`). A run *looks over-loaded* when fewer than :data:`OVERLOAD_ATTAINMENT`
+(90 %) of its requests are good and some SLO metric's p90 is at least :data:`OVERLOAD_FACTOR` (2×) its limit: the run
+was pushed well past its SLO capacity, requests queued, and its goodput understates what the replica serves within the
+SLO at a lower load — the self-hosted cost is then overstated just as for an under-loaded run, and a verdict of "the
+API is cheaper" may be an artefact of the load, not of the prices. A derived TPOT's p90 takes its lower bound here, so
 neither warning rests on the looser side of a bound.
 
 Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput; a closed loop's verdict
-says its throughput is what its clients drew); a check the file cannot answer (no rate or concurrency, no percentiles,
-unknown duration) means "cannot tell". Limitation: without a TTFT SLO a run exactly at its throughput ceiling also
-keeps pace, so the warning then says queueing was not judged.
+says its throughput is what its clients drew); a check the file cannot answer (no rate or concurrency, a ramped rate,
+no percentiles, unknown duration) means "cannot tell". Without a TTFT SLO a run at its throughput ceiling also keeps
+pace, so the warning then says queueing was not judged.
 """
 
 from __future__ import annotations
@@ -172,6 +169,9 @@ def _notes(run: RunRecords | AggregateRun, slo: SLO) -> list[str] | None:
 def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict[str, Any] | None, str | None]:
     """(the kept-pace check, or None with the reason the load cannot be judged)."""
     rate, conc = _open_loop_rate(run), run.metadata.concurrency
+    if isinstance(ramp := run.metadata.extra.get("ramp_up"), dict):  # vllm bench serve --ramp-up-strategy
+        return None, (f"its request rate ramped from {ramp['start_rps']:g} to {ramp['end_rps']:g} req/s over the run "
+                      f"({ramp['strategy']}): there is no one offered rate to judge its load against")
     if rate is not None:
         if gp.goodput_req_per_s is None:
             return None, "the run's duration is unknown, so its good req/s cannot be set against the offered rate"
