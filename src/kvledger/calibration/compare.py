@@ -92,7 +92,7 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
     ``slo``."""
     m, p = summarize_records(measured), summarize_records(predicted)
     rows: list[MetricRow] = []
-    notes: list[str] = []
+    notes: list[str] = [said] if (said := measured.metadata.extra.get("client_loop")) else []  # send times drawn
     per_chunk = tokens_per_chunk(measured)
     for key, name in LATENCY_METRICS:
         ms, ps = getattr(m, key), getattr(p, key)

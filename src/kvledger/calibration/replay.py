@@ -59,11 +59,18 @@ class MeasuredRun:
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
-    """A replayable run from per-request records (only requests that finished; arrivals shifted to start at 0).
+    """A replayable run from per-request records (only requests that finished; arrivals shifted to start at 0); a
+    vLLM or SGLang file that keeps no send times gets them drawn as its client sent (``send_times``), said in
+    ``metadata.extra["client_loop"]``.
 
     Raises:
         InputError: no finished request with a first-token time.
     """
+    from kvledger.calibration.send_times import drawn_send_times
+
+    run, cap, paced, sent = drawn_send_times(run)  # a file without send times: sent as its client sent them
+    if sent:
+        run.metadata.extra["client_loop"] = sent
     ok = [r for r in run.records if r.ok and r.first_token_s is not None and r.finish_s is not None
           and r.num_prompt_tokens >= 1 and r.num_output_tokens >= 1]
     if not ok:
@@ -78,7 +85,8 @@ def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
     specs = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens) for r in recs]
     meta = run.metadata
     return MeasuredRun(label, meta.source, specs, RunRecords(recs, meta),
-                       dict(meta.extra.get("engine_kwargs") or {}), num_dropped=len(run.records) - len(ok))
+                       dict(meta.extra.get("engine_kwargs") or {}), num_dropped=len(run.records) - len(ok),
+                       concurrency=cap, paced=paced)
 
 
 def load_measured(path: str) -> MeasuredRun:

@@ -1,0 +1,77 @@
+"""Send times for a per-request benchmark file that keeps none: SGLang ``bench_serving --output-details`` (its arrays
+have no ``start_times``) and vLLM files from before ``start_times`` was saved.
+
+The reader puts every such request at t = 0 (``evidence._arrays``: each on its own clock), which is right for
+goodput but not for a replay: replayed so, a run sent at 8 req/s becomes a burst of all its requests at once. The
+clients send in file order (both gather their request tasks in the order they were sent), the first at once and each
+next after a gap drawn from a gamma distribution of mean 1/rate and shape ``burstiness`` (1: Poisson; vLLM
+``vllm/benchmarks/serve.py::get_request``, SGLang ``bench_serving.py::get_request``), under a semaphore of
+``max_concurrency`` when one was given. So the replay draws the gaps the same way (seeded), and a capped client is a
+closed loop of that many (paced at the rate where it is finite). The measured records move with their requests: each
+request's TTFT, TPOT and E2E are unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from kvledger.records import RunRecords
+
+__all__ = ["UNTIMED_FORMATS", "drawn_send_times"]
+
+#: the readers whose per-request arrays may lack send times (all arrivals then 0)
+UNTIMED_FORMATS = ("vllm-bench-serve", "sglang-bench-serving")
+
+
+def _untimed(run: RunRecords) -> bool:
+    return (run.metadata.source_format in UNTIMED_FORMATS and len(run.records) > 1
+            and all(r.arrival_s == 0.0 for r in run.records))
+
+
+def _gaps(n: int, rate: float, burstiness: float, seed: int) -> np.ndarray:
+    """``n`` send times: 0, then gamma gaps of mean 1/rate and shape ``burstiness`` (numpy's Generator, ``seed``)."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.gamma(burstiness, 1.0 / (rate * burstiness), size=max(n - 1, 0))
+    return np.concatenate(([0.0], np.cumsum(gaps)))
+
+
+def drawn_send_times(run: RunRecords, seed: int = 0) -> tuple[RunRecords, int | None, bool, str | None]:
+    """(the run with send times drawn as its client sent, the client's cap or None, paced, the note saying so).
+
+    A run whose records carry send times is returned as it is, with no cap and no note (its arrivals are replayed as
+    recorded). A run sent at request_rate inf without a cap was a burst at t = 0, which the records already are.
+    """
+    if not _untimed(run):
+        return run, None, False, None
+    md = run.metadata
+    rate, cap = md.request_rate, md.concurrency
+    finite = rate is not None and math.isfinite(rate) and rate > 0
+    burst = md.extra.get("burstiness")
+    shape = float(burst) if isinstance(burst, (int, float)) and not isinstance(burst, bool) and burst > 0 else 1.0
+    head = "send times: the file keeps none (no start_times), so "
+    if finite:
+        sends = _gaps(len(run.records), float(rate), shape, seed)
+        recs = [_moved(r, float(t)) for r, t in zip(run.records, sends)]
+        run = replace(run, records=recs)
+        kind = "Poisson" if shape == 1.0 else f"gamma, burstiness {shape:g}"
+        note = (f"{head}the replay sends its requests in file order at the file's request_rate {rate:g} req/s, gaps "
+                f"drawn as the client drew them ({kind}, seed {seed})")
+    elif rate is not None:
+        note = f"{head}the replay sends every request at t = 0, as request_rate inf without a cap did"
+    else:
+        note = (f"{head}and the file states no request_rate: the replay sends every request at t = 0, a burst the "
+                "run may not have been")
+    if cap:
+        note += (f"; under the file's max_concurrency {cap:,}: at most {cap:,} in flight, the next sent when one "
+                 "finishes")
+    return run, (int(cap) if cap else None), bool(cap) and finite, note
+
+
+def _moved(r, t: float):
+    """The record ``r`` (arrival 0) sent at ``t``: every time it holds moved by ``t``."""
+    return replace(r, arrival_s=t, first_token_s=None if r.first_token_s is None else r.first_token_s + t,
+                   finish_s=None if r.finish_s is None else r.finish_s + t,
+                   chunk_times_s=None if r.chunk_times_s is None else r.chunk_times_s + t)
