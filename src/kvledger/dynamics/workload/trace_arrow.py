@@ -72,8 +72,8 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
     if has_client:
         types["client_id"] = pa.string()
     try:
-        table = csv.read_csv(str(path), convert_options=csv.ConvertOptions(
-            column_types=types, include_columns=cols, strings_can_be_null=True, quoted_strings_can_be_null=False))
+        zoned = pa.timestamp("ns", tz="UTC") if layout == "azure" else None  # Azure 2024's +00:00 times
+        table = _read_table(csv, str(path), types, cols, time_col, zoned)
         if any(table.column(c).null_count for c in cols if c != "client_id") or table.num_rows == 0:
             return None
         times = None
@@ -98,6 +98,22 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
     table = col = None  # every column is a numpy copy by now (times: concatenated, converted or shifted)
     pa.default_memory_pool().release_unused()  # the reader's buffers back to the system, not kept for later reads
     return times, prompts, outputs, clients
+
+
+def _read_table(csv, path: str, types: dict, cols: list[str], time_col: str | None, zoned):
+    """pyarrow's table of ``cols``; when that fails and ``zoned`` is given (Azure), again with ``time_col`` read as
+    that zoned type: Azure 2024 writes ``…ffffff+00:00``, which a naive timestamp type refuses and a zoned one takes
+    to UTC; 2023's naive times only the naive type reads. Raises pyarrow's error when neither reads."""
+    tries = [types] if zoned is None else [types, {**types, time_col: zoned}]
+    for i, column_types in enumerate(tries):
+        try:
+            return csv.read_csv(path, convert_options=csv.ConvertOptions(
+                column_types=column_types, include_columns=cols, strings_can_be_null=True,
+                quoted_strings_can_be_null=False))
+        except Exception:  # pyarrow.ArrowInvalid and kin: the caller maps them to the row reader
+            if i == len(tries) - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _read_csv_numpy(path, layout: str, time_col: str | None, p_col: str, o_col: str):

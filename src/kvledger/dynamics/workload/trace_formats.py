@@ -5,7 +5,8 @@ Layouts (detected from the header row or the first JSON object's keys):
 ======================  =====  ================================================================
 layout                  file   columns / keys (extra ones are ignored)
 ======================  =====  ================================================================
-``azure``               CSV    TIMESTAMP (``YYYY-MM-DD HH:MM:SS.fffffff``), ContextTokens, GeneratedTokens
+``azure``               CSV    TIMESTAMP (``YYYY-MM-DD HH:MM:SS.fffffff``; 2024: ``+00:00`` after), ContextTokens,
+                               GeneratedTokens
 ``vidur``               CSV    arrived_at (s), num_prefill_tokens, num_decode_tokens
 ``vidur-lengths``       CSV    num_prefill_tokens, num_decode_tokens (no arrival times)
 ``kvledger``            CSV    arrival_s, num_prompt_tokens, num_output_tokens [, client_id]
@@ -22,7 +23,6 @@ sessions (``client_id`` = the conversation) and 16-token ``hash_ids``.
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import json
 import math
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
+from kvledger.dynamics.workload.trace_times import azure_ns
 from kvledger.errors import FormatError
 
 __all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
@@ -102,22 +103,6 @@ def _float_at(value: object, path: Path, where: str) -> float:
     return number
 
 
-def _azure_ns(text: str, path: Path, where: str, days: dict[str, int]) -> int:
-    """``YYYY-MM-DD HH:MM:SS[.fraction]`` → integer ns on a day-ordinal clock (fraction of any length, truncated to
-    ns)."""
-    try:
-        date, clock = text.strip().split(" ")
-        hms, _, frac = clock.partition(".")
-        h, m, s = (int(x) for x in hms.split(":"))
-        if date not in days:
-            days[date] = _dt.date.fromisoformat(date).toordinal()
-        if not (0 <= h < 24 and 0 <= m < 60 and 0 <= s < 61) or (frac and not frac.isdigit()):
-            raise ValueError
-        return ((days[date] * 86400 + h * 3600 + m * 60 + s) * 10**9) + int((frac or "0").ljust(9, "0")[:9])
-    except ValueError:
-        raise FormatError(str(path), f"{text!r} is not a time 'YYYY-MM-DD HH:MM:SS.fffffff'", where) from None
-
-
 def _detect(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, what: str) -> str:
     for name, needed in layouts.items():
         if all(k in keys for k in needed):
@@ -161,7 +146,7 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
             prompts.append(_int_at(row[p_col], path, f"line {line}, column {p_col!r}"))
             outputs.append(_int_at(row[o_col], path, f"line {line}, column {o_col!r}"))
             if layout == "azure":
-                times.append(_azure_ns(row[time_col], path, f"line {line}, column {time_col!r}", days))
+                times.append(azure_ns(row[time_col], path, f"line {line}, column {time_col!r}", days))
             elif time_col is not None:
                 times.append(_float_at(row[time_col], path, f"line {line}, column {time_col!r}"))
             clients.append(row.get("client_id") or None)
