@@ -71,8 +71,8 @@ class WorkloadFlags:
 
     trace: str | None = flag("--trace", help=(
         "azure-conv (default), azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path with "
-        "columns arrival_s (s), num_prompt_tokens, num_output_tokens (Azure, Vidur and Mooncake layouts are "
-        "detected too); times are shifted to start at 0."))
+        "columns arrival_s (s), num_prompt_tokens, num_output_tokens (Azure 2023/2024, BurstGPT, Vidur and "
+        "Mooncake layouts are detected too); times are shifted to start at 0."))
     rate: float | None = flag("--rate", help=(
         "Target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0."))
     rate_scale: float | None = flag("--rate-scale", help="Multiply the trace's own rate by this factor.")

@@ -249,6 +249,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling, batching=config.batching)
     given = workload is not None
     workload, n, info = workload if given else _workload(a, requests, label)
+    if not given and requests is None:
+        notes.extend(_reader_notes(a.trace))  # rows the trace's reader left out (BurstGPT's failed requests)
     if config.hybrid_caching and a.enable_prefix_caching is None and not given and not has_prefix_ids(workload):
         config = replace(config, enable_prefix_caching=False)
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
@@ -260,6 +262,13 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan, prof, client)
+
+
+def _reader_notes(trace: str) -> list[str]:
+    from kvledger.dynamics.workload.traces import trace_note
+
+    note = trace_note(trace)
+    return [] if note is None else [note]
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:

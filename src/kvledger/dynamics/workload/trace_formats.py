@@ -10,6 +10,7 @@ layout                  file   columns / keys (extra ones are ignored)
 ``vidur``               CSV    arrived_at (s), num_prefill_tokens, num_decode_tokens
 ``vidur-lengths``       CSV    num_prefill_tokens, num_decode_tokens (no arrival times)
 ``kvledger``            CSV    arrival_s, num_prompt_tokens, num_output_tokens [, client_id]
+``burstgpt``            CSV    Timestamp (s), Request tokens, Response tokens (rows with 0 skipped: ``burstgpt.py``)
 ``mooncake``            JSONL  timestamp (ms), input_length, output_length [, hash_ids]
 ``kvledger``            JSONL  arrival_s, num_prompt_tokens, num_output_tokens [, prefix_segments, client_id]
 ``bailian``             JSONL  chat_id, parent_chat_id, timestamp (s), input_length, output_length [, turn, hash_ids]
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS, read_burstgpt
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
 from kvledger.dynamics.workload.trace_times import azure_ns
 from kvledger.errors import FormatError
@@ -40,6 +42,7 @@ CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
     "vidur": ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
     "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+    "burstgpt": BURSTGPT_COLUMNS,
     "vidur-lengths": ("num_prefill_tokens", "num_decode_tokens"),
 }
 JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
@@ -62,6 +65,7 @@ class ParsedTrace:
         segments: per-row prefix segment ids (Mooncake ``hash_ids``), or None when the file has none.
         segment_tokens: tokens per segment id.
         client_ids: per-row client id, or None.
+        note: what the reader left out (BurstGPT's failed rows), for the run's notes; None when nothing.
     """
 
     layout: str
@@ -71,6 +75,7 @@ class ParsedTrace:
     segments: list[tuple[int, ...]] | None
     segment_tokens: int
     client_ids: list[str | None] | None
+    note: str | None = None
 
 
 def _int_at(value: object, path: Path, where: str) -> int:
@@ -123,6 +128,10 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         layout = _detect(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
+        if layout == "burstgpt":
+            b = read_burstgpt(path)
+            return ParsedTrace(layout, b.arrivals_s, b.prompt_tokens, b.output_tokens, None, _MOONCAKE_BLOCK_TOKENS,
+                               None, b.note)
         cols = CSV_LAYOUTS[layout]
         time_col, p_col, o_col = (None, *cols) if len(cols) == 2 else cols
         has_client = layout == "kvledger" and "client_id" in (reader.fieldnames or [])

@@ -23,7 +23,8 @@ from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
-__all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path"]
+__all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path",
+           "trace_note"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,13 @@ def trace_has_arrivals(name_or_path: str | Path) -> bool:
     if key in _BUNDLED:
         return _BUNDLED[key].has_arrivals
     return _parse(_resolve(name_or_path)[1], 512).arrivals_s is not None
+
+
+def trace_note(name_or_path: str | Path) -> str | None:
+    """What the file's reader left out, as a sentence for the run's notes (BurstGPT's failed rows), or None."""
+    if str(name_or_path).lower() in _BUNDLED:
+        return None
+    return _parse(_resolve(name_or_path)[1], 512).note
 
 
 def _check_args(num_requests: int | None, rate: float | None, rate_scale: float | None, start_s: float) -> None:
