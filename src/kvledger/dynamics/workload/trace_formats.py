@@ -238,7 +238,7 @@ def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
-                raise FormatError(str(path), f"not valid JSON: {err.msg}",
+                raise FormatError(str(path), f"not valid JSON: {err.msg} (JSON Lines: one whole object a line)",
                                   f"line {line_no}, column {err.colno}") from None
             except RecursionError:  # brackets nested thousands deep: no trace line looks like this
                 raise FormatError(str(path), "JSON nested too deeply to be a trace line", f"line {line_no}") from None
@@ -287,6 +287,12 @@ def read_trace_file(path: str | Path, *, segment_tokens: int = _MOONCAKE_BLOCK_T
         raise FormatError(str(p), f"cannot read trace file: {err.strerror or err}") from None
     if not head:
         raise FormatError(str(p), "file is empty")
+    if head[:1] == b"[":
+        raise FormatError(str(p), "a JSON array, not a trace: kvledger reads JSON Lines (one request object a line) "
+                          "or CSV with token counts. A ShareGPT-style file holds conversation text, without token "
+                          "counts or send times: count its tokens with your tokenizer into a JSONL of arrival_s, "
+                          "num_prompt_tokens, num_output_tokens (docs/formats.md §8), or give --prompt-lengths and "
+                          "--output-lengths with --rate for a synthetic load")
     try:
         return _read_jsonl(p, segment_tokens) if head[:1] == b"{" else _read_csv(p)
     except UnicodeDecodeError:
