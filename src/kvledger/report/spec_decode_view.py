@@ -38,7 +38,10 @@ def render_spec_decode(r: SpecReport, console) -> None:
               "within the pool")
     for f in r.flips:
         t.add_row(f"{f['context_tokens']:,}",
-                  "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
+                  "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}"
+                  + ("" if f.get("gain_again_batch") is None else f" (a gain again from {f['gain_again_batch']:,}"
+                     + ("" if f.get("loss_again_batch") is None else f", a loss from {f['loss_again_batch']:,}")
+                     + ")"),
                   f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
     console.print(t)
     if sm.draft.kind == "model":

@@ -216,21 +216,27 @@ class SpecDecodeModel:
     def flip_batch(self, context_tokens: int, max_batch: int) -> int | None:
         """Smallest batch ≤ ``max_batch`` at which the round is slower than plain decode (speed-up < 1); None if
         none."""
-        prev = 0
-        b = 1
-        while True:
-            if self.speedup(b, context_tokens) < 1.0:
-                lo, hi = prev, b  # speed-up ≥ 1 at lo (or lo = 0), < 1 at hi
+        return self.crossing(context_tokens, 1, max_batch, loss=True)
+
+    def crossing(self, context_tokens: int, start: int, max_batch: int, *, loss: bool) -> int | None:
+        """Smallest batch in [``start``, ``max_batch``] at which the round loses (``loss``: speed-up < 1) or gains
+        (speed-up ≥ 1); None if none. Searched on batches doubling from ``start``, then bisected between the last
+        batch without it and the first with it (one crossing assumed between two probes)."""
+        def hit(b: int) -> bool:
+            return (self.speedup(b, context_tokens) < 1.0) == loss
+
+        prev, b = start - 1, start
+        while b <= max_batch:
+            if hit(b):
+                lo, hi = prev, b  # no hit at lo (or lo = start − 1), a hit at hi
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    if self.speedup(mid, context_tokens) < 1.0:
-                        hi = mid
-                    else:
-                        lo = mid
+                    lo, hi = (lo, mid) if hit(mid) else (mid, hi)
                 return hi
-            if b >= max_batch:
+            if b == max_batch:
                 return None
             prev, b = b, min(max_batch, 2 * b)
+        return None
 
     def pool_blocks(self) -> int:
         """Blocks of the target's page size left when the draft's weights and KV share the pool, blocks.

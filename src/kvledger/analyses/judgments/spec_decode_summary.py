@@ -96,20 +96,42 @@ def _saturation(sm: SpecDecodeModel, ctx: int, max_seqs: int, base_requests: int
                 "spec_tok_per_s": spec.spec_tok_per_s if spec else 0.0}
 
 
+def _flip_cause(sm: SpecDecodeModel, r: SpecReport, row: SpecRow, b: int) -> str:
+    k = sm.k
+    if row.draft_s > row.verify_step_s - row.base_step_s:
+        return "the draft's k steps, which read the draft's own weights and KV, are most of the added cost"
+    if sm.plan.model.is_moe and row.verify_bound == "memory":
+        return (f"the verification, memory-bound, reads every expert its {b * (k + 1):,} tokens route to (up to "
+                f"k + 1 = {k + 1} times plain decode's per sequence) and is most of the added cost")
+    return (f"the verification GEMMs ({b * (k + 1):,} tokens per step, ridge crossover ≈ "
+            f"{r.weight_crossover_tokens:,.0f}) are {row.verify_bound}-bound and most of the added cost")
+
+
+def _regain_sentence(sm: SpecDecodeModel, f: dict[str, Any], c: int) -> str:
+    """The gain that comes back above the flip (an MoE: plain decode already reads most experts at larger batch)."""
+    g, g2 = f["gain_again_batch"], f["loss_again_batch"]
+    why = (": plain decode's own step already reads most experts there, so verifying k + 1 tokens per sequence adds "
+           "few expert reads" if sm.plan.model.is_moe else "")
+    pool = "" if g <= f["spec_pool_max_batch"] else (f"; beyond the {f['spec_pool_max_batch']:,} requests of this "
+                                                     "length the spec-decode pool holds")
+    until = "up to max_num_seqs" if g2 is None else f"until {g2:,}, where it loses again"
+    return (f" From {g:,} concurrent sequences on it gains again ({sm.speedup(g, c):.2f}× at {g:,}{why}{pool}), "
+            f"{until}.")
+
+
 def _flip_sentence(sm: SpecDecodeModel, r: SpecReport, f: dict[str, Any], c: int) -> str:
-    b, k = f["flip_batch"], sm.k
+    b = f["flip_batch"]
     row = sm.row(b, c)
     where = ("within the KV pool" if f["within_pool"] else
              f"beyond the {f['spec_pool_max_batch']:,} requests of this length the spec-decode pool holds, so not "
              f"reached here")
-    extra_verify = row.verify_step_s - row.base_step_s
-    cause = ("the draft's k steps, which read the draft's own weights and KV, are most of the added cost"
-             if row.draft_s > extra_verify else
-             f"the verification GEMMs ({b * (k + 1):,} tokens per step, ridge crossover ≈ "
-             f"{r.weight_crossover_tokens:,.0f}) "
-             f"are {row.verify_bound}-bound and most of the added cost")
     costs = (f"a round costs {fmt_duration(row.draft_s)} draft + {fmt_duration(row.verify_step_s)} verification "
-             f"against {row.tokens_per_round:.2f} × {fmt_duration(row.base_step_s)} of plain decode; {cause}")
+             f"against {row.tokens_per_round:.2f} × {fmt_duration(row.base_step_s)} of plain decode; "
+             f"{_flip_cause(sm, r, row, b)}")
+    if f.get("gain_again_batch") is not None:  # a loss window, not a flip for good
+        head = (f"At {c:,} tokens speculative decoding loses from 1 sequence on: {costs}." if b == 1 else
+                f"The gain turns into a loss at {b:,} concurrent sequences ({c:,} tokens; {where}): {costs}.")
+        return head + _regain_sentence(sm, f, c)
     if b == 1:  # a loss from the first sequence on: there was no gain to turn
         return (f"There is no gain at {c:,} tokens: already at 1 sequence, {costs}. Speculative decoding costs more "
                 "than it yields at every batch.")
@@ -117,11 +139,25 @@ def _flip_sentence(sm: SpecDecodeModel, r: SpecReport, f: dict[str, Any], c: int
             "speculative decoding costs more than it yields.")
 
 
+def _span(x: dict[str, Any]) -> str:
+    """One context's flip in words: never, a batch, or a loss window followed by a gain."""
+    f, g, g2 = x["flip_batch"], x.get("gain_again_batch"), x.get("loss_again_batch")
+    if f is None:
+        return "never"
+    if g is None:
+        return f"batch {f:,}" + ("" if x["within_pool"] else " (beyond the pool)")
+    return (f"a loss at batch {f:,}" + (f"–{g - 1:,}" if g - 1 > f else "") + f", a gain from {g:,}"
+            + (f", a loss again from {g2:,}" if g2 is not None else ""))
+
+
 def _context_line(r: SpecReport) -> str | None:
     """How the flip batch moves with context (None with one context): a loss from batch 1 everywhere is said as such,
-    not as a flip that stays put."""
+    not as a flip that stays put; a loss window that a gain follows is said with both ends."""
     if not any(x["context_tokens"] != r.context_tokens for x in r.flips):
         return None
+    if any(x.get("gain_again_batch") is not None for x in r.flips):
+        return "By context (speed-up against batch is not monotone here): " + "; ".join(
+            f"{x['context_tokens']:,} tokens: {_span(x)}" for x in r.flips) + "."
     known = [x["flip_batch"] if x["flip_batch"] is not None else float("inf") for x in r.flips]
     if set(known) == {1}:
         return ("It loses from batch 1 at every context checked ("
@@ -131,9 +167,7 @@ def _context_line(r: SpecReport) -> str | None:
            "longer contexts pull it in: the draft reads its own KV k times per round"
            if known == sorted(known, reverse=True) else "it is not monotone in context here")
     head = f"The flip moves with context ({why}): " if len(set(known)) > 1 else "The flip does not move with context: "
-    return head + "; ".join(
-        f"{x['context_tokens']:,} tokens: " + ("never" if x["flip_batch"] is None else f"batch {x['flip_batch']:,}")
-        + ("" if x["within_pool"] or x["flip_batch"] is None else " (beyond the pool)") for x in r.flips) + "."
+    return head + "; ".join(f"{x['context_tokens']:,} tokens: {_span(x)}" for x in r.flips) + "."
 
 
 def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
@@ -196,8 +230,11 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     for cx in ctxs:
         f = sm.flip_batch(cx, max_seqs)
         pool = min(max_seqs, sm.max_requests(cx))
+        # a loss need not last: an MoE's verification reads more experts than plain decode at small batch only
+        g = sm.crossing(cx, f + 1, max_seqs, loss=False) if f is not None and f < max_seqs else None
+        g2 = sm.crossing(cx, g + 1, max_seqs, loss=True) if g is not None and g < max_seqs else None
         flips.append({"context_tokens": cx, "flip_batch": f, "spec_pool_max_batch": pool,
-                      "within_pool": f is not None and f <= pool})
+                      "within_pool": f is not None and f <= pool, "gain_again_batch": g, "loss_again_batch": g2})
     base_req = plan.concurrency[0].max_requests
     here = next(x["flip_batch"] for x in flips if x["context_tokens"] == context_tokens)
     batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= max_seqs}
