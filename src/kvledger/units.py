@@ -265,6 +265,12 @@ def fmt_plain(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
+def fmt_rate(x: float) -> str:
+    """A rate (req/s, per GPU or not): two decimals from 1 up, three significant digits below (0.0505 and 0.0550 are
+    not both 0.05)."""
+    return f"{x:,.2f}" if abs(x) >= 1 or x == 0 else f"{x:.3g}"
+
+
 def fmt_duration(seconds: float) -> str:
     """Human text for a duration in the most readable unit (µs, ms or s)."""
     if seconds != seconds:  # NaN

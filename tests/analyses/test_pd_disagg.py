@@ -106,6 +106,20 @@ def test_verdict_never_claims_a_throughput_gain_it_does_not_show():
     assert "18.8% more" in v[0] and "falls behind the offered 10.00 req/s" in v[0]
 
 
+def test_small_goodputs_per_gpu_keep_the_digits_that_tell_them_apart():
+    # 70B at TP 4 on 8 GPUs, long prompts at 0.8 req/s: 0.80 × 50.5 % / 8 = 0.0505 and 0.80 × 55.0 % / 8 = 0.0550
+    # req/s/GPU; two decimals showed both as 0.05 beside "×1.09 for the split" (0.0550 / 0.0505 = 1.089)
+    from kvledger.report.disagg_view import disagg_row
+    from kvledger.units import fmt_rate
+
+    co, sp = result("colocated 2×TP4", "colocated", 0.8, 0.0505), result("1P:1D", "disaggregated", 0.8, 0.0550)
+    v = verdict(report(co, sp))
+    assert "colocated 2×TP4 0.0505 req/s/GPU" in v[1] and "best split 1P:1D 0.055 (" in v[1]
+    assert "×1.09 for the split" in v[1]
+    assert disagg_row(co)[7] == "0.0505" and disagg_row(sp)[7] == "0.055"
+    assert (fmt_rate(9.894), fmt_rate(0.0), fmt_rate(0.5612)) == ("9.89", "0.00", "0.561")  # two decimals from 1 up
+
+
 def test_study_rejects_bad_choices(study):
     with pytest.raises(UnknownNameError):
         DisaggStudy(study.model, study.gpu, study.settings, study.link, study.slo, first_token="both")

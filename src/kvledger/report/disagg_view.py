@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import print_verdict, table
+from kvledger.units import fmt_rate
 
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.pd_disagg_summary import DisaggReport
@@ -22,11 +23,11 @@ def disagg_row(x) -> list[str]:
 
     t = x.transfer
     xfer = "—" if not t or not t["num_transfers"] else f"{f(t['transfer_s']['mean'])} / {f(t['transfer_s']['p99'])}"
-    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else f"{x.max_rate_per_gpu:,.2f}")
+    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else fmt_rate(x.max_rate_per_gpu))
     cells = [x.label, f"{x.num_gpus}", f"{q(x.ttft_s, 'p50')} / {q(x.ttft_s, 'p90')} / {q(x.ttft_s, 'p99')}",
              f"{q(x.itl_s, 'p50')} / {q(x.itl_s, 'p90')} / {q(x.itl_s, 'p99')}",
              f"{q(x.tpot_s, 'p50')} / {q(x.tpot_s, 'p90')} / {q(x.tpot_s, 'p99')}",
-             f"{x.throughput_req_per_s:,.2f}", f"{x.attainment:.1%}", f"{x.goodput_req_per_s_per_gpu:,.2f}", xfer,
+             f"{x.throughput_req_per_s:,.2f}", f"{x.attainment:.1%}", fmt_rate(x.goodput_req_per_s_per_gpu), xfer,
              f"{x.num_preemptions:,}"]
     return cells + ([mr] if x.max_rate_search is not None else [])
 
@@ -56,7 +57,7 @@ def render_disagg(r: DisaggReport, console) -> None:
         for x in r.tuning:
             t.add_row(x["deployment"], x["pool_changed"], x["knob"], *(("—" if x[k] is None else f(x[k])) for k in
                       ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p99_s", "tpot_p90_s")),
-                      f"{x['goodput_req_per_s_per_gpu']:,.2f}")
+                      fmt_rate(x['goodput_req_per_s_per_gpu']))
         console.print(t)
     if r.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(r.step_cost))

@@ -18,7 +18,7 @@ from kvledger.analyses.judgments.pd_disagg import (
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.jsonable import json_fields, to_jsonable
-from kvledger.units import fmt_duration
+from kvledger.units import fmt_duration, fmt_rate
 
 __all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
 
@@ -187,8 +187,8 @@ def verdict(r: DisaggReport) -> list[str]:
     if t and t["num_transfers"]:
         ttft = best.ttft_s["p50"]
         out.append(f"KV transfer ({r.link['name']}, {r.link['bytes_per_s_one_way'] / 1e9:,.0f} GB/s one way): "
-                   f"{_ms(t['transfer_s']['mean'])} per request on average, p99 {_ms(t['transfer_s']['p99'])} "
-                   f"(wire {_ms(t['wire_s']['mean'])}, waiting for the link {_ms(t['link_wait_s']['mean'])})"
+                   f"{_ms(t['transfer_s']['mean'])} per request on average (of which wire {_ms(t['wire_s']['mean'])}, "
+                   f"waiting for the link {_ms(t['link_wait_s']['mean'])}), p99 {_ms(t['transfer_s']['p99'])}"
                    + (f", against a median TTFT of {_ms(ttft)}." if ttft else "."))
     return out
 
@@ -196,8 +196,8 @@ def verdict(r: DisaggReport) -> list[str]:
 def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentResult) -> str:
     slo = r.slo["text"]
     a, b = co.goodput_req_per_s_per_gpu, best.goodput_req_per_s_per_gpu
-    s = (f"Goodput per GPU under {slo} at the offered load: {co.label} {a:,.2f} req/s/GPU ({co.attainment:.1%} of "
-         f"requests good), best split {best.label} {b:,.2f} ({best.attainment:.1%})")
+    s = (f"Goodput per GPU under {slo} at the offered load: {co.label} {fmt_rate(a)} req/s/GPU ({co.attainment:.1%} "
+         f"of requests good), best split {best.label} {fmt_rate(b)} ({best.attainment:.1%})")
     if a and abs(b / a - 1) <= SAME_THROUGHPUT_TOLERANCE:
         s += ": the same within 2 %."
     elif b > a:
@@ -220,7 +220,7 @@ def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentRes
 
 
 def _rate(x: float | None) -> str:
-    return "below the lowest rate tried" if x is None else f"{x:,.2f}"
+    return "below the lowest rate tried" if x is None else fmt_rate(x)
 
 
 def _tuning_sentences(rows: list[dict[str, Any]], first_token: str) -> list[str]:
@@ -244,8 +244,8 @@ def _tuning_sentences(rows: list[dict[str, Any]], first_token: str) -> list[str]
         b, c0 = best["goodput_req_per_s_per_gpu"], co["goodput_req_per_s_per_gpu"]
         part = ("overtakes the split" if g > (1 + SAME_THROUGHPUT_TOLERANCE) * b else "closes the gap" if
                 g >= (1 - SAME_THROUGHPUT_TOLERANCE) * b else "recovers part of the gap" if g > c0 else "does not help")
-        out.append(f"With that smaller budget the colocated deployment reaches {g:,.2f} req/s/GPU against the split's "
-                   f"{b:,.2f}: a smaller prompt chunk {part} (vLLM's docs: chunked prefill "
+        out.append(f"With that smaller budget the colocated deployment reaches {fmt_rate(g)} req/s/GPU against the "
+                   f"split's {fmt_rate(b)}: a smaller prompt chunk {part} (vLLM's docs: chunked prefill "
                    "with the right chunk size can also control tail ITL).")
     return out
 
