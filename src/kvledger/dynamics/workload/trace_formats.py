@@ -291,8 +291,8 @@ def read_trace_file(path: str | Path, *, segment_tokens: int = _MOONCAKE_BLOCK_T
         raise FormatError(str(p), "a JSON array, not a trace: kvledger reads JSON Lines (one request object a line) "
                           "or CSV with token counts. A ShareGPT-style file holds conversation text, without token "
                           "counts or send times: count its tokens with your tokenizer into a JSONL of arrival_s, "
-                          "num_prompt_tokens, num_output_tokens (docs/formats.md §8), or give --prompt-lengths and "
-                          "--output-lengths with --rate for a synthetic load")
+                          "num_prompt_tokens, num_output_tokens (`kvledger simulate --help`, --trace), or give "
+                          "--prompt-lengths and --output-lengths with --rate for a synthetic load")
     try:
         return _read_jsonl(p, segment_tokens) if head[:1] == b"{" else _read_csv(p)
     except UnicodeDecodeError:
