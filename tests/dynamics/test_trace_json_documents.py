@@ -31,3 +31,20 @@ def test_a_pretty_printed_object_says_one_object_a_line(tmp_path):
     with pytest.raises(FormatError, match=r"line 1, column 1: not valid JSON: Expecting property name enclosed in "
                                           r"double quotes \(JSON Lines: one whole object a line\)"):
         read_trace_file(path)
+
+
+def test_a_header_with_spaces_after_its_commas_is_named_as_the_reason(tmp_path):
+    # "arrival_s, num_prompt_tokens, num_output_tokens" makes csv read the names " num_prompt_tokens" and
+    # " num_output_tokens", which no layout has: the error says the spaces are why and how to write the header
+    f = tmp_path / "padded.csv"
+    f.write_text("arrival_s, num_prompt_tokens, num_output_tokens\n0.0, 100, 10\n")
+    with pytest.raises(FormatError) as e:
+        read_trace_file(f)
+    assert "its column names carry spaces around them" in str(e.value)
+    assert "write the names without, 'arrival_s,num_prompt_tokens'" in str(e.value)
+    # a header of other names is refused without that sentence
+    g = tmp_path / "other.csv"
+    g.write_text("t, a, b\n0, 1, 2\n")
+    with pytest.raises(FormatError) as e:
+        read_trace_file(g)
+    assert "spaces around them" not in str(e.value) and "accepted layouts" in str(e.value)

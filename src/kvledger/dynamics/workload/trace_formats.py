@@ -31,24 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS, read_burstgpt
+from kvledger.dynamics.workload.burstgpt import read_burstgpt
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
+from kvledger.dynamics.workload.trace_layouts import CSV_LAYOUTS, JSONL_LAYOUTS, detect_layout
 from kvledger.dynamics.workload.trace_times import azure_ns
 from kvledger.errors import FormatError
 
 __all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
 
-CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
-    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
-    "vidur": ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
-    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
-    "burstgpt": BURSTGPT_COLUMNS,
-    "vidur-lengths": ("num_prefill_tokens", "num_decode_tokens"),
-}
-JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
-    "mooncake": ("timestamp", "input_length", "output_length"),
-    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
-}
 _MOONCAKE_BLOCK_TOKENS = 512
 
 
@@ -108,15 +98,6 @@ def _float_at(value: object, path: Path, where: str) -> float:
     return number
 
 
-def _detect(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, what: str) -> str:
-    for name, needed in layouts.items():
-        if all(k in keys for k in needed):
-            return name
-    accepted = "; ".join(f"{n}: {', '.join(c)}" for n, c in layouts.items())
-    raise FormatError(str(path), f"unrecognised {what} layout (found {', '.join(sorted(keys)) or 'nothing'}); "
-                      f"accepted layouts: {accepted}", "line 1")
-
-
 def _read_csv(path: Path) -> ParsedTrace:
     try:
         return _read_csv_rows(path)
@@ -127,7 +108,7 @@ def _read_csv(path: Path) -> ParsedTrace:
 def _read_csv_rows(path: Path) -> ParsedTrace:
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
-        layout = _detect(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
+        layout = detect_layout(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
         if layout == "burstgpt":
             b = read_burstgpt(path)
             return ParsedTrace(layout, b.arrivals_s, b.prompt_tokens, b.output_tokens, None, _MOONCAKE_BLOCK_TOKENS,
@@ -245,7 +226,7 @@ def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
             if not isinstance(obj, dict):
                 raise FormatError(str(path), "each line must be a JSON object", f"line {line_no}")
             if layout is None:
-                layout = _detect(set(obj), JSONL_LAYOUTS, path, "JSONL")
+                layout = detect_layout(set(obj), JSONL_LAYOUTS, path, "JSONL")
             t_key, p_key, o_key = JSONL_LAYOUTS[layout]
             for key in (t_key, p_key, o_key):
                 if key not in obj:

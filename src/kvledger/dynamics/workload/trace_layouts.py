@@ -1,0 +1,39 @@
+"""The trace layouts kvledger reads (columns or keys each needs, ``trace_formats``'s table) and their detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS
+from kvledger.errors import FormatError
+
+__all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "detect_layout"]
+
+CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+    "vidur": ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
+    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+    "burstgpt": BURSTGPT_COLUMNS,
+    "vidur-lengths": ("num_prefill_tokens", "num_decode_tokens"),
+}
+JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "mooncake": ("timestamp", "input_length", "output_length"),
+    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+}
+
+
+def detect_layout(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, what: str) -> str:
+    """The first layout whose columns/keys ``keys`` all hold (``layouts``: name → the names it needs).
+
+    Raises:
+        FormatError: none holds; the message lists them, and names padded column names ("a, b") when those are why.
+    """
+    for name, needed in layouts.items():
+        if all(k in keys for k in needed):
+            return name
+    accepted = "; ".join(f"{n}: {', '.join(c)}" for n, c in layouts.items())
+    padded = any(all(k in {x.strip() for x in keys} for k in c) for c in layouts.values())  # "a, b": names " b"
+    raise FormatError(str(path), f"unrecognised {what} layout (found {', '.join(sorted(keys)) or 'nothing'}); "
+                      + ("its column names carry spaces around them (a header written 'arrival_s, num_prompt_tokens'"
+                         "): write the names without, 'arrival_s,num_prompt_tokens'; " if padded else "")
+                      + f"accepted layouts: {accepted}", "line 1")
