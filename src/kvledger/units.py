@@ -271,6 +271,15 @@ def fmt_rate(x: float) -> str:
     return f"{x:,.2f}" if abs(x) >= 1 or x == 0 else f"{x:.3g}"
 
 
+def fmt_ratio(x: float) -> str:
+    """A speed-up or ratio with two decimals, more where two would round a loss or a gain to 1.00 (0.998×, 1.003×)."""
+    for digits in (2, 3, 4):
+        text = f"{x:.{digits}f}"
+        if x == 1.0 or float(text) != 1.0:
+            break
+    return text + "×"
+
+
 def fmt_duration(seconds: float) -> str:
     """Human text for a duration in the most readable unit (µs, ms or s)."""
     if seconds != seconds:  # NaN

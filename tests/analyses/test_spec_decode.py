@@ -205,3 +205,13 @@ def test_an_moe_loss_at_low_batch_that_turns_into_a_gain_is_said_with_both_ends(
     assert "From 6 concurrent sequences on it gains again (1.01× at 6: plain decode's own step already reads most " \
            "experts there" in text and "up to max_num_seqs." in text
     assert "2,048 tokens: a loss at batch 1–5, a gain from 6;" in text
+
+
+def test_a_ratio_that_two_decimals_would_round_to_one_keeps_the_digits_that_say_its_side():
+    # acceptance 0: a round still yields one token, so the speed-up is plain step ÷ (verify + draft) just under 1;
+    # "1.00×" beside a verdict of a loss read as a contradiction
+    from kvledger.units import fmt_ratio
+
+    assert (fmt_ratio(1.93), fmt_ratio(1.0), fmt_ratio(0.998), fmt_ratio(1.0034)) == ("1.93×", "1.00×", "0.998×",
+                                                                                       "1.003×")
+    assert fmt_ratio(0.99996) == "1.0000×"  # below 0.005%: shown at four decimals, the most kept

@@ -29,7 +29,7 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
 
     c = r.capacity
     console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, batch {r.concurrency}")
-    t = table("Capacity (per GPU, vLLM memory plan)", "figure", "bf16 / auto", "fp8", "source")
+    t = table("Capacity (per GPU, vLLM memory plan)", "figure", "16-bit (auto)", "fp8", "source")
     t.add_row("bytes per KV element", f"{c.bf16['elem_bytes']:g} B", f"{c.fp8['elem_bytes']:g} B", "kv_cache_dtype "
         "(vLLM STR_DTYPE_TO_TORCH_DTYPE)")
     t.add_row("KV bytes per token", f"{c.bf16['bytes_per_token']:,.0f} B", f"{c.fp8['bytes_per_token']:,.0f} B",

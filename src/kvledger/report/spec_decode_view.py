@@ -16,7 +16,7 @@ __all__ = ['render_spec_decode']
 
 def render_spec_decode(r: SpecReport, console) -> None:
     from kvledger.analyses.judgments.spec_sim import sweep_sentence
-    from kvledger.units import fmt_bytes, fmt_duration
+    from kvledger.units import fmt_bytes, fmt_duration, fmt_ratio
 
     sm = r.summary
     console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
@@ -30,7 +30,7 @@ def render_spec_decode(r: SpecReport, console) -> None:
               "GEMMs plain/verify", "fits")
     for x in r.rows:
         t.add_row(f"{x.batch:,}", fmt_duration(x.base_step_s), fmt_duration(x.verify_step_s), fmt_duration(x.draft_s),
-                  fmt_duration(x.round_s), f"{x.tokens_per_round:.2f}", f"{x.speedup:.2f}×",
+                  fmt_duration(x.round_s), f"{x.tokens_per_round:.2f}", fmt_ratio(x.speedup),
                   f"{x.base_tok_per_s:,.0f} → {x.spec_tok_per_s:,.0f}", f"{x.base_bound}/{x.verify_bound}",
                       "yes" if x.fits else "no")
     console.print(t)

@@ -16,7 +16,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
-from kvledger.units import fmt_bytes, fmt_duration
+from kvledger.units import fmt_bytes, fmt_duration, fmt_ratio
 
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.spec_sim import SpecSweep
@@ -115,7 +115,7 @@ def _regain_sentence(sm: SpecDecodeModel, f: dict[str, Any], c: int) -> str:
     pool = "" if g <= f["spec_pool_max_batch"] else (f"; beyond the {f['spec_pool_max_batch']:,} requests of this "
                                                      "length the spec-decode pool holds")
     until = "up to max_num_seqs" if g2 is None else f"until {g2:,}, where it loses again"
-    return (f" From {g:,} concurrent sequences on it gains again ({sm.speedup(g, c):.2f}× at {g:,}{why}{pool}), "
+    return (f" From {g:,} concurrent sequences on it gains again ({fmt_ratio(sm.speedup(g, c))} at {g:,}{why}{pool}), "
             f"{until}.")
 
 
@@ -179,7 +179,7 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
            f"{fmt_duration(one.verify_step_s)} against {fmt_duration(one.base_step_s)} for one; "
            + (f"with the draft's {fmt_duration(one.draft_s)} " if sm.draft.kind != "free" else "with a free (n-gram) "
                "draft ")
-           + f"a round takes {fmt_duration(one.round_s)} for {E:.2f} tokens: {one.speedup:.2f}× "
+           + f"a round takes {fmt_duration(one.round_s)} for {E:.2f} tokens: {fmt_ratio(one.speedup)} "
            f"per sequence (TPOT {fmt_duration(one.base_step_s)} → {fmt_duration(one.round_s / E)})."]
     f = next(x for x in r.flips if x["context_tokens"] == c)
     if f["flip_batch"] is None:
@@ -195,7 +195,7 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
         out.append(f"With the pool full at {c:,} tokens: plain decode runs {s['base_batch']:,} sequences at "
                    f"{s['base_tok_per_s']:,.0f} tok/s; speculative decoding {s['spec_batch']:,} at "
                    f"{s['spec_tok_per_s']:,.0f} tok/s "
-                   f"({s['spec_tok_per_s'] / s['base_tok_per_s']:.2f}×).")
+                   f"({fmt_ratio(s['spec_tok_per_s'] / s['base_tok_per_s'])}).")
     if sm.draft.kind == "model":
         out.append(f"The draft model's weights ({fmt_bytes(sm.draft_weight_bytes, both=False)} per GPU) and KV "
                    f"({sm.draft_kv_bytes_per_token:,.0f} B/token) come out of the KV pool: "
