@@ -29,7 +29,8 @@ def render_kv_tiers(tp: TierPlan, console) -> None:
     for x in tp.tiers:
         units = f"{x.capacity_tokens // x.unit_tokens:,} {x.unit_name}s ({x.unit_tokens:,})"
         t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", units,
-                  f"{x.read_bytes_per_s / 1e9:,.1f} GB/s", x.capacity_rule, x.bandwidth_source)
+                  "— (the KV's own tier)" if x.name == "hbm" else f"{x.read_bytes_per_s / 1e9:,.1f} GB/s",
+                  x.capacity_rule, "—" if x.name == "hbm" else x.bandwidth_source)
     console.print(t)
     top = f"@{tp.break_even[0].max_tokens:,}" if tp.break_even else "@max"  # the scan's end: max_model_len − suffix
     t = table(f"Load a cached prefix or recompute it (TTFT of a request with that prefix; prefill priced by "
