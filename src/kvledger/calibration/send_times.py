@@ -7,8 +7,10 @@ clients send in file order (both gather their request tasks in the order they we
 next after a gap drawn from a gamma distribution of mean 1/rate and shape ``burstiness`` (1: Poisson; vLLM
 ``vllm/benchmarks/serve.py::get_request``, SGLang ``bench_serving.py::get_request``), under a semaphore of
 ``max_concurrency`` when one was given. So the replay draws the gaps the same way (seeded), and a capped client is a
-closed loop of that many (paced at the rate where it is finite). The measured records move with their requests: each
-request's TTFT, TPOT and E2E are unchanged.
+closed loop of that many (paced at the rate where it is finite). A ``--ramp-up-strategy`` run (``extra["ramp_up"]``,
+no fixed rate) draws the gap after request i at the ramp's rate for it, as vLLM's ``_get_current_request_rate`` sets
+it: start + (end − start)·i/(n − 1) (linear) or start·(end/start)^(i/(n − 1)) (exponential). The measured records move
+with their requests: each request's TTFT, TPOT and E2E are unchanged.
 """
 
 from __future__ import annotations
@@ -31,11 +33,23 @@ def _untimed(run: RunRecords) -> bool:
             and all(r.arrival_s == 0.0 for r in run.records))
 
 
-def _gaps(n: int, rate: float, burstiness: float, seed: int) -> np.ndarray:
-    """``n`` send times: 0, then gamma gaps of mean 1/rate and shape ``burstiness`` (numpy's Generator, ``seed``)."""
+def _gaps(n: int, rate: float | np.ndarray, burstiness: float, seed: int) -> np.ndarray:
+    """``n`` send times: 0, then gamma gaps of mean 1/rate and shape ``burstiness`` (numpy's Generator, ``seed``);
+    ``rate`` one req/s figure, or one per gap (a ramp)."""
     rng = np.random.default_rng(seed)
     gaps = rng.gamma(burstiness, 1.0 / (rate * burstiness), size=max(n - 1, 0))
     return np.concatenate(([0.0], np.cumsum(gaps)))
+
+
+def _ramp_rates(ramp: dict, n: int) -> np.ndarray | None:
+    """The rate of each of the ``n`` − 1 gaps under ``vllm bench serve --ramp-up-strategy`` (module docstring), req/s;
+    None for a strategy vLLM does not have or a rate that is not finite and above 0."""
+    lo, hi, how = ramp.get("start_rps"), ramp.get("end_rps"), ramp.get("strategy")
+    if how not in ("linear", "exponential") or not all(isinstance(r, float) and math.isfinite(r) and r > 0
+                                                       for r in (lo, hi)):
+        return None
+    progress = np.arange(max(n - 1, 0)) / max(n - 1, 1)
+    return lo + (hi - lo) * progress if how == "linear" else lo * (hi / lo) ** progress
 
 
 def drawn_send_times(run: RunRecords, seed: int = 0) -> tuple[RunRecords, int | None, bool, str | None]:
@@ -51,19 +65,25 @@ def drawn_send_times(run: RunRecords, seed: int = 0) -> tuple[RunRecords, int | 
     finite = rate is not None and math.isfinite(rate) and rate > 0
     burst = md.extra.get("burstiness")
     shape = float(burst) if isinstance(burst, (int, float)) and not isinstance(burst, bool) and burst > 0 else 1.0
+    ramp = md.extra.get("ramp_up")
+    rates = _ramp_rates(ramp, len(run.records)) if isinstance(ramp, dict) else None
+    finite = finite or rates is not None
     head = "send times: the file keeps none (no start_times), so "
+    kind = "Poisson" if shape == 1.0 else f"gamma, burstiness {shape:g}"
     if finite:
-        sends = _gaps(len(run.records), float(rate), shape, seed)
-        recs = [_moved(r, float(t)) for r, t in zip(run.records, sends)]
-        run = replace(run, records=recs)
-        kind = "Poisson" if shape == 1.0 else f"gamma, burstiness {shape:g}"
-        note = (f"{head}the replay sends its requests in file order at the file's request_rate {rate:g} req/s, gaps "
-                f"drawn as the client drew them ({kind}, seed {seed})")
+        sends = _gaps(len(run.records), float(rate) if rates is None else rates, shape, seed)
+        run = replace(run, records=[_moved(r, float(t)) for r, t in zip(run.records, sends)])
+        load = (f"the file's request_rate {rate:g} req/s" if rates is None else
+                f"the file's {ramp['strategy']} ramp from {ramp['start_rps']:g} to {ramp['end_rps']:g} req/s "
+                "(--ramp-up-strategy)")
+        note = f"{head}the replay sends its requests in file order at {load}, gaps drawn as the client drew them " \
+               f"({kind}, seed {seed})"
     elif rate is not None:
-        note = f"{head}the replay sends every request at t = 0, as request_rate inf without a cap did"
+        uncapped = "" if cap else " without a cap"
+        note = f"{head}the replay sends every request at t = 0, as request_rate inf{uncapped} did"
     else:
-        note = (f"{head}and the file states no request_rate: the replay sends every request at t = 0, a burst the "
-                "run may not have been")
+        note = (f"{head}with no request_rate stated, the replay sends every request at t = 0, a burst the run may not "
+                "have been")
     if cap:
         note += (f"; under the file's max_concurrency {cap:,}: at most {cap:,} in flight, the next sent when one "
                  "finishes")
