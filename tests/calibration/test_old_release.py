@@ -51,3 +51,14 @@ def test_a_bundled_distserve_run_is_replayed_as_its_launch_with_no_flag_given():
     assert any("max_paddings 256 (--max-paddings wins)" in n for n in notes)
     # the Ray flags change host time the replay does not model: named, not dropped
     assert any(n.startswith("WARNING: recorded, not modelled: --engine-use-ray, --worker-use-ray") for n in notes)
+
+
+def test_the_old_release_note_says_what_the_flags_given_made_of_the_replay():
+    # --no-enforce-eager on a 0.2.3 run: CUDA graphs as given, so the note does not claim every step eager; --batching
+    # continuous: V1's scheduler, so the note does not claim the V0 engine's prefill-first steps (before: both claimed)
+    _, note = older_release("0.2.3", _args(enforce_eager=False))
+    assert "replayed as the V0 engine it ran (prefill-first steps, recompute preemption) under 0.5.0's" in note
+    assert "eager" not in note
+    _, note = older_release("0.2.3", _args(batching="continuous"))
+    assert ("replayed by --batching continuous's scheduler, as given, not the V0 engine it ran (every step eager: CUDA "
+            "graphs came in 0.2.4) under 0.5.0's memory plan") in note and "prefill-first" not in note

@@ -41,10 +41,15 @@ def older_release(version: str, args: Any) -> tuple[dict[str, Any], str] | None:
     eager = ver < GRAPHS_FROM
     if eager and getattr(args, "enforce_eager", None) is None:
         out["enforce_eager"] = True
-    note = (f"{OLD_RELEASE} {version}, older than the rules kvledger read (from "
-            f"{OLDEST_MODELLED}): replayed as the V0 engine it ran (prefill-first steps, recompute preemption"
-            + (", every step eager: CUDA graphs came in 0.2.4" if eager else "")
-            + f") under {OLDEST_MODELLED}'s memory plan and defaults, which may size its KV pool otherwise than "
+    given = getattr(args, "batching", None)
+    v0 = given in (None, "vllm_v0")
+    how = (["prefill-first steps, recompute preemption"] if v0 else [])
+    how += ["every step eager: CUDA graphs came in 0.2.4"] if "enforce_eager" in out else []
+    engine = ("replayed as the V0 engine it ran" if v0 else
+              f"replayed by --batching {given}'s scheduler, as given, not the V0 engine it ran")
+    note = (f"{OLD_RELEASE} {version}, older than the rules kvledger read (from {OLDEST_MODELLED}): {engine}"
+            + (f" ({', '.join(how)})" if how else "")
+            + f" under {OLDEST_MODELLED}'s memory plan and defaults, which may size its KV pool otherwise than "
             f"{version} did; pass --num-gpu-blocks-override with the block count its log printed, if you have it")
     return out, note
 
