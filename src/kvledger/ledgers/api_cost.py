@@ -19,7 +19,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem"]
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +100,33 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
     return ledger
 
 
-def discounts_words(ledger: Ledger) -> str:
+def discounts_words(ledger: Ledger, price: ApiPrice | None = None) -> str:
     """How an ``api_ledger`` bill was priced, from its own items: "after the batch and cache discounts", "after the
-    batch discount", "after the cache discount", or "at list price" (no batch share or cache rate given)."""
+    batch discount", "after the cache discount" (cache reads), or "at list price" (no batch share or cache rate given).
+    Cache writes are no discount: with ``price`` (the bill's row) a write priced above input is said as the row's
+    cache-write premium, otherwise as writes billed as ordinary input (``mix_words``)."""
     names = [it.name for it in ledger.items]
-    batch = any("batch API" in n for n in names)
-    cache = any(n.startswith(("cached input", "cache-write")) for n in names)
-    kinds = [k for k, on in (("batch", batch), ("cache", cache)) if on]
-    return (f"after the {' and '.join(kinds)} discount{'s' if len(kinds) > 1 else ''}" if kinds else
-            "at list price (no batch share or prompt-cache rate given)")
+    return mix_words(any("batch API" in n for n in names), any(n.startswith("cached input") for n in names),
+                     any(n.startswith("cache-write") for n in names), price)
+
+
+def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None) -> str:
+    """The words of ``discounts_words`` for a bill with batch items, cache reads and cache writes as flagged: the batch
+    and cache-read discounts lower it; cache writes raise it where ``price`` bills them above input (Anthropic's 1.25×:
+    the cache-write premium, with both prices) and leave it at input price otherwise."""
+    kinds = [k for k, on in (("batch", batch), ("cache", reads)) if on]
+    if not kinds and not writes:
+        return "at list price (no batch share or prompt-cache rate given)"
+    text = (f"after the {' and '.join(kinds)} discount{'s' if len(kinds) > 1 else ''}" if kinds else "at list price")
+    if not writes:
+        return text
+    if price is None:
+        return f"{text}, with cache writes"
+    w = price.cache_write_usd_per_mtok
+    if w is not None and w > price.input_usd_per_mtok:
+        return (f"{text}, plus the cache-write premium (${w:g} per Mtok written vs ${price.input_usd_per_mtok:g} "
+                f"input)")
+    return f"{text}; cache writes billed as ordinary input"
 
 
 def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:

@@ -76,7 +76,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         f"GPU{'' if num_gpus == 1 else 's'} {how}{_on_instances(d.packing) if how == 'rented' else ''}, realized "
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
-        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), {discounts_words(api.bill)}",
+        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "
+        f"{discounts_words(api.bill, api.price)}",
         f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
         f"{_break_even_text(bv, v, d.verdict if how == 'rented' else None)}",
         *([f"  sizing: {d.sizing}"] if d.sizing else []),

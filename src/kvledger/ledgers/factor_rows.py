@@ -10,7 +10,13 @@ if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
 
-__all__ = ["factor_rows"]
+__all__ = ["factor_rows", "share_text"]
+
+
+def share_text(x: float) -> str:
+    """A utilization as a percentage: one decimal below 10 % (0.48 % is "0.5%", not "0%", as the answer's sizing line
+    gives it), whole percents from there."""
+    return f"{x:.1%}" if x < 0.095 else f"{x:.0%}"
 
 
 def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bool) -> tuple[str, str]:
@@ -22,13 +28,14 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
     u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
     whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas} replicas the volume needs"
     most = " (at most: the capacity priced is a lower bound)" if lower else ""
-    value = (f"{util:.0%} of billed hours; {whose} at {u:.0%}{most}" if math.isfinite(u) else
-             f"{util:.0%}; no break-even")
+    value = (f"{share_text(util)} of billed hours; {whose} at {share_text(u)}{most}" if math.isfinite(u) else
+             f"{share_text(util)}; no break-even")
     if util >= u:
         return value, "above break-even: self-hosting costs less for the same requests"
     k = u_star.get("capacity_multiplier")
     flip = ("" if k is None else f" at the capacity priced; were the capacity {k:.2f}× the one priced (the run's "
-            f"goodput is only its offered load, which does not rule that out), {util:.0%} would reach break-even")
+            f"goodput is only its offered load, which does not rule that out), {share_text(util)} would reach "
+            "break-even")
     if not volume_breaks_even:
         return value, f"below break-even: the API costs less for the same requests{flip}"
     them = "one replica costs" if replicas == 1 else f"{replicas} replicas cost"

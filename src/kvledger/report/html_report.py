@@ -13,11 +13,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.catalog.prices import api_prices
+from kvledger.ledgers.api_cost import mix_words
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
 
-__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
+__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "api_pricing_words"]
 
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
@@ -117,8 +119,8 @@ def _answer(data: ReportData) -> str:
         c.get("secondary") or "",
         f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
         f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens; API {c['inputs']['api_price']}: "
-        f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache "
-        f"discounts.",
+        f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} "
+        f"{api_pricing_words(c['inputs'])}.",
         effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
         _break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
@@ -164,12 +166,21 @@ def _break_even_text(c: dict[str, Any]) -> str:
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 
+def api_pricing_words(inputs: dict[str, Any]) -> str:
+    """How the API side was priced, from the cost payload's ``inputs`` (its ``api_mix`` and ``api_price`` row):
+    ``ledgers.api_cost.mix_words`` — only the discounts the mix asked for, and a cache-write premium as one."""
+    mix = inputs.get("api_mix") or {}
+    row = next((p for p in api_prices() if p.key == inputs.get("api_price")), None)
+    return mix_words(mix.get("batch_share", 0) > 0, mix.get("cache_hit_rate", 0) > 0,
+                     mix.get("cache_write_rate", 0) > 0, row)
+
+
 def _build_or_buy_tables(data: ReportData) -> str:
     c = data.cost
     t = c["totals"]
     rows = [["self-hosted, at goodput", fmt(t["self_host_usd_per_mtok_input"], 4),
              fmt(t["self_host_usd_per_mtok_output"], 4)],
-            [f"API {c['inputs']['api_price']} (after discounts)", fmt(t["api_usd_per_mtok_input"], 4),
+            [f"API {c['inputs']['api_price']} ({api_pricing_words(c['inputs'])})", fmt(t["api_usd_per_mtok_input"], 4),
              fmt(t["api_usd_per_mtok_output"], 4)],
             ["self-hosted, sticker (all completed tokens)", fmt(c["sticker"]["usd_per_mtok_input"], 4),
              fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
