@@ -11,7 +11,7 @@ with only aggregates are refused with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -69,8 +69,8 @@ def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
     from kvledger.calibration.send_times import drawn_send_times
 
     run, cap, paced, sent = drawn_send_times(run)  # a file without send times: sent as its client sent them
-    if sent:
-        run.metadata.extra["client_loop"] = sent
+    if sent:  # a copy of the record's extra: the reader's own run keeps its metadata as read
+        run = replace(run, metadata=replace(run.metadata, extra={**run.metadata.extra, "client_loop": sent}))
     ok = [r for r in run.records if r.ok and r.first_token_s is not None and r.finish_s is not None
           and r.num_prompt_tokens >= 1 and r.num_output_tokens >= 1]
     if not ok:

@@ -216,7 +216,10 @@ def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None,
     figures = {n: printed_figures(printed_capacity_lines(ver, n, B, g, L, R))
                for n in range(max(1, n0 - 2 * g - 2), n0 + 2 * g + 3)}
     found = [n for n, f in figures.items() if f.get("kv_cache_tokens") == st.kv_cache_tokens]
-    found = [n for n in found if all(figures[n].get(k) == v for k, v in printed.items())] or found
+    both = [n for n in found if all(figures[n].get(k) == v for k, v in printed.items())]
+    if not both:  # the concurrency matched no count the tokens allow: the tokens line alone, and said so
+        printed = {"kv_cache_tokens": st.kv_cache_tokens}
+    found = both or found
     if not found:
         return (
             None,
