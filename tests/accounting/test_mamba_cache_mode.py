@@ -85,7 +85,10 @@ def test_jamba_and_nemotron_h_align_mode():
     # Nemotron-H-56B (Mamba-2: 1 checkpoint page, grid 1): 10 attention + 54 Mamba-2 layers in groups of 10 → 1 full +
     # 6 state groups; block 2,080, bytes_per_block 21,299,200 B; n = floor(32,212,254,720 / 21,299,200) = 1,512.
     # align: R = cdiv(8192, 2080) + 6 × 3 = 4 + 18 = 22 → 68.73x; none: 4 + 6 = 10 → 151.20x.
-    n, n0 = plan("nvidia/Nemotron-H-56B-Base-8K"), plan("nvidia/Nemotron-H-56B-Base-8K", enable_prefix_caching=False)
+    # (SSM state in bf16, as given: vLLM's own default for Nemotron-H from 0.20 is float32, test_vllm_ssm_dtype.py)
+    bf16 = {"mamba_ssm_cache_dtype": "bfloat16"}
+    n = plan("nvidia/Nemotron-H-56B-Base-8K", **bf16)
+    n0 = plan("nvidia/Nemotron-H-56B-Base-8K", enable_prefix_caching=False, **bf16)
     assert (n.memory.num_gpu_blocks, n.at_max_model_len.blocks_per_request,
             n0.at_max_model_len.blocks_per_request) == (1_512, 22, 10)
     assert (round(n.at_max_model_len.max_concurrency, 2), round(n0.at_max_model_len.max_concurrency, 2)) == (68.73,
@@ -112,7 +115,9 @@ def test_jamba_and_nemotron_h_all_mode_vllm_019_to_027():
     # attention 1,024 B per token → 2,078 tokens → block 128 × cdiv(2,078, 128) = 2,176 (align: 2,080). Groups of 10
     # (1 full + 6 state): bytes_per_block 10 × 2,176 × 1,024 = 22,282,240 B; n = floor(30 GiB / that) = 1,445;
     # R = cdiv(8192, 2176) + 6 × 4 = 28 → 1,445 / 28 = 51.61x.
-    n = plan("nvidia/Nemotron-H-56B-Base-8K", engine_version="0.27.0", enable_prefix_caching=True)
+    # (SSM state in bf16, as given: vLLM 0.20+ defaults Nemotron-H to float32, test_vllm_ssm_dtype.py)
+    n = plan("nvidia/Nemotron-H-56B-Base-8K", engine_version="0.27.0", enable_prefix_caching=True,
+             mamba_ssm_cache_dtype="bfloat16")
     assert (n.memory.block_size, n.memory.bytes_per_block, n.memory.num_gpu_blocks) == (2176, 22_282_240, 1_445)
     assert (n.at_max_model_len.blocks_per_request, round(n.at_max_model_len.max_concurrency, 2)) == (28, 51.61)
     assert any("mamba_cache_mode all" in x for x in n.memory.notes)

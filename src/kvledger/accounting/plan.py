@@ -248,14 +248,16 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """
     s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
     _check_settings(gpu, s)
-    checkpoint, model = model, served_model(model, s.dtype)
+    checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()
     if s.engine == "vllm":
         from kvledger.accounting.vllm_sampler import pre_mla_cache_model
         from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
+        from kvledger.accounting.vllm_ssm_dtype import with_ssm_dtype
 
         ver = parse_version(s.engine_version or LATEST)
         model = pre_mla_cache_model(model, ver)
         model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
+        s, ssm_note = with_ssm_dtype(model, s, ver)
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
@@ -272,7 +274,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
-                              *mem.notes))
+                              *ssm_note, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]

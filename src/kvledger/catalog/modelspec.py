@@ -49,6 +49,8 @@ class ModelSpec:
         catalog_id: the bundled config's HF id when loaded from the catalog, else None.
         mamba_chunk_tokens: vLLM's ``ModelConfig.get_mamba_chunk_size`` (``mamba_chunk_size``, else ``chunk_size``,
             else 2048), tokens; used only by Mamba models' prefix-caching block alignment.
+        ssm_dtype_hint: the recurrent-state dtype the config.json itself names (``mamba_ssm_cache_dtype``, Nemotron-H;
+            ``mamba_ssm_dtype``, Qwen3.5), else None; the engine decides whether it reads it (vllm_ssm_dtype).
     """
 
     __json__ = ("name", "source", "model_type", "architectures", "hidden_size", "num_layers", "num_attention_heads",
@@ -81,6 +83,7 @@ class ModelSpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
     catalog_id: str | None = None
     mamba_chunk_tokens: int = 2048
+    ssm_dtype_hint: str | None = None
 
     @property
     def num_params(self) -> int:
@@ -273,7 +276,19 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, derived, dbytes), intermediate_size=inter,
         notes=tuple(notes), catalog_id=catalog_id,
         mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
+        ssm_dtype_hint=_ssm_dtype_hint(raw, c),
     )
+
+
+def _ssm_dtype_hint(raw: dict, c: Cfg) -> str | None:
+    """The state dtype named in the file itself (not a transformers default), checked against the names vLLM takes."""
+    own = raw.get("text_config") if c.prefix and isinstance(raw.get("text_config"), dict) else raw
+    key = next((k for k in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype") if own.get(k) is not None), None)
+    if key is None or own[key] == "auto":
+        return None
+    if own[key] not in ("float32", "bfloat16", "float16"):
+        raise c.error(key, f"must be auto, float32, bfloat16 or float16, got {own[key]!r:.40}")
+    return own[key]
 
 
 def state_layers(spec: ModelSpec) -> list[StateLayer]:

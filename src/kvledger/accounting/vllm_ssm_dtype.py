@@ -1,0 +1,57 @@
+"""The recurrent-state (SSM) dtype vLLM gives Mamba and Gated DeltaNet layers when ``--mamba-ssm-cache-dtype`` is
+``auto``.
+
+``auto`` means the model dtype (``layers/mamba/mamba_utils.py : MambaStateDtypeCalculator._mamba_state_dtype``),
+except where a model's config hook in ``models/config.py`` (``MODELS_CONFIG_MAP``) rewrites the cache config first:
+
+- Nemotron-H (``NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype``, from 0.13): the config's
+  ``mamba_ssm_cache_dtype``, else float16 in 0.13–0.19 and float32 from 0.20 (read in 0.13.0, 0.19.0, 0.20.0 and
+  0.33.0).
+- Qwen3.5 (``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config``, from 0.17): the text config's
+  ``mamba_ssm_dtype`` (read in 0.16.0, which has no hook, 0.17.0 and 0.33.0).
+
+A float32 state doubles the SSM part of every state page, and with it the attention block the page must fit in
+(``platforms/interface.py : _align_hybrid_block_size``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvledger.accounting.settings import PlanSettings
+from kvledger.catalog.layers import StateLayer
+from kvledger.catalog.modelspec import ModelSpec
+
+NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2"})
+"""Architectures mapped to the Nemotron-H hook in ``MODELS_CONFIG_MAP`` (vLLM 0.33)."""
+QWEN3_5 = frozenset({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+                     "Qwen3_5MoeForConditionalGeneration"})
+"""Architectures mapped to the Qwen3.5 hook in ``MODELS_CONFIG_MAP`` (vLLM 0.17 and 0.33)."""
+
+
+def ssm_dtype_rule(model: ModelSpec, ver: tuple, given: str) -> tuple[str, str | None]:
+    """(the SSM state dtype vLLM ``ver`` uses, why) for ``--mamba-ssm-cache-dtype given``; why is None where
+    ``auto`` stays the model dtype or the flag was given."""
+    if given.lower() != "auto" or not any(isinstance(layer, StateLayer) for layer in model.layers):
+        return given, None
+    arch = model.architectures[0] if model.architectures else ""
+    hint = model.ssm_dtype_hint
+    if arch in NEMOTRON_H and ver >= (0, 13, 0):
+        default = "float32" if ver >= (0, 20, 0) else "float16"
+        dtype = hint or default
+        where = "the config's mamba_ssm_cache_dtype" if hint else f"vLLM's default for Nemotron-H ({default})"
+        hook = "NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype"
+    elif arch in QWEN3_5 and ver >= (0, 17, 0) and hint:
+        dtype, where = hint, "the config's mamba_ssm_dtype"
+        hook = "Qwen3_5ForConditionalGenerationConfig.verify_and_update_config"
+    else:
+        return given, None
+    size = 4 if dtype == "float32" else 2
+    return dtype, (f"Mamba SSM state in {dtype} ({size} B per element): --mamba-ssm-cache-dtype auto becomes "
+                   f"{where} (models/config.py {hook}); conv state in the model dtype")
+
+
+def with_ssm_dtype(model: ModelSpec, s: PlanSettings, ver: tuple) -> tuple[PlanSettings, tuple[str, ...]]:
+    """The settings with the SSM state dtype vLLM resolves ``auto`` to, and the note saying so (if any)."""
+    dtype, why = ssm_dtype_rule(model, ver, s.mamba_ssm_cache_dtype)
+    return (replace(s, mamba_ssm_cache_dtype=dtype), (why,)) if why else (s, ())
