@@ -98,3 +98,17 @@ def test_an_explicit_flag_wins_over_the_config(tmp_path):
 def test_a_bad_state_dtype_names_the_field(tmp_path):
     with pytest.raises(ConfigError, match="text_config.mamba_ssm_dtype"):
         qwen3_5(tmp_path, mamba_ssm_dtype="float64")
+
+
+def test_an_absent_kv_head_count_is_said(tmp_path):
+    # vLLM config/model.py ModelConfig.get_total_num_kv_heads (0.33: ModelArchConfigConvertorBase): no
+    # num_key_value_heads (nor n_head_kv / num_kv_heads / multi_query_group_num / multi_query) → num_attention_heads.
+    # Llama-3.1-8B without the field: 2 × 32 layers × 32 heads × 128 × 2 B = 524,288 B/token, and the plan says why.
+    raw = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+           "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    m = load_model(str(path), allow_hub=False)
+    assert m.layers[0].kv_bytes_per_token(2, 1) * 32 == 524_288
+    assert any("names no KV head count" in n for n in m.notes)

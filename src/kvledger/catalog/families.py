@@ -14,6 +14,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
 from kvledger.catalog.families_mlp import decoder_mlp, moe_counts
 from kvledger.catalog.family_base import Family, embed, heads
+from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from kvledger.catalog.layerwise import (
     hybrid_kinds,
@@ -126,6 +127,9 @@ def decoder(c: Cfg, mt: str) -> Family:
     h, nh, nkv, hd = heads(c)
     n = c.int("num_hidden_layers")
     fam = Family([], [])
+    if nkv == nh and not any(c.has(k) for k in KV_HEAD_KEYS) and c.get("multi_query", False) is not True:
+        fam.notes.append(f"the config names no KV head count (num_key_value_heads): sized with {nh} KV heads, one per "
+                         "attention head (MHA), as vLLM's get_total_num_kv_heads falls back to num_attention_heads")
     kinds = _attn_kinds(c, mt, n, fam.notes)
     bias_all = any(c.get(k, False) is True for k in ("attention_bias", "bias", "use_bias", "add_bias_linear"))
     gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text") or mt.startswith("gemma4")
