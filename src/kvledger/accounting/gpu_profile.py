@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profile_json
+from kvledger.accounting.gpu_profile_runs import checked_runs
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
@@ -125,7 +126,7 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
-    runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
+    runs = checked_runs(d, "runs", where)
     facts = tuple(run_facts(r) for r in runs)
     names = run_names(runs)
     data = ", ".join(dict.fromkeys(names)) or "unnamed runs"  # each run named once
@@ -143,7 +144,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                                                                           if r.get("source") and r.get("saturated")
                                                                           is not True),
                       f"GPU profile {where} (fitted on {data})", h0, h1, facts, gemm,
-                      tuple(run_facts(r) for r in d.get("out_of_sample") or [] if isinstance(r, dict)), share)
+                      tuple(run_facts(r) for r in checked_runs(d, "out_of_sample", where)), share)
+
 
 
 _LIST_RUNS = 4  # a profile of more runs names them by model and TP
