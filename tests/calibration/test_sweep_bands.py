@@ -139,3 +139,17 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
     assert "no latency band at 122.6, 153.0, 183.4 req/s: measured at saturation" in out
     assert "no error band on the knee" in out
+
+
+@needs_kubecon
+def test_a_saturation_throughput_outside_its_band_is_marked():
+    # at half the bandwidth the roofline prices the kubecon vllm sweep's saturation at 89.57 req/s, band 73.21–98.87
+    # (the uncalibrated capacity band's ends over 1 + the LODO errors); the measured 103.08 req/s lies above it, so
+    # the answer line carries the ✗ the stage cells carry
+    stages = sorted(str(p) for p in (KUBECON / "vllm" / "results").glob("stage_*_lifecycle_metrics.json"))
+    res = CliRunner().invoke(app, ["validate", *stages, *ARGS, "--gpu-profile", "none",
+                                   "--achievable-bandwidth-fraction", "0.5"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("saturation throughput (largest"))
+    assert "measured 103.08 req/s, simulated 89.57 req/s (80% band 73.21–98.87" in line
+    assert "✗ (the measured figure lies outside its band)" in line

@@ -192,7 +192,9 @@ def _answer_lines(r: SweepValidation) -> list[str]:
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         b = r.bands
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
-                else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}"))
+                else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}")
+                + (" ✗ (the measured figure lies outside its band)"
+                   if outside(b.saturation_throughput, m.saturation_throughput_req_per_s) else ""))
         short = b is not None and b.saturation_throughput is None and (b.throughput_note or "").startswith("no stage")
         label = "largest throughput over the stages (none past saturation)" if short else \
             "saturation throughput (largest over the stages)"
