@@ -127,11 +127,12 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
         pairs = "; ".join(f"{k}: fitted {a}, simulated {b}" for k, a, b in differs)
         info["mismatch"] = f"{d.get('model')} at TP {d.get('tp')} on {d.get('gpu')}"
         info["mismatch_what"] = what
-        info["band_widened_by"] = [f"fitted on another {what}"]
+        info["band_withheld"] = f"fitted on another {what}"
         info.setdefault("warnings", []).append(
             f"{cost.name} was fitted on another {what} ({pairs}): its step times stand "
-            f"in for this {what}'s and do not carry across layer shapes or TP, so the error bands are widened to at "
-            "least the uncalibrated roofline's (calibrate the GPU instead: kvledger calibrate --scope gpu)")
+            f"in for this {what}'s and do not carry across layer shapes or TP, so no error band is printed: no "
+            "validation measured a profile carried so, and its errors can pass even the uncalibrated roofline's "
+            "(calibrate the GPU instead: kvledger calibrate --scope gpu)")
         info["source"] += f"; fitted on another {what}: the fitted step times stand in for this deployment's"
     return cost, info
 

@@ -105,12 +105,16 @@ def profile_facts(prof: Any, judged: Callable[[str], bool] | None = None) -> Pro
 def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = None) -> Band | None:
     """The 80% band of ``metric`` for a prepared simulation: its regime's, made honest for the GPU profile that
     priced it (``kvledger.ledgers.profile_band``: the model and TP against the profile's fit, its in-sample errors),
-    or, for a model-scope profile used on another model or TP or beyond its fitted range, no narrower than the
-    uncalibrated regime's (``cost_info["band_widened_by"]``: ``analyses/serving/profile_scope.py``); a model-scope
+    or, for a model-scope profile used beyond its fitted range, no narrower than the uncalibrated regime's
+    (``cost_info["band_widened_by"]``: ``analyses/serving/profile_scope.py``); None for a model-scope profile carried
+    to another model or TP (``cost_info["band_withheld"]``: no validation measured that, and on the one run tried its
+    TPOT error, −55%, passed even the uncalibrated band); a model-scope
     profile's band is ``ledgers.model_band``'s (its own leave-one-out and in-sample errors, its fit's verdict).
     ``judged``: ``profile_facts``'."""
     regime = setup_regime(setup)
     info = setup.cost_info or {}
+    if info.get("band_withheld"):  # a model-scope profile carried to another model or TP: no band measured that
+        return None
     if regime.startswith("model/") and "in_sample" in info:  # a model-scope profile file (ledgers.model_band)
         band = model_profile_band(regime, metric, info.get("name", "calibration profile"), info["in_sample"],
                                   info.get("leave_one_out") or [])
