@@ -69,9 +69,10 @@ class UnknownNameError(KvLedgerError):
         suggestions: the closest known names, best first.
     """
 
-    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "") -> None:
+    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "", *, ranked: bool = False) -> None:
+        """``ranked``: ``known`` are already the suggestions, best first (a lookup that ranks its own names)."""
         self.kind, self.name = kind, name
-        self.suggestions = suggest(name, known)
+        self.suggestions = list(known) if ranked else suggest(name, known)
         msg = f"unknown {kind} {name!r}"
         if self.suggestions:
             msg += "; did you mean: " + ", ".join(self.suggestions) + "?"

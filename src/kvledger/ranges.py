@@ -60,7 +60,11 @@ class Range:
         too_low = value <= self.lo if self.lo_open else value < self.lo
         too_high = value >= self.hi if self.hi_open else value > self.hi
         if too_low or too_high:
-            raise range_error(flag, given or value, self.describe())
+            err = range_error(flag, given or value, self.describe())
+            share = (self.lo, self.hi) == (0.0, 1.0) and "%" not in self.unit  # a flag's share typed as a percentage
+            if share and flag.startswith("--") and 5 <= value <= 100:
+                raise InputError(f"{err}; did you mean {flag} {value / 100:g} ({value:g} %)?")
+            raise err
 
 
 def _num(x: float) -> str:

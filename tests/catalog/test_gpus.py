@@ -151,3 +151,12 @@ def test_a_name_with_its_words_in_another_order_picks_the_row_that_has_them():
     assert get_gpu("NVIDIA A100-PCIE-40GB").gpu_id == "nvidia_a100_40gb_pcie"
     with pytest.raises(UnknownNameError):
         get_gpu("80GB")
+
+
+def test_a_bare_g_after_a_memory_size_reads_as_gb():
+    # a newcomer's trial: `--gpu "A100 40G"` (as cloud SKUs and nvidia-smi habits write it) was an unknown GPU while
+    # "A100 40GB" picked the row; a size word's bare G is GB, and only a size word (A10G stays the A10G)
+    assert get_gpu("A100 40G") is get_gpu("A100 40GB")
+    assert get_gpu("h100 80g").gpu_id == "nvidia_h100_sxm"
+    assert get_gpu("A100-80G-PCIe").gpu_id == "nvidia_a100_80gb_pcie"
+    assert get_gpu("A10G").gpu_id == "nvidia_a10g"

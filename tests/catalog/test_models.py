@@ -180,7 +180,7 @@ def test_sliding_window_without_layer_map_applies_to_every_layer():
 def test_unknown_model_suggests_close_names():
     with pytest.raises(UnknownNameError) as e:
         load_model("llama-3.1-8")
-    assert "meta-llama/Meta-Llama-3.1-8B" in e.value.suggestions
+    assert resolve_bundled(e.value.suggestions[0]).hf_id == "meta-llama/Meta-Llama-3.1-8B"
 
 
 def test_hub_offline_gives_a_clear_message(monkeypatch):
@@ -227,3 +227,17 @@ def test_gemma3_sliding_window_pattern():
                sliding_window_pattern=6)
     kinds = [layer.kind for layer in parse_config(raw, source="t").layers]
     assert [i for i, k in enumerate(kinds) if k == "full"] == [5, 11]
+
+
+def test_did_you_mean_names_each_model_once_in_the_spelling_meant(monkeypatch):
+    # a newcomer's trial: `mistral-7b` was answered with "mistralai/Mistral-7B-Instruct-v0.3, mistralai/Mistral-7B-v0.1,
+    # mistralai/mistral-7b-instruct-v0.3, mistral-7b-instruct-v0.3, mistralai/mistral-7b-v0.1" (two models in five
+    # slots), and a misspelt Hub id of a bundled twin (`…-Instrcut`) never named the twin it meant
+    with pytest.raises(UnknownNameError) as e:
+        load_model("mistral-7b")
+    said = e.value.suggestions
+    assert said[:2] == ["mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.1"]
+    assert len({resolve_bundled(s).hf_id for s in said}) == len(said)  # each a bundled name, each model once
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(KvLedgerError, match=r"close names: meta-llama/Llama-3\.1-8B-Instruct, "):
+        load_model("meta-llama/Llama-3.1-8B-Instrcut")

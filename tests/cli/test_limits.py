@@ -91,7 +91,8 @@ def test_range_errors_share_one_wording_flag_value_range():
         make_draft(draft_cost_fraction=2.0)
     assert make_draft(draft_cost_fraction=1.0).kind == "fraction"  # 1 is the top of (0, 1]
     # the option table's own refusals read the same way (Range.check)
-    with pytest.raises(InputError, match=r"^--utilization 7 is out of range; allowed: \(0, 1\] \(fraction\)$"):
+    with pytest.raises(InputError, match=r"^--utilization 7 is out of range; allowed: \(0, 1\] \(fraction\); did you "
+                                         r"mean --utilization 0\.07 \(7 %\)\?$"):
         check_options("search", {"utilization": 7.0}, {"utilization": "--utilization"})
 
 
@@ -212,3 +213,23 @@ def test_the_python_api_and_the_cli_refuse_with_one_range():
             check_options(command, values)
     with pytest.raises(InputError, match=r"^--evict 1 is out of range; allowed: \[0, 1\) \(share of tokens evicted\)$"):
         evict(1024, 16, 2048, "scattered", evict_fraction=1.0)
+
+
+def test_a_fraction_given_as_a_percentage_is_answered_with_the_fraction():
+    # a newcomer's trial: `plan … --gpu-memory-utilization 90` said only "allowed: (0, 1] (fraction)"; a share between
+    # 5 and 100 reads as a percentage and the error names the fraction meant; 1.5, 2 (twice?) or 950 are not read as one
+    # (a range whose words give the percentage's fraction already, --target's, needs no hint)
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["plan", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory-utilization", "90"])
+    assert isinstance(res.exception, InputError)  # exit status 2, by kvledger.cli.main
+    assert str(res.exception) == ("--gpu-memory-utilization 90 is out of range; allowed: (0, 1] (fraction); did you "
+                                  "mean --gpu-memory-utilization 0.9 (90 %)?")
+    with pytest.raises(InputError, match=r"--max-utilization 0\.8 \(80 %\)\?$"):
+        check_options("cost", {"max_utilization": 80}, {"max_utilization": "--max-utilization"})
+    with pytest.raises(InputError, match=r"e\.g\. 0\.9 for 90 %\)$"):  # its range says it already: no hint
+        check_options("goodput", {"target": 90}, {"target": "--target"})
+    for value in (1.5, 2, 950):
+        with pytest.raises(InputError) as err:
+            check_options("plan", {"gpu_memory_utilization": value})
+        assert "did you mean" not in str(err.value)

@@ -174,8 +174,8 @@ def gpu_catalog() -> dict[str, GpuSpec]:
         return {r["gpu_id"]: _row_to_spec(r, cuda[r["gpu_id"]]) for r in csv.DictReader(fh)}
 
 
-def _norm(s: str) -> str:
-    return s.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
+def _norm(s: str) -> str:  # a size's bare G is GB, as cloud SKUs write it: "A100 40G" is "a100-40gb"
+    return re.sub(r"(?<![^-])(\d+)g(?![^-])", r"\1gb", re.sub(r"[_ ]", "-", s.strip().lower())).removeprefix("nvidia-")
 
 
 def cli_name(gpu_id: str) -> str:

@@ -17,7 +17,7 @@ from kvledger.catalog.jsonload import load_json_file
 from kvledger.catalog.modelspec import ModelSpec, parse_config
 from kvledger.errors import KvLedgerError, UnknownNameError, suggest
 
-__all__ = ["load_model", "bundled_models", "resolve_bundled", "bundled_id_of_config", "published_hub_id",
+__all__ = ["load_model", "bundled_models", "resolve_bundled", "near_models", "bundled_id_of_config", "published_hub_id",
            "StatedParams", "stated_params", "BundledModel"]
 
 _DATA = resources.files("kvledger.catalog") / "data" / "models"
@@ -79,6 +79,24 @@ def resolve_bundled(name: str) -> BundledModel | None:
         if key in m.aliases:
             return m
     return None
+
+
+def near_models(name: str, *, hub_ids: bool = False, n: int = 5) -> list[str]:
+    """The bundled models closest to ``name``, best first, each once and by its Hub id: its own or a twin's, the one
+    nearest to what was typed (bare names ranked too, unless ``hub_ids``), so that a misspelt ``…-Instrcut`` is
+    answered with the ``…-Instruct`` it meant, not with one model's other spellings in the other slots."""
+    from difflib import SequenceMatcher
+
+    of: dict[str, tuple[str, str]] = {}  # a spelling, as published → (its bundled config's HF id, its Hub id)
+    for m in bundled_models():
+        for full in [m.hf_id, *_TWINS.get(m.hf_id, [])]:
+            for spelling in [full] if hub_ids else [full, full.split("/", 1)[1]]:
+                of.setdefault(spelling, (m.hf_id, full))
+    out: dict[str, list[str]] = {}  # HF id → its spellings suggested, the models in the order suggested
+    for spelling in suggest(name, of, n=len(of)):
+        out.setdefault(of[spelling][0], []).append(spelling)
+    ratio = {s: SequenceMatcher(None, name.lower(), s.lower()).ratio() for sp in out.values() for s in sp}
+    return [of[max(sp, key=ratio.__getitem__)][1] for sp in out.values()][:n]
 
 
 def published_hub_id(name: str) -> str | None:
@@ -155,8 +173,7 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
     if "/" in name_or_path and allow_hub and not name_or_path.startswith((".", "/", "~")):
         return parse_config(load_json_file(_hub_config(name_or_path)), source=f"huggingface.co/{name_or_path}",
                             name=name_or_path)
-    known = [m.hf_id for m in bundled_models()] + [a for m in bundled_models() for a in m.aliases]
-    raise UnknownNameError("model", name_or_path, known,
+    raise UnknownNameError("model", name_or_path, near_models(name_or_path), ranked=True,
                            hint="Run `kvledger models` for the bundled list, or pass a path to a config.json.")
 
 
@@ -170,7 +187,7 @@ def _hub_config(repo_id: str) -> Path:
 
     import httpx
 
-    near = suggest(repo_id, [m.hf_id for m in bundled_models()])
+    near = near_models(repo_id, hub_ids=True)
     how = f"Download {repo_id}'s config.json yourself and pass its path (kvledger plan ./config.json ...)."
     hint = (
         f" Bundled models with close names: {', '.join(near)}."

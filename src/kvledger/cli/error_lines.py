@@ -35,12 +35,27 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
     does."""
     import typer
 
+    ctx = getattr(err, "ctx", None)
     if as_json:
-        json_error(err.format_message(), err.exit_code, type(err).__name__)
+        json_error(err.format_message() + _other_name(err, ctx), err.exit_code, type(err).__name__)
     if type(err).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as click prints it
         typer.echo(err.format_message(), err=True)
         sys.exit(err.exit_code)
-    ctx = getattr(err, "ctx", None)
-    said = err.format_message().removesuffix(".")  # click ends some messages with a period: the hint follows
+    said = err.format_message().removesuffix(".") + _other_name(err, ctx)  # click ends some with a period: hint follows
     say_error(said + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
     sys.exit(err.exit_code)
+
+
+#: a flag → the flag that says the same in the commands that lack it: `plan --engine sglang` is `simulate --policy
+#: sglang` (the simulator's preset names the scheduler to replay), and the other way round
+_OTHER_NAMES = {"--engine": "--policy", "--policy": "--engine"}
+
+
+def _other_name(err: Any, ctx: Any) -> str:
+    """For an unknown option that another command takes under another name, where this command takes that name:
+    which flag to write instead, e.g. ``; kvledger simulate picks the engine with --policy (e.g. --policy sglang)``."""
+    other = _OTHER_NAMES.get(getattr(err, "option_name", None) or "")
+    if ctx is None or other is None or not any(other in p.opts for p in ctx.command.params):
+        return ""
+    return f"; {ctx.command_path} picks the engine with {other} (e.g. {other} sglang)"
+
