@@ -67,3 +67,14 @@ def test_ui_refuses_a_data_dir_that_is_not_a_folder(tmp_path):
 
     res = CliRunner().invoke(app, ["ui", "--data-dir", str(tmp_path / "missing"), "--port", "8765"])
     assert res.exit_code != 0 and f"--data-dir {tmp_path / 'missing'}: not a folder" in str(res.exception)
+
+
+def test_a_trace_without_arrival_times_is_neither_offered_nor_simulated():
+    client = TestClient(create_app())
+    assert client.get("/api/choices").json()["traces"] == ["azure-conv", "azure-code", "mooncake",
+                                                           "mooncake-synthetic"]
+    r = client.post("/api/serving", json={"model": MODEL, "gpu": "H100", "slo": "ttft=2s", "trace": "arxiv"})
+    assert r.status_code == 400 and r.json()["error"] == (
+        "trace 'arxiv' has request lengths but no arrival times, and the serving panel's capacity search replays a "
+        "trace's own arrivals at scaled rates; pick one with arrival times: azure-conv, azure-code, mooncake, "
+        "mooncake-synthetic")

@@ -161,3 +161,22 @@ def test_the_utilization_priced_is_said_beside_the_verdict():
     # costs 0.8 / 0.5 = 1.6 times as much per token
     assert half["headline"]["self_host_usd_per_mtok_output"] == pytest.approx(
         default["headline"]["self_host_usd_per_mtok_output"] * 1.6, rel=1e-12)
+
+
+def test_long_text_is_refused_by_its_length_and_never_echoed_whole():
+    from fastapi.testclient import TestClient
+
+    from kvledger.report.webapp import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "x" * 50_000, "api": "y" * 300}
+    r = client.post("/api/serving", json=body)
+    assert r.status_code == 400 and r.json()["error"] == (
+        "invalid parameter: slo is 50,000 characters long; at most 256 are read; api is 300 characters long; at most "
+        "256 are read")
+    r = client.post("/api/plan", json={"gpu": "H100", "model": "m" * 5000})
+    assert r.status_code == 400 and r.json()["error"] == ("invalid parameter: model is 5,000 characters long; at most "
+                                                          "4,096 are read")
+    r = client.post("/api/plan", json={"gpu": "H100"})
+    assert r.status_code == 400 and r.json()["error"] == ("invalid parameter: model is required and missing from the "
+                                                          "request")

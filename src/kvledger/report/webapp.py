@@ -28,11 +28,12 @@ def choices() -> dict[str, Any]:
     from kvledger.catalog.gpus import gpu_catalog
     from kvledger.catalog.models import bundled_models
     from kvledger.catalog.prices import api_prices
+    from kvledger.dynamics.workload.traces import list_traces
 
     return {"models": [m.hf_id for m in bundled_models()],
             "gpus": [{"id": g.gpu_id, "name": g.name} for g in gpu_catalog().values() if g is not None],
             "apis": [p.key for p in api_prices()],
-            "traces": ["azure-conv", "azure-code", "mooncake", "arxiv"],
+            "traces": [t.name for t in list_traces() if t.has_arrivals],  # the capacity search scales their arrivals
             "engines": ["vllm", "sglang", "trtllm"], "kv_cache_dtypes": ["auto", "fp8"]}
 
 
@@ -86,14 +87,17 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
-                    wddm: bool = False, client_latency: str | None = None, engine: str = "vllm") -> dict[str, Any]:
+                    wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
+                    stopped: Any = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
-    every TTFT and E2E; the headline carries its note). Every number is range-checked first, as the CLI checks it."""
+    every TTFT and E2E; the headline carries its note); ``stopped()`` true (the client has gone) raises Gone at the next
+    stage. Every number is range-checked first, as the CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
+    from kvledger.report.webapp_guard import Gone
     from kvledger.report.webapp_requests import check_serving_numbers, simulator_engine, web_client_latency
     from kvledger.report.webapp_words import in_app_words
 
@@ -105,7 +109,12 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
              **({"policy": policy} if policy else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
-    data = build_report_data(req)
+
+    def stage(_text: str) -> None:  # build_report_data calls it before each stage
+        if stopped is not None and stopped():
+            raise Gone()
+
+    data = build_report_data(req, progress=stage)
     c = data.cost
     cs = c["simulation"]["capacity_search"]
     band = cs.get("error_band")
@@ -129,7 +138,7 @@ def _add_error_handlers(app: Any, token: str | None) -> None:
     from fastapi.responses import JSONResponse
 
     from kvledger.errors import KvLedgerError
-    from kvledger.report.webapp_guard import Busy, Refused, check_request
+    from kvledger.report.webapp_guard import Busy, Gone, PostGuard, Refused
     from kvledger.report.webapp_words import in_app_words, request_errors
 
     @app.exception_handler(KvLedgerError)
@@ -148,15 +157,33 @@ def _add_error_handlers(app: Any, token: str | None) -> None:
     async def _busy(_request: Request, err: Busy) -> JSONResponse:
         return JSONResponse({"error": str(err), "busy": True}, status_code=503, headers={"Retry-After": "5"})
 
-    @app.middleware("http")
-    async def _guard(request: Request, call_next: Any) -> Any:
-        """Every POST is checked before its body is read (webapp_guard): a refused request does no work at all."""
-        if request.method == "POST":
-            try:
-                check_request(request.headers, request.url.scheme, token)
-            except Refused as err:
-                return JSONResponse({"error": str(err), "refused": True}, status_code=err.status)
-        return await call_next(request)
+    @app.exception_handler(Gone)
+    async def _gone(_request: Request, err: Gone) -> JSONResponse:  # nobody reads it: the page aborted the request
+        return JSONResponse({"error": str(err), "gone": True}, status_code=499)
+
+    # every POST is checked before its body is read: a refused request does no work at all (a plain ASGI middleware:
+    # Starlette's BaseHTTPMiddleware would hide a client's disconnect from the endpoints, which act on it)
+    app.add_middleware(PostGuard, token=token)
+
+
+def _plan(body: PlanRequest, data_dir: Path | None) -> dict[str, Any]:
+    """``/api/plan``'s answer: the names checked against the rule for local files, then the plan."""
+    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model
+
+    model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+    return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
+                        body.gpu_memory_utilization, body.wddm)
+
+
+def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
+    """``/api/serving``'s answer: the names checked, then capacity and cost (Gone once ``stopped()``)."""
+    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
+
+    model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+    trace = check_web_trace(body.trace, data_dir)
+    return serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
+                           body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
+                           body.wddm, body.client_latency, body.engine, stopped=stopped)
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):
@@ -173,8 +200,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
     from fastapi.responses import HTMLResponse
 
     from kvledger.report.jsonout import strict_json
-    from kvledger.report.webapp_guard import Refused, WorkQueue
-    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
+    from kvledger.report.webapp_guard import Refused, WorkQueue, run_while_wanted
     from kvledger.report.webapp_page import PAGE
 
     app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
@@ -200,22 +226,20 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
             raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
         return _json(choices())
 
+    # async: a request still in line whose client has gone (the page aborted it for a newer one) leaves the line, and
+    # a running simulation stops at its next stage (webapp_guard), so abandoned work does not make the latest busy
     @app.post("/api/plan")
-    def api_plan(body: PlanRequest) -> Any:
-        with queues["plan"].slot():
-            model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
-            out = plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
-                               body.gpu_memory_utilization, body.wddm)
-        return _json({"request": body.model_dump(), **out})
+    async def api_plan(body: PlanRequest, request: Request) -> Any:
+        async with queues["plan"].wanted_slot(request.is_disconnected):
+            return await run_while_wanted(request.is_disconnected,  # the JSON too is written in the worker thread
+                                          lambda _stopped: _json({"request": body.model_dump(),
+                                                                  **_plan(body, data_dir)}))
 
     @app.post("/api/serving")
-    def api_serving(body: ServingRequest) -> Any:
-        with queues["serving"].slot():
-            model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
-            trace = check_web_trace(body.trace, data_dir)
-            out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
-                                  body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
-                                  body.wddm, body.client_latency, body.engine)
-        return _json({"request": body.model_dump(), **out})
+    async def api_serving(body: ServingRequest, request: Request) -> Any:
+        async with queues["serving"].wanted_slot(request.is_disconnected):
+            return await run_while_wanted(request.is_disconnected,
+                                          lambda stopped: _json({"request": body.model_dump(),
+                                                                 **_serving(body, data_dir, stopped)}))
 
     return app

@@ -8,24 +8,36 @@ grants: 415 otherwise); the ``Origin`` header, when the browser sends one, names
 ``Sec-Fetch-Site`` is ``same-origin`` or ``none`` (403 otherwise); with a token (``kvledger ui --host`` other than
 loopback) the ``X-Kvledger-Token`` header equals it (403). Work runs in a bounded queue: ``running`` at once and
 ``waiting`` more; a request beyond that is answered 503 with ``{"busy": true}`` and a ``Retry-After`` at once
-instead of waiting behind others.
+instead of waiting behind others. A request whose client has gone (the page aborts its earlier request when a field
+changes) leaves the line instead of running, and a running one stops at its next stage (``Gone``): abandoned work
+must not hold the places the page's latest request needs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-__all__ = ["Busy", "Refused", "WorkQueue", "check_request", "LOOPBACK"]
+__all__ = ["Busy", "Gone", "PostGuard", "Refused", "WorkQueue", "check_request", "run_while_wanted", "LOOPBACK"]
+
+POLL_S = 0.05  # how often a request in line looks for a free place and for its client's departure
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class Busy(Exception):
     """The work queue is full: answer 503 at once."""
+
+
+class Gone(Exception):
+    """The client that asked has gone (the page aborted the request for a newer one): its work is not done."""
+
+    def __init__(self) -> None:
+        super().__init__("the client abandoned this request (the page sent a newer one); its work was stopped")
 
 
 class Refused(Exception):
@@ -47,14 +59,56 @@ class WorkQueue:
     @contextmanager
     def slot(self) -> Iterator[None]:
         """A place in the queue for one computation (raises Busy when there is none)."""
-        if not self._places.acquire(blocking=False):
-            raise Busy(f"busy: {self.running} {self.name} computation(s) running and {self.waiting} waiting, the most "
-                       "this server takes; try again in a few seconds")
+        self._enter()
         try:
             with self._run:
                 yield
         finally:
             self._places.release()
+
+    @asynccontextmanager
+    async def wanted_slot(self, gone: Callable[[], Awaitable[bool]]) -> AsyncIterator[None]:
+        """``slot`` for an async endpoint: while in line it checks ``gone()`` (the client disconnected) every
+        ``POLL_S`` and raises Gone, giving its place back, instead of running work nobody will read."""
+        self._enter()
+        try:
+            while not self._run.acquire(blocking=False):
+                if await gone():
+                    raise Gone()
+                await asyncio.sleep(POLL_S)
+            try:
+                if await gone():  # left while in line, between two looks
+                    raise Gone()
+                yield
+            finally:
+                self._run.release()
+        finally:
+            self._places.release()
+
+    def _enter(self) -> None:
+        """Take a place in line, or Busy at once."""
+        if not self._places.acquire(blocking=False):
+            raise Busy(f"busy: {self.running} {self.name} computation(s) running and {self.waiting} waiting, the most "
+                       "this server takes; try again in a few seconds")
+
+
+async def run_while_wanted(gone: Callable[[], Awaitable[bool]], work: Callable[[Callable[[], bool]], Any]) -> Any:
+    """``work(stopped)`` in a worker thread, ``stopped()`` turning true once ``gone()`` does (looked at every 0.2 s):
+    work that checks it between its stages (raising Gone) stops when its client has left."""
+    from starlette.concurrency import run_in_threadpool
+
+    left = threading.Event()
+
+    async def watch() -> None:
+        while not await gone():
+            await asyncio.sleep(0.2)
+        left.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await run_in_threadpool(work, left.is_set)
+    finally:
+        watcher.cancel()
 
 
 def check_request(headers: Any, scheme: str, token: str | None) -> None:
@@ -72,3 +126,24 @@ def check_request(headers: Any, scheme: str, token: str | None) -> None:
     if token is not None and not hmac.compare_digest(headers.get("x-kvledger-token") or "", token):
         raise Refused(403, "this server needs its token (printed by `kvledger ui` at start-up): open the URL it "
                            "printed")
+
+
+class PostGuard:
+    """ASGI middleware: every POST passes ``check_request`` before its body is read, or is answered with the refusal
+    in JSON. Plain ASGI (not Starlette's BaseHTTPMiddleware, under which ``request.is_disconnected()`` never turns
+    true) so that the endpoints see their client leave."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            from starlette.datastructures import Headers
+            from starlette.responses import JSONResponse
+
+            try:
+                check_request(Headers(scope=scope), scope.get("scheme", "http"), self.token)
+            except Refused as err:
+                await JSONResponse({"error": str(err), "refused": True}, status_code=err.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "web_client_latency", "check_plan_numbers",
            "check_serving_numbers", "simulator_engine"]
@@ -78,16 +78,26 @@ def simulator_engine(engine: str) -> str | None:
     return _SIMULATED[key]
 
 
+PATH_CHARS = 4096  # a name or a path (model, GPU, trace): the longest path the names' check reads (kvledger.names)
+TEXT_CHARS = 256  # any other text field: an SLO, an API row, a token count, a dtype, a duration (each far shorter)
+
+
+def _text(default: Any = ..., limit: int = TEXT_CHARS) -> Any:
+    """A text field (required when ``default`` is ``...``) of at most ``limit`` characters: a longer one is refused by
+    its length, never echoed whole in the error."""
+    return Field(default, max_length=limit)
+
+
 class DeploymentRequest(BaseModel):
-    """The fields both bodies share: what is deployed and how (strict types, no unknown field)."""
+    """The fields both bodies share: what is deployed and how (strict types, no unknown field, bounded text)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    model: str
-    gpu: str
-    engine: str = "vllm"
+    model: str = _text(limit=PATH_CHARS)
+    gpu: str = _text(limit=PATH_CHARS)
+    engine: str = _text("vllm")
     tp: int = 1
-    max_model_len: str | None = None
-    kv_cache_dtype: str = "auto"
+    max_model_len: str | None = _text(None)
+    kv_cache_dtype: str = _text("auto")
     wddm: bool = False
     request_id: int | None = None
 
@@ -101,13 +111,13 @@ class PlanRequest(DeploymentRequest):
 class ServingRequest(DeploymentRequest):
     """``/api/serving``'s body."""
 
-    slo: str
-    api: str | None = None
-    trace: str = "azure-conv"
+    slo: str = _text()
+    api: str | None = _text(None)
+    trace: str = _text("azure-conv", PATH_CHARS)
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None
-    client_latency: str | None = None
+    client_latency: str | None = _text(None)
 
     @field_validator("client_latency")
     @classmethod

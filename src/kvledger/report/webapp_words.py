@@ -79,5 +79,9 @@ def _field_error(e: dict, reason_in_words: Any) -> str:
     name, got = e["loc"][-1], got if len(got) <= 200 else got[:200] + "…"
     if e.get("type") == "extra_forbidden":
         return f"{name} is not a field of this request, got {got} (an unknown field is refused, not ignored)"
+    if e.get("type") == "missing":
+        return f"{name} is required and missing from the request"
+    if e.get("type") == "string_too_long":
+        return f"{name} is {len(e['input']):,} characters long; at most {e['ctx']['max_length']:,} are read"
     reason = "must be true or false" if str(e.get("type", "")).startswith("bool_") else reason_in_words(e)
     return f"{name} {reason}, got {got}"
