@@ -72,7 +72,7 @@ def test_aborted_requests_on_a_real_server_leave_room_for_the_latest(monkeypatch
 
     def slow(*args, stopped=None, **kwargs):
         started.append(time.perf_counter())
-        for _ in range(100):  # about 10 s unless stopped: a stage boundary every 0.1 s
+        for _ in range(50):  # about 5 s unless stopped: a stage boundary every 0.1 s
             if stopped is not None and stopped():
                 raise Gone()
             time.sleep(0.1)
@@ -97,9 +97,9 @@ def test_aborted_requests_on_a_real_server_leave_room_for_the_latest(monkeypatch
         t0 = time.perf_counter()
         r = httpx.post(url, content=json.dumps({**SERVING, "request_id": 9}), headers=headers, timeout=60)
         assert r.status_code == 200 and r.json()["request"]["request_id"] == 9
-        # the abandoned ones stopped (each within about 0.3 s of its client leaving), so the latest ran at once: one
-        # run of about 10 s, not behind up to three others of 10 s each
-        assert time.perf_counter() - t0 < 15 and started[-1] - t0 < 2
+        # the abandoned ones stopped (each within about 0.3 s of its client leaving), so the latest started at once,
+        # not behind another run of about 5 s (the bounds leave room for a loaded two-core machine)
+        assert time.perf_counter() - t0 < 30 and started[-1] - t0 < 4
     finally:
         server.should_exit = True
         thread.join(10)
