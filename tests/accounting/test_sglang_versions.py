@@ -89,6 +89,20 @@ def test_053_reserve_from_chunk_and_graph_batch():
     assert _frac("0.5.10", RTX4090_MIB, 4) == 0.827
 
 
+def test_0520_moves_the_20_to_35_gib_tier_to_a_4k_chunk():
+    # arg_groups/memory_hook.py of the 0.5.19 and 0.5.20 wheels (PyPI): 0.5.19 still gives 20–35 GiB GPUs a 2,048 chunk
+    # and 24 graphs (80 at TP ≥ 4); 0.5.20–0.5.23 a 4,096 chunk and 48 graphs (160 at TP ≥ 4). RTX 4090, TP 1:
+    # 0.5.20: 512 + 1.5 × 4,096 + 2 × 48 + 128 = 6,880 MiB → round(17,684 / 24,564, 3) = 0.720 (0.5.19: 3,760 → 0.847);
+    # TP 4: 512 + 6,144 + 2 × 160 + 512 = 7,488 → round(0.69516, 3) = 0.695 (0.5.19: 4,256 → 0.827).
+    d19, d20 = (sglang_version_defaults(parse_sglang_version(v), RTX4090_MIB, 1) for v in ("0.5.19", "0.5.20"))
+    assert (d19.chunked_prefill_size, d19.cuda_graph_max_bs, d19.mem_fraction_static) == (2048, 24, 0.847)
+    assert (d20.chunked_prefill_size, d20.cuda_graph_max_bs, d20.mem_fraction_static) == (4096, 48, 0.72)
+    assert (_frac("0.5.19", RTX4090_MIB, 4), _frac("0.5.20", RTX4090_MIB, 4), _frac("0.5.23", RTX4090_MIB, 4)) == (
+        0.827, 0.695, 0.695)
+    # other tiers do not move: the H100 keeps 0.835 in both
+    assert _frac("0.5.19", H100_MIB) == _frac("0.5.20", H100_MIB) == 0.835
+
+
 def test_sglang_plan_by_version_on_h100():
     # Llama-3.1-8B, H100 (81,090 MiB to CUDA), SGLang 0.4.9: free before load 85,029,027,840 − 450,971,566.08
     # (0.42 GiB held at TP 1) = 84,578,056,273.92 B; × 0.874 − 16,060,522,496 (weights) − 67,108,864 (float32 RoPE

@@ -21,9 +21,11 @@ batches, sglang_steps.py); it does not enter the fraction there.
   * 0.4.8–0.5.2: a reserve by memory tier, round((memory − reserve) ÷ memory, 3): 2.8 + TP·PP/10 GiB below 35 GiB,
     9.5 + TP·PP/2 below 90, 12 + TP·PP/2 below 160, 32 GiB above. Public check: sglang#7478 (June 2025, DeepSeek-R1
     at TP 16 over two 8×H100 nodes) prints mem_fraction_static=0.78 = round((81,559 − 17.5 × 1,024) ÷ 81,559, 3).
-  * 0.5.3–0.5.22: reserve = 512 + 1.5·max(chunked_prefill_size, 2,048) + 2·cuda_graph_max_bs + TP·PP/8·1,024 MiB, at
-    least 10 GiB above 60 GiB; below 35 GiB chunked_prefill_size 2,048 and cuda_graph_max_bs 16 (24 from 0.5.5) at
-    TP < 4. 0.5.10's piecewise-CUDA-graph term (8 MiB per captured size when on) is not modelled.
+  * 0.5.3 on: reserve = 512 + 1.5·max(chunked_prefill_size, 2,048) + 2·cuda_graph_max_bs + TP·PP/8·1,024 MiB, at
+    least 10 GiB above 60 GiB. From 20 to 35 GiB: chunked_prefill_size 2,048 and cuda_graph_max_bs 16 (24 from 0.5.5;
+    80 at TP ≥ 4) up to 0.5.19; 4,096 and 48 (160 at TP ≥ 4) from 0.5.20 (``arg_groups/memory_hook.py``, read in
+    0.5.17–0.5.23: 0.5.19 has the old tier, 0.5.20–0.5.23 the new). 0.5.10's piecewise-CUDA-graph term (8 MiB per
+    captured size when on) is not modelled.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ SGLANG_LATEST = (0, 5, 23)
 """Newest SGLang release whose memory rules were read (docs/engine-model.md §3.1)."""
 SGLANG_EARLIEST = (0, 4, 0)
 """Oldest SGLang release whose rules were read (``server_args.py``, ``model_executor/cuda_graph_runner.py``)."""
+SGLANG_TIER_4K_FROM = (0, 5, 20)
+"""First SGLang release giving 20–35 GiB GPUs a 4,096-token prefill chunk and 48 decode graphs (160 at TP ≥ 4):
+``arg_groups/memory_hook.py`` of 0.5.20 (0.5.19 still sets 2,048 and 24/80)."""
 
 
 @dataclass(frozen=True)
@@ -120,10 +125,13 @@ def _small_batch_limits(ver: tuple[int, int, int], gib: float, tp: int) -> tuple
 
 
 def _tiers_053(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
-    """(chunked_prefill_size, cuda_graph_max_bs) of ``_handle_gpu_memory_settings``, 0.5.3–0.5.22."""
+    """(chunked_prefill_size, cuda_graph_max_bs) of ``_handle_gpu_memory_settings``, 0.5.3–0.5.22 (the 20–35 GiB tier
+    as 0.5.23's from ``SGLANG_TIER_4K_FROM``)."""
     if gib < 20:
         return 2048, 8
     if gib < 35:
+        if ver >= SGLANG_TIER_4K_FROM:
+            return 4096, 48 if tp < 4 else 160
         return 2048, (24 if ver >= (0, 5, 5) else 16) if tp < 4 else 80
     if gib < 60:
         return 4096, 32 if tp < 4 else 160
@@ -149,7 +157,7 @@ def sglang_version_defaults(ver: tuple[int, ...], smi_mib: float, tp: int, pp: i
             reserved = max(reserved, 10 * 1024)
         frac = round((smi_mib - reserved) / smi_mib, 3)
         return SglangDefaults(cps, gbs, frac, (
-            f"SGLang {vtxt} default (server_args.py _handle_gpu_memory_settings, read in 0.5.3/0.5.5/0.5.10): "
+            f"SGLang {vtxt} default (_handle_gpu_memory_settings, read in 0.5.3/0.5.5/0.5.10/0.5.17–0.5.22): "
             f"round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + 2 × {gbs} + "
             f"{tp * pp}/8 × 1,024{', floor 10 GiB' if gib > 60 else ''}) / {smi_mib:,.0f}, 3)"))
     cps, gbs = _small_batch_limits(ver, gib, tp)
