@@ -85,10 +85,15 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
                    Weight(f"{p}.feed_forward.experts.down_proj", h, inter, E, True, "shard", True)]
                 + gated_mlp(f"{p}.feed_forward.shared_expert", h, inter))
     sparse = i not in (c.list("mlp_only_layers", []) or []) and (i + 1) % c.int("decoder_sparse_step", 1) == 0
-    if not sparse:
+    # DeepSeek-style fields on a GQA decoder (GLM-4.5/4.6/4.7 glm4_moe, dots.llm1): vLLM glm4_moe.py / dots1.py run
+    # a dense MLP below first_k_dense_replace, and n_shared_experts shared experts of moe_intermediate_size beside the
+    # routed ones
+    if not sparse or i < c.int("first_k_dense_replace", 0, minimum=0):
         return gated_mlp(f"{p}.mlp", h, c.int("intermediate_size"))
     inter = c.int("moe_intermediate_size", None) or c.int("intermediate_size")
     w = mat(f"{p}.mlp.gate", E, h, tp="replicate", linear=False) + moe_experts(f"{p}.mlp", h, inter, E)
+    if c.get("n_shared_experts", None):
+        w += gated_mlp(f"{p}.mlp.shared_experts", h, inter * c.int("n_shared_experts", minimum=0))
     if c.has("shared_expert_intermediate_size"):  # Qwen2-MoE / Qwen3-Next shared expert with a sigmoid gate
         w += gated_mlp(f"{p}.mlp.shared_expert", h, c.int("shared_expert_intermediate_size"))
         w += mat(f"{p}.mlp.shared_expert_gate", 1, h, tp="replicate", linear=False)
