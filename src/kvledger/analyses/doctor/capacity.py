@@ -51,6 +51,25 @@ def _evidence(stats: tuple[StatsSample, ...], events: tuple[PreemptionEvent, ...
     return sorted(rows, key=lambda r: r["line"])
 
 
+def _v0_top(events: list[PreemptionEvent]) -> PreemptionEvent | None:
+    """The V0 warning whose ``total_num_cumulative_preemption`` is the largest, when it counts more preemptions than
+    there are warning lines: V0's scheduler warns only when ``num_cumulative_preemption % 50 == 0`` (the 1st, 51st,
+    101st, …; ``core/scheduler.py::_preempt``) and prints the running total since the server started."""
+    top = max((e for e in events if e.cumulative is not None), key=lambda e: e.cumulative, default=None)
+    return top if top is not None and top.cumulative > len(events) else None
+
+
+def _v0_count(events: list[PreemptionEvent], notes: list[str]) -> int:
+    """V0's preemptions: the largest printed running total (``_v0_top``), else one per warning line."""
+    top = _v0_top(events)
+    if top is None:
+        return len(events)
+    notes.append(f"vLLM V0 prints one preemption warning per 50 preemptions: {len(events)} warning line(s), and the "
+                 f"last says total_num_cumulative_preemption={top.cumulative} (line {top.line_no}), the count since "
+                 f"the server started (up to 49 more may follow unprinted)")
+    return top.cumulative
+
+
 def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
     log = ctx.log
     stats, notes = log.stats, []
@@ -58,7 +77,7 @@ def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
     v0_events = [e for e in log.preemptions if e.kind == "preempted"]
     v0_full = [e for e in v0_events if (u := usage_at(e, stats)) is not None and u >= KV_FULL_PCT]
     full_pre = [i for i, s in enumerate(stats) if (s.preemptions or 0) > 0 and _full(stats, i)]
-    total = v1_pre + len(v0_events)
+    total = v1_pre + _v0_count(v0_events, notes)
     if total:
         if full_pre or v0_full:
             return "capacity_bound_preemptions", True, total, full_pre, notes
@@ -93,7 +112,9 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
                        diagnosed=bool(stats))
     options, per_req, base = capacity_options(ctx)
     v0_usage = [u for e in ctx.log.preemptions if (u := usage_at(e, stats)) is not None]
-    msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None))
+    top = _v0_top([e for e in ctx.log.preemptions if e.kind == "preempted"])
+    cite = "" if top is None else f" (total_num_cumulative_preemption={top.cumulative}, line {top.line_no})"
+    msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None), cite)
     if base is None:
         need = ("pass --model" if ctx.model is None else
                 "the log prints no KV budget or block count: pass --gpu so the ledger can model it")
@@ -102,7 +123,7 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     return Finding("capacity", True, verdict, msg, RULE, tuple(evidence), tuple(options), tuple(notes))
 
 
-def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None) -> str:
+def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None, cite: str = "") -> str:
     sampled = max((s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None), default=None)
     peak = max([x for x in (sampled, event_usage) if x is not None], default=None)
     # a V0 warning's usage is extrapolated from the last two samples to its time (usage_at): said as such
@@ -110,18 +131,17 @@ def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float 
           f" (usage up to ≈{peak:.1f}%, extrapolated to a preemption warning's time from the two samples before it"
           + (f"; sampled up to {sampled:.1f}%)" if sampled is not None else ")"))
     if verdict == "capacity_bound_preemptions":
-        return f"{total} preemption(s) with the KV cache full{at}"
+        return f"{total:,} preemption(s){cite} with the KV cache full{at}"
     if verdict == "capacity_bound_admission":
         return f"requests wait while the KV cache is full{at}, up to {max(s.waiting_reqs for s in full)} waiting"
-    return (f"{total} preemption(s) while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step needed more "
-            f"blocks than "
-            "were free (large prefill chunks or many requests growing at once)")
+    return (f"{total:,} preemption(s){cite} while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step "
+            "needed more blocks than were free (large prefill chunks or many requests growing at once)")
 
 
 def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample, ...], per_req: float | None,
              base: Plan | None,
-             event_usage: float | None = None) -> str:
-    head = _head(verdict, total, [stats[i] for i in idx], event_usage)
+             event_usage: float | None = None, cite: str = "") -> str:
+    head = _head(verdict, total, [stats[i] for i in idx], event_usage, cite)
     if verdict == "preemptions_below_full":
         return head + "; lowering max_num_batched_tokens shrinks the blocks one step can claim."
     text = head + ": a capacity problem, not a scheduling one — the scheduler can only choose whom to preempt or delay."

@@ -13,7 +13,7 @@ from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
 
-__all__ = ["diagnose_crash", "CRASH_RULE"]
+__all__ = ["diagnose_crash", "CRASH_RULE", "died_after_start"]
 
 # what each kind of failure means, and what to change, once the server has been serving
 _CRASH_FIX = {
@@ -45,10 +45,18 @@ def _sized(ctx: DoctorContext) -> str:
     return "the log begins after the start-up (no KV-cache sizing line)"
 
 
+def died_after_start(log) -> bool:
+    """True when the log shows no serving line but an engine-death line (EngineDeadError, "EngineCore encountered a
+    fatal error", "Request R failed (engine dead)"), which only an engine that had started prints: the log begins
+    after the start-up, mid-serving or mid-crash (a pasted tail), and its failures are a crash, not a start-up's."""
+    return log.serving_line is None and any(f.kind == "engine_dead" for f in log.failures)
+
+
 def diagnose_crash(ctx: DoctorContext) -> Finding | None:
     """The crash finding, or None when no failure line follows the first serving line."""
     log = ctx.log
-    late = [f for f in log.failures if log.serving_line is not None and f.line_no > log.serving_line]
+    start = 0 if died_after_start(log) else log.serving_line  # 0: serving before the log's first line
+    late = [f for f in log.failures if start is not None and f.line_no > start]
     if not late:
         return None
     kinds = [f.kind for f in late]
@@ -65,11 +73,16 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
                        (f"{len(late)} failure line(s) after line {log.serving_line}, no exception line among them",))
     cause_line, cause = log.failure_cause or (first.line_no, first.text)
     dead = next((f for f in late if "EngineDeadError" in f.text), None)
-    msg = (f"the server crashed while serving: {_sized(ctx)} and it was serving from line {log.serving_line}, then "
-           f"the engine died: {cause} (line {cause_line})")
+    since = (f"it was serving from line {start}" if start else
+             "it was serving before the log begins (only an engine that had started prints EngineDeadError or "
+             "'failed (engine dead)')")
+    msg = (f"the server crashed while serving: {_sized(ctx)} and {since}, then the engine died: {cause} "
+           f"(line {cause_line})")
     if dead is not None and dead.line_no != cause_line:
         msg += f"; the API server then raised EngineDeadError (line {dead.line_no})"
-    msg += f". Fix: {_CRASH_FIX.get(kind, _DEFAULT_FIX)}. Requests in flight failed; the findings below read the " \
-           "metrics up to the crash."
-    notes = (f"{len(late)} failure line(s) after line {log.serving_line}; the first {min(len(late), 40)} are listed",)
+    fix = (_CRASH_FIX.get(kind, _DEFAULT_FIX) if kind != "engine_dead" or log.failure_cause else
+           "the error that killed the engine is not in this log (EngineDeadError only reports that it died): read the "
+           "engine core's traceback, printed before this line")
+    msg += f". Fix: {fix}. Requests in flight failed; the findings below read the metrics up to the crash."
+    notes = (f"{len(late)} failure line(s) after line {start}; the first {min(len(late), 40)} are listed",)
     return Finding("crashed_while_serving", True, kind, msg, CRASH_RULE, evidence, (), notes)

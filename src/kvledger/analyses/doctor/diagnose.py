@@ -66,7 +66,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         "the log shows no line of the server serving (vLLM's 'Starting vLLM API server', uvicorn's 'Application "
         "startup complete', a metrics line): it ends during start-up — still starting, or cut — so it does not show "
         "that the server started; the figures compared are those it printed before it ends")
-    warned = tuple(w for w in (mismatch, version_mismatch(log, engine_version), unfinished, _impossible_pct(log)) if w)
+    warned = tuple(w for w in (mismatch, version_mismatch(log, engine_version), unfinished, _impossible_pct(log),
+                               _cut_metrics(log)) if w)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, warned)
@@ -103,3 +104,13 @@ def _impossible_pct(log: VllmLog) -> str | None:
     shown = "; ".join(f"line {n}: {name} {v:g}%" for n, name, v in bad[:3]) + ("; …" if len(bad) > 3 else "")
     return (f"{len(bad)} metrics figure(s) outside 0–100% ({shown}): vLLM never prints such a share, so the log was "
             "edited or garbled there; the findings below read them as printed")
+
+
+def _cut_metrics(log: VllmLog) -> str | None:
+    """The warning for metrics lines not read because a figure every vLLM prints is missing (cut or garbled)."""
+    cut = log.cut_metrics
+    if not cut:
+        return None
+    shown = ", ".join(map(str, cut[:5])) + (", …" if len(cut) > 5 else "")
+    return (f"{len(cut)} metrics line(s) cut short or garbled before their Running, Waiting or GPU KV usage figure "
+            f"(line {shown}): not read, so the findings below do not take a missing figure as 0")

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
+from kvledger.analyses.doctor.crash import died_after_start
 from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words
 from kvledger.analyses.doctor.startup import MEMORY_TERMS
 from kvledger.analyses.doctor.types import Finding
@@ -75,7 +76,7 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
     log = ctx.log
     # a failure after the server began serving is a crash (crash.py), not a start-up failure; failures before it
     # did not stop the start-up
-    fails = list(log.failures) if log.serving_line is None else []
+    fails = list(log.failures) if log.serving_line is None and not died_after_start(log) else []
     if not fails:
         return None
     kind = min((f.kind for f in fails), key=FAILURE_KINDS.index)  # the most specific kind the log shows

@@ -30,9 +30,10 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                       r"Worker failed with error")),
     ("engine_core_init_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed|"
                                            r"Engine process failed to start")),
-    # V1's engine core died after start-up (v1/engine/core.py "EngineCore encountered a fatal error.", and the
-    # API server's vllm.v1.engine.exceptions.EngineDeadError)
-    ("engine_dead", re.compile(r"EngineDeadError|EngineCore encountered a fatal error")),
+    # V1's engine core died after start-up (v1/engine/core.py "EngineCore encountered a fatal error.", the API
+    # server's vllm.v1.engine.exceptions.EngineDeadError, and v1/engine/async_llm.py's per-request "Request R failed
+    # (engine dead)."): each is printed only by an engine that had started
+    ("engine_dead", re.compile(r"EngineDeadError|EngineCore encountered a fatal error|failed \(engine dead\)")),
     ("traceback", re.compile(r"Traceback \(most recent call last\)")),
 )
 FAILURE_KINDS = tuple(k for k, _ in _SIGNALS)

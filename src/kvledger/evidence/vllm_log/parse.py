@@ -163,7 +163,7 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
     info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": [], "ready": None,
-                            "headed": 0}
+                            "headed": 0, "cut": []}
     # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
     # str.splitlines() also breaks on stay inside their line).
     for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
@@ -178,6 +178,8 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
                 stats.append(s)
                 c.markers.add("v0_stats" if s.swapped_reqs is not None else "v1_stats")
                 used = True
+            elif "Avg prompt throughput: " in seg.message:
+                info["cut"].append(n)
             elif (p := parse_v0_prefix_line(seg.message, stats[-1] if stats else None)) is not None:
                 stats[-1], used = p, True
             elif (e := parse_preemption(seg.message, n, seg.time_text, t)) is not None:
@@ -235,7 +237,7 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
-                   serving, not_a_log(text, info["headed"]))
+                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]))
 
 
 def require_vllm(log: VllmLog) -> VllmLog:

@@ -11,9 +11,10 @@ hit rate is over a window of recent requests. V0 (``engine/metrics.py``, every 5
     Avg prompt throughput: …, Running: N reqs, Swapped: S reqs, Pending: M reqs, GPU KV cache usage: U%, CPU KV cache
     usage: C%.
 
-with the hit rate on a separate line ``Prefix cache hit rate: GPU: X%, CPU: Y%`` and one warning per
-preemption: ``Sequence group G is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV
-cache space … total_num_cumulative_preemption=K``. V1 has no per-preemption warning; with a KV connector
+with the hit rate on a separate line ``Prefix cache hit rate: GPU: X%, CPU: Y%`` and a warning on the 1st, 51st,
+101st, … preemption (``num_cumulative_preemption % 50 == 0``): ``Sequence group G is preempted by
+PreemptionMode.RECOMPUTE mode because there is not enough KV cache space … total_num_cumulative_preemption=K``, K the
+running total. V1 has no per-preemption warning; with a KV connector
 its scheduler logs ``Preempted request R has been resumed!``.
 """
 
@@ -61,6 +62,8 @@ def parse_stats(message: str, line_no: int, time_text: str | None, t_s: float | 
         else:
             counts.setdefault(name, int(n))
     pcts = {name: float(v) for name, v in _PCTS.findall(message[m.end():])}
+    if "Running" not in counts or not {"Waiting", "Pending"} & counts.keys() or "GPU KV cache usage" not in pcts:
+        return None  # every version prints all three: a line cut short (a log's last line) or garbled, not 0
     waiting = counts.get("Waiting", counts.get("Pending", 0))  # V1 "Waiting" already includes "Deferred"
     return StatsSample(line_no, time_text, t_s, engine, float(m.group(1)), float(m.group(2)), counts.get("Running", 0),
                        waiting,

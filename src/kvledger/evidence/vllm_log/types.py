@@ -193,6 +193,9 @@ class VllmLog:
     line), or None: the start-up is over from here on."""
     not_a_log: str | None = None
     """What the input is when it is plainly not a log ("a CSV table (…)", "a JSON document"; not_log.py), else None."""
+    cut_metrics: tuple[int, ...] = ()
+    """Lines holding a metrics line ("Avg prompt throughput: …") without its Running, Waiting/Pending or GPU KV usage
+    figure (cut short, as a log's last line often is, or garbled): not read, so no missing figure becomes 0."""
 
     @property
     def prints_preemption_counts(self) -> bool:
