@@ -39,7 +39,18 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "quantization", "engine_version",
                                      "step_cost", "cpu_overhead", "gpu_profile", "gemm_efficiency",
                                      "allreduce_link_share", "wddm", "client_latency"),
-                  defaults={"step_cost": "roofline"})
+                  defaults={"step_cost": "roofline"},
+                  help={  # search plans and simulates vLLM only: the shared help's --policy sglang is not its flag
+                      "engine_version": "vLLM version whose defaults and memory rules plan and simulate every "
+                                        "candidate (default: the newest read, named under the launch commands); "
+                                        "search simulates vLLM only, each SGLang launch line is an unsimulated "
+                                        "equivalent.",
+                      "gpu_memory_utilization": "vLLM fraction of device memory, every candidate (default: the "
+                                                "vLLM version's).",
+                      "quantization": "vLLM --quantization fp8 for every candidate: an unquantized checkpoint's "
+                                      "linear weights quantized to FP8 on load, as `kvledger plan -q fp8` plans them "
+                                      "(the bytes freed go to the KV pool; steps read FP8 weights, with FP8 GEMMs "
+                                      "where the GPU has FP8 tensor cores)."})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
                         "probed at turn rates (session starts × turns per session).",

@@ -64,6 +64,7 @@ def no_winner_line(result: Any) -> str:
     """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
+    from kvledger.analyses.search.refusals import refused_everywhere
 
     rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
     groups = rejections_by_reason(rej)
@@ -75,4 +76,7 @@ def no_winner_line(result: Any) -> str:
         return ("no candidate was run against the SLO: " + "; ".join(
             f"{g['count']} rejected for {g['reason']} (e.g. {first[g['reason']]['id']}"
             + (f": {first[g['reason']]['detail']}" if first[g["reason"]].get("detail") else "") + ")" for g in groups))
+    refused = refused_everywhere(rej, result.spec.target)
+    if refused is not None:  # the same workload and max_model_len for every candidate: its fix, not the SLO's
+        return "no candidate meets the SLO: " + refused
     return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"

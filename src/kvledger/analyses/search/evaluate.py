@@ -104,7 +104,15 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
     low = min(pr.probes)
     return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
             "detail": f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
-                      f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
+                      f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes},
+            **_refused(pr, spec.target)}
+
+
+def _refused(pr: Any, target: float) -> dict[str, Any]:
+    """``refused_requests`` where the requests the engine refuses alone keep every load below ``target`` (then the
+    answer names max_model_len: ``refusals.refused_everywhere``); else nothing."""
+    rej = getattr(pr, "rejections", None)
+    return {"refused_requests": rej.to_dict()} if rej is not None and rej.blocks(target) else {}
 
 
 def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized: bool) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Every engine flag is written out with the value the memory plan resolved (defaul
 so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
 (``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
 ``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
-the search set it; ``--quantization fp8`` when the search was given it, on SGLang's line too).
+the search set it, on the check line too; ``--quantization fp8`` when the search was given it, on SGLang's line too).
 ``kvledger plan`` takes the same flags, so the check line gives the same
 blocks. SGLang's flags carry the same TP, context, running-request cap and chunk budget; its
 KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the command leaves that at
@@ -44,8 +44,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
     flags += quant
-    vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
-                                                   ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
+    flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
+    vllm = ["vllm", "serve", model_id, *flags]
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])

@@ -147,8 +147,9 @@ def simulation_order(planned: list[dict[str, Any]], keys: dict[str, tuple[float,
 def screen_by_bounds(spec: Any, planned: list[dict[str, Any]], cands: list[Any], settle: Callable[[dict[str, Any]],
                      None], exhaustive: bool) -> list[dict[str, Any]]:
     """Give each planned entry its ``bounds`` (None where none is proven); unless ``exhaustive``, settle those the
-    attainment bound rejects and return the rest."""
+    attainment bound rejects, or the requests their engine refuses (``refusals``), and return the rest."""
     from kvledger.analyses.search.bounds import candidate_bounds
+    from kvledger.analyses.search.refusals import refusal_rejection
     from kvledger.errors import KvLedgerError
     from kvledger.ledgers.slo import parse_slo
 
@@ -157,10 +158,11 @@ def screen_by_bounds(spec: Any, planned: list[dict[str, Any]], cands: list[Any],
     for e in planned:
         try:
             b = candidate_bounds(spec, by_id[e["id"]], parse_slo(spec.slo))
+            refused = None if exhaustive else refusal_rejection(spec, by_id[e["id"]], e)
         except KvLedgerError:  # the simulation refuses the input too: its capacity search reports it
-            b = None
+            b = refused = None
         e = {**e, "bounds": None if b is None else b.to_dict()}
-        rejected = None if exhaustive else slo_rejection(spec, e)
+        rejected = None if exhaustive else (refused and {**refused, "bounds": e["bounds"]}) or slo_rejection(spec, e)
         if rejected is not None:
             settle(rejected)
         else:
