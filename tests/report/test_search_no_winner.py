@@ -10,7 +10,8 @@ from kvledger.report.search_answer import no_winner_line as _no_winner_line
 
 
 def _result(*reasons: str) -> SimpleNamespace:
-    return SimpleNamespace(entries=[{"id": f"c{i}", "status": "rejected", "reason": r} for i, r in enumerate(reasons)])
+    return SimpleNamespace(entries=[{"id": f"c{i}", "status": "rejected", "reason": r} for i, r in enumerate(reasons)],
+                           spec=SimpleNamespace(target=0.9))  # the search's attainment target (its default)
 
 
 def test_memory_rejections_are_named_with_their_fix():
