@@ -13,23 +13,24 @@ from kvledger.units import GiB
 
 
 def test_mi300x_non_torch_is_the_measured_residual_by_tp():
-    # vme_startups.csv, MI300X, vLLM 0.11.2-0.18.0: 0.94 GiB at TP 1 (0.85-1.04), 1.35 at TP 4 (1.28-1.47), 3.20 at TP 8
-    # (3.03-4.86); the H100 NVSwitch figure (2.13 GiB at TP 4) is not used on ROCm.
+    # vme_startups.csv, MI300X, vLLM 0.11.2-0.18.0, budget 0.92 x 191.98 GiB (the device total HIP reports): 1.22 GiB at
+    # TP 1 (1.12-1.32), 1.62 at TP 4 (1.55-1.74), 3.47 at TP 8 (3.31-5.14); the H100 NVSwitch figure (2.13 GiB at TP 4)
+    # is not used on ROCm.
     mi = resolve_gpu("amd_mi300x")
-    for tp, (pt, lo, hi) in ((1, (0.94, 0.85, 1.04)), (4, (1.35, 1.28, 1.47)), (8, (3.20, 3.03, 4.86))):
+    for tp, (pt, lo, hi) in ((1, (1.22, 1.12, 1.32)), (4, (1.62, 1.55, 1.74)), (8, (3.47, 3.31, 5.14))):
         t = non_torch_term((0, 14, 1), tp, 1, 1, mi, False)
         assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((pt, lo, hi))
 
 
 def test_rocm_non_torch_outside_the_data_interpolates_and_widens():
-    # TP 2 on MI300X: log2 halfway between TP 1 and TP 4 is 1/2 of the way: 0.94 + (1.35 - 0.94) / 2 = 1.145 GiB; not
-    # measured, so the range is the neighbours' 0.85-1.47 widened x0.5-x1.5: 0.425-2.205 GiB. MI325X at TP 8 keeps the
-    # MI300X point (3.20) with 1.515-7.29 GiB.
+    # TP 2 on MI300X: log2 halfway between TP 1 and TP 4 is 1/2 of the way: 1.22 + (1.62 - 1.22) / 2 = 1.42 GiB; not
+    # measured, so the range is the neighbours' 1.12-1.74 widened x0.5-x1.5: 0.56-2.61 GiB. MI325X at TP 8 keeps the
+    # MI300X point (3.47) with 1.655-7.71 GiB.
     b, lo, hi, _, why = rocm_non_torch_term((0, 14, 1), 2, 1, resolve_gpu("amd_mi300x"))
-    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((1.145, 0.425, 2.205))
+    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((1.42, 0.56, 2.61))
     assert "not measured" in why
     b, lo, hi, _, _ = rocm_non_torch_term((0, 14, 1), 8, 1, resolve_gpu("amd_mi325x"))
-    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((3.20, 1.515, 7.29))
+    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((3.47, 1.655, 7.71))
 
 
 def test_rocm_weights_range_reaches_up_2_5_percent():
@@ -92,3 +93,28 @@ def test_enforce_eager_from_018_is_the_pre_018_term():
     t = non_torch_term((0, 19, 0), 1, 1, 1, h100, False, enforce_eager=True)
     assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((0.13, 0.11, 0.15))
     assert non_torch_term((0, 16, 0), 8, 1, 1, h200, False, True) == non_torch_term((0, 16, 0), 8, 1, 1, h200, False)
+
+
+def test_rocm_subtracts_no_cuda_graph_estimate_before_0_26():
+    # gpu_worker.py::determine_available_memory estimates CUDA graphs only `if not current_platform.is_rocm()` in 0.20.0
+    # and `if current_platform.is_cuda()` in 0.21.0-0.25.0; from 0.26.0 `if current_platform.is_cuda_alike()` takes
+    # ROCm in (wheels 0.20.0-0.26.0 read). Llama-3.1-8B on the V1 runner, 8,192 tokens: H100 subtracts 244 + 2 x 50 x 5
+    # = 744 MiB at 0.22 and 0.26; MI300X nothing at 0.22 (0.727 GiB more KV: 158.53 vs 157.80 GiB), 744 MiB at 0.26.
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.units import MiB
+
+    m = load_model("meta-llama/Meta-Llama-3.1-8B")
+
+    def graphs(gpu: str, ver: str):
+        p = build_plan(m, resolve_gpu(gpu), make_settings(engine_version=ver, model_runner="v1", max_model_len=8192),
+                       with_roofline=False, with_advice=False).memory
+        return next(d for d in p.deductions if d.name.startswith("CUDA graphs")), p.available_kv_bytes / GiB
+
+    (mi22, kv22), (mi26, kv26) = graphs("amd_mi300x", "0.22.0"), graphs("amd_mi300x", "0.26.0")
+    assert mi22.bytes == 0 and "on ROCm" in mi22.source and mi26.bytes == 744 * MiB
+    assert (kv22, kv26) == (pytest.approx(158.53, abs=0.01), pytest.approx(157.80, abs=0.01))
+    assert graphs("nvidia_h100_sxm", "0.22.0")[0].bytes == 744 * MiB
+    # before 0.20 no platform subtracts: the generic note, without ROCm's words
+    old = graphs("amd_mi300x", "0.19.0")[0]
+    assert old.bytes == 0 and "on ROCm" not in old.source

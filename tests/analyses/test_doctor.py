@@ -312,7 +312,7 @@ def test_multi_gpu_pool_below_rank_0s_memory_is_the_smallest_ranks():
     assert "inside 1–112,480" in b.explanation and "0.014–0.025 GiB less" in b.explanation
     assert c.row("max concurrency at 8,192 tokens").ledger_value == 219.65 and c.consistent is True
     # The same figures from one GPU cannot be: at TP 1 a block is 4 × 1,310,720 = 5,242,880 B, and the whole
-    # 191.69 GiB MI300X holds at most 39,257 of them (628,112 tokens), far below the 1,799,360 printed.
+    # 191.98 GiB MI300X holds at most 39,318 of them (629,088 tokens), far below the 1,799,360 printed.
     with pytest.raises(ImpossibleLogValueError, match="more than the whole GPU could hold"):
         diagnose(parse_vllm_log(text.replace("'tensor_parallel_size': 4", "'tensor_parallel_size': 1")),
                  model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X")

@@ -117,6 +117,20 @@ def test_mi250x_is_one_gcd_not_the_package():
     assert get_gpu("MI250").memory_bytes == g.memory_bytes and get_gpu("MI250").bf16_flops_per_s == 181e12
 
 
+def test_mi300x_total_is_what_hip_reports_not_rocm_smi():
+    # torch.cuda.get_device_properties on MI300X prints total_memory=196592MB (ROCm/ROCm issue #4203, ROCm 6.2.4), and
+    # HIP OOM messages and vLLM's total_gpu_memory print 191.98 GiB (ROCm/rocm-blogs gptq blog, 2025-04-09): 196,592 MiB
+    # = 206,141,652,992 B = 192 GiB − 16 MiB, 304 MiB above rocm-smi's 205,822,885,888 B (196,288 MiB, 191.69 GiB).
+    g = get_gpu("mi300x")
+    assert g.memory_bytes == 196_592 * MiB == 206_141_652_992 and round(g.memory_bytes / GiB, 2) == 191.98
+    assert g.memory_basis == "measured" and g.nvidia_smi_mib == 196_288
+    # MI325X: 255.98 GiB in a HIP OOM message on 8 × MI325X (vllm-project/vllm issue #41962) = 256 GiB − 16 MiB;
+    # MI355X derived the same way: 288 GiB − 16 MiB = 287.98 GiB.
+    assert get_gpu("mi325x").memory_bytes == 262_128 * MiB and get_gpu("mi325x").memory_basis == "measured"
+    assert round(get_gpu("mi325x").memory_bytes / GiB, 2) == 255.98
+    assert get_gpu("mi355x").memory_bytes == 294_896 * MiB and round(get_gpu("mi355x").memory_bytes / GiB, 2) == 287.98
+
+
 def test_superchips_count_the_gpu_hbm_only():
     # nvidia-smi prints the GPU's HBM (not Grace's LPDDR5X): GB300 284,208 MiB, GB200 189,471, GH200 (96 GB) 97,871;
     # CUDA total = nvidia-smi − 450 MiB (range −800 … −300). GB300 had been 288 GB − 900 MiB = 294,012 MiB (+9.6 GiB).

@@ -124,7 +124,10 @@ def cudagraphs_subtracted(source: str) -> str:
     return source + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"
 
 
-def cudagraphs_not_subtracted(version: str) -> str:
+def cudagraphs_not_subtracted(version: str, rocm: bool = False) -> str:
+    if rocm and tuple(int(x) for x in version.split(".")[:2]) >= (0, 20):  # vllm_rules.subtracts_cudagraphs
+        return (f"not subtracted by vLLM {version} on ROCm (gpu_worker.py estimates graphs on CUDA only in 0.20–0.25; "
+                "HIP graphs are captured after the KV pool is sized; 0.26+ subtracts an estimate on ROCm too)")
     return f"not subtracted by vLLM {version} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"
 
 

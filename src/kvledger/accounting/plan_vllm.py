@@ -91,10 +91,10 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     vtxt = ".".join(map(str, ver))
     v2 = _runner(checkpoint, gpu, s, ver).v2
     v2_graphs, v2_src = v2_subtracts_cudagraphs(ver)
+    rocm = gpu.gpu_id.startswith("amd_")
     if s.weights_bytes is not None:
         items = [Deduction("weights", s.weights_bytes, N.WEIGHTS_GIVEN)]
     else:
-        rocm = gpu.gpu_id.startswith("amd_")
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
                             gpu_arch=gpu.arch, engine_version=ver, rocm=rocm)
@@ -106,8 +106,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce, bool(s.enforce_eager),
                            s.distributed_executor_backend)
         items.append(Deduction("non-torch memory", t.bytes, t.source, t.low, t.high, t.range_source))
-    if not R.subtracts_cudagraphs(ver):
-        items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt)))
+    if not R.subtracts_cudagraphs(ver, rocm):
+        items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt, rocm)))
     elif s.cudagraph_bytes is not None:
         items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
     elif v2 and not v2_graphs:

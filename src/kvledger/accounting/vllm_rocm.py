@@ -6,11 +6,13 @@ What the code says (read in 0.11.2, 0.14.1, 0.16.0, 0.20.0): ``platforms/rocm.py
 allocates while the model loads. The ROCm fused-MoE padding is code (``catalog/vllm_load_extras.py``). What the code
 does not size is measured: the non-torch term below is the residual of MI300X start-ups published with
 vllm-memory-estimator's validation set (``benchmarks/data/vme_startups.csv``, Apache-2.0), budget − printed available
-KV − printed weights − the activation peak from the code-derived rules, per TP (vLLM 0.11.2–0.18.0):
+KV − printed weights − the activation peak from the code-derived rules, per TP (vLLM 0.11.2–0.18.0), the budget being
+0.92 × the device total HIP reports, 191.98 GiB (``gpu_cuda.csv``; read against rocm-smi's 191.69 GiB before, every
+residual was 0.92 × 0.297 = 0.273 GiB lower):
 
-  TP 1: 0.85 (Llama-3.3-70B bf16, 7 start-ups), 0.98–1.04 (its FP8-dynamic checkpoint, 6): point 0.94, 0.85–1.04 GiB;
-  TP 4: 1.28 (Llama-3.3-70B), 1.30 (Qwen3-235B bf16), 1.47 (Qwen3-235B FP8): point 1.35, 1.28–1.47 GiB;
-  TP 8: 3.03 (Qwen3-235B bf16), 3.20 (FP8), 3.11–3.34 and 4.86 (DeepSeek-R1 FP8, 7): point 3.20, 3.03–4.86 GiB.
+  TP 1: 1.12 (Llama-3.3-70B bf16, 7 start-ups), 1.26–1.32 (its FP8-dynamic checkpoint, 6): point 1.22, 1.12–1.32 GiB;
+  TP 4: 1.55 (Llama-3.3-70B), 1.57 (Qwen3-235B bf16), 1.74 (Qwen3-235B FP8): point 1.62, 1.55–1.74 GiB;
+  TP 8: 3.31 (Qwen3-235B bf16), 3.47 (FP8), 3.39–3.62 and 5.14 (DeepSeek-R1 FP8, 7): point 3.47, 3.31–5.14 GiB.
 
 Two start-ups of a development build (0.13.1.dev8) leave −2.0 and −2.3 GiB and are not used. RCCL buffers and HIP's
 code objects loaded during the profile run are the likely content; the split is not known. Other AMD GPUs, other
@@ -26,7 +28,7 @@ from kvledger.units import GiB
 
 __all__ = ["is_rocm", "rocm_non_torch_term", "ROCM_WEIGHTS_UP"]
 
-ROCM_NON_TORCH_GIB = {1: (0.94, 0.85, 1.04), 4: (1.35, 1.28, 1.47), 8: (3.20, 3.03, 4.86)}
+ROCM_NON_TORCH_GIB = {1: (1.22, 1.12, 1.32), 4: (1.62, 1.55, 1.74), 8: (3.47, 3.31, 5.14)}
 """TP → (point, low, high) GiB of the MI300X non-torch residual (module docstring: data and spread)."""
 
 ROCM_WEIGHTS_UP = 0.025

@@ -111,12 +111,12 @@ def v1_forces_chunked_prefill(ver: tuple[int, int, int]) -> bool:
     return (0, 8, 0) <= ver <= V1_FORCES_CHUNKED_PREFILL_UNTIL
 
 
-def subtracts_cudagraphs(ver: tuple[int, int, int]) -> bool:
-    """True from 0.20, where the CUDA-graph estimate is subtracted from the KV budget by default: 0.20.0's
-    ``envs.py`` reads ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` with default "1" (0.19: "0"), and
-    ``gpu_worker.py::determine_available_memory`` subtracts the estimate when it is set (its log line says "default
-    since v0.21.0", but the 0.20.0 code already has it on)."""
-    return ver >= (0, 20, 0)
+def subtracts_cudagraphs(ver: tuple[int, int, int], rocm: bool = False) -> bool:
+    """True from 0.20, where the CUDA-graph estimate is subtracted from the KV budget by default (0.20.0 ``envs.py``:
+    ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` default "1", 0.19 "0"; its log line says "since v0.21.0", but 0.20.0
+    has it on); on ROCm from 0.26: ``gpu_worker.py::determine_available_memory`` estimates only ``if not is_rocm()``
+    in 0.20, ``if is_cuda()`` in 0.21–0.25, ``if is_cuda_alike()`` from 0.26 (read in the 0.20–0.26 wheels)."""
+    return ver >= ((0, 26, 0) if rocm else (0, 20, 0))
 
 
 def sliding_inflight_tokens(ver: tuple[int, int, int], max_num_batched_tokens: int) -> tuple[int, str]:
