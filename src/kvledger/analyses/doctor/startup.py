@@ -118,7 +118,8 @@ def _cudagraph_row(ctx: DoctorContext, d, need: str) -> ComparisonRow:
         text += (f"; log: its estimate {_gib(st.cudagraph_estimate_bytes)} (line {cg_line}) was not subtracted: line "
                  f"{st.lines['cudagraph_estimate_applied']} says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off")
         cg_log, cg_line = 0, st.lines["cudagraph_estimate_applied"]
-    elif not est and cg_log is not None and ver and not subtracts_cudagraphs(parse_version(ver)):
+    elif not est and cg_log is not None and ver and not subtracts_cudagraphs(
+            parse_version(ver), ctx.gpu is not None and ctx.gpu.gpu_id.startswith("amd_")):  # ROCm's own gate
         # e.g. vLLM 0.10.2 (gpu_worker.py::compile_or_warm_up_model) captures after the KV pool is sized
         text += (f"; log: the capture took {_gib(cg_log)} (line {cg_line}) after vLLM {ver} had sized the KV pool: "
                  "not a budget term")
