@@ -250,11 +250,13 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     _check_settings(gpu, s)
     checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()
     if s.engine == "vllm":
+        from kvledger.accounting.vllm_kv_dtype_support import check_fp8_kv
         from kvledger.accounting.vllm_sampler import pre_mla_cache_model
         from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
         from kvledger.accounting.vllm_ssm_dtype import with_ssm_dtype
 
         ver = parse_version(s.engine_version or LATEST)
+        check_fp8_kv(model, gpu, s.kv_cache_dtype, ver)
         model = pre_mla_cache_model(model, ver)
         model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
         s, ssm_note = with_ssm_dtype(model, s, ver)
