@@ -108,11 +108,11 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
         for stat in STATS:
             a, b = getattr(ms, stat), getattr(ps, stat)
             rows.append(MetricRow(f"{name} {stat}", "s", a, b, rel_error(b, a)))
-    for key, name, unit in (("throughput_req_per_s", "throughput", "req/s"),
-                            ("throughput_tok_per_s", "output throughput", "tokens/s")):
+    for key, name, unit, what in (("throughput_req_per_s", "throughput", "req/s", "finished requests"),
+                                  ("throughput_tok_per_s", "output throughput", "tokens/s",
+                                   "output tokens of finished requests")):
         a, b = getattr(m, key), getattr(p, key)
-        rows.append(MetricRow(name, unit, a, b, rel_error(b, a),
-                              "finished requests / (last finish − first arrival)"))
+        rows.append(MetricRow(name, unit, a, b, rel_error(b, a), f"{what} / (last finish − first arrival)"))
     if slo is not None:
         gm, gp = goodput(measured, slo), goodput(predicted, slo)
         rows.append(MetricRow("goodput", "req/s", gm.goodput_req_per_s, gp.goodput_req_per_s,

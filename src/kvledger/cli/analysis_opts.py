@@ -3,7 +3,7 @@ plan settings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import typer
@@ -29,8 +29,11 @@ VERSION_OPT = option(EngineFlags, "engine_version", help="vLLM version whose rul
 BW_OPT = option(EngineFlags, "achievable_bandwidth_fraction", also=("--bandwidth-fraction",),
                 help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as "
                      "plan's; --bandwidth-fraction is the old spelling.")
+# simulate's help (the default is 1.0 × the measured GEMM efficiency where one is bundled, 0.7 flat elsewhere), not
+# plan's flat 0.7: these commands price a step as simulate does
+_FLOPS_HELP = {f.name: f for f in fields(EngineFlags)}["achievable_flops_fraction"].metadata["help"]
 FLOPS_OPT = option(EngineFlags, "achievable_flops_fraction", None, also=("--flops-fraction",),
-                   help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; "
+                   help=_FLOPS_HELP + " Same flag as simulate's; "
                         "--flops-fraction is the old spelling.")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 # simulate's flags that price a step (cli/flag_groups.py EngineFlags), for the judgments priced as simulate prices

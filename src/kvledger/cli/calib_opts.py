@@ -63,8 +63,7 @@ MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.
 AsyncScheduling = Annotated[bool | None, option_info(EngineFlags, "async_scheduling", help="vLLM v1 async "
     "scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine "
     "version's (on from vLLM 0.14). calibrate then fits the CPU overhead as max(GPU, CPU) per step.")]
-FlopsFraction = Annotated[float | None, option_info(EngineFlags, "achievable_flops_fraction", help="Roofline: share "
-    "of peak FLOP/s (default: the GPU profile's, else 0.7).")]
+FlopsFraction = Annotated[float | None, option_info(EngineFlags, "achievable_flops_fraction")]  # simulate's help
 BandwidthFraction = Annotated[float | None, option_info(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
     "share of peak HBM bandwidth (default: the GPU profile's, else 0.8).")]
 GpuProfile = Annotated[str | None, option_info(EngineFlags, "gpu_profile", help="GPU-scope calibration pricing the "
