@@ -107,6 +107,15 @@ def test_simulator_sweep_low_load_gain(plan):
         run_spec_sweep(sm, [0.0])
 
 
+def test_simulator_sweep_rate_row_independent_of_the_listed_rates(plan):
+    # a rate's row comes from the seed alone: listing rates in another order, or others beside it, leaves it unchanged
+    sm = SpecDecodeModel(plan, make_draft(), 4, 0.8)
+    kw = dict(num_requests=16, prompt_tokens=256, output_tokens=32, seed=5)
+    one = run_spec_sweep(sm, [2.0], **kw).rates[0]
+    both = run_spec_sweep(sm, [8.0, 2.0], **kw).rates
+    assert both[1] == one and both[0]["rate_per_s"] == 8.0
+
+
 def _sweep_row(rate, tpot, ttft, e2e, tok_s):
     """One rate of run_spec_sweep: (plain, spec) pairs of median TPOT, TTFT, E2E (s) and output tok/s."""
     b = {"tpot_s": {"p50": tpot[0]}, "ttft_s": {"p50": ttft[0]}, "e2e_s": {"p50": e2e[0]},

@@ -124,3 +124,18 @@ def test_workers_give_the_same_profile():
     assert one["fit"].cost == two["fit"].cost
     assert [x["step_cost"] for x in one["leave_one_out"]] == [x["step_cost"] for x in two["leave_one_out"]]
     assert len(one["leave_one_out"]) == 2
+
+
+def test_run_order_does_not_move_the_profile():
+    # the fit sums its runs in one order whatever the order they are given in: the same coefficients to the last bit
+    # (runs measured under different step costs, so no coefficient set fits them exactly)
+    costs = (TRUTH, LinearStepCost(0.01, 5e-5, 3e-9, 2.5e-4, 5e-7), LinearStepCost(0.007, 7e-5, 1e-9, 3.5e-4, 3e-7))
+    runs = [(_run(f"r{rate}", _workload(rate, 12, seed), c), CFG) for seed, (rate, c) in enumerate(zip((2.0, 4.0, 6.0),
+                                                                                                      costs))]
+    start = LinearStepCost(0.004, 1.2e-4, 0.0, 1.5e-4, 8e-7)
+    fwd = calibrate_runs(runs, start, leave_one_out=True)
+    rev = calibrate_runs(runs[::-1], start, leave_one_out=True)
+    assert fwd["fit"].cost == rev["fit"].cost and fwd["fit"].objective == rev["fit"].objective
+    assert ({x["run"]: x["step_cost"] for x in fwd["leave_one_out"]}
+            == {x["run"]: x["step_cost"] for x in rev["leave_one_out"]})
+    assert [x["label"] for x in rev["runs"]] == ["r6.0", "r4.0", "r2.0"]  # listed as given

@@ -158,9 +158,12 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     ``stages``: per run, the stage it stands for (``targets.Target.stage``; None for a per-request run): a stage
     holds no per-request records, so its errors compare its aggregates."""
     stages = list(stages) if stages is not None else [None] * len(runs)
-    guess, fit, folds = fit_and_folds(runs, start, overlap=overlap, split_regimes=split_regimes,
-                                      fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
-                                      two_starts=two_starts, progress=progress)
+    order = sorted(range(len(runs)), key=lambda i: (runs[i][0].source, runs[i][0].label))  # the fit sums the runs in
+    guess, fit, got = fit_and_folds([runs[i] for i in order], start, overlap=overlap,  # one order, whatever the files'
+                                    split_regimes=split_regimes, fit_frontend=fit_frontend,
+                                    leave_one_out=leave_one_out, workers=workers, two_starts=two_starts,
+                                    progress=progress)
+    folds = [got[order.index(i)] for i in range(len(runs))] if got else []
     per_run = []
     from kvledger.calibration.saturation import compared_saturation
 

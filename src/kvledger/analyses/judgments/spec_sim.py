@@ -163,13 +163,13 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
     cfg_spec = EngineConfig(num_gpu_blocks=max(2, sm.pool_blocks()), **common)
     base_cost, spec_cost = sm.cost, SpecRoundStepCost(sm)  # the plain engine: simulate's step cost itself
     out = []
-    for i, rate in enumerate(rates_per_s):
+    for rate in rates_per_s:  # each rate's draws from the seed alone: a rate's row is the same wherever it is listed
         reqs = synthetic_workload(num_requests, rate_per_s=rate, prompt=Fixed(prompt_tokens),
                                   output=Fixed(output_tokens),
-                                  seed=seed + i, id_prefix="spec")
+                                  seed=seed, id_prefix="spec")
         real = {r.request_id: r.num_output_tokens for r in reqs}
         b = _metrics(simulate(reqs, cfg_base, base_cost), None)
-        s = _metrics(simulate(spec_workload(reqs, sm.k, sm.alpha, seed + 10_000 + i), cfg_spec, spec_cost), real)
+        s = _metrics(simulate(spec_workload(reqs, sm.k, sm.alpha, seed + 10_000), cfg_spec, spec_cost), real)
         tb, ts = b["tpot_s"]["p50"], s["tpot_s"]["p50"]
         row = {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": ts / tb if tb and ts else None,
                "ttft_p50_ratio": _ratio(s["ttft_s"]["p50"], b["ttft_s"]["p50"]),
