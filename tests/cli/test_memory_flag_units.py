@@ -31,11 +31,12 @@ def test_units_zero_and_byte_counts_with_their_unit():
 
 
 def test_gpu_memory_beyond_the_largest_catalog_gpu_is_refused():
-    # 8000 GiB planned 7,342 GiB of KV; the catalog's largest GPU holds 287.71 GiB (MI355X, catalog/data/gpus.csv)
+    # 8000 GiB planned 7,342 GiB of KV; the catalog's largest GPU holds 287.98 GiB (MI355X, 294,896 MiB: 288 GiB less
+    # HIP's 16 MiB, catalog/data/gpu_cuda.csv)
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-memory", "8000GiB"])
     assert isinstance(res.exception, InputError)  # main.run() prints it in one paragraph and exits 2
     msg = " ".join(str(res.exception).split())
-    assert "8,000.00 GiB is more memory than any GPU holds" in msg and "287.71 GiB" in msg
+    assert "8,000.00 GiB is more memory than any GPU holds" in msg and "287.98 GiB" in msg
     # a bare 80 is 80 GiB and plans
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-memory", "80", "--json"])
     assert res.exit_code == 0 and json.loads(res.output)["gpu"]["memory_bytes"] == 80 * GiB
