@@ -3,6 +3,7 @@ and edge cases."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -167,3 +168,27 @@ def test_good_mask_is_a_boolean_array(aiperf):
     g = goodput(aiperf, parse_slo("ttft=900ms,tpot=33.2ms"))
     assert g.good_mask.dtype == np.bool_ and int(g.good_mask.sum()) == 5
     assert "good_mask" not in g.to_dict()
+
+
+def test_vllm_detailed_at_the_limit_counts_as_vllm_request_goodput(tmp_path):
+    # A vllm bench serve --save-detailed file run with --goodput ttft:300 tpot:50 e2el:800. vLLM's calculate_metrics
+    # judges the file's own numbers, successful requests only: ttft 0.3 ≤ 0.3; TPOT (latency − ttft)/(output − 1) =
+    # (0.8 − 0.3)/10 = 0.05 ≤ 0.05; e2el 0.8 ≤ 0.8; a 1-token output has TPOT 0 (ttft 0.2, latency 0.2). So the 8
+    # at-the-limit requests and the 1-token one are good, the failed one is not: 9 good in 10 s, request_goodput 0.9.
+    # kvledger rebuilds the latencies from send times 0.1i + 0.03i² s (not binary-exact): (a + 0.3) − a comes back
+    # 5.6e-17 s over 0.3 for i = 2..6, so the plain ≤ counted 4 good, not 9; ≤ is now judged within 4 ulp of the
+    # request's times (clock_slack_s), so every at-the-limit one passes as in vLLM.
+    n = 10
+    starts = [1000.0 + 0.1 * i + 0.03 * i * i for i in range(n)]
+    out = [11] * 8 + [1, 0]
+    doc = {"backend": "vllm", "model_id": "m", "num_prompts": n, "request_rate": 1.0, "duration": 10.0,
+           "completed": 9, "failed": 1, "request_throughput": 0.9, "request_goodput": 0.9,
+           "input_lens": [10] * n, "output_lens": out, "ttfts": [0.3] * 8 + [0.2, 0.0],
+           "itls": [[0.05] * 10] * 8 + [[], []], "latencies": [0.8] * 8 + [0.2, 0.0], "start_times": starts,
+           "errors": [""] * 9 + ["HTTP 500"]}
+    path = tmp_path / "vllm_goodput.json"
+    path.write_text(json.dumps(doc))
+    g = goodput(read_run(path), parse_slo("ttft=300ms,tpot=50ms,e2e=800ms"))
+    assert g.num_good == 9 == round(doc["request_goodput"] * doc["duration"])
+    assert g.goodput_req_per_s == pytest.approx(0.9)
+    assert g.good_request_ids() == [str(i) for i in range(9)]

@@ -28,7 +28,7 @@ from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
-__all__ = ["GoodputResult", "goodput", "goodput_of_records", "run_duration_s", "metric_values"]
+__all__ = ["GoodputResult", "goodput", "goodput_of_records", "run_duration_s", "metric_values", "clock_slack_s"]
 
 
 def goodput(run: RunRecords | AggregateRun, slo: SLO) -> GoodputResult:
@@ -69,6 +69,18 @@ def metric_values(cols: Columns, slo: SLO) -> dict[str, np.ndarray]:
     return out
 
 
+def clock_slack_s(cols: Columns) -> np.ndarray:
+    """Per request, the float rounding a latency rebuilt from absolute times can carry, s: 4 ulp of the largest time.
+
+    Records keep arrival, first-token and finish times, so a file's TTFT of 0.3 s sent at 3.7 s comes back as
+    (3.7 + 0.3) − 3.7 = 0.30000000000000027. Without this slack a value the file states exactly at the limit fails
+    the ≤ that vLLM ``calculate_metrics`` applies to the file's own numbers; the slack (about 1e-15 s at 1 s,
+    1e-12 s at an hour) is far below any clock a benchmark reads.
+    """
+    scale = np.fmax(np.fmax(np.abs(cols.arrival_s), np.abs(cols.finish_s)), np.abs(cols.first_token_s))
+    return 4.0 * np.finfo(np.float64).eps * np.nan_to_num(scale, nan=0.0)
+
+
 def _check(run: RunRecords, cols: Columns, slo: SLO, values: dict[str, np.ndarray], notes: list[str]) -> None:
     ok = cols.ok
     for name, v in (("TTFT", cols.ttft_s()), ("E2E", cols.e2e_s()), ("finish − first token",
@@ -104,8 +116,9 @@ def goodput_of_records(run: RunRecords, slo: SLO) -> GoodputResult:
     _check(run, cols, slo, values, notes)
     good = cols.ok.copy()
     missed = {}
+    slack = clock_slack_s(cols)
     for metric, threshold in slo.constraints():
-        meets = values[metric] <= threshold  # NaN compares False: a missing metric is not good
+        meets = values[metric] <= threshold + slack  # NaN compares False: a missing metric is not good
         missed[metric] = int(np.count_nonzero(cols.ok & ~meets))
         good &= meets
     if not slo.constraints():
