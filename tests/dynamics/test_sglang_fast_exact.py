@@ -94,7 +94,8 @@ def test_a_retraction_under_overload_and_shared_prefixes_match_step_by_step():
     slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)
     assert _all(fast, True) == _all(slow, True)
     recs = fast.records.records
-    assert sum(r.num_preemptions or 0 for r in recs) == 2 and sum(r.num_cached_tokens or 0 for r in recs) == 512
+    # 384 cached tokens since admission waits for a leave after a refusal (batch_is_full); 512 before
+    assert sum(r.num_preemptions or 0 for r in recs) == 2 and sum(r.num_cached_tokens or 0 for r in recs) == 384
 
 
 def test_the_common_sglang_run_decodes_in_stretches_and_matches_step_by_step(monkeypatch):

@@ -225,3 +225,18 @@ def test_hicache_admission_holds_the_unlocked_prefix_and_the_host_tokens_it_load
     b = SimRequest(2, RequestSpec("B", 0.0, 70, 1, prefix_segments=(1, 2, 3), segment_tokens=20))
     handle, hit = kv.match(b)
     assert hit == 60 and kv.admission_hold_tokens(handle) == 60
+
+
+def test_a_refusal_shuts_admission_until_a_running_request_leaves():
+    # SGLang 0.5.23 scheduler.py _get_new_batch_prefill_raw: a NO_TOKEN refusal with requests running sets
+    # running_batch.batch_is_full, and no prefill is tried again until get_next_batch_to_run's filter_batch drops a
+    # request. A 100-token pool (ignore_eos). R1 = 10 + 30 at 0; R2 = 10 + 30 and R3 = 5 + 14 at 5 ms.
+    # Step 2 (10 ms): free 90, R1 reserves 29: R2 41 < 61 → admitted (offset 29 + 41 = 70); R3 20 < 90 − 70 = 20? No →
+    # refused, batch full. Step 3 (20 ms) would fit R3 (20 < 80 − 58 = 22: each admission's page and first token
+    # come back), but the batch stays full: R1 and R2 decode steps 3–31 and both finish at 310 ms; R3 is prefilled
+    # 310–320 ms (first token at 320 ms; before this rule, 30 ms).
+    specs = [RequestSpec("R1", 0.0, 10, 30), RequestSpec("R2", 0.005, 10, 30), RequestSpec("R3", 0.005, 5, 14)]
+    recs, steps, _ = run(specs, num_gpu_blocks=101, max_model_len=100, max_num_batched_tokens=64, max_num_seqs=8)
+    assert steps[1] == (10, [["R2", 10]]) and steps[2] == (20, [["R1", 1], ["R2", 1]])
+    assert steps[31] == (310, [["R3", 5]]) and ms(recs["R3"].chunk_times_s)[0] == 320
+    assert ms(recs["R1"].chunk_times_s)[-1] == ms(recs["R2"].chunk_times_s)[-1] == 310

@@ -23,7 +23,10 @@ ScheduleBatch.retract_decode``; ``scheduler_components/new_token_ratio_tracker.p
    and grows by each admission's ``extend + page +
    max_new`` (``max_new`` 0 for a request cut into chunks). The first refusal stops
    admission; a request larger than the budget left is cut (it becomes the one chunked
-   request), which uses the budget up. ``ratio`` is 1 for requests sent with ``ignore_eos``
+   request), which uses the budget up. A refusal, or an admission that leaves no room (free + evictable − offset
+   ≤ 0), marks the batch full (``running_batch.batch_is_full``) when requests were running before the pass: no
+   request is admitted again (a chunk still continues) until one leaves the running batch (finishes or is
+   retracted) or it empties. ``ratio`` is 1 for requests sent with ``ignore_eos``
    (``EngineConfig.ignore_eos``, how benchmarks replay fixed lengths), else ``new_token_ratio``:
    0.7 when idle, minus (0.7 − 0.098)/600 after each decode step, down to 0.098.
 2. Decode. Every running request needs one token slot; while they do not all fit,
@@ -97,6 +100,15 @@ class SGLangScheduler:
         self._page = kv.block_size
         self._ratio_base = INIT_NEW_TOKEN_RATIO  # new_token_ratio = max(base − decay × steps, min)
         self._decode_steps = 0
+        self.full_at: int | None = None  # batch_is_full: set with the running count then, else None
+        self._before = 0  # running requests (the chunk aside) when the current prefill pass began
+
+    @property
+    def batch_is_full(self) -> bool:
+        """SGLang's ``running_batch.batch_is_full``: admission is shut until a running request leaves (fewer running
+        than when it was set: ``get_next_batch_to_run``'s ``filter_batch``) or only the chunk is left."""
+        full = self.full_at
+        return full is not None and len(self.running) >= full and any(r is not self.chunked for r in self.running)
 
     # ------------------------------------------------------------ ratio
     @property
@@ -113,6 +125,8 @@ class SGLangScheduler:
         """Plan one step: a prefill batch if anything can be prefilled, else a decode batch (module doc)."""
         if not self.running:  # the engine was idle: SGLang resets the ratio (self_check_during_idle)
             self._ratio_base, self._decode_steps = INIT_NEW_TOKEN_RATIO, 0
+        if not self.batch_is_full:
+            self.full_at = None
         plan: list[tuple[SimRequest, int]] = []
         admitted = self._prefill(plan)
         if plan:
@@ -133,18 +147,15 @@ class SGLangScheduler:
             offset = sum(self._max_new(r) * ratio for r in self.running if r is not c)
         avail = self.kv.allocatable_tokens
         budget = cfg.max_num_batched_tokens
-        if c is not None:  # add_chunked_req: the continuing chunk first
-            left = c.num_tokens - c.num_computed_tokens
-            room = min(budget, int(avail - offset)) if avail - offset > 0 else budget
-            n = min(left, room)
-            if not kv.grow(c, n):  # admission reserved the whole prompt and nothing decodes in between
-                raise RuntimeError(f"sglang scheduler: request {c.spec.request_id}'s next chunk ({n} tokens) does "
-                                   "not fit the pool (SGLang: 'Prefill out of memory')")
-            plan.append((c, n))
-            budget -= n
-            offset += n + page + (0 if n < left else min(c.num_output_tokens, CLIP_MAX_NEW_TOKENS))
-            self.chunked = c if n < left else None
-        if self.chunked is not None or not self.waiting or budget <= 0:
+        self._before = len(self.running) - (c is not None)  # the running batch the pass starts from (chunk not in it)
+        if c is not None:
+            budget, offset = self._continue_chunk(c, plan, avail, offset, budget)
+        if not self.waiting or self.full_at is not None:
+            return 0
+        if not avail - offset > 0:  # budget_state() NO_TOKEN: the first candidate is refused
+            self._mark_full()
+            return 0
+        if self.chunked is not None or budget <= 0:  # budget_state() OTHER
             return 0
         if self._lpm:
             order_lpm(self.waiting, kv)
@@ -156,7 +167,8 @@ class SGLangScheduler:
             total = extend + self._max_new(req) + page
             held = kv.admission_hold_tokens(handle)  # add_one_req: prefix locked (_lock_node), host load counted
             if not total < avail - held - offset:
-                break  # AddReqResult.NO_TOKEN
+                self._mark_full()  # AddReqResult.NO_TOKEN
+                break
             if not cfg.enable_chunked_prefill and extend > budget:
                 break
             n = min(extend, budget)
@@ -171,10 +183,32 @@ class SGLangScheduler:
             admitted += 1
             chunked = n < extend
             offset += n + page + (0 if chunked else min(req.num_output_tokens, CLIP_MAX_NEW_TOKENS))
+            if not avail - offset > 0:  # add_one_req returns budget_state(): NO_TOKEN before OTHER
+                self._mark_full()
             if chunked:
                 self.chunked = req
+            if chunked or self.full_at is not None:
                 break
         return admitted
+
+    def _continue_chunk(self, c: SimRequest, plan: list, avail: int, offset: float, budget: int) -> tuple[int, float]:
+        """``add_chunked_req``: the continuing chunk first; returns the budget and offset left."""
+        left = c.num_tokens - c.num_computed_tokens
+        room = min(budget, int(avail - offset)) if avail - offset > 0 else budget
+        n = min(left, room)
+        if not self.kv.grow(c, n):  # admission reserved the whole prompt and nothing decodes in between
+            raise RuntimeError(f"sglang scheduler: request {c.spec.request_id}'s next chunk ({n} tokens) does "
+                               "not fit the pool (SGLang: 'Prefill out of memory')")
+        plan.append((c, n))
+        offset += n + self._page + (0 if n < left else min(c.num_output_tokens, CLIP_MAX_NEW_TOKENS))
+        self.chunked = c if n < left else None
+        return budget - n, offset
+
+    def _mark_full(self) -> None:
+        """scheduler.py ``_get_new_batch_prefill_raw`` on NO_TOKEN: ``batch_is_full`` is set; it lasts only where the
+        pass started with requests running (an empty running batch is replaced by the prefill batch next step)."""
+        if self._before > 0:
+            self.full_at = len(self.running)
 
     def _decode(self) -> SchedulerOutput:
         running, kv = self.running, self.kv
@@ -194,6 +228,7 @@ class SGLangScheduler:
             max_new = sum(r.num_output_tokens for r in running)
             self._ratio_base = min(1.0, (outs + RETRACT_DECODE_STEPS * len(running)) / (max_new + 1))
             self._decode_steps = 0
+            self.full_at = None  # update_running_batch: the batch shrank
         else:
             self._decode_steps += 1
         plan = []

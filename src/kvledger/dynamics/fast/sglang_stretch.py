@@ -19,14 +19,14 @@ steps) while every request has at most 4,096 tokens left (else summed per finish
 integers as ``_prefill`` decides it on floats (exact below 2^53).
 
 Conditions, checked before each step; where one fails the stretch ends before that step with the state step-by-step
-execution has there (the general path then takes over): radix cache with page size 1, FCFS, ``ignore_eos``,
-synchronous scheduling, no step log, no early-stop rule (cluster.py checks one between general steps); at the start
-nothing waiting or being chunked and every running request unshared (its radix path the root, no prefix segments)
-and covering exactly its computed tokens; each arrival batch (the arrivals visible when a step is scheduled) all
-admitted in one prefill step with their whole prompts (budget, seats, the reservation), none with prefix segments
-or a one-token output; every decode step's slots allocatable. The radix tree, usage samples, token runs and
-records are settled once (sglang_settle.py). Tests: tests/dynamics/test_sglang_fast_exact.py compares every reported
-figure with step-by-step execution.
+execution has there (the general path then takes over): radix cache with page size 1, FCFS, ``ignore_eos``, synchronous
+scheduling, no step log, no early-stop rule (cluster.py checks one between general steps); at the start nothing waiting
+or being chunked, the batch not marked full (``batch_is_full``), and every running request unshared (its radix path the
+root, no prefix segments) and covering exactly its computed tokens; each arrival batch (the arrivals visible when a step
+is scheduled) all admitted in one prefill step with their whole prompts (budget, seats, the reservation) and room left
+after them (else SGLang marks the batch full), none with prefix segments or a one-token output; every decode step's
+slots allocatable. The radix tree, usage samples, token runs and records are settled once (sglang_settle.py). Tests:
+tests/dynamics/test_sglang_fast_exact.py compares every reported figure with step-by-step execution.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def eligible(rep) -> bool:
 def _unshared(rep) -> bool:
     """Every running request holds only private slots, exactly its computed tokens; nothing waits or is chunked."""
     sched, root = rep.sched, rep.kv.root
-    if sched.waiting or sched.chunked is not None or len(sched.running) > rep.cfg.max_num_batched_tokens:
+    if (sched.waiting or sched.chunked is not None or sched.batch_is_full
+            or len(sched.running) > rep.cfg.max_num_batched_tokens):
         return False
     for r in sched.running:
         if (r.node is not root or r.spec.prefix_segments or r.covered_tokens != r.num_computed_tokens
@@ -264,8 +265,8 @@ class _SGLangStretch:
             else:
                 rejected.append((i, req))
             i += 1
-        if held > cfg.max_num_batched_tokens:  # the decode step after could not take everyone
-            return None, [], i
+        if held > cfg.max_num_batched_tokens or (new and not offset < avail):  # the decode step after could not
+            return None, [], i  # take everyone; no room left: the general step marks the batch full (batch_is_full)
         return new, rejected, i
 
     def prefill_step(self, new: list[SimRequest]) -> None:

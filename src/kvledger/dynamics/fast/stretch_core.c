@@ -1374,7 +1374,8 @@ static long long sg_gather(PyObject *const *args, SgRun *st, long long i, PyObje
         Py_DECREF(req);
         if (rc <= 0) return rc < 0 ? -1 : -2;
     }
-    return held > lim[0] ? -2 : i;  /* the decode step after could not take everyone */
+    /* the decode step after could not take everyone; or no room is left (the general step marks batch_is_full) */
+    return held > lim[0] || (PyList_GET_SIZE(new) > 0 && !(offset < avail)) ? -2 : i;
 }
 
 /* One admitted request's life [request, D, prompt, output − 1, K] and its finish group (``prefill_step``'s loop). */
