@@ -238,12 +238,11 @@ def _limits(sb: SimBoundary, target: float) -> None:
 
 
 def _probe(order: int, value: float, p: SimProber) -> SimProbe:
-    sim, gp, grew = p.runs[value], p.results[value], p.grew[value]
+    facts, gp, grew = p.runs[value], p.results[value], p.grew[value]
     g = gp.goodput_req_per_s
     return SimProbe(order, p.phase[value], value, gp.attainment, p.meets(value), gp.num_requests, g,
-                    gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / sim.replicas,
-                    None if g is None else g / sim.num_gpus, sim.run.metadata.request_rate,
-                    sim.run.metadata.extra.get("stopped_early"), grew)
+                    gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / facts.replicas,
+                    None if g is None else g / facts.num_gpus, facts.offered_rate_req_per_s, facts.stopped_early, grew)
 
 
 def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
@@ -256,7 +255,7 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     res.notes.extend(unsustained_note(res.points, axis, target, QUEUE_CHECK))
     values = list(p.runs)
     probes = [_probe(i, v, p) for i, v in enumerate(values, start=1)]
-    first = p.runs[values[0]]
+    first = p.simulated(values[0])
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
@@ -281,4 +280,4 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
                        b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,
                        goodput_at, goodput_at / first.num_gpus if goodput_at is not None else None,
                        first.provenance(), notes, [p.results[v] for v in values], first,
-                       p.runs.get(float(b)) if b is not None else None)
+                       p.simulated(b) if b is not None else None)

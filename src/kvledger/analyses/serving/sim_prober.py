@@ -1,9 +1,10 @@
 """The probes of a simulator-driven boundary search (``sim_boundary.search_sim_boundary``): one seeded simulation per
-value on the axis, remembered, with its goodput under the SLO and whether it sustained its load."""
+value on the axis, remembered, with its goodput under the SLO and whether it sustained its load; the per-request records
+only of the probes the search may still report or evaluate again (``SimProber.release``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.analyses.serving.queue_growth import probe_queue_grew
@@ -13,7 +14,7 @@ from kvledger.dynamics.early_stop import MissRule
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 
-__all__ = ["SimProber"]
+__all__ = ["SimProber", "ProbeFacts"]
 
 
 def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
@@ -35,14 +36,34 @@ def _client_latency_s(args: SimRequestArgs) -> float:
     return got.seconds if got is not None else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeFacts:
+    """What the search reports of every probe, kept after its records are released: the value as asked for (a probe
+    run again gets the same arguments), the deployment, the offered rate (req/s) and the early-stop evidence."""
+
+    value: float
+    replicas: int
+    num_gpus: int
+    offered_rate_req_per_s: float | None
+    stopped_early: dict[str, Any] | None
+
+
 class SimProber:
-    """Runs (and remembers) one simulation per value; the goodput of each under the SLO."""
+    """Runs (and remembers) one simulation per value; the goodput of each under the SLO.
+
+    ``runs`` holds every probe's facts in the order run; ``held`` the full runs (records, setup) of the first probe,
+    the lowest probe that missed and the highest below it that met (``release``): what the report quotes (the first
+    run, the boundary run) and what ``search_boundary`` evaluates again (the bracket's ends). A 100,000-request probe
+    stopped early keeps its records as a list of objects (about 30 MiB); holding every probe grew the search's memory
+    by that much per probe.
+    """
 
     def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float,
                  early_stop: bool = True) -> None:
         self.args, self.synthetic, self.axis, self.slo, self.target = args, synthetic, axis, slo, target
         self.early_stop = early_stop
-        self.runs: dict[float, SimulatedRun] = {}
+        self.runs: dict[float, ProbeFacts] = {}
+        self.held: dict[float, SimulatedRun] = {}
         self.results: dict[float, GoodputResult] = {}
         self.grew: dict[float, bool | None] = {}  # value → the probe's queue kept growing (_queue_grew)
         self.phase: dict[float, str] = {}
@@ -51,15 +72,43 @@ class SimProber:
 
     def run_at(self, value: float):
         key = float(value)
-        if key not in self.runs:
-            # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
-            stop = self._miss_rule() if self.early_stop else None
-            self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
-                                          record_token_times=self.slo.itl_s is not None, stop=stop)
-            self.results[key] = goodput(self.runs[key].run, self.slo)
-            self.grew[key] = _queue_grew(self.runs[key])
-            self.phase[key] = self.current_phase
-        return self.runs[key].run
+        if key in self.runs:
+            return self.simulated(key).run
+        sim = self._simulate(value)
+        meta = sim.run.metadata
+        self.runs[key] = ProbeFacts(value, sim.replicas, sim.num_gpus, meta.request_rate,
+                                    meta.extra.get("stopped_early"))
+        self.results[key] = goodput(sim.run, self.slo)
+        self.grew[key] = _queue_grew(sim)
+        self.phase[key] = self.current_phase
+        self.held[key] = sim
+        self.release()
+        return sim.run
+
+    def simulated(self, value: float) -> SimulatedRun:
+        """The full run of a probe already run: held, or simulated again where released (the same seeded simulation
+        with the same arguments gives the same records)."""
+        key = float(value)
+        if key not in self.held:
+            self.held[key] = self._simulate(self.runs[key].value)
+        return self.held[key]
+
+    def release(self) -> None:
+        """Drop the full runs no longer needed: keep the first probe's (the report's setup and provenance), the lowest
+        miss's (the bracket's upper end, which ``search_boundary`` evaluates again) and the highest meet's below it
+        (the boundary if the search ended now, and the bracket's lower end). Any other may be simulated again
+        (``simulated``) but, probes being bisection midpoints between the two ends, is not."""
+        bad = min((v for v in self.runs if not self._met(v)), default=None)
+        good = max((v for v in self.runs if (bad is None or v < bad) and self._met(v)), default=None)
+        keep = {next(iter(self.runs), None), bad, good}
+        for v in [v for v in self.held if v not in keep]:
+            del self.held[v]
+
+    def _simulate(self, value: float) -> SimulatedRun:
+        # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
+        stop = self._miss_rule() if self.early_stop else None
+        return simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
+                            record_token_times=self.slo.itl_s is not None, stop=stop)
 
     def queue_grew(self, value: float, run: Any = None) -> bool | None:
         """Whether the probe at ``value`` (already run) did not sustain its load (``_queue_grew``)."""
@@ -77,8 +126,12 @@ class SimProber:
 
     def meets(self, value: float) -> bool:
         """The probe at ``value`` met the attainment target and kept up with its load (``search_sim_boundary``)."""
-        self.run_at(value)
-        return self.results[float(value)].attainment >= self.target and not self.grew[float(value)]
+        if float(value) not in self.runs:
+            self.run_at(value)
+        return self._met(float(value))
+
+    def _met(self, key: float) -> bool:
+        return self.results[key].attainment >= self.target and not self.grew[key]
 
 
 def _queue_grew(sim: SimulatedRun) -> bool | None:
