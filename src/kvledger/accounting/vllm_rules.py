@@ -1,10 +1,9 @@
-"""vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, and the log lines it
-prints.
+"""vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, the log lines it prints.
 
 Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in
-``docs/engine-model.md`` §1–§2; each function names the engine file it mirrors. Where a
-change happened between two read versions and the exact release is unknown, the rule switches at
-the later read version and the returned source says so.
+``docs/engine-model.md`` §1–§2; each function names the engine file it mirrors. Where a change happened between two
+read versions and the exact release is unknown, the rule switches at the later read version and the returned source
+says so.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "default_batch_limits",
+__all__ = ["LATEST", "parse_version", "version_tuple", "era", "default_gpu_memory_utilization", "default_batch_limits",
            "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines",
            "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES", "v0_long_context_chunked"]
 
@@ -24,16 +23,17 @@ LATEST = "0.33.0"
 """Newest vLLM release whose code was read (docs/engine-model.md §0)."""
 
 
-def parse_version(v: str) -> tuple[int, int, int]:
-    """``"0.10.2"`` → (0, 10, 2); accepts "v0.11", "0.24.0rc1".
-
-    Raises:
-        InputError: text that is not a version, or a version before 0.5.
-    """
+def version_tuple(v: str) -> tuple[int, int, int] | None:
+    """``"0.10.2"`` → (0, 10, 2), "v0.11", "0.24.0rc1" too; None for no version; any release (modelled or not)."""
     m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(v).strip())
-    if not m:
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def parse_version(v: str) -> tuple[int, int, int]:
+    """``version_tuple`` of a release whose rules were read. Raises InputError: no version, or one before 0.5."""
+    ver = version_tuple(v)
+    if ver is None:
         raise InputError(f"--engine-version {v!r} is not a version like 0.10.2")
-    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     if ver < (0, 5, 0):
         raise InputError(f"vLLM {v} predates the rules this tool models (0.5 onwards)")
     return ver

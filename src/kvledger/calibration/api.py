@@ -113,8 +113,9 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     record = record_name(run)
     setup.notes = notes + [pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
                            for n in setup.notes]
-    if max_paddings is None and setup.config.batching == "vllm_v0" and recorded_max_paddings(run) is not None:
-        max_paddings = recorded_max_paddings(run)
+    recorded = recorded_max_paddings(run) if max_paddings is None and setup.config.batching == "vllm_v0" else None
+    if recorded is not None:
+        max_paddings = recorded
         setup.notes.append(f"from the run's own record ({record}): max_paddings {max_paddings} (--max-paddings wins)")
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":

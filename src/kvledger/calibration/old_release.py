@@ -10,10 +10,10 @@ take the non-torch memory) and its host time — is said in a WARNING, never ass
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kvledger.accounting.host_overhead import GRAPHS_FROM
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 
 __all__ = ["OLDEST_MODELLED", "OLD_RELEASE", "older_release", "recorded_max_paddings", "padding_notes"]
@@ -26,15 +26,10 @@ OLD_RELEASE = "WARNING: the run's record names vLLM"
 """How ``older_release``'s note begins (``engine_assumptions.engine_notes`` carries it into a profile's notes)."""
 
 
-def _version(text: str) -> tuple[int, int, int] | None:
-    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(text).strip())
-    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
-
-
 def older_release(version: str, args: Any) -> tuple[dict[str, Any], str] | None:
     """(settings, note) to replay a run recorded on ``version`` when it predates the rules modelled; None when it does
     not (or is no version). ``args``: the user's flags (a flag given wins over what the release implies)."""
-    ver = _version(version)
+    ver = version_tuple(version)
     if ver is None or ver >= (0, 5, 0):
         return None
     out: dict[str, Any] = {"engine_version": OLDEST_MODELLED}  # a V0 release: its defaults pick V0's scheduler
