@@ -61,9 +61,9 @@ def test_report_and_the_web_app_refuse_it_before_any_simulation():
     with pytest.raises(InputError, match=r"^--utilization 0.9 cannot be given with a monthly volume"):
         build_report_data(req, progress=stages.append)
     assert stages == []  # not even the memory plan
-    r = TestClient(create_app()).post("/api/serving", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100",
-                                                            "slo": "ttft=200ms,tpot=50ms", "utilization": 0.9,
-                                                            "monthly_tokens": 3e9})
+    app = TestClient(create_app(), base_url="http://127.0.0.1")  # the app answers a Host naming this machine only
+    r = app.post("/api/serving", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100",
+                                       "slo": "ttft=200ms,tpot=50ms", "utilization": 0.9, "monthly_tokens": 3e9})
     # in the app's words: its utilization and volume fields
     assert r.status_code == 400 and r.json()["error"].startswith(
         "utilization 0.9 (the utilization field) cannot be given with a monthly volume (the volume field)")

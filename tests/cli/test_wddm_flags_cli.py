@@ -111,7 +111,7 @@ def test_ui_plan_endpoint_takes_wddm():
 
     from kvledger.report.webapp import create_app
 
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     r = client.post("/api/plan", json={"model": MODEL, "gpu": "rtx5090", "max_model_len": "8192", "wddm": True})
     h = r.json()["headline"]
     assert h["num_gpu_blocks"] == WDDM_BLOCKS and h["startup"].startswith("warning (--wddm)")

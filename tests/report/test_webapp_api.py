@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from kvledger.cli.main import app
 from kvledger.report.webapp import create_app
 
-client = TestClient(create_app())
+client = TestClient(create_app(), base_url="http://127.0.0.1")
 runner = CliRunner()
 CTX = "1K,2K,4K,8K,16K,32K,64K,128K"
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from kvledger.report.webapp import create_app
 
-client = TestClient(create_app())
+client = TestClient(create_app(), base_url="http://127.0.0.1")
 BODY = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "api": "OpenAI:gpt-4.1", "num_requests": 60}
 
 

@@ -16,7 +16,7 @@ from kvledger.report.webapp_guard import Busy, WorkQueue
 
 PLAN = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100"}
 SERVING = {**PLAN, "slo": "ttft=200ms", "api": "OpenAI:gpt-4.1", "num_requests": 50}
-client = TestClient(create_app())
+client = TestClient(create_app(), base_url="http://127.0.0.1")
 
 
 def test_cross_origin_post_is_refused_and_same_origin_answers():
@@ -24,7 +24,7 @@ def test_cross_origin_post_is_refused_and_same_origin_answers():
     assert r.status_code == 403 and "cross-origin request refused" in r.json()["error"]
     r = client.post("/api/plan", json=PLAN, headers={"Sec-Fetch-Site": "cross-site"})
     assert r.status_code == 403 and "Sec-Fetch-Site: cross-site" in r.json()["error"]
-    r = client.post("/api/plan", json=PLAN, headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"})
+    r = client.post("/api/plan", json=PLAN, headers={"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"})
     assert r.status_code == 200
 
 
@@ -71,7 +71,7 @@ def test_a_full_queue_answers_busy_at_once(monkeypatch):
         return {"headline": {}, "cost": {}, "figures": {}}
 
     monkeypatch.setattr(webapp, "serving_payload", slow)
-    app_client = TestClient(create_app())
+    app_client = TestClient(create_app(), base_url="http://127.0.0.1")
     codes: list[int] = []
     threads = [threading.Thread(target=lambda: codes.append(app_client.post("/api/serving", json=SERVING).status_code))
                for _ in range(3)]  # 1 running + 2 waiting: the serving queue's size
@@ -124,3 +124,31 @@ def test_ui_on_a_non_loopback_host_warns_and_prints_a_token(monkeypatch):
     assert "http://0.0.0.0:8799/?token=" in res.output and seen["host"] == "0.0.0.0"
     res = CliRunner().invoke(app, ["ui", "--port", "8799"])
     assert "warning" not in res.output and "?token=" not in res.output
+
+
+def test_on_loopback_a_host_that_is_not_this_machine_is_refused():
+    # DNS rebinding: a page on rebound.example whose name now resolves to 127.0.0.1 sends Host and Origin
+    # rebound.example:8000, which agree with each other; only the Host check tells it from the app's own page
+    rebound = TestClient(create_app(), base_url="http://rebound.example:8000")
+    assert rebound.get("/").status_code == 400
+    r = rebound.post("/api/plan", json=PLAN, headers={"Origin": "http://rebound.example:8000"})
+    assert r.status_code == 400
+    for name in ("http://localhost:8000", "http://[::1]:8000", "http://127.0.0.1:8000"):
+        assert TestClient(create_app(), base_url=name).get("/api/choices").status_code == 200, name
+    # with a token (kvledger ui --host beyond loopback) any name may reach it: the token guards it
+    assert TestClient(create_app(token="t"), base_url="http://box.lan").get("/", params={"token": "t"}).status_code \
+        == 200
+
+
+def test_a_post_states_its_length_and_stays_small():
+    from kvledger.report.webapp_guard import MAX_BODY_BYTES
+
+    big = b'{"model": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    r = client.post("/api/plan", content=big, headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and f"at most {MAX_BODY_BYTES:,} B" in r.json()["error"]
+
+    def chunks():  # no Content-Length: a chunked body of unknown size
+        yield b'{"model": "meta-llama/Llama-3.1-8B", "gpu": "H100"}'
+
+    r = client.post("/api/plan", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 411 and "Content-Length" in r.json()["error"]

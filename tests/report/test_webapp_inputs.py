@@ -18,7 +18,7 @@ def _get(client: TestClient, **params):  # work is a JSON POST (webapp_guard)
 
 
 def test_without_a_data_dir_no_local_file_is_read(tmp_path):
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     secret = tmp_path / "secret.json"
     secret.write_text('{"password": "hunter2"}')
     for model in ("/etc/passwd", str(secret), "../../../etc/passwd"):
@@ -36,7 +36,7 @@ def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
     (data / "llama.json").write_text(cfg)
     (tmp_path / "outside.json").write_text(cfg)
     (data / "link.json").symlink_to(tmp_path / "outside.json")
-    client = TestClient(create_app(data))
+    client = TestClient(create_app(data), base_url="http://127.0.0.1")
     ok = _get(client, model="llama.json")  # relative to the data folder
     # the same config as the bundled one: 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token
     assert ok.status_code == 200 and json.loads(ok.text)["headline"]["kv_bytes_per_token"] == 131072
@@ -46,7 +46,7 @@ def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
 
 
 def test_bad_numbers_are_named_in_words():
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     # a number written as a string is refused as such (the request is strict: webapp_requests.py) ...
     r = _get(client, gpu_memory_utilization="nan")
     assert r.status_code == 400 and r.json()["error"] == ("invalid parameter: gpu_memory_utilization must be a number, "
@@ -70,7 +70,7 @@ def test_ui_refuses_a_data_dir_that_is_not_a_folder(tmp_path):
 
 
 def test_a_trace_without_arrival_times_is_neither_offered_nor_simulated():
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     assert client.get("/api/choices").json()["traces"] == ["azure-conv", "azure-code", "mooncake",
                                                            "mooncake-synthetic"]
     r = client.post("/api/serving", json={"model": MODEL, "gpu": "H100", "slo": "ttft=2s", "trace": "arxiv"})

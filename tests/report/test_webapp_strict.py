@@ -15,7 +15,7 @@ from kvledger.cli.main import app
 from kvledger.report.webapp import create_app
 from kvledger.report.webapp_requests import PlanRequest, ServingRequest
 
-client = TestClient(create_app())
+client = TestClient(create_app(), base_url="http://127.0.0.1")
 runner = CliRunner()
 MODEL = "meta-llama/Llama-3.1-8B"
 SERVING = {"model": MODEL, "gpu": "H100", "slo": "ttft=200ms", "api": "OpenAI:gpt-4.1", "num_requests": 50}
@@ -168,7 +168,7 @@ def test_long_text_is_refused_by_its_length_and_never_echoed_whole():
 
     from kvledger.report.webapp import create_app
 
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     body = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "x" * 50_000, "api": "y" * 300}
     r = client.post("/api/serving", json=body)
     assert r.status_code == 400 and r.json()["error"] == (

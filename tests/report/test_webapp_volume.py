@@ -9,7 +9,7 @@ from kvledger.report.webapp import create_app
 
 
 def test_serving_with_a_volume_answers_with_both_bills():
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     r = client.post(  # work is a JSON POST from the page (webapp_guard)
         "/api/serving",
         json={

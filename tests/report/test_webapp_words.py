@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from kvledger.report.webapp import create_app
 from kvledger.report.webapp_words import in_app_words
 
-client = TestClient(create_app())
+client = TestClient(create_app(), base_url="http://127.0.0.1")
 HEADERS = {"sec-fetch-site": "same-origin", "content-type": "application/json"}
 
 

@@ -8,9 +8,13 @@ grants: 415 otherwise); the ``Origin`` header, when the browser sends one, names
 ``Sec-Fetch-Site`` is ``same-origin`` or ``none`` (403 otherwise); with a token (``kvledger ui --host`` other than
 loopback) the ``X-Kvledger-Token`` header equals it (403). Work runs in a bounded queue: ``running`` at once and
 ``waiting`` more; a request beyond that is answered 503 with ``{"busy": true}`` and a ``Retry-After`` at once
-instead of waiting behind others. A request whose client has gone (the page aborts its earlier request when a field
-changes) leaves the line instead of running, and a running one stops at its next stage (``Gone``): abandoned work
-must not hold the places the page's latest request needs.
+instead of waiting behind others. Served on loopback without a token, every request's ``Host`` must name this machine
+(``127.0.0.1``, ``localhost``, ``::1``; Starlette's ``TrustedHostMiddleware``, 400 otherwise): a page on another site
+whose name an attacker points at 127.0.0.1 (DNS rebinding) sends its own name as ``Host`` and ``Origin``, which
+agree with each other and would pass the origin check alone. A POST states its body's length (411 otherwise) and
+stays under ``MAX_BODY_BYTES`` (413): the page's requests are a few hundred bytes. A request whose client has gone
+(the page aborts its earlier request when a field changes) leaves the line instead of running, and a running one
+stops at its next stage (``Gone``): abandoned work must not hold the places the page's latest request needs.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-__all__ = ["Busy", "Gone", "PostGuard", "Refused", "WorkQueue", "check_request", "run_while_wanted", "LOOPBACK"]
+__all__ = ["Busy", "Gone", "PostGuard", "Refused", "WorkQueue", "check_request", "run_while_wanted", "LOOPBACK",
+           "LOOPBACK_HOSTS", "MAX_BODY_BYTES"]
 
 POLL_S = 0.05  # how often a request in line looks for a free place and for its client's departure
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")  # Host header names of this machine (IPv6 bracketed too)
+MAX_BODY_BYTES = 64 * 1024  # a POST's body at most, B: the page's JSON requests are a few hundred bytes
 
 
 class Busy(Exception):
@@ -113,6 +120,11 @@ async def run_while_wanted(gone: Callable[[], Awaitable[bool]], work: Callable[[
 
 def check_request(headers: Any, scheme: str, token: str | None) -> None:
     """Refused unless the request is JSON from this app's own page (and carries the token when one is set)."""
+    length = headers.get("content-length")
+    if length is None or not length.strip().isdigit():
+        raise Refused(411, "a request that starts work states its body's length (Content-Length)")
+    if int(length) > MAX_BODY_BYTES:
+        raise Refused(413, f"request body of {int(length):,} B refused: at most {MAX_BODY_BYTES:,} B")
     ctype = (headers.get("content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise Refused(415, "work is started only by a JSON POST from the kvledger page "
