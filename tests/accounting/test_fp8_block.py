@@ -47,21 +47,35 @@ def test_gemm_time_by_hand():
 
 
 def test_moe_experts_on_ada_multiply_in_fp8_beside_marlin_linears():
-    # Qwen3-30B-A3B-FP8 on an L40S (BF16 362.05, FP8 733 TFLOP/s at 70%), TP 1, an 8,192-token prefill chunk.
+    # Qwen3-30B-A3B-FP8 on an L40S (BF16 362.05, FP8 733 TFLOP/s at 70%, 864 GB/s), TP 1, an 8,192-token prefill chunk.
     # Routed experts: 128 × 48 layers × 3 × 2,048 × 768 = 28,991,029,248 parameters, 8/128 of them per token:
     # 1,811,939,328 → 2 × 1,811,939,328 × 8,192 = 29,686,813,949,952 FLOP on the FP8 Triton fused MoE
     # (fused_moe/oracle/fp8.py; triton_moe.py supports 128-block FP8 from sm89). All matmuls: 2 × 2,730,702,848 ×
     # 8,192 + the LM head 622,329,856 = 44,740,457,791,488 FLOP, so 15,053,643,841,536 on Marlin's BF16 MMAs:
-    # 15.0536e12 / 253.435e12 + 29.6868e12 / 513.1e12 = 59.40 + 57.86 = 117.26 ms of GEMMs (weights 30.55 GB ÷
-    # 691.2 GB/s = 44.2 ms, under it) — between all-BF16 (176.5 ms) and the all-FP8 price before this (87.2 ms).
+    # 15.0536e12 / 253.435e12 = 59.40 ms (dense weights 1.554 GB ÷ 691.2 GB/s = 2.2 ms, under it).
+    # The experts are FP8 (their MMA peak is the FP8 one) but are priced by the fused-MoE kernel fit (moe_kernel.py),
+    # which prices FP8 and BF16 experts at the BF16 peak: its own L40S table is this FP8 kernel at this shape, and an
+    # FP8-peak variant fits the tables worse. Per MoE layer: t0 + max(touched bytes / (β·BW), FLOPs_pad / (η·P16)):
+    #   bytes: 28,991,029,248 FP8 + 128×128-block FP32 scales (4/16,384 B per weight) = 28,998,107,136 B, all touched
+    #     (1 − (15/16)^8192 = 1): 28.998e9 / (0.860 × 864e9) = 39.0 ms;
+    #   FLOPs: 8,192 > 128 → BLOCK_M 64, 543.27 padded rows per expert (mean 512, σ 21.9: 64 × 8.49):
+    #     2 × 1,811,939,328 × 128 × 543.27 / 8 = 31.50e12 at η∞·543.27/(543.27 + 5.60) = 0.339 × 0.9898 = 0.3353
+    #     of 362.05e12 → 259.5 ms — compute-bound; + 48 × 43.2 µs = 2.07 ms → 261.6 ms.
     from kvledger.accounting.kvcache import kv_ledger
+    from kvledger.accounting.moe_kernel import moe_kernel_fit, padded_rows_per_expert
     from kvledger.accounting.roofline import RooflineStepCost
     from kvledger.accounting.roofline_breakdown import prefill_shape
 
     m, g = load_model("Qwen/Qwen3-30B-A3B-FP8"), get_gpu("L40S")
     rc = RooflineStepCost(m, g, kv_ledger(m, "auto", 1), 1)
+    assert rc.expert_peak_flops == 733e12 and rc.peak_flops == 362.05e12  # FP8 experts beside BF16 Marlin linears
     c = rc.costs(prefill_shape(8192))
     assert (c.matmul_flops, c.expert_flops) == (44_740_457_791_488, 29_686_813_949_952)
-    gemm = 15_053_643_841_536 / (362.05e12 * 0.7) + 29_686_813_949_952 / (733e12 * 0.7)
-    assert gemm == pytest.approx(0.11726, rel=1e-4)
-    assert rc.time_s(c) == pytest.approx(gemm + rc.attention_s(c))
+    assert c.expert_bytes == 28_998_107_136 == 28_991_029_248 * (1 + 4 / 16384)
+    f, rows = moe_kernel_fit(), padded_rows_per_expert(8192, 8, 128)
+    moe = 48 * f.floor_s + 2 * 1_811_939_328 * 128 * rows / 8 / (f.gemm_efficiency * rows / (rows + f.half_tokens)
+                                                               * 362.05e12)
+    assert moe * 1e3 == pytest.approx(261.6, abs=0.1) and c.moe_kernel_s == pytest.approx(moe, rel=1e-12)
+    dense = 15_053_643_841_536 / (362.05e12 * 0.7)
+    assert dense == pytest.approx(0.05940, rel=1e-3)
+    assert rc.time_s(c) == pytest.approx(dense + moe + rc.attention_s(c), rel=1e-12)

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
-from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
+from kvledger.accounting.fp8_block import compute_dtype
 from kvledger.accounting.gemm_efficiency import GemmCurve, MeasuredGemm
 from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.moe_kernel import FusedMoePrices
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.step_costs import StepCosts
 from kvledger.accounting.stepcost import StepShape
@@ -57,7 +58,7 @@ def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
     return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
 
 
-class RooflineStepCost(DecodePrices, MeasuredGemm):
+class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
     """Per-GPU roofline costs for one model on one GPU at a TP degree; also a StepCostModel for the simulator.
 
     Args:
@@ -130,18 +131,6 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
         self._init_moe(model, tp, ep, grouped_gemm_half_tokens)
 
-    def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
-        """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
-        self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
-        # the all-to-all's link, once (the all-reduce's, at its share); none without expert parallelism (no bytes)
-        self._a2a_link_Bps = link_bytes_per_s(self.gpu, self.allreduce_link_share) if ep > 1 else 0.0
-        # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
-        self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
-            else self.peak_flops
-        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0 or self.expert_peak_flops != self.peak_flops)
-        frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
-        self.expert_params_per_token = frac * sum(w.numel for w in model.weights if w.expert) / tp
-
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
         w_total, _ = weight_bytes_per_gpu(model, tp, include_rope_cache=False)
@@ -212,14 +201,18 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
             return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                              host_s=host, matmul_efficiency=self.matmul_efficiency(T),
                              layer_kernels_s=self.layer_kernels_s(T))
-        m = self.model
-        eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
-                                      self.grouped_gemm_half_tokens)
+        m, ef = self.model, 2 * self.expert_params_per_token * T
         imb = ep_imbalance(T, m.experts_per_token, self.ep)
         a2a = ep_all_to_all_bytes(T, m.experts_per_token, m.hidden_size, m.dtype_bytes, self.ep)
+        a2a_s = a2a / self._a2a_link_Bps if self._a2a_link_Bps else 0.0
+        if self.moe_layers:  # the fused-MoE kernel term (moe_kernel.py) prices the routed experts
+            return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
+                             ef, imb, a2a_s, host, expert_bytes=self.expert_bytes * self.experts_touched_fraction(T),
+                             moe_kernel_s=self.moe_kernel_s(T, imb))
+        eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
+                                      self.grouped_gemm_half_tokens)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
-                         2 * self.expert_params_per_token * T, imb / eta if eta > 0 else float("inf"),
-                         a2a / self._a2a_link_Bps if self._a2a_link_Bps else 0.0, host)
+                         ef, imb / eta if eta > 0 else float("inf"), a2a_s, host)
 
     def host_s(self, num_seqs: float) -> float:
         """Host time in series with the GPU of a step over ``num_seqs`` sequences, s (0.0 when neither term is set)."""
@@ -250,13 +243,19 @@ class RooflineStepCost(DecodePrices, MeasuredGemm):
                        c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         pe = self.expert_peak_flops * self.flops_fraction  # routed experts apart only at another MMA dtype
-        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
-            (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
+        if c.moe_kernel_s:  # the routed experts in their own term (moe_kernel.py), added after the dense ones
+            mm, wb = (c.matmul_flops - c.expert_flops) / p, c.weight_bytes - c.expert_bytes
+        else:
+            mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
+                (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
+            wb = c.weight_bytes
         if c.matmul_efficiency != 1.0:  # the measured GEMM curve (gemm_efficiency.py); flat: no operation at all
             mm = mm / c.matmul_efficiency
-        gpu = max(mm, c.weight_bytes / b)  # + the measured layer kernels (layer_kernels.py); flat: no operation
-        gpu = (gpu + c.layer_kernels_s if c.layer_kernels_s else gpu) + self.attention_s(c) + c.allreduce_s \
-            + c.all_to_all_s
+        gpu = max(mm, wb / b)  # + the measured layer kernels (layer_kernels.py) and the fused MoE; else no operation
+        gpu = gpu + c.layer_kernels_s if c.layer_kernels_s else gpu
+        if c.moe_kernel_s:
+            gpu = gpu + c.moe_kernel_s
+        gpu = gpu + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
         if c.host_s:
             gpu = gpu + c.host_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s

@@ -25,6 +25,9 @@ class StepCosts:
             which divides their FLOP time; 1.0 without a measured curve.
         layer_kernels_s: the layers' norm, RoPE, activation and unfused add kernels (``layer_kernels.py``), s; 0 without
             the measured pricing.
+        expert_bytes: the routed experts' share of weight_bytes (filled with moe_kernel_s), B; moe_kernel_s: the
+            fused-MoE kernels of every MoE layer (``moe_kernel.py``), which then price the routed experts in place of
+            their FLOPs and bytes in the weight roofline, s (0 for dense models).
     """
 
     matmul_flops: float
@@ -40,6 +43,8 @@ class StepCosts:
     host_s: float = 0.0
     matmul_efficiency: float = 1.0
     layer_kernels_s: float = 0.0
+    expert_bytes: float = 0.0
+    moe_kernel_s: float = 0.0
 
     @property
     def flops(self) -> float:

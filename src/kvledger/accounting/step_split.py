@@ -12,7 +12,8 @@ overhead), each term split by what drives it::
                                                         (+ MLA context re-expansion, prefill only)
     attention    max(A/peak, KV/BW) × A_prefill ÷ A when FLOP-bound, × KV_prefill ÷ KV when bytes-bound
                  (split-kernel backends: the prefill kernel's own roofline term)
-    all-reduce   × prefill tokens ÷ tokens (and the measured layer kernels, layer_kernels.py, the same way)
+    all-reduce   × prefill tokens ÷ tokens (and the measured layer kernels, layer_kernels.py, and the routed
+                 experts' fused-MoE term, moe_kernel.py, the same way; their FLOPs and bytes leave the matmul term)
     step         duration × (prefill parts ÷ the three terms), so the CPU overhead follows the GPU work
 
 A prompt is thus charged its own matmul FLOPs whenever the step is compute-bound (1M prompt tokens
@@ -82,7 +83,8 @@ class PrefillTime:
         self._price = step_pricer(cost)
         rc = cost if getattr(cost, "name", None) == "roofline" and hasattr(cost, "costs") else None
         self._rc = rc  # the roofline: split by its terms (module doc)
-        self._vec = rc if rc is not None and not (rc.window_terms or rc.split_attention) else None  # … in numpy
+        self._vec = rc if rc is not None and not (rc.window_terms or rc.split_attention) \
+            and rc.split_vectorisable else None  # … in numpy
         self._times = None if rc is not None else getattr(cost, "step_times_of", None)  # a model's vectorised prices
         self._pure_s = 0.0  # Σ pure-prefill step durations, s
         self._mixed_s = 0.0  # Σ prefill parts of folded mixed steps, s
@@ -144,8 +146,13 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     f = pre_f + 2 * rc.matmul_params * dec + rc.head_flops_per_seq * dec
     m, ff, b = rc.model, rc.flops_fraction, rc.bw * rc.bandwidth_fraction
     frac = (1 - (1 - m.experts_per_token / m.num_experts) ** T) if m.is_moe else 1.0
+    wb = rc.dense_weight_bytes + rc.expert_bytes * frac
+    moe = rc.moe_kernel_s_array(T) if rc.moe_layers else 0.0  # the routed experts' fused-MoE term, by tokens
+    if rc.moe_layers:  # … in place of their FLOPs and bytes in the matmul roofline, as roofline_prefill_fraction_one
+        ex = 2 * rc.expert_params_per_token
+        pre_f, f, wb = pre_f - ex * pf_tok, f - ex * T, wb - rc.expert_bytes * frac
     eff = 1.0 if rc.gemm_curve is None else rc.gemm_curve.efficiency_array(T, rc.gemm_nk)  # per step's tokens
-    mm = np.maximum(f / (rc.peak_flops * ff) / eff, (rc.dense_weight_bytes + rc.expert_bytes * frac) / b)
+    mm = np.maximum(f / (rc.peak_flops * ff) / eff, wb / b)
     pre_a = rc.prefill_flops_per_pair * pairs
     a = pre_a + rc.attn_flops_per_pair * dec_kv
     g, st = rc.growing_read_bytes, 2 * rc.state_bytes
@@ -161,6 +168,7 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
                                          rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
     if rc.layer_kernels is not None:
         per_tok = per_tok + rc.layer_kernels.step_s_array(T)
+    per_tok = per_tok + moe
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
     total = mm + at + per_tok
     pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,
@@ -179,8 +187,11 @@ def roofline_prefill_fraction_one(rc: Any, shape: StepShape) -> float:
     ctx = shape.prefill_kv_tokens - shape.num_prefill_tokens
     pre_f = (2 * rc.matmul_params * shape.num_prefill_tokens + rc.head_flops_per_seq * shape.num_prefill_seqs
              + rc.upproj_flops_per_token * ctx)
-    mm = max(c.matmul_flops / p / c.matmul_efficiency, c.weight_bytes / b)  # the measured curve's share, 1.0 flat
-    pre = mm * (pre_f / c.matmul_flops if c.matmul_flops > 0 else 0.0)
+    if c.moe_kernel_s:  # routed experts in the fused-MoE term (moe_kernel.py), which goes by the step's tokens
+        pre_f -= 2 * rc.expert_params_per_token * shape.num_prefill_tokens
+    mf, wb = c.matmul_flops - (c.expert_flops if c.moe_kernel_s else 0.0), c.weight_bytes - c.expert_bytes
+    mm = max(mf / p / c.matmul_efficiency, wb / b)  # the measured curve's share, 1.0 flat
+    pre = mm * (pre_f / mf if mf > 0 else 0.0)
     at = rc.attention_s(c)
     if rc.split_attention:
         pre += max(c.prefill_attn_flops / pa, c.prefill_kv_bytes / b)
@@ -188,7 +199,7 @@ def roofline_prefill_fraction_one(rc: Any, shape: StepShape) -> float:
         pre += at * (c.prefill_attn_flops / c.attn_flops if c.attn_flops > 0 else 0.0)
     else:
         pre += at * (c.prefill_kv_bytes / c.kv_bytes if c.kv_bytes > 0 else 0.0)
-    per_token = c.allreduce_s + c.layer_kernels_s  # both by the step's tokens
+    per_token = c.allreduce_s + c.layer_kernels_s + c.moe_kernel_s  # all by the step's tokens
     pre += per_token * shape.num_prefill_tokens / T
     total = mm + at + per_token
     return pre / total if total > 0 else 0.0
