@@ -244,7 +244,7 @@ class FusedMoePrices:
 
         self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
         # the all-to-all's link, once (the all-reduce's, at its share); none without expert parallelism (no bytes)
-        self._a2a_link_Bps = link_bytes_per_s(self.gpu, self.allreduce_link_share) if ep > 1 else 0.0
+        self._a2a_link_Bps = link_bytes_per_s(self.gpu, self.allreduce_link_share) if self.all_to_all else 0.0
         # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
         self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
             else self.peak_flops

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.expert_parallel import ep_size, expert_parallel_notes
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
@@ -114,7 +115,7 @@ class Plan:
         s = self.settings
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
-        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
+        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp, ep=ep_size(self.model, s),
                               flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction,
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
@@ -248,6 +249,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """
     s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
     _check_settings(gpu, s)
+    ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()
     if s.engine == "vllm":
         from kvledger.accounting.vllm_kv_dtype_support import check_fp8_kv
@@ -276,7 +278,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
-                              *ssm_note, *mem.notes))
+                              *ssm_note, *ep_notes, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
@@ -285,7 +287,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
                               weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu),
-                              allreduce_link_share=s.allreduce_link_share)
+                              allreduce_link_share=s.allreduce_link_share, ep=ep_size(model, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes)

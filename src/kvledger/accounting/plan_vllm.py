@@ -4,8 +4,7 @@ available = ceil(total × gpu_memory_utilization) − weights − activation pea
             − CUDA-graph estimate (0.20+)                        [gpu_worker.py::determine_available_memory]
   each term per GPU of each pipeline stage, by version (vllm_profile.py); with PP the stage with the
   fewest blocks binds (the engine keeps the minimum block count over workers)
-num_gpu_blocks = floor(available / bytes_per_block)   [kv_cache_planning.py::get_kv_cache_config_from_groups]
-"""
+num_gpu_blocks = floor(available / bytes_per_block)   [kv_cache_planning.py::get_kv_cache_config_from_groups]"""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
@@ -97,7 +97,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     else:
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
-                            gpu_arch=gpu.arch, engine_version=ver, rocm=rocm)
+                            gpu_arch=gpu.arch, engine_version=ver, rocm=rocm, ep=ep_size(checkpoint, s))
         items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm)]
     items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage, v2))
     if s.non_torch_bytes is not None:

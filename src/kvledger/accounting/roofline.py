@@ -41,7 +41,7 @@ from kvledger.accounting.step_costs import StepCosts
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
-from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.accounting.weightmem import expert_bytes_per_gpu, weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
@@ -81,8 +81,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
             (module docstring), s; 0 by default.
         gemm_curve: the GPU's measured matmul efficiency (``gemm_efficiency.GemmCurve``), which ``flops_fraction`` then
             scales (1.0: as measured); None: the flat fraction. Ignored for MoE and FP8 models (not measured).
-        ep / grouped_gemm_half_tokens: MoE only — expert-parallel ranks and the grouped GEMM's half-rate tokens per
-            expert (``moe_terms.py``); the defaults (1, 0) model neither imbalance nor a small-GEMM penalty.
+        ep / grouped_gemm_half_tokens / all_to_all: MoE only (``moe_terms.py``) — expert-parallel ranks, the grouped
+            GEMM's half-rate tokens per expert, EP's all-to-all (vLLM's: data parallel > 1 only); defaults model none.
     """
 
     name = "roofline"
@@ -92,7 +92,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                  weights_bytes: float | None = None, split_attention: bool | None = None,
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
-                 gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None) -> None:
+                 gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None,
+                 all_to_all: bool = False) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -100,11 +101,10 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         self.attn_peak_flops = gpu.fp8_flops_per_s if self.attn_dtype == "fp8" else gpu.bf16_flops_per_s
         self.bw = gpu.hbm_bandwidth_bytes_per_s
         self.flops_fraction, self.bandwidth_fraction = flops_fraction, bandwidth_fraction
-        self.cpu_overhead_s = cpu_overhead_s
-        self.overlap_cpu = overlap_cpu
+        self.cpu_overhead_s, self.overlap_cpu = cpu_overhead_s, overlap_cpu
         self.host_step_s, self.host_seq_s = host_step_s, host_seq_s
-        self._init_weights(model, tp, weights_bytes)
-        self.allreduce_link_share = allreduce_link_share
+        self._init_weights(model, tp, weights_bytes, ep)
+        self.allreduce_link_share, self.all_to_all = allreduce_link_share, all_to_all and ep > 1
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
         self.custom_allreduce_max_bytes = custom_allreduce_max_bytes if tp > 1 else 0.0
         head = model.vocab_size * model.hidden_size
@@ -131,14 +131,14 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
         self._init_moe(model, tp, ep, grouped_gemm_half_tokens)
 
-    def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
+    def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None, ep: int = 1) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
-        w_total, _ = weight_bytes_per_gpu(model, tp, include_rope_cache=False)
+        w_total, _ = weight_bytes_per_gpu(model, tp, include_rope_cache=False, ep=ep)
         q, db = model.quant, model.dtype_bytes
         # measured / computed weight memory (the engine's figure includes the RoPE cache)
-        scale = 1.0 if weights_bytes is None else weights_bytes / weight_bytes_per_gpu(model, tp)[0]
+        scale = 1.0 if weights_bytes is None else weights_bytes / weight_bytes_per_gpu(model, tp, ep=ep)[0]
         emb = sum(q.bytes_of(w, db) for w in model.weights if "embed" in w.path) / tp
-        self.expert_bytes = scale * sum(q.bytes_of(w, db) for w in model.weights if w.expert) / tp
+        self.expert_bytes = expert_bytes_per_gpu(model, tp, ep, scale)
         # embedding rows read are negligible; a tied LM head reads the whole embedding matrix (vocab-parallel: /tp)
         head = sum(q.bytes_of(w, db) for w in model.weights if w.path.endswith("embed_tokens.weight")) / tp \
             if model.tie_word_embeddings else 0.0

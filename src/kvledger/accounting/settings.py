@@ -19,6 +19,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kvledger.accounting.settings_words import reason_in_words
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields
 
@@ -43,11 +44,11 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner")
-#: fields left out of both while None (not given): the JSON of settings made before them is unchanged
-_OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size")
+#: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
+_OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel")
 
 
-@json_fields(exclude=_NOT_DUMPED)
+@json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
 @dataclass(frozen=True)
 class PlanSettings:
     """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
@@ -55,7 +56,9 @@ class PlanSettings:
     Attributes (units in names; vLLM flag names unless marked):
         engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2") or TensorRT-LLM version (before
             1.0: its TensorRT-engine executor); None = newest read.
-        tp, pp: tensor- and pipeline-parallel degrees. max_model_len: tokens; None = derived from the config.
+        tp, pp: tensor- and pipeline-parallel degrees. enable_expert_parallel: vLLM ``--enable-expert-parallel`` (data
+            parallel 1: the MoE layers' experts whole over the TP ranks, expert_parallel.py).
+        max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
@@ -97,6 +100,7 @@ class PlanSettings:
     engine_version: str | None = None
     tp: int = 1
     pp: int = 1
+    enable_expert_parallel: bool = False
     max_model_len: int | None = None
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = None
@@ -150,9 +154,14 @@ class PlanSettings:
 
     def model_dump(self) -> dict[str, Any]:
         """Every field in order but those of :data:`_NOT_DUMPED` (as pydantic's ``model_dump`` with ``exclude``) and
-        those of :data:`_OPTIONAL` while None."""
+        those of :data:`_OPTIONAL` while None or False."""
         return {name: v for name, v in self.__dict__.items()
-                if name not in _NOT_DUMPED and not (v is None and name in _OPTIONAL)}
+                if name not in _NOT_DUMPED and not ((v is None or v is False) and name in _OPTIONAL)}
+
+    @property
+    def expert_parallel_given(self) -> bool | None:
+        """``enable_expert_parallel`` as the JSON writes it: None (left out) while off."""
+        return self.enable_expert_parallel or None
 
     def __str__(self) -> str:  # as pydantic's: name=value pairs
         return " ".join(f"{name}={v!r}" for name, v in self.__dict__.items())
@@ -278,23 +287,3 @@ _FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory",
           "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead",
           "trtllm_logits_dtype": "--logits-dtype"}
 """Settings whose command-line flag is not the field's name with dashes."""
-
-
-def reason_in_words(e: dict) -> str:
-    """One pydantic validation failure (an item of ``ValidationError.errors()``) in words: the allowed values or
-    bounds, not pydantic's wording."""
-    ctx, kind, value = e.get("ctx") or {}, e.get("type", ""), e.get("input")
-    if isinstance(value, float) and not math.isfinite(value):
-        return "must be a finite number"
-    bounds = {"greater_than": "> {gt}", "greater_than_equal": "≥ {ge}", "less_than": "< {lt}",
-              "less_than_equal": "≤ {le}"}
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}"
-    if kind in bounds:
-        return "must be " + bounds[kind].format(**{k: f"{v:,}" if isinstance(v, int) else f"{v:,g}"
-                                                   if isinstance(v, float) else v for k, v in ctx.items()})
-    if kind == "finite_number":
-        return "must be a finite number"
-    if kind.startswith(("int_", "float_")):
-        return "must be a whole number" if kind.startswith("int_") else "must be a number"
-    return str(e.get("msg", "is not valid")).replace("Value error, ", "")

@@ -1,6 +1,6 @@
 """The step-cost terms a model and GPU switch on beyond the plain roofline, each in one line with its engine source:
-FP8 block-quantized GEMMs (fp8_block.py), the routed experts' fused-MoE kernel fit (moe_kernel.py) and DeepSeek sparse
-attention's indexer (attention_terms.py)."""
+FP8 block-quantized GEMMs (fp8_block.py), the routed experts' fused-MoE kernel fit (moe_kernel.py), DeepSeek sparse
+attention's indexer (attention_terms.py) and vLLM's expert parallelism (expert_parallel.py, moe_terms.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,16 @@ def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
                 None)
 
 
-def step_term_notes(model: ModelSpec, gpu: GpuSpec) -> list[str]:
-    """One line per extra term the roofline prices for ``model`` on ``gpu``, with its source; [] when none."""
+def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1) -> list[str]:
+    """One line per extra term the roofline prices for ``model`` on ``gpu`` (``ep``: expert-parallel ranks), with its
+    source; [] when none."""
     notes = []
+    if ep > 1 and model.is_moe:
+        notes.append(f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel 1): each rank "
+                     f"holds whole experts and reads the ones a step's tokens touch; the routed-expert work waits for "
+                     f"the busiest rank, × (μ + σ·√(2 ln {ep}))/μ with μ = T·k/{ep} token-expert pairs per rank and "
+                     f"σ² = T·k·(1/{ep})(1 − 1/{ep}) (uniform routing, Gaussian extreme-value approximation); no "
+                     "all-to-all: with data parallel 1 the TP all-reduce combines the experts' outputs")
     k = fp8_block_kernel(model, gpu)
     if k is not None:
         lo, hi = FP8_BLOCK_EFFICIENCY_RANGE

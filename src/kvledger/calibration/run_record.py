@@ -8,7 +8,7 @@ caching, chunked prefill, ``max_num_seqs``, ``max_num_batched_tokens``, ``max_mo
 ``kv_cache_dtype``, ``enforce_eager`` and the engine version; a benchmark file naming SGLang as its backend (SGLang's
 bench_serving) is replayed with the ``sglang`` policy (its scheduler, radix cache and memory plan). ``unmodelled``
 names what kvledger cannot replay as one engine (data parallelism, with or without expert parallelism; pipeline
-parallelism).
+parallelism); expert parallelism with data parallel 1 is one engine, replayed with ``enable_expert_parallel``.
 
 Every other launch setting the record holds (a meta.json ``engine_kwargs`` key, a manifest's ``other_flags``) is
 sorted three ways (``other_settings``), never dropped unsaid: ``refused`` — an engine kvledger's replay does not model
@@ -199,6 +199,8 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
     out.pp = int(_lookup(extra, *_PARALLEL["pp"]) or 1)
     out.dp = int(_lookup(extra, *_PARALLEL["dp"]) or 1)
     out.ep = bool(_lookup(extra, *_PARALLEL["ep"]) or False)
+    if out.ep and out.dp == 1:  # one engine: experts whole over its TP ranks (accounting/expert_parallel.py)
+        out.flags["enable_expert_parallel"] = True
     if out.dp > 1:
         what = f"data parallel {out.dp}" + (" with expert parallelism (experts sharded over the ranks, tokens "
                                             "exchanged all-to-all)" if out.ep else "")

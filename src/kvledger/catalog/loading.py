@@ -35,6 +35,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from kvledger.catalog.expert_placement import expert_share, local_experts
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_padded
@@ -200,7 +201,7 @@ def _served_dtype(model: ModelSpec, dtype: str | None) -> tuple[str, int]:
 
 
 def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: int, mx: bool,
-                 target: tuple[str, tuple[int, int, int], bool]) -> tuple[dict, int, int, float]:
+                 target: tuple[str, tuple[int, int, int], bool], ep: int = 1) -> tuple[dict, int, int, float]:
     """(bytes of each fused parameter's part on the rank, the quantized MLA kv_b_proj copies' allocated bytes, the
     ROCm MoE padding, the MXFP4 padding, B) of ``weights`` (those on the rank) for ``target`` (GPU arch, vLLM
     version, ROCm or not)."""
@@ -214,6 +215,7 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
         mla_copies += cuda_allocated_bytes(copy) if copy else 0
         moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
+        share = expert_share(model, tp, ep) if w.expert and ep > 1 else share
         if mx and q.converts(w):
             padded = mxfp4_padded(w, model, gpu_arch, engine_version)
             mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
@@ -232,7 +234,7 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
 
 def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
                    quantization: str | None = None, gpu_arch: str = "sm90",
-                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False) -> LoadedWeights:
+                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False, ep: int = 1) -> LoadedWeights:
     """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
 
     Args:
@@ -242,6 +244,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
         engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
         rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
+        ep: expert-parallel size (``--enable-expert-parallel``, expert_placement.py): routed experts whole, rank 0's.
 
     Raises:
         InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
@@ -253,12 +256,16 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
     on_rank = [w for w in model.weights if _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every)]
-    fused, mla_copies, moe_pad, mx_pad = _fused_bytes(model, on_rank, q, tp, db, mx, (gpu_arch, engine_version, rocm))
+    fused, mla_copies, moe_pad, mx_pad = _fused_bytes(model, on_rank, q, tp, db, mx, (gpu_arch, engine_version, rocm),
+                                                      ep)
     total = float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))
     rope = model.rope_cache_bytes // model.dtype_bytes * db if any(model.layers[lo:hi]) else 0
     how = f"{model.num_params:,} params ({q.description}; {dname} = {db} B)"
     if tp > 1:
         how += f", split over TP {tp} by tensor (replicated norms/gates/KV heads counted whole)"
+    if ep > 1 and model.num_experts:
+        e = model.num_experts
+        how += f"; routed experts whole over EP {ep}: {local_experts(e, ep)} of {e} on rank 0"
     if pp > 1:
         how += (
             f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}"

@@ -27,6 +27,8 @@ EngineVersion = Annotated[str | None, option_info(EngineFlags, "engine_version",
     "default 0.5.23)."))]
 Tp = Annotated[int | None, option_info(EngineFlags, "tp", help="Tensor-parallel degree (default: the run's record, "
                                                                 "else 1).")]
+ExpertParallel = Annotated[bool | None, option_info(EngineFlags, "enable_expert_parallel", help="vLLM "
+    "--enable-expert-parallel (data parallel 1; default: the run's record): experts whole over the TP ranks.")]
 MaxModelLen = Annotated[str | None, option_info(EngineFlags, "max_model_len")]
 GpuMemUtil = Annotated[float | None, option_info(EngineFlags, "gpu_memory_utilization",
                                                  help="vLLM fraction of device memory.")]
@@ -84,6 +86,7 @@ class CalibEngineFlags:
     field keeps its option above)."""
 
     max_model_len: MaxModelLen = None
+    enable_expert_parallel: ExpertParallel = None
     gpu_memory_utilization: GpuMemUtil = None
     kv_cache_dtype: KvCacheDtype = 'auto'
     block_size: BlockSize = None
@@ -123,6 +126,7 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
         batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"),
         async_scheduling=params.get("async_scheduling"), gpu_profile=params.get("gpu_profile"),
         enforce_eager=params.get("enforce_eager"), wddm=params.get("wddm"),
+        enable_expert_parallel=params.get("enable_expert_parallel"),
         achievable_flops_fraction=params.get("achievable_flops_fraction"),
         achievable_bandwidth_fraction=params.get("achievable_bandwidth_fraction"),
         gemm_efficiency=params.get("gemm_efficiency"), client_latency=params.get("client_latency_spec"),

@@ -105,6 +105,9 @@ class EngineFlags:
         "vLLM version whose defaults to apply; with --policy sglang, the SGLang release's (0.4.0 on)."))
     tp: int | None = flag("--tp", "--tensor-parallel-size", help=(
         "Tensor-parallel degree (default 1); GPUs = replicas × TP."))
+    enable_expert_parallel: bool | None = flag("--enable-expert-parallel/--no-enable-expert-parallel", help=(
+        "vLLM --enable-expert-parallel (data parallel 1): a MoE model's experts whole over the TP ranks instead of "
+        "sliced; the busiest rank's weights and expert work (load imbalance), no all-to-all. vLLM only."))
     max_model_len: str | None = flag("--max-model-len", help=(
         "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help=(

@@ -21,6 +21,9 @@ class PlanFlags:
         "1.0 selects the TensorRT-engine executor; with --engine sglang, the release's mem_fraction_static default "
         "(0.4.0 on)."))
     tp: int = flag_like(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
+    enable_expert_parallel: bool = flag("--enable-expert-parallel", default=False, help=(
+        "vLLM flag (data parallel 1): a MoE model's experts whole over the TP ranks (rank 0 holds ceil(E/TP)) instead "
+        "of a 1/TP slice of each; the step cost waits for the busiest rank. vLLM only; refused for dense models."))
     pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
         "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
     max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
@@ -176,7 +179,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         enable_prefix_caching=f.enable_prefix_caching, achievable_flops_fraction=flops,
         achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,
-        enforce_eager=m.enforce_eager, nnodes=m.nnodes,
+        enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
         max_cudagraph_capture_size=m.max_cudagraph_capture_size,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.roofline import RooflineStepCost, StepCosts
@@ -170,7 +171,7 @@ class SpecDecodeModel:
         # the target's matmul pricing for the draft too (the GPU's measured GEMM curve where it applies)
         self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
                                          bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                         cpu_overhead_s=s.cpu_overhead_s,
+                                         cpu_overhead_s=s.cpu_overhead_s, ep=ep_size(dm, s) if tp == s.tp else 1,
                                          gemm_curve=getattr(self.rc, "gemm_curve", None),
                                          allreduce_link_share=getattr(self.rc, "allreduce_link_share", None))
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
@@ -77,7 +78,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
     why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
     overlap_cpu = cost.overlap_cpu
-    extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
+    extra = step_term_notes(plan.model, plan.gpu, ep_size(plan.model, plan.settings)) + (
+        [cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
     scope = "uncalibrated" if prof is None else "gpu"
     hint = _hint(a, plan, prof, (offered, curve), cost, cal)
     off_engine = _off_engine(prof, plan, a) if prof is not None else None

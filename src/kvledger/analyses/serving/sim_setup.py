@@ -65,6 +65,7 @@ class SimRequestArgs:
     cpu_overhead: str | None = None
     client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
+    enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (DP 1: experts whole over TP ranks)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
@@ -103,7 +104,7 @@ _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
                 "mem_fraction_static", "kv_cache_dtype", "quantization", "max_num_batched_tokens", "max_num_seqs",
                 "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
+                "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction", "enable_expert_parallel",
                 "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile", "gemm_efficiency")
 
 
@@ -158,7 +159,7 @@ def _build_plan(a: SimRequestArgs):
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
-        enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm),
+        enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         **{k: v for k, v in fractions.items() if v is not None})
     return build_plan(model, gpu, settings, with_advice=False), mnbt
 

@@ -1,0 +1,54 @@
+"""vLLM's ``--enable-expert-parallel`` with data parallel 1, as the plan and the step cost take it.
+
+What vLLM does (read in 0.11.0): ``fused_moe/config.py::FusedMoEParallelConfig.make`` turns expert parallelism on
+when ``dp × tp > 1`` and the flag is set, with EP size ``tp × dp`` and the MoE layers not TP-sliced;
+``fused_moe/layer.py::determine_expert_map`` places whole experts linearly (``E // ep`` each, the first ``E % ep``
+ranks one more: catalog/expert_placement.py); ``use_all2all_kernels`` needs ``dp > 1``, so with one engine every TP
+rank already holds every token, runs its own experts and the TP all-reduce combines them: no all-to-all. vLLM refuses
+the flag for a model without experts (``config/model.py::_verify_with_expert_parallelism``).
+
+So with DP 1: the busiest rank's weights hold ceil(E / TP) whole experts instead of every expert's 1/TP slice, and a
+step's expert work waits for the busiest rank (``moe_terms.ep_imbalance`` over TP ranks).
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.settings import PlanSettings
+from kvledger.catalog.expert_placement import local_experts
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+
+__all__ = ["ep_size", "expert_parallel_notes"]
+
+
+def ep_size(model: ModelSpec, s: PlanSettings) -> int:
+    """The expert-parallel size these settings run ``model`` at: TP for a MoE model with the flag at TP > 1, else 1."""
+    return s.tp if s.enable_expert_parallel and model.is_moe and s.tp > 1 else 1
+
+
+def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
+    """The plan's note on ``--enable-expert-parallel``; () while it is off.
+
+    Raises:
+        InputError: the flag with an engine other than vLLM, or for a model without routed experts (vLLM refuses it).
+    """
+    if not s.enable_expert_parallel:
+        return ()
+    if s.engine != "vllm":
+        flag = "--enable-ep-moe / --ep-size" if s.engine == "sglang" else "its own expert-parallel settings"
+        raise InputError(f"--enable-expert-parallel is vLLM's flag; {s.engine} takes {flag}, which kvledger does not "
+                         "model: drop --enable-expert-parallel, or model vLLM")
+    if not model.is_moe:
+        raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, and vLLM refuses expert "
+                         "parallelism for such a model (\"Number of experts in the model must be greater than 0\"); "
+                         "drop the flag")
+    if s.tp == 1:
+        return ("--enable-expert-parallel changes nothing at TP 1 with data parallel 1 (vLLM turns expert parallelism "
+                "on only when TP × DP > 1)",)
+    e = model.num_experts
+    hi, lo = local_experts(e, s.tp), local_experts(e, s.tp, s.tp - 1)
+    held = f"{hi} experts on each" if hi == lo else f"{hi} experts on the first {e % s.tp}, {lo} on the others"
+    return (f"--enable-expert-parallel (EP {s.tp} over the TP ranks, data parallel 1): each MoE layer's {e} routed "
+            f"experts are whole, {held} (vLLM's linear placement), instead of a 1/{s.tp} slice of every expert; "
+            "attention, dense layers and shared experts stay TP-sliced; with data parallel 1 there is no all-to-all, "
+            "the TP all-reduce combines the experts' outputs, and a step's expert work waits for the busiest rank",)

@@ -1,0 +1,137 @@
+"""vLLM's --enable-expert-parallel with data parallel 1: whole experts over the TP ranks (the busiest rank's weights),
+the step's expert work waiting for the busiest rank, and no all-to-all. Values worked by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.roofline import RooflineStepCost
+from kvledger.accounting.roofline_breakdown import decode_shape, prefill_shape
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.tp_comm import link_bytes_per_s
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.catalog.expert_placement import expert_share, local_experts
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.loading import loaded_weights
+from kvledger.catalog.models import load_model
+from kvledger.catalog.modelspec import parse_config
+from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
+from kvledger.units import MiB
+
+MIXTRAL = "mistralai/Mixtral-8x7B-v0.1"
+ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
+
+
+def _qwen2_moe():
+    """transformers' Qwen2MoeConfig defaults (Qwen1.5-MoE-A2.7B's shape): 60 routed experts, top-4, 24 layers."""
+    return parse_config(json.loads((ORACLE / "qwen2_moe.json").read_text()), source="transformers default qwen2_moe")
+
+
+def _plan(model, tp, ep, **kw):
+    s = make_settings(tp=tp, max_model_len=8192, enable_expert_parallel=ep, **kw)
+    return build_plan(model, get_gpu("H100"), s, with_advice=False)
+
+
+def test_linear_placement_as_vllm_determine_expert_map():
+    # fused_moe/layer.py determine_expert_map: E // ep each, the first E % ep ranks one more
+    assert [local_experts(60, 8, r) for r in range(8)] == [8, 8, 8, 8, 7, 7, 7, 7]
+    assert [local_experts(8, 4, r) for r in range(4)] == [2, 2, 2, 2]
+    assert local_experts(60, 1) == 60
+
+
+def test_mixtral_at_tp4_holds_the_same_expert_bytes_whole_or_sliced():
+    # 8 experts over 4 ranks: 2 whole experts = 2/8 = 1/4 of the expert bytes, the same as a 1/4 slice of each
+    m = load_model(MIXTRAL)
+    assert expert_share(m, 4, 4) == 1 / 4
+    assert loaded_weights(m, tp=4, ep=4).bytes == loaded_weights(m, tp=4).bytes
+    off, on = _plan(m, 4, False), _plan(m, 4, True)
+    assert on.memory.num_gpu_blocks == off.memory.num_gpu_blocks
+    assert any("EP 4 over the TP ranks" in n and "2 experts on each" in n for n in on.memory.notes)
+    assert not any("expert-parallel" in n for n in off.memory.notes)
+
+
+def test_sixty_experts_at_tp8_put_eight_whole_experts_on_rank_0():
+    q = _qwen2_moe()
+    assert (q.num_experts, q.experts_per_token) == (60, 4)
+    # experts per layer: 60 × 3 × 2,048 × 1,408 = 519,045,120 weights × 2 B = 1,038,090,240 B; × 24 layers =
+    # 24,914,165,760 B. TP 8 slices every expert: 1/8 = 7.5 experts' worth; EP 8 puts ceil(60/8) = 8 whole experts on
+    # rank 0: × (8/60) / (1/8) = 16/15, i.e. + 24,914,165,760 × (8/60 − 1/8) = + 207,618,048 B
+    experts = 24 * 60 * 3 * 2048 * 1408 * 2
+    assert experts == 24_914_165_760
+    tp_w, ep_w = weight_bytes_per_gpu(q, 8)[0], weight_bytes_per_gpu(q, 8, ep=8)[0]
+    assert ep_w - tp_w == pytest.approx(experts * (8 / 60 - 1 / 8)) == pytest.approx(207_618_048)
+    assert (ep_w - tp_w) / (experts / 8) == pytest.approx(16 / 15 - 1)
+    # as vLLM allocates them (the caching allocator, loading.py): per layer the fused w13 is 2 × 1,408 × 2,048 × 2 B
+    # per expert, w2 half that. TP 8: w13 60/8 × 5.5 MiB = 82.5 MiB (a 84 MiB segment, 1.5 MiB left: split off, so
+    # 82.5 counted), w2 41.25 MiB (a 42 MiB segment, 0.75 MiB left: kept, 42 counted) = 124.5 MiB; EP 8: 8 × 5.5 = 88
+    # and 8 × 2.75 = 44 MiB = 132 MiB. + 7.5 MiB × 24 layers = 180 MiB on rank 0
+    tp_l, ep_l = loaded_weights(q, tp=8), loaded_weights(q, tp=8, ep=8)
+    assert ep_l.bytes - tp_l.bytes == 180 * MiB
+    assert "routed experts whole over EP 8: 8 of 60 on rank 0" in ep_l.how
+    off, on = _plan(q, 8, False), _plan(q, 8, True)
+    assert on.memory.available_kv_bytes < off.memory.available_kv_bytes
+    assert any("8 experts on the first 4, 7 on the others" in n for n in on.memory.notes)
+
+
+def _imbalance(T: int, k: int, g: int) -> float:
+    """By hand: μ = T·k/g, σ² = T·k·(1/g)(1 − 1/g), busiest rank ≈ μ + σ·√(2 ln g)."""
+    mu, sigma = T * k / g, math.sqrt(T * k * (1 / g) * (1 - 1 / g))
+    return (mu + sigma * math.sqrt(2 * math.log(g))) / mu
+
+
+def test_a_decode_step_waits_for_the_busiest_rank_and_pays_no_all_to_all():
+    m = load_model(MIXTRAL)
+    off, on = _plan(m, 4, False).step_cost(), _plan(m, 4, True).step_cost()
+    assert (off.ep, on.ep) == (1, 4)
+    # T = 64 decode tokens, top-2 of 8 over 4 ranks: 128 pairs, μ = 32, σ = √(128 · 1/4 · 3/4) = √24 = 4.899,
+    # √(2 ln 4) = 1.6651: (32 + 8.1573) / 32 = 1.25492
+    assert _imbalance(64, 2, 4) == pytest.approx(1.25492, abs=1e-5)
+    c_off, c_on = off.costs(decode_shape(64, 1000)), on.costs(decode_shape(64, 1000))
+    assert c_on.expert_time_factor == pytest.approx(1.25492, abs=1e-5)
+    assert c_on.all_to_all_s == 0.0  # data parallel 1: no dispatch/combine, the TP all-reduce combines
+    assert c_on.allreduce_s == c_off.allreduce_s
+    # the mean rank's expert FLOPs are TP's: 32 layers × 8 × 3 × 4,096 × 14,336 = 45,097,156,608 expert weights,
+    # × 2/8 per token, / 4 ranks = 2,818,572,288; × 2 FLOP × 64 tokens = 360,777,252,864 FLOP (within the same matmul
+    # FLOPs as without EP). Each rank's expert bytes (2 whole of 8) are TP's 1/4 too: the same weight bytes read
+    assert c_on.expert_flops == 360_777_252_864 and c_on.matmul_flops == c_off.matmul_flops
+    assert c_on.weight_bytes == c_off.weight_bytes
+    p = on.peak_flops * on.flops_fraction
+    expert_s = c_on.expert_flops * c_on.expert_time_factor / p
+    assert expert_s == pytest.approx(360_777_252_864 / p * 1.25492, rel=1e-5)  # 0.654 ms at 0.7 × 989 TFLOP/s
+    # a compute-bound prefill chunk (8,192 tokens: m = 2,048 per expert, imbalance (1 + √(16384·3/16)·1.6651/4096)):
+    # the step grows by exactly the extra expert time
+    big = prefill_shape(8192)
+    c = on.costs(big)
+    assert c.expert_time_factor == pytest.approx(_imbalance(8192, 2, 4))
+    assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx(c.expert_flops * (c.expert_time_factor - 1) / p)
+
+
+def test_the_all_to_all_is_charged_only_when_asked():
+    m = load_model(MIXTRAL)
+    plan = _plan(m, 4, True)
+    rc = RooflineStepCost(plan.model, plan.gpu, plan.kv, 4, ep=4, all_to_all=True)
+    # 2·T·k·hidden·2 B·(g − 1)/g = 2 · 64 · 2 · 4,096 · 2 · 3/4 = 1,572,864 B over the all-reduce's link
+    assert rc.costs(decode_shape(64, 1000)).all_to_all_s == pytest.approx(1_572_864 / link_bytes_per_s(plan.gpu, None))
+    assert RooflineStepCost(plan.model, plan.gpu, plan.kv, 4, ep=4).costs(decode_shape(64, 1000)).all_to_all_s == 0
+
+
+def test_flag_off_leaves_the_settings_json_as_before_and_tp1_is_a_no_op():
+    assert "enable_expert_parallel" not in to_jsonable(make_settings(tp=4))
+    assert to_jsonable(make_settings(tp=4, enable_expert_parallel=True))["enable_expert_parallel"] is True
+    m = load_model(MIXTRAL)
+    one = _plan(m, 1, True)
+    assert one.step_cost().ep == 1 and one.memory.num_gpu_blocks == _plan(m, 1, False).memory.num_gpu_blocks
+    assert any("changes nothing at TP 1" in n for n in one.memory.notes)
+
+
+def test_refused_for_a_dense_model_and_for_sglang():
+    with pytest.raises(InputError, match="no routed experts"):
+        _plan(load_model("Qwen/Qwen3-8B"), 2, True)
+    with pytest.raises(InputError, match="--enable-ep-moe"):
+        _plan(load_model(MIXTRAL), 4, True, engine="sglang")
