@@ -1,0 +1,71 @@
+"""--enable-expert-parallel on the command line (simulate, plan) and from a run's own record (validate)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.api import engine_for
+from kvledger.calibration.replay import load_measured
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+MIXTRAL = "mistralai/Mixtral-8x7B-v0.1"
+SIM = ["simulate", MIXTRAL, "--gpu", "H100", "--tp", "4", "--max-model-len", "8192", "--prompt-lengths", "fixed:256",
+       "--output-lengths", "fixed:16", "--rate", "5", "--num-requests", "20"]
+
+
+def test_simulate_with_the_flag_names_expert_parallelism_in_its_step_cost():
+    res = CliRunner().invoke(app, [*SIM, "--enable-expert-parallel", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    text = json.dumps(out)
+    assert "expert parallelism over 4 ranks" in text and "no all-to-all" in text
+    plain = CliRunner().invoke(app, [*SIM, "--json"])
+    assert "expert parallelism over" not in plain.output
+
+
+def test_the_flag_with_sglang_or_a_dense_model_is_refused_in_words():
+    # an InputError (main's handler prints it, or its JSON with --json, exit 2: no traceback), as test_run_record's
+    res = CliRunner().invoke(app, [*SIM, "--enable-expert-parallel", "--policy", "sglang", "--json"])
+    assert isinstance(res.exception, InputError) and "--enable-ep-moe" in str(res.exception)
+    res = CliRunner().invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--tp", "2", "--enable-expert-parallel",
+                                   "--json"])
+    assert isinstance(res.exception, InputError) and "no routed experts" in str(res.exception)
+
+
+def test_plan_json_carries_the_setting_and_its_note():
+    res = CliRunner().invoke(app, ["plan", MIXTRAL, "--gpu", "H100", "--tp", "4", "--max-model-len", "8192",
+                                   "--enable-expert-parallel", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["settings"]["enable_expert_parallel"] is True
+    assert "expert parallelism over 4 ranks" in json.dumps(out["roofline"])
+
+
+def _run_dir(tmp_path, parallel: dict):
+    # as tests/calibration/test_run_record.py's record, for Mixtral at TP 4
+    reqs = [{"request_id": f"r{i}", "input_toks": 200, "output_toks": 8, "queued_ts": 1.0 + 0.5 * i,
+             "first_token_ts": 1.05 + 0.5 * i, "last_token_ts": 1.2 + 0.5 * i} for i in range(6)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    meta = {"model": MIXTRAL, "vllm_version": "0.19.0",
+            "engine_kwargs": {"max_model_len": 4096, "max_num_seqs": 64, "max_num_batched_tokens": 2048},
+            "resolved_config": {"parallel_config": parallel}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    return tmp_path / "requests.jsonl"
+
+
+def test_validate_replays_a_recorded_expert_parallel_run_with_it(tmp_path):
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 4, "data_parallel_size": 1, "enable_expert_parallel": True})
+    setup = engine_for(SimRequestArgs(model=MIXTRAL, gpu="H100", tp=None), load_measured(str(path)))
+    assert setup.plan.settings.enable_expert_parallel and setup.plan.settings.tp == 4
+    assert any(n.startswith("from the run's own record") and "enable_expert_parallel True" in n for n in setup.notes)
+    # the command line wins: --no-enable-expert-parallel replays TP-sliced experts, and says it overrides the record
+    off = engine_for(SimRequestArgs(model=MIXTRAL, gpu="H100", tp=None, enable_expert_parallel=False), load_measured(str(path)))
+    assert not off.plan.settings.enable_expert_parallel
+    assert any("enable_expert_parallel True → False" in n for n in off.notes)
+    res = CliRunner().invoke(app, ["validate", str(path), "--gpu", "H100", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "expert parallelism over 4 ranks" in res.output
