@@ -63,7 +63,8 @@ def test_validate_replays_a_recorded_expert_parallel_run_with_it(tmp_path):
     assert setup.plan.settings.enable_expert_parallel and setup.plan.settings.tp == 4
     assert any(n.startswith("from the run's own record") and "enable_expert_parallel True" in n for n in setup.notes)
     # the command line wins: --no-enable-expert-parallel replays TP-sliced experts, and says it overrides the record
-    off = engine_for(SimRequestArgs(model=MIXTRAL, gpu="H100", tp=None, enable_expert_parallel=False), load_measured(str(path)))
+    args = SimRequestArgs(model=MIXTRAL, gpu="H100", tp=None, enable_expert_parallel=False)
+    off = engine_for(args, load_measured(str(path)))
     assert not off.plan.settings.enable_expert_parallel
     assert any("enable_expert_parallel True → False" in n for n in off.notes)
     res = CliRunner().invoke(app, ["validate", str(path), "--gpu", "H100", "--json"])
