@@ -16,6 +16,7 @@ from kvledger.cli.calib_opts import (
     CpuOverhead,
     EnforceEager,
     EngineVersion,
+    ExpertParallel,
     FlopsFraction,
     GemmEfficiency,
     GpuMemUtil,
@@ -56,6 +57,7 @@ def validate(
                                                            "path or a Hub id (default: the run's record, as "
                                                            "calibrate reads it; needed for files that name none)."),
     gpu: RecordGpu = None, engine_version: EngineVersion = None, tp: Tp = None,
+    enable_expert_parallel: ExpertParallel = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
