@@ -57,14 +57,13 @@ def validate(
                                                            "path or a Hub id (default: the run's record, as "
                                                            "calibrate reads it; needed for files that name none)."),
     gpu: RecordGpu = None, engine_version: EngineVersion = None, tp: Tp = None,
-    enable_expert_parallel: ExpertParallel = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, policy: Policy = None,
     mem_fraction_static: MemFractionStatic = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
-    enforce_eager: EnforceEager = None, wddm: Wddm = None,
+    enforce_eager: EnforceEager = None, wddm: Wddm = None, enable_expert_parallel: ExpertParallel = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
     gemm_efficiency: GemmEfficiency = None, allreduce_link_share: LinkShare = None,
     client_latency_spec: str | None = typer.Option(None, "--client-latency", help="The client's and front end's "
