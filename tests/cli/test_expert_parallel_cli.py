@@ -71,4 +71,5 @@ def test_validate_replays_a_recorded_expert_parallel_run_with_it(tmp_path):
     assert res.exit_code == 0, res.output
     assert "expert parallelism over 4 ranks" in res.output
     res = CliRunner().invoke(app, ["validate", str(path), "--gpu", "H100", "--no-enable-expert-parallel", "--json"])
-    assert res.exit_code == 0 and any("enable_expert_parallel True → False" in n for n in json.loads(res.output)["notes"])
+    notes = json.loads(res.output)["notes"]
+    assert res.exit_code == 0 and any("enable_expert_parallel True → False" in n for n in notes)
