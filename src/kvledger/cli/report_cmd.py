@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kvledger.cli.flag_groups import GroupUse, with_groups
-from kvledger.cli.report_flags import ReportBillFlags, ReportEngineFlags, ReportOutFlags, ReportRunFlags, report_request
+from kvledger.cli.report_flags import (
+    ReportBillFlags,
+    ReportEngineFlags,
+    ReportOutFlags,
+    ReportRunFlags,
+    html_out,
+    report_request,
+)
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.report_data import ReportData
@@ -22,11 +29,12 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str], inputs: list[Any]) -> None:
+def _check_outputs(out: Path | None, png: Path | None, force: bool, keys: list[str], inputs: list[Any]) -> None:
     """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path."""
     from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
 
-    prepare_output_file(out, force=force, inputs=inputs)
+    if out is not None:
+        prepare_output_file(out, force=force, inputs=inputs)
     if png is not None:
         prepare_output_dir(png, [f"{k}.png" for k in keys], force=force, inputs=inputs, flag="--png")
 
@@ -61,24 +69,26 @@ def report(
 
     o = outs
     keys = [k for _, _, ks in SECTIONS for k in ks]
-    _check_outputs(o.out, o.png, o.force, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
+    out = html_out(o)  # with --json, no HTML unless --out is given
+    _check_outputs(out, o.png, o.force, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
     req = report_request(model, gpu, slo, run, engine, bill, o.bench)
     with report_pool() as pool:  # a second process where there are two CPUs (same bytes: report/report_pool.py)
         data = _build(req, quiet=o.as_json, pool=pool)
         if o.png is None:  # the HTML alone: from the store when this data was drawn before (report/html_store.py)
-            figures, html = None, report_html(data, pool)
+            figures, html = None, (report_html(data, pool) if out is not None else None)
         else:
             figures = report_figures(data)
-            html = render_html(data, figures)
+            html = render_html(data, figures) if out is not None else None
     pngs = [(o.png / f"{f.key}.png", png_of(f.fig)) for f in figures] if o.png is not None else []
-    count = html.count('<section class="fig"')
-    write_text_atomic(o.out, html)  # each file whole or not at all: a full disk leaves the previous report intact
+    count = html.count('<section class="fig"') if html is not None else len(pngs)
+    if out is not None and html is not None:  # out is None only with --json
+        write_text_atomic(out, html)  # each file whole or not at all: a full disk leaves the previous report intact
     for path, data_png in pngs:
         write_bytes_atomic(path, data_png)
-    _print(data, o, engine.client_latency, count)
+    _print(data, o, engine.client_latency, count, out)
 
 
-def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, count: int) -> None:
+def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, count: int, out: Path | None) -> None:
     """The data as JSON, or the answer lines, the client-latency note and what was written."""
     from kvledger.report.jsonout import strict_json
 
@@ -97,7 +107,7 @@ def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, coun
         for m in data.measured:  # a --bench file's own TPOT set aside for the derived one (report_measured)
             for n in m.get("notes", ()):
                 typer.echo(f"note: {m['file']}: {n}")
-        typer.echo(f"wrote {o.out} ({count} figures)" + (f" and {count} PNG files in {o.png}" if o.png else ""))
+        typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {o.png}" if o.png else ""))
 
 
 def _build(req: Any, quiet: bool, pool: Any) -> ReportData:

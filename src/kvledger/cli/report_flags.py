@@ -12,7 +12,10 @@ from typing import Any
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
 
-__all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request"]
+__all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request", "DEFAULT_OUT",
+           "html_out"]
+
+DEFAULT_OUT = Path("kvledger-report.html")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +91,20 @@ class ReportOutFlags:
 
     bench: list[Path] | None = flag("--bench", help=(
         "Benchmark output(s) to draw as measured points on the simulation's axes (repeat)."))
-    out: Path = flag("--out", "-o", default=Path("kvledger-report.html"), help="The HTML file to write.")
+    out: Path | None = flag("--out", "-o", help=(
+        f"The HTML file to write (default {DEFAULT_OUT}; with --json, none unless given)."))
     png: Path | None = flag("--png", help="Also write each figure as DIR/<figure>.png.")
     as_json: bool = flag("--json", default=False, help=(
         "Print the data behind the figures as JSON (strict: no NaN/Infinity)."))
     force: bool = flag("--force", default=False, help="Allow overwriting --out and the PNG files.")
+
+
+def html_out(o: ReportOutFlags) -> Path | None:
+    """The HTML file to write: --out, else the default one, except with --json (which prints the data and writes
+    only the files asked for)."""
+    if o.out is not None:
+        return o.out
+    return None if o.as_json else DEFAULT_OUT
 
 
 def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,
