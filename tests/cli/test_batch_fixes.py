@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -31,3 +32,37 @@ def test_report_json_with_out_writes_it(tmp_path, monkeypatch):
     json.loads(res.stdout)
     assert [p.name for p in tmp_path.iterdir()] == ["mine.html"]
     assert (tmp_path / "mine.html").read_text().startswith("<!")
+
+
+def _into_closed_pipe(args: list[str]):
+    # stdout is a pipe whose reader has already gone (`kvledger plan … | head -1` once head has its line): every
+    # write fails with EPIPE, deterministically (a live `head` may take the whole output before it closes)
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)
+    code = f"import sys; sys.argv = ['kvledger', *{args!r}]\nfrom kvledger.cli.main import main\nmain()\n"
+    try:
+        return subprocess.run([sys.executable, "-c", code], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+
+
+L8 = "meta-llama/Llama-3.1-8B"
+
+
+@pytest.mark.parametrize("args", [["plan", L8, "--gpu", "H100"],  # rich's console (it raised SystemExit(1))
+                                  ["plan", L8, "--gpu", "H100", "--json"],  # typer.echo
+                                  ["simulate", L8, "--gpu", "H100", "--num-requests", "30"]])  # the quick path
+def test_reader_that_stops_reading_is_status_0_and_quiet(args):
+    res = _into_closed_pipe(args)
+    assert (res.returncode, res.stderr) == (0, "")
+
+
+def test_broken_pipe_keeps_an_errors_status():
+    # an unknown model with --json: the error line on stderr, its JSON object to the closed pipe; the status stays 2
+    res = _into_closed_pipe(["plan", "llama-3.1-8", "--gpu", "h100", "--json"])
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: unknown model 'llama-3.1-8'") and "Traceback" not in res.stderr

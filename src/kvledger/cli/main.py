@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
+from kvledger.cli.broken_pipe import closed_by_reader, reader_gone, status_before
 from kvledger.cli.error_lines import json_error, say_error, usage_error
 from kvledger.errors import KvLedgerError, command_named
 
@@ -157,7 +158,8 @@ def _exit_now() -> None:
 
 def _run() -> bool:
     """:func:`run`'s body; True when a plain ``simulate`` finished by the quick path (quick_argv.py). Output that
-    cannot be written (stdout closed, a full disk: ``> /dev/full``) ends in one line on stderr and exit 1."""
+    cannot be written (stdout closed, a full disk: ``> /dev/full``) ends in one line on stderr and exit 1; a reader
+    that stops reading (``| head -1``) ends it quietly with status 0 (broken_pipe.py)."""
     if sys.stdout is None:  # started with stdout closed (`>&-`): there is nowhere to put the output
         _cannot_write("stdout is closed")
     try:
@@ -166,6 +168,12 @@ def _run() -> bool:
                 return _run_command()
         finally:  # a write the buffer held back fails here, not in the interpreter's exit
             sys.stdout.flush()
+    except SystemExit as ended:  # rich's and click's exit 1 on a broken pipe: the reader stopped reading
+        if closed_by_reader(ended):
+            reader_gone(0)
+        raise
+    except BrokenPipeError as err:
+        reader_gone(status_before(err))
     except OSError as err:
         # only what a write to stdout raises: a named file (opening or reading an input) or a network error (a
         # ConnectionError that is not a broken pipe) is not ours to word as "cannot write output"

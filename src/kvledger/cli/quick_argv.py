@@ -170,7 +170,8 @@ def run_simulate_quick(argv: list[str]) -> bool:
     except EOFError:
         sys.stderr.write("\nAborted!\n")
         sys.exit(1)
-    except BrokenPipeError:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - as click's PacifyFlushWrapper: nothing more to write
-        sys.exit(1)
+    except BrokenPipeError:  # the reader stopped reading (`| head -1`): quietly, status 0
+        from kvledger.cli.broken_pipe import reader_gone
+
+        reader_gone(0)
     return True
