@@ -66,3 +66,18 @@ def test_broken_pipe_keeps_an_errors_status():
     res = _into_closed_pipe(["plan", "llama-3.1-8", "--gpu", "h100", "--json"])
     assert res.returncode == 2
     assert res.stderr.startswith("error: unknown model 'llama-3.1-8'") and "Traceback" not in res.stderr
+
+
+def test_models_state_per_seq_is_the_plans():
+    # Nemotron-H-56B: 54 Mamba-2 layers, each 61,440 conv elements (model dtype, 2 B) and 4,194,304 SSM elements
+    # that vLLM keeps in float32 (4 B; the Nemotron-H config hook): 54 × (61,440 × 2 + 4,194,304 × 4) =
+    # 912,605,184 B per sequence at TP 1 (the table read every element at 2 B: 459,620,352)
+    nem = "nvidia/Nemotron-H-56B-Base-8K"
+    rows = json.loads(runner.invoke(app, ["models", "--json"]).stdout)
+    row = next(r for r in rows if r["hf_id"] == nem)
+    assert row["state_bytes_per_seq"] == 912_605_184
+    plan = json.loads(runner.invoke(app, ["plan", nem, "--gpu", "H100", "--json"]).stdout)
+    assert plan["kv"]["state_bytes_per_seq_per_gpu"] == row["state_bytes_per_seq"]
+    res = runner.invoke(app, ["models"], env={"COLUMNS": "200"})
+    line = next(x for x in res.stdout.splitlines() if nem in x)
+    assert "870.3 MiB" in line  # 912,605,184 / 2**20

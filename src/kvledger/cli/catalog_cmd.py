@@ -12,16 +12,20 @@ __all__ = ["register"]
 
 
 def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Bundled model configs: parameters, KV bytes per token (bf16, TP 1) and layer kinds."""
+    """Bundled model configs: parameters, KV bytes per token (bf16, TP 1), recurrent state per sequence (in the dtype
+    the latest vLLM keeps it in, as plan) and layer kinds."""
     from rich.console import Console
 
     from kvledger.accounting.kvcache import kv_ledger
+    from kvledger.accounting.vllm_rules import LATEST, parse_version
+    from kvledger.accounting.vllm_ssm_dtype import ssm_dtype_rule
     from kvledger.catalog.models import bundled_models, load_model
 
     rows = []
     for bm in bundled_models():
         m = load_model(bm.hf_id)
-        kv = kv_ledger(m, "auto", 1)
+        ssm, _ = ssm_dtype_rule(m, parse_version(LATEST), "auto")  # the state dtype `plan` uses (Nemotron-H: float32)
+        kv = kv_ledger(m, "auto", 1, mamba_ssm_cache_dtype=ssm)
         rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()],
                      "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,

@@ -30,7 +30,8 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
     t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + (
-        "state/seq: Mamba/linear-attention state per sequence; quantization: the checkpoint's weight quantization "
+        "state/seq: Mamba/linear-attention state per sequence, in the dtype plan uses (the latest vLLM's: "
+        "Nemotron-H's SSM state in float32); quantization: the checkpoint's weight quantization "
         "(none: "
         "weights in the config's dtype)" if wide else
         "a terminal of 130 columns or more (or --json) adds state, layers, quantization and max length"))
