@@ -67,3 +67,18 @@ def test_refusal_by_model_gpu_and_version():
     assert fp8_kv_refusal(oss, a100, "fp8", (0, 23, 0)) is None
     assert fp8_kv_refusal(dsv3, a100, "fp8", (0, 26, 0)).startswith("an MLA model gets TRITON_MLA")
     assert fp8_kv_refusal(dsv3, a100, "fp8", (0, 25, 0)) is None
+
+
+def test_t4_fp8_kv_refused_by_0_11_0_flex_attention():
+    # vLLM 0.11.0 (platforms/cuda.py get_attn_backend_cls): below SM80 the V1 engine returns FLEX_ATTENTION, whose
+    # FlexAttentionImpl.__init__ raises "FlexAttention does not support quantized kv-cache. Yet"; 0.10.2 fell back to
+    # V0 (EngineArgs._is_v1_supported_oracle), 0.11.1 picks by priority and FlashInfer (SM 7.5+) takes FP8
+    args = ("meta-llama/Llama-3.1-8B", "--gpu", "T4", "--kv-cache-dtype", "fp8", "--max-model-len", "4096")
+    with pytest.raises(InputError, match=r"vLLM 0\.11\.0 refuses an FP8 KV cache for .* on the NVIDIA Tesla T4 "
+                       r"\(sm75, compute capability 7\.5\): .*FLEX_ATTENTION.*FlexAttention does not support quantized "
+                       "kv-cache"):
+        _plan(*args, "--engine-version", "0.11.0")
+    for v in ("0.10.2", "0.11.1", "0.12.0"):
+        assert _plan(*args, "--engine-version", v)[1]["settings"]["kv_cache_dtype"] == "fp8"
+    llama, a100 = load_model("meta-llama/Llama-3.1-8B"), get_gpu("a100-80gb-sxm")
+    assert fp8_kv_refusal(llama, a100, "fp8", (0, 11, 0)) is None  # SM80: not the FlexAttention case

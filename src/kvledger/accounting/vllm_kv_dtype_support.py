@@ -16,6 +16,13 @@ Read in vLLM's source, release by release (wheels 0.23.0 to 0.33.0):
 So, below SM89, an FP8 KV cache is refused for a model with attention sinks (gpt-oss) from 0.24.0, for an MLA model
 (DeepSeek-V3, Kimi-K2) from 0.26.0, and for every model below SM80 (T4) from 0.25.0. On SM80/SM86 a model without
 sinks or MLA gets FlashInfer, which takes fp8, fp8_e4m3 and fp8_e5m2.
+
+Earlier, below SM80 (wheels 0.10.2, 0.11.0, 0.11.1, 0.11.2, 0.12.0): 0.11.0 alone refuses. Its V1 engine (V0 is gone,
+and with it 0.10's fallback: ``EngineArgs._is_v1_supported_oracle`` sent an FP8 KV cache FlashAttention cannot take
+to V0, which started) gives a GPU below SM80 FlexAttention whatever the KV dtype (``platforms/cuda.py
+get_attn_backend_cls``: "FlexAttention is the default for older GPUs"), and ``FlexAttentionImpl.__init__`` raises
+``NotImplementedError`` ("FlexAttention does not support quantized kv-cache"). From 0.11.1 the backend is chosen by
+priority (``_get_backend_priorities``), and FlashInfer (SM 7.5 to 12.1 until 0.25.0) takes the FP8 cache.
 """
 
 from __future__ import annotations
@@ -24,11 +31,17 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
-__all__ = ["FP8_KV_REFUSED_FROM", "fp8_kv_refusal", "check_fp8_kv"]
+__all__ = ["FP8_KV_REFUSED_FROM", "FP8_KV_FLEX_ONLY", "fp8_kv_refusal", "check_fp8_kv"]
 
 FP8_KV_REFUSED_FROM: dict[str, tuple[int, int, int]] = {"sinks": (0, 24, 0), "below_sm80": (0, 25, 0),
                                                         "mla": (0, 26, 0)}
 """Why the Triton backend is the only one left → the first vLLM release whose Triton backend refuses FP8 KV there."""
+FP8_KV_FLEX_ONLY: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 11, 0), (0, 11, 1))
+"""The releases [first, next) that give a GPU below SM80 FlexAttention only, which refuses any quantized KV cache."""
+_TRITON_QUOTE = ("its Triton kernels store FP8 as fp8e4nv, which needs SM89+ (\"FP8 KV cache is not supported by the "
+                 "Triton attention backend\")")
+_FLEX_QUOTE = ("FlexAttention takes no quantized KV cache (\"FlexAttention does not support quantized kv-cache\"); "
+               "vLLM 0.11.1 to 0.24 start it on FlashInfer")
 
 
 def _capability(arch: str) -> int | None:
@@ -39,16 +52,29 @@ def _capability(arch: str) -> int | None:
 def fp8_kv_refusal(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str, version: tuple[int, int, int]) -> str | None:
     """vLLM ``version``'s reason to refuse ``--kv-cache-dtype`` (an FP8 one) for ``model`` on ``gpu``; None when it
     starts (not FP8, a GPU with native FP8, a non-NVIDIA GPU, or a release before the refusal)."""
+    got = _refusal(model, gpu, kv_cache_dtype, version)
+    return got[0] if got else None
+
+
+def _refusal(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str,
+             version: tuple[int, int, int]) -> tuple[str, str] | None:
+    """(why, what the backend left says) for :func:`fp8_kv_refusal`."""
     cc = _capability(gpu.arch)
     if not kv_cache_dtype.startswith("fp8") or cc is None or cc >= 89:
         return None
-    if model.layer_counts().get("mla", 0) and version >= FP8_KV_REFUSED_FROM["mla"]:
-        return "an MLA model gets TRITON_MLA there (FLASH_ATTN_MLA and FLASHMLA need SM90, FLASHINFER_MLA SM100)"
+    mla = model.layer_counts().get("mla", 0)
+    if mla and version >= FP8_KV_REFUSED_FROM["mla"]:
+        return ("an MLA model gets TRITON_MLA there (FLASH_ATTN_MLA and FLASHMLA need SM90, FLASHINFER_MLA SM100)",
+                _TRITON_QUOTE)
     if any(w.path.endswith(".sinks") for w in model.weights) and version >= FP8_KV_REFUSED_FROM["sinks"]:
         return ("a model with attention sinks gets TRITON_ATTN there (FLASH_ATTN takes sinks from SM90 only, "
-                "FlashInfer on SM90/SM100/SM120)")
+                "FlashInfer on SM90/SM100/SM120)", _TRITON_QUOTE)
     if cc < 80 and version >= FP8_KV_REFUSED_FROM["below_sm80"]:
-        return "below SM80 only TRITON_ATTN is left (FLASH_ATTN and FlashInfer need SM80, FLEX_ATTENTION takes no FP8)"
+        return ("below SM80 only TRITON_ATTN is left (FLASH_ATTN and FlashInfer need SM80, FLEX_ATTENTION takes no "
+                "FP8)", _TRITON_QUOTE)
+    if cc < 80 and not mla and FP8_KV_FLEX_ONLY[0] <= version < FP8_KV_FLEX_ONLY[1]:
+        return ("below SM80 this release's V1 engine gives attention layers FLEX_ATTENTION (FLASH_ATTN needs SM80; "
+                "no V0 engine to fall back to, and no FlashInfer choice before 0.11.1)", _FLEX_QUOTE)
     return None
 
 
@@ -58,11 +84,11 @@ def check_fp8_kv(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str, version: t
     Raises:
         InputError: vLLM refuses this FP8 KV cache on this GPU for this model.
     """
-    why = fp8_kv_refusal(model, gpu, kv_cache_dtype, version)
-    if why is None:
+    got = _refusal(model, gpu, kv_cache_dtype, version)
+    if got is None:
         return
-    v = ".".join(map(str, version))
+    why, quote = got
+    v, cc = ".".join(map(str, version)), _capability(gpu.arch) or 0
     raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM {v} refuses an FP8 KV cache for {model.name} on the "
-                     f"{gpu.name} ({gpu.arch}): {why}, and its Triton kernels store FP8 as fp8e4nv, which needs SM89+ "
-                     "(\"FP8 KV cache is not supported by the Triton attention backend\"); use --kv-cache-dtype auto, "
-                     "or a GPU of SM89 or later")
+                     f"{gpu.name} ({gpu.arch}, compute capability {cc // 10}.{cc % 10}): {why}, and {quote}; use "
+                     "--kv-cache-dtype auto, or a GPU of SM89 or later")
