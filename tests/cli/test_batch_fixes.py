@@ -81,3 +81,17 @@ def test_models_state_per_seq_is_the_plans():
     res = runner.invoke(app, ["models"], env={"COLUMNS": "200"})
     line = next(x for x in res.stdout.splitlines() if nem in x)
     assert "870.3 MiB" in line  # 912,605,184 / 2**20
+
+
+def test_engine_version_before_0_5_says_what_to_pass():
+    # a run record naming 0.2.3 is replayed under 0.5.0's rules, every step eager (CUDA graphs came in 0.2.4): the
+    # refusal of --engine-version 0.2.3 names those flags, and the line they make runs
+    res = runner.invoke(app, ["plan", L8, "--gpu", "A100", "--engine-version", "0.2.3"])
+    assert type(res.exception).__name__ == "InputError"  # exit 2 from the console script (main.run)
+    msg = str(res.exception)
+    assert msg.startswith("vLLM 0.2.3 predates the rules this tool models (0.5 onwards): pass --engine-version 0.5.0 "
+                          "--enforce-eager (0.2.3 had no CUDA graphs: they came in 0.2.4)")
+    res = runner.invoke(app, ["plan", L8, "--gpu", "A100", "--engine-version", "0.4.2"])
+    assert "pass --engine-version 0.5.0 to apply" in str(res.exception) and "--enforce-eager" not in str(res.exception)
+    ok = runner.invoke(app, ["plan", L8, "--gpu", "A100", "--engine-version", "0.5.0", "--enforce-eager", "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["settings"]["engine_version"] == "0.5.0"

@@ -83,6 +83,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop, step_pricer
+from kvledger.accounting.vllm_predates import GRAPHS_FROM
 
 __all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S", "V1_STEP_S",
            "V1_SEQ_S", "cpu_can_lead", "eager_launch_s"]
@@ -100,7 +101,6 @@ V1_STEP_S = 0.5e-3
 """V1 CPU time per step without async scheduling, s (module docstring: an assumption, range 0.3–1.5 ms)."""
 V1_SEQ_S = 20e-6
 """V1 CPU time per sequence in the step, s (module docstring: vllm issue #10634, range 12–22 µs)."""
-GRAPHS_FROM = (0, 2, 4)  # vLLM PR #1926: CUDA graphs from 0.2.4
 V1_FROM = (0, 8, 0)  # VLLM_USE_V1 default on from 0.8
 V0_GRAPH_MAX_05 = 256  # 0.5.0 worker/model_runner.py _BATCH_SIZES_TO_CAPTURE[-1]
 V0_CAPTURE_ALL_FROM = (0, 9, 0)  # 0.9.0 config.py _set_cudagraph_sizes: captures up to ≥ max_num_seqs

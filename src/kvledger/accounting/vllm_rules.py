@@ -1,9 +1,8 @@
 """vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, the log lines it prints.
 
-Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in
-``docs/engine-model.md`` §1–§2; each function names the engine file it mirrors. Where a change happened between two
-read versions and the exact release is unknown, the rule switches at the later read version and the returned source
-says so.
+Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in ``docs/engine-model.md``
+§1–§2; each function names the engine file it mirrors. Where a change happened between two read versions and the exact
+release is unknown, the rule switches at the later read version and the returned source says so.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from kvledger.accounting.vllm_predates import predates_message
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -35,7 +35,7 @@ def parse_version(v: str) -> tuple[int, int, int]:
     if ver is None:
         raise InputError(f"--engine-version {v!r} is not a version like 0.10.2")
     if ver < (0, 5, 0):
-        raise InputError(f"vLLM {v} predates the rules this tool models (0.5 onwards)")
+        raise InputError(predates_message(v, ver))
     return ver
 
 

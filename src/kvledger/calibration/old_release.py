@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.accounting.host_overhead import GRAPHS_FROM
+from kvledger.accounting.vllm_predates import GRAPHS_FROM, OLDEST_RULES
 from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 
 __all__ = ["OLDEST_MODELLED", "OLD_RELEASE", "older_release", "recorded_max_paddings", "padding_notes"]
 
-OLDEST_MODELLED = "0.5.0"
+OLDEST_MODELLED = OLDEST_RULES
 """The oldest vLLM release whose rules kvledger read (``vllm_rules.parse_version`` refuses any before it)."""
 
 
