@@ -105,11 +105,18 @@ def test_a_decode_step_waits_for_the_busiest_rank_and_pays_no_all_to_all():
     expert_s = c_on.expert_flops * c_on.expert_time_factor / p
     assert expert_s == pytest.approx(360_777_252_864 / p * 1.25492, rel=1e-5)  # 0.654 ms at 0.7 × 989 TFLOP/s
     # a compute-bound prefill chunk (8,192 tokens: m = 2,048 per expert, imbalance (1 + √(16384·3/16)·1.6651/4096)):
-    # the step grows by exactly the extra expert time
+    # the routed experts are priced by the fused-MoE kernel term (moe_kernel.py), 32 × t0 + the grouped GEMMs' time G
+    # when compute-bound; the busiest rank's GEMMs take imbalance × G and the floor stays, so the step grows by exactly
+    # (imbalance − 1) × G = (imbalance − 1) × (the TP step's MoE term − 32 × t0)
+    from kvledger.accounting.moe_kernel import moe_kernel_fit
+
     big = prefill_shape(8192)
-    c = on.costs(big)
-    assert c.expert_time_factor == pytest.approx(_imbalance(8192, 2, 4))
-    assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx(c.expert_flops * (c.expert_time_factor - 1) / p)
+    c, c0 = on.costs(big), off.costs(big)
+    imb = _imbalance(8192, 2, 4)
+    assert c.expert_time_factor == pytest.approx(imb)
+    gemm_s = c0.moe_kernel_s - 32 * moe_kernel_fit().floor_s
+    assert c.moe_kernel_s - c0.moe_kernel_s == pytest.approx((imb - 1) * gemm_s)
+    assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx((imb - 1) * gemm_s)
 
 
 def test_the_all_to_all_is_charged_only_when_asked():
