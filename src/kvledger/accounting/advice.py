@@ -197,14 +197,14 @@ def advise(p: Plan, build: Callable) -> Advice:
                       f"needs {need_blocks + 1:,} ({need_blocks:,} blocks + the null block); or drop it to use the "
                       f"{m.available_kv_bytes / GiB:.2f} GiB the memory plan leaves for the KV cache")
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
-        used = sum(d.bytes for d in m.deductions)
+        used, may = sum(d.bytes for d in m.deductions), no_fit_caveat(m.ranges)
         short = -(m.headroom_bytes if m.kv_free else m.available_kv_bytes) + (need_blocks * m.bytes_per_block)
         msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB "
                f"({m.requested_label or m.fraction_name}) but "
                f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB "
                f"before any KV; "
                f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one "
-               f"{m.max_model_len:,}-token request")
+               f"{m.max_model_len:,}-token request{'.' + may if may else ''}")
         return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))
     if row and row.max_requests < 1:
         need = need_blocks * m.bytes_per_block

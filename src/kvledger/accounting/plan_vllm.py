@@ -98,7 +98,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
                             gpu_arch=gpu.arch, engine_version=ver, rocm=rocm, ep=ep_size(checkpoint, s))
-        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm)]
+        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm, lw.marlin_bytes)]
     items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage, v2))
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))

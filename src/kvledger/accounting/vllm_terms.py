@@ -36,10 +36,13 @@ def cudagraph_range(point_bytes: float) -> tuple[float, float, str]:
             "GiB where the rule gives 0.73 (34 start-ups, TP 1–4, PP 1–4)")
 
 
-def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: bool = False) -> Deduction:
+def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: bool = False,
+                 marlin_bytes: float = 0.0) -> Deduction:
     """Weights, exact from the tensors except MXFP4 experts off the Marlin path, whose layout varies by version: on
     H100 +4.7% (gpt-oss-20b, llm-d-benchmark, vLLM ≤0.16) and +5.9% (gpt-oss-120b, vLLM 0.14.1, vllm#33155) above
-    the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278."""
+    the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278.
+    ``marlin_bytes``: the Marlin layout's weights where vLLM takes it only without ``triton_kernels``
+    (``LoadedWeights.marlin_bytes``): the range reaches them."""
     if rocm:  # "Model loading took" is device-wide used memory on ROCm (vllm_rocm module docstring)
         up = ROCM_WEIGHTS_UP + (0.11 if checkpoint.quant.method == "mxfp4" else 0.0)
         return Deduction("weights", b, how, b, b * (1 + up), f"ROCm measures the weights as device-wide used memory "
@@ -51,7 +54,11 @@ def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: boo
                          f"the tensors {low_text} … {hi:+.2%} (buffers allocated at load that are not checkpoint "
                          "tensors; public corpus on CUDA) and the log's 2-decimal print (±0.005 GiB)")
     up = 0.11 if arch in ("sm80", "sm86") else 0.06
-    return Deduction("weights", b, how, b, b * (1 + up), f"MXFP4 layout varies by version and GPU: up to +{up:.0%}")
+    why = f"MXFP4 layout varies by version and GPU: up to +{up:.0%}"
+    if marlin_bytes > b * (1 + up):
+        why += (f"; {marlin_bytes / GiB:.2f} GiB in the Marlin layout, which vLLM takes on {arch} when the optional "
+                "triton_kernels package is not installed (mxfp4.py get_mxfp4_backend)")
+    return Deduction("weights", b, how, b, max(b * (1 + up), marlin_bytes), why)
 
 
 WEIGHTS_LOGGED_SPREAD = (-0.001, 0.0025)

@@ -16,8 +16,8 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
   mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
   intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256. The Marlin
   path (weight-only FP4, ``mxfp4.py::Mxfp4MoEMethod._should_use_marlin``, read in 0.10.1) rounds the hidden size up to
-  256 and the intermediate size up to 128: vLLM takes it below sm90 (Ampere, Ada) and, in 0.10.x, on Hopper too,
-  whose pinned torch 2.7.1 fails the ``is_torch_equal_or_newer("2.8.0")`` check (0.11 pins torch 2.8.0).
+  256 and the intermediate size up to 128: below sm90 (Ampere, Ada), and on Hopper up to 0.10.1.x (torch 2.7.1 pinned
+  fails ``is_torch_equal_or_newer("2.8.0")``) or, in 0.10.2–0.11.0, without ``triton_kernels`` (mxfp4_layout.py).
 * Each parameter is one allocation of PyTorch's CUDA caching allocator, which vLLM's measure counts
   whole (``c10/cuda/CUDACachingAllocator.cpp``): sizes round up to 512 B; a request of 10 MiB or more gets
   a segment rounded up to 2 MiB and keeps all of it unless more than 1 MiB is left over (``should_split``).
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from kvledger.catalog.expert_placement import expert_share, local_experts
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_padded
+from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_marlin_fallback, mxfp4_padded
 from kvledger.catalog.quant import QuantScheme, online_fp8
 from kvledger.catalog.vllm_load_extras import EVERY_STAGE_EMBED_AND_HEAD, mla_dequant_copy_bytes, rocm_moe_padding_bytes
 from kvledger.errors import InputError
@@ -67,6 +67,8 @@ class LoadedWeights:
         layers: (first, last + 1) decoder layers on this rank.
         how: the arithmetic in words.
         backend_workspace_bytes: of which MLA attention-backend workspaces allocated during loading, B.
+        marlin_bytes: the same rank's bytes in the Marlin MXFP4 layout where vLLM takes it only when the
+            optional ``triton_kernels`` is not installed (``mxfp4_marlin_fallback``), B; 0 elsewhere.
     """
 
     bytes: float
@@ -77,6 +79,7 @@ class LoadedWeights:
     layers: tuple[int, int]
     how: str
     backend_workspace_bytes: int = 0
+    marlin_bytes: float = 0.0
 
 
 _FUSED_NAME = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
@@ -201,11 +204,11 @@ def _served_dtype(model: ModelSpec, dtype: str | None) -> tuple[str, int]:
 
 
 def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: int, mx: bool,
-                 target: tuple[str, tuple[int, int, int], bool], ep: int = 1) -> tuple[dict, int, int, float]:
+                 target: tuple, ep: int = 1) -> tuple[dict, int, int, float]:
     """(bytes of each fused parameter's part on the rank, the quantized MLA kv_b_proj copies' allocated bytes, the
     ROCm MoE padding, the MXFP4 padding, B) of ``weights`` (those on the rank) for ``target`` (GPU arch, vLLM
-    version, ROCm or not)."""
-    gpu_arch, engine_version, rocm = target
+    version, ROCm or not[, the MXFP4 Marlin layout forced on or off])."""
+    gpu_arch, engine_version, rocm, *forced = target
     kv_share = max(1, model.num_kv_heads // tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
@@ -217,7 +220,7 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
         share = expert_share(model, tp, ep) if w.expert and ep > 1 else share
         if mx and q.converts(w):
-            padded = mxfp4_padded(w, model, gpu_arch, engine_version)
+            padded = mxfp4_padded(w, model, gpu_arch, engine_version, *forced)
             mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
             w = padded
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
@@ -277,15 +280,21 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
-    ws, ws_src = (
-        mla_backend_workspace_bytes(engine_version, gpu_arch)
-        if any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])
-        else (0, "")
-    )
+    mla = any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])
+    ws, ws_src = mla_backend_workspace_bytes(engine_version, gpu_arch) if mla else (0, "")
     if ws:
         how += f" + {ws:,} B {ws_src}"
     if mla_copies:
         how += f" + {mla_copies:,} B {dname} copies of the quantized MLA kv_b_proj (W_UK/W_UV, vLLM MLA code)"
     if moe_pad:
         how += f" + {moe_pad:,} B ROCm MoE padding (VLLM_ROCM_MOE_PADDING, 256 B per row of 512-B-aligned rows)"
-    return LoadedWeights(total + rope + ws + mla_copies + moe_pad, rope, dname, db, q.description, (lo, hi), how, ws)
+    point = total + rope + ws + mla_copies + moe_pad
+    alt = (point - total + _marlin_total(model, on_rank, q, tp, db, (gpu_arch, engine_version, rocm), ep)
+           if mx and not rocm and mxfp4_marlin_fallback(gpu_arch, engine_version) else 0.0)
+    return LoadedWeights(point, rope, dname, db, q.description, (lo, hi), how, ws, alt)
+
+
+def _marlin_total(model: ModelSpec, on_rank: list, q: QuantScheme, tp: int, db: int, target: tuple, ep: int) -> float:
+    """The rank's fused parameters' allocated bytes with the MXFP4 experts in the Marlin layout, B."""
+    fused = _fused_bytes(model, on_rank, q, tp, db, True, (*target, True), ep)[0]
+    return float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))

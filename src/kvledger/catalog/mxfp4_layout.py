@@ -1,9 +1,12 @@
 """How vLLM lays out MXFP4 MoE experts on each GPU architecture: the backend's padding of the expert tensors
 (``fused_moe/oracle/mxfp4.py::mxfp4_round_up_hidden_size_and_intermediate_size``) and the words the weights' source
 gives it. The Marlin path (weight-only FP4, ``mxfp4.py::Mxfp4MoEMethod._should_use_marlin``, read in 0.10.1) rounds the
-hidden size up to 256 and the intermediate size up to 128: vLLM takes it below sm90 (Ampere, Ada) and, in 0.10.x, on
-Hopper too (torch 2.7.1 pinned fails ``is_torch_equal_or_newer("2.8.0")``); on Hopper otherwise the Triton backend
-rounds the intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both up to 256.
+hidden size up to 256 and the intermediate size up to 128: vLLM takes it below sm90 (Ampere, Ada) and, up to 0.10.1.x,
+on Hopper too (the wheel pins torch 2.7.1, which fails ``is_torch_equal_or_newer("2.8.0")``); on Hopper otherwise the
+Triton backend rounds the intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both up to 256.
+From 0.10.2 (the wheel pins torch 2.8.0) Hopper takes Triton when the optional ``triton_kernels`` package is installed,
+else Marlin (``mxfp4.py::get_mxfp4_backend``, read in 0.10.2 and 0.11.0; the package is no dependency of either
+wheel): Triton is the point, as from 0.11, and the Marlin layout the weights' high end (``mxfp4_marlin_fallback``).
 """
 
 from __future__ import annotations
@@ -13,12 +16,27 @@ from dataclasses import replace
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.weights import Weight
 
-__all__ = ["mxfp4_uses_marlin", "mxfp4_layout_text", "mxfp4_padded"]
+__all__ = ["HOPPER_TRITON_FROM", "mxfp4_uses_marlin", "mxfp4_marlin_fallback", "mxfp4_layout_text", "mxfp4_padded"]
+
+HOPPER_TRITON_FROM = (0, 10, 2)
+"""First release whose wheel pins torch 2.8.0 (``Requires-Dist: torch==2.8.0``; 0.10.1.1 pins 2.7.1), so that
+``get_mxfp4_backend`` can pick the Triton backend on Hopper (with ``triton_kernels`` installed)."""
+
+MARLIN_FALLBACK_READ = ((0, 10, 2), (0, 11, 0))
+"""Releases read whose Hopper backend choice hinges on the optional ``triton_kernels`` package (``get_mxfp4_backend``:
+``not has_triton_kernels()`` → Marlin); later releases not read for it keep the Triton layout alone."""
 
 
 def mxfp4_uses_marlin(arch: str, engine_version: tuple[int, int, int]) -> bool:
-    """vLLM's MXFP4 MoE on the Marlin path: below Hopper always, on Hopper in 0.10.x (torch 2.7.1 pinned)."""
-    return arch in ("sm75", "sm80", "sm86", "sm89") or (arch == "sm90" and engine_version < (0, 11, 0))
+    """vLLM's MXFP4 MoE on the Marlin path: below Hopper always, on Hopper before 0.10.2 (torch 2.7.1 pinned)."""
+    return arch in ("sm75", "sm80", "sm86", "sm89") or (arch == "sm90" and engine_version < HOPPER_TRITON_FROM)
+
+
+def mxfp4_marlin_fallback(arch: str, engine_version: tuple[int, int, int]) -> bool:
+    """True where vLLM takes the Triton layout only if ``triton_kernels`` is installed and Marlin otherwise (Hopper,
+    ``MARLIN_FALLBACK_READ``): the Marlin layout is then the other end of the weights' range."""
+    lo, hi = MARLIN_FALLBACK_READ
+    return arch == "sm90" and lo <= engine_version <= hi
 
 
 def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, int, int], pad_bytes: float) -> str:
@@ -37,13 +55,17 @@ def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, in
     return how + (f": +{pad_bytes:,.0f} B of padding per GPU" if pad_bytes else ": no padding")
 
 
-def mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0)) -> Weight:
-    """An MXFP4 expert tensor with the backend's padding (see the module docstring)."""
+def mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0),
+                 marlin: bool | None = None) -> Weight:
+    """An MXFP4 expert tensor with the backend's padding (see the module docstring); ``marlin``: force the Marlin
+    layout (True) or not (False) instead of the version's point."""
     h, inter = model.hidden_size, model.intermediate_size
     if not (w.expert and inter):
         return w
     blackwell = arch.startswith("sm10") or arch.startswith("sm11")
-    if mxfp4_uses_marlin(arch, engine_version):
+    if marlin is None:
+        marlin = mxfp4_uses_marlin(arch, engine_version)
+    if marlin:
         hp, ip = -(-h // 256) * 256, -(-inter // 128) * 128
     else:
         hp = -(-h // 256) * 256 if blackwell else h

@@ -1,8 +1,8 @@
 """A log that prints no vLLM version but prints its weights: which release's loading rules reproduce them.
 
 The weights a vLLM start-up loads depend on the release where the loader's layout changed: MXFP4 MoE experts repacked
-for Marlin on Hopper in 0.10.x (torch 2.7.1 pinned: ``mxfp4.py::_should_use_marlin``, read in 0.10.1) and in the
-Triton layout from 0.11 (``kvledger.catalog.mxfp4_layout``), padded MoE tensors, tied embeddings. When the ledger's
+for Marlin on Hopper up to 0.10.1.x (torch 2.7.1 pinned: ``mxfp4.py::_should_use_marlin``, read in 0.10.1) and in the
+Triton layout from 0.10.2 (``kvledger.catalog.mxfp4_layout``), padded MoE tensors, tied embeddings. When the ledger's
 weights at the rules it applied miss the log's printed figure, the same model is planned under each release the
 ledger has rules for (``RELEASES``) and those within ``MATCH`` of the log are named: evidence of the release the log
 came from, said as a note, never applied (``--engine-version`` chooses). A gpt-oss-120b start-up on one H100 with no
