@@ -142,3 +142,38 @@ def test_refused_for_a_dense_model_and_for_sglang():
         _plan(load_model("Qwen/Qwen3-8B"), 2, True)
     with pytest.raises(InputError, match="--enable-ep-moe"):
         _plan(load_model(MIXTRAL), 4, True, engine="sglang")
+
+
+def test_the_busiest_rank_reads_more_expert_weights_at_small_batches():
+    from kvledger.accounting.moe_terms import ep_imbalance, ep_read_imbalance
+
+    # one decode token, top-8 of 128 experts over 8 ranks (16 each): p = 8/128 = 0.0625 of the experts touched, a rank
+    # holds Binomial(16, p): mean μ = 1, σ = √(16 · 0.0625 · 0.9375) = 0.96825; the busiest of 8 ≈ μ + σ·√(2 ln 8)
+    # = 1 + 0.96825 · 2.03933 = 2.97457 experts' weights, where TP reads every touched expert's 1/8 (1 expert's worth)
+    assert ep_read_imbalance(1, 8, 128, 8) == pytest.approx(2.97457, abs=1e-5)
+    # 64 tokens: p = 1 − (120/128)^64 = 0.983921, μ = 15.74273 ≥ 16 − σ·√(2 ln 8): the busiest reads all 16, ÷ μ
+    assert ep_read_imbalance(64, 8, 128, 8) == pytest.approx(16 / 15.74273, abs=1e-5)
+    assert ep_read_imbalance(64, 8, 128, 1) == 1.0
+    # uneven placement (vLLM determine_expert_map: ⌈E/ep⌉ on the first E mod ep ranks): Mixtral's 8 experts over 16
+    # ranks, one each on 8: T = 64, 128 pairs, a full rank's share 1/8: μ = 16, σ = √(128 · 1/8 · 7/8) = √14; the
+    # busiest of 8 ≈ 16 + 3.74166 · 2.03933 = 23.6305 pairs against TP's even 128/16 = 8: 2.95381
+    assert ep_imbalance(64, 2, 16, 8) == pytest.approx(2.95381, abs=1e-5)
+    # 60 experts over 8 ranks, 8 on the first 4: top-4, T = 64, 256 pairs, share 8/60: μ = 34.1333,
+    # σ = √(256 · 0.133333 · 0.866667) = 5.43895, √(2 ln 4) = 1.66511: 43.1898 / (256/8) = 1.34968
+    assert ep_imbalance(64, 4, 8, 60) == pytest.approx(1.34968, abs=1e-5)
+    assert ep_imbalance(64, 2, 4, 8) == ep_imbalance(64, 2, 4)  # divisible: the even-share formula
+
+
+def test_expert_parallel_decode_costs_more_at_small_batches_and_the_same_at_large_ones():
+    # Qwen3-235B-A22B at TP 8 on H200 (128 experts, top-8): a bandwidth-bound decode step reads the busiest rank's
+    # touched experts, so EP costs more at a few sequences and nothing at many (every rank touches all 16 of its
+    # experts); the step never shrinks as the batch grows
+    m, gpu = load_model("Qwen/Qwen3-235B-A22B"), get_gpu("H200")
+    off = build_plan(m, gpu, make_settings(tp=8, contexts=(2048,)), with_advice=False).step_cost()
+    on = build_plan(m, gpu, make_settings(tp=8, contexts=(2048,), enable_expert_parallel=True),
+                    with_advice=False).step_cost()
+    steps = [(off.step_time_s(decode_shape(b, 2048 * b)), on.step_time_s(decode_shape(b, 2048 * b)))
+             for b in (1, 2, 4, 8, 16, 256)]
+    assert all(e > t * 1.15 for t, e in steps[:5])  # ≥ 15% dearer at 1–16 sequences
+    assert steps[-1][1] == pytest.approx(steps[-1][0], rel=1e-3)  # the same at 256
+    assert all(a[1] < b[1] for a, b in zip(steps, steps[1:]))  # monotone in the batch

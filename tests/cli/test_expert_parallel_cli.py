@@ -73,3 +73,19 @@ def test_validate_replays_a_recorded_expert_parallel_run_with_it(tmp_path):
     res = CliRunner().invoke(app, ["validate", str(path), "--gpu", "H100", "--no-enable-expert-parallel", "--json"])
     notes = json.loads(res.output)["notes"]
     assert res.exit_code == 0 and any("enable_expert_parallel True → False" in n for n in notes)
+
+
+def test_the_flag_is_said_where_it_changes_nothing_and_in_the_plans_header():
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    # TP 1: vLLM turns expert parallelism on only when TP × DP > 1, so the run is the same; simulate says so
+    res = CliRunner().invoke(app, ["simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-expert-parallel",
+                                   "--num-requests", "20", "--rate", "2"])
+    assert res.exit_code == 0, res.output
+    assert "--enable-expert-parallel changes nothing at TP 1 with data parallel 1" in res.output
+    res = CliRunner().invoke(app, ["plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--tp", "2",
+                                   "--enable-expert-parallel"])
+    header = " ".join(res.output.split("KV per token")[0].split())  # the header line, as the terminal wrapped it
+    assert "TP 2, --enable-expert-parallel, max_model_len" in header

@@ -8,7 +8,8 @@ rank already holds every token, runs its own experts and the TP all-reduce combi
 the flag for a model without experts (``config/model.py::_verify_with_expert_parallelism``).
 
 So with DP 1: the busiest rank's weights hold ceil(E / TP) whole experts instead of every expert's 1/TP slice, and a
-step's expert work waits for the busiest rank (``moe_terms.ep_imbalance`` over TP ranks).
+step's expert work waits for the busiest rank, its GEMMs and its weight reads (``moe_terms.ep_imbalance`` and
+``ep_read_imbalance`` over TP ranks).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
                 "on only when TP × DP > 1)",)
     e = model.num_experts
     hi, lo = local_experts(e, s.tp), local_experts(e, s.tp, s.tp - 1)
-    held = f"{hi} experts on each" if hi == lo else f"{hi} experts on the first {e % s.tp}, {lo} on the others"
+    held = (f"{hi} expert{'s' * (hi != 1)} on each" if hi == lo
+            else f"{hi} expert{'s' * (hi != 1)} on the first {e % s.tp}, {lo} on the others")
     return (f"--enable-expert-parallel (EP {s.tp} over the TP ranks, data parallel 1): each MoE layer's {e} routed "
             f"experts are whole, {held} (vLLM's linear placement), instead of a 1/{s.tp} slice of every expert; "
             "attention, dense layers and shared experts stay TP-sliced; with data parallel 1 there is no all-to-all, "

@@ -58,6 +58,8 @@ from importlib import resources
 
 import numpy as np
 
+from kvledger.accounting.moe_terms import ep_read_imbalance
+
 __all__ = ["MoeKernelRow", "MoeKernelFit", "load_rows", "fit_moe_kernel", "moe_kernel_fit", "moe_layer_s",
            "moe_layer_count", "block_m", "padded_rows_per_expert", "touched_fraction", "FIT_FLOPS_FRACTION",
            "FIT_BANDWIDTH_FRACTION"]
@@ -262,15 +264,17 @@ class FusedMoePrices:
 
     def moe_kernel_s(self, num_tokens: float, imbalance: float = 1.0) -> float:
         """The fused-MoE kernels of a step over ``num_tokens`` tokens, all MoE layers, s (module docstring): 0.0 for
-        a model without MoE layers. ``imbalance`` (≥ 1, expert parallelism) scales the GEMM FLOPs."""
+        a model without MoE layers. ``imbalance`` (≥ 1, expert parallelism's busiest rank) scales the GEMM FLOPs; the
+        expert bytes read wait for the busiest rank's touched experts (``moe_terms.ep_read_imbalance``)."""
         if not self.moe_layers or num_tokens <= 0:
             return 0.0
         f, m = moe_kernel_fit(), self.model
         p = (f.floor_s * self.moe_layers, f.read_fraction * self.bandwidth_fraction / FIT_BANDWIDTH_FRACTION,
              f.gemm_efficiency * self.flops_fraction / FIT_FLOPS_FRACTION,
              self.grouped_gemm_half_tokens or f.half_tokens)
-        read = self.expert_bytes * self.experts_touched_fraction(num_tokens)
         k, e = m.experts_per_token, m.num_experts
+        read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e,
+                                                                                                 self.ep)
         rows = padded_rows_per_expert(int(math.ceil(num_tokens)), k, e)  # an expert's padded rows (module docstring)
         flops = 2 * self.expert_params_per_token * (e * rows / k) * imbalance  # params per token × padded tokens
         return moe_layer_s(p, read, flops, rows, self.bw, self.gpu.bf16_flops_per_s or self.peak_flops)

@@ -5,10 +5,16 @@ expert load imbalance across expert-parallel ranks, and expert parallelism's all
 * Grouped-GEMM efficiency: an expert's GEMM has m rows; below a few dozen rows a tensor-core tile is mostly
   padding, so the FLOP rate falls: η(m) = m / (m + m½), with m½ the tokens per expert at which the grouped GEMM
   reaches half its large-m rate. m½ is a property of the GPU and kernel (fit it: ``GpuProfile``); 0 means η = 1.
-* Imbalance: with expert parallelism over g ranks (E/g experts each), a rank receives Binomial(T·k, 1/g) pairs under
-  uniform routing; the step waits for the busiest rank. With μ = T·k/g and σ² = T·k·(1/g)(1 − 1/g), the expected
-  maximum of g ranks is ≈ μ + σ·√(2 ln g) (the Gaussian extreme-value approximation), so the expert work takes
-  (μ + σ·√(2 ln g))/μ times the mean rank's. Under TP alone every GPU holds a slice of every expert: no imbalance.
+* Imbalance: with expert parallelism over g ranks, vLLM places experts linearly (``determine_expert_map``): n₀ =
+  ⌈E/g⌉ experts on the first r = E mod g ranks (on all g when g divides E), one fewer on the rest. Under uniform
+  routing such a rank receives Binomial(T·k, n₀/E) token-expert pairs; the step waits for the busiest. With
+  μ = T·k·n₀/E and σ² = T·k·(n₀/E)(1 − n₀/E), the expected maximum of the r ranks is ≈ μ + σ·√(2 ln r) (the
+  Gaussian extreme-value approximation), so the expert GEMMs take (μ + σ·√(2 ln r)) / (T·k/g) times TP's even share
+  (g dividing E: (μ + σ·√(2 ln g))/μ).
+* The weights read wait for the busiest rank too: each expert is touched with p = 1 − (1 − k/E)^T, a rank reads the
+  touched experts among its own n₀, Binomial(n₀, p); the busiest of r ranks reads ≈ min(n₀, n₀·p + √(n₀·p(1 − p))·
+  √(2 ln r)) experts against n₀·p on average — at one decode token of k = 8 from 128 experts over 8 ranks, 2.97
+  experts' weights against 1. Under TP alone every GPU holds a slice of every expert: no imbalance.
 * All-to-all: each token's hidden state goes to its k experts' ranks and back (dispatch and combine), the share
   (g − 1)/g of them off-rank: 2·T·k·hidden·bytes·(g − 1)/g bytes per step over the link.
 """
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["tokens_per_expert", "grouped_gemm_efficiency", "ep_imbalance", "ep_all_to_all_bytes"]
+__all__ = ["tokens_per_expert", "grouped_gemm_efficiency", "ep_imbalance", "ep_read_imbalance", "ep_all_to_all_bytes"]
 
 
 def tokens_per_expert(num_tokens: float, experts_per_token: int, num_experts: int) -> float:
@@ -34,14 +40,43 @@ def grouped_gemm_efficiency(tokens_per_expert_: float, half_tokens: float) -> fl
     return tokens_per_expert_ / (tokens_per_expert_ + half_tokens)
 
 
-def ep_imbalance(num_tokens: float, experts_per_token: int, ep: int) -> float:
-    """Expected busiest-rank load ÷ mean rank load over ``ep`` expert-parallel ranks (module docstring), ≥ 1."""
+def _busiest(num_experts: int, ep: int) -> tuple[float, int]:
+    """(share of the experts on the fullest rank, how many ranks hold that many) under vLLM's linear placement; an
+    unknown expert count (0) is taken as divisible."""
+    if num_experts <= 0:
+        return 1.0 / ep, ep
+    n0 = -(-num_experts // ep)
+    return n0 / num_experts, (num_experts % ep) or ep
+
+
+def _tail(ranks: int) -> float:
+    return math.sqrt(2.0 * math.log(ranks)) if ranks > 1 else 0.0
+
+
+def ep_imbalance(num_tokens: float, experts_per_token: int, ep: int, num_experts: int = 0) -> float:
+    """The busiest rank's expected token-expert pairs ÷ TP's even share T·k/ep over ``ep`` expert-parallel ranks
+    (module docstring; ``num_experts`` 0: taken as divisible by ``ep``), ≥ 1."""
     if ep <= 1 or num_tokens <= 0:
         return 1.0
     pairs = num_tokens * experts_per_token
-    mu = pairs / ep
-    sigma = math.sqrt(pairs * (1.0 / ep) * (1.0 - 1.0 / ep))
-    return (mu + sigma * math.sqrt(2.0 * math.log(ep))) / mu
+    share, ranks = _busiest(num_experts, ep)
+    mu = pairs * share
+    sigma = math.sqrt(pairs * share * (1.0 - share))
+    return max(1.0, (mu + sigma * _tail(ranks)) / (pairs / ep))
+
+
+def ep_read_imbalance(num_tokens: float, experts_per_token: int, num_experts: int, ep: int) -> float:
+    """The busiest rank's expected touched experts ÷ the fullest rank's mean, n₀·p (module docstring), ≥ 1: the factor
+    on the expert bytes a step reads under expert parallelism (1 without it)."""
+    if ep <= 1 or num_tokens <= 0 or num_experts <= 0:
+        return 1.0
+    n0 = -(-num_experts // ep)
+    p = 1.0 - (1.0 - experts_per_token / num_experts) ** num_tokens
+    mu = n0 * p
+    if mu <= 0:
+        return 1.0
+    top = min(float(n0), mu + math.sqrt(n0 * p * (1.0 - p)) * _tail((num_experts % ep) or ep))
+    return max(1.0, top / mu)
 
 
 def ep_all_to_all_bytes(num_tokens: float, experts_per_token: int, hidden_size: int, dtype_bytes: float,

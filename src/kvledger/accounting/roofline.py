@@ -202,7 +202,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                              host_s=host, matmul_efficiency=self.matmul_efficiency(T),
                              layer_kernels_s=self.layer_kernels_s(T))
         m, ef = self.model, 2 * self.expert_params_per_token * T
-        imb = ep_imbalance(T, m.experts_per_token, self.ep)
+        imb = ep_imbalance(T, m.experts_per_token, self.ep, m.num_experts)
         a2a = ep_all_to_all_bytes(T, m.experts_per_token, m.hidden_size, m.dtype_bytes, self.ep)
         a2a_s = a2a / self._a2a_link_Bps if self._a2a_link_Bps else 0.0
         if self.moe_layers:  # the fused-MoE kernel term (moe_kernel.py) prices the routed experts

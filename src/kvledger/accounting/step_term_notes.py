@@ -30,10 +30,13 @@ def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1) -> list[str]:
     notes = []
     if ep > 1 and model.is_moe:
         notes.append(f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel 1): each rank "
-                     f"holds whole experts and reads the ones a step's tokens touch; the routed-expert work waits for "
-                     f"the busiest rank, × (μ + σ·√(2 ln {ep}))/μ with μ = T·k/{ep} token-expert pairs per rank and "
-                     f"σ² = T·k·(1/{ep})(1 − 1/{ep}) (uniform routing, Gaussian extreme-value approximation); no "
-                     "all-to-all: with data parallel 1 the TP all-reduce combines the experts' outputs")
+                     f"holds whole experts (⌈E/{ep}⌉ on the fullest) and reads the ones a step's tokens touch; the "
+                     f"routed-expert work waits for the busiest rank: its GEMMs × (μ + σ·√(2 ln r))/(T·k/{ep}), "
+                     f"μ = T·k·n₀/E token-expert pairs on a fullest rank, σ² = T·k·(n₀/E)(1 − n₀/E), r the ranks "
+                     "that full, and its weight reads × the busiest rank's touched experts over the mean, "
+                     "min(n₀, n₀p + √(n₀p(1 − p))·√(2 ln r))/(n₀p), p = 1 − (1 − k/E)^T (uniform routing, Gaussian "
+                     "extreme-value approximation); no all-to-all: with data parallel 1 the TP all-reduce combines "
+                     "the experts' outputs")
     k = fp8_block_kernel(model, gpu)
     if k is not None:
         lo, hi = FP8_BLOCK_EFFICIENCY_RANGE

@@ -214,7 +214,8 @@ def _vllm_flags_text(s) -> str:
              "--enforce-eager" if s.enforce_eager else "",
              "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
              f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else "",
-             f"model runner {s.model_runner}" if s.model_runner != "auto" else ""]
+             f"model runner {s.model_runner}" if s.model_runner != "auto" else "",
+             "--enable-expert-parallel" if s.enable_expert_parallel else ""]
     return "".join(f", {g}" for g in given if g)
 
 

@@ -162,6 +162,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
             raise
         raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
     notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
+    notes += [n for n in plan.memory.notes if n.startswith("--enable-expert-parallel")]  # what the flag did, or not
     if cfg.sglang_pool_caps_context:
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
                                          cfg.sglang_max_req_len))
