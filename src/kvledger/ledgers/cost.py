@@ -28,7 +28,10 @@ goodput g tokens/s, at utilization u of the billed hours:
 People cost (engineer-months at a stated monthly rate) is a fixed monthly amount for the whole deployment, as the
 monthly bill charges it once: with a volume its per-token share is people $/month ÷ the volume's good tokens per month
 (its replicas × one replica's at its load), so the ledgers × those tokens add up to the bill; without one, ÷ the good
-tokens of the one replica priced at the utilization priced. Months are 730 h (8760/12).
+tokens of the one replica priced at the utilization priced. Likewise, at a volume rented on whole instances, the GPUs
+the replicas leave idle are an item of their own (``instances.idle_item``: split as the GPU rental), so the ledgers ×
+the volume's tokens add up to the monthly bill; without a volume no instance is rented and the replica's own GPUs are
+priced. Months are 730 h (8760/12).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput import GoodputResult
-from kvledger.ledgers.instances import GpuRate
+from kvledger.ledgers.instances import GpuRate, Packing, idle_item
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.load_share import LoadShare, run_seed
 from kvledger.ledgers.prefill_floor import PrefillFloor
@@ -223,10 +226,10 @@ def people_as_of(people_source: str) -> str:
 
 
 def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None,
-                           replicas: int | None = None) -> tuple[Ledger, Ledger]:
+                           replicas: int | None = None, packing: Packing | None = None) -> tuple[Ledger, Ledger]:
     """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's);
     ``replicas``: the replicas a monthly volume needs, whose good tokens share the people line (None: no volume, one
-    replica)."""
+    replica); ``packing``: their whole instances, whose idle GPUs are an item (``instances.idle_item``)."""
     u = setup.utilization if utilization is None else utilization
     out = []
     for kind, share in (("input", cap.prefill_share), ("output", 1.0 - cap.prefill_share)):
@@ -239,6 +242,8 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
                             setup.gpu.source, setup.gpu.as_of,
                             f"{setup.num_gpus} GPU × 10⁶ ÷ ({how}) × {phase} share {share:.3f} "
                             f"({cap.prefill_share_method})"))
+        if (idle := idle_item(packing, gpu_h, phase)) is not None:
+            ledger.add(idle)
         for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):
             ledger.add(item)
         at = f"in {cap.load.words()}" if cap.load is not None else f"at utilization {u:.2f}"
@@ -249,14 +254,15 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
     return out[0], out[1]
 
 
-def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger, replicas: int | None = None) -> dict[str, Any]:
+def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger, replicas: int | None = None,
+                   packing: Packing | None = None) -> dict[str, Any]:
     """The sticker (throughput-priced) self-host cost beside the goodput-priced ``sh_out``, and the multiplier
-    (``replicas``: as ``self_host_unit_ledgers``)."""
+    (``replicas``, ``packing``: as ``self_host_unit_ledgers``)."""
     sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
                            cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
                            cap.prefill_share_method, cap.estimate,
                            load=None if cap.load is None else cap.load.as_throughput())
-    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup, replicas=replicas)
+    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup, replicas=replicas, packing=packing)
     # the figures the multiplier divides: the capacity run's, or those of the run at the volume's load it priced
     at = (lambda c: c.good_output_tok_per_s) if cap.load is None else (lambda c: c.load.tok_per_s("output"))
     return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,

@@ -246,14 +246,15 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     n_vol = decision.replicas if decision is not None else None  # a volume's replicas share its people line
-    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol)
+    packing = decision.packing if decision is not None else None  # its idle GPUs: an item of the per-token ledgers
+    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing)
     api_req = _per_request(primary, mix, cap)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     n, assumed = (decision.replicas, None) if decision is not None else (1, setup.utilization)  # no volume: assumed
     u_star = break_even_utilization(cap, setup, api_req, n, assumed)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
-    sticker = sticker_prices(cap, setup, sh_out, n_vol)
+    sticker = sticker_prices(cap, setup, sh_out, n_vol, packing)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
                      "table")
@@ -292,8 +293,7 @@ def _inputs_dict(setup: SelfHostSetup, util_how: str, people_source: str, primar
 
 def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:
     """The per-request line: at a volume, its own bill per good request (``decision_notes.volume_good_requests``: the
-    whole bill, idle GPUs of part-filled instances included, which the per-token ledgers leave out); else the unit
-    ledgers'."""
+    whole bill, idle GPUs of part-filled instances included, as in the per-token ledgers); else the unit ledgers'."""
     if decision is not None and decision.volume.requests > 0:
         good, per = volume_good_requests(decision.volume.requests, cap)
         return secondary_line(util, util_how, decision.self_host_usd / good, api_req, per)

@@ -10,7 +10,9 @@ is a marketplace's (``provider_type`` "marketplace": pods of several GPUs, bille
 per GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1gpu presets) shares no NVLink with
 another, so k of them cannot run one tensor-parallel replica. Among several rows (``GpuRate.options``: the
 provider's other rows, or every row of the GPU when no provider is named) the cheapest packing for the replica count
-is taken, ties by fewer idle GPUs, then the row's key (provider:instance), and the choice is stated.
+is taken, ties by fewer idle GPUs, then the row's key (provider:instance), and the choice is stated. The per-token
+ledgers at a volume carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used), so that they ×
+the volume's tokens add up to the monthly bill's rental.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from typing import Any
 
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
+from kvledger.ledgers.items import LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "pack", "staircase", "staircase_usd_per_hour"]
+__all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "idle_item", "pack", "staircase",
+           "staircase_usd_per_hour"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +172,19 @@ class Packing:
     def instance_choice(self) -> str | None:
         """``choice()``, None when one row was considered (for JSON)."""
         return self.choice() or None
+
+
+def idle_item(p: Packing | None, gpu_hours: float, phase: str) -> LineItem | None:
+    """The idle GPUs of ``p``'s rented instances per 1M tokens, ``phase`` share: ``gpu_hours`` (the replicas' own
+    GPU-hours for it, the GPU rental item) × idle GPUs ÷ the GPUs the replicas use, at the same rate; None when none
+    is idle (a per-GPU row, full instances) or no packing is priced (no volume)."""
+    if p is None or p.idle_gpus <= 0:
+        return None
+    kinds = "instance" if p.instances == 1 else "instances"
+    return LineItem(f"idle GPUs of the rented {kinds} ({p.idle_gpus} of {p.billed_gpus}), {phase} share", "GPU-hour",
+                    gpu_hours * p.idle_gpus / p.gpus, p.rate.usd_per_gpu_hour, p.rate.source, p.rate.as_of,
+                    f"{gpu_hours:.4g} GPU-hour (the GPU rental, {phase} share) × {p.idle_gpus} idle ÷ {p.gpus} used: "
+                    f"billed whole as in the monthly bill ({p.words()})")
 
 
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
