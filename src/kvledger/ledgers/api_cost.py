@@ -19,7 +19,15 @@ from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words"]
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order"]
+
+_CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}  # a row's stated confidence; unstated after low
+
+
+def tie_order(price: ApiPrice) -> tuple[int, str]:
+    """What orders API rows of exactly the same price: the higher-confidence row first (high, medium, low, unstated),
+    then the row's key (a stable order). Sort key after the price: ``(usd, *tie_order(price))``."""
+    return _CONFIDENCE_RANK.get(price.confidence, len(_CONFIDENCE_RANK)), price.key
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem, tie_order
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
@@ -160,10 +160,10 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
             mix.check(r)
         except InputError:
             continue
-        priced.append((_per_request(r, mix, cap), r.key, r))
+        priced.append((_per_request(r, mix, cap), *tie_order(r), r))  # a tie: the higher confidence
     if not priced:
         raise InputError("no API row can be priced under this mix (batch share or cache-hit rate on rows without them)")
-    return min(priced)[2]
+    return min(priced)[-1]
 
 
 def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,

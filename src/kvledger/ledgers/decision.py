@@ -28,7 +28,7 @@ from typing import Any
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, tie_order
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.instances import Packing, pack
@@ -72,8 +72,9 @@ class ApiOption:
 
 
 def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volume) -> tuple[list[ApiOption], list[str]]:
-    """Each (row, same_model, named) priced for ``vol`` under ``mix``, cheapest first; rows the mix cannot price are
-    left out with a note (e.g. a batch share on a row with no batch API)."""
+    """Each (row, same_model, named) priced for ``vol`` under ``mix``, cheapest first (on a tie, the higher-confidence
+    row: ``api_cost.tie_order``); rows the mix cannot price are left out with a note (e.g. a batch share on a row with
+    no batch API)."""
     out, notes = [], []
     for price, same, named in rows:
         try:
@@ -92,7 +93,7 @@ def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volum
             "USD per month",
         )
         out.append(ApiOption(price, same, named, bill))
-    out.sort(key=lambda a: (a.bill.total_usd, a.price.key))
+    out.sort(key=lambda a: (a.bill.total_usd, *tie_order(a.price)))
     return out, notes
 
 

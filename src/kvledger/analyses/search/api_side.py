@@ -41,11 +41,11 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
 
 def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
     """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
-    model for the workload's mean request after the batch and cache mix (rows the mix cannot price skipped); (None,
-    "") when there is none."""
+    model for the workload's mean request after the batch and cache mix (rows the mix cannot price skipped; on a tie
+    the higher-confidence row, ``api_cost.tie_order``); (None, "") when there is none."""
     from kvledger.catalog.api_match import find_api_price, same_model_rows
     from kvledger.errors import InputError
-    from kvledger.ledgers.api_cost import api_price_per_mtok
+    from kvledger.ledgers.api_cost import api_price_per_mtok, tie_order
 
     wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
 
@@ -59,14 +59,14 @@ def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, 
             mix.check(r)
         except InputError:
             continue
-        priced.append((per_request(r), r.key, r))
+        priced.append((per_request(r), *tie_order(r), r))  # a tie: the higher-confidence row
     if spec.api is not None:
         named = find_api_price(spec.api)
         try:
             mine = per_request(named)
         except InputError:  # the mix cannot price it: api_side says so
             return named, ""
-        cheaper = [(x, r) for x, k, r in sorted(priced) if k != named.key and x < mine * (1 - 1e-9)]
+        cheaper = [(x, r) for x, _, k, r in sorted(priced) if k != named.key and x < mine * (1 - 1e-9)]
         if not cheaper:
             return named, ""
         x, r = cheaper[0]
@@ -76,7 +76,7 @@ def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, 
                        "share; search without --api compares with it)")
     if not priced:
         return None, ""
-    row = min(priced)[2]
-    keys = ", ".join(k for _, k, _ in sorted(priced))
+    row = min(priced)[-1]
+    keys = ", ".join(k for _, _, k, _ in sorted(priced))
     return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
                  f"{row.confidence or 'unstated'} confidence; --api names another")
