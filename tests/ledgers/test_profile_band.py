@@ -230,10 +230,16 @@ def test_a_profile_that_saw_no_saturated_run_has_at_least_the_uncalibrated_capac
 
 def test_the_calibrated_regimes_points_say_which_gpu_they_ran_on():
     # the gpu/dense/vllm throughput band's 2 points are two RTX 4090 deployments (error_bands.json gpu_ids
-    # nvidia_rtx_4090): a profile fitted on the H100 must not present them as its own
+    # nvidia_rtx_4090), each predicted by the RTX 4090 profile fitted on the other: a profile fitted on the H100 must
+    # not present them as its own, and says whose they are (a fresh-user trial could not tell)
     h100 = ProfileFacts("p", (("M8", 1),), (_run(sat=True),), gpu_id="nvidia_h100_sxm")
-    assert ("from 2 measured points on NVIDIA GeForce RTX 4090, not on NVIDIA H100 80GB SXM5 (the profile's GPU);"
-            in profile_band(GPU, "throughput", h100, "M8", 1).source)
+    src = profile_band(GPU, "throughput", h100, "M8", 1).source
+    b = error_band(GPU, "throughput")
+    q10, q90 = b.errors()
+    assert (f"{q10:+.1%} … {q90:+.1%} from 2 measured points, the NVIDIA GeForce RTX 4090 profile's own runs, priced "
+            "by a profile fitted on that GPU, none measured on NVIDIA H100 80GB SXM5 (the GPU this profile prices);"
+            in src) and "(the profile's GPU)" not in src
+    assert (f"{q10:+.1%}", f"{q90:+.1%}") == ("-3.2%", "+3.3%")  # the stored band the trial read
     rtx = ProfileFacts("p", (("M8", 1),), (_run(sat=True),), gpu_id="nvidia_rtx_4090")
     src = profile_band(GPU, "throughput", rtx, "M8", 1).source
     assert "from 2 measured points on NVIDIA GeForce RTX 4090;" in src and "not on" not in src

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.catalog.gpus import get_gpu
 from kvledger.ledgers.error_band import Band, error_band, stored_bands
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
@@ -206,13 +207,13 @@ def _cross_model(metric: str) -> tuple[float, float, int, str, tuple[str, ...]] 
 
 
 def _points_on(base: Band, gpu_id: str | None) -> str:
-    """" on NVIDIA GeForce RTX 4090, not on NVIDIA H100 80GB SXM5 (the profile's GPU)": the GPUs a band's points ran
-    on (``Band.gpu_ids``; "" where the file does not say), and "not on" the profile's GPU where it is none of them."""
-    from kvledger.catalog.gpus import get_gpu
-
-    on = f" on {', '.join(get_gpu(g).name for g in base.gpu_ids)}" if base.gpu_ids else ""
-    other = on and gpu_id is not None and gpu_id not in base.gpu_ids
-    return on + (f", not on {get_gpu(gpu_id).name} (the profile's GPU)" if other else "")
+    """" on X" where the profile's GPU is among those the points ran on (``Band.gpu_ids``), else whose they are."""
+    names, n = ", ".join(get_gpu(g).name for g in base.gpu_ids), len(base.gpu_ids)
+    if not names or gpu_id is None or gpu_id in base.gpu_ids:
+        return f" on {names}" if names else ""
+    whose, fitted = ("profile's", "that GPU") if n == 1 else ("profiles'", "the GPU each ran on")
+    return (f", the {names} {whose} own runs, priced by a profile fitted on {fitted}, none measured on "
+            f"{get_gpu(gpu_id).name} (the GPU this profile prices)")
 
 
 def _uncalibrated(regime: str, metric: str, facts: ProfileFacts, q: tuple[float, float],
@@ -245,8 +246,7 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
     base = error_band(regime, metric)
     if facts is None or not regime.startswith("gpu/") or base is None:
         return base
-    q10, q90 = base.errors()
-    n = base.num_runs
+    (q10, q90), n = base.errors(), base.num_runs
     lent = f" (none of its own: {base.lent_from}'s)" if base.lent_from else ""
     why = [f"calibrated regime {regime}{lent}: {q10:+.1%} … {q90:+.1%} from {n} measured points"
            f"{_points_on(base, facts.gpu_id)}"
