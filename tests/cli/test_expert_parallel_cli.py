@@ -89,3 +89,18 @@ def test_the_flag_is_said_where_it_changes_nothing_and_in_the_plans_header():
                                    "--enable-expert-parallel"])
     header = " ".join(res.output.split("KV per token")[0].split())  # the header line, as the terminal wrapped it
     assert "TP 2, --enable-expert-parallel, max_model_len" in header
+
+
+def test_spec_decode_takes_expert_parallelism():
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    # Qwen3-30B-A3B at TP 2 with EP: the plain decode step at batch 1 waits for the busiest rank's weight reads
+    # (moe_terms.ep_read_imbalance), so it is dearer than without the flag; the step cost names the rule
+    runs = [CliRunner().invoke(app, ["spec-decode", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--tp", "2",
+                                     "--draft-tokens", "3", "--acceptance", "0.7", "--json", *flag])
+            for flag in ([], ["--enable-expert-parallel"])]
+    assert all(r.exit_code == 0 for r in runs), runs[1].output
+    off, on = (json.loads(r.output) for r in runs)
+    assert "expert parallelism over 2 ranks" in json.dumps(on) and "expert parallelism over" not in json.dumps(off)

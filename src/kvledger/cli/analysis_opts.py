@@ -64,6 +64,7 @@ class TargetFlags:
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
     allreduce_link_share: float | None = flag_like(EngineFlags, "allreduce_link_share")
     enforce_eager: bool | None = flag_like(EngineFlags, "enforce_eager")
+    enable_expert_parallel: bool | None = flag_like(EngineFlags, "enable_expert_parallel")
     wddm: bool | None = flag_like(EngineFlags, "wddm")
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: an unquantized checkpoint's weights quantized to FP8 on load, in the plan and every "
@@ -76,7 +77,8 @@ class TargetFlags:
                            available_kv_memory=self.available_kv_memory, block_size=self.block_size,
                            engine_version=self.engine_version, bandwidth_fraction=self.bandwidth_fraction,
                            flops_fraction=self.flops_fraction, enforce_eager=bool(self.enforce_eager),
-                           wddm=bool(self.wddm), quantization=self.quantization.lower() if self.quantization else None)
+                           enable_expert_parallel=bool(self.enable_expert_parallel), wddm=bool(self.wddm),
+                           quantization=self.quantization.lower() if self.quantization else None)
 
     def pricing(self):
         """``simulate``'s pricing flags (``pricing_flags``) of these flags."""
