@@ -48,6 +48,7 @@ def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
     else the profile's fitted share (None: ``tp_comm``'s rule). The one place that decides either; ``Plan.step_cost``
     reads the settings. ``a``: any object with ``PricingFlags``' attributes."""
     from kvledger.accounting.gemm_efficiency import curve_applies
+    from kvledger.accounting.settings import PlanSettings
     from kvledger.analyses.serving.gemm_choice import gemm_curve_of
     from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
 
@@ -60,7 +61,12 @@ def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
                  "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction, "allreduce_link_share": share}
     prof = gpu_profile_of(a, gpu.name)
     if prof is not None:  # the GPU's fitted efficiency and link share where the user gave none
-        fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
+        ff = prof.flops_fraction
+        if prof.gemm_efficiency == "measured" and model is not None and not curve_applies(model, gpu):
+            # the fraction scales measured GEMM efficiencies (1.0: as measured), which this model's GEMMs (MoE, FP8)
+            # have none of: it scales the flat default they get uncalibrated instead, not taken as a share of peak
+            ff *= PlanSettings.achievable_flops_fraction
+        fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or ff,
                      "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction,
                      "allreduce_link_share": prof.allreduce_link_share if share is None else share}
     elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None and (

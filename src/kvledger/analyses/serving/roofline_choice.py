@@ -189,7 +189,8 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     if offered is not None:
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
                 + ("MoE grouped GEMMs" if plan.model.is_moe else f"{cost.model.quant.method}-quantized weights")
-                + ", not measured")
+                + ", not measured" + (f" (the profile's {prof.flops_fraction:g} scales the flat default 0.7 here)"
+                                      if prof is not None and prof.gemm_efficiency == "measured" else ""))
     from kvledger.accounting.gemm_efficiency import curve_span
 
     span = curve_span(plan.model, plan.gpu, cost.gemm_nk, bundled=False) if prof is None else None
