@@ -158,6 +158,9 @@ def lodo(shared: Path) -> dict:
         row["wall_s"] = time.perf_counter() - t
         row["files"] = [str(st.path if st is not None else r.source) for r, st in dep["items"]]
         rows.append(row)
+    from public_moe_rows import public_moe_rows
+
+    rows += public_moe_rows()  # the public MoE serving figures, uncalibrated (public_moe_rows.py)
     return {"rows": rows, "bands": bands(rows), "coverage": coverage(rows)}
 
 
@@ -276,8 +279,9 @@ def write_bands(d: dict) -> None:
                                      "operator profiles measured it, A100/H100 SXM and RTX PRO 6000, 0.7 flat "
                                      "elsewhere; bandwidth 0.8)",
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
-                                  "inference-sim/training: errors only, no data copied) and benchmarks/data/"
-                                  "public-runs (LLMServingSim's Qwen3-32B TP 2 and DeepSeek-V3.2-Exp-16L64E, MIT)"},
+                                  "inference-sim/training: errors only, no data copied), benchmarks/data/"
+                                  "public-runs (LLMServingSim's Qwen3-32B TP 2 and DeepSeek-V3.2-Exp-16L64E, MIT) "
+                                  "and benchmarks/data/public-moe-serving (published MoE serving figures, vLLM)"},
            "regimes": d["bands"], "coverage_leave_one_out": d["coverage"], "member_files": _member_files(d["rows"])}
     if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
         kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")

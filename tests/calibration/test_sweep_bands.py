@@ -128,10 +128,10 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     assert "measured 93.44 req/s, simulated 93.53 req/s, error +0.10 req/s (+0.1%) (no error band)" in out
     # the source counts the points and the deployments behind the band — 31 stages of the 13 deployments with a stage
     # below saturation, each weighted once (kvledger.ledgers.conformal); the throughput band's 9 deployments driven
-    # past saturation, a t interval — out of the validation's 19 (DeepSeek-V3.2-Exp-16L64E joined 2026-12-04), and
-    # names the bundled file, never a script outside the package
+    # past saturation, a t interval — out of the validation's 24 (DeepSeek-V3.2-Exp-16L64E joined 2026-12-04, the five
+    # public MoE serving deployments 2026-12-05), and names the bundled file, never a script outside the package
     assert ("TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points (runs or sweep stages) of the "
-            "13 deployments with a run or stage below saturation, each weighted once; out of 19 measured vLLM "
+            "13 deployments with a run or stage below saturation, each weighted once; out of 24 measured vLLM "
             "deployments, each left out in turn; kvledger/ledgers/data/error_bands.json; saturation throughput: "
             "leave-one-deployment-out errors at 9 measured points (runs or sweep stages) of the 9 deployments with a "
             "run past saturation, too few for ranks: a t prediction interval") in out
