@@ -199,6 +199,7 @@ def _answer(sb: SimBoundary) -> str:
     seeds = "" if sb.seed_spread is None else escape(capacity_range_text(sb.seed_spread, unit))
     if b.boundary_value is None:
         why = (escape(sb.rejections.text(sb.target)) if _blocked(sb) else  # refusals alone miss it: said first
+               escape(sb.idle_edge.note) if getattr(sb, "idle_edge", None) is not None else
                f"the lowest value probed already misses {sb.target:.0%}")
         return f"[bold]answer: no SLO capacity[/] on {sb.axis} — {why}" + (f" ({seeds})" if seeds else "")
     per = [f"{fmt(sb.boundary_per_replica, 4)} per replica, {fmt(sb.boundary_per_gpu, 4)} per GPU"] if (

@@ -44,6 +44,8 @@ class Probed:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     rejections: Any = None
     """The requests of the workload the engine refuses (``serving.rejections.Rejections``), or None: none."""
+    idle_edge: Any = None
+    """``serving.idle_edge.IdleEdge``: the target met only within sampling noise even near idle (no capacity)."""
     sized: Any = None
     """Where the capacity bound caps ``boundary``: the run of the same workload and seed at the bound
     (``sim_capacity.SizedRun``), which the candidate is priced on, as ``cost --simulate`` prices; else None."""
@@ -141,7 +143,8 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     probes = [[p.value, p.attainment] for p in sb.probes]
     b = sb.boundary.boundary_value
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes),
-                 extra=_counted_out(p.value for p in sb.probes if p.queue_grew), rejections=sb.rejections)
+                 extra=_counted_out(p.value for p in sb.probes if p.queue_grew), rejections=sb.rejections,
+                 idle_edge=sb.idle_edge)
     if b is not None and sb.boundary_run is not None:
         out.run = sb.boundary_run.run
         out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)

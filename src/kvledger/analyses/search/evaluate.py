@@ -101,10 +101,11 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
 
 
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
-    low = min(pr.probes)
+    low, edge = min(pr.probes), getattr(pr, "idle_edge", None)
+    detail = (f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
+              f"({spec.slo}); {low[1]:.1%} there") if edge is None else f"{edge.note} ({spec.slo})"
     return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
-            "detail": f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
-                      f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes},
+            "detail": detail, "capacity": {"probes": pr.probes, "notes": pr.notes},
             **_refused(pr, spec.target)}
 
 

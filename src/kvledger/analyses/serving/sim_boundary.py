@@ -25,6 +25,7 @@ from typing import Any
 
 from kvledger.analyses.serving.attainment_ceiling import AttainmentCeiling, attainment_ceiling
 from kvledger.analyses.serving.capacity_bands import CapacityBand
+from kvledger.analyses.serving.idle_edge import IdleEdge, check_idle_edge
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.rejections import Rejections, count_rejections
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
@@ -117,7 +118,8 @@ class SimBoundary:
 
     __json__ = ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus", "boundary_per_replica",
                 "boundary_per_gpu", "goodput_at_boundary_req_per_s", "goodput_at_boundary_req_per_s_per_gpu", "notes",
-                "provenance", "boundary", "probes")
+                "provenance", "boundary", "probes", "idle_edge")
+    __json_optional__ = ("idle_edge",)
     axis: str
     target: float
     num_requests_per_probe: int
@@ -138,6 +140,7 @@ class SimBoundary:
     seed_spread: Any = None  # with --seeds N: seed_spread.CapacitySpread, the search per seed (set by the caller)
     rejections: Rejections | None = None  # the probes' requests the engine refuses (never good), None: none
     attainment_ceiling: AttainmentCeiling | None = None  # the target near what light load attains, None: not
+    idle_edge: IdleEdge | None = None  # the target within sampling noise of near-idle attainment: no capacity
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -212,6 +215,19 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
                           tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals,
                           known=(good, bad), queue_grew=p.queue_grew)
+    edge = _checks(p, res, axis, blo, bhi, target, extra)
+    sb = _assemble(p, res, axis, target)
+    sb.idle_edge = edge
+    sb.notes.extend(extra)
+    _limits(sb, target)
+    return sb
+
+
+def _checks(p: SimProber, res: BoundaryResult, axis: str, blo: float, bhi: float, target: float,
+            extra: list[str]) -> IdleEdge | None:
+    """After the bisection: a bracket whose low end missed gets its high end probed (attainment rising with the value
+    is said), and a request-rate capacity whose target is met only within sampling noise even near idle is withdrawn
+    (``idle_edge.check_idle_edge``: the bisection followed noise, not load), its edge returned."""
     if res.boundary_value is None and float(bhi) not in p.runs:
         p.current_phase = "check"
         if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here
@@ -220,10 +236,11 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
                 + ("(too few running requests queue the rest: TTFT grows); " if axis == "max_num_seqs" else "; ")
                 + "the search assumes the opposite, so raise --lo past the region that misses"
             )
-    sb = _assemble(p, res, axis, target)
-    sb.notes.extend(extra)
-    _limits(sb, target)
-    return sb
+    edge = check_idle_edge(p, res.boundary_value, target) if axis == "request_rate" else None
+    if edge is not None:
+        res.boundary_value = res.boundary_per_gpu = None
+        extra.append(edge.note)
+    return edge
 
 
 def _limits(sb: SimBoundary, target: float) -> None:

@@ -229,7 +229,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)
     b = sb.boundary.boundary_value
     if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:  # no capacity: exit 1
-        raise no_capacity_error(sb.rejections, min(p.value for p in sb.probes), target, slo.describe())
+        raise no_capacity_error(sb.rejections, min(p.value for p in sb.probes), target, slo.describe(), sb.idle_edge)
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)

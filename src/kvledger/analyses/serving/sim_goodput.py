@@ -99,9 +99,12 @@ class BoundaryLine:
     among the notes, a warning); None (left out) otherwise."""
     rejections: Any = None
     """``rejections.Rejections``: the probes' requests the engine refuses (never good); None (left out): none."""
+    idle_edge: Any = None
+    """``idle_edge.IdleEdge``: the target met only within sampling noise even near idle, so no capacity; None (left
+    out) otherwise."""
 
     __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady", "attainment_ceiling",
-                         "rejections")
+                         "rejections", "idle_edge")
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class SimGoodputSearch:
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
                                    None if spread is None else spread.boundaries(), self.not_steady,
-                                   sb.attainment_ceiling, sb.rejections)]
+                                   sb.attainment_ceiling, sb.rejections, sb.idle_edge)]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
