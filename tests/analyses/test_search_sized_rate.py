@@ -42,13 +42,14 @@ def test_search_prices_the_run_at_the_bound_as_cost_does():
     # priced: the run at the bound, the very figures cost --simulate prices (the same simulation, byte for byte)
     assert cap["goodput_req_per_s"] == cost["goodput_at_sized_rate_req_per_s"] == pytest.approx(5.1516, abs=1e-4)
     assert cap["attainment_at_sized_rate"] == cost["attainment_at_sized_rate"] == 1.0
-    # good requests at the load: offered × 5.1516 ÷ 6.0209 = 0.856 (0.976 with the probe's 5.8751)
-    assert ("good requests at that load = offered × 0.856 (the run of the same workload and seed at the bound, "
-            "6.021 req/s: 5.152 good req/s ÷ 6.021 req/s offered)") in entry["sizing"]["how"]
-    # USD per 1,000 good requests at capacity = 1 GPU × $/GPU-h × 1,000 ÷ (3600 × the goodput priced)
+    # good requests at the load: offered × the run's attainment, 1.000 (its good req/s ÷ offered, 5.1516 ÷ 6.0209 =
+    # 0.856, counted the drain tail after its last arrival as failed requests)
+    assert ("good requests at that load = offered × 1.000 (the run of the same workload and seed at the bound, "
+            "6.021 req/s: attainment, the share of its requests within the SLO;") in entry["sizing"]["how"]
+    # USD per 1,000 good requests at capacity = 1 GPU × $/GPU-h × 1,000 ÷ (3600 × 6.0209 req/s × 1.0 attainment)
     usd_h = entry["sizing"]["monthly_usd"] / (entry["sizing"]["num_gpus"] * 730)
-    assert entry["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(usd_h * 1000 / (3600 * 5.151566),
-                                                                             rel=1e-6)
+    assert entry["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
+        usd_h * 1000 / (3600 * cap["sized_on_req_per_s"]), rel=1e-6)
 
 
 def test_no_new_keys_where_the_bound_does_not_bind():

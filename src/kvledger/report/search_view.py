@@ -81,8 +81,9 @@ def _legend(result: Any) -> str:
             f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
             "the trace, its notes in --json and --verbose); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
-            " (kvledger.ledgers.cost; the good tokens at that load: offered × the boundary run's goodput ÷ SLO "
-            "capacity), GPU time split between input and output by the boundary run's steps, each "
+            " (kvledger.ledgers.cost; the good tokens at that load: offered × the boundary run's attainment, the "
+            "share of its requests within the SLO), GPU time split between input and output by the boundary run's "
+            "steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): ⌈offered load ÷ (SLO capacity × "
             f"{sp.max_utilization:.0%})⌉ replicas × GPUs each, +N idle: the GPUs of part-filled instances "

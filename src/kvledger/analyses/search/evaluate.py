@@ -94,10 +94,12 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary): " + (
                           "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput = good req/s of "
-                          "the run at the boundary, what the tokens are priced on" if pr.sized is None else
+                          "the run at the boundary (first arrival → last finish); the tokens are priced on the offered "
+                          "rate × attainment, its share within the SLO" if pr.sized is None else
                           "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
                           "offered req/s replicas are sized on; goodput = good req/s of a run of the same workload and "
-                          "seed at sized_on_req_per_s, what the tokens are priced on")}
+                          "seed at sized_on_req_per_s; the tokens are priced on sized_on_req_per_s × "
+                          "attainment_at_sized_rate")}
 
 
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
@@ -127,8 +129,25 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
             "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
-                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} ({which} "
-                   f"{cap.goodput_req_per_s:.4g} good req/s ÷ {c:.4g} req/s offered); bill = {inst['instances_how']}"}
+                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} ({which} attainment, the share of its "
+                   "requests within the SLO; not its good req/s ÷ offered, which counts the drain tail after the "
+                   f"last arrival as failed requests); bill = {inst['instances_how']}"}
+
+
+def at_attainment(cap: Any, attainment: float) -> Any:
+    """``cap`` (``ledgers.cost.Capacity``) with its good rates those the run sustained while its requests arrived:
+    good req/s = SLO capacity × ``attainment`` (the share of the run's requests within the SLO), the good token rates
+    scaled alike (the tokens per good request kept). The run's measured goodput divides by first arrival → last finish,
+    so its drain tail read as failed requests (11–20 % of them at 100 % attainment), where ``cost`` prices a run at the
+    volume's load."""
+    from dataclasses import replace
+
+    c = cap.slo_capacity_req_per_s
+    if not c or not cap.goodput_req_per_s:
+        return cap
+    k = c * attainment / cap.goodput_req_per_s
+    return replace(cap, goodput_req_per_s=c * attainment, good_input_tok_per_s=cap.good_input_tok_per_s * k,
+                   good_output_tok_per_s=cap.good_output_tok_per_s * k)
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +184,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
         _, run, gp = pr.priced
-        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)
+        cap = at_attainment(capacity_from(run, gp, None, slo_capacity_req_per_s=c), gp.attainment)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload

@@ -1,0 +1,43 @@
+"""search prices the good requests at a load as offered × the boundary run's attainment, not offered × its good req/s ÷
+offered rate: good req/s divides by first arrival → last finish, so the drain tail read as failed requests (a
+fresh-user trial: "offered × 0.888 (3.051 good req/s ÷ 3.438 req/s offered)" where cost priced the same deployment
+8–17 % cheaper)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.analyses.search.evaluate import at_attainment
+from kvledger.cli.main import app
+from kvledger.ledgers.cost import Capacity
+
+
+def test_at_attainment_is_the_offered_rate_times_the_share_within_the_slo():
+    cap = Capacity(5.9485, 6294.28, 1666.51, 7000.0, 1800.0, 0.5, "given", True, slo_capacity_req_per_s=6.6875)
+    got = at_attainment(cap, 0.913)
+    # 6.6875 × 0.913 = 6.10569 good req/s; tokens × 6.10569 / 5.9485 = × 1.026425: 6294.28 → 6460.6, 1666.51 → 1710.55
+    assert got.goodput_req_per_s == pytest.approx(6.1056875)
+    assert got.good_input_tok_per_s == pytest.approx(6294.28 * 6.1056875 / 5.9485)
+    assert got.good_output_tok_per_s == pytest.approx(1666.51 * 6.1056875 / 5.9485)
+    assert got.throughput_input_tok_per_s == 7000.0  # the mix is untouched
+
+
+def test_search_prices_good_tokens_at_the_boundary_attainment():
+    res = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus", "H100",
+                                   "--tp", "4", "--monthly-tokens", "2B", "--json"])
+    assert res.exit_code == 0, res.output
+    w = json.loads(res.output)["winner"]
+    w = w if "capacity" in w else next(e for e in json.loads(res.output)["candidates"] if e["id"] == w["id"])
+    c, s, cost = w["capacity"], w["sizing"], w["cost"]
+    # boundary 6.6875 req/s at 91.3 % (the measured goodput 5.948 good req/s would be a share of 0.889)
+    assert (c["boundary_rate_req_per_s"], c["attainment"]) == (6.6875, 0.913)
+    assert "offered × 0.913 (the boundary run's attainment" in s["how"]
+    # USD per 1M input tokens = GPUs × $/GPU-h × 1e6 ÷ (3600 × u × good input tok/s) × prefill share, the good input
+    # tok/s = 6.6875 × 0.913 × (input tokens per good request, 6294.28 ÷ 5.9485)
+    good_in = 6.6875 * 0.913 * c["goodput_input_tok_per_s"] / c["goodput_req_per_s"]
+    want = 4 * w["price"]["usd_per_gpu_hour"] * 1e6 / (3600 * cost["utilization"] * good_in) * cost["prefill_share"]
+    assert cost["usd_per_mtok_input"] == pytest.approx(want, rel=1e-9)
+    assert cost["usd_per_mtok_input"] == pytest.approx(2.8267, abs=1e-3)  # was 2.9014 at the 0.889 share
