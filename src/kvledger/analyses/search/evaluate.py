@@ -26,7 +26,7 @@ from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
 from kvledger.analyses.search.launch import launch_for
-from kvledger.analyses.search.screen import cheapest, price_rows, sim_args
+from kvledger.analyses.search.screen import cheapest, price_dict, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
@@ -134,6 +134,13 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
                    f"last arrival as failed requests); bill = {inst['instances_how']}"}
 
 
+def billed_row(rows: tuple[Any, ...], sizing: dict[str, Any] | None) -> Any:
+    """The price row of ``rows`` whose instances the sizing's bill rents (its cheapest packing may rent another row
+    than the cheapest per GPU-hour: whole instances), or None without a bill or when it rents several."""
+    keys = (sizing or {}).get("billed_rows") or []
+    return next((r for r in rows if r.key == keys[0]), None) if len(keys) == 1 else None
+
+
 def at_attainment(cap: Any, attainment: float) -> Any:
     """``cap`` (``ledgers.cost.Capacity``) with its good rates those the run sustained while its requests arrived:
     good req/s = SLO capacity × ``attainment`` (the share of the run's requests within the SLO), the good token rates
@@ -193,6 +200,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     row = cheapest(rows)  # it prices the tokens; the bill packs on the cheapest of ``rows``
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
+    row = billed_row(rows, sizing) or row  # the row the bill rents prices the tokens too, and is the one named
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup)
@@ -207,6 +215,6 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         "prefill_share_method": cap.prefill_share_method,
     }
     out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus), "cost": cost,
-           "sizing": sizing}
+           "sizing": sizing, "price": price_dict(row)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out

@@ -42,7 +42,8 @@ def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
             "instance_choice": "; ".join(p.choice() for p in packs if p.choice()) or None,
             "staircase": [{"engines_per_unit": n, "gpus_per_engine": k, "steps": staircase(gpu, k)}
                           for n, k in groups if n],
-            "tier_usd_per_month_per_unit": tier_usd_per_month, "instances_how": words + tier}
+            "tier_usd_per_month_per_unit": tier_usd_per_month, "instances_how": words + tier,
+            "billed_rows": list(dict.fromkeys(p.rate.key for p in packs))}
 
 
 def instance_usd_per_month(sizing: dict[str, Any], replicas: int) -> float:

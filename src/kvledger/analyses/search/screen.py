@@ -104,7 +104,8 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
 
 
-def _price_dict(row: Any) -> dict[str, Any]:
+def price_dict(row: Any) -> dict[str, Any]:
+    """A price row as a candidate's ``price``: its USD per GPU-hour, provider, instance, date, confidence, source."""
     return {"usd_per_gpu_hour": row.usd_per_gpu_hour, "provider": row.provider, "instance_type": row.instance_type,
             "pricing_model": row.pricing_model, "as_of": row.as_of, "confidence": row.confidence,
             "source": row.source if row.provider_type == "user" else f"gpu_prices.csv {row.key}; {row.source}"}
@@ -171,4 +172,4 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         return _reject(cand, "no price row", what,
                        plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
-            "plan": plan_figures(plan), **extra, "price": _price_dict(price)}
+            "plan": plan_figures(plan), **extra, "price": price_dict(price)}
