@@ -35,3 +35,14 @@ def test_the_price_named_is_the_row_billed():
     text = " ".join(text.split())  # the console wraps at its width
     assert "winner's price: $3.59 per GPU-hour, RunPod Secure Cloud pod (on_demand, as of 2026-03, medium confidence" \
         in text
+
+
+def test_the_headline_bill_says_it_is_gpu_rental_only():
+    args = ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus", "H200", "--tp", "2",
+            "--monthly-tokens", "2B"]
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    assert d["winner"]["bill_covers"] == "GPU rental only (the people line is in cost)"
+    text = " ".join(CliRunner().invoke(app, args).output.split())
+    # 1 replica × 2 GPUs × 730 h × $3.59 = $5,241.40 a month: the GPUs alone (cost adds $5,000/month of people)
+    assert ("winner: nvidia_h200_sxm:tp2:kv-auto — $5,241/month, GPU rental only (the people line is in cost), "
+            "for 2 GPUs (1 replica × TP 2)") in text

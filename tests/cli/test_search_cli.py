@@ -112,13 +112,15 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
                         env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     head = " ".join(" ".join(res.output.splitlines()[:10]).split())
-    assert "winner: nvidia_l4:tp1:kv-auto — $964/month for 3 GPUs" in head
+    assert "winner: nvidia_l4:tp1:kv-auto — $964/month, GPU rental only (the people line is in cost), for 3 GPUs" \
+        in head
     assert "low-confidence price row" in head and "memory rules not validated on nvidia_l4" in head
     # 60 requests per probe replay a sample unlike azure-conv (probe_sample): that caveat comes first in the winner
-    # line, which then runs to 7 lines; the launch command and the frontier follow it
+    # line, which then runs to 8 lines (one for "GPU rental only (the people line is in cost)"); the launch command
+    # and the frontier follow it
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
-    head12 = " ".join(" ".join(res.output.splitlines()[:12]).split())
-    assert "vllm serve meta-llama/Llama-3.2-3B" in head12 and "cost frontier" in head12
+    head13 = " ".join(" ".join(res.output.splitlines()[:13]).split())
+    assert "vllm serve meta-llama/Llama-3.2-3B" in head13 and "cost frontier" in head13
     assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
                                                                                                    "SGLang", "check")))
 

@@ -10,13 +10,14 @@ __all__ = ["winner_line", "tie_line", "no_winner_line"]
 
 def winner_line(result: Any) -> str:
     from kvledger.analyses.search.frontier import capacity_caveats, caveats
+    from kvledger.analyses.search.rank import BILL_COVERS
 
     w = result.winner
     s, cap = w.get("sizing") or {}, w["capacity"]
     if s:
         gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
         reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
-        bill = f"${s['monthly_usd']:,.0f}/month for {gpus} ({reps} × TP {w['tp']})"
+        bill = f"${s['monthly_usd']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × TP {w['tp']})"
         if "at_band_low" in s:
             bill += " (capacity band: " + ", ".join(
                 f"{x['replicas']} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
@@ -24,7 +25,7 @@ def winner_line(result: Any) -> str:
             where = (w.get("capacity_band") or {}).get("elsewhere")  # runs on other GPUs only: Band.on_gpu
             bill += f"; {where})" if where else ")"
     else:
-        bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
+        bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests, {BILL_COVERS}"
     flags = caveats(w)
     m = result.margin()
     if m is not None and m.could_flip:

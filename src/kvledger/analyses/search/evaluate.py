@@ -169,8 +169,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
 
     known = entry.get("known_points") or []  # frontier points simulated before this candidate (search.prune)
     entry = {k: v for k, v in entry.items() if k != "known_points"}
-    cand = Candidate.from_entry(entry)
-    n_gpus = cand.num_gpus
+    n_gpus = (cand := Candidate.from_entry(entry)).num_gpus
     try:
         slo = parse_slo(spec.slo)
         b = None if cand.disagg else entry.get("bounds")

@@ -22,7 +22,7 @@ from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
+__all__ = ["BILL_COVERS", "rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -123,6 +123,10 @@ class SearchResult:
         return to_jsonable(self)
 
 
+BILL_COVERS = "GPU rental only (the people line is in cost)"
+"""What a search's bills and USD per token count: the GPUs rented, not the people line ``cost`` adds."""
+
+
 @dataclass(frozen=True)
 class Winner:
     """The ranking's first candidate as ``--json`` names it: id, launch commands, what its figures rest on that is
@@ -134,6 +138,7 @@ class Winner:
     caveats: list[str]
     margin: RankingMargin | None
     tie_break: TieBreak | None = None
+    bill_covers: str = BILL_COVERS  # what the winner's monthly bill and $/Mtok price: GPU rental only
 
 
 def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
