@@ -2,14 +2,18 @@
 out at the table's), cost takes the priced GPU's, one number is unchanged, and every bad list is a one-line error
 with exit status 2.
 
-The search figures: Llama-3.2-3B, TP 1, max_model_len 8K, 60 requests per probe, --utilization 0.5. The L4 serves
-370.26 good output tok/s at its SLO capacity (3.043 good req/s), prefill share 0.1664; the H100 3,845.8 good output
-tok/s (31.60 good req/s), prefill share 0.2324. USD per 1M output tokens = USD/GPU-h × GPUs per replica × 10⁶ ÷
-(good output tok/s × 3600 s × utilization) × (1 − prefill share) (``ledgers.cost.self_host_unit_ledgers``):
-the L4 at $0.50, 0.50 × 1 × 10⁶ ÷ (370.26 × 3600 × 0.5) × (1 − 0.1664) = 0.50 × 10⁶ ÷ 666,466 × 0.8336 = $0.6254;
-the H100 at $6, 6 × 10⁶ ÷ (3,845.8 × 1800) × 0.7676 = $0.6653. Ranked by USD per 1,000 good requests, GPUs × USD/GPU-h
-× 1000 ÷ (3600 × 0.5 × good req/s): the L4 0.5 × 1000 ÷ (1800 × 3.043) = $0.0913, the H100 6 × 1000 ÷ (1800 × 31.60)
-= $0.1055, so the L4 wins; at one price for both the H100 wins by its tenfold goodput.
+The search figures: Llama-3.2-3B, TP 1, max_model_len 8K, 60 requests per probe, --utilization 0.5. The good requests
+priced are the offered rate × the priced run's attainment (the share of its requests within the SLO), the token rates
+scaled alike (``search.evaluate.at_attainment``): the L4's run at its SLO capacity, 8.375 req/s, has all 60 within the
+SLO, so 8.375 good req/s and 370.26 × 8.375 ÷ 3.043 = 1,019.1 good output tok/s (its goodput, 3.043 good req/s over
+first arrival → last finish, counts the drain tail as failed requests), prefill share 0.1664; the H100's run at its
+capacity bound, 138.86 req/s, all within the SLO: 138.86 good req/s, 3,845.8 × 138.86 ÷ 31.60 = 16,897 good output
+tok/s, prefill share 0.2324. USD per 1M output tokens = USD/GPU-h × GPUs per replica × 10⁶ ÷ (good output tok/s ×
+3600 s × utilization) × (1 − prefill share) (``ledgers.cost.self_host_unit_ledgers``): the L4 at $0.50,
+0.50 × 10⁶ ÷ (1,019.1 × 1800) × 0.8336 = $0.2272; the H100 at $6, 6 × 10⁶ ÷ (16,897 × 1800) × 0.7676 = $0.1514.
+Ranked by USD per 1,000 good requests, GPUs × USD/GPU-h × 1000 ÷ (3600 × 0.5 × good req/s): the L4
+0.5 × 1000 ÷ (1800 × 8.375) = $0.0332, the H100 6 × 1000 ÷ (1800 × 138.86) = $0.0240, so the H100 wins even at twelve
+times the L4's price.
 """
 
 from __future__ import annotations
@@ -40,8 +44,11 @@ def _search(*extra: str) -> dict:
 def _usd_per_mtok_output(c: dict) -> float:
     """The module docstring's formula, from the candidate's own reported price, throughput and prefill share."""
     cap, cost = c["capacity"], c["cost"]
+    rate = cap.get("sized_on_req_per_s", cap["boundary_rate_req_per_s"])
+    good = rate * cap.get("attainment_at_sized_rate", cap["attainment"])  # the good req/s priced
+    out_tok_s = cap["goodput_output_tok_per_s"] * good / cap["goodput_req_per_s"]
     return (c["price"]["usd_per_gpu_hour"] * c["num_gpus_per_unit"] * 1e6
-            / (cap["goodput_output_tok_per_s"] * 3600 * cost["utilization"]) * (1 - cost["prefill_share"]))
+            / (out_tok_s * 3600 * cost["utilization"]) * (1 - cost["prefill_share"]))
 
 
 def test_search_prices_each_gpu_at_its_own_price():
@@ -53,11 +60,11 @@ def test_search_prices_each_gpu_at_its_own_price():
     assert c[H100]["price"]["source"] == "user input (--gpu-usd-per-hour, nvidia_h100_sxm)"
     for x in c.values():
         assert x["cost"]["usd_per_mtok_output"] == pytest.approx(_usd_per_mtok_output(x), rel=1e-12)
-    assert c[L4]["cost"]["usd_per_mtok_output"] == pytest.approx(0.6254, rel=1e-3)  # module docstring
-    assert c[H100]["cost"]["usd_per_mtok_output"] == pytest.approx(0.6653, rel=1e-3)
-    assert c[L4]["cost"]["usd_per_1k_requests"] == pytest.approx(0.0913, rel=1e-3)
-    assert c[H100]["cost"]["usd_per_1k_requests"] == pytest.approx(0.1055, rel=1e-3)
-    assert d["ranking"] == [L4, H100]
+    assert c[L4]["cost"]["usd_per_mtok_output"] == pytest.approx(0.2272, rel=1e-3)  # module docstring
+    assert c[H100]["cost"]["usd_per_mtok_output"] == pytest.approx(0.1514, rel=1e-3)
+    assert c[L4]["cost"]["usd_per_1k_requests"] == pytest.approx(0.0332, rel=1e-3)
+    assert c[H100]["cost"]["usd_per_1k_requests"] == pytest.approx(0.0240, rel=1e-3)
+    assert d["ranking"] == [H100, L4]
     assert d["notes"][0] == "GPU prices: given (--gpu-usd-per-hour) for nvidia_h100_sxm $6/GPU-h, nvidia_l4 $0.5/GPU-h"
 
 
@@ -82,7 +89,8 @@ def test_one_number_prices_every_gpu_as_before(tmp_path):
     for x in d["candidates"]:
         assert (x["price"]["usd_per_gpu_hour"], x["price"]["source"]) == (2.5, "user input (--gpu-usd-per-hour)")
         assert x["cost"]["usd_per_mtok_output"] == pytest.approx(_usd_per_mtok_output(x), rel=1e-12)
-    assert d["ranking"] == [H100, L4]  # $0.0440 against $0.456 per 1k requests at $2.50 each
+    # 2.5 × 1000 ÷ (1800 × 138.86) = $0.0100 against 2.5 × 1000 ÷ (1800 × 8.375) = $0.166 per 1k requests
+    assert d["ranking"] == [H100, L4]
     assert d["notes"][0] == "GPU price: $2.5/GPU-h for every candidate, given (--gpu-usd-per-hour)"
 
 
