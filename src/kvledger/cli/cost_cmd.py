@@ -76,6 +76,8 @@ def cost_command(
     _check_sources(file, files, simulate, more, (workload, engine))
     api_price, gpu_rate, the_slo, usd = check_inputs(ctx.params, prices.gpu,
                                                       {prm.name: prm.opts[0] for prm in ctx.command.params})
+    if file is None and api_price is None:
+        _api_row_first(simulate)
     sim = capacity = sweep = None
     if file is not None:
         run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,
@@ -131,6 +133,17 @@ def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | 
         if more.at_offered_load:
             raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
                              "load)")
+
+
+def _api_row_first(model: str) -> None:
+    """Refuse, before the capacity search, a --simulate of a model no catalog API row serves without --api: the answer
+    compares with an API, and the refusal came after minutes of simulation."""
+    from kvledger.catalog.api_match import same_model_rows
+    from kvledger.errors import InputError
+
+    if not same_model_rows(model):
+        raise InputError(f"no API row to compare with: no catalog row serves {model}; name one with --api (kvledger "
+                         "prices --kind api lists them); refused before simulating")
 
 
 def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated: str | None, p: _Priced,
