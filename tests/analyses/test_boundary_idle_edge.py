@@ -15,11 +15,13 @@ from kvledger.cli.main import app
 
 
 def test_noise_rule_is_the_binomial_interval():
-    # 2·√(0.9005·0.0995/2000) = 2·0.0066933 = 0.0133865: 0.9005 − 0.0134 = 0.8871 < 0.9 → within noise
-    assert noise_half_width(0.9005, 2000) == pytest.approx(0.0133865, abs=1e-6)
+    # one standard error (NOISE_Z = 1): √(0.9005·0.0995/2000) = 0.0066933: 0.9005 − 0.0067 = 0.8938 < 0.9 → within
+    assert noise_half_width(0.9005, 2000) == pytest.approx(0.0066933, abs=1e-6)
     assert within_noise(0.9005, 2000, 0.9)
-    # 0.93 − 2·√(0.93·0.07/2000) = 0.93 − 0.01141 = 0.9186 ≥ 0.9 → clearly above
+    # 0.93 − √(0.93·0.07/2000) = 0.93 − 0.00571 = 0.9243 ≥ 0.9 → clearly above
     assert not within_noise(0.93, 2000, 0.9)
+    # over 60 requests 93.33% is √(0.9333·0.0667/60) = 0.0322 from 90.11%: above a 90% target, a capacity kept
+    assert not within_noise(56 / 60, 60, 0.9)
     assert not within_noise(1.0, 2000, 1.0)  # every request met at idle: a 100 % target is met, not noise
 
 
