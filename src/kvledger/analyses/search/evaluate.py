@@ -32,6 +32,7 @@ from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
+from kvledger.ledgers.instances import pack
 
 __all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures"]
 
@@ -199,11 +200,14 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     row = cheapest(rows)  # it prices the tokens; the bill packs on the cheapest of ``rows``
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
+    packing = None if sizing is None or cand.disagg else pack(GpuRate.from_catalog(row, rows), sizing["replicas"],
+                                                                cand.tp)  # instance_sizing's packing, as cost's
     row = billed_row(rows, sizing) or row  # the row the bill rents prices the tokens too, and is the one named
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
-    led_in, led_out = self_host_unit_ledgers(cap, setup)
-    usd_per_1k = n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
+    led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)  # the instances' idle GPUs an item
+    idle = 1.0 + (sizing["idle_gpus"] / sizing["num_gpus"] if sizing and sizing["num_gpus"] else 0.0)
+    usd_per_1k = idle * n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
     cost = {
         "utilization": utilization,
         "usd_per_mtok_input": led_in.total_usd,
