@@ -130,7 +130,7 @@ def test_on_loopback_a_host_that_is_not_this_machine_is_refused():
     # DNS rebinding: a page on rebound.example whose name now resolves to 127.0.0.1 sends Host and Origin
     # rebound.example:8000, which agree with each other; only the Host check tells it from the app's own page
     rebound = TestClient(create_app(), base_url="http://rebound.example:8000")
-    assert rebound.get("/").status_code == 400
+    assert rebound.get("/").status_code == 400 and "is not this machine" in rebound.get("/").json()["error"]
     r = rebound.post("/api/plan", json=PLAN, headers={"Origin": "http://rebound.example:8000"})
     assert r.status_code == 400
     for name in ("http://localhost:8000", "http://[::1]:8000", "http://127.0.0.1:8000"):
@@ -152,3 +152,10 @@ def test_a_post_states_its_length_and_stays_small():
 
     r = client.post("/api/plan", content=chunks(), headers={"Content-Type": "application/json"})
     assert r.status_code == 411 and "Content-Length" in r.json()["error"]
+
+
+def test_host_names_are_read_with_ports_and_ipv6_brackets():
+    from kvledger.report.webapp_guard import host_name
+
+    assert [host_name(h) for h in ("[::1]:8765", "[::1]", "127.0.0.1:8765", "LocalHost:80", "::1", None, "[::1")] == \
+        ["::1", "::1", "127.0.0.1", "localhost", "::1", "", ""]

@@ -138,7 +138,7 @@ def _add_error_handlers(app: Any, token: str | None) -> None:
     from fastapi.responses import JSONResponse
 
     from kvledger.errors import KvLedgerError
-    from kvledger.report.webapp_guard import LOOPBACK_HOSTS, Busy, Gone, PostGuard, Refused
+    from kvledger.report.webapp_guard import Busy, Gone, HostGuard, PostGuard, Refused
     from kvledger.report.webapp_words import in_app_words, request_errors
 
     @app.exception_handler(KvLedgerError)
@@ -165,9 +165,7 @@ def _add_error_handlers(app: Any, token: str | None) -> None:
     # Starlette's BaseHTTPMiddleware would hide a client's disconnect from the endpoints, which act on it)
     app.add_middleware(PostGuard, token=token)
     if token is None:  # loopback only: refuse a Host that is not this machine (DNS rebinding; webapp_guard)
-        from starlette.middleware.trustedhost import TrustedHostMiddleware
-
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS))
+        app.add_middleware(HostGuard)
 
 
 def _plan(body: PlanRequest, data_dir: Path | None) -> dict[str, Any]:

@@ -9,12 +9,14 @@ grants: 415 otherwise); the ``Origin`` header, when the browser sends one, names
 loopback) the ``X-Kvledger-Token`` header equals it (403). Work runs in a bounded queue: ``running`` at once and
 ``waiting`` more; a request beyond that is answered 503 with ``{"busy": true}`` and a ``Retry-After`` at once
 instead of waiting behind others. Served on loopback without a token, every request's ``Host`` must name this machine
-(``127.0.0.1``, ``localhost``, ``::1``; Starlette's ``TrustedHostMiddleware``, 400 otherwise): a page on another site
-whose name an attacker points at 127.0.0.1 (DNS rebinding) sends its own name as ``Host`` and ``Origin``, which
-agree with each other and would pass the origin check alone. A POST states its body's length (411 otherwise) and
-stays under ``MAX_BODY_BYTES`` (413): the page's requests are a few hundred bytes. A request whose client has gone
-(the page aborts its earlier request when a field changes) leaves the line instead of running, and a running one
-stops at its next stage (``Gone``): abandoned work must not hold the places the page's latest request needs.
+(``127.0.0.1``, ``localhost``, ``::1``, bracketed with a port or not; ``HostGuard``, 400 otherwise; read here, not
+by Starlette's ``TrustedHostMiddleware``, whose older releases cut ``[::1]:port`` at its first colon): a page on
+another site whose name an attacker points at 127.0.0.1 (DNS rebinding) sends its own name as ``Host`` and
+``Origin``, which agree with each other and would pass the origin check alone. A POST states its body's length
+(411 otherwise) and stays under ``MAX_BODY_BYTES`` (413): the page's requests are a few hundred bytes. A request
+whose client has gone (the page aborts its earlier request when a field changes) leaves the line instead of running,
+and a running one stops at its next stage (``Gone``): abandoned work must not hold the places the page's latest
+request needs.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-__all__ = ["Busy", "Gone", "PostGuard", "Refused", "WorkQueue", "check_request", "run_while_wanted", "LOOPBACK",
-           "LOOPBACK_HOSTS", "MAX_BODY_BYTES"]
+__all__ = ["Busy", "Gone", "HostGuard", "PostGuard", "Refused", "WorkQueue", "check_request", "host_name",
+           "run_while_wanted", "LOOPBACK", "LOOPBACK_HOSTS", "MAX_BODY_BYTES"]
 
 POLL_S = 0.05  # how often a request in line looks for a free place and for its client's departure
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")  # Host header names of this machine (IPv6 bracketed too)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host header names of this machine (host_name strips the rest)
 MAX_BODY_BYTES = 64 * 1024  # a POST's body at most, B: the page's JSON requests are a few hundred bytes
 
 
@@ -157,5 +159,35 @@ class PostGuard:
                 check_request(Headers(scope=scope), scope.get("scheme", "http"), self.token)
             except Refused as err:
                 await JSONResponse({"error": str(err), "refused": True}, status_code=err.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def host_name(header: str | None) -> str:
+    """The host of a ``Host`` header, lower case, without its port or an IPv6 literal's brackets ("[::1]:8765" →
+    "::1", "LocalHost:80" → "localhost"); "" when absent."""
+    h = (header or "").strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else ""
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+class HostGuard:
+    """ASGI middleware on a loopback server without a token: a request whose ``Host`` does not name this machine
+    (``LOOPBACK_HOSTS``) is answered 400 in JSON (module docstring: DNS rebinding)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            from starlette.datastructures import Headers
+            from starlette.responses import JSONResponse
+
+            host = Headers(scope=scope).get("host")
+            if host_name(host) not in LOOPBACK_HOSTS:
+                await JSONResponse({"error": f"Host {host!r} is not this machine: the app serves only 127.0.0.1, "
+                                             "localhost and ::1 (a page on another site re-pointed at this machine "
+                                             "is refused)", "refused": True}, status_code=400)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
