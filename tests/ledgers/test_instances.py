@@ -196,3 +196,12 @@ def test_a_row_named_instance_is_not_called_an_instance_instance():
     rate = GpuRate.from_catalog(find_gpu_price("nvidia_a100_80gb_sxm", "CoreWeave"))
     assert pack(rate, 2, 1).words() == "2 replicas × 1 GPU = 2 GPUs on 1 8x A100 instance (8 GPUs, 6 idle) × 730 h"
     assert "instances instances" not in pack(rate, 9, 1).words()
+
+
+def test_the_cost_answer_does_not_say_instance_twice_either():
+    # the same fix in the answer's self-hosted line (decision_notes._on_instances), found by a review trial: "on 1 8x
+    # H100 instance instance (8 GPUs, 7 idle)"
+    from kvledger.ledgers.decision_notes import _on_instances
+
+    rate = GpuRate.from_catalog(find_gpu_price("nvidia_a100_80gb_sxm", "CoreWeave"))
+    assert _on_instances(pack(rate, 2, 1)) == " on 1 8x A100 instance (8 GPUs, 6 idle)"

@@ -54,7 +54,8 @@ def _on_instances(p: Any) -> str:
     """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs, else ""."""
     if p is None or p.gpus_per_instance == 1:
         return ""
-    return (f" on {p.instances} {p.rate.instance_type} instance{'' if p.instances == 1 else 's'} "
+    t = p.rate.instance_type.removesuffix(" instance")  # a row named "8x H100 instance": not twice (Packing.words)
+    return (f" on {p.instances} {t} instance{'' if p.instances == 1 else 's'} "
             f"({p.gpus_per_instance} GPUs{' each' if p.instances > 1 else ''}, {p.idle_gpus} idle)")
 
 

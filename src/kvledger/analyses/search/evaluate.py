@@ -165,7 +165,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     from kvledger.analyses.search.bounds import point_skipper
     from kvledger.analyses.search.capacity import bracket_start, colocated_capacity, disagg_capacity
     from kvledger.analyses.search.spec import Candidate
-    from kvledger.ledgers.cost import GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
+    from kvledger.ledgers.cost import GpuRate, capacity_from
     from kvledger.ledgers.slo import parse_slo
 
     known = entry.get("known_points") or []  # frontier points simulated before this candidate (search.prune)
@@ -200,24 +200,31 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     row = cheapest(rows)  # it prices the tokens; the bill packs on the cheapest of ``rows``
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
-    packing = None if sizing is None or cand.disagg else pack(GpuRate.from_catalog(row, rows), sizing["replicas"],
-                                                                cand.tp)  # instance_sizing's packing, as cost's
-    row = billed_row(rows, sizing) or row  # the row the bill rents prices the tokens too, and is the one named
-    utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
-    led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)  # the instances' idle GPUs an item
-    idle = 1.0 + (sizing["idle_gpus"] / sizing["num_gpus"] if sizing and sizing["num_gpus"] else 0.0)
-    usd_per_1k = idle * n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
-    cost = {
-        "utilization": utilization,
-        "usd_per_mtok_input": led_in.total_usd,
-        "usd_per_mtok_output": led_out.total_usd,
-        "usd_per_1k_requests": usd_per_1k,
-        "usd_per_1k_requests_at_capacity": n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-        "prefill_share": cap.prefill_share,
-        "prefill_share_method": cap.prefill_share_method,
-    }
+    row, cost = _unit_cost(spec, cap, cand, rows, row, sizing)
     out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus), "cost": cost,
            "sizing": sizing, "price": price_dict(row)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out
+
+
+def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, rows: tuple[Any, ...], row: Any,
+               sizing: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """(the row that prices the tokens, the candidate's cost figures): the row the bill rents (else ``row``); the
+    per-token ledgers and USD per 1k requests at the volume carry the idle GPUs of the whole instances the bill rents
+    (``instance_sizing``'s packing, as ``cost``'s ledgers do), so that they × the volume equal the bill."""
+    from kvledger.ledgers.cost import GpuRate, SelfHostSetup, self_host_unit_ledgers
+
+    n_gpus = cand.num_gpus
+    packing = None if sizing is None or cand.disagg else pack(GpuRate.from_catalog(row, rows), sizing["replicas"],
+                                                                cand.tp)
+    row = billed_row(rows, sizing) or row  # the row the bill rents prices the tokens too, and is the one named
+    utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
+    setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
+    led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)
+    idle = 1.0 + (sizing["idle_gpus"] / sizing["num_gpus"] if sizing and sizing["num_gpus"] else 0.0)
+    per_hour = n_gpus * row.usd_per_gpu_hour
+    return row, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
+                 "usd_per_mtok_output": led_out.total_usd,
+                 "usd_per_1k_requests": idle * per_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s),
+                 "usd_per_1k_requests_at_capacity": per_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+                 "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}
