@@ -16,7 +16,7 @@ import re
 from kvledger.catalog.prices import ApiPrice, api_prices
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["name_words", "same_model_rows", "rows_with_words", "find_api_price"]
+__all__ = ["name_words", "same_model_rows", "rows_with_words", "find_api_price", "require_api_row"]
 
 VARIANT_WORDS = frozenset(
     {
@@ -94,3 +94,17 @@ def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
         raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name "
                          f"one, e.g. {hits[0].key!r}")
     return hits[0]
+
+
+def require_api_row(model: str) -> None:
+    """Refuse ``model`` when no catalog API row serves it and none was named (``cost --simulate`` and ``report``
+    compare with an API): before the capacity search, which takes minutes.
+
+    Raises:
+        InputError: no row serves the model.
+    """
+    from kvledger.errors import InputError
+
+    if not same_model_rows(model):
+        raise InputError(f"no API row to compare with: no catalog row serves {model}; name one with --api (kvledger "
+                         "prices --kind api lists them); refused before simulating")

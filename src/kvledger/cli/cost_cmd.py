@@ -22,6 +22,7 @@ from typing import Any
 import typer
 
 from kvledger import strict_json
+from kvledger.catalog.api_match import require_api_row
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
@@ -77,7 +78,7 @@ def cost_command(
     api_price, gpu_rate, the_slo, usd = check_inputs(ctx.params, prices.gpu,
                                                       {prm.name: prm.opts[0] for prm in ctx.command.params})
     if file is None and api_price is None:
-        _api_row_first(simulate)
+        require_api_row(simulate)  # before the capacity search: the answer compares with an API
     sim = capacity = sweep = None
     if file is not None:
         run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,
@@ -133,17 +134,6 @@ def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | 
         if more.at_offered_load:
             raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
                              "load)")
-
-
-def _api_row_first(model: str) -> None:
-    """Refuse, before the capacity search, a --simulate of a model no catalog API row serves without --api: the answer
-    compares with an API, and the refusal came after minutes of simulation."""
-    from kvledger.catalog.api_match import same_model_rows
-    from kvledger.errors import InputError
-
-    if not same_model_rows(model):
-        raise InputError(f"no API row to compare with: no catalog row serves {model}; name one with --api (kvledger "
-                         "prices --kind api lists them); refused before simulating")
 
 
 def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated: str | None, p: _Priced,

@@ -72,6 +72,10 @@ def report(
     out = html_out(o)  # with --json, no HTML unless --out is given
     _check_outputs(out, o.png, o.force, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
     req = report_request(model, gpu, slo, run, engine, bill, o.bench)
+    if req.api is None:  # the report compares with an API: refuse before the simulations, as cost --simulate does
+        from kvledger.catalog.api_match import require_api_row
+
+        require_api_row(model)
     with report_pool() as pool:  # a second process where there are two CPUs (same bytes: report/report_pool.py)
         data = _build(req, quiet=o.as_json, pool=pool)
         if o.png is None:  # the HTML alone: from the store when this data was drawn before (report/html_store.py)
