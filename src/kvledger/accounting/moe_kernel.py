@@ -58,7 +58,7 @@ from importlib import resources
 
 import numpy as np
 
-from kvledger.accounting.moe_terms import ep_read_imbalance
+from kvledger.accounting.moe_terms import ep_read_imbalance, touched_fraction
 
 __all__ = ["MoeKernelRow", "MoeKernelFit", "load_rows", "fit_moe_kernel", "moe_kernel_fit", "moe_layer_s",
            "moe_layer_count", "block_m", "padded_rows_per_expert", "touched_fraction", "FIT_FLOPS_FRACTION",
@@ -114,11 +114,6 @@ def load_rows() -> list[MoeKernelRow]:
         if touched_fraction(row.tokens, row.top_k, row.experts) * row.expert_bytes > row.l2_bytes:
             out.append(row)
     return out
-
-
-def touched_fraction(tokens: float, top_k: int, experts: int) -> float:
-    """Share of a layer's experts ``tokens`` tokens touch under uniform top-k routing, 0–1."""
-    return 1 - (1 - top_k / experts) ** tokens if tokens > 0 else 0.0
 
 
 def block_m(tokens: float, experts: int) -> int:

@@ -23,12 +23,21 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["tokens_per_expert", "grouped_gemm_efficiency", "ep_imbalance", "ep_read_imbalance", "ep_all_to_all_bytes"]
+from kvledger.catalog.expert_placement import local_experts
+
+__all__ = ["tokens_per_expert", "touched_fraction", "grouped_gemm_efficiency", "ep_imbalance", "ep_read_imbalance",
+           "ep_all_to_all_bytes"]
 
 
 def tokens_per_expert(num_tokens: float, experts_per_token: int, num_experts: int) -> float:
     """Mean token-expert pairs per expert in a step: T·k/E, tokens."""
     return num_tokens * experts_per_token / num_experts if num_experts else 0.0
+
+
+def touched_fraction(num_tokens, experts_per_token: int, num_experts: int):
+    """Share of a layer's experts ``num_tokens`` tokens touch under uniform top-k routing, 1 − (1 − k/E)^T, 0–1 (a
+    float, or elementwise for an array of token counts)."""
+    return 1 - (1 - experts_per_token / num_experts) ** num_tokens
 
 
 def grouped_gemm_efficiency(tokens_per_expert_: float, half_tokens: float) -> float:
@@ -45,8 +54,7 @@ def _busiest(num_experts: int, ep: int) -> tuple[float, int]:
     unknown expert count (0) is taken as divisible."""
     if num_experts <= 0:
         return 1.0 / ep, ep
-    n0 = -(-num_experts // ep)
-    return n0 / num_experts, (num_experts % ep) or ep
+    return local_experts(num_experts, ep) / num_experts, (num_experts % ep) or ep
 
 
 def _tail(ranks: int) -> float:
@@ -70,8 +78,7 @@ def ep_read_imbalance(num_tokens: float, experts_per_token: int, num_experts: in
     on the expert bytes a step reads under expert parallelism (1 without it)."""
     if ep <= 1 or num_tokens <= 0 or num_experts <= 0:
         return 1.0
-    n0 = -(-num_experts // ep)
-    p = 1.0 - (1.0 - experts_per_token / num_experts) ** num_tokens
+    n0, p = local_experts(num_experts, ep), touched_fraction(num_tokens, experts_per_token, num_experts)
     mu = n0 * p
     if mu <= 0:
         return 1.0

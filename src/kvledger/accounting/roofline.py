@@ -30,6 +30,7 @@ How vLLM executes the step, and what that changes here:
 
 from __future__ import annotations
 
+from kvledger.accounting import moe_terms
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.fp8_block import compute_dtype
@@ -163,10 +164,9 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
 
     def experts_touched_fraction(self, num_tokens: float) -> float:
         """Share of each MoE layer's experts that ``num_tokens`` tokens touch (uniform top-k routing), 0–1."""
-        m = self.model
-        if not m.is_moe or num_tokens <= 0:
+        if not (m := self.model).is_moe or num_tokens <= 0:
             return 0.0 if m.is_moe else 1.0
-        return 1 - (1 - m.experts_per_token / m.num_experts) ** num_tokens
+        return moe_terms.touched_fraction(num_tokens, m.experts_per_token, m.num_experts)
 
     def weight_read_bytes(self, num_tokens: float) -> float:
         """Weight bytes a step over ``num_tokens`` tokens reads from HBM, B."""

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.accounting.moe_terms import touched_fraction
 from kvledger.accounting.stepcost import StepCostModel, StepPrice, StepShape, step_pricer
 from kvledger.accounting.tp_comm import allreduce_step_s_array
 
@@ -145,7 +146,7 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     pre_f = 2 * rc.matmul_params * pf_tok + rc.head_flops_per_seq * pf_seqs + rc.upproj_flops_per_token * ctx
     f = pre_f + 2 * rc.matmul_params * dec + rc.head_flops_per_seq * dec
     m, ff, b = rc.model, rc.flops_fraction, rc.bw * rc.bandwidth_fraction
-    frac = (1 - (1 - m.experts_per_token / m.num_experts) ** T) if m.is_moe else 1.0
+    frac = touched_fraction(T, m.experts_per_token, m.num_experts) if m.is_moe else 1.0
     wb = rc.dense_weight_bytes + rc.expert_bytes * frac
     moe = rc.moe_kernel_s_array(T) if rc.moe_layers else 0.0  # the routed experts' fused-MoE term, by tokens
     if rc.moe_layers:  # … in place of their FLOPs and bytes in the matmul roofline, as roofline_prefill_fraction_one
