@@ -67,3 +67,17 @@ def test_goodput_simulate_says_no_capacity_and_exits_1():
     assert edge["bisected_req_per_s"] == pytest.approx(0.002533, rel=1e-3)
     assert edge["rate_req_per_s"] == pytest.approx(0.001953125 / 16)
     assert edge["attainment"] == pytest.approx(0.9025)
+
+
+def test_goodput_json_says_the_largest_passing_rate_is_not_a_capacity():
+    # Llama-3.1-8B on one H100, flat GEMM efficiency, 100 requests, TTFT ≤ 60 ms with 25 ms of client latency: 90 of
+    # 100 requests meet it even near idle (90 % ± 3.00 %): the bisection settled on 0.35546875 req/s
+    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--tp", "1",
+                                   "--slo", "ttft=60ms", "--num-requests", "100", "--client-latency", "25ms",
+                                   "--gemm-efficiency", "flat", "--max-model-len", "8192", "--target", "0.9", "--json"])
+    assert res.exit_code == 1
+    b = json.loads(res.output)["boundary"]
+    assert b["boundary_value"] is None and b["largest_passing_value"] == 0.35546875
+    assert b["largest_passing_note"] == ("not a capacity: the target was met up to 0.355469 only within sampling "
+                                         "noise, even near idle (see idle_edge), so no rate can be banked on "
+                                         "(boundary_value is null)")

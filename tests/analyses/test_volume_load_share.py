@@ -79,13 +79,22 @@ def test_the_share_at_the_volumes_load_is_a_run_there():
 def test_without_a_run_at_the_load_the_volume_counts_the_share_at_the_capacity():
     # Where no run is made at the volume's load (r equal to the rate priced, a session workload), the volume's good
     # requests are its requests × the good share at the SLO capacity (the run at the 6.047 req/s sized on, seed 0),
-    # with the decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it (× 0.985
-    # would give 2,952,048). (--utilization, which once priced this path with a volume, is refused there now:
+    # the share of that run's requests within the SLO. (--utilization, which once priced this path with a volume, is
+    # refused there now:
     # tests/cli/test_cost_utilization_volume_cli.py.)
     c = _cost()["capacity"]
+    # the run at the capacity: all 60 of its requests within the SLO (attainment 1.0), so all 2,997,003 are good —
+    # goodput ÷ offered rate, 0.9848, would count its drain tail as failed requests
+    assert c["attainment_at_sizing_rate"] == 1.0
     cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["goodput_req_per_s"],
-                          slo_capacity_req_per_s=c["slo_capacity_req_per_s"])
+                          slo_capacity_req_per_s=c["slo_capacity_req_per_s"], attainment=c["attainment_at_sizing_rate"])
     good, how = volume_good_requests(REQUESTS, cap)
+    assert good == REQUESTS
+    assert how == ("the self-hosted bill ÷ the volume's 2,997,003 good requests: 2,997,003 × 1.000, the share within "
+                   "the SLO at the SLO capacity (the run at 6.047 req/s, seed 0)")
+    # without an attainment (a capacity known only by its goodput) the share is goodput ÷ SLO capacity, with the
+    # decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it
+    good, how = volume_good_requests(REQUESTS, SimpleNamespace(**{**vars(cap), "attainment": None}))
     assert round(good) == 2_951_456
     assert how == ("the self-hosted bill ÷ the volume's 2,951,456 good requests: 2,997,003 × 0.9848025, the good share "
                    "at the SLO capacity (5.955 good req/s ÷ 6.047 req/s, the run at that rate, seed 0)")
@@ -97,7 +106,9 @@ def test_the_printed_report_says_which_run():
     text = " ".join(res.output.split())
     assert ("at the volume's load: a run of the same workload and seed (0) at 1.14 req/s per replica (the volume's "
             "mean rate ÷ replicas): 60 of 60 requests within the SLO (100.0%)") in text
-    assert "not on the good share at the 6.047 req/s sized on (0.985, a replica's share at full load)" in text
+    # the good share at the rate sized on is the share of that run's requests within the SLO, all 60 of them: 1.000,
+    # not goodput ÷ offered rate, 0.985, which counts the run's drain tail as failed requests
+    assert "not on the good share at the 6.047 req/s sized on (1.000, a replica's share at full load)" in text
 
 
 def test_token_volume_split_by_all_requests_not_good_ones():

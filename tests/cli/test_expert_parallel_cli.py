@@ -27,6 +27,41 @@ def test_simulate_with_the_flag_names_expert_parallelism_in_its_step_cost():
     assert "expert parallelism over" not in plain.output
 
 
+# --enable-expert-parallel's note at TP 4 for Mixtral's 8 routed experts: ⌈8/4⌉ = 2 whole experts on each rank
+EP_NOTE = ("--enable-expert-parallel (EP 4 over the TP ranks, data parallel 1): each MoE layer's 8 routed experts are "
+           "whole, 2 experts on each (vLLM's linear placement), instead of a 1/4 slice of every expert; attention, "
+           "dense layers and shared experts stay TP-sliced; with data parallel 1 there is no all-to-all, the TP "
+           "all-reduce combines the experts' outputs, and a step's expert work waits for the busiest rank")
+
+
+def test_goodput_and_cost_text_say_the_note_as_simulate_does():
+    # simulate printed the note; goodput --simulate (one run and a capacity search) and cost --simulate had it only
+    # in --json: now each lists it with the simulation's sources
+    assert EP_NOTE in " ".join(CliRunner().invoke(app, [*SIM, "--enable-expert-parallel"]).output.split())
+    search = ["--slo", "ttft=1s", "--num-requests", "50", "--enable-expert-parallel"]
+    runs = {"goodput run": ["goodput", "--simulate", *SIM[1:], "--slo", "ttft=1s", "--enable-expert-parallel"],
+            "goodput search": ["goodput", "--simulate", *_no_rate(SIM[1:]), *search, "--target", "0.9"],
+            "cost": ["cost", "--simulate", *_no_rate(SIM[1:]), *search, "--utilization", "0.5",
+                     "--api", "OpenAI:gpt-4.1"]}
+    for what, argv in runs.items():
+        res = CliRunner().invoke(app, argv)
+        assert res.exit_code == 0, (what, res.output)
+        assert f"] {EP_NOTE}" in " ".join(res.output.split()), what  # a numbered source line
+        off = CliRunner().invoke(app, [a for a in argv if a != "--enable-expert-parallel"])
+        assert off.exit_code == 0 and "--enable-expert-parallel" not in off.output, what
+
+
+def _no_rate(argv: list[str]) -> list[str]:
+    """``argv`` less --rate and --num-requests with their values (a capacity search sets both)."""
+    out, skip = [], False
+    for a in argv:
+        if skip or a in ("--rate", "--num-requests"):
+            skip = not skip
+            continue
+        out.append(a)
+    return out
+
+
 def test_the_flag_with_sglang_or_a_dense_model_is_refused_in_words():
     # an InputError (main's handler prints it, or its JSON with --json, exit 2: no traceback), as test_run_record's
     res = CliRunner().invoke(app, [*SIM, "--enable-expert-parallel", "--policy", "sglang", "--json"])

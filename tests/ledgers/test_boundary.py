@@ -94,6 +94,22 @@ def test_non_monotone_sweep_stays_at_the_first_failure():
     assert any("not monotone" in n for n in b.notes)
 
 
+def test_a_passing_value_above_a_failing_lowest_is_said_not_to_be_a_capacity():
+    def run(ttft: float) -> RunRecords:
+        return RunRecords([RequestRecord("0", 0.0, 1, 2, ttft, ttft + 0.1)], RunMetadata("s", "s", duration_s=1.0))
+
+    # 1 req/s misses (TTFT 0.9 s > 0.5 s), 2 and 3 meet: no boundary, and the JSON's largest passing value, 3, says why
+    b = boundary_from_sweep([run(0.9), run(0.1), run(0.1)], parse_slo("ttft=500ms"), 0.9, values=[1.0, 2.0, 3.0])
+    d = b.to_dict()
+    assert (d["boundary_value"], d["largest_passing_value"], d["first_failing_value"]) == (None, 3.0, 1.0)
+    assert d["largest_passing_note"] == ("not a capacity: 3 met the target but the lowest request_rate evaluated (1) "
+                                         "missed it, so no request_rate up to it holds the target (boundary_value is "
+                                         "null)")
+    # with a boundary the note is left out of the JSON
+    ok = boundary_from_sweep([run(0.1), run(0.9)], parse_slo("ttft=500ms"), 0.9, values=[1.0, 2.0]).to_dict()
+    assert ok["boundary_value"] == 1.0 and "largest_passing_note" not in ok
+
+
 def test_sweep_input_errors():
     runs = [read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")]
     # InferenceX ran with request_rate "inf" (closed loop at fixed concurrency)

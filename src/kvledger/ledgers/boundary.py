@@ -66,11 +66,16 @@ class BoundaryResult:
         boundary_value: largest value with every evaluated value up to it meeting the target; None
             when even the lowest misses it.
         largest_passing_value: largest evaluated value meeting the target (may exceed the boundary
-            when attainment is not monotone).
+            when attainment is not monotone). A fact about the points, not a capacity: with ``boundary_value``
+            None it is kept and ``largest_passing_note`` says why it is not one.
         first_failing_value: smallest evaluated value missing the target, if any.
         boundary_per_gpu: boundary ÷ GPUs for the request-rate axis when the GPU count is known
             (DistServe optimises goodput per GPU).
+        largest_passing_note: why ``largest_passing_value`` is not a capacity, only when there is one and
+            ``boundary_value`` is None (in the JSON only then); None otherwise.
     """
+
+    __json_optional__ = ("largest_passing_note",)
 
     axis: str
     target: float
@@ -81,6 +86,7 @@ class BoundaryResult:
     first_failing_value: float | None
     boundary_per_gpu: float | None = None
     notes: list[str] = field(default_factory=list)
+    largest_passing_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -143,6 +149,10 @@ def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpu
                          min(failing) if failing else None, notes=notes)
     if boundary is None:
         notes.append(f"attainment misses {target:.0%} already at the lowest {axis} evaluated ({points[0].value:g})")
+        if passing:
+            res.largest_passing_note = (
+                f"not a capacity: {max(passing):g} met the target but the lowest {axis} evaluated "
+                f"({points[0].value:g}) missed it, so no {axis} up to it holds the target (boundary_value is null)")
     elif res.largest_passing_value != boundary:
         notes.append(f"attainment is not monotone: {res.largest_passing_value:g} passes again after "
                      f"{res.first_failing_value:g} failed; the boundary stays at {boundary:g}")

@@ -98,15 +98,18 @@ class SelfHostSetup:
 
 @dataclass(slots=True)
 class Capacity:
-    """What one replica delivered in the measurement, per second of run time (good = met the SLO). Replicas are sized
-    on ``slo_capacity_req_per_s``, the highest offered req/s at which the target share meets the SLO (a rate search);
-    a measured file has none and its goodput stands in (conservative). Utilization is offered load ÷ that; the good
-    requests at it are the offered ones × goodput ÷ SLO capacity (the good share at the boundary), so good tokens/s at
-    utilization u are u × the good rates below — unless ``load`` holds a run at the volume's load per replica
-    (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``: mean tokens per completed request of the
-    run (the workload's mix, which splits a monthly token volume); ``seed``: the run's workload seed, where stated;
-    ``lower_bound``: the run was under-loaded (``capacity_basis.check_load``), so its goodput is the offered load, only
-    a lower bound on the SLO capacity it stands in for."""
+    """What one replica delivered in the measurement, per second of run time (good = met the SLO). Replicas are
+    sized on ``slo_capacity_req_per_s``, the highest offered req/s at which the target share meets the SLO (a rate
+    search); a measured file has none and its goodput stands in (conservative). Utilization is offered load ÷ that;
+    a volume's good requests at it are its requests × ``attainment`` (the good share at the boundary; goodput ÷ SLO
+    capacity without one), and good tokens/s at utilization u are u × the good rates below — unless ``load`` holds a
+    run at the volume's load per replica (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``:
+    mean tokens per completed request of the run (the workload's mix, which splits a monthly token volume);
+    ``seed``: the run's workload seed, where stated; ``lower_bound``: the run was under-loaded
+    (``capacity_basis.check_load``), so its goodput is the offered load, only a lower bound on the SLO capacity it
+    stands in for; ``attainment``: the share of that run's requests within the SLO where it is the SLO capacity's
+    run (None for a measured file), the good share of requests at the rate sized on (goodput ÷ that rate would count
+    the run's drain tail as failed requests)."""
 
     goodput_req_per_s: float
     good_input_tok_per_s: float
@@ -123,6 +126,7 @@ class Capacity:
     seed: int | None = None
     load: LoadShare | None = None
     lower_bound: bool = False
+    attainment: float | None = None
 
     @property
     def workload_input_tokens_mean(self) -> float:  # the workload's mix: all completed requests, else the good ones
@@ -197,7 +201,7 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
                     gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
                     gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
-                    *mix, run_seed(run))
+                    *mix, run_seed(run), attainment=None if slo_capacity_req_per_s is None else gp.attainment)
 
 
 def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: str, replicas: int | None,
@@ -287,4 +291,5 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "workload_input_tokens_mean": cap.workload_input_tokens_mean,
             "workload_output_tokens_mean": cap.workload_output_tokens_mean,
             **({} if cap.load is None else {"at_volume_load": cap.load.to_dict()}),
-            **({"capacity_lower_bound": True} if cap.lower_bound else {})}
+            **({"capacity_lower_bound": True} if cap.lower_bound else {}),
+            **({} if cap.attainment is None else {"attainment_at_sizing_rate": cap.attainment})}

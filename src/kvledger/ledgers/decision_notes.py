@@ -125,16 +125,22 @@ def _share(n: float, share: float) -> str:
 def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
     """(good requests of a volume of ``n`` requests, how they were counted): n × the share within the SLO of a run at
     the volume's load per replica where one was run (``cap.load``, ``ledgers/load_share.py``); else, sized on the SLO
-    capacity, n × goodput ÷ SLO capacity, the good share measured there (``cost.Capacity``); a measured file's volume
-    counts as good, its goodput standing in for the capacity."""
+    capacity, n × the share of that run's requests within the SLO (``cap.attainment``; goodput ÷ SLO capacity, which
+    counts the run's drain tail as failed requests, where the attainment is not known) (``cost.Capacity``); a measured
+    file's volume counts as good, its goodput standing in for the capacity."""
     if cap.load is not None:
         a = cap.load.attainment
         return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {_share(n, a)}, "
                        f"the share within the SLO in {cap.load.words()}")
     if not cap.slo_capacity_req_per_s:
         return n, f"the self-hosted bill ÷ the volume's {n:,.0f} good requests"
-    share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
     seed = "" if cap.seed is None else f", seed {cap.seed}"
+    a = getattr(cap, "attainment", None)
+    if a is not None:
+        return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {_share(n, a)}, "
+                       f"the share within the SLO at the SLO capacity (the run at {cap.slo_capacity_req_per_s:,.4g} "
+                       f"req/s{seed})")
+    share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
     return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × "
                        f"{_share(n, share)}, "
                        f"the good share at the SLO capacity ({cap.goodput_req_per_s:,.4g} good req/s ÷ "

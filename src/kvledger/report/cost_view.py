@@ -223,7 +223,14 @@ def at_load_line(cap: dict[str, Any]) -> str:
             f"(the volume's mean rate ÷ replicas): {a['num_good']:,} of {a['num_requests']:,} requests within the SLO "
             f"({a['attainment']:.1%}), {a['good_input_tok_per_s']:,.1f} good input and "
             f"{a['good_output_tok_per_s']:,.1f} good output tok/s per replica; the per-token ledgers and the volume's "
-            f"good requests are priced on it, not on the good share at the "
-            f"{cap['sizing_req_per_s']:,.4g} req/s sized on ({cap['goodput_req_per_s'] / cap['sizing_req_per_s']:.3f}, "
-            "a replica's share at full load); the volume's tokens split by the workload's mean "
+            f"good requests are priced on it, not on the good share at the {cap['sizing_req_per_s']:,.4g} req/s sized "
+            f"on ({_full_load_share(cap)}, a replica's share at full load); the volume's tokens split by the "
+            "workload's mean "
             f"{cap['workload_input_tokens_mean']:,.0f} in / {cap['workload_output_tokens_mean']:,.0f} out per request")
+
+
+def _full_load_share(cap: dict[str, Any]) -> str:
+    """The good share at the rate sized on: the share of that run's requests within the SLO (its attainment), else
+    goodput ÷ the rate (a measured file's, which counts the run's drain tail as failed requests)."""
+    a = cap.get("attainment_at_sizing_rate")
+    return f"{a:.3f}" if a is not None else f"{cap['goodput_req_per_s'] / cap['sizing_req_per_s']:.3f}"

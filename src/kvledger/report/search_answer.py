@@ -65,6 +65,7 @@ def no_winner_line(result: Any) -> str:
     """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
+    from kvledger.analyses.search.reasons import NOISE_ADVICE, SLO_REASONS, SLO_WITHIN_NOISE
     from kvledger.analyses.search.refusals import refused_everywhere
 
     rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
@@ -72,7 +73,7 @@ def no_winner_line(result: Any) -> str:
     if none_can_start(result.entries):
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
                 + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
-    if rej and not any(g["reason"] == "SLO not met at any rate" for g in groups):  # none was even held to the SLO
+    if rej and not any(g["reason"] in SLO_REASONS for g in groups):  # none was even held to the SLO
         first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
         return ("no candidate was run against the SLO: " + "; ".join(
             f"{g['count']} rejected for {g['reason']} (e.g. {first[g['reason']]['id']}"
@@ -80,4 +81,9 @@ def no_winner_line(result: Any) -> str:
     refused = refused_everywhere(rej, result.spec.target)
     if refused is not None:  # the same workload and max_model_len for every candidate: its fix, not the SLO's
         return "no candidate meets the SLO: " + refused
-    return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"
+    if all(g["reason"] == SLO_WITHIN_NOISE for g in groups if g["reason"] in SLO_REASONS):
+        return ("no candidate meets the SLO beyond the run's noise: even near idle the target is met only within "
+                f"one standard error; see the reasons below ({NOISE_ADVICE})")
+    noise = f"; for those met only within the run's noise, {NOISE_ADVICE}" if any(
+        g["reason"] == SLO_WITHIN_NOISE for g in groups) else ""
+    return f"no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP{noise})"

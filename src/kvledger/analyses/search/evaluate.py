@@ -26,6 +26,7 @@ from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
 from kvledger.analyses.search.launch import launch_for
+from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, price_dict, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
@@ -107,7 +108,7 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
     low, edge = min(pr.probes), getattr(pr, "idle_edge", None)
     detail = (f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
               f"({spec.slo}); {low[1]:.1%} there") if edge is None else f"{edge.note} ({spec.slo})"
-    return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
+    return {**entry, "status": "rejected", "reason": SLO_NOT_MET if edge is None else SLO_WITHIN_NOISE,
             "detail": detail, "capacity": {"probes": pr.probes, "notes": pr.notes},
             **_refused(pr, spec.target)}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.search.reasons import SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF
 from kvledger.errors import InputError
 
@@ -77,6 +78,8 @@ def offload_pass(spec: Any, entries: list[dict[str, Any]], options: tuple[Offloa
     Candidates rejected for max_model_len are not tried: vLLM sizes its GPU pool for one request of max_model_len
     at start-up (``check_enough_kv_cache_memory``) whatever connector is configured, and a request's KV is in HBM
     while it runs, so a tier does not make them start.
+    Candidates met only within their runs' noise (``reasons.SLO_WITHIN_NOISE``) are not tried either: a tier's rate
+    search has no near-idle check, so it would answer the rate the bisection settled on in that noise.
 
     Raises:
         InputError: a price out of range.
@@ -87,7 +90,7 @@ def offload_pass(spec: Any, entries: list[dict[str, Any]], options: tuple[Offloa
     colocated = [e for e in entries if not e.get("prefill_replicas") and "offload" not in e]
     feasible = [e for e in colocated if e.get("status") == "feasible"]
     bases = [e for e in colocated if e.get("status") == "feasible" or (
-        e.get("reason") == "SLO not met at any rate" and (e.get("capacity") or {}).get("probes"))]
+        e.get("reason") == SLO_NOT_MET and (e.get("capacity") or {}).get("probes"))]
     out = []
     for e in bases:
         for o in tiers:

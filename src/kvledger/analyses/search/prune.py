@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.order import bill_key, first_cost, ranked
+from kvledger.analyses.search.reasons import SLO_NOT_MET
 
 __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", "screen_by_bounds", "rounds",
            "Margins", "Screening", "screening"]
@@ -71,7 +72,7 @@ def slo_rejection(spec: Any, entry: dict[str, Any]) -> dict[str, Any] | None:
     b = entry.get("bounds")
     if b is None or b["attainment"] >= spec.target:
         return None
-    return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
+    return {**entry, "status": "rejected", "reason": SLO_NOT_MET,
             "detail": f"decided by bound: at most {b['attainment']:.1%} of requests can meet the SLO ({spec.slo}) at "
                       f"any rate (their TTFT or TPOT lower bound exceeds it), below the {spec.target:.0%} target",
             "decided_by_bound": {"attainment_upper": b["attainment"], "target": spec.target,

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_REASONS
+
 __all__ = ["refusal_rejection", "refused_everywhere"]
 
 
@@ -30,7 +32,7 @@ def refusal_rejection(spec: Any, cand: Any, entry: dict[str, Any]) -> dict[str, 
     rej = count_rejections(prepare_run(args, spec.synthetic))
     if rej is None or not rej.blocks(spec.target):
         return None
-    return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
+    return {**entry, "status": "rejected", "reason": SLO_NOT_MET,
             "detail": "decided before simulating: " + rej.text(spec.target), "refused_requests": rej.to_dict(),
             "decided_by_bound": {"attainment_upper": rej.attainment_ceiling, "target": spec.target,
                                  "margin": spec.target - rej.attainment_ceiling}}
@@ -42,7 +44,7 @@ def refused_everywhere(rejected: list[dict[str, Any]], target: float) -> str | N
     (``Rejections.text``); else None."""
     from kvledger.analyses.serving.rejections import Rejections
 
-    held = [e for e in rejected if e.get("reason") == "SLO not met at any rate"]
+    held = [e for e in rejected if e.get("reason") in SLO_REASONS]
     if not held or not all(e.get("refused_requests") for e in held):
         return None
     got = {k: v for k, v in held[0]["refused_requests"].items() if k != "attainment_ceiling"}  # a property

@@ -11,7 +11,8 @@ Rejection reasons (the ledger's ``reason`` field):
   unknown KV dtype), with the planner's message;
 - ``no price row``: no rental row for the GPU (of ``--gpu-provider`` when given).
 
-Later passes add ``SLO not met at any rate`` (no probed rate meets the target) and
+Later passes add ``SLO not met at any rate`` (no probed rate meets the target), ``SLO met only within the run's
+noise`` (met even near idle only within its sampling noise: ``serving.idle_edge``), both in ``reasons``, and
 ``simulation error`` / ``worker failed``.
 """
 

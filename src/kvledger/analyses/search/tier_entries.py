@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.search.reasons import SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF, TierProber, tier_capacity
 from kvledger.errors import KvLedgerError
 
@@ -136,7 +137,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         return {**out, "status": "error", "reason": "simulation error", "detail": str(err)}
     info["tier"] = p.tier
     if b is None:
-        return {**out, "status": "rejected", "reason": "SLO not met at any rate",
+        return {**out, "status": "rejected", "reason": SLO_NOT_MET,
                 "detail": f"with {opt.label} no request rate down to {first_failing:.3g} req/s has "
                           f"{spec.target:.0%} of requests within the SLO ({spec.slo})"}
     run, gp = p.runs[b], p.goodputs[b]

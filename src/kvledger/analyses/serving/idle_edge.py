@@ -71,6 +71,14 @@ class IdleEdge:
                 "GPU carries: lower --target, loosen the SLO, look at why requests miss at idle, or run more "
                 "requests per probe (--num-requests) to narrow the noise")
 
+    def withdraw(self, res: Any) -> None:
+        """Withdraw the boundary of ``res`` (``boundary.BoundaryResult``): boundary_value and boundary_per_gpu None,
+        and ``largest_passing_note`` says why its largest passing value is not a capacity."""
+        res.boundary_value = res.boundary_per_gpu = None
+        res.largest_passing_note = (
+            f"not a capacity: the target was met up to {res.largest_passing_value:g} only within sampling noise, "
+            "even near idle (see idle_edge), so no rate can be banked on (boundary_value is null)")
+
     def to_dict(self) -> dict[str, Any]:
         return {**to_jsonable(self), "note": self.note}
 

@@ -238,7 +238,7 @@ def _checks(p: SimProber, res: BoundaryResult, axis: str, blo: float, bhi: float
             )
     edge = check_idle_edge(p, res.boundary_value, target) if axis == "request_rate" else None
     if edge is not None:
-        res.boundary_value = res.boundary_per_gpu = None
+        edge.withdraw(res)
         extra.append(edge.note)
     return edge
 

@@ -158,7 +158,16 @@ class SimulatedRun:
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
             + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
-        ] + ([s.client_latency.note()] if s.client_latency is not None else [])
+        ] + ([s.client_latency.note()] if s.client_latency is not None else []) + self._expert_parallel_lines()
+
+    def _expert_parallel_lines(self) -> list[str]:
+        """--enable-expert-parallel's note (``accounting.expert_parallel``), as simulate prints it; [] without it."""
+        from kvledger.accounting.expert_parallel import expert_parallel_notes
+
+        plan = self.setup.plan
+        if plan is None or not getattr(plan.settings, "enable_expert_parallel", False):
+            return []
+        return list(expert_parallel_notes(plan.model, plan.settings))
 
 
 def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[RequestSpec]:

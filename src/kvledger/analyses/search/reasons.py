@@ -1,0 +1,19 @@
+"""The rejection reasons of a search candidate held to the SLO, shared by the passes that set them and the views that
+read them (one string each, so a comparison cannot drift from the text it compares against).
+
+- :data:`SLO_NOT_MET`: no probed rate (or no rate a bound allows) has the target share of requests within the SLO;
+- :data:`SLO_WITHIN_NOISE`: the target is met even near idle only within one standard error of the run's sampling
+  noise (``kvledger.analyses.serving.idle_edge``), so no capacity can be banked on; more requests per probe
+  (``--num-requests``) shrink that noise.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE"]
+
+SLO_NOT_MET = "SLO not met at any rate"
+SLO_WITHIN_NOISE = "SLO met only within the run's noise"
+#: the reasons of a candidate that was held to the SLO (simulated or bounded) and did not qualify
+SLO_REASONS = (SLO_NOT_MET, SLO_WITHIN_NOISE)
+#: the fix of :data:`SLO_WITHIN_NOISE`, in words
+NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the noise, lower --target or loosen the SLO"
