@@ -18,11 +18,11 @@ the BF16 one: Triton's w8a8 fused MoE at these widths). Fitted by least squares 
 
 Padding, from vLLM 0.11.0's ``fused_moe.py``: ``moe_align_block_size`` pads each expert's token count up to a multiple
 of ``BLOCK_SIZE_M`` and the grouped GEMMs run on the padded rows; ``get_default_config`` takes BLOCK_SIZE_M = 16 when
-the step's tokens M ≤ E, else 64 (the tuned tables move it with M the same way). Under uniform top-k routing an
-expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts), so the padded rows of a layer are
-E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ). FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the
-padded rows per expert. Errors (mean / worst |predicted / measured − 1| per table; LOSO: the table priced by a fit
-to the other three), 49 of the 53 rows kept:
+the step's tokens M ≤ E, else 64, E the rank's local experts under expert parallelism (``block_m``; the tuned tables
+move it with M the same way). Under uniform top-k routing an expert's count is c ~ Binomial(T, k/E) (each token picks
+k distinct experts), so the padded rows of a layer are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ).
+FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the padded rows per expert. Errors (mean / worst |predicted /
+measured − 1| per table; LOSO: the table priced by a fit to the other three), 49 of the 53 rows kept:
 
     ============================  ================  ================  ================  ================
     variant                       padded (used)                       unpadded (T·k rows, m = T·k/E)
@@ -59,6 +59,7 @@ from importlib import resources
 import numpy as np
 
 from kvledger.accounting.moe_terms import ep_read_imbalance, touched_fraction
+from kvledger.catalog.expert_placement import local_experts
 
 __all__ = ["MoeKernelRow", "MoeKernelFit", "load_rows", "fit_moe_kernel", "moe_kernel_fit", "moe_layer_s",
            "moe_layer_count", "block_m", "padded_rows_per_expert", "touched_fraction", "FIT_FLOPS_FRACTION",
@@ -118,17 +119,21 @@ def load_rows() -> list[MoeKernelRow]:
 
 def block_m(tokens: float, experts: int) -> int:
     """vLLM's default BLOCK_SIZE_M of the fused-MoE GEMMs for a step of ``tokens`` tokens (``get_default_config``:
-    16 when M ≤ E, else 64), rows."""
+    16 when M ≤ E, else 64), rows. ``experts`` is the rank's local count: vLLM 0.11.0's
+    ``fused_moe.py::try_get_optimal_moe_config`` passes E = ``w2_shape[0]``, the first dimension of the layer's w2,
+    which ``fused_moe/layer.py::FusedMoE.__init__`` creates with ``local_num_experts`` (``determine_expert_map``: all E
+    without expert parallelism, ⌈E / EP⌉ on rank 0 with it), not ``global_num_experts``."""
     return 16 if tokens <= experts else 64
 
 
 @functools.lru_cache(maxsize=65536)
-def padded_rows_per_expert(tokens: int, top_k: int, experts: int) -> float:
-    """E[⌈c/B⌉·B] for c ~ Binomial(tokens, k/E), B = ``block_m``: an expert's rows after ``moe_align_block_size``
-    pads its count to the block, exact over mean ± 12 σ (the rest of the pmf is below 1e-30), rows."""
+def padded_rows_per_expert(tokens: int, top_k: int, experts: int, local: int = 0) -> float:
+    """E[⌈c/B⌉·B] for c ~ Binomial(tokens, k/E), B = ``block_m`` over the rank's ``local`` experts (0: all E, no
+    expert parallelism): an expert's rows after ``moe_align_block_size`` pads its count to the block, exact over
+    mean ± 12 σ (the rest of the pmf is below 1e-30), rows."""
     if tokens <= 0:
         return 0.0
-    b, p = block_m(tokens, experts), top_k / experts
+    b, p = block_m(tokens, local or experts), top_k / experts
     if p >= 1:
         return float(math.ceil(tokens / b) * b)
     mu, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
@@ -270,7 +275,8 @@ class FusedMoePrices:
         k, e = m.experts_per_token, m.num_experts
         read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e,
                                                                                                  self.ep)
-        rows = padded_rows_per_expert(int(math.ceil(num_tokens)), k, e)  # an expert's padded rows (module docstring)
+        # an expert's padded rows (module docstring); BLOCK_SIZE_M's M ≤ E test on the busiest rank's local experts
+        rows = padded_rows_per_expert(int(math.ceil(num_tokens)), k, e, local_experts(e, self.ep) if self.ep > 1 else 0)
         flops = 2 * self.expert_params_per_token * (e * rows / k) * imbalance  # params per token × padded tokens
         return moe_layer_s(p, read, flops, rows, self.bw, self.gpu.bf16_flops_per_s or self.peak_flops)
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, replace
 
 from kvledger.accounting.vllm_mlp import mlp_peak
-from kvledger.accounting.vllm_moe_backend import moe_workspace_term
+from kvledger.accounting.vllm_moe_workspace import moe_dims, moe_workspace, moe_workspace_bytes, transient_workspace
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
@@ -174,39 +174,6 @@ def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: in
                      "(sort-based top-k/top-p up to vLLM 0.16; fitted to 2 H100 logs)")
 
 
-def _moe_dims(model: ModelSpec) -> tuple[int, int]:
-    """(routed expert intermediate size, shared-expert intermediate size per layer) of a MoE model, elements."""
-    inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")),
-                default=model.intermediate_size)
-    shared = sum(w.rows for w in model.weights if "shared_expert" in w.path and w.path.endswith("up_proj.weight"))
-    return inter, shared // max(1, model.num_layers)
-
-
-def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1) -> float:
-    """The fused-MoE workspaces, kept by vLLM's workspace manager after the forward (so still held during
-    the sampler), B: M × top_k × (max(I/TP, h) + max(2·I/TP, h)) × d with M = the profiled tokens
-    (``fused_moe/modular_kernel.py::_allocate_buffers``, ``fused_moe.py::workspace_shapes``; read in 0.15–0.33).
-    0 for dense models, before 0.15 (not read there) and for MXFP4 experts (gpt-oss's own MoE kernels;
-    its pre-0.17 H100 log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
-    if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
-        return 0.0
-    return _kept_workspace(model, num_tokens, tp)
-
-
-def _kept_workspace(model: ModelSpec, num_tokens: int, tp: int) -> float:
-    inter, _ = _moe_dims(model)
-    i, h = inter / tp, model.hidden_size
-    return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
-
-
-def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int,
-                  arch: str) -> tuple[float, float, float, str]:
-    """(point, low, high) B of fused-MoE workspace held after the forward, and why: the FP8 MoE backend each release
-    picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
-    kept = _kept_workspace(model, num_tokens, tp) if model.is_moe else 0.0
-    return moe_workspace_term(model, ver, arch, tp, num_tokens, kept, moe_workspace_bytes(model, ver, num_tokens, tp))
-
-
 def forward_hidden_copies(ver: tuple[int, int, int] | None) -> int:
     """Hidden-size activations live at a decoder layer's peak: 3 in the V0 engine (< 0.8), 4 from 0.8.
 
@@ -228,26 +195,29 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
     fc1 → act, OPT/GPT-2/Falcon/Phi..., 2·I/TP; MoE: shared experts, gated, the routed ones in ``moe_workspace_bytes``).
     From the layer code; checked against the 0.19 logs where the forward dominates (Llama-3.1-8B middle PP stages
     log 1.05 GiB, this gives 1.08 with the fixed term and PP buffers)."""
-    mlp = 3 * _moe_dims(model)[1] if model.is_moe else mlp_peak(model).elements
+    mlp = 3 * moe_dims(model)[1] if model.is_moe else mlp_peak(model).elements
     return num_tokens * (forward_hidden_copies(ver) * model.hidden_size + mlp / tp) * model.dtype_bytes
 
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
                     stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch",
-                    arch: str = "") -> tuple[float, str]:
-    """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built."""
+                    arch: str = "", ep: int = 1) -> tuple[float, str]:
+    """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built;
+    ``ep`` > 1: ``--enable-expert-parallel`` (whole experts per rank: vllm_moe_workspace.py)."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
-    fwd = forward_peak_bytes(model, mnbt, tp, ver)
+    ws, _, _, ws_why = moe_workspace(model, ver, mnbt, tp, arch, ep)
+    # up to 0.14 the routed experts' Triton caches live during the forward only (fused_experts_impl, vLLM 0.11.0)
+    cache, cache_why = transient_workspace(model, ver, mnbt, tp, ep) if not ws else (0.0, "")
+    fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache
     k, mlp = forward_hidden_copies(ver), (None if model.is_moe else mlp_peak(model))
     peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + {mlp.copies if mlp else 3}·I/TP) × {model.dtype_bytes} "
                       f"B (layer code{'; V0 norms in place' if k == 3 else ''}"
-                      f"{f'; {mlp.source}' if mlp and mlp.copies == 2 else ''})")
+                      f"{f'; {mlp.source}' if mlp and mlp.copies == 2 else ''}){' ' * bool(cache_why)}{cache_why}")
     if st.is_last:
         smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:
             peak, why = smp + hidden, src + f" + {mnbt:,} × {model.hidden_size} × {model.dtype_bytes} B hidden states"
-    ws, _, _, ws_why = moe_workspace(model, ver, mnbt, tp, arch)
     if ws or ws_why:
         peak += ws
         why += f"; + {ws / GiB:.2f} GiB fused-MoE workspaces " + (f"kept after the forward ({ws_why})" if ws_why

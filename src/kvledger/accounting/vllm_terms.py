@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from kvledger.accounting import vllm_profile as P
+from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
@@ -89,9 +90,11 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     elif v2_sampler(ver):
         backend, other, why = v2_sampler(ver), None, ("V2 model runner: greedy dummy requests, no top-k/top-p, so "
                                                      "no sampler backend enters the profile (gpu/sample/sampler.py)")
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch)[0]] if other else [])
-    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch)  # the MoE kernel's choice, when unknown
+    ep = ep_size(model, s)  # --enable-expert-parallel: whole experts, so the fused-MoE workspaces take I, not I/TP
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep)[0]]
+                     if other else [])
+    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
     ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
     if lo_v <= ver <= hi_v and gpu.arch == "sm90":
@@ -101,7 +104,7 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     elif lo_v <= ver:
         err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
-        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch)[0])
+        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep)[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
     return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

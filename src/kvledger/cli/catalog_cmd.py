@@ -19,6 +19,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     from kvledger.accounting.kvcache import kv_ledger
     from kvledger.accounting.vllm_rules import LATEST, parse_version
     from kvledger.accounting.vllm_ssm_dtype import ssm_dtype_rule
+    from kvledger.catalog.layer_words import layer_kinds_text
     from kvledger.catalog.models import bundled_models, load_model
 
     rows = []
@@ -30,6 +31,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                      "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
+                     "layer_kinds": layer_kinds_text(m),
                      "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len})
     if as_json:
         typer.echo(strict_json.dumps(rows, indent=2))

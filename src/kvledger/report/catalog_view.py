@@ -24,7 +24,7 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
                  "active": f"{r['num_active_params'] / 1e9:,.2f}B",
                  "KV B/token": f"{r['kv_bytes_per_token']:,.0f}",
                  "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
-                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()),
+                 "layers": r.get("layer_kinds") or ", ".join(f"{n} {k}" for k, n in r["layers"].items()),
                      "quantization": r["quantization"] if r["quantization"] != "none" else f"none "
                          f"({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}

@@ -7,6 +7,7 @@ from rich.console import Console
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
+from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
 from kvledger.report.plan_summary import attention_by_context_text, summary_lines
 from kvledger.report.tables import LedgerTable as Table
@@ -36,7 +37,7 @@ def _model(p: Plan) -> Table:
             f"; the memory plan's weights term ({plan_w.bytes / GiB:,.2f} GiB) is per GPU, as vLLM allocates them"
             + (", with its RoPE cos/sin buffer" if "RoPE" in plan_w.source else ""))
     t.add_row("weights (checkpoint tensors, whole model)", fmt_bytes(wb), f"{m.quant.description}; {m.dtype}{also}")
-    t.add_row("layers", ", ".join(f"{n} {k}" for k, n in m.layer_counts().items()), m.source)
+    t.add_row("layers", layer_kinds_text(m), m.source)
     for n in m.notes:
         t.add_row("note", "", n)
     return t

@@ -1,0 +1,103 @@
+"""The routed experts' fused-MoE workspaces in vLLM's profile forward, per GPU, with and without expert parallelism.
+
+Two eras, read in the code:
+
+* from 0.15 (``fused_moe/modular_kernel.py::_allocate_buffers``, ``fused_moe.py::TritonExperts.workspace_shapes``;
+  read in 0.15–0.33) the workspaces come from the workspace manager and stay allocated after the forward:
+  workspace1 (M, top_k, max(N/2, K)) and workspace2 (M, top_k, max(N, K)) in the activations' dtype, kept through
+  the sampler (``kept_workspace_bytes``; ``vllm_moe_backend`` picks the FP8 kernel where it differs);
+* up to 0.14 the plain Triton path (read in 0.11.0: ``fused_moe/fused_moe.py::fused_experts_impl``) allocates its
+  caches on each call and frees them with it: ``cache13`` = M·top_k·max(N, K) elements (``intermediate_cache1``,
+  (M, top_k, N), and ``intermediate_cache3``, (M, top_k, K), share it: cache3 is written after cache1 is read) and
+  ``intermediate_cache2`` = (M·top_k, N/2), with M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE) (``envs.py``: 32,768 by
+  default; longer batches run in chunks over the same caches). The output is written in place
+  (``fused_moe/layer.py::UnquantizedFusedMoEMethod.forward_cuda`` passes ``inplace=True``). A transient of the
+  forward only (``transient_workspace_bytes``): it raises the forward's peak, not the sampler's.
+
+Both take N = 2·I_local (w13's rows: gate and up) and K = hidden. I_local is the layer's
+``intermediate_size_per_partition`` = I // tp_size (``fused_moe/layer.py::FusedMoE.__init__``): I/TP without expert
+parallelism, but under ``--enable-expert-parallel`` ``fused_moe/config.py::FusedMoEParallelConfig.make`` sets the MoE
+layers' tp_size to 1 (EP size TP × DP), so each rank's experts are whole, I_local = I, and every token-expert pair
+holds the whole expert's intermediate: the same M·top_k pairs (with DP 1 every rank sees every token and the
+expert map routes the pairs of other ranks' experts to no work, ``fused_experts_impl``'s ``expert_map``).
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.vllm_moe_backend import moe_workspace_term
+from kvledger.catalog.modelspec import ModelSpec
+
+__all__ = ["FUSED_MOE_CHUNK_SIZE", "moe_dims", "moe_local_intermediate", "kept_workspace_bytes",
+           "moe_workspace_bytes", "moe_workspace", "transient_workspace_bytes", "transient_workspace"]
+
+FUSED_MOE_CHUNK_SIZE = 32768
+"""``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in vLLM 0.11.0 (``envs.py``: ``os.getenv(..., "32768")``; its type stub
+says 64 × 1024, but the default read is 32,768): the tokens one ``fused_experts_impl`` chunk sizes its caches for."""
+
+
+def moe_dims(model: ModelSpec) -> tuple[int, int]:
+    """(routed expert intermediate size, shared-expert intermediate size per layer) of a MoE model, elements."""
+    inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")),
+                default=model.intermediate_size)
+    shared = sum(w.rows for w in model.weights if "shared_expert" in w.path and w.path.endswith("up_proj.weight"))
+    return inter, shared // max(1, model.num_layers)
+
+
+def moe_local_intermediate(model: ModelSpec, tp: int, ep: int = 1) -> float:
+    """A rank's routed-expert intermediate size, elements: I/TP, or the whole I under expert parallelism (``ep`` > 1;
+    ``fused_moe/layer.py::FusedMoE.__init__``: I // tp_size, tp_size 1 under EP, vLLM 0.11.0)."""
+    return moe_dims(model)[0] / (1 if ep > 1 else tp)
+
+
+def kept_workspace_bytes(model: ModelSpec, num_tokens: int, tp: int, ep: int = 1) -> float:
+    """The modular kernel's workspaces, B: M × top_k × (max(I_local, h) + max(2·I_local, h)) × d."""
+    i, h = moe_local_intermediate(model, tp, ep), model.hidden_size
+    return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
+
+
+def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
+                        ep: int = 1) -> float:
+    """The fused-MoE workspaces kept by vLLM's workspace manager after the forward (so still held during the sampler),
+    B: ``kept_workspace_bytes`` with M = the profiled tokens. 0 for dense models, before 0.15 (the per-call caches
+    are freed: ``transient_workspace_bytes``) and for MXFP4 experts (gpt-oss's own MoE kernels; its pre-0.17 H100
+    log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
+    if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
+        return 0.0
+    return kept_workspace_bytes(model, num_tokens, tp, ep)
+
+
+def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int, arch: str,
+                  ep: int = 1) -> tuple[float, float, float, str]:
+    """(point, low, high) B of fused-MoE workspace held after the forward, and why: the FP8 MoE backend each release
+    picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
+    kept = kept_workspace_bytes(model, num_tokens, tp, ep) if model.is_moe else 0.0
+    return moe_workspace_term(model, ver, arch, tp, num_tokens, kept,
+                              moe_workspace_bytes(model, ver, num_tokens, tp, ep))
+
+
+def transient_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
+                              ep: int = 1) -> float:
+    """The Triton ``fused_experts_impl`` caches of one MoE layer's call (vLLM 0.11.0, module docstring), B:
+    min(M, chunk) × top_k × (max(2·I_local, h) + I_local) × d; 0 for dense models, MXFP4 experts and from 0.15
+    (the modular kernel's kept workspaces instead, ``moe_workspace_bytes``)."""
+    if not model.is_moe or ver >= (0, 15, 0) or model.quant.method == "mxfp4":
+        return 0.0
+    i, h = moe_local_intermediate(model, tp, ep), model.hidden_size
+    m = min(num_tokens, FUSED_MOE_CHUNK_SIZE)
+    return m * model.experts_per_token * (max(2 * i, h) + i) * model.dtype_bytes
+
+
+def transient_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
+                        ep: int = 1) -> tuple[float, str]:
+    """``transient_workspace_bytes`` and the words the activation term prints for it ("" when 0)."""
+    b = transient_workspace_bytes(model, ver, num_tokens, tp, ep)
+    if not b:
+        return 0.0, ""
+    i = moe_local_intermediate(model, tp, ep)
+    m = min(num_tokens, FUSED_MOE_CHUNK_SIZE)
+    per = (f"whole experts, I {i:,.0f} (expert parallel: the MoE layers' tp_size 1, fused_moe/config.py::"
+           f"FusedMoEParallelConfig.make)" if ep > 1 else f"I/TP {i:,.0f}")
+    return b, (f"+ fused-MoE caches {m:,} tokens × top-{model.experts_per_token} × (max(2·{i:,.0f}, "
+               f"{model.hidden_size:,}) + {i:,.0f}) × {model.dtype_bytes} B ({per}; freed after each call: "
+               f"fused_moe/fused_moe.py::fused_experts_impl, chunked by VLLM_FUSED_MOE_CHUNK_SIZE "
+               f"{FUSED_MOE_CHUNK_SIZE:,}, read in vLLM 0.11.0)")
