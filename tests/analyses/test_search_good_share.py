@@ -10,9 +10,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.analyses.search.evaluate import at_attainment
 from kvledger.cli.main import app
 from kvledger.ledgers.cost import Capacity
+from kvledger.ledgers.sustained_rate import at_attainment
 
 
 def test_at_attainment_is_the_offered_rate_times_the_share_within_the_slo():
@@ -22,7 +22,9 @@ def test_at_attainment_is_the_offered_rate_times_the_share_within_the_slo():
     assert got.goodput_req_per_s == pytest.approx(6.1056875)
     assert got.good_input_tok_per_s == pytest.approx(6294.28 * 6.1056875 / 5.9485)
     assert got.good_output_tok_per_s == pytest.approx(1666.51 * 6.1056875 / 5.9485)
-    assert got.throughput_input_tok_per_s == 7000.0  # the mix is untouched
+    # the completed-token rates by the same factor (C × duration ÷ N for every rate the run measured): 7000 → 7184.98
+    assert got.throughput_input_tok_per_s == pytest.approx(7000.0 * 6.1056875 / 5.9485)
+    assert got.throughput_input_tok_per_s >= got.good_input_tok_per_s
 
 
 def test_search_prices_good_tokens_at_the_boundary_attainment():

@@ -62,17 +62,21 @@ def test_the_figures_beside_the_rate_sized_on_are_a_run_at_that_rate():
     # the run at the bound, by hand (above): all 60 within 10 s, 1 / s good req/s
     assert cs["attainment_at_sized_rate"] == 1.0
     assert cs["goodput_at_sized_rate_req_per_s"] == pytest.approx(GOODPUT_AT_BOUND, rel=1e-9)
-    # and it is the run the ledger prices: its goodput, its workload at the bound, one request every 1 / B s
-    assert d["capacity"]["goodput_req_per_s"] == cs["goodput_at_sized_rate_req_per_s"]
+    # and it is the run the ledger prices: its workload at the bound, one request every 1 / B s, at the good rate a
+    # replica fed B sustains, B × its attainment = 6.0472 × 1.0 (ledgers/sustained_rate.py), not its goodput 1 / s,
+    # whose first arrival → last finish holds the drain (here the engine falls 2.5 ms behind a request, which the
+    # capacity search's not-steady check is there to say)
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     assert d["simulation"]["workload"]["mode"] == ("open loop (synthetic fixed-interval arrivals at 6.0472 req/s, one "
                                                    "every 0.165366 s)")
     assert ("sized on 6.047 req/s, the deployment's capacity bound, below the 8.625 req/s found (see the note), and "
-            "priced at the goodput of a run of the same workload and seed at 6.047 req/s, 5.955 good req/s per "
-            "deployment unit, 100.0% of its requests within the SLO") in d["capacity_basis"]["text"]
+            "priced at a run of the same workload and seed at 6.047 req/s: × 100.0% of its requests within the SLO = "
+            "6.047 good req/s per deployment unit (its goodput over first arrival → last finish: 5.955)"
+            ) in d["capacity_basis"]["text"]
     from kvledger.report.decision_view import report_answer_lines  # what `report` prints from the same JSON
 
     assert report_answer_lines(d)[1].endswith(
-        "per deployment unit (1 GPU), 5.96 good req/s there, 100.0% of requests within the SLO (target ≥ 90%; a run "
+        "per deployment unit (1 GPU), 6.05 good req/s there, 100.0% of requests within the SLO (target ≥ 90%; a run "
         "at that rate, not the probe at the 8.625 req/s found)")
 
 
@@ -96,7 +100,7 @@ def test_the_latencies_priced_are_the_run_at_the_bound():
 def test_poisson_arrivals_show_the_run_at_the_bound_not_the_probe():
     # the default Poisson draw (seed 0): the probe at 17.5 req/s kept the engine busy (5.955 good req/s); the run at
     # 6.047 req/s nominal offered 5.58 req/s over its 60 arrivals and idles between some: its own goodput is what is
-    # shown and priced, read here against a plain simulation at the same rate and seed
+    # shown beside the rate priced, read here against a plain simulation at the same rate and seed
     from kvledger.analyses.serving.sim_ledgers import SyntheticSpec, simulate_run
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
     from kvledger.ledgers.goodput import goodput
@@ -109,7 +113,10 @@ def test_poisson_arrivals_show_the_run_at_the_bound_not_the_probe():
                           rate=cs["sized_on_req_per_s"])
     gp = goodput(simulate_run(args, SyntheticSpec("fixed:1000", "fixed:1")).run, parse_slo("ttft=10s"))
     assert cs["attainment_at_sized_rate"] == gp.attainment == 1.0
-    assert cs["goodput_at_sized_rate_req_per_s"] == gp.goodput_req_per_s == d["capacity"]["goodput_req_per_s"]
+    assert cs["goodput_at_sized_rate_req_per_s"] == gp.goodput_req_per_s
+    # what is priced: the rate sized on × that run's attainment, 6.0472 × 1.0, what a replica fed 6.0472 req/s on
+    # average sustains (this draw's 60 arrivals came at 5.58 req/s and its span holds idle gaps and the drain)
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     assert gp.goodput_req_per_s < cs["goodput_at_boundary_req_per_s"]  # 5.29 < 5.955: not the probe's
     # no run finishes good requests faster than the engine computes them: ≤ B = 1 / w
     assert gp.goodput_req_per_s <= BOUND
@@ -122,7 +129,8 @@ def test_nothing_is_added_where_the_bound_does_not_bind():
     assert "attainment_at_sized_rate" not in cs and "goodput_at_sized_rate_req_per_s" not in cs
     from kvledger.report.decision_view import sized_run_figures
 
-    assert sized_run_figures(cs) == (cs["goodput_at_boundary_req_per_s"], cs["attainment_at_boundary"], "")
+    # the good req/s shown: the rate found × its run's attainment (what a replica fed that rate sustains)
+    assert sized_run_figures(cs) == (3.90625 * cs["attainment_at_boundary"], cs["attainment_at_boundary"], "")
 
 
 def test_the_seeds_summary_gives_the_range_found_and_the_value_sized_on():
@@ -176,10 +184,12 @@ def test_the_report_sweeps_latency_around_the_rate_sized_on():
     assert rates == pytest.approx([f * cs["sized_on_req_per_s"] for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)])
     at = next(r for r in data.rate_sweep if r["fraction_of_capacity"] == 1.0)
     assert at["attainment"] == cs["attainment_at_sized_rate"]
-    assert at["goodput_req_per_s"] == cs["goodput_at_sized_rate_req_per_s"] == \
-        data.cost["capacity"]["goodput_req_per_s"]
-    assert f"goodput there {at['goodput_req_per_s']:,.2f} good req/s, 100.0% of requests within the SLO; a run at " \
-           "that rate, not the probe at the 4096 req/s found." in _answer(data)
+    assert at["goodput_req_per_s"] == cs["goodput_at_sized_rate_req_per_s"]
+    # priced and shown: the rate sized on × that run's share within the SLO (all of it), what a replica fed it sustains
+    good = cs["sized_on_req_per_s"] * cs["attainment_at_sized_rate"]
+    assert data.cost["capacity"]["goodput_req_per_s"] == pytest.approx(good)
+    assert f"sustained there {good:,.2f} good req/s (the rate × its share within the SLO), 100.0% of requests within " \
+           "the SLO; a run at that rate, not the probe at the 4096 req/s found." in _answer(data)
 
 
 def test_the_web_apps_headline_reads_the_run_at_the_rate_sized_on():
@@ -189,4 +199,5 @@ def test_the_web_apps_headline_reads_the_run_at_the_rate_sized_on():
     got = serving_payload("meta-llama/Llama-3.1-8B", "H100", "ttft=30s", None, trace="azure-code", num_requests=60)
     cs, h = got["cost"]["simulation"]["capacity_search"], got["headline"]
     assert h["capacity_req_per_s"] == cs["sized_on_req_per_s"] < cs["boundary_rate_req_per_s"] == 4096
-    assert h["goodput_req_per_s"] == cs["goodput_at_sized_rate_req_per_s"] != cs["goodput_at_boundary_req_per_s"]
+    # the good req/s sustained at the rate sized on: that rate × its run's share within the SLO
+    assert h["goodput_req_per_s"] == cs["sized_on_req_per_s"] * cs["attainment_at_sized_rate"]

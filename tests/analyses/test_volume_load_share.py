@@ -58,8 +58,10 @@ def test_the_share_at_the_volumes_load_is_a_run_there():
     cap, dec = d["capacity"], d["decision"]
     # (the bound is shaded by 1e-9: work_bounds.SHADE)
     assert dec["replicas"] == 1 and dec["realized_utilization"] == pytest.approx(RATE / BOUND, rel=1e-8)
-    # the share at the SLO capacity stays what it was (the run at the bound) ...
-    assert cap["goodput_req_per_s"] / cap["slo_capacity_req_per_s"] == pytest.approx(SHARE_AT_CAPACITY, rel=1e-8)
+    # the good rate at the SLO capacity is what a replica fed that rate sustains: the bound × the run's attainment,
+    # 6.0472 × 1.0 (ledgers/sustained_rate.py; the run's own goodput, × 0.98480, counted its drain tail) ...
+    assert cap["attainment_at_sizing_rate"] == 1.0
+    assert cap["goodput_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     # ... but what is priced is the run at r, seed 0: all 60 within the SLO
     at = cap["at_volume_load"]
     assert at["rate_req_per_s"] == pytest.approx(RATE, rel=1e-12) and at["seed"] == 0
@@ -86,14 +88,15 @@ def test_without_a_run_at_the_load_the_volume_counts_the_share_at_the_capacity()
     # the run at the capacity: all 60 of its requests within the SLO (attainment 1.0), so all 2,997,003 are good —
     # goodput ÷ offered rate, 0.9848, would count its drain tail as failed requests
     assert c["attainment_at_sizing_rate"] == 1.0
-    cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["goodput_req_per_s"],
+    cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["slo_capacity_req_per_s"] * SHARE_AT_CAPACITY,
                           slo_capacity_req_per_s=c["slo_capacity_req_per_s"], attainment=c["attainment_at_sizing_rate"])
     good, how = volume_good_requests(REQUESTS, cap)
     assert good == REQUESTS
     assert how == ("the self-hosted bill ÷ the volume's 2,997,003 good requests: 2,997,003 × 1.000, the share within "
                    "the SLO at the SLO capacity (the run at 6.047 req/s, seed 0)")
-    # without an attainment (a capacity known only by its goodput) the share is goodput ÷ SLO capacity, with the
-    # decimals its product needs: 2,997,003 × 0.9848025 = 2,951,456.05 → the 2,951,456 beside it
+    # without an attainment (a capacity known only by its goodput: here the run's own over its first arrival → last
+    # finish, 1 / s) the share is goodput ÷ SLO capacity, with the decimals its product needs: 2,997,003 × 0.9848025
+    # = 2,951,456.05 → the 2,951,456 beside it
     good, how = volume_good_requests(REQUESTS, SimpleNamespace(**{**vars(cap), "attainment": None}))
     assert round(good) == 2_951_456
     assert how == ("the self-hosted bill ÷ the volume's 2,951,456 good requests: 2,997,003 × 0.9848025, the good share "

@@ -53,10 +53,13 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     # 64 GiB per GPU × TP 1 = vLLM --kv-offloading-size 64 GiB: 64 × 2^30 B ÷ 2,097,152 B per block (8B: 32 layers
     # × 2 × 8 KV heads × 128 × 2 B × 16 tokens) = 32,768 blocks × 16 = 524,288 tokens
     assert cap["tier"]["capacity_bytes"] == 64 * 2**30 and cap["tier"]["capacity_tokens"] == 524_288
-    # the ledger prices the run at the capacity without the tier: goodput 13.951 good req/s, as without it
-    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cap["goodput_at_boundary_req_per_s"])
-    assert cap["goodput_at_boundary_req_per_s"] == plain["capacity"]["goodput_req_per_s"]
-    assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(13.9506, rel=1e-4)
+    # the ledger prices the run at the capacity without the tier, as without it: that run's goodput 13.951 good req/s
+    # over first arrival → last finish, and priced the rate × its share within the SLO (ledgers/sustained_rate.py)
+    assert cap["goodput_at_boundary_req_per_s"] == pytest.approx(13.9506, rel=1e-4)
+    pc = plain["simulation"]["capacity_search"]
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(plain["capacity"]["goodput_req_per_s"])
+    assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(pc["boundary_rate_req_per_s"]
+                                                                   * pc["attainment_at_boundary"])
     # line items: both tiers on the rental; the month of one replica: 1 GPU × $2.95 × 730 h = $2,153.50 +
     # 64 GiB × $3.25 (bundled GCP row) = $208 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,584.732
     names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]

@@ -4,16 +4,15 @@ with exit status 2.
 
 The search figures: Llama-3.2-3B, TP 1, max_model_len 8K, 60 requests per probe, --utilization 0.5. The good requests
 priced are the offered rate × the priced run's attainment (the share of its requests within the SLO), the token rates
-scaled alike (``search.evaluate.at_attainment``): the L4's run at its SLO capacity, 8.375 req/s, has all 60 within the
-SLO, so 8.375 good req/s and 370.26 × 8.375 ÷ 3.043 = 1,019.1 good output tok/s (its goodput, 3.043 good req/s over
-first arrival → last finish, counts the drain tail as failed requests), prefill share 0.1664; the H100's run at its
-capacity bound, 138.86 req/s, all within the SLO: 138.86 good req/s, 3,845.8 × 138.86 ÷ 31.60 = 16,897 good output
-tok/s, prefill share 0.2324. USD per 1M output tokens = USD/GPU-h × GPUs per replica × 10⁶ ÷ (good output tok/s ×
-3600 s × utilization) × (1 − prefill share) (``ledgers.cost.self_host_unit_ledgers``): the L4 at $0.50,
-0.50 × 10⁶ ÷ (1,019.1 × 1800) × 0.8336 = $0.2272; the H100 at $6, 6 × 10⁶ ÷ (16,897 × 1800) × 0.7676 = $0.1514.
-Ranked by USD per 1,000 good requests, GPUs × USD/GPU-h × 1000 ÷ (3600 × 0.5 × good req/s): the L4
-0.5 × 1000 ÷ (1800 × 8.375) = $0.0332, the H100 6 × 1000 ÷ (1800 × 138.86) = $0.0240, so the H100 wins even at twelve
-times the L4's price.
+scaled alike (``ledgers.sustained_rate.at_attainment``): the L4's run at its SLO capacity, 8.375 req/s, has all 60
+within the SLO, so 8.375 good req/s and 370.26 × 8.375 ÷ 3.043 = 1,019.1 good output tok/s (its goodput, 3.043 good
+req/s over first arrival → last finish, counts the drain tail as failed requests), prefill share 0.1664; the H100's
+run at its capacity bound, 138.86 req/s, all within the SLO: 138.86 good req/s, 3,845.8 × 138.86 ÷ 31.60 = 16,897
+good output tok/s, prefill share 0.2324. USD per 1M output tokens = USD/GPU-h × GPUs per replica × 10⁶ ÷ (good output
+tok/s × 3600 s × utilization) × (1 − prefill share) (``ledgers.cost.self_host_unit_ledgers``): the L4 at $0.50, 0.50
+× 10⁶ ÷ (1,019.1 × 1800) × 0.8336 = $0.2272; the H100 at $6, 6 × 10⁶ ÷ (16,897 × 1800) × 0.7676 = $0.1514. Ranked by
+USD per 1,000 good requests, GPUs × USD/GPU-h × 1000 ÷ (3600 × 0.5 × good req/s): the L4 0.5 × 1000 ÷ (1800 × 8.375)
+= $0.0332, the H100 6 × 1000 ÷ (1800 × 138.86) = $0.0240, so the H100 wins even at twelve times the L4's price.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.load_share import LoadShare, run_seed
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.prefill_share import measured_prefill_share
+from kvledger.ledgers.sustained_rate import at_attainment
 from kvledger.ledgers.tier_items import KvTierBill, tier_items
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
@@ -198,10 +199,11 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     done = gp.throughput_req_per_s  # completed req/s: the workload's mix where the run gives its token counts
     mix = (gp.throughput_input_tok_per_s / done, gp.throughput_output_tok_per_s / done) \
         if done and gp.throughput_input_tok_per_s and gp.throughput_output_tok_per_s else (None, None)
-    return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
-                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
-                    gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
-                    *mix, run_seed(run), attainment=None if slo_capacity_req_per_s is None else gp.attainment)
+    cap = Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
+                   gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
+                   gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
+                   *mix, run_seed(run), attainment=None if slo_capacity_req_per_s is None else gp.attainment)
+    return at_attainment(cap, cap.attainment)  # the rates sustained at the SLO capacity (ledgers/sustained_rate.py)
 
 
 def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: str, replicas: int | None,

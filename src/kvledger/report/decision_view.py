@@ -101,13 +101,17 @@ def sized_capacity(cs: dict[str, Any]) -> float:
 
 
 def sized_run_figures(cs: dict[str, Any]) -> tuple[float, float, str]:
-    """(good req/s, share of requests within the SLO, the run they are of) at the rate ``sized_capacity`` gives: the
-    probe's at the rate found, or, where the capacity bound caps it, those of the run at the bound
-    (``goodput_at_sized_rate_req_per_s``, ``attainment_at_sized_rate``), with "; a run at that rate, not the probe at
-    the R req/s found" to say so ("" otherwise)."""
+    """(good req/s sustained, share of requests within the SLO, the run the share is of) at the rate
+    ``sized_capacity`` gives: that rate × the share of the probe at the rate found, or, where the capacity bound caps
+    it, of the run at the bound (``attainment_at_sized_rate``), with "; a run at that rate, not the probe at the R req/s
+    found" to say so ("" otherwise). Good req/s is the rate × the share, what a replica fed that rate serves within the
+    SLO (``ledgers/sustained_rate.py``), not the probe's goodput over first arrival → last finish, whose drain tail
+    reads as lost time and moves with the probe's length."""
     if cs.get("attainment_at_sized_rate") is None:
-        return cs["goodput_at_boundary_req_per_s"], cs["attainment_at_boundary"], ""
-    return (cs["goodput_at_sized_rate_req_per_s"], cs["attainment_at_sized_rate"],
+        share = cs["attainment_at_boundary"]
+        return sized_capacity(cs) * share, share, ""
+    share = cs["attainment_at_sized_rate"]
+    return (sized_capacity(cs) * share, share,
             f"; a run at that rate, not the probe at the {cs['boundary_rate_req_per_s']:g} req/s found")
 
 

@@ -113,8 +113,9 @@ def _answer(data: ReportData) -> str:
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
         f"req/s{capacity_band_clause(cs)} with "
-        f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there "
-        f"{good:,.2f} good req/s" + (f", {share:.1%} of requests within the SLO{whose}." if whose else "."),
+        f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; sustained "
+        f"there {good:,.2f} good req/s (the rate × its share within the SLO)"
+        + (f", {share:.1%} of requests within the SLO{whose}." if whose else "."),
         *(w[0].upper() + w[1:] for w in not_steady_lines(cs)),
         c.get("secondary") or "",
         f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "

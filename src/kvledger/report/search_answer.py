@@ -38,7 +38,7 @@ def winner_line(result: Any) -> str:
                      + f", inside the {band}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return (f"winner: {w['id']} — {bill}, SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica "
-            f"({cap['goodput_req_per_s']:,.2f} good req/s there)"
+            f"({cap.get('sustained_good_req_per_s', cap['goodput_req_per_s']):,.2f} good req/s there)"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 
 

@@ -77,8 +77,8 @@ def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
     """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
     ``kvledger.analyses.serving.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived
     (offered
-    rate × attainment): its drain tail makes the capacity, and so the cost, conservative — the rule ``cost --simulate``
-    applies."""
+    rate × attainment), which is what the cost is priced at (``ledgers/sustained_rate.py``), as ``cost --simulate``
+    says."""
     from kvledger.analyses.serving.sim_capacity import DRAIN_NOTE_SHARE
 
     sustained = rate * gp.attainment
@@ -86,9 +86,8 @@ def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
         return []
     return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is "
             f"{gp.goodput_req_per_s / sustained:.0%} "
-            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived: the "
-            f"capacity is "
-            "conservative; more requests per probe (--num-requests) shrink the drain tail"]
+            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived, the rate "
+            "the cost is priced at: the drain after the last arrival is not capacity a steady stream loses"]
 
 
 def _points(b: float, at: Any, num_gpus: int, target: float, skip: Any = None,

@@ -87,6 +87,7 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
+            "sustained_good_req_per_s": rate * gp.attainment,  # what the replica serves within the SLO at that rate
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
@@ -96,8 +97,9 @@ def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary): " + (
                           "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput = good req/s of "
-                          "the run at the boundary (first arrival → last finish); the tokens are priced on the offered "
-                          "rate × attainment, its share within the SLO" if pr.sized is None else
+                          "the run at the boundary (first arrival → last finish, its drain tail included); "
+                          "sustained_good_req_per_s and the tokens priced = the offered rate × attainment, its share "
+                          "within the SLO" if pr.sized is None else
                           "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
                           "offered req/s replicas are sized on; goodput = good req/s of a run of the same workload and "
                           "seed at sized_on_req_per_s; the tokens are priced on sized_on_req_per_s × "
@@ -143,22 +145,6 @@ def billed_row(rows: tuple[Any, ...], sizing: dict[str, Any] | None) -> Any:
     return next((r for r in rows if r.key == keys[0]), None) if len(keys) == 1 else None
 
 
-def at_attainment(cap: Any, attainment: float) -> Any:
-    """``cap`` (``ledgers.cost.Capacity``) with its good rates those the run sustained while its requests arrived:
-    good req/s = SLO capacity × ``attainment`` (the share of the run's requests within the SLO), the good token rates
-    scaled alike (the tokens per good request kept). The run's measured goodput divides by first arrival → last finish,
-    so its drain tail read as failed requests (11–20 % of them at 100 % attainment), where ``cost`` prices a run at the
-    volume's load."""
-    from dataclasses import replace
-
-    c = cap.slo_capacity_req_per_s
-    if not c or not cap.goodput_req_per_s:
-        return cap
-    k = c * attainment / cap.goodput_req_per_s
-    return replace(cap, goodput_req_per_s=c * attainment, good_input_tok_per_s=cap.good_input_tok_per_s * k,
-                   good_output_tok_per_s=cap.good_output_tok_per_s * k)
-
-
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
@@ -192,7 +178,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
         _, run, gp = pr.priced
-        cap = at_attainment(capacity_from(run, gp, None, slo_capacity_req_per_s=c), gp.attainment)
+        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload

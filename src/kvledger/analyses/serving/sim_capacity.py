@@ -66,6 +66,7 @@ class SizedFigures:
     where the capacity bound caps that rate, the run at the rate sized on (``at_sized``, a ``SizedRun``)."""
 
     run: Any
+    rate_req_per_s: float
     attainment: float
     goodput_req_per_s: float
     at_sized: SizedRun | None
@@ -98,12 +99,17 @@ class SizedFigures:
         return self.goodput_req_per_s if g is None else g
 
     def priced_clause(self) -> str:
-        """How the text ends: what the ledger priced, with which run's goodput."""
+        """How the text ends: what the ledger priced — the rate × the run's share within the SLO, what a replica fed
+        that rate sustains (``ledgers/sustained_rate.py``), beside the run's own goodput, whose first arrival → last
+        finish holds its drain tail."""
         if self.at_sized is None:
-            return f"priced at that run's goodput, {self.goodput_req_per_s:,.3f} good req/s per deployment unit"
-        return (f"priced at the goodput of a run of the same workload and seed at {self.at_sized.rate_req_per_s:,.4g} "
-                f"req/s, {self.priced_goodput_req_per_s:,.3f} good req/s per deployment unit, "
-                f"{self.priced_attainment:.1%} of its requests within the SLO")
+            r, a, g = self.rate_req_per_s, self.attainment, self.goodput_req_per_s
+            return (f"priced at {r:,.4g} req/s × {a:.1%} of that run's requests within the SLO = {r * a:,.3f} good "
+                    f"req/s per deployment unit (its goodput over first arrival → last finish: {g:,.3f})")
+        r, a, g = self.at_sized.rate_req_per_s, self.priced_attainment, self.priced_goodput_req_per_s
+        return (f"priced at a run of the same workload and seed at {r:,.4g} req/s: × {a:.1%} of its requests within "
+                f"the SLO = {r * a:,.3f} good req/s per deployment unit (its goodput over first arrival → last finish: "
+                f"{g:,.3f})")
 
 
 @dataclass
@@ -261,8 +267,8 @@ def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
     rate.
 
     Goodput divides by first arrival → last finish; while requests arrive, the run serves ``offered × attainment`` good
-    req/s. A short run whose last requests take long to finish reports a goodput well below that, so the capacity
-    priced (and the cost) is conservative.
+    req/s, which is what the ledger prices (``ledgers/sustained_rate.py``). A short run whose last requests take long
+    to finish reports a goodput well below that; the note says why the two differ.
     """
     sim, g = cap.priced_run, cap.priced_goodput_req_per_s
     offered = sim.run.metadata.request_rate
@@ -276,9 +282,8 @@ def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
     where = "at the boundary" if cap.at_sized is None else "at the rate sized on"
     return [f"the run {where} took {duration_s:,.1f} s to finish requests that arrived over {span:,.1f} s: its "
             f"goodput ({g:,.3f} good req/s) is {g / sustained:.0%} of the "
-            f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and "
-            f"the "
-            "self-hosted cost high; more requests per probe (--num-requests) shrink the tail"]
+            f"{sustained:,.3f} good req/s it sustained while they arrived, which is what the ledger prices: the drain "
+            "after the last arrival is not capacity a replica fed a steady stream loses"]
 
 
 def stopped_share_text(attainment: float, upper: float) -> str:
