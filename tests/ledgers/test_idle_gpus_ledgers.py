@@ -57,9 +57,21 @@ def test_per_token_ledgers_times_the_volume_equal_the_monthly_bill_on_a_part_fil
     # the sticker (and so the effective-cost line) and --json's totals are the same ledgers'
     assert d["sticker"]["usd_per_mtok_output"] == pytest.approx(led["self_host_output"]["total_usd"])
     assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(led["self_host_input"]["total_usd"])
-    # without a volume no instance is rented: the replica's own GPU is priced, no idle row
+    # without a volume the one replica priced carries its whole instance, as the break-even utilization counts it
+    # (was: the ledgers priced its 1 GPU and u* the 8 billed, two self-host prices for one replica)
     res = CliRunner().invoke(app, ["cost", STAGE, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1",
                                    "--gpu", "H100", "--gpu-provider", "GCP", "--num-gpus", "1", "--json"])
     assert res.exit_code == 0, res.output
-    items = json.loads(res.stdout)["ledgers"]["self_host_output"]["items"]
-    assert not any(i["name"].startswith("idle GPUs") for i in items)
+    d = json.loads(res.stdout)
+    items = d["ledgers"]["self_host_output"]["items"]
+    assert [i["name"] for i in items if i["name"].startswith("idle GPUs")] == [
+        "idle GPUs of the rented instance (7 of 8), decode share"]
+    assert items[1]["note"].endswith("the instances are rented whole (1 replica × 1 GPU = 1 GPU on 1 a3-highgpu-8g "
+                                     "instance (8 GPUs, 7 idle) × 730 h)")
+    # u* = (one replica's rental, 8 × $10.97906 × 730 = $64,117.7104, + people) ÷ (its requests at full load × API
+    # $/request): at the utilization priced u, the ledgers' $/request × its requests at u is that same numerator
+    bu, inp = d["break_even_utilization"], d["inputs"]
+    assert bu["one_replica_rental_usd_per_month"] == pytest.approx(64_117.7104)
+    served = bu["good_requests_per_month_at_full_load"] * inp["utilization"]
+    assert inp["self_host_usd_per_request"] * served == pytest.approx(64_117.7104 + bu["people_usd_per_month"],
+                                                                      rel=1e-9)

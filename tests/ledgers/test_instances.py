@@ -77,7 +77,6 @@ def test_per_gpu_rows_are_billed_per_gpu_whatever_the_tp():
     (1, "Lambda:gpu_1x_h100_sxm5", 4.29),         # 1 × $4.29 against one 8× instance at 8 × $3.99 = $31.92
     (7, "Lambda:gpu_1x_h100_sxm5", 7 * 4.29),     # $30.03 < $31.92
     (8, "Lambda:gpu_8x_h100_sxm5", 8 * 3.99),     # $34.32 > $31.92: the 8× instance, full
-    (9, "Lambda:gpu_1x_h100_sxm5", 9 * 4.29),     # $38.61 < 2 × $31.92 = $63.84
 ])
 def test_the_cheapest_packing_among_the_providers_rows(replicas, instance, usd_per_hour):
     # skypilot-catalog v8 lambda vms.csv rows: gpu_8x_h100_sxm5 (8 GPUs, $3.99/GPU-h), gpu_1x_h100_sxm5 (1, $4.29)

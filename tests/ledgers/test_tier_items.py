@@ -81,7 +81,10 @@ def test_cost_cli_tier_flags():
     # replica: 4 GPUs × $2.95 × 730 = $8,614 + tiers 4 × (256 × $2 + 1024 × $0.08) = $2,375.68 → $10,989.68
     assert d["inputs"]["replica_usd_per_month"] == pytest.approx(10989.68)
     names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
-    assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
+    # without a volume the one replica priced carries its whole 8-GPU instance (4 of 8 idle), as u* counts it; the
+    # tiers follow (per GPU used, as the GPU rental)
+    assert names[1:4] == ["idle GPUs of the rented instance (4 of 8), decode share", "host memory for the KV tier",
+                          "NVMe for the KV tier"]
     r = CliRunner().invoke(app, base + ["--nvme-usd-per-gib-month", "1"])
     assert r.exit_code != 0 and "give its size with --kv-tier-nvme" in str(r.exception)
 

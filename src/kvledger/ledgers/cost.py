@@ -30,8 +30,9 @@ monthly bill charges it once: with a volume its per-token share is people $/mont
 (its replicas × one replica's at its load), so the ledgers × those tokens add up to the bill; without one, ÷ the good
 tokens of the one replica priced at the utilization priced. Likewise, at a volume rented on whole instances, the GPUs
 the replicas leave idle are an item of their own (``instances.idle_item``: split as the GPU rental), so the ledgers ×
-the volume's tokens add up to the monthly bill; without a volume no instance is rented and the replica's own GPUs are
-priced. Months are 730 h (8760/12).
+the volume's tokens add up to the monthly bill; without a volume the one replica priced carries its whole instance's
+idle GPUs, as the break-even utilization counts them (as it carries the whole people line). Months are 730 h
+(8760/12).
 """
 
 from __future__ import annotations
@@ -235,19 +236,24 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
                            replicas: int | None = None, packing: Packing | None = None) -> tuple[Ledger, Ledger]:
     """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's);
     ``replicas``: the replicas a monthly volume needs, whose good tokens share the people line (None: no volume, one
-    replica); ``packing``: their whole instances, whose idle GPUs are an item (``instances.idle_item``)."""
+    replica); ``packing``: their whole instances (without a volume, one replica's), whose idle GPUs are an item
+    (``instances.idle_item``); a mix of instance sizes prices the GPU-hour at its bill ÷ the GPUs it bills."""
     u = setup.utilization if utilization is None else utilization
     out = []
+    usd_gpu_h, src, mix = setup.gpu.usd_per_gpu_hour, setup.gpu.source, ""
+    if packing is not None and packing.mixed:  # several instance sizes: their bill ÷ the GPUs billed
+        usd_gpu_h, src = packing.usd_per_gpu_hour, packing.rate.source  # the source names the mix
+        mix = (f"; at ${usd_gpu_h:,.4g}/GPU-h, the mix's ${packing.usd_per_hour:,.2f}/h ÷ {packing.billed_gpus} "
+               f"GPUs billed ({packing.words()})")
     for kind, share in (("input", cap.prefill_share), ("output", 1.0 - cap.prefill_share)):
         phase = "prefill" if kind == "input" else "decode"
         ledger = Ledger(f"self-hosted cost per 1M {kind} tokens", f"USD per 1M {kind} tokens")
         tok_s, k, how = cap.good_tok_per_s(kind, u)
         per_month = tok_s * 3600.0 * k * HOURS_PER_MONTH
         gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * k) * share
-        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, setup.gpu.usd_per_gpu_hour,
-                            setup.gpu.source, setup.gpu.as_of,
-                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({how}) × {phase} share {share:.3f} "
-                            f"({cap.prefill_share_method})"))
+        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, usd_gpu_h, src,
+                            setup.gpu.as_of, f"{setup.num_gpus} GPU × 10⁶ ÷ ({how}) × {phase} share {share:.3f} "
+                            f"({cap.prefill_share_method}){mix}"))
         if (idle := idle_item(packing, gpu_h, phase)) is not None:
             ledger.add(idle)
         for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):

@@ -196,8 +196,8 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
     (``simulated``: a simulated run at its offered load, whose fix differs), and a note when the row is another
     model."""
     if decision is not None:
-        head = verdict_lines(decision, b_vol, f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h",
-                             setup.num_gpus)
+        head = verdict_lines(decision, b_vol, " + ".join(f"{r.label}, ${r.usd_per_gpu_hour:.2f}/GPU-h"
+                                                         for r, _ in decision.packing.rows), setup.num_gpus)
         verdict = head[0].removeprefix("answer: ")
     else:
         head = no_volume_lines(b_vol, primary.key)
@@ -246,7 +246,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     n_vol = decision.replicas if decision is not None else None  # a volume's replicas share its people line
-    packing = decision.packing if decision is not None else None  # its idle GPUs: an item of the per-token ledgers
+    packing = decision.packing if decision is not None else pack(setup.gpu, 1, setup.num_gpus)  # idle: as u* counts
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing)
     api_req = _per_request(primary, mix, cap)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)

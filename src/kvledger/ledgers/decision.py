@@ -158,7 +158,7 @@ class Decision:
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
                 "band_source", "holds_within_band", "band_ends", "capacity_lower_bound", "rests_on", "notes", "sizing",
                 ("instances", "packing.instances"), ("gpus_per_instance", "packing.gpus_per_instance"),
-                ("idle_gpus", "packing.idle_gpus"), ("instance_type", "packing.rate.instance_type"),
+                ("idle_gpus", "packing.idle_gpus"), ("instance_type", "packing.instance_type"),
                 ("instance_choice", "packing.instance_choice"))
     volume: Volume
     replicas: int
@@ -177,7 +177,7 @@ class Decision:
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
     band_ends: tuple[BandEnd, ...] | None = None  # the decision at capacity × band_low and × band_high (or low only)
     sizing: str = ""  # replicas = ⌈peak ÷ (capacity × max utilization)⌉ with its figures (decide)
-    packing: Packing | None = None  # the replicas on whole instances of the cheapest row (ledgers/instances.py)
+    packing: Packing | None = None  # the replicas on whole instances, the cheapest mix of rows (ledgers/instances.py)
     capacity_lower_bound: bool = False  # the capacity is only bounded below (module docstring): band_high is None
 
     @property
@@ -241,7 +241,7 @@ def decide(
     if buy is not None and buy.gpu_capex_usd is not None:
         bought = monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source)
     primary = next((a for a in apis if a.named), apis[0])
-    rests = _billed_row_caveat(list(rests_on or []), packing.rate)
+    rests = _billed_row_caveat(list(rests_on or []), *(r for r, _ in packing.rows))
     sh = min(rent.total_usd, bought.total_usd) if bought is not None else rent.total_usd
     verdict = "self-host" if sh < primary.bill.total_usd else "API"
     if primary.price.confidence != "high":
@@ -268,9 +268,8 @@ def decide(
     return d
 
 
-def _billed_row_caveat(rests: list[str], billed) -> list[str]:
-    """``rests`` led by the GPU price-row caveat of the row the replicas are billed on (the packing, known only here):
-    none for a row of high confidence or a price the user gave."""
-    if billed.confidence in ("high", "user input"):
-        return rests
-    return [f"GPU price row: {billed.confidence} confidence ({billed.label})", *rests]
+def _billed_row_caveat(rests: list[str], *billed: Any) -> list[str]:
+    """``rests`` led by the GPU price-row caveat of each row the replicas are billed on (the packing, known only here:
+    a mix of instance sizes rents several): none for a row of high confidence or a price the user gave."""
+    return [f"GPU price row: {r.confidence} confidence ({r.label})" for r in billed
+            if r.confidence not in ("high", "user input")] + rests

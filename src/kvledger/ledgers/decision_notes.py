@@ -51,12 +51,11 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
 
 
 def _on_instances(p: Any) -> str:
-    """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs, else ""."""
-    if p is None or p.gpus_per_instance == 1:
+    """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs (a mix of rows:
+    each row's instances, ``Packing.on_instances``), else ""."""
+    if p is None or (p.gpus_per_instance == 1 and not p.mixed):
         return ""
-    t = p.rate.instance_type.removesuffix(" instance")  # a row named "8x H100 instance": not twice (Packing.words)
-    return (f" on {p.instances} {t} instance{'' if p.instances == 1 else 's'} "
-            f"({p.gpus_per_instance} GPUs{' each' if p.instances > 1 else ''}, {p.idle_gpus} idle)")
+    return f" on{p.on_instances()}"
 
 
 def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:

@@ -10,9 +10,10 @@ is a marketplace's (``provider_type`` "marketplace": pods of several GPUs, bille
 per GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1gpu presets) shares no NVLink with
 another, so k of them cannot run one tensor-parallel replica. Among several rows (``GpuRate.options``: the
 provider's other rows, or every row of the GPU when no provider is named) the cheapest packing for the replica count
-is taken, ties by fewer idle GPUs, then the row's key (provider:instance), and the choice is stated. The per-token
-ledgers at a volume carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used), so that they ×
-the volume's tokens add up to the monthly bill's rental.
+is taken, a mix of instance sizes where that bills less (one 8x instance and one 1x instance for 9 one-GPU replicas:
+``instance_mix``), ties by fewer idle GPUs, then the rows' keys (provider:instance), and the choice is stated. The
+per-token ledgers carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the packing's
+USD per billed GPU-hour), so that they × the volume's tokens add up to the monthly bill's rental.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
+from kvledger.ledgers.instance_mix import Step, cheapest_counts
 from kvledger.ledgers.items import LineItem
 from kvledger.ranges import check_options
 
@@ -114,20 +116,42 @@ def _instances(r: GpuRate, replicas: int, gpus_per_replica: int) -> int:
     return replicas * gpus_per_replica if r.gpus_per_instance == 1 else math.ceil(replicas / per)
 
 
+def _kind(r: GpuRate, n: int) -> str:
+    """``1 a3-highgpu-8g instance``, ``2 gpu_1x_h100_sxm5 instances`` (a row named "8x A100 instance": not twice)."""
+    t = r.instance_type.removesuffix(" instance")
+    return f"{n} {t} instance" + ("" if n == 1 else "s") if t else _plural(n, "instance")
+
+
 @dataclass(frozen=True, slots=True)
 class Packing:
-    """``replicas`` replicas of ``gpus_per_replica`` GPUs each on ``instances`` instances of ``rate`` (a ``GpuRate``),
-    chosen from ``considered`` rows."""
+    """``replicas`` replicas of ``gpus_per_replica`` GPUs each on ``instances`` instances, chosen from ``considered``
+    rows: all of ``rate`` (a ``GpuRate``), or a mix (``parts``: each row rented and its instances, ``rate``'s first)."""
 
     rate: GpuRate
     replicas: int
     gpus_per_replica: int
     instances: int
     considered: int = 1
+    parts: tuple[tuple[GpuRate, int], ...] = ()
+
+    @property
+    def rows(self) -> tuple[tuple[GpuRate, int], ...]:
+        """(row, instances) of every row rented: ``parts``, or ``rate`` alone."""
+        return self.parts or ((self.rate, self.instances),)
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.rows) > 1
 
     @property
     def gpus_per_instance(self) -> int:
-        return self.rate.gpus_per_instance
+        """GPUs per instance; of a mix, the largest instance's."""
+        return max(r.gpus_per_instance for r, _ in self.rows)
+
+    @property
+    def instance_type(self) -> str:
+        """The row's instance type; of a mix, each row's joined by " + "."""
+        return " + ".join(r.instance_type for r, _ in self.rows)
 
     @property
     def gpus(self) -> int:
@@ -136,8 +160,8 @@ class Packing:
 
     @property
     def billed_gpus(self) -> int:
-        """GPUs billed: instances × GPUs per instance."""
-        return self.instances * self.gpus_per_instance
+        """GPUs billed: instances × GPUs per instance, over every row rented."""
+        return sum(n * r.gpus_per_instance for r, n in self.rows)
 
     @property
     def idle_gpus(self) -> int:
@@ -145,26 +169,37 @@ class Packing:
 
     @property
     def usd_per_hour(self) -> float:
-        return self.billed_gpus * self.rate.usd_per_gpu_hour
+        return sum(n * r.gpus_per_instance * r.usd_per_gpu_hour for r, n in self.rows)
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        """USD per billed GPU-hour: the row's price; of a mix, the bill ÷ the GPUs billed (its rows' average)."""
+        return self.usd_per_hour / self.billed_gpus if self.mixed else self.rate.usd_per_gpu_hour
 
     def words(self) -> str:
         """``1 replica × 1 GPU × 730 h`` on a per-GPU row; ``2 replicas × 1 GPU = 2 GPUs on 1 a3-highgpu-8g instance
-        (8 GPUs, 6 idle) × 730 h`` on an instance of several."""
+        (8 GPUs, 6 idle) × 730 h`` on an instance of several; ``9 replicas × 1 GPU = 9 GPUs on 1 gpu_8x_h100_sxm5
+        instance + 1 gpu_1x_h100_sxm5 instance (9 GPUs, 0 idle) × 730 h`` on a mix."""
         head = f"{_plural(self.replicas, 'replica')} × {_plural(self.gpus_per_replica, 'GPU')}"
-        if self.gpus_per_instance == 1:
+        if not self.mixed and self.gpus_per_instance == 1:
             return f"{head} × 730 h"
-        t = self.rate.instance_type.removesuffix(" instance")  # a row named "8x A100 instance": not twice
-        kind = f"{t} instance" if t else "instance"
-        kinds = kind if self.instances == 1 else kind + "s"
+        return f"{head} = {_plural(self.gpus, 'GPU')} on{self.on_instances()} × 730 h"
+
+    def on_instances(self) -> str:
+        """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 idle)``; a mix: each row's
+        instances joined by " + ", then (the GPUs billed over all of them, idle)."""
+        if self.mixed:
+            return (" " + " + ".join(_kind(r, n) for r, n in self.rows)
+                    + f" ({_plural(self.billed_gpus, 'GPU')}, {self.idle_gpus} idle)")
         each = " each" if self.instances > 1 else ""
-        return (f"{head} = {_plural(self.gpus, 'GPU')} on {self.instances} {kinds}"
-                f" ({self.gpus_per_instance} GPUs{each}, {self.idle_gpus} idle) × 730 h")
+        return f" {_kind(self.rate, self.instances)} ({self.gpus_per_instance} GPUs{each}, {self.idle_gpus} idle)"
 
     def choice(self) -> str:
-        """Why this row: the cheapest packing of the rows considered (empty when there was one)."""
+        """Why this row (or mix): the cheapest packing of the rows considered (empty when there was one)."""
         if self.considered == 1:
             return ""
-        return (f"the cheapest packing of {self.considered} rows for this GPU: {self.rate.key}, "
+        which = " + ".join(f"{n} × {r.key}" for r, n in self.rows) if self.mixed else self.rate.key
+        return (f"the cheapest packing of {self.considered} rows for this GPU: {which}, "
                 f"${self.usd_per_hour:,.2f}/h for {_plural(self.replicas, 'replica')} of "
                 f"{_plural(self.gpus_per_replica, 'GPU')}")
 
@@ -176,15 +211,16 @@ class Packing:
 
 def idle_item(p: Packing | None, gpu_hours: float, phase: str) -> LineItem | None:
     """The idle GPUs of ``p``'s rented instances per 1M tokens, ``phase`` share: ``gpu_hours`` (the replicas' own
-    GPU-hours for it, the GPU rental item) × idle GPUs ÷ the GPUs the replicas use, at the same rate; None when none
-    is idle (a per-GPU row, full instances) or no packing is priced (no volume)."""
+    GPU-hours for it, the GPU rental item) × idle GPUs ÷ the GPUs the replicas use, at the packing's USD per billed
+    GPU-hour (``Packing.usd_per_gpu_hour``, as the rental item), as the monthly bill and the break-even utilization
+    count them; None when none is idle (a per-GPU row, full instances) or no packing is priced."""
     if p is None or p.idle_gpus <= 0:
         return None
     kinds = "instance" if p.instances == 1 else "instances"
     return LineItem(f"idle GPUs of the rented {kinds} ({p.idle_gpus} of {p.billed_gpus}), {phase} share", "GPU-hour",
-                    gpu_hours * p.idle_gpus / p.gpus, p.rate.usd_per_gpu_hour, p.rate.source, p.rate.as_of,
+                    gpu_hours * p.idle_gpus / p.gpus, p.usd_per_gpu_hour, p.rate.source, p.rate.as_of,
                     f"{gpu_hours:.4g} GPU-hour (the GPU rental, {phase} share) × {p.idle_gpus} idle ÷ {p.gpus} used: "
-                    f"billed whole as in the monthly bill ({p.words()})")
+                    f"the instances are rented whole ({p.words()})")
 
 
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
@@ -196,35 +232,49 @@ def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
                       f"--gpu-usd-per-hour")
 
 
+def _steps(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> tuple[tuple[GpuRate, ...], tuple[Step, ...]]:
+    """The rows that hold a replica and their steps for ``instance_mix`` (a per-GPU row bills k GPUs a step)."""
+    fits = tuple(r for r in rows if _step(r, gpus_per_replica) is not None)
+    billed = [gpus_per_replica if r.gpus_per_instance == 1 else r.gpus_per_instance for r in fits]
+    return fits, tuple((*_step(r, gpus_per_replica), g, r.key) for r, g in zip(fits, billed, strict=True))
+
+
+def _plain(r: GpuRate) -> GpuRate:
+    """``r`` without the choice an earlier packing wrote into it."""
+    return replace(r, choice="", source=r.source.removeprefix(f"{r.choice}; ")) if r.choice else r
+
+
 def pack(rate: GpuRate, replicas: int, gpus_per_replica: int) -> Packing:
-    """The cheapest packing of ``replicas`` replicas of ``gpus_per_replica`` GPUs over ``candidates(rate)``; the
-    chosen rate keeps the others as its ``options``.
+    """The cheapest packing of ``replicas`` replicas of ``gpus_per_replica`` GPUs over ``candidates(rate)``, a mix of
+    rows where that bills less (``instance_mix``); the row holding the most replicas is ``rate`` and keeps the others
+    as its ``options``, and the choice leads its ``source``.
 
     Raises:
         InputError: no candidate row has ``gpus_per_replica`` GPUs or more per instance (the rows are named).
     """
     rows = candidates(rate)
-    fits = [r for r in rows if _step(r, gpus_per_replica) is not None]
+    fits, steps = _steps(rows, gpus_per_replica)
     if not fits:
         raise _refuse(rows, gpus_per_replica)
-    best = None
-    for r in fits:
-        p = Packing(r, replicas, gpus_per_replica, _instances(r, replicas, gpus_per_replica), len(rows))
-        key = (p.usd_per_hour, p.idle_gpus, r.key)
-        if best is None or key < best[0]:
-            best = (key, p)
-    chosen = best[1]
+    counts = cheapest_counts(steps, max(replicas, 1))  # no replica: one instance's row, none billed
+    held = sorted((i for i, c in enumerate(counts) if c),
+                  key=lambda i: (-counts[i] * steps[i][0], -fits[i].gpus_per_instance, fits[i].key))
+    parts = tuple((_plain(fits[i]), counts[i] * (gpus_per_replica if fits[i].gpus_per_instance == 1 else 1))
+                  for i in held)
+    if replicas <= 0:
+        parts = ((parts[0][0], 0),)
+    chosen = Packing(parts[0][0], replicas, gpus_per_replica, sum(n for _, n in parts), len(rows),
+                     parts if len(parts) > 1 else ())
     r, text = chosen.rate, chosen.choice()
-    base = r.source.removeprefix(f"{r.choice}; ") if r.choice else r.source
     rate = replace(r, options=tuple(o for o in rows if o.key != r.key), choice=text,
-                   source=f"{text}; {base}" if text else base)
-    return replace(chosen, rate=rate)
+                   source=f"{text}; {r.source}" if text else r.source)
+    return replace(chosen, rate=rate, parts=((rate, parts[0][1]), *parts[1:]) if chosen.parts else ())
 
 
 def staircase(rate: GpuRate, gpus_per_replica: int) -> list[dict[str, Any]]:
     """Per candidate row that holds a replica: replicas per instance and USD per instance-hour (a per-GPU row: 1 and
-    one replica's GPUs), so that n replicas on that row cost ⌈n ÷ replicas_per_instance⌉ × USD per instance-hour (the
-    cheapest row wins at each n: ``pack``). Raises InputError as ``pack`` does."""
+    one replica's GPUs), so that n replicas cost the cheapest mix of those instances (``staircase_usd_per_hour``, the
+    bill ``pack`` takes). Raises InputError as ``pack`` does."""
     rows = candidates(rate)
     steps = [{"row": r.key, "replicas_per_instance": s[0], "usd_per_instance_hour": s[1]}
              for r in rows if (s := _step(r, gpus_per_replica)) is not None]
@@ -234,5 +284,7 @@ def staircase(rate: GpuRate, gpus_per_replica: int) -> list[dict[str, Any]]:
 
 
 def staircase_usd_per_hour(steps: list[dict[str, Any]], replicas: int) -> float:
-    """The cheapest rental per hour of ``replicas`` replicas over ``staircase`` steps."""
-    return min(math.ceil(replicas / s["replicas_per_instance"]) * s["usd_per_instance_hour"] for s in steps)
+    """The cheapest rental per hour of ``replicas`` replicas over ``staircase`` steps: the cheapest mix of their
+    instances (``instance_mix``; ties among mixes of one bill do not change it)."""
+    mix = tuple((s["replicas_per_instance"], s["usd_per_instance_hour"], 0, s["row"]) for s in steps)
+    return sum(c * s[1] for c, s in zip(cheapest_counts(mix, replicas), mix, strict=True))

@@ -74,8 +74,12 @@ def monthly_self_host(
     if buy is None:  # rented: whole instances of the row, idle GPUs billed (ledgers/instances.py)
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
         p = pack(setup.gpu, replicas, setup.num_gpus)
-        led.add(LineItem("GPU rental (power and hosting included)", "GPU-hour", p.billed_gpus * HOURS_PER_MONTH,
-                         p.rate.usd_per_gpu_hour, p.rate.source, p.rate.as_of, p.words()))  # source: the choice
+        for r, n in p.rows:  # one line a row rented (a mix of instance sizes: several); source: the choice
+            g = n * r.gpus_per_instance
+            name, note = (("GPU rental (power and hosting included)", p.words()) if not p.mixed else
+                          (f"GPU rental, {r.key} (power and hosting included)",
+                           f"{g} of the {p.billed_gpus} GPUs billed: {p.words()}"))
+            led.add(LineItem(name, "GPU-hour", g * HOURS_PER_MONTH, r.usd_per_gpu_hour, r.source, r.as_of, note))
     else:
         led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
         led.add(capex_item(gpus, buy))

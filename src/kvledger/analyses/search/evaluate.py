@@ -209,7 +209,7 @@ def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, rows: tuple[Any, ...], row
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)
     idle = 1.0 + (sizing["idle_gpus"] / sizing["num_gpus"] if sizing and sizing["num_gpus"] else 0.0)
-    per_hour = n_gpus * row.usd_per_gpu_hour
+    per_hour = n_gpus * (packing.usd_per_gpu_hour if packing is not None and packing.mixed else row.usd_per_gpu_hour)
     return row, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
                  "usd_per_mtok_output": led_out.total_usd,
                  "usd_per_1k_requests": idle * per_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s),

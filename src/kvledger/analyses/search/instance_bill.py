@@ -30,20 +30,21 @@ def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
     on whole instances of its cheapest packing, + the KV tier per unit; the instance fields and the ``staircase``
     (``bands.band_sizing`` redoes the bill at other replica counts with ``instance_usd_per_month``)."""
     packs = [pack(gpu, replicas * n, k) for n, k in groups if n]
-    rent = sum(p.billed_gpus * p.rate.usd_per_gpu_hour for p in packs) * HOURS_PER_MONTH
+    rent = sum(p.usd_per_hour for p in packs) * HOURS_PER_MONTH  # a mix of instance sizes: each row's instances
     tier = f" + {replicas} × tier ${tier_usd_per_month:,.2f}/month" if tier_usd_per_month else ""
-    words = " + ".join(f"{p.words()} at ${p.rate.usd_per_gpu_hour:g}/GPU-h"
-                       + (f" ({p.rate.row_key})" if p.rate.row_key else f", {p.rate.source}")
+    words = " + ".join(f"{p.words()} at " + " + ".join(f"${r.usd_per_gpu_hour:g}/GPU-h"
+                                                       + (f" ({r.row_key})" if r.row_key else f", {r.source}")
+                                                       for r, _ in p.rows)
                        + (f"; {p.choice()}" if p.choice() else "") for p in packs)
     return {"monthly_usd": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
             "gpus_per_instance": max(p.gpus_per_instance for p in packs), "idle_gpus": sum(p.idle_gpus for p in packs),
-            "instance_type": " + ".join(dict.fromkeys(p.rate.instance_type for p in packs)),
-            "instance_usd_per_gpu_hour": packs[0].rate.usd_per_gpu_hour,
+            "instance_type": " + ".join(dict.fromkeys(r.instance_type for p in packs for r, _ in p.rows)),
+            "instance_usd_per_gpu_hour": packs[0].usd_per_gpu_hour,
             "instance_choice": "; ".join(p.choice() for p in packs if p.choice()) or None,
             "staircase": [{"engines_per_unit": n, "gpus_per_engine": k, "steps": staircase(gpu, k)}
                           for n, k in groups if n],
             "tier_usd_per_month_per_unit": tier_usd_per_month, "instances_how": words + tier,
-            "billed_rows": list(dict.fromkeys(p.rate.key for p in packs))}
+            "billed_rows": list(dict.fromkeys(r.key for p in packs for r, _ in p.rows))}
 
 
 def instance_usd_per_month(sizing: dict[str, Any], replicas: int) -> float:

@@ -41,7 +41,7 @@ def _is_gpu_file(name: str) -> bool:
 def cheapest_gpu_row(name: str, provider: str | None) -> tuple[Any, tuple[Any, ...]]:
     """(the cheapest rental row per GPU-hour for the GPU, of ``provider`` when given, ties by provider and instance;
     the rows it was chosen from) — where ``cost`` and ``report`` start when no row is named; the bill then packs the
-    replicas on the cheapest of those rows (``kvledger.ledgers.instances.pack``)."""
+    replicas on the cheapest mix of those rows (``kvledger.ledgers.instances.pack``)."""
     from kvledger.catalog.prices import find_gpu_prices
 
     rows = tuple(find_gpu_prices(price_key(name), provider))
@@ -56,7 +56,7 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None,
     Raises:
         InputError: no name, a custom GPU without a price, a price list that does not name the GPU.
     Without --instance every row of the GPU (of --gpu-provider when given) is an option: the bill packs the replicas
-    on the cheapest (``kvledger.ledgers.instances.pack``) and says which.
+    on the cheapest mix of them (``kvledger.ledgers.instances.pack``) and says which.
         UnknownNameError: no row for the GPU (or the provider / instance).
     """
     from kvledger.catalog.prices import find_gpu_price

@@ -1,0 +1,66 @@
+"""The cheapest mix of instance sizes for n replicas: a small integer program over a provider's price rows, solved
+exactly (``instances.pack`` and ``instances.staircase_usd_per_hour`` both read it, so they bill alike).
+
+Each row is a step: an instance holds ``per`` replicas (a replica never spans two instances) at ``usd`` per hour and
+bills ``gpus`` GPUs. n replicas need counts c_i ≥ 0 with Σ c_i × per_i ≥ n; the bill is Σ c_i × usd_i, the least
+taken, ties by fewer GPUs billed (fewer idle: the GPUs used are fixed), then by the rows' keys. A dynamic program over
+the replica count solves it up to T = (p − 1) × max per + p replicas, p the per of the row cheapest per replica (b);
+beyond T the bulk goes on b. That is exact for the bill: of any p instances of other rows some subset holds a multiple
+m × p of replicas (their running sums mod p repeat), and m instances of b hold as many for no more money, so a
+cheapest mix has fewer than p instances off b; past (p − 1) × max per replicas it has one of b, and n replicas cost
+one b instance more than n − p.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+__all__ = ["Step", "cheapest_counts"]
+
+#: (replicas per instance, USD per instance-hour, GPUs billed per instance, row key)
+Step = tuple[int, float, int, str]
+
+
+def _slope_row(steps: tuple[Step, ...]) -> int:
+    """The row cheapest per replica; of equal slopes the finest steps, then the key (``breakeven``'s slope row)."""
+    return min(range(len(steps)), key=lambda i: (steps[i][1] / steps[i][0], steps[i][0], steps[i][3]))
+
+
+def _order(cost: float, gpus: int, keys: tuple[str, ...]) -> tuple[float, int, tuple[str, ...]]:
+    """The comparison key of a mix: the bill (to 1e-9 $/h, so sums in another order tie), GPUs billed, row keys."""
+    return round(cost, 9), gpus, keys
+
+
+@lru_cache(maxsize=256)
+def _table(steps: tuple[Step, ...], top: int) -> tuple[tuple[int, ...], ...]:
+    """The cheapest counts per row for 0 … ``top`` replicas (a dynamic program: cover m replicas with one instance
+    of some row and the cheapest cover of the rest)."""
+    zero = (0,) * len(steps)
+    best: list[tuple[tuple[float, int, tuple[str, ...]], float, int, tuple[int, ...]]] = [
+        (_order(0.0, 0, ()), 0.0, 0, zero)]
+    for m in range(1, top + 1):
+        pick = None
+        for i, (per, usd, gpus, _) in enumerate(steps):
+            _, cost0, gpus0, counts0 = best[max(0, m - per)]
+            counts = counts0[:i] + (counts0[i] + 1,) + counts0[i + 1:]
+            keys = tuple(sorted(k for j, k in enumerate(s[3] for s in steps) for _ in range(counts[j])))
+            entry = (_order(cost0 + usd, gpus0 + gpus, keys), cost0 + usd, gpus0 + gpus, counts)
+            if pick is None or entry[0] < pick[0]:
+                pick = entry
+        best.append(pick)
+    return tuple(b[3] for b in best)
+
+
+def cheapest_counts(steps: tuple[Step, ...], replicas: int) -> tuple[int, ...]:
+    """Instances of each row in the cheapest mix holding ``replicas`` replicas (module docstring); all 0 for none."""
+    if replicas <= 0:
+        return (0,) * len(steps)
+    b = _slope_row(steps)
+    p = steps[b][0]
+    top = (p - 1) * max(s[0] for s in steps) + p
+    if replicas <= top:
+        return _table(steps, top)[replicas]
+    q = math.ceil((replicas - top) / p)  # the bulk on row b, the rest (top − p, top] from the table
+    counts = _table(steps, top)[replicas - q * p]
+    return counts[:b] + (counts[b] + q,) + counts[b + 1:]
