@@ -49,11 +49,14 @@ def test_a_memory_plan_off_the_log_by_more_than_2pct_is_said_beside_the_reproduc
     said = memory_miss(rows, gpu_known=False)
     assert said == ("the ledger's own memory plan gives 30.06 GiB of KV memory against the log's 28.44 GiB (+1.62 GiB, "
                     "+5.7%, outside the 2% it is validated to); most of it non-torch memory, 0.45 GiB in the ledger "
-                    "against the log's 2.07 GiB: no --gpu, so the GPU's own terms were generic (pass --gpu)")
+                    "against the log's 2.07 GiB: no --gpu and the log names no GPU, so this term was planned for a "
+                    "generic GPU (pass --gpu)")
     assert memory_miss(rows, gpu_known=True).endswith("against the log's 2.07 GiB")
     # a term of the same sign as the miss does not explain it, nor one under half of it: no "most of it"
     rows[0] = ComparisonRow.compared("non-torch memory", "B", 2.07 * gib, 760, 2.50 * gib, "")
     assert "most of it" not in memory_miss(rows, gpu_known=True)
+    # no generic GPU term explains the miss: nothing said of a generic GPU
+    assert "generic" not in memory_miss(rows, gpu_known=False)
     # within 2% (28.44 → 29.00 GiB, +1.97%): nothing said
     rows[-1] = ComparisonRow.compared("available KV memory", "B", 28.44 * gib, 761, 29.0 * gib, "")
     assert memory_miss(rows, gpu_known=False) is None

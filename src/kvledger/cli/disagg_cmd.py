@@ -12,6 +12,8 @@ from kvledger import strict_json
 from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MODEL_ARG, TargetFlags, load_target, pricing_flags
 from kvledger.cli.flag_groups import GroupUse, WorkloadFlags, flag, with_groups
 from kvledger.report.disagg_view import render_disagg as _render
+from kvledger.report.disagg_view import replay_line
+from kvledger.report.progress import working
 
 __all__ = ["register"]
 
@@ -106,16 +108,22 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
 
     specs = load(workload.rate)
     offered, wl = _offered(specs, workload, p.search_max_rate)
-    r = analyse_disagg(study, specs, num_gpus=n, tp=p.tp, prefill_tp=ptp, decode_tp=dtp, splits=splits,
-                       colocated={"max_num_batched_tokens": p.max_num_batched_tokens, "max_num_seqs": p.max_num_seqs},
-                       prefill={"max_num_batched_tokens": p.prefill_mnbt}, decode={"max_num_seqs": p.decode_mns},
-                       tune=p.tune, tune_prefill_max_num_batched_tokens=p.tune_prefill_mnbt,
-                       tune_decode_max_num_seqs=p.tune_decode_mns, load=load if p.search_max_rate else None,
-                       rate_per_s=offered if p.search_max_rate else None, workload=wl)
+    whole = workload.num_requests is None
+    said = replay_line(workload.trace, len(specs), whole)
+    if whole and not as_json:  # the slow default: said before it runs, with the faster way
+        typer.echo(said, err=True)
+    with working(said):
+        r = analyse_disagg(study, specs, num_gpus=n, tp=p.tp, prefill_tp=ptp, decode_tp=dtp, splits=splits,
+                           colocated={"max_num_batched_tokens": p.max_num_batched_tokens,
+                                      "max_num_seqs": p.max_num_seqs},
+                           prefill={"max_num_batched_tokens": p.prefill_mnbt}, decode={"max_num_seqs": p.decode_mns},
+                           tune=p.tune, tune_prefill_max_num_batched_tokens=p.tune_prefill_mnbt,
+                           tune_decode_max_num_seqs=p.tune_decode_mns, load=load if p.search_max_rate else None,
+                           rate_per_s=offered if p.search_max_rate else None, workload=wl)
     if as_json:
         typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
-        _render(r, Console(emoji=False))
+        _render(r, Console(emoji=False), whole_trace=whole)
 
 
 def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):

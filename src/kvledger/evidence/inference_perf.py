@@ -199,7 +199,8 @@ def _tpot_derivation(path: str, succ: dict[str, Any], agg: AggregateRun) -> None
         where = "successes.output_len min … max (the client's re-tokenized count)"
     if lo is None or hi is None:
         return
-    agg.metadata.extra["tpot_from_e2e"] = {"output_tokens": [lo, hi], "output_mean": mean, "source": where}
+    agg.metadata.extra["tpot_from_e2e"] = {"output_tokens": [lo, hi], "output_mean": mean, "source": where,
+                                           "counted_mean": out.get("mean")}
 
 
 def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None,

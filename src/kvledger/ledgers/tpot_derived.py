@@ -69,9 +69,19 @@ def derived_tpot_note(agg: AggregateRun, d: dict[str, Any]) -> str:
     shown = agg.metrics.get("tpot")
     return (f"TPOT judged as (E2E − TTFT)/(output − 1), output from {d['source']}: bounded from the E2E and TTFT "
             "percentiles (ledgers/tpot_derived.py)"
-            + (f"; derived mean {fmt_duration(mean)}" if mean is not None else "")
+            + (f"; derived mean {fmt_duration(mean)}" if mean is not None else "") + _counted_clause(d)
             + (f"; the file's time_per_output_token (mean {fmt_duration(shown.mean_s)}) is shown only: it disagrees "
                "with its own TTFT and E2E" if shown is not None and shown.mean_s is not None else ""))
+
+
+def _counted_clause(d: dict[str, Any]) -> str:
+    """Where the output length TPOT is derived from (the fixed length generated under ignore_eos) is not the file's
+    counted ``output_len`` mean: which figure is used where and why; else ""."""
+    counted, out_mean = d.get("counted_mean"), d.get("output_mean") or 0.0
+    if not isinstance(counted, (int, float)) or counted <= 0 or abs(out_mean / counted - 1) <= 0.01:
+        return ""
+    return (f"; the file's output_len (mean {counted:,.2f}) re-tokenizes each response's text, which under-counts what "
+            f"the engine generated: TPOT divides by the {out_mean:g} generated, token goodput keeps the file's count")
 
 
 def derived_tpot_percentile(agg: AggregateRun, d: dict[str, Any], p: float,

@@ -12,7 +12,7 @@ from kvledger.units import fmt_rate
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.pd_disagg_summary import DisaggReport
 
-__all__ = ['disagg_row', 'render_disagg']
+__all__ = ['disagg_row', 'render_disagg', 'replay_line']
 
 
 def disagg_row(x) -> list[str]:
@@ -32,11 +32,19 @@ def disagg_row(x) -> list[str]:
     return cells + ([mr] if x.max_rate_search is not None else [])
 
 
-def render_disagg(r: DisaggReport, console) -> None:
+def replay_line(trace: str, num_requests: int, whole_trace: bool) -> str:
+    """What disagg is about to replay, said before it runs (each deployment replays every request), and, for a whole
+    trace, how to make it faster."""
+    return (f"disagg: replaying {num_requests:,} requests of {trace} on every deployment"
+            + (" (the whole trace; --num-requests N replays only the first N, faster)" if whole_trace else ""))
+
+
+def render_disagg(r: DisaggReport, console, whole_trace: bool = False) -> None:
     w = r.workload
     console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace "
                   f"{w.get('trace')}, "
-                  f"{w.get('num_requests'):,} requests at {w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s "
+                  f"{w.get('num_requests'):,} requests{' (the whole trace)' if whole_trace else ''} at "
+                  f"{w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s "
                   f"offered; "
                   f"SLO {r.slo['text']}")
     console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")

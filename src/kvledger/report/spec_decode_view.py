@@ -35,14 +35,15 @@ def render_spec_decode(r: SpecReport, console) -> None:
                       "yes" if x.fits else "no")
     console.print(t)
     t = table("Where the gain turns into a loss", "context", "flip batch (speed-up < 1)", "spec-decode pool holds",
-              "within the pool")
+              "flip within the pool")
     for f in r.flips:
         t.add_row(f"{f['context_tokens']:,}",
-                  "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}"
+                  "none up to max_num_seqs" if f["flip_batch"] is None else f"{f['flip_batch']:,}"
                   + ("" if f.get("gain_again_batch") is None else f" (a gain again from {f['gain_again_batch']:,}"
                      + ("" if f.get("loss_again_batch") is None else f", a loss from {f['loss_again_batch']:,}")
                      + ")"),
-                  f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
+                  f"{f['spec_pool_max_batch']:,} requests",
+                  "— (no flip)" if f["flip_batch"] is None else "yes" if f["within_pool"] else "no: beyond the pool")
     console.print(t)
     if sm.draft.kind == "model":
         console.print(f"draft memory: {fmt_bytes(sm.draft_weight_bytes_per_gpu)} weights + "

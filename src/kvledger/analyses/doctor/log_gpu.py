@@ -1,28 +1,33 @@
 """The GPU of a vLLM log, for doctor: ``--gpu`` when given; else the device the log names where vLLM looked up a
 tuned kernel config for it (``device_name=NVIDIA_H100_80GB_HBM3``: fused MoE, block-FP8 GEMMs), when the catalog knows
-the name and its memory agrees with the log's device total; else a generic GPU of the log's device total, whose own
-memory terms (non-torch memory at TP > 1: NVLink, peer access) are generic."""
+the name and its memory agrees with the log's device total; else the one catalog GPU of the log's architecture (from
+its FlashAttention version) whose measured CUDA total the log's device total matches (``measured_total_device``); else a
+generic GPU of the log's device total, whose own memory term (non-torch memory: NVLink, peer access) is generic."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from kvledger.catalog.gpu_file import resolve_gpu
-from kvledger.catalog.gpus import GpuSpec, custom_gpu
+from kvledger.catalog.gpus import GpuSpec, custom_gpu, gpu_catalog
 from kvledger.errors import KvLedgerError
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.units import GiB
 
-__all__ = ["named_device", "resolve_log_gpu"]
+__all__ = ["measured_total_device", "named_device", "resolve_log_gpu"]
+
+#: the architecture a FlashAttention version implies in vLLM's attention backend: 3 only on Hopper
+FA_VERSION_ARCH = {3: "sm90"}
 
 def resolve_log_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str, bool]:
     """(the GPU doctor plans with, where it came from, whether it is a known GPU: ``--gpu`` or the device the log
-    names): ``--gpu``; else the catalog GPU of the device the log names (``named_device``); else a generic GPU of the
-    log's device total (its own terms generic); else None."""
+    names or its device total and architecture single out): ``--gpu``; else the catalog GPU of the device the log names
+    (``named_device``) or of its measured device total (``measured_total_device``); else a generic GPU of the log's
+    device total (its non-torch memory generic); else None."""
     if name:
         g = resolve_gpu(name)
         return g, f"--gpu {name}: {g.name}, device total {g.memory_bytes / GiB:.2f} GiB ({g.memory_source})", True
-    named = named_device(log)
+    named = named_device(log) or measured_total_device(log)
     if named is not None:
         return *named, True
     total = log.startup.total_gpu_memory_bytes
@@ -30,8 +35,9 @@ def resolve_log_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str
         g = custom_gpu(f"GPU with {total / GiB:.2f} GiB", total, 1e12, 1e14)
         return g, (f"device total {total / GiB:.2f} GiB from the log (line "
                    f"{log.startup.lines['total_gpu_memory_bytes']}); "
-                   "no --gpu, so the GPU's own memory terms are generic (non-torch memory: its architecture, "
-                   "NVLink and peer access) and its bandwidth and FLOP/s unknown; pass --gpu to price them"), False
+                   "no --gpu and the log names no GPU, so its non-torch memory is planned for a generic GPU (its "
+                   "architecture, NVLink and peer access unknown) and its bandwidth and FLOP/s unknown; pass --gpu to "
+                   "price them"), False
     return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)", False
 
 
@@ -54,3 +60,27 @@ def named_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
         g = replace(g, memory_bytes=total, memory_source=where)
     return g, (f"the log's device {st.device_name!r} (line {st.lines['device_name']}: a kernel config vLLM looked "
                f"up for it) → {g.name}, device total {g.memory_bytes / GiB:.2f} GiB ({where}); --gpu chooses another")
+
+
+def measured_total_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
+    """The catalog GPU whose measured CUDA total (its range over drivers, ±0.005 GiB for the log's 2 decimals) holds
+    the log's device total, among those of the architecture the log's FlashAttention version implies, when exactly one
+    does; planned with the log's total. The derived rows that share the total (another board of the same memory) are
+    named beside it. None without a total, a telling FlashAttention version, or a single match."""
+    st = log.startup
+    total, arch = st.total_gpu_memory_bytes, FA_VERSION_ARCH.get(st.flash_attn_version or 0)
+    if not total or arch is None:
+        return None
+    fits = [g for g in gpu_catalog().values()
+            if g.arch == arch and g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200]
+    measured = [g for g in fits if g.memory_basis == "measured"]
+    if len(measured) != 1:
+        return None
+    g = measured[0]
+    line = st.lines["total_gpu_memory_bytes"]
+    others = ", ".join(o.name for o in fits if o is not g)
+    g = replace(g, memory_bytes=total, memory_source=f"the log's device total (line {line})")
+    return g, (f"the log names no device, but its device total {total / GiB:.2f} GiB (line {line}) with FlashAttention "
+               f"3 (line {st.lines['flash_attn_version']}: Hopper) is {g.name}'s measured CUDA total → {g.name}"
+               + (f"; the catalog gives {others} the same total (derived): --gpu if that ran" if others else
+                  "; --gpu chooses another"))

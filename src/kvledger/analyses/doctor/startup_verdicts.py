@@ -18,7 +18,8 @@ _NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utili
 
 def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
     """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
-    miss, the term that differs most and, without --gpu, that the GPU's own terms were generic; None within it."""
+    miss, the term that differs most and, when that is non-torch memory planned for a generic GPU (no --gpu and none
+    the log names), that it was; None within it."""
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
     if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
         return None
@@ -38,7 +39,8 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
     return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
-            + ("" if gpu_known else ": no --gpu, so the GPU's own terms were generic (pass --gpu)"))
+            + ("" if gpu_known or worst is None or worst.term != "non-torch memory" else
+               ": no --gpu and the log names no GPU, so this term was planned for a generic GPU (pass --gpu)"))
 
 
 def memory_only(rows: list[ComparisonRow]) -> str | None:

@@ -120,6 +120,9 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     # after torch.cuda.get_device_name() with spaces as underscores ("device_name=NVIDIA_H100_80GB_HBM3")
     ("device_name=", re.compile(r"device_name=([A-Za-z][A-Za-z0-9_-]{2,60}?)(?:,|\.json|\]|'|$)"),
      _fixed(device_name=lambda m: m.group(1).replace("_", " "))),
+    # the attention backend's FlashAttention version (v1 flash_attn.py): vLLM picks 3 only on Hopper (sm90)
+    ("Using FlashAttention version", re.compile(r"Using FlashAttention version (\d)"),
+     _fixed(flash_attn_version=lambda m: int(m.group(1)))),
     ("Free memory on device", re.compile(r"Free memory on device \((" + _NUM + r")/(" + _NUM + r")\s*GiB\)"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(2)))),
     # 0.10.2–0.11 after graph capture (gpu_worker.py::compile_or_warm_up_model): "Desired GPU memory utilization is

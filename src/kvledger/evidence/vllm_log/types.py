@@ -19,6 +19,7 @@ STARTUP_FIELDS: dict[str, str] = {
     "kv_cache_dtype": "vLLM name", "block_size": "tokens per block", "max_num_batched_tokens": "tokens per step",
     "max_num_seqs": "requests", "enable_prefix_caching": "bool", "enable_chunked_prefill": "bool",
     "device_name": "torch.cuda.get_device_name, as a kernel-config file name spells it",
+    "flash_attn_version": "FlashAttention version of the attention backend (3: Hopper only)",
     "num_gpu_blocks_override": "blocks", "max_cudagraph_capture_size": "sequences (largest CUDA-graph batch)",
     "weights_bytes": "B per GPU", "total_gpu_memory_bytes": "B (CUDA device total)",
     "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + "
@@ -66,6 +67,7 @@ class StartupFacts:
     weights_bytes: int | None = None
     total_gpu_memory_bytes: int | None = None
     device_name: str | None = None
+    flash_attn_version: int | None = None
     requested_memory_bytes: int | None = None
     peak_torch_memory_bytes: int | None = None
     activation_peak_bytes: int | None = None
