@@ -90,8 +90,10 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], folder: Path) -> None:
-    """Refuse an input as ``target`` always, an existing ``target`` without --force; with it, warn about a link."""
+def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], folder: Path,
+                  default: bool = False) -> None:
+    """Refuse an input as ``target`` always, an existing ``target`` without --force; with it, warn about a link.
+    ``default``: ``target`` is ``flag``'s default, not given, so the refusal names it as such."""
     for inp in inputs:
         if _same_file(target, inp):
             raise InputError(f"{flag} {_short(target)} is also an input of this command (given, or read beside a given "
@@ -107,14 +109,17 @@ def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], fold
         return
     if target.is_dir():
         raise InputError(f"{flag} {target} is a directory; give a file name")
+    if target.exists() and not force and default:  # the user gave no flag: name the default and how to change it
+        raise InputError(f"{target} (the default {flag}) already exists; pass --force or {flag} PATH. Nothing was run.")
     if target.exists() and not force:
         raise InputError(f"{flag} {target} already exists; refusing to overwrite it (pass --force, or choose another "
                          "name). Nothing was run.")
 
 
 def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path | str | None] = (),
-                        flag: str = "--out") -> None:
-    """Check that ``out`` can be written before the work starts (see the module docstring).
+                        flag: str = "--out", default: bool = False) -> None:
+    """Check that ``out`` can be written before the work starts (see the module docstring); ``default``: ``out`` is
+    ``flag``'s default, which the user did not pass.
 
     Raises:
         InputError: the folder cannot be created or written, ``out`` is a directory or one of ``inputs``, or it
@@ -122,7 +127,7 @@ def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path | str |
     """
     out = Path(out)
     try:
-        _check_target(out, flag, force, _input_files(inputs), out.parent)
+        _check_target(out, flag, force, _input_files(inputs), out.parent, default)
     except OSError as err:  # e.g. a name longer than the file system allows
         raise InputError(f"{flag} {_short(out)}: {err.strerror or err}; choose another name. "
                          "Nothing was run.") from None

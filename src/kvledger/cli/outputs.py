@@ -44,9 +44,9 @@ def with_implicit(inputs: Iterable[Path | str | None]) -> list[Path | str | None
 
 
 def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path | str | None] = (),
-                        flag: str = "--out") -> None:
+                        flag: str = "--out", default: bool = False) -> None:
     """:func:`kvledger.outputs.prepare_output_file` with the implicit inputs counted (module docstring)."""
-    _out.prepare_output_file(out, force=force, inputs=with_implicit(inputs), flag=flag)
+    _out.prepare_output_file(out, force=force, inputs=with_implicit(inputs), flag=flag, default=default)
 
 
 def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: Iterable[Path | str | None] = (),

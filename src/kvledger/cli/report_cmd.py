@@ -29,14 +29,15 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _check_outputs(out: Path | None, png: Path | None, force: bool, keys: list[str], inputs: list[Any]) -> None:
-    """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path."""
+def _check_outputs(out: Path | None, o: ReportOutFlags, keys: list[str], inputs: list[Any]) -> None:
+    """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path; an
+    ``out`` the user did not give (``o.out`` None) is named as the default --out."""
     from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
 
     if out is not None:
-        prepare_output_file(out, force=force, inputs=inputs)
-    if png is not None:
-        prepare_output_dir(png, [f"{k}.png" for k in keys], force=force, inputs=inputs, flag="--png")
+        prepare_output_file(out, force=o.force, inputs=inputs, default=o.out is None)
+    if o.png is not None:
+        prepare_output_dir(o.png, [f"{k}.png" for k in keys], force=o.force, inputs=inputs, flag="--png")
 
 
 _GROUPS = {"run": ReportRunFlags, "engine": ReportEngineFlags, "bill": ReportBillFlags, "outs": ReportOutFlags}
@@ -70,7 +71,7 @@ def report(
     o = outs
     keys = [k for _, _, ks in SECTIONS for k in ks]
     out = html_out(o)  # with --json, no HTML unless --out is given
-    _check_outputs(out, o.png, o.force, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
+    _check_outputs(out, o, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
     req = report_request(model, gpu, slo, run, engine, bill, o.bench)
     if req.api is None:  # the report compares with an API: refuse before the simulations, as cost --simulate does
         from kvledger.catalog.api_match import require_api_row

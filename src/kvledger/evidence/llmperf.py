@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, count, latency_s, load_document, positive
+from kvledger.evidence._io import Document, amount, count, latency_s, load_document, positive
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -144,4 +144,24 @@ def read_summary(doc: Document) -> list[AggregateRun]:
         "duration = results_num_completed_requests ÷ results_num_completed_requests_per_min × 60",
         "llmperf's inter_token_latency_s (≈ e2e/tokens, TTFT included) is not TPOT and bounds no TPOT SLO",
     ]
+    _token_totals(path, obj, agg)
     return [agg]
+
+
+def _token_totals(path: str, obj: dict[str, Any], agg: AggregateRun) -> None:
+    """Input and output token totals over the completed requests: ``results_number_*_tokens_mean`` × completed
+    (llmperf takes these means over the requests without an error, the same ones its output throughput sums; the
+    top-level ``mean_*_tokens`` are the requested lengths, not measured ones)."""
+    n = agg.num_completed
+    if not n:
+        return
+    said = []
+    for attr, kind in (("total_input_tokens", "input"), ("total_output_tokens", "output")):
+        key = f"results_number_{kind}_tokens_mean"
+        mean = amount(path, obj.get(key), key, allow_none=True)
+        if mean is not None:
+            setattr(agg, attr, int(round(mean * n)))
+            said.append(key)
+    if said:
+        agg.metadata.definitions.append(f"token totals = {' and '.join(said)} × results_num_completed_requests "
+                                        "(means over the completed requests)")

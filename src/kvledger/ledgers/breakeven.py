@@ -97,8 +97,8 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     full = n * cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
     per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
-    what = (("replica" if n == 1 else f"{n} replicas × replica") if rent <= n * R * (1 + 1e-12) else
-            f"{n} replica{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
+    what = (("replica" if n == 1 else f"{n:,} replicas × replica") if rent <= n * R * (1 + 1e-12) else
+            f"{n:,} replica{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
@@ -150,7 +150,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     cost, W = (lambda n: rental_usd_per_month(setup, n)), _overhead_usd_per_month(setup)
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
     if n_full > max_replicas:
-        out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas} replicas")
+        out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas:,} replicas")
         return out
     n_first = (math.floor(P / (a * c - R)) + 1 if W == 0 else  # the first n whose window ((cost(n) + P)/a, n·c] is
                next(n for n in range(1, n_full + 1) if (cost(n) + P) / a < n * c))  # not empty

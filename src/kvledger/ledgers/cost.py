@@ -185,9 +185,12 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
         what = "the simulated run" if gp.simulated else gp.file
         raise InputError(f"{what}: nothing to price: " + nothing_measured(gp.num_requests, gp.num_failed,
                                                                            simulated=gp.simulated))
-    if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
+    if gp.goodput_req_per_s is None:
         raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token "
                          f"can be derived")
+    if gp.goodput_output_tok_per_s is None:
+        raise InputError(f"{gp.file}: the run states no output token counts, so no cost per token can be derived "
+                         f"(its goodput is {gp.goodput_req_per_s:,.4g} good req/s)")
     if gp.num_good == 0 or gp.goodput_output_tok_per_s <= 0:
         raise NoAnswerError(f"{gp.file}: no request met the SLO ({gp.slo['text']}): the cost per good token is "
                             "unbounded")
@@ -215,7 +218,7 @@ def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: s
     if setup.engineer_months_per_month <= 0:
         return None
     tokens, phase = per_replica * (replicas or 1), "prefill" if kind == "input" else "decode"
-    over = (f"the volume's {tokens:,.0f} good {kind} tokens/month ({replicas} replica{'s' if replicas > 1 else ''} × "
+    over = (f"the volume's {tokens:,.0f} good {kind} tokens/month ({replicas:,} replica{'s' if replicas > 1 else ''} × "
             f"{per_replica:,.0f}, one replica's {at})" if replicas else
             f"the one replica priced: its {tokens:,.0f} good {kind} tokens/month {at} (no volume given)")
     return LineItem(f"people, {kind} share", "engineer-month", setup.engineer_months_per_month * 1e6 / tokens * share,

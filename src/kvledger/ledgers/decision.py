@@ -261,8 +261,8 @@ def decide(
             "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
     most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
     d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
-                f"{setup.max_utilization:.0%})⌉ = {n}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
-                f"({n} × {c:,.4g}) = {load:.1%}")
+                f"{setup.max_utilization:.0%})⌉ = {n:,}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
+                f"({n:,} × {c:,.4g}) = {load:.1%}")
     d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
                                  people_source=people_source) for k in (d.band_low, d.band_high) if k is not None)
     return d

@@ -12,10 +12,10 @@ __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", 
 
 
 def tokens_text(n: float) -> str:
-    """300,000,000 → ``300M``; 1.2e10 → ``12B``; 5,000 → ``5,000``."""
+    """300,000,000 → ``300M``; 1.2e10 → ``12B``; 5,000 → ``5,000``; 1e20 → ``100,000,000T``."""
     for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if abs(n) >= div:
-            return f"{n / div:,.3g}{unit}"
+        if abs(n) >= div:  # 1,000T and above: whole T with separators, never 1e+03T
+            return f"{n / div:,.3g}{unit}" if abs(n) < 1e3 * div else f"{n / div:,.0f}{unit}"
     return f"{n:,.0f}"
 
 
@@ -36,12 +36,12 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
     n1 = bv["first_cheaper_replicas"]
     if first >= bv["requests_per_month"] * (1 - 1e-9):  # V₁ = V*: no window below it
         return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({bv['first_cheaper_utilization']:.1%} "
-                f"utilization of {'one replica' if n1 == 1 else f'{n1} replicas'})")
+                f"utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'})")
     text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
-            f"({bv['first_cheaper_utilization']:.1%} utilization of {n1} replica{'' if n1 == 1 else 's'}), then on and "
-            f"off (each replica added under the utilization cap starts nearly empty and costs more than the API until "
-            f"it fills), and at every volume above {tokens_text(tok)} tokens/month ({bv['replicas_at_break_even']} "
-            f"replicas)")
+            f"({bv['first_cheaper_utilization']:.1%} utilization of {n1:,} replica{'' if n1 == 1 else 's'}), then on "
+            f"and off (each replica added under the utilization cap starts nearly empty and costs more than the API "
+            f"until it fills), and at every volume above {tokens_text(tok)} tokens/month "
+            f"({bv['replicas_at_break_even']:,} replicas)")
     if volume is not None and verdict is not None:
         v = volume.input_tokens + volume.output_tokens
         if first * per_req <= v < tok:
@@ -72,7 +72,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
-        f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
+        f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
         f"GPU{'' if num_gpus == 1 else 's'} {how}{_on_instances(d.packing) if how == 'rented' else ''}, realized "
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
@@ -166,7 +166,7 @@ def band_sides_text(low: float, high: float) -> str:
 
 def band_end_text(e: Any) -> str:
     """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``."""
-    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): {e.replicas} "
+    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): {e.replicas:,} "
             f"replica{'' if e.replicas == 1 else 's'} at {e.realized_utilization:.1%}, "
             f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 
@@ -178,7 +178,7 @@ def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = Fals
     load, ``--at-offered-load``, whose simulation finds the SLO capacity itself)."""
     volume = " and the break-even volume" if breaks_even else ""
     what = (f"the self-hosted costs per token{volume} are upper bounds" if d is None else
-            f"the self-hosted {_usd(d.self_host_usd)}/month and its {d.replicas} "
+            f"the self-hosted {_usd(d.self_host_usd)}/month and its {d.replicas:,} "
             f"replica{'' if d.replicas == 1 else 's'} are upper bounds")
     fix = ("drop --at-offered-load to price at the SLO capacity the simulation finds" if simulated else
            "a rate sweep up to the SLO boundary gives the capacity")

@@ -26,7 +26,7 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
     and without a volume names the capacity multiplier at which ``util`` reaches it (``u_star``'s
     ``capacity_multiplier``: ``breakeven.break_even_utilization``)."""
     u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
-    whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas} replicas the volume needs"
+    whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas:,} replicas the volume needs"
     most = " (at most: the capacity priced is a lower bound)" if lower else ""
     value = (f"{share_text(util)} of billed hours; {whose} at {share_text(u)}{most}" if math.isfinite(u) else
              f"{share_text(util)}; no break-even")
@@ -38,7 +38,7 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
             "break-even")
     if not volume_breaks_even:
         return value, f"below break-even: the API costs less for the same requests{flip}"
-    them = "one replica costs" if replicas == 1 else f"{replicas} replicas cost"
+    them = "one replica costs" if replicas == 1 else f"{replicas:,} replicas cost"
     return value, (f"below break-even: {them} more than the API for the same requests{flip}; at a higher volume more "
                    "replicas share the people line, and self-hosting wins above the break-even volume")
 

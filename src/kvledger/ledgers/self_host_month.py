@@ -69,7 +69,7 @@ def monthly_self_host(
     People are one line for the service, not per replica."""
     gpus = replicas * setup.num_gpus
     sizing = (
-        f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
+        f"{replicas:,} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
     )
     if buy is None:  # rented: whole instances of the row, idle GPUs billed (ledgers/instances.py)
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")

@@ -36,7 +36,8 @@ def cost_by_utilization(data: ReportData) -> Figure:
     here = c.get("volume_point")
     if here is not None and here["replicas"] > 1:  # the curve is one replica's: the volume's own bill is its point
         ax.plot([100 * here["utilization"]], [here["self_host_usd_per_1k_requests"]], marker="*", ms=10, ls="",
-                color="#55a868", label=f"this volume: {here['replicas']} replicas at {100 * here['utilization']:.0f}%")
+                color="#55a868",
+                label=f"this volume: {here['replicas']:,} replicas at {100 * here['utilization']:.0f}%")
     else:
         ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
     ax.set_xlabel("utilization, offered load as % of the SLO capacity")
@@ -45,8 +46,8 @@ def cost_by_utilization(data: ReportData) -> Figure:
     rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4),
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
     more = ("" if not (here and here["replicas"] > 1) else
-            f" This volume runs {here['replicas']} replicas at {100 * here['utilization']:.1f}%: its whole bill comes "
-            f"to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
+            f" This volume runs {here['replicas']:,} replicas at {100 * here['utilization']:.1f}%: its whole bill "
+            f"comes to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
             "replica's, whose people line no other replica shares).")
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",
                   "Self-hosted cost per request of one replica (its rental and the people) falls as 1/utilization; "

@@ -239,7 +239,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
     units = (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
-             f"{sb.replicas} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas}")
+             f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas}")
     t = Table(title=f"probes ({units})", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "per GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)

@@ -148,7 +148,7 @@ def _break_even_text(c: dict[str, Any]) -> str:
     n = bu.get("replicas")
     # one replica's, carrying the whole people line, or the volume's replicas, sharing it (as cost prints it)
     of = ("" if not n else " (one replica, carrying the whole people line)" if n == 1 else
-          f" (the {n} replicas this volume needs, sharing the people line)")
+          f" (the {n:,} replicas this volume needs, sharing the people line)")
     u = (
         f"break-even utilization{of} {fmt(100 * bu['utilization'])}%"
         if bu.get("reachable") and bu.get("utilization") is not None
@@ -202,7 +202,7 @@ def _bills_table(d: dict[str, Any] | None) -> str:
     """The monthly bills for the volume: self-hosted (rented, bought when priced) and every API row, cheapest first."""
     if d is None:
         return ""
-    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}", f"{d['replicas']} replica(s)"]]
+    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}", f"{d['replicas']:,} replica(s)"]]
     if d.get("self_host_buy"):
         rows.append(["self-hosted, bought GPUs", f"{d['self_host_buy']['total_usd']:,.2f}",
                      "capex amortized + power + hosting"])

@@ -16,11 +16,11 @@ def winner_line(result: Any) -> str:
     s, cap = w.get("sizing") or {}, w["capacity"]
     if s:
         gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
-        reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
+        reps = f"{s['replicas']:,} replica{'' if s['replicas'] == 1 else 's'}"
         bill = f"${s['monthly_usd']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × TP {w['tp']})"
         if "at_band_low" in s:
             bill += " (capacity band: " + ", ".join(
-                f"{x['replicas']} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
+                f"{x['replicas']:,} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
                 f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"]))
             where = (w.get("capacity_band") or {}).get("elsewhere")  # runs on other GPUs only: Band.on_gpu
             bill += f"; {where})" if where else ")"

@@ -167,7 +167,7 @@ def overload_headline(overload: dict[str, Any] | None) -> str | None:
     if o.get("kind") == "queue_growth":
         done = "reached a first token" if o.get("queue") == "waiting" else "finished"  # the queue the check read
         c = o.get("seq_cap")  # the batch sat at max_num_seqs with KV to spare (analyses.serving.seq_cap)
-        reps = "" if not c or c["replicas"] == 1 else f" × {c['replicas']} replicas"
+        reps = "" if not c or c["replicas"] == 1 else f" × {c['replicas']:,} replicas"
         cap = "" if not c else (f"; the running batch sat at max_num_seqs {c['max_num_seqs']:,}{reps} "
                                 f"({c['running_mean']:,.1f} decoding on average, {c['running_max']:,} at most) with "
                                 f"the KV cache at most {c['kv_usage_max']:.1%} used: raise --max-num-seqs")

@@ -149,10 +149,10 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
             f"{where}{cap_text})")
     if basis == "monthly bill":
         def one(r: int | None, usd_: float) -> str:
-            return f"{r} replica{'' if r == 1 else 's'} ${usd_:,.2f}"
+            return f"{r:,} replica{'' if r == 1 else 's'} ${usd_:,.2f}"
 
         high = ("no upper end" if hi_usd is None else f"{one(reps[2], hi_usd)} at ×{ks[1]:.2f}")
-        body = (f"self-hosted bill ${sh:,.2f}/month ({reps[0]} replica{'' if reps[0] == 1 else 's'}): "
+        body = (f"self-hosted bill ${sh:,.2f}/month ({reps[0]:,} replica{'' if reps[0] == 1 else 's'}): "
                 f"{one(reps[1], lo_usd)} at ×{ks[0]:.2f} capacity, {high}; vs the API's ${api:,.2f}/month")
     else:
         rng = f"band ${hi_usd:.6f}–${lo_usd:.6f}" if hi_usd is not None else f"at most ${lo_usd:.6f}, no lower end"

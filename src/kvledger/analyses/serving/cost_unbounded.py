@@ -52,7 +52,7 @@ def _best_case(best: Any, upper: int) -> dict[str, Any]:
         v = d.volume
         out.update(replicas=d.replicas, self_host_usd_per_month=d.self_host_usd,
                    api_usd_per_month=d.primary.bill.total_usd, verdict=d.verdict)
-        text += (f"; for {tokens_text(v.input_tokens + v.output_tokens)} tokens/month, {d.replicas} "
+        text += (f"; for {tokens_text(v.input_tokens + v.output_tokens)} tokens/month, {d.replicas:,} "
                  f"replica{'' if d.replicas == 1 else 's'}: ${d.self_host_usd:,.2f}/month self-hosted vs "
                  f"${d.primary.bill.total_usd:,.2f}/month on the API — "
                  + ("the API costs less even then, and so at every count the file allows" if d.verdict == "API" else

@@ -95,7 +95,7 @@ def seq_cap(setup: Any, result: Any, overload: Any) -> SeqCap | None:
 
 
 def _note(c: SeqCap) -> str:
-    per = "" if c.replicas == 1 else f" per replica, {c.max_num_seqs * c.replicas:,} over {c.replicas} replicas"
+    per = "" if c.replicas == 1 else f" per replica, {c.max_num_seqs * c.replicas:,} over {c.replicas:,} replicas"
     return (f"max_num_seqs is the limit: from the median to the last arrival the requests decoding (first token to "
             f"finish, a lower bound on the running batch) averaged {c.running_mean:,.1f} and peaked at "
             f"{c.running_max:,} — the cap is {c.max_num_seqs:,}{per} — while the KV cache was at most "

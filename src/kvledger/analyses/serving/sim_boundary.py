@@ -278,7 +278,7 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     at = p.results.get(float(b)) if b is not None else None
     notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
              f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = "
-             f"{first.replicas} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
+             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
     if axis == "max_num_seqs":
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")

@@ -145,7 +145,7 @@ class SimulatedRun:
         eng = self.result.config
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        layout = (f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}"
+        layout = (f"TP {s.tp} × {s.replicas:,} replica{'' if s.replicas == 1 else 's'}"
                   + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "

@@ -249,7 +249,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
         setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind]))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
-        setup.notes.append(f"sessions on {args.replicas} replicas routed {args.router}: a session's turns land on "
+        setup.notes.append(f"sessions on {args.replicas:,} replicas routed {args.router}: a session's turns land on "
                            "different replicas, whose caches do not hold its earlier turns; --router "
                            "session_affinity keeps each session on one replica (sticky sessions)")
     return setup
