@@ -97,8 +97,8 @@ def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
 
 
 def require_api_row(model: str) -> None:
-    """Refuse ``model`` when no catalog API row serves it and none was named (``cost --simulate`` and ``report``
-    compare with an API): before the capacity search, which takes minutes.
+    """Refuse ``model`` when no catalog API row serves it and none was named (``report`` compares with an API; ``cost``
+    gives the self-hosted ledger alone instead): before the capacity search, which takes minutes.
 
     Raises:
         InputError: no row serves the model.
@@ -106,5 +106,6 @@ def require_api_row(model: str) -> None:
     from kvledger.errors import InputError
 
     if not same_model_rows(model):
-        raise InputError(f"no API row to compare with: no catalog row serves {model}; name one with --api (kvledger "
-                         "prices --kind api lists them); refused before simulating")
+        raise InputError(f"no API row to compare with: no catalog row serves {model}; name a comparable model's with "
+                         "--api PROVIDER:MODEL (kvledger prices --kind api lists them), or for the self-hosted ledger "
+                         f"alone run kvledger cost --simulate {model} with the same flags; refused before simulating")

@@ -22,7 +22,6 @@ from typing import Any
 import typer
 
 from kvledger import strict_json
-from kvledger.catalog.api_match import require_api_row
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
@@ -68,6 +67,9 @@ def cost_command(
     no request, or from its percentiles as few as none, met --slo has no cost per good token to give: it
     says the lower bound it can and exits 1.
 
+    API prices: the catalog rows serving the same model, or --api's. Where none serves it and no --api is given: the
+    self-hosted ledger alone (bill, replicas, utilization, USD per 1M tokens and per 1k requests), no verdict.
+
     GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
     aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
     """
@@ -77,8 +79,6 @@ def cost_command(
     _check_sources(file, files, simulate, more, (workload, engine))
     api_price, gpu_rate, the_slo, usd = check_inputs(ctx.params, prices.gpu,
                                                       {prm.name: prm.opts[0] for prm in ctx.command.params})
-    if file is None and api_price is None:
-        require_api_row(simulate)  # before the capacity search: the answer compares with an API
     sim = capacity = sweep = None
     if file is not None:
         run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,

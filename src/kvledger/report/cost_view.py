@@ -188,17 +188,23 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
     if definitions:
         con.print(escape(definitions))
     _print_capacity(con, rep, sim, basis, len(sources))
-    for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
+    compared = rep.verdict is not None  # None: no API row serves the model (ledgers.self_host_only)
+    for name in ("self_host_input", "self_host_output", "api_input", "api_output")[:4 if compared else 2]:
         con.print(_ledger_table(getattr(rep, name), sources))
-    _print_tail(con, rep, sim)
+    if compared:
+        _print_tail(con, rep, sim)
     print_bills(con, rep, _ledger_table, sources)
     con.print("\n[bold]sources of the line items[/]")
     for k, src in enumerate(sources, start=1):
         con.print(f"  [{k}] {escape(src)}")
-    con.print("\n[bold]deciding factors[/]")
+    if rep.factors:
+        con.print("\n[bold]deciding factors[/]")
     for f in rep.factors:
         con.print(f"  {f['factor']}: {escape(factor_words(f['value']))} — {escape(f['effect'])}")
-    con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
+    if compared:
+        con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
+    else:
+        con.print(f"\n[bold]no verdict on cost[/]: {escape(rep.verdict_reason)}")
     if basis.error_band:
         con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")
     if basis.warning:

@@ -37,7 +37,8 @@ def print_answer(con: Any, rep: CostReport) -> None:
                 + ("" if a.price.confidence == "high" else f" [{a.price.confidence or 'unstated'} confidence]")
                 for a in others)))
     con.print(escape("  " + effective_cost_line(rep.sticker)))
-    con.print(escape("  " + rep.secondary))
+    if rep.secondary:  # none where there is no API to compare a request's cost with
+        con.print(escape("  " + rep.secondary))
 
 
 def print_no_answer(d: dict[str, Any]) -> None:
@@ -57,11 +58,21 @@ def print_no_answer(d: dict[str, Any]) -> None:
 
 
 def print_bills(con: Any, rep: CostReport, table: Any, sources: list[str]) -> None:
-    """The decision's monthly bills itemised: rented, bought (when priced), the API row compared."""
+    """The decision's monthly bills itemised: rented, bought (when priced), the API row compared; with no API row, the
+    self-hosted month alone (``ledgers.self_host_only``: its sizing, rented and bought bills)."""
+    from rich.markup import escape
+
     d = rep.decision
+    month = getattr(rep, "month", None)
+    if d is None and month is not None:
+        con.print(f"\n[bold]monthly bills for the volume[/] ({escape(month.volume.how)})")
+        con.print(escape(f"  {month.sizing}"))
+        for bill in (month.rent, month.buy):
+            if bill is not None:
+                con.print(table(bill, sources, 2))
+        return
     if d is None:
         return
-    from rich.markup import escape
 
     con.print(f"\n[bold]monthly bills for the volume[/] ({escape(d.volume.how)})")
     con.print(table(d.self_host, sources, 2))  # USD per month: to the cent

@@ -122,7 +122,6 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         NoAnswerError: no request met the SLO, or only the lower bound of an estimate is 0: the cost per good token
             then has no upper bound (``cost_unbounded``: what can be said, priced at the upper bound).
     """
-    from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
 
     gp = goodput(run, slo) if gp is None else gp
@@ -143,16 +142,31 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
     sized = capacity.sizing_req_per_s if capacity is not None else None
-    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                            slo_capacity_req_per_s=sized, lower_bound=lower)
+    build = _builder(api_price, mix, factors, inputs)
+    rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
         from kvledger.analyses.serving.load_run import load_share_for
 
-        load = load_share_for(capacity, rep.decision)
+        load = load_share_for(capacity, rep.decision if rep.decision is not None else getattr(rep, "month", None))
         if load is not None:
-            rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs,
-                                    slo_capacity_req_per_s=sized, load=load, lower_bound=lower)
+            rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, load=load,
+                        lower_bound=lower)
     return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
+
+
+def _builder(api_price: Any, mix: Any, factors: Any, inputs: Any) -> Any:
+    """The report builder: the self-hosted ledger alone (``ledgers.self_host_only``) when no API row was named and
+    none serves the model (``inputs.api_rows`` empty), else the comparison (``cost_summary.build_cost_report``)."""
+    if api_price is None and inputs is not None and not inputs.api_rows:
+        from kvledger.ledgers.self_host_only import build_self_host_report
+
+        return build_self_host_report
+    from kvledger.ledgers.cost_summary import build_cost_report
+
+    def build(run: Any, gp: Any, setup: Any, volume: Any, floor: Any, inputs: Any, **kw: Any) -> Any:
+        return build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs, **kw)
+
+    return build
 
 
 def _payload(rep: Any, basis: CapacityBasis, sim: Any, capacity: Any, sweep: SweepCapacity | None) -> dict[str, Any]:
@@ -164,12 +178,13 @@ def _payload(rep: Any, basis: CapacityBasis, sim: Any, capacity: Any, sweep: Swe
     if basis.warning:
         d["notes"] = [f"WARNING: {basis.warning}", *d["notes"]]
     d["capacity_basis"] = basis.to_dict()
-    if sim is not None:
+    if sim is not None:  # no error band on the verdict where there is no verdict (self-hosted ledger alone)
         search = {"capacity_search": capacity.to_dict()} if capacity else {}
         d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.capacity_bands import cost_band
 
-        band = cost_band(sim.setup, rep, capacity.sizing_req_per_s if capacity is not None else None)
+        band = None if rep.verdict is None else cost_band(sim.setup, rep, capacity.sizing_req_per_s if capacity
+                                                           is not None else None)
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
     return d

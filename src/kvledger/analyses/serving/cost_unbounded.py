@@ -38,16 +38,19 @@ def _between(gp: Any, upper: int) -> str:
 def _best_case(best: Any, upper: int) -> dict[str, Any]:
     """The figures priced at ``upper`` good requests (``best``: the cost run there), with the sentence for them."""
     rep, d = best.report, best.report.decision
+    totals = rep.totals()  # the API's None where no API row serves the model (ledgers.self_host_only)
     out = {"num_good": upper, "utilization": rep.inputs["utilization"],
            "utilization_how": rep.inputs["utilization_how"],
            "self_host_usd_per_mtok_input": rep.self_host_input.total_usd,
            "self_host_usd_per_mtok_output": rep.self_host_output.total_usd, "api": rep.inputs["api_price"],
-           "api_usd_per_mtok_input": rep.api_input.total_usd, "api_usd_per_mtok_output": rep.api_output.total_usd,
+           "api_usd_per_mtok_input": totals["api_usd_per_mtok_input"],
+           "api_usd_per_mtok_output": totals["api_usd_per_mtok_output"],
            "replicas": None, "self_host_usd_per_month": None, "api_usd_per_month": None, "verdict": None}
     text = (f"at {upper:,} good requests (all the file allows), {out['utilization']:.1%} utilization "
             f"({out['utilization_how']}): self-hosted ${out['self_host_usd_per_mtok_input']:.4f}/M input, "
-            f"${out['self_host_usd_per_mtok_output']:.4f}/M output tokens vs ${out['api_usd_per_mtok_input']:.4f}/M "
-            f"input, ${out['api_usd_per_mtok_output']:.4f}/M output on the API ({out['api']})")
+            f"${out['self_host_usd_per_mtok_output']:.4f}/M output tokens"
+            + ("" if out["api"] is None else f" vs ${out['api_usd_per_mtok_input']:.4f}/M input, "
+               f"${out['api_usd_per_mtok_output']:.4f}/M output on the API ({out['api']})"))
     if d is not None:
         v = d.volume
         out.update(replicas=d.replicas, self_host_usd_per_month=d.self_host_usd,

@@ -231,6 +231,10 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     say = progress or (lambda _text: None)
     check_options("report", {"utilization": req.utilization})  # the web app's and the API's ranges: kvledger.ranges
     slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
+    if api_price is None:  # the report's sections compare with an API: refused before the simulations (kvledger ui too)
+        from kvledger.catalog.api_match import require_api_row
+
+        require_api_row(req.model)
     people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None

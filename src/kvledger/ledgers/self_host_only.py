@@ -1,0 +1,217 @@
+"""The self-hosted side alone, for a model no API price row serves (and no ``--api`` named): no build-or-buy verdict.
+
+The same arithmetic as the self-hosted half of ``cost_summary.build_cost_report``: the per-token ledgers at the
+utilization (a volume's realized one, else the assumed ``--utilization`` or ``--max-utilization``), and with a monthly
+volume the replicas it needs and their bill (``self_host_month.monthly_self_host``: whole instances of the cheapest
+packing, people once):
+
+    replicas n = max(1, ⌈peak rate ÷ (SLO capacity × max utilization)⌉); utilization = mean rate ÷ (n × capacity)
+    bill = billed GPUs × USD per GPU-hour × 730 h + KV tiers + people
+    USD per 1k good requests = bill ÷ the volume's good requests × 1,000; USD per 1M tokens (all) = bill ÷ tokens × 10⁶
+
+Without a volume, one replica's month and the cost of a good request at the assumed utilization. Break-even, API
+options and the verdict need an API price: they are None, and ``verdict_reason`` says why and how to name one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.breakeven import people_usd_per_month, replica_usd_per_month
+from kvledger.ledgers.cost import (
+    HOURS_PER_MONTH,
+    Capacity,
+    SelfHostSetup,
+    capacity_dict,
+    capacity_from,
+    self_host_unit_ledgers,
+    sticker_prices,
+)
+from kvledger.ledgers.decision_notes import tokens_text, volume_good_requests
+from kvledger.ledgers.instances import Packing, pack
+from kvledger.ledgers.items import Ledger
+from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
+from kvledger.ledgers.volume import MonthlyVolume, Volume, refuse_utilization_with_volume, resolve_volume
+
+__all__ = ["SelfHostMonth", "SelfHostReport", "build_self_host_report", "no_api_reason"]
+
+
+def no_api_reason(model: str | None) -> str:
+    """Why there is no verdict, and how to get one."""
+    return (f"no API row serves {model or 'this model'}, so there is no build-vs-buy verdict; for one, name a "
+            "comparable model's API price with --api PROVIDER:MODEL (kvledger prices --kind api lists them)")
+
+
+@dataclass(slots=True)
+class SelfHostMonth:
+    """A monthly volume served self-hosted: replicas, realized utilization, the rented bill (and the bought one when
+    priced), the packing on whole instances, the sizing in words and the volume's good requests."""
+
+    volume: Volume
+    replicas: int
+    realized_utilization: float
+    max_utilization: float
+    rent: Ledger
+    buy: Ledger | None
+    packing: Packing
+    sizing: str
+    good_requests: float = 0.0
+    good_requests_how: str = ""
+
+    @property
+    def self_host_usd(self) -> float:
+        """The cheaper of the rented and bought bills, USD per month."""
+        return min(self.rent.total_usd, self.buy.total_usd) if self.buy is not None else self.rent.total_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``monthly`` section: a compared report's keys (``api`` and ``cheaper`` None) and the unit costs."""
+        v, n_tok = self.volume, self.volume.input_tokens + self.volume.output_tokens
+        return {"requests": v.requests, "input_tokens": v.input_tokens, "output_tokens": v.output_tokens,
+                "how": v.how, "replicas": self.replicas, "realized_utilization": self.realized_utilization,
+                "max_utilization": self.max_utilization, "self_host": to_jsonable(self.rent),
+                "buy": None if self.buy is None else to_jsonable(self.buy), "api": None, "cheaper": None,
+                "self_host_usd_per_month": self.self_host_usd, "good_requests": self.good_requests,
+                "good_requests_how": self.good_requests_how,
+                "usd_per_1k_good_requests": self.self_host_usd / self.good_requests * 1e3 if self.good_requests
+                else None, "usd_per_mtok_all_tokens": self.self_host_usd / n_tok * 1e6 if n_tok else None,
+                "sizing": self.sizing, "instances": self.packing.instances,
+                "gpus_per_instance": self.packing.gpus_per_instance, "idle_gpus": self.packing.idle_gpus,
+                "instance_type": self.packing.rate.instance_type}
+
+
+@dataclass(slots=True)
+class SelfHostReport:
+    """What ``cost`` prints for a model no API row serves; ``__json__`` keeps the keys of ``CostReport``'s JSON (the API
+    ones None or empty) and adds ``verdict_reason``."""
+
+    __json__ = ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
+                "factors", "verdict", "verdict_reason", "headline", "secondary", "api_options", "notes", "decision",
+                "totals", "ledgers", ("monthly", "month"))
+    source: str
+    slo: dict[str, Any]
+    capacity: dict[str, Any]
+    inputs: dict[str, Any]
+    self_host_input: Ledger
+    self_host_output: Ledger
+    sticker: dict[str, Any]
+    month: SelfHostMonth | None
+    verdict_reason: str
+    headline: list[str] = field(default_factory=list)
+    secondary: str = ""
+    notes: list[str] = field(default_factory=list)
+    verdict: None = None
+    decision: None = None
+    break_even_utilization: None = None
+    break_even_volume: None = None
+    factors: list = field(default_factory=list)
+    api_options: list = field(default_factory=list)
+
+    def totals(self) -> dict[str, float | None]:
+        return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd,
+                "self_host_usd_per_mtok_output": self.self_host_output.total_usd,
+                "api_usd_per_mtok_input": None, "api_usd_per_mtok_output": None}
+
+    @property
+    def ledgers(self) -> dict[str, Ledger | None]:
+        return {"self_host_input": self.self_host_input, "self_host_output": self.self_host_output,
+                "api_input": None, "api_output": None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def self_host_month(cap: Capacity, setup: SelfHostSetup, vol: Volume, inputs: Any) -> SelfHostMonth:
+    """Replicas for ``vol``'s peak at ``setup.max_utilization``, their realized utilization and monthly bills (as
+    ``decision.decide`` sizes them, with no API to compare)."""
+    c = cap.sizing_req_per_s
+    n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * c)
+    packing = pack(setup.gpu, n, setup.num_gpus)
+    billed = replace(setup, gpu=packing.rate)
+    rent = monthly_self_host(billed, n, load, people_source=inputs.people_source)
+    bought = None
+    if inputs.buy is not None and inputs.buy.gpu_capex_usd is not None:
+        bought = monthly_self_host(billed, n, load, buy=inputs.buy, power=inputs.power,
+                                   people_source=inputs.people_source)
+    peak = ("offered at the peak" if vol.peak_to_mean != 1 else
+            "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
+    most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
+    sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
+              f"{setup.max_utilization:.0%})⌉ = {n}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
+              f"({n} × {c:,.4g}) = {load:.1%}")
+    return SelfHostMonth(vol, n, load, setup.max_utilization, rent, bought, packing, sizing)
+
+
+def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: MonthlyVolume | None = None,
+                           floor: Any = None, inputs: Any = None, *, slo_capacity_req_per_s: float | None = None,
+                           load: Any = None, lower_bound: bool = False) -> SelfHostReport:
+    """The self-hosted ledger of one run under its goodput's SLO, as ``build_cost_report`` takes its arguments (less
+    the API row, mix and deciding factors); ``inputs``: a ``DecisionInputs`` (model, bought GPUs, people source)."""
+    refuse_utilization_with_volume(setup.utilization, volume is not None)
+    base = setup if setup.utilization is not None else replace(setup, utilization=setup.max_utilization)
+    base.check()
+    if inputs.buy is not None:
+        inputs.buy.check()
+    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
+    cap.lower_bound = lower_bound and not slo_capacity_req_per_s
+    month = None
+    if volume is not None:
+        month = self_host_month(cap, base, resolve_volume(volume, cap), inputs)
+        u = month.realized_utilization if month.realized_utilization > 0 else base.max_utilization
+        setup, util_how = replace(base, utilization=u, gpu=month.packing.rate), "the volume's realized utilization"
+        if load is not None:
+            cap.load = load
+        month.good_requests, month.good_requests_how = volume_good_requests(month.volume.requests, cap)
+    else:
+        util_how = ("given (--utilization)" if setup.utilization is not None
+                    else "assumed: --max-utilization, no volume given")
+        setup = replace(base, gpu=pack(base.gpu, 1, base.num_gpus).rate)
+    n, packing = (month.replicas, month.packing) if month is not None else (None, None)
+    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing)
+    sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
+    reason = no_api_reason(inputs.model)
+    notes = []
+    if gp.estimate:
+        notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
+                     "are upper bounds")
+    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
+                "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
+                "utilization": setup.utilization, "utilization_how": util_how,
+                "max_utilization": setup.max_utilization,
+                "engineer_months_per_month": setup.engineer_months_per_month,
+                "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": inputs.people_source,
+                "api_price": None, "api_price_as_of": None, "api_price_confidence": None, "api_mix": None,
+                "replica_usd_per_month": replica_usd_per_month(setup),
+                "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": None,
+                "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
+    return SelfHostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
+                          sticker_prices(cap, setup, sh_out, n, packing), month, reason,
+                          self_host_lines(reason, month, setup, sh_in, sh_out, sh_req, inputs_d), "", notes)
+
+
+def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSetup, sh_in: Ledger, sh_out: Ledger,
+                    sh_req: float, inputs_d: dict[str, Any]) -> list[str]:
+    """The answer's lines: no verdict and why; the month at the volume (or one replica's); the unit costs."""
+    gpu = f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h"
+    units = f"${sh_in.total_usd:.4f} per 1M input and ${sh_out.total_usd:.4f} per 1M output tokens"
+    if month is None:
+        one = inputs_d["replica_usd_per_month"] + inputs_d["people_usd_per_month"]
+        return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
+                f"  self-hosted, one replica × {setup.num_gpus} GPU ({gpu}): ${one:,.2f}/month, people included; at "
+                f"{setup.utilization:.1%} utilization ({inputs_d['utilization_how']}) {units}, "
+                f"${sh_req * 1e3:,.4f} per 1k good requests",
+                "  for the bill at your volume pass --monthly-requests or --monthly-tokens"]
+    v, d = month.volume, month.to_dict()
+    per_k = d["usd_per_1k_good_requests"]
+    bought = " (bought GPUs, cheaper than renting)" if month.self_host_usd < month.rent.total_usd else ""
+    return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
+            f"  self-hosted bill{bought} ${month.self_host_usd:,.2f}/month for {v.requests:,.0f} requests "
+            f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens): "
+            f"{month.replicas} replica{'' if month.replicas == 1 else 's'} × {setup.num_gpus} GPU ({gpu}) at "
+            f"{month.realized_utilization:.1%} utilization",
+            f"  {units}; " + ("no good request to price per 1k" if per_k is None else
+                              f"${per_k:,.4f} per 1k good requests") +
+            ("" if d["usd_per_mtok_all_tokens"] is None else
+             f"; ${d['usd_per_mtok_all_tokens']:,.4f} per 1M tokens, input and output together")]
