@@ -83,7 +83,7 @@ class DisaggFlags:
 #: the plan settings and pricing flags disagg takes (no KV budget, block size or fractions: the pools plan their own)
 TARGET = GroupUse(TargetFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "gpu_profile",
                                      "gemm_efficiency", "allreduce_link_share", "enforce_eager", "wddm",
-                                     "quantization"),
+                                     "quantization", "enable_expert_parallel"),
                   first_spelling=True)
 
 
@@ -136,6 +136,7 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
     spec, g, settings = load_target(model, gpu, tp=p.tp, max_model_len=t.max_model_len,
                                     gpu_memory_utilization=t.gpu_memory_utilization, engine_version=t.engine_version,
                                     enforce_eager=bool(t.enforce_eager), wddm=bool(t.wddm),
+                                    enable_expert_parallel=bool(t.enable_expert_parallel),
                                     quantization=t.quantization.lower() if t.quantization else None)
     kv_link = link_from_gpu(g, p.link, parse_duration_s(p.transfer_latency, what="--transfer-latency"))
     cost = info = None

@@ -46,6 +46,9 @@ class ReportEngineFlags:
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
+    enable_expert_parallel: bool | None = flag_like(EngineFlags, "enable_expert_parallel", help=(
+        "vLLM --enable-expert-parallel (data parallel 1), in every plan and simulation of the report: a MoE model's "
+        "experts whole over the TP ranks instead of sliced (cost --simulate's flag); refused for a dense model."))
     step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
@@ -118,6 +121,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("kv_cache_dtype", e.kv_cache_dtype),
                                 ("quantization", e.quantization.lower() if e.quantization else None),
                                 ("max_num_seqs", e.max_num_seqs),
+                                ("enable_expert_parallel", e.enable_expert_parallel or None),
                                 ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile),
                                 ("gemm_efficiency", e.gemm_efficiency),
                                 ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),

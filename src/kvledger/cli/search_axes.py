@@ -55,16 +55,16 @@ def splits_of(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
-          splits: tuple[tuple[int, int], ...]) -> Any:
+          splits: tuple[tuple[int, int], ...], expert_parallel: bool | None = None) -> Any:
+    """The ``Axes`` of the list flags; ``expert_parallel`` (--[no-]enable-expert-parallel) fixes that axis, None: both
+    off and on for a MoE model at TP > 1."""
     from kvledger.analyses.search import Axes
 
     return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"),
                 kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
-                prefix_caching=_onoff(pc))
-
-
+                prefix_caching=_onoff(pc), expert_parallel=() if expert_parallel is None else (expert_parallel,))
 
 
 def workload_of(flags: Any, session_workload: str | None, sessions: int | None, session_rate: float | None,

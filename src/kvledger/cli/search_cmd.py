@@ -38,9 +38,15 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                           "seed": "RNG seed of the workload."})
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "quantization", "engine_version",
                                      "step_cost", "cpu_overhead", "gpu_profile", "gemm_efficiency",
-                                     "allreduce_link_share", "wddm", "client_latency"),
+                                     "allreduce_link_share", "wddm", "client_latency", "enable_expert_parallel"),
                   defaults={"step_cost": "roofline"},
                   help={  # search plans and simulates vLLM only: the shared help's --policy sglang is not its flag
+                      "enable_expert_parallel": "vLLM --enable-expert-parallel (data parallel 1) for a MoE model's "
+                                                "candidates at TP > 1: by default each is tried off and on (an axis; "
+                                                "the on one is tpN+ep, its vllm line carrying the flag); "
+                                                "--enable-expert-parallel tries it on only, "
+                                                "--no-enable-expert-parallel off only. A dense model has no such axis "
+                                                "(vLLM refuses the flag).",
                       "engine_version": "vLLM version whose defaults and memory rules plan and simulate every "
                                         "candidate (default: the newest read, named under the launch commands); "
                                         "search simulates vLLM only, each SGLang launch line is an unsimulated "

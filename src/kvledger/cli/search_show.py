@@ -24,9 +24,8 @@ def show_command_of(spec: Any, axes: Any, text: str, as_json: bool) -> None:
     """The launch commands of the candidate ``text`` names: an id as given, else a name of one of the axes' candidates
     (the error lists the valid choices)."""
     from kvledger.analyses.search.launch import candidate_commands
-    from kvledger.analyses.search.naming import resolve_candidate
+    from kvledger.analyses.search.naming import parse_candidate_id, resolve_candidate
     from kvledger.analyses.search.runner import plan_candidates
-    from kvledger.analyses.search.spec import parse_candidate_id
     from kvledger.errors import InputError
 
     try:

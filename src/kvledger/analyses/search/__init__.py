@@ -6,9 +6,10 @@ it (in process, a process pool or Ray) and returns a :class:`SearchResult` (ledg
 plain dicts, ranking, Pareto frontier, API comparison).
 """
 
+from kvledger.analyses.search.naming import parse_candidate_id
 from kvledger.analyses.search.rank import CSV_COLUMNS, SearchResult, csv_rows
 from kvledger.analyses.search.runner import BACKENDS, ray_available, read_ledger, run_search
-from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, parse_candidate_id
+from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec
 
 __all__ = ["SearchSpec", "Axes", "Candidate", "SearchResult", "run_search", "read_ledger", "parse_candidate_id",
            "csv_rows", "CSV_COLUMNS", "BACKENDS", "ray_available"]

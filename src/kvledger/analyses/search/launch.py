@@ -43,7 +43,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
-    flags += quant
+    flags += quant + (["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     vllm = ["vllm", "serve", model_id, *flags]
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
@@ -80,6 +80,9 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
                                                                          "--engine-version for yours)")
     sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
                    "(kvledger plan --engine sglang shows it)")
+    if p.get("enable_expert_parallel"):  # kvledger models vLLM's flag only (accounting/expert_parallel.py)
+        sglang_note += ("; it leaves the experts TP-sliced: SGLang's expert parallelism (--ep-size) is not modelled, "
+                        "the vLLM command's --enable-expert-parallel is what was simulated")
     if not entry.get("prefill_replicas"):
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
                                       engine_version,
@@ -184,8 +187,8 @@ def candidate_commands(spec: Any, candidate_id: str) -> CandidateCommands:
     """
     from dataclasses import replace
 
+    from kvledger.analyses.search.naming import parse_candidate_id
     from kvledger.analyses.search.screen import screen_candidate
-    from kvledger.analyses.search.spec import parse_candidate_id
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.errors import InputError
 

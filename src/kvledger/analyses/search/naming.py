@@ -4,12 +4,13 @@ vary), and the reading of either back into the candidate (``kvledger search --sh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["short_name", "resolve_candidate"]
+__all__ = ["short_name", "resolve_candidate", "parse_candidate_id"]
 
 _SHOWN = 12
 """Valid choices listed in an error, at most."""
@@ -65,3 +66,37 @@ def _choices(candidates: Sequence[Any]) -> str:
     shown = [f"{c.id} ({short_name(c.gpu_id, c.layout, c.kv_cache_dtype)})" for c in candidates[:_SHOWN]]
     more = len(candidates) - _SHOWN
     return ", ".join(shown) + (f", … and {more} more (--json of the search lists every id)" if more > 0 else "")
+
+
+def parse_candidate_id(text: str) -> Any:
+    """The ``spec.Candidate`` an id names (``nvidia_h100_sxm:tp4:kv-fp8:seqs-256``, ``…:tp2:kv-auto:ep``), as printed
+    in the ledger.
+
+    Raises:
+        InputError: an id of another shape.
+    """
+    from kvledger.analyses.search.spec import Candidate
+
+    parts = text.strip().split(":")
+    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None
+    if shape is None or not parts[2].startswith("kv-"):
+        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto or "
+                         "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists them)")
+    kw: dict[str, Any] = {}
+    if shape.group(1) is None:
+        p, pt, d, dt = (int(shape.group(i)) for i in range(2, 6))
+        kw.update(prefill_replicas=p, decode_replicas=d, decode_tp=dt)
+    tp = int(shape.group(1) or shape.group(3))
+    for p in parts[3:]:
+        key, _, val = p.partition("-")
+        if key == "seqs" and val.isdigit():
+            kw["max_num_seqs"] = int(val)
+        elif key == "mnbt" and val.isdigit():
+            kw["max_num_batched_tokens"] = int(val)
+        elif key == "pc" and val in ("on", "off"):
+            kw["enable_prefix_caching"] = val == "on"
+        elif p == "ep" and shape.group(1) is not None:
+            kw["enable_expert_parallel"] = True
+        else:
+            raise InputError(f"{text!r}: unknown part {p!r} (expected seqs-N, mnbt-N, pc-on, pc-off or ep)")
+    return Candidate(parts[0], tp, parts[2][3:], **kw)

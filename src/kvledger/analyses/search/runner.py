@@ -55,7 +55,13 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     spec.check()
     if spec.api is not None:
         find_api_price(spec.api)
-    cands = make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
+    model = load_model(spec.model)
+    if axes.expert_parallel == (True,):  # --enable-expert-parallel for a dense model: refused as plan refuses it
+        from kvledger.accounting.expert_parallel import expert_parallel_notes
+        from kvledger.accounting.settings import make_settings
+
+        expert_parallel_notes(model, make_settings(tp=2, enable_expert_parallel=True))
+    cands = make_candidates(axes, model.num_kv_heads, spec.gpu_provider, moe=model.is_moe)
     from kvledger.analyses.search.given_price import check_given_prices
 
     check_given_prices(spec, cands)  # a GPU file needs a price; a listed price needs a searched GPU

@@ -3,7 +3,8 @@ product of the axes).
 
 A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the
 engine settings on the axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix
-caching); an axis left out takes the engine's default (``None`` here). Defaults for the
+caching; for a MoE model at TP > 1, vLLM's expert parallelism off and on); an axis left out takes the engine's default
+(``None`` here). Defaults for the
 axes: every catalog GPU with a rental row in ``catalog/data/gpu_prices.csv`` (with
 ``--gpu-provider``, only that provider's), every TP in 1, 2, 4, 8 that divides the model's KV
 heads (a single KV head, MQA or MLA's latent, is replicated and any TP is offered), vLLM's
@@ -14,7 +15,6 @@ and that order is the ledger's, whatever runs them.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -25,8 +25,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import range_problems
 
-__all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
-           "parse_candidate_id"]
+__all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates"]
 
 DEFAULT_TPS = (1, 2, 4, 8)
 """Tensor-parallel degrees tried by default: one node of up to 8 GPUs."""
@@ -164,10 +163,14 @@ class Candidate:
     prefill_replicas: int = 0
     decode_replicas: int = 0
     decode_tp: int = 0
+    enable_expert_parallel: bool | None = None
 
-    #: the JSON object (a ledger entry's first keys): the id, layout and GPUs per unit, then the fields in order
+    #: the JSON object (a ledger entry's first keys): the id, layout and GPUs per unit, then the fields in order;
+    #: ``enable_expert_parallel`` only where on (a dense model's ledger, and one written before the axis, unchanged)
     __json__ = ("id", "layout", ("num_gpus_per_unit", "num_gpus"), "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs",
-                "max_num_batched_tokens", "enable_prefix_caching", "prefill_replicas", "decode_replicas", "decode_tp")
+                "max_num_batched_tokens", "enable_prefix_caching", "prefill_replicas", "decode_replicas", "decode_tp",
+                "enable_expert_parallel")
+    __json_optional__ = ("enable_expert_parallel",)
 
     @property
     def disagg(self) -> bool:
@@ -191,22 +194,23 @@ class Candidate:
             parts.append(f"mnbt-{self.max_num_batched_tokens}")
         if self.enable_prefix_caching is not None:
             parts.append("pc-on" if self.enable_prefix_caching else "pc-off")
-        return ":".join(parts)
+        return ":".join(parts + (["ep"] if self.enable_expert_parallel else []))
 
     @property
     def layout(self) -> str:
-        """The unit's shape as the table shows it: ``tp4``, or ``(p)2×tp2 + (d)1×tp4``."""
+        """The unit's shape as the table shows it: ``tp4`` (``tp4+ep`` with expert parallelism), or
+        ``(p)2×tp2 + (d)1×tp4``."""
         if self.disagg:
             return f"(p){self.prefill_replicas}×tp{self.tp} + (d){self.decode_replicas}×tp{self.decode_tp}"
-        return f"tp{self.tp}"
+        return f"tp{self.tp}" + ("+ep" if self.enable_expert_parallel else "")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
 
     @classmethod
     def from_entry(cls, e: dict[str, Any]) -> Candidate:
-        """The candidate a ledger entry describes."""
-        return cls(*(e[f.name] for f in fields(cls)))
+        """The candidate a ledger entry describes (``enable_expert_parallel`` absent: off)."""
+        return cls(*(e.get(f.name) if f.name == "enable_expert_parallel" else e[f.name] for f in fields(cls)))
 
 
 @dataclass
@@ -220,6 +224,9 @@ class Axes:
     max_num_batched_tokens: tuple[int | None, ...] = (None,)
     prefix_caching: tuple[bool | None, ...] = (None,)
     disagg_splits: tuple[tuple[int, int], ...] = ()
+    expert_parallel: tuple[bool, ...] = ()
+    """vLLM ``--enable-expert-parallel`` for a MoE model's colocated candidates at TP > 1: () both off and on (the
+    default), (True,) on only, (False,) off only; a dense model, TP 1 and disaggregated units never take it."""
 
 
 def default_gpus(provider: str | None = None) -> list[str]:
@@ -241,8 +248,17 @@ def default_tps(num_kv_heads: int) -> list[int]:
     return [t for t in DEFAULT_TPS if num_kv_heads <= 1 or num_kv_heads % t == 0]
 
 
-def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) -> list[Candidate]:
-    """The product of the axes, defaults filled in, in axis order (GPU, TP, KV dtype, max_num_seqs, budget, caching).
+def _ep_values(axes: Axes, moe: bool, tp: int) -> tuple[bool | None, ...]:
+    """The expert-parallel settings of a colocated candidate at ``tp``: None (off) unless the model is MoE at TP > 1."""
+    if not moe or tp == 1:
+        return (None,)
+    return tuple(True if on else None for on in (axes.expert_parallel or (False, True)))
+
+
+def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None, *,
+                    moe: bool = False) -> list[Candidate]:
+    """The product of the axes, defaults filled in, in axis order (GPU, TP, KV dtype, max_num_seqs, budget, caching,
+    and for a MoE model (``moe``) at TP > 1 expert parallelism: ``Axes.expert_parallel``).
 
     Raises:
         UnknownNameError: a GPU the catalog does not know (the closest names suggested).
@@ -261,40 +277,12 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
     bad = [d for d in axes.kv_cache_dtypes if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
     if bad:
         raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use {KV_DTYPE_NAMES}")
-    out = [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
-        gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)]
+    out = [Candidate(g, t, kv, s, b, pc, enable_expert_parallel=ep) for g, t, kv, s, b, pc in itertools.product(
+        gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)
+        for ep in _ep_values(axes, moe, t)]
     if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
         raise InputError("--disagg-splits takes P:D pairs of whole numbers ≥ 1, e.g. 1:1,1:2")
     for g in gpus:  # disaggregated units: every prefill TP × decode TP × split (prefix caching at the engine default)
         out += [Candidate(g, pt, kv, s, b, None, p, d, dt) for pt, dt, (p, d), kv, s, b in itertools.product(
             tps, tps, axes.disagg_splits, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens)]
     return out
-
-
-def parse_candidate_id(text: str) -> Candidate:
-    """The Candidate an id names (``nvidia_h100_sxm:tp4:kv-fp8:seqs-256``), as printed in the ledger.
-
-    Raises:
-        InputError: an id of another shape.
-    """
-    parts = text.strip().split(":")
-    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None
-    if shape is None or not parts[2].startswith("kv-"):
-        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto or "
-                         "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists them)")
-    kw: dict[str, Any] = {}
-    if shape.group(1) is None:
-        p, pt, d, dt = (int(shape.group(i)) for i in range(2, 6))
-        kw.update(prefill_replicas=p, decode_replicas=d, decode_tp=dt)
-    tp = int(shape.group(1) or shape.group(3))
-    for p in parts[3:]:
-        key, _, val = p.partition("-")
-        if key == "seqs" and val.isdigit():
-            kw["max_num_seqs"] = int(val)
-        elif key == "mnbt" and val.isdigit():
-            kw["max_num_batched_tokens"] = int(val)
-        elif key == "pc" and val in ("on", "off"):
-            kw["enable_prefix_caching"] = val == "on"
-        else:
-            raise InputError(f"{text!r}: unknown part {p!r} (expected seqs-N, mnbt-N, pc-on or pc-off)")
-    return Candidate(parts[0], tp, parts[2][3:], **kw)

@@ -162,7 +162,8 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
 
 
 def _same_setup(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("gpu_id", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
+    keys = ("gpu_id", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
+            "enable_expert_parallel")
     return all(a.get(k) == b.get(k) for k in keys) and not b.get("prefill_replicas") and "offload" not in b
 
 

@@ -104,7 +104,8 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"),
-                             wddm=bool(e.get("wddm")), allreduce_link_share=e.get("allreduce_link_share"))
+                             wddm=bool(e.get("wddm")), allreduce_link_share=e.get("allreduce_link_share"),
+                             enable_expert_parallel=bool(e.get("enable_expert_parallel")))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 
@@ -271,7 +272,8 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     eng = _cli_engine_flags(req)
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
                        if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
-                                "quantization", "max_num_seqs", "wddm", "allreduce_link_share"))
+                                "quantization", "max_num_seqs", "wddm", "allreduce_link_share",
+                                "enable_expert_parallel"))
     plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
     mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",

@@ -1,0 +1,93 @@
+"""vLLM's --enable-expert-parallel in search (an axis for a MoE model's candidates at TP > 1), report and disagg."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.analyses.search import Axes, Candidate, parse_candidate_id
+from kvledger.analyses.search.spec import make_candidates
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+runner = CliRunner()
+MOE = "Qwen/Qwen3-30B-A3B"
+SMALL = ["--gpus", "H100", "--tp", "1,2", "--slo", "ttft=2s,tpot=100ms", "--num-requests", "60",
+         "--max-model-len", "8K", "--rate", "5", "--backend", "serial"]
+
+
+def _search(model: str, *extra: str) -> dict:
+    res = runner.invoke(app, ["search", model, *SMALL, *extra, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_moe_search_tries_expert_parallel_at_tp2_with_its_launch_command():
+    d = _search(MOE)
+    by_id = {c["id"]: c for c in d["candidates"]}
+    assert list(by_id) == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto",
+                           "nvidia_h100_sxm:tp2:kv-auto:ep"]
+    ep = by_id["nvidia_h100_sxm:tp2:kv-auto:ep"]
+    assert ep["status"] == "feasible" and ep["layout"] == "tp2+ep" and ep["enable_expert_parallel"] is True
+    assert ep["plan"]["enable_expert_parallel"] is True
+    assert ep["launch"]["vllm"].endswith("--enable-expert-parallel")
+    assert "--enable-expert-parallel" in ep["launch"]["check"]
+    assert "--ep-size" in ep["launch"]["note"] and "--enable-expert-parallel" not in ep["launch"]["sglang"]
+    for cid in ("nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"):  # off: vLLM's default, no key
+        assert "enable_expert_parallel" not in by_id[cid]
+        assert "--enable-expert-parallel" not in by_id[cid]["launch"]["vllm"]
+
+
+def test_the_flag_fixes_the_axis():
+    on = [c["id"] for c in _search(MOE, "--enable-expert-parallel")["candidates"]]
+    assert on == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto:ep"]  # TP 1: vLLM ignores the flag
+    off = [c["id"] for c in _search(MOE, "--no-enable-expert-parallel")["candidates"]]
+    assert off == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
+
+
+def test_a_dense_model_gets_no_expert_parallel_axis_and_the_flag_is_refused():
+    d = _search("meta-llama/Llama-3.2-3B")
+    assert [c["id"] for c in d["candidates"]] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
+    assert all("enable_expert_parallel" not in c for c in d["candidates"])
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.2-3B", *SMALL, "--enable-expert-parallel"])
+    assert isinstance(res.exception, InputError) and "has no routed experts" in str(res.exception)
+
+
+def test_candidate_ids_names_and_ledger_entries_round_trip():
+    c = parse_candidate_id("nvidia_h100_sxm:tp2:kv-auto:ep")
+    assert c.enable_expert_parallel is True and c.id == "nvidia_h100_sxm:tp2:kv-auto:ep" and c.layout == "tp2+ep"
+    assert Candidate.from_entry(c.to_dict()) == c
+    plain = Candidate("nvidia_h100_sxm", 2)
+    assert "enable_expert_parallel" not in plain.to_dict() and Candidate.from_entry(plain.to_dict()) == plain
+    moe = make_candidates(Axes(gpus=("H100",), tps=(1, 2, 4)), 4, moe=True)
+    assert [x.id.split(":", 1)[1] for x in moe] == ["tp1:kv-auto", "tp2:kv-auto", "tp2:kv-auto:ep", "tp4:kv-auto",
+                                                    "tp4:kv-auto:ep"]
+    assert len(make_candidates(Axes(gpus=("H100",), tps=(1, 2, 4)), 4)) == 3  # dense: no axis
+    res = runner.invoke(app, ["search", MOE, "--gpus", "H100", "--tp", "2", "--slo", "ttft=2s,tpot=100ms", "--rate",
+                              "5", "--show-command", "h100_sxm tp2+ep auto"])
+    assert res.exit_code == 0, res.output
+    assert "nvidia_h100_sxm:tp2:kv-auto:ep" in res.output and "--enable-expert-parallel" in res.output
+
+
+def test_report_passes_the_flag_to_its_plan_and_simulations():
+    res = runner.invoke(app, ["report", MOE, "--gpu", "H100", "--tp", "2", "--enable-expert-parallel", "--slo",
+                              "ttft=2s,tpot=100ms", "--num-requests", "60", "--api", "OpenAI:gpt-4.1", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["plan"]["settings"]["enable_expert_parallel"] is True
+    assert any(n.startswith("--enable-expert-parallel (EP 2") for n in d["plan"]["memory"]["notes"])
+    assert any(n.startswith("--enable-expert-parallel (EP 2") for n in d["cost"]["simulation"]["notes"])
+    assert all("--enable-expert-parallel" in line for line in d["commands"].values())
+    res = runner.invoke(app, ["report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--enable-expert-parallel",
+                              "--slo", "ttft=2s,tpot=100ms", "--num-requests", "60", "--api", "OpenAI:gpt-4.1",
+                              "--json"])
+    assert isinstance(res.exception, InputError) and "has no routed experts" in str(res.exception)
+
+
+def test_disagg_takes_the_flag_in_every_pool():
+    args = ["disagg", MOE, "--gpu", "H100", "--tp", "2", "--num-requests", "60", "--json"]
+    off, on = (runner.invoke(app, args + extra) for extra in ([], ["--enable-expert-parallel"]))
+    assert off.exit_code == 0 and on.exit_code == 0, on.output
+    assert "expert parallelism over 2 ranks" in on.output and "expert parallelism" not in off.output
+    assert json.loads(on.output) != json.loads(off.output)
