@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.expert_parallel import ep_size, expert_parallel_notes
+from kvledger.accounting.expert_parallel import expert_parallel_notes
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.node_size import NodeAssumption, assume_nodes
+from kvledger.accounting.plan_roofline import roofline_model, roofline_terms
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.platforms import ENGINE_WORDS, check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
@@ -22,13 +23,11 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
-from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes
 from kvledger.accounting.vllm_gpu_support import check_dtype, gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.catalog.quant import online_fp8
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB, cdiv
@@ -115,13 +114,10 @@ class Plan:
         s = self.settings
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
-        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp, ep=ep_size(self.model, s),
-                              flops_fraction=s.achievable_flops_fraction,
-                              bandwidth_fraction=s.achievable_bandwidth_fraction,
+        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
-                              weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or s.engine == "sglang",
-                              custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
-                              gemm_curve=gemm_curve, allreduce_link_share=s.allreduce_link_share, **profile_terms)
+                              overlap_cpu=overlap_cpu or s.engine == "sglang", gemm_curve=gemm_curve,
+                              **roofline_terms(self.model, self.gpu, s), **profile_terms)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
@@ -232,14 +228,6 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
 
 
-def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
-    """The model as its steps read it: under vLLM's online ``--quantization fp8`` an unquantized checkpoint's linear
-    layers are FP8 (1 B per weight; W8A8 on GPUs with FP8 tensor cores), as the memory plan loads them."""
-    if s.quantization == "fp8" and model.quant.method == "none":
-        return replace(model, quant=online_fp8())
-    return model
-
-
 def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, with_roofline: bool = True,
                with_advice: bool = True) -> Plan:
     """Compute the KV-cache ledger.
@@ -284,10 +272,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
-        rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
-                              bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
-                              weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu),
-                              allreduce_link_share=s.allreduce_link_share, ep=ep_size(model, s))
+        rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, cpu_overhead_s=s.cpu_overhead_s,
+                              **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes)

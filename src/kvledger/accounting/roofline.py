@@ -94,7 +94,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
                  gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None,
-                 all_to_all: bool = False) -> None:
+                 all_to_all: bool = False, moe_config=None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -130,7 +130,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
-        self._init_moe(model, tp, ep, grouped_gemm_half_tokens)
+        self._init_moe(model, tp, ep, grouped_gemm_half_tokens, moe_config)
 
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None, ep: int = 1) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""

@@ -180,7 +180,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
                      "cores)")
-    notes += step_term_notes(rc.model, rc.gpu, rc.ep)
+    notes += step_term_notes(rc.model, rc.gpu, rc.ep, rc.moe_config)
     notes += _curve_note(rc)
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))

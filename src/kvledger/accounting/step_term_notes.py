@@ -24,9 +24,9 @@ def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
                 None)
 
 
-def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1) -> list[str]:
-    """One line per extra term the roofline prices for ``model`` on ``gpu`` (``ep``: expert-parallel ranks), with its
-    source; [] when none."""
+def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None) -> list[str]:
+    """One line per extra term the roofline prices for ``model`` on ``gpu`` (``ep``: expert-parallel ranks;
+    ``moe_config``: the fused-MoE config vLLM runs, moe_config.py), with its source; [] when none."""
     notes = []
     if ep > 1 and model.is_moe:
         notes.append(f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel 1): each rank "
@@ -47,7 +47,7 @@ def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1) -> list[str]:
                      + ("; the routed experts run Triton's fused MoE in FP8 (fused_moe/oracle/fp8.py, "
                         "experts/triton_moe.py: FP8 from sm89)" if expert_mma_dtype(model, gpu) else ""))
     if model.is_moe and (n := moe_layer_count(model)):
-        notes.append(fused_moe_note(n))
+        notes.append(fused_moe_note(n) + (f"; {moe_config.note}" if moe_config is not None else ""))
     sp = sparse_mla_layer(model)
     if sp is not None:
         per_pair = 2 * sp.index_n_heads * (sp.index_head_dim + 1)

@@ -1,0 +1,46 @@
+"""The roofline's settings-derived terms that a plan's two rooflines share (``plan.Plan.step_cost`` for the simulator,
+``plan.build_plan``'s report): the model as its steps read it, the achievable fractions, the given weight bytes,
+vLLM's custom all-reduce bound, the all-reduce link share, expert parallelism and which fused-MoE config vLLM runs
+(moe_config.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kvledger.accounting.expert_parallel import ep_size
+from kvledger.accounting.moe_config import MoeConfigChoice, moe_config_choice
+from kvledger.accounting.moe_kernel import moe_layer_count
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes
+from kvledger.accounting.vllm_rules import LATEST, parse_version
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant import online_fp8
+
+__all__ = ["roofline_model", "roofline_terms", "plan_moe_config"]
+
+
+def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
+    """The model as its steps read it: under vLLM's online ``--quantization fp8`` an unquantized checkpoint's linear
+    layers are FP8 (1 B per weight; W8A8 on GPUs with FP8 tensor cores), as the memory plan loads them."""
+    if s.quantization == "fp8" and model.quant.method == "none":
+        return replace(model, quant=online_fp8())
+    return model
+
+
+def plan_moe_config(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> MoeConfigChoice | None:
+    """``moe_config_choice`` for plan settings ``s``: vLLM only (``s.engine_version``, else the latest modelled
+    release), on the roofline's model (``roofline_model``); None for other engines and dense models."""
+    if s.engine != "vllm" or not model.is_moe:
+        return None
+    text, m = s.engine_version or LATEST, roofline_model(model, s)
+    return moe_config_choice(m, gpu, s.tp, ep_size(model, s), parse_version(text), moe_layer_count(m), text)
+
+
+def roofline_terms(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> dict[str, Any]:
+    """``RooflineStepCost`` keyword arguments from plan settings ``s`` for ``model`` on ``gpu``."""
+    return {"flops_fraction": s.achievable_flops_fraction, "bandwidth_fraction": s.achievable_bandwidth_fraction,
+            "weights_bytes": s.weights_bytes, "custom_allreduce_max_bytes": custom_ar_max_bytes(s, gpu),
+            "allreduce_link_share": s.allreduce_link_share, "ep": ep_size(model, s),
+            "moe_config": plan_moe_config(model, gpu, s)}
