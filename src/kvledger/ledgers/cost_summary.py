@@ -27,10 +27,8 @@ from kvledger.ledgers.cost import (
     HOURS_PER_MONTH,
     Capacity,
     SelfHostSetup,
-    capacity_dict,
     capacity_from,
     self_host_unit_ledgers,
-    sticker_prices,
 )
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
@@ -41,6 +39,7 @@ from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume
 from kvledger.records import RunRecords
 

@@ -24,15 +24,14 @@ from kvledger.ledgers.cost import (
     HOURS_PER_MONTH,
     Capacity,
     SelfHostSetup,
-    capacity_dict,
     capacity_from,
     self_host_unit_ledgers,
-    sticker_prices,
 )
 from kvledger.ledgers.decision_notes import tokens_text, volume_good_requests
 from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
+from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import MonthlyVolume, Volume, refuse_utilization_with_volume, resolve_volume
 
 __all__ = ["SelfHostMonth", "SelfHostReport", "build_self_host_report", "no_api_reason"]
