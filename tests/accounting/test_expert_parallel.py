@@ -118,9 +118,13 @@ def test_a_decode_step_waits_for_the_busiest_rank_and_pays_no_all_to_all():
     c, c0 = on.costs(big), off.costs(big)
     imb = _imbalance(8192, 2, 4)
     assert c.expert_time_factor == pytest.approx(imb)
-    gemm_s = c0.moe_kernel_s - 32 * moe_kernel_fit().floor_s
-    assert c.moe_kernel_s - c0.moe_kernel_s == pytest.approx((imb - 1) * gemm_s)
-    assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx((imb - 1) * gemm_s)
+    # Each term is then × the tuned-or-default config factor vLLM's lookup gives (moe_config.py): TP 4 looks for
+    # E=8,N=3584 on the H100, EP 4 for the rank's E=2,N=14336 (whole experts), each its own factor
+    f_off, f_on = off.moe_config.factor, on.moe_config.factor
+    gemm_s = c0.moe_kernel_s / f_off - 32 * moe_kernel_fit().floor_s
+    on_s = f_on * (32 * moe_kernel_fit().floor_s + imb * gemm_s)
+    assert c.moe_kernel_s == pytest.approx(on_s)
+    assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx(on_s - c0.moe_kernel_s)
 
 
 def test_the_all_to_all_is_charged_only_when_asked():

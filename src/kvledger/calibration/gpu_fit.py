@@ -124,7 +124,7 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                           bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
                           weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
                           custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
-                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve, ep=cost.ep,
+                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve, ep=cost.ep, moe_config=cost.moe_config,
                           allreduce_link_share=cost.allreduce_link_share if link_share is None else link_share)
     return rc if host is None else HostStepCost(rc, host)
 

@@ -82,10 +82,6 @@ def _flag(k: str, v: Any) -> str:
     return "" if v is None or v is False else name if v is True else f"{name} {shlex.quote(str(v))}"
 
 
-def _cli_engine_flags(req: ReportRequest) -> str:
-    return "".join(_flag(k, v) for k, v in req.engine.items())
-
-
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings (SGLang's plan
     under ``policy`` sglang, whose pool the simulator then runs: sim_setup)."""
@@ -100,11 +96,10 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     settings = make_settings(engine="sglang" if e.get("policy") == "sglang" else "vllm",
                              engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
                              max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
-                             contexts=CONTEXTS,
-                             gpu_memory_utilization=e.get("gpu_memory_utilization"),
+                             contexts=CONTEXTS, gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
-                             max_num_seqs=e.get("max_num_seqs"),
-                             wddm=bool(e.get("wddm")), allreduce_link_share=e.get("allreduce_link_share"),
+                             max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
+                             allreduce_link_share=e.get("allreduce_link_share"),
                              enable_expert_parallel=bool(e.get("enable_expert_parallel")))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
@@ -269,7 +264,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
 
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section equals."""
-    eng = _cli_engine_flags(req)
+    eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
                        if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
                                 "quantization", "max_num_seqs", "wddm", "allreduce_link_share",
