@@ -173,7 +173,10 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
                   floor: PrefillFloor | str | None = None, *, slo_capacity_req_per_s: float | None = None) -> Capacity:
     """One replica's measured good token rates and the prefill share (``floor``: the roofline floor under a measured
     run's occupancy split, ``ledgers/prefill_floor.py``, or why there is none); ``slo_capacity_req_per_s``: the offered
-    rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``).
+    rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``): then the good rates are those a
+    replica fed that rate sustains (``ledgers/sustained_rate.py``) — except for multi-turn sessions, closed loops whose
+    probe goodput the analyses layer judges itself (``session_spec.steady_goodput``, which keeps a probe's own goodput
+    where too few sessions ran to reach a steady state).
 
     Raises:
         InputError: no completed request, unknown duration, no token counts, or no way to split GPU time.
@@ -207,7 +210,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
                    gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
                    *mix, run_seed(run), attainment=None if slo_capacity_req_per_s is None else gp.attainment)
-    return at_attainment(cap, cap.attainment)  # the rates sustained at the SLO capacity (ledgers/sustained_rate.py)
+    sessions = isinstance(run, RunRecords) and "sessions" in (run.metadata.extra.get("workload") or {})
+    return cap if sessions else at_attainment(cap, cap.attainment)  # the rates sustained at the SLO capacity
 
 
 def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: str, replicas: int | None,

@@ -63,7 +63,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
     for e in feasible_ranked:
         band = search_band(spec, e)
         c = e["capacity"]  # centred on the rate sized on (the bound, where it caps the rate found), as cost's band
-        cap, g = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"]), c["goodput_req_per_s"]
+        cap = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"])
+        g = c.get("sustained_good_req_per_s", c["goodput_req_per_s"])  # the good rate priced (sustained_rate.py)
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
@@ -130,7 +131,8 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
     else:  # a ledger written before instances were billed whole: GPUs per replica × $/GPU-h × 730 h
         usd = replicas * s["monthly_usd"] / s["replicas"]
     return {"capacity_multiplier": k, "slo_capacity_req_per_s": c,
-            "goodput_req_per_s": e["capacity"]["goodput_req_per_s"] * k, "replicas": replicas,
+            "goodput_req_per_s": e["capacity"].get("sustained_good_req_per_s", e["capacity"]["goodput_req_per_s"]) * k,
+            "replicas": replicas,
             "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,
             "monthly_usd": usd}
 

@@ -81,13 +81,14 @@ def _sized_figures(pr: Any) -> dict[str, Any]:
             "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s}
 
 
-def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
+def capacity_figures(pr: Any, num_gpus: int, cap: Any = None) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
-            "sustained_good_req_per_s": rate * gp.attainment,  # what the replica serves within the SLO at that rate
+            # the good req/s priced: what a replica fed that rate serves within the SLO (cap: the capacity priced)
+            "sustained_good_req_per_s": rate * gp.attainment if cap is None else cap.goodput_req_per_s,
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
@@ -178,7 +179,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
         _, run, gp = pr.priced
-        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment
+        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment (not sessions)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload
@@ -188,7 +189,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
     row, cost = _unit_cost(spec, cap, cand, rows, row, sizing)
-    out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus), "cost": cost,
+    out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus, cap), "cost": cost,
            "sizing": sizing, "price": price_dict(row)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out

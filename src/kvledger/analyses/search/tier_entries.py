@@ -155,7 +155,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
     cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b)
     cost, sizing = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
-    out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus),
+    out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
            "cost": cost, "sizing": sizing}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return {**out, "launch": _launch(launch, opt, cand.tp)}
