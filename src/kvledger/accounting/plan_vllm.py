@@ -19,7 +19,6 @@ from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
-from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
@@ -27,7 +26,7 @@ from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
-from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
+from kvledger.accounting.vllm_terms import activation_item, cudagraph_item, weights_item
 from kvledger.accounting.wddm import wddm_total
 from kvledger.accounting.wddm_engines import vllm_startup_check, vllm_wddm_items
 from kvledger.catalog.compressed_mla import has_compressed_mla
@@ -116,10 +115,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(Deduction("CUDA graphs (estimate)", 0,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
-        cap = s.max_cudagraph_capture_size
-        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, cap)), cap=cap, seqs=seqs)
-        src = f"{src}; {v2_src}" if v2 else src
-        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
+        items.append(cudagraph_item(model, gpu, s, ver, seqs, mnbt, v2_src if v2 else ""))
     return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())
 
 

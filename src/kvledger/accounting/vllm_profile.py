@@ -25,6 +25,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from kvledger.accounting.vllm_mla_profile import MLAProfile
 from kvledger.accounting.vllm_mlp import mlp_peak
 from kvledger.accounting.vllm_moe_workspace import moe_dims, moe_workspace, moe_workspace_bytes, transient_workspace
 from kvledger.catalog.modelspec import ModelSpec
@@ -201,9 +202,10 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
                     stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch",
-                    arch: str = "", ep: int = 1) -> tuple[float, str]:
+                    arch: str = "", ep: int = 1, mla: MLAProfile | None = None) -> tuple[float, str]:
     """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built;
-    ``ep`` > 1: ``--enable-expert-parallel`` (whole experts per rank: vllm_moe_workspace.py)."""
+    ``ep`` > 1: ``--enable-expert-parallel`` (whole experts per rank: vllm_moe_workspace.py); ``mla``: the MLA
+    attention's profile dummy and DeepSeek-V3.2's indexer workspace (vllm_mla_profile.py)."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
     ws, _, _, ws_why = moe_workspace(model, ver, mnbt, tp, arch, ep)
@@ -214,11 +216,17 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + {mlp.copies if mlp else 3}·I/TP) × {model.dtype_bytes} "
                       f"B (layer code{'; V0 norms in place' if k == 3 else ''}"
                       f"{f'; {mlp.source}' if mlp and mlp.copies == 2 else ''}){' ' * bool(cache_why)}{cache_why}")
+    if mla is not None and k * hidden + mla.dummy > fwd:  # the attention's dummy beside the layer's hidden states
+        fwd = peak = k * hidden + mla.dummy
+        why = f"attention over {mnbt:,} tokens × {k}·h × {model.dtype_bytes} B + {mla.why}"
     if st.is_last:
         smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:
             peak, why = smp + hidden, src + f" + {mnbt:,} × {model.hidden_size} × {model.dtype_bytes} B hidden states"
-    if ws or ws_why:
+    if mla is not None and mla.kept > ws:  # one workspace-manager buffer, grown to the largest request
+        peak += mla.kept
+        why += f"; + {mla.kept / GiB:.2f} GiB workspace-manager buffer (the indexer's; fused-MoE workspaces share it)"
+    elif ws or ws_why:
         peak += ws
         why += f"; + {ws / GiB:.2f} GiB fused-MoE workspaces " + (f"kept after the forward ({ws_why})" if ws_why
                                                                     else "(kept by the workspace manager)")

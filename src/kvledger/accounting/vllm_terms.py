@@ -3,19 +3,27 @@
 
 from __future__ import annotations
 
+from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.memory import Deduction
+from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_block_choice import vllm_block_size
+from kvledger.accounting.vllm_mla_profile import MLAProfile, flashinfer_sparse_workspace, mla_profile
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
 from kvledger.accounting.vllm_runner import v2_sampler
 from kvledger.accounting.vllm_sampler import sampler_backends, v1_profile_backend
+from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
+from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
-__all__ = ["weights_item", "activation_item", "CUDAGRAPH_LOGGED_RATIO", "cudagraph_range", "WEIGHTS_LOGGED_SPREAD"]
+__all__ = ["weights_item", "activation_item", "profile_mla", "cudagraph_item", "CUDAGRAPH_LOGGED_RATIO",
+           "cudagraph_range",
+           "WEIGHTS_LOGGED_SPREAD"]
 
 CUDAGRAPH_LOGGED_RATIO = (0.66, 2.34)
 """The CUDA-graph estimate's range as multiples of the rule's point (``vllm_profile.cudagraph_estimate``): the vLLM
@@ -91,11 +99,13 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
         backend, other, why = v2_sampler(ver), None, ("V2 model runner: greedy dummy requests, no top-k/top-p, so "
                                                      "no sampler backend enters the profile (gpu/sample/sampler.py)")
     ep = ep_size(model, s)  # --enable-expert-parallel: whole experts, so the fused-MoE workspaces take I, not I/TP
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep)[0]]
+    mla = profile_mla(model, gpu, s, ver, seqs)
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep, mla)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep, mla)[0]]
                      if other else [])
     ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
-    ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
+    if mla is None or mla.kept < ws_hi:  # the indexer's workspace, when larger, holds the MoE's whichever kernel runs
+        ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
     if lo_v <= ver <= hi_v and gpu.arch == "sm90":
         err, ev = 0.03 * GiB, "±0.03 GiB (H100 logs)"
@@ -104,7 +114,28 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     elif lo_v <= ver:
         err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
-        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep)[0])
+        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep, mla)[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
     return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")
+
+
+def profile_mla(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, seqs: int) -> MLAProfile | None:
+    """The MLA dummy and indexer workspace of vLLM's profile run at these settings (vllm_mla_profile.py): sized by
+    max_model_len as vLLM resolves it (the given one, else the config's) and the block size it picks."""
+    if not any(getattr(x, "kind", "") == "mla" for x in model.layers):
+        return None
+    block, _ = vllm_block_size(model, s, ver, gpu.arch, has_compressed_mla(model.layers))
+    return mla_profile(model, ver, s.max_model_len or model.derived_max_model_len, seqs, block, s.tp)
+
+
+def cudagraph_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, seqs: int, mnbt: int,
+                   runner_src: str = "") -> Deduction:
+    """vLLM's CUDA-graph estimate (``vllm_profile.cudagraph_estimate``, range ``cudagraph_range``), plus FlashInfer's
+    sparse MLA workspace, which the first FULL capture allocates and keeps (vllm_mla_profile.py)."""
+    cap = s.max_cudagraph_capture_size
+    cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt, cap)), cap=cap, seqs=seqs)
+    fi, fi_src = flashinfer_sparse_workspace(sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp), ver)
+    src = f"{src}{' ' * bool(fi_src)}{fi_src}" + (f"; {runner_src}" if runner_src else "")
+    lo, hi, why = cudagraph_range(cg)
+    return Deduction("CUDA graphs (estimate)", cg + fi, N.cudagraphs_subtracted(src), lo + fi, hi + fi, why)
