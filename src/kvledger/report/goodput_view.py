@@ -209,6 +209,10 @@ def _answer(sb: SimBoundary) -> str:
     if sb.goodput_at_boundary_req_per_s is not None:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
               f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
+        share = next((p.attainment for p in b.points if p.value == b.boundary_value), None)
+        if sb.axis == "request_rate" and share is not None:  # what cost and search price (ledgers/sustained_rate.py)
+            at += (f" over the probe's first arrival → last finish, {b.boundary_value * share:.3f} sustained at that "
+                   f"rate ({b.boundary_value:g} × {share:.1%} within the SLO, what cost prices)")
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
             f"{fmt(b.boundary_value, 4)}{unit}{per}{at}")
 
