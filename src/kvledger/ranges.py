@@ -121,11 +121,11 @@ OPTION_RANGES: dict[str, Range] = {
     "prefill_share": _frac(lo_open=False), "batch_share": _frac(lo_open=False),
     "cache_hit_rate": _frac(lo_open=False), "cache_write_rate": _frac(lo_open=False),
     "engineer_months": Range(0.0, 1e6, unit="engineer-months/month"), "engineer_usd": Range(0.0, 1e9, unit="USD"),
-    "monthly_requests": Range(0.0, _MONTHLY_REQUESTS_MAX, unit=_MONTHLY_REQUESTS_WHY),
+    "monthly_requests": Range(0.0, _MONTHLY_REQUESTS_MAX, lo_open=True, unit=_MONTHLY_REQUESTS_WHY),
     "monthly_input_tokens": Range(0.0, _MONTHLY_TOKENS_MAX, unit=_MONTHLY_TOKENS_WHY),
     "monthly_output_tokens": Range(0.0, _MONTHLY_TOKENS_MAX, unit=_MONTHLY_TOKENS_WHY),
     "run_index": _count(0, 1_000_000),
-    "monthly_tokens": Range(0.0, _MONTHLY_TOKENS_MAX, unit=_MONTHLY_TOKENS_WHY),
+    "monthly_tokens": Range(0.0, _MONTHLY_TOKENS_MAX, lo_open=True, unit=_MONTHLY_TOKENS_WHY),
     "peak_to_mean": Range(1.0, 100.0, unit="(the busiest hour's rate ÷ the month's mean)"),
     # the whole self-hosted bill (kvledger.ledgers.host_bill)
     "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
@@ -172,7 +172,6 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("validate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("validate", "run"): _count(0, 1_000_000, "the run's place in its file, from 0"),
     ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
-    ("search", "monthly_tokens"): Range(0.0, _MONTHLY_TOKENS_MAX, lo_open=True, unit=_MONTHLY_TOKENS_WHY),
     ("search", "workers"): _count(1, 4096, "workers"),
     ("calibrate", "workers"): _count(0, 4096, "worker processes (0: one per CPU)"),
     ("search", "rate"): Range(0.0, 1e6, lo_open=True, unit="req/s"),  # a load to size for: inf is meaningless

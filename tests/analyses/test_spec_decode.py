@@ -229,3 +229,25 @@ def test_a_ratio_that_two_decimals_would_round_to_one_keeps_the_digits_that_say_
     assert (fmt_ratio(1.93), fmt_ratio(1.0), fmt_ratio(0.998), fmt_ratio(1.0034)) == ("1.93×", "1.00×", "0.998×",
                                                                                        "1.003×")
     assert fmt_ratio(0.99996) == "1.0000×"  # below 0.005%: shown at four decimals, the most kept
+
+
+def test_a_moe_draft_is_priced_with_the_plan_terms_of_its_own_settings():
+    # Qwen3-30B-A3B drafting for Qwen3-235B-A22B on B200 at TP 4: the draft's step carries the fused-MoE config factor
+    # plan_moe_config gives the draft at TP 4 (tuned or vLLM's default config), the custom all-reduce bound, and not
+    # the target's given weight bytes
+    from dataclasses import replace
+
+    from kvledger.accounting.plan_roofline import plan_moe_config
+    from kvledger.accounting.roofline_breakdown import decode_shape
+    from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes
+
+    target, dm, gpu = load_model("Qwen/Qwen3-235B-A22B"), load_model("Qwen/Qwen3-30B-A3B"), get_gpu("B200")
+    s = make_settings(tp=4, contexts=(2048,))
+    sm = SpecDecodeModel(build_plan(target, gpu, s, with_advice=False), make_draft("Qwen/Qwen3-30B-A3B"), 4, 0.8)
+    want = plan_moe_config(dm, gpu, s)
+    assert want is not None and sm.draft_rc.moe_config == want
+    assert sm.draft_rc.moe_config.factor == want.factor == pytest.approx(1.0315) and sm.draft_rc.tp == 4
+    assert sm.draft_rc.custom_allreduce_max_bytes == custom_ar_max_bytes(s, gpu) > 0
+    given = replace(s, weights_bytes=100 * 2**30)  # the target's measured weights: not the draft's
+    sw = SpecDecodeModel(build_plan(target, gpu, given, with_advice=False), make_draft("Qwen/Qwen3-30B-A3B"), 4, 0.8)
+    assert sw.draft_rc.costs(decode_shape(8, 2048)) == sm.draft_rc.costs(decode_shape(8, 2048))

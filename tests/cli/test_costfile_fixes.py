@@ -12,6 +12,7 @@ from cli_run import MODEL, refused, run_cli
 
 from kvledger.evidence import read_run
 from kvledger.ledgers.decision_notes import tokens_text
+from kvledger.report.figure import fmt
 
 DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
 SUMMARY = str(DATA / "llmperf" / "leaderboard_summary_anyscale_70b.json")
@@ -69,22 +70,44 @@ def test_a_run_without_token_counts_is_named_so_not_an_unknown_duration():
 
 def test_an_implausible_monthly_volume_is_refused_with_the_reason():
     msg = refused("cost", STAGE, "--slo", "ttft=200ms", "--monthly-tokens", "1e20")
-    assert msg.startswith("--monthly-tokens 1e+20 is out of range; allowed: [0, 1,000,000,000,000,000] tokens/month; "
+    assert msg.startswith("--monthly-tokens 1e+20 is out of range; allowed: (0, 1,000,000,000,000,000] tokens/month; "
                           "10¹⁵ a month is 380 million tokens/s around the clock")
     msg = refused("cost", STAGE, "--slo", "ttft=200ms", "--monthly-requests", "1e13")
-    assert msg.startswith("--monthly-requests 10,000,000,000,000 is out of range; allowed: [0, 1,000,000,000,000] "
+    assert msg.startswith("--monthly-requests 10,000,000,000,000 is out of range; allowed: (0, 1,000,000,000,000] "
                           "requests/month; 10¹² a month is 380,000 req/s around the clock")
     assert refused("search", MODEL, "--slo", "ttft=500ms", "--gpus", "H100", "--monthly-tokens", "2e15").startswith(
         "--monthly-tokens 2,000,000,000,000,000 is out of range; allowed: (0, 1,000,000,000,000,000] tokens/month")
 
 
 def test_a_large_volume_prints_its_numbers_with_separators():
-    text = " ".join(run_cli("cost", STAGE, "--slo", "ttft=200ms", "--monthly-tokens", "1e15").stdout.split())
-    assert "for 1,000T tokens/month (762T in, 238T out)" in text
-    assert "self-hosted: 24,284 replicas × 1 GPU rented" in text
-    assert "its 24,284 replicas are upper bounds" in text
-    assert "⌉ = 24,284 (at most: the capacity is a lower bound)" in text
+    text = " ".join(run_cli("cost", STAGE, "--slo", "ttft=200ms", "--monthly-requests", "1e12").stdout.split())
+    assert "for 264T tokens/month (201T in, 62.8T out)" in text
+    assert "self-hosted: 6,404 replicas × 1 GPU rented" in text
+    assert "its 6,404 replicas are upper bounds" in text
+    assert "⌉ = 6,404 (at most: the capacity is a lower bound)" in text
     assert tokens_text(1e20) == "100,000,000T" and tokens_text(7.62e14) == "762T" and tokens_text(5_000) == "5,000"
+
+
+def test_a_volume_is_rounded_before_its_unit_is_picked():
+    # 999.7B rounded to 3 figures is 1,000B, so it is 1T (never 1e+03B); T has no unit above it: 1,000T
+    assert [tokens_text(x) for x in (999.6e12, 999.7e9, 999.4e9, 999.7e6, 999_999.7, 999_999.4, -999.7e9)] == [
+        "1,000T", "1T", "999B", "1B", "1M", "999,999", "-1T"]
+    assert (fmt(999.7), fmt(999.4), fmt(1234.5)) == ("1,000", "999", "1,234")  # the report's table numbers alike
+    text = " ".join(run_cli("cost", STAGE, "--slo", "ttft=200ms", "--monthly-tokens", "999.7B").stdout.split())
+    assert "for 1T tokens/month (762B in, 238B out)" in text
+
+
+def test_a_derived_volume_is_held_to_the_same_caps_as_a_given_one():
+    # 10¹⁵ tokens at the run's 263.7 tokens a request is 3.8 × 10¹² requests, above --monthly-requests' 10¹² cap
+    assert refused("cost", STAGE, "--slo", "ttft=200ms", "--monthly-tokens", "1e15").startswith(
+        "--monthly-tokens converts to 3,792,447,832,754 requests/month (the run's mean 263.7 tokens a request), out "
+        "of the range --monthly-requests takes: (0, 1,000,000,000,000] requests/month; 10¹² a month")
+    assert refused("cost", STAGE, "--slo", "ttft=200ms", "--monthly-input-tokens", "0", "--monthly-output-tokens",
+                   "0").startswith("--monthly-input-tokens/--monthly-output-tokens converts to 0 requests/month (the "
+                                   "run's mean 263.7 tokens a request), out of the range --monthly-requests takes: "
+                                   "(0, 1,000,000,000,000]")
+    assert refused("cost", STAGE, "--slo", "ttft=200ms", "--monthly-tokens", "0").startswith(
+        "--monthly-tokens: '0' is zero; a volume must be more than 0")
 
 
 def test_report_names_its_default_out_when_it_exists(tmp_path, monkeypatch):

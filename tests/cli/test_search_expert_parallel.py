@@ -46,6 +46,20 @@ def test_the_flag_fixes_the_axis():
     assert off == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
 
 
+TP1_NOTE = ("--enable-expert-parallel changes nothing at TP 1 with data parallel 1 (vLLM turns expert parallelism on "
+            "only when TP × DP > 1)")
+
+
+def test_the_flag_at_tp1_is_said_to_change_nothing():
+    only = ["--gpus", "H100", "--tp", "1", *SMALL[4:], "--enable-expert-parallel"]
+    note = TP1_NOTE + ": every candidate is at TP 1, so none runs with expert parallelism"
+    assert note in json.loads(runner.invoke(app, ["search", MOE, *only, "--json"]).output)["notes"]
+    assert note in " ".join(runner.invoke(app, ["search", MOE, *only]).output.split())
+    mixed = _search(MOE, "--enable-expert-parallel")["notes"]
+    assert TP1_NOTE + ": the TP 1 candidates run without it (those at TP > 1 with it)" in mixed
+    assert not any("changes nothing" in n for n in _search(MOE)["notes"])  # the axis left free: no note
+
+
 def test_a_dense_model_gets_no_expert_parallel_axis_and_the_flag_is_refused():
     d = _search("meta-llama/Llama-3.2-3B")
     assert [c["id"] for c in d["candidates"]] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]

@@ -47,7 +47,7 @@ def test_serving_numbers_out_of_range_are_refused_in_the_cli_words(field, value,
 
 def test_the_exact_range_words():
     r = client.post("/api/serving", json={**SERVING, "monthly_tokens": 1e300})
-    assert r.json()["error"] == ("monthly_tokens 1e+300 is out of range; allowed: [0, 1,000,000,000,000,000] "
+    assert r.json()["error"] == ("monthly_tokens 1e+300 is out of range; allowed: (0, 1,000,000,000,000,000] "
                                  "tokens/month; 10¹⁵ a month is 380 million tokens/s around the clock, more than any "
                                  "one service serves: a larger volume is a slip, such as an exponent too many")
     r = client.post("/api/serving", json={**SERVING, "utilization": 0})

@@ -256,7 +256,10 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
         from kvledger.analyses.search.rank import build_result
 
         variants = offload_pass(spec, result.entries, tiers, prices)
+        from kvledger.analyses.search.axis_notes import axis_notes
+
         result = build_result(spec, result.entries + variants)
+        result.notes += axis_notes(spec.model, axes)  # as run_search adds them
     if r.seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
         from kvledger.analyses.search.seed_check import attach_seed_check
 

@@ -3,6 +3,7 @@ effective-cost rule and what the answer rests on (kept apart from the arithmetic
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kvledger.ledgers.api_cost import discounts_words
@@ -12,11 +13,20 @@ __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", 
 
 
 def tokens_text(n: float) -> str:
-    """300,000,000 → ``300M``; 1.2e10 → ``12B``; 5,000 → ``5,000``; 1e20 → ``100,000,000T``."""
-    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if abs(n) >= div:  # 1,000T and above: whole T with separators, never 1e+03T
-            return f"{n / div:,.3g}{unit}" if abs(n) < 1e3 * div else f"{n / div:,.0f}{unit}"
-    return f"{n:,.0f}"
+    """300,000,000 → ``300M``; 1.2e10 → ``12B``; 5,000 → ``5,000``; 1e20 → ``100,000,000T``.
+
+    Rounded first, then the unit picked: a count that rounds up to 1,000 of a unit is shown in the next one
+    (999,999.7 → ``1M``, 999.7M → ``1B``, 999.7B → ``1T``); T is the last unit, so 999.6T and above are whole T with
+    thousands separators (``1,000T``), never exponent notation.
+    """
+    a = abs(n)
+    if round(a) < 1e6:
+        return f"{n:,.0f}"
+    for div, unit in ((1e6, "M"), (1e9, "B"), (1e12, "T")):
+        shown = float(f"{a / div:.3g}")  # the 3 significant figures printed
+        if shown < 1e3:
+            return f"{math.copysign(shown, n):,.3g}{unit}"
+    return f"{n / 1e12:,.0f}T"
 
 
 def _usd(x: float) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kvledger.errors import InputError
+from kvledger.errors import InputError, show_number
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
-from kvledger.ranges import check_options
+from kvledger.ranges import check_options, range_for
 
 __all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "SECONDS_PER_MONTH"]
 
@@ -124,5 +124,30 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
+    _check_caps(kinds[0], v, i + o)
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
     return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)
+
+
+def _check_caps(given: str, v: Volume, per_request: float) -> None:
+    """The volume, given or derived, against the caps of the flags that could have given it (``kvledger.ranges``):
+    --monthly-tokens 10¹⁵ at 100 tokens a request is 10¹³ requests/month, above what --monthly-requests takes, so it
+    is refused as that flag would be; a volume of no requests (0 input and 0 output tokens) prices nothing.
+
+    Raises:
+        InputError: naming the flag given, what it converts to, and the range that figure breaks.
+    """
+    figures = (("requests", "--monthly-requests", v.requests), ("tokens", "--monthly-tokens",
+               v.input_tokens + v.output_tokens), ("input tokens", "--monthly-input-tokens", v.input_tokens),
+               ("output tokens", "--monthly-output-tokens", v.output_tokens))
+    for what, flag, value in figures:
+        rng = range_for("cost", flag[2:].replace("-", "_"))
+        try:
+            rng.check(flag, value)
+        except InputError:
+            if flag in given.split("/"):
+                raise
+            shown = f"{value:,.0f}" if value >= 1 else show_number(value)
+            raise InputError(f"{given} converts to {shown} {what}/month (the run's mean "
+                             f"{per_request:,.1f} tokens a request), out of the range {flag} takes: "
+                             f"{rng.describe()}") from None

@@ -124,11 +124,12 @@ def png_of(fig: Any, dpi: int = 110) -> bytes:
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
-    """A number for a table: thousands separators, ``digits`` significant figures below 1,000, ``—`` for none."""
+    """A number for a table: thousands separators, ``digits`` significant figures below 1,000 (rounded first, so
+    999.7 is ``1,000``), ``—`` for none."""
     if x is None:
         return "—"
     a = abs(x)
-    if a >= 1000:
+    if a >= 1000 or float(f"{a:.{digits}g}") >= 1000:  # rounded first: 999.7 is 1,000, never 1e+03
         return f"{x:,.0f}"
     if a == 0:
         return "0"

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.plan import Plan
+from kvledger.accounting.plan_roofline import roofline_terms
 from kvledger.accounting.roofline import RooflineStepCost, StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.stepcost import StepShape
@@ -168,12 +168,13 @@ class SpecDecodeModel:
             kv = kv_ledger(dm, s.kv_cache_dtype, 1)
             self.notes.append(f"draft {dm.name} cannot split over TP {s.tp}; priced at TP 1 (its full weights on each "
                               f"GPU)")
-        # the target's matmul pricing for the draft too (the GPU's measured GEMM curve where it applies)
-        self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
-                                         bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                         cpu_overhead_s=s.cpu_overhead_s, ep=ep_size(dm, s) if tp == s.tp else 1,
+        # the terms a plan of the draft at its own TP would price it with (roofline_terms: the fractions, the custom
+        # all-reduce bound, EP, the tuned-or-default fused-MoE config factor of a MoE draft), not the target's weight
+        # bytes or online FP8 (vLLM's draft takes its own checkpoint); the target's measured GEMM curve where it applies
+        ds = replace(s, tp=tp, weights_bytes=None, quantization=None)
+        self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, cpu_overhead_s=s.cpu_overhead_s,
                                          gemm_curve=getattr(self.rc, "gemm_curve", None),
-                                         allreduce_link_share=getattr(self.rc, "allreduce_link_share", None))
+                                         **roofline_terms(dm, self.plan.gpu, ds))
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
 

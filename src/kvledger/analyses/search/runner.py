@@ -292,4 +292,8 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
     entries = [done[c.id] for c in cands]
     if ledger is not None:
         write_whole(ledger, [header, *entries])
-    return build_result(spec, entries)
+    from kvledger.analyses.search.axis_notes import axis_notes
+
+    result = build_result(spec, entries)
+    result.notes += axis_notes(spec.model, axes)  # --enable-expert-parallel at TP 1: vLLM ignores it
+    return result
