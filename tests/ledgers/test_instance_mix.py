@@ -107,8 +107,52 @@ def test_the_per_token_ledgers_price_a_mix_at_its_bill_per_gpu_billed():
 
 def test_the_answer_names_each_rows_instances():
     # the cost answer's self-hosted line on a mix: each row's instances, the GPUs billed over all of them
-    from kvledger.ledgers.decision_notes import _on_instances
+    from kvledger.ledgers.decision_notes import on_instances_words
 
-    assert _on_instances(pack(ONE, 9, 1)) == " on 1 8x H100 instance + 1 1x H100 instance (9 GPUs, 0 idle)"
-    assert _on_instances(pack(ONE, 15, 1)) == " on 2 8x H100 instances (8 GPUs each, 1 idle)"
-    assert _on_instances(pack(ONE, 6, 1)) == ""  # one-GPU VMs only: nothing to say
+    assert on_instances_words(pack(ONE, 9, 1)) == " on 1 8x H100 instance + 1 1x H100 instance (9 GPUs, 0 idle)"
+    assert on_instances_words(pack(ONE, 15, 1)) == " on 2 8x H100 instances (8 GPUs each, 1 idle)"
+    assert on_instances_words(pack(ONE, 6, 1)) == ""  # one-GPU VMs only: nothing to say
+
+
+# two providers: P sells only the 8-GPU instance ($2.50/GPU-h), Q only a one-GPU VM ($3.00/h)
+P8 = GpuRate(2.5, "P H100 (8x)", "made up", "2026", "high", gpus_per_instance=8, instance_type="8x", row_key="P:8x")
+Q1 = GpuRate(3.0, "Q H100 (1x)", "made up", "2026", "high", gpus_per_instance=1, instance_type="1x", row_key="Q:1x",
+             per_gpu=False, options=(P8,))
+
+
+@pytest.mark.parametrize("replicas,usd_per_hour,key", [
+    (9, 27.0, "Q:1x"),    # not 1 × P:8x + 1 × Q:1x = $23 (two clouds): P alone 2 × $20 = $40, Q alone 9 × $3 = $27
+    (7, 20.0, "P:8x"),    # P: one 8x, $20 (1 idle) < Q: 7 × $3 = $21
+    (16, 40.0, "P:8x"),   # P: two 8x, $40 < Q: $48
+    (15, 40.0, "P:8x"),   # P: $40 (1 idle) < Q: $45; the cross-provider $20 + 7 × $3 = $41 was never cheaper here
+    (6, 18.0, "Q:1x"),    # Q: 6 × $3 = $18 < P: $20
+])
+def test_a_mix_never_spans_two_providers(replicas, usd_per_hour, key):
+    p = pack(Q1, replicas, 1)
+    assert p.usd_per_hour == pytest.approx(usd_per_hour) and not p.mixed and p.rate.key == key
+    assert {r.key.split(":")[0] for r, _ in p.rows} == {key.split(":")[0]}
+    assert staircase_usd_per_hour(staircase(Q1, 1), replicas) == pytest.approx(usd_per_hour)  # the staircase agrees
+
+
+def test_pack_and_the_staircase_agree_across_providers_at_every_count():
+    steps = staircase(Q1, 1)
+    for n in range(1, 60):
+        assert pack(Q1, n, 1).usd_per_hour == pytest.approx(staircase_usd_per_hour(steps, n), rel=1e-12)
+
+
+def test_catalog_mixes_stay_with_one_provider():
+    # without --gpu-provider every row of the GPU is considered, but one deployment is billed by one cloud
+    from kvledger.catalog.prices import find_gpu_prices
+
+    rows = find_gpu_prices("A100-80GB")
+    p = pack(GpuRate.from_catalog(rows[0], tuple(rows)), 9, 1)
+    # was 1 CoreWeave 8x ($2.70 × 8 = $21.60/h) + 1 GCP a2-ultragpu-1g ($5.07) = $26.67/h; now CoreWeave alone:
+    # 2 × 8 × $2.70 = $43.20/h (GCP alone: 9 × $5.07 = $45.63/h)
+    assert [(r.key, n) for r, n in p.rows] == [("CoreWeave:8x A100 instance", 2)]
+    assert p.usd_per_hour == pytest.approx(2 * 8 * 2.70)
+    rows = find_gpu_prices("nvidia_h200_sxm")
+    p = pack(GpuRate.from_catalog(rows[0], tuple(rows)), 3, 4)
+    # was Nebius 8gpu (2 replicas, 8 × $3.50 = $28/h) + 4 RunPod pods ($14.36) = $42.36/h; now RunPod alone:
+    # 3 replicas × 4 GPUs × $3.59 = $43.08/h (Nebius alone: 2 × 8 × $3.50 = $56/h)
+    assert [(r.key, n) for r, n in p.rows] == [("RunPod:Secure Cloud pod", 12)]
+    assert p.usd_per_hour == pytest.approx(12 * 3.59)

@@ -198,9 +198,9 @@ def test_a_row_named_instance_is_not_called_an_instance_instance():
 
 
 def test_the_cost_answer_does_not_say_instance_twice_either():
-    # the same fix in the answer's self-hosted line (decision_notes._on_instances), found by a review trial: "on 1 8x
-    # H100 instance instance (8 GPUs, 7 idle)"
-    from kvledger.ledgers.decision_notes import _on_instances
+    # the same fix in the answer's self-hosted line (decision_notes.on_instances_words), found by a review trial:
+    # "on 1 8x H100 instance instance (8 GPUs, 7 idle)"
+    from kvledger.ledgers.decision_notes import on_instances_words
 
     rate = GpuRate.from_catalog(find_gpu_price("nvidia_a100_80gb_sxm", "CoreWeave"))
-    assert _on_instances(pack(rate, 2, 1)) == " on 1 8x A100 instance (8 GPUs, 6 idle)"
+    assert on_instances_words(pack(rate, 2, 1)) == " on 1 8x A100 instance (8 GPUs, 6 idle)"

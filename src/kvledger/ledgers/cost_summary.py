@@ -38,6 +38,7 @@ from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
+from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume
@@ -195,8 +196,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
     (``simulated``: a simulated run at its offered load, whose fix differs), and a note when the row is another
     model."""
     if decision is not None:
-        head = verdict_lines(decision, b_vol, " + ".join(f"{r.label}, ${r.usd_per_gpu_hour:.2f}/GPU-h"
-                                                         for r, _ in decision.packing.rows), setup.num_gpus)
+        head = verdict_lines(decision, b_vol, gpu_words(decision.packing), setup.num_gpus)
         verdict = head[0].removeprefix("answer: ")
     else:
         head = no_volume_lines(b_vol, primary.key)
@@ -263,7 +263,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
     second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
-    inputs_d = _inputs_dict(setup, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
+    inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
                 "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
                for r, same, named in rows]
@@ -275,12 +275,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       verdict, notes, decision, head, per_row, second)
 
 
-def _inputs_dict(setup: SelfHostSetup, util_how: str, people_source: str, primary: ApiPrice, mix: ApiMix,
-                 per_request: tuple[float, float]) -> dict[str, Any]:
-    """The report's ``inputs``: the GPU row, utilization, people, the API row and mix, and (API, self-hosted) USD per
-    request."""
-    return {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
-            "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
+def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_source: str, primary: ApiPrice,
+                 mix: ApiMix, per_request: tuple[float, float]) -> dict[str, Any]:
+    """The report's ``inputs``: the GPU row (a mix of rows: each, and its USD per billed GPU-hour), utilization,
+    people, the API row and mix, and (API, self-hosted) USD per request."""
+    return {**gpu_inputs(setup.gpu, packing), "num_gpus": setup.num_gpus,
             "utilization": setup.utilization, "utilization_how": util_how, "max_utilization": setup.max_utilization,
             "engineer_months_per_month": setup.engineer_months_per_month,
             "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": people_source,

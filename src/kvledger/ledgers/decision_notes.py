@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.ledgers.api_cost import discounts_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
-           "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line"]
+           "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words"]
 
 
 def tokens_text(n: float) -> str:
@@ -60,7 +60,7 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
     return text
 
 
-def _on_instances(p: Any) -> str:
+def on_instances_words(p: Any) -> str:
     """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs (a mix of rows:
     each row's instances, ``Packing.on_instances``), else ""."""
     if p is None or (p.gpus_per_instance == 1 and not p.mixed):
@@ -83,7 +83,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
-        f"GPU{'' if num_gpus == 1 else 's'} {how}{_on_instances(d.packing) if how == 'rented' else ''}, realized "
+        f"GPU{'' if num_gpus == 1 else 's'} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, realized "
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "

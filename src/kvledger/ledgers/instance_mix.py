@@ -9,6 +9,10 @@ beyond T the bulk goes on b. That is exact for the bill: of any p instances of o
 m × p of replicas (their running sums mod p repeat), and m instances of b hold as many for no more money, so a
 cheapest mix has fewer than p instances off b; past (p − 1) × max per replicas it has one of b, and n replicas cost
 one b instance more than n − p.
+
+A deployment is billed by one provider: the mix is taken among the rows of one provider at a time (the part of a row's
+key before its first ":"), and the cheapest of those mixes is the answer, ties as above (without --gpu-provider the
+rows of every provider are considered, but one 8x instance of one cloud and a 1x VM of another are not one rental).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-__all__ = ["Step", "cheapest_counts"]
+__all__ = ["Step", "cheapest_counts", "provider_of"]
 
 #: (replicas per instance, USD per instance-hour, GPUs billed per instance, row key)
 Step = tuple[int, float, int, str]
@@ -52,10 +56,33 @@ def _table(steps: tuple[Step, ...], top: int) -> tuple[tuple[int, ...], ...]:
     return tuple(b[3] for b in best)
 
 
+def provider_of(key: str) -> str:
+    """The provider of a row key ``provider:instance_type`` (a price the user gave: its key, one row alone)."""
+    return key.split(":", 1)[0]
+
+
 def cheapest_counts(steps: tuple[Step, ...], replicas: int) -> tuple[int, ...]:
-    """Instances of each row in the cheapest mix holding ``replicas`` replicas (module docstring); all 0 for none."""
+    """Instances of each row in the cheapest mix holding ``replicas`` replicas, every row rented of one provider
+    (module docstring); all 0 for none."""
     if replicas <= 0:
         return (0,) * len(steps)
+    best: tuple[tuple[float, int, tuple[str, ...]], tuple[int, ...]] | None = None
+    for prov in dict.fromkeys(provider_of(s[3]) for s in steps):
+        idx = [i for i, s in enumerate(steps) if provider_of(s[3]) == prov]
+        sub = _cheapest_of(tuple(steps[i] for i in idx), replicas)
+        counts = [0] * len(steps)
+        for i, c in zip(idx, sub, strict=True):
+            counts[i] = c
+        keys = tuple(sorted(s[3] for c, s in zip(counts, steps, strict=True) for _ in range(c)))
+        order = _order(sum(c * s[1] for c, s in zip(counts, steps, strict=True)),
+                       sum(c * s[2] for c, s in zip(counts, steps, strict=True)), keys)
+        if best is None or order < best[0]:
+            best = (order, tuple(counts))
+    return best[1]
+
+
+def _cheapest_of(steps: tuple[Step, ...], replicas: int) -> tuple[int, ...]:
+    """``cheapest_counts`` over ``steps`` as one provider's rows (any mix of them)."""
     b = _slope_row(steps)
     p = steps[b][0]
     top = (p - 1) * max(s[0] for s in steps) + p

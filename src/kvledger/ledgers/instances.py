@@ -11,7 +11,8 @@ per GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1
 another, so k of them cannot run one tensor-parallel replica. Among several rows (``GpuRate.options``: the
 provider's other rows, or every row of the GPU when no provider is named) the cheapest packing for the replica count
 is taken, a mix of instance sizes where that bills less (one 8x instance and one 1x instance for 9 one-GPU replicas:
-``instance_mix``), ties by fewer idle GPUs, then the rows' keys (provider:instance), and the choice is stated. The
+``instance_mix``) but never of two providers' rows (one deployment, one cloud), ties by fewer idle GPUs, then the
+rows' keys (provider:instance), and the choice is stated. The
 per-token ledgers carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the packing's
 USD per billed GPU-hour), so that they × the volume's tokens add up to the monthly bill's rental.
 """
@@ -284,7 +285,7 @@ def staircase(rate: GpuRate, gpus_per_replica: int) -> list[dict[str, Any]]:
 
 
 def staircase_usd_per_hour(steps: list[dict[str, Any]], replicas: int) -> float:
-    """The cheapest rental per hour of ``replicas`` replicas over ``staircase`` steps: the cheapest mix of their
-    instances (``instance_mix``; ties among mixes of one bill do not change it)."""
+    """The cheapest rental per hour of ``replicas`` replicas over ``staircase`` steps: the cheapest mix of one
+    provider's instances (``instance_mix``, as ``pack``; ties among mixes of one bill do not change it)."""
     mix = tuple((s["replicas_per_instance"], s["usd_per_instance_hour"], 0, s["row"]) for s in steps)
     return sum(c * s[1] for c, s in zip(cheapest_counts(mix, replicas), mix, strict=True))

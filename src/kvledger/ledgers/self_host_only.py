@@ -9,7 +9,9 @@ packing, people once):
     bill = billed GPUs × USD per GPU-hour × 730 h + KV tiers + people
     USD per 1k good requests = bill ÷ the volume's good requests × 1,000; USD per 1M tokens (all) = bill ÷ tokens × 10⁶
 
-Without a volume, one replica's month and the cost of a good request at the assumed utilization. Break-even, API
+Without a volume, one replica's month on what must be rented for it (its whole instance: ``instances.pack`` of one
+replica, the idle GPUs billed, as the compared report's ledgers and break-even utilization count them) and the cost of
+a good request at the assumed utilization, the ledgers carrying those idle GPUs. Break-even, API
 options and the verdict need an API price: they are None, and ``verdict_reason`` says why and how to name one.
 """
 
@@ -27,11 +29,13 @@ from kvledger.ledgers.cost import (
     capacity_from,
     self_host_unit_ledgers,
 )
-from kvledger.ledgers.decision_notes import tokens_text, volume_good_requests
+from kvledger.ledgers.decision_notes import on_instances_words, tokens_text, volume_good_requests
 from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
+from kvledger.ledgers.packings import gpu_inputs, gpu_words, packing_rows
 from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
+from kvledger.ledgers.tier_items import tier_usd_per_month
 from kvledger.ledgers.volume import MonthlyVolume, Volume, refuse_utilization_with_volume, resolve_volume
 
 __all__ = ["SelfHostMonth", "SelfHostReport", "build_self_host_report", "no_api_reason"]
@@ -77,7 +81,8 @@ class SelfHostMonth:
                 else None, "usd_per_mtok_all_tokens": self.self_host_usd / n_tok * 1e6 if n_tok else None,
                 "sizing": self.sizing, "instances": self.packing.instances,
                 "gpus_per_instance": self.packing.gpus_per_instance, "idle_gpus": self.packing.idle_gpus,
-                "instance_type": self.packing.rate.instance_type}
+                "instance_type": self.packing.instance_type, "usd_per_gpu_hour": self.packing.usd_per_gpu_hour,
+                "instance_rows": packing_rows(self.packing)}
 
 
 @dataclass(slots=True)
@@ -166,8 +171,9 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
     else:
         util_how = ("given (--utilization)" if setup.utilization is not None
                     else "assumed: --max-utilization, no volume given")
-        setup = replace(base, gpu=pack(base.gpu, 1, base.num_gpus).rate)
-    n, packing = (month.replicas, month.packing) if month is not None else (None, None)
+        one = pack(base.gpu, 1, base.num_gpus)  # one replica's instance, rented whole (its idle GPUs billed)
+        setup = replace(base, gpu=one.rate)
+    n, packing = (month.replicas, month.packing) if month is not None else (None, one)
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing)
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     reason = no_api_reason(inputs.model)
@@ -175,8 +181,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
     if gp.estimate:
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
-    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
-                "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus,
+    inputs_d = {**gpu_inputs(setup.gpu, packing), "num_gpus": setup.num_gpus,
                 "utilization": setup.utilization, "utilization_how": util_how,
                 "max_utilization": setup.max_utilization,
                 "engineer_months_per_month": setup.engineer_months_per_month,
@@ -187,18 +192,29 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
                 "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
     return SelfHostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
                           sticker_prices(cap, setup, sh_out, n, packing), month, reason,
-                          self_host_lines(reason, month, setup, sh_in, sh_out, sh_req, inputs_d), "", notes)
+                          self_host_lines(reason, month, setup, packing, (sh_in, sh_out, sh_req), inputs_d), "",
+                          notes)
 
 
-def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSetup, sh_in: Ledger, sh_out: Ledger,
-                    sh_req: float, inputs_d: dict[str, Any]) -> list[str]:
-    """The answer's lines: no verdict and why; the month at the volume (or one replica's); the unit costs."""
-    gpu = f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h"
+def _replicas(n: int, num_gpus: int) -> str:
+    """``1 replica × 1 GPU``, ``35,563 replicas × 4 GPUs``."""
+    return f"{n:,} replica{'' if n == 1 else 's'} × {num_gpus} GPU{'' if num_gpus == 1 else 's'}"
+
+
+def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSetup, packing: Packing,
+                    unit: tuple[Ledger, Ledger, float], inputs_d: dict[str, Any]) -> list[str]:
+    """The answer's lines: no verdict and why; the month at the volume (or one replica's, on the whole instance it
+    rents); the unit costs (``unit``: the input and output ledgers, USD per good request)."""
+    sh_in, sh_out, sh_req = unit
+    gpu = f"{on_instances_words(packing)} ({gpu_words(packing)})"
     units = f"${sh_in.total_usd:.4f} per 1M input and ${sh_out.total_usd:.4f} per 1M output tokens"
     if month is None:
-        one = inputs_d["replica_usd_per_month"] + inputs_d["people_usd_per_month"]
+        rent = packing.usd_per_hour * HOURS_PER_MONTH
+        one = rent + tier_usd_per_month(setup.kv_tiers, setup.num_gpus) + inputs_d["people_usd_per_month"]
+        whole = f" (GPU rental ${rent:,.2f}: the whole instance, idle GPUs billed)" if packing.idle_gpus else ""
+        head = f"one{_replicas(1, setup.num_gpus).removeprefix('1')}{gpu}"
         return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
-                f"  self-hosted, one replica × {setup.num_gpus} GPU ({gpu}): ${one:,.2f}/month, people included; at "
+                f"  self-hosted, {head}: ${one:,.2f}/month, people included{whole}; at "
                 f"{setup.utilization:.1%} utilization ({inputs_d['utilization_how']}) {units}, "
                 f"${sh_req * 1e3:,.4f} per 1k good requests",
                 "  for the bill at your volume pass --monthly-requests or --monthly-tokens"]
@@ -208,9 +224,9 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
     return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
             f"  self-hosted bill{bought} ${month.self_host_usd:,.2f}/month for {v.requests:,.0f} requests "
             f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens): "
-            f"{month.replicas} replica{'' if month.replicas == 1 else 's'} × {setup.num_gpus} GPU ({gpu}) at "
-            f"{month.realized_utilization:.1%} utilization",
+            f"{_replicas(month.replicas, setup.num_gpus)}{gpu} at {month.realized_utilization:.1%} utilization",
             f"  {units}; " + ("no good request to price per 1k" if per_k is None else
                               f"${per_k:,.4f} per 1k good requests") +
             ("" if d["usd_per_mtok_all_tokens"] is None else
              f"; ${d['usd_per_mtok_all_tokens']:,.4f} per 1M tokens, input and output together")]
+

@@ -236,7 +236,10 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         pr = w["price"]
         row = (f"{pr['provider']} {pr['instance_type']} ({pr['pricing_model']}, as of {pr['as_of']}, "
                f"{pr['confidence']} confidence; {pr['source']})" if pr["as_of"] else pr["source"])
-        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {row}"))  # given: no date
+        mix = ("" if not pr.get("rows") else " billed, a mix: " + " + ".join(
+            f"{r['instances']} × {r['key']} at ${r['usd_per_gpu_hour']:g}/GPU-h" for r in pr["rows"]))
+        usd = f"{pr['usd_per_gpu_hour']:.4g}" if mix else f"{pr['usd_per_gpu_hour']:g}"
+        con.print(escape(f"winner's price: ${usd} per GPU-hour{mix}, {row}"))  # given: no date
         if (w.get("sizing") or {}).get("instances_how"):
             siz = w["sizing"]
             con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${siz['monthly_usd']:,.2f})"))

@@ -24,16 +24,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
+from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
 from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_WITHIN_NOISE
-from kvledger.analyses.search.screen import cheapest, price_dict, price_rows, sim_args
+from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
-from kvledger.ledgers.instances import pack
 
 __all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures"]
 
@@ -139,13 +138,6 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
                    f"last arrival as failed requests); bill = {inst['instances_how']}"}
 
 
-def billed_row(rows: tuple[Any, ...], sizing: dict[str, Any] | None) -> Any:
-    """The price row of ``rows`` whose instances the sizing's bill rents (its cheapest packing may rent another row
-    than the cheapest per GPU-hour: whole instances), or None without a bill or when it rents several."""
-    keys = (sizing or {}).get("billed_rows") or []
-    return next((r for r in rows if r.key == keys[0]), None) if len(keys) == 1 else None
-
-
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
@@ -185,34 +177,33 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))
-    row = cheapest(rows)  # it prices the tokens; the bill packs on the cheapest of ``rows``
+    row = cheapest(rows)  # with the others as options: the bill and the tokens are priced on their packing
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
                                                pr.sized is not None)
-    row, cost = _unit_cost(spec, cap, cand, rows, row, sizing)
+    packing, cost = _unit_cost(spec, cap, cand, GpuRate.from_catalog(row, rows), sizing)
     out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus, cap), "cost": cost,
-           "sizing": sizing, "price": price_dict(row)}
+           "sizing": sizing, "price": packing_price(rows, packing)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out
 
 
-def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, rows: tuple[Any, ...], row: Any,
+def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any,
                sizing: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-    """(the row that prices the tokens, the candidate's cost figures): the row the bill rents (else ``row``); the
-    per-token ledgers and USD per 1k requests at the volume carry the idle GPUs of the whole instances the bill rents
-    (``instance_sizing``'s packing, as ``cost``'s ledgers do), so that they × the volume equal the bill."""
-    from kvledger.ledgers.cost import GpuRate, SelfHostSetup, self_host_unit_ledgers
+    """(the packing priced, the candidate's cost figures): the units' engines on whole instances (``gpu``: the cheapest
+    row with the others as options), the sizing's replicas at a volume (its bill's packing), else one unit (what must
+    be rented for it, as ``cost`` prices one replica without a volume); the per-token ledgers carry that packing's idle
+    GPUs and price a mix at its bill ÷ the GPUs billed (``cost.self_host_unit_ledgers``), and USD per 1k requests is
+    its bill per unit-hour ÷ the good requests, so that they × the volume equal the bill."""
+    from kvledger.ledgers.cost import SelfHostSetup, self_host_unit_ledgers
 
-    n_gpus = cand.num_gpus
-    packing = None if sizing is None or cand.disagg else pack(GpuRate.from_catalog(row, rows), sizing["replicas"],
-                                                                cand.tp)
-    row = billed_row(rows, sizing) or row  # the row the bill rents prices the tokens too, and is the one named
+    packing = unit_packing(gpu, sizing["replicas"] if sizing else 1, engine_groups(cand))
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
+    setup = SelfHostSetup(packing.rate, cand.num_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)
-    idle = 1.0 + (sizing["idle_gpus"] / sizing["num_gpus"] if sizing and sizing["num_gpus"] else 0.0)
-    per_hour = n_gpus * (packing.usd_per_gpu_hour if packing is not None and packing.mixed else row.usd_per_gpu_hour)
-    return row, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
-                 "usd_per_mtok_output": led_out.total_usd,
-                 "usd_per_1k_requests": idle * per_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s),
-                 "usd_per_1k_requests_at_capacity": per_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-                 "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}
+    unit_hour = packing.usd_per_hour / packing.units  # one unit's share of the bill, idle GPUs included
+    at_capacity = cand.num_gpus * packing.usd_per_gpu_hour  # its own GPUs alone
+    return packing, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
+                     "usd_per_mtok_output": led_out.total_usd,
+                     "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s),
+                     "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+                     "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}

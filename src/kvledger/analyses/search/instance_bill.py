@@ -13,8 +13,9 @@ from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
+from kvledger.ledgers.packings import UnitPacking
 
-__all__ = ["engine_groups", "instance_sizing", "instance_usd_per_month"]
+__all__ = ["engine_groups", "instance_sizing", "instance_usd_per_month", "unit_packing"]
 
 
 def engine_groups(cand: Any) -> list[tuple[int, int]]:
@@ -24,12 +25,19 @@ def engine_groups(cand: Any) -> list[tuple[int, int]]:
     return [(1, cand.tp)]
 
 
+def unit_packing(gpu: Any, replicas: int, groups: list[tuple[int, int]]) -> UnitPacking:
+    """``replicas`` units' engines packed on whole instances, each width on its cheapest packing of ``gpu``'s rows
+    (one provider's: ``instances.pack``); without a volume, one unit: what must be rented for it."""
+    return UnitPacking(tuple(pack(gpu, replicas * n, k) for n, k in groups if n), replicas)
+
+
 def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
                     tier_usd_per_month: float = 0.0) -> dict[str, Any]:
     """The sizing's bill of ``replicas`` units rented at ``gpu`` (a ``GpuRate`` with its options): each group's engines
     on whole instances of its cheapest packing, + the KV tier per unit; the instance fields and the ``staircase``
     (``bands.band_sizing`` redoes the bill at other replica counts with ``instance_usd_per_month``)."""
-    packs = [pack(gpu, replicas * n, k) for n, k in groups if n]
+    unit = unit_packing(gpu, replicas, groups)
+    packs = unit.packs
     rent = sum(p.usd_per_hour for p in packs) * HOURS_PER_MONTH  # a mix of instance sizes: each row's instances
     tier = f" + {replicas} × tier ${tier_usd_per_month:,.2f}/month" if tier_usd_per_month else ""
     words = " + ".join(f"{p.words()} at " + " + ".join(f"${r.usd_per_gpu_hour:g}/GPU-h"
@@ -39,7 +47,7 @@ def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
     return {"monthly_usd": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
             "gpus_per_instance": max(p.gpus_per_instance for p in packs), "idle_gpus": sum(p.idle_gpus for p in packs),
             "instance_type": " + ".join(dict.fromkeys(r.instance_type for p in packs for r, _ in p.rows)),
-            "instance_usd_per_gpu_hour": packs[0].usd_per_gpu_hour,
+            "instance_usd_per_gpu_hour": unit.usd_per_gpu_hour,  # a mix over the packs: bill ÷ GPUs billed
             "instance_choice": "; ".join(p.choice() for p in packs if p.choice()) or None,
             "staircase": [{"engines_per_unit": n, "gpus_per_engine": k, "steps": staircase(gpu, k)}
                           for n, k in groups if n],
@@ -52,3 +60,4 @@ def instance_usd_per_month(sizing: dict[str, Any], replicas: int) -> float:
     + their KV tier, USD per month."""
     hourly = sum(staircase_usd_per_hour(g["steps"], replicas * g["engines_per_unit"]) for g in sizing["staircase"])
     return hourly * HOURS_PER_MONTH + replicas * sizing["tier_usd_per_month_per_unit"]
+

@@ -26,7 +26,8 @@ from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
 
-__all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest", "plan_figures"]
+__all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest", "plan_figures", "price_dict",
+           "packing_price"]
 
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
@@ -77,13 +78,13 @@ def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapp
 def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
               gpus_per_replica: int = 1) -> Any:
     """The cheapest per GPU-hour of ``price_rows`` (ties go to the first in the file), or None when there is none.
-    The monthly bill packs the replicas on the cheapest of ``price_rows`` (``evaluate``); this row prices the tokens."""
+    The monthly bill and the tokens are priced on the cheapest packing of ``price_rows`` (``evaluate``)."""
     return cheapest(price_rows(gpu_id, provider, usd_per_gpu_hour, gpus_per_replica))
 
 
 def cheapest(rows: tuple[Any, ...]) -> Any:
-    """The row of ``rows`` cheapest per GPU-hour (ties: the first in the file), or None when there is none: it
-    prices a candidate's tokens (``price_row``, ``evaluate``)."""
+    """The row of ``rows`` cheapest per GPU-hour (ties: the first in the file), or None when there is none: a planned
+    candidate's price and the rate whose options ``evaluate`` packs (``price_row``)."""
     return min(rows, key=lambda r: r.usd_per_gpu_hour) if rows else None
 
 
@@ -111,6 +112,25 @@ def price_dict(row: Any) -> dict[str, Any]:
     return {"usd_per_gpu_hour": row.usd_per_gpu_hour, "provider": row.provider, "instance_type": row.instance_type,
             "pricing_model": row.pricing_model, "as_of": row.as_of, "confidence": row.confidence,
             "source": row.source if row.provider_type == "user" else f"gpu_prices.csv {row.key}; {row.source}"}
+
+
+def packing_price(rows: tuple[Any, ...], packing: Any) -> dict[str, Any]:
+    """A candidate's ``price``: the price row its packing rents (``screen.price_dict``), or for a mix of rows the
+    first row's with the mix's USD per billed GPU-hour (the bill ÷ the GPUs billed, as its ledgers price), every row
+    (``rows``: key, instances, GPUs per instance, USD per GPU-hour) and the lowest confidence among them."""
+    from kvledger.ledgers.packings import packing_rows
+
+    by_key = {r.key: r for r in rows}
+    first = by_key.get(packing.rate.key, rows[0])
+    if not packing.mixed:
+        return price_dict(first)
+    rented = [by_key[r.key] for r, _ in packing.rows if r.key in by_key]
+    rank = ("low", "medium", "high")
+    worst = min((r.confidence for r in rented), key=lambda c: rank.index(c) if c in rank else len(rank))
+    return {**price_dict(first), "usd_per_gpu_hour": packing.usd_per_gpu_hour, "confidence": worst,
+            "instance_type": " + ".join(r.instance_type for r in rented),
+            "source": "; ".join(f"gpu_prices.csv {r.key}; {r.source}" for r in rented),
+            "rows": packing_rows(packing)}
 
 
 def _reject(cand: Candidate, reason: str, detail: str, **extra: Any) -> dict[str, Any]:

@@ -4,7 +4,8 @@ launch commands) so that the ranking, both frontiers and the winner take it like
 the same setup on more GPUs.
 
 Cost: ``self_host_unit_ledgers`` with the tier as a line item (``ledgers/tier_items.py``; the user's price, else the
-bundled row of ``catalog/tier_prices.py``); the unit's hour costs its GPUs plus the tier's month ÷ 730 h. "Beats more
+bundled row of ``catalog/tier_prices.py``); the unit's hour costs its share of the packing's bill (whole instances,
+idle GPUs included, as ``evaluate`` prices colocated candidates) plus the tier's month ÷ 730 h. "Beats more
 GPUs": the variant against the same GPU, KV dtype and engine settings without a tier — the candidate itself (more
 replicas for the load) and every feasible candidate with a larger TP — on the monthly bill for the load
 (``--rate``/``--monthly-tokens``/``--session-rate``), else on USD per 1k requests at capacity.
@@ -51,40 +52,43 @@ def _points(p: TierProber, b: float, num_gpus: int, target: float) -> list[dict[
 
 
 def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
-                     tier: tuple[Any, float]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """(the variant's cost per token and per request, its sizing for the spec's load or None without one) at capacity
-    ``cap``, the GPUs priced as the colocated candidates are and the tier's bill (``tier``: the bill, USD per month
-    per unit) added."""
+                     tier: tuple[Any, float]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+    """(the variant's cost per token and per request, its sizing for the spec's load or None without one, its
+    ``price``: the row or mix rented, ``screen.packing_price``) at capacity
+    ``cap``, the GPUs priced as the colocated candidates are (``evaluate``: the packing of the sizing's replicas, else
+    of one unit, on whole instances: idle GPUs billed, a mix at its bill ÷ the GPUs billed) and the tier's bill
+    (``tier``: the bill, USD per month per unit) added."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load
-    from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing
-    from kvledger.analyses.search.screen import price_rows
+    from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
+    from kvledger.analyses.search.screen import cheapest, packing_price, price_rows
     from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, self_host_unit_ledgers
 
     bill, tier_month = tier
     groups = engine_groups(cand)
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in groups))
-    row = min(rows, key=lambda r: r.usd_per_gpu_hour)  # as screen.price_row: it prices the tokens
-    unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
+    gpu = GpuRate.from_catalog(cheapest(rows), rows)  # the cheapest row, the others its options (as evaluate)
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None
     if rate is not None:
         replicas, realized = size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
-        inst = instance_sizing(GpuRate.from_catalog(row, rows), replicas, groups, tier_month)
+        inst = instance_sizing(gpu, replicas, groups, tier_month)
         sizing = {"rate_req_per_s": rate, "capacity_req_per_s": cap.sizing_req_per_s, "replicas": replicas,
                   "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
                   "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
+    packing = unit_packing(gpu, sizing["replicas"] if sizing else 1, groups)
     u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(GpuRate.from_catalog(row), cand.num_gpus, u,
+    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(packing.rate, cand.num_gpus, u,
                                                                 max_utilization=spec.max_utilization,
-                                                                kv_tiers=bill))
-    unit_hour = unit_month / HOURS_PER_MONTH
+                                                                kv_tiers=bill), packing=packing)
+    unit_hour = packing.usd_per_hour / packing.units + tier_month / HOURS_PER_MONTH  # idle GPUs included
+    at_capacity = cand.num_gpus * packing.usd_per_gpu_hour + tier_month / HOURS_PER_MONTH  # its own GPUs alone
     cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
             "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * u * cap.goodput_req_per_s),
-            "usd_per_1k_requests_at_capacity": unit_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
             "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
             "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
-    return cost, sizing
+    return cost, sizing, packing_price(rows, packing)
 
 
 def _tier_bill(base: dict[str, Any], opt: Any, prices: dict[str, float | None],
@@ -154,9 +158,9 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         notes.append(note)
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
     cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b)
-    cost, sizing = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
+    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
-           "cost": cost, "sizing": sizing}
+           "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return {**out, "launch": _launch(launch, opt, cand.tp)}
 
