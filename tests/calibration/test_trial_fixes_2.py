@@ -201,8 +201,8 @@ def test_a_saturated_held_out_run_is_flagged_under_the_leave_one_out_table():
     calm = next(line for line in out.splitlines() if "calm" in line)
     assert "⚠" in queued and "⚠" not in calm
     assert queued.count("⚠") == 1  # on its one latency error, not on the missing ones (—) nor on throughput
-    assert ("WARNING: saturated run(s) left out (⚠: a queue that kept growing, or a stage whose client fell behind its "
-            "rate): queued;") in out
+    # only its replay queued: the fit on the others predicts a queue the measured run did not have (a real miss)
+    assert ("WARNING: the prediction saturates where the measured run did not (⚠), for run(s) left out: queued;") in out
 
 
 def test_a_stage_that_fell_behind_is_flagged_saturated_in_both_tables(fitted_on, tmp_path):
@@ -223,3 +223,7 @@ def test_a_stage_that_fell_behind_is_flagged_saturated_in_both_tables(fitted_on,
     warned = [line for line in res.output.splitlines() if line.startswith("WARNING: saturated run(s)")]
     assert [w.split(" (⚠")[0] for w in warned] == ["WARNING: saturated run(s)", "WARNING: saturated run(s) left out"]
     assert all("stage_4_lifecycle_metrics" in w.split(";")[0] for w in warned)
+    assert not any("stage_3_lifecycle_metrics" in w for w in warned)  # it kept up: not a saturated run
+    missed = [line for line in res.output.splitlines() if line.startswith("WARNING: the prediction saturates")]
+    assert missed and all("stage_3_lifecycle_metrics; the " in m and "predicts a queue that the measured run did not "
+                          "have: its capacity is underestimated" in m for m in missed)

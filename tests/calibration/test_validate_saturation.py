@@ -45,7 +45,9 @@ def test_validate_prints_the_warning_next_to_latency_rows_only():
     assert "+900.0% ⚠" in next(x for x in lines if "TTFT mean" in x)  # the warning below says what ⚠ means
     assert "⚠" not in next(x for x in lines if "│ throughput" in x)
     text = " ".join(lines)
-    assert "the simulated run is saturated" in text and "throughput is the figure to compare" in text
+    # only the replay queued: the prediction's miss, not a queue to discount (the measured run kept up)
+    assert "the simulated run is saturated where the measured run is not" in text
+    assert "its capacity is underestimated" in text and "throughput is the figure to compare" not in text
 
 
 def test_calibrate_marks_saturated_runs_in_its_error_table():
@@ -62,15 +64,24 @@ def test_calibrate_marks_saturated_runs_in_its_error_table():
     assert "⚠" not in next(x for x in lines if "steady" in x)
     behind = next(x for x in lines if "│ behind" in x)
     assert "+900.0% ⚠" in behind and "-51.0% ⚠" not in behind
-    assert ("saturated run(s) (⚠: a queue that kept growing, or a stage whose client fell behind its rate): behind" in
-            " ".join(lines))
+    # "behind" queued in the replay only: a real miss of the prediction, not a saturated run
+    assert ("WARNING: the prediction saturates where the measured run did not (⚠), for run(s): behind; the fitted "
+            "profile predicts a queue that the measured run did not have: its capacity is underestimated, and these "
+            "latency errors are a real miss, not a queue to discount.") in " ".join(lines)
+    assert "saturated run(s)" not in " ".join(lines)
+    both = [{"label": "both", "ttft_mean_rel_error": 0.1, "saturated": saturation(BEHIND, BEHIND)}]
+    con = Console(record=True, width=300)
+    saturated_runs_warning(both, con)
+    assert con.export_text().startswith("WARNING: saturated run(s) (⚠: a queue that kept growing")
 
 
 def test_the_warning_agrees_with_how_many_runs_grew_and_gives_each_note_its_line():
     from kvledger.report.calibration_view import saturation_warning
 
     one = saturation_warning(saturation(STEADY, BEHIND))
-    assert one.startswith("WARNING: the simulated run is saturated (why, below):")
+    assert one.startswith("WARNING: the simulated run is saturated where the measured run is not (why, below): the "
+                          "prediction has a queue that the measured run did not have, so its capacity is "
+                          "underestimated; its latency errors (⚠) are a real miss, not a queue to discount.")
     both = saturation_warning(saturation(BEHIND, BEHIND)).splitlines()
     assert both[0].startswith("WARNING: the measured and the simulated runs are saturated (why, below):")
     # one line per side's note, measured first (sorted), after the warning

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, rules_version
 
 __all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX"]
 
@@ -26,10 +26,13 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
     if eng == "vllm" and (tiers.kv_offloading_backend or "native") == "lmcache":
         notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out))
     elif eng == "vllm":
+        opt_in = ("ARC and store_threshold reuse gating are opt-in extra_config in 0.33.0"
+                  if rules_version(plan.settings.engine_version) >= (0, 33, 0) else
+                  "ARC is opt-in extra_config, eviction_policy, as from vLLM 0.11.1")
         notes.append("vLLM OffloadingConnector: every newly computed full block is stored to the CPU tier as it is "
-                     "computed (write-through, kv_offload LRU; ARC and store_threshold reuse gating are opt-in "
-                     "extra_config in 0.33.0); a request whose prefix hits the CPU tier waits for the load "
-                     "(WAITING_FOR_REMOTE_KVS) before it is scheduled, so the load is on its TTFT, not on the step")
+                     f"computed (write-through, kv_offload LRU; {opt_in}); a request whose prefix hits the CPU tier "
+                     "waits for the load (WAITING_FOR_REMOTE_KVS) before it is scheduled, so the load is on its TTFT, "
+                     "not on the step")
     elif eng == "sglang":
         notes.append(f"SGLang HiCache ({tiers.write_policy}): load_back of host-resident prefix nodes runs at "
                      "admission, layer by layer beside the forward pass (break-even uses max(load, compute)); loads "

@@ -10,7 +10,8 @@ Rules read from engine code:
   refused in 0.11.1–0.13.0 ("You must set kv_offloading_size when kv_offloading_backend is set") and silently
   ignored from 0.14.0 (offloading needs the size).
 * native capacity: up to 0.14.0 ``kv_bytes_per_rank = size × 2^30 / (TP × PP)`` and one CPU block per GPU block
-  (``offloaded_block_size`` = ``block_size``); 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
+  (``offloaded_block_size`` = ``block_size``); 0.19.0 and 0.20.0 (``CPUOffloadingSpec``) count the same blocks as
+  ``size × 2^30 // (bytes per block × world_size)``; 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
   ``cpu_bytes_to_use = size × 2^30`` into chunks of ``worker_kv_bytes_per_block × world_size × blocks_per_chunk``
   bytes rounded up to the host page (4,096 B), ``blocks_per_chunk = 1``; a pure-MLA model at TP > 1 without
   PP keeps one copy (``replicated_layout``: every rank's latent KV is identical), not ``world_size``.
@@ -39,7 +40,7 @@ from kvledger.units import GiB
 __all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
            "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
            "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION",
-           "EVICTION_POLICIES", "HICACHE_PREFETCH_POLICIES"]
+           "EVICTION_POLICIES", "HICACHE_PREFETCH_POLICIES", "CPU_SPEC_READ"]
 
 HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
 LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
@@ -113,6 +114,12 @@ class TierSettings:
     def any_set(self) -> bool:
         return (self.kv_offloading_size_gib is not None or self.kv_offloading_backend is not None
                 or self.enable_hierarchical_cache or self.nvme_gib is not None or self.remote_gib is not None)
+
+
+CPU_SPEC_READ = (0, 19, 0)
+"""The first release read whose native capacity rule is ``CPUOffloadingSpec``'s (0.19.0 and 0.20.0: ``cpu_bytes_to_use =
+size × 2^30`` over ``page_size × layers × world_size`` per block, no host-page rounding): the same count as 0.14.0's
+per-rank rule, worded as that release's code words it (0.15.0–0.18.0 were not read)."""
 
 
 def rules_version(v: str | None) -> tuple[int, ...]:
@@ -235,7 +242,7 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
     if backend == "lmcache":
         chunk = LMCACHE_CHUNK_TOKENS * bytes_per_block / block_size
         n = int(total / world_size // chunk)
-        src = ("lmcache.max_local_cpu_size = size / ranks (vLLM 0.12.0)" if version < (0, 33, 0) else
+        src = ("lmcache.max_local_cpu_size = size / ranks (read in vLLM 0.12.0 and 0.19.0)" if version < (0, 33, 0) else
                "assumed the LMCache server's budget: vLLM 0.33.0 does not pass the size on")
         per_token = chunk / LMCACHE_CHUNK_TOKENS
         rule = (f"{size_gib:g} GiB / {_ranks(world_size)} // ({LMCACHE_CHUNK_TOKENS} tokens × {per_token:,.0f} "
@@ -251,8 +258,13 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
                 f"{HOST_PAGE_BYTES} B) = {n:,} (vLLM 0.33.0 CPUOffloadingSpec; blocks_per_chunk 1)")
         return n * block_size, block_size, rule
     n = int(total / world_size // bytes_per_block)
-    rule = (f"kv_bytes_per_rank = {size_gib:g} × 2^30 B / {_ranks(world_size)}; ÷ {bytes_per_block:,.0f} B per block "
-            f"= {n:,} CPU blocks (vLLM 0.11.1–0.14.0: one CPU block per GPU block)")
+    if version >= CPU_SPEC_READ:  # the same count, over every rank's copy of a block
+        rule = (f"num_blocks = {size_gib:g} × 2^30 B // ({bytes_per_block:,.0f} B per block × {_ranks(world_size)}) "
+                f"= {n:,} CPU blocks (vLLM CPUOffloadingSpec as read in 0.19.0 and 0.20.0: cpu_bytes_to_use over "
+                "every rank's copy of a block, one CPU block per GPU block)")
+    else:
+        rule = (f"kv_bytes_per_rank = {size_gib:g} × 2^30 B / {_ranks(world_size)}; ÷ {bytes_per_block:,.0f} B per "
+                f"block = {n:,} CPU blocks (vLLM 0.11.1–0.14.0: one CPU block per GPU block)")
     return n * block_size, block_size, rule
 
 

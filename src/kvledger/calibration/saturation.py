@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["saturation", "compared_saturation", "waits_grew", "WAIT_GROWTH"]
+__all__ = ["saturation", "compared_saturation", "waits_grew", "WAIT_GROWTH", "measured_saturated"]
 
 #: the last quarter of arrivals waiting this many times longer for a first token (medians) than the first quarter, and
 #: longer than the arrivals took, is a queue that outlasted the load (``waits_grew``)
@@ -78,3 +78,9 @@ def compared_saturation(run: Any, stage: Any, simulated: Any) -> dict[str, Any] 
         return got
     got = got or {"sides": [], "notes": []}
     return {"sides": sorted({*notes, *got["sides"]}), "notes": [*notes.values(), *got["notes"]]}
+
+
+def measured_saturated(sat: Any) -> bool:
+    """Whether a row's ``saturated`` (``compared_saturation``: a dict of sides, or a bool in older files)
+    says the measured run saturated; False when only the prediction did (its queue is the step cost's miss)."""
+    return bool(sat) and (not isinstance(sat, dict) or "measured" in sat.get("sides", ()))

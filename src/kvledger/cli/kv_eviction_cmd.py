@@ -24,7 +24,8 @@ __all__ = ["register"]
 
 def kv_eviction(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9)."),
+    evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9); "
+                                       "with --layout sink-window, --window may stand in for it.  [required]"),
     layout: str = typer.Option("scattered", "--layout", help="scattered, worst, sink-window or clustered."),
     sink_tokens: int = typer.Option(4, "--sink-tokens", help="sink-window: tokens kept at the start (StreamingLLM uses "
                                                              "4)."),

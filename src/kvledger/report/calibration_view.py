@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
+from kvledger.calibration.saturation import measured_saturated
 from kvledger.calibration.stage_notes import FILE_TPOT
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
@@ -61,15 +62,25 @@ def error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
     return t
 
 
-def saturated_runs_warning(rows: list[dict[str, Any]], con: Console, key: str = "label", where: str = "") -> None:
-    """The warning under a table whose rows (named by ``key``) include saturated runs (⚠), once; ``where``: which
-    table, in words, when it is not the fitted runs'."""
-    sat = [str(r[key]) for r in rows if r.get("saturated")]
-    if sat:
+def saturated_runs_warning(rows: list[dict[str, Any]], con: Console, key: str = "label", where: str = "",
+                           fitted_by: str = "the fitted profile") -> None:
+    """The warnings under a table whose rows (named by ``key``) include saturated runs (⚠), once each: runs measured
+    saturated (their latency errors measure the queue), and runs only the prediction saturated (``fitted_by``, in
+    words, predicts a queue the measured run did not have: a real miss); ``where``: which table, when not the fitted
+    runs'."""
+    sat = [r for r in rows if r.get("saturated")]
+    measured = [str(r[key]) for r in sat if measured_saturated(r["saturated"])]
+    predicted = [str(r[key]) for r in sat if not measured_saturated(r["saturated"])]
+    if measured:
         con.print(f"WARNING: saturated run(s){where} (⚠: a queue that kept growing, or a stage whose client fell "
-                  f"behind its rate): {escape(', '.join(sat))}; their "
+                  f"behind its rate): {escape(', '.join(measured))}; their "
                   "latency errors measure the queue, not the engine, and are not meaningful; throughput is the "
                   "figure to compare.")
+    if predicted:
+        con.print(f"WARNING: the prediction saturates where the measured run did not (⚠), for run(s){where}: "
+                  f"{escape(', '.join(predicted))}; {fitted_by} predicts a queue that the measured run did not "
+                  "have: its capacity is underestimated, and these latency errors are a real miss, not a queue to "
+                  "discount.")
 
 
 def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
@@ -86,7 +97,7 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     saturated_runs_warning(p["runs"], con)
     if p["leave_one_out"]:
         con.print(error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
-        saturated_runs_warning(p["leave_one_out"], con, "run", " left out")
+        saturated_runs_warning(p["leave_one_out"], con, "run", " left out", "the model fitted without it")
     for n in p.get("notes", []):
         con.print(f"note: {escape(n)}")
     q = fit_quality_warning(p, con)
@@ -178,7 +189,7 @@ def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
         return
     con.print(error_table("leave-one-out: each run under the fractions fitted on the others (a prediction's error)",
                           loo, "run"))
-    saturated_runs_warning(loo, con, "run", " left out")
+    saturated_runs_warning(loo, con, "run", " left out", "the profile fitted without it")
     links = any(r.get("allreduce_link_share") is not None for r in loo)
     con.print("fractions fitted without each run: " + "; ".join(
         f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}"
@@ -191,10 +202,14 @@ def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
 def saturation_warning(sat: dict[str, Any]) -> str:
     """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
     sides = sat["sides"]
+    notes = "".join(f"\n  {escape(n)}" for n in sat["notes"])
+    if sides == ["simulated"]:
+        return ("WARNING: the simulated run is saturated where the measured run is not (why, below): the prediction "
+                "has a queue that the measured run did not have, so its capacity is underestimated; its latency "
+                "errors (⚠) are a real miss, not a queue to discount." + notes)
     which = f"the {sides[0]} run is" if len(sides) == 1 else f"the {' and the '.join(sides)} runs are"
     return (f"WARNING: {which} saturated (why, below): latency errors (⚠) measure the queue, not the engine, and are "
-            f"not meaningful; throughput is the figure to compare."
-            + "".join(f"\n  {escape(n)}" for n in sat["notes"]))
+            f"not meaningful; throughput is the figure to compare." + notes)
 
 
 def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:

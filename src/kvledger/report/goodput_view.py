@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kvledger.ledgers.goodput import GoodputResult
 
 __all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources', 'single_answer',
-           'FIXED_RATE_NO_BAND']
+           'best_answer', 'FIXED_RATE_NO_BAND']
 
 
 #: why a simulated run at a given rate prints no band on its goodput (``goodput --simulate`` without ``--target``)
@@ -132,6 +132,14 @@ def single_answer(r: Any) -> str:
             f"requests within the SLO)" + (f" — {what}" if what else ""))
 
 
+def best_answer(results: list[Any], empty: dict[int, str]) -> str:
+    """Several runs' answer, first: ``single_answer`` of the one with the most good req/s among those where some
+    request completed (``empty``: those without), named as its section below is."""
+    k, best = max(((k, r) for k, r in enumerate(results, start=1) if k not in empty),
+                  key=lambda kr: kr[1].goodput_req_per_s or 0.0)
+    return f"{single_answer(best)}; the best of {len(results)} runs: {_run_name(k, best)} (each run in the table)"
+
+
 def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -145,6 +153,8 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     empty = _nothing_measured(results)
     if boundary is None and len(results) == 1 and not empty:  # one run: its goodput is the answer
         con.print(escape(single_answer(results[0])))
+    elif boundary is None and len(results) > len(empty):  # several runs: the best one's goodput
+        con.print(escape(best_answer(results, empty)))
     for k, line in empty.items():  # before the table, whose zeros for such a run are not a measurement
         run = f"run {_run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
         con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
