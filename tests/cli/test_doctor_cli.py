@@ -332,3 +332,34 @@ def test_the_tokens_per_request_name_the_lines_they_come_from():
                        "--gpu", "H100").stdout.split())
     assert ("each running request holds ≈3,290 tokens (usage × slots ÷ running, the median over the 4 metrics lines "
             "at ≥ 90% KV usage: lines 11, 12, 13, 14)") in out
+
+
+STARTUPS_0_19 = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19" / "logs"
+
+
+def test_the_brief_remedy_lines_say_what_they_cost(tmp_path):
+    # the Llama-3.1-8B start-up (29,751 blocks) and three metrics lines at ≥ 99.6% KV, 57–58 running: ≈8,182 tokens each
+    line = ("(APIServer pid=1) INFO 04-22 00:10:{} [v1/metrics/loggers.py:259] Engine 000: Avg prompt throughput: "
+            "18000.0 tokens/s, Avg generation throughput: 4300.0 tokens/s, Running: {} reqs, Waiting: 60 reqs, "
+            "{}GPU KV cache usage: {}%, Prefix cache hit rate: 0.0%\n")
+    log = tmp_path / "preempted.log"
+    log.write_text((STARTUPS_0_19 / "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log").read_text()
+                   + line.format(10, 58, "", 99.6) + line.format(20, 57, "Preemptions: 14, ", 99.8)
+                   + line.format(30, 58, "Preemptions: 11, ", 99.7))
+    r = run(log)
+    assert r.exit_code == 0
+    out = r.stdout
+    assert ("→ --max-model-len 4096: would refuse the requests observed (they hold more than 4,096 tokens each at "
+            "saturation): no remedy for this traffic") in out
+    assert "→ --tensor-parallel-size 2: 65,315 blocks per replica of 2 GPUs (1 as logged), 127 requests" in out
+    assert "29,752" not in out and "→ as logged: 29,751 blocks per replica, 58 requests" in out
+
+
+def test_a_stand_in_config_and_a_contradicting_gpu_are_said_in_the_brief_reading():
+    logs = STARTUPS_0_19
+    out = run(logs / "deepseek-ai-deepseek-v2---h100-80gb--tp1pp1dp1--8192.log").stdout
+    assert "model: 'deepseek-ai/DeepSeek-V2-Lite-Chat' (log line 3) is not bundled; the bundled " \
+           "deepseek-ai/DeepSeek-V2-Lite stands in for it" in out
+    out = run(logs / "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log", "--gpu", "A100-80GB").stdout
+    assert "WARNING: --gpu A100-80GB (NVIDIA A100 80GB SXM4) is not the GPU this log ran on" in out
+    assert "kvledger 58.17 GiB (+0.06 GiB, +0.1%, within the 2%" in out

@@ -144,11 +144,31 @@ def _available_kv(cmp: Any) -> str | None:
             f"{kv.difference / kv.log_value:+.1%}, within the {MEMORY_TOLERANCE:.0%} its memory plan is validated to)")
 
 
+def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
+    """One remedy in a line: its blocks per replica and the GPUs it takes where more than one (or other than as
+    logged), the requests of the size observed it holds; a shorter limit than those requests says it would refuse
+    them; an option that adds no capacity says so."""
+    n, g = o["requests_of_observed_size"], o["gpus_per_replica"]
+    g0 = logged["gpus_per_replica"] if logged is not None else g
+    if logged is not None and n == 0 and o["max_model_len"] < logged["max_model_len"]:
+        return (f"would refuse the requests observed (they hold more than {o['max_model_len']:,} tokens each at "
+                "saturation): no remedy for this traffic")
+    gpus = f" of {g} GPUs ({g0} as logged)" if g != g0 else (f" of {g} GPUs" if g > 1 else "")
+    same = logged is not None and o is not logged and (o["num_gpu_blocks"], n) == (
+        logged["num_gpu_blocks"], logged["requests_of_observed_size"])
+    return (f"{o['num_gpu_blocks']:,} blocks per replica{gpus}"
+            + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
+            + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of preempting it; "
+               "--verbose says how)" if same else ""))
+
+
 def _brief(con: Any, rep: Any) -> None:
     """The answer in a few lines: does the ledger reproduce the start-up, and what each diagnosis found."""
     from rich.markup import escape
 
     cmp = rep.startup
+    for n in (x for x in rep.notes if x.startswith("model: ")):  # a bundled config standing in for the log's model
+        con.print(escape(n))
     if cmp is None:
         con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")
     elif cmp.consistent is not None:
@@ -173,13 +193,7 @@ def _brief(con: Any, rep: Any) -> None:
         con.print(f"{_flag(f)} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
         logged = f.options[0] if f.options and f.options[0]["action"] in ("as logged", "as modelled") else None
         for o in f.options:
-            n = o["requests_of_observed_size"]
-            same = logged is not None and o is not logged and (o["num_gpu_blocks"], n) == (
-                logged["num_gpu_blocks"], logged["requests_of_observed_size"])
-            con.print(f"  → {escape(o['action'])}: {o['num_gpu_blocks']:,} blocks per replica"
-                      + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
-                      + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of "
-                         "preempting it; --verbose says how)" if same else ""))
+            con.print(f"  → {escape(o['action'])}: {escape(_option_line(o, logged))}")
         if f.triggered and not f.options:  # what to pass for the remedies in numbers (the finding's notes say it)
             for n in (x for x in f.notes if "for the options in numbers" in x):
                 con.print(f"  → {escape(n)}")

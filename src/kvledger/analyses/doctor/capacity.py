@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.accounting.plan import Plan
+from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
 from kvledger.analyses.doctor.context import DoctorContext, plan_with
 from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, full_with_running, tokens_per_running_request, usage_at
 from kvledger.analyses.doctor.types import Finding
@@ -232,23 +233,15 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
     else:
         notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, "
                      "and no --gpu")
-    L = base.memory.max_model_len
-    v0 = (
-        " On V0 without chunked prefill it also shrinks the profile run (fewer activation bytes)"
-        if ctx.log.generation == "v0"
-        else ""
-    )
-    half = plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget)
-    out.append((f"--max-model-len {L // 2}", half, tp,
-                "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees "
-                "no KV memory: it only refuses requests longer than the new limit (worth it when a few long requests "
-                "fill the cache)." + v0))
+    out.append(shorter_limit_option(ctx, base, budget, per_req))
     rows = []
     for action, p, gpus, detail in out:
         if isinstance(p, str):
             notes.append(f"{action}: {p}")
         else:
             rows.append(_row(action, p, per_req, gpus, detail))
+            if per_req and per_req > p.memory.max_model_len:  # the requests observed do not fit under its limit
+                rows[-1]["requests_of_observed_size"] = 0
     return rows, notes
 
 

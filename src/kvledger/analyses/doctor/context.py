@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
 from kvledger.accounting.plan import Plan, build_plan
@@ -21,11 +20,11 @@ from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
 from kvledger.analyses.doctor.log_gpu import resolve_log_gpu
+from kvledger.analyses.doctor.log_model import resolve_log_model
 from kvledger.analyses.doctor.version_from_weights import weights_release_note
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
-from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError, KvLedgerError
+from kvledger.errors import InputError
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.ranges import check_options
 from kvledger.units import GiB
@@ -59,80 +58,6 @@ class DoctorContext:
     notes: tuple[str, ...] = field(default_factory=tuple)
     gpu_known: bool = False  # --gpu, or the device the log names (else a generic GPU of the log's device total)
     weights_release: str | None = None  # version_from_weights' note (also in ``notes``), or None
-
-
-def _same_model(given: str, spec: ModelSpec, named: str) -> bool | None:
-    """Whether the log's model name and the --model spec are the same model (None: cannot tell, e.g. a local config)."""
-    from kvledger.catalog.models import resolve_bundled
-
-    logged = resolve_bundled(named) or resolve_bundled(PurePath(named).name)
-    if spec.catalog_id and logged is not None:
-        return spec.catalog_id == logged.hf_id
-    if PurePath(given).suffix == ".json" or given.startswith((".", "/", "~")):
-        return None
-    mine = _name_key(spec.catalog_id or spec.name)
-    if logged is not None:
-        return _same_key(mine, _name_key(logged.hf_id))
-    parts = PurePath(named).parts
-    if any(_same_key(mine, _name_key(p)) for p in parts[-2:] if p != parts[0] or len(parts) == 1):
-        return True  # the file or folder names the model (an org such as "meta-llama" is not compared)
-    # a hub id names its model; a local path (/models/x, ~/.cache/…) may name anything, so only a hub id can differ
-    return None if named.startswith((".", "/", "~")) or len(parts) > 2 else False
-
-
-def _same_key(a: str, b: str) -> bool:
-    """Equal, or one a prefix of the other up to a separator ("qwen3-8b" and "qwen3-8b-q4_k_m.gguf")."""
-    short, long = sorted((a, b), key=len)
-    if long == short:
-        return True
-    return any(c.isdigit() for c in short) and long.startswith(short) and long[len(short)] in "-._"
-
-
-_VARIANT = re.compile(r"(-(instruct|chat|hf|it|base|fp8|fp8-dynamic|awq|gptq|int4|int8|w8a8|w4a16|bnb-4bit))+$")
-
-
-def _name_key(name: str) -> str:
-    """A model name without org, ``Meta-`` prefix and variant suffixes (Instruct, FP8, AWQ, …): the same
-    architecture."""
-    base = PurePath(name.split(" (config of ")[0]).name.lower().removeprefix("meta-")
-    return _VARIANT.sub("", base)
-
-
-def model_mismatch(log: VllmLog, given: str, spec: ModelSpec) -> str | None:
-    """The warning when ``--model`` names another model than the one the log serves (None when they agree or it cannot
-    be told)."""
-    st = log.startup
-    named = st.model or st.served_model_name
-    if not named or _same_model(given, spec, named) is not False:
-        return None
-    field_name = "model" if st.model else "served_model_name"
-    return (f"--model {given} is not the model this log serves: the log names {named!r} (line "
-            f"{st.lines.get(field_name)}). "
-            f"The comparison below is the ledger for {given}, so it will not match the log's figures; drop --model to "
-            f"use "
-            "the log's model (when bundled) or pass its config.json")
-
-
-def _resolve_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None, str]:
-    if name:
-        spec = load_model(name)
-        named = log.startup.model or log.startup.served_model_name
-        return spec, f"--model {name}" + (f" (the log names {named!r})" if named and model_mismatch(log, name,
-            spec) else "")
-    st = log.startup
-    for field_name in ("model", "served_model_name"):
-        text = getattr(st, field_name)
-        if not text:
-            continue
-        for candidate in dict.fromkeys((text, PurePath(text).name)):
-            try:
-                return load_model(candidate, allow_hub=False), f"from the log, line {st.lines.get(field_name)}: {text}"
-            except KvLedgerError:
-                continue
-    named = st.model or st.served_model_name
-    return None, (f"the log's model {named!r} is not a bundled model or a local config" if named else "the log names "
-        "no model") + \
-        "; pass --model (a bundled name or a config.json) for the ledger comparison"
 
 
 def _tp(log: VllmLog) -> tuple[int, str]:
@@ -245,11 +170,12 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
         InputError: replicas < 1, prefix_share outside [0, 1]; UnknownNameError/ConfigError from --model/--gpu.
     """
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
-    spec, msrc = _resolve_model(log, model)
+    spec, msrc, stood_in = resolve_log_model(log, model)
     g, gsrc, known = resolve_log_gpu(log, gpu)
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
+    notes += [stood_in] if stood_in else []
     plans: list[Plan | None] = [None, None, None]
     release = None
     if spec is not None:

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.doctor.capacity import diagnose_capacity
-from kvledger.analyses.doctor.context import build_context, model_mismatch
+from kvledger.analyses.doctor.context import build_context
 from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.failure import diagnose_failure
+from kvledger.analyses.doctor.log_gpu import gpu_mismatch
+from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
 from kvledger.analyses.doctor.types import ComparisonRow, DoctorReport, Finding, StartupComparison
@@ -66,8 +68,9 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         "the log shows no line of the server serving (vLLM's 'Starting vLLM API server', uvicorn's 'Application "
         "startup complete', a metrics line): it ends during start-up — still starting, or cut — so it does not show "
         "that the server started; the figures compared are those it printed before it ends")
-    warned = tuple(w for w in (mismatch, version_mismatch(log, engine_version), unfinished, _impossible_pct(log),
-                               _cut_metrics(log)) if w)
+    warned = tuple(w for w in (mismatch, quantization_mismatch(log, model, ctx.model), gpu_mismatch(log, gpu, ctx.gpu),
+                               version_mismatch(log, engine_version),
+                               unfinished, _impossible_pct(log), _cut_metrics(log)) if w)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, warned)

@@ -14,10 +14,11 @@ from kvledger.errors import KvLedgerError
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.units import GiB
 
-__all__ = ["measured_total_device", "named_device", "resolve_log_gpu"]
+__all__ = ["gpu_mismatch", "measured_total_device", "named_device", "resolve_log_gpu"]
 
 #: the architecture a FlashAttention version implies in vLLM's attention backend: 3 only on Hopper
 FA_VERSION_ARCH = {3: "sm90"}
+
 
 def resolve_log_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str, bool]:
     """(the GPU doctor plans with, where it came from, whether it is a known GPU: ``--gpu`` or the device the log
@@ -84,3 +85,33 @@ def measured_total_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
                f"3 (line {st.lines['flash_attn_version']}: Hopper) is {g.name}'s measured CUDA total → {g.name}"
                + (f"; the catalog gives {others} the same total (derived): --gpu if that ran" if others else
                   "; --gpu chooses another"))
+
+
+def gpu_mismatch(log: VllmLog, given: str | None, g: GpuSpec | None) -> str | None:
+    """The warning when ``--gpu`` contradicts the log (None when none was given or nothing contradicts it): the device
+    the log names is another catalog GPU, its device total lies outside the GPU's range over drivers (±0.005 GiB for
+    the log's 2 decimals), or its FlashAttention version implies another architecture (3: Hopper only). The plan then
+    takes that GPU's defaults (vLLM's batch limits, its non-torch memory), not those of the device that ran."""
+    if not given or g is None:
+        return None
+    st, why = log.startup, []
+    if st.device_name:
+        try:
+            named = resolve_gpu(st.device_name)
+        except KvLedgerError:
+            named = None
+        if named is not None and named.name != g.name:
+            why.append(f"the log names the device {st.device_name!r} (line {st.lines['device_name']}) → {named.name}")
+    total = st.total_gpu_memory_bytes
+    if total and not g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200:
+        why.append(f"the log's device total is {total / GiB:.2f} GiB (line {st.lines['total_gpu_memory_bytes']}), "
+                   f"{g.name}'s {g.memory_bytes / GiB:.2f} GiB")
+    arch = FA_VERSION_ARCH.get(st.flash_attn_version or 0)
+    if arch and g.arch and g.arch != arch:
+        why.append(f"the log uses FlashAttention {st.flash_attn_version} (line {st.lines['flash_attn_version']}), "
+                   f"which vLLM picks only on Hopper ({arch}); {g.name} is {g.arch}")
+    if not why:
+        return None
+    return (f"--gpu {given} ({g.name}) is not the GPU this log ran on: " + "; ".join(why) + ". The ledger below "
+            f"plans {g.name} (its device total, non-torch memory and vLLM's default batch limits where the log prints "
+            "none), so it may not match the log's figures; drop --gpu to use the log's device")

@@ -102,6 +102,13 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("Chunked prefill is enabled",
      re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(" + _INT + r")"),
      _fixed(max_num_batched_tokens=lambda m: int(m.group(1)), enable_chunked_prefill=True)),
+    # engine/arg_utils.py (V1, DEBUG): the batch limits vLLM chose where the user set none, after its caps
+    # (min(default, max_num_seqs × max_model_len) tokens; min(default, tokens) seqs; read in the 0.19.0 wheel): the
+    # default depends on the GPU (≥70 GiB and not an A100: 8192/1024 for the server), so the log's figure is the one
+    ("Defaulting max_num_batched_tokens", re.compile(r"Defaulting max_num_batched_tokens to (" + _INT + r")"),
+     _fixed(max_num_batched_tokens=lambda m: int(m.group(1)))),
+    ("Defaulting max_num_seqs", re.compile(r"Defaulting max_num_seqs to (" + _INT + r")"),
+     _fixed(max_num_seqs=lambda m: int(m.group(1)))),
     ("max model len", re.compile(r"Using max model len (" + _INT + r")"),
      _fixed(max_model_len=lambda m: int(m.group(1)))),
     ("weights took", re.compile(r"Loading model weights took (" + _NUM + r") ?(GB|GiB)"), _weights),
