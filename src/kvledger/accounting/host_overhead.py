@@ -224,7 +224,17 @@ class HostStepCost:
                                  shape.prefill_attn_pairs, shape.num_decode_seqs, shape.decode_kv_tokens)
 
     def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
-        return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
+        """``step_time_of`` of each pure-decode step, s: the wrapped model's own list where it has one (bit for bit its
+        ``step_time_of``, the StepCostModel contract), the host term applied as ``HostOverhead.step`` applies it."""
+        own = getattr(self.inner, "decode_steps_list", None)
+        if own is None or num_seqs == 0:
+            return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
+        h, gpus = self.host, own(num_seqs, kv_tokens, num_steps)
+        if num_seqs > h.graph_max_batch:  # eager: max(GPU work, launches), as step's t
+            launch = h.launch_s
+            gpus = [g if g >= launch else launch for g in gpus]
+        cpu = h.step_s + h.seq_s * num_seqs
+        return [g if g >= cpu else cpu for g in gpus] if h.overlap else [g + cpu for g in gpus]
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
         return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)

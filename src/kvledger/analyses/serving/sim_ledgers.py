@@ -264,8 +264,10 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
     """
     from kvledger.analyses.serving import sim_cache
 
-    # an identical earlier request's run, from the on-disk store (sim_cache.py); not with a progress display
-    key = sim_cache.cache_key(args, synthetic, record_steps, record_token_times, stop) if progress is None else None
+    # an identical earlier request's run, from the on-disk store (sim_cache.py); not with a progress display, and no
+    # key to hash (the package's files among its parts) with the store off
+    key = (sim_cache.cache_key(args, synthetic, record_steps, record_token_times, stop)
+           if progress is None and sim_cache.enabled() else None)
     return sim_cache.cached_run(key, lambda: run_prepared(prepare_run(args, synthetic), args, synthetic,
                                                          record_steps=record_steps, progress=progress,
                                                          record_token_times=record_token_times, stop=stop))

@@ -18,6 +18,7 @@ from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
+from kvledger.analyses.serving.step_cost_memo import kept_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -116,11 +117,12 @@ def plan_engine(a: SimRequestArgs) -> str:
 def load_plan(a: SimRequestArgs):
     """The memory plan for the user's model, GPU and flags (the KV pool the simulator serves from): SGLang's
     (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise. Cached per (model, GPU,
-    settings), a file's modification time in the key: a load or capacity search builds the plan once for its probes."""
+    settings), a file's modification time in the key: a load or capacity search builds the plan once for its probes,
+    and a configuration search once per candidate (its screening plans every candidate first: up to 128 kept)."""
     key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), _mtime(a.model), _mtime(a.gpu))
     hit = _PLANS.get(key)
     if hit is None:
-        if len(_PLANS) >= 16:
+        if len(_PLANS) >= 128:
             _PLANS.pop(next(iter(_PLANS)))
         hit = _PLANS[key] = _build_plan(a)
     return hit
@@ -247,7 +249,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     sched, notes = scheduler_overrides(a, plan, user_mnbt)  # the engine's own rules for these flags
     overrides.update(sched)
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
-    cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling, batching=config.batching)
+    cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     given = workload is not None
     workload, n, info = workload if given else _workload(a, requests, label)
     if not given and requests is None:

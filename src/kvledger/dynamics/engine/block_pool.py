@@ -37,6 +37,8 @@ from collections import deque
 from itertools import compress, filterfalse, repeat
 from operator import is_not
 
+from kvledger.dynamics.engine.block_ids import free_queue
+
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
 NULL_BLOCK_ID = 0
@@ -58,7 +60,7 @@ class BlockPool:
             raise ValueError(f"num_gpu_blocks must be ≥ 2 (the null block + 1), got {num_gpu_blocks}")
         self.num_gpu_blocks = num_gpu_blocks
         self.enable_caching = enable_caching
-        self._queue: list[int] = list(range(1, num_gpu_blocks))  # free queue is _queue[_head:]
+        self._queue: list[int] = free_queue(num_gpu_blocks)  # free queue is _queue[_head:]
         self._head = 0
         self._stale: list[int] = [0] * num_gpu_blocks  # per block id: its stale entries still in the queue
         self._num_stale = 0
@@ -143,9 +145,7 @@ class BlockPool:
         """Reference count of one block, count (O(1) for cached blocks; O(N) otherwise, for tests)."""
         if self._key_of[block_id] is not None:
             return self._ref[block_id]
-        if block_id == NULL_BLOCK_ID:
-            return 0
-        return 0 if block_id in set(self.free_block_ids()) else 1
+        return 0 if block_id == NULL_BLOCK_ID or block_id in set(self.free_block_ids()) else 1
 
     def free_block_ids(self) -> list[int]:
         """The free queue, front (next allocated) to back, stale entries skipped; O(N), for tests and debugging."""
