@@ -40,6 +40,7 @@ from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ledgers.report_core import SelfHostLedgers
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume
 from kvledger.records import RunRecords
@@ -68,18 +69,12 @@ class DecisionFactors:
 
 
 @dataclass(slots=True)
-class CostReport:
+class CostReport(SelfHostLedgers):
     """Everything the cost command prints; ``__json__`` is the JSON for scripts."""
 
     __json__ = ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
                 "factors", "verdict", "headline", "secondary", "api_options", "notes", "decision", "totals", "ledgers",
                 "monthly")
-    source: str
-    slo: dict[str, Any]
-    capacity: dict[str, Any]
-    inputs: dict[str, Any]
-    self_host_input: Ledger
-    self_host_output: Ledger
     api_input: Ledger
     api_output: Ledger
     sticker: dict[str, Any]

@@ -33,6 +33,7 @@ from kvledger.ledgers.decision_notes import on_instances_words, tokens_text, vol
 from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.packings import gpu_inputs, gpu_words, packing_rows
+from kvledger.ledgers.report_core import SelfHostLedgers
 from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.tier_items import tier_usd_per_month
@@ -86,19 +87,13 @@ class SelfHostMonth:
 
 
 @dataclass(slots=True)
-class SelfHostReport:
+class SelfHostReport(SelfHostLedgers):
     """What ``cost`` prints for a model no API row serves; ``__json__`` keeps the keys of ``CostReport``'s JSON (the API
     ones None or empty) and adds ``verdict_reason``."""
 
     __json__ = ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
                 "factors", "verdict", "verdict_reason", "headline", "secondary", "api_options", "notes", "decision",
                 "totals", "ledgers", ("monthly", "month"))
-    source: str
-    slo: dict[str, Any]
-    capacity: dict[str, Any]
-    inputs: dict[str, Any]
-    self_host_input: Ledger
-    self_host_output: Ledger
     sticker: dict[str, Any]
     month: SelfHostMonth | None
     verdict_reason: str
