@@ -70,6 +70,25 @@ def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, ser
     assert ("point them at the checkpoint" in launch["note"]) == (served == str(tmp_path))
 
 
+@pytest.mark.parametrize("change", [{}, {"_name_or_path": "meta-llama/Llama-3.2-3B"}])
+def test_a_checkpoints_config_json_serves_its_folder_not_the_base_it_copies(tmp_path, change):
+    # a fine-tune keeps its base's config.json byte for byte (and often its _name_or_path): serving the bundled Hub id
+    # it matches, or the base it names, would serve the base's weights (a fresh user's trial); a file named config.json
+    # is its checkpoint folder's own, so the engine commands name that folder
+    from importlib.resources import files
+
+    raw = json.loads((files("kvledger.catalog") / "data" / "models" / "meta-llama--Llama-3.2-3B.json").read_text())
+    ckpt = tmp_path / "acme-ft-3b"
+    ckpt.mkdir()
+    cfg = ckpt / "config.json"
+    cfg.write_text(json.dumps({**raw, **change}))
+    res = _run("search", str(cfg), "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1", "--max-model-len",
+               "8K", "--show-command", "H100:tp1:kv-auto", "--json")
+    launch = json.loads(res.stdout)["launch"]
+    assert launch["vllm"].startswith(f"vllm serve {ckpt} ") and f"--model-path {ckpt} " in launch["sglang"]
+    assert "is a checkpoint's config.json" in launch["note"] and "meta-llama/Llama-3.2-3B" not in launch["vllm"]
+
+
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
     # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.19 GiB). "Bigger" needs ≥ 5% more memory, so
     # the A100-80GB (79.25 GiB) is out; the 5% steps group H100 NVL (93.14), RTX PRO 6000 (94.97) and H20 (95.14:

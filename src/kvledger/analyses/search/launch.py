@@ -122,9 +122,10 @@ def serve_model(model: str) -> tuple[str, str | None]:
     """(the model to put in ``vllm serve`` / ``--model-path``, a note when that differs from what the user gave).
 
     Both engines load a checkpoint (a Hub id or a folder with config.json, tokenizer and weights), never a bare config
-    file: a config file given to kvledger becomes its ``_name_or_path`` when it names one, else the Hub id of the
-    bundled config it is a copy of, else its folder, and the note says which (the ``kvledger plan`` check line keeps
-    the file).
+    file: a file named config.json is a checkpoint's own, so its folder (a fine-tune keeps its base's config and often
+    its ``_name_or_path``: serving those would serve the base); another config file becomes its ``_name_or_path``
+    when it names one, else the Hub id of the bundled config it is a copy of, else its folder, and the note says which
+    (the ``kvledger plan`` check line keeps the file).
     """
     from pathlib import Path
 
@@ -138,6 +139,11 @@ def serve_model(model: str) -> tuple[str, str | None]:
         return model, None
     from kvledger.catalog.jsonload import load_json_file
 
+    folder = str(path.parent)
+    if path.name == "config.json":  # a checkpoint's own config: its folder, even where it copies a bundled config or
+        # names a base model in _name_or_path (a fine-tune keeps both from its base: serving those serves the base)
+        return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
+                        "must also hold the tokenizer and weights; the check line plans the file itself")
     raw = load_json_file(path)
     shown = raw.get("_name_or_path")
     if isinstance(shown, str) and 0 < len(shown) <= 255:
@@ -148,10 +154,6 @@ def serve_model(model: str) -> tuple[str, str | None]:
     if (hf_id := bundled_id_of_config(raw)) is not None:
         return hf_id, (f"{model} is a config file standing in for a checkpoint: it is the bundled config of {hf_id}, "
                        "which the engine commands serve; the check line plans the file itself")
-    folder = str(path.parent)
-    if path.name == "config.json":
-        return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
-                        "must also hold the tokenizer and weights; the check line plans the file itself")
     return folder, (f"{model} is a config file standing in for a checkpoint: the engine commands name its folder "
                     f"{folder} — point them at the checkpoint (a Hub id, or a folder with config.json, tokenizer and "
                     f"weights); the check line plans the file itself")
