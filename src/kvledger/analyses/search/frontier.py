@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.search.order import bill_key, first_cost, usd_per_mtok_good
+from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_per_mtok_good
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
@@ -44,7 +44,7 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
 
 def _key(p: dict[str, Any]) -> tuple[float, float]:
     """A frontier point's cost as ``order.cost_key`` compares it (the bill to the cent, then USD per Mtok good)."""
-    return (bill_key(p["cost"]) if p["monthly_usd"] is not None else p["cost"]), p["usd_per_mtok_good"]
+    return (bill_key(p["cost"]) if p["monthly_usd"] is not None else p["cost"]), price_key(p["usd_per_mtok_good"])
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:

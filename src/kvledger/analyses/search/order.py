@@ -14,13 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["rank_key", "cost_key", "first_cost", "bill_key", "usd_per_mtok_good", "ranked", "TieBreak", "tie_break"]
+__all__ = ["rank_key", "cost_key", "first_cost", "bill_key", "usd_per_mtok_good", "ranked", "TieBreak", "tie_break",
+           "price_key"]
 
 
 def bill_key(monthly_usd: float) -> float:
     """A monthly bill as the ranking compares it: rounded to the cent (1 replica × 2 GPUs and 2 replicas × 1 GPU are
     one bill, whatever the order of the float products that made them)."""
     return round(monthly_usd, 2)
+
+
+def price_key(usd: float) -> float:
+    """A price as the ranking compares it: to 10 significant digits, so that float noise in the products that made
+    two equal prices (0.78548 against 0.7854800000000002: one bill over the same good tokens) is no difference and the
+    next figure decides."""
+    return float(f"{usd:.10g}")
 
 
 def usd_per_mtok_good(entry: dict[str, Any]) -> float:
@@ -36,13 +44,13 @@ def first_cost(entry: dict[str, Any]) -> float:
     """The first figure of the ranking: the monthly bill to the cent when the search sized for a load, else USD per
     1k good requests at the utilization."""
     sizing = entry.get("sizing")
-    return bill_key(sizing["monthly_usd"]) if sizing else entry["cost"]["usd_per_1k_requests"]
+    return bill_key(sizing["monthly_usd"]) if sizing else price_key(entry["cost"]["usd_per_1k_requests"])
 
 
 def cost_key(entry: dict[str, Any]) -> tuple[float, float]:
     """(:func:`first_cost`, USD per Mtok of good tokens): the cost the ranking and the cost frontier compare, the
     second figure deciding a tie of the first."""
-    return first_cost(entry), usd_per_mtok_good(entry)
+    return first_cost(entry), price_key(usd_per_mtok_good(entry))
 
 
 def rank_key(entry: dict[str, Any]) -> tuple[float, float, float]:
