@@ -30,6 +30,15 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _price(x: float) -> str:
+    """A unit price as stored, to at most 5 decimals and at least cents ($10.97906, $2.95, $20,000), so quantity × the
+    price shown gives the amount shown (a price rounded to cents did not: 5,840 × 10.98 ≠ 64,117.71)."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}" if x == int(x) else f"{x:,.2f}"
+    text = f"{x:,.5f}".rstrip("0")
+    return text + "0" * max(0, 2 - len(text.split(".")[1]))
+
+
 def _ledger_table(ledger: Any, sources: list[str], decimals: int = 4) -> Any:
     """Narrow table: item, quantity and unit, unit price, amount (``decimals`` places: 4 for a cost per 1M tokens,
     cents for a monthly bill), and a [n] reference into ``sources``."""
@@ -42,7 +51,7 @@ def _ledger_table(ledger: Any, sources: list[str], decimals: int = 4) -> Any:
         ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
         if ref not in sources:
             sources.append(ref)
-        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.{decimals}f}",
+        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _price(i.unit_price_usd), f"{i.amount_usd:,.{decimals}f}",
                   f"[{sources.index(ref) + 1}]")
     t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.{decimals}f}", "")
     return t
