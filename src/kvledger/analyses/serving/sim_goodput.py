@@ -76,7 +76,19 @@ class BoundaryFigures:
     num_requests_per_probe: int
 
     __json__ = ("**result", "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-                "goodput_at_boundary_req_per_s_per_gpu", "num_requests_per_probe")
+                "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary",
+                "num_requests_per_probe")
+    __json_optional__ = ("sustained_good_req_per_s_at_boundary",)
+
+    @property
+    def sustained_good_req_per_s_at_boundary(self) -> float | None:
+        """On the request-rate axis, the boundary rate × its probe's share within the SLO: the good req/s a replica
+        fed that rate sustains, which ``cost`` and ``search`` price (``ledgers/sustained_rate.py``); the goodput beside
+        it divides by the probe's first arrival → last finish. None on other axes or without a boundary."""
+        r = self.result
+        if r.axis != "request_rate" or r.boundary_value is None:
+            return None
+        return next((r.boundary_value * p.attainment for p in r.points if p.value == r.boundary_value), None)
 
 
 @dataclass(frozen=True)
