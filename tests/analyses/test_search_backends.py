@@ -37,7 +37,7 @@ def local_ray():
 def test_pool_with_two_workers_gives_the_same_ledger(serial_ledger, tmp_path):
     path, res = serial_ledger
     # every priced candidate fits and meets the loose SLO: L4 TP 1 and 2 (RunPod's pods rent 2 GPUs) and A10 TP 1;
-    # A10 TP 2 has no row that holds it (Lambda's gpu_1x_a10 is a one-GPU VM): rejected "no price row"
+    # A10 TP 2 has no row that holds it (Lambda's gpu_1x_a10 is a one-GPU VM): rejected "no instance holds the TP group"
     assert res.ranking == ["nvidia_l4:tp1:kv-auto", "nvidia_l4:tp2:kv-auto", "nvidia_a10:tp1:kv-auto"]
     pooled = tmp_path / "pool.jsonl"
     res2 = run_search(SPEC, AXES, ledger=pooled, workers=2, backend="pool")

@@ -101,7 +101,7 @@ def test_some_searches_decide_candidates_without_simulating_them():
     # * L4 TP 8: ≤ 16.96 req/s, ≥ ⌈120 ÷ 13.57⌉ = 9 × 8 × $0.44 × 730 = $23,126.4, beaten by H100 TP 1 ($5,891.1).
     # Simulated (the exhaustive search) each bills at least its bound, and L4 TP 8 and L40S TP 8 rank last.
     # A10G at TP ≥ 2 has no row that holds it (AWS g5.xlarge is a one-GPU VM, ledgers/instances.holds_replica):
-    # rejected "no price row" at screening, unsimulated.
+    # rejected "no instance holds the TP group" at screening, unsimulated (AWS has rows for the A10G: none wide enough).
     res, full = _pair("8b-rate")
     bounded = {e["id"]: e for e in res.entries if e["status"] == "bounded"}
     assert sorted(bounded) == ["nvidia_l40s:tp4:kv-auto", "nvidia_l40s:tp8:kv-auto", "nvidia_l4:tp8:kv-auto"], \
@@ -121,7 +121,7 @@ def test_some_searches_decide_candidates_without_simulating_them():
         assert next(x for x in full.entries if x["id"] == cid)["sizing"]["monthly_usd"] >= key_lb
     assert full.ranking[-2:] == ["nvidia_l4:tp8:kv-auto", "nvidia_l40s:tp8:kv-auto"]
     assert res.to_dict()["screening"]["decided_by_bound"] == 3
-    unpriced = [e["id"] for e in res.entries if e.get("reason") == "no price row"]
+    unpriced = [e["id"] for e in res.entries if e.get("reason") == "no instance holds the TP group"]
     assert unpriced == ["nvidia_a10g:tp2:kv-auto", "nvidia_a10g:tp4:kv-auto", "nvidia_a10g:tp8:kv-auto"]
     # 8b-monthly: A100-80GB TP 4 was decided by bound until its decode all-reduces took vLLM's custom kernel's price
     # (tp_comm.py); the monthly search still decides lighter loads by bound.

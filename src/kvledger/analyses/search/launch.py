@@ -19,6 +19,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.search.reasons import PRICE_REASONS
+
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
            "SGLANG_KV_DTYPES"]
 
@@ -198,6 +200,6 @@ def candidate_commands(spec: Any, candidate_id: str) -> CandidateCommands:
     g = resolve_gpu(cand.gpu_id)
     cand = replace(cand, gpu_id=cand.gpu_id if g.gpu_id == "custom" else g.gpu_id)
     e = screen_candidate(spec, cand)
-    if e["status"] == "rejected" and e["reason"] != "no price row":
+    if e["status"] == "rejected" and e["reason"] not in PRICE_REASONS:
         raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
     return CandidateCommands.of_entry(e, launch_for(spec.model, cand.gpu_id, e, spec.engine_version))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.order import bill_key, first_cost, ranked
-from kvledger.analyses.search.reasons import SLO_NOT_MET
+from kvledger.analyses.search.reasons import PRICE_REASONS, SLO_NOT_MET
 
 __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", "screen_by_bounds", "rounds",
            "Margins", "Screening", "screening"]
@@ -239,7 +239,7 @@ class Screening:
 
 def screening(entries: list[dict[str, Any]]) -> Screening:
     """How the search spent its simulations over the ledger ``entries`` (see ``Screening``)."""
-    planned = [e for e in entries if "price" in e and e.get("reason") not in ("no price row",)]
+    planned = [e for e in entries if "price" in e and e.get("reason") not in PRICE_REASONS]
     bounded = [e for e in entries if e["status"] == "bounded"]
     slo = [e for e in entries if e["status"] == "rejected" and e.get("decided_by_bound")]
     points = sum(len((e.get("capacity") or {}).get("operating_points_decided_by_bound") or []) for e in entries)

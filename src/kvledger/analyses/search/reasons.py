@@ -9,11 +9,18 @@ read them (one string each, so a comparison cannot drift from the text it compar
 
 from __future__ import annotations
 
-__all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE"]
+__all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW", "NO_INSTANCE",
+           "PRICE_REASONS"]
 
 SLO_NOT_MET = "SLO not met at any rate"
 SLO_WITHIN_NOISE = "SLO met only within the run's noise"
 #: the reasons of a candidate that was held to the SLO (simulated or bounded) and did not qualify
 SLO_REASONS = (SLO_NOT_MET, SLO_WITHIN_NOISE)
+#: screening: no rental row for the GPU (of ``--gpu-provider`` when given)
+NO_PRICE_ROW = "no price row"
+#: screening: rows exist, but none sells an instance wide enough for an engine's TP group (nor prices per GPU)
+NO_INSTANCE = "no instance holds the TP group"
+#: the reasons of a candidate not priced (no simulation spent on it)
+PRICE_REASONS = (NO_PRICE_ROW, NO_INSTANCE)
 #: the fix of :data:`SLO_WITHIN_NOISE`, in words
 NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the noise, lower --target or loosen the SLO"

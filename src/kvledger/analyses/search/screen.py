@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups
+from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
@@ -186,12 +187,14 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
         what = ("a GPU file has no catalog price; pass --gpu-usd-per-hour" if plan.gpu.gpu_id == "custom" else
                 f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
+        reason = NO_PRICE_ROW
         if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
+            reason = NO_INSTANCE
             what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
                     f"TP group sits on one instance; a one-GPU VM holds a TP-1 engine only), nor per GPU: "
                     + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
-        return _reject(cand, "no price row", what,
+        return _reject(cand, reason, what,
                        plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
             "plan": plan_figures(plan), **extra, "price": price_dict(price)}
