@@ -147,6 +147,14 @@ class HostOverhead:
         cpu = self.step_s + self.seq_s * num_seqs
         return (t if t >= cpu else cpu) if self.overlap else t + cpu
 
+    def decode_steps(self, gpus: list[float], num_seqs: int) -> list[float]:
+        """``step`` of each pure-decode step of ``num_seqs`` sequences (``num_seqs`` > 0) from its GPU time, s."""
+        if num_seqs > self.graph_max_batch:  # eager: max(GPU work, launches), as step's t
+            launch = self.launch_s
+            gpus = [g if g >= launch else launch for g in gpus]
+        cpu = self.step_s + self.seq_s * num_seqs
+        return [g if g >= cpu else cpu for g in gpus] if self.overlap else [g + cpu for g in gpus]
+
 
 def _ver(v: str | None) -> tuple[int, int, int]:
     from kvledger.accounting.vllm_rules import parse_version
@@ -229,12 +237,7 @@ class HostStepCost:
         own = getattr(self.inner, "decode_steps_list", None)
         if own is None or num_seqs == 0:
             return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
-        h, gpus = self.host, own(num_seqs, kv_tokens, num_steps)
-        if num_seqs > h.graph_max_batch:  # eager: max(GPU work, launches), as step's t
-            launch = h.launch_s
-            gpus = [g if g >= launch else launch for g in gpus]
-        cpu = h.step_s + h.seq_s * num_seqs
-        return [g if g >= cpu else cpu for g in gpus] if h.overlap else [g + cpu for g in gpus]
+        return self.host.decode_steps(own(num_seqs, kv_tokens, num_steps), num_seqs)
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
         return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)

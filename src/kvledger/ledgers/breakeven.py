@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+from kvledger.ledgers.instance_mix import slope_key
 from kvledger.ledgers.instances import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
@@ -74,8 +75,7 @@ def _overhead_usd_per_month(setup: SelfHostSetup) -> float:
     """W: how far the staircase can rise above n × R, the unfilled part of one instance of the slope's row
     ((1 − 1 ÷ replicas per instance) × USD per instance-hour × 730 h; 0 on per-GPU rows)."""
     steps = staircase(setup.gpu, setup.num_gpus)
-    s = min(steps, key=lambda s: (s["usd_per_instance_hour"] / s["replicas_per_instance"], s["replicas_per_instance"],
-                                  s["row"]))  # the slope's row; of equal slopes, the finest steps
+    s = min(steps, key=lambda s: slope_key(s["replicas_per_instance"], s["usd_per_instance_hour"], s["row"]))
     return (1 - 1 / s["replicas_per_instance"]) * s["usd_per_instance_hour"] * HOURS_PER_MONTH
 
 

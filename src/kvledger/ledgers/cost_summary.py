@@ -162,9 +162,9 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
 
 
 def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,
-            volume: MonthlyVolume | None, inputs: DecisionInputs) -> tuple[Any, list[str], ApiPrice, str, Any]:
+            volume: MonthlyVolume | None, inputs: DecisionInputs) -> tuple[Any, list[str], ApiPrice, str, Any, Any]:
     """(the decision for ``volume``, None without one; its notes; the API row compared; how the utilization was set;
-    the setup at that utilization)."""
+    the setup at that utilization; the whole instances billed: the volume's, else one replica's)."""
     decision, notes = None, []
     if volume is not None:
         opts, notes = api_options(rows, mix, resolve_volume(volume, cap))
@@ -177,12 +177,14 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
         util_how = "the volume's realized utilization"  # an assumed one is refused (refuse_utilization_with_volume)
         setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
         setup = replace(setup, gpu=decision.packing.rate)  # the row the replicas are billed on (instances.pack)
+        packing = decision.packing
     else:
         primary = _primary_without_volume(rows, mix, cap)
         util_how = ("given (--utilization)" if setup.utilization is not None
                     else "assumed: --max-utilization, no volume given")
-        setup = replace(base, gpu=pack(base.gpu, 1, base.num_gpus).rate)  # one replica's cheapest packing
-    return decision, notes, primary, util_how, setup
+        packing = pack(base.gpu, 1, base.num_gpus)  # one replica's cheapest packing: its idle GPUs as u* counts them
+        setup = replace(base, gpu=packing.rate)
+    return decision, notes, primary, util_how, setup, packing
 
 
 def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
@@ -235,12 +237,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         inputs.buy.check()
     cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
     cap.lower_bound = lower_bound and not slo_capacity_req_per_s  # a search's SLO capacity is not the offered load
-    decision, notes, primary, util_how, setup = _decide(cap, setup, base, rows, mix, volume, inputs)
+    decision, notes, primary, util_how, setup, packing = _decide(cap, setup, base, rows, mix, volume, inputs)
     if load is not None and decision is not None:
         cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     n_vol = decision.replicas if decision is not None else None  # a volume's replicas share its people line
-    packing = decision.packing if decision is not None else pack(setup.gpu, 1, setup.num_gpus)  # idle: as u* counts
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing)
     api_req = _per_request(primary, mix, cap)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)

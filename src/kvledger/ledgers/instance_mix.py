@@ -20,15 +20,21 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-__all__ = ["Step", "cheapest_counts", "provider_of"]
+__all__ = ["Step", "cheapest_counts", "provider_of", "slope_key"]
 
 #: (replicas per instance, USD per instance-hour, GPUs billed per instance, row key)
 Step = tuple[int, float, int, str]
 
 
+def slope_key(replicas_per_instance: int, usd_per_instance_hour: float, row: str) -> tuple[float, int, str]:
+    """How rows rank as the staircase's slope: cheapest per replica; of equal slopes the finest steps, then the key
+    (the bulk's row here, ``breakeven``'s slope row)."""
+    return usd_per_instance_hour / replicas_per_instance, replicas_per_instance, row
+
+
 def _slope_row(steps: tuple[Step, ...]) -> int:
-    """The row cheapest per replica; of equal slopes the finest steps, then the key (``breakeven``'s slope row)."""
-    return min(range(len(steps)), key=lambda i: (steps[i][1] / steps[i][0], steps[i][0], steps[i][3]))
+    """The index of the slope's row (``slope_key``)."""
+    return min(range(len(steps)), key=lambda i: slope_key(steps[i][0], steps[i][1], steps[i][3]))
 
 
 def _order(cost: float, gpus: int, keys: tuple[str, ...]) -> tuple[float, int, tuple[str, ...]]:

@@ -19,7 +19,6 @@ USD per billed GPU-hour), so that they × the volume's tokens add up to the mont
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -109,12 +108,6 @@ def holds_replica(gpus_per_instance: int, per_gpu: bool, gpus_per_replica: int) 
     if gpus_per_instance == 1:
         return gpus_per_replica == 1 or per_gpu
     return gpus_per_instance >= gpus_per_replica
-
-
-def _instances(r: GpuRate, replicas: int, gpus_per_replica: int) -> int:
-    """Instances of row ``r`` billed for the replicas (a per-GPU row: one per GPU)."""
-    per, _ = _step(r, gpus_per_replica)
-    return replicas * gpus_per_replica if r.gpus_per_instance == 1 else math.ceil(replicas / per)
 
 
 def _kind(r: GpuRate, n: int) -> str:

@@ -80,14 +80,14 @@ def _sized_figures(pr: Any) -> dict[str, Any]:
             "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s}
 
 
-def capacity_figures(pr: Any, num_gpus: int, cap: Any = None) -> dict[str, Any]:
+def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
-            # the good req/s priced: what a replica fed that rate serves within the SLO (cap: the capacity priced)
-            "sustained_good_req_per_s": rate * gp.attainment if cap is None else cap.goodput_req_per_s,
+            # the good req/s priced (cap: the capacity priced, ledgers/sustained_rate.py)
+            "sustained_good_req_per_s": cap.goodput_req_per_s,
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
