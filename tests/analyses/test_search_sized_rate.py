@@ -42,10 +42,12 @@ def test_search_prices_the_run_at_the_bound_as_cost_does():
     # priced: the run at the bound, the very figures cost --simulate prices (the same simulation, byte for byte)
     assert cap["goodput_req_per_s"] == cost["goodput_at_sized_rate_req_per_s"] == pytest.approx(5.1516, abs=1e-4)
     assert cap["attainment_at_sized_rate"] == cost["attainment_at_sized_rate"] == 1.0
-    # good requests at the load: offered × the run's attainment, 1.000 (its good req/s ÷ offered, 5.1516 ÷ 6.0209 =
-    # 0.856, counted the drain tail after its last arrival as failed requests)
-    assert ("good requests at that load = offered × 1.000 (the run of the same workload and seed at the bound, "
-            "6.021 req/s: attainment, the share of its requests within the SLO;") in entry["sizing"]["how"]
+    # good requests at the load: 3B tokens ÷ 1,002 tokens a request ÷ (730 × 3600 s) = 1.139 req/s, one replica, below
+    # the 6.021 sized on, so offered × the share within the SLO of a run at 1.139 req/s, as cost --simulate prices
+    # (analyses/serving/load_run.load_share_at): all 60 within 10 s, 1.000
+    assert ("good requests at that load = offered × 1.000 (the share within the SLO in a run of the same workload "
+            "and seed (0) at 1.139 req/s") in entry["sizing"]["how"]
+    assert cap["at_volume_load"]["num_good"] == cap["at_volume_load"]["num_requests"] == 60
     # USD per 1,000 good requests at capacity = 1 GPU × $/GPU-h × 1,000 ÷ (3600 × 6.0209 req/s × 1.0 attainment)
     usd_h = entry["sizing"]["monthly_usd"] / (entry["sizing"]["num_gpus"] * 730)
     assert entry["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
@@ -60,4 +62,5 @@ def test_no_new_keys_where_the_bound_does_not_bind():
     cap = entry["capacity"]
     assert cap["boundary_rate_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
     assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_boundary_req_per_s"} & set(cap)
-    assert "(the boundary run's " in entry["sizing"]["how"]
+    # the good share at the load: a run at the volume's 1.139 req/s (its own key, not the sized-rate ones)
+    assert cap["at_volume_load"]["rate_req_per_s"] == pytest.approx(3e9 / 1002 / (730 * 3600))

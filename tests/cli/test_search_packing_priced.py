@@ -23,9 +23,13 @@ def _feasible(*args: str) -> dict[str, dict]:
 
 
 def _good_requests(c: dict) -> float:
-    """The volume's good requests a month: the offered rate × the share within the SLO at the rate sized on."""
+    """The volume's good requests a month: the offered rate × the share within the SLO in the run at the load each
+    replica carries (``at_volume_load``, as cost --simulate counts them), else at the rate sized on (a disaggregated
+    unit: no run at the load)."""
     cap, s = c["capacity"], c["sizing"]
-    return s["rate_req_per_s"] * cap.get("attainment_at_sized_rate", cap["attainment"]) * 3600 * 730
+    share = cap["at_volume_load"]["attainment"] if "at_volume_load" in cap else cap.get("attainment_at_sized_rate",
+                                                                                          cap["attainment"])
+    return s["rate_req_per_s"] * share * 3600 * 730
 
 
 def test_without_a_volume_search_prices_one_replicas_whole_instance():

@@ -43,15 +43,18 @@ def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_ta
     assert sz["realized_utilization"] == pytest.approx(28 / 37)
     assert sz["monthly_usd"] == pytest.approx(2 * 2.69 * 730)
     assert "⌈28 req/s offered ÷ (18.5 req/s SLO capacity × 80%)⌉" in sz["how"]
-    # the cost per good request: the good requests at that load are the offered ones × the boundary run's attainment
-    # (not × goodput ÷ SLO capacity, whose first arrival → last finish counts the drain tail as failed requests), so
-    # USD per 1k good requests = 1 GPU × $2.69 × 1000 ÷ (3600 × 75.7% × 18.5 req/s × attainment)
+    # the cost per good request: the good requests at that load are those of a run of the same workload and seed at
+    # the load each replica carries, 28 ÷ 2 = 14 req/s (as cost --simulate counts them; not × goodput ÷ SLO capacity,
+    # whose first arrival → last finish counts the drain tail as failed requests), so USD per 1k good requests =
+    # 1 GPU × $2.69 × 1000 ÷ (3600 × 14 req/s × its share within the SLO, 1.000) = $0.053373
     g = w["capacity"]["goodput_req_per_s"]
     assert g == pytest.approx(16.547, abs=5e-4)
     assert math.ceil(28 / (g * 0.8)) == 3
-    good = 18.5 * w["capacity"]["attainment"]
-    assert good > g  # the share within the SLO above 16.547 ÷ 18.5 = 0.894
-    assert w["cost"]["usd_per_1k_requests"] == pytest.approx(2.69 * 1000 / (3600 * (28 / 37) * good))
+    assert 18.5 * w["capacity"]["attainment"] > g  # the share within the SLO at 18.5 above 16.547 ÷ 18.5 = 0.894
+    at = w["capacity"]["at_volume_load"]
+    assert at["rate_req_per_s"] == pytest.approx(14.0)
+    assert w["cost"]["usd_per_1k_requests"] == pytest.approx(2.69 * 1000 / (3600 * 14.0 * at["attainment"]))
+    assert w["cost"]["usd_per_1k_requests"] == pytest.approx(0.053373, abs=1e-6)
 
 
 def test_goodput_target_prints_the_figure_search_sizes_on(goodput_target):

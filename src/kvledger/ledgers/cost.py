@@ -147,6 +147,13 @@ class Capacity:
         tok_s = self.good_input_tok_per_s if kind == "input" else self.good_output_tok_per_s
         return tok_s, u, f"{tok_s:,.1f} good {kind} tok/s × 3600 × utilization {u:.2f}"
 
+    def good_req_per_s(self, u: float) -> float:
+        """Good req/s one replica serves at utilization ``u``: the run at the volume's load (``load``: its rate × its
+        share within the SLO), else u × the capacity run's good rate."""
+        if self.load is not None:
+            return self.load.rate_req_per_s * self.load.attainment
+        return u * self.goodput_req_per_s
+
     @property
     def sizing_req_per_s(self) -> float:  # offered req/s a replica is sized on: the SLO capacity, else the goodput
         return self.slo_capacity_req_per_s or self.goodput_req_per_s

@@ -72,6 +72,16 @@ def _per_probe(sp: Any) -> str:
     return f"{sp.num_requests:,} requests per probe"
 
 
+def _good_at(sp: Any) -> str:
+    """Whose share within the SLO counts the good tokens at the utilization priced: with a load to size for (no
+    --utilization), a run at the load each replica carries, as cost --simulate prices (``evaluate.volume_load``)."""
+    if sp.utilization is None and (sp.rate_req_per_s is not None or sp.monthly_tokens is not None):
+        return ("those of a run of the same workload and seed at the load each replica carries (the load ÷ replicas), "
+                "as cost --simulate prices the same deployment at the same load; a disaggregated unit's or a session "
+                "workload's: offered × the boundary run's attainment")
+    return "offered × the boundary run's attainment, the share of its requests within the SLO"
+
+
 def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
@@ -82,9 +92,8 @@ def _legend(result: Any) -> str:
             f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
             "the trace, its notes in --json and --verbose); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
-            " (kvledger.ledgers.cost; the good tokens at that load: offered × the boundary run's attainment, the "
-            "share of its requests within the SLO), GPU time split between input and output by the boundary run's "
-            "steps, each "
+            " (kvledger.ledgers.cost; the good tokens at that load: " + _good_at(sp) + "), GPU time split between "
+            "input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): ⌈offered load ÷ (SLO capacity × "
             f"{sp.max_utilization:.0%})⌉ replicas × GPUs each, +N idle: the GPUs of part-filled instances "

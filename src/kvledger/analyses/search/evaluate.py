@@ -14,7 +14,11 @@ replica's load are its offered ones × the priced run's goodput ÷ its offered r
 rate sized on; at a lighter load more meet the SLO, so the cost per good request is an upper bound), i.e.
 utilization × goodput. The run priced is the boundary probe, or, where the capacity bound caps the rate found, a run
 of the same workload and seed at the bound (``sim_capacity.run_at_sized_rate``, the rule of ``cost --simulate``):
-the probe at the rate found is a load the replica cannot sustain.
+the probe at the rate found is a load the replica cannot sustain. With a load to size for (and no ``--utilization``),
+the good requests and tokens are those of a run of the same workload and seed at the load each replica carries (the
+load ÷ replicas, where below the rate sized on: ``serving.load_run.load_share_at``, the function ``cost --simulate``
+calls), so that search and cost price the same deployment at the same volume on the same run; disaggregated units and
+session workloads, which cost does not rerun either, keep the share at the rate sized on.
 Speed per user: 1 ÷ the median TPOT of the priced run's requests (tokens/s each user sees).
 The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
 """
@@ -22,6 +26,7 @@ The result is a plain JSON-ready dict; nothing in it depends on where or when it
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
@@ -34,7 +39,8 @@ from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures"]
+__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures",
+           "volume_load"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
@@ -56,6 +62,19 @@ def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilizat
     """
     replicas = max(1, math.ceil(rate_req_per_s / (capacity_req_per_s * max_utilization) - 1e-12))
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
+
+
+def volume_load(spec: SearchSpec, rerun: Any, rate_req_per_s: float, cap: Any) -> Any:
+    """The ``LoadShare`` of ``rerun`` (rate → ``SizedRun``: the candidate's workload and seed at another rate) at the
+    load each replica carries for ``rate_req_per_s`` (``serving.load_run.load_share_at``, as ``cost --simulate``), the
+    replicas sized as ``size_for_load``; None for session workloads (their load is sessions per second, and cost
+    leaves them at the capacity's share) or where the load per replica is the rate sized on."""
+    from kvledger.analyses.serving.load_run import load_share_at
+
+    if hasattr(spec.synthetic, "prepare_setup"):
+        return None
+    replicas, _ = size_for_load(rate_req_per_s, cap.sizing_req_per_s, spec.max_utilization)
+    return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s)
 
 
 def sizing_capacity(pr: Any, bound: float | None) -> float:
@@ -80,12 +99,19 @@ def _sized_figures(pr: Any) -> dict[str, Any]:
             "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s}
 
 
+def _load_figures(cap: Any) -> dict[str, Any]:
+    """``at_volume_load``: the run at the load each replica carries (``ledgers/load_share.py``) where one priced the
+    candidate, as ``cost --simulate --json`` puts it under ``capacity``; else nothing."""
+    return {} if cap.load is None else {"at_volume_load": cap.load.to_dict()}
+
+
 def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
+            **_load_figures(cap),
             # the good req/s priced (cap: the capacity priced, ledgers/sustained_rate.py)
             "sustained_good_req_per_s": cap.goodput_req_per_s,
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
@@ -103,7 +129,10 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
                           "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
                           "offered req/s replicas are sized on; goodput = good req/s of a run of the same workload and "
                           "seed at sized_on_req_per_s; the tokens are priced on sized_on_req_per_s × "
-                          "attainment_at_sized_rate")}
+                          "attainment_at_sized_rate") + (
+                          "; at a load to size for, the per-token and per-request costs count the good requests and "
+                          "tokens of at_volume_load, a run of the same workload and seed at the load each replica "
+                          "carries, as cost --simulate prices" if cap.load is not None else "")}
 
 
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
@@ -129,13 +158,15 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
     replicas, realized = size_for_load(rate, c, spec.max_utilization)
     inst = instance_sizing(gpu, replicas, engine_groups(cand))
     which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
+    good = (f"offered × {cap.load.attainment:.3f} (the share within the SLO in {cap.load.words()}, as cost --simulate "
+            "prices it)" if cap.load is not None else
+            f"offered × {cap.goodput_req_per_s / c:.3f} ({which} attainment, the share of its requests within the SLO; "
+            "not its good req/s ÷ offered, which counts the drain tail after the last arrival as failed requests)")
     return {"rate_req_per_s": rate, "capacity_req_per_s": c, "replicas": replicas, "num_gpus": replicas * num_gpus,
             "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
-                   f"that load = offered × {cap.goodput_req_per_s / c:.3f} ({which} attainment, the share of its "
-                   "requests within the SLO; not its good req/s ÷ offered, which counts the drain tail after the "
-                   f"last arrival as failed requests); bill = {inst['instances_how']}"}
+                   f"that load = {good}; bill = {inst['instances_how']}"}
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
@@ -172,10 +203,13 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
         _, run, gp = pr.priced
         cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment (not sessions)
+        wl = pr.workload
+        rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+        if rate is not None and spec.utilization is None and not cand.disagg:  # priced at the volume's load, as cost
+            cap.load = volume_load(spec, partial(run_at_sized_rate, sim_args(spec, cand), spec.synthetic, slo), rate,
+                                   cap)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
-    wl = pr.workload
-    rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))
     row = cheapest(rows)  # with the others as options: the bill and the tokens are priced on their packing
     sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
@@ -204,6 +238,6 @@ def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any,
     at_capacity = cand.num_gpus * packing.usd_per_gpu_hour  # its own GPUs alone
     return packing, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
                      "usd_per_mtok_output": led_out.total_usd,
-                     "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s),
+                     "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * cap.good_req_per_s(utilization)),
                      "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
                      "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}

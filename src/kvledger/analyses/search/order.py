@@ -34,9 +34,13 @@ def price_key(usd: float) -> float:
 def usd_per_mtok_good(entry: dict[str, Any]) -> float:
     """USD per million good tokens, input and output together, at the entry's utilization: its input and output
     prices (``cost.usd_per_mtok_input`` / ``_output``, kvledger.ledgers.cost) weighted by the good input and output
-    tokens/s of its boundary run, i.e. the GPU cost ÷ every good token, whatever split of GPU time priced each side."""
+    tokens/s of the run they were priced on (``capacity.at_volume_load`` where a run at the load each replica carries
+    priced them, else the boundary run), i.e. the GPU cost ÷ every good token, whatever split of GPU time priced each
+    side."""
     cost, cap = entry["cost"], entry["capacity"]
-    t_in, t_out = cap["goodput_input_tok_per_s"], cap["goodput_output_tok_per_s"]
+    at = cap.get("at_volume_load")
+    t_in, t_out = ((at["good_input_tok_per_s"], at["good_output_tok_per_s"]) if at else
+                   (cap["goodput_input_tok_per_s"], cap["goodput_output_tok_per_s"]))
     return (cost["usd_per_mtok_input"] * t_in + cost["usd_per_mtok_output"] * t_out) / (t_in + t_out)
 
 

@@ -51,14 +51,16 @@ def _points(p: TierProber, b: float, num_gpus: int, target: float) -> list[dict[
     return [x for x in pts if x["attainment"] >= target and x["tok_per_s_per_user"] is not None]
 
 
-def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
-                     tier: tuple[Any, float]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: tuple[Any, float],
+                     rerun: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
     """(the variant's cost per token and per request, its sizing for the spec's load or None without one, its
     ``price``: the row or mix rented, ``screen.packing_price``) at capacity
     ``cap``, the GPUs priced as the colocated candidates are (``evaluate``: the packing of the sizing's replicas, else
     of one unit, on whole instances: idle GPUs billed, a mix at its bill ÷ the GPUs billed) and the tier's bill
-    (``tier``: the bill, USD per month per unit) added."""
-    from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load
+    (``tier``: the bill, USD per month per unit) added; with a load and no ``--utilization``, the good requests and
+    tokens of ``rerun`` (the tier prober's run) at the load each replica carries (``evaluate.volume_load``, as
+    ``cost --simulate --kv-tier-host``)."""
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, volume_load
     from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
     from kvledger.analyses.search.screen import cheapest, packing_price, price_rows
     from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, self_host_unit_ledgers
@@ -69,6 +71,8 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
     gpu = GpuRate.from_catalog(cheapest(rows), rows)  # the cheapest row, the others its options (as evaluate)
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None
+    if rate is not None and spec.utilization is None:
+        cap.load = volume_load(spec, rerun, rate, cap)
     if rate is not None:
         replicas, realized = size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
         inst = instance_sizing(gpu, replicas, groups, tier_month)
@@ -84,7 +88,7 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any],
     unit_hour = packing.usd_per_hour / packing.units + tier_month / HOURS_PER_MONTH  # idle GPUs included
     at_capacity = cand.num_gpus * packing.usd_per_gpu_hour + tier_month / HOURS_PER_MONTH  # its own GPUs alone
     cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
-            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * u * cap.goodput_req_per_s),
+            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * cap.good_req_per_s(u)),
             "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
             "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
             "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
@@ -158,7 +162,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         notes.append(note)
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
     cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b)
-    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month))
+    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), p.sized_run)
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
            "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)

@@ -90,6 +90,14 @@ class TierProber:
                                                                                                             "")))
         return self.runs[rate]
 
+    def sized_run(self, rate: float) -> Any:
+        """The run with the tier at ``rate`` (deterministic and seeded, remembered) as a ``sim_capacity.SizedRun``: the
+        ``rerun`` of ``cost --simulate --kv-tier-host`` and of a search tier variant's run at the volume's load."""
+        from kvledger.analyses.serving.sim_capacity import SizedRun
+
+        self.run_at(rate)
+        return SizedRun(self.sims[rate], rate, self.goodputs[rate])
+
     def meets(self, rate: float) -> bool:
         """The run at ``rate`` met the attainment target and sustained its load (as ``sim_boundary``'s probes)."""
         self.run_at(rate)

@@ -2,37 +2,58 @@
 prices (``kvledger.ledgers.load_share``).
 
 A replica sized on its SLO capacity C for a volume carries r = the volume's mean rate ÷ replicas, req/s. Where r is
-below the rate the capacity run was priced at, :func:`load_share_for` simulates the same workload and seed once more at
-r (the capacity's ``rerun``: ``sim_capacity.run_at_sized_rate``, or the tier prober with ``--kv-tier-host``;
-deterministic, no new RNG); where r equals it, the capacity run already is that run and nothing is added.
+below the rate the capacity run was priced at, :func:`load_share_at` simulates the same workload and seed once more at
+r (a ``rerun``: ``sim_capacity.run_at_sized_rate``, or the tier prober with ``--kv-tier-host``; deterministic, no new
+RNG); where r equals it, the capacity run already is that run and nothing is added. ``cost --simulate``
+(:func:`load_share_for`) and ``search`` (``analyses/search/evaluate.py``, ``tier_entries.py``) both call
+:func:`load_share_at`, so the same deployment at the same volume is priced on the same run by both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kvledger.ledgers.load_share import LoadShare, load_share_from
 
-__all__ = ["load_rate_req_per_s", "load_share_for"]
+__all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate"]
+
+
+def per_replica_rate(volume_rate_req_per_s: float, replicas: int, sized_on_req_per_s: float) -> float | None:
+    """The offered req/s each of ``replicas`` carries for a volume of ``volume_rate_req_per_s`` (mean rate ÷
+    replicas) where a run there is wanted: above 0 and below the rate sized on (at it, the capacity run is that run);
+    else None."""
+    if replicas < 1:
+        return None
+    rate = volume_rate_req_per_s / replicas
+    return rate if 0.0 < rate < sized_on_req_per_s else None
+
+
+def load_share_at(rerun: Callable[[float], Any] | None, volume_rate_req_per_s: float, replicas: int,
+                  sized_on_req_per_s: float) -> LoadShare | None:
+    """The ``LoadShare`` of ``rerun`` (rate → ``sim_capacity.SizedRun``: the capacity's workload and seed at another
+    rate) at the volume's load per replica (``per_replica_rate``), or None where none is wanted or nothing can rerun."""
+    rate = None if rerun is None else per_replica_rate(volume_rate_req_per_s, replicas, sized_on_req_per_s)
+    if rate is None:
+        return None
+    got = rerun(rate)
+    return load_share_from(got.result, rate, got.run.args.seed)
 
 
 def load_rate_req_per_s(capacity: Any, decision: Any) -> float | None:
     """The offered req/s each replica carries for the decision's volume (mean rate ÷ replicas) where a run there is
     wanted: a capacity that can rerun its workload, a volume, and a rate above 0 and below the rate sized on; else
     None. Session workloads are left at the capacity's share (their load is sessions, not requests, per second)."""
-    if capacity is None or getattr(capacity, "rerun", None) is None or decision is None or decision.replicas < 1:
+    if capacity is None or getattr(capacity, "rerun", None) is None or decision is None:
         return None
     if hasattr(getattr(capacity.run, "synthetic", None), "prepare_setup"):
         return None
-    rate = decision.volume.rate_req_per_s / decision.replicas
-    return rate if 0.0 < rate < capacity.sizing_req_per_s else None
+    return per_replica_rate(decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s)
 
 
 def load_share_for(capacity: Any, decision: Any) -> LoadShare | None:
-    """The ``LoadShare`` of a run of the capacity's workload and seed at the volume's load per replica
-    (``load_rate_req_per_s``), or None where none is wanted."""
-    rate = load_rate_req_per_s(capacity, decision)
-    if rate is None:
+    """``cost --simulate``'s ``LoadShare``: :func:`load_share_at` with the capacity's rerun and the decision's volume
+    and replicas, or None where none is wanted (``load_rate_req_per_s``)."""
+    if load_rate_req_per_s(capacity, decision) is None:
         return None
-    got = capacity.rerun(rate)
-    return load_share_from(got.result, rate, got.run.args.seed)
+    return load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s)

@@ -12,7 +12,6 @@ probe models one tier below HBM, and vLLM's native connector has none on disk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, ClassVar
 
 from kvledger.analyses.search.offload_axis import OffloadOption
@@ -70,7 +69,7 @@ class TierCapacity(SizedFigures):
     rule: str = TIER_RULE
     notes: list[str] = field(default_factory=list)
     at_sized: SizedRun | None = None
-    rerun: Any = None  # rate → SizedRun: the tier prober's run at another rate (``_tier_run``)
+    rerun: Any = None  # rate → SizedRun: the tier prober's run at another rate (``TierProber.sized_run``)
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -157,16 +156,10 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
                                   p.host_hit_tokens[b], notes=notes))
 
 
-def _tier_run(p: TierProber, rate: float) -> SizedRun:
-    """The run with the tier at ``rate`` (``p``'s own, deterministic and seeded) and its goodput."""
-    p.run_at(rate)
-    return SizedRun(p.sims[rate], rate, p.goodputs[rate])
-
-
 def _noted(p: TierProber, cap: TierCapacity) -> TierCapacity:
     """``cap`` with the note of the capacity bound where it caps the rate found, and then the run with the tier at the
     bound (``p``'s own run, after its probes were listed), which the ledger prices."""
-    cap.rerun = partial(_tier_run, p)
+    cap.rerun = p.sized_run
     if cap.sizing_req_per_s != cap.rate_req_per_s:
         bound = cap.sizing_req_per_s
         cap.notes.append(bound_note(bound, cap.rate_req_per_s))
