@@ -258,7 +258,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
-    second = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
+    second, sh_req = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
                 "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
@@ -285,10 +285,15 @@ def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_sourc
             "self_host_usd_per_request": per_request[1], "hours_per_month": HOURS_PER_MONTH}
 
 
-def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float, cap: Capacity) -> str:
-    """The per-request line: at a volume, its own bill per good request (``decision_notes.volume_good_requests``: the
-    whole bill, idle GPUs of part-filled instances included, as in the per-token ledgers); else the unit ledgers'."""
+def _secondary(decision: Any, util: float, util_how: str, sh_req: float, api_req: float,
+               cap: Capacity) -> tuple[str, float]:
+    """(the per-request line, the self-hosted USD per good request it states): at a volume, its own bill per good
+    request (``decision_notes.volume_good_requests``: the whole bill, idle GPUs of part-filled instances included, as
+    in the per-token ledgers); else ``sh_req``, the unit ledgers'. The report's ``inputs`` carry the same figure, so
+    the text and ``--json`` cannot part."""
     if decision is not None and decision.volume.requests > 0:
         good, per = volume_good_requests(decision.volume.requests, cap)
-        return secondary_line(util, util_how, decision.self_host_usd / good, api_req, per)
-    return secondary_line(util, util_how, sh_req, api_req)
+        if good > 0:
+            per_good = decision.self_host_usd / good
+            return secondary_line(util, util_how, per_good, api_req, per), per_good
+    return secondary_line(util, util_how, sh_req, api_req), sh_req

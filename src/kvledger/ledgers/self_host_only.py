@@ -171,6 +171,8 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
     n, packing = (month.replicas, month.packing) if month is not None else (None, one)
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing)
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
+    if month is not None and month.good_requests > 0:  # the month's own bill per good request, as its line states
+        sh_req = month.self_host_usd / month.good_requests
     reason = no_api_reason(inputs.model)
     notes = []
     if gp.estimate:
