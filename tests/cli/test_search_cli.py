@@ -210,6 +210,25 @@ def test_the_table_marks_each_capacity_that_rests_on_a_caveat_and_verbose_says_w
         res.output
 
 
+def test_disaggregated_and_tier_rows_are_marked_as_the_colocated_ones_are():
+    # 100 requests per probe replay azure-conv's first 100 (802 / 171 mean tokens against the whole trace's
+    # 1,155 / 211), and a disaggregated unit's probes and a tier variant's replay the same 100: their capacities are of
+    # that sample as much as the colocated candidate's, so each row carries the ~ and --verbose its note (the two
+    # carried neither)
+    ids = ("nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:p1xtp1+d1xtp1:kv-auto",
+           "nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB")
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100",
+                              "--tp", "1", "--num-requests", "100", "--rate", "5", "--disagg", "--disagg-splits",
+                              "1:1", "--offload", "none,cpu:64GiB", "--verbose"],
+                        env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    rows = [line for line in res.output.splitlines() if line.lstrip()[:1].isdigit() and "h100_sxm" in line]
+    assert len(rows) == 3 and all("~" in r for r in rows), rows
+    for cid in ids:
+        assert f"  ~ {cid}: unrepresentative sample: each probe replays the trace's first 100 requests, prompt mean " \
+               "802 and output mean 171 tokens" in res.output
+
+
 def test_a_search_dropping_a_gpu_without_a_price_row_says_how_to_price_it():
     # the RTX PRO 6000 Server Edition has no rental row in gpu_prices.csv: search rejects it, and (fresh-user trial)
     # the line says which flag prices it

@@ -230,6 +230,7 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The same rate search for a disaggregated unit (see the module docstring)."""
     from kvledger.analyses.judgments.pd_disagg import run_deployment
+    from kvledger.analyses.serving.probe_sample import workload_sample_note
     from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
     from kvledger.ledgers.boundary import search_boundary, unsustained_note
     from kvledger.ledgers.goodput import goodput_of_records
@@ -284,5 +285,5 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
-        out.notes += _boundary_notes(out, b, b)
+        out.notes += _boundary_notes(out, b, b) + workload_sample_note(spec.trace, spec.synthetic, out.workload)
     return out

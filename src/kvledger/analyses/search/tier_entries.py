@@ -154,7 +154,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     notes = [f"each probe: one simulation with the {opt.label} tier in the simulator (vLLM's OffloadingConnector rule, "
              f"dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
         ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else [])
-    notes += p.notes()
+    notes += p.notes() + _caveat_notes(p, b, wl)
     if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
         from kvledger.analyses.serving.session_spec import steady_goodput
 
@@ -167,6 +167,16 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
            "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return {**out, "launch": _launch(launch, opt, cand.tp)}
+
+
+def _caveat_notes(p: TierProber, b: float, wl: dict[str, Any]) -> list[str]:
+    """What the variant's capacity rests on, in the words of a colocated candidate's notes (which
+    ``frontier.capacity_caveats`` reads for the table's ``~``): its probe at ``b`` not steady, its queue still growing
+    (``queue_growth.boundary_steadiness``), and probes replaying a window unlike the trace (``probe_sample``)."""
+    from kvledger.analyses.serving.probe_sample import sample_note
+    from kvledger.analyses.serving.queue_growth import boundary_steadiness
+
+    return boundary_steadiness(p.runs[b], b, int(wl["num_requests"]))[1] + sample_note(p.sims[b])
 
 
 def _same_setup(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REFERENCE_MAX_REQUESTS", "TOLERANCE", "sample_note"]
+__all__ = ["REFERENCE_MAX_REQUESTS", "TOLERANCE", "sample_note", "workload_sample_note"]
 
 REFERENCE_MAX_REQUESTS = 100_000
 """The most requests of a trace read for the reference means (a longer trace is read to this many)."""
@@ -27,13 +27,19 @@ TOLERANCE = 0.2
 def sample_note(sim: Any) -> list[str]:
     """``unrepresentative sample: …`` for a trace-driven probe (``SimulatedRun``) whose first N requests' prompt or
     output mean differs from the whole trace's by more than ``TOLERANCE``; else []."""
-    if sim.synthetic is not None or not sim.args.trace:
+    return workload_sample_note(sim.args.trace, sim.synthetic, sim.setup.workload_info)
+
+
+def workload_sample_note(trace: Any, synthetic: Any, info: dict[str, Any]) -> list[str]:
+    """``sample_note`` for probes of ``trace`` (None or a ``synthetic`` workload: not checked) whose requests are
+    described by ``info`` (``num_requests``, ``prompt_tokens_mean``, ``output_tokens_mean``): a search's disaggregated
+    unit and tier variant replay the same first N requests as its colocated probes, and say so alike."""
+    if synthetic is not None or not trace:
         return []
-    info = sim.setup.workload_info
     n = int(info.get("num_requests") or 0)
     if not n:
         return []
-    count, prompt_ref, output_ref = _reference(str(sim.args.trace), _mtime(str(sim.args.trace)))
+    count, prompt_ref, output_ref = _reference(str(trace), _mtime(str(trace)))
     if count <= n:
         return []
     prompt, output = float(info["prompt_tokens_mean"]), float(info["output_tokens_mean"])
