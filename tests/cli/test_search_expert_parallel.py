@@ -105,3 +105,18 @@ def test_disagg_takes_the_flag_in_every_pool():
     assert off.exit_code == 0 and on.exit_code == 0, on.output
     assert "expert parallelism over 2 ranks" in on.output and "expert parallelism" not in off.output
     assert json.loads(on.output) != json.loads(off.output)
+
+
+def test_the_csv_layout_names_expert_parallelism_as_the_table_does():
+    # the CSV's layout column read "tp2" for nvidia_h100_sxm:tp2:kv-auto:ep (and "tp1" for a disaggregated unit):
+    # it is the candidate's layout, as the table's candidate column and --json's "layout" give it
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search import csv_rows
+
+    cands = [parse_candidate_id("nvidia_h100_sxm:tp2:kv-auto"), parse_candidate_id("nvidia_h100_sxm:tp2:kv-auto:ep"),
+             parse_candidate_id("nvidia_h100_sxm:p1xtp1+d1xtp2:kv-auto")]
+    entries = [{**c.to_dict(), "status": "rejected", "reason": "invalid setting"} for c in cands]
+    rows = csv_rows(SimpleNamespace(ranking=[], frontier=[], entries=entries))
+    assert [r["layout"] for r in rows] == ["tp2", "tp2+ep", "(p)1×tp1 + (d)1×tp2"]
+    assert [r["tp"] for r in rows] == [2, 2, 1]

@@ -206,7 +206,9 @@ def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
     for e in result.entries:
         cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
         price, plan = e.get("price") or {}, e.get("plan") or {}
-        r = {"rank": rank.get(e["id"]), "id": e["id"], "layout": f"tp{e['tp']}", "gpu_id": e["gpu_id"], "tp": e["tp"],
+        # the layout as the table and --json name it (``Candidate.layout``: tp2+ep, a disaggregated unit's pools)
+        r = {"rank": rank.get(e["id"]), "id": e["id"], "layout": e.get("layout", f"tp{e['tp']}"), "gpu_id": e["gpu_id"],
+             "tp": e["tp"],
              "kv_cache_dtype": e["kv_cache_dtype"], "max_num_seqs": e["max_num_seqs"],
              "max_num_batched_tokens": e["max_num_batched_tokens"], "enable_prefix_caching": e["enable_prefix_caching"],
              "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
