@@ -229,6 +229,30 @@ def test_disaggregated_and_tier_rows_are_marked_as_the_colocated_ones_are():
                "802 and output mean 171 tokens" in res.output
 
 
+def test_a_monthly_volume_cost_would_refuse_is_refused_before_any_candidate(monkeypatch):
+    # azure-conv's first 100 requests: 80,197 prompt + 17,052 output tokens, 972.49 a request. --monthly-tokens 1e15
+    # is 10¹⁵ ÷ 972.49 = 1,028,288,208,619 requests a month, above the 10¹² --monthly-requests takes: cost refuses it
+    # (exit 2) and search sized 14,822 H100s for it. 9.7e14 is 9.974e11 requests, inside the range: it is searched
+    import kvledger.cli.search_cmd as search_cmd
+
+    args = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
+            "--num-requests", "100"]
+    words = ("--monthly-tokens converts to 1,028,288,208,619 requests/month (the run's mean 972.5 tokens a request), "
+             "out of the range --monthly-requests takes: (0, 1,000,000,000,000] requests/month")
+    cost = runner.invoke(app, ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests",
+                               "100", "--slo", "ttft=500ms,tpot=50ms", "--monthly-tokens", "1e15"])
+    assert isinstance(cost.exception, InputError) and words in str(cost.exception)  # exit 2 from the console script
+
+    def searched(*a, **k):
+        raise RuntimeError("searched")
+
+    monkeypatch.setattr(search_cmd, "_search", searched)
+    res = runner.invoke(app, [*args, "--monthly-tokens", "1e15"])
+    assert isinstance(res.exception, InputError) and words in str(res.exception)
+    res = runner.invoke(app, [*args, "--monthly-tokens", "9.7e14"])
+    assert isinstance(res.exception, RuntimeError) and str(res.exception) == "searched"
+
+
 def test_a_search_dropping_a_gpu_without_a_price_row_says_how_to_price_it():
     # the RTX PRO 6000 Server Edition has no rental row in gpu_prices.csv: search rejects it, and (fresh-user trial)
     # the line says which flag prices it

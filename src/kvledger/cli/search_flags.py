@@ -116,6 +116,9 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency)
+    from kvledger.analyses.search.evaluate import check_volume
+
+    check_volume(spec)  # a --monthly-tokens cost would refuse, refused before any candidate is planned
     axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
                    e.enable_expert_parallel)

@@ -9,7 +9,8 @@ from kvledger.errors import InputError, show_number
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
 from kvledger.ranges import check_options, range_for
 
-__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "SECONDS_PER_MONTH"]
+__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "check_monthly_tokens",
+           "SECONDS_PER_MONTH"]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
@@ -127,6 +128,19 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
     _check_caps(kinds[0], v, i + o)
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
     return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)
+
+
+def check_monthly_tokens(tokens: float, mean_input_tokens: float, mean_output_tokens: float) -> None:
+    """``--monthly-tokens`` split at a workload's mean tokens per request, as ``resolve_volume`` splits it, against the
+    caps a volume is held to (``_check_caps``): ``search`` sizes for the rate it converts to, and refuses the volume
+    ``cost`` would refuse, in the same words.
+
+    Raises:
+        InputError: the requests (or tokens) it converts to are out of their flag's range.
+    """
+    i, o = mean_input_tokens, mean_output_tokens
+    reqs = tokens / (i + o)
+    _check_caps("--monthly-tokens", Volume(reqs, reqs * i, reqs * o, ""), i + o)
 
 
 def _check_caps(given: str, v: Volume, per_request: float) -> None:

@@ -38,19 +38,43 @@ from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
+from kvledger.ledgers.volume import check_monthly_tokens
 
-__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "sizing_capacity", "capacity_figures",
-           "volume_load"]
+__all__ = ["evaluate_candidate", "load_rate_req_per_s", "check_volume", "size_for_load", "sizing_capacity",
+           "capacity_figures", "volume_load"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
     """Mean request rate to size for, req/s: ``--rate``, or ``--monthly-tokens`` ÷ (mean tokens per request × 730 h ×
-    3600 s)."""
+    3600 s), the requests it converts to held to the caps ``cost`` holds a volume to (``volume.check_monthly_tokens``).
+
+    Raises:
+        InputError: ``--monthly-tokens`` converts to more requests a month than ``--monthly-requests`` takes.
+    """
     if spec.rate_req_per_s is not None:
         return spec.rate_req_per_s
     if spec.monthly_tokens is not None:
+        check_monthly_tokens(spec.monthly_tokens, mean_input_tokens, mean_output_tokens)
         return spec.monthly_tokens / ((mean_input_tokens + mean_output_tokens) * HOURS_PER_MONTH * 3600.0)
     return None
+
+
+def check_volume(spec: SearchSpec) -> None:
+    """``--monthly-tokens`` against a volume's caps (``load_rate_req_per_s``) before any candidate is planned, at the
+    mean tokens of the probes' requests (the seeded trace's first ``--num-requests``, or the synthetic draw); a session
+    workload draws its turns as it runs, so its volume is checked where it is converted.
+
+    Raises:
+        InputError: as ``load_rate_req_per_s``.
+    """
+    if spec.monthly_tokens is None or spec.rate_req_per_s is not None or hasattr(spec.synthetic, "prepare_setup"):
+        return
+    from kvledger.dynamics.workload.traces import load_trace
+
+    reqs = (spec.synthetic.requests(spec.num_requests, 1.0, spec.seed) if spec.synthetic is not None
+            else load_trace(spec.trace, num_requests=spec.num_requests, rate=1.0, seed=spec.seed))
+    n = len(reqs)
+    load_rate_req_per_s(spec, sum(r.num_prompt_tokens for r in reqs) / n, sum(r.num_output_tokens for r in reqs) / n)
 
 
 def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float) -> tuple[int, float]:
