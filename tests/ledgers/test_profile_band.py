@@ -116,6 +116,18 @@ def test_saturated_runs_are_judged_on_throughput_only():
     assert poor_fit([_run(ttft=-0.6, thr=-0.12, sat=True)]) == ["M8 run: throughput -12.0% (limit ±10%)"]
 
 
+def test_a_queue_in_the_prediction_alone_is_judged_as_a_real_miss_not_saturation():
+    # calibrate records the sides whose queue kept growing; with the simulated side alone the measured run kept up,
+    # so its TTFT +40% is the profile's miss (calibrate/validate: "a real miss, not a queue to discount"), beyond
+    # ±15%, not hidden behind its throughput −2% (within 10%) as a saturated run's would be
+    predicted = {"sides": ["simulated"], "notes": ["simulated: its queue grew"]}
+    assert poor_fit([_run(ttft=0.4, thr=-0.02, sat=predicted)]) == ["M8 run: ttft mean +40.0% (limit ±15%)"]
+    assert fit_verdict([_run(ttft=0.4, thr=-0.02, sat=predicted)])[0] is True
+    # the measured side named (alone or with the prediction's): saturated, judged on throughput only
+    for sides in (["measured"], ["measured", "simulated"]):
+        assert poor_fit([_run(ttft=0.4, thr=-0.02, sat={"sides": sides, "notes": []})]) == []
+
+
 def test_no_profile_keeps_the_regime_band():
     assert profile_band("uncalibrated/dense/vllm", "ttft_mean", None) == error_band("uncalibrated/dense/vllm",
                                                                                      "ttft_mean")

@@ -77,14 +77,14 @@ class ProfileFacts:
 
 
 def _judged(r: dict) -> tuple[str, ...]:
-    """The metrics a fitted run is judged on: mean TTFT and TPOT below saturation, throughput at saturation (the
-    throughput of a run below saturation is its offered load); a run that does not say, all three."""
+    """The metrics a fitted run is judged on: mean TTFT and TPOT below saturation (the measured run's: a queue in the
+    prediction alone is a real miss), throughput at saturation (below, it is the offered load); not said, all three."""
     sat = r.get("saturated")
+    sat = "measured" in (sat.get("sides") or []) if isinstance(sat, dict) else sat  # as gpu_profile.run_facts
     return ("throughput",) if sat else ("ttft_mean", "tpot_mean") if sat is False else tuple(FIT_LIMITS)
 
 
-#: the metrics a fitted run is judged on, public for ``model_band``
-judged_metrics = _judged
+judged_metrics = _judged  # the metrics a fitted run is judged on, public for model_band
 
 
 def _checked(r: dict, metric: str) -> bool:
