@@ -43,25 +43,26 @@ def test_the_bound_by_hand():
 
 
 def test_cost_sizes_on_the_bound_where_a_short_probe_overshoots_it():
-    # ttft ≤ 10 s: 60 one-token requests all finish within 10 s of arrival up to 17.5 req/s (the search's boundary,
-    # its queue still growing but within the bursts it allows), almost 3× what the L4 can compute (6.047 req/s)
+    # ttft ≤ 10 s: 60 one-token requests all finish within 10 s of arrival up to 12 req/s (the search's boundary,
+    # its queue still growing but within the bursts it allows, and at most half the 60 in the system at the last
+    # arrival: probe_length), about 2× what the L4 can compute (6.047 req/s)
     d = _cost("ttft=10s")
     cs = d["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 17.5  # the capacity found, kept as found
+    assert cs["boundary_rate_req_per_s"] == 12  # the capacity found, kept as found
     assert cs["sized_on_req_per_s"] == cs["capacity_bound_req_per_s"] == pytest.approx(BOUND, rel=2 * SHADE + 1e-12)
     assert d["capacity"]["slo_capacity_req_per_s"] == cs["sized_on_req_per_s"]  # what the ledger sizes and prices on
     assert cs["error_band"]["value"] == cs["sized_on_req_per_s"]
     # 3B tokens a month ÷ 1,001 tokens per request = 2,997,003 requests ÷ (730 × 3600 s) = 1.1404 req/s offered:
-    # ⌈1.1404 ÷ (6.047 × 0.8)⌉ = 1 replica at 1.1404 ÷ 6.047 = 18.86% (at 17.5 req/s it read 6.5%)
+    # ⌈1.1404 ÷ (6.047 × 0.8)⌉ = 1 replica at 1.1404 ÷ 6.047 = 18.86% (at 12 req/s it read 9.5%)
     rate = 3e9 / 1001 / (730 * 3600)
     dec = d["decision"]
     assert dec["replicas"] == 1 and dec["realized_utilization"] == pytest.approx(rate / BOUND, rel=1e-8)
     assert "(6.047 req/s SLO capacity × 80%)" in dec["sizing"]
     note = next(n for n in cs["notes"] if n.startswith("sized on "))
-    assert "sized on 6.047 req/s, the capacity bound, not on the 17.5 req/s SLO capacity found" in note
+    assert "sized on 6.047 req/s, the capacity bound, not on the 12 req/s SLO capacity found" in note
     assert "more --num-requests gives a longer probe" in note
     assert d["capacity_basis"]["notes"][0] == note
-    assert "sized on 6.047 req/s, the deployment's capacity bound, below the 17.5 req/s found" in \
+    assert "sized on 6.047 req/s, the deployment's capacity bound, below the 12 req/s found" in \
         d["capacity_basis"]["text"]
     from kvledger.report.decision_view import report_answer_lines  # what `report` prints from the same JSON
 
@@ -73,7 +74,7 @@ def test_the_printed_cost_says_so():
     res = runner.invoke(app, [*CMD, "--slo", "ttft=10s"])
     assert res.exit_code == 0, res.output
     flat = " ".join(res.output.split())
-    assert "warning: sized on 6.047 req/s, the capacity bound, not on the 17.5 req/s SLO capacity found" in flat
+    assert "warning: sized on 6.047 req/s, the capacity bound, not on the 12 req/s SLO capacity found" in flat
     # every GPU-second is prefill here (one output token each): the sticker line says there is no multiplier rather
     # than formatting None (it raised a TypeError before)
     assert "no effective-cost multiplier (no GPU time charged to output tokens)" in flat

@@ -80,15 +80,15 @@ def test_tpot_slo_is_judged_as_before_and_e2e_as_the_engine_limit_less_the_laten
     assert a["probes"] == b["probes"] and a["boundary_rate_req_per_s"] == b["boundary_rate_req_per_s"]
     assert a["tpot_p50_s"] == b["tpot_p50_s"] and tpot["bounds"] == tpot_d["bounds"]
     good = round(a["attainment"] * 100)
-    # a TPOT-only SLO sets no latency budget a probe can run out of: the capacity bound caps the 99 req/s found at
-    # 74.72 req/s, and the goodput priced is a run of the same requests there (all 100 good), the probe's kept apart;
-    # both runs see the 30 ms longer span alike
-    assert a["sized_on_req_per_s"] == b["sized_on_req_per_s"] < a["boundary_rate_req_per_s"]
-    assert b["goodput_at_boundary_req_per_s"] == pytest.approx(
-        _span_grown(a["goodput_at_boundary_req_per_s"], good, 0.030), rel=1e-9)
-    good = round(a["attainment_at_sized_rate"] * 100)
-    assert good == round(b["attainment_at_sized_rate"] * 100) == 100
-    assert b["goodput_req_per_s"] == pytest.approx(_span_grown(a["goodput_req_per_s"], good, 0.030), rel=1e-9)
+    # a TPOT-only SLO sets no latency budget a probe can run out of: by attainment alone the 100-request probes meet
+    # it up to 96 req/s, above the 74.72 req/s the H100 can compute them at (work_bounds); from 74 req/s up more than
+    # half of each probe's requests are still in the system at its last arrival (probe_length, counted at the
+    # engine's last arrival with or without the latency), so the capacity found is 73 req/s, under the bound, and
+    # sized on as found; the goodput sees the 30 ms longer span
+    assert a["boundary_rate_req_per_s"] == 73.0 and "sized_on_req_per_s" not in a
+    assert a["too_short_req_per_s"] == b["too_short_req_per_s"] == [74.0, 76.0, 80.0, 96.0]
+    assert good == 100 and b["goodput_req_per_s"] == pytest.approx(_span_grown(a["goodput_req_per_s"], good, 0.030),
+                                                                   rel=1e-9)
     # e2e=430ms with 30 ms is e2e=400ms on the engine
     e2e, e2e_d = (_one(_search(*x)) for x in (["--slo", "e2e=400ms"],
                                                 ["--slo", "e2e=430ms", "--client-latency", "30ms"]))

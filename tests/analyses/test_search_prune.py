@@ -90,15 +90,17 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
 
 
 def test_some_searches_decide_candidates_without_simulating_them():
-    # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the winner is H100 TP 1, 3 replicas ×
-    # 1 GPU × $2.69/GPU-h × 730 h = $5,891.1 a month, the runner-up H100 TP 2, 2 × 2 × $2.69 × 730 = $7,854.8. The
-    # PCIe GPUs' all-reduces run at 0.35 of the host link (tp_comm.PCIE_ALLREDUCE_SHARE), so three of their TP > 1
-    # candidates are decided by bound against that batch (120 req/s ÷ (capacity bound × 0.8) sizes the fewest
-    # replicas):
+    # 8b-rate (120 req/s, replicas sized at ≤ 80 % of capacity, 730 h a month): the winner is H100 TP 1 at 19.75 req/s
+    # (60-request probes above it are too short to show their load: probe_length; 2,000-request probes find 21.25),
+    # ⌈120 ÷ (19.75 × 0.8)⌉ = 8 replicas × 1 GPU × $2.69/GPU-h × 730 h = $15,709.6 a month, the runner-up L40S TP 1 at
+    # 5.9375 req/s, ⌈120 ÷ 4.75⌉ = 26 × $0.86 × 730 = $16,322.8. The PCIe GPUs' all-reduces run at 0.35 of the host
+    # link (tp_comm.PCIE_ALLREDUCE_SHARE), so three of their TP > 1 candidates are decided by bound against that batch
+    # (120 req/s ÷ (capacity bound × 0.8) sizes the fewest replicas):
     # * L40S TP 4: capacity ≤ 20.96 req/s, ≥ ⌈120 ÷ 16.77⌉ = 8 replicas × 4 GPUs × $0.86 (RunPod pod) × 730 h =
-    #   $20,089.6 > $7,854.8; H100 TP 2 bills less at a better operating point (frontier and cost frontier);
-    # * L40S TP 8: ≤ 20.56 req/s, ≥ ⌈120 ÷ 16.45⌉ = 8 × 8 × $0.86 × 730 = $40,179.2, beaten by H100 TP 2 as well;
-    # * L4 TP 8: ≤ 16.96 req/s, ≥ ⌈120 ÷ 13.57⌉ = 9 × 8 × $0.44 × 730 = $23,126.4, beaten by H100 TP 1 ($5,891.1).
+    #   $20,089.6 > $16,322.8; H100 TP 1 bills less at a better operating point (frontier and cost frontier);
+    # * L40S TP 8: ≤ 20.56 req/s, ≥ ⌈120 ÷ 16.45⌉ = 8 × 8 × $0.86 × 730 = $40,179.2, beaten by H100 TP 1 on the
+    #   frontier and H100 TP 2 on the cost frontier;
+    # * L4 TP 8: ≤ 16.96 req/s, ≥ ⌈120 ÷ 13.57⌉ = 9 × 8 × $0.44 × 730 = $23,126.4, beaten by H100 TP 1 on both.
     # Simulated (the exhaustive search) each bills at least its bound, and L4 TP 8 and L40S TP 8 rank last.
     # A10G at TP ≥ 2 has no row that holds it (AWS g5.xlarge is a one-GPU VM, ledgers/instances.holds_replica):
     # rejected "no instance holds the TP group" at screening, unsimulated (AWS has rows for the A10G: none wide enough).
@@ -106,16 +108,17 @@ def test_some_searches_decide_candidates_without_simulating_them():
     bounded = {e["id"]: e for e in res.entries if e["status"] == "bounded"}
     assert sorted(bounded) == ["nvidia_l40s:tp4:kv-auto", "nvidia_l40s:tp8:kv-auto", "nvidia_l4:tp8:kv-auto"], \
         res.counts()
-    assert res.ranking[:2] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
-    for cid, key_lb, by in (("nvidia_l40s:tp4:kv-auto", 20089.6, "nvidia_h100_sxm:tp2:kv-auto"),
-                            ("nvidia_l40s:tp8:kv-auto", 40179.2, "nvidia_h100_sxm:tp2:kv-auto"),
-                            ("nvidia_l4:tp8:kv-auto", 23126.4, "nvidia_h100_sxm:tp1:kv-auto")):
+    assert res.ranking[:2] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_l40s:tp1:kv-auto"]
+    h1, h2 = "nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"
+    for cid, key_lb, by, by_cost in (("nvidia_l40s:tp4:kv-auto", 20089.6, h1, h1),
+                                     ("nvidia_l40s:tp8:kv-auto", 40179.2, h1, h2),
+                                     ("nvidia_l4:tp8:kv-auto", 23126.4, h1, h1)):
         e, ev = bounded[cid], bounded[cid]["decided_by_bound"]
         assert ev["rank"]["key_lower_bound"] == pytest.approx(key_lb)
-        assert ev["rank"]["runner_up"] == "nvidia_h100_sxm:tp2:kv-auto"
-        assert ev["rank"]["runner_up_key"] == pytest.approx(7854.8)
-        assert ev["rank"]["margin"] == pytest.approx(key_lb / 7854.8 - 1)
-        assert ev["cost_frontier"]["by"] == ev["frontier"]["by"] == by
+        assert ev["rank"]["runner_up"] == "nvidia_l40s:tp1:kv-auto"
+        assert ev["rank"]["runner_up_key"] == pytest.approx(16322.8)
+        assert ev["rank"]["margin"] == pytest.approx(key_lb / 16322.8 - 1)
+        assert (ev["frontier"]["by"], ev["cost_frontier"]["by"]) == (by, by_cost)
         assert ev["cost_frontier"]["margin"] > 0 and ev["frontier"]["margin"] > 0
         assert "capacity" not in e
         assert next(x for x in full.entries if x["id"] == cid)["sizing"]["monthly_usd"] >= key_lb

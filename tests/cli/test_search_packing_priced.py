@@ -64,9 +64,10 @@ def test_a_disaggregated_unit_on_a_mix_is_priced_at_its_bill():
 
 
 def test_an_offload_variant_is_priced_at_its_bill_idle_gpus_included():
-    # 25 req/s on GCP: 2 TP-1 replicas on one a3-highgpu-8g (6 idle), $64,117.71/month + 2 × the host tier's month;
-    # the variant's USD per 1k requests × its good requests = that bill (was 0.277 against its bill's 1.085)
-    found = _feasible("--gpu-provider", "GCP", "--offload", "none,cpu:64GiB", "--rate", "25")
+    # 20 req/s on GCP at 14.5 req/s per replica: ⌈20 ÷ (14.5 × 0.8)⌉ = 2 TP-1 replicas on one a3-highgpu-8g (6 idle),
+    # $64,117.71/month + 2 × the host tier's month; the variant's USD per 1k requests × its good requests = that bill
+    # (was 0.277 against its bill's 1.085)
+    found = _feasible("--gpu-provider", "GCP", "--offload", "none,cpu:64GiB", "--rate", "20")
     v = found["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"]
     s, tier = v["sizing"], v["offload"]["tier_usd_per_month_per_unit"]
     assert (s["replicas"], s["idle_gpus"], s["instances"]) == (2, 6, 1)
@@ -78,9 +79,9 @@ def test_an_offload_variant_is_priced_at_its_bill_idle_gpus_included():
 
 
 def test_the_winners_price_names_the_mix():
-    # 10 TP-1 replicas on Lambda: 1 gpu_8x + 2 gpu_1x, $40.50/h for 10 GPUs = $4.05 per billed GPU-hour (was "$3.99 per
-    # GPU-hour", the first row's alone)
-    res = CliRunner().invoke(app, [*LLAMA, "--gpu-provider", "Lambda", "--rate", "200"], catch_exceptions=False)
+    # 110 req/s at 14.5 req/s per replica: ⌈110 ÷ (14.5 × 0.8)⌉ = 10 TP-1 replicas on Lambda: 1 gpu_8x + 2 gpu_1x,
+    # $40.50/h for 10 GPUs = $4.05 per billed GPU-hour (was "$3.99 per GPU-hour", the first row's alone)
+    res = CliRunner().invoke(app, [*LLAMA, "--gpu-provider", "Lambda", "--rate", "110"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert ("winner's price: $4.05 per GPU-hour billed, a mix: 1 × Lambda:gpu_8x_h100_sxm5 at $3.99/GPU-h + 2 × "

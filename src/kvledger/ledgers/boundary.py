@@ -44,9 +44,12 @@ class BoundaryPoint:
     sustain), which misses the target whatever its attainment: the attainment of a finite run counts the requests that
     were served before the queue grew long, and in steady state that queue grows without bound; False when the check
     was made and the run kept up; None (left out of the JSON) when no check was made (measured sweeps, closed loops).
+    ``too_short``: True when the run was too short to show its load (more than half its requests still in the system
+    at its last arrival: ``kvledger.analyses.serving.probe_length``), which misses the target whatever its attainment;
+    None (left out of the JSON) otherwise.
     """
 
-    __json_optional__ = ("queue_grew",)
+    __json_optional__ = ("queue_grew", "too_short")
 
     value: float
     attainment: float
@@ -55,6 +58,7 @@ class BoundaryPoint:
     goodput_req_per_s: float | None
     label: str
     queue_grew: bool | None = None
+    too_short: bool | None = None
 
 
 @json_fields(exclude=("points",), extra=("points",))  # the points last
@@ -117,9 +121,11 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
     return x
 
 
-def _point(value: float, res: GoodputResult, target: float, queue_grew: bool | None = None) -> BoundaryPoint:
-    return BoundaryPoint(value, res.attainment, res.attainment >= target and not queue_grew, res.estimate,
-                         res.goodput_req_per_s, res.run_label or res.source, queue_grew)
+def _point(value: float, res: GoodputResult, target: float, queue_grew: bool | None = None,
+           too_short: bool | None = None) -> BoundaryPoint:
+    met = res.attainment >= target and not queue_grew and not too_short
+    return BoundaryPoint(value, res.attainment, met, res.estimate, res.goodput_req_per_s, res.run_label or res.source,
+                         queue_grew, too_short or None)
 
 
 def unsustained_note(points: list[BoundaryPoint], axis: str, target: float, check: str) -> list[str]:
@@ -189,8 +195,8 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
                     *,
                     axis: str = "request_rate", integer: bool = False, tol: float | None = None,
                     max_evals: int = 30, known: tuple[float, float] | None = None,
-                    queue_grew: Callable[[float, RunRecords | AggregateRun], bool | None] | None = None
-                    ) -> BoundaryResult:
+                    queue_grew: Callable[[float, RunRecords | AggregateRun], bool | None] | None = None,
+                    too_short: Callable[[float], bool | None] | None = None) -> BoundaryResult:
     """Bisection for the largest value in [lo, hi] whose attainment meets ``target`` (and, with ``queue_grew``,
     whose run kept up).
 
@@ -203,7 +209,8 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     counts an end not evaluated as one evaluation.
     ``queue_grew(value, run)``: whether that run's queue kept growing (``BoundaryPoint.queue_grew``): such a point
     misses the target whatever its attainment (the caller adds ``unsustained_note``); None: every point judged on its
-    attainment alone.
+    attainment alone. ``too_short(value)``: whether that (evaluated) run was too short to show its load
+    (``BoundaryPoint.too_short``), a miss in the same way.
 
     Raises:
         InputError: lo ≥ hi, negative lo, target outside (0, 1].
@@ -220,7 +227,8 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
         run = run_at(int(v) if integer else v)
         gpus.append(run.metadata.num_gpus)
         results.append(goodput(run, slo))
-        points.append(_point(v, results[-1], target, None if queue_grew is None else queue_grew(v, run)))
+        points.append(_point(v, results[-1], target, None if queue_grew is None else queue_grew(v, run),
+                             None if too_short is None else too_short(v)))
         return points[-1].meets_target
 
     notes = [

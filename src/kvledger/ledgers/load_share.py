@@ -75,11 +75,16 @@ class LoadShare:
 
 def load_share_from(gp: Any, rate_req_per_s: float, seed: int | None) -> LoadShare:
     """A ``LoadShare`` from the goodput (``ledgers.goodput.GoodputResult``) of the run at ``rate_req_per_s``: token
-    totals are its good (completed) token rates × its duration."""
+    totals are its good (completed) token rates × its duration, rounded to whole tokens (what they count: two runs of
+    the same requests whose durations differ in the last bit give the same totals)."""
     d = gp.duration_s or 0.0
-    return LoadShare(rate_req_per_s, seed, gp.num_requests, gp.num_good, (gp.goodput_input_tok_per_s or 0.0) * d,
-                     (gp.goodput_output_tok_per_s or 0.0) * d, (gp.throughput_input_tok_per_s or 0.0) * d,
-                     (gp.throughput_output_tok_per_s or 0.0) * d)
+
+    def tokens(per_s: float | None) -> float:
+        return float(round((per_s or 0.0) * d))
+
+    return LoadShare(rate_req_per_s, seed, gp.num_requests, gp.num_good, tokens(gp.goodput_input_tok_per_s),
+                     tokens(gp.goodput_output_tok_per_s), tokens(gp.throughput_input_tok_per_s),
+                     tokens(gp.throughput_output_tok_per_s))
 
 
 def run_seed(run: Any) -> int | None:

@@ -175,6 +175,10 @@ def goodput_by_rate(data: ReportData) -> Figure:
                      "bursts explain, a load the engine did not sustain, so it counts as a miss whatever its share "
                      "(kvledger.analyses.serving.queue_growth.probe_queue_grew)."
                      if any(p.get("queue_grew") for p in probes) else "")
+                  + (" (too short): more than half the probe's requests were still in the system at its last arrival, "
+                     "too short to show the load, so it counts as a miss whatever its share "
+                     "(kvledger.analyses.serving.probe_length.probe_too_short)."
+                     if any(p.get("too_short") for p in probes) else "")
                   + (" lo–hi*: a probe stopped early once it could no longer reach the target (its share lies between "
                      "the two; kvledger.dynamics.early_stop)." if stopped else "")
                   + "".join(f" Warning: {w.removeprefix('warning: ')}" for w in not_steady_lines(cs)),
@@ -195,7 +199,8 @@ def _probe_share(p: dict) -> str:
     st = p.get("stopped_early")
     if st:
         return stopped_share_text(p["attainment"], st["attainment_upper"])
-    return f"{p['attainment']:.1%}" + (" (queue grew)" if p.get("queue_grew") else "")
+    return f"{p['attainment']:.1%}" + (" (queue grew)" if p.get("queue_grew") else
+                                       " (too short)" if p.get("too_short") else "")
 
 
 def _shade_band(ax, cs: dict) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvledger.report.figure import fmt  # four significant figures, no exponent (a capacity found to ~1%)
+from kvledger.report.probe_cells import probe_attainment, probe_verdict
 from kvledger.report.validation_figures import fmt_rate
 
 if TYPE_CHECKING:
@@ -259,9 +260,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:
         t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}",
-                  _rate(pr.offered_rate_req_per_s), _attain(pr),
+                  _rate(pr.offered_rate_req_per_s), probe_attainment(pr),
                   _rate(pr.goodput_req_per_s), _rate(pr.throughput_req_per_s), _rate(pr.goodput_req_per_s_per_gpu),
-                  "meets" if pr.meets_target else "queue grew" if pr.queue_grew else "misses")
+                  probe_verdict(pr))
     con.print(t)
     con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: "
               f"{escape(SEARCH_AXES[sb.axis])}; "
@@ -271,7 +272,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
               + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
                   pr.stopped_early for pr in sb.probes) else "")
               + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
-                 "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else ""))
+                 "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else "")
+              + ("; too short: over half its requests still in the system at its last arrival, too short to show the "
+                 "load — a miss whatever its attainment" if any(pr.too_short for pr in sb.probes) else ""))
     said = {sb.seed_spread.note if sb.seed_spread is not None else None,  # printed above the table
             sb.rejections.text(sb.target) if _blocked(sb) else None}  # the answer (_answer)
     for note in b.notes + [n for n in sb.notes if n not in said
@@ -289,12 +292,3 @@ def print_sources(sim: SimulatedRun, title: str) -> None:
     for k, line in enumerate(sim.source_lines(), start=1):
         con.print(f"  [{k}] {escape(line)}")
 
-
-def _attain(pr) -> str:
-    """A probe's attainment; a probe stopped early shows its bounds (finished-by-then share – the most it could
-    reach)."""
-    if pr.stopped_early is None:
-        return f"{pr.attainment:.1%}"
-    from kvledger.analyses.serving.sim_capacity import stopped_share_text
-
-    return stopped_share_text(pr.attainment, pr.stopped_early["attainment_upper"])

@@ -235,18 +235,23 @@ def search_max_rate(study: DisaggStudy, dep: Deployment, load, rate_per_s: float
     ``load(rate)`` returns the workload at that mean rate (the same trace, gaps rescaled). Bisection to 2 % of the
     rate (``kvledger.ledgers.boundary.search_boundary``); the result's ``boundary_per_gpu`` is req/s per GPU.
     """
+    from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
     from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
     from kvledger.ledgers.boundary import search_boundary, unsustained_note
+
+    short: dict[float, Any] = {}  # the rate's run was too short to show its load (probe_length.probe_too_short)
 
     def run_at(rate: float) -> RunRecords:
         run, _ = run_deployment(study, dep, load(rate))
         run.metadata.request_rate = rate
+        short[rate] = probe_too_short(run, "open loop")
         return run
 
     def grew(rate: float, run: RunRecords) -> bool | None:  # a load the deployment does not sustain: a miss
         return probe_queue_grew(run, "open loop")
 
     res = search_boundary(run_at, study.slo, study.target, 0.1 * rate_per_s, 1.5 * rate_per_s, tol=0.02 * rate_per_s,
-                          max_evals=12, queue_grew=grew)
+                          max_evals=12, queue_grew=grew, too_short=lambda rate: short[rate] is not None)
     res.notes.extend(unsustained_note(res.points, "request_rate", study.target, QUEUE_CHECK))
+    res.notes.extend(short_notes({p.value: p for p in res.points}, short, study.target, "request_rate"))
     return res.to_dict()

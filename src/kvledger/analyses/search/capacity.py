@@ -142,7 +142,8 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     probes = [[p.value, p.attainment] for p in sb.probes]
     b = sb.boundary.boundary_value
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes),
-                 extra=_counted_out(p.value for p in sb.probes if p.queue_grew), rejections=sb.rejections,
+                 extra=_counted_out((p.value for p in sb.probes if p.queue_grew),
+                                    (p.value for p in sb.probes if p.too_short)), rejections=sb.rejections,
                  idle_edge=sb.idle_edge)
     if b is not None and sb.boundary_run is not None:
         out.run = sb.boundary_run.run
@@ -155,11 +156,11 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     return out
 
 
-def _counted_out(rates: Any) -> dict[str, Any]:
-    """``queue_grew_req_per_s``: the probed rates that met the attainment target with their queue growing, counted as
-    misses (``queue_growth.probe_queue_grew``), sorted; left out when there are none."""
-    got = sorted(rates)
-    return {"queue_grew_req_per_s": got} if got else {}
+def _counted_out(grew: Any, short: Any) -> dict[str, Any]:
+    """``queue_grew_req_per_s`` / ``too_short_req_per_s``: the probed rates whose queue grew (``probe_queue_grew``) /
+    too short to show their load (``probe_too_short``), counted as misses, sorted; each left out when none."""
+    got = {"queue_grew_req_per_s": sorted(grew), "too_short_req_per_s": sorted(short)}
+    return {k: v for k, v in got.items() if v}
 
 
 def _boundary_notes(out: Probed, offered: float, rate: float) -> list[str]:
@@ -230,6 +231,7 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The same rate search for a disaggregated unit (see the module docstring)."""
     from kvledger.analyses.judgments.pd_disagg import run_deployment
+    from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
     from kvledger.analyses.serving.probe_sample import workload_sample_note
     from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
     from kvledger.ledgers.boundary import search_boundary, unsustained_note
@@ -238,6 +240,7 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     study, dep, link_kind = _study(spec, cand, slo)
     runs: dict[float, Any] = {}
     grew: dict[float, bool | None] = {}  # the rate's run did not sustain its load (queue_growth.probe_queue_grew)
+    short: dict[float, Any] = {}  # the rate's run was too short to show its load (probe_length.probe_too_short)
     order: list[float] = []
     from kvledger.analyses.search.latency import latency_s
     from kvledger.record_columns import with_arrivals_earlier
@@ -251,33 +254,24 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
             run.metadata.request_rate = rate
             runs[rate] = (run, goodput_of_records(run, slo))
             grew[rate] = probe_queue_grew(run, "open loop")
+            short[rate] = probe_too_short(run, "open loop", d)
             order.append(rate)
         return runs[rate][0]
 
     def meets(rate: float) -> bool:  # the attainment target, at a load the unit sustains (as colocated probes)
         run_at(rate)
-        return runs[rate][1].attainment >= spec.target and not grew[rate]
+        return runs[rate][1].attainment >= spec.target and not grew[rate] and short[rate] is None
 
-    lo, hi = 1.0, 2.0
-    if meets(1.0):
-        for _ in range(_MAX_DOUBLINGS):
-            if not meets(hi):
-                break
-            lo, hi = hi, hi * 2
-    else:
-        hi, lo = 1.0, 0.5
-        for _ in range(_MAX_HALVINGS):
-            if meets(lo):
-                break
-            hi, lo = lo, lo / 2
+    lo, hi = _bracket(meets)
     res = search_boundary(run_at, slo, spec.target, lo, hi, axis="request_rate", tol=hi / 100.0, max_evals=30,
-                          queue_grew=lambda rate, run: grew[rate])
+                          queue_grew=lambda rate, run: grew[rate], too_short=lambda rate: short[rate] is not None)
     res.notes.extend(unsustained_note(res.points, "request_rate", spec.target, QUEUE_CHECK))
+    res.notes.extend(short_notes({r: g for r, (_, g) in runs.items()}, short, spec.target, "request_rate"))
     b = res.boundary_value
     out = Probed(b, res.first_failing_value, [[r, runs[r][1].attainment] for r in order],
                  [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload "
                   f"at every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
-                 extra={**_counted_out(r for r in order if grew[r]),
+                 extra={**_counted_out((r for r in order if grew[r]), (r for r in order if short[r])),
                         "kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
                                    f"({study.link.source}), "
                         f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})
@@ -287,3 +281,20 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
         out.notes += _boundary_notes(out, b, b) + workload_sample_note(spec.trace, spec.synthetic, out.workload)
     return out
+
+
+def _bracket(meets: Any) -> tuple[float, float]:
+    """[lo, hi] with lo meeting and hi missing (``meets(rate)``), doubling from 1 req/s or halving from it."""
+    lo, hi = 1.0, 2.0
+    if meets(1.0):
+        for _ in range(_MAX_DOUBLINGS):
+            if not meets(hi):
+                break
+            lo, hi = hi, hi * 2
+        return lo, hi
+    hi, lo = 1.0, 0.5
+    for _ in range(_MAX_HALVINGS):
+        if meets(lo):
+            break
+        hi, lo = lo, lo / 2
+    return lo, hi

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
 from kvledger.errors import InputError
 
@@ -61,6 +62,7 @@ class TierProber:
         self.host_hit_tokens: dict[float, int] = {}  # prompt tokens loaded back from the tier in each rate's run
         self.goodputs: dict[float, Any] = {}
         self.grew: dict[float, bool | None] = {}  # the rate's probe did not sustain its load (queue_growth)
+        self.short: dict[float, Any] = {}  # the rate's probe was too short to show its load (probe_length)
         self.tier: dict[str, Any] = {}
         self.lower_bound = False
 
@@ -86,8 +88,10 @@ class TierProber:
             self.host_hit_tokens[rate] = sum(m.host_hit_tokens for m in managers)
             self.runs[rate] = self.sims[rate].run
             self.goodputs[rate] = goodput(self.runs[rate], self.slo)
-            self.grew[rate] = probe_queue_grew(self.runs[rate], str(self.sims[rate].setup.workload_info.get("mode",
-                                                                                                            "")))
+            mode = str(self.sims[rate].setup.workload_info.get("mode", ""))
+            self.grew[rate] = probe_queue_grew(self.runs[rate], mode)
+            d = self.sims[rate].setup.client_latency  # the engine's arrivals are d later (probe_too_short)
+            self.short[rate] = probe_too_short(self.runs[rate], mode, d.seconds if d else 0.0)
         return self.runs[rate]
 
     def sized_run(self, rate: float) -> Any:
@@ -101,11 +105,15 @@ class TierProber:
     def meets(self, rate: float) -> bool:
         """The run at ``rate`` met the attainment target and sustained its load (as ``sim_boundary``'s probes)."""
         self.run_at(rate)
-        return self.goodputs[rate].attainment >= self.target and not self.grew[rate]
+        return self.goodputs[rate].attainment >= self.target and not self.grew[rate] and self.short[rate] is None
 
     def queue_grew(self, rate: float, run: Any = None) -> bool | None:
         """Whether the run at ``rate`` (already run) did not sustain its load."""
         return self.grew[rate]
+
+    def too_short(self, rate: float) -> bool:
+        """Whether the run at ``rate`` (already run) was too short to show its load."""
+        return self.short[rate] is not None
 
     def notes(self) -> list[str]:
         """The rates that met the attainment target with their queue growing, counted as misses ([] if none)."""
@@ -113,7 +121,8 @@ class TierProber:
 
         pts = [BoundaryPoint(r, g.attainment, self.meets(r), g.estimate, g.goodput_req_per_s, "", self.grew[r])
                for r, g in sorted(self.goodputs.items())]
-        return unsustained_note(pts, "request_rate", self.target, QUEUE_CHECK)
+        return (unsustained_note(pts, "request_rate", self.target, QUEUE_CHECK)
+                + short_notes(self.goodputs, self.short, self.target, "request_rate"))
 
     def probes(self) -> list[list[float]]:
         """[rate, attainment] of every run, by rate."""
@@ -143,5 +152,6 @@ def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | No
             lo, hi = 0.5 * lo, lo
         else:  # every rate simulated missed; ``lo`` is the next halving, never run
             return None, hi
-    res = search_boundary(p.run_at, p.slo, p.target, lo, hi, tol=0.01 * lo, max_evals=12, queue_grew=p.queue_grew)
+    res = search_boundary(p.run_at, p.slo, p.target, lo, hi, tol=0.01 * lo, max_evals=12, queue_grew=p.queue_grew,
+                          too_short=p.too_short)
     return res.boundary_value, res.first_failing_value

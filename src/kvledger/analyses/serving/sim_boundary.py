@@ -10,12 +10,12 @@ default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it. Like th
 function, this assumes attainment does not rise with load, and says when a probe shows it does.
 
 The boundary is a load the engine *sustains*: an open-loop probe whose queue kept growing to its last arrival past
-what the trace's own bursts explain (``kvledger.analyses.serving.queue_growth.probe_queue_grew``) misses the target
-whatever its attainment. A probe of a few hundred or thousand requests above the engine's capacity still scores well —
-the requests that arrived early were served before the queue grew long — and the rate so found can be far above what
-the engine serves (Llama-3.1-8B on an H100, azure-conv, TTFT ≤ 500 ms, TPOT ≤ 50 ms: 400-request probes found 32 req/s
-on TP 1 and 74 on TP 2 by attainment alone, 22.25 and 39 counting the growing queues out, where 6,000-request probes
-find 21 and 39.5). A closed loop cannot grow its queue and is judged on its attainment alone.
+what the trace's own bursts explain (``kvledger.analyses.serving.queue_growth.probe_queue_grew``), or too short to show
+its load (``probe_length.probe_too_short``), misses the target whatever its attainment. A probe of a few hundred or
+thousand requests above the engine's capacity still scores well (the early arrivals were served before the queue grew
+long): Llama-3.1-8B on an H100, azure-conv, TTFT ≤ 500 ms, TPOT ≤ 50 ms: 400-request probes found 32 req/s on TP 1 and
+74 on TP 2 by attainment alone, 22.25 and 39 counting the growing queues out; 6,000-request probes find 21 and 39.5.
+A closed loop cannot grow its queue and is judged on its attainment alone.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 from kvledger.analyses.serving.attainment_ceiling import AttainmentCeiling, attainment_ceiling
 from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.idle_edge import IdleEdge, check_idle_edge
+from kvledger.analyses.serving.probe_length import short_notes
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.rejections import Rejections, count_rejections
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
@@ -52,9 +53,8 @@ SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps resca
 _AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency",
                  "max-num-seqs": "max_num_seqs"}
 MIN_PROBE_REQUESTS = 50
-"""Requests per probe, at least (``search``'s floor too, kvledger.ranges): a probe of a handful of requests measures
-its drain tail, not the replica, and its queue cannot be read (queue_growth needs 20): 5 requests per probe found
-"4,096 req/s" for Llama-3.1-8B on an H100, whose 2,000-request capacity is 19.75 req/s."""
+"""Requests per probe, at least (``search``'s floor too, kvledger.ranges): a handful of requests measures its drain
+tail, not the replica (queue_growth needs 20): 5 per probe found "4,096 req/s" for Llama-3.1-8B on an H100 (19.75)."""
 PROBE_NUM_REQUESTS = 2000
 """Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
 
@@ -71,19 +71,17 @@ def normalize_axis(axis: str) -> str:
 class SimProbe:
     """One simulated load: its value on the axis, attainment and goodput, whole deployment and per replica / GPU.
 
-    ``phase`` is "bracket" (doubling or halving to find the ends), "bisection" (search_boundary's
-    probes) or "check" (the top of a range whose bottom already missed, to tell "nothing meets"
-    from "attainment rises with the value"). Rates are req/s; tokens/s count output tokens.
-    ``stopped_early``: when the early-stop rule ended the probe (kvledger.dynamics.early_stop), its
-    evidence (simulated time, requests certain to miss, ``attainment_upper``); the attainment and
-    goodput are then lower bounds over the requests finished by then. None: run to the end.
-    ``queue_grew``: an open-loop probe's queue kept growing to its last arrival past the trace's own bursts
-    (``queue_growth.probe_queue_grew``): it misses the target whatever its attainment (a load the engine does not
-    sustain); False: it kept up; None (left out of the JSON): not checked (a closed loop, or a probe stopped early,
-    which misses anyway).
+    ``phase`` is "bracket" (doubling or halving to find the ends), "bisection" (search_boundary's probes) or "check"
+    (the top of a range whose bottom already missed, to tell "nothing meets" from "attainment rises with the value").
+    Rates are req/s; tokens/s count output tokens. ``stopped_early``: when the early-stop rule ended the probe
+    (kvledger.dynamics.early_stop), its evidence (simulated time, requests certain to miss, ``attainment_upper``); the
+    attainment and goodput are then lower bounds over the requests finished by then. None: run to the end.
+    ``queue_grew``: its queue kept growing past the trace's own bursts (``queue_growth.probe_queue_grew``), and
+    ``too_short``: it was too short to show its load (``probe_length``): either misses the target whatever its
+    attainment; None (left out of the JSON): not checked, or (``too_short``) long enough.
     """
 
-    __json_optional__ = ("queue_grew",)
+    __json_optional__ = ("queue_grew", "too_short")
 
     order: int
     phase: str
@@ -99,6 +97,7 @@ class SimProbe:
     offered_rate_req_per_s: float | None
     stopped_early: dict[str, Any] | None = None
     queue_grew: bool | None = None
+    too_short: bool | None = None
 
 
 @dataclass
@@ -112,8 +111,7 @@ class SimBoundary:
             concurrency axes; ``max_num_seqs`` is already a per-replica setting).
         goodput_at_boundary_req_per_s: goodput of the probe at the boundary (DistServe's per-GPU goodput ÷ GPUs).
         provenance: the simulation inputs of the first probe (the axis value varies).
-        goodputs, first_run, boundary_run: each probe's goodput (in probe order), the first probe's run and the
-            run at the boundary (None without one); not serialised.
+        goodputs, first_run, boundary_run: each probe's goodput, the first probe's and the boundary's runs; not JSON.
     """
 
     __json__ = ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus", "boundary_per_replica",
@@ -214,7 +212,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
                           tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals,
-                          known=(good, bad), queue_grew=p.queue_grew)
+                          known=(good, bad), queue_grew=p.queue_grew, too_short=p.too_short)
     edge = _checks(p, res, axis, blo, bhi, target, extra)
     sb = _assemble(p, res, axis, target)
     sb.idle_edge = edge
@@ -225,9 +223,8 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
 
 def _checks(p: SimProber, res: BoundaryResult, axis: str, blo: float, bhi: float, target: float,
             extra: list[str]) -> IdleEdge | None:
-    """After the bisection: a bracket whose low end missed gets its high end probed (attainment rising with the value
-    is said), and a request-rate capacity whose target is met only within sampling noise even near idle is withdrawn
-    (``idle_edge.check_idle_edge``: the bisection followed noise, not load), its edge returned."""
+    """After the bisection: a bracket whose low end missed gets its high end probed (attainment rising with the value is
+    said); a rate capacity met only within sampling noise even near idle is withdrawn (``idle_edge``), its edge kept."""
     if res.boundary_value is None and float(bhi) not in p.runs:
         p.current_phase = "check"
         if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here
@@ -244,8 +241,8 @@ def _checks(p: SimProber, res: BoundaryResult, axis: str, blo: float, bhi: float
 
 
 def _limits(sb: SimBoundary, target: float) -> None:
-    """What bounds the attainment whatever the load, with its note: the requests the engine refuses (the same in every
-    probe: never good), and a target the lightest load probed barely meets (``attainment_ceiling``)."""
+    """What bounds the attainment whatever the load, with its note: the requests the engine refuses (never good), and a
+    target the lightest load probed barely meets (``attainment_ceiling``)."""
     sb.rejections = count_rejections(sb.first_run.setup)
     sb.attainment_ceiling = attainment_ceiling(sb)
     if sb.rejections is not None:
@@ -259,7 +256,8 @@ def _probe(order: int, value: float, p: SimProber) -> SimProbe:
     g = gp.goodput_req_per_s
     return SimProbe(order, p.phase[value], value, gp.attainment, p.meets(value), gp.num_requests, g,
                     gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / facts.replicas,
-                    None if g is None else g / facts.num_gpus, facts.offered_rate_req_per_s, facts.stopped_early, grew)
+                    None if g is None else g / facts.num_gpus, facts.offered_rate_req_per_s, facts.stopped_early, grew,
+                    p.too_short(value) or None)
 
 
 def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
@@ -267,9 +265,11 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     for value, gp in p.results.items():  # bracketing probes: all below lo met the target, all above hi missed it
         if value not in seen:
             res.points.append(BoundaryPoint(value, gp.attainment, p.meets(value), gp.estimate,
-                                            gp.goodput_req_per_s, gp.run_label or gp.source, p.grew[value]))
+                                            gp.goodput_req_per_s, gp.run_label or gp.source, p.grew[value],
+                                            p.too_short(value) or None))
     res.points.sort(key=lambda pt: pt.value)
     res.notes.extend(unsustained_note(res.points, axis, target, QUEUE_CHECK))
+    res.notes.extend(short_notes(p.results, p.short, target, axis))
     values = list(p.runs)
     probes = [_probe(i, v, p) for i, v in enumerate(values, start=1)]
     first = p.simulated(values[0])

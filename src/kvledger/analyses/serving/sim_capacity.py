@@ -254,7 +254,8 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     cap.notes.extend(n for n in sb.notes if n.startswith(("unrepresentative sample: ", ATTAINMENT_CEILING)))
     cap.notes.extend([sb.rejections.text(target)] if sb.rejections else [])  # requests refused: never good
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
-    cap.notes.extend(n for n in sb.boundary.notes if n.startswith("sustained load only: "))  # "queue grew" probes
+    # the probes counted out whatever their attainment: "queue grew" and "too short" (probe_length)
+    cap.notes.extend(n for n in sb.boundary.notes if n.startswith(("sustained load only: ", "too short to tell: ")))
     return cap
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kvledger.analyses.serving.probe_length import probe_too_short
 from kvledger.analyses.serving.queue_growth import probe_queue_grew
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -66,6 +67,7 @@ class SimProber:
         self.held: dict[float, SimulatedRun] = {}
         self.results: dict[float, GoodputResult] = {}
         self.grew: dict[float, bool | None] = {}  # value → the probe's queue kept growing (_queue_grew)
+        self.short: dict[float, tuple[int, int] | None] = {}  # value → too short to show its load (probe_length)
         self.phase: dict[float, str] = {}
         self.current_phase = "bracket"
         self.client_latency_s = _client_latency_s(args)  # the same for every probe: read once
@@ -80,6 +82,7 @@ class SimProber:
                                     meta.extra.get("stopped_early"))
         self.results[key] = goodput(sim.run, self.slo)
         self.grew[key] = _queue_grew(sim)
+        self.short[key] = probe_too_short(sim.run, _mode(sim), self.client_latency_s)
         self.phase[key] = self.current_phase
         self.held[key] = sim
         self.release()
@@ -114,6 +117,10 @@ class SimProber:
         """Whether the probe at ``value`` (already run) did not sustain its load (``_queue_grew``)."""
         return self.grew[float(value)]
 
+    def too_short(self, value: float) -> bool:
+        """Whether the probe at ``value`` (already run) was too short to show its load (``probe_length``)."""
+        return self.short[float(value)] is not None
+
     def _miss_rule(self) -> MissRule:
         """The early-stop rule on the engine's records: a --client-latency d is added after the run, so a request
         meets a TTFT or E2E limit L there when its engine-side value is at most L − d."""
@@ -131,9 +138,14 @@ class SimProber:
         return self._met(float(value))
 
     def _met(self, key: float) -> bool:
-        return self.results[key].attainment >= self.target and not self.grew[key]
+        return self.results[key].attainment >= self.target and not self.grew[key] and self.short[key] is None
 
 
 def _queue_grew(sim: SimulatedRun) -> bool | None:
     """The probe did not sustain its load (``queue_growth.probe_queue_grew`` on its workload's mode)."""
-    return probe_queue_grew(sim.run, str(sim.setup.workload_info.get("mode", "")))
+    return probe_queue_grew(sim.run, _mode(sim))
+
+
+def _mode(sim: SimulatedRun) -> str:
+    """The probe's workload mode ("open loop …", a closed loop's, sessions')."""
+    return str(sim.setup.workload_info.get("mode", ""))
