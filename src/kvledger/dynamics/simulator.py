@@ -21,12 +21,14 @@ from kvledger.dynamics.cluster import run_cluster
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.reservation_fit import check_static_fit
 from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
+from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.record_columns import run_from_columns
@@ -70,6 +72,18 @@ class SimResult:
         return chrome_trace(self.steps, self.records.records)
 
 
+def _lengths(requests: Any) -> tuple[Any, Any] | None:
+    """(prompt tokens, output tokens) of every request when they are known before the run (a list of specs, columns, a
+    closed loop's list); None otherwise (sessions, a generator: reading it would use it up)."""
+    if isinstance(requests, ClosedLoop):
+        requests = requests.requests
+    if isinstance(requests, WorkloadColumns):
+        return requests.num_prompt_tokens, requests.num_output_tokens
+    if isinstance(requests, (list, tuple)):
+        return [r.num_prompt_tokens for r in requests], [r.num_output_tokens for r in requests]
+    return None
+
+
 def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
@@ -108,6 +122,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     """
     if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
+    if config.batching == "static":  # a request static batching could never admit: refused before the run
+        check_static_fit(config, _lengths(requests))
     route = make_router(router)
     replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
                         record_token_times=record_token_times,

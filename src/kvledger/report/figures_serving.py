@@ -223,14 +223,16 @@ def _band_caption(cs: dict) -> str:
 
 def engine_savings(data: ReportData) -> Figure:
     s = data.engine_savings
-    keys = ("engine", "static", "contiguous")
+    names = {"engine": "continuous + paged", "static": "static batching", "contiguous": "contiguous KV"}
+    colors = {"engine": "#55a868", "static": "#c44e52", "contiguous": "#8172b2"}
+    keys = [k for k in names if "skipped" not in s[k]]  # a baseline that admits no request was not run
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.0)
-    names = ["continuous + paged", "static batching", "contiguous KV"]
-    colors = ["#55a868", "#c44e52", "#8172b2"]
-    bars = ax.bar(names, [s[k]["summary"]["throughput_tok_per_s"] for k in keys], color=colors)
+    bars = ax.bar([names[k] for k in keys], [s[k]["summary"]["throughput_tok_per_s"] for k in keys],
+                  color=[colors[k] for k in keys])
     ax.bar_label(bars, fmt="{:,.0f}", fontsize=7)
     ax.set_ylabel("output tokens/s")
-    bars = bx.bar(names, [s[k]["goodput_req_per_s"] or 0.0 for k in keys], color=colors)
+    bars = bx.bar([names[k] for k in keys], [s[k]["goodput_req_per_s"] or 0.0 for k in keys],
+                  color=[colors[k] for k in keys])
     bx.bar_label(bars, fmt="{:,.2f}", fontsize=7)
     bx.set_ylabel("goodput, good req/s")
     for a in (ax, bx):
@@ -240,11 +242,21 @@ def engine_savings(data: ReportData) -> Figure:
     rows += [[f"ratio {r['comparison']} (baseline: {r['baseline']})", fmt(r["throughput_ratio"]),
               fmt(r["goodput_ratio"]),
               fmt(r["ttft_p90_ratio"]), ""] for r in s["ratios"]]
+    skipped = [k for k in names if k not in keys]
+    rows += [[f"{s[k]['label']}: not run", "", "", "", ""] for k in skipped]
     return Figure("engine_savings", "What the engine saves, compared with what",
-                  f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under three engines; each "
-                  f"ratio names its baseline.",
+                  f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under "
+                  f"{('three', 'two', 'one')[len(skipped)]} engines; each ratio names its baseline."
+                  + "".join(_skipped_sentence(s[k]) for k in skipped),
                   fig, ["engine", "output tok/s", "goodput, req/s", "TTFT p90, s", "preemptions"], rows,
-                      [data.commands["engine_savings"]])
+                  [data.commands["engine_savings"]])
+
+
+def _skipped_sentence(row: dict) -> str:
+    """Why a baseline was not run (its settings admit no request), and the max_model_len that would let it run."""
+    fit = row.get("fit_max_model_len")
+    then = f"; with --max-model-len {fit} or less it would run" if fit else ""
+    return f" Not run, {row['label']}: {row['skipped']}{then}."
 
 
 def serving_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:

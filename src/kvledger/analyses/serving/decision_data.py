@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ranges import check_options
 
@@ -139,21 +140,27 @@ def _summary_row(sim: Any, slo: Any, rate: float) -> dict[str, Any]:
             "throughput_req_per_s": gp.throughput_req_per_s}
 
 
-_BASELINES = (("static", "static batching (a batch runs until its longest member ends)"),
-              ("contiguous", "contiguous KV (max_model_len reserved per request)"))
 # the pool's share of the runs after the capacity search: the two overloaded sweep points, about 0.3 s of the 0.9 s
 # (the pool also imports matplotlib meanwhile, about 0.3 s; docs/performance.md)
 _IN_POOL = (1.25, 1.5)
 
 
 def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None) -> dict[str, Any]:
-    """One simulation's summary row at ``rate`` (picklable in and out: a process pool may run it)."""
+    """One simulation's summary row at ``rate`` (picklable in and out: a process pool may run it); a baseline policy
+    whose settings admit no request (contiguous KV longer than the pool, refused before simulating) gives the row of
+    why it was not run."""
     from kvledger.analyses.serving.sim_ledgers import simulate_run
+    from kvledger.dynamics.engine.reservation_fit import ContiguousTooLargeError
 
     # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
     # exact without them (dynamics/outputs/itl_gaps.py)
-    sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
-                       record_token_times=slo.itl_s is not None)
+    try:
+        sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
+                           record_token_times=slo.itl_s is not None)
+    except ContiguousTooLargeError as e:
+        if policy is None:  # the engine's own run: the capacity search has refused it already
+            raise
+        return skipped_row(e)
     return _summary_row(sim, slo, rate)
 
 
@@ -162,7 +169,7 @@ def _runs_after_capacity(req: ReportRequest, cap: Any, slo: Any, pool: Any) -> d
     keys in ``_IN_POOL`` run there meanwhile. Placed by key, never by finishing order."""
     rate = cap.sizing_req_per_s  # the capacity sized on: the rate found, or the bound where it caps it
     jobs = {f: (rate * f, None) for f in SWEEP_FRACTIONS if f != 1.0 and req.with_sweep}
-    jobs.update({p: (rate, p) for p, _ in _BASELINES if req.with_engine_savings})
+    jobs.update({p: (rate, p) for p, _ in BASELINES if req.with_engine_savings})
     later = {k: pool.submit(run_row, req, r, slo, p) for k, (r, p) in jobs.items() if pool is not None
              and k in _IN_POOL}
     rows = {k: run_row(req, r, slo, p) for k, (r, p) in jobs.items() if k not in later}
@@ -172,32 +179,6 @@ def _runs_after_capacity(req: ReportRequest, cap: Any, slo: Any, pool: Any) -> d
 def _sweep(base: dict[str, Any], runs: dict[Any, Any]) -> list[dict[str, Any]]:
     """The latency sweep: the capacity run is its 1.0× point."""
     return [{"fraction_of_capacity": f, **(base if f == 1.0 else runs[f])} for f in SWEEP_FRACTIONS]
-
-
-def _engine_savings(cap: Any, base: dict[str, Any], runs: dict[Any, Any]) -> dict[str, Any]:
-    """Continuous vs static batching and paged vs contiguous KV on the same requests at the capacity rate."""
-    out = {"rate_req_per_s": cap.sizing_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)",
-                                                            **base},
-           **{p: {"label": label, **runs[p]} for p, label in _BASELINES}}
-    out["ratios"] = _ratios(out)
-    return out
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
-
-
-def _ratios(s: dict[str, Any]) -> list[dict[str, Any]]:
-    e = s["engine"]
-    rows = []
-    for key, name in (("static", "continuous ÷ static batching"), ("contiguous", "paged ÷ contiguous KV")):
-        o = s[key]
-        rows.append({"comparison": name, "baseline": o["label"],
-                     "throughput_ratio": _ratio(e["summary"]["throughput_tok_per_s"],
-                                                o["summary"]["throughput_tok_per_s"]),
-                     "goodput_ratio": _ratio(e["goodput_req_per_s"], o["goodput_req_per_s"]),
-                     "ttft_p90_ratio": _ratio(e["summary"]["ttft_s"]["p90"], o["summary"]["ttft_s"]["p90"])})
-    return rows
 
 
 def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
@@ -257,7 +238,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
     return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
-                      engine_savings=_engine_savings(cap, base, runs) if req.with_engine_savings else None,
+                      engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
                       measured=measured_rows(req.bench_files, slo), commands=_commands(req, price_flags))
 

@@ -24,6 +24,7 @@ from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.online_quant import pool_note
 from kvledger.dynamics.engine.config import EngineConfig, PoolTooShortError
 from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
+from kvledger.dynamics.engine.reservation_fit import ContiguousTooLargeError
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 
@@ -161,6 +162,8 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         if low is None:
             raise
         raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
+    except ContiguousTooLargeError as e:  # the same refusal, with the blocks' sizes from the plan
+        raise e.with_bytes(m.bytes_per_block) from None
     notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
     notes += [n for n in plan.memory.notes if n.startswith("--enable-expert-parallel")]  # what the flag did, or not
     if cfg.sglang_pool_caps_context:

@@ -9,6 +9,7 @@ from typing import Any
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.reservation_fit import check_contiguous_fit
 from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
 
@@ -139,6 +140,7 @@ class EngineConfig:
         if self.batching == "vllm_v0":
             self._check_v0()
         self._check_pool()
+        check_contiguous_fit(self)  # the pool fits one request as it grows: does one contiguous reservation?
 
     def _check_combinations(self) -> None:
         if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
