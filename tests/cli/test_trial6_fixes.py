@@ -126,15 +126,16 @@ def test_the_break_even_volume_states_the_utilization_of_its_own_replicas():
     assert bv["first_cheaper_utilization"] == pytest.approx((4 * 2.69 * 730 + 10_000) / a / (4 * c * 3600 * 730))
     assert round(bv["first_cheaper_utilization"], 3) == 0.678 and bv["first_cheaper_replicas"] == 4
     assert doc["break_even_utilization"]["replicas"] == 7  # the volume's replicas, sharing the people line
+    # --monthly-tokens alone is split by the run's mix, and so is the break-even: the sentence names it
     assert doc["headline"][3] == ("  break-even: self-hosting is cheaper above 104B tokens/month (67.8% utilization "
-                                  "of 4 replicas)")
+                                  "of 4 replicas) at the run's mix, 76% input tokens")
     at = " ".join(run_cli(*args, "--monthly-tokens", "200B").output.split())
     assert "break-even utilization of the 7 replicas, sharing the people line: 51.5% = (7 replicas × replica" in at
     assert "utilization: 74% of billed hours; break-even of the 7 replicas the volume needs at 52% — above" in at
     # without a volume it said "(more than one replica's full capacity)"
     assert json.loads(run_cli(*args, "--json").output)["verdict"] == (
-        "depends on volume: self-hosting is cheaper above 104B tokens/month (67.8% utilization of 4 replicas); below "
-        "104B tokens/month the API (OpenAI:gpt-4.1-nano) is cheaper")
+        "depends on volume: self-hosting is cheaper above 104B tokens/month (67.8% utilization of 4 replicas) at the "
+        "run's mix, 76% input tokens; below 104B tokens/month the API (OpenAI:gpt-4.1-nano) is cheaper")
 
 
 def test_doctor_summary_gives_the_available_kv_comparison_without_verbose():

@@ -115,13 +115,14 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
 
 
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
-                      max_replicas: int = 100_000) -> dict[str, Any]:
+                      max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None) -> dict[str, Any]:
     """V*, requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
+    ``mix``: (input, output tokens per request, in words) that ``api_usd_per_request`` priced and that turn V* into
+    tokens (``volume.tokens_per_request``: the user's split when both token volumes were given); None: the run's.
 
-    Walks the replica staircase down from the replica count beyond which every volume is
-    cheaper self-hosted (n ≥ (P + W + a·c)/(a·c − R), W the unfilled part of one instance: 0 on per-GPU rows) to
-    find where that cheaper region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU.
-    """
+    Walks the replica staircase down from the replica count beyond which every volume is cheaper self-hosted
+    (n ≥ (P + W + a·c)/(a·c − R), W the unfilled part of one instance: 0 on per-GPU rows) to find where that cheaper
+    region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU."""
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
@@ -167,9 +168,9 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
         break
     if v_star == 0.0:
         v_star, replicas = (cost(1) + P) / a, 1
+    i, o, words = mix or (cap.workload_input_tokens_mean, cap.workload_output_tokens_mean, "at the run's mix")
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
-               input_tokens_per_month=v_star * cap.workload_input_tokens_mean,
-                   output_tokens_per_month=v_star * cap.workload_output_tokens_mean,
+               input_tokens_per_month=v_star * i, output_tokens_per_month=v_star * o, mix=words,
                reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the "
                       "API")
     return out

@@ -247,11 +247,15 @@ def people_as_of(people_source: str) -> str:
 
 
 def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None,
-                           replicas: int | None = None, packing: Packing | None = None) -> tuple[Ledger, Ledger]:
+                           replicas: int | None = None, packing: Packing | None = None,
+                           split: dict[str, tuple[float, float]] | None = None) -> tuple[Ledger, Ledger]:
     """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's);
     ``replicas``: the replicas a monthly volume needs, whose good tokens share the people line (None: no volume, one
     replica); ``packing``: their whole instances (without a volume, one replica's), whose idle GPUs are an item
-    (``instances.idle_item``); a mix of instance sizes prices the GPU-hour at its bill ÷ the GPUs it bills."""
+    (``instances.idle_item``); a mix of instance sizes prices the GPU-hour at its bill ÷ the GPUs it bills.
+    ``split``: a volume given as input and output tokens (``volume.split_tokens``): per kind (tokens given, tokens the
+    replicas are sized for); each kind's share of the bill is spread over the tokens given (the replicas' good tokens
+    × given ÷ sized), so the ledgers × the volume's good tokens still add up to the bill."""
     u = setup.utilization if utilization is None else utilization
     out = []
     usd_gpu_h, src, mix = setup.gpu.usd_per_gpu_hour, setup.gpu.source, ""
@@ -263,6 +267,13 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
         phase = "prefill" if kind == "input" else "decode"
         ledger = Ledger(f"self-hosted cost per 1M {kind} tokens", f"USD per 1M {kind} tokens")
         tok_s, k, how = cap.good_tok_per_s(kind, u)
+        scaled = ""
+        given, sized = split[kind] if split is not None else (1.0, 1.0)  # the user's tokens ÷ those sized for
+        if abs(given / sized - 1) > 1e-9:  # the side that does not bind: the bill is spread over the tokens given
+            k *= given / sized
+            scaled = (f" × {given / sized:.4f}, the volume's {given:,.0f} {kind} tokens ÷ the {sized:,.0f} of the "
+                      "requests its replicas are sized for")
+        how += scaled
         per_month = tok_s * 3600.0 * k * HOURS_PER_MONTH
         gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * k) * share
         ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, usd_gpu_h, src,
@@ -272,7 +283,7 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
             ledger.add(idle)
         for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):
             ledger.add(item)
-        at = f"in {cap.load.words()}" if cap.load is not None else f"at utilization {u:.2f}"
+        at = (f"in {cap.load.words()}" if cap.load is not None else f"at utilization {u:.2f}") + scaled
         people = _people_item(setup, per_month, share, kind, replicas, at)
         if people is not None:
             ledger.add(people)

@@ -42,7 +42,7 @@ from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.report_core import SelfHostLedgers
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
-from kvledger.ledgers.volume import refuse_utilization_with_volume
+from kvledger.ledgers.volume import refuse_utilization_with_volume, split_tokens, tokens_per_request
 from kvledger.records import RunRecords
 
 __all__ = ["DecisionFactors", "DecisionInputs", "MonthlyVolume", "CostReport", "build_cost_report", "FACTOR_CHOICES"]
@@ -140,9 +140,10 @@ def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice
     return rows
 
 
-def _per_request(price: ApiPrice, mix: ApiMix, cap: Capacity) -> float:
+def _per_request(price: ApiPrice, mix: ApiMix, tokens: tuple[float, float, str]) -> float:
+    """USD per request of ``tokens`` (input, output per request: ``volume.tokens_per_request``) on ``price``."""
     p = api_price_per_mtok(price, mix)
-    return (cap.workload_input_tokens_mean * p["input"] + cap.workload_output_tokens_mean * p["output"]) / 1e6
+    return (tokens[0] * p["input"] + tokens[1] * p["output"]) / 1e6
 
 
 def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix: ApiMix, cap: Capacity) -> ApiPrice:
@@ -155,7 +156,8 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
             mix.check(r)
         except InputError:
             continue
-        priced.append((_per_request(r, mix, cap), *tie_order(r), r))  # a tie: the higher confidence
+        per = _per_request(r, mix, tokens_per_request(None, cap))
+        priced.append((per, *tie_order(r), r))  # a tie: the higher confidence
     if not priced:
         raise InputError("no API row can be priced under this mix (batch share or cache-hit rate on rows without them)")
     return min(priced)[-1]
@@ -222,11 +224,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     ``--max-utilization``, stated. ``floor``: the roofline floor under a measured run's prefill share.
     ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
     ``load``: a run of the same workload at the volume's load per replica (``ledgers/load_share.py``); it prices the
-    per-token ledgers and counts the volume's good requests.
-    ``lower_bound``: the run was under-loaded, so its goodput is only a lower bound on the capacity (``cost.Capacity``;
-    the answer says so, and the decision's band has no upper end: ``decision``).
-    Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token counts), or a mix the price
-    row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
+    per-token ledgers and counts the volume's good requests. ``lower_bound``: the run was under-loaded, so its goodput
+    is only a lower bound on the capacity (``cost.Capacity``; the answer says so, and the decision's band has no upper
+    end: ``decision``). Both token volumes given: per-token ledgers, API per request, break-even at the user's split
+    (``volume.split_tokens``). Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token
+    counts), or a mix the price row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
     inputs = inputs or DecisionInputs()
     refuse_utilization_with_volume(setup.utilization, volume is not None)
     factors.check()
@@ -241,27 +243,28 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     if load is not None and decision is not None:
         cap.load = load
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
-    n_vol = decision.replicas if decision is not None else None  # a volume's replicas share its people line
-    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing)
-    api_req = _per_request(primary, mix, cap)
+    n_vol, vol = (decision.replicas, decision.volume) if decision is not None else (None, None)  # people shared
+    split, per_req = split_tokens(vol, cap), tokens_per_request(vol, cap)
+    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing, split=split)
+    api_req = _per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
-    n, assumed = (decision.replicas, None) if decision is not None else (1, setup.utilization)  # no volume: assumed
-    u_star = break_even_utilization(cap, setup, api_req, n, assumed)
+    u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
-    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
-    sticker = sticker_prices(cap, setup, sh_out, n_vol, packing)
+    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
+    sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
                      "table")
     if gp.estimate:
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
                      "are upper bounds")
-    sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
+    ins, outs = per_req[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
+    sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
     second, sh_req = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
-                "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
+                "usd_per_request": _per_request(r, mix, per_req) if not mix_problem(mix, r) else None}
                for r, same, named in rows]
     return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
                       api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),

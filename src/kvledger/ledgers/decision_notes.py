@@ -44,14 +44,15 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
     per_req = tok / bv["requests_per_month"]
     first = bv["first_cheaper_requests_per_month"]
     n1 = bv["first_cheaper_replicas"]
+    mix = f" {bv['mix']}" if bv.get("mix") else ""  # which input/output split the tokens are at (breakeven)
     if first >= bv["requests_per_month"] * (1 - 1e-9):  # V₁ = V*: no window below it
         return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({bv['first_cheaper_utilization']:.1%} "
-                f"utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'})")
+                f"utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'}){mix}")
     text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
             f"({bv['first_cheaper_utilization']:.1%} utilization of {n1:,} replica{'' if n1 == 1 else 's'}), then on "
             f"and off (each replica added under the utilization cap starts nearly empty and costs more than the API "
             f"until it fills), and at every volume above {tokens_text(tok)} tokens/month "
-            f"({bv['replicas_at_break_even']:,} replicas)")
+            f"({bv['replicas_at_break_even']:,} replicas){mix}")
     if volume is not None and verdict is not None:
         v = volume.input_tokens + volume.output_tokens
         if first * per_req <= v < tok:

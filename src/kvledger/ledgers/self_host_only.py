@@ -37,7 +37,14 @@ from kvledger.ledgers.report_core import SelfHostLedgers
 from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.tier_items import tier_usd_per_month
-from kvledger.ledgers.volume import MonthlyVolume, Volume, refuse_utilization_with_volume, resolve_volume
+from kvledger.ledgers.volume import (
+    MonthlyVolume,
+    Volume,
+    refuse_utilization_with_volume,
+    resolve_volume,
+    split_tokens,
+    tokens_per_request,
+)
 
 __all__ = ["SelfHostMonth", "SelfHostReport", "build_self_host_report", "no_api_reason"]
 
@@ -169,8 +176,10 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
         one = pack(base.gpu, 1, base.num_gpus)  # one replica's instance, rented whole (its idle GPUs billed)
         setup = replace(base, gpu=one.rate)
     n, packing = (month.replicas, month.packing) if month is not None else (None, one)
-    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing)
-    sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
+    split = split_tokens(month.volume if month is not None else None, cap)  # priced per token given (volume.py)
+    sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing, split=split)
+    ins, outs = tokens_per_request(month.volume, cap)[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
+    sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
     if month is not None and month.good_requests > 0:  # the month's own bill per good request, as its line states
         sh_req = month.self_host_usd / month.good_requests
     reason = no_api_reason(inputs.model)
@@ -188,7 +197,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
                 "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": None,
                 "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
     return SelfHostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
-                          sticker_prices(cap, setup, sh_out, n, packing), month, reason,
+                          sticker_prices(cap, setup, sh_out, n, packing, split), month, reason,
                           self_host_lines(reason, month, setup, packing, (sh_in, sh_out, sh_req), inputs_d), "",
                           notes)
 

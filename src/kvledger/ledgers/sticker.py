@@ -13,14 +13,15 @@ __all__ = ["sticker_prices", "capacity_dict"]
 
 
 def sticker_prices(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger, replicas: int | None = None,
-                   packing: Packing | None = None) -> dict[str, Any]:
+                   packing: Packing | None = None,
+                   split: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """The sticker (throughput-priced) self-host cost beside the goodput-priced ``sh_out``, and the multiplier
-    (``replicas``, ``packing``: as ``self_host_unit_ledgers``)."""
+    (``replicas``, ``packing``, ``split``: as ``self_host_unit_ledgers``)."""
     sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
                            cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
                            cap.prefill_share_method, cap.estimate,
                            load=None if cap.load is None else cap.load.as_throughput())
-    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup, replicas=replicas, packing=packing)
+    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup, replicas=replicas, packing=packing, split=split)
     # the figures the multiplier divides: the capacity run's, or those of the run at the volume's load it priced
     at = (lambda c: c.good_output_tok_per_s) if cap.load is None else (lambda c: c.load.tok_per_s("output"))
     return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,

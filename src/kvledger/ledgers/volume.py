@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvledger.errors import InputError, show_number
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
 from kvledger.ranges import check_options, range_for
 
 __all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "check_monthly_tokens",
-           "SECONDS_PER_MONTH"]
+           "SECONDS_PER_MONTH", "split_tokens", "tokens_per_request"]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
@@ -36,6 +36,7 @@ class Volume:
     output_tokens: float
     how: str
     peak_to_mean: float = 1.0
+    split: bool = False  # input and output tokens both given: the user's own split, not the run's mix
 
     @property
     def rate_req_per_s(self) -> float:
@@ -121,13 +122,37 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
             vol.input_tokens,
             vol.output_tokens,
             "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
-            "mix",
+            "mix; the per-token figures are per token given and the break-even is at this split",
+            split=True,
         )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
     _check_caps(kinds[0], v, i + o)
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
-    return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)
+    return replace(v, peak_to_mean=vol.peak_to_mean)
+
+
+def split_tokens(vol: Volume | None, cap: Capacity) -> dict[str, tuple[float, float]] | None:
+    """With both token volumes given (``Volume.split``), per kind: (the tokens given, the tokens of the requests the
+    replicas are sized for, requests × the run's mean per request). Their ratio is the share of the replicas' good
+    tokens the volume holds: 1 on the side that binds the sizing (max), below 1 on the other, whose idle capacity the
+    bill still pays, so the per-token ledgers divide the bill by the tokens given. None otherwise (the volume is in
+    the run's mix: the ratios are 1)."""
+    if vol is None or not vol.split or vol.requests <= 0:
+        return None
+    return {"input": (vol.input_tokens, vol.requests * cap.workload_input_tokens_mean),
+            "output": (vol.output_tokens, vol.requests * cap.workload_output_tokens_mean)}
+
+
+def tokens_per_request(vol: Volume | None, cap: Capacity) -> tuple[float, float, str]:
+    """(input, output tokens per request, which mix in words) for the API's price per request and the break-even:
+    with both token volumes given, the user's split (the tokens given ÷ the requests sized, so that the volume scaled
+    keeps it); else the run's mix, which also splits a volume given in requests or all tokens."""
+    if vol is not None and vol.split and vol.requests > 0:
+        i, o = vol.input_tokens / vol.requests, vol.output_tokens / vol.requests
+        return i, o, f"at the volume's split, {i / (i + o):.0%} input tokens"
+    i, o = cap.workload_input_tokens_mean, cap.workload_output_tokens_mean
+    return i, o, f"at the run's mix, {i / (i + o):.0%} input tokens"
 
 
 def check_monthly_tokens(tokens: float, mean_input_tokens: float, mean_output_tokens: float) -> None:

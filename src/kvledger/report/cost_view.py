@@ -158,7 +158,8 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     if bv.get("requests_per_month") is not None:
         con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month "
                   f"({bv['input_tokens_per_month']:,.0f} input + "
-                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with "
+                  f"{bv['output_tokens_per_month']:,.0f} output tokens"
+                  f"{escape(', ' + bv['mix'] if bv.get('mix') else '')}) with "
                   f"{_units(bv['replicas_at_break_even'], sim)} — "
                   f"{escape(bv['reason'])}")
         first = bv.get("first_cheaper_requests_per_month")
