@@ -206,6 +206,8 @@ def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
     con.print(escape(f"{title}: {cid}"))
     for label, key in (("vLLM:  ", "vllm"), ("SGLang:", "sglang"), ("check: ", "check")):
         con.print(escape(f"  {label} {cmd[key]}"), soft_wrap=True)  # one line each, ready to copy
+    if cmd.get("max_model_len_note"):  # lowered from the model's default (analyses/search/launch_len)
+        con.print(escape(f"  ({cmd['max_model_len_note']})"))
     con.print(escape(f"  ({cmd['note']})"))
 
 
@@ -230,6 +232,12 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         if (tie := tie_line(result)) is not None:
             con.print(escape(tie))
         con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
+        if w["launch"].get("max_model_len_note"):  # lowered where the default may not start (search/launch_len)
+            p = w["plan"]
+            what = (f"--max-model-len {p['launch_max_model_len']:,}, lowered from the model's default "
+                    f"{p['max_model_len']:,}" if "launch_max_model_len" in p else "--max-model-len lowered")
+            con.print(escape(f"  ({what}: the default may not start at the memory range's low end; the winner's "
+                             "launch note below says why and that the simulation is the same run)"))
     _api(con, result)
     if result.ranking:
         _frontier(con, result, verbose)

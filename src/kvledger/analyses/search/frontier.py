@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.search.launch_len import low_end_caveat
 from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_per_mtok_good
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 
@@ -124,10 +125,8 @@ def caveats(entry: dict[str, Any]) -> list[str]:
         )
     if entry.get("gpu_id") != MEMORY_RULES_GPU:
         out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
-    plan = entry.get("plan") or {}
-    if plan.get("max_concurrency_low") is not None:  # screen.plan_figures: the range's low end is under one request
-        out.append(f"one {plan['max_model_len']:,}-token request fits at the plan's figure but not at its range's low "
-                   f"end ({plan['max_concurrency_low']:.2f}x): vLLM may refuse to start (a lower --max-model-len)")
+    if (low := low_end_caveat(entry.get("plan") or {})) is not None:  # the range's low end is under one request
+        out.append(low)
     return out
 
 

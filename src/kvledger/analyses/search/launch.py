@@ -2,7 +2,8 @@
 line that re-derives its KV pool.
 
 Every engine flag is written out with the value the memory plan resolved (defaults included),
-so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
+so the command starts the engine the search simulated (but for a --max-model-len lowered where the model's default
+may not start, which serves the same run: ``launch_len``): vLLM's flags are the plan's own inputs
 (``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
 ``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
 the search set it, on the check line too; ``--quantization fp8`` when the search was given it, on SGLang's line too).
@@ -19,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.reasons import PRICE_REASONS
 
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
@@ -41,7 +43,8 @@ NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | None,
             engine_version: str | None, plan_model: str) -> tuple[list[str], list[str], list[str]]:
     """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``."""
-    flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(p["max_model_len"]),
+    length = p.get("launch_max_model_len", p["max_model_len"])  # lowered where the default may not start (launch_len)
+    flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(length),
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
@@ -52,7 +55,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
-              "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
+              "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
                   "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
                   str(p["max_num_batched_tokens"]), *quant]
@@ -64,7 +67,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
 def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None, *,
                     plan_model: str | None = None, model_note: str | None = None) -> dict[str, str]:
     """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
-    unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``).
+    unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``), with ``max_model_len_note`` when the lines
+    carry a --max-model-len below the model's default (``launch_len``: the default may not start).
 
     Args:
         model_id: the Hub id to serve (the catalog's repository id for a bundled model).
@@ -89,10 +93,10 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
                                       engine_version,
                                       plan_model)
-        return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
-                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
-                        f"per "
-                        f"GPU; {sglang_note}{extra}" + (f"; {p['startup']['message']}" if p.get("startup") else "")}
+        out = {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
+               "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
+                       f"per GPU; {sglang_note}{extra}" + (f"; {p['startup']['message']}" if p.get("startup") else "")}
+        return out | ({"max_model_len_note": n} if (n := launch_len_note(p)) else {})
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
     for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
                               ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):
@@ -101,7 +105,9 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         lines["sglang"].append(f"{role} ×{n}: " + _join(sglang + ["--disaggregation-mode", role]))
         lines["check"].append(f"{role}: " + _join(check))
     d = entry["decode_plan"]
-    return {k: "\n".join(v) for k, v in lines.items()} | {
+    lowered = "; ".join(f"{role}: {n}" for role, n in (("prefill", launch_len_note(p)), ("decode", launch_len_note(d)))
+                        if n)
+    return {k: "\n".join(v) for k, v in lines.items()} | ({"max_model_len_note": lowered} if lowered else {}) | {
         "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV "
                 f"blocks "
                 f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "

@@ -180,7 +180,7 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         rejected, dplan = _check_plan(spec, cand, cand.decode_tp, "decode pool: ")
         if rejected is not None:
             return rejected
-        extra["decode_plan"] = plan_figures(dplan)
+        extra["decode_plan"] = _launch_figures(spec, dplan)
     widest = max(k for _, k in engine_groups(cand))  # an engine's GPUs sit on one instance
     price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, widest)
     if price is None:
@@ -195,6 +195,15 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
                     + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
         return _reject(cand, reason, what,
-                       plan=plan_figures(plan), **extra)
+                       plan=_launch_figures(spec, plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
-            "plan": plan_figures(plan), **extra, "price": price_dict(price)}
+            "plan": _launch_figures(spec, plan), **extra, "price": price_dict(price)}
+
+
+def _launch_figures(spec: SearchSpec, plan: Any) -> dict[str, Any]:
+    """``plan_figures`` with the --max-model-len its launch line carries when the range's low end may not start
+    (``launch_len.launch_len_figures``)."""
+    from kvledger.analyses.search.launch_len import launch_len_figures
+
+    figures = plan_figures(plan)
+    return {**figures, **launch_len_figures(spec, plan, figures)}

@@ -24,7 +24,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path",
-           "trace_note"]
+           "trace_note", "trace_longest_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +135,13 @@ def trace_has_arrivals(name_or_path: str | Path) -> bool:
     if key in _BUNDLED:
         return _BUNDLED[key].has_arrivals
     return _parse(_resolve(name_or_path)[1], 512).arrivals_s is not None
+
+
+def trace_longest_request(name_or_path: str | Path) -> int:
+    """The trace's longest request over every row of the file, prompt + output tokens (the max_model_len that serves
+    each whole)."""
+    p = _parse(_resolve(name_or_path)[1], 512)
+    return int((p.prompt_tokens + p.output_tokens).max()) if len(p.prompt_tokens) else 0
 
 
 def trace_note(name_or_path: str | Path) -> str | None:
