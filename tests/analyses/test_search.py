@@ -367,16 +367,32 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
 
     from rich.console import Console
 
+    from kvledger.analyses.search.api_side import with_people
+    from kvledger.analyses.search.bands import api_within_band
     from kvledger.report.search_view import _api
 
+    one = {"monthly_usd": 1963.7}
+    winner = {"sizing": {"monthly_usd": 1963.7, "at_band_low": one, "at_band_high": one}}
     api = {"key": "OpenAI:gpt-4.1", "as_of": "2025-07-04", "usd_per_mtok_input": 2.0, "usd_per_mtok_output": 8.0,
            "mix": {"batch_share": 0.0, "cache_hit_rate": 0.0}, "monthly_usd": 3000.0, "monthly_input_tokens": 1e9,
-           "monthly_output_tokens": 1e8, "notes": [],
-           "within_band": {"winner_monthly_usd_range": [1963.7, 1963.7], "flips_inside_band": False}}
+           "monthly_output_tokens": 1e8, "notes": [], "within_band": api_within_band(winner, 3000.0)}
+    with_people(api, winner)
     con = Console(record=True, width=400)
-    _api(con, SimpleNamespace(api=api, winner={"sizing": {"monthly_usd": 1963.7}}))
+    _api(con, SimpleNamespace(api=api, winner=winner))
     out = " ".join(con.export_text().split())
     assert "across the whole capacity band (winner $1,964/month at both ends)" in out and "$1,964–$1,964" not in out
+    # GPU rental alone: $1,963.70 < the API's $3,000, the winner is cheaper; with cost's default people line (team
+    # capability some: 0.25 engineer-months × $20,000 = $5,000/month) self-hosting is 1,963.70 + 5,000 = $6,963.70 >
+    # $3,000: the API is cheaper, at both band ends alike
+    assert (api["cheaper_gpu_rental_alone"], api["cheaper_with_people"]) == ("self-host", "API")
+    assert api["people"]["usd_per_month"] == 5000.0 and api["winner_monthly_usd_with_people"] == pytest.approx(6963.7)
+    assert api["within_band"]["with_people"]["winner_monthly_usd_range"] == pytest.approx([6963.7, 6963.7])
+    assert ("GPU rental alone (power and hosting included in the rental) is $1,964/month: the winner is cheaper, "
+            "across the whole capacity band (winner $1,964/month at both ends). With the people line kvledger cost "
+            "adds by default ($5,000/month: 0.25 engineer-months at $20,000, its --team-capability some), "
+            "self-hosting costs $6,964/month and the API is cheaper, across the whole capacity band (winner "
+            "$6,964/month at both ends)") in out
+    assert "before people and hosting" not in out
 
 
 def test_bills_at_both_band_ends_decide_whether_two_candidates_can_swap():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
 __all__ = ["CostFlags", "CostBillFlags", "CostMoreFlags"]
 
@@ -80,7 +81,7 @@ class CostMoreFlags:
     data_sovereignty: str = flag("--data-sovereignty", default="not_required", help=(
         "required, preferred or not_required"))
     model_control: str = flag("--model-control", default="any", help="custom_weights, open_weights or any")
-    team_capability: str = flag("--team-capability", default="some", help="experienced, some or none")
+    team_capability: str = flag("--team-capability", default=DEFAULT_TEAM_CAPABILITY, help="experienced, some or none")
     run_index: int | None = flag("--run", help=(
         "FILE: which run of a multi-run file or of several FILEs (0-based; default: the run at the sweep's SLO "
         "capacity)"))

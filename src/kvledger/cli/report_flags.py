@@ -11,6 +11,7 @@ from typing import Any
 
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
 __all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request", "DEFAULT_OUT",
            "html_out"]
@@ -85,7 +86,7 @@ class ReportBillFlags:
     data_sovereignty: str = flag("--data-sovereignty", default="not_required", help=(
         "required, preferred or not_required."))
     model_control: str = flag("--model-control", default="any", help="custom_weights, open_weights or any.")
-    team_capability: str = flag("--team-capability", default="some", help="experienced, some or none.")
+    team_capability: str = flag("--team-capability", default=DEFAULT_TEAM_CAPABILITY, help="experienced, some or none.")
 
 
 @dataclass(frozen=True, slots=True)

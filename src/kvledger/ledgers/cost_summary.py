@@ -34,7 +34,7 @@ from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_opt
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
 from kvledger.ledgers.factor_rows import factor_rows
 from kvledger.ledgers.goodput import GoodputResult
-from kvledger.ledgers.host_bill import HostBill
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, HostBill
 from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
@@ -60,7 +60,7 @@ class DecisionFactors:
 
     data_sovereignty: str = "not_required"
     model_control: str = "any"
-    team_capability: str = "some"
+    team_capability: str = DEFAULT_TEAM_CAPABILITY
 
     def check(self) -> None:
         for name, choices in FACTOR_CHOICES.items():

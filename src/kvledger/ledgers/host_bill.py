@@ -34,6 +34,8 @@ __all__ = [
     "hosting_item",
     "ENGINEER_MONTHS_BY_TEAM",
     "ENGINEER_USD_PER_MONTH",
+    "DEFAULT_TEAM_CAPABILITY",
+    "default_people_cost",
 ]
 
 HOURS_PER_MONTH = 730.0
@@ -48,6 +50,8 @@ ENGINEER_MONTHS_BY_TEAM = {"experienced": 0.1, "some": 0.25, "none": 0.5}
 10 working days a month: on-call, upgrades, capacity changes, incidents), stated wherever it is used; override it."""
 ENGINEER_USD_PER_MONTH = 20_000.0
 """Fully loaded cost of one engineer-month: a kvledger assumption (about $240k a year, salary plus overhead)."""
+DEFAULT_TEAM_CAPABILITY = "some"
+"""The team capability ``cost`` and ``report`` assume without --team-capability, and so their default people line."""
 PEOPLE_SOURCE = (
     "kvledger default assumption by team capability (experienced 0.1, some 0.25, none 0.5 engineer-months "
     "per month at $20,000 fully loaded); --engineer-months-per-month / --engineer-usd-per-month"
@@ -116,6 +120,11 @@ def people_cost(team_capability: str, months: float | None, usd: float | None) -
     else:
         src = f"team capability {team_capability!r}: {PEOPLE_SOURCE}"
     return PeopleCost(m, u, src)
+
+
+def default_people_cost() -> PeopleCost:
+    """The people line ``kvledger cost`` adds without people flags: ``DEFAULT_TEAM_CAPABILITY``'s defaults."""
+    return people_cost(DEFAULT_TEAM_CAPABILITY, None, None)
 
 
 @lru_cache(maxsize=1)

@@ -1,11 +1,11 @@
 """The answer lines of ``kvledger search``'s view (``search_view``): the winner with its bill and what it rests on, the
-tie that put it before a runner-up of the same cost, and why nothing won."""
+tie that put it before a runner-up of the same cost, why nothing won, and the API against the winner."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["winner_line", "tie_line", "no_winner_line"]
+__all__ = ["winner_line", "tie_line", "no_winner_line", "api_verdict"]
 
 
 def winner_line(result: Any) -> str:
@@ -87,3 +87,30 @@ def no_winner_line(result: Any) -> str:
     noise = f"; for those met only within the run's noise, {NOISE_ADVICE}" if any(
         g["reason"] == SLO_WITHIN_NOISE for g in groups) else ""
     return f"no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP{noise})"
+
+
+def _band(wb: dict[str, Any] | None) -> str:
+    """The capacity band's clause of an API comparison (``bands.api_within_band``), "" without a band."""
+    if wb is None:
+        return ""
+    lo, hi = wb["winner_monthly_usd_range"]
+    bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
+    return (f"; this FLIPS inside the capacity band (winner {bill})" if wb["flips_inside_band"] else
+            f", across the whole capacity band (winner {bill})")
+
+
+def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
+    """Which side is cheaper, the API (``a``: ``api_side.api_side`` with ``with_people``'s fields) or the winner
+    (sizing ``w``): on GPU rental alone (power and hosting are in the rental price) and on rental plus the people line
+    ``kvledger cost`` adds by default, each across the capacity band where there is one."""
+    wb = a.get("within_band")
+    rental = (f" — GPU rental alone (power and hosting included in the rental) is ${w['monthly_usd']:,.0f}/month: "
+              + ("the API is cheaper" if a["cheaper_gpu_rental_alone"] == "API" else "the winner is cheaper")
+              + _band(wb))
+    p = a["people"]
+    full = ("the API is cheaper" if a["cheaper_with_people"] == "API" else "self-hosting is cheaper")
+    return (rental + f". With the people line kvledger cost adds by default (${p['usd_per_month']:,.0f}/month: "
+            f"{p['engineer_months_per_month']:g} engineer-months at ${p['engineer_usd_per_month']:,.0f}, its "
+            f"--team-capability {p['team_capability']}), self-hosting costs "
+            f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}"
+            + _band((wb or {}).get("with_people")) + "; kvledger cost prices the whole bill")

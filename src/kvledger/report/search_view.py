@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
-from kvledger.report.search_answer import no_winner_line, tie_line, winner_line
+from kvledger.report.search_answer import api_verdict, no_winner_line, tie_line, winner_line
 
 __all__ = ["print_search", "print_launch"]
 
@@ -131,15 +131,8 @@ def _api(con: Any, result: Any) -> None:
                  f"{a['monthly_output_tokens'] / 1e6:,.0f} M out tokens per month) costs ${a['monthly_usd']:,.0f} "
                  "per month")
         w = (result.winner or {}).get("sizing")
-        if w:
-            line += (" — the API is cheaper than the winner's GPUs alone" if a["monthly_usd"] < w["monthly_usd"] else
-                     " — the winner's GPUs cost less (before people and hosting: kvledger cost prices those)")
-            wb = a.get("within_band")
-            if wb is not None:
-                lo, hi = wb["winner_monthly_usd_range"]
-                bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
-                line += (f"; this FLIPS inside the capacity band (winner {bill})" if wb["flips_inside_band"] else
-                         f", across the whole capacity band (winner {bill})")
+        if w and "people" in a:  # rental alone, then with cost's default people line (search/api_side.with_people)
+            line += api_verdict(a, w)
     con.print(escape(line))
     for n in a["notes"]:
         con.print(escape(f"  note: {n}"))

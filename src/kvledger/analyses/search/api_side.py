@@ -1,12 +1,15 @@
 """The API side of a search: the API row it compares the winner with (``--api``, else the cheapest catalog row serving
 the same model for the workload's mean request), its price after the batch and cache mix, and the same traffic's
-monthly bill; with ``--api``, a note when a cheaper catalog row serves the same model."""
+monthly bill; with ``--api``, a note when a cheaper catalog row serves the same model. The search prices GPU rental
+alone (power and hosting are in the rental price); ``with_people`` adds the comparison on the bill ``kvledger cost``
+draws by default: the rental plus its default people line (``host_bill.default_people_cost``), once a month for the
+whole deployment as cost charges it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["api_side"]
+__all__ = ["api_side", "with_people"]
 
 
 def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -80,3 +83,30 @@ def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, 
     keys = ", ".join(k for _, _, k, _ in sorted(priced))
     return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
                  f"{row.confidence or 'unstated'} confidence; --api names another")
+
+
+def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
+    """Adds to ``api`` (``api_side``'s, with ``within_band`` where the search has a band) which side is cheaper on GPU
+    rental alone (``cheaper_gpu_rental_alone``) and on rental plus ``kvledger cost``'s default people line
+    (``people``: USD per month, engineer-months and their price, the team capability and the source;
+    ``winner_monthly_usd_with_people``, ``cheaper_with_people``; ``within_band["with_people"]``: the band's ends with
+    it); nothing without a monthly bill on both sides."""
+    from kvledger.analyses.search.bands import api_within_band
+    from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, default_people_cost
+
+    s = (winner or {}).get("sizing")
+    if api.get("monthly_usd") is None or not s:
+        return
+    pc = default_people_cost()
+    people = pc.engineer_months_per_month * pc.engineer_usd_per_month  # breakeven.people_usd_per_month's product
+    def side(usd: float) -> str:
+        return "API" if api["monthly_usd"] < usd else "self-host"
+
+    api.update({"cheaper_gpu_rental_alone": side(s["monthly_usd"]),
+                "people": {"usd_per_month": people, "engineer_months_per_month": pc.engineer_months_per_month,
+                           "engineer_usd_per_month": pc.engineer_usd_per_month,
+                           "team_capability": DEFAULT_TEAM_CAPABILITY, "source": pc.source},
+                "winner_monthly_usd_with_people": s["monthly_usd"] + people,
+                "cheaper_with_people": side(s["monthly_usd"] + people)})
+    if api.get("within_band") is not None:
+        api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people)

@@ -137,16 +137,19 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
             "monthly_usd": usd}
 
 
-def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None) -> dict[str, Any] | None:
+def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None,
+                    fixed_usd: float = 0.0) -> dict[str, Any] | None:
     """Whether the API or the winner's GPUs cost less at the point and at both ends of the capacity band (GPUs alone,
-    as the search prices them); None without a monthly bill on both sides or without a band."""
+    as the search prices them, plus ``fixed_usd`` a month on the self-hosted side: a people line, which does not
+    scale with the replicas); None without a monthly bill on both sides or without a band."""
     s = (winner or {}).get("sizing") or {}
     if api_monthly_usd is None or "at_band_low" not in s:
         return None
     def side(usd: float) -> str:
-        return "API" if api_monthly_usd < usd else "self-host"
+        return "API" if api_monthly_usd < usd + fixed_usd else "self-host"
 
     at = {"point": side(s["monthly_usd"]), "band_low": side(s["at_band_low"]["monthly_usd"]),
           "band_high": side(s["at_band_high"]["monthly_usd"])}
     return {**at, "flips_inside_band": len(set(at.values())) > 1,
-            "winner_monthly_usd_range": [s["at_band_high"]["monthly_usd"], s["at_band_low"]["monthly_usd"]]}
+            "winner_monthly_usd_range": [s["at_band_high"]["monthly_usd"] + fixed_usd,
+                                         s["at_band_low"]["monthly_usd"] + fixed_usd]}

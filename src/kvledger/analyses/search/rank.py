@@ -188,6 +188,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
         from kvledger.analyses.search.bands import api_within_band
 
         api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"))
+        from kvledger.analyses.search.api_side import with_people
+
+        with_people(api, by_id[ranking[0]])
     return SearchResult(spec, entries, ranking, frontier, dominated, api, notes, cfront, cdom, client)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
 from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 from kvledger.ranges import check_options
 
 __all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
@@ -63,7 +64,7 @@ class ReportRequest:
     cache_write_rate: float = 0.0
     data_sovereignty: str = "not_required"
     model_control: str = "any"
-    team_capability: str = "some"
+    team_capability: str = DEFAULT_TEAM_CAPABILITY
     bench_files: tuple[str, ...] = ()
     with_engine_savings: bool = True
     with_sweep: bool = True
