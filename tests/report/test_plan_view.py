@@ -177,3 +177,28 @@ def test_the_concurrency_line_says_where_max_num_seqs_caps_what_the_kv_holds():
                          "contexts up to 2,048 tokens")
     free = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings())
     assert "max_num_seqs" not in next(ln for ln in summary_lines(free) if ln.startswith("concurrency (per replica):"))
+
+
+def test_concurrency_cells_take_one_form_and_fits_says_how_few_at_the_low_end():
+    # Qwen3-30B-A3B at 8K and 32K on one H100 and on one H200 (a fresh-user trial): the H100's whole requests move
+    # inside the range (32K: 4.10x, range 3.63–4.31x → 3 or 4), the H200's do not (22.74x, range 22.17–22.98x → 22);
+    # both cells print the point's × first, then the range's ×, never "(range 3–4; 4.10x)" beside "(22.74x, range …)"
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_summary import summary_lines
+
+    model, settings = load_model("Qwen/Qwen3-30B-A3B"), make_settings(contexts=(8192, 32768))
+    h100 = build_plan(model, get_gpu("nvidia_h100_sxm"), settings)
+    h200 = build_plan(model, get_gpu("nvidia_h200_sxm"), settings)
+    line = next(ln for ln in summary_lines(h100) if ln.startswith("concurrency (per replica):"))
+    assert "32,768 tokens: 4 requests (4.10x, range 3.63–4.31x)" in line and "(range " not in line
+    line = next(ln for ln in summary_lines(h200) if ln.startswith("concurrency (per replica):"))
+    assert "32,768 tokens: 22 requests (22.74x, range 22.17–22.98x)" in line
+    # fits: 32K holds 4 at the point; at the low end 3.63x × 2,048 blocks per request ≈ 7,434 blocks, less the null
+    # block, ÷ 2,048 → 3 whole requests; 8K: 14.53x → 14 (512 blocks each); the H200's 32K low end still holds 22
+    assert h100.advice.message.startswith("fits: 16 concurrent 8,192-token requests (as few as 14 at the range's low "
+                                          "end), 4 concurrent 32,768-token requests (as few as 3 at the range's low "
+                                          "end); at max_model_len, 3 concurrent 40,960-token requests")
+    assert "22 concurrent 32,768-token requests;" in h200.advice.message

@@ -22,7 +22,7 @@ from kvledger.accounting.advice_len import (
 )
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
-from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
+from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
 from kvledger.accounting.node_size import beyond_a_node, nodes_flag
 from kvledger.catalog.gpus import cli_name, gpu_catalog
 from kvledger.errors import InputError
@@ -243,9 +243,16 @@ def _fits(p: Plan, build: Callable) -> Advice:
     if not asked:
         return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
     each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token "
-                     f"request{'' if r.max_requests == 1 else 's'}"
+                     f"request{'' if r.max_requests == 1 else 's'}{_as_few(r, m.num_gpu_blocks - m.usable_blocks)}"
                      for r in asked)
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))
+
+
+def _as_few(r: Any, reserved: int) -> str:
+    """" (as few as N at the range's low end)" for an asked context whose range's low end holds fewer whole requests
+    (``kv_range.whole_requests_range``, as the concurrency line prints), "" otherwise."""
+    ends = whole_requests_range(r.max_concurrency_range, r.blocks_per_request, reserved)
+    return f" (as few as {ends[0]:,} at the range's low end)" if ends and ends[0] < r.max_requests else ""
 
 
 def waterfall(p: Plan) -> list[dict[str, Any]]:

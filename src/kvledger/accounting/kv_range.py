@@ -13,7 +13,8 @@ import math
 from kvledger.accounting.memory import Deduction, floor_div
 from kvledger.units import GiB
 
-__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat", "printed_gib_block_range"]
+__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat", "printed_gib_block_range",
+           "whole_requests_range"]
 
 
 def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
@@ -59,6 +60,17 @@ def concurrency_caveat(ranges: dict[str, tuple[float, float]] | None, requests: 
     if low < 1:
         return f" — but may not: the range's low end holds {low:.2f}x, under one request"
     return f" — the range's low end holds {low:.2f}x, so as few as {math.floor(low):,}"
+
+
+def whole_requests_range(max_concurrency_range: tuple[float, float] | None, blocks_per_request: int,
+                         reserved: int) -> tuple[int, int] | None:
+    """Whole requests at each end of a concurrency row's range (the engine's × there × blocks per request, less the
+    ``reserved`` blocks the pool keeps — vLLM's null block — ÷ blocks per request, as the point's), or None without a
+    range or a per-request demand."""
+    if not max_concurrency_range or not blocks_per_request:
+        return None
+    lo, hi = (max(0, (round(x * blocks_per_request) - reserved) // blocks_per_request) for x in max_concurrency_range)
+    return lo, hi
 
 
 def no_fit_caveat(ranges: dict[str, tuple[float, float]] | None) -> str:

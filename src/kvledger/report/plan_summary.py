@@ -61,7 +61,7 @@ def summary_lines(p: Plan) -> list[str]:
                    f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
                    "the engine prints no maximum concurrency)")
     elif m.fits:
-        rows = "; ".join(_concurrency_cell(r, m.num_gpu_blocks - m.usable_blocks) if r.within_max_model_len else
+        rows = "; ".join(_concurrency_cell(r) if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         cap = [r for r in p.concurrency if r.within_max_model_len and r.max_requests > r.running_cap]
         capped = ""
@@ -127,17 +127,14 @@ def _ranged(low: float, high: float) -> str:
     return f" {r}" if r else ""
 
 
-def _concurrency_cell(r: ConcurrencyRow, reserved: int) -> str:
-    """ "2,048 tokens: 7 requests (range 3–9; 7.57x)": the point and, where the plan's block range moves them, the whole
-    requests at each end ((blocks − ``reserved`` blocks, vLLM's null block) ÷ blocks per request, as the point's), or
-    the engine's × at each end when the whole requests do not move ("0 requests (0.47x, range 0.19–0.59x)")."""
+def _concurrency_cell(r: ConcurrencyRow) -> str:
+    """ "2,048 tokens: 7 requests (7.57x, range 3.40–9.10x)": the whole requests and the engine's × at the plan's point,
+    and where the plan's block range moves the ×, its ends — one form whether or not the whole requests move with them
+    (the fits line says how few whole requests the low end holds at each context asked: ``advice``)."""
     point = f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'}"
     rng = r.max_concurrency_range
-    if not rng or not range_text(*rng, scale=1, fmt=",.2f") or not r.blocks_per_request:
+    if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
         return f"{point} ({r.max_concurrency:,.2f}x)"
-    lo, hi = (max(0, (round(x * r.blocks_per_request) - reserved) // r.blocks_per_request) for x in rng)
-    if lo != hi:  # the whole requests' range says it; the engine's × at each end is in --verbose and --json
-        return f"{point} (range {lo:,}–{hi:,}; {r.max_concurrency:,.2f}x)"
     return f"{point} ({r.max_concurrency:,.2f}x, range {rng[0]:,.2f}–{rng[1]:,.2f}x)"
 
 
