@@ -95,3 +95,21 @@ def test_engine_version_before_0_5_says_what_to_pass():
     assert "pass --engine-version 0.5.0 to apply" in str(res.exception) and "--enforce-eager" not in str(res.exception)
     ok = runner.invoke(app, ["plan", L8, "--gpu", "A100", "--engine-version", "0.5.0", "--enforce-eager", "--json"])
     assert ok.exit_code == 0 and json.loads(ok.stdout)["settings"]["engine_version"] == "0.5.0"
+
+
+def test_models_flags_sliding_window_models_whose_per_token_figure_is_the_worst_case():
+    # gpt-oss-120b: 36 layers, 8 KV heads × 64 head_dim × 2 (K,V) × 2 B = 2,048 B per layer per token, 73,728 B over
+    # all 36 — but its 18 sliding-window layers hold at most 128 tokens, so past them a request grows by the 18 full
+    # layers' 18 × 2,048 = 36,864 B/token; the table marks the figure (†) and says so
+    rows = json.loads(runner.invoke(app, ["models", "--json"]).stdout)
+    row = next(r for r in rows if r["hf_id"] == "openai/gpt-oss-120b")
+    assert (row["kv_bytes_per_token"], row["windowed_layers"], row["window_tokens"],
+            row["growing_bytes_per_token"]) == (73_728, 18, 128, 36_864)
+    assert "windowed_layers" not in next(r for r in rows if r["hf_id"] == "meta-llama/Meta-Llama-3.1-8B")
+    out = runner.invoke(app, ["models"], env={"COLUMNS": "200"}).stdout
+    assert "73,728†" in next(x for x in out.splitlines() if "openai/gpt-oss-120b" in x)
+    assert "131,072†" not in next(x for x in out.splitlines() if "meta-llama/Meta-Llama-3.1-8B " in x)
+    flat = " ".join(out.split())
+    assert ("†: some or all layers are sliding-window or chunked — the figure counts every KV layer for each token, "
+            "the full-attention worst case") in flat
+    assert "openai/gpt-oss-120b: 18 layers hold at most 128 tokens; past that a request grows by 36,864 B/token" in flat

@@ -3,12 +3,25 @@ sources."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from kvledger import strict_json
 from kvledger.report.catalog_view import render_gpus, render_models, render_prices
 
 __all__ = ["register"]
+
+
+def _windowed(kv: Any) -> dict[str, Any]:
+    """A hybrid model's windowed layers (sliding-window or chunked attention: ``window_tokens``, the largest window,
+    tokens; ``windowed_layers``, count) and ``growing_bytes_per_token``, what a request adds per token past them (the
+    full-context layers, TP 1); {} for a model without windowed layers."""
+    win = [g for g in kv.groups if g.window_tokens]
+    if not win:
+        return {}
+    return {"windowed_layers": sum(g.num_layers for g in win), "window_tokens": max(g.window_tokens for g in win),
+            "growing_bytes_per_token": kv.growing_bytes_per_token}
 
 
 def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -32,7 +45,8 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
                      "layer_kinds": layer_kinds_text(m),
-                     "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len})
+                     "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len,
+                     **_windowed(kv)})
     if as_json:
         typer.echo(strict_json.dumps(rows, indent=2))
         return

@@ -22,20 +22,34 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
     for r in rows:
         cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B",
                  "active": f"{r['num_active_params'] / 1e9:,.2f}B",
-                 "KV B/token": f"{r['kv_bytes_per_token']:,.0f}",
+                 "KV B/token": f"{r['kv_bytes_per_token']:,.0f}" + ("†" if r.get("windowed_layers") else ""),
                  "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
                  "layers": r.get("layer_kinds") or ", ".join(f"{n} {k}" for k, n in r["layers"].items()),
                      "quantization": r["quantization"] if r["quantization"] != "none" else f"none "
                          f"({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
-    t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + (
+    t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + _windowed_legend(rows) + (
         "state/seq: Mamba/linear-attention state per sequence, in the dtype plan uses (the latest vLLM's: "
         "Nemotron-H's SSM state in float32); quantization: the checkpoint's weight quantization "
         "(none: "
         "weights in the config's dtype)" if wide else
         "a terminal of 130 columns or more (or --json) adds state, layers, quantization and max length"))
     con.print(t)
+
+
+def _windowed_legend(rows: list[dict[str, Any]]) -> str:
+    """The † legend of a table with sliding-window (hybrid) models, with one worked example; "" without one."""
+    win = [r for r in rows if r.get("windowed_layers")]
+    if not win:
+        return ""
+    hybrid = [r for r in win if r["growing_bytes_per_token"]] or win
+    r = min(hybrid, key=lambda x: x["window_tokens"])  # the example whose figure overstates the most
+    return (f"†: some or all layers are sliding-window or chunked — the figure counts every KV layer for each "
+            f"token, the full-attention worst case, but a windowed layer holds at most its window, so × context "
+            f"overstates a long request (e.g. {r['hf_id']}: {r['windowed_layers']} layers hold at most "
+            f"{r['window_tokens']:,} tokens; past that a request grows by {r['growing_bytes_per_token']:,.0f} B/token; "
+            "kvledger plan gives bytes per request); ")
 
 
 def render_gpus(cat: dict[str, Any], con: Any) -> None:
