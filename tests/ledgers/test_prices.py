@@ -57,3 +57,25 @@ def test_gpu_lookup_ambiguity_lists_the_options():
         find_gpu_price("nvidia_h100_sxm", "Lambda")
     with pytest.raises(UnknownNameError, match="nvidia_h100_pcie, nvidia_h100_sxm"):
         find_gpu_prices("H100")
+
+
+def test_an_unknown_api_row_points_to_the_price_list_and_a_close_provider():
+    # no provider Foo and no row with the word "bar": the catalog's providers and the command that lists the rows
+    with pytest.raises(UnknownNameError) as err:
+        find_api_price("Foo:bar")
+    msg = str(err.value)
+    assert msg.startswith("unknown API model 'Foo:bar'. no API provider 'Foo' (the catalog's: Anthropic, DeepInfra,")
+    assert msg.endswith("kvledger prices --kind api lists every API row (PROVIDER:MODEL, as --api takes it; "
+                        "--provider NAME for one provider's)")
+    # Grok, one letter from Groq: the close provider is offered, with the rows of that model
+    with pytest.raises(UnknownNameError) as err:
+        find_api_price("Grok:openai/gpt-oss-120b")
+    msg = str(err.value)
+    assert "no API provider 'Grok' (did you mean Groq?); rows with those words: " in msg
+    assert "Groq:openai/gpt-oss-120b" in msg and "kvledger prices --kind api" in msg
+    # a model one character off: the close rows first, then the pointer
+    with pytest.raises(UnknownNameError) as err:
+        find_api_price("Groq:openai/gpt-oss-12b")
+    assert str(err.value).startswith("unknown API model 'Groq:openai/gpt-oss-12b'; did you mean: "
+                                     "Groq:openai/gpt-oss-120b")
+    assert "kvledger prices --kind api" in str(err.value)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 
 from kvledger.catalog.prices import ApiPrice, api_prices
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import InputError, UnknownNameError, suggest
 
-__all__ = ["name_words", "same_model_rows", "rows_with_words", "find_api_price", "require_api_row"]
+__all__ = ["name_words", "same_model_rows", "rows_with_words", "find_api_price", "require_api_row", "LIST_API_ROWS"]
 
 VARIANT_WORDS = frozenset(
     {
@@ -69,6 +69,20 @@ def rows_with_words(query: str, provider: str | None = None) -> list[ApiPrice]:
     return [r for r in rows if q and all(any(w in rw for rw in _row_words(r)) for w in q)]
 
 
+LIST_API_ROWS = ("kvledger prices --kind api lists every API row (PROVIDER:MODEL, as --api takes it; --provider NAME "
+                 "for one provider's)")
+
+
+def _provider_hint(provider: str | None, rows: list[ApiPrice]) -> str:
+    """"no API provider 'Grok' (did you mean Groq?); " for a provider no row has, "" otherwise."""
+    known = sorted({r.provider for r in rows})
+    if provider is None or provider.strip().lower() in (k.lower() for k in known):
+        return ""
+    close = suggest(provider.strip(), known)
+    return (f"no API provider {provider.strip()!r} ("
+            + (f"did you mean {' or '.join(close)}?" if close else f"the catalog's: {', '.join(known)}") + "); ")
+
+
 def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
     """The API row for ``name`` (``"gpt-4.1"``, ``"OpenAI:gpt-4.1"``, ``"Groq:openai/gpt-oss-120b"``), case-insensitive.
 
@@ -87,9 +101,10 @@ def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
         given = name if provider is None else f"{provider}:{name}"
         words = rows_with_words(name, provider) or rows_with_words(name)
         if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
-            raise UnknownNameError("API model", given, [],
-                                   hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
-        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
+            found = f"rows with those words: {', '.join(r.key for r in words[:6])}; "
+            raise UnknownNameError("API model", given, [], hint=_provider_hint(provider, rows) + found + LIST_API_ROWS)
+        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases],
+                               hint=_provider_hint(provider, rows) + LIST_API_ROWS)
     if len(hits) > 1:
         raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name "
                          f"one, e.g. {hits[0].key!r}")
