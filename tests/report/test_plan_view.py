@@ -198,7 +198,8 @@ def test_concurrency_cells_take_one_form_and_fits_says_how_few_at_the_low_end():
     assert "32,768 tokens: 22 requests (22.74x, range 22.17–22.98x)" in line
     # fits: 32K holds 4 at the point; at the low end 3.63x × 2,048 blocks per request ≈ 7,434 blocks, less the null
     # block, ÷ 2,048 → 3 whole requests; 8K: 14.53x → 14 (512 blocks each); the H200's 32K low end still holds 22
+    # (the range's low end named once, on the first context that drops)
     assert h100.advice.message.startswith("fits: 16 concurrent 8,192-token requests (as few as 14 at the range's low "
-                                          "end), 4 concurrent 32,768-token requests (as few as 3 at the range's low "
-                                          "end); at max_model_len, 3 concurrent 40,960-token requests")
+                                          "end), 4 concurrent 32,768-token requests (as few as 3); at max_model_len, "
+                                          "3 concurrent 40,960-token requests")
     assert "22 concurrent 32,768-token requests;" in h200.advice.message

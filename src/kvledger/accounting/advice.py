@@ -242,17 +242,21 @@ def _fits(p: Plan, build: Callable) -> Advice:
     few = (f"; only {n:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" if low else "")
     if not asked:
         return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
+    few_at = [_as_few(r, m.num_gpu_blocks - m.usable_blocks) for r in asked]
+    first = next((i for i, n in enumerate(few_at) if n is not None), None)  # says "at the range's low end" once
+    where = " at the range's low end"
     each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token "
-                     f"request{'' if r.max_requests == 1 else 's'}{_as_few(r, m.num_gpu_blocks - m.usable_blocks)}"
-                     for r in asked)
+                     f"request{'' if r.max_requests == 1 else 's'}"
+                     + ("" if n is None else f" (as few as {n:,}{where if i == first else ''})")
+                     for i, (r, n) in enumerate(zip(asked, few_at)))
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))
 
 
-def _as_few(r: Any, reserved: int) -> str:
-    """" (as few as N at the range's low end)" for an asked context whose range's low end holds fewer whole requests
-    (``kv_range.whole_requests_range``, as the concurrency line prints), "" otherwise."""
+def _as_few(r: Any, reserved: int) -> int | None:
+    """The whole requests an asked context holds at the low end of the plan's range when fewer than at its point
+    (``kv_range.whole_requests_range``: the engine's × there, less the null block), else None."""
     ends = whole_requests_range(r.max_concurrency_range, r.blocks_per_request, reserved)
-    return f" (as few as {ends[0]:,} at the range's low end)" if ends and ends[0] < r.max_requests else ""
+    return ends[0] if ends and ends[0] < r.max_requests else None
 
 
 def waterfall(p: Plan) -> list[dict[str, Any]]:
