@@ -23,13 +23,7 @@ from kvledger.ledgers.breakeven import (
     people_usd_per_month,
     replica_usd_per_month,
 )
-from kvledger.ledgers.cost import (
-    HOURS_PER_MONTH,
-    Capacity,
-    SelfHostSetup,
-    capacity_from,
-    self_host_unit_ledgers,
-)
+from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
 from kvledger.ledgers.factor_rows import factor_rows
