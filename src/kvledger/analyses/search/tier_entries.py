@@ -116,8 +116,7 @@ def _tier_bill(base: dict[str, Any], opt: Any, prices: dict[str, float | None],
 def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, float | None]) -> dict[str, Any]:
     """The entry of ``base`` (a feasible colocated entry, or one that met the SLO at no rate) served with tier ``opt``:
     status "feasible" with every figure an entry has, or "rejected" / "skipped" / "error" with the reason."""
-    from kvledger.analyses.search.capacity import Probed
-    from kvledger.analyses.search.evaluate import capacity_figures
+    from kvledger.analyses.search.evaluate import capacity_figures, sizing_capacity
     from kvledger.analyses.search.launch import launch_for
     from kvledger.analyses.search.spec import Candidate
     from kvledger.ledgers.cost import capacity_from
@@ -135,10 +134,11 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
                 "detail": "a KV tier serves prefix hits only; with prefix caching off there is nothing to load"}
     slo = parse_slo(spec.slo)
     p = TierProber.for_candidate(spec, cand, opt, slo)
+    bound = (base.get("bounds") or {}).get("capacity_req_per_s")  # no tier makes the engine compute faster
     start = (base["capacity"]["boundary_rate_req_per_s"] if feasible_base
              else min(r for r, _ in base["capacity"]["probes"]))
     try:
-        b, first_failing = tier_capacity(p, start)
+        b, first_failing = tier_capacity(p, start, bound)
         if b is not None:
             points = _points(p, b, cand.num_gpus, spec.target)
     except KvLedgerError as err:
@@ -148,11 +148,32 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         return {**out, "status": "rejected", "reason": SLO_NOT_MET,
                 "detail": f"with {opt.label} no request rate down to {first_failing:.3g} req/s has "
                           f"{spec.target:.0%} of requests within the SLO ({spec.slo})"}
-    run, gp = p.runs[b], p.goodputs[b]
+    run = p.runs[b]
     wl = base.get("workload") or {k: run.metadata.extra["workload"][k] for k in (
         "trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
-    notes = [f"each probe: one simulation with the {opt.label} tier in the simulator (vLLM's OffloadingConnector rule, "
-             f"dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
+    pr = _probed(spec, p, (start, b, first_failing), wl, points)
+    c = sizing_capacity(pr, bound)  # the base's bound and its note, as the base is sized
+    if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
+        pr.sized = p.sized_run(c)
+    _, run, gp = pr.priced
+    cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)
+    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), p.sized_run)
+    out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
+           "cost": cost, "sizing": sizing, "price": price}
+    launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
+    return {**out, "launch": _launch(launch, opt, cand.tp)}
+
+
+def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], wl: dict[str, Any],
+            points: list[dict[str, Any]]) -> Any:
+    """The variant's capacity search as a ``capacity.Probed``: ``found`` (the start, the rate found, the first rate
+    found to miss), its probes, notes and the run at the rate found with its goodput (a session's steady state's)."""
+    from kvledger.analyses.search.capacity import Probed
+
+    start, b, first_failing = found
+    gp = p.goodputs[b]
+    notes = [f"each probe: one simulation with the {p.opt.label} tier in the simulator (vLLM's OffloadingConnector "
+             f"rule, dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
         ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else [])
     notes += p.notes() + _caveat_notes(p, b, wl)
     if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
@@ -160,13 +181,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
 
         gp, note = steady_goodput(gp, b)
         notes.append(note)
-    pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
-    cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b)
-    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), p.sized_run)
-    out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
-           "cost": cost, "sizing": sizing, "price": price}
-    launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
-    return {**out, "launch": _launch(launch, opt, cand.tp)}
+    return Probed(b, first_failing, p.probes(), notes, p.runs[b], gp, wl, points=points)
 
 
 def _caveat_notes(p: TierProber, b: float, wl: dict[str, Any]) -> list[str]:

@@ -11,7 +11,11 @@ Capacity: the same seeded workload as the candidate's search, at request rates f
 boundary, or its lowest probe when it met the SLO at no rate), doubled while the target is met (halved while it is
 missed), then ``ledgers.boundary.search_boundary`` to 1 % of the bracket's low end; each probe one simulation with the
 tier (``dynamics.offload_sim.offload_kv_factory``). A rate whose queue kept growing misses the target whatever its
-attainment, as in every capacity search (``analyses.serving.queue_growth.probe_queue_grew``).
+attainment, as in every capacity search (``analyses.serving.queue_growth.probe_queue_grew``). The doubling stops at
+the deployment's capacity bound (``analyses.serving.work_bounds``, read without the tier: loading blocks back adds
+work, and prompts that may share a prefix are already counted as one computed token there): a tier cannot make a
+replica compute faster than the roofline work of its requests allows, so the variant is sized and priced on the bound
+where the rate found is above it, as its base candidate is.
 """
 
 from __future__ import annotations
@@ -129,21 +133,26 @@ class TierProber:
         return [[r, self.goodputs[r].attainment] for r in sorted(self.runs)]
 
 
-def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | None]:
+def tier_capacity(p: TierProber, start: float, bound: float | None = None) -> tuple[float | None, float | None]:
     """(the highest rate meeting the target with the tier, the lowest rate found to miss it) from ``start`` req/s;
-    (None, the lowest rate simulated: start ÷ 64) when no rate down to it meets the target. A boundary still met
-    after 6 doublings is a lower bound (``p.lower_bound``)."""
+    (None, the lowest rate simulated: start ÷ 64) when no rate down to it meets the target. The doubling stops at a
+    rate met at or above ``bound`` (the deployment's capacity bound, ``serving.work_bounds``; None: none proven), which
+    is then the rate found, with no rate found to miss: no replica keeps pace with more than the bound, so the caller
+    sizes on the bound (``work_bounds.capped``) and a probe further up would only run a load it cannot sustain. A
+    boundary still met after 6 doublings below the bound is a lower bound (``p.lower_bound``)."""
     from kvledger.ledgers.boundary import search_boundary
 
     if p.meets(start):
         lo, hi = start, 2.0 * start
-        for _ in range(_MAX_DOUBLINGS):
+        for n in range(_MAX_DOUBLINGS + 1):
+            if bound is not None and lo >= bound:
+                return lo, None  # met at or above the bound: sized on the bound, whatever a further doubling meets
+            if n == _MAX_DOUBLINGS:
+                p.lower_bound = True  # still met after the last doubling: the capacity is at least this
+                return lo, None
             if not p.meets(hi):
                 break
             lo, hi = hi, 2.0 * hi
-        else:
-            p.lower_bound = True  # still met after the last doubling: the capacity is at least this
-            return lo, None
     else:  # the tier misses at the start (its loads delay TTFT, or the candidate misses everywhere): halve
         lo, hi = 0.5 * start, start
         for _ in range(_MAX_DOUBLINGS):

@@ -6,7 +6,8 @@ being over all TP ranks).
 The probe starts at the capacity without the tier (``sim_capacity.search_capacity``, found first), doubles the rate
 while the target is met (halves it while missed) and bisects to 1 % of the bracket's low end; each probe is one
 simulation of the same seeded workload with the tier. A disk tier (``--kv-tier-nvme``) is not simulated here: the
-probe models one tier below HBM, and vLLM's native connector has none on disk.
+probe models one tier below HBM, and vLLM's native connector has none on disk. The doubling stops once a rate met is
+at or above the capacity bound of the deployment (``work_bounds``), which the capacity is then sized on.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
                          "(--at-offered-load) or see simulate --enable-hierarchical-cache for HiCache's hits")
     target = without.search.target
     p = TierProber(args, synthetic, OffloadOption("cpu", host_gib_per_gpu), slo, target)
-    b, first_failing = tier_capacity(p, without.rate_req_per_s)
+    b, first_failing = tier_capacity(p, without.rate_req_per_s, without.bound_req_per_s)  # no doubling past the bound
     if b is None:
         raise NoAnswerError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
                          f"{first_failing:g} req/s has {target:.0%} of requests within the SLO ({slo.describe()}), "
