@@ -49,3 +49,20 @@ def test_a_tier_variant_is_sized_and_priced_on_the_bound_of_its_base(cv):
     # no probe above the first rate met at or past the bound: the doubling ends there (119.8 ≤ rate < 2 × 121)
     assert max(r for r, _ in cap["probes"]) < 2 * 121.0
 
+
+
+def test_a_skipped_or_rejected_tier_variant_carries_no_capacity_band(monkeypatch):
+    # prefix caching off: the variant is skipped (nothing to load); it must not show its base's band
+    c = _by_id([*SHORT, "--prefix-caching", "on,off", "--offload", "none,cpu:64GiB"])
+    assert c["nvidia_h100_sxm:tp1:kv-auto:pc-off"]["capacity_band"] is not None
+    skipped = c["nvidia_h100_sxm:tp1:kv-auto:pc-off:offload-cpu-64GiB"]
+    assert skipped["status"] == "skipped" and "capacity_band" not in skipped
+    # a tier that misses at every rate (start 121 req/s ÷ 64 = 1.89 the lowest simulated): rejected, no band either
+    import kvledger.analyses.search.tier_entries as te
+
+    monkeypatch.setattr(te, "tier_capacity", lambda p, start, bound=None: (None, start / 64))
+    c = _by_id([*SHORT, "--arrival-cv", "1", "--offload", "none,cpu:64GiB"])
+    assert c["nvidia_h100_sxm:tp1:kv-auto"]["capacity_band"] is not None
+    rejected = c["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"]
+    assert rejected["status"] == "rejected" and "capacity_band" not in rejected
+    assert "no request rate down to 1.89 req/s" in rejected["detail"]

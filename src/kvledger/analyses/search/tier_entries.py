@@ -125,7 +125,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     cand = Candidate.from_entry(base)
     bill, tier_month, info = _tier_bill(base, opt, prices, cand.num_gpus)
     keep = {k: v for k, v in base.items() if k not in ("capacity", "cost", "sizing", "launch", "bounds", "workload",
-                                                       "decided_by_bound")}
+                                                       "decided_by_bound", "capacity_band")}  # its own, if feasible
     feasible_base = base["status"] == "feasible"
     out: dict[str, Any] = {**keep, "id": variant_id(base["id"], opt), "reason": None, "detail": None,
                            "offload": info}
