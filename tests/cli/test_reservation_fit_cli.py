@@ -100,3 +100,30 @@ def test_static_batching_sessions_are_held_to_max_model_len(cli_entry):
     code, _, err = cli_entry("simulate", OSS, *POOL, "--policy", "static", "--workload", "chat", "--sessions", "3",
                              "--max-model-len", "131072")
     assert code == 2 and "a request of max_model_len needs 16,384 KV blocks" in err and "--max-model-len 79984" in err
+
+
+def test_report_skips_the_static_baseline_whose_request_outgrows_the_pool_and_completes(tmp_path):
+    # gpt-oss-20b on one L4: 13,199 usable blocks (above). A trace of 99 requests of 1,000 + 100 tokens and a last one
+    # of 110,000 + 10: static batching reserves its whole sequence, 2 × ceil(110,010 / 16) = 2 × 6,876 = 13,752
+    # blocks > 13,199, so that baseline is refused before its run (StaticTooLongError); the longest that fits:
+    # 2 × ceil(n / 16) ≤ 13,199 → n ≤ 6,599 × 16 = 105,584. The paged engine runs it (the sliding layers hold their
+    # window only). Contiguous KV is skipped too (16,384 blocks for max_model_len): no baseline ran, no ratio
+    trace = tmp_path / "long.csv"
+    trace.write_text("arrival_s,num_prompt_tokens,num_output_tokens\n"
+                     + "".join(f"{i * 0.5},1000,100\n" for i in range(99)) + "49.5,110000,10\n")
+    argv = ("report", OSS, "--gpu", "L4", "--slo", "ttft=30s,tpot=1s", "--trace", str(trace), "--num-requests", "100")
+    r = run_cli(*argv, "--json")
+    assert r.exit_code == 0, r.stderr
+    s = json.loads(r.stdout)["engine_savings"]
+    assert s["static"]["skipped"] == (
+        "static batching reserves a request's whole sequence at admission, and with the sliding-window layout the "
+        "sliding layers hold all of it too: the longest request (prompt + output 110,010 tokens) needs 13,752 KV "
+        "blocks, more than the pool's 13,199 usable blocks, so it could never be admitted")
+    assert s["static"]["fit_max_model_len"] == 105584 and "summary" not in s["static"]
+    assert "skipped" in s["contiguous"] and s["ratios"] == [] and "summary" in s["engine"]
+    out_html = tmp_path / "rep.html"
+    r = run_cli(*argv, "--out", str(out_html))
+    assert r.exit_code == 0, r.stderr
+    html = out_html.read_text()
+    assert "under one engine. Not run, static batching (a batch runs until its longest member ends): static " in html
+    assert "so it could never be admitted; with --max-model-len 105584 or less it would run." in html

@@ -246,7 +246,8 @@ def engine_savings(data: ReportData) -> Figure:
     rows += [[f"{s[k]['label']}: not run", "", "", "", ""] for k in skipped]
     return Figure("engine_savings", "What the engine saves, compared with what",
                   f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under "
-                  f"{('three', 'two', 'one')[len(skipped)]} engines; each ratio names its baseline."
+                  f"{('three engines', 'two engines', 'one engine')[len(skipped)]}"
+                  + ("; each ratio names its baseline." if s["ratios"] else ".")
                   + "".join(_skipped_sentence(s[k]) for k in skipped),
                   fig, ["engine", "output tok/s", "goodput, req/s", "TTFT p90, s", "preemptions"], rows,
                   [data.commands["engine_savings"]])

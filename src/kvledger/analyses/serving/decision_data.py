@@ -148,17 +148,17 @@ _IN_POOL = (1.25, 1.5)
 
 def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None) -> dict[str, Any]:
     """One simulation's summary row at ``rate`` (picklable in and out: a process pool may run it); a baseline policy
-    whose settings admit no request (contiguous KV longer than the pool, refused before simulating) gives the row of
-    why it was not run."""
+    whose settings cannot admit a request (contiguous KV longer than the pool, or a static-batching reservation of a
+    request's whole sequence that outgrows it; both refused before simulating) gives the row of why it was not run."""
     from kvledger.analyses.serving.sim_ledgers import simulate_run
-    from kvledger.dynamics.engine.reservation_fit import ContiguousTooLargeError
+    from kvledger.dynamics.engine.reservation_fit import ContiguousTooLargeError, StaticTooLongError
 
     # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
     # exact without them (dynamics/outputs/itl_gaps.py)
     try:
         sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
                            record_token_times=slo.itl_s is not None)
-    except ContiguousTooLargeError as e:
+    except (ContiguousTooLargeError, StaticTooLongError) as e:
         if policy is None:  # the engine's own run: the capacity search has refused it already
             raise
         return skipped_row(e)

@@ -1,7 +1,8 @@
 """The report's engine comparison: continuous vs static batching and paged vs contiguous KV on the same requests at
-the capacity rate, as ``ReportData.engine_savings`` holds it. A baseline whose settings cannot admit one request (the
-contiguous reservation of max_model_len longer than the KV pool: ``ContiguousTooLargeError``, raised before any
-simulation) is kept as a row saying why it was not run, and takes no ratio."""
+the capacity rate, as ``ReportData.engine_savings`` holds it. A baseline whose settings cannot admit a request (the
+contiguous reservation of max_model_len longer than the KV pool: ``ContiguousTooLargeError``; a static-batching
+reservation of a request's whole sequence longer than it: ``StaticTooLongError``; both raised before any simulation)
+is kept as a row saying why it was not run, and takes no ratio."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ _COMPARISONS = {"static": "continuous ÷ static batching", "contiguous": "paged 
 
 
 def skipped_row(err: Any) -> dict[str, Any]:
-    """The row of a baseline refused before simulating (``ContiguousTooLargeError``): why, and the largest
-    max_model_len that would let it run (tokens; 0: none)."""
+    """The row of a baseline refused before simulating (``ContiguousTooLargeError``, ``StaticTooLongError``): why,
+    and the largest max_model_len that would let it run (tokens; 0: none)."""
     return {"skipped": err.reason(), "fit_max_model_len": err.fit_len}
 
 

@@ -97,7 +97,29 @@ def _longest_fitting(cfg: Any) -> int:
 
 class StaticTooLongError(InputError):
     """Static batching on a sliding-window layout: one request's whole-sequence reservation needs more blocks than the
-    pool holds, so it could never be admitted (exit 2)."""
+    pool holds, so it could never be admitted (exit 2).
+
+    Attributes:
+        which: the request, in words ("a request of max_model_len", "the longest request (prompt + output N tokens)").
+        need_blocks: blocks its reservation takes, blocks.
+        usable_blocks: blocks requests can hold, blocks.
+        fit_len: the largest max_model_len whose reservation fits, tokens (0: none does).
+    """
+
+    def __init__(self, which: str, need_blocks: int, usable_blocks: int, fit_len: int) -> None:
+        self.which, self.need_blocks, self.usable_blocks, self.fit_len = which, need_blocks, usable_blocks, fit_len
+        super().__init__(self.reason() + "; " + self.remedy())
+
+    def reason(self) -> str:
+        """The facts: the reservation and the pool, in one clause."""
+        return ("static batching reserves a request's whole sequence at admission, and with the sliding-window layout "
+                f"the sliding layers hold all of it too: {self.which} needs {self.need_blocks:,} KV blocks, more than "
+                f"the pool's {self.usable_blocks:,} usable blocks, so it could never be admitted")
+
+    def remedy(self) -> str:
+        """What to do: a max_model_len whose reservation fits, or continuous batching."""
+        return (f"lower max_model_len to ≤ {self.fit_len:,} tokens (--max-model-len {self.fit_len}: longer requests "
+                "are then capped or rejected as the engine does) or use continuous batching (the default)")
 
 
 def check_static_fit(cfg: Any, lengths: tuple[Any, Any] | None) -> None:
@@ -119,9 +141,4 @@ def check_static_fit(cfg: Any, lengths: tuple[Any, Any] | None) -> None:
         return
     fit, n = _longest_fitting(cfg), int(seq[i])
     which = "a request of max_model_len" if lengths is None else f"the longest request (prompt + output {n:,} tokens)"
-    raise StaticTooLongError(
-        f"static batching reserves a request's whole sequence at admission, and with the sliding-window layout the "
-        f"sliding layers hold all of it too: {which} needs {reservation_blocks(cfg, n):,} KV blocks, more than the "
-        f"pool's {usable:,} usable blocks, so it could never be admitted; lower max_model_len to ≤ {fit:,} tokens "
-        f"(--max-model-len {fit}: longer requests are then capped or rejected as the engine does) or use continuous "
-        "batching (the default)")
+    raise StaticTooLongError(which, reservation_blocks(cfg, n), usable, fit)
