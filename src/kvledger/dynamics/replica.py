@@ -29,6 +29,7 @@ from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.fast import fast_path
+from kvledger.dynamics.outputs.batch_peak import BatchPeak
 from kvledger.dynamics.outputs.itl_gaps import GapHistogram
 from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
 from kvledger.dynamics.outputs.token_times import TokenTimes
@@ -37,7 +38,7 @@ from kvledger.records import RequestRecord
 __all__ = ["Replica"]
 
 
-class Replica(TokenTimes):
+class Replica(TokenTimes, BatchPeak):
     """One engine: a scheduler, a KV manager, a clock and compact token-time storage.
 
     Args:
@@ -100,8 +101,7 @@ class Replica(TokenTimes):
         rule = self.cfg.step_blocks
         if rule is None:
             return False
-        steady = rule.steady
-        held = self.kv.held_blocks
+        steady, held = rule.steady, self.kv.held_blocks
         return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
     def drain(self) -> bool:
@@ -199,6 +199,7 @@ class Replica(TokenTimes):
                 self._discard_inflight_token(v, step)
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
+        self.note_batch(len(sched.running), preempted, self.now_s)
         finished: list = []
         (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted = self.apply_plan(plan, step, finished)
         if self.rules.padded and pf_seqs:

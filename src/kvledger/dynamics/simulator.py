@@ -54,6 +54,8 @@ class SimResult:
     config: dict[str, Any]
     steps: list[StepLog] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: per replica, its peak running batch and first preemption (``BatchPeak.batch_facts``); not in the JSON
+    batch: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self, include_records: bool = True) -> dict[str, Any]:
         return to_jsonable(self, exclude=() if include_records else ("records",))
@@ -163,7 +165,8 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
     meta.extra["gpu_time_split"] = split  # the cost ledger's prefill/decode split (ledgers/cost.py)
     summary = Summary.of(figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
                       definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
-    return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
+    return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None,
+                     batch=[r.batch_facts() for r in replicas])
 
 
 def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:

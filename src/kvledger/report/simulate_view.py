@@ -8,6 +8,7 @@ from typing import Any
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument, load_text
 from kvledger.ledgers.error_band import scope_words
+from kvledger.report.preemption_view import preemption_lines
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_source_line, step_cost_warnings
 
@@ -220,6 +221,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     _requests_lines(console, s, eng)
+    for line in preemption_lines(payload.preemptions):  # only a run that preempted: why, and what to change
+        console.print(line, markup=False)
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     none = (" — 0 by construction: the workload has no prefix ids (see the note)"

@@ -259,13 +259,15 @@ def _others_moved(ctx: DoctorContext, tp: int, tp2: int) -> tuple[int, str]:
     return 0, "activation and other terms assumed unchanged per GPU (no --gpu: the ledger's change is not known)"
 
 
-def capacity_options(ctx: DoctorContext) -> tuple[list[dict[str, Any]], float | None, Plan | None]:
-    """(option rows, observed tokens per running request, the as-logged plan); empty without a model."""
+def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[list[dict[str, Any]], float | None,
+                                                                              Plan | None]:
+    """(option rows, observed tokens per running request, the as-logged plan); empty without a model. ``per_req``:
+    the tokens per running request to size the options by, instead of the log's at saturation (simulate's mean)."""
     base, budget, how = _budget(ctx)
     if ctx.model is None or base is None or budget is None:
         return [], None, None
     m = base.memory
-    per_req = tokens_per_running_request(ctx.log.stats, m.usable_blocks, m.block_size)
+    per_req = per_req or tokens_per_running_request(ctx.log.stats, m.usable_blocks, m.block_size)
     # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
     first = "as logged" if how.startswith("the log's") else "as modelled"
     rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}")]

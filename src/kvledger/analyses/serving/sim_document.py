@@ -80,14 +80,16 @@ class SimDocument:
         notes: what the reader should know about the run.
         client_latency: the latency added to every TTFT and E2E (``client_latency.ClientLatency``: seconds and
             source); None (left out of the JSON) when none was given.
+        preemptions: why the run preempted and what to change (``preemption_why.preemption_facts``: the pool, the
+            peak running batch, the first preemption's state, doctor's options); None (left out) when it had none.
         seed_spread: with ``--seeds N`` (N > 1), each figure's min–max over the seeds
             (``seed_spread.SeedSpread``; its JSON ``{"ttft_s.mean": {"min", "max", "n_seeds"}, …}``); None (left
             out) for one seed.
     """
 
     __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "too_short", "at_knee", "error_bands", "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee")
+                "too_short", "at_knee", "preemptions", "error_bands", "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -101,6 +103,7 @@ class SimDocument:
     seed_spread: Any = None
     too_short: Any = None
     at_knee: dict[str, Any] | None = None
+    preemptions: dict[str, Any] | None = None
 
     @property
     def kept_up(self) -> bool:

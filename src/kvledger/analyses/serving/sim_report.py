@@ -18,6 +18,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up).
     ``setup``: the ``sim_setup.SimSetup`` run; ``result``: its ``SimResult``."""
     from kvledger.analyses.serving import prediction_bands as pb
+    from kvledger.analyses.serving.preemption_why import preemption_facts
     from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.analyses.serving.seq_cap import with_seq_cap
@@ -45,4 +46,4 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
-                       at_knee=knee)
+                       at_knee=knee, preemptions=preemption_facts(setup, result))

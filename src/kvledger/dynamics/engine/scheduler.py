@@ -105,6 +105,9 @@ class Scheduler:
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
         self._fast_block_size = kv.block_size if kv.plain_block_table else 0
+        # the state when a running request first could not get its blocks: (running requests, blocks they held,
+        # usable blocks), taken before the first victim is freed (the replica adds the time: Replica.batch_facts)
+        self.first_preemption: tuple[int, float, int] | None = None
 
     def schedule(self) -> SchedulerOutput:
         """Plan one step: the scheduled (request, num_new_tokens) in order, the preempted, how many were admitted.
@@ -158,6 +161,8 @@ class Scheduler:
         """
         kv, running = self.kv, self.running
         while (need_free_block and kv.num_free_blocks < 1) or not kv.grow(req, n):
+            if self.first_preemption is None:
+                self.first_preemption = (len(running), kv.num_used_blocks, kv.capacity_blocks)
             victim = running.pop()
             self._preempt(victim)
             preempted.append(victim)

@@ -102,6 +102,7 @@ class SGLangScheduler:
         self._decode_steps = 0
         self.full_at: int | None = None  # batch_is_full: set with the running count then, else None
         self._before = 0  # running requests (the chunk aside) when the current prefill pass began
+        self.first_preemption: tuple[int, float, int] | None = None  # as Scheduler's, before the first retraction
 
     @property
     def batch_is_full(self) -> bool:
@@ -216,6 +217,8 @@ class SGLangScheduler:
             return SchedulerOutput([], [], 0)
         retracted: list[SimRequest] = []
         if not self._fits(running):
+            if self.first_preemption is None:  # as Scheduler's: the state before the first retraction
+                self.first_preemption = (len(running), kv.num_used_blocks, kv.capacity_blocks)
             order = sorted(running, key=lambda r: (r.num_generated, -r.num_prompt_tokens), reverse=True)
             while len(order) > 1:
                 victim = order.pop()

@@ -162,6 +162,7 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     plan: list[tuple[SimRequest, int]] = []
     sched.running = running  # admission appends to it and checks its length against max_num_seqs
     admitted = sched.admit_waiting(plan, cfg.max_num_batched_tokens - n)
+    rep.note_batch(len(running), (), rep.now_s)  # the decoders and those admitted: the step's batch
     # async: the step in flight's finishers free after this schedule
     freed = rep.drain() if rep.rules.async_scheduling else False
     step = rep.num_steps

@@ -57,6 +57,8 @@ def settle(rep, run, out: list) -> None:
     leaving.sort()
     _replay(kv, run, leaving, D)
     sched.running = running
+    rep.running_max_exact = False  # the stretch's batches are not kept: its end's, below, a lower bound on its peak
+    rep.note_batch(len(running), (), rep.now_s)
     sched.advance_decode(D)
     rep.usage.add_stretch(times[:K], np.frombuffer(durs)[:K], kv.capacity_blocks, used0, held0, (), (),
                           (), (), run.grants + _decode_grants(run.stored), frees, run.stored)

@@ -1,0 +1,37 @@
+"""The capacity finding's options (capacity.py ``capacity_options``) for a pool the ledger planned rather than one a log
+printed: ``kvledger simulate`` explains its preemptions with the same re-planned options ``doctor`` gives, sized by a
+request length it names (its workload's mean) instead of the one a log shows at saturation."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from kvledger.accounting.plan import Plan
+from kvledger.analyses.doctor.capacity import capacity_options
+from kvledger.analyses.doctor.context import DoctorContext, plan_with
+from kvledger.evidence.vllm_log.parse import parse_vllm_log
+
+__all__ = ["plan_capacity_options"]
+
+
+def plan_capacity_options(plan: Plan, tokens_per_request: float) -> list[dict[str, Any]]:
+    """``capacity_options``' rows for ``plan``'s pool, each option's ``requests_of_observed_size`` counting requests of
+    ``tokens_per_request`` tokens (its token slots ÷ that, rounded down). The first row, the pool as planned, is
+    ``"as simulated"``. A block-count override is kept as the pool (its blocks × bytes per block the KV budget the
+    options start from, as doctor does with a logged count); the options re-plan from there."""
+    kw = {f.name: getattr(plan.settings, f.name) for f in fields(plan.settings)}
+    override = kw.pop("num_gpu_blocks_override", None)
+    model_plan = plan
+    if override:
+        free = plan_with(plan.model, plan.gpu, kw)  # the ledger's own memory terms (TP's weights and the rest)
+        model_plan = free if isinstance(free, Plan) else plan
+    ctx = DoctorContext(parse_vllm_log("", source="simulate"), plan.model, "simulate", plan.gpu, "simulate --gpu", kw,
+                        {}, 1, None, model_plan=model_plan, log_blocks_plan=plan if override else None, gpu_known=True)
+    rows, _, _ = capacity_options(ctx, per_req=tokens_per_request)
+    if rows:
+        m = plan.memory
+        rows[0] = {**rows[0], "action": "as simulated",
+                   "detail": (f"the simulated pool: {m.num_gpu_blocks:,} blocks ("
+                              + ("--num-gpu-blocks-override" if override else "the ledger's memory plan") + ")")}
+    return rows

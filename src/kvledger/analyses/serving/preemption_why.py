@@ -1,0 +1,107 @@
+"""Why a simulated run preempted, and what to change: the facts behind ``preemptions (recompute): N``.
+
+A preemption is a KV-allocation failure (as doctor's capacity finding says of a vLLM log): a running request needed a
+block for its next tokens and none was free, so the scheduler freed a running request's blocks — vLLM (V1 and V0)
+the most recently admitted one, whose prompt and tokens so far are recomputed when it is readmitted; SGLang retracts
+the decode request with the fewest outputs. The simulator keeps, per replica, the largest running batch and the state
+when the first preemption happened (``dynamics.outputs.batch_peak``); the options are doctor's, re-planned by the
+ledger on the simulated pool and sized by this workload's mean request (prompt mean + output mean), which a running
+request reaches by its last token (``doctor.plan_capacity``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kvledger.ledgers.columns import columns_from
+
+__all__ = ["preemption_facts"]
+
+_RULE = {"sglang": "SGLang retracts the decode request with the fewest output tokens (then the longest prompt) and "
+                   "recomputes it later",
+         "vllm_v0": "vLLM V0 preempts the most recently admitted running request (recompute)"}
+_V1 = "vLLM V1 preempts the most recently admitted running request (recompute: its KV is dropped and rebuilt later)"
+
+
+def preemption_facts(setup: Any, result: Any) -> dict[str, Any] | None:
+    """The run's preemptions explained (module doc), None when it had none or the simulator kept no batch facts.
+    Times are s since the first arrival. ``setup``: its ``SimSetup``; ``result``: its ``SimResult``."""
+    reps = getattr(result, "batch", None) or []
+    if not result.summary.num_preemptions or not reps:
+        return None
+    cfg, wl = setup.config, setup.workload_info
+    t0 = float(np.nanmin(columns_from(result.records).arrival_s))
+    i_max = max(range(len(reps)), key=lambda i: reps[i]["running_max"])
+    peak = {"requests": reps[i_max]["running_max"], "t_s": reps[i_max]["running_max_t_s"] - t0,
+            "replica": i_max, "exact": all(b["running_max_exact"] for b in reps)}
+    firsts = [(b["first_preemption"]["t_s"], i) for i, b in enumerate(reps) if b["first_preemption"]]
+    first = None
+    if firsts:
+        t, i = min(firsts)
+        first = {**reps[i]["first_preemption"], "t_s": t - t0, "replica": i}
+    mean = float(wl.get("prompt_tokens_mean", 0.0)) + float(wl.get("output_tokens_mean", 0.0))
+    pool = {"num_gpu_blocks": cfg.num_gpu_blocks, "usable_blocks": cfg.num_usable_blocks,
+            "block_size": cfg.block_size, "token_slots": cfg.num_usable_blocks * cfg.block_size}
+    fits = int(pool["token_slots"] // mean) if mean > 0 else None
+    options = _options(setup, mean)
+    out = {"num_preemptions": result.summary.num_preemptions,
+           "rule": _RULE.get(cfg.batching, _V1), "pool": pool, "replicas": len(reps),
+           "running_max": peak, "first": first, "max_num_seqs": cfg.max_num_seqs,
+           "mean_request_tokens": mean, "mean_requests_pool_holds": fits, "options": options}
+    out["why"], out["what_to_change"] = _why(out), _change(out)
+    return out
+
+
+def _options(setup: Any, mean: float) -> list[dict[str, Any]]:
+    """doctor's capacity options on the simulated plan, sized by the mean request; none without a plan (or SGLang's:
+    its options are vLLM flags)."""
+    plan = getattr(setup, "plan", None)
+    if plan is None or mean <= 0 or setup.config.batching == "sglang":
+        return []
+    from kvledger.analyses.doctor.plan_capacity import plan_capacity_options
+
+    return plan_capacity_options(plan, mean)
+
+
+def _why(f: dict[str, Any]) -> str:
+    p, peak, first = f["pool"], f["running_max"], f["first"]
+    per = " per replica" if f["replicas"] > 1 else ""
+    text = (f"the KV pool ({p['usable_blocks']:,} usable blocks × {p['block_size']} tokens = {p['token_slots']:,} "
+            f"token slots{per}) was full when running requests needed new blocks for their next tokens: {f['rule']}")
+    if first is not None:
+        where = f" on replica {first['replica']}" if f["replicas"] > 1 else ""
+        text += (f" — first at t = {first['t_s']:,.2f} s after the first arrival{where}, with {first['running']:,} "
+                 f"requests running holding {first['kv_blocks_held']:,} of the {first['usable_blocks']:,} usable "
+                 "blocks")
+    most = "at least " if not peak["exact"] else ""
+    text += (f". The running batch peaked at {most}{peak['requests']:,} requests (t = {peak['t_s']:,.2f} s; "
+             f"max_num_seqs {f['max_num_seqs']:,})")
+    if f["mean_requests_pool_holds"] is not None:
+        text += (f", while the pool holds {f['mean_requests_pool_holds']:,} requests of this workload's mean length "
+                 f"({p['token_slots']:,} slots ÷ {f['mean_request_tokens']:,.0f} tokens, prompt + output means): "
+                 "requests admitted on their prompts outgrow it as they decode")
+    return text
+
+
+def _change(f: dict[str, Any]) -> str:
+    """The options in one sentence: the batch cap that stops preempting first, then what adds capacity."""
+    rows = f["options"]
+    if not rows:
+        return ("cap the batch at the requests the pool holds (--max-num-seqs), or give the KV cache more memory "
+                "(--kv-cache-dtype fp8 where supported, more GPU memory, more tensor parallelism, a bigger GPU)")
+    base = rows[0]
+    parts = []
+    for o in rows[1:]:
+        n = o["requests_of_observed_size"]
+        if o["action"].startswith("--max-num-seqs"):
+            parts.insert(0, f"{o['action']} (the slots ÷ the mean request: preemptions stop, but no capacity is "
+                            "added — the excess waits in the queue)")
+        elif o["num_gpu_blocks"] > base["num_gpu_blocks"] or o["gpus_per_replica"] != base["gpus_per_replica"]:
+            gpus = f" on {o['gpus_per_replica']} GPUs" if o["gpus_per_replica"] != base["gpus_per_replica"] else ""
+            parts.append(f"{o['action']} → {o['num_gpu_blocks']:,} blocks{gpus}, {n:,} requests of the mean length")
+    said = "; or add capacity: ".join([parts[0], ", ".join(parts[1:])] if len(parts) > 1 else parts)
+    notes = rows[0].get("notes") or []
+    return (said + " (the ledger's re-planned pools, per replica; the same options as doctor's capacity finding)"
+            + ("; " + "; ".join(notes) if notes else "") + "; or a GPU with more memory")

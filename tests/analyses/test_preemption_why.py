@@ -1,0 +1,91 @@
+"""simulate says why a run preempted and what to change: the peak running batch, the first preemption's state and
+doctor's capacity options, in text and under --json's ``preemptions``; a run without preemptions prints nothing new."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.cli.main import app
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+
+# 20 requests of 1,000 prompt + 1,000 output tokens, all at t = 0, on a 500-block pool (499 usable: block 0 is vLLM's
+# null block) of 16 tokens, max_num_batched_tokens 8,192
+RUN = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--prompt-lengths", "fixed:1000",
+       "--output-lengths", "fixed:1000", "--rate", "inf", "--num-requests", "20", "--num-gpu-blocks-override", "500",
+       "--max-model-len", "4096", "--max-num-batched-tokens", "8192"]
+
+
+def _ok(*argv: str) -> str:
+    res = CliRunner().invoke(app, list(argv), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return json.loads(_ok(*RUN, "--json"))
+
+
+def test_the_peak_batch_and_the_first_preemption_are_the_pools_arithmetic(doc):
+    p = doc["preemptions"]
+    assert p["num_preemptions"] == doc["summary"]["num_preemptions"] > 0
+    assert p["pool"] == {"num_gpu_blocks": 500, "usable_blocks": 499, "block_size": 16, "token_slots": 499 * 16}
+    # the first step admits whole prompts while both the token budget and the blocks allow: ⌊8,192 / 1,000⌋ = 8 by
+    # tokens, ⌊499 / ⌈1,000 / 16⌉⌋ = ⌊499 / 63⌋ = 7 by blocks (441 held, 58 free; the 8th's 63 do not fit), so 7 run
+    # from t = 0. No 8th ever fits: 7 running hold ≥ 441 blocks, leaving < 63.
+    assert p["running_max"]["requests"] == 7 and p["running_max"]["t_s"] == 0.0 and p["running_max"]["exact"]
+    # each decode step the 7 grow; every 16 tokens past 1,008 (63 blocks) each takes a block: 8 rounds × 7 = 56 use
+    # 497, and the 9th round's 3rd request finds none free: 7 running, holding all 499 usable blocks
+    first = p["first"]
+    assert (first["running"], first["kv_blocks_held"], first["usable_blocks"]) == (7, 499, 499)
+    # …after the prompt step and ≥ 9 × 16 = 144 decode steps: later than the first step, before the run's end
+    assert 0.0 < first["t_s"] < doc["summary"]["duration_s"]
+    # the mean request is 1,000 + 1,000 = 2,000 tokens: the pool holds ⌊7,984 / 2,000⌋ = 3 of them
+    assert p["mean_request_tokens"] == 2000.0 and p["mean_requests_pool_holds"] == 3
+
+
+def test_the_options_are_doctors_replanned_on_the_simulated_pool(doc):
+    rows = {o["action"]: o for o in doc["preemptions"]["options"]}
+    assert rows["as simulated"]["num_gpu_blocks"] == 500
+    # doctor's batch cap: token slots ÷ the tokens per request = ⌊7,984 / 2,000⌋ = 3
+    assert rows["--max-num-seqs 3"]["requests_of_observed_size"] == 3
+    # FP8 KV halves the page: the same bytes (500 blocks' worth) hold 1,000 blocks, 999 usable × 16 = 15,984 slots,
+    # ⌊15,984 / 2,000⌋ = 7 requests of the mean length
+    fp8 = rows["--kv-cache-dtype fp8"]
+    assert (fp8["num_gpu_blocks"], fp8["token_slots"], fp8["requests_of_observed_size"]) == (1000, 15984, 7)
+    assert rows["--tensor-parallel-size 2"]["gpus_per_replica"] == 2
+
+
+def test_the_text_says_why_and_what_to_change():
+    out = " ".join(_ok(*RUN).split())
+    assert ("why: the KV pool (499 usable blocks × 16 tokens = 7,984 token slots) was full when running requests "
+            "needed new blocks") in out
+    assert "vLLM V1 preempts the most recently admitted running request" in out
+    assert "with 7 requests running holding 499 of the 499 usable blocks" in out
+    assert "The running batch peaked at 7 requests (t = 0.00 s" in out
+    assert "what to change: --max-num-seqs 3 (" in out and "--kv-cache-dtype fp8 → 1,000 blocks, 7 requests" in out
+
+
+def test_a_run_without_preemptions_prints_nothing_new():
+    # the same 20 requests on the 500-block pool, 3 at a time: ⌈2,000 / 16⌉ = 125 blocks each at their last token,
+    # 3 × 125 = 375 ≤ 499, so none is ever preempted
+    argv = [a for a in RUN] + ["--max-num-seqs", "3"]
+    d = json.loads(_ok(*argv, "--json"))
+    assert d["summary"]["num_preemptions"] == 0 and "preemptions" not in d
+    assert "why:" not in _ok(*argv)
+
+
+@pytest.mark.parametrize("extra", [{}, {"async_scheduling": True}])
+def test_the_fast_paths_see_the_peak_step_by_step_execution_sees(extra):
+    # one arrival every 0.1 s, 16-token prompts and 60 output tokens, 10 ms steps: a request runs ~60 steps (0.6 s),
+    # so 6 or 7 overlap; the arrival stretches (open_stretch.py) and the mixed steps must find the general step's peak
+    reqs = [RequestSpec(f"r{i}", 0.1 * i, 16, 60) for i in range(40)]
+    cfg = EngineConfig(num_gpu_blocks=400, block_size=16, max_model_len=4096, **extra)
+    fast, slow = (simulate(reqs, cfg, FixedStepCost(0.01), fast_forward=ff).batch[0] for ff in (True, False))
+    assert fast == slow
+    assert 6 <= fast["running_max"] <= 7 and fast["first_preemption"] is None
