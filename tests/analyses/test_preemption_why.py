@@ -68,7 +68,9 @@ def test_the_text_says_why_and_what_to_change():
     assert "vLLM V1 preempts the most recently admitted running request" in out
     assert "with 7 requests running holding 499 of the 499 usable blocks" in out
     assert "The running batch peaked at 7 requests (t = 0.00 s" in out
-    assert "what to change: --max-num-seqs 3 (" in out and "--kv-cache-dtype fp8 → 1,000 blocks, 7 requests" in out
+    assert "what to change: --max-num-seqs 3 (the slots ÷ the mean request: it caps the batch" in out
+    # the first preemption came with 7 running, more than the cap of 3: no caveat
+    assert "still preempt" not in out and "--kv-cache-dtype fp8 → 1,000 blocks, 7 requests" in out
 
 
 def test_a_run_without_preemptions_prints_nothing_new():

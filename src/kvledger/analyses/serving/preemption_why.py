@@ -96,8 +96,11 @@ def _change(f: dict[str, Any]) -> str:
     for o in rows[1:]:
         n = o["requests_of_observed_size"]
         if o["action"].startswith("--max-num-seqs"):
-            parts.insert(0, f"{o['action']} (the slots ÷ the mean request: preemptions stop, but no capacity is "
-                            "added — the excess waits in the queue)")
+            first = f["first"]
+            held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so "
+                    "requests longer than the mean still preempt" if first and first["running"] <= n else "")
+            parts.insert(0, f"{o['action']} (the slots ÷ the mean request: it caps the batch at the requests of the "
+                            f"mean length the pool holds, adding no capacity — the excess waits in the queue{held})")
         elif o["num_gpu_blocks"] > base["num_gpu_blocks"] or o["gpus_per_replica"] != base["gpus_per_replica"]:
             gpus = f" on {o['gpus_per_replica']} GPUs" if o["gpus_per_replica"] != base["gpus_per_replica"] else ""
             parts.append(f"{o['action']} → {o['num_gpu_blocks']:,} blocks{gpus}, {n:,} requests of the mean length")
