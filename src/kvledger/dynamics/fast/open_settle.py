@@ -37,9 +37,10 @@ def settle(rep, lives: list, K: int, ends: list[float] | bytearray, durs: list[f
         ends_buf, durs_buf = array("d", ends), array("d", durs)
     kv.take_in_turn(takes)
     times = np.frombuffer(ends_buf)[: K + 1]  # step end times (times[0]: the first one's start), one array
-    peak, at = stretch_peak(lives, times)
-    if peak > rep.running_max:
-        rep.running_max, rep.running_max_s = peak, at
+    if len(lives) > rep.running_max:  # the stretch's peak is at most its requests: past the peak so far only then
+        peak, at = stretch_peak(lives, times)
+        if peak > rep.running_max:
+            rep.running_max, rep.running_max_s = peak, at
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = float(times[K])
     if freed:  # after the blocks were taken: frees put blocks back at the queue's head
