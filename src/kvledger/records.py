@@ -25,7 +25,10 @@ import numpy as np
 
 from kvledger.jsonable import json_fields, to_jsonable
 
-__all__ = ["RequestRecord", "RunMetadata", "RunRecords"]
+__all__ = ["RequestRecord", "RunMetadata", "RunRecords", "WARNING_PREFIX"]
+
+#: a ``RunMetadata.definitions`` line that starts with this is a warning: goodput prints it above its table
+WARNING_PREFIX = "warning: "
 
 
 @dataclass(frozen=True, slots=True, eq=False)

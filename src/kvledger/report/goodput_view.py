@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.report.figure import fmt  # four significant figures, no exponent (a capacity found to ~1%)
 from kvledger.report.probe_cells import probe_attainment, probe_verdict
+from kvledger.report.run_warnings import is_warning, run_warnings
 from kvledger.report.validation_figures import fmt_rate
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _shared_notes(results: list[Any]) -> list[str]:
     """The notes every run carries (the same reader, the same files' layout): printed once, not once per run."""
     if len(results) < 2:
         return []
-    return [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
+    return [n for n in results[0].notes if all(n in r.notes for r in results[1:]) and not is_warning(n)]
 
 
 def _nothing_measured(results: list[Any]) -> dict[int, str]:
@@ -159,6 +160,8 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     for k, line in empty.items():  # before the table, whose zeros for such a run are not a measurement
         run = f"run {_run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
         con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
+    for line in run_warnings(results):  # what the reader found missing, before the figures that rest on it
+        con.print(f"[bold yellow]warning[/]: {escape(line)}")
     con.print(f"SLO: {escape(slo_text)}")
     con.print(_rows(results))
     con.print(escape(_LEGEND))
@@ -181,7 +184,7 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
         if k in empty:  # its note is the warning above the table
             con.print("  - no request completed: nothing measured (the warning above the table)")
         for note in r.notes:
-            if note not in shared and note != empty.get(k):
+            if note not in shared and note != empty.get(k) and not is_warning(note):
                 con.print(f"  - {escape(note)}")
     if boundary is not None:
         b = boundary
