@@ -22,6 +22,7 @@ from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.percentile_bounds import metric_bounds
 from kvledger.ledgers.slo import SLO
 from kvledger.ledgers.tpot_derived import derived_tpot_bounds, tpot_derivation
+from kvledger.records import WARNING_PREFIX
 from kvledger.units import fmt_duration
 
 __all__ = ["estimate_goodput", "metric_bounds"]
@@ -44,6 +45,8 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         if metric == "itl" and m is not None and m.weighting == "request":
             m = None  # no tool reports per-request gap statistics
         derived = tpot_derivation(agg) if metric == "tpot" else None
+        if derived is None:
+            _judgeable(agg, slo.itl_key if metric == "itl" else metric, metric, notes)
         lo, hi, why = derived_tpot_bounds(agg, derived, threshold, n_ok) if derived else \
             metric_bounds(m, threshold, n_ok)
         if metric == "itl" and slo.itl_stat == "mean":
@@ -78,6 +81,25 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         notes.append("the lower bound is 0 good requests: the multiplier (throughput ÷ goodput) has no finite upper "
                      "bound")
     return res
+
+
+def _judgeable(agg: AggregateRun, name: str, metric: str, notes: list[str]) -> None:
+    """Refuse an SLO on a metric the reader found missing (``metadata.extra["missing_metrics"]``: metric → the field),
+    which would otherwise be bounded at 0 … n, an answer of nothing; warn (first among the notes) when TPOT is judged
+    on a TPOT field the reader does not trust (``untrusted_tpot_field``: why) because nothing else is stated.
+
+    Raises:
+        FormatError: naming the missing field and what to do.
+    """
+    missing = agg.metadata.extra.get("missing_metrics") or {}
+    if metric in missing:
+        raise FormatError(agg.metadata.source, f"missing {missing[metric]}: the SLO's {name} cannot be judged on this "
+                          f"file; drop {name} from --slo, or give the run's report with that field")
+    why = agg.metadata.extra.get("untrusted_tpot_field")
+    if metric == "tpot" and why:
+        notes.insert(0, f"{WARNING_PREFIX}TPOT is judged on the file's own TPOT field, as the file states no E2E to "
+                        f"judge (E2E − TTFT)/(output − 1) on; that field {why}, so the count meeting TPOT may be too "
+                        "high")
 
 
 def raise_unknown(agg: AggregateRun) -> None:
