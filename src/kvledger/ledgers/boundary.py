@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError
@@ -111,7 +112,8 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
     except (TypeError, ValueError):
         x = math.nan
     if not math.isfinite(x):
-        label = md.extra.get("run_label") or md.source
+        label = md.extra.get("run_label")
+        label = f"{Path(md.source).name} [{label}]" if label else md.source
         hint = (
             " (request_rate=inf is a closed-loop run; use --axis concurrency)"
             if axis == "request_rate" and v is not None
