@@ -1,4 +1,4 @@
-"""Reader for kubernetes-sigs/inference-perf lifecycle reports (summary, per stage) and
+"""Reader for kubernetes-sigs/inference-perf lifecycle reports (per stage; the pooled summary is refused) and
 ``per_request_lifecycle_metrics.json``.
 
 Everything is in **seconds**, although the metrics doc says ms (docs/formats.md §6). The
@@ -22,7 +22,8 @@ import numpy as np
 from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile, yaml_docs
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
-from kvledger.evidence.inference_perf_client import CLIENT_FILE, client_config_path, fixed_output_tokens
+from kvledger.evidence.inference_perf_client import client_config_path
+from kvledger.evidence.inference_perf_stage import check_not_pooled, missing_metrics, settings_warning, tpot_from_e2e
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "CONFIG_MODEL_KEY", "client_config_model", "read_lifecycle",
@@ -130,17 +131,20 @@ def _sidecars(path: str, meta: RunMetadata) -> None:
 
 
 def read_lifecycle(doc: Document) -> list[AggregateRun]:
-    """One AggregateRun from a ``summary_``/``stage_N_lifecycle_metrics.json`` report; model from a sibling config.yaml.
+    """One AggregateRun from a ``stage_N_lifecycle_metrics.json`` report; model from a sibling config.yaml.
 
     Raises:
-        FormatError: NaN or negative latencies, or a summary whose quantiles fall as the percentile rises (p50
+        FormatError: the pooled summary over every stage (``inference_perf_stage.check_not_pooled``), NaN or negative
+            latencies, or a summary whose quantiles fall as the percentile rises (p50
             above p99) or whose mean is outside [min, max], naming the field.
     """
     obj, path = doc.value, doc.path
+    check_not_pooled(path, obj)
     meta = RunMetadata(source=path, source_format=FORMAT_LIFECYCLE)
     _sidecars(path, meta)
+    settings_warning(path, meta)
     m = re.search(r"stage_(\d+)_", Path(path).name)
-    meta.extra["run_label"] = f"stage {m.group(1)}" if m else "summary"
+    meta.extra["run_label"] = f"stage {m.group(1)}" if m else Path(path).stem
     load = obj.get("load_summary") if isinstance(obj.get("load_summary"), dict) else {}
     succ = obj.get("successes") if isinstance(obj.get("successes"), dict) else {}
     fail = obj.get("failures") if isinstance(obj.get("failures"), dict) else {}
@@ -163,8 +167,11 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
         if isinstance(lat.get(key), dict):
             agg.metrics[canon] = _summary(path, lat[key], canon, weighting, note, agg.num_completed,
                                           f"successes.latency.{key}")
+    meta.extra["missing_metrics"] = missing_metrics(lat)
+    meta.extra["untrusted_tpot_field"] = ("disagrees with the TTFT and E2E of the reports that state them (below the "
+                                          "(E2E − TTFT)/(output − 1) they give, by about half at low load)")
     meta.definitions.append("all latencies in seconds (the inference-perf docs say ms; the files are s)")
-    _tpot_derivation(path, succ, agg)
+    tpot_from_e2e(path, succ, agg)
     gm = obj.get("goodput_metrics")
     if isinstance(gm, dict):
         agg.tool_goodput = {"req_per_s": amount(path, gm.get("request_goodput"), "goodput_metrics.request_goodput",
@@ -177,30 +184,6 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
                                                                    "slo": "report.goodput.constraints (not in this "
                                                                           "file)"}
     return [agg]
-
-
-def _tpot_derivation(path: str, succ: dict[str, Any], agg: AggregateRun) -> None:
-    """Where a report has TTFT and E2E, ``metadata.extra["tpot_from_e2e"]``: the output-length range per request
-    (the client config's fixed length under ``ignore_eos``, else the counted ``output_len`` min … max) and where it
-    was read, so that a TPOT SLO is judged on (E2E − TTFT)/(output − 1) (``kvledger.ledgers.estimate``), not on the
-    file's ``time_per_output_token``, which disagrees with its own TTFT and E2E (kubecon NA 2025 baseline, 1 req/s:
-    3.47 ms against (480.5 − 31.1)/(63.15 − 1) = 7.23 ms, below the 4.79 ms an H100 needs to read Llama-3.1-8B's
-    weights once; docs/validation.md)."""
-    if "ttft" not in agg.metrics or "e2e" not in agg.metrics:
-        return
-    fixed = fixed_output_tokens(path)
-    out = succ.get("output_len") if isinstance(succ.get("output_len"), dict) else {}
-    if fixed is not None:
-        lo = hi = mean = float(fixed)
-        where = f"{CLIENT_FILE}: every request generated to {fixed} tokens (ignore_eos)"
-    else:
-        lo, hi, mean = (amount(path, out.get(k), f"successes.output_len.{k}", allow_none=True)
-                        for k in ("min", "max", "mean"))
-        where = "successes.output_len min … max (the client's re-tokenized count)"
-    if lo is None or hi is None:
-        return
-    agg.metadata.extra["tpot_from_e2e"] = {"output_tokens": [lo, hi], "output_mean": mean, "source": where,
-                                           "counted_mean": out.get("mean")}
 
 
 def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None,

@@ -20,7 +20,7 @@ from typing import Any
 
 from kvledger.evidence.inference_perf_client import client_config_path
 
-__all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs", "sidecar_hint"]
+__all__ = ["LAUNCH_FILE", "MANIFESTS_FILE", "implicit_inputs", "sidecar_hint", "summary_hint"]
 
 LAUNCH_FILE = "exp-config.yaml"  # a stage's launch record (kvledger.evidence.launch_record)
 MANIFESTS_FILE = "manifests.yaml"  # inference-perf's Kubernetes manifests (evidence.inference_perf)
@@ -100,12 +100,29 @@ def _report_hint(p: Path, value: object) -> str | None:
         return (f"This {p.name} is inference-perf's Prometheus report: server-side histograms scraped from the engine, "
                 f"which do not say when each request was sent or how the client timed it; {instead}")
     if p.name.startswith("summary") and p.name.endswith("lifecycle_metrics.json"):
-        return (f"This {p.name} is inference-perf's summary over every stage of the run: it pools all the load "
-                "rates and records none, so no one load can be replayed from it; give "
-                f"{cmd} one stage_N_lifecycle_metrics.json, or all of them with --sweep"
-                + _stage_reports(p.parent))
+        return summary_hint(p)
     if p.suffix in (".yaml", ".yml") and isinstance(value, dict) and {"load", "api"} & set(value):
         return (f"This {p.name} is an inference-perf client config (what the client sent: load, data, api), read "
                 f"beside the stage reports it produced; give {cmd} a stage_N_lifecycle_metrics.json"
                 + _stage_reports(p.parent))
     return None
+
+
+def summary_hint(p: Path) -> str:
+    """What inference-perf's summary over every stage is, and what to give the command running instead: ``goodput`` and
+    ``cost`` read one load's run (its goodput would be an average over every load, of no one of them), the replays
+    (``validate``, ``calibrate``) replay one load; with several files, this one is to be left out."""
+    from kvledger.errors import running
+
+    cmd = running()
+    if cmd in ("kvledger goodput", "kvledger cost"):
+        across = "with --target for the SLO capacity across them" if cmd.endswith("goodput") else \
+            "to price the run at their SLO capacity"
+        why, instead = ("its goodput would average over every load, not measure any one",
+                        f"give {cmd} one stage_N_lifecycle_metrics.json, or the stage files alone (leave this summary "
+                        f"out) {across}")
+    else:
+        why, instead = ("no one load can be replayed from it",
+                        f"give {cmd} one stage_N_lifecycle_metrics.json, or all of them with --sweep")
+    return (f"This {p.name} is inference-perf's summary over every stage of the run: it pools all the load rates and "
+            f"records none, so {why}; {instead}" + _stage_reports(p.parent))
