@@ -56,7 +56,7 @@ from kvledger.calibration.search1d import golden_min
 from kvledger.errors import InputError
 
 __all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "best_frontend", "ROBUST_SCALE", "GRID_FLOPS",
-           "GRID_BANDWIDTH"]
+           "GRID_BANDWIDTH", "default_objective", "DEFAULT_MIN_GAIN"]
 
 GRID_FLOPS = (0.25, 0.4, 0.6, 0.85)
 GRID_BANDWIDTH = (0.35, 0.5, 0.7, 0.9)
@@ -68,6 +68,8 @@ HOST_STEP_MOVES, HOST_SEQ_MOVES = (0.5e-3, 0.15e-3, 0.05e-3), (8e-6, 2.5e-6, 0.8
 #: the Cauchy loss's scale on each weighted log residual (``kvledger.calibration.fit.shifted_term``; None: squares)
 ROBUST_SCALE = 0.1
 HOST_MIN_GAIN = 0.01  # a host move must lower the objective by this share of it (module docstring)
+#: a fit beats the uncalibrated default only where its objective is below the default's by this share of it
+DEFAULT_MIN_GAIN = 0.01
 #: per factor, the eight moves of the pattern search: each fraction alone, and both together (the valleys of a
 #: queueing objective run diagonally: a slower prefill can be traded for a faster decode)
 _MOVES = {f: [(a, b) for a in (f, 1.0, 1 / f) for b in (f, 1.0, 1 / f) if (a, b) != (1.0, 1.0)] for f in REFINE_FACTORS}
@@ -97,6 +99,15 @@ class GpuFit:
     #: the all-reduce's share of its link, fitted (``link_fit``) or given (``link_given``); None: the default rule's
     link_share: float | None = None
     link_given: bool = False
+    #: the same objective at the uncalibrated default (``default_objective``); None: not computed
+    objective_default: float | None = None
+
+    @property
+    def beats_default(self) -> bool:
+        """Whether the fit prices its runs better than no profile: its objective below the default's by more than
+        ``DEFAULT_MIN_GAIN`` of it (True when the default's was not computed)."""
+        d = self.objective_default
+        return d is None or self.objective < d * (1 - DEFAULT_MIN_GAIN)
 
     @property
     def terms(self) -> tuple[float, float, float, float, float | None]:
@@ -145,16 +156,40 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
     best frontend latency of each set-up (``keys``: one set-up name per run; None: one set-up), recorded as
     ``frontends[(ff, bf, h0, h1, share)]`` = {set-up: s}."""
     reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1, share))) for run, s in items]
+    obj, fe = _objective(reps, fit_frontend, robust, keys)
+    if frontends is not None and fit_frontend:
+        frontends[(ff, bf, h0, h1, share)] = fe
+    return obj
+
+
+def _objective(reps: list, fit_frontend: bool, robust: float | None, keys: list[str] | None) -> tuple[float, dict]:
+    """(objective, {set-up: frontend s}) of the replays ``reps`` = [(run, result)], as ``_total`` sums it."""
     if not fit_frontend:
-        return sum(shifted_term(run, res, 0.0, robust) for run, res in reps)
+        return sum(shifted_term(run, res, 0.0, robust) for run, res in reps), {}
     keys = keys or [""] * len(reps)
     obj, fe = 0.0, {}
     for k in dict.fromkeys(keys):  # the shift of one set-up's runs moves no other set-up's terms: profiled apart
         o, fe[k] = best_frontend([rp for rp, kk in zip(reps, keys) if kk == k], robust)
         obj += o
-    if frontends is not None:
-        frontends[(ff, bf, h0, h1, share)] = fe
-    return obj
+    return obj, fe
+
+
+def default_fractions(setup: SimSetup) -> tuple[float, float]:
+    """(FLOP, bandwidth) fractions of a run with no GPU profile (``plan_pricing.plan_fractions``): FLOP 1.0 where the
+    measured GEMM curve prices its matmuls (the curve as measured), else the flat default; the default bandwidth."""
+    from kvledger.accounting.settings import PlanSettings
+
+    cost = getattr(setup.cost, "inner", setup.cost)
+    curve = getattr(cost, "gemm_curve", None) is not None
+    return (1.0 if curve else PlanSettings.achievable_flops_fraction), PlanSettings.achievable_bandwidth_fraction
+
+
+def default_objective(items: list[tuple[MeasuredRun, SimSetup]], fit_frontend: bool = False,
+                      robust: float | None = ROBUST_SCALE, keys: list[str] | None = None) -> float:
+    """``_total``'s objective (frontends profiled alike) with every run priced as without a profile
+    (``default_fractions``, no host terms, its own link share): what a fit must beat (one replay per run)."""
+    reps = [(run, replay(run, s.config, roofline_with(s, *default_fractions(s)))) for run, s in items]
+    return _objective(reps, fit_frontend, robust, keys)[0]
 
 
 def _moves(i: int, factor: float, fit_host: bool, fit_link: bool = False) -> list[tuple[float, ...]]:
@@ -260,4 +295,6 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     given = share is None and held is not None
     share = held if given else share
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode, seen, share, given)
+    fd = default_objective(items, fit_frontend, robust, setups)  # what no profile gives, on the same objective
+    return GpuFit(gpus[0], ff, bf, f0, f, replays + len(items), history, evals, one, h0, h1, fronts, mode, seen,
+                  share, given, fd)

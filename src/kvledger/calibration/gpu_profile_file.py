@@ -39,7 +39,12 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
                     "frontend_s": fit.frontend_s,
                     "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
                                      "when not fitted): the client's, not the GPU's, so a GPU profile never adds it",
-                    "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays},
+                    "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays,
+                    "objective_default": fit.objective_default,
+                    "default_note": "objective_default: the same objective with every run priced as without a "
+                                    "profile (FLOP fraction 1.0 × the measured curve, or the flat 0.7; bandwidth 0.8; "
+                                    "no host terms); beats_default false: the fit does not price its own runs better "
+                                    "than that (kvledger.calibration.gpu_fit.default_objective)"},
             "runs": per_run, "data_files": list(paths)}
 
 
@@ -84,6 +89,8 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     prof["fit_quality"] = rows_fit_quality(per_run, any(st is not None for _, _, st in staged), fit_frontend,
                                            launch_given([s for _, s, _ in staged], args),
                                            recorded=launch_recorded([run for run, _, _ in staged]))
+    prof["fit_quality"]["beats_default"] = fit.beats_default  # false: keep the default, the profile not recommended
+    prof["recommended"] = fit.beats_default
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)

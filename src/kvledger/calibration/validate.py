@@ -108,7 +108,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
             c = replace(c, slo=slo.to_dict(), notes=[*c.notes, stage_goodput_note(t.stage.path, slo.describe())])
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
-    notes = [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
+    notes = [f"WARNING: {w}" for w in setup.cost_info.get("warnings") or ()]  # the profile's, as simulate's
+    notes += [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
         list(c.notes)
     sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)

@@ -170,7 +170,8 @@ def unused_roofline_flags(a: Any, step_cost: str | None) -> str | None:
 
 def poor_profile_warning(prof: Any, cost_info: dict[str, Any]) -> None:
     """A warning first, as a model-scope profile used off its range gets one, when the GPU profile pricing the run fits
-    its own runs poorly (``ledgers.profile_band.fit_verdict``; its bands already widen to the uncalibrated ones)."""
+    its own runs poorly (``ledgers.profile_band.fit_verdict``; its bands already widen to the uncalibrated ones), and
+    when its fit priced them no better than no profile (``GpuProfile.recommended``)."""
     from kvledger.ledgers.profile_band import fit_verdict
 
     if prof is None:
@@ -181,3 +182,7 @@ def poor_profile_warning(prof: Any, cost_info: dict[str, Any]) -> None:
             f"{prof.label}: its own fit is poor ({within} of {total} runs within ±15% in-sample; "
             f"{'; '.join(bad[:2])}{'; …' if len(bad) > 2 else ''}): what it prices is no better known than the "
             "uncalibrated roofline, and the error bands say so")
+    if not getattr(prof, "recommended", True):
+        cost_info.setdefault("warnings", []).append(
+            f"{prof.label}: not recommended — on its own runs the uncalibrated default (--gpu-profile none) priced "
+            "them as well as its fit did (its \"recommended\": false); keep the default")

@@ -1,0 +1,31 @@
+"""The verdict of a GPU-scope fit against no profile at all (``calibrate --scope gpu``): the fit's objective beside the
+same objective with every run priced as uncalibrated (``kvledger.calibration.gpu_fit.default_objective``), and, where
+the fit does no better, the plain advice to keep the default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+__all__ = ["default_verdict", "NOT_RECOMMENDED"]
+
+NOT_RECOMMENDED = ("not recommended: the uncalibrated default prices its own runs as well; keep the default "
+                   "(--gpu-profile none)")
+
+
+def default_verdict(p: dict[str, Any], con: Console) -> bool:
+    """Print how the fit compares with the uncalibrated default on its own runs; False where the default does as well
+    or better (the profile's ``fit_quality.beats_default``), True otherwise or where the profile does not say."""
+    fit = p.get("fit") or {}
+    d, f = fit.get("objective_default"), fit.get("objective")
+    if not isinstance(d, (int, float)) or not isinstance(f, (int, float)):
+        return True
+    words = (f"objective {f:.4g} fitted against {d:.4g} with every run priced as with no profile (FLOP fraction 1.0 × "
+             "the measured GEMM curve, or the flat 0.7; bandwidth 0.8; no host terms)")
+    if (p.get("fit_quality") or {}).get("beats_default", True):
+        con.print(f"against the uncalibrated default: {words}: the fit prices these runs better")
+        return True
+    con.print(f"[bold red]WARNING: the default prices these runs as well as this fit[/] — {words}: keep the default; "
+              "this profile is not recommended (written with \"recommended\": false)")
+    return False
