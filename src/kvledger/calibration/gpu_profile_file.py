@@ -17,10 +17,11 @@ __all__ = ["gpu_profile_dict", "calibrate_gpu_files", "mixed_families_note"]
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
     """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
-    return {"kind": GPU_PROFILE_KIND, "version": 4, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
+    # full precision: the profile prices as the fit did, so validate on a fitted run reproduces its in-sample errors
+    return {"kind": GPU_PROFILE_KIND, "version": 4, "gpu": fit.gpu, "flops_fraction": fit.flops_fraction,
             "gemm_efficiency": fit.gemm_efficiency,
-            "bandwidth_fraction": round(fit.bandwidth_fraction, 4), "host_step_s": round(fit.host_step_s, 7),
-            "host_seq_s": round(fit.host_seq_s, 9), "allreduce_link_share": fit.link_share,
+            "bandwidth_fraction": fit.bandwidth_fraction, "host_step_s": fit.host_step_s,
+            "host_seq_s": fit.host_seq_s, "allreduce_link_share": fit.link_share,
             "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search "
                               "(with the host terms: additive moves too), on kvledger.calibration.fit's statistics "
                               "summed over the runs under a Cauchy loss of scale "
