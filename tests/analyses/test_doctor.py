@@ -371,3 +371,22 @@ def test_the_pool_sentence_names_the_null_block():
     f = doc("constructed_v1_preemptions_at_full_kv.log").finding("capacity")
     assert ("The pool is 26,306 blocks (420,880 token slots; the 1 null block vLLM counts in its printed size holds "
             "none)") in f.message
+
+
+def _relabelled(version: str):
+    """The bundled 0.19.0 Llama-3.1-8B H100 start-up with its two version lines relabelled ``version`` (constructed)."""
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "vllm_startups_0_19" / "logs" /
+            "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log").read_text(encoding="utf-8")
+    return parse_vllm_log(text.replace("version 0.19.0", f"version {version}").replace("(v0.19.0)", f"(v{version})"))
+
+
+def test_a_profiling_override_line_in_a_log_labelled_020_is_not_the_pool():
+    # line 43 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512' is 0.19's profiling pass; relabelled
+    # 0.20 it is no longer the profiling pass by version, but a computed count of 0 never sets the pool, so the GPU
+    # blocks come from the printed 'GPU KV cache size: 476,016 tokens' (line 54) = 29,751 blocks × 16 tokens,
+    # as on the unedited log, not 512
+    rep = diagnose(_relabelled("0.20.0"))
+    assert "num_gpu_blocks_override" not in rep.startup.settings
+    assert rep.startup.row("GPU blocks").log_value == 29751 and rep.startup.consistent
+    assert any(n.startswith("line 43: 'Overriding num_gpu_blocks=0") for n in rep.startup.notes)
+

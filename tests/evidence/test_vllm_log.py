@@ -307,9 +307,16 @@ def test_cudagraph_profiling_override_is_not_a_setting_but_a_real_override_is():
     assert (st.num_gpu_blocks_override, st.lines["num_gpu_blocks_override"]) == (1000, 2)
     # the profiling pass alone: no override
     assert parse_vllm_log("\n".join(lines[:3])).startup.num_gpu_blocks_override is None
-    # 0.24 logs only the real override, as available // bytes per block, which is 0 below one block: a setting there
-    st = parse_vllm_log("\n".join([_V.format("0.24.0"), _AVAIL, _OVERRIDE.format(0, 64)])).startup
-    assert st.num_gpu_blocks_override == 64 and not any("profiling" in n for n in st.notes)
+    # a computed count of 0 never sets the pool (override.py): 0.24's real override logs available // bytes per
+    # block, 0 only below one block, and the user's setting is the args echo's; a 0.19 profiling line in a log that
+    # says 0.20 (relabelled) is not read as a 512-block pool either, against the printed KV cache size
+    for version in ("0.24.0", "0.20.0"):
+        st = parse_vllm_log("\n".join([_V.format(version), _AVAIL, _OVERRIDE.format(0, 64)])).startup
+        assert st.num_gpu_blocks_override is None
+        assert any(n.startswith("line 3: 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override=64': a computed "
+                                "count of 0 blocks is not read as the pool") for n in st.notes)
+    st = parse_vllm_log("\n".join([_V.format("0.24.0"), _ARGS, _AVAIL, _OVERRIDE.format(0, 1000)])).startup
+    assert (st.num_gpu_blocks_override, st.lines["num_gpu_blocks_override"]) == (1000, 2)
 
 
 @pytest.mark.parametrize("computed, version, generation, profiling", [

@@ -13,6 +13,10 @@ the profiling
 pass; 0.24 and later (kv_cache_utils.py/kv_cache_planning.py ``get_kv_cache_configs``) log only the real override,
 as ``available // bytes per block``, which can be 0 there; the V0 engine (``executor_base.py``) has no profiling
 pass. A user's override also appears in the ``non-default args`` echo, which is read first and wins.
+
+So a line is read as the pool only with a computed count of at least one block: a count of 0 outside 0.18–0.19 (a
+0.19 log relabelled 0.20, V0, or 0.24+ with less than one block of memory) is not the profiling pass by version, but
+nor is it a pool this log can be checked against — the user's setting, if any, is the args echo's.
 """
 
 from __future__ import annotations
@@ -54,9 +58,10 @@ def is_cudagraph_profiling(o: OverrideLine, version: str | None, generation: str
     return PROFILING_LOGGED_FROM <= v < PROFILING_LOGGED_UNTIL
 
 
-def split_overrides(lines: list[OverrideLine], version: str | None,
-                    generation: str | None) -> tuple[OverrideLine | None, list[OverrideLine]]:
-    """(the first real override line or None, the profiling-pass lines)."""
+def split_overrides(lines: list[OverrideLine], version: str | None, generation: str | None
+                    ) -> tuple[OverrideLine | None, list[OverrideLine], list[OverrideLine]]:
+    """(the first real override line or None, the profiling-pass lines, the other lines of a computed count of 0:
+    never read as the pool, module docstring)."""
     profiling = [o for o in lines if is_cudagraph_profiling(o, version, generation)]
-    real = [o for o in lines if o not in profiling]
-    return (real[0] if real else None), profiling
+    real = [o for o in lines if o.computed_blocks >= 1]
+    return (real[0] if real else None), profiling, [o for o in lines if o not in profiling and o not in real]

@@ -135,7 +135,7 @@ def _derive(c: _Collector) -> None:
 def _take_override(c: _Collector, version: str | None, generation: str | None) -> None:
     """The user's num_gpu_blocks_override from the override lines (unless the args echo gave it), with a note for
     each line that is vLLM's CUDA-graph profiling pass instead (override.py)."""
-    real, profiling = split_overrides(c.overrides, version, generation)
+    real, profiling, unread = split_overrides(c.overrides, version, generation)
     for blocks in dict.fromkeys(o.override_blocks for o in profiling):
         at = [o.line_no for o in profiling if o.override_blocks == blocks]
         c.notes.append(f"line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))}: 'Overriding num_gpu_blocks=0 with "
@@ -143,6 +143,11 @@ def _take_override(c: _Collector, version: str | None, generation: str | None) -
                        f"{blocks}-block "
                        "cache (gpu_model_runner.py::_init_minimal_kv_cache_for_profiling, vLLM 0.18–0.19), not a "
                        "--num-gpu-blocks-override setting: not used")
+    for o in unread:
+        c.notes.append(f"line {o.line_no}: 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override="
+                       f"{o.override_blocks}': a computed count of 0 blocks is not read as the pool (vLLM 0.18–0.19 "
+                       "log it for their CUDA-graph memory profiling; a --num-gpu-blocks-override setting is read from "
+                       "the non-default args echo): not used")
     if real is not None and c.values.get("num_gpu_blocks_override") is None:
         c.values["num_gpu_blocks_override"], c.lines["num_gpu_blocks_override"] = real.override_blocks, real.line_no
 
