@@ -390,3 +390,13 @@ def test_a_profiling_override_line_in_a_log_labelled_020_is_not_the_pool():
     assert rep.startup.row("GPU blocks").log_value == 29751 and rep.startup.consistent
     assert any(n.startswith("line 43: 'Overriding num_gpu_blocks=0") for n in rep.startup.notes)
 
+
+def test_a_log_newer_than_the_newest_release_read_says_so_as_plan_does():
+    from kvledger.accounting.notes import vllm_newer_than_read
+    from kvledger.accounting.vllm_rules import LATEST
+
+    major, minor, _ = LATEST.split(".")
+    newer = f"{major}.{int(minor) + 1}.0"  # one minor release past the newest read
+    note = vllm_newer_than_read(newer, LATEST)
+    assert note in diagnose(_relabelled(newer)).notes
+    assert not any("newer than" in n for n in diagnose(_relabelled("0.19.0")).notes)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.notes import NEWER_THAN_READ
+
 if TYPE_CHECKING:
     from kvledger.analyses.doctor.types import DoctorReport
 
@@ -169,6 +171,8 @@ def _brief(con: Any, rep: Any) -> None:
     cmp = rep.startup
     for n in (x for x in rep.notes if x.startswith("model: ")):  # a bundled config standing in for the log's model
         con.print(escape(n))
+    for n in (x for x in rep.notes if NEWER_THAN_READ in x):  # as plan says it
+        con.print(f"note: {escape(n)}")
     if cmp is None:
         con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")
     elif cmp.consistent is not None:

@@ -72,11 +72,26 @@ def _tp(log: VllmLog) -> tuple[int, str]:
     return 1, "1 (the log prints no tensor_parallel_size; vLLM's default)"
 
 
+def _newer_than_read(version: str | None) -> list[str]:
+    """plan's note (``accounting.notes.vllm_newer_than_read``) when the rules' version is newer than the newest
+    release whose code was read: the newest rules are then applied to it."""
+    from kvledger.accounting import vllm_rules as R
+    from kvledger.accounting.notes import vllm_newer_than_read
+    from kvledger.errors import InputError
+
+    try:
+        v = R.parse_version(version) if version else None
+    except InputError:
+        return []
+    return [vllm_newer_than_read(".".join(map(str, v)), R.LATEST)] if v and v > R.parse_version(R.LATEST) else []
+
+
 def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     st, notes = log.startup, []
     version = engine_version or log.rules_version
     kw: dict[str, Any] = {"engine": "vllm", "engine_version": version}
     src = {"engine_version": f"--engine-version {engine_version}" if engine_version else log.rules_reason}
+    notes += _newer_than_read(version)
     kw["tp"], src["tp"] = _tp(log)
     if st.pipeline_parallel_size:
         kw["pp"], src["pp"] = st.pipeline_parallel_size, f"log line {st.lines['pipeline_parallel_size']}"
