@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvledger.accounting.vllm_rules import v0_long_context_chunked, v1_forces_chunked_prefill
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 
@@ -73,3 +75,18 @@ def test_v0_engine_keeps_chunked_prefill_off_for_a_sliding_window_model_above_32
     # the one rule: above 32,768 tokens without a window only
     assert [v0_long_context_chunked(n, w) for n, w in ((32768, False), (32769, False), (65536, True))] == [
         False, True, False]
+
+
+def test_goodput_and_cost_simulate_carry_the_ignored_flag_note_in_their_sources():
+    # goodput --simulate and cost --simulate print SimulatedRun.source_lines as their sources: the note simulate and
+    # validate print on --no-enable-chunked-prefill under 0.11.0 (its V1 engine forces chunked prefill on) is one of
+    # them; with the flag honoured (0.11.1) there is none
+    from kvledger.analyses.serving.sim_goodput import simulated_goodput
+    from kvledger.ledgers.slo import SLO
+
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=20,
+                          max_model_len=512, engine_version="0.11.0", enable_chunked_prefill=False)
+    lines = simulated_goodput(args, SLO(ttft_s=1.0)).sim.source_lines()
+    assert sum("--no-enable-chunked-prefill has no effect in vLLM 0.11.0" in n for n in lines) == 1
+    honoured = simulated_goodput(replace(args, engine_version="0.11.1"), SLO(ttft_s=1.0)).sim.source_lines()
+    assert not any("has no effect" in n for n in honoured)

@@ -12,7 +12,11 @@ from typing import Any
 
 from kvledger.accounting import vllm_rules as R
 
-__all__ = ["scheduler_overrides"]
+__all__ = ["scheduler_overrides", "NO_EFFECT"]
+
+#: the words of a note on an engine flag the release ignores (every command that prints a simulated run's sources
+#: carries such a note: ``sim_ledgers.SimulatedRun.source_lines``)
+NO_EFFECT = "has no effect in vLLM"
 
 
 def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[str, Any], list[str]]:
@@ -31,7 +35,7 @@ def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[
     if (ver is not None and a.enable_chunked_prefill is False and a.batching in (None, "continuous")
             and R.v1_forces_chunked_prefill(ver)):
         out["enable_chunked_prefill"] = True
-        notes.append(f"--no-enable-chunked-prefill has no effect in vLLM {m.engine_version}: its V1 engine turns "
+        notes.append(f"--no-enable-chunked-prefill {NO_EFFECT} {m.engine_version}: its V1 engine turns "
                      "chunked prefill on for every generative model (engine/arg_utils.py, read in 0.9.0 and 0.11.0; "
                      f"honoured from 0.11.1); token budget {m.max_num_batched_tokens:,} as with it on")
         return out, notes

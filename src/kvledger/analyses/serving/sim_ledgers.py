@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvledger.analyses.serving.client_latency import with_client_latency
+from kvledger.analyses.serving.sched_defaults import NO_EFFECT
 from kvledger.analyses.serving.sim_document import (
     load_text,
     simulator_description,
@@ -158,7 +159,8 @@ class SimulatedRun:
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
             + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
-        ] + ([s.client_latency.note()] if s.client_latency is not None else []) + self._expert_parallel_lines()
+        ] + ([s.client_latency.note()] if s.client_latency is not None else []) + self._expert_parallel_lines() + [
+            n for n in s.notes if NO_EFFECT in n]  # a flag the release ignores, as simulate says
 
     def _expert_parallel_lines(self) -> list[str]:
         """--enable-expert-parallel's note (``accounting.expert_parallel``), as simulate prints it; [] without it."""
