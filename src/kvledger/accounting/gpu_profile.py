@@ -51,7 +51,8 @@ class GpuProfile:
         checks: the same for runs of other models or TPs priced by the profile but not fitted on (the file's
             ``out_of_sample``): out-of-sample errors, which the band of another model or TP takes in.
         allreduce_link_share: the fitted share of the link's bandwidth (``tp_comm.link_bytes_per_s``); None: the rule's.
-        recommended: False where the fit priced its own runs no better than no profile (the file's "recommended").
+        recommended: False where the fit priced its own runs no better than no profile, or TTFT alone set its FLOP
+            fraction (the file's "recommended"); ``recommended_note``: why, where the file says.
     """
 
     gpu: str
@@ -68,6 +69,7 @@ class GpuProfile:
     checks: tuple[dict, ...] = ()
     allreduce_link_share: float | None = None
     recommended: bool = True
+    recommended_note: str = ""
 
 
 def _num(v: Any) -> float | None:
@@ -147,7 +149,7 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                                                                           is not True),
                       f"GPU profile {where} (fitted on {data})", h0, h1, facts, gemm,
                       tuple(run_facts(r) for r in checked_runs(d, "out_of_sample", where)), share,
-                      d.get("recommended") is not False)
+                      d.get("recommended") is not False, str(d.get("recommended_note") or ""))
 
 
 

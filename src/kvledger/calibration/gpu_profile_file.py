@@ -9,6 +9,7 @@ from typing import Any
 
 from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
+from kvledger.calibration.fit_identify import flops_from_ttft_alone, ttft_alone_note
 from kvledger.calibration.gpu_fit import ROBUST_SCALE, GpuFit, fit_gpu_fractions, roofline_with
 from kvledger.errors import InputError
 
@@ -91,7 +92,11 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
                                            launch_given([s for _, s, _ in staged], args),
                                            recorded=launch_recorded([run for run, _, _ in staged]))
     prof["fit_quality"]["beats_default"] = fit.beats_default  # false: keep the default, the profile not recommended
-    prof["recommended"] = fit.beats_default
+    alone = flops_from_ttft_alone([(run, s) for run, s, _ in staged], fit, fit_frontend)  # fit_identify.py
+    prof["fit_quality"]["flops_from_ttft_alone"] = alone
+    prof["recommended"] = fit.beats_default and alone is None
+    if alone is not None:
+        prof["recommended_note"] = ttft_alone_note(alone)
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)

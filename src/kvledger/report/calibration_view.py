@@ -12,7 +12,7 @@ from rich.markup import escape
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
 from kvledger.calibration.saturation import measured_saturated
 from kvledger.calibration.stage_notes import FILE_TPOT
-from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict
+from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict, ttft_alone_verdict
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
@@ -149,11 +149,12 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     _gpu_leave_one_out(p, con)
     for note in p.get("notes") or []:
         con.print(f"note: {escape(str(note))}")
-    q, kept = fit_quality_warning(p, con), default_verdict(p, con)  # kept False: the default does as well
+    # kept False: the default does as well; alone False: TTFT alone set the FLOP fraction (calibration/fit_identify)
+    q, kept, alone = fit_quality_warning(p, con), default_verdict(p, con), ttft_alone_verdict(p, con)
     if out is not None:
-        what = (NOT_RECOMMENDED if not kept else "any model on this GPU" if not q.get("poor") else
-                "any model on this GPU, but its poor fit says little about other models: its bands are the "
-                "uncalibrated roofline's or wider")
+        what = (NOT_RECOMMENDED if not kept else "not recommended: refit with --fit-frontend" if not alone else
+                "any model on this GPU" if not q.get("poor") else "any model on this GPU, but its poor fit says "
+                "little about other models: its bands are the uncalibrated roofline's or wider")
         con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} ({what})")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-__all__ = ["default_verdict", "NOT_RECOMMENDED"]
+__all__ = ["default_verdict", "ttft_alone_verdict", "NOT_RECOMMENDED"]
 
 NOT_RECOMMENDED = ("not recommended: the uncalibrated default prices its own runs as well; keep the default "
                    "(--gpu-profile none)")
@@ -28,4 +28,15 @@ def default_verdict(p: dict[str, Any], con: Console) -> bool:
         return True
     con.print(f"[bold red]WARNING: the default prices these runs as well as this fit[/] — {words}: keep the default; "
               "this profile is not recommended (written with \"recommended\": false)")
+    return False
+
+
+def ttft_alone_verdict(p: dict[str, Any], con: Console) -> bool:
+    """Print why the fit is not recommended when TTFT alone set its FLOP fraction (the profile's
+    ``fit_quality.flops_from_ttft_alone``, ``recommended_note``: ``kvledger.calibration.fit_identify``); False then,
+    True otherwise."""
+    if not (p.get("fit_quality") or {}).get("flops_from_ttft_alone"):
+        return True
+    con.print(f"[bold red]WARNING: not recommended[/] — {p.get('recommended_note', '')} (written with "
+              "\"recommended\": false)")
     return False

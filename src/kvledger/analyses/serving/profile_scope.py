@@ -183,6 +183,8 @@ def poor_profile_warning(prof: Any, cost_info: dict[str, Any]) -> None:
             f"{'; '.join(bad[:2])}{'; …' if len(bad) > 2 else ''}): what it prices is no better known than the "
             "uncalibrated roofline, and the error bands say so")
     if not getattr(prof, "recommended", True):
+        why = getattr(prof, "recommended_note", "") or ("on its own runs the uncalibrated default (--gpu-profile "
+                                                        "none) priced them as well as its fit did")
         cost_info.setdefault("warnings", []).append(
-            f"{prof.label}: not recommended — on its own runs the uncalibrated default (--gpu-profile none) priced "
-            "them as well as its fit did (its \"recommended\": false); keep the default")
+            f"{prof.label}: not recommended — {why} (its \"recommended\": false); keep the default "
+            "(--gpu-profile none) or refit")
