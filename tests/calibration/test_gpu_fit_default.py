@@ -133,3 +133,27 @@ def test_validate_warns_above_its_figures_when_the_profile_is_not_recommended(tm
                                    str(path)])
     first = " ".join(res.output.split("predicted vs measured")[0].split())  # above the figures, as simulate's
     assert "WARNING: GPU profile" in first and "not recommended" in first
+
+
+def test_search_warns_under_its_header_when_the_profile_is_not_recommended(tmp_path):
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    # the reason the file gives (its recommended_note) is the one said, in the text and in --json's notes
+    prof = gpu_profile_dict(GpuFit("NVIDIA H100 80GB SXM5", 0.45, 0.65, 0.05, 0.0, 1, objective_default=0.0), [],
+                            ["x"])
+    prof["recommended"], prof["recommended_note"] = False, "its FLOP fraction was set by TTFT alone"
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(prof))
+    args = ["search", MODEL, "--gpus", "H100", "--tp", "1", "--prompt-lengths", "fixed:256", "--output-lengths",
+            "fixed:32", "--num-requests", "60", "--slo", "ttft=500ms,tpot=50ms", "--rate", "5", "--gpu-profile",
+            str(path)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    said = text.find("warning: GPU profile")
+    assert 0 < said < text.find("winner:")  # under the header, before the winner
+    assert "not recommended — its FLOP fraction was set by TTFT alone" in text[said:]
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    assert any(n.startswith("warning: GPU profile") and "not recommended" in n for n in doc["notes"])

@@ -118,3 +118,14 @@ def test_self_host_only_report_prices_the_user_s_tokens_too():
     # as above: $0.198 and $15.84 per 1M, 8,000 × 0.198 + 400 × 15.84 = $7,920, the bill
     assert (rep.self_host_input.total_usd, rep.self_host_output.total_usd) == pytest.approx((0.198, 15.84))
     assert rep.month.self_host_usd == pytest.approx(7_920.0)
+
+
+def test_a_kind_given_as_zero_is_priced_at_the_run_s_mix_not_divided_by_zero():
+    # 2.6e9 input and 0 output tokens: max(2.6e9 ÷ 1,000, 0 ÷ 100) = 2.6e6 requests, one replica, $6,460 a month as
+    # above. No output token to price per token: the volume is not a split (it divided the decode share of the bill by
+    # 0 output tokens: ZeroDivisionError), so the per-token ledgers are at the run's mix (3,000 input and 300 output
+    # good tok/s per replica, 0.2 of the GPU time prefill) and the break-even at its 91% input
+    rep = _report(MonthlyVolume(input_tokens=2.6e9, output_tokens=0.0))
+    assert rep.decision.replicas == 1 and rep.decision.self_host_usd == pytest.approx(6460.0)
+    assert rep.break_even_volume["mix"] == "at the run's mix, 91% input tokens"
+    assert "one kind given as 0" in rep.decision.volume.how

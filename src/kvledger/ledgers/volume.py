@@ -117,13 +117,15 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
                 "--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)"
             )
         reqs = max(vol.input_tokens / i, vol.output_tokens / o)
+        both = vol.input_tokens > 0 and vol.output_tokens > 0  # a kind given as 0 has no tokens to price per token
         v = Volume(
             reqs,
             vol.input_tokens,
             vol.output_tokens,
             "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
-            "mix; the per-token figures are per token given and the break-even is at this split",
-            split=True,
+            + ("mix; the per-token figures are per token given and the break-even is at this split" if both else
+               "mix; one kind given as 0, so the per-token figures and the break-even are at the run's mix"),
+            split=both,
         )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")

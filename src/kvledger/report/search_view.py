@@ -217,6 +217,9 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {sp.target:.0%} of requests; "
                      f"{len(result.entries)} "
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
+    for n in result.notes:  # the GPU profile's warnings first (poor fit, not recommended), as simulate prints them
+        if n.startswith("warning: "):
+            con.print(escape(n))
     w = result.winner
     if w is None:
         con.print(escape(no_winner_line(result)))
@@ -245,7 +248,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                         con.print(escape(f"  ~ {cid}: {n}"))
     _rejections(con, result, verbose)
     for n in result.notes:
-        con.print(escape(f"note: {n}"))
+        if not n.startswith("warning: "):  # printed under the header
+            con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]
         row = (f"{pr['provider']} {pr['instance_type']} ({pr['pricing_model']}, as of {pr['as_of']}, "

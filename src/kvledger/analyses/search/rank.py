@@ -171,6 +171,11 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
         from kvledger.accounting.gpu_profile import load_gpu_profile
 
         prof = load_gpu_profile(spec.gpu_profile)
+        from kvledger.analyses.serving.profile_scope import poor_profile_warning
+
+        said: dict[str, Any] = {}
+        poor_profile_warning(prof, said)  # a poor or not-recommended profile: simulate's and cost's warnings
+        notes += [f"warning: {w}" for w in said.get("warnings", [])]
         flops = (f"{prof.flops_fraction:.0%} of its measured matmul efficiency" if prof.gemm_efficiency == "measured"
                  else f"{prof.flops_fraction:.0%} of peak FLOP/s")
         notes.append(f"priced by: gpu: {prof.label} for the candidates on {prof.gpu} (roofline at {flops}, "
