@@ -112,26 +112,29 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
             f"requests ({mix}: mean {i:,.0f} in / {o:,.0f} out tokens)",
         )
     else:
-        if vol.input_tokens is None or vol.output_tokens is None:
-            raise InputError(
-                "--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)"
-            )
-        reqs = max(vol.input_tokens / i, vol.output_tokens / o)
-        both = vol.input_tokens > 0 and vol.output_tokens > 0  # a kind given as 0 has no tokens to price per token
-        v = Volume(
-            reqs,
-            vol.input_tokens,
-            vol.output_tokens,
-            "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
-            + ("mix; the per-token figures are per token given and the break-even is at this split" if both else
-               "mix; one kind given as 0, so the per-token figures and the break-even are at the run's mix"),
-            split=both,
-        )
+        v = _split_volume(vol, i, o)
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
     _check_caps(kinds[0], v, i + o)
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
     return replace(v, peak_to_mean=vol.peak_to_mean)
+
+
+def _split_volume(vol: MonthlyVolume, i: float, o: float) -> Volume:
+    """Input and output tokens given: requests = max(input ÷ the run's mean input, output ÷ its mean output); a split
+    (per token given, break-even at this split) only when both are above 0 (a kind given as 0 has no token to price).
+
+    Raises:
+        InputError: only one of the two given.
+    """
+    if vol.input_tokens is None or vol.output_tokens is None:
+        raise InputError("--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)")
+    both = vol.input_tokens > 0 and vol.output_tokens > 0
+    how = ("input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
+           + ("mix; the per-token figures are per token given and the break-even is at this split" if both else
+              "mix; one kind given as 0, so the per-token figures and the break-even are at the run's mix"))
+    return Volume(max(vol.input_tokens / i, vol.output_tokens / o), vol.input_tokens, vol.output_tokens, how,
+                  split=both)
 
 
 def split_tokens(vol: Volume | None, cap: Capacity) -> dict[str, tuple[float, float]] | None:
