@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from kvledger.ledgers.decision_notes import volume_good_requests
-from kvledger.report.html_report import _break_even_text
+from kvledger.report.html_report import break_even_text
 
 
 def test_no_break_even_anywhere_is_not_promised_at_a_larger_volume():
     never = {"break_even_utilization": {"reachable": False, "replicas": 1},
              "break_even_volume": {"requests_per_month": None, "reason": "self-hosting never breaks even"}}
-    text = _break_even_text(never)
+    text = break_even_text(never)
     # it said "(a larger volume, on more replicas, can: below)" and then "no break-even volume"
     # whose utilization: one replica's, carrying the whole people line (as cost says it), not "the 1 replica this
     # volume needs" where no volume was given
@@ -22,11 +22,11 @@ def test_no_break_even_anywhere_is_not_promised_at_a_larger_volume():
                     "break-even volume: self-hosting never breaks even.")
     two = {"break_even_utilization": {"reachable": True, "replicas": 2, "utilization": 0.42},
            "break_even_volume": {"requests_per_month": 5e6}}
-    assert _break_even_text(two).startswith("Break-even utilization (the 2 replicas this volume needs, sharing the "
+    assert break_even_text(two).startswith("Break-even utilization (the 2 replicas this volume needs, sharing the "
                                             "people line) 42")
     later = {"break_even_utilization": {"reachable": False, "replicas": 1},
              "break_even_volume": {"requests_per_month": 5e6}}
-    assert "breaks even (a larger volume, on more replicas, can: below); break-even volume" in _break_even_text(later)
+    assert "breaks even (a larger volume, on more replicas, can: below); break-even volume" in break_even_text(later)
 
 
 def test_the_good_share_has_the_digits_its_product_needs():

@@ -104,10 +104,28 @@ def test_ui_serving_panel_and_bad_input(server, browser):
         assert browser.find_element("css selector", f"#fig-{key} svg").size["width"] > 200
     from kvledger.report.webapp import serving_payload
 
-    direct = serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms",
-                             "OpenAI:gpt-4.1", num_requests=60)
-    assert _card(browser, "capacity") == direct["headline"]["capacity_req_per_s"]
+    def direct(api: str | None) -> dict:
+        return serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms", api,
+                               num_requests=60, monthly_tokens=3e8)["headline"]
+
+    # the API field's default is the CLI's: the cheapest row serving the same model (no note: the same model); the
+    # answer's break-even and what it rests on are drawn under it
+    same = direct(None)
+    assert _card(browser, "capacity") == same["capacity_req_per_s"]
+    assert _card(browser, "api-output") == same["api_usd_per_mtok_output"]
+    assert browser.find_element("id", "break-even").text == same["break_even"]
+    assert browser.find_element("id", "rests-on").text == same["rests_on"] and same["rests_on"].startswith("Rests on: ")
+    assert browser.find_element("id", "answer-notes").text == "" and same["notes"] == []
+    # a row of another model: cost's note beside the answer
+    from selenium.webdriver.support.ui import Select
+
+    v = int(browser.find_element("id", "status").get_attribute("data-version"))
+    Select(browser.find_element("id", "api")).select_by_value("OpenAI:gpt-4.1")
+    assert _wait_version(browser, v, 120) == "serving ready"
+    other = direct("OpenAI:gpt-4.1")
     assert _card(browser, "api-output") == 8.0  # gpt-4.1 list price, USD per 1M output tokens, no batch or cache share
+    assert browser.find_element("id", "answer-notes").text == other["notes"][0]
+    assert other["notes"][0].startswith("note: OpenAI:gpt-4.1 is not the same model")
     # a bad SLO answers with the CLI's one-paragraph message, shown on the page
     slo = browser.find_element("id", "slo")
     slo.clear()

@@ -19,7 +19,8 @@ from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
 
-__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "api_pricing_words"]
+__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "api_pricing_words", "rests_on_text",
+           "break_even_text"]
 
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
@@ -101,15 +102,8 @@ def _answer(data: ReportData) -> str:
         f"max_model_len {mml:,})")
             for r in data.plan["concurrency"]}
     lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
-    d = c.get("decision")
-    if d is not None:
-        held = "holds" if d["holds_within_band"] else "flips"
-        ends = "; ".join(band_end_text(SimpleNamespace(**e)) for e in d.get("band_ends") or [])
-        low, high = d.get("capacity_band_low", 1 - d["capacity_band"]), d.get("capacity_band_high",
-                                                                             1 + d["capacity_band"])
-        band = f"×{low:.2f}–×{high:.2f}" if high is not None else f"×{low:.2f} or more"  # None: bounded below only
-        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within {band} "
-                     "capacity" + (f" ({ends})" if ends else "") + ".")
+    if c.get("decision") is not None:
+        lines.append(rests_on_text(c["decision"]))
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
         f"req/s{capacity_band_clause(cs)} with "
@@ -123,7 +117,7 @@ def _answer(data: ReportData) -> str:
         f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} "
         f"{api_pricing_words(c['inputs'])}.",
         effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
-        _break_even_text(c),
+        break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
         _kv_range_line(data.plan["memory"]),
@@ -143,7 +137,21 @@ def _kv_range_line(m: dict[str, Any]) -> str:
             f"version-dependent term's low and high (plan --verbose names them).")
 
 
-def _break_even_text(c: dict[str, Any]) -> str:
+def rests_on_text(d: dict[str, Any]) -> str:
+    """"Rests on: …; the verdict holds within ×0.82–×1.10 capacity (…)." from the cost JSON's ``decision``: what the
+    answer rests on (price rows' confidence, rules not validated on this GPU, an uncalibrated step cost) and whether
+    the verdict holds at both ends of the capacity band (the report's answer and the web app's)."""
+    held = "holds" if d["holds_within_band"] else "flips"
+    ends = "; ".join(band_end_text(SimpleNamespace(**e)) for e in d.get("band_ends") or [])
+    low, high = d.get("capacity_band_low", 1 - d["capacity_band"]), d.get("capacity_band_high", 1 + d["capacity_band"])
+    band = f"×{low:.2f}–×{high:.2f}" if high is not None else f"×{low:.2f} or more"  # None: bounded below only
+    return (f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within {band} capacity"
+            + (f" ({ends})" if ends else "") + ".")
+
+
+def break_even_text(c: dict[str, Any]) -> str:
+    """The break-even utilization and volume in one sentence, from the cost JSON (the report's answer and the web
+    app's)."""
     bu, bv = c["break_even_utilization"], c["break_even_volume"]
     n = bu.get("replicas")
     # one replica's, carrying the whole people line, or the volume's replicas, sharing it (as cost prints it)

@@ -97,6 +97,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
+    from kvledger.report.webapp_answer import answer_caveats
     from kvledger.report.webapp_guard import Gone
     from kvledger.report.webapp_requests import check_serving_numbers, simulator_engine, web_client_latency
     from kvledger.report.webapp_words import in_app_words
@@ -128,7 +129,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "secondary": in_app_words(c["secondary"]) if c.get("secondary") else None,  # the utilization priced
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,
-                "client_latency": client.note() if client is not None else None}  # simulate's line: what, and whence
+                "client_latency": client.note() if client is not None else None,  # simulate's line: what, and whence
+                **answer_caveats(c)}  # as cost and the report state the decision: notes, break-even, what it rests on
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
 

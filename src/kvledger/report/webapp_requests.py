@@ -101,6 +101,17 @@ class DeploymentRequest(BaseModel):
     wddm: bool = False
     request_id: int | None = None
 
+    @field_validator("max_model_len", mode="before")
+    @classmethod
+    def _token_count(cls, v: Any) -> Any:
+        """A token count as the CLI's ``--max-model-len`` takes it: text (``32K``) or a JSON whole number (8192, read
+        as its digits); a boolean or a fraction is refused as this field's error."""
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        if v is None or isinstance(v, str):
+            return v
+        raise ValueError("must be a token count: text such as '32K' or a whole number such as 8192")
+
 
 class PlanRequest(DeploymentRequest):
     """``/api/plan``'s body."""

@@ -32,6 +32,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
+    (r"--slo is empty", r"the SLO field is empty"),  # ledgers.slo.parse_slo's refusal of nothing
+    (r"--slo(?![\w-])", r"the SLO field"),
     (r"^--utilization (\S+) cannot", r"utilization \1 (the utilization field) cannot"),  # volume.refuse_utilization_...
     (r"\(--monthly-tokens, --monthly-requests, or --monthly-input-tokens with --monthly-output-tokens\)",
      r"(the volume field)"),
@@ -83,5 +85,7 @@ def _field_error(e: dict, reason_in_words: Any) -> str:
         return f"{name} is required and missing from the request"
     if e.get("type") == "string_too_long":
         return f"{name} is {len(e['input']):,} characters long; at most {e['ctx']['max_length']:,} are read"
-    reason = "must be true or false" if str(e.get("type", "")).startswith("bool_") else reason_in_words(e)
+    kind = str(e.get("type", ""))
+    reason = ("must be true or false" if kind.startswith("bool_") else "must be text" if kind == "string_type" else
+              reason_in_words(e))
     return f"{name} {reason}, got {got}"
