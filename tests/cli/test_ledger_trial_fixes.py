@@ -44,10 +44,13 @@ def test_cost_bills_to_the_cent_people_labelled_and_factors_in_words():
     assert "user input (--engineer-usd-per-month); the other from the kvledger default assumption" in out
     assert "data sovereignty: not required —" in out and "not_required" not in out
     # never breaks even: a·c = $6,711 < R = 4 × $2.95 × 730 h = $8,614, a replica's share of full instances (two TP-4
-    # replicas fill one); the sentence gives both parts, R + P = $16,114
-    assert ("costs $8,614/month in GPU rental alone as its share of full instances (plus $7,500/month of people, "
-            "$16,114 in all; the people line only widens the gap), but its 2,949,260 requests cost $6,711 on the API"
-            ) in out
+    # replicas fill one), named with its arithmetic ($2.95 × 8 = $23.60/h ÷ 2), and one replica's own bill, the whole
+    # instance, $17,228; the sentence gives both parts, R + P = $16,114
+    assert ("costs $8,614/month in GPU rental alone as its share of full instances of Nebius:gpu-h100-sxm 8gpu "
+            "($23.60/h ÷ 2 replicas per instance × 730 h: the bill nears it as replicas fill whole instances, so no "
+            "volume does better; one replica alone is billed $17,228/month on Nebius:gpu-h100-sxm 8gpu) (plus "
+            "$7,500/month of people, $16,114 in all; the people line only widens the gap), but its 2,949,260 requests "
+            "cost $6,711 on the API") in out
     assert "1 replica × 4 GPUs rented on 1 gpu-h100-sxm 8gpu instance (8 GPUs, 4 idle)" in out
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instance_mix import slope_key
-from kvledger.ledgers.instances import staircase, staircase_usd_per_hour
+from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
 __all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve", "staircase_rental", "people_usd_per_month",
@@ -71,12 +71,34 @@ def staircase_rental(steps: list[dict[str, Any]] | None, replicas: int, replica_
     return staircase_usd_per_hour(steps, replicas) * HOURS_PER_MONTH + replicas * tier_usd
 
 
+def _slope_step(setup: SelfHostSetup) -> dict[str, Any]:
+    """The staircase's step of the slope's row (``slope_key``: the lowest USD per replica, R's row)."""
+    steps = staircase(setup.gpu, setup.num_gpus)
+    return min(steps, key=lambda s: slope_key(s["replicas_per_instance"], s["usd_per_instance_hour"], s["row"]))
+
+
 def _overhead_usd_per_month(setup: SelfHostSetup) -> float:
     """W: how far the staircase can rise above n × R, the unfilled part of one instance of the slope's row
     ((1 − 1 ÷ replicas per instance) × USD per instance-hour × 730 h; 0 on per-GPU rows)."""
-    steps = staircase(setup.gpu, setup.num_gpus)
-    s = min(steps, key=lambda s: slope_key(s["replicas_per_instance"], s["usd_per_instance_hour"], s["row"]))
+    s = _slope_step(setup)
     return (1 - 1 / s["replicas_per_instance"]) * s["usd_per_instance_hour"] * HOURS_PER_MONTH
+
+
+def _share_words(setup: SelfHostSetup, R: float) -> str:
+    """Where R comes from when it is a share of full instances (W > 0; "" on per-GPU rows, where R is one replica's
+    bill): the slope's row, its instance price ÷ replicas per instance, why (the rental per replica the bill nears as
+    replicas fill instances, so the never-breaks-even test) and, where it differs, what one replica alone is billed
+    on the rows ``pack`` takes for it (the bill at one replica)."""
+    if not _overhead_usd_per_month(setup):
+        return ""
+    s, one = _slope_step(setup), pack(setup.gpu, 1, setup.num_gpus)
+    alone = rental_usd_per_month(setup, 1)
+    rows = " + ".join(r.key for r, _ in one.rows)
+    billed = f"; one replica alone is billed ${alone:,.0f}/month on {rows}" if alone > R * (1 + 1e-9) else ""
+    lowest = ", the lowest rental per replica of the rows" if len(staircase(setup.gpu, setup.num_gpus)) > 1 else ""
+    return (f" as its share of full instances of {s['row']} (${s['usd_per_instance_hour']:,.2f}/h ÷ "
+            f"{s['replicas_per_instance']} replicas per instance × 730 h{lowest}: the bill nears it as replicas fill "
+            f"whole instances, so no volume does better{billed})")
 
 
 def people_usd_per_month(setup: SelfHostSetup) -> float:
@@ -135,8 +157,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
                   if P > 0 else "")
         tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
         rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
-                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + (" as its share of full instances"
-                                                                         if _overhead_usd_per_month(setup) else "")
+                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
         never = (f"a replica at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
                  f"requests cost ${a * c:,.0f} on the API: ")
         if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)

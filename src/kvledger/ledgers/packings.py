@@ -5,12 +5,12 @@ rows and its USD per billed GPU-hour: the bill ÷ the GPUs billed, the price its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kvledger.ledgers.instances import GpuRate, Packing
+from kvledger.ledgers.instances import GpuRate, Packing, candidates, holds_replica, pack
 
-__all__ = ["UnitPacking", "gpu_inputs", "gpu_words", "packing_rows"]
+__all__ = ["UnitPacking", "gpu_inputs", "gpu_words", "packing_rows", "rented_words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +95,24 @@ def gpu_inputs(gpu: GpuRate, p: Packing | UnitPacking | None) -> dict[str, Any]:
     return {"gpu": " + ".join(r.label for r, _ in p.rows), "usd_per_gpu_hour": p.usd_per_gpu_hour,
             "gpu_price_source": p.rate.source, "gpu_price_as_of": " / ".join(dict.fromkeys(r.as_of for r, _ in p.rows)),
             "gpu_rows": packing_rows(p)}
+
+
+def rented_words(p: Packing) -> str:
+    """What the bill rents, in words: ``gpu_words``, the packing (``Packing.words``) and its USD per hour; then each
+    row cheaper per GPU-hour that it does not rent and why: a row whose instance cannot hold a replica, or what the
+    replicas would cost on that row alone (its idle GPUs billed)."""
+    k, n = p.gpus_per_replica, max(p.replicas, 1)
+    rented = {r.key for r, _ in p.rows}
+    why = []
+    for r in candidates(p.rate):
+        if r.key in rented or r.usd_per_gpu_hour >= p.usd_per_gpu_hour:
+            continue
+        if not holds_replica(r.gpus_per_instance, r.per_gpu, k):
+            what = "a one-GPU machine" if r.gpus_per_instance == 1 else f"{r.gpus_per_instance} GPUs per instance"
+            why.append(f"{r.key} at ${r.usd_per_gpu_hour:.2f}/GPU-h cannot hold a replica of {k} GPUs ({what})")
+            continue
+        alone = pack(replace(r, options=()), n, k)
+        why.append(f"{r.key} at ${r.usd_per_gpu_hour:.2f}/GPU-h bills ${alone.usd_per_hour:,.2f}/h for "
+                   f"{'them' if n > 1 else 'it'} ({alone.billed_gpus} GPUs, {alone.idle_gpus} idle)")
+    head = f"{gpu_words(p)}: {p.words()}, ${p.usd_per_hour:,.2f}/h"
+    return head + (f"; not rented though cheaper per GPU-hour: {'; '.join(why)}" if why else "")

@@ -11,6 +11,7 @@ volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -106,28 +107,35 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 
-def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
-    """(GPU rate, how it was chosen, the cost command's flags for it): the user's price, the named provider's row, or
-    the cheapest row listed for the GPU (stated as such)."""
+def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any], str], str]:
+    """(GPU rate, how it was chosen given the packing the bill rents, the cost command's flags for it): the user's
+    price, or the cheapest packing of the replicas on the rows listed for the GPU (of the named provider), the rows
+    rented named (``packings.rented_words``: and why a row cheaper per GPU-hour is not)."""
     from kvledger.analyses.serving.cost_run import cheapest_gpu_row, gpu_rate
     from kvledger.ledgers.cost import GpuRate
+    from kvledger.ledgers.packings import rented_words
 
     if req.gpu_usd_per_hour is not None:
         return (
             gpu_rate(gpu_id, None, None, req.gpu_usd_per_hour),
-            "given (--gpu-usd-per-hour)",
+            lambda _packing: "given (--gpu-usd-per-hour)",
             f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
         )
     row, rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
     flags = f" --gpu-provider {shlex.quote(row.provider)}" if req.gpu_provider else ""
     scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
-    how = (
-        f"the cheapest packing of the replicas on {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv (cheapest "
-        f"per GPU-hour: {row.provider} {row.instance_type}, ${row.usd_per_gpu_hour:.2f}/GPU-h, "
-        f"{row.gpus_per_instance} GPU(s) per instance)" + ("" if req.gpu_provider else
-                                                          "; pass --gpu-provider to choose another")
-    )
-    return GpuRate.from_catalog(row, rows), how, flags
+    head = f"the cheapest packing of the replicas on {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv: "
+    tail = "" if req.gpu_provider else "; pass --gpu-provider to choose another"
+    return GpuRate.from_catalog(row, rows), lambda packing: head + rented_words(packing) + tail, flags
+
+
+def _billed_packing(report: Any, setup: Any) -> Any:
+    """The packing the bill rents: the volume's replicas (``Decision.packing``), else one replica's cheapest packing
+    (as ``cost_summary`` prices it without a volume)."""
+    from kvledger.ledgers.instances import pack
+
+    decision = getattr(report, "decision", None)
+    return decision.packing if decision is not None else pack(setup.gpu, 1, setup.num_gpus)
 
 
 def _summary_row(sim: Any, slo: Any, rate: float) -> dict[str, Any]:
@@ -237,6 +245,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                         sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
+    how = how(_billed_packing(cost.report, setup))
     return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
