@@ -139,6 +139,12 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
         with working("simulating"):
             return simulate_run(args, synthetic), None
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
+    if synthetic is None:
+        from kvledger.dynamics.workload.traces import require_arrivals
+
+        require_arrivals(args.trace, "cost --simulate's SLO-capacity search replays a trace's own arrivals at scaled "
+                         "rates", "; or price this trace at a load you give: --at-offered-load with --rate R (and "
+                         "--seed S) or --concurrency N")
     target = params.get("target")
     with working("searching the SLO capacity (one simulation per probe)"):
         cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)

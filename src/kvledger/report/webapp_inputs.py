@@ -62,13 +62,11 @@ def check_web_gpu(value: str, data_dir: Path | None) -> str:
 def check_web_trace(value: str, data_dir: Path | None) -> str:
     """A bundled trace name as given, or a trace file inside ``data_dir`` as its absolute path. A bundled trace without
     arrival times (lengths only) is refused before any work: the capacity search scales a trace's own arrivals."""
-    from kvledger.dynamics.workload.traces import list_traces
+    from kvledger.dynamics.workload.traces import list_traces, require_arrivals
 
     traces = {t.name: t for t in list_traces()}
-    timed = [name for name, t in traces.items() if t.has_arrivals]
     info = traces.get(value.strip().lower())
-    if info is not None and not info.has_arrivals:
-        raise InputError(f"trace {info.name!r} has request lengths but no arrival times, and the serving panel's "
-                         "capacity search replays a trace's own arrivals at scaled rates; pick one with arrival "
-                         f"times: {', '.join(timed)}")
+    if info is not None:
+        require_arrivals(info.name, "the serving panel's capacity search replays a trace's own arrivals at scaled "
+                         "rates")
     return value if info is not None else _inside(value, "trace", data_dir, list(traces))

@@ -206,6 +206,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.analyses.serving.report_measured import measured_rows
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.api_match import find_api_price
+    from kvledger.dynamics.workload.traces import require_arrivals
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
@@ -226,6 +227,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
     refuse_utilization_with_volume(req.utilization, volume is not None)  # before any simulation, as cost refuses it
     check_options("report", {"num_requests": req.num_requests, "target": req.target})
+    require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
     say("memory plan")
     plan = build_plan_section(req)
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations

@@ -137,6 +137,15 @@ def trace_has_arrivals(name_or_path: str | Path) -> bool:
     return _parse(_resolve(name_or_path)[1], 512).arrivals_s is not None
 
 
+def require_arrivals(name_or_path: str | Path, why: str, instead: str = "") -> None:
+    """Refuse a trace without arrival times where the load is its own arrivals scaled: ``why`` says what needs them,
+    ``instead`` (a clause from "; ") what else works there; the bundled traces that have them are listed."""
+    if not trace_has_arrivals(name_or_path):
+        timed = ", ".join(t.name for t in _BUNDLED.values() if t.has_arrivals)
+        raise InputError(f"trace {str(name_or_path)!r} has request lengths but no arrival times, and {why}; pick one "
+                         f"with arrival times: {timed}{instead}")
+
+
 def trace_longest_request(name_or_path: str | Path) -> int:
     """The trace's longest request over every row of the file, prompt + output tokens (the max_model_len that serves
     each whole)."""
