@@ -129,6 +129,15 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any]
     return GpuRate.from_catalog(row, rows), lambda packing: head + rented_words(packing) + tail, flags
 
 
+def _check_run(req: ReportRequest) -> None:
+    """The probes' request count, the target and the trace, refused before any simulation (a trace of lengths only:
+    the capacity search scales a trace's own arrivals)."""
+    from kvledger.dynamics.workload.traces import require_arrivals
+
+    check_options("report", {"num_requests": req.num_requests, "target": req.target})
+    require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
+
+
 def _billed_packing(report: Any, setup: Any) -> Any:
     """The packing the bill rents: the volume's replicas (``Decision.packing``), else one replica's cheapest packing
     (as ``cost_summary`` prices it without a volume)."""
@@ -206,7 +215,6 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.analyses.serving.report_measured import measured_rows
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.api_match import find_api_price
-    from kvledger.dynamics.workload.traces import require_arrivals
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
@@ -226,8 +234,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
     refuse_utilization_with_volume(req.utilization, volume is not None)  # before any simulation, as cost refuses it
-    check_options("report", {"num_requests": req.num_requests, "target": req.target})
-    require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
+    _check_run(req)
     say("memory plan")
     plan = build_plan_section(req)
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
@@ -238,8 +245,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
         pool = None
     sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
     setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
-                          people.engineer_usd_per_month, None, req.max_utilization,
-                          people.source)
+                          people.engineer_usd_per_month, None, req.max_utilization, people.source)
     inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people)
     cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
                                                               req.cache_write_rate),
@@ -247,8 +253,8 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                         sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
-    how = how(_billed_packing(cost.report, setup))
-    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(),
+                              "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
