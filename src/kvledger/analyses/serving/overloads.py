@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["PacedBehind", "QueueGrowth", "SessionQueue", "ShortRun"]
+__all__ = ["PacedBehind", "QueueGrowth", "SessionQueue", "ShortRun", "KEPT_PACE"]
+
+KEPT_PACE = 0.8
+"""Requests finished ÷ arrived per second over the second half of the arrivals, at least, for ``simulate`` to read a
+growth within the trace's bursts as kept up (``QueueGrowth.kept_up``; a threshold of this reading, not fitted): a
+fresh user's light-load run (Qwen2.5-7B on an A100 at 4 req/s, about half its SLO capacity) finished 94% of its second
+half's arrival rate; 200 and 400 azure-conv requests on Llama-3.1-8B / H100 at 16 and 22.25 req/s, whose second halves
+arrive past its 19.75 req/s capacity, 31% and 57%."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,24 @@ class QueueGrowth:
         from kvledger.analyses.serving.notes import within_bursts
 
         return within_bursts(self.backlog_last, self.backlog_expected, self.burst_allowance)
+
+    @property
+    def kept_up(self) -> bool:
+        """A growth ``simulate`` reads as kept up: within the trace's bursts, and the engine finishing at least
+        ``KEPT_PACE`` of the rate requests arrived at over the second half of the arrivals."""
+        return self.within_bursts and self.finished_per_s >= KEPT_PACE * self.arrived_per_s
+
+    def burst_note(self) -> str:
+        """What ``simulate`` says of a queue that grew only within the trace's own bursts (not an overload)."""
+        what = "waiting for their first token" if self.queue == "waiting" else "in the system"
+        expected = self.backlog_expected or 0.0
+        return (f"kept up within the trace's bursts: requests {what} rose from {self.backlog_mid:,} at the median "
+                f"arrival to {self.backlog_last:,} at the last, {self.backlog_last - expected:,.0f} "
+                f"past the {expected:,.0f} expected from the arrival rate's change, within the "
+                f"{self.burst_allowance or 0:,.0f} the trace's own bursts can add, and {self.finished_per_s:,.2f} "
+                f"req/s finished while {self.arrived_per_s:,.2f} req/s arrived in between (kvledger.analyses.serving."
+                "queue_growth): not read as an overload, as a capacity search does not count it; a longer run "
+                "(--num-requests) tells")
 
 
 @dataclass(frozen=True, slots=True)

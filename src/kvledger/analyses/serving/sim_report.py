@@ -18,8 +18,10 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up).
     ``setup``: the ``sim_setup.SimSetup`` run; ``result``: its ``SimResult``."""
     from kvledger.analyses.serving import prediction_bands as pb
+    from kvledger.analyses.serving.knee_rule import quarter_growth
     from kvledger.analyses.serving.preemption_why import preemption_facts
     from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
+    from kvledger.analyses.serving.probe_length import probe_too_short
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.analyses.serving.seq_cap import with_seq_cap
     from kvledger.invariants import check_sim_summary
@@ -34,6 +36,12 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
         overload, short = open_loop_check(result.records)
     overload = with_seq_cap(overload, setup, result)  # the batch sat at max_num_seqs with KV to spare: said
+    # a growth the trace's bursts explain, in a run long enough to show its load (probe_length) whose mean TTFT did
+    # not climb to a knee (knee_rule): kept up, said so
+    burst = overload if getattr(overload, "kept_up", False) and overload.seq_cap is None \
+        and probe_too_short(result.records, mode, _latency_s(setup)) is None \
+        and not (quarter_growth(result.records) or {}).get("grew") else None
+    overload = None if burst is not None else overload
     kept_up = (mode.startswith("open loop") or paced) and overload is None and short is None
     sat = overload is not None and not behind
     bands = {} if short else pb.prediction_bands(setup, result.summary.to_dict(), saturated=sat, kept_up=kept_up)
@@ -43,7 +51,13 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     notes += [overload.note] + ([] if behind else [pb.no_latency_band(mode)]) if overload else \
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee, mode)] if knee else []
+    notes += [burst.burst_note()] if burst is not None else []
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preemption_facts(setup, result))
+
+
+def _latency_s(setup: Any) -> float:
+    """The run's --client-latency, s (0 without one): its records' arrivals were moved that much earlier."""
+    return setup.client_latency.seconds if setup.client_latency else 0.0
