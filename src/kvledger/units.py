@@ -271,6 +271,12 @@ def fmt_rate(x: float) -> str:
     return f"{x:,.2f}" if abs(x) >= 1 or x == 0 else f"{x:.3g}"
 
 
+def fmt_low(x: float) -> str:
+    """A range's low end (a concurrency ×) with two decimals rounded down, so that the whole requests it holds
+    (its floor) read off it: 19.996x prints 19.99x, not 20.00x beside "as few as 19"."""
+    return f"{math.floor(x * 100) / 100:,.2f}" if math.isfinite(x) else f"{x}"
+
+
 def fmt_ratio(x: float) -> str:
     """A speed-up or ratio with two decimals, more where two would round a loss or a gain to 1.00 (0.998×, 1.003×)."""
     for digits in (2, 3, 4):

@@ -68,3 +68,4 @@ def test_a_short_probe_no_longer_sets_the_capacity():
     assert "too short to tell: 9.125, 9.25, 9.5, 10, 12, 16 (request_rate)" in text
     assert "(119 of 200 at 16;" in text and "at least 500 here" in text
     assert "too short: over half its requests still in the system at its last arrival" in text
+

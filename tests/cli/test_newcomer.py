@@ -71,7 +71,7 @@ def test_plan_prints_the_answer_first_and_the_ledger_with_verbose():
     # 222.01x at the ends of the 27,531–28,417-block range (the point 28,160 ÷ 128 = 220.00x), in the one form every
     # context's cell takes
     assert "weights 14.99 GiB (14.97–15.03)" in " ".join(short.split())
-    assert "2,048 tokens: 219 requests (220.00x, range 215.09–222.01x)" in " ".join(short.split())
+    assert "2,048 tokens: 219 requests (220.00x, range 215.08–222.01x)" in " ".join(short.split())
     flat = " ".join(short.split())
     # 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B; 3 whole 131,072-token requests (8,192 blocks each)
     assert (

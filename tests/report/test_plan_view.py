@@ -181,7 +181,8 @@ def test_the_concurrency_line_says_where_max_num_seqs_caps_what_the_kv_holds():
 
 def test_concurrency_cells_take_one_form_and_fits_says_how_few_at_the_low_end():
     # Qwen3-30B-A3B at 8K and 32K on one H100 and on one H200 (a fresh-user trial): the H100's whole requests move
-    # inside the range (32K: 4.10x, range 3.63–4.31x → 3 or 4), the H200's do not (22.74x, range 22.17–22.98x → 22);
+    # inside the range (32K: 4.10x, range 3.63–4.31x → 3 or 4), the H200's do not (22.74x, range 22.16–22.98x → 22;
+    # the low end printed rounded down, units.fmt_low, so that the whole requests it holds read off it);
     # both cells print the point's × first, then the range's ×, never "(range 3–4; 4.10x)" beside "(22.74x, range …)"
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
@@ -195,7 +196,7 @@ def test_concurrency_cells_take_one_form_and_fits_says_how_few_at_the_low_end():
     line = next(ln for ln in summary_lines(h100) if ln.startswith("concurrency (per replica):"))
     assert "32,768 tokens: 4 requests (4.10x, range 3.63–4.31x)" in line and "(range " not in line
     line = next(ln for ln in summary_lines(h200) if ln.startswith("concurrency (per replica):"))
-    assert "32,768 tokens: 22 requests (22.74x, range 22.17–22.98x)" in line
+    assert "32,768 tokens: 22 requests (22.74x, range 22.16–22.98x)" in line
     # fits: 32K holds 4 at the point; at the low end 3.63x × 2,048 blocks per request ≈ 7,434 blocks, less the null
     # block, ÷ 2,048 → 3 whole requests; 8K: 14.53x → 14 (512 blocks each); the H200's 32K low end still holds 22
     # (the range's low end named once, on the first context that drops)
@@ -203,3 +204,10 @@ def test_concurrency_cells_take_one_form_and_fits_says_how_few_at_the_low_end():
                                           "end), 4 concurrent 32,768-token requests (as few as 3); at max_model_len, "
                                           "3 concurrent 40,960-token requests")
     assert "22 concurrent 32,768-token requests;" in h200.advice.message
+
+
+def test_a_range_low_end_prints_rounded_down():
+    # 327,620 tokens ÷ 16,384 = 19.996x holds 19 whole requests: printed 19.99x, not 20.00x beside "as few as 19"
+    from kvledger.units import fmt_low
+
+    assert fmt_low(327_620 / 16_384) == "19.99" and fmt_low(22.0) == "22.00" and fmt_low(1234.5678) == "1,234.56"

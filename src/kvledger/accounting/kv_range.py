@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from kvledger.accounting.memory import Deduction, floor_div
-from kvledger.units import GiB
+from kvledger.units import GiB, fmt_low
 
 __all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat", "printed_gib_block_range",
            "whole_requests_range"]
@@ -58,8 +58,8 @@ def concurrency_caveat(ranges: dict[str, tuple[float, float]] | None, requests: 
     if low >= requests:
         return ""
     if low < 1:
-        return f" — but may not: the range's low end holds {low:.2f}x, under one request"
-    return f" — the range's low end holds {low:.2f}x, so as few as {math.floor(low):,}"
+        return f" — but may not: the range's low end holds {fmt_low(low)}x, under one request"
+    return f" — the range's low end holds {fmt_low(low)}x, so as few as {math.floor(low):,}"
 
 
 def whole_requests_range(max_concurrency_range: tuple[float, float] | None, blocks_per_request: int,

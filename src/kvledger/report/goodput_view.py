@@ -272,7 +272,8 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
               "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: "
               "goodput and completed req/s "
               "of the whole deployment; per GPU: good/s ÷ GPUs; good tok/s per probe in --json"
-              + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
+              + ("; lo–hi* (or one value*, where the two round alike): stopped early, its miss decided (see the "
+                 "notes): attainment between the two" if any(
                   pr.stopped_early for pr in sb.probes) else "")
               + ("; queue grew: its queue still growing at the last arrival, a load the engine does not sustain — a "
                  "miss whatever its attainment" if any(pr.queue_grew for pr in sb.probes) else "")

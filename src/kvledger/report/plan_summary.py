@@ -9,7 +9,7 @@ from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
-from kvledger.units import GiB, KiB
+from kvledger.units import GiB, KiB, fmt_low
 
 __all__ = ["summary_lines", "attention_by_context_text"]
 
@@ -135,7 +135,7 @@ def _concurrency_cell(r: ConcurrencyRow) -> str:
     rng = r.max_concurrency_range
     if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
         return f"{point} ({r.max_concurrency:,.2f}x)"
-    return f"{point} ({r.max_concurrency:,.2f}x, range {rng[0]:,.2f}–{rng[1]:,.2f}x)"
+    return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x)"  # low end rounded down
 
 
 def attention_by_context_text(r: RooflineReport) -> str:
