@@ -18,7 +18,7 @@ __all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", 
            "trtllm_activation", "TRTLLM_NON_TORCH", "TRTLLM_ENGINE_ACTIVATION_RANGE",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
            "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_REQUESTED_ENGINE", "TRTLLM_RESERVE_RANGE",
-           "vllm_wddm_startup", "sglang_wddm", "SGLANG_REQUESTED_WDDM"]
+           "vllm_wddm_startup", "sglang_wddm", "SGLANG_REQUESTED_WDDM", "SGLANG_FP8_KV"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -143,6 +143,8 @@ SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" a
                             "and the segment tails, −0.001 to 0.100 GiB in six public start-ups "
                             "(sglang_rules.SGLANG_LOAD_EXTRA_GIB)")
 SGLANG_ROPE_BUFFER = "RoPE cos/sin buffer"
+SGLANG_FP8_KV = ("--kv-cache-dtype fp8 is vLLM's spelling: SGLang names its FP8 KV formats fp8_e4m3 and fp8_e5m2, so "
+                 "pass --kv-cache-dtype fp8_e4m3 to SGLang (planned here at 1 B per element, as either format stores)")
 SGLANG_SEGMENT_TAILS = "allocator segment tails"
 
 

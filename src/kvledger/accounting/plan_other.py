@@ -119,7 +119,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL)
              + mamba_note + pools.notes
-             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else []))
+             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
+             + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
     if ver > SGLANG_LATEST:
         notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
     label = f"{sglang_version_text(ver)} rules"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
-from kvledger.accounting.notes import NEWER_THAN_READ
+from kvledger.accounting.notes import NEWER_THAN_READ, SGLANG_FP8_KV
 from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
@@ -82,7 +82,8 @@ def _kv_lines(p: Plan) -> list[str]:
     groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{groups}"]
-    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n]
+    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n
+            or n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
     out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
