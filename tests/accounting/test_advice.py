@@ -107,7 +107,8 @@ def test_fp8_weights_are_offered_when_max_model_len_does_not_fit():
 def test_fp8_kv_fix_cites_vllm_code_only_for_vllm():
     sg = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("rtx4090"),
                     make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
-    kv = next(o for o in sg.advice.options if o.action == "--kv-cache-dtype fp8")
+    # SGLang names its FP8 KV formats fp8_e4m3 and fp8_e5m2: the fix is spelt as SGLang takes it
+    kv = next(o for o in sg.advice.options if o.action == "--kv-cache-dtype fp8_e4m3")
     assert "kv_cache_interface.py" not in kv.detail and "halve" in kv.detail
     assert all(o.action != "-q fp8" for o in sg.advice.options)  # --quantization fp8 is a vLLM flag
 

@@ -21,6 +21,7 @@ from kvledger.accounting.advice_len import (
     null_block_clause,
 )
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
+from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
 from kvledger.accounting.node_size import beyond_a_node, nodes_flag
@@ -66,7 +67,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option("--kv-cache-dtype fp8", c, n, _fp8_kv_why(p), q.memory.max_model_len))
+            opts.append(Option(fp8_kv_flag(p), c, n, _fp8_kv_why(p), q.memory.max_model_len))
     if p.settings.quantization is None:  # vLLM only: _try gets None from the other engines' refusal
         q = _try(build, p, quantization="fp8")
         if q and _at_len(q)[1] >= 1:
@@ -76,7 +77,8 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     if est_len:
         opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
-    return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
+    fraction = _utilization_option(p, build) + mem_fraction_option(p, lambda **u: _try(build, p, **u), _at_len)
+    return opts + fraction + seqs + _bigger_gpus(p, build)
 
 
 _FP8_WEIGHTS_WHY = "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"
@@ -101,7 +103,7 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
     if tp is not None:
         tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
-        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
+        tries.append((fp8_kv_flag(p), {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
     if p.settings.quantization is None:
         tries.append(("-q fp8", {"quantization": "fp8"}, _FP8_WEIGHTS_WHY))
     opts = []
