@@ -28,3 +28,16 @@ def test_sglang_overlap_is_not_called_async_scheduling():
     # vLLM with async scheduling on keeps its name; off, the overhead adds
     assert "overlapping the GPU (async scheduling): max(GPU, CPU)" in _source("vllm", None, True)
     assert "+ CPU overhead per step" in _source("vllm", None, False)
+
+
+def test_sglang_sources_say_overlap_one_way():
+    # goodput --policy sglang listed "SGLang's scheduler (..., overlap and mixed chunks off)" beside "overlap
+    # scheduling (... on unless --disable-overlap-schedule): a step takes max(GPU, CPU)": the two now say the same,
+    # as simulate does: the step cost takes max(GPU, CPU); the scheduler's one-step lag in seeing results is not
+    # modelled
+    from kvledger.accounting.sglang_steps import SGLANG_OVERLAP_NOTE
+    from kvledger.dynamics.engine.config import BATCHING_POLICIES
+    rule = BATCHING_POLICIES["sglang"]
+    assert "overlap and mixed chunks off" not in rule and "mixed chunks off" in rule
+    assert "max(GPU, CPU), is in the step cost, its one-step lag in seeing results" in rule
+    assert SGLANG_OVERLAP_NOTE.endswith("max(GPU, CPU); its one-step lag in seeing results is not modelled")

@@ -56,7 +56,8 @@ SGLANG_LISTS_NOT_READ = ((0, 4, 6), SGLANG_LATEST)
 it again; the replay prices their decode steps unpadded."""
 SGLANG_OVERLAP_NOTE = ("overlap scheduling (managers/scheduler.py, on unless --disable-overlap-schedule: "
                        "server_args.py disable_overlap_schedule False in 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.6, "
-                       "0.4.9, 0.5.3; 0.5.23 event_loop_overlap): a step takes max(GPU, CPU)")
+                       "0.4.9, 0.5.3; 0.5.23 event_loop_overlap): a step takes max(GPU, CPU); "
+                       + "its one-step lag in seeing results is not modelled")
 
 
 def decode_capture_sizes(max_bs: int, *, speculative: bool = False, disable_padding: bool = False,
@@ -197,4 +198,5 @@ def sglang_capture_sizes(gpu: Any, tp: int, pp: int, engine_version: str | None,
         f"SGLang {sglang_version_text(ver)} pads each decode batch to the next captured CUDA-graph size (1, 2, 4, 8, "
         f"12, 16–256 by 8, 272–496 by 16, 512+ by 32, up to cuda_graph_max_bs {max_bs}; above it eager) — "
         "arg_groups/cuda_graph_hook.py, model_executor/runner/base_cuda_graph_runner.py; overlap scheduling "
-        "(managers/scheduler.py event_loop_overlap, on unless --disable-overlap-schedule): a step takes max(GPU, CPU)")
+        "(managers/scheduler.py event_loop_overlap, on unless --disable-overlap-schedule): a step takes max(GPU, CPU); "
+        "its one-step lag in seeing results is not modelled")

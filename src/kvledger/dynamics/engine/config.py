@@ -31,9 +31,11 @@ SCHEDULING_POLICIES = {
 BATCHING_POLICIES = {
     "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
     "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
-    "sglang": "SGLang's scheduler (managers/scheduler.py, 0.5.x, overlap and mixed chunks off): a step is a prefill "
+    "sglang": "SGLang's scheduler (managers/scheduler.py, 0.5.x, mixed chunks off): a step is a prefill "
               "batch whenever one can be formed (running decodes pause), else a decode batch; admission reserves "
-              "running requests' future tokens (new_token_ratio); one chunked request; decode-time retraction",
+              "running requests' future tokens (new_token_ratio); one chunked request; decode-time retraction; "
+              "overlap scheduling's step timing, max(GPU, CPU), is in the step cost, its one-step lag in seeing "
+              "results (a finished request frees its KV a step later) is not modelled",
     "vllm_v0": "vLLM V0 default scheduler, chunked prefill off (vllm/core/scheduler.py::_schedule; "
                "later _schedule_default): prefills first; a step is prompt-only when a waiting prompt can be "
                "admitted (its blocks + 1% watermark free, max_num_batched_tokens, max_num_seqs, max_paddings), "

@@ -1,5 +1,6 @@
-"""SGLang's own scheduling rule (0.5.x, overlap and mixed chunks off): prefill-first steps, admission that reserves
-future decode tokens, one chunked request, decode retraction.
+"""SGLang's own scheduling rule (0.5.x, mixed chunks off; overlap scheduling's one-step lag not modelled, its
+max(GPU, CPU) step timing is, in the step cost): prefill-first steps, admission that reserves future decode tokens,
+one chunked request, decode retraction.
 
 Source: ``python/sglang/srt/managers/scheduler.py : Scheduler.get_next_batch_to_run``,
 ``_get_new_batch_prefill_raw``, ``update_running_batch``; ``managers/schedule_policy.py :
