@@ -108,14 +108,15 @@ def test_ui_serving_panel_and_bad_input(server, browser):
         return serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms", api,
                                num_requests=60, monthly_tokens=3e8)["headline"]
 
-    # the API field's default is the CLI's: the cheapest row serving the same model (no note: the same model); the
-    # answer's break-even and what it rests on are drawn under it
+    # the API field's default is the CLI's: the cheapest row serving the same model (its one note: the row serves FP8
+    # weights, api_cost.quantized_row_note); the answer's break-even and what it rests on are drawn under it
     same = direct(None)
     assert _card(browser, "capacity") == same["capacity_req_per_s"]
     assert _card(browser, "api-output") == same["api_usd_per_mtok_output"]
     assert browser.find_element("id", "break-even").text == same["break_even"]
     assert browser.find_element("id", "rests-on").text == same["rests_on"] and same["rests_on"].startswith("Rests on: ")
-    assert browser.find_element("id", "answer-notes").text == "" and same["notes"] == []
+    assert len(same["notes"]) == 1 and "serves an FP8-quantized variant" in same["notes"][0]
+    assert browser.find_element("id", "answer-notes").text == same["notes"][0]
     # a row of another model: cost's note beside the answer
     from selenium.webdriver.support.ui import Select
 

@@ -49,7 +49,11 @@ def test_an_empty_api_field_compares_with_the_clis_default_row():
         cli["decision"]["api_usd_per_month"]
     assert web["headline"]["answer"] == cli["headline"][0]
     assert web["headline"]["answer"].startswith("answer: the API — $44.42/month on the API vs $")
-    assert web["headline"]["notes"] == []  # the same model: no note
+    # the same model, so no "not the same model" note; DeepInfra's Turbo row serves FP8 weights, so the FP8 note
+    # (api_cost.quantized_row_note), as the CLI prints it
+    (fp8,) = web["headline"]["notes"]
+    assert fp8.startswith("note: DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo serves an FP8-quantized variant")
+    assert [line.strip() for line in cli["headline"] if line.strip().startswith("note:")][0].startswith(fp8[:80])
 
 
 def test_a_row_of_another_model_shows_costs_note():

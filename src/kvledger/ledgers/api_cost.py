@@ -19,7 +19,8 @@ from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order"]
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order",
+           "quantized_row_note"]
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}  # a row's stated confidence; unstated after low
 
@@ -149,3 +150,16 @@ def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
     except InputError as err:
         return str(err)
     return None
+
+
+def quantized_row_note(price: ApiPrice) -> str | None:
+    """A note when the API row serves an FP8-quantized variant — its model name says "FP8" or "Turbo" (Together's and
+    DeepInfra's Turbo endpoints serve FP8 weights, as the catalog's DeepInfra row notes), or its notes say FP8 — since
+    the self-hosted side is priced at the weights the plan loads (the model's own dtype unless --quantization): the
+    two bills are then not of the same numerics. None otherwise."""
+    text = f"{price.model} {price.notes or ''}".lower()
+    if "fp8" not in text and "turbo" not in price.model.lower():
+        return None
+    return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
+            "self-hosted side is priced at the weights its plan loads (the model's own dtype unless --quantization "
+            "fp8): compare quality separately, or price self-hosting at FP8 too")

@@ -16,7 +16,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem, tie_order
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem, quantized_row_note, tie_order
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
@@ -203,6 +203,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
+    head += [n for n in (quantized_row_note(primary),) if n]  # an FP8 API row against the plan's own weights
     return head, verdict
 
 

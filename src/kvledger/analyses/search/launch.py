@@ -85,7 +85,9 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass "
                                                                          "--engine-version for yours)")
     sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
-                   "(kvledger plan --engine sglang shows it)")
+                   "(kvledger plan --engine sglang shows it), and carries the simulated vLLM candidate's batch limits "
+                   "(max_num_seqs as --max-running-requests, max_num_batched_tokens as --chunked-prefill-size), not "
+                   "SGLang's own defaults: the search simulated vLLM's engine (simulate --policy sglang runs SGLang's)")
     if p.get("enable_expert_parallel"):  # kvledger models vLLM's flag only (accounting/expert_parallel.py)
         sglang_note += ("; it leaves the experts TP-sliced: SGLang's expert parallelism (--ep-size) is not modelled, "
                         "the vLLM command's --enable-expert-parallel is what was simulated")
