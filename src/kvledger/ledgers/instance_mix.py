@@ -37,29 +37,38 @@ def _slope_row(steps: tuple[Step, ...]) -> int:
     return min(range(len(steps)), key=lambda i: slope_key(steps[i][0], steps[i][1], steps[i][3]))
 
 
-def _order(cost: float, gpus: int, keys: tuple[str, ...]) -> tuple[float, int, tuple[str, ...]]:
-    """The comparison key of a mix: the bill (to 1e-9 $/h, so sums in another order tie), GPUs billed, row keys."""
-    return round(cost, 9), gpus, keys
+def _head(cost: float, gpus: int) -> tuple[float, int]:
+    """A mix compared before its row keys: the bill (to 1e-9 $/h, so sums in another order tie), GPUs billed."""
+    return round(cost, 9), gpus
+
+
+def _keys(steps: tuple[Step, ...], counts: tuple[int, ...]) -> tuple[str, ...]:
+    """A mix's row keys, one per instance, sorted: the last tie-break, built only where bill and GPUs tie (a list as
+    long as the instances rented)."""
+    return tuple(sorted(s[3] for c, s in zip(counts, steps, strict=True) for _ in range(c)))
+
+
+def _better(steps: tuple[Step, ...], head: tuple[float, int], counts: tuple[int, ...],
+            best: tuple[tuple[float, int], tuple[int, ...]] | None) -> bool:
+    """Whether the mix ``counts`` (its ``head``) sorts before ``best`` = (head, counts): bill, GPUs, row keys."""
+    return best is None or head < best[0] or (head == best[0] and _keys(steps, counts) < _keys(steps, best[1]))
 
 
 @lru_cache(maxsize=256)
 def _table(steps: tuple[Step, ...], top: int) -> tuple[tuple[int, ...], ...]:
     """The cheapest counts per row for 0 … ``top`` replicas (a dynamic program: cover m replicas with one instance
     of some row and the cheapest cover of the rest)."""
-    zero = (0,) * len(steps)
-    best: list[tuple[tuple[float, int, tuple[str, ...]], float, int, tuple[int, ...]]] = [
-        (_order(0.0, 0, ()), 0.0, 0, zero)]
+    best: list[tuple[float, int, tuple[int, ...]]] = [(0.0, 0, (0,) * len(steps))]  # (bill, GPUs, counts)
     for m in range(1, top + 1):
-        pick = None
+        pick: tuple[tuple[float, int], tuple[int, ...]] | None = None
+        sums: tuple[float, int] = (0.0, 0)
         for i, (per, usd, gpus, _) in enumerate(steps):
-            _, cost0, gpus0, counts0 = best[max(0, m - per)]
+            cost0, gpus0, counts0 = best[max(0, m - per)]
             counts = counts0[:i] + (counts0[i] + 1,) + counts0[i + 1:]
-            keys = tuple(sorted(k for j, k in enumerate(s[3] for s in steps) for _ in range(counts[j])))
-            entry = (_order(cost0 + usd, gpus0 + gpus, keys), cost0 + usd, gpus0 + gpus, counts)
-            if pick is None or entry[0] < pick[0]:
-                pick = entry
-        best.append(pick)
-    return tuple(b[3] for b in best)
+            if _better(steps, _head(cost0 + usd, gpus0 + gpus), counts, pick):
+                pick, sums = (_head(cost0 + usd, gpus0 + gpus), counts), (cost0 + usd, gpus0 + gpus)
+        best.append((sums[0], sums[1], pick[1]))
+    return tuple(b[2] for b in best)
 
 
 def provider_of(key: str) -> str:
@@ -72,18 +81,17 @@ def cheapest_counts(steps: tuple[Step, ...], replicas: int) -> tuple[int, ...]:
     (module docstring); all 0 for none."""
     if replicas <= 0:
         return (0,) * len(steps)
-    best: tuple[tuple[float, int, tuple[str, ...]], tuple[int, ...]] | None = None
+    best: tuple[tuple[float, int], tuple[int, ...]] | None = None
     for prov in dict.fromkeys(provider_of(s[3]) for s in steps):
         idx = [i for i, s in enumerate(steps) if provider_of(s[3]) == prov]
         sub = _cheapest_of(tuple(steps[i] for i in idx), replicas)
         counts = [0] * len(steps)
         for i, c in zip(idx, sub, strict=True):
             counts[i] = c
-        keys = tuple(sorted(s[3] for c, s in zip(counts, steps, strict=True) for _ in range(c)))
-        order = _order(sum(c * s[1] for c, s in zip(counts, steps, strict=True)),
-                       sum(c * s[2] for c, s in zip(counts, steps, strict=True)), keys)
-        if best is None or order < best[0]:
-            best = (order, tuple(counts))
+        head = _head(sum(c * s[1] for c, s in zip(counts, steps, strict=True)),
+                     sum(c * s[2] for c, s in zip(counts, steps, strict=True)))
+        if _better(steps, head, tuple(counts), best):
+            best = (head, tuple(counts))
     return best[1]
 
 
