@@ -169,7 +169,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
             return out
         out.update(requests_per_month=None, reason=never + "self-hosting never breaks even")
         return out
-    cost, W = (lambda n: rental_usd_per_month(setup, n)), _overhead_usd_per_month(setup)
+    cost, W = rental_curve(setup), _overhead_usd_per_month(setup)  # the staircase read once, priced per n
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
     if n_full > max_replicas:
         out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas:,} replicas")
