@@ -243,13 +243,13 @@ def _pattern_search(total: Callable[..., float], best: tuple[float, ...], fit_ho
 
 
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
-                      fit_frontend: bool = False, fit_host: bool = False,
+                      fit_frontend: bool = False, fit_host: bool = False, with_default: bool = True,
                       robust: float | None = ROBUST_SCALE, setups: list[str] | None = None,
                       progress: Callable[[str], None] | None = None) -> GpuFit:
     """Fit the two fractions (with ``fit_frontend``, the set-up's frontend latency; with ``fit_host``, the host's
-    per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU. ``setups``
-    names each run's set-up (client and server front end): runs timed through different clients get a frontend
-    latency each (``GpuFit.frontends_s``), one set-up's never priced into another's; ``progress(text)``: told how far.
+    per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU. ``setups`` names
+    each run's set-up: runs timed through different clients get a frontend latency each (``GpuFit.frontends_s``);
+    ``progress(text)``: told how far; ``with_default``: also score the uncalibrated default (``objective_default``).
 
     Raises:
         InputError: no run, or runs on different GPUs.
@@ -295,6 +295,6 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     given = share is None and held is not None
     share = held if given else share
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    fd = default_objective(items, fit_frontend, robust, setups)  # what no profile gives, on the same objective
-    return GpuFit(gpus[0], ff, bf, f0, f, replays + len(items), history, evals, one, h0, h1, fronts, mode, seen,
-                  share, given, fd)
+    fd = default_objective(items, fit_frontend, robust, setups) if with_default else None  # no profile's objective
+    return GpuFit(gpus[0], ff, bf, f0, f, replays + len(items) * with_default, history, evals, one, h0, h1, fronts,
+                  mode, seen, share, given, fd)
