@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
+from kvledger.report.run_warnings import is_warning
 from kvledger.report.search_answer import api_verdict, no_winner_line, tie_line, winner_line
 
 __all__ = ["print_search", "print_launch"]
@@ -218,7 +219,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                      f"{len(result.entries)} "
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
     for n in result.notes:  # the GPU profile's warnings first (poor fit, not recommended), as simulate prints them
-        if n.startswith("warning: "):
+        if is_warning(n):
             con.print(escape(n))
     w = result.winner
     if w is None:
@@ -248,7 +249,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                         con.print(escape(f"  ~ {cid}: {n}"))
     _rejections(con, result, verbose)
     for n in result.notes:
-        if not n.startswith("warning: "):  # printed under the header
+        if not is_warning(n):  # printed under the header
             con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]

@@ -18,7 +18,7 @@ from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
-from kvledger.analyses.serving.step_cost_memo import kept_step_cost
+from kvledger.analyses.serving.step_cost_memo import file_mtime_ns, kept_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -119,23 +119,13 @@ def load_plan(a: SimRequestArgs):
     (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise. Cached per (model, GPU,
     settings), a file's modification time in the key: a load or capacity search builds the plan once for its probes,
     and a configuration search once per candidate (its screening plans every candidate first: up to 128 kept)."""
-    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), _mtime(a.model), _mtime(a.gpu))
+    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), file_mtime_ns(a.model), file_mtime_ns(a.gpu))
     hit = _PLANS.get(key)
     if hit is None:
         if len(_PLANS) >= 128:
             _PLANS.pop(next(iter(_PLANS)))
         hit = _PLANS[key] = _build_plan(a)
     return hit
-
-
-def _mtime(name: str) -> int | None:
-    """A file's modification time (ns) when ``name`` is a readable path, else None (a catalog name or Hub id)."""
-    import os
-
-    try:
-        return os.stat(name).st_mtime_ns
-    except (OSError, ValueError):
-        return None
 
 
 def _build_plan(a: SimRequestArgs):

@@ -17,13 +17,15 @@ from typing import Any
 
 from kvledger.analyses.serving.step_cost_choice import make_step_cost
 
-__all__ = ["kept_step_cost"]
+__all__ = ["kept_step_cost", "file_mtime_ns"]
 
 _KEPT: dict[str, tuple[Any, Any, dict[str, Any]]] = {}  # key → (plan, step cost, its description)
 _MAX = 8
 
 
-def _mtime(v: Any) -> int | None:
+def file_mtime_ns(v: Any) -> int | None:
+    """A file's modification time (ns) when ``v`` is a readable path, else None (a catalog name, a Hub id, not text):
+    part of a memo's key, so that an edited file is read again."""
     if not isinstance(v, str) or not v:
         return None
     try:
@@ -35,7 +37,7 @@ def _mtime(v: Any) -> int | None:
 def kept_step_cost(a: Any, plan, overlap_cpu: bool, batching: str) -> tuple[Any, dict[str, Any]]:
     """``make_step_cost(a, plan, overlap_cpu, batching)``, the model kept from an earlier call with the same key."""
     fields = sorted((k, v) for k, v in asdict(a).items() if k != "rate")
-    key = repr((fields, [_mtime(v) for _, v in fields], overlap_cpu, batching))
+    key = repr((fields, [file_mtime_ns(v) for _, v in fields], overlap_cpu, batching))
     hit = _KEPT.get(key)
     if hit is None or hit[0] is not plan:
         cost, info = make_step_cost(a, plan, overlap_cpu=overlap_cpu, batching=batching)

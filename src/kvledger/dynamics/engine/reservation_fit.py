@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import InputError
+from kvledger.units import GiB
 
 __all__ = ["ContiguousTooLargeError", "StaticTooLongError", "check_contiguous_fit", "check_static_fit",
            "reservation_blocks"]
-
-GIB = 2**30
 
 
 class ContiguousTooLargeError(InputError):
@@ -49,7 +48,7 @@ class ContiguousTooLargeError(InputError):
                                        bytes_per_block)
 
     def _gib(self, blocks: int) -> str:
-        return "" if self.bytes_per_block is None else f" ({blocks * self.bytes_per_block / GIB:,.2f} GiB)"
+        return "" if self.bytes_per_block is None else f" ({blocks * self.bytes_per_block / GiB:,.2f} GiB)"
 
     def reason(self) -> str:
         """The facts: the reservation and the pool, in one clause."""
