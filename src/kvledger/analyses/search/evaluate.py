@@ -175,12 +175,13 @@ def _refused(pr: Any, target: float) -> dict[str, Any]:
     return {"refused_requests": rej.to_dict()} if rej is not None and rej.blocks(target) else {}
 
 
-def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized: bool) -> dict[str, Any]:
-    """Replicas for the load and their monthly bill on whole instances of the cheapest packing
-    (``instance_bill.instance_sizing``)."""
+def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized: bool) -> tuple[dict[str, Any], Any]:
+    """(replicas for the load and their monthly bill on whole instances of the cheapest packing
+    (``instance_bill.instance_sizing``), that packing)."""
     c, num_gpus = cap.sizing_req_per_s, cand.num_gpus
     replicas, realized = size_for_load(rate, c, spec.max_utilization)
-    inst = instance_sizing(gpu, replicas, engine_groups(cand))
+    unit = unit_packing(gpu, replicas, engine_groups(cand))
+    inst = instance_sizing(gpu, replicas, engine_groups(cand), unit=unit)
     which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
     good = (f"offered × {cap.load.attainment:.3f} (the share within the SLO in {cap.load.words()}, as cost --simulate "
             "prices it)" if cap.load is not None else
@@ -190,7 +191,7 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
             "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
-                   f"that load = {good}; bill = {inst['instances_how']}"}
+                   f"that load = {good}; bill = {inst['instances_how']}"}, unit
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
@@ -236,25 +237,26 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))
     row = cheapest(rows)  # with the others as options: the bill and the tokens are priced on their packing
-    sizing = None if rate is None else _sizing(spec, rate, cap, cand, GpuRate.from_catalog(row, rows),
-                                               pr.sized is not None)
-    packing, cost = _unit_cost(spec, cap, cand, GpuRate.from_catalog(row, rows), sizing)
+    gpu = GpuRate.from_catalog(row, rows)
+    sizing, unit = (None, None) if rate is None else _sizing(spec, rate, cap, cand, gpu, pr.sized is not None)
+    packing, cost = _unit_cost(spec, cap, cand, gpu, sizing, unit)
     out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus, cap), "cost": cost,
            "sizing": sizing, "price": packing_price(rows, packing)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out
 
 
-def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any,
-               sizing: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any, sizing: dict[str, Any] | None,
+               unit: Any = None) -> tuple[Any, dict[str, Any]]:
     """(the packing priced, the candidate's cost figures): the units' engines on whole instances (``gpu``: the cheapest
     row with the others as options), the sizing's replicas at a volume (its bill's packing), else one unit (what must
     be rented for it, as ``cost`` prices one replica without a volume); the per-token ledgers carry that packing's idle
     GPUs and price a mix at its bill ÷ the GPUs billed (``cost.self_host_unit_ledgers``), and USD per 1k requests is
-    its bill per unit-hour ÷ the good requests, so that they × the volume equal the bill."""
+    its bill per unit-hour ÷ the good requests, so that they × the volume equal the bill; ``unit``: the sizing's
+    packing where ``_sizing`` made it."""
     from kvledger.ledgers.cost import SelfHostSetup, self_host_unit_ledgers
 
-    packing = unit_packing(gpu, sizing["replicas"] if sizing else 1, engine_groups(cand))
+    packing = unit if unit is not None else unit_packing(gpu, sizing["replicas"] if sizing else 1, engine_groups(cand))
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(packing.rate, cand.num_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)

@@ -32,11 +32,12 @@ def unit_packing(gpu: Any, replicas: int, groups: list[tuple[int, int]]) -> Unit
 
 
 def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
-                    tier_usd_per_month: float = 0.0) -> dict[str, Any]:
+                    tier_usd_per_month: float = 0.0, unit: UnitPacking | None = None) -> dict[str, Any]:
     """The sizing's bill of ``replicas`` units rented at ``gpu`` (a ``GpuRate`` with its options): each group's engines
     on whole instances of its cheapest packing, + the KV tier per unit; the instance fields and the ``staircase``
-    (``bands.band_sizing`` redoes the bill at other replica counts with ``instance_usd_per_month``)."""
-    unit = unit_packing(gpu, replicas, groups)
+    (``bands.band_sizing`` redoes the bill at other replica counts with ``instance_usd_per_month``). ``unit``: that
+    packing (``unit_packing(gpu, replicas, groups)``) where the caller already has it."""
+    unit = unit if unit is not None else unit_packing(gpu, replicas, groups)
     packs = unit.packs
     rent = sum(p.usd_per_hour for p in packs) * HOURS_PER_MONTH  # a mix of instance sizes: each row's instances
     tier = f" + {replicas} × tier ${tier_usd_per_month:,.2f}/month" if tier_usd_per_month else ""

@@ -73,14 +73,14 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     sizing = None
     if rate is not None and spec.utilization is None:
         cap.load = volume_load(spec, rerun, rate, cap)
+    replicas, realized = (1, None) if rate is None else size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
+    packing = unit_packing(gpu, replicas, groups)  # the sizing's, or one unit's without a volume
     if rate is not None:
-        replicas, realized = size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
-        inst = instance_sizing(gpu, replicas, groups, tier_month)
+        inst = instance_sizing(gpu, replicas, groups, tier_month, unit=packing)
         sizing = {"rate_req_per_s": rate, "capacity_req_per_s": cap.sizing_req_per_s, "replicas": replicas,
                   "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
                   "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
-    packing = unit_packing(gpu, sizing["replicas"] if sizing else 1, groups)
     u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(packing.rate, cand.num_gpus, u,
                                                                 max_utilization=spec.max_utilization,
