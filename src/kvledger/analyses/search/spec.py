@@ -209,8 +209,8 @@ class Candidate:
 
     @classmethod
     def from_entry(cls, e: dict[str, Any]) -> Candidate:
-        """The candidate a ledger entry describes (``enable_expert_parallel`` absent: off)."""
-        return cls(*(e.get(f.name) if f.name == "enable_expert_parallel" else e[f.name] for f in fields(cls)))
+        """The candidate a ledger entry describes (a field of ``__json_optional__`` absent: None, i.e. off)."""
+        return cls(*(e.get(f.name) if f.name in cls.__json_optional__ else e[f.name] for f in fields(cls)))
 
 
 @dataclass
