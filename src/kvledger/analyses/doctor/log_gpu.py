@@ -42,16 +42,28 @@ def resolve_log_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str
     return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)", False
 
 
+def _log_device(name: str | None) -> GpuSpec | None:
+    """The catalog GPU of a device name the log prints, None when it prints none or the catalog does not name it."""
+    if not name:
+        return None
+    try:
+        return resolve_gpu(name)
+    except KvLedgerError:
+        return None
+
+
+def _holds_total(g: GpuSpec, total: float) -> bool:
+    """Whether ``g``'s measured CUDA total over drivers holds a log's device total (±0.005 GiB: its 2 decimals)."""
+    return g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200
+
+
 def named_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
     """The catalog GPU of the device the log names (a tuned kernel config vLLM looked up, ``device_name=…``) when the
     catalog knows the name and, where the log prints its device total, the catalog's memory agrees with it within
     0.5 GiB; planned with the log's total then (the catalog's is a datasheet or derived figure); else None."""
     st = log.startup
-    if not st.device_name:
-        return None
-    try:
-        g = resolve_gpu(st.device_name)
-    except KvLedgerError:  # a device the catalog does not name: the generic GPU of the device total
+    g = _log_device(st.device_name)
+    if g is None:  # none named, or one the catalog does not name: the generic GPU of the device total
         return None
     total = st.total_gpu_memory_bytes
     if total and abs(g.memory_bytes - total) > GiB // 2:
@@ -72,8 +84,7 @@ def measured_total_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
     total, arch = st.total_gpu_memory_bytes, FA_VERSION_ARCH.get(st.flash_attn_version or 0)
     if not total or arch is None:
         return None
-    fits = [g for g in gpu_catalog().values()
-            if g.arch == arch and g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200]
+    fits = [g for g in gpu_catalog().values() if g.arch == arch and _holds_total(g, total)]
     measured = [g for g in fits if g.memory_basis == "measured"]
     if len(measured) != 1:
         return None
@@ -95,15 +106,11 @@ def gpu_mismatch(log: VllmLog, given: str | None, g: GpuSpec | None) -> str | No
     if not given or g is None:
         return None
     st, why = log.startup, []
-    if st.device_name:
-        try:
-            named = resolve_gpu(st.device_name)
-        except KvLedgerError:
-            named = None
-        if named is not None and named.name != g.name:
-            why.append(f"the log names the device {st.device_name!r} (line {st.lines['device_name']}) → {named.name}")
+    named = _log_device(st.device_name)
+    if named is not None and named.name != g.name:
+        why.append(f"the log names the device {st.device_name!r} (line {st.lines['device_name']}) → {named.name}")
     total = st.total_gpu_memory_bytes
-    if total and not g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200:
+    if total and not _holds_total(g, total):
         why.append(f"the log's device total is {total / GiB:.2f} GiB (line {st.lines['total_gpu_memory_bytes']}), "
                    f"{g.name}'s {g.memory_bytes / GiB:.2f} GiB")
     arch = FA_VERSION_ARCH.get(st.flash_attn_version or 0)
