@@ -22,7 +22,7 @@ a band with no upper end: the decision is redone at its low end only. A self-hos
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.catalog.prices import ApiPrice
@@ -31,9 +31,9 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, tie_order
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
-from kvledger.ledgers.instances import Packing, pack
+from kvledger.ledgers.instances import Packing
 from kvledger.ledgers.items import Ledger
-from kvledger.ledgers.self_host_month import BandEnd, GpuPower, band_end, monthly_self_host, replicas_for
+from kvledger.ledgers.self_host_month import BandEnd, GpuPower, band_end, monthly_self_host, replicas_for, size_volume
 from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
 
 __all__ = [
@@ -232,14 +232,9 @@ def decide(
     if not apis:
         raise InputError("no API row to compare with: name one with --api (kvledger prices lists them)")
     c = cap.sizing_req_per_s  # the SLO capacity, offered req/s (a measured file: its goodput; Capacity)
-    n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
-    load = vol.rate_req_per_s / (n * c)
-    packing = pack(setup.gpu, n, setup.num_gpus)  # the row the n replicas are billed on; its rate prices the rest
-    setup = replace(setup, gpu=packing.rate)
-    rent = monthly_self_host(setup, n, load, people_source=people_source)
-    bought = None
-    if buy is not None and buy.gpu_capex_usd is not None:
-        bought = monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source)
+    sized = size_volume(cap, setup, vol, buy=buy, power=power, people_source=people_source)
+    n, load, packing, setup, rent, bought = (sized.replicas, sized.load, sized.packing, sized.setup, sized.rent,
+                                             sized.bought)
     primary = next((a for a in apis if a.named), apis[0])
     rests = _billed_row_caveat(list(rests_on or []), *(r for r, _ in packing.rows))
     sh = min(rent.total_usd, bought.total_usd) if bought is not None else rent.total_usd
@@ -257,12 +252,7 @@ def decide(
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
                  band_source, rests, band_sides=band_sides, packing=packing,
                  capacity_lower_bound=cap.lower_bound)
-    peak = ("offered at the peak" if vol.peak_to_mean != 1 else
-            "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
-    most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
-    d.sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
-                f"{setup.max_utilization:.0%})⌉ = {n:,}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
-                f"({n:,} × {c:,.4g}) = {load:.1%}")
+    d.sizing = sized.how
     d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
                                  people_source=people_source) for k in (d.band_low, d.band_high) if k is not None)
     return d

@@ -10,18 +10,18 @@ at a fixed API bill is the same across a band of capacities exactly when it is t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
-from kvledger.ledgers.instances import pack
+from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.tier_items import tier_items
 from kvledger.ledgers.volume import Volume
 
-__all__ = ["GpuPower", "replicas_for", "monthly_self_host", "BandEnd", "band_end"]
+__all__ = ["GpuPower", "replicas_for", "monthly_self_host", "VolumeSizing", "size_volume", "BandEnd", "band_end"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,44 @@ def monthly_self_host(
         )
     )
     return led
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeSizing:
+    """Whole replicas for a volume's peak and their month: ``replicas``, the realized utilization ``load`` (mean rate ÷
+    the replicas' capacity), the ``packing`` they are billed on, ``setup`` priced at that packing's rate, the rented
+    bill ``rent``, the bought one ``bought`` (None unless priced) and the sizing's one-line derivation ``how``."""
+
+    replicas: int
+    load: float
+    packing: Packing
+    setup: SelfHostSetup
+    rent: Ledger
+    bought: Ledger | None
+    how: str
+
+
+def size_volume(cap: Any, setup: SelfHostSetup, vol: Volume, *, buy: HostBill | None = None,
+                power: GpuPower | None = None, people_source: str = "user input") -> VolumeSizing:
+    """Replicas for ``vol``'s peak at ``setup.max_utilization`` of ``cap.sizing_req_per_s`` (the SLO capacity), their
+    realized utilization and monthly bills on whole instances (``instances.pack``): what ``decision.decide`` and the
+    self-host-only report both size."""
+    c = cap.sizing_req_per_s
+    n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * c)
+    packing = pack(setup.gpu, n, setup.num_gpus)  # the row the n replicas are billed on; its rate prices the rest
+    billed = replace(setup, gpu=packing.rate)
+    rent = monthly_self_host(billed, n, load, people_source=people_source)
+    bought = None
+    if buy is not None and buy.gpu_capex_usd is not None:
+        bought = monthly_self_host(billed, n, load, buy=buy, power=power, people_source=people_source)
+    peak = ("offered at the peak" if vol.peak_to_mean != 1 else
+            "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
+    most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
+    how = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
+           f"{setup.max_utilization:.0%})⌉ = {n:,}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
+           f"({n:,} × {c:,.4g}) = {load:.1%}")
+    return VolumeSizing(n, load, packing, billed, rent, bought, how)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.packings import gpu_inputs, gpu_words, packing_rows
 from kvledger.ledgers.report_core import SelfHostLedgers
-from kvledger.ledgers.self_host_month import monthly_self_host, replicas_for
+from kvledger.ledgers.self_host_month import size_volume
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.tier_items import tier_usd_per_month
 from kvledger.ledgers.volume import (
@@ -131,23 +131,8 @@ class SelfHostReport(SelfHostLedgers):
 def self_host_month(cap: Capacity, setup: SelfHostSetup, vol: Volume, inputs: Any) -> SelfHostMonth:
     """Replicas for ``vol``'s peak at ``setup.max_utilization``, their realized utilization and monthly bills (as
     ``decision.decide`` sizes them, with no API to compare)."""
-    c = cap.sizing_req_per_s
-    n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
-    load = vol.rate_req_per_s / (n * c)
-    packing = pack(setup.gpu, n, setup.num_gpus)
-    billed = replace(setup, gpu=packing.rate)
-    rent = monthly_self_host(billed, n, load, people_source=inputs.people_source)
-    bought = None
-    if inputs.buy is not None and inputs.buy.gpu_capex_usd is not None:
-        bought = monthly_self_host(billed, n, load, buy=inputs.buy, power=inputs.power,
-                                   people_source=inputs.people_source)
-    peak = ("offered at the peak" if vol.peak_to_mean != 1 else
-            "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
-    most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
-    sizing = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
-              f"{setup.max_utilization:.0%})⌉ = {n}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
-              f"({n} × {c:,.4g}) = {load:.1%}")
-    return SelfHostMonth(vol, n, load, setup.max_utilization, rent, bought, packing, sizing)
+    z = size_volume(cap, setup, vol, buy=inputs.buy, power=inputs.power, people_source=inputs.people_source)
+    return SelfHostMonth(vol, z.replicas, z.load, setup.max_utilization, z.rent, z.bought, z.packing, z.how)
 
 
 def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: MonthlyVolume | None = None,

@@ -239,31 +239,38 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     row = cheapest(rows)  # with the others as options: the bill and the tokens are priced on their packing
     gpu = GpuRate.from_catalog(row, rows)
     sizing, unit = (None, None) if rate is None else _sizing(spec, rate, cap, cand, gpu, pr.sized is not None)
-    packing, cost = _unit_cost(spec, cap, cand, gpu, sizing, unit)
+    packing, cost = unit_cost(spec, cap, cand, gpu, sizing, unit)
     out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus, cap), "cost": cost,
            "sizing": sizing, "price": packing_price(rows, packing)}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out
 
 
-def _unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any, sizing: dict[str, Any] | None,
-               unit: Any = None) -> tuple[Any, dict[str, Any]]:
+def unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any, sizing: dict[str, Any] | None,
+              unit: Any = None, tier: tuple[Any, float] = (None, 0.0)) -> tuple[Any, dict[str, Any]]:
     """(the packing priced, the candidate's cost figures): the units' engines on whole instances (``gpu``: the cheapest
     row with the others as options), the sizing's replicas at a volume (its bill's packing), else one unit (what must
     be rented for it, as ``cost`` prices one replica without a volume); the per-token ledgers carry that packing's idle
     GPUs and price a mix at its bill ÷ the GPUs billed (``cost.self_host_unit_ledgers``), and USD per 1k requests is
     its bill per unit-hour ÷ the good requests, so that they × the volume equal the bill; ``unit``: the sizing's
-    packing where ``_sizing`` made it."""
-    from kvledger.ledgers.cost import SelfHostSetup, self_host_unit_ledgers
+    packing where ``_sizing`` made it; ``tier``: a KV tier's bill and its USD per month per unit, riding on the
+    GPU-hours (``tier_entries``), the ledgers then in the figures."""
+    from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, self_host_unit_ledgers
 
+    bill, tier_month = tier
     packing = unit if unit is not None else unit_packing(gpu, sizing["replicas"] if sizing else 1, engine_groups(cand))
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    setup = SelfHostSetup(packing.rate, cand.num_gpus, utilization, max_utilization=spec.max_utilization)
+    setup = SelfHostSetup(packing.rate, cand.num_gpus, utilization, max_utilization=spec.max_utilization,
+                          kv_tiers=bill)
     led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)
-    unit_hour = packing.usd_per_hour / packing.units  # one unit's share of the bill, idle GPUs included
-    at_capacity = cand.num_gpus * packing.usd_per_gpu_hour  # its own GPUs alone
-    return packing, {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
-                     "usd_per_mtok_output": led_out.total_usd,
-                     "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * cap.good_req_per_s(utilization)),
-                     "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-                     "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}
+    tier_hour = tier_month / HOURS_PER_MONTH
+    unit_hour = packing.usd_per_hour / packing.units + tier_hour  # one unit's share of the bill, idle GPUs included
+    at_capacity = cand.num_gpus * packing.usd_per_gpu_hour + tier_hour  # its own GPUs alone
+    cost = {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd,
+            "usd_per_mtok_output": led_out.total_usd,
+            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * cap.good_req_per_s(utilization)),
+            "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method}
+    if bill is not None:
+        cost["ledgers"] = {"input": led_in.to_dict(), "output": led_out.to_dict()}
+    return packing, cost

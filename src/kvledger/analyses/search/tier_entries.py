@@ -60,10 +60,10 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     (``tier``: the bill, USD per month per unit) added; with a load and no ``--utilization``, the good requests and
     tokens of ``rerun`` (the tier prober's run) at the load each replica carries (``evaluate.volume_load``, as
     ``cost --simulate --kv-tier-host``)."""
-    from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, volume_load
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, unit_cost, volume_load
     from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
     from kvledger.analyses.search.screen import cheapest, packing_price, price_rows
-    from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, self_host_unit_ledgers
+    from kvledger.ledgers.cost import GpuRate
 
     bill, tier_month = tier
     groups = engine_groups(cand)
@@ -81,17 +81,7 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
                   "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
                   "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
-    u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
-    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(packing.rate, cand.num_gpus, u,
-                                                                max_utilization=spec.max_utilization,
-                                                                kv_tiers=bill), packing=packing)
-    unit_hour = packing.usd_per_hour / packing.units + tier_month / HOURS_PER_MONTH  # idle GPUs included
-    at_capacity = cand.num_gpus * packing.usd_per_gpu_hour + tier_month / HOURS_PER_MONTH  # its own GPUs alone
-    cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
-            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * cap.good_req_per_s(u)),
-            "usd_per_1k_requests_at_capacity": at_capacity * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-            "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
-            "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
+    packing, cost = unit_cost(spec, cap, cand, gpu, sizing, packing, tier)
     return cost, sizing, packing_price(rows, packing)
 
 
