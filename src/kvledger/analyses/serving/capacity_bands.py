@@ -141,11 +141,11 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
                     reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None]) -> str:
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
-    cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g}"
+    cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g} req/s"
     where = f", {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
     at = ("at the SLO capacity" if ks[1] is not None else
           "at the offered load (only a lower bound on the SLO capacity: the run looks under-loaded)")
-    head = (f"goodput {at} {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {scope_words(regime)}"
+    head = (f"goodput {at} {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g} good req/s, {scope_words(regime)}"
             f"{where}{cap_text})")
     if basis == "monthly bill":
         def one(r: int | None, usd_: float) -> str:
@@ -171,5 +171,5 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)}, {scope})",
+                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)} req/s, {scope})",
                         band.elsewhere)
