@@ -34,7 +34,7 @@ def test_report_json_with_out_writes_it(tmp_path, monkeypatch):
     assert (tmp_path / "mine.html").read_text().startswith("<!")
 
 
-def _into_closed_pipe(args: list[str]):
+def _into_closed_pipe(args: list[str], stderr_too: bool = False):
     # stdout is a pipe whose reader has already gone (`kvledger plan … | head -1` once head has its line): every
     # write fails with EPIPE, deterministically (a live `head` may take the whole output before it closes)
     import os
@@ -45,7 +45,8 @@ def _into_closed_pipe(args: list[str]):
     os.close(r)
     code = f"import sys; sys.argv = ['kvledger', *{args!r}]\nfrom kvledger.cli.main import main\nmain()\n"
     try:
-        return subprocess.run([sys.executable, "-c", code], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+        return subprocess.run([sys.executable, "-c", code], stdout=w, stderr=w if stderr_too else subprocess.PIPE,
+                              text=True, timeout=120)
     finally:
         os.close(w)
 
@@ -59,6 +60,30 @@ L8 = "meta-llama/Llama-3.1-8B"
 def test_reader_that_stops_reading_is_status_0_and_quiet(args):
     res = _into_closed_pipe(args)
     assert (res.returncode, res.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("args", "status"), [
+    # 0.2 of an H100 holds less than the 8B's 16.06 GB of weights: "does not fit", exit 3 (rich's console, then JSON)
+    (["plan", L8, "--gpu", "H100", "--gpu-memory-utilization", "0.2"], 3),
+    (["plan", L8, "--gpu", "H100", "--gpu-memory-utilization", "0.2", "--json"], 3),
+    # a server that died serving (the log's CUDA OOM after start-up): exit 1, as without the pipe
+    (["doctor", "tests/fixtures/vllm_logs/constructed_v1_oom_while_serving.log"], 1),
+    # every 50,000-token prompt is above the default max_model_len of 8,192 set here: none finishes, exit 1 (quick path)
+    (["simulate", L8, "--gpu", "H100", "--max-model-len", "8192", "--prompt-lengths", "fixed:50000",
+      "--output-lengths", "fixed:10", "--rate", "1", "--num-requests", "5"], 1)])
+def test_reader_that_stops_reading_keeps_the_answers_status(args, status):
+    # `plan … | head -1` under `set -o pipefail` must not read "does not fit" or "server died" as a success: the
+    # status each command declared for its answer before writing it survives the closed pipe (a fresh-user trial
+    # got 0 for all three)
+    res = _into_closed_pipe(args)
+    assert (res.returncode, res.stderr) == (status, "")
+
+
+@pytest.mark.parametrize("args", [["goodput", "x.json", "--slo", "ttft=abc"],  # kvledger's own error (bad SLO)
+                                  ["plan", L8, "--gpu", "H100", "--bogus"]])  # click's usage error
+def test_an_error_said_into_a_closed_pipe_keeps_status_2(args):
+    # `kvledger … 2>&1 | head -0`: the error line itself cannot be written; the status is still the error's, 2
+    assert _into_closed_pipe(args, stderr_too=True).returncode == 2
 
 
 def test_broken_pipe_keeps_an_errors_status():

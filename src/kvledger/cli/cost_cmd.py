@@ -24,6 +24,7 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
 from kvledger.cli.cost_inputs import check_inputs, check_seeds, file_run, gpu_rate_for, seed_costs, sim_run
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
@@ -211,6 +212,7 @@ def _priced_or_exit(price: Callable[[], Any], said: str | None, more: CostMoreFl
             raise
         d = err.payload
         d["notes"] = [said, *d["notes"]] if said is not None else d["notes"]
+        will_end_with(1)  # kept by a reader that stops reading (`| head -1`)
         if not _wrote_json(d, more):
             from kvledger.report.decision_view import print_no_answer
 

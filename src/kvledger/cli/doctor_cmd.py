@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.report.doctor_view import render_doctor as _render
 
 __all__ = ["register"]
@@ -33,6 +34,7 @@ def doctor(
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version)
+    will_end_with(1 if rep.failed else 0)  # kept by a reader that stops reading (`| head -1`, `grep -q`)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

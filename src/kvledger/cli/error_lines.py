@@ -35,6 +35,9 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
     does."""
     import typer
 
+    from kvledger.cli.broken_pipe import will_end_with
+
+    will_end_with(err.exit_code)  # kept when stderr or stdout is a pipe whose reader has gone (`2>&1 | head -0`)
     ctx = getattr(err, "ctx", None)
     if as_json:
         json_error(err.format_message() + _other_name(err, ctx), err.exit_code, type(err).__name__)

@@ -20,6 +20,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, flag, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
@@ -203,13 +204,16 @@ def goodput_command(
     if f.plot is not None:
         save_plot(_boundary_figure(shown, simulate is not None), f.plot)
     text = "\n".join(lines) + "\n" if f.json_lines else _document(lines)
+    none_good = _nothing_measured(shown, simulate is not None, f.target) or _no_capacity(shown, simulate is not None,
+                                                                                         f.target)
+    will_end_with(1 if none_good else 0)  # kept by a reader that stops reading (`| head -1`)
     if f.out is not None:
         _write(f.out, text)
     if f.json_out or f.json_lines:
         typer.echo(text, nl=False)
     else:
         _print(shown, simulate is not None, f.target, slo_block(the_slo))
-    if _nothing_measured(shown, simulate is not None, f.target) or _no_capacity(shown, simulate is not None, f.target):
+    if none_good:
         raise typer.Exit(1)  # as simulate when no request finished: an answer a script must not take as complete
 
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from kvledger.cli.broken_pipe import closed_by_reader, reader_gone, status_before
+from kvledger.cli.broken_pipe import closed_by_reader, declared_status, reader_gone, status_before, will_end_with
 from kvledger.cli.error_lines import json_error, say_error, usage_error
 from kvledger.errors import KvLedgerError, command_named
 
@@ -159,7 +159,7 @@ def _exit_now() -> None:
 def _run() -> bool:
     """:func:`run`'s body; True when a plain ``simulate`` finished by the quick path (quick_argv.py). Output that
     cannot be written (stdout closed, a full disk: ``> /dev/full``) ends in one line on stderr and exit 1; a reader
-    that stops reading (``| head -1``) ends it quietly with status 0 (broken_pipe.py)."""
+    that stops reading (``| head -1``) ends it quietly with the answer's status (broken_pipe.py)."""
     if sys.stdout is None:  # started with stdout closed (`>&-`): there is nowhere to put the output
         _cannot_write("stdout is closed")
     try:
@@ -170,7 +170,7 @@ def _run() -> bool:
             sys.stdout.flush()
     except SystemExit as ended:  # rich's and click's exit 1 on a broken pipe: the reader stopped reading
         if closed_by_reader(ended):
-            reader_gone(0)
+            reader_gone(declared_status())
         raise
     except BrokenPipeError as err:
         reader_gone(status_before(err))
@@ -277,6 +277,7 @@ def _run_command() -> bool:
     except KvLedgerError as err:  # exit 2 (bad input), 1 where the command ran and cannot answer (NoAnswerError), 3
         # where nothing can start (DoesNotFitError): the error's exit_code
         code = getattr(err, "exit_code", 2)
+        will_end_with(code)  # kept when stderr or stdout is a pipe whose reader has gone (`2>&1 | head -0`)
         say_error(str(err))
         if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
             json_error(str(err), code, type(err).__name__, getattr(err, "payload", None))

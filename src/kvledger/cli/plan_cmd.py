@@ -7,6 +7,7 @@ import dataclasses
 import typer
 
 from kvledger import strict_json
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import SIM_ONLY, GroupUse, TierFlags, with_groups
 from kvledger.cli.plan_flags import PlanFlags, PlanMoreFlags, plan_inputs
 
@@ -47,6 +48,10 @@ def plan(
         flags_p = PricingFlags(flags.gpu_profile, None, flags.achievable_flops_fraction,
                                flags.achievable_bandwidth_fraction, flags.allreduce_link_share)
         tier_plan = simulate_priced_tiers(p, settings_t, flags_p, suffix_tokens=more.suffix_tokens)
+    startup = p.memory.startup
+    cannot_start = (p.advice and p.advice.verdict != "fits") or (
+        startup is not None and startup.verdict in ("refuses", "runs_out"))  # --wddm: the engine would not start
+    will_end_with(3 if cannot_start else 0)  # kept by a reader that stops reading (`| head -1`)
     if as_json:
         d = p.to_dict()
         if d.get("roofline") is not None:  # simulate's keys: its priced_by, its step cost's link terms
@@ -62,10 +67,7 @@ def plan(
         _show(p, gpu, priced, tier_plan, verbose)
         if given and p.settings.tp == 1:
             typer.echo("note: --allreduce-link-share has nothing to price at TP 1 (no TP all-reduce)")
-    if p.advice and p.advice.verdict != "fits":
-        raise typer.Exit(code=3)
-    startup = p.memory.startup
-    if startup is not None and startup.verdict in ("refuses", "runs_out"):  # --wddm: the engine would not start
+    if cannot_start:
         raise typer.Exit(code=3)
 
 

@@ -170,8 +170,8 @@ def run_simulate_quick(argv: list[str]) -> bool:
     except EOFError:
         sys.stderr.write("\nAborted!\n")
         sys.exit(1)
-    except BrokenPipeError:  # the reader stopped reading (`| head -1`): quietly, status 0
-        from kvledger.cli.broken_pipe import reader_gone
+    except BrokenPipeError:  # the reader stopped reading (`| head -1`): quietly, with the answer's status
+        from kvledger.cli.broken_pipe import declared_status, reader_gone
 
-        reader_gone(0)
+        reader_gone(declared_status())
     return True

@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, search_inputs
@@ -112,36 +113,37 @@ def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
         check_wddm(make_settings(wddm=True), resolve_gpu(g))
 
 
-def _exit_if_none_can_start(result: Any) -> None:
-    """Exit 3 after the output (its headline says why) when every candidate was rejected for memory: a script must
-    not take "nothing can start" for a ranking (analyses.search.frontier.none_can_start)."""
+def _answer_status(result: Any) -> int:
+    """The status the search ends with after its output: 1 when a candidate could not be evaluated (a worker failed:
+    scripts must not take a ranking with holes for a complete one), 2 when every candidate was refused as a setting
+    the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
+    is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
+    rejected for memory (its headline says why: a script must not take "nothing can start" for a ranking,
+    analyses.search.frontier.none_can_start), else 0."""
     from kvledger.analyses.search.frontier import none_can_start
 
-    if none_can_start(result.entries):
-        raise typer.Exit(3)
-
-
-def _exit_if_all_invalid(result: Any) -> None:
-    """Exit 2 after the output when every candidate was refused as a setting the engine would refuse (a --tp that
-    divides no candidate's heads, a --max-model-len above the model's): the input is bad, not the hardware (a
-    fresh-user trial got exit 0, a search's success, for --tp 3 on a 64-head model)."""
     entries = result.entries
+    if any(e["status"] == "error" for e in entries):
+        return 1
     if entries and all(e.get("reason") == "invalid setting" for e in entries):
-        first = entries[0]
-        typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
-                   f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
-        raise typer.Exit(2)
+        return 2
+    return 3 if none_can_start(entries) else 0
 
 
-def _exit_if_failed(result: Any) -> None:
-    """Exit 1 after the output when a candidate could not be evaluated (a worker failed): scripts must not take a
-    ranking with holes for a complete one. The failed candidates are named on stderr (and in the output)."""
-    failed = [e for e in result.entries if e["status"] == "error"]
-    if failed:
+def _exit_with(result: Any, status: int) -> None:
+    """End with ``status`` (``_answer_status``) after the output, naming on stderr the failed candidates (1, with the
+    remedy) or the invalid setting (2)."""
+    if status == 1:
+        failed = [e for e in result.entries if e["status"] == "error"]
         names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
         typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
                    "Run again with --resume LEDGER to redo only those.", err=True)
-        raise typer.Exit(1)
+    elif status == 2:
+        first = result.entries[0]
+        typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
+                   f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+    if status:
+        raise typer.Exit(status)
 
 
 @with_groups(workload=WORKLOAD, sessions=SESSIONS, axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE,
@@ -194,10 +196,10 @@ def search_command(
     _check_outputs(run, [model, *paths_in(workload, sessions, engine, pricing, axes)])
     result, variants = _search(spec, ax, run)
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
+    status = _answer_status(result)
+    will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
     _write(result, variants, rank, run)
-    _exit_if_failed(result)
-    _exit_if_all_invalid(result)
-    _exit_if_none_can_start(result)
+    _exit_with(result, status)
 
 
 def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from kvledger import strict_json
+from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
 from kvledger.cli.session_flags import SessionFlags
 
@@ -56,12 +57,14 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
     if out is not None:
         _write_outputs(out, result, doc, chrome_trace)
+    none_finished = bool(payload.summary["num_requests"] and not payload.summary["num_finished"])
+    will_end_with(1 if none_finished else 0)  # kept by a reader that stops reading (`| head -1`)
     if as_json:
         sys.stdout.write(strict_json.dumps(doc, indent=2) + "\n")  # as typer.echo (click.echo) writes it: ASCII JSON
         sys.stdout.flush()
     else:
         _render(payload, out, gpu, tier_report, session_run, sessions)
-    if payload.summary["num_requests"] and not payload.summary["num_finished"]:
+    if none_finished:
         sys.exit(1)  # no request finished (every one rejected): an answer a script must not take as complete
 
 

@@ -141,7 +141,8 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
                     reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None]) -> str:
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
-    cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g} req/s"
+    cap_text = "" if cap is None else (f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–"
+                                       f"{cap * band.high:.4g} req/s")
     where = f", {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
     at = ("at the SLO capacity" if ks[1] is not None else
           "at the offered load (only a lower bound on the SLO capacity: the run looks under-loaded)")
@@ -171,5 +172,6 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {four(capacity_req_per_s)} req/s (80% band {four(lo)}–{four(hi)} req/s, {scope})",
+                        f"SLO capacity {four(capacity_req_per_s)} req/s "
+                        f"(80% band {four(lo)}–{four(hi)} req/s, {scope})",
                         band.elsewhere)
