@@ -211,3 +211,26 @@ def test_a_range_low_end_prints_rounded_down():
     from kvledger.units import fmt_low
 
     assert fmt_low(327_620 / 16_384) == "19.99" and fmt_low(22.0) == "22.00" and fmt_low(1234.5678) == "1,234.56"
+
+
+def test_every_concurrency_range_of_one_plan_prints_its_low_end_alike():
+    # Qwen3-8B at 32K on one H100 (a fresh-user trial): the range's low end is 11.8066x. The summary's concurrency
+    # line and the verdict printed 11.80x (rounded down, units.fmt_low) while the memory line and the --verbose
+    # table printed 11.81x (rounded): one figure, one form, wherever the plan prints it
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_summary import summary_lines
+
+    plan = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("H100"), make_settings(max_model_len=32768))
+    assert 11.80 < plan.memory.ranges["max_concurrency"][0] < 11.81
+    text = "\n".join(summary_lines(plan))
+    assert "max concurrency at 32,768 tokens 11.80–12.21x" in text and "range 11.80–12.21x" in text
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    render_plan(plan, Console(file=out, width=250), verbose=True)
+    assert "12.09x (11.80–12.21x)" in out.getvalue() and "11.81" not in out.getvalue()

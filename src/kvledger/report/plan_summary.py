@@ -52,7 +52,7 @@ def summary_lines(p: Plan) -> list[str]:
                    f"token{'' if m.block_size == 1 else 's'}"
                    + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
                       f"{m.max_model_len:,} tokens "
-                      f"{m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
+                      f"{fmt_low(m.ranges['max_concurrency'][0])}–{m.ranges['max_concurrency'][1]:,.2f}x)"
                       if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
     if m.startup is not None:  # vLLM under --wddm: does it start with the display driver's hold in use
         out.append(m.startup.message)

@@ -11,7 +11,7 @@ from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
 from kvledger.report.plan_summary import attention_by_context_text, summary_lines
 from kvledger.report.tables import LedgerTable as Table
-from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration
+from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
 
 __all__ = ["render_plan"]
 
@@ -147,7 +147,9 @@ def _concurrency(p: Plan) -> Table:
 def _conc_range(r: ConcurrencyRow) -> str:
     """ " (3.42–3.46x)" from the row's block range, or "" when its ends print the same."""
     rng = r.max_concurrency_range
-    return f" ({range_text(*rng, scale=1, fmt=',.2f')[1:-1]}x)" if rng and range_text(*rng, scale=1, fmt=",.2f") else ""
+    if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
+        return ""
+    return f" ({fmt_low(rng[0])}–{rng[1]:,.2f}x)"  # the low end rounded down, as the summary prints it
 
 
 def _waterfall(p: Plan) -> Table | None:
