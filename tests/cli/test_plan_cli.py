@@ -156,3 +156,20 @@ def test_tp_past_one_node_is_planned_on_the_nodes_it_needs_with_a_warning():
     assert d["settings"]["nnodes"] == 2 and any("the plan assumes 2 nodes" in n for n in d["memory"]["notes"])
     given = run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16", "--nnodes", "2").stdout
     assert "WARNING" not in given and "available KV 65.39 GiB" in given
+
+
+def test_a_max_model_len_above_the_configs_is_planned_with_vllms_long_flag():
+    # Qwen3-8B's config derives 40,960 tokens (max_position_embeddings, no rope_scaling): 131,072 is refused as vLLM
+    # refuses it, naming vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 and this tool's flag for it (a fresh-user trial set the
+    # variable and got the same refusal); with the flag the plan is made, the note says vLLM's warning. 24,755 blocks
+    # of 16 tokens (54.39 GiB ÷ 147,456 B × 16, as at 32K: max_model_len moves no memory term here) hold
+    # 24,755 × 16 ÷ 131,072 = 3.02 requests of 131,072 tokens
+    res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K"])
+    msg = str(res.exception)
+    assert "exceeds the 40,960 tokens" in msg and "--allow-long-max-model-len" in msg and "rope_scaling" in msg
+    res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K",
+                              "--allow-long-max-model-len", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["memory"]["num_gpu_blocks"] == 24_755 and d["memory"]["max_model_len"] == 131_072
+    assert any("above the config's 40,960 (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in n for n in d["memory"]["notes"])

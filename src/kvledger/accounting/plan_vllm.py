@@ -18,6 +18,7 @@ from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
+from kvledger.accounting.max_model_len import resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
@@ -50,24 +51,6 @@ class VllmResult:
     version: tuple[int, int, int]
     stage_kv: KVLedger | None = None
     """With PP, the binding stage's KV ledger (its layers only, per GPU); None without PP."""
-
-
-def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
-    """max_model_len as vLLM resolves it: the user's, else the config-derived length.
-
-    Raises:
-        InputError: a user value above the derived maximum (vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1).
-    """
-    derived = model.derived_max_model_len
-    if s.max_model_len is None:
-        return (
-            derived,
-            f"derived from the config (max_position_embeddings {model.max_position_embeddings:,}; YaRN rule)",
-        )
-    if s.max_model_len > derived:
-        raise InputError(f"--max-model-len {s.max_model_len:,} exceeds the {derived:,} tokens {model.name} supports "
-                         "(vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
-    return s.max_model_len, "given"
 
 
 def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
@@ -204,7 +187,9 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
 
 def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: ModelSpec, notes: list[str]) -> _Budget:
     """The inputs of every stage's budget, by this version's defaults where ``s`` leaves them; appends their notes."""
-    L, _ = resolve_max_model_len(model, s)
+    L, lsrc = resolve_max_model_len(model, s)
+    if L > model.derived_max_model_len:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: said, as vLLM warns
+        notes.append(f"max_model_len {L:,}: {lsrc}")
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)

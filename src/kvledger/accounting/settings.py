@@ -43,7 +43,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
-_NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner")
+_NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel")
 
@@ -137,6 +137,7 @@ class PlanSettings:
     nnodes: int = 1
     sampler_backend: Literal["auto", "flashinfer", "pytorch", "aiter"] = "auto"
     model_runner: Literal["auto", "v1", "v2"] = "auto"
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; not dumped: max_model_len's source says
     __json_optional__ = _OPTIONAL  # kvledger.jsonable: these keys are left out while None
 
     def __post_init__(self) -> None:

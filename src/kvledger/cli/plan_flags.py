@@ -108,6 +108,8 @@ class PlanMoreFlags:
     model_runner: str = flag("--model-runner", default="auto", help=(
         "vLLM model runner: auto (the version's default for the model; V2 for some from 0.22, all from 0.29), v1 "
         "or v2 (VLLM_USE_V2_MODEL_RUNNER=0/1)."))
+    allow_long_max_model_len: bool = flag("--allow-long-max-model-len", default=False, help=(
+        "vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the config's own is planned, not refused."))
     max_cudagraph_capture_size: int | None = flag("--max-cudagraph-capture-size", help=(
         "vLLM's largest CUDA-graph batch (default min(2 × max_num_seqs, 512)): fewer graphs, a smaller 0.20+ "
         "estimate."))
@@ -182,6 +184,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
+        allow_long_max_model_len=m.allow_long_max_model_len,
         max_cudagraph_capture_size=m.max_cudagraph_capture_size,
         cuda_graph_max_batch_size=m.cuda_graph_max_batch_size, no_cuda_graph=m.no_cuda_graph, wddm=m.wddm,
         trtllm_logits_dtype=m.logits_dtype.lower() if m.logits_dtype else None)
