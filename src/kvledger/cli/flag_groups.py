@@ -87,9 +87,10 @@ class WorkloadFlags:
     think_time: float | None = flag("--think-time", help=(
         "Closed loop: seconds a user waits before its next request (default 0)."))
     prompt_lengths: str | None = flag("--prompt-lengths", help=(
-        "Synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, "
-        "lognormal:1000:0.8, trace:azure-conv:prompt (with --output-lengths, --rate or --concurrency, "
-        "--num-requests)."))
+        "Synthetic workload instead of a trace: prompt lengths in tokens, fixed:N, uniform:LOW:HIGH, "
+        "exp:MEAN:CAP (exponential, cut at CAP), lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] (MEDIAN is the median, not the "
+        "mean: the mean is MEDIAN × e^(SIGMA²/2)) or trace:NAME:prompt|output (a trace's own lengths), e.g. "
+        "lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."))
     output_lengths: str | None = flag("--output-lengths", help=(
         "Synthetic workload: output lengths (same forms as --prompt-lengths)."))
     arrival_cv: float | None = flag("--arrival-cv", help=(
