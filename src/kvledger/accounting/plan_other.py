@@ -24,9 +24,9 @@ import re
 from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.max_model_len import resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
-from kvledger.accounting.max_model_len import resolve_max_model_len
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_load import sglang_load_buffers
