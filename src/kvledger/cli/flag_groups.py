@@ -117,7 +117,7 @@ class EngineFlags:
         "With --policy sglang: SGLang's fraction (default computed as SGLang does; the pool is SGLang's, as "
         "`kvledger plan --engine sglang`)."))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
-        "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
+        "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
     quantization: str | None = flag("--quantization", "-q", help=(
         "vLLM --quantization fp8: an unquantized checkpoint's linear weights quantized to FP8 on load, as `kvledger "
         "plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the FP8 weights (FP8 GEMMs "

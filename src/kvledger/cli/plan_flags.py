@@ -37,7 +37,7 @@ class PlanFlags:
     free_gpu_memory_fraction: float | None = flag("--free-gpu-memory-fraction", help=(
         "TensorRT-LLM fraction of free memory (default 0.9)."))
     kv_cache_dtype: str = flag_like(EngineFlags, "kv_cache_dtype", "auto", help=(
-        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
+        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
     dtype: str = flag("--dtype", default="auto", help=(
         "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(

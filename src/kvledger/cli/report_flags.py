@@ -43,7 +43,8 @@ class ReportEngineFlags:
     max_model_len: str | None = flag("--max-model-len", help=(
         "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
-    kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")
+    kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
+        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
