@@ -188,7 +188,8 @@ def _hub_config(repo_id: str) -> Path:
     import httpx
 
     near = near_models(repo_id, hub_ids=True)
-    how = f"Download {repo_id}'s config.json yourself and pass its path (kvledger plan ./config.json ...)."
+    how = (f"Download {repo_id}'s config.json yourself and pass its path in place of the model id (e.g. "
+           "kvledger plan ./config.json ..., any command that takes a model).")
     hint = (
         f" Bundled models with close names: {', '.join(near)}."
         if near

@@ -99,11 +99,11 @@ def _memory(p: Plan) -> Table:
               f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]",
               f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
-    t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B",
+    t.add_row(f"bytes per {unit}: {m.bytes_per_block:,} B", "", "",  # a count, not GiB or GB: in the term
               f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
     b_lo, b_hi = m.ranges.get("num_gpu_blocks", (m.num_gpu_blocks, m.num_gpu_blocks))
     brange = f"; range {b_lo:,}–{b_hi:,} from the available KV range" if b_lo != b_hi else ""
-    t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", "the null block only; usable 0" if m.kv_free else
+    t.add_row(f"{unit}s: {m.num_gpu_blocks:,}", "", "", "the null block only; usable 0" if m.kv_free else
               f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}{brange}")
     return t
 
