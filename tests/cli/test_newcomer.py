@@ -25,9 +25,9 @@ OUTSIDE_DOCS = re.compile(
 )
 
 
-def _out(*args: str) -> str:
+def _out(*args: str, ok: tuple[int, ...] = (0, 3)) -> str:
     res = runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "80"})
-    assert res.exit_code in (0, 3), res.output
+    assert res.exit_code in ok, res.output
     return res.stdout
 
 
@@ -127,7 +127,7 @@ def test_prices_lists_the_rows_cost_picks_from():
      "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"),
 ])
 def test_output_cites_no_document_outside_the_package(args):
-    out = _out(*args)
+    out = _out(*args, ok=(0, 1, 3))  # doctor exits 1 on a start-up excerpt (v0.14: it ends at the capacity lines)
     assert not OUTSIDE_DOCS.search(out), OUTSIDE_DOCS.search(out).group(0)
 
 

@@ -29,7 +29,10 @@ def doctor(
                                                                 "rules."),
 ) -> None:
     """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL
-    batching)."""
+    batching).
+
+    Exit status 1: the server did not start or died, or the log ends before it shows that the server started (still
+    starting, or cut); 2: bad input."""
     from kvledger.analyses.doctor.diagnose import diagnose_file
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
@@ -39,7 +42,8 @@ def doctor(
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         _render(rep, verbose)
-    if rep.failed:  # a server that did not start, or died serving, is not healthy: scripts and CI see it in the status
+    # a server that did not start, died serving, or is not shown started is no healthy one: scripts and CI see it here
+    if rep.failed or rep.unfinished:
         raise typer.Exit(1)
 
 

@@ -73,7 +73,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
                                unfinished, _impossible_pct(log), _cut_metrics(log)) if w)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
-                        compare_startup(ctx), findings, ctx.notes, warned)
+                        compare_startup(ctx), findings, ctx.notes, warned, unfinished=unfinished is not None)
 
 
 def version_mismatch(log: VllmLog, given: str | None) -> str | None:

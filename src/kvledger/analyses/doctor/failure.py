@@ -88,7 +88,7 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
         msg = f"the server did not start: {CAUSE[kind]} (line {first.line_no}: {first.text})."
         if ctx.log.failure_cause and ctx.log.failure_cause[1] not in first.text:
             msg += f" Root cause: {cause} (line {cause_line})."
-    fix = fix_words(kind, ctx.model) + (_tp_choices(cause) if kind == "not_divisible" else "")
+    fix = fix_words(kind, ctx.model, log.failure_in_profile) + (_tp_choices(cause) if kind == "not_divisible" else "")
     msg += f" Fix: {fix}."
     if kind in _MEMORY:
         msg += _ledger_line(ctx, first)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CAUSE", "FIX", "RULE", "fix_words"]
+__all__ = ["CAUSE", "FIX", "RULE", "SMALLER_PROFILE", "fix_words"]
+
+#: the remedy that shrinks vLLM's profile run, whose activation and sampler peak the two batch limits set
+SMALLER_PROFILE = "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run)"
 
 CAUSE = {
     "negative_kv_memory": "the profile run left no memory for the KV cache: weights, activation peak, non-torch memory "
@@ -23,8 +26,7 @@ CAUSE = {
 }
 FIX = {
     "negative_kv_memory": "raise --gpu-memory-utilization, spread the model over more GPUs (--tensor-parallel-size), "
-                          "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run){quant}; "
-                          "`kvledger plan` shows each term for the new settings",
+                          f"{SMALLER_PROFILE}{{quant}}; `kvledger plan` shows each term for the new settings",
     "no_kv_memory": "raise --gpu-memory-utilization, more --tensor-parallel-size, lower "
                     "--max-num-batched-tokens{quant}; `kvledger plan` shows each term for the new settings",
     "max_model_len_too_large": "lower --max-model-len to what the pool holds, --kv-cache-dtype fp8, raise "
@@ -62,6 +64,13 @@ def _quant_clause(model: Any) -> str:
     return ""  # already about 4 bits a weight: nothing smaller to offer
 
 
-def fix_words(kind: str, model: Any) -> str:
-    """``FIX[kind]`` with its weight-format remedy fitted to ``model`` (a ModelSpec, or None when unknown)."""
-    return FIX[kind].replace("{quant}", _quant_clause(model))
+def fix_words(kind: str, model: Any, in_profile: tuple[int, str] | None = None) -> str:
+    """``FIX[kind]`` with its weight-format remedy fitted to ``model`` (a ModelSpec, or None when unknown); for a CUDA
+    out-of-memory error in vLLM's profile run (``in_profile``: the line and function of its first frame there), the
+    batch limits that size that run as well."""
+    words = FIX[kind].replace("{quant}", _quant_clause(model))
+    if kind != "cuda_oom" or in_profile is None:
+        return words
+    return (f"{words}; or {SMALLER_PROFILE}: the allocation failed in vLLM's profile run (line {in_profile[0]}: "
+            f"{in_profile[1]}), a forward pass of --max-num-batched-tokens tokens over up to --max-num-seqs sequences "
+            "and a sampler step for them, whose peak those two limits set")

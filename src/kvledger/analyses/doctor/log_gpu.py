@@ -34,12 +34,19 @@ def resolve_log_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str
     total = log.startup.total_gpu_memory_bytes
     if total:
         g = custom_gpu(f"GPU with {total / GiB:.2f} GiB", total, 1e12, 1e14)
-        return g, (f"device total {total / GiB:.2f} GiB from the log (line "
-                   f"{log.startup.lines['total_gpu_memory_bytes']}); "
+        return g, (f"device total {total / GiB:.2f} GiB from the log ({_total_at(log)}); "
                    "no --gpu and the log names no GPU, so its non-torch memory is planned for a generic GPU (its "
                    "architecture, NVLink and peer access unknown) and its bandwidth and FLOP/s unknown; pass --gpu to "
                    "price them"), False
     return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)", False
+
+
+def _total_at(log: VllmLog) -> str:
+    """Where the log's device total was read: "line N", and what prints it where that is a CUDA out-of-memory error
+    (PyTorch's "GPU 0 has a total capacity of T GiB", read where no other line prints a device total)."""
+    line = log.startup.lines.get("total_gpu_memory_bytes")
+    oom = any(f.line_no == line and f.kind == "cuda_oom" for f in log.failures)
+    return f"line {line}" + (", the total capacity its CUDA out-of-memory error prints" if oom else "")
 
 
 def _log_device(name: str | None) -> GpuSpec | None:
@@ -68,7 +75,7 @@ def named_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
     total = st.total_gpu_memory_bytes
     if total and abs(g.memory_bytes - total) > GiB // 2:
         return None
-    where = (f"the log's device total (line {st.lines['total_gpu_memory_bytes']})" if total else g.memory_source)
+    where = f"the log's device total ({_total_at(log)})" if total else g.memory_source
     if total:
         g = replace(g, memory_bytes=total, memory_source=where)
     return g, (f"the log's device {st.device_name!r} (line {st.lines['device_name']}: a kernel config vLLM looked "
@@ -89,10 +96,10 @@ def measured_total_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
     if len(measured) != 1:
         return None
     g = measured[0]
-    line = st.lines["total_gpu_memory_bytes"]
+    line = _total_at(log)
     others = ", ".join(o.name for o in fits if o is not g)
-    g = replace(g, memory_bytes=total, memory_source=f"the log's device total (line {line})")
-    return g, (f"the log names no device, but its device total {total / GiB:.2f} GiB (line {line}) with FlashAttention "
+    g = replace(g, memory_bytes=total, memory_source=f"the log's device total ({line})")
+    return g, (f"the log names no device, but its device total {total / GiB:.2f} GiB ({line}) with FlashAttention "
                f"3 (line {st.lines['flash_attn_version']}: Hopper) is {g.name}'s measured CUDA total → {g.name}"
                + (f"; the catalog gives {others} the same total (derived): --gpu if that ran" if others else
                   "; --gpu chooses another"))
@@ -111,7 +118,7 @@ def gpu_mismatch(log: VllmLog, given: str | None, g: GpuSpec | None) -> str | No
         why.append(f"the log names the device {st.device_name!r} (line {st.lines['device_name']}) → {named.name}")
     total = st.total_gpu_memory_bytes
     if total and not _holds_total(g, total):
-        why.append(f"the log's device total is {total / GiB:.2f} GiB (line {st.lines['total_gpu_memory_bytes']}), "
+        why.append(f"the log's device total is {total / GiB:.2f} GiB ({_total_at(log)}), "
                    f"{g.name}'s {g.memory_bytes / GiB:.2f} GiB")
     arch = FA_VERSION_ARCH.get(st.flash_attn_version or 0)
     if arch and g.arch and g.arch != arch:

@@ -118,7 +118,7 @@ class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
     __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started",
-                "notes", "warnings")
+                "unfinished", "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
@@ -128,6 +128,9 @@ class DoctorReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
     """What the reader must see first: e.g. --model naming another model than the log serves."""
+    unfinished: bool = False
+    """True when the log ends during start-up without a failure (no serving line: still starting, or cut): it does not
+    show that the server started, so it is no healthy server either (a warning says it; ``doctor`` exits 1)."""
 
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from kvledger.evidence.vllm_log.lines import segments
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "root_cause"]
+__all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "profile_frame",
+           "root_cause"]
 
 _NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
 # (kind, pattern), most specific first: a line takes the first kind that matches
@@ -43,6 +44,14 @@ VLLM_FAILURES = frozenset({"negative_kv_memory", "no_kv_memory", "max_model_len_
 # Lines that show the server up and serving (the start-up is over): vLLM's API server announces itself only after the
 # engine is built (entrypoints/openai/api_server.py "Starting vLLM API server"), then uvicorn's own ready lines.
 SERVING_READY = re.compile(r"Starting vLLM API server|Application startup complete|Uvicorn running on")
+# The frames of vLLM's profile run, which sizes the KV cache after loading the weights: one forward pass of
+# max_num_batched_tokens tokens spread over up to max_num_seqs sequences, then a sampler step for those sequences
+# (V1 gpu_worker.determine_available_memory → gpu_model_runner.profile_run → _dummy_run, _dummy_sampler_run; V0
+# worker.determine_num_available_blocks → model_runner.profile_run). _dummy_run also runs after the KV cache is
+# allocated, to warm up and capture CUDA graphs (compile_or_warm_up_model, capture_model): not the profile run then.
+_PROFILE_FRAMES = re.compile(r"\b(determine_available_memory|determine_num_available_blocks|profile_run|"
+                             r"_dummy_sampler_run|_dummy_run)\b")
+_AFTER_PROFILE = re.compile(r"\b(?:compile_or_warm_up_model|capture_model)\b")
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SIGNALS))
 _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)|Exception|AssertionError)"
                         r"(?::\s*(.*))?$")
@@ -90,3 +99,15 @@ def root_cause(text: str, first_traceback_line: int) -> tuple[int, str] | None:
             if m and not seg.message.startswith(" "):
                 return n + 1, seg.message.strip()[:300]
     return None
+
+
+def profile_frame(text: str, first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+    """(line, function) of the first frame of vLLM's profile run in the traceback from ``first_traceback_line`` to its
+    exception line ``cause_line``; None when no frame is one, or a frame shows the warm-up or CUDA-graph capture."""
+    found = None
+    for n, raw in enumerate(text.split("\n")[first_traceback_line - 1:cause_line], start=first_traceback_line):
+        if _AFTER_PROFILE.search(raw):
+            return None
+        if found is None and (m := _PROFILE_FRAMES.search(raw)) is not None:
+            found = (n, m.group(1))
+    return found

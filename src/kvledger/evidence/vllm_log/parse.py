@@ -14,11 +14,11 @@ from typing import Any
 
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
-from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, failure_on_line, root_cause
+from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, failure_on_line, profile_frame, root_cause
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
-from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, unreadable_figure
+from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, oom_device_total, unreadable_figure
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
 from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
@@ -101,6 +101,8 @@ class _Collector:
 def _derive(c: _Collector) -> None:
     """Fields vLLM implies but does not print, each with a note."""
     v, lines = c.values, c.lines
+    if (note := oom_device_total(v, lines, c.field_workers)) is not None:  # before the requested memory below
+        c.notes.append(note)
     if (
         v.get("activation_peak_bytes") is None
         and v.get("peak_torch_memory_bytes") is not None
@@ -239,10 +241,11 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     after = 0 if serving is None or not any(f.line_no > serving for f in fails) else serving
     first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after), None)
     cause = root_cause(text, first_tb) if first_tb is not None else None
+    in_profile = profile_frame(text, first_tb, cause[0]) if first_tb is not None and cause else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
-                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]))
+                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]), in_profile)
 
 
 def require_vllm(log: VllmLog) -> VllmLog:
@@ -262,14 +265,11 @@ def require_vllm(log: VllmLog) -> VllmLog:
         return log
     if log.engine in ENGINE_NAMES:
         raise UnsupportedLogError(log.source, f"this log comes from {ENGINE_NAMES[log.engine]}, not vLLM "
-                                              f"({log.engine_evidence}); "
-                                  "kvledger doctor reads vLLM server logs only")
+                                  f"({log.engine_evidence}); kvledger doctor reads vLLM server logs only")
     raise UnsupportedLogError(log.source, f"no vLLM log lines in {log.total_lines:,} line(s): looked for start-up "
-                                          f"lines "
-                              "('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum concurrency "
-                              "for'), "
-                              "metrics lines ('Avg prompt throughput: …') and preemption warnings. Is this a vLLM "
-                              "server log?")
+                              "lines ('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum "
+                              "concurrency for'), metrics lines ('Avg prompt throughput: …') and preemption warnings. "
+                              "Is this a vLLM server log?")
 
 
 def read_vllm_log(path: str | Path) -> VllmLog:

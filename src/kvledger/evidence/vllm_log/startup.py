@@ -13,6 +13,8 @@ Formats covered (oldest first):
   per request: Cx`` (two lines; one line in 0.33); 0.18–0.19 DEBUG: ``worker init memory snapshot: … total_memory=X
   GiB``,
   ``Requested memory: U (util), X GiB``, ``Free memory on device (F/T GiB)``.
+* Any version: PyTorch's ``CUDA out of memory. … GPU 0 has a total capacity of T GiB …`` (the device total, read
+  where no other line prints one).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from kvledger.evidence.vllm_log.settings_echo import from_arg_dict, from_command_line, from_key_values
 from kvledger.units import GiB
 
-__all__ = ["RULES", "NOTICES", "apply_rules", "unreadable_figure"]
+__all__ = ["RULES", "NOTICES", "apply_rules", "oom_device_total", "unreadable_figure"]
 
 _V = r"v?(\d+\.\d+[\w.+-]*)"
 # Numbers as vLLM prints them, and nothing else: a figure such as "1.2.3" or a run of 40 digits does not match
@@ -123,6 +125,13 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     # after the KV pool is sized, and the budget ("Requested memory: 0.950000 (util), 75.23 GiB").
     ("worker init memory snapshot", re.compile(r"\btotal_memory=(" + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)))),
+    # PyTorch's CUDA out-of-memory error (c10/cuda/CUDACachingAllocator.cpp): "CUDA out of memory. Tried to allocate
+    # X GiB. GPU 0 has a total capacity of T GiB of which F GiB is free." T is cudaMemGetInfo's total, the device total
+    # vLLM prints, in PyTorch's format_size (2 decimals, GiB = 2**30 B); read only where no other line prints one
+    # (oom_device_total)
+    ("has a total capacity of", re.compile(r"CUDA out of memory\..*?\bGPU \d+ has a total capacity of (" + _NUM
+                                           + r")\s*GiB"),
+     _fixed(oom_total_gpu_memory_bytes=lambda m: _gib(m.group(1)))),
     # the device's name where a tuned kernel config is looked up (fused MoE, block-FP8 GEMMs): vLLM names the file
     # after torch.cuda.get_device_name() with spaces as underscores ("device_name=NVIDIA_H100_80GB_HBM3")
     ("device_name=", re.compile(r"device_name=([A-Za-z][A-Za-z0-9_-]{2,60}?)(?:,|\.json|\]|'|$)"),
@@ -218,6 +227,23 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("No available memory for the cache blocks", re.compile(r"No available memory for the cache blocks"),
      _fixed(startup_error=lambda m: m.group(0))),
 ]
+
+
+_OOM_TOTAL = "oom_total_gpu_memory_bytes"  # the key of the rule's value until oom_device_total takes it out
+
+
+def oom_device_total(values: dict[str, Any], lines: dict[str, int], workers: dict[str, str]) -> str | None:
+    """Take the device total of a CUDA out-of-memory error (the rule above) out of the start-up values; where no other
+    line printed a device total, it becomes the device total (its line kept), and the note saying so is returned."""
+    total, line = values.pop(_OOM_TOTAL, None), lines.pop(_OOM_TOTAL, None)
+    worker = workers.pop(_OOM_TOTAL, None)
+    if total is None or values.get("total_gpu_memory_bytes") is not None:
+        return None
+    values["total_gpu_memory_bytes"], lines["total_gpu_memory_bytes"] = total, line
+    if worker:
+        workers["total_gpu_memory_bytes"] = worker
+    return (f"device total {total / GiB:.2f} GiB: from line {line}, the CUDA out-of-memory error's 'total capacity' "
+            "(PyTorch prints the device's CUDA total there, in GiB of 2**30 B); the log prints no other device total")
 
 
 def apply_rules(message: str) -> list[dict[str, Any]]:

@@ -198,6 +198,9 @@ class VllmLog:
     cut_metrics: tuple[int, ...] = ()
     """Lines holding a metrics line ("Avg prompt throughput: …") without its Running, Waiting/Pending or GPU KV usage
     figure (cut short, as a log's last line often is, or garbled): not read, so no missing figure becomes 0."""
+    failure_in_profile: tuple[int, str] | None = None
+    """(line, function) of the first frame of vLLM's profile run (``profile_run``, ``determine_available_memory``,
+    ``_dummy_run``, …) in the traceback that ends in ``failure_cause``, where it runs through one; else None."""
 
     @property
     def prints_preemption_counts(self) -> bool:
