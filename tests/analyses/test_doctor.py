@@ -120,21 +120,27 @@ def test_capacity_triggered_with_options_from_the_ledger():
     assert (fp8["num_gpu_blocks"], fp8["requests_of_observed_size"], fp8["max_concurrency"]) == (52613, 255, 52.61)
     # utilization 0.95: + 5% × 85,029,027,840 B = 4,251,451,392 B → (55,168,854,917 + 4,251,451,392) / 2 MiB = 28,333.6
     assert opts["--gpu-memory-utilization 0.95"]["num_gpu_blocks"] == 28333
-    # TP 2: requested ceil(0.9 × 85,060,485,120) = 76,554,436,608; other = requested − 51.38 GiB − 14.99 GiB =
-    # 5,290,191,749;
-    # per GPU 76,554,436,608 − 14.99 GiB / 2 − 5,290,191,749 = 63,216,549,888 B, less the ledger's own growth of the
-    # other terms from TP 1 to TP 2 on this H100: non-torch memory 139,586,437 → 2,222,645,576 B (NCCL on the NVSwitch
-    # board: vLLM 0.19's TP 2 start-ups print 2.07 GiB), activation unchanged: 2,083,059,138 B → 61,133,490,750 B
-    # / 1 MiB (4 KV heads per GPU) = 58,301.4 (`kvledger plan … --tp 2` gives 58,300; it assumed the TP 1 terms and
-    # said 60,288)
+    # TP 2: the log's budget 55,168,854,917 B moved by the ledger's own change in available KV from its plan as
+    # logged (55,187,534,971 B) to `kvledger plan meta-llama/Llama-3.1-8B-Instruct --gpu H100 --max-model-len 16000
+    # --engine-version 0.11.0 --tp 2`'s (61,132,373,688 B: weights 16,094,076,928 → 8,066,179,072 B, not exactly
+    # half; non-torch memory 139,586,437 → 2,222,645,575 B, NCCL on the NVSwitch board): 55,168,854,917 +
+    # 5,944,838,717 = 61,113,693,634 B / 1 MiB (4 KV heads per GPU) = 58,282.6 → 58,282 (the plan itself says 58,300
+    # on its own budget; the log's is 18,680,054 B below the ledger's at TP 1, 17.8 blocks of 1 MiB)
     tp2 = opts["--tensor-parallel-size 2"]
-    assert (tp2["num_gpu_blocks"], tp2["gpus_per_replica"]) == (58301, 2)
-    assert "move as the ledger's do from TP 1 to TP 2 (+1.94 GiB" in tp2["detail"]
+    assert (tp2["num_gpu_blocks"], tp2["gpus_per_replica"]) == (58282, 2)
+    assert "weights 14.99 → 7.51 GiB, non-torch memory 0.13 → 2.07 GiB; available KV +5.54 GiB" in tp2["detail"]
     assert (
         opts["--max-model-len 8000"]["max_concurrency"] == 52.61
         and opts["--max-model-len 8000"]["num_gpu_blocks"] == 26306
     )
-    assert opts["--max-num-seqs 127"]["requests_of_observed_size"] == 127
+    # --max-num-seqs 127 re-planned: the ledger's activation peak (the sampler's warm-up over max_num_seqs requests)
+    # falls 5,104,926,719 → 1,026,765,619 B, so its available KV rises 55,187,534,971 → 59,265,696,071 B (the same
+    # `kvledger plan` with --max-num-seqs 127: 28,260 blocks on its own budget); the log's budget moved by that:
+    # (55,168,854,917 + 4,078,161,100) / 2 MiB = 28,251.5 → 28,251 blocks, +1,945 on 26,306 = +7.39%
+    seqs = opts["--max-num-seqs 127"]
+    assert seqs["requests_of_observed_size"] == 127
+    assert (seqs["num_gpu_blocks"], seqs["num_gpu_blocks_change"], seqs["num_gpu_blocks_change_pct"]) == (28251, 1945,
+                                                                                                          7.39)
     assert [e["line"] for e in f.evidence] == [12, 13, 14]
 
 

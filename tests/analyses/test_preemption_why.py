@@ -91,3 +91,42 @@ def test_the_fast_paths_see_the_peak_step_by_step_execution_sees(extra):
     fast, slow = (simulate(reqs, cfg, FixedStepCost(0.01), fast_forward=ff).batch[0] for ff in (True, False))
     assert fast == slow
     assert 6 <= fast["running_max"] <= 7 and fast["first_preemption"] is None
+
+
+QWEN = ["simulate", "Qwen/Qwen3-8B", "--gpu", "H100-SXM", "--max-model-len", "32K", "--trace", "mooncake",
+        "--num-requests", "500", "--json"]
+
+
+def _plan_blocks(*extra: str) -> int:
+    argv = ["plan", "Qwen/Qwen3-8B", "--gpu", "H100-SXM", "--max-model-len", "32K", *extra, "--json"]
+    return json.loads(_ok(*argv))["memory"]["num_gpu_blocks"]
+
+
+@pytest.mark.parametrize("dtype, tp2_blocks", [([], 54797), (["--kv-cache-dtype", "fp8"], 109595)])
+def test_each_option_is_the_plan_with_its_flag(dtype, tp2_blocks):
+    # the TP 2 option took TP 1's weights ÷ 2 (15.27 → 7.63 GiB) and said 54,802 (fp8: 109,605) blocks; the ledger's
+    # TP 2 weights are 7.64 GiB (8,202,596,352 B, not exactly half), and `kvledger plan Qwen/Qwen3-8B --gpu H100-SXM
+    # --max-model-len 32K --tp 2` gives 54,797 (with --kv-cache-dtype fp8: 109,595), the pool `simulate … --tp 2` runs
+    opts = {o["action"]: o for o in json.loads(_ok(*QWEN, *dtype))["preemptions"]["options"]}
+    tp2 = opts["--tensor-parallel-size 2"]
+    assert tp2["num_gpu_blocks"] == _plan_blocks(*dtype, "--tp", "2") == tp2_blocks
+    assert "weights 15.27 → 7.64 GiB" in tp2["detail"]
+    if not dtype:
+        assert opts["--kv-cache-dtype fp8"]["num_gpu_blocks"] == _plan_blocks("--kv-cache-dtype", "fp8") == 49510
+
+
+def test_the_batch_cap_option_reports_the_pool_replanned_at_the_cap():
+    # the mooncake mean request (≈14,612 tokens) fits ⌊24,754 × 16 / 14,612⌋ = 27 times in the TP 1 pool (24,755
+    # blocks); `kvledger plan … --max-num-seqs 27` gives 25,557 blocks (the sampler's warm-up and the CUDA graphs are
+    # sized by max_num_seqs: activation peak 2.22 → 0.86 GiB, CUDA graphs 0.73 → 0.32 GiB), as `simulate …
+    # --max-num-seqs 27` runs: +802 blocks = 802 / 24,755 = +3.24%
+    doc = json.loads(_ok(*QWEN))
+    seqs = {o["action"]: o for o in doc["preemptions"]["options"]}["--max-num-seqs 27"]
+    assert seqs["num_gpu_blocks"] == _plan_blocks("--max-num-seqs", "27") == 25557
+    assert (seqs["num_gpu_blocks_change"], seqs["num_gpu_blocks_change_pct"]) == (802, 3.24)
+    assert seqs["requests_of_observed_size"] == 27
+    out = " ".join(_ok(*QWEN[:-1]).split())
+    assert ("what to change: --max-num-seqs 27 (the slots ÷ the mean request: it caps the batch at the requests of the "
+            "mean length the pool holds — the excess waits in the queue; re-planned at this cap the pool is 25,557 "
+            "blocks, +802 (+3.2%)") in out
+    assert "adding no capacity" not in out and "--tensor-parallel-size 2 → 54,797 blocks on 2 GPUs" in out

@@ -149,7 +149,7 @@ def _available_kv(cmp: Any) -> str | None:
 def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
     """One remedy in a line: its blocks per replica and the GPUs it takes where more than one (or other than as
     logged), the requests of the size observed it holds; a shorter limit than those requests says it would refuse
-    them; an option that adds no capacity says so."""
+    them; an option that adds no capacity says so, and --max-num-seqs the blocks its re-planned pool gains."""
     n, g = o["requests_of_observed_size"], o["gpus_per_replica"]
     g0 = logged["gpus_per_replica"] if logged is not None else g
     if logged is not None and n == 0 and o["max_model_len"] < logged["max_model_len"]:
@@ -158,7 +158,9 @@ def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
     gpus = f" of {g} GPUs ({g0} as logged)" if g != g0 else (f" of {g} GPUs" if g > 1 else "")
     same = logged is not None and o is not logged and (o["num_gpu_blocks"], n) == (
         logged["num_gpu_blocks"], logged["requests_of_observed_size"])
-    return (f"{o['num_gpu_blocks']:,} blocks per replica{gpus}"
+    d = o.get("num_gpu_blocks_change")  # --max-num-seqs: re-planned at the cap, the pool it frees memory for
+    moved = f" ({d:+,} blocks, {o['num_gpu_blocks_change_pct']:+.1f}%, re-planned at this cap)" if d else ""
+    return (f"{o['num_gpu_blocks']:,} blocks per replica{moved}{gpus}"
             + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
             + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of preempting it; "
                "--verbose says how)" if same else ""))

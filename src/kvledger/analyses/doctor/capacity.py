@@ -15,7 +15,8 @@ from typing import Any
 
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
-from kvledger.analyses.doctor.context import DoctorContext, plan_with
+from kvledger.analyses.doctor.capacity_replan import replan, seqs_option
+from kvledger.analyses.doctor.context import DoctorContext, stand_in_gpu
 from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, full_with_running, tokens_per_running_request, usage_at
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
@@ -171,6 +172,9 @@ def _row(action: str, p: Plan, per_req: float | None, gpus: int, detail: str) ->
                 "detail": detail}
 
 
+_LEDGER = "the ledger's memory model (the log prints no KV budget)"
+
+
 def _budget(ctx: DoctorContext) -> tuple[Plan | None, int | None, str]:
     """The as-logged plan (the log's own block count when known) and the KV budget per GPU the variants start from,
     B."""
@@ -187,52 +191,33 @@ def _budget(ctx: DoctorContext) -> tuple[Plan | None, int | None, str]:
         return (
             ctx.model_plan,
             ctx.model_plan.memory.available_kv_bytes,
-            "the ledger's memory model (the log prints no KV budget)",
+            _LEDGER,
         )
     return None, None, ""
 
 
-def _requested_and_weights(ctx: DoctorContext, base: Plan) -> tuple[float | None, float | None]:
-    st, a = ctx.log.startup, ctx.model_plan
-    req = st.requested_memory_bytes or (a.memory.requested_bytes if a else None)
-    w = st.weights_bytes or next((d.bytes for d in (a.memory.deductions if a else ()) if d.name == "weights"), None)
-    return req, w
-
-
-def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None) -> tuple[list[dict[str, Any]],
-    list[str]]:
-    from kvledger.analyses.doctor.context import stand_in_gpu
-
-    spec, kw, tp, notes = ctx.model, ctx.settings, base.settings.tp, []
-    gpu = stand_in_gpu(ctx.log, ctx.gpu, kw)
+def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None,
+              own: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """The options, each re-planned by the ledger with its flag (capacity_replan.replan)."""
+    kw, tp, notes = ctx.settings, base.settings.tp, []
     out: list[tuple[str, Any, int, str]] = []
     if not base.settings.kv_cache_dtype.startswith("fp8"):
-        out.append(("--kv-cache-dtype fp8", plan_with(spec, gpu, kw, kv_cache_dtype="fp8",
-                                                      available_kv_memory_bytes=budget), tp,
+        out.append(("--kv-cache-dtype fp8", replan(ctx, budget, own, kv_cache_dtype="fp8")[0], tp,
                     "page halves, blocks double (kv_cache_interface.py); check accuracy, and see the FP8 KV break-even "
                     "for speed"))
     util = base.memory.fraction
     total = ctx.log.startup.total_gpu_memory_bytes or (ctx.gpu.memory_bytes if ctx.gpu else None)
     if total and util + 0.05 <= 0.95 + 1e-9:
-        extra = int(total * 0.05)
-        out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", plan_with(spec, gpu, kw,
-                                                                             available_kv_memory_bytes=budget + extra),
-                                                                                 tp,
-                    f"+{extra / GiB:.2f} GiB for KV (5% of {total / GiB:.2f} GiB); the other terms stay; risks OOM if "
-                    f"anything else shares the GPU"))
-    req, w = _requested_and_weights(ctx, base)
-    if req and w:
-        other = req - budget - w
-        tp2 = 2 * tp
-        delta, moved = _others_moved(ctx, tp, tp2)
-        b2 = int(req - w * tp / tp2 - other - delta)
-        out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2),
-                    tp2,
-                    f"weights per GPU halve ({w / GiB:.2f} → {w * tp / tp2 / GiB:.2f} GiB) and KV heads split; "
-                    f"{moved}; {tp2} GPUs per replica (plus all-reduce time per step)"))
-    else:
-        notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, "
-                     "and no --gpu")
+        p, moved = replan(ctx, budget, own, gpu_memory_utilization=round(util + 0.05, 4))
+        out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", p, tp,
+                    f"+5% of {total / GiB:.2f} GiB for KV, re-planned ({moved}); risks OOM if anything else shares "
+                    "the GPU"))
+    tp2 = 2 * tp
+    p, moved = replan(ctx, budget, own, tp=tp2)
+    on = "" if ctx.gpu_known else f", the ledger's terms on {stand_in_gpu(ctx.log, ctx.gpu, kw).name}"
+    out.append((f"--tensor-parallel-size {tp2}", p, tp2,
+                f"KV heads split and the terms per GPU re-planned at TP {tp2} ({moved}{on}); {tp2} GPUs per replica "
+                "(plus all-reduce time per step)"))
     out.append(shorter_limit_option(ctx, base, budget, per_req))
     rows = []
     for action, p, gpus, detail in out:
@@ -245,18 +230,21 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
     return rows, notes
 
 
-def _others_moved(ctx: DoctorContext, tp: int, tp2: int) -> tuple[int, str]:
-    """(how much the non-weight terms per GPU grow from ``tp`` to ``tp2``, B, in words): the ledger's own change
-    (non-torch memory's NCCL and all-reduce buffers, activation) on a known GPU, from its plan at ``tp``
-    (``ctx.model_plan``) to one at ``tp2``; 0, assumed, on a generic one."""
-    if ctx.gpu_known and ctx.model_plan is not None:
-        p1, p2 = ctx.model_plan, plan_with(ctx.model, ctx.gpu, ctx.settings, tp=tp2)
-        if isinstance(p1, Plan) and isinstance(p2, Plan):
-            d = int(sum(x.bytes * (1 if p is p2 else -1) for p in (p1, p2) for x in p.memory.deductions
-                        if x.name != "weights"))
-            return d, (f"the other terms per GPU move as the ledger's do from TP {tp} to TP {tp2} ({d / GiB:+.2f} "
-                       "GiB: non-torch memory, activation)")
-    return 0, "activation and other terms assumed unchanged per GPU (no --gpu: the ledger's change is not known)"
+def _seqs_row(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: bool, per_req: float,
+              notes: list[str]) -> dict[str, Any] | None:
+    """--max-num-seqs at the requests of ``per_req`` tokens the slots as logged hold, re-planned at that cap; its
+    ``num_gpu_blocks_change`` (and ``_pct``, %) against the pool as logged."""
+    seqs = int(base_row["token_slots"] // per_req)
+    if seqs < 1:
+        return None
+    action, p, detail = seqs_option(ctx, base_row, budget, own, seqs, per_req)
+    if isinstance(p, str):
+        notes.append(f"{action}: {p}")
+        return None
+    row = _row(action, p, per_req, base_row["gpus_per_replica"], detail)
+    d = p.memory.num_gpu_blocks - base_row["num_gpu_blocks"]
+    return {**row, "requests_of_observed_size": seqs, "num_gpu_blocks_change": d,
+            "num_gpu_blocks_change_pct": round(100 * d / base_row["num_gpu_blocks"], 2)}
 
 
 def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[list[dict[str, Any]], float | None,
@@ -271,18 +259,11 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[
     # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
     first = "as logged" if how.startswith("the log's") else "as modelled"
     rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}")]
-    variants, notes = _variants(ctx, base, budget, per_req)
+    own = how == _LEDGER
+    variants, notes = _variants(ctx, base, budget, per_req, own)
     rows += variants
-    if per_req:
-        seqs = int(m.usable_blocks * m.block_size // per_req)
-        rows.append({"action": f"--max-num-seqs {seqs}", "num_gpu_blocks": m.num_gpu_blocks,
-                     "token_slots": m.usable_blocks * m.block_size,
-                     "max_model_len": m.max_model_len, "max_concurrency": rows[0]["max_concurrency"],
-                         "requests_of_observed_size": seqs,
-                     "gpus_per_replica": base.settings.tp,
-                     "detail": f"caps running requests at the number of ≈{per_req:,.0f}-token requests the slots hold: "
-                               f"preemptions "
-                               "(and their recompute) stop, but no capacity is added — the excess waits in the queue"})
+    seqs = _seqs_row(ctx, rows[0], budget, own, per_req, notes) if per_req else None
+    rows += [seqs] if seqs else []
     for r in rows:
         r["notes"] = notes if r is rows[0] else []
     return rows, per_req, base

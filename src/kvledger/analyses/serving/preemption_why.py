@@ -99,8 +99,11 @@ def _change(f: dict[str, Any]) -> str:
             first = f["first"]
             held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so "
                     "requests longer than the mean still preempt" if first and first["running"] <= n else "")
+            d, pct = o["num_gpu_blocks_change"], o["num_gpu_blocks_change_pct"]
             parts.insert(0, f"{o['action']} (the slots ÷ the mean request: it caps the batch at the requests of the "
-                            f"mean length the pool holds, adding no capacity — the excess waits in the queue{held})")
+                            f"mean length the pool holds — the excess waits in the queue; re-planned at this cap the "
+                            f"pool is {o['num_gpu_blocks']:,} blocks, {d:+,} ({pct:+.1f}%), as vLLM sizes the "
+                            f"sampler's warm-up and its CUDA graphs by max_num_seqs{held})")
         elif o["num_gpu_blocks"] > base["num_gpu_blocks"] or o["gpus_per_replica"] != base["gpus_per_replica"]:
             gpus = f" on {o['gpus_per_replica']} GPUs" if o["gpus_per_replica"] != base["gpus_per_replica"] else ""
             parts.append(f"{o['action']} → {o['num_gpu_blocks']:,} blocks{gpus}, {n:,} requests of the mean length")
