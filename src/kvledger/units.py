@@ -59,19 +59,21 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
     return int(value * _BYTE_UNITS[unit])
 
 
-def parse_memory_flag(text: str, *, what: str) -> int:
+def parse_memory_flag(text: str, *, what: str, positive: bool = False) -> int:
     """A size typed on the command line (``--gpu-memory 80GiB``, ``--kv-offloading-size 256``): :func:`parse_bytes`,
     except that a bare number is GiB (2^30 B). One rule for every size flag, the convention of vLLM's own
     ``--kv-offloading-size`` (vllm/config/cache.py: "in GiB"); a byte count needs its unit ("16094076928B").
-    ``0`` stays 0 B.
+    ``0`` stays 0 B; ``positive``: a size under 1 B (0 included) is refused too, as a negative one is.
 
     Raises:
-        InputError: as :func:`parse_bytes`, or a bare number of 2^20 GiB (1 PiB) or more: a byte count without its unit.
+        InputError: as :func:`parse_bytes`; a bare number of 2^20 GiB (1 PiB) or more (a byte count without its unit).
     """
     m = _NUMBER_UNIT.match(str(text))
     if not m:  # parse_bytes' hint would offer "a number of bytes", which a size flag reads as GiB
         raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB', or a bare number "
                          "of GiB (as vLLM's --kv-offloading-size)")
+    if positive and (float(m.group(1)) < 0 or parse_memory_flag(text, what=what) < 1):  # -3 said so, as 0 is
+        raise InputError(f"{what}: {text!r} must be a finite, positive size")
     if not m.group(2):
         if abs(float(m.group(1))) >= 2**20:  # ≥ 1 PiB read as GiB: a byte count with its unit left off
             raise InputError(f"{what}: {text!r} has no unit, and a bare number is GiB (as vLLM's "

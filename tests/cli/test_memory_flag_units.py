@@ -93,3 +93,25 @@ def test_a_tier_flag_below_zero_names_the_flag_the_user_gave():
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64",
                               "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "0"])
     assert isinstance(res.exception, InputError) and "--kv-tier-nvme must be" in str(res.exception)
+
+
+@pytest.mark.parametrize("value", ["0", "0B", "0.5B", "-3"])
+def test_a_kv_budget_of_no_bytes_is_refused_in_one_line_with_exit_2(value):
+    # --available-kv-memory 0 planned "the engine may use 72.85 GiB … = 17.85 GiB before any KV; short by 0.00 GiB"
+    # and exited 3: a budget under 1 B holds no block, so it is refused where the flag is read, as -3 is
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "plan", "meta-llama/Llama-3.1-8B", "--gpu",
+                           "H100-SXM", "--available-kv-memory", value], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.strip() == f"error: --available-kv-memory: {value!r} must be a finite, positive size"
+
+
+def test_a_kv_budget_of_no_bytes_is_refused_by_the_settings_too():
+    # the Python API's bound (accounting.settings.BOUNDS: > 0 B) refuses what the flag's parser refuses
+    from kvledger.accounting.settings import make_settings
+
+    with pytest.raises(InputError, match="--available-kv-memory must be > 0 GiB, got 0.00 GiB"):
+        make_settings(available_kv_memory_bytes=0)
+    assert parse_memory_flag("1B", what="x", positive=True) == 1

@@ -34,7 +34,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
     "cuda_graph_max_batch_size": (1, False, 1 << 20), "max_cudagraph_capture_size": (1, False, 1 << 20),
-    "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, False, _B45),
+    "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, True, _B45),
     "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
     "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),

@@ -131,7 +131,8 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
         tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,
         available_kv_memory_bytes=parse_memory_flag(available_kv_memory,
-                                                    what="--available-kv-memory") if available_kv_memory else None,
+                                                    what="--available-kv-memory",
+                                                    positive=True) if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
             achievable_flops_fraction=0.7 if flops_fraction is None else flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings

@@ -126,10 +126,10 @@ class PlanMoreFlags:
         "checkpoints of bfloat16 models)."))
 
 
-def _bytes_opt(v: str | None, what: str) -> int | None:
+def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
     from kvledger.units import parse_memory_flag
 
-    return None if v is None else parse_memory_flag(v, what=what)
+    return None if v is None else parse_memory_flag(v, what=what, positive=positive)
 
 
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
@@ -171,7 +171,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         quantization=f.quantization.lower() if f.quantization else None,
         max_num_batched_tokens=parse_tokens(mnbt, what="--max-num-batched-tokens") if mnbt else None,
         max_num_seqs=f.max_num_seqs, block_size=f.block_size,
-        available_kv_memory_bytes=_bytes_opt(f.available_kv_memory, "--available-kv-memory"),
+        available_kv_memory_bytes=_bytes_opt(f.available_kv_memory, "--available-kv-memory", positive=True),
         num_gpu_blocks_override=f.num_gpu_blocks_override,
         weights_bytes=_bytes_opt(f.weights_memory, "--weights-memory"),
         activation_peak_bytes=_bytes_opt(f.activation_peak, "--activation-peak"),
