@@ -96,7 +96,8 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
     if session_rate is None:
         return spec, rate, []
     if rate is not None or monthly_tokens is not None:
-        raise InputError("give the load as --session-rate, --rate or --monthly-tokens, only one")
+        raise InputError("give the load as --session-rate, --rate or a monthly volume (--monthly-tokens, or "
+                         "--monthly-input-tokens with --monthly-output-tokens), only one")
     if not (session_rate > 0 and session_rate < 1e6):
         raise InputError(f"--session-rate must be in (0, 1,000,000) sessions/s, got {session_rate!r}")
     from kvledger.catalog.models import load_model

@@ -22,7 +22,7 @@ import typer
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
-from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, search_inputs
+from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
@@ -146,8 +146,9 @@ def _exit_with(result: Any, status: int) -> None:
         raise typer.Exit(status)
 
 
-@with_groups(workload=WORKLOAD, sessions=SESSIONS, axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE,
-             pricing=PRICING, run=GroupUse(SearchRunFlags, first_spelling=True))
+@with_groups(workload=WORKLOAD, sessions=SESSIONS, volume=SearchVolumeFlags,
+             axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE, pricing=PRICING,
+             run=GroupUse(SearchRunFlags, first_spelling=True))
 def search_command(
     model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
@@ -160,6 +161,7 @@ def search_command(
         None, "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
         help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
              "the workload's mean tokens per request", show_default=False),
+    volume: SearchVolumeFlags = SearchVolumeFlags(),
     axes: SearchAxesFlags = SearchAxesFlags(),
     engine: EngineFlags = EngineFlags(),
     pricing: PricingFlags = PricingFlags(),
@@ -185,7 +187,7 @@ def search_command(
     model does not fit.
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
-                                         (rate, monthly_tokens), axes, run.api)
+                                         (rate, monthly_tokens, volume), axes, run.api)
     _check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
 from kvledger.cli.search_axes import axes_of, splits_of, workload_of
 
-__all__ = ["SearchAxesFlags", "SearchRunFlags", "search_inputs"]
+__all__ = ["SearchAxesFlags", "SearchRunFlags", "SearchVolumeFlags", "search_inputs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,16 @@ class SearchAxesFlags:
         "--disagg-splits"))
     disagg_splits: str = flag("--disagg-splits", default="1:1,1:2,2:1", help=(
         "with --disagg: prefill:decode replica counts per unit"))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchVolumeFlags:
+    """The monthly volume as input and output tokens and its peak, as ``cost`` and ``report`` take them (``bill_opts``
+    declares each flag): replicas sized for the peak, the month priced at the mean."""
+
+    monthly_input_tokens: bo.MonthlyIn = None
+    monthly_output_tokens: bo.MonthlyOut = None
+    peak_to_mean: bo.PeakToMean = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,19 +92,23 @@ class SearchRunFlags:
 def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
                   ax: SearchAxesFlags, api: str | None) -> tuple[Any, Any, list[str]]:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
-    ``p`` are the workload, session, engine and pricing groups, ``load`` the (--rate, --monthly-tokens) pair."""
+    ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
+    ``SearchVolumeFlags``)."""
     from kvledger.analyses.search import SearchSpec
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_tokens
 
     parse_slo(slo)  # a bad SLO is refused here, before any candidate is planned (as goodput and cost refuse it)
-    rate, monthly_tokens = load
-    if p.utilization is not None and (rate is not None or monthly_tokens is not None or sessions.session_rate):
+    rate, monthly_tokens, vol = load
+    split = next((v for v in (vol.monthly_input_tokens, vol.monthly_output_tokens) if v is not None), None)
+    if p.utilization is not None and (rate is not None or monthly_tokens is not None or split is not None
+                                      or sessions.session_rate):
         from kvledger.errors import InputError
 
-        raise InputError(f"--utilization {p.utilization:g} cannot be given with a load (--rate, --monthly-tokens or "
-                         "--session-rate): the load sets each candidate's replicas and the utilization they realize, "
-                         "and its bill is those whole replicas, so an assumed utilization would price the tokens at "
+        raise InputError(f"--utilization {p.utilization:g} cannot be given with a load (--rate, --monthly-tokens, "
+                         "--monthly-input-tokens/--monthly-output-tokens or --session-rate): the load sets each "
+                         "candidate's replicas and the utilization they realize, and its bill is those whole "
+                         "replicas, so an assumed utilization would price the tokens at "
                          "a load they do not carry (as cost refuses it with a volume). Drop --utilization to price at "
                          "the realized utilization (--max-utilization caps it), or drop the load to price one replica "
                          "at the utilization given.")
@@ -103,7 +118,8 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
 
         make_settings(quantization=e.quantization.lower())
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
-                                       rate, monthly_tokens, model, mml, w.seed, ax.disagg)
+                                       rate, split if monthly_tokens is None else monthly_tokens, model, mml,
+                                       w.seed, ax.disagg)
     spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                       num_requests=w.num_requests,
                       seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
@@ -112,13 +128,21 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                       quantization=e.quantization.lower() if e.quantization else None,
                       utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
-                      monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
+                      monthly_tokens=monthly_tokens, monthly_input_tokens=vol.monthly_input_tokens,
+                      monthly_output_tokens=vol.monthly_output_tokens, peak_to_mean=vol.peak_to_mean,
+                      api=api, batch_share=p.batch_share,
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency)
     from kvledger.analyses.search.evaluate import check_volume
+    from kvledger.analyses.search.load import load_problems
 
-    check_volume(spec)  # a --monthly-tokens cost would refuse, refused before any candidate is planned
+    if bad := load_problems(spec, priced=False):  # the load's flags together, refused before any candidate is planned
+        from kvledger.errors import InputError
+
+        raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
+                         + "\n".join(f"  - {b}" for b in bad))
+    check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
     axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
                    e.enable_expert_parallel)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.search.load import has_load
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
 from kvledger.report.run_warnings import is_warning
 from kvledger.report.search_answer import api_verdict, no_winner_line, tie_line, winner_line
@@ -40,7 +41,7 @@ def _top_table(result: Any, top: int) -> Any:
 
     from kvledger.report.tables import LedgerTable as Table
 
-    sized = result.spec.rate_req_per_s is not None or result.spec.monthly_tokens is not None
+    sized = has_load(result.spec)
     feasible = [result.entry(cid) for cid in result.ranking]
     varied = {k for k in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
               if len({e[k] for e in result.entries}) > 1}
@@ -76,7 +77,7 @@ def _per_probe(sp: Any) -> str:
 def _good_at(sp: Any) -> str:
     """Whose share within the SLO counts the good tokens at the utilization priced: with a load to size for (no
     --utilization), a run at the load each replica carries, as cost --simulate prices (``evaluate.volume_load``)."""
-    if sp.utilization is None and (sp.rate_req_per_s is not None or sp.monthly_tokens is not None):
+    if sp.utilization is None and has_load(sp):
         return ("those of a run of the same workload and seed at the load each replica carries (the load ÷ replicas), "
                 "as cost --simulate prices the same deployment at the same load; a disaggregated unit's or a session "
                 "workload's: offered × the boundary run's attainment")

@@ -16,8 +16,8 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
     """The API the search compares with (``_api_row``), priced after the mix, and the same traffic's monthly bill at
     the workload's means (``monthly_usd``); None when there is no API row."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.analyses.search.load import monthly_tokens_priced
     from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
-    from kvledger.ledgers.cost import HOURS_PER_MONTH
 
     mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
     price, how = _api_row(spec, mix, feasible)
@@ -34,8 +34,7 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
         wl = feasible[0]["workload"]
         rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
         if rate is not None:
-            secs = HOURS_PER_MONTH * 3600.0
-            tin, tout = rate * secs * wl["prompt_tokens_mean"], rate * secs * wl["output_tokens_mean"]
+            tin, tout = monthly_tokens_priced(spec, rate, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
             led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
             out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
                         "ledger": led.to_dict()})

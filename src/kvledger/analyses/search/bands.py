@@ -125,7 +125,7 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
 
     s = e["sizing"]
     c = s.get("capacity_req_per_s", e["capacity"]["boundary_rate_req_per_s"]) * k  # what the point was sized on
-    replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization)
+    replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization, s.get("peak_to_mean", 1.0))
     if "staircase" in s:  # whole instances of the cheapest packing at this replica count (instance_bill)
         usd = instance_usd_per_month(s, replicas)
     else:  # a ledger written before instances were billed whole: GPUs per replica × $/GPU-h × 730 h

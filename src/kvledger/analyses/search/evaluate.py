@@ -31,32 +31,29 @@ from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
 from kvledger.analyses.search.launch import launch_for
+from kvledger.analyses.search.load import offered_words, peak_figures, split_for
 from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
-from kvledger.ledgers.cost import HOURS_PER_MONTH
-from kvledger.ledgers.volume import check_monthly_tokens
 
 __all__ = ["evaluate_candidate", "load_rate_req_per_s", "check_volume", "size_for_load", "sizing_capacity",
            "capacity_figures", "volume_load"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
-    """Mean request rate to size for, req/s: ``--rate``, or ``--monthly-tokens`` ÷ (mean tokens per request × 730 h ×
-    3600 s), the requests it converts to held to the caps ``cost`` holds a volume to (``volume.check_monthly_tokens``).
+    """Mean request rate to size for, req/s: ``--rate``, or a monthly volume's requests ÷ (730 h × 3600 s), converted at
+    the mean tokens per request as ``cost`` converts it and held to its caps (``search.load.mean_rate``); the replicas
+    are sized for it × ``--peak-to-mean`` (``size_for_load``).
 
     Raises:
-        InputError: ``--monthly-tokens`` converts to more requests a month than ``--monthly-requests`` takes.
+        InputError: a volume that converts to more requests or tokens a month than cost's flags take.
     """
-    if spec.rate_req_per_s is not None:
-        return spec.rate_req_per_s
-    if spec.monthly_tokens is not None:
-        check_monthly_tokens(spec.monthly_tokens, mean_input_tokens, mean_output_tokens)
-        return spec.monthly_tokens / ((mean_input_tokens + mean_output_tokens) * HOURS_PER_MONTH * 3600.0)
-    return None
+    from kvledger.analyses.search.load import mean_rate
+
+    return mean_rate(spec, mean_input_tokens, mean_output_tokens)
 
 
 def check_volume(spec: SearchSpec) -> None:
@@ -67,7 +64,9 @@ def check_volume(spec: SearchSpec) -> None:
     Raises:
         InputError: as ``load_rate_req_per_s``.
     """
-    if spec.monthly_tokens is None or spec.rate_req_per_s is not None or hasattr(spec.synthetic, "prepare_setup"):
+    from kvledger.analyses.search.load import has_load
+
+    if not has_load(spec) or spec.rate_req_per_s is not None or hasattr(spec.synthetic, "prepare_setup"):
         return
     from kvledger.dynamics.workload.traces import load_trace
 
@@ -77,14 +76,16 @@ def check_volume(spec: SearchSpec) -> None:
     load_rate_req_per_s(spec, sum(r.num_prompt_tokens for r in reqs) / n, sum(r.num_output_tokens for r in reqs) / n)
 
 
-def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float) -> tuple[int, float]:
-    """(replicas, realized utilization) serving an offered ``rate_req_per_s`` with each replica's mean offered load ≤
-    max_utilization × its SLO capacity (``capacity_req_per_s``, offered req/s at which the target meets the SLO).
+def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float,
+                  peak_to_mean: float = 1.0) -> tuple[int, float]:
+    """(replicas, realized utilization) serving a mean offered ``rate_req_per_s`` whose busiest hour is
+    ``peak_to_mean`` × it, with each replica's offered load at the peak ≤ max_utilization × its SLO capacity
+    (``capacity_req_per_s``, offered req/s at which the target meets the SLO).
 
-    replicas = ⌈rate ÷ (capacity × max_utilization)⌉ (at least 1); realized = rate ÷ (replicas × capacity).
-    The 1e-12 keeps an exact multiple from rounding up by float noise, as ``kvledger cost`` does.
+    replicas = ⌈rate × peak_to_mean ÷ (capacity × max_utilization)⌉ (at least 1); realized = rate ÷ (replicas ×
+    capacity), the mean. The 1e-12 keeps an exact multiple from rounding up by float noise, as ``kvledger cost`` does.
     """
-    replicas = max(1, math.ceil(rate_req_per_s / (capacity_req_per_s * max_utilization) - 1e-12))
+    replicas = max(1, math.ceil(rate_req_per_s * peak_to_mean / (capacity_req_per_s * max_utilization) - 1e-12))
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
 
 
@@ -97,7 +98,7 @@ def volume_load(spec: SearchSpec, rerun: Any, rate_req_per_s: float, cap: Any) -
 
     if hasattr(spec.synthetic, "prepare_setup"):
         return None
-    replicas, _ = size_for_load(rate_req_per_s, cap.sizing_req_per_s, spec.max_utilization)
+    replicas, _ = size_for_load(rate_req_per_s, cap.sizing_req_per_s, spec.max_utilization, spec.peak_to_mean)
     return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s)
 
 
@@ -179,7 +180,7 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
     """(replicas for the load and their monthly bill on whole instances of the cheapest packing
     (``instance_bill.instance_sizing``), that packing)."""
     c, num_gpus = cap.sizing_req_per_s, cand.num_gpus
-    replicas, realized = size_for_load(rate, c, spec.max_utilization)
+    replicas, realized = size_for_load(rate, c, spec.max_utilization, spec.peak_to_mean)
     unit = unit_packing(gpu, replicas, engine_groups(cand))
     inst = instance_sizing(gpu, replicas, engine_groups(cand), unit=unit)
     which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
@@ -187,9 +188,9 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
             "prices it)" if cap.load is not None else
             f"offered × {cap.goodput_req_per_s / c:.3f} ({which} attainment, the share of its requests within the SLO; "
             "not its good req/s ÷ offered, which counts the drain tail after the last arrival as failed requests)")
-    return {"rate_req_per_s": rate, "capacity_req_per_s": c, "replicas": replicas, "num_gpus": replicas * num_gpus,
-            "realized_utilization": realized, **inst,
-            "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({c:.4g} req/s SLO capacity × "
+    return {"rate_req_per_s": rate, **peak_figures(spec, rate), "capacity_req_per_s": c, "replicas": replicas,
+            "num_gpus": replicas * num_gpus, "realized_utilization": realized, **inst,
+            "how": f"replicas = ⌈{offered_words(spec, rate)} ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
                    f"that load = {good}; bill = {inst['instances_how']}"}, unit
 
@@ -262,7 +263,8 @@ def unit_cost(spec: SearchSpec, cap: Any, cand: Any, gpu: Any, sizing: dict[str,
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(packing.rate, cand.num_gpus, utilization, max_utilization=spec.max_utilization,
                           kv_tiers=bill)
-    led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing)
+    split = split_for(spec, sizing["rate_req_per_s"], cap) if sizing else None  # tokens given, as cost spreads them
+    led_in, led_out = self_host_unit_ledgers(cap, setup, packing=packing, split=split)
     tier_hour = tier_month / HOURS_PER_MONTH
     unit_hour = packing.usd_per_hour / packing.units + tier_hour  # one unit's share of the bill, idle GPUs included
     at_capacity = cand.num_gpus * packing.usd_per_gpu_hour + tier_hour  # its own GPUs alone

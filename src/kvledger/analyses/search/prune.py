@@ -62,7 +62,7 @@ def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) ->
     gpus, usd_h = entry["num_gpus_per_unit"], entry["price"]["usd_per_gpu_hour"]
     at_cap = gpus * usd_h * 1000.0 / (3600.0 * cap)
     if rate_req_per_s is not None:
-        replicas, _ = size_for_load(rate_req_per_s, cap, spec.max_utilization)
+        replicas, _ = size_for_load(rate_req_per_s, cap, spec.max_utilization, spec.peak_to_mean)
         return bill_key(replicas * gpus * usd_h * HOURS_PER_MONTH), at_cap
     return at_cap / spec.utilization, at_cap
 

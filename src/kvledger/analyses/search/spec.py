@@ -62,12 +62,15 @@ class SearchSpec:
         sizing).
         max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
         rate_req_per_s: target mean request rate, req/s. monthly_tokens: input + output tokens per month.
+        monthly_input_tokens, monthly_output_tokens: the volume as tokens of each kind (together; ``search.load``).
+        peak_to_mean: the busiest hour's rate ÷ the month's mean: replicas sized for the peak, priced at the mean.
         api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against.
     """
 
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
-    __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization")
+    __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
+                         "monthly_input_tokens", "monthly_output_tokens")
 
     model: str
     slo: str
@@ -90,6 +93,9 @@ class SearchSpec:
     max_utilization: float = 0.8
     rate_req_per_s: float | None = None
     monthly_tokens: float | None = None
+    monthly_input_tokens: float | None = None
+    monthly_output_tokens: float | None = None
+    peak_to_mean: float = 1.0
     api: str | None = None
     batch_share: float = 0.0
     cache_hit_rate: float = 0.0
@@ -110,13 +116,11 @@ class SearchSpec:
         bad = [str(e) for e in range_problems("search", {  # kvledger.ranges: the CLI's ranges, checked again here for
             "target": self.target, "num_requests": self.num_requests,  # the Python API
             "utilization": self.utilization, "max_utilization": self.max_utilization,
-            "rate": self.rate_req_per_s, "monthly_tokens": self.monthly_tokens})]
-        if self.rate_req_per_s is not None and self.monthly_tokens is not None:
-            bad.append("give the load as --rate (req/s) or --monthly-tokens, not both")
-        if self.utilization is None and self.rate_req_per_s is None and self.monthly_tokens is None:
-            bad.append("the cost per token needs a utilization: give --utilization, or a load (--rate or "
-                       "--monthly-tokens) "
-                       "whose sizing then sets it")
+            "rate": self.rate_req_per_s, "monthly_tokens": self.monthly_tokens, "peak_to_mean": self.peak_to_mean,
+            "monthly_input_tokens": self.monthly_input_tokens, "monthly_output_tokens": self.monthly_output_tokens})]
+        from kvledger.analyses.search.load import load_problems
+
+        bad += load_problems(self)  # one load at most, or a utilization; a peak only with a load
         bad += [str(e) for e in range_problems("search", {
             "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
             "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour,
@@ -143,6 +147,8 @@ class SearchSpec:
             d.pop("trace")
         if not self.wddm:
             del d["wddm"]
+        if self.peak_to_mean == 1.0:  # flat traffic: absent, so that a ledger written before the flag resumes
+            del d["peak_to_mean"]
         return d
 
 

@@ -62,6 +62,7 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     ``cost --simulate --kv-tier-host``)."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, unit_cost, volume_load
     from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
+    from kvledger.analyses.search.load import offered_words, peak_figures
     from kvledger.analyses.search.screen import cheapest, packing_price, price_rows
     from kvledger.ledgers.cost import GpuRate
 
@@ -73,13 +74,14 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     sizing = None
     if rate is not None and spec.utilization is None:
         cap.load = volume_load(spec, rerun, rate, cap)
-    replicas, realized = (1, None) if rate is None else size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization)
+    replicas, realized = (1, None) if rate is None else size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization,
+                                                                      spec.peak_to_mean)
     packing = unit_packing(gpu, replicas, groups)  # the sizing's, or one unit's without a volume
     if rate is not None:
         inst = instance_sizing(gpu, replicas, groups, tier_month, unit=packing)
-        sizing = {"rate_req_per_s": rate, "capacity_req_per_s": cap.sizing_req_per_s, "replicas": replicas,
-                  "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
-                  "how": f"replicas = ⌈{rate:.4g} req/s offered ÷ ({cap.sizing_words} × "
+        sizing = {"rate_req_per_s": rate, **peak_figures(spec, rate), "capacity_req_per_s": cap.sizing_req_per_s,
+                  "replicas": replicas, "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
+                  "how": f"replicas = ⌈{offered_words(spec, rate)} ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
     packing, cost = unit_cost(spec, cap, cand, gpu, sizing, packing, tier)
     return cost, sizing, packing_price(rows, packing)
