@@ -122,7 +122,10 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
                if f.annotation in (int, float, int | None, float | None)}
-    assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens"}
+    assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens",
+                                                     "monthly_input_tokens", "monthly_output_tokens", "peak_to_mean",
+                                                     "batch_share", "cache_hit_rate"}
+    assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 
 def _capacity(d: dict) -> float:

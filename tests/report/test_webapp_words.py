@@ -27,11 +27,20 @@ def test_an_unknown_gpu_names_the_gpu_field_and_the_data_folder_not_cli_flags():
 
 
 def test_price_and_length_messages_in_the_apps_words():
-    # prices.py's message when several rental rows match (the app has no provider field)
+    # prices.py's message when several rental rows match: the app's provider field picks one
     said = in_app_words("2 rental prices for 'H100': AWS p5 $3.93/GPU-h (2025-06); Nebius $2.95/GPU-h (2025-06). "
                         "Pick one with --gpu-provider (and --instance), or give --gpu-usd-per-hour")
-    assert "The app has no provider field: `kvledger cost --gpu-provider P --instance I`" in said
-    assert "Pick one with --gpu-provider" not in said
+    assert "Pick one with the GPU provider field (gpu_provider; `kvledger cost --gpu-provider P --instance I` picks " \
+           "one instance), or give your own price to `kvledger cost --gpu-usd-per-hour X`" in said
+    assert "Pick one with --gpu-provider" not in said and "command-line option" not in said
+    # the GPU price line without a provider (decision_data): another is chosen in the field, not by a flag
+    said = in_app_words("the cheapest packing of the replicas on the 9 row(s) for nvidia_h100_sxm in gpu_prices.csv: "
+                        "1 × Lambda:gpu_1x_h100_sxm5; pass --gpu-provider to choose another")
+    assert said.endswith("; name another in the GPU provider field (gpu_provider)")
+    for flag, field in (("--batch-share", "(batch_share)"), ("--cache-hit-rate", "(cache_hit_rate)"),
+                        ("--peak-to-mean", "(peak_to_mean)"), ("--monthly-input-tokens", "monthly_input_tokens")):
+        said = in_app_words(f"{flag} 2 is out of range; allowed: [0, 1]")
+        assert field in said and flag not in said and "command-line option" not in said, said
     said = in_app_words("lower max_model_len to ≤ 41,872 (--max-model-len 41872), or give the KV cache more memory")
     assert said == "lower max_model_len to ≤ 41,872 (max_model_len 41872 in the context field), or give the KV cache " \
                    "more memory"

@@ -18,23 +18,24 @@ from typing import Any
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
 # at module level too: the endpoints' body models
-from kvledger.report.webapp_requests import SERVING_NUM_REQUESTS, PlanRequest, ServingRequest
+from kvledger.report.webapp_requests import SERVING_NUM_REQUESTS, TRAFFIC_FIELDS, PlanRequest, ServingRequest
 
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
 
 def choices() -> dict[str, Any]:
-    """What the form offers: bundled models, catalog GPUs, API price rows, traces, engines, KV dtypes."""
+    """What the form offers: bundled models, catalog GPUs, API price rows, traces, engines, KV dtypes, GPU providers."""
     from kvledger.catalog.gpus import gpu_catalog
     from kvledger.catalog.models import bundled_models
-    from kvledger.catalog.prices import api_prices
+    from kvledger.catalog.prices import api_prices, gpu_prices
     from kvledger.dynamics.workload.traces import list_traces
 
     return {"models": [m.hf_id for m in bundled_models()],
             "gpus": [{"id": g.gpu_id, "name": g.name} for g in gpu_catalog().values() if g is not None],
             "apis": [p.key for p in api_prices()],
             "traces": [t.name for t in list_traces() if t.has_arrivals],  # the capacity search scales their arrivals
-            "engines": ["vllm", "sglang", "trtllm"], "kv_cache_dtypes": ["auto", "fp8"]}
+            "engines": ["vllm", "sglang", "trtllm"], "kv_cache_dtypes": ["auto", "fp8"],
+            "providers": sorted({r.provider for r in gpu_prices()})}  # gpu_prices.csv's, for the provider field
 
 
 def _figure_json(f: Any) -> dict[str, Any]:
@@ -88,28 +89,38 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
                     wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
-                    stopped: Any = None) -> dict[str, Any]:
+                    stopped: Any = None, traffic: dict[str, Any] | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
-    every TTFT and E2E; the headline carries its note); ``stopped()`` true (the client has gone) raises Gone at the next
-    stage. Every number is range-checked first, as the CLI checks it."""
+    every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
+    (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens);
+    ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
+    CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
     from kvledger.report.webapp_answer import answer_caveats
     from kvledger.report.webapp_guard import Gone
-    from kvledger.report.webapp_requests import check_serving_numbers, simulator_engine, web_client_latency
+    from kvledger.report.webapp_requests import (
+        check_serving_numbers,
+        check_traffic,
+        simulator_engine,
+        web_client_latency,
+    )
     from kvledger.report.webapp_words import in_app_words
 
     check_serving_numbers(tp, utilization, num_requests, monthly_tokens)  # kvledger.ranges, before any simulation
+    traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
+    check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
     policy = simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
     client = web_client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
              **({"policy": policy} if policy else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
-                        utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
+                        utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
+                        **traffic)
 
     def stage(_text: str) -> None:  # build_report_data calls it before each stage
         if stopped is not None and stopped():
@@ -126,7 +137,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "capacity_warning": " ".join(not_steady_lines(cs)) or None,
                 "goodput_req_per_s": sized_run_figures(cs)[0],  # at the capacity sized on
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "gpu_price": in_app_words(data.inputs["gpu_price_choice"]),  # "another provider": the field's
+                "error_band": (c.get("error_band") or {}).get("text"),
                 "secondary": in_app_words(c["secondary"]) if c.get("secondary") else None,  # the utilization priced
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,
                 "client_latency": client.note() if client is not None else None,  # simulate's line: what, and whence
@@ -187,7 +199,8 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
     trace = check_web_trace(body.trace, data_dir)
     return serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
                            body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
-                           body.wddm, body.client_latency, body.engine, stopped=stopped)
+                           body.wddm, body.client_latency, body.engine, stopped=stopped,
+                           traffic=body.model_dump(include=set(TRAFFIC_FIELDS)))
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):

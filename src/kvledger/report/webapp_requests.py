@@ -11,9 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "web_client_latency", "check_plan_numbers",
-           "check_serving_numbers", "simulator_engine"]
+__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "TRAFFIC_FIELDS", "web_client_latency",
+           "check_plan_numbers", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
+#: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
+#: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider
+TRAFFIC_FIELDS = ("batch_share", "cache_hit_rate", "peak_to_mean", "gpu_provider", "monthly_input_tokens",
+                  "monthly_output_tokens")
 SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 _SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
 
@@ -60,6 +64,32 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
         count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
     values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens}
     check_options("cost", values, _fields(values))
+
+
+def check_traffic(traffic: dict[str, Any], monthly_tokens: float | None) -> None:
+    """The traffic fields (``TRAFFIC_FIELDS``) as ``kvledger cost`` checks its flags: each number in cost's range, a
+    volume's token counts read by its parser, input and output tokens together and not with ``monthly_tokens``, a
+    peak only with a volume to size for. Raises InputError naming the field."""
+    from kvledger.errors import InputError
+    from kvledger.ranges import check_options
+    from kvledger.units import count_option
+
+    numbers = {k: v for k, v in traffic.items() if k != "gpu_provider"}
+    for k in ("monthly_input_tokens", "monthly_output_tokens"):
+        if numbers.get(k) is not None:
+            count_option(k)(repr(numbers[k]))
+    check_options("cost", numbers, _fields(numbers))
+    split = [k for k in ("monthly_input_tokens", "monthly_output_tokens") if numbers.get(k) is not None]
+    if len(split) == 1:
+        raise InputError(f"{split[0]} is given without {({*TRAFFIC_FIELDS[4:]} - {split[0]}).pop()}: the volume as "
+                         "tokens of each kind takes both (or give monthly_tokens, split as in the run)")
+    if split and monthly_tokens is not None:
+        raise InputError("monthly_tokens and monthly_input_tokens/monthly_output_tokens are two volumes: give one "
+                         "(empty monthly_tokens to size for the input and output tokens)")
+    if numbers.get("peak_to_mean", 1.0) != 1.0 and not split and monthly_tokens is None:
+        raise InputError(f"peak_to_mean {numbers['peak_to_mean']:g} sizes replicas for the busiest hour of a monthly "
+                         "volume: give one (monthly_tokens, or monthly_input_tokens with monthly_output_tokens), or "
+                         "set peak_to_mean to 1")
 
 
 def simulator_engine(engine: str) -> str | None:
@@ -128,6 +158,12 @@ class ServingRequest(DeploymentRequest):
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None
+    monthly_input_tokens: float | None = None
+    monthly_output_tokens: float | None = None
+    peak_to_mean: float = 1.0
+    batch_share: float = 0.0
+    cache_hit_rate: float = 0.0
+    gpu_provider: str | None = _text(None)
     client_latency: str | None = _text(None)
 
     @field_validator("client_latency")

@@ -10,7 +10,8 @@ from typing import Any
 __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, Windows/WSL2 (WDDM), SLOs, API "
-           "price row, traffic, volume, utilization, requests per simulation, client latency")
+           "price row, GPU provider, traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
+           "cache-hit rate, utilization, requests per simulation, client latency")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
@@ -21,8 +22,16 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
      r". A catalog GPU with other memory, bandwidth or peak is a command-line option (`kvledger plan --gpu-memory "
      r"…`), not a field here."),
     (r"Pick one with --gpu-provider \(and --instance\), or give --gpu-usd-per-hour",
-     r"The app has no provider field: `kvledger cost --gpu-provider P --instance I` picks one row, and "
-     r"`--gpu-usd-per-hour` there takes your own price"),
+     r"Pick one with the GPU provider field (gpu_provider; `kvledger cost --gpu-provider P --instance I` picks one "
+     r"instance), or give your own price to `kvledger cost --gpu-usd-per-hour X`"),
+    (r"^unknown GPU price provider ('[^']*')\. \(", r"gpu_provider \1 (the GPU provider field) is not in the price "
+     r"table ("),
+    (r"; or pass --gpu-usd-per-hour\)", r"; or give your own price to `kvledger cost --gpu-usd-per-hour X`)"),
+    (r"pass --gpu-provider to choose another", r"name another in the GPU provider field (gpu_provider)"),
+    (r"(?<!cost )--gpu-provider(?![\w-])", r"the GPU provider field (gpu_provider)"),
+    (r"--batch-share", r"the batch share field (batch_share)"),
+    (r"--cache-hit-rate", r"the cache-hit rate field (cache_hit_rate)"),
+    (r"--peak-to-mean", r"the peak-to-mean field (peak_to_mean)"),
     (r"\(or pass --gpu-usd-per-hour to give your own price\)",
      r"(the app prices catalog rows only; `kvledger cost --gpu-usd-per-hour X` takes your own price)"),
     (r"\(--max-model-len (\d+)\)", r"(max_model_len \1 in the context field)"),
@@ -36,7 +45,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--slo(?![\w-])", r"the SLO field"),
     (r"^--utilization (\S+) cannot", r"utilization \1 (the utilization field) cannot"),  # volume.refuse_utilization_...
     (r"\(--monthly-tokens, --monthly-requests, or --monthly-input-tokens with --monthly-output-tokens\)",
-     r"(the volume field)"),
+     r"(the volume field, or the input and output tokens fields)"),
+    (r"--monthly-tokens", r"the volume field (monthly_tokens)"),
+    (r"--monthly-input-tokens", r"monthly_input_tokens"),  # the request's own fields of those names
+    (r"--monthly-output-tokens", r"monthly_output_tokens"),
     (r"Drop --utilization", r"Empty the utilization field"),
     (r"leave the flag out for the per-token ledgers alone", r"empty the volume field for the per-token ledgers alone"),
     (r"\(given \(--utilization\)\)", r"(given: the utilization field)"),  # cost's secondary line: the utilization
