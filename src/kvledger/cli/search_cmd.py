@@ -24,6 +24,7 @@ from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
+from kvledger.cli.search_status import answer_status, exit_with
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -113,39 +114,6 @@ def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
         check_wddm(make_settings(wddm=True), resolve_gpu(g))
 
 
-def _answer_status(result: Any) -> int:
-    """The status the search ends with after its output: 1 when a candidate could not be evaluated (a worker failed:
-    scripts must not take a ranking with holes for a complete one), 2 when every candidate was refused as a setting
-    the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
-    is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
-    rejected for memory (its headline says why: a script must not take "nothing can start" for a ranking,
-    analyses.search.frontier.none_can_start), else 0."""
-    from kvledger.analyses.search.frontier import none_can_start
-
-    entries = result.entries
-    if any(e["status"] == "error" for e in entries):
-        return 1
-    if entries and all(e.get("reason") == "invalid setting" for e in entries):
-        return 2
-    return 3 if none_can_start(entries) else 0
-
-
-def _exit_with(result: Any, status: int) -> None:
-    """End with ``status`` (``_answer_status``) after the output, naming on stderr the failed candidates (1, with the
-    remedy) or the invalid setting (2)."""
-    if status == 1:
-        failed = [e for e in result.entries if e["status"] == "error"]
-        names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
-        typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
-                   "Run again with --resume LEDGER to redo only those.", err=True)
-    elif status == 2:
-        first = result.entries[0]
-        typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
-                   f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
-    if status:
-        raise typer.Exit(status)
-
-
 @with_groups(workload=WORKLOAD, sessions=SESSIONS, volume=SearchVolumeFlags,
              axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE, pricing=PRICING,
              run=GroupUse(SearchRunFlags, first_spelling=True))
@@ -177,9 +145,10 @@ def search_command(
     does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
     numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
     --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
-    --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
-    analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
-    frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
+    --rate, --monthly-tokens or --monthly-input-tokens with --monthly-output-tokens the replicas (for the peak under
+    --peak-to-mean, priced at the mean, as `kvledger cost`), GPUs and monthly bill; --api adds the API bill. A
+    candidate whose analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or
+    reach a frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
 
     Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
     input (also when every candidate is refused as an invalid setting, after the output); 3 when no candidate can
@@ -198,10 +167,10 @@ def search_command(
     _check_outputs(run, [model, *paths_in(workload, sessions, engine, pricing, axes)])
     result, variants = _search(spec, ax, run)
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
-    status = _answer_status(result)
+    status = answer_status(result)
     will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
     _write(result, variants, rank, run)
-    _exit_with(result, status)
+    exit_with(result, status)
 
 
 def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:

@@ -1,0 +1,43 @@
+"""How ``kvledger search`` ends after its output: the status its answer has (a failed candidate, every candidate an
+invalid setting, none that can start) and what it says on stderr for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+__all__ = ["answer_status", "exit_with"]
+
+
+def answer_status(result: Any) -> int:
+    """The status the search ends with after its output: 1 when a candidate could not be evaluated (a worker failed:
+    scripts must not take a ranking with holes for a complete one), 2 when every candidate was refused as a setting
+    the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
+    is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
+    rejected for memory (its headline says why: a script must not take "nothing can start" for a ranking,
+    analyses.search.frontier.none_can_start), else 0."""
+    from kvledger.analyses.search.frontier import none_can_start
+
+    entries = result.entries
+    if any(e["status"] == "error" for e in entries):
+        return 1
+    if entries and all(e.get("reason") == "invalid setting" for e in entries):
+        return 2
+    return 3 if none_can_start(entries) else 0
+
+
+def exit_with(result: Any, status: int) -> None:
+    """End with ``status`` (``answer_status``) after the output, naming on stderr the failed candidates (1, with the
+    remedy) or the invalid setting (2)."""
+    if status == 1:
+        failed = [e for e in result.entries if e["status"] == "error"]
+        names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
+        typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
+                   "Run again with --resume LEDGER to redo only those.", err=True)
+    elif status == 2:
+        first = result.entries[0]
+        typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
+                   f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+    if status:
+        raise typer.Exit(status)
