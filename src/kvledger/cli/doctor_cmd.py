@@ -37,12 +37,13 @@ def doctor(
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version)
-    will_end_with(1 if rep.failed else 0)  # kept by a reader that stops reading (`| head -1`, `grep -q`)
+    # a server that did not start, died serving, or is not shown started is no healthy one: scripts and CI see it in
+    # the status, kept by a reader that stops reading (`| head -1`, `grep -q`)
+    will_end_with(1 if rep.failed or rep.unfinished else 0)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         _render(rep, verbose)
-    # a server that did not start, died serving, or is not shown started is no healthy one: scripts and CI see it here
     if rep.failed or rep.unfinished:
         raise typer.Exit(1)
 
