@@ -66,5 +66,6 @@ def test_report_and_the_web_app_refuse_it_before_any_simulation():
                                        "slo": "ttft=200ms,tpot=50ms", "utilization": 0.9, "monthly_tokens": 3e9})
     # in the app's words: its utilization and volume fields
     assert r.status_code == 400 and r.json()["error"].startswith(
-        "utilization 0.9 (the utilization field) cannot be given with a monthly volume (the volume field)")
+        "utilization 0.9 (the utilization field) cannot be given with a monthly volume (the volume field, or the "
+        "input and output tokens fields)")
     assert "Empty the utilization field" in r.json()["error"]
