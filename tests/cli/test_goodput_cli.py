@@ -117,12 +117,13 @@ def test_an_estimate_whose_bounds_meet_is_shown_as_a_count():
     # llmperf's summary states its output-token mean (results_number_output_tokens_mean over the completed requests):
     # its token goodput is a bound like the rest, ≥0.0 at the joint lower bound of 0 good requests
     res = runner.invoke(app, ["goodput", str(DATA / "llmperf/leaderboard_summary_bedrock_70b.json"), "--slo",
-                              "ttft=500ms,tpot=50ms"], env={"COLUMNS": "200"})
+                              "ttft=500ms,e2e=6s"], env={"COLUMNS": "200"})
     row = next(ln for ln in res.output.splitlines() if ln.startswith("│ 1 "))
     cells = [c.strip() for c in row.strip("│").split("│")]
-    # TTFT: p90 490.43 ms ≤ 500 < p95 542.10 ms → 91–95 of 101; TPOT unbounded → joint ≥ 0, ≤ 95; the multiplier
-    # (completed ÷ good) is then at least 101 / 95 = 1.063, not "∞" (no request is known bad either)
-    assert cells[3:5] == ["≥0 ≤95", "≥0.0%"] and cells[7] == "≥0.0" and cells[8] == "≥1.06×"
+    # of 101 completed: TTFT p90 490.43 ms ≤ 500 < p95 542.10 ms → 91–95; E2E min 5.568 s ≤ 6 s < p25 6.922 s → 1–25
+    # (⌈0.25 × 100⌉); joint ≥ max(0, 101 − 10 − 100) = 0, ≤ min(95, 25) = 25; the multiplier (completed ÷ good) is then
+    # at least 101 / 25 = 4.04, not "∞" (no request is known bad either)
+    assert cells[3:5] == ["≥0 ≤25", "≥0.0%"] and cells[7] == "≥0.0" and cells[8] == "≥4.04×"
 
 
 def test_a_vllm_log_given_to_goodput_is_named_and_sent_to_doctor():

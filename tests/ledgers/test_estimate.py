@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kvledger.errors import FormatError
 from kvledger.evidence import read_run, read_runs
 from kvledger.evidence.aggregate import MetricSummary
 from kvledger.ledgers.estimate import metric_bounds
@@ -68,10 +69,12 @@ def test_exact_count_lies_within_the_bounds_of_the_same_run():
 
 def test_llmperf_summary_cannot_bound_tpot():
     agg = read_run(DATA / "llmperf/leaderboard_summary_anyscale_70b.json")
-    g = goodput(agg, parse_slo("ttft=600ms,tpot=30ms"))
-    # TTFT max 0.5928 s ≤ 0.6 s → all 150; TPOT has no statistics (inter_token_latency_s is not TPOT) → [0, 150]
-    assert (g.num_good, g.num_good_upper) == (0, 150)
-    assert any("tpot ≤ 30.00 ms: between 0 and 150" in n and "no statistics" in n for n in g.notes)
+    # TPOT has no statistics (inter_token_latency_s is not TPOT): nothing bounds it (0 … 150 of 150), so the SLO is
+    # refused as one on a missing field is, naming what the file can judge (its TTFT and E2E summaries)
+    with pytest.raises(FormatError, match=r"missing TPOT statistics: the SLO's tpot cannot be judged on this file "
+                                          r"\(it states summaries of ttft, e2e\); the SLO keys it can judge: "
+                                          r"ttft, e2e"):
+        goodput(agg, parse_slo("ttft=600ms,tpot=30ms"))
 
 
 def test_guidellm_token_weighted_tpot_uses_only_min_and_max():

@@ -255,12 +255,10 @@ def _deployments(stages: list[Any]) -> list[str]:
     differ; a warning note when they come from different folders without one (aggregate runs may be kept apart)."""
     from pathlib import Path
 
+    from kvledger.evidence.deployment import launch_record
+
     def record(t: Any) -> str | None:  # the launch record, or the settings of a record each file carries (server_info)
-        md = t.run.measured.metadata if t.run.measured is not None else None
-        where = md.extra.get("record_file") if md is not None else None
-        kw = md.extra.get("engine_kwargs") if where and where.endswith("server_info") else None
-        kw = {k: v for k, v in (kw or {}).items() if k != "max_total_tokens"}  # a start's own profiling: not a setting
-        return f"the settings {sorted(kw.items())} (server_info)" if kw else where
+        return launch_record(t.run.measured.metadata if t.run.measured is not None else None)
 
     def level(t: Any) -> str:
         return f"{t.stage.client_users:,} clients" if sent_at_inf(t.stage) else f"{t.stage.requested_rate:g} req/s"

@@ -99,12 +99,13 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
 
     reject_sim_flags(*groups, tiers)
     runs = [run for f in files for run in read_runs(f, format=fmt)]
+    if target is not None:
+        from kvledger.evidence.deployment import refuse_mixed_sweep
+
+        refuse_mixed_sweep(runs, "--target finds the SLO boundary")
     results = [goodput(run, the_slo) for run in runs]
-    boundary = (
-        boundary_from_sweep(runs, the_slo, target, {"rate": "request_rate"}.get(axis, axis))
-        if target is not None
-        else None
-    )
+    boundary = None if target is None else boundary_from_sweep(runs, the_slo, target,
+                                                               {"rate": "request_rate"}.get(axis, axis))
     lines = [strict_json.dumps(r.to_dict()) for r in results]
     if boundary is not None:
         lines.append(strict_json.dumps({"boundary": boundary.to_dict()}))

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kvledger.errors import FormatError
 from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.records import RunMetadata
 
-__all__ = ["MetricSummary", "AggregateRun", "CANONICAL_METRICS", "WEIGHTINGS"]
+__all__ = ["MetricSummary", "AggregateRun", "CANONICAL_METRICS", "WEIGHTINGS", "check_summary"]
 
 #: Canonical metric names (records.py definitions): TTFT, TPOT excluding the first token, E2E, per-gap ITL.
 CANONICAL_METRICS = ("ttft", "tpot", "e2e", "itl")
@@ -117,3 +118,22 @@ class AggregateRun:
 def _pct_label(p: float) -> str:
     return f"p{int(p)}" if float(p).is_integer() else f"p{p:g}"
 
+
+def check_summary(path: str, m: MetricSummary, where: str) -> None:
+    """Quantiles of one sample cannot fall as the percentile rises, nor leave [min, max], and the mean lies in
+    [min, max]: a summary that breaks this (p50 above p99, a mean under the min) is damaged, not a run to judge.
+    A relative slack of 1e-9 lets through float rounding of equal values.
+
+    Raises:
+        FormatError: the first pair out of order, naming both fields.
+    """
+    ranked = ([("min", m.min_s)] if m.min_s is not None else []) + \
+        [(f"p{p:g}" if p != 50.0 else "median", v) for p, v in sorted(m.percentiles_s.items())] + \
+        ([("max", m.max_s)] if m.max_s is not None else [])
+    for (ka, a), (kb, b) in zip(ranked, ranked[1:]):
+        if a > b * (1 + 1e-9):
+            raise FormatError(path, f"{ka} {a:g} s is above {kb} {b:g} s; quantiles of one sample cannot fall as the "
+                                    "percentile rises (damaged file)", where)
+    lo, hi = m.min_s if m.min_s is not None else 0.0, m.max_s if m.max_s is not None else float("inf")
+    if m.mean_s is not None and not lo * (1 - 1e-9) <= m.mean_s <= hi * (1 + 1e-9):  # a tail can lift it past p99.9
+        raise FormatError(path, f"mean {m.mean_s:g} s lies outside min {lo:g} s … max {hi:g} s (damaged file)", where)

@@ -21,7 +21,7 @@ import numpy as np
 
 from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile, yaml_docs
-from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.evidence.aggregate import AggregateRun, MetricSummary, check_summary
 from kvledger.evidence.inference_perf_client import client_config_path
 from kvledger.evidence.inference_perf_stage import check_not_pooled, missing_metrics, settings_warning, tpot_from_e2e
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
@@ -199,28 +199,8 @@ def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str
             m.percentiles_s[50.0] = latency_s(path, value, f"{where}.{key}")
         elif key in ("mean", "min", "max"):
             setattr(m, f"{key}_s", latency_s(path, value, f"{where}.{key}"))
-    _check_order(path, m, where)
+    check_summary(path, m, where)
     return m
-
-
-def _check_order(path: str, m: MetricSummary, where: str) -> None:
-    """Quantiles of one sample cannot fall as the percentile rises, nor leave [min, max], and the mean lies in
-    [min, max]: a summary that breaks this (p50 above p99, a mean under the min) is damaged, not a run to judge.
-    A relative slack of 1e-9 lets through float rounding of equal values.
-
-    Raises:
-        FormatError: the first pair out of order, naming both fields.
-    """
-    ranked = ([("min", m.min_s)] if m.min_s is not None else []) + \
-        [(f"p{p:g}" if p != 50.0 else "median", v) for p, v in sorted(m.percentiles_s.items())] + \
-        ([("max", m.max_s)] if m.max_s is not None else [])
-    for (ka, a), (kb, b) in zip(ranked, ranked[1:]):
-        if a > b * (1 + 1e-9):
-            raise FormatError(path, f"{ka} {a:g} s is above {kb} {b:g} s; quantiles of one sample cannot fall as the "
-                                    "percentile rises (damaged file)", where)
-    lo, hi = m.min_s if m.min_s is not None else 0.0, m.max_s if m.max_s is not None else float("inf")
-    if m.mean_s is not None and not lo * (1 - 1e-9) <= m.mean_s <= hi * (1 + 1e-9):  # a tail can lift it past p99.9
-        raise FormatError(path, f"mean {m.mean_s:g} s lies outside min {lo:g} s … max {hi:g} s (damaged file)", where)
 
 
 def read_per_request(doc: Document) -> list[RunRecords]:

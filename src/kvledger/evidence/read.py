@@ -35,7 +35,7 @@ from kvledger.evidence import (
     vllm_bench,
 )
 from kvledger.evidence._io import Document, load_document
-from kvledger.evidence.aggregate import AggregateRun
+from kvledger.evidence.aggregate import AggregateRun, check_summary
 from kvledger.evidence.detect import detect_format
 from kvledger.evidence.records_parquet import is_parquet, read_parquet
 from kvledger.records import RunRecords
@@ -88,6 +88,11 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     runs = _read(path, format)
     for run in runs:
         _check_metadata(run.metadata)
+        if isinstance(run, AggregateRun):  # every reader's summaries, as inference-perf's are checked as read
+            label = run.metadata.extra.get("run_label")
+            for name, m in run.metrics.items():
+                check_summary(run.metadata.source, m, f"{label + ': ' if label else ''}{name} "
+                                                      f"({m.source_field or 'summary'})")
     return runs
 
 

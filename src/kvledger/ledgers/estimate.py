@@ -51,6 +51,8 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
             metric_bounds(m, threshold, n_ok)
         if metric == "itl" and slo.itl_stat == "mean":
             lo, hi, why = _mean_gap_bounds(agg, threshold, n_ok, (lo, hi, why))
+        if m is None and derived is None and (lo, hi) == (0, n_ok) and n_ok:
+            _unjudged(agg, slo.itl_key if metric == "itl" else metric)
         lo_sum_missing += n_ok - lo
         upper = min(upper, hi)
         name = slo.itl_key if metric == "itl" else metric
@@ -100,6 +102,26 @@ def _judgeable(agg: AggregateRun, name: str, metric: str, notes: list[str]) -> N
         notes.insert(0, f"{WARNING_PREFIX}TPOT is judged on the file's own TPOT field, as the file states no E2E to "
                         f"judge (E2E − TTFT)/(output − 1) on; that field {why}, so the count meeting TPOT may be too "
                         "high")
+
+
+_STATISTICS = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E latency", "itl": "ITL (gap between chunks)"}
+
+
+def _unjudged(agg: AggregateRun, name: str) -> None:
+    """Refuse an SLO on a metric of which the file states no statistics (nothing bounds it: 0 … n requests, an answer
+    of nothing), naming the SLO keys the file can judge.
+
+    Raises:
+        FormatError: the metric missing, the keys the file can judge, and what to do.
+    """
+    metric = "itl" if name.startswith("itl") else name
+    can = [k for k in ("ttft", "tpot", "e2e") if k in agg.metrics or (k == "tpot" and tpot_derivation(agg))]
+    itl = agg.metrics.get("itl")
+    can += ["itl_max", "itl_mean", "itl_pQ"] if itl is not None and itl.weighting != "request" else []
+    raise FormatError(agg.metadata.source, f"missing {_STATISTICS[metric]} statistics: the SLO's {name} cannot be "
+                      f"judged on this file (it states summaries of {', '.join(agg.metrics) or 'no latency'}); the "
+                      f"SLO keys it can judge: {', '.join(can) or 'none'}. Drop {name} from --slo, or give the run's "
+                      "per-request export")
 
 
 def raise_unknown(agg: AggregateRun) -> None:

@@ -1,0 +1,57 @@
+"""Which deployment served a run: the launch record its reader found (a manifests.yaml, a launch record, or the
+settings a server_info block states), and the model it names.
+
+One rule for every command that joins runs into one sweep (``validate --sweep``, ``goodput --target``): runs whose
+launch records differ come from different deployments, and so do runs of different models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["launch_record", "refuse_mixed_sweep"]
+
+
+def launch_record(metadata: Any) -> str | None:
+    """The run's launch record: the record file its reader found, or the settings of the server_info block the file
+    carries (those a start profiles for itself, max_total_tokens, left out); None when the run names neither."""
+    where = metadata.extra.get("record_file") if metadata is not None else None
+    kw = metadata.extra.get("engine_kwargs") if where and where.endswith("server_info") else None
+    kw = {k: v for k, v in (kw or {}).items() if k != "max_total_tokens"}  # a start's own profiling: not a setting
+    return f"the settings {sorted(kw.items())} (server_info)" if kw else where
+
+
+def _named(run: Any) -> str:
+    md = run.metadata
+    label = md.extra.get("run_label")
+    return f"{Path(md.source).name} [{label}]" if label else Path(md.source).name
+
+
+def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
+    """Refuse runs that cannot be one deployment's load sweep: two models named (both known), or two launch records
+    (every run naming one, as ``validate --sweep`` requires), saying which files belong together.
+
+    Args:
+        runs: RunRecords or AggregateRun, each with ``metadata``.
+        what: the flag and what it does, the sentence's subject, e.g. "--target finds the SLO boundary".
+
+    Raises:
+        InputError: the groups of files, by model or by launch record, and what to do instead.
+    """
+    models = {run.metadata.model for run in runs}
+    if len(models - {None}) > 1:
+        by, were, key = "model", "are of different models", (lambda run: run.metadata.model or "model not stated")
+    else:
+        records = {launch_record(run.metadata) for run in runs}
+        if len(records) < 2 or None in records:
+            return
+        by, were, key = "launch record", "were launched by different records", (lambda run: launch_record(run.metadata))
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        groups.setdefault(key(run), []).append(_named(run))
+    listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(groups.items()))
+    raise InputError(f"{what} over the load stages of one deployment; these runs {were}, so the sweep would mix "
+                     f"deployments. By {by}: {listed}. Give one group's files per call.")
