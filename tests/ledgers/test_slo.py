@@ -30,7 +30,15 @@ def test_itl_statistics():
     ("", InputError, "--slo is empty"),
     ("ttft=200", InputError, "has no unit"),
     ("ttft=200ms,ttft=300ms", InputError, "given twice in 'ttft=200ms,ttft=300ms': give each limit once$"),
-    ("itl=50ms,itl_mean=20ms", InputError, r"given twice in 'itl=50ms,itl_mean=20ms' \(one ITL statistic at a time\)$"),
+    # the keys as given are named, not the slot they share ('itl' was named though neither key was 'itl')
+    ("itl=50ms,itl_mean=20ms", InputError,
+     r"^SLO keys 'itl' and 'itl_mean' in 'itl=50ms,itl_mean=20ms' are both ITL statistics \(one ITL statistic at a "
+     r"time\)$"),
+    ("itl_p99=40ms,itl_max=40ms", InputError, r"^SLO keys 'itl_p99' and 'itl_max' in .* are both ITL statistics"),
+    ("e2e=1s,e2el=2s", InputError, r"^SLO keys 'e2e' and 'e2el' in 'e2e=1s,e2el=2s' set the same e2e limit"),
+    # an empty item is refused, not skipped
+    ("ttft=5ms,,tpot=1ms", InputError, r"^--slo 'ttft=5ms,,tpot=1ms' has an empty item \(two commas together"),
+    ("ttft=5ms,", InputError, "has an empty item"),
     ("ttft=-5ms", InputError, "cannot read|non-negative"),
     ("ttft=nanms", InputError, "cannot read"),
     ("ttft 200ms", InputError, "not KEY=VALUE"),

@@ -104,47 +104,67 @@ class SLO:
         return to_jsonable(self)
 
 
+def _key_stat(name: str, notes: list[str]) -> tuple[str, str | float | None]:
+    """(canonical key, ITL statistic or None) of an SLO key as written (aliases and the old 'itl' spelling read).
+
+    Raises:
+        InputError: an ITL percentile outside (0, 100].
+        UnknownNameError: an unknown key (close names suggested).
+    """
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key == "itl":
+        notes.append(ITL_OLD_SPELLING_NOTE)
+        key = "itl_max"
+    if key in ("itl_max", "itl_mean"):
+        return key, key.removeprefix("itl_")
+    if _ITL_PCT.match(key):
+        q = float(_ITL_PCT.match(key).group(1))
+        if not 0 < q <= 100:
+            raise range_error(f"SLO key {key!r}: percentile", q, "(0, 100]")
+        return key, q
+    if key not in ("ttft", "tpot", "e2e"):
+        raise UnknownNameError("SLO key", name, list(SLO_KEYS) + ["itl_p99", "e2el", "itl"],
+                               hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
+    return key, None
+
+
+def _repeated(first: str, again: str, slot: str, text: str) -> InputError:
+    """The error for a second key on one limit, naming the keys as given."""
+    if first.lower() == again.lower():
+        return InputError(f"SLO key {again!r} given twice in {text!r}: give each limit once")
+    if slot == "itl":
+        return InputError(f"SLO keys {first!r} and {again!r} in {text!r} are both ITL statistics (one ITL statistic "
+                          "at a time)")
+    return InputError(f"SLO keys {first!r} and {again!r} in {text!r} set the same {slot} limit: give it once")
+
+
 def parse_slo(text: str) -> SLO:
     """Parse ``"ttft=200ms,tpot=50ms"`` (``:`` also accepted instead of ``=``; every value needs a unit).
 
     Raises:
-        InputError: empty text, a part without ``=``, a value without unit or not above zero, a repeated key,
-            or more than one ITL statistic.
+        InputError: empty text or an empty item, a part without ``=``, a value without unit or not above zero, a
+            repeated key, or more than one ITL statistic.
         UnknownNameError: an unknown key (close names suggested).
     """
     if not text or not text.strip():
         raise InputError("--slo is empty; write e.g. 'ttft=200ms,tpot=50ms' (keys: " + ", ".join(SLO_KEYS) + ")")
     values: dict[str, float] = {}
+    given: dict[str, str] = {}  # slot → the key as written
     itl_stat: str | float = "max"
     notes: list[str] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            continue
+            raise InputError(f"--slo {text!r} has an empty item (two commas together, or a comma at an end); write "
+                             "KEY=VALUE items separated by one comma, e.g. 'ttft=200ms,tpot=50ms'")
         m = re.match(r"^([A-Za-z0-9_.]+)\s*[=:]\s*(.+)$", part)
         if not m:
             raise InputError(f"SLO part {part!r} is not KEY=VALUE; write e.g. 'ttft=200ms'")
-        key = _ALIASES.get(m.group(1).lower(), m.group(1).lower())
-        stat: str | float | None = None
-        if key == "itl":
-            notes.append(ITL_OLD_SPELLING_NOTE)
-            key = "itl_max"
-        if key == "itl_max":
-            stat = "max"
-        elif key == "itl_mean":
-            stat = "mean"
-        elif _ITL_PCT.match(key):
-            q = float(_ITL_PCT.match(key).group(1))
-            if not 0 < q <= 100:
-                raise range_error(f"SLO key {key!r}: percentile", q, "(0, 100]")
-            stat = q
-        elif key not in ("ttft", "tpot", "e2e"):
-            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el", "itl"],
-                                   hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
+        key, stat = _key_stat(m.group(1), notes)
         slot = "itl" if stat is not None else key
         if slot in values:
-            raise InputError(f"SLO key {slot!r} given twice in {text!r}"
-                             + (" (one ITL statistic at a time)" if slot == "itl" else ": give each limit once"))
+            raise _repeated(given[slot], m.group(1), slot, text)
+        given[slot] = m.group(1)
         values[slot] = parse_duration_s(m.group(2).strip(), what=f"SLO {m.group(1)}")
         if values[slot] <= 0:
             raise InputError(f"SLO {m.group(1)}: {m.group(2).strip()!r} is no limit — no request meets a zero "
@@ -154,6 +174,4 @@ def parse_slo(text: str) -> SLO:
                              "longest limit read; a serving SLO is milliseconds to minutes")
         if stat is not None:
             itl_stat = stat
-    if not values:
-        raise InputError(f"no SLO in {text!r}; write e.g. 'ttft=200ms,tpot=50ms'")
     return SLO(values.get("ttft"), values.get("tpot"), values.get("e2e"), values.get("itl"), itl_stat, tuple(notes))
