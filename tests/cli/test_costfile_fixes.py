@@ -47,11 +47,13 @@ def test_cost_reads_the_duration_goodput_reads_from_an_llmperf_summary():
 
 
 def test_cost_states_the_bound_when_the_summary_bounds_goodput_at_zero():
-    res = run_cli("cost", SUMMARY, "--slo", "ttft=500ms,tpot=50ms", *COST)
+    # of 150: TTFT p99 474.5 ms ≤ 500 ms < max 592.8 ms → 148–149; E2E min 0.749 s ≤ 1 s < p25 2.079 s → 1–⌈0.25 × 149⌉
+    # = 38; joint ≥ max(0, 150 − 2 − 149) = 0, ≤ 38 (a TPOT SLO, which this summary cannot judge, is refused now)
+    res = run_cli("cost", SUMMARY, "--slo", "ttft=500ms,e2e=1s", *COST)
     text = " ".join(res.stdout.split())
     assert res.exit_code == 1
-    assert text.startswith("answer: none — between 0 and 149 of 150 completed requests met the SLO")
-    assert "between $78.2323 (were all 149 good) and unbounded (were none) per 1M output tokens" in text
+    assert text.startswith("answer: none — between 0 and 38 of 150 completed requests met the SLO")
+    assert "between $126.0353 (were all 38 good) and unbounded (were none) per 1M output tokens" in text
 
 
 def test_a_run_without_token_counts_is_named_so_not_an_unknown_duration():
