@@ -202,6 +202,11 @@ class RunRecords:
         """
         if self.metadata.duration_s is not None:
             return self.metadata.duration_s
+        return self.span_s
+
+    @property
+    def span_s(self) -> float:
+        """Last finish − first arrival of the records, s, whatever duration the file states (0.0 for an empty run)."""
         if not len(self.records):
             return 0.0
         if self.columns is not None:

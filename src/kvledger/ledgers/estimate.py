@@ -64,6 +64,10 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         notes.append("joint bound: at least n − Σ(n − lower_m) and at most min(upper_m) requests meet every SLO")
     notes.append("estimate from percentiles only (no per-request data): num_good and attainment are lower bounds")
     duration = agg.duration_s or agg.metadata.duration_s
+    if duration is not None and duration <= 0 and n_ok:
+        raise FormatError(agg.metadata.source, f"the file states a duration of {duration:g} s, which no run lasts, and "
+                          "keeps no per-request times to take one from: no rate per second can be given. Give the "
+                          "file its run's duration", "duration")
     res = goodput_result(agg, slo, float(n_ok + n_fail), float(n_ok), float(lower), duration,
                   "stated by the file" if duration else "unknown: the file states no duration", notes, estimate=True)
     res.num_good_upper = upper

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvledger.errors import InputError
+from kvledger.errors import FormatError, InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.columns import Columns, columns_from
 from kvledger.ledgers.estimate import estimate_goodput
@@ -44,14 +44,28 @@ def run_duration_s(run: RunRecords) -> tuple[float | None, str]:
     """(duration, how it was obtained): the file's stated duration, else last finish − first arrival.
 
     Returns None when the records share no clock (llmperf) and the file states no duration,
-    or when the span is zero.
+    or when the span is zero. A stated duration of 0 (no run lasts none) gives way to the records' span, said so.
+
+    Raises:
+        FormatError: a stated duration of 0 where the records give no span to take instead (no shared clock, or
+            every request at one instant) and some request completed.
     """
-    if run.metadata.duration_s is not None:
-        return (run.metadata.duration_s or None), f"stated by the {run.metadata.source_format} file"
-    if run.metadata.extra.get("shared_clock") is False:
+    md = run.metadata
+    stated = md.duration_s
+    if stated:
+        return stated, f"stated by the {md.source_format} file"
+    said = f"the {md.source_format} file states a duration of {stated:g} s, which no run lasts" if stated == 0 else ""
+    span = run.span_s if md.extra.get("shared_clock") is not False else 0.0
+    if said and span > 0:
+        return span, f"last finish − first arrival of the records ({said})"
+    if said and any(r.error is None and r.finish_s is not None for r in run.records):
+        raise FormatError(md.source, f"{said}, and its requests give no span to take instead ("
+                          + ("they share no clock" if md.extra.get("shared_clock") is False else
+                             "they all arrive and finish at one instant")
+                          + "): no rate per second can be given. Give the file its run's duration", "duration")
+    if md.extra.get("shared_clock") is False:
         return None, "unknown: the requests share no clock and the file states no duration"
-    d = run.duration_s
-    return (d if d > 0 else None), "last finish − first arrival of the records"
+    return (span if span > 0 else None), "last finish − first arrival of the records"
 
 
 def metric_values(cols: Columns, slo: SLO) -> dict[str, np.ndarray]:
