@@ -92,3 +92,62 @@ def test_an_slo_on_a_metric_the_aggregate_file_lacks_is_refused_naming_what_it_c
     msg = refused("goodput", str(DATA / "guidellm/llmd_fixture_guidellm_report_v2_mockserver.json"), "--slo",
                   "ttft=2s,itl_max=40ms")
     assert "the SLO's itl_max cannot be judged on this file" in msg and "can judge: ttft, tpot, e2e." in msg
+
+
+def test_runs_of_different_models_show_a_model_column_and_no_best_of_all(tmp_path):
+    # org/A: TTFTs 0.1–0.4 s, 2 of 4 within 250 ms (TPOT 20 ms meets 50 ms) over the stated 2 s → 1.000 good req/s;
+    # org/B: 3 of 4 within → 1.500 good req/s. Different models are different deployments: the best of each is named
+    a = write(tmp_path, "a.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4]))
+    b = write(tmp_path, "b.json", bench("org/B", 1.0, [0.1, 0.15, 0.2, 0.4]))
+    out = run_cli("goodput", a, b, *SLO).output
+    assert " ".join(out.split("\nSLO: ")[0].split()) == (  # the lines before the SLO (wrapped at 250 columns)
+        "answer: the 2 runs are of 2 models (the table's model column), so they are different deployments and no run "
+        "is the best of all; the most goodput of each model: org/A: 1.000 good req/s (50.0% of 4 requests within the "
+        "SLO), #1 a.json; org/B: 1.500 good req/s (75.0% of 4 requests within the SLO), #2 b.json")
+    rows = [[c.strip() for c in ln.strip("│").split("│")] for ln in out.splitlines() if ln.startswith("│ ")]
+    assert [r[:2] for r in rows] == [["1", "org/A"], ["2", "org/B"]]
+    # one model's runs: no model column, the best named as before
+    c = write(tmp_path, "c.json", bench("org/A", 2.0, [0.1, 0.15, 0.2, 0.4]))
+    out = run_cli("goodput", a, c, *SLO).output
+    assert "the best of 2 runs: #2 c.json" in out.splitlines()[0] and "model " not in out
+
+
+def test_a_stated_duration_of_zero_gives_way_to_the_records_span(tmp_path):
+    # arrivals 0, 0.5, 1, 1.5 s; the last finishes at 1.5 + 0.4 + 4 × 0.02 = 1.98 s: 2 good ÷ 1.98 s = 1.010 good req/s
+    f = write(tmp_path, "zero.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4], duration=0))
+    out = run_cli("goodput", f, *SLO).output
+    assert out.startswith("answer: 1.010 good req/s (50.0% of 4 requests within the SLO)")
+    assert ("duration 1.980 s, last finish − first arrival of the records (the vllm-bench-serve file states a duration "
+            "of 0 s, which no run lasts)") in out
+    # an aggregate file has no per-request times to take a span from: refused
+    agg = {"backend": "vllm", "model_id": "org/A", "duration": 0, "completed": 20, "failed": 0,
+           "request_throughput": 2.0, "median_ttft_ms": 90.0, "p99_ttft_ms": 300.0}
+    msg = refused("goodput", write(tmp_path, "agg0.json", agg), "--slo", "ttft=1s")
+    assert "the file states a duration of 0 s, which no run lasts, and keeps no per-request times" in msg
+
+
+def test_the_tool_reported_goodput_is_a_sentence_not_a_json_dict(tmp_path):
+    f = write(tmp_path, "tg.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4], request_goodput=2.0))
+    out = run_cli("goodput", f, *SLO).output
+    assert "tool-reported goodput (its SLO is not in the file): 2.000 good req/s (the file's request_goodput)" in out
+    assert '{"req_per_s"' not in out
+
+
+def test_the_json_multiplier_carries_the_tables_value_and_its_bound_side(tmp_path):
+    # 100 completed over 10 s, TTFT median 100 ms and p99 300 ms (numpy's linear rule over n = 100: the median bounds
+    # ⌊0.5 × 99⌋ + 1 = 50 requests from below, the p99 ⌈0.99 × 99⌉ = 99 from above)
+    agg = {"backend": "vllm", "model_id": "org/A", "duration": 10.0, "completed": 100, "failed": 0,
+           "request_throughput": 10.0, "median_ttft_ms": 100.0, "p99_ttft_ms": 300.0}
+    f = write(tmp_path, "agg.json", agg)
+    # ttft ≤ 200 ms: 50–99 good, so the multiplier is at most 100 ÷ 50 = 2.00
+    d = json.loads(run_cli("goodput", f, "--slo", "ttft=200ms", "--json").output)
+    assert (d["effective_cost_multiplier"], d["effective_cost_multiplier_bound"]) == (2.0, "upper")
+    assert "≤2.00×" in run_cli("goodput", f, "--slo", "ttft=200ms").output
+    # ttft ≤ 50 ms: the median is above it, so 0–⌈0.5 × 99⌉ = 50 good: at least 100 ÷ 50 = 2.00 (was null in JSON)
+    d = json.loads(run_cli("goodput", f, "--slo", "ttft=50ms", "--json").output)
+    assert (d["effective_cost_multiplier"], d["effective_cost_multiplier_bound"]) == (2.0, "lower")
+    assert "≥2.00×" in run_cli("goodput", f, "--slo", "ttft=50ms").output
+    # an exact run: 2 of 4 good → 4 ÷ 2 = 2, no bound
+    d = json.loads(run_cli("goodput", write(tmp_path, "a.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4])), *SLO,
+                           "--json").output)
+    assert (d["effective_cost_multiplier"], d["effective_cost_multiplier_bound"]) == (2.0, None)

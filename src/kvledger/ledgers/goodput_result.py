@@ -17,8 +17,9 @@ from kvledger.records import RunRecords
 __all__ = ["GoodputResult", "goodput_result"]
 
 
-@json_fields(exclude=("good_mask", "request_ids"), read={"request_rate": "request_rate_shown"},
-             extra=("no_request_completed",))
+@json_fields(exclude=("good_mask", "request_ids"),
+             read={"request_rate": "request_rate_shown", "effective_cost_multiplier": "multiplier_shown"},
+             extra=("effective_cost_multiplier_bound", "no_request_completed"))
 @dataclass(slots=True)
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
@@ -29,7 +30,9 @@ class GoodputResult:
     ``attainment`` are lower bounds and ``*_upper`` the upper ones) or scaled from a sample.
     Rates are None when the duration is unknown. ``good_mask`` (not serialised) marks the
     good records of an exact result. ``no_request_completed`` (in JSON, last) is True when the run had requests and
-    none completed: nothing was measured, and its zeros say so, not how the server performs.
+    none completed: nothing was measured, and its zeros say so, not how the server performs. In JSON,
+    ``effective_cost_multiplier`` is the multiplier the table shows and ``effective_cost_multiplier_bound`` which bound
+    it is (:meth:`multiplier_bounded`).
     """
 
     source: str
@@ -81,6 +84,31 @@ class GoodputResult:
     def simulated(self) -> bool:
         """The run is the simulator's (run here, or read from a records file it wrote)."""
         return self.source_format == "simulator" or self.source == "simulator"
+
+    @property
+    def exact_count(self) -> bool:
+        """The count of good requests is known: an exact result, or an estimate whose bounds meet."""
+        return not self.estimate or self.num_good_upper == self.num_good
+
+    def multiplier_bounded(self) -> tuple[float | None, str | None]:
+        """(the effective-cost multiplier, which bound it is): (completed ÷ good, None) when the count is known; of an
+        estimate (completed ÷ its lower bound of good, "upper"); with none known good but up to ``num_good_upper``
+        that may be, (completed ÷ that many, "lower"); (None, None) when no request is good (unbounded) or none
+        completed."""
+        if self.exact_count or self.effective_cost_multiplier is not None:
+            return self.effective_cost_multiplier, None if self.exact_count else "upper"
+        if self.num_completed and self.num_good_upper:
+            return self.num_completed / self.num_good_upper, "lower"
+        return None, None
+
+    @property
+    def multiplier_shown(self) -> float | None:
+        return self.multiplier_bounded()[0]
+
+    @property
+    def effective_cost_multiplier_bound(self) -> str | None:
+        """"upper" or "lower" when the JSON's effective_cost_multiplier is a bound of an estimate; None when exact."""
+        return self.multiplier_bounded()[1]
 
     @property
     def request_rate_shown(self) -> float | str | None:

@@ -3,11 +3,19 @@ simulator-driven search's probes."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvledger.report.figure import fmt  # four significant figures, no exponent (a capacity found to ~1%)
+from kvledger.report.goodput_rows import (
+    LEGEND,
+    best_answer,
+    fmt_or_na,
+    goodput_table,
+    run_name,
+    single_answer,
+    tool_goodput_text,
+)
 from kvledger.report.probe_cells import probe_attainment, probe_verdict
 from kvledger.report.run_warnings import is_warning, run_warnings
 from kvledger.report.validation_figures import fmt_rate
@@ -28,48 +36,9 @@ FIXED_RATE_NO_BAND = ("error band: none on goodput at an offered rate — it is 
                       "TTFT and TPOT with their 80% bands, and `--target` the SLO capacity with its band")
 
 
-def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
-    return none if x is None else format(x, spec)
-
-
 def _rate(x: float | None) -> str:
     """A probe's rate (req/s) to 4 significant figures: 0.003125, not 0.00, at a rate below 0.005 req/s."""
     return "n/a" if x is None else fmt_rate(x)
-
-
-_LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ "
-           "req; "
-           "good/s: goodput, req/s; done/s: completed req/s; good tok/s: output tokens of good requests per s; "
-           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of "
-           "an estimate; ≈: "
-           "estimated with the mean output length")
-
-
-def _rows(results: list[Any]) -> Any:
-    from kvledger.report.tables import LedgerTable as Table
-
-    t = Table(title="Goodput under the SLO", title_justify="left")
-    for col in ("#", "req", "fail", "good", "attain", "good/s", "done/s", "good tok/s", "mult"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for k, r in enumerate(results, start=1):
-        # an estimate whose bounds meet (e.g. every percentile within the SLO) knows the count exactly: no ≥/≤ then;
-        # its token goodput still assumes the mean output length, hence ≈
-        exact = not r.estimate or r.num_good_upper == r.num_good
-        good = f"{r.num_good:,}" if exact or r.num_good_upper is None else f"≥{r.num_good:,} ≤{r.num_good_upper:,}"
-        lo = "" if exact else "≥"  # an estimate from percentiles: goodput and good tokens are lower bounds
-        att = lo + f"{r.attainment:.1%}"
-        tok = r.goodput_output_tok_per_s
-        tok_mark = "" if tok is None else ("≈" if r.estimate and exact else lo)
-        if r.effective_cost_multiplier is None and r.num_completed and not exact and r.num_good_upper:
-            # no request known good, up to num_good_upper may be: the multiplier is at least completed ÷ that many
-            mult = f"≥{r.num_completed / r.num_good_upper:.2f}×"
-        elif r.effective_cost_multiplier is None:
-            mult = "∞" if r.num_completed else "n/a"
-        else:
-            mult = ("" if exact else "≤") + f"{r.effective_cost_multiplier:.2f}×"
-        t.add_row(str(k), f"{r.num_requests:,}", f"{r.num_failed:,}", good, att, lo + _fmt(r.goodput_req_per_s),
-                  _fmt(r.throughput_req_per_s), tok_mark + _fmt(tok, ",.1f"), mult)
-    return t
 
 
 _AXIS_UNITS = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}
@@ -120,28 +89,6 @@ def _nothing_measured(results: list[Any]) -> dict[int, str]:
             for k, r in enumerate(results, start=1) if r.no_request_completed}
 
 
-def _run_name(k: int, r: Any) -> str:
-    """'#K FILE [LABEL]': a run as its section below the table is headed."""
-    return f"#{k} {Path(r.file).name}" + (f" [{r.run_label}]" if r.run_label else "")
-
-
-def single_answer(r: Any) -> str:
-    """The answer of one run, first: its goodput and attainment (lower bounds, ≥, for an estimate from percentiles),
-    and what served it (the run's model and GPU, where its record names them)."""
-    lo = "" if not r.estimate or r.num_good_upper == r.num_good else "≥"
-    what = " on ".join(x for x in (r.model, r.hardware) if x)
-    return (f"answer: {lo}{_fmt(r.goodput_req_per_s)} good req/s ({lo}{r.attainment:.1%} of {r.num_requests:,} "
-            f"requests within the SLO)" + (f" — {what}" if what else ""))
-
-
-def best_answer(results: list[Any], empty: dict[int, str]) -> str:
-    """Several runs' answer, first: ``single_answer`` of the one with the most good req/s among those where some
-    request completed (``empty``: those without), named as its section below is."""
-    k, best = max(((k, r) for k, r in enumerate(results, start=1) if k not in empty),
-                  key=lambda kr: kr[1].goodput_req_per_s or 0.0)
-    return f"{single_answer(best)}; the best of {len(results)} runs: {_run_name(k, best)} (each run in the table)"
-
-
 def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -158,13 +105,13 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     elif boundary is None and len(results) > len(empty):  # several runs: the best one's goodput
         con.print(escape(best_answer(results, empty)))
     for k, line in empty.items():  # before the table, whose zeros for such a run are not a measurement
-        run = f"run {_run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
+        run = f"run {run_name(k, results[k - 1])}: " if len(results) > 1 else ""  # only that run of several
         con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
     for line in run_warnings(results):  # what the reader found missing, before the figures that rest on it
         con.print(f"[bold yellow]warning[/]: {escape(line)}")
     con.print(f"SLO: {escape(slo_text)}")
-    con.print(_rows(results))
-    con.print(escape(_LEGEND))
+    con.print(goodput_table(results))
+    con.print(escape(LEGEND))
     shared = _shared_notes(results)
     if shared:
         con.print(f"\n[bold]notes for all {len(results)} runs[/]")
@@ -174,13 +121,11 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
         con.print(f"\n[bold]#{k} "
                   f"{escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] "
                   f"({r.source_format}): "
-                  f"duration {_fmt(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
+                  f"duration {fmt_or_na(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
                   + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k,
                                                                   v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
-            # only a reader that found the SLO in the file names where (AIPerf's input_config.slos: slo_source)
-            said = "under the SLO the file states" if "slo_source" in r.tool_goodput else "its SLO is not in the file"
-            con.print(f"  tool-reported goodput ({said}): {escape(json.dumps(r.tool_goodput))}")
+            con.print(f"  {escape(tool_goodput_text(r.tool_goodput))}")
         if k in empty:  # its note is the warning above the table
             con.print("  - no request completed: nothing measured (the warning above the table)")
         for note in r.notes:
