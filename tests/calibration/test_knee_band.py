@@ -98,8 +98,8 @@ def test_the_single_run_view_shows_no_ttft_band_for_a_run_at_its_knee():
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │" in text
     assert "693.4" not in text  # the band around 0.79 s (× 0.877746 = 693.4 ms …), not shown
     # TPOT 19 ms × 0.894844 = 17.0 ms … × 1.064907 = 20.2 ms; the measured 20.0 ms lies inside (its error −5.0% is
-    # between q10 −6.1% and q90 +11.8%): not marked
-    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
+    # between q10 −6.1% and q90 +11.8%): marked inside
+    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
     assert "no TTFT mean band: at or past its knee (the simulated run's waits for a first token grew" in text
     below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 0.877746 …
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 693.4–2,737.5 ms ✗ │" in \
@@ -120,8 +120,9 @@ def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
     assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0170020, 0.0202332), abs=1e-7)
     side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
     text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
-    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 175.5–693.0 ms │ 20.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
-    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.0–20.2 ms │" in text
+    # 500 ms inside 175.5–693.0 ms, 20.0 ms inside 17.0–20.2 ms: each marked ✓
+    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 175.5–693.0 ms ✓ │ 20.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
+    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
     assert "693.4" not in text  # the 4 req/s stage's TTFT band (0.79 s × 0.877746 …), withheld
     assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
     d = json.loads(json.dumps(b.to_dict()))

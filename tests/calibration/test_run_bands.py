@@ -69,15 +69,16 @@ def test_a_run_below_saturation_prints_its_latency_bands(stage0):
     # 1 req/s: simulated TTFT 9.888 ms → ×1/(1 + 0.13928) = ×0.87775 = 8.679 ms … ×1/(1 − 0.71141) = ×3.46516 =
     # 34.263 ms (measured 31.1 ms inside); simulated TPOT 6.799 ms → ×1/(1 + 0.11751) = ×0.89484 = 6.084 ms …
     # ×1/(1 − 0.06095) = ×1.06491 = 7.240 ms (measured 7.1 ms inside); q10/q90 of error_bands.json
-    assert "│ TTFT mean │ 31.1 ms │ 9.9 ms │ -68.2% │ 8.7–34.3 ms │" in out
-    assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.7% │ 6.1–7.2 ms │" in out
+    assert "│ TTFT mean │ 31.1 ms │ 9.9 ms │ -68.2% │ 8.7–34.3 ms ✓ │" in out
+    assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.7% │ 6.1–7.2 ms ✓ │" in out
     assert "│ throughput │ 1.02 req/s │ 1.02 req/s │ +0.1% │ — │" in out  # kept up: the offered load
     assert "│ TTFT p90 │ 35.4 ms │ 13.3 ms │ -62.6% │ │" in out  # never validated: no band
     assert ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
             "TTFT mean, TPOT mean: leave-one-deployment-out errors at 31 measured points") in out
     assert "(kvledger.ledgers.error_band; regime uncalibrated/dense/vllm)" in out
     assert "no throughput band: the run was below saturation: its throughput is the offered load" in out
-    assert "✗" not in out
+    assert " ✗ │" not in out  # no cell outside; the legend says both marks, the band column showing
+    assert "✓: the measured figure lies inside its 80% band; ✗: outside it" in out
     b = d["error_bands"]
     assert (b["ttft_mean"]["predicted"], b["ttft_mean"]["low"], b["ttft_mean"]["high"]) == pytest.approx(
         (9.888e-3, 8.679e-3, 34.263e-3), abs=2e-6)
@@ -92,8 +93,8 @@ def test_a_measured_mean_outside_its_band_is_marked():
     # kubecon's chunking_and_prefix_caching configuration at its fourth rate: simulated TPOT 9.170 ms → ×1/(1 + 0.11751)
     # = 8.205 ms … ×1/(1 − 0.06095) = 9.765 ms; measured 10.1 ms (error −8.9%, below q10 −6.1%) above it
     assert "│ TPOT mean │ 10.1 ms │ 9.2 ms │ -8.9% │ 8.2–9.8 ms ✗ │" in out
-    assert "│ TTFT mean │ 32.2 ms │ 13.8 ms │ -57.2% │ 12.1–47.8 ms │" in out  # 13.784 ms × 0.87775 … × 3.46516
-    assert "✗: the measured figure lies outside its band" in out
+    assert "│ TTFT mean │ 32.2 ms │ 13.8 ms │ -57.2% │ 12.1–47.8 ms ✓ │" in out  # 13.784 ms × 0.87775 … × 3.46516
+    assert "✗: outside it (the simulator erred more there" in out
     b = d["error_bands"]["tpot_mean"]
     assert (b["low"], b["high"]) == pytest.approx((8.205e-3, 9.765e-3), abs=2e-6)
 
@@ -104,7 +105,7 @@ def test_a_measured_mean_on_an_end_of_its_band_is_inside():
     # is among the runs the band was built from), so the band's top, 9.615 ms × 1/(1 − 0.71141) = 33.319 ms, is its
     # measured 33.3 ms up to float rounding (6.9e-18 s past it): on the end, inside, no ✗
     out, d = _validate(KUBECON.parent.parent / "vllm+batch_size" / "results" / "stage_0_lifecycle_metrics.json", ARGS)
-    assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 8.4–33.3 ms │" in out and "✗" not in out
+    assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 8.4–33.3 ms ✓ │" in out and " ✗ │" not in out
     b = d["error_bands"]["ttft_mean"]
     assert (b["low"], b["high"]) == pytest.approx((8.440e-3, 33.319e-3), abs=2e-6)
 
@@ -137,7 +138,7 @@ def test_a_saturated_per_request_run_prints_the_throughput_band():
     # both queues grew (last quarter waited 120.66 s vs 1.20 s); simulated 1.6440 req/s → /(1 + q90) = /1.13104 =
     # 1.454 … /(1 + q10) = /0.88414 = 1.859 req/s (the cross-model band, −11.59 … +13.10% over 15 values, the
     # calibrated regime having 2 points); measured 1.63 inside
-    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.45–1.86 req/s │" in out
+    assert "│ throughput │ 1.63 req/s │ 1.64 req/s │ +0.6% │ 1.45–1.86 req/s ✓ │" in out
     assert "│ TTFT mean │ 65.46 s │ 66.12 s │ +1.0% ⚠ │ — │" in out
     assert "no TTFT or TPOT mean band: the measured run was saturated (its queue grew)" in out
     sat = d["error_bands"]["saturation_throughput"]
@@ -155,7 +156,8 @@ def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
     assert stage0[1]["error_bands"]["latency_note"] is None
     assert stage0[1]["error_bands"]["ttft_note"] is None  # 1 req/s: not at its knee, its TTFT band shown
     for band in (stage0[1]["error_bands"]["ttft_mean"], stage6[1]["error_bands"]["saturation_throughput"]):
-        assert set(band) == {"predicted", "low", "high", "regime", "num_runs", "source"}
+        assert set(band) == {"predicted", "low", "high", "regime", "num_runs", "source", "measured", "covers"}
+        assert band["covers"] is (band["low"] <= band["measured"] <= band["high"])  # inside: True, as the ✓ says
     # a sweep judges its stages together (its own error_bands): its runs carry none
     stages = sorted(str(p) for p in KUBECON.glob("stage_[01]_lifecycle_metrics.json"))
     sweep = json.loads(CliRunner().invoke(app, ["validate", *stages, *ARGS, "--json"]).output)

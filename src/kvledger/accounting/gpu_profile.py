@@ -85,7 +85,7 @@ def run_facts(r: Any) -> dict:
     if isinstance(sat, dict):  # calibrate's record (calibration.saturation): the sides whose queue kept growing
         sat = "measured" in (sat.get("sides") or [])
     return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
-            "source": str(r.get("source") or ""),
+            "source": str(r.get("source") or ""), "sha256": str(r.get("sha256") or ""),  # the run file's content
             "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
             "saturated": sat if isinstance(sat, bool) else None,
             "moe": r["moe"] if isinstance(r.get("moe"), bool) else None,

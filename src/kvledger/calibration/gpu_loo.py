@@ -82,12 +82,14 @@ def run_row(run: Any, setup: Any, stage: Any, cost: Any, frontend_s: float) -> t
     from kvledger.accounting.platforms import plan_release
     from kvledger.calibration.api import headline_errors
     from kvledger.calibration.saturation import compared_saturation
+    from kvledger.ledgers.band_members import file_sha256
 
     c, recs = run_errors(run, setup, stage, cost, frontend_s)
     mem = setup.plan.memory
     engine = plan_release(mem.engine, mem.engine_version, setup.plan.settings.engine_version)
     said = (run.measured.metadata.extra if run.measured is not None else {}).get("vllm_version")
-    return {"label": run.label, "source": run.source, "model": setup.model_name, "tp": setup.tp,
+    return {"label": run.label, "source": run.source, "sha256": file_sha256(run.source),  # validate's IN-SAMPLE test
+            "model": setup.model_name, "tp": setup.tp,
             "moe": setup.plan.model.is_moe,  # its kernel family (a profile's check widens that family's bands)
             # the engine release the run was replayed as, and whether its record states it (else kvledger's default
             # or --engine-version): a profile's fractions carry that release's per-step host time

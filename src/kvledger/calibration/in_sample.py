@@ -1,11 +1,14 @@
 """Whether a validated run is one its pricing profile was fitted on (IN-SAMPLE): a GPU profile's or a model-scope
-profile's data files against the run's source, matched on whole path components."""
+profile's data files against the run's source, matched on whole path components of its resolved path (so that the
+path's spelling does not matter), or by content: the sha256 a GPU profile records of each fitted run's file against
+the run's (as the stored bands' members are recognised, ``ledgers.band_members``), so that a copy elsewhere is
+recognised too."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["fitted_data", "profile_words", "fitted_on"]
+__all__ = ["fitted_data", "fitted_digests", "profile_words", "fitted_on", "run_in_sample"]
 
 
 def fitted_data(cost_info: dict[str, Any]) -> list[str]:
@@ -13,6 +16,26 @@ def fitted_data(cost_info: dict[str, Any]) -> list[str]:
     or a model-scope profile's (``profile_data``, its ``data_files``); empty for the plain roofline or a bundled
     table."""
     return list(cost_info.get("gpu_profile_data") or cost_info.get("profile_data") or [])
+
+
+def fitted_digests(prof: Any) -> list[str]:
+    """The sha256 a GPU profile (``accounting.gpu_profile.GpuProfile``; None → none) records of the files of the runs
+    it was fitted on (its ``data``); a profile written before it recorded them has none."""
+    if prof is None:
+        return []
+    data = set(getattr(prof, "data", ()) or ())
+    return [str(r["sha256"]) for r in getattr(prof, "runs", ()) or () if r.get("sha256") and r.get("source") in data]
+
+
+def run_in_sample(source: str, data: list[str] | tuple[str, ...], digests: list[str] | tuple[str, ...]) -> bool:
+    """Whether the run in ``source`` is one a profile was fitted on: by path (``fitted_on``) or by its file's content
+    (its sha256 among ``digests``)."""
+    from kvledger.ledgers.band_members import file_sha256
+
+    if fitted_on(source, data):
+        return True
+    digest = file_sha256(source) if digests else None
+    return digest is not None and digest in set(digests)
 
 
 def profile_words(scope: str | None) -> str:
@@ -30,8 +53,12 @@ def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
     >>> fitted_on("/d/runs/t/results/stage_10_lifecycle_metrics.json", ["t/results/stage_1_lifecycle_metrics.json"])
     False
     """
-    from pathlib import PurePosixPath
+    from pathlib import Path, PurePosixPath
 
+    try:  # the path as the file system has it: typed from inside the run's folder or through a link, the same run
+        source = str(Path(source).resolve())
+    except (OSError, ValueError, RuntimeError):
+        pass
     here = PurePosixPath(str(source).replace("\\", "/"))
     parts = here.parts
     for d in data:

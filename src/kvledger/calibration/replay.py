@@ -133,9 +133,15 @@ def load_measured(path: str) -> MeasuredRun:
 
 def _label(p: Path) -> str:
     """A run's name: an LLMServingSim ``<model>/<engine>/requests.jsonl`` by its two folders (``Llama-3.1-8B/vllm``),
-    a folder by its whole name, another file by its name without the suffix."""
+    a folder by its whole name, another file by its name without the suffix. The folders are read off the resolved
+    path, so that a run typed as ``myrun`` or ``.`` is named ``t7/myrun`` as from anywhere else (not ``/myrun``,
+    ``/``)."""
     if p.name == "requests.jsonl":
-        return p.parent.parent.name + "/" + p.parent.name
+        try:
+            p = p.resolve()
+        except (OSError, RuntimeError):
+            pass
+        return "/".join(x for x in (p.parent.parent.name, p.parent.name) if x)
     return p.name if p.is_dir() else p.stem
 
 

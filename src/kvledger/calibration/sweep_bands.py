@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
+from kvledger.calibration.judged_band import JudgedBand, judged
 from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
 
@@ -116,11 +117,8 @@ class SweepBands:
         return to_jsonable(self)
 
 
-def _band(band: Any, value: float | None) -> PredictionBand | None:
-    if band is None or value is None:
-        return None
-    lo, hi = band.around(value)
-    return PredictionBand(value, lo, hi, band.regime, band.num_runs, band.source)
+def _band(band: Any, value: float | None, measured: float | None = None) -> JudgedBand | None:
+    return judged(band, value, measured)
 
 
 def latency_note(run: Any, stage: Any) -> str | None:
@@ -154,9 +152,10 @@ def knee_note(run: Any) -> str | None:
             "TPOT keeps its band")
 
 
-def _simulated(run: Any, metric: str) -> float | None:
-    """The simulated figure of ``run``'s comparison row ``metric`` (None when it has none)."""
-    return next((row.predicted for row in run.comparison.rows if row.metric == metric), None)
+def _simulated(run: Any, metric: str, side: str = "predicted") -> float | None:
+    """The simulated figure of ``run``'s comparison row ``metric`` (None when it has none); ``side`` "measured": the
+    measured one."""
+    return next((getattr(row, side) for row in run.comparison.rows if row.metric == metric), None)
 
 
 def _latency_bands(run: Any, below: bool) -> tuple[PredictionBand | None, PredictionBand | None]:
@@ -164,8 +163,10 @@ def _latency_bands(run: Any, below: bool) -> tuple[PredictionBand | None, Predic
     none; no TTFT band when it sat at its knee (``knee_note``)."""
     if not below:
         return None, None
-    ttft = None if knee_note(run) else _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean"))
-    return ttft, _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean"))
+    ttft = None if knee_note(run) else _band(run.bands.get("ttft_mean"), _simulated(run, "TTFT mean"),
+                                             _simulated(run, "TTFT mean", "measured"))
+    return ttft, _band(run.bands.get("tpot_mean"), _simulated(run, "TPOT mean"),
+                       _simulated(run, "TPOT mean", "measured"))
 
 
 def _regime(run: Any) -> str:
@@ -197,7 +198,8 @@ def sweep_bands(runs: list[Any], stages: list[Any], simulated_throughput: float 
                           "max_num_seqs, so the largest throughput is what their clients drew, not the capacity the "
                           "band is for")
     else:
-        thr = _band(runs[0].bands.get("throughput"), simulated_throughput)
+        measured = [x for x in (_simulated(r, "throughput", "measured") for r in runs) if x is not None]
+        thr = _band(runs[0].bands.get("throughput"), simulated_throughput, max(measured, default=None))
         why = None if thr is not None else NO_REGIME_RUN
     return SweepBands(_regime(runs[0]), thr, why, ttft, tpot, notes, knee)
 
@@ -237,6 +239,7 @@ def run_bands(run: Any, stage: Any) -> RunBands:
     elif closed := closed_loop_words(stage, run):
         thr, why = None, closed
     else:
-        thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"))
+        thr = _band(run.bands.get("throughput"), _simulated(run, "throughput"),
+                    _simulated(run, "throughput", "measured"))
         why = None if thr is not None else NO_REGIME_RUN
     return RunBands(_regime(run), ttft, tpot, note, thr, why, knee_note(run) if below else None)

@@ -211,18 +211,31 @@ def _model_source(meta: Any) -> str:
                                                   f"the run's record ({meta.source_format})")
 
 
-def not_a_sweep(paths: list[str], staged: int, per_request: int) -> str:
+def not_a_sweep(paths: list[str], staged: int, per_request: int, runs: list[Target] | tuple = ()) -> str:
     """Why the files given to ``--sweep`` (or several files) are not a load sweep: what they hold, what a sweep needs
-    (two or more stages with a request rate) and the command to run instead."""
+    (two or more stages with a request rate) and the command to run instead. ``runs``: the per-request runs among
+    them, whose models and rates are named when they differ (different deployments, never one sweep)."""
     held = ", ".join(x for x in (f"{staged} load stage" + ("s" if staged != 1 else "") if staged else "",
                                  f"{per_request} per-request run" + ("s" if per_request != 1 else "")
                                  if per_request else "") if x) or "nothing to replay"
     one = ("validate it on its own: kvledger validate " + paths[0] if len(paths) == 1
            else "validate each file on its own (kvledger validate FILE, one per call)")
-    return (f"--sweep (or several files) compares the load stages of one sweep, which needs two or more stages with a "
+    head = (f"--sweep (or several files) compares the load stages of one sweep, which needs two or more stages with a "
             f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or aggregate benchmark runs at "
-            f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}: give the "
-            f"sweep's other stage files too, or {one} without --sweep")
+            f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}")
+    if not per_request:
+        return f"{head}: give the sweep's other stage files too, or {one} without --sweep"
+    named = [t.run.measured.metadata for t in runs if t.run.measured is not None and t.run.measured.metadata.model]
+    models = {md.model for md in named}  # a run whose record states no model is not said to differ
+    which = "; ".join(f"{t.run.label}: {t.run.measured.metadata.model}" + (
+        f" at {t.run.measured.metadata.request_rate:g} req/s" if t.run.measured.metadata.request_rate else "")
+        for t in runs if t.run.measured is not None and t.run.measured.metadata.model)
+    differ = (f" These are runs of different models ({which}): different deployments, which no sweep mixes."
+              if len(models) > 1 else "")
+    tail = (f"Validate it on its own: kvledger validate {paths[0]}" if len(paths) == 1
+            else "Validate them one at a time (kvledger validate FILE, one file per call)")
+    return (f"{head}. A per-request run is replayed request by request and judged on its own, not read as one stage "
+            f"of a sweep.{differ} {tail}.")
 
 
 def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
@@ -239,7 +252,7 @@ def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
     return [ordered[run]]
 
 
-def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> None:
+def check_sweep(paths: list[str], stages: list[Target], num_targets: int, runs: list[Target] | tuple = ()) -> None:
     """Refuse what is not a load sweep: fewer than two stages (``not_a_sweep``), or closed-loop stages (runs sent at
     request_rate inf under a client cap, a sweep over clients) mixed with stages at a request rate (a sweep over
     rates; runs at a rate under a cap, paced, are among them): the knee is read on one axis.
@@ -248,7 +261,7 @@ def check_sweep(paths: list[str], stages: list[Target], num_targets: int) -> Non
         InputError: the reason, with what to run instead.
     """
     if len(stages) < 2:
-        raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages)))
+        raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages), runs))
     closed = [t.run.label for t in stages if sent_at_inf(t.stage)]
     if closed and len(closed) < len(stages):
         rated = [t.run.label for t in stages if math.isfinite(t.stage.requested_rate)]

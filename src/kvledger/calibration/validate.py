@@ -13,14 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
-from kvledger.calibration.compare import compare_runs
 from kvledger.calibration.gpu_source import with_record_gpu
-from kvledger.calibration.in_sample import fitted_data, fitted_on, profile_words
+from kvledger.calibration.in_sample import fitted_data, fitted_digests, fitted_on, profile_words, run_in_sample
 from kvledger.calibration.knee_growth import at_knee
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import compared_saturation
 from kvledger.calibration.stage_launch import sent_at_inf
 from kvledger.calibration.stage_notes import stage_goodput_note
+from kvledger.calibration.stated_duration import compare_timed
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.sweep_bands import run_bands, sweep_bands
 from kvledger.calibration.sweep_notes import sweep_notes
@@ -107,7 +107,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
         if slo is not None:  # no joint figure from marginal quantiles: say so, with the file that would give one
             c = replace(c, slo=slo.to_dict(), notes=[*c.notes, stage_goodput_note(t.stage.path, slo.describe())])
     else:
-        c = compare_runs(t.run.label, t.run.measured, records, slo)
+        c = compare_timed(t.run.label, t.run.measured, records, slo)  # a stated duration of 0: its timestamps'
     notes = [f"WARNING: {w}" for w in setup.cost_info.get("warnings") or ()]  # the profile's, as simulate's
     notes += [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
         list(c.notes)
@@ -115,7 +115,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
     bands = {m: setup_band(setup, m, lambda src: bool(src) and fitted_on(t.run.source, [src])) for m in METRICS}
-    in_sample = fitted_on(t.run.source, fitted_data(setup.cost_info))
+    in_sample = run_in_sample(t.run.source, fitted_data(setup.cost_info),  # by path, or a copy by its content
+                              fitted_digests(getattr(setup, "gpu_profile", None)))
     if in_sample:
         notes.append(f"IN-SAMPLE: the {profile_words(scope)} pricing this run was fitted on this very run, so these "
                      "errors are the fit's, not a prediction's; for an out-of-sample check pass "
@@ -198,7 +199,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     targets = [t for i, p in enumerate(paths)
                for t in load_targets(p, seed=seed, client_concurrency=client_concurrency, name=names[i])]
     stages = [t for t in targets if t.stage is not None]
-    check_sweep(paths, stages, len(targets))
+    check_sweep(paths, stages, len(targets), [t for t in targets if t.stage is None])
     one_rate = {t.stage.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
     closed = sent_at_inf(stages[0].stage) or (len(one_rate) == 1 and all(
         t.stage.client_users for t in stages))  # check_sweep: all stages closed loops, or none

@@ -17,25 +17,30 @@ from typing import Any
 
 from kvledger.ledgers.error_band import stored_bands
 
-__all__ = ["band_member", "held_out_coverage"]
+__all__ = ["band_member", "file_sha256", "held_out_coverage"]
 
 _MAX_BYTES = 1 << 28  # a file above 256 MiB is not hashed (the bands' files are a few MB at most)
+
+
+def file_sha256(path: str | Path) -> str | None:
+    """The sha256 of the file at ``path`` (its bytes, so a copy elsewhere has the same and an edited file another), or
+    None: not a file, above 256 MiB, or unreadable. The run's fingerprint for the bands' members and for a GPU profile's
+    fitted runs (``calibration.in_sample``)."""
+    try:
+        p = Path(path)
+        if not p.is_file() or p.stat().st_size > _MAX_BYTES:
+            return None
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except (OSError, ValueError):  # a name the file system refuses, or a NUL byte: no file
+        return None
 
 
 def band_member(path: str | Path) -> str | None:
     """The deployment of the stored bands whose measured file ``path`` is (by content), or None: not one, not a file,
     or unreadable."""
     members: dict[str, Any] = stored_bands().get("member_files") or {}
-    if not members:
-        return None
-    try:
-        p = Path(path)
-        if not p.is_file() or p.stat().st_size > _MAX_BYTES:
-            return None
-        digest = hashlib.sha256(p.read_bytes()).hexdigest()
-    except (OSError, ValueError):  # a name the file system refuses, or a NUL byte: no file
-        return None
-    found = members.get(digest)
+    digest = file_sha256(path) if members else None
+    found = members.get(digest) if digest else None
     return str(found) if found else None
 
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.catalog.gpus import get_gpu
-from kvledger.ledgers.error_band import Band, error_band, stored_bands
+from kvledger.ledgers.cross_model_words import cross_model, points_on, with_cross_model
+from kvledger.ledgers.error_band import Band, error_band
 
 __all__ = ["ProfileFacts", "profile_band", "poor_fit", "fit_verdict", "FIT_LIMITS", "MIN_POINTS", "MIN_WITHIN",
            "latency_unmeasured", "SATURATED_ONLY", "capacity_unmeasured", "capacity_words",
@@ -198,24 +198,6 @@ def rows_fit_quality(rows: list[dict], client_timed: bool, fit_frontend: bool, g
     return fit_quality([run_facts(r) for r in rows], client_timed, fit_frontend, given, scope, recorded)
 
 
-def _cross_model(metric: str) -> tuple[float, float, int, str, tuple[str, ...]] | None:
-    """(q10, q90, points, what its data are, the catalog ids of its GPUs) of the stored cross-model band."""
-    cm = (stored_bands().get("cross_model") or {}).get("gpu/dense/vllm", {}).get(metric)
-    if not cm:
-        return None
-    return cm["q10"], cm["q90"], cm["num_runs"], cm.get("data", "cross-model evidence"), tuple(cm.get("gpu_ids") or ())
-
-
-def _points_on(base: Band, gpu_id: str | None) -> str:
-    """" on X" where the profile's GPU is among those the points ran on (``Band.gpu_ids``), else whose they are."""
-    names, n = ", ".join(get_gpu(g).name for g in base.gpu_ids), len(base.gpu_ids)
-    if not names or gpu_id is None or gpu_id in base.gpu_ids:
-        return f" on {names}" if names else ""
-    whose, fitted = ("profile's", "that GPU") if n == 1 else ("profiles'", "the GPU each ran on")
-    return (f", the {names} {whose} own runs, priced by a profile fitted on {fitted}, none measured on "
-            f"{get_gpu(gpu_id).name} (the GPU this profile prices)")
-
-
 def _uncalibrated(regime: str, metric: str, facts: ProfileFacts, q: tuple[float, float],
                   why: list[str]) -> tuple[float, float, Band | None]:
     """(q10, q90, the uncalibrated band or None): ``q`` widened, each side, to take in the uncalibrated band where the
@@ -248,21 +230,19 @@ def profile_band(regime: str, metric: str, facts: ProfileFacts | None, model: st
         return base
     (q10, q90), n = base.errors(), base.num_runs
     lent = f" (none of its own: {base.lent_from}'s)" if base.lent_from else ""
-    why = [f"calibrated regime {regime}{lent}: {q10:+.1%} … {q90:+.1%} from {n} measured points"
-           f"{_points_on(base, facts.gpu_id)}"
-           if not base.cross_model else f"calibrated regime {regime}{lent}: {base.source}: {q10:+.1%} … {q90:+.1%}"]
     other = model is not None and not any(m == model and (tp is None or t == tp) for m, t in facts.fitted)
     few = base.num_runs < MIN_POINTS
-    cm = _cross_model(metric) if (few or other) and not base.cross_model else None  # the base is it already
+    cm = cross_model(metric) if (few or other) and not base.cross_model else None  # the base is it already
+    # the points' GPUs said of the band used: "none measured on" the profile's GPU only where no point behind it was
+    on = points_on(base, facts.gpu_id if cm is None or facts.gpu_id not in cm[4] else None)
+    head = f"calibrated regime {regime}{lent}"
+    said = f"{q10:+.1%} … {q90:+.1%} from {n} measured points{on}" if not base.cross_model else \
+        f"{base.source}: {q10:+.1%} … {q90:+.1%}"
+    why = [f"{head}: {said}"] if cm is None else with_cross_model(head, said, cm, (q10, q90), [
+        f"fewer than {MIN_POINTS} calibrated points"] * few + ([f"{model} TP {tp} is not what the profile was fitted "
+                                                                 "on"] if other else []))
     if cm is not None:
-        widens = cm[0] < q10 or cm[1] > q90
         q10, q90, n = min(q10, cm[0]), max(q90, cm[1]), max(n, cm[2])
-        reasons = ([f"fewer than {MIN_POINTS} calibrated points"] if few else []) + (
-            [f"{model} TP {tp} is not what the profile was fitted on"] if other else [])
-        why.append(("widened, each side, to take in" if widens else "no narrower than") + f" the cross-model band "
-                   f"{cm[0]:+.1%} … {cm[1]:+.1%} ({' and '.join(reasons)}; {cm[2]} runs priced by a GPU profile "
-                   f"fitted on other models, from {cm[3]})" + (f": {q10:+.1%} … {q90:+.1%}" if widens else
-                                                                 ", which lies inside it"))
     q10, q90, unc = _uncalibrated(regime, metric, facts, (q10, q90), why)
     moe = regime.split("/")[1] == "moe"
     seen = [(e, f"{r.get('model')} TP {r.get('tp')}") for r in facts.checks if other and _checked(r, metric)

@@ -16,13 +16,14 @@ from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict, tt
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
-    OUTSIDE_NOTE,
+    BAND_MARKS_NOTE,
+    band_mark,
     band_source_line,
     band_span,
     biased_line,
     fmt_error,
     fmt_value,
-    outside,
+    latency_scale,
     step_cost_line,
     step_cost_source,
     warnings_first,
@@ -242,9 +243,10 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
                       *((("80% band", "right"),) if b else ())):
         t.add_column(col, justify=just)
     shown_only = [row.metric.startswith(FILE_TPOT) for row in c.rows]
+    big = latency_scale(c.rows)  # one unit for a latency's rows (TTFT mean to p99): its largest figure's
     for row, dagger in zip(c.rows, shown_only):
-        t.add_row(escape(row.metric) + (" †" if dagger else ""), fmt_value(row.measured, row.unit, row.predicted),
-                  fmt_value(row.predicted, row.unit, row.measured),
+        t.add_row(escape(row.metric) + (" †" if dagger else ""), fmt_value(row.measured, row.unit, big.get(
+                  row.metric, row.predicted)), fmt_value(row.predicted, row.unit, big.get(row.metric, row.measured)),
                   fmt_error(row.rel_error) + (" ⚠" if sat and row.unit == "s" else "")
                   + (f" {KNEE_MARK}" if knee and row.metric.startswith(("TTFT", "E2E")) else ""),
                   *([_band_cell(b, row)] if b else []))
@@ -272,18 +274,17 @@ _BANDED = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean", "throughput": "sa
 
 
 def _band_cell(b: RunBands, row: Any) -> str:
-    """A row's band (its span, ✗ when the measured figure lies outside), "—" for a banded figure without one in this
-    run, blank for a figure never banded."""
+    """A row's band (its span, ✓ when the measured figure lies inside, ✗ outside), "—" for a banded figure without
+    one in this run, blank for a figure never banded."""
     key = _BANDED.get(row.metric)
     if key is None:
         return ""
     band = getattr(b, key)
-    return band_span(band, row.unit) + (" ✗" if outside(band, row.measured) else "")
+    return band_span(band, row.unit) + band_mark(band, getattr(band, "measured", row.measured))
 
 
 def _band_lines(b: RunBands, rows: list[Any]) -> list[str]:
-    """Where the run's bands come from, which banded figures have none here and why, the ✗ and the figures never
-    banded (the sweep's paragraph, for one run)."""
+    """Where the run's bands come from, which figures have none and why, the marks' legend, those never banded."""
     from kvledger.analyses.serving.prediction_bands import UNBANDED_REASON
 
     named = {"TTFT mean": b.ttft_mean, "TPOT mean": b.tpot_mean, "saturation throughput": b.saturation_throughput}
@@ -294,7 +295,6 @@ def _band_lines(b: RunBands, rows: list[Any]) -> list[str]:
         out.append(f"no TTFT mean band: {b.ttft_note}")
     if b.throughput_note:
         out.append(f"no throughput band: {b.throughput_note}")
-    if any(_band_cell(b, row).endswith("✗") for row in rows):
-        out.append(OUTSIDE_NOTE)
+    out.append(BAND_MARKS_NOTE)  # the band column shows: its marks said, whichever are printed
     out.append(f"percentiles, E2E and output throughput: {UNBANDED_REASON}")
     return out

@@ -9,18 +9,19 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from kvledger.calibration.judged_band import band_covers
 from kvledger.calibration.sweep_bands import BEHIND, SERVED
 from kvledger.report.knee_view import KNEE_MARK, KNEE_MEANING, knee_shown, side_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
-    OUTSIDE_NOTE,
+    BAND_MARKS_NOTE,
+    band_mark,
     band_source_line,
     band_span,
     biased_line,
     fmt_error,
     fmt_rate,
     fmt_value,
-    outside,
     step_cost_line,
     step_cost_source,
     warnings_first,
@@ -39,12 +40,13 @@ _NOTE_WORDS = {"the measured stage": f"measured at saturation (its client achiev
 _LATENCY = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean"}  # table row → key of SweepBands
 
 
-def _outside(r: SweepValidation, i: int, key: str) -> bool:
-    """Whether stage ``i``'s measured ``key`` (a ``_LATENCY`` value) lies outside its band (False: no band)."""
+def _mark(r: SweepValidation, i: int, key: str) -> str:
+    """" ✓" / " ✗" when stage ``i``'s measured ``key`` (a ``_LATENCY`` value) lies inside / outside its band, ""
+    without one (``band_mark``)."""
     band = getattr(r.bands, key)[i] if r.bands is not None else None
     metric = next(m for m, k in _LATENCY.items() if k == key)
     row = next((x for x in r.runs[i].comparison.rows if x.metric == metric), None)
-    return outside(band, row.measured if row is not None else None)
+    return band_mark(band, getattr(band, "measured", row.measured if row is not None else None))
 
 
 def _levels(r: SweepValidation) -> list[str]:
@@ -61,6 +63,19 @@ def _head(metric: str) -> str:
     return metric.replace(" p50", " median")
 
 
+def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
+    """The largest figure of each latency column of the table (``shown``: its measured columns, by metric; a band's
+    column, by its ``_LATENCY`` key, its bands' ends), so that each column prints in one unit (``fmt_value``)."""
+    out: dict[str, float] = {}
+    for m in shown:
+        vals = [abs(x.measured) for run in r.runs for x in run.comparison.rows if x.metric == m and x.measured]
+        out[m] = max(vals, default=0.0)
+    for key in _LATENCY.values():
+        bands = [x for x in (getattr(r.bands, key) if r.bands is not None else []) if x is not None]
+        out[key] = max((max(abs(x.low), abs(x.high)) for x in bands), default=0.0)
+    return out
+
+
 def _table(r: SweepValidation, fitted: int) -> Table:
     shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
     t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
@@ -72,6 +87,7 @@ def _table(r: SweepValidation, fitted: int) -> Table:
     if fitted:
         t.add_column("GPU profile", justify="left")
     b = r.bands
+    top = _column_tops(r, shown)  # one unit a column: its largest figure's
     for i, (x, level) in enumerate(zip(r.runs, _levels(r))):
         rows = {row.metric: row for row in x.comparison.rows}
         cells = [level]
@@ -79,11 +95,11 @@ def _table(r: SweepValidation, fitted: int) -> Table:
             row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
             flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
                 (f" {KNEE_MARK}" if m == shown[0] and knee_shown(x.at_knee, x.saturated) else "")
-            cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
+            cells += [fmt_value(row.measured if row else None, row.unit if row else "s", top.get(m)),
                       fmt_error(row.rel_error if row else None) + flag]
             if m != "throughput":
-                cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s")
-                             + (" ✗" if _outside(r, i, key) else ""))
+                cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s",
+                                                               top.get(key)) + _mark(r, i, key))
         t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
     return t
 
@@ -118,8 +134,7 @@ def _band_lines(r: SweepValidation) -> list[str]:
             knee.setdefault(note, []).append(level)
     for why, rates in knee.items():
         out.append(f"no TTFT band at {', '.join(rates)} {_unit(r)}: {why}")
-    if any(_outside(r, i, key) for i in range(len(r.runs)) for key in _LATENCY.values()):
-        out.append(OUTSIDE_NOTE)
+    out.append(BAND_MARKS_NOTE)  # the band columns show: their marks said, whichever are printed
     out.append(b.knee_note)
     return out
 
@@ -193,8 +208,8 @@ def _answer_lines(r: SweepValidation) -> list[str]:
         b = r.bands
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
                 else " " + band_text(p.saturation_throughput_req_per_s, r.runs[0].bands.get("throughput"), "{:.2f}")
-                + (" ✗ (the measured figure lies outside its band)"
-                   if outside(b.saturation_throughput, m.saturation_throughput_req_per_s) else ""))
+                + {True: " ✓ (the measured figure lies inside its band)", False: " ✗ (the measured figure lies outside "
+                   "its band)", None: ""}[band_covers(b.saturation_throughput, m.saturation_throughput_req_per_s)])
         short = b is not None and b.saturation_throughput is None and (b.throughput_note or "").startswith("no stage")
         label = "largest throughput over the stages (none past saturation)" if short else \
             "saturation throughput (largest over the stages)"

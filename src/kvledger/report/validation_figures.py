@@ -9,17 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from kvledger.calibration.judged_band import band_covers
 from kvledger.report.step_cost_view import SOURCE_BELOW
 
 if TYPE_CHECKING:
     from kvledger.calibration.validate import RunValidation
 
 __all__ = ["fmt_value", "fmt_rate", "fmt_error", "step_cost_line", "step_cost_source", "band_span", "outside",
-           "band_source_line", "warnings_first", "OUTSIDE_NOTE"]
+           "band_source_line", "warnings_first", "BAND_MARKS_NOTE", "band_mark", "latency_scale"]
 
-#: what ✗ next to a band means
-OUTSIDE_NOTE = ("✗: the measured figure lies outside its band (the simulator erred more there than on 80% of the "
-                "points behind it)")
+#: what ✓ and ✗ next to a band mean: printed wherever a band column shows
+BAND_MARKS_NOTE = ("✓: the measured figure lies inside its 80% band; ✗: outside it (the simulator erred more there "
+                   "than on 80% of the points behind it)")
 
 
 def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
@@ -35,6 +36,23 @@ def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
     if 0 < size < 1:  # a slow run (0.025 req/s): three significant figures, not "0.03 req/s" beside "0.03 req/s"
         return f"{v:.{2 - math.floor(math.log10(size))}f} {unit}"
     return f"{v:,.2f} {unit}"
+
+
+def latency_scale(rows: list[Any]) -> dict[str, float]:
+    """Per latency row (a comparison row in s), the largest figure measured or predicted of its latency (its metric
+    less the statistic: "TTFT" of "TTFT p90"): ``fmt_value(v, "s", that)`` prints a latency's rows in one unit, not
+    9,442.7 ms in one row and 16.85 s in the next.
+
+    >>> latency_scale([type("R", (), {"metric": "TTFT p50", "unit": "s", "measured": 9.44, "predicted": None})(),
+    ...                type("R", (), {"metric": "TTFT p90", "unit": "s", "measured": 16.85, "predicted": 0.09})()])
+    {'TTFT p50': 16.85, 'TTFT p90': 16.85}
+    """
+    top: dict[str, float] = {}
+    for row in rows:
+        if row.unit == "s":
+            g = row.metric.rsplit(" ", 1)[0]
+            top[g] = max([top.get(g, 0.0), *(abs(v) for v in (row.measured, row.predicted) if v is not None)])
+    return {row.metric: top[row.metric.rsplit(" ", 1)[0]] for row in rows if row.unit == "s"}
 
 
 def fmt_rate(rate: float) -> str:
@@ -66,24 +84,28 @@ def step_cost_source(r: RunValidation) -> str:
     return f"[dim]step cost source: {escape(str(r.step_cost.get('source', '')))}[/]"
 
 
-def band_span(band: Any, unit: str) -> str:
+def band_span(band: Any, unit: str, beside: float | None = None) -> str:
     """A prediction band's low–high in the table's format (``fmt_value``), the unit said once: ``8.8–48.7 ms``; "—"
-    for none."""
+    for none. ``beside``: the largest figure of its column, whose unit it takes."""
     if band is None:
         return "—"
-    lo, hi = fmt_value(band.low, unit, band.high), fmt_value(band.high, unit, band.low)
+    top = max(abs(band.high), abs(band.low), abs(beside or 0.0))
+    lo, hi = fmt_value(band.low, unit, top), fmt_value(band.high, unit, top)
     tail = hi.rsplit(" ", 1)[-1]
     return f"{lo.removesuffix(' ' + tail)}–{hi}"
 
 
 def outside(band: Any, measured: float | None) -> bool:
-    """Whether the measured figure lies outside a ``PredictionBand`` (False without a band or a measured figure). An
-    end is the prediction over (1 + an error measured on a run), so a run whose error *is* that end lands on it up to
-    float rounding (kubecon `batch_size` stage 0: 6.9e-18 s past 33.319 ms): within 1e-9 of an end counts inside."""
-    if band is None or measured is None:
-        return False
-    tol = 1e-9 * max(abs(band.low), abs(band.high))
-    return not band.low - tol <= measured <= band.high + tol
+    """Whether the measured figure lies outside a ``PredictionBand`` (False without a band or a measured figure;
+    ``judged_band.band_covers``: within 1e-9 of an end counts inside)."""
+    return band_covers(band, measured) is False
+
+
+def band_mark(band: Any, measured: float | None) -> str:
+    """" ✓" when the measured figure lies inside the band, " ✗" outside, "" when either is missing (``BAND_MARKS_NOTE``
+    says so under the table)."""
+    covers = band_covers(band, measured)
+    return "" if covers is None else " ✓" if covers else " ✗"
 
 
 def band_source_line(bands: dict[str, Any], regime: str) -> str | None:
