@@ -96,6 +96,9 @@ class WorkloadFlags:
     arrival_cv: float | None = flag("--arrival-cv", help=(
         "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson; 0 = a fixed interval of exactly 1/rate, "
         "as a fixed-interval benchmark timer sends; >1 bursty)."))
+    shared_prefix_tokens: int | None = flag("--shared-prefix-tokens", help=(
+        "Every prompt starts with the same N-token system prompt (a prompt shorter than N is left unshared), which "
+        "prefix caching reuses; part of the prompt lengths, not added. Not with hash ids (mooncake) or sessions."))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.cli import bill_opts as bo
-from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, flag, flag_like
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
 __all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request", "DEFAULT_OUT",
@@ -31,6 +31,7 @@ class ReportRunFlags:
     num_requests: int = flag("--num-requests", default=2000, help=(
         "Requests per simulation (each probe of the capacity search, each sweep point)."))
     seed: int = flag("--seed", default=0, help="RNG seed of the workload.")
+    shared_prefix_tokens: int | None = flag_like(WorkloadFlags, "shared_prefix_tokens")
     target: float = flag("--target", default=0.9, help="Share of requests within the SLO at the capacity, (0, 1].")
 
 
@@ -127,7 +128,9 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile),
                                 ("gemm_efficiency", e.gemm_efficiency),
                                 ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),
-                                ("client_latency", e.client_latency)) if v is not None}
+                                ("client_latency", e.client_latency),
+                                # the workload's system prompt, a SimRequestArgs field every simulation takes too
+                                ("shared_prefix_tokens", r.shared_prefix_tokens)) if v is not None}
     return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace, num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
                          max_utilization=b.max_utilization, gpu_provider=b.gpu_provider,

@@ -86,7 +86,15 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
     if session_workload is None:
         if sessions is not None or session_rate is not None:
             raise InputError("--sessions and --session-rate describe a session workload: give --workload chat|agent")
+        if disagg and getattr(flags, "shared_prefix_tokens", None) is not None:
+            raise InputError("--shared-prefix-tokens is not simulated for --disagg candidates (their probes draw "
+                             "the requests without it): drop --shared-prefix-tokens, or drop --disagg")
         return synthetic_spec(flags), rate, []
+    if getattr(flags, "shared_prefix_tokens", None) is not None:
+        from kvledger.dynamics.workload.shared_prefix import shared_prefix_refusal
+
+        raise InputError(shared_prefix_refusal(f"--workload {session_workload} (each session's system prompt and "
+                                               "earlier turns)"))
     if flags.trace is not None or synthetic_spec(flags) is not None:
         raise InputError("--workload chat|agent is a session workload: give it without --trace or "
                          "--prompt-lengths/--output-lengths")

@@ -73,6 +73,11 @@ def check_session_flags(s: SessionFlags, workload: WorkloadFlags) -> bool:
             raise InputError("--sessions and --session-rate describe a session workload; add --workload chat (or "
                              f"agent), or drop {_listed(given)}")
         return False
+    if workload.shared_prefix_tokens is not None:
+        from kvledger.dynamics.workload.shared_prefix import shared_prefix_refusal
+
+        raise InputError(shared_prefix_refusal(f"--workload {s.session_workload} (each session's system prompt and "
+                                               "earlier turns)"))
     ignored = [f for f in given_flags(workload) if f != "--seed"]
     if ignored:
         raise InputError(f"--workload {s.session_workload} draws multi-turn sessions with their own lengths and "

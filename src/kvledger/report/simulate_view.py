@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
-from kvledger.analyses.serving.sim_document import SimDocument, load_text
+from kvledger.analyses.serving.sim_document import SimDocument, load_text, shared_prefix_text
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.preemption_view import preemption_lines
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
@@ -198,7 +198,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(f"[bold yellow]warning[/]: {said}")
     loop = load_text(wl) if str(wl.get("mode")).startswith("closed loop") else wl["mode"]  # its users, its pacing
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {loop}; prompt mean "
-                  f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
+                  f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens"
+                  f"{shared_prefix_text(wl)}")
     if "sessions" in wl:
         from kvledger.report.sim_tiers_view import session_shape_line
 

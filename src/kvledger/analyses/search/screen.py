@@ -42,7 +42,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
 
     profile = spec.gpu_profile and choice_for_gpu(spec.gpu_profile, resolve_gpu(cand.gpu_id).name)
     return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
-                          seed=spec.seed, engine_version=spec.engine_version, tp=cand.tp,
+                          seed=spec.seed, shared_prefix_tokens=spec.shared_prefix_tokens,
+                          engine_version=spec.engine_version, tp=cand.tp,
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,

@@ -37,7 +37,8 @@ class SearchSpec:
 
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
-        trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all);
+        trace, num_requests, seed, synthetic, shared_prefix_tokens: the workload of every probe (the same seeded
+            requests and ``--shared-prefix-tokens`` system prompt for all);
             ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates);
             with one, ``trace`` is unused and left out of the JSON (``to_dict``).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
@@ -70,7 +71,7 @@ class SearchSpec:
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
-                         "monthly_input_tokens", "monthly_output_tokens")
+                         "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens")
 
     model: str
     slo: str
@@ -79,6 +80,7 @@ class SearchSpec:
     num_requests: int = 2000
     seed: int = 0
     synthetic: SyntheticSpec | SessionSpec | None = None
+    shared_prefix_tokens: int | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     gpu_profile: str | None = None

@@ -27,6 +27,9 @@ def no_prefix_ids_note(setup: Any) -> str | None:
         return None
     if has_prefix_ids(setup.workload):
         return None
+    if (n := setup.workload_info.get("shared_prefix_tokens")) is not None:  # every prompt shorter than the prefix
+        return (f"--shared-prefix-tokens {n:,}: no prompt of this workload reaches {n:,} tokens, and a prompt shorter "
+                "than the shared prefix is left unshared, so no two prompts share a cached block")
     return (f"prefix caching is on, but the workload ({setup.workload_info.get('trace', 'given requests')}) carries "
             "no prefix ids (no hash ids or shared-prefix segments), so no two prompts share a cached block: the "
             "prefix-cache hit rate is 0 by construction, not a measure of this traffic's reuse (a trace with hash "
@@ -37,6 +40,6 @@ def with_prefix_ids_note(setup: Any) -> tuple[dict[str, Any], list[str]]:
     """(the workload description, its notes) of ``setup`` for ``simulate``'s document: ``prefix_ids: false`` and the
     note added when :func:`no_prefix_ids_note` applies."""
     note = no_prefix_ids_note(setup)
-    if note is None:
-        return setup.workload_info, list(setup.notes)
+    if note is None or "shared_prefix_tokens" in setup.workload_info:
+        return setup.workload_info, [*setup.notes, *([note] if note else [])]
     return {**setup.workload_info, "prefix_ids": False}, [*setup.notes, note]

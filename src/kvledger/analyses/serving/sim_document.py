@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
-           "SIMULATOR", "simulator_description", "workload_text", "load_text", "PACED_MODE"]
+           "SIMULATOR", "simulator_description", "workload_text", "load_text", "shared_prefix_text",
+           "PACED_MODE"]
 
 #: the workload ``mode`` of a paced closed loop (``ClosedLoop.paced``: a rate under a cap on requests in flight)
 PACED_MODE = "closed loop, paced"
@@ -127,7 +128,18 @@ class SimDocument:
 def workload_text(info: dict[str, Any]) -> str:
     """``azure-conv: 300 requests, open loop at 3.480 req/s offered; prompt mean …`` from a workload description."""
     return (f"{info['trace']}: {info['num_requests']:,} requests, {load_text(info)}; prompt mean "
-            f"{info['prompt_tokens_mean']:,.0f}, output mean {info['output_tokens_mean']:,.0f} tokens")
+            f"{info['prompt_tokens_mean']:,.0f}, output mean {info['output_tokens_mean']:,.0f} tokens"
+            f"{shared_prefix_text(info)}")
+
+
+def shared_prefix_text(info: dict[str, Any]) -> str:
+    """``; shared prefix 2,000 tokens (19 of 20 prompts reach it)`` for a workload with ``--shared-prefix-tokens``;
+    "" without one."""
+    n = info.get("shared_prefix_tokens")
+    if n is None:
+        return ""
+    return (f"; shared prefix {n:,} tokens ({info['shared_prefix_requests']:,} of {info['num_requests']:,} prompts "
+            "reach it; a shorter one is left unshared)")
 
 
 def load_text(info: dict[str, Any]) -> str:

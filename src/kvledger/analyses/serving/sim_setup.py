@@ -23,6 +23,7 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.shared_prefix import shared_prefix_info, shared_prefix_refusal, with_shared_prefix
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -42,6 +43,7 @@ class SimRequestArgs:
     seed: int = 0
     concurrency: int | None = None
     think_time_s: float = 0.0
+    shared_prefix_tokens: int | None = None  # one system prompt every request starts with (workload/shared_prefix.py)
     engine_version: str | None = None
     tp: int = 1
     max_model_len: str | int | None = None
@@ -170,10 +172,12 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
             rate = math.inf  # closed loop: arrival times are not used
         kw = dict(num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
-        if a.concurrency is None:  # open loop: columns (24 bytes a request) unless the trace has segments or clients
-            specs = load_trace_columns(a.trace, **kw)
+        if a.concurrency is None and a.shared_prefix_tokens is None:  # open loop: columns (24 bytes a request)
+            specs = load_trace_columns(a.trace, **kw)  # unless the trace has segments or clients
         specs = load_trace(a.trace, **kw) if specs is None else specs
         name = a.trace
+    if a.shared_prefix_tokens is not None:  # every prompt starts with the same system prompt
+        specs = with_shared_prefix(specs, a.shared_prefix_tokens, name)
     span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
     if isinstance(specs, WorkloadColumns):
         prompt_sum, output_sum = int(specs.num_prompt_tokens.sum()), int(specs.num_output_tokens.sum())
@@ -183,6 +187,8 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         "trace": name, "num_requests": len(specs),
         "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
     }
+    if a.shared_prefix_tokens is not None:
+        info.update(shared_prefix_info(specs, a.shared_prefix_tokens))
     if a.concurrency is not None:
         pace = paced(a)
         info.update(mode=PACED_MODE if pace else "closed loop", concurrency=a.concurrency, think_time_s=a.think_time_s)
@@ -241,6 +247,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     given = workload is not None
+    if given and a.shared_prefix_tokens is not None:
+        raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
     workload, n, info = workload if given else _workload(a, requests, label)
     if not given and requests is None:
         notes.extend(_reader_notes(a.trace))  # rows the trace's reader left out (BurstGPT's failed requests)

@@ -1,0 +1,81 @@
+"""``--shared-prefix-tokens N``: one system prompt every request starts with, in simulate, goodput --simulate, search
+and report; refused where the workload names its own prefixes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.cli.cli_run import MODEL, refused, run_cli
+
+SYN = ("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:3000", "--output-lengths", "fixed:10",
+       "--rate", "0.5", "--arrival-cv", "0", "--num-requests", "20")  # one request every 2 s: none overlaps another
+
+
+@pytest.mark.parametrize(("n", "policy", "hit"), [
+    (1999, "vllm", 1984),  # vLLM caches full blocks only: ⌊1999/16⌋ = 124 blocks × 16 = 1,984 tokens
+    (2000, "vllm", 2000),  # ⌊2000/16⌋ = 125 blocks × 16 = 2,000 tokens
+    (1999, "sglang", 1999),  # SGLang's radix cache at page size 1 reuses every shared token
+])
+def test_every_later_request_hits_the_shared_prefix(n, policy, hit):
+    args = (*SYN, "--shared-prefix-tokens", str(n), "--policy", policy)
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    s = doc["summary"]
+    # the first of the 20 requests misses, each of the 19 later ones hits `hit` of its 3,000 prompt tokens
+    assert (s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]) == (19 * hit, 20 * 3000)
+    assert s["prefix_cache_hit_rate"] == pytest.approx(hit * 19 / (3000 * 20), rel=1e-12)
+    assert doc["workload"]["shared_prefix_tokens"] == n and doc["workload"]["shared_prefix_requests"] == 20
+    assert "prefix_ids" not in doc["workload"] and not any("by construction" in x for x in doc["notes"])
+    text = " ".join(run_cli(*args).stdout.split())
+    assert f"shared prefix {n:,} tokens (20 of 20 prompts reach it" in text
+    assert f"prefix cache: hit rate {hit * 19 / 60000:.1%} ({19 * hit:,} of 60,000 prompt tokens)" in text
+    assert "by construction" not in text
+
+
+def test_a_prompt_shorter_than_the_prefix_is_left_unshared(tmp_path):
+    # a lengths-only trace: 3,000, 1,000 and 3,000 prompt tokens, 10 s apart; prefix 2,000, B = 16. The 1,000-token
+    # prompt is unshared (0 hits); the third hits the first's 125 blocks = 2,000 tokens: 2,000 of 7,000
+    csv = tmp_path / "t.csv"
+    csv.write_text("arrival_s,num_prompt_tokens,num_output_tokens\n0,3000,10\n10,1000,10\n20,3000,10\n")
+    args = ("simulate", MODEL, "--gpu", "H100", "--trace", str(csv), "--shared-prefix-tokens", "2000")
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    assert (doc["summary"]["prefix_cache_hit_tokens"], doc["summary"]["prefix_cache_query_tokens"]) == (2000, 7000)
+    assert doc["workload"]["shared_prefix_requests"] == 2
+    assert "shared prefix 2,000 tokens (2 of 3 prompts reach it" in " ".join(run_cli(*args).stdout.split())
+
+
+def test_refused_where_the_workload_names_its_own_prefixes_or_the_size_is_bad():
+    base = ("simulate", MODEL, "--gpu", "H100", "--shared-prefix-tokens", "2000")
+    assert "mooncake (its hash ids) already names which prompts share" in refused(*base, "--trace", "mooncake")
+    assert "--workload chat (each session's system prompt" in refused(*base, "--workload", "chat")
+    assert "--workload agent (each session's system prompt" in refused(
+        "search", MODEL, "--gpus", "H100", "--slo", "ttft=1s", "--workload", "agent", "--shared-prefix-tokens", "100")
+    assert "--shared-prefix-tokens 0 is out of range" in refused(*base[:-1], "0")
+    assert "add --simulate MODEL" in refused("goodput", "x.json", "--slo", "ttft=1s", "--shared-prefix-tokens", "5")
+
+
+def test_goodput_probes_carry_it():
+    doc = json.loads(run_cli("goodput", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:3000",
+                             "--output-lengths", "fixed:10", "--num-requests", "200", "--shared-prefix-tokens", "2000",
+                             "--slo", "ttft=200ms", "--target", "0.9", "--json").stdout)
+    # fixed 3,000-token prompts: all 200 reach the 2,000-token prefix, in every probe
+    assert doc["simulation"]["workload"]["shared_prefix_tokens"] == 2000
+    assert doc["simulation"]["workload"]["shared_prefix_requests"] == 200
+
+
+def test_search_and_report_hand_it_to_every_simulation():
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate, SearchSpec
+    from kvledger.analyses.serving import decision_data
+    from kvledger.cli.quick_argv import parse_simulate
+    from kvledger.cli.report_flags import ReportBillFlags, ReportEngineFlags, ReportRunFlags, report_request
+
+    spec = SearchSpec(model=MODEL, slo="ttft=1s", shared_prefix_tokens=700)
+    assert sim_args(spec, Candidate("nvidia_h100_sxm", 1)).shared_prefix_tokens == 700
+    assert spec.to_dict()["shared_prefix_tokens"] == 700 and "shared_prefix_tokens" not in SearchSpec(
+        model=MODEL, slo="ttft=1s").to_dict()  # absent unless given: an older search ledger still resumes
+    req = report_request(MODEL, "H100", "ttft=1s", ReportRunFlags(shared_prefix_tokens=700), ReportEngineFlags(),
+                         ReportBillFlags(), None)
+    assert decision_data.sim_args(req).shared_prefix_tokens == 700
+    assert parse_simulate([MODEL, "--gpu", "H100", "--shared-prefix-tokens", "700"])["shared_prefix_tokens"] == 700
+    assert parse_simulate([MODEL, "--gpu", "H100", "--shared-prefix-tokens", "1.5"]) is None  # typer's to refuse
