@@ -94,4 +94,4 @@ def test_validate_replays_kubecons_stages_with_the_deployments_flags():
     assert ("vllm/manifests.yaml): max_num_seqs 128, enable_chunked_prefill False, enable_prefix_caching False, "
             "gpu_memory_utilization 0.9, max_model_len 512, engine_version 0.11.0") in text
     assert "measured 93.44 req/s, simulated 93.53 req/s" in text and "simulated 101.09 req/s (80% band" in text
-    assert "uncalibrated roofline), error -1.9%" in text
+    assert "uncalibrated roofline) ✓ (the measured figure lies inside its band), error -1.9%" in text
