@@ -59,8 +59,11 @@ def test_search_and_one_gpu_commands_take_what_the_list_gives():
     assert given_usd(prices, "nvidia_l4") == 0.5 and given_usd(prices, "nvidia_a10") is None  # left out: the table's
     assert given_usd(2.0, "nvidia_a10") == 2.0 and given_usd(None, "nvidia_a10") is None
     assert given_source(prices, "nvidia_l4") == "user input (--gpu-usd-per-hour, nvidia_l4)"
-    assert given_source(2.0, "nvidia_l4") == "user input (--gpu-usd-per-hour)"  # one number: as before
+    # one number: the GPU it priced named too, and the --gpu-provider that labels it; no GPU known: the flag alone
+    assert given_source(2.0, "nvidia_l4") == "user input (--gpu-usd-per-hour, nvidia_l4)"
+    assert given_source(2.0, "nvidia_l4", "lambda") == "user input (--gpu-usd-per-hour, nvidia_l4 at Lambda)"
     assert price_of(prices, "h100-sxm") == (2.49, "user input (--gpu-usd-per-hour, nvidia_h100_sxm)")
+    assert price_of(2.0, "H100") == (2.0, "user input (--gpu-usd-per-hour, nvidia_h100_sxm)")
     assert price_of(2.0, None) == (2.0, "user input (--gpu-usd-per-hour)") and price_of(None, "H100") is None
     assert one_gpu_usd("H100=2.49,L4=0.5", "L4", "report") == 0.5 and one_gpu_usd("3", "L4", "report") == 3.0
     with pytest.raises(InputError, match=r"^--gpu-usd-per-hour lists prices for nvidia_h100_sxm, nvidia_l4, not for "

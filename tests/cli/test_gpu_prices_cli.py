@@ -88,7 +88,8 @@ def test_one_number_prices_every_gpu_as_before(tmp_path):
     assert d["spec"]["gpu_usd_per_hour"] == 2.5  # a number, as ledgers written before the list resume
     assert json.loads(led.read_text().splitlines()[0])["spec"]["gpu_usd_per_hour"] == 2.5
     for x in d["candidates"]:
-        assert (x["price"]["usd_per_gpu_hour"], x["price"]["source"]) == (2.5, "user input (--gpu-usd-per-hour)")
+        assert (x["price"]["usd_per_gpu_hour"], x["price"]["source"]) == (
+            2.5, f"user input (--gpu-usd-per-hour, {x['gpu_id']})")
         assert x["cost"]["usd_per_mtok_output"] == pytest.approx(_usd_per_mtok_output(x), rel=1e-12)
     # 2.5 × 1000 ÷ (1800 × 138.86) = $0.0100 against 2.5 × 1000 ÷ (1800 × 8.375) = $0.166 per 1k requests
     assert d["ranking"] == [H100, L4]
@@ -166,7 +167,8 @@ def test_cost_takes_the_priced_gpus_price_from_the_list(tmp_path):
     assert (item["unit_price_usd"], item["source"]) == (2.95, "user input (--gpu-usd-per-hour, nvidia_h100_sxm)")
     one = json.loads(runner.invoke(app, [*args, "--gpu-usd-per-hour", "2.95"]).stdout)  # one number: as before
     assert one["totals"]["self_host_usd_per_mtok_output"] == d["totals"]["self_host_usd_per_mtok_output"]
-    assert one["ledgers"]["self_host_output"]["items"][0]["source"] == "user input (--gpu-usd-per-hour)"
+    assert one["ledgers"]["self_host_output"]["items"][0]["source"] == ("user input (--gpu-usd-per-hour, "
+                                                                        "nvidia_h100_sxm)")
 
 
 @pytest.mark.parametrize("command", ["search", "cost", "report", "offload"])

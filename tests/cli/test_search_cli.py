@@ -142,9 +142,10 @@ def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
     assert d["spec"]["gpu_usd_per_hour"] == 2.0
     # the text's winner line names the price as given, with no catalog date or confidence (it printed "as of , ")
     text = " ".join(_ok([*args, "--gpu-usd-per-hour", "2"]).split())
-    assert "winner's price: $2 per GPU-hour, user input (--gpu-usd-per-hour)" in text and "as of ," not in text
+    # (the price's source names the GPU it priced: here the file)
+    assert f"winner's price: $2 per GPU-hour, user input (--gpu-usd-per-hour, {g})" in text and "as of ," not in text
     # and its bill names the price as given, not by the pseudo-row's key (it printed "(given:--gpu-usd-per-hour)")
-    assert "730 h at $2/GPU-h, user input (--gpu-usd-per-hour)" in text and "given:" not in text
+    assert f"730 h at $2/GPU-h, user input (--gpu-usd-per-hour, {g})" in text and "given:" not in text
 
 
 def test_the_spec_states_the_workload_searched():

@@ -109,10 +109,15 @@ def given_usd(given: float | Mapping[str, float] | None, gpu_id: str) -> float |
     return given.get(gpu_id)
 
 
-def given_source(given: float | Mapping[str, float] | None, gpu_id: str) -> str:
-    """Where a given price comes from, as every $ figure priced on it states: ``user input (--gpu-usd-per-hour)``
-    for one number, ``user input (--gpu-usd-per-hour, nvidia_h100_sxm)`` for a listed one."""
-    return f"user input ({FLAG})" if not isinstance(given, Mapping) else f"user input ({FLAG}, {gpu_id})"
+def given_source(given: float | Mapping[str, float] | None, gpu_id: str, provider: str | None = None) -> str:
+    """Where a given price comes from, as every $ figure priced on it states: ``user input (--gpu-usd-per-hour,
+    nvidia_h100_sxm)``, the GPU priced (none known: the flag alone), ``… nvidia_h100_sxm at Nebius)`` with the
+    ``--gpu-provider`` that labels it."""
+    from kvledger.catalog.price_names import gpu_provider_label
+
+    what = ", ".join(w for w in (FLAG, gpu_id) if w) + (f" at {gpu_provider_label(provider)}" if gpu_id and provider
+                                                         else "")
+    return f"user input ({what})"
 
 
 def describe(given: Mapping[str, float]) -> str:
@@ -120,9 +125,10 @@ def describe(given: Mapping[str, float]) -> str:
     return ", ".join(f"{k} ${v:g}/GPU-h" for k, v in given.items())
 
 
-def price_of(given: float | Mapping[str, float] | None, name: str | None) -> tuple[float, str] | None:
-    """(USD per GPU-hour, its source) of the one GPU a command prices (``name``: as the command knows it), or None
-    when no price was given.
+def price_of(given: float | Mapping[str, float] | None, name: str | None,
+             provider: str | None = None) -> tuple[float, str] | None:
+    """(USD per GPU-hour, its source, labelled with ``provider`` when given) of the one GPU a command prices
+    (``name``: as the command knows it), or None when no price was given.
 
     Raises:
         InputError: a list that does not name that GPU (or a run that does not name its GPU at all).
@@ -130,18 +136,23 @@ def price_of(given: float | Mapping[str, float] | None, name: str | None) -> tup
     if given is None:
         return None
     if not isinstance(given, Mapping):
-        return float(given), given_source(given, "")
+        return float(given), given_source(given, _key_or_name(name) if name else "", provider)
     if name is None:
         raise InputError(f"{FLAG} lists prices per GPU ({describe(given)}), but the run does not name its GPU: pass "
                          "--gpu, or one number for its price")
-    try:
-        key = gpu_key(name)
-    except UnknownNameError:
-        key = name
+    key = _key_or_name(name)
     if key not in given:
         raise InputError(f"{FLAG} lists prices for {', '.join(given)}, not for the GPU priced here, {name}"
                          f"{'' if key == name else f' ({key})'}: add {key}=PRICE to the list, or give one number")
-    return given[key], given_source(given, key)
+    return given[key], given_source(given, key, provider)
+
+
+def _key_or_name(name: str) -> str:
+    """The catalog id of the GPU ``name`` names, else ``name`` itself (a GPU file's path)."""
+    try:
+        return gpu_key(name)
+    except UnknownNameError:
+        return name
 
 
 def one_gpu_usd(value: Any, gpu: str, command: str) -> float | None:

@@ -6,6 +6,10 @@ reference set; see ``data/prices.SOURCES.md``). Blank cells stay None: a blank c
 price means "not found", not "no discount", and a blank batch discount means no batch API
 is known (DeepSeek, DeepInfra). GPU prices are list on-demand; reserved and spot prices
 are lower (docs/cost.md §8). Rows marked ``confidence=low`` are placeholders to check.
+
+A GPU no row prices is refused as a GPU when the GPU catalog does not know it either (a simulation needs its specs
+before any price: ``kvledger gpus`` lists them), else as a price, offering ``--gpu-usd-per-hour`` only where the command
+takes it.
 """
 
 from __future__ import annotations
@@ -200,11 +204,12 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
-def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
-    """All rental rows for a GPU given by catalog id (``nvidia_h100_sxm``) or name (``"H100 80GB SXM"``).
+def find_gpu_prices(gpu: str, provider: str | None = None, own_price: bool = True) -> list[GpuPrice]:
+    """All rental rows for a GPU given by catalog id (``nvidia_h100_sxm``) or name (``"H100 80GB SXM"``);
+    ``own_price``: the command takes ``--gpu-usd-per-hour`` (its refusals offer it).
 
     Raises:
-        UnknownNameError: no row matches (close ids suggested).
+        UnknownNameError: no row matches (close names suggested; an unknown GPU refused as a GPU).
     """
     q = _norm(gpu)
     rows = gpu_prices()
@@ -214,13 +219,34 @@ def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
         hits = [r for r in hits if _norm(r.provider) == _norm(provider)]
         if not hits:  # the GPU has rows, the provider is the unknown part: suggest this GPU's providers
             raise UnknownNameError("GPU price provider", provider, offered,
-                                   hint=f"(providers with a {gpu} row: {', '.join(offered)}; or pass "
-                                        f"--gpu-usd-per-hour)")
+                                   hint=f"(providers with a {gpu} row: {', '.join(offered)}"
+                                        + ("; or pass --gpu-usd-per-hour)" if own_price else ")"))
     if not hits:
-        known = sorted({r.gpu_id for r in rows})
-        raise UnknownNameError("GPU price", gpu if provider is None else f"{gpu} at {provider}", known,
-                               hint="(or pass --gpu-usd-per-hour to give your own price)")
+        raise _unknown_gpu_price(gpu, provider, own_price)
     return hits
+
+
+#: the hint of a command that takes the user's own GPU price
+_OWN_PRICE = "or pass --gpu-usd-per-hour to give your own price"
+
+
+def _unknown_gpu_price(gpu: str, provider: str | None, own_price: bool) -> UnknownNameError:
+    """The refusal of a GPU no rental row prices: a GPU the catalog does not know (close names suggested; its specs are
+    needed before any price), else a catalog GPU without a row (``own_price``: the command takes
+    ``--gpu-usd-per-hour``, offered then)."""
+    from kvledger.catalog.gpus import get_gpu
+
+    try:
+        spec = get_gpu(gpu)
+    except UnknownNameError as err:
+        return UnknownNameError("GPU", gpu, err.suggestions, ranked=True,
+                                hint="(kvledger gpus lists the catalog's GPUs, kvledger prices --kind gpu their "
+                                     "rental rows)")
+    where, known = "" if provider is None else f" at {provider}", sorted({r.gpu_id for r in gpu_prices()})
+    none = "" if spec.gpu_id in known else f"{spec.gpu_id} has no rental row{where} in the price table; "
+    own = f"; {_OWN_PRICE}" if own_price else ""
+    return UnknownNameError("GPU price", f"{gpu}{where}", known,
+                            hint=f"({none}kvledger prices --kind gpu lists them{own})")
 
 
 def find_gpu_price(gpu: str, provider: str | None = None, instance: str | None = None) -> GpuPrice:

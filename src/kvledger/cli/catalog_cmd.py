@@ -88,14 +88,19 @@ def prices(
     if kind == "tier" and gpu:
         raise InputError("--gpu filters the GPU rental rows; the KV-tier rows (--kind tier) are per GiB-month, not "
                          "per GPU: drop --gpu, or use --kind gpu")
+    from kvledger.catalog.price_names import check_provider
+    from kvledger.catalog.tier_prices import default_tier_price, tier_prices
+
+    tables = {"api": api_prices, "gpu": gpu_prices, "tier": tier_prices}
+    check_provider(provider, (r.provider for k, rows in tables.items() if kind in (k, "all") for r in rows()),
+                   "price provider" if kind == "all" else f"{kind} price provider")
     want = (provider or "").lower()
     api = [r for r in api_prices() if not want or r.provider.lower() == want] if kind in ("api", "all") else []
     if kind in ("gpu", "all"):
-        rows = find_gpu_prices(_price_gpu_key(gpu)) if gpu else list(gpu_prices())
+        rows = find_gpu_prices(_price_gpu_key(gpu), own_price=False) if gpu else list(gpu_prices())
         gpus = [r for r in rows if not want or r.provider.lower() == want]
     else:
         gpus = []
-    from kvledger.catalog.tier_prices import default_tier_price, tier_prices
 
     tiers = [r for r in tier_prices() if not want or r.provider.lower() == want] if kind in ("tier", "all") else []
     defaults = {default_tier_price(k) for k in ("host", "nvme")}

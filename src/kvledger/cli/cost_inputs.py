@@ -53,6 +53,7 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
     """
     from kvledger.catalog.api_match import find_api_price
     from kvledger.catalog.given_prices import parse_gpu_usd, price_of
+    from kvledger.catalog.price_names import check_gpu_provider
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
@@ -77,6 +78,8 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
         rate = collect(problems, lambda: gpu_rate_for(gpu_known, p["gpu_provider"], p["instance"], None))
     elif isinstance(usd, dict) and gpu_known is not None:  # a list must price this GPU: refused with the rest
         collect(problems, lambda: price_of(usd, gpu_known))
+    if given is not None:  # the provider then labels the user's price: an unknown one is refused all the same
+        collect(problems, lambda: check_gpu_provider(p["gpu_provider"]))
     if len(problems) == 1:
         raise problems[0]
     if problems:

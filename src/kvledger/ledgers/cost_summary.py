@@ -153,7 +153,9 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
         per = _per_request(r, mix, tokens_per_request(None, cap))
         priced.append((per, *tie_order(r), r))  # a tie: the higher confidence
     if not priced:
-        raise InputError("no API row can be priced under this mix (batch share or cache-hit rate on rows without them)")
+        from kvledger.ledgers.api_left_out import no_row_left
+
+        raise no_row_left(mix, [r for r, _, _ in rows])
     return min(priced)[-1]
 
 

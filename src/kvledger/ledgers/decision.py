@@ -93,6 +93,10 @@ def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volum
             "USD per month",
         )
         out.append(ApiOption(price, same, named, bill))
+    if rows and not out:  # every row left out by the mix: each named with its reason and flag
+        from kvledger.ledgers.api_left_out import no_row_left
+
+        raise no_row_left(mix, [r for r, _, _ in rows])
     out.sort(key=lambda a: (a.bill.total_usd, *tie_order(a.price)))
     return out, notes
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kvledger.jsonable import json_fields, to_jsonable
 
-__all__ = ["LineItem", "Ledger"]
+__all__ = ["LineItem", "Ledger", "dated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,11 @@ class LineItem:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
+
+
+def dated(source: str, as_of: str | None) -> str:
+    """``source`` with its price's date, "… (as of 2026-03)"; none for a price the user gave (its source says so)."""
+    return source if not as_of or as_of == "user input" else f"{source} (as of {as_of})"
 
 
 @json_fields(extra=("total_usd",))

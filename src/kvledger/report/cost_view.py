@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
 from kvledger.report.step_cost_view import print_step_cost_warnings
@@ -48,7 +49,7 @@ def _ledger_table(ledger: Any, sources: list[str], decimals: int = 4) -> Any:
     for col in ("item", "quantity", "× unit price $", "= amount $", "src"):
         t.add_column(col, justify="left" if col == "item" else "right", overflow="fold")
     for i in ledger.items:
-        ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
+        ref = dated(i.source, i.as_of) + (f"; {i.note}" if i.note else "")
         if ref not in sources:
             sources.append(ref)
         t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _price(i.unit_price_usd), f"{i.amount_usd:,.{decimals}f}",

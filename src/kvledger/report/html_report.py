@@ -16,6 +16,7 @@ from kvledger.analyses.serving.report_data import ReportData
 from kvledger.catalog.prices import api_prices
 from kvledger.ledgers.api_cost import mix_words
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
+from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
 
@@ -195,7 +196,7 @@ def _build_or_buy_tables(data: ReportData) -> str:
              fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
     f = [[x["factor"], x["value"].replace("_", " "), x["effect"]] for x in c["factors"]]  # not_required: in words
     items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}",
-              f"{it['amount_usd']:.6g}", it["source"] + (f" (as of {it['as_of']})" if it.get("as_of") else "")]
+              f"{it['amount_usd']:.6g}", dated(it["source"], it.get("as_of"))]
              for led in c["ledgers"].values() for it in led["items"]]  # each price's date, as the CLI prints it
     bills = _bills_table(c.get("decision"))
     return (bills + "<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)

@@ -66,7 +66,7 @@ def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapp
     usd = given_usd(usd_per_gpu_hour, gpu_id)
     if usd is not None:
         return (GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd, usd, "user input", "", "",
-                         given_source(usd_per_gpu_hour, gpu_id), "user input", ""),)
+                         given_source(usd_per_gpu_hour, gpu_id, provider), "user input", ""),)
     try:
         rows = find_gpu_prices(gpu_id, provider)
     except UnknownNameError:

@@ -127,6 +127,9 @@ class SearchSpec:
             "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
             "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour,
             "allreduce_link_share": self.allreduce_link_share})]  # simulate's words: (0, 1] (fraction)
+        from kvledger.catalog.price_names import gpu_provider_problems
+
+        bad += gpu_provider_problems(self.gpu_provider)  # an unknown one, also where --gpu-usd-per-hour sets prices
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))

@@ -64,9 +64,11 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None,
 
     if usd is not None:
         from kvledger.catalog.given_prices import price_of
+        from kvledger.catalog.price_names import check_gpu_provider
 
-        price, source = price_of(usd, name)
-        return GpuRate.given(price, name or "GPU", source)
+        at = check_gpu_provider(provider)  # it labels the user's price (an unknown one refused as without the price)
+        price, source = price_of(usd, name, at)
+        return GpuRate.given(price, f"{name or 'GPU'}{f' at {at}' if at else ''}", source)
     if name is None:
         raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with "
                          "--gpu-provider, or --gpu-usd-per-hour")

@@ -117,7 +117,7 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any]
 
     if req.gpu_usd_per_hour is not None:
         return (
-            gpu_rate(gpu_id, None, None, req.gpu_usd_per_hour),
+            gpu_rate(gpu_id, req.gpu_provider, None, req.gpu_usd_per_hour),
             lambda _packing: "given (--gpu-usd-per-hour)",
             f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
         )
@@ -130,10 +130,13 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any]
 
 
 def _check_run(req: ReportRequest) -> None:
-    """The probes' request count, the target and the trace, refused before any simulation (a trace of lengths only:
-    the capacity search scales a trace's own arrivals)."""
+    """The probes' request count, the target, the trace and the GPU provider (also where --gpu-usd-per-hour sets the
+    price), refused before any simulation (a trace of lengths only: the capacity search scales a trace's own
+    arrivals)."""
+    from kvledger.catalog.price_names import check_gpu_provider
     from kvledger.dynamics.workload.traces import require_arrivals
 
+    check_gpu_provider(req.gpu_provider)
     check_options("report", {"num_requests": req.num_requests, "target": req.target})
     require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
 

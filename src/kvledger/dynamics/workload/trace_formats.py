@@ -35,9 +35,9 @@ from kvledger.dynamics.workload.burstgpt import read_burstgpt
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
 from kvledger.dynamics.workload.trace_layouts import CSV_LAYOUTS, JSONL_LAYOUTS, detect_layout
 from kvledger.dynamics.workload.trace_times import azure_ns
-from kvledger.errors import FormatError
+from kvledger.errors import FormatError, InputError
 
-__all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
+__all__ = ["ParsedTrace", "read_trace_file", "too_few_requests", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
 
 _MOONCAKE_BLOCK_TOKENS = 512
 
@@ -278,3 +278,11 @@ def read_trace_file(path: str | Path, *, segment_tokens: int = _MOONCAKE_BLOCK_T
         return _read_jsonl(p, segment_tokens) if head[:1] == b"{" else _read_csv(p)
     except UnicodeDecodeError:
         raise FormatError(str(p), "not a UTF-8 text file") from None
+
+
+def too_few_requests(label: str, available: int, count: int, where: str) -> InputError:
+    """A trace with fewer requests than asked for: the count is --num-requests, or the command's default without it
+    (cost, search and report probe 2,000 a run), so the flag is named with the most the trace holds."""
+    fix = f"pass --num-requests {available:,} or fewer" if available else "give an earlier start or another trace"
+    return InputError(f"trace {label!r} has {available:,} requests{where}; asked for {count:,} (--num-requests as "
+                      f"given, or the command's default when it is not): {fix}")

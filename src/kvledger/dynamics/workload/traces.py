@@ -18,7 +18,7 @@ import numpy as np
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.workload.arrivals import arrival_times
 from kvledger.dynamics.workload.columns import WorkloadColumns
-from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
+from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file, too_few_requests
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
@@ -180,8 +180,7 @@ def _replayed_times(label: str, t_sorted: np.ndarray, num_requests: int | None, 
     available = len(t_sorted) - first
     count = available if num_requests is None else num_requests
     if count > available or available == 0:
-        raise InputError(f"trace {label!r} has {available:,} requests at or after start_s={start_s:g} s; "
-                         f"asked for {count:,}")
+        raise too_few_requests(label, available, count, f" at or after start_s={start_s:g} s")
     t = t_sorted[first:first + count]
     if start_s != 0.0:  # t − 0.0 is t: without an offset the times are the sorted column's own (no copy)
         t = t - start_s
@@ -265,7 +264,7 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
                              f"--concurrency N for a closed loop{extra} (Python: load_trace(..., rate=R, seed=S))")
         count = n_rows if num_requests is None else num_requests
         if count > n_rows:
-            raise InputError(f"trace {label!r} has {n_rows:,} requests; asked for {count:,}")
+            raise too_few_requests(label, n_rows, count, "")
         if seed is None and math.isfinite(rate):
             raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; "
                              f"seed=0 in Python)")
