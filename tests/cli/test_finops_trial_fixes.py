@@ -86,3 +86,17 @@ def test_a_short_trace_names_the_request_default_and_the_most_it_holds(tmp_path)
     msg = refused(*COST[:-2], "--trace", str(trace), "--monthly-tokens", "2.4B")  # no --num-requests: 2,000 a probe
     assert msg == ("trace 'mytrace' has 300 requests at or after start_s=0 s; asked for 2,000 (--num-requests as "
                    "given, or the command's default when it is not): pass --num-requests 300 or fewer")
+
+
+def test_json_api_options_come_cheapest_first_as_the_text_lists_them():
+    from kvledger.ledgers.api_cost import per_request_rows
+
+    rows = [(r, True, False) for r in same_model_rows(MODEL)]  # catalog order: Together, Fireworks, Groq, DeepInfra
+    got = per_request_rows(rows, ApiMix(), (1000.0, 200.0, ""))
+    # list prices (api_prices.csv), USD per Mtok in/out: DeepInfra 0.02/0.03, Groq 0.05/0.08, Together 0.18/0.18,
+    # Fireworks 0.2/0.2; a request of 1,000 in + 200 out tokens: DeepInfra (1000·0.02 + 200·0.03)/1e6 = 2.6e-5,
+    # Groq (50 + 16)/1e6 = 6.6e-5, Together 216/1e6 = 2.16e-4, Fireworks 240/1e6 = 2.4e-4
+    assert [d["key"].split(":")[0] for d in got] == ["DeepInfra", "Groq", "Together", "Fireworks"]
+    assert [d["usd_per_request"] for d in got] == pytest.approx([2.6e-5, 6.6e-5, 2.16e-4, 2.4e-4])
+    # a row the mix cannot price comes last, unpriced: DeepInfra has no batch API
+    assert per_request_rows(rows, ApiMix(batch_share=0.3), (1000.0, 200.0, ""))[-1]["usd_per_request"] is None

@@ -20,7 +20,7 @@ from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
 __all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order",
-           "quantized_row_note"]
+           "per_request_rows", "quantized_row_note"]
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}  # a row's stated confidence; unstated after low
 
@@ -142,6 +142,20 @@ def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:
     """Effective USD per 1M input and per 1M output tokens under ``mix`` (the ledgers' totals)."""
     return {"input": api_ledger(price, mix, 1.0, 0.0, "API input", "USD per 1M input tokens").total_usd,
             "output": api_ledger(price, mix, 0.0, 1.0, "API output", "USD per 1M output tokens").total_usd}
+
+def per_request_rows(rows: list, mix: ApiMix, tokens: tuple[float, float, str]) -> list[dict[str, Any]]:
+    """``cost --json``'s ``api_options``: each (row, same_model, named) with its USD per request of ``tokens`` (input,
+    output per request: ``volume.tokens_per_request``) under ``mix``, cheapest first as the text lists them (a monthly
+    bill is that price × the same requests; ties: ``tie_order``), rows the mix cannot price (None) last."""
+    out = []
+    for r, same, named in rows:
+        p = api_price_per_mtok(r, mix) if not mix_problem(mix, r) else None
+        usd = (tokens[0] * p["input"] + tokens[1] * p["output"]) / 1e6 if p is not None else None
+        out.append(((usd is None, usd or 0.0, *tie_order(r)), {"key": r.key, "same_model": same, "named": named,
+                                                                "confidence": r.confidence or "unstated",
+                                                                "usd_per_request": usd}))
+    return [d for _, d in sorted(out, key=lambda x: x[0])]
+
 
 def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
     """Why ``mix`` cannot price ``price`` (None when it can)."""

@@ -16,7 +16,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, mix_problem, quantized_row_note, tie_order
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, per_request_rows, quantized_row_note
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
@@ -144,19 +144,14 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
     named = [r for r, _, n in rows if n]
     if named:
         return named[0]
-    priced = []
-    for r, _, _ in rows:
-        try:
-            mix.check(r)
-        except InputError:
-            continue
-        per = _per_request(r, mix, tokens_per_request(None, cap))
-        priced.append((per, *tie_order(r), r))  # a tie: the higher confidence
+    # the cheapest the mix can price (a tie: the higher confidence: api_cost.tie_order)
+    options = per_request_rows(rows, mix, tokens_per_request(None, cap))
+    priced = [d["key"] for d in options if d["usd_per_request"] is not None]
     if not priced:
         from kvledger.ledgers.api_left_out import no_row_left
 
         raise no_row_left(mix, [r for r, _, _ in rows])
-    return min(priced)[-1]
+    return next(r for r, _, _ in rows if r.key == priced[0])
 
 
 def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,
@@ -260,9 +255,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
     second, sh_req = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
-    per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
-                "usd_per_request": _per_request(r, mix, per_req) if not mix_problem(mix, r) else None}
-               for r, same, named in rows]
+    per_row = per_request_rows(rows, mix, per_req)  # cheapest first, as the text lists them
     return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
                       api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
                       api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
