@@ -35,6 +35,10 @@ def test_an_unknown_provider_is_refused_with_a_given_gpu_price():
     msg = refused(*COST, "--monthly-tokens", "5M", "--gpu-provider", "Nowhere", "--gpu-usd-per-hour", "1.9")
     assert msg.startswith("unknown GPU price provider 'Nowhere'.")
     assert "the price tables' providers: AWS, Azure, CoreWeave, GCP, Lambda, Nebius, RunPod" in msg
+    # search and report share the check, before any simulation
+    same = ["--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms", "--gpu-provider", "Nowhere", "--gpu-usd-per-hour", "2"]
+    assert refused("search", MODEL, *same, "--tp", "1", "--monthly-tokens", "5M") == msg
+    assert refused("report", MODEL, *same) == msg
 
 
 def test_a_given_price_names_its_gpu_and_provider_once():
@@ -64,8 +68,8 @@ def test_a_catalog_gpu_without_a_row_offers_a_price_only_where_the_command_takes
 
     with pytest.raises(UnknownNameError) as err:
         find_gpu_prices("nvidia_b300")
-    assert str(err.value).endswith("kvledger prices --kind gpu lists them; or pass --gpu-usd-per-hour to give your "
-                                   "own price)")
+    assert str(err.value).endswith("kvledger prices --kind gpu lists them) (or pass --gpu-usd-per-hour to give "
+                                   "your own price)")
     with pytest.raises(UnknownNameError) as err:
         find_gpu_prices("nvidia_b300", own_price=False)
     assert "--gpu-usd-per-hour" not in str(err.value)
@@ -100,3 +104,85 @@ def test_json_api_options_come_cheapest_first_as_the_text_lists_them():
     assert [d["usd_per_request"] for d in got] == pytest.approx([2.6e-5, 6.6e-5, 2.16e-4, 2.4e-4])
     # a row the mix cannot price comes last, unpriced: DeepInfra has no batch API
     assert per_request_rows(rows, ApiMix(batch_share=0.3), (1000.0, 200.0, ""))[-1]["usd_per_request"] is None
+
+
+def test_the_top_of_the_token_range_is_taken_and_a_split_names_the_tokens_it_converted_at():
+    from types import SimpleNamespace
+
+    from kvledger.ledgers.decision import MonthlyVolume
+    from kvledger.ledgers.volume import check_monthly_tokens, resolve_volume
+
+    # 10¹⁵ ÷ (1386.7 + 260.4) requests × 1386.7 + × 260.4 sums to 1e15 + 0.1 in floats: inside "(0, 10¹⁵]" as given
+    check_monthly_tokens(1e15, 1386.7, 260.4)
+    cap = SimpleNamespace(workload_input_tokens_mean=900.0, workload_output_tokens_mean=256.2,
+                          mix_output_tokens=1)
+    with pytest.raises(InputError) as err:
+        resolve_volume(MonthlyVolume(input_tokens=9.5e14, output_tokens=1), cap)
+    # 9.5e14 ÷ 900 = 1,055,555,555,556 requests, past --monthly-requests' 10¹²: converted at 900 input tokens each
+    assert str(err.value).startswith("--monthly-input-tokens/--monthly-output-tokens converts to 1,055,555,555,556 "
+                                     "requests/month (the run's mean 900.0 input tokens a request), out of the range")
+
+
+def test_search_prints_the_api_month_in_cents_and_its_prices_to_four_figures():
+    from kvledger.report.search_answer import api_line
+
+    # Groq's 8B row at a 30% batch share (50% off): input 0.05 × (0.7 + 0.3 × 0.5) = $0.0425 per Mtok, output
+    # 0.08 × 0.85 = $0.068; 3.9M in + 1.1M out a month = 0.1656 + 0.0748 = $0.2404
+    a = {"key": "Groq:llama-3.1-8b-instant", "as_of": "2025-08-12", "usd_per_mtok_input": 0.0425,
+         "usd_per_mtok_output": 0.068, "mix": {"batch_share": 0.3, "cache_hit_rate": 0.0}, "monthly_usd": 0.2404,
+         "monthly_input_tokens": 3.9e6, "monthly_output_tokens": 1.1e6}
+    line = api_line(a)
+    assert "$0.0425 per Mtok in, $0.068 per Mtok out" in line and "costs $0.24 per month" in line
+
+
+def test_small_amounts_and_shares_keep_two_significant_digits():
+    from kvledger.ledgers.amounts import pct_text, usd_text
+    from kvledger.ledgers.factor_rows import share_text
+
+    # 5M tokens/month on one 21 req/s replica: 0.001585 req/s ÷ 21 = 7.55e-5 of its capacity = 0.0075%
+    assert pct_text(0.001585 / 21) == "0.0075%" and share_text(0.001585 / 21) == "0.0075%"
+    assert (pct_text(0.25), pct_text(0.0), pct_text(0.8 / 3, 0)) == ("25.0%", "0.0%", "27%")
+    assert (usd_text(0.24), usd_text(0.0031), usd_text(6963.7), usd_text(123456.7)) == (
+        "$0.24", "$0.0031", "$6,963.70", "$123,457")
+
+
+def test_a_break_even_above_the_peak_cap_says_it_cannot_be_reached():
+    from kvledger.ledgers.factor_rows import peak_cap_text
+
+    # --peak-to-mean 3 at --max-utilization 0.8: replicas sized for the peak run at most 0.8 ÷ 3 = 26.7% on the mean
+    u_star = {"utilization": 0.34, "peak_to_mean": 3.0, "mean_utilization_cap": 0.8 / 3}
+    assert peak_cap_text(u_star) == (" — above the 26.7% mean utilization --peak-to-mean 3 allows (80% ÷ 3): not "
+                                     "reachable at this peak")
+    assert peak_cap_text({**u_star, "utilization": 0.25}) == ""  # within reach
+    assert peak_cap_text({**u_star, "peak_to_mean": 1.0, "mean_utilization_cap": 0.8}) == ""  # flat traffic
+
+
+def test_a_volume_too_small_for_the_simulators_clock_runs_at_the_lowest_rate_it_holds():
+    from types import SimpleNamespace
+
+    from kvledger.analyses.serving.load_run import load_share_at, lowest_rate
+    from kvledger.dynamics.engine.request import MAX_ARRIVAL_S
+
+    # the capacity run: 5 req/s, its last arrival at 100 s; a run's arrivals scale as 1 ÷ its rate, so at 1 req/s the
+    # last comes at 500 s, and the lowest rate keeping it within the simulator's 10⁹ s is 500 ÷ 10⁹ = 5e-7 req/s
+    run = SimpleNamespace(args=SimpleNamespace(rate=5.0), run=SimpleNamespace(
+        records=[SimpleNamespace(arrival_s=t) for t in (0.0, 40.0, 100.0)]))
+    low = lowest_rate(SimpleNamespace(run=run))
+    assert MAX_ARRIVAL_S == 1e9 and low == pytest.approx(5e-7, rel=1e-8) and low >= 5e-7
+    asked = []
+    result = SimpleNamespace(duration_s=1000.0, num_requests=3, num_good=3, goodput_input_tok_per_s=3.0,
+                             goodput_output_tok_per_s=0.6, throughput_input_tok_per_s=3.0,
+                             throughput_output_tok_per_s=0.6)
+
+    def rerun(rate):
+        asked.append(rate)
+        return SimpleNamespace(result=result, run=SimpleNamespace(args=SimpleNamespace(seed=0)))
+
+    # 1 request a month on 1 replica: 1 ÷ (730 × 3600) = 3.8e-7 req/s, below 5e-7: run at the lowest rate instead
+    share = load_share_at(rerun, 1 / (730 * 3600), 1, 21.0, low)
+    assert asked == [low] and share.simulated_rate_req_per_s == low
+    assert share.rate_req_per_s == pytest.approx(3.805e-7, rel=1e-3)  # tok/s still at the volume's own rate
+    # good input tok/s = the volume's rate × the run's 3,000 good input tokens ÷ its 3 requests
+    assert share.tok_per_s("input") == pytest.approx(1 / (730 * 3600) * 1000)
+    assert "the lowest rate whose 3 arrivals fit the simulator's clock" in share.words()
+    assert load_share_at(rerun, 1.0, 1, 21.0, low).simulated_rate_req_per_s is None  # 1 req/s: run as it is

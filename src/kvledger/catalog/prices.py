@@ -226,8 +226,8 @@ def find_gpu_prices(gpu: str, provider: str | None = None, own_price: bool = Tru
     return hits
 
 
-#: the hint of a command that takes the user's own GPU price
-_OWN_PRICE = "or pass --gpu-usd-per-hour to give your own price"
+#: the hint of a command that takes the user's own GPU price (the web app rewrites it: ``report.webapp_words``)
+_OWN_PRICE = "(or pass --gpu-usd-per-hour to give your own price)"
 
 
 def _unknown_gpu_price(gpu: str, provider: str | None, own_price: bool) -> UnknownNameError:
@@ -244,9 +244,9 @@ def _unknown_gpu_price(gpu: str, provider: str | None, own_price: bool) -> Unkno
                                      "rental rows)")
     where, known = "" if provider is None else f" at {provider}", sorted({r.gpu_id for r in gpu_prices()})
     none = "" if spec.gpu_id in known else f"{spec.gpu_id} has no rental row{where} in the price table; "
-    own = f"; {_OWN_PRICE}" if own_price else ""
+    own = f" {_OWN_PRICE}" if own_price else ""
     return UnknownNameError("GPU price", f"{gpu}{where}", known,
-                            hint=f"({none}kvledger prices --kind gpu lists them{own})")
+                            hint=f"({none}kvledger prices --kind gpu lists them){own}")
 
 
 def find_gpu_price(gpu: str, provider: str | None = None, instance: str | None = None) -> GpuPrice:

@@ -242,6 +242,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
+    u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)  # a replica's highest mean
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
     if decision is not None and decision.buy is not None:

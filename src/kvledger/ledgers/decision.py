@@ -28,6 +28,7 @@ from typing import Any
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.amounts import usd_text
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, tie_order
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
@@ -249,7 +250,7 @@ def decide(
         if sure is not None:
             same = ("self-host" if sh < sure.bill.total_usd else "API") == verdict
             text += (f"; against the cheapest high-confidence row ({sure.price.key}, "
-                     f"${sure.bill.total_usd:,.2f}/month) the verdict {'is the same' if same else 'FLIPS'}")
+                     f"{usd_text(sure.bill.total_usd)}/month) the verdict {'is the same' if same else 'FLIPS'}")
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)

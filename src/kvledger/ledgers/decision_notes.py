@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kvledger.ledgers.amounts import pct_text, usd_text
 from kvledger.ledgers.api_cost import discounts_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
@@ -29,10 +30,6 @@ def tokens_text(n: float) -> str:
     return f"{n / 1e12:,.0f}T"
 
 
-def _usd(x: float) -> str:
-    return f"${x:,.2f}" if abs(x) < 1e5 else f"${x:,.0f}"
-
-
 def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None = None) -> str:
     """Where self-hosting is first cheaper (V₁) and above which it stays cheaper (V*): one statement, so that a verdict
     for a volume between the two (a self-host window of the replica staircase) does not read as a contradiction. The
@@ -45,13 +42,14 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
     first = bv["first_cheaper_requests_per_month"]
     n1 = bv["first_cheaper_replicas"]
     mix = f" {bv['mix']}" if bv.get("mix") else ""  # which input/output split the tokens are at (breakeven)
+    u1 = pct_text(bv["first_cheaper_utilization"])
     if first >= bv["requests_per_month"] * (1 - 1e-9):  # V₁ = V*: no window below it
-        return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({bv['first_cheaper_utilization']:.1%} "
-                f"utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'}){mix}")
+        return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month "
+                f"({u1} utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'}){mix}")
     text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
-            f"({bv['first_cheaper_utilization']:.1%} utilization of {n1:,} replica{'' if n1 == 1 else 's'}), then on "
-            f"and off (each replica added under the utilization cap starts nearly empty and costs more than the API "
-            f"until it fills), and at every volume above {tokens_text(tok)} tokens/month "
+            f"({u1} utilization of {n1:,} replica{'' if n1 == 1 else 's'}), then on and off (each replica added under "
+            f"the utilization cap starts nearly empty and costs more than the API until it fills), and at every volume "
+            f"above {tokens_text(tok)} tokens/month "
             f"({bv['replicas_at_break_even']:,} replicas){mix}")
     if volume is not None and verdict is not None:
         v = volume.input_tokens + volume.output_tokens
@@ -75,17 +73,17 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
     sh = d.self_host_usd
     how = "bought" if d.buy is not None and d.buy.total_usd < d.self_host.total_usd else "rented"
     if how == "bought":
-        gpu_label = f"bought: {d.buy.items[0].note}; rented would be {_usd(d.self_host.total_usd)}/month"
+        gpu_label = f"bought: {d.buy.items[0].note}; rented would be {usd_text(d.self_host.total_usd)}/month"
     elif d.buy is not None:
-        gpu_label += f"; bought would be {_usd(d.buy.total_usd)}/month"
+        gpu_label += f"; bought would be {usd_text(d.buy.total_usd)}/month"
     winner = "the API" if d.verdict == "API" else "self-host"
     return [
-        f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
+        f"answer: {winner} — {usd_text(api.bill.total_usd)}/month on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
         f"GPU{'' if num_gpus == 1 else 's'} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, realized "
-        f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
+        f"utilization {pct_text(d.realized_utilization)} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "
         f"{discounts_words(api.bill, api.price)}",
@@ -120,7 +118,7 @@ def secondary_line(util: float, how: str, sh_req: float, api_req: float, per: st
     """Per good request at an assumed utilization, labelled as not the verdict (``per``: how the self-hosted figure
     was divided, when not from the per-token ledgers)."""
     return (
-        f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
+        f"secondary (not the verdict): at {pct_text(util)} utilization ({how}) a good request costs ${sh_req:.6f} "
         f"self-hosted{f' ({per})' if per else ''} vs ${api_req:.6f} on the API"
     )
 
@@ -178,8 +176,8 @@ def band_sides_text(low: float, high: float) -> str:
 def band_end_text(e: Any) -> str:
     """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``."""
     return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): {e.replicas:,} "
-            f"replica{'' if e.replicas == 1 else 's'} at {e.realized_utilization:.1%}, "
-            f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
+            f"replica{'' if e.replicas == 1 else 's'} at {pct_text(e.realized_utilization)}, "
+            f"{usd_text(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 
 
 def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = False, breaks_even: bool = True) -> str:
@@ -189,7 +187,7 @@ def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = Fals
     load, ``--at-offered-load``, whose simulation finds the SLO capacity itself)."""
     volume = " and the break-even volume" if breaks_even else ""
     what = (f"the self-hosted costs per token{volume} are upper bounds" if d is None else
-            f"the self-hosted {_usd(d.self_host_usd)}/month and its {d.replicas:,} "
+            f"the self-hosted {usd_text(d.self_host_usd)}/month and its {d.replicas:,} "
             f"replica{'' if d.replicas == 1 else 's'} are upper bounds")
     fix = ("drop --at-offered-load to price at the SLO capacity the simulation finds" if simulated else
            "a rate sweep up to the SLO boundary gives the capacity")

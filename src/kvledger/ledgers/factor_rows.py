@@ -6,17 +6,30 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from kvledger.ledgers.amounts import pct_text
+
 if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
 
-__all__ = ["factor_rows", "share_text"]
+__all__ = ["factor_rows", "share_text", "peak_cap_text"]
 
 
 def share_text(x: float) -> str:
     """A utilization as a percentage: one decimal below 10 % (0.48 % is "0.5%", not "0%", as the answer's sizing line
     gives it), whole percents from there."""
-    return f"{x:.1%}" if x < 0.095 else f"{x:.0%}"
+    return pct_text(x) if x < 0.095 else f"{x:.0%}"
+
+
+def peak_cap_text(u_star: dict[str, Any]) -> str:
+    """'' unless a peak above the mean caps a replica's mean utilization (``mean_utilization_cap`` = max utilization ÷
+    peak-to-mean: replicas are sized for the peak) below the break-even ``u_star``; then that the break-even is out
+    of that reach, e.g. " — above the 26.7% mean utilization --peak-to-mean 3 allows (80% ÷ 3)"."""
+    cap, peak, u = u_star.get("mean_utilization_cap"), u_star.get("peak_to_mean") or 1.0, u_star.get("utilization")
+    if cap is None or peak <= 1 or u is None or not math.isfinite(u) or u <= cap:
+        return ""
+    return (f" — above the {pct_text(cap)} mean utilization --peak-to-mean {peak:g} allows "
+            f"({pct_text(cap * peak, 0)} ÷ {peak:g}): not reachable at this peak")
 
 
 def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bool) -> tuple[str, str]:
@@ -28,7 +41,8 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
     u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
     whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas:,} replicas the volume needs"
     most = " (at most: the capacity priced is a lower bound)" if lower else ""
-    value = (f"{share_text(util)} of billed hours; {whose} at {share_text(u)}{most}" if math.isfinite(u) else
+    value = (f"{share_text(util)} of billed hours; {whose} at {share_text(u)}{most}{peak_cap_text(u_star)}"
+             if math.isfinite(u) else
              f"{share_text(util)}; no break-even")
     if util >= u:
         return value, "above break-even: self-hosting costs less for the same requests"

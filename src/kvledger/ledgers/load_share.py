@@ -32,6 +32,9 @@ class LoadShare:
         num_good: those within the SLO.
         good_input_tokens / good_output_tokens: prompt / output tokens of its good requests, tokens.
         completed_input_tokens / completed_output_tokens: the same over its completed requests, tokens.
+        simulated_rate_req_per_s: the rate the run was simulated at where the volume's is too low for the simulator's
+            clock (``analyses.serving.load_run.lowest_rate``: requests that far apart each meet an idle replica), else
+            None; the good tokens per second are still counted at ``rate_req_per_s``.
     """
 
     rate_req_per_s: float
@@ -42,6 +45,7 @@ class LoadShare:
     good_output_tokens: float
     completed_input_tokens: float
     completed_output_tokens: float
+    simulated_rate_req_per_s: float | None = None
 
     @property
     def attainment(self) -> float:
@@ -62,6 +66,11 @@ class LoadShare:
     def words(self) -> str:
         """Which run, in words: rate and seed."""
         seed = "workload" if self.seed is None else f"workload and seed ({self.seed})"
+        if self.simulated_rate_req_per_s is not None:
+            return (f"a run of the same {seed} at {self.simulated_rate_req_per_s:,.4g} req/s, the lowest rate whose "
+                    f"{self.num_requests:,} arrivals fit the simulator's clock, standing for the volume's mean load "
+                    f"per replica, {self.rate_req_per_s:,.4g} req/s (that far apart, each request meets an idle "
+                    "replica at either rate)")
         return f"a run of the same {seed} at {self.rate_req_per_s:,.4g} req/s, the volume's mean load per replica"
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,7 +79,9 @@ class LoadShare:
                 "num_good": self.num_good, "attainment": self.attainment,
                 "good_input_tok_per_s": self.tok_per_s("input"), "good_output_tok_per_s": self.tok_per_s("output"),
                 "method": "a run of the same workload and seed at the volume's mean rate ÷ replicas; good tokens per "
-                          "second per replica = that rate × the run's good tokens ÷ its requests"}
+                          "second per replica = that rate × the run's good tokens ÷ its requests",
+                **({} if self.simulated_rate_req_per_s is None else
+                   {"simulated_rate_req_per_s": self.simulated_rate_req_per_s})}
 
 
 def load_share_from(gp: Any, rate_req_per_s: float, seed: int | None) -> LoadShare:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.amounts import pct_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.instances import Packing, pack
@@ -136,7 +137,7 @@ def size_volume(cap: Any, setup: SelfHostSetup, vol: Volume, *, buy: HostBill | 
     most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
     how = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
            f"{setup.max_utilization:.0%})⌉ = {n:,}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
-           f"({n:,} × {c:,.4g}) = {load:.1%}")
+           f"({n:,} × {c:,.4g}) = {pct_text(load)}")
     return VolumeSizing(n, load, packing, billed, rent, bought, how)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.amounts import pct_text
 from kvledger.ledgers.breakeven import people_usd_per_month, replica_usd_per_month
 from kvledger.ledgers.cost import (
     HOURS_PER_MONTH,
@@ -206,7 +207,7 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
         head = f"one{_replicas(1, setup.num_gpus).removeprefix('1')}{gpu}"
         return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
                 f"  self-hosted, {head}: ${one:,.2f}/month, people included{whole}; at "
-                f"{setup.utilization:.1%} utilization ({inputs_d['utilization_how']}) {units}, "
+                f"{pct_text(setup.utilization)} utilization ({inputs_d['utilization_how']}) {units}, "
                 f"${sh_req * 1e3:,.4f} per 1k good requests",
                 "  for the bill at your volume pass --monthly-requests or --monthly-tokens"]
     v, d = month.volume, month.to_dict()
@@ -215,7 +216,7 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
     return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
             f"  self-hosted bill{bought} ${month.self_host_usd:,.2f}/month for {v.requests:,.0f} requests "
             f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens): "
-            f"{_replicas(month.replicas, setup.num_gpus)}{gpu} at {month.realized_utilization:.1%} utilization",
+            f"{_replicas(month.replicas, setup.num_gpus)}{gpu} at {pct_text(month.realized_utilization)} utilization",
             f"  {units}; " + ("no good request to price per 1k" if per_k is None else
                               f"${per_k:,.4f} per 1k good requests") +
             ("" if d["usd_per_mtok_all_tokens"] is None else

@@ -115,7 +115,7 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         v = _split_volume(vol, i, o)
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
-    _check_caps(kinds[0], v, i + o)
+    _check_caps(kinds[0], v, _per_request_words(vol, i, o))
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
     return replace(v, peak_to_mean=vol.peak_to_mean)
 
@@ -170,10 +170,20 @@ def check_monthly_tokens(tokens: float, mean_input_tokens: float, mean_output_to
     """
     i, o = mean_input_tokens, mean_output_tokens
     reqs = tokens / (i + o)
-    _check_caps("--monthly-tokens", Volume(reqs, reqs * i, reqs * o, ""), i + o)
+    _check_caps("--monthly-tokens", Volume(reqs, reqs * i, reqs * o, ""), f"{i + o:,.1f} tokens a request")
 
 
-def _check_caps(given: str, v: Volume, per_request: float) -> None:
+def _per_request_words(vol: MonthlyVolume, i: float, o: float) -> str:
+    """The tokens a request the volume was converted at: the run's mean per request, or with input and output tokens
+    given the kind that binds the requests (max(input ÷ i, output ÷ o): ``_split_volume``), e.g. "935.4 input tokens
+    a request"."""
+    if vol.requests is not None or vol.tokens is not None or vol.input_tokens is None or vol.output_tokens is None:
+        return f"{i + o:,.1f} tokens a request"
+    by_input = vol.input_tokens / i >= vol.output_tokens / o
+    return f"{i if by_input else o:,.1f} {'input' if by_input else 'output'} tokens a request"
+
+
+def _check_caps(given: str, v: Volume, per_request: str) -> None:
     """The volume, given or derived, against the caps of the flags that could have given it (``kvledger.ranges``):
     --monthly-tokens 10¹⁵ at 100 tokens a request is 10¹³ requests/month, above what --monthly-requests takes, so it
     is refused as that flag would be; a volume of no requests (0 input and 0 output tokens) prices nothing.
@@ -186,12 +196,12 @@ def _check_caps(given: str, v: Volume, per_request: float) -> None:
                ("output tokens", "--monthly-output-tokens", v.output_tokens))
     for what, flag, value in figures:
         rng = range_for("cost", flag[2:].replace("-", "_"))
-        try:
-            rng.check(flag, value)
+        try:  # a sum or product of the figures given, checked without its float noise (10¹⁵ + 0.1)
+            rng.check(flag, float(f"{value:.12g}"))
         except InputError:
             if flag in given.split("/"):
                 raise
             shown = f"{value:,.0f}" if value >= 1 else show_number(value)
             raise InputError(f"{given} converts to {shown} {what}/month (the run's mean "
-                             f"{per_request:,.1f} tokens a request), out of the range {flag} takes: "
+                             f"{per_request}), out of the range {flag} takes: "
                              f"{rng.describe()}") from None

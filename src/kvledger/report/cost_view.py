@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvledger.ledgers.amounts import pct_text
+from kvledger.ledgers.factor_rows import peak_cap_text
 from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
@@ -124,7 +126,7 @@ def _not_reachable(bu: dict, bv: dict, sim: Any) -> str:
     below: u* is at most this, and the capacity multiplier at which the assumed utilization reaches it."""
     lower = _lower_bound_clause(bu)
     if bu["reachable"]:
-        return lower
+        return lower + peak_cap_text(bu)
     text = f"{lower} — above 100%: not reachable" + (" at the capacity priced" if lower else "")
     if bv.get("requests_per_month") is None:
         return text
@@ -155,7 +157,7 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
                  f"goodput-priced ÷ sticker = {m:.2f}× (effective-cost multiplier)"))
     bu, bv = rep.break_even_utilization, rep.break_even_volume
     con.print(f"\n[bold]break-even utilization {escape(_whose_break_even(bu['replicas'], sim))}[/]: "
-              f"{bu['utilization']:.1%} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
+              f"{pct_text(bu['utilization'])} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
     if bv.get("requests_per_month") is not None:
         con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month "
                   f"({bv['input_tokens_per_month']:,.0f} input + "
@@ -166,7 +168,7 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
         first = bv.get("first_cheaper_requests_per_month")
         if first is not None and first < bv["requests_per_month"] * (1 - 1e-9):
             con.print(f"  self-hosting is first cheaper at {first:,.0f} good requests/month "
-                      f"({bv['first_cheaper_utilization']:.1%} utilization of "
+                      f"({pct_text(bv['first_cheaper_utilization'])} utilization of "
                       f"{_units(bv['first_cheaper_replicas'], sim)}), then on and off up to the break-even volume")
     else:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
@@ -236,8 +238,14 @@ def at_load_line(cap: dict[str, Any]) -> str:
     simulated (``capacity.at_volume_load``), beside the good share at the rate sized on."""
     a = cap["at_volume_load"]
     seed = "" if a["seed"] is None else f" and seed ({a['seed']})"
-    return (f"at the volume's load: a run of the same workload{seed} at {a['rate_req_per_s']:,.4g} req/s per replica "
-            f"(the volume's mean rate ÷ replicas): {a['num_good']:,} of {a['num_requests']:,} requests within the SLO "
+    low = a.get("simulated_rate_req_per_s")
+    at = (f"{a['rate_req_per_s']:,.4g} req/s per replica (the volume's mean rate ÷ replicas)" if low is None else
+          f"{low:,.4g} req/s per replica, the lowest rate whose {a['num_requests']:,} arrivals fit the simulator's "
+          f"clock, for the volume's {a['rate_req_per_s']:,.4g} req/s per replica (too slow to simulate; that far "
+          "apart, each request meets an idle replica at either rate, so the share within the SLO is the same; "
+          "tok/s at the volume's rate)")
+    return (f"at the volume's load: a run of the same workload{seed} at {at}: {a['num_good']:,} of "
+            f"{a['num_requests']:,} requests within the SLO "
             f"({a['attainment']:.1%}), {a['good_input_tok_per_s']:,.1f} good input and "
             f"{a['good_output_tok_per_s']:,.1f} good output tok/s per replica; the per-token ledgers and the volume's "
             f"good requests are priced on it, not on the good share at the {cap['sizing_req_per_s']:,.4g} req/s sized "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.ledgers.amounts import usd_text
 from kvledger.ledgers.error_band import scope_words
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def print_answer(con: Any, rep: CostReport) -> None:
         others = [a for a in d.apis if a is not d.primary]
         if others:
             con.print(escape("  other API rows (monthly): " + ", ".join(
-                f"{a.price.key} ${a.bill.total_usd:,.2f}" + ("" if a.same_model else " (another model)")
+                f"{a.price.key} {usd_text(a.bill.total_usd)}" + ("" if a.same_model else " (another model)")
                 + ("" if a.price.confidence == "high" else f" [{a.price.confidence or 'unstated'} confidence]")
                 for a in others)))
     con.print(escape("  " + effective_cost_line(rep.sticker)))

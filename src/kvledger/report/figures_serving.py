@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
+from kvledger.ledgers.amounts import pct_text
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity
 from kvledger.report.figure import Figure, fmt, new_axes
 
@@ -37,16 +38,20 @@ def cost_by_utilization(data: ReportData) -> Figure:
     if here is not None and here["replicas"] > 1:  # the curve is one replica's: the volume's own bill is its point
         ax.plot([100 * here["utilization"]], [here["self_host_usd_per_1k_requests"]], marker="*", ms=10, ls="",
                 color="#55a868",
-                label=f"this volume: {here['replicas']:,} replicas at {100 * here['utilization']:.0f}%")
+                label=f"this volume: {here['replicas']:,} replicas at {pct_text(here['utilization'], 0)}")
     else:
         ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
+    bu = cost["break_even_utilization"]
+    if (bu.get("peak_to_mean") or 1) > 1:  # replicas sized for the peak: none runs above max ÷ peak on the mean
+        ax.axvline(100 * bu["mean_utilization_cap"], color="#c44e52", ls="-.", lw=1,
+                   label=f"highest mean at --peak-to-mean {bu['peak_to_mean']:g}")
     ax.set_xlabel("utilization, offered load as % of the SLO capacity")
     ax.set_ylabel("USD per 1,000 requests")
     ax.legend(fontsize=7)
-    rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4),
+    rows = [[fmt(100 * p["utilization"]), fmt(p["self_host_usd_per_1k_requests"], 4),
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
     more = ("" if not (here and here["replicas"] > 1) else
-            f" This volume runs {here['replicas']:,} replicas at {100 * here['utilization']:.1f}%: its whole bill "
+            f" This volume runs {here['replicas']:,} replicas at {pct_text(here['utilization'])}: its whole bill "
             f"comes to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
             "replica's, whose people line no other replica shares).")
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",

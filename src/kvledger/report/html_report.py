@@ -16,6 +16,7 @@ from kvledger.analyses.serving.report_data import ReportData
 from kvledger.catalog.prices import api_prices
 from kvledger.ledgers.api_cost import mix_words
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
+from kvledger.ledgers.factor_rows import peak_cap_text
 from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
@@ -159,7 +160,7 @@ def break_even_text(c: dict[str, Any]) -> str:
     of = ("" if not n else " (one replica, carrying the whole people line)" if n == 1 else
           f" (the {n:,} replicas this volume needs, sharing the people line)")
     u = (
-        f"break-even utilization{of} {fmt(100 * bu['utilization'])}%"
+        f"break-even utilization{of} {fmt(100 * bu['utilization'])}%{peak_cap_text(bu)}"
         if bu.get("reachable") and bu.get("utilization") is not None
         else f"no utilization up to 100%{of} breaks even"
         + (" (a larger volume, on more replicas, can: below)" if bv.get("requests_per_month") is not None else "")

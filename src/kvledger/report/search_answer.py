@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["winner_line", "tie_line", "no_winner_line", "api_verdict"]
+__all__ = ["winner_line", "tie_line", "no_winner_line", "api_line", "api_verdict"]
 
 
 def winner_line(result: Any) -> str:
@@ -97,6 +97,22 @@ def _band(wb: dict[str, Any] | None) -> str:
     bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
     return (f"; this FLIPS inside the capacity band (winner {bill})" if wb["flips_inside_band"] else
             f", across the whole capacity band (winner {bill})")
+
+
+def api_line(a: dict[str, Any]) -> str:
+    """The API's sentence (``a``: ``api_side.api_side``): its per-Mtok prices after the mix to 4 significant figures
+    and, for a monthly volume, the month in cents, as cost prints them ($0.0425 per Mtok in; $0.24 per month)."""
+    from kvledger.ledgers.amounts import usd_text
+    from kvledger.report.figure import fmt
+
+    line = (f"API {a['key']} (list price as of {a['as_of']}): ${fmt(a['usd_per_mtok_input'], 4)} per Mtok in, "
+            f"${fmt(a['usd_per_mtok_output'], 4)} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, "
+            f"cache hits {a['mix']['cache_hit_rate']:.0%})")
+    if a.get("monthly_usd") is not None:
+        line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + "
+                 f"{a['monthly_output_tokens'] / 1e6:,.0f} M out tokens per month) costs {usd_text(a['monthly_usd'])} "
+                 "per month")
+    return line
 
 
 def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:

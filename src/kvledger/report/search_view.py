@@ -8,7 +8,7 @@ from typing import Any
 from kvledger.analyses.search.load import has_load
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
 from kvledger.report.run_warnings import is_warning
-from kvledger.report.search_answer import api_verdict, no_winner_line, tie_line, winner_line
+from kvledger.report.search_answer import api_line, api_verdict, no_winner_line, tie_line, winner_line
 
 __all__ = ["print_search", "print_launch"]
 
@@ -125,13 +125,8 @@ def _api(con: Any, result: Any) -> None:
     a = result.api
     if a is None:
         return
-    line = (f"API {a['key']} (list price as of {a['as_of']}): ${a['usd_per_mtok_input']:.3f} per Mtok in, "
-            f"${a['usd_per_mtok_output']:.3f} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, cache "
-            f"hits {a['mix']['cache_hit_rate']:.0%})")
+    line = api_line(a)
     if a.get("monthly_usd") is not None:
-        line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + "
-                 f"{a['monthly_output_tokens'] / 1e6:,.0f} M out tokens per month) costs ${a['monthly_usd']:,.0f} "
-                 "per month")
         w = (result.winner or {}).get("sizing")
         if w and "people" in a:  # rental alone, then with cost's default people line (search/api_side.with_people)
             line += api_verdict(a, w)

@@ -94,12 +94,12 @@ def volume_load(spec: SearchSpec, rerun: Any, rate_req_per_s: float, cap: Any) -
     load each replica carries for ``rate_req_per_s`` (``serving.load_run.load_share_at``, as ``cost --simulate``), the
     replicas sized as ``size_for_load``; None for session workloads (their load is sessions per second, and cost
     leaves them at the capacity's share) or where the load per replica is the rate sized on."""
-    from kvledger.analyses.serving.load_run import load_share_at
+    from kvledger.analyses.serving.load_run import load_share_at, lowest_rate
 
     if hasattr(spec.synthetic, "prepare_setup"):
         return None
     replicas, _ = size_for_load(rate_req_per_s, cap.sizing_req_per_s, spec.max_utilization, spec.peak_to_mean)
-    return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s)
+    return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s, lowest_rate(cap))
 
 
 def sizing_capacity(pr: Any, bound: float | None) -> float:

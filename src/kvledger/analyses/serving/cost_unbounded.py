@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.errors import NoAnswerError
+from kvledger.ledgers.amounts import pct_text
 from kvledger.ledgers.decision_notes import tokens_text
 
 __all__ = ["no_good_requests"]
@@ -46,7 +47,7 @@ def _best_case(best: Any, upper: int) -> dict[str, Any]:
            "api_usd_per_mtok_input": totals["api_usd_per_mtok_input"],
            "api_usd_per_mtok_output": totals["api_usd_per_mtok_output"],
            "replicas": None, "self_host_usd_per_month": None, "api_usd_per_month": None, "verdict": None}
-    text = (f"at {upper:,} good requests (all the file allows), {out['utilization']:.1%} utilization "
+    text = (f"at {upper:,} good requests (all the file allows), {pct_text(out['utilization'])} utilization "
             f"({out['utilization_how']}): self-hosted ${out['self_host_usd_per_mtok_input']:.4f}/M input, "
             f"${out['self_host_usd_per_mtok_output']:.4f}/M output tokens"
             + ("" if out["api"] is None else f" vs ${out['api_usd_per_mtok_input']:.4f}/M input, "

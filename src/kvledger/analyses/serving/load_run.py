@@ -7,16 +7,37 @@ r (a ``rerun``: ``sim_capacity.run_at_sized_rate``, or the tier prober with ``--
 RNG); where r equals it, the capacity run already is that run and nothing is added. ``cost --simulate``
 (:func:`load_share_for`) and ``search`` (``analyses/search/evaluate.py``, ``tier_entries.py``) both call
 :func:`load_share_at`, so the same deployment at the same volume is priced on the same run by both.
+
+A volume so small that r spreads the run's arrivals past the simulator's clock (``MAX_ARRIVAL_S``: no arrival later)
+is run at the lowest rate that holds them (:func:`lowest_rate`) instead: a run's arrival times scale as 1 ÷ its rate
+(a trace's gaps rescaled to a mean of 1 ÷ rate, a synthetic workload's drawn from the same seed, scaled), so the
+capacity run's last arrival × its rate is the last arrival of a run at 1 req/s, and that ÷ ``MAX_ARRIVAL_S`` the
+lowest rate. Requests that far apart each meet an idle replica, as at any lower rate, so the share within the SLO is
+the same; the load's good tokens per second are still counted at r (``LoadShare.simulated_rate_req_per_s``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from kvledger.dynamics.engine.request import MAX_ARRIVAL_S
 from kvledger.ledgers.load_share import LoadShare, load_share_from
 
-__all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate"]
+__all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate", "lowest_rate"]
+
+
+def lowest_rate(capacity: Any) -> float:
+    """The lowest offered req/s at which a rerun of ``capacity``'s workload keeps its last arrival within the
+    simulator's ``MAX_ARRIVAL_S`` (module docstring): its run's last arrival × its rate ÷ that limit, raised by float
+    rounding's margin; 0 where the run states no rate or arrivals."""
+    run = getattr(capacity, "run", None)
+    rate, records = getattr(getattr(run, "args", None), "rate", None), getattr(getattr(run, "run", None), "records", ())
+    if not rate or not math.isfinite(rate) or not records:
+        return 0.0
+    return max(r.arrival_s for r in records) * rate / MAX_ARRIVAL_S * (1 + 1e-9)
 
 
 def per_replica_rate(volume_rate_req_per_s: float, replicas: int, sized_on_req_per_s: float) -> float | None:
@@ -30,14 +51,17 @@ def per_replica_rate(volume_rate_req_per_s: float, replicas: int, sized_on_req_p
 
 
 def load_share_at(rerun: Callable[[float], Any] | None, volume_rate_req_per_s: float, replicas: int,
-                  sized_on_req_per_s: float) -> LoadShare | None:
+                  sized_on_req_per_s: float, lowest: float = 0.0) -> LoadShare | None:
     """The ``LoadShare`` of ``rerun`` (rate → ``sim_capacity.SizedRun``: the capacity's workload and seed at another
-    rate) at the volume's load per replica (``per_replica_rate``), or None where none is wanted or nothing can rerun."""
+    rate) at the volume's load per replica (``per_replica_rate``), simulated at ``lowest`` where that load is lower
+    (:func:`lowest_rate`, module docstring), or None where none is wanted or nothing can rerun."""
     rate = None if rerun is None else per_replica_rate(volume_rate_req_per_s, replicas, sized_on_req_per_s)
     if rate is None:
         return None
-    got = rerun(rate)
-    return load_share_from(got.result, rate, got.run.args.seed)
+    simulated = max(rate, lowest)
+    got = rerun(simulated)
+    share = load_share_from(got.result, rate, got.run.args.seed)
+    return share if simulated == rate else replace(share, simulated_rate_req_per_s=simulated)
 
 
 def load_rate_req_per_s(capacity: Any, decision: Any) -> float | None:
@@ -56,4 +80,5 @@ def load_share_for(capacity: Any, decision: Any) -> LoadShare | None:
     and replicas, or None where none is wanted (``load_rate_req_per_s``)."""
     if load_rate_req_per_s(capacity, decision) is None:
         return None
-    return load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s)
+    return load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s,
+                         lowest_rate(capacity))
