@@ -177,8 +177,8 @@ def _per_request_words(vol: MonthlyVolume, i: float, o: float) -> str:
     """The tokens a request the volume was converted at: the run's mean per request, or with input and output tokens
     given the kind that binds the requests (max(input ÷ i, output ÷ o): ``_split_volume``), e.g. "935.4 input tokens
     a request"."""
-    if vol.requests is not None or vol.tokens is not None or vol.input_tokens is None or vol.output_tokens is None:
-        return f"{i + o:,.1f} tokens a request"
+    if vol.input_tokens is None or vol.output_tokens is None or not (vol.input_tokens or vol.output_tokens):
+        return f"{i + o:,.1f} tokens a request"  # requests or all tokens given, or no token: the whole request
     by_input = vol.input_tokens / i >= vol.output_tokens / o
     return f"{i if by_input else o:,.1f} {'input' if by_input else 'output'} tokens a request"
 
