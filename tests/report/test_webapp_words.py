@@ -47,3 +47,12 @@ def test_price_and_length_messages_in_the_apps_words():
     # a flag with no field here is kept and said to be the command line's
     assert "(--hicache-ratio: `kvledger` command-line option; the app's fields are model, GPU" in in_app_words(
         "--hicache-ratio must be a finite number above 0")
+
+
+def test_a_short_trace_names_the_requests_field():
+    # the trace reader's refusal names --num-requests (cost, search, report); the app's field for it is "requests per
+    # simulation" (num_requests), so the app says that and no command-line option is left over
+    said = in_app_words("trace 'mytrace' has 300 requests at or after start_s=0 s; asked for 2,000 (--num-requests as "
+                        "given, or the command's default when it is not): pass --num-requests 300 or fewer")
+    assert said.endswith("set the requests per simulation field (num_requests) to 300 or fewer")
+    assert "command-line option" not in said

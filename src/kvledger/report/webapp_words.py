@@ -41,6 +41,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
+    (r"pass --num-requests ([\d,]+) or fewer", r"set the requests per simulation field (num_requests) to \1 or fewer"),
+    (r"--num-requests", r"the requests per simulation field (num_requests)"),
     (r"--slo is empty", r"the SLO field is empty"),  # ledgers.slo.parse_slo's refusal of nothing
     (r"--slo(?![\w-])", r"the SLO field"),
     (r"^--utilization (\S+) cannot", r"utilization \1 (the utilization field) cannot"),  # volume.refuse_utilization_...
