@@ -153,6 +153,10 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         if load is not None:
             rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, load=load,
                         lower_bound=lower)
+    if inputs is not None or api_price is not None:  # a comparison with an API: what its mix assumes, said
+        from kvledger.analyses.serving.mix_notes import mix_notes
+
+        rep.notes.extend(n for n in mix_notes(mix, sim) if n not in rep.notes)
     return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
 
 
