@@ -209,3 +209,24 @@ def test_no_command_replaces_the_model_config_or_the_trace_it_was_given_even_wit
     assert isinstance(res.exception, InputError), res.output
     assert "is also an input of this command" in " ".join(str(res.exception).split())
     assert {k: p.read_bytes() for k, p in files.items()} == before
+
+
+@pytest.mark.parametrize("scope", ["gpu", "model"])
+@pytest.mark.parametrize("target", ["requests.jsonl", "timeseries.csv"])
+def test_a_file_inside_a_run_folder_given_as_input_is_never_replaced_even_with_force(tmp_path, scope, target):
+    # `calibrate run --out run/requests.jsonl --force` (a fresh-user trial): the run folder is read whole, so each of
+    # its files is an input (evidence.sidecars: a folder's files), refused as the output location, nothing run
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i,
+             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
+    (run / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    (run / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B"}))
+    (run / "timeseries.csv").write_text("t,running\n0,1\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    res = CliRunner().invoke(app, ["calibrate", "--scope", scope, str(run), "--gpu", "H100", "--out",
+                                   str(run / target), "--force"])
+    assert isinstance(res.exception, InputError) and "is also an input of this command" in str(res.exception)
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before

@@ -9,7 +9,9 @@ config beside the stage file that it had just read).
 - ``exp-config.yaml`` (``LAUNCH_FILE``): a stage's launch record, beside the file or one folder above
   (``kvledger.evidence.launch_record``);
 - ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``), ``<name>_aiperf.json`` beside an
-  AIPerf ``<name>.jsonl`` (``aiperf``), and llmperf's ``…summary…`` beside its ``…individual_responses…`` file.
+  AIPerf ``<name>.jsonl`` (``aiperf``), and llmperf's ``…summary…`` beside its ``…individual_responses…`` file;
+- every file in a folder given as an input (a run folder is read whole: a fresh-user trial's ``calibrate run --out
+  run/requests.jsonl --force`` replaced the measured requests it had read with the profile).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def _beside(p: Path) -> list[Path | None]:
     folder = p if p.is_dir() else p.parent
     out: list[Path | None] = [client_config_path(folder / "_"), folder / MANIFESTS_FILE, folder.parent / MANIFESTS_FILE,
                               folder / LAUNCH_FILE, folder.parent / LAUNCH_FILE, folder / "meta.json"]
+    if p.is_dir():  # a run folder is read whole (its requests.jsonl, timeseries.csv, …): every file in it is an input
+        out += sorted(c for c in p.iterdir() if c.is_file())
     if p.name.endswith(".jsonl"):
         out.append(p.with_name(p.name[: -len(".jsonl")] + "_aiperf.json"))
     for old in ("individual_responses", "individual"):
