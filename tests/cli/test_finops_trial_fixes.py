@@ -165,9 +165,8 @@ def test_a_volume_too_small_for_the_simulators_clock_runs_at_the_lowest_rate_it_
 
     # the capacity run: 5 req/s, its last arrival at 100 s; a run's arrivals scale as 1 ÷ its rate, so at 1 req/s the
     # last comes at 500 s, and the lowest rate keeping it within the simulator's 10⁹ s is 500 ÷ 10⁹ = 5e-7 req/s
-    run = SimpleNamespace(args=SimpleNamespace(rate=5.0), run=SimpleNamespace(
-        records=[SimpleNamespace(arrival_s=t) for t in (0.0, 40.0, 100.0)]))
-    low = lowest_rate(SimpleNamespace(run=run))
+    records = SimpleNamespace(records=[SimpleNamespace(arrival_s=t) for t in (0.0, 40.0, 100.0)])
+    low = lowest_rate(5.0, records)
     assert MAX_ARRIVAL_S == 1e9 and low == pytest.approx(5e-7, rel=1e-8) and low >= 5e-7
     asked = []
     result = SimpleNamespace(duration_s=1000.0, num_requests=3, num_good=3, goodput_input_tok_per_s=3.0,
@@ -186,3 +185,24 @@ def test_a_volume_too_small_for_the_simulators_clock_runs_at_the_lowest_rate_it_
     assert share.tok_per_s("input") == pytest.approx(1 / (730 * 3600) * 1000)
     assert "the lowest rate whose 3 arrivals fit the simulator's clock" in share.words()
     assert load_share_at(rerun, 1.0, 1, 21.0, low).simulated_rate_req_per_s is None  # 1 req/s: run as it is
+
+
+def test_search_prices_a_volume_too_small_for_the_simulators_clock_as_cost_does():
+    # 10 tokens a month is ~1e-8 req/s: a rerun there puts its last arrival past the simulator's 10⁹ s. cost runs at
+    # the lowest rate that holds them (load_run.lowest_rate of its capacity run); search passed its capacity object,
+    # which carries no run, so the lowest rate was 0 and the candidate failed as a simulation error (a review found
+    # it): now it is the priced run's, and the candidate is priced, with the lowest rate simulated named
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    res = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus",
+                                   "H100", "--tp", "1", "--num-requests", "100", "--monthly-tokens", "10", "--backend",
+                                   "serial", "--json"])
+    assert res.exit_code == 0, res.output
+    (entry,) = json.loads(res.stdout)["candidates"]
+    assert entry["status"] == "feasible"
+    load = entry["capacity"]["at_volume_load"]
+    assert load["simulated_rate_req_per_s"] > load["rate_req_per_s"] > 0

@@ -35,6 +35,7 @@ from kvledger.analyses.search.load import offered_words, peak_figures, split_for
 from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.analyses.serving.load_run import lowest_rate
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
@@ -89,17 +90,18 @@ def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilizat
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
 
 
-def volume_load(spec: SearchSpec, rerun: Any, rate_req_per_s: float, cap: Any) -> Any:
+def volume_load(spec: SearchSpec, rerun: Any, rate_req_per_s: float, cap: Any, lowest: float = 0.0) -> Any:
     """The ``LoadShare`` of ``rerun`` (rate → ``SizedRun``: the candidate's workload and seed at another rate) at the
     load each replica carries for ``rate_req_per_s`` (``serving.load_run.load_share_at``, as ``cost --simulate``), the
     replicas sized as ``size_for_load``; None for session workloads (their load is sessions per second, and cost
-    leaves them at the capacity's share) or where the load per replica is the rate sized on."""
-    from kvledger.analyses.serving.load_run import load_share_at, lowest_rate
+    leaves them at the capacity's share) or where the load per replica is the rate sized on; ``lowest``: the lowest
+    rate a rerun's arrivals fit the simulator's clock at (``load_run.lowest_rate`` of the priced run)."""
+    from kvledger.analyses.serving.load_run import load_share_at
 
     if hasattr(spec.synthetic, "prepare_setup"):
         return None
     replicas, _ = size_for_load(rate_req_per_s, cap.sizing_req_per_s, spec.max_utilization, spec.peak_to_mean)
-    return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s, lowest_rate(cap))
+    return load_share_at(rerun, rate_req_per_s, replicas, cap.sizing_req_per_s, lowest)
 
 
 def sizing_capacity(pr: Any, bound: float | None) -> float:
@@ -233,7 +235,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
         if rate is not None and spec.utilization is None and not cand.disagg:  # priced at the volume's load, as cost
             cap.load = volume_load(spec, partial(run_at_sized_rate, sim_args(spec, cand), spec.synthetic, slo), rate,
-                                   cap)
+                                   cap, lowest_rate(*pr.priced[:2]))
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))

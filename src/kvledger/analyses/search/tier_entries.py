@@ -52,18 +52,20 @@ def _points(p: TierProber, b: float, num_gpus: int, target: float) -> list[dict[
 
 
 def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: tuple[Any, float],
-                     rerun: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+                     runs: tuple[Any, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
     """(the variant's cost per token and per request, its sizing for the spec's load or None without one, its
     ``price``: the row or mix rented, ``screen.packing_price``) at capacity
     ``cap``, the GPUs priced as the colocated candidates are (``evaluate``: the packing of the sizing's replicas, else
     of one unit, on whole instances: idle GPUs billed, a mix at its bill ÷ the GPUs billed) and the tier's bill
     (``tier``: the bill, USD per month per unit) added; with a load and no ``--utilization``, the good requests and
-    tokens of ``rerun`` (the tier prober's run) at the load each replica carries (``evaluate.volume_load``, as
+    tokens of ``runs``' rerun (the tier prober's run; ``runs``: it and the priced (rate, records, goodput)) at the
+    load each replica carries (``evaluate.volume_load``, as
     ``cost --simulate --kv-tier-host``)."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, unit_cost, volume_load
     from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
     from kvledger.analyses.search.load import offered_words, peak_figures
     from kvledger.analyses.search.screen import cheapest, packing_price, price_rows
+    from kvledger.analyses.serving.load_run import lowest_rate
     from kvledger.ledgers.cost import GpuRate
 
     bill, tier_month = tier
@@ -73,7 +75,8 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None
     if rate is not None and spec.utilization is None:
-        cap.load = volume_load(spec, rerun, rate, cap)
+        rerun, priced = runs
+        cap.load = volume_load(spec, rerun, rate, cap, lowest_rate(*priced[:2]))
     replicas, realized = (1, None) if rate is None else size_for_load(rate, cap.sizing_req_per_s, spec.max_utilization,
                                                                       spec.peak_to_mean)
     packing = unit_packing(gpu, replicas, groups)  # the sizing's, or one unit's without a volume
@@ -149,7 +152,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         pr.sized = p.sized_run(c)
     _, run, gp = pr.priced
     cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)
-    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), p.sized_run)
+    cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), (p.sized_run, pr.priced))
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
            "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)

@@ -26,18 +26,25 @@ from typing import Any
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S
 from kvledger.ledgers.load_share import LoadShare, load_share_from
 
-__all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate", "lowest_rate"]
+__all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate", "lowest_rate",
+           "capacity_lowest_rate"]
 
 
-def lowest_rate(capacity: Any) -> float:
-    """The lowest offered req/s at which a rerun of ``capacity``'s workload keeps its last arrival within the
-    simulator's ``MAX_ARRIVAL_S`` (module docstring): its run's last arrival × its rate ÷ that limit, raised by float
-    rounding's margin; 0 where the run states no rate or arrivals."""
-    run = getattr(capacity, "run", None)
-    rate, records = getattr(getattr(run, "args", None), "rate", None), getattr(getattr(run, "run", None), "records", ())
+def lowest_rate(rate: float | None, run: Any) -> float:
+    """The lowest offered req/s at which a rerun of a workload keeps its last arrival within the simulator's
+    ``MAX_ARRIVAL_S`` (module docstring): ``run``'s (its records, simulated at ``rate`` req/s) last arrival × ``rate``
+    ÷ that limit, raised by float rounding's margin; 0 where no rate or arrivals are known. ``cost`` passes its
+    capacity run's (``capacity_lowest_rate``), ``search`` its candidate's priced run."""
+    records = getattr(run, "records", ())
     if not rate or not math.isfinite(rate) or not records:
         return 0.0
     return max(r.arrival_s for r in records) * rate / MAX_ARRIVAL_S * (1 + 1e-9)
+
+
+def capacity_lowest_rate(capacity: Any) -> float:
+    """:func:`lowest_rate` of a ``sim_capacity`` capacity's run (a ``SimulatedRun``: its rate and records)."""
+    run = getattr(capacity, "run", None)
+    return lowest_rate(getattr(getattr(run, "args", None), "rate", None), getattr(run, "run", None))
 
 
 def per_replica_rate(volume_rate_req_per_s: float, replicas: int, sized_on_req_per_s: float) -> float | None:
@@ -81,4 +88,4 @@ def load_share_for(capacity: Any, decision: Any) -> LoadShare | None:
     if load_rate_req_per_s(capacity, decision) is None:
         return None
     return load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s,
-                         lowest_rate(capacity))
+                         capacity_lowest_rate(capacity))
