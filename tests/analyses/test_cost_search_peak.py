@@ -81,3 +81,21 @@ def test_input_and_output_volumes_size_and_price_as_cost_does():
 def test_bad_volume_is_refused_before_any_work(extra, message):
     res = runner.invoke(app, ["search", *CASE, "--tp", "1", *extra])
     assert isinstance(res.exception, InputError) and message in str(res.exception), res.output
+
+
+def test_search_ranks_api_rows_at_the_volumes_split_as_cost_does():
+    # 1B input and 20B output tokens a month of DeepSeek-V3: the row cheapest for the workload's mean request (903 in,
+    # 235 out: input-heavy) is not the row cheapest for an output-heavy volume. search priced rows at the mean request
+    # and named DeepSeek's own row; at the split (what cost bills) each row's bill is in × p_in + out × p_out, and
+    # search now names the row whose bill is the least (a review found the difference)
+    from kvledger.analyses.search.api_side import api_side
+    from kvledger.analyses.search.spec import SearchSpec
+    from kvledger.catalog.api_match import same_model_rows
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger
+
+    spec = SearchSpec(model="deepseek-ai/DeepSeek-V3", slo="ttft=1s", monthly_input_tokens=1e9,
+                      monthly_output_tokens=2e10)
+    got = api_side(spec, [{"workload": {"prompt_tokens_mean": 903.0, "output_tokens_mean": 235.0}}])
+    bills = {r.key: api_ledger(r, ApiMix(), 1e3, 2e4, "b", "USD").total_usd for r in same_model_rows(spec.model)}
+    assert got["key"] == min(bills, key=bills.get) and got["monthly_usd"] == pytest.approx(min(bills.values()))
+    assert "for the volume's input and output tokens after the mix" in " ".join(got["notes"])

@@ -43,17 +43,23 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
 
 def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
     """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
-    model for the workload's mean request after the batch and cache mix (rows the mix cannot price skipped; on a tie
+    model for the volume's input and output tokens where both are given (as ``cost`` ranks its rows), else for the
+    workload's mean request, after the batch and cache mix (rows the mix cannot price skipped; on a tie
     the higher-confidence row, ``api_cost.tie_order``); (None, "") when there is none."""
     from kvledger.catalog.api_match import find_api_price, same_model_rows
     from kvledger.errors import InputError
     from kvledger.ledgers.api_cost import api_price_per_mtok, tie_order
 
     wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
+    split = spec.monthly_input_tokens is not None and spec.monthly_output_tokens is not None
+    # the tokens each row is priced on: the volume's own split where given (as cost ranks rows), else the mean request
+    w_in, w_out = ((spec.monthly_input_tokens, spec.monthly_output_tokens) if split
+                   else (wl["prompt_tokens_mean"], wl["output_tokens_mean"]))
+    what = "the volume's input and output tokens" if split else "the workload's mean request"
 
-    def per_request(r: Any) -> float:  # the workload's mean request after the mix, USD × 10⁶
+    def per_request(r: Any) -> float:  # the tokens above after the mix, USD × 10⁶
         per = api_price_per_mtok(r, mix)
-        return wl["prompt_tokens_mean"] * per["input"] + wl["output_tokens_mean"] * per["output"]
+        return w_in * per["input"] + w_out * per["output"]
 
     priced = []
     for r in same_model_rows(spec.model):
@@ -74,14 +80,14 @@ def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, 
         x, r = cheaper[0]
         return named, (f"the comparison is with --api {named.key} as named; a cheaper catalog row serves "
                        f"{spec.model}: {r.key} ({r.confidence or 'unstated'} confidence), {x / mine:.0%} of the named "
-                       "row's price for the workload's mean request after the mix (with it, the API side costs that "
-                       "share; search without --api compares with it)")
+                       f"row's price for {what} after the mix (with it, the API side costs that share; search without "
+                       "--api compares with it)")
     if not priced:
         return None, ""
     row = min(priced)[-1]
     keys = ", ".join(k for _, _, k, _ in sorted(priced))
-    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
-                 f"{row.confidence or 'unstated'} confidence; --api names another")
+    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} for {what} after the mix "
+                 f"({keys}); {row.confidence or 'unstated'} confidence; --api names another")
 
 
 def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
