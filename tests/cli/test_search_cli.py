@@ -141,7 +141,9 @@ def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
     assert c["sizing"]["monthly_usd"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
     assert d["spec"]["gpu_usd_per_hour"] == 2.0
     # the text's winner line names the price as given, with no catalog date or confidence (it printed "as of , ")
-    text = " ".join(_ok([*args, "--gpu-usd-per-hour", "2"]).split())
+    res = runner.invoke(app, [*args, "--gpu-usd-per-hour", "2"], env={"COLUMNS": "500"})  # a long tmp path unwrapped
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
     # (the price's source names the GPU it priced: here the file)
     assert f"winner's price: $2 per GPU-hour, user input (--gpu-usd-per-hour, {g})" in text and "as of ," not in text
     # and its bill names the price as given, not by the pseudo-row's key (it printed "(given:--gpu-usd-per-hour)")
