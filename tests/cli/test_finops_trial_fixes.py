@@ -206,3 +206,29 @@ def test_search_prices_a_volume_too_small_for_the_simulators_clock_as_cost_does(
     assert entry["status"] == "feasible"
     load = entry["capacity"]["at_volume_load"]
     assert load["simulated_rate_req_per_s"] > load["rate_req_per_s"] > 0
+
+
+def test_a_break_even_out_of_the_peaks_reach_is_unreachable_in_json_as_in_the_text():
+    # gpt-4.1-mini against Llama-3.1-8B on one H100, 3B in + 1B out tokens a month: one replica's break-even u* is
+    # 27.7%; at --peak-to-mean 3 a replica runs at most 80% ÷ 3 = 26.7% on the mean, so the text says "not reachable at
+    # this peak" and --json's reachable says the same (it was true: u* ≤ 1 was its only test; a review found it);
+    # at --peak-to-mean 2 (40%) it is within reach
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    def u_star(peak: str) -> tuple[dict, str]:
+        args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms",
+                "--num-requests", "200", "--monthly-input-tokens", "3e9", "--monthly-output-tokens", "1e9",
+                "--peak-to-mean", peak, "--api", "OpenAI:gpt-4.1-mini"]
+        res, text = CliRunner().invoke(app, [*args, "--json"]), CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+        assert res.exit_code == text.exit_code == 0, res.output
+        return json.loads(res.stdout)["break_even_utilization"], " ".join(text.output.split())
+
+    b, text = u_star("3")
+    assert 0.2667 < b["utilization"] < 0.28 and b["mean_utilization_cap"] == pytest.approx(0.8 / 3)
+    assert b["reachable"] is False and "not reachable at this peak" in text
+    b, text = u_star("2")
+    assert b["reachable"] is True and "not reachable" not in text

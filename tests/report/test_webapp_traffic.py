@@ -87,9 +87,7 @@ def test_a_bad_traffic_field_is_refused_naming_it(fields, named):
 def test_an_unknown_provider_is_refused_naming_the_field():
     r = client.post("/api/serving", json={**BASE, "monthly_tokens": 2e11, "gpu_provider": "Nowhere"})
     assert r.status_code == 400, r.text
-    # the providers with a row for the GPU listed (prices.py's message), in the app's words
-    assert r.json()["error"].startswith("gpu_provider 'Nowhere' (the GPU provider field) is not in the price table "
-                                        "(providers with a nvidia_h100_sxm row: AWS, Azure, CoreWeave, GCP, Lambda, "
-                                        "Nebius, RunPod; or give your own price to `kvledger cost "
-                                        "--gpu-usd-per-hour X`)"), r.text
+    # the price tables' providers listed (catalog.price_names: checked before any simulation), in the app's words
+    assert r.json()["error"] == ("gpu_provider 'Nowhere' (the GPU provider field) is not in the price table (the "
+                                 "price tables' providers: AWS, Azure, CoreWeave, GCP, Lambda, Nebius, RunPod)"), r.text
     assert "command-line option" not in r.json()["error"]

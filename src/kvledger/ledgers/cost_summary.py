@@ -243,6 +243,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
     peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
     u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)  # a replica's highest mean
+    if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:  # the text says: out of the peak's reach
+        u_star["reachable"] = False
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
     if decision is not None and decision.buy is not None:

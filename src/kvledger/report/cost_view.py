@@ -125,7 +125,7 @@ def _not_reachable(bu: dict, bv: dict, sim: Any) -> str:
     more replicas share the people line there (so the two lines do not contradict each other). A capacity only bounded
     below: u* is at most this, and the capacity multiplier at which the assumed utilization reaches it."""
     lower = _lower_bound_clause(bu)
-    if bu["reachable"]:
+    if bu["utilization"] <= 1.0:  # reachable, or out of reach only of the peak's mean utilization (peak_cap_text)
         return lower + peak_cap_text(bu)
     text = f"{lower} — above 100%: not reachable" + (" at the capacity priced" if lower else "")
     if bv.get("requests_per_month") is None:

@@ -161,7 +161,7 @@ def break_even_text(c: dict[str, Any]) -> str:
           f" (the {n:,} replicas this volume needs, sharing the people line)")
     u = (
         f"break-even utilization{of} {fmt(100 * bu['utilization'])}%{peak_cap_text(bu)}"
-        if bu.get("reachable") and bu.get("utilization") is not None
+        if bu.get("utilization") is not None and bu["utilization"] <= 1.0  # out of the peak's reach: peak_cap_text
         else f"no utilization up to 100%{of} breaks even"
         + (" (a larger volume, on more replicas, can: below)" if bv.get("requests_per_month") is not None else "")
     )
