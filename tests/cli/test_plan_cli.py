@@ -173,3 +173,17 @@ def test_a_max_model_len_above_the_configs_is_planned_with_vllms_long_flag():
     d = json.loads(res.stdout)
     assert d["memory"]["num_gpu_blocks"] == 24_755 and d["memory"]["max_model_len"] == 131_072
     assert any("above the config's 40,960 (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in n for n in d["memory"]["notes"])
+
+
+def test_the_long_max_model_len_switch_is_each_engines_own():
+    # SGLang refuses a context_length above the config's unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 (its
+    # model_config); the refusal names that, not vLLM's variable, and with the flag SGLang's and TensorRT-LLM's plans
+    # say the length is above the config's (a review found them silent)
+    res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine", "sglang"])
+    assert "sglang refuses this unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in str(res.exception)
+    for engine in ("sglang", "trtllm"):
+        res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine",
+                                  engine, "--allow-long-max-model-len", "--json"])
+        assert res.exit_code == 0, res.output
+        notes = json.loads(res.stdout)["memory"]["notes"]
+        assert any(n.startswith("max_model_len 131,072: given, above the config's 40,960") for n in notes), engine

@@ -24,7 +24,7 @@ import re
 from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.accounting.max_model_len import resolve_max_model_len
+from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.platforms import platform
@@ -74,7 +74,7 @@ def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
 def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
     _require_per_token_kv(model, kv, "SGLang")
-    L, _ = resolve_max_model_len(model, s)
+    L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
     d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
@@ -123,6 +123,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
              + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
     if ver > SGLANG_LATEST:
         notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
+    notes += long_len_notes(model, L, lsrc)
     label = f"{sglang_version_text(ver)} rules"
     return MemoryPlan("sglang", label, total, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
@@ -253,7 +254,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     _require_per_token_kv(model, kv, "TensorRT-LLM")
     runtime, label = trtllm_runtime(s.engine_version, s.trtllm_backend)
     round_up = trtllm_blocks_round_up(runtime, s.engine_version)
-    L, _ = resolve_max_model_len(model, s)
+    L, lsrc = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
     items = trtllm_items(model, s, runtime, max_num_tokens, L, gpu)
@@ -277,6 +278,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
              + [N.trtllm_block_rule(runtime, windows, round_up)] + _hybrid_note(kv, "trtllm"))
+    notes += long_len_notes(model, L, lsrc)
     if s.engine_version and _version_tuple(s.engine_version) > TRTLLM_NEWEST_CHECKED:
         notes.insert(0, N.trtllm_newer_than_checked(s.engine_version, ".".join(map(str, TRTLLM_NEWEST_CHECKED)),
                                                     _RUNTIME_NAMES[runtime]))

@@ -18,7 +18,7 @@ from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
-from kvledger.accounting.max_model_len import resolve_max_model_len
+from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
@@ -188,8 +188,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
 def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: ModelSpec, notes: list[str]) -> _Budget:
     """The inputs of every stage's budget, by this version's defaults where ``s`` leaves them; appends their notes."""
     L, lsrc = resolve_max_model_len(model, s)
-    if L > model.derived_max_model_len:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: said, as vLLM warns
-        notes.append(f"max_model_len {L:,}: {lsrc}")
+    notes += long_len_notes(model, L, lsrc)  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: said, as vLLM warns
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)
