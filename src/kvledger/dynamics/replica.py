@@ -1,16 +1,14 @@
 """One simulated engine replica: runs engine steps by vLLM's rule and turns finished requests into records.
 
-The loop is discrete-event and deterministic: time only moves by step durations from the
-step-cost model; a step is priced from its aggregate shape (``StepShape``). ``_step`` is
-the general step (scheduler.py); the steady-decode shortcuts live in fast_path.py and give
-bit-identical results (tests compare them with ``fast_forward=False``). Token times are
-stored compactly (token_times.py): one end time per engine step, and per request the runs of
-steps in which it emitted a token.
+The loop is discrete-event and deterministic: time only moves by step durations from the step-cost model; a step is
+priced from its aggregate shape (``StepShape``). ``_step`` is the general step (scheduler.py); the steady-decode
+shortcuts live in fast_path.py and give bit-identical results (tests compare them with ``fast_forward=False``). Token
+times are stored compactly (token_times.py): one end time per engine step, and per request the runs of steps in which
+it emitted a token.
 
-With ``async_scheduling`` (vLLM v1's batch queue of two) step k+1 is scheduled when step k
-starts, from the state with step k's tokens as placeholders: arrivals are visible up to
-``sched_s`` (the start of the step in flight), and requests that finish in step k keep their
-blocks and seats until step k+1 is scheduled (``_deferred``)::
+With ``async_scheduling`` (vLLM v1's batch queue of two) step k+1 is scheduled when step k starts, from the state with
+step k's tokens as placeholders: arrivals are visible up to ``sched_s`` (the start of the step in flight), and
+requests that finish in step k keep their blocks and seats until step k+1 is scheduled (``_deferred``)::
 
     t:     S_k ─────── step k ─────── E_k = S_k+1 ─── step k+1 ───
     sync:              schedule k+1 at E_k (after step k's output)
@@ -233,25 +231,26 @@ class Replica(TokenTimes, BatchPeak):
         return self.rules.pauses_decodes and all(r.num_computed_tokens == r.num_tokens - 1 for r in self.sched.running)
 
     def apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
-        """Price each scheduled (request, tokens) from its state before the step, then apply it.
-
-        A 1-token run of a request whose output has started is a decode; anything else is a prefill
-        chunk. Appends finishing requests to ``finished``; returns (StepShape fields, computed tokens
-        stored, whether every scheduled request emitted a token).
-        """
+        """Price each scheduled (request, tokens) from its state before the step, then apply it. A 1-token run of a
+        request whose output has started is a decode, anything else a prefill chunk. After every prefill chunk, the
+        last included, a radix cache inserts what the request computed (SGLang 0.5.23 ``checkpoint_kv_cache``: from
+        ``batch_result_processor.py : process_batch_result_prefill`` once the prompt is done, from ``scheduler.py :
+        get_next_batch_to_run``'s ``stash_chunked_request`` after a middle chunk), so a request admitted next step
+        matches it while this one still runs. Appends finishing requests to ``finished``; returns (StepShape fields,
+        computed tokens stored, whether every scheduled request emitted a token)."""
         pf_tok = pf_seqs = pf_kv = dec = dec_kv = stored = 0
         pairs = 0.0
         all_emitted = True
         for req, n in plan:
             c = req.num_computed_tokens
-            if n == 1 and req.num_generated and c == req.num_tokens - 1:
-                dec += 1
-                dec_kv += c + 1
-            else:
+            prefill = not (n == 1 and req.num_generated and c == req.num_tokens - 1)
+            if prefill:
                 pf_tok += n
                 pf_seqs += 1
                 pf_kv += c + n
                 pairs += n * c + n * (n + 1) / 2
+            else:
+                dec, dec_kv = dec + 1, dec_kv + c + 1
             c += n
             req.num_computed_tokens = c
             stored += c
@@ -262,10 +261,11 @@ class Replica(TokenTimes, BatchPeak):
                 req.num_tokens = c + 1
                 if req.num_generated == req.num_output_tokens:
                     finished.append((req, step))
+                    continue  # its free (SGLang release_kv_cache) inserts what it computed
             else:
                 all_emitted = False
-                if self._inserts and req.spec.prefix_segments:
-                    self.kv.after_prefill_step(req)
+            if prefill and self._inserts and req.spec.prefix_segments:  # each prefill chunk, the last one too
+                self.kv.after_prefill_step(req)
         return (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted
 
     def _skipped(self, plan: list, step: int) -> int:

@@ -81,8 +81,9 @@ class KVManager(Protocol):
     Capabilities are attributes: ``enable_caching`` (prefix caching on), ``contiguous`` (whole-sequence reservation),
     ``plain_block_table`` (a request holds ``ceil(tokens / block_size)`` blocks in ``req.blocks``, so a step whose
     tokens fit its blocks needs no ``grow``), ``supports_stretches`` (``stretch_limit``/``stretch_commit`` run many
-    decode steps at once: the replica's fast path), ``caches_prefills`` (``after_prefill_step`` makes newly computed
-    prompt segments matchable, SGLang's ``cache_unfinished_req``).
+    decode steps at once: the replica's fast path), ``caches_prefills`` (``after_prefill_step``, called after every
+    prefill chunk including the last, makes newly computed prompt segments matchable, SGLang's
+    ``checkpoint_kv_cache``).
     """
 
     name: str

@@ -12,9 +12,12 @@ Content model. A node stands for one whole prompt segment (``RequestSpec.prefix_
 ``(-1, uid)``). Matching is token-granular in what it returns (the hit is a token count,
 capped at ``num_tokens − 1`` as SGLang keeps one token to compute logits) and
 segment-granular in what it compares, which is exact for this content model: two
-different segments differ from their first token. One simplification: a segment enters
-the tree only once it is wholly computed (SGLang also inserts a partly computed one after
-a chunk; only a request arriving in between could tell the difference).
+different segments differ from their first token. The replica calls ``after_prefill_step``
+after every prefill chunk, the last one included, as SGLang checkpoints a running request's
+computed tokens then (``mem_cache/common.py : checkpoint_kv_cache``, 0.5.23), so a request
+admitted in a later step matches a prompt still decoding. One simplification: a segment
+enters the tree only once it is wholly computed (SGLang also inserts a partly computed one
+after a middle chunk; only a request arriving in between could tell the difference).
 """
 
 from __future__ import annotations
@@ -260,7 +263,9 @@ class RadixKVManager(RadixStretches, RadixFresh):
         return True
 
     def after_prefill_step(self, req: SimRequest) -> None:
-        """SGLang ``cache_unfinished_req``: newly computed whole segments become matchable."""
+        """SGLang ``mem_cache/common.py : checkpoint_kv_cache`` (``RadixCache.checkpoint``; ``cache_unfinished_req``
+        before 0.5.23), called after each prefill chunk, the last included: newly computed whole segments become
+        matchable."""
         self._insert(req, req.num_computed_tokens)
 
     def free(self, req: SimRequest, preempted: bool) -> None:
