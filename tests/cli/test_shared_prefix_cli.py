@@ -51,7 +51,28 @@ def test_refused_where_the_workload_names_its_own_prefixes_or_the_size_is_bad():
     assert "--workload agent (each session's system prompt" in refused(
         "search", MODEL, "--gpus", "H100", "--slo", "ttft=1s", "--workload", "agent", "--shared-prefix-tokens", "100")
     assert "--shared-prefix-tokens 0 is out of range" in refused(*base[:-1], "0")
+    # search: refused by its input checks with simulate's words (exit 2), not by each candidate's simulation
+    # (formerly exit 1, "1 rejected for simulation error" and a --resume hint)
+    search = ("search", MODEL, "--gpus", "H100", "--tp", "1", "--trace", "mooncake", "--slo", "ttft=500ms,tpot=50ms",
+              "--num-requests", "300", "--shared-prefix-tokens", "1500", "--rate", "2")
+    assert "mooncake (its hash ids) already names which prompts share" in refused(*search)
     assert "add --simulate MODEL" in refused("goodput", "x.json", "--slo", "ttft=1s", "--shared-prefix-tokens", "5")
+
+
+def test_search_spec_check_refuses_it_on_a_trace_with_hash_ids_and_keeps_it_on_one_without(monkeypatch):
+    from kvledger.analyses.search import runner
+    from kvledger.analyses.search.spec import Axes, SearchSpec
+    from kvledger.errors import InputError
+
+    monkeypatch.setattr(runner, "make_candidates", lambda *a, **k: pytest.fail("a candidate was planned"))
+    spec = SearchSpec(model=MODEL, slo="ttft=1s", trace="mooncake", num_requests=50, shared_prefix_tokens=1500,
+                      rate_req_per_s=2.0)
+    with pytest.raises(InputError, match="the workload mooncake \\(its hash ids\\) already names"):
+        spec.check()
+    with pytest.raises(InputError, match="already names"):  # the Python API's planning checks the spec first
+        runner.plan_candidates(spec, Axes(gpus=("H100",), tps=(1,)))
+    SearchSpec(model=MODEL, slo="ttft=1s", trace="azure-conv", num_requests=50, shared_prefix_tokens=1500,
+               rate_req_per_s=2.0).check()  # a trace without prefix ids: kept
 
 
 def test_goodput_probes_carry_it():

@@ -1,14 +1,12 @@
 """What a configuration search searches: the inputs shared by every candidate (``SearchSpec``) and the candidates (the
 product of the axes).
 
-A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the
-engine settings on the axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix
-caching; for a MoE model at TP > 1, vLLM's expert parallelism off and on); an axis left out takes the engine's default
-(``None`` here). Defaults for the
-axes: every catalog GPU with a rental row in ``catalog/data/gpu_prices.csv`` (with
-``--gpu-provider``, only that provider's), every TP in 1, 2, 4, 8 that divides the model's KV
-heads (a single KV head, MQA or MLA's latent, is replicated and any TP is offered), vLLM's
-defaults for the rest. Candidates are ordered as the product of the axes in the order given,
+A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the engine settings on the
+axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix caching; for a MoE model at TP > 1, vLLM's expert
+parallelism off and on); an axis left out takes the engine's default (``None`` here). Defaults for the axes: every
+catalog GPU with a rental row in ``catalog/data/gpu_prices.csv`` (with ``--gpu-provider``, only that provider's),
+every TP in 1, 2, 4, 8 that divides the model's KV heads (a single KV head, MQA or MLA's latent, is replicated and any
+TP is offered), vLLM's defaults for the rest. Candidates are ordered as the product of the axes in the order given,
 and that order is the ledger's, whatever runs them.
 """
 
@@ -42,8 +40,7 @@ class SearchSpec:
             ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates);
             with one, ``trace`` is unused and left out of the JSON (``to_dict``).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
-        per-step CPU
-            time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
+            per-step CPU time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
             gemm_efficiency: ``--gemm-efficiency`` ("measured", "flat"; None: the GPU profile's, else measured),
             always in the JSON, so a ledger priced before the measured curve became the default is not resumed.
@@ -59,8 +56,7 @@ class SearchSpec:
         gpu_usd_per_hour: the user's price, USD/GPU-h: one number for every candidate, or a price per GPU
             ``{GPU: USD}`` (keys: catalog names or aliases, or a GPU file's path; kept by catalog id, a GPU left out
             priced by the table; ``kvledger.catalog.given_prices``); None: the price table (a GPU file has no row).
-        utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the
-        sizing).
+        utilization: average load ÷ capacity over the billed hours for $ per token (None: the sizing's realized one).
         max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
         rate_req_per_s: target mean request rate, req/s. monthly_tokens: input + output tokens per month.
         monthly_input_tokens, monthly_output_tokens: the volume as tokens of each kind (together; ``search.load``).
@@ -133,6 +129,10 @@ class SearchSpec:
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))
+        from kvledger.dynamics.workload.shared_prefix import check_trace_shared_prefix
+
+        if self.synthetic is None:  # a trace naming its own prefixes (hash ids): refused here, not by every candidate
+            check_trace_shared_prefix(self.trace, self.shared_prefix_tokens, self.num_requests, self.seed)
         from kvledger.accounting.calibration_profile import load_profile, looks_like_profile
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate

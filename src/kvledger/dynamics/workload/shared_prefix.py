@@ -22,7 +22,8 @@ from typing import Any
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
 
-__all__ = ["SHARED_PREFIX_ID", "with_shared_prefix", "shared_prefix_info", "shared_prefix_refusal"]
+__all__ = ["SHARED_PREFIX_ID", "with_shared_prefix", "shared_prefix_info", "shared_prefix_refusal",
+           "check_trace_shared_prefix"]
 
 #: the segment id of the one shared system prompt (any int: no other segment id is in the same workload)
 SHARED_PREFIX_ID = 0
@@ -50,6 +51,21 @@ def with_shared_prefix(specs: list[RequestSpec], tokens: int, name: str) -> list
     seg = (SHARED_PREFIX_ID,)
     return [replace(s, prefix_segments=seg, segment_tokens=tokens) if s.num_prompt_tokens >= tokens else s
             for s in specs]
+
+
+def check_trace_shared_prefix(trace: str, tokens: int | None, num_requests: int, seed: int) -> None:
+    """Up front, where a command runs the trace later (``search``: before any candidate): ``tokens`` (None: no
+    ``--shared-prefix-tokens``) refused for ``trace`` by the check ``with_shared_prefix`` makes on the requests
+    simulate, goodput, cost and report draw (its first ``num_requests``; Mooncake's hash ids: refused).
+
+    Raises:
+        InputError: as ``with_shared_prefix``; UnknownNameError / InputError: an unknown trace, as ``load_trace``.
+    """
+    if tokens is None:
+        return
+    from kvledger.dynamics.workload.traces import load_trace
+
+    with_shared_prefix(load_trace(trace, num_requests=num_requests, rate=1.0, seed=seed), tokens, trace)
 
 
 def shared_prefix_info(specs: Any, tokens: int) -> dict[str, Any]:
