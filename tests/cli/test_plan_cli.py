@@ -179,7 +179,8 @@ def test_the_long_max_model_len_switch_is_each_engines_own():
     # SGLang refuses a context_length above the config's unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 (its
     # model_config); the refusal names that, not vLLM's variable, and with the flag SGLang's and TensorRT-LLM's plans
     # say the length is above the config's (a review found them silent)
-    res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine", "sglang"])
+    res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine",
+                              "sglang"])
     assert "sglang refuses this unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in str(res.exception)
     for engine in ("sglang", "trtllm"):
         res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine",
