@@ -133,6 +133,10 @@ def test_search_prints_the_api_month_in_cents_and_its_prices_to_four_figures():
          "monthly_input_tokens": 3.9e6, "monthly_output_tokens": 1.1e6}
     line = api_line(a)
     assert "$0.0425 per Mtok in, $0.068 per Mtok out" in line and "costs $0.24 per month" in line
+    # the tokens as cost counts them (it printed "(4 M in + 1 M out tokens …)", and "0 M out" below a half million)
+    assert "(3.9M in + 1.1M out tokens per month)" in line
+    assert "(780,000 in + 220,000 out tokens" in api_line({**a, "monthly_input_tokens": 7.8e5,
+                                                           "monthly_output_tokens": 2.2e5})
 
 
 def test_small_amounts_and_shares_keep_two_significant_digits():

@@ -103,15 +103,16 @@ def api_line(a: dict[str, Any]) -> str:
     """The API's sentence (``a``: ``api_side.api_side``): its per-Mtok prices after the mix to 4 significant figures
     and, for a monthly volume, the month in cents, as cost prints them ($0.0425 per Mtok in; $0.24 per month)."""
     from kvledger.ledgers.amounts import usd_text
+    from kvledger.ledgers.decision_notes import tokens_text
     from kvledger.report.figure import fmt
 
     line = (f"API {a['key']} (list price as of {a['as_of']}): ${fmt(a['usd_per_mtok_input'], 4)} per Mtok in, "
             f"${fmt(a['usd_per_mtok_output'], 4)} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, "
             f"cache hits {a['mix']['cache_hit_rate']:.0%})")
     if a.get("monthly_usd") is not None:
-        line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + "
-                 f"{a['monthly_output_tokens'] / 1e6:,.0f} M out tokens per month) costs {usd_text(a['monthly_usd'])} "
-                 "per month")
+        line += (f"; the same traffic ({tokens_text(a['monthly_input_tokens'])} in + "
+                 f"{tokens_text(a['monthly_output_tokens'])} out tokens per month) costs {usd_text(a['monthly_usd'])} "
+                 "per month")  # as cost counts them: 1M, 250,000, 3.9B (ledgers.decision_notes.tokens_text)
     return line
 
 
