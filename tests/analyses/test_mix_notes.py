@@ -42,3 +42,33 @@ def test_with_a_shared_prefix_the_self_hosted_reuse_is_stated_and_batch_share_is
 
 def test_no_mix_no_note():
     assert not [n for n in _notes() if n.startswith(("--cache-hit-rate", "--batch-share"))]
+
+
+def test_an_api_cache_share_far_from_the_runs_reuse_is_a_caveat_the_verdict_rests_on():
+    # azure-conv with a 1,500-token system prompt: only the prompts of at least 1,500 tokens share it, so the run
+    # reuses far less than the API's 80% cached input (the fresh-user trial's 11% at 300 requests): more than
+    # LIKE_FOR_LIKE (10 points) apart, the verdict's "rests on" says it, as it does a batch share
+    from kvledger.analyses.serving.mix_notes import LIKE_FOR_LIKE
+
+    res = CliRunner().invoke(app, [*BASE, "--cache-hit-rate", "0.8", "--shared-prefix-tokens", "1500", "--batch-share",
+                                   "0.2"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    rests = d["decision"]["rests_on"]
+    (cache,) = [r for r in rests if r.startswith("API input 80% cached")]
+    reused = int(cache.split("reused ")[1].split("%")[0]) / 100
+    assert abs(0.8 - reused) > LIKE_FOR_LIKE and cache.endswith("of its prompt tokens: not like for like")
+    assert "API 20% at batch prices (--batch-share), the self-hosted side all at the SLO" in rests
+    # no mix: no such caveat
+    plain = json.loads(CliRunner().invoke(app, BASE).stdout)["decision"]["rests_on"]
+    assert not [r for r in plain if r.startswith("API ")]
+
+
+def test_a_shared_prefix_no_prompt_reaches_is_said_not_asked_for_again():
+    # fixed 1,000-token prompts under a 2,000-token shared prefix: no prompt reaches it, so the note says so rather
+    # than suggesting --shared-prefix-tokens, already given (a fresh-user trial)
+    notes = _notes("--cache-hit-rate", "0.5", "--shared-prefix-tokens", "2000", "--prompt-lengths", "fixed:1000",
+                   "--output-lengths", "fixed:50")
+    (note,) = [n for n in notes if n.startswith("--cache-hit-rate")]
+    assert "--shared-prefix-tokens 2,000 reaches no prompt of its workload" in note
+    assert "--shared-prefix-tokens N simulates" not in note

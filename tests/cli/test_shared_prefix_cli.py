@@ -100,3 +100,25 @@ def test_search_and_report_hand_it_to_every_simulation():
     assert decision_data.sim_args(req).shared_prefix_tokens == 700
     assert parse_simulate([MODEL, "--gpu", "H100", "--shared-prefix-tokens", "700"])["shared_prefix_tokens"] == 700
     assert parse_simulate([MODEL, "--gpu", "H100", "--shared-prefix-tokens", "1.5"]) is None  # typer's to refuse
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    # 10 tokens is under one 16-token block: vLLM hashes and caches full blocks only, so nothing is reused
+    (["--shared-prefix-tokens", "10"], "--shared-prefix-tokens 10 is shorter than one 16-token KV block"),
+    # prefix caching off: the system prompt is prefilled again for every request
+    (["--shared-prefix-tokens", "1500", "--no-enable-prefix-caching"],
+     "--shared-prefix-tokens 1,500 with prefix caching off: no prompt reuses the shared prefix")])
+def test_a_shared_prefix_that_cannot_be_reused_says_why(extra, said):
+    # 30 prompts of 3,000 tokens, 1 req/s: each reaches the prefix, yet the hit rate is 0 (a fresh-user trial saw a
+    # silent 0.0%)
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    res = CliRunner().invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths",
+                                   "fixed:3000", "--output-lengths", "fixed:10", "--rate", "1", "--num-requests", "30",
+                                   *extra, "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["summary"]["prefix_cache_hit_rate"] == 0.0
+    assert any(n.startswith(said) for n in d["notes"])

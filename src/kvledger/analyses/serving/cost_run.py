@@ -144,6 +144,12 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
     sized = capacity.sizing_req_per_s if capacity is not None else None
+    if inputs is not None and mix is not None:  # what the mix assumes that the self-hosted run does not: a caveat
+        from dataclasses import replace
+
+        from kvledger.analyses.serving.mix_notes import mix_caveats
+
+        inputs = replace(inputs, rests_on=(*inputs.rests_on, *mix_caveats(mix, sim)))
     build = _builder(api_price, mix, factors, inputs)
     rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
@@ -153,7 +159,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         if load is not None:
             rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, load=load,
                         lower_bound=lower)
-    if inputs is not None or api_price is not None:  # a comparison with an API: what its mix assumes, said
+    if (inputs is not None or api_price is not None) and mix is not None:  # a comparison with an API: its mix said
         from kvledger.analyses.serving.mix_notes import mix_notes
 
         rep.notes.extend(n for n in mix_notes(mix, sim) if n not in rep.notes)

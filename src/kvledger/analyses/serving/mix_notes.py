@@ -1,8 +1,9 @@
 """What the API mix's discounts do not carry to the self-hosted side, said beside the verdict: the API bill prices
 ``--cache-hit-rate`` of the input at its cached-input price and ``--batch-share`` of the requests at its batch price,
 while the self-hosted capacity is what the simulated (or measured) run shows — its own prefix reuse, every request
-held to the SLO. A comparison whose two sides assume different traffic says so, and names the flag that makes them
-alike."""
+held to the SLO. A comparison whose two sides assume different traffic says so (``mix_notes``, the verdict's notes),
+names the flag that makes them alike, and where they differ enough to move the verdict, is a caveat the verdict rests
+on (``mix_caveats``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from typing import Any
 
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 
-__all__ = ["mix_notes"]
+__all__ = ["mix_notes", "mix_caveats", "LIKE_FOR_LIKE"]
+
+#: the largest difference between the API's cached-input share and the self-hosted run's reused share of prompt tokens
+#: read as alike (a threshold of this caveat, not fitted: a tenth of the input tokens priced at another rate)
+LIKE_FOR_LIKE = 0.10
 
 
 def mix_notes(mix: Any, sim: Any) -> list[str]:
@@ -27,18 +32,42 @@ def mix_notes(mix: Any, sim: Any) -> list[str]:
     return out
 
 
+def mix_caveats(mix: Any, sim: Any) -> list[str]:
+    """The verdict's "rests on" caveats of the mix: the API's cached share against the self-hosted run's reuse where
+    they differ by more than ``LIKE_FOR_LIKE``, and a batch share (priced at batch rates on one side only)."""
+    out = []
+    reused = _reused(sim)
+    if mix.cache_hit_rate > 0 and reused is not None and abs(mix.cache_hit_rate - reused) > LIKE_FOR_LIKE:
+        out.append(f"API input {mix.cache_hit_rate:.0%} cached (--cache-hit-rate) against a self-hosted run that "
+                   f"reused {reused:.0%} of its prompt tokens: not like for like")
+    if mix.batch_share > 0:
+        out.append(f"API {mix.batch_share:.0%} at batch prices (--batch-share), the self-hosted side all at the SLO")
+    return out
+
+
+def _reused(sim: Any) -> float | None:
+    """The share of prompt tokens the simulated run took from its prefix cache (0 with it off); None for a file."""
+    if sim is None:
+        return None
+    return sim.result.summary.prefix_cache_hit_rate if sim.setup.config.enable_prefix_caching else 0.0
+
+
 def _cache_note(hit: float, sim: Any) -> str:
     """The cached-input share's note: whether the self-hosted run reused prefixes too."""
     head = f"--cache-hit-rate {hit:g}: the API bill prices {hit:.0%} of the input tokens at the cached-input price"
     if sim is None:
         return (f"{head}; the self-hosted capacity is the measured run's, with whatever prefix reuse its own prompts "
                 "had")
-    if not sim.setup.config.enable_prefix_caching:
+    cfg, info = sim.setup.config, sim.setup.workload_info
+    cache = "SGLang's radix cache" if cfg.prefix_caching_policy == "sglang" else "vLLM's prefix cache"
+    if not cfg.enable_prefix_caching:
         return f"{head}; the self-hosted run was simulated with prefix caching off, so its prompts reuse nothing"
+    if (n := info.get("shared_prefix_tokens")) is not None and not info.get("shared_prefix_requests"):
+        return (f"{head}; the self-hosted run's --shared-prefix-tokens {n:,} reaches no prompt of its workload (each "
+                "is shorter, and a shorter prompt is left unshared), so it reused nothing: a smaller N matches it")
     if not has_prefix_ids(sim.setup.workload):
-        return (f"{head}; the self-hosted run was simulated on prompts that share no prefix, so vLLM's prefix caching "
-                "saves it nothing: if the cached tokens are a shared system prompt, --shared-prefix-tokens N "
-                "simulates it on the self-hosted side too, for a like-for-like comparison")
-    rate = sim.result.summary.prefix_cache_hit_rate
-    return (f"{head}; the self-hosted run reused {rate:.0%} of its prompt tokens from vLLM's prefix cache (simulated, "
-            "at the load priced)")
+        return (f"{head}; the self-hosted run was simulated on prompts that share no prefix, so {cache} saves it "
+                "nothing: if the cached tokens are a shared system prompt, --shared-prefix-tokens N simulates it on "
+                "the self-hosted side too, for a like-for-like comparison")
+    return (f"{head}; the self-hosted run reused {_reused(sim):.0%} of its prompt tokens from {cache} (simulated, at "
+            "the load priced)")

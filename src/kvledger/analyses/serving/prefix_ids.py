@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
 
-__all__ = ["has_prefix_ids", "no_prefix_ids_note", "with_prefix_ids_note"]
+__all__ = ["has_prefix_ids", "no_prefix_ids_note", "with_prefix_ids_note", "shared_prefix_unused_note"]
 
 
 def has_prefix_ids(workload: Any) -> bool:
@@ -39,7 +39,24 @@ def no_prefix_ids_note(setup: Any) -> str | None:
 def with_prefix_ids_note(setup: Any) -> tuple[dict[str, Any], list[str]]:
     """(the workload description, its notes) of ``setup`` for ``simulate``'s document: ``prefix_ids: false`` and the
     note added when :func:`no_prefix_ids_note` applies."""
-    note = no_prefix_ids_note(setup)
+    note = no_prefix_ids_note(setup) or shared_prefix_unused_note(setup)
     if note is None or "shared_prefix_tokens" in setup.workload_info:
         return setup.workload_info, [*setup.notes, *([note] if note else [])]
     return {**setup.workload_info, "prefix_ids": False}, [*setup.notes, note]
+
+
+def shared_prefix_unused_note(setup: Any) -> str | None:
+    """Why a ``--shared-prefix-tokens N`` run reuses none of it though prompts reach N, else None: prefix caching off
+    (the system prompt is prefilled for every request), or, under vLLM's block-granular cache, N below one block
+    (vLLM hashes and caches only full blocks: ``kv_cache_utils.py::hash_request_tokens``; SGLang's radix tree reuses
+    any token)."""
+    n, cfg = setup.workload_info.get("shared_prefix_tokens"), setup.config
+    if n is None or not setup.workload_info.get("shared_prefix_requests"):
+        return None
+    if not cfg.enable_prefix_caching:
+        return (f"--shared-prefix-tokens {n:,} with prefix caching off: no prompt reuses the shared prefix, every "
+                "request prefills it again (--enable-prefix-caching to reuse it)")
+    if cfg.prefix_caching_policy != "sglang" and n < cfg.block_size:
+        return (f"--shared-prefix-tokens {n:,} is shorter than one {cfg.block_size}-token KV block: vLLM caches only "
+                "full blocks, so no prompt reuses it")
+    return None
