@@ -26,7 +26,7 @@ from kvledger.ledgers.breakeven import (
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
-from kvledger.ledgers.factor_rows import factor_rows
+from kvledger.ledgers.factor_rows import at_peak, factor_rows
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, HostBill
 from kvledger.ledgers.instances import pack
@@ -241,10 +241,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     api_req = _per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
-    peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
-    u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)  # a replica's highest mean
-    if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:  # the text says: out of the peak's reach
-        u_star["reachable"] = False
+    peak = at_peak(u_star, decision, setup)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
     if decision is not None and decision.buy is not None:

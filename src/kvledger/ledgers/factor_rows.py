@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
 
-__all__ = ["factor_rows", "share_text", "peak_cap_text"]
+__all__ = ["factor_rows", "share_text", "peak_cap_text", "at_peak"]
 
 
 def share_text(x: float) -> str:
@@ -82,3 +82,14 @@ def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any]
             {"factor": "data sovereignty", "value": f.data_sovereignty, "effect": sov},
             {"factor": "model control", "value": f.model_control, "effect": ctl},
             {"factor": "team capability", "value": f.team_capability, "effect": team}]
+
+
+def at_peak(u_star: dict[str, Any], decision: Any, setup: Any) -> float:
+    """Adds to ``u_star`` the volume's peak-to-mean and the highest mean utilization a replica sized for that peak
+    runs at (max utilization ÷ peak); a break-even above it is out of reach (``reachable`` False, as the text says:
+    ``peak_cap_text``). Returns the peak-to-mean (1 without a volume)."""
+    peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
+    u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)
+    if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:
+        u_star["reachable"] = False
+    return peak

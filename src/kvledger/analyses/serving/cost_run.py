@@ -144,12 +144,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
     sized = capacity.sizing_req_per_s if capacity is not None else None
-    if inputs is not None and mix is not None:  # what the mix assumes that the self-hosted run does not: a caveat
-        from dataclasses import replace
-
-        from kvledger.analyses.serving.mix_notes import mix_caveats
-
-        inputs = replace(inputs, rests_on=(*inputs.rests_on, *mix_caveats(mix, sim)))
+    inputs = _with_mix_caveats(inputs, mix, sim)
     build = _builder(api_price, mix, factors, inputs)
     rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
@@ -164,6 +159,18 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         rep.notes.extend(n for n in mix_notes(mix, sim) if n not in rep.notes)
     return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
+
+
+def _with_mix_caveats(inputs: Any, mix: Any, sim: Any) -> Any:
+    """``inputs`` with the API mix's caveats added to what the verdict rests on (``mix_notes.mix_caveats``: what the
+    mix assumes that the self-hosted run does not)."""
+    if inputs is None or mix is None:
+        return inputs
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.mix_notes import mix_caveats
+
+    return replace(inputs, rests_on=(*inputs.rests_on, *mix_caveats(mix, sim)))
 
 
 def _builder(api_price: Any, mix: Any, factors: Any, inputs: Any) -> Any:
