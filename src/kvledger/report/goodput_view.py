@@ -151,6 +151,7 @@ def _answer(sb: SimBoundary) -> str:
     """The search's first line: the SLO capacity (with ``--seeds``, its range over the seeds), per replica and GPU."""
     from rich.markup import escape
 
+    from kvledger.analyses.serving.work_bounds import bound_clause
     from kvledger.report.seed_spread_view import capacity_range_text
 
     b = sb.boundary
@@ -169,9 +170,12 @@ def _answer(sb: SimBoundary) -> str:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
               f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
         share = next((p.attainment for p in b.points if p.value == b.boundary_value), None)
+        bound = sb.capacity_bound_req_per_s  # where it caps the rate found: cost and search size on it, not there
         if sb.axis == "request_rate" and share is not None:  # what cost and search price (ledgers/sustained_rate.py)
             at += (f" over the probe's first arrival → last finish, {b.boundary_value * share:.3f} sustained at that "
-                   f"rate ({b.boundary_value:g} × {share:.1%} within the SLO, what cost prices)")
+                   f"rate ({b.boundary_value:g} × {share:.1%} within the SLO" +
+                   (", what cost prices)" if bound is None else f"); cost and search: {bound_clause(bound)} (the "
+                                                                "warning below)"))
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
             f"{fmt(b.boundary_value, 4)}{unit}{per}{at}")
 
@@ -184,6 +188,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
 
     from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
     from kvledger.analyses.serving.sim_boundary import SEARCH_AXES
+    from kvledger.analyses.serving.work_bounds import BOUND_NOTE_START
     from kvledger.report.tables import LedgerTable as Table
 
     con = Console(highlight=False, emoji=False)
@@ -194,7 +199,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
     for n in sb.notes:  # a boundary probe that never reached steady state, or a sample unlike its trace: said above
-        if n.startswith(CAPACITY_WARNINGS):  # the table, not only in the notes
+        if n.startswith((*CAPACITY_WARNINGS, BOUND_NOTE_START)):  # the table, not only in the notes; as cost says
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
         elif sb.seed_spread is not None and n == sb.seed_spread.note:  # the draw moves the answer: said here
             con.print(f"[bold]seed spread[/]: {escape(n)}")
@@ -227,7 +232,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     said = {sb.seed_spread.note if sb.seed_spread is not None else None,  # printed above the table
             sb.rejections.text(sb.target) if _blocked(sb) else None}  # the answer (_answer)
     for note in b.notes + [n for n in sb.notes if n not in said
-                           and not n.startswith(CAPACITY_WARNINGS)]:  # those printed above the table as warnings
+                           and not n.startswith((*CAPACITY_WARNINGS, BOUND_NOTE_START))]:  # printed above
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["winner_line", "tie_line", "no_winner_line", "api_line", "api_verdict"]
+__all__ = ["winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict"]
 
 
 def winner_line(result: Any) -> str:
@@ -37,9 +37,20 @@ def winner_line(result: Any) -> str:
         flags.append(f"runner-up {m.runner_up} " + ("at the same cost" if m.gap == 0 else f"only {m.gap:.0%} dearer")
                      + f", inside the {band}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
-    return (f"winner: {w['id']} — {bill}, SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica "
-            f"({cap.get('sustained_good_req_per_s', cap['goodput_req_per_s']):,.2f} good req/s there)"
-            + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
+    return (f"winner: {w['id']} — {bill}, {capacity_words(cap)}" + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
+
+
+def capacity_words(cap: dict[str, Any]) -> str:
+    """``SLO capacity 18 req/s per replica (17.46 good req/s there)``: the capacity found and the good req/s sustained
+    at it; where the capacity bound caps it, then ``, sized on 17.08 req/s, the capacity bound`` (cost's words,
+    ``work_bounds.bound_clause``): what the replicas and the bill are sized on."""
+    from kvledger.analyses.serving.work_bounds import bound_clause
+
+    sized = cap.get("sized_on_req_per_s")
+    good = cap["sustained_good_req_per_s_at_boundary"] if sized is not None else \
+        cap.get("sustained_good_req_per_s", cap["goodput_req_per_s"])
+    return (f"SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica ({good:,.2f} good req/s there)"
+            + (f", {bound_clause(sized)}" if sized is not None else ""))
 
 
 _TIE_FIGURES = {"USD per Mtok of good tokens": ("$", ".4f", " (input and output; the lower first)"),

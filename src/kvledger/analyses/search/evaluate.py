@@ -118,12 +118,14 @@ def sizing_capacity(pr: Any, bound: float | None) -> float:
 
 
 def _sized_figures(pr: Any) -> dict[str, Any]:
-    """Where the bound caps the rate found: the rate sized on, the share within the SLO in the run there and the
-    probe's goodput at the rate found (the goodput keys then read the run at the bound); else nothing."""
+    """Where the bound caps the rate found: the rate sized on, the share within the SLO in the run there, and the
+    probe's goodput and good req/s sustained at the rate found (the rate × its share within the SLO, goodput
+    --target's key of that name); the other goodput keys then read the run at the bound. Else nothing."""
     if pr.sized is None:
         return {}
     return {"sized_on_req_per_s": pr.sized.rate_req_per_s, "attainment_at_sized_rate": pr.sized.result.attainment,
-            "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s}
+            "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s,
+            "sustained_good_req_per_s_at_boundary": pr.boundary * pr.gp.attainment}
 
 
 def _load_figures(cap: Any) -> dict[str, Any]:

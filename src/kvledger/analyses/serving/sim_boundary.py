@@ -139,6 +139,7 @@ class SimBoundary:
     rejections: Rejections | None = None  # the probes' requests the engine refuses (never good), None: none
     attainment_ceiling: AttainmentCeiling | None = None  # the target near what light load attains, None: not
     idle_edge: IdleEdge | None = None  # the target within sampling noise of near-idle attainment: no capacity
+    capacity_bound_req_per_s: float | None = None  # where it caps the boundary: cost's sizing (set by the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -215,8 +216,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
                           known=(good, bad), queue_grew=p.queue_grew, too_short=p.too_short)
     edge = _checks(p, res, axis, blo, bhi, target, extra)
     sb = _assemble(p, res, axis, target)
-    sb.idle_edge = edge
-    sb.notes.extend(extra)
+    sb.idle_edge, sb.notes = edge, sb.notes + extra
     _limits(sb, target)
     return sb
 

@@ -74,11 +74,15 @@ class BoundaryFigures:
     goodput_at_boundary_req_per_s: float | None
     goodput_at_boundary_req_per_s_per_gpu: float | None
     num_requests_per_probe: int
+    capacity_bound_req_per_s: float | None = None
+    """The deployment's capacity bound where it caps the boundary (``work_bounds``): what ``cost --simulate`` and
+    ``search`` size and price on (``sized_on_req_per_s``); None (both keys left out) where it does not bind."""
 
     __json__ = ("**result", "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
                 "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary",
+                ("sized_on_req_per_s", "capacity_bound_req_per_s"), "capacity_bound_req_per_s",
                 "num_requests_per_probe")
-    __json_optional__ = ("sustained_good_req_per_s_at_boundary",)
+    __json_optional__ = ("sustained_good_req_per_s_at_boundary", "sized_on_req_per_s", "capacity_bound_req_per_s")
 
     @property
     def sustained_good_req_per_s_at_boundary(self) -> float | None:
@@ -133,7 +137,7 @@ class SimGoodputSearch:
                           for g, p in zip(sb.goodputs, sb.probes)]
         figures = BoundaryFigures(sb.boundary, sb.boundary_per_replica, sb.boundary_per_gpu,
                                   sb.goodput_at_boundary_req_per_s, sb.goodput_at_boundary_req_per_s_per_gpu,
-                                  sb.num_requests_per_probe)
+                                  sb.num_requests_per_probe, sb.capacity_bound_req_per_s)
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
                                    None if spread is None else spread.boundaries(), self.not_steady,
@@ -192,4 +196,18 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
             not_steady, warning = boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
                                                       sb.num_requests_per_probe)
             sb.notes.extend(warning)
+            _cap_at_bound(sb, args, synthetic)
     return SimGoodputSearch(sb, not_steady)
+
+
+def _cap_at_bound(sb: SimBoundary, args: SimRequestArgs, synthetic: SyntheticSpec | None) -> None:
+    """Where the deployment's capacity bound (``work_bounds.capacity_bound_req_per_s``) caps the rate found, as
+    ``cost --simulate`` and ``search`` size on it: the bound on ``sb`` and cost's note (``work_bounds.bound_note``)
+    among its notes. The capacity found is kept as found."""
+    from kvledger.analyses.serving.work_bounds import bound_note, capacity_bound_req_per_s, capped
+
+    found = sb.boundary.boundary_value
+    bound = capacity_bound_req_per_s(args, synthetic, sb.target)
+    if bound is not None and capped(found, bound) != found:
+        sb.capacity_bound_req_per_s = bound
+        sb.notes.append(bound_note(bound, found))

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 __all__ = ["SHADE", "request_work_s", "latency_bounds_s", "run_lengths", "busy_floor_s", "capacity_bound_req_per_s",
-           "capped", "bound_note", "BOUND_NOTE_START", "gpu_side"]
+           "capped", "bound_clause", "bound_note", "BOUND_NOTE_START", "gpu_side"]
 
 SHADE = 1e-9
 """Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
@@ -157,9 +157,15 @@ BOUND_NOTE_START = "sized on "
 """How ``bound_note`` begins (the report shows the note as a warning)."""
 
 
+def bound_clause(bound: float) -> str:
+    """``sized on 17.08 req/s, the capacity bound``: how cost, goodput --target and search name the figure a capacity
+    is sized on where the bound caps it (``bound_note`` begins with it)."""
+    return f"{BOUND_NOTE_START}{bound:,.4g} req/s, the capacity bound"
+
+
 def bound_note(bound: float, found: float) -> str:
     """The note a capacity sized on its bound carries: both figures, why, and the way to a longer probe."""
-    return (f"{BOUND_NOTE_START}{bound:,.4g} req/s, the capacity bound, not on the {found:,.4g} req/s SLO capacity "
+    return (f"{bound_clause(bound)}, not on the {found:,.4g} req/s SLO capacity "
             f"found: a replica cannot keep pace with more ({BOUND_SOURCE}); a probe of few requests, short against the "
             "SLO's latency budget, meets the target above it because its queue has no time to build (more "
             "--num-requests gives a longer probe)")
