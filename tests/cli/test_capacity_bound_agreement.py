@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from tests.cli.cli_run import MODEL, run_cli
+from cli_run import MODEL, run_cli
 
 # 300-request probes of 1,600–2,100-token prompts and 100–300-token outputs on one H100: the search finds 18 req/s
 # (291 of its 300 requests within the SLO, 97.0%), and the probe is too short to show that a replica cannot keep pace

@@ -37,7 +37,7 @@ def winner_line(result: Any) -> str:
         flags.append(f"runner-up {m.runner_up} " + ("at the same cost" if m.gap == 0 else f"only {m.gap:.0%} dearer")
                      + f", inside the {band}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
-    return (f"winner: {w['id']} — {bill}, {capacity_words(cap)}" + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
+    return f"winner: {w['id']} — {bill}, {capacity_words(cap)}" + (f" [rests on: {'; '.join(flags)}]" if flags else "")
 
 
 def capacity_words(cap: dict[str, Any]) -> str:
