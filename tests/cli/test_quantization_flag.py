@@ -108,14 +108,15 @@ def test_search_plans_every_candidate_with_it_and_its_launch_lines_carry_it():
 
 
 def test_report_carries_it_into_its_plan_its_simulations_and_its_commands():
-    from kvledger.analyses.serving.decision_data import _commands, build_plan_section, sim_args
+    from kvledger.analyses.serving.decision_data import CONTEXTS, build_plan_section, sim_args
+    from kvledger.analyses.serving.report_workload import report_commands
     from kvledger.cli.report_flags import ReportBillFlags, ReportEngineFlags, ReportRunFlags, report_request
 
     req = report_request(MODEL, "H100", "ttft=1s,tpot=50ms", ReportRunFlags(), ReportEngineFlags(quantization="fp8"),
                          ReportBillFlags(), None)
     assert sim_args(req).quantization == "fp8"
     assert build_plan_section(req)["memory"]["num_gpu_blocks"] == BLOCKS_FP8
-    cmds = _commands(req, "")
+    cmds = report_commands(req, "", CONTEXTS)
     assert all("--quantization fp8" in cmds[k] for k in ("plan", "cost", "capacity", "sweep_point"))
 
 

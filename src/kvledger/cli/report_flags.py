@@ -21,13 +21,21 @@ DEFAULT_OUT = Path("kvledger-report.html")
 
 @dataclass(frozen=True, slots=True)
 class ReportRunFlags:
-    """The API row to compare with, the trace, requests per simulation, the seed and the attainment target."""
+    """The API row to compare with, the workload (a trace, or cost's synthetic one), requests per simulation, the seed
+    and the attainment target."""
 
     api: str | None = flag("--api", help=(
         "API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: the catalog rows serving the same "
         "model)."))
-    trace: str = flag("--trace", default="azure-conv", help=(
-        "azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."))
+    trace: str | None = flag("--trace", help=(
+        "azure-conv (the default without a synthetic workload), azure-code, mooncake, mooncake-synthetic, arxiv, or a "
+        "CSV/JSONL path."))
+    prompt_lengths: str | None = flag_like(WorkloadFlags, "prompt_lengths", help=(
+        "Synthetic workload instead of a trace, as cost --simulate takes it: prompt lengths in tokens, fixed:N, "
+        "uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or trace:NAME:prompt|output (with "
+        "--output-lengths; --num-requests per simulation)."))
+    output_lengths: str | None = flag_like(WorkloadFlags, "output_lengths")
+    arrival_cv: float | None = flag_like(WorkloadFlags, "arrival_cv")
     num_requests: int = flag("--num-requests", default=2000, help=(
         "Requests per simulation (each probe of the capacity search, each sweep point)."))
     seed: int = flag("--seed", default=0, help="RNG seed of the workload.")
@@ -118,6 +126,11 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name)."""
     from kvledger.analyses.serving.decision_data import ReportRequest
     from kvledger.catalog.given_prices import one_gpu_usd
+    from kvledger.errors import InputError
+
+    synthetic = {"prompt_lengths": r.prompt_lengths, "output_lengths": r.output_lengths, "arrival_cv": r.arrival_cv}
+    if r.trace is not None and any(v is not None for v in synthetic.values()):  # cost's refusal (sim_opts)
+        raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
 
     engine = {k: v for k, v in (("tp", e.tp), ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
@@ -131,7 +144,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("client_latency", e.client_latency),
                                 # the workload's system prompt, a SimRequestArgs field every simulation takes too
                                 ("shared_prefix_tokens", r.shared_prefix_tokens)) if v is not None}
-    return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace, num_requests=r.num_requests,
+    return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
+                         num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
                          max_utilization=b.max_utilization, gpu_provider=b.gpu_provider,
                          gpu_usd_per_hour=one_gpu_usd(b.gpu_usd_per_hour, gpu, "report"), batch_share=b.batch_share,

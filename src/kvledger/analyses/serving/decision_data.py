@@ -18,6 +18,7 @@ from typing import Any
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
 from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.analyses.serving.report_workload import report_commands, report_synthetic
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 from kvledger.ranges import check_options
 
@@ -35,7 +36,9 @@ where that caps it: ``SimCapacity.sizing_req_per_s``)."""
 class ReportRequest:
     """What the user chose: model, GPU, engine settings, traffic, SLO, API row and the cost inputs.
 
-    ``num_requests`` is the workload of every simulation (each capacity probe, each sweep point);
+    ``num_requests`` is the workload of every simulation (each capacity probe, each sweep point): ``trace``'s, or
+    where ``prompt_lengths``/``output_lengths`` (and ``arrival_cv``) are given, that synthetic one, as ``cost
+    --simulate`` takes it (``report_workload.report_synthetic``);
     ``engine`` holds vLLM engine flags by ``SimRequestArgs`` field name (tp, max_model_len,
     gpu_memory_utilization, kv_cache_dtype, max_num_seqs, engine_version, …).
     """
@@ -45,6 +48,9 @@ class ReportRequest:
     slo: str
     api: str | None = None
     trace: str = "azure-conv"
+    prompt_lengths: str | None = None
+    output_lengths: str | None = None
+    arrival_cv: float | None = None
     num_requests: int = 2000
     seed: int = 0
     target: float = 0.9
@@ -77,12 +83,6 @@ def sim_args(req: ReportRequest, **over: Any):
 
     base = dict(model=req.model, gpu=req.gpu, trace=req.trace, num_requests=req.num_requests, seed=req.seed)
     return SimRequestArgs(**{**base, **req.engine, **over})
-
-
-def _flag(k: str, v: Any) -> str:
-    """`` --name value`` for an engine setting; an on/off one (``wddm``) as the bare flag, or nothing when off."""
-    name = f" --{k.replace('_', '-')}"
-    return "" if v is None or v is False else name if v is True else f"{name} {shlex.quote(str(v))}"
 
 
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
@@ -137,8 +137,10 @@ def _check_run(req: ReportRequest) -> None:
     from kvledger.dynamics.workload.traces import require_arrivals
 
     check_gpu_provider(req.gpu_provider)
-    check_options("report", {"num_requests": req.num_requests, "target": req.target})
-    require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
+    check_options("report", {"num_requests": req.num_requests, "target": req.target,
+                             "shared_prefix_tokens": req.engine.get("shared_prefix_tokens")})
+    if report_synthetic(req) is None:  # a synthetic workload draws its own arrivals
+        require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
 
 
 def _billed_packing(report: Any, setup: Any) -> Any:
@@ -176,7 +178,7 @@ def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None
     # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
     # exact without them (dynamics/outputs/itl_gaps.py)
     try:
-        sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
+        sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})), report_synthetic(req),
                            record_token_times=slo.itl_s is not None)
     except (ContiguousTooLargeError, StaticTooLongError) as e:
         if policy is None:  # the engine's own run: the capacity search has refused it already
@@ -243,7 +245,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
     ran = sim_cache.stats()["run"]
-    cap = search_capacity(sim_args(req), slo, req.target)
+    cap = search_capacity(sim_args(req), slo, req.target, synthetic=report_synthetic(req))  # cost's builder
     if sim_cache.stats()["run"] == ran:  # an identical request again: its runs are read back, no pool needed
         pool = None
     sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
@@ -261,39 +263,4 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
-                      measured=measured_rows(req.bench_files, slo), commands=_commands(req, price_flags))
-
-
-def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
-    """The kvledger command lines whose ``--json`` each section equals."""
-    eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
-    plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
-                       if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
-                                "quantization", "max_num_seqs", "wddm", "allreduce_link_share",
-                                "enable_expert_parallel"))
-    plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
-    wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
-    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",
-                                                                            "cache_write_rate",
-                                                                             "engineer_months_per_month",
-                                                                                 "engineer_usd_per_month",
-                                                                             "utilization", "monthly_tokens",
-                                                                                 "monthly_requests",
-                                                                             "monthly_input_tokens",
-                                                                                 "monthly_output_tokens")
-                  if getattr(req, k) is not None and (getattr(req, k) or k.startswith(("engineer", "monthly"))))
-    mix += f" --api {shlex.quote(req.api)}" if req.api else ""
-    mix += f" --peak-to-mean {req.peak_to_mean!r}" if req.peak_to_mean != 1.0 else ""
-    mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control",
-                                                                           "team_capability"))
-    m, g = shlex.quote(req.model), shlex.quote(req.gpu)
-    return {
-        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
-        "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} "
-                 f"--max-utilization {req.max_utilization!r}{gpu_price}{mix} --target {req.target:g} --json"),
-        "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --target "
-                    f"{req.target:g} --axis rate --json",
-        "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
-        "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",
-    }
-
+                      measured=measured_rows(req.bench_files, slo), commands=report_commands(req, price_flags, CONTEXTS))

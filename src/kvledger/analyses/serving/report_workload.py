@@ -1,0 +1,92 @@
+"""The workload of ``kvledger report`` (and ``kvledger ui``'s serving panel): a trace, or a synthetic workload named by
+``cost --simulate``'s flags (``--prompt-lengths``, ``--output-lengths``, ``--arrival-cv``), handed to the simulation
+builder cost uses (``SimRequestArgs`` with a ``sim_ledgers.SyntheticSpec``), so the report on a workload agrees with
+cost on it; and the command lines the report prints, each carrying the same workload flags."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from kvledger.errors import InputError
+from kvledger.ranges import check_options
+
+__all__ = ["report_synthetic", "workload_flags", "report_commands"]
+
+PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
+             "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel")
+"""The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
+
+
+def report_synthetic(req: Any) -> Any:
+    """The synthetic workload of the ``decision_data.ReportRequest`` ``req``, or None for its trace; its lengths are
+    read here, before any simulation.
+
+    Raises:
+        InputError: half a synthetic workload (cost's words), unreadable lengths (the flag named), or an arrival CV out
+            of range.
+    """
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
+    from kvledger.dynamics.workload.synthetic import parse_lengths
+
+    prompt, output, cv = req.prompt_lengths, req.output_lengths, req.arrival_cv
+    if prompt is None and output is None and cv is None:
+        return None
+    if prompt is None or output is None:
+        raise InputError("a synthetic workload needs both --prompt-lengths and --output-lengths")
+    check_options("report", {"arrival_cv": cv})
+    for flag, text in (("--prompt-lengths", prompt), ("--output-lengths", output)):
+        try:
+            parse_lengths(text)
+        except InputError as err:  # say which of the two flags (the parser knows only the text)
+            raise InputError(f"{flag}: {err}") from None
+    return SyntheticSpec(prompt, output, 1.0 if cv is None else cv)
+
+
+def workload_flags(req: Any) -> str:
+    """`` --trace NAME`` or `` --prompt-lengths P --output-lengths O`` (`` --arrival-cv X`` where given), then
+    `` --num-requests N --seed S``: the workload as ``cost``, ``goodput`` and ``simulate`` take it."""
+    if req.prompt_lengths is None and req.output_lengths is None and req.arrival_cv is None:
+        head = f" --trace {shlex.quote(req.trace)}"
+    else:
+        head = "".join(f" --{k.replace('_', '-')} {shlex.quote(str(getattr(req, k)))}"
+                       for k in ("prompt_lengths", "output_lengths", "arrival_cv") if getattr(req, k) is not None)
+    return f"{head} --num-requests {req.num_requests} --seed {req.seed}"
+
+
+def _flag(k: str, v: Any) -> str:
+    """`` --name value`` for an engine setting; an on/off one (``wddm``) as the bare flag, or nothing when off."""
+    name = f" --{k.replace('_', '-')}"
+    return "" if v is None or v is False else name if v is True else f"{name} {shlex.quote(str(v))}"
+
+
+def _bill_flags(req: Any) -> str:
+    """The cost command's API mix, people, volume, API row, peak and decision factors, as given."""
+    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in (
+        "batch_share", "cache_hit_rate", "cache_write_rate", "engineer_months_per_month", "engineer_usd_per_month",
+        "utilization", "monthly_tokens", "monthly_requests", "monthly_input_tokens", "monthly_output_tokens")
+                  if getattr(req, k) is not None and (getattr(req, k) or k.startswith(("engineer", "monthly"))))
+    mix += f" --api {shlex.quote(req.api)}" if req.api else ""
+    mix += f" --peak-to-mean {req.peak_to_mean!r}" if req.peak_to_mean != 1.0 else ""
+    return mix + "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control",
+                                                                                 "team_capability"))
+
+
+def report_commands(req: Any, gpu_price: str, contexts: tuple[int, ...]) -> dict[str, str]:
+    """The kvledger command lines whose ``--json`` each section of the report equals (``gpu_price``: the cost
+    command's price flags; ``contexts``: the plan's context lengths, tokens)."""
+    eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
+    plan_eng = "".join(_flag(k, v) for k, v in req.engine.items() if k in PLAN_KEYS)
+    plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
+    wl = workload_flags(req) + eng
+    m, g, slo = shlex.quote(req.model), shlex.quote(req.gpu), shlex.quote(req.slo)
+    return {
+        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in contexts)}{plan_eng} --json",
+        "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {slo} "
+                 f"--max-utilization {req.max_utilization!r}{gpu_price}{_bill_flags(req)} --target {req.target:g} "
+                 "--json"),
+        "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {slo} --target {req.target:g} --axis rate "
+                    "--json",
+        "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
+        "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",
+    }
