@@ -263,4 +263,5 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
-                      measured=measured_rows(req.bench_files, slo), commands=report_commands(req, price_flags, CONTEXTS))
+                      measured=measured_rows(req.bench_files, slo),
+                      commands=report_commands(req, price_flags, CONTEXTS))
