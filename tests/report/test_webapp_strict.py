@@ -124,7 +124,7 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
                if f.annotation in (int, float, int | None, float | None)}
     assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens",
                                                      "monthly_input_tokens", "monthly_output_tokens", "peak_to_mean",
-                                                     "batch_share", "cache_hit_rate"}
+                                                     "batch_share", "cache_hit_rate", "shared_prefix_tokens"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 

@@ -18,7 +18,13 @@ from typing import Any
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
 # at module level too: the endpoints' body models
-from kvledger.report.webapp_requests import SERVING_NUM_REQUESTS, TRAFFIC_FIELDS, PlanRequest, ServingRequest
+from kvledger.report.webapp_requests import (
+    SERVING_NUM_REQUESTS,
+    TRAFFIC_FIELDS,
+    WORKLOAD_FIELDS,
+    PlanRequest,
+    ServingRequest,
+)
 
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
@@ -89,12 +95,15 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
                     wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
-                    stopped: Any = None, traffic: dict[str, Any] | None = None) -> dict[str, Any]:
+                    stopped: Any = None, traffic: dict[str, Any] | None = None,
+                    workload: dict[str, Any] | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
     every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
     (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens);
+    ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix),
+    passed as ``kvledger report`` passes its flags;
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
     CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
@@ -118,9 +127,12 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
              **({"policy": policy} if policy else {})}
+    wl = {k: v for k, v in (workload or {}).items() if v is not None}
+    if "shared_prefix_tokens" in wl:  # a SimRequestArgs field, with the engine's as report_request puts it
+        flags["shared_prefix_tokens"] = wl.pop("shared_prefix_tokens")
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
-                        **traffic)
+                        **traffic, **wl)
 
     def stage(_text: str) -> None:  # build_report_data calls it before each stage
         if stopped is not None and stopped():
@@ -193,14 +205,19 @@ def _plan(body: PlanRequest, data_dir: Path | None) -> dict[str, Any]:
 
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
     """``/api/serving``'s answer: the names checked, then capacity and cost (Gone once ``stopped()``)."""
+    from kvledger.errors import InputError
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
 
     model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
-    trace = check_web_trace(body.trace, data_dir)
+    synthetic = body.prompt_lengths is not None or body.output_lengths is not None
+    if synthetic and "trace" in body.model_fields_set:  # as report and cost refuse --trace with them
+        raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
+    trace = body.trace if synthetic else check_web_trace(body.trace, data_dir)  # with lengths, no trace is read
     return serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
                            body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
                            body.wddm, body.client_latency, body.engine, stopped=stopped,
-                           traffic=body.model_dump(include=set(TRAFFIC_FIELDS)))
+                           traffic=body.model_dump(include=set(TRAFFIC_FIELDS)),
+                           workload=body.model_dump(include=set(WORKLOAD_FIELDS)))
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):

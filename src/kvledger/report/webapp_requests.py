@@ -11,13 +11,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "TRAFFIC_FIELDS", "web_client_latency",
+__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "TRAFFIC_FIELDS", "WORKLOAD_FIELDS",
+           "web_client_latency",
            "check_plan_numbers", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
 #: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
 #: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider
 TRAFFIC_FIELDS = ("batch_share", "cache_hit_rate", "peak_to_mean", "gpu_provider", "monthly_input_tokens",
                   "monthly_output_tokens")
+#: the serving request's synthetic workload, ``kvledger report``'s and ``cost``'s flags by the same name (with these the
+#: trace is not read): checked as the CLI checks them, by ``decision_data`` (``report_workload.report_synthetic``)
+WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens")
 SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 _SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
 
@@ -155,6 +159,9 @@ class ServingRequest(DeploymentRequest):
     slo: str = _text()
     api: str | None = _text(None)
     trace: str = _text("azure-conv", PATH_CHARS)
+    prompt_lengths: str | None = _text(None)
+    output_lengths: str | None = _text(None)
+    shared_prefix_tokens: int | None = None
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None

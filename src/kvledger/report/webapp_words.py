@@ -11,7 +11,8 @@ __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, Windows/WSL2 (WDDM), SLOs, API "
            "price row, GPU provider, traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
-           "cache-hit rate, utilization, requests per simulation, client latency")
+           "cache-hit rate, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
+           "shared prefix tokens")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
@@ -41,6 +42,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
+    (r"--prompt-lengths", r"the prompt lengths field (prompt_lengths)"),
+    (r"--output-lengths", r"the output lengths field (output_lengths)"),
+    (r"--shared-prefix-tokens", r"the shared prefix field (shared_prefix_tokens)"),
+    (r"(?<![\w-])--trace(?![\w-])", r"the traffic (trace) field"),
     (r"pass --num-requests ([\d,]+) or fewer", r"set the requests per simulation field (num_requests) to \1 or fewer"),
     (r"--num-requests", r"the requests per simulation field (num_requests)"),
     (r"--slo is empty", r"the SLO field is empty"),  # ledgers.slo.parse_slo's refusal of nothing
