@@ -108,7 +108,7 @@ def test_search_plans_every_candidate_with_it_and_its_launch_lines_carry_it():
 
 
 def test_report_carries_it_into_its_plan_its_simulations_and_its_commands():
-    from kvledger.analyses.serving.decision_data import CONTEXTS, build_plan_section, sim_args
+    from kvledger.analyses.serving.decision_data import build_plan_section, sim_args
     from kvledger.analyses.serving.report_workload import report_commands
     from kvledger.cli.report_flags import ReportBillFlags, ReportEngineFlags, ReportRunFlags, report_request
 
@@ -116,7 +116,7 @@ def test_report_carries_it_into_its_plan_its_simulations_and_its_commands():
                          ReportBillFlags(), None)
     assert sim_args(req).quantization == "fp8"
     assert build_plan_section(req)["memory"]["num_gpu_blocks"] == BLOCKS_FP8
-    cmds = report_commands(req, "", CONTEXTS)
+    cmds = report_commands(req, "")
     assert all("--quantization fp8" in cmds[k] for k in ("plan", "cost", "capacity", "sweep_point"))
 
 

@@ -107,29 +107,23 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
     CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
+    from kvledger.report import webapp_requests as wreq
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
     from kvledger.report.webapp_answer import answer_caveats
     from kvledger.report.webapp_guard import Gone
-    from kvledger.report.webapp_requests import (
-        check_serving_numbers,
-        check_traffic,
-        simulator_engine,
-        web_client_latency,
-    )
     from kvledger.report.webapp_words import in_app_words
 
-    check_serving_numbers(tp, utilization, num_requests, monthly_tokens)  # kvledger.ranges, before any simulation
+    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens)  # kvledger.ranges, before simulating
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
-    check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
-    policy = simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
-    client = web_client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
+    wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
+    policy = wreq.simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
+    client = wreq.web_client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
+    wl = {k: v for k, v in (workload or {}).items() if v is not None}
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
-             **({"policy": policy} if policy else {})}
-    wl = {k: v for k, v in (workload or {}).items() if v is not None}
-    if "shared_prefix_tokens" in wl:  # a SimRequestArgs field, with the engine's as report_request puts it
-        flags["shared_prefix_tokens"] = wl.pop("shared_prefix_tokens")
+             **({"policy": policy} if policy else {}),  # and the shared prefix, a SimRequestArgs field (report_request)
+             **{k: wl.pop(k) for k in ("shared_prefix_tokens",) if k in wl}}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
                         **traffic, **wl)

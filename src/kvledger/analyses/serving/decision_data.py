@@ -18,15 +18,13 @@ from typing import Any
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
 from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
-from kvledger.analyses.serving.report_workload import report_commands, report_synthetic
+from kvledger.analyses.serving.report_workload import CONTEXTS, report_commands, report_synthetic
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 from kvledger.ranges import check_options
 
 __all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
            "sim_args", "run_row"]
 
-CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-"""Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
 SWEEP_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 """Request rates of the latency sweep, as fractions of the SLO capacity sized on (the rate found, or the capacity bound
 where that caps it: ``SimCapacity.sizing_req_per_s``)."""
@@ -263,5 +261,4 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
-                      measured=measured_rows(req.bench_files, slo),
-                      commands=report_commands(req, price_flags, CONTEXTS))
+                      measured=measured_rows(req.bench_files, slo), commands=report_commands(req, price_flags))

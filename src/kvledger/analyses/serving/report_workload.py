@@ -11,7 +11,11 @@ from typing import Any
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["report_synthetic", "workload_flags", "report_commands"]
+__all__ = ["CONTEXTS", "report_synthetic", "workload_flags", "report_commands"]
+
+CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+"""Context lengths (tokens) of the report's concurrency figure and its plan command; 8K and 128K are the two the
+report compares (``decision_data`` re-exports it)."""
 
 PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
              "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel")
@@ -72,16 +76,16 @@ def _bill_flags(req: Any) -> str:
                                                                                  "team_capability"))
 
 
-def report_commands(req: Any, gpu_price: str, contexts: tuple[int, ...]) -> dict[str, str]:
+def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section of the report equals (``gpu_price``: the cost
-    command's price flags; ``contexts``: the plan's context lengths, tokens)."""
+    command's price flags)."""
     eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items() if k in PLAN_KEYS)
     plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
     wl = workload_flags(req) + eng
     m, g, slo = shlex.quote(req.model), shlex.quote(req.gpu), shlex.quote(req.slo)
     return {
-        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in contexts)}{plan_eng} --json",
+        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
         "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {slo} "
                  f"--max-utilization {req.max_utilization!r}{gpu_price}{_bill_flags(req)} --target {req.target:g} "
                  "--json"),
