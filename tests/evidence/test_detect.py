@@ -96,7 +96,8 @@ def test_broken_json_lines_report_the_bad_line(tmp_path):
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(FormatError, match="no such file"):
         read_runs(tmp_path / "nope.json")
-    with pytest.raises(FormatError, match="is a directory"):
+    # an empty folder: said empty, with what to pass (a run folder is an input too: evidence.run_folder)
+    with pytest.raises(FormatError, match=r"is empty; pass a run folder \(requests\.jsonl with its meta\.json\)"):
         read_runs(tmp_path)
 
 

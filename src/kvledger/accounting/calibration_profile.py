@@ -113,6 +113,8 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
         info["source"] += (f"; its frontend latency ({cost.frontend_s * 1e3:.1f} ms per request, outside the engine) "
                            "is not in these engine-side figures (kvledger validate adds it)")
     info["profile_data"] = [str(x) for x in d.get("data_files") or []]  # validate marks these runs IN-SAMPLE
+    info["profile_runs"] = [{"source": str(r.get("source") or ""), "sha256": str(r.get("sha256") or "")}  # or copies
+                            for r in d.get("runs") or [] if isinstance(r, dict)]
     # each fitted run's in-sample errors (mean TTFT, TPOT, throughput; saturation): its band (ledgers.model_band)
     info["in_sample"] = [{k: r.get(k) for k in ("label", "saturated", "ttft_mean_rel_error", "tpot_mean_rel_error",
                                                 "throughput_rel_error")} for r in d.get("runs") or []]

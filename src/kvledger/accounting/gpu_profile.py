@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profile_json
+from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, PROFILE_KIND, read_profile_json
 from kvledger.accounting.gpu_profile_runs import checked_runs
 from kvledger.errors import FormatError, InputError
 
@@ -42,8 +42,7 @@ class GpuProfile:
             ``"saturated": true`` was listed but left out of the fit (benchmarks/build_h100_profile.py fits the stages
             below saturation), so it is not among them.
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
-        host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
-            file).
+        host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in version 1).
         gemm_efficiency: "flat" (versions 1–2) or "measured" (``flops_fraction`` scales the measured GEMM curve).
         runs: per fitted run, its label, model, TP, whether it was saturated (None: not stated) and its in-sample
             errors ``ttft_mean`` / ``tpot_mean`` / ``throughput`` (predicted/measured − 1; None: not stated), for the
@@ -105,6 +104,9 @@ def looks_like_gpu_profile(path: str | Path) -> bool:
 
 
 def _from_dict(d: Any, where: str) -> GpuProfile:
+    if isinstance(d, dict) and d.get("kind") == PROFILE_KIND:  # one model's step costs: --step-cost's file
+        raise FormatError(where, "a model-scope calibration profile (`kvledger calibrate --scope model`), not a GPU "
+                                 f"profile: pass it with --step-cost {where}")
     if not isinstance(d, dict) or d.get("kind") != GPU_PROFILE_KIND:
         raise FormatError(where, f"not a kvledger GPU profile (expected \"kind\": \"{GPU_PROFILE_KIND}\"; write one "
                                  "with `kvledger calibrate FILE... --scope gpu --out GPU.json`)")

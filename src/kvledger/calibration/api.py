@@ -167,11 +167,13 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     folds = [got[order.index(i)] for i in range(len(runs))] if got else []
     per_run = []
     from kvledger.calibration.saturation import compared_saturation
+    from kvledger.ledgers.band_members import file_sha256
 
     for (run, cfg), st in zip(runs, stages):
         recs = replay(run, cfg, fit.cost).records
         c = _compare(run, st, recs, cfg)
-        per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
+        per_run.append({"label": run.label, "source": run.source, "sha256": file_sha256(run.source),  # IN-SAMPLE
+                        "num_requests": len(run.requests),
                         **headline_errors(c), "comparison": c.to_dict(),
                         "saturated": compared_saturation(run, st, recs)})
     loo = []
@@ -220,8 +222,11 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
                          two_starts=two_starts, stages=[t.stage for t in targets], progress=progress)
-    profile = build_profile(out, args, setups[0], paths)
     from kvledger.calibration.engine_assumptions import engine_notes, launch_given
+    from kvledger.calibration.fit_spread import model_spread
+
+    profile = build_profile(out, args, setups[0], paths)
+    profile["fit"]["spread"] = model_spread(profile)  # each coefficient's folds' range, those held at their start
     from kvledger.ledgers.profile_band import rows_fit_quality
 
     profile["fit_quality"] = rows_fit_quality(  # the check calibrate --scope gpu runs, on this profile's own runs

@@ -1,43 +1,32 @@
 """GPU-scope calibration: the roofline's achievable FLOP/s and bandwidth fractions fitted on measured runs of any
 models on one GPU, so that the fit carries to every model on it.
 
-The roofline prices each step from the model's own FLOPs and bytes (``kvledger.accounting.roofline``); what it
-cannot know is how much of the datasheet peak the kernels reach on this GPU. Fitting those two shares — not a
-model's step times — is what transfers: a larger model at another TP has other FLOPs and bytes, but the same
-GPU. The objective is ``kvledger.calibration.fit``'s (squared log-ratio errors of mean, p50, p90 TTFT, TPOT,
-E2E or of a stage's aggregates), summed over the runs, each replayed with its own model, TP and engine.
+The roofline prices each step from the model's own FLOPs and bytes; what it cannot know is the share of the peak the
+kernels reach on this GPU, which is what transfers to another model. The objective is ``kvledger.calibration.fit``'s,
+summed over the runs, each replayed with its own model, TP and engine.
 Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern
-search around the best point evaluated, the start (0.7/0.8) among them, so that a fit never ends above its start
-(``REFINE_FACTORS``, axis and diagonal moves), fractions kept in (0, 1]. Deterministic.
+search (``REFINE_FACTORS``, axis and diagonal moves; fractions in (0, 1]) from each of the two best points evaluated,
+the start (0.7/0.8) among them, the lower end kept: deterministic, never above its start. From one, on an RTX 4090 run
+whose valley runs from 0.63/0.90 to 0.90/0.80 at a slope no diagonal move follows, it stopped at 0.631/0.900 (0.001651;
+from the start: 0.902/0.800, 0.001241).
 
 Each statistic's weighted log residual r enters through a Cauchy loss c²·ln(1 + (r/c)²), c = ``ROBUST_SCALE`` (0.1:
-a 10% error), not its square: a GPU's efficiency is what every step shares, and a statistic that no step time
-produces should not move it. The case that set this: Llama-2-70B TP4's 20 req/s stage in inference-sim/training has a
-mean TTFT of 121 ms over a 68 ms median (p90 250 ms); the replay gives no such tail at any bandwidth share that fits
-the same stage's TPOT (−30 … −52% mean TTFT, −70% p90 at TPOT −10 … +1%, over 1,000 to 12,000 requests replayed),
-and squared, those two residuals alone pulled a fit on the 70B's five stages to 0.57/0.62 — every one of its own TPOTs
-+9 … +13%, CodeLlama-34B's +23 … +27% and Llama-2-7B's +17 … +61%. Under the Cauchy loss the same fit lands at
-1.00/0.68 with a 7.3 ms frontend: its own TPOTs −1 … +1%.
+a 10% error), not its square: a statistic that no step time produces should not move a GPU's efficiency. Llama-2-70B
+TP4's 20 req/s stage in inference-sim/training (mean TTFT 121 ms over a 68 ms median) has a tail no replay that fits
+its TPOT gives (−30 … −52% mean TTFT); squared, those residuals pulled a fit on the 70B's five stages to 0.57/0.62 (its
+TPOTs +9 … +13%, Llama-2-7B's +17 … +61%); under the Cauchy loss it lands at 1.00/0.68 (its TPOTs −1 … +1%).
 
 ``fit_frontend`` also fits a per-request latency outside the engine (HTTP, tokenization, streaming to the client:
-``frontend_s``, as ``calibrate --fit-frontend`` does for a step-cost fit). It belongs to the set-up — client, server
-front end, host — not to the GPU: runs timed at one client share it whatever the model, and a client-side TTFT would
-otherwise pull the GPU fractions down to absorb it (the fractions fitted on kubecon's client and on
-inference-sim/training's did not carry to each other for that reason). It shifts each TTFT and E2E and leaves the
-schedule alone, so it is profiled out at every candidate pair of fractions from the same replays: golden-section
-search over [0, ``FRONTEND_MAX_S``] (``FRONTEND_ITERS`` steps, about 0.01 ms).
+``frontend_s``). It belongs to the set-up (client, server front end, host), not to the GPU: unfitted, a client-side
+TTFT pulls the fractions down to absorb it. It shifts each TTFT and E2E and leaves the schedule alone, so it is
+profiled out at every pair of fractions from the same replays (golden section over [0, ``FRONTEND_MAX_S``]).
 
-``fit_host`` also fits the host time each step spends in series with the GPU (``RooflineStepCost``'s
-``host_step_s`` + ``host_seq_s`` × sequences: scheduling, input preparation, sampling, output processing): the same for
-every model on one host, so, unlike the fractions, its share of a step shrinks as the model grows — on runs of models
-of different sizes the two separate (a 7B's 6 ms decode step and a 70B's 18 ms one tell a fixed 1 ms from a 6%
-slower bandwidth). On one model alone they do not (a fixed host time and the weight read are both a constant per step):
-the terms start at 0 and only move where the objective falls by more than ``HOST_MIN_GAIN`` of itself. Searched with the
-fractions: additive moves (``HOST_STEP_MOVES`` s, ``HOST_SEQ_MOVES`` s per sequence, kept ≥ 0) beside the
-multiplicative ones.
+``fit_host`` also fits the host time each step spends in series with the GPU (``host_step_s`` + ``host_seq_s`` ×
+sequences), the same for every model on one host: on models of different sizes it separates from the fractions, on one
+alone not, so the terms start at 0 and move only where the objective falls by more than ``HOST_MIN_GAIN`` of itself
+(additive moves ``HOST_STEP_MOVES``, ``HOST_SEQ_MOVES``, kept ≥ 0, beside the multiplicative ones).
 
-Where a run has TP > 1 over PCIe, the all-reduce's share of the host link is searched too (``link_fit``: a start by
-golden section, then multiplicative moves alone and against the FLOP fraction), and kept where the runs see it.
+Where a run has TP > 1 over PCIe, the all-reduce's share of the host link is searched too (``link_fit``).
 """
 
 from __future__ import annotations
@@ -242,6 +231,17 @@ def _pattern_search(total: Callable[..., float], best: tuple[float, ...], fit_ho
     return ff, bf, h0, h1, sh, f, evals
 
 
+def _two_starts(total: Callable[..., float], best: tuple, second: tuple, share: float | None, fit_host: bool,
+                history: list, say: Callable[[str], None]) -> tuple:
+    """``_pattern_search`` from ``best`` and from ``second`` (each (FLOP fraction, bandwidth fraction, objective), at
+    link share ``share``), the lower end kept, the first on a tie (module docstring); its moves are both searches'."""
+    one = _pattern_search(total, (*best, share), fit_host, history, say)
+    path = [second[:3]]
+    two = _pattern_search(total, (*second, share), fit_host, path, lambda text: say(f"second start: {text}"))
+    history += path if two[5] < one[5] else []
+    return (*(two if two[5] < one[5] else one)[:6], one[6] + two[6])
+
+
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
                       fit_frontend: bool = False, fit_host: bool = False, with_default: bool = True,
                       robust: float | None = ROBUST_SCALE, setups: list[str] | None = None,
@@ -274,14 +274,14 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     f0 = total(*start)
     history = [(start[0], start[1], f0)]
     grid = [(ff, bf, total(ff, bf)) for ff in GRID_FLOPS for bf in GRID_BANDWIDTH]
-    best = min([history[0], *grid], key=lambda x: x[2])
+    best, second = sorted([history[0], *grid], key=lambda x: x[2])[:2]  # stable: the start first on a tie
     history.append(best)
     say = progress or (lambda _text: None)  # progress: the grid, then each refine factor
     say(f"start and {len(grid)} grid points × {len(items)} run(s) replayed, objective {best[2]:.5g}")
     share = None
     if link_applies(items):  # a TP > 1 run over PCIe: the host's all-reduce link share (link_fit.py)
         share, best = start_share(lambda x: share_total(best[0], best[1], 0.0, 0.0, x), best)
-    ff, bf, h0, h1, share, f, evals = _pattern_search(total, (*best, share), fit_host, history, say)
+    ff, bf, h0, h1, share, f, evals = _two_starts(total, best, second, share, fit_host, history, say)
     if share is not None:  # kept where the runs see it; the objective and frontends then at what the profile prices
         share = kept_share(lambda x: share_total(ff, bf, h0, h1, x), share, f)
         f = share_total(ff, bf, h0, h1, share)

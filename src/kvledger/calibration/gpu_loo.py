@@ -115,7 +115,7 @@ def gpu_leave_one_out(staged: list[tuple[Any, Any, Any]], fit: Callable[[list[tu
         row, _ = run_row(run, setup, stage, price(setup, f), f.frontend_s)
         out.append({"run": row.pop("label"), "fitted_on": [r.label for r, _, _ in rest],
                     "flops_fraction": f.flops_fraction, "bandwidth_fraction": f.bandwidth_fraction,
-                    "allreduce_link_share": f.link_share, **row})
+                    "allreduce_link_share": f.link_share, "frontend_s": f.frontend_s, **row})
     return out
 
 

@@ -101,6 +101,9 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     prof["notes"] = list(dict.fromkeys(notes))  # each once, in the order of the runs
     if leave_one_out:
         prof["leave_one_out"] = gpu_leave_one_out(staged, gpu_fit, price)
+    from kvledger.calibration.fit_spread import gpu_spread
+
+    prof["fit"]["spread"] = gpu_spread(prof, fit_frontend)  # each constant's folds' range, and its bounds
     return prof
 
 

@@ -1,8 +1,8 @@
 """Whether a validated run is one its pricing profile was fitted on (IN-SAMPLE): a GPU profile's or a model-scope
 profile's data files against the run's source, matched on whole path components of its resolved path (so that the
-path's spelling does not matter), or by content: the sha256 a GPU profile records of each fitted run's file against
-the run's (as the stored bands' members are recognised, ``ledgers.band_members``), so that a copy elsewhere is
-recognised too."""
+path's spelling does not matter), or by content: the sha256 a profile (GPU or model scope) records of each fitted
+run's file against the run's (as the stored bands' members are recognised, ``ledgers.band_members``), so that a copy
+elsewhere is recognised too."""
 
 from __future__ import annotations
 
@@ -19,12 +19,18 @@ def fitted_data(cost_info: dict[str, Any]) -> list[str]:
 
 
 def fitted_digests(prof: Any) -> list[str]:
-    """The sha256 a GPU profile (``accounting.gpu_profile.GpuProfile``; None → none) records of the files of the runs
-    it was fitted on (its ``data``); a profile written before it recorded them has none."""
+    """The sha256 a profile records of the files of the runs it was fitted on (its data files, or a file inside one of
+    its run folders): a GPU profile (``accounting.gpu_profile.GpuProfile``: ``data``, ``runs``), or a model-scope
+    profile's step-cost info (a dict: ``profile_data``, ``profile_runs``, ``accounting.calibration_profile``); None, or
+    a profile written before it recorded them, has none."""
     if prof is None:
         return []
-    data = set(getattr(prof, "data", ()) or ())
-    return [str(r["sha256"]) for r in getattr(prof, "runs", ()) or () if r.get("sha256") and r.get("source") in data]
+    if isinstance(prof, dict):
+        data, runs = prof.get("profile_data") or [], prof.get("profile_runs") or []
+    else:
+        data, runs = getattr(prof, "data", ()) or (), getattr(prof, "runs", ()) or ()
+    return [str(r["sha256"]) for r in runs if r.get("sha256") and r.get("source")
+            and (r["source"] in data or fitted_on(str(r["source"]), list(data)))]
 
 
 def run_in_sample(source: str, data: list[str] | tuple[str, ...], digests: list[str] | tuple[str, ...]) -> bool:

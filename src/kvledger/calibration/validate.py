@@ -97,10 +97,14 @@ def _about_gpu(err: KvLedgerError, gpu: str | None) -> bool:
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
     from kvledger.calibration.api import headline_errors
+    from kvledger.calibration.profile_frontend import with_profile_frontend
     from kvledger.ledgers.band_members import band_member
     from kvledger.ledgers.error_band import METRICS
 
     setup, args, model_note, gpu_note = _record_setup(t, args, max_paddings)
+    in_sample = run_in_sample(t.run.source, fitted_data(setup.cost_info),  # by path, or a copy by its content
+                              fitted_digests(getattr(setup, "gpu_profile", None) or setup.cost_info))
+    setup, frontend, frontend_note = with_profile_frontend(setup, args, t.run.source, in_sample)  # the fit's own
     records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records, t.run, setup.config.enable_prefix_caching)
@@ -115,8 +119,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
     bands = {m: setup_band(setup, m, lambda src: bool(src) and fitted_on(t.run.source, [src])) for m in METRICS}
-    in_sample = run_in_sample(t.run.source, fitted_data(setup.cost_info),  # by path, or a copy by its content
-                              fitted_digests(getattr(setup, "gpu_profile", None)))
+    notes[:0] = [frontend_note] if frontend_note else []
     if in_sample:
         notes.append(f"IN-SAMPLE: the {profile_words(scope)} pricing this run was fitted on this very run, so these "
                      "errors are the fit's, not a prediction's; for an out-of-sample check pass "
@@ -133,7 +136,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
-                         in_sample, setup.client_latency, bands, at_knee=knee, band_member=member)
+                         in_sample, setup.client_latency, bands, at_knee=knee, band_member=member,
+                         profile_frontend=frontend)
 
 
 def _band_member_note(member: str, regime: str) -> str:

@@ -36,8 +36,8 @@ class RunValidation:
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
                 "band_member", "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated",
-                "at_knee", "error_bands", "notes")
-    __json_optional__ = ("client_latency", "error_bands")
+                "at_knee", "error_bands", "profile_frontend", "notes")
+    __json_optional__ = ("client_latency", "error_bands", "profile_frontend")
     run: str
     source: str
     num_requests: int
@@ -59,6 +59,9 @@ class RunValidation:
     error_bands: RunBands | None = None
     at_knee: dict[str, Any] | None = None
     band_member: str | None = None
+    #: a GPU profile's fitted front-end latency (``profile_frontend.with_profile_frontend``: seconds, profile, applied,
+    #: rule); None, left out of the JSON, when the profile fitted none or --client-latency was given
+    profile_frontend: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -88,8 +91,8 @@ class SweepValidation:
 
     __json__ = ("sweep", "axis", "rates", "clients", "measured", "predicted", "knee_error_req_per_s",
                 "knee_error_clients", "knee_rule", "at_knee_rates", "at_knee_clients", "compared_latency", "runs",
-                "scope", "step_cost", ("error_bands", "bands"), "notes")
-    __json_optional__ = ("clients", "knee_error_clients", "at_knee_clients")
+                "scope", "step_cost", "profile_frontend", ("error_bands", "bands"), "notes")
+    __json_optional__ = ("clients", "knee_error_clients", "at_knee_clients", "profile_frontend")
     rates: list[float]
     measured: SweepSide
     predicted: SweepSide
@@ -123,6 +126,17 @@ class SweepValidation:
         if self.clients is None:
             return None
         return [c for c, r in zip(self.clients, self.runs) if r.at_knee is not None]
+
+    @property
+    def profile_frontend(self) -> dict[str, Any] | None:
+        """The GPU profile's fitted front-end latency over the stages (``RunValidation.profile_frontend``, with the
+        runs it was ``applied_to`` and ``not_applied_to``); None when no stage has one."""
+        got = [r for r in self.runs if r.profile_frontend]
+        if not got:
+            return None
+        out = {k: v for k, v in got[0].profile_frontend.items() if k != "applied"}
+        return {**out, "applied_to": [r.run for r in got if r.profile_frontend["applied"]],
+                "not_applied_to": [r.run for r in got if not r.profile_frontend["applied"]]}
 
     @property
     def sweep(self) -> bool:

@@ -234,11 +234,9 @@ def get_gpu(name: str) -> GpuSpec:
     if gid is not None:
         return cat[gid]
     known = list(cat) + [a for v in _ALIASES.values() for a in v]
-    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu "
-                                                    "FILE.json/.toml (fields: name, memory "
-                           "as CUDA reports it, e.g. \"79.19GiB\", bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]), "
-                           "or a catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops "
-                           "(`kvledger plan`'s options).")
+    from kvledger.catalog.gpu_hint import unknown_gpu_hint
+
+    raise UnknownNameError("GPU", name, known, hint=unknown_gpu_hint())
 
 
 def _size(n_bytes: float) -> str:

@@ -64,8 +64,9 @@ def load_document(path: str | Path) -> Document:
             if (p / "records.parquet").is_file():
                 raise FormatError(name, f"is a `kvledger simulate --out` directory; pass its records file, "
                                         f"{p / 'records.parquet'}")
-            raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. "
-                                    "profile_export.jsonl, stage_0_lifecycle_metrics.json)")
+            from kvledger.evidence.run_folder import folder_problem
+
+            raise FormatError(name, folder_problem(p))  # what the folder lacks, or the run folders under it
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(name, "no such file") from None

@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
-from kvledger.calibration.saturation import measured_saturated
+from kvledger.calibration.fit_spread import spread_lines
 from kvledger.calibration.stage_notes import FILE_TPOT
+from kvledger.report.fit_tables_view import error_table, render_gpu_leave_one_out, saturated_runs_warning
 from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict, ttft_alone_verdict
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
@@ -51,40 +52,6 @@ def _coef_table(sc: dict[str, Any]) -> Table:
     return t
 
 
-def error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    t.add_column("run", no_wrap=True)
-    for c in ("TTFT mean", "TTFT p90", "TPOT mean", "TPOT p90", "E2E mean", "throughput"):
-        t.add_column(c, justify="right")
-    for r in rows:
-        flag = " ⚠" if r.get("saturated") else ""
-        t.add_row(escape(str(r[key])), *(fmt_error(e) + (flag if k != "throughput" and e is not None else "")
-                                         for k in ("ttft_mean", "ttft_p90", "tpot_mean", "tpot_p90", "e2e_mean",
-                                                   "throughput") for e in (r.get(f"{k}_rel_error"),)))
-    return t
-
-
-def saturated_runs_warning(rows: list[dict[str, Any]], con: Console, key: str = "label", where: str = "",
-                           fitted_by: str = "the fitted profile") -> None:
-    """The warnings under a table whose rows (named by ``key``) include saturated runs (⚠), once each: runs measured
-    saturated (their latency errors measure the queue), and runs only the prediction saturated (``fitted_by``, in
-    words, predicts a queue the measured run did not have: a real miss); ``where``: which table, when not the fitted
-    runs'."""
-    sat = [r for r in rows if r.get("saturated")]
-    measured = [str(r[key]) for r in sat if measured_saturated(r["saturated"])]
-    predicted = [str(r[key]) for r in sat if not measured_saturated(r["saturated"])]
-    if measured:
-        con.print(f"WARNING: saturated run(s){where} (⚠: a queue that kept growing, or a stage whose client fell "
-                  f"behind its rate): {escape(', '.join(measured))}; their "
-                  "latency errors measure the queue, not the engine, and are not meaningful; throughput is the "
-                  "figure to compare.")
-    if predicted:
-        con.print(f"WARNING: the prediction saturates where the measured run did not (⚠), for run(s){where}: "
-                  f"{escape(', '.join(predicted))}; {fitted_by} predicts a queue that the measured run did not "
-                  "have: its capacity is underestimated, and these latency errors are a real miss, not a queue to "
-                  "discount.")
-
-
 def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     """The fitted coefficients, the fit's objective, each run's error and the leave-one-out errors."""
     con.print(f"calibration of {escape(str(p['model']))} on {escape(str(p['gpu']))} at TP {p['tp']} from "
@@ -95,6 +62,8 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     con.print(f"objective (Σ weighted log-ratio² of run statistics): {f['objective_start']:.4f} at the start "
               f"({escape(f['start_model'])}'s linear form) → {f['objective']:.4f} after {f['iterations']} iterations, "
               f"{f['num_replays']} replays")
+    for line in spread_lines(p):  # the coefficients' folds' ranges, those held at their start (calibration.fit_spread)
+        con.print(escape(line))
     con.print(error_table("error of the fitted model on each run (predicted/measured − 1)", p["runs"], "label"))
     saturated_runs_warning(p["runs"], con)
     if p["leave_one_out"]:
@@ -116,6 +85,8 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
               f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
               f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    for line in spread_lines(p):  # each constant's folds' range, a bound it sits at (calibration.fit_spread)
+        con.print(escape(line))
     if p.get("gemm_efficiency") == "measured":
         con.print("weight matmuls at the FLOP fraction × the GPU's measured efficiency against tokens and GEMM size "
                   "(--gemm-efficiency measured; kvledger.accounting.gemm_efficiency): every run it prices uses it")
@@ -147,7 +118,7 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   fmt_error(r.get("throughput_rel_error")))
     con.print(t)
     saturated_runs_warning(p["runs"], con)  # under its table, as the leave-one-out's is under its own
-    _gpu_leave_one_out(p, con)
+    render_gpu_leave_one_out(p, con)
     for note in p.get("notes") or []:
         con.print(f"note: {escape(str(note))}")
     # kept False: the default does as well; alone False: TTFT alone set the FLOP fraction (calibration/fit_identify)
@@ -179,27 +150,6 @@ def fit_quality_warning(p: dict[str, Any], con: Console) -> dict[str, Any]:
                   "its saturation-throughput (capacity) bands are at least the uncalibrated roofline's; add a run "
                   "past the engine's capacity")
     return q
-
-
-def _gpu_leave_one_out(p: dict[str, Any], con: Console) -> None:
-    """A GPU profile's leave-one-out errors (``calibration.gpu_loo``), or why there are none (one run); nothing when
-    it was not asked for (--no-leave-one-out)."""
-    if "leave_one_out" not in p:
-        return
-    loo = p["leave_one_out"]
-    if not loo:
-        con.print("leave-one-out: none — it needs two runs or more (each priced by a fit on the others); one was given")
-        return
-    con.print(error_table("leave-one-out: each run under the fractions fitted on the others (a prediction's error)",
-                          loo, "run"))
-    saturated_runs_warning(loo, con, "run", " left out", "the profile fitted without it")
-    links = any(r.get("allreduce_link_share") is not None for r in loo)
-    con.print("fractions fitted without each run: " + "; ".join(
-        f"{escape(str(r['run']))} {r['flops_fraction']:.3f}/{r['bandwidth_fraction']:.3f}"
-        + (("" if r.get("allreduce_link_share") is None else f", link share {r['allreduce_link_share']:.3f}")
-           if links else "") for r in loo)
-        + " (FLOP/s / bandwidth" + (", the TP all-reduce's share of the PCIe link where fitted; the others at the "
-                                    "default rule" if links else "") + ")")
 
 
 def saturation_warning(sat: dict[str, Any]) -> str:

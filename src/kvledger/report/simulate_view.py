@@ -57,11 +57,13 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     by_source: dict[str, list[str]] = {}
     for m, b in bands.items():  # one source, or each figure's where they differ (a profile's checks widen one)
         by_source.setdefault(b.source, []).append(labels[m])
-    source = first.source if len(by_source) == 1 else "; ".join(f"{', '.join(labels)}: {src}"
-                                                                for src, labels in by_source.items())
-    console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
-                  f"{source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
-                  "need not contain the prediction"
+    source = f"the measured points behind them, from {first.source}" if len(by_source) == 1 else \
+        "the measured points behind each — " + "; ".join(f"{', '.join(labels)} from {src}"
+                                                        for src, labels in by_source.items())
+    console.print(f"[dim]bands: each is where a real engine's figure fell, given this prediction, on 80% of "
+                  f"{source} (kvledger.ledgers.error_band; regime {first.regime}); the percentages are errors, "
+                  "predicted ÷ measured − 1, so the measured figure lies in the range the band shows; a biased "
+                  "regime's band need not contain the prediction"
                   + ("; no throughput band: " + ("its queue drained by the end, so its throughput is the offered "
                                                  "load, though it sat at its knee (see the note)" if at_knee else
                                                  "the run kept up with its arrivals, so its throughput is the offered "

@@ -119,7 +119,8 @@ def band_source_line(bands: dict[str, Any], regime: str) -> str | None:
         return None
     return ("bands: where a real engine's figure fell, given the simulated one, on 80% of the points behind them — "
             + "; ".join(f"{', '.join(names)}: {src}" for src, names in sources.items())
-            + f" (kvledger.ledgers.error_band; regime {regime})")
+            + f" (kvledger.ledgers.error_band; regime {regime}); the percentages are errors, predicted ÷ measured − 1, "
+            "so the measured figure lies in the range the band shows")
 
 
 def biased_line(bands: dict[str, Any]) -> str | None:
@@ -137,4 +138,7 @@ def biased_line(bands: dict[str, Any]) -> str | None:
 def warnings_first(notes: list[str]) -> tuple[list[str], list[str]]:
     """A validation's notes split as printed: the WARNING ones (what makes the comparison another run's: above the
     figures), then the rest (under them)."""
-    return [n for n in notes if n.startswith("WARNING")], [n for n in notes if not n.startswith("WARNING")]
+    from kvledger.calibration.profile_frontend import FRONTEND_HEAD
+
+    first = ("WARNING", FRONTEND_HEAD)  # and the fitted front-end latency validate added (calibration.profile_frontend)
+    return [n for n in notes if n.startswith(first)], [n for n in notes if not n.startswith(first)]
