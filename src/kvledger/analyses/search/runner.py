@@ -28,6 +28,7 @@ from kvledger.analyses.search.ledger_file import (
 )
 from kvledger.analyses.search.prune import rounds, screen_by_bounds
 from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
+from kvledger.analyses.search.ray_connect import check_ray_address, start_ray
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
 from kvledger.errors import InputError
@@ -161,11 +162,7 @@ def _ray(spec: SearchSpec, batches: Batches, workers: int, address: str | None) 
     started = not ray.is_initialized()
     with contextlib.redirect_stdout(sys.stderr):  # Ray prints its error messages to sys.stdout from a thread
         if started:
-            if address is not None:
-                ray.init(address=address, logging_level="WARNING", log_to_driver=False)
-            else:
-                ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-                         _node_ip_address="127.0.0.1")
+            start_ray(ray, address, workers)  # no cluster at the address: an InputError naming it
         try:
             task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
             spec_ref = ray.put(spec)
@@ -253,6 +250,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
         InputError / UnknownNameError: bad inputs (spec, axes, API row, backend), or a ledger of another search.
     """
     run = _backend(backend, 1 if workers is None else workers, ray_address)  # bad flags fail before any planning
+    check_ray_address(ray_address)  # a HOST:PORT nobody listens on, refused in seconds (Ray retries it for minutes)
     cands = plan_candidates(spec, axes)
     header = ledger_header(spec, cands)
     done = resumable_entries(ledger, header) if resume and ledger is not None else {}

@@ -1,0 +1,59 @@
+"""Joining the Ray cluster ``--ray-address`` names, or starting a local one, refused in one paragraph when there is
+none: an explicit HOST:PORT is first checked with a plain TCP connection (Ray itself retries an address nobody
+listens on for minutes), and Ray's own ConnectionError (``auto`` with no cluster running) becomes an input error
+naming the address."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["CONNECT_TIMEOUT_S", "check_ray_address", "start_ray"]
+
+CONNECT_TIMEOUT_S = 3.0
+"""Seconds the TCP connection to an explicit --ray-address HOST:PORT may take to open."""
+
+_REMEDY = ("start the cluster first (`ray start --head` on its head node), or give the HOST:PORT it printed, or "
+           "run without --ray-address: a local process pool runs the same search")
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """(host, port) of ``HOST:PORT`` or ``ray://HOST:PORT`` (an IPv6 host in brackets); refused otherwise."""
+    bare = address.removeprefix("ray://")
+    host, sep, port = bare.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--ray-address {address!r}: give auto or HOST:PORT (e.g. 10.0.0.5:6379), the address "
+                         "`ray start --head` prints")
+    return host, int(port)
+
+
+def check_ray_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse an explicit ``address`` (not None nor ``auto``) where no TCP connection opens within ``timeout_s``."""
+    if address is None or address == "auto":
+        return
+    host, port = _host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as err:  # refused, unreachable, unknown host or timed out: nothing Ray could join there
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise InputError(f"--ray-address {address}: no Ray cluster answers there (a TCP connection to {host}:{port} "
+                         f"failed within {timeout_s:g} s: {why}); {_REMEDY}.") from None
+
+
+def start_ray(ray: Any, address: str | None, workers: int) -> None:
+    """``ray.init`` on the cluster at ``address``, or a local one of ``workers`` CPUs on 127.0.0.1 without its
+    dashboard; Ray's ConnectionError (no cluster found at ``address``) is refused as an input error."""
+    if address is None:
+        ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
+                 _node_ip_address="127.0.0.1")
+        return
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    except ConnectionError as err:
+        said = str(err).strip().split(". ")[0].rstrip(".")  # Ray's first sentence; the rest names its own flags
+        raise InputError(f"--ray-address {address}: Ray found no cluster to join ({said or type(err).__name__}); "
+                         f"{_REMEDY}.") from None
