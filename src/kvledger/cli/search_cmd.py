@@ -195,10 +195,27 @@ def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
     if r.resume is not None and not r.resume.is_file():
         raise InputError(f"--resume {r.resume}: no such ledger file")
     outputs = {"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}
+    _refuse_same_file({"--resume": r.resume, **outputs})  # --resume rewrites its ledger
     refuse_lone_force(r.force, outputs)
     _refuse_overwrite(outputs, r.force, [*given, r.resume])
     if r.plot is not None and r.plot.suffix.lower() not in (".png", ".svg"):
         raise InputError(f"--plot {r.plot}: write .png or .svg")
+
+
+def _refuse_same_file(outputs: dict[str, Path | None]) -> None:
+    """Two outputs naming one file (resolved: x.csv and ./x.csv), refused before any work: the last written would
+    replace the other (a fresh-user trial lost its --ledger under --csv x.csv --ledger x.csv)."""
+    from kvledger.errors import InputError
+
+    seen: dict[Path, str] = {}
+    for flag, p in outputs.items():
+        if p is None:
+            continue
+        key = p.expanduser().resolve()
+        if key in seen:
+            raise InputError(f"{seen[key]} and {flag} both name {p}: each writes its own file, so one would replace "
+                             "the other; give them different file names.")
+        seen[key] = flag
 
 
 def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
