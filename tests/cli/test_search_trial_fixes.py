@@ -26,3 +26,49 @@ def test_two_outputs_on_one_file_are_refused_before_any_work(tmp_path, monkeypat
     assert str(res.exception) == (f"{first} and {second} both name {name}: each writes its own file, so one would "
                                   "replace the other; give them different file names.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl"]  # nothing written
+
+
+def test_the_error_line_of_exit_2_is_said_before_a_reader_that_stopped_reading_ends_it():
+    # `| head -1` with the reader gone before the first line: the stdout write fails (EPIPE) and ends the process, so
+    # the stderr line must come before the output; the status stays the answer's (2: --tp 3 divides none of
+    # Llama-3.1-8B's 32 heads, every candidate an invalid setting)
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "kvledger.cli.main", "search", "meta-llama/Llama-3.1-8B", "--slo",
+            "ttft=200ms,tpot=50ms", "--gpus", "H100", "--tp", "3", "--rate", "10", "--num-requests", "60"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the command has written anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 2
+    assert err.startswith("error: every candidate was refused as an invalid setting "
+                          "(e.g. nvidia_h100_sxm:tp3:kv-auto: --tp 3: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("kv, ids", [
+    ("auto,auto", ["kv-auto"]),
+    ("auto,bf16", ["kv-auto"]),  # Llama-3.1-8B is bfloat16: auto is bf16
+    ("fp8,fp8_e4m3", ["kv-fp8"]),  # vLLM's fp8 is e4m3 on CUDA
+    ("bf16,fp8,bfloat16,auto,fp8_e4m3", ["kv-bf16", "kv-fp8"]),  # the first spelling of each kept, in order
+])
+def test_one_kv_cache_spelled_twice_is_one_candidate(kv, ids):
+    from kvledger.analyses.search.spec import Axes, make_candidates
+    from kvledger.catalog.models import load_model
+
+    model = load_model("meta-llama/Llama-3.1-8B")
+    cands = make_candidates(Axes(gpus=("H100",), tps=(1,), kv_cache_dtypes=tuple(kv.split(","))), 8, model=model)
+    assert [c.id for c in cands] == [f"nvidia_h100_sxm:tp1:{i}" for i in ids]
+
+
+def test_a_sparse_attention_model_keeps_fp8_and_fp8_e4m3_apart():
+    # vLLM picks DeepSeek-V3.2's sparse MLA backend by the name (fp8 and fp8_e4m3 differ on SM90): only exact repeats go
+    import json
+    from pathlib import Path
+
+    from kvledger.analyses.search.kv_axis import kv_dtype_axis
+    from kvledger.catalog.modelspec import parse_config
+
+    config = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json"
+    model = parse_config(json.loads(config.read_text()), source="deepseek_v32")
+    assert kv_dtype_axis(("fp8", "fp8_e4m3", "FP8", "auto", "bf16"), model) == ("fp8", "fp8_e4m3", "auto", "bf16")

@@ -24,7 +24,7 @@ from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.search_status import answer_status, exit_with
+from kvledger.cli.search_status import answer_status, exit_with, say_status
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -169,8 +169,9 @@ def search_command(
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     status = answer_status(result)
     will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
+    say_status(result, status)  # before the output: a closed stdout would end the process before a line after it
     _write(result, variants, rank, run)
-    exit_with(result, status)
+    exit_with(status)
 
 
 def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["answer_status", "exit_with"]
+__all__ = ["answer_status", "exit_with", "say_status"]
 
 
 def answer_status(result: Any) -> int:
@@ -27,9 +27,10 @@ def answer_status(result: Any) -> int:
     return 3 if none_can_start(entries) else 0
 
 
-def exit_with(result: Any, status: int) -> None:
-    """End with ``status`` (``answer_status``) after the output, naming on stderr the failed candidates (1, with the
-    remedy) or the invalid setting (2)."""
+def say_status(result: Any, status: int) -> None:
+    """Name on stderr the failed candidates (``status`` 1, with the remedy) or the invalid setting (2). Said before the
+    output is written: a reader that stops reading (``| head -1``) ends the process at the first write it refuses, and
+    the line said after it was lost (a fresh-user trial); the status itself is kept (``broken_pipe.will_end_with``)."""
     if status == 1:
         failed = [e for e in result.entries if e["status"] == "error"]
         names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
@@ -39,5 +40,9 @@ def exit_with(result: Any, status: int) -> None:
         first = result.entries[0]
         typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
                    f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+
+
+def exit_with(status: int) -> None:
+    """End with ``status`` (``answer_status``) after the output (its line said before it, ``say_status``)."""
     if status:
         raise typer.Exit(status)

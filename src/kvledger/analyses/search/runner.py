@@ -62,7 +62,7 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
         from kvledger.accounting.settings import make_settings
 
         expert_parallel_notes(model, make_settings(tp=2, enable_expert_parallel=True))
-    cands = make_candidates(axes, model.num_kv_heads, spec.gpu_provider, moe=model.is_moe)
+    cands = make_candidates(axes, model.num_kv_heads, spec.gpu_provider, moe=model.is_moe, model=model)
     from kvledger.analyses.search.given_price import check_given_prices
 
     check_given_prices(spec, cands)  # a GPU file needs a price; a listed price needs a searched GPU

@@ -267,9 +267,10 @@ def _ep_values(axes: Axes, moe: bool, tp: int) -> tuple[bool | None, ...]:
 
 
 def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None, *,
-                    moe: bool = False) -> list[Candidate]:
+                    moe: bool = False, model: Any = None) -> list[Candidate]:
     """The product of the axes, defaults filled in, in axis order (GPU, TP, KV dtype, max_num_seqs, budget, caching,
-    and for a MoE model (``moe``) at TP > 1 expert parallelism: ``Axes.expert_parallel``).
+    and for a MoE model (``moe``) at TP > 1 expert parallelism: ``Axes.expert_parallel``); a KV dtype spelled twice
+    kept once (``kv_axis.kv_dtype_axis``: ``auto`` is the ``model``'s dtype where it is given).
 
     Raises:
         UnknownNameError: a GPU the catalog does not know (the closest names suggested).
@@ -283,17 +284,15 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None, 
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):
         raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
-    from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES
+    from kvledger.analyses.search.kv_axis import kv_dtype_axis
 
-    bad = [d for d in axes.kv_cache_dtypes if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
-    if bad:
-        raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use {KV_DTYPE_NAMES}")
+    kvs = kv_dtype_axis(axes.kv_cache_dtypes, model)  # each KV cache once, its first spelling (auto,bf16; fp8,fp8_e4m3)
     out = [Candidate(g, t, kv, s, b, pc, enable_expert_parallel=ep) for g, t, kv, s, b, pc in itertools.product(
-        gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)
+        gpus, tps, kvs, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)
         for ep in _ep_values(axes, moe, t)]
     if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
         raise InputError("--disagg-splits takes P:D pairs of whole numbers ≥ 1, e.g. 1:1,1:2")
     for g in gpus:  # disaggregated units: every prefill TP × decode TP × split (prefix caching at the engine default)
         out += [Candidate(g, pt, kv, s, b, None, p, d, dt) for pt, dt, (p, d), kv, s, b in itertools.product(
-            tps, tps, axes.disagg_splits, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens)]
+            tps, tps, axes.disagg_splits, kvs, axes.max_num_seqs, axes.max_num_batched_tokens)]
     return out
