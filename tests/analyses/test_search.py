@@ -387,11 +387,12 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
     assert (api["cheaper_gpu_rental_alone"], api["cheaper_with_people"]) == ("self-host", "API")
     assert api["people"]["usd_per_month"] == 5000.0 and api["winner_monthly_usd_with_people"] == pytest.approx(6963.7)
     assert api["within_band"]["with_people"]["winner_monthly_usd_range"] == pytest.approx([6963.7, 6963.7])
-    assert ("GPU rental alone (power and hosting included in the rental) is $1,964/month: the winner is cheaper, "
-            "across the whole capacity band (winner $1,964/month at both ends). With the people line kvledger cost "
-            "adds by default ($5,000/month: 0.25 engineer-months at $20,000, its --team-capability some), "
-            "self-hosting costs $6,964/month and the API is cheaper, across the whole capacity band (winner "
-            "$6,964/month at both ends)") in out
+    # the comparison cost makes by default leads (a fresh-user trial read rental alone's "winner is cheaper" first)
+    assert ("— as kvledger cost compares them by default, GPU rental plus its people line ($5,000/month: 0.25 "
+            "engineer-months at $20,000, its --team-capability some), self-hosting costs $6,964/month and the API is "
+            "cheaper, across the whole capacity band (winner $6,964/month at both ends). On GPU rental alone (power "
+            "and hosting included in the rental) the winner's $1,964/month is cheaper, across the whole capacity "
+            "band (winner $1,964/month at both ends); kvledger cost prices the whole bill") in out
     assert "before people and hosting" not in out
 
 

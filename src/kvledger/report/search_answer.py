@@ -129,16 +129,18 @@ def api_line(a: dict[str, Any]) -> str:
 
 def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
     """Which side is cheaper, the API (``a``: ``api_side.api_side`` with ``with_people``'s fields) or the winner
-    (sizing ``w``): on GPU rental alone (power and hosting are in the rental price) and on rental plus the people line
-    ``kvledger cost`` adds by default, each across the capacity band where there is one."""
+    (sizing ``w``): first as ``kvledger cost`` compares them by default (GPU rental plus its people line), then on GPU
+    rental alone (power and hosting are in the rental price), each across the capacity band where there is one. The
+    default comparison leads: a fresh-user trial read "the winner is cheaper" on rental alone first, where ``cost
+    --simulate`` answers the API."""
     wb = a.get("within_band")
-    rental = (f" — GPU rental alone (power and hosting included in the rental) is ${w['monthly_usd']:,.0f}/month: "
-              + ("the API is cheaper" if a["cheaper_gpu_rental_alone"] == "API" else "the winner is cheaper")
-              + _band(wb))
     p = a["people"]
-    full = ("the API is cheaper" if a["cheaper_with_people"] == "API" else "self-hosting is cheaper")
-    return (rental + f". With the people line kvledger cost adds by default (${p['usd_per_month']:,.0f}/month: "
-            f"{p['engineer_months_per_month']:g} engineer-months at ${p['engineer_usd_per_month']:,.0f}, its "
-            f"--team-capability {p['team_capability']}), self-hosting costs "
-            f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}"
-            + _band((wb or {}).get("with_people")) + "; kvledger cost prices the whole bill")
+    full = "the API is cheaper" if a["cheaper_with_people"] == "API" else "self-hosting is cheaper"
+    bill = f"the winner's ${w['monthly_usd']:,.0f}/month"
+    rental = f"the API is cheaper than {bill}" if a["cheaper_gpu_rental_alone"] == "API" else f"{bill} is cheaper"
+    return (f" — as kvledger cost compares them by default, GPU rental plus its people line "
+            f"(${p['usd_per_month']:,.0f}/month: {p['engineer_months_per_month']:g} engineer-months at "
+            f"${p['engineer_usd_per_month']:,.0f}, its --team-capability {p['team_capability']}), self-hosting costs "
+            f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}" + _band((wb or {}).get("with_people"))
+            + f". On GPU rental alone (power and hosting included in the rental) {rental}" + _band(wb)
+            + "; kvledger cost prices the whole bill")
