@@ -72,3 +72,20 @@ def test_a_sparse_attention_model_keeps_fp8_and_fp8_e4m3_apart():
     config = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json"
     model = parse_config(json.loads(config.read_text()), source="deepseek_v32")
     assert kv_dtype_axis(("fp8", "fp8_e4m3", "FP8", "auto", "bf16"), model) == ("fp8", "fp8_e4m3", "auto", "bf16")
+
+
+@pytest.mark.parametrize("args, status, why", [
+    # TTFT 5 ms: an 8B prefill of the workload's prompts takes longer on an H100 alone, so nothing meets the SLO
+    (["--slo", "ttft=5ms,tpot=1ms", "--gpus", "H100"], 0, "no candidate meets the SLO"),
+    # 70B in bf16 is ~141 GB of weights, above an L4's 24 GB at TP 1: nothing can start (exit 3)
+    (["--slo", "ttft=300ms,tpot=40ms", "--gpus", "L4", "70B"], 3, "no candidate can start (every one rejected for "
+                                                                   "memory)"),
+])
+def test_a_plot_with_nothing_ranked_is_said_not_written(tmp_path, args, status, why):
+    model = "meta-llama/Llama-3.1-70B" if "70B" in args else "meta-llama/Llama-3.1-8B"
+    plot = tmp_path / "f.png"
+    res = runner.invoke(app, ["search", model, *[a for a in args if a != "70B"], "--tp", "1", "--max-model-len", "16K",
+                              "--num-requests", "200", "--rate", "5", "--plot", str(plot)])
+    assert res.exit_code == status, res.output
+    assert not plot.exists()
+    assert f"note: --plot {plot} not written: {why}, so there is no ranking or frontier to draw." in res.stderr

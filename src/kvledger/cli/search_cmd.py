@@ -24,7 +24,7 @@ from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.search_status import answer_status, exit_with, say_status
+from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_status
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -170,7 +170,7 @@ def search_command(
     status = answer_status(result)
     will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
     say_status(result, status)  # before the output: a closed stdout would end the process before a line after it
-    _write(result, variants, rank, run)
+    _write(result, variants, rank, run, status)
     exit_with(status)
 
 
@@ -258,8 +258,9 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
     return result, variants
 
 
-def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags) -> None:
-    """--csv, --plot, then the ranked candidate (a --show-command rank), the JSON or the tables."""
+def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags, status: int) -> None:
+    """--csv, --plot (without a ranking, why it was not written: ``status``), then the ranked candidate (a
+    --show-command rank), the JSON or the tables."""
     from kvledger.analyses.search.offload_axis import offload_summary
 
     if r.csv_out is not None:
@@ -268,6 +269,8 @@ def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFla
         from kvledger.report.search_figures import frontier_figure, save_figure
 
         save_figure(frontier_figure(result), r.plot)
+    elif r.plot is not None:
+        no_plot(r.plot, status)
     if rank is not None:
         show_ranked(result, rank, r.as_json)
     elif r.as_json:

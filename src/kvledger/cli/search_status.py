@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["answer_status", "exit_with", "say_status"]
+__all__ = ["answer_status", "exit_with", "no_plot", "say_status"]
 
 
 def answer_status(result: Any) -> int:
@@ -40,6 +40,14 @@ def say_status(result: Any, status: int) -> None:
         first = result.entries[0]
         typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
                    f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+
+
+def no_plot(path: Any, status: int) -> None:
+    """Say on stderr that --plot ``path`` was not written, and why: the figure draws the ranking, and there is none
+    (a fresh-user trial got exit 0 and no file, without a word)."""
+    why = {1: "no candidate could be evaluated", 2: "every candidate was refused as an invalid setting",
+           3: "no candidate can start (every one rejected for memory)"}.get(status, "no candidate meets the SLO")
+    typer.echo(f"note: --plot {path} not written: {why}, so there is no ranking or frontier to draw.", err=True)
 
 
 def exit_with(status: int) -> None:
