@@ -89,3 +89,29 @@ def test_a_plot_with_nothing_ranked_is_said_not_written(tmp_path, args, status, 
     assert res.exit_code == status, res.output
     assert not plot.exists()
     assert f"note: --plot {plot} not written: {why}, so there is no ranking or frontier to draw." in res.stderr
+
+
+def test_csv_rows_in_rank_order_with_the_settings_run_and_the_tier_bill(tmp_path):
+    import csv
+
+    out = tmp_path / "c.csv"
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=300ms,tpot=40ms", "--num-requests",
+                              "200", "--rate", "5", "--gpus", "T4,H100", "--tp", "1", "--max-model-len", "16K",
+                              "--offload", "none,cpu:256GiB", "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open()))
+    # ranked first in rank order, then the T4 (16 GB: 8B's bf16 weights leave no KV cache), though the ledger has it
+    # first (--gpus T4,H100)
+    assert [(r["rank"], r["id"]) for r in rows] == [
+        ("1", "nvidia_h100_sxm:tp1:kv-auto"), ("2", "nvidia_h100_sxm:tp1:kv-auto:offload-cpu-256GiB"),
+        ("", "nvidia_t4:tp1:kv-auto")]
+    # vLLM's defaults on an H100, as the launch line passes them (--max-num-seqs 1024 --max-num-batched-tokens 8192);
+    # prefix caching on (vLLM's default for plain attention, what the simulator ran)
+    assert {(r["max_num_seqs"], r["max_num_batched_tokens"], r["enable_prefix_caching"]) for r in rows[:2]} == {
+        ("1024", "8192", "True")}
+    # GPUs × $/GPU-h × 730 h + KV tier = monthly: 1 × 2.69 × 730 = 1,963.70, + 0 colocated, + the CPU tier: 256 GiB ×
+    # $3.25/GiB-month (tier_prices.csv, GCP host memory) = $832 offloaded
+    for r in rows[:2]:
+        gpus = int(r["num_gpus"]) * float(r["usd_per_gpu_hour"]) * 730
+        assert gpus + float(r["kv_tier_usd_per_month"]) == pytest.approx(float(r["monthly_usd"]))
+    assert [r["kv_tier_usd_per_month"] for r in rows] == ["0.0", "832.0", ""]

@@ -6,8 +6,9 @@ it (in process, a process pool or Ray) and returns a :class:`SearchResult` (ledg
 plain dicts, ranking, Pareto frontier, API comparison).
 """
 
+from kvledger.analyses.search.csv_table import CSV_COLUMNS, csv_rows
 from kvledger.analyses.search.naming import parse_candidate_id
-from kvledger.analyses.search.rank import CSV_COLUMNS, SearchResult, csv_rows
+from kvledger.analyses.search.rank import SearchResult
 from kvledger.analyses.search.runner import BACKENDS, ray_available, read_ledger, run_search
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec
 

@@ -12,7 +12,6 @@ frontier is listed with the candidate that dominates its point at capacity.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,7 @@ from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["BILL_COVERS", "rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
+__all__ = ["BILL_COVERS", "rank_key", "pareto", "SearchResult", "build_result"]
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -197,41 +196,6 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
 
         with_people(api, by_id[ranking[0]])
     return SearchResult(spec, entries, ranking, frontier, dominated, api, notes, cfront, cdom, client)
-
-
-CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
-               "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour", "price_provider",
-               "num_gpu_blocks", "goodput_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
-               "tok_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "usd_per_1k_requests", "utilization",
-               "replicas", "num_gpus", "monthly_usd", "pareto"]
-
-
-def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
-    """One row per candidate (ledger order) under ``CSV_COLUMNS``; blank where a figure does not apply."""
-    rank = {cid: n for n, cid in enumerate(result.ranking, start=1)}
-    front = {p["id"] for p in result.frontier}
-    rows = []
-    for e in result.entries:
-        cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
-        price, plan = e.get("price") or {}, e.get("plan") or {}
-        # the layout as the table and --json name it (``Candidate.layout``: tp2+ep, a disaggregated unit's pools)
-        r = {"rank": rank.get(e["id"]), "id": e["id"], "layout": e.get("layout", f"tp{e['tp']}"), "gpu_id": e["gpu_id"],
-             "tp": e["tp"],
-             "kv_cache_dtype": e["kv_cache_dtype"], "max_num_seqs": e["max_num_seqs"],
-             "max_num_batched_tokens": e["max_num_batched_tokens"], "enable_prefix_caching": e["enable_prefix_caching"],
-             "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
-             "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
-             "num_gpu_blocks": plan.get("num_gpu_blocks"), "goodput_req_per_s": cap.get("goodput_req_per_s"),
-             "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
-             "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
-             "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
-             "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
-                 "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
-             "utilization": cost.get("utilization"), "replicas": siz.get("replicas"), "num_gpus": siz.get("num_gpus"),
-             "monthly_usd": siz.get("monthly_usd"), "pareto": e["id"] in front if e["status"] == "feasible" else None}
-        rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k,
-                     v in r.items()})
-    return rows
 
 
 def _default_pricing_note(spec: Any, entries: list[dict[str, Any]]) -> str:
