@@ -115,3 +115,45 @@ def test_csv_rows_in_rank_order_with_the_settings_run_and_the_tier_bill(tmp_path
         gpus = int(r["num_gpus"]) * float(r["usd_per_gpu_hour"]) * 730
         assert gpus + float(r["kv_tier_usd_per_month"]) == pytest.approx(float(r["monthly_usd"]))
     assert [r["kv_tier_usd_per_month"] for r in rows] == ["0.0", "832.0", ""]
+
+
+@pytest.mark.parametrize("extra, message", [
+    # left out, --gpus means every priced GPU; an empty list must not mean it too
+    (["--gpus", ""], "--gpus '' names no value; give at least one, comma-separated (e.g. --gpus H100,L40S), or "
+                     "leave --gpus out for its default"),
+    (["--gpus", "H100", "--kv-cache-dtype", ","], "--kv-cache-dtype ',' names no value; give at least one"),
+    (["--gpus", "H100", "--workers", "2", "--backend", "serial"],
+     "--workers 2 with --backend serial: serial runs one capacity search at a time, in process; drop --workers, or "
+     "use --backend pool (or auto) to run 2 at once"),
+])
+def test_an_empty_list_and_workers_for_the_serial_backend_are_refused(extra, message):
+    res = runner.invoke(app, [*S8[:8], "--tp", "1", "--max-model-len", "16K", *extra])  # S8 without its --gpus
+    assert isinstance(res.exception, InputError), res.output
+    assert str(res.exception).startswith(message)
+
+
+@pytest.mark.parametrize("kind, words", [("dir", "is a folder"), ("dev", "is not a regular file"),
+                                         ("none", "no such file")])
+def test_resume_names_what_is_wrong_with_the_path(tmp_path, kind, words):
+    path = {"dir": str(tmp_path), "dev": "/dev/null", "none": str(tmp_path / "gone.jsonl")}[kind]
+    res = runner.invoke(app, [*S8, "--resume", path])
+    assert isinstance(res.exception, InputError), res.output
+    assert str(res.exception) == (f"--resume {path}: {words}; give the ledger file of the search to continue (the "
+                                  "FILE its --ledger wrote)")
+
+
+def test_the_footnote_says_which_good_rate_is_which_json_field():
+    import json
+
+    res = runner.invoke(app, S8, env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert ("the good req/s there, offered × attainment, is sustained_good_req_per_s in --json, what the cost is "
+            "priced at; its goodput_req_per_s counts the probe from first arrival to last finish, the drain included, "
+            "so it can be lower") in text
+    cap = json.loads(runner.invoke(app, [*S8, "--json"]).stdout)["candidates"][0]["capacity"]
+    # the winner line's "(14.50 good req/s there)": 14.5 req/s offered × attainment 1.0; the drain-inclusive goodput
+    # of the same probe is below it
+    assert f"({cap['sustained_good_req_per_s']:.2f} good req/s there)" in text
+    assert cap["sustained_good_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+    assert cap["goodput_req_per_s"] < cap["sustained_good_req_per_s"]

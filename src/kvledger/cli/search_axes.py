@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["axes_of", "splits_of", "workload_of"]
+__all__ = ["axes_of", "refuse_empty", "splits_of", "workload_of"]
 
 
 def _split(text: str | None) -> list[str]:
@@ -52,6 +52,22 @@ def splits_of(text: str) -> tuple[tuple[int, int], ...]:
                              f"{w!r}")
         out.append((int(p), int(d)))
     return tuple(out)
+
+
+def refuse_empty(given: dict[str, str | None]) -> None:
+    """Refuse a list flag given with no value in it (``--gpus ""``, ``--tp ,``): left out, it means its default (every
+    priced GPU), which an empty list must not select silently (a fresh-user trial searched every GPU)."""
+    from kvledger.errors import InputError
+
+    for flag, text in given.items():
+        if text is not None and not _split(text):
+            raise InputError(f"{flag} {text!r} names no value; give at least one, comma-separated (e.g. {flag} "
+                             f"{_EXAMPLE[flag]}), or leave {flag} out for its default")
+
+
+_EXAMPLE = {"--gpus": "H100,L40S", "--gpu": "H100", "--tp": "1,2", "--kv-cache-dtype": "auto,fp8",
+            "--max-num-seqs": "128,256", "--max-num-batched-tokens": "2048,8192", "--prefix-caching": "on,off",
+            "--disagg-splits": "1:1,1:2"}
 
 
 def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,

@@ -194,7 +194,10 @@ def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
     if r.ledger is not None and r.resume is not None:
         raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
     if r.resume is not None and not r.resume.is_file():
-        raise InputError(f"--resume {r.resume}: no such ledger file")
+        what = ("is a folder" if r.resume.is_dir() else "is not a regular file" if r.resume.exists()
+                else "no such file")  # a folder or /dev/null is not missing (a fresh-user trial)
+        raise InputError(f"--resume {r.resume}: {what}; give the ledger file of the search to continue (the FILE "
+                         "its --ledger wrote)")
     outputs = {"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}
     _refuse_same_file({"--resume": r.resume, **outputs})  # --resume rewrites its ledger
     refuse_lone_force(r.force, outputs)

@@ -10,7 +10,7 @@ from typing import Any
 
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
-from kvledger.cli.search_axes import axes_of, splits_of, workload_of
+from kvledger.cli.search_axes import axes_of, refuse_empty, splits_of, workload_of
 
 __all__ = ["SearchAxesFlags", "SearchRunFlags", "SearchVolumeFlags", "search_inputs"]
 
@@ -143,6 +143,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
+    refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
+                  "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
+                  "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,
+                  "--disagg-splits": ax.disagg_splits if ax.disagg else None})
     axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
                    e.enable_expert_parallel)

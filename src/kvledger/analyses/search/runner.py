@@ -220,6 +220,9 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
                          "process pool runs the same search)")
     if address is not None and backend != "ray":
         raise InputError("--ray-address needs the Ray backend")
+    if backend == "serial" and workers > 1:  # it runs one capacity search at a time: the count is not silently dropped
+        raise InputError(f"--workers {workers} with --backend serial: serial runs one capacity search at a time, in "
+                         f"process; drop --workers, or use --backend pool (or auto) to run {workers} at once")
     return {"serial": _serial, "pool": _pool, "ray": _ray}[backend]
 
 
@@ -279,7 +282,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
         batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
             done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order
         if workers is None:  # the default: a local pool (Ray's start-up is for a named --workers N or an address)
-            workers = default_workers(len(todo))
+            workers = default_workers(len(todo)) if backend != "serial" else 1
             auto = backend == "auto" and ray_address is None
             run = _backend(("pool" if workers > 1 else "serial") if auto else backend, workers, ray_address)
         for e in run(spec, batches, workers, ray_address):
