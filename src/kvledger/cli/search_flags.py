@@ -143,11 +143,15 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
+    return spec, _axes(ax, e.enable_expert_parallel), load_notes
+
+
+def _axes(ax: SearchAxesFlags, expert_parallel: bool | None) -> Any:
+    """The ``Axes`` of the axis flags, each list given with at least one value (``search_axes.refuse_empty``)."""
     refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
                   "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
                   "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,
                   "--disagg-splits": ax.disagg_splits if ax.disagg else None})
-    axes = axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
+    return axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
-                   e.enable_expert_parallel)
-    return spec, axes, load_notes
+                   expert_parallel)
