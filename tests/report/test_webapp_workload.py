@@ -55,3 +55,17 @@ def test_a_bad_workload_field_is_refused_naming_it(fields, named):
     r = client.post("/api/serving", json={**BASE, **fields})
     assert r.status_code == 400 and named in r.json()["error"], r.text
     assert "--" not in r.json()["error"]  # the fields, not the CLI's flags
+
+
+@pytest.mark.parametrize("lengths", ["trace:/etc/passwd:prompt", "trace:../../etc/passwd:prompt"])
+def test_a_length_field_reads_no_file_outside_the_data_folder(tmp_path, lengths):
+    # trace:NAME:prompt reads a trace: the length fields are held to the trace field's rule (bundled names, files
+    # inside --data-dir), refused before anything is read; a review read /etc/passwd's first line back through the
+    # error message
+    app_dir = TestClient(create_app(data_dir=tmp_path), base_url="http://127.0.0.1")
+    r = app_dir.post("/api/serving", json={**BASE, "prompt_lengths": lengths, "output_lengths": "fixed:10"})
+    assert r.status_code == 400
+    assert r.json()["error"].startswith(f"trace '{lengths.split(':')[1]}' is outside the data folder")
+    assert "root:" not in r.text
+    r = client.post("/api/serving", json={**BASE, "prompt_lengths": lengths, "output_lengths": "fixed:10"})
+    assert r.status_code == 400 and "root:" not in r.text  # no data folder: no local file at all

@@ -70,3 +70,19 @@ def check_web_trace(value: str, data_dir: Path | None) -> str:
         require_arrivals(info.name, "the serving panel's capacity search replays a trace's own arrivals at scaled "
                          "rates")
     return value if info is not None else _inside(value, "trace", data_dir, list(traces))
+
+
+def check_web_lengths(value: str | None, data_dir: Path | None) -> str | None:
+    """A length distribution as given (``fixed:512``, ``lognormal:…``), with the trace a ``trace:NAME:prompt|output``
+    form reads held to the trace rule: a bundled trace's name, or a file inside ``data_dir`` (its absolute path put
+    in); a file elsewhere is refused before anything reads it, as the trace field refuses one."""
+    if value is None or not value.strip().lower().startswith("trace:"):
+        return value
+    from kvledger.dynamics.workload.traces import list_traces
+
+    name, sep, kind = value.strip()[len("trace:"):].rpartition(":")
+    if not sep:  # no kind: the length parser's own refusal says the form
+        return value
+    traces = {t.name for t in list_traces()}
+    where = name if name.strip().lower() in traces else _inside(name, "trace", data_dir, sorted(traces))
+    return f"trace:{where}:{kind}"
