@@ -39,7 +39,9 @@ def test_a_fitted_front_end_latency_is_added_to_the_runs_of_its_set_up():
     rc, out, _ = cli("validate", "--sweep", *_stages(0, 1, 2, 3), "--gpu-profile", str(FF), "--json")
     d = json.loads(out)
     assert rc == 0 and d["profile_frontend"]["seconds"] == prof["fit"]["frontend_s"] == 0.020136824002183452
-    assert d["profile_frontend"]["applied_to"] == [f"stage_{i}_lifecycle_metrics" for i in range(4)]
+    # the fixture records its runs relative to the trial's folder: here stages 0 and 2 are known by content (IN-SAMPLE)
+    # and get it; stages 1 and 3 are offered it, not added (their folder matches no fitted run's resolved from here)
+    assert d["profile_frontend"]["applied_to"] == ["stage_0_lifecycle_metrics", "stage_2_lifecycle_metrics"]
     # stage 0 was fitted on: with the fit's 20.14 ms its TTFT error is the fit's own, −2.9% (the profile's runs[0]);
     # the trial, without it, read −67.6% on a stage marked IN-SAMPLE
     s0 = d["runs"][0]
@@ -93,3 +95,22 @@ def test_a_model_scope_profile_knows_a_copy_of_its_run_by_content(tmp_path):
     shutil.copytree(RTX4090, copy)
     rc, out, _ = cli("validate", str(copy), "--step-cost", str(prof), "--json")
     assert rc == 0 and json.loads(out)["in_sample"] is True
+
+
+@needs_runs
+def test_the_same_folder_rule_compares_resolved_folders_whole(tmp_path):
+    # the profile's runs recorded by absolute path (calibrate run elsewhere than validate): stages 1 and 3 of the same
+    # sweep folder get the fitted latency as held-out runs of its set-up; a run in another deployment's results/
+    # folder does not (a review showed "results/" matching any inference-perf run's folder by path components)
+    prof = json.loads(FF.read_text())
+    for r, i in zip(prof["runs"], (0, 2)):
+        r["source"] = _stages(i)[0]
+    own = tmp_path / "h100ff_abs.json"
+    own.write_text(json.dumps(prof))
+    rc, out, _ = cli("validate", "--sweep", *_stages(0, 1, 2, 3), "--gpu-profile", str(own), "--json")
+    assert rc == 0 and json.loads(out)["profile_frontend"]["applied_to"] == [
+        f"stage_{i}_lifecycle_metrics" for i in range(4)]
+    other = KUBECON / "vllm+batch_size" / "results" / "stage_1_lifecycle_metrics.json"
+    rc, out, _ = cli("validate", str(other), "--gpu-profile", str(own), "--json")
+    assert rc == 0 and json.loads(out)["profile_frontend"]["applied"] is False
+

@@ -45,19 +45,20 @@ def fitted_frontend(gpu_profile: str | None, gpu_name: str) -> tuple[float, str]
     return float(s), where
 
 
-def _folder(path: str) -> str:
-    """The folder holding a run: the path itself for a run folder, else its file's folder."""
-    p = Path(path)
-    return str(p if p.is_dir() else p.parent)
+def _folder(path: str) -> Path:
+    """The folder holding a run, resolved: the path itself for a run folder, else its file's folder."""
+    p = Path(path).resolve()
+    return p if p.is_dir() else p.parent
 
 
 def same_set_up(source: str, prof: Any) -> bool:
-    """Whether the run in ``source`` lies in the folder of one of the GPU profile ``prof``'s fitted runs (their
-    ``source``s, matched on whole path components as ``in_sample.fitted_on`` matches)."""
-    from kvledger.calibration.in_sample import fitted_on
-
-    folders = [str(Path(str(r.get("source"))).parent) for r in getattr(prof, "runs", ()) or () if r.get("source")]
-    return fitted_on(_folder(source), [f for f in folders if f not in ("", ".")])
+    """Whether the run in ``source`` lies in the very folder of one of the GPU profile ``prof``'s fitted runs (their
+    ``source``s, resolved from here as calibrate recorded them; a run folder's own folder is the run). Resolved folders
+    are compared whole: a ``results/`` folder of another client does not match (every inference-perf run sits in
+    one), nor does a sub-folder; a fitted run recorded relative to another working directory matches nothing, and the
+    latency is then only offered, not added."""
+    fitted = {_folder(str(r["source"])) for r in getattr(prof, "runs", ()) or () if r.get("source")}
+    return _folder(source) in fitted
 
 
 def with_profile_frontend(setup: Any, a: Any, source: str, in_sample: bool) -> tuple[Any, dict[str, Any] | None,
