@@ -128,7 +128,7 @@ def test_two_setups_get_a_frontend_latency_each_and_the_fractions_stay_the_gpus(
     assert fit.frontends_s["client A"] == pytest.approx(0.025, abs=0.002)
     assert fit.frontends_s["client B"] == pytest.approx(0.005, abs=0.005)
     assert fit.frontends_s["client A"] - fit.frontends_s["client B"] > 0.012
-    assert fit.objective == pytest.approx(0.00022747, rel=1e-3)
+    assert fit.objective < 0.0013  # below where the search from the best grid point alone ended (above)
     assert fit.frontend_s == 0.0  # two set-ups: no single latency stands for the fit
     assert fit.flops_fraction == pytest.approx(TRUE_FLOPS, rel=0.05)
     assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)

@@ -191,7 +191,7 @@ def test_simulate_names_each_bands_source_where_a_profiles_check_widened_one():
                                    "--prompt-lengths", "fixed:1000", "--output-lengths", "fixed:300", "--rate", "1",
                                    "--num-requests", "50"]).output
     text = " ".join(out.split())
-    assert "TPOT mean: GPU profile bundled:rtx-pro-6000.json" in text
+    assert "TPOT mean from GPU profile bundled:rtx-pro-6000.json" in text
     # its upper side is the uncalibrated band's +11.8% (error_bands.json uncalibrated/dense/vllm TPOT q90): the
     # profile's one run was saturated, so its latency is not measured (profile_band.latency_unmeasured)
     assert "checked on but not fitted on (Qwen/Qwen3-32B TP 2: -10.0%): -10.0% … +11.8%" in text

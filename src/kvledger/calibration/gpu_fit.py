@@ -4,29 +4,27 @@ models on one GPU, so that the fit carries to every model on it.
 The roofline prices each step from the model's own FLOPs and bytes; what it cannot know is the share of the peak the
 kernels reach on this GPU, which is what transfers to another model. The objective is ``kvledger.calibration.fit``'s,
 summed over the runs, each replayed with its own model, TP and engine.
-Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern
-search (``REFINE_FACTORS``, axis and diagonal moves; fractions in (0, 1]) from each of the two best points evaluated,
-the start (0.7/0.8) among them, the lower end kept: deterministic, never above its start. From one, on an RTX 4090 run
-whose valley runs from 0.63/0.90 to 0.90/0.80 at a slope no diagonal move follows, it stopped at 0.631/0.900 (0.001651;
-from the start: 0.902/0.800, 0.001241).
+Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern search
+(``REFINE_FACTORS``, axis and diagonal moves; fractions in (0, 1]) from the two best points evaluated (the 0.7/0.8
+start among them), the lower end kept: deterministic, never above its start (from one only, an RTX 4090 run's valley
+stopped it at 0.631/0.900, 0.001651; the start's reaches 0.902/0.800, 0.001241).
 
 Each statistic's weighted log residual r enters through a Cauchy loss c²·ln(1 + (r/c)²), c = ``ROBUST_SCALE`` (0.1:
 a 10% error), not its square: a statistic that no step time produces should not move a GPU's efficiency. Llama-2-70B
-TP4's 20 req/s stage in inference-sim/training (mean TTFT 121 ms over a 68 ms median) has a tail no replay that fits
-its TPOT gives (−30 … −52% mean TTFT); squared, those residuals pulled a fit on the 70B's five stages to 0.57/0.62 (its
-TPOTs +9 … +13%, Llama-2-7B's +17 … +61%); under the Cauchy loss it lands at 1.00/0.68 (its TPOTs −1 … +1%).
+TP4's 20 req/s stage in inference-sim/training (mean TTFT 121 ms over a 68 ms median) has a tail no replay fitting its
+TPOT gives; squared, those residuals pulled a fit on the 70B's five stages to 0.57/0.62 (TPOTs +9 … +13%, Llama-2-7B's
++17 … +61%); under the Cauchy loss it lands at 1.00/0.68 (its TPOTs −1 … +1%).
 
-``fit_frontend`` also fits a per-request latency outside the engine (HTTP, tokenization, streaming to the client:
-``frontend_s``). It belongs to the set-up (client, server front end, host), not to the GPU: unfitted, a client-side
-TTFT pulls the fractions down to absorb it. It shifts each TTFT and E2E and leaves the schedule alone, so it is
-profiled out at every pair of fractions from the same replays (golden section over [0, ``FRONTEND_MAX_S``]).
+``fit_frontend`` also fits a per-request latency outside the engine (HTTP, tokenization, streaming: ``frontend_s``),
+the set-up's (client, front end, host), not the GPU's: unfitted, a client-side TTFT pulls the fractions down. It
+shifts each TTFT and E2E and leaves the schedule alone: profiled out at every pair of fractions from the same replays
+(golden section over [0, ``FRONTEND_MAX_S``]).
 
 ``fit_host`` also fits the host time each step spends in series with the GPU (``host_step_s`` + ``host_seq_s`` ×
 sequences), the same for every model on one host: on models of different sizes it separates from the fractions, on one
 alone not, so the terms start at 0 and move only where the objective falls by more than ``HOST_MIN_GAIN`` of itself
-(additive moves ``HOST_STEP_MOVES``, ``HOST_SEQ_MOVES``, kept ≥ 0, beside the multiplicative ones).
-
-Where a run has TP > 1 over PCIe, the all-reduce's share of the host link is searched too (``link_fit``).
+(additive moves ``HOST_STEP_MOVES``, ``HOST_SEQ_MOVES``, kept ≥ 0, beside the multiplicative ones). Where a run has
+TP > 1 over PCIe, the all-reduce's share of the host link is searched too (``link_fit``).
 """
 
 from __future__ import annotations
@@ -233,9 +231,11 @@ def _pattern_search(total: Callable[..., float], best: tuple[float, ...], fit_ho
 
 def _two_starts(total: Callable[..., float], best: tuple, second: tuple, share: float | None, fit_host: bool,
                 history: list, say: Callable[[str], None]) -> tuple:
-    """``_pattern_search`` from ``best`` and from ``second`` (each (FLOP fraction, bandwidth fraction, objective), at
-    link share ``share``), the lower end kept, the first on a tie (module docstring); its moves are both searches'."""
+    """``_pattern_search`` from ``best`` and ``second`` (each (FLOP fraction, bandwidth fraction, objective); ``second``
+    rescored at link share ``share``, its grid's scored without), the lower end kept, the first on a tie."""
     one = _pattern_search(total, (*best, share), fit_host, history, say)
+    if share is not None:
+        second = (second[0], second[1], total(second[0], second[1], 0.0, 0.0, share))
     path = [second[:3]]
     two = _pattern_search(total, (*second, share), fit_host, path, lambda text: say(f"second start: {text}"))
     history += path if two[5] < one[5] else []
