@@ -81,9 +81,11 @@ def test_a_timeout_is_named_and_an_open_port_passes(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", lambda addr, timeout: Open())
     ray_connect.check_ray_address("10.0.0.5:6379")  # a port that opens is Ray's to join
     ray_connect.check_ray_address("auto")  # auto is Ray's to resolve (ConnectionError caught at ray.init)
+    ray_connect.check_ray_address("AUTO")  # as are its other spellings and "local" (Ray's own local-cluster word)
+    ray_connect.check_ray_address("local")
 
 
 @pytest.mark.parametrize("bad", ["foo", "host:", "host:70000", ":6379"])
 def test_an_address_that_is_not_host_port_is_refused(bad):
-    with pytest.raises(InputError, match=r"give auto or HOST:PORT"):
+    with pytest.raises(InputError, match=r"give auto, local or HOST:PORT"):
         ray_connect.check_ray_address(bad)

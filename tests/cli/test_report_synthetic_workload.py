@@ -44,6 +44,8 @@ def test_report_on_a_synthetic_workload_agrees_with_cost(report):
     assert r["verdict"] == c["verdict"] and r["verdict"].startswith("the API — $1,548.82/month on the API vs "
                                                                     "$6,963.70/month self-hosted")
     assert r["decision"]["rests_on"] == c["decision"]["rests_on"]
+    # no trace was read: the report's inputs say so (they named the default trace, azure-conv, beside the lengths)
+    assert report["inputs"]["trace"] is None and report["inputs"]["prompt_lengths"] == "uniform:1600:2100"
 
 
 def test_its_command_lines_carry_the_workload_and_its_cost_line_gives_its_cost(report):

@@ -25,14 +25,15 @@ def _host_port(address: str) -> tuple[str, int]:
     host, sep, port = bare.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"--ray-address {address!r}: give auto or HOST:PORT (e.g. 10.0.0.5:6379), the address "
+        raise InputError(f"--ray-address {address!r}: give auto, local or HOST:PORT (e.g. 10.0.0.5:6379), the address "
                          "`ray start --head` prints")
     return host, int(port)
 
 
 def check_ray_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Refuse an explicit ``address`` (not None nor ``auto``) where no TCP connection opens within ``timeout_s``."""
-    if address is None or address == "auto":
+    """Refuse an explicit ``address`` (not None, ``auto`` nor ``local``: Ray's own words, any case, passed to it) where
+    no TCP connection opens within ``timeout_s``."""
+    if address is None or address.strip().lower() in ("auto", "local"):
         return
     host, port = _host_port(address)
     try:

@@ -202,6 +202,12 @@ def _sweep(base: dict[str, Any], runs: dict[Any, Any]) -> list[dict[str, Any]]:
     return [{"fraction_of_capacity": f, **(base if f == 1.0 else runs[f])} for f in SWEEP_FRACTIONS]
 
 
+def _no_trace_read(req: ReportRequest) -> dict[str, Any]:
+    """``{"trace": None}`` where the request's synthetic lengths stand for the workload (no trace was read; the
+    request's own trace is the default's), else nothing."""
+    return {"trace": None} if req.prompt_lengths is not None or req.output_lengths is not None else {}
+
+
 def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
     """Everything the report draws (module docstring).
 
@@ -256,7 +262,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                         sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
-    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(),
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), **_no_trace_read(req),
                               "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
