@@ -239,6 +239,7 @@ def _run_command() -> bool:
     # threads when numpy is imported: 40-50 ms of a `kvledger` start on this 2-core machine (more with more
     # cores). One thread, unless the user asked for more; set before anything imports numpy.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    will_end_with(0)  # no status carried over from a command run before in this process (an embedding, a test)
     argv = sys.argv[1:]
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     from kvledger.cli.token_flags import print_suffix_notes
