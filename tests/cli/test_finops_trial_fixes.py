@@ -4,7 +4,7 @@ GPU price labelled with its GPU (and provider), and hints only to flags that hel
 from __future__ import annotations
 
 import pytest
-from tests.cli.cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, refused, run_cli
 
 from kvledger.catalog.api_match import same_model_rows
 from kvledger.errors import InputError, UnknownNameError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.cli.cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, refused, run_cli
 
 SYN = ("simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:3000", "--output-lengths", "fixed:10",
        "--rate", "0.5", "--arrival-cv", "0", "--num-requests", "20")  # one request every 2 s: none overlaps another
