@@ -69,18 +69,6 @@ def test_a_fitted_front_end_latency_is_not_added_to_another_set_up_and_says_so()
 
 
 @needs_runs
-def test_the_plain_gpu_fit_reaches_the_lower_optimum_from_its_second_start(tmp_path):
-    out = tmp_path / "g.json"
-    rc, _, err = cli("calibrate", "--scope", "gpu", str(RTX4090), "--no-leave-one-out", "--out", str(out))
-    assert rc == 0, err
-    p = json.loads(out.read_text())
-    # from the best grid point (0.6/0.9) alone the search stopped at 0.631/0.900, objective 0.001651; from the start
-    # (0.7/0.8) it follows the valley to 0.902/0.800, 0.001241 — the objective --fit-frontend reached (frontend 0)
-    assert p["fit"]["objective"] == pytest.approx(0.0012413, abs=2e-7)
-    assert (round(p["flops_fraction"], 3), round(p["bandwidth_fraction"], 3)) == (0.902, 0.8)
-
-
-@needs_runs
 def test_a_model_scope_profile_knows_a_copy_of_its_run_by_content(tmp_path):
     prof = tmp_path / "m.json"
     rc, _, err = cli("calibrate", "--scope", "model", str(RTX4090), "--no-leave-one-out", "--out", str(prof))

@@ -86,7 +86,7 @@ def test_never_narrower_than_the_fit_in_sample():
 
 def test_a_poor_fit_widens_to_the_uncalibrated_band():
     # stage 0 TTFT −56% in-sample: beyond ±15%, so a band takes the uncalibrated one where wider. Throughput: the
-    # calibrated regime's own (−3.0 … +2.9%, 2 points) widens to the cross-model band (−11.6 … +13.1%), then its top
+    # calibrated regime's own (−3.2 … +3.3%, 2 points) widens to the cross-model band (−11.6 … +13.1%), then its top
     # to the uncalibrated +22.5% (q10 −9.6% lies inside the cross-model −11.6%); the calibrated regime's −3.2% side
     # lies inside the cross-model band
     facts = _facts(_run(ttft=-0.563, tpot=0.131))
@@ -96,9 +96,9 @@ def test_a_poor_fit_widens_to_the_uncalibrated_band():
     assert _q(b)[0] <= 1 / unc.high - 1 + 1e-12 and _q(b)[1] >= 1 / unc.low - 1 - 1e-12
     assert "fit is poor (0 of 1 runs within" in b.source
     assert "M70 TP 4 is not what the profile was fitted on" in b.source
-    # the cross-model band holds the regime's own −3.0 … +2.9% whole: it is the band used, named first in one sentence
+    # the cross-model band holds the regime's own −3.2 … +3.3% whole: it is the band used, named first in one sentence
     assert ("calibrated regime gpu/dense/vllm: the cross-model band -11.6% … +13.1% (15 runs" in b.source
-            and "in place of the regime's own -3.0% … +2.9% from 2 measured points on NVIDIA GeForce RTX 4090"
+            and "in place of the regime's own -3.2% … +3.3% from 2 measured points on NVIDIA GeForce RTX 4090"
             in b.source)
     assert "widened, each side, to take in the uncalibrated band -9.4% … +22.3%: -11.6% … +22.3%" in b.source
     # TPOT: the cross-model band −7.1 … +7.6% stands for the regime; the poor fit widens its top to the uncalibrated
@@ -259,7 +259,7 @@ def test_the_calibrated_regimes_points_say_which_gpu_they_ran_on():
             "measured runs and load stages of 3 dense models on H100 and RTX PRO 6000" in src
             and f"in place of the regime's own {q10:+.1%} … {q90:+.1%} from 2 measured points on NVIDIA GeForce RTX "
             "4090" in src) and "none measured on" not in src and "(the profile's GPU)" not in src
-    assert (f"{q10:+.1%}", f"{q90:+.1%}") == ("-3.0%", "+2.9%")  # the stored band (two-start GPU fit)
+    assert (f"{q10:+.1%}", f"{q90:+.1%}") == ("-3.2%", "+3.3%")  # the stored band the trial read
     rtx = ProfileFacts("p", (("M8", 1),), (_run(sat=True),), gpu_id="nvidia_rtx_4090")
     src = profile_band(GPU, "throughput", rtx, "M8", 1).source
     assert "from 2 measured points on NVIDIA GeForce RTX 4090" in src and "not on" not in src
