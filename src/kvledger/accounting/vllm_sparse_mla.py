@@ -39,7 +39,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
 __all__ = ["FP8_DS_MLA_V32_BYTES", "SPARSE_MLA_BLOCK_SIZE", "SparseMLAChoice", "sparse_mla_choice",
-           "sparse_mla_cache_model", "wheel_read"]
+           "sparse_mla_cache_model", "sparse_mla_layer", "wheel_read"]
 
 FP8_DS_MLA_V32_BYTES = 656
 """fp8_ds_mla entry of a 512 + 64 latent, B per token (vLLM 0.33 mla_attention.py ``state_content_bytes``)."""
@@ -71,7 +71,9 @@ class SparseMLAChoice:
                 f"{SPARSE_MLA_BLOCK_SIZE}-token blocks ({self.source})")
 
 
-def _sparse_layer(layer) -> bool:
+def sparse_mla_layer(layer) -> bool:
+    """Whether ``layer`` is DeepSeek's sparse MLA (an indexer's top-k, no window): the layers vLLM's sparse backend
+    serves."""
     return isinstance(layer, MLAAttention) and layer.index_topk > 0 and not layer.window_tokens
 
 
@@ -82,7 +84,7 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
     Raises:
         InputError: a KV dtype none of the family's sparse backends accepts (vLLM finds no backend).
     """
-    if ver < FIRST_READ or arch not in ("sm90", "sm100", "sm120") or not any(map(_sparse_layer, model.layers)):
+    if ver < FIRST_READ or arch not in ("sm90", "sm100", "sm120") or not any(map(sparse_mla_layer, model.layers)):
         return None
     d = kv_cache_dtype.lower()
     plain = d in _PLAIN
@@ -137,6 +139,6 @@ def sparse_mla_cache_model(model: ModelSpec, choice: SparseMLAChoice | None) -> 
     """The model with its sparse MLA layers in the chosen backend's packed entry (fp8_ds_mla), else unchanged."""
     if choice is None or not choice.packed_entry_bytes:
         return model
-    layers = tuple(replace(x, packed_entry_bytes=choice.packed_entry_bytes) if _sparse_layer(x) else x
+    layers = tuple(replace(x, packed_entry_bytes=choice.packed_entry_bytes) if sparse_mla_layer(x) else x
                    for x in model.layers)
     return replace(model, layers=layers)

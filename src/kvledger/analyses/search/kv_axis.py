@@ -11,7 +11,7 @@ so there only identical spellings (any case) are one."""
 from __future__ import annotations
 
 from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES
-from kvledger.catalog.layers import MLAAttention
+from kvledger.accounting.vllm_sparse_mla import sparse_mla_layer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
@@ -24,7 +24,7 @@ _MODEL_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
 def _sparse(model: ModelSpec) -> bool:
-    return any(isinstance(x, MLAAttention) and x.index_topk > 0 and not x.window_tokens for x in model.layers)
+    return any(map(sparse_mla_layer, model.layers))
 
 
 def _key(name: str, model: ModelSpec | None, sparse: bool) -> str:
