@@ -81,6 +81,9 @@ def test_entry_point_prints_message_and_exits_2(capsys, monkeypatch):
 def test_catalog_listings():
     models = json.loads(run("models", "--json").stdout)
     assert any(m["hf_id"] == "deepseek-ai/DeepSeek-V3" and m["kv_bytes_per_token"] == 70_272 for m in models)
+    # The README's `meta-llama/Llama-3.1-8B` is a release of the bundled Meta-Llama-3.1-8B config: the listing names it.
+    llama = next(m for m in models if m["hf_id"] == "meta-llama/Meta-Llama-3.1-8B")
+    assert "meta-llama/Llama-3.1-8B" in llama["twins"] and "llama-3.1-8b" in llama["aliases"]
     gpus = json.loads(run("gpus", "--json").stdout)
     assert any(g["gpu_id"] == "nvidia_h200_sxm" for g in gpus)
     assert "GPU catalog" in run("gpus").stdout

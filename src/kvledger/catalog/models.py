@@ -41,11 +41,13 @@ _TWINS = {
 
 @dataclass(frozen=True)
 class BundledModel:
-    """A bundled config: its HF id, file name and the names it answers to."""
+    """A bundled config: its HF id, file name, the names it answers to (lower-case) and the other releases of the same
+    architecture it stands for (``twins``, Hub ids as published)."""
 
     hf_id: str
     file: str
     aliases: tuple[str, ...]
+    twins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def bundled_models() -> tuple[BundledModel, ...]:
         names = [hf_id] + _TWINS.get(hf_id, [])
         names += [n.split("/", 1)[1] for n in names]
         names += [n.removeprefix("Meta-") for n in names if "/" not in n]
-        out.append(BundledModel(hf_id, f, tuple(dict.fromkeys(n.lower() for n in names))))
+        out.append(BundledModel(hf_id, f, tuple(dict.fromkeys(n.lower() for n in names)), tuple(_TWINS.get(hf_id, []))))
     return tuple(out)
 
 

@@ -41,6 +41,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         ssm, _ = ssm_dtype_rule(m, parse_version(LATEST), "auto")  # the state dtype `plan` uses (Nemotron-H: float32)
         kv = kv_ledger(m, "auto", 1, mamba_ssm_cache_dtype=ssm)
         rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()],
+                     "twins": list(bm.twins),
                      "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),

@@ -20,7 +20,8 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
     for r in rows:
-        cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B",
+        cells = {"model": "\n".join([r["hf_id"], *(f"  = {t}" for t in r.get("twins", []))]),
+                 "params": f"{r['num_params'] / 1e9:,.2f}B",
                  "active": f"{r['num_active_params'] / 1e9:,.2f}B",
                  "KV B/token": f"{r['kv_bytes_per_token']:,.0f}" + ("†" if r.get("windowed_layers") else ""),
                  "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
@@ -29,7 +30,9 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
                          f"({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
-    t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + _windowed_legend(rows) + (
+    t.caption = ("model: its Hub id, then (=) the other releases of the same architecture it stands for; each answers "
+                 "to its name without the organisation too, in any case; KV B/token: bf16, TP 1, all KV layers; "
+                 + _windowed_legend(rows) + (
         "state/seq: Mamba/linear-attention state per sequence, in the dtype plan uses (the latest vLLM's: "
         "Nemotron-H's SSM state in float32); quantization: the checkpoint's weight quantization "
         "(none: "
