@@ -57,7 +57,8 @@ def report(
     goodput against load.
 
     Runs the SLO-capacity search of `cost --simulate` (--num-requests per probe), a latency sweep at
-    0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate. Every
+    0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate, all with
+    vLLM's memory plan and scheduler (SGLang: `cost --simulate … --policy sglang`). Every
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """

@@ -113,16 +113,20 @@ def count_rejections(setup: Any) -> Rejections | None:
 
 
 def no_capacity_error(rejections: Rejections | None, lowest: float, target: float, slo_text: str,
-                      idle_edge: Any = None) -> NoAnswerError:
+                      idle_edge: Any = None, idle_missed: str = "") -> NoAnswerError:
     """The answer of a rate search in which no rate down to ``lowest`` req/s meets ``target``: the input was valid,
     the deployment has no SLO capacity (exit status 1, README). Refusals that alone keep every rate under the target
-    are said first, with their fix (``payload["rejections"]``); otherwise the SLO's levers."""
+    are said first, with their fix (``payload["rejections"]``); otherwise the SLO's levers: ``idle_missed``
+    (``boundary.missed_words`` of the lowest-rate probe) says which limit the requests missed near idle, where more
+    replicas cannot help, and then replicas are not offered as a lever."""
     if rejections is not None and rejections.blocks(target):
         return NoAnswerError("no SLO capacity: " + rejections.text(target),
                              {"rejections": rejections.to_dict(), "lowest_rate_req_per_s": lowest})
     if idle_edge is not None:  # ``idle_edge.IdleEdge``: met only within sampling noise even near idle
         return NoAnswerError(f"{idle_edge.note} ({slo_text})", {"idle_edge": idle_edge.to_dict()})
+    levers = ("lower --target, or price the run at its own load with --at-offered-load" if idle_missed else
+              "loosen the SLO, lower --target, add GPUs (--tp, --replicas), or price the run at its own load with "
+              "--at-offered-load")
     return NoAnswerError(f"no request rate down to {lowest:g} req/s has {target:.0%} of requests within the SLO "
-                         f"({slo_text}) on this deployment, so there is no capacity to price: loosen the SLO, lower "
-                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with "
-                         "--at-offered-load" + (f"; note: {rejections.text(target)}" if rejections else ""))
+                         f"({slo_text}) on this deployment{idle_missed}; there is no capacity to price: {levers}"
+                         + (f"; note: {rejections.text(target)}" if rejections else ""))

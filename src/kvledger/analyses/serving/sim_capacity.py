@@ -28,6 +28,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.analyses.serving.work_bounds import bound_note, capacity_bound_req_per_s, capped
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.boundary import missed_words
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 
@@ -235,7 +236,9 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)
     b = sb.boundary.boundary_value
     if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:  # no capacity: exit 1
-        raise no_capacity_error(sb.rejections, min(p.value for p in sb.probes), target, slo.describe(), sb.idle_edge)
+        lowest = min(zip(sb.probes, sb.goodputs), key=lambda pg: pg[0].value)
+        raise no_capacity_error(sb.rejections, lowest[0].value, target, slo.describe(), sb.idle_edge,
+                                missed_words(lowest[1], slo))
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
