@@ -10,8 +10,9 @@ from kvledger.errors import NoAnswerError
 
 
 def test_idle_miss_names_the_limit_and_drops_replicas():
-    from kvledger.cli.main import app
     from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
 
     # Llama-3.1-8B's prefill of one azure-conv prompt (~800 tokens) is ≈ 2 × 8.0e9 × 800 = 12.8 TFLOP, ≈ 16 ms at an
     # H100's ~800 TFLOP/s achievable: over a 5 ms TTFT on an idle engine, so every request misses at every rate.
