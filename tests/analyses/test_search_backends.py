@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kvledger.analyses.search import Axes, SearchSpec, read_ledger, run_search
-from kvledger.analyses.search.runner import _pool, _ray
+from kvledger.analyses.search.backends import pool_backend, ray_backend
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Candidate
 from kvledger.errors import InputError
@@ -84,7 +84,7 @@ def _todo():
 
 def test_worker_failure_is_kept_per_candidate_on_ray(local_ray):
     good, broken = _todo()
-    out = {e["id"]: e for e in _ray(SPEC, iter([[good, broken]]), 2, None)}
+    out = {e["id"]: e for e in ray_backend(SPEC, iter([[good, broken]]), 2, None)}
     assert out[good["id"]]["status"] == "feasible"
     assert out[broken["id"]]["reason"] == "worker failed" and "plan" in out[broken["id"]]["detail"]
 
@@ -100,12 +100,12 @@ def test_pool_failures_stay_with_their_candidates(monkeypatch):
     """One task raises (its entry lacks the plan: KeyError) and one kills its process, which breaks the whole pool;
     the candidates taken down with it are rerun one per process and come back, the two failures are recorded; the
     pool outlives a batch (the second batch runs in the pool the first one used)."""
-    import kvledger.analyses.search.runner as runner
+    import kvledger.analyses.search.backends as backends
 
     good, broken = _todo()
     dying = {**screen_candidate(SPEC, Candidate("nvidia_l4", 2)), "id": "dies"}
-    monkeypatch.setattr(runner, "evaluate_candidate", _Dispatch("dies", runner.evaluate_candidate))
-    out = {e["id"]: e for e in _pool(SPEC, iter([[good], [broken, dying]]), 2, None)}
+    monkeypatch.setattr(backends, "evaluate_candidate", _Dispatch("dies", backends.evaluate_candidate))
+    out = {e["id"]: e for e in pool_backend(SPEC, iter([[good], [broken, dying]]), 2, None)}
     assert out[good["id"]]["status"] == "feasible"
     assert out[broken["id"]]["reason"] == "worker failed" and "KeyError" in out[broken["id"]]["detail"]
     assert out["dies"]["reason"] == "worker failed" and "BrokenProcessPool" in out["dies"]["detail"]
@@ -142,7 +142,7 @@ def test_default_workers_small_search_runs_in_process(serial_ledger, tmp_path, m
     def no_pool(*_a, **_k):
         raise AssertionError("a pool was started for a small search")
 
-    monkeypatch.setattr(runner, "_pool", no_pool)
+    monkeypatch.setattr(runner, "pool_backend", no_pool)
     path, _ = serial_ledger
     out = tmp_path / "default.jsonl"
     run_search(SPEC, AXES, ledger=out, workers=None)

@@ -21,8 +21,9 @@ def ledger_header(spec: SearchSpec, cands: list[Candidate]) -> dict[str, Any]:
 
 
 def ledger_line(obj: dict[str, Any]) -> str:
-    """One ledger line: the object as strict, key-sorted, compact JSON."""
-    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
+    """One ledger line: the object as strict, compact JSON, its keys in the order the search built them, so an entry
+    read back from a resumed ledger renders in ``--json`` byte for byte as the fresh run's (sorted keys did not)."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n"
 
 
 def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:

@@ -39,11 +39,11 @@ __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", 
            "Margins", "Screening", "screening"]
 
 ROUND = 4
-"""Candidates in a batch between two sets of decisions (a constant: results do not depend on ``--workers``). With two
-batches in flight (``runner.IN_FLIGHT``) 8 candidates are queued for two to eight workers, and each candidate is decided
-against the results of all but the 4–7 candidates before it. Rounds of 8 with a barrier between them: on the default 8B
-search (2 workers, load 2.3 on 2 cores, 2026-12-02) 31.4 s wall against 36.2 s with rounds of 4, 135 of 192 lighter
-loads decided by bound against 147."""
+"""Candidates in a batch between two sets of decisions (a constant: results do not depend on ``--workers``). With
+two batches in flight (``backends.IN_FLIGHT``) 8 candidates are queued for two to eight workers, and each candidate is
+decided against the results of all but the 4–7 candidates before it. Rounds of 8 with a barrier between them: on the
+default 8B search (2 workers, load 2.3 on 2 cores, 2026-12-02) 31.4 s wall against 36.2 s with rounds of 4, 135 of 192
+lighter loads decided by bound against 147."""
 
 
 def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) -> tuple[float, float]:
@@ -172,13 +172,18 @@ def screen_by_bounds(spec: Any, planned: list[dict[str, Any]], cands: list[Any],
 
 
 def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
-           feasible_now: Callable[[], list[dict[str, Any]]], settle: Callable[[dict[str, Any]], None]
-           ) -> Iterator[list[dict[str, Any]]]:
+           feasible_now: Callable[[], list[dict[str, Any]]], settle: Callable[[dict[str, Any]], None],
+           kept: frozenset[str] = frozenset()) -> Iterator[list[dict[str, Any]]]:
     """Batches of at most ``ROUND`` entries to simulate, each taken once the results of every batch but the one
-    before it are in (that one may still be running: ``runner.IN_FLIGHT``), and decided against those results alone,
+    before it are in (that one may still be running: ``backends.IN_FLIGHT``), and decided against those results alone,
     whatever else has finished; an entry that ``decide`` settles on the way is passed to ``settle`` as status "bounded"
     instead; the others carry the frontier points of those results (``known_points``), against which their lighter
-    loads are decided by bound (``kvledger.analyses.search.bounds.point_skipper``)."""
+    loads are decided by bound (``kvledger.analyses.search.bounds.point_skipper``).
+
+    ``kept``: the ids whose results a resumed ledger holds (``feasible_now`` has them from the start). They take their
+    places in the batches as in the run that wrote them, undecided, and are left out of the batch yielded (which may be
+    empty); a result counts only once its batch is two behind, so every decision, and each lighter load decided by
+    bound, is the fresh run's."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
 
     rate = None
@@ -188,28 +193,35 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
         rate = load_rate_req_per_s(spec, b["prompt_tokens_mean"], b["output_tokens_mean"])
     keys = {e["id"]: key_lower(spec, e, rate) for e in bounded}
     queue = simulation_order(planned, keys, order)
-    last: set[str] = set()  # the batch before: it may still be running (runner.IN_FLIGHT), so it is never read
+    last: set[str] = set()  # the batch before: it may still be running (backends.IN_FLIGHT), so it is never read
+    issued: set[str] = set()  # every batch's ids so far: a kept result of a later batch is not read before its turn
     while queue:
         batch: list[dict[str, Any]] = []
         while queue and len(batch) < ROUND:
             e = queue.pop(0)
-            feasible = [f for f in feasible_now() if f["id"] not in last]
+            feasible = [f for f in feasible_now() if f["id"] in issued and f["id"] not in last]
             same_load = all((f.get("sizing") or {}).get("rate_req_per_s") == rate for f in feasible)
             ev = decide(e, keys[e["id"]], feasible, order) if e["id"] in keys and same_load else None
-            if ev is None or not all(ev.values()):
+            if e["id"] in kept or ev is None or not all(ev.values()):
                 batch.append({**e, "known_points": _front(feasible)} if e["id"] in keys else e)
                 continue
-            r = ev["rank"]
-            settle({**e, "status": "bounded", "reason": "decided by bound",
-                    "detail": f"not simulated: its cost is at least {r['key_lower_bound']:,.4g}, "
-                              f"{r['margin']:.1%} above the runner-up {r['runner_up']}, and its bounds lie inside the "
-                              f"frontiers (cost: {ev['cost_frontier']['by']}, "
-                              f"{ev['cost_frontier']['margin']:.1%}; operating points: "
-                              f"{ev['frontier']['by']}, {ev['frontier']['margin']:.1%})",
-                    "decided_by_bound": ev})
+            settle(_bounded(e, ev))
         if batch:
-            yield batch
+            yield [e for e in batch if e["id"] not in kept]
             last = {e["id"] for e in batch}
+            issued |= last
+
+
+def _bounded(e: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any]:
+    """The entry ``e`` decided by bound (status "bounded") on the evidence ``ev`` (``decide``)."""
+    r = ev["rank"]
+    return {**e, "status": "bounded", "reason": "decided by bound",
+            "detail": f"not simulated: its cost is at least {r['key_lower_bound']:,.4g}, "
+                      f"{r['margin']:.1%} above the runner-up {r['runner_up']}, and its bounds lie inside the "
+                      f"frontiers (cost: {ev['cost_frontier']['by']}, "
+                      f"{ev['cost_frontier']['margin']:.1%}; operating points: "
+                      f"{ev['frontier']['by']}, {ev['frontier']['margin']:.1%})",
+            "decided_by_bound": ev}
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,8 @@ no wall clock — and the ledger is written in candidate order at the end, so 1 
 pool or Ray give the same file byte for byte. While the search runs, each finished entry is
 appended to the ledger file as it arrives, so an interrupted search keeps what it finished;
 ``resume=True`` reads that file (its header must describe the same search), keeps the
-finished entries and redoes only the rest (and those whose worker failed). A worker failure
-(an exception inside a task, a crashed process) becomes that candidate's entry with status
-``error`` and reason ``worker failed``; the others go on.
+finished entries and redoes only the rest (and those whose worker failed), deciding every candidate as the fresh
+run did (``prune.rounds``), so its result is the fresh run's. The backends are ``kvledger.analyses.search.backends``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kvledger.analyses.search.evaluate import evaluate_candidate
+from kvledger.analyses.search.backends import pool_backend, ray_backend, serial_backend
 from kvledger.analyses.search.ledger_file import (
     LEDGER_FORMAT,
     ledger_header,
@@ -28,7 +27,7 @@ from kvledger.analyses.search.ledger_file import (
 )
 from kvledger.analyses.search.prune import rounds, screen_by_bounds
 from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
-from kvledger.analyses.search.ray_connect import check_ray_address, start_ray
+from kvledger.analyses.search.ray_connect import check_ray_address
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
 from kvledger.errors import InputError
@@ -69,126 +68,8 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     return cands
 
 
-Batches = Iterator[list[dict[str, Any]]]
-IN_FLIGHT = 2
-"""Batches a pool or Ray keeps in flight: the next one is asked for when the oldest has finished, so the workers never
-wait at a batch's end; ``prune.rounds`` decides each batch without the results of the one before it, which may still
-be running, so the decisions (and the ledger) do not depend on the backend or the number of workers."""
 POOL_MIN_CANDIDATES = 8
 """Fewest candidates to simulate for which the default --workers starts a process pool (``default_workers``)."""
-
-
-def _serial(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
-    for batch in batches:
-        for e in batch:
-            yield evaluate_candidate(spec, e)
-
-
-def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
-    text = str(err).strip().splitlines()
-    return {**entry, "status": "error", "reason": "worker failed",
-            "detail": f"{type(err).__name__}: {text[-1] if text else ''}".strip()}
-
-
-def _pool(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
-    """A process pool of ``workers``, kept across the batches, with two batches in flight (``IN_FLIGHT``): the next
-    batch is asked for once the oldest one has finished. A process that dies breaks the whole pool (every pending
-    future fails with BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only
-    the one that kills its process again is recorded as failed."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
-
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
-    pool = None
-    waves: list[dict[Any, dict[str, Any]]] = []  # the batches in flight, oldest first: future → entry
-
-    def ask() -> None:
-        nonlocal pool
-        todo = next(batches, None)
-        if todo is not None:
-            pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-            waves.append({pool.submit(evaluate_candidate, spec, e): e for e in todo})
-
-    try:
-        for _ in range(IN_FLIGHT):
-            ask()
-        while waves:
-            futs = {f: e for w in waves for f, e in w.items()}
-            done, _ = wait(futs, return_when=FIRST_COMPLETED)
-            broken = []
-            for f in sorted(done, key=lambda f: futs[f]["id"]):
-                for w in waves:
-                    w.pop(f, None)
-                err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
-                if isinstance(err, BrokenProcessPool):
-                    broken.append(futs[f])
-                else:
-                    yield _failed(futs[f], err) if err is not None else f.result()
-            if broken and pool is not None:
-                pool.shutdown()
-                pool = None
-            for e in broken:
-                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
-                    f = alone.submit(evaluate_candidate, spec, e)
-                    err = f.exception()
-                    yield _failed(e, err) if err is not None else f.result()
-            while waves and not waves[0]:
-                waves.pop(0)
-                ask()
-    finally:
-        if pool is not None:
-            pool.shutdown()
-
-
-def _ray(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
-    """Ray tasks, one per candidate. A local cluster listens on 127.0.0.1 only, without its dashboard, with token
-    authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs
-    stay in Ray's log files, and Ray's
-    own messages to the driver (e.g. "A worker died or was killed") go to stderr, never into stdout (``--json``). A
-    task whose worker dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
-    worker would kill the retry too)."""
-    import contextlib
-    import os
-    import sys
-
-    if address is None and "ray" not in sys.modules:
-        # Ray resolves a node address of 127.0.0.1 to the machine's network address unless this is off (its
-        # ray_constants.ENABLE_RAY_CLUSTER, read when ray is imported, inherited by the raylet and workers)
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    import ray
-    from ray.exceptions import RayError
-
-    started = not ray.is_initialized()
-    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its error messages to sys.stdout from a thread
-        if started:
-            start_ray(ray, address, workers)  # no cluster at the address: an InputError naming it
-        try:
-            task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
-            spec_ref = ray.put(spec)
-            waves: list[dict[Any, dict[str, Any]]] = []  # as in _pool: the batches in flight, oldest first
-
-            def ask() -> None:
-                todo = next(batches, None)
-                if todo is not None:
-                    waves.append({task.remote(spec_ref, e): e for e in todo})
-
-            for _ in range(IN_FLIGHT):
-                ask()
-            while waves:
-                done, _ = ray.wait([r for w in waves for r in w], num_returns=1)
-                for ref in done:
-                    entry = next(w.pop(ref) for w in waves if ref in w)
-                    try:
-                        yield ray.get(ref)
-                    except RayError as err:  # the task raised, or its worker died: this candidate only
-                        yield _failed(entry, err)
-                while waves and not waves[0]:
-                    waves.pop(0)
-                    ask()
-        finally:
-            if started:
-                ray.shutdown()
 
 
 def usable_cores() -> int:
@@ -223,22 +104,41 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
     if backend == "serial" and workers > 1:  # it runs one capacity search at a time: the count is not silently dropped
         raise InputError(f"--workers {workers} with --backend serial: serial runs one capacity search at a time, in "
                          f"process; drop --workers, or use --backend pool (or auto) to run {workers} at once")
-    return {"serial": _serial, "pool": _pool, "ray": _ray}[backend]
+    return {"serial": serial_backend, "pool": pool_backend, "ray": ray_backend}[backend]
 
 
-def _planned(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any) -> list[dict[str, Any]]:
-    """The planned entries of the candidates not ``done``, in candidate order; the others' entries (rejected, no
-    price, ...) go to ``record`` as they are screened."""
+def _planned(spec: SearchSpec, cands: list, record: Any) -> list[dict[str, Any]]:
+    """The planned entries of the candidates, in candidate order; the others' entries (rejected, no price, ...) go to
+    ``record`` as they are screened."""
     todo = []
     for c in cands:
-        if c.id in done:
-            continue
         e = screen_candidate(spec, c)
         if e["status"] == "planned":
             todo.append(e)
         else:
             record(e)
     return todo
+
+
+def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, exhaustive: bool) -> tuple[Any, int]:
+    """(the batches to simulate, how many candidates they hold). A resumed ledger's results (``done`` so far) are
+    screened and batched again as the fresh run did them (``prune.rounds``), so every decision is the fresh run's, but
+    they are neither recorded again nor simulated."""
+    kept = frozenset(done)
+
+    def settle(e: dict[str, Any]) -> None:
+        if e["id"] not in kept:
+            record(e)
+
+    todo = screen_by_bounds(spec, _planned(spec, cands, settle), cands, settle, exhaustive)
+    n_todo = sum(e["id"] not in kept for e in todo)
+    if exhaustive:
+        return iter([[e for e in todo if e["id"] not in kept]]), n_todo
+
+    def feasible_now() -> list[dict[str, Any]]:  # in candidate order, never in finish order
+        return [done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"]
+
+    return rounds(spec, todo, {c.id: n for n, c in enumerate(cands)}, feasible_now, settle, kept), n_todo
 
 
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend: str = "auto",
@@ -277,12 +177,9 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
             progress(e, len(done), len(cands), n_feasible, best)
 
     try:
-        todo = screen_by_bounds(spec, _planned(spec, cands, done, record), cands, record, exhaustive)
-        order = {c.id: n for n, c in enumerate(cands)}
-        batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
-            done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order
+        batches, n_todo = _batches(spec, cands, done, record, exhaustive)
         if workers is None:  # the default: a local pool (Ray's start-up is for a named --workers N or an address)
-            workers = default_workers(len(todo)) if backend != "serial" else 1
+            workers = default_workers(n_todo) if backend != "serial" else 1
             auto = backend == "auto" and ray_address is None
             run = _backend(("pool" if workers > 1 else "serial") if auto else backend, workers, ray_address)
         for e in run(spec, batches, workers, ray_address):

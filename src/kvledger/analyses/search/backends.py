@@ -1,0 +1,137 @@
+"""Where a search's capacity searches run: in process, in a process pool, or as Ray tasks; each backend takes the
+batches of ``prune.rounds`` and yields each candidate's entry as it finishes (``runner.run_search`` records them).
+
+A worker failure (an exception inside a task, a crashed process) becomes that candidate's entry with status ``error``
+and reason ``worker failed``; the others go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kvledger.analyses.search.evaluate import evaluate_candidate
+from kvledger.analyses.search.ray_connect import start_ray
+from kvledger.analyses.search.spec import SearchSpec
+
+__all__ = ["IN_FLIGHT", "Batches", "serial_backend", "pool_backend", "ray_backend", "failed_entry", "next_wave"]
+
+Batches = Iterator[list[dict[str, Any]]]
+IN_FLIGHT = 2
+"""Batches a pool or Ray keeps in flight: the next one is asked for when the oldest has finished, so the workers never
+wait at a batch's end; ``prune.rounds`` decides each batch without the results of the one before it, which may still
+be running, so the decisions (and the ledger) do not depend on the backend or the number of workers."""
+def serial_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    for batch in batches:
+        for e in batch:
+            yield evaluate_candidate(spec, e)
+
+
+def failed_entry(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
+    text = str(err).strip().splitlines()
+    return {**entry, "status": "error", "reason": "worker failed",
+            "detail": f"{type(err).__name__}: {text[-1] if text else ''}".strip()}
+
+
+def next_wave(waves: list[dict[Any, Any]], ask: Callable[[], None]) -> bool:
+    """Drop the finished (or empty: ``prune.rounds``) batches at the front of ``waves``, asking for one more each;
+    whether any task is left to wait for."""
+    while waves and not waves[0]:
+        waves.pop(0)
+        ask()
+    return bool(waves)
+
+
+def pool_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """A process pool of ``workers``, kept across the batches, with two batches in flight (``IN_FLIGHT``): the next
+    batch is asked for once the oldest one has finished. A process that dies breaks the whole pool (every pending
+    future fails with BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only
+    the one that kills its process again is recorded as failed."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
+    pool = None
+    waves: list[dict[Any, dict[str, Any]]] = []  # the batches in flight, oldest first: future → entry
+
+    def ask() -> None:
+        nonlocal pool
+        todo = next(batches, None)
+        if todo is not None:
+            pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+            waves.append({pool.submit(evaluate_candidate, spec, e): e for e in todo})
+
+    try:
+        for _ in range(IN_FLIGHT):
+            ask()
+        while next_wave(waves, ask):
+            futs = {f: e for w in waves for f, e in w.items()}
+            done, _ = wait(futs, return_when=FIRST_COMPLETED)
+            broken = []
+            for f in sorted(done, key=lambda f: futs[f]["id"]):
+                for w in waves:
+                    w.pop(f, None)
+                err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
+                if isinstance(err, BrokenProcessPool):
+                    broken.append(futs[f])
+                else:
+                    yield failed_entry(futs[f], err) if err is not None else f.result()
+            if broken and pool is not None:
+                pool.shutdown()
+                pool = None
+            for e in broken:
+                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+                    f = alone.submit(evaluate_candidate, spec, e)
+                    err = f.exception()
+                    yield failed_entry(e, err) if err is not None else f.result()
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def ray_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """Ray tasks, one per candidate. A local cluster listens on 127.0.0.1 only, without its dashboard, with token
+    authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs
+    stay in Ray's log files, and Ray's
+    own messages to the driver (e.g. "A worker died or was killed") go to stderr, never into stdout (``--json``). A
+    task whose worker dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
+    worker would kill the retry too)."""
+    import contextlib
+    import os
+    import sys
+
+    if address is None and "ray" not in sys.modules:
+        # Ray resolves a node address of 127.0.0.1 to the machine's network address unless this is off (its
+        # ray_constants.ENABLE_RAY_CLUSTER, read when ray is imported, inherited by the raylet and workers)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    import ray
+    from ray.exceptions import RayError
+
+    started = not ray.is_initialized()
+    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its error messages to sys.stdout from a thread
+        if started:
+            start_ray(ray, address, workers)  # no cluster at the address: an InputError naming it
+        try:
+            task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
+            spec_ref = ray.put(spec)
+            waves: list[dict[Any, dict[str, Any]]] = []  # as in pool_backend: the batches in flight, oldest first
+
+            def ask() -> None:
+                todo = next(batches, None)
+                if todo is not None:
+                    waves.append({task.remote(spec_ref, e): e for e in todo})
+
+            for _ in range(IN_FLIGHT):
+                ask()
+            while next_wave(waves, ask):
+                done, _ = ray.wait([r for w in waves for r in w], num_returns=1)
+                for ref in done:
+                    entry = next(w.pop(ref) for w in waves if ref in w)
+                    try:
+                        yield ray.get(ref)
+                    except RayError as err:  # the task raised, or its worker died: this candidate only
+                        yield failed_entry(entry, err)
+        finally:
+            if started:
+                ray.shutdown()
