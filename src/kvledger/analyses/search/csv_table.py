@@ -4,7 +4,12 @@ engine setting as the candidate ran it, and the KV tier's share of an ``--offloa
 A fresh-user trial found the rows in ledger order, the default candidates' max_num_seqs, max_num_batched_tokens and
 enable_prefix_caching empty although the launch line sets the first two, and an offload row's monthly_usd above its
 GPUs' rent with no column saying by what: ``kv_tier_usd_per_month`` is that, so GPUs billed × $/GPU-h × 730 +
-kv_tier_usd_per_month = monthly_usd."""
+kv_tier_usd_per_month = monthly_usd.
+
+A disaggregated unit's row names both pools (it gave the prefill side's alone: ``tp`` and ``num_gpu_blocks`` are the
+prefill engine's): ``prefill_replicas`` × ``tp`` + ``decode_replicas`` × ``decode_tp`` = ``num_gpus_per_unit``, and
+``decode_num_gpu_blocks`` the decode engine's KV blocks; blank for a colocated candidate, whose unit is one engine of
+``tp`` GPUs."""
 
 from __future__ import annotations
 
@@ -13,11 +18,13 @@ from typing import Any
 
 __all__ = ["CSV_COLUMNS", "csv_rows"]
 
-CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
-               "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour", "price_provider",
-               "num_gpu_blocks", "goodput_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
-               "tok_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "usd_per_1k_requests", "utilization",
-               "replicas", "num_gpus", "kv_tier_usd_per_month", "monthly_usd", "pareto"]
+CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "num_gpus_per_unit", "prefill_replicas", "prefill_gpus",
+               "decode_replicas", "decode_tp", "decode_gpus", "kv_cache_dtype", "max_num_seqs",
+               "max_num_batched_tokens", "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour",
+               "price_provider", "num_gpu_blocks", "decode_num_gpu_blocks", "goodput_req_per_s",
+               "boundary_rate_req_per_s", "output_tok_per_s_per_gpu", "tok_per_s_per_user", "usd_per_mtok_input",
+               "usd_per_mtok_output", "usd_per_1k_requests", "utilization", "replicas", "num_gpus",
+               "kv_tier_usd_per_month", "monthly_usd", "pareto"]
 
 
 def _plain_attention(model_id: str) -> bool:
@@ -44,6 +51,18 @@ def _settings(e: dict[str, Any], plan: dict[str, Any], plain: bool) -> dict[str,
             "enable_prefix_caching": pc}
 
 
+def _pools(e: dict[str, Any]) -> dict[str, Any]:
+    """GPUs per deployment unit and, for a disaggregated unit, each pool's engines, TP and GPUs (None: colocated)."""
+    tp = e["tp"]
+    if not e.get("decode_tp"):
+        return {"num_gpus_per_unit": e.get("num_gpus_per_unit", tp), "prefill_replicas": None, "prefill_gpus": None,
+                "decode_replicas": None, "decode_tp": None, "decode_gpus": None, "decode_num_gpu_blocks": None}
+    p, d, dtp = e["prefill_replicas"], e["decode_replicas"], e["decode_tp"]
+    return {"num_gpus_per_unit": p * tp + d * dtp, "prefill_replicas": p, "prefill_gpus": p * tp,
+            "decode_replicas": d, "decode_tp": dtp, "decode_gpus": d * dtp,
+            "decode_num_gpu_blocks": (e.get("decode_plan") or {}).get("num_gpu_blocks")}
+
+
 def _row(e: dict[str, Any], rank: int | None, pareto: bool | None, plain: bool) -> dict[str, Any]:
     cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
     price, plan = e.get("price") or {}, e.get("plan") or {}
@@ -51,7 +70,7 @@ def _row(e: dict[str, Any], rank: int | None, pareto: bool | None, plain: bool) 
             if siz.get("replicas") is not None and siz.get("tier_usd_per_month_per_unit") is not None else None)
     # the layout as the table and --json name it (``Candidate.layout``: tp2+ep, a disaggregated unit's pools)
     r = {"rank": rank, "id": e["id"], "layout": e.get("layout", f"tp{e['tp']}"), "gpu_id": e["gpu_id"], "tp": e["tp"],
-         "kv_cache_dtype": e["kv_cache_dtype"], **_settings(e, plan, plain),
+         **_pools(e), "kv_cache_dtype": e["kv_cache_dtype"], **_settings(e, plan, plain),
          "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
          "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
          "num_gpu_blocks": plan.get("num_gpu_blocks"), "goodput_req_per_s": cap.get("goodput_req_per_s"),
