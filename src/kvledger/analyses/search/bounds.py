@@ -8,7 +8,7 @@ them, per deployment unit:
 * TPOT of request i ≥ one decode step ≥ weight bytes of a 1-token step / bw + g·P_i / bw + all-reduce of 1 token
   (+ CPU); at a load meeting the target at least m = k − (requests of one output token) requests with more than one
   are good, so the median TPOT is at least the ⌈m/2⌉-th smallest of these bounds, and tokens/s per user (1 ÷ the
-  median) at most 1 ÷ it;
+  median) at most 1 ÷ it (0 when every output is one token: there is no TPOT);
 * TTFT of request i ≥ the same terms over its P_i prompt tokens in one step; a request whose TTFT or TPOT bound is
   above the SLO misses at every rate, so attainment ≤ the share of the others at any rate. A ``--client-latency`` d
   adds exactly d to every TTFT and E2E (``kvledger.analyses.search.latency``), so it is added to their bounds too.
@@ -77,15 +77,27 @@ def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | No
         ok &= (n <= 1) | (tpot <= slo.tpot_s)
     if slo.e2e_s is not None:
         ok &= ttft + np.maximum(n - 1, 0) * tpot <= slo.e2e_s
-    multi = np.sort(tpot[n > 1])
-    m = max(1, k - int((n <= 1).sum()))  # good requests with a TPOT at any load meeting the target, at least
-    least = float(multi[min(len(multi), math.ceil(m / 2)) - 1]) if multi.size else 0.0
-    if not least > 0:  # no request of two output tokens, or a free step: no finite bound (and --json is strict)
+    user = _user_bound(tpot, n, k)
+    if user is None:
         return None
-    user = 1.0 / least
     up = 1 + SHADE
     return Bounds(k / busy_s * up, float(n.sum()) / busy_s / cand.num_gpus * up, user * up,
                   float(ok.sum()) / len(p), float(p.mean()), float(n.mean()))
+
+
+def _user_bound(tpot: Any, n: Any, k: int) -> float | None:
+    """Tokens/s per user at most (module docstring): 1 ÷ the ⌈m/2⌉-th smallest TPOT bound of the requests of more than
+    one output token. 0 where there is none (every output one token: no TPOT, so the capacity's tokens/s per user is
+    none, which the ranking and the frontiers read as 0; the other bounds stand, the capacity bound among them);
+    None where a step is free (no finite bound, and --json is strict)."""
+    import numpy as np
+
+    multi = np.sort(tpot[n > 1])
+    if not multi.size:
+        return 0.0
+    m = max(1, k - int((n <= 1).sum()))  # good requests with a TPOT at any load meeting the target, at least
+    least = float(multi[min(len(multi), math.ceil(m / 2)) - 1])
+    return 1.0 / least if least > 0 else None
 
 
 def point_skipper(spec: SearchSpec, cand: Candidate, bounds: dict[str, Any] | None,
