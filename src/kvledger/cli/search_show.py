@@ -21,18 +21,39 @@ def rank_of(text: str | None) -> int | None:
 
 
 def show_command_of(spec: Any, axes: Any, text: str, as_json: bool) -> None:
-    """The launch commands of the candidate ``text`` names: an id as given, else a name of one of the axes' candidates
-    (the error lists the valid choices)."""
+    """The launch commands of the candidate ``text`` names: an id as given, on one of the GPUs searched, else a name of
+    one of the axes' candidates (the error lists the valid choices).
+
+    Raises:
+        InputError: an id on a GPU the search does not cover (a fresh-user trial got the commands of an A100 from a
+            search of L4 and H100), or a name of no candidate.
+    """
     from kvledger.analyses.search.launch import candidate_commands
     from kvledger.analyses.search.naming import parse_candidate_id, resolve_candidate
     from kvledger.analyses.search.runner import plan_candidates
+    from kvledger.catalog.given_prices import gpu_key
     from kvledger.errors import InputError
 
     try:
-        cid = parse_candidate_id(text).id
+        cand = parse_candidate_id(text)
     except InputError:
-        cid = resolve_candidate(text, plan_candidates(spec, axes)).id
-    _print_launch(candidate_commands(spec, cid), as_json)
+        cand = resolve_candidate(text, plan_candidates(spec, axes))
+    searched = _searched_gpus(spec, axes)
+    gpu = gpu_key(cand.gpu_id)  # an id may name its GPU by any of its names (H100)
+    if gpu not in searched:
+        which = "the GPUs searched" if axes.gpus else "the GPUs searched, without --gpus every one with a rental row"
+        raise InputError(f"--show-command {text}: its GPU, {gpu}, is not one this search covers ({which}: "
+                         f"{', '.join(searched)}); give a candidate on one of them, or add {cand.gpu_id} to --gpus")
+    _print_launch(candidate_commands(spec, cand.id), as_json)
+
+
+def _searched_gpus(spec: Any, axes: Any) -> list[str]:
+    """The GPUs the search covers, as its candidates key them (``spec.make_candidates``), in its order: --gpus, or
+    every GPU with a rental row (of --gpu-provider)."""
+    from kvledger.analyses.search.spec import default_gpus
+    from kvledger.catalog.given_prices import gpu_key
+
+    return list(dict.fromkeys(gpu_key(g) for g in axes.gpus)) if axes.gpus else default_gpus(spec.gpu_provider)
 
 
 def show_ranked(result: Any, rank: int, as_json: bool) -> None:
