@@ -24,7 +24,7 @@ from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_status
+from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_failure, say_status
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -239,6 +239,7 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
 
         def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
             Any] | None) -> None:
+            say_failure(entry, bar.console)  # at once: a run a dying Ray node ends still names it
             best_text = f"best {best['id']}" if best else "no feasible one yet"
             bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
 

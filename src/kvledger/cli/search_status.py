@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["answer_status", "exit_with", "no_plot", "say_status"]
+__all__ = ["answer_status", "exit_with", "no_plot", "say_failure", "say_status"]
 
 
 def answer_status(result: Any) -> int:
@@ -32,14 +32,23 @@ def say_status(result: Any, status: int) -> None:
     output is written: a reader that stops reading (``| head -1``) ends the process at the first write it refuses, and
     the line said after it was lost (a fresh-user trial); the status itself is kept (``broken_pipe.will_end_with``)."""
     if status == 1:
-        failed = [e for e in result.entries if e["status"] == "error"]
-        names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
-        typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
-                   "Run again with --resume LEDGER to redo only those.", err=True)
+        from kvledger.report.search_answer import failures_line
+
+        typer.echo(failures_line([e for e in result.entries if e["status"] == "error"]), err=True)
     elif status == 2:
         first = result.entries[0]
         typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
                    f"{first.get('detail', '')}); change the flags that every candidate shares.", err=True)
+
+
+def say_failure(entry: dict[str, Any], console: Any) -> None:
+    """Say on stderr (``console``, the progress bar's) the candidate ``entry`` that just failed, with why, in one line
+    (``report.search_answer.failure_line``): said when it is known, so a run that a dying Ray node ends before its
+    output still names it."""
+    if entry["status"] == "error":
+        from kvledger.report.search_answer import failure_line
+
+        console.print(failure_line(entry), markup=False, highlight=False, soft_wrap=True, emoji=False)
 
 
 def no_plot(path: Any, status: int) -> None:

@@ -1,11 +1,13 @@
 """The answer lines of ``kvledger search``'s view (``search_view``): the winner with its bill and what it rests on, the
-tie that put it before a runner-up of the same cost, why nothing won, and the API against the winner."""
+tie that put it before a runner-up of the same cost, why nothing won, the API against the winner, and the lines that
+name a candidate that could not be evaluated."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict"]
+__all__ = ["winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict", "failure_line",
+           "failures_line"]
 
 
 def winner_line(result: Any) -> str:
@@ -145,3 +147,16 @@ def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
             f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}" + _band((wb or {}).get("with_people"))
             + f". On GPU rental alone (power and hosting included in the rental) {rental}" + _band(wb)
             + "; kvledger cost prices the whole bill")
+
+
+def failure_line(entry: dict[str, Any]) -> str:
+    """``error: ID could not be evaluated: NodeDiedError: …``, one line, said on stderr as the candidate fails (a Ray
+    node dying mid-search could end the run with status 1 and no word: each failure is said when it is known)."""
+    detail = " ".join(str(entry.get("detail") or entry.get("reason") or "no reason given").split())
+    return f"error: {entry['id']} could not be evaluated ({entry.get('reason')}): {detail}"
+
+
+def failures_line(failed: list[dict[str, Any]]) -> str:
+    """The search's last word on its failed candidates (each said on its own line as it failed, ``failure_line``)."""
+    return (f"error: {len(failed)} candidate(s) could not be evaluated (each said above as it failed: "
+            f"{', '.join(e['id'] for e in failed)}). Run again with --resume LEDGER to redo only those.")

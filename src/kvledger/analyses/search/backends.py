@@ -14,13 +14,16 @@ from kvledger.analyses.search.evaluate import evaluate_candidate
 from kvledger.analyses.search.ray_connect import start_ray
 from kvledger.analyses.search.spec import SearchSpec
 
-__all__ = ["IN_FLIGHT", "Batches", "serial_backend", "pool_backend", "ray_backend", "failed_entry", "next_wave"]
+__all__ = ["IN_FLIGHT", "Batches", "serial_backend", "pool_backend", "ray_backend", "failed_entry", "next_wave",
+           "unfinished"]
 
 Batches = Iterator[list[dict[str, Any]]]
 IN_FLIGHT = 2
 """Batches a pool or Ray keeps in flight: the next one is asked for when the oldest has finished, so the workers never
 wait at a batch's end; ``prune.rounds`` decides each batch without the results of the one before it, which may still
 be running, so the decisions (and the ledger) do not depend on the backend or the number of workers."""
+
+
 def serial_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
     for batch in batches:
         for e in batch:
@@ -28,6 +31,8 @@ def serial_backend(spec: SearchSpec, batches: Batches, workers: int, address: st
 
 
 def failed_entry(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
+    """The candidate's entry as failed (status ``error``, reason "worker failed"), its detail the error's type and the
+    last line of its message: a task's own exception ends Ray's traceback (``RayTaskError(KeyError): 'plan'``)."""
     text = str(err).strip().splitlines()
     return {**entry, "status": "error", "reason": "worker failed",
             "detail": f"{type(err).__name__}: {text[-1] if text else ''}".strip()}
@@ -40,6 +45,12 @@ def next_wave(waves: list[dict[Any, Any]], ask: Callable[[], None]) -> bool:
         waves.pop(0)
         ask()
     return bool(waves)
+
+
+def unfinished(waves: list[dict[Any, dict[str, Any]]], batches: Batches) -> list[dict[str, Any]]:
+    """The entries of the tasks still in flight, then those of every batch not yet asked for, in order: what a backend
+    whose cluster failed could not evaluate."""
+    return [e for w in waves for e in w.values()] + [e for b in batches for e in b]
 
 
 def pool_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
@@ -95,8 +106,9 @@ def ray_backend(spec: SearchSpec, batches: Batches, workers: int, address: str |
     authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs
     stay in Ray's log files, and Ray's
     own messages to the driver (e.g. "A worker died or was killed") go to stderr, never into stdout (``--json``). A
-    task whose worker dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
-    worker would kill the retry too)."""
+    task whose worker or node dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
+    worker would kill the retry too); where the cluster itself fails under a wait or a submit, so does every candidate
+    left (``unfinished``), with that error."""
     import contextlib
     import os
     import sys
@@ -122,16 +134,19 @@ def ray_backend(spec: SearchSpec, batches: Batches, workers: int, address: str |
                 if todo is not None:
                     waves.append({task.remote(spec_ref, e): e for e in todo})
 
-            for _ in range(IN_FLIGHT):
-                ask()
-            while next_wave(waves, ask):
-                done, _ = ray.wait([r for w in waves for r in w], num_returns=1)
-                for ref in done:
-                    entry = next(w.pop(ref) for w in waves if ref in w)
-                    try:
-                        yield ray.get(ref)
-                    except RayError as err:  # the task raised, or its worker died: this candidate only
-                        yield failed_entry(entry, err)
+            try:
+                for _ in range(IN_FLIGHT):
+                    ask()
+                while next_wave(waves, ask):
+                    done, _ = ray.wait([r for w in waves for r in w], num_returns=1)
+                    for ref in done:
+                        entry = next(w.pop(ref) for w in waves if ref in w)
+                        try:
+                            yield ray.get(ref)
+                        except RayError as err:  # the task raised, or its worker or node died: this candidate only
+                            yield failed_entry(entry, err)
+            except (RayError, OSError) as err:  # the cluster itself failed (a wait or a submit): every candidate left
+                yield from (failed_entry(e, err) for e in unfinished(waves, batches))
         finally:
             if started:
                 ray.shutdown()
