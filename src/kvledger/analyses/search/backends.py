@@ -15,7 +15,7 @@ from kvledger.analyses.search.ray_connect import start_ray
 from kvledger.analyses.search.spec import SearchSpec
 
 __all__ = ["IN_FLIGHT", "Batches", "serial_backend", "pool_backend", "ray_backend", "failed_entry", "next_wave",
-           "unfinished"]
+           "unfinished", "tracked_spawn", "end_workers"]
 
 Batches = Iterator[list[dict[str, Any]]]
 IN_FLIGHT = 2
@@ -57,21 +57,22 @@ def pool_backend(spec: SearchSpec, batches: Batches, workers: int, address: str 
     """A process pool of ``workers``, kept across the batches, with two batches in flight (``IN_FLIGHT``): the next
     batch is asked for once the oldest one has finished. A process that dies breaks the whole pool (every pending
     future fails with BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only
-    the one that kills its process again is recorded as failed."""
-    import multiprocessing
+    the one that kills its process again is recorded as failed. An interrupt (Ctrl-C), or a consumer that stops
+    reading, cancels what is queued and ends the workers at once (``end_workers``): the pool's own shutdown waited for
+    every queued candidate, so one SIGINT left the search running and its workers alive."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
-    pool = None
+    ctx = tracked_spawn()  # spawn: no fork of a process that runs a progress thread; its processes kept for the end
+    pools: list[Any] = []  # the pools open: the shared one first while it lasts, then one for each rerun
     waves: list[dict[Any, dict[str, Any]]] = []  # the batches in flight, oldest first: future → entry
 
     def ask() -> None:
-        nonlocal pool
         todo = next(batches, None)
         if todo is not None:
-            pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-            waves.append({pool.submit(evaluate_candidate, spec, e): e for e in todo})
+            if not pools:
+                pools.append(ProcessPoolExecutor(max_workers=workers, mp_context=ctx))
+            waves.append({pools[0].submit(evaluate_candidate, spec, e): e for e in todo})
 
     try:
         for _ in range(IN_FLIGHT):
@@ -88,17 +89,54 @@ def pool_backend(spec: SearchSpec, batches: Batches, workers: int, address: str 
                     broken.append(futs[f])
                 else:
                     yield failed_entry(futs[f], err) if err is not None else f.result()
-            if broken and pool is not None:
-                pool.shutdown()
-                pool = None
+            if broken and pools:
+                pools.pop().shutdown()
             for e in broken:
-                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
-                    f = alone.submit(evaluate_candidate, spec, e)
-                    err = f.exception()
-                    yield failed_entry(e, err) if err is not None else f.result()
+                pools.append(ProcessPoolExecutor(max_workers=1, mp_context=ctx))
+                f = pools[0].submit(evaluate_candidate, spec, e)
+                err = f.exception()
+                pools.pop().shutdown()
+                yield failed_entry(e, err) if err is not None else f.result()
+    except BaseException:  # KeyboardInterrupt, GeneratorExit: nothing more is wanted from the workers
+        end_workers(pools, ctx.made)
+        raise
     finally:
-        if pool is not None:
+        for pool in pools:
             pool.shutdown()
+
+
+def tracked_spawn() -> Any:
+    """A spawn context that keeps every process it makes (``made``): a process pool's workers, which
+    ``concurrent.futures`` keeps to itself."""
+    from multiprocessing.context import SpawnContext, SpawnProcess
+
+    class TrackedSpawn(SpawnContext):
+        def __init__(self) -> None:
+            super().__init__()
+            self.made: list[SpawnProcess] = []
+
+        def Process(self, *args: Any, **kwargs: Any) -> SpawnProcess:  # noqa: N802  (the context's factory name)
+            p = SpawnProcess(*args, **kwargs)
+            self.made.append(p)
+            return p
+
+    return TrackedSpawn()
+
+
+def end_workers(pools: list[Any], made: list[Any]) -> None:
+    """Cancel every queued candidate of ``pools`` and end their worker processes (``made``) now, without waiting for the
+    ones running: SIGTERM, then SIGKILL to one that is still there after a second."""
+    while pools:
+        pools.pop().shutdown(wait=False, cancel_futures=True)
+    started = [p for p in made if p.pid is not None]
+    for p in started:
+        if p.is_alive():
+            p.terminate()
+    for p in started:
+        p.join(timeout=1.0)
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 def ray_backend(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,54 @@
+"""An interrupt (Ctrl-C's KeyboardInterrupt) in a search on a process pool cancels the queued candidates and ends the
+workers at once. The pool's own shutdown waited for every queued candidate: one SIGINT left the search running for
+their whole time, its workers alive.
+
+The interrupt is thrown into the backend where the search waits on it (at the entry it yields), deterministically:
+one candidate returns at once, the three others take 20 s each on 2 workers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+
+from kvledger.analyses.search import backends
+
+SLOW_S = 20.0
+
+
+class _SlowButOne:
+    """Picklable stand-in for evaluate_candidate: "fast" returns at once, every other candidate after SLOW_S."""
+
+    def __call__(self, spec, entry):
+        if entry["id"] != "fast":
+            time.sleep(SLOW_S)
+        return {**entry, "status": "feasible"}
+
+
+def test_an_interrupt_cancels_the_queue_and_ends_the_workers_at_once(monkeypatch):
+    monkeypatch.setattr(backends, "evaluate_candidate", _SlowButOne())
+    before = set(multiprocessing.active_children())
+    gen = backends.pool_backend(None, iter([[{"id": "fast"}, {"id": "s1"}, {"id": "s2"}, {"id": "s3"}]]), 2, None)
+    assert next(gen)["id"] == "fast"  # the other worker is inside s1 (or about to be): 2 running, the rest queued
+    mine = set(multiprocessing.active_children()) - before
+    assert 1 <= len(mine) <= 2  # the pool's workers (spawned on demand, at most 2)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        gen.throw(KeyboardInterrupt)
+    # without the fix the shutdown waited for s1, s2 and s3: 2 × 20 s on 2 workers; now one join of ≤ 1 s per worker
+    assert time.monotonic() - t0 < 5.0
+    assert not any(p.is_alive() for p in mine)
+    assert set(multiprocessing.active_children()) - before == set()
+
+
+def test_a_consumer_that_stops_reading_ends_the_workers_too(monkeypatch):
+    # a search whose ledger write fails stops reading the backend: closing it (GeneratorExit) must not wait either
+    monkeypatch.setattr(backends, "evaluate_candidate", _SlowButOne())
+    before = set(multiprocessing.active_children())
+    gen = backends.pool_backend(None, iter([[{"id": "fast"}, {"id": "s1"}, {"id": "s2"}]]), 2, None)
+    next(gen)
+    t0 = time.monotonic()
+    gen.close()
+    assert time.monotonic() - t0 < 5.0
+    assert set(multiprocessing.active_children()) - before == set()
