@@ -93,7 +93,7 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
 
     Raises:
         InputError: a session flag without ``--workload``, ``--workload`` with a trace, a synthetic workload or
-            ``--disagg``, or two loads at once.
+            ``--disagg``, two loads at once, or lengths the synthetic workload cannot read (the flag named).
     """
     from kvledger.analyses.serving.session_spec import SessionSpec
     from kvledger.cli.sim_opts import synthetic_spec
@@ -105,7 +105,16 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
         if disagg and getattr(flags, "shared_prefix_tokens", None) is not None:
             raise InputError("--shared-prefix-tokens is not simulated for --disagg candidates (their probes draw "
                              "the requests without it): drop --shared-prefix-tokens, or drop --disagg")
-        return synthetic_spec(flags), rate, []
+        wl = synthetic_spec(flags)
+        if wl is not None:  # read before any candidate: each one's simulation failed on it (exit 1, not 2)
+            from kvledger.dynamics.workload.synthetic import parse_lengths
+
+            for flag, text in (("--prompt-lengths", wl.prompt), ("--output-lengths", wl.output)):
+                try:
+                    parse_lengths(text)
+                except InputError as err:  # say which of the two flags (the parser knows only the text)
+                    raise InputError(f"{flag}: {err}") from None
+        return wl, rate, []
     if getattr(flags, "shared_prefix_tokens", None) is not None:
         from kvledger.dynamics.workload.shared_prefix import shared_prefix_refusal
 
