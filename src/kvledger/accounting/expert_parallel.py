@@ -23,8 +23,10 @@ __all__ = ["ep_size", "expert_parallel_notes"]
 
 
 def ep_size(model: ModelSpec, s: PlanSettings) -> int:
-    """The expert-parallel size these settings run ``model`` at: TP for a MoE model with the flag at TP > 1, else 1."""
-    return s.tp if s.enable_expert_parallel and model.is_moe and s.tp > 1 else 1
+    """The expert-parallel size these settings run ``model`` at: TP × DP for a MoE model with the flag at TP × DP > 1
+    (``FusedMoEParallelConfig.make``), else 1."""
+    n = s.tp * (s.data_parallel_size or 1)
+    return n if s.enable_expert_parallel and model.is_moe and n > 1 else 1
 
 
 def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
@@ -43,6 +45,8 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
         raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, and vLLM refuses expert "
                          "parallelism for such a model (\"Number of experts in the model must be greater than 0\"); "
                          "drop the flag")
+    if (s.data_parallel_size or 1) > 1:  # with data parallelism the plan's DP note says it (dp_attention.py)
+        return ()
     if s.tp == 1:
         return ("--enable-expert-parallel changes nothing at TP 1 with data parallel 1 (vLLM turns expert parallelism "
                 "on only when TP × DP > 1)",)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.dp_attention import attention_tp, check_data_parallel, data_parallel_notes, dp_size
+from kvledger.accounting.dp_node import DataParallelFacts, data_parallel_facts, dp_remedy
 from kvledger.accounting.expert_parallel import expert_parallel_notes
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
@@ -84,7 +86,8 @@ class Plan:
     roofline.ridge_flops_per_byte."""
 
     __json__ = (("model", "model_facts"), "gpu", "settings", ("kv", "kv_facts"), ("memory", "memory_facts"),
-                "concurrency", "at_max_model_len", "roofline", "advice", "waterfall")
+                "concurrency", "at_max_model_len", "roofline", "advice", "waterfall", "data_parallel", "dp_remedy")
+    __json_optional__ = ("data_parallel", "dp_remedy")  # left out at DP 1 / where DP attention does not apply
 
     model: ModelSpec
     gpu: GpuSpec
@@ -99,6 +102,8 @@ class Plan:
     waterfall: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     at_max_model_len: ConcurrencyRow | None = None
     nodes: NodeAssumption | None = None  # the nodes assumed where --nnodes leaves too many GPUs on one (node_size.py)
+    data_parallel: DataParallelFacts | None = None  # the DP ranks' figures (dp_node.py); None at DP 1
+    dp_remedy: str | None = None  # MLA at TP > 1: what DP attention would hold, computed (dp_node.py)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (for the simulator), blocks."""
@@ -238,6 +243,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
     _check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
+    check_data_parallel(model, s)
     checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()
     if s.engine == "vllm":
         from kvledger.accounting.vllm_kv_dtype_support import check_fp8_kv
@@ -250,7 +256,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         model = pre_mla_cache_model(model, ver)
         model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
         s, ssm_note = with_ssm_dtype(model, s, ver)
-    kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
+    kv = kv_ledger(model, s.kv_cache_dtype, attention_tp(s), mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
         res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
@@ -266,21 +272,24 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
-                              *ssm_note, *ep_notes, *mem.notes))
+                              *ssm_note, *ep_notes, *data_parallel_notes(model, s, mem.engine_version), *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
-    if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
+    if with_roofline and mem.fits and dp_size(s) == 1:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, cpu_overhead_s=s.cpu_overhead_s,
                               **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
-    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes)
+    dpf = data_parallel_facts(s, mem, rows)
+    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
         return plan
     from kvledger.accounting.advice import advise, waterfall
 
     adv = advise(plan, build_plan)
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
-    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes)
+    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes, dpf,
+                dp_remedy(plan, build_plan))
+

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from kvledger.accounting import notes as N
+from kvledger.accounting.dp_attention import attention_tp, per_rank_settings, sglang_dp_defaults, sglang_dp_weight_bytes
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
@@ -77,10 +78,11 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
-    cps = d.chunked_prefill_size
+    d = sglang_dp_defaults(sglang_version_defaults(ver, smi_mib, s.tp, s.pp), smi_mib, s)  # DP attention's reserve
+    s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
-    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    w, how = (weight_bytes_per_gpu(model, s.tp, include_rope_cache=False) if attention_tp(s) == s.tp
+              else sglang_dp_weight_bytes(model, s.tp, attention_tp(s)))
     w = s.weights_bytes if s.weights_bytes is not None else w
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
@@ -115,7 +117,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
-    lines, mrr, mamba_note = _printed_and_requests(model, s, pools, L, ver)
+    lines, mrr, mamba_note = _printed_and_requests(model, s_rank, pools, L, ver)
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL)
              + mamba_note + pools.notes
@@ -128,7 +130,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     return MemoryPlan("sglang", label, total, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
                           tokens, lines,
-                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
+                      L, s_rank.max_num_batched_tokens or cps, mrr, tuple(notes),
                       N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng)
 
 

@@ -29,7 +29,7 @@ _TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
 _B45 = 1 << 45
 #: numeric fields' bounds: (lower, lower excluded, upper included); _model() declares them to pydantic
 BOUNDS: dict[str, tuple[float, bool, float]] = {
-    "tp": (1, False, 1024), "pp": (1, False, 256), "max_model_len": (1, False, _TOKENS_MAX),
+    "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024), "max_model_len": (1, False, _TOKENS_MAX),
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
@@ -45,7 +45,8 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 #: were a pydantic model)
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
-_OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel")
+_OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
+             "enable_dp_attention")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -58,6 +59,8 @@ class PlanSettings:
             1.0: its TensorRT-engine executor); None = newest read.
         tp, pp: tensor- and pipeline-parallel degrees. enable_expert_parallel: vLLM ``--enable-expert-parallel`` (data
             parallel 1: the MoE layers' experts whole over the TP ranks, expert_parallel.py).
+        data_parallel_size, enable_dp_attention: vLLM's --data-parallel-size, SGLang's --dp-size with
+            --enable-dp-attention (dp_attention.py); None: data parallel 1, off.
         max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
@@ -101,6 +104,8 @@ class PlanSettings:
     tp: int = 1
     pp: int = 1
     enable_expert_parallel: bool = False
+    data_parallel_size: int | None = None
+    enable_dp_attention: bool | None = None
     max_model_len: int | None = None
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = None

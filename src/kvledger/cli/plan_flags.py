@@ -24,6 +24,13 @@ class PlanFlags:
     enable_expert_parallel: bool = flag("--enable-expert-parallel", default=False, help=(
         "vLLM flag (data parallel 1): a MoE model's experts whole over the TP ranks (rank 0 holds ceil(E/TP)) instead "
         "of a 1/TP slice of each; the step cost waits for the busiest rank. vLLM only; refused for dense models."))
+    data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
+        "DP ranks: vLLM's --data-parallel-size (a MoE model needs --enable-expert-parallel: one engine core and KV "
+        "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
+        "divides --tp). Plan only; the simulator refuses it."))
+    enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
+        "SGLang flag, with --dp-size N: attention data-parallel inside the TP group (attention TP = tp/N per rank, "
+        "each rank its own KV pool; MLP and experts still over all TP GPUs). Plan only."))
     pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
         "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
     max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
@@ -182,6 +189,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
+        data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
         allow_long_max_model_len=m.allow_long_max_model_len,

@@ -57,7 +57,7 @@ def summary_lines(p: Plan) -> list[str]:
     if m.startup is not None:  # vLLM under --wddm: does it start with the display driver's hold in use
         out.append(m.startup.message)
     if m.fits and m.kv_free:
-        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, "
+        out.append(f"concurrency ({_per(p)}): only max_num_seqs = {m.max_num_seqs:,} limits it, "
                    f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
                    "the engine prints no maximum concurrency)")
     elif m.fits:
@@ -70,10 +70,30 @@ def summary_lines(p: Plan) -> list[str]:
                      f"at contexts up to {cap[-1].context_tokens:,} tokens")
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
-        out.append(f"concurrency (per replica): {rows}{capped}")
+        out.append(f"concurrency ({_per(p)}): {rows}{capped}")
+    out += _dp_lines(p)
     if p.roofline is not None:
         out.append(_roofline_line(p.roofline))
     return out
+
+
+def _per(p: Plan) -> str:
+    """What one concurrency row counts: one replica, or one DP rank's pool."""
+    return "per DP rank" if p.data_parallel is not None else "per replica"
+
+
+def _dp_lines(p: Plan) -> list[str]:
+    """The DP ranks' totals and the rule they follow, or the DP-attention remedy of an MLA model at TP > 1."""
+    d = p.data_parallel
+    if d is None:
+        return [f"note: {p.dp_remedy}"] if p.dp_remedy else []
+    reqs = "; ".join(f"{r.context_tokens:,} tokens: {d.ranks} × {r.per_rank:,} = {r.total:,} requests"
+                     for r in d.requests)
+    rule = next((n for n in p.memory.notes if n.startswith(d.flags)), d.rule)
+    return [f"data parallel ({d.flags}): {d.ranks} DP ranks on {d.gpus} GPUs, attention TP {d.attention_tp}; KV "
+            f"{d.ranks} × {d.kv_tokens_per_rank:,} = {d.kv_tokens_total:,} tokens in all (each rank its own pool; a "
+            f"request is routed to one rank); requests held at once in all (KV and max_num_seqs): {reqs}",
+            f"note: {rule}"]
 
 
 def _kv_lines(p: Plan) -> list[str]:

@@ -1,0 +1,105 @@
+"""A data-parallel plan's figures across its DP ranks (KV tokens per rank and in all, requests per rank and in all at
+each context), and the computed DP-attention remedy for an MLA model whose latent KV is copied on every TP rank.
+
+Each DP rank has its own KV pool and scheduler, and a request is routed to one rank (SGLang's
+``managers/data_parallel_controller.py``, vLLM's DP coordinator), so one request never spans two ranks' pools: the
+totals are the ranks' figures times the rank count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, dp_size, dp_words
+from kvledger.catalog.layers import MLAAttention
+from kvledger.errors import InputError
+
+__all__ = ["RankRequests", "DataParallelFacts", "data_parallel_facts", "dp_remedy"]
+
+
+@dataclass(frozen=True)
+class RankRequests:
+    """Requests of one context held at once: on one DP rank and on all of them, count."""
+
+    context_tokens: int
+    per_rank: int
+    total: int
+
+
+@dataclass(frozen=True)
+class DataParallelFacts:
+    """A data-parallel plan across its ranks.
+
+    Attributes:
+        flags: the engine's own flags for it. ranks: DP ranks, count. gpus: GPUs of the deployment, count.
+        attention_tp: the TP size each rank's attention and KV are split over.
+        kv_tokens_per_rank: one rank's KV pool, tokens. kv_tokens_total: all ranks' pools, tokens.
+        requests: per context, the whole requests one rank and all ranks hold (KV limit and max_num_seqs).
+        rule: the engine rule (version) the split follows.
+    """
+
+    flags: str
+    ranks: int
+    gpus: int
+    attention_tp: int
+    kv_tokens_per_rank: int
+    kv_tokens_total: int
+    requests: tuple[RankRequests, ...]
+    rule: str
+
+
+def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
+    """The DP figures of settings ``s``, memory plan ``mem`` and its concurrency rows; None at DP 1."""
+    dp = dp_size(s)
+    if dp == 1:
+        return None
+    per_rank = mem.num_gpu_blocks * mem.block_size
+    if s.engine == "sglang":
+        gpus, attn_tp = s.tp, s.tp // dp
+        rule = ("SGLang 0.5.23: attn_tp_size = tp / dp_size per DP rank (layers/dp_attention.py), each rank its own "
+                "scheduler and KV pool")
+    else:
+        gpus, attn_tp = s.tp * dp, s.tp
+        rule = (f"vLLM {mem.engine_version.split()[0]}: one engine core and KV pool per DP rank, attention at TP "
+                f"{s.tp}" + (f", experts whole over EP {dp * s.tp} (fused_moe/config.py)" if s.enable_expert_parallel
+                             else ", independent replicas of a dense model"))
+    reqs = tuple(RankRequests(r.context_tokens, r.max_running, r.max_running * dp)
+                 for r in rows if r.within_max_model_len)
+    return DataParallelFacts(dp_words(s), dp, gpus, attn_tp, per_rank, per_rank * dp, reqs, rule)
+
+
+def _dp_settings(model, s):
+    """The DP-attention settings on the same GPUs as TP ``s.tp``, or None where no engine rule gives one."""
+    if s.engine == "sglang" and SGLANG_DP_ATTENTION_ARCHS.intersection(model.architectures):
+        return replace(s, data_parallel_size=s.tp, enable_dp_attention=True)
+    if s.engine == "vllm" and model.is_moe:
+        return replace(s, tp=1, data_parallel_size=s.tp, enable_expert_parallel=True)
+    return None
+
+
+def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
+    """For an MLA model at TP > 1 without data parallelism: what DP attention on the same GPUs would hold, computed by
+    ``build`` (``build_plan``) with the engine's DP flags; None where it does not apply, fails or does not fit."""
+    s, mem = plan.settings, plan.memory
+    mla = any(isinstance(layer, MLAAttention) for layer in plan.model.layers)
+    if not mla or s.tp <= 1 or s.pp > 1 or dp_size(s) > 1 or not plan.fits or mem.kv_free:
+        return None
+    alt = _dp_settings(plan.model, s)
+    if alt is None:
+        return None
+    try:
+        other = build(plan.model, plan.gpu, alt, with_roofline=False, with_advice=False)
+    except InputError:
+        return None
+    if not other.fits:
+        return None
+    now = mem.num_gpu_blocks * mem.block_size
+    rank = other.memory.num_gpu_blocks * other.memory.block_size
+    total = rank * s.tp
+    return (f"MLA keeps one latent KV head, copied on each of the {s.tp} TP ranks: this TP {s.tp} replica holds "
+            f"{now:,} KV tokens on {s.tp} GPUs; {dp_words(alt)}{' --tp 1' if alt.tp == 1 else ''} gives each GPU its "
+            f"own pool: {s.tp} × {rank:,} = {total:,} KV tokens on the same {s.tp} GPUs ({total / now:.2f}×, "
+            f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {other.memory.engine_version.removesuffix(' rules')} rules, "
+            "computed by the same plan; `kvledger plan` with "
+            "those flags shows it)")
