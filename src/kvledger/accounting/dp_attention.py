@@ -141,8 +141,9 @@ def sglang_dp_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings) -> Sg
         reserved = max(reserved, 10 * 1024)
     frac = round((smi_mib - reserved) / smi_mib, 3)
     return replace(d, mem_fraction_static=frac, source=(
-        f"SGLang 0.5.23 default under DP attention (arg_groups/memory_hook.py): round(({smi_mib:,.0f} − {reserved:,.0f} "
-        f"MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + {s.tp}/8 × 1,024 + 2 × {bs} + DP attention {bs} × {dp} × "
+        f"SGLang 0.5.23 default under DP attention (arg_groups/memory_hook.py): round(({smi_mib:,.0f} − "
+        f"{reserved:,.0f} MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + {s.tp}/8 × 1,024 + 2 × {bs} "
+        f"+ DP attention {bs} × {dp} × "
         f"{4.5 if bs > 300 else 3:g}) / {smi_mib:,.0f}, 3)"))
 
 
@@ -177,8 +178,9 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
             "stepping together)")
     if s.engine == "sglang":
         a = tp // dp
+        split = f"split over {a} GPUs" if a > 1 else "whole on every GPU"
         return (f"{dp_words(s)} ({engine_text}): {dp} DP ranks on the {tp} GPUs, attention TP {a} per rank "
-                f"(attention weights and the input embedding {f'split over {a} GPUs' if a > 1 else 'whole on every GPU'}, the LM head, MLPs and "
+                f"(attention weights and the input embedding {split}, the LM head, MLPs and "
                 f"experts over all {tp}); each rank runs its own scheduler and KV pool, with the prefill chunk and "
                 f"a given --max-running-requests divided by {dp}, and the decode CUDA graphs reserve "
                 f"max_bs × {dp} × 3 MiB more (× 1.5 more above max_bs 300){tail}",)

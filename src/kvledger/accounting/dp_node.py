@@ -8,8 +8,9 @@ totals are the ranks' figures times the rank count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, dp_size, dp_words
 from kvledger.catalog.layers import MLAAttention
@@ -99,7 +100,8 @@ def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
     total = rank * s.tp
     return (f"MLA keeps one latent KV head, copied on each of the {s.tp} TP ranks: this TP {s.tp} replica holds "
             f"{now:,} KV tokens on {s.tp} GPUs; {dp_words(alt)}{' --tp 1' if alt.tp == 1 else ''} gives each GPU its "
-            f"own pool: {s.tp} × {rank:,} = {total:,} KV tokens on the same {s.tp} GPUs ({total / now:.2f}×, "
-            f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {other.memory.engine_version.removesuffix(' rules')} rules, "
+            f"own pool: {s.tp} × {rank:,} = {total:,} KV tokens on the same {s.tp} GPUs "
+            f"({total / now:.2f}×, {'SGLang' if s.engine == 'sglang' else 'vLLM'} "
+            f"{other.memory.engine_version.removesuffix(' rules')} rules, "
             "computed by the same plan; `kvledger plan` with "
             "those flags shows it)")

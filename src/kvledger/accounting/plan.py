@@ -272,12 +272,14 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
-                              *ssm_note, *ep_notes, *data_parallel_notes(model, s, mem.engine_version), *mem.notes))
+                              *ssm_note, *ep_notes, *data_parallel_notes(model, s, mem.engine_version),
+                              *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
-    if with_roofline and mem.fits and dp_size(s) == 1:  # no roofline for a model whose weights do not fit: advice says what would
+    # no roofline for a model whose weights do not fit (advice says what would), nor under DP (dp_attention.py)
+    if with_roofline and mem.fits and dp_size(s) == 1:
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, cpu_overhead_s=s.cpu_overhead_s,
                               **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits

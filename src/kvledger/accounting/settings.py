@@ -29,7 +29,8 @@ _TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
 _B45 = 1 << 45
 #: numeric fields' bounds: (lower, lower excluded, upper included); _model() declares them to pydantic
 BOUNDS: dict[str, tuple[float, bool, float]] = {
-    "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024), "max_model_len": (1, False, _TOKENS_MAX),
+    "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024),
+    "max_model_len": (1, False, _TOKENS_MAX),
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
