@@ -16,7 +16,7 @@ from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, dp_size,
 from kvledger.catalog.layers import MLAAttention
 from kvledger.errors import InputError
 
-__all__ = ["RankRequests", "DataParallelFacts", "data_parallel_facts", "dp_remedy"]
+__all__ = ["RankRequests", "DataParallelFacts", "data_parallel_facts", "dp_remedy", "dp_hint"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,10 @@ def _dp_settings(model, s):
     return None
 
 
-def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
-    """For an MLA model at TP > 1 without data parallelism: what DP attention on the same GPUs would hold, computed by
-    ``build`` (``build_plan``) with the engine's DP flags; None where it does not apply, fails or does not fit."""
+def _dp_gain(plan, build: Callable[..., Any]):
+    """(the DP settings, this plan's KV tokens, one DP rank's, all ranks', the rules' words) for an MLA model at
+    TP > 1 without data parallelism, computed by ``build`` (``build_plan``); None where it does not apply, fails or
+    does not fit."""
     s, mem = plan.settings, plan.memory
     mla = any(isinstance(layer, MLAAttention) for layer in plan.model.layers)
     if not mla or s.tp <= 1 or s.pp > 1 or dp_size(s) > 1 or not plan.fits or mem.kv_free:
@@ -95,13 +96,37 @@ def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
         return None
     if not other.fits:
         return None
-    now = mem.num_gpu_blocks * mem.block_size
     rank = other.memory.num_gpu_blocks * other.memory.block_size
-    total = rank * s.tp
-    return (f"MLA keeps one latent KV head, copied on each of the {s.tp} TP ranks: this TP {s.tp} replica holds "
-            f"{now:,} KV tokens on {s.tp} GPUs; {dp_words(alt)}{' --tp 1' if alt.tp == 1 else ''} gives each GPU its "
-            f"own pool: {s.tp} × {rank:,} = {total:,} KV tokens on the same {s.tp} GPUs "
-            f"({total / now:.2f}×, {'SGLang' if s.engine == 'sglang' else 'vLLM'} "
-            f"{other.memory.engine_version.removesuffix(' rules')} rules, "
-            "computed by the same plan; `kvledger plan` with "
-            "those flags shows it)")
+    rules = (f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {other.memory.engine_version.removesuffix(' rules')} "
+             "rules")
+    return alt, mem.num_gpu_blocks * mem.block_size, rank, rank * s.tp, rules
+
+
+def _flags(alt) -> str:
+    return dp_words(alt) + (" --tp 1" if alt.tp == 1 else "")
+
+
+def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
+    """For an MLA model at TP > 1 without data parallelism: what DP attention on the same GPUs would hold, computed by
+    ``build`` (``build_plan``) with the engine's DP flags; None where it does not apply, fails or does not fit."""
+    gain = _dp_gain(plan, build)
+    if gain is None:
+        return None
+    alt, now, rank, total, rules = gain
+    tp = plan.settings.tp
+    return (f"MLA keeps one latent KV head, copied on each of the {tp} TP ranks: this TP {tp} replica holds "
+            f"{now:,} KV tokens on {tp} GPUs; {_flags(alt)} gives each GPU its own pool: {tp} × {rank:,} = {total:,} "
+            f"KV tokens on the same {tp} GPUs ({total / now:.2f}×, {rules}, computed by the same plan; `kvledger "
+            "plan` with those flags shows it)")
+
+
+def dp_hint(plan, build: Callable[..., Any]) -> str | None:
+    """The simulator commands' one line: the KV capacity is TP-replicated, and DP attention (planned, not simulated)
+    would hold this many times the KV tokens; None where ``dp_remedy`` gives none."""
+    gain = _dp_gain(plan, build)
+    if gain is None:
+        return None
+    alt, now, _, total, rules = gain
+    return (f"MLA's KV capacity is TP-replicated (one latent head on each of the {plan.settings.tp} TP ranks): "
+            f"{_flags(alt)} would hold {total / now:.2f}× the KV tokens on these GPUs ({total:,} against {now:,}, "
+            f"{rules}; `kvledger plan` models it, the simulator does not)")

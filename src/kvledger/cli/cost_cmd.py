@@ -27,12 +27,14 @@ from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
 from kvledger.cli.cost_inputs import check_inputs, check_seeds, file_run, gpu_rate_for, seed_costs, sim_run
+from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 
 __all__ = ["register"]
 
 
-@with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
+@with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
+             dp=DataParallelFlags)
 def cost_command(
     ctx: typer.Context,
     files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "
@@ -45,6 +47,7 @@ def cost_command(
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),
     engine: EngineFlags = EngineFlags(),
+    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
 ) -> None:
     """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
     factors.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import GroupUse, with_groups
 from kvledger.cli.report_flags import (
     ReportBillFlags,
@@ -40,7 +41,8 @@ def _check_outputs(out: Path | None, o: ReportOutFlags, keys: list[str], inputs:
         prepare_output_dir(o.png, [f"{k}.png" for k in keys], force=o.force, inputs=inputs, flag="--png")
 
 
-_GROUPS = {"run": ReportRunFlags, "engine": ReportEngineFlags, "bill": ReportBillFlags, "outs": ReportOutFlags}
+_GROUPS = {"run": ReportRunFlags, "engine": ReportEngineFlags, "bill": ReportBillFlags, "outs": ReportOutFlags,
+           "dp": DataParallelFlags}  # dp: refused, plan only (dp_flags.py)
 
 
 @with_groups(**{name: GroupUse(cls, first_spelling=True) for name, cls in _GROUPS.items()})
@@ -52,6 +54,7 @@ def report(
     engine: ReportEngineFlags = ReportEngineFlags(),
     bill: ReportBillFlags = ReportBillFlags(),
     outs: ReportOutFlags = ReportOutFlags(),
+    dp: DataParallelFlags = DataParallelFlags(),
 ) -> None:
     """One self-contained HTML decision report: build or buy, what the engine saves, the KV bottleneck, latency and
     goodput against load.

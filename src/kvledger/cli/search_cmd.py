@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 from kvledger.cli.broken_pipe import will_end_with
+from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
@@ -116,7 +117,7 @@ def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
 
 @with_groups(workload=WORKLOAD, sessions=SESSIONS, volume=SearchVolumeFlags,
              axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE, pricing=PRICING,
-             run=GroupUse(SearchRunFlags, first_spelling=True))
+             run=GroupUse(SearchRunFlags, first_spelling=True), dp=DataParallelFlags)
 def search_command(
     model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
@@ -134,6 +135,7 @@ def search_command(
     engine: EngineFlags = EngineFlags(),
     pricing: PricingFlags = PricingFlags(),
     run: SearchRunFlags = SearchRunFlags(),
+    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
 ) -> None:
     """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
     priced and sized; ranked, with the Pareto frontier and the launch command of the winner.

@@ -131,6 +131,7 @@ def load_plan(a: SimRequestArgs):
 
 
 def _build_plan(a: SimRequestArgs):
+    from kvledger.accounting.dp_node import dp_hint
     from kvledger.accounting.plan import build_plan, roofline_model
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -155,7 +156,8 @@ def _build_plan(a: SimRequestArgs):
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         **{k: v for k, v in fractions.items() if v is not None})
-    return build_plan(model, gpu, settings, with_advice=False), mnbt
+    plan = build_plan(model, gpu, settings, with_advice=False)
+    return replace(plan, dp_remedy=dp_hint(plan, build_plan)), mnbt  # MLA at TP > 1: DP attention's gain, one line
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
@@ -262,7 +264,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     poor_profile_warning(prof, cost_info)  # a GPU profile that fits its own runs poorly: warn first
     client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
-                    plan_notes + notes, a.tp, plan, prof, client)
+                    plan_notes + notes + ([plan.dp_remedy] if plan.dp_remedy else []), a.tp, plan, prof, client)
 
 
 def _reader_notes(trace: str) -> list[str]:
