@@ -278,8 +278,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
-    # no roofline for a model whose weights do not fit (advice says what would), nor under DP (dp_attention.py)
-    if with_roofline and mem.fits and dp_size(s) == 1:
+    if with_roofline and mem.fits and dp_size(s) == 1:  # not for weights that do not fit, nor DP (dp_attention.py)
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, cpu_overhead_s=s.cpu_overhead_s,
                               **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits

@@ -46,8 +46,7 @@ def cost_command(
     more: CostMoreFlags = CostMoreFlags(),
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),
-    engine: EngineFlags = EngineFlags(),
-    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
+    engine: EngineFlags = EngineFlags(), dp: DataParallelFlags = DataParallelFlags(),  # dp: refused (dp_flags.py)
 ) -> None:
     """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
     factors.

@@ -71,10 +71,7 @@ def summary_lines(p: Plan) -> list[str]:
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
         out.append(f"concurrency ({_per(p)}): {rows}{capped}")
-    out += _dp_lines(p)
-    if p.roofline is not None:
-        out.append(_roofline_line(p.roofline))
-    return out
+    return out + _dp_lines(p) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
 
 
 def _per(p: Plan) -> str:

@@ -1,0 +1,69 @@
+"""The data-parallel flags through the CLI: `plan` takes the engines' spellings and prints the ranks' figures; the
+simulator-based commands refuse them with one paragraph and exit 2; an MLA plan at TP > 1 names DP attention."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner(env={"COLUMNS": "250"})
+
+
+def run(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def console(monkeypatch, capsys, *args) -> tuple[int, str]:
+    """(exit status, stderr) of the real console entry point, which turns a KvLedgerError into exit 2."""
+    from kvledger.cli.main import run as main_run
+
+    monkeypatch.setattr(sys, "argv", ["kvledger", *args])
+    with pytest.raises(SystemExit) as e:
+        main_run()
+    return e.value.code, capsys.readouterr().err
+
+
+def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
+    r = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8",
+            "--enable-dp-attention", "--dp-size", "8")
+    assert r.exit_code == 0, r.output
+    assert "concurrency (per DP rank)" in r.stdout
+    assert "KV 8 × 244,127 = 1,953,016 tokens in all" in r.stdout
+    assert "32,768 tokens: 8 × 7 = 56 requests" in r.stdout
+    assert "(SGLang 0.5.23 rules)" in r.stdout
+
+
+def test_plan_json_carries_the_dp_section_only_with_dp():
+    d = json.loads(run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8",
+                       "--enable-expert-parallel", "--json").stdout)
+    assert d["data_parallel"]["ranks"] == 8 and d["data_parallel"]["kv_tokens_total"] == \
+        8 * d["data_parallel"]["kv_tokens_per_rank"]
+    assert d["settings"]["data_parallel_size"] == 8
+    plain = json.loads(run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--json").stdout)
+    assert "data_parallel" not in plain and "dp_remedy" not in plain and "data_parallel_size" not in plain["settings"]
+
+
+def test_plan_mla_at_tp8_names_dp_attention():
+    r = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
+    assert "note: MLA keeps one latent KV head" in r.stdout and "--enable-dp-attention --dp-size 8" in r.stdout
+
+
+@pytest.mark.parametrize("args", [("--tp", "8", "--enable-dp-attention", "--dp-size", "3"),
+                                  ("--tp", "8", "--dp-size", "8")])
+def test_plan_refuses_bad_sglang_combinations(monkeypatch, capsys, args):
+    code, err = console(monkeypatch, capsys, "plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang",
+                        *args)
+    assert code == 2 and "--dp-size" in err
+
+
+@pytest.mark.parametrize("cmd", [("simulate",), ("goodput", "--simulate"), ("cost", "--simulate")])
+def test_simulator_commands_refuse_the_dp_flags(monkeypatch, capsys, cmd):
+    code, err = console(monkeypatch, capsys, *cmd, "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "8",
+                        "--data-parallel-size", "8", *(("--slo", "ttft=1") if cmd[0] == "goodput" else ()))
+    assert code == 2
+    assert "`kvledger plan` models data-parallel attention's memory" in err and "No such option" not in err
