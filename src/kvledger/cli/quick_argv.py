@@ -23,6 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
 from kvledger.cli.session_flags import SessionFlags
 
@@ -34,7 +35,8 @@ OWN: dict[str, tuple[tuple[str, ...], type, Any]] = {
     "force": (("--force",), bool, False), "chrome_trace": (("--chrome-trace",), bool, False),
     "record_token_times": (("--record-token-times",), bool, False), "seeds": (("--seeds",), int, 1)}
 #: simulate's flag groups, by its parameter name, in its signature's order (simulate_cmd.simulate)
-GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags}
+GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags,
+          "dp": DataParallelFlags}  # dp: refused on construction (dp_flags.py), not passed on
 _OWN_BEFORE_GROUPS = ("gpu",)  # the signature: model, gpu, the four groups, then the rest of OWN
 
 
@@ -163,6 +165,7 @@ def run_simulate_quick(argv: list[str]) -> bool:
 
     for group, cls in GROUPS.items():
         values[group] = cls(**{f.name: values.pop(f.name) for f in dataclasses.fields(cls)})
+    values.pop("dp")
     try:
         run_simulate(**values)
     except KeyboardInterrupt:
