@@ -260,7 +260,7 @@ def test_the_not_a_log_check_never_raises_on_odd_text():
 
 def test_the_device_a_log_names_prices_the_gpus_own_terms_without_gpu():
     from kvledger.analyses.doctor.log_gpu import named_device
-    from kvledger.evidence.vllm_log.parse import parse_vllm_log
+    from kvledger.evidence.vllm_log import parse_vllm_log
 
     # vLLM names a tuned kernel config after torch.cuda.get_device_name() (fused MoE, block-FP8 GEMMs): the line of
     # ../shared's Mixtral-8x7B TP 2 start-up (0.19), with its DEBUG device total (79.19 GiB, the catalog H100 SXM's)

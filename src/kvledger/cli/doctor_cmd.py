@@ -32,7 +32,8 @@ def doctor(
     batching).
 
     Exit status 1: the server did not start or died, or the log ends before it shows that the server started (still
-    starting, or cut); 2: bad input."""
+    starting, or cut) — in the log's last start-up, where it holds several (restarts); a stop the operator asked for
+    and requests refused while the server served on are not failures; 2: bad input."""
     from kvledger.analyses.doctor.diagnose import diagnose_file
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,

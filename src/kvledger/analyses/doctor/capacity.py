@@ -17,7 +17,14 @@ from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
 from kvledger.analyses.doctor.capacity_replan import replan, seqs_option
 from kvledger.analyses.doctor.context import DoctorContext, stand_in_gpu
-from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, full_with_running, tokens_per_running_request, usage_at
+from kvledger.analyses.doctor.kv_usage import (
+    KV_FULL_PCT,
+    full_with_running,
+    impossible_per_request,
+    ran_out_of_memory,
+    tokens_per_running_request,
+    usage_at,
+)
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
 from kvledger.units import GiB
@@ -107,7 +114,7 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     if not triggered:
         peak = f"peak GPU KV usage {max(usage):.1f}%" if usage else "no KV usage printed"
         waiting = max((s.waiting_reqs for s in stats), default=0)
-        msg = (f"no preemptions and no capacity-bound queue in {len(stats)} metrics line(s) ({peak}, at most {waiting} "
+        msg = (f"no preemptions and no capacity-bound queue in {len(stats):,} metrics line(s) ({peak}, at most {waiting} "
                f"waiting)"
                if stats else "the log has no metrics lines and no preemption warnings")
         return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes),
@@ -117,6 +124,8 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     top = _v0_top([e for e in ctx.log.preemptions if e.kind == "preempted"])
     cite = "" if top is None else f" (total_num_cumulative_preemption={top.cumulative}, line {top.line_no})"
     msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None), cite)
+    if options and options[0].get("inconsistent"):
+        msg = msg.removesuffix(" What each option buys, from the ledger:") + f" {options[0]['inconsistent']}"
     if base is None:
         need = ("pass --model" if ctx.model is None else
                 "the log prints no KV budget or block count: pass --gpu so the ledger can model it")
@@ -155,7 +164,7 @@ def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample,
         if per_req:
             lines = [st.line_no for st in full_with_running(stats)]  # tokens_per_running_request's lines
             text += (f"; at saturation each running request holds ≈{per_req:,.0f} tokens (usage × slots ÷ running, the "
-                     f"median over the {len(lines)} metrics lines at ≥ {KV_FULL_PCT:.0f}% KV usage: lines "
+                     f"median over the {len(lines):,} metrics lines at ≥ {KV_FULL_PCT:.0f}% KV usage: lines "
                      f"{', '.join(map(str, lines[:8]))}{', …' if len(lines) > 8 else ''})")
         text += ". What each option buys, from the ledger:"
     return text
@@ -207,7 +216,10 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
                     "for speed"))
     util = base.memory.fraction
     total = ctx.log.startup.total_gpu_memory_bytes or (ctx.gpu.memory_bytes if ctx.gpu else None)
-    if total and util + 0.05 <= 0.95 + 1e-9:
+    if (oom := ran_out_of_memory(ctx.log)) is not None:
+        notes.append(f"--gpu-memory-utilization is not raised: the server ran out of GPU memory (line {oom}), so it "
+                     "needs more room outside the KV cache, not less")
+    elif total and util + 0.05 <= 0.95 + 1e-9:
         p, moved = replan(ctx, budget, own, gpu_memory_utilization=round(util + 0.05, 4))
         out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", p, tp,
                     f"+5% of {total / GiB:.2f} GiB for KV, re-planned ({moved}); risks OOM if anything else shares "
@@ -255,7 +267,10 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[
     if ctx.model is None or base is None or budget is None:
         return [], None, None
     m = base.memory
+    given = per_req
     per_req = per_req or tokens_per_running_request(ctx.log.stats, m.usable_blocks, m.block_size)
+    impossible = None if given else impossible_per_request(per_req, m.max_model_len, m.block_size)
+    per_req = None if impossible else per_req  # no remedy is sized from a figure no request can hold
     # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
     first = "as logged" if how.startswith("the log's") else "as modelled"
     rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}")]
@@ -266,4 +281,5 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[
     rows += [seqs] if seqs else []
     for r in rows:
         r["notes"] = notes if r is rows[0] else []
+    rows[0]["inconsistent"] = impossible
     return rows, per_req, base

@@ -13,7 +13,7 @@ from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
 from kvledger.units import GiB
 
-__all__ = ["diagnose_crash", "CRASH_RULE", "died_after_start"]
+__all__ = ["diagnose_crash", "CRASH_RULE", "died_after_start", "sized"]
 
 # what each kind of failure means, and what to change, once the server has been serving
 _CRASH_FIX = {
@@ -32,7 +32,7 @@ CRASH_RULE = ("crashed while serving: a failure line (CUDA out of memory, NCCL e
 _KINDS_OF_DEATH = ("engine_dead", "traceback")  # they wrap the real error: named only when nothing else is
 
 
-def _sized(ctx: DoctorContext) -> str:
+def sized(ctx: DoctorContext) -> str:
     """How the log shows the KV cache sized (the start-up's last step before serving)."""
     st = ctx.log.startup
     if st.available_kv_bytes:
@@ -56,7 +56,8 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
     """The crash finding, or None when no failure line follows the first serving line."""
     log = ctx.log
     start = 0 if died_after_start(log) else log.serving_line  # 0: serving before the log's first line
-    late = [f for f in log.failures if start is not None and f.line_no > start]
+    late = [f for f in log.failures
+            if start is not None and f.line_no > start and f.line_no not in log.excused_failures]
     if not late:
         return None
     kinds = [f.kind for f in late]
@@ -76,7 +77,7 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
     since = (f"it was serving from line {start}" if start else
              "it was serving before the log begins (only an engine that had started prints EngineDeadError or "
              "'failed (engine dead)')")
-    msg = (f"the server crashed while serving: {_sized(ctx)} and {since}, then the engine died: {cause} "
+    msg = (f"the server crashed while serving: {sized(ctx)} and {since}, then the engine died: {cause} "
            f"(line {cause_line})")
     if dead is not None and dead.line_no != cause_line:
         msg += f"; the API server then raised EngineDeadError (line {dead.line_no})"

@@ -15,6 +15,7 @@ from kvledger.analyses.doctor.capacity import diagnose_capacity
 from kvledger.analyses.doctor.context import build_context
 from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.failure import diagnose_failure
+from kvledger.analyses.doctor.lifecycle import request_errors_finding, startups, startups_line, stopped_line
 from kvledger.analyses.doctor.log_gpu import gpu_mismatch
 from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
 from kvledger.analyses.doctor.startup import compare_startup
@@ -59,8 +60,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version)
     failed = diagnose_failure(ctx) or diagnose_crash(ctx)
-    findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx),
-                                                diagnose_batching(ctx))
+    findings = tuple(f for f in (failed, request_errors_finding(log)) if f) + (
+        diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
     summary = _summary(log)  # the rules the ledger applied (context._settings: the flag's, else the log's)
     summary.update(rules_version=ctx.settings["engine_version"], rules_reason=ctx.sources["engine_version"])
@@ -71,9 +72,12 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     warned = tuple(w for w in (mismatch, quantization_mismatch(log, model, ctx.model), gpu_mismatch(log, gpu, ctx.gpu),
                                version_mismatch(log, engine_version),
                                unfinished, _impossible_pct(log), _cut_metrics(log)) if w)
+    lifecycle = tuple(x for x in (startups_line(log), None if failed else stopped_line(log)) if x)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
-                        compare_startup(ctx), findings, ctx.notes, warned, unfinished=unfinished is not None)
+                        compare_startup(ctx), findings, ctx.notes, warned, unfinished=unfinished is not None,
+                        stopped=None if failed else log.stopped_line, startups=tuple(startups(log)),
+                        lifecycle=lifecycle)
 
 
 def version_mismatch(log: VllmLog, given: str | None) -> str | None:
@@ -105,7 +109,7 @@ def _impossible_pct(log: VllmLog) -> str | None:
     if not bad:
         return None
     shown = "; ".join(f"line {n}: {name} {v:g}%" for n, name, v in bad[:3]) + ("; …" if len(bad) > 3 else "")
-    return (f"{len(bad)} metrics figure(s) outside 0–100% ({shown}): vLLM never prints such a share, so the log was "
+    return (f"{len(bad):,} metrics figure(s) outside 0–100% ({shown}): vLLM never prints such a share, so the log was "
             "edited or garbled there; the findings below read them as printed")
 
 
@@ -115,5 +119,5 @@ def _cut_metrics(log: VllmLog) -> str | None:
     if not cut:
         return None
     shown = ", ".join(map(str, cut[:5])) + (", …" if len(cut) > 5 else "")
-    return (f"{len(cut)} metrics line(s) cut short or garbled before their Running, Waiting or GPU KV usage figure "
+    return (f"{len(cut):,} metrics line(s) cut short or garbled before their Running, Waiting or GPU KV usage figure "
             f"(line {shown}): not read, so the findings below do not take a missing figure as 0")

@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
-from kvledger.analyses.doctor.crash import died_after_start
-from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words
+from kvledger.analyses.doctor.crash import died_after_start, sized
+from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words, graph_capture_words
 from kvledger.analyses.doctor.startup import MEMORY_TERMS
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
@@ -71,6 +71,16 @@ def _with_log_terms(ctx: DoctorContext, m, failed: Any) -> str:
     return out + (f" Why: {why}." if why and any(n == "weights" for n, *_ in swapped) else "")
 
 
+def _graph_estimate(ctx: DoctorContext) -> str:
+    """The log's own CUDA graph memory estimate, as a clause ("" when it prints none)."""
+    st = ctx.log.startup
+    if st.cudagraph_estimate_bytes is None:
+        return ""
+    return (f" (the log estimated the graphs at {st.cudagraph_estimate_bytes / GiB:.2f} GiB, line "
+            f"{st.lines['cudagraph_estimate_bytes']}"
+            + (", not taken out of the KV cache's memory" if st.cudagraph_estimate_applied is False else "") + ")")
+
+
 def diagnose_failure(ctx: DoctorContext) -> Finding | None:
     """The start-up failure finding, or None when the log shows no failure."""
     log = ctx.log
@@ -89,6 +99,9 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
         if ctx.log.failure_cause and ctx.log.failure_cause[1] not in first.text:
             msg += f" Root cause: {cause} (line {cause_line})."
     fix = fix_words(kind, ctx.model, log.failure_in_profile) + (_tp_choices(cause) if kind == "not_divisible" else "")
+    if kind == "cuda_oom" and log.failure_in_graph_capture is not None:
+        what, fix = graph_capture_words(log.failure_in_graph_capture, sized(ctx), _graph_estimate(ctx))
+        msg = f"the server did not start: {what} (line {first.line_no}: {first.text})."
     msg += f" Fix: {fix}."
     if kind in _MEMORY:
         msg += _ledger_line(ctx, first)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CAUSE", "FIX", "RULE", "SMALLER_PROFILE", "fix_words"]
+__all__ = ["CAUSE", "FIX", "RULE", "SMALLER_PROFILE", "fix_words", "graph_capture_words"]
 
 #: the remedy that shrinks vLLM's profile run, whose activation and sampler peak the two batch limits set
 SMALLER_PROFILE = "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run)"
@@ -74,3 +74,17 @@ def fix_words(kind: str, model: Any, in_profile: tuple[int, str] | None = None) 
     return (f"{words}; or {SMALLER_PROFILE}: the allocation failed in vLLM's profile run (line {in_profile[0]}: "
             f"{in_profile[1]}), a forward pass of --max-num-batched-tokens tokens over up to --max-num-seqs sequences "
             "and a sampler step for them, whose peak those two limits set")
+
+
+def graph_capture_words(frame: tuple[int, str], sized: str, estimate: str) -> tuple[str, str]:
+    """(cause, fix) for a CUDA out-of-memory error while capturing CUDA graphs (``frame``: the line and function of the
+    capture frame), which vLLM does after sizing the KV cache (``sized``: where the log shows it; ``estimate``: the
+    log's own CUDA graph memory estimate, or ""): the graphs did not fit in the memory the KV cache left."""
+    cause = (f"a CUDA allocation failed while capturing CUDA graphs (line {frame[0]}: {frame[1]}), after {sized}: the "
+             f"graphs' memory did not fit in what the KV cache left{estimate}")
+    fix = ("lower --gpu-memory-utilization to leave room for the graphs (the KV cache then takes less), capture fewer "
+           "or smaller graphs (--max-cudagraph-capture-size, or fewer cudagraph_capture_sizes in "
+           "--compilation-config), or --enforce-eager (no CUDA graphs; slower decode)"
+           + ("; VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the estimate out of the KV cache's memory"
+              if "not taken out" in estimate else "") + "; free the GPU of other processes (nvidia-smi)")
+    return cause, fix

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import statistics
 
-from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
+from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample, VllmLog
 
-__all__ = ["KV_FULL_PCT", "usage_at", "tokens_per_running_request", "full_with_running"]
+__all__ = ["KV_FULL_PCT", "usage_at", "tokens_per_running_request", "full_with_running", "impossible_per_request",
+           "ran_out_of_memory"]
 
 KV_FULL_PCT = 90.0
 """GPU KV cache usage (%) at or above which the pool counts as full. The metrics line is a sample taken every
@@ -45,3 +46,21 @@ def full_with_running(stats: tuple[StatsSample, ...]) -> list[StatsSample]:
     """The metrics lines at or above ``KV_FULL_PCT`` of KV usage with requests running."""
     return [s for s in stats if s.gpu_kv_usage_pct is not None and s.gpu_kv_usage_pct >= KV_FULL_PCT
             and s.running_reqs > 0]
+
+
+def impossible_per_request(per_req: float | None, max_model_len: int, block_size: int) -> str | None:
+    """Why the tokens per running request read off the metrics cannot be (None when they can): no request holds more
+    than max_model_len tokens, in whole blocks (one more block of slack for tokens scheduled ahead)."""
+    most = (-(-max_model_len // block_size) + 1) * block_size
+    if per_req is None or per_req <= most:
+        return None
+    return (f"The log's figures are inconsistent: they give each running request ≈{per_req:,.0f} tokens (usage × slots "
+            f"÷ running), more than max_model_len {max_model_len:,} allows (at most {most:,} in whole blocks), so the "
+            "metrics and the start-up figures cannot both be this server's (edited, garbled, or another run's "
+            "start-up): no remedy is sized from it. Check that the metrics and the start-up come from the same run.")
+
+
+def ran_out_of_memory(log: VllmLog) -> int | None:
+    """The first line of a CUDA out-of-memory failure the log shows (not one a request survived), else None."""
+    return next((f.line_no for f in log.failures if f.kind == "cuda_oom" and f.line_no not in log.excused_failures),
+                None)

@@ -10,7 +10,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity import capacity_options
 from kvledger.analyses.doctor.context import DoctorContext, plan_with
-from kvledger.evidence.vllm_log.parse import parse_vllm_log
+from kvledger.evidence.vllm_log.restarts import parse_vllm_log
 
 __all__ = ["plan_capacity_options"]
 

@@ -17,7 +17,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version, subtracts_cudagraphs
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
-from kvledger.analyses.doctor.startup_verdicts import memory_miss, memory_only, skipped_why
+from kvledger.analyses.doctor.startup_verdicts import computed_requested, memory_miss, memory_only, skipped_why
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
 from kvledger.units import GiB
 
@@ -78,9 +78,10 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
                  m.fraction if m else None, f"ledger: {ctx.sources['gpu_memory_utilization']}" + need),
             _row("requested = total × utilization", "B", st.requested_memory_bytes,
                  st.lines.get("requested_memory_bytes"),
-                 m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 "
-                                                   "worker.py::determine_num_available_blocks)"
-                 if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")]
+                 m.requested_bytes if m else None, ("device total × gpu_memory_utilization (V0 "
+                                                    "worker.py::determine_num_available_blocks)"
+                 if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")
+                 + computed_requested(st))]
     for term, fname, dname, key in MEMORY_TERMS:
         rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key,
             _deduction(a, dname), need)))

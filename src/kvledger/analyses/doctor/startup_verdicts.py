@@ -8,7 +8,7 @@ from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import ComparisonRow
 from kvledger.units import GiB
 
-__all__ = ["MEMORY_TOLERANCE", "memory_miss", "memory_only", "skipped_why"]
+__all__ = ["MEMORY_TOLERANCE", "computed_requested", "memory_miss", "memory_only", "skipped_why"]
 
 #: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
 #: validated to on real start-ups (docs/validation.md §1.2)
@@ -43,6 +43,15 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
                ": no --gpu and the log names no GPU, so this term was planned for a generic GPU (pass --gpu)"))
 
 
+def computed_requested(st) -> str:
+    """Where the log's requested memory is computed, not printed (``StartupFacts`` cites no line for it): from which
+    lines."""
+    if st.requested_memory_bytes is None or "requested_memory_bytes" in st.lines:
+        return ""
+    return (f"; the log's figure is computed from its device total (line {st.lines.get('total_gpu_memory_bytes')}) × "
+            f"gpu_memory_utilization (line {st.lines.get('gpu_memory_utilization')}), not printed")
+
+
 def memory_only(rows: list[ComparisonRow]) -> str | None:
     """When the log stops before its capacity lines but memory terms were compared: what was compared (None when no
     memory term was)."""
@@ -50,10 +59,17 @@ def memory_only(rows: list[ComparisonRow]) -> str | None:
     if not compared:
         return None
     shown = [r for r in compared if r.term == "available KV memory"] or compared[:3]
-    figures = "; ".join(f"{r.term}: log {r.log_value / GiB:.2f} GiB (line {r.log_line}), ledger "
+    figures = "; ".join(f"{r.term}: log {r.log_value / GiB:.2f} GiB "
+                        f"({f'line {r.log_line}' if r.log_line else 'computed from the log, not printed'}), ledger "
                         f"{r.ledger_value / GiB:.2f} GiB ({r.difference / GiB:+.2f} GiB)" for r in shown)
-    return (f"the log prints no block count, KV cache size or concurrency, so only its memory terms were compared "
-            f"({len(compared)} of them; --verbose lists each): {figures}")
+    blocks = next((r for r in rows if r.unit == "blocks" and r.log_value is not None), None)
+    lead = ("the log prints no block count, KV cache size or concurrency" if blocks is None else
+            f"the log prints its block count ({blocks.log_value:,.0f}, line {blocks.log_line}) but not the KV memory "
+            "it was sized from, so there is no capacity figure the ledger can check from the log's own budget"
+            + ("" if blocks.ledger_value is None else
+               f" (the ledger's own memory model gives {blocks.ledger_value:,.0f} blocks, "
+               f"{blocks.ledger_value - blocks.log_value:+,.0f})"))
+    return f"{lead}; only its memory terms were compared ({len(compared)} of them; --verbose lists each): {figures}"
 
 
 def skipped_why(ctx: DoctorContext) -> str:

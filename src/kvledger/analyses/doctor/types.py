@@ -118,7 +118,7 @@ class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
     __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started",
-                "unfinished", "notes", "warnings")
+                "unfinished", "stopped", "startups", "lifecycle", "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
@@ -131,6 +131,12 @@ class DoctorReport:
     unfinished: bool = False
     """True when the log ends during start-up without a failure (no serving line: still starting, or cut): it does not
     show that the server started, so it is no healthy server either (a warning says it; ``doctor`` exits 1)."""
+    stopped: int | None = None
+    """The shutdown line of a stop the operator asked for (SIGTERM, Ctrl-C; no failure before it): no failure."""
+    startups: tuple[dict[str, Any], ...] = ()
+    """Every start-up in the log ({"first_line", "last_line", "outcome"}), first first; the verdict is the last's."""
+    lifecycle: tuple[str, ...] = ()
+    """Lines the summary prints first: how many start-ups the log holds and what became of the earlier ones, a stop."""
 
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)

@@ -4,7 +4,8 @@ Public API: :func:`read_vllm_log` (a file; raises on non-vLLM logs), :func:`pars
 raises on content), :func:`require_vllm`, and the result types.
 """
 
-from kvledger.evidence.vllm_log.parse import UnsupportedLogError, parse_vllm_log, read_vllm_log, require_vllm
+from kvledger.evidence.vllm_log.files import UnsupportedLogError, read_vllm_log, require_vllm
+from kvledger.evidence.vllm_log.restarts import parse_vllm_log
 from kvledger.evidence.vllm_log.types import STARTUP_FIELDS, PreemptionEvent, StartupFacts, StatsSample, VllmLog
 
 __all__ = ["read_vllm_log", "parse_vllm_log", "require_vllm", "UnsupportedLogError", "VllmLog", "StartupFacts",

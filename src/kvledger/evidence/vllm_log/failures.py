@@ -14,7 +14,7 @@ from kvledger.evidence.vllm_log.lines import segments
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "profile_frame",
-           "root_cause"]
+           "root_cause", "graph_capture_frame"]
 
 _NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
 # (kind, pattern), most specific first: a line takes the first kind that matches
@@ -52,6 +52,9 @@ SERVING_READY = re.compile(r"Starting vLLM API server|Application startup comple
 _PROFILE_FRAMES = re.compile(r"\b(determine_available_memory|determine_num_available_blocks|profile_run|"
                              r"_dummy_sampler_run|_dummy_run)\b")
 _AFTER_PROFILE = re.compile(r"\b(?:compile_or_warm_up_model|capture_model)\b")
+# CUDA-graph capture, after the KV cache is allocated (V1 gpu_model_runner.capture_model → _capture_cudagraphs; V0
+# model_runner.capture_model): its memory is what the KV cache left
+_GRAPH_CAPTURE = re.compile(r"\b(capture_model|_capture_cudagraphs)\b")
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SIGNALS))
 _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)|Exception|AssertionError)"
                         r"(?::\s*(.*))?$")
@@ -111,3 +114,12 @@ def profile_frame(text: str, first_traceback_line: int, cause_line: int) -> tupl
         if found is None and (m := _PROFILE_FRAMES.search(raw)) is not None:
             found = (n, m.group(1))
     return found
+
+
+def graph_capture_frame(text: str, first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+    """(line, function) of the first CUDA-graph capture frame in the traceback from ``first_traceback_line`` to its
+    exception line ``cause_line``, else None."""
+    for n, raw in enumerate(text.split("\n")[first_traceback_line - 1:cause_line], start=first_traceback_line):
+        if (m := _GRAPH_CAPTURE.search(raw)) is not None:
+            return n, m.group(1)
+    return None

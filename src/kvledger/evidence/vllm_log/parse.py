@@ -1,34 +1,36 @@
-"""Reading a vLLM server log: every line is tried against the start-up, metrics and preemption rules; the rest is
-skipped.
+"""Reading one start-up of a vLLM server log: every line is tried against the start-up, metrics and preemption rules;
+the rest is skipped.
 
-``parse_vllm_log`` never fails on content: unknown lines are counted and skipped, and a log from
-another engine comes back with ``engine`` set to that engine. ``read_vllm_log`` reads a file and
-raises a clear error when the file is not a vLLM log at all.
+``parse_one_startup`` never fails on content: unknown lines are counted and skipped, and a log from
+another engine comes back with ``engine`` set to that engine. ``restarts.parse_vllm_log`` splits a log at each
+start-up; ``files.read_vllm_log`` reads a file and raises a clear error when it is not a vLLM log at all.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
-from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, failure_on_line, profile_frame, root_cause
+from kvledger.evidence.vllm_log.failures import (
+    SERVING_READY,
+    VLLM_FAILURES,
+    failure_on_line,
+    graph_capture_frame,
+    profile_frame,
+    root_cause,
+)
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
+from kvledger.evidence.vllm_log.serving_end import alive_or_shutdown, serving_end
 from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, oom_device_total, unreadable_figure
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
 from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
 from kvledger.units import GiB
 
-__all__ = ["parse_vllm_log", "read_vllm_log", "require_vllm", "UnsupportedLogError"]
-
-
-class UnsupportedLogError(FormatError):
-    """The file is a log, but not from vLLM (or holds no vLLM lines at all)."""
+__all__ = ["parse_one_startup"]
 
 
 class _Collector:
@@ -113,8 +115,8 @@ def _derive(c: _Collector) -> None:
         c.notes.append("activation peak = peak_torch_memory − weights (V0 0.6 prints the torch peak including the "
                        "weights)")
     if v.get("requested_memory_bytes") is None and v.get("total_gpu_memory_bytes") and v.get("gpu_memory_utilization"):
+        # computed, not printed: no line is cited for it
         v["requested_memory_bytes"] = int(v["total_gpu_memory_bytes"] * v["gpu_memory_utilization"])
-        lines["requested_memory_bytes"] = lines["total_gpu_memory_bytes"]
         c.notes.append(
             "requested memory = total_gpu_memory × gpu_memory_utilization (as vLLM computes it; not printed)"
         )
@@ -170,7 +172,7 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
     info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": [], "ready": None,
-                            "headed": 0, "cut": []}
+                            "headed": 0, "cut": [], "alive": None, "shutdowns": []}
     # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
     # str.splitlines() also breaks on stay inside their line).
     for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
@@ -203,6 +205,10 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
                 c.see(seg)
         if info["ready"] is None and SERVING_READY.search(raw):
             info["ready"] = n
+        if (end := alive_or_shutdown(raw)) == "alive":
+            info["alive"] = n
+        elif end == "shutdown":
+            info["shutdowns"].append(n)
         if (fail := failure_on_line(n, raw)) is not None:
             info["failures"].append(fail)
             used = used or fail.kind in VLLM_FAILURES
@@ -214,8 +220,9 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
     return c, stats, events, info
 
 
-def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
-    """Read a vLLM server log's text (any version from 0.5 on; see startup.py and stats.py for the formats)."""
+def parse_one_startup(text: str, source: str = "<text>") -> VllmLog:
+    """Read one start-up of a vLLM server log (any version from 0.5 on; see startup.py and stats.py for the formats);
+    ``restarts.parse_vllm_log`` splits a log at each start-up and calls this on each."""
     c, stats, events, info = _scan(text)
     _derive(c)
     stats, events = _relative(stats, events)
@@ -237,62 +244,20 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     fails = info["failures"]
     serving = min((x for x in (info["ready"], *(s.line_no for s in stats[:1]), *(e.line_no for e in events[:1]))
                    if x is not None), default=None)
+    last_alive = max((x for x in (info["alive"], *(s.line_no for s in stats[-1:]), *(e.line_no for e in events[-1:]))
+                      if x is not None), default=None)
+    end = serving_end(fails, serving, last_alive, info["shutdowns"])
     # the root cause of the failure that ended the log: after the server started serving, when it died then
-    after = 0 if serving is None or not any(f.line_no > serving for f in fails) else serving
-    first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after), None)
+    crash = [f for f in fails if serving is not None and f.line_no > serving and f.line_no not in end.excused]
+    after = serving if crash else 0
+    first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after
+                     and f.line_no not in end.excused), None)
     cause = root_cause(text, first_tb) if first_tb is not None else None
     in_profile = profile_frame(text, first_tb, cause[0]) if first_tb is not None and cause else None
+    in_graphs = graph_capture_frame(text, first_tb, cause[0]) if first_tb is not None and cause else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
-                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]), in_profile)
-
-
-def require_vllm(log: VllmLog) -> VllmLog:
-    """The log itself when it holds vLLM lines.
-
-    Raises:
-        UnsupportedLogError: a table or JSON document (``not_log.py``), a log from another engine (named, with the
-            line that identified it), or
-            a file with no vLLM start-up, metrics or preemption lines.
-    """
-    if log.not_a_log:
-        raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: no line carries vLLM's "
-                                  "logger header ('INFO 03-21 20:15:45 [gpu_worker.py:267] …'), so vLLM messages "
-                                  "quoted in it are not events. kvledger doctor reads the text `vllm serve` "
-                                  "prints (its stdout/stderr)")
-    if log.engine == "vllm":
-        return log
-    if log.engine in ENGINE_NAMES:
-        raise UnsupportedLogError(log.source, f"this log comes from {ENGINE_NAMES[log.engine]}, not vLLM "
-                                  f"({log.engine_evidence}); kvledger doctor reads vLLM server logs only")
-    raise UnsupportedLogError(log.source, f"no vLLM log lines in {log.total_lines:,} line(s): looked for start-up "
-                              "lines ('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum "
-                              "concurrency for'), metrics lines ('Avg prompt throughput: …') and preemption warnings. "
-                              "Is this a vLLM server log?")
-
-
-def read_vllm_log(path: str | Path) -> VllmLog:
-    """Read and check a vLLM log file.
-
-    Raises:
-        InputError: the file does not exist or cannot be read.
-        UnsupportedLogError: see ``require_vllm``.
-    """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{p}: cannot read the log ({err.strerror or err})") from None
-    if not raw.strip():
-        raise InputError(f"{p}: the file is empty")
-    if raw[:2] == b"\x1f\x8b":  # gzip's magic number: a rotated log
-        raise InputError(f"{p}: the file is gzip-compressed; decompress it first (zcat {p} > server.log)")
-    # newline="": keep "\r" (no universal newlines), as the text reader did
-    log = parse_vllm_log(raw.decode("utf-8", errors="replace"), str(p))
-    if log.engine != "vllm" and not log.not_a_log and b"\x00" in raw[:8192]:
-        # nothing of vLLM read and NUL bytes: a binary file (a log a crash padded with NULs still reads as a log)
-        raise InputError(f"{p}: the file is binary, not a text log")
-    return require_vllm(log)
+                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]), in_profile, end.request_errors,
+                   root_cause(text, end.request_errors[0]) if end.request_errors else None, end.excused,
+                   end.stopped_line, failure_in_graph_capture=in_graphs)

@@ -201,6 +201,24 @@ class VllmLog:
     failure_in_profile: tuple[int, str] | None = None
     """(line, function) of the first frame of vLLM's profile run (``profile_run``, ``determine_available_memory``,
     ``_dummy_run``, …) in the traceback that ends in ``failure_cause``, where it runs through one; else None."""
+    request_errors: tuple[int, ...] = ()
+    """Traceback lines of requests that failed while the server served on (a 400 for a prompt over max_model_len):
+    no crash (serving_end.py)."""
+    request_error_cause: tuple[int, str] | None = None
+    """(line, "ExceptionType: message") of the first request error's exception."""
+    excused_failures: tuple[int, ...] = ()
+    """Failure lines after serving began that are no crash: the request errors' and those of an operator's stop."""
+    stopped_line: int | None = None
+    """The first shutdown line of a stop the operator asked for (no failure before it), else None."""
+    first_line: int = 1
+    """The first line of this start-up: a log holding several (restarts) is read from its last (restarts.py)."""
+    last_line: int | None = None
+    """The last line of this start-up where a later one follows (in ``earlier``), else None (the log's end)."""
+    failure_in_graph_capture: tuple[int, str] | None = None
+    """(line, function) of the first CUDA-graph capture frame (``capture_model``, ``_capture_cudagraphs``) in the
+    traceback that ends in ``failure_cause``, where it runs through one (after the KV cache was sized); else None."""
+    earlier: tuple[VllmLog, ...] = ()
+    """The start-ups before this one in the same log, each read on its own, first first."""
 
     @property
     def prints_preemption_counts(self) -> bool:

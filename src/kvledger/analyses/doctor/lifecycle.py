@@ -1,0 +1,81 @@
+"""``doctor`` on how the server's runs end: the start-ups a log holds (restarts) and what became of each, requests that
+failed while the server served on, and a stop the operator asked for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.doctor.types import Finding
+from kvledger.evidence.vllm_log import VllmLog
+
+__all__ = ["startups", "startups_line", "request_errors_finding", "stopped_line", "REQUEST_ERRORS_RULE"]
+
+REQUEST_ERRORS_RULE = ("a request error: a traceback after which the server goes on serving (a later metrics, "
+                       "preemption or HTTP 2xx line) with no EngineDeadError in between; vLLM's API server answers the "
+                       "request with an error (400 for a prompt over max_model_len) and serves on: no crash")
+
+
+def _short(cause: tuple[int, str] | None) -> str:
+    if cause is None:
+        return ""
+    text = cause[1] if len(cause[1]) <= 90 else cause[1][:89] + "…"
+    return f" ({text})"
+
+
+def outcome(lg: VllmLog) -> str:
+    """What became of one start-up, in a few words, with its lines."""
+    s = lg.serving_line
+    if s is None:
+        if lg.failures:
+            first = lg.failure_cause[0] if lg.failure_cause else lg.failures[0].line_no
+            return f"did not start: failed at line {first}{_short(lg.failure_cause)}"
+        return f"ended during start-up at line {lg.last_line} (no serving line)"
+    crash = [f for f in lg.failures if f.line_no > s and f.line_no not in lg.excused_failures]
+    if crash:
+        at = lg.failure_cause[0] if lg.failure_cause else crash[0].line_no
+        return f"served from line {s}, then crashed at line {at}{_short(lg.failure_cause)}"
+    if lg.stopped_line is not None:
+        return f"served from line {s}, then stopped (shutdown at line {lg.stopped_line})"
+    return f"served from line {s}; no crash or shutdown line before the next start-up (line {lg.last_line + 1})"
+
+
+def startups(log: VllmLog) -> list[dict[str, Any]]:
+    """Every start-up in the log, first first: its lines and what became of it (the last one's is the verdict)."""
+    rows = [{"first_line": lg.first_line, "last_line": lg.last_line, "outcome": outcome(lg)} for lg in log.earlier]
+    return rows + [{"first_line": log.first_line, "last_line": log.total_lines, "outcome": "the verdict below"}]
+
+
+def startups_line(log: VllmLog) -> str | None:
+    """One line for a log holding several start-ups (None for one): how many, whose verdict, the earlier ones' fate."""
+    if not log.earlier:
+        return None
+    said = "; ".join(f"#{i} (lines {lg.first_line:,}–{lg.last_line:,}) {outcome(lg)}"
+                     for i, lg in enumerate(log.earlier, start=1))
+    return (f"{len(log.earlier) + 1} start-ups in this log; the verdict and the start-up comparison are the last one's "
+            f"(from line {log.first_line:,}); earlier: {said}")
+
+
+def stopped_line(log: VllmLog) -> str | None:
+    """The stop the operator asked for, in a line (None when the log shows none)."""
+    if log.stopped_line is None:
+        return None
+    after = [n for n in log.excused_failures if n > log.stopped_line]
+    tb = (f"; the traceback after it (line {after[0]:,}) belongs to the shutdown, not a crash") if after else ""
+    return (f"stopped (shutdown at line {log.stopped_line:,}): the server served from line {log.serving_line:,} and "
+            f"was shut down as asked (SIGTERM or Ctrl-C), no failure before it{tb}")
+
+
+def request_errors_finding(log: VllmLog) -> Finding | None:
+    """The requests that failed while the server served on, or None."""
+    tbs = log.request_errors
+    if not tbs:
+        return None
+    cause = log.request_error_cause
+    first = f"first at line {tbs[0]:,}" + (f": {cause[1]} (line {cause[0]:,})" if cause else "")
+    long = cause is not None and "maximum context length" in cause[1]
+    fix = ("clients must send shorter prompts (or the server needs a larger --max-model-len, which `kvledger plan` "
+           "sizes)" if long else "read the exception: it names what the request got wrong")
+    msg = (f"{len(tbs):,} request(s) failed while the server kept serving ({first}). The server answered them with an "
+           f"error and served on (metrics or 2xx responses follow): a request error, not a crash. Fix: {fix}")
+    evidence = tuple({"line": n, "time": None, "what": "request traceback", "value": ""} for n in tbs[:40])
+    return Finding("request_errors", True, "served_on", msg, REQUEST_ERRORS_RULE, evidence)

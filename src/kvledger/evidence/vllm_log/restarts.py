@@ -1,0 +1,58 @@
+"""A log holding several start-ups (a restart, a container's journal): where each begins, each read on its own.
+
+A start-up begins at vLLM's API-server announcement (0.19's banner "… version 0.19.0", earlier "vLLM API server
+version X") or the engine's "Initializing a V1 LLM engine (vX) with config" line. The next such line begins a new
+start-up when the current one has already announced its API server (a second banner), or has served or failed since it
+began (an engine line after a crash or a failed start). Data-parallel engines each print the engine line during one
+start-up, before any serving: they stay one start-up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from kvledger.evidence.vllm_log.failures import SERVING_READY, failure_on_line
+from kvledger.evidence.vllm_log.parse import parse_one_startup
+from kvledger.evidence.vllm_log.types import VllmLog
+
+__all__ = ["parse_vllm_log", "startup_starts", "strip_ansi"]
+
+_API_START = re.compile(r"vLLM API server version \d|[█▄▀].*\bversion\s+\d")
+_ENGINE_START = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?\d")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_ansi(text: str) -> str:
+    """The text without terminal colour and cursor codes (a log captured from a terminal: "\\x1b[32mERROR\\x1b[0m")."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def startup_starts(lines: list[str]) -> list[int]:
+    """The 1-based first line of each start-up (1 for the first, whatever precedes its banner)."""
+    starts, api, moved = [1], False, False
+    for n, raw in enumerate(lines, start=1):
+        is_api = "version" in raw and _API_START.search(raw) is not None
+        if is_api or ("LLM engine (" in raw and _ENGINE_START.search(raw)):
+            if (is_api and api) or moved:
+                starts.append(n)
+                api, moved = False, False
+            api = api or is_api
+        elif not moved and ("Avg prompt throughput" in raw or SERVING_READY.search(raw) or failure_on_line(n, raw)):
+            moved = True
+    return starts
+
+
+def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
+    """Read a vLLM server log's text: the last start-up is the log read (its line numbers the file's), and each
+    earlier one is read the same way into ``earlier``."""
+    text = strip_ansi(text)
+    lines = text.removesuffix("\n").split("\n") if text else []
+    starts = startup_starts(lines)
+    if len(starts) == 1:
+        return parse_one_startup(text, source)
+    ends = [s - 1 for s in starts[1:]] + [len(lines)]
+    # each start-up's lines keep their numbers: the lines before it are blank (read as nothing)
+    logs = [parse_one_startup("\n" * (a - 1) + "\n".join(lines[a - 1:b]), source) for a, b in zip(starts, ends)]
+    return replace(logs[-1], first_line=starts[-1], earlier=tuple(
+        replace(lg, first_line=a, last_line=b) for lg, a, b in zip(logs[:-1], starts, ends)))
