@@ -114,8 +114,8 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     if not triggered:
         peak = f"peak GPU KV usage {max(usage):.1f}%" if usage else "no KV usage printed"
         waiting = max((s.waiting_reqs for s in stats), default=0)
-        msg = (f"no preemptions and no capacity-bound queue in {len(stats):,} metrics line(s) ({peak}, at most {waiting} "
-               f"waiting)"
+        msg = (f"no preemptions and no capacity-bound queue in {len(stats):,} metrics line(s) ({peak}, at most "
+               f"{waiting} waiting)"
                if stats else "the log has no metrics lines and no preemption warnings")
         return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes),
                        diagnosed=bool(stats))

@@ -63,13 +63,13 @@ def memory_only(rows: list[ComparisonRow]) -> str | None:
                         f"({f'line {r.log_line}' if r.log_line else 'computed from the log, not printed'}), ledger "
                         f"{r.ledger_value / GiB:.2f} GiB ({r.difference / GiB:+.2f} GiB)" for r in shown)
     blocks = next((r for r in rows if r.unit == "blocks" and r.log_value is not None), None)
-    lead = ("the log prints no block count, KV cache size or concurrency" if blocks is None else
+    lead = ("the log prints no block count, KV cache size or concurrency, so" if blocks is None else
             f"the log prints its block count ({blocks.log_value:,.0f}, line {blocks.log_line}) but not the KV memory "
-            "it was sized from, so there is no capacity figure the ledger can check from the log's own budget"
+            "it was sized from, so no capacity figure can be checked from the log's own budget"
             + ("" if blocks.ledger_value is None else
                f" (the ledger's own memory model gives {blocks.ledger_value:,.0f} blocks, "
-               f"{blocks.ledger_value - blocks.log_value:+,.0f})"))
-    return f"{lead}; only its memory terms were compared ({len(compared)} of them; --verbose lists each): {figures}"
+               f"{blocks.ledger_value - blocks.log_value:+,.0f})") + ", and")
+    return f"{lead} only its memory terms were compared ({len(compared)} of them; --verbose lists each): {figures}"
 
 
 def skipped_why(ctx: DoctorContext) -> str:
