@@ -281,5 +281,6 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[
     rows += [seqs] if seqs else []
     for r in rows:
         r["notes"] = notes if r is rows[0] else []
-    rows[0]["inconsistent"] = impossible
+    if impossible:  # the message says it (diagnose_capacity); simulate's sizes are never read off a log
+        rows[0]["inconsistent"] = impossible
     return rows, per_req, base
