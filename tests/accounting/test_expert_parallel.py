@@ -108,22 +108,31 @@ def test_a_decode_step_waits_for_the_busiest_rank_and_pays_no_all_to_all():
     p = on.peak_flops * on.flops_fraction
     expert_s = c_on.expert_flops * c_on.expert_time_factor / p
     assert expert_s == pytest.approx(360_777_252_864 / p * 1.25492, rel=1e-5)  # 0.654 ms at 0.7 × 989 TFLOP/s
-    # a compute-bound prefill chunk (8,192 tokens: m = 2,048 per expert, imbalance (1 + √(16384·3/16)·1.6651/4096)):
-    # the routed experts are priced by the fused-MoE kernel term (moe_kernel.py), 32 × t0 + the grouped GEMMs' time G
-    # when compute-bound; the busiest rank's GEMMs take imbalance × G and the floor stays, so the step grows by exactly
-    # (imbalance − 1) × G = (imbalance − 1) × (the TP step's MoE term − 32 × t0)
+    # a compute-bound prefill chunk of 8,192 tokens: the routed experts are priced by the fused-MoE kernel term
+    # (moe_kernel.py), 32 × t0 + the grouped GEMMs' time G = FLOPs_pad / (η(m)·P16), FLOPs_pad = 2·W·m (W the GPU's
+    # expert weights, the same under TP 4 and EP 4, m the padded rows per expert), η(m) = η∞·m/(m + m½): so
+    # G = 2·W·(m + m½)/(η∞·P16), and EP's busiest rank pays G_TP × (m_b + m½)/(m_TP + m½).
+    # Rows: an expert's count c ~ Bin(8192, 2/8): mean 2,048, σ² = 1,536. TP 4 runs the tuned E=8,N=3584 config
+    # (16-row blocks, moe_rows.tuned_block): m_TP = E[⌈c/16⌉·16] ≈ 2,048 + 7.5. EP 4 runs the default E=2,N=14336
+    # (8,192 > 2 local experts → 64-row blocks): E[P] = 2,079.50 (≈ 2,048 + 31.5), Var[P] = 1,881.2 (≈ 1,536 + 64²/12);
+    # a rank holds n₀ = 2 of the 8 experts, the busiest of 4 ranks ≈ 2 × 2,079.50 + √(2 × 1,881.2 × 6/7) × √(2 ln 4)
+    # = 4,159.0 + 56.78 × 1.6651 = 4,253.55 rows, m_b = 2,126.78 per expert.
     from kvledger.accounting.moe_kernel import moe_kernel_fit
+    from kvledger.accounting.moe_rows import busiest_rank_rows, padded_rows_moments
 
     big = prefill_shape(8192)
     c, c0 = on.costs(big), off.costs(big)
-    imb = _imbalance(8192, 2, 4)
-    assert c.expert_time_factor == pytest.approx(imb)
-    # Each term is then × the tuned-or-default config factor vLLM's lookup gives (moe_config.py): TP 4 looks for
-    # E=8,N=3584 on the H100, EP 4 for the rank's E=2,N=14336 (whole experts), each its own factor
-    f_off, f_on = off.moe_config.factor, on.moe_config.factor
-    gemm_s = c0.moe_kernel_s / f_off - 32 * moe_kernel_fit().floor_s
-    on_s = f_on * (32 * moe_kernel_fit().floor_s + imb * gemm_s)
-    assert c.moe_kernel_s == pytest.approx(on_s)
+    mean, var = padded_rows_moments(8192, 2, 8, 2)
+    assert (mean, var) == pytest.approx((2079.50, 1881.2), abs=0.05)
+    m_b, m_tp = busiest_rank_rows(8192, 2, 8, 4), padded_rows_moments(8192, 2, 8, 0, 16)[0]
+    assert m_b == pytest.approx(2126.78, abs=0.01) and m_tp == pytest.approx(2055.5, abs=0.1)
+    # Each term is then × the tuned-or-default config factor vLLM's lookup gives (moe_config.py): TP 4 tuned (×1),
+    # EP 4 default (×1.0315)
+    f, f_off, f_on = moe_kernel_fit(), off.moe_config.factor, on.moe_config.factor
+    assert (off.moe_config.tuned, on.moe_config.tuned, f_off) == (True, False, 1.0)
+    gemm_s = c0.moe_kernel_s / f_off - 32 * f.floor_s
+    on_s = f_on * (32 * f.floor_s + gemm_s * (m_b + f.half_tokens) / (m_tp + f.half_tokens))
+    assert c.moe_kernel_s == pytest.approx(on_s, rel=1e-9)
     assert on.step_time_s(big) - off.step_time_s(big) == pytest.approx(on_s - c0.moe_kernel_s)
 
 
@@ -155,10 +164,11 @@ def test_refused_for_a_dense_model_and_for_sglang():
 def test_the_busiest_rank_reads_more_expert_weights_at_small_batches():
     from kvledger.accounting.moe_terms import ep_imbalance, ep_read_imbalance
 
-    # one decode token, top-8 of 128 experts over 8 ranks (16 each): p = 8/128 = 0.0625 of the experts touched, a rank
-    # holds Binomial(16, p): mean μ = 1, σ = √(16 · 0.0625 · 0.9375) = 0.96825; the busiest of 8 ≈ μ + σ·√(2 ln 8)
-    # = 1 + 0.96825 · 2.03933 = 2.97457 experts' weights, where TP reads every touched expert's 1/8 (1 expert's worth)
-    assert ep_read_imbalance(1, 8, 128, 8) == pytest.approx(2.97457, abs=1e-5)
+    # one decode token, top-8 of 128 experts over 8 ranks (16 each): p = 8/128 = 0.0625 of the experts touched; a
+    # rank's 16 of the 128 hold a hypergeometric count: mean μ = 1, σ² = 16 · 0.0625 · 0.9375 · (128 − 16)/127 =
+    # 0.826772, σ = 0.909270; the busiest of 8 ≈ μ + σ·√(2 ln 8) = 1 + 0.909270 · 2.03933 = 2.85430 experts' weights,
+    # where TP reads every touched expert's 1/8 (1 expert's worth)
+    assert ep_read_imbalance(1, 8, 128, 8) == pytest.approx(2.85430, abs=1e-5)
     # 64 tokens: p = 1 − (120/128)^64 = 0.983921, μ = 15.74273 ≥ 16 − σ·√(2 ln 8): the busiest reads all 16, ÷ μ
     assert ep_read_imbalance(64, 8, 128, 8) == pytest.approx(16 / 15.74273, abs=1e-5)
     assert ep_read_imbalance(64, 8, 128, 1) == 1.0

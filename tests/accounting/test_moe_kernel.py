@@ -49,10 +49,11 @@ def test_the_fit_keeps_the_hbm_rows_and_reports_its_leave_one_source_out_error()
     assert len(rows) == 49 and len({r.source for r in rows}) == 4
     f = moe_kernel_fit()
     assert (f.rows, f.sources, f.padded) == (49, 4, True)
-    assert f.floor_s * 1e6 == pytest.approx(43.2, abs=0.1) and f.half_tokens == pytest.approx(5.60, abs=0.01)
-    # the module docstring's table: padded 15.7% in-sample, 22.9% held out (worst 94.9%)
+    assert f.floor_s * 1e6 == pytest.approx(42.6, abs=0.1) and f.half_tokens == pytest.approx(5.40, abs=0.01)
+    # the module docstring's table: padded 15.2% in-sample, 22.4% held out (worst 101.9%), the tuned Mixtral table's
+    # rows at 16-row blocks (moe_rows.tuned_block)
     assert math.isfinite(f.err_loso) and math.isfinite(f.err_loso_max) and f.err_loso > f.err_in
-    assert (f.err_in, f.err_loso, f.err_loso_max) == pytest.approx((0.157, 0.229, 0.949), abs=0.001)
+    assert (f.err_in, f.err_loso, f.err_loso_max) == pytest.approx((0.152, 0.224, 1.019), abs=0.001)
     assert len(f.by_source) == 4 and all(math.isfinite(x) for b in f.by_source for x in b[1:])
     # the unpadded variant (T·k rows): worse held out, 25.1%
     u = fit_moe_kernel(rows, padded=False)

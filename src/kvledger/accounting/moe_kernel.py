@@ -19,8 +19,10 @@ the BF16 one: Triton's w8a8 fused MoE at these widths). Fitted by least squares 
 Padding, from vLLM 0.11.0's ``fused_moe.py``: ``moe_align_block_size`` pads each expert's token count up to a multiple
 of ``BLOCK_SIZE_M`` and the grouped GEMMs run on the padded rows; ``get_default_config`` takes BLOCK_SIZE_M = 16 when
 the step's tokens M ≤ E, else 64, E the rank's local experts under expert parallelism (``block_m``; the tuned tables
-move it with M the same way). Under uniform top-k routing an expert's count is c ~ Binomial(T, k/E) (each token picks
-k distinct experts), so the padded rows of a layer are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ).
+move it with M the same way); a tuned config is priced at BLOCK_SIZE_M 16, the least padding its tuner timed
+(``moe_rows.tuned_block``: a larger block it kept ran no slower). Under uniform top-k routing an expert's count is
+c ~ Binomial(T, k/E) (each token picks k distinct experts), so the padded rows of a layer are E · E[⌈c/B⌉·B],
+computed exactly (the pmf over mean ± 12 σ; under expert parallelism the busiest rank's rows, moe_rows.py).
 FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the padded rows per expert. Errors (mean / worst |predicted /
 measured − 1| per table; LOSO: the table priced by a fit to the other three), 49 of the 53 rows kept:
 
@@ -28,15 +30,17 @@ measured − 1| per table; LOSO: the table priced by a fit to the other three), 
     variant                       padded (used)                       unpadded (T·k rows, m = T·k/E)
     table                         in-sample         LOSO              in-sample         LOSO
     ============================  ================  ================  ================  ================
-    Qwen3-235B FP8, H200, TP 8    12.0% / 20.4%     12.7% / 24.4%     10.9% / 17.2%     12.8% / 26.8%
-    Mixtral BF16, H100, TP 2      15.9% / 61.4%     25.8% / 79.8%     18.5% / 65.7%     30.7% / 90.4%
-    Qwen3-30B FP8, H100, TP 1     14.6% / 33.4%     22.3% / 55.3%     16.7% / 39.0%     23.7% / 55.6%
-    Qwen3-30B FP8, L40S, TP 1     18.5% / 70.5%     24.5% / 94.9%     17.7% / 78.3%     25.1% / 110.5%
-    all rows                      15.7% / 70.5%     22.9% / 94.9%     16.9% / 78.3%     25.1% / 110.5%
+    Qwen3-235B FP8, H200, TP 8    11.9% / 19.4%     12.5% / 23.4%     10.9% / 17.2%     12.8% / 26.8%
+    Mixtral BF16, H100, TP 2      14.4% / 55.9%     23.2% / 69.9%     18.5% / 65.7%     30.7% / 90.4%
+    Qwen3-30B FP8, H100, TP 1     14.0% / 32.0%     21.9% / 54.2%     16.7% / 39.0%     23.7% / 55.6%
+    Qwen3-30B FP8, L40S, TP 1     19.2% / 74.4%     26.1% / 101.9%    17.7% / 78.3%     25.1% / 110.5%
+    all rows                      15.2% / 74.4%     22.4% / 101.9%    16.9% / 78.3%     25.1% / 110.5%
     ============================  ================  ================  ================  ================
 
-Padded: t0 43.2 µs, β 0.860, η∞ 0.339, m½ 5.60; unpadded: t0 40.8 µs, β 0.822, η∞ 0.307, m½ 7.84. Padding narrows
-the Mixtral/Qwen3 opposition (LOSO signed mean +26% / −21%, from +31% / −21%) without closing it. An η∞ growing
+Padded: t0 42.6 µs, β 0.859, η∞ 0.331, m½ 5.40, the tuned Mixtral table at 16-row blocks (at ``block_m``'s 64
+past M > E, as the default tables: 15.7% in-sample, 22.9% LOSO, Mixtral 25.8% held out); unpadded: t0 40.8 µs, β
+0.822, η∞ 0.307, m½ 7.84. Padding narrowed the Mixtral/Qwen3 opposition (LOSO signed mean +26% / −21% with
+``block_m``'s rule throughout, from +31% / −21%) without closing it. An η∞ growing
 with the per-expert width N·K as (N·K)^γ fits better in-sample (13.6%) but is fixed by Mixtral alone: held out, it
 misses Mixtral by 70–79% mean (LOSO 39–44% overall), so it is not used; nor is pricing FP8 experts at the FP8 peak
 (unpadded: in-sample 22.0%, LOSO 34.1%, Mixtral held out 65%).
@@ -65,6 +69,7 @@ from importlib import resources
 
 import numpy as np
 
+from kvledger.accounting.moe_rows import block_m, busiest_rank_rows, padded_rows_moments, tuned_block
 from kvledger.accounting.moe_terms import ep_read_imbalance, touched_fraction
 from kvledger.catalog.expert_placement import local_experts
 
@@ -125,34 +130,11 @@ def load_rows() -> list[MoeKernelRow]:
     return out
 
 
-def block_m(tokens: float, experts: int) -> int:
-    """vLLM's default BLOCK_SIZE_M of the fused-MoE GEMMs for a step of ``tokens`` tokens (``get_default_config``:
-    16 when M ≤ E, else 64), rows. ``experts`` is the rank's local count: vLLM 0.11.0's
-    ``fused_moe.py::try_get_optimal_moe_config`` passes E = ``w2_shape[0]``, the first dimension of the layer's w2,
-    which ``fused_moe/layer.py::FusedMoE.__init__`` creates with ``local_num_experts`` (``determine_expert_map``: all E
-    without expert parallelism, ⌈E / EP⌉ on rank 0 with it), not ``global_num_experts``."""
-    return 16 if tokens <= experts else 64
-
-
-@functools.lru_cache(maxsize=65536)
 def padded_rows_per_expert(tokens: int, top_k: int, experts: int, local: int = 0) -> float:
     """E[⌈c/B⌉·B] for c ~ Binomial(tokens, k/E), B = ``block_m`` over the rank's ``local`` experts (0: all E, no
-    expert parallelism): an expert's rows after ``moe_align_block_size`` pads its count to the block, exact over
-    mean ± 12 σ (the rest of the pmf is below 1e-30), rows."""
-    if tokens <= 0:
-        return 0.0
-    b, p = block_m(tokens, local or experts), top_k / experts
-    if p >= 1:
-        return float(math.ceil(tokens / b) * b)
-    mu, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
-    lo, hi = max(0, int(mu - 12 * sd - 2)), min(tokens, int(mu + 12 * sd + 2 + b))
-    c = np.arange(lo, hi + 1, dtype=np.float64)
-    # log pmf: lgamma at lo, then the ratio pmf(j+1)/pmf(j) = (T − j)/(j + 1) · p/(1 − p) accumulated
-    lp0 = (math.lgamma(tokens + 1) - math.lgamma(lo + 1) - math.lgamma(tokens - lo + 1) + lo * math.log(p)
-           + (tokens - lo) * math.log1p(-p))
-    steps = np.log((tokens - c[:-1]) / (c[:-1] + 1)) + math.log(p / (1 - p))
-    pmf = np.exp(lp0 + np.concatenate(([0.0], np.cumsum(steps))))
-    return float((pmf * np.ceil(c / b) * b).sum() / pmf.sum())
+    expert parallelism): an expert's rows after ``moe_align_block_size`` pads its count to the block, rows
+    (``moe_rows.padded_rows_moments``)."""
+    return padded_rows_moments(tokens, top_k, experts, local)[0]
 
 
 def moe_layer_s(p: tuple[float, float, float, float], read_bytes: float, flops: float, tokens_per_expert: float,
@@ -178,7 +160,8 @@ def _features(rows: list[MoeKernelRow], padded: bool = True) -> list[tuple]:
     out = []
     for r in rows:
         g = get_gpu(r.gpu)
-        m = padded_rows_per_expert(r.tokens, r.top_k, r.experts) if padded else r.tokens * r.top_k / r.experts
+        m = padded_rows_moments(r.tokens, r.top_k, r.experts, 0, tuned_block(r.tuned))[0] if padded \
+            else r.tokens * r.top_k / r.experts
         out.append((r.expert_bytes * touched_fraction(r.tokens, r.top_k, r.experts),
                     r.flops_per_token / r.top_k * r.experts * m, m, g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s,
                     r.time_s))
@@ -271,22 +254,24 @@ class FusedMoePrices:
         no MoE terms, or the fused-MoE term without expert parallelism (its imbalance is priced step by step)."""
         return not self._moe_terms or (self.moe_layers > 0 and self.ep == 1)
 
-    def moe_kernel_s(self, num_tokens: float, imbalance: float = 1.0) -> float:
-        """The fused-MoE kernels of a step over ``num_tokens`` tokens, all MoE layers, s (module docstring): 0.0 for
-        a model without MoE layers. ``imbalance`` (≥ 1, expert parallelism's busiest rank) scales the GEMM FLOPs; the
-        expert bytes read wait for the busiest rank's touched experts (``moe_terms.ep_read_imbalance``)."""
+    def moe_kernel_s(self, num_tokens: float) -> float:
+        """The fused-MoE kernels of a step over ``num_tokens`` tokens, all MoE layers, on the busiest GPU, s (module
+        docstring): 0.0 for a model without MoE layers. Under expert parallelism the GEMMs run on the busiest rank's
+        padded rows (``moe_rows.busiest_rank_rows``: its FLOPs and η at its rows per expert) and the expert bytes
+        read wait for its touched experts (``moe_terms.ep_read_imbalance``)."""
         if not self.moe_layers or num_tokens <= 0:
             return 0.0
         f, m = moe_kernel_fit(), self.model
         p = (f.floor_s * self.moe_layers, f.read_fraction * self.bandwidth_fraction / FIT_BANDWIDTH_FRACTION,
              f.gemm_efficiency * self.flops_fraction / FIT_FLOPS_FRACTION,
              self.grouped_gemm_half_tokens or f.half_tokens)
-        k, e = m.experts_per_token, m.num_experts
-        read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e,
-                                                                                                 self.ep)
-        # an expert's padded rows (module docstring); BLOCK_SIZE_M's M ≤ E test on the busiest rank's local experts
-        rows = padded_rows_per_expert(int(math.ceil(num_tokens)), k, e, local_experts(e, self.ep) if self.ep > 1 else 0)
-        flops = 2 * self.expert_params_per_token * (e * rows / k) * imbalance  # params per token × padded tokens
+        k, e, ep = m.experts_per_token, m.num_experts, self.ep
+        read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e, ep)
+        rows = busiest_rank_rows(int(math.ceil(num_tokens)), k, e, ep,
+                                 tuned_block(self.moe_config is not None and self.moe_config.tuned))
+        # the GPU's expert weights (params per token × E/k): 1/TP of all E, or n₀ whole experts = TP·n₀/E of that
+        held = e / k * (self.tp * local_experts(e, ep) / e if ep > 1 else 1.0)
+        flops = 2 * self.expert_params_per_token * held * rows
         return self._config_factor * moe_layer_s(p, read, flops, rows, self.bw,
                                                  self.gpu.bf16_flops_per_s or self.peak_flops)
 

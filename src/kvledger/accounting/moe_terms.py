@@ -12,9 +12,11 @@ expert load imbalance across expert-parallel ranks, and expert parallelism's all
   Gaussian extreme-value approximation), so the expert GEMMs take (μ + σ·√(2 ln r)) / (T·k/g) times TP's even share
   (g dividing E: (μ + σ·√(2 ln g))/μ).
 * The weights read wait for the busiest rank too: each expert is touched with p = 1 − (1 − k/E)^T, a rank reads the
-  touched experts among its own n₀, Binomial(n₀, p); the busiest of r ranks reads ≈ min(n₀, n₀·p + √(n₀·p(1 − p))·
-  √(2 ln r)) experts against n₀·p on average — at one decode token of k = 8 from 128 experts over 8 ranks, 2.97
-  experts' weights against 1. Under TP alone every GPU holds a slice of every expert: no imbalance.
+  touched experts among its own n₀, n₀·p on average with variance n₀·p(1 − p)·(E − n₀)/(E − 1) (n₀ of E experts:
+  the finite-population correction, exact at one token, where the count is hypergeometric); the busiest of r ranks
+  reads ≈ min(n₀, n₀·p + √(that variance)·√(2 ln r)) experts — at one decode token of k = 8 from 128 experts over 8
+  ranks, 1 + √(15/16 · 112/127)·√(2 ln 8) = 2.85 experts' weights against 1. Under TP alone every GPU holds a slice
+  of every expert: no imbalance. The GEMM rows of the busiest rank: moe_rows.py.
 * All-to-all: each token's hidden state goes to its k experts' ranks and back (dispatch and combine), the share
   (g − 1)/g of them off-rank: 2·T·k·hidden·bytes·(g − 1)/g bytes per step over the link.
 """
@@ -82,7 +84,8 @@ def ep_read_imbalance(num_tokens: float, experts_per_token: int, num_experts: in
     mu = n0 * p
     if mu <= 0:
         return 1.0
-    top = min(float(n0), mu + math.sqrt(n0 * p * (1.0 - p)) * _tail((num_experts % ep) or ep))
+    fpc = (num_experts - n0) / (num_experts - 1) if num_experts > 1 else 0.0  # n₀ of E experts: finite population
+    top = min(float(n0), mu + math.sqrt(n0 * p * (1.0 - p) * fpc) * _tail((num_experts % ep) or ep))
     return max(1.0, top / mu)
 
 

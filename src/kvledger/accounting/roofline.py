@@ -208,7 +208,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         if self.moe_layers:  # the fused-MoE kernel term (moe_kernel.py) prices the routed experts
             return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                              ef, imb, a2a_s, host, expert_bytes=self.expert_bytes * self.experts_touched_fraction(T),
-                             moe_kernel_s=self.moe_kernel_s(T, imb))
+                             moe_kernel_s=self.moe_kernel_s(T))
         eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
                                       self.grouped_gemm_half_tokens)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),

@@ -15,7 +15,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["sparse_mla_layer", "step_term_notes", "fused_moe_note"]
+__all__ = ["sparse_mla_layer", "step_term_notes", "expert_parallel_step_note", "fused_moe_note"]
 
 
 def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
@@ -24,19 +24,27 @@ def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
                 None)
 
 
+def expert_parallel_step_note(ep: int, fused: bool) -> str:
+    """The note on how the step cost prices expert parallelism over ``ep`` ranks (``fused``: the fused-MoE kernel
+    term prices the routed experts, moe_rows.py; else the token-expert pairs' imbalance, moe_terms.py)."""
+    gemm = ("its GEMMs on its padded rows, n₀·E[P] + √(n₀·Var[P]·(E − n₀)/(E − 1))·√(2 ln r), P = an expert's tokens "
+            "padded to BLOCK_SIZE_M (16 for a tuned config), with the GEMM efficiency at its rows per expert"
+            if fused else f"its GEMMs × (μ + σ·√(2 ln r))/(T·k/{ep}), μ = T·k·n₀/E token-expert pairs on a fullest "
+            "rank, σ² = T·k·(n₀/E)(1 − n₀/E)")
+    return (f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel 1): each rank holds "
+            f"whole experts (n₀ = ⌈E/{ep}⌉ on the fullest, r ranks that full) and reads the ones a step's tokens "
+            f"touch; the routed-expert work waits for the busiest rank: {gemm}; and its weight reads × the busiest "
+            "rank's touched experts over the mean, min(n₀, n₀p + √(n₀p(1 − p)·(E − n₀)/(E − 1))·√(2 ln r))/(n₀p), "
+            "p = 1 − (1 − k/E)^T (uniform routing, Gaussian extreme-value approximation); no all-to-all: with data "
+            "parallel 1 the TP all-reduce combines the experts' outputs")
+
+
 def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None) -> list[str]:
     """One line per extra term the roofline prices for ``model`` on ``gpu`` (``ep``: expert-parallel ranks;
     ``moe_config``: the fused-MoE config vLLM runs, moe_config.py), with its source; [] when none."""
     notes = []
     if ep > 1 and model.is_moe:
-        notes.append(f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel 1): each rank "
-                     f"holds whole experts (⌈E/{ep}⌉ on the fullest) and reads the ones a step's tokens touch; the "
-                     f"routed-expert work waits for the busiest rank: its GEMMs × (μ + σ·√(2 ln r))/(T·k/{ep}), "
-                     f"μ = T·k·n₀/E token-expert pairs on a fullest rank, σ² = T·k·(n₀/E)(1 − n₀/E), r the ranks "
-                     "that full, and its weight reads × the busiest rank's touched experts over the mean, "
-                     "min(n₀, n₀p + √(n₀p(1 − p))·√(2 ln r))/(n₀p), p = 1 − (1 − k/E)^T (uniform routing, Gaussian "
-                     "extreme-value approximation); no all-to-all: with data parallel 1 the TP all-reduce combines "
-                     "the experts' outputs")
+        notes.append(expert_parallel_step_note(ep, fused=moe_layer_count(model) > 0))
     k = fp8_block_kernel(model, gpu)
     if k is not None:
         lo, hi = FP8_BLOCK_EFFICIENCY_RANGE
