@@ -1,6 +1,6 @@
 """The roofline's settings-derived terms that a plan's two rooflines share (``plan.Plan.step_cost`` for the simulator,
 ``plan.build_plan``'s report): the model as its steps read it, the achievable fractions, the given weight bytes,
-vLLM's custom all-reduce bound, the all-reduce link share, expert parallelism and which fused-MoE config vLLM runs
+the engine's custom all-reduce bound, the all-reduce link share, expert parallelism and which fused-MoE config vLLM runs
 (moe_config.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.moe_config import MoeConfigChoice, moe_config_choice
 from kvledger.accounting.moe_kernel import moe_layer_count
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes
+from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_custom_ar_max_bytes
+from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes, tp_group_nodes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -38,9 +39,18 @@ def plan_moe_config(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> MoeConfi
     return moe_config_choice(m, gpu, s.tp, ep_size(model, s), parse_version(text), moe_layer_count(m), text)
 
 
+def _custom_ar_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
+    """The engine's custom all-reduce bound, B: vLLM's (vllm_custom_ar.py) or SGLang's (sglang_rules.py); 0 else."""
+    if s.engine == "sglang":
+        ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
+        return sglang_custom_ar_max_bytes(ver, s.tp, tp_group_nodes(s.tp, s.pp, s.nnodes), gpu,
+                                          s.disable_custom_all_reduce)
+    return custom_ar_max_bytes(s, gpu)
+
+
 def roofline_terms(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> dict[str, Any]:
     """``RooflineStepCost`` keyword arguments from plan settings ``s`` for ``model`` on ``gpu``."""
     return {"flops_fraction": s.achievable_flops_fraction, "bandwidth_fraction": s.achievable_bandwidth_fraction,
-            "weights_bytes": s.weights_bytes, "custom_allreduce_max_bytes": custom_ar_max_bytes(s, gpu),
+            "weights_bytes": s.weights_bytes, "custom_allreduce_max_bytes": _custom_ar_bytes(s, gpu),
             "allreduce_link_share": s.allreduce_link_share, "ep": ep_size(model, s),
             "moe_config": plan_moe_config(model, gpu, s)}

@@ -38,7 +38,8 @@ from kvledger.errors import InputError
 
 __all__ = ["SGLANG_EARLIEST", "SGLANG_LATEST",
            "SGLANG_LOAD_EXTRA_GIB", "SGLANG_PRELOAD_GIB", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults",
-           "parse_sglang_version", "sglang_custom_all_reduce", "sglang_version_text", "sglang_preload_bytes",
+           "parse_sglang_version", "sglang_custom_all_reduce", "sglang_custom_ar_max_bytes", "sglang_version_text",
+           "sglang_preload_bytes",
            "sglang_preload_high_bytes", "sglang_version_defaults"]
 
 SGLANG_LATEST = (0, 5, 23)
@@ -238,6 +239,27 @@ def sglang_custom_all_reduce(tp: int, all_to_all: bool) -> bool:
     """Whether SGLang sets up custom all-reduce for a TP group of ``tp`` GPUs (``custom_all_reduce.py``,
     0.4.4.post1): world sizes 2, 4, 6 and 8 only, and above two GPUs only when every pair is NVLink-connected."""
     return tp in (2, 4, 6, 8) and (tp == 2 or all_to_all)
+
+
+SGLANG_CA_V2_FROM = (0, 5, 23)
+"""The first read release whose CUDA path runs the JIT custom all-reduce v2 by default (``custom_all_reduce.py ::
+dispatch_custom_allreduce``, ``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2`` default True); 0.5.3 runs the legacy kernel."""
+
+
+def sglang_custom_ar_max_bytes(ver: tuple[int, ...], tp: int, tp_nodes: int, gpu, disabled: bool) -> int:
+    """Largest all-reduce message SGLang ``ver`` sends through its custom all-reduce instead of NCCL, B; 0 when off.
+
+    On (``--disable-custom-all-reduce`` unset, its default; ``distributed/bootstrap.py`` ``set_custom_all_reduce``) for
+    a TP group inside one node that ``sglang_custom_all_reduce`` admits. Size: 0.5.23's v2 on CUDA takes up to
+    ``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` (16,384 KiB: 16 MiB, ``environ.py``), every sm90/sm100 table's
+    two-shot bound being ≥ 32 MB (``configs/custom_all_reduce_v2.py``); the legacy kernel (0.5.3, and 0.5.23 with v2
+    off) ``CustomAllreduce._MAX_CAR_SIZE``, 8 MiB (16 MiB on ROCm). Priced as vLLM's one-/two-shot kernel
+    (tp_comm.custom_ar_call_s)."""
+    if tp == 1 or disabled or tp_nodes > 1 or not sglang_custom_all_reduce(tp, gpu.nvlink_all_to_all):
+        return 0
+    if gpu.gpu_id.startswith("amd_"):
+        return 16 << 20
+    return (16 << 20) if tuple(ver[:3]) >= SGLANG_CA_V2_FROM else (8 << 20)
 
 
 def sglang_preload_bytes(tp: int, all_to_all: bool) -> float:
