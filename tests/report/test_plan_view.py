@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from kvledger.accounting.plan import build_plan
@@ -234,3 +235,41 @@ def test_every_concurrency_range_of_one_plan_prints_its_low_end_alike():
     out = io.StringIO()
     render_plan(plan, Console(file=out, width=250), verbose=True)
     assert "12.09x (11.80–12.21x)" in out.getvalue() and "11.81" not in out.getvalue()
+
+
+def _dsv3_text(engine: str, context: int) -> tuple:
+    from kvledger.catalog.models import load_model
+
+    plan = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("h200-sxm"),
+                      make_settings(tp=8, engine=engine, contexts=(context,)))
+    con = Console(record=True, width=400)
+    render_plan(plan, con, verbose=True)
+    return plan, con.export_text()
+
+
+def test_the_decode_table_gives_the_replicas_tok_s_and_each_gpus():
+    # DeepSeek-V3 on 8 H200s (vLLM, TP 8), 8,192-token context, batch 64: each GPU runs the 34.75 ms step for the same
+    # 64 tokens, so the replica makes 64 / 0.034745 = 1,842 tok/s and each GPU 1,842 / 8 = 230 (the one tok/s column
+    # was titled "per GPU" and held the replica's figure)
+    plan, text = _dsv3_text("vllm", 8192)
+    assert "Decode step vs concurrency (step: each GPU's; tok/s: the replica's 8 GPUs together, and per GPU)" in text
+    assert "┃ tok/s (replica) ┃ tok/s/GPU ┃" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("│ 8,192   │ 64    │"))
+    assert "│ 34.75 ms │" in row and "│ 1,842           │ 230       │" in row
+
+
+def test_sglang_budget_line_states_the_formula_its_number_follows():
+    # SGLang 0.5.23 (profile_max_num_token): free before load 139.96 − 2.67 = 137.29 GiB; less weights 79.29, RoPE
+    # buffer 0.04, segment tails 0.14, load overhead 0.07 and the reserve 0.103 × 137.29 = 14.14: 43.61 GiB. Read as
+    # "device total × 0.897 less …" it would have been 139.96 × 0.897 − 79.54 − 14.14 = 31.86.
+    plan, text = _dsv3_text("sglang", 4096)
+    m = plan.memory
+    assert m.requested_bytes - sum(d.bytes for d in m.deductions) == pytest.approx(m.available_kv_bytes, abs=1)
+    assert ("(sglang 0.5.23 rules: free before the weights load 137.29 GiB (device total 139.96 − 2.67 GiB held "
+            "before it) less weights, RoPE cos/sin buffer, allocator segment tails, weight-load overhead, reserve "
+            "(1 − mem_fraction_static 0.897) × free before load)") in text
+    assert "device total 139.96 GiB × mem_fraction_static" not in text
+    # the verbose row of the free memory names its own source, not the mem_fraction_static rule
+    row = next(ln for ln in text.splitlines() if ln.startswith("│ free before the weights load"))
+    assert "│ 137.29 │" in row and "device total 139.96 − 2.67 GiB held before the weights load (measured with " \
+        "custom all-reduce: sglang_rules.SGLANG_PRELOAD_GIB)" in row and "engine rule" not in row

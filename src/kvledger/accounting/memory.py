@@ -100,7 +100,8 @@ class MemoryPlan:
         gpu_total_bytes: device total as CUDA reports it, B.
         fraction_name / fraction: the engine's knob and its value.
         requested_bytes: what the engine may use before the KV pool (vLLM: ceil(total × util)), B.
-        requested_label: how ``requested_bytes`` is obtained, for the ledger's row label.
+        requested_label: how ``requested_bytes`` is obtained, for the ledger's row label; requested_source: where
+            it comes from, for the row's source ("" : the fraction's engine rule).
         deductions: terms subtracted before the KV pool (weights, activation peak, ...).
         available_kv_bytes: KV bytes per GPU, B (negative: does not fit).
         available_given: True when the user passed the engine's printed figure.
@@ -151,6 +152,7 @@ class MemoryPlan:
     """Low and high of available_kv_bytes, num_gpu_blocks, pool_tokens and max_concurrency (at max_model_len) from the
     device total's and each term's range (kvledger.accounting.kv_range); empty when not computed."""
     startup: StartupCheck | None = None
+    requested_source: str = ""
 
     @property
     def headroom_bytes(self) -> float:

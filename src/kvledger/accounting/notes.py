@@ -6,7 +6,8 @@ sentences apply. The upstream file and function a sentence cites is the one the 
 
 from __future__ import annotations
 
-__all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", "trtllm_newer_than_checked",
+__all__ = ["sglang_requested_source",
+           "NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", "trtllm_newer_than_checked",
            "pp_above_layers", "DSV4_NO_UNIFIED", "block_size_from", "hybrid_block_size",
            "gpu_memory_utilization_from", "PROFILE_TERMS_FROM_0_19", "pp_binding_stage", "blocks_overridden",
            "printed_gib_range", "stage_without_kv_group", "model_without_kv", "NULL_BLOCK", "sliding_inflight",
@@ -157,6 +158,12 @@ SGLANG_MAMBA_POOL_SOURCE = ("mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget 
 def sglang_reserve_source(share: float, total_gib: float, held_gib: float, custom_ar: bool) -> str:
     return (f"{share:.3f} × ({total_gib:.2f} − {held_gib:.2f} GiB held before the weights load, measured "
             f"{'with' if custom_ar else 'without'} custom all-reduce) GiB; activations and graphs live here")
+
+
+def sglang_requested_source(total_gib: float, held_gib: float, driver_gib: float, custom_ar: bool) -> str:
+    return (f"device total {total_gib:.2f} − {held_gib:.2f} GiB held before the weights load (measured "
+            f"{'with' if custom_ar else 'without'} custom all-reduce: sglang_rules.SGLANG_PRELOAD_GIB)"
+            + (f" − {driver_gib:.2f} GiB the display driver holds (wddm.py)" if driver_gib else ""))
 
 
 def sglang_preload_range(high_gib: float, mfs: float) -> str:

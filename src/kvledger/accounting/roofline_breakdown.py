@@ -35,14 +35,16 @@ def prefill_shape(chunk_tokens: int, prior_tokens: int = 0) -> StepShape:
 
 @dataclass(frozen=True)
 class DecodeRow:
-    """One decode step at a batch size and context (per GPU).
+    """One decode step at a batch size and context: its FLOPs, bytes and time are each GPU's; its throughput is the
+    replica's (every GPU of the TP × PP group runs the step for the same ``batch`` tokens).
 
     Attributes:
         batch: sequences, count. context_tokens: KV per sequence, tokens.
         flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "memory", "weights compute, KV memory" (weight
         matmuls past the ridge, attention not) or "compute".
         step_s_lower_bound: at datasheet peaks, s. step_s: at achievable fractions (+ CPU overhead), s.
-        tok_per_s_per_seq / tok_per_s: decode throughput per sequence and in total, tok/s.
+        tok_per_s_per_seq / tok_per_s: decode throughput per sequence and of the whole replica (all its GPUs
+            together, not per GPU), tok/s.
         kv_bytes_share: KV bytes ÷ all bytes of the step, 0–1. fits: within the KV pool's concurrency.
     """
 

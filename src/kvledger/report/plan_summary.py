@@ -118,6 +118,11 @@ def _budget(m: MemoryPlan) -> str:
     """How the engine's budget is formed: the device total × its fraction less the terms (TensorRT-LLM: the fraction of
     the memory free after its dry run)."""
     terms = ", ".join(d.name for d in m.deductions if d.bytes)
+    if m.engine == "sglang":  # profile_max_num_token: free before load − weights … − (1 − f) × free before load
+        held = m.gpu_total_bytes - m.requested_bytes
+        return (f"{m.engine} {m.engine_version}: free before the weights load {m.requested_bytes / GiB:,.2f} GiB "
+                f"(device total {m.gpu_total_bytes / GiB:,.2f} − {held / GiB:,.2f} GiB held before it) less "
+                + terms.replace("(1 − mem_fraction_static)", f"(1 − mem_fraction_static {m.fraction:g})"))
     budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
               f"× {m.fraction_name} {m.fraction:g} less {terms}")
     if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run

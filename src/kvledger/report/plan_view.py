@@ -78,7 +78,8 @@ def _memory(p: Plan) -> Table:
     t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", total_source)
     if m.requested_bytes != m.gpu_total_bytes:
         t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
-                  f"{m.requested_bytes / GB:,.2f}", f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
+                  f"{m.requested_bytes / GB:,.2f}",
+                  m.requested_source or f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
     for d in m.deductions:
         r = range_text(d.low_bytes, d.high_bytes, fmt=",.2f")
         rs = f"; range {r} GiB" + (f": {d.range_source}" if d.range_source else "") if r else ""
@@ -193,12 +194,14 @@ def _roofline(p: Plan) -> list[Table]:
         t.add_row(f"decode at {ctx:,} tokens turns compute-bound", "never" if b is None else f"batch {b:,}",
                   "KV bytes grow with batch as fast as FLOPs" if b is None
                   else "whole step: FLOPs/peak ≥ bytes/bandwidth")
-    d = _t("Decode step vs concurrency (per GPU)", "context", "batch", "step", "tok/s/seq", "tok/s", "bound",
-           "KV share of bytes")
+    n = p.settings.tp * p.settings.pp  # the replica's GPUs: every one of them runs each decode step
+    d = _t(f"Decode step vs concurrency (step: each GPU's; tok/s: the replica's {n} GPU{'s' * (n > 1)} together, "
+           "and per GPU)", "context", "batch", "step", "tok/s/seq",
+           "tok/s (replica)", "tok/s/GPU", "bound", "KV share of bytes")
     for row in r.decode:  # a row beyond the KV pool (not one request of that context fits) is marked, not hidden
         d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}" + ("" if row.fits else " [red](no room in KV)[/]"),
-                  fmt_duration(row.step_s),
-                  f"{row.tok_per_s_per_seq:,.1f}", f"{row.tok_per_s:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
+                  fmt_duration(row.step_s), f"{row.tok_per_s_per_seq:,.1f}", f"{row.tok_per_s:,.0f}",
+                  f"{row.tok_per_s / n:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
     return [t, d]
 
 
