@@ -25,7 +25,9 @@ def test_the_custom_all_reduce_bound_by_release_and_topology():
     assert sglang_custom_ar_max_bytes((0, 5, 23), 1, 1, h200, False) == 0
     assert sglang_custom_ar_max_bytes((0, 5, 23), 3, 1, h200, False) == 0
     assert sglang_custom_ar_max_bytes((0, 5, 23), 4, 1, l40s, False) == 0
-    assert sglang_custom_ar_max_bytes((0, 5, 23), 2, 1, l40s, False) == 16 * 2**20  # TP 2 needs no mesh
+    # TP 2 needs no NVLink, only peer access (L40S: yes), but v2 wants NVLink between every pair: the legacy 8 MiB
+    assert sglang_custom_ar_max_bytes((0, 5, 23), 2, 1, l40s, False) == 8 * 2**20
+    assert sglang_custom_ar_max_bytes((0, 5, 23), 2, 1, get_gpu("RTX PRO 6000"), False) == 0  # no peer access
 
 
 def test_sglang_and_vllm_decode_at_batch_1_pay_the_same_custom_all_reduce():

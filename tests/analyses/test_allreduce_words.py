@@ -29,9 +29,11 @@ def test_tp1_states_no_all_reduce_and_pcie_states_its_share_and_range():
     # the RTX PRO 6000 has no peer access by default: every call NCCL's, and the text says so
     rtx = _setup("RTX PRO 6000", 2).cost_info["source"]
     assert "every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP" in rtx
-    # SGLang's plan prices every call at NCCL's: no vLLM kernel is named
+    # SGLang runs its own custom all-reduce (on by default; at TP 2 with peer access and no NVLink, the legacy kernel:
+    # _MAX_CAR_SIZE 8 MiB a call, sglang_rules.sglang_custom_ar_max_bytes)
     sg = _setup("L40S", 2, policy="sglang").cost_info["source"]
-    assert "+ TP all-reduces (each at NCCL's price" in sg and "vLLM's custom" not in sg
+    assert "+ TP all-reduces (SGLang's custom all-reduce below 8 MiB a call, NCCL above" in sg
+    assert "vLLM's custom" not in sg
     # an NVLink GPU: the catalog link, no share printed or stored
     h100 = _setup("H100", 2)
     assert "over PCIe" not in h100.cost_info["source"] and "allreduce_link_share" not in h100.cost_info

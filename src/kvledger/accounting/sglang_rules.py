@@ -250,16 +250,18 @@ def sglang_custom_ar_max_bytes(ver: tuple[int, ...], tp: int, tp_nodes: int, gpu
     """Largest all-reduce message SGLang ``ver`` sends through its custom all-reduce instead of NCCL, B; 0 when off.
 
     On (``--disable-custom-all-reduce`` unset, its default; ``distributed/bootstrap.py`` ``set_custom_all_reduce``) for
-    a TP group inside one node that ``sglang_custom_all_reduce`` admits. Size: 0.5.23's v2 on CUDA takes up to
-    ``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` (16,384 KiB: 16 MiB, ``environ.py``), every sm90/sm100 table's
-    two-shot bound being ≥ 32 MB (``configs/custom_all_reduce_v2.py``); the legacy kernel (0.5.3, and 0.5.23 with v2
-    off) ``CustomAllreduce._MAX_CAR_SIZE``, 8 MiB (16 MiB on ROCm). Priced as vLLM's one-/two-shot kernel
-    (tp_comm.custom_ar_call_s)."""
-    if tp == 1 or disabled or tp_nodes > 1 or not sglang_custom_all_reduce(tp, gpu.nvlink_all_to_all):
+    a TP group inside one node that ``sglang_custom_all_reduce`` admits, with CUDA peer access (``custom_all_reduce_
+    utils.py :: can_use_custom_all_reduce_with_nvlink``: ``can_p2p``, skipped on ROCm). Size: 0.5.23's v2, taken on
+    CUDA only with NVLink between every pair (``can_use_custom_all_reduce_v2``), up to
+    ``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` (16,384 KiB: 16 MiB, ``environ.py``; the sm90/sm100 tables of
+    ``configs/custom_all_reduce_v2.py`` reach ≥ 32 MB); else the legacy kernel's ``_MAX_CAR_SIZE``, 8 MiB (16 MiB on
+    ROCm; 0.5.3 has only it). Priced as vLLM's one-/two-shot kernel (tp_comm.custom_ar_call_s)."""
+    amd = gpu.gpu_id.startswith("amd_")
+    if (tp == 1 or disabled or tp_nodes > 1 or not sglang_custom_all_reduce(tp, gpu.nvlink_all_to_all)
+            or not (amd or gpu.p2p)):
         return 0
-    if gpu.gpu_id.startswith("amd_"):
-        return 16 << 20
-    return (16 << 20) if tuple(ver[:3]) >= SGLANG_CA_V2_FROM else (8 << 20)
+    v2 = not amd and tuple(ver[:3]) >= SGLANG_CA_V2_FROM and gpu.nvlink_all_to_all
+    return (16 << 20) if amd or v2 else (8 << 20)
 
 
 def sglang_preload_bytes(tp: int, all_to_all: bool) -> float:

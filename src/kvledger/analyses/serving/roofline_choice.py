@@ -261,16 +261,16 @@ def link_data(cost: Any, given: bool = False) -> dict[str, Any]:
 
 
 def _allreduce_words(cost: Any, engine: str = "vllm", link_given: bool = False) -> str:
-    """The TP all-reduces in words, ending ", ": vLLM's custom kernel and NCCL by message size, or NCCL alone where the
-    custom kernel is off (no peer access, > 2 PCIe GPUs, …) or the engine is not vLLM, and the link; nothing at TP 1."""
+    """The TP all-reduces in words, ending ", ": the engine's custom kernel (vLLM, SGLang) and NCCL by message size, or
+    NCCL alone where the custom kernel is off or not modelled, and the link; nothing at TP 1."""
     if not getattr(cost, "num_allreduce_layers", 0):
         return ""
-    ca = cost.custom_allreduce_max_bytes
-    words = ("+ TP all-reduces (vLLM's custom all-reduce below " f"{ca / 2**20:g} MiB a call, NCCL above: "
-             "accounting/tp_comm.py)" if ca else
-             "+ TP all-reduces (every call NCCL's: vLLM's custom all-reduce is off for this GPU and TP, "
-             "vllm_custom_ar.py; `plan --verbose` says why)" if engine == "vllm" else
-             "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
+    ca, who = cost.custom_allreduce_max_bytes, {"vllm": ("vLLM", "vllm_custom_ar.py"), "sglang": (
+        "SGLang", "sglang_rules.sglang_custom_ar_max_bytes")}.get(engine)
+    words = (f"+ TP all-reduces ({who[0]}'s custom all-reduce below {ca / 2**20:g} MiB a call, NCCL above: "
+             f"{who[1]}, accounting/tp_comm.py)" if ca and who else
+             f"+ TP all-reduces (every call NCCL's: {who[0]}'s custom all-reduce is off for this GPU and TP, "
+             f"{who[1]})" if who else "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
     link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None), LINK_GIVEN if link_given else None)
     return words + (f" {link}" if link else "") + ", "
 
