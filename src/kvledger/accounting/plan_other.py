@@ -127,9 +127,9 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
     notes += long_len_notes(model, L, lsrc)
     src = N.sglang_requested_source(total / GiB, held / GiB, h_pt / GiB, held > SGLANG_PRELOAD_GIB[False] * GiB)
-    return MemoryPlan("sglang", f"{sglang_version_text(ver)} rules", total, "mem_fraction_static", mfs, int(pre_free), items,
-                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
-                          tokens, lines,
+    return MemoryPlan("sglang", f"{sglang_version_text(ver)} rules", total, "mem_fraction_static", mfs,
+                      int(pre_free), items, int(avail - pools.state_bytes), given, page, int(cell * page),
+                      tokens // page, tokens // page, tokens, lines,
                       L, s_rank.max_num_batched_tokens or cps, mrr, tuple(notes),
                       N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng, requested_source=src)
 
