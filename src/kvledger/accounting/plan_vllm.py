@@ -27,6 +27,7 @@ from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
+from kvledger.accounting.vllm_startup import require_vllm_starts, vllm_startup_alone
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_item, weights_item
 from kvledger.accounting.wddm import wddm_total
 from kvledger.accounting.wddm_engines import vllm_startup_check, vllm_wddm_items
@@ -245,7 +246,11 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
         pool_tokens = int(n / Rl * L)
     else:
         pool_tokens = (n // len(layout.groups)) * layout.block_size
-    startup = vllm_startup_check(ver, gpu, total, b.util, b.requested, s.tp) if s.wddm else None
+    if s.wddm:
+        startup = vllm_startup_check(ver, gpu, total, b.util, b.requested, s.tp)
+    else:  # the GPU to itself: refused (exit 3) where every end of the range asks more than is free
+        startup = vllm_startup_alone(ver, gpu, total, b.util, b.requested, s.tp, s.pp)
+        require_vllm_starts(startup)
     usable = 0 if no_groups else n if v0 else max(0, n - 1)
     mem = MemoryPlan("vllm", ".".join(map(str, ver)), total, "gpu_memory_utilization", b.util, b.requested,
                      tuple(items), bind.available, s.available_kv_memory_bytes is not None, layout.block_size,

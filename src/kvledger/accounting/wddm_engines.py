@@ -37,13 +37,13 @@ from kvledger.accounting.wddm import wddm_held_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import InputError
 
-__all__ = ["VLLM_STARTUP_CHECK_FROM", "check_wddm", "startup_process_term", "vllm_counts_other_processes",
+__all__ = ["VLLMVLLM_SNAPSHOT_AFTER_NCCL_FROM", "VLLM_STARTUP_CHECK_FROM", "check_wddm", "startup_process_term", "vllm_counts_other_processes",
            "vllm_startup_check", "vllm_wddm_items"]
 
 VLLM_STARTUP_CHECK_FROM = (0, 9, 1)
 """First vLLM release whose ``init_device`` refuses to start short of free memory (0.9.0's has no such check)."""
 
-_SNAPSHOT_AFTER_NCCL_FROM = (0, 11, 0)
+VLLM_SNAPSHOT_AFTER_NCCL_FROM = (0, 11, 0)
 """From 0.11.0 ``init_device`` takes the snapshot after ``init_worker_distributed_environment`` (0.10.2: before)."""
 
 
@@ -91,7 +91,7 @@ def vllm_startup_check(ver: tuple[int, int, int], gpu: GpuSpec, total: int, util
     if vllm_counts_other_processes(ver):
         return None
     held = wddm_held_term(gpu)
-    own = startup_process_term(tp if ver >= _SNAPSHOT_AFTER_NCCL_FROM else 1, gpu.nvlink_all_to_all)
+    own = startup_process_term(tp if ver >= VLLM_SNAPSHOT_AFTER_NCCL_FROM else 1, gpu.nvlink_all_to_all)
     free = total - held.bytes - own.bytes
     lo, hi = total - held.high_bytes - own.high_bytes, total - held.low_bytes - own.low_bytes
     checks = ver >= VLLM_STARTUP_CHECK_FROM
