@@ -34,7 +34,7 @@ def test_a_plan_that_fits_keeps_its_ranges_as_they_were():
 
 @pytest.mark.parametrize("args,note", [
     # vllm_rules.LATEST = 0.33.0, sglang_rules.SGLANG_LATEST = (0, 5, 23), plan_other.TRTLLM_NEWEST_CHECKED = 1.2.1
-    (("--engine-version", "9.9"), "vLLM 9.9.0 is newer than the newest release whose code was read (0.33.0)"),
+    (("--engine-version", "0.34"), "vLLM 0.34.0 is newer than the newest release whose code was read (0.33.0)"),
     (("--engine", "sglang", "--engine-version", "99.0"),
      "SGLang 99.0.0 is newer than the newest release whose code was read (0.5.23)"),
     (("--engine", "trtllm", "--engine-version", "99.0"),
@@ -52,9 +52,9 @@ def test_no_newer_note_at_or_below_the_newest_read(args):
 
 
 def test_simulate_says_when_the_vllm_version_is_newer_than_the_rules_read():
-    text = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "9.9", "--num-requests", "5")
+    text = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.34", "--num-requests", "5")
                     .stdout.split())
-    assert "note: vLLM 9.9.0 is newer than the newest release whose code was read (0.33.0): its rules are" in text
+    assert "note: vLLM 0.34.0 is newer than the newest release whose code was read (0.33.0): its rules are" in text
 
 
 @pytest.mark.parametrize("engine,flags,start", [
@@ -95,3 +95,12 @@ def test_sglang_without_kv_tokens_does_not_print_max_num_seqs_0():
     assert "max_num_seqs 0" not in text
     assert "max_num_seqs — (SGLang sizes max_running_requests from the KV pool, which is empty)" in text
     assert "max_num_seqs 256" in " ".join(_run("plan", MODEL, "--gpu", "T4").stdout.split())  # vLLM: its default
+
+
+@pytest.mark.parametrize("version", ["9.9", "1.0", "0.35.0"])
+def test_a_vllm_version_far_past_the_newest_known_is_refused_as_a_typo(version):
+    # vllm_rules.LATEST = 0.33.0 and vllm_predates.NEAR_FUTURE_MINORS = 1: 0.34.x is planned with a note (above);
+    # 0.35 (two minors on), 1.0 and 9.9 (a major on) are beyond any release, refused naming the newest known
+    msg = _refused("plan", MODEL, "--gpu", "H100", "--engine-version", version)
+    assert msg.startswith(f"--engine-version {version}: no such vLLM release is known; the newest known is 0.33.0")
+    assert "a version up to 0.34.x is planned with its rules and a note" in msg

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from kvledger.accounting.vllm_predates import predates_message
+from kvledger.accounting.vllm_predates import beyond_near_future, far_future_message, predates_message
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -30,12 +30,12 @@ def version_tuple(v: str) -> tuple[int, int, int] | None:
 
 
 def parse_version(v: str) -> tuple[int, int, int]:
-    """``version_tuple`` of a release whose rules were read. Raises InputError: no version, or one before 0.5."""
+    """``version_tuple`` of a release read, or the next minor. Raises InputError: none, before 0.5, or further ahead."""
     ver = version_tuple(v)
     if ver is None:
         raise InputError(f"--engine-version {v!r} is not a version like 0.10.2")
-    if ver < (0, 5, 0):
-        raise InputError(predates_message(v, ver))
+    if ver < (0, 5, 0) or beyond_near_future(ver, version_tuple(LATEST)):
+        raise InputError(predates_message(v, ver) if ver < (0, 5, 0) else far_future_message(v, LATEST))
     return ver
 
 

@@ -17,8 +17,11 @@ from __future__ import annotations
 import math
 
 from kvledger.accounting.memory import StartupCheck
-from kvledger.accounting.wddm_engines import (VLLM_SNAPSHOT_AFTER_NCCL_FROM, VLLM_STARTUP_CHECK_FROM,
-                                              startup_process_term)
+from kvledger.accounting.wddm_engines import (
+    VLLM_SNAPSHOT_AFTER_NCCL_FROM,
+    VLLM_STARTUP_CHECK_FROM,
+    startup_process_term,
+)
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import DoesNotFitError
 from kvledger.units import GiB

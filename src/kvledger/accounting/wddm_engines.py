@@ -37,8 +37,8 @@ from kvledger.accounting.wddm import wddm_held_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import InputError
 
-__all__ = ["VLLMVLLM_SNAPSHOT_AFTER_NCCL_FROM", "VLLM_STARTUP_CHECK_FROM", "check_wddm", "startup_process_term", "vllm_counts_other_processes",
-           "vllm_startup_check", "vllm_wddm_items"]
+__all__ = ["VLLM_SNAPSHOT_AFTER_NCCL_FROM", "VLLM_STARTUP_CHECK_FROM", "check_wddm", "startup_process_term",
+           "vllm_counts_other_processes", "vllm_startup_check", "vllm_wddm_items"]
 
 VLLM_STARTUP_CHECK_FROM = (0, 9, 1)
 """First vLLM release whose ``init_device`` refuses to start short of free memory (0.9.0's has no such check)."""
