@@ -102,6 +102,19 @@ def test_capacity_point_is_where_bf16_stops_holding_the_batch(llama_h100):
     assert any("Capacity matters from 7,025 tokens" in v for v in r.verdict)
 
 
+def test_without_concurrency_the_capacity_sentence_states_fp8s_gain(llama_h100):
+    # no --concurrency: the batch is what bf16 holds at 8,192 tokens, so "bf16 already holds them" would be true by
+    # construction. 8,192 tokens = 512 blocks of 16; usable blocks bf16 28,159 // 512 = 54, fp8 56,320 // 512 = 110
+    # (max_num_seqs 1,024 on H100 caps neither): 54 → 110, 110 / 54 = 2.037 → 2.04×
+    r = analyse_fp8_kv(*llama_h100, contexts=[8192])
+    assert (r.concurrency, r.headline["concurrency_given"]) == (54, False)
+    assert ("Capacity at 8,192 tokens per request: FP8 KV raises what one replica runs at once from 54 to 110 "
+            "requests (2.04×; vLLM memory plan)") in r.verdict[2]
+    assert not any("already holds" in v or "Capacity matters" in v for v in r.verdict)
+    given = analyse_fp8_kv(*llama_h100, concurrency=54, contexts=[8192])  # the same load, asked: bf16 holds it
+    assert given.headline["concurrency_given"] and any("Capacity matters from" in v for v in given.verdict)
+
+
 def test_overhead_extremes_give_always_and_never(llama_h100):
     zero = analyse_fp8_kv(*llama_h100, concurrency=4, contexts=[1024], overhead=Fp8Overhead(0.0, 0.0, "test"))
     assert zero.break_even.kind == "always"

@@ -267,7 +267,8 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     else:
         why = "given (--concurrency)"
     headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
-                "concurrency_basis": why}
+                "concurrency_basis": why, "concurrency_given": why.startswith("given"),
+                "max_num_seqs": pb.memory.max_num_seqs}
     dm = Fp8DecodeModel(pb, pf, overhead, pricing, fitted)
     curve = tuple(dm.point(concurrency, c) for c in ctxs)
     cap_n = min(pb.memory.max_num_seqs, 1024)

@@ -30,7 +30,9 @@ def _capacity_sentences(r: Fp8Report) -> list[str]:
     out.append(_page_sentence(b, f))
     max_len = r.break_even.max_context_tokens
     cb, cf = c.bf16_max_context_tokens, c.fp8_max_context_tokens
-    if cb >= max_len:
+    if h and not h.get("concurrency_given", True) and cb > 0:  # n is what bf16 holds: "bf16 holds them" says nothing
+        out.append(_default_capacity_sentence(h))
+    elif cb >= max_len:
         out.append(f"At {_n(n, 'concurrent request')} bf16 already holds them at max_model_len ({max_len:,} tokens "
                    f"each): "
                    "capacity is not a reason to turn FP8 on here.")
@@ -48,6 +50,22 @@ def _capacity_sentences(r: Fp8Report) -> list[str]:
             f"{cb:,} tokens each, FP8 up to {upto}. In between, FP8 is what lets {_n(n, 'request')} run at once."
         )
     return out
+
+
+def _default_capacity_sentence(h: dict) -> str:
+    """Without --concurrency the batch is the bf16 pool's own capacity, so whether bf16 holds it is true by
+    construction: the capacity question is then what FP8 adds at the context asked (whole requests of it, per replica,
+    up to max_num_seqs, which caps running requests whatever the pool holds)."""
+    at, seqs = h["context_tokens"], h["max_num_seqs"]
+    nb, nf = min(h["bf16_max_requests"], seqs), min(h["fp8_max_requests"], seqs)
+    capped = f", max_num_seqs {seqs:,} capping running requests" if h["fp8_max_requests"] > seqs else ""
+    if nf <= nb:
+        return (f"Capacity at {at:,} tokens per request: FP8 KV adds no concurrent request here ({nb:,} either way"
+                f"{capped}; vLLM memory plan): capacity is not a reason to turn FP8 on at this context.")
+    return (f"Capacity at {at:,} tokens per request: FP8 KV raises what one replica runs at once from {nb:,} to "
+            f"{nf:,} requests ({nf / nb:.2f}×{capped}; vLLM memory plan). That is a reason to turn it on where more "
+            f"than {nb:,} such requests arrive together, a server that queues or preempts at that load (`kvledger "
+            f"doctor` on its log says whether yours does); --concurrency N asks whether a load you know fits in bf16.")
 
 
 def _page_sentence(b: dict, f: dict) -> str:
