@@ -115,16 +115,18 @@ def _page_list(html: str, pattern: str) -> set[str]:
 def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     html = client.get("/").text
     serving = _page_list(html, r"const SERVING = \[([^\]]*)\]")
-    plan = _page_list(html, r'post\("plan", \[([^\]]*)\]\)')
+    plan = _page_list(html, r"const PLAN = \[([^\]]*)\]")
     numbers = _page_list(html, r"const NUMBERS = new Set\(\[([^\]]*)\]\)")
     assert "engine" in serving and serving <= set(ServingRequest.model_fields)  # the engine too: issue 59
-    assert plan <= set(PlanRequest.model_fields)
+    assert plan <= set(PlanRequest.model_fields) and plan <= serving  # the serving panel reads the plan's fields
+    assert {"engine_version", "gpu_memory_utilization", "max_num_seqs"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
                if f.annotation in (int, float, int | None, float | None)}
     assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens",
                                                      "monthly_input_tokens", "monthly_output_tokens", "peak_to_mean",
-                                                     "batch_share", "cache_hit_rate", "shared_prefix_tokens"}
+                                                     "batch_share", "cache_hit_rate", "shared_prefix_tokens",
+                                                     "gpu_memory_utilization", "max_num_seqs"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 

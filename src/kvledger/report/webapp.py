@@ -19,6 +19,7 @@ from fastapi import Request  # at module level: FastAPI resolves the endpoints' 
 
 # at module level too: the endpoints' body models
 from kvledger.report.webapp_requests import (
+    ENGINE_FIELDS,
     SERVING_NUM_REQUESTS,
     TRAFFIC_FIELDS,
     WORKLOAD_FIELDS,
@@ -53,9 +54,10 @@ def _figure_json(f: Any) -> dict[str, Any]:
 
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
                  kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None,
-                 wddm: bool = False) -> dict[str, Any]:
-    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``), the headline numbers
-    and the three KV figures."""
+                 wddm: bool = False, engine_version: str | None = None,
+                 max_num_seqs: int | None = None) -> dict[str, Any]:
+    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``; ``engine_version`` and
+    ``max_num_seqs`` as those flags), the headline numbers and the three KV figures."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.serving.decision_data import CONTEXTS
@@ -65,10 +67,11 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.report.webapp_requests import check_plan_numbers
     from kvledger.units import parse_tokens
 
-    check_plan_numbers(tp, gpu_memory_utilization)  # `kvledger plan`'s ranges (kvledger.ranges), in its words
+    check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs)  # `kvledger plan`'s ranges, in its words
     settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                              max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len else None,
-                             gpu_memory_utilization=gpu_memory_utilization, wddm=wddm)
+                             gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
+                             engine_version=engine_version or None, max_num_seqs=max_num_seqs)
     plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
@@ -96,14 +99,15 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
                     wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
                     stopped: Any = None, traffic: dict[str, Any] | None = None,
-                    workload: dict[str, Any] | None = None) -> dict[str, Any]:
+                    workload: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
     every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
     (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens);
     ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix),
-    passed as ``kvledger report`` passes its flags;
+    passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``: engine_version,
+    gpu_memory_utilization, max_num_seqs), as ``report``'s flags of those names;
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
     CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
@@ -114,7 +118,9 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.webapp_guard import Gone
     from kvledger.report.webapp_words import in_app_words
 
-    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens)  # kvledger.ranges, before simulating
+    settings = {k: v for k, v in (settings or {}).items() if v is not None and v != ""}
+    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens,  # kvledger.ranges, before simulating
+                               {k: v for k, v in settings.items() if k != "engine_version"})
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
     wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
     policy = wreq.simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
@@ -123,7 +129,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
              **({"policy": policy} if policy else {}),  # and the shared prefix, a SimRequestArgs field (report_request)
-             **{k: wl.pop(k) for k in ("shared_prefix_tokens",) if k in wl}}
+             **{k: wl.pop(k) for k in ("shared_prefix_tokens",) if k in wl}, **settings}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
                         **traffic, **wl)
@@ -194,7 +200,7 @@ def _plan(body: PlanRequest, data_dir: Path | None) -> dict[str, Any]:
 
     model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
     return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
-                        body.gpu_memory_utilization, body.wddm)
+                        body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs)
 
 
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
@@ -214,7 +220,7 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
                            body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
                            body.wddm, body.client_latency, body.engine, stopped=stopped,
                            traffic=body.model_dump(include=set(TRAFFIC_FIELDS)),
-                           workload=workload)
+                           workload=workload, settings=body.model_dump(include=set(ENGINE_FIELDS)))
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "TRAFFIC_FIELDS", "WORKLOAD_FIELDS",
+__all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIELDS", "TRAFFIC_FIELDS",
+           "WORKLOAD_FIELDS",
            "web_client_latency",
            "check_plan_numbers", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
@@ -22,6 +23,8 @@ TRAFFIC_FIELDS = ("batch_share", "cache_hit_rate", "peak_to_mean", "gpu_provider
 #: the serving request's synthetic workload, ``kvledger report``'s and ``cost``'s flags by the same name (with these the
 #: trace is not read): checked as the CLI checks them, by ``decision_data`` (``report_workload.report_synthetic``)
 WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens")
+#: both requests' engine settings, ``kvledger plan``'s, ``report``'s and ``cost --simulate``'s flags by the same name
+ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs")
 SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 _SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
 
@@ -47,26 +50,27 @@ def _fields(values: dict[str, Any]) -> dict[str, str]:
     return {k: k for k in values}
 
 
-def check_plan_numbers(tp: int, gpu_memory_utilization: float | None) -> None:
+def check_plan_numbers(tp: int, gpu_memory_utilization: float | None, max_num_seqs: int | None = None) -> None:
     """``kvledger plan``'s ranges for the plan's numbers. Raises InputError: one out of range, in the CLI's words."""
     from kvledger.ranges import check_options
 
-    values = {"tp": tp, "gpu_memory_utilization": gpu_memory_utilization}
+    values = {"tp": tp, "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs}
     check_options("plan", values, _fields(values))
 
 
 def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
-                          monthly_tokens: float | None) -> None:
+                          monthly_tokens: float | None, engine: dict[str, Any] | None = None) -> None:
     """The serving request's numbers: requests per simulation in the app's bound ([50, 5,000]), the volume read by
     ``cost --monthly-tokens``'s own parser (a volume of 0 or less prices nothing), the others in ``kvledger cost
-    --simulate``'s ranges. Raises InputError: one out of range, in the CLI's words."""
+    --simulate``'s ranges (``engine``: the engine settings' numbers, gpu_memory_utilization and max_num_seqs, by
+    name). Raises InputError: one out of range, in the CLI's words."""
     from kvledger.ranges import check_options, range_for
     from kvledger.units import count_option
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)
     if monthly_tokens is not None:
         count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
-    values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens}
+    values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **(engine or {})}
     check_options("cost", values, _fields(values))
 
 
@@ -134,6 +138,11 @@ class DeploymentRequest(BaseModel):
     kv_cache_dtype: str = _text("auto")
     wddm: bool = False
     request_id: int | None = None
+    # the engine settings `plan`, `report` and `cost --simulate` take as --engine-version, --gpu-memory-utilization and
+    # --max-num-seqs: checked as those flags are (kvledger.ranges; the version by the engine's own parser, in the plan)
+    engine_version: str | None = _text(None)
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
 
     @field_validator("max_model_len", mode="before")
     @classmethod
@@ -149,8 +158,6 @@ class DeploymentRequest(BaseModel):
 
 class PlanRequest(DeploymentRequest):
     """``/api/plan``'s body."""
-
-    gpu_memory_utilization: float | None = None
 
 
 class ServingRequest(DeploymentRequest):

@@ -9,7 +9,8 @@ from typing import Any
 
 __all__ = ["in_app_words", "request_errors"]
 
-_FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, Windows/WSL2 (WDDM), SLOs, API "
+_FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, "
+           "gpu_memory_utilization, max_num_seqs, Windows/WSL2 (WDDM), SLOs, API "
            "price row, GPU provider, traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
            "cache-hit rate, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
            "shared prefix tokens")
@@ -38,7 +39,9 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\(--max-model-len (\d+)\)", r"(max_model_len \1 in the context field)"),
     (r"--max-model-len", r"the context field (max_model_len)"),
     (r"--kv-cache-dtype", r"the KV cache dtype field"),
-    (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own field of that name
+    (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own fields of those names
+    (r"--engine-version", r"engine_version"),
+    (r"--max-num-seqs", r"max_num_seqs"),
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
