@@ -106,8 +106,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
     (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens);
     ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix),
-    passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``: engine_version,
-    gpu_memory_utilization, max_num_seqs), as ``report``'s flags of those names;
+    passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``), as its flags;
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
     CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
@@ -119,8 +118,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.webapp_words import in_app_words
 
     settings = {k: v for k, v in (settings or {}).items() if v is not None and v != ""}
-    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens,  # kvledger.ranges, before simulating
-                               {k: v for k, v in settings.items() if k != "engine_version"})
+    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens, settings)  # kvledger.ranges, first
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
     wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
     policy = wreq.simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM

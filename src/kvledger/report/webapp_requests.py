@@ -70,7 +70,8 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
     range_for("ui", "num_requests").check("requests per simulation", num_requests)
     if monthly_tokens is not None:
         count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
-    values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **(engine or {})}
+    numbers = {k: v for k, v in (engine or {}).items() if k != "engine_version"}  # the version: the plan's parser
+    values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **numbers}
     check_options("cost", values, _fields(values))
 
 
