@@ -10,7 +10,8 @@ the V0 rules and a V1 log from 0.7 against the 0.8 V1 rules; the reason is retur
 
 from __future__ import annotations
 
-from kvledger.accounting.vllm_rules import parse_version
+from kvledger.accounting.vllm_predates import beyond_near_future
+from kvledger.accounting.vllm_rules import LATEST, parse_version, version_tuple
 from kvledger.errors import InputError
 
 __all__ = ["PAIR_FINGERPRINTS", "SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
@@ -41,7 +42,16 @@ _V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemp
 _V1_MARKERS = {"available_kv", "kv_tokens", "v1_stats", "v1_src"}
 
 
+def _beyond_read(text: str | None) -> bool:
+    """Whether a log's version is further ahead of the newest release read than ``--engine-version`` accepts: a log
+    prints what ran, so it is no typo; the newest rules apply to it (:func:`rules_version`)."""
+    ver = version_tuple(text) if text else None
+    return ver is not None and beyond_near_future(ver, parse_version(LATEST))
+
+
 def _ver(text: str | None) -> tuple[int, int, int] | None:
+    if _beyond_read(text):
+        return parse_version(LATEST)
     try:
         return parse_version(text) if text else None
     except InputError:
@@ -86,6 +96,9 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
 
 def rules_version(version: str | None, generation: str | None, markers: set[str]) -> tuple[str | None, str]:
     """The version whose ledger rules to apply, and why."""
+    if _beyond_read(version):
+        return LATEST, (f"vLLM {version}, newer than {LATEST}, the newest release whose code was read: its rules "
+                        "apply, and a newer engine may size its memory differently")
     v = _ver(version)
     if generation == "v0":
         if v is not None and v < (0, 8, 0):
