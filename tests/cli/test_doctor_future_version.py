@@ -27,3 +27,14 @@ def test_doctor_reads_a_log_whose_banner_prints_a_far_future_version(tmp_path):
     log.write_text(text.replace("0.18.0", "0.40.0"))
     out = " ".join(run_cli("doctor", str(log)).stdout.split())
     assert "vLLM 0.40.0 — printed" in out and f"ledger rules of {LATEST} (vLLM 0.40.0, newer than {LATEST}" in out
+
+
+def test_engine_version_given_on_a_far_future_log_warns_not_refuses(tmp_path):
+    # The log printed 0.40.0; --engine-version 0.33.0 (the newest read) is valid, so the run goes on, with the
+    # warning that the flag names another release than the log's.
+    text = (LOGS / "v0.18.0_banner_docker_compose.log").read_text()
+    log = tmp_path / "future.log"
+    log.write_text(text.replace("0.18.0", "0.40.0"))
+    res = run_cli("doctor", str(log), "--engine-version", LATEST)
+    out = " ".join(res.stdout.split())
+    assert f"--engine-version {LATEST} is not the vLLM this log printed (0.40.0" in out

@@ -86,9 +86,9 @@ def version_mismatch(log: VllmLog, given: str | None) -> str | None:
     (a fresh-user trial: 99.0's rules on a 0.19.0 log, 57.38 GiB against the log's 58.11, "within 2%", unsaid)."""
     if given is None or not log.version or not log.version_source.startswith("printed"):
         return None
-    from kvledger.accounting.vllm_rules import parse_version
+    from kvledger.accounting.vllm_rules import parse_version, version_tuple
 
-    if parse_version(given) == parse_version(log.version):
+    if parse_version(given) == version_tuple(log.version):  # a log's version is what ran: compared, never refused
         return None
     return (f"--engine-version {given} is not the vLLM this log printed ({log.version}, {log.version_source}): the "
             f"ledger below applies {given}'s rules to a {log.version} start-up, so it may not match the log's "
