@@ -107,8 +107,8 @@ def test_each_engines_memory_flags_only_with_its_own_pool():
     assert msg.startswith("--num-gpu-blocks-override") and "SGLang's memory plan" in msg and "ignored" in msg
     # --engine-version names the SGLang release with --policy sglang (tests/cli/test_sglang_release_cli.py); one newer
     # than the newest read runs on 0.5.23's rules and says so, as `kvledger plan --engine sglang` does
-    res = runner.invoke(app, [*sim, "--policy", "sglang", "--engine-version", "0.20.0"], env={"COLUMNS": "250"})
-    assert res.exit_code == 0 and "SGLang 0.20.0 is newer than the newest release whose code was read (0.5.23)" in (
+    res = runner.invoke(app, [*sim, "--policy", "sglang", "--engine-version", "0.6.0"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0 and "SGLang 0.6.0 is newer than the newest release whose code was read (0.5.23)" in (
         " ".join(res.output.split()))
     for policy in ([], ["--policy", "vllm"], ["--policy", "static"]):
         msg = _refusal(*sim, *policy, "--mem-fraction-static", "0.8")

@@ -35,8 +35,8 @@ def test_a_plan_that_fits_keeps_its_ranges_as_they_were():
 @pytest.mark.parametrize("args,note", [
     # vllm_rules.LATEST = 0.33.0, sglang_rules.SGLANG_LATEST = (0, 5, 23), plan_other.TRTLLM_NEWEST_CHECKED = 1.2.1
     (("--engine-version", "0.34"), "vLLM 0.34.0 is newer than the newest release whose code was read (0.33.0)"),
-    (("--engine", "sglang", "--engine-version", "99.0"),
-     "SGLang 99.0.0 is newer than the newest release whose code was read (0.5.23)"),
+    (("--engine", "sglang", "--engine-version", "0.6.1"),
+     "SGLang 0.6.1 is newer than the newest release whose code was read (0.5.23)"),
     (("--engine", "trtllm", "--engine-version", "99.0"),
      "TensorRT-LLM 99.0 is newer than the newest release checked against a start-up log (1.2.1;"),
 ])
@@ -48,6 +48,7 @@ def test_plan_says_when_the_version_is_newer_than_the_rules_read(args, note):
 @pytest.mark.parametrize("args", [("--engine", "sglang", "--engine-version", "0.5.23"),
                                   ("--engine", "trtllm", "--engine-version", "1.2.1"), ()])
 def test_no_newer_note_at_or_below_the_newest_read(args):
+    # (an SGLang version past the next minor, 0.7 or 9.9, is refused: test_sglang_far_future_is_refused)
     assert "is newer than the newest release" not in _run("plan", MODEL, "--gpu", "H100", *args).stdout
 
 
@@ -104,3 +105,12 @@ def test_a_vllm_version_far_past_the_newest_known_is_refused_as_a_typo(version):
     msg = _refused("plan", MODEL, "--gpu", "H100", "--engine-version", version)
     assert msg.startswith(f"--engine-version {version}: no such vLLM release is known; the newest known is 0.33.0")
     assert "a version up to 0.34.x is planned with its rules and a note" in msg
+
+
+@pytest.mark.parametrize("version", ["0.7.0", "9.9", "1.0"])
+def test_sglang_far_future_is_refused(version):
+    # SGLANG_LATEST = 0.5.23; the next minor (0.6.x) is planned with a note, anything further is no known release.
+    from cli_run import refused
+
+    msg = refused("plan", MODEL, "--gpu", "H100", "--engine", "sglang", "--engine-version", version)
+    assert msg.startswith(f"--engine-version {version}: no such SGLang release is known; the newest known is 0.5.23")

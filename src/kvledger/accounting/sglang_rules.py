@@ -67,7 +67,8 @@ def parse_sglang_version(v: str) -> tuple[int, ...]:
     default fraction), a release candidate or dev suffix does not.
 
     Raises:
-        InputError: text that is not a version, or a release before 0.4.0 (not read).
+        InputError: text that is not a version, a release before 0.4.0 (not read), or one past the next minor of
+            the newest read (``SGLANG_LATEST``): no such release, most likely a typo.
     """
     m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?", str(v).strip())
     if not m:
@@ -79,6 +80,12 @@ def parse_sglang_version(v: str) -> tuple[int, ...]:
         raise InputError(f"SGLang {v} predates the releases whose rules were read (0.4.0 onwards: memory plan, "
                          "chunked_prefill_size, CUDA-graph sizes); pass --engine-version 0.4.0 or later, or leave it "
                          "out for 0.5.23's rules")
+    if ver[:2] > (SGLANG_LATEST[0], SGLANG_LATEST[1] + 1):
+        newest, near = sglang_version_text(SGLANG_LATEST), f"{SGLANG_LATEST[0]}.{SGLANG_LATEST[1] + 1}.x"
+        raise InputError(f"--engine-version {v}: no such SGLang release is known; the newest known is {newest} (the "
+                         f"newest whose code was read), and a version up to {near} "
+                         f"is planned with its rules and a note. A typo? Pass the version your server runs "
+                         f"(`python -c 'import sglang; print(sglang.__version__)'`), or {newest}")
     return ver
 
 
