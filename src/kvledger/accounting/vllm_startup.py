@@ -49,8 +49,8 @@ def vllm_startup_alone(ver: tuple[int, int, int], gpu: GpuSpec, total: int, util
     mx = tuple(math.floor(f / total * 1000) / 1000 for f in (free, lo, hi))
     vtxt = ".".join(map(str, ver))
     frees = (f"free at start-up {total / GiB:.2f} GiB total − {own.bytes / GiB:.2f} GiB this process holds by the "
-             f"snapshot (CUDA context, cuBLAS{', NCCL' if ranks > 1 else ''}: the memory SGLang's process holds before "
-             f"its weights load, sglang_rules.SGLANG_PRELOAD_GIB; {own.range_source}) = {free / GiB:.2f} GiB "
+             f"snapshot (CUDA context, cuBLAS{', NCCL' if ranks > 1 else ''}, as measured in a serving process before "
+             f"its weights load; {own.range_source}) = {free / GiB:.2f} GiB "
              f"({lo / GiB:.2f}–{hi / GiB:.2f})")
     asks = f"gpu_memory_utilization {util:g} asks {requested / GiB:.2f} GiB"
     largest = (f"the largest gpu_memory_utilization that starts is free ÷ total = {mx[0]:.3f} ({mx[1]:.3f}–"
