@@ -90,21 +90,28 @@ def _bucket_counts(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, 
     2^31. A gap of 0 gets the key −2^62, ahead of every other.
     """
     pos = values > 0
-    zero = int(counts[~pos].sum())
+    every = bool(pos.all())  # the common case: no gap of 0, nothing to pick out
+    if not every:
+        zero = int(counts[~pos].sum())
+        values, counts = values[pos], counts[pos]
     with np.errstate(divide="ignore"):
-        keys = np.ceil(np.log(values[pos]) / _LOG_GAMMA).astype(np.int64)
-    cnt = counts[pos].astype(np.int64)
+        keys = np.log(values)
+    keys /= _LOG_GAMMA  # in place, the same operations as ceil(log(v) / ln γ): fewer large temporaries
+    np.ceil(keys, out=keys)
+    keys = keys.astype(np.int64)
+    cnt = counts.astype(np.int64)
     if len(keys):
         lo = int(keys.min())
-        if int(keys.max()) - lo < _BINCOUNT_SPAN:
-            tot = np.bincount(keys - lo, weights=cnt)
-            present = np.flatnonzero(tot)  # every count is ≥ 1, so a key is present iff its sum is > 0
+        keys -= lo
+        if int(keys.max()) < _BINCOUNT_SPAN:
+            tot = np.bincount(keys, weights=cnt)
+            present = np.flatnonzero(tot > 0)  # every count is ≥ 1, so a key is present iff its sum is > 0
             keys, cnt = present + lo, tot[present].astype(np.int64)
         else:
-            packed = ((keys - lo) << 32) | cnt
+            packed = (keys << 32) | cnt
             packed.sort()
             keys, cnt = _summed_runs((packed >> 32) + lo, packed & 0xFFFFFFFF)
-    if zero or not pos.all():
+    if not every:
         keys = np.concatenate(([-2**62], keys))
         cnt = np.concatenate(([zero], cnt))
     return keys, cnt
