@@ -42,6 +42,7 @@ from kvledger.dynamics.engine.block_ids import free_queue
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
 NULL_BLOCK_ID = 0
+HEAD_ROOM = 1024  # free-queue entries kept before the head when the used front is dropped
 
 
 class BlockPool:
@@ -190,9 +191,9 @@ class BlockPool:
             elif keys.count(None) < n:
                 live = list(map(is_not, keys, repeat(None)))
                 self._evict(list(compress(ids, live)), list(compress(keys, live)))
-        if self._num_stale == 0 and h > 4096 and h * 2 > len(q):
-            del q[:h]
-            self._head = 0
+        if self._num_stale == 0 and h > 4096 and h * 2 > len(q):  # drop the used front, keeping room before the
+            del q[:h - HEAD_ROOM]  # head for the next frees' prepends (without it each inserts at the list's start)
+            self._head = HEAD_ROOM
         return ids
 
     def _evict(self, blocks: list[int], keys: list[int]) -> None:
@@ -277,17 +278,18 @@ class BlockPool:
             for ids, _ in batch:
                 q.extend(reversed(ids))
             return
-        heads = []  # each free's unhashed blocks, last first; later frees' go in front
-        for ids, nh in batch:
+        tails = []  # each free's unhashed blocks in block order, frees in order: reversed, the later frees' come
+        for ids, nh in batch:  # first, each last block first
             tail = len(ids) - nh
             if tail == 1:  # the common case: one partial block
-                heads.append((ids[-1],))
+                tails.append(ids[-1])
             elif tail:
-                heads.append(ids[:nh - 1 if nh else None:-1])
+                tails += ids[nh:]
             if nh:
                 q += ids[nh - 1::-1]
-        if heads:
-            self._prepend([b for ids in reversed(heads) for b in ids])
+        if tails:
+            tails.reverse()
+            self._prepend(tails)
 
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""

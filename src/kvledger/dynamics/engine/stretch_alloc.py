@@ -14,6 +14,7 @@ async scheduling, after freeing the step before's finishers (``Replica.drain``).
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 
 import numpy as np
 
@@ -209,7 +210,7 @@ class PagedStretches:
 
         Exact only when the pool ``is_uncached``: unregistered blocks are interchangeable, so which block goes to whom
         changes no figure (``_commit_bulk``; open_stretch.py's settlement)."""
-        ids = self.pool.allocate(sum(n for _, n in takes))
+        ids = self.pool.allocate(sum(map(itemgetter(1), takes)))
         h = 0
         for r, n in takes:
             r.blocks += ids[h: h + n]
