@@ -42,7 +42,7 @@ from kvledger.dynamics.engine.block_ids import free_queue
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
 NULL_BLOCK_ID = 0
-HEAD_ROOM = 1024  # free-queue entries kept before the head when the used front is dropped
+HEAD_ROOM = 1024  # free-queue entries kept before the head when the used front is dropped (else a prepend inserts)
 
 
 class BlockPool:
@@ -191,8 +191,8 @@ class BlockPool:
             elif keys.count(None) < n:
                 live = list(map(is_not, keys, repeat(None)))
                 self._evict(list(compress(ids, live)), list(compress(keys, live)))
-        if self._num_stale == 0 and h > 4096 and h * 2 > len(q):  # drop the used front, keeping room before the
-            del q[:h - HEAD_ROOM]  # head for the next frees' prepends (without it each inserts at the list's start)
+        if self._num_stale == 0 and h > 4096 and h * 2 > len(q):  # drop the used front, HEAD_ROOM kept for prepends
+            del q[:h - HEAD_ROOM]
             self._head = HEAD_ROOM
         return ids
 
@@ -278,18 +278,14 @@ class BlockPool:
             for ids, _ in batch:
                 q.extend(reversed(ids))
             return
-        tails = []  # each free's unhashed blocks in block order, frees in order: reversed, the later frees' come
-        for ids, nh in batch:  # first, each last block first
-            tail = len(ids) - nh
-            if tail == 1:  # the common case: one partial block
-                tails.append(ids[-1])
-            elif tail:
+        tails = []  # each free's unhashed blocks, frees in order; reversed: later frees' first, each last block first
+        for ids, nh in batch:
+            if len(ids) > nh:  # usually one partial block
                 tails += ids[nh:]
             if nh:
                 q += ids[nh - 1::-1]
         if tails:
-            tails.reverse()
-            self._prepend(tails)
+            self._prepend(tails[::-1])
 
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""

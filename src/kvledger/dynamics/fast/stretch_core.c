@@ -197,11 +197,23 @@ static inline double time_at(PyObject *t, Py_ssize_t i)
     return PyByteArray_CheckExact(t) ? ((double *)PyByteArray_AS_STRING(t))[i] : as_double(PyList_GET_ITEM(t, i));
 }
 
+/* Resize a bytearray of step times to ``nbytes``, growing its buffer by half when it must grow. PyByteArray_Resize
+   alone allocates the exact size when a resize asks for more than 1/8 above the buffer, so chunks of a few dozen
+   steps each moved the whole buffer (realloc); here the buffer is first sized 1.5× the need, then trimmed to it,
+   which keeps the buffer (a trim to at least half of it does not reallocate). */
+static int times_resize(PyObject *t, Py_ssize_t nbytes)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)t;
+    if (nbytes + (b->ob_start - b->ob_bytes) + 1 > b->ob_alloc
+        && PyByteArray_Resize(t, nbytes + nbytes / 2) < 0) return -1;
+    return PyByteArray_Resize(t, nbytes);
+}
+
 static int time_append(PyObject *t, double x)
 {
     if (!PyByteArray_CheckExact(t)) return append_double(t, x);
     Py_ssize_t n = times_len(t);
-    if (PyByteArray_Resize(t, (n + 1) * (Py_ssize_t)sizeof(double)) < 0) return -1;  /* grows by ~1/8 when full */
+    if (times_resize(t, (n + 1) * (Py_ssize_t)sizeof(double)) < 0) return -1;
     ((double *)PyByteArray_AS_STRING(t))[n] = x;
     return 0;
 }
@@ -261,7 +273,7 @@ static int extend_chunk(Stretch *st, const double t[3], long long pad, int plain
     double end = time_at(st->ends, times_len(st->ends) - 1), d = 0.0;
     if (plain && m <= PLAIN_FLOAT_MAX_STEPS && PyByteArray_CheckExact(st->ends) && PyByteArray_CheckExact(st->durs)) {
         Py_ssize_t ne = times_len(st->ends), nd = times_len(st->durs), size = (Py_ssize_t)sizeof(double);
-        if (PyByteArray_Resize(st->ends, (ne + m) * size) < 0 || PyByteArray_Resize(st->durs, (nd + m) * size) < 0)
+        if (times_resize(st->ends, (ne + m) * size) < 0 || times_resize(st->durs, (nd + m) * size) < 0)
             return -1;  /* room for the chunk's m steps, filled in place */
         double *ends = (double *)PyByteArray_AS_STRING(st->ends) + ne;
         double *durs = (double *)PyByteArray_AS_STRING(st->durs) + nd;
