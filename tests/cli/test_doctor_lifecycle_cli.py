@@ -37,7 +37,8 @@ def test_a_failed_restart_after_a_healthy_run_is_judged_on_the_restart():
     fail = d["findings"][names.index("startup_failure")]
     assert fail["verdict"] == "max_model_len_too_large" and "line 28" in fail["message"]
     assert [(s["first_line"], s["last_line"]) for s in d["startups"]] == [(1, 11), (12, 32)]  # 32 lines in all
-    assert d["startups"][0]["outcome"].startswith("served from line 11; no crash or shutdown line")
+    assert [s["outcome"] for s in d["startups"]] == ["served", "verdict"]
+    assert d["startups"][0]["says"].startswith("served from line 11; no crash or shutdown line")
     assert d["log"]["version_source"] == "printed (line 12)"  # the restart's own banner
     _, out = _text("constructed_v1_restart_then_failed.log")
     assert ("2 start-ups in this log; the verdict and the start-up comparison are the last one's (from line 12); "
@@ -51,8 +52,9 @@ def test_a_crash_then_a_healthy_restart_is_healthy_and_says_what_became_of_the_f
     assert code == 0 and d["failed"] is False and d["unfinished"] is False
     assert "crashed_while_serving" not in [f["name"] for f in d["findings"]]
     assert d["log"]["metrics_lines"] == 2  # the restart's own, not the first run's 30
-    assert d["startups"][0]["outcome"].startswith("served from line 11, then crashed at line 48 "
-                                                  "(torch.OutOfMemoryError: CUDA out of memory.")
+    assert d["startups"][0]["outcome"] == "crashed"
+    assert d["startups"][0]["says"].startswith("served from line 11, then crashed at line 48 "
+                                               "(torch.OutOfMemoryError: CUDA out of memory.")
     kv = next(r for r in d["startup"]["rows"] if r["term"] == "available KV memory")
     assert kv["log_line"] == 60  # the restart's "Available KV cache memory: 58.11 GiB", not the first run's (line 7)
 

@@ -14,7 +14,7 @@ from kvledger.evidence.vllm_log.lines import segments
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "profile_frame",
-           "root_cause", "graph_capture_frame"]
+           "root_cause", "cause_in_lines", "graph_capture_frame"]
 
 _NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
 # (kind, pattern), most specific first: a line takes the first kind that matches
@@ -95,7 +95,11 @@ def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
 
 def root_cause(text: str, first_traceback_line: int) -> tuple[int, str] | None:
     """(line, "ExceptionType: message") of the first exception line after line ``first_traceback_line``."""
-    lines = text.split("\n")
+    return cause_in_lines(text.split("\n"), first_traceback_line)
+
+
+def cause_in_lines(lines: list[str], first_traceback_line: int) -> tuple[int, str] | None:
+    """``root_cause`` on the log's lines (``lines[0]`` is line 1)."""
     for n in range(first_traceback_line, min(len(lines), first_traceback_line + 400)):
         for seg in segments(n + 1, lines[n]):
             m = _EXCEPTION.match(seg.message.strip())

@@ -246,7 +246,7 @@ def parse_one_startup(text: str, source: str = "<text>") -> VllmLog:
                    if x is not None), default=None)
     last_alive = max((x for x in (info["alive"], *(s.line_no for s in stats[-1:]), *(e.line_no for e in events[-1:]))
                       if x is not None), default=None)
-    end = serving_end(fails, serving, last_alive, info["shutdowns"])
+    end = serving_end(fails, serving, last_alive, info["shutdowns"], text.split("\n"))
     # the root cause of the failure that ended the log: after the server started serving, when it died then
     crash = [f for f in fails if serving is not None and f.line_no > serving and f.line_no not in end.excused]
     after = serving if crash else 0

@@ -3,8 +3,11 @@
 A start-up begins at vLLM's API-server announcement (0.19's banner "… version 0.19.0", earlier "vLLM API server
 version X") or the engine's "Initializing a V1 LLM engine (vX) with config" line. The next such line begins a new
 start-up when the current one has already announced its API server (a second banner), or has served or failed since it
-began (an engine line after a crash or a failed start). Data-parallel engines each print the engine line during one
-start-up, before any serving: they stay one start-up.
+began (an engine line after a crash or a failed start). Once an API banner has opened the start-up, only a failure that
+ends a process (the engine core or a worker failed to start, the engine died) or serving ends it: a traceback alone (a
+warning's, e.g. an optional plugin that did not import) is no failed start, and the engine line after it is the same
+start-up's. Data-parallel engines each print the engine line during one start-up, before any serving: they stay one
+start-up.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ __all__ = ["parse_vllm_log", "startup_starts", "strip_ansi"]
 
 _API_START = re.compile(r"vLLM API server version \d|[█▄▀].*\bversion\s+\d")
 _ENGINE_START = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v?\d")
+# failures after which the process is gone (an engine line after one is a new engine's)
+_PROCESS_ENDS = frozenset({"engine_core_init_failed", "worker_init_failed", "engine_dead"})
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
@@ -38,8 +43,10 @@ def startup_starts(lines: list[str]) -> list[int]:
                 starts.append(n)
                 api, moved = False, False
             api = api or is_api
-        elif not moved and ("Avg prompt throughput" in raw or SERVING_READY.search(raw) or failure_on_line(n, raw)):
+        elif not moved and ("Avg prompt throughput" in raw or SERVING_READY.search(raw)):
             moved = True
+        elif not moved and (fail := failure_on_line(n, raw)) is not None:
+            moved = not api or fail.kind in _PROCESS_ENDS
     return starts
 
 

@@ -1,12 +1,17 @@
 """How a served start-up ends in the log: the failures that are not a crash (requests refused while the server kept
 serving, the traceback of an operator's stop) and the shutdown line of a stop.
 
-A traceback after which the server goes on serving (a later metrics line, preemption line or HTTP 2xx response) is one
-request's error: vLLM's API server logs "Error in preprocessing prompt inputs" and the traceback, answers 400, and
-serves on. A shutdown the operator asked for (SIGTERM, Ctrl-C) prints uvicorn's "Shutting down" / "Application
-shutdown complete" (and vLLM's "Shutting down FastAPI HTTP server") with no failure before them, often followed by the
-asyncio runner's traceback ending in CancelledError or KeyboardInterrupt: a stop, not a crash. After an engine death
-the API server prints the same shutdown lines, so a failure before them makes the end a crash.
+A request error is a traceback of the API server's request handling after which the server goes on serving (a later
+metrics line, preemption line or HTTP 2xx response): vLLM's API server logs "Error in preprocessing prompt inputs" and
+the traceback, answers 400, and serves on. The traceback is the request's when the API server's process printed it
+(0.11+ tag each line "(APIServer pid=…)", the engine's "(EngineCore_DP0 pid=…)"), or, in an untagged log, when a
+request's error line ("Error in preprocessing prompt inputs", uvicorn's "Exception in ASGI application") or an
+entrypoints/ logger comes just before it or a 4xx/5xx response just after it. A traceback the engine or a worker
+printed, and any CUDA out-of-memory, NCCL error or engine death, is never a request's: another process's 200 after it
+does not make the engine alive. A shutdown the operator asked for (SIGTERM, Ctrl-C) prints uvicorn's "Shutting down" /
+"Application shutdown complete" (and vLLM's "Shutting down FastAPI HTTP server") with no failure before them, often
+followed by the asyncio runner's traceback ending in CancelledError or KeyboardInterrupt: a stop, not a crash. After
+an engine death the API server prints the same shutdown lines, so a failure before them makes the end a crash.
 """
 
 from __future__ import annotations
@@ -14,9 +19,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kvledger.evidence.vllm_log.failures import cause_in_lines
+from kvledger.evidence.vllm_log.lines import segments
+
 __all__ = ["ServingEnd", "serving_end", "alive_or_shutdown"]
 
 _ALIVE_HTTP = re.compile(r'HTTP/[\d.]+"\s+2\d\d\b')  # uvicorn's access line: '… "POST /v1/… HTTP/1.1" 200 OK'
+_ERROR_HTTP = re.compile(r'HTTP/[\d.]+"\s+[45]\d\d\b')  # '… "POST /v1/… HTTP/1.1" 400 Bad Request'
+_REQUEST_CONTEXT = re.compile(r"Error in preprocessing prompt inputs|Exception in ASGI application|"
+                              r"Error in (?:chat completion|completion|request)|\[entrypoints/")
+# kinds that are never one request's error: the engine or the GPU is gone, whatever a later line shows
+_NEVER_A_REQUEST = frozenset({"cuda_oom", "nccl_error", "engine_dead", "engine_core_init_failed", "worker_init_failed",
+                              "negative_kv_memory", "no_kv_memory"})
 _SHUTDOWN = re.compile(r"Shutting down FastAPI HTTP server|Application shutdown complete|Waiting for application "
                        r"shutdown|INFO:\s+Shutting down\b")
 
@@ -41,19 +55,48 @@ class ServingEnd:
     stopped_line: int | None = None
 
 
-def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdowns: list[int]) -> ServingEnd:
+def _process(raw: str) -> str | None:
+    segs = segments(0, raw)
+    return segs[0].worker if segs else None
+
+
+def _request_lines(t: int, lines: list[str], late: list) -> tuple[int, ...]:
+    """The failure lines of the request traceback at line ``t`` (``t`` first), or () when it is no request's."""
+    proc = _process(lines[t - 1]) if t <= len(lines) else None
+    if proc is not None and not proc.lower().startswith("apiserver"):
+        return ()  # the engine's or a worker's traceback
+    cause = cause_in_lines(lines, t)
+    end = cause[0] if cause else t
+    block = [f for f in late if t <= f.line_no <= end]
+    if any(f.kind in _NEVER_A_REQUEST for f in block):
+        return ()
+    near = lines[max(0, t - 3):t] + ([lines[end - 1]] if end > t else [])
+    after = lines[end:end + 3]
+    if proc is None and not (any(_REQUEST_CONTEXT.search(x) for x in near)
+                             or any("HTTP/" in x and _ERROR_HTTP.search(x) for x in after)):
+        return ()
+    return tuple(f.line_no for f in block)
+
+
+def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdowns: list[int],
+                lines: list[str]) -> ServingEnd:
     """Sort the failures after ``serving`` (``failures.StartupFailure`` rows) into request errors, a stop and the
-    rest (a crash). ``last_alive``: the last line showing the server serving; ``shutdowns``: shutdown lines."""
+    rest (a crash). ``last_alive``: the last line showing the server serving; ``shutdowns``: shutdown lines;
+    ``lines``: the log's lines (``lines[0]`` is line 1)."""
     if serving is None:
         return ServingEnd()
     late = [f for f in fails if f.line_no > serving]
     alive = last_alive if last_alive is not None and last_alive > serving else None
-    excused: list[int] = []
-    if alive is not None and not any(f.kind == "engine_dead" and f.line_no < alive for f in late):
-        excused = [f.line_no for f in late if f.line_no < alive]
+    requests: list[int] = []
+    excused: set[int] = set()
+    if alive is not None and not any(f.kind in _NEVER_A_REQUEST and f.line_no < alive for f in late):
+        for f in late:
+            if f.kind == "traceback" and f.line_no < alive and f.line_no not in excused:
+                got = _request_lines(f.line_no, lines, late)
+                requests += got[:1]
+                excused.update(got)
     rest = [f for f in late if f.line_no not in excused]
-    requests = tuple(f.line_no for f in late if f.line_no in excused and f.kind == "traceback")
     stop = next((n for n in shutdowns if n > (alive or serving)), None)
     if stop is None or any(f.line_no < stop or f.kind != "traceback" for f in rest):
-        return ServingEnd(requests, tuple(excused), None)
-    return ServingEnd(requests, tuple(excused) + tuple(f.line_no for f in rest), stop)
+        return ServingEnd(tuple(requests), tuple(sorted(excused)), None)
+    return ServingEnd(tuple(requests), tuple(sorted(excused)) + tuple(f.line_no for f in rest), stop)
