@@ -14,9 +14,9 @@ __all__ = ["startups", "startups_line", "request_errors_finding", "stopped_line"
 REQUEST_ERRORS_RULE = ("a request error: a traceback of the API server's request handling (printed by its "
                        "APIServer process, or next to a request's error line or 4xx/5xx response) after which the "
                        "server goes on serving (a later metrics, preemption or HTTP 2xx line) with no engine death, "
-                       "CUDA OOM or NCCL error in between; vLLM's API server answers the request with an error (400 for "
-                       "a prompt over max_model_len) and serves on: no crash. An engine's or worker's traceback is "
-                       "never a request's")
+                       "CUDA OOM or NCCL error in between; vLLM's API server answers the request with an error "
+                       "(400 for a prompt over max_model_len) and serves on: no crash. An engine's or worker's "
+                       "traceback is never a request's")
 # what became of an earlier start-up, for scripts (``startups``'s "outcome"; the last one's is "verdict")
 OUTCOMES = ("served", "crashed", "stopped", "failed_to_start", "unfinished", "verdict")
 
