@@ -132,3 +132,53 @@ def test_ansi_colours_are_stripped_and_counts_have_separators(tmp_path):
     metric = next(x for x in text.split("\n") if "Avg prompt throughput" in x)
     many.write_text("\n".join(text.split("\n")[:13] + [metric] * 1200) + "\n", encoding="utf-8")
     assert "1,200 metrics lines" in run_cli("doctor", str(many)).output
+
+
+def test_an_engine_oom_then_another_processs_200_is_a_crash_not_a_request_error():
+    # the EngineCore's traceback at line 12 ends in torch.OutOfMemoryError (line 15); the API server's 200 (line 16)
+    # and uvicorn's "Shutting down" (17) follow: the engine is dead, the 200 shows nothing
+    code, d = _json("constructed_v1_oom_then_200.log")
+    assert code == 1 and d["failed"] is True and d["stopped"] is None
+    names = [f["name"] for f in d["findings"]]
+    assert "request_errors" not in names
+    crash = d["findings"][names.index("crashed_while_serving")]
+    assert crash["verdict"] == "cuda_oom" and "(line 15)" in crash["message"]
+    _, out = _text("constructed_v1_oom_then_200.log")
+    assert "no failure before it" not in out and "stopped (shutdown" not in out
+
+
+def test_an_engine_traceback_without_the_fatal_error_line_is_a_crash():
+    # EngineCore_DP0-style tag "(EngineCore pid=242)": traceback line 12, "ValueError: something broke in the engine"
+    # line 15, then a 200 (16) and the shutdown (17)
+    code, d = _json("constructed_v1_engine_traceback_then_shutdown.log")
+    assert code == 1 and d["failed"] is True and d["stopped"] is None
+    names = [f["name"] for f in d["findings"]]
+    assert "request_errors" not in names
+    crash = d["findings"][names.index("crashed_while_serving")]
+    assert "ValueError: something broke in the engine (line 15)" in crash["message"]
+
+
+def test_a_start_up_warnings_traceback_keeps_one_start_up_and_the_stop_says_so():
+    # banner line 1, non-default args line 2, the plugin's traceback lines 4–6 (ModuleNotFoundError), the engine line
+    # 7; serving from line 15; a request's traceback at 18 (400 at 22); shutdown at 25 (26 lines)
+    code, d = _json("constructed_v1_startup_warning_traceback.log")
+    assert code == 0 and d["failed"] is False and d["stopped"] == 25
+    assert d["startups"] == [{"first_line": 1, "last_line": 26, "outcome": "verdict", "says": "the verdict below"}]
+    assert d["log"]["version_source"] == "printed (line 1)"  # the banner stays in the verdict's start-up
+    _, out = _text("constructed_v1_startup_warning_traceback.log")
+    assert "start-ups in this log" not in out
+    assert ("stopped (shutdown at line 25): the server served from line 15 and was shut down as asked (SIGTERM or "
+            "Ctrl-C), no failure while it served (the failure at line 4 came during start-up, which went on to serve)"
+            ) in out
+    assert "prefix caching is off (log line 2)" in out
+
+
+def test_a_graph_capture_oom_a_crash_and_a_healthy_restart_read_as_three_start_ups():
+    # banners at lines 1, 19 and 45: #1 "EngineCore failed to start" (13), OutOfMemoryError line 17; #2 serves from
+    # line 29 and crashes (OutOfMemoryError line 39, EngineDeadError 41); #3 serves from line 56, 200 at line 59
+    code, d = _json("constructed_v1_three_startups.log")
+    assert code == 0 and d["failed"] is False
+    assert [(s["first_line"], s["last_line"], s["outcome"]) for s in d["startups"]] == [
+        (1, 18, "failed_to_start"), (19, 44, "crashed"), (45, 59, "verdict")]
+    assert d["startups"][0]["says"].startswith("did not start: failed at line 17 (torch.OutOfMemoryError")
+    assert d["startups"][1]["says"].startswith("served from line 29, then crashed at line 39 (torch.OutOfMemoryError")

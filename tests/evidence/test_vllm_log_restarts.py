@@ -34,3 +34,41 @@ def test_the_last_start_up_keeps_the_files_line_numbers():
 
 def test_ansi_escapes_are_stripped():
     assert strip_ansi("\x1b[32mERROR\x1b[0m 04-22 x") == "ERROR 04-22 x"
+
+
+TB = "Traceback (most recent call last):"
+FRAME = '  File "/usr/local/lib/python3.12/dist-packages/vllm/x.py", line 1, in f'
+OK_200 = 'INFO:     10.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK'
+
+
+def test_a_start_up_warnings_traceback_after_the_banner_splits_no_start_up():
+    # an optional plugin's ModuleNotFoundError between the banner (line 1) and the engine line (line 5)
+    warn = ["(APIServer pid=1) WARNING 04-22 00:03:36 [utils.py:10] Failed to load optional plugin:",
+            f"(APIServer pid=1) {TB}", "(APIServer pid=1) ModuleNotFoundError: No module named 'vllm_plugin_x'"]
+    assert startup_starts([BANNER, *warn, ENGINE.format(r=0), READY, METRICS]) == [1]
+    # the engine core's failed start ends the process: the engine line after it (line 5) is a restart's
+    died = "(EngineCore pid=242) ERROR 04-22 00:04:25 [v1/engine/core.py:1100] EngineCore failed to start."
+    assert startup_starts([BANNER, ENGINE.format(r=0), died, f"(EngineCore pid=242) {TB}",
+                           ENGINE.format(r=0)]) == [1, 5]
+
+
+def test_only_a_request_handlers_traceback_is_a_request_error():
+    # untagged lines (vLLM before 0.11): line 3 "Error in preprocessing prompt inputs", its traceback at line 4, then
+    # a metrics line (7): a request error
+    head = ["INFO 04-22 00:03:35 [api_server.py:1] vLLM API server version 0.10.2", "INFO:     Application startup "
+            "complete."]
+    req = ["ERROR 04-22 00:05:12 [serving_chat.py:222] Error in preprocessing prompt inputs", TB, FRAME,
+           "ValueError: This model's maximum context length is 8192 tokens.", METRICS]
+    log = parse_vllm_log("\n".join(head + req) + "\n")
+    assert log.request_errors == (4,) and log.excused_failures == (4,)
+    # the same traceback with no request's line before it nor a 4xx/5xx after it, then a 200: not a request's (line 3)
+    log = parse_vllm_log("\n".join(head + [TB, FRAME, "ValueError: bad state", OK_200]) + "\n")
+    assert log.request_errors == () and log.excused_failures == ()
+    # an untagged traceback followed by a 400 for its request (line 6) is the request's
+    bad = 'INFO:     10.0.0.1:2 - "POST /v1/completions HTTP/1.1" 400 Bad Request'
+    log = parse_vllm_log("\n".join(head + [TB, FRAME, "ValueError: bad prompt", bad, OK_200]) + "\n")
+    assert log.request_errors == (3,)
+    # the API server's tagged traceback ending in a CUDA OOM is never a request's (line 3)
+    oom = "(APIServer pid=1) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."
+    log = parse_vllm_log("\n".join(head + [f"(APIServer pid=1) {TB}", oom, f"(APIServer pid=1) {OK_200}"]) + "\n")
+    assert log.request_errors == () and log.excused_failures == ()
