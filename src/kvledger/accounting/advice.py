@@ -25,6 +25,7 @@ from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
 from kvledger.accounting.node_size import beyond_a_node, nodes_flag
+from kvledger.accounting.window_capacity import at_max_words
 from kvledger.catalog.gpus import cli_name, gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
@@ -36,8 +37,7 @@ __all__ = ["Option", "Advice", "advise", "waterfall"]
 
 
 def _at_len(p: Plan) -> tuple[float, int]:
-    row = p.row_at(p.memory.max_model_len)
-    return (row.max_concurrency, row.max_requests) if row else (0.0, 0)
+    return (r.max_concurrency, r.max_requests) if (r := p.row_at(p.memory.max_model_len)) else (0.0, 0)
 
 
 def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
@@ -231,17 +231,16 @@ def _fits(p: Plan, build: Callable) -> Advice:
     """The verdict of a plan that fits: concurrency at max_model_len and at the contexts asked, the max_num_seqs cap,
     and fixes that raise a low concurrency."""
     m = p.memory
-    c, n = _at_len(p)
+    n = _at_len(p)[1]
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
-    at_max = (f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'} (engine figure {c:.2f}x)"
-              f"{concurrency_caveat(m.ranges, n)}")
+    at_max, n_run = at_max_words(p, concurrency_caveat(m.ranges, n), lambda **u: _try(build, p, **u))
     rows = asked + [r for r in [p.row_at(m.max_model_len)] if r is not None]
     cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
     capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
               if cap is not None else "")
-    low = _more_concurrency(p, build, n) if n < LOW_CONCURRENCY else []
-    few = (f"; only {n:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" if low else "")
+    low = _more_concurrency(p, build, n) if n_run < LOW_CONCURRENCY else []  # windowed: what runs while decoding
+    few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * bool(low)
     if not asked:
         return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
     few_at = [_as_few(r, m.num_gpu_blocks - m.usable_blocks) for r in asked]
@@ -249,6 +248,7 @@ def _fits(p: Plan, build: Callable) -> Advice:
     where = " at the range's low end"
     each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token "
                      f"request{'' if r.max_requests == 1 else 's'}"
+                     + ("" if r.decode_requests is None else f" (≈{r.decode_requests:,} while decoding)")
                      + ("" if n is None else f" (as few as {n:,}{where if i == first else ''})")
                      for i, (r, n) in enumerate(zip(asked, few_at)))
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))

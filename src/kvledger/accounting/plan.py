@@ -28,6 +28,7 @@ from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_gpu_support import check_dtype, gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
+from kvledger.accounting.window_capacity import decode_blocks
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -60,7 +61,14 @@ class ConcurrencyRow:
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
         max_concurrency_range: low and high of max_concurrency from the plan's block range (``MemoryPlan.ranges``),
             the same rule at each end (blocks ÷ blocks per request), ×; None when the two ends are the same.
+        decode_blocks_per_request: with sliding-window (or chunked-local) layers under vLLM, the blocks one request
+            holds at most while decoding: full-attention blocks plus each windowed group's window + a block
+            (``window_capacity.py``), blocks; None (left out of the JSON) otherwise.
+        decode_concurrency, decode_requests: blocks ÷ decode_blocks_per_request (×) and usable blocks ÷ it (whole
+            requests while decoding, KV only), or None.
     """
+
+    __json_optional__ = ("decode_blocks_per_request", "decode_concurrency", "decode_requests")
 
     context_tokens: int
     blocks_per_request: int
@@ -71,6 +79,9 @@ class ConcurrencyRow:
     running_cap: int
     within_max_model_len: bool
     max_concurrency_range: tuple[float, float] | None = None
+    decode_blocks_per_request: int | None = None
+    decode_concurrency: float | None = None
+    decode_requests: int | None = None
 
     @property
     def max_running(self) -> int:
@@ -173,8 +184,11 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
         conc = mem.num_gpu_blocks / r if r else 0.0
         b_lo, b_hi = mem.ranges.get("num_gpu_blocks", (mem.num_gpu_blocks, mem.num_gpu_blocks))
         rng = (b_lo / r, b_hi / r) if r and b_lo != b_hi else None
+        d = decode_blocks(layout, c, inflight) if mem.engine == "vllm" else None
+        dec = (d, mem.num_gpu_blocks / d, mem.usable_blocks // d) if d and d < r else (None, None, None)
         rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc,
-                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len, rng))
+                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len, rng,
+                                   *dec))
     return rows
 
 

@@ -9,6 +9,7 @@ from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
+from kvledger.accounting.window_capacity import window_words
 from kvledger.units import GiB, KiB, fmt_low
 
 __all__ = ["summary_lines", "attention_by_context_text"]
@@ -70,7 +71,7 @@ def summary_lines(p: Plan) -> list[str]:
                      f"at contexts up to {cap[-1].context_tokens:,} tokens")
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
-        out.append(f"concurrency ({_per(p)}): {rows}{capped}")
+        out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p)}")
     return out + _dp_lines(p) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
 
 
@@ -156,9 +157,22 @@ def _concurrency_cell(r: ConcurrencyRow) -> str:
     (the fits line says how few whole requests the low end holds at each context asked: ``advice``)."""
     point = f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'}"
     rng = r.max_concurrency_range
+    dec = "" if r.decode_requests is None else f", ≈{r.decode_requests:,} while decoding"
     if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
-        return f"{point} ({r.max_concurrency:,.2f}x)"
-    return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x)"  # low end rounded down
+        return f"{point} ({r.max_concurrency:,.2f}x){dec}"
+    return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x){dec}"  # low end rounded down
+
+
+def _decode_clause(p: Plan) -> str:
+    """With sliding windows: the × is vLLM's start-up check, and what "while decoding" counts (window_capacity.py)."""
+    dec = [r for r in p.concurrency if r.decode_requests is not None and r.within_max_model_len]
+    if not dec or p.layout is None:
+        return ""
+    over = [r for r in dec if r.decode_requests > r.running_cap]
+    cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs" if over else ""
+    return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": each sliding layer "
+            f"counted at its window plus the tokens in flight); while decoding, {window_words(p.layout)} (the blocks "
+            f"before the window are freed: single_type_kv_cache_manager.py SlidingWindowManager){cap}")
 
 
 def attention_by_context_text(r: RooflineReport) -> str:

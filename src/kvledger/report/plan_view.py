@@ -128,9 +128,10 @@ def _stages(p: Plan) -> Table | None:
 
 def _concurrency(p: Plan) -> Table:
     unit = "tokens" if p.memory.engine == "sglang" else "blocks"
+    dec = any(r.decode_requests is not None for r in p.concurrency)
     t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request",
-           "pool budget / request", "engine figure", "whole requests (KV)",
-           f"running (≤ max_num_seqs {_seqs_text(p)})")
+           "start-up demand / request" if dec else "pool budget / request", "engine figure", "whole requests (KV)",
+           f"running (≤ max_num_seqs {_seqs_text(p)})", *(["while decoding (blocks, ×, whole)"] if dec else []))
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
@@ -139,10 +140,20 @@ def _concurrency(p: Plan) -> Table:
                   fmt_bytes(r.bytes_per_request, both=False),
                   fmt_bytes(r.pool_bytes_per_request, both=False),
                   "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x{_conc_range(r)}", whole,
-                  f"{r.max_running:,}{capped}")
-    t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per "
-                 "request (blocks × bytes per block; sliding windows reserve in-flight tokens, hybrid pages pad)")
+                  f"{r.max_running:,}{capped}", *([_decode_cell(r)] if dec else []))
+    t.caption = ("KV state: the tokens' KV and state at that context; " + (
+        "start-up demand: what vLLM's start-up check counts per request (blocks × bytes per block: each sliding layer "
+        "at its window plus the tokens in flight; hybrid pages pad) — the engine does not reserve it; while decoding: "
+        "full-attention blocks plus each sliding layer's window + a block, the blocks before it freed "
+        "(SlidingWindowManager)" if dec else "pool budget: the engine's per-request demand (blocks × bytes per block; "
+        "hybrid pages pad)"))
     return t
+
+
+def _decode_cell(r: ConcurrencyRow) -> str:
+    if r.decode_requests is None or r.decode_concurrency is None:
+        return "—"
+    return f"{r.decode_blocks_per_request:,} blocks, {r.decode_concurrency:,.2f}x, {r.decode_requests:,}"
 
 
 def _conc_range(r: ConcurrencyRow) -> str:

@@ -1,0 +1,79 @@
+"""Sliding-window capacity while decoding, beside vLLM's start-up check.
+
+vLLM's start-up check (``kv_cache_utils.py``, "Maximum concurrency for X tokens per request") counts each sliding
+layer at ``cdiv(min(window − 1 + tokens in flight, L), block_size) + 1`` blocks (``SlidingWindowSpec.max_memory_usage
+_bytes``). The engine reserves nothing of the kind: a running request allocates blocks as it computes tokens, and
+``vllm/v1/core/single_type_kv_cache_manager.py : SlidingWindowManager.get_num_skipped_tokens`` (computed − window + 1)
+lets ``remove_skipped_blocks`` free every block before the window, so while decoding each sliding group holds at most
+``cdiv(window − 1, block_size) + 1`` blocks (the window, plus the block the next token opens) and each full-attention
+group ``cdiv(L, block_size)``. Chunked-local attention frees the same way, keeping ``cdiv(chunk, block_size) + 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvledger.accounting.kvlayout_types import KVLayout
+    from kvledger.accounting.plan import ConcurrencyRow, Plan
+
+__all__ = ["WINDOWED", "decode_blocks", "window_words", "at_max_words"]
+
+WINDOWED = ("sliding_window", "chunked_local")
+"""The group kinds whose blocks outside the window are freed as decoding proceeds."""
+
+
+def decode_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens: int) -> int | None:
+    """Blocks one request of ``context_tokens`` holds at most while decoding: windowed groups at their window (+ a
+    block), the other groups as the start-up check counts them, blocks; None without a windowed group."""
+    if layout is None or not any(g.kind in WINDOWED for g in layout.groups):
+        return None
+    return sum(g.blocks_for_tokens(context_tokens) if g.kind in WINDOWED
+               else g.blocks_per_request(context_tokens, inflight_tokens) for g in layout.groups)
+
+
+def window_words(layout: KVLayout) -> str:
+    """ "sliding layers hold ≤ 128 tokens + a block": what a windowed group keeps while decoding."""
+    wins = sorted({g.window_tokens for g in layout.groups if g.kind in WINDOWED})
+    kinds = {g.kind for g in layout.groups if g.kind in WINDOWED}
+    who = "sliding layers" if kinds == {"sliding_window"} else "windowed layers"
+    return f"{who} hold ≤ {' / '.join(f'{w:,}' for w in wins)} tokens + a block"
+
+
+def at_max_words(p: Plan, caveat: str, retry: Callable[..., Plan | None]) -> tuple[str, int]:
+    """The fits line's figure at max_model_len and the whole requests that say whether it is low: vLLM's start-up check
+    (the × it prints) and, with windowed layers, what runs at once while decoding; with --disable-hybrid-kv-cache-
+    manager either way, the other setting's figures (``retry(**update)`` re-plans, None when it cannot)."""
+    m, row = p.memory, p.row_at(p.memory.max_model_len)
+    c, n = (row.max_concurrency, row.max_requests) if row else (0.0, 0)
+    reqs = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'}"
+    if row is None or row.decode_requests is None:
+        return f"{reqs} (engine figure {c:.2f}x){caveat}{_unified_words(p, n, retry)}", n
+    text = (f"{reqs} at vLLM's start-up check (the engine's printed {c:.2f}x{caveat}); ≈{row.decode_requests:,} at "
+            f"once while decoding ({window_words(p.layout)})")
+    return text + _hybrid_words(p, row, retry), row.decode_requests
+
+
+def _hybrid_words(p: Plan, row: ConcurrencyRow, retry: Callable[..., Plan | None]) -> str:
+    """Where --disable-hybrid-kv-cache-manager raises the start-up × but not what runs: both figures."""
+    q = retry(disable_hybrid_kv_cache_manager=True)
+    qr = q.row_at(q.memory.max_model_len) if q is not None else None
+    if qr is None or qr.max_concurrency <= row.max_concurrency:
+        return ""
+    return (f"; --disable-hybrid-kv-cache-manager would print {qr.max_concurrency:.2f}x at start-up, but with its "
+            f"sliding layers allocated as full it holds {qr.max_requests:,} at once while decoding too, against "
+            f"≈{row.decode_requests:,} here: keep the hybrid manager")
+
+
+def _unified_words(p: Plan, n: int, retry: Callable[..., Plan | None]) -> str:
+    """Under --disable-hybrid-kv-cache-manager on a windowed model: what the hybrid manager would run at once."""
+    if not p.settings.disable_hybrid_kv_cache_manager or not any(g.kind in WINDOWED for g in p.kv.groups):
+        return ""
+    q = retry(disable_hybrid_kv_cache_manager=False)
+    qr = q.row_at(q.memory.max_model_len) if q is not None else None
+    if qr is None or qr.decode_requests is None or qr.decode_requests <= n:
+        return ""
+    return (f"; --disable-hybrid-kv-cache-manager allocates the sliding layers as full, so no more run while decoding; "
+            f"without it ≈{qr.decode_requests:,} would run at once while decoding ({qr.max_concurrency:.2f}x at vLLM's "
+            "start-up check)")

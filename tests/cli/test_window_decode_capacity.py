@@ -1,0 +1,70 @@
+"""Sliding-window models: plan keeps vLLM's start-up check (the × its log prints) and adds what runs at once while
+decoding, when SlidingWindowManager has freed the blocks before each request's window (vLLM 0.33.0,
+vllm/v1/core/single_type_kv_cache_manager.py: get_num_skipped_tokens = computed − window + 1, and
+remove_skipped_blocks frees the whole blocks below it; a request allocates for computed + 1 tokens, so a sliding group
+holds at most cdiv(window − 1, 16) + 1 blocks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_run import run_cli
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+
+H100 = get_gpu("H100-SXM")
+# The user's Gemma-3-27B config (/work/trial59c/myconfigs/gemma3-27b/config.json) is key for key the fixture's.
+GEMMA3 = str(Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "google--gemma-3-27b-it.json")
+
+
+def _row(model: str, **kw):
+    p = build_plan(load_model(model), H100, make_settings(max_model_len=8192, **kw), with_roofline=False)
+    return p, p.row_at(8192)
+
+
+def test_gpt_oss_20b_start_up_check_and_decoding():
+    # gpt-oss-20b: 12 full + 12 sliding (window 128) layers → 2 groups of 12; 153,309 blocks of 16 tokens (the plan).
+    # Start-up check (SlidingWindowSpec.max_memory_usage_bytes): full cdiv(8,192, 16) = 512; sliding
+    #   cdiv(min(127 + 16,384 in flight, 8,192), 16) + 1 = 513 → 1,025 blocks; 153,309 / 1,025 = 149.57x.
+    # While decoding: full 512 + sliding cdiv(127, 16) + 1 = 9 → 521 blocks; 153,309 / 521 = 294.26x;
+    #   usable 153,308 // 521 = 294 requests.
+    p, r = _row("openai/gpt-oss-20b")
+    assert p.memory.num_gpu_blocks == 153_309
+    assert (r.blocks_per_request, r.max_requests) == (1025, 149)
+    assert round(r.max_concurrency, 2) == 149.57
+    assert (r.decode_blocks_per_request, r.decode_requests) == (521, 294)
+    assert round(r.decode_concurrency, 2) == 294.26
+    assert "≈294 at once while decoding (sliding layers hold ≤ 128 tokens + a block)" in p.advice.message
+    assert "at vLLM's start-up check (the engine's printed 149.57x" in p.advice.message
+
+
+def test_gemma3_27b_decoding_and_the_hybrid_manager_comparison():
+    # Gemma-3-27B: 52 sliding (window 1,024) + 10 full layers → groups of 10: 1 full + 6 sliding (8 padding slots);
+    # 13,866 blocks of 16 tokens at 8,192 (the plan). Start-up: 512 + 6 × (cdiv(min(1,023 + 16,384, 8,192), 16) + 1 =
+    # 513) = 3,590 blocks → 13,866 / 3,590 = 3.86x, 3 requests. While decoding: 512 + 6 × (cdiv(1,023, 16) + 1 = 65)
+    # = 902 blocks → 13,866 / 902 = 15.37x; 13,865 // 902 = 15 requests.
+    p, r = _row(GEMMA3)
+    assert (r.blocks_per_request, r.max_requests, round(r.max_concurrency, 2)) == (3590, 3, 3.86)
+    assert (r.decode_blocks_per_request, r.decode_requests, round(r.decode_concurrency, 2)) == (902, 15, 15.37)
+    # --disable-hybrid-kv-cache-manager: one group of 62 layers, 2,236 blocks, 512 per request → 4.37x at start-up and
+    # while decoding (no layer frees): 4 requests, fewer than the hybrid manager's ≈15.
+    q, u = _row(GEMMA3, disable_hybrid_kv_cache_manager=True)
+    assert (q.memory.num_gpu_blocks, u.blocks_per_request, u.max_requests, u.decode_requests) == (2236, 512, 4, None)
+    assert ("--disable-hybrid-kv-cache-manager would print 4.37x at start-up, but with its sliding layers allocated "
+            "as full it holds 4 at once while decoding too, against ≈15 here: keep the hybrid manager") in p.advice.message
+    assert "without it ≈15 would run at once while decoding (3.86x at vLLM's start-up check)" in q.advice.message
+    assert "only 3 at once" not in p.advice.message  # 15 run while decoding: not a low concurrency
+
+
+def test_full_attention_rows_carry_no_decode_figure():
+    p, r = _row("meta-llama/Llama-3.1-8B")
+    assert r.decode_blocks_per_request is None and "decode_requests" not in p.to_dict()["concurrency"][0]
+
+
+def test_plan_summary_labels_the_start_up_check():
+    out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--max-model-len", "8192").output
+    assert "8,192 tokens: 149 requests (149.57x, range 144.08–151.12x), ≈294 while decoding" in out
+    assert "the requests and × are vLLM's start-up check" in out
