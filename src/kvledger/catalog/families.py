@@ -143,7 +143,7 @@ def decoder(c: Cfg, mt: str) -> Family:
                    set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int)),
                    mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True,
                    bias_all and mt not in ("qwen2", "qwen2_moe"))
-    _decoder_notes(mt, shape, fam.notes)
+    _decoder_notes(mt, shape, fam.notes, _parsed_parts(c, kinds, E, k))
     starts = []
     for i in range(n):
         p = f"model.layers.{i}"
@@ -169,14 +169,29 @@ def decoder(c: Cfg, mt: str) -> Family:
     return fam
 
 
-def _decoder_notes(mt: str, s: _Shape, notes: list[str]) -> None:
+_STATE_WORDS = {"mamba": "Mamba-2", "linear": "linear-attention", "conv": "short-convolution", "mlp": "MLP-only"}
+
+
+def _parsed_parts(c: Cfg, kinds: list[str], E: int, k: int) -> str:
+    """ "; 36 Mamba-2 + 4 attention layers; 72 routed experts (10 per token) + a shared MLP of 8,192": the parts an
+    unknown model_type was read with beyond attention and a dense MLP, "" when none."""
+    state = {w: sum(1 for x in kinds if x == kd) for kd, w in _STATE_WORDS.items() if kd in kinds}
+    parts = ([" + ".join(f"{n} {w}" for w, n in state.items()) + f" + {len(kinds) - sum(state.values())} attention "
+              "layers"] if state else [])
+    shared = c.int("shared_intermediate_size", 0, minimum=0) or c.int("shared_expert_intermediate_size", 0, minimum=0)
+    if E:
+        parts.append(f"{E} routed experts ({k} per token)" + (f" + a shared MLP of {shared:,}" if shared else "")
+                     + (f" + {c.int('n_shared_experts')} shared experts" if c.get("n_shared_experts", None) else ""))
+    return "".join(f"; {x}" for x in parts)
+
+
+def _decoder_notes(mt: str, s: _Shape, notes: list[str], parts: str = "") -> None:
     """Append the notes on an unverified model_type, cross-layer KV sharing and cross-attention layers."""
     if mt not in _VERIFIED_DECODERS:
-        notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {s.h}, {s.n} layers, "
-                     f"{s.nh} heads, "
-                     f"{s.nkv} KV heads of {s.hd}); KV per token follows vLLM's rules, the parameter count uses the "
-                     f"Llama "
-                     "layout and may differ from the checkpoint by the family's extra tensors")
+        how = "read from its standard fields" if parts else "read as a standard decoder from its fields"
+        notes.append(f"model_type {mt!r}: {how} (hidden {s.h}, {s.n} layers, {s.nh} heads, {s.nkv} KV heads of {s.hd}"
+                     f"{parts}); KV per token follows vLLM's rules, the parameter count lays out each part as the "
+                     "known families do and may differ from the checkpoint by the family's extra tensors")
     # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
     if 0 < s.shared < s.n:
         notes.append(f"cross-layer KV sharing: the last {s.shared} of {s.n} layers reuse earlier layers' K/V and keep "

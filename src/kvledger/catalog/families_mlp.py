@@ -97,4 +97,6 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
     if c.has("shared_expert_intermediate_size"):  # Qwen2-MoE / Qwen3-Next shared expert with a sigmoid gate
         w += gated_mlp(f"{p}.mlp.shared_expert", h, c.int("shared_expert_intermediate_size"))
         w += mat(f"{p}.mlp.shared_expert_gate", 1, h, tp="replicate", linear=False)
+    if c.int("shared_intermediate_size", 0, minimum=0):  # GraniteMoeShared / GraniteMoeHybrid: an ungated shared MLP
+        w += gated_mlp(f"{p}.shared_mlp", h, c.int("shared_intermediate_size"))  # input_linear 2·inter×h, output_linear
     return w

@@ -102,7 +102,7 @@ def _kv_lines(p: Plan) -> list[str]:
            f"{kv.kv_cache_dtype}{groups}"]
     out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n
             or n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
-    out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
+    out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
         out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
