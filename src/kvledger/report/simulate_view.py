@@ -99,6 +99,14 @@ def _pool(eng: dict) -> str:
     return f"{n:,} KV pages of {tokens} (page 0 reserved: SGLang's padded slot)"
 
 
+def _prefix_caching(eng: dict) -> str:
+    """The policy; "off"; or on at launch (the pool paged for it) with its reuse not simulated (see the notes)."""
+    if eng["enable_prefix_caching"]:
+        return eng["prefix_caching_policy"]
+    return "on at launch (the pool paged as vLLM pages it), its reuse not simulated" if eng.get(
+        "prefix_caching_at_launch") else "off"
+
+
 def _latency_table(s: dict, spread):
     """The latency table; with a seed spread, a ``seeds`` column: the mean's min–max over the seeds."""
     from kvledger.report.tables import LedgerTable as Table
@@ -212,7 +220,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"max_model_len "
                   f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
-                  f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
+                  f"{_prefix_caching(eng)}, "
                   f"scheduling {eng['scheduling_policy']}")
     for line in step_cost_lines(cost, warnings=False):
         console.print(line)

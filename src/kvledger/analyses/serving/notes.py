@@ -139,7 +139,9 @@ def sliding_prefill_chunk(inflight_tokens: int) -> str:
 
 
 HYBRID_NO_CACHING = ("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes or "
-                     "the radix cache): simulated with it off")
+                     "the radix cache): the pool is the one the engine lays out as launched (for vLLM, with prefix "
+                     "caching on unless --no-enable-prefix-caching), but no prefix hit is simulated, so repeated "
+                     "prefixes cost their full prefill here")
 HYBRID_CACHING = ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): "
                   "per-group hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py); "
                   "these runs take the general step throughout (slower)")

@@ -24,6 +24,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     from kvledger.analyses.serving.probe_length import probe_too_short
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.analyses.serving.seq_cap import with_seq_cap
+    from kvledger.analyses.serving.sim_batch import launch_prefix_caching
     from kvledger.invariants import check_sim_summary
 
     mode = setup.workload_info.get("mode", "")
@@ -52,8 +53,9 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee, mode)] if knee else []
     notes += [burst.burst_note()] if burst is not None else []
+    engine = {**result.config, **launch_prefix_caching(getattr(setup, "plan", None), result.config)}
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
-                       setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
+                       setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preemption_facts(setup, result))
 
