@@ -20,15 +20,17 @@ from kvledger.accounting.advice_len import (
     max_len_option,
     null_block_clause,
 )
+from kvledger.accounting.advice_mamba import no_prefix_caching_option
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_types import Advice, Option
+from kvledger.accounting.advice_waterfall import waterfall
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
 from kvledger.accounting.node_size import beyond_a_node, nodes_flag
 from kvledger.accounting.window_capacity import at_max_words
 from kvledger.catalog.gpus import cli_name, gpu_catalog
 from kvledger.errors import InputError
-from kvledger.units import GB, GiB, MiB
+from kvledger.units import GiB
 
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
@@ -38,6 +40,10 @@ __all__ = ["Option", "Advice", "advise", "waterfall"]
 
 def _at_len(p: Plan) -> tuple[float, int]:
     return (r.max_concurrency, r.max_requests) if (r := p.row_at(p.memory.max_model_len)) else (0.0, 0)
+
+
+def _retry(build: Callable, p: Plan) -> Callable[..., Plan | None]:
+    return lambda **u: _try(build, p, **u)
 
 
 def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
@@ -76,7 +82,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
                                "per GPU", q.memory.max_model_len))
     if est_len:
         opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
-    seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
+    seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)] + no_prefix_caching_option(p, _retry(build, p), 0)
     fraction = _utilization_option(p, build) + mem_fraction_option(p, lambda **u: _try(build, p, **u), _at_len)
     return opts + fraction + seqs + _bigger_gpus(p, build)
 
@@ -92,8 +98,8 @@ def _fp8_kv_why(p: Plan) -> str:
 
 
 LOW_CONCURRENCY = 8
-"""Below this many concurrent max_model_len requests a plan fits but serves few users at once: the fixes that raise
-it (more TP, FP8 KV, FP8 weights) are listed as they are when nothing fits."""
+"""Below this many concurrent max_model_len requests a plan fits but serves few users at once: the fixes that raise it
+(more TP, FP8 KV, FP8 weights, a hybrid's --no-enable-prefix-caching) are listed as when nothing fits."""
 
 
 def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
@@ -113,7 +119,7 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
             c, k = _at_len(q)
             opts.append(Option(action + nodes_flag(q, p), c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB "
                                "KV per GPU", q.memory.max_model_len))
-    return opts
+    return opts + no_prefix_caching_option(p, _retry(build, p), n)
 
 
 def _utilization_option(p: Plan, build: Callable) -> list[Option]:
@@ -132,10 +138,8 @@ def _utilization_option(p: Plan, build: Callable) -> list[Option]:
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
             return [Option(f"--gpu-memory-utilization {u:g}", c, n, f"the engine may then use "
-                                                                    f"{q.memory.requested_bytes / GiB:.2f}"
-                           f" GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache (vLLM's "
-                           f"start-up "
-                           "error suggests raising it)", q.memory.max_model_len)]
+                           f"{q.memory.requested_bytes / GiB:.2f} GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} "
+                           "GiB for the KV cache (vLLM's start-up error suggests raising it)", q.memory.max_model_len)]
     return []
 
 
@@ -234,13 +238,15 @@ def _fits(p: Plan, build: Callable) -> Advice:
     n = _at_len(p)[1]
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
-    at_max, n_run = at_max_words(p, concurrency_caveat(m.ranges, n), lambda **u: _try(build, p, **u))
+    at_max, n_run = at_max_words(p, concurrency_caveat(m.ranges, n), _retry(build, p))
     rows = asked + [r for r in [p.row_at(m.max_model_len)] if r is not None]
     cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
     capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
               if cap is not None else "")
-    low = _more_concurrency(p, build, n) if n_run < LOW_CONCURRENCY else []  # windowed: what runs while decoding
-    few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * bool(low)
+    small = n_run < LOW_CONCURRENCY  # windowed: what runs while decoding; a hybrid's prefix-caching fix in any case
+    low = _more_concurrency(p, build, n) if small else no_prefix_caching_option(p, _retry(build, p), n)
+    few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * (small and
+                                                                                                          bool(low))
     if not asked:
         return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
     few_at = [_as_few(r, m.num_gpu_blocks - m.usable_blocks) for r in asked]
@@ -259,42 +265,3 @@ def _as_few(r: Any, reserved: int) -> int | None:
     (``kv_range.whole_requests_range``: the engine's × there, less the null block), else None."""
     ends = whole_requests_range(r.max_concurrency_range, r.blocks_per_request, reserved)
     return ends[0] if ends and ends[0] < r.max_requests else None
-
-
-def waterfall(p: Plan) -> list[dict[str, Any]]:
-    """Concurrency at the headline context as each term is added, from the back-of-envelope to the engine's figure."""
-    m = p.memory
-    ctx = 8192 if m.max_model_len >= 8192 else m.max_model_len
-    per_req = p.kv.bytes_per_request(ctx)
-    if per_req <= 0 or m.available_given:
-        return []
-    d = {x.name: x.bytes for x in m.deductions}
-    w = d.get("weights", 0.0)
-    u = m.fraction
-    steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights",
-              p.gpu.memory_gb_marketed * GB * u - w)]
-    if p.gpu.nvidia_smi_mib:
-        smi = p.gpu.nvidia_smi_mib * MiB
-        steps.append(
-            (
-                f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
-                smi * u - w - 2 * GiB,
-            )
-        )
-    avail = m.requested_bytes - w
-    steps.append(
-        (f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail)
-    )
-    for name, b in d.items():
-        if name != "weights" and b:
-            avail -= b
-            steps.append((f"− {name} ({b / GiB:.2f} GiB)", avail))
-    out = [{"step": s, "available_kv_bytes": a, "max_concurrency": a / per_req} for s, a in steps]
-    row = p.row_at(ctx)
-    if row:
-        out.append({"step": f"whole {m.block_size}-token blocks, engine's per-request demand "
-                            f"({row.blocks_per_request:,} blocks)",
-                    "available_kv_bytes": m.num_gpu_blocks * m.bytes_per_block, "max_concurrency": row.max_concurrency})
-    for o in out:
-        o["context_tokens"] = ctx
-    return out

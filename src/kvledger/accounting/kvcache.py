@@ -179,7 +179,8 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
         model: the parsed model.
         kv_cache_dtype: "auto" (model dtype), bf16, fp16 or an fp8 variant.
         tp: tensor-parallel degree.
-        mamba_ssm_cache_dtype: "auto" (model dtype) or "float32" for the recurrent state (vLLM flag of that name).
+        mamba_ssm_cache_dtype: "auto" (model dtype), "float32", "float16" or "bfloat16" for the recurrent state (vLLM
+            flag of that name).
 
     Raises:
         InputError: unknown dtype or an impossible TP degree.
@@ -190,7 +191,7 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
         raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM 0.33 keeps DeepSeek-V4's cache in the fp8_ds_mla "
                          f"format "
                          "on FlashMLA (fp8 only: 'auto' and fp8 become fp8_ds_mla); use auto or fp8")
-    ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes
+    ssm_s = {"float32": 4, "fp32": 4, "float16": 2, "bfloat16": 2}.get(mamba_ssm_cache_dtype.lower(), model.dtype_bytes)
     buckets: dict[LayerSpec, int] = {}
     for layer in model.layers:
         if layer is not None:

@@ -84,7 +84,7 @@ class PlanSettings:
         disable_hybrid_kv_cache_manager: vLLM flag (sliding/chunked layers allocated as full).
         enable_prefix_caching: vLLM ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; None = the
             version's default. It sets the Mamba cache mode of state-layer models (vllm_rules.mamba_cache_rule).
-        mamba_ssm_cache_dtype: "auto" or "float32".
+        mamba_ssm_cache_dtype: "auto", "float32", "float16" or "bfloat16" (vLLM config/cache.py MambaDType).
         achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
         allreduce_link_share: the TP all-reduces' share of their link's one-direction bandwidth, in (0, 1] (given, or
             a GPU profile's fit); None, left out of the JSON: ``tp_comm``'s rule (0.35 over PCIe, NVLink as catalogued).

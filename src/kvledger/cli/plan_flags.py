@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+from kvledger.errors import InputError
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
 
@@ -86,6 +87,10 @@ class PlanFlags:
     enable_prefix_caching: bool | None = flag_like(EngineFlags, "prefix_caching", help=(
         "vLLM flag (default: the version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence "
         "state pages per request."))
+    mamba_ssm_cache_dtype: str = flag("--mamba-ssm-cache-dtype", default="auto", help=(
+        "vLLM flag: the Mamba / linear-attention SSM state dtype: auto (the model dtype, or the model's config hook: "
+        "float32 for Nemotron-H), float32, float16 or bfloat16 (config/cache.py MambaDType); conv state stays in "
+        "the model dtype."))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +144,17 @@ def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
     return None if v is None else parse_memory_flag(v, what=what, positive=positive)
 
 
+MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
+"""The values vLLM 0.33 accepts for --mamba-ssm-cache-dtype (config/cache.py MambaDType)."""
+
+
+def _ssm_dtype(value: str) -> str:
+    """``value`` lower-cased, or an InputError naming the values vLLM accepts."""
+    if value.lower() not in MAMBA_DTYPES:
+        raise InputError(f"--mamba-ssm-cache-dtype {value}: vLLM accepts {', '.join(MAMBA_DTYPES)}")
+    return value.lower()
+
+
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
     all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s).
@@ -185,7 +201,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         non_torch_bytes=_bytes_opt(f.non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(f.cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=f.disable_hybrid_kv_cache_manager,
-        enable_prefix_caching=f.enable_prefix_caching, achievable_flops_fraction=flops,
+        enable_prefix_caching=f.enable_prefix_caching, mamba_ssm_cache_dtype=_ssm_dtype(f.mamba_ssm_cache_dtype),
+        achievable_flops_fraction=flops,
         achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
