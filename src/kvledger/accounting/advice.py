@@ -73,7 +73,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(fp8_kv_flag(p), c, n, _fp8_kv_why(p), q.memory.max_model_len))
+            opts.append(Option(fp8_kv_flag(p), c, n, _fp8_kv_why(p, q), q.memory.max_model_len))
     if p.settings.quantization is None:  # vLLM only: _try gets None from the other engines' refusal
         q = _try(build, p, quantization="fp8")
         if q and _at_len(q)[1] >= 1:
@@ -90,11 +90,22 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
 _FP8_WEIGHTS_WHY = "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"
 
 
-def _fp8_kv_why(p: Plan) -> str:
-    """Why FP8 KV doubles capacity, in the plan's engine's words (vLLM: its kv_cache_interface.py page rule)."""
-    if p.settings.engine == "vllm":
-        return "page size halves, blocks double (kv_cache_interface.py)"
-    return "KV bytes per token halve (1 B per element instead of 2), so the pool holds twice the tokens"
+def _fp8_kv_why(p: Plan, q: Plan | None = None) -> str:
+    """What FP8 KV does to the pool, in the plan's engine's words, following the re-planned numbers ``q`` where given.
+    vLLM: attention pages halve (kv_cache_interface.py) — blocks double where attention sets the page; with Mamba or
+    linear-attention state, whose page stays, the block count stays and each block holds twice the tokens (the
+    attention block widened to the state page: platforms/interface.py)."""
+    if p.settings.engine != "vllm":
+        return "KV bytes per token halve (1 B per element instead of 2), so the pool holds twice the tokens"
+    state = p.layout is not None and any(g.kind == "state" for g in p.layout.groups)
+    if q is None or q.memory.kv_free or p.memory.kv_free or not state:
+        return ("attention pages halve; the state page stays, so tokens per block double, the blocks about the same "
+                "(kv_cache_interface.py)" if state else "page size halves, blocks double (kv_cache_interface.py)")
+    a, b = p.memory, q.memory
+    if b.block_size > a.block_size:
+        return (f"attention pages halve but the state page stays: {a.num_gpu_blocks:,} blocks of {a.block_size:,} "
+                f"tokens → {b.num_gpu_blocks:,} of {b.block_size:,} (kv_cache_interface.py)")
+    return "page size halves, blocks double (kv_cache_interface.py)"
 
 
 LOW_CONCURRENCY = 8
@@ -117,6 +128,7 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
         q = _try(build, p, **update)
         if q and _at_len(q)[1] > n:
             c, k = _at_len(q)
+            why = _fp8_kv_why(p, q) if "kv_cache_dtype" in update else why
             opts.append(Option(action + nodes_flag(q, p), c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB "
                                "KV per GPU", q.memory.max_model_len))
     return opts + no_prefix_caching_option(p, _retry(build, p), n)
