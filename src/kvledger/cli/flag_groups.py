@@ -158,11 +158,12 @@ class EngineFlags:
         "(a session's requests stay on one replica: a trace's client ids, e.g. Bailian conversations, or "
         "--workload sessions)."))
     step_cost: str | None = flag("--step-cost", help=(
-        "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when"
-        " they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. "
-        "calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or "
-        "PROFILE.json, a step cost fitted by kvledger calibrate."))
-    cpu_overhead: str | None = flag("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).")
+        "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when they "
+        "exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/"
+        "Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, from kvledger calibrate."))
+    disable_hybrid_kv_cache_manager: bool | None = flag("--disable-hybrid-kv-cache-manager", help=(
+        "vLLM flag: sliding/chunked layers allocated as full: the plan's pool and the simulated blocks per request."))
+    cpu_overhead: str | None = flag("--cpu-overhead", help="Per-step CPU time added to the roofline, e.g. 2ms.")
     client_latency: str | None = flag("--client-latency", help=(
         "The client's and server front end's latency (HTTP, gateway, tokenisation, SSE), e.g. 21ms: added to every "
         "request's TTFT and E2E, not TPOT/ITL (default 0; the engine simulator does not model it; fit it with "
@@ -172,16 +173,16 @@ class EngineFlags:
         "scale on the GPU's measured efficiency instead. Default: 1.0 × the measured efficiency for dense BF16 "
         "models on the H100/A100 SXM that Vidur profiled and the GPUs on their dies (H200 SXM, GH200, A100 40GB "
         "SXM), 0.7 elsewhere."))
-    achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(
-        "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
+    achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help="Roofline: share of "
+                                                       "peak HBM bandwidth kernels reach (default 0.8, an assumption).")
     allreduce_link_share: float | None = flag("--allreduce-link-share", help=(
         "TP all-reduces: the share of the link's one-direction bandwidth they achieve, in (0, 1] (default: a GPU "
         "profile's fitted share, else 0.35 over PCIe (measured 0.20–0.65; e.g. 0.6 with peer access behind PCIe "
         "switches) and the catalog link over NVLink)."))
     gpu_profile: str | None = flag("--gpu-profile", help=(
-        "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this "
-        "GPU; any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or "
-        "(default) the GPU's default bundled one where the data has runs."))
+        "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this GPU; "
+        "any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or (default) "
+        "the GPU's default bundled one where the data has runs."))
     gemm_efficiency: str | None = flag("--gemm-efficiency", help=(
         "Roofline weight matmuls: measured (the fraction scales the GPU's measured efficiency against tokens in the "
         "step and GEMM size, from operator profiles of the A100, H100 and RTX PRO 6000; without a fraction or "

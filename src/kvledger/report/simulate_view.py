@@ -99,6 +99,17 @@ def _pool(eng: dict) -> str:
     return f"{n:,} KV pages of {tokens} (page 0 reserved: SGLang's padded slot)"
 
 
+def _batch_line(b: dict) -> str:
+    """Requests held at once, time-weighted over the run (sim_batch.batch_occupancy)."""
+    run, wait = b["running"], b["waiting"]
+    eng = f"; the engine's largest running batch {b['engine_running_max']:,} (prefills included)" if b.get(
+        "engine_running_max") else ""
+    every = ", all replicas" if b["replicas"] > 1 else ""
+    return (f"batch (requests at once, time-weighted over {b['span_s']:,.1f} s{every}): running (first token out, "
+            f"not finished) mean {run['mean']:,.1f}, max {run['max']:,}; waiting (no first token yet: queued or "
+            f"prefilling) mean {wait['mean']:,.1f}, max {wait['max']:,}{eng}")
+
+
 def _prefix_caching(eng: dict) -> str:
     """The policy; "off"; or on at launch (the pool paged for it) with its reuse not simulated (see the notes)."""
     if eng["enable_prefix_caching"]:
@@ -232,6 +243,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     _requests_lines(console, s, eng)
+    if payload.batch is not None:
+        console.print(_batch_line(payload.batch))
     for line in preemption_lines(payload.preemptions):  # only a run that preempted: why, and what to change
         console.print(line, markup=False)
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "

@@ -89,8 +89,8 @@ class SimDocument:
     """
 
     __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "too_short", "at_knee", "preemptions", "error_bands", "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions")
+                "too_short", "at_knee", "preemptions", "batch", "error_bands", "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions", "batch")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -105,6 +105,8 @@ class SimDocument:
     too_short: Any = None
     at_knee: dict[str, Any] | None = None
     preemptions: dict[str, Any] | None = None
+    batch: dict[str, Any] | None = None
+    """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max."""
 
     @property
     def kept_up(self) -> bool:

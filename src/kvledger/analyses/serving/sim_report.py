@@ -24,7 +24,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     from kvledger.analyses.serving.probe_length import probe_too_short
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.analyses.serving.seq_cap import with_seq_cap
-    from kvledger.analyses.serving.sim_batch import launch_prefix_caching
+    from kvledger.analyses.serving.sim_batch import batch_occupancy, launch_prefix_caching
     from kvledger.invariants import check_sim_summary
 
     mode = setup.workload_info.get("mode", "")
@@ -57,7 +57,9 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
-                       at_knee=knee, preemptions=preemption_facts(setup, result))
+                       at_knee=knee, preemptions=preemption_facts(setup, result),
+                       batch=batch_occupancy(result.records.records, max((b.get("running_max", 0) for b in
+                                                                          result.batch), default=None), setup.replicas))
 
 
 def _latency_s(setup: Any) -> float:

@@ -56,6 +56,7 @@ class SimRequestArgs:
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
     enable_prefix_caching: bool | None = None
+    disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
     enable_chunked_prefill: bool | None = None
     policy: str | None = None
     prefix_caching_policy: str | None = None
@@ -106,9 +107,10 @@ class SimSetup:
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
                 "mem_fraction_static", "kv_cache_dtype", "quantization", "max_num_batched_tokens", "max_num_seqs",
-                "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction", "enable_expert_parallel",
-                "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile", "gemm_efficiency")
+                "block_size", "num_gpu_blocks_override", "cpu_overhead", "enable_prefix_caching",
+                "disable_hybrid_kv_cache_manager", "enforce_eager", "wddm", "achievable_flops_fraction",
+                "enable_expert_parallel", "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile",
+                "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -153,6 +155,7 @@ def _build_plan(a: SimRequestArgs):
         kv_cache_dtype=a.kv_cache_dtype, quantization=quant.quantization,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
+        disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         **{k: v for k, v in fractions.items() if v is not None})
