@@ -102,7 +102,8 @@ def _pool(eng: dict) -> str:
 def _batch_line(b: dict) -> str:
     """Requests held at once, time-weighted over the run (sim_batch.batch_occupancy)."""
     run, wait = b["running"], b["waiting"]
-    eng = f"; the engine's largest running batch {b['engine_running_max']:,} (prefills included)" if b.get(
+    who = "one replica's" if b["replicas"] > 1 else "the engine's"
+    eng = f"; {who} largest running batch {b['engine_running_max']:,} (prefills included)" if b.get(
         "engine_running_max") else ""
     every = ", all replicas" if b["replicas"] > 1 else ""
     return (f"batch (requests at once, time-weighted over {b['span_s']:,.1f} s{every}): running (first token out, "

@@ -37,7 +37,8 @@ def batch_occupancy(records: list[Any], engine_running_max: int | None, replicas
       figure to set beside plan's concurrency);
     - ``waiting``: requests arrived without a first token yet (queued, or prefilling: vLLM counts a prefilling
       request as running, so this is an upper bound on its waiting queue);
-    - ``engine_running_max``: the engine's own largest running batch (prefills included), counted at each step.
+    - ``engine_running_max``: the largest running batch one replica counted at its steps (prefills included); None
+      where that count is only a lower bound (SGLang's arrival stretches).
 
     Means are request-seconds ÷ span seconds, requests; with several replicas, totals over them. None when no request
     finished."""

@@ -58,8 +58,15 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preemption_facts(setup, result),
-                       batch=batch_occupancy(result.records.records, max((b.get("running_max", 0) for b in
-                                                                          result.batch), default=None), setup.replicas))
+                       batch=batch_occupancy(result.records.records, _engine_running_max(result), setup.replicas))
+
+
+def _engine_running_max(result: Any) -> int | None:
+    """The largest running batch any replica counted at its steps; None where a replica's count is a lower bound
+    (SGLang's arrival stretches) or none was kept."""
+    if not result.batch or not all(b.get("running_max_exact", True) for b in result.batch):
+        return None
+    return max(b.get("running_max", 0) for b in result.batch)
 
 
 def _latency_s(setup: Any) -> float:
