@@ -54,7 +54,8 @@ def test_gemma3_27b_decoding_and_the_hybrid_manager_comparison():
     q, u = _row(GEMMA3, disable_hybrid_kv_cache_manager=True)
     assert (q.memory.num_gpu_blocks, u.blocks_per_request, u.max_requests, u.decode_requests) == (2236, 512, 4, None)
     assert ("--disable-hybrid-kv-cache-manager would print 4.37x at start-up, but with its sliding layers allocated "
-            "as full it holds 4 at once while decoding too, against ≈15 here: keep the hybrid manager") in p.advice.message
+            "as full it holds 4 at once while decoding too, against ≈15 here: keep the hybrid manager"
+            ) in p.advice.message
     assert "without it ≈15 would run at once while decoding (3.86x at vLLM's start-up check)" in q.advice.message
     assert "only 3 at once" not in p.advice.message  # 15 run while decoding: not a low concurrency
 

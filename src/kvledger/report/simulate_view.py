@@ -145,8 +145,9 @@ def _s(x: float | None) -> str:
     return "—" if x is None else f"{x:,.3f}"
 
 
-def _requests_lines(console, s: dict, eng: dict) -> None:
-    """The requests finished, rejected (with the rule) and preempted, and the throughput of those finished."""
+def _requests_lines(console, s: dict, eng: dict, batch: dict | None = None) -> None:
+    """The requests finished, rejected (with the rule) and preempted, the throughput of those finished, and the
+    requests held at once (``batch``, when given)."""
     rule = (_rejection_rule(eng) + " is rejected"
             + ("; a request whose prompt + output would pass it is served with its output capped at max_model_len − "
                "prompt" if eng.get("caps_output", True) and eng.get("batching") != "sglang" else ""))
@@ -159,6 +160,8 @@ def _requests_lines(console, s: dict, eng: dict) -> None:
                       "(first arrival → last finish)")
     else:
         console.print("throughput: none (no request finished)")
+    if batch is not None:
+        console.print(_batch_line(batch))
 
 
 def rejected_warning(s: dict, eng: dict) -> str | None:
@@ -243,9 +246,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "between consecutive tokens of every request, pooled (n counts gaps). An SLO on ITL is per request: "
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
-    _requests_lines(console, s, eng)
-    if payload.batch is not None:
-        console.print(_batch_line(payload.batch))
+    _requests_lines(console, s, eng, payload.batch)
     for line in preemption_lines(payload.preemptions):  # only a run that preempted: why, and what to change
         console.print(line, markup=False)
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
