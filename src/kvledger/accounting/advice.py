@@ -249,8 +249,9 @@ def _per_dp_rank(p: Plan, adv: Advice) -> Advice:
     d = getattr(p, "data_parallel", None)
     if d is None or not adv.message.startswith("fits: "):
         return adv
+    said = {p.memory.max_model_len, *(p.settings.contexts or ())}  # the contexts the verdict names
     total = "".join(f", {d.ranks} × {r.per_rank:,} = {r.total:,} {r.context_tokens:,}-token requests in all"
-                    for r in d.requests)
+                    for r in d.requests if r.context_tokens in said)
     head = f"fits (per DP rank: each of the {d.ranks} ranks has its own pool{total}): "
     return replace(adv, message=head + adv.message.removeprefix("fits: "))
 

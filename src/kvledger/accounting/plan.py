@@ -16,24 +16,21 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.node_size import NodeAssumption, assume_nodes
+from kvledger.accounting.plan_checks import check_settings
 from kvledger.accounting.plan_roofline import roofline_model, roofline_terms
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
-from kvledger.accounting.platforms import ENGINE_WORDS, check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
-from kvledger.accounting.topology import check_topology
-from kvledger.accounting.trtllm_terms import check_trtllm_only
-from kvledger.accounting.vllm_gpu_support import check_dtype, gpu_notes
+from kvledger.accounting.vllm_gpu_support import gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
-from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.accounting.window_capacity import decode_blocks
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields, to_jsonable
-from kvledger.units import GiB, cdiv
+from kvledger.units import cdiv
 
 if TYPE_CHECKING:
     from kvledger.accounting.advice import Advice
@@ -192,61 +189,6 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
     return rows
 
 
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
-"""Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
-
-
-#: vLLM flags only vLLM's memory plan reads: (flag, PlanSettings attribute, its value when not given)
-_VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-all-reduce", "disable_custom_all_reduce",
-              False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
-              ("--distributed-executor-backend", "distributed_executor_backend", None),
-              ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
-              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None),
-              ("--model-runner", "model_runner", "auto"),
-              ("--max-cudagraph-capture-size", "max_cudagraph_capture_size", None))
-
-
-def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
-    """Reject combinations the engines would reject or that cannot be meant.
-
-    Raises:
-        InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
-    """
-    fractions = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
-                 "sglang": ("mem_fraction_static", "--mem-fraction-static"),
-                 "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
-    own = fractions.get(s.engine)
-    for engine, (attr, flag) in fractions.items():
-        if engine != s.engine and getattr(s, attr) is not None and own is not None:
-            raise InputError(f"{flag} is {ENGINE_WORDS[engine]}'s memory fraction; with --engine {s.engine} it would "
-                             f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
-    check_engine_platform(s.engine, gpu)
-    check_dtype(s.engine, gpu, s.dtype)
-    vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
-    if s.engine != "vllm" and vllm_only:
-        one = len(vllm_only) == 1
-        raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
-                         f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
-                         f"{'it' if one else 'them'}, or use --engine vllm")
-    check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
-    if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
-        from kvledger.accounting.plan_other import trtllm_runtime
-    runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else None
-    check_trtllm_only(s, gpu, runtime)
-    check_wddm(s, gpu)
-    if s.engine != "vllm" and s.quantization is not None:
-        raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
-                         f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
-    if s.engine != "vllm" and s.pp > 1:
-        raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
-                         f"plan {s.engine} with --tp, or use --engine vllm")
-    if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
-        raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
-                         f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass one GPU's printed figure")
-    if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
-        raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
-
-
 def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, with_roofline: bool = True,
                with_advice: bool = True) -> Plan:
     """Compute the KV-cache ledger.
@@ -255,7 +197,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
     """
     s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
-    _check_settings(gpu, s)
+    check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     check_data_parallel(model, s)
     checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()

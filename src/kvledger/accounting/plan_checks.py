@@ -1,0 +1,72 @@
+"""The settings ``build_plan`` refuses before planning: another engine's memory fraction or vLLM-only flags with SGLang
+or TensorRT-LLM, a KV figure above the device, a block size vLLM refuses, and the topology and platform checks."""
+
+from __future__ import annotations
+
+from kvledger.accounting.platforms import ENGINE_WORDS, check_engine_platform
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.topology import check_topology
+from kvledger.accounting.trtllm_terms import check_trtllm_only
+from kvledger.accounting.vllm_gpu_support import check_dtype
+from kvledger.accounting.vllm_rules import LATEST, parse_version
+from kvledger.accounting.wddm_engines import check_wddm
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.errors import InputError
+from kvledger.units import GiB
+
+__all__ = ["VLLM_BLOCK_SIZES", "check_settings"]
+
+
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+"""Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
+
+
+#: vLLM flags only vLLM's memory plan reads: (flag, PlanSettings attribute, its value when not given)
+_VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-all-reduce", "disable_custom_all_reduce",
+              False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
+              ("--distributed-executor-backend", "distributed_executor_backend", None),
+              ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
+              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None),
+              ("--model-runner", "model_runner", "auto"),
+              ("--max-cudagraph-capture-size", "max_cudagraph_capture_size", None))
+
+
+def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
+    """Reject combinations the engines would reject or that cannot be meant.
+
+    Raises:
+        InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
+    """
+    fractions = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
+                 "sglang": ("mem_fraction_static", "--mem-fraction-static"),
+                 "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
+    own = fractions.get(s.engine)
+    for engine, (attr, flag) in fractions.items():
+        if engine != s.engine and getattr(s, attr) is not None and own is not None:
+            raise InputError(f"{flag} is {ENGINE_WORDS[engine]}'s memory fraction; with --engine {s.engine} it would "
+                             f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
+    check_engine_platform(s.engine, gpu)
+    check_dtype(s.engine, gpu, s.dtype)
+    vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
+    if s.engine != "vllm" and vllm_only:
+        one = len(vllm_only) == 1
+        raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
+                         f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
+                         f"{'it' if one else 'them'}, or use --engine vllm")
+    check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
+    if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
+        from kvledger.accounting.plan_other import trtllm_runtime
+    runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else None
+    check_trtllm_only(s, gpu, runtime)
+    check_wddm(s, gpu)
+    if s.engine != "vllm" and s.quantization is not None:
+        raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
+                         f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
+    if s.engine != "vllm" and s.pp > 1:
+        raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
+                         f"plan {s.engine} with --tp, or use --engine vllm")
+    if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
+        raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
+                         f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass one GPU's printed figure")
+    if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
+        raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
