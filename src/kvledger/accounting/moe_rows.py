@@ -8,8 +8,14 @@ token count to the block (mean and variance), and under expert parallelism the b
   ranks hold that many, all g when g divides E). Its rows are the sum of its n₀ experts' P: mean n₀·E[P], variance
   n₀·Var[P]·(E − n₀)/(E − 1) — the finite-population correction of n₀ experts drawn from E, exact for the
   pair count of one token (hypergeometric) and ≈ for padded rows. The step waits for the busiest of the r fullest
-  ranks: ≈ mean + σ·√(2 ln r) (Gaussian extreme value), at most n₀·⌈T/B⌉·B. Without expert parallelism every GPU holds
-  1/TP of every expert: the E experts' mean rows, no imbalance.
+  ranks: ≈ mean + σ·√(2 ln r) (Gaussian extreme value), capped at what a rank can physically hold: each expert at
+  most B·⌈c_max/B⌉ rows, c_max the largest count with real probability (P(C > c_max) ≤ 1e-9, never above T), and
+  no more blocks than the rank's T·min(k, n₀) pairs can fill. The Gaussian alone overshoots that (DeepSeek-V3 on EP
+  8 at T = 100: 2,101 rows where 32 experts × one 64-row block is 2,048) and falls where a count's pmf settles inside
+  one block (Var[P] shrinks); the true busiest rank never gets fewer rows from more tokens (add a token: no count
+  falls), so the rows at T are the running maximum of the capped Gaussian over T' ≤ T, tabled up to 16,384 tokens
+  (past that, Var[P] ≈ Var[c] + B²/12, uniform padding, which grows with T). Without expert parallelism every GPU
+  holds 1/TP of every expert: the E experts' mean rows, no imbalance.
 
 The busiest rank's rows per local expert m_b set both the GEMM FLOPs (2 · the rank's expert weights · m_b) and the
 GEMM efficiency η(m_b) of ``moe_kernel.moe_layer_s``: a rank with more rows runs its tiles fuller, so the part of the
@@ -25,7 +31,11 @@ import numpy as np
 
 from kvledger.catalog.expert_placement import local_experts
 
-__all__ = ["block_m", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail"]
+__all__ = ["block_m", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail", "largest_count",
+           "rank_rows_cap", "COUNT_TAIL", "ENVELOPE_TOKENS"]
+
+COUNT_TAIL = 1e-9  # P(C > c_max) of one expert and layer: a count rarer than this has no real probability
+ENVELOPE_TOKENS = 16384  # the busiest rank's rows are tabled, T by T, up to this many tokens a step
 
 
 def block_m(tokens: float, experts: int) -> int:
@@ -56,17 +66,90 @@ def padded_rows_moments(tokens: int, top_k: int, experts: int, local: int = 0, b
     b, p = block or block_m(tokens, local or experts), top_k / experts
     if p >= 1:
         return float(math.ceil(tokens / b) * b), 0.0
+    c, pmf = _count_pmf(tokens, p, b)
+    rows = np.ceil(c / b) * b
+    mean = float((pmf * rows).sum())
+    return mean, max(0.0, float((pmf * rows * rows).sum()) - mean * mean)
+
+
+def _count_pmf(tokens: int, p: float, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(counts c, pmf) of Binomial(``tokens``, p), 0 < p < 1, over mean ± 12 σ (and ``pad`` more above), normalised."""
     mu, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
-    lo, hi = max(0, int(mu - 12 * sd - 2)), min(tokens, int(mu + 12 * sd + 2 + b))
+    lo, hi = max(0, int(mu - 12 * sd - 2)), min(tokens, int(mu + 12 * sd + 2 + pad))
     c = np.arange(lo, hi + 1, dtype=np.float64)
     # log pmf: lgamma at lo, then the ratio pmf(j+1)/pmf(j) = (T − j)/(j + 1) · p/(1 − p) accumulated
     lp0 = (math.lgamma(tokens + 1) - math.lgamma(lo + 1) - math.lgamma(tokens - lo + 1) + lo * math.log(p)
            + (tokens - lo) * math.log1p(-p))
     steps = np.log((tokens - c[:-1]) / (c[:-1] + 1)) + math.log(p / (1 - p))
     pmf = np.exp(lp0 + np.concatenate(([0.0], np.cumsum(steps))))
-    pmf, rows = pmf / pmf.sum(), np.ceil(c / b) * b
-    mean = float((pmf * rows).sum())
-    return mean, max(0.0, float((pmf * rows * rows).sum()) - mean * mean)
+    return c, pmf / pmf.sum()
+
+
+def largest_count(tokens: int, top_k: int, experts: int) -> int:
+    """c_max: the largest token count one expert gets with real probability in a step of ``tokens`` tokens, the
+    smallest c with P(C > c) ≤ ``COUNT_TAIL`` for C ~ Binomial(tokens, k/E); never above ``tokens``. Non-decreasing
+    in ``tokens`` (Binomial(T + 1, p) dominates Binomial(T, p), so its quantiles are no smaller)."""
+    if tokens <= 0 or top_k >= experts:
+        return max(0, tokens)
+    c, pmf = _count_pmf(tokens, top_k / experts)
+    beyond = np.cumsum(pmf[::-1])[::-1] - pmf  # P(C > c)
+    return int(c[np.argmax(beyond <= COUNT_TAIL)])
+
+
+def rank_rows_cap(tokens: int, top_k: int, experts: int, local: int, block: int) -> int:
+    """The most padded rows a rank of ``local`` experts can hold in a step (module docstring), rows: each expert at
+    most B·⌈c_max/B⌉, and all the pairs landing there, S = T·min(k, n₀), fill at most min(S, n₀ + ⌊(S − n₀)/B⌋)
+    blocks (each block needs a pair, each expert's first block one, each further block B more)."""
+    cmax = np.array([largest_count(tokens, top_k, experts)])
+    return int(_caps(np.array([tokens]), cmax, top_k, local, np.array([block]))[0])
+
+
+def _caps(ts: np.ndarray, cmax: np.ndarray, top_k: int, local: int, blocks: np.ndarray) -> np.ndarray:
+    """``rank_rows_cap`` of each step's tokens ``ts`` with its c_max and block, rows."""
+    pairs = ts * min(top_k, local)
+    n_blocks = np.where(pairs <= local, pairs, local + (pairs - local) // blocks)
+    return np.minimum(local * np.ceil(cmax / blocks) * blocks, n_blocks * blocks)
+
+
+@functools.lru_cache(maxsize=8)
+def _log_factorials(n: int) -> np.ndarray:
+    """ln j! for j = 0 … n."""
+    return np.array([math.lgamma(j + 1) for j in range(n + 1)])
+
+
+def _count_stats(ts: np.ndarray, p: float, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(E[P], Var[P], c_max) of each step's tokens ``ts`` (≥ 1) at its block: ``padded_rows_moments`` and
+    ``largest_count`` over the pmf within mean ± 9 σ (the rest below 1e-18), one row of a matrix per step, 0 < p < 1."""
+    mu, sd = ts * p, np.sqrt(ts * p * (1 - p))
+    lo = np.maximum(0, (mu - 9 * sd - 2).astype(np.int64))
+    hi = np.minimum(ts, (mu + 9 * sd + 2 + blocks).astype(np.int64))[:, None]
+    c = lo[:, None] + np.arange(int((hi[:, 0] - lo).max()) + 1)
+    ok, c = c <= hi, np.minimum(c, hi)
+    lf, t = _log_factorials(int(ts.max())), ts[:, None]
+    lp = lf[t] - lf[c] - lf[t - c] + c * math.log(p) + (t - c) * math.log1p(-p)
+    pmf = np.where(ok, np.exp(lp - lp.max(axis=1, keepdims=True)), 0.0)
+    pmf /= pmf.sum(axis=1, keepdims=True)
+    rows = np.ceil(c / blocks[:, None]) * blocks[:, None]
+    mean = (pmf * rows).sum(axis=1)
+    var = np.maximum(0.0, (pmf * rows * rows).sum(axis=1) - mean * mean)
+    beyond = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1] - pmf  # P(C > c)
+    return mean, var, c[np.arange(len(ts)), np.argmax(beyond <= COUNT_TAIL, axis=1)]
+
+
+@functools.lru_cache(maxsize=64)
+def _busiest_table(size: int, top_k: int, experts: int, ep: int, block: int) -> np.ndarray:
+    """The busiest rank's padded rows for T = 0 … ``size`` tokens (module docstring): the Gaussian tail capped at
+    ``rank_rows_cap``, then the running maximum over T' ≤ T, rows."""
+    n0, p, r = local_experts(experts, ep), top_k / experts, tail((experts % ep) or ep)
+    ts = np.arange(1, size + 1)
+    blocks = np.full(size, block) if block else np.array([block_m(int(t), n0) for t in ts])
+    out = np.zeros(size + 1)
+    for s in range(0, size, 512):
+        t, b = ts[s:s + 512], blocks[s:s + 512]
+        mean, var, cmax = _count_stats(t, p, b)
+        sd = np.sqrt(n0 * var * (experts - n0) / (experts - 1))
+        out[s + 1:s + 1 + len(t)] = np.minimum(n0 * mean + sd * r, _caps(t, cmax, top_k, n0, b))
+    return np.maximum.accumulate(out)
 
 
 def tail(ranks: int) -> float:
@@ -80,10 +163,15 @@ def busiest_rank_rows(tokens: int, top_k: int, experts: int, ep: int, block: int
     if ep <= 1:
         return padded_rows_moments(tokens, top_k, experts, 0, block)[0]
     n0 = local_experts(experts, ep)
-    mean, var = padded_rows_moments(tokens, top_k, experts, n0, block)
-    if n0 >= experts or tokens <= 0:
-        return mean
-    b = block or block_m(tokens, n0)
-    sd = math.sqrt(n0 * var * (experts - n0) / (experts - 1))
-    top = min(n0 * mean + sd * tail((experts % ep) or ep), n0 * math.ceil(tokens / b) * b)
-    return top / n0
+    if n0 >= experts or tokens <= 0 or top_k >= experts:
+        return padded_rows_moments(tokens, top_k, experts, n0, block)[0]
+    if tokens <= ENVELOPE_TOKENS:
+        size = max(1024, 1 << (tokens - 1).bit_length())
+        return float(_busiest_table(size, top_k, experts, ep, block)[tokens]) / n0
+    # past the table: the padding's spread as if uniform over a block (σ_c ≫ B), Var[P] ≈ Var[c] + B²/12, which
+    # grows with T, held no lower than the table's last row and capped
+    b, p = block or block_m(tokens, n0), top_k / experts
+    sd = math.sqrt(n0 * (tokens * p * (1 - p) + b * b / 12) * (experts - n0) / (experts - 1))
+    top = max(n0 * padded_rows_moments(tokens, top_k, experts, n0, block)[0] + sd * tail((experts % ep) or ep),
+              float(_busiest_table(ENVELOPE_TOKENS, top_k, experts, ep, block)[-1]))
+    return min(top, rank_rows_cap(tokens, top_k, experts, n0, b)) / n0
