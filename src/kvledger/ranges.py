@@ -93,7 +93,8 @@ ATTAINMENT_TARGET = Range(0.0, 1.0, lo_open=True, unit="(share of requests withi
 
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
-    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"),
+    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"),
+    "data_parallel_size": _count(1, 1024, "data-parallel ranks"), "nnodes": _count(1, 1024, "nodes"),
         "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "seeds": _count(1, 64, "seeds (one simulation each; 64 bounds the work)"),

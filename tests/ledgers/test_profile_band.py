@@ -216,7 +216,9 @@ def test_a_run_is_never_banded_by_its_own_out_of_sample_check():
                                                          gpu="RTX PRO 6000 Blackwell Server Edition", tp=None))
     b = out.bands["throughput"]
     assert "DeepSeek-V3.2-Exp-16L64E TP 1: +13.9%" not in b.source
-    assert b.errors()[1] < 0.139 and out.errors["throughput_rel_error"] == pytest.approx(0.139, abs=0.001)
+    # the profile stores its check as measured when it was built (+13.9%); the run is priced today at +12.9% (the
+    # fused-MoE refit of 2026-12-06 moved it): the band's top stays under the stored check either way
+    assert b.errors()[1] < 0.139 and out.errors["throughput_rel_error"] == pytest.approx(0.129, abs=0.001)
 
 
 def test_a_profile_that_saw_no_saturated_run_has_at_least_the_uncalibrated_capacity_band():
