@@ -12,7 +12,7 @@ from kvledger.report.tier_verdict import tier_verdict_line
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.offload import OffloadReport
 
-__all__ = ["render_offload", "tier_verdict_line"]
+__all__ = ["render_offload", "tier_verdict_line", "replicas_label"]
 
 
 def render_offload(rep: OffloadReport, console) -> None:
@@ -28,7 +28,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     if w.get("left_out_note"):  # the draw's sessions that had no turn to send (analyses.serving.session_notes)
         console.print(f"  {w['left_out_note']}")
     g = rep.more_gpus
-    cols = ("figure", "1 GPU + host tier", "1 GPU") + ((f"{g['num_gpus']} GPUs, no tier",) if g else ())
+    one = replicas_label(1, rep.gpus_per_replica)
+    cols = ("figure", f"{one} + host tier", one) + ((f"{_more_label(g)}, no tier",) if g else ())
     t = table("Simulated sessions", *cols)
 
     def row(name, a, b, c=""):
@@ -63,14 +64,27 @@ def render_offload(rep: OffloadReport, console) -> None:
         console.print(f"[bold red]{rep.overload['note']}[/]")
     c = rep.cost
     if c:
-        line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "
+        line = (f"Cost per hour ({c['source']}): {one} ${c['gpu_usd_per_hour']:,.2f} + host memory "
                 f"{c['host_memory_gib']:,.0f} GiB ${c['host_memory_usd_per_hour']:,.2f} = "
                 f"${c['with_tier_usd_per_hour']:,.2f}")
         if "more_gpus_usd_per_hour" in c:
-            line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
+            line += f"; {_more_label(g)} without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
         console.print(line)
     if rep.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(rep.step_cost))
+
+
+def replicas_label(num_replicas: int, gpus_per_replica: int) -> str:
+    """"1 replica (2 GPUs)", "2 replicas (4 GPUs)", "1 replica (1 GPU)": replicas with all their GPUs."""
+    gpus = num_replicas * gpus_per_replica
+    return (f"{num_replicas} replica{'s' if num_replicas != 1 else ''} "
+            f"({gpus} GPU{'s' if gpus != 1 else ''})")
+
+
+def _more_label(g: dict) -> str:
+    """The label of ``more_gpus``' replicas (older reports without ``num_replicas`` counted replicas as num_gpus)."""
+    n = g.get("num_replicas", g["num_gpus"])
+    return replicas_label(n, g.get("gpus_per_replica", g["num_gpus"] // n))
 
 
 def _rule_rows(s, row, units: str) -> None:

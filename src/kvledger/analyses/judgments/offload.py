@@ -52,7 +52,7 @@ class OffloadReport:
                 "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
                 ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
                 "more_gpus", "cost", "rules", "overload", "step_cost", ("reusable_prefix_tokens", "reusable_tokens"),
-                "host_unit")
+                "host_unit", "gpus_per_replica")
     __json_optional__ = ("rules", "overload", "step_cost", "reusable_tokens", "host_unit")
     model: str
     gpu: str
@@ -64,7 +64,8 @@ class OffloadReport:
     ttft_s_without: dict[str, float]
     hbm_hit_rate_without: float = 0.0
     more_gpus: dict[str, Any] | None = None
-    """The same sessions on ``num_gpus`` replicas without the tier (session affinity): whether the tier beats GPUs."""
+    """The same sessions on ``num_replicas`` replicas (``num_gpus`` GPUs in all) without the tier (session affinity):
+    whether the tier beats more GPUs."""
     cost: dict[str, Any] | None = None
     """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
     extra GPUs instead."""
@@ -80,6 +81,8 @@ class OffloadReport:
     host_unit: dict[str, Any] | None = None
     """The simulated host tier's unit: ``name`` (block, chunk or segment) and ``tokens`` per unit, what ``stats``
     counts its host and disk units in."""
+    gpus_per_replica: int = 1
+    """GPUs of one replica (TP × PP): the runs with and without the tier are one replica."""
 
     @property
     def judgment(self) -> dict[str, Any]:
@@ -128,7 +131,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     loop = SessionLoop(tuple(synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(seed))),
                        segment_tokens)
     run = simulate_offload(loop, cfg, cost, host, record_token_times=False)
-    more = _more_gpus(loop, cfg, cost, compare_gpus)
+    more = _more_gpus(loop, cfg, cost, compare_gpus, settings.tp * settings.pp)
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or "--max-model-len"}
@@ -140,11 +143,13 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                                    host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
                          to_jsonable(run_overload(run.with_offload.records, "sessions")), cost_info,
                          reusable_prefix_tokens(loop),
-                         {"name": host_unit_name(cfg.prefix_caching_policy == "sglang", chunk), "tokens": unit})
+                         {"name": host_unit_name(cfg.prefix_caching_policy == "sglang", chunk), "tokens": unit},
+                         settings.tp * settings.pp)
 
 
-def _more_gpus(loop: SessionLoop, cfg, cost, compare_gpus: int | None) -> dict[str, Any] | None:
-    """The same sessions on ``compare_gpus`` replicas without the tier (session affinity); None when not asked.
+def _more_gpus(loop: SessionLoop, cfg, cost, compare_gpus: int | None, gpus_per_replica: int) -> dict[str, Any] | None:
+    """The same sessions on ``compare_gpus`` replicas of ``gpus_per_replica`` GPUs each without the tier (session
+    affinity); None when not asked. ``num_gpus`` is the GPUs of all replicas, ``num_replicas`` the replicas.
 
     Raises:
         InputError: a count that is not a whole number ≥ 2.
@@ -157,7 +162,9 @@ def _more_gpus(loop: SessionLoop, cfg, cost, compare_gpus: int | None) -> dict[s
 
     s = simulate(loop, cfg, cost, num_replicas=compare_gpus, router="session_affinity",
                  record_token_times=False).summary
-    return {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
+    return {"num_replicas": compare_gpus, "num_gpus": compare_gpus * gpus_per_replica,
+            "gpus_per_replica": gpus_per_replica, "router": "session_affinity",
+            "hbm_hit_rate": s.prefix_cache_hit_rate,
             "ttft_s": asdict(s.ttft_s)}
 
 

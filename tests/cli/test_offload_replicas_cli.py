@@ -1,0 +1,25 @@
+"""`kvledger offload` on a TP > 1 replica: replicas and GPUs labelled apart, tier sizes per GPU beside the ranks'
+total, the verdict's TTFT figures, offload's --link-fraction and --suffix-tokens."""
+
+from __future__ import annotations
+
+import json
+
+from cli_run import MODEL, run_cli
+
+_TP2 = ("offload", MODEL, "--gpu", "H100", "--tp", "2", "--kv-offloading-size", "64GiB", "--sessions", "6",
+        "--session-rate", "1", "--compare-gpus", "2", "--gpu-usd-per-hour", "2.5",
+        "--host-memory-usd-per-gib-month", "3.65")
+
+
+def test_compare_gpus_counts_replicas_and_their_gpus():
+    d = json.loads(run_cli(*_TP2, "--json").stdout)
+    # --compare-gpus 2 at TP 2: 2 replicas of 2 GPUs = 4 GPUs; the tiered run is 1 replica of 2 GPUs
+    g = d["more_gpus"]
+    assert (g["num_replicas"], g["num_gpus"], g["gpus_per_replica"], d["gpus_per_replica"]) == (2, 4, 2, 2)
+    # 2 GPUs × $2.50 = $5.00/h for the replica; 4 GPUs × $2.50 = $10.00/h for the two replicas
+    assert d["cost"]["gpu_usd_per_hour"] == 5.0 and d["cost"]["more_gpus_usd_per_hour"] == 10.0
+    out = run_cli(*_TP2).stdout
+    assert "1 replica (2 GPUs) + host tier" in out and "2 replicas (4 GPUs), no tier" in out
+    assert "1 replica (2 GPUs) $5.00 + host memory" in out and "2 replicas (4 GPUs) without the tier $10.00" in out
+    assert "1 GPU + host tier" not in out and "2 GPUs, no tier" not in out
