@@ -31,7 +31,7 @@ def offload(
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
     compare_gpus: int | None = typer.Option(None, "--compare-gpus",
-                                            help="Also serve the sessions on N replicas (N × TP GPUs) without the tier."),
+                                            help="Also serve the sessions on N replicas (N × TP GPUs), no tier."),
     gpu_usd_per_hour: str | None = typer.Option(None, "--gpu-usd-per-hour", help=ONE_GPU_PRICE_HELP),
     host_memory_usd_per_gib_month: float | None = typer.Option(
         None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
