@@ -52,8 +52,10 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         # tier per unit and month: 64 GiB × GPUs × $2 → $128 (TP 1), $256 (TP 2)
         assert off["tier_usd_per_month_per_unit"] == pytest.approx(128.0 * gpus)
         assert off["tier_price"]["source"] == "user input (--host-memory-usd-per-gib-month)"
-        # vLLM's --kv-offloading-size = 64 GiB × TP, the plan's host tier holds it all
-        assert off["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
+        # vLLM's --kv-offloading-size = 64 GiB × TP, the ranks' sum: 64 GiB per GPU, 64 GiB × TP over the ranks
+        assert off["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30, rel=0.01)
+        assert off["tier"]["total_capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
+        assert off["tier"]["num_ranks"] == gpus
         assert f"--kv-offloading-size {64 * gpus} --kv-offloading-backend native" in v["launch"]["vllm"]
         # on this trace the tier holds at least the base's own boundary (its search starts there)
         cap = v["capacity"]

@@ -23,3 +23,17 @@ def test_compare_gpus_counts_replicas_and_their_gpus():
     assert "1 replica (2 GPUs) + host tier" in out and "2 replicas (4 GPUs), no tier" in out
     assert "1 replica (2 GPUs) $5.00 + host memory" in out and "2 replicas (4 GPUs) without the tier $10.00" in out
     assert "1 GPU + host tier" not in out and "2 GPUs, no tier" not in out
+
+
+def test_plan_tier_bytes_and_tokens_are_per_gpu_with_the_ranks_total():
+    r = run_cli("plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "--kv-offloading-size", "256GiB",
+                "--json")
+    host = json.loads(r.stdout)["kv_tiers"]["tiers"][1]
+    # 256 GiB is the 4 ranks' sum: 64 GiB = 68,719,476,736 B per GPU; 256 × 2^30 // round_up(1,310,720 B × 4, 4096)
+    # = 52,428 blocks × 16 = 838,848 tokens per GPU (81,920 B/token × 838,848 = 64 GiB less a part block)
+    assert host["capacity_bytes"] == 64 * 2**30 and host["capacity_tokens"] == 838_848
+    assert host["total_capacity_bytes"] == 256 * 2**30 and host["num_ranks"] == 4
+    out = run_cli("plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "--kv-offloading-size",
+                  "256GiB").stdout
+    row = next(line for line in out.splitlines() if "host_dram" in line and "GiB" in line)
+    assert row.index("64.00 GiB") < row.index("256.00 GiB")  # per GPU, then all 4 GPUs

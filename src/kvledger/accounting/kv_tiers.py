@@ -17,7 +17,7 @@ smallest ``N`` from which loading stays faster, found by a geometric scan and in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.accounting.kv_tier_rules import (
@@ -50,13 +50,15 @@ class Tier:
 
     Attributes:
         name: "hbm", "host_dram", "nvme", "remote". medium: what it is, in words.
-        capacity_bytes: host bytes for KV, B (vLLM: the flag's size, summed over the engine's ranks; SGLang and
-            disk tiers: per GPU). capacity_tokens / capacity_blocks: tokens and engine blocks the tier holds.
+        capacity_bytes: bytes for KV per GPU, B (vLLM's host tier: the flag's size ÷ the engine's ranks, the flag
+            being their sum). capacity_tokens / capacity_blocks: tokens and engine blocks the tier holds per GPU.
         unit_tokens: tokens per stored unit (vLLM block, LMCache chunk, SGLang page), tokens.
         read_bytes_per_s / write_bytes_per_s: into / out of HBM, achievable, B/s.
         capacity_rule / bandwidth_source: where the figures come from.
         unit_name: what the tier stores in units of ``unit_tokens``: "block", "chunk" (LMCache's host and disk
             tiers) or "page" (SGLang); ``capacity_tokens // unit_tokens`` of them.
+        num_ranks: the engine's ranks (TP × PP), each with such a tier. total_capacity_bytes: capacity_bytes ×
+            num_ranks, the replica's whole tier, B (vLLM's host tier: the flag's size).
     """
 
     name: str
@@ -70,6 +72,8 @@ class Tier:
     capacity_rule: str
     bandwidth_source: str
     unit_name: str = "block"
+    num_ranks: int = 1
+    total_capacity_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,7 @@ def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier 
                                               m.bytes_per_block, m.block_size, s.tp * s.pp,
                                               replicated_mla=mla and s.tp > 1 and s.pp == 1)
         medium = "host DRAM (vLLM OffloadingConnector, LRU)" if backend == "native" else "host DRAM (LMCache local_cpu)"
-        host_bytes = t.kv_offloading_size_gib * 2**30  # the flag: summed over the engine's ranks
+        host_bytes = t.kv_offloading_size_gib * 2**30 / (s.tp * s.pp)  # the flag is the ranks' sum: one rank's share
     elif s.engine == "sglang" and t.enable_hierarchical_cache:
         tokens, rule = sglang_host_tokens(t, m.usable_blocks * m.block_size, bpt, m.block_size)
         unit, medium = m.block_size, f"host DRAM (SGLang HiCache, {t.write_policy})"
@@ -255,6 +259,8 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1, 
     if host is not None:
         out.append(host)
     out += _disk_tiers(plan, tiers, link)
+    ranks = s.tp * s.pp
+    out = [replace(x, num_ranks=ranks, total_capacity_bytes=x.capacity_bytes * ranks) for x in out]
     if len(out) > 1:
         require_link_bytes_per_s(plan.gpu, "host", "a KV tier below HBM (offloading)")
     rc = plan.step_cost() if step_cost is None else step_cost

@@ -24,11 +24,14 @@ def _be_cell(b) -> str:
 def render_kv_tiers(tp: TierPlan, console) -> None:
     from kvledger.units import fmt_bytes
 
-    t = table(f"KV tiers per GPU ({tp.bytes_per_token:,.0f} B of KV per token)", "tier", "capacity", "tokens",
-              "stored units (tokens each)", "read into HBM", "capacity rule", "bandwidth source")
+    ranks = max((x.num_ranks for x in tp.tiers), default=1)
+    total = (f"capacity, all {ranks} GPUs",) if ranks > 1 else ()
+    t = table(f"KV tiers per GPU ({tp.bytes_per_token:,.0f} B of KV per token)", "tier", "capacity per GPU", *total,
+              "tokens per GPU", "stored units (tokens each)", "read into HBM", "capacity rule", "bandwidth source")
     for x in tp.tiers:
         units = f"{x.capacity_tokens // x.unit_tokens:,} {x.unit_name}s ({x.unit_tokens:,})"
-        t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", units,
+        t.add_row(x.name, fmt_bytes(x.capacity_bytes), *((fmt_bytes(x.total_capacity_bytes),) if total else ()),
+                  f"{x.capacity_tokens:,}", units,
                   "— (the KV's own tier)" if x.name == "hbm" else f"{x.read_bytes_per_s / 1e9:,.1f} GB/s",
                   x.capacity_rule, "—" if x.name == "hbm" else x.bandwidth_source)
     console.print(t)

@@ -49,6 +49,7 @@ def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
     host = HostTier(t.capacity_tokens // setup.config.block_size, plan.bytes_per_token, t.read_bytes_per_s,
                     t.write_bytes_per_s)
     return host, {"tier": t.name, "capacity_bytes": t.capacity_bytes, "capacity_tokens": t.capacity_tokens,
+                  "num_ranks": t.num_ranks, "total_capacity_bytes": t.total_capacity_bytes,
                   "read_bytes_per_s": t.read_bytes_per_s, "capacity_rule": t.capacity_rule,
                   "bandwidth_source": t.bandwidth_source}
 
