@@ -138,9 +138,9 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload])
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
-                         run.without_offload.summary.prefix_cache_hit_rate, more,
-                         tier_cost(host_t.total_capacity_bytes, settings.tp * settings.pp, compare_gpus,
-                                   gpu_usd_per_hour, host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
+                         run.without_offload.summary.prefix_cache_hit_rate, more, tier_cost(
+                             host_t.total_capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
+                             host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
                          to_jsonable(run_overload(run.with_offload.records, "sessions")), cost_info,
                          reusable_prefix_tokens(loop),
                          {"name": host_unit_name(cfg.prefix_caching_policy == "sglang", chunk), "tokens": unit},
