@@ -102,6 +102,8 @@ class TierStats:
         remote: the remote store (LMCache remote, below the disk; HiCache mooncake storage; with one only).
         host_unserved_tokens: tokens loaded from the host whose blocks were evicted before the request's admission
             and recomputed (load_hold.py): in loaded_bytes and host_load_s, not in host_hit_tokens (only when > 0).
+        evicted_wanted_units: host units evicted that a later lookup then missed (wanted after their eviction), each
+            once an eviction: the evictions that cost a hit; 0 when no evicted unit was wanted again.
     """
 
     __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk", "remote",
@@ -126,6 +128,7 @@ class TierStats:
     disk: DiskStats | None = None
     remote: DiskStats | None = None
     host_unserved_tokens: int | None = None
+    evicted_wanted_units: int = 0
 
     def __post_init__(self) -> None:
         _check_rates(self, "hbm_hit_rate", "host_hit_rate")
@@ -212,7 +215,8 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
                      (loaded + (d + r + du + ru) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
                      host.capacity_units, max((u for _, u in occ), default=0), tuple(occ[::step]),
-                     *_extras(managers, host, q, d, r), host_unserved_tokens=cu or None)
+                     *_extras(managers, host, q, d, r), host_unserved_tokens=cu or None,
+                     evicted_wanted_units=sum(m.lru.evicted_wanted for m in managers))
 
 
 def _extras(managers: list, host: HostTier, q: int, d: int, r: int) -> tuple:

@@ -29,10 +29,31 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from itertools import filterfalse, islice
 
-__all__ = ["KeyLRU", "ConnectorLRU", "HostARC"]
+__all__ = ["KeyLRU", "ConnectorLRU", "HostARC", "EvictionLog"]
 
 
-class KeyLRU:
+class EvictionLog:
+    """The keys a host cache evicted, and ``evicted_wanted``: how many of them a later lookup missed (wanted after
+    the eviction), each counted once an eviction. Zero means the evictions cost no hit: a larger cache would have
+    served nothing more."""
+
+    def start_log(self) -> None:
+        self.gone: set[int] = set()
+        self.evicted_wanted = 0
+
+    def log_evicted(self, keys) -> None:
+        self.gone.update(keys)
+
+    def log_miss(self, keys: list[int], i: int, stop: int) -> None:
+        """A lookup missed ``keys[i]``: count the keys from there to ``stop`` that the cache had evicted."""
+        gone = self.gone
+        if gone and i < stop:
+            wanted = [k for k in islice(keys, i, stop) if k in gone]
+            self.evicted_wanted += len(wanted)
+            gone.difference_update(wanted)
+
+
+class KeyLRU(EvictionLog):
     """Content keys in host memory, least recently used first, with counts of keys stored and evicted: the state of
     every LRU host cache (vLLM's connector here, SGLang's HiCache and LMCache's in ``offload.HostLRU``)."""
 
@@ -40,6 +61,7 @@ class KeyLRU:
         self.capacity = capacity
         self.keys: OrderedDict[int, None] = OrderedDict()
         self.stored = self.evicted = 0
+        self.start_log()
 
     @property
     def num_held(self) -> int:
@@ -50,6 +72,7 @@ class KeyLRU:
         n, held = 0, self.keys
         for i in range(start, stop):
             if keys[i] not in held:
+                self.log_miss(keys, i, stop)
                 break
             n += 1
         return n
@@ -72,13 +95,15 @@ class ConnectorLRU(KeyLRU):
         if not new or over > len(held):  # vLLM: "we could not evict enough blocks" — nothing stored or evicted
             return
         if over > 0:
-            deque(map(held.__delitem__, list(islice(held, over))), 0)
+            victims = list(islice(held, over))
+            deque(map(held.__delitem__, victims), 0)
+            self.log_evicted(victims)
             self.evicted += over
         held.update(dict.fromkeys(new))
         self.stored += len(new)
 
 
-class HostARC:
+class HostARC(EvictionLog):
     """Content keys in host memory under vLLM's ARC policy (module doc); the interface of ``ConnectorLRU``."""
 
     def __init__(self, capacity: int) -> None:
@@ -89,6 +114,7 @@ class HostARC:
         self.b1: OrderedDict[int, None] = OrderedDict()
         self.b2: OrderedDict[int, None] = OrderedDict()
         self.stored = self.evicted = 0
+        self.start_log()
 
     @property
     def keys(self) -> list[int]:
@@ -107,6 +133,7 @@ class HostARC:
         n = 0
         for i in range(start, stop):
             if keys[i] not in self:
+                self.log_miss(keys, i, stop)
                 break
             n += 1
         return n
@@ -134,11 +161,14 @@ class HostARC:
         t1, t2 = self.t1, self.t2
         for _ in range(len(t1) + len(t2) + len(new) - self.capacity):
             if t1 and len(t1) >= self.target_t1:
-                self.b1[t1.popitem(last=False)[0]] = None
+                k = t1.popitem(last=False)[0]
+                self.b1[k] = None
             elif t2:
-                self.b2[t2.popitem(last=False)[0]] = None
+                k = t2.popitem(last=False)[0]
+                self.b2[k] = None
             else:  # vLLM: "cannot evict enough blocks" — nothing of the run is stored (the evictions stand)
                 return
+            self.gone.add(k)
             self.evicted += 1
         for ghost in (self.b1, self.b2):
             for _ in range(len(ghost) - self.capacity):

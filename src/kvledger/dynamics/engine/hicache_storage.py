@@ -77,6 +77,10 @@ class HostWithStorage:
     def evicted(self) -> int:
         return self.host.evicted
 
+    @property
+    def evicted_wanted(self) -> int:
+        return self.host.evicted_wanted
+
 
 class _Storage:
     """The storage tier and its prefetch for a HiCache radix cache (module doc); mixed into the two managers below."""

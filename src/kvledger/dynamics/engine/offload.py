@@ -94,7 +94,7 @@ class HostLRU(KeyLRU):
         if key in held or self.capacity <= 0:
             return
         if len(held) >= self.capacity:
-            held.popitem(last=False)
+            self.gone.add(held.popitem(last=False)[0])
             self.evicted += 1
         held[key] = None
         self.stored += 1
@@ -115,6 +115,7 @@ class HostLRU(KeyLRU):
                     self.store(k)
                 return
             deque(map(held.__delitem__, victims), 0)
+            self.log_evicted(victims + new[:-cap] if len(new) > cap else victims)  # the run's own first ones too
         held.update(dict.fromkeys(new[-cap:]))
         self.stored += len(new)
         self.evicted += max(0, over)
@@ -125,6 +126,7 @@ class HostLRU(KeyLRU):
         for i in range(start, stop):
             k = keys[i]
             if k not in held:
+                self.log_miss(keys, i, stop)
                 break
             held.move_to_end(k)
             n += 1

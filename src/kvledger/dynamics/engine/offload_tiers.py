@@ -111,6 +111,10 @@ class ChunkTiers:
     def evicted(self) -> int:
         return self.cpu.evicted
 
+    @property
+    def evicted_wanted(self) -> int:
+        return self.cpu.evicted_wanted
+
 
 class TieredPagedKVManager(OffloadingPagedKVManager):
     """``OffloadingPagedKVManager`` with a store gate (vLLM's native blocks) or a disk tier (LMCache's chunks).

@@ -111,5 +111,9 @@ class GatedCache:
         return self.cache.evicted
 
     @property
+    def evicted_wanted(self) -> int:
+        return self.cache.evicted_wanted
+
+    @property
     def keys(self):
         return self.cache.keys
