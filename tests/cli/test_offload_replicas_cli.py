@@ -37,3 +37,17 @@ def test_plan_tier_bytes_and_tokens_are_per_gpu_with_the_ranks_total():
                   "256GiB").stdout
     row = next(line for line in out.splitlines() if "host_dram" in line and "GiB" in line)
     assert row.index("64.00 GiB") < row.index("256.00 GiB")  # per GPU, then all 4 GPUs
+
+
+def test_offload_takes_link_fraction_and_suffix_tokens_and_names_a_gpu_files_host_link(tmp_path):
+    f = tmp_path / "g.json"
+    f.write_text('{"memory": "80GiB", "bandwidth_tb_s": 3.35, "bf16_tflops": 989, "host_link_gb_s": 100}')
+    d = json.loads(run_cli("offload", MODEL, "--gpu", str(f), "--kv-offloading-size", "64GiB", "--sessions", "4",
+                           "--session-rate", "1", "--link-fraction", "0.4", "--suffix-tokens", "64",
+                           "--json").stdout)
+    host = d["kv_tiers"]["tiers"][1]
+    # 100 GB/s bidirectional ÷ 2 per direction × 0.4 = 20 GB/s
+    assert host["read_bytes_per_s"] == 20e9 and "(GPU file " in host["bandwidth_source"]
+    assert "GPU catalog" not in host["bandwidth_source"]
+    assert d["kv_tiers"]["break_even"][0]["suffix_tokens"] == 64
+    assert d["kv_tiers"]["settings"]["link_fraction"] == 0.4

@@ -178,8 +178,9 @@ def _host_link(plan: Plan, t: TierSettings) -> tuple[float, str]:
     """(achievable per-direction host link bandwidth, its source) from the GPU catalog's bidirectional figure."""
     g = plan.gpu
     per_dir = g.host_link_bytes_per_s / 2
-    src = (f"{g.name} host link {g.host_link_bytes_per_s / 1e9:g} GB/s bidirectional (GPU catalog) ÷ 2 per direction × "
-           f"{t.link_fraction:g} achievable = {per_dir * t.link_fraction / 1e9:.1f} GB/s")
+    src = (f"{g.name} host link {g.host_link_bytes_per_s / 1e9:g} GB/s bidirectional "
+           f"({g.host_link_source or 'GPU catalog'}) ÷ 2 per direction × {t.link_fraction:g} achievable = "
+           f"{per_dir * t.link_fraction / 1e9:.1f} GB/s")
     return per_dir * t.link_fraction, src
 
 

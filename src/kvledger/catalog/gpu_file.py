@@ -117,7 +117,9 @@ def gpu_file(path: Path) -> GpuSpec:
         links.update(interconnect="given" if f.interconnect_gb_s else "none",
                      interconnect_bytes_per_s=f.interconnect_gb_s * 1e9)
     if f.host_link_gb_s is not None:
-        links["host_link_bytes_per_s"] = f.host_link_gb_s * 1e9
+        links.update(host_link_bytes_per_s=f.host_link_gb_s * 1e9, host_link_source=f"GPU file {path}: host_link_gb_s")
+    elif base is not None:
+        links["host_link_source"] = f"GPU catalog, the GPU file's base {base.name}"
     return replace(g, datasheet_ref=f"GPU file {path}", **links)
 
 

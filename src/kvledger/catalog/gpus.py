@@ -73,7 +73,7 @@ class GpuSpec:
         hbm_bandwidth_bytes_per_s: peak memory bandwidth, B/s.
         bf16_flops_per_s / fp8_flops_per_s / fp4_flops_per_s: dense tensor-core peaks, FLOP/s (None: unsupported).
         interconnect / interconnect_bytes_per_s: scale-up link and its bidirectional bandwidth per GPU, B/s.
-        host_link_bytes_per_s: PCIe/C2C bandwidth to the host, bidirectional, B/s.
+        host_link_bytes_per_s: PCIe/C2C bandwidth to the host, bidirectional, B/s (host_link_source: if not the catalog).
         tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA.
         datasheet_ref, confidence, notes: provenance from gpus.csv.
         memory_low_bytes / memory_high_bytes: the CUDA total's range over drivers and its evidence, B (gpu_cuda.csv).
@@ -83,6 +83,7 @@ class GpuSpec:
             ``is_fully_connected``), which custom all-reduce needs above 2 GPUs.
         form_factor: gpus.csv ``form_factor`` ("PCIe consumer", "SXM5", "OAM", "Superchip module"…); "" if not given.
     """
+    __json_optional__ = ("host_link_source",)
 
     gpu_id: str
     name: str
@@ -108,6 +109,7 @@ class GpuSpec:
     p2p: bool = True
     nvlink_all_to_all: bool = False
     form_factor: str = ""
+    host_link_source: str | None = None
 
     def __post_init__(self) -> None:
         if not self.memory_low_bytes:

@@ -26,6 +26,10 @@ def offload(
     max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
     quantization: str | None = option(EngineFlags, "quantization", help=_QUANT_HELP),
     tiers: TierFlags = TierFlags(),
+    link_fraction: float = typer.Option(0.8, "--link-fraction", help=(
+        "Achievable share of the host link's per-direction peak (as `plan`'s).")),
+    suffix_tokens: int = typer.Option(1, "--suffix-tokens", help=(
+        "New tokens after the cached prefix in the break-even (≥ 1; as `plan`'s).")),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
@@ -62,10 +66,10 @@ def offload(
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
                              quantization=quantization.lower() if quantization else None,
                              enforce_eager=bool(enforce_eager), wddm=bool(wddm))
-    tier = tier_settings(tiers)
+    tier = tier_settings(tiers, link_fraction=link_fraction)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
-        session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
+        session_rate=session_rate, seed=seed, compare_gpus=compare_gpus, suffix_tokens=suffix_tokens,
         gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
         host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
         pricing=pricing_flags(gpu_profile, gemm_efficiency, allreduce_link_share=allreduce_link_share)))

@@ -103,9 +103,9 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
                     host_usd_per_gib_month: float | None = None, context_cap_source: str = "",
-                    pricing: PricingFlags | None = None) -> OffloadReport:
+                    pricing: PricingFlags | None = None, suffix_tokens: int = 1) -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
-    :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
+    :func:`sim_host_tier`, with the opt-in rules ``tiers`` names); ``suffix_tokens``: the break-evens' new tokens.
 
     Raises:
         InputError: no host tier in ``tiers``, an unknown workload, or anything the plan or simulator refuses.
@@ -118,7 +118,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     settings = settings if pricing is None else priced_settings(settings, gpu, pricing, model)
     plan = build_plan(model, gpu, settings, with_advice=False)
     cost, cost_info = simulate_step_cost(plan, pricing)  # every run, with the tier or not, priced as simulate's
-    tp = build_tier_plan(plan, tiers, step_cost=cost, priced_by=priced_by_run(cost_info))
+    tp = build_tier_plan(plan, tiers, suffix_tokens=suffix_tokens, step_cost=cost, priced_by=priced_by_run(cost_info))
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
     chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
