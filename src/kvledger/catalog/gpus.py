@@ -73,7 +73,7 @@ class GpuSpec:
         hbm_bandwidth_bytes_per_s: peak memory bandwidth, B/s.
         bf16_flops_per_s / fp8_flops_per_s / fp4_flops_per_s: dense tensor-core peaks, FLOP/s (None: unsupported).
         interconnect / interconnect_bytes_per_s: scale-up link and its bidirectional bandwidth per GPU, B/s.
-        host_link_bytes_per_s: PCIe/C2C bandwidth to the host, bidirectional, B/s (host_link_source: if not the catalog).
+        host_link_bytes_per_s: PCIe/C2C bandwidth to the host, both ways, B/s (host_link_source: if not the catalog).
         tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA.
         datasheet_ref, confidence, notes: provenance from gpus.csv.
         memory_low_bytes / memory_high_bytes: the CUDA total's range over drivers and its evidence, B (gpu_cuda.csv).
