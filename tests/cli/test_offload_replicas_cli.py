@@ -51,3 +51,44 @@ def test_offload_takes_link_fraction_and_suffix_tokens_and_names_a_gpu_files_hos
     assert "GPU catalog" not in host["bandwidth_source"]
     assert d["kv_tiers"]["break_even"][0]["suffix_tokens"] == 64
     assert d["kv_tiers"]["settings"]["link_fraction"] == 0.4
+
+
+def test_a_host_tier_below_one_block_is_refused_with_the_size_it_needs():
+    from cli_run import refused
+
+    msg = refused("plan", MODEL, "--gpu", "H100", "--kv-offloading-size", "1MiB")
+    # Llama-3.1-8B: 16 tokens × 131,072 B/token = 2,097,152 B a block on 1 rank, already whole 4 KiB pages = 2.00 MiB
+    assert "holds no whole block" in msg and "2,097,152 B in all" in msg and "--kv-offloading-size 2.00MiB" in msg
+
+
+def test_nvme_tokens_are_whole_chunks():
+    d = json.loads(run_cli("plan", MODEL, "--gpu", "H100", "--kv-offloading-size", "64", "--kv-offloading-backend",
+                           "lmcache", "--kv-tier-nvme", "100.01", "--json").stdout)
+    nvme = d["kv_tiers"]["tiers"][2]
+    # 100.01 × 2^30 B ÷ 131,072 B/token = 819,281.9 tokens: 3,200 whole chunks of 256 = 819,200 tokens
+    assert nvme["capacity_tokens"] == 819_200 and "3,200 chunks of 256 tokens" in nvme["capacity_rule"]
+
+
+def test_a_hicache_break_even_starts_at_its_load_back_threshold():
+    from types import SimpleNamespace
+
+    from kvledger.accounting.kv_tiers import HICACHE_LOAD_BACK_THRESHOLD_TOKENS, tier_break_even
+    from kvledger.dynamics.engine.offload import LOAD_BACK_THRESHOLD
+    from kvledger.report.kv_tiers_view import _be_cell
+
+    assert HICACHE_LOAD_BACK_THRESHOLD_TOKENS == LOAD_BACK_THRESHOLD == 10
+    # a step of n new tokens takes n ms, loads are free: recompute (n + 1) ms against max(0, 1 ms) — loading wins
+    # from n = 1, but HiCache skips loads under 10 tokens, so the overlapped break-even is 10; vLLM's stays 1
+    rc = SimpleNamespace(step_time_s=lambda sh: sh.num_prefill_tokens * 1e-3)
+    tier = SimpleNamespace(name="host_dram", read_bytes_per_s=1e30)
+    hicache = tier_break_even(rc, tier, 1.0, 1, 4096, True)
+    assert (hicache.kind, hicache.break_even_tokens) == ("always", 10)
+    assert _be_cell(hicache) == "always (from 10 tokens: HiCache skips shorter loads)"
+    vllm = tier_break_even(rc, tier, 1.0, 1, 4096, False)
+    assert (vllm.kind, vllm.break_even_tokens, _be_cell(vllm)) == ("always", 1, "always (from 1 token)")
+
+
+def test_sglang_offload_header_says_rules_once():
+    out = run_cli("offload", MODEL, "--gpu", "H100", "--engine", "sglang", "--enable-hierarchical-cache",
+                  "--sessions", "3", "--session-rate", "1").stdout
+    assert "sglang 0.5.23 rules" in out and "rules rules" not in out

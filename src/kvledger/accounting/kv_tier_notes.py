@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, rules_version
 
-__all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX"]
+__all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX", "refuse_empty_host_tier"]
 
 #: host memory per GPU above which an offloading size is beyond any real host, GiB: 16× the 256 GiB per GPU of a
 #: large cloud GPU host (AWS p5.48xlarge: 2 TiB of memory for 8 GPUs, catalog/data/prices.SOURCES.md)
@@ -67,3 +67,28 @@ def _lmcache_notes(below: bool) -> list[str]:
                    "store, where the CPU hits end, and chunks read from them are put back into the CPU backend, one "
                    "tier's read after the other's, on the TTFT")
     return out
+
+
+def refuse_empty_host_tier(plan, t, unit_tokens: int, bpt: float, name: str) -> None:
+    """Refuse a host tier that holds no whole stored unit (the engine would start with none), naming the least size
+    that holds one (``name``: the unit, ``bpt``: KV bytes per token per GPU): the unit's bytes on every rank, rounded
+    up to vLLM's 4 KiB host pages.
+
+    Raises:
+        InputError: always.
+    """
+    import math
+
+    from kvledger.accounting.kv_tier_rules import HOST_PAGE_BYTES
+    from kvledger.errors import InputError
+    from kvledger.units import fmt_bytes
+
+    s = plan.settings
+    if s.engine == "sglang":
+        raise InputError(f"the HiCache host pool holds no whole {name} of {unit_tokens} tokens "
+                         f"({unit_tokens * bpt:,.0f} B): raise --hicache-size or --hicache-ratio")
+    ranks = s.tp * s.pp
+    need = -(-int(math.ceil(unit_tokens * bpt * ranks)) // HOST_PAGE_BYTES) * HOST_PAGE_BYTES
+    raise InputError(f"--kv-offloading-size {fmt_bytes(t.kv_offloading_size_gib * 2**30)} holds no whole {name}: one "
+                     f"{name} of {unit_tokens} tokens takes {unit_tokens * bpt:,.0f} B on each of {ranks} rank(s), "
+                     f"{need:,} B in all (4 KiB pages); pass --kv-offloading-size {need / 2**20:,.2f}MiB or more")

@@ -35,7 +35,12 @@ from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s", "PLAN_ROOFLINE"]
+__all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s", "PLAN_ROOFLINE",
+           "HICACHE_LOAD_BACK_THRESHOLD_TOKENS"]
+
+HICACHE_LOAD_BACK_THRESHOLD_TOKENS = 10
+"""SGLang 0.5.23 unified_radix_cache.py load_back_threshold: HiCache loads no host prefix shorter than this, tokens
+(the simulator's ``dynamics.engine.offload.LOAD_BACK_THRESHOLD``); a HiCache break-even starts there."""
 
 PLAN_ROOFLINE = ("the plan's roofline alone (no host term; `plan`, `simulate` and `offload` price these steps with "
                  "the engine's)")
@@ -162,8 +167,9 @@ def tier_break_even(rc, tier: Tier, b: float, suffix: int, max_tokens: int, over
     if gains[-1] <= 0:
         return TierBreakEven(*args, None, "never", *tail)
     losing = [i for i, g in enumerate(gains) if g <= 0]
+    floor = HICACHE_LOAD_BACK_THRESHOLD_TOKENS if overlapped else 1  # HiCache loads no shorter prefix
     if not losing:
-        return TierBreakEven(*args, 1, "always", *tail)
+        return TierBreakEven(*args, floor, "always", *tail)
     lo, hi = grid[losing[-1]], grid[losing[-1] + 1]
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -171,7 +177,7 @@ def tier_break_even(rc, tier: Tier, b: float, suffix: int, max_tokens: int, over
             hi = mid
         else:
             lo = mid
-    return TierBreakEven(*args, hi, "above", *tail)
+    return TierBreakEven(*args, max(hi, floor), "above", *tail)
 
 
 def _host_link(plan: Plan, t: TierSettings) -> tuple[float, str]:
@@ -201,6 +207,10 @@ def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier 
         host_bytes = tokens * bpt  # one host pool per rank
     else:
         return None
+    if tokens < unit:
+        from kvledger.accounting.kv_tier_notes import refuse_empty_host_tier
+
+        refuse_empty_host_tier(plan, t, unit, bpt, _unit_name(plan, t))
     return Tier("host_dram", medium, host_bytes, tokens, tokens // m.block_size, unit, link, link, rule, link_src,
                 _unit_name(plan, t))
 
@@ -221,11 +231,11 @@ def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
             ("remote", t.remote_gib, t.network_bytes_per_s, t.network_bytes_per_s, "remote store over the network")):
         if gib is None:
             continue
-        tokens = int(gib * 2**30 // bpt)
-        src = (f"{what}: {rd / 1e9:g} GB/s read, {wr / 1e9:g} GB/s write (assumption; flags override), "
-               f"through the host link (the smaller of the two)")
         unit = _unit_name(plan, t)
         per = LMCACHE_CHUNK_TOKENS if unit == "chunk" else m.block_size  # LMCache's disk files are its chunks
+        tokens = int(gib * 2**30 // bpt) // per * per  # whole stored units
+        src = (f"{what}: {rd / 1e9:g} GB/s read, {wr / 1e9:g} GB/s write (assumption; flags override), "
+               f"through the host link (the smaller of the two)")
         rule = f"{gib:g} × 2^30 B // {bpt:,.0f} B/token" + (f" = {tokens // per:,} chunks of {per} tokens"
                                                              if unit == "chunk" else "")
         out.append(Tier(name, what, gib * 2**30, tokens, tokens // m.block_size, per, min(rd, link),

@@ -15,7 +15,9 @@ __all__ = ["render_kv_tiers"]
 
 def _be_cell(b) -> str:
     if b.kind == "always":
-        return "always (from 1 token)"
+        n = b.break_even_tokens or 1
+        skipped = ": HiCache skips shorter loads" if b.rule == "overlapped" and n > 1 else ""
+        return f"always (from {n:,} token{'s' if n != 1 else ''}{skipped})"
     if b.kind == "never":
         return f"never (≤ {b.max_tokens:,})"
     return f"{b.break_even_tokens:,} tokens"

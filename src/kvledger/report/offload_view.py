@@ -18,7 +18,8 @@ __all__ = ["render_offload", "tier_verdict_line", "replicas_label"]
 def render_offload(rep: OffloadReport, console) -> None:
     w, s = rep.workload, rep.stats
     console.print(tier_verdict_line(rep.judgment, workload=rep.workload["kind"]))
-    console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rep.engine_version} rules")
+    rules = rep.engine_version if rep.engine_version.endswith(" rules") else f"{rep.engine_version} rules"
+    console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rules}")  # SGLang's says rules
     for line in step_cost_lines(rep.step_cost) if rep.step_cost else ():  # as simulate prints its step cost
         console.print(line)
     render_kv_tiers(rep.tiers, console)
