@@ -92,3 +92,14 @@ def test_sglang_offload_header_says_rules_once():
     out = run_cli("offload", MODEL, "--gpu", "H100", "--engine", "sglang", "--enable-hierarchical-cache",
                   "--sessions", "3", "--session-rate", "1").stdout
     assert "sglang 0.5.23 rules" in out and "rules rules" not in out
+
+
+def test_search_show_command_takes_a_tier_variant_by_id_or_table_name():
+    args = ("search", MODEL, "--gpus", "H100", "--tp", "1,2", "--offload", "none,cpu:256GiB", "--slo",
+            "ttft=200ms,tpot=30ms", "--rate", "10", "--json", "--show-command")
+    for name in ("nvidia_h100_sxm:tp2:kv-auto:offload-cpu-256GiB", "h100_sxm tp2 auto + cpu:256GiB"):
+        d = json.loads(run_cli(*args, name).stdout)
+        # 256 GiB per GPU × TP 2 = vLLM's --kv-offloading-size 512 (over all ranks)
+        assert d["id"] == "nvidia_h100_sxm:tp2:kv-auto:offload-cpu-256GiB"
+        assert d["launch"]["vllm"].endswith("--kv-offloading-size 512 --kv-offloading-backend native")
+        assert "--kv-offloading-size 512" in d["launch"]["check"]

@@ -22,7 +22,8 @@ def rank_of(text: str | None) -> int | None:
 
 def show_command_of(spec: Any, axes: Any, text: str, as_json: bool) -> None:
     """The launch commands of the candidate ``text`` names: an id as given, on one of the GPUs searched, else a name of
-    one of the axes' candidates (the error lists the valid choices).
+    one of the axes' candidates (the error lists the valid choices); a tier variant's id or name (``…:offload-cpu-
+    256GiB``, ``… + cpu:256GiB``) is its base candidate's commands with the tier's flags.
 
     Raises:
         InputError: an id on a GPU the search does not cover (a fresh-user trial got the commands of an A100 from a
@@ -30,21 +31,30 @@ def show_command_of(spec: Any, axes: Any, text: str, as_json: bool) -> None:
     """
     from kvledger.analyses.search.launch import candidate_commands
     from kvledger.analyses.search.naming import parse_candidate_id, resolve_candidate
+    from kvledger.analyses.search.offload_axis import split_variant
     from kvledger.analyses.search.runner import plan_candidates
     from kvledger.catalog.given_prices import gpu_key
     from kvledger.errors import InputError
 
+    base, tier = split_variant(text)  # a tier variant: its base candidate, the tier added to its commands
     try:
-        cand = parse_candidate_id(text)
+        cand = parse_candidate_id(base)
     except InputError:
-        cand = resolve_candidate(text, plan_candidates(spec, axes))
+        cand = resolve_candidate(base, plan_candidates(spec, axes))
     searched = _searched_gpus(spec, axes)
     gpu = gpu_key(cand.gpu_id)  # an id may name its GPU by any of its names (H100)
     if gpu not in searched:
         which = "the GPUs searched" if axes.gpus else "the GPUs searched, without --gpus every one with a rental row"
         raise InputError(f"--show-command {text}: its GPU, {gpu}, is not one this search covers ({which}: "
                          f"{', '.join(searched)}); give a candidate on one of them, or add {cand.gpu_id} to --gpus")
-    _print_launch(candidate_commands(spec, cand.id), as_json)
+    c = candidate_commands(spec, cand.id)
+    if tier is not None:
+        from dataclasses import replace
+
+        from kvledger.analyses.search.tier_entries import tier_launch, variant_id
+
+        c = replace(c, id=variant_id(c.id, tier), launch=tier_launch(c.launch, tier, cand.tp))
+    _print_launch(c, as_json)
 
 
 def _searched_gpus(spec: Any, axes: Any) -> list[str]:

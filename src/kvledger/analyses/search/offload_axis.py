@@ -12,7 +12,7 @@ from kvledger.analyses.search.reasons import SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF
 from kvledger.errors import InputError
 
-__all__ = ["OffloadOption", "parse_offload", "check_prices", "offload_pass", "offload_summary"]
+__all__ = ["OffloadOption", "parse_offload", "check_prices", "offload_pass", "offload_summary", "split_variant"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,22 @@ def parse_offload(text: str | None) -> tuple[OffloadOption, ...]:
             raise InputError(f"--offload {part!r}: the size must be positive")
         out.append(OffloadOption(kind, gib))
     return tuple(dict.fromkeys(out))
+
+
+def split_variant(text: str) -> tuple[str, Any]:
+    """(the base candidate's id or table name, its tier option or None) of a name ``--show-command`` takes: an id
+    ``…:kv-auto:offload-cpu-256GiB`` or a table name ``h100_sxm tp2 auto + cpu:256GiB``.
+
+    Raises:
+        InputError: a tier part ``parse_offload`` refuses.
+    """
+    import re
+
+    m = (re.fullmatch(r"(.+):offload-(cpu|disk)-(\S+)", text.strip(), flags=re.IGNORECASE)
+         or re.fullmatch(r"(.+?)\s*\+\s*(cpu|disk)\s*:\s*(\S+)", text.strip(), flags=re.IGNORECASE))
+    if m is None:
+        return text, None
+    return m.group(1), parse_offload(f"{m.group(2)}:{m.group(3)}")[0]
 
 
 def check_prices(options: tuple[OffloadOption, ...], prices: dict[str, float | None]) -> list[OffloadOption]:

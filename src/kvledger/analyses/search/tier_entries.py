@@ -19,7 +19,7 @@ from kvledger.analyses.search.reasons import SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF, TierProber, tier_capacity
 from kvledger.errors import KvLedgerError
 
-__all__ = ["variant_id", "variant_entry", "compare"]
+__all__ = ["variant_id", "variant_entry", "compare", "tier_launch"]
 
 
 def variant_id(base_id: str, opt: Any) -> str:
@@ -27,7 +27,8 @@ def variant_id(base_id: str, opt: Any) -> str:
     return f"{base_id}:offload-{opt.kind}-{opt.size_gib:g}GiB"
 
 
-def _launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
+def tier_launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
+    """The launch commands ``base`` of a candidate at TP ``tp`` with the tier ``opt`` added (flags and note)."""
     out = dict(base)
     if opt.kind == "cpu":
         out["vllm"] += f" --kv-offloading-size {opt.size_gib * tp:g} --kv-offloading-backend native"
@@ -156,7 +157,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
            "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
-    return {**out, "launch": _launch(launch, opt, cand.tp)}
+    return {**out, "launch": tier_launch(launch, opt, cand.tp)}
 
 
 def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], wl: dict[str, Any],
