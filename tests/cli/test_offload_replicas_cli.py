@@ -103,3 +103,14 @@ def test_search_show_command_takes_a_tier_variant_by_id_or_table_name():
         assert d["id"] == "nvidia_h100_sxm:tp2:kv-auto:offload-cpu-256GiB"
         assert d["launch"]["vllm"].endswith("--kv-offloading-size 512 --kv-offloading-backend native")
         assert "--kv-offloading-size 512" in d["launch"]["check"]
+
+
+def test_search_sizing_text_states_the_boundary_runs_attainment():
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search.evaluate import _attainment
+
+    # the user's session search: attainment 0.912 while good req/s ÷ sized-on req/s was 0.53 ÷ 65 = 0.008; the text
+    # says "the boundary run's attainment", so it is 0.912; a run without a stated attainment keeps the ratio
+    assert _attainment(SimpleNamespace(attainment=0.912, goodput_req_per_s=0.53), 65.0) == 0.912
+    assert _attainment(SimpleNamespace(attainment=None, goodput_req_per_s=13.0), 65.0) == 0.2

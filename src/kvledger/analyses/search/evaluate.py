@@ -190,13 +190,19 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
     which = f"the run of the same workload and seed at the bound, {c:.4g} req/s:" if sized else "the boundary run's"
     good = (f"offered × {cap.load.attainment:.3f} (the share within the SLO in {cap.load.words()}, as cost --simulate "
             "prices it)" if cap.load is not None else
-            f"offered × {cap.goodput_req_per_s / c:.3f} ({which} attainment, the share of its requests within the SLO; "
+            f"offered × {_attainment(cap, c):.3f} ({which} attainment, the share of its requests within the SLO; "
             "not its good req/s ÷ offered, which counts the drain tail after the last arrival as failed requests)")
     return {"rate_req_per_s": rate, **peak_figures(spec, rate), "capacity_req_per_s": c, "replicas": replicas,
             "num_gpus": replicas * num_gpus, "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{offered_words(spec, rate)} ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "
                    f"that load = {good}; bill = {inst['instances_how']}"}, unit
+
+
+def _attainment(cap: Any, c: float) -> float:
+    """The boundary run's share of requests within the SLO: ``cap.attainment`` where the run states it (its good
+    req/s ÷ offered need not be it: a session run's), else its good req/s ÷ the ``c`` req/s sized on."""
+    return cap.attainment if cap.attainment is not None else cap.goodput_req_per_s / c
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
