@@ -69,3 +69,18 @@ def test_plan_summary_labels_the_start_up_check():
     out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--max-model-len", "8192").output
     assert "8,192 tokens: 149 requests (149.57x, range 144.08–151.12x), ≈294 while decoding" in out
     assert "the requests and × are vLLM's start-up check" in out
+
+
+def test_all_sliding_model_ignores_disable_hybrid():
+    # Mistral-7B-v0.1: all 32 layers sliding (window 4,096): the spec is uniform, so vLLM's
+    # _promote_local_kv_cache_specs returns it unchanged and the flag allocates nothing as full.
+    # 29,401 blocks of 16 at 32,768 either way. Start-up: cdiv(min(4,095 + 16,384, 32,768), 16) + 1 = 1,281 blocks
+    # → 29,401 / 1,281 = 22.95x, 22 requests; decoding: cdiv(4,095, 16) + 1 = 257 → 29,400 // 257 = 114.
+    # (Laid out as full, as before, it would be 2,048 blocks → 14 requests.)
+    mk = lambda **kw: build_plan(load_model("mistralai/Mistral-7B-v0.1"), H100, make_settings(**kw),  # noqa: E731
+                                 with_roofline=False)
+    for p in (mk(), mk(disable_hybrid_kv_cache_manager=True)):
+        r = p.row_at(32768)
+        assert (p.memory.num_gpu_blocks, r.blocks_per_request, r.max_requests) == (29401, 1281, 22)
+        assert (r.decode_blocks_per_request, r.decode_requests) == (257, 114)
+    assert any("has no effect here" in n for n in p.layout.notes)

@@ -51,6 +51,14 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
                          f"_align_hybrid_block_size; {grid})")
             B = aligned
     rows = []
+    kinds = {layer.kind for layer in model.layers if layer is not None and not isinstance(layer, StateLayer)}
+    # vLLM's unify_hybrid_kv_cache_specs (kv_cache_planning._promote_local_kv_cache_specs) promotes windowed layers
+    # only when full-attention and windowed layers are mixed: an all-sliding model is uniform and stays as it is
+    windowed = bool(kinds & {"sliding_window", "chunked_local"})
+    if unify_hybrid and windowed and not kinds & {"full", "mla"}:
+        notes.append("--disable-hybrid-kv-cache-manager has no effect here: every attention layer is windowed, so the "
+                     "spec is uniform and vLLM keeps it (kv_cache_planning._promote_local_kv_cache_specs)")
+    unify_hybrid = unify_hybrid and windowed and bool(kinds & {"full", "mla"})
     for layer in model.layers:
         if layer is None:
             continue
