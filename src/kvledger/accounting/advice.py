@@ -115,7 +115,9 @@ LOW_CONCURRENCY = 8
 
 
 def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
-    """The single changes that raise the whole requests held at max_model_len above ``n``, re-planned."""
+    """The single changes that raise the whole requests held at max_model_len above ``n``, re-planned: judged by what
+    runs at once while decoding where the re-plan has windowed layers (``n`` is then the plan's own decoding
+    figure), else by the start-up figure."""
     tries: list[tuple[str, dict[str, Any], str]] = []
     tp = next((t for t in TP_STEPS if t > p.settings.tp), None)
     if tp is not None:
@@ -127,11 +129,12 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
     opts = []
     for action, update, why in tries:
         q = _try(build, p, **update)
-        if q and _at_len(q)[1] > n:
+        dec = r.decode_requests if q and (r := q.row_at(q.memory.max_model_len)) else None
+        if q and (_at_len(q)[1] if dec is None else dec) > n:
             c, k = _at_len(q)
             why = _fp8_kv_why(p, q) if "kv_cache_dtype" in update else why
             opts.append(Option(action + nodes_flag(q, p), c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB "
-                               "KV per GPU", q.memory.max_model_len))
+                               "KV per GPU", q.memory.max_model_len, dec))
     return opts + no_prefix_caching_option(p, _retry(build, p), n)
 
 
@@ -269,7 +272,7 @@ def _fits(p: Plan, build: Callable) -> Advice:
     capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
               if cap is not None else "")
     small = n_run < LOW_CONCURRENCY  # windowed: what runs while decoding; a hybrid's prefix-caching fix in any case
-    low = _more_concurrency(p, build, n) if small else no_prefix_caching_option(p, _retry(build, p), n)
+    low = _more_concurrency(p, build, n_run) if small else no_prefix_caching_option(p, _retry(build, p), n)
     few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * (small and
                                                                                                           bool(low))
     if not asked:

@@ -16,11 +16,15 @@ class Option:
     """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the
     max_model_len it leaves)."""
 
+    __json_optional__ = ("decode_requests",)
     action: str
     max_concurrency: float
     max_requests: int
     detail: str = ""
     context_tokens: int = 0
+    decode_requests: int | None = None
+    """With windowed layers: the whole max_model_len requests that run at once while decoding (the figure a low
+    concurrency is judged by), else None."""
 
 
 @dataclass(frozen=True)

@@ -285,10 +285,12 @@ def _verdict(p: Plan, console: Console) -> None:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
-            console.print(f"  → {o.action}: {o.max_requests:,} concurrent "
-                          f"{o.context_tokens or p.memory.max_model_len:,}-token "
-                          f"request{'' if o.max_requests == 1 else 's'} "
-                          f"({o.max_concurrency:,.2f}x); {o.detail}")
+            reqs = (f"{o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token "
+                    f"request{'' if o.max_requests == 1 else 's'}")
+            said = (f"{reqs} ({o.max_concurrency:,.2f}x)" if o.decode_requests is None else
+                    f"≈{o.decode_requests:,} at once while decoding ({reqs} at vLLM's start-up check, "
+                    f"{o.max_concurrency:,.2f}x)")
+            console.print(f"  → {o.action}: {said}; {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
             fix = ("re-run with a fix above" if p.advice.options else "no single change tried (a higher TP, FP8 KV, a "
                    "higher --gpu-memory-utilization, a GPU with more memory) makes it fit")
