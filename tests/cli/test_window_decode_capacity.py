@@ -94,3 +94,14 @@ def test_low_concurrency_fixes_judged_by_the_decoding_figure():
     assert "only 5 at once at max_model_len (under 8)" in out
     assert ("--kv-cache-dtype fp8: ≈11 at once while decoding (3 concurrent 32,768-token requests at vLLM's start-up "
             "check, 3.23x)") in out
+
+
+def test_no_keep_the_hybrid_manager_when_the_flag_costs_nothing_while_decoding():
+    # Gemma-2-9B at 2,048: 21 sliding (window 4,096) + 21 full layers, 19,899 blocks. Start-up: 128 +
+    # (cdiv(min(4,095 + in flight, 2,048), 16) + 1 = 129) = 257 → 77.43x; decoding: 128 + min(128, 257) = 256 →
+    # 19,898 // 256 = 77. The flag: one group of 42 layers, 9,949 blocks, 128 per request → 77.73x, 77 at once:
+    # as many as the hybrid manager runs, so no "keep the hybrid manager".
+    p = build_plan(load_model("google/gemma-2-9b-it"), H100, make_settings(max_model_len=2048), with_roofline=False)
+    assert "keep the hybrid manager" not in p.advice.message
+    assert ("would print 77.73x at start-up, and with its sliding layers allocated as full it holds 77 at once while "
+            "decoding too, as many as the ≈77 here") in p.advice.message

@@ -61,9 +61,13 @@ def _hybrid_words(p: Plan, row: ConcurrencyRow, retry: Callable[..., Plan | None
     qr = q.row_at(q.memory.max_model_len) if q is not None else None
     if qr is None or qr.max_concurrency <= row.max_concurrency:
         return ""
-    return (f"; --disable-hybrid-kv-cache-manager would print {qr.max_concurrency:.2f}x at start-up, but with its "
-            f"sliding layers allocated as full it holds {qr.max_requests:,} at once while decoding too, against "
-            f"≈{row.decode_requests:,} here: keep the hybrid manager")
+    head = f"; --disable-hybrid-kv-cache-manager would print {qr.max_concurrency:.2f}x at start-up"
+    if qr.max_requests >= row.decode_requests:  # the flag costs nothing while decoding: no advice to keep the manager
+        return (f"{head}, and with its sliding layers allocated as full it holds {qr.max_requests:,} at once while "
+                f"decoding too, {'as many as' if qr.max_requests == row.decode_requests else 'more than'} the "
+                f"≈{row.decode_requests:,} here")
+    return (f"{head}, but with its sliding layers allocated as full it holds {qr.max_requests:,} at once while "
+            f"decoding too, against ≈{row.decode_requests:,} here: keep the hybrid manager")
 
 
 def _unified_words(p: Plan, n: int, retry: Callable[..., Plan | None]) -> str:
