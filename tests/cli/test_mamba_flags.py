@@ -40,3 +40,19 @@ def test_no_enable_prefix_caching_is_listed_when_it_raises_concurrency():
     assert ("→ --no-enable-prefix-caching: 24 concurrent 8,192-token requests (24.75x); Mamba state kept as one "
             "page") in out
     assert "--no-enable-prefix-caching:" not in run_cli(*NEMO, "--no-enable-prefix-caching").output
+
+
+def test_ssm_dtype_is_refused_under_sglang():
+    # SGLang reads its own --mamba-ssm-dtype; vLLM's flag would be silently ignored there, so plan refuses it.
+    msg = refused(*NEMO, "--engine", "sglang", "--mamba-ssm-cache-dtype", "float16")
+    assert msg.startswith("--mamba-ssm-cache-dtype is a vLLM flag") and "--mamba-ssm-dtype" in msg
+
+
+def test_ssm_dtype_on_a_model_without_mamba_state_is_noted():
+    # Llama-3.1-8B keeps no state layer: the flag changes nothing (28,160 blocks either way) and says so.
+    plain = json.loads(run_cli("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--json").output)
+    half = json.loads(run_cli("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--json",
+                              "--mamba-ssm-cache-dtype", "float16").output)
+    assert half["memory"]["num_gpu_blocks"] == plain["memory"]["num_gpu_blocks"] == 28160
+    assert ("--mamba-ssm-cache-dtype float16 has no effect: the model keeps no Mamba (SSM) state"
+            in half["memory"]["notes"])

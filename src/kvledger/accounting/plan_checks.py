@@ -28,7 +28,8 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
               ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None),
               ("--model-runner", "model_runner", "auto"),
-              ("--max-cudagraph-capture-size", "max_cudagraph_capture_size", None))
+              ("--max-cudagraph-capture-size", "max_cudagraph_capture_size", None),
+              ("--mamba-ssm-cache-dtype", "mamba_ssm_cache_dtype", "auto"))
 
 
 def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
@@ -52,7 +53,9 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         one = len(vllm_only) == 1
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
-                         f"{'it' if one else 'them'}, or use --engine vllm")
+                         f"{'it' if one else 'them'}, or use --engine vllm"
+                         + ("; SGLang's own SSM-state dtype flag is --mamba-ssm-dtype, which kvledger does not model"
+                            if s.engine == "sglang" and "--mamba-ssm-cache-dtype" in vllm_only else ""))
     check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
     if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
         from kvledger.accounting.plan_other import trtllm_runtime

@@ -53,5 +53,8 @@ def ssm_dtype_rule(model: ModelSpec, ver: tuple, given: str) -> tuple[str, str |
 
 def with_ssm_dtype(model: ModelSpec, s: PlanSettings, ver: tuple) -> tuple[PlanSettings, tuple[str, ...]]:
     """The settings with the SSM state dtype vLLM resolves ``auto`` to, and the note saying so (if any)."""
-    dtype, why = ssm_dtype_rule(model, ver, s.mamba_ssm_cache_dtype)
+    given = s.mamba_ssm_cache_dtype
+    if given.lower() != "auto" and not any(isinstance(layer, StateLayer) for layer in model.layers):
+        return s, (f"--mamba-ssm-cache-dtype {given} has no effect: the model keeps no Mamba (SSM) state",)
+    dtype, why = ssm_dtype_rule(model, ver, given)
     return (replace(s, mamba_ssm_cache_dtype=dtype), (why,)) if why else (s, ())
