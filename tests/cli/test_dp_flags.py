@@ -71,3 +71,14 @@ def test_simulator_commands_refuse_the_dp_flags(monkeypatch, capsys, cmd):
                         "--data-parallel-size", "8", *(("--slo", "ttft=1") if cmd[0] == "goodput" else ()))
     assert code == 2
     assert "`kvledger plan` models data-parallel attention's memory" in err and "No such option" not in err
+
+
+def test_dp_verdict_with_context_keeps_the_max_model_len_total():
+    # Llama-3.1-8B on H100, DP 4: 28,160 blocks of 16 per rank (28,159 usable). 4,096 tokens = 256 blocks →
+    # 28,159 // 256 = 109 per rank, 4 × 109 = 436; 131,072 tokens = 8,192 blocks → 28,159 // 8,192 = 3, 4 × 3 = 12,
+    # stated though --context asked only 4,096.
+    res = run("plan", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100-SXM", "--data-parallel-size", "4",
+              "--context", "4096")
+    assert res.exit_code == 0
+    assert ("each of the 4 ranks has its own pool, 4 × 109 = 436 4,096-token requests in all, "
+            "4 × 3 = 12 131,072-token requests in all") in res.output
