@@ -105,3 +105,19 @@ def test_no_keep_the_hybrid_manager_when_the_flag_costs_nothing_while_decoding()
     assert "keep the hybrid manager" not in p.advice.message
     assert ("would print 77.73x at start-up, and with its sliding layers allocated as full it holds 77 at once while "
             "decoding too, as many as the ≈77 here") in p.advice.message
+
+
+def test_chunked_local_layers_hold_their_chunk_and_name_their_manager():
+    # Llama-4-Scout, TP 4 on H200 at 32,768: 36 chunked-local (chunk 8,192) + 12 full layers → groups of 12:
+    # 3 chunked + 1 full, 379,525 blocks of 16. ChunkedLocalAttentionManager skips ⌊n / 8,192⌋ · 8,192 tokens, so a
+    # chunked group holds ≤ 8,192 tokens = 8,192 / 16 = 512 blocks (not 513). Decoding: 2,048 + 3 × 512 = 3,584 →
+    # 379,524 // 3,584 = 105.
+    p = build_plan(load_model("meta-llama/Llama-4-Scout-17B-16E-Instruct"), get_gpu("H200"),
+                   make_settings(max_model_len=32768, tp=4), with_roofline=False)
+    r = p.row_at(32768)
+    assert (p.memory.num_gpu_blocks, r.decode_blocks_per_request, r.decode_requests) == (379525, 3584, 105)
+    assert next(g for g in p.layout.groups if g.kind == "chunked_local").blocks_for_tokens(32768) == 512
+    assert "chunked-local layers hold ≤ their 8,192-token chunk" in p.advice.message
+    out = run_cli("plan", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--gpu", "H200", "--tp", "4",
+                  "--max-model-len", "32768").output
+    assert "ChunkedLocalAttentionManager" in out and "SlidingWindowManager" not in out

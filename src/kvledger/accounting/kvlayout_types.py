@@ -68,8 +68,9 @@ class AllocGroup:
             return 1
         if self.kind == "sliding_window":
             return min(cdiv(num_tokens, B), cdiv(self.window_tokens - 1, B) + 1)
-        if self.kind == "chunked_local":
-            return min(cdiv(num_tokens, B), cdiv(self.window_tokens, B) + 1)
+        if self.kind == "chunked_local":  # ChunkedLocalAttentionManager skips ⌊n / C⌋ · C tokens: the current chunk
+            C = self.window_tokens  # (≤ C tokens with the next one) on a block grid: C / B blocks when B divides C
+            return min(cdiv(num_tokens, B), C // B if C % B == 0 else cdiv(C - 1, B) + 1)
         return cdiv(num_tokens, B)
 
 

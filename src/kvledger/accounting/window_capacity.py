@@ -6,7 +6,9 @@ _bytes``). The engine reserves nothing of the kind: a running request allocates 
 ``vllm/v1/core/single_type_kv_cache_manager.py : SlidingWindowManager.get_num_skipped_tokens`` (computed − window + 1)
 lets ``remove_skipped_blocks`` free every block before the window, so while decoding each sliding group holds at most
 ``cdiv(window − 1, block_size) + 1`` blocks (the window, plus the block the next token opens) and each full-attention
-group ``cdiv(L, block_size)``. Chunked-local attention frees the same way, keeping ``cdiv(chunk, block_size) + 1``.
+group ``cdiv(L, block_size)``. Chunked-local attention (``ChunkedLocalAttentionManager.get_num_skipped_tokens`` =
+⌊computed / chunk⌋ · chunk) frees every block before the current chunk, keeping ``chunk / block_size`` blocks where the
+block size divides the chunk (else ``cdiv(chunk − 1, block_size) + 1``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from kvledger.accounting.kvlayout_types import KVLayout
     from kvledger.accounting.plan import ConcurrencyRow, Plan
 
-__all__ = ["WINDOWED", "decode_blocks", "window_words", "at_max_words"]
+__all__ = ["WINDOWED", "decode_blocks", "window_words", "manager_words", "at_max_words"]
 
 WINDOWED = ("sliding_window", "chunked_local")
 """The group kinds whose blocks outside the window are freed as decoding proceeds."""
@@ -34,11 +36,30 @@ def decode_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens:
 
 
 def window_words(layout: KVLayout) -> str:
-    """ "sliding layers hold ≤ 128 tokens + a block": what a windowed group keeps while decoding."""
-    wins = sorted({g.window_tokens for g in layout.groups if g.kind in WINDOWED})
+    """ "sliding layers hold ≤ 128 tokens + a block", "chunked-local layers hold ≤ their 8,192-token chunk": what a
+    windowed group keeps while decoding."""
+    said = []
+    wins = sorted({g.window_tokens for g in layout.groups if g.kind == "sliding_window"})
+    if wins:
+        said.append(f"sliding layers hold ≤ {' / '.join(f'{w:,}' for w in wins)} tokens + a block")
+    for c in sorted({(g.window_tokens, g.block_size) for g in layout.groups if g.kind == "chunked_local"}):
+        said.append(f"chunked-local layers hold ≤ their {c[0]:,}-token chunk" + (" + a block" if c[0] % c[1] else ""))
+    return "; ".join(said)
+
+
+def manager_words(layout: KVLayout) -> tuple[str, str]:
+    """(how vLLM's start-up check counts the windowed layers, which manager frees their blocks while decoding)."""
     kinds = {g.kind for g in layout.groups if g.kind in WINDOWED}
-    who = "sliding layers" if kinds == {"sliding_window"} else "windowed layers"
-    return f"{who} hold ≤ {' / '.join(f'{w:,}' for w in wins)} tokens + a block"
+    if kinds == {"chunked_local"}:
+        return ("each chunked-local layer counted at its chunk plus the tokens in flight",
+                "the blocks before the current chunk are freed: single_type_kv_cache_manager.py "
+                "ChunkedLocalAttentionManager")
+    if kinds == {"sliding_window"}:
+        return ("each sliding layer counted at its window plus the tokens in flight",
+                "the blocks before the window are freed: single_type_kv_cache_manager.py SlidingWindowManager")
+    return ("each sliding or chunked-local layer counted at its window or chunk plus the tokens in flight",
+            "the blocks before the window or current chunk are freed: single_type_kv_cache_manager.py "
+            "SlidingWindowManager, ChunkedLocalAttentionManager")
 
 
 def at_max_words(p: Plan, caveat: str, retry: Callable[..., Plan | None]) -> tuple[str, int]:

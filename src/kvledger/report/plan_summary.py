@@ -9,7 +9,7 @@ from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
-from kvledger.accounting.window_capacity import window_words
+from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.units import GiB, KiB, fmt_low
 
 __all__ = ["summary_lines", "attention_by_context_text"]
@@ -170,9 +170,9 @@ def _decode_clause(p: Plan) -> str:
         return ""
     over = [r for r in dec if r.decode_requests > r.running_cap]
     cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs" if over else ""
-    return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": each sliding layer "
-            f"counted at its window plus the tokens in flight); while decoding, {window_words(p.layout)} (the blocks "
-            f"before the window are freed: single_type_kv_cache_manager.py SlidingWindowManager){cap}")
+    counted, freed = manager_words(p.layout)
+    return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": {counted}); while "
+            f"decoding, {window_words(p.layout)} ({freed}){cap}")
 
 
 def attention_by_context_text(r: RooflineReport) -> str:

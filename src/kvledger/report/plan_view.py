@@ -6,6 +6,7 @@ from rich.console import Console
 
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.plan import ConcurrencyRow, Plan
+from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
@@ -141,11 +142,12 @@ def _concurrency(p: Plan) -> Table:
                   fmt_bytes(r.pool_bytes_per_request, both=False),
                   "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x{_conc_range(r)}", whole,
                   f"{r.max_running:,}{capped}", *([_decode_cell(r)] if dec else []))
+    counted, freed = manager_words(p.layout) if dec and p.layout is not None else ("", "")
     t.caption = ("KV state: the tokens' KV and state at that context; " + (
-        "start-up demand: what vLLM's start-up check counts per request (blocks × bytes per block: each sliding layer "
-        "at its window plus the tokens in flight; hybrid pages pad) — the engine does not reserve it; while decoding: "
-        "full-attention blocks plus each sliding layer's window + a block, the blocks before it freed "
-        "(SlidingWindowManager)" if dec else "pool budget: the engine's per-request demand (blocks × bytes per block; "
+        f"start-up demand: what vLLM's start-up check counts per request (blocks × bytes per block: "
+        f"{counted.replace(' counted', '')}; hybrid pages pad) — the engine does not reserve it; while decoding: "
+        f"full-attention blocks plus what the windowed layers keep ({window_words(p.layout)}; {freed})"
+        if dec and p.layout is not None else "pool budget: the engine's per-request demand (blocks × bytes per block; "
         "hybrid pages pad)"))
     return t
 
