@@ -82,3 +82,11 @@ def test_dp_verdict_with_context_keeps_the_max_model_len_total():
     assert res.exit_code == 0
     assert ("each of the 4 ranks has its own pool, 4 × 109 = 436 4,096-token requests in all, "
             "4 × 3 = 12 131,072-token requests in all") in res.output
+
+
+def test_simulate_refusal_names_policy_not_engine(monkeypatch, capsys):
+    # simulate has no --engine: a vLLM-only flag under --policy sglang is refused naming --policy (the quick path too).
+    code, err = console(monkeypatch, capsys, "simulate", "google/gemma-2-9b-it", "--gpu", "H100-SXM", "--policy",
+                        "sglang", "--disable-hybrid-kv-cache-manager")
+    assert code == 2
+    assert "with --policy sglang it would be ignored: drop it, or use --policy vllm" in " ".join(err.split())

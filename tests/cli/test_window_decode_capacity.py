@@ -121,3 +121,10 @@ def test_chunked_local_layers_hold_their_chunk_and_name_their_manager():
     out = run_cli("plan", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--gpu", "H200", "--tp", "4",
                   "--max-model-len", "32768").output
     assert "ChunkedLocalAttentionManager" in out and "SlidingWindowManager" not in out
+
+
+def test_decode_clause_says_where_max_num_seqs_caps():
+    # gpt-oss-20b on H100 at its default max_model_len: at 2,048 tokens about 1,119 fit while decoding, above
+    # max_num_seqs = 1,024, so the cap is said with its context.
+    out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM").output
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈1,119 would fit)" in out

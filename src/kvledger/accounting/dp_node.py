@@ -51,7 +51,8 @@ class DataParallelFacts:
 
 
 def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
-    """The DP figures of settings ``s``, memory plan ``mem`` and its concurrency rows; None at DP 1."""
+    """The DP figures of settings ``s``, memory plan ``mem`` and its concurrency rows (build_plan adds the max_model_len
+    row where --context leaves it out, so the verdict states that total); None at DP 1."""
     dp = dp_size(s)
     if dp == 1:
         return None

@@ -239,7 +239,6 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
                               **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
-    # the verdict states the ranks' total at max_model_len even where --context leaves it out of the rows
     dpf = data_parallel_facts(s, mem, rows + [at_len] * all(r.context_tokens != at_len.context_tokens for r in rows))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported

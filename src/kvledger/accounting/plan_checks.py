@@ -11,7 +11,7 @@ from kvledger.accounting.vllm_gpu_support import check_dtype
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.errors import InputError
+from kvledger.errors import COMMAND, InputError
 from kvledger.units import GiB
 
 __all__ = ["VLLM_BLOCK_SIZES", "check_settings"]
@@ -32,6 +32,14 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               ("--mamba-ssm-cache-dtype", "mamba_ssm_cache_dtype", "auto"))
 
 
+_POLICY_COMMANDS = frozenset({"simulate", "goodput", "cost", "calibrate", "validate"})
+"""The commands that pick the engine with --policy (they have no --engine): their refusals name that flag."""
+
+
+def _engine_flag() -> str:
+    return "--policy" if COMMAND.get() in _POLICY_COMMANDS else "--engine"
+
+
 def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     """Reject combinations the engines would reject or that cannot be meant.
 
@@ -50,10 +58,10 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     check_dtype(s.engine, gpu, s.dtype)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "vllm" and vllm_only:
-        one = len(vllm_only) == 1
+        one, flag = len(vllm_only) == 1, _engine_flag()
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
-                         f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
-                         f"{'it' if one else 'them'}, or use --engine vllm"
+                         f"memory plan only; with {flag} {s.engine} {'it' if one else 'they'} would be ignored: drop "
+                         f"{'it' if one else 'them'}, or use {flag} vllm"
                          + ("; SGLang's own SSM-state dtype flag is --mamba-ssm-dtype, which kvledger does not model"
                             if s.engine == "sglang" and "--mamba-ssm-cache-dtype" in vllm_only else ""))
     check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
@@ -64,10 +72,11 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     check_wddm(s, gpu)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
-                         f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
+                         f"{_engine_flag()} {s.engine} it would be ignored: plan a quantized checkpoint, or use "
+                         f"{_engine_flag()} vllm")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
-                         f"plan {s.engine} with --tp, or use --engine vllm")
+                         f"plan {s.engine} with --tp, or use {_engine_flag()} vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
         raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
                          f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass one GPU's printed figure")

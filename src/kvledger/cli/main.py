@@ -254,7 +254,8 @@ def _run_command() -> bool:
             try:
                 from kvledger.cli.quick_argv import run_simulate_quick
 
-                done = run_simulate_quick(argv[1:])  # a plain line, read without typer (quick_argv.py); else typer's
+                with command_named("simulate"):  # its messages name simulate's flags (--policy), as typer's path
+                    done = run_simulate_quick(argv[1:])  # a plain line, read without typer (quick_argv.py)
             finally:
                 gc.enable()
             if done:

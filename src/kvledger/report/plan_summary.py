@@ -169,7 +169,8 @@ def _decode_clause(p: Plan) -> str:
     if not dec or p.layout is None:
         return ""
     over = [r for r in dec if r.decode_requests > r.running_cap]
-    cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs" if over else ""
+    at = " and ".join(f"{r.context_tokens:,} tokens (≈{r.decode_requests:,} would fit)" for r in over)
+    cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs while decoding at {at}" if over else ""
     counted, freed = manager_words(p.layout)
     return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": {counted}); while "
             f"decoding, {window_words(p.layout)} ({freed}){cap}")
