@@ -91,7 +91,9 @@ def test_refused_where_plan_refuses_it_in_plans_words():
         assert refused(*cmd, "--quantization", "awq") == awq
     sglang = refused("plan", MODEL, "--gpu", "H100", "-q", "fp8", "--engine", "sglang")
     assert sglang.startswith("--quantization fp8 is modelled for vLLM only (its online FP8 weights)")
-    assert refused("simulate", MODEL, "--gpu", "H100", "-q", "fp8", "--policy", "sglang") == sglang
+    # simulate chooses the engine with --policy, and its refusal says so in the same words
+    assert refused("simulate", MODEL, "--gpu", "H100", "-q", "fp8", "--policy", "sglang") == sglang.replace(
+        "--engine", "--policy")
     assert refused("offload", MODEL, "--gpu", "H100", "-q", "fp8", "--engine", "sglang",
                    "--enable-hierarchical-cache") == sglang
     # search's candidates are all vLLM's: it takes neither --engine nor --policy (a usage error, exit 2)
