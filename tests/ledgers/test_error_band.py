@@ -62,7 +62,8 @@ def test_moe_bands_are_measured_on_moe_deployments():
     # uncalibrated, beside the one measured MoE run (DeepSeek-V3.2-Exp-16L64E, saturated, +20.6%). Mean TPOT: 7 values
     # of 3 deployments (Qwen3-30B-A3B on an A100 at concurrency 1, −23.6 … −26.4%; gpt-oss-120b on H100 at TP 1 and 2,
     # +0.9%, −11.0%); saturation throughput: 10 values of 4 deployments (gpt-oss-20b +52.0 … +58.5%, gpt-oss-120b
-    # +31.5 … +38.0%, Qwen3-235B-A22B −2.1 … +25.1%, DeepSeek +20.6%; the fused-MoE refit of 2026-12-06). Below nine deployments the band is the t prediction
+    # +31.5 … +38.0%, Qwen3-235B-A22B −2.1 … +25.1%, DeepSeek +20.6%; the fused-MoE refit of 2026-12-06).
+    # Below nine deployments the band is the t prediction
     # interval of ln(1 + e) with each deployment weighted once, never inside the smallest … largest error, so both
     # bands hold every value: an MoE figure prints a band as wide as what was measured, not the dense one borrowed
     from kvledger.ledgers.error_band import stored_bands
