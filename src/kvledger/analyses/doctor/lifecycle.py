@@ -49,8 +49,8 @@ def outcome(lg: VllmLog) -> tuple[str, str]:
 def startups(log: VllmLog) -> list[dict[str, Any]]:
     """Every start-up in the log, first first: its lines, what became of it ("outcome", one of OUTCOMES; the last
     one's is "verdict": the report's own) and that in words ("says")."""
-    rows = [{"first_line": lg.first_line, "last_line": lg.last_line, "outcome": outcome(lg)[0],
-             "says": outcome(lg)[1]} for lg in log.earlier]
+    rows = [{"first_line": lg.first_line, "last_line": lg.last_line, "outcome": o, "says": says}
+            for lg in log.earlier for o, says in [outcome(lg)]]
     return rows + [{"first_line": log.first_line, "last_line": log.total_lines, "outcome": "verdict",
                     "says": "the verdict below"}]
 
