@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvledger.accounting.memory import sglang_reserved_mib
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SglangDefaults, parse_sglang_version
 from kvledger.catalog.expert_placement import local_experts
@@ -136,9 +137,7 @@ def sglang_dp_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings) -> Sg
     if s.engine != "sglang" or not s.enable_dp_attention or dp == 1:
         return d
     extra = bs * dp * 3 + (bs * dp * 1.5 if bs > 300 else 0.0)
-    reserved = 512 + 1.5 * max(cps, 2048) + s.tp / 8 * 1024 + 2 * bs + extra
-    if smi_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
+    reserved = sglang_reserved_mib(smi_mib, s.tp, cps, bs, extra)
     frac = round((smi_mib - reserved) / smi_mib, 3)
     return replace(d, mem_fraction_static=frac, source=(
         f"SGLang 0.5.23 default under DP attention (arg_groups/memory_hook.py): round(({smi_mib:,.0f} − "

@@ -16,7 +16,7 @@ from typing import Any
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["Deduction", "MemoryPlan", "StartupCheck", "sglang_mem_fraction_static"]
+__all__ = ["Deduction", "MemoryPlan", "StartupCheck", "sglang_mem_fraction_static", "sglang_reserved_mib"]
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,15 @@ class MemoryPlan:
         return to_jsonable(self)
 
 
+def sglang_reserved_mib(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int,
+                        extra_mib: float = 0.0) -> float:
+    """SGLang 0.5.23's reserve, MiB: 512 + 1.5·max(chunked_prefill_size, 2048) + (tp/8)·1024 + 2·cuda_graph_max_bs
+    + ``extra_mib`` (DP attention's graph terms, ``dp_attention.sglang_dp_defaults``), at least 10 GiB on GPUs over
+    60 GiB (``arg_groups/memory_hook.py``)."""
+    reserved = 512 + 1.5 * max(chunked_prefill_size, 2048) + (tp / 8) * 1024 + 2 * cuda_graph_max_bs + extra_mib
+    return max(reserved, 10 * 1024) if gpu_mem_mib > 60 * 1024 else reserved
+
+
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int,
                                cuda_graph_max_bs: int) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` (``arg_groups/memory_hook.py::handle_gpu_memory_settings``).
@@ -182,9 +191,7 @@ def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size
     reserved_MiB = 512 + 1.5·max(chunked_prefill_size, 2048) + (tp/8)·1024 + 2·cuda_graph_max_bs,
     at least 10 GiB on GPUs over 60 GiB; fraction = round((gpu_mem − reserved)/gpu_mem, 3).
     """
-    reserved = 512 + 1.5 * max(chunked_prefill_size, 2048) + (tp / 8) * 1024 + 2 * cuda_graph_max_bs
-    if gpu_mem_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
+    reserved = sglang_reserved_mib(gpu_mem_mib, tp, chunked_prefill_size, cuda_graph_max_bs)
     frac = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
     return (
         frac,
