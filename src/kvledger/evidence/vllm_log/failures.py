@@ -14,7 +14,7 @@ from kvledger.evidence.vllm_log.lines import segments
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "profile_frame",
-           "root_cause", "cause_in_lines", "graph_capture_frame"]
+           "cause_in_lines", "graph_capture_frame"]
 
 _NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
 # (kind, pattern), most specific first: a line takes the first kind that matches
@@ -93,13 +93,9 @@ def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
     return None
 
 
-def root_cause(text: str, first_traceback_line: int) -> tuple[int, str] | None:
-    """(line, "ExceptionType: message") of the first exception line after line ``first_traceback_line``."""
-    return cause_in_lines(text.split("\n"), first_traceback_line)
-
-
 def cause_in_lines(lines: list[str], first_traceback_line: int) -> tuple[int, str] | None:
-    """``root_cause`` on the log's lines (``lines[0]`` is line 1)."""
+    """(line, "ExceptionType: message") of the first exception line after line ``first_traceback_line``, on the log's
+    lines (``lines[0]`` is line 1)."""
     for n in range(first_traceback_line, min(len(lines), first_traceback_line + 400)):
         for seg in segments(n + 1, lines[n]):
             m = _EXCEPTION.match(seg.message.strip())
@@ -108,11 +104,12 @@ def cause_in_lines(lines: list[str], first_traceback_line: int) -> tuple[int, st
     return None
 
 
-def profile_frame(text: str, first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+def profile_frame(lines: list[str], first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
     """(line, function) of the first frame of vLLM's profile run in the traceback from ``first_traceback_line`` to its
-    exception line ``cause_line``; None when no frame is one, or a frame shows the warm-up or CUDA-graph capture."""
+    exception line ``cause_line`` (``lines[0]`` is line 1); None when no frame is one, or a frame shows the warm-up or
+    CUDA-graph capture."""
     found = None
-    for n, raw in enumerate(text.split("\n")[first_traceback_line - 1:cause_line], start=first_traceback_line):
+    for n, raw in enumerate(lines[first_traceback_line - 1:cause_line], start=first_traceback_line):
         if _AFTER_PROFILE.search(raw):
             return None
         if found is None and (m := _PROFILE_FRAMES.search(raw)) is not None:
@@ -120,10 +117,10 @@ def profile_frame(text: str, first_traceback_line: int, cause_line: int) -> tupl
     return found
 
 
-def graph_capture_frame(text: str, first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+def graph_capture_frame(lines: list[str], first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
     """(line, function) of the first CUDA-graph capture frame in the traceback from ``first_traceback_line`` to its
-    exception line ``cause_line``, else None."""
-    for n, raw in enumerate(text.split("\n")[first_traceback_line - 1:cause_line], start=first_traceback_line):
+    exception line ``cause_line`` (``lines[0]`` is line 1), else None."""
+    for n, raw in enumerate(lines[first_traceback_line - 1:cause_line], start=first_traceback_line):
         if (m := _GRAPH_CAPTURE.search(raw)) is not None:
             return n, m.group(1)
     return None

@@ -15,10 +15,10 @@ from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
 from kvledger.evidence.vllm_log.failures import (
     SERVING_READY,
     VLLM_FAILURES,
+    cause_in_lines,
     failure_on_line,
     graph_capture_frame,
     profile_frame,
-    root_cause,
 )
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.not_log import not_a_log
@@ -246,18 +246,19 @@ def parse_one_startup(text: str, source: str = "<text>") -> VllmLog:
                    if x is not None), default=None)
     last_alive = max((x for x in (info["alive"], *(s.line_no for s in stats[-1:]), *(e.line_no for e in events[-1:]))
                       if x is not None), default=None)
-    end = serving_end(fails, serving, last_alive, info["shutdowns"], text.split("\n"))
+    lines = text.split("\n")  # split once for the end, the causes and the frames below
+    end = serving_end(fails, serving, last_alive, info["shutdowns"], lines)
     # the root cause of the failure that ended the log: after the server started serving, when it died then
     crash = [f for f in fails if serving is not None and f.line_no > serving and f.line_no not in end.excused]
     after = serving if crash else 0
     first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after
                      and f.line_no not in end.excused), None)
-    cause = root_cause(text, first_tb) if first_tb is not None else None
-    in_profile = profile_frame(text, first_tb, cause[0]) if first_tb is not None and cause else None
-    in_graphs = graph_capture_frame(text, first_tb, cause[0]) if first_tb is not None and cause else None
+    cause = cause_in_lines(lines, first_tb) if first_tb is not None else None
+    in_profile = profile_frame(lines, first_tb, cause[0]) if first_tb is not None and cause else None
+    in_graphs = graph_capture_frame(lines, first_tb, cause[0]) if first_tb is not None and cause else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
                    serving, not_a_log(text, info["headed"]), tuple(info["cut"]), in_profile, end.request_errors,
-                   root_cause(text, end.request_errors[0]) if end.request_errors else None, end.excused,
+                   cause_in_lines(lines, end.request_errors[0]) if end.request_errors else None, end.excused,
                    end.stopped_line, failure_in_graph_capture=in_graphs)
