@@ -17,6 +17,7 @@ an engine death the API server prints the same shutdown lines, so a failure befo
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from kvledger.evidence.vllm_log.failures import cause_in_lines
@@ -60,14 +61,15 @@ def _process(raw: str) -> str | None:
     return segs[0].worker if segs else None
 
 
-def _request_lines(t: int, lines: list[str], late: list) -> tuple[int, ...]:
-    """The failure lines of the request traceback at line ``t`` (``t`` first), or () when it is no request's."""
+def _request_lines(t: int, lines: list[str], late: list, late_lines: list[int]) -> tuple[int, ...]:
+    """The failure lines of the request traceback at line ``t`` (``t`` first), or () when it is no request's.
+    ``late_lines``: the line numbers of ``late``, in order (each block found by bisection, not a scan)."""
     proc = _process(lines[t - 1]) if t <= len(lines) else None
     if proc is not None and not proc.lower().startswith("apiserver"):
         return ()  # the engine's or a worker's traceback
     cause = cause_in_lines(lines, t)
     end = cause[0] if cause else t
-    block = [f for f in late if t <= f.line_no <= end]
+    block = late[bisect_left(late_lines, t):bisect_right(late_lines, end)]
     if any(f.kind in _NEVER_A_REQUEST for f in block):
         return ()
     near = lines[max(0, t - 3):t] + ([lines[end - 1]] if end > t else [])
@@ -85,14 +87,15 @@ def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdo
     ``lines``: the log's lines (``lines[0]`` is line 1)."""
     if serving is None:
         return ServingEnd()
-    late = [f for f in fails if f.line_no > serving]
+    late = sorted((f for f in fails if f.line_no > serving), key=lambda f: f.line_no)
+    late_lines = [f.line_no for f in late]
     alive = last_alive if last_alive is not None and last_alive > serving else None
     requests: list[int] = []
     excused: set[int] = set()
     if alive is not None and not any(f.kind in _NEVER_A_REQUEST and f.line_no < alive for f in late):
         for f in late:
             if f.kind == "traceback" and f.line_no < alive and f.line_no not in excused:
-                got = _request_lines(f.line_no, lines, late)
+                got = _request_lines(f.line_no, lines, late, late_lines)
                 requests += got[:1]
                 excused.update(got)
     rest = [f for f in late if f.line_no not in excused]
