@@ -25,7 +25,7 @@ from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_failure, say_status
+from kvledger.cli.search_status import PlainProgress, answer_status, exit_with, no_plot, say_failure, say_status
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -238,12 +238,14 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
         raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
     with _progress_bar() as bar:
         task = bar.add_task("search", total=None, status="planning")
+        plain = PlainProgress(enabled=not sys.stderr.isatty())
 
         def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
             Any] | None) -> None:
             say_failure(entry, bar.console)  # at once: a run a dying Ray node ends still names it
             best_text = f"best {best['id']}" if best else "no feasible one yet"
             bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
+            plain.update(done, total, f"{feasible} feasible; {best_text}")
 
         result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address,
                             ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["answer_status", "exit_with", "no_plot", "say_failure", "say_status"]
+__all__ = ["PlainProgress", "answer_status", "exit_with", "no_plot", "say_failure", "say_status"]
 
 
 def answer_status(result: Any) -> int:
@@ -49,6 +49,27 @@ def say_failure(entry: dict[str, Any], console: Any) -> None:
         from kvledger.report.search_answer import failure_line
 
         console.print(failure_line(entry), markup=False, highlight=False, soft_wrap=True, emoji=False)
+
+
+class PlainProgress:
+    """Progress as plain lines on stderr where the bar cannot draw (stderr not a terminal: a CI log, ``nohup``,
+    ``2> file``): one line when a candidate completes at least ``every_s`` seconds after the last line, so a search of
+    many minutes is not silent until its answer, and a short one says nothing. Wall-clock time decides only when a
+    line is said, never what the search computes."""
+
+    def __init__(self, enabled: bool, every_s: float = 30.0) -> None:
+        import time
+
+        self._enabled, self._every_s, self._clock = enabled, every_s, time.monotonic
+        self._start = self._last = self._clock()
+
+    def update(self, done: int, total: int, status: str) -> None:
+        """Say ``done``/``total`` candidates and ``status`` when due."""
+        now = self._clock()
+        if self._enabled and now - self._last >= self._every_s:
+            self._last = now
+            typer.echo(f"search: {done:,}/{total:,} candidates evaluated, {status} ({now - self._start:.0f} s)",
+                       err=True)
 
 
 def no_plot(path: Any, status: int) -> None:
