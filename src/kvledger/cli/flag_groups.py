@@ -134,10 +134,11 @@ class EngineFlags:
         "Automatic prefix caching (default on, as vLLM v1)."))
     chunked_prefill: bool | None = flag("--enable-chunked-prefill/--no-enable-chunked-prefill", help=(
         "Chunked prefill (default on, as vLLM v1)."))
-    policy: str | None = flag("--policy", help=(
+    policy: str | None = flag("--policy", "--engine", help=(
         "Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default "
         "schedule_policy; the KV pool, page size, chunked_prefill_size and max_running_requests from SGLang's"
-        " memory plan), static (static batching), contiguous (max_model_len reserved per request)."))
+        " memory plan), static (static batching), contiguous (max_model_len reserved per request). --engine "
+        "vllm/sglang is the same flag, as `kvledger plan` names it."))
     prefix_caching_policy: str | None = flag("--prefix-caching-policy", help="vllm or sglang.")
     scheduling_policy: str | None = flag("--scheduling-policy", help="fcfs or lpm.")
     batching: str | None = flag("--batching", help=(
