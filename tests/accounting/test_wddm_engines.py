@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.wddm import WDDM_HELD_NAME
@@ -23,7 +22,9 @@ LINUX = 32_157 * MiB  # the catalog's Linux CUDA total: 32,607 − 450 MiB reser
 # wddm.py's hold on this board: 0.393 + 0.0283 × 31.8427734375 GiB = 1.29415048828125 GiB = 1,389,583,505.82 B,
 # range −0.30 / +1.70 GiB about it: 0.99415 GiB = 1,067,460,958.62 B and 2.99415 GiB = 3,214,944,606.62 B
 HOLD_LO, HOLD, HOLD_HI = 1_067_460_958.6176, 1_389_583_505.8176, 3_214_944_606.6176
-OWN, OWN_HI = 0.42 * GiB, 0.75 * GiB  # this process at the snapshot: SGLang's measured pre-load memory at TP 1
+# vLLM's own process at the snapshot, TP 1, off the corpus's H100 (startup_free.LINUX_CONTEXT_GIB): 0.45 GiB,
+# 0.37–0.51 (before: SGLang's pre-load figure, 0.42 GiB, 0.13–0.75)
+OWN_LO, OWN, OWN_HI = 0.37 * GiB, 0.45 * GiB, 0.51 * GiB
 
 
 def _mem(engine: str = "vllm", **kw):
@@ -47,18 +48,22 @@ def test_vllm_v1_budget_is_a_share_of_the_whole_board_and_the_hold_stays_out_of_
 
 
 def test_vllm_0_19_start_up_limit_on_an_rtx_5090():
-    # free at the snapshot = board − hold − this process: 34,190,917,632 − 1,389,583,505.82 − 450,971,566.08 =
-    # 32,350,362,560.10 B (30.13 GiB); largest utilization that starts = free ÷ board = 0.94617 → 0.946 (the public
-    # WSL2 RTX 5090 refusals print 30.2 free of 31.84 GiB: 0.948). Low end (hold 2.99 GiB, process 0.75 GiB):
-    # 30,170,666,657.38 B = 28.10 GiB ÷ board = 0.88242 → 0.882; high end (hold 0.99 GiB, 0.13 GiB context): 0.9647.
+    # free at the snapshot = board − hold − this process: 34,190,917,632 − 1,389,583,505.82 − 483,183,820.8 =
+    # 32,318,150,305.38 B (30.10 GiB); largest utilization that starts = free ÷ board = 0.94523 → 0.945 (the public
+    # WSL2 RTX 5090 refusals print 30.2 free of 31.84 GiB: 0.948). Low end (hold 2.99 GiB, process 0.51 GiB):
+    # 30,428,364,695.14 B = 28.34 GiB ÷ board = 0.88995 → 0.889; high end (hold 0.99 GiB, process 0.37 GiB):
+    # 32,726,172,198.50 B = 30.48 GiB, 0.95716 → 0.957. Before (process 0.42, 0.13–0.75 GiB): 30.13 GiB (28.10–30.72),
+    # 0.946 (0.882–0.964).
     st = _mem(engine_version="0.19.0", wddm=True).startup
     free = BOARD - HOLD - OWN
-    assert st.free_bytes == pytest.approx(free, abs=1) == pytest.approx(32_350_362_560.1, abs=1)
-    assert st.free_low_bytes == pytest.approx(BOARD - HOLD_HI - OWN_HI, abs=1) == pytest.approx(30_170_666_657.4,
+    assert st.free_bytes == pytest.approx(free, abs=1) == pytest.approx(32_318_150_305.38, abs=1)
+    assert st.free_low_bytes == pytest.approx(BOARD - HOLD_HI - OWN_HI, abs=1) == pytest.approx(30_428_364_695.14,
                                                                                              abs=1)
-    assert st.free_high_bytes == pytest.approx(BOARD - HOLD_LO - NON_TORCH_BYTES, abs=1)
-    assert st.max_utilization == math.floor(free / BOARD * 1000) / 1000 == 0.946
-    # 0.9 asks ceil(0.9 × board) = 28.66 GiB: under the point's 30.13, over the low end's 28.10 GiB
+    assert st.free_high_bytes == pytest.approx(BOARD - HOLD_LO - OWN_LO, abs=1) == pytest.approx(32_726_172_198.50,
+                                                                                              abs=1)
+    assert (st.max_utilization, st.max_utilization_low, st.max_utilization_high) == (0.945, 0.889, 0.957)
+    assert st.max_utilization == math.floor(free / BOARD * 1000) / 1000
+    # 0.9 asks ceil(0.9 × board) = 28.66 GiB: under the point's 30.10, over the low end's 28.34 GiB
     assert st.verdict == "may_refuse"
     assert "Free memory on device ... on startup is less than desired GPU memory utilization" in st.message
     # 0.95 asks ceil(0.95 × board) = 30.25 GiB, over the point: refused
@@ -82,8 +87,8 @@ def test_vllm_versions_that_count_the_hold_take_it_off_the_kv():
 
 def test_vllm_v0_has_no_start_up_check_and_may_run_out():
     # 0.6.3 (worker.py: peak = init_gpu_memory − free after the profile): the hold is not counted, nothing is checked;
-    # 0.9 asks 28.66 GiB, more than the low end leaves free (28.10): a warning that it may run out of memory, not a
-    # refusal; 0.95 asks 30.25 GiB, more than the point leaves (30.13): it runs out.
+    # 0.9 asks 28.66 GiB, more than the low end leaves free (28.34): a warning that it may run out of memory, not a
+    # refusal; 0.95 asks 30.25 GiB, more than the point leaves (30.10): it runs out.
     st = _mem(engine_version="0.6.3", wddm=True).startup
     assert st.verdict == "may_run_out" and "neither checks at start-up" in st.message
     assert _mem(engine_version="0.6.3", wddm=True, gpu_memory_utilization=0.95).startup.verdict == "runs_out"

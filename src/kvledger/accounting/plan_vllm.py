@@ -247,7 +247,7 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
     else:
         pool_tokens = (n // len(layout.groups)) * layout.block_size
     if s.wddm:
-        startup = vllm_startup_check(ver, gpu, total, b.util, b.requested, s.tp)
+        startup = vllm_startup_check(ver, gpu, total, b.util, b.requested, s.tp, s.pp)
     else:  # the GPU to itself: refused (exit 3) where every end of the range asks more than is free
         startup = vllm_startup_alone(ver, gpu, total, b.util, b.requested, s.tp, s.pp)
         require_vllm_starts(startup)

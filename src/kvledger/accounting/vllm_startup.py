@@ -5,22 +5,22 @@ Read in the wheels. From 0.9.1 (0.9.1, 0.10.0, 0.19.0 read; 0.19.0 in ``v1/worke
 ``v1/worker/gpu_worker.py::init_device`` takes a snapshot of the device and raises "Free memory on device ... on
 startup is less than desired GPU memory utilization" when its free memory is below total × gpu_memory_utilization
 (ceil from 0.19). The snapshot follows the CUDA context (and from 0.11.0 the distributed init), so the free memory is
-never the whole total: 1.0 never starts, and the largest utilization that does is free ÷ total. vLLM 0.19.0 on an H100
-prints 78.68 of 79.19 GiB free at TP 1 (shared/data/vllm-startups-0.19, every TP-1 start-up). 0.5.0–0.9.0 (0.6.3,
-0.8.5, 0.9.0 read: ``worker/worker.py::determine_num_available_blocks``, ``v1/worker/gpu_worker.py::
-determine_available_memory``) check nothing at start-up: their budget is total × utilization less the profile, so a
-utilization above what is free leaves the cache allocation or the CUDA-graph capture short (a warning, not a refusal).
+never the whole total: 1.0 never starts, and the largest utilization that does is free ÷ total (``startup_free.py``:
+the rule as read in 0.19.0, and what vLLM's process holds by then, measured in vLLM 0.19.0's own start-ups: 0.51 GiB
+on an H100 at TP 1). 0.5.0–0.9.0 (0.6.3, 0.8.5, 0.9.0 read: ``worker/worker.py::determine_num_available_blocks``,
+``v1/worker/gpu_worker.py::determine_available_memory``) check nothing at start-up: their budget is total ×
+utilization less the profile, so a utilization above what is free leaves the cache allocation or the CUDA-graph
+capture short (a warning, not a refusal).
 """
 
 from __future__ import annotations
 
-import math
-
 from kvledger.accounting.memory import StartupCheck
-from kvledger.accounting.wddm_engines import (
-    VLLM_SNAPSHOT_AFTER_NCCL_FROM,
+from kvledger.accounting.startup_free import (
     VLLM_STARTUP_CHECK_FROM,
-    startup_process_term,
+    snapshot_free,
+    vllm_snapshot_held,
+    vllm_snapshot_ranks,
 )
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import DoesNotFitError
@@ -36,22 +36,22 @@ _RULE = ("vLLM {ver} refuses to start when the free memory at its start-up snaps
 def vllm_startup_alone(ver: tuple[int, int, int], gpu: GpuSpec, total: int, util: float, requested: int,
                        tp: int, pp: int = 1) -> StartupCheck | None:
     """Whether this vLLM starts on a GPU nothing else uses: free = total − this process's own memory at the snapshot
-    (``wddm_engines.startup_process_term``: CUDA context, cuBLAS, NCCL from 0.11.0), against ``requested`` = ceil(total
-    × util), B. None where it starts even with the most that process may hold; else verdict "refuses" (the whole
-    range fails, a version with the check), "may_refuse" (inside the range) or "may_run_out" (a version without it)."""
-    ranks = tp * pp if ver >= VLLM_SNAPSHOT_AFTER_NCCL_FROM else 1
-    own = startup_process_term(ranks, gpu.nvlink_all_to_all)
-    free, lo, hi = total - own.bytes, total - own.high_bytes, total - own.low_bytes
-    if requested <= lo:
+    (``startup_free.vllm_snapshot_held``: CUDA context, NCCL from 0.11.0), against ``requested`` = ceil(total × util),
+    B. None where it starts even with the most that process may hold; else verdict "refuses" (the whole range fails, a
+    version with the check), "may_refuse" (inside the range) or "may_run_out" (a version without it)."""
+    ranks = vllm_snapshot_ranks(ver, tp, pp)
+    own = vllm_snapshot_held(gpu, ranks)
+    sf = snapshot_free(total, own)
+    band = sf.band(requested)
+    if band == "starts":
         return None
     checks = ver >= VLLM_STARTUP_CHECK_FROM
-    verdict = ("refuses" if requested > hi else "may_refuse") if checks else "may_run_out"
-    mx = tuple(math.floor(f / total * 1000) / 1000 for f in (free, lo, hi))
+    verdict = ("refuses" if band == "above" else "may_refuse") if checks else "may_run_out"
+    mx = sf.max_utilizations()
     vtxt = ".".join(map(str, ver))
     frees = (f"free at start-up {total / GiB:.2f} GiB total − {own.bytes / GiB:.2f} GiB this process holds by the "
-             f"snapshot (CUDA context, cuBLAS{', NCCL' if ranks > 1 else ''}, as measured in a serving process before "
-             f"its weights load; {own.range_source}) = {free / GiB:.2f} GiB "
-             f"({lo / GiB:.2f}–{hi / GiB:.2f})")
+             f"snapshot (CUDA context{', NCCL' if ranks > 1 else ''}: {own.source}; "
+             f"{own.range_source}) = {sf.free / GiB:.2f} GiB ({sf.low / GiB:.2f}–{sf.high / GiB:.2f})")
     asks = f"gpu_memory_utilization {util:g} asks {requested / GiB:.2f} GiB"
     largest = (f"the largest gpu_memory_utilization that starts is free ÷ total = {mx[0]:.3f} ({mx[1]:.3f}–"
                f"{mx[2]:.3f}): --gpu-memory-utilization {mx[1]:.3f} starts even at the low end")
@@ -64,7 +64,7 @@ def vllm_startup_alone(ver: tuple[int, int, int], gpu: GpuSpec, total: int, util
         largest = f"up to {mx[0]:.3f} ({mx[1]:.3f}–{mx[2]:.3f}) asks no more than is free"
         msg = (f"warning: {asks}; {frees}: more than may be free, and vLLM {vtxt} has no start-up check (from 0.9.1), "
                f"so its cache allocation or CUDA-graph capture may run out of memory; ")
-    return StartupCheck(free, lo, hi, requested, *mx, verdict, msg + largest)
+    return StartupCheck(sf.free, sf.low, sf.high, requested, *mx, verdict, msg + largest)
 
 
 def require_vllm_starts(check: StartupCheck | None) -> None:

@@ -10,6 +10,7 @@ and the free memory vLLM checks ``gpu_memory_utilization × total`` against befo
 from __future__ import annotations
 
 from kvledger.accounting.memory import Deduction
+from kvledger.accounting.startup_free import LINUX_CONTEXT_GIB
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB
 
@@ -33,12 +34,13 @@ WDDM_HOLD_RANGE_GIB = (-0.30, 1.70)
 rig) to +1.68 (W09, an RTX 5090 desktop whose browser and compositor held 3.4 GiB), rounded outward; the context's
 range (``WDDM_CONTEXT_GIB``) moves every record by −0.06 to +0.08 GiB within it."""
 
-WDDM_CONTEXT_GIB = (0.37, 0.45, 0.51)
+WDDM_CONTEXT_GIB = LINUX_CONTEXT_GIB
 """(low, point, high) GiB a Linux process's CUDA context holds where the corpus reads its free memory, subtracted from
-each record so the hold is what WDDM adds: vLLM 0.19.0's start-up check on an H100 at TP 1, 79.19 − 78.68 = 0.51 GiB
-(shared/data/vllm-startups-0.19); torch OOM lines on Linux 24 GB Ada cards, "this process has Z in use" − allocated −
-reserved = 23.47 − 23.09 − 0.01 = 0.37 (library doc 19307273682), 23.43 − 21.44 − 1.54 = 0.45 (54765298453), 20.93 −
-20.43 − 0.05 = 0.45 GiB (54697564970). Point: their median."""
+each record so the hold is what WDDM adds: ``startup_free.LINUX_CONTEXT_GIB`` (0.37, 0.45, 0.51: vLLM 0.19.0's start-up
+check on an H100 at TP 1, 79.19 − 78.68 = 0.51 GiB, shared/data/vllm-startups-0.19; torch OOM lines on Linux 24 GB Ada
+cards, 0.37, 0.45 and 0.45 GiB). Point: their median. The same figure is what vLLM's own process holds at its
+start-up snapshot on a GPU other than the corpus's H100 (``startup_free.vllm_snapshot_held``), so a --wddm plan gives
+back each record's free memory from the fitted hold."""
 
 WDDM_DEFAULT_BOARD_GIB = 24.0
 """The board a hold is sized for when no GPU is given, GiB: the corpus's median board (23.99–24.00 GiB cards)."""

@@ -25,26 +25,22 @@ mem_fraction_static (``plan_other.sglang_plan``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from kvledger.accounting import notes as N
 from kvledger.accounting.memory import Deduction, StartupCheck
-from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.sglang_rules import sglang_preload_bytes, sglang_preload_high_bytes
+from kvledger.accounting.startup_free import (
+    VLLM_STARTUP_CHECK_FROM,
+    snapshot_free,
+    vllm_snapshot_held,
+    vllm_snapshot_ranks,
+)
 from kvledger.accounting.wddm import wddm_held_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.errors import InputError
 
-__all__ = ["VLLM_SNAPSHOT_AFTER_NCCL_FROM", "VLLM_STARTUP_CHECK_FROM", "check_wddm", "startup_process_term",
-           "vllm_counts_other_processes", "vllm_startup_check", "vllm_wddm_items"]
-
-VLLM_STARTUP_CHECK_FROM = (0, 9, 1)
-"""First vLLM release whose ``init_device`` refuses to start short of free memory (0.9.0's has no such check)."""
-
-VLLM_SNAPSHOT_AFTER_NCCL_FROM = (0, 11, 0)
-"""From 0.11.0 ``init_device`` takes the snapshot after ``init_worker_distributed_environment`` (0.10.2: before)."""
+__all__ = ["check_wddm", "vllm_counts_other_processes", "vllm_startup_check", "vllm_wddm_items"]
 
 
 def vllm_counts_other_processes(ver: tuple[int, int, int]) -> bool:
@@ -70,41 +66,30 @@ def vllm_wddm_items(ver: tuple[int, int, int], gpu: GpuSpec) -> tuple[Deduction,
                                  f"torch ({_vllm_file(ver)}), so it comes off the KV 1:1"),)
 
 
-def startup_process_term(tp: int, all_to_all: bool) -> Deduction:
-    """What the engine's own process holds on its GPU when it measures free memory at start-up, B: the CUDA context,
-    cuBLAS and, with TP > 1 after the distributed init, NCCL. vLLM prints no such figure; SGLang's measured memory in
-    use before its weights load (``sglang_rules.SGLANG_PRELOAD_GIB``, the same torch context and distributed init) is
-    taken: 0.42 GiB at TP 1 (0.13 GiB CUDA context to 0.75 GiB in public logs)."""
-    pt, hi = sglang_preload_bytes(tp, all_to_all), sglang_preload_high_bytes(tp)
-    return Deduction("this process at start-up (CUDA context, cuBLAS, NCCL)", pt,
-                     "measured: SGLang's memory in use before its weights load (sglang_rules.SGLANG_PRELOAD_GIB), the "
-                     "same torch context and distributed init", NON_TORCH_BYTES, hi,
-                     f"0.13 GiB (CUDA context) to {hi / 2**30:.2f} GiB (public SGLang logs at this TP)")
-
-
 def vllm_startup_check(ver: tuple[int, int, int], gpu: GpuSpec, total: int, util: float, requested: int,
-                       tp: int) -> StartupCheck | None:
+                       tp: int, pp: int = 1) -> StartupCheck | None:
     """Whether this vLLM starts with the display driver's hold in use: free = total − hold − this process's own memory
-    at the snapshot, against ``requested`` = ceil(total × util); the largest utilization that starts is free ÷ total,
-    at the point and at each end of the two terms' ranges. None where the version counts the hold in the KV instead
-    (its budget then never asks for more than is free)."""
+    at the snapshot (``startup_free.vllm_snapshot_held``), against ``requested`` = ceil(total × util); the largest
+    utilization that starts is free ÷ total, at the point and at each end of the two terms' ranges
+    (``startup_free.snapshot_free``). None where the version counts the hold in the KV instead (its budget then never
+    asks for more than is free)."""
     if vllm_counts_other_processes(ver):
         return None
     held = wddm_held_term(gpu)
-    own = startup_process_term(tp if ver >= VLLM_SNAPSHOT_AFTER_NCCL_FROM else 1, gpu.nvlink_all_to_all)
-    free = total - held.bytes - own.bytes
-    lo, hi = total - held.high_bytes - own.high_bytes, total - held.low_bytes - own.low_bytes
+    own = vllm_snapshot_held(gpu, vllm_snapshot_ranks(ver, tp, pp))
+    sf = snapshot_free(total, held, own)
     checks = ver >= VLLM_STARTUP_CHECK_FROM
-    if requested <= lo:
+    band = sf.band(requested)
+    if band == "starts":
         verdict = "starts"
-    elif requested <= free:
+    elif band == "below_point":
         verdict = "may_refuse" if checks else "may_run_out"
     else:
         verdict = "refuses" if checks else "runs_out"
-    mx = tuple(math.floor(f / total * 1000) / 1000 for f in (free, lo, hi))
+    mx = sf.max_utilizations()
     msg = N.vllm_wddm_startup(".".join(map(str, ver)), _vllm_file(ver), verdict, util, requested, total,
-                              (free, lo, hi), held.bytes, own.bytes, mx)
-    return StartupCheck(free, lo, hi, requested, *mx, verdict, msg)
+                              (sf.free, sf.low, sf.high), held.bytes, own.bytes, mx)
+    return StartupCheck(sf.free, sf.low, sf.high, requested, *mx, verdict, msg)
 
 
 def check_wddm(s: PlanSettings, gpu: GpuSpec | None) -> None:
