@@ -93,23 +93,30 @@ def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
     return None
 
 
-def cause_in_lines(lines: list[str], first_traceback_line: int) -> tuple[int, str] | None:
-    """(line, "ExceptionType: message") of the first exception line after line ``first_traceback_line``, on the log's
-    lines (``lines[0]`` is line 1)."""
-    for n in range(first_traceback_line, min(len(lines), first_traceback_line + 400)):
-        for seg in segments(n + 1, lines[n]):
+def cause_in_lines(lines: list[str], first_traceback_line: int, first: int = 1) -> tuple[int, str] | None:
+    """(line, "ExceptionType: message") of the first exception line in the 400 after line ``first_traceback_line``,
+    on a start-up's lines (``lines[0]`` is line ``first``; the file's numbers in and out)."""
+    start = first_traceback_line + 1 - first  # the index of the line after the traceback's
+    for i in range(start, min(len(lines), start + 400)):
+        for seg in segments(i + first, lines[i]):
             m = _EXCEPTION.match(seg.message.strip())
             if m and not seg.message.startswith(" "):
-                return n + 1, seg.message.strip()[:300]
+                return i + first, seg.message.strip()[:300]
     return None
 
 
-def profile_frame(lines: list[str], first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+def _traceback(lines: list[str], first_traceback_line: int, cause_line: int, first: int) -> list[str]:
+    """The lines from ``first_traceback_line`` to ``cause_line``, both kept (``lines[0]`` is line ``first``)."""
+    return lines[first_traceback_line - first:cause_line - first + 1]
+
+
+def profile_frame(lines: list[str], first_traceback_line: int, cause_line: int,
+                  first: int = 1) -> tuple[int, str] | None:
     """(line, function) of the first frame of vLLM's profile run in the traceback from ``first_traceback_line`` to its
-    exception line ``cause_line`` (``lines[0]`` is line 1); None when no frame is one, or a frame shows the warm-up or
-    CUDA-graph capture."""
+    exception line ``cause_line`` (``lines[0]`` is line ``first``); None when no frame is one, or a frame shows the
+    warm-up or CUDA-graph capture."""
     found = None
-    for n, raw in enumerate(lines[first_traceback_line - 1:cause_line], start=first_traceback_line):
+    for n, raw in enumerate(_traceback(lines, first_traceback_line, cause_line, first), start=first_traceback_line):
         if _AFTER_PROFILE.search(raw):
             return None
         if found is None and (m := _PROFILE_FRAMES.search(raw)) is not None:
@@ -117,10 +124,11 @@ def profile_frame(lines: list[str], first_traceback_line: int, cause_line: int) 
     return found
 
 
-def graph_capture_frame(lines: list[str], first_traceback_line: int, cause_line: int) -> tuple[int, str] | None:
+def graph_capture_frame(lines: list[str], first_traceback_line: int, cause_line: int,
+                        first: int = 1) -> tuple[int, str] | None:
     """(line, function) of the first CUDA-graph capture frame in the traceback from ``first_traceback_line`` to its
-    exception line ``cause_line`` (``lines[0]`` is line 1), else None."""
-    for n, raw in enumerate(lines[first_traceback_line - 1:cause_line], start=first_traceback_line):
+    exception line ``cause_line`` (``lines[0]`` is line ``first``), else None."""
+    for n, raw in enumerate(_traceback(lines, first_traceback_line, cause_line, first), start=first_traceback_line):
         if (m := _GRAPH_CAPTURE.search(raw)) is not None:
             return n, m.group(1)
     return None

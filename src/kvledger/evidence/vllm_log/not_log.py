@@ -17,7 +17,7 @@ import re
 __all__ = ["not_a_log"]
 
 _COLUMN = re.compile(r"^[A-Za-z_][\w .()/%-]{0,80}$")  # a column name: no ':' and does not start with a digit
-_SAMPLE = 200  # lines read to decide
+_SAMPLE = 200  # the file's first lines, read to decide
 
 
 def _table(lines: list[str]) -> str | None:
@@ -47,12 +47,13 @@ def _json(text: str) -> str | None:
         return None  # JSON lines may be a collector's structured log, whose messages are read as lines
 
 
-def not_a_log(text: str, headed_lines: int) -> str | None:
+def not_a_log(lines: list[str], headed_lines: int, first: int = 1) -> str | None:
     """What the input is when it is plainly not a log (a table, JSON), else None. Only asked when no line carries
-    vLLM's logger header (``headed_lines`` == 0): a file with one is a log."""
+    vLLM's logger header (``headed_lines`` == 0): a file with one is a log. ``lines``: a start-up's lines, ``lines[0]``
+    the file's line ``first``; only those among the file's first 200 lines are sampled."""
     if headed_lines:
         return None
-    lines = [ln for ln in text.split("\n", _SAMPLE)[:_SAMPLE] if ln.strip()]
-    if not lines:
+    sample = [ln for ln in lines[:max(0, _SAMPLE + 1 - first)] if ln.strip()]
+    if not sample:
         return None
-    return _json(text) or _table(lines)
+    return _json("\n".join(lines)) or _table(sample)

@@ -169,13 +169,12 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
     return [fix(s) for s in stats], [fix(e) for e in events]
 
 
-def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
+def _scan(lines: list[str], first: int) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
-    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": [], "ready": None,
-                            "headed": 0, "cut": [], "alive": None, "shutdowns": []}
-    # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
-    # str.splitlines() also breaks on stay inside their line).
-    for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
+    # the lines before the start-up count in its total (numbered as in the file), read as nothing
+    info: dict[str, Any] = {"total": first - 1, "vllm": 0, "other": {}, "other_first": {}, "failures": [],
+                            "ready": None, "headed": 0, "cut": [], "alive": None, "shutdowns": []}
+    for n, raw in enumerate(lines, start=first):
         info["total"] += 1
         used = False
         segs = segments(n, raw)
@@ -220,10 +219,12 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
     return c, stats, events, info
 
 
-def parse_one_startup(text: str, source: str = "<text>") -> VllmLog:
-    """Read one start-up of a vLLM server log (any version from 0.5 on; see startup.py and stats.py for the formats);
-    ``restarts.parse_vllm_log`` splits a log at each start-up and calls this on each."""
-    c, stats, events, info = _scan(text)
+def parse_one_startup(lines: list[str], source: str = "<text>", first: int = 1) -> VllmLog:
+    """Read one start-up of a vLLM server log (any version from 0.5 on; see startup.py and stats.py for the formats):
+    its lines, ``lines[0]`` the file's line ``first`` (every line number read is the file's). Lines as `grep -n`
+    counts them: only "\n" ends one (progress bars' bare "\r" and other separators that str.splitlines() also breaks
+    on stay inside their line). ``restarts.parse_vllm_log`` splits a log once and calls this on each start-up's."""
+    c, stats, events, info = _scan(lines, first)
     _derive(c)
     stats, events = _relative(stats, events)
     version, vsrc = infer_version(c.values.pop("vllm_version", None), c.version_where, c.sources, c.markers)
@@ -246,19 +247,19 @@ def parse_one_startup(text: str, source: str = "<text>") -> VllmLog:
                    if x is not None), default=None)
     last_alive = max((x for x in (info["alive"], *(s.line_no for s in stats[-1:]), *(e.line_no for e in events[-1:]))
                       if x is not None), default=None)
-    lines = text.split("\n")  # split once for the end, the causes and the frames below
-    end = serving_end(fails, serving, last_alive, info["shutdowns"], lines)
+    end = serving_end(fails, serving, last_alive, info["shutdowns"], lines, first)
     # the root cause of the failure that ended the log: after the server started serving, when it died then
     crash = [f for f in fails if serving is not None and f.line_no > serving and f.line_no not in end.excused]
     after = serving if crash else 0
     first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after
                      and f.line_no not in end.excused), None)
-    cause = cause_in_lines(lines, first_tb) if first_tb is not None else None
-    in_profile = profile_frame(lines, first_tb, cause[0]) if first_tb is not None and cause else None
-    in_graphs = graph_capture_frame(lines, first_tb, cause[0]) if first_tb is not None and cause else None
+    cause = cause_in_lines(lines, first_tb, first) if first_tb is not None else None
+    in_profile = profile_frame(lines, first_tb, cause[0], first) if first_tb is not None and cause else None
+    in_graphs = graph_capture_frame(lines, first_tb, cause[0], first) if first_tb is not None and cause else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
-                   serving, not_a_log(text, info["headed"]), tuple(info["cut"]), in_profile, end.request_errors,
-                   cause_in_lines(lines, end.request_errors[0]) if end.request_errors else None, end.excused,
+                   serving, not_a_log(lines, info["headed"], first), tuple(info["cut"]), in_profile,
+                   end.request_errors,
+                   cause_in_lines(lines, end.request_errors[0], first) if end.request_errors else None, end.excused,
                    end.stopped_line, failure_in_graph_capture=in_graphs)

@@ -54,12 +54,12 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     """Read a vLLM server log's text: the last start-up is the log read (its line numbers the file's), and each
     earlier one is read the same way into ``earlier``."""
     text = strip_ansi(text)
-    lines = text.removesuffix("\n").split("\n") if text else []
+    lines = text.removesuffix("\n").split("\n") if text else []  # split once; each start-up reads its slice
     starts = startup_starts(lines)
     if len(starts) == 1:
-        return parse_one_startup(text, source)
+        return parse_one_startup(lines, source)
     ends = [s - 1 for s in starts[1:]] + [len(lines)]
-    # each start-up's lines keep their numbers: the lines before it are blank (read as nothing)
-    logs = [parse_one_startup("\n" * (a - 1) + "\n".join(lines[a - 1:b]), source) for a, b in zip(starts, ends)]
+    # each start-up's lines keep the file's numbers (``first``); the lines before it count in its total only
+    logs = [parse_one_startup(lines[a - 1:b], source, a) for a, b in zip(starts, ends)]
     return replace(logs[-1], first_line=starts[-1], earlier=tuple(
         replace(lg, first_line=a, last_line=b) for lg, a, b in zip(logs[:-1], starts, ends)))

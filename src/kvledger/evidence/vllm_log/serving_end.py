@@ -61,19 +61,22 @@ def _process(raw: str) -> str | None:
     return segs[0].worker if segs else None
 
 
-def _request_lines(t: int, lines: list[str], late: list, late_lines: list[int]) -> tuple[int, ...]:
+def _request_lines(t: int, lines: list[str], first: int, late: list, late_lines: list[int]) -> tuple[int, ...]:
     """The failure lines of the request traceback at line ``t`` (``t`` first), or () when it is no request's.
-    ``late_lines``: the line numbers of ``late``, in order (each block found by bisection, not a scan)."""
-    proc = _process(lines[t - 1]) if t <= len(lines) else None
+    ``lines[0]`` is line ``first``; ``late_lines``: the line numbers of ``late``, in order (each block found by
+    bisection, not a scan)."""
+    i = t - first  # the traceback's index in ``lines``
+    proc = _process(lines[i]) if i < len(lines) else None
     if proc is not None and not proc.lower().startswith("apiserver"):
         return ()  # the engine's or a worker's traceback
-    cause = cause_in_lines(lines, t)
+    cause = cause_in_lines(lines, t, first)
     end = cause[0] if cause else t
     block = late[bisect_left(late_lines, t):bisect_right(late_lines, end)]
     if any(f.kind in _NEVER_A_REQUEST for f in block):
         return ()
-    near = lines[max(0, t - 3):t] + ([lines[end - 1]] if end > t else [])
-    after = lines[end:end + 3]
+    j = end - first  # the exception line's index
+    near = lines[max(0, i - 2):i + 1] + ([lines[j]] if end > t else [])
+    after = lines[j + 1:j + 4]
     if proc is None and not (any(_REQUEST_CONTEXT.search(x) for x in near)
                              or any("HTTP/" in x and _ERROR_HTTP.search(x) for x in after)):
         return ()
@@ -81,10 +84,10 @@ def _request_lines(t: int, lines: list[str], late: list, late_lines: list[int]) 
 
 
 def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdowns: list[int],
-                lines: list[str]) -> ServingEnd:
+                lines: list[str], first: int = 1) -> ServingEnd:
     """Sort the failures after ``serving`` (``failures.StartupFailure`` rows) into request errors, a stop and the
     rest (a crash). ``last_alive``: the last line showing the server serving; ``shutdowns``: shutdown lines;
-    ``lines``: the log's lines (``lines[0]`` is line 1)."""
+    ``lines``: the start-up's lines (``lines[0]`` is line ``first``); every line number is the file's."""
     if serving is None:
         return ServingEnd()
     late = sorted((f for f in fails if f.line_no > serving), key=lambda f: f.line_no)
@@ -95,7 +98,7 @@ def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdo
     if alive is not None and not any(f.kind in _NEVER_A_REQUEST and f.line_no < alive for f in late):
         for f in late:
             if f.kind == "traceback" and f.line_no < alive and f.line_no not in excused:
-                got = _request_lines(f.line_no, lines, late, late_lines)
+                got = _request_lines(f.line_no, lines, first, late, late_lines)
                 requests += got[:1]
                 excused.update(got)
     rest = [f for f in late if f.line_no not in excused]
