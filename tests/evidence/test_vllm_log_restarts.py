@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kvledger.evidence.vllm_log import parse_vllm_log
+from kvledger.evidence.vllm_log import parse_vllm_log, read_vllm_log
 from kvledger.evidence.vllm_log.restarts import startup_starts, strip_ansi
+from kvledger.evidence.vllm_log.serving_end import crash_failures
 
 BANNER = "(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:299]  ▄▄ ▄█ █  version 0.19.0"
 ENGINE = ("(EngineCore_DP{r} pid=24{r}) INFO 04-22 00:03:46 [v1/engine/core.py:105] Initializing a V1 LLM engine "
@@ -72,3 +73,34 @@ def test_only_a_request_handlers_traceback_is_a_request_error():
     oom = "(APIServer pid=1) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."
     log = parse_vllm_log("\n".join(head + [f"(APIServer pid=1) {TB}", oom, f"(APIServer pid=1) {OK_200}"]) + "\n")
     assert log.request_errors == () and log.excused_failures == ()
+
+
+def test_each_start_up_reads_only_its_own_lines_numbered_as_in_the_file():
+    # the first start-up (lines 1-5) ends in a traceback with no exception line before the restart's banner (line 6);
+    # the restart's own traceback (line 8) ends in its exception (line 9), which is not the first one's cause
+    text = "\n".join([BANNER, ENGINE.format(r=0), READY, METRICS, TB, BANNER, ENGINE.format(r=0), TB,
+                      "RuntimeError: engine gone"]) + "\n"
+    log = parse_vllm_log(text)
+    first = log.earlier[0]
+    assert (first.first_line, first.last_line, first.total_lines) == (1, 5, 5)
+    assert [(f.kind, f.line_no) for f in first.failures] == [("traceback", 5)] and first.failure_cause is None
+    assert (log.first_line, log.total_lines, log.failure_cause) == (6, 9, (9, "RuntimeError: engine gone"))
+    assert [(f.kind, f.line_no) for f in log.failures] == [("traceback", 8)]
+
+
+def test_a_crash_is_the_failures_after_serving_less_request_errors_and_a_stop():
+    def crash(log):
+        return [(f.kind, f.line_no) for f in crash_failures(log.failures, log.serving_line, log.excused_failures)]
+
+    logs = "tests/fixtures/vllm_logs/constructed_v1_"
+    # a request's traceback (line 14), then served on: no crash
+    assert crash(read_vllm_log(logs + "client_errors.log")) == []
+    # the asyncio runner's traceback (line 19) after the operator's shutdown: a stop
+    stopped = read_vllm_log(logs + "sigterm.log")
+    assert stopped.stopped_line is not None and crash(stopped) == []
+    # a CUDA OOM (line 15) under the API server's traceback (12): a crash, whatever 200 follows
+    assert crash(read_vllm_log(logs + "oom_then_200.log")) == [("traceback", 12), ("cuda_oom", 15)]
+    # the first of two start-ups served from line 11 and died: its engine death, traceback and OOM
+    earlier = read_vllm_log(logs + "crash_then_restart.log").earlier[0]
+    assert crash(earlier) == [("engine_dead", 42), ("traceback", 43), ("cuda_oom", 48), ("engine_dead", 50)]
+    assert crash_failures(earlier.failures, None, ()) == []  # never served: no crash

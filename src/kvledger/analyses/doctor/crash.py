@@ -11,6 +11,7 @@ from __future__ import annotations
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
+from kvledger.evidence.vllm_log.serving_end import crash_failures
 from kvledger.units import GiB
 
 __all__ = ["diagnose_crash", "CRASH_RULE", "died_after_start", "sized"]
@@ -56,8 +57,7 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
     """The crash finding, or None when no failure line follows the first serving line."""
     log = ctx.log
     start = 0 if died_after_start(log) else log.serving_line  # 0: serving before the log's first line
-    late = [f for f in log.failures
-            if start is not None and f.line_no > start and f.line_no not in log.excused_failures]
+    late = crash_failures(log.failures, start, log.excused_failures)
     if not late:
         return None
     kinds = [f.kind for f in late]

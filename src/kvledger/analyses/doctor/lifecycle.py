@@ -7,6 +7,7 @@ from typing import Any
 
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import VllmLog
+from kvledger.evidence.vllm_log.serving_end import crash_failures
 
 __all__ = ["startups", "startups_line", "request_errors_finding", "stopped_line", "REQUEST_ERRORS_RULE",
            "OUTCOMES"]
@@ -36,7 +37,7 @@ def outcome(lg: VllmLog) -> tuple[str, str]:
             first = lg.failure_cause[0] if lg.failure_cause else lg.failures[0].line_no
             return "failed_to_start", f"did not start: failed at line {first}{_short(lg.failure_cause)}"
         return "unfinished", f"ended during start-up at line {lg.last_line} (no serving line)"
-    crash = [f for f in lg.failures if f.line_no > s and f.line_no not in lg.excused_failures]
+    crash = crash_failures(lg.failures, s, lg.excused_failures)
     if crash:
         at = lg.failure_cause[0] if lg.failure_cause else crash[0].line_no
         return "crashed", f"served from line {s}, then crashed at line {at}{_short(lg.failure_cause)}"

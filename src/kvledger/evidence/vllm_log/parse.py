@@ -23,7 +23,7 @@ from kvledger.evidence.vllm_log.failures import (
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
-from kvledger.evidence.vllm_log.serving_end import alive_or_shutdown, serving_end
+from kvledger.evidence.vllm_log.serving_end import alive_or_shutdown, crash_failures, serving_end
 from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, oom_device_total, unreadable_figure
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
@@ -249,7 +249,7 @@ def parse_one_startup(lines: list[str], source: str = "<text>", first: int = 1) 
                       if x is not None), default=None)
     end = serving_end(fails, serving, last_alive, info["shutdowns"], lines, first)
     # the root cause of the failure that ended the log: after the server started serving, when it died then
-    crash = [f for f in fails if serving is not None and f.line_no > serving and f.line_no not in end.excused]
+    crash = crash_failures(fails, serving, end.excused)
     after = serving if crash else 0
     first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after
                      and f.line_no not in end.excused), None)

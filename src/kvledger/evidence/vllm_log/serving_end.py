@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kvledger.evidence.vllm_log.failures import cause_in_lines
 from kvledger.evidence.vllm_log.lines import segments
 
-__all__ = ["ServingEnd", "serving_end", "alive_or_shutdown"]
+__all__ = ["ServingEnd", "serving_end", "alive_or_shutdown", "crash_failures"]
 
 _ALIVE_HTTP = re.compile(r'HTTP/[\d.]+"\s+2\d\d\b')  # uvicorn's access line: '… "POST /v1/… HTTP/1.1" 200 OK'
 _ERROR_HTTP = re.compile(r'HTTP/[\d.]+"\s+[45]\d\d\b')  # '… "POST /v1/… HTTP/1.1" 400 Bad Request'
@@ -106,3 +107,12 @@ def serving_end(fails: list, serving: int | None, last_alive: int | None, shutdo
     if stop is None or any(f.line_no < stop or f.kind != "traceback" for f in rest):
         return ServingEnd(tuple(requests), tuple(sorted(excused)), None)
     return ServingEnd(tuple(requests), tuple(sorted(excused)) + tuple(f.line_no for f in rest), stop)
+
+
+def crash_failures(fails: Sequence, after: int | None, excused: Collection[int]) -> list:
+    """The failures (``failures.StartupFailure`` rows, in log order) after line ``after`` that are neither a request's
+    that the server served on after nor an operator's stop's (``excused``: ``ServingEnd.excused``): a crash's. None
+    when ``after`` is None (the server never served)."""
+    if after is None:
+        return []
+    return [f for f in fails if f.line_no > after and f.line_no not in excused]
