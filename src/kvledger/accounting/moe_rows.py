@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from kvledger.accounting.moe_terms import tail
 from kvledger.catalog.expert_placement import local_experts
 
 __all__ = ["block_m", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail", "largest_count",
@@ -66,23 +67,9 @@ def padded_rows_moments(tokens: int, top_k: int, experts: int, local: int = 0, b
     b, p = block or block_m(tokens, local or experts), top_k / experts
     if p >= 1:
         return float(math.ceil(tokens / b) * b), 0.0
-    c, pmf = _count_pmf(tokens, p, b)
-    rows = np.ceil(c / b) * b
-    mean = float((pmf * rows).sum())
-    return mean, max(0.0, float((pmf * rows * rows).sum()) - mean * mean)
-
-
-def _count_pmf(tokens: int, p: float, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(counts c, pmf) of Binomial(``tokens``, p), 0 < p < 1, over mean ± 12 σ (and ``pad`` more above), normalised."""
-    mu, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
-    lo, hi = max(0, int(mu - 12 * sd - 2)), min(tokens, int(mu + 12 * sd + 2 + pad))
-    c = np.arange(lo, hi + 1, dtype=np.float64)
-    # log pmf: lgamma at lo, then the ratio pmf(j+1)/pmf(j) = (T − j)/(j + 1) · p/(1 − p) accumulated
-    lp0 = (math.lgamma(tokens + 1) - math.lgamma(lo + 1) - math.lgamma(tokens - lo + 1) + lo * math.log(p)
-           + (tokens - lo) * math.log1p(-p))
-    steps = np.log((tokens - c[:-1]) / (c[:-1] + 1)) + math.log(p / (1 - p))
-    pmf = np.exp(lp0 + np.concatenate(([0.0], np.cumsum(steps))))
-    return c, pmf / pmf.sum()
+    c, pmf = _count_pmfs(np.array([tokens]), p, np.array([b]))
+    mean, var = _padded_moments(c, pmf, np.array([b]))
+    return float(mean[0]), float(var[0])
 
 
 def largest_count(tokens: int, top_k: int, experts: int) -> int:
@@ -91,9 +78,45 @@ def largest_count(tokens: int, top_k: int, experts: int) -> int:
     in ``tokens`` (Binomial(T + 1, p) dominates Binomial(T, p), so its quantiles are no smaller)."""
     if tokens <= 0 or top_k >= experts:
         return max(0, tokens)
-    c, pmf = _count_pmf(tokens, top_k / experts)
-    beyond = np.cumsum(pmf[::-1])[::-1] - pmf  # P(C > c)
-    return int(c[np.argmax(beyond <= COUNT_TAIL)])
+    return int(_largest_counts(*_count_pmfs(np.array([tokens]), top_k / experts, np.array([0])))[0])
+
+
+def _window(tokens: int, p: float, pad: int) -> tuple[int, int, float]:
+    """(lo, hi, ln pmf(lo)) of Binomial(``tokens``, p), 0 < p < 1: the counts within mean ± 12 σ (and ``pad`` more
+    above; the rest is below 1e-30)."""
+    mu, sd = tokens * p, math.sqrt(tokens * p * (1 - p))
+    lo, hi = max(0, int(mu - 12 * sd - 2)), min(tokens, int(mu + 12 * sd + 2 + pad))
+    return lo, hi, (math.lgamma(tokens + 1) - math.lgamma(lo + 1) - math.lgamma(tokens - lo + 1) + lo * math.log(p)
+                    + (tokens - lo) * math.log1p(-p))
+
+
+def _count_pmfs(ts: np.ndarray, p: float, pads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(counts c, pmf) of Binomial(t, p) for each t of ``ts`` (≥ 1), 0 < p < 1, a row each over its ``_window``,
+    normalised; a row narrower than the widest ends in its last count repeated at probability 0. One expert's count:
+    a row for ``padded_rows_moments`` and ``largest_count``, a row per step's tokens for the busiest rank's table."""
+    lo, hi, lp0 = (np.array(x) for x in zip(*map(_window, ts.tolist(), [p] * len(ts), pads.tolist())))
+    c = lo[:, None] + np.arange(int((hi - lo).max()) + 1, dtype=np.float64)
+    # ln pmf: ln pmf(lo), then the ratio pmf(j+1)/pmf(j) = (T − j)/(j + 1) · p/(1 − p) accumulated (past a row's
+    # last count, where T − j may be 0 or less, a ratio of 1: masked below)
+    steps = np.log(np.maximum(ts[:, None] - c[:, :-1], 1) / (c[:, :-1] + 1)) + math.log(p / (1 - p))
+    logs = np.empty_like(c)
+    logs[:, 0] = lp0
+    logs[:, 1:] = np.cumsum(steps, axis=1) + lp0[:, None]
+    pmf = np.where(c <= hi[:, None], np.exp(logs), 0.0)
+    return np.minimum(c, hi[:, None]), pmf / pmf.sum(axis=1, keepdims=True)
+
+
+def _padded_moments(c: np.ndarray, pmf: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E[P], Var[P]) of each row of ``_count_pmfs`` padded to its block, rows and rows²."""
+    rows = np.ceil(c / blocks[:, None]) * blocks[:, None]
+    mean = (pmf * rows).sum(axis=1)
+    return mean, np.maximum(0.0, (pmf * rows * rows).sum(axis=1) - mean * mean)
+
+
+def _largest_counts(c: np.ndarray, pmf: np.ndarray) -> np.ndarray:
+    """c_max of each row of ``_count_pmfs``: its smallest count c with P(C > c) ≤ ``COUNT_TAIL``."""
+    beyond = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1] - pmf  # P(C > c)
+    return c[np.arange(len(c)), np.argmax(beyond <= COUNT_TAIL, axis=1)]
 
 
 def rank_rows_cap(tokens: int, top_k: int, experts: int, local: int, block: int) -> int:
@@ -111,31 +134,6 @@ def _caps(ts: np.ndarray, cmax: np.ndarray, top_k: int, local: int, blocks: np.n
     return np.minimum(local * np.ceil(cmax / blocks) * blocks, n_blocks * blocks)
 
 
-@functools.lru_cache(maxsize=8)
-def _log_factorials(n: int) -> np.ndarray:
-    """ln j! for j = 0 … n."""
-    return np.array([math.lgamma(j + 1) for j in range(n + 1)])
-
-
-def _count_stats(ts: np.ndarray, p: float, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(E[P], Var[P], c_max) of each step's tokens ``ts`` (≥ 1) at its block: ``padded_rows_moments`` and
-    ``largest_count`` over the pmf within mean ± 9 σ (the rest below 1e-18), one row of a matrix per step, 0 < p < 1."""
-    mu, sd = ts * p, np.sqrt(ts * p * (1 - p))
-    lo = np.maximum(0, (mu - 9 * sd - 2).astype(np.int64))
-    hi = np.minimum(ts, (mu + 9 * sd + 2 + blocks).astype(np.int64))[:, None]
-    c = lo[:, None] + np.arange(int((hi[:, 0] - lo).max()) + 1)
-    ok, c = c <= hi, np.minimum(c, hi)
-    lf, t = _log_factorials(int(ts.max())), ts[:, None]
-    lp = lf[t] - lf[c] - lf[t - c] + c * math.log(p) + (t - c) * math.log1p(-p)
-    pmf = np.where(ok, np.exp(lp - lp.max(axis=1, keepdims=True)), 0.0)
-    pmf /= pmf.sum(axis=1, keepdims=True)
-    rows = np.ceil(c / blocks[:, None]) * blocks[:, None]
-    mean = (pmf * rows).sum(axis=1)
-    var = np.maximum(0.0, (pmf * rows * rows).sum(axis=1) - mean * mean)
-    beyond = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1] - pmf  # P(C > c)
-    return mean, var, c[np.arange(len(ts)), np.argmax(beyond <= COUNT_TAIL, axis=1)]
-
-
 @functools.lru_cache(maxsize=64)
 def _busiest_table(size: int, top_k: int, experts: int, ep: int, block: int) -> np.ndarray:
     """The busiest rank's padded rows for T = 0 … ``size`` tokens (module docstring): the Gaussian tail capped at
@@ -146,15 +144,11 @@ def _busiest_table(size: int, top_k: int, experts: int, ep: int, block: int) -> 
     out = np.zeros(size + 1)
     for s in range(0, size, 512):
         t, b = ts[s:s + 512], blocks[s:s + 512]
-        mean, var, cmax = _count_stats(t, p, b)
+        c, pmf = _count_pmfs(t, p, b)
+        (mean, var), cmax = _padded_moments(c, pmf, b), _largest_counts(c, pmf)
         sd = np.sqrt(n0 * var * (experts - n0) / (experts - 1))
         out[s + 1:s + 1 + len(t)] = np.minimum(n0 * mean + sd * r, _caps(t, cmax, top_k, n0, b))
     return np.maximum.accumulate(out)
-
-
-def tail(ranks: int) -> float:
-    """√(2 ln r), the Gaussian extreme-value factor of the largest of ``ranks`` draws (0 for one)."""
-    return math.sqrt(2.0 * math.log(ranks)) if ranks > 1 else 0.0
 
 
 def busiest_rank_rows(tokens: int, top_k: int, experts: int, ep: int, block: int = 0) -> float:

@@ -28,7 +28,7 @@ import math
 from kvledger.catalog.expert_placement import local_experts
 
 __all__ = ["tokens_per_expert", "touched_fraction", "grouped_gemm_efficiency", "ep_imbalance", "ep_read_imbalance",
-           "ep_all_to_all_bytes"]
+           "ep_all_to_all_bytes", "tail"]
 
 
 def tokens_per_expert(num_tokens: float, experts_per_token: int, num_experts: int) -> float:
@@ -59,7 +59,8 @@ def _busiest(num_experts: int, ep: int) -> tuple[float, int]:
     return local_experts(num_experts, ep) / num_experts, (num_experts % ep) or ep
 
 
-def _tail(ranks: int) -> float:
+def tail(ranks: int) -> float:
+    """√(2 ln r), the Gaussian extreme-value factor of the largest of ``ranks`` draws (0 for one)."""
     return math.sqrt(2.0 * math.log(ranks)) if ranks > 1 else 0.0
 
 
@@ -72,7 +73,7 @@ def ep_imbalance(num_tokens: float, experts_per_token: int, ep: int, num_experts
     share, ranks = _busiest(num_experts, ep)
     mu = pairs * share
     sigma = math.sqrt(pairs * share * (1.0 - share))
-    return max(1.0, (mu + sigma * _tail(ranks)) / (pairs / ep))
+    return max(1.0, (mu + sigma * tail(ranks)) / (pairs / ep))
 
 
 def ep_read_imbalance(num_tokens: float, experts_per_token: int, num_experts: int, ep: int) -> float:
@@ -85,7 +86,7 @@ def ep_read_imbalance(num_tokens: float, experts_per_token: int, num_experts: in
     if mu <= 0:
         return 1.0
     fpc = (num_experts - n0) / (num_experts - 1) if num_experts > 1 else 0.0  # n₀ of E experts: finite population
-    top = min(float(n0), mu + math.sqrt(n0 * p * (1.0 - p) * fpc) * _tail((num_experts % ep) or ep))
+    top = min(float(n0), mu + math.sqrt(n0 * p * (1.0 - p) * fpc) * tail((num_experts % ep) or ep))
     return max(1.0, top / mu)
 
 
