@@ -129,3 +129,34 @@ def test_sglang_allows_dp_attention_for_a_dense_model_its_file_builds_on_attenti
 def test_refusals(model, kw, words):
     with pytest.raises(InputError, match=words.replace("(", r"\(")):
         _plan(model, **kw)
+
+
+def test_a_dp_plans_fixes_say_their_gpus_and_the_ranks_total(sglang_pair):
+    _, dp8 = sglang_pair
+    # one 163,840-token request per rank (1.49x), so the fixes that raise it: --tp 16 keeps the 8 DP ranks inside a
+    # TP group of 16 GPUs (attention TP 16 / 8 = 2); FP8 KV keeps the 8 GPUs
+    fixes = {o.action: o for o in dp8.advice.options}
+    tp16 = fixes["--tp 16"]
+    assert tp16.max_requests == 5
+    assert tp16.detail.endswith("; 16 GPUs (TP 16, 8 DP ranks of attention TP 2), the figures one rank's: 8 × 5 = 40 "
+                                "requests in all")
+    assert fixes["--kv-cache-dtype fp8_e4m3"].detail.endswith(
+        "; 8 GPUs (TP 8, 8 DP ranks of attention TP 1), the figures one rank's: 8 × 2 = 16 requests in all")
+
+
+def test_vllm_dp_fixes_count_each_ranks_tp_group():
+    # Llama-3.1-70B (131.45 GiB of bf16 weights) at TP 1 × DP 2 on H100 does not fit; each fix keeps DP 2
+    p = build_plan(load_model("meta-llama/Llama-3.1-70B"), resolve_gpu("H100-SXM"), make_settings(data_parallel_size=2))
+    fixes = {o.action: o for o in p.advice.options}
+    assert p.advice.verdict == "weights_do_not_fit"
+    assert fixes["--tp 4"].detail.endswith("; 8 GPUs (2 DP ranks × TP 4), the figures one rank's: 2 × 3 = 6 requests "
+                                           "in all")
+    # TP 2 with FP8 weights: 2 ranks × TP 2 = 4 GPUs, where TP alone needs 2 × 4 = 8
+    assert "; 4 GPUs where TP alone needs 8; 4 GPUs (2 DP ranks × TP 2)" in fixes["--tp 2 -q fp8"].detail
+    assert fixes["--gpu b300"].detail.endswith("; 2 GPUs (2 DP ranks × TP 1), the figures one rank's: 2 × 2 = 4 "
+                                               "requests in all")
+    # without DP the same fixes count one TP group and say nothing of ranks
+    one = build_plan(load_model("meta-llama/Llama-3.1-70B"), resolve_gpu("H100-SXM"), make_settings())
+    plain = {o.action: o.detail for o in one.advice.options}
+    assert plain["--tp 2 -q fp8"].endswith("; 2 GPUs where TP alone needs 4")
+    assert not any("DP ranks" in d for d in plain.values())

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
+from kvledger.accounting.advice_dp import dp_advice
 from kvledger.accounting.advice_len import (
     blocks_at,
     estimate_len,
@@ -198,7 +198,12 @@ def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
 
 
 def advise(p: Plan, build: Callable) -> Advice:
-    """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers."""
+    """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers (a DP plan's in its ranks'
+    words: ``advice_dp``)."""
+    return dp_advice(p, _advise(p, build))
+
+
+def _advise(p: Plan, build: Callable) -> Advice:
     m = p.memory
     row = p.row_at(m.max_model_len)
     need_blocks = row.blocks_per_request if row else 0
@@ -244,19 +249,7 @@ def advise(p: Plan, build: Callable) -> Advice:
                     f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)), est_low)
-    return _per_dp_rank(p, _fits(p, build))
-
-
-def _per_dp_rank(p: Plan, adv: Advice) -> Advice:
-    """A DP plan's verdict counts one rank's pool: said in its first words, with the ranks' total at max_model_len."""
-    d = getattr(p, "data_parallel", None)
-    if d is None or not adv.message.startswith("fits: "):
-        return adv
-    said = {p.memory.max_model_len, *(p.settings.contexts or ())}  # the contexts the verdict names
-    total = "".join(f", {d.ranks} × {r.per_rank:,} = {r.total:,} {r.context_tokens:,}-token requests in all"
-                    for r in d.requests if r.context_tokens in said)
-    head = f"fits (per DP rank: each of the {d.ranks} ranks has its own pool{total}): "
-    return replace(adv, message=head + adv.message.removeprefix("fits: "))
+    return _fits(p, build)
 
 
 def _fits(p: Plan, build: Callable) -> Advice:

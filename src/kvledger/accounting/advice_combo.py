@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_types import Option
+from kvledger.accounting.dp_attention import dp_gpus
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
@@ -39,8 +40,12 @@ def fewer_gpu_options(p: Plan, replan: Callable[..., Plan | None], at_len: Calla
     none does) at which an FP8 change fits one max_model_len request, each such change as ``--tp T <change>``; [] when
     none does. ``replan(**settings)`` re-plans with the changes (None: refused); ``at_len`` gives the engine's
     concurrency figure and whole requests at max_model_len. Both FP8 changes together are offered only where
-    neither alone fits."""
+    neither alone fits. The GPUs compared are the TP groups' (``dp_attention.dp_gpus``: TP × DP for vLLM's DP
+    ranks)."""
     singles, pair = _changes(p, fp8_weights_why, fp8_kv_why)
+
+    def gpus(tp: int) -> int:  # the GPUs at that TP: × DP for vLLM's DP ranks
+        return dp_gpus(p.settings.model_copy(update={"tp": tp}))
 
     def option(tp: int, change: tuple[str, dict[str, Any], str]) -> Option | None:
         action, update, why = change
@@ -48,7 +53,7 @@ def fewer_gpu_options(p: Plan, replan: Callable[..., Plan | None], at_len: Calla
         if q is None or at_len(q)[1] < 1:
             return None
         c, n = at_len(q)
-        fewer = f"; {tp} GPUs where TP alone needs {tp_alone}" if tp_alone else ""
+        fewer = f"; {gpus(tp)} GPUs where TP alone needs {gpus(tp_alone)}" if tp_alone else ""
         return Option(f"--tp {tp} {action}", c, n, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per "
                       f"GPU{fewer}", q.memory.max_model_len)
 

@@ -32,8 +32,8 @@ from kvledger.catalog.layers import kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
-__all__ = ["SGLANG_DP_ATTENTION_ARCHS", "dp_size", "attention_tp", "check_data_parallel", "sglang_dp_weight_bytes",
-           "sglang_dp_defaults", "per_rank_settings", "dp_words", "data_parallel_notes"]
+__all__ = ["SGLANG_DP_ATTENTION_ARCHS", "dp_size", "attention_tp", "dp_gpus", "check_data_parallel",
+           "sglang_dp_weight_bytes", "sglang_dp_defaults", "per_rank_settings", "dp_words", "data_parallel_notes"]
 
 SGLANG_DP_ATTENTION_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
@@ -57,6 +57,12 @@ def attention_tp(s: PlanSettings) -> int:
     """The TP size each rank's attention (and its KV cache) is split over: tp ÷ dp under SGLang's DP attention, the
     TP size otherwise (vLLM's DP ranks each have their own TP group of --tensor-parallel-size)."""
     return s.tp // dp_size(s) if s.engine == "sglang" and s.enable_dp_attention and dp_size(s) > 1 else s.tp
+
+
+def dp_gpus(s: PlanSettings) -> int:
+    """The GPUs of the deployment's TP groups, count: TP × DP for vLLM's DP ranks (each its own TP group), TP under
+    SGLang's DP attention (its ranks inside the one TP group) and without DP."""
+    return s.tp if s.engine == "sglang" else s.tp * dp_size(s)
 
 
 def check_data_parallel(model: ModelSpec, s: PlanSettings) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, dp_size, dp_words
+from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, attention_tp, dp_gpus, dp_size, dp_words
 from kvledger.catalog.layers import MLAAttention
 from kvledger.errors import InputError
 
@@ -58,17 +58,15 @@ def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
         return None
     per_rank = mem.num_gpu_blocks * mem.block_size
     if s.engine == "sglang":
-        gpus, attn_tp = s.tp, s.tp // dp
         rule = ("SGLang 0.5.23: attn_tp_size = tp / dp_size per DP rank (layers/dp_attention.py), each rank its own "
                 "scheduler and KV pool")
     else:
-        gpus, attn_tp = s.tp * dp, s.tp
         rule = (f"vLLM {mem.engine_version.split()[0]}: one engine core and KV pool per DP rank, attention at TP "
                 f"{s.tp}" + (f", experts whole over EP {dp * s.tp} (fused_moe/config.py)" if s.enable_expert_parallel
                              else ", independent replicas of a dense model"))
     reqs = tuple(RankRequests(r.context_tokens, r.max_running, r.max_running * dp)
                  for r in rows if r.within_max_model_len)
-    return DataParallelFacts(dp_words(s), dp, gpus, attn_tp, per_rank, per_rank * dp, reqs, rule)
+    return DataParallelFacts(dp_words(s), dp, dp_gpus(s), attention_tp(s), per_rank, per_rank * dp, reqs, rule)
 
 
 def _dp_settings(model, s):
