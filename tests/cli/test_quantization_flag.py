@@ -84,11 +84,16 @@ def test_goodput_and_cost_name_it_in_the_memory_plan_source():
 
 def test_refused_where_plan_refuses_it_in_plans_words():
     awq = refused("plan", MODEL, "--gpu", "H100", "-q", "awq")
-    assert awq == "invalid setting: --quantization must be one of 'fp8', got 'awq'"
+    # an unquantized checkpoint: vLLM would quantize on load only with a few methods; awq is not one kvledger models
+    assert awq.startswith("--quantization awq: meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) is "
+                          "unquantized, and quantizing it with awq on load is not modelled (modelled: fp8, "
+                          "bitsandbytes)")
     search = ("search", MODEL, "--slo", "ttft=1s,tpot=50ms", "--gpus", "H100", "--tp", "1", "--utilization", "0.5")
-    for cmd in (("simulate", MODEL, "--gpu", "H100"), ("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "8"),
-                search):
+    for cmd in (("simulate", MODEL, "--gpu", "H100"), ("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "8")):
         assert refused(*cmd, "--quantization", "awq") == awq
+    # search refuses every candidate with the plan's reason, in the same words (exit 2: a flag every candidate shares)
+    r = run_cli(*search, "--quantization", "awq")
+    assert r.exit_code == 2 and awq in r.output
     sglang = refused("plan", MODEL, "--gpu", "H100", "-q", "fp8", "--engine", "sglang")
     assert sglang.startswith("--quantization fp8 is modelled for vLLM only (its online FP8 weights)")
     # simulate chooses the engine with --policy, and its refusal says so in the same words

@@ -17,7 +17,7 @@ from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes, tp_group_nod
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.catalog.quant import online_fp8
+from kvledger.catalog.quant_flag import ONLINE_METHODS, online_scheme
 
 __all__ = ["roofline_model", "roofline_terms", "plan_moe_config"]
 
@@ -25,8 +25,8 @@ __all__ = ["roofline_model", "roofline_terms", "plan_moe_config"]
 def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
     """The model as its steps read it: under vLLM's online ``--quantization fp8`` an unquantized checkpoint's linear
     layers are FP8 (1 B per weight; W8A8 on GPUs with FP8 tensor cores), as the memory plan loads them."""
-    if s.quantization == "fp8" and model.quant.method == "none":
-        return replace(model, quant=online_fp8())
+    if s.quantization in ONLINE_METHODS and model.quant.method == "none":
+        return replace(model, quant=online_scheme(s.quantization))
     return model
 
 

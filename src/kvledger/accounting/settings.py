@@ -76,7 +76,8 @@ class PlanSettings:
             the driver's hold counts as used memory (every engine's plan; vLLM's by its version's rule, wddm_engines).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
-            ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
+            ``--quantization``; "fp8" and "bitsandbytes" quantize an unquantized checkpoint on load, a quantized
+            checkpoint's own method is accepted as vLLM accepts it (catalog/quant_flag.py).
         max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
         available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.
         num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
@@ -119,7 +120,7 @@ class PlanSettings:
     wddm: bool = False
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
-    quantization: Literal["fp8"] | None = None
+    quantization: str | None = None
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     block_size: int | None = None

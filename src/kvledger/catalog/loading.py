@@ -11,7 +11,10 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
   remainder going one each to the ranks before the last; the first rank holds the input embedding, the
   last the final norm and LM head (and the embedding too when it is tied to the head).
 * ``--dtype``: unquantized weights, model-dtype scales and the RoPE buffer take the served dtype.
-* ``--quantization fp8`` on an unquantized checkpoint: every Linear in FP8 with a per-tensor scale.
+* ``--quantization``: as vLLM takes it against the checkpoint's method (quant_flag.py); ``fp8`` on an unquantized
+  checkpoint puts every Linear in FP8 with a per-tensor scale, ``bitsandbytes`` in 4 bits with an fp32 absmax per 64.
+  Refused as vLLM refuses them: a GPU below the method's capability or a GPTQ width (quant_rules.py), TP shards that
+  do not line up with the quantization groups or blocks (quant_tp.py).
 * MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
   mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
   intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256. The Marlin
@@ -39,7 +42,10 @@ from kvledger.catalog.expert_placement import expert_share, local_experts
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_marlin_fallback, mxfp4_padded
-from kvledger.catalog.quant import QuantScheme, online_fp8
+from kvledger.catalog.quant import QuantScheme
+from kvledger.catalog.quant_flag import scheme_for_flag
+from kvledger.catalog.quant_rules import check_quant_release
+from kvledger.catalog.quant_tp import check_quant_tp
 from kvledger.catalog.vllm_load_extras import EVERY_STAGE_EMBED_AND_HEAD, mla_dequant_copy_bytes, rocm_moe_padding_bytes
 from kvledger.errors import InputError
 from kvledger.ranges import OPTION_RANGES
@@ -155,18 +161,6 @@ def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
     return start, start + parts[rank]
 
 
-def _scheme(model: ModelSpec, quantization: str | None) -> QuantScheme:
-    if quantization in (None, "", "auto", "none"):
-        return model.quant
-    if quantization == "fp8" and model.quant.method in ("none", "fp8"):
-        return model.quant if model.quant.method == "fp8" else online_fp8()
-    if model.quant.method != "none" and quantization.removesuffix("_marlin") == model.quant.method:
-        return model.quant
-    raise InputError(f"--quantization {quantization!r}: only 'fp8' (online FP8 of an unquantized checkpoint) is "
-                     f"modelled; "
-                     f"{model.name} is {model.quant.description}")
-
-
 def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool, every_stage: bool = False) -> bool:
     if pp == 1:
         return True
@@ -243,7 +237,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     Args:
         tp, pp: tensor- and pipeline-parallel sizes; pp_rank: the stage (0 … pp−1).
         dtype: vLLM's ``--dtype`` (None/"auto": the config's, float32 checkpoints served in bfloat16).
-        quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
+        quantization: vLLM's ``--quantization`` ("fp8" and "bitsandbytes" change an unquantized checkpoint).
         gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
         engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
         rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
@@ -254,7 +248,9 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     """
     _check_layout(model, tp, pp, pp_rank)
     dname, db = _served_dtype(model, dtype)
-    q = _scheme(model, quantization)
+    q = scheme_for_flag(model, quantization, tuple(engine_version))  # quant_flag.py: what vLLM accepts of the flag
+    check_quant_release(q, quantization, tuple(engine_version), gpu_arch)
+    check_quant_tp(model, q, tp, ep, tuple(engine_version))  # quant_tp.py: shards that vLLM refuses at load
     lo, hi = pp_layer_range(model.num_layers, pp, pp_rank)
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))

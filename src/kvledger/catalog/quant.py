@@ -26,9 +26,10 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.quant_kv import kv_cache_quant
 from kvledger.catalog.weights import Weight
 
 __all__ = ["QuantScheme", "parse_quant"]
@@ -49,6 +50,9 @@ class QuantScheme:
         g_idx: an int32 group index per input feature (GPTQ, activation ordering).
         not_convert: module-path patterns left in the model dtype (``modules_to_not_convert`` / ``ignore``).
         description: one line for the ledger.
+        kv_algo: the KV-cache scheme the checkpoint declares ("fp8", "nvfp4", …; "" none), kv_algo_from where
+            ("modelopt": vLLM's auto KV dtype reads it; "compressed-tensors": its scales only) (quant_kv.py).
+        symmetric: GPTQ's ``sym`` (False: asymmetric zero points). config_method: the config's ``quant_method``.
     """
 
     method: str = "none"
@@ -61,6 +65,10 @@ class QuantScheme:
     scale_bytes: float | None = 4
     zero_bits: float = 0
     g_idx: bool = False
+    kv_algo: str = ""
+    kv_algo_from: str = ""
+    symmetric: bool = True
+    config_method: str = ""
 
     def converts(self, w: Weight) -> bool:
         """True when ``w`` is stored quantized under this scheme."""
@@ -122,6 +130,12 @@ def parse_quant(c: Cfg) -> QuantScheme:
     if method is None:
         raise q.error("quant_method", "is missing; cannot tell the weight format")
     method = method.lower().replace("compressed_tensors", "compressed-tensors")
+    algo, where = kv_cache_quant(q, method)
+    return replace(_weights(q, method), kv_algo=algo, kv_algo_from=where, config_method=method)
+
+
+def _weights(q: Cfg, method: str) -> QuantScheme:
+    """The weight scheme of ``quant_method`` ``method`` from its config ``q``."""
     skip = [p for p in (q.list("modules_to_not_convert", []) or []) + (q.list("ignore", []) or []) if isinstance(p,
         str)]
     try:
@@ -172,6 +186,10 @@ def _awq_gptq(q: Cfg, method: str, skip: list[str], rx: re.Pattern | None, note:
         128, minimum=-1, maximum=1 << 20)
     if bits not in (2, 3, 4, 8):
         raise q.error("bits", f"{bits}-bit {method} is not a supported width (2, 3, 4, 8)")
+    if method == "awq" and bits != 4:  # awq.py (0.11–0.19) and auto_awq.py (0.33): TYPE_MAP {4: uint4} only
+        raise q.error("bits", f"{bits}-bit AWQ: vLLM refuses it at start-up (\"Currently, only 4-bit weight "
+                              f"quantization is supported for AWQ, but got {bits} bits.\"; awq.py, read in 0.11.0 to "
+                              f"0.33.0)")
     gs = 0 if gs == -1 else gs  # group_size -1: one group spanning the row
     if gs == 0:
         gs_text = "per output channel"
@@ -179,7 +197,8 @@ def _awq_gptq(q: Cfg, method: str, skip: list[str], rx: re.Pattern | None, note:
         gs_text = f"per {gs} inputs"
     g_idx = ", int32 g_idx" if method == "gptq" else ""
     desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{g_idx}{note}"
-    return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
+    return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq",
+                       symmetric=q.get("sym", True) is not False)
 
 
 def _modelopt(q: Cfg) -> QuantScheme:

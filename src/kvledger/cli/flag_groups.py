@@ -122,9 +122,9 @@ class EngineFlags:
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
         "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
     quantization: str | None = flag("--quantization", "-q", help=(
-        "vLLM --quantization fp8: an unquantized checkpoint's linear weights quantized to FP8 on load, as `kvledger "
-        "plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the FP8 weights (FP8 GEMMs "
-        "where the GPU has FP8 tensor cores). vLLM only: not with --policy sglang."))
+        "vLLM --quantization fp8 (or bitsandbytes): an unquantized checkpoint's linear weights quantized on load, as "
+        "`kvledger plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the quantized "
+        "weights; a quantized checkpoint's own method plans as auto. vLLM only: not with --policy sglang."))
     block_size: int | None = flag("--block-size", help=(
         "Tokens per KV block (vLLM default 16); with --policy sglang, SGLang's page size (default 1)."))
     max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help="Token budget per step.")

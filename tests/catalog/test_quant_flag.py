@@ -1,0 +1,109 @@
+"""``--quantization`` against the checkpoint's method (quant_flag.py), vLLM's release refusals (quant_rules.py) and the
+KV scheme a checkpoint declares (quant_kv.py)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from kvledger.catalog.loading import loaded_weights
+from kvledger.catalog.modelspec import parse_config
+from kvledger.catalog.quant_flag import scheme_for_flag
+from kvledger.catalog.quant_rules import check_quant_release
+from kvledger.errors import ConfigError, InputError
+
+V033, V019, V013 = (0, 33, 0), (0, 19, 0), (0, 13, 0)
+
+
+def _llama8b(qc: dict | None = None):
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models" / "meta-llama--Meta-Llama-3.1-8B.json")
+                     .read_text())
+    if qc is not None:
+        raw["quantization_config"] = qc
+    return parse_config(raw, source="t", name="llama8b")
+
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}
+
+
+@pytest.mark.parametrize("flag", ["awq", "awq_marlin", "marlin"])
+def test_an_awq_checkpoint_takes_the_flags_vllm_takes_with_the_same_weights(flag):
+    # 0.19: awq_marlin's override takes None/marlin/awq_marlin; "awq" equals the config's method (plain AWQ kernel)
+    m = _llama8b(AWQ)
+    for v in (V019, V033):
+        assert scheme_for_flag(m, flag, v) is m.quant
+    assert loaded_weights(m, quantization=flag).bytes == loaded_weights(m).bytes
+
+
+def test_a_method_that_does_not_match_the_checkpoint_is_refused_in_vllms_words():
+    with pytest.raises(InputError) as err:
+        scheme_for_flag(_llama8b(AWQ), "fp8", V019)
+    msg = str(err.value)
+    assert msg.startswith("--quantization fp8: llama8b is already quantized as awq (awq: 4-bit weights")
+    assert ("\"Quantization method specified in the model config (awq) does not match the quantization method "
+            "specified in the `quantization` argument (fp8)\"") in msg
+    assert msg.endswith("leave --quantization out: vLLM serves it as awq_marlin")
+    with pytest.raises(InputError, match="serves it as auto_awq$"):  # 0.26+: auto_awq.py
+        scheme_for_flag(_llama8b(AWQ), "gptq", V033)
+
+
+def test_gptq_marlin_needs_a_marlin_compatible_checkpoint_before_0_26():
+    three = dict(GPTQ, bits=3)  # 3-bit: gptq_marlin's TYPE_MAP has (4, sym) and (8, sym) only; plain gptq takes it
+    assert scheme_for_flag(_llama8b(three), "gptq", V019).bits == 3
+    with pytest.raises(InputError, match=r"model config \(gptq\) does not match .* argument \(gptq_marlin\)"):
+        scheme_for_flag(_llama8b(three), "gptq_marlin", V019)
+
+
+def test_online_bitsandbytes_is_four_bits_plus_an_fp32_absmax_per_64():
+    # Llama-3.1-8B: 6,979,321,856 Linear params × 0.5 B = 3,489,660,928 B + 6,979,321,856 / 64 × 4 B = 436,207,616 B of
+    # absmax, the same bytes as a bnb 4-bit checkpoint (load_in_4bit, blocksize 64); the rest stays bf16.
+    plain, bnb = _llama8b(), _llama8b({"quant_method": "bitsandbytes", "load_in_4bit": True})
+    q = scheme_for_flag(plain, "bitsandbytes", V033)
+    assert (q.method, q.bits, q.group_size, q.scale_bytes) == ("bitsandbytes", 4, 64, 4)
+    assert loaded_weights(plain, quantization="bitsandbytes").bytes == loaded_weights(bnb).bytes
+    with pytest.raises(InputError, match="quantizing it with gptq on load is not modelled"):
+        scheme_for_flag(plain, "gptq", V033)
+    with pytest.raises(InputError, match="not a vLLM quantization method"):
+        scheme_for_flag(plain, "int3", V033)
+
+
+def test_awq_at_three_bits_is_refused_as_vllm_refuses_it():
+    with pytest.raises(ConfigError, match=r"3-bit AWQ: vLLM refuses it .*only 4-bit weight quantization is supported"):
+        _llama8b(dict(AWQ, bits=3))
+
+
+def test_gptq_widths_by_release():
+    # gptq.py (to 0.19) takes 2/3/4/8 bits; auto_gptq.py (0.26+) 4- and 8-bit symmetric only
+    three = _llama8b(dict(GPTQ, bits=3)).quant
+    check_quant_release(three, None, V019, "sm89")
+    with pytest.raises(InputError, match=r"bits=3, sym=True"):
+        check_quant_release(three, None, V033, "sm89")
+    with pytest.raises(InputError, match=r"bits=4, sym=False"):
+        check_quant_release(_llama8b(dict(GPTQ, sym=False)).quant, None, V033, "sm89")
+
+
+def test_fp8_minimum_capability_by_release():
+    # Fp8Config.get_min_capability: 80 in 0.11-0.13, 75 from 0.14 — a T4 (sm75) takes -q fp8 from 0.14 on
+    online = scheme_for_flag(_llama8b(), "fp8", V033)
+    check_quant_release(online, "fp8", V033, "sm75")
+    check_quant_release(online, "fp8", (0, 14, 0), "sm75")
+    with pytest.raises(InputError, match=r"vLLM 0.13.0 does not start: the quantization method fp8 needs compute "
+                                         r"capability 80 or more, this GPU has 75"):
+        check_quant_release(online, "fp8", V013, "sm75")
+    check_quant_release(online, "fp8", V013, "sm80")
+    check_quant_release(online, "fp8", V013, "")  # not NVIDIA: no capability to compare
+
+
+def test_declared_kv_schemes_are_read_as_vllm_reads_them():
+    mo = _llama8b({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}).quant
+    assert (mo.kv_algo, mo.kv_algo_from) == ("fp8", "modelopt")
+    nested = _llama8b({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    assert nested.quant.kv_algo == "fp8"
+    ct = _llama8b({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "channel"}}}, "kv_cache_scheme": {
+        "num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False}}).quant
+    assert (ct.kv_algo, ct.kv_algo_from) == ("fp8", "compressed-tensors")
+    assert _llama8b(AWQ).quant.kv_algo == ""
