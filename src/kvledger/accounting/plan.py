@@ -189,6 +189,25 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
     return rows
 
 
+def _vllm_served(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> tuple[ModelSpec, PlanSettings, tuple, str]:
+    """vLLM's view of the served model and settings: "auto" KV resolved from the checkpoint, the FP8 KV check, the MLA
+    and sparse-MLA cache shapes and the SSM-state dtype; with the SSM note and why the KV dtype is what it is."""
+    from kvledger.accounting.vllm_kv_auto import resolve_auto_kv
+    from kvledger.accounting.vllm_kv_dtype_support import check_fp8_kv
+    from kvledger.accounting.vllm_sampler import pre_mla_cache_model
+    from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
+    from kvledger.accounting.vllm_ssm_dtype import with_ssm_dtype
+
+    ver = parse_version(s.engine_version or LATEST)
+    kv_dtype, kv_why = resolve_auto_kv(model, s.kv_cache_dtype, ver)  # a ModelOpt checkpoint's FP8 KV under auto
+    s = s if kv_dtype == s.kv_cache_dtype else s.model_copy(update={"kv_cache_dtype": kv_dtype})
+    check_fp8_kv(model, gpu, s.kv_cache_dtype, ver)
+    model = pre_mla_cache_model(model, ver)
+    model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
+    s, ssm_note = with_ssm_dtype(model, s, ver)
+    return model, s, ssm_note, kv_why
+
+
 def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, with_roofline: bool = True,
                with_advice: bool = True) -> Plan:
     """Compute the KV-cache ledger.
@@ -200,18 +219,9 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     check_data_parallel(model, s)
-    checkpoint, model, ssm_note = model, served_model(model, s.dtype), ()
+    checkpoint, model, ssm_note, kv_why = model, served_model(model, s.dtype), (), ""
     if s.engine == "vllm":
-        from kvledger.accounting.vllm_kv_dtype_support import check_fp8_kv
-        from kvledger.accounting.vllm_sampler import pre_mla_cache_model
-        from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
-        from kvledger.accounting.vllm_ssm_dtype import with_ssm_dtype
-
-        ver = parse_version(s.engine_version or LATEST)
-        check_fp8_kv(model, gpu, s.kv_cache_dtype, ver)
-        model = pre_mla_cache_model(model, ver)
-        model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
-        s, ssm_note = with_ssm_dtype(model, s, ver)
+        model, s, ssm_note, kv_why = _vllm_served(model, gpu, s)
     kv = kv_ledger(model, s.kv_cache_dtype, attention_tp(s), mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
@@ -228,8 +238,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
-                              *ssm_note, *ep_notes, *data_parallel_notes(model, s, mem.engine_version),
-                              *mem.notes))
+                              *ssm_note, *([kv_why] * bool(kv_why)), *ep_notes,
+                              *data_parallel_notes(model, s, mem.engine_version), *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]

@@ -9,6 +9,7 @@ from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
+from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.units import GiB, KiB, fmt_low
 
@@ -98,8 +99,9 @@ def _kv_lines(p: Plan) -> list[str]:
     """The headline (KV per token, per GPU of the binding stage with PP) and the notes that qualify it."""
     m, kv = p.memory, p.kv
     groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
+    auto = next((f" ({n})" for n in m.notes if n.startswith(KV_AUTO_NOTE)), "")  # what auto became, and why
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
-           f"{kv.kv_cache_dtype}{groups}"]
+           f"{kv.kv_cache_dtype}{auto}{groups}"]
     out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n
             or n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type

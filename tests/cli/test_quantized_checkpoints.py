@@ -1,0 +1,60 @@
+"""``plan`` on quantized checkpoints as a first-time user meets them: TP shards vLLM refuses at load, the checkpoint's
+own ``--quantization``, a ModelOpt FP8 KV cache under auto, ``-q fp8`` on a T4 by release."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from cli_run import refused, run_cli
+
+
+def _config(tmp_path, base: str, **update) -> str:
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models" / base).read_text())
+    raw.update(update)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+
+
+def test_qwen72b_awq_at_tp2_does_not_start_and_names_the_fix(tmp_path):
+    # 29,568 / 2 = 14,784 down_proj inputs per GPU; 14,784 / 128 = 115.5 → refused as the heads-not-dividing-TP case
+    # is (a setting vLLM refuses: the console entry prints the one paragraph and exits 2)
+    cfg = _config(tmp_path, "Qwen--Qwen2.5-72B.json", quantization_config=AWQ)
+    msg = refused("plan", cfg, "--gpu", "L40S", "--tp", "2")
+    assert "vLLM 0.33.0 does not start" in msg and "14,784 input features per GPU (29,568/2)" in msg
+    assert msg.endswith("a TP that works: --tp 1")
+
+
+def test_qwen3_fp8_block_and_moe_refusals(tmp_path):
+    msg = refused("plan", "Qwen/Qwen3-32B-FP8", "--gpu", "L40S", "--tp", "16")  # 25,600 / 16 = 1,600 = 12.5 × 128
+    assert "1,600 input features per GPU (25,600/16), not a multiple of 128" in msg
+    msg = refused("plan", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H100", "--tp", "8")  # 768 / 8 = 96 < block_n 128
+    assert "96 intermediate features per GPU (768/8)" in msg
+    assert run_cli("plan", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H100", "--tp", "8",
+                   "--enable-expert-parallel").exit_code == 0
+
+
+def test_the_checkpoints_own_method_plans_as_auto(tmp_path):
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", quantization_config=AWQ)
+    auto = json.loads(run_cli("plan", cfg, "--gpu", "L40S", "--json").output)
+    for flag in ("awq", "awq_marlin"):
+        d = json.loads(run_cli("plan", cfg, "--gpu", "L40S", "-q", flag, "--json").output)
+        assert d["memory"]["num_gpu_blocks"] == auto["memory"]["num_gpu_blocks"]
+    msg = refused("plan", cfg, "--gpu", "L40S", "-q", "fp8")
+    assert "is already quantized as awq" in msg and "only 'fp8'" not in msg
+
+
+def test_modelopt_fp8_kv_under_auto_and_fp8_weights_on_a_t4_by_release(tmp_path):
+    qc = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", quantization_config=qc)
+    out = run_cli("plan", cfg, "--gpu", "L40S").output
+    assert "65,536 B (64.00 KiB) per GPU, KV dtype fp8_e4m3 (--kv-cache-dtype auto → fp8_e4m3" in out
+    # Fp8Config.get_min_capability: 80 up to 0.13, 75 from 0.14 (T4 is 7.5)
+    old = refused("plan", "meta-llama/Llama-3.1-8B", "--gpu", "T4", "-q", "fp8", "--engine-version", "0.13.0")
+    assert "needs compute capability 80 or more, this GPU has 75" in old
+    assert "needs compute capability" not in run_cli("plan", "meta-llama/Llama-3.1-8B", "--gpu", "T4", "-q",
+                                                     "fp8").output
