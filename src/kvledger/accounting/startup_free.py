@@ -75,13 +75,17 @@ def vllm_snapshot_held(gpu: GpuSpec, ranks: int) -> Deduction:
     the distributed init's NCCL and all-reduce buffers (``VLLM_DIST_INIT_GIB``)."""
     measured = gpu.gpu_id == SNAPSHOT_GPU_ID
     ctx = VLLM_SNAPSHOT_CONTEXT_GIB if measured else LINUX_CONTEXT_GIB
-    dist = VLLM_DIST_INIT_GIB if ranks > 1 else (0.0, 0.0, 0.0)
+    # the distributed init was measured on NVLink H100s only (NCCL's NVLS buffers, custom all-reduce's IPC buffers);
+    # a GPU without them may hold far less, so elsewhere the range starts at nothing: a refusal must hold at any end
+    dist = (0.0, 0.0, 0.0) if ranks == 1 else VLLM_DIST_INIT_GIB if measured else (0.0, *VLLM_DIST_INIT_GIB[1:])
     lo, pt, hi = (c + d for c, d in zip(ctx, dist))
     where = ("measured in vLLM 0.19.0's own start-ups on an H100" if measured else
              "a Linux process's CUDA context as measured (vLLM 0.19.0 on an H100, torch on 24 GB Ada cards)")
     spread = ("all 27 TP 1 start-ups print 0.51 GiB, ±0.005 the print's step" if ranks == 1 and measured else
               "the CUDA context's spread across GPUs" if ranks == 1 else
-              "27 TP 1 start-ups at 0.51 GiB, 11 at TP·PP > 1 from 1.43 (PP 2) to 2.07 GiB (MoE at TP 4)")
+              "27 TP 1 start-ups at 0.51 GiB, 11 at TP·PP > 1 from 1.43 (PP 2) to 2.07 GiB (MoE at TP 4)" if measured
+              else "the CUDA context's spread, plus the distributed init measured on NVLink H100s (0.92–1.56 GiB), "
+                   "from nothing on a GPU not measured")
     return Deduction(f"vLLM's own process at its start-up snapshot (CUDA context{', NCCL' if ranks > 1 else ''})",
                      pt * GiB, where, lo * GiB, hi * GiB, f"{lo:.3f} to {hi:.3f} GiB: {spread}")
 
