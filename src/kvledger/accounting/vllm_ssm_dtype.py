@@ -21,12 +21,31 @@ from dataclasses import replace
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+
+__all__ = ["MAMBA_DTYPES", "NEMOTRON_H", "QWEN3_5", "check_ssm_dtype", "ssm_dtype_rule", "with_ssm_dtype"]
+
+MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
+"""The values vLLM 0.33 accepts for --mamba-ssm-cache-dtype (config/cache.py MambaDType)."""
 
 NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2"})
 """Architectures mapped to the Nemotron-H hook in ``MODELS_CONFIG_MAP`` (vLLM 0.33)."""
 QWEN3_5 = frozenset({"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
                      "Qwen3_5MoeForConditionalGeneration"})
 """Architectures mapped to the Qwen3.5 hook in ``MODELS_CONFIG_MAP`` (vLLM 0.17 and 0.33)."""
+
+
+def check_ssm_dtype(value: str | None) -> str:
+    """``--mamba-ssm-cache-dtype value`` lower-cased ("auto" for None), as every command that plans a pool reads it.
+
+    Raises:
+        InputError: a value vLLM refuses, naming the ones it accepts.
+    """
+    if value is None:
+        return "auto"
+    if value.lower() not in MAMBA_DTYPES:
+        raise InputError(f"--mamba-ssm-cache-dtype {value}: vLLM accepts {', '.join(MAMBA_DTYPES)}")
+    return value.lower()
 
 
 def ssm_dtype_rule(model: ModelSpec, ver: tuple, given: str) -> tuple[str, str | None]:

@@ -1,11 +1,9 @@
 """Flag groups several commands take (workload, engine, pricing), each declared once, and the decorator adding one.
 
-A group is a frozen dataclass whose fields carry their flag names and help (:func:`flag`). A command
-asks for a group by a parameter annotated with the group's type, listed in :func:`with_groups`; the
-decorator replaces that parameter by one typer option per field (in the group's order, where the
-parameter stood) and hands the command the filled dataclass. A command may take a subset of a group
-(``only``), other defaults, a help prefix such as ``[--simulate]`` or its own help for a field. Ranges
-are not checked here: every numeric option goes through :mod:`kvledger.cli.limits` by its field name.
+A group is a frozen dataclass whose fields carry their flag names and help (:func:`flag`). A command asks for a group
+by a parameter annotated with its type, listed in :func:`with_groups`, which replaces it by one typer option per field
+(in the group's order) and hands the command the filled dataclass; a command may take a subset (``only``), other
+defaults, a help prefix such as ``[--simulate]`` or its own help for a field. Ranges: :mod:`kvledger.cli.limits`.
 """
 
 from __future__ import annotations
@@ -163,6 +161,8 @@ class EngineFlags:
         "Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, from kvledger calibrate."))
     disable_hybrid_kv_cache_manager: bool | None = flag("--disable-hybrid-kv-cache-manager", help=(
         "vLLM flag: sliding/chunked layers allocated as full: the plan's pool and the simulated blocks per request."))
+    mamba_ssm_cache_dtype: str | None = flag("--mamba-ssm-cache-dtype", help=(
+        "vLLM flag: the Mamba / linear-attention SSM state dtype: auto (default), float32, float16, bfloat16."))
     cpu_overhead: str | None = flag("--cpu-overhead", help="Per-step CPU time added to the roofline, e.g. 2ms.")
     client_latency: str | None = flag("--client-latency", help=(
         "The client's and server front end's latency (HTTP, gateway, tokenisation, SSE), e.g. 21ms: added to every "

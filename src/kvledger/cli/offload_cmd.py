@@ -25,6 +25,7 @@ def offload(
     tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
     max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
     quantization: str | None = option(EngineFlags, "quantization", help=_QUANT_HELP),
+    mamba_ssm_cache_dtype: str | None = option(EngineFlags, "mamba_ssm_cache_dtype"),
     tiers: TierFlags = TierFlags(),
     link_fraction: float = typer.Option(0.8, "--link-fraction", help=(
         "Achievable share of the host link's per-direction peak (as `plan`'s).")),
@@ -51,6 +52,7 @@ def offload(
     from rich.console import Console
 
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -65,7 +67,8 @@ def offload(
                                           if max_model_len else None)
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
                              quantization=quantization.lower() if quantization else None,
-                             enforce_eager=bool(enforce_eager), wddm=bool(wddm))
+                             enforce_eager=bool(enforce_eager), wddm=bool(wddm),
+                             mamba_ssm_cache_dtype=check_ssm_dtype(mamba_ssm_cache_dtype))
     tier = tier_settings(tiers, link_fraction=link_fraction)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,

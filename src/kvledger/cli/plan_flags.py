@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
-from kvledger.errors import InputError
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
 
@@ -145,17 +144,6 @@ def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
     return None if v is None else parse_memory_flag(v, what=what, positive=positive)
 
 
-MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")
-"""The values vLLM 0.33 accepts for --mamba-ssm-cache-dtype (config/cache.py MambaDType)."""
-
-
-def _ssm_dtype(value: str) -> str:
-    """``value`` lower-cased, or an InputError naming the values vLLM accepts."""
-    if value.lower() not in MAMBA_DTYPES:
-        raise InputError(f"--mamba-ssm-cache-dtype {value}: vLLM accepts {', '.join(MAMBA_DTYPES)}")
-    return value.lower()
-
-
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
     all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s).
@@ -164,6 +152,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings.
     """
     from kvledger.accounting.settings import engine_name, make_settings
+    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
@@ -202,7 +191,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         non_torch_bytes=_bytes_opt(f.non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(f.cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=f.disable_hybrid_kv_cache_manager,
-        enable_prefix_caching=f.enable_prefix_caching, mamba_ssm_cache_dtype=_ssm_dtype(f.mamba_ssm_cache_dtype),
+        enable_prefix_caching=f.enable_prefix_caching, mamba_ssm_cache_dtype=check_ssm_dtype(f.mamba_ssm_cache_dtype),
         achievable_flops_fraction=flops,
         achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,

@@ -57,6 +57,7 @@ class SimRequestArgs:
     num_gpu_blocks_override: int | None = None
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
+    mamba_ssm_cache_dtype: str = "auto"  # vLLM flag: the SSM state dtype, read as plan reads it (vllm_ssm_dtype)
     enable_chunked_prefill: bool | None = None
     policy: str | None = None
     prefix_caching_policy: str | None = None
@@ -108,9 +109,9 @@ _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
                 "mem_fraction_static", "kv_cache_dtype", "quantization", "max_num_batched_tokens", "max_num_seqs",
                 "block_size", "num_gpu_blocks_override", "cpu_overhead", "enable_prefix_caching",
-                "disable_hybrid_kv_cache_manager", "enforce_eager", "wddm", "achievable_flops_fraction",
-                "enable_expert_parallel", "achievable_bandwidth_fraction", "allreduce_link_share", "gpu_profile",
-                "gemm_efficiency")
+                "disable_hybrid_kv_cache_manager", "mamba_ssm_cache_dtype", "enforce_eager", "wddm",
+                "achievable_flops_fraction", "enable_expert_parallel", "achievable_bandwidth_fraction",
+                "allreduce_link_share", "gpu_profile", "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -136,6 +137,7 @@ def _build_plan(a: SimRequestArgs):
     from kvledger.accounting.dp_node import dp_hint
     from kvledger.accounting.plan import build_plan, roofline_model
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_duration_s, parse_tokens
@@ -156,6 +158,7 @@ def _build_plan(a: SimRequestArgs):
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
+        mamba_ssm_cache_dtype=check_ssm_dtype(a.mamba_ssm_cache_dtype),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         **{k: v for k, v in fractions.items() if v is not None})
