@@ -9,10 +9,15 @@ lets ``remove_skipped_blocks`` free every block before the window, so while deco
 group ``cdiv(L, block_size)``. Chunked-local attention (``ChunkedLocalAttentionManager.get_num_skipped_tokens`` =
 ⌊computed / chunk⌋ · chunk) frees every block before the current chunk, keeping ``chunk / block_size`` blocks where the
 block size divides the chunk (else ``cdiv(chunk − 1, block_size) + 1``).
+
+``held_blocks`` and ``requests_held`` give the same count for a request of any length (``kvledger simulate``'s
+"the pool holds N requests of the mean length"): a windowed group at its window, a Mamba state group at the pages the
+start-up check counts, full attention at ``cdiv(tokens, block_size)``, as ``plan``'s concurrency rows count them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,7 +25,8 @@ if TYPE_CHECKING:
     from kvledger.accounting.kvlayout_types import KVLayout
     from kvledger.accounting.plan import ConcurrencyRow, Plan
 
-__all__ = ["WINDOWED", "decode_blocks", "window_words", "manager_words", "at_max_words"]
+__all__ = ["WINDOWED", "decode_blocks", "held_blocks", "requests_held", "held_words", "window_words", "manager_words",
+           "at_max_words"]
 
 WINDOWED = ("sliding_window", "chunked_local")
 """The group kinds whose blocks outside the window are freed as decoding proceeds."""
@@ -33,6 +39,42 @@ def decode_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens:
         return None
     return sum(g.blocks_for_tokens(context_tokens) if g.kind in WINDOWED
                else g.blocks_per_request(context_tokens, inflight_tokens) for g in layout.groups)
+
+
+def held_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens: int) -> int | None:
+    """Blocks one request of ``context_tokens`` holds at once while decoding, as ``plan``'s concurrency row at that
+    context counts them: ``decode_blocks`` where a windowed group frees blocks, else the start-up check's (each Mamba
+    state group at its state pages); None for one full-attention (or MLA) group, whose requests the token slots
+    divide."""
+    if layout is None or (len(layout.groups) == 1 and layout.groups[0].kind in ("full", "mla")):
+        return None
+    r = layout.blocks_per_request(context_tokens, inflight_tokens)
+    d = decode_blocks(layout, context_tokens, inflight_tokens)
+    return d if d is not None and d < r else r
+
+
+def requests_held(p: Plan, tokens: float) -> tuple[int, int | None]:
+    """(requests of ``tokens`` tokens — a mean, rounded up — ``p``'s pool holds at once while decoding, the blocks each
+    holds): usable blocks ÷ ``held_blocks`` under vLLM's hybrid layouts, else token slots ÷ tokens (blocks None)."""
+    m = p.memory
+    d = held_blocks(p.layout, math.ceil(tokens), p.inflight_tokens) if m.engine == "vllm" and tokens > 0 else None
+    if d:
+        return m.usable_blocks // d, d
+    return (int(m.usable_blocks * m.block_size // tokens) if tokens > 0 else 0), None
+
+
+def held_words(layout: KVLayout) -> str:
+    """Which rule ``held_blocks`` followed for ``layout``, in words (the windowed layers' manager, the state pages)."""
+    said = []
+    if any(g.kind in WINDOWED for g in layout.groups):
+        said.append(f"{window_words(layout)} — {manager_words(layout)[1]}")
+    state = {"a page per block of tokens" if g.state_page_per_block else f"{g.state_pages} page" + "s" * (g.state_pages
+             != 1) for g in layout.groups if g.kind == "state"}
+    if state:
+        said.append(f"each Mamba state group at {' / '.join(sorted(state))}, as vLLM's start-up check counts it "
+                    "(kv_cache_interface.py MambaSpec.max_memory_usage_bytes)")
+    said.append("full-attention layers at every block of the request")
+    return "; ".join(said)
 
 
 def window_words(layout: KVLayout) -> str:

@@ -11,6 +11,7 @@ and how many requests of the size observed at saturation fit at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kvledger.accounting.plan import Plan
@@ -170,15 +171,16 @@ def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample,
     return text
 
 
-def _row(action: str, p: Plan, per_req: float | None, gpus: int, detail: str) -> dict[str, Any]:
+def _row(action: str, p: Plan, per_req: float | None, gpus: int, detail: str,
+         held: Callable[[Plan], int] | None = None) -> dict[str, Any]:
     m = p.memory
     slots = m.usable_blocks * m.block_size
     r = p.row_at(m.max_model_len)
+    n = (held(p) if held else int(slots // per_req)) if per_req else None
     return {"action": action, "num_gpu_blocks": m.num_gpu_blocks, "token_slots": slots,
             "max_model_len": m.max_model_len,
             "max_concurrency": round(r.max_concurrency, 2) if r else None,
-            "requests_of_observed_size": int(slots // per_req) if per_req else None, "gpus_per_replica": gpus,
-                "detail": detail}
+            "requests_of_observed_size": n, "gpus_per_replica": gpus, "detail": detail}
 
 
 _LEDGER = "the ledger's memory model (the log prints no KV budget)"
@@ -205,8 +207,8 @@ def _budget(ctx: DoctorContext) -> tuple[Plan | None, int | None, str]:
     return None, None, ""
 
 
-def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None,
-              own: bool) -> tuple[list[dict[str, Any]], list[str]]:
+def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None, own: bool,
+              held: Callable[[Plan], int] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """The options, each re-planned by the ledger with its flag (capacity_replan.replan)."""
     kw, tp, notes = ctx.settings, base.settings.tp, []
     out: list[tuple[str, Any, int, str]] = []
@@ -236,7 +238,7 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
         if isinstance(p, str):
             notes.append(f"{action}: {p}")
         else:
-            rows.append(_row(action, p, per_req, gpus, detail))
+            rows.append(_row(action, p, per_req, gpus, detail, held))
             if per_req and per_req > p.memory.max_model_len:  # the requests observed do not fit under its limit
                 rows[-1]["requests_of_observed_size"] = 0
     return rows, notes
@@ -246,7 +248,7 @@ def _seqs_row(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: bo
               notes: list[str]) -> dict[str, Any] | None:
     """--max-num-seqs at the requests of ``per_req`` tokens the slots as logged hold, re-planned at that cap; its
     ``num_gpu_blocks_change`` (and ``_pct``, %) against the pool as logged."""
-    seqs = int(base_row["token_slots"] // per_req)
+    seqs = base_row["requests_of_observed_size"]  # the slots ÷ per_req, or the held count (capacity_options)
     if seqs < 1:
         return None
     action, p, detail = seqs_option(ctx, base_row, budget, own, seqs, per_req)
@@ -259,10 +261,11 @@ def _seqs_row(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: bo
             "num_gpu_blocks_change_pct": round(100 * d / base_row["num_gpu_blocks"], 2)}
 
 
-def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[list[dict[str, Any]], float | None,
-                                                                              Plan | None]:
+def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Callable[[Plan], int] | None = None
+                     ) -> tuple[list[dict[str, Any]], float | None, Plan | None]:
     """(option rows, observed tokens per running request, the as-logged plan); empty without a model. ``per_req``:
-    the tokens per running request to size the options by, instead of the log's at saturation (simulate's mean)."""
+    the tokens per running request to size the options by, instead of the log's at saturation (simulate's mean);
+    ``held``: the requests of that length a plan's pool holds (simulate: as plan counts them), else slots ÷ per_req."""
     base, budget, how = _budget(ctx)
     if ctx.model is None or base is None or budget is None:
         return [], None, None
@@ -273,9 +276,9 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None) -> tuple[
     per_req = None if impossible else per_req  # no remedy is sized from a figure no request can hold
     # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
     first = "as logged" if how.startswith("the log's") else "as modelled"
-    rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}")]
+    rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}", held)]
     own = how == _LEDGER
-    variants, notes = _variants(ctx, base, budget, per_req, own)
+    variants, notes = _variants(ctx, base, budget, per_req, own, held)
     rows += variants
     seqs = _seqs_row(ctx, rows[0], budget, own, per_req, notes) if per_req else None
     rows += [seqs] if seqs else []

@@ -6,7 +6,8 @@ the most recently admitted one, whose prompt and tokens so far are recomputed wh
 the decode request with the fewest outputs. The simulator keeps, per replica, the largest running batch and the state
 when the first preemption happened (``dynamics.outputs.batch_peak``); the options are doctor's, re-planned by the
 ledger on the simulated pool and sized by this workload's mean request (prompt mean + output mean), which a running
-request reaches by its last token (``doctor.plan_capacity``).
+request reaches by its last token (``doctor.plan_capacity``), and counted as ``plan`` counts a request under vLLM's
+hybrid KV cache manager (``pool_holds``: sliding layers at their window, Mamba state groups at their pages).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.analyses.serving.pool_holds import pool_holds
 from kvledger.ledgers.columns import columns_from
 
 __all__ = ["preemption_facts"]
@@ -44,13 +46,15 @@ def preemption_facts(setup: Any, result: Any) -> dict[str, Any] | None:
     mean = float(wl.get("prompt_tokens_mean", 0.0)) + float(wl.get("output_tokens_mean", 0.0))
     pool = {"num_gpu_blocks": cfg.num_gpu_blocks, "usable_blocks": cfg.num_usable_blocks,
             "block_size": cfg.block_size, "token_slots": cfg.num_usable_blocks * cfg.block_size}
-    fits = int(pool["token_slots"] // mean) if mean > 0 else None
+    holds = pool_holds(setup, mean)
     options = _options(setup, mean)
     out = {"num_preemptions": result.summary.num_preemptions,
            "rule": _RULE.get(cfg.batching, _V1), "pool": pool, "replicas": len(reps),
            "running_max": peak, "first": first, "max_num_seqs": cfg.max_num_seqs,
-           "mean_request_tokens": mean, "mean_requests_pool_holds": fits, "options": options}
-    out["why"], out["what_to_change"] = _why(out), _change(out)
+           "mean_request_tokens": mean, "mean_requests_pool_holds": holds and holds.requests, "options": options}
+    if holds is not None and holds.blocks_per_request is not None:  # hybrid: blocks per request, not token slots
+        out.update(mean_request_blocks=holds.blocks_per_request, mean_requests_rule=holds.rule)
+    out["why"], out["what_to_change"] = _why(out, holds), _change(out)
     return out
 
 
@@ -65,7 +69,7 @@ def _options(setup: Any, mean: float) -> list[dict[str, Any]]:
     return plan_capacity_options(plan, mean)
 
 
-def _why(f: dict[str, Any]) -> str:
+def _why(f: dict[str, Any], holds: Any) -> str:
     p, peak, first = f["pool"], f["running_max"], f["first"]
     per = " per replica" if f["replicas"] > 1 else ""
     text = (f"the KV pool ({p['usable_blocks']:,} usable blocks × {p['block_size']} tokens = {p['token_slots']:,} "
@@ -78,10 +82,10 @@ def _why(f: dict[str, Any]) -> str:
     most = "at least " if not peak["exact"] else ""
     text += (f". The running batch peaked at {most}{peak['requests']:,} requests (t = {peak['t_s']:,.2f} s; "
              f"max_num_seqs {f['max_num_seqs']:,})")
-    if f["mean_requests_pool_holds"] is not None:
-        text += (f", while the pool holds {f['mean_requests_pool_holds']:,} requests of this workload's mean length "
-                 f"({p['token_slots']:,} slots ÷ {f['mean_request_tokens']:,.0f} tokens, prompt + output means): "
-                 "requests admitted on their prompts outgrow it as they decode")
+    if holds is not None:
+        once = "" if holds.blocks_per_request is None else " at once while decoding"
+        text += (f", while the pool holds {holds.requests:,} requests of this workload's mean length{once} "
+                 f"({holds.why()}): requests admitted on their prompts outgrow it as they decode")
     return text
 
 
@@ -100,7 +104,8 @@ def _change(f: dict[str, Any]) -> str:
             held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so "
                     "requests longer than the mean still preempt" if first and first["running"] <= n else "")
             d, pct = o["num_gpu_blocks_change"], o["num_gpu_blocks_change_pct"]
-            parts.insert(0, f"{o['action']} (the slots ÷ the mean request: it caps the batch at the requests of the "
+            how = "the slots ÷ the mean request" if "mean_request_blocks" not in f else "as counted above"
+            parts.insert(0, f"{o['action']} ({how}: it caps the batch at the requests of the "
                             f"mean length the pool holds — the excess waits in the queue; re-planned at this cap the "
                             f"pool is {o['num_gpu_blocks']:,} blocks, {d:+,} ({pct:+.1f}%), as vLLM sizes the "
                             f"sampler's warm-up and its CUDA graphs by max_num_seqs{held})")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.analyses.serving.notes import OVERLOAD_ADVICE_SIMULATE
+from kvledger.analyses.serving.pool_holds import PoolHolds, pool_holds
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.columns import columns_from
 
@@ -39,12 +40,16 @@ class SeqCap:
             the median and the last arrival (a lower bound on the running batch).
         kv_usage_mean, kv_usage_max: the run's KV usage (held blocks ÷ usable, the simulator's summary).
         kv_pool_requests: requests of the run's mean length (``request_tokens_mean``, prompt + output means) one
-            replica's KV pool holds: usable blocks × block size ÷ that length, rounded down.
+            replica's KV pool holds (``pool_holds``): usable blocks × block size ÷ that length, rounded down, or under
+            vLLM's hybrid KV cache manager usable blocks ÷ ``kv_pool_request_blocks``, the blocks one holds while
+            decoding as plan counts them (``kv_pool_rule`` says how).
         note: the sentence that says so.
     """
 
     __json__ = ("max_num_seqs", "replicas", "running_mean", "running_max", "kv_usage_mean", "kv_usage_max",
-                "kv_pool_requests", "kv_pool_tokens", "request_tokens_mean", "note")
+                "kv_pool_requests", "kv_pool_tokens", "request_tokens_mean", "kv_pool_request_blocks", "kv_pool_rule",
+                "note")
+    __json_optional__ = ("kv_pool_request_blocks", "kv_pool_rule")
     max_num_seqs: int
     replicas: int
     running_mean: float
@@ -54,6 +59,8 @@ class SeqCap:
     kv_pool_requests: int
     kv_pool_tokens: int
     request_tokens_mean: float
+    kv_pool_request_blocks: int | None = None
+    kv_pool_rule: str | None = None
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,24 +93,30 @@ def seq_cap(setup: Any, result: Any, overload: Any) -> SeqCap | None:
         return None
     wl = setup.workload_info
     length = float(wl.get("prompt_tokens_mean", 0.0)) + float(wl.get("output_tokens_mean", 0.0))
-    pool = cfg.num_usable_blocks * cfg.block_size
-    fits = int(pool // length) if length > 0 else 0
-    if fits <= cfg.max_num_seqs:
+    holds = pool_holds(setup, length)
+    if holds is None or holds.requests <= cfg.max_num_seqs:
         return None
-    c = SeqCap(cfg.max_num_seqs, reps, mean, most, float(kv.get("mean", 0.0)), float(kv["max"]), fits, pool, length)
-    return replace(c, note=_note(c))
+    c = SeqCap(cfg.max_num_seqs, reps, mean, most, float(kv.get("mean", 0.0)), float(kv["max"]), holds.requests,
+               holds.token_slots, length, holds.blocks_per_request, holds.rule or None)
+    return replace(c, note=_note(c, holds))
 
 
-def _note(c: SeqCap) -> str:
+def _note(c: SeqCap, holds: PoolHolds) -> str:
     per = "" if c.replicas == 1 else f" per replica, {c.max_num_seqs * c.replicas:,} over {c.replicas:,} replicas"
     return (f"max_num_seqs is the limit: from the median to the last arrival the requests decoding (first token to "
             f"finish, a lower bound on the running batch) averaged {c.running_mean:,.1f} and peaked at "
             f"{c.running_max:,} — the cap is {c.max_num_seqs:,}{per} — while the KV cache was at most "
             f"{c.kv_usage_max:.1%} used (mean {c.kv_usage_mean:.1%}): the engine ran as many requests as the cap lets "
             "it and queued the rest with KV to spare. Raise --max-num-seqs: one replica's KV pool holds about "
-            f"{c.kv_pool_requests:,} requests of this run's mean length ({c.kv_pool_tokens:,} token slots ÷ "
-            f"{c.request_tokens_mean:,.0f} tokens, the prompt and output means), and `goodput --simulate … --target "
-            "0.9 --axis max_num_seqs` finds the value that meets an SLO")
+            f"{c.kv_pool_requests:,} requests of this run's mean length ({_division(c, holds)}), and `goodput "
+            "--simulate … --target 0.9 --axis max_num_seqs` finds the value that meets an SLO")
+
+
+def _division(c: SeqCap, holds: PoolHolds) -> str:
+    """The division behind ``kv_pool_requests``, in this note's words where it is token slots ÷ the mean."""
+    if holds.blocks_per_request is None:
+        return f"{c.kv_pool_tokens:,} token slots ÷ {c.request_tokens_mean:,.0f} tokens, the prompt and output means"
+    return holds.why()
 
 
 def with_seq_cap(overload: Any, setup: Any, result: Any) -> Any:
