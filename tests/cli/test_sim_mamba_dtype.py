@@ -54,6 +54,15 @@ def test_simulating_commands_refuse_what_plan_refuses():
 
 def test_goodput_and_cost_simulate_take_it():
     # the flag reaches the simulated plan, which refuses fp8 as plan does (cost searches its own rates: no --rate)
-    for cmd in (("goodput", "--simulate", *QWEN, *SIM), ("cost", "--simulate", *QWEN, *SIM[:4], "--num-requests", "50")):
+    cost = ("cost", "--simulate", *QWEN, *SIM[:4], "--num-requests", "50")
+    for cmd in (("goodput", "--simulate", *QWEN, *SIM), cost):
         assert refused(*cmd, "--slo", "ttft=200ms", "--mamba-ssm-cache-dtype", "fp8").startswith(
             "--mamba-ssm-cache-dtype fp8: vLLM accepts auto")
+
+
+def test_offload_reads_it_as_plan():
+    off = ("offload", *QWEN, "--kv-offloading-size", "64")
+    assert refused(*off, "--mamba-ssm-cache-dtype", "fp8") == (
+        "--mamba-ssm-cache-dtype fp8: vLLM accepts auto, float32, float16, bfloat16")
+    msg = refused(*off[:-2], "--engine", "sglang", "--mamba-ssm-cache-dtype", "float32")
+    assert msg.startswith("--mamba-ssm-cache-dtype is a vLLM flag") and "with --engine sglang" in msg

@@ -51,8 +51,6 @@ def offload(
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
     from rich.console import Console
 
-    from kvledger.accounting.settings import make_settings
-    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -65,10 +63,8 @@ def offload(
     _refuse_old_price(old_host_price)
     cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
                                           if max_model_len else None)
-    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap,
-                             quantization=quantization.lower() if quantization else None,
-                             enforce_eager=bool(enforce_eager), wddm=bool(wddm),
-                             mamba_ssm_cache_dtype=check_ssm_dtype(mamba_ssm_cache_dtype))
+    settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
+                         max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers, link_fraction=link_fraction)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
@@ -80,6 +76,15 @@ def offload(
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         render_offload(rep, Console(emoji=False))
+
+
+def _settings(engine: str, quantization: str | None, ssm_dtype: str | None, **kw: Any) -> Any:
+    """The plan settings of offload's flags, --quantization and --mamba-ssm-cache-dtype read as ``plan`` reads them."""
+    from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
+
+    return make_settings(engine=engine.lower(), quantization=quantization.lower() if quantization else None,
+                         mamba_ssm_cache_dtype=check_ssm_dtype(ssm_dtype), **kw)
 
 
 def _refuse_old_price(old_host_price: str | None) -> None:
