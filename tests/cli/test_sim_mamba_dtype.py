@@ -66,3 +66,19 @@ def test_offload_reads_it_as_plan():
         "--mamba-ssm-cache-dtype fp8: vLLM accepts auto, float32, float16, bfloat16")
     msg = refused(*off[:-2], "--engine", "sglang", "--mamba-ssm-cache-dtype", "float32")
     assert msg.startswith("--mamba-ssm-cache-dtype is a vLLM flag") and "with --engine sglang" in msg
+
+
+def test_search_plans_simulates_and_launches_every_candidate_with_it():
+    # the one candidate (H100, TP 4) is planned as plan plans float32 above: 4,547 blocks of 576 tokens; its vllm and
+    # check lines carry the flag, so the check line's plan is that pool
+    argv = ("search", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--slo", "ttft=2000ms,tpot=200ms", "--gpu", "H100-SXM",
+            "--tp", "4", "--max-model-len", "32768", "--prompt-lengths", "fixed:200", "--output-lengths", "fixed:20",
+            "--num-requests", "50", "--rate", "1")
+    doc = json.loads(run_cli(*argv, "--mamba-ssm-cache-dtype", "float32", "--json").output)
+    launch = doc["winner"]["launch"]
+    assert doc["spec"]["mamba_ssm_cache_dtype"] == "float32"
+    assert "4,547 KV blocks of 576 tokens per GPU" in launch["note"]
+    assert launch["vllm"].endswith("--mamba-ssm-cache-dtype float32")
+    assert launch["check"].endswith("--mamba-ssm-cache-dtype float32")
+    assert refused(*argv, "--mamba-ssm-cache-dtype", "fp8") == (
+        "--mamba-ssm-cache-dtype fp8: vLLM accepts auto, float32, float16, bfloat16")

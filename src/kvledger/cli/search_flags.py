@@ -94,6 +94,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
     ``SearchVolumeFlags``)."""
+    from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_tokens
@@ -133,7 +134,9 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       api=api, batch_share=p.batch_share,
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
-                      client_latency=e.client_latency)
+                      client_latency=e.client_latency,
+                      mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
+                          e.mamba_ssm_cache_dtype))
     from kvledger.analyses.search.evaluate import check_volume
     from kvledger.analyses.search.load import load_problems
 

@@ -214,7 +214,7 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     link_kind = "nvlink" if gpu.interconnect_bytes_per_s else "pcie"
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
-                             quantization=spec.quantization,
+                             quantization=spec.quantization, mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
                              if spec.cpu_overhead else 0.0, wddm=spec.wddm)
     # priced as the colocated candidates' simulate runs are (screen.py: the GPU's --gpu-profile choice, the GEMM mode

@@ -49,6 +49,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
     flags += quant + (["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
+    flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     vllm = ["vllm", "serve", model_id, *flags]
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]

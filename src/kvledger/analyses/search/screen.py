@@ -50,7 +50,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
                           gemm_efficiency=spec.gemm_efficiency, allreduce_link_share=spec.allreduce_link_share,
                           wddm=spec.wddm or None, quantization=spec.quantization,
-                          client_latency=latency_arg(spec), enable_expert_parallel=cand.enable_expert_parallel)
+                          client_latency=latency_arg(spec), enable_expert_parallel=cand.enable_expert_parallel,
+                          mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto")
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
@@ -105,6 +106,7 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)",
             **({"wddm": True} if plan.settings.wddm else {}),  # --wddm: the check line plans it so
             **({"quantization": q} if (q := plan.settings.quantization) else {}),  # -q fp8: every launch line
+            **({"mamba_ssm_cache_dtype": d} if (d := plan.settings.mamba_ssm_cache_dtype) != "auto" else {}),
             **({"enable_expert_parallel": True} if plan.settings.enable_expert_parallel else {}),  # vLLM's lines
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
 

@@ -47,7 +47,7 @@ class SearchSpec:
         allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link's one-direction
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
-        engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
+        engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype: fixed vLLM flags (None: default).
         quantization: vLLM ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
@@ -67,7 +67,8 @@ class SearchSpec:
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
-                         "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens")
+                         "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens",
+                         "mamba_ssm_cache_dtype")
 
     model: str
     slo: str
@@ -101,6 +102,7 @@ class SearchSpec:
     gpu_usd_per_hour: float | Mapping[str, float] | None = None
     wddm: bool = False
     client_latency: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``
