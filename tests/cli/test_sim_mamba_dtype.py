@@ -38,8 +38,18 @@ def test_nemotron_h_float16_as_plan():
     # page and the block (2,080 tokens) and about doubles the blocks, 393 (tests/cli/test_mamba_flags.py works both).
     nemo = ("nvidia/Nemotron-H-56B-Base-8K", "--gpu", "H100-SXM", "--tp", "2", *SIM, "--json")
     for extra, pool in (((), (198, 4128)), (("--mamba-ssm-cache-dtype", "float16"), (393, 2080))):
-        e = json.loads(run_cli("simulate", *nemo, *extra).output)["engine"]
-        assert (e["num_gpu_blocks"], e["block_size"]) == pool
+        doc = json.loads(run_cli("simulate", *nemo, *extra).output)
+        assert (doc["engine"]["num_gpu_blocks"], doc["engine"]["block_size"]) == pool
+    assert any(n.startswith("Mamba SSM state in float32 (4 B per element): --mamba-ssm-cache-dtype auto becomes vLLM's "
+                            "default for Nemotron-H (float32)") for n in json.loads(run_cli("simulate", *nemo).output)
+               ["notes"])
+
+
+def test_simulate_says_when_it_has_no_effect():
+    # as plan says it (tests/cli/test_mamba_flags.py): Llama-3.1-8B keeps no state layer
+    doc = json.loads(run_cli("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", *SIM, "--json",
+                             "--mamba-ssm-cache-dtype", "float16").output)
+    assert "--mamba-ssm-cache-dtype float16 has no effect: the model keeps no Mamba (SSM) state" in doc["notes"]
 
 
 def test_simulating_commands_refuse_what_plan_refuses():

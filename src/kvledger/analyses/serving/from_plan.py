@@ -165,7 +165,8 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
     except ContiguousTooLargeError as e:  # the same refusal, with the blocks' sizes from the plan
         raise e.with_bytes(m.bytes_per_block) from None
     notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
-    notes += [n for n in plan.memory.notes if n.startswith("--enable-expert-parallel")]  # what the flag did, or not
+    notes += [n for n in plan.memory.notes  # what the flag did, or not; the SSM dtype vLLM resolves auto to
+              if n.startswith(("--enable-expert-parallel", "--mamba-ssm-cache-dtype", "Mamba SSM state in"))]
     if cfg.sglang_pool_caps_context:
         notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
                                          cfg.sglang_max_req_len))
