@@ -59,7 +59,12 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
                                  "--session-rate", "0.01", "--offload", "cpu:64GiB", "--workers", "1", "--json"],
                            catch_exceptions=False)
     d = json.loads(r.stdout)
-    assert d["spec"]["synthetic"] == {"workload": "chat", "num_sessions": 8}
+    # the session rule of every command (offload, simulate): no --max-model-len, so kvledger's default 32,768
+    assert d["spec"]["synthetic"] == {"workload": "chat", "num_sessions": 8, "context_cap_tokens": 32_768,
+                                      "context_cap_source": ("kvledger's session default, not the model's context: a "
+                                                             "session stops before its context would pass it, so the "
+                                                             "cap sets how long sessions grow; pass --max-model-len "
+                                                             "to change it")}
     assert d["spec"]["rate_req_per_s"] == pytest.approx(0.07625)
     assert d["notes"][0].startswith("load: --session-rate 0.01 sessions/s × 7.625 turns per session")
     variant = "nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"
@@ -67,7 +72,8 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
     (o,) = d["offload"]
     assert o["id"] == variant and o["status"] == "feasible" and "tier_prices.csv GCP:host" in o["tier_price"]["source"]
     base = next(e for e in d["candidates"] if e["id"] == "nvidia_h100_sxm:tp1:kv-auto")
-    assert base["workload"]["num_requests"] == 61 and base["workload"]["trace"] == "chat sessions (8 per probe)"
+    assert base["workload"]["num_requests"] == 61 and base["workload"]["trace"] == (
+        "chat sessions (8 per probe, context ≤ 32,768 tokens)")
 
 
 def test_session_flags_need_a_session_workload():

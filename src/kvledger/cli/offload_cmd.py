@@ -62,7 +62,7 @@ def offload(
 
     _refuse_old_price(old_host_price)
     cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
-                                          if max_model_len else None)
+                                          if max_model_len else None, load_model(model).derived_max_model_len)
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
                          max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers, link_fraction=link_fraction)

@@ -85,11 +85,12 @@ def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, 
 
 def workload_of(flags: Any, session_workload: str | None, sessions: int | None, session_rate: float | None,
                 rate: float | None, monthly_tokens: float | None, model: str, max_model_len: int | None,
-                seed: int, disagg: bool) -> tuple[Any, float | None, list[str]]:
+                seed: int, disagg: bool, cap_source: str = "") -> tuple[Any, float | None, list[str]]:
     """(the workload spec of every probe, the load in req/s, notes): the trace or synthetic flags
     (``sim_opts.synthetic_spec``), or with ``--workload chat|agent`` a session workload
     (``analyses/serving/session_spec.SessionSpec``) whose ``--session-rate`` (session starts per second, the load to
-    size for) becomes turns per second: × the drawn sessions' turns per session.
+    size for) becomes turns per second: × the drawn sessions' turns per session. ``max_model_len`` and
+    ``cap_source``: the sessions' context cap and where it came from (``search_flags.session_cap``).
 
     Raises:
         InputError: a session flag without ``--workload``, ``--workload`` with a trace, a synthetic workload or
@@ -125,7 +126,8 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
                          "--prompt-lengths/--output-lengths")
     if disagg:
         raise InputError("--disagg is not simulated on a session workload (its units replay open-loop requests)")
-    spec = SessionSpec(session_workload.strip().lower(), 200 if sessions is None else sessions)
+    spec = SessionSpec(session_workload.strip().lower(), 200 if sessions is None else sessions, max_model_len,
+                       cap_source)
     if session_rate is None:
         return spec, rate, []
     if rate is not None or monthly_tokens is not None:

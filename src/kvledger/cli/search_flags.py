@@ -12,7 +12,7 @@ from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
 from kvledger.cli.search_axes import axes_of, refuse_empty, splits_of, workload_of
 
-__all__ = ["SearchAxesFlags", "SearchRunFlags", "SearchVolumeFlags", "search_inputs"]
+__all__ = ["SearchAxesFlags", "SearchRunFlags", "SearchVolumeFlags", "search_inputs", "session_cap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +118,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         from kvledger.accounting.settings import make_settings
 
         make_settings(quantization=e.quantization.lower())
+    mml, cap_source = session_cap(model, mml) if sessions.session_workload else (mml, "")
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
                                        rate, split if monthly_tokens is None else monthly_tokens, model, mml,
-                                       w.seed, ax.disagg)
+                                       w.seed, ax.disagg, cap_source)
     spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                       num_requests=w.num_requests, shared_prefix_tokens=w.shared_prefix_tokens,
                       seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
@@ -147,6 +148,15 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
     return spec, _axes(ax, e.enable_expert_parallel), load_notes
+
+
+def session_cap(model: str, given_tokens: int | None) -> tuple[int, str]:
+    """(max_model_len of every candidate on a session workload, where it came from): the rule ``offload`` and
+    ``simulate`` apply (``judgments/offload.py : session_context_cap``), so the same flags draw the same sessions."""
+    from kvledger.analyses.judgments.offload import session_context_cap
+    from kvledger.catalog.models import load_model
+
+    return session_context_cap(given_tokens, None if given_tokens else load_model(model).derived_max_model_len)
 
 
 def _axes(ax: SearchAxesFlags, expert_parallel: bool | None) -> Any:

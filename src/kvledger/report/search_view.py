@@ -70,7 +70,7 @@ def _top_table(result: Any, top: int) -> Any:
 
 def _per_probe(sp: Any) -> str:
     if hasattr(sp.synthetic, "prepare_setup"):  # sessions (analyses/serving/session_spec.py)
-        return f"{sp.synthetic.num_sessions:,} {sp.synthetic.workload} sessions per probe"
+        return f"{sp.synthetic.num_sessions:,} {sp.synthetic.workload} sessions per probe{sp.synthetic.cap_words}"
     return f"{sp.num_requests:,} requests per probe"
 
 

@@ -26,21 +26,31 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
-           "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "session_context_cap", "host_unit_name",
-           "tier_cost"]
+           "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "SESSION_CAP_GIVEN", "session_context_cap",
+           "host_unit_name", "tier_cost"]
 
-#: kvledger default max_model_len of a session run (offload, simulate/search/goodput --workload chat|agent) when
-#: --max-model-len is not given: one cap for every command, so the same flags draw the same sessions
+#: kvledger default max_model_len of a session run (offload, simulate and search --workload chat|agent) when
+#: --max-model-len is not given. The rule, one for every command: --max-model-len when given, else the smaller of this
+#: and the model's context. Why: a session stops before its context would pass the cap, so the cap is part of the
+#: workload; taken from the deployment (the model's context, 2K to 262K here) the same flags would draw other sessions
+#: in search than in offload or simulate, and other sessions per model; the model's context bounds it only because
+#: vLLM refuses a max_model_len above it
 SESSION_MAX_MODEL_LEN_TOKENS = 32_768
+SESSION_CAP_GIVEN = "--max-model-len"
 _SESSION_CAP_REASON = ("kvledger's session default, not the model's context: a session stops before its context "
                        "would pass it, so the cap sets how long sessions grow; pass --max-model-len to change it")
+_MODEL_CAP_REASON = ("the model's context, below kvledger's session default of {:,} tokens, which the engine would "
+                     "refuse; a session stops before its context would pass it")
 
 
-def session_context_cap(given_tokens: int | None) -> tuple[int, str]:
+def session_context_cap(given_tokens: int | None, model_context_tokens: int | None = None) -> tuple[int, str]:
     """(the max_model_len of a session run in tokens, where it came from): ``given_tokens`` (--max-model-len) when
-    given, else SESSION_MAX_MODEL_LEN_TOKENS with its reason."""
+    given, else the smaller of SESSION_MAX_MODEL_LEN_TOKENS and ``model_context_tokens`` (the model's derived
+    max_model_len), with its reason."""
     if given_tokens is not None:
-        return given_tokens, "--max-model-len"
+        return given_tokens, SESSION_CAP_GIVEN
+    if model_context_tokens is not None and model_context_tokens < SESSION_MAX_MODEL_LEN_TOKENS:
+        return model_context_tokens, _MODEL_CAP_REASON.format(SESSION_MAX_MODEL_LEN_TOKENS)
     return SESSION_MAX_MODEL_LEN_TOKENS, _SESSION_CAP_REASON
 
 
@@ -134,7 +144,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     more = _more_gpus(loop, cfg, cost, compare_gpus, settings.tp * settings.pp)
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
-          "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or "--max-model-len"}
+          "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or SESSION_CAP_GIVEN}
     wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload])
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),

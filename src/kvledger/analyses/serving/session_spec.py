@@ -33,10 +33,15 @@ class SessionSpec:
     Attributes:
         workload: the preset, ``chat`` or ``agent`` (``dynamics.workload.sessions.SESSION_SHAPES``).
         num_sessions: sessions per probe, count.
+        context_cap_tokens / context_cap_source: the sessions' context cap (the run's max_model_len), tokens, and
+            where it came from (``judgments/offload.py : session_context_cap``, the rule of every session command);
+            None / "" when the caller sets max_model_len itself.
     """
 
     workload: str
     num_sessions: int = 200
+    context_cap_tokens: int | None = None
+    context_cap_source: str = ""
 
     def __post_init__(self) -> None:
         from kvledger.dynamics.workload.sessions import SESSION_SHAPES
@@ -49,7 +54,15 @@ class SessionSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.workload} sessions ({self.num_sessions:,} per probe)"
+        cap = "" if self.context_cap_tokens is None else f", context ≤ {self.context_cap_tokens:,} tokens"
+        return f"{self.workload} sessions ({self.num_sessions:,} per probe{cap})"
+
+    @property
+    def cap_words(self) -> str:
+        """The context cap in words (``, context cap N tokens (source)``), "" when none was set here."""
+        if self.context_cap_tokens is None:
+            return ""
+        return f", context cap {self.context_cap_tokens:,} tokens ({self.context_cap_source})"
 
     @property
     def rate_note(self) -> str:
@@ -92,7 +105,7 @@ class SessionSpec:
             raise InputError("a session workload is driven by its turn rate (--rate); --concurrency and --rate-scale "
                              "do not apply")
         session_rate = self.session_rate(args.rate, args.seed, load_plan(args)[0].memory.max_model_len)
-        setup = prepare_sessions(args, self.workload, self.num_sessions, session_rate)
+        setup = prepare_sessions(args, self.workload, self.num_sessions, session_rate, self.context_cap_source or None)
         setup.workload_info.update({"trace": self.label, "offered_rate_req_per_s": args.rate,
                                     "session_rate_per_s": session_rate})
         return setup

@@ -17,6 +17,7 @@ import numpy as np
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.analyses.judgments.offload import (
+    SESSION_CAP_GIVEN,
     SESSION_SHAPES,
     host_unit_name,
     session_context_cap,
@@ -217,8 +218,8 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     """
     from kvledger.analyses.serving.sim_setup import load_plan
 
-    if cap_source is None:  # search's probes: the plan's max_model_len (the model's context unless given)
-        cap_source = "--max-model-len" if args.max_model_len else "the plan's default, the model's context"
+    if cap_source is None:  # search's probes: the session rule applied to the flags (session_spec.SessionSpec)
+        cap_source = SESSION_CAP_GIVEN if args.max_model_len else "the plan's default, the model's context"
     if kind not in SESSION_SHAPES:
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)} (session presets), got {kind!r}")
     plan, _ = load_plan(args)
@@ -243,7 +244,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     try:
         setup = prepare(args, workload=(loop, len(specs), info))
     except InputError as err:  # the engine refuses a cap the user did not set: say whose it is
-        if cap_source != session_context_cap(None)[1] or not refuses_max_model_len(err):
+        if cap_source == SESSION_CAP_GIVEN or not refuses_max_model_len(err):
             raise
         raise DoesNotFitError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
@@ -256,10 +257,12 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
 
 
 def session_args(args: SimRequestArgs) -> tuple[SimRequestArgs, str]:
-    """(``args`` with the session run's max_model_len, where it came from): --max-model-len when given, else the one
-    session default of ``offload`` and ``simulate`` (``judgments/offload.py : session_context_cap``)."""
+    """(``args`` with the session run's max_model_len, where it came from): --max-model-len when given, else the
+    session rule of every command (``judgments/offload.py : session_context_cap``): the smaller of kvledger's
+    session default and the model's context."""
+    from kvledger.catalog.models import load_model
     from kvledger.units import parse_tokens
 
     given = parse_tokens(args.max_model_len, what="--max-model-len") if args.max_model_len else None
-    cap, source = session_context_cap(given)
+    cap, source = session_context_cap(given, None if given else load_model(args.model).derived_max_model_len)
     return replace(args, max_model_len=cap), source
