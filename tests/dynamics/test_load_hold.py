@@ -22,11 +22,14 @@ def _run(kv, req) -> None:
     req.num_computed_tokens = req.num_tokens
 
 
-def _loaded_and_waiting(running: bool, r_tokens: int = 80, queued: bool = False):
+LOAD_4_BLOCKS_S = 64 * 131072 / 51.2e9  # 64 tokens × 131,072 B / 51.2e9 B/s = 163.84 µs
+
+
+def _loaded_and_waiting(running: bool, r_tokens: int = 80, queued: bool = False, loads: bool = True):
     """A (64 tokens, segments 1–4) runs and finishes: its 4 blocks are cached in HBM and stored in the host tier.
     F (160 unique tokens = all 10 usable blocks) evicts them from HBM and finishes. With ``running``, E (16 unique
     tokens, 1 block) then runs. R (80 tokens, segments 1–5) arrives: HBM hit 0, host hit = blocks 0–3 (the lookup
-    stops at (80 − 1) // 16 = 4), so 4 blocks are loaded and held for R."""
+    stops at (80 − 1) // 16 = 4), so 4 blocks are loaded and held for R (``loads``: at its arrival)."""
     kv = OffloadingPagedKVManager(11, B, True, host=HOST)  # 11 blocks, the null block aside: 10 usable
     a, f = _req(1, 64, (1, 2, 3, 4)), _req(2, 160)
     _run(kv, a)
@@ -38,9 +41,8 @@ def _loaded_and_waiting(running: bool, r_tokens: int = 80, queued: bool = False)
     if running:
         _run(kv, e)
     r = _req(4, r_tokens, tuple(range(1, r_tokens // B + 1)))
-    # the load: 64 tokens × 131,072 B / 51.2e9 B/s = 163.84 µs
-    assert kv.begin_load(r, queued) == pytest.approx(64 * 131072 / 51.2e9)
-    assert kv.host_hit_tokens == 64
+    assert kv.begin_load(r, queued) == (pytest.approx(LOAD_4_BLOCKS_S) if loads else 0.0)
+    assert kv.host_hit_tokens == (64 if loads else 0)
     return kv, r, e
 
 
@@ -86,29 +88,35 @@ def test_a_hold_gives_way_when_nothing_runs_and_its_lost_blocks_are_not_counted(
     assert kv.host_unserved_tokens == 16 and kv.host_load_s == pytest.approx(64 * 131072 / 51.2e9)
 
 
-def test_a_load_whose_prompt_does_not_fit_is_not_held():
-    kv, r, e = _loaded_and_waiting(running=True, r_tokens=160)
+def test_a_load_whose_prompt_does_not_fit_waits_until_it_does():
+    # vLLM 0.33 (scheduler.py schedule: allocate_slots with full_sequence_must_fit and the in-flight reservations)
+    # starts no load that does not fit; the scheduler stops at the request and tries again next step
+    kv, r, e = _loaded_and_waiting(running=True, r_tokens=160, loads=False)
     # R: 160 tokens (10 blocks), host hit blocks 0–3 (the lookup runs to (160 − 1) // 16 = 9; segments 5–10 were
-    # never stored). Its whole prompt needs 4 loaded + 6 more = 10 blocks > 9 free: vLLM would not start this load
-    # yet; here the blocks are loaded and left cached, unreferenced (9 free, nothing held).
+    # never stored). Its whole prompt needs 4 loaded + 6 more = 10 blocks > 9 free (E holds 1): nothing is loaded
     assert kv.held_for_load_blocks == 0 and kv.num_free_blocks == 9
-    d = _req(5, 96)
-    assert kv.admit(d, [], 96, 96)  # 6 blocks: F's 5 left in the queue, then R's block 3 (freed last-first)
-    d.num_computed_tokens = 96
-    kv.free(d, False)
+    assert kv.start_load(r) is None and kv.host_hit_tokens == 0  # the scheduler reaches it: still 10 > 9, it waits
     e.num_computed_tokens = 16
-    kv.free(e, False)
+    kv.free(e, False)  # E finishes: 10 free
+    # now 4 + 6 = 10 ≤ 10 free − 0 reserved: the load starts, its 4 blocks held for R
+    assert kv.start_load(r) == pytest.approx(LOAD_4_BLOCKS_S)
+    assert kv.take_started_loads() == [(r, pytest.approx(LOAD_4_BLOCKS_S))] and kv.take_started_loads() == []
+    assert kv.held_for_load_blocks == 4 and kv.host_hit_tokens == 64
     hits, hit_tokens = kv.match(r)
-    assert hit_tokens == 48
-    # 10 blocks − 3 hits + 3 hits in the free queue = 10 ≤ 10 free
-    assert kv.admit(r, hits, 112, 160)
-    # 16 of the 64 loaded tokens were evicted and are recomputed: 48 count as loaded; HBM's own hits 48 − 48 = 0
-    assert kv.host_hit_tokens == 48 and kv.prefix_stats.hits == 48
-    assert kv.host_unserved_tokens == 16  # read (in the 163.84 µs load) and not served
+    assert hit_tokens == 64
+    # R's admission: 96 new tokens, must fit 160 (10 blocks): 10 − 4 hits + 0 in the free queue = 6 ≤ 6 free
+    assert kv.admit(r, hits, 96, 160)
+    # every loaded token served: 64 loaded, 64 hit at admission, none unserved (before: 16 of the 64 were evicted
+    # by D between an arrival-time load and R's admission, and recomputed)
+    assert kv.host_hit_tokens == 64 and kv.prefix_stats.hits == 64 and not getattr(kv, "host_unserved_tokens", 0)
 
 
-def test_a_load_behind_waiting_requests_is_not_held():
-    # the same load as in the first test, but requests wait ahead of R on its replica: vLLM would load it when the
-    # scheduler reaches it, so the blocks are left cached, unreferenced (9 free: F's 5, then R's 4)
-    kv, _, _ = _loaded_and_waiting(running=True, queued=True)
+def test_a_load_behind_waiting_requests_starts_when_the_scheduler_reaches_it():
+    # requests wait ahead of R on its replica: vLLM loads it when the scheduler reaches it, so at arrival nothing is
+    # loaded (9 free: F's 5, then A's 4 still cached in the host tier only)
+    kv, r, _ = _loaded_and_waiting(running=True, queued=True, loads=False)
     assert kv.held_for_load_blocks == 0 and kv.num_free_blocks == 9
+    # the scheduler reaches R: 4 loaded + 1 more = 5 ≤ 9 free: the load starts and is held
+    assert kv.start_load(r) == pytest.approx(LOAD_4_BLOCKS_S)
+    assert kv.held_for_load_blocks == 4 and kv.host_hit_tokens == 64
+    assert kv.start_load(r) == 0.0  # back at the queue's head after its load: nothing more to load, admit it

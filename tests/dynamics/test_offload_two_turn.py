@@ -132,3 +132,27 @@ def test_vllm_two_turn_with_lmcache_chunks():
     assert rec.ttft_s == pytest.approx(LOAD_S + 0.0108)
     with pytest.raises(InputError, match="whole blocks"):
         simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), HostTier(10, 1.0, 1.0, 1.0, chunk_tokens=100))
+
+
+def test_vllm_load_waits_for_the_scheduler_to_reach_the_request():
+    # vLLM 0.33 (scheduler.py schedule): a load starts when the scheduler reaches the request at the head of its
+    # waiting queue, into blocks held for it, so every loaded block is served. max_num_seqs 1: D (16 + 500 tokens,
+    # at 10 s) runs, E (16 + 16, at 10.1 s) waits behind it, and A-t1 (at A-t0's finish + 10 s ≈ 10.17 s) waits
+    # behind E. The scheduler reaches A-t1 when E finishes; then the 64-block load (2.62144 ms; 64 + 5 = 69 blocks
+    # ≤ 79 free) and one step computing 1,104 − 1,024 = 80 tokens (10 ms + 0.8 ms).
+    d = Session("D", 10.0, (Turn(16, 500),), 0, 3)
+    e = Session("E", 10.1, (Turn(16, 16),), 0, 4)
+    loop = SessionLoop((*_sessions().sessions, d, e), 64)
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048,
+                       max_num_seqs=1)
+    run = simulate_offload(loop, cfg, FixedStepCost(0.01, 1e-5), HOST)
+    rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+    e_rec = next(r for r in run.with_offload.records.records if r.request_id == "E-t0")
+    assert rec.arrival_s < e_rec.arrival_s + e_rec.ttft_s  # A-t1 arrived while E still waited or ran
+    assert rec.arrival_s + rec.ttft_s == pytest.approx(e_rec.finish_s + LOAD_S + 0.0108)
+    # all 1,024 loaded tokens served. Before, the load was made at A-t1's arrival into unreferenced blocks; D's
+    # decode (growing to ⌈516 ÷ 16⌉ = 33 blocks) and E (2) then took 19 of them: 304 tokens loaded and recomputed,
+    # 720 served, and A-t1's step computed 1,104 − 720 = 384 tokens
+    t = run.tiers
+    assert rec.num_cached_tokens == 1024 and t.host_hit_tokens == 1024 and not t.host_unserved_tokens
+    assert t.host_load_s == pytest.approx(LOAD_S)

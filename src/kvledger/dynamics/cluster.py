@@ -278,7 +278,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             return
         if arr.loads and arr.loads[0][0] == t_arr:  # a lower tier's KV load is done: on to the replica
             _, _, req, i = heapq.heappop(arr.loads)
-            replicas[i].add(req)
+            replicas[i].add(req, front=True)  # vLLM schedules a request whose load is done first
             continue
         spec, user = arr.pop()
         req = accept(uid, spec, max_len, replicas[0].cfg.caps_output, replicas[0].cfg.sglang_max_req_len)

@@ -21,12 +21,14 @@ import numpy as np
 
 from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
+from kvledger.dynamics.async_steps import AsyncSteps
 from kvledger.dynamics.batch_rules import BatchRules
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.fast import fast_path
+from kvledger.dynamics.loads_in_flight import LoadsInFlight
 from kvledger.dynamics.outputs.batch_peak import BatchPeak
 from kvledger.dynamics.outputs.itl_gaps import GapHistogram
 from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
@@ -36,7 +38,7 @@ from kvledger.records import RequestRecord
 __all__ = ["Replica"]
 
 
-class Replica(TokenTimes, BatchPeak):
+class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
     """One engine: a scheduler, a KV manager, a clock and compact token-time storage.
 
     Args:
@@ -82,6 +84,7 @@ class Replica(TokenTimes, BatchPeak):
         self.rules = BatchRules.of(cfg)
         self._async = cfg.async_scheduling  # the hot loop's copy of rules.async_scheduling
         self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
+        self.init_loads()  # requests loading KV from a lower tier (loads_in_flight.py)
         self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
         # a RecordSink that takes finished requests' records field by field (cluster.py, one replica on a known trace,
         # no token times): ``finish`` then returns ``(request, None)`` pairs
@@ -102,63 +105,25 @@ class Replica(TokenTimes, BatchPeak):
         steady, held = rule.steady, self.kv.held_blocks
         return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
-    def drain(self) -> bool:
-        """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
-        if not self._deferred:
-            return False
-        for r in self._deferred:
-            self.kv.free(r, preempted=False)
-        self._deferred = []
-        self.sched.num_finishing = 0
-        return True
-
-    def _discard_inflight_token(self, req: SimRequest, step: int) -> None:
-        """Async: a request preempted while the step before ``step`` is in flight loses the token that step samples
-        (vLLM drops the output of a request that is no longer running) and recomputes it later."""
-        if step - 1 > req.run_start:
-            req.runs.append((req.run_start, step - 1))
-        req.run_start = -1
-        req.num_generated -= 1
-        req.num_tokens -= 1
-
-    def defer(self, reqs: list[SimRequest]) -> None:
-        """Async: these requests, finished in the step just run, free their blocks after the next schedule."""
-        self._deferred = reqs
-        self.sched.num_finishing = len(reqs)
-
-    @property
-    def has_deferred(self) -> bool:
-        """Async: finishers of the step in flight still hold their blocks and seats."""
-        return bool(self._deferred)
-
-    def settle_finished(self, finished: list[tuple[SimRequest, int]], start_s: float) -> list:
-        """Records of the requests that finished in the step that started at ``start_s``: their blocks are freed now,
-        or under async scheduling after the next schedule (``defer``)."""
-        if self._async:
-            out = self.finish(finished, freed=True) if finished else []
-            self.defer([r for r, _ in finished])
-            self.last_start_s = start_s
-            return out
-        return self.finish(finished) if finished else []
-
     @property
     def has_work(self) -> bool:
-        return bool(self.sched.running or self.sched.waiting)
+        return bool(self.sched.running or self.sched.waiting or self._loads)
 
     @property
     def num_outstanding(self) -> int:
         """Requests waiting or running, count (what a least-loaded router compares)."""
         return len(self.sched.running) + len(self.sched.waiting)
 
-    def add(self, req: SimRequest) -> None:
-        """A request arrives (its ``arrival_s`` ≤ the next step's start)."""
-        if not self.has_work:
+    def add(self, req: SimRequest, front: bool = False) -> None:
+        """A request arrives (its ``arrival_s`` ≤ the next step's start); ``front``: its KV load is done (vLLM
+        schedules those first, ``kv_holding_waiting``)."""
+        if not (self.sched.running or self.sched.waiting):
             if self._async:  # idle: the last step's output has been processed
                 self.drain()
                 self.last_start_s = None
             if self.now_s < req.arrival_s:
                 self.now_s = req.arrival_s
-        self.sched.waiting.append(req)
+        (self.sched.waiting.appendleft if front else self.sched.waiting.append)(req)
         self.steady = False
 
     def run_unit(self, bound_s: float, through_finishes: bool = True) -> list[tuple[SimRequest, RequestRecord]]:
@@ -168,16 +133,17 @@ class Replica(TokenTimes, BatchPeak):
         the batch stays steady (nothing waits); otherwise it returns at the first finish
         (closed-loop clients react to it).
         """
+        bound_s = self.readmit_loaded(bound_s) if self._loads else bound_s  # KV loads in flight: loads_in_flight.py
+        sched_s, out = self.sched_s, None
         if self.ready and self.fast_forward and self.sched.running:
             if self.steady and not self._deferred:
                 out = fast_path.stretch(self, bound_s, through_finishes)
             elif self.sched.waiting and self.rules.mixed:
                 out = fast_path.admit_step(self)
-            else:
-                out = None
-            if out is not None:
-                return out
-        return self._step()
+        if out is None:
+            out = self._step()
+        self.after_unit(sched_s, bound_s)
+        return out
 
     # ------------------------------------------------------------ one step
     def _step(self) -> list[tuple[SimRequest, RequestRecord]]:
@@ -186,6 +152,9 @@ class Replica(TokenTimes, BatchPeak):
         plan, preempted, admitted = so.scheduled, so.preempted, so.num_admitted
         freed = self.drain() if self._async else False  # async: step k's output is processed after scheduling k+1
         if not plan:
+            if admitted or self._loads:  # only loads started or in flight (WAITING_FOR_REMOTE_KVS): wait for them
+                self.steady, self.waits_for_load = False, not admitted
+                return []
             if self._async and (freed or self.last_start_s is not None):
                 self.last_start_s = None  # nothing to queue behind the step in flight: wait for it, then schedule
                 self.steady = False
@@ -194,7 +163,7 @@ class Replica(TokenTimes, BatchPeak):
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
             if self._async and v.run_start >= 0:
-                self._discard_inflight_token(v, step)
+                self.discard_inflight_token(v, step)
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
         self.note_batch(len(sched.running), preempted, self.now_s)

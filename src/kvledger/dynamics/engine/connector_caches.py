@@ -22,6 +22,8 @@ ARC (``HostARC``), as vLLM writes it:
   ghost list; then the ghost lists are cut to the capacity and the new keys go to T1's end (leaving the ghost
   lists). When neither rule finds a key to evict (T1 under its target and T2 empty), nothing of the run is
   stored (vLLM: "cannot evict enough blocks"; the evictions already made stand).
+
+``HostLRU``: SGLang HiCache's host tier and LMCache's chunks, an LRU whose ``lookup`` hit moves a key to the end.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from itertools import filterfalse, islice
 
-__all__ = ["KeyLRU", "ConnectorLRU", "HostARC", "EvictionLog"]
+__all__ = ["KeyLRU", "ConnectorLRU", "HostARC", "HostLRU", "EvictionLog"]
 
 
 class EvictionLog:
@@ -178,3 +180,54 @@ class HostARC(EvictionLog):
             self.b1.pop(k, None)
             self.b2.pop(k, None)
         self.stored += len(new)
+
+
+class HostLRU(KeyLRU):
+    """Content keys in host memory, least recently used first, for SGLang HiCache's host tier and LMCache's chunks: a
+    ``lookup`` hit moves to the end; a run is stored as its keys one by one (vLLM's connector: ConnectorLRU)."""
+
+    def touch(self, keys: list[int]) -> None:
+        """Nothing: this LRU moves a key to the end when ``lookup`` hits it (module doc)."""
+
+    def store(self, key: int) -> None:
+        held = self.keys
+        if key in held or self.capacity <= 0:
+            return
+        if len(held) >= self.capacity:
+            self.gone.add(held.popitem(last=False)[0])
+            self.evicted += 1
+        held[key] = None
+        self.stored += 1
+
+    def store_run(self, keys: list[int]) -> None:
+        """``store(k)`` for each of ``keys`` (distinct) in order: a key already held stays where it is; a new one
+        goes to the end, evicting the least recently used when full. At once unless a key of the run held now would
+        be evicted before its turn (then it would be stored anew: one by one)."""
+        held, cap = self.keys, self.capacity
+        new = list(filterfalse(held.__contains__, keys))
+        if not new or cap <= 0:
+            return
+        over = len(held) + len(new) - cap  # evictions: held keys (least recent first), then the run's own first ones
+        if over > 0:
+            victims = list(islice(held, over))
+            if len(new) < len(keys) and not set(keys).isdisjoint(victims):
+                for k in keys:
+                    self.store(k)
+                return
+            deque(map(held.__delitem__, victims), 0)
+            self.log_evicted(victims + new[:-cap] if len(new) > cap else victims)  # the run's own first ones too
+        held.update(dict.fromkeys(new[-cap:]))
+        self.stored += len(new)
+        self.evicted += max(0, over)
+
+    def lookup(self, keys: list[int], start: int, stop: int) -> int:
+        """Consecutive hits from ``keys[start]`` (before ``stop``), each touched to the LRU's end."""
+        n, held = 0, self.keys
+        for i in range(start, stop):
+            k = keys[i]
+            if k not in held:
+                self.log_miss(keys, i, stop)
+                break
+            held.move_to_end(k)
+            n += 1
+        return n

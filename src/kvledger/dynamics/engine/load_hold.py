@@ -10,15 +10,14 @@ drops the hold, as does its free.
 
 vLLM starts a load when the scheduler reaches the request in its waiting queue (FCFS: every request ahead of it was
 scheduled or is loading) and only if its whole sequence fits in the free blocks less those the in-flight loads still
-need (``_inflight_prefill_reserved_blocks``, ``scheduler_reserve_full_isl``); otherwise it waits and loads later, so
-a hold lasts about the load. The simulator decides the load when the request arrives: a load made with no request
-waiting ahead of it on its replica and that fits is held; any other is still made, its blocks left cached and
-unreferenced (vLLM would load them later; holding them through the queue would take blocks vLLM does not take). Running
-requests' growth can still use the reserved blocks, so where holds would stall the engine they give way: when an
-admission fails while no running request holds a block, or the lone running request cannot grow, the other holds
-are released. A request admitted without its hold counts as loaded only the loaded blocks it still finds; those
-evicted meanwhile leave the tiers' hit counters (they are recomputed) and count as loaded, unserved
-(``{tier}_unserved_tokens``): the load's time and bytes stay.
+need (``_inflight_prefill_reserved_blocks``, ``scheduler_reserve_full_isl``); otherwise the scheduler stops there and
+tries again next step, loading nothing. The simulator does the same (offload.py: ``begin_load`` at arrival when nothing
+waits ahead, else ``start_load`` when the scheduler reaches it), so every load is held and no loaded block is evicted
+before its request uses it. Running requests' growth can still use the reserved blocks, so where holds would stall
+the engine they give way: when an admission fails while no running request holds a block, or the lone running request
+cannot grow, the other holds are released. A request admitted after its hold gave way counts as loaded only the loaded
+blocks it still finds; those evicted meanwhile leave the tiers' hit counters (they are recomputed) and count as
+loaded, unserved (``{tier}_unserved_tokens``): the load's time and bytes stay.
 """
 
 from __future__ import annotations
@@ -39,15 +38,20 @@ class LoadHolds:
         self._loose: dict[int, tuple[int, int, tuple]] = {}  # uid → (first loaded, loaded, counts): not held
         self.holds_given_way = 0  # holds released by the stall guard, count
 
-    def load_blocks(self, req: SimRequest, keys: list[int], hits: list[int], start: int, n: int,
-                    queued: bool = False) -> float:
-        """Copy blocks ``start … start + n − 1`` of ``req`` (keys ``keys``) from a lower tier into free GPU blocks
-        beyond its GPU hit ``hits`` and count the load (``account_load``); the load time, s. Held for ``req`` (with
-        the hit) when no request waits ahead of it (``queued`` False) and its whole prompt fits beside the blocks
-        the other holds still need, as vLLM starts a load; otherwise left cached, unreferenced (module doc)."""
+    def load_fits(self, req: SimRequest, hits: list[int], n: int) -> bool:
+        """Whether ``req``'s whole sequence fits, its GPU hit ``hits`` and ``n`` loaded blocks included, in the free
+        blocks less those the in-flight loads still need (vLLM's ``allocate_slots`` with ``reserved_blocks`` and
+        ``full_sequence_must_fit``): only then does vLLM start the load (module doc)."""
         pool = self.pool
         rest = -(-req.num_tokens // self.block_size) - len(hits) - n  # blocks its admission will still allocate
-        fits = not queued and pool.num_in_free_queue(hits) + n + rest <= pool.num_free_blocks - self._reserved
+        return pool.num_in_free_queue(hits) + n + rest <= pool.num_free_blocks - self._reserved
+
+    def load_blocks(self, req: SimRequest, keys: list[int], hits: list[int], start: int, n: int) -> float:
+        """Copy blocks ``start … start + n − 1`` of ``req`` (keys ``keys``) from a lower tier into free GPU blocks
+        beyond its GPU hit ``hits`` and count the load (``account_load``); the load time, s. Held for ``req`` (with
+        the hit) until its admission; the caller checked ``load_fits``."""
+        pool = self.pool
+        rest = -(-req.num_tokens // self.block_size) - len(hits) - n  # blocks its admission will still allocate
         if hits:
             pool.touch(hits)
         ids = pool.allocate(n)
@@ -57,14 +61,8 @@ class LoadHolds:
         before = [getattr(self, k, 0) for k in names]
         t = self.account_load(req, start, n)
         counts = tuple((k, getattr(self, k, 0) - b) for k, b in zip(names, before))
-        if fits:
-            self._held[req.uid] = (hits + ids, start, n, counts, rest)
-            self._reserved += rest
-        else:
-            pool.free(ids, n, n)
-            if hits:
-                pool.free(hits, len(hits), len(hits))
-            self._loose[req.uid] = (start, n, counts)
+        self._held[req.uid] = (hits + ids, start, n, counts, rest)
+        self._reserved += rest
         return t
 
     @property

@@ -7,12 +7,18 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   blocks to make room (a run at once, or not at all). Stores are asynchronous, off the step's critical path.
   (Here: prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request
   frees them.)
-* Load: when a request is considered, every full block of it is touched in the CPU tier, which is then looked up
-  from the end of its GPU prefix hit (``get_num_new_matched_tokens``: consecutive hits; connector_caches.py); the
-  request waits (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as
-  cached blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its
-  replica, the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s``
-  later.) The request holds its GPU hit and loaded blocks until it is admitted: load_hold.py.
+* Load (``offloading/scheduler.py : get_num_new_matched_tokens``, ``update_state_after_alloc`` and
+  ``v1/core/sched/scheduler.py : schedule``, 0.33.0): when the scheduler reaches a request at the head of its waiting
+  queue (FCFS), every full block of it is touched in the CPU tier, which is then looked up from the end of its GPU
+  prefix hit (consecutive hits, in blocks: ``--kv-offloading-size`` sets no ``blocks_per_chunk``, so a chunk is one
+  GPU block; connector_caches.py). ``allocate_slots`` then gives the request its hit and the loaded blocks only if
+  its whole sequence fits beside the in-flight loads' reservations; if not, the scheduler stops and nothing is
+  loaded (it tries again next step). A started load leaves the queue (WAITING_FOR_REMOTE_KVS, its blocks in its
+  block table, so none is evicted before use) and the scheduler goes on to the next request; when the copy is done
+  the request is scheduled first (``kv_holding_waiting``) with the blocks as cached blocks. The load is on the
+  request's TTFT, not on any step. (Here: ``begin_load`` when the request reaches its replica with nothing waiting
+  ahead, else ``start_load`` when the scheduler reaches it; the request re-enters the queue's front ``load_s``
+  after the schedule that started it: load_hold.py.)
 
 SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
 the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
@@ -23,11 +29,9 @@ device slots, layer by layer beside the forward pass: the prefill step takes max
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from itertools import filterfalse, islice
 
-from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC, KeyLRU
+from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC, HostLRU
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.load_hold import LoadHolds
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
@@ -82,57 +86,6 @@ class HostTier:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
 
 
-class HostLRU(KeyLRU):
-    """Content keys in host memory, least recently used first, for SGLang HiCache's host tier and LMCache's chunks: a
-    ``lookup`` hit moves to the end; a run is stored as its keys one by one (vLLM's connector: ConnectorLRU)."""
-
-    def touch(self, keys: list[int]) -> None:
-        """Nothing: this LRU moves a key to the end when ``lookup`` hits it (module doc)."""
-
-    def store(self, key: int) -> None:
-        held = self.keys
-        if key in held or self.capacity <= 0:
-            return
-        if len(held) >= self.capacity:
-            self.gone.add(held.popitem(last=False)[0])
-            self.evicted += 1
-        held[key] = None
-        self.stored += 1
-
-    def store_run(self, keys: list[int]) -> None:
-        """``store(k)`` for each of ``keys`` (distinct) in order: a key already held stays where it is; a new one
-        goes to the end, evicting the least recently used when full. At once unless a key of the run held now would
-        be evicted before its turn (then it would be stored anew: one by one)."""
-        held, cap = self.keys, self.capacity
-        new = list(filterfalse(held.__contains__, keys))
-        if not new or cap <= 0:
-            return
-        over = len(held) + len(new) - cap  # evictions: held keys (least recent first), then the run's own first ones
-        if over > 0:
-            victims = list(islice(held, over))
-            if len(new) < len(keys) and not set(keys).isdisjoint(victims):
-                for k in keys:
-                    self.store(k)
-                return
-            deque(map(held.__delitem__, victims), 0)
-            self.log_evicted(victims + new[:-cap] if len(new) > cap else victims)  # the run's own first ones too
-        held.update(dict.fromkeys(new[-cap:]))
-        self.stored += len(new)
-        self.evicted += max(0, over)
-
-    def lookup(self, keys: list[int], start: int, stop: int) -> int:
-        """Consecutive hits from ``keys[start]`` (before ``stop``), each touched to the LRU's end."""
-        n, held = 0, self.keys
-        for i in range(start, stop):
-            k = keys[i]
-            if k not in held:
-                self.log_miss(keys, i, stop)
-                break
-            held.move_to_end(k)
-            n += 1
-        return n
-
-
 class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     """vLLM's paged KV manager with the OffloadingConnector's CPU tier (module doc)."""
 
@@ -146,6 +99,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self.host_load_s = 0.0  # Σ load time, s
         self._stored: dict[int, int] = {}  # request uid → units (blocks or chunks) offered to the CPU tier
         self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU units held)
+        self._deferred: set[int] = set()  # uids whose load waits for the scheduler to reach them (start_load)
+        self._started: list[tuple[SimRequest, float]] = []  # loads start_load began: (request, load time s)
         self._per = max(1, host.chunk_tokens // self.block_size)  # blocks per host unit
         if host.chunk_tokens % self.block_size:
             raise InputError(f"LMCache's chunk ({host.chunk_tokens} tokens) must be whole blocks of {self.block_size}")
@@ -176,6 +131,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     def free(self, req, preempted) -> None:
         self._offer(req, req.num_computed_tokens)
         self._stored.pop(req.uid, None)
+        self._deferred.discard(req.uid)
         super().free(req, preempted)
 
     def free_finished(self, reqs) -> None:
@@ -185,11 +141,43 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         super().free_finished(reqs)
 
     def begin_load(self, req: SimRequest, queued: bool = False) -> float:
-        """Look the request up in the CPU tier beyond its GPU hit; copy the hits into GPU cache blocks. Returns the
-        load time, s (0: nothing to load). ``queued``: requests wait ahead of it (then not held: load_hold.py)."""
+        """At arrival: with no request waiting ahead (``queued`` False) the scheduler reaches it at once, so look it
+        up in the CPU tier beyond its GPU hit and load the hits into held GPU blocks (``_try_load``); else, or when
+        its sequence does not fit beside the in-flight loads, the load waits for ``start_load``. Returns the load
+        time, s (0: nothing loads now)."""
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
+        t = None if queued else self._try_load(req)
+        if t is None:
+            self._deferred.add(req.uid)
+            return 0.0
+        return t
+
+    def start_load(self, req: SimRequest) -> float | None:
+        """The scheduler reached ``req`` at the head of its waiting queue (vLLM 0.33 ``schedule``: the connector's
+        ``get_num_new_matched_tokens`` then ``allocate_slots``): its deferred load, if any. Returns None when its
+        sequence does not fit (the scheduler stops, and tries again next step), 0.0 when nothing loads (admit it as
+        usual), else the load time, s: the request leaves the queue (WAITING_FOR_REMOTE_KVS) and the caller takes
+        it back from ``take_started_loads``."""
+        if req.uid not in self._deferred:
+            return 0.0
+        t = self._try_load(req)
+        if t is None:
+            return None
+        self._deferred.discard(req.uid)
+        if t > 0:
+            self._started.append((req, t))
+        return t
+
+    def take_started_loads(self) -> list[tuple[SimRequest, float]]:
+        """The (request, load time s) of the loads ``start_load`` started since the last call."""
+        out, self._started = self._started, []
+        return out
+
+    def _try_load(self, req: SimRequest) -> float | None:
+        """Look ``req`` up in the CPU tier beyond its GPU hit and copy the hits into GPU blocks held for it; the load
+        time, s (0.0: nothing to load), or None when its sequence would not fit beside the in-flight loads."""
         keys = self._keys(req)
         B = self.block_size
         limit = min(len(keys), (req.num_tokens - 1) // B)
@@ -206,12 +194,9 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             return 0.0
         hits = self.pool.cached_prefix(keys, start)
         n = min(n, self.pool.num_free_blocks - self.pool.num_in_free_queue(hits))
-        if n <= 0:
-            if hits:  # vLLM's allocation references them; nothing to load: released
-                self.pool.touch(hits)
-                self.pool.free(hits, len(hits), len(hits))
-            return 0.0
-        return self.load_blocks(req, keys, hits, start, n, queued)  # held until admitted, if it would be in vLLM
+        if n <= 0 or not self.load_fits(req, hits, n):
+            return None
+        return self.load_blocks(req, keys, hits, start, n)
 
     def account_load(self, req: SimRequest, start: int, n: int) -> float:
         """Count the load of blocks ``start … start + n − 1`` of ``req`` from the host tier; its time, s."""

@@ -100,6 +100,8 @@ class Scheduler:
         self.waiting: deque[SimRequest] = deque()
         self.num_finishing = 0  # async scheduling: requests whose last token is in flight (still hold a seat)
         self._order = ORDER_POLICIES[cfg.scheduling_policy]
+        # a KV connector's load started when admission reaches a request (offload.py ``start_load``); None: no tier
+        self._start_load = getattr(kv, "start_load", None)
         self._static = cfg.batching == "static"
         self._v0 = cfg.batching == "vllm_v0"
         self._watermark_blocks = cfg.v0_watermark_blocks
@@ -187,8 +189,17 @@ class Scheduler:
             self._order(waiting, kv)
         admitted = 0
         max_seqs = cfg.max_num_seqs - self.num_finishing
+        start_load = self._start_load
         while waiting and budget > 0 and len(running) < max_seqs:
             req = waiting[0]
+            if start_load is not None:  # vLLM 0.33: a load starts when the scheduler reaches the request
+                load_s = start_load(req)
+                if load_s is None:  # its sequence does not fit beside the in-flight loads: it waits
+                    break
+                if load_s > 0:  # WAITING_FOR_REMOTE_KVS: out of the queue, the next request considered
+                    waiting.popleft()
+                    admitted += 1  # the step changed the queue (not steady), though nothing runs yet
+                    continue
             handle, hit = kv.match(req)
             n = req.num_tokens - hit
             if not cfg.enable_chunked_prefill and n > budget:

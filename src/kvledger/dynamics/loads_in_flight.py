@@ -1,0 +1,58 @@
+"""A replica's requests whose KV the scheduler started loading from a lower tier (vLLM 0.33 WAITING_FOR_REMOTE_KVS).
+
+vLLM (``v1/core/sched/scheduler.py : schedule``, 0.33.0) starts a connector's asynchronous load when it reaches the
+request at the head of its waiting queue; the request leaves the queue, and once the load is done it is scheduled
+before the waiting queue (``kv_holding_waiting``). Here: the KV manager's ``take_started_loads`` gives each load
+started by a schedule with its time; the request re-enters the waiting queue's front at that schedule's time + the
+load time. A replica with nothing to schedule but loads in flight waits for the first of them (or the next arrival).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from kvledger.dynamics.engine.request_state import SimRequest
+
+__all__ = ["LoadsInFlight"]
+
+
+class LoadsInFlight:
+    """Loads in flight for a ``Replica`` (mixed in; needs its ``kv``, ``sched``, ``now_s`` and ``add``)."""
+
+    def init_loads(self) -> None:
+        self._loads: list[tuple[float, int, SimRequest]] = []  # (ready s, uid, request), a heap
+        self._take_loads = getattr(self.kv, "take_started_loads", None)  # None: no lower tier loads here
+        self.waits_for_load = False  # the last step scheduled nothing: only loads in flight can move it
+
+    @property
+    def loads_in_flight(self) -> int:
+        """Requests whose load is in flight, count."""
+        return len(self._loads)
+
+    def readmit_loaded(self, bound_s: float) -> float:
+        """Put the requests whose load is done by the next schedule at the waiting queue's front, the earliest first;
+        returns the earlier of ``bound_s`` and the next load's ready time (a stretch stops there), s."""
+        done = []
+        while self._loads and self._loads[0][0] <= self.sched_s:
+            done.append(heapq.heappop(self._loads)[2])
+        for req in reversed(done):
+            self.add(req, front=True)
+        return self.next_load_s(bound_s)
+
+    def after_unit(self, sched_s: float, bound_s: float) -> None:
+        """After a step scheduled at ``sched_s``: note the loads it started; when it scheduled nothing and only loads
+        in flight can move the replica, its clock moves to the first one's ready time, or ``bound_s`` if earlier."""
+        self.note_started_loads(sched_s)
+        if self.waits_for_load:
+            self.now_s, self.waits_for_load, self.last_start_s = max(self.now_s, self.next_load_s(bound_s)), False, None
+
+    def note_started_loads(self, sched_s: float) -> None:
+        """The loads the schedule at ``sched_s`` started, each ready at ``sched_s`` + its load time."""
+        if self._take_loads is not None:
+            for req, load_s in self._take_loads():
+                req.arrival_s = sched_s + load_s  # reaches the scheduler again then (as an arrival-time load does)
+                heapq.heappush(self._loads, (req.arrival_s, req.uid, req))
+
+    def next_load_s(self, bound_s: float) -> float:
+        """The earlier of ``bound_s`` and the first load's ready time, s."""
+        return min(bound_s, self._loads[0][0]) if self._loads else bound_s
