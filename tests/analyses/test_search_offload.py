@@ -112,7 +112,8 @@ def test_a_tier_beats_more_gpus_when_it_saves_a_replica():
     tp2 = _entry("h100:tp2", 2, sizing={"replicas": 3, "num_gpus": 6, "monthly_usd": 3 * 2 * gpu_month})
     for tier_month, beats in ((0.0, True), (256 * 3.25, False)):
         # host memory already in the instance ($0): 4 × $1,963.70 = $7,854.80 < $9,818.50, with 4 GPUs < 5 → beats;
-        # at tier_prices.csv's $3.25/GiB-month: 4 × ($1,963.70 + $832) = $11,182.80 > $9,818.50 → does not beat
+        # at $3.25/GiB-month (the 2018 GCP row, tier_prices.csv's default until 2026-12-06):
+        # 4 × ($1,963.70 + $832) = $11,182.80 > $9,818.50 → does not beat
         v = _entry("h100:tp1:offload-cpu-256GiB", 1, offload={"label": "cpu:256GiB"},
                    sizing={"replicas": 4, "num_gpus": 4, "monthly_usd": 4 * (gpu_month + tier_month)})
         compare(v, base, [base, tp2])

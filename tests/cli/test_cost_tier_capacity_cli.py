@@ -61,10 +61,10 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(pc["boundary_rate_req_per_s"]
                                                                    * pc["attainment_at_boundary"])
     # line items: both tiers on the rental; the month of one replica: 1 GPU × $2.95 × 730 h = $2,153.50 +
-    # 64 GiB × $3.25 (bundled GCP row) = $208 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,584.732
+    # 64 GiB × $0.48 (bundled DDR5 RDIMM row) = $30.72 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,407.452
     names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
     assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
-    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(2584.732)
+    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(2407.452)
     notes = d["notes"]
     assert any(n.startswith("the host KV tier (64 GiB per GPU; vLLM --kv-offloading-size 64 GiB over TP 1) is "
                             "simulated") and "OffloadingConnector" in n for n in notes)

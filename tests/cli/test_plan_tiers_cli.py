@@ -86,10 +86,11 @@ def test_offload_cost_lines_at_given_prices():
     assert c["host_memory_usd_per_hour"] == pytest.approx(1.28) and c["with_tier_usd_per_hour"] == pytest.approx(3.78)
     assert c["more_gpus_usd_per_hour"] == pytest.approx(5.0)
     assert tier_cost(256 * 2**30, 1, None, None, 3.65) is None
-    # without a host price: tier_prices.csv's cheapest host row, GCP us-central1 $3.25/GiB-month (2018-05-24):
-    # 256 × 3.25 ÷ 730 = $1.1397/h
+    # without a host price: tier_prices.csv's cheapest host row, DDR5 RDIMM bought at $0.48/GiB-month (2025-12-28):
+    # 256 × 0.48 ÷ 730 = $0.16833/h
     d = tier_cost(256 * 2**30, 1, None, 2.5, None)
-    assert d["host_memory_usd_per_hour"] == pytest.approx(256 * 3.25 / 730) and "GCP:host:us-central1" in d["source"]
+    assert d["host_memory_usd_per_hour"] == pytest.approx(256 * 0.48 / 730)
+    assert "DDR5-RDIMM:host:purchase-36mo" in d["source"]
 
 
 def test_offload_old_host_price_flag_is_refused_with_the_new_name():

@@ -110,11 +110,11 @@ def test_csv_rows_in_rank_order_with_the_settings_run_and_the_tier_bill(tmp_path
     assert {(r["max_num_seqs"], r["max_num_batched_tokens"], r["enable_prefix_caching"]) for r in rows[:2]} == {
         ("1024", "8192", "True")}
     # GPUs × $/GPU-h × 730 h + KV tier = monthly: 1 × 2.69 × 730 = 1,963.70, + 0 colocated, + the CPU tier: 256 GiB ×
-    # $3.25/GiB-month (tier_prices.csv, GCP host memory) = $832 offloaded
+    # $0.48/GiB-month (tier_prices.csv, DDR5 RDIMM bought, 36 months) = $122.88 offloaded
     for r in rows[:2]:
         gpus = int(r["num_gpus"]) * float(r["usd_per_gpu_hour"]) * 730
         assert gpus + float(r["kv_tier_usd_per_month"]) == pytest.approx(float(r["monthly_usd"]))
-    assert [r["kv_tier_usd_per_month"] for r in rows] == ["0.0", "832.0", ""]
+    assert [r["kv_tier_usd_per_month"] for r in rows] == ["0.0", "122.88", ""]
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -63,14 +63,14 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
 
 
 def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simulated():
-    # Nebius H100 $2.95/GPU-h × 730 h = $2,153.50/month; 256 GiB of host memory at the bundled $3.25/GiB-month
-    # = $832/month; together $2,985.50, which the reason used to call "GPU rental alone".
+    # Nebius H100 $2.95/GPU-h × 730 h = $2,153.50/month; 256 GiB of host memory at the bundled $0.48/GiB-month
+    # = $122.88/month; together $2,276.38, which the reason used to call "GPU rental alone".
     args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
             "--num-requests", "200", "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens", "3e9", "--gpu-provider",
             "Nebius", "--kv-tier-host", "256GiB"]
     d = _json(*args)
     reason = d["break_even_volume"]["reason"]
-    assert "$2,986/month in GPU rental and KV tier alone ($2,154 GPUs + $832 tier)" in reason
+    assert "$2,276/month in GPU rental and KV tier alone ($2,154 GPUs + $123 tier)" in reason
     assert "GPU rental alone" not in reason
     # the capacity is now searched with the tier in the simulator (tests/cli/test_cost_tier_capacity_cli.py)
     assert any("is simulated: the capacity priced" in n for n in d["notes"])
@@ -81,7 +81,8 @@ def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
     # H100 TP 1 with and without a 64 GiB host tier: the tier's probes run it in the simulator from 33 req/s, so the
     # two capacities differ by the search's resolution only (boundaries 33.0 and 33.26 req/s; 15.37 and 15.41 good
     # req/s) and size the same replicas, 1, at the capacity and at both ends of its band (×0.84–×1.06 at 5 req/s);
-    # they differ by the tier's price only ($1,964 vs $2,172/month, 10.6 %), which the capacity band cannot flip.
+    # they differ by the tier's price only ($1,963.70 vs $1,963.70 + 64 GiB × $0.48 = $1,994.42/month, 1.6 %), which
+    # the capacity band cannot flip.
     args = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
             "--offload", "none,cpu:64GiB", "--num-requests", "100", "--rate", "5"]
     d = _json(*args)
@@ -92,7 +93,7 @@ def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
     assert not any("may flip" in n for n in d["notes"])
     assert any("cannot flip them" in n for n in d["notes"])
     off = next(e["offload"] for e in d["candidates"] if e.get("offload"))
-    assert "(1 GPU + tier, $2,172)" in off["verdict"] and "1 GPUs" not in off["verdict"]
+    assert "(1 GPU + tier, $1,994)" in off["verdict"] and "1 GPUs" not in off["verdict"]
     assert "(1 GPU, $1,964/month) vs 1 GPU + cpu:64GiB" in off["vs_more_gpus"][0]["text"]
 
 
@@ -114,15 +115,15 @@ def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
     d = _json("prices", "--kind", "tier")
     assert d["api"] == [] and d["gpu"] == []
     host = {r["key"]: r for r in d["tier"] if r["kind"] == "host"}
-    # the default of a kind is its cheapest row: GCP us-central1 host memory $3.25/GiB-month (as of 2018-05-24),
-    # the price `cost --kv-tier-host` and `search --offload` use without --host-memory-usd-per-gib-month
-    gcp = host["GCP:host:us-central1"]
-    assert (gcp["usd_per_gib_month"], gcp["as_of"], gcp["default"]) == (3.25, "2018-05-24", True)
-    assert gcp["source"].startswith("https://") and host["AWS:host:us-east-1"]["default"] is False
+    # the default of a kind is its cheapest row: DDR5 RDIMM bought, $17.29/GiB over 36 months = $0.48/GiB-month (as
+    # of 2025-12-28), the price `cost --kv-tier-host` and `search --offload` use without --host-memory-usd-per-gib-month
+    ddr5 = host["DDR5-RDIMM:host:purchase-36mo"]
+    assert (ddr5["usd_per_gib_month"], ddr5["as_of"], ddr5["default"]) == (0.48, "2025-12-28", True)
+    assert ddr5["source"].startswith("https://") and host["AWS:host:us-east-1"]["default"] is False
     assert sum(r["default"] for r in d["tier"]) == 2  # one host, one nvme
     assert [r["key"] for r in _json("prices", "--kind", "tier", "--provider", "aws")["tier"]] == ["AWS:host:us-east-1"]
     text = runner.invoke(app, ["prices", "--kind", "tier"]).output
-    assert "KV-tier prices, USD per GiB-month" in text and "2018-05-24" in text
+    assert "KV-tier prices, USD per GiB-month" in text and "2025-12-28" in text
     assert "tier" in _json("prices")  # --kind all lists them too
     res = runner.invoke(app, ["prices", "--kind", "tier", "--gpu", "H100"])
     assert res.exit_code != 0 and "per GiB-month, not per GPU" in str(res.exception)

@@ -90,14 +90,15 @@ def test_cost_cli_tier_flags():
 
 
 def test_a_tier_without_a_price_takes_the_cheapest_bundled_row_and_names_it():
-    # tier_prices.csv: host GCP us-central1 $3.25 and AWS $4.23 per GiB-month (2018-05-24) → GCP's, the cheaper;
-    # nvme GCP Local SSD $0.218 (2015-04-21). 256 GiB per GPU × 730 GPU-hours ÷ 730 = 256 GiB-months × $3.25 = $832
+    # tier_prices.csv: host DDR5 RDIMM bought, $70,800 ÷ 4,096 GiB = $17.29/GiB over 36 months = $0.480 per GiB-month
+    # (2025-12-28), and AWS $4.23 (2018-05-24) → the RDIMM's, the cheaper; nvme GCP Local SSD $0.218 (2015-04-21).
+    # 256 GiB per GPU × 730 GPU-hours ÷ 730 = 256 GiB-months × $0.48 = $122.88
     host = TierRate.given("host", 256.0, None)
-    assert host.usd_per_gib_month == 3.25 and host.as_of == "2018-05-24"
-    assert "tier_prices.csv GCP:host:us-central1" in host.source and "factor13.co" in host.source
+    assert host.usd_per_gib_month == 0.48 and host.as_of == "2025-12-28"
+    assert "tier_prices.csv DDR5-RDIMM:host:purchase-36mo" in host.source and "3dnews.ru" in host.source
     assert "no --host-memory-usd-per-gib-month given" in host.source
     (item,) = tier_items(KvTierBill((host,)), 730.0)
-    assert item.amount_usd == pytest.approx(832.0)
+    assert item.amount_usd == pytest.approx(122.88)
     nvme = TierRate.given("nvme", 1024.0, None)
     assert nvme.usd_per_gib_month == 0.218 and nvme.as_of == "2015-04-21"
     assert TierRate.given("host", 256.0, 1.5).source == "user input (--host-memory-usd-per-gib-month)"
