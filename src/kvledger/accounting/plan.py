@@ -112,6 +112,7 @@ class Plan:
     nodes: NodeAssumption | None = None  # the nodes assumed where --nnodes leaves too many GPUs on one (node_size.py)
     data_parallel: DataParallelFacts | None = None  # the DP ranks' figures (dp_node.py); None at DP 1
     dp_remedy: str | None = None  # MLA at TP > 1: what DP attention would hold, computed (dp_node.py)
+    stage_kv: KVLedger | None = None  # vLLM with PP: the KV ledger of the binding stage's layers alone, per GPU
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (for the simulator), blocks."""
@@ -151,8 +152,9 @@ class Plan:
 
     def kv_facts(self) -> KVFacts:
         from kvledger.accounting import plan_json
-        return plan_json.KVFacts(self.kv, self.memory.bytes_per_block / self.memory.block_size
-                                 if self.memory.stages else None)
+        bind = next((st for st in self.memory.stages if st["binds"]), None)
+        return plan_json.KVFacts(self.kv, self.stage_kv if bind else None,
+                                 plan_json.stage_scope(bind) if bind else None)
 
     def memory_facts(self) -> MemoryFacts:
         from kvledger.accounting import plan_json
@@ -232,11 +234,12 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
             raise InputError(f"max_num_batched_tokens ({mem.max_num_batched_tokens:,}) must be at least max_num_seqs "
                              f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or "
                              "lower --max-num-seqs")
-        row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
+        stage_kv = res.stage_kv
+        row_kv = stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     else:  # plan_other (SGLang's and TRT-LLM's plans, with their load buffers and pools) is imported only for them
         from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 
-        mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
+        mem, row_kv, stage_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv, None
     mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *([nodes.text] if nodes else ()),
                               *ssm_note, *([kv_why] * bool(kv_why)), *ep_notes,
                               *data_parallel_notes(model, s, mem.engine_version), *mem.notes))
@@ -250,7 +253,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     dpf = data_parallel_facts(s, mem, rows + [at_len] * all(r.context_tokens != at_len.context_tokens for r in rows))
-    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf)
+    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf,
+                stage_kv=stage_kv)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
         return plan
     from kvledger.accounting.advice import advise, waterfall
@@ -258,5 +262,5 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     adv = advise(plan, build_plan)
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
     return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes, dpf,
-                dp_remedy(plan, build_plan))
+                dp_remedy(plan, build_plan), stage_kv)
 

@@ -12,10 +12,15 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["ModelFacts", "KVFacts", "MemoryFacts"]
+__all__ = ["ModelFacts", "KVFacts", "MemoryFacts", "stage_scope", "ALL_LAYERS"]
 
-PP_NOTE = ("per GPU of the binding pipeline stage (its layers only); bytes_per_token_per_gpu_all_layers "
-           "is every layer at this TP")
+ALL_LAYERS = "all layers"
+
+
+def stage_scope(stage: dict) -> str:
+    """The scope of a PP plan's per-GPU KV figures: the binding stage's rank and layers (``MemoryPlan.stages``)."""
+    lo, hi = stage["layers"]
+    return f"binding pipeline stage PP{stage['rank']}: layers {lo}–{hi} ({stage['num_layers']} layers)"
 
 
 @dataclass(frozen=True)
@@ -46,24 +51,46 @@ class ModelFacts:
 
 @dataclass(frozen=True)
 class KVFacts:
-    """The KV ledger's JSON; with pipeline parallelism a GPU holds only its stage's layers, so
-    ``bytes_per_token_per_gpu`` is the binding stage's page ÷ block size (B/token) and the every-layer figure moves to
-    ``bytes_per_token_per_gpu_all_layers``; ``stage_bytes_per_token`` is None without PP."""
+    """The KV ledger's JSON. ``per_gpu_scope`` says what every per-GPU figure (``bytes_per_token_per_gpu``,
+    ``growing_bytes_per_token_per_gpu``, ``state_bytes_per_seq_per_gpu``, ``groups``) covers: "all layers", or with
+    pipeline parallelism the binding stage's layers alone (a GPU holds only its stage's KV); then the same three
+    figures over every layer at this TP follow with the suffix ``_all_layers``. ``bytes_per_token_model`` is always
+    the whole model at TP 1 (B/token)."""
 
-    __json__ = ("**kv", ("bytes_per_token_per_gpu", "stage_bytes_per_token"),
-                ("bytes_per_token_per_gpu_all_layers", "all_layers_bytes_per_token"), "pp_note")
-    __json_optional__ = ("bytes_per_token_per_gpu", "bytes_per_token_per_gpu_all_layers", "pp_note")
+    __json__ = ("**shown", ("bytes_per_token_model", "kv.bytes_per_token_model"), ("notes", "kv.notes"),
+                "per_gpu_scope", ("bytes_per_token_per_gpu_all_layers", "all_layers_bytes_per_token"),
+                ("growing_bytes_per_token_per_gpu_all_layers", "all_layers_growing_bytes_per_token"),
+                ("state_bytes_per_seq_per_gpu_all_layers", "all_layers_state_bytes_per_seq"))
+    __json_optional__ = ("bytes_per_token_per_gpu_all_layers", "growing_bytes_per_token_per_gpu_all_layers",
+                         "state_bytes_per_seq_per_gpu_all_layers")
     kv: KVLedger
-    stage_bytes_per_token: float | None = None
+    stage: KVLedger | None = None
+    stage_label: str | None = None
+
+    @property
+    def shown(self) -> KVLedger:
+        """The ledger the per-GPU figures come from: the binding stage's with PP, else every layer's."""
+        return self.stage if self.stage is not None else self.kv
+
+    @property
+    def per_gpu_scope(self) -> str:
+        return self.stage_label if self.stage is not None and self.stage_label else ALL_LAYERS
+
+    def _all(self, name: str) -> float | None:
+        """A figure of every layer at this TP, per GPU (None without PP, where the per-GPU figures already are)."""
+        return None if self.stage is None else getattr(self.kv, name)
 
     @property
     def all_layers_bytes_per_token(self) -> float | None:
-        """Every layer at this TP, per GPU, B/token (None without PP)."""
-        return None if self.stage_bytes_per_token is None else self.kv.bytes_per_token
+        return self._all("bytes_per_token")
 
     @property
-    def pp_note(self) -> str | None:
-        return None if self.stage_bytes_per_token is None else PP_NOTE
+    def all_layers_growing_bytes_per_token(self) -> float | None:
+        return self._all("growing_bytes_per_token")
+
+    @property
+    def all_layers_state_bytes_per_seq(self) -> float | None:
+        return self._all("state_bytes_per_seq")
 
     def to_dict(self) -> dict:
         return to_jsonable(self)

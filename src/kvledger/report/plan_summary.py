@@ -98,7 +98,9 @@ def _dp_lines(p: Plan) -> list[str]:
 def _kv_lines(p: Plan) -> list[str]:
     """The headline (KV per token, per GPU of the binding stage with PP) and the notes that qualify it."""
     m, kv = p.memory, p.kv
-    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
+    shown = p.stage_kv if m.stages and p.stage_kv is not None else kv  # with PP: the binding stage's layers alone
+    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in shown.groups)]
+                     if t)
     auto = next((f" ({n})" for n in m.notes if n.startswith(KV_AUTO_NOTE)), "")  # what auto became, and why
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{auto}{groups}"]
@@ -110,10 +112,11 @@ def _kv_lines(p: Plan) -> list[str]:
         out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
                   f"{kv.kv_cache_dtype} does not matter)")
     if m.stages and not m.kv_free:
-        stage = m.bytes_per_block / m.block_size
-        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
-                  f"layers only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
-                  f"{kv.kv_cache_dtype}{groups}")
+        bind = next(st for st in m.stages if st["binds"])
+        lo, hi = bind["layers"]
+        out[0] = (f"KV per token: {shown.bytes_per_token:,.0f} B ({shown.bytes_per_token / KiB:,.2f} KiB) per GPU of "
+                  f"the binding pipeline stage PP{bind['rank']} (layers {lo}–{hi} only); all {p.model.num_layers} "
+                  f"layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype}{groups}")
     return out
 
 

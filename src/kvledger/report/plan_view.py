@@ -60,16 +60,16 @@ def _kv(p: Plan) -> Table:
         t.add_row("no layer keeps a cache", "0 B", "every layer reads another model's K/V (see the model's notes)")
     t.add_row("[bold]all KV layers[/]", f"[bold]{kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB)[/]",
               f"whole model at TP 1: {kv.bytes_per_token_model:,.0f} B/token")
+    if (bind := next((st for st in p.memory.stages if st["binds"]), None)) and (sk := p.stage_kv) is not None:
+        t.add_row(f"[bold]binding stage PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]})[/]",
+                  f"[bold]{sk.bytes_per_token:,.0f} B ({sk.bytes_per_token / KiB:,.2f} KiB)[/]",  # PP: its layers only
+                  "what one GPU of that stage holds per token: " + "; ".join(g.formula for g in sk.groups))
     return t
 
 
 def _memory(p: Plan) -> Table:
-    m = p.memory
-    where = (
-        f"per GPU of the binding stage PP{next(st['rank'] for st in m.stages if st['binds'])}"
-        if m.stages
-        else "per GPU"
-    )
+    m, bind = p.memory, next((s["rank"] for s in p.memory.stages if s["binds"]), None)
+    where = f"per GPU of the binding stage PP{bind}" if m.stages else "per GPU"
     t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
     total_source = p.gpu.memory_source
     if p.settings.wddm and m.gpu_total_bytes != p.gpu.memory_bytes:  # --wddm: the whole board
