@@ -18,7 +18,8 @@ MIXTRAL = "mistralai/Mixtral-8x7B-v0.1"
 @pytest.mark.parametrize("gpu, per_node", [
     ("H100-SXM", 8), ("B200", 8), ("MI300X", 8),  # SXM/HGX and OAM baseboards: 8 GPUs a node
     ("google_tpu_v5e", 8),  # stated: gpus.csv form_factor "TPU board (8 chips/host)"
-    ("L40S", None), ("H100-PCIe", None),  # PCIe cards: servers of 2 to 10 slots, nothing assumed
+    ("L40S", 10), ("H100-PCIe", 10), ("nvidia_rtx_4090", 10),  # double-width PCIe: a 10-slot 4U server at most
+    ("L4", 20), ("nvidia_t4", 20),  # low-profile PCIe: a 20-slot server behind PCIe switches at most
     ("nvidia_gb200", None),  # a 72-GPU NVLink domain (NVL72), no per-host figure in the catalog
 ])
 def test_gpus_per_node_where_the_catalog_or_the_board_says(gpu, per_node):
@@ -70,3 +71,20 @@ def test_a_fix_raising_tp_past_one_node_names_its_nnodes():
     assert tp16.action == "--tp 16 --nnodes 2" and tp16.max_requests == 7 and round(tp16.max_concurrency, 2) == 7.79
     assert "83.57 GiB KV per GPU" in tp16.detail
     assert not any("--nnodes" in o.action for o in p.advice.options if o is not tp16)  # FP8 KV stays on one node
+
+
+@pytest.mark.parametrize("gpu", ["nvidia_l40s", "nvidia_rtx_4090"])
+def test_tp_16_on_pcie_cards_is_planned_on_2_nodes_with_the_warning(gpu):
+    # 16 double-width PCIe cards: no server holds more than 10, so 16 ranks need 2 nodes; the fewest nodes that split
+    # 16 evenly with ≤ 10 a node is 2 (8 each). Before, one node of 16 was planned without a word.
+    model = load_model("meta-llama/Llama-3.1-70B-Instruct")
+    p = build_plan(model, resolve_gpu(gpu), make_settings(tp=16), with_advice=False)
+    assert p.settings.nnodes == 2 and (p.nodes.given, p.nodes.nnodes, p.nodes.per_node) == (1, 2, 10)
+    assert "more than one node of this GPU holds (10: the most double-width PCIe cards one server holds" in p.nodes.text
+    assert "the plan assumes 2 nodes of 8 (--nnodes 2)" in p.nodes.text and p.nodes.text in p.memory.notes
+
+
+def test_ten_pcie_cards_stay_on_one_node():
+    # TP 2 × PP 5 = 10 ranks ≤ 10 a node: nothing assumed
+    s, nodes = assume_nodes(resolve_gpu("L40S"), make_settings(tp=2, pp=5))
+    assert nodes is None and s.nnodes == 1

@@ -8,8 +8,11 @@ it assumes the fewest nodes that hold the ranks (``ParallelConfig.local_world_si
 on every node, ``topology.py``) and says so.
 
 GPUs per node: where the catalog states it (gpus.csv ``form_factor``, "8 chips/host" for TPU boards), else 8 for an
-SXM, HGX or OAM baseboard (HGX H100/H200/B200, AMD's OAM platforms); PCIe cards (servers of 2 to 10 slots) and
-rack-scale NVLink domains (GB200/GB300 NVL72) have no figure, and nothing is assumed for them.
+SXM, HGX or OAM baseboard (HGX H100/H200/B200, AMD's OAM platforms); a PCIe card at most as many as the largest
+PCIe GPU servers hold: 10 double-width cards (Supermicro SYS-421GE-TNRT, 4U: "up to 10 double-width GPUs"; the
+8-slot servers are the common build, so 10 is the ceiling, not the usual), 20 low-profile or single-width ones
+(Supermicro's 20-slot T4 inference server, PCIe x16 behind PLX switches); rack-scale NVLink domains (GB200/GB300
+NVL72) have no figure, and nothing is assumed for them.
 """
 
 from __future__ import annotations
@@ -20,10 +23,22 @@ from dataclasses import dataclass
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.gpus import GpuSpec
 
-__all__ = ["BASEBOARD_GPUS", "NodeAssumption", "gpus_per_node", "assume_nodes", "nodes_flag", "beyond_a_node"]
+__all__ = ["BASEBOARD_GPUS", "PCIE_DOUBLE_WIDTH_GPUS", "PCIE_SINGLE_WIDTH_GPUS", "NodeAssumption", "gpus_per_node",
+           "assume_nodes", "nodes_flag", "beyond_a_node"]
 
 BASEBOARD_GPUS = 8
 """GPUs on one SXM/HGX or OAM baseboard (HGX H100/H200/B200 8-GPU, AMD Instinct OAM platforms), one per node."""
+
+PCIE_DOUBLE_WIDTH_GPUS = 10
+"""Double-width PCIe GPUs one server holds at most: Supermicro SYS-421GE-TNRT (4U, dual Xeon 6/5th gen), "up to 10
+double-width GPUs" on its specification page (supermicro.com/en/products/system/gpu/4u/sys-421ge-tnrt); the 8-GPU
+PCIe servers (ASUS ESC8000, Supermicro SYS-521GE-TNRT) hold fewer. A consumer card (RTX 4090: 3 slots as sold) fits
+only in its 2-slot server variants, so this is its ceiling as well."""
+
+PCIE_SINGLE_WIDTH_GPUS = 20
+"""Low-profile or single-width PCIe GPUs one server holds at most: Supermicro's inference server with 20 PCIe 3.0 x16
+slots behind Broadcom PLX switches, shown with 20 Tesla T4 (AnandTech, "Scaling Inference with NVIDIA's T4: A
+Supermicro Solution with 320 PCIe Lanes", 2018-11)."""
 
 _STATED = re.compile(r"(\d+) (?:chips|GPUs)(?:/| per )(?:host|node)")
 
@@ -35,6 +50,12 @@ def gpus_per_node(gpu: GpuSpec) -> tuple[int, str] | None:
         return int(m.group(1)), f"gpus.csv: {gpu.form_factor}"
     if any(k in gpu.form_factor for k in ("SXM", "HGX", "OAM")) and "72-GPU" not in gpu.interconnect:
         return BASEBOARD_GPUS, f"an {BASEBOARD_GPUS}-GPU {gpu.form_factor.split(' ')[0]} baseboard"
+    if gpu.form_factor.startswith("PCIe"):
+        if any(k in gpu.form_factor for k in ("low-profile", "single-slot")):
+            return PCIE_SINGLE_WIDTH_GPUS, (f"the most single-width PCIe cards one server holds, "
+                                            f"{PCIE_SINGLE_WIDTH_GPUS} slots behind PCIe switches")
+        return PCIE_DOUBLE_WIDTH_GPUS, ("the most double-width PCIe cards one server holds, a 4U 10-slot server; most "
+                                        "hold 8")
     return None
 
 
