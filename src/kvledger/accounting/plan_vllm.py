@@ -24,6 +24,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
+from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
@@ -180,6 +181,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     b = _budget(model, gpu, s, ver, checkpoint or model, notes)
     stages = _stage_budgets(model, gpu, s, kv, ver, b.mnbt, b.seqs, b.block_size, b.unify, b.requested,
                             checkpoint or model, b.mamba)
+    check_online_fp8_load(checkpoint or model, gpu, s, ver, b.totals[0],  # exit 3 where the 16-bit load cannot fit
+                          ((st.stage, sum(i.bytes for i in st.items if i.name == "non-torch memory")) for st in stages))
     bind = min(stages, key=lambda st: (st.blocks, -st.stage.rank))
     if bind.layout.block_size != b.block_size:
         notes[-2] += N.hybrid_block_size(bind.layout.block_size)
