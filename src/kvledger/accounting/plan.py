@@ -93,7 +93,8 @@ class Plan:
     memory.num_gpu_blocks, memory.block_size, concurrency[].context_tokens / .max_concurrency,
     roofline.ridge_flops_per_byte."""
 
-    __json__ = (("model", "model_facts"), "gpu", "settings", ("kv", "kv_facts"), ("memory", "memory_facts"),
+    __json__ = (("model", "model_facts"), "gpu", ("settings", "resolved_settings"), ("given", "given_settings"),
+                ("kv", "kv_facts"), ("memory", "memory_facts"),
                 "concurrency", "at_max_model_len", "roofline", "advice", "waterfall", "data_parallel", "dp_remedy")
     __json_optional__ = ("data_parallel", "dp_remedy")  # left out at DP 1 / where DP attention does not apply
 
@@ -113,6 +114,7 @@ class Plan:
     data_parallel: DataParallelFacts | None = None  # the DP ranks' figures (dp_node.py); None at DP 1
     dp_remedy: str | None = None  # MLA at TP > 1: what DP attention would hold, computed (dp_node.py)
     stage_kv: KVLedger | None = None  # vLLM with PP: the KV ledger of the binding stage's layers alone, per GPU
+    given: PlanSettings | None = None  # the settings as the caller gave them (None: ``settings`` are those)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (for the simulator), blocks."""
@@ -148,13 +150,22 @@ class Plan:
     # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out (not simulate)
     def model_facts(self) -> ModelFacts:
         from kvledger.accounting import plan_json
-        return plan_json.ModelFacts.of(self.model, self.kv)
+        return plan_json.ModelFacts.of(self.model, self.kv, self.settings.quantization)
 
     def kv_facts(self) -> KVFacts:
         from kvledger.accounting import plan_json
         bind = next((st for st in self.memory.stages if st["binds"]), None)
         return plan_json.KVFacts(self.kv, self.stage_kv if bind else None,
                                  plan_json.stage_scope(bind) if bind else None)
+
+    def resolved_settings(self) -> PlanSettings:
+        """The JSON's ``settings``: what the plan ran with, each engine default resolved (plan_json.py)."""
+        from kvledger.accounting import plan_json
+        return plan_json.resolved_settings(self)
+
+    def given_settings(self) -> PlanSettings:
+        """The JSON's ``given``: the settings as given, None where the engine's default applies."""
+        return self.given or self.settings
 
     def memory_facts(self) -> MemoryFacts:
         from kvledger.accounting import plan_json
@@ -217,7 +228,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     Raises:
         InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
     """
-    s, nodes = assume_nodes(gpu, settings or PlanSettings())  # TP × PP past one node: the nodes they need
+    given = settings or PlanSettings()
+    s, nodes = assume_nodes(gpu, given)  # TP × PP past one node: the nodes they need
     check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     check_data_parallel(model, s)
@@ -254,7 +266,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     dpf = data_parallel_facts(s, mem, rows + [at_len] * all(r.context_tokens != at_len.context_tokens for r in rows))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf,
-                stage_kv=stage_kv)
+                stage_kv=stage_kv, given=given)
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
         return plan
     from kvledger.accounting.advice import advise, waterfall
@@ -262,5 +274,5 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     adv = advise(plan, build_plan)
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
     return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes, dpf,
-                dp_remedy(plan, build_plan), stage_kv)
+                dp_remedy(plan, build_plan), stage_kv, given)
 

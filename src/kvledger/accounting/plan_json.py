@@ -8,13 +8,32 @@ from dataclasses import dataclass
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
+from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant import online_fp8
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["ModelFacts", "KVFacts", "MemoryFacts", "stage_scope", "ALL_LAYERS"]
+__all__ = ["ModelFacts", "KVFacts", "MemoryFacts", "stage_scope", "ALL_LAYERS", "resolved_settings"]
 
 ALL_LAYERS = "all layers"
+
+_FRACTIONS = ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction")
+
+
+def resolved_settings(plan) -> PlanSettings:
+    """The settings a plan ran with: the given ones (``plan.settings``, nodes assumed included) with each engine default
+    the plan resolved in their place: the engine version whose rules apply, max_model_len, the batch limits, the block
+    size (SGLang: page size), the memory fraction the engine uses and the contexts of the concurrency rows. The JSON
+    writes these as ``settings`` and the settings as given (None: the engine's default) as ``given``."""
+    s, m = plan.settings, plan.memory
+    update = {"max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
+              "max_num_seqs": m.max_num_seqs, "block_size": m.block_size,
+              "engine_version": m.engine_version if s.engine == "vllm" else s.engine_version or m.engine_version,
+              "contexts": tuple(r.context_tokens for r in plan.concurrency)}
+    if m.fraction_name in _FRACTIONS:
+        update[m.fraction_name] = m.fraction
+    return s.model_copy(update=update)
 
 
 def stage_scope(stage: dict) -> str:
@@ -26,24 +45,36 @@ def stage_scope(stage: dict) -> str:
 @dataclass(frozen=True)
 class ModelFacts:
     """The model's JSON: its spec, then the KV bytes per token (TP 1, B/token), the weight bytes (B) and the parameter
-    counts its model card states (``kvledger.catalog.models.stated_params``; None when it has no catalog row)."""
+    counts its model card states (``kvledger.catalog.models.stated_params``; None when it has no catalog row).
+    ``quantization`` says the checkpoint's scheme, and where ``--quantization fp8`` quantizes an unquantized
+    checkpoint on load, that online FP8 as served (``weight_bytes`` stays the checkpoint's)."""
 
-    __json__ = ("**spec", "kv_bytes_per_token", "weight_bytes", "stated_params", "stated_active_params")
+    __json__ = ("**spec", ("quantization", "quantization_text"), "kv_bytes_per_token", "weight_bytes",
+                "stated_params", "stated_active_params")
     spec: ModelSpec
     kv_bytes_per_token: float
     stated_params: int | None
     stated_active_params: int | None
+    online_fp8: bool = False
+
+    @property
+    def quantization_text(self) -> str:
+        """The checkpoint's scheme, or with online FP8 what vLLM serves (``catalog.quant.online_fp8``)."""
+        if not self.online_fp8:
+            return self.spec.quant.description
+        return f"{online_fp8().description}, served from the checkpoint ({self.spec.quant.description})"
 
     def weight_bytes(self) -> float:
         """The weights, B (``ModelSpec.weight_bytes``)."""
         return self.spec.weight_bytes()
 
     @classmethod
-    def of(cls, spec: ModelSpec, kv: KVLedger) -> ModelFacts:
+    def of(cls, spec: ModelSpec, kv: KVLedger, quantization: str | None = None) -> ModelFacts:
         from kvledger.catalog.models import stated_params
 
         st = stated_params(spec.catalog_id) if spec.catalog_id else None
-        return cls(spec, kv.bytes_per_token_model, st.total if st else None, st.active if st else None)
+        return cls(spec, kv.bytes_per_token_model, st.total if st else None, st.active if st else None,
+                   quantization == "fp8" and spec.quant.method == "none")
 
     def to_dict(self) -> dict:
         return to_jsonable(self)
