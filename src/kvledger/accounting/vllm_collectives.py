@@ -118,16 +118,29 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
         return Term(pre.bytes, pre.low, pre.high, eager_source(pre.source), pre.range_source)
     tp_nodes = tp_group_nodes(tp, pp, nnodes)  # what the TP group's mechanisms see (PP stages may sit on other nodes)
     t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu) or _non_torch_term(ver, tp, pp, tp_nodes, gpu)
-    if (disable_custom_all_reduce or forced) and custom_all_reduce(tp, tp_nodes, gpu, False)[0]:
+    topo_on, topo_why = custom_all_reduce(tp, tp_nodes, gpu, False)
+    if (disable_custom_all_reduce or forced) and topo_on:
         off, why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch))
-        flag = "--disable-custom-all-reduce" if disable_custom_all_reduce else str(forced)
-        t = Term(t.bytes - off, t.low - off, t.high - off, f"{t.source}; {flag}: {off / MiB:.0f} MiB less ({why})",
+        flag = "custom all-reduce off (--disable-custom-all-reduce)" if disable_custom_all_reduce else str(forced)
+        t = Term(t.bytes - off, t.low - off, t.high - off, _ca_off_source(t.source, topo_why, flag, off, why),
                  t.range_source)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
                     f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
     return t
+
+
+def _ca_off_source(source: str, topo_why: str, flag: str, off: float, why: str) -> str:
+    """The term's source with custom all-reduce off said once: where the topology's rule put it on in ``source``
+    ("custom all-reduce on (TP 8, one node, …) (N MiB of its buffers counted: …)"), that phrase becomes the reason it
+    is off, the topology's verdict named as overridden; else the reason is appended. ``off``: its buffers' bytes that
+    come off, B."""
+    counted = f"{topo_why} ({off / MiB:.0f} MiB of its buffers counted: {why})"
+    detail = topo_why.removeprefix("custom all-reduce on (").removesuffix(")")
+    said = (f"{flag}, where the topology alone would allow it ({detail}): {off / MiB:.0f} MiB of its buffers less "
+            f"({why})")
+    return source.replace(counted, said, 1) if counted in source else f"{source}; {said}"
 
 
 def _rocm_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
