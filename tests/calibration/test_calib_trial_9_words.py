@@ -74,9 +74,10 @@ def test_the_band_lines_are_sentences_that_say_what_the_percentages_are():
     res = CliRunner().invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-profile", str(FF),
                                    "--num-requests", "200", "--rate", "2"])
     said = " ".join(res.stdout.split())
-    # the TTFT and TPOT bands come from different sources: each named as its figure's, in a sentence (the trial read
-    # "on 80% of TTFT mean: GPU profile …")
-    assert "on 80% of the measured points behind each — TTFT mean from GPU profile" in said
+    # the TTFT and TPOT bands' sources differ only in their ranges: the words once, on their own lines, each figure's
+    # range named in place (the trial read "on 80% of TTFT mean: GPU profile …", and later the whole source twice)
+    assert "on 80% of the measured points behind it" in said and "from: GPU profile" in said
+    assert said.count("errors of GPU profiles fitted on other models") == 1 and "[TTFT mean " in said
     assert "predicted ÷ measured − 1, so the measured figure lies in the range the band shows" in said
 
 

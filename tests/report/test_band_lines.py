@@ -27,3 +27,38 @@ def test_a_band_wholly_above_the_point_says_under_predicted():
 def test_a_band_around_the_point_adds_no_warning():
     out = _text({"tpot_mean": PredictionBand(0.010, 0.009, 0.012, "gpu/dense/vllm", 10, "lodo")})
     assert "TPOT mean 10 ms (80% band 9–12 ms" in out and "read the band" not in out
+
+
+def test_band_sources_said_once_with_each_figures_range_and_whose_errors():
+    # the RTX 4090 trial: two sources, the same words but their ranges, each ~1,000 characters, on one line
+    from kvledger.report.band_words import band_source_lines
+
+    src = ("GPU profile bundled:rtx-4090.json (fitted on Llama-3.1-8B/vllm; vLLM 0.19.0): calibrated regime "
+           "gpu/dense/vllm: errors of GPU profiles fitted on other models, on 31 measured points (on H100; "
+           "error_bands.json): {a}; measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA GeForce RTX 4090: a floor "
+           "for it, not a measurement")
+    lines = band_source_lines({"TTFT mean": src.format(a="-64.7% … +183.1%"),
+                               "TPOT mean": src.format(a="-7.1% … +7.6%")})
+    assert lines == [
+        "GPU profile bundled:rtx-4090.json (fitted on Llama-3.1-8B/vllm; vLLM 0.19.0)",
+        "calibrated regime gpu/dense/vllm: errors of GPU profiles fitted on other models, on 31 measured points (on "
+        "H100; error_bands.json): [TTFT mean -64.7% … +183.1%, TPOT mean -7.1% … +7.6%]",
+        "the band's errors were measured on NVIDIA H100 80GB SXM5 only, none on NVIDIA GeForce RTX 4090: a floor for "
+        "the NVIDIA GeForce RTX 4090, not a measurement"]
+
+
+def test_band_sources_in_other_words_keep_their_labels():
+    from kvledger.report.band_words import band_source_lines
+
+    lines = band_source_lines({"TTFT mean": "lodo errors; 24 deployments", "TPOT mean": "a profile's own band"})
+    assert lines == ["TTFT mean: lodo errors", "  24 deployments", "TPOT mean: a profile's own band"]
+
+
+def test_render_bands_prints_short_lines():
+    # two bands of the same words: no printed line carries a source twice
+    src = "regime gpu/dense/vllm: errors on 31 measured points (H100): {a}"
+    out = _text({"ttft_mean": PredictionBand(0.1, 0.05, 0.3, "gpu/dense/vllm", 31, src.format(a="-64.7% … +183.1%")),
+                 "tpot_mean": PredictionBand(0.01, 0.009, 0.011, "gpu/dense/vllm", 31, src.format(a="-7.1% … +7.6%"))})
+    assert out.count("errors on 31 measured points") == 1
+    assert "  from: regime gpu/dense/vllm: errors on 31 measured points (H100): [TTFT mean -64.7% … +183.1%, TPOT " \
+           "mean -7.1% … +7.6%]" in out

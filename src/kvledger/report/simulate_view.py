@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument, load_text, shared_prefix_text
 from kvledger.ledgers.error_band import scope_words
+from kvledger.report.band_words import band_source_lines
 from kvledger.report.preemption_view import preemption_lines
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_source_line, step_cost_warnings
@@ -54,29 +57,25 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
         console.print(f"[bold]read the band, not the point[/]: {', '.join(biased)} (the 80% band lies wholly on one "
                       "side: the simulator erred that way on this regime's measured points)")
     first = next(iter(bands.values()))
-    by_source: dict[str, list[str]] = {}
-    for m, b in bands.items():  # one source, or each figure's where they differ (a profile's checks widen one)
-        by_source.setdefault(b.source, []).append(labels[m])
-    source = f"the measured points behind them, from {first.source}" if len(by_source) == 1 else \
-        "the measured points behind each — " + "; ".join(f"{', '.join(labels)} from {src}"
-                                                        for src, labels in by_source.items())
-    console.print(f"[dim]bands: each is where a real engine's figure fell, given this prediction, on 80% of "
-                  f"{source} (kvledger.ledgers.error_band; regime {first.regime}); the percentages are errors, "
-                  "predicted ÷ measured − 1, so the measured figure lies in the range the band shows; a biased "
-                  "regime's band need not contain the prediction"
-                  + ("; no throughput band: " + ("its queue drained by the end, so its throughput is the offered "
-                                                 "load, though it sat at its knee (see the note)" if at_knee else
-                                                 "the run kept up with its arrivals, so its throughput is the offered "
-                                                 "load") + ", not the capacity (goodput --simulate --target finds it)"
-                     if kept_up else "")
-                  + ("; throughput at saturation: this run's completed requests ÷ its first arrival → last finish, "
-                     "the drain after the last arrival included, as validate compares it — a short run's is below "
-                     "what the engine sustains (goodput --simulate --target finds the SLO capacity)"
-                     if "throughput" in bands and not kept_up and not closed else "")
-                  + ("; closed loop: each turn or request is sent after the last one finished (or, paced, when a "
-                     "client slot frees), so the throughput is what the loop sent; its band holds where the engine was "
-                     "saturated (search --workload / goodput --simulate --target find the capacity)"
-                     if closed and "throughput" in bands else "") + "[/]")
+    console.print(f"[dim]bands: each is where a real engine's figure fell, given this prediction, on 80% of the "
+                  f"measured points behind it (kvledger.ledgers.error_band; regime {first.regime}); the percentages "
+                  "are errors, predicted ÷ measured − 1, so the measured figure lies in the range the band shows; a "
+                  "biased regime's band need not contain the prediction[/]")
+    lines = band_source_lines({labels[m]: b.source for m, b in bands.items()})
+    tails = ([("no throughput band: " + ("its queue drained by the end, so its throughput is the offered load, though "
+                                         "it sat at its knee (see the note)" if at_knee else "the run kept up with its "
+                                         "arrivals, so its throughput is the offered load")
+               + ", not the capacity (goodput --simulate --target finds it)")] if kept_up else [])
+    if "throughput" in bands and not kept_up and not closed:
+        tails.append("throughput at saturation: this run's completed requests ÷ its first arrival → last finish, the "
+                     "drain after the last arrival included, as validate compares it — a short run's is below what "
+                     "the engine sustains (goodput --simulate --target finds the SLO capacity)")
+    if closed and "throughput" in bands:
+        tails.append("closed loop: each turn or request is sent after the last one finished (or, paced, when a client "
+                     "slot frees), so the throughput is what the loop sent; its band holds where the engine was "
+                     "saturated (search --workload / goodput --simulate --target find the capacity)")
+    for i, line in enumerate(lines + tails):
+        console.print(("  from: " if i == 0 else "  ") + escape(line), style="dim", highlight=False)
     names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
     console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
                   "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "
