@@ -228,8 +228,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     Raises:
         InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
     """
-    given = settings or PlanSettings()
-    s, nodes = assume_nodes(gpu, given)  # TP × PP past one node: the nodes they need
+    s, nodes = assume_nodes(gpu, given := settings or PlanSettings())  # TP × PP past one node: the nodes they need
     check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     check_data_parallel(model, s)
@@ -246,8 +245,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
             raise InputError(f"max_num_batched_tokens ({mem.max_num_batched_tokens:,}) must be at least max_num_seqs "
                              f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or "
                              "lower --max-num-seqs")
-        stage_kv = res.stage_kv
-        row_kv = stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
+        row_kv = (stage_kv := res.stage_kv) or kv  # with PP, a request's bytes on one GPU of the binding stage
     else:  # plan_other (SGLang's and TRT-LLM's plans, with their load buffers and pools) is imported only for them
         from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 
@@ -273,6 +271,5 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
     adv = advise(plan, build_plan)
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
-    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len, nodes, dpf,
-                dp_remedy(plan, build_plan), stage_kv, given)
+    return replace(plan, advice=adv, waterfall=wf, dp_remedy=dp_remedy(plan, build_plan))
 
