@@ -182,7 +182,8 @@ def test_the_rtx_pro_6000_editions_share_a_profile_other_gpus_do_not():
 def test_simulate_names_each_bands_source_where_a_profiles_check_widened_one():
     # Qwen3-32B TP 2 on the RTX PRO 6000, priced by the profile fitted on Llama-3.1-8B TP 1: its TPOT band takes the
     # profile's out-of-sample check (Qwen3-32B TP 2, TPOT −10.0% with its all-reduces over PCIe) and TTFT's does not,
-    # so the sources differ and the bands line names each (it named the first alone, which hid why a band widened)
+    # so the sources differ and the bands lines name the clause TPOT's alone has (it named the first source alone, which
+    # hid why a band widened; then each whole source, twice)
     from typer.testing import CliRunner
 
     from kvledger.cli.main import app
@@ -191,7 +192,8 @@ def test_simulate_names_each_bands_source_where_a_profiles_check_widened_one():
                                    "--prompt-lengths", "fixed:1000", "--output-lengths", "fixed:300", "--rate", "1",
                                    "--num-requests", "50"]).output
     text = " ".join(out.split())
-    assert "TPOT mean from GPU profile bundled:rtx-pro-6000.json" in text
+    assert "from: GPU profile bundled:rtx-pro-6000.json" in text
+    assert "TPOT mean only: no narrower than its errors" in text
     # its upper side is the uncalibrated band's +11.8% (error_bands.json uncalibrated/dense/vllm TPOT q90): the
     # profile's one run was saturated, so its latency is not measured (profile_band.latency_unmeasured)
     assert "checked on but not fitted on (Qwen/Qwen3-32B TP 2: -10.0%): -10.0% … +11.8%" in text

@@ -5,7 +5,6 @@ dtype and quantizes after loading: where a GPU cannot hold its stage's 16-bit we
 from __future__ import annotations
 
 import pytest
-
 from cli_run import run_cli
 
 from kvledger.accounting.vllm_online_fp8 import ONLINE_FP8_STREAMS_FROM

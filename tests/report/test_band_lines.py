@@ -47,11 +47,12 @@ def test_band_sources_said_once_with_each_figures_range_and_whose_errors():
         "the NVIDIA GeForce RTX 4090, not a measurement"]
 
 
-def test_band_sources_in_other_words_keep_their_labels():
+def test_clauses_only_some_figures_have_name_them():
     from kvledger.report.band_words import band_source_lines
 
     lines = band_source_lines({"TTFT mean": "lodo errors; 24 deployments", "TPOT mean": "a profile's own band"})
-    assert lines == ["TTFT mean: lodo errors", "  24 deployments", "TPOT mean: a profile's own band"]
+    assert lines == ["TTFT mean only: lodo errors", "TTFT mean only: 24 deployments",
+                     "TPOT mean only: a profile's own band"]
 
 
 def test_render_bands_prints_short_lines():

@@ -29,7 +29,8 @@ def resolved_settings(plan) -> PlanSettings:
     s, m = plan.settings, plan.memory
     update = {"max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
               "max_num_seqs": m.max_num_seqs, "block_size": m.block_size,
-              "engine_version": m.engine_version if s.engine == "vllm" else s.engine_version or m.engine_version,
+              "engine_version": (m.engine_version if s.engine == "vllm" else  # SGLang's "0.5.23 rules": 0.5.23
+                                 s.engine_version or m.engine_version.removesuffix(" rules")),
               "contexts": tuple(r.context_tokens for r in plan.concurrency)}
     if m.fraction_name in _FRACTIONS:
         update[m.fraction_name] = m.fraction

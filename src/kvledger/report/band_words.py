@@ -63,13 +63,17 @@ def _merged(sources: dict[str, str]) -> str | None:
 
 
 def band_source_lines(sources: dict[str, str]) -> list[str]:
-    """The sources of the figures' bands (figure label → its source) as short lines: the shared words once with each
-    figure's ranges in place, else each figure's source under its label; one clause a line."""
-    merged = _merged(sources) if len(sources) > 1 else next(iter(sources.values()))
-    if merged is not None:
-        return [_whose(c) for c in clauses(merged)]
+    """The sources of the figures' bands (figure label → its source) as short lines, one clause a line: a clause all
+    figures share (their words equal but for the ranges) once, each figure's range in place; a clause only some have
+    under their labels ("TPOT mean only: …")."""
+    by_label = {label: clauses(src) for label, src in sources.items()}
+    order: list[str] = []
+    for cs in by_label.values():
+        order += [t for t in (_RANGE.sub("\0", c) for c in cs) if t not in order]
     lines = []
-    for label, src in sources.items():
-        first, *rest = clauses(src)
-        lines += [f"{label}: {_whose(first)}"] + [f"  {_whose(c)}" for c in rest]
+    for template in order:
+        held = {label: next(c for c in cs if _RANGE.sub("\0", c) == template) for label, cs in by_label.items()
+                if any(_RANGE.sub("\0", c) == template for c in cs)}
+        said = _whose(_merged(held) or next(iter(held.values())))
+        lines.append(said if len(held) == len(sources) else f"{', '.join(held)} only: {said}")
     return lines
