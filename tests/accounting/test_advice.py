@@ -134,7 +134,8 @@ def test_a_tp_past_one_server_says_its_all_reduces_cross_the_network():
     # network between them and the layout that keeps TP within one (PP 2 × TP 8); a 70B at TP 4 says nothing of it
     p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("RTX PRO 6000"), make_settings(tp=8))
     tp = next(o for o in p.advice.options if o.action.startswith("--tp"))
-    assert tp.action == "--tp 16"
+    # 16 PCIe cards: more than a 10-slot server holds, so the re-plan assumed 2 nodes and the fix says so (node_size.py)
+    assert tp.action == "--tp 16 --nnodes 2"
     assert "TP 16 spans 2 servers of 8 GPUs" in tp.detail and "--pp 2 --tp 8" in tp.detail
     small = build_plan(load_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), make_settings())
     assert all("servers" not in o.detail for o in small.advice.options)
