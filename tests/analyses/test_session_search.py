@@ -71,7 +71,7 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
     assert set(d["ranking"]) == {"nvidia_h100_sxm:tp1:kv-auto", variant}
     (o,) = d["offload"]
     assert o["id"] == variant and o["status"] == "feasible"
-    assert "tier_prices.csv DDR5-RDIMM:host" in o["tier_price"]["source"]
+    assert "tier_prices.csv Bought:host" in o["tier_price"]["source"]
     base = next(e for e in d["candidates"] if e["id"] == "nvidia_h100_sxm:tp1:kv-auto")
     assert base["workload"]["num_requests"] == 61 and base["workload"]["trace"] == (
         "chat sessions (8 per probe, context ≤ 32,768 tokens)")

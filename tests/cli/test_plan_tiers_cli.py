@@ -90,7 +90,7 @@ def test_offload_cost_lines_at_given_prices():
     # 256 × 0.48 ÷ 730 = $0.16833/h
     d = tier_cost(256 * 2**30, 1, None, 2.5, None)
     assert d["host_memory_usd_per_hour"] == pytest.approx(256 * 0.48 / 730)
-    assert "DDR5-RDIMM:host:purchase-36mo" in d["source"]
+    assert "Bought:host:ddr5-rdimm-36mo" in d["source"]
 
 
 def test_offload_old_host_price_flag_is_refused_with_the_new_name():

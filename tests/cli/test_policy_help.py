@@ -18,7 +18,7 @@ VAL = ["--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--max-model-len",
 def _policy_help(command: str) -> str:
     """The help paragraph of --policy, up to the next option."""
     out = run_cli(command, "--help").output
-    start = out.index("\n  --policy ") + 1
+    start = out.index("\n  --policy") + 1  # "--policy, --engine <str>": plan's name is the same flag
     return out[start:out.index("\n  --", start)]
 
 

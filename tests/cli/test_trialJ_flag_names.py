@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 
 
-def test_engine_on_a_simulating_command_names_policy_and_the_other_way_round(cli_entry):
-    code, out, err = cli_entry("simulate", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang")
-    assert code == 2 and out == ""
-    assert err.strip() == ("error: No such option: --engine (Possible options: --engine-version); kvledger simulate "
-                           "picks the engine with --policy (e.g. --policy sglang) (see 'kvledger simulate --help')")
+def test_policy_on_plan_names_engine(cli_entry):
+    # the simulating commands take --engine as plan names it (the same flag as their --policy,
+    # tests/cli/test_engine_alias_cli.py); plan takes no --policy and says which flag it takes instead
     code, out, err = cli_entry("plan", "llama-3.1-8b", "--gpu", "H100", "--policy", "sglang", "--json")
     assert code == 2 and "kvledger plan picks the engine with --engine (e.g. --engine sglang)" in err
     assert json.loads(out)["error"]["message"].endswith("; kvledger plan picks the engine with --engine (e.g. --engine "

@@ -117,7 +117,7 @@ def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
     host = {r["key"]: r for r in d["tier"] if r["kind"] == "host"}
     # the default of a kind is its cheapest row: DDR5 RDIMM bought, $17.29/GiB over 36 months = $0.48/GiB-month (as
     # of 2025-12-28), the price `cost --kv-tier-host` and `search --offload` use without --host-memory-usd-per-gib-month
-    ddr5 = host["DDR5-RDIMM:host:purchase-36mo"]
+    ddr5 = host["Bought:host:ddr5-rdimm-36mo"]
     assert (ddr5["usd_per_gib_month"], ddr5["as_of"], ddr5["default"]) == (0.48, "2025-12-28", True)
     assert ddr5["source"].startswith("https://") and host["AWS:host:us-east-1"]["default"] is False
     assert sum(r["default"] for r in d["tier"]) == 2  # one host, one nvme

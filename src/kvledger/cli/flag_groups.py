@@ -135,7 +135,7 @@ class EngineFlags:
     policy: str | None = flag("--policy", "--engine", help=(
         "Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default "
         "schedule_policy; the KV pool, page size, chunked_prefill_size and max_running_requests from SGLang's"
-        " memory plan), static, contiguous (max_model_len reserved per request). --engine is plan's name for it."))
+        " memory plan), static (static batching), contiguous (max_model_len reserved per request); alias --engine."))
     prefix_caching_policy: str | None = flag("--prefix-caching-policy", help="vllm or sglang.")
     scheduling_policy: str | None = flag("--scheduling-policy", help="fcfs or lpm.")
     batching: str | None = flag("--batching", help=(
