@@ -9,26 +9,27 @@ from cli_run import MODEL, refused, run_cli
 from kvledger.catalog.api_match import same_model_rows
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.ledgers.api_cost import ApiMix
-from kvledger.ledgers.decision import api_options
+from kvledger.ledgers.cost import Capacity
+from kvledger.ledgers.decision import MonthlyVolume, api_options, resolve_volume
 
+CAP = Capacity(10.0, 10_000.0, 2_500.0, 10_000.0, 2_500.0, 0.4, "given", False)  # as tests/ledgers/test_decision.py
 COST = ["cost", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms", "--num-requests", "500"]
 
 
-def test_a_mix_that_leaves_out_every_row_names_each_row_its_reason_and_flag():
+def test_a_mix_no_row_can_fully_discount_prices_every_row_with_what_it_lacks():
     rows = [(r, True, False) for r in same_model_rows(MODEL)]
     mix = ApiMix(batch_share=0.3, cache_hit_rate=0.8)
-    with pytest.raises(InputError) as err:
-        api_options(rows, mix, None)  # every row refused before the volume is read
-    msg = str(err.value)
-    # api_prices.csv: DeepInfra's 8B row has a blank batch_discount and, like Together's, Fireworks' and Groq's, a
-    # blank cached-input price: the cache-hit rate leaves out all four, the batch share DeepInfra's too
-    assert ("DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo (no batch API: --batch-share 0.3, no cached-input "
-            "price listed: --cache-hit-rate 0.8)") in msg
-    assert "Groq:llama-3.1-8b-instant (no cached-input price listed: --cache-hit-rate 0.8)" in msg
-    # the three rows left out by the cache-hit rate alone come back without it; DeepInfra needs both flags dropped
-    assert ("drop --cache-hit-rate (set it to 0) to compare with Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo, "
-            "Fireworks:llama-v3p1-8b-instruct, Groq:llama-3.1-8b-instant") in msg
-    assert "or name a row of another model with --api PROVIDER:MODEL" in msg
+    vol = resolve_volume(MonthlyVolume(input_tokens=240e6, output_tokens=60e6), CAP)
+    opts, notes = api_options(rows, mix, vol)  # none left out
+    assert len(opts) == len(rows) == 4
+    # api_prices.csv: DeepInfra's 8B row ($0.02 in, $0.03 out) has no batch API and no cached-input price: every token
+    # on demand at list price, 240 × 0.02 + 60 × 0.03 = $6.60 (an upper bound: its cache reads may cost less).
+    # Groq ($0.05/$0.08, 50% batch discount, no cached-input price): (240 × 0.05 + 60 × 0.08) × (1 − 0.3 × 0.5)
+    # = 16.80 × 0.85 = $14.28
+    assert opts[0].price.provider == "DeepInfra" and opts[0].bill.total_usd == pytest.approx(6.6)
+    assert next(o for o in opts if o.price.provider == "Groq").bill.total_usd == pytest.approx(14.28)
+    assert any("DeepInfra" in n and "no batch API" in n and "on-demand rate" in n for n in notes)
+    assert any("Groq:llama-3.1-8b-instant lists no cached-input price" in n and "upper bound" in n for n in notes)
 
 
 def test_an_unknown_provider_is_refused_with_a_given_gpu_price():
@@ -103,8 +104,10 @@ def test_json_api_options_come_cheapest_first_as_the_text_lists_them():
     # Groq (50 + 16)/1e6 = 6.6e-5, Together 216/1e6 = 2.16e-4, Fireworks 240/1e6 = 2.4e-4
     assert [d["key"].split(":")[0] for d in got] == ["DeepInfra", "Groq", "Together", "Fireworks"]
     assert [d["usd_per_request"] for d in got] == pytest.approx([2.6e-5, 6.6e-5, 2.16e-4, 2.4e-4])
-    # a row the mix cannot price comes last, unpriced: DeepInfra has no batch API
-    assert per_request_rows(rows, ApiMix(batch_share=0.3), (1000.0, 200.0, ""))[-1]["usd_per_request"] is None
+    # a 30% batch share: DeepInfra has no batch API, so it stays at its on-demand 2.6e-5; the others' 50% batch
+    # discount takes 0.3 × 0.5 = 15% off: Groq 5.61e-5, Together 1.836e-4, Fireworks 2.04e-4
+    batch = per_request_rows(rows, ApiMix(batch_share=0.3), (1000.0, 200.0, ""))
+    assert [d["usd_per_request"] for d in batch] == pytest.approx([2.6e-5, 5.61e-5, 1.836e-4, 2.04e-4])
 
 
 def test_the_top_of_the_token_range_is_taken_and_a_split_names_the_tokens_it_converted_at():

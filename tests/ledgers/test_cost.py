@@ -11,7 +11,14 @@ from kvledger.catalog.api_match import find_api_price
 from kvledger.catalog.prices import find_gpu_price
 from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence import read_run
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+from kvledger.ledgers.api_cost import (
+    ApiMix,
+    api_ledger,
+    api_price_per_mtok,
+    bill_is_upper_bound,
+    discounts_words,
+    is_upper_bound,
+)
 from kvledger.ledgers.breakeven import break_even_volume
 from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume, build_cost_report
@@ -73,9 +80,30 @@ def test_api_cache_writes_anthropic_and_openai():
     assert "bills no separate cache writes" in notes[0]
 
 
+def test_no_batch_api_prices_the_batch_share_on_demand():
+    # DeepInfra Meta-Llama-3.1-70B-Instruct-Turbo (api_prices.csv): $0.10 in, $0.28 out per Mtok, blank batch discount
+    # (no batch API): a 30% batch share is sent on demand, so 2,100 Mtok in and 900 out cost
+    # 2,100 × 0.10 + 900 × 0.28 = 210 + 252 = $462, the same as with no batch share
+    row = find_api_price("DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
+    led = api_ledger(row, ApiMix(batch_share=0.3), 2100.0, 900.0, "x", "y")
+    assert led.total_usd == pytest.approx(462.0)
+    assert "no batch API" in ApiMix(batch_share=0.3).check(row)[0]
+    assert "batch share is priced at the on-demand rate" in discounts_words(led, row)
+    assert not is_upper_bound(ApiMix(batch_share=0.3), row)
+
+
+def test_no_cached_price_bills_cache_reads_as_input_an_upper_bound():
+    # Together Llama-3.3-70B-Instruct-Turbo: $0.88 in and out, blank cached-input price: with 30% cache reads every
+    # input token is billed at $0.88, so 1 Mtok in + 1 Mtok out = $1.76, an upper bound ("at most")
+    row = find_api_price("Together:meta-llama/Llama-3.3-70B-Instruct-Turbo")
+    mix = ApiMix(cache_hit_rate=0.3)
+    led = api_ledger(row, mix, 1.0, 1.0, "x", "y")
+    assert led.total_usd == pytest.approx(1.76)
+    assert is_upper_bound(mix, row) and bill_is_upper_bound(led)
+    assert "upper bound" in mix.check(row)[0] and "upper bound" in discounts_words(led, row)
+
+
 @pytest.mark.parametrize("row, mix, match", [
-    ("DeepSeek:deepseek-v4-flash", ApiMix(batch_share=0.2), "no batch API"),
-    ("Together:meta-llama/Llama-3.3-70B-Instruct-Turbo", ApiMix(cache_hit_rate=0.3), "lists no cached-input price"),
     ("OpenAI:gpt-4.1", ApiMix(cache_hit_rate=0.7, cache_write_rate=0.4), "exceeds 1"),
     ("OpenAI:gpt-4.1", ApiMix(batch_share=1.5), r"^batch_share 1\.5 is out of range; allowed: \[0, 1\] \(fraction\)$"),
 ])

@@ -112,7 +112,7 @@ def test_fuzzy_api_names_suggest_the_providers_rows():
         find_api_price("Together:llama-8b")
 
 
-def test_api_options_cheapest_first_and_rows_the_mix_cannot_price_left_out():
+def test_api_options_cheapest_first_and_a_row_with_no_batch_api_priced_on_demand():
     vol = resolve_volume(MonthlyVolume(input_tokens=240e6, output_tokens=60e6), CAP)
     rows = [(r, True, False) for r in same_model_rows("meta-llama/Llama-3.1-8B")]
     opts, notes = api_options(rows, ApiMix(), vol)
@@ -121,8 +121,12 @@ def test_api_options_cheapest_first_and_rows_the_mix_cannot_price_left_out():
         totals == sorted(totals) and opts[0].price.provider == "DeepInfra"
     )  # $0.02/$0.03: 240 × 0.02 + 60 × 0.03 = $6.60
     assert totals[0] == pytest.approx(6.6)
+    # half the requests at batch prices: DeepInfra has no batch API, so its half goes on demand and it stays at $6.60;
+    # Groq's 50% batch discount: (240 × 0.05 + 60 × 0.08) × (1 − 0.5 × 0.5) = $16.80 × 0.75 = $12.60
     batch, notes = api_options(rows, ApiMix(batch_share=0.5), vol)
-    assert "DeepInfra" not in {o.price.provider for o in batch} and any("DeepInfra" in n for n in notes)
+    assert batch[0].price.provider == "DeepInfra" and batch[0].bill.total_usd == pytest.approx(6.6)
+    assert next(o for o in batch if o.price.provider == "Groq").bill.total_usd == pytest.approx(12.6)
+    assert any("DeepInfra" in n and "on-demand rate" in n for n in notes)
 
 
 def test_a_low_confidence_cheapest_row_is_checked_against_the_cheapest_high_confidence_one():

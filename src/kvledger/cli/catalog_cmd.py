@@ -100,6 +100,8 @@ def prices(
     if kind in ("gpu", "all"):
         rows = find_gpu_prices(_price_gpu_key(gpu), own_price=False) if gpu else list(gpu_prices())
         gpus = [r for r in rows if not want or r.provider.lower() == want]
+        if gpu and want and not gpus:  # both filters valid, but no row has both: say which rows each one has
+            _none_match(provider, gpu, rows)
     else:
         gpus = []
 
@@ -114,6 +116,19 @@ def prices(
     render_prices(api, gpus, Console(highlight=False, emoji=False), show_api=kind in ("api", "all"),
                   show_gpu=kind in ("gpu", "all"),
                   tiers=[(r, r in defaults) for r in tiers] if kind in ("tier", "all") else None)
+
+
+def _none_match(provider: str, gpu: str, gpu_rows: list) -> None:
+    """Refuse a --provider and --gpu no GPU rental row has together, with the GPUs the provider's rows rent and the
+    providers that rent the GPU."""
+    from kvledger.catalog.prices import gpu_prices
+    from kvledger.errors import InputError
+
+    theirs = sorted({r.gpu_name for r in gpu_prices() if r.provider.lower() == provider.lower()})
+    who = sorted({r.provider for r in gpu_rows})
+    raise InputError(f"no GPU rental row matches --provider {provider} --gpu {gpu}: {provider}'s rows rent "
+                     f"{', '.join(theirs) or 'no GPU'}; {gpu} is rented by {', '.join(who) or 'no provider'} "
+                     f"(kvledger prices --kind gpu --gpu {gpu} lists them)")
 
 
 def _price_gpu_key(name: str) -> str:

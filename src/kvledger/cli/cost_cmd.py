@@ -157,7 +157,7 @@ def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated
                           c.prefill_share, c.max_utilization, people.source, kv_tiers=bo.kv_tiers(params))
     model_name = (c.served_model or p.run.metadata.model) if is_file else simulated
     inputs, notes = decision_inputs(model_name, p.api_price, (c.gpu or p.hardware) if is_file else p.hardware, p.sim,
-                                    bo.host_bill(params), people)
+                                    bo.host_bill(params), people, params.get("peak_to_mean") or 1.0)
     def price(run: Any, sim: Any, capacity: Any) -> Any:
         return cost_payload(run, p.slo, setup, None, ApiMix(c.batch_share, c.cache_hit_rate, c.cache_write_rate),
                             DecisionFactors(more.data_sovereignty, more.model_control, more.team_capability),

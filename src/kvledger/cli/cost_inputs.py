@@ -57,7 +57,7 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
-    from kvledger.ledgers.volume import refuse_utilization_with_volume
+    from kvledger.ledgers.volume import refuse_utilization_above_peak, refuse_utilization_with_volume
 
     problems: list[Exception] = []
     if p["slo"] is None:
@@ -70,6 +70,8 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
     volume_given = any(p.get(k) is not None for k in ("monthly_requests", "monthly_tokens", "monthly_input_tokens",
                                                       "monthly_output_tokens"))
     collect(problems, lambda: refuse_utilization_with_volume(p.get("utilization"), volume_given))
+    collect(problems, lambda: refuse_utilization_above_peak(p.get("utilization"), p.get("max_utilization") or 0.8,
+                                                            p.get("peak_to_mean") or 1.0))
     given = p["gpu_usd_per_hour"]
     usd = collect(problems, lambda: parse_gpu_usd(given, "cost")) if given is not None else None
     api = collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None

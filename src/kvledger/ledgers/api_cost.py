@@ -4,7 +4,10 @@ Per million input tokens, a share ``h`` are prompt-cache reads (``cached_input``
 share ``w`` cache writes (``cache_write`` price where the provider bills writes, Anthropic
 and OpenAI GPT-5.6; otherwise ordinary input), the rest ordinary input. A share ``b`` of
 requests goes through the batch API at ``(1 − batch_discount)`` of every price (documented
-to stack with cache pricing at Anthropic; assumed to stack elsewhere, and said so).
+to stack with cache pricing at Anthropic; assumed to stack elsewhere, and said so). A row with no batch API (a blank
+batch discount) bills its batch share at the on-demand rate: the buyer sends those requests on demand; a row with no
+cached-input price listed bills cache reads as ordinary input (no cache discount assumed: its bill is then an upper
+bound, said as "at most").
 Effective prices: input = [(1−h−w)·p_in + h·p_cached + w·p_write]·(1 − b·d),
 output = p_out·(1 − b·d). Sources: the price row (``catalog/prices.py``); docs/cost.md §6.
 """
@@ -20,7 +23,11 @@ from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
 __all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order",
-           "per_request_rows", "quantized_row_note"]
+           "per_request_rows", "quantized_row_note", "is_upper_bound", "bill_is_upper_bound", "NO_BATCH_API",
+           "NO_CACHED_PRICE"]
+
+NO_BATCH_API = "batch share at on-demand: no batch API"  # in an item's name: the row has no batch API
+NO_CACHED_PRICE = "cache reads at input price: no cached-input price"  # in an item's name: no cached-input price listed
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}  # a row's stated confidence; unstated after low
 
@@ -48,9 +55,11 @@ class ApiMix:
     def check(self, price: ApiPrice) -> list[str]:
         """Validate against ``price``; returns notes on assumptions made.
 
+        A batch share on a row with no batch API is priced at the on-demand rate, and a cache-hit rate on a row with
+        no cached-input price as ordinary input (an upper bound on its bill); each is said in a note.
+
         Raises:
-            InputError: a fraction outside [0, 1], hit + write rates above 1, a batch share for a row
-                with no batch API, or a cache-hit rate for a row with no cached price listed.
+            InputError: a fraction outside [0, 1], or hit + write rates above 1.
         """
         values = asdict(self)
         check_options("cost", values, {n: n for n in values})  # each a fraction in [0, 1] (kvledger.ranges)
@@ -59,11 +68,12 @@ class ApiMix:
                              f"exceeds 1")
         notes = []
         if self.batch_share > 0 and price.batch_discount is None:
-            raise InputError(f"{price.key} has no batch API in the price table (blank batch_discount); set the batch "
-                             f"share to 0")
+            notes.append(f"{price.key} has no batch API in the price table (blank batch discount): its "
+                         f"{self.batch_share:.0%} batch share is priced at its on-demand rate")
         if self.cache_hit_rate > 0 and price.cached_input_usd_per_mtok is None:
-            raise InputError(f"{price.key} lists no cached-input price (blank means not found, not 'no discount'); "
-                             "set the cache-hit rate to 0 or check the provider's page")
+            notes.append(f"{price.key} lists no cached-input price (blank means not found, not 'no discount'): its "
+                         f"{self.cache_hit_rate:.0%} cache reads are priced as ordinary input, so its bill is an upper "
+                         "bound (at most)")
         if self.cache_write_rate > 0 and price.cache_write_usd_per_mtok is None:
             notes.append(f"{price.key} bills no separate cache writes: written tokens priced as ordinary input")
         if (
@@ -93,8 +103,11 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
     p = _prices(price)
     d = price.batch_discount or 0.0
     h, w, b = mix.cache_hit_rate, mix.cache_write_rate, mix.batch_share
-    shares = {"input": input_mtok * (1 - h - w), "cache read": input_mtok * h, "cache write": input_mtok * w,
-              "output": output_mtok}
+    no_batch = b > 0 and price.batch_discount is None  # the batch share goes on demand, at the on-demand rate
+    no_cached = h > 0 and price.cached_input_usd_per_mtok is None  # cache reads billed as ordinary input
+    shares = {"input": input_mtok * (1 - w - (0 if no_cached else h)), "cache read": 0 if no_cached else input_mtok * h,
+              "cache write": input_mtok * w, "output": output_mtok}
+    b = 0.0 if no_batch else b
     ledger = Ledger(name, per)
     src = f"{price.key} list price ({price.confidence} confidence); {price.source}"
     for kind, mtok in shares.items():
@@ -102,6 +115,8 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
             continue
         label = {"input": "input tokens", "cache read": "cached input tokens (cache reads)",
                  "cache write": "cache-write input tokens", "output": "output tokens"}[kind]
+        why = [*([NO_CACHED_PRICE] if no_cached and kind == "input" else []), *([NO_BATCH_API] if no_batch else [])]
+        label += f" ({'; '.join(why)})" if why else ""
         ledger.add(LineItem(f"{label}, on-demand", "Mtok", mtok * (1 - b), p[kind], src, price.as_of))
         if b > 0:
             ledger.add(LineItem(f"{label}, batch API ({d:.0%} off)", "Mtok", mtok * b, p[kind] * (1 - d), src,
@@ -115,8 +130,27 @@ def discounts_words(ledger: Ledger, price: ApiPrice | None = None) -> str:
     Cache writes are no discount: with ``price`` (the bill's row) a write priced above input is said as the row's
     cache-write premium, otherwise as writes billed as ordinary input (``mix_words``)."""
     names = [it.name for it in ledger.items]
-    return mix_words(any("batch API" in n for n in names), any(n.startswith("cached input") for n in names),
+    text = mix_words(any("batch API (" in n for n in names), any(n.startswith("cached input") for n in names),
                      any(n.startswith("cache-write") for n in names), price)
+    if any(NO_BATCH_API in n for n in names):
+        text = text.replace(" (no batch share or prompt-cache rate given)", "")
+        text += "; no batch API, so the batch share is priced at the on-demand rate"
+    if any(NO_CACHED_PRICE in n for n in names):
+        text = text.replace(" (no batch share or prompt-cache rate given)", "")
+        text += "; no cached-input price listed, so cache reads are priced as ordinary input (an upper bound)"
+    return text
+
+
+def bill_is_upper_bound(ledger: Ledger) -> bool:
+    """Whether an ``api_ledger`` bill is only an upper bound, from its own items: cache reads billed as ordinary input
+    on a row with no cached-input price listed (``is_upper_bound``)."""
+    return any(NO_CACHED_PRICE in it.name for it in ledger.items)
+
+
+def is_upper_bound(mix: ApiMix, price: ApiPrice) -> bool:
+    """Whether ``price``'s bill under ``mix`` is only an upper bound: a cache-hit rate on a row with no cached-input
+    price listed, whose cache reads are billed as ordinary input (the real price may be lower)."""
+    return mix.cache_hit_rate > 0 and price.cached_input_usd_per_mtok is None
 
 
 def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None) -> str:
@@ -166,14 +200,19 @@ def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
     return None
 
 
-def quantized_row_note(price: ApiPrice) -> str | None:
+def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = None) -> str | None:
     """A note when the API row serves an FP8-quantized variant — its model name says "FP8" or "Turbo" (Together's and
     DeepInfra's Turbo endpoints serve FP8 weights, as the catalog's DeepInfra row notes), or its notes say FP8 — since
     the self-hosted side is priced at the weights the plan loads (the model's own dtype unless --quantization): the
-    two bills are then not of the same numerics. None otherwise."""
+    two bills are then not of the same numerics. With ``self_host_quantization`` "fp8" (``--quantization fp8``) both
+    sides are FP8 and the note says so instead of asking for it. None when the row is not FP8."""
     text = f"{price.model} {price.notes or ''}".lower()
     if "fp8" not in text and "turbo" not in price.model.lower():
         return None
+    if (self_host_quantization or "").lower() == "fp8":
+        return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), and the "
+                "self-hosted side is priced at FP8 weights too (--quantization fp8): the two bills are of the same "
+                "weight precision; compare quality separately where the two FP8 recipes differ")
     return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
             "self-hosted side is priced at the weights its plan loads (the model's own dtype unless --quantization "
             "fp8): compare quality separately, or price self-hosting at FP8 too")

@@ -25,8 +25,14 @@ from kvledger.ledgers.breakeven import (
 )
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
-from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines, volume_good_requests
-from kvledger.ledgers.factor_rows import at_peak, factor_rows
+from kvledger.ledgers.decision_notes import (
+    no_volume_lines,
+    people_scale_line,
+    secondary_line,
+    verdict_lines,
+    volume_good_requests,
+)
+from kvledger.ledgers.factor_rows import at_peak, conditioned_head, factor_rows, verdict_conditions
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, HostBill
 from kvledger.ledgers.instances import pack
@@ -67,8 +73,8 @@ class CostReport(SelfHostLedgers):
     """Everything the cost command prints; ``__json__`` is the JSON for scripts."""
 
     __json__ = ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
-                "factors", "verdict", "headline", "secondary", "api_options", "notes", "decision", "totals", "ledgers",
-                "monthly")
+                "factors", "verdict", "verdict_conditions", "headline", "secondary", "api_options", "notes", "decision",
+                "totals", "ledgers", "monthly")
     api_input: Ledger
     api_output: Ledger
     sticker: dict[str, Any]
@@ -82,6 +88,7 @@ class CostReport(SelfHostLedgers):
     headline: list[str] = field(default_factory=list)
     api_options: list[dict[str, Any]] = field(default_factory=list)
     secondary: str = ""
+    verdict_conditions: list[str] = field(default_factory=list)  # what an API answer holds only under (factor_rows)
 
     def totals(self) -> dict[str, float]:
         return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd,
@@ -114,6 +121,8 @@ class DecisionInputs:
     rests_on: tuple[str, ...] = ()
     model: str | None = None  # the model the rows were looked up for
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above); None: ±capacity_band
+    quantization: str | None = None  # the self-hosted weights' --quantization (fp8), for the FP8 API row's note
+    peak_to_mean: float = 1.0  # --peak-to-mean: the break-even sizes for it without a volume too (factor_rows.at_peak)
 
 
 def _monthly(d: Decision) -> dict[str, Any]:
@@ -144,14 +153,9 @@ def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix:
     named = [r for r, _, n in rows if n]
     if named:
         return named[0]
-    # the cheapest the mix can price (a tie: the higher confidence: api_cost.tie_order)
+    # the cheapest after the mix (a tie: the higher confidence: api_cost.tie_order)
     options = per_request_rows(rows, mix, tokens_per_request(None, cap))
-    priced = [d["key"] for d in options if d["usd_per_request"] is not None]
-    if not priced:
-        from kvledger.ledgers.api_left_out import no_row_left
-
-        raise no_row_left(mix, [r for r, _, _ in rows])
-    return next(r for r, _, _ in rows if r.key == priced[0])
+    return next(r for r, _, _ in rows if r.key == options[0]["key"])
 
 
 def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list, mix: ApiMix,
@@ -181,15 +185,18 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
 
 
 def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
-              rows: list, cap: Capacity, simulated: bool) -> tuple[list[str], str]:
+              rows: list, cap: Capacity, simulated: bool, factors: DecisionFactors,
+              quantization: str | None) -> tuple[list[str], str]:
     """(the answer's lines, the verdict) with or without a volume, a warning when the capacity is only a lower bound
     (``simulated``: a simulated run at its offered load, whose fix differs), and a note when the row is another
     model."""
     if decision is not None:
         head = verdict_lines(decision, b_vol, gpu_words(decision.packing), setup.num_gpus)
+        head += [w for w in (people_scale_line(decision, setup.engineer_months_per_month, setup.num_gpus),) if w]
+        head = conditioned_head(head, verdict_conditions(factors), decision.verdict == "API")
         verdict = head[0].removeprefix("answer: ")
     else:
-        head = no_volume_lines(b_vol, primary.key)
+        head = conditioned_head(no_volume_lines(b_vol, primary.key), verdict_conditions(factors), False)
         verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
     if cap.lower_bound:
         from kvledger.ledgers.decision_notes import lower_bound_line
@@ -200,7 +207,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
-    head += [n for n in (quantized_row_note(primary),) if n]  # an FP8 API row against the plan's own weights
+    head += [n for n in (quantized_row_note(primary, quantization),) if n]  # an FP8 API row against the plan's weights
     return head, verdict
 
 
@@ -241,8 +248,9 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     api_req = _per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
-    peak = at_peak(u_star, decision, setup)
+    peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
+    b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
@@ -252,7 +260,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                      "are upper bounds")
     ins, outs = per_req[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
     sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
-    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated)
+    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated, factors, inputs.quantization)
     second, sh_req = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = per_request_rows(rows, mix, per_req)  # cheapest first, as the text lists them
@@ -261,7 +269,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
                       sticker, u_star, b_vol, _monthly(decision) if decision else None,
                       factor_rows(setup, factors, u_star, b_vol.get("requests_per_month") is not None),
-                      verdict, notes, decision, head, per_row, second)
+                      verdict, notes, decision, head, per_row, second, verdict_conditions(factors))
 
 
 def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_source: str, primary: ApiPrice,

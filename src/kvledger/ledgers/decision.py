@@ -29,7 +29,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.amounts import usd_text
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, tie_order
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, bill_is_upper_bound, tie_order
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.instances import Packing
@@ -74,30 +74,14 @@ class ApiOption:
 
 def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volume) -> tuple[list[ApiOption], list[str]]:
     """Each (row, same_model, named) priced for ``vol`` under ``mix``, cheapest first (on a tie, the higher-confidence
-    row: ``api_cost.tie_order``); rows the mix cannot price are left out with a note (e.g. a batch share on a row with
-    no batch API)."""
+    row: ``api_cost.tie_order``), with the mix's notes: a row with no batch API bills its batch share on demand, one
+    with no cached-input price its cache reads as ordinary input (an upper bound); none is left out."""
     out, notes = [], []
     for price, same, named in rows:
-        try:
-            notes += [n for n in mix.check(price) if n not in notes]
-        except InputError as err:
-            if named:
-                raise
-            notes.append(f"{price.key} left out: {err}")
-            continue
-        bill = api_ledger(
-            price,
-            mix,
-            vol.input_tokens / 1e6,
-            vol.output_tokens / 1e6,
-            f"API bill per month, {price.key}",
-            "USD per month",
-        )
+        notes += [n for n in mix.check(price) if n not in notes]
+        bill = api_ledger(price, mix, vol.input_tokens / 1e6, vol.output_tokens / 1e6,
+                          f"API bill per month, {price.key}", "USD per month")
         out.append(ApiOption(price, same, named, bill))
-    if rows and not out:  # every row left out by the mix: each named with its reason and flag
-        from kvledger.ledgers.api_left_out import no_row_left
-
-        raise no_row_left(mix, [r for r, _, _ in rows])
     out.sort(key=lambda a: (a.bill.total_usd, *tie_order(a.price)))
     return out, notes
 
@@ -159,6 +143,7 @@ class Decision:
                 ("output_tokens_per_month", "volume.output_tokens"), ("volume_how", "volume.how"), "replicas",
                 "realized_utilization", "max_utilization", "verdict", ("self_host_usd_per_month", "self_host_usd"),
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
+                ("api_usd_per_month_is_upper_bound", "api_upper_bound"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
                 "band_source", "holds_within_band", "band_ends", "capacity_lower_bound", "rests_on", "notes", "sizing",
@@ -192,6 +177,11 @@ class Decision:
     @property
     def band_high(self) -> float | None:  # the highest, e.g. 1.06; None: no upper end (capacity_lower_bound)
         return None if self.capacity_lower_bound else 1 + (self.band_sides or (self.capacity_band,) * 2)[1]
+
+    @property
+    def api_upper_bound(self) -> bool:
+        """The API bill is only an upper bound (cache reads at input price: ``api_cost.bill_is_upper_bound``)."""
+        return bill_is_upper_bound(self.primary.bill)
 
     @property
     def self_host_usd(self) -> float:

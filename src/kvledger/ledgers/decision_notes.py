@@ -7,10 +7,17 @@ import math
 from typing import Any
 
 from kvledger.ledgers.amounts import pct_text, usd_text
-from kvledger.ledgers.api_cost import discounts_words
+from kvledger.ledgers.api_cost import bill_is_upper_bound, discounts_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
-           "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words"]
+           "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words",
+           "people_scale_line", "GPUS_PER_ENGINEER_MONTH"]
+
+
+#: GPUs one engineer-month a month is taken to run before the people line warns that it looks small for the fleet
+#: (``people_scale_line``): a kvledger assumption (8 nodes of 8 GPUs per full-time engineer, a quarter of one for
+#: the default 0.25 engineer-months), not a sourced staffing ratio
+GPUS_PER_ENGINEER_MONTH = 256
 
 
 def tokens_text(n: float) -> str:
@@ -77,8 +84,10 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
     elif d.buy is not None:
         gpu_label += f"; bought would be {usd_text(d.buy.total_usd)}/month"
     winner = "the API" if d.verdict == "API" else "self-host"
+    most = "at most " if bill_is_upper_bound(api.bill) else ""  # no cached-input price: cache reads at input price
     return [
-        f"answer: {winner} — {usd_text(api.bill.total_usd)}/month on the API vs {usd_text(sh)}/month self-hosted, for "
+        f"answer: {winner}{', ' if most and d.verdict == 'API' else ' — '}{most}{usd_text(api.bill.total_usd)}/month "
+        f"on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
@@ -107,6 +116,9 @@ def no_volume_lines(bv: dict[str, Any], api_key: str) -> list[str]:
         v1 = bv.get("first_cheaper_requests_per_month") or bv["requests_per_month"]
         first = (f"answer depends on volume: {_break_even_text(bv)}; below {tokens_text(v1 * per_req)} "
                  f"tokens/month the API ({api_key}) is cheaper")
+    if bv.get("peak_to_mean", 1.0) != 1.0:  # sized for the peak as a volume's answer is (factor_rows.at_peak)
+        first += (f" (replicas sized for a peak {bv['peak_to_mean']:g}× the mean: mean utilization ≤ "
+                  f"{pct_text(bv['mean_utilization_cap'])}, --max-utilization ÷ --peak-to-mean)")
     return [
         first,
         "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
@@ -196,6 +208,30 @@ def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = Fals
             f"({fix})")
 
 
+def _already(d: Any) -> str:
+    """Why no capacity flips an API verdict: one replica alone, with the people line where there is one (a people
+    line of 0, --engineer-months-per-month 0, is not named)."""
+    if d.flips.get("people_usd_per_month"):
+        return "one replica and the people already cost more"
+    return "one replica already costs more"
+
+
+def people_scale_line(d: Any, engineer_months: float, num_gpus: int) -> str | None:
+    """A warning when the fleet a volume needs is large for the people line given: more GPUs than
+    ``GPUS_PER_ENGINEER_MONTH`` per engineer-month a month (a kvledger assumption, not a measured staffing ratio: no
+    public figure is bundled), with the GPU count and the engineer-months that ratio would give; None below it, or
+    with no people line (--engineer-months-per-month 0: the user prices people elsewhere)."""
+    gpus = d.replicas * num_gpus
+    if engineer_months <= 0 or gpus <= GPUS_PER_ENGINEER_MONTH * engineer_months:
+        return None
+    need = gpus / GPUS_PER_ENGINEER_MONTH
+    return (f"  WARNING: the people line is {engineer_months:g} engineer-months/month for {gpus:,} GPUs "
+            f"({d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus}): it does not grow with the fleet. "
+            f"At {GPUS_PER_ENGINEER_MONTH} GPUs per engineer-month (a kvledger assumption, not a measured staffing "
+            f"ratio) this fleet needs about {need:,.1f} engineer-months/month; set --engineer-months-per-month to your "
+            "team's figure")
+
+
 def _lower_bound_robustness(d: Any, price: str) -> str:
     """The robustness line of a capacity only bounded below (``decision``'s module docstring): a self-host verdict
     is checked at the band's low end, an API verdict holds only when no capacity at all flips it."""
@@ -203,7 +239,7 @@ def _lower_bound_robustness(d: Any, price: str) -> str:
     band = (f"the capacity priced is only a lower bound (an under-loaded run: its goodput is the offered load), "
             f"−{1 - d.band_low:.0%} at worst ({d.band_source}), with no upper end")
     if d.verdict == "API":
-        cap = ("no capacity, however high, flips it (one replica and the people already cost more)" if k is None else
+        cap = (f"no capacity, however high, flips it ({_already(d)})" if k is None else
                f"it would flip were the capacity {k:.2f}× the one priced, which the run does not rule out")
     else:
         cap = "a higher capacity only lowers the self-hosted bill"
@@ -222,7 +258,7 @@ def rests_on_line(d: Any) -> str:
     band = f"{band_sides_text(d.band_low, d.band_high)} capacity ({d.band_source})"
     if k is None:
         cap = (
-            "no capacity error flips it (one replica and the people already cost more)"
+            f"no capacity error flips it ({_already(d)})"
             if d.verdict == "API"
             else "no capacity error within one replica flips it"
         )

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
 
-__all__ = ["factor_rows", "share_text", "peak_cap_text", "at_peak"]
+__all__ = ["factor_rows", "share_text", "peak_cap_text", "at_peak", "verdict_conditions", "conditioned_head"]
 
 
 def share_text(x: float) -> str:
@@ -76,20 +76,54 @@ def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any]
     team = {"experienced": "an experienced team: the people line is what running it costs",
             "some": "some experience: expect the people line to be higher while learning",
             "none": "no serving experience: budget engineer-months before relying on self-hosting"}[f.team_capability]
-    if f.team_capability == "none" and setup.engineer_months_per_month == 0:
-        team += " (people cost is 0 here: enter it)"
+    if setup.engineer_months_per_month == 0:  # no people line: nothing is "higher" or "what running it costs"
+        team = {"experienced": "an experienced team",
+                "some": "some experience",
+                "none": "no serving experience"}[f.team_capability] + (
+            ": the people line is 0 here (--engineer-months-per-month 0), so this bill carries none of the team's time"
+            + ("" if f.team_capability == "experienced" else "; a team still learning to serve costs some: enter it"))
     return [{"factor": "utilization", "value": util, "effect": util_effect},
             {"factor": "data sovereignty", "value": f.data_sovereignty, "effect": sov},
             {"factor": "model control", "value": f.model_control, "effect": ctl},
             {"factor": "team capability", "value": f.team_capability, "effect": team}]
 
 
-def at_peak(u_star: dict[str, Any], decision: Any, setup: Any) -> float:
+def at_peak(u_star: dict[str, Any], decision: Any, setup: Any, peak_to_mean: float = 1.0) -> float:
     """Adds to ``u_star`` the volume's peak-to-mean and the highest mean utilization a replica sized for that peak
     runs at (max utilization ÷ peak); a break-even above it is out of reach (``reachable`` False, as the text says:
-    ``peak_cap_text``). Returns the peak-to-mean (1 without a volume)."""
-    peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
+    ``peak_cap_text``). Returns the peak-to-mean: the volume's, else ``peak_to_mean`` (--peak-to-mean given without
+    a volume: the break-even is sized for the same peak as a volume's answer would be)."""
+    peak = decision.volume.peak_to_mean if decision is not None else peak_to_mean  # replicas sized for the peak
     u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)
     if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:
         u_star["reachable"] = False
     return peak
+
+
+def verdict_conditions(f: DecisionFactors) -> list[str]:
+    """What an API answer holds only under, from the factors a buyer cannot trade for price: data that must stay in
+    their boundary (``--data-sovereignty required``) and their own weights (``--model-control custom_weights``). The
+    list prices compared are of shared public endpoints, so the API side is real only where a provider offers that."""
+    out = []
+    if f.data_sovereignty == "required":
+        out.append("a provider meets your data-sovereignty requirement")
+    if f.model_control == "custom_weights":
+        out.append("a provider hosts your custom weights at this price")
+    return out
+
+
+def conditioned_head(head: list[str], conditions: list[str], api_verdict: bool) -> list[str]:
+    """The answer's lines with the API side's ``conditions`` carried in them: a volume's API verdict says them in its
+    first line ("answer: the API, if a provider meets …"); without a volume (the API below a break-even, or at any
+    volume) a line after the first says them; a self-host verdict needs none."""
+    if not conditions:
+        return head
+    cond = " and ".join(conditions)
+    why = ("regional or residency endpoints and custom-model hosting usually cost more than these shared-endpoint list "
+           "prices: get the provider's quote, or self-host")
+    if api_verdict and head[0].startswith("answer: the API"):
+        return [f"answer: the API, if {cond}{head[0].removeprefix('answer: the API')}",
+                f"  condition: the API bill is of shared public endpoints; {why}", *head[1:]]
+    if head[0].startswith("answer: self-host"):
+        return head
+    return [head[0], f"  condition: the API side holds only if {cond}; {why}", *head[1:]]

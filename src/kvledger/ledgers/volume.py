@@ -9,7 +9,8 @@ from kvledger.errors import InputError, show_number
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
 from kvledger.ranges import check_options, range_for
 
-__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume", "check_monthly_tokens",
+__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume",
+           "refuse_utilization_above_peak", "check_monthly_tokens",
            "SECONDS_PER_MONTH", "split_tokens", "tokens_per_request"]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
@@ -67,6 +68,26 @@ def refuse_utilization_with_volume(utilization: float | None, volume_given: bool
         "a load the replicas do not carry. Drop --utilization to price the volume at its realized utilization (with a "
         "volume, --max-utilization caps the utilization each replica is sized for), or drop the volume to price one "
         "replica at the utilization given."
+    )
+
+
+def refuse_utilization_above_peak(utilization: float | None, max_utilization: float, peak_to_mean: float) -> None:
+    """An assumed (mean) utilization above what a replica sized for the peak can run at is refused: with
+    ``--peak-to-mean`` P a replica carries at most --max-utilization ÷ P on average (the peak must fit under the cap),
+    so a higher one is a replica that misses the SLO at the peak. A utilization within it is priced as the mean
+    utilization of a replica sized for that peak, and the break-even sizes for the same peak.
+
+    Raises:
+        InputError: ``utilization`` above ``max_utilization`` ÷ ``peak_to_mean`` (P > 1).
+    """
+    if utilization is None or peak_to_mean <= 1 or utilization <= max_utilization / peak_to_mean * (1 + 1e-12):
+        return
+    raise InputError(
+        f"--utilization {utilization:g} with --peak-to-mean {peak_to_mean:g}: a replica sized for a peak "
+        f"{peak_to_mean:g}× the mean runs at most --max-utilization {max_utilization:g} ÷ {peak_to_mean:g} = "
+        f"{max_utilization / peak_to_mean:.4g} on average (its peak must fit under the cap), so a mean utilization of "
+        f"{utilization:g} would miss the SLO at the peak. Give --utilization ≤ {max_utilization / peak_to_mean:.4g}, "
+        "or --peak-to-mean 1 to price that utilization with no peak"
     )
 
 

@@ -188,6 +188,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     from kvledger.analyses.search.api_side import api_side
 
     api = api_side(spec, feasible)
+    if api is None:  # said, in the text and the JSON's notes, rather than a bare null
+        notes.append(f"no API comparison: no catalog API row serves {spec.model}; name one with --api PROVIDER:MODEL "
+                     "(kvledger prices --kind api lists them)")
     if api is not None and ranking:
         from kvledger.analyses.search.bands import api_within_band
 

@@ -68,7 +68,8 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None,
 
         at = check_gpu_provider(provider)  # it labels the user's price (an unknown one refused as without the price)
         price, source = price_of(usd, name, at)
-        return GpuRate.given(price, f"{name or 'GPU'}{f' at {at}' if at else ''}", source)
+        given = GpuRate.given(price, f"{name or 'GPU'}{f' at {at}' if at else ''}", source)
+        return _on_provider_rows(given, name, at, instance) if at and name else given
     if name is None:
         raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with "
                          "--gpu-provider, or --gpu-usd-per-hour")
@@ -78,6 +79,32 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None,
         row, rows = cheapest_gpu_row(name, provider)
         return GpuRate.from_catalog(row, rows)
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
+
+
+def _on_provider_rows(given: Any, name: str, provider: str, instance: str | None) -> Any:
+    """The user's price (``given``) on the instances ``provider`` sells the GPU in: its rows (``--instance``'s alone
+    where given) keep their shape — GPUs per instance, whether a one-GPU row rents several per replica — at the
+    price given per GPU-hour, so a TP-4 replica on a provider that sells 8-GPU instances is billed the whole instance
+    as its catalog price would be; ``given`` as it is where the table has no row of the GPU at the provider."""
+    from dataclasses import replace
+
+    from kvledger.catalog.prices import find_gpu_price
+    from kvledger.ledgers.instances import GpuRate
+
+    try:
+        row, rows = ((find_gpu_price(price_key(name), provider, instance), ()) if instance is not None
+                     else cheapest_gpu_row(name, provider))
+    except (InputError, UnknownNameError):
+        return given
+
+    def mine(r: Any) -> Any:
+        return replace(r, usd_per_gpu_hour=given.usd_per_gpu_hour, confidence=given.confidence, as_of=given.as_of,
+                       label=f"{given.label} ({r.instance_type}, your price)",
+                       source=f"{given.source}; billed in {r.row_key}'s instances of {r.gpus_per_instance} GPU"
+                              f"{'' if r.gpus_per_instance == 1 else 's'} (gpu_prices.csv)")
+
+    rate = GpuRate.from_catalog(row, rows)
+    return replace(mine(rate), options=tuple(mine(o) for o in rate.options))
 
 
 def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> CapacityBasis:
@@ -124,6 +151,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         NoAnswerError: no request met the SLO, or only the lower bound of an estimate is 0: the cost per good token
             then has no upper bound (``cost_unbounded``: what can be said, priced at the upper bound).
     """
+    from kvledger.analyses.serving.sweep_bracket import bracketed
     from kvledger.ledgers.goodput import goodput
 
     gp = goodput(run, slo) if gp is None else gp
@@ -136,7 +164,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
                                                    capacity=capacity, gpu=gpu, model=model, inputs=inputs,
                                                    sweep=sweep, gp=hi)
         raise no_good_requests(gp, best, basis)
-    lower = basis.load_check is not None and basis.load_check.status == "under_loaded"
+    lower, inputs = bracketed(basis, sweep, inputs)  # under-loaded, unless the sweep's next run brackets it
     floor = None
     if sim is None and setup.prefill_share is None and "gpu_time_split" not in run.metadata.extra:
         from kvledger.ledgers.prefill_floor import prefill_floor

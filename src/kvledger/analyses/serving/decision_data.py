@@ -133,8 +133,10 @@ def _check_run(req: ReportRequest) -> None:
     arrivals)."""
     from kvledger.catalog.price_names import check_gpu_provider
     from kvledger.dynamics.workload.traces import require_arrivals
+    from kvledger.ledgers.volume import refuse_utilization_above_peak
 
     check_gpu_provider(req.gpu_provider)
+    refuse_utilization_above_peak(req.utilization, req.max_utilization, req.peak_to_mean or 1.0)
     check_options("report", {"num_requests": req.num_requests, "target": req.target,
                              "shared_prefix_tokens": req.engine.get("shared_prefix_tokens")})
     if report_synthetic(req) is None:  # a synthetic workload draws its own arrivals
@@ -255,7 +257,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
     setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization, people.source)
-    inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people)
+    inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people, req.peak_to_mean)
     cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,

@@ -104,8 +104,10 @@ def decision_inputs(
     sim: Any,
     buy: Any,
     people: Any,
+    peak_to_mean: float = 1.0,
 ) -> tuple[Any, list[str]]:
-    """(DecisionInputs, notes) for ``build_cost_report``."""
+    """(DecisionInputs, notes) for ``build_cost_report``; ``peak_to_mean``: --peak-to-mean, which the break-even sizes
+    for even without a volume."""
     from kvledger.ledgers.cost_summary import DecisionInputs
 
     notes = []
@@ -116,4 +118,10 @@ def decision_inputs(
             notes.append(why)
     rests, band, band_src, sides = rests_on_for(gpu_id, sim)
     return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
-                          model, sides), notes
+                          model, sides, _quantization(sim), peak_to_mean), notes
+
+
+def _quantization(sim: Any) -> str | None:
+    """The --quantization the simulated plan loads its weights with (fp8), None for a measured file or none given."""
+    settings = getattr(getattr(getattr(sim, "setup", None), "plan", None), "settings", None)
+    return getattr(settings, "quantization", None)
