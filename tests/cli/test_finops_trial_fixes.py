@@ -46,8 +46,12 @@ def test_a_given_price_names_its_gpu_and_provider_once():
     from kvledger.analyses.serving.cost_run import gpu_rate
 
     rate = gpu_rate("nvidia_h100_sxm", "nebius", None, 1.9)  # the provider spelled as the price table spells it
-    assert (rate.usd_per_gpu_hour, rate.label) == (1.9, "nvidia_h100_sxm at Nebius")
-    assert rate.source == "user input (--gpu-usd-per-hour, nvidia_h100_sxm at Nebius)"
+    # the price given, on the provider's instance shapes (its cheapest row first, the 8-GPU instances an option)
+    assert (rate.usd_per_gpu_hour, rate.label) == (1.9, "nvidia_h100_sxm at Nebius (gpu-h100-sxm 1gpu-16vcpu-200gb, "
+                                                        "your price)")
+    assert rate.source == ("user input (--gpu-usd-per-hour, nvidia_h100_sxm at Nebius); billed in "
+                           "Nebius:gpu-h100-sxm 1gpu-16vcpu-200gb's instances of 1 GPU (gpu_prices.csv)")
+    assert [(o.gpus_per_instance, o.usd_per_gpu_hour) for o in rate.options] == [(8, 1.9)]
     from kvledger.ledgers.items import dated
 
     assert dated(rate.source, rate.as_of) == rate.source  # no "(as of user input)" after it

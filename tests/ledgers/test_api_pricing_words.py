@@ -59,3 +59,13 @@ def test_small_utilization_keeps_a_decimal():
     assert share_text(0.048) == "4.8%"
     assert share_text(0.26) == "26%"
     assert share_text(5.177) == "518%"
+
+
+def test_the_fp8_row_note_knows_when_self_hosting_is_fp8_too():
+    from kvledger.catalog.api_match import find_api_price
+    from kvledger.ledgers.api_cost import quantized_row_note
+
+    row = find_api_price("DeepInfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
+    assert quantized_row_note(row).endswith("or price self-hosting at FP8 too")
+    fp8 = quantized_row_note(row, "fp8")
+    assert "price self-hosting at FP8 too" not in fp8 and "priced at FP8 weights too (--quantization fp8)" in fp8

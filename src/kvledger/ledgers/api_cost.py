@@ -210,8 +210,8 @@ def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = Non
     if "fp8" not in text and "turbo" not in price.model.lower():
         return None
     if (self_host_quantization or "").lower() == "fp8":
-        return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), and the "
-                "self-hosted side is priced at FP8 weights too (--quantization fp8): the two bills are of the same "
+        return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), and "
+                "the self-hosted side is priced at FP8 weights too (--quantization fp8): the two bills are of the same "
                 "weight precision; compare quality separately where the two FP8 recipes differ")
     return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
             "self-hosted side is priced at the weights its plan loads (the model's own dtype unless --quantization "

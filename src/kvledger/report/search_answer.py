@@ -125,7 +125,8 @@ def api_line(a: dict[str, Any]) -> str:
             f"cache hits {a['mix']['cache_hit_rate']:.0%})")
     if a.get("monthly_usd") is not None:
         line += (f"; the same traffic ({tokens_text(a['monthly_input_tokens'])} in + "
-                 f"{tokens_text(a['monthly_output_tokens'])} out tokens per month) costs {usd_text(a['monthly_usd'])} "
+                 f"{tokens_text(a['monthly_output_tokens'])} out tokens per month) costs "
+                 f"{'at most ' if a.get('monthly_usd_is_upper_bound') else ''}{usd_text(a['monthly_usd'])} "
                  "per month")  # as cost counts them: 1M, 250,000, 3.9B (ledgers.decision_notes.tokens_text)
     return line
 

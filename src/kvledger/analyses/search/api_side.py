@@ -17,7 +17,7 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
     the workload's means (``monthly_usd``); None when there is no API row."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
     from kvledger.analyses.search.load import monthly_tokens_priced
-    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, is_upper_bound
 
     mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
     price, how = _api_row(spec, mix, feasible)
@@ -29,6 +29,7 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
            "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
                    "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
+           "monthly_usd_is_upper_bound": is_upper_bound(mix, price),  # cache reads at input price: "at most"
            "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
     if feasible:
         wl = feasible[0]["workload"]
