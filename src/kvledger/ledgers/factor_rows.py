@@ -119,8 +119,9 @@ def conditioned_head(head: list[str], conditions: list[str], api_verdict: bool) 
     if not conditions:
         return head
     cond = " and ".join(conditions)
-    why = ("regional or residency endpoints and custom-model hosting usually cost more than these shared-endpoint list "
-           "prices: get the provider's quote, or self-host")
+    dear = [w for w, k in (("regional or residency endpoints", "sovereignty"), ("custom-weights hosting", "custom"))
+            if any(k in c for c in conditions)]
+    why = f"{' and '.join(dear)} usually cost more than these shared-endpoint list prices: get the provider's quote"
     if api_verdict and head[0].startswith("answer: the API"):
         return [f"answer: the API, if {cond}{head[0].removeprefix('answer: the API')}",
                 f"  condition: the API bill is of shared public endpoints; {why}", *head[1:]]
