@@ -42,6 +42,9 @@ def test_a_row_with_no_batch_api_is_named_and_priced_on_demand_and_no_cached_pri
     assert d["decision"]["api_usd_per_month"] == pytest.approx(69.0)
     assert d["decision"]["api_usd_per_month_is_upper_bound"] is False
     assert d["headline"][0].startswith("answer: the API — $69.00/month")
+    # the batch share is billed on demand, as the self-hosted side serves it: no "at batch prices" caveat or note
+    assert not any("at batch prices" in r for r in d["decision"]["rests_on"])
+    assert not any(n.startswith("--batch-share 0.3: ") for n in d["notes"])
 
 
 def test_without_a_volume_the_break_even_is_sized_for_the_peak():

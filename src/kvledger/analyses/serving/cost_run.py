@@ -186,7 +186,17 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         from kvledger.analyses.serving.mix_notes import mix_notes
 
         rep.notes.extend(n for n in mix_notes(mix, sim) if n not in rep.notes)
+        _no_batch_api(rep, mix)
     return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
+
+
+def _no_batch_api(rep: Any, mix: Any) -> None:
+    """Drop the batch share's note and caveat from ``rep`` when its API row has no batch API (billed on demand)."""
+    from kvledger.analyses.serving.mix_notes import drop_batch_words
+
+    d = getattr(rep, "decision", None)
+    if d is not None and d.primary.price.batch_discount is None:
+        rep.notes[:], d.rests_on[:] = drop_batch_words(rep.notes, mix), drop_batch_words(d.rests_on, mix)
 
 
 def _with_mix_caveats(inputs: Any, mix: Any, sim: Any) -> Any:

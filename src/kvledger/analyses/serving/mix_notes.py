@@ -11,7 +11,7 @@ from typing import Any
 
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 
-__all__ = ["mix_notes", "mix_caveats", "LIKE_FOR_LIKE"]
+__all__ = ["mix_notes", "mix_caveats", "LIKE_FOR_LIKE", "drop_batch_words"]
 
 #: the largest difference between the API's cached-input share and the self-hosted run's reused share of prompt tokens
 #: read as alike (a threshold of this caveat, not fitted: a tenth of the input tokens priced at another rate)
@@ -71,3 +71,12 @@ def _cache_note(hit: float, sim: Any) -> str:
                 "the self-hosted side too, for a like-for-like comparison")
     return (f"{head}; the self-hosted run reused {_reused(sim):.0%} of its prompt tokens from {cache} (simulated, at "
             "the load priced)")
+
+
+def drop_batch_words(texts: list[str], mix: Any) -> list[str]:
+    """``texts`` without the batch share's note and caveat (``mix_notes``, ``mix_caveats``): for an API row with no
+    batch API, whose batch share is billed on demand (``ledgers.api_cost``), both sides then price it alike."""
+    if mix.batch_share <= 0:
+        return texts
+    said = (f"--batch-share {mix.batch_share:g}: ", f"API {mix.batch_share:.0%} at batch prices (--batch-share)")
+    return [t for t in texts if not t.startswith(said)]
