@@ -51,7 +51,7 @@ def test_unknown_file_says_the_keys_it_saw_and_where_the_formats_are_listed_in_o
     # FORMAT_DESCRIPTIONS' order, and where their names are listed (goodput --help)
     assert msg == (f"{p}: unknown benchmark output format. Keys seen: throughput_rps, latency_p50. kvledger reads 13 "
                    "formats (from vllm, SGLang, AIPerf, GenAI-Perf, perf_analyzer, GuideLLM, llmperf, inference-perf, "
-                   "and its own records; calibrate and validate also an LLMServingSim run): `kvledger goodput --help` "
+                   "its own records and LLMServingSim's requests.jsonl): `kvledger goodput --help` "
                    "names them (goodput and cost force one with --format NAME).")
     assert len(FORMAT_DESCRIPTIONS) == 13 and "\n" not in msg
 

@@ -194,7 +194,8 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
         out.flags.pop("kv_cache_dtype")
     if extra.get("backend") == "sglang":  # SGLang's bench_serving names the server it measured
         out.flags["policy"] = "sglang"
-    version = extra.get("vllm_version")
+    # the engine's own version: SGLang's server_info.version for an SGLang run (a vllm_version beside it is not its)
+    version = extra.get("sglang_version") if out.flags.get("policy") == "sglang" else extra.get("vllm_version")
     out.engine_version = version if isinstance(version, str) else None
     out.pp = int(_lookup(extra, *_PARALLEL["pp"]) or 1)
     out.dp = int(_lookup(extra, *_PARALLEL["dp"]) or 1)

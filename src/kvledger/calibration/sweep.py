@@ -96,7 +96,7 @@ def looks_like_stage(path: str | Path) -> bool:
     if not p.is_file() or p.suffix != ".json":
         return False
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
+        d = json.loads(p.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return False
     return isinstance(d, dict) and "load_summary" in d and "successes" in d
@@ -118,7 +118,7 @@ def read_stage(path: str | Path) -> Stage:
     p = str(path)
     read_lifecycle(load_document(path))
     try:
-        d = json.loads(Path(path).read_text(encoding="utf-8"))
+        d = json.loads(Path(path).read_text(encoding="utf-8-sig"))
         load, ok = d["load_summary"], d["successes"]
         lat = ok["latency"]
         stats = {m: {s: float(lat[f][k]) for s, k in _STATS.items()} for m, f in _FIELDS.items()}

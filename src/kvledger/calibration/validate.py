@@ -9,6 +9,7 @@ and the simulated side, so they can be compared); None when no stage passes it. 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -41,6 +42,16 @@ __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "va
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
+def _stated_rate(t: Any) -> float | None:
+    """The request rate the run states, req/s: a stage's requested rate, else the file's own (vLLM's request_rate); None
+    when it states none or sent as fast as it could (inf: the JSON's number would not be strict)."""
+    if t.stage is not None:
+        return t.stage.requested_rate
+    meta = t.run.measured.metadata if t.run.measured is not None else None
+    rate = meta.request_rate if meta is not None else None
+    return rate if rate is not None and math.isfinite(rate) else None
+
+
 def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: float) -> float | None:
     """The rate where mean TTFT first exceeds ``threshold``, linear between the stages around it; None if none does.
 
@@ -135,7 +146,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                         "calibrate the GPU instead (kvledger calibrate --scope gpu)")
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
-                         None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
+                         _stated_rate(t), c, headline_errors(c), sat, notes,
                          in_sample, setup.client_latency, bands, at_knee=knee, band_member=member,
                          profile_frontend=frontend)
 

@@ -123,8 +123,7 @@ def _boundary_figure(shown: Any, simulated: bool) -> Any:
         return boundary_figure(pts, sb.axis, sb.target, sb.boundary.boundary_value, measured=False)
     _results, b = shown
     return boundary_figure([(p.value, p.attainment, p.goodput_req_per_s) for p in b.points], b.axis, b.target,
-                           b.boundary_value,
-                           measured=True)
+                           b.boundary_value, measured=True, estimated=sum(p.estimate for p in b.points))
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,7 +67,7 @@ def load_document(path: str | Path) -> Document:
             from kvledger.evidence.run_folder import folder_problem
 
             raise FormatError(name, folder_problem(p))  # what the folder lacks, or the run folders under it
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8").removeprefix("\ufeff")  # a byte-order mark (Windows editors, Excel)
     except FileNotFoundError:
         raise FormatError(name, "no such file") from None
     except UnicodeDecodeError as err:
@@ -99,7 +99,7 @@ def load_document(path: str | Path) -> Document:
             lines.append(lineno)
         return Document(name, "jsonl", values, lines)
     if text.lstrip().startswith(("[", "{")):  # meant as JSON, but broken
-        raise FormatError(name, f"not valid JSON: {first_err.msg}",
+        raise FormatError(name, f"not valid JSON: {first_err.msg}{_cut_off(text, first_err)}",
                           f"line {first_err.lineno}, column {first_err.colno}")
     yaml_value = _yaml_mapping(text)
     if yaml_value is not None:
@@ -128,7 +128,7 @@ def yaml_docs(path: Path) -> list[Any]:
     if not path.is_file():
         return []
     try:
-        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8-sig")) if d is not None]
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []
 
@@ -145,6 +145,15 @@ def _yaml_mapping(text: str) -> Any:
     if not docs or not all(isinstance(d, (dict, list)) for d in docs):
         return None
     return docs[0] if len(docs) == 1 else docs
+
+
+def _cut_off(text: str, err: json.JSONDecodeError) -> str:
+    """"; it looks cut off …" when the JSON error is at the text's end (a file truncated by a full disk, a killed
+    writer, a partial copy), else ""."""
+    if text[err.pos:].strip():
+        return ""
+    return (f"; the error is at the end of the file (character {err.pos:,} of {len(text):,}), so it looks cut off: "
+            "the writer stopped or the copy is partial")
 
 
 def _first_line_is_json(text: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError
+from kvledger.evidence.metadata_keys import RECORD_SUFFIX
 
 __all__ = ["launch_record", "refuse_mixed_sweep"]
 
@@ -19,9 +20,11 @@ def launch_record(metadata: Any) -> str | None:
     """The run's launch record: the record file its reader found, or the settings of the server_info block the file
     carries (those a start profiles for itself, max_total_tokens, left out); None when the run names neither."""
     where = metadata.extra.get("record_file") if metadata is not None else None
-    kw = metadata.extra.get("engine_kwargs") if where and where.endswith("server_info") else None
+    inline = where.endswith(("server_info", RECORD_SUFFIX)) if where else False
+    kw = metadata.extra.get("engine_kwargs") if inline else None
     kw = {k: v for k, v in (kw or {}).items() if k != "max_total_tokens"}  # a start's own profiling: not a setting
-    return f"the settings {sorted(kw.items())} (server_info)" if kw else where
+    how = "server_info" if where and where.endswith("server_info") else "the result's top-level keys"
+    return f"the settings {sorted(kw.items(), key=str)} ({how})" if kw else where
 
 
 def _named(run: Any) -> str:
@@ -30,8 +33,25 @@ def _named(run: Any) -> str:
     return f"{Path(md.source).name} [{label}]" if label else Path(md.source).name
 
 
+def _gpu(metadata: Any, counted: bool) -> str | None:
+    """The run's GPU as the catalog names it (the file's own words for one it does not know), with the GPU count
+    where every run of the sweep states one; None when the run names no GPU."""
+    name = metadata.hardware
+    if not name:
+        return None
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import KvLedgerError
+
+    try:
+        name = get_gpu(name).name
+    except KvLedgerError:
+        name = name.strip()
+    return f"{name} × {metadata.num_gpus}" if counted else name
+
+
 def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
-    """Refuse runs that cannot be one deployment's load sweep: two models named (both known), or two launch records
+    """Refuse runs that cannot be one deployment's load sweep: two models named (both known), two GPUs named (or GPU
+    counts, where every run states one), or two launch records
     (every run naming one, as ``validate --sweep`` requires), saying which files belong together.
 
     Args:
@@ -42,8 +62,12 @@ def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
         InputError: the groups of files, by model or by launch record, and what to do instead.
     """
     models = {run.metadata.model for run in runs}
+    counted = all(run.metadata.num_gpus for run in runs)
+    gpus = {_gpu(run.metadata, counted) for run in runs}
     if len(models - {None}) > 1:
         by, were, key = "model", "are of different models", (lambda run: run.metadata.model or "model not stated")
+    elif len(gpus - {None}) > 1:  # calibrate refuses mixed GPUs alike: one sweep is one deployment's hardware
+        by, were, key = "GPU", "ran on different GPUs", (lambda run: _gpu(run.metadata, counted) or "GPU not stated")
     else:
         records = {launch_record(run.metadata) for run in runs}
         if len(records) < 2 or None in records:

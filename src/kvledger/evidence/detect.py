@@ -10,6 +10,7 @@ it is a file that sits beside a run, and where the known formats are listed.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kvledger.errors import FormatError
@@ -143,8 +144,8 @@ def unknown_format_message(doc: Document) -> str:
     tools = dict.fromkeys(t for name, d in FORMAT_DESCRIPTIONS.items() if name != "kvledger-records"
                           for t in d.split()[0].split("/"))
     return (f"unknown benchmark output format. {describe_content(doc)}. " + (f"{hint}. " if hint else "")
-            + f"kvledger reads {len(FORMAT_DESCRIPTIONS)} formats (from {', '.join(tools)}, and its own records; "
-              "calibrate and validate also an LLMServingSim run): `kvledger goodput --help` names them (goodput and "
+            + f"kvledger reads {len(FORMAT_DESCRIPTIONS)} formats (from {', '.join(tools)}, its own records and "
+              "LLMServingSim's requests.jsonl): `kvledger goodput --help` names them (goodput and "
               "cost force one with --format NAME).")
 
 
@@ -163,5 +164,7 @@ def describe_content(doc: Document) -> str:
     if doc.kind == "yaml":
         # an inference-perf client config (config.yaml, profile.yaml) is named by sidecars.sidecar_hint
         return f"It is YAML, not JSON, JSON Lines or CSV; keys seen: {', '.join(map(str, top_keys(doc.value)))}"
-    seen = top_keys(doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value)
-    return f"Keys seen: {', '.join(map(str, seen))}"
+    value = doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value
+    if value in ({}, []):
+        return f"It is an empty JSON {'object' if value == {} else 'list'} ({json.dumps(value)}): no keys at all"
+    return f"Keys seen: {', '.join(map(str, top_keys(value)))}"

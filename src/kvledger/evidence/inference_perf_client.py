@@ -41,7 +41,7 @@ def client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
         st = f.stat()
         key = (str(f), st.st_mtime_ns, st.st_size)
         if key not in _PARSED:
-            _PARSED[key] = yaml.safe_load(f.read_text(encoding="utf-8"))
+            _PARSED[key] = yaml.safe_load(f.read_text(encoding="utf-8-sig"))
         return f, _PARSED[key]
     except (OSError, yaml.YAMLError):
         return None

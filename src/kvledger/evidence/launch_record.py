@@ -52,7 +52,7 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
     import yaml
 
     try:
-        raw: Any = yaml.safe_load(rec.read_text(encoding="utf-8"))
+        raw: Any = yaml.safe_load(rec.read_text(encoding="utf-8-sig"))
     except (OSError, yaml.YAMLError) as e:
         raise FormatError(str(rec), f"cannot read the launch record as YAML ({e})") from None
     if not isinstance(raw, dict):

@@ -44,7 +44,7 @@ def looks_like_llmservingsim(path: str | Path) -> bool:
     """True when the file (or folder) is an LLMServingSim bench ``requests.jsonl`` (first line has its keys)."""
     try:
         f = _requests_file(Path(path))
-        with open(f, encoding="utf-8") as fh:
+        with open(f, encoding="utf-8-sig") as fh:
             first = json.loads(fh.readline())
     except (OSError, ValueError, FormatError):
         return False
@@ -85,7 +85,7 @@ def _number(path: str, obj: dict, key: str, line: int, integer: bool = False) ->
 
 def _rows(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:
         for i, text in enumerate(fh, 1):
             if not text.strip():
                 continue
@@ -126,7 +126,7 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
     meta: dict[str, Any] = {}
     if meta_path.is_file():
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
         except ValueError as e:
             raise FormatError(str(meta_path), f"not JSON ({e.msg})") from None
     hw = meta.get("hardware") or {}

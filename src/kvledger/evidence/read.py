@@ -37,6 +37,7 @@ from kvledger.evidence import (
 from kvledger.evidence._io import Document, load_document
 from kvledger.evidence.aggregate import AggregateRun, check_summary
 from kvledger.evidence.detect import detect_format
+from kvledger.evidence.plausibility import check_run
 from kvledger.evidence.records_parquet import is_parquet, read_parquet
 from kvledger.records import RunRecords
 
@@ -88,6 +89,7 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     runs = _read(path, format)
     for run in runs:
         _check_metadata(run.metadata)
+        check_run(run)  # latencies longer than the run, a duration shorter than its timeline, impossible TPOT
         if isinstance(run, AggregateRun):  # every reader's summaries, as inference-perf's are checked as read
             label = run.metadata.extra.get("run_label")
             for name, m in run.metrics.items():
@@ -120,7 +122,11 @@ def _read(path: str | Path, format: str | None) -> list[Run]:
         path = _records_of_out_folder(path)
     if format in (None, "kvledger-records") and is_parquet(path):  # kvledger simulate --out's records.parquet
         return read_parquet(path)
+    from kvledger.evidence.llmservingsim import looks_like_llmservingsim, read_llmservingsim
     from kvledger.evidence.vllm_fast import read_fast
+
+    if format is None and looks_like_llmservingsim(path):  # its requests.jsonl, or the run folder holding it
+        return [read_llmservingsim(path)]
 
     fast = read_fast(path, format=format)  # a large clean vLLM --save-detailed file: columns, not objects
     if fast is not None:

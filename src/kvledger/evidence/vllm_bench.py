@@ -19,6 +19,7 @@ from kvledger.evidence._arrays import DETAIL_KEYS, has_details, records_from_arr
 from kvledger.evidence._io import Document, amount, count, latency_s, percentile
 from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.evidence.metadata_keys import launch_keys
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys", "run_metadata", "ramp_up"]
@@ -167,6 +168,8 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.time_origin = "earliest start_times entry (client perf_counter clock)" if "start_times" in obj else None
     meta.extra.update({k: obj[k] for k in _TOOL_FIELDS if k in obj})
+    known = set(_TOOL_FIELDS) | _RESULT_KEYS | set(DETAIL_KEYS) | {"input_throughput"}
+    launch_keys(path, obj, where, meta, known)  # `vllm bench serve --metadata KEY=VALUE`: the launch it records
     if ramp is not None:
         how = {"linear": "linearly", "exponential": "exponentially"}.get(ramp["strategy"], f"({ramp['strategy']})")
         meta.definitions.append(f"the request rate ramped {how} from {ramp['start_rps']:g} to "

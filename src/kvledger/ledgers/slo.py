@@ -138,8 +138,28 @@ def _repeated(first: str, again: str, slot: str, text: str) -> InputError:
     return InputError(f"SLO keys {first!r} and {again!r} in {text!r} set the same {slot} limit: give it once")
 
 
+_VLLM_ITEM = re.compile(r"^([A-Za-z0-9_.]+):(\d+(?:\.\d*)?|\.\d+)$")
+
+
+def _from_vllm_goodput(text: str, notes: list[str]) -> str:
+    """``text`` in kvledger's syntax: vLLM's ``--goodput`` syntax (``"ttft:300 tpot:50"``: items apart by spaces, each
+    KEY:NUMBER in milliseconds, vllm/benchmarks/serve.py parse_goodput) rewritten as ``"ttft=300ms,tpot=50ms"`` with
+    a note saying so; anything else as given."""
+    parts = text.split()
+    if "," in text or not parts or not all(_VLLM_ITEM.match(p) for p in parts):
+        if "," not in text and len(parts) > 1 and all(re.match(r"^[A-Za-z0-9_.]+[=:]\S", p) for p in parts):
+            raise InputError(f"--slo {text.strip()!r}: items are separated by commas, each value with its unit "
+                             "(e.g. 'ttft=300ms,tpot=50ms'); vLLM's --goodput syntax, "
+                             "'ttft:300 tpot:50' (every value a bare number of milliseconds), is read too")
+        return text
+    out = ",".join(f"{k}={v}ms" for k, v in (_VLLM_ITEM.match(p).groups() for p in parts))  # type: ignore[union-attr]
+    notes.append(f"--slo {text.strip()!r} read as vLLM's --goodput syntax, milliseconds implied: {out}")
+    return out
+
+
 def parse_slo(text: str) -> SLO:
-    """Parse ``"ttft=200ms,tpot=50ms"`` (``:`` also accepted instead of ``=``; every value needs a unit).
+    """Parse ``"ttft=200ms,tpot=50ms"`` (``:`` also accepted instead of ``=``; every value needs a unit), or vLLM's
+    ``--goodput`` syntax ``"ttft:200 tpot:50"`` (milliseconds, as vLLM takes them; a note says so).
 
     Raises:
         InputError: empty text or an empty item, a part without ``=``, a value without unit or not above zero, a
@@ -152,6 +172,7 @@ def parse_slo(text: str) -> SLO:
     given: dict[str, str] = {}  # slot → the key as written
     itl_stat: str | float = "max"
     notes: list[str] = []
+    text = _from_vllm_goodput(text, notes)
     for part in text.split(","):
         part = part.strip()
         if not part:

@@ -54,13 +54,23 @@ def boundary_text(b: BoundaryResult) -> str:
             )
 
 
-def bracket_text(b: BoundaryResult) -> str:
-    """Where the boundary lies between the measured values: "" when no measured value above it misses."""
+def bracket_text(b: BoundaryResult, results: list[GoodputResult] | None = None) -> str:
+    """Where the boundary lies between the measured values: "" when no measured value above it misses. ``results``
+    (the runs, by label) give the bracket of an estimated next point, whose miss is then said to be bounded only."""
     if b.boundary_value is None or b.first_failing_value is None or b.first_failing_value <= b.boundary_value:
         return ""
     unit = _AXIS_UNITS.get(b.axis, "")
+    nxt = next((p for p in b.points if p.value == b.first_failing_value), None)
+    res = {r.run_label or r.source: r for r in results or []}.get(nxt.label) if nxt is not None else None
+    hi = res.attainment_upper if res is not None and nxt.estimate else None
+    if hi is not None and f"{hi:.1%}" != f"{nxt.attainment:.1%}":
+        how = (f"the next measured, whose attainment is only bounded, [{nxt.attainment:.1%}, {hi:.1%}]: "
+               + ("even its upper bound misses" if hi < b.target else "its lower bound misses, so the boundary may "
+                  "lie at or above it"))
+    else:
+        how = "the next measured, which misses"
     return (f"the measured runs bracket it: between {b.boundary_value:g}{unit} (the last that meets) and "
-            f"{b.first_failing_value:g}{unit} (the next measured, which misses); a run in between would narrow it")
+            f"{b.first_failing_value:g}{unit} ({how}); a run in between would narrow it")
 
 
 def _point_attainment(p: Any, res: GoodputResult | None, target: float) -> str:
@@ -95,10 +105,11 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
 
     con = Console(highlight=False, emoji=False)
     if boundary is not None:  # the answer first; each run's point is listed at the end
-        con.print(f"[bold]answer:[/] {escape(boundary_text(boundary))} across {len(boundary.points)} measured "
-                  "runs (each run's attainment at the end)")
-        if bracket_text(boundary):
-            con.print(f"  {escape(bracket_text(boundary))}")
+        n = len(boundary.points)
+        con.print(f"[bold]answer:[/] {escape(boundary_text(boundary))} across {n} measured "
+                  f"run{'s' if n != 1 else ''} (each run's attainment at the end)")
+        if bracket_text(boundary, results):
+            con.print(f"  {escape(bracket_text(boundary, results))}")
     empty = _nothing_measured(results)
     if boundary is None and len(results) == 1 and not empty:  # one run: its goodput is the answer
         con.print(escape(single_answer(results[0])))
@@ -134,7 +145,8 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     if boundary is not None:
         b = boundary
         by_label = {r.run_label or r.source: r for r in results}  # a point's label (boundary._point)
-        con.print(f"\n{escape(boundary_text(b))}" + (f"; {escape(bracket_text(b))}" if bracket_text(b) else ""))
+        bracket = bracket_text(b, results)
+        con.print(f"\n{escape(boundary_text(b))}" + (f"; {escape(bracket)}" if bracket else ""))
         for p in b.points:
             con.print(f"  {b.axis} {p.value:g}: {_point_attainment(p, by_label.get(p.label), b.target)} "
                       f"({escape(p.label)})")

@@ -55,18 +55,20 @@ def spec_decode_figure(r: Any):
 
 
 def boundary_figure(points: list[tuple[float, float, float | None]], axis: str, target: float, boundary: float | None,
-                    measured: bool):
+                    measured: bool, estimated: int = 0):
     """Attainment (and goodput) against load, the target line and the SLO boundary.
 
     Args:
         points: (axis value, attainment 0–1, goodput req/s or None) per run or probe.
         axis: the axis name (``request_rate``, ``concurrency``, ``max_num_seqs``); measured: files, not a simulation.
+        estimated: how many points are estimates (attainment bounded, drawn at the lower bound; the legend says so).
     """
     pts = sorted(points)
     fig, ax = new_axes(height=3.4)
     tw = ax.twinx()
     x = [p[0] for p in pts]
-    ax.plot(x, [100 * p[1] for p in pts], marker="o", color="#4c72b0", label="requests within SLO, %")
+    label = "requests within SLO, %" + (f" ({estimated} estimated: drawn at their lower bound)" if estimated else "")
+    ax.plot(x, [100 * p[1] for p in pts], marker="o", color="#4c72b0", label=label)
     ax.axhline(100 * target, color="#4c72b0", ls=":", lw=1, label=f"target {100 * target:.0f}%")
     if any(p[2] is not None for p in pts):
         tw.plot([p[0] for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="s",

@@ -33,7 +33,7 @@ import numpy as np
 
 from kvledger.dynamics.workload.burstgpt import read_burstgpt
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
-from kvledger.dynamics.workload.trace_layouts import CSV_LAYOUTS, JSONL_LAYOUTS, detect_layout
+from kvledger.dynamics.workload.trace_layouts import CSV_LAYOUTS, JSONL_LAYOUTS, JSONL_TIME_S, detect_layout
 from kvledger.dynamics.workload.trace_times import azure_ns
 from kvledger.errors import FormatError, InputError
 
@@ -197,8 +197,7 @@ def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
         fast = read_jsonl_fast(path, layout, JSONL_LAYOUTS[layout], seg_key, block)
         if fast is not None:
             times, prompts, outputs, segments, clients = fast
-            if layout == "mooncake":
-                times = times / 1000.0  # ms → s
+            times = times * JSONL_TIME_S.get(layout, 1.0)  # Mooncake's ms, LLMServingSim's ns → s
             return ParsedTrace(layout, times - times.min(), prompts, outputs,
                                segments if segments is not None and any(segments) else None, segment_tokens,
                                clients if clients is not None and any(c is not None for c in clients) else None)
@@ -235,7 +234,7 @@ def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
             prompts.append(_int_at(obj[p_key], path, where + repr(p_key)))
             outputs.append(_int_at(obj[o_key], path, where + repr(o_key)))
             t = _float_at(obj[t_key], path, where + repr(t_key))
-            times.append(t / 1000.0 if layout == "mooncake" else t)
+            times.append(t * JSONL_TIME_S.get(layout, 1.0))
             seg_key = "hash_ids" if layout == "mooncake" else "prefix_segments"
             block = segment_tokens if layout == "mooncake" else 0
             segments.append(_segments_at(obj[seg_key], prompts[-1], block, path, where + repr(seg_key))

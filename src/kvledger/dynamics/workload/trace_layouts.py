@@ -7,7 +7,7 @@ from pathlib import Path
 from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS
 from kvledger.errors import FormatError
 
-__all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "detect_layout"]
+__all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "JSONL_TIME_S", "detect_layout"]
 
 CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
@@ -19,7 +19,13 @@ CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
 JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
     "mooncake": ("timestamp", "input_length", "output_length"),
     "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+    # LLMServingSim's workloads/*.jsonl (arrival in ns) and a bench run's requests.jsonl (queued on the engine's
+    # clock, s: the arrival its own validate.py takes); casys-kaist/LLMServingSim bench/core/runner.py
+    "llmservingsim": ("arrival_time_ns", "input_toks", "output_toks"),
+    "llmservingsim-run": ("queued_ts", "input_toks", "output_toks"),
 }
+#: seconds per unit of a JSONL layout's arrival time (others: seconds)
+JSONL_TIME_S = {"mooncake": 1e-3, "llmservingsim": 1e-9}
 
 
 def detect_layout(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, what: str) -> str:

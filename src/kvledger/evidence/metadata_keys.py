@@ -1,0 +1,57 @@
+"""The launch settings a ``vllm bench serve`` result records as top-level keys (``--metadata KEY=VALUE``, which vLLM
+copies into the result as strings: ``tensor_parallel_size``, ``max_num_seqs``, ``max_num_batched_tokens``,
+``vllm_version``, ...), kept as the run's launch record the way SGLang's ``server_info`` and LLMServingSim's
+``meta.json`` are: ``extra["engine_kwargs"]`` (each value as the number or flag it spells), ``extra["vllm_version"]``
+and ``extra["record_file"]`` naming where they came from. ``validate`` and ``calibrate`` replay what they can and warn
+on each key they cannot (``calibration.run_record.other_settings``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.evidence._meta import GPU_COUNT_KEYS, HARDWARE_KEYS, parse_flat_stat
+from kvledger.records import RunMetadata
+
+__all__ = ["launch_keys", "RECORD_SUFFIX", "spelled_value"]
+
+#: the end of ``extra["record_file"]`` for settings read from a result's own top-level keys
+RECORD_SUFFIX = "top-level keys (vllm bench serve --metadata)"
+_VERSION_KEYS = ("vllm_version", "version", "engine_version")
+#: short spellings of vLLM's launch flags that result files use
+_ALIASES = {"tp": "tensor_parallel_size", "tp_size": "tensor_parallel_size", "pp": "pipeline_parallel_size",
+            "pp_size": "pipeline_parallel_size", "dp": "data_parallel_size", "dp_size": "data_parallel_size"}
+_NOT_LAUNCH = {"model_id", "model", "tokenizer_id", "num_gpu_blocks"} | set(HARDWARE_KEYS) | set(GPU_COUNT_KEYS)
+
+
+def spelled_value(v: Any) -> Any:
+    """A ``--metadata`` string as the value it spells: "2" → 2, "0.9" → 0.9, "true" → True; other values as given."""
+    if not isinstance(v, str):
+        return v
+    low = v.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(v.strip())
+        except ValueError:
+            pass
+    return v
+
+
+def launch_keys(path: str, obj: dict[str, Any], where: str, meta: RunMetadata, known: set[str]) -> None:
+    """Put the launch settings among ``obj``'s top-level scalars (those not in ``known``, a result's own keys, nor a
+    summary statistic, model, GPU or GPU count) into ``meta.extra`` (module docstring)."""
+    version = next((obj[k] for k in _VERSION_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+    if version is not None:
+        meta.extra["vllm_version"] = version.strip()
+    kwargs = {k: spelled_value(v) for k, v in obj.items()
+              if k not in known and k not in _NOT_LAUNCH and k not in _VERSION_KEYS and parse_flat_stat(k) is None
+              and not k.endswith(("_ms", "_ms:")) and isinstance(v, (str, int, float, bool))}
+    for short, full in _ALIASES.items():
+        if short in kwargs:
+            value = kwargs.pop(short)
+            kwargs.setdefault(full, value)
+    if kwargs:
+        meta.extra["engine_kwargs"] = kwargs
+        meta.extra["record_file"] = f"{path} {where}{RECORD_SUFFIX}".replace("  ", " ")
