@@ -187,8 +187,10 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     from kvledger.calibration.replay import replay_recorded
 
     span = fitted_range(runs, [replay_recorded(run, cfg, fit.cost)[1] for run, cfg in runs])
+    default = [{"label": run.label, **headline_errors(_compare(run, st, replay(run, cfg, start).records, cfg))}
+               for (run, cfg), st in zip(runs, stages)]  # the same runs under the step cost the fit started from
     return {"fit": fit, "runs": per_run, "leave_one_out": loo, "start": getattr(start, "name", type(start).__name__),
-            "initial": guess, "fitted_range": span}
+            "initial": guess, "fitted_range": span, "default_runs": default}
 
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
@@ -224,6 +226,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
                          two_starts=two_starts, stages=[t.stage for t in targets], progress=progress)
     from kvledger.calibration.engine_assumptions import engine_notes, launch_given
     from kvledger.calibration.fit_spread import model_spread
+    from kvledger.calibration.model_default import against_default
 
     profile = build_profile(out, args, setups[0], paths)
     profile["fit"]["spread"] = model_spread(profile)  # each coefficient's folds' range, those held at their start
@@ -231,6 +234,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
 
     profile["fit_quality"] = rows_fit_quality(  # the check calibrate --scope gpu runs, on this profile's own runs
         out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model")
+    profile["fit_quality"]["against_default"] = against_default(out["runs"], out["default_runs"])
     profile["notes"] += model_notes + gpu_notes + engine_notes(setups, args) + [
         n for m in measured if m.measured is not None and (n := m.measured.metadata.extra.get("client_loop"))]
     for m, s in zip(measured, setups):  # the runs replayed without the cap given or recorded, each with its reason

@@ -148,12 +148,12 @@ def _yaml_mapping(text: str) -> Any:
 
 
 def _cut_off(text: str, err: json.JSONDecodeError) -> str:
-    """"; it looks cut off …" when the JSON error is at the text's end (a file truncated by a full disk, a killed
-    writer, a partial copy), else ""."""
-    if text[err.pos:].strip():
+    """"; it looks cut off …" when the JSON stops before its end (a file truncated by a full disk, a killed writer, a
+    partial copy: it does not end with a closing bracket, or the error is at its very end), else ""."""
+    if text.rstrip().endswith(("}", "]")) and text[err.pos:].strip():
         return ""
-    return (f"; the error is at the end of the file (character {err.pos:,} of {len(text):,}), so it looks cut off: "
-            "the writer stopped or the copy is partial")
+    return (f"; the file ends at character {len(text):,} before its JSON closes (the error at character {err.pos:,}), "
+            "so it looks cut off: the writer stopped or the copy is partial")
 
 
 def _first_line_is_json(text: str) -> bool:

@@ -13,7 +13,7 @@ from kvledger.accounting.tp_comm import PCIE_ALLREDUCE_SHARE
 from kvledger.calibration.fit_spread import spread_lines
 from kvledger.calibration.stage_notes import FILE_TPOT
 from kvledger.report.fit_tables_view import error_table, render_gpu_leave_one_out, saturated_runs_warning
-from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict, ttft_alone_verdict
+from kvledger.report.gpu_fit_verdict import NOT_RECOMMENDED, default_verdict, model_default_verdict, ttft_alone_verdict
 from kvledger.report.knee_view import KNEE_MARK, knee_shown, knee_warning
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.report.validation_figures import (
@@ -72,6 +72,7 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     for n in p.get("notes", []):
         con.print(f"note: {escape(n)}")
     q = fit_quality_warning(p, con)
+    model_default_verdict(p, con)
     if out is not None:
         con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}"
                   + (" (its poor fit widens its bands to take in the uncalibrated roofline's)"

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-__all__ = ["default_verdict", "ttft_alone_verdict", "NOT_RECOMMENDED"]
+__all__ = ["default_verdict", "model_default_verdict", "ttft_alone_verdict", "NOT_RECOMMENDED"]
 
 NOT_RECOMMENDED = ("not recommended: the uncalibrated default prices its own runs as well; keep the default "
                    "(--gpu-profile none)")
@@ -29,6 +29,24 @@ def default_verdict(p: dict[str, Any], con: Console) -> bool:
     con.print(f"[bold red]WARNING: the default prices these runs as well as this fit[/] — {words}: keep the default; "
               "this profile is not recommended (written with \"recommended\": false)")
     return False
+
+
+def model_default_verdict(p: dict[str, Any], con: Console) -> None:
+    """Print how a model-scope fit compares with the step cost it started from on its own runs (the profile's
+    ``fit_quality.against_default``: ``kvledger.calibration.model_default``), each metric's mean |error| under both,
+    and a warning naming each metric where the fit does worse."""
+    a = (p.get("fit_quality") or {}).get("against_default")
+    if not a:
+        return
+    start = (p.get("fit") or {}).get("start_model", "the default")
+    words = "; ".join(f"{k} {v['fitted']:.1%} fitted, {v['default']:.1%} uncalibrated" for k, v in a["metrics"].items())
+    n = len(a.get("runs") or [])
+    con.print(f"against the uncalibrated default ({start}), mean |error| over the {n} run{'s' if n != 1 else ''} "
+              f"fitted on: {words}" + ("" if a["worse"] else ": the fit prices these runs better"))
+    if a["worse"]:
+        con.print(f"[bold red]WARNING: the fit is worse than the uncalibrated default[/] on {', '.join(a['worse'])} "
+                  "on its own runs: for those figures keep the default (simulate without --step-cost), or refit "
+                  "(--fit-frontend where the client's latency is in TTFT)")
 
 
 def ttft_alone_verdict(p: dict[str, Any], con: Console) -> bool:

@@ -178,6 +178,12 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
     cost, info = _replacing_step_cost(a, plan)
     if unused := unused_roofline_flags(a, a.step_cost):  # said, not silently dropped
         info.setdefault("warnings", []).append(unused)
+    if is_profile_choice(a.step_cost):  # fitted on one engine's settings: said when simulated under others
+        from kvledger.accounting.calibration_profile import load_profile
+        from kvledger.analyses.serving.profile_settings import profile_settings_warning
+
+        if said := profile_settings_warning(a.step_cost, load_profile(a.step_cost), plan):
+            info.setdefault("warnings", []).append(said)
     return cost, with_quantization(plan, cost, info, a.step_cost)
 
 
