@@ -51,11 +51,13 @@ def test_human_output_with_target_opens_with_the_boundary_and_its_unit():
     stages = [str(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
     res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--target", "0.9"])
     assert res.exit_code == 0, res.output
-    first = " ".join(res.output.split("\nSLO: ")[0].split())  # the lines before the SLO (wrapped at 80 columns)
+    first = " ".join(res.output.split("\nwarning: ")[0].split())  # the lines before the warnings (80 columns)
     assert first == ("answer: SLO boundary on request_rate for attainment ≥ 90%: 37.97 req/s (37.97 req/s per GPU) "
                      "across 7 measured runs (each run's attainment at the end) the measured runs bracket it: between "
-                     "37.97 req/s (the last that meets) and 74.94 req/s (the next measured, which misses); a run in "
-                     "between would narrow it")
+                     "37.97 req/s (the last that meets) and 74.94 req/s (the next measured, whose attainment is only "
+                     "bounded, [1.0%, 25.0%]: even its upper bound misses); a run in between would narrow it")
+    # stage 0's own TPOT field, 3.48 ms, is below the 16.06 GB / 3.35 TB/s = 4.79 ms an H100 needs to read the weights
+    assert "is 3.48 ms, below the 4.79 ms one decode step needs" in " ".join(res.output.split())
 
 
 def test_human_output_names_definitions_and_estimates():

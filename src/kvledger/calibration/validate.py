@@ -36,6 +36,7 @@ from kvledger.calibration.targets import (
 from kvledger.calibration.validation_types import LATENCY_COLUMNS, RunValidation, SweepSide, SweepValidation
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.ledgers.slo import SLO
+from kvledger.records import WARNING_PREFIX
 
 __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
            "KNEE_FACTOR", "LATENCY_COLUMNS", "fitted_on"]
@@ -124,6 +125,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     else:
         c = compare_timed(t.run.label, t.run.measured, records, slo)  # a stated duration of 0: its timestamps'
     notes = [f"WARNING: {w}" for w in setup.cost_info.get("warnings") or ()]  # the profile's, as simulate's
+    said = getattr(getattr(t.run.measured, "metadata", None), "definitions", ())  # the reader's, as goodput's
+    notes += [f"WARNING: {d.removeprefix(WARNING_PREFIX)}" for d in said if d.startswith(WARNING_PREFIX)]
     notes += [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
         list(c.notes)
     sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows

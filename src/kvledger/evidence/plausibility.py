@@ -74,13 +74,14 @@ def _check_records(run: RunRecords) -> None:
         return
     arrival, first, finish, ok = _times(run)
     duration = meta.duration_s
-    if duration is not None:
+    if duration:  # a stated 0 is no duration at all: ledgers.goodput.run_duration_s takes the records' span, saying so
         sent_s = float(arrival.max() - arrival.min())
         if sent_s <= duration * (1 + SLACK_SHARE) + SLACK_S:  # else the duration is wrong, not the latencies
             _refuse_long_latency(meta, arrival, first, finish, duration)
         span = run.span_s
         if duration < span * (1 - SLACK_SHARE) - SLACK_S:
             meta.duration_s = span
+            meta.extra["duration_replaced_s"] = duration  # the file's own figure, for the duration's source line
             meta.definitions.append(
                 f"{WARNING_PREFIX}{meta.source}: the file's {_duration_key(meta)} {duration:,.3f} s is shorter than "
                 f"its requests' own timeline, first start to last finish {span:,.3f} s (the starts alone span "
@@ -127,7 +128,7 @@ def _check_counts(run: RunRecords, ok: np.ndarray | None = None) -> None:
 
 def _check_aggregate(agg: AggregateRun) -> None:
     duration = agg.duration_s
-    if duration is None or agg.metadata.source_format not in _DURATION_KEY:
+    if not duration or agg.metadata.source_format not in _DURATION_KEY:
         return
     limit = duration * (1 + SLACK_SHARE) + SLACK_S
     for name, m in agg.metrics.items():

@@ -52,6 +52,9 @@ def run_duration_s(run: RunRecords) -> tuple[float | None, str]:
     """
     md = run.metadata
     stated = md.duration_s
+    if stated and md.extra.get("duration_replaced_s") is not None:  # evidence.plausibility: the file's was too short
+        return stated, (f"last finish − first arrival of the records (the file's {md.extra['duration_replaced_s']:g} "
+                        "s is shorter than them)")
     if stated:
         return stated, f"stated by the {md.source_format} file"
     said = f"the {md.source_format} file states a duration of {stated:g} s, which no run lasts" if stated == 0 else ""
