@@ -39,11 +39,11 @@ from kvledger.ledgers.slo import SLO
 from kvledger.records import WARNING_PREFIX
 
 __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
-           "KNEE_FACTOR", "LATENCY_COLUMNS", "fitted_on"]
+           "KNEE_FACTOR", "LATENCY_COLUMNS", "fitted_on", "stated_rate"]
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
-def _stated_rate(t: Any) -> float | None:
+def stated_rate(t: Any) -> float | None:
     """The request rate the run states, req/s: a stage's requested rate, else the file's own (vLLM's request_rate); None
     when it states none or sent as fast as it could (inf: the JSON's number would not be strict)."""
     if t.stage is not None:
@@ -149,7 +149,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                         "calibrate the GPU instead (kvledger calibrate --scope gpu)")
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
-                         _stated_rate(t), c, headline_errors(c), sat, notes,
+                         stated_rate(t), c, headline_errors(c), sat, notes,
                          in_sample, setup.client_latency, bands, at_knee=knee, band_member=member,
                          profile_frontend=frontend)
 
