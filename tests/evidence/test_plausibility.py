@@ -120,3 +120,11 @@ def test_an_empty_object_is_named_as_such(tmp_path):
     with pytest.raises(FormatError) as err:
         read_run(p)
     assert "empty JSON object ({}): no keys at all" in str(err.value) and "Keys seen: ." not in str(err.value)
+
+
+def test_a_trailing_comma_is_named(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text('{"completed": 3, "duration": 2.0,}')
+    with pytest.raises(FormatError) as err:
+        read_run(p)
+    assert "a trailing comma, which JSON does not allow" in str(err.value)

@@ -149,7 +149,10 @@ def _yaml_mapping(text: str) -> Any:
 
 def _cut_off(text: str, err: json.JSONDecodeError) -> str:
     """"; it looks cut off …" when the JSON stops before its end (a file truncated by a full disk, a killed writer, a
-    partial copy: it does not end with a closing bracket, or the error is at its very end), else ""."""
+    partial copy: it does not end with a closing bracket, or the error is at its very end), what a trailing comma
+    before a closing bracket is, else ""."""
+    if text[err.pos:].lstrip().startswith(("}", "]")) and text[:err.pos].rstrip().endswith(","):
+        return "; a comma stands before a closing bracket there (a trailing comma, which JSON does not allow)"
     if text.rstrip().endswith(("}", "]")) and text[err.pos:].strip():
         return ""
     return (f"; the file ends at character {len(text):,} before its JSON closes (the error at character {err.pos:,}), "

@@ -77,7 +77,7 @@ def _check_records(run: RunRecords) -> None:
     if duration:  # a stated 0 is no duration at all: ledgers.goodput.run_duration_s takes the records' span, saying so
         sent_s = float(arrival.max() - arrival.min())
         if sent_s <= duration * (1 + SLACK_SHARE) + SLACK_S:  # else the duration is wrong, not the latencies
-            _refuse_long_latency(meta, arrival, first, finish, duration)
+            _refuse_long_latency(run, arrival, first, finish, duration)
         span = run.span_s
         if duration < span * (1 - SLACK_SHARE) - SLACK_S:
             meta.duration_s = span
@@ -90,8 +90,9 @@ def _check_records(run: RunRecords) -> None:
     _check_counts(run, ok)
 
 
-def _refuse_long_latency(meta: Any, arrival: np.ndarray, first: np.ndarray, finish: np.ndarray,
+def _refuse_long_latency(run: RunRecords, arrival: np.ndarray, first: np.ndarray, finish: np.ndarray,
                          duration: float) -> None:
+    meta = run.metadata
     limit = duration * (1 + SLACK_SHARE) + SLACK_S
     keys = _ARRAY_KEYS.get(meta.source_format, ("TTFT", "E2E"))
     for name, key, t in (("TTFT", keys[0], first), ("E2E latency", keys[1], finish)):
@@ -100,7 +101,8 @@ def _refuse_long_latency(meta: Any, arrival: np.ndarray, first: np.ndarray, fini
             continue
         i = int(np.nanargmax(lat))
         if lat[i] > limit:
-            raise FormatError(meta.source, f"request {i}'s {name} is {lat[i]:,.3f} s, longer than the whole run "
+            rid = run.columns.request_id(i) if run.columns is not None else run.records[i].request_id
+            raise FormatError(meta.source, f"request {rid}'s {name} is {lat[i]:,.3f} s, longer than the whole run "
                               f"({_duration_key(meta)}: {duration:,.3f} s), which no request can be. Were the "
                               f"latencies written in milliseconds where this format wants seconds ({lat[i]:,.3f} ms "
                               f"would be {lat[i] / 1e3:.3f} s)? Rewrite them in seconds", key)
