@@ -95,7 +95,7 @@ def test_goodput_files_bracket_the_boundary_and_print_shared_notes_once():
     files = sorted(str(p) for p in (EV / "inference-perf").glob("stage_*_lifecycle_metrics.json"))
     out = " ".join(_out("goodput", *files, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9").split())
     assert ("the measured runs bracket it: between 74.94 req/s (the last that meets) and 111.92 req/s (the next "
-            "measured, which misses)") in out
+            "measured, whose attainment is only bounded, [50.0%, 75.0%]: even its upper bound misses)") in out
     assert out.count("manifests.yaml MODEL_ID (the Deployment's)") == 1 and "notes for all 7 runs" in out
     # stage 3: TTFT ≤ 200 ms for between 3,358 and 5,036 of 6,715: 3358/6715 = 50.0 %, 5036/6715 = 75.0 %
     assert "between 3,358 and 5,036 of 6,715 completed requests" in out

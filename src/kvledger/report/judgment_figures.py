@@ -73,7 +73,7 @@ def boundary_figure(points: list[tuple[float, float, float | None]], axis: str, 
     if any(p[2] is not None for p in pts):
         tw.plot([p[0] for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="s",
                 color="#55a868",
-                label="goodput, req/s")
+                label="goodput, req/s" + (" (lower bound where estimated)" if estimated else ""))
         tw.set_ylabel("goodput, good req/s")
     if boundary is not None:
         ax.axvline(boundary, color="grey", ls="--", label=f"boundary {boundary:g}")
