@@ -107,3 +107,12 @@ def test_llmservingsim_workload_is_a_trace_with_arrivals_in_ns(tmp_path):
     # (546,926,808 − 46,926,808) ns = 0.5 s
     assert t.layout == "llmservingsim" and list(t.arrivals_s) == pytest.approx([0.0, 0.5])
     assert list(t.prompt_tokens) == [100, 300] and list(t.output_tokens) == [10, 30]
+
+
+def test_a_trace_with_a_byte_order_mark_is_read(tmp_path):
+    p = tmp_path / "bom.jsonl"
+    p.write_text("\ufeff" + json.dumps({"arrival_s": 0.0, "num_prompt_tokens": 5, "num_output_tokens": 2}) + "\n"
+                 + json.dumps({"arrival_s": 1.5, "num_prompt_tokens": 7, "num_output_tokens": 3}) + "\n",
+                 encoding="utf-8")
+    t = read_trace_file(p)
+    assert t.layout == "kvledger" and list(t.arrivals_s) == [0.0, 1.5] and list(t.prompt_tokens) == [5, 7]

@@ -167,7 +167,7 @@ def _first_layout(path: Path) -> str | None:
     """The layout the first non-blank line's keys name, or None (the row reader then gives the error)."""
     from kvledger.dynamics.workload.bailian import BAILIAN_KEYS  # here: a CSV trace never needs the Bailian reader
 
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8-sig") as f:
         for text in f:
             if text.strip():
                 try:
@@ -211,7 +211,7 @@ def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
     outputs: list[int] = []
     segments: list[tuple[int, ...]] = []
     clients: list[str | None] = []
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8-sig") as f:
         for line_no, text in enumerate(f, start=1):
             if not text.strip():
                 continue
@@ -262,7 +262,7 @@ def read_trace_file(path: str | Path, *, segment_tokens: int = _MOONCAKE_BLOCK_T
     p = Path(path)
     try:
         with p.open("rb") as f:
-            head = f.read(4096).lstrip()
+            head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()  # past a byte-order mark
     except OSError as err:
         raise FormatError(str(p), f"cannot read trace file: {err.strerror or err}") from None
     if not head:
