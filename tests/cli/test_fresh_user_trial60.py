@@ -69,3 +69,13 @@ def test_goodput_reads_an_llmservingsim_run(tmp_path):
     out = run_cli("goodput", str(f), *SLO).output
     # TTFT 0.1, 0.1, 0.3 s: two within 250 ms
     assert "66.7% of 3 requests" in out and "llmservingsim-vllm" in out
+
+
+def test_a_max_num_seqs_sweep_from_metadata_keys_is_one_deployment_on_that_axis(tmp_path):
+    a = write(tmp_path, "s64.json", bench("H100", 1.0, [0.1, 0.1, 0.1], max_num_seqs="64"))
+    b = write(tmp_path, "s128.json", bench("H100", 1.0, [0.3, 0.3, 0.3], max_num_seqs="128"))
+    out = " ".join(run_cli("goodput", a, b, *SLO, "--target", "0.9", "--axis", "max_num_seqs").output.split())
+    # 64: every TTFT 100 ms meets; 128: every TTFT 300 ms misses the 250 ms limit
+    assert "SLO boundary on max_num_seqs for attainment ≥ 90%: 64 max_num_seqs" in out
+    # on the request-rate axis the two launches are two deployments
+    assert "were launched by different records" in refused("goodput", a, b, *SLO, "--target", "0.9")

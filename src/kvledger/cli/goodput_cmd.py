@@ -103,7 +103,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
     if target is not None:
         from kvledger.evidence.deployment import refuse_mixed_sweep
 
-        refuse_mixed_sweep(runs, "--target finds the SLO boundary")
+        refuse_mixed_sweep(runs, "--target finds the SLO boundary", {"rate": "request_rate"}.get(axis, axis))
     results = [goodput(run, the_slo) for run in runs]
     boundary = None if target is None else boundary_from_sweep(runs, the_slo, target,
                                                                {"rate": "request_rate"}.get(axis, axis))

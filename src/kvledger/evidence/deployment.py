@@ -16,15 +16,17 @@ from kvledger.evidence.metadata_keys import RECORD_SUFFIX
 __all__ = ["launch_record", "refuse_mixed_sweep"]
 
 
-def launch_record(metadata: Any) -> str | None:
-    """The run's launch record: the record file its reader found, or the settings of the server_info block the file
-    carries (those a start profiles for itself, max_total_tokens, left out); None when the run names neither."""
+def launch_record(metadata: Any, ignore: tuple[str, ...] = ()) -> str | None:
+    """The run's launch record: the record file its reader found, or the settings of the server_info block (or the
+    result's own top-level keys) the file carries (those a start profiles for itself, max_total_tokens, and those in
+    ``ignore``, left out); None when the run names neither."""
     where = metadata.extra.get("record_file") if metadata is not None else None
     inline = where.endswith(("server_info", RECORD_SUFFIX)) if where else False
     kw = metadata.extra.get("engine_kwargs") if inline else None
-    kw = {k: v for k, v in (kw or {}).items() if k != "max_total_tokens"}  # a start's own profiling: not a setting
+    kw = {k: v for k, v in (kw or {}).items()  # a start's own profiling is not a setting; a swept one is the axis
+          if k != "max_total_tokens" and k not in ignore}
     how = "server_info" if where and where.endswith("server_info") else "the result's top-level keys"
-    return f"the settings {sorted(kw.items(), key=str)} ({how})" if kw else where
+    return f"the settings {sorted(kw.items(), key=str)} ({how})" if inline else where
 
 
 def _named(run: Any) -> str:
@@ -49,7 +51,7 @@ def _gpu(metadata: Any, counted: bool) -> str | None:
     return f"{name} × {metadata.num_gpus}" if counted else name
 
 
-def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
+def refuse_mixed_sweep(runs: list[Any], what: str, axis: str | None = None) -> None:
     """Refuse runs that cannot be one deployment's load sweep: two models named (both known), two GPUs named (or GPU
     counts, where every run states one), or two launch records
     (every run naming one, as ``validate --sweep`` requires), saying which files belong together.
@@ -57,6 +59,7 @@ def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
     Args:
         runs: RunRecords or AggregateRun, each with ``metadata``.
         what: the flag and what it does, the sentence's subject, e.g. "--target finds the SLO boundary".
+        axis: the setting the sweep varies (``max_num_seqs``), left out of the launch records compared.
 
     Raises:
         InputError: the groups of files, by model or by launch record, and what to do instead.
@@ -69,10 +72,12 @@ def refuse_mixed_sweep(runs: list[Any], what: str) -> None:
     elif len(gpus - {None}) > 1:  # calibrate refuses mixed GPUs alike: one sweep is one deployment's hardware
         by, were, key = "GPU", "ran on different GPUs", (lambda run: _gpu(run.metadata, counted) or "GPU not stated")
     else:
-        records = {launch_record(run.metadata) for run in runs}
+        ignore = (axis,) if axis else ()
+        records = {launch_record(run.metadata, ignore) for run in runs}
         if len(records) < 2 or None in records:
             return
-        by, were, key = "launch record", "were launched by different records", (lambda run: launch_record(run.metadata))
+        by, were = "launch record", "were launched by different records"
+        key = (lambda run: launch_record(run.metadata, ignore))  # noqa: E731
     groups: dict[str, list[str]] = {}
     for run in runs:
         groups.setdefault(key(run), []).append(_named(run))

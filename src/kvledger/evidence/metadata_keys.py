@@ -52,6 +52,8 @@ def launch_keys(path: str, obj: dict[str, Any], where: str, meta: RunMetadata, k
         if short in kwargs:
             value = kwargs.pop(short)
             kwargs.setdefault(full, value)
+    if "max_num_seqs" in kwargs:  # the load axis goodput --target --axis max_num_seqs reads (as inference-perf's)
+        meta.extra["max_num_seqs"] = kwargs["max_num_seqs"]
     if kwargs:
         meta.extra["engine_kwargs"] = kwargs
         meta.extra["record_file"] = f"{path} {where}{RECORD_SUFFIX}".replace("  ", " ")
