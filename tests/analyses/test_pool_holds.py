@@ -1,6 +1,7 @@
 """simulate's "the pool holds N requests of the mean length" counts a request as plan's concurrency rows do
 (``accounting.window_capacity.held_blocks``): a hybrid layout's sliding groups at their window, Mamba state groups at
-their pages, full attention at every block; one full-attention group keeps token slots ÷ the mean (vLLM 0.33, H100)."""
+the pages vLLM holds while decoding, full attention at every block; one full-attention group keeps token slots ÷ the
+mean (vLLM 0.33, H100)."""
 
 from __future__ import annotations
 
@@ -45,14 +46,47 @@ def test_gpt_oss_20b_at_8k_is_plans_294():
     assert (h.requests, h.blocks_per_request) == (294, 521) and h.requests == p.row_at(8192).decode_requests
 
 
-def test_nemotron_h_counts_its_state_pages_as_plan():
-    # TP 2, prefix caching on ("align"): 197 usable blocks of 4,128 tokens; 8,192 tokens: cdiv(8,192, 4,128) = 2
-    # attention blocks + 6 state groups × 3 pages = 20 → 197 // 20 = 9, plan's 9 at 8,192 (token slots would give
-    # 197 × 4,128 / 8,192 = 99)
+def test_nemotron_h_counts_its_state_pages_as_vllm_holds_them_while_decoding():
+    # TP 2, prefix caching on ("align", vLLM 0.33): 197 usable blocks of 4,128 tokens, 1 full-attention group and 6
+    # state groups (54 Mamba-2 layers in groups of 10). vLLM's start-up check counts 2 + 1 checkpoint = 3 pages per
+    # state group: 8,192 tokens → cdiv(8,192, 4,128) = 2 + 6 × 3 = 20 → 197 // 20 = 9 (plan's start-up figure).
+    # While decoding, MambaManager frees every state page before the last computed token's at each step, so a request
+    # holds 1 page per state group, 2 in the step that crosses a block boundary (here at token 4,128): 2 + 6 × 2 = 14
+    # → 197 // 14 = 14, plan's "≈14 while decoding" (token slots would give 197 × 4,128 / 8,192 = 99).
     setup, p = _setup("nvidia/Nemotron-H-56B-Base-8K", tp=2)
     h = pool_holds(setup, 8192.0)
-    assert (h.requests, h.blocks_per_request) == (9, 20) and h.requests == p.row_at(8192).max_requests
-    assert "each Mamba state group at 3 pages, as vLLM's start-up check counts it" in h.rule
+    assert (h.requests, h.blocks_per_request) == (14, 14) and h.requests == p.row_at(8192).decode_requests
+    assert p.row_at(8192).max_requests == 9 and p.row_at(8192).blocks_per_request == 20
+    assert "each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block boundary" in h.rule
+    assert "MambaManager.remove_skipped_blocks" in h.rule
+    # a mean of 2,000 tokens stays within one 4,128-token block, never crosses one: 1 + 6 × 1 = 7 → 197 // 7 = 28, the
+    # batch the simulator peaked at on this deployment (the start-up count, 1 + 6 × 3 = 19, gave 197 // 19 = 10)
+    assert (pool_holds(setup, 2000.0).requests, pool_holds(setup, 2000.0).blocks_per_request) == (28, 7)
+
+
+def test_nemotron_h_without_prefix_caching_holds_one_page_as_counted():
+    # --no-enable-prefix-caching: mamba_cache_mode none, 1 page per state group at start-up and while decoding (the
+    # Mamba block is max_model_len long): 2 + 6 × 1 = 8 blocks at 8,192 tokens, no separate decoding figure
+    setup, p = _setup("nvidia/Nemotron-H-56B-Base-8K", tp=2, enable_prefix_caching=False)
+    h = pool_holds(setup, 8192.0)
+    assert h.blocks_per_request == 8 and h.requests == p.row_at(8192).max_requests
+    assert p.row_at(8192).decode_requests is None
+    assert "each Mamba state group at 1 page (mamba_cache_mode none)" in h.rule
+
+
+def test_qwen3_next_80b_tp4_state_pages_while_decoding():
+    # TP 4 on H100, align mode with FlashInfer GDN prefill checkpoints: 3 pages per state group at start-up; 8,183
+    # usable blocks of 320 tokens; 1 full-attention group (12 layers) and 3 state groups (36 GDN layers / 12).
+    # 8,192 tokens: start-up cdiv(8,192, 320) = 26 + 3 × 3 = 35 → 8,183 // 35 = 233; decoding 26 + 3 × 2 = 32 →
+    # 8,183 // 32 = 255. 32,768 tokens: 103 + 9 = 112 → 73; decoding 103 + 6 = 109 → 75.
+    setup, p = _setup("Qwen/Qwen3-Next-80B-A3B-Instruct", tp=4, contexts=[8192, 32768])
+    assert (p.memory.usable_blocks, p.memory.block_size) == (8183, 320)
+    for tokens, start, held, n_start, n_held in ((8192, 35, 32, 233, 255), (32768, 112, 109, 73, 75)):
+        h, r = pool_holds(setup, float(tokens)), p.row_at(tokens)
+        assert (r.blocks_per_request, r.max_requests) == (start, n_start)
+        assert (h.blocks_per_request, h.requests) == (held, n_held) == (r.decode_blocks_per_request, r.decode_requests)
+    # 300 tokens, within one block: 1 + 3 × 1 = 4 → 8,183 // 4 = 2,045
+    assert pool_holds(setup, 300.0).blocks_per_request == 4
 
 
 def test_one_full_attention_group_keeps_token_slots():

@@ -10,9 +10,21 @@ group ``cdiv(L, block_size)``. Chunked-local attention (``ChunkedLocalAttentionM
 ⌊computed / chunk⌋ · chunk) frees every block before the current chunk, keeping ``chunk / block_size`` blocks where the
 block size divides the chunk (else ``cdiv(chunk − 1, block_size) + 1``).
 
+Mamba / linear-attention state groups (read in vLLM 0.33.0 and 0.27.0, ``single_type_kv_cache_manager.py :
+MambaManager``): the start-up check counts ``MambaSpec.max_memory_usage_bytes`` ÷ page — 1 page with
+``mamba_cache_mode`` "none" (prefix caching off; the Mamba block is max_model_len long), 2 with "align" (0.19–0.32),
+2 + 1 prefill-checkpoint page with "align" in 0.33 (Mamba-2 and FlashInfer GDN layers), cdiv(max_model_len, block)
+with "all" (0.19–0.27). While decoding, ``MambaManager.get_num_skipped_tokens`` = computed − 1, so
+``remove_skipped_blocks`` frees every state page before the last computed token's at each step's allocation ("align"
+also frees ``last_state_block_idx``). A decode step that crosses a block boundary (computed = k·B) allocates page k
+while page k − 1 still holds the state it reads; page k − 1 is freed (into the prefix cache) at the next step. The
+checkpoint page is only taken by the prefill chunk that ends the prompt. So a decoding request holds 1 page per state
+group between steps and at most 2 (``state_decode_pages``: ``min(2, cdiv(tokens, B))`` in "align" and "all"; 1 in
+"none", where one block covers max_model_len) — the figure counted here, as the sliding window's "+ a block".
+
 ``held_blocks`` and ``requests_held`` give the same count for a request of any length (``kvledger simulate``'s
-"the pool holds N requests of the mean length"): a windowed group at its window, a Mamba state group at the pages the
-start-up check counts, full attention at ``cdiv(tokens, block_size)``, as ``plan``'s concurrency rows count them.
+"the pool holds N requests of the mean length"): a windowed group at its window, a Mamba state group at the pages it
+holds while decoding, full attention at ``cdiv(tokens, block_size)``, as ``plan``'s concurrency rows count them.
 """
 
 from __future__ import annotations
@@ -21,30 +33,51 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kvledger.units import cdiv
+
 if TYPE_CHECKING:
-    from kvledger.accounting.kvlayout_types import KVLayout
+    from kvledger.accounting.kvlayout_types import AllocGroup, KVLayout
     from kvledger.accounting.plan import ConcurrencyRow, Plan
 
-__all__ = ["WINDOWED", "decode_blocks", "held_blocks", "requests_held", "held_words", "window_words", "manager_words",
-           "at_max_words"]
+__all__ = ["WINDOWED", "decode_blocks", "state_decode_pages", "held_blocks", "requests_held", "held_words",
+           "window_words", "manager_words", "at_max_words"]
 
 WINDOWED = ("sliding_window", "chunked_local")
 """The group kinds whose blocks outside the window are freed as decoding proceeds."""
 
 
+def state_decode_pages(g: AllocGroup, context_tokens: int) -> int:
+    """Pages one decoding request of ``context_tokens`` holds at most in Mamba state group ``g`` (module doc): 1 with
+    ``mamba_cache_mode`` "none" (1 page, no page per block); with "align" or "all" the running state's page, and the
+    next one while a step crosses a block boundary — ``min(2, cdiv(tokens, B))``: a request within one block never
+    crosses one, pages."""
+    if g.state_pages == 1 and not g.state_page_per_block:
+        return 1
+    return min(2, cdiv(context_tokens, g.block_size))
+
+
+def _frees(layout: KVLayout) -> bool:
+    """Whether a group of ``layout`` holds fewer blocks while decoding than the start-up check counts: a windowed
+    group, or a Mamba state group counted at more than one page."""
+    return any(g.kind in WINDOWED or (g.kind == "state" and (g.state_pages > 1 or g.state_page_per_block))
+               for g in layout.groups)
+
+
 def decode_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens: int) -> int | None:
     """Blocks one request of ``context_tokens`` holds at most while decoding: windowed groups at their window (+ a
-    block), the other groups as the start-up check counts them, blocks; None without a windowed group."""
-    if layout is None or not any(g.kind in WINDOWED for g in layout.groups):
+    block), Mamba state groups at ``state_decode_pages``, the other groups as the start-up check counts them, blocks;
+    None without a windowed group or a state group counted at more than a page."""
+    if layout is None or not _frees(layout):
         return None
     return sum(g.blocks_for_tokens(context_tokens) if g.kind in WINDOWED
+               else state_decode_pages(g, context_tokens) if g.kind == "state"
                else g.blocks_per_request(context_tokens, inflight_tokens) for g in layout.groups)
 
 
 def held_blocks(layout: KVLayout | None, context_tokens: int, inflight_tokens: int) -> int | None:
     """Blocks one request of ``context_tokens`` holds at once while decoding, as ``plan``'s concurrency row at that
-    context counts them: ``decode_blocks`` where a windowed group frees blocks, else the start-up check's (each Mamba
-    state group at its state pages); None for one full-attention (or MLA) group, whose requests the token slots
+    context counts them: ``decode_blocks`` where a windowed or Mamba state group holds fewer than the start-up check
+    counts, else the start-up check's; None for one full-attention (or MLA) group, whose requests the token slots
     divide."""
     if layout is None or (len(layout.groups) == 1 and layout.groups[0].kind in ("full", "mla")):
         return None
@@ -67,17 +100,31 @@ def held_words(layout: KVLayout) -> str:
     """Which rule ``held_blocks`` followed for ``layout``, in words (the windowed layers' manager, the state pages)."""
     said = []
     if any(g.kind in WINDOWED for g in layout.groups):
-        said.append(f"{window_words(layout)} — {manager_words(layout)[1]}")
-    state = {"a page per block of tokens" if g.state_page_per_block else f"{g.state_pages} page" + "s" * (g.state_pages
-             != 1) for g in layout.groups if g.kind == "state"}
-    if state:
-        said.append(f"each Mamba state group at {' / '.join(sorted(state))}, as vLLM's start-up check counts it "
+        said.append(f"{_windowed_words(layout)} — {_windowed_manager(layout)[1]}")
+    if state := _state_words(layout):
+        said.append(f"{state} — {_STATE_FREED}")
+    elif any(g.kind == "state" for g in layout.groups):
+        said.append("each Mamba state group at 1 page (mamba_cache_mode none), as vLLM's start-up check counts it "
                     "(kv_cache_interface.py MambaSpec.max_memory_usage_bytes)")
     said.append("full-attention layers at every block of the request")
     return "; ".join(said)
 
 
-def window_words(layout: KVLayout) -> str:
+_STATE_FREED = ("the state pages before the last computed token's are freed at each step: "
+                "single_type_kv_cache_manager.py MambaManager.remove_skipped_blocks")
+"""Which manager frees a Mamba state group's pages while decoding (vLLM 0.27–0.33, module doc)."""
+
+
+def _state_words(layout: KVLayout) -> str:
+    """ "each Mamba state group holds ≤ 2 pages …": what a state group counted at more than a page keeps while
+    decoding; "" without one."""
+    if not any(g.kind == "state" and (g.state_pages > 1 or g.state_page_per_block) for g in layout.groups):
+        return ""
+    return ("each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block boundary, 1 for "
+            "a request within one block")
+
+
+def _windowed_words(layout: KVLayout) -> str:
     """ "sliding layers hold ≤ 128 tokens + a block", "chunked-local layers hold ≤ their 8,192-token chunk": what a
     windowed group keeps while decoding."""
     said = []
@@ -89,7 +136,26 @@ def window_words(layout: KVLayout) -> str:
     return "; ".join(said)
 
 
+def window_words(layout: KVLayout) -> str:
+    """What the groups that free blocks keep while decoding, in words: the windowed layers' window or chunk, the Mamba
+    state groups' pages."""
+    return "; ".join(w for w in (_windowed_words(layout), _state_words(layout)) if w)
+
+
 def manager_words(layout: KVLayout) -> tuple[str, str]:
+    """(how vLLM's start-up check counts the groups that free blocks while decoding, which manager frees them)."""
+    parts = [_windowed_manager(layout)] if any(g.kind in WINDOWED for g in layout.groups) else []
+    pages = sorted({g.state_pages for g in layout.groups if g.kind == "state" and g.state_pages > 1
+                    and not g.state_page_per_block})
+    if pages:
+        parts.append((f"each Mamba state group counted at {' / '.join(map(str, pages))} pages "
+                      "(MambaSpec.max_memory_usage_bytes)", _STATE_FREED))
+    if any(g.kind == "state" and g.state_page_per_block for g in layout.groups):
+        parts.append(("each Mamba state group counted at a page per block of the request", _STATE_FREED))
+    return "; ".join(p[0] for p in parts), "; ".join(dict.fromkeys(p[1] for p in parts))
+
+
+def _windowed_manager(layout: KVLayout) -> tuple[str, str]:
     """(how vLLM's start-up check counts the windowed layers, which manager frees their blocks while decoding)."""
     kinds = {g.kind for g in layout.groups if g.kind in WINDOWED}
     if kinds == {"chunked_local"}:
@@ -106,8 +172,9 @@ def manager_words(layout: KVLayout) -> tuple[str, str]:
 
 def at_max_words(p: Plan, caveat: str, retry: Callable[..., Plan | None]) -> tuple[str, int]:
     """The fits line's figure at max_model_len and the whole requests that say whether it is low: vLLM's start-up check
-    (the × it prints) and, with windowed layers, what runs at once while decoding; with --disable-hybrid-kv-cache-
-    manager either way, the other setting's figures (``retry(**update)`` re-plans, None when it cannot)."""
+    (the × it prints) and, with windowed or Mamba state layers, what runs at once while decoding; with
+    --disable-hybrid-kv-cache-manager either way, the other setting's figures (``retry(**update)`` re-plans, None
+    when it cannot)."""
     m, row = p.memory, p.row_at(p.memory.max_model_len)
     c, n = (row.max_concurrency, row.max_requests) if row else (0.0, 0)
     reqs = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'}"
