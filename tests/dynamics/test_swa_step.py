@@ -68,3 +68,48 @@ def test_plan_brings_the_rule_for_sliding_window_models():
     assert rule.inflight_tokens == 2 * mnbt
     sync, _ = engine_config_from_plan(p, async_scheduling=False)
     assert sync.step_blocks.inflight_tokens == mnbt
+
+
+# one full-attention group + one Mamba state group, block 4 tokens; "align" mode with a prefill-checkpoint page (vLLM
+# 0.33: 2 + 1 = 3 pages at the start-up check), "none" (1 page) and "all" (a page per block, 0.19–0.27)
+MAMBA = KVLayout((AllocGroup("full", 1, 1, 4, 1), AllocGroup("state", 1, 1, 4, 1, 0, 3)), 1, 4, 0)
+MAMBA_RULE = StepBlockRule.from_layout(MAMBA, max_model_len=32, inflight_tokens=128)
+
+
+def test_mamba_state_pages_follow_mamba_manager():
+    assert (MAMBA_RULE.state_boundary_page, MAMBA_RULE.state_checkpoint_pages) == (True, 1)
+    # a 10-token prompt from scratch: full cdiv(10, 4) = 3; state: the running page + the checkpoint page (the chunk
+    # ends past the first block: MambaManager caps the new pages at 1 + checkpoint) = 2 → 5
+    assert MAMBA_RULE.held_after(0, 10) == 5
+    # a 3-token prompt stays within one block: no checkpoint, 1 + 1 = 2
+    assert MAMBA_RULE.held_after(0, 3) == 2
+    # the next decode step: remove_skipped_blocks (computed − 1 tokens skipped) frees the checkpoint page → 3 + 1
+    assert MAMBA_RULE.held_after(10, 1) == 4 == MAMBA_RULE.steady(11) == MAMBA.blocks_for_tokens(11)
+    # a second chunk 10 → 16 crosses from page 2 ((10 − 1) // 4) to page 3 ((16 − 1) // 4): full 4 + state 1 + the
+    # page it reads + checkpoint = 7
+    assert MAMBA_RULE.held_after(10, 6) == 7
+    # admission (apply_admission_cap): 1 + checkpoint past the first block, 1 within it
+    assert (MAMBA_RULE.admission(10), MAMBA_RULE.admission(3)) == (5, 2)
+    # vLLM's start-up check at 32 tokens: 8 + 3 = 11
+    assert MAMBA.blocks_per_request(32, 128) == 11
+    none = StepBlockRule.from_layout(KVLayout((MAMBA.groups[0], AllocGroup("state", 1, 1, 4, 1, 0, 1)), 1, 4, 0),
+                                     32, 128)
+    per_block = StepBlockRule.from_layout(KVLayout((MAMBA.groups[0], AllocGroup("state", 1, 1, 4, 1, 0, 1, True)), 1,
+                                                   4, 0), 32, 128)
+    for rule in (none, per_block):  # one page in every step ("all" mode's prefill is not modelled)
+        assert (rule.held_after(0, 10), rule.held_after(10, 6), rule.admission(10)) == (4, 5, 4)
+
+
+def test_mamba_checkpoint_page_delays_a_second_admission():
+    # 8 usable blocks; A and B = 10 prompt + 2 output at t = 0. Each admission needs 3 full blocks + 2 state pages = 5:
+    # step 1 [A 10] (5 held, 3 free: B waits); step 2 [A 1] (the checkpoint page freed: 4 held, 4 free < 5, B waits);
+    # A ends → step 3 [B 10]. Counting 1 state page (4 blocks a request) admits both at step 1.
+    kw = dict(num_gpu_blocks=9, max_model_len=12, block_size=4, max_num_batched_tokens=64, max_num_seqs=8,
+              enable_prefix_caching=False, blocks_for_tokens=MAMBA.blocks_for_tokens, async_scheduling=False)
+    reqs = [RequestSpec("A", 0.0, 10, 2), RequestSpec("B", 0.0, 10, 2)]
+    res = simulate(reqs, EngineConfig(step_blocks=MAMBA_RULE, **kw), STEP, record_steps=True, fast_forward=False)
+    steps = [(round(d["start_s"] * 1e3), d["batch"]) for d in res.steps[0].dicts()]
+    assert steps[:3] == [(0, [["A", 10]]), (10, [["A", 1]]), (20, [["B", 10]])]
+    one_page = StepBlockRule(MAMBA_RULE.groups, 32, 128)
+    res1 = simulate(reqs, EngineConfig(step_blocks=one_page, **kw), STEP, record_steps=True, fast_forward=False)
+    assert [d["batch"] for d in res1.steps[0].dicts()][0] == [["A", 10], ["B", 10]]

@@ -19,6 +19,15 @@ steady-state window, ``AllocGroup.blocks_for_tokens``), an upper bound of vLLM's
 alternates between that and one block fewer as the window crosses block boundaries. With
 async scheduling vLLM frees on ``computed − in flight`` tokens; here on ``computed`` (a
 request's out-of-window blocks go one step early).
+
+Mamba state groups (vLLM 0.33 ``MambaManager``, "align" mode — prefix caching on): a request holds the page of its last
+computed token's state between steps (``get_num_skipped_tokens`` = computed − 1). A prefill chunk that ends past the
+first block also takes the prefill-checkpoint page (Mamba-2, FlashInfer GDN; ``get_num_blocks_to_allocate`` caps the new
+pages at 1 + checkpoint), and a chunk that crosses a block boundary keeps the page it reads until the next step; both
+are freed at the next step (``remove_skipped_blocks``). The admission check counts 1 + the checkpoint page for a
+sequence longer than a block. A decode step that crosses a block boundary also holds the old page for that step in
+vLLM; it is counted at 1 page here (the decode stretches only add blocks), a page per state group short for one step
+in ``block_size``. With "none" (prefix caching off), and "all" (not modelled), a state group is always 1 page.
 """
 
 from __future__ import annotations
@@ -38,16 +47,34 @@ class StepBlockRule:
         groups: per group ``(kind, block_size, window_tokens)``; kinds as ``AllocGroup.kind``.
         max_model_len: L, tokens.
         inflight_tokens: F in the admission cap, tokens.
+        state_boundary_page: Mamba state groups in "align" mode: a prefill chunk that crosses a block boundary holds
+            the page it reads for the step ("all" mode, vLLM 0.19–0.27, stays at 1 page: its prefill not modelled).
+        state_checkpoint_pages: prefill-checkpoint pages per state group ("align", vLLM 0.33), pages.
     """
 
     groups: tuple[tuple[str, int, int], ...]
     max_model_len: int
     inflight_tokens: int
+    state_boundary_page: bool = False
+    state_checkpoint_pages: int = 0
 
     @classmethod
     def from_layout(cls, layout, max_model_len: int, inflight_tokens: int) -> StepBlockRule:
+        state = [g for g in layout.groups if g.kind == "state"]
+        align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
+        boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
-                   inflight_tokens)
+                   inflight_tokens, boundary, max(ck, 0))
+
+    def state_pages(self, computed: int, new: int, block_size: int) -> int:
+        """Pages one state group holds once a step's ``new`` tokens after ``computed`` have their slots (module doc):
+        a decode step 1; a prefill chunk + 1 where it crosses a block boundary, + the checkpoint page where it ends
+        past the first block, pages."""
+        if new <= 1 or not self.state_boundary_page:
+            return 1
+        t, B = computed + new, block_size
+        crosses = computed > 0 and (computed - 1) // B != (t - 1) // B
+        return 1 + int(crosses) + (self.state_checkpoint_pages if t > B else 0)
 
     def steady(self, num_tokens: int) -> int:
         """Blocks held after a decode step brings a request to ``num_tokens`` tokens, blocks."""
@@ -69,7 +96,7 @@ class StepBlockRule:
         total = 0
         for kind, B, W in self.groups:
             if kind == "state":
-                total += 1
+                total += self.state_pages(computed, new, B)
                 continue
             blocks = cdiv(t, B)
             if kind == "sliding_window":
@@ -87,8 +114,8 @@ class StepBlockRule:
         n, L, F = num_tokens, self.max_model_len, self.inflight_tokens
         total = 0
         for kind, B, W in self.groups:
-            if kind == "state":
-                total += 1
+            if kind == "state":  # MambaManager's admission cap: 1 + the checkpoint page past the first block
+                total += 1 + (self.state_checkpoint_pages if min(n, L) > B else 0)
             elif kind == "sliding_window":
                 total += min(cdiv(min(n, L), B), cdiv(min(W - 1 + F, L), B) + 1)
             elif kind == "chunked_local":
