@@ -41,6 +41,9 @@ def test_one_long_request_reports_the_usage_step_by_step_execution_sees():
 # one full and one sliding group (window 40 tokens), block 16, in-flight 2 × 256 tokens (as
 # tests/dynamics/test_engine.py)
 _SWA = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
+# one full group and two Mamba state groups in "align" mode with a checkpoint page (vLLM 0.33), block 16: a step that
+# crosses a block boundary holds a second state page until the next step, which the decode stretches leave to it
+_MAMBA = StepBlockRule((("full", 16, 0), ("state", 16, 0), ("state", 16, 0)), 512, 512, True, 1)
 
 POLICIES = {
     "vllm": {},
@@ -58,6 +61,9 @@ POLICIES = {
                          blocks_for_tokens=_SWA.steady, step_blocks=_SWA),
     "sliding-step-async": dict(enable_prefix_caching=False, max_num_batched_tokens=256,
                                blocks_for_tokens=_SWA.steady, step_blocks=_SWA, async_scheduling=True),
+    "mamba-step": dict(enable_prefix_caching=False, blocks_for_tokens=_MAMBA.steady, step_blocks=_MAMBA),
+    "mamba-step-async": dict(enable_prefix_caching=False, blocks_for_tokens=_MAMBA.steady, step_blocks=_MAMBA,
+                             async_scheduling=True),
     # SGLang's own scheduler (prefill-first, reservation admission, retraction) on its radix cache
     "sglang-rule": dict(batching="sglang", prefix_caching_policy="sglang", max_num_batched_tokens=256),
     "sglang-rule-eos": dict(batching="sglang", prefix_caching_policy="sglang", ignore_eos=False),

@@ -85,6 +85,13 @@ def test_mamba_state_pages_follow_mamba_manager():
     assert MAMBA_RULE.held_after(0, 3) == 2
     # the next decode step: remove_skipped_blocks (computed − 1 tokens skipped) frees the checkpoint page → 3 + 1
     assert MAMBA_RULE.held_after(10, 1) == 4 == MAMBA_RULE.steady(11) == MAMBA.blocks_for_tokens(11)
+    # a decode step scheduled at 12 computed (a multiple of the block) writes page 3 while page 2 holds the state it
+    # reads: full cdiv(13, 4) = 4 + 2 pages = 6, one more than the steady 5 (the next step frees page 2)
+    assert (MAMBA_RULE.held_after(12, 1), MAMBA_RULE.steady(13)) == (6, 5)
+    # a decode stretch stops before the first such step: at 10 computed 2 steps (10, 11), at 5 computed 3 (5, 6, 7);
+    # a request finishing before its crossing (1 step left at 11 computed) does not stop it
+    assert MAMBA_RULE.steps_before_crossing([10, 5], [10, 10], 8) == 2
+    assert MAMBA_RULE.steps_before_crossing([11, 5], [1, 10], 8) == 3
     # a second chunk 10 → 16 crosses from page 2 ((10 − 1) // 4) to page 3 ((16 − 1) // 4): full 4 + state 1 + the
     # page it reads + checkpoint = 7
     assert MAMBA_RULE.held_after(10, 6) == 7

@@ -49,6 +49,10 @@ class PagedStretches:
         budget = self.pool.num_free_blocks - reserve
         B = self.block_size
         if self.custom_bft:
+            if self.step_blocks is not None:  # a Mamba state page crossed takes a general step (swa_step.py)
+                k = self.step_blocks.steps_before_crossing(comp, rems, k)
+                if k == 0:
+                    return 0
             return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], budget, side="right"))
         if len(running) * (k // B + 1) <= budget:
             return k

@@ -25,9 +25,10 @@ computed token's state between steps (``get_num_skipped_tokens`` = computed − 
 first block also takes the prefill-checkpoint page (Mamba-2, FlashInfer GDN; ``get_num_blocks_to_allocate`` caps the new
 pages at 1 + checkpoint), and a chunk that crosses a block boundary keeps the page it reads until the next step; both
 are freed at the next step (``remove_skipped_blocks``). The admission check counts 1 + the checkpoint page for a
-sequence longer than a block. A decode step that crosses a block boundary also holds the old page for that step in
-vLLM; it is counted at 1 page here (the decode stretches only add blocks), a page per state group short for one step
-in ``block_size``. With "none" (prefix caching off), and "all" (not modelled), a state group is always 1 page.
+sequence longer than a block. A decode step that crosses a block boundary (computed a multiple of the block) likewise
+holds the old page with the new one for that step; decode stretches, which only add blocks, stop before such a step
+(``steps_before_crossing``), so the general step takes it and the next frees the old page. With "none" (prefix caching
+off), and "all" (not modelled), a state group is always 1 page.
 """
 
 from __future__ import annotations
@@ -68,13 +69,26 @@ class StepBlockRule:
 
     def state_pages(self, computed: int, new: int, block_size: int) -> int:
         """Pages one state group holds once a step's ``new`` tokens after ``computed`` have their slots (module doc):
-        a decode step 1; a prefill chunk + 1 where it crosses a block boundary, + the checkpoint page where it ends
-        past the first block, pages."""
-        if new <= 1 or not self.state_boundary_page:
+        1, + 1 where the step crosses a block boundary, + the checkpoint page where a prefill chunk ends past the
+        first block, pages."""
+        if not self.state_boundary_page:
             return 1
         t, B = computed + new, block_size
         crosses = computed > 0 and (computed - 1) // B != (t - 1) // B
-        return 1 + int(crosses) + (self.state_checkpoint_pages if t > B else 0)
+        return 1 + int(crosses) + (self.state_checkpoint_pages if new > 1 and t > B else 0)
+
+    def steps_before_crossing(self, comp: list[int], rems: list[int], k: int) -> int:
+        """Decode steps (≤ ``k``) of a stretch before the first in which a request (``comp[i]`` computed tokens at the
+        start, ``rems[i]`` steps left) crosses a state group's block boundary and takes a second page, steps."""
+        if not self.state_boundary_page:
+            return k
+        for kind, B, _ in self.groups:
+            if kind == "state":
+                for c, m in zip(comp, rems):
+                    j = -c % B  # the step whose schedule finds a multiple of B computed
+                    if j < m and j < k and c + j > 0:
+                        k = j
+        return k
 
     def steady(self, num_tokens: int) -> int:
         """Blocks held after a decode step brings a request to ``num_tokens`` tokens, blocks."""
