@@ -46,7 +46,7 @@ def looks_like_llmservingsim(path: str | Path) -> bool:
         f = _requests_file(Path(path))
         with open(f, encoding="utf-8-sig") as fh:
             first = json.loads(fh.readline())
-    except (OSError, ValueError, FormatError):
+    except (OSError, ValueError, RecursionError, FormatError):  # nested past the recursion limit: not its layout
         return False
     return isinstance(first, dict) and all(k in first for k in _KEYS)
 
