@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
@@ -28,13 +30,10 @@ CUDA_RESERVE_MIB = 450
 
 _ALIASES = {
     "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
-    "nvidia_h100_pcie": ["h100-pcie", "h100-pcie-80gb"],
-    "nvidia_h100_nvl": ["h100-nvl", "h100-94gb"],
-    "nvidia_h200_sxm": ["h200", "h200-sxm", "h200-141gb"],
-    "nvidia_h200_nvl": ["h200-nvl"],
+    "nvidia_h100_pcie": ["h100-pcie", "h100-pcie-80gb"], "nvidia_h100_nvl": ["h100-nvl", "h100-94gb"],
+    "nvidia_h200_sxm": ["h200", "h200-sxm", "h200-141gb"], "nvidia_h200_nvl": ["h200-nvl"],
     "nvidia_a100_80gb_sxm": ["a100", "a100-80gb", "a100-sxm", "a100-sxm4-80gb", "a100-80gb-sxm"],
-    "nvidia_a100_80gb_pcie": ["a100-pcie", "a100-80gb-pcie"],
-    "nvidia_a100_40gb_sxm": ["a100-40gb", "a100-sxm4-40gb"],
+    "nvidia_a100_80gb_pcie": ["a100-pcie", "a100-80gb-pcie"], "nvidia_a100_40gb_sxm": ["a100-40gb", "a100-sxm4-40gb"],
     "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
     "nvidia_gh200_96gb": ["gh200", "gh200-96gb", "gh200-120gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
@@ -46,17 +45,16 @@ _ALIASES = {
     "nvidia_rtx_pro_6000_workstation": ["rtx-pro-6000-workstation", "rtx-pro-6000-ws"],
     "nvidia_t4": ["t4", "tesla-t4"], "nvidia_a40": ["a40"], "nvidia_l40": ["l40"], "nvidia_h20": ["h20"],
     "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"],
-    "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
-    "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"], "amd_mi210": ["mi210"],
-    "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"],
-    "amd_mi250x": ["mi250x", "mi250x-gcd"], "amd_mi250": ["mi250", "mi250-gcd"],
-    "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
+    "nvidia_rtx_a6000": ["rtx-a6000", "a6000"], "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"],
+    "amd_mi210": ["mi210"], "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"],
+    "amd_mi250x": ["mi250x", "mi250x-gcd"], "amd_mi250": ["mi250", "mi250-gcd"], "google_tpu_v5e": ["tpu-v5e", "v5e"],
+    "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
 }
 
 _ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100",
          "b300": "sm100", "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86",
-         "rtx_4090": "sm89", "rtx_4070": "sm89", "rtx_3090": "sm86",
-         "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120", "rtx_pro_6000": "sm120", "t4": "sm75"}
+         "rtx_4090": "sm89", "rtx_4070": "sm89", "rtx_3090": "sm86", "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120",
+         "rtx_pro_6000": "sm120", "t4": "sm75"}
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,8 @@ class GpuSpec:
         bf16_flops_per_s / fp8_flops_per_s / fp4_flops_per_s: dense tensor-core peaks, FLOP/s (None: unsupported).
         interconnect / interconnect_bytes_per_s: scale-up link and its bidirectional bandwidth per GPU, B/s.
         host_link_bytes_per_s: PCIe/C2C bandwidth to the host, both ways, B/s (host_link_source: if not the catalog).
-        tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA.
-        datasheet_ref, confidence, notes: provenance from gpus.csv.
+        tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA. datasheet_ref,
+            confidence, notes: provenance from gpus.csv.
         memory_low_bytes / memory_high_bytes: the CUDA total's range over drivers and its evidence, B (gpu_cuda.csv).
         memory_basis: "measured" (a log prints it), "derived" (nvidia-smi or marketed minus the reserve) or "given".
         p2p: CUDA peer access between two such GPUs in one server (vLLM's ``_can_p2p``); False on GeForce cards.
@@ -119,16 +117,14 @@ class GpuSpec:
 
     @property
     def server_module(self) -> bool:
-        """A module on a server baseboard or superchip (SXM, OAM, Grace superchip, rack-scale tray, TPU board), not a
-        PCIe card: it has no display output and runs under a Linux server's datacenter driver, never the Windows
-        display driver (WDDM). False for PCIe cards and for a GPU whose form factor is not given."""
+        """A module on a server baseboard or superchip (SXM, OAM, Grace, rack tray, TPU board): no display output, a
+        Linux datacenter driver, never Windows' WDDM. False for PCIe cards and a GPU whose form factor is unknown."""
         return bool(self.form_factor) and not self.form_factor.startswith("PCIe")
 
     @property
     def bf16_supported(self) -> bool:
-        """False below compute capability 8.0 (T4, sm75): vLLM refuses bfloat16 there ("Bfloat16 is only supported on
-        GPUs with compute capability of at least 8.0 … --dtype=half", its CUDA platform's dtype check) and serves in
-        float16, so the catalog's ``bf16_flops_per_s`` holds the FP16 dense rate for such a GPU (gpus.csv notes)."""
+        """False below compute capability 8.0 (T4, sm75): vLLM refuses bfloat16 there (its CUDA platform's dtype check,
+        "--dtype=half") and serves float16, so ``bf16_flops_per_s`` holds the FP16 dense rate (gpus.csv notes)."""
         return self.arch not in ("sm70", "sm75")
 
     def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
@@ -142,7 +138,7 @@ class GpuSpec:
         return to_jsonable(self)
 
 
-def _f(x: str) -> float | None:
+def _f(x: str) -> float | None:  # an optional CSV number
     return float(x) if x not in ("", None) else None
 
 
@@ -166,9 +162,14 @@ def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
         nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes", form_factor=r["form_factor"])
 
 
+def gpu_catalog() -> Mapping[str, GpuSpec]:
+    """Every catalog GPU keyed by id (catalog/data/gpus.csv, gpus.SOURCES.md), read-only: what ``get_gpu`` reads
+    cannot be changed by a caller (``dict(gpu_catalog())`` is a copy to change)."""
+    return MappingProxyType(_catalog())
+
+
 @lru_cache(maxsize=1)
-def gpu_catalog() -> dict[str, GpuSpec]:
-    """Every catalog GPU keyed by id (source: catalog/data/gpus.csv and gpus.SOURCES.md)."""
+def _catalog() -> dict[str, GpuSpec]:
     data = resources.files("kvledger.catalog") / "data"
     with (data / "gpu_cuda.csv").open(encoding="utf-8") as fh:
         cuda = {r["gpu_id"]: r for r in csv.DictReader(fh)}
@@ -229,8 +230,10 @@ def get_gpu(name: str) -> GpuSpec:
     """Look up a GPU by catalog id or alias (``H100``, ``h100-sxm``, ``nvidia_h200_sxm``, case-insensitive).
 
     Raises:
-        UnknownNameError: unknown name, with the closest names.
+        InputError: ``name`` is not a string. UnknownNameError: unknown name, with the closest names.
     """
+    if not isinstance(name, str):
+        raise InputError(f"get_gpu(name): a GPU name as a string (H100, h100-sxm, …), got {type(name).__name__}")
     cat = gpu_catalog()
     gid = _find(name)
     if gid is not None:
@@ -254,8 +257,7 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                flags: dict[str, str] | None = None) -> GpuSpec:
     """A GPU from user-given figures (memory as CUDA reports it, B; bandwidth, B/s; dense FLOP/s).
 
-    ``flags`` names the option each figure came from ("memory", "HBM bandwidth", "dense BF16 peak" → "--gpu-memory"),
-    so the error says which one to change.
+    ``flags``: the option each figure came from ("memory" → "--gpu-memory"), so the error names the one to change.
 
     Raises:
         InputError: a zero, negative or absurd figure.
@@ -270,12 +272,10 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                              f"{show(lo / scale)}–{show(hi / scale)}{unit})")
     b = base
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user",
-                   hbm_bandwidth_bytes_per_s,
-                   bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown",
-                       b.interconnect_bytes_per_s if b else 0.0,
+                   hbm_bandwidth_bytes_per_s, bf16_flops_per_s, fp8_flops_per_s, None,
+                   b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given",
-                       "",
-                   p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
+                   "", p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
 
 
 def require_link_bytes_per_s(gpu: GpuSpec, kind: str, needed_for: str) -> float:
