@@ -233,6 +233,9 @@ def _advise(p: Plan, build: Callable) -> Advice:
                f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one "
                f"{m.max_model_len:,}-token request{'.' + may if may else ''}")
         return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))
+    if m.state_refused:  # SGLang's Mamba state slots serve no request: the note says why and what raises them
+        why = next(n for n in m.notes if n.startswith("SGLang would refuse to start"))
+        return Advice("state_does_not_fit", "does not fit: " + why, 0.0, None, tuple(_options(p, build, None)))
     if row and row.max_requests < 1:
         need = need_blocks * m.bytes_per_block
         have = m.usable_blocks * m.bytes_per_block

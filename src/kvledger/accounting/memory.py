@@ -161,10 +161,16 @@ class MemoryPlan:
 
     @property
     def fits(self) -> bool:
-        """True when the pool holds at least one block (a model without KV: when the deductions fit the budget)."""
+        """True when the pool holds at least one block (a model without KV: when the deductions fit the budget) and the
+        engine would run a request (SGLang: not when its Mamba state slots serve none, ``state_refused``)."""
         if self.kv_free:
             return self.headroom_bytes >= 0
-        return self.available_kv_bytes > 0 and self.usable_blocks > 0
+        return self.available_kv_bytes > 0 and self.usable_blocks > 0 and not self.state_refused
+
+    @property
+    def state_refused(self) -> bool:
+        """SGLang's Mamba state pool serves no request (max_running_requests 0): SGLang refuses to start."""
+        return self.engine == "sglang" and self.max_num_seqs < 1
 
     @property
     def available_kv_gib(self) -> float:

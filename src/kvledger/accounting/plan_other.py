@@ -155,9 +155,9 @@ def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver:
     if pools.state_bytes:
         ratio, why = sglang_mamba_ratio(model.architectures)
         cap = pools.state_slots // ratio
-        if cap <= 0:
-            raise InputError(N.sglang_no_mamba_request(pools.state_slots, ratio, why))
-        if cap < mrr:
+        if cap <= 0:  # SGLang refuses to start: a non-fit (advice.py's verdict, exit 3), as a pool of no block is
+            mamba_note = [N.sglang_no_mamba_request(pools.state_slots, ratio, why)]
+        elif cap < mrr:
             mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
     return lines, mrr, mamba_note

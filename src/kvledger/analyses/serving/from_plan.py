@@ -201,6 +201,8 @@ def _refuse_unplannable(plan) -> None:
         raise InputError(N.model_without_kv(plan.model.name))
     if not m.fits and m.available_kv_bytes > 0 and m.usable_blocks <= 0 and plan.settings.num_gpu_blocks_override:
         raise InputError(N.override_leaves_no_block(m.num_gpu_blocks, m.available_kv_bytes))
+    if m.state_refused:  # SGLang's Mamba state slots serve no request (the plan's note says why)
+        raise DoesNotFitError(next(n for n in m.notes if n.startswith("SGLang would refuse to start")))
     if not m.fits:
         raise DoesNotFitError(N.does_not_fit(m.available_kv_bytes, m.usable_blocks))
 
