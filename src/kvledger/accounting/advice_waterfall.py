@@ -42,7 +42,7 @@ def waterfall(p: Plan) -> list[dict[str, Any]]:
             avail -= b
             steps.append((f"− {name} ({b / GiB:.2f} GiB)", avail))
     out = [{"step": s, "available_kv_bytes": a, "max_concurrency": a / per_req} for s, a in steps]
-    row = p.row_at(ctx)
+    row = p.row_at(ctx) if ctx in p.planned_contexts else None  # the headline row, where the plan holds it
     if row:
         out.append({"step": f"whole {m.block_size}-token blocks, engine's per-request demand "
                             f"({row.blocks_per_request:,} blocks)",

@@ -16,7 +16,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.node_size import NodeAssumption, assume_nodes
-from kvledger.accounting.plan_checks import check_settings
+from kvledger.accounting.plan_checks import check_plan_args, check_settings
 from kvledger.accounting.plan_roofline import roofline_model, roofline_terms
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
@@ -53,7 +53,9 @@ class ConcurrencyRow:
         max_concurrency: the engine's figure, blocks ÷ blocks per request (what vLLM prints), ×; for a model with no
             KV of its own (``MemoryPlan.kv_free``) the engine prints none and this is max_num_seqs.
         max_requests: whole requests that fit in the usable pool at once, count (KV only; see running_cap); max_num_seqs
-            for a model with no KV of its own.
+            for a model with no KV of its own; 0 beyond max_model_len (the engine rejects such a request).
+        pool_requests: beyond max_model_len only, the whole requests the pool would hold were they admitted, count;
+            None (left out of the JSON) within it, where ``max_requests`` is that figure.
         running_cap: max_num_seqs, the most requests the engine runs at once whatever the KV allows, count.
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
         max_concurrency_range: low and high of max_concurrency from the plan's block range (``MemoryPlan.ranges``),
@@ -65,7 +67,7 @@ class ConcurrencyRow:
             requests while decoding, KV only), or None.
     """
 
-    __json_optional__ = ("decode_blocks_per_request", "decode_concurrency", "decode_requests")
+    __json_optional__ = ("decode_blocks_per_request", "decode_concurrency", "decode_requests", "pool_requests")
 
     context_tokens: int
     blocks_per_request: int
@@ -79,6 +81,7 @@ class ConcurrencyRow:
     decode_blocks_per_request: int | None = None
     decode_concurrency: float | None = None
     decode_requests: int | None = None
+    pool_requests: int | None = None
 
     @property
     def max_running(self) -> int:
@@ -124,9 +127,9 @@ class Plan:
 
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, gemm_curve=None,
                   **profile_terms: Any) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies and link share (``overlap_cpu``: async
-        scheduling; ``profile_terms``: a GPU profile's host terms, ``RooflineStepCost``'s). SGLang: overlap scheduling,
-        decode at the captured CUDA-graph sizes (sglang_steps.py)."""
+        """The plain roofline: the settings' flat FLOP/s and bandwidth fractions and link share, no measured GEMM
+        curve or layer-kernel floors unless passed (``gemm_curve``, ``profile_terms``), so faster than ``kvledger
+        simulate`` prices with a GPU's profile: ``kvledger.simulate`` gives its latencies. ``overlap_cpu``: async."""
         s = self.settings
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
@@ -136,16 +139,31 @@ class Plan:
                               **roofline_terms(self.model, self.gpu, s), **profile_terms)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
-    def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
-        """The concurrency row at a context (max_model_len's row is always available), or None."""
-        row = next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
+    @property
+    def planned_contexts(self) -> tuple[int, ...]:
+        """The contexts whose rows the plan holds: those asked for (or the defaults) and max_model_len, tokens."""
+        at = (self.at_max_model_len.context_tokens,) if self.at_max_model_len is not None else ()
+        return tuple(sorted({r.context_tokens for r in self.concurrency} | set(at)))
+
+    def row_at(self, context_tokens: int) -> ConcurrencyRow:
+        """The concurrency row at a context: the planned row (``planned_contexts``), else computed now by the same
+        rule (``concurrency_rows``); a context beyond max_model_len has ``max_requests`` 0 (the engine rejects it).
+
+        Raises: InputError: ``context_tokens`` is not a positive int."""
+        if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
+            raise InputError(f"row_at(context_tokens): a positive int of tokens (8192), got {context_tokens!r}; the "
+                             f"plan holds rows at {', '.join(f'{c:,}' for c in self.planned_contexts)}")
         at = self.at_max_model_len
-        return at if row is None and at is not None and at.context_tokens == context_tokens else row
+        row = next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
+        if row is None and at is not None and at.context_tokens == context_tokens:
+            return at
+        return row or concurrency_rows(self.memory, self.layout, self.stage_kv or self.kv, self.inflight_tokens,
+                                       [context_tokens])[0]
 
     @property
     def fits(self) -> bool:
         """True when at least one request of max_model_len fits (the engine would start)."""
-        return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
+        return self.memory.fits and self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
     # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out (not simulate)
     def model_facts(self) -> ModelFacts:
@@ -188,17 +206,20 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
         r = layout.blocks_per_request(c, inflight) if mem.engine == "vllm" else cdiv(c, mem.block_size)
         # no KV of its own: nothing limits the requests held but max_num_seqs (the engine prints no figure)
         if mem.kv_free:
-            rows.append(ConcurrencyRow(c, 0, 0.0, 0.0, float(mem.max_num_seqs), mem.max_num_seqs, mem.max_num_seqs,
-                                       c <= mem.max_model_len))
+            within = c <= mem.max_model_len
+            rows.append(ConcurrencyRow(c, 0, 0.0, 0.0, float(mem.max_num_seqs), mem.max_num_seqs if within else 0,
+                                       mem.max_num_seqs, within, pool_requests=None if within else mem.max_num_seqs))
             continue
         conc = mem.num_gpu_blocks / r if r else 0.0
         b_lo, b_hi = mem.ranges.get("num_gpu_blocks", (mem.num_gpu_blocks, mem.num_gpu_blocks))
         rng = (b_lo / r, b_hi / r) if r and b_lo != b_hi else None
         d = decode_blocks(layout, c, inflight) if mem.engine == "vllm" else None
         dec = (d, mem.num_gpu_blocks / d, mem.usable_blocks // d) if d and d < r else (None, None, None)
-        rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc,
-                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len, rng,
-                                   *dec))
+        whole, within = mem.usable_blocks // r if r else 0, c <= mem.max_model_len
+        if dec[2] is not None and not within:
+            dec = (*dec[:2], 0)
+        rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc, whole if within else 0,
+                                   mem.max_num_seqs, within, rng, *dec, pool_requests=None if within else whole))
     return rows
 
 
@@ -226,8 +247,10 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """Compute the KV-cache ledger.
 
     Raises:
-        InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
+        InputError: arguments of the wrong type; impossible settings (TP not dividing heads, max_model_len beyond the
+            model, ...).
     """
+    check_plan_args(model, gpu, settings)  # InputError: an id or name where a spec belongs
     s, nodes = assume_nodes(gpu, given := settings or PlanSettings())  # TP × PP past one node: the nodes they need
     check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts

@@ -11,10 +11,11 @@ from kvledger.accounting.vllm_gpu_support import check_dtype
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import COMMAND, InputError
 from kvledger.units import GiB
 
-__all__ = ["VLLM_BLOCK_SIZES", "check_settings"]
+__all__ = ["VLLM_BLOCK_SIZES", "check_settings", "check_plan_args"]
 
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
@@ -82,3 +83,19 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                          f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass one GPU's printed figure")
     if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
+
+
+def check_plan_args(model: object, gpu: object, settings: object) -> None:
+    """Refuse arguments of the wrong type at ``build_plan``'s door, naming the call that makes the right one (an id
+    where a ModelSpec belongs would otherwise fail deep in the plan).
+
+    Raises:
+        InputError: ``model`` not a ModelSpec, ``gpu`` not a GpuSpec, ``settings`` neither PlanSettings nor None.
+    """
+    for name, v, kind, how in (("model", model, ModelSpec, "kvledger.catalog.models.load_model(id)"),
+                               ("gpu", gpu, GpuSpec, "kvledger.catalog.gpus.get_gpu(name)"),
+                               ("settings", settings, (PlanSettings, type(None)),
+                                "kvledger.accounting.settings.make_settings(...)")):
+        if not isinstance(v, kind):
+            raise InputError(f"build_plan({name}=...): expected what {how} returns, got {type(v).__name__} {v!r:.60}; "
+                             "or call kvledger.plan(model_id, gpu_name, ...), which takes names")

@@ -113,9 +113,8 @@ def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
     pick = [r for r in rows_in if r["context_tokens"] in _COMPARE]
     bars = bx.bar([f"{r['context_tokens'] // 1024}K" for r in pick], [r["max_requests"] for r in pick],
                   color=["#4c72b0", "#c44e52"])
-    bx.bar_label(bars, labels=[f"{r['max_requests']:,}" if r["within_max_model_len"] else f"{r['max_requests']:,}\n(> "
-        f"max_model_len)"
-                               for r in pick], fontsize=8)
+    bx.bar_label(bars, labels=[f"{r['max_requests']:,}" if r["within_max_model_len"] else "0: rejected\n(> "
+                               "max_model_len)" for r in pick], fontsize=8)
     bx.set_ylabel("whole requests at once")
     bx.set_xlabel("context length")
     bx.set_title("8K vs 128K", fontsize=9)

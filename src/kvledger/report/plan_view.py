@@ -136,7 +136,8 @@ def _concurrency(p: Plan) -> Table:
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
-        whole = f"{r.max_requests:,}" if r.max_requests else "[red]0 — not one fits[/]"
+        whole = (f"{r.max_requests:,}" if r.max_requests else "[red]0 — not one fits[/]" if r.within_max_model_len
+                 else f"[red]0 — rejected[/] (the pool would hold {r.pool_requests or 0:,})")
         t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}",
                   fmt_bytes(r.bytes_per_request, both=False),
                   fmt_bytes(r.pool_bytes_per_request, both=False),
