@@ -104,7 +104,8 @@ class KVLedger:
         groups: one per distinct layer spec.
         kv_cache_dtype / elem_bytes: the KV dtype and its element size, B.
         tp: tensor-parallel degree.
-        bytes_per_token: every KV layer, each token in its window, per GPU, B/token.
+        bytes_per_token: every KV layer, each token in its window, per GPU, B/token (an int, as the two below, for
+            every whole figure: GQA and MLA alike).
         bytes_per_token_model: the same for the whole model at TP=1, B/token (the headline figure).
         growing_bytes_per_token: layers whose KV grows without bound (full and MLA), per GPU, B/token.
         state_bytes_per_seq: fixed recurrent state per sequence, per GPU, B.
@@ -118,9 +119,9 @@ class KVLedger:
     kv_cache_dtype: str
     elem_bytes: float
     tp: int
-    bytes_per_token: float
-    bytes_per_token_model: float
-    growing_bytes_per_token: float
+    bytes_per_token: int | float
+    bytes_per_token_model: int | float
+    growing_bytes_per_token: int | float
     state_bytes_per_seq: float
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -171,6 +172,11 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
     return KVGroup(spec, n, per_layer, total, 0.0, f)
 
 
+def _whole(n_bytes: float) -> int | float:
+    """A byte figure as an int when it is whole (every dtype's per-token bytes but a sub-byte format's scales)."""
+    return int(n_bytes) if float(n_bytes).is_integer() else n_bytes
+
+
 def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
               mamba_ssm_cache_dtype: str = "auto") -> KVLedger:
     """Build the KV-bytes ledger.
@@ -197,9 +203,9 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
         if layer is not None:
             buckets[layer] = buckets.get(layer, 0) + 1
     groups = tuple(_group(sp, n, s, tp, (model.dtype_bytes, ssm_s)) for sp, n in buckets.items())
-    per_gpu = sum(g.bytes_per_token for g in groups)
-    model_tp1 = sum(n * sp.kv_bytes_per_token(s, 1) for sp, n in buckets.items())
-    growing = sum(g.bytes_per_token for g in groups if g.kind in ("full", "mla"))
+    per_gpu = _whole(sum(g.bytes_per_token for g in groups))
+    model_tp1 = _whole(sum(n * sp.kv_bytes_per_token(s, 1) for sp, n in buckets.items()))
+    growing = _whole(sum(g.bytes_per_token for g in groups if g.kind in ("full", "mla")))
     return KVLedger(groups, kv_cache_dtype, s, tp, per_gpu, model_tp1, growing,
                     sum(g.state_bytes_per_seq for g in groups),
                     tuple(_notes(model, buckets, s, tp, model_tp1)))
