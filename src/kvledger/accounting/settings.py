@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kvledger.accounting.settings_words import reason_in_words
+from kvledger.accounting.settings_words import reason_in_words, settings_error
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields
 
@@ -150,7 +150,13 @@ class PlanSettings:
     def __post_init__(self) -> None:
         values = self.__dict__
         if not all(_plain(name, v) for name, v in values.items()):
-            for name, v in _validated(values).items():  # raises pydantic's ValidationError
+            try:
+                checked = _validated(values)
+            except Exception as err:  # pydantic's ValidationError, in words (imported only with it)
+                if type(err).__name__ != "ValidationError":
+                    raise
+                raise _invalid(err) from None
+            for name, v in checked.items():
                 object.__setattr__(self, name, v)
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> PlanSettings:
@@ -272,26 +278,14 @@ def make_settings(**kwargs) -> PlanSettings:
 
         if not isinstance(err, ValidationError):
             raise
-        msgs = []
-        for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"])
-            name = _FLAGS.get(loc, "--" + loc.replace("_", "-")) if loc else "settings"
-            if e.get("type") == "value_error":  # our own validator's sentence, which names the value
-                msgs.append(f"{name}: {reason_in_words(e)}")
-            elif loc.endswith("_bytes") and isinstance(e.get("input"), int):
-                gib = {k: v / 2**30 for k, v in (e.get("ctx") or {}).items() if isinstance(v, int)}
-                msgs.append(f"{name} {reason_in_words({**e, 'ctx': gib})} GiB, got {e['input'] / 2**30:,.2f} GiB")
-            else:
-                got = e.get("input")
-                shown = f"{got:,}" if isinstance(got, int) and not isinstance(got, bool) else repr(got)
-                msgs.append(f"{name} {reason_in_words(e)}, got {shown}")
-        raise InputError("invalid setting: " + "; ".join(msgs)) from None
+        raise _invalid(err) from None
+
+
+def _invalid(err: Any) -> InputError:
+    """The ValidationError in words, naming flags inside a command (``errors.COMMAND``), else the Python names."""
+    from kvledger.errors import COMMAND
+
+    return settings_error(err, _FIELD_NAMES, cli=COMMAND.get() is not None)
 
 
 _FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(PlanSettings))
-_FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory",
-          "available_kv_memory_bytes": "--available-kv-memory",
-          "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",
-          "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead",
-          "trtllm_logits_dtype": "--logits-dtype"}
-"""Settings whose command-line flag is not the field's name with dashes."""
