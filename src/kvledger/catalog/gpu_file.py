@@ -72,19 +72,24 @@ def _read_table(path: Path) -> Any:
     return d
 
 
-def gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
-    fp8_tflops, base, interconnect_gb_s, host_link_gb_s] (links bidirectional, as gpus.csv; they override base's;
-    without either and without base the GPU has no link figure, and TP > 1 or offloading is refused naming the field).
+def gpu_file(path: Path | str) -> GpuSpec:
+    """A custom GPU from a small JSON or TOML file (a Path or a path string): name, memory ("79.22GiB"),
+    bandwidth_tb_s, bf16_tflops[, fp8_tflops, base, interconnect_gb_s, host_link_gb_s] (links bidirectional, as
+    gpus.csv; they override base's; without either and without base the GPU has no link figure, and TP > 1 or
+    offloading is refused naming the field).
 
     Raises:
+        InputError: ``path`` is neither a Path nor a string.
         ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
     """
     from pydantic import ValidationError
 
-    from kvledger.errors import ConfigError
+    from kvledger.errors import ConfigError, InputError
     from kvledger.units import parse_bytes
 
+    if not isinstance(path, (str, Path)):
+        raise InputError(f"gpu_file(path): a file path (str or pathlib.Path), got {type(path).__name__}")
+    path = Path(path)
     d = _read_table(path)
     if not isinstance(d, dict):
         raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got "

@@ -86,6 +86,18 @@ def _lengths(requests: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _refuse_repeated_ids(requests: Any) -> None:
+    """InputError when a list of requests (or a closed loop's) names one id twice: records, goodput and prefix routing
+    key on the id. A generator is not read ahead (it would be used up)."""
+    reqs = requests.requests if isinstance(requests, ClosedLoop) else requests
+    if isinstance(reqs, (list, tuple)):
+        seen: set = set()
+        for r in reqs:
+            if r.request_id in seen:
+                raise InputError(f"request id {r.request_id!r} is given twice: each request needs its own id")
+            seen.add(r.request_id)
+
+
 def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
@@ -119,9 +131,12 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
             offload_sim.py); None → the one the settings select.
 
+    The garbage collector is off for the run, process-wide (``gc.disable``); back on at its end or failure if it was on.
+
     Raises:
-        InputError: bad settings or a malformed request (named by its id).
+        InputError: bad settings or a malformed request (named by its id); a request id given twice (a list).
     """
+    _refuse_repeated_ids(requests)
     if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     if config.batching == "static":  # a request static batching could never admit: refused before the run

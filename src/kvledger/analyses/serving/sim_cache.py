@@ -23,13 +23,15 @@ import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 __all__ = ["cache_dir", "cache_key", "code_fingerprint", "load", "store", "load_bytes", "store_bytes", "stats",
-           "enabled", "cached_run"]
+           "enabled", "cached_run", "using"]
 
 _STATS = {"run": 0, "reused": 0}
 MAX_ENTRIES = 2000  # per folder (sims/, reports/): about 0.3–5 MB a simulation, 0.2 MB a report
@@ -38,8 +40,25 @@ _SIZE: dict[Path, int] = {}  # bytes in each folder: scanned at the first write 
 _CODE: list[str] = []  # the package fingerprint, computed once per process
 
 
+_USE: ContextVar[bool | None] = ContextVar("kvledger_sim_cache", default=None)  # set by ``using``; None: the env
+
+
+@contextmanager
+def using(on: bool) -> Iterator[None]:
+    """Within the block, the store is read and written (``on``) or neither, whatever ``KVLEDGER_NO_CACHE`` says (the
+    Python API's ``cache`` parameter); each thread and ``contextvars`` context holds its own choice."""
+    token = _USE.set(bool(on))
+    try:
+        yield
+    finally:
+        _USE.reset(token)
+
+
 def enabled() -> bool:
-    """False when ``KVLEDGER_NO_CACHE`` is set to anything but ``""`` or ``"0"``."""
+    """Inside :func:`using`, its choice; else False when ``KVLEDGER_NO_CACHE`` is set to anything but ``""`` or
+    ``"0"``."""
+    if (chosen := _USE.get()) is not None:
+        return chosen
     return os.environ.get("KVLEDGER_NO_CACHE", "") in ("", "0")
 
 

@@ -1,7 +1,6 @@
 """Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step
-cost, workload. Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
-(``kvledger.accounting.plan.build_plan``) sizes the KV pool exactly as the engine would.
-"""
+cost, workload. Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan (``build_plan``) sizes the KV
+pool exactly as the engine would."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.analyses.serving.step_cost_memo import file_mtime_ns, kept_step_cost
+from kvledger.argtypes import check_fields
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -32,7 +32,7 @@ __all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan
 
 @dataclass
 class SimRequestArgs:
-    """The user's choices, as the CLI flags name them (None: the engine's default)."""
+    """The user's choices, as the CLI flags name them (None: the engine's default); each of its declared type."""
 
     model: str
     gpu: str
@@ -81,6 +81,9 @@ class SimRequestArgs:
     #: accounting/gemm_efficiency.py); None: the GPU profile's, else flat
     gemm_efficiency: str | None = None
 
+    def __post_init__(self) -> None:  # a value of the wrong type refused here, named (argtypes.py)
+        check_fields(self)
+
 
 @dataclass
 class SimSetup:
@@ -106,12 +109,11 @@ class SimSetup:
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
-_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
-                "mem_fraction_static", "kv_cache_dtype", "quantization", "max_num_batched_tokens", "max_num_seqs",
-                "block_size", "num_gpu_blocks_override", "cpu_overhead", "enable_prefix_caching",
-                "disable_hybrid_kv_cache_manager", "mamba_ssm_cache_dtype", "enforce_eager", "wddm",
-                "achievable_flops_fraction", "enable_expert_parallel", "achievable_bandwidth_fraction",
-                "allreduce_link_share", "gpu_profile", "gemm_efficiency")
+_PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_utilization mem_fraction_static "
+                      "kv_cache_dtype quantization max_num_batched_tokens max_num_seqs block_size cpu_overhead wddm "
+                      "num_gpu_blocks_override enable_prefix_caching disable_hybrid_kv_cache_manager enforce_eager "
+                      "mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel allreduce_link_share "
+                      "achievable_bandwidth_fraction gpu_profile gemm_efficiency").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
