@@ -1,17 +1,21 @@
 """kvledger: the KV-cache ledger and the serving/cost ledger for LLM inference.
 
-The public API is what this module exports; submodules are implementation detail.
+The public API is what this module exports: ``plan``, ``simulate`` and ``goodput`` (``kvledger.api``), their result
+types, the errors and the record types; submodules are implementation detail.
 """
 
-from kvledger.errors import ConfigError, FormatError, InputError, KvLedgerError, UnknownNameError
+from kvledger.errors import ConfigError, DoesNotFitError, FormatError, InputError, KvLedgerError, UnknownNameError
 
 __version__ = "0.1.0"
 
-_LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records", "RunRecords": "kvledger.records"}
+_LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records", "RunRecords": "kvledger.records",
+         "plan": "kvledger.api", "simulate": "kvledger.api", "goodput": "kvledger.api", "PlanResult": "kvledger.api",
+         "GoodputResult": "kvledger.api"}
 
 
 def __getattr__(name: str):
-    """Import the record types on first use, so the CLI does not pay for numpy unless it needs it (PEP 562)."""
+    """Import the record types and the API's calls (``kvledger.api``) on first use, so the CLI does not pay for numpy
+    unless it needs it (PEP 562)."""
     if name in _LAZY:
         import importlib
 
@@ -20,6 +24,12 @@ def __getattr__(name: str):
 
 __all__ = [
     "ConfigError",
+    "DoesNotFitError",
+    "GoodputResult",
+    "PlanResult",
+    "goodput",
+    "plan",
+    "simulate",
     "FormatError",
     "InputError",
     "KvLedgerError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvledger.accounting.plan import Plan
 from kvledger.errors import DoesNotFitError, InputError
 
-__all__ = ["require_kv_pool"]
+__all__ = ["require_kv_pool", "plan_document"]
 
 
 def require_kv_pool(plan: Plan) -> None:
@@ -25,3 +25,17 @@ def require_kv_pool(plan: Plan) -> None:
                          f"(available {plan.memory.available_kv_bytes / 2**30:,.2f} GiB): run `kvledger plan` with the "
                          f"same "
                          "settings for the options (more TP, a larger GPU, a quantized checkpoint)")
+
+
+def plan_document(plan: Plan, profile, link_given: bool) -> dict:
+    """``kvledger plan --json``'s document (without the tier section): the plan's JSON with simulate's keys in its
+    roofline, what priced it (``profile``: the GPU profile, or None) and its step cost's link terms (``link_given``:
+    the TP all-reduces' link share was given, not a profile's fit)."""
+    d = plan.to_dict()
+    if d.get("roofline") is not None:
+        from kvledger.analyses.serving.roofline_choice import link_data
+
+        if profile is not None:
+            d["roofline"]["priced_by"] = f"gpu: {profile.label}"
+        d["roofline"].update(link_data(plan.step_cost(), link_given))
+    return d

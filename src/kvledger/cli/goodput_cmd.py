@@ -38,11 +38,9 @@ def _document(lines: list[str]) -> str:
     line's keys (``boundary``, ``probes``, ``simulation``, ``notes``) merged in."""
     import json
 
-    objs = [json.loads(x) for x in lines]
-    if len(objs) == 1 and "boundary" not in objs[0]:
-        return strict_json.dumps(objs[0]) + "\n"
-    tail = objs.pop() if objs and "boundary" in objs[-1] else {}
-    return strict_json.dumps({"runs": objs, **tail}) + "\n"
+    from kvledger.api.results import goodput_document  # the Python API's kvledger.goodput builds the same
+
+    return strict_json.dumps(goodput_document([json.loads(x) for x in lines])) + "\n"
 
 
 def _write(out: Path, text: str) -> None:

@@ -53,13 +53,9 @@ def plan(
         startup is not None and startup.verdict in ("refuses", "runs_out"))  # --wddm: the engine would not start
     will_end_with(3 if cannot_start else 0)  # kept by a reader that stops reading (`| head -1`)
     if as_json:
-        d = p.to_dict()
-        if d.get("roofline") is not None:  # simulate's keys: its priced_by, its step cost's link terms
-            from kvledger.analyses.serving.roofline_choice import link_data
+        from kvledger.analyses.plans import plan_document
 
-            if prof is not None:
-                d["roofline"]["priced_by"] = f"gpu: {prof.label}"
-            d["roofline"].update(link_data(p.step_cost(), given))
+        d = plan_document(p, prof, given)  # simulate's keys in the roofline: its priced_by, its link terms
         if tier_plan is not None:
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))

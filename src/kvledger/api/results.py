@@ -1,0 +1,84 @@
+"""What the Python API's calls return: the plan with ``plan --json``'s document, a goodput document, and the rewording
+of an error raised under a command's flag names into the call's parameter names."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.errors import KvLedgerError
+
+__all__ = ["PlanResult", "GoodputResult", "goodput_document", "in_python_terms"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A memory plan (``plan``: :class:`kvledger.accounting.plan.Plan`) with ``kvledger plan --json``'s document.
+
+    ``fits`` is the command's verdict: False where ``plan`` exits 3 (the weights or one request of max_model_len do
+    not fit, SGLang's Mamba state slots serve no request, the engine would refuse to start); ``advice`` says why and
+    what each fix buys."""
+
+    plan: Any
+    document: dict[str, Any] = field(repr=False)
+
+    @property
+    def fits(self) -> bool:
+        p, startup = self.plan, self.plan.memory.startup
+        refused = startup is not None and startup.verdict in ("refuses", "runs_out")
+        return bool(p.advice is None or p.advice.verdict == "fits") and not refused
+
+    @property
+    def advice(self) -> Any:
+        return self.plan.advice
+
+    def to_dict(self) -> dict[str, Any]:
+        """``kvledger plan MODEL --gpu GPU … --json`` for the same inputs (a copy: change it freely)."""
+        return copy.deepcopy(self.document)
+
+
+@dataclass(frozen=True)
+class GoodputResult:
+    """Goodput of a simulated run, or with ``target`` the SLO boundary search; ``to_dict()`` is ``kvledger goodput
+    --simulate … --json``'s document for the same inputs."""
+
+    document: dict[str, Any] = field(repr=False)
+    result: Any = field(default=None, repr=False)  # the ledger's GoodputResult (one run) or the search (``target``)
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.document)
+
+
+def goodput_document(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``goodput --json``'s document from its JSON objects: a lone run's object, else ``{"runs": [...]}`` with the
+    boundary object's keys (``boundary``, ``probes``, ``simulation``, ``notes``) merged in."""
+    objs = list(objs)
+    if len(objs) == 1 and "boundary" not in objs[0]:
+        return objs[0]
+    tail = objs.pop() if objs and "boundary" in objs[-1] else {}
+    return {"runs": objs, **tail}
+
+
+#: command-line flags whose Python parameter is not the flag with underscores
+_PARAMS = {"context": "contexts", "policy": "policy", "think-time": "think_time_s",
+           "enable-prefix-caching": "enable_prefix_caching", "enable-chunked-prefill": "enable_chunked_prefill"}
+
+
+@contextmanager
+def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
+    """Within the block, a KvLedgerError that names a flag of one of ``params`` (``--max-model-len``) names the
+    parameter instead (``max_model_len``), with the call in front: the same error class and exit code."""
+    try:
+        yield
+    except KvLedgerError as err:
+        def word(m: re.Match) -> str:
+            name = _PARAMS.get(m.group(1), m.group(1).replace("-", "_"))
+            return name if name in params else m.group(0)
+
+        text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, str(err))
+        err.args = (f"kvledger.{call}: {text}",)
+        raise
