@@ -64,12 +64,13 @@ def _hints(obj: Any) -> Mapping[str, Any]:
 
 
 def check_fields(obj: Any) -> None:
-    """Check every field of a dataclass instance against its annotation (``SimRequestArgs.__post_init__``)."""
+    """Check every field of a dataclass instance against its annotation (``SimRequestArgs.__post_init__``); None
+    passes everywhere (a field not given yet: ``validate`` fills the model and TP from a run's record)."""
     hints = _hints(type(obj))
     where = type(obj).__name__
     for name, hint in hints.items():
-        if name in obj.__dataclass_fields__:
-            check_value(where, name, getattr(obj, name), hint)
+        if name in obj.__dataclass_fields__ and (v := getattr(obj, name)) is not None:
+            check_value(where, name, v, hint)
 
 
 def checked(fn: Callable) -> Callable:

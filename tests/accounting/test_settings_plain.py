@@ -11,7 +11,7 @@ import pytest
 
 from kvledger.accounting import settings as S
 from kvledger.accounting.settings import BOUNDS, PlanSettings, make_settings
-from kvledger.errors import InputError
+from kvledger.errors import InputError, command_named
 
 
 @pytest.mark.parametrize("kw", [
@@ -42,9 +42,13 @@ def test_bounds_are_inclusive_or_exclusive_as_declared_and_refused_with_the_flag
     assert BOUNDS["gpu_memory_utilization"] == (0, True, 1) and BOUNDS["tp"] == (1, False, 1024)
     assert not S._plain("gpu_memory_utilization", 0.0) and S._plain("gpu_memory_utilization", 1.0)
     assert S._plain("tp", 1024) and not S._plain("tp", 1025) and not S._plain("tp", True)
-    with pytest.raises(InputError, match=r"^invalid setting: --gpu-memory-utilization must be > 0, got 0.0$"):
-        make_settings(gpu_memory_utilization=0.0)
-    with pytest.raises(InputError, match=r"^invalid setting: --tp must be ≤ 1,024, got 1,025; --bogus Extra inputs"):
+    with command_named("plan"):  # inside a command: the flags
+        with pytest.raises(InputError, match=r"^invalid setting: --gpu-memory-utilization must be > 0, got 0.0$"):
+            make_settings(gpu_memory_utilization=0.0)
+        with pytest.raises(InputError, match=r"^invalid setting: --tp must be ≤ 1,024, got 1,025; --bogus is not a "):
+            make_settings(tp=1025, bogus=1)
+    # called from Python: the fields, an unknown one with no close field named alone
+    with pytest.raises(InputError, match=r"^invalid setting: tp must be ≤ 1,024, got 1,025; bogus is not a setting$"):
         make_settings(tp=1025, bogus=1)
 
 

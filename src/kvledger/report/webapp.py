@@ -63,15 +63,17 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.analyses.serving.decision_data import CONTEXTS
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
+    from kvledger.errors import command_named
     from kvledger.report.figures_kv import kv_figures
     from kvledger.report.webapp_requests import check_plan_numbers
     from kvledger.units import parse_tokens
 
     check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs)  # `kvledger plan`'s ranges, in its words
-    settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
-                             max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len else None,
-                             gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
-                             engine_version=engine_version or None, max_num_seqs=max_num_seqs)
+    with command_named("ui"):  # a refusal names the flags, which in_app_words turns into the app's fields
+        settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
+                                 max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len
+                                 else None, gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
+                                 engine_version=engine_version or None, max_num_seqs=max_num_seqs)
     plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
