@@ -170,12 +170,18 @@ when the plan's GPU is one."""
 
 
 def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
-    """The NVIDIA GPUs with more memory on which the plan fits, ranked memory first: the smallest memory size that
-    fits, then the next two sizes up; within a size the highest HBM bandwidth. Each says what its memory buys."""
+    """The GPUs of the planned GPU's vendor with more memory on which the plan fits, ranked memory first: the smallest
+    memory size that fits, then the next two sizes up; within a size the highest HBM bandwidth. Each says what its
+    memory buys. The same vendor because the engine runs on one platform (vLLM's CUDA build on NVIDIA, its ROCm build
+    on AMD: ``platforms/``), with that platform's kernels, images and fleet: a bigger part of the same vendor is the
+    change that keeps the rest of the deployment (an AMD MI250X plan gets MI300X/MI325X/MI355X; a GPU file's or an
+    unknown vendor's plan gets NVIDIA parts, as before)."""
     superchip = p.gpu.gpu_id.startswith(SUPERCHIP_PREFIXES)
+    vendors = {g.gpu_id.split("_", 1)[0] for g in gpu_catalog().values()}
+    vendor = p.gpu.gpu_id.split("_", 1)[0] if p.gpu.gpu_id.split("_", 1)[0] in vendors else "nvidia"
     fitting: list[tuple[Any, Any]] = []
     for g in sorted(gpu_catalog().values(), key=lambda g: g.memory_bytes):
-        if (g.memory_bytes >= p.gpu.memory_bytes * BIGGER_MEMORY_RATIO and g.gpu_id.startswith("nvidia")
+        if (g.memory_bytes >= p.gpu.memory_bytes * BIGGER_MEMORY_RATIO and g.gpu_id.split("_", 1)[0] == vendor
                 and (superchip or not g.gpu_id.startswith(SUPERCHIP_PREFIXES))):
             q = _try(build, p, gpu=g)
             if q and _at_len(q)[1] >= 1:

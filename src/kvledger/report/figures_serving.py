@@ -50,7 +50,13 @@ def cost_by_utilization(data: ReportData) -> Figure:
     ax.legend(fontsize=7)
     rows = [[fmt(100 * p["utilization"]), fmt(p["self_host_usd_per_1k_requests"], 4),
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
-    more = ("" if not (here and here["replicas"] > 1) else
+    led, n = c.get("ledger_break_even_utilization"), c.get("ledger_break_even_replicas", 1)
+    if led is not None and n > 1:  # the ledger's break-even shares the people line over the volume's replicas
+        more_be = (f" The break-even marked is where this one-replica curve meets the API's; the volume's {n:,} "
+                   f"replicas, sharing one people line, break even at {pct_text(led)} (cost's break_even_utilization).")
+    else:
+        more_be = ""
+    more = more_be + ("" if not (here and here["replicas"] > 1) else
             f" This volume runs {here['replicas']:,} replicas at {pct_text(here['utilization'])}: its whole bill "
             f"comes to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
             "replica's, whose people line no other replica shares).")

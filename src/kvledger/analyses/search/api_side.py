@@ -23,14 +23,15 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
     price, how = _api_row(spec, mix, feasible)
     if price is None:
         return None
-    notes = mix.check(price) + ([how] if how else [])
+    notes = mix.check(price) + ([how] if how else []) + _row_notes(spec, price)
     per = api_price_per_mtok(price, mix)
     out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"],
            "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
                    "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
            "monthly_usd_is_upper_bound": is_upper_bound(mix, price),  # cache reads at input price: "at most"
-           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
+           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}",
+           "same_model": not any(" is not the same model " in n for n in notes)}  # as cost's note says it
     if feasible:
         wl = feasible[0]["workload"]
         rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
@@ -40,6 +41,22 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
             out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
                         "ledger": led.to_dict()})
     return out
+
+
+def _row_notes(spec: Any, price: Any) -> list[str]:
+    """What ``cost`` says of the same row: that a named row serves another model than the one searched
+    (``same_model_rows``: not among the rows serving it), and that an FP8 row is set against the self-hosted weights
+    (``quantized_row_note``, with the search's --quantization)."""
+    from kvledger.catalog.api_match import same_model_rows
+    from kvledger.ledgers.api_cost import quantized_row_note
+
+    out = []
+    same = [r.key for r in same_model_rows(spec.model)]
+    if price.key not in same:
+        out.append(f"{price.key} is not the same model as {spec.model}: compare quality separately"
+                   + (f" (rows serving it: {', '.join(same)})" if same else " (no catalog row serves this model)"))
+    fp8 = quantized_row_note(price, getattr(spec, "quantization", None))
+    return out + ([fp8.strip().removeprefix("note: ")] if fp8 else [])
 
 
 def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:

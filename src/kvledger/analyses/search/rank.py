@@ -100,7 +100,10 @@ class SearchResult:
             return None
         order = {e["id"]: n for n, e in enumerate(self.entries)}  # entries are in candidate order
         runner = self.entry(self.ranking[1]) if len(self.ranking) > 1 else None
-        return Winner(w["id"], w["launch"], caveats(w), self.margin(), tie_break(w, runner, order))
+        from kvledger.analyses.search.price_flip import price_flip
+
+        return Winner(w["id"], w["launch"], caveats(w), self.margin(), tie_break(w, runner, order),
+                      price_flip=price_flip([self.entry(c) for c in self.ranking]))
 
     def rejections(self) -> list[dict[str, Any]]:
         """[{reason, count, ids}] of the candidates not feasible (``frontier.rejections_by_reason``)."""
@@ -138,6 +141,7 @@ class Winner:
     margin: RankingMargin | None
     tie_break: TieBreak | None = None
     bill_covers: str = BILL_COVERS  # what the winner's monthly bill and $/Mtok price: GPU rental only
+    price_flip: Any = None  # price_flip.PriceFlip: the GPU prices at which the winner and its rival tie (None: none)
 
 
 def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
@@ -163,6 +167,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
 
     by_id = {e["id"]: e for e in feasible}
     notes += band_notes(spec, [by_id[i] for i in ranking], first_cost)
+    from kvledger.analyses.search.price_flip import price_flip, price_flip_note
+
+    if ranking and (flip := price_flip_note(price_flip([by_id[i] for i in ranking]), by_id[ranking[0]])) is not None:
+        notes.append(flip)
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
     cfront, cdom = cost_frontier(feasible)

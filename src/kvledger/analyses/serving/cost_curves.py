@@ -24,7 +24,10 @@ UTILIZATION_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 
 def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     """Self-hosted and API USD per 1,000 requests (offered, the same on both sides) at each utilization of one
-    replica, and the break-even utilization, where the two meet; ``volume_point``: the volume's own deployment (its
+    replica, and the break-even utilization where that curve meets the API's, (one replica's rental + people) ÷
+    (requests a month at full load × API USD per request) — not the ledger's ``break_even_utilization`` when a volume
+    needs several replicas that share the people line (that one is ``ledger_break_even_utilization``, with
+    ``ledger_break_even_replicas``); ``volume_point``: the volume's own deployment (its
     replicas at their realized utilization, its whole bill per 1,000 requests), None without a volume."""
     bu = cost["break_even_utilization"]
     fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
@@ -33,12 +36,14 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u),
                "api_usd_per_1k_requests": 1e3 * api}
               for u in grid]
-    u_star = bu.get("utilization")
+    u_star = fixed / (full * api) if full * api > 0 else math.inf  # where the plotted one-replica curve meets a
     d = cost.get("decision") or {}
     here = ({"utilization": d["realized_utilization"], "replicas": d["replicas"],
              "self_host_usd_per_1k_requests": 1e3 * d["self_host_usd_per_month"] / d["requests_per_month"]}
             if d.get("requests_per_month") and d.get("replicas") else None)
-    return {"points": points, "break_even_utilization": u_star if bu.get("reachable") else None,
+    return {"points": points, "break_even_utilization": u_star if u_star <= 1.0 else None,
+            "ledger_break_even_utilization": bu.get("utilization") if bu.get("reachable") else None,
+            "ledger_break_even_replicas": bu.get("replicas", 1),
             "chosen_utilization": cost["inputs"]["utilization"], "volume_point": here,
             "formula": "self-hosted USD per request = (replica + people USD/month) ÷ (SLO capacity req/s × 3600 × "
                        "730 × utilization); a good one costs SLO capacity ÷ goodput times that"}

@@ -105,9 +105,11 @@ def decision_inputs(
     buy: Any,
     people: Any,
     peak_to_mean: float = 1.0,
+    quantization: str | None = None,
 ) -> tuple[Any, list[str]]:
     """(DecisionInputs, notes) for ``build_cost_report``; ``peak_to_mean``: --peak-to-mean, which the break-even sizes
-    for even without a volume."""
+    for even without a volume; ``quantization``: the self-hosted weights' --quantization where the caller knows it
+    (``report`` prices a sized run that carries no plan), else read from ``sim``'s plan."""
     from kvledger.ledgers.cost_summary import DecisionInputs
 
     notes = []
@@ -118,7 +120,7 @@ def decision_inputs(
             notes.append(why)
     rests, band, band_src, sides = rests_on_for(gpu_id, sim)
     return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
-                          model, sides, _quantization(sim), peak_to_mean), notes
+                          model, sides, quantization or _quantization(sim), peak_to_mean), notes
 
 
 def _quantization(sim: Any) -> str | None:
