@@ -62,24 +62,20 @@ MiB. With the code's total below this gives 0.73 GiB for 51 sizes in both modes;
 (error ±0.12 GiB on those two; across the corpus the estimate ranges 0.49–1.69 GiB: the range,
 ``vllm_terms.CUDAGRAPH_LOGGED_RATIO``)."""
 
-_SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
-              "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132,
-              "nvidia_h100_pcie": 114, "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132,
-              "nvidia_gh200_96gb": 132, "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148,
-              "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128, "nvidia_rtx_5090": 170, "nvidia_rtx_pro_6000_server": 188,
-              "nvidia_rtx_pro_6000_workstation": 188}
-"""Streaming multiprocessors per GPU (NVIDIA whitepapers and datasheets; GB202: RTX 5090 170 = 21,760 cores / 128,
-RTX PRO 6000 188, GTC 2025): the Triton top-k/top-p buffer has min(SMs, requests) rows
-(``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
-
 _SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 
 _LAYER_RE = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
 
 
 def sm_count(gpu_id: str, arch: str = "") -> int:
-    """SMs of a catalog GPU, else of its architecture's largest part (132, Hopper, when unknown), count."""
-    return _SM_COUNTS.get(gpu_id) or _SM_BY_ARCH.get(arch, 132)
+    """SMs (NVIDIA) or CUs (AMD) of a catalog GPU (``catalog.compute_units``: torch's ``multi_processor_count``, which
+    vLLM's ``num_compute_units`` reads), else of its architecture's largest part (132, Hopper, when unknown), count.
+    The Triton top-k/top-p buffer (``topk_topp_triton.py::apply_top_k_top_p_triton``) has min(this, requests)
+    programs, one fp32 vocab row each: the profile run's buffer is min(SMs or CUs, dummy requests) × vocab × 4 B."""
+    from kvledger.catalog.compute_units import compute_units
+
+    cu = compute_units(gpu_id)
+    return cu.count if cu is not None else _SM_BY_ARCH.get(arch, 132)
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,10 @@ def _unknown_gpu_price(gpu: str, provider: str | None, own_price: bool) -> Unkno
                                 hint="(kvledger gpus lists the catalog's GPUs, kvledger prices --kind gpu their "
                                      "rental rows)")
     where, known = "" if provider is None else f" at {provider}", sorted({r.gpu_id for r in gpu_prices()})
-    none = "" if spec.gpu_id in known else f"{spec.gpu_id} has no rental row{where} in the price table; "
+    from kvledger.catalog.priced_alternative import priced_alternative_words
+
+    none = "" if spec.gpu_id in known else (f"{spec.gpu_id} has no rental row{where} in the price table"
+                                            f"{priced_alternative_words(spec.gpu_id, gpu_prices())}; ")
     own = f" {_OWN_PRICE}" if own_price else ""
     return UnknownNameError("GPU price", f"{gpu}{where}", known,
                             hint=f"({none}kvledger prices --kind gpu lists them){own}")

@@ -137,6 +137,16 @@ def _api(con: Any, result: Any) -> None:
         con.print(escape(f"  note: {n}"))
 
 
+def _alternatives(rej: list[dict[str, Any]]) -> str:
+    """The priced GPU of the same vendor to search instead of each GPU rejected for want of a price row."""
+    from kvledger.catalog.priced_alternative import priced_alternative_words
+    from kvledger.catalog.prices import gpu_prices
+
+    gpus = dict.fromkeys(e["gpu_id"] for e in rej if e.get("reason") == NO_PRICE_ROW and e.get("gpu_id"))
+    return "".join(f"; for {g}, {words.removeprefix('; ')}" for g in gpus
+                   if (words := priced_alternative_words(g, gpu_prices())))
+
+
 def _rejections(con: Any, result: Any, verbose: bool) -> None:
     from rich.markup import escape
 
@@ -149,7 +159,7 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
         return
     groups = rejections_by_reason(rej)
     hint = ("; a GPU without a price row: --gpu-usd-per-hour GPU=PRICE gives it your price (the other GPUs keep the "
-            "table's; one PRICE alone prices every searched GPU)"
+            "table's; one PRICE alone prices every searched GPU)" + _alternatives(rej)
             if any(g["reason"] == NO_PRICE_ROW for g in groups) else "")
     if any(g["reason"] == NO_INSTANCE for g in groups):
         hint += ("; a TP group wider than every instance of the rows priced: another --gpu-provider with multi-GPU "

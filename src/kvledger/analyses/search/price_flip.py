@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PriceFlip", "price_flip", "price_flip_note"]
+__all__ = ["PriceFlip", "price_flip", "price_flip_note", "flip_notes"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,9 @@ def price_flip_note(p: PriceFlip | None, winner: dict[str, Any]) -> str | None:
             f"or {p.against}'s {p.against_factor:.2f}× its own"
             f"{at(p.against_usd_per_gpu_hour, p.against_tie_usd_per_gpu_hour)} (bills are GPU rental, GPUs × $/GPU-h × "
             "730 h, so they scale with the price; a KV tier's price held)")
+
+
+def flip_notes(ranked: list[dict[str, Any]]) -> list[str]:
+    """The search's price-flip note for its ranked feasible entries, as a list (empty without a flip)."""
+    note = price_flip_note(price_flip(ranked), ranked[0]) if ranked else None
+    return [] if note is None else [note]

@@ -17,6 +17,7 @@ from typing import Any
 
 from kvledger.analyses.search.frontier import RankingMargin, ranking_margin
 from kvledger.analyses.search.order import TieBreak, first_cost, rank_key, ranked, tie_break
+from kvledger.analyses.search.price_flip import flip_notes
 from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.jsonable import to_jsonable
@@ -166,11 +167,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     notes += [client.note()] if client is not None else []  # simulate's line: what was added to TTFT/E2E, and whence
 
     by_id = {e["id"]: e for e in feasible}
-    notes += band_notes(spec, [by_id[i] for i in ranking], first_cost)
-    from kvledger.analyses.search.price_flip import price_flip, price_flip_note
-
-    if ranking and (flip := price_flip_note(price_flip([by_id[i] for i in ranking]), by_id[ranking[0]])) is not None:
-        notes.append(flip)
+    notes += band_notes(spec, [by_id[i] for i in ranking], first_cost) + flip_notes([by_id[i] for i in ranking])
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
     cfront, cdom = cost_frontier(feasible)

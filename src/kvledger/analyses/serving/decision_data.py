@@ -259,8 +259,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                           people.engineer_usd_per_month, None, req.max_utilization, people.source)
     inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people, req.peak_to_mean,
                                 req.engine.get("quantization"))  # the FP8 API row's note reads the weights priced
-    cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
-                                                              req.cache_write_rate),
+    cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
