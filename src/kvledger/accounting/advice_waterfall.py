@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.catalog.vendor_words import device_runtime, smi_tool
 from kvledger.units import GB, GiB, MiB
 
 if TYPE_CHECKING:
@@ -29,13 +30,15 @@ def waterfall(p: Plan) -> list[dict[str, Any]]:
         smi = p.gpu.nvidia_smi_mib * MiB
         steps.append(
             (
-                f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
+                f"back-of-envelope: {smi_tool(p.gpu)} {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb "
+                "overhead",
                 smi * u - w - 2 * GiB,
             )
         )
     avail = m.requested_bytes - w
     steps.append(
-        (f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail)
+        (f"engine: {(device_runtime(p.gpu) + ' ').lstrip()}device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − "
+         "weights, before its other terms", avail)
     )
     for name, b in d.items():
         if name != "weights" and b:

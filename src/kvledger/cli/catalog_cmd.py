@@ -55,14 +55,16 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
 
 
 def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """GPU catalog: memory as CUDA reports it, HBM bandwidth, dense BF16/FP8 FLOP/s, ridge point, links."""
+    """GPU catalog: memory as the runtime (CUDA, HIP) reports it, HBM bandwidth, dense BF16/FP8 FLOP/s, ridge point,
+    links."""
     from rich.console import Console
 
     from kvledger.catalog.gpus import gpu_catalog
+    from kvledger.catalog.vendor_words import gpu_json
 
     cat = gpu_catalog()
     if as_json:
-        typer.echo(strict_json.dumps([g.to_dict() for g in cat.values()], indent=2))
+        typer.echo(strict_json.dumps([gpu_json(g) for g in cat.values()], indent=2))
         return
     render_gpus(cat, Console(emoji=False))
 
