@@ -16,7 +16,7 @@ def _entry(cid: str, gpu: str, usd: float, per_hour: float, replicas: int = 1, t
 
 
 def test_the_price_flip_is_the_ratio_of_the_bills_on_either_gpu():
-    from kvledger.analyses.search.price_flip import price_flip
+    from kvledger.analyses.search.price_flip import price_flip, price_flip_note
 
     # the trial's ranking: MI300X $43,625/month at $2.49/GPU-h, B200 $64,240/month at $5.50/GPU-h; both bills are
     # GPUs × $/GPU-h × 730 h, so they tie at 64,240 / 43,625 = 1.4726 × $2.49 = $3.66665/GPU-h on the MI300X, or at
@@ -27,6 +27,12 @@ def test_the_price_flip_is_the_ratio_of_the_bills_on_either_gpu():
     assert p.against_factor == pytest.approx(0.67909, abs=1e-5)
     assert p.winner_tie_usd_per_gpu_hour == pytest.approx(3.66665, abs=1e-5)
     assert p.against_tie_usd_per_gpu_hour == pytest.approx(3.73502, abs=1e-5)
+    w = {"id": "mi300x", "price": {"confidence": "low", "provider": "RunPod", "instance_type": "pod", "as_of": "2025"}}
+    note = price_flip_note(p, w)
+    assert "the winner's GPU price 1.47× the one priced ($3.67/GPU-h against $2.49 priced)" in note
+    assert "b200's 0.68× its own ($3.74/GPU-h against $5.50 priced)" in note
+    assert "the winner's price is a low-confidence row (RunPod pod, as of 2025)" in note
+    assert "low-confidence" not in price_flip_note(p, {"id": "mi300x", "price": {"confidence": "user input"}})
 
 
 def test_the_price_flip_skips_a_runner_up_on_the_same_gpu_and_holds_the_tier_price():

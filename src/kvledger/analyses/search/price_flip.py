@@ -79,7 +79,18 @@ def price_flip_note(p: PriceFlip | None, winner: dict[str, Any]) -> str | None:
             f"{p.winner_factor:.2f}× the one priced{at(p.winner_usd_per_gpu_hour, p.winner_tie_usd_per_gpu_hour)}, "
             f"or {p.against}'s {p.against_factor:.2f}× its own"
             f"{at(p.against_usd_per_gpu_hour, p.against_tie_usd_per_gpu_hour)} (bills are GPU rental, GPUs × $/GPU-h × "
-            "730 h, so they scale with the price; a KV tier's price held)")
+            f"730 h, so they scale with the price; a KV tier's price held){_row_caveat(winner)}")
+
+
+def _row_caveat(winner: dict[str, Any]) -> str:
+    """"; the winner's price row is low-confidence (…): …" where the row the ranking rests on is below high
+    confidence (a price given with --gpu-usd-per-hour is the user's, no row)."""
+    pr = winner.get("price") or {}
+    if not pr.get("confidence") or pr["confidence"] in ("high", "user input"):
+        return ""
+    return (f"; the winner's price is a {pr['confidence']}-confidence row ({pr.get('provider', '')} "
+            f"{pr.get('instance_type', '')}, as of {pr.get('as_of', 'an unstated date')}): check it against the "
+            "factor above, or give yours with --gpu-usd-per-hour")
 
 
 def flip_notes(ranked: list[dict[str, Any]]) -> list[str]:
