@@ -57,7 +57,6 @@ def _windowed_legend(rows: list[dict[str, Any]]) -> str:
 
 def render_gpus(cat: dict[str, Any], con: Any) -> None:
     """The GPU catalog, one row per GPU."""
-    from kvledger.catalog.vendor_words import device_arch, smi_tool
     from kvledger.report.tables import LedgerTable as Table
     from kvledger.units import GiB
 
@@ -65,7 +64,7 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
     t = Table(title="GPU catalog (catalog/data/gpus.csv; dense tensor peaks, not sparse headlines)",
               title_justify="left")
     # narrow: the source number follows the id
-    cols = ["id"] + (["name"] if wide else []) + ["device GiB"] + (["smi MiB", "arch"] if wide else []) + ["TB/s",
+    cols = ["id"] + (["name"] if wide else []) + ["dev GiB"] + (["smi MiB"] if wide else []) + ["TB/s",
         "BF16 TF", "FP8 TF", "ridge"] + (["scale-up link", "src"] if wide else [])
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
@@ -73,9 +72,8 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
     for g in cat.values():
         src = f"[{_source_number(sources, g)}]"
         row = {"id": g.gpu_id if wide else f"{g.gpu_id} {src}", "name": g.name,
-               "device GiB": f"{g.memory_bytes / GiB:,.2f}",
-               "smi MiB": f"{g.nvidia_smi_mib:,} ({smi_tool(g)})" if g.nvidia_smi_mib else "",
-               "arch": device_arch(g)[0],
+               "dev GiB": f"{g.memory_bytes / GiB:,.2f}",
+               "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "",
                "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
                "BF16 TF": (f"{g.bf16_flops_per_s / 1e12:g}" if g.bf16_supported
                            else f"no bf16 (FP16 {g.bf16_flops_per_s / 1e12:g})"),
@@ -86,10 +84,10 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
                "src": src}
         t.add_row(*(row[c] for c in cols))
     t.caption = (
-        "device GiB: device total as the runtime reports it (CUDA on NVIDIA, HIP on AMD), measured in a log or "
+        "dev GiB: device total as the runtime reports it (CUDA on NVIDIA, HIP on AMD), measured in a log or "
         "derived from the smi total (nvidia-smi, rocm-smi) less a reserve (each row's memory_source in --json; "
-        "a measured HIP total can exceed rocm-smi's: MI300X HIP 196,592 MiB, rocm-smi 196,288 MiB); smi MiB: that "
-        "tool's total; arch: compute-capability family (NVIDIA) or LLVM target (AMD, ROCm's GPU specifications); "
+        "a measured HIP total can exceed rocm-smi's: MI300X HIP 196,592 MiB, rocm-smi 196,288 MiB); smi MiB: "
+        "nvidia-smi's total on NVIDIA, rocm-smi's on AMD (device_arch in --json: sm90, gfx942…); "
         "TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte "
         "(BF16 ÷ TB/s); no bf16: below compute capability 8.0 vLLM serves in float16 (--dtype half), at the FP16 rate "
         "shown; " + ("src" if wide else "\\[n] after the id") + ": the row's source below"
