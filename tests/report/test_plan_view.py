@@ -274,3 +274,23 @@ def test_sglang_budget_line_states_the_formula_its_number_follows():
     row = next(ln for ln in text.splitlines() if ln.startswith("│ free before the weights load"))
     assert "│ 137.29 │" in row and "device total 139.96 − 2.67 GiB held before the weights load (measured with " \
         "custom all-reduce: sglang_rules.SGLANG_PRELOAD_GIB)" in row and "engine rule" not in row
+
+
+def test_memory_waterfall_of_weights_larger_than_the_gpu_keeps_its_layout():
+    # DeepSeek-V3 at TP 1 on one H100: 628.85 GiB of weights against 72.85 GiB requested (555.99 short, to the cent of
+    # GiB the figures round); the bars below 0 were drawn
+    # (and labelled) hundreds of GiB left of the axes, and matplotlib's constrained layout gave up on the figure
+    import warnings
+
+    from kvledger.catalog.models import load_model
+    from kvledger.report.figure import svg_of
+    from kvledger.report.figures_kv import memory_waterfall
+
+    plan = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("H100"), make_settings()).to_dict()
+    fig = memory_waterfall(plan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svg_of(fig.fig)
+    texts = [t.get_text() for t in fig.fig.axes[0].texts]
+    assert texts[2] == "628.85 (555.99 more than is left)" and texts[-1] == "0.00"
+    assert min(t.get_position()[0] for t in fig.fig.axes[0].texts) >= 0

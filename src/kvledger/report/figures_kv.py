@@ -31,12 +31,7 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
     fig, ax = new_axes(height=3.4)
     labels = [s[0] for s in steps]
     for i, (_label, top, delta) in enumerate(steps):
-        if delta is None:
-            ax.barh(i, top / GiB, color="#4c72b0" if i < len(steps) - 1 else "#55a868")
-        else:
-            ax.barh(i, delta / GiB, left=top / GiB, color="#c44e52")
-        ax.text((top if delta is None else top + delta) / GiB + 0.5, i, f"{(delta if delta else top) / GiB:,.2f}",
-                va="center", fontsize=8)
+        _waterfall_bar(ax, i, top, delta, last=i == len(steps) - 1)
     rng = m.get("ranges", {}).get("available_kv_bytes")
     if rng and rng[0] != rng[1]:  # the range of the last bar, from the terms' and the device total's ranges
         lo, hi, mid = (max(0.0, x) / GiB for x in (rng[0], rng[1], m["available_kv_bytes"]))
@@ -64,6 +59,21 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
                   "The engine's memory split, term by term: what is left after weights, the activation peak, non-torch "
                   "memory "
                   "and CUDA graphs is the KV cache, cut into whole blocks.", fig, ["term", "GiB"], rows, srcs)
+
+
+def _waterfall_bar(ax: Any, i: int, top: float, delta: float | None, last: bool) -> None:
+    """Bar ``i`` of the waterfall and its number: a level (``delta`` None) from 0, or a deduction from ``top`` up by
+    ``delta`` (B). Where the deductions exceed the memory (weights larger than the device), what lies below 0 is cut
+    at 0 and the number says by how much it is short: a bar or a label far left of the axes would leave the plot no
+    room (matplotlib's constrained layout gives up on it)."""
+    if delta is None:
+        ax.barh(i, max(0.0, top) / GiB, color="#4c72b0" if not last else "#55a868")
+        ax.text(max(0.0, top) / GiB + 0.5, i, f"{top / GiB:,.2f}", va="center", fontsize=8)
+        return
+    low, high = max(0.0, top), max(0.0, top + delta)
+    ax.barh(i, (high - low) / GiB, left=low / GiB, color="#c44e52")
+    short = f" ({-top / GiB:,.2f} more than is left)" if top < 0 <= top + delta else ""
+    ax.text(high / GiB + 0.5, i, f"{delta / GiB:,.2f}{short}", va="center", fontsize=8)
 
 
 def concurrency_by_context(plan: dict[str, Any]) -> Figure:
