@@ -61,7 +61,8 @@ def report(
 
     Runs the SLO-capacity search of `cost --simulate` (--num-requests per probe), a latency sweep at
     0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate, all with
-    vLLM's memory plan and scheduler (SGLang: `cost --simulate … --policy sglang`). Every
+    vLLM's memory plan and scheduler, or with --engine sglang SGLang's (its plan, pool and scheduler in every
+    section; the static and contiguous runs, vLLM's presets, are then left out). Every
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """
@@ -108,6 +109,9 @@ def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, coun
 
         for line in report_answer_lines(data.cost):
             typer.echo(line)
+        if data.engine_savings is None:  # --engine sglang: the baselines are vLLM's presets (report_flags)
+            typer.echo("note: engine sglang: SGLang's plan, pool and scheduler throughout; the comparison with static "
+                       "batching and contiguous KV (vLLM's presets) is left out")
         from kvledger.analyses.serving.client_latency import client_latency_of
 
         got = client_latency_of(client_latency)  # simulate's note: what every TTFT and E2E gained, and from where

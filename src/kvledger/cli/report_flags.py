@@ -13,8 +13,8 @@ from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, flag, flag_like
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
-__all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request", "DEFAULT_OUT",
-           "html_out"]
+__all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request",
+           "report_policy", "DEFAULT_OUT", "html_out"]
 
 DEFAULT_OUT = Path("kvledger-report.html")
 
@@ -28,8 +28,9 @@ class ReportRunFlags:
         "API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: the catalog rows serving the same "
         "model)."))
     trace: str | None = flag("--trace", help=(
-        "azure-conv (the default without a synthetic workload), azure-code, mooncake, mooncake-synthetic, arxiv, or a "
-        "CSV/JSONL path."))
+        "azure-conv (the default without a synthetic workload), azure-code, mooncake, mooncake-synthetic, or a "
+        "CSV/JSONL path with arrival times (the capacity search scales them); arxiv, lengths only: --prompt-lengths "
+        "trace:arxiv:prompt --output-lengths trace:arxiv:output."))
     prompt_lengths: str | None = flag_like(WorkloadFlags, "prompt_lengths", help=(
         "Synthetic workload instead of a trace, as cost --simulate takes it: prompt lengths in tokens, fixed:N, "
         "uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or trace:NAME:prompt|output (with "
@@ -45,8 +46,13 @@ class ReportRunFlags:
 
 @dataclass(frozen=True, slots=True)
 class ReportEngineFlags:
-    """The engine settings every simulation of the report uses (None: the engine's default)."""
+    """The engine settings every plan and simulation of the report uses (None: the engine's default)."""
 
+    engine: str | None = flag("--engine", "--policy", help=(
+        "vllm (default) or sglang: the engine whose memory plan, scheduler and KV pool the report's plan, capacity "
+        "search, latency sweep and cost use (as `plan --engine sglang` and `cost --simulate --policy sglang`); with "
+        "sglang the comparison with static batching and contiguous KV, vLLM's presets, is left out. trtllm: "
+        "`kvledger plan --engine trtllm` plans it; the simulator has no rules for it."))
     tp: int | None = flag("--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1).")
     engine_version: str | None = flag("--engine-version", help="vLLM version whose rules and defaults to apply.")
     max_model_len: str | None = flag("--max-model-len", help=(
@@ -132,7 +138,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     if r.trace is not None and any(v is not None for v in synthetic.values()):  # cost's refusal (sim_opts)
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
 
-    engine = {k: v for k, v in (("tp", e.tp), ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
+    engine = {k: v for k, v in (("policy", report_policy(e.engine)), ("tp", e.tp),
+                                ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
                                 ("kv_cache_dtype", e.kv_cache_dtype),
                                 ("quantization", e.quantization.lower() if e.quantization else None),
@@ -155,4 +162,24 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          engineer_usd_per_month=b.engineer_usd, bench_files=tuple(str(x) for x in bench or ()),
                          monthly_tokens=b.monthly_tokens, monthly_requests=b.monthly_requests,
                          monthly_input_tokens=b.monthly_input_tokens, monthly_output_tokens=b.monthly_output_tokens,
-                         peak_to_mean=b.peak_to_mean)
+                         peak_to_mean=b.peak_to_mean, with_engine_savings=engine.get("policy") is None)
+
+
+def report_policy(engine: str | None) -> str | None:
+    """``--engine`` → the simulator's policy: None for vLLM (its default rule, as the report ran before the flag),
+    ``"sglang"``; any other engine refused (InputError) before any work."""
+    from kvledger.accounting.settings import engine_name
+    from kvledger.errors import InputError
+
+    if engine is None:
+        return None
+    name = engine_name(engine)
+    if name == "vllm":
+        return None
+    if name == "sglang":
+        return "sglang"
+    if name == "trtllm":
+        raise InputError("--engine trtllm: the report simulates serving, and the simulator has vLLM's and SGLang's "
+                         "rules only; `kvledger plan --engine trtllm` gives TensorRT-LLM's KV-cache plan")
+    raise InputError(f"--engine {engine[:40]!r}: the report's engine is vllm or sglang (static and contiguous, "
+                     "`simulate --policy`'s baselines, are compared in the report's engine-savings section)")
