@@ -308,3 +308,54 @@ def test_the_serving_panel_follows_the_engine(server, browser):
     WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-failed"))
     assert "engine 'trtllm'" in browser.find_element("id", "serving-failed").text
     assert not browser.find_elements("id", "capacity") and not browser.find_elements("id", "fig-latency_by_rate")
+
+
+HOLD_NEXT_PLAN = HOLD_NEXT_ANSWER.replace('"/api/serving"', '"/api/plan"')
+
+
+def test_the_plan_panel_marks_its_numbers_stale_and_never_paints_a_superseded_plan(server, browser):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server + "/")
+    assert _wait_version(browser, 0) == "plan ready"
+    browser.execute_script(HOLD_NEXT_PLAN)
+    browser.execute_script(SET_FIELD, "gpu", "amd_mi300x")
+    # the H100's numbers go the moment the field changes: the panel says the plan is being computed again
+    assert browser.find_element("id", "plan-stale").text == "inputs changed: computing the plan again"
+    assert not browser.find_elements("id", "kv-bytes-per-token") and not browser.find_elements("id", "plan-request")
+    assert not browser.find_elements("id", "fig-memory_waterfall")
+    assert browser.find_element("id", "status").text == "computing plan"
+    # the MI300X answer is back but held; the GPU changes again, then the held answer is let through: never painted
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script("return window.__release !== null"))
+    v = _version(browser)
+    browser.execute_script(SET_FIELD, "gpu", "nvidia_h200_sxm")
+    browser.execute_script("window.__release();")
+    assert _wait_version(browser, v) == "plan ready"
+    time.sleep(1.0)  # nothing else may be painted after it
+    assert _version(browser) == v + 1 and not browser.find_elements("id", "plan-stale")
+    req = json.loads(browser.find_element("id", "plan-request").get_attribute("data-request"))
+    assert req["gpu"] == "nvidia_h200_sxm" and "on nvidia_h200_sxm" in browser.find_element("id", "plan-request").text
+    res = runner.invoke(app, ["plan", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "nvidia_h200_sxm", "--context",
+                              CONTEXTS, "--json"])
+    assert _card(browser, "num-gpu-blocks") == json.loads(res.stdout)["memory"]["num_gpu_blocks"]
+
+
+def test_arxiv_and_the_data_folder_choices_reach_the_form(server, browser):
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(server + "/")
+    _wait_version(browser, 0)
+    # arxiv has lengths but no arrival times: picking it fills the lengths fields with its trace forms (the API's and
+    # report's --prompt-lengths trace:arxiv:prompt), picking a timed trace empties them again
+    Select(browser.find_element("id", "trace")).select_by_value("arxiv")
+    assert browser.find_element("id", "prompt_lengths").get_attribute("value") == "trace:arxiv:prompt"
+    assert browser.find_element("id", "output_lengths").get_attribute("value") == "trace:arxiv:output"
+    Select(browser.find_element("id", "trace")).select_by_value("azure-code")
+    assert browser.find_element("id", "prompt_lengths").get_attribute("value") == ""
+    kv = [o.get_attribute("value") for o in Select(browser.find_element("id", "kv_cache_dtype")).options]
+    assert "fp8_e4m3" in kv and "fp8_e5m2" in kv
+    v = _version(browser)
+    Select(browser.find_element("id", "quantization")).select_by_value("fp8")
+    assert _wait_version(browser, v) == "plan ready"
+    assert _card(browser, "num-gpu-blocks") == _plan_json("-q", "fp8")["memory"]["num_gpu_blocks"]
+    assert ", -q fp8" in browser.find_element("id", "plan-request").text

@@ -69,12 +69,14 @@ def test_ui_refuses_a_data_dir_that_is_not_a_folder(tmp_path):
     assert res.exit_code != 0 and f"--data-dir {tmp_path / 'missing'}: not a folder" in str(res.exception)
 
 
-def test_a_trace_without_arrival_times_is_neither_offered_nor_simulated():
+def test_a_trace_without_arrival_times_is_offered_as_lengths_never_replayed():
     client = TestClient(create_app(), base_url="http://127.0.0.1")
-    assert client.get("/api/choices").json()["traces"] == ["azure-conv", "azure-code", "mooncake",
-                                                           "mooncake-synthetic"]
+    c = client.get("/api/choices").json()  # the trace catalog's list, arxiv (lengths only) with the rest
+    assert c["traces"] == ["azure-conv", "azure-code", "mooncake", "mooncake-synthetic", "arxiv"]
+    assert c["lengths_only_traces"] == ["arxiv"]
     r = client.post("/api/serving", json={"model": MODEL, "gpu": "H100", "slo": "ttft=2s", "trace": "arxiv"})
     assert r.status_code == 400 and r.json()["error"] == (
         "trace 'arxiv' has request lengths but no arrival times, and the serving panel's capacity search replays a "
         "trace's own arrivals at scaled rates; pick one with arrival times: azure-conv, azure-code, mooncake, "
-        "mooncake-synthetic")
+        "mooncake-synthetic; or its lengths with Poisson arrivals: prompt_lengths trace:arxiv:prompt and "
+        "output_lengths trace:arxiv:output (the form fills them in when you pick it)")

@@ -88,7 +88,10 @@ def test_an_unknown_field_is_a_400_not_dropped():
     assert r.status_code == 400 and r.json()["error"] == (
         "invalid parameter: tensor_parallel is not a field of this request, got 2 (an unknown field is refused, not "
         "ignored)")
-    r = client.post("/api/serving", json={**SERVING, "gpu_usd_per_hour": 1.0})
+    r = client.post("/api/serving", json={**SERVING, "instance": "gpu_1x_h100_sxm5"})  # cost's --instance: no field
+    assert r.status_code == 400 and "instance is not a field of this request" in r.json()["error"]
+    # the plan takes no serving field: a GPU price is the serving request's
+    r = client.post("/api/plan", json={"model": MODEL, "gpu": "H100", "gpu_usd_per_hour": 1.0})
     assert r.status_code == 400 and "gpu_usd_per_hour is not a field of this request" in r.json()["error"]
 
 
@@ -119,14 +122,14 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     numbers = _page_list(html, r"const NUMBERS = new Set\(\[([^\]]*)\]\)")
     assert "engine" in serving and serving <= set(ServingRequest.model_fields)  # the engine too: issue 59
     assert plan <= set(PlanRequest.model_fields) and plan <= serving  # the serving panel reads the plan's fields
-    assert {"engine_version", "gpu_memory_utilization", "max_num_seqs"} <= plan
+    assert {"engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
                if f.annotation in (int, float, int | None, float | None)}
     assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens",
                                                      "monthly_input_tokens", "monthly_output_tokens", "peak_to_mean",
                                                      "batch_share", "cache_hit_rate", "shared_prefix_tokens",
-                                                     "gpu_memory_utilization", "max_num_seqs"}
+                                                     "gpu_memory_utilization", "max_num_seqs", "gpu_usd_per_hour"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 

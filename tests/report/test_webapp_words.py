@@ -31,7 +31,7 @@ def test_price_and_length_messages_in_the_apps_words():
     said = in_app_words("2 rental prices for 'H100': AWS p5 $3.93/GPU-h (2025-06); Nebius $2.95/GPU-h (2025-06). "
                         "Pick one with --gpu-provider (and --instance), or give --gpu-usd-per-hour")
     assert "Pick one with the GPU provider field (gpu_provider; `kvledger cost --gpu-provider P --instance I` picks " \
-           "one instance), or give your own price to `kvledger cost --gpu-usd-per-hour X`" in said
+           "one instance), or give your own price in the GPU price field (gpu_usd_per_hour)" in said
     assert "Pick one with --gpu-provider" not in said and "command-line option" not in said
     # the GPU price line without a provider (decision_data): another is chosen in the field, not by a flag
     said = in_app_words("the cheapest packing of the replicas on the 9 row(s) for nvidia_h100_sxm in gpu_prices.csv: "

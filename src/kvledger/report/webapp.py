@@ -17,6 +17,8 @@ from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
+from kvledger.report.webapp_choices import choices
+
 # at module level too: the endpoints' body models
 from kvledger.report.webapp_requests import (
     ENGINE_FIELDS,
@@ -30,21 +32,6 @@ from kvledger.report.webapp_requests import (
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
 
-def choices() -> dict[str, Any]:
-    """What the form offers: bundled models, catalog GPUs, API price rows, traces, engines, KV dtypes, GPU providers."""
-    from kvledger.catalog.gpus import gpu_catalog
-    from kvledger.catalog.models import bundled_models
-    from kvledger.catalog.prices import api_prices, gpu_prices
-    from kvledger.dynamics.workload.traces import list_traces
-
-    return {"models": [m.hf_id for m in bundled_models()],
-            "gpus": [{"id": g.gpu_id, "name": g.name} for g in gpu_catalog().values() if g is not None],
-            "apis": [p.key for p in api_prices()],
-            "traces": [t.name for t in list_traces() if t.has_arrivals],  # the capacity search scales their arrivals
-            "engines": ["vllm", "sglang", "trtllm"], "kv_cache_dtypes": ["auto", "fp8"],
-            "providers": sorted({r.provider for r in gpu_prices()})}  # gpu_prices.csv's, for the provider field
-
-
 def _figure_json(f: Any) -> dict[str, Any]:
     from kvledger.report.figure import svg_of
 
@@ -55,9 +42,12 @@ def _figure_json(f: Any) -> dict[str, Any]:
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
                  kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None,
                  wddm: bool = False, engine_version: str | None = None,
-                 max_num_seqs: int | None = None) -> dict[str, Any]:
-    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``; ``engine_version`` and
-    ``max_num_seqs`` as those flags), the headline numbers and the three KV figures."""
+                 max_num_seqs: int | None = None, quantization: str | None = None,
+                 stopped: Any = None) -> dict[str, Any]:
+    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``; ``engine_version``,
+    ``max_num_seqs`` and ``quantization`` as those flags, ``-q`` the last), the headline numbers and the three KV
+    figures. ``stopped()`` true (the client has gone) raises Gone before the plan and before each figure: the plan's
+    own arithmetic, once started, runs to its end (a worker thread cannot be stopped from outside)."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.serving.decision_data import CONTEXTS
@@ -65,6 +55,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.catalog.models import load_model
     from kvledger.errors import command_named
     from kvledger.report.figures_kv import kv_figures
+    from kvledger.report.webapp_guard import stop_if
     from kvledger.report.webapp_requests import check_plan_numbers
     from kvledger.units import parse_tokens
 
@@ -73,7 +64,9 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
         settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                                  max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len
                                  else None, gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
-                                 engine_version=engine_version or None, max_num_seqs=max_num_seqs)
+                                 engine_version=engine_version or None, max_num_seqs=max_num_seqs,
+                                 quantization=quantization.strip().lower() if quantization else None)
+    stop_if(stopped)
     plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
@@ -93,7 +86,11 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                 "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
                 "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message"),
                 "startup": (m.get("startup") or {}).get("message")}  # vLLM under wddm: does it start (plan prints it)
-    return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
+    figures = {}
+    for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
+        stop_if(stopped)
+        figures[f.key] = _figure_json(f)
+    return {"plan": plan, "headline": headline, "figures": figures}
 
 
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
@@ -116,10 +113,11 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
     from kvledger.report.webapp_answer import answer_caveats
-    from kvledger.report.webapp_guard import Gone
+    from kvledger.report.webapp_guard import stop_if
     from kvledger.report.webapp_words import in_app_words
 
-    settings = {k: v for k, v in (settings or {}).items() if v is not None and v != ""}
+    settings = {k: v.strip().lower() if k == "quantization" else v
+                for k, v in (settings or {}).items() if v is not None and v != ""}  # -q as the CLI reads it
     wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens, settings)  # kvledger.ranges, first
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
     wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
@@ -135,8 +133,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                         **traffic, **wl)
 
     def stage(_text: str) -> None:  # build_report_data calls it before each stage
-        if stopped is not None and stopped():
-            raise Gone()
+        stop_if(stopped)
 
     data = build_report_data(req, progress=stage)
     c = data.cost
@@ -194,13 +191,15 @@ def _add_error_handlers(app: Any, token: str | None) -> None:
         app.add_middleware(HostGuard)
 
 
-def _plan(body: PlanRequest, data_dir: Path | None) -> dict[str, Any]:
-    """``/api/plan``'s answer: the names checked against the rule for local files, then the plan."""
+def _plan(body: PlanRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
+    """``/api/plan``'s answer: the names checked against the rule for local files, then the plan (Gone once
+    ``stopped()``)."""
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_model
 
     model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
     return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
-                        body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs)
+                        body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs,
+                        body.quantization, stopped=stopped)
 
 
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
@@ -261,7 +260,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
     def api_choices(request: Request) -> Any:
         if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
             raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
-        return _json(choices())
+        return _json(choices(data_dir))
 
     # async: a request still in line whose client has gone (the page aborted it for a newer one) leaves the line, and
     # a running simulation stops at its next stage (webapp_guard), so abandoned work does not make the latest busy
@@ -269,8 +268,8 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
     async def api_plan(body: PlanRequest, request: Request) -> Any:
         async with queues["plan"].wanted_slot(request.is_disconnected):
             return await run_while_wanted(request.is_disconnected,  # the JSON too is written in the worker thread
-                                          lambda _stopped: _json({"request": body.model_dump(),
-                                                                  **_plan(body, data_dir)}))
+                                          lambda stopped: _json({"request": body.model_dump(),
+                                                                 **_plan(body, data_dir, stopped)}))
 
     @app.post("/api/serving")
     async def api_serving(body: ServingRequest, request: Request) -> Any:

@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 __all__ = ["Busy", "Gone", "HostGuard", "PostGuard", "Refused", "WorkQueue", "check_request", "host_name",
-           "run_while_wanted", "LOOPBACK", "LOOPBACK_HOSTS", "MAX_BODY_BYTES"]
+           "run_while_wanted", "stop_if", "LOOPBACK", "LOOPBACK_HOSTS", "MAX_BODY_BYTES"]
 
 POLL_S = 0.05  # how often a request in line looks for a free place and for its client's departure
 
@@ -99,6 +99,13 @@ class WorkQueue:
         if not self._places.acquire(blocking=False):
             raise Busy(f"busy: {self.running} {self.name} computation(s) running and {self.waiting} waiting, the most "
                        "this server takes; try again in a few seconds")
+
+
+def stop_if(stopped: Callable[[], bool] | None) -> None:
+    """Raise Gone when ``stopped()`` is true: work calls it between its stages (a thread cannot be stopped from
+    outside, so a stage already begun runs to its end)."""
+    if stopped is not None and stopped():
+        raise Gone()
 
 
 async def run_while_wanted(gone: Callable[[], Awaitable[bool]], work: Callable[[Callable[[], bool]], Any]) -> Any:

@@ -67,8 +67,10 @@ def check_web_trace(value: str, data_dir: Path | None) -> str:
     traces = {t.name: t for t in list_traces()}
     info = traces.get(value.strip().lower())
     if info is not None:
-        require_arrivals(info.name, "the serving panel's capacity search replays a trace's own arrivals at scaled "
-                         "rates")
+        n = info.name
+        require_arrivals(n, "the serving panel's capacity search replays a trace's own arrivals at scaled rates",
+                         f"; or its lengths with Poisson arrivals: prompt_lengths trace:{n}:prompt and output_lengths "
+                         f"trace:{n}:output (the form fills them in when you pick it)")
     return value if info is not None else _inside(value, "trace", data_dir, list(traces))
 
 

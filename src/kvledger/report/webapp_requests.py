@@ -17,14 +17,17 @@ __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIEL
            "check_plan_numbers", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
 #: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
-#: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider
+#: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider, the user's own GPU
+#: price (USD per GPU-hour, for a GPU without a price row or a negotiated rate)
 TRAFFIC_FIELDS = ("batch_share", "cache_hit_rate", "peak_to_mean", "gpu_provider", "monthly_input_tokens",
-                  "monthly_output_tokens")
+                  "monthly_output_tokens", "gpu_usd_per_hour")
+_SPLIT = ("monthly_input_tokens", "monthly_output_tokens")  # the volume as tokens of each kind: both or neither
 #: the serving request's synthetic workload, ``kvledger report``'s and ``cost``'s flags by the same name (with these the
 #: trace is not read): checked as the CLI checks them, by ``decision_data`` (``report_workload.report_synthetic``)
 WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens")
 #: both requests' engine settings, ``kvledger plan``'s, ``report``'s and ``cost --simulate``'s flags by the same name
-ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs")
+#: (quantization: ``-q``/``--quantization``)
+ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization")
 SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 _SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
 
@@ -70,7 +73,8 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
     range_for("ui", "num_requests").check("requests per simulation", num_requests)
     if monthly_tokens is not None:
         count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
-    numbers = {k: v for k, v in (engine or {}).items() if k != "engine_version"}  # the version: the plan's parser
+    numbers = {k: v for k, v in (engine or {}).items()  # the version and -q: text, the plan's parsers read them
+               if k not in ("engine_version", "quantization")}
     values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **numbers}
     check_options("cost", values, _fields(values))
 
@@ -84,13 +88,13 @@ def check_traffic(traffic: dict[str, Any], monthly_tokens: float | None) -> None
     from kvledger.units import count_option
 
     numbers = {k: v for k, v in traffic.items() if k != "gpu_provider"}
-    for k in ("monthly_input_tokens", "monthly_output_tokens"):
+    for k in _SPLIT:
         if numbers.get(k) is not None:
             count_option(k)(repr(numbers[k]))
     check_options("cost", numbers, _fields(numbers))
-    split = [k for k in ("monthly_input_tokens", "monthly_output_tokens") if numbers.get(k) is not None]
+    split = [k for k in _SPLIT if numbers.get(k) is not None]
     if len(split) == 1:
-        raise InputError(f"{split[0]} is given without {({*TRAFFIC_FIELDS[4:]} - {split[0]}).pop()}: the volume as "
+        raise InputError(f"{split[0]} is given without {({*_SPLIT} - {split[0]}).pop()}: the volume as "
                          "tokens of each kind takes both (or give monthly_tokens, split as in the run)")
     if split and monthly_tokens is not None:
         raise InputError("monthly_tokens and monthly_input_tokens/monthly_output_tokens are two volumes: give one "
@@ -144,6 +148,7 @@ class DeploymentRequest(BaseModel):
     engine_version: str | None = _text(None)
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
+    quantization: str | None = _text(None)  # vLLM's -q/--quantization: fp8 or bitsandbytes quantize on load
 
     @field_validator("max_model_len", mode="before")
     @classmethod
@@ -179,6 +184,7 @@ class ServingRequest(DeploymentRequest):
     batch_share: float = 0.0
     cache_hit_rate: float = 0.0
     gpu_provider: str | None = _text(None)
+    gpu_usd_per_hour: float | None = None  # --gpu-usd-per-hour's one number: the app prices the one GPU it plans
     client_latency: str | None = _text(None)
 
     @field_validator("client_latency")

@@ -9,9 +9,9 @@ from typing import Any
 
 __all__ = ["in_app_words", "request_errors"]
 
-_FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, "
-           "gpu_memory_utilization, max_num_seqs, Windows/WSL2 (WDDM), SLOs, API "
-           "price row, GPU provider, traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
+_FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, quantization, "
+           "gpu_memory_utilization, max_num_seqs, Windows/WSL2 (WDDM), SLOs, API price row, GPU provider, GPU price "
+           "(gpu_usd_per_hour), traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
            "cache-hit rate, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
            "shared prefix tokens")
 # (pattern, replacement), most specific first
@@ -25,17 +25,22 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
      r"…`), not a field here."),
     (r"Pick one with --gpu-provider \(and --instance\), or give --gpu-usd-per-hour",
      r"Pick one with the GPU provider field (gpu_provider; `kvledger cost --gpu-provider P --instance I` picks one "
-     r"instance), or give your own price to `kvledger cost --gpu-usd-per-hour X`"),
+     r"instance), or give your own price in the GPU price field (gpu_usd_per_hour)"),
     (r"^unknown GPU price provider ('[^']*')\. \(", r"gpu_provider \1 (the GPU provider field) is not in the price "
      r"table ("),
-    (r"; or pass --gpu-usd-per-hour\)", r"; or give your own price to `kvledger cost --gpu-usd-per-hour X`)"),
+    (r"; or pass --gpu-usd-per-hour\)", r"; or give your own price in the GPU price field, gpu_usd_per_hour)"),
     (r"pass --gpu-provider to choose another", r"name another in the GPU provider field (gpu_provider)"),
     (r"(?<!cost )--gpu-provider(?![\w-])", r"the GPU provider field (gpu_provider)"),
     (r"--batch-share", r"the batch share field (batch_share)"),
     (r"--cache-hit-rate", r"the cache-hit rate field (cache_hit_rate)"),
     (r"--peak-to-mean", r"the peak-to-mean field (peak_to_mean)"),
     (r"\(or pass --gpu-usd-per-hour to give your own price\)",
-     r"(the app prices catalog rows only; `kvledger cost --gpu-usd-per-hour X` takes your own price)"),
+     r"(or give your own price in the GPU price field, gpu_usd_per_hour, in USD per GPU-hour)"),
+    (r"given \(--gpu-usd-per-hour\)", r"given (the GPU price field, gpu_usd_per_hour)"),
+    (r"--gpu-usd-per-hour", r"the GPU price field (gpu_usd_per_hour)"),
+    # a command named with its flags is the command line's, quoted as one (its flag is no field of the app)
+    (r"(?<!`)kvledger prices --kind gpu(?![\w-])", r"`kvledger prices --kind gpu`"),
+    (r"(?<![\w`-])(?:--quantization|-q)(?![\w-])", r"the quantization field"),
     (r"\(--max-model-len (\d+)\)", r"(max_model_len \1 in the context field)"),
     (r"--max-model-len", r"the context field (max_model_len)"),
     (r"--kv-cache-dtype", r"the KV cache dtype field"),
