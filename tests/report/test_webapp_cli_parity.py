@@ -77,3 +77,10 @@ def test_a_gpu_without_a_price_row_asks_for_the_price_field_then_prices_on_it():
     r = client.post("/api/serving", json={**body, "gpu_usd_per_hour": 0})
     assert r.status_code == 400
     assert r.json()["error"] == "gpu_usd_per_hour 0 is out of range; allowed: (0, 1,000,000] USD/GPU-hour"
+
+
+def test_quantization_under_sglang_is_refused_naming_the_engine_field():
+    r = client.post("/api/plan", json={"model": MODEL, "gpu": "H100", "quantization": "fp8", "engine": "sglang"})
+    assert r.status_code == 400 and r.json()["error"] == (
+        "the quantization field fp8 is modelled for vLLM only (its online FP8 weights); with the engine field at "
+        "sglang it would be ignored: plan a quantized checkpoint, or set the engine field to vllm")

@@ -14,7 +14,9 @@ def ui(
                                                          "to the network)."),
     port: int = typer.Option(8765, "--port", help="TCP port."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests "
-                                                                  "may name (relative paths start there); without it "
+                                                                  "may name (relative paths start there; its model "
+                                                                  "configs and GPU files are listed in the form); "
+                                                                  "without it "
                                                                   "the app reads bundled models, catalog GPUs and "
                                                                   "bundled traces only."),
 ) -> None:

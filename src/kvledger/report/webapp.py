@@ -103,7 +103,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
     every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
-    (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens);
+    (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens, the
+    own GPU price);
     ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix),
     passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``), as its flags;
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
@@ -116,8 +117,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.webapp_guard import stop_if
     from kvledger.report.webapp_words import in_app_words
 
-    settings = {k: v.strip().lower() if k == "quantization" else v
-                for k, v in (settings or {}).items() if v is not None and v != ""}  # -q as the CLI reads it
+    settings = wreq.given_settings(settings)  # the empty ones dropped, -q as the CLI reads it
     wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens, settings)  # kvledger.ranges, first
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
     wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names

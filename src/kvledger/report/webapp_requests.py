@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIELDS", "TRAFFIC_FIELDS",
            "WORKLOAD_FIELDS",
            "web_client_latency",
-           "check_plan_numbers", "check_serving_numbers", "check_traffic", "simulator_engine"]
+           "check_plan_numbers", "given_settings", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
 #: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
 #: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider, the user's own GPU
@@ -51,6 +51,13 @@ def web_client_latency(text: str | None) -> Any:
 def _fields(values: dict[str, Any]) -> dict[str, str]:
     """Each value's name in an error: the request's field (the CLI's message, with the field for the flag)."""
     return {k: k for k in values}
+
+
+def given_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
+    """The engine settings (``ENGINE_FIELDS``) given: empty ones dropped, ``quantization`` lower-cased as the CLI's
+    ``-q`` reads it."""
+    return {k: v.strip().lower() if k == "quantization" else v
+            for k, v in (settings or {}).items() if v is not None and v != ""}
 
 
 def check_plan_numbers(tp: int, gpu_memory_utilization: float | None, max_num_seqs: int | None = None) -> None:

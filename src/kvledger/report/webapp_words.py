@@ -70,6 +70,9 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"assumed: --max-utilization, no volume given",
      r"assumed: `kvledger cost --max-utilization`'s default, with the utilization and volume fields empty"),
     (r"--engine must be one of", r"the engine field must be one of"),  # PlanSettings' refusal only
+    (r"with (?:--engine|--policy) (vllm|sglang|trtllm)", r"with the engine field at \1"),
+    (r"use (?:--engine|--policy) (vllm|sglang|trtllm)", r"set the engine field to \1"),
+    (r"(?<![\w`-])(?<!kvledger plan )(?<!kvledger simulate )(?:--engine|--policy)(?![\w-])", r"the engine field"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
 _FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")
