@@ -39,7 +39,8 @@ def test_report_engine_sglang_flows_into_plan_simulation_and_cost(report):
     assert eng == c["simulation"]["engine"]
     assert r["totals"] == c["totals"] and r["verdict"] == c["verdict"]
     assert "--policy sglang" in report["commands"]["cost"] and "--engine sglang" in report["commands"]["plan"]
-    assert "engine_savings" not in report  # static and contiguous are vLLM's presets: not run
+    # static and contiguous are vLLM's presets: not run, and no command line for them is listed
+    assert "engine_savings" not in report and "engine_savings" not in report["commands"]
 
 
 def test_report_engine_vllm_is_the_default_and_other_engines_are_refused():

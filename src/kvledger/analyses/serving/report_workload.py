@@ -92,5 +92,7 @@ def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
         "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {slo} --target {req.target:g} --axis rate "
                     "--json",
         "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
-        "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",
+        # the comparison with vLLM's static and contiguous presets, where it is run (not under SGLang's rules)
+        **({"engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json"}
+           if req.with_engine_savings else {}),
     }
