@@ -61,13 +61,14 @@ def test_choices_come_from_the_cli_sources_and_list_the_data_folder(tmp_path):
 
 
 def test_a_gpu_without_a_price_row_asks_for_the_price_field_then_prices_on_it():
-    body = {"model": MODEL, "gpu": "MI325X", "slo": "ttft=2s,tpot=100ms", "num_requests": 50}
+    body = {"model": MODEL, "gpu": "MI355X", "slo": "ttft=2s,tpot=100ms", "num_requests": 50}
     r = client.post("/api/serving", json=body)
     assert r.status_code == 400
     assert r.json()["error"] == (
-        "unknown GPU price 'amd_mi325x'; did you mean: amd_mi300x? (amd_mi325x has no rental row in the price table; "
-        "`kvledger prices --kind gpu` lists them) (or give your own price in the GPU price field, gpu_usd_per_hour, "
-        "in USD per GPU-hour)")
+        "unknown GPU price 'amd_mi355x'; did you mean: amd_mi325x, amd_mi300x? (amd_mi355x has no rental row in the "
+        "price table; the nearest priced GPU of the same vendor: amd_mi325x (AMD Instinct MI325X, 255.98 GiB device "
+        "memory; from $1.95/GPU-h, TensorWave 8-GPU node, low confidence, gpu_prices.csv); `kvledger prices --kind gpu`"
+        " lists them) (or give your own price in the GPU price field, gpu_usd_per_hour, in USD per GPU-hour)")
     r = client.post("/api/serving", json={**body, "gpu_usd_per_hour": 2.5})
     assert r.status_code == 200
     inputs = r.json()["cost"]["inputs"]

@@ -89,5 +89,6 @@ def test_an_unknown_provider_is_refused_naming_the_field():
     assert r.status_code == 400, r.text
     # the price tables' providers listed (catalog.price_names: checked before any simulation), in the app's words
     assert r.json()["error"] == ("gpu_provider 'Nowhere' (the GPU provider field) is not in the price table (the "
-                                 "price tables' providers: AWS, Azure, CoreWeave, GCP, Lambda, Nebius, RunPod)"), r.text
+                                 "price tables' providers: AWS, Azure, CoreWeave, GCP, Lambda, Nebius, RunPod, "
+                                 "TensorWave)"), r.text
     assert "command-line option" not in r.json()["error"]
