@@ -24,12 +24,13 @@ def test_a_mix_no_row_can_fully_discount_prices_every_row_with_what_it_lacks():
     assert len(opts) == len(rows) == 4
     # api_prices.csv: DeepInfra's 8B row ($0.02 in, $0.03 out) has no batch API and no cached-input price: every token
     # on demand at list price, 240 × 0.02 + 60 × 0.03 = $6.60 (an upper bound: its cache reads may cost less).
-    # Groq ($0.05/$0.08, 50% batch discount, no cached-input price): (240 × 0.05 + 60 × 0.08) × (1 − 0.3 × 0.5)
-    # = 16.80 × 0.85 = $14.28
+    # Groq ($0.05/$0.08, 50% batch discount, no prompt-cache discount for this model: cached input at the $0.05 input
+    # price, an exact bill): (240 × 0.05 + 60 × 0.08) × (1 − 0.3 × 0.5) = 16.80 × 0.85 = $14.28
     assert opts[0].price.provider == "DeepInfra" and opts[0].bill.total_usd == pytest.approx(6.6)
     assert next(o for o in opts if o.price.provider == "Groq").bill.total_usd == pytest.approx(14.28)
     assert any("DeepInfra" in n and "no batch API" in n and "on-demand rate" in n for n in notes)
-    assert any("Groq:llama-3.1-8b-instant lists no cached-input price" in n and "upper bound" in n for n in notes)
+    assert not any("Groq:llama-3.1-8b-instant lists no cached-input price" in n for n in notes)
+    assert not opts[[o.price.provider for o in opts].index("Groq")].bounds  # no "at most": the notes say no discount
 
 
 def test_an_unknown_provider_is_refused_with_a_given_gpu_price():

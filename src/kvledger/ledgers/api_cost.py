@@ -14,7 +14,7 @@ output = p_out·(1 − b·d). Sources: the price row (``catalog/prices.py``); do
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from kvledger.catalog.prices import ApiPrice
@@ -24,7 +24,7 @@ from kvledger.ranges import check_options
 
 __all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order",
            "per_request_rows", "quantized_row_note", "is_upper_bound", "bill_is_upper_bound", "NO_BATCH_API",
-           "NO_CACHED_PRICE"]
+           "NO_CACHED_PRICE", "CacheReadBounds", "cache_read_bounds", "usd_per_request"]
 
 NO_BATCH_API = "batch share at on-demand: no batch API"  # in an item's name: the row has no batch API
 NO_CACHED_PRICE = "cache reads at input price: no cached-input price"  # in an item's name: no cached-input price listed
@@ -128,17 +128,13 @@ def discounts_words(ledger: Ledger, price: ApiPrice | None = None) -> str:
     """How an ``api_ledger`` bill was priced, from its own items: "after the batch and cache discounts", "after the
     batch discount", "after the cache discount" (cache reads), or "at list price" (no batch share or cache rate given).
     Cache writes are no discount: with ``price`` (the bill's row) a write priced above input is said as the row's
-    cache-write premium, otherwise as writes billed as ordinary input (``mix_words``)."""
+    cache-write premium, otherwise as writes billed as ordinary input (``mix_words``). A row with no batch API or no
+    cached-input price says so (``mix_words``' ``no_batch_api`` and ``no_cached_price``)."""
     names = [it.name for it in ledger.items]
-    text = mix_words(any("batch API (" in n for n in names), any(n.startswith("cached input") for n in names),
-                     any(n.startswith("cache-write") for n in names), price)
-    if any(NO_BATCH_API in n for n in names):
-        text = text.replace(" (no batch share or prompt-cache rate given)", "")
-        text += "; no batch API, so the batch share is priced at the on-demand rate"
-    if any(NO_CACHED_PRICE in n for n in names):
-        text = text.replace(" (no batch share or prompt-cache rate given)", "")
-        text += "; no cached-input price listed, so cache reads are priced as ordinary input (an upper bound)"
-    return text
+    return mix_words(any("batch API (" in n for n in names), any(n.startswith("cached input") for n in names),
+                     any(n.startswith("cache-write") for n in names), price,
+                     no_batch_api=any(NO_BATCH_API in n for n in names),
+                     no_cached_price=any(NO_CACHED_PRICE in n for n in names))
 
 
 def bill_is_upper_bound(ledger: Ledger) -> bool:
@@ -153,13 +149,27 @@ def is_upper_bound(mix: ApiMix, price: ApiPrice) -> bool:
     return mix.cache_hit_rate > 0 and price.cached_input_usd_per_mtok is None
 
 
-def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None) -> str:
+def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None, *, no_batch_api: bool = False,
+              no_cached_price: bool = False) -> str:
     """The words of ``discounts_words`` for a bill with batch items, cache reads and cache writes as flagged: the batch
     and cache-read discounts lower it; cache writes raise it where ``price`` bills them above input (Anthropic's 1.25×:
-    the cache-write premium, with both prices) and leave it at input price otherwise."""
+    the cache-write premium, with both prices) and leave it at input price otherwise. ``no_batch_api``: a batch share
+    billed on demand (the row has no batch API); ``no_cached_price``: cache reads billed as ordinary input (no
+    cached-input price listed: an upper bound); each said after the rest."""
+    text = _discount_words(batch, reads, writes, price, quiet=no_batch_api or no_cached_price)
+    if no_batch_api:
+        text += "; no batch API, so the batch share is priced at the on-demand rate"
+    if no_cached_price:
+        text += "; no cached-input price listed, so cache reads are priced as ordinary input (an upper bound)"
+    return text
+
+
+def _discount_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None, *, quiet: bool) -> str:
+    """``mix_words`` before its no-batch-API and no-cached-price clauses (``quiet``: one follows, so a bill with no
+    discount is not said to have been given no batch share or cache rate)."""
     kinds = [k for k, on in (("batch", batch), ("cache", reads)) if on]
     if not kinds and not writes:
-        return "at list price (no batch share or prompt-cache rate given)"
+        return "at list price" if quiet else "at list price (no batch share or prompt-cache rate given)"
     text = (f"after the {' and '.join(kinds)} discount{'s' if len(kinds) > 1 else ''}" if kinds else "at list price")
     if not writes:
         return text
@@ -172,10 +182,54 @@ def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None) ->
     return f"{text}; cache writes billed as ordinary input"
 
 
+@dataclass(frozen=True, slots=True)
+class CacheReadBounds:
+    """Both ends of an "at most" bill (cache reads at input price on a row with no cached-input price) and its linear
+    form in the unknown cached-input price x, USD per Mtok: bill(x) = lower_usd + reads_mtok × x, where reads_mtok is
+    h × input Mtok × (1 − b·d) (the cache reads after any batch discount: the module docstring's input price with
+    p_cached = x). x = the input price gives ``upper_usd`` (the bill ``api_ledger`` writes), x = 0 ``lower_usd``.
+
+    Attributes:
+        lower_usd: the bill with cache reads free (USD).
+        upper_usd: the bill with cache reads at the input price (USD).
+        reads_mtok: the bill's slope in x (Mtok of cache reads, batch-discounted).
+    """
+
+    lower_usd: float
+    upper_usd: float
+    reads_mtok: float
+
+    def cached_price_below(self, usd: float) -> float | None:
+        """The cached-input price x (USD/Mtok) below which the bill is under ``usd``: x = (usd − lower) ÷ reads_mtok;
+        None where no price x ≥ 0 makes it so (``usd`` at or below the lower bound)."""
+        if usd <= self.lower_usd or self.reads_mtok <= 0:
+            return None
+        return (usd - self.lower_usd) / self.reads_mtok
+
+
+def cache_read_bounds(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: float) -> CacheReadBounds | None:
+    """The two ends of ``price``'s bill under ``mix`` where it is only an upper bound (``is_upper_bound``), both
+    priced by ``api_ledger`` (the lower with the row's cached-input price set to $0); None where the bill is exact."""
+    if not is_upper_bound(mix, price):
+        return None
+    upper = api_ledger(price, mix, input_mtok, output_mtok, "upper", "USD").total_usd
+    lower = api_ledger(replace(price, cached_input_usd_per_mtok=0.0), mix, input_mtok, output_mtok, "lower",
+                       "USD").total_usd
+    p_in = price.input_usd_per_mtok
+    return CacheReadBounds(lower, upper, (upper - lower) / p_in if p_in > 0 else 0.0)
+
+
 def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:
     """Effective USD per 1M input and per 1M output tokens under ``mix`` (the ledgers' totals)."""
     return {"input": api_ledger(price, mix, 1.0, 0.0, "API input", "USD per 1M input tokens").total_usd,
             "output": api_ledger(price, mix, 0.0, 1.0, "API output", "USD per 1M output tokens").total_usd}
+
+def usd_per_request(price: ApiPrice, mix: ApiMix, tokens: tuple[float, ...]) -> float:
+    """USD per request of ``tokens`` (input, output per request: ``volume.tokens_per_request``) on ``price`` under
+    ``mix``: (input × effective input price + output × effective output price) ÷ 10⁶."""
+    p = api_price_per_mtok(price, mix)
+    return (tokens[0] * p["input"] + tokens[1] * p["output"]) / 1e6
+
 
 def per_request_rows(rows: list, mix: ApiMix, tokens: tuple[float, float, str]) -> list[dict[str, Any]]:
     """``cost --json``'s ``api_options``: each (row, same_model, named) with its USD per request of ``tokens`` (input,
@@ -183,8 +237,7 @@ def per_request_rows(rows: list, mix: ApiMix, tokens: tuple[float, float, str]) 
     bill is that price × the same requests; ties: ``tie_order``), rows the mix cannot price (None) last."""
     out = []
     for r, same, named in rows:
-        p = api_price_per_mtok(r, mix) if not mix_problem(mix, r) else None
-        usd = (tokens[0] * p["input"] + tokens[1] * p["output"]) / 1e6 if p is not None else None
+        usd = usd_per_request(r, mix, tokens) if not mix_problem(mix, r) else None
         out.append(((usd is None, usd or 0.0, *tie_order(r)), {"key": r.key, "same_model": same, "named": named,
                                                                 "confidence": r.confidence or "unstated",
                                                                 "usd_per_request": usd}))

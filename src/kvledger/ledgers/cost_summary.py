@@ -16,7 +16,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, per_request_rows, quantized_row_note
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, per_request_rows, quantized_row_note, usd_per_request
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
@@ -143,12 +143,6 @@ def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice
     return rows
 
 
-def _per_request(price: ApiPrice, mix: ApiMix, tokens: tuple[float, float, str]) -> float:
-    """USD per request of ``tokens`` (input, output per request: ``volume.tokens_per_request``) on ``price``."""
-    p = api_price_per_mtok(price, mix)
-    return (tokens[0] * p["input"] + tokens[1] * p["output"]) / 1e6
-
-
 def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix: ApiMix, cap: Capacity) -> ApiPrice:
     named = [r for r, _, n in rows if n]
     if named:
@@ -169,8 +163,7 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
                           people_source=inputs.people_source, capacity_band=inputs.capacity_band,
                           band_source=inputs.band_source, rests_on=list(inputs.rests_on),
                           band_sides=inputs.band_sides)
-        primary = decision.primary.price
-        realized = decision.realized_utilization
+        primary, realized = decision.primary.price, decision.realized_utilization
         util_how = "the volume's realized utilization"  # an assumed one is refused (refuse_utilization_with_volume)
         setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
         setup = replace(setup, gpu=decision.packing.rate)  # the row the replicas are billed on (instances.pack)
@@ -228,6 +221,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     end: ``decision``). Both token volumes given: per-token ledgers, API per request, break-even at the user's split
     (``volume.split_tokens``). Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token
     counts), or a mix the price row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
+    from kvledger.ledgers.api_cost import is_upper_bound
+
     inputs = inputs or DecisionInputs()
     refuse_utilization_with_volume(setup.utilization, volume is not None)
     factors.check()
@@ -245,19 +240,15 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     n_vol, vol = (decision.replicas, decision.volume) if decision is not None else (None, None)  # people shared
     split, per_req = split_tokens(vol, cap), tokens_per_request(vol, cap)
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing, split=split)
-    api_req = _per_request(primary, mix, per_req)
+    api_req = usd_per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
     peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
-    b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)
+    b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak,
+                 api_is_upper_bound=is_upper_bound(mix, primary))  # an "at most" API: an "at least" break-even
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
-    if decision is not None and decision.buy is not None:
-        notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
-                     "table")
-    if gp.estimate:
-        notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
-                     "are upper bounds")
+    notes += _caveats(decision, gp.estimate)
     ins, outs = per_req[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
     sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated, factors, inputs.quantization)
@@ -270,6 +261,15 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       sticker, u_star, b_vol, _monthly(decision) if decision else None,
                       factor_rows(setup, factors, u_star, b_vol.get("requests_per_month") is not None),
                       verdict, notes, decision, head, per_row, second, verdict_conditions(factors))
+
+
+def _caveats(decision: Decision | None, estimate: bool) -> list[str]:
+    """The notes on a bought bill beside a rented break-even, and on a goodput that is only an estimate."""
+    bought = decision is not None and decision.buy is not None
+    return ([*(["break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table"]
+               if bought else []),
+             *(["goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are "
+                "upper bounds"] if estimate else [])])
 
 
 def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_source: str, primary: ApiPrice,

@@ -23,19 +23,22 @@ a band with no upper end: the decision is redone at its low end only. A self-hos
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.amounts import usd_text
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, bill_is_upper_bound, tie_order
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, bill_is_upper_bound, cache_read_bounds, tie_order
 from kvledger.ledgers.cost import Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill
 from kvledger.ledgers.instances import Packing
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.self_host_month import BandEnd, GpuPower, band_end, monthly_self_host, replicas_for, size_volume
 from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
+
+if TYPE_CHECKING:
+    from kvledger.ledgers.api_cost import CacheReadBounds
 
 __all__ = [
     "MonthlyVolume",
@@ -62,6 +65,7 @@ class ApiOption:
     same_model: bool
     named: bool
     bill: Ledger
+    bounds: CacheReadBounds | None = None  # an "at most" bill's lower end and slope in the cached-input price
 
     @property
     def confidence(self) -> str:
@@ -81,7 +85,8 @@ def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volum
         notes += [n for n in mix.check(price) if n not in notes]
         bill = api_ledger(price, mix, vol.input_tokens / 1e6, vol.output_tokens / 1e6,
                           f"API bill per month, {price.key}", "USD per month")
-        out.append(ApiOption(price, same, named, bill))
+        bounds = cache_read_bounds(price, mix, vol.input_tokens / 1e6, vol.output_tokens / 1e6)
+        out.append(ApiOption(price, same, named, bill, bounds))
     out.sort(key=lambda a: (a.bill.total_usd, *tie_order(a.price)))
     return out, notes
 
@@ -144,9 +149,12 @@ class Decision:
                 "realized_utilization", "max_utilization", "verdict", ("self_host_usd_per_month", "self_host_usd"),
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("api_usd_per_month_is_upper_bound", "api_upper_bound"),
+                ("api_usd_per_month_lower_bound", "api_lower_usd"),
+                ("self_host_cheaper_unless_cached_input_usd_per_mtok_below", "cached_price_break_even"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "band_ends", "capacity_lower_bound", "rests_on", "notes", "sizing",
+                "band_source", "holds_within_band", "holds_across_capacity", "band_ends", "capacity_lower_bound",
+                "rests_on", "notes", "sizing",
                 ("instances", "packing.instances"), ("gpus_per_instance", "packing.gpus_per_instance"),
                 ("idle_gpus", "packing.idle_gpus"), ("instance_type", "packing.instance_type"),
                 ("instance_choice", "packing.instance_choice"))
@@ -184,10 +192,28 @@ class Decision:
         return bill_is_upper_bound(self.primary.bill)
 
     @property
+    def api_lower_usd(self) -> float | None:
+        """An "at most" API bill's lower end, its cache reads free (USD/month); None when the bill is exact."""
+        return None if self.primary.bounds is None else self.primary.bounds.lower_usd
+
+    @property
+    def cached_price_break_even(self) -> float | None:
+        """A self-host verdict against an "at most" API bill that the bill's lower end (cache reads free) beats: the
+        cached-input price, USD/Mtok, below which the API is cheaper (``CacheReadBounds.cached_price_below``); None
+        when the verdict does not rest on it (an exact bill, an API verdict, or self-host cheaper than both ends)."""
+        b = self.primary.bounds
+        return None if b is None or self.verdict != "self-host" else b.cached_price_below(self.self_host_usd)
+
+    @property
     def self_host_usd(self) -> float:
         return min(self.self_host.total_usd, self.buy.total_usd) if self.buy is not None else self.self_host.total_usd
 
     def holds_within_band(self) -> bool:
+        """True when neither a capacity error inside the band (``holds_across_capacity``) nor the cached-input price of
+        an "at most" API bill (``cached_price_break_even``) can flip the verdict."""
+        return self.cached_price_break_even is None and self.holds_across_capacity()
+
+    def holds_across_capacity(self) -> bool:
         """True when no capacity inside the band (×band_low–×band_high) flips the verdict: the verdict is the same at
         both ends (the bill is monotone in the capacity: the module docstring), else the flip multiplier lies
         outside. A capacity only bounded below: the low end's verdict for self-host, no flip at any capacity for the
@@ -243,14 +269,27 @@ def decide(
                      f"{usd_text(sure.bill.total_usd)}/month) the verdict {'is the same' if same else 'FLIPS'}")
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
-    flips = flip_points(vol, c, setup, sh, primary.bill.total_usd, people)
+    api_usd = _api_to_beat(primary, sh, verdict)
+    flips = flip_points(vol, c, setup, sh, api_usd, people)
     d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
                  band_source, rests, band_sides=band_sides, packing=packing,
                  capacity_lower_bound=cap.lower_bound)
     d.sizing = sized.how
-    d.band_ends = tuple(band_end(k, c, setup, vol, primary.bill.total_usd, buy=buy, power=power,
+    if d.cached_price_break_even is not None:  # no cached-input price listed: the verdict rests on the real one
+        d.rests_on.insert(0, f"the API's cached-input price: {primary.price.key} lists none, so its cache reads are "
+                             f"billed as ordinary input; self-host is cheaper unless it is below "
+                             f"${d.cached_price_break_even:,.4g}/Mtok (with cache reads free the API costs "
+                             f"{usd_text(d.api_lower_usd)}/month)")
+    d.band_ends = tuple(band_end(k, c, setup, vol, api_usd, buy=buy, power=power,
                                  people_source=people_source) for k in (d.band_low, d.band_high) if k is not None)
     return d
+
+
+def _api_to_beat(primary: ApiOption, sh: float, verdict: str) -> float:
+    """The API bill the flip points and the band's ends are found against: an "at most" bill's lower end (cache reads
+    free) where self-hosting beats even that, so that a flip is found at the worst cached-input price; else the bill."""
+    b = primary.bounds
+    return b.lower_usd if b is not None and verdict == "self-host" and sh < b.lower_usd else primary.bill.total_usd
 
 
 def _billed_row_caveat(rests: list[str], *billed: Any) -> list[str]:

@@ -7,7 +7,8 @@ import math
 from typing import Any
 
 from kvledger.ledgers.amounts import pct_text, usd_text
-from kvledger.ledgers.api_cost import bill_is_upper_bound, discounts_words
+from kvledger.ledgers.api_cost import discounts_words
+from kvledger.ledgers.cache_bound_notes import break_even_bound_words, cached_price_words, verdict_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
            "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words",
@@ -83,11 +84,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         gpu_label = f"bought: {d.buy.items[0].note}; rented would be {usd_text(d.self_host.total_usd)}/month"
     elif d.buy is not None:
         gpu_label += f"; bought would be {usd_text(d.buy.total_usd)}/month"
-    winner = "the API" if d.verdict == "API" else "self-host"
-    most = "at most " if bill_is_upper_bound(api.bill) else ""  # no cached-input price: cache reads at input price
     return [
-        f"answer: {winner}{', ' if most and d.verdict == 'API' else ' — '}{most}{usd_text(api.bill.total_usd)}/month "
-        f"on the API vs {usd_text(sh)}/month self-hosted, for "
+        f"answer: {verdict_words(d)} on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
@@ -97,7 +95,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "
         f"{discounts_words(api.bill, api.price)}",
         f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
-        f"{_break_even_text(bv, v, d.verdict if how == 'rented' else None)}",
+        f"{_break_even_text(bv, v, d.verdict if how == 'rented' else None)}{break_even_bound_words(bv)}",
         *([f"  sizing: {d.sizing}"] if d.sizing else []),
     ]
 
@@ -114,8 +112,8 @@ def no_volume_lines(bv: dict[str, Any], api_key: str) -> list[str]:
     else:
         per_req = (bv["input_tokens_per_month"] + bv["output_tokens_per_month"]) / bv["requests_per_month"]
         v1 = bv.get("first_cheaper_requests_per_month") or bv["requests_per_month"]
-        first = (f"answer depends on volume: {_break_even_text(bv)}; below {tokens_text(v1 * per_req)} "
-                 f"tokens/month the API ({api_key}) is cheaper")
+        first = (f"answer depends on volume: {_break_even_text(bv)}{break_even_bound_words(bv)}; below "
+                 f"{tokens_text(v1 * per_req)} tokens/month the API ({api_key}) is cheaper")
     if bv.get("peak_to_mean", 1.0) != 1.0:  # sized for the peak as a volume's answer is (factor_rows.at_peak)
         first += (f" (replicas sized for a peak {bv['peak_to_mean']:g}× the mean: mean utilization ≤ "
                   f"{pct_text(bv['mean_utilization_cap'])}, --max-utilization ÷ --peak-to-mean)")
@@ -243,9 +241,9 @@ def _lower_bound_robustness(d: Any, price: str) -> str:
                f"it would flip were the capacity {k:.2f}× the one priced, which the run does not rule out")
     else:
         cap = "a higher capacity only lowers the self-hosted bill"
-    held = "holds" if d.holds_within_band() else ("MAY FLIP" if d.verdict == "API" else "FLIPS")
+    held = "holds" if d.holds_across_capacity() else ("MAY FLIP" if d.verdict == "API" else "FLIPS")
     ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
-    return f"robustness: the verdict {held}: {band}; {cap}{ends}{price}"
+    return f"robustness: {cached_price_words(d)}the verdict {held}: {band}; {cap}{ends}{price}"
 
 
 def rests_on_line(d: Any) -> str:
@@ -265,6 +263,7 @@ def rests_on_line(d: Any) -> str:
     else:
         cap = (f"it would flip were the capacity {k:.2f}× the one priced ({1 / k:.2f}× smaller)" if k < 1 else
                f"it would flip were the capacity {k:.2f}× the one priced")
-    held = "holds" if d.holds_within_band() else "FLIPS"
+    held = "holds" if d.holds_across_capacity() else "FLIPS"
     ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
-    return f"robustness: the verdict {held} within {band}: {cap}{ends}{price}"
+    return f"robustness: {cached_price_words(d)}the verdict {held} within {band}: {cap}{ends}{price}"
+

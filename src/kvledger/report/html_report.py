@@ -143,7 +143,7 @@ def rests_on_text(d: dict[str, Any]) -> str:
     """"Rests on: …; the verdict holds within ×0.82–×1.10 capacity (…)." from the cost JSON's ``decision``: what the
     answer rests on (price rows' confidence, rules not validated on this GPU, an uncalibrated step cost) and whether
     the verdict holds at both ends of the capacity band (the report's answer and the web app's)."""
-    held = "holds" if d["holds_within_band"] else "flips"
+    held = "holds" if d.get("holds_across_capacity", d["holds_within_band"]) else "flips"  # a cached-price condition
     ends = "; ".join(band_end_text(SimpleNamespace(**e)) for e in d.get("band_ends") or [])
     low, high = d.get("capacity_band_low", 1 - d["capacity_band"]), d.get("capacity_band_high", 1 + d["capacity_band"])
     band = f"×{low:.2f}–×{high:.2f}" if high is not None else f"×{low:.2f} or more"  # None: bounded below only
@@ -166,7 +166,8 @@ def break_even_text(c: dict[str, Any]) -> str:
         + (" (a larger volume, on more replicas, can: below)" if bv.get("requests_per_month") is not None else "")
     )
     v = (
-        f"break-even volume {fmt(bv['requests_per_month'])} requests per month"
+        f"break-even volume {'at least ' if bv.get('api_is_upper_bound') else ''}{fmt(bv['requests_per_month'])} "
+        "requests per month"
         if bv.get("requests_per_month") is not None
         else f"no break-even volume: {bv.get('reason', '')}"
     )

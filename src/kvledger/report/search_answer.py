@@ -109,8 +109,9 @@ def _band(wb: dict[str, Any] | None) -> str:
         return ""
     lo, hi = wb["winner_monthly_usd_range"]
     bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
-    return (f"; this FLIPS inside the capacity band (winner {bill})" if wb["flips_inside_band"] else
-            f", across the whole capacity band (winner {bill})")
+    if wb["flips_inside_band"]:
+        return f"; this FLIPS inside the capacity band (winner {bill})"
+    return f", {'conditionally ' if wb['point'] == 'conditional' else ''}across the whole capacity band (winner {bill})"
 
 
 def api_line(a: dict[str, Any]) -> str:
@@ -128,6 +129,8 @@ def api_line(a: dict[str, Any]) -> str:
                  f"{tokens_text(a['monthly_output_tokens'])} out tokens per month) costs "
                  f"{'at most ' if a.get('monthly_usd_is_upper_bound') else ''}{usd_text(a['monthly_usd'])} "
                  "per month")  # as cost counts them: 1M, 250,000, 3.9B (ledgers.decision_notes.tokens_text)
+        if a.get("monthly_usd_lower_bound") is not None:  # no cached-input price: cache reads at input price
+            line += f" ({usd_text(a['monthly_usd_lower_bound'])} with cache reads free)"
     return line
 
 
@@ -139,15 +142,27 @@ def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
     --simulate`` answers the API."""
     wb = a.get("within_band")
     p = a["people"]
-    full = "the API is cheaper" if a["cheaper_with_people"] == "API" else "self-hosting is cheaper"
+    unless = a.get("unless_cached_input_usd_per_mtok_below") or {}
+    full = ("the API is cheaper" if a["cheaper_with_people"] == "API" else
+            "self-hosting is cheaper" + _unless(a["cheaper_with_people"], unless.get("with_people")))
     bill = f"the winner's ${w['monthly_usd']:,.0f}/month"
-    rental = f"the API is cheaper than {bill}" if a["cheaper_gpu_rental_alone"] == "API" else f"{bill} is cheaper"
+    rental = (f"the API is cheaper than {bill}" if a["cheaper_gpu_rental_alone"] == "API" else
+              f"{bill} is cheaper" + _unless(a["cheaper_gpu_rental_alone"], unless.get("gpu_rental_alone")))
     return (f" — as kvledger cost compares them by default, GPU rental plus its people line "
             f"(${p['usd_per_month']:,.0f}/month: {p['engineer_months_per_month']:g} engineer-months at "
             f"${p['engineer_usd_per_month']:,.0f}, its --team-capability {p['team_capability']}), self-hosting costs "
             f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}" + _band((wb or {}).get("with_people"))
             + f". On GPU rental alone (power and hosting included in the rental) {rental}" + _band(wb)
             + "; kvledger cost prices the whole bill")
+
+
+def _unless(side: str, usd_per_mtok: float | None) -> str:
+    """A self-host side against an "at most" API bill (no cached-input price listed): "" where it beats even the
+    bill's lower end (cache reads free), else the cached-input price below which the API is cheaper
+    (``bands.cheaper_side``'s "conditional")."""
+    if side != "conditional" or usd_per_mtok is None:
+        return "" if side != "conditional" else " unless the API's cached-input price is low"
+    return f" unless the API's cached-input price (none listed) is below ${usd_per_mtok:,.4g}/Mtok"
 
 
 def failure_line(entry: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
     the workload's means (``monthly_usd``); None when there is no API row."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
     from kvledger.analyses.search.load import monthly_tokens_priced
-    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, is_upper_bound
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, cache_read_bounds, is_upper_bound
 
     mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
     price, how = _api_row(spec, mix, feasible)
@@ -40,6 +40,9 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
             led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
             out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
                         "ledger": led.to_dict()})
+            b = cache_read_bounds(price, mix, tin / 1e6, tout / 1e6)  # an "at most" bill: its lower end and slope
+            if b is not None:
+                out.update({"monthly_usd_lower_bound": b.lower_usd, "cache_read_mtok_per_month": b.reads_mtok})
     return out
 
 
@@ -113,8 +116,10 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
     rental alone (``cheaper_gpu_rental_alone``) and on rental plus ``kvledger cost``'s default people line
     (``people``: USD per month, engineer-months and their price, the team capability and the source;
     ``winner_monthly_usd_with_people``, ``cheaper_with_people``; ``within_band["with_people"]``: the band's ends with
-    it); nothing without a monthly bill on both sides."""
-    from kvledger.analyses.search.bands import api_within_band
+    it); nothing without a monthly bill on both sides. Against an "at most" API bill (no cached-input price listed) a
+    self-hosted bill between its two ends is "conditional" (``bands.cheaper_side``), with the cached-input price below
+    which the API is cheaper (``unless_cached_input_usd_per_mtok_below``)."""
+    from kvledger.analyses.search.bands import api_bounds, api_within_band, cheaper_side
     from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, default_people_cost
 
     s = (winner or {}).get("sizing")
@@ -122,9 +127,15 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
         return
     pc = default_people_cost()
     people = pc.engineer_months_per_month * pc.engineer_usd_per_month  # breakeven.people_usd_per_month's product
-    def side(usd: float) -> str:
-        return "API" if api["monthly_usd"] < usd else "self-host"
+    bounds = api_bounds(api)  # an "at most" API bill: a self-host side between its ends is "conditional"
 
+    def side(usd: float) -> str:
+        return cheaper_side(api["monthly_usd"], bounds, usd)
+
+    if bounds is not None:  # the cached-input price (USD/Mtok) below which the API is cheaper; None: none needed
+        api["unless_cached_input_usd_per_mtok_below"] = {
+            "gpu_rental_alone": bounds.cached_price_below(s["monthly_usd"]),
+            "with_people": bounds.cached_price_below(s["monthly_usd"] + people)}
     api.update({"cheaper_gpu_rental_alone": side(s["monthly_usd"]),
                 "people": {"usd_per_month": people, "engineer_months_per_month": pc.engineer_months_per_month,
                            "engineer_usd_per_month": pc.engineer_usd_per_month,
@@ -132,4 +143,4 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
                 "winner_monthly_usd_with_people": s["monthly_usd"] + people,
                 "cheaper_with_people": side(s["monthly_usd"] + people)})
     if api.get("within_band") is not None:
-        api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people)
+        api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people, bounds)

@@ -16,7 +16,8 @@ from kvledger.analyses.search.frontier import bills_swap, tier_twins
 from kvledger.ledgers.error_band import Band, flips_inside, regime_of
 from kvledger.ledgers.profile_band import profile_band
 
-__all__ = ["search_profile", "search_regime", "search_band", "band_notes", "band_sizing", "api_within_band"]
+__all__ = ["search_profile", "search_regime", "search_band", "band_notes", "band_sizing", "api_within_band",
+           "api_bounds", "cheaper_side"]
 
 
 def search_profile(spec: Any, gpu_name: str):
@@ -137,16 +138,36 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
             "monthly_usd": usd}
 
 
+def api_bounds(api: dict[str, Any] | None) -> Any:
+    """An "at most" API bill's two ends (``api_cost.CacheReadBounds``) from ``api_side``'s dict
+    (``monthly_usd_lower_bound``, ``cache_read_mtok_per_month``); None where the bill is exact."""
+    from kvledger.ledgers.api_cost import CacheReadBounds
+
+    if not api or api.get("monthly_usd_lower_bound") is None:
+        return None
+    return CacheReadBounds(api["monthly_usd_lower_bound"], api["monthly_usd"], api["cache_read_mtok_per_month"])
+
+
+def cheaper_side(api_usd: float, bounds: Any, self_host_usd: float) -> str:
+    """"API" where the API bill is below ``self_host_usd``; "conditional" where it is only an upper bound
+    (``bounds``: ``api_bounds``) whose lower end (cache reads free) is below it: self-hosting is cheaper unless the
+    API's cached-input price is below ``bounds.cached_price_below(self_host_usd)``; else "self-host"."""
+    if api_usd < self_host_usd:
+        return "API"
+    return "conditional" if bounds is not None and bounds.cached_price_below(self_host_usd) is not None else "self-host"
+
+
 def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None,
-                    fixed_usd: float = 0.0) -> dict[str, Any] | None:
+                    fixed_usd: float = 0.0, bounds: Any = None) -> dict[str, Any] | None:
     """Whether the API or the winner's GPUs cost less at the point and at both ends of the capacity band (GPUs alone,
     as the search prices them, plus ``fixed_usd`` a month on the self-hosted side: a people line, which does not
-    scale with the replicas); None without a monthly bill on both sides or without a band."""
+    scale with the replicas; ``bounds``: an "at most" API bill's ends, ``cheaper_side``); None without a monthly bill
+    on both sides or without a band."""
     s = (winner or {}).get("sizing") or {}
     if api_monthly_usd is None or "at_band_low" not in s:
         return None
     def side(usd: float) -> str:
-        return "API" if api_monthly_usd < usd + fixed_usd else "self-host"
+        return cheaper_side(api_monthly_usd, bounds, usd + fixed_usd)
 
     at = {"point": side(s["monthly_usd"]), "band_low": side(s["at_band_low"]["monthly_usd"]),
           "band_high": side(s["at_band_high"]["monthly_usd"])}

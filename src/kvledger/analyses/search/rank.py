@@ -197,9 +197,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
         notes.append(f"no API comparison: no catalog API row serves {spec.model}; name one with --api PROVIDER:MODEL "
                      "(kvledger prices --kind api lists them)")
     if api is not None and ranking:
-        from kvledger.analyses.search.bands import api_within_band
+        from kvledger.analyses.search.bands import api_bounds, api_within_band
 
-        api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"))
+        api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"), bounds=api_bounds(api))
         from kvledger.analyses.search.api_side import with_people
 
         with_people(api, by_id[ranking[0]])
