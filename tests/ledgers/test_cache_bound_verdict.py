@@ -96,6 +96,9 @@ def test_search_says_conditional_between_the_bounds():
                       "team_capability": "x"},
            "unless_cached_input_usd_per_mtok_below": {"with_people": b.cached_price_below(9_818.5),
                                                       "gpu_rental_alone": b.cached_price_below(9_818.5)}}
+    api["within_band"] = wb  # rental alone: conditional at the point and the low end, certain at the high end
+    assert "; inside the capacity band it rests on the API's cached-input price (winner $4,000–$12,000/month)" in (
+        api_verdict(api, winner["sizing"]))
     assert "costs at most $22,500.00 per month ($6,300.00 with cache reads free)" in api_line(api)
     assert "self-hosting is cheaper unless the API's cached-input price (none listed) is below $0.03909/Mtok" in (
         api_verdict(api, winner["sizing"]))

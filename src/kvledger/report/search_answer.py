@@ -109,6 +109,9 @@ def _band(wb: dict[str, Any] | None) -> str:
         return ""
     lo, hi = wb["winner_monthly_usd_range"]
     bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
+    ends = {wb["point"], wb["band_low"], wb["band_high"]}
+    if ends == {"self-host", "conditional"}:  # an "at most" API bill: no end is the API's outright
+        return f"; inside the capacity band it rests on the API's cached-input price (winner {bill})"
     if wb["flips_inside_band"]:
         return f"; this FLIPS inside the capacity band (winner {bill})"
     return f", {'conditionally ' if wb['point'] == 'conditional' else ''}across the whole capacity band (winner {bill})"
