@@ -112,6 +112,7 @@ def test_a_kv_budget_of_no_bytes_is_refused_by_the_settings_too():
     # the Python API's bound (accounting.settings.BOUNDS: > 0 B) refuses what the flag's parser refuses
     from kvledger.accounting.settings import make_settings
 
-    with pytest.raises(InputError, match="--available-kv-memory must be > 0 GiB, got 0.00 GiB"):
+    # called from Python, the message names the parameter, not the flag (a command's block names the flag)
+    with pytest.raises(InputError, match="available_kv_memory_bytes must be > 0 GiB, got 0.00 GiB"):
         make_settings(available_kv_memory_bytes=0)
     assert parse_memory_flag("1B", what="x", positive=True) == 1

@@ -132,9 +132,9 @@ def test_the_settings_carry_the_share_to_the_plans_step_cost_and_refuse_one_outs
     assert p.step_cost(host_step_s=1e-4).link_bytes_per_s == pytest.approx(22.4e9)  # a profile's host terms beside it
     assert build_plan(load_model(MODEL), resolve_gpu(GPU), make_settings(tp=2)).step_cost().link_bytes_per_s == \
         pytest.approx(11.2e9)
-    with pytest.raises(InputError, match=r"^invalid setting: --allreduce-link-share must be > 0, got 0\.0$"):
+    with pytest.raises(InputError, match=r"^invalid setting: allreduce_link_share must be > 0, got 0\.0$"):
         make_settings(allreduce_link_share=0.0)
-    with pytest.raises(InputError, match=r"^invalid setting: --allreduce-link-share must be ≤ 1, got 1\.5$"):
+    with pytest.raises(InputError, match=r"^invalid setting: allreduce_link_share must be ≤ 1, got 1\.5$"):
         make_settings(allreduce_link_share=1.5)
 
 

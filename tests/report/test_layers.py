@@ -24,9 +24,10 @@ def test_only_report_and_cli_import_presentation():
     for path in PKG.rglob("*.py"):
         layer = path.relative_to(PKG).parts[0]
         for name in _imports(path):
-            if name.startswith("kvledger.cli") and layer != "cli":
+            # kvledger.api is the Python entry beside the CLI: it takes the commands' flag groups and documents
+            if name.startswith("kvledger.cli") and layer not in ("cli", "api"):
                 bad.append(f"{path.relative_to(PKG)} imports {name}")
-            if name.startswith("kvledger.report") and layer not in ("cli", "report"):
+            if name.startswith("kvledger.report") and layer not in ("cli", "api", "report"):
                 bad.append(f"{path.relative_to(PKG)} imports {name}")
             if name.split(".")[0] == "matplotlib" or name == "rich.table" or name.split(".")[0] in ("fastapi",
                 "uvicorn"):
