@@ -99,7 +99,9 @@ def test_rocm_subtracts_no_cuda_graph_estimate_before_0_26():
     # gpu_worker.py::determine_available_memory estimates CUDA graphs only `if not current_platform.is_rocm()` in 0.20.0
     # and `if current_platform.is_cuda()` in 0.21.0-0.25.0; from 0.26.0 `if current_platform.is_cuda_alike()` takes
     # ROCm in (wheels 0.20.0-0.26.0 read). Llama-3.1-8B on the V1 runner, 8,192 tokens: H100 subtracts 244 + 2 x 50 x 5
-    # = 744 MiB at 0.22 and 0.26; MI300X nothing at 0.22 (0.727 GiB more KV: 158.53 vs 157.80 GiB), 744 MiB at 0.26.
+    # = 744 MiB at 0.22 and 0.26; MI300X nothing at 0.22 (0.727 GiB more KV: 158.45 vs 157.72 GiB), 744 MiB at 0.26.
+    # (The sampler's Triton buffer takes min(304 CUs, 1,024 requests) rows of 128,256 × 4 B on an MI300X: 172 rows more
+    # than an H100's 132, 88,240,128 B = 0.082 GiB less KV than the 158.53 / 157.80 of 132 rows.)
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.units import MiB
@@ -113,7 +115,7 @@ def test_rocm_subtracts_no_cuda_graph_estimate_before_0_26():
 
     (mi22, kv22), (mi26, kv26) = graphs("amd_mi300x", "0.22.0"), graphs("amd_mi300x", "0.26.0")
     assert mi22.bytes == 0 and "on ROCm" in mi22.source and mi26.bytes == 744 * MiB
-    assert (kv22, kv26) == (pytest.approx(158.53, abs=0.01), pytest.approx(157.80, abs=0.01))
+    assert (kv22, kv26) == (pytest.approx(158.45, abs=0.01), pytest.approx(157.72, abs=0.01))
     assert graphs("nvidia_h100_sxm", "0.22.0")[0].bytes == 744 * MiB
     # before 0.20 no platform subtracts: the generic note, without ROCm's words
     old = graphs("amd_mi300x", "0.19.0")[0]

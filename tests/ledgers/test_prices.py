@@ -10,7 +10,8 @@ from kvledger.errors import InputError, UnknownNameError
 
 
 def test_row_counts_and_provenance_on_every_row():
-    assert (len(api_prices()), len(gpu_prices())) == (83, 50)
+    # 50 GPU rows + TensorWave's MI325X (8-GPU node, low confidence)
+    assert (len(api_prices()), len(gpu_prices())) == (83, 51)
     for r in (*api_prices(), *gpu_prices()):
         assert r.source and r.as_of and r.confidence in ("high", "medium", "low")
 
