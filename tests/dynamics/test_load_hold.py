@@ -120,3 +120,18 @@ def test_a_load_behind_waiting_requests_starts_when_the_scheduler_reaches_it():
     assert kv.start_load(r) == pytest.approx(LOAD_4_BLOCKS_S)
     assert kv.held_for_load_blocks == 4 and kv.host_hit_tokens == 64
     assert kv.start_load(r) == 0.0  # back at the queue's head after its load: nothing more to load, admit it
+
+
+def test_least_loaded_counts_requests_whose_load_is_in_flight():
+    # a request loading its KV holds GPU blocks: the least-loaded router counts it with the running and waiting ones
+    from kvledger.accounting.stepcost import FixedStepCost
+    from kvledger.dynamics.engine.config import EngineConfig
+    from kvledger.dynamics.engine.router import make_router
+    from kvledger.dynamics.replica import Replica
+
+    cfg = EngineConfig(num_gpu_blocks=10, max_model_len=144, block_size=B, max_num_batched_tokens=2048)
+    busy, idle = (Replica(cfg, FixedStepCost(0.01, 1e-5), i) for i in range(2))
+    busy.hold_load(_req(0, 64), 2.5)  # its load (begun at arrival, 0 s) is ready at 2.5 s
+    assert busy.num_outstanding == 1 and busy.loads_in_flight == 1 and busy.has_work
+    assert idle.num_outstanding == 0
+    assert make_router("least_loaded")([busy, idle], _req(1, 64)) == 1

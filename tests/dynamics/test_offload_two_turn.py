@@ -156,3 +156,29 @@ def test_vllm_load_waits_for_the_scheduler_to_reach_the_request():
     t = run.tiers
     assert rec.num_cached_tokens == 1024 and t.host_hit_tokens == 1024 and not t.host_unserved_tokens
     assert t.host_load_s == pytest.approx(LOAD_S)
+
+
+def test_vllm_a_host_hit_behind_an_arrival_time_load_waits_for_it():
+    # The set-up above with the host read at 51.2 MB/s (a 1,024-token load takes 2.62144 s) and a second two-turn
+    # session E at 0.5 s. A-t0 and E-t0: a 1,024-token step (10 ms + 10.24 ms), then 15 decode steps of 10.01 ms:
+    # they finish at 0.17039 s and 0.67039 s, and their second turns arrive 10 s later.
+    host = HostTier(1000, 131072, 51.2e6, 51.2e9)
+    load_s = 1024 * 131072 / 51.2e6
+    two = (Turn(1024, 16), Turn(64, 16, think_s=10.0))
+    loop = SessionLoop((Session("A", 0.0, two, 0, 0), Session("E", 0.5, two, 0, 1),
+                        Session("B", 1.0, (Turn(1024, 16),), 0, 2), Session("C", 2.0, (Turn(1024, 16),), 0, 3)), 64)
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    run = simulate_offload(loop, cfg, FixedStepCost(0.01, 1e-5), host)
+    recs = {r.request_id: r for r in run.with_offload.records.records}
+    finish0_s = 0.02024 + 15 * 0.01001
+    # A-t1 reaches an idle replica at 10.17039 s and loads at once (begin_load), reserving its whole 1,120-token
+    # sequence: 70 of the 79 usable blocks. E-t1 arrives at 10.67039 s while that load runs and nothing runs: its
+    # own 70 blocks do not fit beside A-t1's, so it waits in the queue while the replica waits for A-t1's load.
+    # A-t1: its load, then an 80-token step (10.8 ms); 15 decodes later it finishes and frees its blocks.
+    a_first_s = finish0_s + 10.0 + load_s + 0.0108
+    assert recs["A-t1"].ttft_s == pytest.approx(load_s + 0.0108)
+    # E-t1's load starts at the schedule after A-t1's finish; then an 80-token step.
+    e_first_s = a_first_s + 15 * 0.01001 + load_s + 0.0108
+    assert recs["E-t1"].ttft_s == pytest.approx(e_first_s - (0.5 + finish0_s + 10.0))
+    assert recs["A-t1"].num_cached_tokens == recs["E-t1"].num_cached_tokens == 1024
+    assert run.tiers.host_hit_tokens == 2048

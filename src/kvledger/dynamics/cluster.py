@@ -73,7 +73,6 @@ class _Arrivals:
 
     def __init__(self, source: Iterable[RequestSpec] | ClosedLoop) -> None:
         self.heap: list[tuple[float, int, RequestSpec, int]] = []
-        self.loads: list[tuple[float, int, SimRequest, int]] = []  # requests waiting for a KV load: (ready s, seq, ...)
         self.seq = 0
         sessions = _session_loop(source)
         self.closed = source if sessions or isinstance(source, ClosedLoop) else None
@@ -122,8 +121,6 @@ class _Arrivals:
 
     def next_time(self) -> float:
         t = self._open[self._i].arrival_s if self._i < len(self._open) else _INF
-        if self.loads and self.loads[0][0] < t:
-            t = self.loads[0][0]
         return min(t, self.heap[0][0]) if self.heap else t
 
     def pop(self) -> tuple[RequestSpec, int]:
@@ -276,10 +273,6 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             continue
         if t_arr == _INF:
             return
-        if arr.loads and arr.loads[0][0] == t_arr:  # a lower tier's KV load is done: on to the replica
-            _, _, req, i = heapq.heappop(arr.loads)
-            replicas[i].add(req, front=True)  # vLLM schedules a request whose load is done first
-            continue
         spec, user = arr.pop()
         req = accept(uid, spec, max_len, replicas[0].cfg.caps_output, replicas[0].cfg.sglang_max_req_len)
         if req.__class__ is not SimRequest:
@@ -291,9 +284,8 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
                 users[uid] = user
             i = 0 if len(replicas) == 1 else route(replicas, req)
             load_s = replicas[i].kv.begin_load(req, bool(replicas[i].sched.waiting)) if offload else 0.0
-            if load_s > 0:  # vLLM's connector: the request waits for its load before the scheduler sees it
-                req.arrival_s = spec.arrival_s + load_s
-                heapq.heappush(arr.loads, (req.arrival_s, uid, req, i))
+            if load_s > 0:  # vLLM's connector: the request waits for its load, then goes first (loads_in_flight.py)
+                replicas[i].hold_load(req, spec.arrival_s + load_s)
             else:
                 replicas[i].add(req)
         uid += 1

@@ -4,7 +4,9 @@ vLLM (``v1/core/sched/scheduler.py : schedule``, 0.33.0) starts a connector's as
 request at the head of its waiting queue; the request leaves the queue, and once the load is done it is scheduled
 before the waiting queue (``kv_holding_waiting``). Here: the KV manager's ``take_started_loads`` gives each load
 started by a schedule with its time; the request re-enters the waiting queue's front at that schedule's time + the
-load time. A replica with nothing to schedule but loads in flight waits for the first of them (or the next arrival).
+load time. A load ``begin_load`` starts when the request reaches its replica with nothing waiting ahead joins the
+same queue (``hold_load``), so one queue holds every load in flight: a replica with nothing to schedule but loads in
+flight waits for the first of them (or the next arrival), and a least-loaded router counts them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ __all__ = ["LoadsInFlight"]
 
 
 class LoadsInFlight:
-    """Loads in flight for a ``Replica`` (mixed in; needs its ``kv``, ``sched``, ``now_s`` and ``add``)."""
+    """Loads in flight for a ``Replica`` (mixed in; needs its ``kv``, ``sched``, ``now_s``, ``add`` and ``wake``)."""
 
     def init_loads(self) -> None:
         self._loads: list[tuple[float, int, SimRequest]] = []  # (ready s, uid, request), a heap
@@ -45,6 +47,14 @@ class LoadsInFlight:
         self.note_started_loads(sched_s)
         if self.waits_for_load:
             self.now_s, self.waits_for_load, self.last_start_s = max(self.now_s, self.next_load_s(bound_s)), False, None
+
+    def hold_load(self, req: SimRequest, ready_s: float) -> None:
+        """A load the KV manager's ``begin_load`` started when ``req`` reached the replica (nothing waiting ahead):
+        ``req`` joins the loads in flight, and re-enters the waiting queue's front once ready at ``ready_s``."""
+        self.wake(req.arrival_s)
+        req.arrival_s = ready_s
+        heapq.heappush(self._loads, (ready_s, req.uid, req))
+        self.steady = False
 
     def note_started_loads(self, sched_s: float) -> None:
         """The loads the schedule at ``sched_s`` started, each ready at ``sched_s`` + its load time."""

@@ -111,20 +111,26 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
 
     @property
     def num_outstanding(self) -> int:
-        """Requests waiting or running, count (what a least-loaded router compares)."""
-        return len(self.sched.running) + len(self.sched.waiting)
+        """Requests waiting, running or loading KV from a lower tier (their GPU blocks are held), count (what a
+        least-loaded router compares)."""
+        return len(self.sched.running) + len(self.sched.waiting) + len(self._loads)
 
     def add(self, req: SimRequest, front: bool = False) -> None:
         """A request arrives (its ``arrival_s`` ≤ the next step's start); ``front``: its KV load is done (vLLM
         schedules those first, ``kv_holding_waiting``)."""
-        if not (self.sched.running or self.sched.waiting):
-            if self._async:  # idle: the last step's output has been processed
-                self.drain()
-                self.last_start_s = None
-            if self.now_s < req.arrival_s:
-                self.now_s = req.arrival_s
+        self.wake(req.arrival_s)
         (self.sched.waiting.appendleft if front else self.sched.waiting.append)(req)
         self.steady = False
+
+    def wake(self, t_s: float) -> None:
+        """A request reaches the replica at ``t_s``: an idle one (nothing running or waiting) has processed its last
+        step's output (async) and its clock moves up to ``t_s``."""
+        if not (self.sched.running or self.sched.waiting):
+            if self._async:
+                self.drain()
+                self.last_start_s = None
+            if self.now_s < t_s:
+                self.now_s = t_s
 
     def run_unit(self, bound_s: float, through_finishes: bool = True) -> list[tuple[SimRequest, RequestRecord]]:
         """Run one step, or a steady-decode stretch whose steps all start before ``bound_s``; returns what finished.
