@@ -251,13 +251,13 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
     while True:
         t_arr = arr.next_time()
         busy_reps = [r for r in replicas if r.has_work]
-        rep = min(busy_reps, key=lambda r: (r.sched_s, r.index)) if busy_reps else None
-        if rep is not None and rep.sched_s < t_arr:
+        rep = min(busy_reps, key=lambda r: (r.next_event_s, r.index)) if busy_reps else None
+        if rep is not None and rep.next_event_s < t_arr:
             bound = t_arr
             if arr.closed is not None:
                 # a finish's follow-up request goes to the next user in finish-processing order, so no step may be
                 # scheduled past another busy replica's next one (ties: the lower index first), as step by step
-                others = [(r.sched_s, r.index) for r in busy_reps if r is not rep]
+                others = [(r.next_event_s, r.index) for r in busy_reps if r is not rep]
                 if others:
                     t, i = min(others)
                     bound = min(bound, math.nextafter(t, _INF) if rep.index < i else t)

@@ -25,11 +25,21 @@ class LoadsInFlight:
         self._loads: list[tuple[float, int, SimRequest]] = []  # (ready s, uid, request), a heap
         self._take_loads = getattr(self.kv, "take_started_loads", None)  # None: no lower tier loads here
         self.waits_for_load = False  # the last step scheduled nothing: only loads in flight can move it
+        self.blocked = False  # since then: nothing but a load's end or an arrival moves the replica
 
     @property
     def loads_in_flight(self) -> int:
         """Requests whose load is in flight, count."""
         return len(self._loads)
+
+    @property
+    def next_event_s(self) -> float:
+        """When the replica next acts, s: its next schedule, or, with nothing running or waiting or its last step
+        blocked on the loads' reservations, the first load's ready time (until then only an arrival moves it; the
+        cluster orders replicas by this, so two such replicas do not wait in turns of one ulp each)."""
+        if self._loads and (self.blocked or not (self.sched.running or self.sched.waiting)):
+            return max(self.sched_s, self._loads[0][0])
+        return self.sched_s
 
     def readmit_loaded(self, bound_s: float) -> float:
         """Put the requests whose load is done by the next schedule at the waiting queue's front, the earliest first;
@@ -45,6 +55,7 @@ class LoadsInFlight:
         """After a step scheduled at ``sched_s``: note the loads it started; when it scheduled nothing and only loads
         in flight can move the replica, its clock moves to the first one's ready time, or ``bound_s`` if earlier."""
         self.note_started_loads(sched_s)
+        self.blocked = self.waits_for_load
         if self.waits_for_load:
             self.now_s, self.waits_for_load, self.last_start_s = max(self.now_s, self.next_load_s(bound_s)), False, None
 

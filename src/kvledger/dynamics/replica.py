@@ -124,13 +124,14 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
 
     def wake(self, t_s: float) -> None:
         """A request reaches the replica at ``t_s``: an idle one (nothing running or waiting) has processed its last
-        step's output (async) and its clock moves up to ``t_s``."""
+        step's output (async); one with nothing running or in flight has its clock moved up to ``t_s``."""
         if not (self.sched.running or self.sched.waiting):
             if self._async:
                 self.drain()
                 self.last_start_s = None
-            if self.now_s < t_s:
-                self.now_s = t_s
+        if not self.sched.running and self.last_start_s is None and self.now_s < t_s:
+            self.now_s = t_s  # also one whose queue waits on the loads' reservations (loads_in_flight.py)
+        self.blocked = False
 
     def run_unit(self, bound_s: float, through_finishes: bool = True) -> list[tuple[SimRequest, RequestRecord]]:
         """Run one step, or a steady-decode stretch whose steps all start before ``bound_s``; returns what finished.
