@@ -182,3 +182,31 @@ def test_vllm_a_host_hit_behind_an_arrival_time_load_waits_for_it():
     assert recs["E-t1"].ttft_s == pytest.approx(e_first_s - (0.5 + finish0_s + 10.0))
     assert recs["A-t1"].num_cached_tokens == recs["E-t1"].num_cached_tokens == 1024
     assert run.tiers.host_hit_tokens == 2048
+
+
+def test_two_replicas_blocked_on_loads_finish():
+    # a random closed-loop workload (the review's off_stress seed 12: 2 replicas, async scheduling, host read at
+    # 51.2 MB/s) where both replicas' queues once waited on their loads' reservations with nothing running: their
+    # clocks then went forward one ulp at a time. It now finishes, the same twice.
+    import random
+
+    rng = random.Random(12)
+    sessions = []
+    for i in range(rng.randint(3, 25)):
+        turns = tuple(Turn(rng.randint(16, 900), rng.randint(1, 64), think_s=rng.uniform(0, 2))
+                      for _ in range(rng.randint(1, 4)))
+        sessions.append(Session(f"S{i}", rng.uniform(0, 3), turns, rng.choice([0, 64, 256]), i))
+    blocks = rng.randint(70, 400)
+    cfg = EngineConfig(num_gpu_blocks=blocks, max_model_len=min(16 * (blocks - 1), 4096), block_size=16,
+                       max_num_batched_tokens=rng.choice([256, 512, 2048]), max_num_seqs=rng.choice([2, 8, 256]),
+                       async_scheduling=rng.random() < 0.5)
+    host = HostTier(rng.choice([50, 200, 2000]), 131072, 51.2e9 / rng.choice([1, 100, 1000]), 51.2e9)
+    assert rng.choice([1, 1, 2]) == 2 and cfg.async_scheduling and host.read_bytes_per_s == 51.2e6
+
+    def finishes():
+        run = simulate_offload(SessionLoop(tuple(sessions), 16), cfg, FixedStepCost(0.01, 1e-5), host,
+                               num_replicas=2)
+        return sorted((r.request_id, r.ttft_s, r.finish_s, r.error) for r in run.with_offload.records.records)
+
+    first = finishes()
+    assert first == finishes() and not any(e for *_, e in first)
