@@ -35,7 +35,9 @@ class DecodePrices:
             return False
         ff = self.flops_fraction
         return (2 * self.matmul_params, self.head_flops_per_seq, self.upproj_flops_per_token,
-                self.prefill_flops_per_pair, self.attn_flops_per_pair, self.growing_read_bytes, 2 * self.state_bytes,
+                # bytes are whole ints where the KV ledger's are (int bytes per token); the core reads floats
+                self.prefill_flops_per_pair, self.attn_flops_per_pair, float(self.growing_read_bytes),
+                float(2 * self.state_bytes),
                 self.peak_flops * ff, self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction,
                 self.overlap_cpu, self.cpu_overhead_s)
 
