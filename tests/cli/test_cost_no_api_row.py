@@ -10,7 +10,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import kvledger.cli.cost_cmd as cost_cmd
+import kvledger.cli.cost_compute as cost_compute
 from kvledger.cli.main import app
 from kvledger.errors import InputError, UnknownNameError
 
@@ -82,7 +82,7 @@ def test_an_api_naming_no_row_is_still_refused_before_simulating(monkeypatch):
     def no_simulation(*a, **k):
         raise AssertionError("simulated before refusing")
 
-    monkeypatch.setattr(cost_cmd, "sim_run", no_simulation)
+    monkeypatch.setattr(cost_compute, "sim_run", no_simulation)
     res = runner.invoke(app, [*SIM, "--api", "Nope:no-such-model"])
     assert isinstance(res.exception, UnknownNameError)
     assert "unknown API model 'Nope:no-such-model'" in str(res.exception)

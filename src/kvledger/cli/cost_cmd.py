@@ -9,28 +9,28 @@ request-rate search (``kvledger.analyses.serving.sim_capacity``) for a simulatio
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
 (``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
-output tokens, ``capacity_basis``).
+output tokens, ``capacity_basis``). The ledger itself is computed by ``cost_compute.compute_cost``, which
+``kvledger.cost`` calls too: this module parses, writes and prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 import typer
 
 from kvledger import strict_json
-from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
+from kvledger.cli.cost_compute import CostRequest, check_source_choice, compute_cost
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
-from kvledger.cli.cost_inputs import check_inputs, check_seeds, file_run, gpu_rate_for, seed_costs, sim_run
+from kvledger.cli.cost_inputs import check_seeds
 from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.errors import NoAnswerError
 
-__all__ = ["register"]
+__all__ = ["register", "flag_names"]
 
 
 @with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
@@ -77,54 +77,27 @@ def cost_command(
     aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
     """
     file = files[0] if files else None
+    # --seeds and the source are checked before the outputs, as always (compute_cost checks them again: pure, cheap)
     if more.seeds != 1:  # no capacity search to repeat per seed: refused before any work
         check_seeds(file is not None, more.at_offered_load, ctx.params)
-    _check_sources(file, files, simulate, more, (workload, engine))
-    api_price, gpu_rate, the_slo, usd = check_inputs(ctx.params, prices.gpu,
-                                                      {prm.name: prm.opts[0] for prm in ctx.command.params})
-    sim = capacity = sweep = None
-    if file is not None:
-        run, n_gpus, hardware, sweep = file_run(files, more.format, more.run_index, prices.num_gpus, the_slo,
-                                                more.target)
-    else:
-        sim, capacity = sim_run(simulate, prices.gpu, (workload, engine), ctx.params, the_slo)
-        run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
-    if gpu_rate is None:
-        # a GPU file simulated is "custom": priced under the --gpu it was given as (its path keys a price list)
-        named = prices.gpu and (file is not None or hardware == "custom")
-        gpu_rate = gpu_rate_for(prices.gpu if named else hardware, prices.gpu_provider, prices.instance, usd)
-    priced = _Priced(run, the_slo, api_price, gpu_rate, n_gpus, hardware, sim, capacity, sweep)
-    _report(ctx.params, prices, more, simulate if file is None else None, priced, (workload, engine))
+    check_source_choice(file, simulate)
+    _check_outputs(files, simulate, more, (workload, engine))
+    request = CostRequest(files, simulate, prices, bill, more, workload, engine, ctx.params,
+                          {prm.name: prm.opts[0] for prm in ctx.command.params})
+    try:
+        out = compute_cost(request)
+    except NoAnswerError as err:
+        if err.payload is None:
+            raise
+        _no_answer(err.payload, more)
+    if not _wrote_json(out.document, more):
+        from kvledger.report.cost_view import print_cost_report
+
+        print_cost_report(out.report, out.basis, out.sim, out.capacity)
 
 
-@dataclass(frozen=True)
-class _Priced:
-    """What the cost is computed from: the run (records), the SLO, the API row, the GPU's USD per GPU-hour, the GPUs
-    serving the run and their catalog id, and for a simulation its result and capacity search (None for a FILE),
-    for several FILEs the sweep."""
-
-    run: Any
-    slo: Any
-    api_price: Any
-    gpu_rate: Any
-    num_gpus: int
-    hardware: str
-    sim: Any
-    capacity: Any
-    sweep: Any
-
-
-def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | None, more: CostMoreFlags,
-                   groups: tuple) -> None:
-    """FILE(s) or --simulate, not both nor neither; --out writable; no simulation flag with a FILE."""
-    from kvledger.cli.sim_opts import reject_sim_flags
-    from kvledger.errors import InputError
-
-    if (file is None) == (simulate is None):
-        raise InputError(
-            "give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not "
-            + ("both" if file else "neither")
-        )
+def _check_outputs(files: list[Path] | None, simulate: str | None, more: CostMoreFlags, groups: tuple) -> None:
+    """--force only with --out; --out writable and none of the inputs (the other checks: ``cost_compute``)."""
     from kvledger.cli.outputs import refuse_lone_force
 
     refuse_lone_force(more.force, {"--out": more.out})
@@ -132,62 +105,6 @@ def _check_sources(file: Path | None, files: list[Path] | None, simulate: str | 
         from kvledger.cli.outputs import paths_in, prepare_output_file
 
         prepare_output_file(more.out, force=more.force, inputs=[*(files or []), *paths_in(simulate, *groups)])
-    if file is not None:
-        reject_sim_flags(*groups)
-        if more.at_offered_load:
-            raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
-                             "load)")
-
-
-def _report(params: dict[str, Any], c: CostFlags, more: CostMoreFlags, simulated: str | None, p: _Priced,
-            groups: tuple) -> None:
-    """Price ``p`` (``cost_run.cost_payload``), with ``--seeds N`` each seed's capacity priced the same way
-    (``cost_inputs.seed_costs``), add the KV tiers' notes of a simulation, write --out, print."""
-    from kvledger.analyses.serving.cost_run import cost_payload
-    from kvledger.analyses.serving.decision_inputs import decision_inputs
-    from kvledger.ledgers.api_cost import ApiMix
-    from kvledger.ledgers.cost import SelfHostSetup
-    from kvledger.ledgers.cost_summary import DecisionFactors
-    from kvledger.report.cost_view import print_cost_report
-
-    is_file = simulated is None
-    people = bo.people(params)
-    setup = SelfHostSetup(p.gpu_rate, p.num_gpus, c.utilization, people.engineer_months_per_month,
-                          people.engineer_usd_per_month,
-                          c.prefill_share, c.max_utilization, people.source, kv_tiers=bo.kv_tiers(params))
-    model_name = (c.served_model or p.run.metadata.model) if is_file else simulated
-    inputs, notes = decision_inputs(model_name, p.api_price, (c.gpu or p.hardware) if is_file else p.hardware, p.sim,
-                                    bo.host_bill(params), people, params.get("peak_to_mean") or 1.0)
-    def price(run: Any, sim: Any, capacity: Any) -> Any:
-        return cost_payload(run, p.slo, setup, None, ApiMix(c.batch_share, c.cache_hit_rate, c.cache_write_rate),
-                            DecisionFactors(more.data_sovereignty, more.model_control, more.team_capability),
-                            bo.volume(params), sim=sim, capacity=capacity,
-                            gpu=c.gpu if is_file and c.gpu else p.hardware, model=c.served_model, inputs=inputs,
-                            sweep=p.sweep)
-
-    # what a measured run was, and where each name was read (validate and goodput say it too)
-    said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware)) if is_file else None
-    res = _priced_or_exit(lambda: price(p.run, p.sim, p.capacity), said, more)
-    res.report.notes.extend(notes)
-    rep, basis, d = res.report, res.basis, res.payload
-    if said is not None:
-        rep.notes.insert(0, said)
-        d["notes"] = [said, *d.get("notes", [])]
-    if more.seeds > 1:
-        spread = seed_costs(simulated, c.gpu, groups, params, p.slo, more.seeds, p.capacity, d,
-                            lambda cap: price(cap.priced_run.run, cap.priced_run, cap).payload)
-        extra = [spread.text()] + [n for n in (spread.capacity.note, spread.note) if n]
-        rep.notes.extend(extra)
-        d["notes"] = [*d.get("notes", []), *extra]
-        d["seed_spread"] = spread.to_dict()
-    if not is_file and setup.kv_tiers is not None and setup.kv_tiers.tiers:
-        from kvledger.report.cost_tier_notes import tier_notes
-
-        for tier_note in tier_notes(setup.kv_tiers, p.capacity):
-            rep.notes.append(tier_note)
-            d["notes"] = [*d.get("notes", []), tier_note]
-    if not _wrote_json(d, more):
-        print_cost_report(rep, basis, p.sim, p.capacity)
 
 
 def _wrote_json(d: dict, more: CostMoreFlags) -> bool:
@@ -202,33 +119,25 @@ def _wrote_json(d: dict, more: CostMoreFlags) -> bool:
     return bool(more.json_out)
 
 
-def _priced_or_exit(price: Callable[[], Any], said: str | None, more: CostMoreFlags) -> Any:
-    """``price()``; where it cannot answer (a NoAnswerError saying what it can: no request, or as few as none, met
-    the SLO, ``cost_unbounded``) that instead — its JSON with --json and in --out, led by ``said`` — then exit 1."""
-    from kvledger.errors import NoAnswerError
+def _no_answer(d: dict, more: CostMoreFlags) -> NoReturn:
+    """Where the cost cannot be answered (no request, or as few as none, met the SLO: ``cost_unbounded``), what it
+    can say — its JSON with --json and in --out — then exit 1."""
+    will_end_with(1)  # kept by a reader that stops reading (`| head -1`)
+    if not _wrote_json(d, more):
+        from kvledger.report.decision_view import print_no_answer
 
-    try:
-        return price()
-    except NoAnswerError as err:
-        if err.payload is None:
-            raise
-        d = err.payload
-        d["notes"] = [said, *d["notes"]] if said is not None else d["notes"]
-        will_end_with(1)  # kept by a reader that stops reading (`| head -1`)
-        if not _wrote_json(d, more):
-            from kvledger.report.decision_view import print_no_answer
-
-            print_no_answer(d)
-        raise typer.Exit(1) from None
+        print_no_answer(d)
+    raise typer.Exit(1) from None
 
 
-def _run_names(md: Any, c: CostFlags, model: str | None, gpu: str | None) -> str:
-    """``priced run: model M (where it was read), GPU G (where)`` of a measured file: a flag, or the run's record."""
-    read = next((d for d in md.definitions if d.startswith("model from ")), "from the run's file")
-    m_src = "--model" if c.served_model else read.removeprefix("model ")
-    g_src = "--gpu" if c.gpu else next((f"from {d.split(' from ', 1)[1]}" for d in md.definitions
-                                        if d.startswith("GPU type")), "from the run's file")
-    return (f"priced run: model {model or 'not named'} ({m_src}), GPU {gpu or 'not named'} ({g_src})")
+def flag_names() -> dict[str, str]:
+    """Each parameter of the command → the flag its errors name (click's first spelling, as the command passes them
+    to ``compute_cost``), for a caller without a command line (``kvledger.cost``)."""
+    import typer.main
+
+    app = typer.Typer()
+    register(app)
+    return {prm.name: prm.opts[0] for prm in typer.main.get_command(app).params}
 
 
 def register(app: typer.Typer) -> None:
