@@ -1,16 +1,24 @@
 """kvledger: the KV-cache ledger and the serving/cost ledger for LLM inference.
 
-The public API is what this module exports: ``plan``, ``simulate`` and ``goodput`` (``kvledger.api``), their result
-types, the errors and the record types; submodules are implementation detail.
+The public API is what this module exports: ``plan``, ``simulate``, ``goodput`` and ``cost`` (``kvledger.api``), their
+result types, the errors and the record types; submodules are implementation detail.
 """
 
-from kvledger.errors import ConfigError, DoesNotFitError, FormatError, InputError, KvLedgerError, UnknownNameError
+from kvledger.errors import (
+    ConfigError,
+    DoesNotFitError,
+    FormatError,
+    InputError,
+    KvLedgerError,
+    NoAnswerError,
+    UnknownNameError,
+)
 
 __version__ = "0.1.0"
 
 _LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records", "RunRecords": "kvledger.records",
          "plan": "kvledger.api", "simulate": "kvledger.api", "goodput": "kvledger.api", "PlanResult": "kvledger.api",
-         "GoodputResult": "kvledger.api"}
+         "GoodputResult": "kvledger.api", "cost": "kvledger.api", "CostResult": "kvledger.api"}
 
 
 def __getattr__(name: str):
@@ -24,15 +32,18 @@ def __getattr__(name: str):
 
 __all__ = [
     "ConfigError",
+    "CostResult",
     "DoesNotFitError",
     "GoodputResult",
     "PlanResult",
+    "cost",
     "goodput",
     "plan",
     "simulate",
     "FormatError",
     "InputError",
     "KvLedgerError",
+    "NoAnswerError",
     "RequestRecord",
     "RunMetadata",
     "RunRecords",

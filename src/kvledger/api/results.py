@@ -1,4 +1,5 @@
-"""What the Python API's calls return: the plan with ``plan --json``'s document, a goodput document, and the rewording
+"""What the Python API's calls return: the plan with ``plan --json``'s document, a goodput document, the cost ledger's
+document, and the rewording
 of an error raised under a command's flag names into the call's parameter names."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from kvledger.errors import KvLedgerError
 
-__all__ = ["PlanResult", "GoodputResult", "goodput_document", "in_python_terms"]
+__all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,21 @@ class GoodputResult:
         return copy.deepcopy(self.document)
 
 
+@dataclass(frozen=True)
+class CostResult:
+    """The self-host-versus-API ledger; ``to_dict()`` is ``kvledger cost … --json``'s document for the same inputs.
+
+    ``report`` is the ledger's CostReport (``ledgers.cost``: the self-hosted and API ledgers, their line items and
+    totals); ``capacity`` the SLO-capacity search priced (a simulation's; None for a file or ``at_offered_load``)."""
+
+    document: dict[str, Any] = field(repr=False)
+    report: Any = field(default=None, repr=False)
+    capacity: Any = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.document)
+
+
 def goodput_document(objs: list[dict[str, Any]]) -> dict[str, Any]:
     """``goodput --json``'s document from its JSON objects: a lone run's object, else ``{"runs": [...]}`` with the
     boundary object's keys (``boundary``, ``probes``, ``simulation``, ``notes``) merged in."""
@@ -75,9 +91,9 @@ def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
     try:
         yield
     except KvLedgerError as err:
-        def word(m: re.Match) -> str:
-            name = _PARAMS.get(m.group(1), m.group(1).replace("-", "_"))
-            return name if name in params else m.group(0)
+        def word(m: re.Match) -> str:  # the call's own spelling where _PARAMS's is not one of its parameters
+            names = (_PARAMS.get(m.group(1)), m.group(1).replace("-", "_"))
+            return next((name for name in names if name in params), m.group(0))
 
         text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, str(err))
         err.args = (f"kvledger.{call}: {text}",)

@@ -1,0 +1,125 @@
+"""The Python API's ``cost``: the self-host-versus-API ledger of a benchmark file or a simulation, through the same
+function as ``kvledger cost`` (``cli.cost_compute.compute_cost``), each parameter named as the command's flag with
+underscores, so ``to_dict()`` is the command's ``--json`` for the same inputs."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kvledger.api.results import CostResult, in_python_terms
+from kvledger.argtypes import checked
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
+
+__all__ = ["cost"]
+
+PathLike = str | os.PathLike
+
+
+@checked
+def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | None = None, slo: str,
+         api: str | None = None, utilization: float | None = None, gpu: str | None = None,
+         gpu_provider: str | None = None, instance: str | None = None, gpu_usd_per_hour: float | str | None = None,
+         num_gpus: int | None = None, model: str | None = None, max_utilization: float = 0.8,
+         prefill_share: float | None = None, batch_share: float = 0.0, cache_hit_rate: float = 0.0,
+         cache_write_rate: float = 0.0, engineer_months_per_month: float | None = None,
+         engineer_usd_per_month: float | None = None, monthly_tokens: float | str | None = None,
+         peak_to_mean: float = 1.0, monthly_requests: float | str | None = None,
+         monthly_input_tokens: float | str | None = None, monthly_output_tokens: float | str | None = None,
+         gpu_capex_usd: float | None = None, amortization_months: float = 36.0, annual_interest: float = 0.0,
+         pue: float = 1.3, usd_per_kwh: float = 0.12, hosting_usd_per_gpu_month: float = 0.0,
+         board_power_w: float | None = None, idle_power_w: float | None = None, kv_tier_host: float | str | None = None,
+         kv_tier_nvme: float | str | None = None, host_memory_usd_per_gib_month: float | None = None,
+         nvme_usd_per_gib_month: float | None = None, data_sovereignty: str = "not_required",
+         model_control: str = "any", team_capability: str = DEFAULT_TEAM_CAPABILITY, run: int | None = None,
+         format: str | None = None, at_offered_load: bool = False, target: float | None = None,  # noqa: A002
+         seeds: int = 1, trace: str | None = None, rate: float | None = None, rate_scale: float | None = None,
+         num_requests: int | None = None, seed: int | None = None, concurrency: int | None = None,
+         think_time: float | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
+         arrival_cv: float | None = None, shared_prefix_tokens: int | None = None, engine_version: str | None = None,
+         tp: int | None = None, enable_expert_parallel: bool | None = None, max_model_len: int | str | None = None,
+         gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
+         kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
+         max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
+         num_gpu_blocks_override: int | None = None, enable_prefix_caching: bool | None = None,
+         enable_chunked_prefill: bool | None = None, policy: str | None = None,
+         prefix_caching_policy: str | None = None, scheduling_policy: str | None = None, batching: str | None = None,
+         kv_allocation: str | None = None, async_scheduling: bool | None = None, enforce_eager: bool | None = None,
+         wddm: bool | None = None, replicas: int | None = None, router: str | None = None,
+         step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
+         mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
+         achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
+         allreduce_link_share: float | None = None, gpu_profile: str | None = None,
+         gemm_efficiency: str | None = None, cache: bool = True) -> CostResult:
+    """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or a records file; several
+    paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
+    capacity a request-rate search finds, unless ``at_offered_load``). Every other parameter is the command's flag of
+    the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``); left at its default, the command's default.
+
+    ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
+
+    Returns:
+        CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.
+
+    Raises:
+        InputError, UnknownNameError, FormatError: a wrong type, an unknown name, a bad file or setting;
+        NoAnswerError: no request, or as few as none, met ``slo`` (``.payload``: the command's JSON, exit 1);
+        DoesNotFitError: the simulated plan does not fit.
+    """
+    from kvledger.analyses.serving import sim_cache
+    from kvledger.cli.cost_compute import compute_cost
+
+    values = {k: v for k, v in locals().items() if k in _COST_PARAMS and k not in ("path", "simulate", "cache")}
+    files = _files(path, simulate)
+    with in_python_terms("cost", _COST_PARAMS), sim_cache.using(cache):
+        out = compute_cost(_request(files, simulate, _as_flags(values)))
+    return CostResult(out.document, out.report, out.capacity)
+
+
+_COST_PARAMS = frozenset(inspect.signature(cost).parameters)
+_TEXT = ("gpu_usd_per_hour", "kv_tier_host", "kv_tier_nvme", "max_model_len", "max_num_batched_tokens")
+_COUNTS = ("monthly_tokens", "monthly_requests", "monthly_input_tokens", "monthly_output_tokens")
+
+
+def _files(path: Any, simulate: str | None) -> list[Path] | None:
+    """The paths to read, or None; one of ``path`` and ``simulate``, not both nor neither."""
+    from kvledger.errors import InputError
+
+    if (path is None) == (simulate is None):
+        raise InputError("kvledger.cost: give either path (a benchmark output or records file) or simulate=MODEL "
+                         "(with gpu), not " + ("both" if path is not None else "neither"))
+    if path is None:
+        return None
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise InputError("kvledger.cost(path=...): an empty sequence; give one path or more")
+    return [Path(p) for p in paths]
+
+
+def _request(files: list[Path] | None, simulate: str | None, values: dict[str, Any]) -> Any:
+    """The command's request (``cost_compute.CostRequest``): each parameter is the flag of the same name with
+    underscores (``--max-model-len``: ``max_model_len``), so its field is found through the command's flags."""
+    from kvledger.cli.cost_cmd import flag_names
+    from kvledger.cli.cost_compute import request_of
+
+    flags = flag_names()
+    by_field = {f: values[name] for f, flag in flags.items() if (name := flag.lstrip("-").replace("-", "_")) in values}
+    return request_of(files, simulate, by_field, flags)
+
+
+def _as_flags(values: dict[str, Any]) -> dict[str, Any]:
+    """The values as the command parses its flags: a size, a price list or a token count as text, a monthly volume
+    through the flag's own parser (3e9, "3B"; more than 0)."""
+    from kvledger.units import count_option
+
+    out = {}
+    for k, v in values.items():
+        if v is not None and k in _TEXT:
+            v = str(v)
+        elif v is not None and k in _COUNTS:
+            v = count_option("--" + k.replace("_", "-"), positive=k in ("monthly_tokens", "monthly_requests"))(str(v))
+        out[k] = v
+    return out

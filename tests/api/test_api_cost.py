@@ -1,0 +1,106 @@
+"""``kvledger.cost``: its ``to_dict()`` is ``kvledger cost --json`` for the same inputs (a benchmark file, a
+simulation), its parameters are the command's flags with underscores, and an error names the parameter, not the flag."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+import kvledger
+from kvledger import InputError, NoAnswerError, strict_json
+
+L8 = "meta-llama/Llama-3.1-8B"
+# llmperf's leaderboard run of Llama-2-70B-chat on 4 H100s: 150 requests of 550 prompt tokens, 22,042 output tokens
+LLMPERF = "tests/evidence/data/llmperf/leaderboard_individual_anyscale_70b.json"
+
+
+def cli(*argv: str) -> tuple[int, dict]:
+    """(exit status, parsed --json) of ``kvledger ARGV --json`` run in this process."""
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    r = CliRunner().invoke(app, [*argv, "--json"])
+    return r.exit_code, json.loads(r.stdout)
+
+
+def plain(d: dict) -> dict:
+    return json.loads(strict_json.dumps(d))  # as the command prints it: strict JSON (a NaN is null)
+
+
+def test_a_benchmark_file_is_the_cost_commands_json():
+    r = kvledger.cost(LLMPERF, slo="ttft=500ms,tpot=50ms", api="OpenAI:gpt-4.1", utilization=0.5, gpu="H100",
+                      gpu_provider="Nebius", num_gpus=4)
+    rc, doc = cli("cost", LLMPERF, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                  "--gpu", "H100", "--gpu-provider", "Nebius", "--num-gpus", "4")
+    assert rc == 0 and plain(r.to_dict()) == doc
+    # gpt-4.1 lists $2 per 1M input and $8 per 1M output tokens (api_prices.csv); the run's mean request is 550 in and
+    # 22,042 / 150 = 146.947 out → 550 × 2e-6 + 146.947 × 8e-6 = 0.0011 + 0.0011756 = $0.0022756 per request
+    assert doc["inputs"]["api_usd_per_request"] == pytest.approx(550 * 2e-6 + 22042 / 150 * 8e-6, rel=1e-12)
+    # the API's per-1M-token ledgers are the list prices themselves; the self-hosted one is the report's own
+    assert (r.report.api_input.total_usd, r.report.api_output.total_usd) == (2.0, 8.0)
+    assert r.report.self_host_input.total_usd == doc["totals"]["self_host_usd_per_mtok_input"]
+
+
+def test_a_simulation_is_the_cost_commands_json_and_the_api_bill_is_tokens_times_price():
+    workload = dict(prompt_lengths="fixed:512", output_lengths="fixed:64", num_requests=60)
+    r = kvledger.cost(simulate=L8, gpu="H100", slo="ttft=200ms,tpot=50ms", api="OpenAI:gpt-4.1",
+                      gpu_provider="Nebius", monthly_tokens="3B", cache=False, **workload)
+    rc, doc = cli("cost", "--simulate", L8, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths",
+                  "fixed:64", "--num-requests", "60", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1",
+                  "--gpu-provider", "Nebius", "--monthly-tokens", "3B")
+    assert rc == 0 and plain(r.to_dict()) == doc
+    m = doc["monthly"]
+    # 3B tokens a month split as the requests are, 512 in : 64 out → 3e9 × 512/576 = 2,666.67 Mtok in and
+    # 3e9 × 64/576 = 333.33 Mtok out; the API bill = 2,666.67 × $2 + 333.33 × $8 = 5,333.33 + 2,666.67 = $8,000
+    assert (m["input_tokens"], m["output_tokens"]) == pytest.approx((3e9 * 512 / 576, 3e9 * 64 / 576))
+    assert m["api"]["total_usd"] == pytest.approx(8000.0)
+    # one H100 rented all month: 730 h × Nebius's $2.95 = $2,153.50, beside 0.25 engineer-month × $20,000
+    assert [i["amount_usd"] for i in m["self_host"]["items"]] == pytest.approx([730 * 2.95, 5000.0])
+
+
+def test_a_volume_as_a_number_is_the_same_as_its_text():
+    args = dict(slo="ttft=500ms,tpot=50ms", api="OpenAI:gpt-4.1", gpu="H100", gpu_provider="Nebius", num_gpus=4)
+    a = kvledger.cost(LLMPERF, monthly_tokens=3e9, **args).to_dict()
+    assert a == kvledger.cost(LLMPERF, monthly_tokens="3B", **args).to_dict()
+    assert a["monthly"]["api"]["total_usd"] > 0
+
+
+def test_no_answer_raises_with_the_commands_json():
+    with pytest.raises(NoAnswerError) as err:
+        kvledger.cost(LLMPERF, slo="ttft=1ms", gpu="H100", num_gpus=4, api="OpenAI:gpt-4.1")
+    rc, doc = cli("cost", LLMPERF, "--slo", "ttft=1ms", "--gpu", "H100", "--num-gpus", "4", "--api", "OpenAI:gpt-4.1")
+    # no request has a TTFT of 1 ms or less: no cost per good token; the command exits 1 with the same document
+    assert rc == 1 and plain(err.value.payload) == doc and doc["answer"] is None
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    (dict(utilization=1.5), "kvledger.cost: utilization 1.5 is out of range; allowed: (0, 1]"),
+    (dict(monthly_tokens="-3B"), "kvledger.cost: monthly_tokens: '-3B' is negative"),
+    (dict(run=5, num_gpus=4), "kvledger.cost: run 5 is out of range; allowed: [0, 0]"),
+    (dict(rate=3.0), "kvledger.cost: rate describes a simulation; add simulate MODEL"),
+    (dict(batch_share="half"), "kvledger.cost(batch_share=...): expected float, got str 'half'"),
+    (dict(simulate=L8), "kvledger.cost: give either path (a benchmark output or records file) or simulate=MODEL"),
+])
+def test_a_bad_parameter_is_named_as_the_parameter(kwargs, words):
+    with pytest.raises(InputError) as err:
+        kvledger.cost(LLMPERF, slo="ttft=500ms", gpu="H100", **kwargs)
+    assert words in str(err.value) and "--" not in str(err.value)
+
+
+def test_a_simulation_without_a_gpu_names_the_parameters():
+    with pytest.raises(InputError, match=r"^kvledger.cost: simulate needs gpu \(a catalog GPU"):
+        kvledger.cost(simulate=L8, slo="ttft=500ms")
+
+
+def test_the_parameters_are_the_commands_flags():
+    from kvledger.cli.cost_cmd import flag_names
+
+    # every flag of `kvledger cost` but the outputs (--json, --out, --force), the refused data-parallel flags and
+    # typer's completion flags; FILE(s) is `path`, and `cache` decides the on-disk store as kvledger.goodput's does
+    left_out = {"--json", "--out", "--force", "--data-parallel-size", "--enable-dp-attention", "--install-completion",
+                "--show-completion", "files"}
+    flags = {f.lstrip("-").replace("-", "_") for f in flag_names().values() if f not in left_out}
+    assert set(inspect.signature(kvledger.cost).parameters) == flags | {"path", "cache"}
