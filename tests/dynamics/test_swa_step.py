@@ -93,8 +93,18 @@ def test_mamba_state_pages_follow_mamba_manager():
     assert MAMBA_RULE.steps_before_crossing([10, 5], [10, 10], 8) == 2
     assert MAMBA_RULE.steps_before_crossing([11, 5], [1, 10], 8) == 3
     # a second chunk 10 → 16 crosses from page 2 ((10 − 1) // 4) to page 3 ((16 − 1) // 4): full 4 + state 1 + the
-    # page it reads + checkpoint = 7
-    assert MAMBA_RULE.held_after(10, 6) == 7
+    # page it reads = 6, and no checkpoint even as the prompt's last chunk: it starts mid-block (10 % 4 ≠ 0,
+    # is_mamba_prefill_checkpoint_valid)
+    assert MAMBA_RULE.held_after(10, 6) == MAMBA_RULE.held_after(10, 6, at_end=False) == 6
+    # the chunk 8 → 16 reaching the prefill end: start 8 % 4 = 0, checkpoint column cdiv(16, 4) − 2 = 2 > initial-state
+    # column (8 − 1) // 4 = 1, position (16 − 1) // 4 × 4 = 12 with 8 + 4 ≤ 12 and 8 < 12 < 16 → full 4 + state 1
+    # + the page it reads ((8 − 1) // 4 = 1 ≠ 3) + checkpoint = 7; a chunk 8 → 16 that stops short of the prefill end
+    # takes no checkpoint (_needs_internal_checkpoint: query_end ≥ prefill_end): 6
+    assert (MAMBA_RULE.held_after(8, 8), MAMBA_RULE.held_after(8, 8, at_end=False)) == (7, 6)
+    # 8 → 12 ends on the next boundary only: column cdiv(12, 4) − 2 = 1, not > 1; position 8, not > start 8 → 3 + 2 = 5
+    assert MAMBA_RULE.held_after(8, 4) == 5
+    # an intermediate chunk 0 → 10 of a longer prompt: full 3 + state 1 (nothing read yet, no checkpoint) = 4
+    assert MAMBA_RULE.held_after(0, 10, at_end=False) == 4
     # admission (apply_admission_cap): 1 + checkpoint past the first block, 1 within it
     assert (MAMBA_RULE.admission(10), MAMBA_RULE.admission(3)) == (5, 2)
     # vLLM's start-up check at 32 tokens: 8 + 3 = 11
@@ -120,3 +130,48 @@ def test_mamba_checkpoint_page_delays_a_second_admission():
     one_page = StepBlockRule(MAMBA_RULE.groups, 32, 128)
     res1 = simulate(reqs, EngineConfig(step_blocks=one_page, **kw), STEP, record_steps=True, fast_forward=False)
     assert [d["batch"] for d in res1.steps[0].dicts()][0] == [["A", 10], ["B", 10]]
+
+
+def test_mamba_aligned_chunk_follows_the_block_aligned_split():
+    # B = 4, step limit 64 tokens; a 10-token prompt (prefill end max(10, 10 − 1) = 10)
+    # 0 → 7 stops short of the end: cut to 7 // 4 × 4 = 4 tokens; 0 → 3 would be cut to 0 (B = 4 ≤ 64)
+    assert (MAMBA_RULE.aligned_chunk(0, 7, 10, 10, 64), MAMBA_RULE.aligned_chunk(0, 3, 10, 10, 64)) == (4, 0)
+    # … but with a block wider than the limit (B = 4 > 2) a chunk with no boundary inside keeps its tokens
+    assert MAMBA_RULE.aligned_chunk(0, 2, 10, 10, 2) == 2
+    # the last chunk 4 → 10 is not cut: it can export the checkpoint at (10 − 1) // 4 × 4 = 8 (4 % 4 = 0, column
+    # cdiv(10, 4) − 2 = 1 > (4 − 1) // 4 = 0, 4 + 4 ≤ 8, 4 < 8 < 10) → 6
+    assert MAMBA_RULE.aligned_chunk(4, 6, 10, 10, 64) == 6
+    # without a checkpoint page it stops at the last cacheable boundary 8 (4 < 8 < 10): 4 tokens, then 8 → 10
+    no_ck = StepBlockRule(MAMBA_RULE.groups, 32, 128, state_boundary_page=True)
+    assert (no_ck.aligned_chunk(4, 6, 10, 10, 64), no_ck.aligned_chunk(8, 2, 10, 10, 64)) == (4, 2)
+    # a chunk starting mid-block (6, limit 2 < B earlier) without an internal checkpoint stops at the next boundary 8
+    assert no_ck.aligned_chunk(6, 4, 10, 10, 64) == 2
+    # decode (computed 10 ≥ prefill end 10, 11 tokens known) is never cut
+    assert MAMBA_RULE.aligned_chunk(10, 1, 10, 11, 64) == 1
+
+
+# Qwen3-Next-like hybrid at block 320 tokens (one full group, one align-mode state group with a checkpoint page)
+MAMBA_320 = KVLayout((AllocGroup("full", 1, 1, 320, 1), AllocGroup("state", 1, 1, 320, 1, 0, 3)), 1, 320, 0)
+
+
+def test_mamba_align_prefill_chunks_end_on_block_boundaries():
+    # max_num_batched_tokens 2048, block 320; A = 5,000-token prompt, B = 100, C = 1,000 (2 output tokens each, t = 0)
+    # step 1: A min(5000, 2048) = 2048 stops short of 5000 → 2048 // 320 × 320 = 1920; 128 left: B's whole 100-token
+    #   prompt is its last chunk (not cut); 28 left: C's 28 < 1000 is cut to 0 (320 ≤ 2048) → admission stops
+    # step 2: A 1920 → 3968 cut to 3840: 1920; B decodes 1 (its 2nd token: done); 127 left, C cut to 0 again
+    # step 3: A's last chunk 3840 → 5000 = 1160 (exports the checkpoint at 4800: 3840 % 320 = 0, column 16 − 2 = 14
+    #   > 11, 3840 + 320 ≤ 4800 < 5000: not cut); 888 left: C 888 < 1000 → 888 // 320 × 320 = 640
+    # step 4: A decodes 1 (done); C's last chunk 640 → 1000 = 360; step 5: C decodes 1
+    kw = dict(num_gpu_blocks=64, max_model_len=5120, block_size=320, max_num_batched_tokens=2048, max_num_seqs=8,
+              enable_prefix_caching=False, blocks_for_tokens=MAMBA_320.blocks_for_tokens, async_scheduling=False)
+    reqs = [RequestSpec("A", 0.0, 5000, 2), RequestSpec("B", 0.0, 100, 2), RequestSpec("C", 0.0, 1000, 2)]
+    rule = StepBlockRule.from_layout(MAMBA_320, max_model_len=5120, inflight_tokens=2048)
+    res = simulate(reqs, EngineConfig(step_blocks=rule, **kw), STEP, record_steps=True, fast_forward=False)
+    assert [d["batch"] for d in res.steps[0].dicts()] == [
+        [["A", 1920], ["B", 100]], [["A", 1920], ["B", 1]], [["A", 1160], ["C", 640]], [["A", 1], ["C", 360]],
+        [["C", 1]]]
+    # without align mode (one state page, no cut): A 2048 fills step 1 and 2, then A's 904 + B 100 + C 1000 = 2004
+    flat = StepBlockRule(rule.groups, 5120, 2048)
+    res1 = simulate(reqs, EngineConfig(step_blocks=flat, **kw), STEP, record_steps=True, fast_forward=False)
+    assert [d["batch"] for d in res1.steps[0].dicts()][:3] == [
+        [["A", 2048]], [["A", 2048]], [["A", 904], ["B", 100], ["C", 1000]]]

@@ -163,9 +163,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
             pool.touch(hits, refs)
             req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
         else:
-            if self.step_blocks is not None:
-                need_fit = max(self.step_blocks.admission(fit_tokens), self.step_blocks.held_after(0, alloc_tokens))
-                need = self.step_blocks.held_after(0, alloc_tokens)
+            if self.step_blocks is not None:  # the chunk reaches the prefill end: it may take a checkpoint page
+                need = self.step_blocks.held_after(0, alloc_tokens, alloc_tokens >= _prefill_end(req))
+                need_fit = max(self.step_blocks.admission(fit_tokens), need)
             elif self.custom_bft:
                 need_fit, need = self.bft(fit_tokens), self.bft(alloc_tokens)
             else:
@@ -185,7 +185,8 @@ class PagedKVManager(PoolUsage, PagedStretches):
         fit."""
         upto = req.num_computed_tokens + num_new_tokens
         if self.step_blocks is not None:
-            need = self.step_blocks.held_after(req.num_computed_tokens, num_new_tokens) - len(req.blocks)
+            need = self.step_blocks.held_after(req.num_computed_tokens, num_new_tokens,
+                                               upto >= _prefill_end(req)) - len(req.blocks)
         elif self.custom_bft:
             need = self.bft(upto) - len(req.blocks)
         else:
@@ -237,3 +238,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
         self._req_blocks -= len(req.blocks)
         req.blocks = []
         req.num_registered = 0
+
+
+def _prefill_end(req: SimRequest) -> int:
+    """Where a request's prefill ends, vLLM 0.33's ``max(num_prompt_tokens, num_tokens − 1)`` (a resumed request
+    replays its output tokens), tokens."""
+    return max(req.num_prompt_tokens, req.num_tokens - 1)

@@ -10,7 +10,10 @@ prefill and decode phases: each request's ``num_computed_tokens`` catches up wit
                                    a step that reaches num_tokens samples token g+1
 
 1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets
-   ``min(num_tokens − computed, budget, max_model_len − computed)`` tokens.
+   ``min(num_tokens − computed, budget, max_model_len − computed)`` tokens; with align-mode Mamba state groups a
+   prefill chunk short of the prefill end is cut to a block boundary (vLLM 0.33 ``_mamba_block_aligned_split``,
+   swa_step.py ``aligned_chunk``; waiting requests too, and a chunk cut to 0 tokens skips the running request or
+   stops admission).
 2. If its blocks do not fit, the *last* running request is preempted (blocks freed,
    ``num_computed_tokens = 0``, front of the waiting queue), repeatedly, until they fit
    or the request preempted itself (then the loop stops).
@@ -107,6 +110,9 @@ class Scheduler:
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
         self._fast_block_size = kv.block_size if kv.plain_block_table else 0
+        # align-mode Mamba groups: prefill chunks end on block boundaries (swa_step.py ``aligned_chunk``); None: not cut
+        rule = cfg.step_blocks
+        self._align_chunk = rule.aligned_chunk if rule is not None and rule.state_boundary_page else None
         # the state when a running request first could not get its blocks: (running requests, blocks they held,
         # usable blocks), taken before the first victim is freed (the replica adds the time: Replica.batch_facts)
         self.first_preemption: tuple[int, float, int] | None = None
@@ -123,7 +129,7 @@ class Scheduler:
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
         max_len = cfg.max_model_len
-        fast_b = self._fast_block_size
+        fast_b, align = self._fast_block_size, self._align_chunk
         scheduled: list[tuple[SimRequest, int]] = []
         preempted: list[SimRequest] = []
         i = 0
@@ -135,6 +141,8 @@ class Scheduler:
                 n = budget
             if n > max_len - c:
                 n = max_len - c
+            if align is not None and n > 1:
+                n = align(c, n, req.num_prompt_tokens, req.num_tokens, cfg.max_num_batched_tokens)
             if n <= 0:
                 i += 1
                 continue
@@ -205,6 +213,10 @@ class Scheduler:
             if not cfg.enable_chunked_prefill and n > budget:
                 break
             n = min(n, budget)
+            if self._align_chunk is not None and n > 1:
+                n = self._align_chunk(hit, n, req.num_prompt_tokens, req.num_tokens, cfg.max_num_batched_tokens)
+                if n == 0:  # vLLM stops admission (the chunk would not reach a block boundary)
+                    break
             must_fit = req.num_tokens if cfg.scheduler_reserve_full_isl else hit + n
             if not kv.admit(req, handle, n, must_fit):
                 break

@@ -21,14 +21,27 @@ async scheduling vLLM frees on ``computed − in flight`` tokens; here on ``comp
 request's out-of-window blocks go one step early).
 
 Mamba state groups (vLLM 0.33 ``MambaManager``, "align" mode — prefix caching on): a request holds the page of its last
-computed token's state between steps (``get_num_skipped_tokens`` = computed − 1). A prefill chunk that ends past the
-first block also takes the prefill-checkpoint page (Mamba-2, FlashInfer GDN; ``get_num_blocks_to_allocate`` caps the new
-pages at 1 + checkpoint), and a chunk that crosses a block boundary keeps the page it reads until the next step; both
-are freed at the next step (``remove_skipped_blocks``). The admission check counts 1 + the checkpoint page for a
-sequence longer than a block. A decode step that crosses a block boundary (computed a multiple of the block) likewise
-holds the old page with the new one for that step; decode stretches, which only add blocks, stop before such a step
-(``steps_before_crossing``), so the general step takes it and the next frees the old page. With "none" (prefix caching
-off), and "all" (not modelled), a state group is always 1 page.
+computed token's state between steps (``get_num_skipped_tokens`` = computed − 1). A chunk that crosses a block boundary
+keeps the page it reads until the next step. The prefill-checkpoint page (Mamba-2, FlashInfer GDN;
+``get_num_blocks_to_allocate`` caps the new pages at 1 + checkpoint) is taken only by the chunk that reaches the prefill
+end ``max(num_prompt_tokens, num_tokens − 1)`` (``_needs_internal_checkpoint``: with the default
+``prefix_cache_retention_interval`` = 0 the coordinator passes the real prefill end) and only where the backend can
+export it (``kv_cache_interface.py : is_mamba_prefill_checkpoint_valid``, hash block = Mamba block B): the chunk
+starts on a block boundary and ends past the next one (checkpoint column ``cdiv(end, B) − 2`` > initial-state column
+``(start − 1) // B``). Both extra pages are freed at the next step (``remove_skipped_blocks``). The admission check
+counts 1 + the checkpoint page for a sequence longer than a block. A decode step that crosses a block boundary
+(computed a multiple of the block) likewise holds the old page with the new one for that step; decode stretches,
+which only add blocks, stop before such a step (``steps_before_crossing``), so the general step takes it and the next
+frees the old page. With "none" (prefix caching off), and "all" (not modelled), a state group is always 1 page.
+
+Block-aligned prefill chunks (vLLM 0.33 ``v1/core/sched/scheduler.py : Scheduler._mamba_block_aligned_split``, align
+mode): a prefill chunk that stops short of the prefill end is cut to end on a multiple of B (when that leaves tokens,
+or when B ≤ the step's token limit), so states are written on block boundaries; the chunk reaching the prefill end is
+not cut, but without an internal checkpoint it stops at the last block boundary before ``num_tokens`` (and a chunk
+starting mid-block at the next boundary)::
+
+    B = 320, max_num_batched_tokens = 2048, a 5,000-token prompt (checkpoint page, GDN on Hopper):
+      chunks 0→1920, 1920→3840 (2048 cut to 6 × 320), 3840→5000 (the last, 1160 tokens, takes the checkpoint page)
 """
 
 from __future__ import annotations
@@ -67,15 +80,41 @@ class StepBlockRule:
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
                    inflight_tokens, boundary, max(ck, 0))
 
-    def state_pages(self, computed: int, new: int, block_size: int) -> int:
+    @property
+    def state_block_size(self) -> int:
+        """B of the (first) state group, the scheduler's block size in a hybrid layout; 0 without one, tokens."""
+        return next((B for kind, B, _ in self.groups if kind == "state"), 0)
+
+    def state_pages(self, computed: int, new: int, block_size: int, at_end: bool = True) -> int:
         """Pages one state group holds once a step's ``new`` tokens after ``computed`` have their slots (module doc):
-        1, + 1 where the step crosses a block boundary, + the checkpoint page where a prefill chunk ends past the
-        first block, pages."""
+        1, + 1 where the step crosses a block boundary, + the checkpoint page where the chunk reaching the prefill end
+        (``at_end``) can export it, pages."""
         if not self.state_boundary_page:
             return 1
         t, B = computed + new, block_size
         crosses = computed > 0 and (computed - 1) // B != (t - 1) // B
-        return 1 + int(crosses) + (self.state_checkpoint_pages if new > 1 and t > B else 0)
+        ck = at_end and self.state_checkpoint_pages and _checkpoint_valid(computed, t, (t - 1) // B * B, B)
+        return 1 + int(crosses) + (self.state_checkpoint_pages if ck else 0)
+
+    def aligned_chunk(self, start: int, new: int, num_prompt_tokens: int, num_tokens: int, max_tokens: int) -> int:
+        """vLLM 0.33 ``Scheduler._mamba_block_aligned_split`` (module doc): the ``new`` tokens after ``start`` a
+        prefill chunk keeps in align mode, ``max_tokens`` the step's token limit (``max_num_batched_tokens``), tokens
+        (0: the request is not scheduled this step)."""
+        prefill_end = max(num_prompt_tokens, num_tokens - 1)
+        if start >= prefill_end:
+            return new
+        B, end = self.state_block_size, start + new
+        internal = (self.state_checkpoint_pages > 0 and end >= prefill_end
+                    and _checkpoint_valid(start, end, (prefill_end - 1) // B * B, B))
+        if end < prefill_end:
+            aligned = end // B * B
+            if aligned > start or B <= max_tokens:
+                end = aligned
+        if not internal:  # stop at the next boundary (a mid-block start) and the last cacheable one
+            for stop in ((start // B + 1) * B if start % B else 0, (num_tokens - 1) // B * B):
+                if start < stop < end:
+                    end = stop
+        return max(end - start, 0)
 
     def steps_before_crossing(self, comp: list[int], rems: list[int], k: int) -> int:
         """Decode steps (≤ ``k``) of a stretch before the first in which a request (``comp[i]`` computed tokens at the
@@ -104,13 +143,14 @@ class StepBlockRule:
                 total += cdiv(num_tokens, B)
         return total
 
-    def held_after(self, computed: int, new: int) -> int:
-        """Blocks held once a step's ``new`` tokens after ``computed`` have their slots, blocks (≥ ``steady``)."""
+    def held_after(self, computed: int, new: int, at_end: bool = True) -> int:
+        """Blocks held once a step's ``new`` tokens after ``computed`` have their slots, blocks (≥ ``steady``);
+        ``at_end``: the chunk reaches the prefill end (a whole sequence does)."""
         t = computed + new
         total = 0
         for kind, B, W in self.groups:
             if kind == "state":
-                total += self.state_pages(computed, new, B)
+                total += self.state_pages(computed, new, B, at_end)
                 continue
             blocks = cdiv(t, B)
             if kind == "sliding_window":
@@ -137,3 +177,10 @@ class StepBlockRule:
             else:
                 total += cdiv(min(n, L), B)
         return total
+
+
+def _checkpoint_valid(start: int, end: int, position: int, B: int) -> bool:
+    """vLLM 0.33 ``is_mamba_prefill_checkpoint_valid`` with the hash block = the Mamba block ``B`` (a multiple of the
+    checkpoint alignment, so that condition holds): can the chunk ``start → end`` export the state at ``position``."""
+    return (start % B == 0 and -(-end // B) - 2 > (start - 1) // B and start + B <= position
+            and start < position < end)
