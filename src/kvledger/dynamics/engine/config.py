@@ -89,7 +89,8 @@ class EngineConfig:
         step_blocks: with ``blocks_for_tokens``, vLLM's per-step sliding-window block rule
             (``kvledger.dynamics.engine.swa_step.StepBlockRule``): a prefill chunk holds blocks for all its
             tokens until the next step frees those left of the window, and admission counts
-            ``max_admission_blocks_per_request``; None: the steady-state window throughout.
+            ``max_admission_blocks_per_request``; with align-mode Mamba state groups it also cuts prefill chunks to
+            block boundaries (vLLM 0.33 ``_mamba_block_aligned_split``); None: the steady-state window throughout.
         ignore_eos: ``batching='sglang'`` only: requests are sent with ``ignore_eos`` (benchmark replays of
             fixed output lengths), so SGLang's admission reserves their whole remaining output; False: it
             reserves ``new_token_ratio`` of it, as for requests that may stop at EOS.
