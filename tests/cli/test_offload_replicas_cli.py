@@ -73,7 +73,7 @@ def test_a_hicache_break_even_starts_at_its_load_back_threshold():
     from types import SimpleNamespace
 
     from kvledger.accounting.kv_tiers import HICACHE_LOAD_BACK_THRESHOLD_TOKENS, tier_break_even
-    from kvledger.dynamics.engine.offload import LOAD_BACK_THRESHOLD
+    from kvledger.dynamics.engine.hicache_host import LOAD_BACK_THRESHOLD
     from kvledger.report.kv_tiers_view import _be_cell
 
     assert HICACHE_LOAD_BACK_THRESHOLD_TOKENS == LOAD_BACK_THRESHOLD == 10

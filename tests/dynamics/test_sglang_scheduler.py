@@ -7,7 +7,8 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.analyses.serving.from_plan import POLICY_PRESETS
-from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier
+from kvledger.dynamics.engine.hicache_host import HiCacheRadixKVManager
+from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler

@@ -40,7 +40,7 @@ __all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", 
 
 HICACHE_LOAD_BACK_THRESHOLD_TOKENS = 10
 """SGLang 0.5.23 unified_radix_cache.py load_back_threshold: HiCache loads no host prefix shorter than this, tokens
-(the simulator's ``dynamics.engine.offload.LOAD_BACK_THRESHOLD``); a HiCache break-even starts there."""
+(the simulator's ``dynamics.engine.hicache_host.LOAD_BACK_THRESHOLD``); a HiCache break-even starts there."""
 
 PLAN_ROOFLINE = ("the plan's roofline alone (no host term; `plan`, `simulate` and `offload` price these steps with "
                  "the engine's)")

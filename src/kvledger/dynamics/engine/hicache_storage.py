@@ -16,7 +16,7 @@ Read from SGLang 0.5.23 (``mem_cache/unified_radix_cache.py``, ``managers/schedu
   allocated, evicting host LRU entries), asynchronously. ``wait_complete`` keeps the request out of every batch
   until the read is done (``_can_terminate_prefetch`` is False until the ack): here the request reaches the scheduler
   ``tokens × bytes_per_token ÷ read bandwidth`` after it arrived, and is then admitted as any request whose prefix
-  is on host: ``load_back`` to the device beside the forward pass (offload.py). The read is on its TTFT only.
+  is on host: ``load_back`` to the device beside the forward pass (hicache_host.py). The read is on its TTFT only.
 * One storage backend (``--hicache-storage-backend`` takes one name): ``file`` (the plan's NVMe tier) or a remote
   store such as ``mooncake`` (the plan's remote tier, read at the network's bandwidth capped by the host link). Both
   are written and prefetched by the same HiCacheController code; only the capacity and the read rate differ here
@@ -28,8 +28,8 @@ Read from SGLang 0.5.23 (``mem_cache/unified_radix_cache.py``, ``managers/schedu
 
 from __future__ import annotations
 
+from kvledger.dynamics.engine.hicache_host import HiCacheRadixKVManager
 from kvledger.dynamics.engine.hicache_write_back import WriteBackHiCacheKVManager
-from kvledger.dynamics.engine.offload import HiCacheRadixKVManager
 from kvledger.dynamics.engine.offload_tiers import DiskLRU
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.errors import InputError

@@ -16,12 +16,12 @@ Here: when the radix cache evicts a segment node (``RadixKVManager.back_up_evict
 host LRU unless held already, and ``ntok × bytes_per_token / write_bytes_per_s`` is added to that step
 (``take_pending_write_s``, read by offload_sim.py's step cost: max(compute, load_back) + write-back). A request's own
 unsegmented tail (a node keyed ``(-1, uid)``) is not backed up, as under write_through here: no other request can
-match it. Loads are HiCache's as under write_through (offload.py).
+match it. Loads are HiCache's as under write_through (hicache_host.py).
 """
 
 from __future__ import annotations
 
-from kvledger.dynamics.engine.offload import HiCacheRadixKVManager
+from kvledger.dynamics.engine.hicache_host import HiCacheRadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
 
 __all__ = ["WriteBackHiCacheKVManager"]

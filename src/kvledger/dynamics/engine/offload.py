@@ -1,4 +1,5 @@
-"""A host-memory KV tier under the simulated engines: vLLM's OffloadingConnector rule and SGLang HiCache's.
+"""A host-memory KV tier under vLLM: the OffloadingConnector rule and LMCache's chunks (the host tier's settings,
+``HostTier``, are shared with SGLang HiCache's: hicache_host.py).
 
 vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.0–0.33.0; ``kv_offload`` LRU):
 
@@ -20,11 +21,7 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   ahead, else ``start_load`` when the scheduler reaches it; the request re-enters the queue's front ``load_s``
   after the schedule that started it: load_hold.py.)
 
-SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
-the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
-loads the host-resident continuation of the device prefix (skipped under ``load_back_threshold`` = 10 tokens) into
-device slots, layer by layer beside the forward pass: the prefill step takes max(its compute, the load).
-``write_back`` (backup on device eviction): hicache_write_back.py; tiers below the host: offload_tiers.py.
+SGLang HiCache's host tier: hicache_host.py; tiers below the host: offload_tiers.py.
 """
 
 from __future__ import annotations
@@ -34,13 +31,10 @@ from dataclasses import dataclass
 from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC, HostLRU
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.load_hold import LoadHolds
-from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.errors import InputError
 
-__all__ = ["HostTier", "HostLRU", "OffloadingPagedKVManager", "HiCacheRadixKVManager", "LOAD_BACK_THRESHOLD"]
-
-LOAD_BACK_THRESHOLD = 10  # SGLang unified_radix_cache.py load_back_threshold, tokens
+__all__ = ["HostTier", "HostLRU", "OffloadingPagedKVManager"]
 
 
 @dataclass(frozen=True)
@@ -203,83 +197,4 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         t = self.host.load_s(n * self.block_size)
         self.host_hit_tokens += n * self.block_size
         self.host_load_s += t
-        return t
-
-
-class HiCacheRadixKVManager(RadixKVManager):
-    """SGLang's radix cache with HiCache's host tier (module doc); host units are prompt segments."""
-
-    def __init__(self, capacity_tokens: int, block_size: int = 1, *, host: HostTier) -> None:
-        super().__init__(capacity_tokens, block_size)
-        self.host, self.lru = host, HostLRU(host.capacity_units)
-        self.host_hit_tokens = 0
-        self.host_load_s = 0.0
-        self.pending_load_s = 0.0  # load time of this step's admissions (read by LoadAwareStepCost), s
-        self._seen: dict[int, int] = {}  # write_through_selective: segment key → requests that held it
-        self._backed: dict[int, int] = {}  # request uid → its segments already offered to the host
-        self.occupancy: list[tuple[float, int]] = []  # (arrival s of an admitted request, host segments held)
-
-    def _chain(self, req: SimRequest) -> list[int]:
-        if req.keys is None:  # the paged manager's slot, unused by the radix cache: the segments' chained keys
-            prev, out = 0, []
-            for seg in self._segments(req):
-                prev = hash((prev, seg))
-                out.append(prev)
-            req.keys = out
-        return req.keys
-
-    def _backup(self, req: SimRequest, upto_tokens: int) -> None:
-        S = req.spec.segment_tokens
-        keys = self._chain(req)
-        selective = self.host.write_policy == "write_through_selective"
-        start, stop = self._backed.get(req.uid, 0), min(len(keys), upto_tokens // S)
-        if stop > start:
-            self._backed[req.uid] = stop
-        if not selective:
-            self.lru.store_run(keys[start:stop])
-            return
-        for k in keys[start:stop]:
-            c = self._seen.get(k, 0) + 1
-            self._seen[k] = c
-            if c >= 2:
-                self.lru.store(k)
-
-    def after_prefill_step(self, req: SimRequest) -> None:
-        super().after_prefill_step(req)
-        self._backup(req, req.num_computed_tokens)
-
-    def free(self, req: SimRequest, preempted: bool) -> None:
-        self._backup(req, req.num_computed_tokens)
-        self._backed.pop(req.uid, None)
-        super().free(req, preempted)
-
-    def match(self, req: SimRequest):
-        (node, matched), hit = super().match(req)
-        S = req.spec.segment_tokens
-        keys = self._chain(req)
-        start, limit = matched // S, min(len(keys), (req.num_tokens - 1) // S)
-        if matched % S or start >= limit or req.num_preemptions:
-            return (node, matched, 0), hit
-        n = self.lru.lookup(keys, start, limit) * S
-        n = min(n, req.num_tokens - 1 - hit)
-        if n < LOAD_BACK_THRESHOLD:
-            n = 0
-        return (node, matched, n), hit + n
-
-    def admit(self, req, handle, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
-        node, matched, host = handle
-        if not super().admit(req, (node, matched), host + num_new_tokens, must_fit_tokens, reserve_tokens):
-            return False
-        if req.num_preemptions == 0:
-            self.occupancy.append((req.arrival_s, self.lru.num_held))
-        if host:
-            req.num_computed_tokens += host
-            t = self.host.load_s(host)
-            self.host_hit_tokens += host
-            self.host_load_s += t
-            self.pending_load_s += t  # this step's loads share the host link
-        return True
-
-    def take_pending_load_s(self) -> float:
-        t, self.pending_load_s = self.pending_load_s, 0.0
         return t

@@ -136,7 +136,7 @@ class RadixKVManager(RadixStretches, RadixFresh):
 
     def admission_hold_tokens(self, handle: tuple) -> int:
         """Unlocked tree tokens on the matched path (locking it takes them out of ``allocatable_tokens``), plus the
-        host tokens loaded back into the pool (a HiCache handle's third field: ``offload.HiCacheRadixKVManager``)."""
+        host tokens loaded back into the pool (a HiCache handle's third field: ``HiCacheRadixKVManager``)."""
         return self._path_evictable(handle[0]) + sum(handle[2:])
 
     def _push(self, node: RadixNode) -> None:
