@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, rules_version
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, LMCACHE_MP_FROM, rules_version
 
 __all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX", "refuse_empty_host_tier"]
 
@@ -24,7 +24,8 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
                      "GPU, 16× the 256 GiB per GPU of a large cloud GPU host such as AWS p5.48xlarge: 2 TiB for 8 "
                      "GPUs); a bare number is GiB — check the size and its unit")
     if eng == "vllm" and (tiers.kv_offloading_backend or "native") == "lmcache":
-        notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out))
+        notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out),
+                                rules_version(plan.settings.engine_version) < LMCACHE_MP_FROM)
     elif eng == "vllm":
         opt_in = ("ARC and store_threshold reuse gating are opt-in extra_config in 0.33.0"
                   if rules_version(plan.settings.engine_version) >= (0, 33, 0) else
@@ -51,21 +52,30 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
     return notes
 
 
-def _lmcache_notes(below: bool) -> list[str]:
+def _lmcache_notes(below: bool, in_step: bool) -> list[str]:
     """LMCache's rule as kvledger simulates it (``dynamics/engine/offload.py``, ``offload_tiers.py``: LMCache 0.5.6);
-    ``below``: a disk or remote tier under its CPU chunks."""
+    ``below``: a disk or remote tier under its CPU chunks; ``in_step``: vLLM before 0.33.0 (``LMCacheConnectorV1``)."""
+    if in_step:
+        load = ("Before 0.33.0, vLLM runs LMCache as LMCacheConnectorV1, and LMCache 0.5.6 loads in the step "
+                "(load_async False, enable_async_loading and use_layerwise off by default): a request whose prefix "
+                "hits the CPU chunks is scheduled the step the scheduler reaches it, the hit counted as computed, and "
+                "that step also carries the load (bytes / host link bandwidth) before its forward pass, so the load "
+                "slows every request in the step")
+    else:
+        load = ("vLLM 0.33.0 runs LMCache as LMCacheMPConnector, which loads asynchronously (load_async True for "
+                "a hit): the chunks beyond the HBM prefix hit are loaded before the request is scheduled, so the load "
+                "is on its TTFT, not on the step")
     out = [f"LMCache (--kv-offloading-backend lmcache): whole {LMCACHE_CHUNK_TOKENS}-token chunks of the prompt are "
            "stored to its local CPU backend as they are computed (its defaults save_unfull_chunk and "
            "save_decode_cache are off: no partial last chunk, no decoded tokens), which evicts the least recently "
-           "used chunk and refreshes a chunk a lookup hits; a lookup counts whole chunks from the prompt's start, "
-           "and the chunks beyond the HBM prefix hit are loaded before the request is scheduled, so the load is on "
-           "its TTFT, not on the step (the native connector's kv_offload LRU, ARC and store_threshold do not apply)"]
+           "used chunk and refreshes a chunk a lookup hits; a lookup counts whole chunks from the prompt's start "
+           f"(the native connector's kv_offload LRU, ARC and store_threshold do not apply). {load}"]
     if below:
         out.append("below LMCache's CPU chunks: every stored chunk is also written to the disk (local_disk) and "
                    "remote tiers, off the critical path, each evicting its least recently used chunk (the remote "
                    "store's capacity and eviction are an assumption); a lookup goes on into the disk, then the remote "
                    "store, where the CPU hits end, and chunks read from them are put back into the CPU backend, one "
-                   "tier's read after the other's, on the TTFT")
+                   f"tier's read after the other's, {'in the same step' if in_step else 'on the TTFT'}")
     return out
 
 

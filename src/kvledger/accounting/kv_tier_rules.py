@@ -17,7 +17,9 @@ Rules read from engine code:
   PP keeps one copy (``replicated_layout``: every rank's latent KV is identical), not ``world_size``.
 * lmcache capacity: ``lmcache.max_local_cpu_size = size / (TP × PP)`` per rank (0.12.0); 0.33.0 starts the
   LMCache multi-process server connector and does not pass the size on (the server's own budget rules).
-  LMCache stores 256-token chunks (its default ``chunk_size``).
+  LMCache stores 256-token chunks (its default ``chunk_size``). Before 0.33.0 the backend is ``LMCacheConnectorV1``,
+  whose loads are synchronous (load_async False: in the step that schedules the request); 0.33.0's
+  ``LMCacheMPConnector`` loads asynchronously (load_async True for a hit: the request waits out of the queue).
 * A KV connector turns vLLM's hybrid KV cache manager off (0.11.0–0.14.0 always; 0.33.0 unless the connector
   supports it, which the native OffloadingConnector does): hybrid SSM models (Mamba, linear attention state) then
   fail at startup, sliding-window layers are allocated as full layers. No version read refuses MLA models.
@@ -38,12 +40,14 @@ from kvledger.ranges import OPTION_RANGES
 from kvledger.units import GiB
 
 __all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
-           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
+           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "LMCACHE_MP_FROM", "HICACHE_WRITE_POLICIES",
+           "DEFAULT_HICACHE_RATIO",
            "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION",
            "EVICTION_POLICIES", "HICACHE_PREFETCH_POLICIES", "CPU_SPEC_READ"]
 
 HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
 LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
+LMCACHE_MP_FROM = (0, 33, 0)  # first vLLM read whose lmcache backend is LMCacheMPConnector (asynchronous loads)
 DEFAULT_HICACHE_RATIO = 2.0  # SGLang 0.5.23 handle_hicache_ratio_default, cache mode
 HICACHE_WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
 EVICTION_POLICIES = ("lru", "arc")  # vLLM 0.33.0 OffloadingConnector kv_connector_extra_config eviction_policy

@@ -16,8 +16,8 @@ from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["LoadAwareStepCost", "WriteBackStepCost", "OffloadRun", "TierStats", "DiskStats", "simulate_offload",
-           "offload_kv_factory"]
+__all__ = ["LoadAwareStepCost", "InStepLoadStepCost", "WriteBackStepCost", "OffloadRun", "TierStats", "DiskStats",
+           "simulate_offload", "offload_kv_factory"]
 
 
 class LoadAwareStepCost:
@@ -33,18 +33,29 @@ class LoadAwareStepCost:
     def _pending(self) -> float:
         return sum(m.take_pending_load_s() for m in self.managers)
 
-    def step_time_s(self, shape: StepShape) -> float:
-        t = self.base.step_time_s(shape)
-        load = self._pending()
+    @staticmethod
+    def with_load(t: float, load: float) -> float:
+        """The step's time given its compute ``t`` and its admissions' load ``load``, s: overlapped, the larger."""
         return load if load > t else t
 
+    def step_time_s(self, shape: StepShape) -> float:
+        return self.with_load(self.base.step_time_s(shape), self._pending())
+
     def _step_time_of(self, *fields) -> float:
-        t = self.base.step_time_of(*fields)
-        load = self._pending()
-        return load if load > t else t
+        return self.with_load(self.base.step_time_of(*fields), self._pending())
 
     def __getattr__(self, name: str):
         return getattr(self.base, name)
+
+
+class InStepLoadStepCost(LoadAwareStepCost):
+    """A step-cost model whose steps also carry their admissions' LMCache loads through ``LMCacheConnectorV1``
+    (engine/offload.py ``load_in_step``): a blocking retrieve before the forward pass (``use_layerwise`` off by
+    default), so the step takes compute + load."""
+
+    @staticmethod
+    def with_load(t: float, load: float) -> float:
+        return t + load
 
 
 class WriteBackStepCost(LoadAwareStepCost):
@@ -260,7 +271,10 @@ def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, nu
         raise InputError("a host KV tier serves prefix hits; with prefix caching off there is nothing to load")
     managers: list = []
     step_cost = WriteBackStepCost if host.write_policy == "write_back" else LoadAwareStepCost
-    run_cost = step_cost(cost, managers) if config.prefix_caching_policy == "sglang" else cost
+    if config.prefix_caching_policy == "sglang":
+        run_cost = step_cost(cost, managers)
+    else:  # vLLM: LMCacheConnectorV1 loads in the step; the native connector and LMCacheMPConnector off the step
+        run_cost = InStepLoadStepCost(cost, managers) if host.load_in_step else cost
     res = simulate(requests, config, run_cost, num_replicas=num_replicas, router=router,
                    kv_manager_factory=offload_kv_factory(host, managers), **kwargs)
     base = simulate(requests, config, cost, num_replicas=num_replicas, router=router, **kwargs) if compare else None

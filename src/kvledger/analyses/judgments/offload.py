@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.accounting import kv_tier_rules
 from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
@@ -254,11 +255,13 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                     "write_through", eviction=eviction_policy, chunk_tokens=chunk, store_threshold=store_threshold,
                     disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0,
                     remote_capacity_units=remote_units,
-                    remote_read_bytes_per_s=remote_t.read_bytes_per_s if remote_t else 0.0)
+                    remote_read_bytes_per_s=remote_t.read_bytes_per_s if remote_t else 0.0,
+                    load_in_step=bool(chunk) and rules_version(settings.engine_version) < kv_tier_rules.LMCACHE_MP_FROM)
 
 
 def sim_rules(host: HostTier) -> dict[str, Any] | None:
-    """The opt-in rules ``host`` turns on, each with the engine code it follows; None when none is on."""
+    """The rules ``host`` turns on beyond the connector's defaults (opt-in options, tiers below the host, LMCache's
+    in-step load), each with the engine code it follows; None when none is on."""
     out: dict[str, Any] = {}
     if host.store_threshold >= 2:
         out["store_threshold"] = {"value": host.store_threshold,
@@ -277,6 +280,9 @@ def sim_rules(host: HostTier) -> dict[str, Any] | None:
         out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "segment",
                        "read_bytes_per_s": host.disk_read_bytes_per_s, "prefetch_policy": "wait_complete",
                        "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (storage backend file)"}
+    if host.load_in_step:
+        out["lmcache_load"] = {"value": "in the step", "source": "vLLM 0.19.0 LMCacheConnectorV1 (load_async False); "
+                               "LMCache 0.5.6 vllm_v1_adapter.py (use_layerwise off: a blocking retrieve)"}
     if host.remote_capacity_units:
         out["remote"] = {"capacity_units": host.remote_capacity_units, "read_bytes_per_s": host.remote_read_bytes_per_s,
                          "source": "LMCache 0.5.6 v1/storage_backend/remote_backend.py, storage_manager.py" if

@@ -20,6 +20,16 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   request's TTFT, not on any step. (Here: ``begin_load`` when the request reaches its replica with nothing waiting
   ahead, else ``start_load`` when the scheduler reaches it; the request re-enters the queue's front ``load_s``
   after the schedule that started it: load_hold.py.)
+* LMCache's load in the step (``HostTier.load_in_step``): vLLM before 0.33 runs ``--kv-offloading-backend lmcache``
+  as ``LMCacheConnectorV1`` (``config/vllm.py``, read in 0.12.0 and 0.19.0), whose ``get_num_new_matched_tokens``
+  returns load_async False (``lmcache_connector.py``; LMCache 0.5.6 ``vllm_v1_adapter.py``, ``enable_async_loading``
+  off by default). The scheduler then schedules the request the step it reaches it, its LMCache hit counted as
+  computed, and the worker loads the KV inside that step: ``start_load_kv`` before the forward, a blocking retrieve
+  per request (LMCache's ``use_layerwise`` is off by default, so nothing overlaps the forward). Here: ``start_load``
+  copies the hit into held blocks and returns 0 (the scheduler admits the request as usual, the loaded blocks its
+  prefix hit); its admission adds the load time to ``pending_load_s``, which the step cost adds to the step's time
+  (offload_sim.py ``InStepLoadStepCost``). vLLM 0.33.0 runs LMCache through ``LMCacheMPConnector``, whose loads are
+  asynchronous (load_async True for a hit): the queue-leaving path above, as for the native connector.
 
 SGLang HiCache's host tier: hicache_host.py; tiers below the host: offload_tiers.py.
 """
@@ -51,6 +61,9 @@ class HostTier:
             units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
             save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
         store_threshold: vLLM 0.33's ``store_threshold`` (store_gate.py; < 2: off), offers.
+        load_in_step: LMCache through ``LMCacheConnectorV1`` (vLLM before 0.33): a hit is loaded in the step that
+            schedules the request, its time added to that step's (module doc); False: the asynchronous,
+            queue-leaving load. With chunks only (the native connector's loads are asynchronous).
         disk_capacity_units / disk_read_bytes_per_s, remote_*: LMCache's local-disk and remote tiers below the host's,
             or HiCache's one storage backend (offload_tiers.py, hicache_storage.py; 0: none), units and B/s.
     """
@@ -67,6 +80,7 @@ class HostTier:
     disk_read_bytes_per_s: float = 0.0
     remote_capacity_units: int = 0
     remote_read_bytes_per_s: float = 0.0
+    load_in_step: bool = False
 
     def __post_init__(self) -> None:
         if self.eviction not in ("lru", "arc"):
@@ -75,6 +89,10 @@ class HostTier:
         for name in ("chunk_tokens", "store_threshold", "disk_capacity_units", "remote_capacity_units"):
             if isinstance(v := getattr(self, name), bool) or not isinstance(v, int) or v < 0:
                 raise InputError(f"host tier {name} must be an integer ≥ 0, got {v!r}")
+        if self.load_in_step is not False and (self.load_in_step is not True or not self.chunk_tokens):
+            raise InputError(f"host tier load_in_step must be True or False, and True only with LMCache's chunks "
+                             f"(vLLM's native connector loads asynchronously), got {self.load_in_step!r} with "
+                             f"chunk_tokens {self.chunk_tokens}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
@@ -95,6 +113,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU units held)
         self._deferred: set[int] = set()  # uids whose load waits for the scheduler to reach them (start_load)
         self._started: list[tuple[SimRequest, float]] = []  # loads start_load began: (request, load time s)
+        self._in_step: dict[int, float] = {}  # load_in_step: uid → load time s its admission's step takes on
+        self.pending_load_s = 0.0  # load_in_step: the load time of this step's admissions (InStepLoadStepCost), s
         self._per = max(1, host.chunk_tokens // self.block_size)  # blocks per host unit
         if host.chunk_tokens % self.block_size:
             raise InputError(f"LMCache's chunk ({host.chunk_tokens} tokens) must be whole blocks of {self.block_size}")
@@ -114,6 +134,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         ok = super().admit(req, hits, num_new_tokens, must_fit_tokens, reserve_tokens)
         if ok:
             self._offer(req, req.num_computed_tokens + num_new_tokens)
+            if self._in_step:
+                self.pending_load_s += self._in_step.pop(req.uid, 0.0)  # loaded in this step (module doc)
         return ok
 
     def grow(self, req, num_new_tokens) -> bool:
@@ -126,6 +148,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._offer(req, req.num_computed_tokens)
         self._stored.pop(req.uid, None)
         self._deferred.discard(req.uid)
+        self._in_step.pop(req.uid, None)
         super().free(req, preempted)
 
     def free_finished(self, reqs) -> None:
@@ -142,7 +165,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
-        t = None if queued else self._try_load(req)
+        t = None if queued or self.host.load_in_step else self._try_load(req)  # an in-step load waits for a step
         if t is None:
             self._deferred.add(req.uid)
             return 0.0
@@ -153,7 +176,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         ``get_num_new_matched_tokens`` then ``allocate_slots``): its deferred load, if any. Returns None when its
         sequence does not fit (the scheduler stops, and tries again next step), 0.0 when nothing loads (admit it as
         usual), else the load time, s: the request leaves the queue (WAITING_FOR_REMOTE_KVS) and the caller takes
-        it back from ``take_started_loads``."""
+        it back from ``take_started_loads``. With ``load_in_step`` a load returns 0.0 too: the request is admitted
+        now, the loaded blocks its prefix hit, and its admission puts the load on the step (module doc)."""
         if req.uid not in self._deferred:
             return 0.0
         t = self._try_load(req)
@@ -161,7 +185,15 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             return None
         self._deferred.discard(req.uid)
         if t > 0:
+            if self.host.load_in_step:
+                self._in_step[req.uid] = t
+                return 0.0
             self._started.append((req, t))
+        return t
+
+    def take_pending_load_s(self) -> float:
+        """The load time of the admissions since the last call (``load_in_step`` only; else 0), s."""
+        t, self.pending_load_s = self.pending_load_s, 0.0
         return t
 
     def take_started_loads(self) -> list[tuple[SimRequest, float]]:

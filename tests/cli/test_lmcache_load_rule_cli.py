@@ -1,0 +1,37 @@
+"""Which LMCache load rule `offload` runs and says, by vLLM version: before 0.33.0 LMCacheConnectorV1 loads in the
+step (load_async False); 0.33.0's LMCacheMPConnector loads asynchronously, off the step."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner(env={"COLUMNS": "400"})
+L8 = "meta-llama/Llama-3.1-8B"
+LMCACHE = ["--kv-offloading-size", "64GiB", "--kv-offloading-backend", "lmcache", "--sessions", "4"]
+
+
+def _json(*args: str) -> dict:
+    r = runner.invoke(app, ["offload", L8, "--gpu", "H100", *LMCACHE, *args, "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_lmcache_loads_in_the_step_before_vllm_0_33():
+    d = _json("--engine-version", "0.19.0")
+    assert d["rules"]["lmcache_load"]["value"] == "in the step"
+    assert "LMCacheConnectorV1 (load_async False)" in d["rules"]["lmcache_load"]["source"]
+    note = d["kv_tiers"]["notes"][0]
+    assert "Before 0.33.0, vLLM runs LMCache as LMCacheConnectorV1, and LMCache 0.5.6 loads in the step" in note
+    assert "LMCacheMPConnector" not in note
+
+
+def test_lmcache_loads_off_the_step_in_vllm_0_33():
+    d = _json()  # the default version, 0.33.0
+    assert d["engine_version"] == "0.33.0" and d.get("rules") is None
+    note = d["kv_tiers"]["notes"][0]
+    assert "vLLM 0.33.0 runs LMCache as LMCacheMPConnector, which loads asynchronously" in note
+    assert "so the load is on its TTFT, not on the step" in note and "LMCacheConnectorV1" not in note
