@@ -35,3 +35,18 @@ def test_lmcache_loads_off_the_step_in_vllm_0_33():
     note = d["kv_tiers"]["notes"][0]
     assert "vLLM 0.33.0 runs LMCache as LMCacheMPConnector, which loads asynchronously" in note
     assert "so the load is on its TTFT, not on the step" in note and "LMCacheConnectorV1" not in note
+
+
+def test_simulate_names_the_load_rule_it_ran():
+    def rule(*version: str) -> dict:
+        r = runner.invoke(app, ["simulate", L8, "--gpu", "H100", "--workload", "agent", *LMCACHE, *version, "--json"],
+                          catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["kv_tiers"]
+
+    old, new = rule("--engine-version", "0.19.0"), rule()
+    assert old["host_tier"]["load_in_step"] is True and new["host_tier"]["load_in_step"] is False
+    assert old["rule"].startswith("LMCache under vLLM before 0.33.0 (LMCacheConnectorV1, load_async False)")
+    assert "loaded in the step that schedules the request, the load added to that step's time" in old["rule"]
+    assert new["rule"].startswith("LMCache under vLLM 0.33.0 (LMCacheMPConnector)")
+    assert "loaded before the request is scheduled" in new["rule"]

@@ -48,8 +48,11 @@ DEFAULT_SESSION_RATE = 0.2  # session starts per second, as `kvledger offload --
 _RULES = {
     "vllm": "vLLM OffloadingConnector: write-through store of every completed block; the request's host-resident "
             "continuation of its HBM hit is loaded before it is scheduled (the load is on its TTFT)",
-    "lmcache": "LMCache under vLLM: whole 256-token chunks of the prompt stored; the chunks from the prompt's start "
-               "beyond the HBM hit loaded before the request is scheduled",
+    "lmcache": "LMCache under vLLM 0.33.0 (LMCacheMPConnector): whole 256-token chunks of the prompt stored; the "
+               "chunks from the prompt's start beyond the HBM hit loaded before the request is scheduled",
+    "lmcache_in_step": "LMCache under vLLM before 0.33.0 (LMCacheConnectorV1, load_async False): whole 256-token "
+                       "chunks of the prompt stored; the chunks from the prompt's start beyond the HBM hit loaded in "
+                       "the step that schedules the request, the load added to that step's time",
     "sglang": "SGLang HiCache: {policy} backup of radix-tree segments; the host-resident continuation of the device "
               "prefix loaded back at admission (not under 10 tokens), the step taking max(compute, load)",
 }
@@ -64,7 +67,8 @@ class SimTierReport:
         plan: the tiers per GPU and their break-even prefix lengths (``plan --json``'s ``kv_tiers``).
         host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, unit_name (block, chunk or
             segment: what capacity_units and the per-tier units count), bytes_per_token (B),
-            read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens.
+            read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens, load_in_step (LMCache's loads in
+            the step that schedules the request: vLLM before 0.33.0).
         per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens (served),
             loaded_tokens / loaded_bytes (B) / load_s (Σ, s): every load, served or not; unserved_tokens (only when >
             0): loaded tokens evicted before their request's admission and recomputed (load_hold.py; HiCache: prefetched
@@ -144,10 +148,12 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
     return sim_host_tier(tp, plan.settings, tiers, unit, chunk), tp, unit
 
 
-def _rule(engine: str, tiers: TierSettings) -> str:
+def _rule(engine: str, tiers: TierSettings, host: HostTier) -> str:
     if engine == "sglang":
         return _RULES["sglang"].format(policy=tiers.write_policy)
-    return _RULES["lmcache" if tiers.kv_offloading_backend == "lmcache" else "vllm"]
+    if tiers.kv_offloading_backend == "lmcache":
+        return _RULES["lmcache_in_step" if host.load_in_step else "lmcache"]
+    return _RULES["vllm"]
 
 
 def _per_tier(s: TierStats, unit_tokens: int, unit_name: str) -> list[dict[str, Any]]:
@@ -192,7 +198,7 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     ttft_with, ttft_without = asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s)
     judged = tier_judgment(s, ttft_with, ttft_without, reusable_tokens=reusable_prefix_tokens(setup.workload),
                            overload=_overload(setup, run.with_offload.records), host_unit=(name, unit))
-    rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
+    rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers, host), tp, host_info,
                         _per_tier(s, unit, name), s.prompt_tokens, ttft_with, ttft_without,
                         run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy, rules=sim_rules(host))
     return run.with_offload, rep
