@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from cli_run import MODEL, run_cli
+from cli_run import MODEL, refused, run_cli
 
 AGENT8 = ["--workload", "agent", "--sessions", "8", "--session-rate", "1"]
 FLAT = ["--gemm-efficiency", "flat"]
@@ -35,3 +35,17 @@ def test_a_model_shorter_than_the_default_caps_sessions_at_its_context():
     s = d["workload"]["sessions"]
     assert (s["context_cap_tokens"], s["num_sessions"], d["workload"]["num_requests"]) == (2048, 12, 21)
     assert s["context_cap_source"].startswith("the model's context, below kvledger's session default of 32,768")
+    # the model's context set the cap: --max-model-len cannot pass it, so the note says so (it said "raise
+    # --max-model-len", which vLLM would refuse above 2,048)
+    left = [n for n in d["notes"] if n.startswith("sessions: 8 of the 20 drawn sessions left out, 12 run")]
+    assert len(left) == 1 and "raise --max-model-len" not in left[0]
+    assert left[0].endswith("the cap is the model's own 2,048-token context (the engine refuses a longer max_model_len)"
+                            ": these sessions exceed it and cannot be served whole, so no flag keeps them")
+
+
+def test_no_session_under_the_model_s_own_context_does_not_say_raise_max_model_len():
+    # agent sessions open with a 4,096-token system prompt, past facebook/opt-13b's 2,048-token context, so none fits;
+    # the cap is the model's context, which vLLM refuses a longer max_model_len past
+    msg = refused("simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--workload", "agent", "--sessions", "3")
+    assert msg == ("no agent session fits max_model_len 2,048: it is the model's own context, which the engine "
+                   "refuses a longer max_model_len past")

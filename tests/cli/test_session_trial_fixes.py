@@ -119,3 +119,23 @@ def test_offload_says_which_sessions_it_left_out():
     assert left_out_note(20, 20, agent, agent) is None  # none left out: no note
     # the preset's own cap bound (max_model_len at or above it): raising max_model_len moves nothing
     assert left_out_note(20, 19, agent, agent).endswith("not max_model_len, so no flag keeps them")
+
+
+def test_the_left_out_note_says_when_the_model_s_context_set_the_cap():
+    # the chat preset's own cap is 32,768 tokens; a 2,048-token cap below it was set by max_model_len, and raising
+    # --max-model-len keeps the sessions only when the model's context is above the cap (8,192 here); where the cap is
+    # the model's context (2,048, as the session rule takes for facebook/opt-13b), vLLM refuses a longer max_model_len
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.session_notes import left_out_note
+    from kvledger.dynamics.workload.sessions import SESSION_SHAPES
+
+    chat = SESSION_SHAPES["chat"]
+    capped = replace(chat, max_context_tokens=2048)
+    assert left_out_note(20, 12, capped, chat, 8192).endswith("; raise --max-model-len to keep them")
+    assert left_out_note(20, 12, capped, chat).endswith("; raise --max-model-len to keep them")  # context unknown
+    by_model = left_out_note(20, 12, capped, chat, 2048)
+    assert by_model.startswith("sessions: 8 of the 20 drawn sessions left out, 12 run")
+    assert by_model.endswith("; the cap is the model's own 2,048-token context (the engine refuses a longer "
+                             "max_model_len): these sessions exceed it and cannot be served whole, so no flag keeps "
+                             "them")

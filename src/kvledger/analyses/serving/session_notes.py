@@ -8,28 +8,39 @@ from typing import Any
 __all__ = ["sessions_left_out", "left_out_note", "session_default_cap", "load_flag"]
 
 
-def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int, by_max_model_len: bool = True
-                      ) -> str:
+def sessions_left_out(left_out: int, drawn: int, system_tokens: int, cap_tokens: int, by_max_model_len: bool = True,
+                      model_context_tokens: int | None = None) -> str:
     """Why ``left_out`` of the ``drawn`` sessions did not run: the draw's rule (``dynamics.workload.sessions``) stops
     a session before a turn whose prompt + output would pass the cap, and for these that turn was the first. The cap
     is the smaller of max_model_len and the preset's own context cap; ``by_max_model_len``: max_model_len set it, so
-    raising it keeps them (else the preset's cap bound, which no flag moves)."""
+    raising it keeps them (else the preset's cap bound, which no flag moves) unless ``model_context_tokens`` (the
+    model's context) is given: max_model_len is already the model's context, which the engine refuses to pass."""
     kept = drawn - left_out
-    fix = ("raise --max-model-len to keep them" if by_max_model_len else
-           "the cap is the preset's own (the session shape's context), not max_model_len, so no flag keeps them")
+    if not by_max_model_len:
+        fix = "the cap is the preset's own (the session shape's context), not max_model_len, so no flag keeps them"
+    elif model_context_tokens is not None:
+        fix = (f"the cap is the model's own {model_context_tokens:,}-token context (the engine refuses a longer "
+               "max_model_len): these sessions exceed it and cannot be served whole, so no flag keeps them")
+    else:
+        fix = "raise --max-model-len to keep them"
     return (f"sessions: {left_out:,} of the {drawn:,} drawn sessions left out, {kept:,} run: the first turn of each "
             f"(the {system_tokens:,}-token shared system prompt + its first input + its output) would pass the "
             f"context cap of {cap_tokens:,} tokens, and a session stops before a turn that would "
             f"(kvledger.dynamics.workload.sessions), so these had no turn to send; {fix}")
 
 
-def left_out_note(drawn: int, kept: int, shape: Any, preset: Any) -> str | None:
+def left_out_note(drawn: int, kept: int, shape: Any, preset: Any, model_context_tokens: int | None = None
+                  ) -> str | None:
     """``sessions_left_out`` for a draw of ``drawn`` sessions of which ``kept`` run, under ``shape`` (its context cap
-    the smaller of the preset's, ``preset``, and max_model_len); None when none was left out."""
+    the smaller of the preset's, ``preset``, and max_model_len); None when none was left out. ``model_context_tokens``:
+    the model's context (``ModelSpec.derived_max_model_len``); a cap at or above it was set by it, not by a flag (the
+    session rule, ``judgments/offload.py : session_context_cap``, takes it when below kvledger's default)."""
     if kept >= drawn:
         return None
-    return sessions_left_out(drawn - kept, drawn, shape.system_tokens, shape.max_context_tokens,
-                             shape.max_context_tokens < preset.max_context_tokens)
+    cap = shape.max_context_tokens
+    by_model = model_context_tokens is not None and cap >= model_context_tokens
+    return sessions_left_out(drawn - kept, drawn, shape.system_tokens, cap, cap < preset.max_context_tokens,
+                             model_context_tokens if by_model else None)
 
 
 def session_default_cap(cap_tokens: int, refusal: str) -> str:

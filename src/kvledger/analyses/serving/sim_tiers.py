@@ -233,7 +233,9 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     shape = replace(shape, max_context_tokens=min(shape.max_context_tokens, plan.memory.max_model_len))
     sessions = synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(args.seed))
     if not sessions:
-        raise InputError(f"no {kind} session fits max_model_len {plan.memory.max_model_len:,}: raise --max-model-len")
+        fix = ("raise --max-model-len" if plan.memory.max_model_len < plan.model.derived_max_model_len else
+               "it is the model's own context, which the engine refuses a longer max_model_len past")
+        raise InputError(f"no {kind} session fits max_model_len {plan.memory.max_model_len:,}: {fix}")
     left_out = num_sessions - len(sessions)  # their first turn would pass the cap (sessions.synthesize_sessions)
     loop = SessionLoop(tuple(sessions), SESSION_SEGMENT_TOKENS)
     specs = [spec for turns in loop.driver().specs for spec in turns]
@@ -254,7 +256,8 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
             raise
         raise DoesNotFitError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
-        setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind]))
+        setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind],
+                                             plan.model.derived_max_model_len))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
         setup.notes.append(f"sessions on {args.replicas:,} replicas routed {args.router}: a session's turns land on "
                            "different replicas, whose caches do not hold its earlier turns; --router "
