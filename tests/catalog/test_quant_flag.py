@@ -64,8 +64,14 @@ def test_online_bitsandbytes_is_four_bits_plus_an_fp32_absmax_per_64():
     q = scheme_for_flag(plain, "bitsandbytes", V033)
     assert (q.method, q.bits, q.group_size, q.scale_bytes) == ("bitsandbytes", 4, 64, 4)
     assert loaded_weights(plain, quantization="bitsandbytes").bytes == loaded_weights(bnb).bytes
-    with pytest.raises(InputError, match="quantizing it with gptq on load is not modelled"):
+    # gptq reads quantize_config.json from a pre-quantized checkpoint (gptq.py get_config_filenames); vLLM refuses it
+    # on an unquantized one
+    with pytest.raises(InputError, match=r"gptq does not quantize weights on load: .* or quantize_config.json\), "
+                                         r"and with neither refuses at start-up"):
         scheme_for_flag(plain, "gptq", V033)
+    # experts_int8 quantizes on load (no config file) but is not modelled
+    with pytest.raises(InputError, match="quantizing it with experts_int8 on load is not modelled"):
+        scheme_for_flag(plain, "experts_int8", V033)
     with pytest.raises(InputError, match="not a vLLM quantization method"):
         scheme_for_flag(plain, "int3", V033)
 

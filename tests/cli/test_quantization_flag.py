@@ -29,6 +29,7 @@ from cli_run import MODEL, refused, run_cli
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
+from kvledger.errors import InputError, KvLedgerError
 
 KV_BF16, KV_FP8 = 59_056_859_546, 66_036_115_866  # available KV bytes per GPU (module docstring)
 BLOCKS_BF16, BLOCKS_FP8 = 28_160, 31_488
@@ -84,10 +85,18 @@ def test_goodput_and_cost_name_it_in_the_memory_plan_source():
 
 def test_refused_where_plan_refuses_it_in_plans_words():
     awq = refused("plan", MODEL, "--gpu", "H100", "-q", "awq")
-    # an unquantized checkpoint: vLLM would quantize on load only with a few methods; awq is not one kvledger models
+    # an unquantized checkpoint: AWQ quantizes nothing on load; vLLM reads its settings from the checkpoint
+    # (weight_utils.py::get_quant_config, awq.py's config files) and refuses it without them; fp8 and bitsandbytes
+    # quantize on load and are named
     assert awq.startswith("--quantization awq: meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) is "
-                          "unquantized, and quantizing it with awq on load is not modelled (modelled: fp8, "
-                          "bitsandbytes)")
+                          "unquantized, and awq does not quantize weights on load: vLLM reads its settings from a "
+                          "checkpoint already quantized with it (config.json's quantization_config, or "
+                          "quant_config.json or quantize_config.json), and with neither refuses at start-up (\"Cannot "
+                          "find the config file for awq\"); on an unquantized checkpoint --quantization fp8")
+    assert "or bitsandbytes (4-bit, quantized in flight) works" in awq and "not modelled" not in awq
+    with pytest.raises(KvLedgerError) as gptq:  # an InputError: exit 2 from the console script (main.run)
+        run_cli("plan", MODEL, "--gpu", "H100", "-q", "gptq")
+    assert type(gptq.value) is InputError and "(\"Cannot find the config file for gptq\")" in str(gptq.value)
     search = ("search", MODEL, "--slo", "ttft=1s,tpot=50ms", "--gpus", "H100", "--tp", "1", "--utilization", "0.5")
     for cmd in (("simulate", MODEL, "--gpu", "H100"), ("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "8")):
         assert refused(*cmd, "--quantization", "awq") == awq

@@ -15,6 +15,11 @@ with a per-tensor fp32 scale) and ``bitsandbytes`` (``bitsandbytes.py`` ``BitsAn
 ``load_in_4bit``, ``bnb_4bit_quant_type`` fp4, no double quantization; ``bitsandbytes_loader.py`` quantizes each
 Linear with ``quantize_4bit``, blocksize 64: 4-bit values + an fp32 absmax per 64 as its quant state; embeddings and
 the LM head, not ``LinearBase``, stay in the model dtype).
+
+Other methods need a checkpoint already quantized: ``model_loader/weight_utils.py::get_quant_config`` (read in 0.19.0
+and 0.33.0) takes their settings from config.json's ``quantization_config``, else from the file the method's
+``get_config_filenames`` names in the checkpoint, and with neither raises "Cannot find the config file for <method>"
+at start-up (``_CONFIG_FILES``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ _KNOWN = frozenset({"fp8", "bitsandbytes", "awq", "awq_marlin", "auto_awq", "gpt
                     "modelopt_mxfp8", "modelopt_mixed", "bitblas", "gptq_bitblas", "hqq", "tpu_int8", "deepspeedfp",
                     "ipex", "auto-round", "rtn", "cpu_awq"})
 _NONE = (None, "", "auto", "none")
+_CONFIG_FILES = {"awq": "quant_config.json or quantize_config.json", "auto_awq": "quantize_config.json or "
+                 "quant_config.json", "modelopt": "hf_quant_config.json", "modelopt_fp4": "hf_quant_config.json",
+                 "petit_nvfp4": "hf_quant_config.json", "inc": "quantization_config.json",
+                 **dict.fromkeys(("awq_marlin", "gptq", "gptq_marlin", "auto_gptq", "moe_wna16", "cpu_awq"),
+                                 "quantize_config.json")}
+"""The quantization config file each method reads from a checkpoint without ``quantization_config`` in config.json
+(``get_config_filenames`` of awq.py, gptq.py, awq_marlin.py, gptq_marlin.py, moe_wna16.py, cpu_wna16.py, inc.py,
+modelopt.py, petit.py in 0.19.0; auto_awq.py, auto_gptq.py in 0.33.0)."""
 
 
 def online_scheme(method: str) -> QuantScheme:
@@ -73,6 +86,8 @@ def scheme_for_flag(model: ModelSpec, flag: str | None, version: tuple[int, int,
     if q.method == "none":
         if flag in ONLINE_METHODS:
             return online_scheme(flag)
+        if flag in _CONFIG_FILES:
+            raise InputError(_needs_quantized_checkpoint(model.name, flag))
         raise InputError(f"--quantization {flag}: {model.name} is unquantized, and quantizing it with {flag} on load "
                          f"is not modelled (modelled: {', '.join(ONLINE_METHODS)}); plan a checkpoint already "
                          f"quantized with {flag}")
@@ -85,3 +100,13 @@ def scheme_for_flag(model: ModelSpec, flag: str | None, version: tuple[int, int,
                      f"specified in the `quantization` argument ({flag})\"); leave --quantization out: vLLM serves it "
                      f"as "
                      f"{_override(q, None, version) or q.config_method}")
+
+
+def _needs_quantized_checkpoint(model_name: str, flag: str) -> str:
+    """vLLM's refusal of ``--quantization flag`` on unquantized ``model_name``: the method quantizes nothing on load,
+    it reads a pre-quantized checkpoint's settings (``_CONFIG_FILES``), and the methods that do quantize on load."""
+    return (f"--quantization {flag}: {model_name} is unquantized, and {flag} does not quantize weights on load: vLLM "
+            f"reads its settings from a checkpoint already quantized with it (config.json's quantization_config, or "
+            f"{_CONFIG_FILES[flag]}), and with neither refuses at start-up (\"Cannot find the config file for "
+            f"{flag}\"); on an unquantized checkpoint --quantization fp8 (FP8 weights, quantized on load) or "
+            f"bitsandbytes (4-bit, quantized in flight) works; or plan a checkpoint already quantized with {flag}")
