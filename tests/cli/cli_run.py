@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +17,19 @@ _runner = CliRunner()
 def run_cli(*args: str):
     """The command's result (exceptions propagate), at a 250-column console so lines are not wrapped."""
     return _runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
+
+
+def cli_json(*args: str) -> dict:
+    """The JSON document ``kvledger *args`` writes to stdout with ``--json`` (added when not among ``args``), once the
+    command exited 0; strict JSON: a NaN or Infinity fails the test (kvledger's serializer writes null)."""
+    argv = args if "--json" in args else (*args, "--json")
+    res = run_cli(*argv)
+    assert res.exit_code == 0, res.output
+
+    def no_constant(name: str) -> None:
+        raise AssertionError(f"--json wrote {name}, not strict JSON")
+
+    return json.loads(res.stdout, parse_constant=no_constant)
 
 
 def refused(*args: str) -> str:

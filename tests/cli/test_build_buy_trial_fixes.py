@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import refused, run_cli
+from cli_run import cli_json, refused, run_cli
 
 SWEEP = sorted(glob.glob("tests/evidence/data/inference-perf/stage_*_lifecycle_metrics.json"))
 SLO = ["--slo", "ttft=500ms,tpot=50ms"]
@@ -21,9 +21,7 @@ SHARED_SWEEP = sorted(glob.glob("/work/shared/data/measured-runs/inference-perf-
 
 
 def _cost_json(*args: str) -> dict:
-    res = run_cli("cost", *SWEEP, *SLO, "--gpu-provider", "Nebius", *args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return cli_json("cost", *SWEEP, *SLO, "--gpu-provider", "Nebius", *args)
 
 
 def test_a_row_with_no_batch_api_is_named_and_priced_on_demand_and_no_cached_price_is_an_upper_bound():

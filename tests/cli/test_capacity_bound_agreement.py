@@ -6,10 +6,8 @@ capacity found apart from the bound it is sized on.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from cli_run import MODEL, run_cli
+from cli_run import MODEL, cli_json, run_cli
 
 # 300-request probes of 1,600–2,100-token prompts and 100–300-token outputs on one H100: the search finds 18 req/s
 # (291 of its 300 requests within the SLO, 97.0%), and the probe is too short to show that a replica cannot keep pace
@@ -17,12 +15,6 @@ from cli_run import MODEL, run_cli
 W = ["--prompt-lengths", "uniform:1600:2100", "--output-lengths", "uniform:100:300", "--num-requests", "300",
      "--slo", "ttft=500ms,tpot=50ms"]
 FOUND, SHARE = 18.0, 291 / 300
-
-
-def _json(*args: str) -> dict:
-    res = run_cli(*args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +31,10 @@ def bound() -> float:
 
 
 def test_the_three_commands_size_on_the_same_bound(bound):
-    gp = _json("goodput", "--simulate", MODEL, "--gpu", "H100", *W, "--target", "0.9")["boundary"]
-    cost = _json("cost", "--simulate", MODEL, "--gpu", "H100", *W, "--monthly-tokens", "3e9",
+    gp = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", *W, "--target", "0.9")["boundary"]
+    cost = cli_json("cost", "--simulate", MODEL, "--gpu", "H100", *W, "--monthly-tokens", "3e9",
                  "--api", "OpenAI:gpt-4.1-mini")
-    found = _json("search", MODEL, "--gpus", "H100", "--tp", "1", *W, "--rate", "2")
+    found = cli_json("search", MODEL, "--gpus", "H100", "--tp", "1", *W, "--rate", "2")
     cand = next(c for c in found["candidates"] if c["id"] == found["winner"]["id"])["capacity"]
     assert gp["boundary_value"] == cost["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == \
         cand["boundary_rate_req_per_s"] == FOUND
@@ -73,7 +65,7 @@ def test_the_three_commands_say_the_bound_in_the_same_words(bound):
 def test_goodput_says_nothing_of_a_bound_that_does_not_bind():
     # 2,000-request probes (the default) are long enough: the capacity found is below the bound, so goodput prices
     # as cost does, at the rate found, and neither key nor warning appears
-    gp = _json("goodput", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "uniform:1600:2100",
+    gp = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "uniform:1600:2100",
                "--output-lengths", "uniform:100:300", "--slo", "ttft=500ms,tpot=50ms", "--target", "0.9")
     b = gp["boundary"]
     assert "sized_on_req_per_s" not in b and "capacity_bound_req_per_s" not in b

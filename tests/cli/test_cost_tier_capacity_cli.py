@@ -4,10 +4,10 @@ only."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.analyses.search.offload_axis import OffloadOption
@@ -24,15 +24,9 @@ BASE = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--tra
         "100", "--slo", SLO, "--gpu-provider", "Nebius", "--gemm-efficiency", "flat", "--json"]
 
 
-def _json(*extra: str) -> dict:
-    res = CliRunner().invoke(app, [*BASE, *extra], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
-    plain = _json()
-    d = _json("--kv-tier-host", "64GiB", "--kv-tier-nvme", "1TiB")
+    plain = cli_json(*BASE)
+    d = cli_json(*BASE, "--kv-tier-host", "64GiB", "--kv-tier-nvme", "1TiB")
     cap = d["simulation"]["capacity_search"]
     # Without the tier the request-rate search (1 → 32 by doubling, then bisection) ends at 22.25 req/s (94 % within
     # the SLO); from 22.5 req/s up the 100-request probes are too short to show their load (more than half their
@@ -87,7 +81,7 @@ def test_the_tier_run_equals_the_plain_run_when_nothing_is_loaded_back():
 
 
 def test_at_offered_load_the_host_tier_stays_priced_only():
-    d = _json("--kv-tier-host", "64GiB", "--at-offered-load")
+    d = cli_json(*BASE, "--kv-tier-host", "64GiB", "--at-offered-load")
     assert any(n.startswith("the KV tier (64 GiB per GPU of host) is priced only") and "--at-offered-load" in n
                for n in d["notes"])
 

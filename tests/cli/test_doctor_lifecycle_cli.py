@@ -17,7 +17,7 @@ from cli_run import run_cli
 LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
 
 
-def _json(name: str, *args: str) -> tuple[int, dict]:
+def _doctor_json(name: str, *args: str) -> tuple[int, dict]:
     res = run_cli("doctor", str(LOGS / name), "--json", *args)
     return res.exit_code, json.loads(res.output)
 
@@ -30,7 +30,7 @@ def _text(name: str, *args: str) -> tuple[int, str]:
 def test_a_failed_restart_after_a_healthy_run_is_judged_on_the_restart():
     # banners at lines 1 and 12; the first run serves from line 11 (uvicorn's ready line); the restart fails: its
     # ValueError (max_model_len 131072 needs 16.00 GiB of KV cache) is line 28
-    code, d = _json("constructed_v1_restart_then_failed.log")
+    code, d = _doctor_json("constructed_v1_restart_then_failed.log")
     assert code == 1 and d["failed"] is True and d["not_started"] is True
     names = [f["name"] for f in d["findings"]]
     assert "crashed_while_serving" not in names
@@ -48,7 +48,7 @@ def test_a_failed_restart_after_a_healthy_run_is_judged_on_the_restart():
 def test_a_crash_then_a_healthy_restart_is_healthy_and_says_what_became_of_the_first_run():
     # the first run crashes (torch.OutOfMemoryError at line 48, EngineDeadError at 50); the restart (banner line 54)
     # serves from line 65 with two metrics lines (66, 67) and a 200 (68)
-    code, d = _json("constructed_v1_crash_then_restart.log")
+    code, d = _doctor_json("constructed_v1_crash_then_restart.log")
     assert code == 0 and d["failed"] is False and d["unfinished"] is False
     assert "crashed_while_serving" not in [f["name"] for f in d["findings"]]
     assert d["log"]["metrics_lines"] == 2  # the restart's own, not the first run's 30
@@ -62,7 +62,7 @@ def test_a_crash_then_a_healthy_restart_is_healthy_and_says_what_became_of_the_f
 def test_a_request_refused_while_the_server_serves_on_is_a_request_error_not_a_crash():
     # line 14: the request's traceback; line 17: ValueError "maximum context length is 8192"; line 18: 400; then a
     # metrics line (19) and a 200 (20): the server served on
-    code, d = _json("constructed_v1_client_errors.log")
+    code, d = _doctor_json("constructed_v1_client_errors.log")
     assert code == 0 and d["failed"] is False
     names = [f["name"] for f in d["findings"]]
     assert "crashed_while_serving" not in names
@@ -74,7 +74,7 @@ def test_a_request_refused_while_the_server_serves_on_is_a_request_error_not_a_c
 
 def test_an_operators_stop_is_stopped_not_a_crash():
     # line 15: "Shutting down FastAPI HTTP server."; line 19: the asyncio runner's traceback, line 22 CancelledError
-    code, d = _json("constructed_v1_sigterm.log")
+    code, d = _doctor_json("constructed_v1_sigterm.log")
     assert code == 0 and d["failed"] is False and d["stopped"] == 15
     assert "crashed_while_serving" not in [f["name"] for f in d["findings"]]
     _, out = _text("constructed_v1_sigterm.log")
@@ -97,7 +97,7 @@ def test_an_oom_while_capturing_cuda_graphs_names_the_phase_and_its_fixes():
 
 def test_after_an_oom_no_remedy_raises_gpu_memory_utilization_and_computed_figures_cite_no_line():
     # vLLM 0.5.4: "# GPU blocks: 27784" (line 7), OOM at line 29 (the only line printing the device total, 79.19 GiB)
-    code, d = _json("constructed_v0.5.4_oom_while_serving.log", "--gpu", "H100")
+    code, d = _doctor_json("constructed_v0.5.4_oom_while_serving.log", "--gpu", "H100")
     assert code == 1
     names = [f["name"] for f in d["findings"]]
     crash = d["findings"][names.index("crashed_while_serving")]
@@ -113,7 +113,7 @@ def test_after_an_oom_no_remedy_raises_gpu_memory_utilization_and_computed_figur
 
 def test_an_impossible_per_request_figure_is_flagged_and_sizes_no_remedy():
     # 99.5% of 476,000 slots over 50 running requests (lines 12–21) = 9,472 tokens a request > max_model_len 8,192
-    code, d = _json("constructed_v1_impossible_usage.log")
+    code, d = _doctor_json("constructed_v1_impossible_usage.log")
     cap = next(f for f in d["findings"] if f["name"] == "capacity")
     assert "The log's figures are inconsistent: they give each running request ≈9,472 tokens" in cap["message"]
     assert all(o["requests_of_observed_size"] is None for o in cap["options"])
@@ -137,7 +137,7 @@ def test_ansi_colours_are_stripped_and_counts_have_separators(tmp_path):
 def test_an_engine_oom_then_another_processs_200_is_a_crash_not_a_request_error():
     # the EngineCore's traceback at line 12 ends in torch.OutOfMemoryError (line 15); the API server's 200 (line 16)
     # and uvicorn's "Shutting down" (17) follow: the engine is dead, the 200 shows nothing
-    code, d = _json("constructed_v1_oom_then_200.log")
+    code, d = _doctor_json("constructed_v1_oom_then_200.log")
     assert code == 1 and d["failed"] is True and d["stopped"] is None
     names = [f["name"] for f in d["findings"]]
     assert "request_errors" not in names
@@ -150,7 +150,7 @@ def test_an_engine_oom_then_another_processs_200_is_a_crash_not_a_request_error(
 def test_an_engine_traceback_without_the_fatal_error_line_is_a_crash():
     # EngineCore_DP0-style tag "(EngineCore pid=242)": traceback line 12, "ValueError: something broke in the engine"
     # line 15, then a 200 (16) and the shutdown (17)
-    code, d = _json("constructed_v1_engine_traceback_then_shutdown.log")
+    code, d = _doctor_json("constructed_v1_engine_traceback_then_shutdown.log")
     assert code == 1 and d["failed"] is True and d["stopped"] is None
     names = [f["name"] for f in d["findings"]]
     assert "request_errors" not in names
@@ -161,7 +161,7 @@ def test_an_engine_traceback_without_the_fatal_error_line_is_a_crash():
 def test_a_start_up_warnings_traceback_keeps_one_start_up_and_the_stop_says_so():
     # banner line 1, non-default args line 2, the plugin's traceback lines 4–6 (ModuleNotFoundError), the engine line
     # 7; serving from line 15; a request's traceback at 18 (400 at 22); shutdown at 25 (26 lines)
-    code, d = _json("constructed_v1_startup_warning_traceback.log")
+    code, d = _doctor_json("constructed_v1_startup_warning_traceback.log")
     assert code == 0 and d["failed"] is False and d["stopped"] == 25
     assert d["startups"] == [{"first_line": 1, "last_line": 26, "outcome": "verdict", "says": "the verdict below"}]
     assert d["log"]["version_source"] == "printed (line 1)"  # the banner stays in the verdict's start-up
@@ -176,7 +176,7 @@ def test_a_start_up_warnings_traceback_keeps_one_start_up_and_the_stop_says_so()
 def test_a_graph_capture_oom_a_crash_and_a_healthy_restart_read_as_three_start_ups():
     # banners at lines 1, 19 and 45: #1 "EngineCore failed to start" (13), OutOfMemoryError line 17; #2 serves from
     # line 29 and crashes (OutOfMemoryError line 39, EngineDeadError 41); #3 serves from line 56, 200 at line 59
-    code, d = _json("constructed_v1_three_startups.log")
+    code, d = _doctor_json("constructed_v1_three_startups.log")
     assert code == 0 and d["failed"] is False
     assert [(s["first_line"], s["last_line"], s["outcome"]) for s in d["startups"]] == [
         (1, 18, "failed_to_start"), (19, 44, "crashed"), (45, 59, "verdict")]

@@ -25,12 +25,11 @@ are ``S / link``, so the share moves a step by ``64 · S · (1/11.2e9 − 1/22.4
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 import sys
 
 import pytest
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused
 
 GPU = "L40S"
 SHARE = "0.7"
@@ -44,15 +43,9 @@ def _less(nbytes: float, calls: int = 64) -> float:
     return calls * nbytes * (1 / 11.2e9 - 1 / 22.4e9)
 
 
-def _json(*args: str) -> dict:
-    res = run_cli(*args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 def _both(*args: str) -> tuple[dict, dict]:
     """(the command's JSON at the default share, at --allreduce-link-share 0.7)."""
-    return _json(*args), _json(*args, "--allreduce-link-share", SHARE)
+    return cli_json(*args), cli_json(*args, "--allreduce-link-share", SHARE)
 
 
 def _given(step_cost: dict) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -21,13 +22,8 @@ BASE = ("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--sessions", "6"
 ONE = ("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--sessions", "1", "--session-rate", "1")
 
 
-def _json(*flags: str, base: tuple[str, ...] = BASE) -> dict:
-    r = runner.invoke(app, [*base, *flags, "--json"], catch_exceptions=False)
-    return json.loads(r.stdout)
-
-
 def test_store_threshold_and_arc_are_reported_with_their_sources():
-    d = _json("--kv-offloading-size", "64", "--store-threshold", "2", "--eviction-policy", "arc", base=ONE)
+    d = cli_json(*ONE, "--kv-offloading-size", "64", "--store-threshold", "2", "--eviction-policy", "arc")
     assert d["rules"]["store_threshold"]["value"] == 2 and "0.33.0" in d["rules"]["store_threshold"]["source"]
     assert d["rules"]["eviction_policy"]["value"] == "arc"
     s = d["tier_stats"]
@@ -44,12 +40,12 @@ def test_store_threshold_and_arc_are_reported_with_their_sources():
     # stored 148 + 32 + 8 = 188; skipped 148 + 34 + 9 + 4 = 195.
     assert (s["stored_units"], s["stores_skipped"], s["evicted_units"], s["host_hit_tokens"]) == (188, 195, 0, 0)
     assert "disk" not in s and "write_back_s" not in s
-    plain = _json("--kv-offloading-size", "64")  # no rule on: neither key is written
+    plain = cli_json(*BASE, "--kv-offloading-size", "64")  # no rule on: neither key is written
     assert "rules" not in plain and "stores_skipped" not in plain["tier_stats"]
 
 
 def test_disk_tier_capacity_from_the_plans_nvme_tier():
-    d = _json("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB", base=ONE)
+    d = cli_json(*ONE, "--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB")
     disk = d["tier_stats"]["disk"]
     # 1 TiB // 131,072 B per token = 8,388,608 tokens // 256 per chunk = 32,768 chunks; read 7 GB/s (under the link)
     assert disk["capacity_units"] == 32768 and disk["read_bytes_per_s"] == 7e9
@@ -59,8 +55,8 @@ def test_disk_tier_capacity_from_the_plans_nvme_tier():
     assert (d["tier_stats"]["stored_units"], disk["stored_units"], disk["evicted_units"]) == (12, 12, 0)
     assert d["rules"]["disk"]["capacity_units"] == 32768
     # SGLang's file storage tier below HiCache: 8,388,608 tokens // 64-token segments = 131,072 segments
-    d = _json("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
-              "--hicache-storage-prefetch-policy", "wait_complete", base=ONE)
+    d = cli_json(*ONE, "--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
+                 "--hicache-storage-prefetch-policy", "wait_complete")
     assert d["tier_stats"]["disk"]["capacity_units"] == 131072 and d["rules"]["disk"]["unit"] == "segment"
     # write_through backs up each whole 64-token segment as it enters the tree, and every backup is written on:
     # ONE's context ends at 3,289 tokens = 51 whole segments (its last 25 tokens are no whole segment: not backed up)
@@ -70,12 +66,12 @@ def test_disk_tier_capacity_from_the_plans_nvme_tier():
 def test_hicache_write_back_is_simulated():
     # 6 sessions fit in one H100's HBM: nothing is evicted, so under write_back nothing reaches the host (0 stored,
     # 0 copied), where write_through copies every segment as it enters the tree
-    d = _json("--engine", "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", "write_back")
+    d = cli_json(*BASE, "--engine", "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", "write_back")
     s = d["tier_stats"]
     assert (s["stored_units"], s["write_back_tokens"], s["write_back_s"]) == (0, 0, 0.0)
     assert d["rules"]["hicache_write_policy"]["value"] == "write_back"
     # write_through on ONE's session: its 3,289-token context's 51 whole segments, each copied once
-    wt = _json("--engine", "sglang", "--enable-hierarchical-cache", base=ONE)["tier_stats"]
+    wt = cli_json(*ONE, "--engine", "sglang", "--enable-hierarchical-cache")["tier_stats"]
     assert wt["stored_units"] == 51 and "write_back_s" not in wt
 
 

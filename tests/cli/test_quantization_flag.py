@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
@@ -38,16 +38,10 @@ BW = 0.8 * 3.35e12  # B/s
 KV_1024 = 1024 * 131_072  # 134,217,728 B
 
 
-def _json(*args: str) -> dict:
-    res = run_cli(*args)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 def test_simulate_plans_the_pool_as_plan_does_with_the_bytes_fp8_frees():
     run = ("simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--seed", "3", "--json")
-    bf16, fp8 = _json(*run), _json(*run, "-q", "fp8")
-    plan = _json("plan", MODEL, "--gpu", "H100", "-q", "fp8", "--json")
+    bf16, fp8 = cli_json(*run), cli_json(*run, "-q", "fp8")
+    plan = cli_json("plan", MODEL, "--gpu", "H100", "-q", "fp8", "--json")
     assert (plan["memory"]["available_kv_bytes"], plan["memory"]["num_gpu_blocks"]) == (KV_FP8, BLOCKS_FP8)
     assert KV_FP8 - KV_BF16 == FREED
     assert (bf16["engine"]["num_gpu_blocks"], fp8["engine"]["num_gpu_blocks"]) == (BLOCKS_BF16, BLOCKS_FP8)
@@ -74,7 +68,7 @@ def test_a_decode_step_at_batch_one_reads_the_fp8_weights():
 
 
 def test_goodput_and_cost_name_it_in_the_memory_plan_source():
-    d = _json("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo", "ttft=1s,tpot=50ms",
+    d = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo", "ttft=1s,tpot=50ms",
               "-q", "fp8", "--json")
     text = json.dumps(d)
     assert "kvledger.accounting.plan.build_plan (the KV-cache ledger); weights FP8, quantized on load" in text
@@ -116,7 +110,7 @@ def test_refused_where_plan_refuses_it_in_plans_words():
 
 
 def test_search_plans_every_candidate_with_it_and_its_launch_lines_carry_it():
-    d = _json("search", MODEL, "--slo", "ttft=1s,tpot=50ms", "--gpus", "H100", "--tp", "1", "--utilization", "0.5",
+    d = cli_json("search", MODEL, "--slo", "ttft=1s,tpot=50ms", "--gpus", "H100", "--tp", "1", "--utilization", "0.5",
               "-q", "fp8", "--show-command", "H100:tp1:kv-auto", "--json")
     assert (d["plan"]["num_gpu_blocks"], d["plan"]["quantization"]) == (BLOCKS_FP8, "fp8")
     for line in ("vllm", "sglang", "check"):
@@ -137,7 +131,7 @@ def test_report_carries_it_into_its_plan_its_simulations_and_its_commands():
 
 
 def test_offload_plans_and_prices_its_runs_with_it():
-    d = _json("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "8", "--sessions", "10", "-q", "fp8",
+    d = cli_json("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "8", "--sessions", "10", "-q", "fp8",
               "--json")
     assert d["step_cost"]["weights"] == "weights FP8, quantized on load (vLLM --quantization fp8)"
     hbm = next(t for t in d["kv_tiers"]["tiers"] if t["name"] == "hbm")
@@ -148,11 +142,11 @@ def test_offload_plans_and_prices_its_runs_with_it():
 def test_the_judgment_calls_plan_and_price_with_it():
     # fp8-kv's BF16-KV pool is plan -q fp8's (28,160 → 31,488 blocks; its FP8-KV pool twice the tokens: 62,976 blocks
     # of 1,048,576 B in the same 66,036,115,866 B)
-    cap = _json("fp8-kv", MODEL, "--gpu", "H100", "-q", "fp8", "--json")["capacity"]
+    cap = cli_json("fp8-kv", MODEL, "--gpu", "H100", "-q", "fp8", "--json")["capacity"]
     assert (cap["bf16"]["num_gpu_blocks"], cap["bf16"]["available_kv_bytes"]) == (BLOCKS_FP8, KV_FP8)
     assert cap["fp8"]["num_gpu_blocks"] == KV_FP8 // 1_048_576 == 62_976
-    assert _json("fp8-kv", MODEL, "--gpu", "H100", "--json")["capacity"]["bf16"]["num_gpu_blocks"] == BLOCKS_BF16
-    ev = _json("kv-eviction", MODEL, "--gpu", "H100", "--evict", "0.5", "-q", "fp8", "--json")
+    assert cli_json("fp8-kv", MODEL, "--gpu", "H100", "--json")["capacity"]["bf16"]["num_gpu_blocks"] == BLOCKS_BF16
+    ev = cli_json("kv-eviction", MODEL, "--gpu", "H100", "--evict", "0.5", "-q", "fp8", "--json")
     assert ev["settings"]["quantization"] == "fp8"
     for argv in (["spec-decode", MODEL, "--gpu", "H100", "-k", "4", "--acceptance", "0.7"],
                  ["disagg", MODEL, "--gpu", "H100", "--rate", "2", "--num-requests", "20"]):

@@ -4,9 +4,8 @@ and SGLang HiCache's mooncake storage as its one storage backend."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -19,16 +18,10 @@ OFF = ["offload", *MODEL, "--sessions", "6", "--session-rate", "1"]
 LMC = ("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache")
 
 
-def _json(*args: str) -> dict:
-    res = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
 def test_lmcache_remote_is_the_row_below_the_disk_in_simulate_and_offload():
     flags = (*LMC, "--kv-tier-nvme", "1GiB", "--kv-tier-remote", "2TiB", "--network-bandwidth", "12.5")
-    k = _json(*SIM, *flags)["kv_tiers"]
-    o = _json(*OFF, *flags)
+    k = cli_json(*SIM, *flags)["kv_tiers"]
+    o = cli_json(*OFF, *flags)
     assert [r["tier"] for r in k["per_tier"]] == ["hbm", "host_dram", "nvme", "remote"]
     remote = k["per_tier"][3]
     # 2 TiB // 131,072 B/token = 16,777,216 tokens // 256-token chunks = 65,536 chunks; 12.5 GB/s (< the host link's
@@ -43,7 +36,7 @@ def test_lmcache_remote_is_the_row_below_the_disk_in_simulate_and_offload():
 
 
 def test_sglang_mooncake_storage_replaces_the_disk_and_both_are_refused():
-    k = _json(*SIM, "--policy", "sglang", "--enable-hierarchical-cache", "--kv-tier-remote", "1TiB",
+    k = cli_json(*SIM, "--policy", "sglang", "--enable-hierarchical-cache", "--kv-tier-remote", "1TiB",
               "--hicache-storage-prefetch-policy", "wait_complete")["kv_tiers"]
     # 8,388,608 tokens // 64-token session segments = 131,072 segments, at the default 50 GB/s (one 400 Gb/s NIC)
     assert [r["tier"] for r in k["per_tier"]] == ["hbm", "host_dram", "remote"]
@@ -73,7 +66,8 @@ def test_bad_remote_flags_are_one_paragraph_errors(flags, words):
 
 
 def test_plan_takes_the_remote_flags_from_the_group():
-    d = _json("plan", *MODEL, "--kv-offloading-size", "64", "--kv-tier-remote", "1TiB", "--network-bandwidth", "12.5")
+    d = cli_json("plan", *MODEL, "--kv-offloading-size", "64", "--kv-tier-remote", "1TiB", "--network-bandwidth",
+                 "12.5")
     remote = next(t for t in d["kv_tiers"]["tiers"] if t["name"] == "remote")
     assert remote["capacity_tokens"] == 8_388_608 and remote["read_bytes_per_s"] == 12.5e9
     res = runner.invoke(app, ["plan", *MODEL, "--network-bandwidth", "3"])

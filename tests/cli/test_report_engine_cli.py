@@ -4,31 +4,23 @@ left out, and an engine the simulator has no rules for is refused before any wor
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 W = ["--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms", "--num-requests", "100", "--monthly-tokens", "3e9",
      "--api", "OpenAI:gpt-4.1-mini"]
 CTX = "1K,2K,4K,8K,16K,32K,64K,128K"
 
 
-def _json(*args: str) -> dict:
-    res = run_cli(*args)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 @pytest.fixture(scope="module")
 def report() -> dict:
-    return _json("report", MODEL, *W, "--engine", "sglang", "--json")
+    return cli_json("report", MODEL, *W, "--engine", "sglang", "--json")
 
 
 def test_report_engine_sglang_flows_into_plan_simulation_and_cost(report):
-    plan = _json("plan", MODEL, "--gpu", "H100", "--engine", "sglang", "--context", CTX, "--json")
+    plan = cli_json("plan", MODEL, "--gpu", "H100", "--engine", "sglang", "--context", CTX, "--json")
     assert report["plan"] == plan and report["plan"]["memory"]["engine"] == "sglang"
-    cost = _json("cost", "--simulate", MODEL, *W[:6], "--trace", "azure-conv", "--policy", "sglang",
+    cost = cli_json("cost", "--simulate", MODEL, *W[:6], "--trace", "azure-conv", "--policy", "sglang",
                  "--monthly-tokens", "3e9", "--api", "OpenAI:gpt-4.1-mini", "--json")
     r, c = report["cost"], cost
     # the same SLO capacity (100-request probes: 17.75 req/s) found on SGLang's pool (page size 1) and scheduler

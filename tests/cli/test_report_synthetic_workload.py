@@ -5,30 +5,23 @@ carry the flags."""
 
 from __future__ import annotations
 
-import json
 import shlex
 
 import pytest
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused
 
 W = ["--prompt-lengths", "uniform:1600:2100", "--output-lengths", "uniform:100:300", "--num-requests", "300",
      "--slo", "ttft=500ms,tpot=50ms"]
 BILL = ["--monthly-tokens", "3e9", "--api", "OpenAI:gpt-4.1-mini"]
 
 
-def _json(*args: str) -> dict:
-    res = run_cli(*args)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 @pytest.fixture(scope="module")
 def report() -> dict:
-    return _json("report", MODEL, "--gpu", "H100", *W, *BILL, "--json")
+    return cli_json("report", MODEL, "--gpu", "H100", *W, *BILL, "--json")
 
 
 def test_report_on_a_synthetic_workload_agrees_with_cost(report):
-    cost = _json("cost", "--simulate", MODEL, "--gpu", "H100", *W, *BILL, "--json")
+    cost = cli_json("cost", "--simulate", MODEL, "--gpu", "H100", *W, *BILL, "--json")
     r, c = report["cost"], cost
     assert r["simulation"]["workload"]["trace"].startswith("synthetic (prompt uniform:1600:2100, output "
                                                            "uniform:100:300")
@@ -53,13 +46,13 @@ def test_its_command_lines_carry_the_workload_and_its_cost_line_gives_its_cost(r
     flags = "--prompt-lengths uniform:1600:2100 --output-lengths uniform:100:300 --num-requests 300 --seed 0"
     for key in ("cost", "capacity", "sweep_point", "engine_savings"):
         assert flags in cmds[key] and "--trace" not in cmds[key], key
-    again = _json(*shlex.split(cmds["cost"])[1:])  # the line as printed, run: the report's cost section again
+    again = cli_json(*shlex.split(cmds["cost"])[1:])  # the line as printed, run: the report's cost section again
     assert again["verdict"] == report["cost"]["verdict"]
     assert again["decision"]["replicas"] == report["cost"]["decision"]["replicas"]
 
 
 def test_an_arrival_cv_reaches_the_simulations_and_the_commands():
-    d = _json("report", MODEL, "--gpu", "H100", *W, "--arrival-cv", "2", "--utilization", "0.5", "--json")
+    d = cli_json("report", MODEL, "--gpu", "H100", *W, "--arrival-cv", "2", "--utilization", "0.5", "--json")
     assert d["cost"]["simulation"]["workload"]["trace"].endswith("arrival CV 2)")
     assert " --arrival-cv 2.0 --num-requests 300" in d["commands"]["cost"]
 

@@ -4,12 +4,11 @@ a banded figure."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 from kvledger.analyses.serving.seed_spread import SEED_FREE_NOTE, SPREAD_KEYS
 
@@ -22,12 +21,6 @@ LIGHT = FIXED + ["--rate", "2", "--num-requests", "200"]
 # Llama-3.1-8B on one H100 serves these requests at about 56 req/s once saturated (the run below at 120 req/s
 # finishes 55.8–56.4 req/s over seeds 0–2): 120 req/s offered is about twice past the knee.
 PAST_KNEE = FIXED + ["--rate", "120", "--num-requests", "200"]
-
-
-def _json(*args: str) -> dict:
-    res = run_cli(*args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
 
 
 def _has_seeds_column(text: str) -> bool:
@@ -47,7 +40,7 @@ def test_one_seed_prints_exactly_what_no_flag_prints():
     for extra in ([], ["--json"]):
         plain = run_cli(*LIGHT, *extra).output
         assert run_cli(*LIGHT, "--seeds", "1", *extra).output == plain
-    assert "seed_spread" not in _json(*LIGHT)
+    assert "seed_spread" not in cli_json(*LIGHT)
     # the console's quick path reads --seeds as typer does (tests/cli/test_quick_argv.py checks its table)
     from kvledger.cli.quick_argv import parse_simulate
 
@@ -59,8 +52,8 @@ def test_one_seed_prints_exactly_what_no_flag_prints():
 def test_the_spread_is_the_min_and_max_of_the_single_seed_runs():
     # --seeds 3 --seed 4 runs seeds 4, 5, 6: each figure's min and max must be those of three separate --seed runs,
     # and the reported figures the first seed's (the same document as --seed 4 alone, plus the spread and its note)
-    doc = _json(*PAST_KNEE, "--seed", "4", "--seeds", "3")
-    singles = [_json(*PAST_KNEE, "--seed", str(s))["summary"] for s in (4, 5, 6)]
+    doc = cli_json(*PAST_KNEE, "--seed", "4", "--seeds", "3")
+    singles = [cli_json(*PAST_KNEE, "--seed", str(s))["summary"] for s in (4, 5, 6)]
     assert doc["summary"] == singles[0]
     assert set(doc["seed_spread"]) == set(SPREAD_KEYS)
     for key in SPREAD_KEYS:
@@ -74,14 +67,14 @@ def test_the_note_comes_past_the_knee_and_not_at_a_light_load():
     # Light: 2 req/s is about 4 % of the ~56 req/s the engine serves saturated, so a request mostly runs alone: its
     # TTFT is one 512-token prefill (16.6 ms in the roofline) plus a rare overlap, 16.6–17.4 ms over seeds 0–2 (< 5 %);
     # TPOT 5.70–5.73 ms; the throughput is the offered load (the run kept up), which the note leaves out.
-    light = _json(*LIGHT, "--seeds", "3")
+    light = cli_json(*LIGHT, "--seeds", "3")
     ttft = light["seed_spread"]["ttft_s.mean"]
     assert (ttft["max"] - ttft["min"]) < 0.05 * light["summary"]["ttft_s"]["mean"]
     assert not any("seeded draw" in n for n in light["notes"])
     assert "seed spread" not in run_cli(*LIGHT, "--seeds", "3").output
     # Past the knee: 200 requests arrive in about 1.7 s at 120 req/s but leave at ~56 req/s, so the mean TTFT is how
     # deep the queue gets, which the draw of gaps decides: 237–352 ms over seeds 0–2 (+0 % to +48 % of seed 0's).
-    heavy = _json(*PAST_KNEE, "--seeds", "3")
+    heavy = cli_json(*PAST_KNEE, "--seeds", "3")
     ttft = heavy["seed_spread"]["ttft_s.mean"]
     assert ttft["max"] - ttft["min"] > 0.10 * heavy["summary"]["ttft_s"]["mean"]
     notes = [n for n in heavy["notes"] if "seeded draw" in n]
@@ -96,7 +89,7 @@ def test_a_trace_at_its_own_arrival_times_has_no_draw_to_vary():
     # azure-conv replays the trace's own arrival times and lengths: the seed draws nothing, so one run stands for every
     # seed (min = max) and the reader is told why, instead of a spread of 0 read as a stable figure
     args = ["simulate", MODEL, "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "100", "--seeds", "3"]
-    doc = _json(*args)
+    doc = cli_json(*args)
     assert all(v["min"] == v["max"] and v["n_seeds"] == 3 for v in doc["seed_spread"].values())
     assert SEED_FREE_NOTE in doc["notes"]
     text = " ".join(run_cli(*args).output.split())
@@ -123,8 +116,8 @@ SEARCH = ["goodput", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-leng
 
 
 def test_the_capacity_per_seed_is_each_seeds_own_search():
-    doc = _json(*SEARCH, "--seeds", "3")
-    alone = [_json(*SEARCH, "--seed", str(s))["boundary"]["boundary_value"] for s in (0, 1, 2)]
+    doc = cli_json(*SEARCH, "--seeds", "3")
+    alone = [cli_json(*SEARCH, "--seed", str(s))["boundary"]["boundary_value"] for s in (0, 1, 2)]
     assert doc["boundary"]["boundary_value"] == alone[0]  # the reported search is the first seed's
     assert doc["seed_boundaries"] == [{"seed": s, "boundary_value": v} for s, v in zip((0, 1, 2), alone)]
     assert doc["seed_spread"]["boundary_value"] == {"min": min(alone), "max": max(alone), "n_seeds": 3}
@@ -132,7 +125,7 @@ def test_the_capacity_per_seed_is_each_seeds_own_search():
     assert f"{alone[0]:g} req/s (seeds 0–2: {min(alone):g}–{max(alone):g} req/s;" in text
     # one seed: the search's output as before, no key added
     assert run_cli(*SEARCH, "--seeds", "1", "--json").output == run_cli(*SEARCH, "--json").output
-    assert "seed_spread" not in _json(*SEARCH)
+    assert "seed_spread" not in cli_json(*SEARCH)
 
 
 def test_goodput_seeds_needs_a_simulated_search():
@@ -149,8 +142,8 @@ COST = ["cost", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-lengths",
 
 
 def test_cost_prices_each_seeds_own_capacity():
-    doc = _json(*COST, "--seeds", "3")
-    alone = [_json(*COST, "--seed", str(s)) for s in (0, 1, 2)]
+    doc = cli_json(*COST, "--seeds", "3")
+    alone = [cli_json(*COST, "--seed", str(s)) for s in (0, 1, 2)]
     sp = doc["seed_spread"]
     # each seed's row is that seed's own `cost --simulate --seed S`: the capacity it is priced on, goodput and $ per
     # 1M tokens. 200 requests of 512 + 128 tokens are short against this SLO: seed 0's search finds 60 req/s (its
@@ -179,7 +172,7 @@ def test_cost_prices_each_seeds_own_capacity():
     assert (f"over seeds 0–2 (min–max; the ledger above is seed 0's): SLO capacity found {min(found):g}–"
             f"{max(found):g} req/s, sized and priced on {min(sized):,.4g}–{max(sized):,.4g} req/s (the capacity bound "
             "caps seed 0: ") in text and "; the others on the rate found); self-hosted $" in text
-    assert "seed_spread" not in _json(*COST) and run_cli(*COST, "--seeds", "1", "--json").output == \
+    assert "seed_spread" not in cli_json(*COST) and run_cli(*COST, "--seeds", "1", "--json").output == \
         run_cli(*COST, "--json").output
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -17,14 +18,8 @@ MODEL = ["meta-llama/Llama-3.1-8B", "--gpu", "H100"]
 SESSIONS = ["--workload", "chat", "--sessions", "8", "--session-rate", "1", "--max-model-len", "32K"]
 
 
-def _json(*args: str) -> dict:
-    res = runner.invoke(app, list(args) + ["--json"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
 def test_simulate_with_a_vllm_host_tier_matches_offload_on_the_same_sessions():
-    d = _json("simulate", *MODEL, *SESSIONS, "--kv-offloading-size", "64")
+    d = cli_json("simulate", *MODEL, *SESSIONS, "--kv-offloading-size", "64")
     k = d["kv_tiers"]
     # Llama-3.1-8B KV per token: 32 layers × 8 KV heads × 128 dims × 2 (K, V) × 2 B (bf16) = 131,072 B; a 16-token
     # block is 2,097,152 B, so 64 GiB = 68,719,476,736 B holds 32,768 CPU blocks (vLLM 0.33.0: 64 × 2^30 // 2^21).
@@ -40,7 +35,7 @@ def test_simulate_with_a_vllm_host_tier_matches_offload_on_the_same_sessions():
     assert d["workload"]["sessions"]["num_sessions"] == 8
     # `kvledger offload` draws the same 8 sessions (seed 0, 64-token segments, max_model_len 32K) and runs the same
     # simulate_offload: the per-tier figures must be the same numbers
-    o = _json("offload", *MODEL, "--kv-offloading-size", "64", "--sessions", "8", "--session-rate", "1")
+    o = cli_json("offload", *MODEL, "--kv-offloading-size", "64", "--sessions", "8", "--session-rate", "1")
     s = o["tier_stats"]
     assert (hbm["hit_tokens"], host["hit_tokens"], host["stored_units"]) == (
         s["hbm_hit_tokens"], s["host_hit_tokens"], s["stored_units"])
@@ -48,7 +43,7 @@ def test_simulate_with_a_vllm_host_tier_matches_offload_on_the_same_sessions():
 
 
 def test_simulate_with_sglang_hicache_counts_the_trace_segments():
-    d = _json("simulate", *MODEL, "--policy", "sglang", "--trace", "mooncake", "--num-requests", "40",
+    d = cli_json("simulate", *MODEL, "--policy", "sglang", "--trace", "mooncake", "--num-requests", "40",
               "--enable-hierarchical-cache", "--hicache-size", "10")
     h = d["kv_tiers"]["host_tier"]
     # --hicache-size 10 GB: 10^10 // 131,072 B = 76,293 tokens (+ 1 padding page of 1 token = 76,294, SGLang 0.5.23);
@@ -58,10 +53,10 @@ def test_simulate_with_sglang_hicache_counts_the_trace_segments():
 
 
 def test_session_workload_without_a_tier_and_a_trace_without_tier_flags():
-    d = _json("simulate", *MODEL, *SESSIONS)
+    d = cli_json("simulate", *MODEL, *SESSIONS)
     assert "kv_tiers" not in d and d["workload"]["sessions"]["kind"] == "chat"
     assert d["workload"]["mode"].startswith("sessions: 8 closed loops")
-    d = _json("simulate", *MODEL, "--num-requests", "20")
+    d = cli_json("simulate", *MODEL, "--num-requests", "20")
     assert "kv_tiers" not in d and "sessions" not in d["workload"]
 
 
@@ -122,7 +117,7 @@ def test_session_affinity_on_a_trace_without_session_ids_infers_them_from_prefix
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps({"arrival_s": t, "num_prompt_tokens": p, "num_output_tokens": 4,
                                         "prefix_segments": s}) + "\n" for t, p, s in rows))
-    d = _json("simulate", *MODEL, "--trace", str(path), "--replicas", "2", "--router", router)
+    d = cli_json("simulate", *MODEL, "--trace", str(path), "--replicas", "2", "--router", router)
     s = d["summary"]
     assert (s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]) == (hit_tokens, 5900)  # Σ prompts
     inferred = d["workload"].get("sessions_inferred")
@@ -138,10 +133,10 @@ def test_out_with_a_tier_writes_the_tier_block_in_summary_json(tmp_path):
 
 
 def test_simulate_with_sglang_hicache_matches_offload_on_the_same_sessions():
-    d = _json("simulate", *MODEL, "--policy", "sglang", *SESSIONS, "--enable-hierarchical-cache", "--hicache-ratio",
+    d = cli_json("simulate", *MODEL, "--policy", "sglang", *SESSIONS, "--enable-hierarchical-cache", "--hicache-ratio",
               "1")
     k = d["kv_tiers"]
-    o = _json("offload", *MODEL, "--engine", "sglang", "--enable-hierarchical-cache", "--hicache-ratio", "1",
+    o = cli_json("offload", *MODEL, "--engine", "sglang", "--enable-hierarchical-cache", "--hicache-ratio", "1",
               "--sessions", "8", "--session-rate", "1")
     s = o["tier_stats"]
     # host units are the sessions' 64-token segments: the host tier's tokens // 64, as `offload` sizes it

@@ -4,13 +4,11 @@ goodput agree on one case, cost sizes a monthly volume on it, and the decision's
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
-
-from kvledger.cli.main import app
 
 runner = CliRunner()
 L8 = "meta-llama/Llama-3.1-8B"
@@ -18,15 +16,9 @@ WL = ["--trace", "azure-conv"]  # 2,000 requests per probe, seed 0 (the defaults
 SLO = ["--slo", "ttft=500ms,tpot=50ms"]
 
 
-def _json(args: list[str]) -> dict:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 @pytest.fixture(scope="module")
 def goodput_target():
-    return _json(["goodput", "--simulate", L8, "--gpu", "H100", *WL, *SLO, "--target", "0.9", "--json"])
+    return cli_json(*["goodput", "--simulate", L8, "--gpu", "H100", *WL, *SLO, "--target", "0.9", "--json"])
 
 
 def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_target):
@@ -35,7 +27,7 @@ def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_ta
     # 28 req/s offered at ≤ 80%: ⌈28 ÷ (18.5 × 0.8)⌉ = ⌈1.892⌉ = 2 replicas, realized 28 ÷ 37 = 75.7%, 2 GPUs ×
     # $2.69/GPU-h × 730 h = $3,927.40. (Dividing by good req/s × 0.8 would buy ⌈28 ÷ 13.24⌉ = 3.)
     cap_rate = goodput_target["boundary"]["boundary_value"]
-    s = _json(["search", L8, *SLO, "--gpus", "H100", "--tp", "1", "--rate", "28", *WL, "--json"])
+    s = cli_json(*["search", L8, *SLO, "--gpus", "H100", "--tp", "1", "--rate", "28", *WL, "--json"])
     w = next(c for c in s["candidates"] if c["id"] == s["winner"]["id"])
     assert w["capacity"]["boundary_rate_req_per_s"] == cap_rate == 18.5
     sz = w["sizing"]
@@ -67,7 +59,7 @@ def test_cost_sizes_a_monthly_volume_on_the_slo_capacity():
     # cost --simulate prices at the SLO capacity C found by its own search (17.5 req/s, ttft ≤ 200 ms at 2,000
     # requests per probe: docs/cost.md §2). 34M requests/month = 34e6 ÷ (730 × 3600) = 12.94 req/s offered:
     # ⌈12.94 ÷ (C × 0.8)⌉ replicas, utilization 12.94 ÷ (replicas × C).
-    d = _json(["cost", "--simulate", L8, "--gpu", "H100", *WL, "--slo", "ttft=200ms,tpot=50ms", "--api",
+    d = cli_json(*["cost", "--simulate", L8, "--gpu", "H100", *WL, "--slo", "ttft=200ms,tpot=50ms", "--api",
                "OpenAI:gpt-4.1", "--gpu-provider", "Nebius", "--monthly-requests", "34M", "--json"])
     c = d["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
     assert d["capacity"]["slo_capacity_req_per_s"] == d["capacity"]["sizing_req_per_s"] == c == 17.5

@@ -5,9 +5,8 @@ with the same names, units and errors, and build the simulated host tier with on
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -20,23 +19,10 @@ SIM = ["simulate", *MODEL, "--workload", "chat", "--sessions", "1", "--session-r
 OFF = ["offload", *MODEL, "--sessions", "1", "--session-rate", "1"]
 
 
-def _strict(text: str) -> dict:
-    def no_constant(name: str) -> None:
-        raise AssertionError(f"--json wrote {name}, not strict JSON")
-
-    return json.loads(text, parse_constant=no_constant)
-
-
-def _json(*args: str) -> dict:
-    res = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    return _strict(res.stdout)
-
-
 def test_simulate_takes_the_vllm_reuse_gate_and_arc_as_offload_does():
     flags = ("--kv-offloading-size", "64", "--store-threshold", "2", "--eviction-policy", "arc")
-    k = _json(*SIM, *flags)["kv_tiers"]
-    o = _json(*OFF, *flags)
+    k = cli_json(*SIM, *flags)["kv_tiers"]
+    o = cli_json(*OFF, *flags)
     host, s = k["per_tier"][1], o["tier_stats"]
     # the same session (seed 0, 64-token segments, 32K) through the same host tier: the same counts, worked in
     # test_offload_rules_cli.py: 188 blocks stored on their second offer, 195 first offers skipped, nothing loaded
@@ -52,8 +38,8 @@ def test_simulate_takes_the_vllm_reuse_gate_and_arc_as_offload_does():
 def test_simulate_takes_lmcache_local_disk_with_its_read_bandwidth():
     flags = ("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB",
              "--nvme-read-bandwidth", "3")
-    k = _json(*SIM, *flags)["kv_tiers"]
-    o = _json(*OFF, *flags)
+    k = cli_json(*SIM, *flags)["kv_tiers"]
+    o = cli_json(*OFF, *flags)
     disk = k["per_tier"][2]
     # 1 TiB // 131,072 B/token = 8,388,608 tokens // 256-token chunks = 32,768 chunks; read 3 GB/s (< the 51.2 GB/s
     # host link, so the disk's own figure is the tier's)
@@ -67,7 +53,7 @@ def test_simulate_takes_lmcache_local_disk_with_its_read_bandwidth():
 
 
 def test_simulate_takes_sglang_storage_with_wait_complete():
-    k = _json(*SIM, "--policy", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
+    k = cli_json(*SIM, "--policy", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
               "--hicache-storage-prefetch-policy", "wait_complete")["kv_tiers"]
     # 8,388,608 disk tokens // 64-token session segments = 131,072 segments; every host backup written on: the
     # session's 3,289-token context holds 51 whole segments, each backed up once (test_offload_rules_cli.py)
@@ -77,7 +63,7 @@ def test_simulate_takes_sglang_storage_with_wait_complete():
 
 
 def test_plan_takes_the_disk_flags_from_the_group_and_not_the_simulated_rules():
-    d = _json("plan", *MODEL, "--kv-offloading-size", "64", "--kv-tier-nvme", "1TiB", "--nvme-read-bandwidth", "3")
+    d = cli_json("plan", *MODEL, "--kv-offloading-size", "64", "--kv-tier-nvme", "1TiB", "--nvme-read-bandwidth", "3")
     nvme = next(t for t in d["kv_tiers"]["tiers"] if t["name"] == "nvme")
     assert nvme["capacity_tokens"] == 8_388_608 and nvme["read_bytes_per_s"] == 3e9
     res = runner.invoke(app, ["plan", *MODEL, "--kv-offloading-size", "64", "--store-threshold", "2"])
@@ -129,8 +115,8 @@ def test_sglang_errors_name_the_flag_that_chose_the_engine(command, engine):
 
 def test_goodput_simulate_runs_the_host_tier_as_simulate_does():
     trace = ["--trace", "mooncake", "--num-requests", "30", "--kv-offloading-size", "64", "--store-threshold", "2"]
-    g = _json("goodput", "--simulate", *MODEL, "--slo", "ttft=60s", *trace)
-    k = _json("simulate", *MODEL, *trace)["kv_tiers"]
+    g = cli_json("goodput", "--simulate", *MODEL, "--slo", "ttft=60s", *trace)
+    k = cli_json("simulate", *MODEL, *trace)["kv_tiers"]
     # the same run (seeded trace, the host tier from sim_host_tier): the same tier block, TTFTs and rules
     assert g["kv_tiers"]["per_tier"] == k["per_tier"] and g["kv_tiers"]["rules"] == k["rules"]
     assert g["kv_tiers"]["ttft_s_with_tier"] == k["ttft_s_with_tier"]

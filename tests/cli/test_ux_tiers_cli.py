@@ -4,8 +4,7 @@ hints name what to pass."""
 
 from __future__ import annotations
 
-import json
-
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -16,22 +15,16 @@ M = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gemm-efficiency", "flat"]
 AGENT8 = ["--workload", "agent", "--sessions", "8", "--session-rate", "1"]
 
 
-def _json(*args: str) -> dict:
-    res = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
 def test_offload_and_simulate_share_the_session_context_cap():
     # 8 agent sessions, seed 0: 165 turns under a 32,768-token cap, 325 under the model's 131,072 (sessions stop
     # before their context would pass the cap; measured with --max-model-len 32K / 128K). Without --max-model-len
     # both commands now use the one session default, 32K, and say so.
-    o = _json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
-    s = _json("simulate", *M, "--kv-offloading-size", "64GiB", *AGENT8)
+    o = cli_json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
+    s = cli_json("simulate", *M, "--kv-offloading-size", "64GiB", *AGENT8)
     assert o["workload"]["num_turns"] == s["workload"]["num_requests"] == 165
     assert o["workload"]["context_cap_tokens"] == s["workload"]["sessions"]["context_cap_tokens"] == 32_768
     assert "session default" in s["workload"]["sessions"]["context_cap_source"]
-    given = _json("simulate", *M, *AGENT8, "--max-model-len", "128K")
+    given = cli_json("simulate", *M, *AGENT8, "--max-model-len", "128K")
     assert given["workload"]["num_requests"] == 325
     assert given["workload"]["sessions"]["context_cap_source"] == "--max-model-len"
     text = runner.invoke(app, ["offload", *M, "--kv-offloading-size", "64GiB", *AGENT8]).output
@@ -47,7 +40,7 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     # and said so
     flags = ["--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--workload", "agent", "--sessions",
              "30", "--session-rate", "1", "--gpu-memory-utilization", "0.3"]
-    d = _json("simulate", *M, *flags)
+    d = cli_json("simulate", *M, *flags)
     j = d["kv_tiers"]["judgment"]
     assert j["adds_hits"] and 0.644 < j["host_hit_rate"] < 0.645
     assert j["ttft_worse"] == [] and j["ttft_worse_tolerance"] == 0.01 and j["helps"]
@@ -58,8 +51,8 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     assert "overloaded: the turns spent" in text
     # (2.3 s: the tier run twice, JSON and text, as a user reads it)
     # a run that keeps up (8 agent sessions, TTFT mean 36 ms): no overload in simulate's or offload's JSON
-    assert _json("simulate", *M, *AGENT8)["overload"] is None
-    assert "overload" not in _json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
+    assert cli_json("simulate", *M, *AGENT8)["overload"] is None
+    assert "overload" not in cli_json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
 
 
 def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simulated():
@@ -68,7 +61,7 @@ def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simul
     args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
             "--num-requests", "200", "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens", "3e9", "--gpu-provider",
             "Nebius", "--kv-tier-host", "256GiB"]
-    d = _json(*args)
+    d = cli_json(*args)
     reason = d["break_even_volume"]["reason"]
     assert "$2,276/month in GPU rental and KV tier alone ($2,154 GPUs + $123 tier)" in reason
     assert "GPU rental alone" not in reason
@@ -85,7 +78,7 @@ def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
     # the capacity band cannot flip.
     args = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
             "--offload", "none,cpu:64GiB", "--num-requests", "100", "--rate", "5"]
-    d = _json(*args)
+    d = cli_json(*args)
     assert d["winner"]["margin"]["gap"] < d["winner"]["margin"]["band"]
     caps = [c["capacity"]["goodput_req_per_s"] for c in d["candidates"]]
     assert caps[0] != caps[1] and [c["sizing"]["replicas"] for c in d["candidates"]] == [1, 1]
@@ -101,18 +94,18 @@ def test_sessions_on_several_replicas_suggest_session_affinity():
     # 20 agent sessions on 2 replicas (32K cap): HBM prefix hit rate 0.889 round robin (the default, kept), 0.945
     # with --router session_affinity; the round-robin run says so, the sticky one does not.
     base = ["simulate", *M, "--workload", "agent", "--sessions", "20", "--replicas", "2"]
-    rr = _json(*base)
-    sa = _json(*base, "--router", "session_affinity")
+    rr = cli_json(*base)
+    sa = cli_json(*base, "--router", "session_affinity")
     assert round(rr["summary"]["prefix_cache_hit_rate"], 3) == 0.889
     assert round(sa["summary"]["prefix_cache_hit_rate"], 3) == 0.945
     assert any("--router session_affinity keeps each session on one replica" in n for n in rr["notes"])
     assert not any("session_affinity keeps" in n for n in sa["notes"])
-    one = _json("simulate", *M, *AGENT8)
+    one = cli_json("simulate", *M, *AGENT8)
     assert not any("session_affinity keeps" in n for n in one["notes"])
 
 
 def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
-    d = _json("prices", "--kind", "tier")
+    d = cli_json("prices", "--kind", "tier")
     assert d["api"] == [] and d["gpu"] == []
     host = {r["key"]: r for r in d["tier"] if r["kind"] == "host"}
     # the default of a kind is its cheapest row: DDR5 RDIMM bought, $17.29/GiB over 36 months = $0.48/GiB-month (as
@@ -121,10 +114,11 @@ def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
     assert (ddr5["usd_per_gib_month"], ddr5["as_of"], ddr5["default"]) == (0.48, "2025-12-28", True)
     assert ddr5["source"].startswith("https://") and host["AWS:host:us-east-1"]["default"] is False
     assert sum(r["default"] for r in d["tier"]) == 2  # one host, one nvme
-    assert [r["key"] for r in _json("prices", "--kind", "tier", "--provider", "aws")["tier"]] == ["AWS:host:us-east-1"]
+    aws = cli_json("prices", "--kind", "tier", "--provider", "aws")["tier"]
+    assert [r["key"] for r in aws] == ["AWS:host:us-east-1"]
     text = runner.invoke(app, ["prices", "--kind", "tier"]).output
     assert "KV-tier prices, USD per GiB-month" in text and "2025-12-28" in text
-    assert "tier" in _json("prices")  # --kind all lists them too
+    assert "tier" in cli_json("prices")  # --kind all lists them too
     res = runner.invoke(app, ["prices", "--kind", "tier", "--gpu", "H100"])
     assert res.exit_code != 0 and "per GiB-month, not per GPU" in str(res.exception)
 

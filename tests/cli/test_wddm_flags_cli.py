@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 RTX = ("--gpu", "rtx5090", "--max-model-len", "8192")
 WDDM_BLOCKS = 6530  # module docstring
@@ -24,42 +24,38 @@ H100_REFUSAL = "--wddm: the NVIDIA H100 80GB SXM5 is a server module (SXM5)"
 SLO = ("--slo", "ttft=2s,tpot=100ms")
 
 
-def _json(*args: str) -> dict:
-    return json.loads(run_cli(*args, "--json").stdout)
-
-
 def _one_line_refusal(*args: str) -> None:
     msg = refused(*args, "--gpu", "H100", "--wddm")
     assert msg.startswith(H100_REFUSAL) and msg.endswith("drop --wddm") and "\n" not in msg
 
 
 def test_plan_wddm_figures_the_other_commands_match():
-    assert _json("plan", MODEL, *RTX, "--wddm")["memory"]["num_gpu_blocks"] == WDDM_BLOCKS
-    assert _json("plan", MODEL, *RTX)["memory"]["num_gpu_blocks"] == LINUX_BLOCKS
+    assert cli_json("plan", MODEL, *RTX, "--wddm")["memory"]["num_gpu_blocks"] == WDDM_BLOCKS
+    assert cli_json("plan", MODEL, *RTX)["memory"]["num_gpu_blocks"] == LINUX_BLOCKS
 
 
 def test_simulate_serves_the_wddm_pool_and_says_whether_vllm_starts():
-    doc = _json("simulate", MODEL, *RTX, "--wddm", "--num-requests", "50")
+    doc = cli_json("simulate", MODEL, *RTX, "--wddm", "--num-requests", "50")
     assert doc["engine"]["num_gpu_blocks"] == WDDM_BLOCKS
     assert any(n.startswith("warning (--wddm): gpu_memory_utilization 0.92 asks 29.30 GiB") for n in doc["notes"])
     text = run_cli("simulate", MODEL, *RTX, "--wddm", "--num-requests", "50").output
     assert "note: warning (--wddm): gpu_memory_utilization 0.92" in text
-    assert _json("simulate", MODEL, *RTX, "--num-requests", "50")["engine"]["num_gpu_blocks"] == LINUX_BLOCKS
+    assert cli_json("simulate", MODEL, *RTX, "--num-requests", "50")["engine"]["num_gpu_blocks"] == LINUX_BLOCKS
     _one_line_refusal("simulate", MODEL)
 
 
 def test_simulate_policy_sglang_serves_sglangs_wddm_pool():
     # SGLang counts the hold (KV = free after the load − free before × (1 − mem_fraction_static)): fewer token slots
     # under --wddm, where vLLM 0.33 gets more; the simulator's pool is the plan's usable slots + page 0 (from_plan.py)
-    plan = _json("plan", MODEL, *RTX, "--engine", "sglang", "--wddm")["memory"]
-    assert plan["usable_blocks"] < _json("plan", MODEL, *RTX, "--engine", "sglang")["memory"]["usable_blocks"]
-    doc = _json("simulate", MODEL, *RTX, "--policy", "sglang", "--wddm", "--num-requests", "50")
+    plan = cli_json("plan", MODEL, *RTX, "--engine", "sglang", "--wddm")["memory"]
+    assert plan["usable_blocks"] < cli_json("plan", MODEL, *RTX, "--engine", "sglang")["memory"]["usable_blocks"]
+    doc = cli_json("simulate", MODEL, *RTX, "--policy", "sglang", "--wddm", "--num-requests", "50")
     assert doc["engine"]["num_gpu_blocks"] == plan["usable_blocks"] + 1
     assert any(n.startswith("--wddm: CUDA reports the whole board") for n in doc["notes"])
 
 
 def test_goodput_simulate_plans_with_wddm():
-    doc = _json("goodput", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO)
+    doc = cli_json("goodput", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO)
     assert doc["simulation"]["plan"]["num_gpu_blocks"] == WDDM_BLOCKS
     assert any("(--wddm)" in n for n in doc["simulation"]["notes"])
     text = run_cli("goodput", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO).output
@@ -68,14 +64,14 @@ def test_goodput_simulate_plans_with_wddm():
 
 
 def test_cost_simulate_plans_with_wddm():
-    doc = _json("cost", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO, "--utilization", "0.5",
+    doc = cli_json("cost", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO, "--utilization", "0.5",
                 "--gpu-usd-per-hour", "0.9")
     assert doc["simulation"]["plan"]["num_gpu_blocks"] == WDDM_BLOCKS
     _one_line_refusal("cost", "--simulate", MODEL, *SLO, "--utilization", "0.5", "--gpu-usd-per-hour", "0.9")
 
 
 def test_search_plans_candidates_with_wddm_and_its_check_line_says_so():
-    doc = _json("search", MODEL, *SLO, "--tp", "1", "--wddm", "--num-requests", "50", "--max-model-len", "8192",
+    doc = cli_json("search", MODEL, *SLO, "--tp", "1", "--wddm", "--num-requests", "50", "--max-model-len", "8192",
                 "--gpu", "rtx5090", "--utilization", "0.5", "--gpu-usd-per-hour", "0.9")
     (entry,) = doc["candidates"]
     assert entry["plan"]["num_gpu_blocks"] == WDDM_BLOCKS
@@ -94,7 +90,7 @@ def test_search_spec_leaves_wddm_out_unless_given():  # ledgers written before t
 
 def test_report_plans_with_wddm(tmp_path):
     out = tmp_path / "r.html"
-    doc = _json("report", MODEL, *RTX, "--wddm", *SLO, "--num-requests", "50", "--gpu-usd-per-hour", "0.9",
+    doc = cli_json("report", MODEL, *RTX, "--wddm", *SLO, "--num-requests", "50", "--gpu-usd-per-hour", "0.9",
                 "--out", str(out))
     m = doc["plan"]["memory"]
     assert m["num_gpu_blocks"] == WDDM_BLOCKS and m["startup"]["verdict"] == "may_refuse"
@@ -136,9 +132,9 @@ AIPERF = "tests/evidence/data/aiperf/run1_profile_export.jsonl"  # openai/gpt-os
 
 def test_validate_and_calibrate_plan_with_wddm():
     # gpt-oss-20b on the RTX 5090 at its defaults: validate and calibrate replay the run on plan --wddm's pool
-    blocks = _json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090", "--wddm")["memory"]["num_gpu_blocks"]
-    assert blocks != _json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090")["memory"]["num_gpu_blocks"]
-    doc = _json("validate", AIPERF, "--gpu", "rtx5090", "--wddm")
+    blocks = cli_json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090", "--wddm")["memory"]["num_gpu_blocks"]
+    assert blocks != cli_json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090")["memory"]["num_gpu_blocks"]
+    doc = cli_json("validate", AIPERF, "--gpu", "rtx5090", "--wddm")
     assert doc["engine"]["num_gpu_blocks"] == blocks
     assert any(n.startswith("warning (--wddm)") for n in doc["notes"])
     _one_line_refusal("validate", AIPERF)
@@ -149,5 +145,5 @@ def test_calibrate_records_wddm_in_its_profile():
     prof = json.loads(run_cli("calibrate", AIPERF, "--model", "openai/gpt-oss-20b", "--gpu", "rtx5090", "--wddm",
                               "--json").stdout)
     assert prof["engine_flags"]["wddm"] is True
-    assert prof["engine"]["num_gpu_blocks"] == _json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090",
+    assert prof["engine"]["num_gpu_blocks"] == cli_json("plan", "openai/gpt-oss-20b", "--gpu", "rtx5090",
                                                      "--wddm")["memory"]["num_gpu_blocks"]
