@@ -161,3 +161,27 @@ def test_a_tool_goodput_whose_slo_the_file_states_is_not_said_to_lack_it():
     assert res.exit_code == 0, res.output
     assert "tool-reported goodput (under the SLO the file states)" in res.output
     assert "its SLO is not in the file" not in res.output
+
+
+def test_simulate_s_own_json_is_named_and_sent_to_its_records(tmp_path):
+    # simulate's --json (and --out's summary.json, the same document) holds the run's summary (means, p50/p90/p99 per
+    # latency), not one row per request, so goodput cannot count requests within an SLO from it: refused (exit 2,
+    # a FormatError) saying what it is and what to give; with --out, the records.parquet beside it is named
+    sim = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "20"]
+    doc = runner.invoke(app, [*sim, "--json"], catch_exceptions=False)
+    assert json.loads(doc.stdout)["summary"]["ttft_s"]["count"] == 20  # aggregates only
+    path = tmp_path / "sim.json"
+    path.write_text(doc.stdout)
+    with pytest.raises(FormatError) as err:
+        runner.invoke(app, ["goodput", str(path), "--slo", "ttft=1s"], catch_exceptions=False)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: this is kvledger simulate's own output (its --json document, or summary.json "
+                          "under --out): it holds the run's summary figures (means and percentiles), not each "
+                          "request's latencies") and "unknown benchmark output format" not in msg
+    assert "run `kvledger simulate ... --out DIR` and give DIR/records.parquet (every request)" in msg
+    out = tmp_path / "run"
+    assert runner.invoke(app, [*sim, "--out", str(out)], catch_exceptions=False).exit_code == 0
+    with pytest.raises(FormatError, match=r"give the records.parquet --out wrote beside it \(.*records.parquet\)"):
+        runner.invoke(app, ["goodput", str(out / "summary.json"), "--slo", "ttft=1s"], catch_exceptions=False)
+    good = runner.invoke(app, ["goodput", str(out / "records.parquet"), "--slo", "ttft=1s", "--json"])
+    assert json.loads(good.stdout)["num_requests"] == 20  # the records read: one per request

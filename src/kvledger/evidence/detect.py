@@ -129,9 +129,31 @@ def detect_format(doc: Document) -> str:
                                     "the engine), "
                           "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) "
                           "instead")
+    if fmt is None and isinstance(doc.value, dict) and looks_like_simulate_document(doc.value):
+        raise FormatError(doc.path, simulate_document_message(doc.path))
     if fmt is None:
         raise FormatError(doc.path, unknown_format_message(doc))
     return fmt
+
+
+def looks_like_simulate_document(d: dict[str, Any]) -> bool:
+    """Whether ``d`` is ``kvledger simulate``'s own document (``--json``, and ``summary.json`` under ``--out``): the
+    run's summary beside the engine, workload and step cost it ran with (``sim_report.simulate_document``)."""
+    return all(isinstance(d.get(k), dict) for k in ("summary", "engine", "workload")) and "step_cost" in d
+
+
+def simulate_document_message(path: Any) -> str:
+    """Why ``kvledger simulate``'s own document at ``path`` is not read as a run: it holds the run's summary (means and
+    percentiles), not each request's times, which goodput and cost count against the SLO; and what to give instead."""
+    from pathlib import Path
+
+    beside = Path(path).with_name("records.parquet")
+    instead = (f"give the records.parquet --out wrote beside it ({beside})" if beside.is_file() else
+               "run `kvledger simulate ... --out DIR` and give DIR/records.parquet (every request)")
+    return (f"this is kvledger simulate's own output (its --json document, or summary.json under --out): it holds the "
+            f"run's summary figures (means and percentiles), not each request's latencies, which goodput and cost "
+            f"count against the SLO; {instead}, or let goodput run the simulation itself "
+            "(`kvledger goodput --simulate MODEL --gpu GPU ...`)")
 
 
 def unknown_format_message(doc: Document) -> str:
