@@ -72,7 +72,7 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if over:
         notes.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is "
                      "of the flags, not of what ran")
-    notes += rec.positional
+    notes += rec.positional + rec.unused
     if rec.unapplied:
         notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({record_name(run)}): the replay "
                      "runs without it, so whatever it changes in the measured engine is in the errors")

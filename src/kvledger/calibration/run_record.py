@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RecordedSettings", "recorded_settings", "other_settings", "positional_notes", "API_SERVER_TAG_FROM"]
+__all__ = ["RecordedSettings", "recorded_settings", "other_settings", "positional_notes", "unused_keys",
+           "API_SERVER_TAG_FROM"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
 _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
@@ -75,6 +76,8 @@ class RecordedSettings:
     refused: list[str] = field(default_factory=list)
     unapplied: list[str] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    """A sentence naming the keys the run's record holds that the replay does not use (``unused_keys``), or none."""
 
 
 #: launch settings that change no step time and no memory: where the server listens and logs, what it calls the model
@@ -211,4 +214,25 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
         out.unmodelled.append(f"pipeline parallel {out.pp}: stages kvledger does not model as one engine")
     out.refused, out.unapplied = other_settings(extra)
     out.positional = positional_notes(extra, out.engine_version)
+    unused, where = unused_keys(extra), extra.get("record_file") or "the run's record"
+    if unused:  # grouped: the top-level keys, then "hardware: a, b" and so on
+        groups: dict[str, list[str]] = {}
+        for key in unused:
+            head, _, sub = key.rpartition(".")
+            groups.setdefault(head, []).append(sub)
+        out.unused.append(f"recorded in {where}, not used by the replay: " + "; ".join(
+            (f"{head}: " if head else "") + ", ".join(subs)
+            for head, subs in sorted(groups.items(), key=lambda g: g[0] != "")))  # top-level keys first
     return out
+
+
+def unused_keys(extra: dict[str, Any]) -> list[str]:
+    """The keys of the run's record (``extra["record_keys"]``, the LLMServingSim reader's) the replay does not use:
+    besides the model, the vLLM version, the GPU's name and count and the launch ``engine_kwargs``, it reads only the
+    ``kv_cache`` keys and the ``resolved_config`` sections ``_SOURCES`` and ``_PARALLEL`` name that the reader kept."""
+    kept = extra.get("resolved_config") or {}
+    sections = {w[0] for w, _, _ in _SOURCES.values() if w} | {w[0] for w, _ in _PARALLEL.values()}
+    used = ({"model", "vllm_version", "engine_kwargs", "hardware.device_name", "hardware.device_count"}
+            | {f"kv_cache.{k}" for _, _, k in _SOURCES.values() if k}
+            | {f"resolved_config.{s}" for s in sections if s in kept})
+    return [k for k in extra.get("record_keys") or () if k not in used]

@@ -24,7 +24,7 @@ from typing import Any
 from kvledger.errors import FormatError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim", "run_file_hint"]
+__all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim", "run_file_hint", "record_keys"]
 
 FORMAT = "llmservingsim-vllm"
 _KEYS = ("request_id", "input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
@@ -134,6 +134,7 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
                                   "started_at") if k in meta}
     if meta:
         extra["record_file"] = str(meta_path)  # the launch record the settings come from (not requests.jsonl)
+        extra["record_keys"] = record_keys(meta)  # every key it records, for validate to name those it leaves
     resolved = meta.get("resolved_config") or {}
     picked = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
               if isinstance(resolved.get(k), dict)}
@@ -145,3 +146,15 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
                                   "first_token_ts − queued_ts; TPOT = (last − first)/(output − 1); no per-token times"],
                      extra=extra)
     return RunRecords(recs, md)
+
+
+def record_keys(meta: dict[str, Any]) -> list[str]:
+    """The keys ``meta`` records, dotted one level into ``hardware``, ``kv_cache`` and ``resolved_config`` (its
+    sections); ``engine_kwargs`` as one key (its flags are sorted one by one: ``calibration.run_record``)."""
+    out = []
+    for key, value in meta.items():
+        if key in ("hardware", "kv_cache", "resolved_config") and isinstance(value, dict) and value:
+            out += [f"{key}.{k}" for k in value]
+        else:
+            out.append(str(key))
+    return out
