@@ -36,3 +36,20 @@ def cli_entry(monkeypatch, capsys):
         return exit_.value.code, out, err
 
     return call
+
+
+@pytest.fixture
+def format_refusal(tmp_path):
+    """Write ``text`` to ``name`` in a temporary folder, have ``read`` (a reader taking the path) refuse it with a
+    FormatError, and return the error's message: the shape of every "this file cannot be read, and here is why" test
+    (the benchmark readers' and the trace readers')."""
+    from kvledger.errors import FormatError
+
+    def call(read, text: str, name: str = "run.json") -> str:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(FormatError) as err:
+            read(path)
+        return str(err.value)
+
+    return call

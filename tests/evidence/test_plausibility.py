@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.errors import FormatError
 from kvledger.evidence.read import read_run
 from kvledger.records import WARNING_PREFIX
 
@@ -36,12 +35,10 @@ def warnings(run) -> list[str]:
     return [d for d in run.metadata.definitions if d.startswith(WARNING_PREFIX)]
 
 
-def test_latencies_in_ms_are_refused_naming_the_key_and_both_figures(tmp_path):
+def test_latencies_in_ms_are_refused_naming_the_key_and_both_figures(format_refusal):
     doc = bench(ttfts=[100.0, 200.0, 300.0], latencies=[1100.0, 1200.0, 1300.0], itls=[[250.0] * 4] * 3)
-    with pytest.raises(FormatError) as err:
-        read_run(write(tmp_path, doc))
     # the longest TTFT, request 2's 300 s, against the 3.5 s run (limit 3.5 × 1.05 + 0.05 = 3.725 s)
-    msg = str(err.value)
+    msg = format_refusal(read_run, json.dumps(doc))
     assert "ttfts" in msg and "request 2's TTFT is 300.000 s" in msg and "'duration': 3.500 s" in msg
     assert "milliseconds" in msg and "0.300 s" in msg
 
@@ -94,10 +91,9 @@ def test_a_tpot_above_the_floor_passes(tmp_path):
     assert not warnings(run)
 
 
-def test_an_aggregate_latency_longer_than_the_run_is_refused(tmp_path):
-    with pytest.raises(FormatError) as err:
-        read_run(write(tmp_path, aggregate(mean_ttft_ms=7097.0, p99_ttft_ms=197_552.5)))
-    assert "TTFT summary reaches 197.553 s" in str(err.value) and "65.900 s" in str(err.value)
+def test_an_aggregate_latency_longer_than_the_run_is_refused(format_refusal):
+    msg = format_refusal(read_run, json.dumps(aggregate(mean_ttft_ms=7097.0, p99_ttft_ms=197_552.5)))
+    assert "TTFT summary reaches 197.553 s" in msg and "65.900 s" in msg
 
 
 def test_a_byte_order_mark_is_read_past(tmp_path):
@@ -105,26 +101,16 @@ def test_a_byte_order_mark_is_read_past(tmp_path):
     assert len(run.records) == 3
 
 
-def test_a_cut_off_json_says_so_with_its_position(tmp_path):
-    text = json.dumps(bench())[:100]
-    p = tmp_path / "cut.json"
-    p.write_text(text)
-    with pytest.raises(FormatError) as err:
-        read_run(p)
-    assert "looks cut off" in str(err.value) and "ends at character 100 before its JSON closes" in str(err.value)
+def test_a_cut_off_json_says_so_with_its_position(format_refusal):
+    msg = format_refusal(read_run, json.dumps(bench())[:100], "cut.json")
+    assert "looks cut off" in msg and "ends at character 100 before its JSON closes" in msg
 
 
-def test_an_empty_object_is_named_as_such(tmp_path):
-    p = tmp_path / "e.json"
-    p.write_text("{}")
-    with pytest.raises(FormatError) as err:
-        read_run(p)
-    assert "empty JSON object ({}): no keys at all" in str(err.value) and "Keys seen: ." not in str(err.value)
+def test_an_empty_object_is_named_as_such(format_refusal):
+    msg = format_refusal(read_run, "{}", "e.json")
+    assert "empty JSON object ({}): no keys at all" in msg and "Keys seen: ." not in msg
 
 
-def test_a_trailing_comma_is_named(tmp_path):
-    p = tmp_path / "t.json"
-    p.write_text('{"completed": 3, "duration": 2.0,}')
-    with pytest.raises(FormatError) as err:
-        read_run(p)
-    assert "a trailing comma, which JSON does not allow" in str(err.value)
+def test_a_trailing_comma_is_named(format_refusal):
+    msg = format_refusal(read_run, '{"completed": 3, "duration": 2.0,}', "t.json")
+    assert "a trailing comma, which JSON does not allow" in msg
