@@ -1,11 +1,11 @@
 """Strict JSON for every ``--json`` output and every file a command writes: no NaN or Infinity, ever.
 
 Python's ``json`` writes ``NaN`` and ``Infinity``, which are not JSON (RFC 8259) and break
-``jq``, JavaScript and most other readers. Here an infinite value is written as the string
-``"inf"`` (or ``"-inf"``) — the spelling ``RunMetadata.to_dict`` already uses for an
-"as fast as possible" request rate, e.g. the offered rate of a run whose requests all
-arrive at t = 0 — and a NaN ("no value") as ``null``. numpy scalars and arrays become
-plain numbers and lists; anything else JSON has no type for is written as its ``str``.
+``jq``, JavaScript and most other readers. An infinite request rate (every request at t = 0) is
+written where it is made as ``null`` with ``"all_at_once": true`` beside it (:func:`finite_rate`), so a
+``*_req_per_s`` field is always a number or null; any other infinite value that still reaches
+:func:`dumps` is written as the string ``"inf"`` (or ``"-inf"``), and a NaN ("no value") as ``null``.
+numpy scalars and arrays become plain numbers and lists; anything else JSON has no type for is written as its ``str``.
 Files are written atomically: to a temporary file in the same folder, then renamed.
 """
 
@@ -19,7 +19,10 @@ import numpy as np
 
 from kvledger.outputs import temp_beside, write_text_atomic  # the atomic writes live there
 
-__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic"]
+__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rate", "ALL_AT_ONCE"]
+
+#: the key beside a rate written as null because it was infinite: every request arrived at t = 0
+ALL_AT_ONCE = "all_at_once"
 
 
 def _default(obj: Any) -> Any:
@@ -61,3 +64,17 @@ def dumps(obj: Any, **kwargs: Any) -> str:
         return json.dumps(to_strict(obj), allow_nan=False, default=_default, **kwargs)
 
 
+
+
+def finite_rate(info: dict[str, Any], key: str) -> dict[str, Any]:
+    """``info`` for JSON: an infinite ``info[key]`` (a request rate, every request at t = 0) as null, with
+    ``"all_at_once": true`` after it; ``info`` itself, unchanged, when the rate is finite or absent."""
+    v = info.get(key)
+    if not (isinstance(v, float) and math.isinf(v)):
+        return info
+    out: dict[str, Any] = {}
+    for k, x in info.items():
+        out[k] = None if k == key else x
+        if k == key:
+            out[ALL_AT_ONCE] = True
+    return out

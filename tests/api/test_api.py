@@ -192,3 +192,23 @@ def test_type_hints_ship_with_the_package():
     assert (pkg / "py.typed").is_file()
     project = tomllib.loads((pkg.parents[1] / "pyproject.toml").read_text())
     assert project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["src/kvledger"]  # ships py.typed
+
+
+def test_every_result_is_strict_json_when_every_request_arrives_at_once():
+    # rate=inf: every request at t = 0, an infinite offered rate. to_dict() used to carry float inf (json.dumps with
+    # allow_nan=False raised) while --json wrote the string "inf"; both now write null with "all_at_once": true
+    kw = {"prompt_lengths": "fixed:512", "output_lengths": "fixed:64", "rate": float("inf"), "num_requests": 5}
+    sim = kvledger.simulate(L8, "H100", **kw)
+    gp = kvledger.goodput(L8, "H100", slo="ttft=2s", cache=False, **kw)
+    cost = kvledger.cost(simulate=L8, gpu="H100", slo="ttft=2s", api="OpenAI:gpt-4.1", utilization=0.5,
+                         gpu_usd_per_hour=2.0, at_offered_load=True, cache=False, **kw)
+    plan = kvledger.plan(L8, "H100")
+    for result in (sim, gp, cost, plan):
+        text = json.dumps(result.to_dict(), allow_nan=False)
+        assert '"inf"' not in text
+    workload = sim.to_dict()["workload"]
+    assert workload["offered_rate_req_per_s"] is None and workload["all_at_once"] is True
+    assert gp.to_dict()["request_rate"] is None and gp.to_dict()["all_at_once"] is True
+    assert cost.to_dict()["simulation"]["workload"]["all_at_once"] is True
+    _same(sim, "simulate", L8, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64",
+          "--rate", "inf", "--num-requests", "5")

@@ -60,10 +60,21 @@ def test_fp8_kv_on_a_model_whose_break_even_is_always_or_never():
 @pytest.mark.parametrize("extra", [["--num-requests", "1"], ["--num-requests", "5", "--rate", "inf"]])
 def test_simulate_json_is_strict_when_the_offered_rate_is_infinite(extra):
     # one request (or all at t=0) has no inter-arrival span: the offered rate is infinite and was printed as
-    # the bare word Infinity, which no JSON parser accepts; it is now the string "inf"
+    # the bare word Infinity, which no JSON parser accepts, then as the string "inf" in a number field; it is now
+    # null, with "all_at_once": true saying why
     res = invoke([*SIM, *extra, "--json"])
     assert res.code == 0, res.exception or res.err
-    assert strict_json_lines(res.out)[0]["workload"]["offered_rate_req_per_s"] == "inf"
+    workload = strict_json_lines(res.out)[0]["workload"]
+    assert workload["offered_rate_req_per_s"] is None and workload["all_at_once"] is True
+
+
+def _inf_strings(v) -> list:
+    """Every "inf"/"-inf" string in a JSON value (a number field written as text)."""
+    if isinstance(v, dict):
+        return [x for w in v.values() for x in _inf_strings(w)]
+    if isinstance(v, list):
+        return [x for w in v for x in _inf_strings(w)]
+    return [v] if v in ("inf", "-inf") else []
 
 
 @pytest.mark.parametrize("args", [
@@ -79,7 +90,9 @@ def test_simulate_json_is_strict_when_the_offered_rate_is_infinite(extra):
 def test_rate_inf_gives_strict_json_in_every_command(args):
     res = invoke(args)
     assert res.code == 0, res.exception or res.err
-    strict_json_lines(res.out)  # raises on NaN/Infinity
+    docs = strict_json_lines(res.out)  # raises on NaN/Infinity
+    assert _inf_strings(docs) == []  # and no number written as the text "inf"
+    assert "all_at_once" in res.out  # the infinite rate is said in words: null with "all_at_once": true
 
 
 @pytest.mark.parametrize("args, message", [

@@ -4,7 +4,6 @@ of an error raised under a command's flag names into the call's parameter names.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.errors import KvLedgerError
+from kvledger.strict_json import to_strict
 
 __all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms"]
 
@@ -39,7 +39,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``kvledger plan MODEL --gpu GPU … --json`` for the same inputs (a copy: change it freely)."""
-        return copy.deepcopy(self.document)
+        return to_strict(self.document)  # a fresh copy, as --json writes it
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class GoodputResult:
     result: Any = field(default=None, repr=False)  # the ledger's GoodputResult (one run) or the search (``target``)
 
     def to_dict(self) -> dict[str, Any]:
-        return copy.deepcopy(self.document)
+        return to_strict(self.document)  # a fresh copy, as --json writes it
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class CostResult:
     capacity: Any = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return copy.deepcopy(self.document)
+        return to_strict(self.document)  # a fresh copy, as --json writes it
 
 
 def goodput_document(objs: list[dict[str, Any]]) -> dict[str, Any]:

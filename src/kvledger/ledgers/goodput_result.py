@@ -19,7 +19,7 @@ __all__ = ["GoodputResult", "goodput_result"]
 
 @json_fields(exclude=("good_mask", "request_ids"),
              read={"request_rate": "request_rate_shown", "effective_cost_multiplier": "multiplier_shown"},
-             extra=("effective_cost_multiplier_bound", "no_request_completed"))
+             extra=("all_at_once", "effective_cost_multiplier_bound", "no_request_completed"))
 @dataclass(slots=True)
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
@@ -34,6 +34,8 @@ class GoodputResult:
     ``effective_cost_multiplier`` is the multiplier the table shows and ``effective_cost_multiplier_bound`` which bound
     it is (:meth:`multiplier_bounded`).
     """
+
+    __json_optional__ = ("all_at_once",)
 
     source: str
     source_format: str
@@ -111,10 +113,17 @@ class GoodputResult:
         return self.multiplier_bounded()[1]
 
     @property
-    def request_rate_shown(self) -> float | str | None:
-        """``request_rate``, an infinite one (every request at t = 0) as ``"inf"``."""
+    def request_rate_shown(self) -> float | None:
+        """``request_rate`` as JSON writes it: an infinite one (every request at t = 0) as None, ``all_at_once`` saying
+        so (strict JSON: a rate is a number or null)."""
+        return None if self.all_at_once else self.request_rate
+
+    @property
+    def all_at_once(self) -> bool | None:
+        """True where the request rate is infinite (every request at t = 0; ``request_rate`` then null in JSON); None
+        (left out of the JSON) otherwise."""
         r = self.request_rate
-        return "inf" if r is not None and not np.isfinite(r) else r
+        return True if r is not None and not np.isfinite(r) else None
 
     def at_upper_bound(self) -> GoodputResult | None:
         """This run's goodput were its upper bound of good requests (``num_good_upper``, an estimate's) all good, the

@@ -18,6 +18,7 @@ from kvledger.analyses.judgments.pd_disagg import (
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.jsonable import json_fields, to_jsonable
+from kvledger.strict_json import finite_rate
 from kvledger.units import fmt_duration, fmt_rate
 
 __all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
@@ -25,7 +26,7 @@ __all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
 SAME_THROUGHPUT_TOLERANCE = 0.02  # throughputs within 2 % are called the same
 
 
-@json_fields(exclude=("deployments",), extra=("deployments",))  # the deployments last
+@json_fields(exclude=("deployments",), read={"workload": "workload_json"}, extra=("deployments",))  # deployments last
 @dataclass
 class DisaggReport:
     """The comparison: settings, one result per deployment, the tuning runs, the verdict and notes (JSON-ready)."""
@@ -45,6 +46,11 @@ class DisaggReport:
     notes: list[str] = field(default_factory=list)
     step_cost: dict[str, Any] = field(default_factory=dict)
     """The colocated pool's step cost as ``simulate`` describes it (each pool is priced by its own plan alike)."""
+
+    @property
+    def workload_json(self) -> dict[str, Any]:
+        """``workload`` as the JSON writes it: an infinite offered rate as null with ``"all_at_once": true``."""
+        return finite_rate(self.workload, "offered_rate_req_per_s")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.jsonable import to_jsonable
+from kvledger.strict_json import finite_rate, to_strict
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
@@ -88,8 +89,9 @@ class SimDocument:
             out) for one seed.
     """
 
-    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
-                "too_short", "at_knee", "preemptions", "batch", "error_bands", "band_coverage", "notes", "seed_spread")
+    __json__ = ("summary", "replicas", "router", "engine", ("workload", "workload_json"), "step_cost", "client_latency",
+                "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands", "band_coverage", "notes",
+                "seed_spread")
     __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions", "batch")
     summary: dict[str, Any]
     replicas: int
@@ -123,8 +125,13 @@ class SimDocument:
 
         return band_coverage(self.error_bands, self.kept_up)
 
+    @property
+    def workload_json(self) -> dict[str, Any]:
+        """``workload`` as the JSON writes it: an infinite offered rate as null with ``"all_at_once": true``."""
+        return finite_rate(self.workload, "offered_rate_req_per_s")
+
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        return to_strict(to_jsonable(self))
 
 
 def workload_text(info: dict[str, Any]) -> str:

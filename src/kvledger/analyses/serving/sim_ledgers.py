@@ -28,6 +28,7 @@ from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
+from kvledger.strict_json import finite_rate
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_provenance import PlanFigures, SimProvenance
@@ -135,10 +136,10 @@ class SimulatedRun:
         from kvledger.analyses.serving.sim_provenance import SimProvenance
 
         s = self.setup
+        wl = finite_rate({**s.workload_info, "seed": self.args.seed}, "offered_rate_req_per_s")  # inf: null, said
         return SimProvenance(simulator_description(self.result.config), s.model_name, s.gpu_name, self.gpu_id, s.tp,
                              s.replicas, s.router if s.replicas > 1 else None, self.num_gpus, self.result.config,
-                             s.cost_info, self.plan_figures(), {**s.workload_info, "seed": self.args.seed},
-                             list(s.notes))
+                             s.cost_info, self.plan_figures(), wl, list(s.notes))
 
     def source_lines(self) -> list[str]:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
@@ -195,7 +196,7 @@ def _complete_metadata(sim: SimulatedRun) -> None:
     md.request_rate = None if s.workload_info.get("mode") == "closed loop" else rate
     md.concurrency = s.workload_info.get("concurrency") if closed else None
     md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
-                     "workload": {**s.workload_info, "seed": sim.args.seed},
+                     "workload": finite_rate({**s.workload_info, "seed": sim.args.seed}, "offered_rate_req_per_s"),
                      "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} "
                                   f"requests, {load_text(s.workload_info)}"})
 
