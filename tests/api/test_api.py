@@ -63,7 +63,20 @@ def test_goodput_is_the_goodput_commands_json():
 @pytest.mark.parametrize(("call", "words"), [
     (lambda: kvledger.plan(L8, 3), "kvledger.plan(gpu=...): expected str, got int 3"),
     (lambda: kvledger.simulate(L8, "H100", rate="fast"), "kvledger.simulate(rate=...): expected float or None"),
-    (lambda: kvledger.plan(L8, "H100", tp=0), "kvledger.plan: invalid setting: tp must be ≥ 1, got 0"),
+    # the range the CLI checks its --tp against (kvledger.ranges: [1, 1024] GPUs), named as the parameter
+    (lambda: kvledger.plan(L8, "H100", tp=0), "kvledger.plan: tp 0 is out of range; allowed: [1, 1,024] GPUs"),
+    # numpy's default_rng said "expected non-negative integer"; the CLI's --seed range is [0, 2**63 - 1]
+    (lambda: kvledger.simulate(L8, "H100", trace="azure-conv", num_requests=5, seed=-1),
+     "kvledger.simulate: seed -1 is out of range; allowed: [0, 9,223,372,036,854,775,807]"),
+    # the closed loop said "num_users must be an integer ≥ 1", a name the API does not have
+    (lambda: kvledger.simulate(L8, "H100", trace="azure-conv", num_requests=5, concurrency=0),
+     "kvledger.simulate: concurrency 0 is out of range; allowed: [1, 1,000,000] users"),
+    # a misspelt axis was accepted without target; the command's --axis is refused with or without --target
+    (lambda: kvledger.goodput(L8, "H100", slo="ttft=1s", axis="foo", rate=5.0, cache=False),
+     "kvledger.goodput: unknown search axis 'foo'"),
+    (lambda: kvledger.goodput(L8, "H100", slo="ttft=1s", target=1.5, cache=False),
+     "kvledger.goodput: target 1.5 is out of range; allowed: (0, 1]"),
+    (lambda: kvledger.goodput(L8, "H100", slo="ttft=1s", seed=-1, cache=False), "kvledger.goodput: seed -1 is out"),
     (lambda: kvledger.plan(L8, "H100", contexts=("8Q",)), "kvledger.plan: contexts: cannot read '8Q'"),
     (lambda: kvledger.plan(L8, "H100", gpu_mem_util=0.9), "unexpected keyword argument 'gpu_mem_util'"),
 ])

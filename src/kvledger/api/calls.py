@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 
-from kvledger.api.results import GoodputResult, PlanResult, goodput_document, in_python_terms
+from kvledger.api.results import GoodputResult, PlanResult, check_ranges, goodput_document, in_python_terms
 from kvledger.argtypes import checked
 
 __all__ = ["plan", "simulate", "goodput"]
@@ -47,6 +47,7 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
                       block_size=block_size, enable_prefix_caching=enable_prefix_caching, gpu_profile=gpu_profile,
                       **{k: None if v is None else str(v) for k, v in text.items()})
     with in_python_terms("plan", _PLAN_PARAMS):
+        check_ranges("plan", {k: v for k, v in locals().items() if k in _PLAN_PARAMS})
         spec, g, settings, prof = plan_inputs(model, gpu, flags, PlanMoreFlags())
         p = build_plan(spec, g, settings)
     return PlanResult(p, plan_document(p, prof, False))
@@ -88,6 +89,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("simulate", _SIM_PARAMS):
+        check_ranges("simulate", values)
         args, synthetic = _sim_request(model, gpu, values)
         with sim_cache.using(cache):
             sim = simulate_run(args, synthetic, record_token_times=False)
@@ -132,14 +134,16 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
         InputError, UnknownNameError: a wrong type, an unknown name, a bad SLO or setting; DoesNotFitError.
     """
     from kvledger.analyses.serving import sim_cache
-    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, normalize_axis
     from kvledger.analyses.serving.sim_goodput import simulated_goodput, simulated_goodput_search
     from kvledger.jsonable import to_jsonable
     from kvledger.ledgers.slo import parse_slo
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("goodput", _GOODPUT_PARAMS), sim_cache.using(cache):
+        check_ranges("goodput", {**values, "target": target})
         the_slo = parse_slo(slo)
+        normalize_axis(axis)  # a misspelt axis is an error with or without target, as the command's --axis
         if target is None:
             args, synthetic = _sim_request(model, gpu, values)
             run = simulated_goodput(args, the_slo, synthetic)

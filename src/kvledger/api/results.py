@@ -13,7 +13,7 @@ from typing import Any
 from kvledger.errors import KvLedgerError
 from kvledger.strict_json import to_strict
 
-__all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms"]
+__all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms", "check_ranges"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +98,16 @@ def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
         text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, str(err))
         err.args = (f"kvledger.{call}: {text}",)
         raise
+
+
+def check_ranges(command: str, values: dict[str, Any]) -> None:
+    """Check each numeric value in ``values`` (a call's arguments, by parameter name; None: not given) against the
+    command's range (``kvledger.ranges``, the table the CLI checks its flags against), the error naming the parameter:
+    "seed -1 is out of range; allowed: [0, …]".
+
+    Raises:
+        InputError: a value out of its range (several reported together).
+    """
+    from kvledger.ranges import check_options
+
+    check_options(command, values, {name: name for name in values})
