@@ -9,6 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+import kvledger
 from kvledger.cli.main import app
 from kvledger.errors import InputError, KvLedgerError, UnknownNameError
 
@@ -291,7 +292,15 @@ def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
                            "tokens), as the engine refuses them: there is no latency or throughput to report workload:")
     assert "throughput: none (no request finished)" in text
     res = runner.invoke(app, [*args, "--json"])
-    assert res.exit_code == 1 and json.loads(res.output)["summary"]["num_finished"] == 0
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 1 and doc["summary"]["num_finished"] == 0
+    # under --json the warning is the document's first note and a line on stderr (it was only num_rejected: 10, with
+    # an empty stderr and exit 1)
+    said = ("every request (10) was rejected (a prompt ≥ max_model_len; max_model_len 131,072 tokens), as the engine "
+            "refuses them: there is no latency or throughput to report")
+    assert doc["notes"][0] == said and res.stderr == f"warning: {said}\n"
+    assert kvledger.simulate("meta-llama/Llama-3.1-8B", "H100", prompt_lengths="fixed:200000",
+                             output_lengths="fixed:100", rate=5.0, num_requests=10).notes[0] == said
     # one of two refused (prompts 100,000 and 200,000 tokens): warned, answered, exit 0
     from kvledger.report.simulate_view import rejected_warning
 

@@ -8,7 +8,13 @@ from typing import Any
 from rich.markup import escape
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
-from kvledger.analyses.serving.sim_document import SimDocument, load_text, shared_prefix_text
+from kvledger.analyses.serving.sim_document import (
+    SimDocument,
+    load_text,
+    rejected_warning,
+    rejection_rule,
+    shared_prefix_text,
+)
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.band_words import band_source_lines
 from kvledger.report.preemption_view import preemption_lines
@@ -147,7 +153,7 @@ def _s(x: float | None) -> str:
 def _requests_lines(console, s: dict, eng: dict, batch: dict | None = None) -> None:
     """The requests finished, rejected (with the rule) and preempted, the throughput of those finished, and the
     requests held at once (``batch``, when given)."""
-    rule = (_rejection_rule(eng) + " is rejected"
+    rule = (rejection_rule(eng) + " is rejected"
             + ("; a request whose prompt + output would pass it is served with its output capped at max_model_len − "
                "prompt" if eng.get("caps_output", True) and eng.get("batching") != "sglang" else ""))
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
@@ -161,28 +167,6 @@ def _requests_lines(console, s: dict, eng: dict, batch: dict | None = None) -> N
         console.print("throughput: none (no request finished)")
     if batch is not None:
         console.print(_batch_line(batch))
-
-
-def rejected_warning(s: dict, eng: dict) -> str | None:
-    """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine), None when none
-    was: every one refused leaves no latency or throughput to report."""
-    n, total = s["num_rejected"], s["num_requests"]
-    if not n:
-        return None
-    rule = f"{_rejection_rule(eng)}; max_model_len {eng['max_model_len']:,} tokens"
-    if n == total:
-        return (f"every request ({total:,}) was rejected ({rule}), as the engine refuses them: there is no latency or "
-                "throughput to report")
-    return (f"{n:,} of {total:,} requests {'was' if n == 1 else 'were'} rejected ({rule}), as the engine refuses "
-            "them: the latencies and throughput are those of the others")
-
-
-def _rejection_rule(eng: dict) -> str:
-    """Which requests the engine refuses (``dynamics.engine.request_state.accept``): vLLM V1 a prompt ≥ max_model_len,
-    V0 prompt + output past it, SGLang also a prompt ≥ its max_req_len − 5."""
-    if eng.get("batching") == "sglang":
-        return "prompt + output > max_model_len, or a prompt ≥ SGLang's max_req_len − 5"
-    return "a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len"
 
 
 def overload_headline(overload: dict[str, Any] | None) -> str | None:
@@ -264,7 +248,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     if said is not None:  # the draw moves a banded figure: said under the bands, not only in the notes
         console.print(said)
     for note in payload.notes:
-        if said is None or note not in said:
+        if (said is None or note not in said) and note != rejected:  # the rejections: the warning above
             console.print(f"[dim]note: {note}[/]")
     if out is not None:
         wrote = [n for n in ("records.parquet", "steps.parquet", "trace.json", "summary.json") if (out / n).exists()]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
            "SIMULATOR", "simulator_description", "workload_text", "load_text", "shared_prefix_text",
-           "PACED_MODE"]
+           "PACED_MODE", "rejected_warning", "rejection_rule"]
 
 #: the workload ``mode`` of a paced closed loop (``ClosedLoop.paced``: a rate under a cap on requests in flight)
 PACED_MODE = "closed loop, paced"
@@ -165,3 +165,26 @@ def load_text(info: dict[str, Any]) -> str:
         return f"closed loop, {paced}{info['concurrency']} users, think time {info['think_time_s']:g} s"
     return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
             else f"open loop at {rate:.3f} req/s offered")
+
+
+def rejected_warning(s: dict, eng: dict) -> str | None:
+    """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine), None when none
+    was: every one refused leaves no latency or throughput to report. A note of the document (first), the warning
+    line of the text and, under ``--json``, a line on stderr."""
+    n, total = s["num_rejected"], s["num_requests"]
+    if not n:
+        return None
+    rule = f"{rejection_rule(eng)}; max_model_len {eng['max_model_len']:,} tokens"
+    if n == total:
+        return (f"every request ({total:,}) was rejected ({rule}), as the engine refuses them: there is no latency or "
+                "throughput to report")
+    return (f"{n:,} of {total:,} requests {'was' if n == 1 else 'were'} rejected ({rule}), as the engine refuses "
+            "them: the latencies and throughput are those of the others")
+
+
+def rejection_rule(eng: dict) -> str:
+    """Which requests the engine refuses (``dynamics.engine.request_state.accept``): vLLM V1 a prompt ≥ max_model_len,
+    V0 prompt + output past it, SGLang also a prompt ≥ its max_req_len − 5."""
+    if eng.get("batching") == "sglang":
+        return "prompt + output > max_model_len, or a prompt ≥ SGLang's max_req_len − 5"
+    return "a prompt ≥ max_model_len" if eng.get("caps_output", True) else "prompt + output > max_model_len"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.serving.sim_document import PACED_MODE, SimDocument
+from kvledger.analyses.serving.sim_document import PACED_MODE, SimDocument, rejected_warning
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["simulate_document"]
@@ -54,7 +54,9 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     notes += [pb.knee_band_note(knee, mode)] if knee else []
     notes += [burst.burst_note()] if burst is not None else []
     engine = {**result.config, **launch_prefix_caching(getattr(setup, "plan", None), result.config)}
-    return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
+    summary = check_sim_summary(result.summary).to_dict()
+    notes = [w for w in [rejected_warning(summary, engine)] if w] + notes  # refused requests: said first
+    return SimDocument(summary, setup.replicas,
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preemption_facts(setup, result),
