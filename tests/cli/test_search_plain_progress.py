@@ -21,3 +21,31 @@ def test_plain_progress_off_on_a_terminal(capsys):
     p = PlainProgress(enabled=False, every_s=0.0)
     p.update(1, 1, "1 feasible; best x")
     assert capsys.readouterr().err == ""
+
+
+class _Seen(Exception):
+    """Raised by the stand-in progress: the search stops where its progress is made."""
+
+
+def test_no_progress_line_under_json(monkeypatch):
+    # `search … --json >f 2>err` wrote "search: 2/15 candidates evaluated, …" to err every 30 s, where the reference
+    # says no progress is shown under --json; the plain lines are now off under --json, on without it (stderr not a
+    # terminal, as under CliRunner)
+    from typer.testing import CliRunner
+
+    import kvledger.cli.search_cmd as search_cmd
+    from kvledger.cli.main import app
+
+    seen = []
+
+    def stand_in(enabled: bool, every_s: float = 30.0):
+        seen.append(enabled)
+        raise _Seen
+
+    monkeypatch.setattr(search_cmd, "PlainProgress", stand_in)
+    argv = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
+            "--rate", "30"]
+    for extra in (["--json"], []):
+        res = CliRunner().invoke(app, [*argv, *extra])
+        assert isinstance(res.exception, _Seen), res.output
+    assert seen == [False, True]

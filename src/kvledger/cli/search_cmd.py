@@ -84,12 +84,13 @@ def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[A
             prepare_output_file(p, force=force, inputs=inputs, flag=flag)
 
 
-def _progress_bar() -> Any:
+def _progress_bar(as_json: bool) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn("candidates"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
+                    TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                    disable=as_json or not sys.stderr.isatty())  # on a terminal, never under --json
 
 
 def _write_csv(result: Any, path: Path) -> None:
@@ -237,12 +238,11 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
         from kvledger.errors import InputError
 
         raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
-    with _progress_bar() as bar:
+    with _progress_bar(r.as_json) as bar:
         task = bar.add_task("search", total=None, status="planning")
-        plain = PlainProgress(enabled=not sys.stderr.isatty())
+        plain = PlainProgress(enabled=not r.as_json and not sys.stderr.isatty())  # --json: no progress at all
 
-        def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
-            Any] | None) -> None:
+        def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str, Any] | None) -> None:
             say_failure(entry, bar.console)  # at once: a run a dying Ray node ends still names it
             best_text = f"best {best['id']}" if best else "no feasible one yet"
             bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
