@@ -225,3 +225,14 @@ def test_every_result_is_strict_json_when_every_request_arrives_at_once():
     assert cost.to_dict()["simulation"]["workload"]["all_at_once"] is True
     _same(sim, "simulate", L8, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64",
           "--rate", "inf", "--num-requests", "5")
+
+
+def test_every_probe_record_carries_the_same_keys():
+    # a probe that missed the target left out queue_grew (None: not checked) and one long enough left out too_short;
+    # every probe now carries both: queue_grew null where not checked, too_short false where long enough
+    g = kvledger.goodput(L8, "H100", slo="ttft=200ms,tpot=50ms", target=0.9, prompt_lengths="fixed:512",
+                         output_lengths="fixed:64", num_requests=60, cache=False).to_dict()
+    keys = {tuple(p) for p in g["probes"]}
+    assert len(keys) == 1 and {"queue_grew", "too_short", "stopped_early"} <= set(next(iter(keys)))
+    assert {p["meets_target"] for p in g["probes"]} == {True, False}  # both kinds of probe were run
+    assert all(p["too_short"] in (True, False) for p in g["probes"])

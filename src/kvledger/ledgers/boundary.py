@@ -44,13 +44,11 @@ class BoundaryPoint:
     ``queue_grew``: True when the run's queue kept growing while requests arrived (an open loop the engine did not
     sustain), which misses the target whatever its attainment: the attainment of a finite run counts the requests that
     were served before the queue grew long, and in steady state that queue grows without bound; False when the check
-    was made and the run kept up; None (left out of the JSON) when no check was made (measured sweeps, closed loops).
+    was made and the run kept up; None (null in the JSON) when no check was made (measured sweeps, closed loops).
     ``too_short``: True when the run was too short to show its load (more than half its requests still in the system
     at its last arrival: ``kvledger.analyses.serving.probe_length``), which misses the target whatever its attainment;
-    None (left out of the JSON) otherwise.
+    None (null) otherwise. Every point's JSON carries every key.
     """
-
-    __json_optional__ = ("queue_grew", "too_short")
 
     value: float
     attainment: float

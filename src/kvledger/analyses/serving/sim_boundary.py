@@ -78,10 +78,9 @@ class SimProbe:
     attainment and goodput are then lower bounds over the requests finished by then. None: run to the end.
     ``queue_grew``: its queue kept growing past the trace's own bursts (``queue_growth.probe_queue_grew``), and
     ``too_short``: it was too short to show its load (``probe_length``): either misses the target whatever its
-    attainment; None (left out of the JSON): not checked, or (``too_short``) long enough.
+    attainment. Every probe's JSON carries every key: ``queue_grew`` null where not checked, ``too_short`` false where
+    long enough.
     """
-
-    __json_optional__ = ("queue_grew", "too_short")
 
     order: int
     phase: str
@@ -97,7 +96,7 @@ class SimProbe:
     offered_rate_req_per_s: float | None
     stopped_early: dict[str, Any] | None = None
     queue_grew: bool | None = None
-    too_short: bool | None = None
+    too_short: bool = False
 
 
 @dataclass
@@ -257,7 +256,7 @@ def _probe(order: int, value: float, p: SimProber) -> SimProbe:
     return SimProbe(order, p.phase[value], value, gp.attainment, p.meets(value), gp.num_requests, g,
                     gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / facts.replicas,
                     None if g is None else g / facts.num_gpus, facts.offered_rate_req_per_s, facts.stopped_early, grew,
-                    p.too_short(value) or None)
+                    p.too_short(value))
 
 
 def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
@@ -266,7 +265,7 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
         if value not in seen:
             res.points.append(BoundaryPoint(value, gp.attainment, p.meets(value), gp.estimate,
                                             gp.goodput_req_per_s, gp.run_label or gp.source, p.grew[value],
-                                            p.too_short(value) or None))
+                                            p.too_short(value)))
     res.points.sort(key=lambda pt: pt.value)
     res.notes.extend(unsustained_note(res.points, axis, target, QUEUE_CHECK))
     res.notes.extend(short_notes(p.results, p.short, target, axis))
