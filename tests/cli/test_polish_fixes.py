@@ -82,11 +82,21 @@ def test_a_checkpoints_config_json_serves_its_folder_not_the_base_it_copies(tmp_
     ckpt.mkdir()
     cfg = ckpt / "config.json"
     cfg.write_text(json.dumps({**raw, **change}))
-    res = _run("search", str(cfg), "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1", "--max-model-len",
-               "8K", "--show-command", "H100:tp1:kv-auto", "--json")
-    launch = json.loads(res.stdout)["launch"]
+    (ckpt / "model.safetensors").write_bytes(b"")  # the checkpoint's weights beside it
+    argv = ["search", str(cfg), "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1", "--max-model-len", "8K",
+            "--show-command", "H100:tp1:kv-auto", "--json"]
+    launch = json.loads(_run(*argv).stdout)["launch"]
     assert launch["vllm"].startswith(f"vllm serve {ckpt} ") and f"--model-path {ckpt} " in launch["sglang"]
     assert "is a checkpoint's config.json" in launch["note"] and "meta-llama/Llama-3.2-3B" not in launch["vllm"]
+    # a config.json alone (no weights beside it): `vllm serve <its folder>` would fail to load, so the commands hold a
+    # placeholder for the checkpoint, and the note says to put its path or Hub id there
+    (ckpt / "model.safetensors").unlink()
+    launch = json.loads(_run(*argv).stdout)["launch"]
+    assert launch["vllm"].startswith(f"vllm serve '<checkpoint of {cfg}>' ")
+    assert f"--model-path '<checkpoint of {cfg}>' " in launch["sglang"]
+    assert (f"{cfg} is a config.json alone (its folder {ckpt} holds no weights): in the engine commands put the "
+            f"checkpoint's path or Hub id in place of <checkpoint of {cfg}>") in launch["note"]
+    assert f"kvledger plan {cfg} " in launch["check"]  # the check line plans the file itself
 
 
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():

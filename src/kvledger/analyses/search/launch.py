@@ -151,6 +151,10 @@ def serve_model(model: str) -> tuple[str, str | None]:
     from kvledger.catalog.jsonload import load_json_file
 
     folder = str(path.parent)
+    if path.name == "config.json" and not _holds_weights(path.parent):  # a config alone: no folder to serve
+        return f"<checkpoint of {model}>", (
+            f"{model} is a config.json alone (its folder {folder} holds no weights): in the engine commands put the "
+            f"checkpoint's path or Hub id in place of <checkpoint of {model}>; the check line plans the file itself")
     if path.name == "config.json":  # a checkpoint's own config: its folder, even where it copies a bundled config or
         # names a base model in _name_or_path (a fine-tune keeps both from its base: serving those serves the base)
         return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
@@ -168,6 +172,15 @@ def serve_model(model: str) -> tuple[str, str | None]:
     return folder, (f"{model} is a config file standing in for a checkpoint: the engine commands name its folder "
                     f"{folder} — point them at the checkpoint (a Hub id, or a folder with config.json, tokenizer and "
                     f"weights); the check line plans the file itself")
+
+
+#: the files a checkpoint keeps its weights in (Hugging Face safetensors or PyTorch bins, sharded or not; GGUF)
+_WEIGHT_GLOBS = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json", "*.pt", "*.gguf")
+
+
+def _holds_weights(folder: Any) -> bool:
+    """Whether ``folder`` (a Path) holds a checkpoint's weights, so an engine can load it (``_WEIGHT_GLOBS``)."""
+    return any(next(folder.glob(pattern), None) is not None for pattern in _WEIGHT_GLOBS)
 
 
 @dataclass(frozen=True)
