@@ -5,6 +5,8 @@ Python's ``json`` writes ``NaN`` and ``Infinity``, which are not JSON (RFC 8259)
 written where it is made as ``null`` with ``"all_at_once": true`` beside it (:func:`finite_rate`), so a
 ``*_req_per_s`` field is always a number or null; any other infinite value that still reaches
 :func:`dumps` is written as the string ``"inf"`` (or ``"-inf"``), and a NaN ("no value") as ``null``.
+Dollar figures (a key naming ``usd``) are rounded here, at
+the boundary, never where they are computed: a monthly total to the cent, any other to 15 significant digits.
 numpy scalars and arrays become plain numbers and lists; anything else JSON has no type for is written as its ``str``.
 Files are written atomically: to a temporary file in the same folder, then renamed.
 """
@@ -19,7 +21,7 @@ import numpy as np
 
 from kvledger.outputs import temp_beside, write_text_atomic  # the atomic writes live there
 
-__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rate", "ALL_AT_ONCE"]
+__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rate", "ALL_AT_ONCE", "MONEY_DIGITS"]
 
 #: the key beside a rate written as null because it was infinite: every request arrived at t = 0
 ALL_AT_ONCE = "all_at_once"
@@ -41,29 +43,45 @@ def _float(x: float) -> float | str | None:
     return x
 
 
-def to_strict(obj: Any) -> Any:
-    """A copy of ``obj`` with every non-finite float replaced (inf → "inf", -inf → "-inf", NaN → None)."""
+#: money: a monthly total to the cent; any other dollar figure (per request, per Mtok, per GPU-hour, a unit price per
+#: GiB-month) to 15 significant digits, as many as a double holds exactly, which keeps every real digit and drops the
+#: float noise of its sum or product (0.003935409999999999 → 0.00393541, 1742.0210459999998 → 1742.021046)
+MONEY_DIGITS = 15
+
+
+def _money(key: str, x: float) -> float:
+    """``x``, the value at dollar ``key`` (a key naming ``usd``), rounded for JSON (:data:`MONEY_DIGITS`)."""
+    if "month" in key and "per_gib" not in key and "per_unit" not in key:
+        return round(x, 2)
+    return float(f"{x:.{MONEY_DIGITS}g}")
+
+
+def to_strict(obj: Any, key: str = "") -> Any:
+    """A copy of ``obj`` with every non-finite float replaced (inf → "inf", -inf → "-inf", NaN → None) and every
+    dollar figure (at a key naming ``usd``) rounded (:func:`_money`); numpy values as plain ones."""
     if isinstance(obj, float):
-        return _float(obj)
+        x = _float(obj)
+        return _money(key, x) if "usd" in key and isinstance(x, float) else x
     if isinstance(obj, dict):
-        return {k: to_strict(v) for k, v in obj.items()}
+        return {k: to_strict(v, k if isinstance(k, str) else "") for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_strict(v) for v in obj]
+        return [to_strict(v, key) for v in obj]
     if isinstance(obj, np.ndarray):
-        return [to_strict(v) for v in obj.tolist()]
+        return [to_strict(v, key) for v in obj.tolist()]
     if isinstance(obj, np.generic):
-        return to_strict(obj.item())
+        return to_strict(obj.item(), key)
     return obj
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps`` that always produces strict JSON (see the module docstring)."""
+    """``json.dumps`` that always produces strict JSON, its dollar figures rounded (see the module docstring)."""
     try:
-        return json.dumps(obj, allow_nan=False, default=_default, **kwargs)
+        text = json.dumps(obj, allow_nan=False, default=_default, **kwargs)
     except ValueError:  # a NaN or an infinity somewhere: rewrite the value (the slow path, rare)
         return json.dumps(to_strict(obj), allow_nan=False, default=_default, **kwargs)
-
-
+    if "usd" not in text:  # no dollar figure: as written (the common case, and every large document)
+        return text
+    return json.dumps(to_strict(obj), allow_nan=False, default=_default, **kwargs)
 
 
 def finite_rate(info: dict[str, Any], key: str) -> dict[str, Any]:

@@ -41,7 +41,8 @@ def test_a_benchmark_file_is_the_cost_commands_json():
     assert doc["inputs"]["api_usd_per_request"] == pytest.approx(550 * 2e-6 + 22042 / 150 * 8e-6, rel=1e-12)
     # the API's per-1M-token ledgers are the list prices themselves; the self-hosted one is the report's own
     assert (r.report.api_input.total_usd, r.report.api_output.total_usd) == (2.0, 8.0)
-    assert r.report.self_host_input.total_usd == doc["totals"]["self_host_usd_per_mtok_input"]
+    # the JSON writes a $/Mtok figure to 15 significant digits (strict_json.MONEY_DIGITS); the report keeps the float
+    assert doc["totals"]["self_host_usd_per_mtok_input"] == float(f"{r.report.self_host_input.total_usd:.15g}")
 
 
 def test_a_simulation_is_the_cost_commands_json_and_the_api_bill_is_tokens_times_price():

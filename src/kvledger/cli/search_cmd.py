@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from kvledger import strict_json
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
@@ -283,8 +283,8 @@ def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFla
     if rank is not None:
         show_ranked(result, rank, r.as_json)
     elif r.as_json:
-        typer.echo(json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
-                                                  else {}), allow_nan=False))
+        typer.echo(strict_json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
+                                                         else {})))
     else:
         from kvledger.report.search_view import print_search
 

@@ -3,10 +3,11 @@ table (planned, not simulated), or by its rank number in the table (after the se
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from kvledger import strict_json
 
 if TYPE_CHECKING:
     from kvledger.analyses.search.launch import CandidateCommands
@@ -86,6 +87,6 @@ def _print_launch(c: CandidateCommands, as_json: bool) -> None:
     from kvledger.report.search_view import print_launch
 
     if as_json:
-        typer.echo(json.dumps(to_jsonable(c), allow_nan=False))
+        typer.echo(strict_json.dumps(to_jsonable(c)))
     else:
         print_launch(Console(highlight=False, emoji=False), c.id, c.launch, "launch commands")

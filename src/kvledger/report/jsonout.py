@@ -1,4 +1,5 @@
-"""Strict JSON for reports and the web app: no NaN or Infinity (NaN → null, ±inf → "inf"/"-inf")."""
+"""Strict JSON for reports and the web app: no NaN or Infinity (NaN → null, ±inf → "inf"/"-inf"), dollar figures
+rounded as every ``--json`` rounds them (``kvledger.strict_json``)."""
 
 from __future__ import annotations
 
@@ -21,4 +22,6 @@ def _finite(x: Any) -> Any:
 
 def strict_json(data: Any, indent: int | None = None) -> str:
     """``data`` as strict JSON; objects json cannot encode are written with ``str``."""
-    return json.dumps(_finite(json.loads(json.dumps(data, default=str))), indent=indent, allow_nan=False)
+    from kvledger.strict_json import to_strict
+
+    return json.dumps(to_strict(_finite(json.loads(json.dumps(data, default=str)))), indent=indent, allow_nan=False)
