@@ -12,7 +12,8 @@ __all__ = ["register"]
 
 
 def doctor(
-    logfile: str = typer.Argument(..., help="A vLLM server log (stdout/stderr of `vllm serve`, any version from 0.5)."),
+    logfile: str = typer.Argument(..., help="A vLLM server log (stdout/stderr of `vllm serve`, any version from 0.5); "
+                                                   "- reads it from standard input."),
     model: str | None = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log "
                                                            "names, if bundled)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log "

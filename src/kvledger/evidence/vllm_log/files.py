@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from kvledger.errors import FormatError, InputError
@@ -40,8 +41,17 @@ def require_vllm(log: VllmLog) -> VllmLog:
                               "Is this a vLLM server log?")
 
 
+STDIN = "-"
+"""The path that names standard input (``cat server.log | kvledger doctor -``), as in cat, grep and tar."""
+
+
+def _read_bytes(p: Path) -> bytes:
+    """The file's bytes; standard input's where the path is ``-`` (read as bytes, as a file is)."""
+    return sys.stdin.buffer.read() if str(p) == STDIN else p.read_bytes()
+
+
 def read_vllm_log(path: str | Path) -> VllmLog:
-    """Read and check a vLLM log file.
+    """Read and check a vLLM log file (``-``: standard input).
 
     Raises:
         InputError: the file does not exist or cannot be read.
@@ -49,15 +59,18 @@ def read_vllm_log(path: str | Path) -> VllmLog:
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = _read_bytes(p)
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except OSError as err:
         raise InputError(f"{p}: cannot read the log ({err.strerror or err})") from None
+    piped = str(p) == STDIN
+    p = Path("<stdin>") if piped else p
     if not raw.strip():
-        raise InputError(f"{p}: the file is empty")
+        raise InputError("<stdin>: standard input is empty" if piped else f"{p}: the file is empty")
     if raw[:2] == b"\x1f\x8b":  # gzip's magic number: a rotated log
-        raise InputError(f"{p}: the file is gzip-compressed; decompress it first (zcat {p} > server.log)")
+        how = "zcat server.log.gz | kvledger doctor -" if piped else f"zcat {p} > server.log"
+        raise InputError(f"{p}: the {'input' if piped else 'file'} is gzip-compressed; decompress it first ({how})")
     # newline="": keep "\r" (no universal newlines), as the text reader did
     log = parse_vllm_log(raw.decode("utf-8", errors="replace"), str(p))
     if log.engine != "vllm" and not log.not_a_log and b"\x00" in raw[:8192]:
