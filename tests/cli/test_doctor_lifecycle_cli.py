@@ -163,7 +163,11 @@ def test_a_start_up_warnings_traceback_keeps_one_start_up_and_the_stop_says_so()
     # 7; serving from line 15; a request's traceback at 18 (400 at 22); shutdown at 25 (26 lines)
     code, d = _doctor_json("constructed_v1_startup_warning_traceback.log")
     assert code == 0 and d["failed"] is False and d["stopped"] == 25
-    assert d["startups"] == [{"first_line": 1, "last_line": 26, "outcome": "verdict", "says": "the verdict below"}]
+    assert d["startups"] == [{"first_line": 1, "last_line": 26, "outcome": "verdict", "says": "the verdict below",
+                              "preemptions": {"count": 0, "report_lines": 0, "first_line": None, "last_line": None,
+                                              "peak_gpu_kv_usage_pct": None, "peak_line": None,
+                                              "metrics_lines": 2},
+                              "changed_settings": []}]
     assert d["log"]["version_source"] == "printed (line 1)"  # the banner stays in the verdict's start-up
     _, out = _text("constructed_v1_startup_warning_traceback.log")
     assert "start-ups in this log" not in out

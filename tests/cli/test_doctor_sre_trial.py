@@ -5,6 +5,7 @@ a log that contradicts itself."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -37,3 +38,32 @@ def test_a_dash_reads_the_log_from_standard_input():
     assert piped.stdout.split("\n", 1)[1] == named.stdout.split("\n", 1)[1]
     empty = runner.invoke(app, ["doctor", "-"], input=b"")  # main() turns an InputError into exit status 2
     assert isinstance(empty.exception, InputError) and str(empty.exception) == "<stdin>: standard input is empty"
+
+
+def test_earlier_start_ups_say_their_preemptions_and_the_settings_the_restart_changed():
+    # restarts.log (this copy): start-up #1, lines 1–510, crashes (CUDA OOM, line 486) after metrics lines 446, 451,
+    # …, 476 print Preemptions 3 + 7 + 12 + 9 + 14 + 11 + 13 = 69 at GPU KV usage 100.0%; its args (line 25) say
+    # gpu_memory_utilization 0.9 and its engine line (67) kv_cache_dtype=auto. #2 (lines 511–946) and #3 (from 947)
+    # pass 0.95 and fp8 (args lines 515 and 951: the last start-up's is cited); #3 serves 3 metrics lines, peak KV usage
+    # 72.5% (line 1,362), no preemptions. The report said only "ok capacity: no preemptions" (exit 0)
+    r = doctor(trial("restarts"))
+    assert r.exit_code == 0
+    out = " ".join(r.stdout.split())
+    assert ("earlier start-up #1 (lines 1–510, crashed): 69 preemption(s) in 7 line(s) (lines 446–476), GPU KV usage "
+            "up to 100.0% (line 446); settings otherwise than the last start-up: gpu_memory_utilization 0.9 (line 25) "
+            "→ 0.95 (line 951), kv_cache_dtype auto (line 67) → fp8 (line 951)") in out
+    assert "earlier start-up #2 (lines 511–946, stopped): no preemptions in 0 metrics line(s); no setting" in out
+    # 649,968 tokens (line 351) → 1,403,776 (line 841): fp8 halves the page, 0.95 adds 3.96 GiB per GPU
+    assert ("did a restart fix it? start-up #2 (from line 511) changed gpu_memory_utilization 0.9→0.95, kv_cache_dtype "
+            "auto→fp8 against #1 (GPU KV cache size 649,968 → 1,403,776 tokens, lines 351 and 841): no preemptions "
+            "since (peak GPU KV usage 72.5%, line 1,362), in 3 metrics line(s) of start-up(s) #2–#3, against 69 "
+            "preemption(s) before") in out
+    d = json.loads(doctor(trial("restarts"), "--json").stdout)
+    first = d["startups"][0]
+    assert first["outcome"] == "crashed" and first["preemptions"] == {
+        "count": 69, "report_lines": 7, "first_line": 446, "last_line": 476, "peak_gpu_kv_usage_pct": 100.0,
+        "peak_line": 446, "metrics_lines": 10}
+    assert first["changed_settings"] == [
+        {"setting": "gpu_memory_utilization", "was": 0.9, "was_line": 25, "now": 0.95, "now_line": 951},
+        {"setting": "kv_cache_dtype", "was": "auto", "was_line": 67, "now": "fp8", "now_line": 951}]
+    assert d["startups"][1]["changed_settings"] == [] and d["startups"][2]["preemptions"]["count"] == 0

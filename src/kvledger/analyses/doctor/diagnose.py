@@ -18,6 +18,7 @@ from kvledger.analyses.doctor.failure import diagnose_failure
 from kvledger.analyses.doctor.lifecycle import request_errors_finding, startups, startups_line, stopped_line
 from kvledger.analyses.doctor.log_gpu import gpu_mismatch
 from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
+from kvledger.analyses.doctor.restarts import restart_lines
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
 from kvledger.analyses.doctor.types import ComparisonRow, DoctorReport, Finding, StartupComparison
@@ -72,11 +73,13 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     warned = tuple(w for w in (mismatch, quantization_mismatch(log, model, ctx.model), gpu_mismatch(log, gpu, ctx.gpu),
                                version_mismatch(log, engine_version),
                                unfinished, _impossible_pct(log), _cut_metrics(log)) if w)
-    lifecycle = tuple(x for x in (startups_line(log), None if failed else stopped_line(log)) if x)
+    runs = tuple(startups(log))
+    lifecycle = tuple(x for x in (startups_line(log), *restart_lines(log, [r["outcome"] for r in runs[:-1]]),
+                                  None if failed else stopped_line(log)) if x)
     return DoctorReport(log.source, summary, ctx.model.name if ctx.model else None,
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, warned, unfinished=unfinished is not None,
-                        stopped=None if failed else log.stopped_line, startups=tuple(startups(log)),
+                        stopped=None if failed else log.stopped_line, startups=runs,
                         lifecycle=lifecycle)
 
 

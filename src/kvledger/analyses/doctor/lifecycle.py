@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.doctor.restarts import changed_settings, preemptions_of
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.evidence.vllm_log.serving_end import crash_failures
@@ -49,11 +50,13 @@ def outcome(lg: VllmLog) -> tuple[str, str]:
 
 def startups(log: VllmLog) -> list[dict[str, Any]]:
     """Every start-up in the log, first first: its lines, what became of it ("outcome", one of OUTCOMES; the last
-    one's is "verdict": the report's own) and that in words ("says")."""
-    rows = [{"first_line": lg.first_line, "last_line": lg.last_line, "outcome": o, "says": says}
+    one's is "verdict": the report's own) and that in words ("says"), its preemptions (restarts.preemptions_of) and the
+    settings it ran with otherwise than the last one ("changed_settings", restarts.changed_settings)."""
+    rows = [{"first_line": lg.first_line, "last_line": lg.last_line, "outcome": o, "says": says,
+             "preemptions": preemptions_of(lg), "changed_settings": changed_settings(lg, log)}
             for lg in log.earlier for o, says in [outcome(lg)]]
     return rows + [{"first_line": log.first_line, "last_line": log.total_lines, "outcome": "verdict",
-                    "says": "the verdict below"}]
+                    "says": "the verdict below", "preemptions": preemptions_of(log), "changed_settings": []}]
 
 
 def startups_line(log: VllmLog) -> str | None:
