@@ -67,3 +67,35 @@ def test_earlier_start_ups_say_their_preemptions_and_the_settings_the_restart_ch
         {"setting": "gpu_memory_utilization", "was": 0.9, "was_line": 25, "now": 0.95, "now_line": 951},
         {"setting": "kv_cache_dtype", "was": "auto", "was_line": 67, "now": "fp8", "now_line": 951}]
     assert d["startups"][1]["changed_settings"] == [] and d["startups"][2]["preemptions"]["count"] == 0
+
+
+def test_preemptions_below_a_full_cache_offer_a_step_budget_and_no_shorter_limit():
+    # pre74.log: 69 preemptions while every preempting metrics line prints 74.0% KV usage (lines 446–476; line 446:
+    # 71 running). The pool as logged is 40,623 blocks, 40,622 usable (the null block), 16 tokens each; the free blocks
+    # there are floor(0.26 × 40,622) = 10,561, less 71 running = 10,490 blocks × 16 = 167,840 tokens: more than half
+    # the logged budget (8,192 // 2 = 4,096), so 4,096 it is (≥ max_num_seqs 1,024). A step then claims
+    # ⌈4,096 ÷ 16⌉ = 256 + 71 blocks instead of 512 + 71. The finding listed only --max-model-len 16384, which frees no
+    # block and is dropped here
+    d = json.loads(doctor(trial("pre74"), "--json").stdout)
+    cap = next(f for f in d["findings"] if f["name"] == "capacity")
+    assert cap["verdict"] == "preemptions_below_full"
+    actions = [o["action"] for o in cap["options"]]
+    assert actions[:2] == ["as logged", "--max-num-batched-tokens 4096"]
+    assert not any(a.startswith("--max-model-len") for a in actions)
+    step = cap["options"][1]
+    assert step["detail"].startswith("a step claims up to ⌈budget ÷ 16⌉ blocks of prompt tokens plus one per running "
+                                     "request: 512 + 71 at 8,192 tokens, 256 + 71 at 4,096. The fullest preempting "
+                                     "line (74.0% KV usage, 71 running, line 446) leaves ≈10,561 of 40,622 blocks free")
+    # re-planned at 4,096 the profile run's hidden states shrink (8,192 → 4,096 tokens × 8,192 × 2 B = 64 MiB less,
+    # the ledger's 1.95 → 1.89 GiB activation peak): 0.06 GiB more KV, 40,675 blocks
+    assert step["num_gpu_blocks"] == 40675
+
+
+def test_budget_rule_takes_the_free_blocks_where_they_hold_less_than_half_a_step():
+    from kvledger.analyses.doctor.capacity_step import budget_tokens
+
+    # 8,192-token budget, 16-token blocks, 300 blocks free and 100 running: (300 − 100) × 16 = 3,200 < 8,192 // 2
+    assert budget_tokens(8192, 300, 100, 16, 256) == (3200, "the free blocks less one per running request × block_size")
+    # 100 free, 50 running: (100 − 50) × 16 = 800, below max_num_seqs 1,000, which vLLM requires: 1,000 rounded up to
+    # whole blocks, ⌈1,000 ÷ 16⌉ × 16 = 1,008
+    assert budget_tokens(8192, 100, 50, 16, 1000)[0] == 1008

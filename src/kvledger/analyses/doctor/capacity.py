@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
 from kvledger.analyses.doctor.capacity_replan import replan, seqs_option
+from kvledger.analyses.doctor.capacity_step import step_options
 from kvledger.analyses.doctor.context import DoctorContext, stand_in_gpu
 from kvledger.analyses.doctor.kv_usage import (
     KV_FULL_PCT,
@@ -121,6 +122,10 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
         return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes),
                        diagnosed=bool(stats))
     options, per_req, base = capacity_options(ctx)
+    if verdict == "preemptions_below_full" and base is not None:  # a step's claim, not the pool (capacity_step.py)
+        _, budget, how = _budget(ctx)
+        options = step_options(ctx, options, [stats[i] for i in idx], (base, budget, how == _LEDGER),
+                               lambda a, p, d: _row(a, p, per_req, base.settings.tp, d))
     v0_usage = [u for e in ctx.log.preemptions if (u := usage_at(e, stats)) is not None]
     top = _v0_top([e for e in ctx.log.preemptions if e.kind == "preempted"])
     cite = "" if top is None else f" (total_num_cumulative_preemption={top.cumulative}, line {top.line_no})"
