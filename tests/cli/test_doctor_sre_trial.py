@@ -99,3 +99,30 @@ def test_budget_rule_takes_the_free_blocks_where_they_hold_less_than_half_a_step
     # 100 free, 50 running: (100 − 50) × 16 = 800, below max_num_seqs 1,000, which vLLM requires: 1,000 rounded up to
     # whole blocks, ⌈1,000 ÷ 16⌉ × 16 = 1,008
     assert budget_tokens(8192, 100, 50, 16, 1000)[0] == 1008
+
+
+def test_a_log_that_contradicts_itself_is_warned_of_and_not_called_rounding():
+    # base.log: line 25 (non-default args) says gpu_memory_utilization 0.9; line 334 (a worker's "Requested memory:
+    # 0.950000 (util), 75.23 GiB") was edited; the device total is 79.19 GiB (line 190). 0.9 × 79.19 = 71.271 GiB, so
+    # the request is 75.23 − 71.27 = +3.96 GiB off, and 75.23 / 79.19 = 0.950; 2-decimal rounding of the request
+    # (±0.005) and of the total × 0.9 (±0.0045) allows ±0.0095 GiB. -v called the 3.96 GiB residual "2-decimal rounding"
+    r = doctor(trial("base"), "-v")
+    out = " ".join(r.stdout.split())
+    assert ("WARNING: the log disagrees with itself: line 25 sets gpu_memory_utilization 0.9, but line 334 prints a "
+            "requested memory of 75.23 GiB, 0.950 of the 79.19 GiB device total (line 190); 0.9 of it is 71.27 GiB "
+            "(+3.96 GiB, more than the ±0.0095 GiB 2-decimal rounding allows)") in out
+    d = json.loads(doctor(trial("base"), "--json").stdout)
+    kv = next(row for row in d["startup"]["rows"] if row["term"] == "available KV memory")
+    # 6 printed figures in the sum (available, requested, weights, activation peak, non-torch, CUDA graphs): ±0.030
+    assert kv["explanation"].endswith("residual +3.96 GiB: more than 2-decimal rounding of these 6 printed figures "
+                                      "can make (±0.030 GiB), so a term the log does not itemise, or printed figures "
+                                      "that disagree with each other")
+
+
+def test_the_residual_is_rounding_only_within_half_a_unit_per_printed_figure():
+    from kvledger.analyses.doctor.log_consistency import residual_words
+
+    gib = 2**30
+    assert residual_words(0.02 * gib, 6) == ("residual +0.02 GiB (2-decimal rounding: at most ±0.030 GiB over these 6 "
+                                             "printed figures)")
+    assert residual_words(-0.04 * gib, 6).startswith("residual -0.04 GiB: more than 2-decimal rounding")

@@ -16,6 +16,7 @@ from kvledger.analyses.doctor.context import build_context
 from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.failure import diagnose_failure
 from kvledger.analyses.doctor.lifecycle import request_errors_finding, startups, startups_line, stopped_line
+from kvledger.analyses.doctor.log_consistency import utilization_contradiction
 from kvledger.analyses.doctor.log_gpu import gpu_mismatch
 from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
 from kvledger.analyses.doctor.restarts import restart_lines
@@ -72,7 +73,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         "that the server started; the figures compared are those it printed before it ends")
     warned = tuple(w for w in (mismatch, quantization_mismatch(log, model, ctx.model), gpu_mismatch(log, gpu, ctx.gpu),
                                version_mismatch(log, engine_version),
-                               unfinished, _impossible_pct(log), _cut_metrics(log)) if w)
+                               unfinished, utilization_contradiction(log.startup), _impossible_pct(log),
+                               _cut_metrics(log)) if w)
     runs = tuple(startups(log))
     lifecycle = tuple(x for x in (startups_line(log), *restart_lines(log, [r["outcome"] for r in runs[:-1]]),
                                   None if failed else stopped_line(log)) if x)

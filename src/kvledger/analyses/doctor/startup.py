@@ -17,6 +17,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version, subtracts_cudagraphs
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
+from kvledger.analyses.doctor.log_consistency import residual_words
 from kvledger.analyses.doctor.startup_verdicts import computed_requested, memory_miss, memory_only, skipped_why
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
 from kvledger.units import GiB
@@ -132,23 +133,23 @@ def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> 
     st, a = ctx.log.startup, ctx.model_plan
     stage = _stage_of(ctx, "available_kv_bytes")
     ledger = stage["available_kv_bytes"] if stage else (a.memory.available_kv_bytes if a else None)
-    parts, explained = [], 0.0
+    parts, explained, printed = [], 0.0, 1  # printed: the log's figures in the sum (its available KV memory first)
     req = next(r for r in rows if r.term.startswith("requested"))
     if req.difference is not None:
         parts.append(f"requested {req.difference / GiB:+.2f}")
-        explained += req.difference
+        explained, printed = explained + req.difference, printed + 1
     for r in rows:
         if r.unit == "B" and r.term in ("weights", "activation peak", "non-torch memory",
                                         "CUDA graphs") and r.difference is not None:
             parts.append(f"{r.term} {-r.difference / GiB:+.2f}")
-            explained -= r.difference
+            explained, printed = explained - r.difference, printed + 1
     text = "requested − every term above" if ledger is not None else need.strip(" ()")
     if ledger is not None and st.available_kv_bytes is not None:
         resid = (ledger - st.available_kv_bytes) - explained
         text = (
             f"ledger − log = {(ledger - st.available_kv_bytes) / GiB:+.2f} GiB = "
             + ("; ".join(parts) or "no itemised terms")
-            + f" GiB; residual {resid / GiB:+.2f} GiB (terms the log does not itemise; 2-decimal rounding)"
+            + f" GiB; {residual_words(resid, printed)}"
         )
     return _row("available KV memory", "B", st.available_kv_bytes, st.lines.get("available_kv_bytes"), ledger, text)
 
