@@ -126,3 +126,17 @@ def test_the_residual_is_rounding_only_within_half_a_unit_per_printed_figure():
     assert residual_words(0.02 * gib, 6) == ("residual +0.02 GiB (2-decimal rounding: at most ±0.030 GiB over these 6 "
                                              "printed figures)")
     assert residual_words(-0.04 * gib, 6).startswith("residual -0.04 GiB: more than 2-decimal rounding")
+
+
+def test_after_an_oom_crash_the_capacity_options_do_not_raise_the_utilization():
+    # crash.log: the engine dies of CUDA OOM at line 486 while serving; the crash finding says "lower
+    # --gpu-memory-utilization", so the capacity finding must not offer 0.9 → 0.95 (the trial saw 43,867 blocks there
+    # on the same start-up without the crash: sre70b.log)
+    d = json.loads(doctor(trial("crash"), "--json").stdout)
+    crash = next(f for f in d["findings"] if f["name"] == "crashed_while_serving")
+    assert "lower --gpu-memory-utilization" in crash["message"]
+    cap = next(f for f in d["findings"] if f["name"] == "capacity")
+    assert not any(o["action"].startswith("--gpu-memory-utilization") for o in cap["options"])
+    assert cap["options"][0]["notes"] == [
+        "--gpu-memory-utilization is not raised: the server ran out of GPU memory (line 486), so it needs more room "
+        "outside the KV cache, not less"]
