@@ -49,14 +49,18 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
     for v, gpus in zip(variants, (1, 2)):
         off = v["offload"]
         assert v["status"] == "feasible" and off["tier"]["tier"] == "host_dram" and v["tp"] == gpus
-        # tier per unit and month: 64 GiB × GPUs × $2 → $128 (TP 1), $256 (TP 2)
-        assert off["tier_usd_per_month_per_unit"] == pytest.approx(128.0 * gpus)
+        # cpu:64GiB is per replica (vLLM's --kv-offloading-size, summed over the TP ranks): 64 GiB ÷ GPUs each, so
+        # the tier per unit and month is (64 ÷ GPUs) GiB × GPUs × $2 = $128 at TP 1 and TP 2
+        assert off["size_gib_per_replica"] == 64.0 and off["size_gib_per_gpu"] == 64.0 / gpus
+        assert off["sizes"] == (f"cpu:64GiB = 64 GiB host memory per replica, {64 // gpus} GiB per GPU at {gpus} "
+                                f"GPU{'s' if gpus > 1 else ''} per replica")
+        assert off["tier_usd_per_month_per_unit"] == pytest.approx(128.0)
         assert off["tier_price"]["source"] == "user input (--host-memory-usd-per-gib-month)"
-        # vLLM's --kv-offloading-size = 64 GiB × TP, the ranks' sum: 64 GiB per GPU, 64 GiB × TP over the ranks
-        assert off["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30, rel=0.01)
-        assert off["tier"]["total_capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
+        # vLLM's --kv-offloading-size 64, the ranks' sum: 64 GiB ÷ TP per GPU, 64 GiB over the ranks
+        assert off["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30 / gpus, rel=0.01)
+        assert off["tier"]["total_capacity_bytes"] == pytest.approx(64 * 2**30, rel=0.01)
         assert off["tier"]["num_ranks"] == gpus
-        assert f"--kv-offloading-size {64 * gpus} --kv-offloading-backend native" in v["launch"]["vllm"]
+        assert "--kv-offloading-size 64 --kv-offloading-backend native" in v["launch"]["vllm"]
         # on this trace the tier holds at least the base's own boundary (its search starts there)
         cap = v["capacity"]
         assert cap["boundary_rate_req_per_s"] >= off["base_boundary_rate_req_per_s"]
@@ -65,17 +69,17 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         # replicas = ⌈40 req/s offered ÷ (SLO capacity × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]
         assert s["replicas"] == math.ceil(40.0 / (cap["boundary_rate_req_per_s"] * 0.8) - 1e-12)
-        assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0 * gpus))
+        assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0))
         # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × good req/s sustained,
         # the capacity × its run's attainment, as the variant without a tier is priced: ledgers/sustained_rate.py)
         assert cap["sustained_good_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
         assert v["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
-            (gpus * usd_h + 128.0 * gpus / 730) * 1000 / (3600 * cap["sustained_good_req_per_s"]))
-        # the output ledger carries the tier: 64 GiB × (the rental's GPU-hours) ÷ 730 GiB-months at $2
+            (gpus * usd_h + 128.0 / 730) * 1000 / (3600 * cap["sustained_good_req_per_s"]))
+        # the output ledger carries the tier: 64 ÷ GPUs GiB per GPU × (the rental's GPU-hours) ÷ 730 GiB-months at $2
         items = v["cost"]["ledgers"]["output"]["items"]
         gpu_h, host = items[0], items[1]
         assert host["name"] == "host memory for the KV tier" and host["unit_price_usd"] == 2.0
-        assert host["quantity"] == pytest.approx(64.0 * gpu_h["quantity"] / 730.0)
+        assert host["quantity"] == pytest.approx(64.0 / gpus * gpu_h["quantity"] / 730.0)
         # compared with the same setup without a tier and every larger TP
         rivals = [x["id"] for x in off["vs_more_gpus"]]
         assert rivals == (["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"] if gpus == 1

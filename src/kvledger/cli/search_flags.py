@@ -74,7 +74,8 @@ class SearchRunFlags:
     force: bool = flag("--force", default=False, help="allow --ledger, --csv and --plot to overwrite files")
     offload: str | None = flag("--offload", help=(
         "KV tiers to add to each colocated candidate (feasible, or meeting the SLO at no rate), each variant "
-        "ranked with the rest: none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"))
+        "ranked with the rest: none,cpu:256GiB,disk:1TiB (default none). SIZE is per replica, summed over its GPUs, "
+        "as vLLM's --kv-offloading-size is summed over the TP ranks: cpu:256GiB at TP 4 is 64 GiB per GPU"))
     host_memory_usd_per_gib_month: float | None = flag("--host-memory-usd-per-gib-month", help=(
         "[--offload cpu] your price, USD/GiB-month (default: tier_prices.csv's cheapest dated row, named in the "
         "output)"))

@@ -44,6 +44,8 @@ def print_offload_axis(variants: list[dict[str, Any]], ranking: list[str]) -> No
             con.print(escape(off["verdict"]))
             for x in off["vs_more_gpus"]:
                 con.print(f"  vs {escape(x['more_gpus'])}: {escape(x['text'])}")
+    for sizes in dict.fromkeys(v["offload"]["sizes"] for v in variants):
+        con.print(escape(f"tier size: {sizes} (--offload SIZE is per replica, as vLLM's --kv-offloading-size)"))
     tp = [v["offload"]["tier_price"] for v in variants]
     prices = dict.fromkeys(p["source"] + ("" if p["as_of"] == "user input" else f" (as of {p['as_of']})") for p in tp)
     for src in prices:

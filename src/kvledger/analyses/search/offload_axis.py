@@ -1,4 +1,5 @@
-"""The search's offload axis (``--offload none,cpu:256GiB,disk:1TiB``, GiB per GPU): its options, their prices, and
+"""The search's offload axis (``--offload none,cpu:256GiB,disk:1TiB``, GiB per replica: summed over its GPUs, as vLLM's
+``--kv-offloading-size`` is summed over the TP ranks): its options, their prices, and
 the pass that adds each colocated candidate again with each tier as a candidate of its own
 (``tier_entries.py``; the tier in the simulator: ``tier_probe.py``), to be ranked with the rest.
 """
@@ -17,10 +18,23 @@ __all__ = ["OffloadOption", "parse_offload", "check_prices", "offload_pass", "of
 
 @dataclass(frozen=True)
 class OffloadOption:
-    """One point of the axis: ``kind`` "none", "cpu" or "disk", ``size_gib`` GiB per GPU (None for none)."""
+    """One point of the axis: ``kind`` "none", "cpu" or "disk", ``size_gib`` GiB per replica, summed over its GPUs
+    (vLLM ``--kv-offloading-size``'s meaning: "the total buffer size summed across all TP ranks", vllm/config/cache.py;
+    None for none)."""
 
     kind: str
     size_gib: float | None = None
+
+    def gib_per_gpu(self, num_gpus: int) -> float:
+        """The tier's GiB on each of a replica's ``num_gpus`` GPUs (its size split evenly, as vLLM splits it)."""
+        return (self.size_gib or 0.0) / num_gpus
+
+    def sizes_text(self, num_gpus: int) -> str:
+        """``cpu:64GiB = 64 GiB host memory per replica, 16 GiB per GPU at 4 GPUs``: both figures, in words."""
+        what = "host memory" if self.kind == "cpu" else "NVMe"
+        per_gpu, gpus = self.gib_per_gpu(num_gpus), f"{num_gpus} GPU{'' if num_gpus == 1 else 's'}"
+        return (f"{self.label} = {self.size_gib:,.4g} GiB {what} per replica, {per_gpu:,.4g} GiB per GPU at {gpus} "
+                "per replica")
 
     @property
     def label(self) -> str:

@@ -28,16 +28,19 @@ def variant_id(base_id: str, opt: Any) -> str:
 
 
 def tier_launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
-    """The launch commands ``base`` of a candidate at TP ``tp`` with the tier ``opt`` added (flags and note)."""
+    """The launch commands ``base`` of a candidate at TP ``tp`` with the tier ``opt`` (GiB per replica) added (flags
+    and note): vLLM's ``--kv-offloading-size`` is the replica's size (summed over the TP ranks), SGLang's
+    ``--hicache-size`` one GPU's share in GB (10^9 B)."""
     out = dict(base)
+    sizes = opt.sizes_text(tp)
     if opt.kind == "cpu":
-        out["vllm"] += f" --kv-offloading-size {opt.size_gib * tp:g} --kv-offloading-backend native"
-        out["sglang"] += f" --enable-hierarchical-cache --hicache-size {int(opt.size_gib * 2**30 // 10**9)}"
-        out["check"] += f" --kv-offloading-size {opt.size_gib * tp:g} --kv-offloading-backend native"
-        out["note"] += (f"; host KV tier {opt.size_gib:g} GiB per GPU: vLLM's --kv-offloading-size is over all "
-                        f"TP ranks, SGLang's --hicache-size is GB (10^9 B) per GPU")
+        out["vllm"] += f" --kv-offloading-size {opt.size_gib:g} --kv-offloading-backend native"
+        out["sglang"] += f" --enable-hierarchical-cache --hicache-size {int(opt.gib_per_gpu(tp) * 2**30 // 10**9)}"
+        out["check"] += f" --kv-offloading-size {opt.size_gib:g} --kv-offloading-backend native"
+        out["note"] += (f"; host KV tier {sizes}: vLLM's --kv-offloading-size is the sum over the TP ranks, SGLang's "
+                        "--hicache-size is GB (10^9 B) per GPU")
     else:
-        out["note"] += (f"; disk KV tier {opt.size_gib:g} GiB per GPU: not in these commands (vLLM's native connector "
+        out["note"] += (f"; disk KV tier {sizes}: not in these commands (vLLM's native connector "
                         "has no disk tier; LMCache's local_disk backend is the closest)")
     return out
 
@@ -96,11 +99,12 @@ def _tier_bill(base: dict[str, Any], opt: Any, prices: dict[str, float | None],
     """(the tier's bill, its USD per month per unit, the entry's ``offload`` section) of tier ``opt`` on ``base``."""
     from kvledger.ledgers.tier_items import KvTierBill, TierRate, tier_usd_per_month
 
-    rate_row = TierRate.given(TIER_OF[opt.kind][0], opt.size_gib, prices[TIER_OF[opt.kind][0]])
+    rate_row = TierRate.given(TIER_OF[opt.kind][0], opt.gib_per_gpu(num_gpus), prices[TIER_OF[opt.kind][0]])
     bill = KvTierBill((rate_row,))
     tier_month = tier_usd_per_month(bill, num_gpus)
     feasible_base = base["status"] == "feasible"
-    info = {"kind": opt.kind, "size_gib_per_gpu": opt.size_gib, "label": opt.label, "base": base["id"],
+    info = {"kind": opt.kind, "size_gib_per_replica": opt.size_gib, "size_gib_per_gpu": opt.gib_per_gpu(num_gpus),
+            "sizes": opt.sizes_text(num_gpus), "label": opt.label, "base": base["id"],
             "base_status": base["status"] if feasible_base else f"{base['status']}: {base.get('reason')}",
             "base_boundary_rate_req_per_s": base["capacity"]["boundary_rate_req_per_s"] if feasible_base else None,
             "tier_usd_per_month_per_unit": tier_month,

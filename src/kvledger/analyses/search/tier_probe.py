@@ -1,9 +1,10 @@
 """A search candidate served with a KV tier below HBM: the tier the plan gives it, its runs at request rates with the
 tier in the simulator, and its SLO capacity with the tier.
 
-``cpu:SIZE`` is vLLM's native ``OffloadingConnector`` with ``--kv-offloading-size`` = SIZE per GPU × TP (the plan's
-``host_dram`` tier: capacity by the engine's rule, read bandwidth over the host link, ``accounting/kv_tiers.py``);
-``disk:SIZE`` a local NVMe tier of SIZE per GPU (the plan's ``nvme`` tier, 7 GB/s read assumed) simulated by the same
+``cpu:SIZE`` is vLLM's native ``OffloadingConnector`` with ``--kv-offloading-size`` SIZE (per replica, summed over the
+TP ranks, as vLLM's flag is; the plan's ``host_dram`` tier: capacity by the engine's rule, read bandwidth over the host
+link, ``accounting/kv_tiers.py``); ``disk:SIZE`` a local NVMe tier of SIZE per replica, SIZE ÷ TP per GPU (the plan's
+``nvme`` tier, 7 GB/s read assumed) simulated by the same
 write-through LRU host-tier model with the disk's capacity and bandwidth — an approximation: vLLM's native connector
 has no disk tier (LMCache's ``local_disk`` has).
 
@@ -40,8 +41,8 @@ def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
     from kvledger.analyses.serving.plan_pricing import priced_by_run
     from kvledger.dynamics.engine.offload import HostTier
 
-    settings = (TierSettings(kv_offloading_size_gib=opt.size_gib * ranks, kv_offloading_backend="native")
-                if opt.kind == "cpu" else TierSettings(nvme_gib=opt.size_gib))
+    settings = (TierSettings(kv_offloading_size_gib=opt.size_gib, kv_offloading_backend="native")
+                if opt.kind == "cpu" else TierSettings(nvme_gib=opt.gib_per_gpu(ranks)))
     plan = build_tier_plan(setup.plan, settings, step_cost=setup.cost, priced_by=priced_by_run(setup.cost_info))
     t = plan.tier(TIER_OF[opt.kind][1])
     if t is None:
@@ -56,9 +57,9 @@ def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
 
 class TierProber:
     """Runs (and remembers) a workload with the tier at a request rate, and each run's goodput: ``args`` /
-    ``synthetic`` the simulation (``analyses.serving.sim_ledgers``) at any rate, ``opt`` the tier (GiB per GPU), ``slo``
-    and ``target`` the attainment the capacity must meet. One code path for ``search --offload`` (``for_candidate``)
-    and ``cost --simulate --kv-tier-host`` (``analyses/serving/tier_cost_capacity.py``)."""
+    ``synthetic`` the simulation (``analyses.serving.sim_ledgers``) at any rate, ``opt`` the tier (GiB per replica),
+    ``slo`` and ``target`` the attainment the capacity must meet. One code path for ``search --offload``
+    (``for_candidate``) and ``cost --simulate --kv-tier-host`` (``analyses/serving/tier_cost_capacity.py``)."""
 
     def __init__(self, args: Any, synthetic: Any, opt: Any, slo: Any, target: float) -> None:
         self.args, self.synthetic, self.opt, self.slo, self.target = args, synthetic, opt, slo, target
@@ -86,7 +87,7 @@ class TierProber:
         if rate not in self.runs:
             args = replace(self.args, rate=rate)
             setup = prepare_run(args, self.synthetic)
-            host, self.tier = _host_tier(setup, args.tp, self.opt)  # vLLM's size is over the TP ranks (no PP here)
+            host, self.tier = _host_tier(setup, args.tp, self.opt)  # GiB per replica, over the TP ranks (no PP here)
             managers: list[Any] = []
             self.sims[rate] = run_prepared(setup, args, self.synthetic, record_token_times=False,
                                            kv_manager_factory=offload_kv_factory(host, managers))

@@ -131,7 +131,8 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
                          "the search's tier probe); with SGLang's policy, price the tier without simulating it "
                          "(--at-offered-load) or see simulate --enable-hierarchical-cache for HiCache's hits")
     target = without.search.target
-    p = TierProber(args, synthetic, OffloadOption("cpu", host_gib_per_gpu), slo, target)
+    opt = OffloadOption("cpu", host_gib_per_gpu * args.tp)  # the prober's size is per replica, as vLLM's flag
+    p = TierProber(args, synthetic, opt, slo, target)
     b, first_failing = tier_capacity(p, without.rate_req_per_s, without.bound_req_per_s)  # no doubling past the bound
     if b is None:
         raise NoAnswerError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
