@@ -42,16 +42,15 @@ def test_gpu_memory_beyond_the_largest_catalog_gpu_is_refused():
     assert res.exit_code == 0 and json.loads(res.output)["gpu"]["memory_bytes"] == 80 * GiB
 
 
-def test_offloading_beyond_any_host_warns():
-    # 100 TiB on one GPU = 102,400 GiB per GPU > 4,096 GiB (16 × the 256 GiB per GPU of AWS p5.48xlarge)
-    res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "100TiB",
-                              "--json"])
-    assert res.exit_code == 0
-    notes = " ".join(json.loads(res.output)["kv_tiers"]["notes"])
-    assert "WARNING: --kv-offloading-size 102,400 GiB over 1 GPU(s) is 102,400 GiB of host memory per GPU" in notes
+def test_offloading_beyond_any_host_is_refused():
+    # 100 TiB on one GPU = 102,400 GiB on one node > 8,192 GiB (32 DIMM slots × 256 GiB, accounting/tier_bounds.py):
+    # refused before planning, where it used to plan with a WARNING note
+    with pytest.raises(InputError, match="102,400 GiB of host memory per GPU, 102,400 GiB on one node"):
+        runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "100TiB"],
+                      catch_exceptions=False)
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256",
                               "--json"])
-    assert "WARNING" not in " ".join(json.loads(res.output)["kv_tiers"]["notes"])
+    assert res.exit_code == 0 and "WARNING" not in " ".join(json.loads(res.output)["kv_tiers"]["notes"])
 
 
 @pytest.mark.parametrize("flag", ["--kv-offloading-size", "--kv-tier-nvme", "--kv-tier-remote", "--kv-tier-host"])

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, LMCACHE_MP_FROM, rules_version
 
-__all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX", "refuse_empty_host_tier"]
+__all__ = ["tier_notes", "refuse_empty_host_tier"]
 
-#: host memory per GPU above which an offloading size is beyond any real host, GiB: 16× the 256 GiB per GPU of a
-#: large cloud GPU host (AWS p5.48xlarge: 2 TiB of memory for 8 GPUs, catalog/data/prices.SOURCES.md)
-HOST_GIB_PER_GPU_MAX = 4096
 
 
 def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list[str]:
@@ -16,13 +13,6 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
     prices the recompute side, in words)."""
     eng = plan.settings.engine
     notes = []
-    ranks = plan.settings.tp * plan.settings.pp
-    size = getattr(tiers, "kv_offloading_size_gib", None)
-    if eng == "vllm" and size is not None and size / ranks > HOST_GIB_PER_GPU_MAX:
-        notes.append(f"WARNING: --kv-offloading-size {size:,.0f} GiB over {ranks} GPU(s) is {size / ranks:,.0f} GiB of "
-                     f"host memory per GPU, more than any real host holds (above {HOST_GIB_PER_GPU_MAX:,} GiB per "
-                     "GPU, 16× the 256 GiB per GPU of a large cloud GPU host such as AWS p5.48xlarge: 2 TiB for 8 "
-                     "GPUs); a bare number is GiB — check the size and its unit")
     if eng == "vllm" and (tiers.kv_offloading_backend or "native") == "lmcache":
         notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out),
                                 rules_version(plan.settings.engine_version) < LMCACHE_MP_FROM)

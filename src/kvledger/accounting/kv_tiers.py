@@ -30,6 +30,7 @@ from kvledger.accounting.kv_tier_rules import (
 )
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.tier_bounds import check_tier_bounds
 from kvledger.catalog.gpus import require_link_bytes_per_s
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
@@ -255,6 +256,7 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1, 
 
     s = plan.settings
     check_tier_settings(tiers, s.engine, s.engine_version, bool(state_layers(plan.model)))
+    check_tier_bounds(tiers, plan.gpu, s.tp, s.pp)  # the commands check first; a caller that did not is checked here
     if isinstance(suffix_tokens, bool) or not isinstance(suffix_tokens, int) or suffix_tokens < 1:
         raise InputError(f"--suffix-tokens must be a whole number ≥ 1 (the engine always computes the last prompt "
                          f"token), got {suffix_tokens!r}")

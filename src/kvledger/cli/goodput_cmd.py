@@ -61,7 +61,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         simulated_goodput_with_tier,
     )
     from kvledger.cli.sim_opts import sim_request
-    from kvledger.cli.tier_opts import tier_settings, tiers_given
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
     from kvledger.errors import InputError
     from kvledger.jsonable import to_jsonable
 
@@ -71,6 +71,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                          "figures over seeds with kvledger simulate --seeds N")
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
+        check_tier_sizes(tier, args.gpu, args.tp)
         with working("simulating"):
             run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
                    simulated_goodput_with_tier(args, the_slo, tier, synthetic))

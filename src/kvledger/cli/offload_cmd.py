@@ -56,7 +56,7 @@ def offload(
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import pricing_flags
-    from kvledger.cli.tier_opts import tier_settings
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings
     from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
 
@@ -66,6 +66,7 @@ def offload(
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
                          max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm))
     tier = tier_settings(tiers, link_fraction=link_fraction)
+    check_tier_sizes(tier, gpu, tp)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
         session_rate=session_rate, seed=seed, compare_gpus=compare_gpus, suffix_tokens=suffix_tokens,

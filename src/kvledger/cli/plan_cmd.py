@@ -34,13 +34,14 @@ def plan(
 ) -> None:
     """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
     from kvledger.accounting.plan import build_plan
-    from kvledger.cli.tier_opts import tier_settings, tiers_given
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
 
     spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
+    settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
+    check_tier_sizes(settings_t, g, settings.tp, settings.pp)
     p = build_plan(spec, g, settings)
     given = flags.allreduce_link_share is not None
     priced = _priced_by(p, prof, given)
-    settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
     tier_plan = None
     if tiers_given(tiers) or settings_t.any_set:  # break-evens priced as offload and simulate price a prefill
         from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers

@@ -229,9 +229,9 @@ def _refuse_same_file(outputs: dict[str, Path | None]) -> None:
 def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
     """(the search's result, with --offload's tier variants ranked in; those variants or None) under a progress bar."""
     from kvledger.analyses.search import run_search
-    from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+    from kvledger.analyses.search.offload_axis import check_prices, check_sizes, offload_pass, parse_offload
 
-    tiers = parse_offload(r.offload)
+    tiers = check_sizes(parse_offload(r.offload), axes.gpus, axes.tps)
     prices = {"host": r.host_memory_usd_per_gib_month, "nvme": r.nvme_usd_per_gib_month}
     with_tiers = bool(check_prices(tiers, prices))
     if r.seeds > 1 and with_tiers:

@@ -25,7 +25,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     same simulation with seeds seed … seed+seeds−1 after the first and adds each figure's min–max over them
     (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's."""
     from kvledger.cli.sim_opts import sim_request
-    from kvledger.cli.tier_opts import check_session_flags, tier_settings, tiers_given
+    from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given
 
     if chrome_trace and out is None:
         from kvledger.errors import InputError
@@ -37,6 +37,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
+    check_tier_sizes(tier, args.gpu, args.tp)
     if out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_dir
 

@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.cli.flag_groups import TierFlags, WorkloadFlags, given_flags
 from kvledger.cli.session_flags import SessionFlags
 
-__all__ = ["tier_settings", "tiers_given", "check_session_flags"]
+__all__ = ["tier_settings", "tiers_given", "check_session_flags", "check_tier_sizes"]
 
 
 def tiers_given(t: TierFlags) -> bool:
@@ -56,6 +56,24 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
                         store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
                         hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
                         **extra)
+
+
+def check_tier_sizes(t: Any, gpu: str | Any, tp: int, pp: int = 1) -> None:
+    """Refuse tier sizes (``TierSettings`` ``t``; None: none) no node of ``gpu`` (a name, GPU file or GpuSpec) holds,
+    before any planning (``accounting.tier_bounds``).
+
+    Raises:
+        InputError: a host or disk tier beyond one node's.
+    """
+    from kvledger.accounting.tier_bounds import check_tier_bounds
+
+    if t is None:
+        return
+    if isinstance(gpu, str):
+        from kvledger.catalog.gpu_file import resolve_gpu
+
+        gpu = resolve_gpu(gpu)
+    check_tier_bounds(t, gpu, tp, pp)
 
 
 def check_session_flags(s: SessionFlags, workload: WorkloadFlags) -> bool:

@@ -13,7 +13,8 @@ from kvledger.analyses.search.reasons import SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF
 from kvledger.errors import InputError
 
-__all__ = ["OffloadOption", "parse_offload", "check_prices", "offload_pass", "offload_summary", "split_variant"]
+__all__ = ["OffloadOption", "parse_offload", "check_sizes", "check_prices", "offload_pass", "offload_summary",
+           "split_variant"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,26 @@ def parse_offload(text: str | None) -> tuple[OffloadOption, ...]:
             raise InputError(f"--offload {part!r}: the size must be positive")
         out.append(OffloadOption(kind, gib))
     return tuple(dict.fromkeys(out))
+
+
+def check_sizes(options: tuple[OffloadOption, ...], gpus: tuple[str, ...],
+                tps: tuple[int, ...]) -> tuple[OffloadOption, ...]:
+    """``options``, once none is a tier no node holds on a replica of any GPU in ``gpus`` (() → 8 GPUs a node) at
+    any TP in ``tps`` (() → TP 1, where the whole size is on one node), before the search (``accounting.tier_bounds``).
+
+    Raises:
+        InputError: the first tier beyond a node's host memory or NVMe, with the figures.
+    """
+    from kvledger.accounting.tier_bounds import refuse_beyond_a_node
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    specs = [resolve_gpu(g) for g in gpus] or [None]
+    for o in (o for o in options if o.kind != "none"):
+        for gpu in specs:
+            for tp in sorted(tps) or [1]:
+                refuse_beyond_a_node(f"--offload {o.label} (per replica) at TP {tp}", TIER_OF[o.kind][0],
+                                     o.gib_per_gpu(tp), gpu, tp)
+    return options
 
 
 def split_variant(text: str) -> tuple[str, Any]:
