@@ -99,10 +99,14 @@ def test_search_show_command_takes_a_tier_variant_by_id_or_table_name():
             "ttft=200ms,tpot=30ms", "--rate", "10", "--json", "--show-command")
     for name in ("nvidia_h100_sxm:tp2:kv-auto:offload-cpu-256GiB", "h100_sxm tp2 auto + cpu:256GiB"):
         d = json.loads(run_cli(*args, name).stdout)
-        # 256 GiB per GPU × TP 2 = vLLM's --kv-offloading-size 512 (over all ranks)
+        # cpu:256GiB is per replica, as vLLM's --kv-offloading-size 256 is the sum over the TP 2 ranks (128 GiB per
+        # GPU); SGLang's --hicache-size is one GPU's share in GB: 128 × 2^30 // 10^9 = 137
         assert d["id"] == "nvidia_h100_sxm:tp2:kv-auto:offload-cpu-256GiB"
-        assert d["launch"]["vllm"].endswith("--kv-offloading-size 512 --kv-offloading-backend native")
-        assert "--kv-offloading-size 512" in d["launch"]["check"]
+        assert d["launch"]["vllm"].endswith("--kv-offloading-size 256 --kv-offloading-backend native")
+        assert "--kv-offloading-size 256" in d["launch"]["check"]
+        assert "--hicache-size 137" in d["launch"]["sglang"]
+        assert "cpu:256GiB = 256 GiB host memory per replica, 128 GiB per GPU at 2 GPUs per replica" in d["launch"][
+            "note"]
 
 
 def test_search_sizing_text_states_the_boundary_runs_attainment():
