@@ -95,8 +95,9 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
     from rich.console import Console
 
     from kvledger.analyses.judgments.pd_disagg_summary import analyse_disagg
-    from kvledger.dynamics.workload.traces import load_trace
+    from kvledger.dynamics.workload.traces import check_trace, load_trace
 
+    check_trace(workload.trace)  # a missing file refused before any planning
     p = pools
     ptp = p.tp if p.prefill_tp is None else p.prefill_tp
     dtp = p.tp if p.decode_tp is None else p.decode_tp

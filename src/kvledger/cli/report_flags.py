@@ -137,6 +137,10 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     synthetic = {"prompt_lengths": r.prompt_lengths, "output_lengths": r.output_lengths, "arrival_cv": r.arrival_cv}
     if r.trace is not None and any(v is not None for v in synthetic.values()):  # cost's refusal (sim_opts)
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
+    if r.trace is not None:  # a missing file refused before any planning
+        from kvledger.dynamics.workload.traces import check_trace
+
+        check_trace(r.trace)
 
     engine = {k: v for k, v in (("policy", report_policy(e.engine)), ("tp", e.tp),
                                 ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),

@@ -83,14 +83,18 @@ def reject_sim_flags(workload: WorkloadFlags, engine: EngineFlags, *more: Any) -
 
 
 def synthetic_spec(workload: WorkloadFlags) -> Any:
-    """The synthetic workload the flags describe, or None for a trace.
+    """The synthetic workload the flags describe, or None for a trace; a ``--trace`` that is no bundled trace and no
+    file is refused here, before any planning (every command reads its workload flags through this first).
 
     Raises:
-        InputError: half a synthetic workload, or --trace together with one.
+        InputError: a trace file not found, half a synthetic workload, or --trace together with one.
     """
     from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
+    from kvledger.dynamics.workload.traces import check_trace
     from kvledger.errors import InputError
 
+    if workload.trace is not None:
+        check_trace(workload.trace)
     prompt, output, cv = workload.prompt_lengths, workload.output_lengths, workload.arrival_cv
     if prompt is None and output is None and cv is None:
         return None

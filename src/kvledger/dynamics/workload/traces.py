@@ -24,7 +24,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path",
-           "trace_note", "trace_longest_request"]
+           "trace_note", "trace_longest_request", "check_trace"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +127,11 @@ def _parse_cached(path: str, mtime_ns: int, segment_tokens: int) -> ParsedTrace:
 
 def _parse(path: Path, segment_tokens: int) -> ParsedTrace:
     return _parse_cached(str(path), path.stat().st_mtime_ns, segment_tokens)
+
+
+def check_trace(name_or_path: str | Path) -> None:
+    """Refuse (InputError) a ``--trace`` that is no bundled trace and no file, unread: called before any planning."""
+    _resolve(name_or_path)
 
 
 def trace_has_arrivals(name_or_path: str | Path) -> bool:
