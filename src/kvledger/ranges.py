@@ -152,7 +152,8 @@ OPTION_RANGES: dict[str, Range] = {
     "network_bandwidth": Range(0.0, 10_000.0, lo_open=True, unit="GB/s"), "link_fraction": _frac(),
     "store_threshold": _count(0, 1 << 20, "offers (vLLM: < 2 turns the reuse gate off)"),
     "suffix_tokens": _count(1, _TOKENS_MAX, "tokens"), "sessions": _count(1, 1_000_000, "sessions"),
-    "session_rate": Range(0.0, 1e6, lo_open=True, unit="sessions/s"), "compare_gpus": _count(1, 4096, "GPUs"),
+    "session_rate": Range(0.0, 1e6, lo_open=True, unit="sessions/s"), "compare_gpus": _count(1, 4096, "replicas"),
+    "compare_replicas": _count(1, 4096, "replicas"),
     "host_memory_usd_per_gib_month": Range(0.0, 1e4, unit="USD/GiB-month"),
     "nvme_usd_per_gib_month": Range(0.0, 1e4, unit="USD/GiB-month"),
     # durations written with their unit (DURATION_OPTIONS), bounded in seconds

@@ -8,7 +8,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.bill_opts import ONE_GPU_PRICE_HELP
-from kvledger.cli.flag_groups import EngineFlags, TierFlags, flag_of, option, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, flag_of, option, with_groups
 
 __all__ = ["register"]
 
@@ -16,7 +16,18 @@ _QUANT_HELP = ("vLLM --quantization fp8: weights quantized on load, in the plan 
                "fp8`; not with --engine sglang).")
 
 
-@with_groups(tiers=TierFlags)
+_REPLICAS_HELP = ("Also serve the sessions on N replicas without the tier (N × TP GPUs, session affinity, as simulate "
+                  "--replicas N --router session_affinity).")
+#: the plan flags ``simulate`` takes (EngineFlags) that size the KV pool and the scheduler of the runs here
+PLAN = GroupUse(EngineFlags, only=("gpu_memory_utilization", "mem_fraction_static", "kv_cache_dtype", "block_size",
+                                   "max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks_override",
+                                   "enable_expert_parallel", "disable_hybrid_kv_cache_manager"),
+                help={"gpu_memory_utilization": "vLLM fraction of device memory (not with --engine sglang).",
+                      "mem_fraction_static": "With --engine sglang: SGLang's fraction (default computed as SGLang "
+                                             "does)."})
+
+
+@with_groups(tiers=TierFlags, plan=PLAN)
 def offload(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU or a GPU file."),
@@ -26,7 +37,7 @@ def offload(
     max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
     quantization: str | None = option(EngineFlags, "quantization", help=_QUANT_HELP),
     mamba_ssm_cache_dtype: str | None = option(EngineFlags, "mamba_ssm_cache_dtype"),
-    tiers: TierFlags = TierFlags(),
+    tiers: TierFlags = TierFlags(), plan: EngineFlags = EngineFlags(),
     link_fraction: float = typer.Option(0.8, "--link-fraction", help=(
         "Achievable share of the host link's per-direction peak (as `plan`'s).")),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens", help=(
@@ -35,8 +46,8 @@ def offload(
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
-    compare_gpus: int | None = typer.Option(None, "--compare-gpus",
-                                            help="Also serve the sessions on N replicas (N × TP GPUs), no tier."),
+    compare_replicas: int | None = typer.Option(None, "--compare-replicas", help=_REPLICAS_HELP),
+    compare_gpus: int | None = typer.Option(None, "--compare-gpus", hidden=True),  # the old name of --compare-replicas
     gpu_usd_per_hour: str | None = typer.Option(None, "--gpu-usd-per-hour", help=ONE_GPU_PRICE_HELP),
     host_memory_usd_per_gib_month: float | None = typer.Option(
         None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
@@ -64,13 +75,13 @@ def offload(
     cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
                                           if max_model_len else None, load_model(model).derived_max_model_len)
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
-                         max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm))
+                         max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm), **_plan_given(plan))
     tier = tier_settings(tiers, link_fraction=link_fraction)
     check_tier_sizes(tier, gpu, tp)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
-        session_rate=session_rate, seed=seed, compare_gpus=compare_gpus, suffix_tokens=suffix_tokens,
-        gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
+        session_rate=session_rate, seed=seed, compare_gpus=_replicas(compare_replicas, compare_gpus),
+        suffix_tokens=suffix_tokens, gpu_usd_per_hour=one_gpu_usd(gpu_usd_per_hour, gpu, "offload"),
         host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source,
         pricing=pricing_flags(gpu_profile, gemm_efficiency, allreduce_link_share=allreduce_link_share)))
     if as_json:
@@ -86,6 +97,25 @@ def _settings(engine: str, quantization: str | None, ssm_dtype: str | None, **kw
 
     return make_settings(engine=engine.lower(), quantization=quantization.lower() if quantization else None,
                          mamba_ssm_cache_dtype=check_ssm_dtype(ssm_dtype), **kw)
+
+
+def _plan_given(f: EngineFlags) -> dict[str, Any]:
+    """The plan settings of the ``PLAN`` flags given (None left out), named as ``make_settings`` takes them."""
+    from kvledger.units import parse_tokens
+
+    mnbt = f.max_num_batched_tokens
+    given = {k: getattr(f, k) for k in PLAN.only if k != "max_num_batched_tokens"}
+    given["max_num_batched_tokens"] = parse_tokens(mnbt, what="--max-num-batched-tokens") if mnbt else None
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _replicas(replicas: int | None, old: int | None) -> int | None:
+    """--compare-replicas, or its old name --compare-gpus (N meant N replicas, not N GPUs); not both."""
+    from kvledger.errors import InputError
+
+    if replicas is not None and old is not None:
+        raise InputError("--compare-gpus is the old name of --compare-replicas: give one")
+    return replicas if replicas is not None else old
 
 
 def _refuse_old_price(old_host_price: str | None) -> None:

@@ -79,7 +79,8 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     if closed and "throughput" in bands:
         tails.append("closed loop: each turn or request is sent after the last one finished (or, paced, when a client "
                      "slot frees), so the throughput is what the loop sent; its band holds where the engine was "
-                     "saturated (search --workload / goodput --simulate --target find the capacity)")
+                     "saturated (search --workload finds a session workload's capacity, goodput --simulate --target "
+                     "--axis concurrency a closed loop of requests)")
     for i, line in enumerate(lines + tails):
         console.print(("  from: " if i == 0 else "  ") + escape(line), style="dim", highlight=False)
     names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)

@@ -118,7 +118,7 @@ def _advice(j, sessions: bool) -> str:
     load = "sessions per replica (lower --sessions or --session-rate)" if sessions else \
         "requests in flight per replica (lower --rate, --rate-scale or --concurrency)"
     if j.get("overload"):
-        more = "simulate --replicas N --router session_affinity; offload --compare-gpus N" if sessions else \
+        more = "simulate --replicas N --router session_affinity; offload --compare-replicas N" if sessions else \
             "simulate --replicas N"
         return (f"Serve fewer {load} or add replicas ({more}) before sizing the tier: while the engine queues, HBM "
                 "churns and the tier's loads wait behind the queue")

@@ -169,7 +169,7 @@ def _more_gpus(loop: SessionLoop, cfg, cost, compare_gpus: int | None, gpus_per_
     if compare_gpus is None:
         return None
     if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
-        raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
+        raise InputError(f"--compare-replicas must be a whole number ≥ 2, got {compare_gpus!r}")
     from kvledger.dynamics.simulator import simulate
 
     s = simulate(loop, cfg, cost, num_replicas=compare_gpus, router="session_affinity",

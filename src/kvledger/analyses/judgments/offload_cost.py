@@ -1,5 +1,5 @@
 """The cost lines of ``kvledger offload``: the replica's GPUs, the host memory its tier takes, and the GPUs of
-``--compare-gpus`` replicas instead, per hour."""
+``--compare-replicas`` replicas instead, per hour."""
 
 from __future__ import annotations
 

@@ -242,7 +242,8 @@ def sessions_overloaded(share: float, ttft_mean_s: float, threshold: float) -> s
     return (f"overloaded: the turns spent {share:.0%} of their time in the system before their first token (Σ TTFT ÷ "
             f"Σ E2E, ≥ {threshold:.0%}; TTFT mean {ttft_mean_s:,.2f} s), so they queue and TTFT measures the queue, "
             "not the engine (kvledger.analyses.serving.queue_growth): lower --session-rate or --sessions, add "
-            "replicas, or size for it with `search --workload` / `goodput --simulate --target`")
+            "replicas, or size for it with `search --workload chat|agent --session-rate R` (the session rate one "
+            "replica sustains within the SLO, and the replicas for R; goodput --simulate takes no session workload)")
 
 
 # --- pricing a sweep --------------------------------------------------------------------------------------------------
