@@ -68,9 +68,16 @@ def test_the_text_says_why_and_what_to_change():
     assert "vLLM V1 preempts the most recently admitted running request" in out
     assert "with 7 requests running holding 499 of the 499 usable blocks" in out
     assert "The running batch peaked at 7 requests (t = 0.00 s" in out
-    assert "what to change: --max-num-seqs 3 (the slots ÷ the mean request: it caps the batch" in out
+    # capacity first: FP8 KV halves the bytes per token, 500 → 1,000 blocks (×2.00, 1,000 ÷ 500), 7 requests of the
+    # mean 2,000 tokens (⌊999 × 16 ÷ 2,000⌋); then the cap, with what it costs: it queues the requests past it
+    assert ("what to change: add KV capacity (more requests fit at once: fewer preemptions, and no cap to queue "
+            "behind) over the 500 blocks simulated: --kv-cache-dtype fp8 → 1,000 blocks (×2.00), 7 requests") in out
+    assert "or cap the batch: --max-num-seqs 3 (the slots ÷ the mean request" in out
+    assert ("a cap adds no capacity but trades preemptions for queueing: the requests past the cap wait for a slot "
+            "instead of being recomputed, so TTFT grows while the load lasts (this run, with the preemptions: TTFT "
+            "mean") in out
     # the first preemption came with 7 running, more than the cap of 3: no caveat
-    assert "still preempt" not in out and "--kv-cache-dtype fp8 → 1,000 blocks, 7 requests" in out
+    assert "still preempt" not in out
 
 
 def test_a_run_without_preemptions_prints_nothing_new():
@@ -126,7 +133,14 @@ def test_the_batch_cap_option_reports_the_pool_replanned_at_the_cap():
     assert (seqs["num_gpu_blocks_change"], seqs["num_gpu_blocks_change_pct"]) == (802, 3.24)
     assert seqs["requests_of_observed_size"] == 27
     out = " ".join(_ok(*QWEN[:-1]).split())
-    assert ("what to change: --max-num-seqs 27 (the slots ÷ the mean request: it caps the batch at the requests of the "
-            "mean length the pool holds — the excess waits in the queue; re-planned at this cap the pool is 25,557 "
-            "blocks, +802 (+3.2%)") in out
+    assert ("or cap the batch: --max-num-seqs 27 (the slots ÷ the mean request: the requests of the mean length the "
+            "pool holds; re-planned at this cap the pool is 25,557 blocks, +802 (+3.2%)") in out
     assert "adding no capacity" not in out and "--tensor-parallel-size 2 → 54,797 blocks on 2 GPUs" in out
+
+
+def test_the_cap_states_its_cost_with_this_runs_ttft(doc):
+    # the cap's trade-off is stated against the run it would change: its TTFT mean, the summary's own figure
+    p = doc["preemptions"]
+    assert p["ttft_mean_s"] == doc["summary"]["ttft_s"]["mean"]
+    assert f"TTFT mean {p['ttft_mean_s']:,.2f} s; rerun with the cap to see its own" in p["what_to_change"]
+    assert p["what_to_change"].index("add KV capacity") < p["what_to_change"].index("cap the batch")

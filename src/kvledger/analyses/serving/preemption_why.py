@@ -51,7 +51,8 @@ def preemption_facts(setup: Any, result: Any) -> dict[str, Any] | None:
     out = {"num_preemptions": result.summary.num_preemptions,
            "rule": _RULE.get(cfg.batching, _V1), "pool": pool, "replicas": len(reps),
            "running_max": peak, "first": first, "max_num_seqs": cfg.max_num_seqs,
-           "mean_request_tokens": mean, "mean_requests_pool_holds": holds and holds.requests, "options": options}
+           "mean_request_tokens": mean, "mean_requests_pool_holds": holds and holds.requests, "options": options,
+           "ttft_mean_s": result.summary.ttft_s.mean}
     if holds is not None and holds.blocks_per_request is not None:  # hybrid: blocks per request, not token slots
         out.update(mean_request_blocks=holds.blocks_per_request, mean_requests_rule=holds.rule)
     out["why"], out["what_to_change"] = _why(out, holds), _change(out)
@@ -90,29 +91,57 @@ def _why(f: dict[str, Any], holds: Any) -> str:
 
 
 def _change(f: dict[str, Any]) -> str:
-    """The options in one sentence: the batch cap that stops preempting first, then what adds capacity."""
+    """The options in one sentence: what adds KV capacity first (fewer preemptions, no cap to queue behind), the most on
+    the same GPUs named, then the batch cap with its cost in latency: it adds no capacity, so the requests past it
+    wait in the queue and TTFT grows (this run's TTFT mean stated; no run with the cap is made here)."""
     rows = f["options"]
     if not rows:
-        return ("cap the batch at the requests the pool holds (--max-num-seqs), or give the KV cache more memory "
-                "(--kv-cache-dtype fp8 where supported, more GPU memory, more tensor parallelism, a bigger GPU)")
-    base = rows[0]
-    parts = []
+        return ("give the KV cache more memory (--kv-cache-dtype fp8 where supported: about twice the pool; more GPU "
+                "memory, more tensor parallelism, a bigger GPU), or cap the batch at the requests the pool holds "
+                f"(--max-num-seqs), which {_QUEUES}")
+    base, cap, more = rows[0], None, []
     for o in rows[1:]:
-        n = o["requests_of_observed_size"]
         if o["action"].startswith("--max-num-seqs"):
-            first = f["first"]
-            held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so "
-                    "requests longer than the mean still preempt" if first and first["running"] <= n else "")
-            d, pct = o["num_gpu_blocks_change"], o["num_gpu_blocks_change_pct"]
-            how = "the slots ÷ the mean request" if "mean_request_blocks" not in f else "as counted above"
-            parts.insert(0, f"{o['action']} ({how}: it caps the batch at the requests of the "
-                            f"mean length the pool holds — the excess waits in the queue; re-planned at this cap the "
-                            f"pool is {o['num_gpu_blocks']:,} blocks, {d:+,} ({pct:+.1f}%), as vLLM sizes the "
-                            f"sampler's warm-up and its CUDA graphs by max_num_seqs{held})")
+            cap = _cap_text(f, o)
         elif o["num_gpu_blocks"] > base["num_gpu_blocks"] or o["gpus_per_replica"] != base["gpus_per_replica"]:
-            gpus = f" on {o['gpus_per_replica']} GPUs" if o["gpus_per_replica"] != base["gpus_per_replica"] else ""
-            parts.append(f"{o['action']} → {o['num_gpu_blocks']:,} blocks{gpus}, {n:,} requests of the mean length")
-    said = "; or add capacity: ".join([parts[0], ", ".join(parts[1:])] if len(parts) > 1 else parts)
+            more.append(o)
+    parts = []
+    if more:
+        listed = ", ".join(_more_text(o, base) for o in more)
+        same = [o for o in more if o["gpus_per_replica"] == base["gpus_per_replica"]]
+        best = (f"; the most on the same GPUs: {max(same, key=lambda o: o['num_gpu_blocks'])['action']}"
+                if len(same) > 1 else "")
+        parts.append(f"add KV capacity (more requests fit at once: fewer preemptions, and no cap to queue behind) "
+                     f"over the {base['num_gpu_blocks']:,} blocks simulated: {listed}{best} (the ledger's re-planned "
+                     "pools, per replica; the same options as doctor's capacity finding)")
+    if cap is not None:
+        parts.append(cap)
     notes = rows[0].get("notes") or []
-    return (said + " (the ledger's re-planned pools, per replica; the same options as doctor's capacity finding)"
-            + ("; " + "; ".join(notes) if notes else "") + "; or a GPU with more memory")
+    return "; or ".join(parts + ["a GPU with more memory"]) + ("; " + "; ".join(notes) if notes else "")
+
+
+def _more_text(o: dict[str, Any], base: dict[str, Any]) -> str:
+    """One capacity option: its re-planned pool, its ratio to the simulated one, the mean requests it holds."""
+    gpus, ratio = o["gpus_per_replica"], o["num_gpu_blocks"] / base["num_gpu_blocks"]
+    on = f" on {gpus} GPUs" if gpus != base["gpus_per_replica"] else ""
+    return (f"{o['action']} → {o['num_gpu_blocks']:,} blocks{on} (×{ratio:.2f}), "
+            f"{o['requests_of_observed_size']:,} requests of the mean length")
+
+
+_QUEUES = ("adds no capacity but trades preemptions for queueing: the requests past the cap wait for a slot instead "
+           "of being recomputed, so TTFT grows while the load lasts")
+
+
+def _cap_text(f: dict[str, Any], o: dict[str, Any]) -> str:
+    """The batch-cap option in words: the cap, its re-planned pool, and what it costs in latency."""
+    n, first = o["requests_of_observed_size"], f["first"]
+    held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so requests "
+            "longer than the mean still preempt" if first and first["running"] <= n else "")
+    d, pct = o["num_gpu_blocks_change"], o["num_gpu_blocks_change_pct"]
+    how = "the slots ÷ the mean request" if "mean_request_blocks" not in f else "as counted above"
+    ttft = f.get("ttft_mean_s")
+    now = (f" (this run, with the preemptions: TTFT mean {ttft:,.2f} s; rerun with the cap to see its own)"
+           if ttft else "")
+    return (f"cap the batch: {o['action']} ({how}: the requests of the mean length the pool holds; re-planned at this "
+            f"cap the pool is {o['num_gpu_blocks']:,} blocks, {d:+,} ({pct:+.1f}%), as vLLM sizes the sampler's "
+            f"warm-up and its CUDA graphs by max_num_seqs{held}) — a cap {_QUEUES}{now}")
