@@ -47,3 +47,11 @@ def test_nvme_beyond_a_node_is_refused_and_a_real_host_tier_plans():
     msg = refused("plan", MODEL, "--gpu", "H100", "--tp", "8", "--kv-tier-nvme", "300TiB")
     assert "2,457,600 GiB on one node" in msg and "16 U.2 NVMe bays × 122.88 TB" in msg
     assert run_cli("plan", MODEL, "--gpu", "H100", "--tp", "4", "--kv-offloading-size", "2TiB").exit_code == 0
+
+
+def test_cost_simulate_checks_its_per_gpu_tier_before_the_search():
+    # --kv-tier-host is GiB per GPU: 10 TiB = 10,240 GiB on the one GPU of a TP 1 replica > 8,192 GiB a node
+    msg = refused("cost", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=2s", "--utilization", "0.5",
+                  "--kv-tier-host", "10TiB")
+    assert msg.startswith("--kv-tier-host 10,240 GiB (per GPU) is 10,240 GiB of host memory per GPU, 10,240 GiB on "
+                          "one node for this replica's 1 GPU there")

@@ -126,7 +126,6 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
     from kvledger.analyses.serving.sim_capacity import DEFAULT_TARGET, search_capacity
     from kvledger.analyses.serving.sim_ledgers import simulate_run
-    from kvledger.cli.analysis_opts import gib_option
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
@@ -151,9 +150,9 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
                          "rates", "; or price this trace at a load you give: --at-offered-load with --rate R (and "
                          "--seed S) or --concurrency N")
     target = params.get("target")
+    host_gib = _tiers_on_a_node(params, args)
     with working("searching the SLO capacity (one simulation per probe)"):
         cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
-    host_gib = gib_option(params.get("kv_tier_host"), "--kv-tier-host")
     if host_gib is None:
         return cap.priced_run, cap
     from kvledger.analyses.serving.tier_cost_capacity import tier_search_capacity
@@ -161,6 +160,21 @@ def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlag
     with working("searching the SLO capacity with the host KV tier (one simulation per probe)"):
         tcap = tier_search_capacity(args, synthetic, slo, host_gib, cap)
     return tcap.priced_run, tcap
+
+
+def _tiers_on_a_node(params: dict[str, Any], args: Any) -> float | None:
+    """--kv-tier-host in GiB per GPU (None: not given), once it and --kv-tier-nvme are within one node's host memory
+    and NVMe (``accounting.tier_bounds``), checked before any search."""
+    from kvledger.accounting.tier_bounds import refuse_beyond_a_node
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.cli.analysis_opts import gib_option
+
+    host, nvme = (gib_option(params.get(k), f) for k, f in (("kv_tier_host", "--kv-tier-host"),
+                                                             ("kv_tier_nvme", "--kv-tier-nvme")))
+    for flag, kind, gib in (("--kv-tier-host", "host", host), ("--kv-tier-nvme", "nvme", nvme)):
+        if gib is not None:
+            refuse_beyond_a_node(f"{flag} {gib:,.6g} GiB (per GPU)", kind, gib, resolve_gpu(args.gpu), args.tp)
+    return host
 
 
 def check_seeds(is_file: bool, at_offered_load: bool, params: dict[str, Any]) -> None:
