@@ -1,6 +1,9 @@
-"""The overload check: the backlog at the median and at the last arrival, worked by hand."""
+"""The overload check: the backlog at the median and at the last arrival, and its means over the second and last
+quarters of the arrivals, worked by hand."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from kvledger.analyses.serving.queue_growth import queue_growth
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
@@ -180,3 +183,55 @@ def test_the_excess_names_what_it_is_past_when_the_rate_did_not_move_the_expecte
     assert text.startswith(", past the 149 they would number had the engine kept pace from the median arrival on (the "
                            "110 there × 1.35, the arrival rate's change between the halves) — 47 past it, within the "
                            "49")
+
+
+def test_a_dip_at_the_median_arrival_is_not_growth_when_the_window_means_hold():
+    from kvledger.analyses.serving.backlog_windows import quarter_means
+
+    # one arrival a second (i = 0 … 99 s), each in the system 20 s, but those arriving at 35 … 49 s only 0.5 s.
+    # Median arrival t = 50: 51 arrived; finished i ≤ 30 (i + 20 ≤ 50: 31) and the 15 quick ones → 5 in the system.
+    # Last arrival t = 99: 100 arrived; finished i ≤ 79 bar the 15 quick ones (65) and the 15 → 20. Halves' rates
+    # equal (50 gaps in 50 s, 49 in 49 s): expected 5; 20 − 5 = 15 > 10, 20 > 5 % of 100, 20 ≥ 1.5 × 5 — the two
+    # instants read an overload. Over the second quarter of the arrivals, [25, 50] s: i = 5 … 24 stay i − 5 s in it
+    # (190), i = 25 … 30 20 s each (120), i = 31 … 34 50 − i (70), the 15 quick ones 0.5 s (7.5): 387.5 ÷ 25 = 15.5.
+    # Over the last quarter, [75, 99] s: i = 56 … 74 stay i − 55 s (190), i = 75 … 79 20 s (100), i = 80 … 99 99 − i
+    # (190): 480 ÷ 24 = 20.0. Quarters' rates equal (25 gaps in 25 s, 24 in 24 s): 20.0 − 15.5 = 4.5 ≤ 10: kept up
+    arrivals = [float(i) for i in range(100)]
+    finishes = [i + (0.5 if 35 <= i <= 49 else 20.0) for i in range(100)]
+    run = _run(arrivals, finishes)
+    assert quarter_means(np.array(arrivals), np.sort(finishes), settled=True) == (15.5, 20.0, 15.5)
+    assert queue_growth(run) is None
+
+
+def _h200(rate: float, n: int):
+    # the user trial's workload: Llama-3.1-8B on one H200, 1,024-token prompts, 256-token outputs, Poisson arrivals
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec, simulate_run
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H200", rate=rate, num_requests=n)
+    return simulate_run(args, SyntheticSpec("fixed:1024", "fixed:256"), record_token_times=False).run
+
+
+def test_the_trials_h200_run_at_14_req_s_kept_up_and_40_req_s_did_not():
+    from kvledger.analyses.serving.backlog_windows import quarter_means
+    from kvledger.ledgers.columns import columns_from
+
+    def means(run):
+        c = columns_from(run)
+        return quarter_means(np.sort(c.arrival_s), np.sort(c.finish_s), settled=True)
+
+    # 500 requests at 14 req/s (TTFT p90 59 ms, E2E mean 1.98 s: L ≈ 14 × 1.98 ≈ 28 by Little's law). The seeded
+    # arrivals put a dip at the median arrival (14 in the system) and 29 at the last: the instants alone read an
+    # overload (29 − 15.1 expected > 10, 29 ≥ 1.5 × 15.1) and goodput's doubling counted 14 and 16 req/s out. The
+    # window means are 25.8 and 26.8 against 27.8 expected (25.8 × 1.075, the quarters' rate change): kept up
+    run = _h200(14.0, 500)
+    second, last, expected = means(run)
+    assert (round(second, 1), round(last, 1), round(expected, 1)) == (25.8, 26.8, 27.8)
+    assert queue_growth(run) is None
+    # 1,000 requests at 40 req/s, past the ~26 req/s it sustains: 491 → 920 at the instants, 369 → 835 over the
+    # windows against 412 expected (835 − 412 = 423 > 10 and 835 ≥ 1.5 × 412): overloaded, and past the bursts
+    run = _h200(40.0, 1000)
+    second, last, expected = means(run)
+    assert (round(second), round(last), round(expected)) == (369, 835, 412)
+    q = queue_growth(run)
+    assert (q.backlog_mid, q.backlog_last) == (491, 920) and not q.within_bursts

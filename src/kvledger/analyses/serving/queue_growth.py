@@ -1,25 +1,26 @@
 """Whether a run was overloaded: the requests in the system (arrived, not yet finished) kept growing while requests
 arrived.
 
-Under a load the engine sustains, the backlog — requests arrived and not finished — hovers around
-rate × E2E (Little's law); above it the waiting queue grows with the trace and TTFT measures that queue, not the
-engine. The check compares the backlog at the last arrival with the backlog at the median arrival scaled by the
-change in the arrival rate between the two halves of the arrivals (second half's rate ÷ first half's, each its gaps ÷
-its span): what a kept-up engine's backlog would be after that change, once the backlog at the median is rate × E2E —
-the arrivals up to the median span at least the median E2E of their requests; before that it still counts arrivals
-(200 requests at 60 req/s, three times what one H100 serves Llama-3.1-8B at: 2.3 s to the median arrival against a
-4 s E2E) and is compared unscaled. A trace's own rate moves: the first 200
-requests of azure-conv arrive 2.28× faster in their second half, and at a mean 10 req/s on Llama-3.1-8B / H100 the
-backlog goes 20 → 48 while the engine keeps up with the second half's 16.4 req/s (20 × 2.28 = 46 expected). The
-backlog is an overload when it exceeds that expected backlog by more than 10 requests, is more than 5 % of the run,
-and either is at least 1.5× the expected or exceeds it by more than 5 % of the requests that arrived in between
-(``MIN_GROWTH``, ``MIN_SHARE``, ``GROWTH``, ``SHORTFALL``: thresholds of this check, not fitted). The second form is
-the engine finishing under 95 % of the rate at which requests arrived over the second half of the arrivals (what
-arrived there − what finished there = the backlog's growth, here past what the rate's change accounts for): a load a
-few percent above what the engine sustains adds a few percent of the arrivals to a backlog of about rate × E2E, which
-a long E2E keeps under half (Llama-3.1-8B on an H100, 512/128 tokens, 2,000 requests at 61.5 req/s against ~57.6
-served: ~260 → ~320; mooncake's first 800 requests on two H100s: 100 → 134 against 112 expected, 22 past it of 399
-arrivals, TTFT 26–30 s through the second half) — yet that queue never drains.
+Under a load the engine sustains, the backlog — requests arrived and not finished — hovers around rate × E2E (Little's
+law); above it the waiting queue grows with the trace and TTFT measures that queue, not the engine. The check compares
+the backlog at the last arrival with the backlog at the median arrival scaled by the change in the arrival rate between
+the two halves of the arrivals (second half's rate ÷ first half's, each its gaps ÷ its span): what a kept-up engine's
+backlog would be after that change, once the backlog at the median is rate × E2E — the arrivals up to the median span at
+least the median E2E of their requests; before that it still counts arrivals (200 requests at 60 req/s on one H100
+serving Llama-3.1-8B: 2.3 s to the median arrival, 4 s E2E) and is compared unscaled. A trace's own rate moves: the
+first 200 requests of azure-conv arrive 2.28× faster in their second half, and at a mean 10 req/s on Llama-3.1-8B / H100
+the backlog goes 20 → 48 while the engine keeps up with the second half's 16.4 req/s (20 × 2.28 = 46 expected). The
+backlog is an overload when it exceeds that expected backlog by more than 10 requests, is more than 5 % of the run, and
+either is at least 1.5× the expected or exceeds it by more than 5 % of the requests that arrived in between
+(``MIN_GROWTH``, ``MIN_SHARE``, ``GROWTH``, ``SHORTFALL``: thresholds of this check, not fitted); the backlog's time
+averages over the second and the last quarter of the arrivals must pass the same rule, so that a dip at the median
+arrival is no growth (``backlog_windows``). The second form is the engine finishing under 95 % of the rate at which
+requests arrived over the second half of the arrivals (what arrived there − what finished there = the backlog's growth,
+here past what the rate's change accounts for): a load a few percent above what the engine sustains adds a few percent
+of the arrivals to a backlog of about rate × E2E, which a long E2E keeps under half (Llama-3.1-8B on an H100, 512/128
+tokens, 2,000 requests at 61.5 req/s against ~57.6 served: ~260 → ~320; mooncake's first 800 requests on two H100s: 100
+→ 134 against 112 expected, 22 past 399 arrivals' 5 %, TTFT 26–30 s through the second half) — yet that queue never
+drains.
 A kept-up run's backlog moves over the same span by about the square root of its size (±20 around 200), well under
 5 % of 1,000 arrivals, once the rate's own change is taken out (azure-conv at 38 req/s on Llama-3.1-8B / H100 TP 2,
 2,000 requests: 259 → 310 against 269 expected, 4.1 % of 1,000 arrivals, and 6,000 requests at that rate keep up; at
@@ -64,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kvledger.analyses.serving import notes as N
+from kvledger.analyses.serving.backlog_windows import dispersion, quarter_means, rate_change
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
@@ -167,18 +169,19 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     mid, last = queue(t_mid), queue(t_last)
     arrived_between = int(np.searchsorted(arrival, t_last, side="right")
                           - np.searchsorted(arrival, t_mid, side="right"))
-    k = _rate_change(arrival, t0, t_mid, t_last) if settled else 1.0
+    k = rate_change(arrival, t0, t_mid, t_last) if settled else 1.0
     expected = mid * k  # a kept-up backlog after the arrival rate's change (module doc)
-    if not (last - expected > MIN_GROWTH and last > MIN_SHARE * n):
+    if not _past(last, expected, arrived_between, n):
         return None
-    if last < GROWTH * expected and last - expected <= SHORTFALL * arrived_between:
+    means = quarter_means(arrival, done, settled)  # the same rule over windows, not instants (backlog_windows)
+    if means is not None and not _past(means[1], means[2], arrived_between, n):
         return None
     from kvledger.analyses.serving.overloads import QueueGrowth  # lazy: only an overloaded run makes one
 
     span = t_last - t_mid
     arrived = arrived_between / span
     left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
-    allowance = SUSTAINED_Z * math.sqrt(_dispersion(arrival) * expected)
+    allowance = SUSTAINED_Z * math.sqrt(dispersion(arrival) * expected)
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
                        words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance,
@@ -186,21 +189,11 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
                        "waiting" if waiting else None, expected, allowance)
 
 
-def _dispersion(arrival: np.ndarray) -> float:
-    """The arrivals' index of dispersion: the squared coefficient of variation of their gaps, at least 1 (a Poisson
-    count's variance is its mean; a bursty trace's D times it)."""
-    gaps = np.diff(arrival)
-    mean = float(gaps.mean()) if gaps.size else 0.0
-    return max(1.0, float(gaps.var()) / mean ** 2) if mean > 0 else 1.0
-
-
-def _rate_change(arrival: np.ndarray, t0: float, t_mid: float, t_last: float) -> float:
-    """The arrival rate over the second half of the arrivals ÷ over the first (each its gaps ÷ its span: the median
-    arrival is the last of the first half and the first of the second); 1 when the first half has no span."""
-    n, m = arrival.size, arrival.size // 2
-    if t_mid <= t0 or t_last <= t_mid:
-        return 1.0
-    return ((n - 1 - m) / (t_last - t_mid)) / (m / (t_mid - t0))
+def _past(last: float, expected: float, arrived_between: int, n: int) -> bool:
+    """The backlog ``last`` past the ``expected`` one by this check's thresholds (module doc)."""
+    if not (last - expected > MIN_GROWTH and last > MIN_SHARE * n):
+        return False
+    return last >= GROWTH * expected or last - expected > SHORTFALL * arrived_between
 
 
 QUEUE_CHECK = "kvledger.analyses.serving.queue_growth.probe_queue_grew"
