@@ -1,5 +1,5 @@
 """The guessed bracket of a configuration search's rate search: the same bracket and bisection state as doubling or
-halving from the start, with the end its first midpoint implies left unsimulated."""
+halving from the start, with a high end its first midpoint implies left unsimulated and the low end always probed."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ class _Cliff:
         return value <= self.boundary
 
 
-def _main(boundary: float, start: float) -> tuple[tuple[float, float, float, float], list[float]]:
+def _main(boundary: float, start: float, p: _Cliff | None = None) -> tuple[tuple[float, float, float, float],
+                                                                           list[float]]:
     """The bracket and final bisection state without the guess: doubling or halving from ``start``, then
-    search_boundary's bisection to hi/100 (kvledger.ledgers.boundary), and the values it simulated."""
-    p = _Cliff(boundary)
+    search_boundary's bisection to hi/100 (kvledger.ledgers.boundary), and the values it simulated (``p``: the
+    prober, a cliff at ``boundary`` by default)."""
+    p = p or _Cliff(boundary)
     lo, hi = find_bracket(p, None, None, False, start)
     good, bad = lo, hi
     while bad - good > hi / 100.0:
@@ -35,14 +37,14 @@ def _main(boundary: float, start: float) -> tuple[tuple[float, float, float, flo
 
 
 @pytest.mark.parametrize(("boundary", "probes", "main_probes"), [
-    # start 8, bracket [4, 8], tolerance 0.08: six midpoints 6, 7, 7.5, 7.25, 7.125, 7.0625 settle it; 6 meets (so 4
-    # does), 7.5 misses (so 8 does): neither end is simulated; main adds 8 and 4
-    (7.1, 6, 8),
+    # start 8, bracket [4, 8], tolerance 0.08: six midpoints 6, 7, 7.5, 7.25, 7.125, 7.0625 settle it; 7.5 misses (so
+    # 8 does, not simulated); 6 meets, but the low end 4 is verified, not implied: 7 probes; main adds 8 and 4
+    (7.1, 7, 8),
     # 6 and 5 miss, none met: 4 is probed (it meets), then 4.5 … 4.0625: 7 probes; main 8
     (4.01, 7, 8),
-    # 6, 5 miss and 4 misses: halving goes on with [2, 4] (tolerance 0.04), 4 known to miss: 3 meets (so 2 does), 3.5,
-    # 3.75, 3.625, 3.5625, 3.53125 → 9 probes, as main's 8, 4, 2 and its six midpoints
-    (3.5, 9, 9),
+    # 6, 5 miss and 4 misses: halving goes on with [2, 4] (tolerance 0.04), 4 known to miss: 3 meets, 3.5, 3.75,
+    # 3.625, 3.5625, 3.53125, then 2 is verified → 10 probes, against main's 8, 4, 2 and its six midpoints (9)
+    (3.5, 10, 9),
     # every midpoint meets, so 8 is probed: it meets and doubling from it brackets [8, 16] as main does (6 + 2
     # probes here; search_boundary then bisects [8, 16] with main's six midpoints): the six midpoints of [4, 8] were
     # spent for nothing, 14 probes against main's 8
@@ -149,9 +151,31 @@ def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_g
     assert gg[guess.boundary.boundary_value] == good[plain.boundary.boundary_value]
 
 
-def test_the_ends_taken_without_a_probe_are_named_in_plain_words():
-    # capacity 7.1 req/s, started at 8: 6 meets and 7.5 misses (probed), so the bracket [4, 8] is known without
-    # probing its ends — 4 meets because the higher 6 does, 8 misses because the lower 7.5 does (attainment does not
-    # rise with load); was "4 meets as 6 does", without the unit or what is met
-    _, _, _, _, implied = guessed_bracket(_Cliff(7.1), 8.0)
-    assert implied == ["4 req/s meets the target, as 6 req/s does", "8 req/s misses the target, as 7.5 req/s does"]
+def test_the_end_taken_without_a_probe_is_named_in_plain_words():
+    # capacity 7.1 req/s, started at 8: 6 meets and 7.5 misses (probed), so 8 misses because the lower 7.5 does
+    # (attainment does not rise with load) and is not simulated; 4, the end the capacity rests on, is probed
+    p = _Cliff(7.1)
+    _, _, _, _, implied = guessed_bracket(p, 8.0)
+    assert implied == ["8 req/s misses the target, as 7.5 req/s does"] and 4.0 in p.runs and 8.0 not in p.runs
+
+
+class _Dip(_Cliff):
+    """A cliff at ``boundary`` whose probe at ``dip`` req/s misses too (a queue read as growing at a light load)."""
+
+    def __init__(self, boundary: float, dip: float) -> None:
+        super().__init__(boundary)
+        self.dip = dip
+
+    def meets(self, value: float) -> bool:
+        return super().meets(value) and value != self.dip
+
+
+def test_a_low_end_that_misses_sends_the_guess_where_doubling_stops():
+    # the trial's shape: capacity 26 req/s, but the probe at 16 misses. Doubling from 1 (goodput --simulate) meets at
+    # 1, 2, 4, 8 and stops at 16: bracket [8, 16]. The guess from 32 bisects [16, 32] (24 meets, 28 misses, …) and
+    # used to take 16 as meeting: bracket [16, 32], 2× apart. Now 16 is probed, misses, and halving goes on with
+    # [8, 16], 16 known to miss: the same bracket and bisection state as doubling
+    want, _ = _main(26.0, 1.0, _Dip(26.0, 16.0))
+    assert want[:2] == (8.0, 16.0)
+    lo, hi, good, bad, _ = guessed_bracket(_Dip(26.0, 16.0), 32.0)
+    assert (lo, hi, good, bad) == want

@@ -182,8 +182,8 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         start: where doubling or halving begins when neither end is given (1 req/s, 1 user by default; a
             configuration search starts at its capacity bound, which a probe there then usually misses).
         guess: on the rate axis without lo, hi or tol, bisect [start/2, start] (and each halving's bracket) before
-            its ends are known and leave the ends its probes imply unsimulated
-            (``kvledger.analyses.serving.sim_bracket.guessed_bracket``): the same boundary, usually two probes fewer.
+            its ends are known and leave a high end its probes imply unsimulated (a low end is always probed:
+            ``kvledger.analyses.serving.sim_bracket.guessed_bracket``): the same boundary, usually one probe fewer.
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
@@ -204,8 +204,8 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
         if implied:
             extra.append(f"the rate search started at {start:g} req/s and narrowed the range to [{blo:g}, {bhi:g}] "
-                         "by probing inside it (kvledger.analyses.serving.sim_bracket); an end it did not simulate "
-                         f"is read from a probe beside it, as attainment does not rise with load: {'; '.join(implied)}")
+                         "by probing inside it (kvledger.analyses.serving.sim_bracket); its high end, not probed, is "
+                         f"read from a probe below it, as attainment does not rise with load: {'; '.join(implied)}")
     else:
         blo, bhi = find_bracket(p, lo, hi, integer, start)
         good, bad = blo, bhi

@@ -7,12 +7,16 @@ and says whether its attainment meets the target; ``current_phase`` labels the p
 The guessed bracket (``guessed_bracket``) serves a configuration search, which starts each candidate at its capacity
 bound (``kvledger.analyses.search.bounds``): a probe there usually misses and one at half of it meets, so the bracket
 is usually [start/2, start]. The guess probes that bracket's first midpoint before either end; bisection assumes
-attainment does not rise with the load, and under that same assumption a midpoint that meets implies that the low end
-meets and one that misses implies that the high end misses, so one end is never simulated. The bisection then goes on
-from the state doubling or halving would have reached, with the same midpoints, so the boundary is the same; only the
-probe list is one shorter (the implied end is missing from it and the midpoint comes first). When the other end
-disagrees with the guess (the start meets, or half of it misses) the search falls back to doubling or halving from the
-start, whose probes it reuses.
+attainment does not rise with the load, and under that same assumption a midpoint that misses implies that the high end
+misses, which is then not simulated. A low end is never assumed to meet: the capacity found rests on it, and a probe
+that misses below one that meets (a queue read as growing at a light load) made the search and ``goodput --simulate
+--target`` (doubling from 1 req/s, which probes every lower power of two) disagree by 2× (a user trial: Llama-3.1-8B on
+an H200, 13.375 against 26 req/s), so the low end is probed once the bisection above it has settled, and where it
+misses the search halves on below it, as doubling would have stopped there. The bisection goes on from the state
+doubling or halving would have reached, with the same midpoints, so the boundary is the same; only the probe list is
+one shorter (the implied high end is missing from it and the midpoint comes first). When the other end disagrees with
+the guess (the start meets, or half of it misses) the search falls back to doubling or halving from the start, whose
+probes it reuses.
 """
 
 from __future__ import annotations
@@ -69,18 +73,19 @@ def guessed_bracket(p: Any, start: float, max_evals: int = 30) -> tuple[float, f
     """(lo, hi, good, bad, implied): the bracket [lo, hi] that ``find_bracket(p, None, None, False, start)`` finds and
     the final state of the bisection on it (good meets, bad misses, bad − good at most hi/100 — the tolerance
     ``search_sim_boundary`` gives ``search_boundary``), found by bisecting each halving's bracket [v/2, v] before its
-    ends are known (module docstring); ``implied``: the ends not simulated, each with the probe that implies it.
+    ends are known (module docstring).
 
-    An end is probed only when no probe implies it: the high end (the start; lower ends were probed on the way down)
-    when every midpoint met, the low end when every midpoint missed, or as soon as two midpoints have missed and none
-    met (the boundary is then likely below the bracket, which halving goes on to). When the start meets, doubling
+    The high end (the start; lower ends were probed on the way down) is probed only when every midpoint met; the low
+    end always, once the midpoints have settled, or as soon as two midpoints have missed and none met (the boundary is
+    then likely below the bracket, which halving goes on to); ``implied``: the high end not simulated, with the probe
+    that implies it. When the start meets, doubling
     from it brackets the boundary as ``find_bracket`` does and the state is (lo, hi, lo, hi)."""
     hi, implied_hi = start, None  # implied_hi: the probe below hi that missed (hi misses too), if any
     for _ in range(MAX_HALVINGS):
         lo = hi / 2  # the value halving tries next (``halve``)
         if lo < 1e-9:
             break
-        good, bad, misses, evals, implied_lo = lo, hi, 0, 2, None  # evals: lo and hi count as search_boundary's
+        good, bad, misses, evals = lo, hi, 0, 2  # evals: lo and hi count as search_boundary's
         lo_meets = False
         while bad - good > hi / 100.0 and evals < max_evals:  # search_boundary's loop on [lo, hi] (ledgers/boundary)
             mid = (good + bad) / 2.0
@@ -88,7 +93,7 @@ def guessed_bracket(p: Any, start: float, max_evals: int = 30) -> tuple[float, f
                 break
             evals += 1
             if _probe(p, mid, "bisection"):
-                good, lo_meets, implied_lo = mid, True, implied_lo or mid
+                good, lo_meets = mid, True
             else:
                 bad, misses, implied_hi = mid, misses + 1, implied_hi or mid
                 if misses == 2 and not lo_meets:  # likely below lo: find out before bisecting on
@@ -101,10 +106,10 @@ def guessed_bracket(p: Any, start: float, max_evals: int = 30) -> tuple[float, f
         if implied_hi is None and hi == start and _probe(p, hi, "bracket"):
             got = find_bracket(p, None, None, False, start)  # the start meets: doubling from it
             return got[0], got[1], got[0], got[1], []
-        notes = ([f"{lo:g} req/s meets the target, as {implied_lo:g} req/s does"]
-                 if implied_lo is not None and lo not in p.runs else [])
-        if hi == start and hi not in p.runs:
-            notes.append(f"{hi:g} req/s misses the target, as {implied_hi:g} req/s does")
+        if lo not in p.runs and not _probe(p, lo, "bracket"):  # a low end is verified, never implied (module doc)
+            hi, implied_hi = lo, None
+            continue
+        notes = [f"{hi:g} req/s misses the target, as {implied_hi:g} req/s does"] if hi not in p.runs else []
         return lo, hi, good, bad, notes
     return hi, hi * 2, hi, hi * 2, []  # nothing down to the halving limit meets: search_boundary reports it
 
