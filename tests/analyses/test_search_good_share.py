@@ -45,7 +45,7 @@ def test_search_prices_good_tokens_at_the_boundary_attainment():
     assert "at_volume_load" not in c
     # USD per 1M input tokens = GPUs × $/GPU-h × 1e6 ÷ (3600 × u × good input tok/s) × prefill share, the good input
     # tok/s = 6.6875 × 0.913 × (input tokens per good request, 6294.28 ÷ 5.9485)
-    good_in = 6.6875 * 0.913 * c["goodput_input_tok_per_s"] / c["goodput_req_per_s"]
+    good_in = 6.6875 * 0.913 * c["goodput_input_tok_per_s"] / c["goodput_at_boundary_req_per_s"]
     want = 4 * w["price"]["usd_per_gpu_hour"] * 1e6 / (3600 * 0.5 * good_in) * cost["prefill_share"]
     assert cost["usd_per_mtok_input"] == pytest.approx(want, rel=1e-9)
 

@@ -72,9 +72,9 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0))
         # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × good req/s sustained,
         # the capacity × its run's attainment, as the variant without a tier is priced: ledgers/sustained_rate.py)
-        assert cap["sustained_good_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+        assert cap["goodput_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
         assert v["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
-            (gpus * usd_h + 128.0 / 730) * 1000 / (3600 * cap["sustained_good_req_per_s"]))
+            (gpus * usd_h + 128.0 / 730) * 1000 / (3600 * cap["goodput_req_per_s"]))
         # the output ledger carries the tier: 64 ÷ GPUs GiB per GPU × (the rental's GPU-hours) ÷ 730 GiB-months at $2
         items = v["cost"]["ledgers"]["output"]["items"]
         gpu_h, host = items[0], items[1]

@@ -41,7 +41,8 @@ def test_search_prices_the_run_at_the_bound_as_cost_does():
     assert cap["goodput_at_boundary_req_per_s"] == cost["goodput_at_boundary_req_per_s"] == pytest.approx(5.8751,
                                                                                                           abs=1e-4)
     # priced: the run at the bound, the very figures cost --simulate prices (the same simulation, byte for byte)
-    assert cap["goodput_req_per_s"] == cost["goodput_at_sized_rate_req_per_s"] == pytest.approx(5.1516, abs=1e-4)
+    assert cap["goodput_at_sized_rate_req_per_s"] == cost["goodput_at_sized_rate_req_per_s"] == pytest.approx(
+        5.1516, abs=1e-4)
     assert cap["attainment_at_sized_rate"] == cost["attainment_at_sized_rate"] == 1.0
     # good requests at the load: 3B tokens ÷ 1,002 tokens a request ÷ (730 × 3600 s) = 1.139 req/s, one replica, below
     # the 6.021 sized on, so offered × the share within the SLO of a run at 1.139 req/s, as cost --simulate prices
@@ -56,12 +57,15 @@ def test_search_prices_the_run_at_the_bound_as_cost_does():
 
 
 def test_no_new_keys_where_the_bound_does_not_bind():
-    # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and no key is added
+    # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and no key is added; the
+    # boundary run's own goodput is goodput_at_boundary_req_per_s either way (goodput_req_per_s: the good rate priced)
     case = [a if a != "ttft=10s" else "ttft=500ms" for a in CASE]
     entry = next(e for e in _json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
     assert cap["boundary_rate_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
-    assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_boundary_req_per_s"} & set(cap)
+    assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s"} & set(cap)
+    assert cap["goodput_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+    assert "goodput_at_boundary_req_per_s" in cap
     # the good share at the load: a run at the volume's 1.139 req/s (its own key, not the sized-rate ones)
     assert cap["at_volume_load"]["rate_req_per_s"] == pytest.approx(3e9 / 1002 / (730 * 3600))

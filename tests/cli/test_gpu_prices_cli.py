@@ -47,7 +47,8 @@ def _usd_per_mtok_output(c: dict) -> float:
     cap, cost = c["capacity"], c["cost"]
     rate = cap.get("sized_on_req_per_s", cap["boundary_rate_req_per_s"])
     good = rate * cap.get("attainment_at_sized_rate", cap["attainment"])  # the good req/s priced
-    out_tok_s = cap["goodput_output_tok_per_s"] * good / cap["goodput_req_per_s"]
+    run_good = cap.get("goodput_at_sized_rate_req_per_s", cap.get("goodput_at_boundary_req_per_s"))  # the run's own
+    out_tok_s = cap["goodput_output_tok_per_s"] * good / run_good
     return (c["price"]["usd_per_gpu_hour"] * c["num_gpus_per_unit"] * 1e6
             / (out_tok_s * 3600 * cost["utilization"]) * (1 - cost["prefill_share"]))
 

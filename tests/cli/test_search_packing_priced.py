@@ -39,7 +39,7 @@ def test_without_a_volume_search_prices_one_replicas_whole_instance():
     c = _feasible("--gpu-provider", "GCP", "--utilization", "0.8")["nvidia_h100_sxm:tp1:kv-auto"]
     cost, cap = c["cost"], c["capacity"]
     assert cost["usd_per_1k_requests_at_capacity"] == pytest.approx(
-        GCP_8X * 1000 / (3600 * cap["sustained_good_req_per_s"]), rel=1e-9)
+        GCP_8X * 1000 / (3600 * cap["goodput_req_per_s"]), rel=1e-9)
     assert cost["usd_per_1k_requests"] == pytest.approx(cost["usd_per_1k_requests_at_capacity"] * 8 / 0.8, rel=1e-9)
     # per token likewise: the output side at 8 GPUs' price (the rental + 7 idle)
     per_gpu = _feasible("--gpu-usd-per-hour", str(GCP_8X), "--utilization", "0.8")["nvidia_h100_sxm:tp1:kv-auto"]

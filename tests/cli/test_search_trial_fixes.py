@@ -148,12 +148,12 @@ def test_the_footnote_says_which_good_rate_is_which_json_field():
     res = runner.invoke(app, S8, env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
-    assert ("the good req/s there, offered × attainment, is sustained_good_req_per_s in --json, what the cost is "
-            "priced at; its goodput_req_per_s counts the probe from first arrival to last finish, the drain included, "
-            "so it can be lower") in text
+    assert ("the good req/s there, offered × attainment, is goodput_req_per_s in --json, what the cost is priced at, "
+            "as cost --simulate's; its goodput_at_boundary_req_per_s counts the probe from first arrival to last "
+            "finish, the drain included, so it can be lower") in text
     cap = json.loads(runner.invoke(app, [*S8, "--json"]).stdout)["candidates"][0]["capacity"]
     # the winner line's "(14.50 good req/s there)": 14.5 req/s offered × attainment 1.0; the drain-inclusive goodput
     # of the same probe is below it
-    assert f"({cap['sustained_good_req_per_s']:.2f} good req/s there)" in text
-    assert cap["sustained_good_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
-    assert cap["goodput_req_per_s"] < cap["sustained_good_req_per_s"]
+    assert f"({cap['goodput_req_per_s']:.2f} good req/s there)" in text and "sustained_good_req_per_s" not in cap
+    assert cap["goodput_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+    assert cap["goodput_at_boundary_req_per_s"] < cap["goodput_req_per_s"]

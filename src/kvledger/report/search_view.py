@@ -90,8 +90,9 @@ def _legend(result: Any) -> str:
             else "the utilization the sizing realizes (offered load ÷ SLO capacity of the replicas rented)")
     return (f"req/s: SLO capacity per replica, the highest simulated offered rate with ≥ {sp.target:.0%} of requests "
             f"within {sp.slo} (as goodput --target prints; the good req/s there, offered × attainment, is "
-            "sustained_good_req_per_s in --json, what the cost is priced at; its goodput_req_per_s counts the probe "
-            "from first arrival to last finish, the drain included, so it can be lower; "
+            "goodput_req_per_s in --json, what the cost is priced at, as cost --simulate's; its "
+            "goodput_at_boundary_req_per_s counts the probe from first arrival to last finish, the drain included, "
+            "so it can be lower; "
             f"{_per_probe(sp)}, "
             f"seed {sp.seed}; ~: a capacity whose boundary probe was not steady or whose probes replay a sample unlike "
             "the trace, its notes in --json and --verbose); "

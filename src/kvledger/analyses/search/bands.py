@@ -65,7 +65,7 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
         band = search_band(spec, e)
         c = e["capacity"]  # centred on the rate sized on (the bound, where it caps the rate found), as cost's band
         cap = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"])
-        g = c.get("sustained_good_req_per_s", c["goodput_req_per_s"])  # the good rate priced (sustained_rate.py)
+        g = c.get("sustained_good_req_per_s", c["goodput_req_per_s"])  # the good rate priced (an older ledger's name)
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,

@@ -141,9 +141,11 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
     at = operating_point(rate, run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
             **_load_figures(cap),
-            # the good req/s priced (cap: the capacity priced, ledgers/sustained_rate.py)
-            "sustained_good_req_per_s": cap.goodput_req_per_s,
-            "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
+            # the good req/s priced, as cost's capacity.goodput_req_per_s (cap: ledgers/sustained_rate.py); the
+            # run's own goodput (first arrival → last finish) under cost's name for it
+            "goodput_req_per_s": cap.goodput_req_per_s,
+            ("goodput_at_boundary_req_per_s" if pr.sized is None else "goodput_at_sized_rate_req_per_s"):
+                gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
             "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,
@@ -151,14 +153,15 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
             "operating_points_decided_by_bound": pr.skipped, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary): " + (
-                          "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput = good req/s of "
-                          "the run at the boundary (first arrival → last finish, its drain tail included); "
-                          "sustained_good_req_per_s and the tokens priced = the offered rate × attainment, its share "
-                          "within the SLO" if pr.sized is None else
+                          "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput_req_per_s (as "
+                          "cost --simulate's) and the tokens priced = the offered rate × attainment, its share within "
+                          "the SLO; goodput_at_boundary_req_per_s and the goodput tokens/s = the run at the boundary "
+                          "(first arrival → last finish, its drain tail included)" if pr.sized is None else
                           "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
-                          "offered req/s replicas are sized on; goodput = good req/s of a run of the same workload and "
-                          "seed at sized_on_req_per_s; the tokens are priced on sized_on_req_per_s × "
-                          "attainment_at_sized_rate") + (
+                          "offered req/s replicas are sized on; goodput_req_per_s (as cost --simulate's) and the "
+                          "tokens priced = sized_on_req_per_s × attainment_at_sized_rate; "
+                          "goodput_at_sized_rate_req_per_s and the goodput tokens/s = a run of the same workload and "
+                          "seed at sized_on_req_per_s") + (
                           "; at a load to size for, the per-token and per-request costs count the good requests and "
                           "tokens of at_volume_load, a run of the same workload and seed at the load each replica "
                           "carries, as cost --simulate prices" if cap.load is not None else "")}
