@@ -56,8 +56,12 @@ def test_the_hand_figures():
 def test_the_figures_beside_the_rate_sized_on_are_a_run_at_that_rate():
     d = _cost("--arrival-cv", "0")
     cs = d["simulation"]["capacity_search"]
-    # the probe found 8.625 req/s (kept as found, with its own attainment and goodput); sized on the 6.0472 bound
-    assert cs["boundary_rate_req_per_s"] == 8.625
+    # the probe found 8.875 req/s (kept as found, with its own attainment and goodput); sized on the 6.0472 bound.
+    # Every probe meets ttft ≤ 10 s; the queue decides (queue_growth: both its instants and its quarter means must
+    # grow by more than 10). 9 req/s: 12 → 23 at the median and last arrival, 9.21 → 19.62 over the second and last
+    # quarters: counted out. 8.875: 13 → 22 (by 9): kept. 8.75: 11 → 22 (by 11), but 8.77 → 18.63 (by 9.87): kept
+    # (it was counted out on its instants alone, so the capacity found was 8.625)
+    assert cs["boundary_rate_req_per_s"] == 8.875
     assert cs["sized_on_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     # the run at the bound, by hand (above): all 60 within 10 s, 1 / s good req/s
     assert cs["attainment_at_sized_rate"] == 1.0
@@ -69,7 +73,7 @@ def test_the_figures_beside_the_rate_sized_on_are_a_run_at_that_rate():
     assert d["capacity"]["goodput_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     assert d["simulation"]["workload"]["mode"] == ("open loop (synthetic fixed-interval arrivals at 6.0472 req/s, one "
                                                    "every 0.165366 s)")
-    assert ("sized on 6.047 req/s, the deployment's capacity bound, below the 8.625 req/s found (see the note), and "
+    assert ("sized on 6.047 req/s, the deployment's capacity bound, below the 8.875 req/s found (see the note), and "
             "priced at a run of the same workload and seed at 6.047 req/s: × 100.0% of its requests within the SLO = "
             "6.047 good req/s per deployment unit (its goodput over first arrival → last finish: 5.955)"
             ) in d["capacity_basis"]["text"]
@@ -77,7 +81,7 @@ def test_the_figures_beside_the_rate_sized_on_are_a_run_at_that_rate():
 
     assert report_answer_lines(d)[1].endswith(
         "per deployment unit (1 GPU), 6.05 good req/s there, 100.0% of requests within the SLO (target ≥ 90%; a run "
-        "at that rate, not the probe at the 8.625 req/s found)")
+        "at that rate, not the probe at the 8.875 req/s found)")
 
 
 def test_the_latencies_priced_are_the_run_at_the_bound():
@@ -88,7 +92,7 @@ def test_the_latencies_priced_are_the_run_at_the_bound():
 
     args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", num_requests=60, max_model_len=8192)
     cap = search_capacity(args, parse_slo("ttft=10s"), 0.9, synthetic=SyntheticSpec("fixed:1000", "fixed:1", 0.0))
-    assert cap.run.run.metadata.request_rate == pytest.approx(8.625)  # the probe at the rate found, kept
+    assert cap.run.run.metadata.request_rate == pytest.approx(8.875)  # the probe at the rate found, kept
     c = cap.priced_run.run.columns
     assert cap.priced_run.run.metadata.request_rate == pytest.approx(BOUND, rel=1e-8)
     # TTFT_i = s + i × (s − T) (above): 0.16792, 0.17047, … 0.31848 s

@@ -39,9 +39,13 @@ def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_ta
     # the load each replica carries, 28 ÷ 2 = 14 req/s (as cost --simulate counts them; not × goodput ÷ SLO capacity,
     # whose first arrival → last finish counts the drain tail as failed requests), so USD per 1k good requests =
     # 1 GPU × $2.69 × 1000 ÷ (3600 × 14 req/s × its share within the SLO, 1.000) = $0.053373
-    g = w["capacity"]["goodput_req_per_s"]
+    # the boundary run's own goodput (first arrival → last finish) would size 3; the good rate priced, goodput_req_per_s
+    # as cost's, is 18.5 × its share within the SLO 0.956 = 17.686
+    g = w["capacity"]["goodput_at_boundary_req_per_s"]
     assert g == pytest.approx(16.547, abs=5e-4)
     assert math.ceil(28 / (g * 0.8)) == 3
+    assert w["capacity"]["goodput_req_per_s"] == pytest.approx(18.5 * w["capacity"]["attainment"]) == \
+        pytest.approx(17.686)
     assert 18.5 * w["capacity"]["attainment"] > g  # the share within the SLO at 18.5 above 16.547 ÷ 18.5 = 0.894
     at = w["capacity"]["at_volume_load"]
     assert at["rate_req_per_s"] == pytest.approx(14.0)
