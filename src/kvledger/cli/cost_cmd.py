@@ -87,7 +87,7 @@ def cost_command(
     try:
         out = compute_cost(request)
     except NoAnswerError as err:
-        if err.payload is None:
+        if err.payload is None or "no_answer" not in err.payload:  # the capacity search's own: the common handler
             raise
         _no_answer(err.payload, more)
     if not _wrote_json(out.document, more):
