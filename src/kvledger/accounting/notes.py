@@ -186,10 +186,12 @@ def sglang_mamba_cap(cap: int, slots: int, ratio: int, why: str) -> str:
 
 
 def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_running: int,
-                    mamba_capped: bool, older: str | None = None, pool_slot: bool = False) -> list[str]:
+                    mamba_capped: bool, older: str | None = None, pool_slot: bool = False,
+                    cps_given: bool = False) -> list[str]:
     """``older``: the SGLang release given when older than the newest read; ``pool_slot``: its request pool holds one
-    more than the clamp (before 0.4.9, plan_other.SGLANG_POOL_SLOT_UNTIL)."""
+    more than the clamp (before 0.4.9, plan_other.SGLANG_POOL_SLOT_UNTIL); ``cps_given``: the chunk was given."""
     cps = f"SGLang {older} default for this GPU, server_args.py" if older else "SGLang default for this GPU"
+    cps = "given: --chunked-prefill-size, kvledger's --max-num-batched-tokens" if cps_given else cps
     clamp = "clamp(#tokens/context_len·512, 2048, 4096)" + (" + 1" if pool_slot else "")
     where = (f"; SGLang {older}: model_runner.py init_memory_pool, managers/tp_worker.py" if older else "")
     return [f"mem_fraction_static {mfs}: {mfs_source}", f"chunked_prefill_size {chunked_prefill_size} ({cps})",

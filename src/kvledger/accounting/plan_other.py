@@ -30,6 +30,7 @@ from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_rules import (
@@ -39,7 +40,6 @@ from kvledger.accounting.sglang_rules import (
     parse_sglang_version,
     sglang_preload_bytes,
     sglang_preload_high_bytes,
-    sglang_version_defaults,
     sglang_version_text,
 )
 from kvledger.accounting.transferred_ranges import weights_range
@@ -78,7 +78,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    d = sglang_dp_defaults(sglang_version_defaults(ver, smi_mib, s.tp, s.pp), smi_mib, s)  # DP attention's reserve
+    d, graphs = sglang_resolved_defaults(ver, smi_mib, s)  # sglang_graphs.py: the given chunk and graph cap
+    d = sglang_dp_defaults(d, smi_mib, s)  # DP attention's reserve
     s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
     w, how = (weight_bytes_per_gpu(model, s.tp, include_rope_cache=False) if attention_tp(s) == s.tp
@@ -119,8 +120,9 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
     lines, mrr, mamba_note = _printed_and_requests(model, s_rank, pools, L, ver)
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
-    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL)
-             + mamba_note + pools.notes
+    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL,
+                               s.max_num_batched_tokens is not None)
+             + [sglang_graph_note(ver, graphs, mrr)] + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
              + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
     if ver > SGLANG_LATEST:

@@ -1,0 +1,94 @@
+"""SGLang's prefill chunk and decode CUDA-graph cap as a plan resolves them from the flags given, and the default
+mem_fraction_static that follows from them.
+
+Read in SGLang 0.5.23 (``arg_groups/memory_hook.py :: handle_gpu_memory_settings`` and ``reserve_for_graph_mb``): the
+memory tier sets ``chunked_prefill_size`` and the decode graphs' ``max_bs`` only where the user left them unset; a
+default ``max_bs`` above a given ``--max-running-requests`` is cut to it; then, with ``mem_fraction_static`` unset,
+reserved = 512 + 1.5 · max(chunked_prefill_size, 2,048) + TP·PP/8 · 1,024 + 2 · max_bs MiB (the graph term only
+while decode graphs are on: ``--disable-cuda-graph`` sets the decode backend to disabled), at least 10 GiB above
+60 GiB, and the fraction is round((GPU MiB − reserved) / GPU MiB, 3). So a given prefill chunk or graph cap enters the
+fraction, as the defaults do. 0.5.3–0.5.22 use the same reserve (``_handle_gpu_memory_settings``, sglang_rules.py);
+the cut by ``--max-running-requests`` is applied from 0.5.23, the release it was read in. Before 0.5.3 the fraction
+does not depend on either (sglang_rules.py). The breakable prefill graphs' term (8 MiB per captured prefill size,
+1.5 GiB with MLA) is not modelled, as sglang_rules.py says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_rules import SGLANG_LATEST, SglangDefaults, sglang_version_defaults, sglang_version_text
+from kvledger.accounting.sglang_steps import decode_capture_sizes
+
+__all__ = ["SglangGraphs", "sglang_resolved_defaults", "sglang_graph_note", "SGLANG_RESERVE_FROM"]
+
+SGLANG_RESERVE_FROM = (0, 5, 3)
+"""The first SGLang release whose default fraction is a reserve built from chunked_prefill_size and max_bs."""
+
+
+@dataclass(frozen=True)
+class SglangGraphs:
+    """The decode CUDA graphs a plan resolves: the cap, whether graphs are on, and where the cap comes from."""
+
+    max_bs: int
+    enabled: bool
+    why: str
+
+
+def _graphs(ver: tuple[int, ...], d: SglangDefaults, s: PlanSettings, tp: int) -> SglangGraphs:
+    """The decode graph cap: given (``--cuda-graph-max-bs``), else the tier's default, cut to a given
+    ``--max-running-requests`` from 0.5.23."""
+    vtxt = sglang_version_text(ver)
+    if s.cuda_graph_max_batch_size is not None:
+        return SglangGraphs(s.cuda_graph_max_batch_size, not s.no_cuda_graph, "given, --cuda-graph-max-bs")
+    bs, why = d.cuda_graph_max_bs, (f"SGLang {vtxt} default for this GPU's memory tier at TP {tp} (arg_groups/"
+                                    f"memory_hook.py; server_args.py before 0.5.23)")
+    if ver >= SGLANG_LATEST and s.max_num_seqs is not None and bs > s.max_num_seqs:
+        bs, why = s.max_num_seqs, (f"the default {d.cuda_graph_max_bs} cut to --max-running-requests {s.max_num_seqs} "
+                                   f"(SGLang {vtxt} arg_groups/memory_hook.py)")
+    return SglangGraphs(bs, not s.no_cuda_graph, why)
+
+
+def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettings) -> tuple[SglangDefaults,
+                                                                                             SglangGraphs]:
+    """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB with the prefill chunk (``--chunked-prefill-size``,
+    kvledger's ``max_num_batched_tokens``), the decode graph cap and ``--disable-cuda-graph`` given in ``s`` put in
+    their place, the default fraction recomputed from them from 0.5.3 (module docstring); and the graphs."""
+    d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
+    g = _graphs(ver, d, s, s.tp)
+    cps = s.max_num_batched_tokens or d.chunked_prefill_size
+    if (cps, g.max_bs, g.enabled) == (d.chunked_prefill_size, d.cuda_graph_max_bs, True):
+        return d, g
+    d = replace(d, chunked_prefill_size=cps, cuda_graph_max_bs=g.max_bs)
+    if ver < SGLANG_RESERVE_FROM:
+        return d, g
+    graph_mib = 2 * g.max_bs if g.enabled else 0
+    n = s.tp * s.pp
+    reserved = 512 + 1.5 * max(cps, 2048) + graph_mib + n / 8 * 1024
+    floor = smi_mib > 60 * 1024
+    if floor:
+        reserved = max(reserved, 10 * 1024)
+    frac = round((smi_mib - reserved) / smi_mib, 3)
+    graph = f"2 × {g.max_bs}" if g.enabled else "0 (decode CUDA graphs off)"
+    return replace(d, mem_fraction_static=frac, source=(
+        f"SGLang {sglang_version_text(ver)} rule (arg_groups/memory_hook.py handle_gpu_memory_settings; "
+        f"server_args.py before 0.5.23) with the settings given: round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: "
+        f"512 + 1.5 × {max(cps, 2048):,} + {graph} + {n}/8 × 1,024{', at least 10 GiB' if floor else ''}) / "
+        f"{smi_mib:,.0f}, 3)")), g
+
+
+def sglang_graph_note(ver: tuple[int, ...], g: SglangGraphs, pool_requests: int | None) -> str:
+    """The ledger's line on the decode CUDA graphs: the cap, where it comes from, and the sizes captured (0.5.23's
+    list, ``arg_groups/cuda_graph_hook.py :: generate_decode_cuda_graph_batch_sizes``, cut to the request pool)."""
+    if not g.enabled:
+        return (f"decode CUDA graphs off (--disable-cuda-graph): every decode step runs eager; max_bs {g.max_bs} "
+                "leaves the reserve (its 2 × max_bs MiB term)")
+    head = f"cuda_graph_max_bs {g.max_bs} ({g.why})"
+    if ver < SGLANG_LATEST:
+        return head + f"; the capture list of SGLang {sglang_version_text(ver)} is not shown (0.5.23's was read)"
+    sizes = decode_capture_sizes(g.max_bs, pool_requests=pool_requests)
+    shown = ", ".join(map(str, sizes)) if len(sizes) <= 12 else (
+        f"{', '.join(map(str, sizes[:6]))}, …, {', '.join(map(str, sizes[-3:]))}")
+    return (head + f"; captures {len(sizes)} decode batch sizes: {shown} (arg_groups/cuda_graph_hook.py, "
+            "1, 2, 4, 8, 12, 16–256 by 8, 272–496 by 16, 512+ by 32, at most the request pool)")
