@@ -29,7 +29,11 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
     # − 69,793,218.56 (0.065 GiB measured rest of the load, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,423,687,738 B;
     # #tokens = floor(54,423,687,738 / 131,072) = 415,219; K = V = 415,219 × 65,536 B = 25.34 GiB (SGLang says "GB").
     assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_423_687_738, 415_219)
-    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415219, K size: 25.34 GB, V size: 25.34 GB",)
+    # and the scheduler's start-up line: max_running_requests = min(clamp(415,219 / 131,072 × 512 = 1,621, 2,048,
+    # 4,096), 415,219 // 2) = 2,048
+    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415219, K size: 25.34 GB, V size: 25.34 GB",
+                                      "max_total_num_tokens=415219, chunked_prefill_size=8192, max_prefill_tokens="
+                                      "16384, max_running_requests=2048, context_len=131072, available_gpu_mem=… GB")
     # Page size 1: an 8,192-token request needs 8,192 slots → floor(415,219 / 8,192) = 50 whole requests.
     assert p.row_at(8192).max_requests == 50
 

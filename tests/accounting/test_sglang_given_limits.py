@@ -38,3 +38,37 @@ def test_the_default_chunk_keeps_the_default_fraction():
     # no flag: reserved = 512 + 1.5 × 8,192 + 2 × 512 + 512 = 14,336 MiB → round(129,435 / 143,771, 3) = 0.9
     p = _plan()
     assert (p.memory.fraction, p.memory.max_num_batched_tokens, p.memory.pool_tokens) == (0.9, 8192, 1_187_195)
+
+
+def test_a_given_decode_graph_cap_and_graphs_off_change_the_reserve():
+    # --cuda-graph-max-bs 1,024: reserved = 512 + 1.5 × 8,192 + 2 × 1,024 + 512 = 15,360 MiB →
+    # round(128,411 / 143,771, 3) = round(0.89316, 3) = 0.893
+    p = _plan(cuda_graph_max_batch_size=1024)
+    assert (p.memory.fraction, p.memory.cuda_graph_max_bs) == (0.893, 1024)
+    assert any(n.startswith("cuda_graph_max_bs 1024 (given, --cuda-graph-max-bs)") for n in p.memory.notes)
+    # --disable-cuda-graph: the decode graph term leaves (reserve_for_graph_mb adds it only with graphs on):
+    # 512 + 12,288 + 0 + 512 = 13,312 MiB → round(130,459 / 143,771, 3) = round(0.90741, 3) = 0.907
+    off = _plan(no_cuda_graph=True)
+    assert (off.memory.fraction, off.memory.cuda_graph_max_bs) == (0.907, None)
+    assert any(n.startswith("decode CUDA graphs off (--disable-cuda-graph)") for n in off.memory.notes)
+
+
+def test_max_running_requests_cuts_the_default_graph_cap():
+    # 0.5.23 memory_hook.py: a default max_bs (512) above a given --max-running-requests 128 becomes 128:
+    # 512 + 12,288 + 2 × 128 + 512 = 13,568 MiB → round(130,203 / 143,771, 3) = round(0.90563, 3) = 0.906
+    p = _plan(max_num_seqs=128)
+    assert (p.memory.fraction, p.memory.cuda_graph_max_bs, p.memory.max_num_seqs) == (0.906, 128, 128)
+
+
+def test_the_default_graph_cap_its_captures_and_the_scheduler_line():
+    p = _plan()
+    # H200 (140.4 GiB, 60–160 GiB tier) at TP 4: max_bs 512; captured: 1, 2, 4, 8, 12 (5) + 16–256 by 8 (31)
+    # + 272–496 by 16 (15) + 512 (1) = 52 sizes
+    note = next(n for n in p.memory.notes if n.startswith("cuda_graph_max_bs 512 (SGLang 0.5.23 default"))
+    assert "captures 52 decode batch sizes: 1, 2, 4, 8, 12, 16, …, 480, 496, 512" in note
+    # SGLang's scheduler.py start-up line: #tokens 1,187,195; max_running_requests = min(clamp(1,187,195 / 131,072
+    # × 512 = 4,637, 2,048, 4,096), 1,187,195 // 2) = 4,096; max_prefill_tokens its 16,384 default
+    assert p.memory.printed_lines[-1] == ("max_total_num_tokens=1187195, chunked_prefill_size=8192, "
+                                          "max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, "
+                                          "available_gpu_mem=… GB")
+    assert p.memory.cuda_graph_max_bs == 512

@@ -69,10 +69,11 @@ def test_wddm_hold_and_whole_board_total():
 
 
 def test_trtllm_only_settings_are_refused_for_other_engines():
-    # --cuda-graph-max-batch-size changes TensorRT-LLM's plan only: with SGLang it would be ignored (--wddm is every
-    # engine's now: tests/accounting/test_wddm_engines.py).
-    with pytest.raises(InputError, match="--cuda-graph-max-batch-size"):
-        build_plan(SMOL, get_gpu("H100"), make_settings(engine="sglang", cuda_graph_max_batch_size=64),
+    # --cuda-graph-max-batch-size changes TensorRT-LLM's plan and, as --cuda-graph-max-bs, SGLang's
+    # (tests/accounting/test_sglang_given_limits.py): with vLLM it would be ignored (--wddm is every engine's now:
+    # tests/accounting/test_wddm_engines.py).
+    with pytest.raises(InputError, match="--cuda-graph-max-batch-size: .*SGLang's: --cuda-graph-max-bs"):
+        build_plan(SMOL, get_gpu("H100"), make_settings(engine="vllm", cuda_graph_max_batch_size=64),
                    with_roofline=False)
 
 

@@ -70,3 +70,16 @@ def test_sglang_and_trtllm_versions_without_blackwell_kernels_are_warned(engine,
     r = run("--gpu", gpu, "--engine", engine, "--engine-version", version, "--max-model-len", "8192")
     assert r.exit_code == 0, r.output
     assert "ships no kernels for" in r.output and version in r.output
+
+
+def test_sglang_graph_flags_reach_the_plan_and_its_json():
+    # SGLang's own spellings: reserve 512 + 1.5 × 8,192 + 2 × 1,024 + 512 = 15,360 MiB on the H200 (143,771 MiB)
+    # → 0.893; the JSON's settings carry the cap in cuda_graph_max_batch_size (TensorRT-LLM's key, kept stable)
+    from cli_run import cli_json
+
+    d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
+                 "--cuda-graph-max-bs", "1024", "--json")
+    assert (d["memory"]["fraction"], d["settings"]["cuda_graph_max_batch_size"]) == (0.893, 1024)
+    d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
+                 "--disable-cuda-graph", "--json")
+    assert (d["memory"]["fraction"], d["settings"]["no_cuda_graph"]) == (0.907, True)

@@ -153,6 +153,10 @@ class MemoryPlan:
     device total's and each term's range (kvledger.accounting.kv_range); empty when not computed."""
     startup: StartupCheck | None = None
     requested_source: str = ""
+    cuda_graph_max_bs: int | None = None
+    """SGLang: the largest decode CUDA graph (``cuda_graph_max_bs``; None with graphs off and for other engines)."""
+
+    __json_optional__ = ("cuda_graph_max_bs",)
 
     @property
     def headroom_bytes(self) -> float:

@@ -32,6 +32,8 @@ def resolved_settings(plan) -> PlanSettings:
               "engine_version": (m.engine_version if s.engine == "vllm" else  # SGLang's "0.5.23 rules": 0.5.23
                                  s.engine_version or m.engine_version.removesuffix(" rules")),
               "contexts": tuple(r.context_tokens for r in plan.concurrency)}
+    if m.cuda_graph_max_bs is not None:  # SGLang's decode graph cap, in the TensorRT-LLM setting's key
+        update["cuda_graph_max_batch_size"] = m.cuda_graph_max_bs
     if m.fraction_name in _FRACTIONS:
         update[m.fraction_name] = m.fraction
     return s.model_copy(update=update)

@@ -30,7 +30,7 @@ from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults
+from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults, sglang_scheduler_line
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_rules import (
@@ -119,6 +119,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
     lines, mrr, mamba_note = _printed_and_requests(model, s_rank, pools, L, ver)
+    lines += (sglang_scheduler_line(tokens, s_rank.max_num_batched_tokens or cps, mrr, L),) if tokens else ()
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL,
                                s.max_num_batched_tokens is not None)
@@ -133,7 +134,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       int(pre_free), items, int(avail - pools.state_bytes), given, page, int(cell * page),
                       tokens // page, tokens // page, tokens, lines,
                       L, s_rank.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng, requested_source=src)
+                      N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng, requested_source=src,
+                      cuda_graph_max_bs=graphs.max_bs if graphs.enabled else None)
 
 
 def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver: tuple[int, ...] = SGLANG_LATEST

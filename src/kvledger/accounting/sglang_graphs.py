@@ -21,10 +21,13 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, SglangDefaults, sglang_version_defaults, sglang_version_text
 from kvledger.accounting.sglang_steps import decode_capture_sizes
 
-__all__ = ["SglangGraphs", "sglang_resolved_defaults", "sglang_graph_note", "SGLANG_RESERVE_FROM"]
+__all__ = ["SglangGraphs", "sglang_resolved_defaults", "sglang_graph_note", "sglang_scheduler_line",
+           "SGLANG_RESERVE_FROM", "SGLANG_MAX_PREFILL_TOKENS"]
 
 SGLANG_RESERVE_FROM = (0, 5, 3)
 """The first SGLang release whose default fraction is a reserve built from chunked_prefill_size and max_bs."""
+SGLANG_MAX_PREFILL_TOKENS = 16384
+"""``--max-prefill-tokens`` default, tokens (SGLang 0.5.23 ``arg_groups/fields/schedule.py``)."""
 
 
 @dataclass(frozen=True)
@@ -92,3 +95,11 @@ def sglang_graph_note(ver: tuple[int, ...], g: SglangGraphs, pool_requests: int 
         f"{', '.join(map(str, sizes[:6]))}, …, {', '.join(map(str, sizes[-3:]))}")
     return (head + f"; captures {len(sizes)} decode batch sizes: {shown} (arg_groups/cuda_graph_hook.py, "
             "1, 2, 4, 8, 12, 16–256 by 8, 272–496 by 16, 512+ by 32, at most the request pool)")
+
+
+def sglang_scheduler_line(tokens: int, chunked_prefill_size: int, max_running: int, context_len: int) -> str:
+    """The scheduler's start-up line as SGLang prints it (``managers/scheduler.py``, tp_rank 0), up to the free memory
+    it measures after the CUDA graphs are captured, which the plan does not know (left as "…")."""
+    return (f"max_total_num_tokens={tokens}, chunked_prefill_size={chunked_prefill_size}, "
+            f"max_prefill_tokens={SGLANG_MAX_PREFILL_TOKENS}, max_running_requests={max_running}, "
+            f"context_len={context_len}, available_gpu_mem=… GB")

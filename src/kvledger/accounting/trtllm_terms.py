@@ -78,6 +78,8 @@ _TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", Non
                 ("--no-cuda-graph", "no_cuda_graph", False), ("--logits-dtype", "trtllm_logits_dtype", None))
 #: of those, the PyTorch backend's CUDA-graph settings (the TensorRT-engine executor has no cuda_graph_config)
 _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
+#: the same two settings in SGLang's words (its decode CUDA graphs, sglang_graphs.py)
+_SGLANG_NAMES = {"--cuda-graph-max-batch-size": "--cuda-graph-max-bs", "--no-cuda-graph": "--disable-cuda-graph"}
 
 
 def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str | None = None) -> None:
@@ -88,11 +90,15 @@ def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str 
     Raises:
         InputError: one of those.
     """
-    given = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off]
+    given = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off
+             and not (s.engine == "sglang" and attr in _PYTORCH_ONLY)]  # SGLang's graph flags: sglang_graphs.py
     if s.engine != "trtllm" and given:
         them = "it" if len(given) == 1 else "them"
-        raise InputError(f"{', '.join(given)}: TensorRT-LLM's memory plan only reads {them}; drop {them} with "
-                         f"--engine {s.engine}, or use --engine trtllm")
+        sglang = [_SGLANG_NAMES[f] for f in given if f in _SGLANG_NAMES]
+        raise InputError(f"{', '.join(given)}: TensorRT-LLM's memory plan only reads {them}"
+                         + (f" (SGLang's: {', '.join(sglang)})" if sglang else "")
+                         + f"; drop {them} with --engine {s.engine}, or use --engine trtllm"
+                         + (" or sglang" if sglang else ""))
     if s.engine != "trtllm":
         return
     graph = [flag for flag, attr, off in _TRTLLM_ONLY if attr in _PYTORCH_ONLY and getattr(s, attr) != off]

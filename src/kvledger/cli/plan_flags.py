@@ -125,11 +125,14 @@ class PlanMoreFlags:
     max_cudagraph_capture_size: int | None = flag("--max-cudagraph-capture-size", help=(
         "vLLM's largest CUDA-graph batch (default min(2 × max_num_seqs, 512)): fewer graphs, a smaller 0.20+ "
         "estimate."))
-    cuda_graph_max_batch_size: int | None = flag("--cuda-graph-max-batch-size", help=(
-        "TensorRT-LLM cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."))
-    no_cuda_graph: bool = flag("--no-cuda-graph", default=False, help=(
+    cuda_graph_max_batch_size: int | None = flag("--cuda-graph-max-batch-size", "--cuda-graph-max-bs", help=(
+        "TensorRT-LLM cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size); SGLang's "
+        "--cuda-graph-max-bs: the largest decode CUDA graph (default by GPU memory and TP), 2 MiB each in the "
+        "default mem_fraction_static's reserve."))
+    no_cuda_graph: bool = flag("--no-cuda-graph", "--disable-cuda-graph", default=False, help=(
         "TensorRT-LLM PyTorch backend run without CUDA graphs (cuda_graph_config: null; 0.x use_cuda_graph false): "
-        "no graph pool. Default: graphs on."))
+        "no graph pool. Default: graphs on. SGLang's --disable-cuda-graph: no decode graphs, whose 2 × max_bs MiB "
+        "leave the default fraction's reserve."))
     wddm: bool = flag("--wddm", default=False, help=(
         "Windows or WSL2 (any engine): CUDA reports the whole board and the display driver's hold is in use; vLLM "
         "plans say whether they start."))
