@@ -27,13 +27,15 @@ from dataclasses import replace
 from kvledger.accounting.memory import sglang_reserved_mib
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SglangDefaults, parse_sglang_version
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.expert_placement import local_experts
 from kvledger.catalog.layers import kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
 __all__ = ["SGLANG_DP_ATTENTION_ARCHS", "dp_size", "attention_tp", "dp_gpus", "check_data_parallel",
-           "sglang_dp_weight_bytes", "sglang_dp_defaults", "per_rank_settings", "dp_words", "data_parallel_notes"]
+           "sglang_dp_weight_bytes", "sglang_dp_defaults", "sglang_rank_weights", "per_rank_settings", "dp_words",
+           "data_parallel_notes"]
 
 SGLANG_DP_ATTENTION_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
@@ -199,3 +201,13 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
             "all2all_backend (allgather_reducescatter) gathers up to "
             f"{dp} × max_num_batched_tokens tokens into each rank's MoE layers in the profile run, above the "
             f"activation peak planned here, so the KV pool is an upper bound{tail}",)
+
+
+def sglang_rank_weights(model: ModelSpec, s: PlanSettings) -> tuple[float, str]:
+    """(one GPU's weights under SGLang, B, and how): ``--weights-memory`` when given; else 1/TP of every tensor, or
+    under DP attention the attention split over the attention-TP group (``sglang_dp_weight_bytes``)."""
+    if s.weights_bytes is not None:
+        return s.weights_bytes, "given"
+    if attention_tp(s) == s.tp:
+        return weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    return sglang_dp_weight_bytes(model, s.tp, attention_tp(s))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from kvledger.accounting import notes as N
-from kvledger.accounting.dp_attention import attention_tp, per_rank_settings, sglang_dp_defaults, sglang_dp_weight_bytes
+from kvledger.accounting.dp_attention import attention_tp, per_rank_settings, sglang_rank_weights
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
@@ -45,11 +45,11 @@ from kvledger.accounting.sglang_rules import (
 from kvledger.accounting.transferred_ranges import weights_range
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
 from kvledger.accounting.wddm import wddm_held_term, wddm_total
-from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant_tp_sglang import check_sglang_quant_tp
 from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
@@ -75,16 +75,14 @@ def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
 def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
     _require_per_token_kv(model, kv, "SGLang")
+    check_sglang_quant_tp(model, s.tp)  # quant_tp_sglang.py: shards SGLang refuses when it creates the weights
     L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    d, graphs = sglang_resolved_defaults(ver, smi_mib, s)  # sglang_graphs.py: the given chunk and graph cap
-    d = sglang_dp_defaults(d, smi_mib, s)  # DP attention's reserve
+    d, graphs = sglang_resolved_defaults(ver, smi_mib, s)  # sglang_graphs.py: the given chunk, graph cap and DP
     s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
-    w, how = (weight_bytes_per_gpu(model, s.tp, include_rope_cache=False) if attention_tp(s) == s.tp
-              else sglang_dp_weight_bytes(model, s.tp, attention_tp(s)))
-    w = s.weights_bytes if s.weights_bytes is not None else w
+    w, how = sglang_rank_weights(model, s)  # dp_attention.py: whole attention per DP rank, or 1/TP
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
     bufs = sglang_load_buffers(model, s.tp, ver, platform(gpu) == "ROCm")
@@ -118,17 +116,15 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
-    lines, mrr, mamba_note = _printed_and_requests(model, s_rank, pools, L, ver)
-    lines += (sglang_scheduler_line(tokens, s_rank.max_num_batched_tokens or cps, mrr, L),) if tokens else ()
+    lines, mrr, mamba_note = _printed_and_requests(model, s_rank, pools, L, ver, s_rank.max_num_batched_tokens or cps)
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL,
                                s.max_num_batched_tokens is not None)
              + [sglang_graph_note(ver, graphs, mrr)] + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
              + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
-    if ver > SGLANG_LATEST:
-        notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
-    notes += long_len_notes(model, L, lsrc)
+    notes = ([N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST))]
+             if ver > SGLANG_LATEST else []) + notes + long_len_notes(model, L, lsrc)
     src = N.sglang_requested_source(total / GiB, held / GiB, h_pt / GiB, held > SGLANG_PRELOAD_GIB[False] * GiB)
     return MemoryPlan("sglang", f"{sglang_version_text(ver)} rules", total, "mem_fraction_static", mfs,
                       int(pre_free), items, int(avail - pools.state_bytes), given, page, int(cell * page),
@@ -138,9 +134,10 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       cuda_graph_max_bs=graphs.max_bs if graphs.enabled else None)
 
 
-def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver: tuple[int, ...] = SGLANG_LATEST
-                          ) -> tuple[tuple[str, ...], int, list[str]]:
-    """(the lines SGLang prints for its pools, its max_running_requests, the note when the Mamba pool caps it).
+def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver: tuple[int, ...] = SGLANG_LATEST,
+                          cps: int = 0) -> tuple[tuple[str, ...], int, list[str]]:
+    """(the lines SGLang prints for its pools and its scheduler's start-up line with prefill chunk ``cps``, its
+    max_running_requests, the note when the Mamba pool caps it).
     Before 0.4.9 (``SGLANG_POOL_SLOT_UNTIL``) the request pool holds one more than its clamp and a given
     --max-running-requests is not cut to half the tokens (``managers/tp_worker.py``: min(#tokens // 2 or the given,
     the pool's size))."""
@@ -164,7 +161,7 @@ def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver:
         elif cap < mrr:
             mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
-    return lines, mrr, mamba_note
+    return lines + ((sglang_scheduler_line(tokens, cps, mrr, L),) if tokens else ()), mrr, mamba_note
 
 
 def _sglang_ranges(kv: KVLedger, page: int, max_model_len: int, ends: list[int]) -> dict[str, tuple[float, float]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvledger.accounting.dp_attention import sglang_dp_defaults
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, SglangDefaults, sglang_version_defaults, sglang_version_text
 from kvledger.accounting.sglang_steps import decode_capture_sizes
@@ -57,15 +58,16 @@ def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettin
                                                                                              SglangGraphs]:
     """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB with the prefill chunk (``--chunked-prefill-size``,
     kvledger's ``max_num_batched_tokens``), the decode graph cap and ``--disable-cuda-graph`` given in ``s`` put in
-    their place, the default fraction recomputed from them from 0.5.3 (module docstring); and the graphs."""
+    their place, the default fraction recomputed from them from 0.5.3 (module docstring), then DP attention's
+    reserve (``dp_attention.sglang_dp_defaults``); and the graphs."""
     d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
     g = _graphs(ver, d, s, s.tp)
     cps = s.max_num_batched_tokens or d.chunked_prefill_size
     if (cps, g.max_bs, g.enabled) == (d.chunked_prefill_size, d.cuda_graph_max_bs, True):
-        return d, g
+        return sglang_dp_defaults(d, smi_mib, s), g
     d = replace(d, chunked_prefill_size=cps, cuda_graph_max_bs=g.max_bs)
     if ver < SGLANG_RESERVE_FROM:
-        return d, g
+        return sglang_dp_defaults(d, smi_mib, s), g
     graph_mib = 2 * g.max_bs if g.enabled else 0
     n = s.tp * s.pp
     reserved = 512 + 1.5 * max(cps, 2048) + graph_mib + n / 8 * 1024
@@ -74,11 +76,11 @@ def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettin
         reserved = max(reserved, 10 * 1024)
     frac = round((smi_mib - reserved) / smi_mib, 3)
     graph = f"2 × {g.max_bs}" if g.enabled else "0 (decode CUDA graphs off)"
-    return replace(d, mem_fraction_static=frac, source=(
+    return sglang_dp_defaults(replace(d, mem_fraction_static=frac, source=(
         f"SGLang {sglang_version_text(ver)} rule (arg_groups/memory_hook.py handle_gpu_memory_settings; "
         f"server_args.py before 0.5.23) with the settings given: round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: "
         f"512 + 1.5 × {max(cps, 2048):,} + {graph} + {n}/8 × 1,024{', at least 10 GiB' if floor else ''}) / "
-        f"{smi_mib:,.0f}, 3)")), g
+        f"{smi_mib:,.0f}, 3)")), smi_mib, s), g
 
 
 def sglang_graph_note(ver: tuple[int, ...], g: SglangGraphs, pool_requests: int | None) -> str:

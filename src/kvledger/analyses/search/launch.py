@@ -120,7 +120,31 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
 def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
     """``launch_commands`` for the model as the user gave it (bundled name, Hub id or config path; ``serve_model``)."""
     model_id, note = serve_model(model)
-    return launch_commands(model_id, gpu_id, entry, engine_version, plan_model=model if note else None, model_note=note)
+    out = launch_commands(model_id, gpu_id, entry, engine_version, plan_model=model if note else None,
+                          model_note=note)
+    refused = _sglang_refusal(model, (entry["tp"], entry.get("decode_tp") or entry["tp"]))
+    if refused:  # vLLM starts this candidate (its rules were simulated), SGLang does not: no SGLang line to run
+        out["sglang"] = f"# no SGLang line: {refused}"
+    return out
+
+
+def _sglang_refusal(model: str, tps: tuple[int, ...]) -> str | None:
+    """SGLang's refusal of a candidate's TP (quantized shards it cannot create, catalog/quant_tp_sglang.py); None
+    when it starts or the model cannot be read here (the search itself reports that)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.catalog.quant_tp_sglang import check_sglang_quant_tp
+    from kvledger.errors import InputError, KvLedgerError
+
+    try:
+        spec = load_model(model)
+    except KvLedgerError:
+        return None
+    for tp in dict.fromkeys(tps):
+        try:
+            check_sglang_quant_tp(spec, tp)
+        except InputError as err:
+            return str(err)
+    return None
 
 
 def serve_model_id(model: str) -> str:

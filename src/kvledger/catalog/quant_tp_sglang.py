@@ -1,0 +1,98 @@
+"""Whether a quantized checkpoint's TP shards line up with its quantization blocks and groups, as SGLang checks them
+when it creates the weights (a failed check stops the load: the server does not start).
+
+Read in SGLang 0.5.23 (``srt/layers/quantization/``):
+
+* Block FP8 (``fp8.py``): ``Fp8LinearMethod.validate_block_quant_shapes`` — under TP a row-parallel linear's input
+  features per rank must be a multiple of block_k ("Weight input_size_per_partition = … is not divisible by weight
+  quantization block_k"), and every output part of a column-parallel one (merged qkv_proj and gate_up_proj parts
+  included: SGLang has no exception for merged layers, unlike vLLM from 0.14) a multiple of block_n.
+  ``Fp8MoEMethod.create_weights``: the expert intermediate size per MoE-TP rank must be a multiple of block_n ("The
+  output_size of gate's and up's weight = … is not divisible by weight quantization block_n") and, when the MoE TP
+  size is above 1, of block_k ("The input_size of down's weight = …"); only ROCm's aiter path with a 128 × 128 block
+  skips it.
+* The MoE TP size is ``tp_size // ep_size // moe_dp_size`` (``runtime_context.py :: derive_parallel_widths``):
+  ``--enable-dp-attention`` splits attention, not the experts, so the expert shards stay 1/TP unless ``--ep-size``
+  is set (kvledger's SGLang plan does not model ``--ep-size``: the routed experts here are always split over TP).
+* AWQ (``awq/schemes/awq_linear.py``) and GPTQ (``gptq/schemes/gptq_linear.py``): the input features per rank must
+  be a multiple of ``group_size`` ("The input size is not aligned with the quantized weight shape. This can be
+  caused by too large tensor parallel size."), as in vLLM; MoE experts on ``moe_wna16.py`` halve the group down to
+  32 until it divides the intermediate size per rank, as in vLLM. These are the rules of ``quant_tp.py``.
+"""
+
+from __future__ import annotations
+
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant import QuantScheme
+from kvledger.catalog.quant_tp import Misalignment, tp_misalignment
+from kvledger.errors import InputError
+
+__all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ"]
+
+SGLANG_QUANT_TP_READ = "0.5.23"
+"""The SGLang release whose weight-creation checks were read."""
+_AS_VLLM_013 = (0, 13, 0)
+"""vLLM's last release that checks merged column-parallel parts against block_n, as SGLang does (quant_tp.py)."""
+
+
+def sglang_tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int) -> Misalignment | None:
+    """The first quantized layer whose TP shard SGLang refuses for scheme ``q`` at TP ``tp`` (MoE TP = TP); None when
+    all line up. SGLang's rules are vLLM 0.13's (merged parts checked), read against its own files above."""
+    return tp_misalignment(model, q, tp, 1, _AS_VLLM_013)
+
+
+def _reason(q: QuantScheme, bad: Misalignment) -> str:
+    """SGLang's words for the refusal and the file that raises it."""
+    size = f"{bad.size:,.6g}".replace(",", "")
+    if q.block is not None and bad.what == "intermediate features":
+        if bad.multiple == q.block[0] and "block_n" in bad.why:
+            return (f"layers/quantization/fp8.py Fp8MoEMethod.create_weights: \"The output_size of gate's and up's "
+                    f"weight = {size} is not divisible by weight quantization block_n = {bad.multiple}.\"")
+        return (f"layers/quantization/fp8.py Fp8MoEMethod.create_weights: \"The input_size of down's weight = {size} "
+                f"is not divisible by weight quantization block_k = {bad.multiple}.\"")
+    if q.block is not None:
+        which, name = (("input_size_per_partition", "block_k") if bad.what == "input features"
+                       else ("output_partition_size", "block_n"))
+        return (f"layers/quantization/fp8.py Fp8LinearMethod.validate_block_quant_shapes: \"Weight {which} = {size} "
+                f"is not divisible by weight quantization {name} = {bad.multiple}.\"")
+    if bad.what == "intermediate features":
+        return "layers/quantization/moe_wna16.py: the group halves to no less than 32 and must divide it"
+    scheme = "awq/schemes/awq_linear.py" if q.method == "awq" else "gptq/schemes/gptq_linear.py"
+    return (f"layers/quantization/{scheme}: \"The input size is not aligned with the quantized weight shape. This "
+            "can be caused by too large tensor parallel size.\"")
+
+
+def _heads_divide(model: ModelSpec, t: int) -> bool:
+    nkv = model.num_kv_heads
+    return model.num_attention_heads % t == 0 and (not nkv or (nkv % t == 0 if nkv >= t else t % nkv == 0))
+
+
+def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
+    """A TP (power of two up to 2 × ``tp``) SGLang takes for this checkpoint, and SGLang's expert-parallel way out."""
+    ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= 2 * tp and t != tp and _heads_divide(model, t)
+          and sglang_tp_misalignment(model, q, t) is None]
+    below = [t for t in ok if t < tp]
+    words = f"--tp {max(below)}" if below else (f"--tp {min(ok)}" if ok else "no TP up to twice this one")
+    if model.is_moe and tp_misalignment(model, q, tp, tp, _AS_VLLM_013) is None:
+        words += (f"; or SGLang's --ep-size {tp} at --tp {tp} (MoE TP = tp_size / ep_size = 1: experts whole on each "
+                  "rank), which kvledger's SGLang plan does not model")
+    return words
+
+
+def check_sglang_quant_tp(model: ModelSpec, tp: int) -> None:
+    """Refuse a TP whose shards SGLang cannot quantize (it does not start), naming the layer, SGLang's reason with its
+    file, and a TP that works.
+
+    Raises:
+        InputError: a quantized layer's shard is not a multiple of its block or group.
+    """
+    q = model.quant
+    bad = sglang_tp_misalignment(model, q, tp)
+    if bad is None:
+        return
+    dp_words = (f" (experts split over MoE TP = tp_size {tp}: --enable-dp-attention splits attention only)"
+                if bad.what == "intermediate features" else "")
+    raise InputError(f"--tp {tp}: SGLang {SGLANG_QUANT_TP_READ} does not start {model.name}: "
+                     f"{bad.path.removesuffix('.weight')} has {bad.size:,.6g} {bad.what} per GPU ({bad.full:,}/{tp})"
+                     f"{dp_words}, not a multiple of {bad.multiple} ({q.method}; {_reason(q, bad)}); a TP that "
+                     f"works: {_working_tp(model, q, tp)}")
