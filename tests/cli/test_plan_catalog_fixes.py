@@ -21,8 +21,8 @@ def run(*args):
     # vLLM 0.6.3's mp executor has no multi-node mode (0.11.0's config/parallel.py has no nnodes)
     (("--tp", "2", "--nnodes", "2", "--distributed-executor-backend", "mp", "--engine-version", "0.6.3"),
      ("vLLM 0.6.3's multiprocessing executor runs on one node",)),
-    # SGLang's plan does not read --nnodes
-    (("--engine", "sglang", "--tp", "2", "--nnodes", "2"), ("--nnodes is a vLLM flag",)),
+    # SGLang's plan does not read --enforce-eager (SGLang has its own --nnodes: tests/cli/test_sglang_names.py)
+    (("--engine", "sglang", "--tp", "2", "--enforce-eager"), ("--enforce-eager is a vLLM flag",)),
 ])
 def test_impossible_topologies_are_refused_in_one_line(args, words):
     msg = refused("plan", MODEL, "--gpu", "H100", *args)

@@ -57,7 +57,8 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                              f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
     check_engine_platform(s.engine, gpu)
     check_dtype(s.engine, gpu, s.dtype)
-    vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
+    vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off
+                 and not (s.engine == "sglang" and attr == "nnodes")]  # SGLang's --nnodes: its TP group's nodes
     if s.engine != "vllm" and vllm_only:
         one, flag = len(vllm_only) == 1, _engine_flag()
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "

@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+from kvledger.cli.sglang_names import SglangNames
+
 __all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
-           "WorkloadFlags", "EngineFlags", "TierFlags", "SIM_ONLY"]
-# the pricing group: pricing_flags.py; the session group: session_flags.py
+           "WorkloadFlags", "EngineFlags", "TierFlags", "SIM_ONLY"]  # pricing_flags.py, session_flags.py: two more
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -36,8 +37,7 @@ def flag_like(cls: type, name: str, default: Any = None, *, help: str | None = N
 
 def flag_of(cls: type, name: str) -> str:
     """The long flag of field ``name`` of group ``cls`` (``--enable-prefix-caching`` for ``prefix_caching``)."""
-    decls = {f.name: f.metadata["decls"] for f in dataclasses.fields(cls)}[name]
-    return decls[0].split("/")[0]
+    return {f.name: f.metadata["decls"] for f in dataclasses.fields(cls)}[name][0].split("/")[0]
 
 
 def option(cls: type, name: str, default: Any = None, *, help: str | None = None, also: tuple[str, ...] = ()) -> Any:
@@ -100,7 +100,7 @@ class WorkloadFlags:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineFlags:
+class EngineFlags(SglangNames):
     """The simulated engine: vLLM's (or SGLang's) settings, the replicas behind a router, and the step-cost model."""
 
     engine_version: str | None = flag("--engine-version", help=(

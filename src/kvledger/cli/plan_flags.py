@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+from kvledger.cli.sglang_names import SglangNames
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
 
 
 @dataclass(frozen=True, slots=True)
-class PlanFlags:
+class PlanFlags(SglangNames):
     """The engine, its memory and scheduler settings, measured terms, GPU overrides and the roofline's fractions."""
 
     engine: str = flag("--engine", default="vllm", help="vllm, sglang or trtllm (also tensorrt-llm, trt-llm).")
@@ -111,7 +112,8 @@ class PlanMoreFlags:
     distributed_executor_backend: str | None = flag("--distributed-executor-backend", help=(
         "vLLM: mp or ray (no memory term changes in the code read; the plan's notes say why)."))
     nnodes: int = flag("--nnodes", default=1, help=(
-        "Nodes the TP×PP group spans (custom all-reduce is off when a TP group spans nodes, ceil(nnodes / pp) > 1, "
+        "Nodes the TP×PP group spans (vLLM's and SGLang's --nnodes; custom all-reduce is off when a TP group spans "
+        "nodes, ceil(nnodes / pp) > 1, "
         "and under vLLM's own --nnodes: mp across nodes from 0.11.1); more ranks than a node of the GPU holds (8 on "
         "an SXM/HGX/OAM board) are planned on the nodes they need, with a warning."))
     sampler_backend: str = flag("--sampler-backend", default="auto", help=(

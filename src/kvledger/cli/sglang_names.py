@@ -1,0 +1,77 @@
+"""SGLang's own spellings of the engine flags kvledger names as vLLM does: a group field per SGLang flag, read into
+its vLLM-named field under ``--engine sglang`` (``--policy sglang``) and refused under another engine with the name
+that engine takes.
+
+SGLang 0.5.23's names (``sglang.launch_server --help``, ``srt/arg_groups/fields/``): ``--tp-size`` (kvledger's
+``--tp``), ``--context-length`` (``--max-model-len``), ``--max-running-requests`` (``--max-num-seqs``),
+``--chunked-prefill-size`` (``--max-num-batched-tokens``), ``--page-size`` (``--block-size``). ``--mem-fraction-static``
+and ``--nnodes`` are spelled alike in both tools.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SGLANG_NAMES", "SglangNames", "sglang_flag", "resolve_sglang_names"]
+
+#: SGLang field → (SGLang's flag, the vLLM-named field it fills, that field's flag)
+SGLANG_NAMES = {
+    "tp_size": ("--tp-size", "tp", "--tp"),
+    "context_length": ("--context-length", "max_model_len", "--max-model-len"),
+    "max_running_requests": ("--max-running-requests", "max_num_seqs", "--max-num-seqs"),
+    "chunked_prefill_size": ("--chunked-prefill-size", "max_num_batched_tokens", "--max-num-batched-tokens"),
+    "page_size": ("--page-size", "block_size", "--block-size"),
+}
+_ENGINES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "trt-llm": "TensorRT-LLM"}
+
+
+def sglang_flag(name: str) -> Any:
+    """A group field for SGLang's spelling ``name`` (a key of ``SGLANG_NAMES``), default None, with its help."""
+    sg, _, vflag = SGLANG_NAMES[name]
+    return field(default=None, metadata={"decls": (sg,), "help": f"SGLang's name for {vflag} (with --engine sglang)."})
+
+
+def resolve_sglang_names(group: Any, engine: str | None) -> None:
+    """Move each SGLang-named value of ``group`` into its vLLM-named field when ``engine`` is "sglang", or "" where
+    the command writes both engines' lines (``search``); None means vLLM, the default engine.
+
+    Raises:
+        InputError: an SGLang name under another engine (naming that engine's flag), or both spellings with two
+            values.
+    """
+    from kvledger.errors import InputError
+
+    defaults = {f.name: f.default for f in dataclasses.fields(group)}
+    for name, (sg, target, vflag) in SGLANG_NAMES.items():
+        value = getattr(group, name, None)
+        if value is None:
+            continue
+        kind = str(engine or "vllm").lower()
+        if engine != "" and kind != "sglang":
+            words = _ENGINES.get(kind, "kvledger")  # simulate's static and contiguous policies: kvledger's own
+            raise InputError(f"{sg} is SGLang's flag; {words}'s is {vflag}: pass {vflag} {value}, or --engine sglang "
+                             f"to plan SGLang")
+        given = getattr(group, target)
+        if given is not None and given != defaults[target] and str(given) != str(value):
+            raise InputError(f"{sg} {value} and {vflag} {given} name the same setting (SGLang's and vLLM's "
+                             f"spelling): give one")
+        object.__setattr__(group, target, value)
+        object.__setattr__(group, name, None)
+
+
+@dataclass(frozen=True, slots=True)
+class SglangNames:
+    """A flag group's SGLang spellings (the base of ``plan``'s ``PlanFlags`` and the shared ``EngineFlags``), read
+    into the subclass's vLLM-named fields under its ``engine`` or ``policy`` once the group is built."""
+
+    tp_size: int | None = sglang_flag("tp_size")
+    context_length: str | None = sglang_flag("context_length")
+    max_running_requests: int | None = sglang_flag("max_running_requests")
+    chunked_prefill_size: str | None = sglang_flag("chunked_prefill_size")
+    page_size: int | None = sglang_flag("page_size")
+
+    def __post_init__(self) -> None:
+        engine = next((getattr(self, a) for a in ("engine", "policy") if hasattr(self, a)), "")
+        resolve_sglang_names(self, engine)
