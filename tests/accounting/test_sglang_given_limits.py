@@ -72,3 +72,27 @@ def test_the_default_graph_cap_its_captures_and_the_scheduler_line():
                                           "max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, "
                                           "available_gpu_mem=… GB")
     assert p.memory.cuda_graph_max_bs == 512
+
+
+def test_sglang_words_in_the_header_and_its_own_fp8_kernel():
+    import io
+
+    from rich.console import Console
+
+    from kvledger.report.plan_view import render_plan
+
+    buf = io.StringIO()
+    render_plan(_plan(), Console(file=buf, width=400))
+    head = buf.getvalue().splitlines()[0]
+    # SGLang's names for the two limits (its scheduler.py start-up line), the JSON keeps vLLM's
+    assert head.endswith("max_model_len 131,072, chunked_prefill_size 8,192, max_running_requests 4,096, "
+                         "cuda_graph_max_bs 512")
+    # DeepSeek-V3 (FP8 blocks 128×128) on H200 (sm90): SGLang's own kernel choice, not vLLM's file
+    dsv3 = build_plan(load_model("deepseek-ai/DeepSeek-V3"), H200, make_settings(engine="sglang", tp=8))
+    fp8 = next(n for n in dsv3.roofline.notes if n.startswith("FP8 block-quantized linears"))
+    assert "SGLang runs DeepGEMM" in fp8 and "SGLang 0.5.23 layers/quantization/fp8_utils.py" in fp8
+    assert "vLLM" not in fp8
+    # on Ada (L40S, sm89) SGLang runs Triton's FP8 × FP8 block GEMM where vLLM runs Marlin's BF16 MMAs: said
+    qwen = build_plan(load_model("Qwen/Qwen3-30B-A3B-FP8"), get_gpu("l40s"), make_settings(engine="sglang", tp=2))
+    fp8 = next(n for n in qwen.roofline.notes if n.startswith("FP8 block-quantized linears"))
+    assert "SGLang runs Triton w8a8 block FP8" in fp8 and "the roofline prices vLLM 0.33's choice instead" in fp8

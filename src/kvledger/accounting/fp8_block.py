@@ -32,7 +32,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["FP8_BLOCK_EFFICIENCY", "FP8_BLOCK_EFFICIENCY_RANGE", "Fp8BlockKernel", "fp8_block_kernel",
-           "compute_dtype", "expert_mma_dtype", "fp8_block_gemm_s"]
+           "sglang_fp8_block_kernel", "compute_dtype", "expert_mma_dtype", "fp8_block_gemm_s"]
 
 FP8_BLOCK_EFFICIENCY = 0.9
 """Block-scaled FP8 GEMM rate ÷ per-tensor FP8 GEMM rate at the same achievable fraction, 0–1: an assumption (the
@@ -72,6 +72,32 @@ def fp8_block_kernel(model: ModelSpec, gpu: GpuSpec) -> Fp8BlockKernel | None:
                               f"{src}: {gpu.arch} < sm90 fails DeepGEMM and CUTLASS block FP8; Marlin needs sm75+")
     if gpu.gpu_id.startswith("amd_"):
         return Fp8BlockKernel("AITER block-scaled or Triton", "fp8", f"{src} (ROCm list: AITER, Triton)")
+    return None
+
+
+def sglang_fp8_block_kernel(model: ModelSpec, gpu: GpuSpec) -> Fp8BlockKernel | None:
+    """The FP8 block-scaled linear kernel SGLang 0.5.23 runs for ``model`` on ``gpu`` (128-wide blocks); None as
+    ``fp8_block_kernel``, and on an architecture whose path was not read.
+
+    ``layers/quantization/fp8.py``: sm80–sm88 take Marlin FP8 (``fp8_utils.py :: can_auto_enable_marlin_fp8``);
+    else ``fp8_utils.py :: dispatch_w8a8_block_fp8_linear`` → ``_dispatch_auto_backend``: DeepGEMM when enabled
+    (``deep_gemm_wrapper/configurer.py``: CUDA sm90+, ``SGLANG_ENABLE_JIT_DEEPGEMM``, the deep_gemm package), else
+    FlashInfer TRT-LLM on Blackwell, CUTLASS on sm120, AITER on ROCm, else Triton's w8a8 block FP8 GEMM — on Ada
+    (sm89) FP8 × FP8 MMAs, where vLLM 0.33 runs Marlin's BF16 ones."""
+    if model.quant.method != "fp8" or model.quant.block is None:
+        return None
+    src = "SGLang 0.5.23 layers/quantization/fp8_utils.py dispatch_w8a8_block_fp8_linear, auto backend"
+    if gpu.arch in ("sm80", "sm86"):
+        return Fp8BlockKernel("Marlin FP8 (weight-only: FP8 weights, BF16 activations and MMAs)", "bf16",
+                              f"{src}: {gpu.arch} is within can_auto_enable_marlin_fp8's sm80–sm88")
+    names = {"sm90": "DeepGEMM (with deep_gemm installed; else Triton block FP8)",
+             "sm100": "DeepGEMM (with deep_gemm installed; else FlashInfer TRT-LLM block FP8)",
+             "sm120": "CUTLASS block-scaled (DeepGEMM with its sm120 kernels installed)",
+             "sm89": "Triton w8a8 block FP8 (FP8 × FP8 MMAs: DeepGEMM needs sm90)"}
+    if gpu.arch in names:
+        return Fp8BlockKernel(names[gpu.arch], "fp8", src)
+    if gpu.gpu_id.startswith("amd_"):
+        return Fp8BlockKernel("AITER block-scaled (SGLANG_USE_AITER) or Triton", "fp8", src)
     return None
 
 

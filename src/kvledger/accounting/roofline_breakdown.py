@@ -145,9 +145,9 @@ def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> 
 
 
 def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: dict[int, float],
-                    prefill_chunk_tokens: int) -> RooflineReport:
+                    prefill_chunk_tokens: int, engine: str = "vllm") -> RooflineReport:
     """Build the roofline section: a prefill chunk of ``prefill_chunk_tokens`` and decode over powers of two up to the
-    pool's concurrency."""
+    pool's concurrency (``engine``: whose kernel choices its notes name)."""
     ridge = rc.peak_flops / rc.bw
     cross = _crossover(rc, lambda b: (2 * rc.matmul_params + rc.head_flops_per_seq) * b,
                        rc.weight_read_bytes) or float("inf")
@@ -182,7 +182,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
                      "cores)")
-    notes += step_term_notes(rc.model, rc.gpu, rc.ep, rc.moe_config)
+    notes += step_term_notes(rc.model, rc.gpu, rc.ep, rc.moe_config, engine)
     notes += _curve_note(rc)
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))

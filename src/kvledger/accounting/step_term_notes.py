@@ -9,6 +9,7 @@ from kvledger.accounting.fp8_block import (
     FP8_BLOCK_EFFICIENCY_RANGE,
     expert_mma_dtype,
     fp8_block_kernel,
+    sglang_fp8_block_kernel,
 )
 from kvledger.accounting.moe_kernel import moe_kernel_fit, moe_layer_count
 from kvledger.catalog.gpus import GpuSpec
@@ -39,14 +40,18 @@ def expert_parallel_step_note(ep: int, fused: bool) -> str:
             "parallel 1 the TP all-reduce combines the experts' outputs")
 
 
-def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None) -> list[str]:
+def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None, engine: str = "vllm"
+                    ) -> list[str]:
     """One line per extra term the roofline prices for ``model`` on ``gpu`` (``ep``: expert-parallel ranks;
-    ``moe_config``: the fused-MoE config vLLM runs, moe_config.py), with its source; [] when none."""
+    ``moe_config``: the fused-MoE config vLLM runs, moe_config.py; ``engine``: whose FP8 kernel choice the FP8
+    line names), with its source; [] when none."""
     notes = []
     if ep > 1 and model.is_moe:
         notes.append(expert_parallel_step_note(ep, fused=moe_layer_count(model) > 0))
     k = fp8_block_kernel(model, gpu)
-    if k is not None:
+    if k is not None and engine == "sglang":
+        notes.append(sglang_fp8_note(model, gpu, k))
+    elif k is not None:
         lo, hi = FP8_BLOCK_EFFICIENCY_RANGE
         r, c = model.quant.block
         notes.append(f"FP8 block-quantized linears ({r}×{c} weight scales): {k.name}, matmuls at the "
@@ -65,6 +70,21 @@ def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None
                      f"the MLA attends only the top {sp.index_topk:,} latent entries (vLLM 0.33 deepseek_v2.py "
                      f"Indexer, v1/attention/backends/mla/flashmla_sparse.py)")
     return notes
+
+
+def sglang_fp8_note(model: ModelSpec, gpu: GpuSpec, vllm_kernel) -> str:
+    """The FP8 block-quantized linears' line under SGLang: SGLang's own kernel choice (``sglang_fp8_block_kernel``),
+    and, where its MMA precision is not vLLM's, that the roofline prices vLLM's."""
+    sk, (r, c) = sglang_fp8_block_kernel(model, gpu), model.quant.block
+    if sk is None:
+        return (f"FP8 block-quantized linears ({r}×{c} weight scales): SGLang's kernel on {gpu.arch} was not read; "
+                f"the roofline assumes vLLM's choice, {vllm_kernel.name}, matmuls at the "
+                f"{vllm_kernel.mma_dtype.upper()} peak ({vllm_kernel.source})")
+    same = sk.mma_dtype == vllm_kernel.mma_dtype
+    return (f"FP8 block-quantized linears ({r}×{c} weight scales): SGLang runs {sk.name} ({sk.source}), matmuls at "
+            f"the {sk.mma_dtype.upper()} peak" + ("" if same else (
+                f"; the roofline prices vLLM 0.33's choice instead, {vllm_kernel.name} at the "
+                f"{vllm_kernel.mma_dtype.upper()} peak: an upper bound on SGLang's step time")))
 
 
 def fused_moe_note(moe_layers: int) -> str:

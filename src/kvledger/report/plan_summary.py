@@ -13,7 +13,7 @@ from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.units import GiB, KiB, fmt_low
 
-__all__ = ["summary_lines", "attention_by_context_text"]
+__all__ = ["summary_lines", "attention_by_context_text", "limit_names"]
 
 
 def summary_lines(p: Plan) -> list[str]:
@@ -184,3 +184,11 @@ def _decode_clause(p: Plan) -> str:
 def attention_by_context_text(r: RooflineReport) -> str:
     """Decode attention intensity at each context, e.g. "12.3 at 4,096, 15.1 at 32,768" (FLOP/B)."""
     return ", ".join(f"{v:,.1f} at {c:,}" for c, v in sorted(r.decode_attention_by_context.items()))
+
+
+def limit_names(engine: str) -> tuple[str, str]:
+    """The engine's own names of the prefill token budget and the running-request cap, as its start-up line prints
+    them: SGLang's chunked_prefill_size and max_running_requests (``managers/scheduler.py``), else vLLM's (the
+    JSON keeps vLLM's names for every engine)."""
+    return ("chunked_prefill_size", "max_running_requests") if engine == "sglang" else (
+        "max_num_batched_tokens", "max_num_seqs")

@@ -10,7 +10,7 @@ from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
-from kvledger.report.plan_summary import attention_by_context_text, summary_lines
+from kvledger.report.plan_summary import attention_by_context_text, limit_names, summary_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
 
@@ -128,11 +128,11 @@ def _stages(p: Plan) -> Table | None:
 
 
 def _concurrency(p: Plan) -> Table:
-    unit = "tokens" if p.memory.engine == "sglang" else "blocks"
+    unit, ns = ("tokens", "max_running_requests") if p.memory.engine == "sglang" else ("blocks", "max_num_seqs")
     dec = any(r.decode_requests is not None for r in p.concurrency)
     t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request",
            "start-up demand / request" if dec else "pool budget / request", "engine figure", "whole requests (KV)",
-           f"running (≤ max_num_seqs {_seqs_text(p)})", *(["while decoding (blocks, ×, whole)"] if dec else []))
+           f"running (≤ {ns} {_seqs_text(p)})", *(["while decoding (blocks, ×, whole)"] if dec else []))
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
@@ -242,13 +242,13 @@ def _vllm_flags_text(s) -> str:
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
     concurrency, waterfall, roofline, every note."""
-    s = p.settings
+    s, (bt, ns) = p.settings, limit_names(p.memory.engine)  # SGLang: chunked_prefill_size, max_running_requests
     pp = f", PP {s.pp}" if s.pp > 1 else ""
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
                   f"{p.memory.engine_version}, TP {s.tp}{pp}{_vllm_flags_text(s)}, "
-                  f"max_model_len {p.memory.max_model_len:,}, "
-                  f"max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
-                  f"max_num_seqs {_seqs_text(p)}")
+                  f"max_model_len {p.memory.max_model_len:,}, {bt} {p.memory.max_num_batched_tokens:,}, "
+                  f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
+                                             if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
     if p.nodes is not None:  # TP × PP past one node: the figures below are of the nodes assumed (node_size.py)
         console.print(f"[bold yellow]WARNING:[/] {p.nodes.text}", highlight=False)
     for line in summary_lines(p):

@@ -17,6 +17,7 @@ from kvledger.analyses.serving.sim_document import (
 )
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.band_words import band_source_lines
+from kvledger.report.plan_summary import limit_names
 from kvledger.report.preemption_view import preemption_lines
 from kvledger.report.seed_spread_view import mean_range_ms, spread_line, spread_note_line
 from kvledger.report.step_cost_view import priced_by, step_cost_lines, step_cost_source_line, step_cost_warnings
@@ -215,9 +216,10 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(session_shape_line(wl["sessions"]))
     reps = payload.replicas
     each = f"{reps} replicas behind the {payload.router} router, each with " if reps > 1 else ""
+    bt, ns = limit_names("sglang" if eng.get("batching") == "sglang" else "vllm")  # SGLang's own names under sglang
     console.print(f"[bold]engine[/]: {each}{_pool(eng)}, "
                   f"max_model_len "
-                  f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
+                  f"{eng['max_model_len']:,}, {bt} {eng['max_num_batched_tokens']:,}, {ns} "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{_prefix_caching(eng)}, "
                   f"scheduling {eng['scheduling_policy']}")

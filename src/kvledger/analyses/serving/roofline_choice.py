@@ -78,8 +78,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
     why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
     overlap_cpu = cost.overlap_cpu
-    extra = step_term_notes(plan.model, plan.gpu, ep_size(plan.model, plan.settings), cost.moe_config) + (
-        [cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
+    extra = step_term_notes(plan.model, plan.gpu, ep_size(plan.model, plan.settings), cost.moe_config,
+                            plan.settings.engine) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
     scope = "uncalibrated" if prof is None else "gpu"
     hint = _hint(a, plan, prof, (offered, curve), cost, cal)
     off_engine = _off_engine(prof, plan, a) if prof is not None else None
