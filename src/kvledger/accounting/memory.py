@@ -156,8 +156,6 @@ class MemoryPlan:
     cuda_graph_max_bs: int | None = None
     """SGLang: the largest decode CUDA graph (``cuda_graph_max_bs``; None with graphs off and for other engines)."""
 
-    __json_optional__ = ("cuda_graph_max_bs",)
-
     @property
     def headroom_bytes(self) -> float:
         """What the engine's budget leaves after every deduction, B (negative: the deductions alone do not fit)."""
