@@ -23,6 +23,7 @@ class DecodePrices:
     ``decode_steps_s`` of a roofline step-cost model."""
 
     _step_consts: tuple | bool | None = None  # step_consts(), kept at the first step priced
+    _float_consts: tuple | None = ()  # float_step_consts(), kept at the first call (): not asked yet
 
     def step_consts(self) -> tuple | bool:
         """The constants of ``step_time_of``'s plain form, each the float the full expression computes (2 × matmul
@@ -40,6 +41,16 @@ class DecodePrices:
                 float(2 * self.state_bytes),
                 self.peak_flops * ff, self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction,
                 self.overlap_cpu, self.cpu_overhead_s)
+
+    def float_step_consts(self) -> tuple | None:
+        """``step_consts()`` where every constant but the CPU overlap (a bool) is a float, as the simulator's compiled
+        core reads them, else None; kept at the first call, as ``step_time_of`` keeps its tuple (the core asks at every
+        arrival stretch, open_native.py, where building and checking it anew cost ~5 µs)."""
+        k = self._float_consts
+        if k == ():
+            k = self._step_consts if self._step_consts is not None else self.step_consts()
+            k = self._float_consts = k if k and all(type(x) is float for x in k[:10] + k[11:]) else None
+        return k
 
     def token_terms(self, num_tokens: int) -> tuple[float, float, float, float]:
         """(weight bytes read, all-reduce s, the weight GEMMs' measured efficiency — 1.0 flat, the layer kernels' s —

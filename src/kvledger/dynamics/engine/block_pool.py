@@ -16,9 +16,8 @@ docs/engine-model.md §2.3):
 
 Speed. The pool keeps ref counts only for blocks registered in the hash map (the only ones two requests can share),
 in lists indexed by block id (faster than dicts). Every other block in use is held by one request (ref count 1) and is
-freed with C-level list operations: the queue is a list with a moving head index, so taking ``n`` blocks is one slice.
-A touched block leaves the middle of the queue lazily: its old entry is counted as stale and skipped at the front. A
-block with a stale entry is always registered, so it returns by ``append``, its live entry behind its stale ones.
+freed with C-level list operations: the queue is a list with a moving head index (ids no allocation has reached are not
+written yet: block_ids.py), so taking ``n`` blocks is one slice; a touched block's entry turns stale (then skipped).
 
 Cache keys are Python ints (``hash`` of tuples, see ``kv_manager.py``), not sha256: a simulation has no adversary, and
 64-bit collisions are negligible at these sizes. vLLM's key -> blocks map is kept as each key's first block (the one
@@ -37,7 +36,7 @@ from collections import deque
 from itertools import compress, filterfalse, repeat
 from operator import is_not
 
-from kvledger.dynamics.engine.block_ids import free_queue
+from kvledger.dynamics.engine.block_ids import UnwrittenIds
 
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
@@ -45,7 +44,7 @@ NULL_BLOCK_ID = 0
 HEAD_ROOM = 1024  # free-queue entries kept before the head when the used front is dropped (else a prepend inserts)
 
 
-class BlockPool:
+class BlockPool(UnwrittenIds):
     """Blocks ``0..num_gpu_blocks-1`` with vLLM's free queue, ref counts and hash map.
 
     Args:
@@ -61,8 +60,7 @@ class BlockPool:
             raise ValueError(f"num_gpu_blocks must be ≥ 2 (the null block + 1), got {num_gpu_blocks}")
         self.num_gpu_blocks = num_gpu_blocks
         self.enable_caching = enable_caching
-        self._queue: list[int] = free_queue(num_gpu_blocks)  # free queue is _queue[_head:]
-        self._head = 0
+        self.start_queue()  # the free queue: _queue[_head:], the ids not yet written, _tail (block_ids.py)
         self._stale: list[int] = [0] * num_gpu_blocks  # per block id: its stale entries still in the queue
         self._num_stale = 0
         self._ref: list[int] = [0] * num_gpu_blocks  # per block id: ref count (kept for registered blocks only)
@@ -80,12 +78,12 @@ class BlockPool:
     @property
     def num_free_blocks(self) -> int:
         """Blocks in the free queue (cached blocks with ref count 0 included), count."""
-        return len(self._queue) - self._head - self._num_stale
+        return len(self._queue) - self._head - self._num_stale + self.num_gpu_blocks - self._fresh + len(self._tail)
 
     @property
     def num_used_blocks(self) -> int:
         """Blocks held by at least one request, count (vLLM's KV usage numerator; usable − free, inline: a hot path)."""
-        return self.num_gpu_blocks - 1 - len(self._queue) + self._head + self._num_stale
+        return self._fresh - 1 - len(self._queue) + self._head + self._num_stale - len(self._tail)
 
     @property
     def num_cached_blocks(self) -> int:
@@ -150,6 +148,7 @@ class BlockPool:
 
     def free_block_ids(self) -> list[int]:
         """The free queue, front (next allocated) to back, stale entries skipped; O(N), for tests and debugging."""
+        self.materialize_fresh()
         skip, out = list(self._stale), []
         for b in self._queue[self._head:]:
             if skip[b] > 0:
@@ -164,8 +163,10 @@ class BlockPool:
         q, h = self._queue, self._head
         if n <= 0:
             return []
-        if n > len(q) - h - self._num_stale:
+        if n > self.num_free_blocks:
             raise RuntimeError(f"block pool: asked for {n} blocks, {self.num_free_blocks} free")
+        if n > len(q) - h and self._fresh < self.num_gpu_blocks:  # unwritten ids next (no stale entry: touch wrote all)
+            self._refill(n)
         if self._num_stale == 0:
             ids = q[h: h + n]
             h += n
@@ -243,6 +244,7 @@ class BlockPool:
         ref = self._ref
         refs = list(map(ref.__getitem__, block_ids)) if refs is None else refs
         if 0 in refs:
+            self.materialize_fresh()
             zero = list(compress(block_ids, map((0).__eq__, refs)))
             stale = self._stale
             deque(map(stale.__setitem__, zero, map((1).__add__, map(stale.__getitem__, zero))), 0)
@@ -254,7 +256,7 @@ class BlockPool:
         goes to the head of the queue and hashed blocks whose ref count reaches 0 to the tail. ``num_registered``: the
         leading registered cache blocks (may be shared); ``num_hashed``: the leading full blocks (a hash in vLLM; ≥
         ``num_registered``; ignored with caching off), counts."""
-        q = self._queue
+        q = self._queue if self._fresh == self.num_gpu_blocks else self._tail  # appends go behind never-used ids
         if not self.enable_caching:
             q.extend(reversed(block_ids))
             return
@@ -273,7 +275,7 @@ class BlockPool:
         """``free(block_ids, 0, num_hashed)`` for each ``(block_ids, num_hashed)`` of ``batch``, in order, done at once:
         each free sends its full blocks to the tail of the queue (last first) and its unhashed tail to the head; tails
         and heads do not interact, so the heads of later frees end up first and the tails follow in order."""
-        q = self._queue
+        q = self._queue if self._fresh == self.num_gpu_blocks else self._tail  # appends go behind never-used ids
         if not self.enable_caching:
             for ids, _ in batch:
                 q.extend(reversed(ids))

@@ -26,10 +26,8 @@ def plain_price(cost, price):
     else None (the core calls ``price``)."""
     if (type(cost) is not RooflineStepCost or price != cost.step_time_of or cost.host_step_s or cost.host_seq_s):
         return None
-    k = cost.step_consts()
-    if not k or not all(type(x) is float for x in k[:10] + k[11:]):  # float constants, as the core reads them
-        return None
-    return k, cost.token_terms
+    k = cost.float_step_consts()  # float constants, as the core reads them
+    return None if k is None else (k, cost.token_terms)
 
 
 def arrive(run, spec_at, arrivals, i: int, total: int, out) -> int:
