@@ -123,7 +123,8 @@ def _drawn_lengths(run: MeasuredRun, agg: Any) -> None:
 
 def _keep_model(run: MeasuredRun, agg: Any) -> None:
     """The model the benchmark file names (vLLM's ``model_id``, AIPerf's served name), kept on the replayed run's
-    metadata where nothing beside the file named one (``stage_run`` reads launch records and client configs only)."""
+    metadata where nothing beside the file named one (``stage_run`` reads launch records and client configs only), and
+    the server's record the file carries (``SERVER_RECORD_KEYS``: settings, their file, the engine's version)."""
     meta = run.measured.metadata
     if meta.model is None and agg.metadata.model:
         meta.model = agg.metadata.model
@@ -132,8 +133,10 @@ def _keep_model(run: MeasuredRun, agg: Any) -> None:
         meta.hardware = agg.metadata.hardware
         meta.extra["gpu_source"] = f"the benchmark file ({agg.metadata.source_format})"
     if not run.engine_hints and agg.metadata.extra.get("engine_kwargs"):  # the server's own record in the file
-        stated = agg.metadata.extra
-        meta.extra.update({k: stated[k] for k in ("engine_kwargs", "record_file") if k in stated})
+        from kvledger.evidence.metadata_keys import SERVER_RECORD_KEYS
+
+        stated = agg.metadata.extra  # all of it, the version too: read as a per-request run's is
+        meta.extra.update({k: stated[k] for k in SERVER_RECORD_KEYS if k in stated})
 
 
 def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = None,

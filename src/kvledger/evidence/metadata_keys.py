@@ -13,8 +13,12 @@ from typing import Any
 from kvledger.evidence._meta import GPU_COUNT_KEYS, HARDWARE_KEYS, parse_flat_stat
 from kvledger.records import RunMetadata
 
-__all__ = ["launch_keys", "RECORD_SUFFIX", "spelled_value"]
+__all__ = ["launch_keys", "RECORD_SUFFIX", "SERVER_RECORD_KEYS", "spelled_value"]
 
+#: the ``metadata.extra`` keys that hold the server's own record of a run (its launch settings, where they were read,
+#: the engine's version: vLLM's ``--metadata`` keys, SGLang's ``server_info``); every reader of the record
+#: (``calibration.run_record.recorded_settings``) reads these, whether the run is per-request or aggregate-only
+SERVER_RECORD_KEYS = ("engine_kwargs", "record_file", "vllm_version", "sglang_version")
 #: the end of ``extra["record_file"]`` for settings read from a result's own top-level keys
 RECORD_SUFFIX = "top-level keys (vllm bench serve --metadata)"
 _VERSION_KEYS = ("vllm_version", "version", "engine_version")

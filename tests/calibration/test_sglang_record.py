@@ -1,0 +1,47 @@
+"""SGLang's ``server_info`` (the server's record that ``bench_serving`` writes beside each run) is read once, the
+same way for a line with per-request arrays and for an aggregate-only one: the version, the GPUs it states and its
+KV pool.
+
+The fixture is synthetic (tests/fixtures/sglang_synthetic/README.md): server_info version 0.5.6, TP 2 (dp 1, pp 1),
+max_total_num_tokens 1,011,010."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.run_record import recorded_settings
+from kvledger.calibration.targets import load_targets
+from kvledger.calibration.validate import validate_file
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sglang_synthetic" / "llama8b_tp2_rates.jsonl"
+ARGS = SimRequestArgs(model=None, gpu="H100", tp=None)
+_ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+
+
+def _lines(**server) -> list[dict]:
+    lines = [json.loads(x) for x in FIXTURE.read_text().splitlines()]
+    return [{**x, "server_info": {**x["server_info"], **server}} for x in lines]
+
+
+def _write(path: Path, lines: list[dict]) -> str:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return str(path)
+
+
+def _aggregate(tmp_path: Path, **server) -> str:
+    return _write(tmp_path / "agg.jsonl", [{k: v for k, v in x.items() if k not in _ARRAYS}
+                                           for x in _lines(**server)])
+
+
+def test_an_aggregate_lines_server_version_is_read_as_a_per_request_lines(tmp_path):
+    # line 3 at 8 req/s without its arrays: its stage keeps server_info.version 0.5.6, so the replay plans with
+    # SGLang 0.5.6's rules, not the newest release's (the user's "0.5.23 rules" on the aggregate path)
+    t = next(t for t in load_targets(_aggregate(tmp_path)) if t.order == 2)
+    rec = recorded_settings(t.run.measured.metadata.extra)
+    assert (rec.engine_version, rec.flags["tp"], rec.flags["policy"]) == ("0.5.6", 2, "sglang")
+    one = validate_file(str(tmp_path / "agg.jsonl"), ARGS, run=2)
+    assert one.rate == 8.0
+    assert any("engine_version 0.5.6" in n for n in one.notes)
+    assert any("SGLang 0.5.6 rules" in n for n in one.notes) and not any("0.5.23 rules" in n for n in one.notes)
