@@ -56,10 +56,11 @@ def test_several_per_request_runs_are_not_a_sweep_and_the_error_says_so(tmp_path
     assert isinstance(res.exception, InputError), res.output
     text = " ".join(str(res.exception).split())
     assert text.startswith("--sweep (or several files) compares the load stages of one sweep")
-    # two per-request runs, not stages: the reason, and one at a time (no "give the sweep's other stage files")
-    assert ("these files hold 2 per-request runs. A per-request run is replayed request by request and judged on its "
-            "own, not read as one stage of a sweep. Validate them one at a time (kvledger validate FILE, one file per "
-            "call).") in text
+    # run1 is placed at its 100 clients (its profile_export_aiperf.json beside it states the cap); its copy alone
+    # states neither a rate nor a cap: the reason, and one at a time (no "give the sweep's other stage files")
+    assert ("these files hold 1 load stage, 1 per-request run whose file states neither a request rate nor a client "
+            "cap (max_concurrency), so it has no place on a sweep's axis: such a run is replayed request by request "
+            "and judged on its own. Validate them one at a time (kvledger validate FILE, one file per call).") in text
 
 
 def test_one_stage_file_with_sweep_says_it_is_one_stage():

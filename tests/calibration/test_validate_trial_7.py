@@ -115,10 +115,10 @@ def test_per_request_runs_of_two_models_are_refused_as_a_sweep_for_that_reason(t
     with pytest.raises(InputError) as err:  # the console entry prints it as one paragraph and exits with status 2
         CliRunner().invoke(app, ["validate", a, str(b), "--gpu", "H100"], catch_exceptions=False)
     out = str(err.value)
-    assert "these files hold 2 per-request runs. A per-request run is replayed request by request" in out
-    assert ("These are runs of different models (timed: meta-llama/Llama-3.1-8B at 1 req/s; qwen: Qwen/Qwen3-8B at "
-            "2 req/s): different deployments") in out
-    assert "Validate them one at a time" in out and "give the sweep's other stage files" not in out
+    # both state a request rate (1 and 2 req/s), so each has a place on a sweep's axis: refused for their models
+    assert out == ("--sweep reads a knee and a saturation throughput over the load stages of one deployment; these "
+                   "runs are of different models, so the sweep would mix deployments. By model: Qwen/Qwen3-8B: "
+                   "qwen.json; meta-llama/Llama-3.1-8B: timed.json. Give one group's files per call.")
 
 
 def test_a_latencys_rows_share_one_unit():

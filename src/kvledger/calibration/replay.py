@@ -23,7 +23,8 @@ from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
 from kvledger.errors import FormatError, InputError, running
 from kvledger.records import RunRecords
 
-__all__ = ["MeasuredRun", "load_measured", "measured_from_records", "StepTable", "replay", "replay_recorded"]
+__all__ = ["MeasuredRun", "load_measured", "measured_from_records", "replayable", "StepTable", "replay",
+           "replay_recorded"]
 
 DISTSERVE_PREFIX = "distserve:"
 
@@ -119,16 +120,26 @@ def load_measured(path: str) -> MeasuredRun:
         raise FormatError(path, "holds only aggregate statistics (percentiles or means per run), no per-request "
                                 "arrival and token times, so it cannot be replayed request by request; calibrate on a "
                                 "per-request file, or compare stage aggregates with benchmarks/validate_all.py's sweep")
-    if len(runs) > 1:
-        raise FormatError(path, f"holds {len(runs)} runs; split it into one file per run to replay each")
-    if per_request[0].metadata.extra.get("shared_clock") is False:
-        what = "an llmperf per-request file" if "llmperf" in per_request[0].metadata.source_format else "a file"
+    if len(runs) > 1:  # ``calibration.targets.load_targets`` reads each run of such a file
+        raise FormatError(path, f"holds {len(runs)} runs; read them with load_targets (one target per run)")
+    return replayable(per_request[0], path, _label(p))
+
+
+def replayable(run: RunRecords, path: str, label: str) -> MeasuredRun:
+    """One per-request run of the file ``path`` as a replayable run labelled ``label`` (``measured_from_records``).
+
+    Raises:
+        FormatError: its requests carry no common clock (llmperf's per-request files), so no arrival can be replayed.
+        InputError: no finished request (``measured_from_records``).
+    """
+    if run.metadata.extra.get("shared_clock") is False:
+        what = "an llmperf per-request file" if "llmperf" in run.metadata.source_format else "a file"
         raise FormatError(path, f"this is {what} whose requests carry no common clock (each is timed on its own), "
                                 "so their arrival "
                                 f"times cannot be replayed; give {running()} a benchmark file that records when each "
                                 "request was sent (any per-request format `kvledger goodput --help` names but "
                                 "llmperf's, e.g. inference-perf's per_request_lifecycle_metrics.json)")
-    return measured_from_records(per_request[0], _label(p))
+    return measured_from_records(run, label)
 
 
 def _label(p: Path) -> str:

@@ -2,8 +2,9 @@
 stage files, and aggregate-only benchmark runs (one per request rate) compared by rate.
 
 A per-request run replays its own requests; a stage or an aggregate run replays a synthetic workload like it
-(``kvledger.calibration.sweep``) and is compared on the aggregates it holds. A file with several aggregate runs
-(an SGLang or vLLM ``bench_serving`` sweep over request rates) gives one target per rate, in rate order.
+(``kvledger.calibration.sweep``) and is compared on the aggregates it holds. A file with several runs (an SGLang
+``bench_serving`` JSONL file of a line per request rate, a vLLM sweep's summary) gives one target per run: the
+aggregate ones in rate order, then those with per-request records (``--output-details``) in file order.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvledger.calibration.aggregate_stage import aggregate_stage, closed_loop_users
-from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured
+from kvledger.calibration.replay import DISTSERVE_PREFIX, MeasuredRun, load_measured, replayable
 from kvledger.calibration.stage_launch import sent_at_inf
 from kvledger.calibration.sweep import Stage, looks_like_stage, read_stage, stage_run
 from kvledger.errors import FormatError, InputError
@@ -23,7 +24,7 @@ from kvledger.errors import FormatError, InputError
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
-__all__ = ["Target", "load_targets", "input_names", "with_record_model", "record_model",
+__all__ = ["Target", "placed", "load_targets", "input_names", "with_record_model", "record_model",
            "not_a_sweep",
            "refuse_repeated", "check_sweep", "pick_run"]
 
@@ -35,6 +36,20 @@ class Target:
     run: MeasuredRun
     stage: Stage | None = None
     order: int = 0  # its place among the file's runs (``--run``)
+    #: a per-request run's place in a sweep (``record_stage``: its rate, what was sent and served); never compared on
+    summary: Stage | None = None
+
+    @property
+    def placed(self) -> Stage | None:
+        """The stage it stands for in a sweep: an aggregate run's own, a per-request run's ``summary``."""
+        return self.stage if self.stage is not None else self.summary
+
+
+def placed(targets: list[Target]) -> list[Target]:
+    """``targets`` with each per-request run's place in a sweep read off its records (``record_stage``)."""
+    from kvledger.calibration.record_stage import record_stage
+
+    return [t if t.stage is not None else replace(t, summary=record_stage(t.run)) for t in targets]
 
 
 def refuse_repeated(paths: list[str]) -> None:
@@ -73,7 +88,9 @@ def input_names(paths: list[str]) -> list[str]:
 
 
 def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str) -> list[Target] | None:
-    """The aggregate-only runs in ``path`` as targets, or None when it holds per-request records."""
+    """The runs in ``path`` as targets, one per run: the aggregate-only ones as stages (rate order), those with
+    per-request records replayed as recorded (file order, after them); None for a file of one per-request run, or
+    one the benchmark readers do not know (``load_measured`` reads those)."""
     from kvledger.evidence.aggregate import AggregateRun
     from kvledger.evidence.llmservingsim import looks_like_llmservingsim
     from kvledger.evidence.read import read_runs
@@ -85,11 +102,16 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
         runs = read_runs(p)
     except FormatError:
         return None  # not a benchmark file the readers know: load_measured says why
-    if not runs or not all(isinstance(r, AggregateRun) for r in runs):
+    if not runs or (len(runs) == 1 and not isinstance(runs[0], AggregateRun)):
         return None
-    out = []
+    out, timed = [], []
     for i, agg in enumerate(runs):
-        label = f"{name} @ {agg.metadata.request_rate:g} req/s" if agg.metadata.request_rate else f"{name} #{i}"
+        rate, cap = agg.metadata.request_rate, agg.metadata.concurrency
+        if not isinstance(agg, AggregateRun):  # a per-request line of a file of several (bench_serving JSONL)
+            tag = f"{rate:g} req/s" if rate and math.isfinite(rate) else f"{cap:,} clients" if cap else None
+            timed.append(Target(replayable(agg, path, f"{name} @ {tag}" if tag else f"{name} #{i}"), order=i))
+            continue
+        label = f"{name} @ {rate:g} req/s" if rate else f"{name} #{i}"
         users = closed_loop_users(agg, client_concurrency)
         if users is not None:  # under a client cap: named by its clients (rate, place if several)
             tag, rate = agg.metadata.extra.get("run_label"), agg.metadata.request_rate
@@ -100,7 +122,7 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
         _keep_model(run, agg)
         _drawn_lengths(run, agg)
         out.append(Target(run, st, i))
-    return sorted(out, key=lambda t: t.stage.requested_rate)
+    return sorted(out, key=lambda t: t.stage.requested_rate) + timed
 
 
 #: the drawn output lengths' mean this far from the file's (total ÷ completed) is said (``_drawn_lengths``)
@@ -224,8 +246,8 @@ def not_a_sweep(paths: list[str], staged: int, per_request: int, runs: list[Targ
     one = ("validate it on its own: kvledger validate " + paths[0] if len(paths) == 1
            else "validate each file on its own (kvledger validate FILE, one per call)")
     head = (f"--sweep (or several files) compares the load stages of one sweep, which needs two or more stages with a "
-            f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or aggregate benchmark runs at "
-            f"several rates); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}")
+            f"request rate (inference-perf stage_N_lifecycle_metrics.json files, or benchmark runs at several rates, "
+            f"per-request or aggregate); {'this file holds' if len(paths) == 1 else 'these files hold'} {held}")
     if not per_request:
         return f"{head}: give the sweep's other stage files too, or {one} without --sweep"
     named = [t.run.measured.metadata for t in runs if t.run.measured is not None and t.run.measured.metadata.model]
@@ -237,8 +259,9 @@ def not_a_sweep(paths: list[str], staged: int, per_request: int, runs: list[Targ
               if len(models) > 1 else "")
     tail = (f"Validate it on its own: kvledger validate {paths[0]}" if len(paths) == 1
             else "Validate them one at a time (kvledger validate FILE, one file per call)")
-    return (f"{head}. A per-request run is replayed request by request and judged on its own, not read as one stage "
-            f"of a sweep.{differ} {tail}.")
+    whose = ("whose file states", "it has") if per_request == 1 else ("whose files state", "they have")
+    return (f"{head} {whose[0]} neither a request rate nor a client cap (max_concurrency), so {whose[1]} no place on "
+            f"a sweep's axis: such a run is replayed request by request and judged on its own.{differ} {tail}.")
 
 
 def pick_run(targets: list[Target], path: str, run: int | None) -> list[Target]:
@@ -265,9 +288,9 @@ def check_sweep(paths: list[str], stages: list[Target], num_targets: int, runs: 
     """
     if len(stages) < 2:
         raise InputError(not_a_sweep(paths, len(stages), num_targets - len(stages), runs))
-    closed = [t.run.label for t in stages if sent_at_inf(t.stage)]
+    closed = [t.run.label for t in stages if sent_at_inf(t.placed)]
     if closed and len(closed) < len(stages):
-        rated = [t.run.label for t in stages if math.isfinite(t.stage.requested_rate)]
+        rated = [t.run.label for t in stages if math.isfinite(t.placed.requested_rate)]
         raise InputError(f"{', '.join(closed)}: sent at request_rate inf under a client cap (closed loops of that many "
                          f"clients), and {', '.join(rated)} at a request rate: a sweep reads its knee on one axis, "
                          "the request rate or the clients; validate the two kinds apart (one file each, or --run N "

@@ -31,10 +31,12 @@ from kvledger.calibration.targets import (
     input_names,
     load_targets,
     pick_run,
+    placed,
     with_record_model,
 )
 from kvledger.calibration.validation_types import LATENCY_COLUMNS, RunValidation, SweepSide, SweepValidation
 from kvledger.errors import InputError, KvLedgerError
+from kvledger.evidence.deployment import refuse_mixed_sweep
 from kvledger.ledgers.slo import SLO
 from kvledger.records import WARNING_PREFIX
 
@@ -214,16 +216,19 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     names = input_names(paths)
     # every file draws with the seed itself (its own stages with seed + their index): a file replays as it does
     # alone, whatever its place on the command line, and the levels share their random numbers
-    targets = [t for i, p in enumerate(paths)
-               for t in load_targets(p, seed=seed, client_concurrency=client_concurrency, name=names[i])]
-    stages = [t for t in targets if t.stage is not None]
-    check_sweep(paths, stages, len(targets), [t for t in targets if t.stage is None])
-    one_rate = {t.stage.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
-    closed = sent_at_inf(stages[0].stage) or (len(one_rate) == 1 and all(
-        t.stage.client_users for t in stages))  # check_sweep: all stages closed loops, or none
+    targets = placed([t for i, p in enumerate(paths)  # a per-request run placed by its own rate (record_stage)
+                      for t in load_targets(p, seed=seed, client_concurrency=client_concurrency, name=names[i])])
+    stages = [t for t in targets if t.placed is not None]
+    check_sweep(paths, stages, len(targets), [t for t in targets if t.placed is None])
+    timed = [t.run.measured for t in stages if t.stage is None]  # per-request runs, each placed by its own rate
+    if len(timed) > 1:
+        refuse_mixed_sweep(timed, "--sweep reads a knee and a saturation throughput")
+    one_rate = {t.placed.requested_rate for t in stages}  # one rate under several caps: a sweep over the caps
+    closed = sent_at_inf(stages[0].placed) or (len(one_rate) == 1 and all(
+        t.placed.client_users for t in stages))  # check_sweep: all stages closed loops, or none
 
     def level(t: Target) -> float:
-        return t.stage.client_users if closed else t.stage.requested_rate
+        return t.placed.client_users if closed else t.placed.requested_rate
 
     stages.sort(key=level)
     _distinct([level(t) for t in stages], "clients" if closed else "req/s")
@@ -252,7 +257,7 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
         f"none read: the files state no TTFT at {lowest}"
     return SweepValidation([] if closed else rates, side("measured"), predicted, rule,
                            rows, mixed + sweep_notes(rows, rates, closed),
-                           sweep_bands(rows, [t.stage for t in stages], predicted.saturation_throughput_req_per_s),
+                           sweep_bands(rows, [t.placed for t in stages], predicted.saturation_throughput_req_per_s),
                            [int(x) for x in rates] if closed else None)
 
 
@@ -280,7 +285,7 @@ def _deployments(stages: list[Any]) -> list[str]:
         return launch_record(t.run.measured.metadata if t.run.measured is not None else None)
 
     def level(t: Any) -> str:
-        return f"{t.stage.client_users:,} clients" if sent_at_inf(t.stage) else f"{t.stage.requested_rate:g} req/s"
+        return f"{t.placed.client_users:,} clients" if sent_at_inf(t.placed) else f"{t.placed.requested_rate:g} req/s"
 
     recs = {r: [level(t) for t in stages if record(t) == r] for r in {record(t) for t in stages}}
     if len(recs) > 1 and None not in recs:
@@ -288,7 +293,7 @@ def _deployments(stages: list[Any]) -> list[str]:
                          "records: " + "; ".join(f"{r} (stages at {', '.join(levels)})"
                                                  for r, levels in sorted(recs.items()))
                          + ". Validate each deployment's stages apart.")
-    folders = {str(Path(t.stage.path).resolve().parent) for t in stages}
+    folders = {str(Path(t.placed.path).resolve().parent) for t in stages}
     if len(folders) > 1:
         return [f"WARNING: the stages come from {len(folders)} folders ({', '.join(sorted(folders))}): a sweep is one "
                 "deployment's stages; if these are different deployments, the knee mixes them"]

@@ -47,15 +47,18 @@ RecordGpu = Annotated[str | None, typer.Option("--gpu", help="The GPU it ran on:
                                                "--gpu-profile FILE was fitted on).")]
 
 
+_FILES = ("A measured run with per-request times (as for `kvledger calibrate`), an inference-perf stage report, or an "
+          "aggregate-only benchmark file (vLLM/SGLang bench_serving); a file of several runs at several rates (the "
+          "lines of a bench_serving JSONL file, per-request or aggregate) is a sweep; with --sweep, the stage files "
+          "of one load sweep, or per-request runs at several rates.")
+
+
 def validate(
     ctx: typer.Context,
-    files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), "
-                                                "an inference-perf stage report, or an aggregate-only benchmark file "
-                                                "(vLLM/SGLang bench_serving; several rates: a sweep); with --sweep, "
-                                                "the stage files of one load sweep."),
+    files: list[str] = typer.Argument(..., help=_FILES),
     model: str | None = typer.Option(None, "--model", help="The served model: bundled HF id or alias, a config.json "
-                                                           "path or a Hub id (default: the run's record, as "
-                                                           "calibrate reads it; needed for files that name none)."),
+                                     "path or a Hub id (default: the run's record, as calibrate reads it; needed for "
+                                     "files that name none)."),
     gpu: RecordGpu = None, engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
@@ -80,8 +83,9 @@ def validate(
         "run at rate inf is a closed loop of N clients, one at a rate paced under N; the file's max_concurrency wins. "
         "An inference-perf stage whose client fell behind its rate is paced under this flag, else its config.yaml's "
         "num_workers × worker_max_concurrency."),
-    run: int | None = typer.Option(None, "--run", min=0, help="A file of several aggregate runs (vllm bench sweep's "
-                                   "summary.json, bench_serving JSONL lines): validate run N alone (0 = the first)."),
+    run: int | None = typer.Option(None, "--run", min=0, help="A file of several runs (vllm bench sweep's "
+                                   "summary.json, bench_serving JSONL lines, aggregate or per-request): validate run "
+                                   "N alone (0 = the first); without it the runs are one sweep."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs: ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
