@@ -45,3 +45,32 @@ def test_an_aggregate_lines_server_version_is_read_as_a_per_request_lines(tmp_pa
     assert one.rate == 8.0
     assert any("engine_version 0.5.6" in n for n in one.notes)
     assert any("SGLang 0.5.6 rules" in n for n in one.notes) and not any("0.5.23 rules" in n for n in one.notes)
+
+
+def test_the_gpus_a_server_ran_on_are_read_off_its_server_info(tmp_path):
+    from kvledger.evidence import read_runs
+
+    # tp_size 2 × dp_size 1 × pp_size 1 = 2 GPUs, and where that was read
+    md = read_runs(FIXTURE)[0].metadata
+    assert md.num_gpus == 2
+    assert md.extra["num_gpus_source"] == f"{FIXTURE} line 1: server_info: tp_size 2 × dp_size 1 × pp_size 1"
+    # two data-parallel engines of TP 2: 2 × 2 = 4; with DP attention the DP ranks share the TP group: 2 × 1 = 2
+    dp = _write(tmp_path / "dp.jsonl", _lines(dp_size=2))
+    assert read_runs(dp)[0].metadata.num_gpus == 4
+    att = _write(tmp_path / "att.jsonl", _lines(dp_size=2, enable_dp_attention=True))
+    assert read_runs(att)[0].metadata.num_gpus == 2
+
+
+def test_cost_prices_the_gpus_server_info_states_and_says_so():
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    res = CliRunner().invoke(app, ["cost", str(FIXTURE), "--slo", "ttft=200ms,tpot=50ms", "--gpu", "H100",
+                                   "--gpu-provider", "Nebius", "--monthly-tokens", "3e9", "--json"])
+    assert res.exit_code == 0, res.output  # no --num-gpus needed
+    d = json.loads(res.stdout)
+    assert d["inputs"]["num_gpus"] == 2
+    said = d["notes"][0]
+    assert said.startswith("priced run: ") and said.endswith(
+        f"2 GPUs a replica (from {FIXTURE} line 3: server_info: tp_size 2 × dp_size 1 × pp_size 1)")

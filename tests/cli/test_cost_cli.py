@@ -259,7 +259,7 @@ def test_no_same_model_api_row_names_the_model_it_looked_for(tmp_path):
     assert said.startswith("priced run: model meta-llama/Llama-3.1-8B-Instruct (from ")
     assert "manifests.yaml MODEL_ID" in said
     assert said.endswith("GPU nvidia-h100-80gb (from " + str(DATA / "inference-perf" / "manifests.yaml") +
-                         " (Kubernetes Deployment))")
+                         " (Kubernetes Deployment)), 1 GPU a replica (from the run's file)")
 
 
 def test_the_capacity_flip_follows_whole_instances():

@@ -154,7 +154,7 @@ def _price(r: CostRequest, simulated: str | None, p: _Priced) -> CostOutcome:
                             sweep=p.sweep)
 
     # what a measured run was, and where each name was read (validate and goodput say it too)
-    said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware)) if is_file else None
+    said = _run_names(p.run.metadata, c, model_name, (c.gpu or p.hardware), p.num_gpus) if is_file else None
     res = _priced_or_no_answer(lambda: price(p.run, p.sim, p.capacity), said)
     res.report.notes.extend(notes)
     rep, d = res.report, res.payload
@@ -190,10 +190,14 @@ def _priced_or_no_answer(price: Any, said: str | None) -> Any:
         raise
 
 
-def _run_names(md: Any, c: CostFlags, model: str | None, gpu: str | None) -> str:
-    """``priced run: model M (where it was read), GPU G (where)`` of a measured file: a flag, or the run's record."""
+def _run_names(md: Any, c: CostFlags, model: str | None, gpu: str | None, num_gpus: int) -> str:
+    """``priced run: model M (where it was read), GPU G (where), N GPUs (where)`` of a measured file: a flag, or the
+    run's record (SGLang's server_info: ``extra["num_gpus_source"]``)."""
     read = next((d for d in md.definitions if d.startswith("model from ")), "from the run's file")
     m_src = "--model" if c.served_model else read.removeprefix("model ")
     g_src = "--gpu" if c.gpu else next((f"from {d.split(' from ', 1)[1]}" for d in md.definitions
                                         if d.startswith("GPU type")), "from the run's file")
-    return (f"priced run: model {model or 'not named'} ({m_src}), GPU {gpu or 'not named'} ({g_src})")
+    stated = md.extra.get("num_gpus_source") or "the run's file"
+    n_src = "--num-gpus" if c.num_gpus is not None else f"from {stated}"
+    return (f"priced run: model {model or 'not named'} ({m_src}), GPU {gpu or 'not named'} ({g_src}), "
+            f"{num_gpus:,} GPU{'s' if num_gpus != 1 else ''} a replica ({n_src})")

@@ -21,7 +21,7 @@ from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.vllm_bench import aggregate_run, check_run_keys, objects_of
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "read"]
+__all__ = ["FORMAT", "read", "server_gpus"]
 
 FORMAT = "sglang-bench-serving"
 _TOOL_FIELDS = ("backend", "dataset_name", "tag", "random_input_len", "random_output_len", "random_range_ratio",
@@ -91,6 +91,26 @@ def _server_settings(info: Any) -> dict[str, Any]:
     return out
 
 
+def server_gpus(info: Any) -> tuple[int, str] | None:
+    """The GPUs one SGLang server ran on, as its ``server_info`` states them, and how they were counted: tp_size ×
+    dp_size × pp_size (a missing size counts 1); with ``enable_dp_attention`` the DP ranks split the TP group's GPUs
+    (server_args.py: dp_size ≤ tp_size, one engine of tp_size GPUs), so tp_size × pp_size. None without a tp_size."""
+    if not isinstance(info, dict) or not _whole(info.get("tp_size")):
+        return None
+    sizes = {k: int(info[k]) if _whole(info.get(k)) else 1 for k in ("tp_size", "dp_size", "pp_size")}
+    shared = info.get("enable_dp_attention") is True
+    used = ("tp_size", "pp_size") if shared else ("tp_size", "dp_size", "pp_size")
+    n = 1
+    for k in used:
+        n *= sizes[k]
+    how = " × ".join(f"{k} {sizes[k]}" for k in used)
+    return n, f"server_info: {how}" + (" (DP attention: its DP ranks share the TP group's GPUs)" if shared else "")
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
 def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta = RunMetadata(source=path, source_format=FORMAT)
     model = obj.get("model_id", obj.get("model"))
@@ -104,6 +124,8 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.concurrency = count(path, obj.get("max_concurrency"), f"{where}max_concurrency", allow_none=True)
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
+    if meta.num_gpus is None and (served := server_gpus(info)):
+        meta.num_gpus, meta.extra["num_gpus_source"] = served[0], f"{path} {where}{served[1]}".replace("  ", " ")
     if settings := _server_settings(info):
         meta.extra.update(engine_kwargs=settings, record_file=f"{path} {where}server_info".replace("  ", " "))
         if isinstance(info.get("version"), str):
