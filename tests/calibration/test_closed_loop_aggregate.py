@@ -274,8 +274,8 @@ def test_one_rate_under_several_caps_is_read_on_the_caps_and_repeated_levels_are
 
 def test_sglangs_server_info_is_the_runs_own_record(tmp_path):
     # bench_serving writes the server's resolved arguments beside its results (server_info; these are TonyLi15's GH200
-    # run's, trial_public/sglang-gh200): the served model, TP, the prefill chunk, the memory fraction and the radix
-    # cache are replayed as the server ran them; its own KV pool size is named as not applied (kvledger plans its own)
+    # run's, trial_public/sglang-gh200): the served model, TP, the prefill chunk, the memory fraction, the radix
+    # cache and the KV pool the server sized (max_total_num_tokens) are replayed as the server ran them
     info = {"model_path": "Qwen/Qwen2.5-3B-Instruct", "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1,
             "context_length": None, "chunked_prefill_size": 8192, "max_running_requests": None,
             "mem_fraction_static": 0.9, "disable_radix_cache": False, "max_total_num_tokens": 2301720,
@@ -288,7 +288,8 @@ def test_sglangs_server_info_is_the_runs_own_record(tmp_path):
     rec = next(n for n in out.notes if n.startswith("from the run's own record"))
     assert "c4.jsonl server_info" in rec and "mem_fraction_static 0.9" in rec and "max_num_batched_tokens 8192" in rec
     assert "enable_prefix_caching True" in rec and "host" not in rec
-    assert any("recorded, not modelled: --max-total-tokens 2301720" in n for n in out.notes)
+    assert "max_total_num_tokens 2301720 (the KV pool the server sized, replayed as it)" in rec
+    assert not any("max-total-tokens" in n for n in out.notes)
     # data parallel: two engines sharing the load, refused as one engine
     f.write_text(json.dumps({**_sglang_line(4), "server_info": {**info, "dp_size": 2}}) + "\n")
     with pytest.raises(InputError, match="data parallel 2"):

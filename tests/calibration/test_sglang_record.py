@@ -74,3 +74,28 @@ def test_cost_prices_the_gpus_server_info_states_and_says_so():
     said = d["notes"][0]
     assert said.startswith("priced run: ") and said.endswith(
         f"2 GPUs a replica (from {FIXTURE} line 3: server_info: tp_size 2 × dp_size 1 × pp_size 1)")
+
+
+def _replayed(path: str):
+    from kvledger.calibration.api import engine_for
+
+    t = next(t for t in load_targets(path) if t.order == 0)
+    return engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", tp=None), t.run)
+
+
+def test_the_servers_kv_pool_is_the_replays_and_said_to_match_or_differ(tmp_path):
+    # the fixture's pool is what SGLang 0.5.6's plan gives Llama-3.1-8B at TP 2 on an H100 at mem_fraction_static
+    # 0.88: 1,011,010 token slots (61.71 GiB ÷ 65,536 B a token: 32 layers × 8 KV heads ÷ 2 ranks × 128 × 2 (K, V)
+    # × 2 B); no "recorded, not modelled" warning, a note that they match; the engine gets 1,011,010 + the padded page
+    s = _replayed(str(FIXTURE))
+    assert s.plan.memory.usable_blocks == 1_011_010 and s.config.num_gpu_blocks == 1_011_011
+    assert not any("max-total-tokens" in n for n in s.notes)
+    pool = next(n for n in s.notes if n.startswith("KV pool: "))
+    assert "the pool the server recorded (server_info max_total_num_tokens 1,011,010) matches it" in pool
+    # a server that sized 1,000,000: replayed with its own pool, the plan's 1,011,010 named (+1.1% against it)
+    s = _replayed(_write(tmp_path / "pool.jsonl", _lines(max_total_num_tokens=1_000_000)))
+    assert s.plan.memory.usable_blocks == 1_000_000 and s.config.num_gpu_blocks == 1_000_001
+    pool = next(n for n in s.notes if n.startswith("KV pool: "))
+    assert pool.startswith("KV pool: 1,000,000 token slots in 1,000,000 pages of 1 token: the pool the server "
+                           "recorded (server_info max_total_num_tokens 1,000,000), replayed as it, not the 1,011,010 "
+                           "SGLang's memory plan gives (+1.1% against the recorded)")

@@ -22,13 +22,14 @@ file used ``math.ceil``), and several windows (VSWA) in C++.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.catalog.layers import MLAAttention, SlidingWindowAttention
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool",
+__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "recorded_sglang_pool",
+           "RECORDED_MATCH", "RECORDED_USED", "TrtWindowPool",
            "trtllm_window_pools",
            "TRTLLM_RUNTIMES"]
 
@@ -85,6 +86,33 @@ def sglang_pools(kv: KVLedger, available_bytes: float, page: int = 1,
     cell = full or swa
     tokens = max(0, math.floor(rest / cell)) // page * page if cell else 0
     return SglangPools(tokens, 0, cell, 0.0, cell, slots, state_bytes, notes)
+
+
+#: the starts of ``recorded_sglang_pool``'s notes: the recorded pool is the plan's; it is not, and replaces it
+RECORDED_MATCH, RECORDED_USED = "recorded pool matches: ", "recorded pool used: "
+
+
+def recorded_sglang_pool(pools: SglangPools, tokens: int | None, page: int = 1) -> SglangPools:
+    """``pools`` with the full-attention pool the server recorded (``tokens``: ``server_info.max_total_num_tokens``,
+    the usable slots SGLang sized at start-up, as the vLLM replay takes a recorded ``num_gpu_blocks``) in place of the
+    plan's, and a note comparing the two; ``pools`` as they are for None. A model with a sliding-window or state pool
+    keeps the plan's pools (SGLang sizes them together, so one recorded figure does not fix the others), said so."""
+    if tokens is None:
+        return pools
+    planned = pools.full_tokens
+    if pools.swa_tokens or pools.state_bytes:
+        return replace(pools, notes=[*pools.notes, f"the server's recorded pool ({tokens:,} token slots, server_info "
+                                     f"max_total_num_tokens) is not applied: this model's pools (sliding-window or "
+                                     f"state) are sized together; the plan's {planned:,} slots are replayed"])
+    if tokens == planned:
+        note = f"{RECORDED_MATCH}the pool the server recorded (server_info max_total_num_tokens {tokens:,}) matches it"
+    else:
+        used = tokens // page * page
+        tok = "tokens" if page > 1 else "token"
+        note = (f"{RECORDED_USED}{used:,} token slots in {used // page:,} pages of {page} {tok}: the pool the server "
+                f"recorded (server_info max_total_num_tokens {tokens:,}), replayed as it, not the {planned:,} SGLang's "
+                f"memory plan gives ({planned / tokens - 1:+.1%} against the recorded)")
+    return replace(pools, full_tokens=tokens // page * page, notes=[*pools.notes, note])
 
 
 @dataclass(frozen=True)

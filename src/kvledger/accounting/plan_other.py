@@ -23,7 +23,7 @@ import re
 
 from kvledger.accounting import notes as N
 from kvledger.accounting.dp_attention import attention_tp, per_rank_settings, sglang_rank_weights
-from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
+from kvledger.accounting.engine_pools import recorded_sglang_pool, sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan
@@ -109,7 +109,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w_all - x)
     page = s.block_size or 1
-    pools = sglang_pools(kv, avail, page)
+    pools = recorded_sglang_pool(sglang_pools(kv, avail, page), s.max_total_tokens, page)  # a run's own, if given
     rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w_all - dw - e) for t, h, dw, e in (
         (total_lo, x_hi + h_hi, w_hi - w, x_hi_load), (total_hi, NON_TORCH_BYTES + h_lo, w_lo - w, x_lo))])
     tokens, cell = pools.full_tokens, pools.cell_bytes

@@ -36,7 +36,8 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
     "cuda_graph_max_batch_size": (1, False, 1 << 20), "max_cudagraph_capture_size": (1, False, 1 << 20),
     "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, True, _B45),
-    "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
+    "num_gpu_blocks_override": (1, False, 1 << 32), "max_total_tokens": (1, False, 1 << 40),
+    "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
     "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),
     "achievable_bandwidth_fraction": (0, True, 1), "allreduce_link_share": (0, True, 1)}
@@ -47,7 +48,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
-             "enable_dp_attention")
+             "enable_dp_attention", "max_total_tokens")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -81,6 +82,8 @@ class PlanSettings:
         max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
         available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.
         num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
+        max_total_tokens: SGLang's KV pool in token slots as its server sized it (``server_info.max_total_num_tokens``
+            of a measured run): it replaces the pool SGLang's plan computes (``engine_pools.recorded_sglang_pool``).
         weights_bytes, activation_peak_bytes, non_torch_bytes, cudagraph_bytes: measured terms, B, replacing the models.
         disable_hybrid_kv_cache_manager: vLLM flag (sliding/chunked layers allocated as full).
         enable_prefix_caching: vLLM ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; None = the
@@ -126,6 +129,7 @@ class PlanSettings:
     block_size: int | None = None
     available_kv_memory_bytes: int | None = None
     num_gpu_blocks_override: int | None = None
+    max_total_tokens: int | None = None
     weights_bytes: int | None = None
     activation_peak_bytes: int | None = None
     non_torch_bytes: int | None = None

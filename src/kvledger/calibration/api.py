@@ -22,7 +22,7 @@ from kvledger.calibration.old_release import older_release, padding_notes, recor
 from kvledger.calibration.record_notes import overridden, pool_note, record_name
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
-from kvledger.calibration.run_record import recorded_settings
+from kvledger.calibration.run_record import RECORD_WORDS, recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
 
@@ -61,8 +61,7 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
             pass  # not a version: the default rules apply, and the note below does not claim it
     notes = []
     if taken:
-        text = ", ".join(f"num_gpu_blocks {v} (replayed as --num-gpu-blocks-override)" if k == "num_gpu_blocks_override"
-                         else f"{k} {v}" for k, v in taken.items())
+        text = ", ".join(RECORD_WORDS.get(k, k + " {}").format(v) for k, v in taken.items())
         notes.append(f"from the run's own record ({record_name(run)}): {text} (a flag given on the command line "
                      "wins)")
     if old is not None:  # a release before the rules modelled: replayed as the oldest read (old_release.py)

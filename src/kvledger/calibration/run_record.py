@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RecordedSettings", "recorded_settings", "other_settings", "positional_notes", "unused_keys",
+__all__ = ["RecordedSettings", "recorded_settings", "RECORD_WORDS", "other_settings", "positional_notes", "unused_keys",
            "API_SERVER_TAG_FROM"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
@@ -47,10 +47,16 @@ _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
     "enforce_eager": (("model_config", "enforce_eager"), "enforce_eager", None),
     "batching": (None, "batching", None),  # a Deployment's VLLM_USE_V1=0 (evidence.k8s_manifests): the V0 engine
     "mem_fraction_static": (None, "mem_fraction_static", None),  # SGLang's server_info (evidence.sglang_bench)
+    "max_total_tokens": (None, "max_total_tokens", None),  # server_info's max_total_num_tokens: the pool it sized
 }
 _PARALLEL = {"pp": (("parallel_config", "pipeline_parallel_size"), "pipeline_parallel_size"),
              "dp": (("parallel_config", "data_parallel_size"), "data_parallel_size"),
              "ep": (("parallel_config", "enable_expert_parallel"), "enable_expert_parallel")}
+
+
+#: how the replay's note names a recorded setting whose record name differs from the field it sets ("{}": the value)
+RECORD_WORDS = {"num_gpu_blocks_override": "num_gpu_blocks {} (replayed as --num-gpu-blocks-override)",
+                "max_total_tokens": "max_total_num_tokens {} (the KV pool the server sized, replayed as it)"}
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.engine_pools import RECORDED_MATCH, RECORDED_USED
 from kvledger.accounting.notes import NEWER_THAN_READ
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.sglang_rules import (
@@ -89,12 +90,16 @@ def _sglang_pool(plan) -> str:
     how = ("given" if s.mem_fraction_static is not None else
            f"SGLang {older}'s default for this GPU and TP, server_args.py" if older else
            "SGLang's default for this GPU and TP, arg_groups/memory_hook.py")
+    recorded = next((n for n in m.notes if n.startswith((RECORDED_MATCH, RECORDED_USED))), "")
+    if recorded.startswith(RECORDED_USED):  # a measured run's own pool (server_info), the plan's beside it
+        return recorded.removeprefix(RECORDED_USED)
     return (f"{m.usable_blocks * m.block_size:,} token slots in {m.usable_blocks:,} pages of {m.block_size} "
             f"token{'s' if m.block_size > 1 else ''} from the SGLang memory plan ({m.engine_version}; `kvledger plan "
             f"--engine sglang`): floor({m.available_kv_bytes / 2**30:.2f} GiB for KV / {cell:,.0f} B per token) "
             f"aligned down to the page, the KV memory being free memory before the weights load × mem_fraction_static "
             f"{m.fraction:g} ({how}) − weights{state} "
-            f"({'model_runner.py profile_max_num_token' if older else 'mem_cache/kv_cache_configurator.py'})")
+            f"({'model_runner.py profile_max_num_token' if older else 'mem_cache/kv_cache_configurator.py'})"
+            + (f"; {recorded.removeprefix(RECORDED_MATCH)}" if recorded else ""))
 
 
 def _older_sglang(plan) -> str | None:

@@ -55,6 +55,7 @@ class SimRequestArgs:
     max_num_batched_tokens: str | int | None = None
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
+    max_total_tokens: int | None = None  # SGLang's pool as a measured run's server sized it (server_info), tokens
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
     mamba_ssm_cache_dtype: str = "auto"  # vLLM flag: the SSM state dtype, read as plan reads it (vllm_ssm_dtype)
@@ -78,8 +79,7 @@ class SimRequestArgs:
     allreduce_link_share: float | None = None  # TP all-reduces' share of their link (None: a profile's, else the rule)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
     #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
-    #: accounting/gemm_efficiency.py); None: the GPU profile's, else flat
-    gemm_efficiency: str | None = None
+    gemm_efficiency: str | None = None  # accounting/gemm_efficiency.py); None: the GPU profile's, else flat
 
     def __post_init__(self) -> None:  # a value of the wrong type refused here, named (argtypes.py)
         check_fields(self)
@@ -111,9 +111,9 @@ class SimSetup:
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_utilization mem_fraction_static "
                       "kv_cache_dtype quantization max_num_batched_tokens max_num_seqs block_size cpu_overhead wddm "
-                      "num_gpu_blocks_override enable_prefix_caching disable_hybrid_kv_cache_manager enforce_eager "
-                      "mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel allreduce_link_share "
-                      "achievable_bandwidth_fraction gpu_profile gemm_efficiency").split())
+                      "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
+                      "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
+                      "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -158,9 +158,9 @@ def _build_plan(a: SimRequestArgs):
         gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
         kv_cache_dtype=a.kv_cache_dtype, quantization=quant.quantization,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
-        num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
+        num_gpu_blocks_override=a.num_gpu_blocks_override, max_total_tokens=a.max_total_tokens,
+        enable_prefix_caching=a.enable_prefix_caching, mamba_ssm_cache_dtype=check_ssm_dtype(a.mamba_ssm_cache_dtype),
         disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
-        mamba_ssm_cache_dtype=check_ssm_dtype(a.mamba_ssm_cache_dtype),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         **{k: v for k, v in fractions.items() if v is not None})
