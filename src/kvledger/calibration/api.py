@@ -19,7 +19,7 @@ from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
 from kvledger.calibration.gpu_source import runs_gpu
 from kvledger.calibration.old_release import older_release, padding_notes, recorded_max_paddings
-from kvledger.calibration.record_notes import overridden, pool_note, record_name
+from kvledger.calibration.record_notes import pool_note, record_name, record_overrides
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_record import RECORD_WORDS, recorded_settings
@@ -67,10 +67,7 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if old is not None:  # a release before the rules modelled: replayed as the oldest read (old_release.py)
         taken.update(old[0])
         notes.append(old[1])
-    over = overridden(args, rec)
-    if over:
-        notes.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is "
-                     "of the flags, not of what ran")
+    notes += record_overrides(args, rec, run)  # a flag against the record; a WARNING for another engine than ran
     notes += rec.positional + rec.unused
     if rec.unapplied:
         notes.append(f"WARNING: recorded, not modelled: {', '.join(rec.unapplied)} ({record_name(run)}): the replay "

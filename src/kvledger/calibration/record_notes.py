@@ -9,7 +9,10 @@ from typing import Any
 
 from kvledger.analyses.serving import notes as N
 
-__all__ = ["record_name", "pool_note", "overridden"]
+__all__ = ["record_name", "pool_note", "overridden", "record_overrides"]
+
+#: the serving engines a benchmark file's ``backend`` names that kvledger replays, by the name its --engine takes
+_ENGINES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 def record_name(run: Any) -> str:
@@ -33,6 +36,23 @@ def pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: 
     said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
             else "engine defaults unless set")
     return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config=config))
+
+
+def record_overrides(args: Any, rec: Any, run: Any) -> list[str]:
+    """What the command line replaces of the run's own record (``overridden``), and a WARNING when --engine (or
+    --batching sglang) names another engine than the benchmark file's ``backend`` (``rec.backend``): the replay then
+    runs another scheduler and memory plan than the one measured."""
+    out = []
+    given = "sglang" if "sglang" in (args.policy, args.batching) else "vllm" if args.policy == "vllm" else None
+    if rec.backend in _ENGINES and given is not None and given != rec.backend:
+        out.append(f"WARNING: --engine {given} replays the run with {_ENGINES[given]}'s scheduler and memory plan, but "
+                   f"{run.source} names {_ENGINES[rec.backend]} as the server it measured (backend "
+                   f"\"{rec.backend}\"): the errors are those of another engine than the one that ran; drop --engine "
+                   "to replay the engine the file names")
+    if over := overridden(args, rec):
+        out.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is of "
+                   "the flags, not of what ran")
+    return out
 
 
 def overridden(args: Any, rec: Any) -> str:

@@ -84,6 +84,8 @@ class RecordedSettings:
     positional: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     """A sentence naming the keys the run's record holds that the replay does not use (``unused_keys``), or none."""
+    backend: str | None = None
+    """The server the benchmark file says it measured (bench_serving's ``backend``: "vllm", "sglang", ...), or None."""
 
 
 #: launch settings that change no step time and no memory: where the server listens and logs, what it calls the model
@@ -201,7 +203,8 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
             out.flags[name] = v
     if out.flags.get("kv_cache_dtype") == "auto":
         out.flags.pop("kv_cache_dtype")
-    if extra.get("backend") == "sglang":  # SGLang's bench_serving names the server it measured
+    out.backend = extra.get("backend") if isinstance(extra.get("backend"), str) else None
+    if out.backend == "sglang":  # SGLang's bench_serving names the server it measured
         out.flags["policy"] = "sglang"
     # the engine's own version: SGLang's server_info.version for an SGLang run (a vllm_version beside it is not its)
     version = extra.get("sglang_version") if out.flags.get("policy") == "sglang" else extra.get("vllm_version")

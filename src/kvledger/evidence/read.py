@@ -133,6 +133,7 @@ def _read(path: str | Path, format: str | None) -> list[Run]:
         return fast
     doc = load_document(path)
     fmt = format or detect_format(doc)
+    _check_forced(doc, fmt, format)
     if fmt == "aiperf-jsonl" and doc.kind == "json" and isinstance(doc.value, dict):
         doc = Document(doc.path, "jsonl", [doc.value], [1])
     _check_shape(doc, fmt)
@@ -143,6 +144,32 @@ def _read(path: str | Path, format: str | None) -> list[Run]:
         if isinstance(run, RunRecords) and not len(run.records):
             raise FormatError(doc.path, f"read as {fmt} but holds no requests")
     return runs
+
+
+#: the two bench_serving clients, whose result keys tell them apart (``detect.detect_dict``): a file of one read as
+#: the other would be read under another client's definitions (SGLang's mean in-flight "concurrency", its E2E keys)
+_BENCH_CLIENTS = {"vllm-bench-serve": "vLLM's `vllm bench serve` (date, endpoint_type, model_id, *_e2el_ms keys)",
+                  "sglang-bench-serving": "SGLang's bench_serving (total_output_tokens_retokenized, *_e2e_latency_ms "
+                                          "keys, server_info)"}
+
+
+def _check_forced(doc: Document, fmt: str, given: str | None) -> None:
+    """Refuse a --format of one bench_serving client for a file the other wrote (``_BENCH_CLIENTS``).
+
+    Raises:
+        FormatError: naming the client whose keys the file holds and the --format to give (or none).
+    """
+    if given not in _BENCH_CLIENTS:
+        return
+    try:
+        seen = detect_format(doc)
+    except FormatError:  # keys of neither: the forced reader says what it misses
+        return
+    if seen in _BENCH_CLIENTS and seen != given:
+        raise FormatError(doc.path, f"--format {given} reads {_BENCH_CLIENTS[given].split(' (')[0]} results, but this "
+                                    f"file holds the keys of {_BENCH_CLIENTS[seen]}: read as the other client's, its "
+                                    f"figures would be misread; give --format {seen}, or leave --format out (the "
+                                    "format is detected)")
 
 
 def _records_of_out_folder(path: str | Path) -> str | Path:
