@@ -161,14 +161,23 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
     return f"{head}; {body}: {verdict}"
 
 
-def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand | None:
-    """The 80% band of an SLO capacity (req/s) found by simulation, with a sentence; None without a band or value."""
+def capacity_band(setup: Any, capacity_req_per_s: float | None, search: Any = None,
+                  slo: Any = None) -> CapacityBand | None:
+    """The 80% band of an SLO capacity (req/s) found by simulation, with a sentence; None without a band or value.
+    Where the capacity is the boundary of the request-rate ``search`` (``sim_boundary.SimBoundary``) and a latency
+    limit of ``slo`` binds it below saturation (``binding_band.latency_binding``), that latency's error band is carried
+    to the rate (``Binding.rate_at``); otherwise the saturation throughput's band, around the capacity."""
+    from kvledger.analyses.serving.binding_band import latency_binding
+
     regime = setup_regime(setup)
-    band = setup_band(setup, "throughput")
+    at_boundary = search is not None and slo is not None and capacity_req_per_s == search.boundary.boundary_value
+    binding = latency_binding(search, slo) if at_boundary else None
+    latency = setup_band(setup, f"{binding.metric}_mean") if binding is not None and capacity_req_per_s else None
+    band = latency or setup_band(setup, "throughput")
     if band is None or not capacity_req_per_s:
         return None
-    lo, hi = band.around(capacity_req_per_s)
-    scope = scope_words(regime)
+    lo, hi = (binding.rate_at(band.high), binding.rate_at(band.low)) if latency else band.around(capacity_req_per_s)
+    scope = scope_words(regime) + (f"; {binding.words()}" if latency else "")
     from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,

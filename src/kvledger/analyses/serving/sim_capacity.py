@@ -246,7 +246,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     if cap.binding_bound is not None:  # a probe short against the SLO's latency budget: sized on the bound, priced
         cap.notes.append(bound_note(cap.binding_bound, cap.rate_req_per_s))  # and shown at a run there
         cap.at_sized = cap.rerun(cap.binding_bound)
-    cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s)
+    cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s, sb, slo)  # a latency's, if it binds
     cap.not_steady, steady_note = boundary_steadiness(sb.boundary_run.run, float(b), sb.num_requests_per_probe)
     n = sb.num_requests_per_probe
     priced, grew = (at, cap.not_steady) if cap.at_sized is None else \

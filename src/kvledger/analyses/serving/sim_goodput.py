@@ -191,7 +191,7 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
             sb.notes.append(sb.seed_spread.note)
     not_steady = None
     if sb.axis == "request_rate":
-        sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
+        sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value, sb, slo)
         if sb.boundary_run is not None:  # a boundary probe that never reached steady state: its capacity is optimistic
             not_steady, warning = boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
                                                       sb.num_requests_per_probe)
