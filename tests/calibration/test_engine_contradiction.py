@@ -62,3 +62,13 @@ def test_a_format_of_the_other_bench_serving_client_is_refused(tmp_path):
     # each read under its own client's format: 16 requests either way
     assert len(read_runs(vllm, format="vllm-bench-serve")[0].records) == 16
     assert [len(r.records) for r in read_runs(FIXTURE, format="sglang-bench-serving")] == [16, 16, 16]
+
+
+def test_engine_vllm_on_an_sglang_run_warns_and_leaves_sglangs_own_settings(tmp_path):
+    # the record's mem_fraction_static 0.88 and max_total_num_tokens are SGLang's memory plan's: under --engine vllm
+    # they are not taken (vLLM's plan would refuse the fraction as a flag the user never gave), and the engine is said
+    one = validate_file(str(FIXTURE), SimRequestArgs(model=None, gpu="H100", tp=None, policy="vllm"), run=0)
+    assert any(n.startswith("WARNING: --engine vllm replays the run with vLLM's scheduler and memory plan, but "
+                            f"{FIXTURE} names SGLang as the server it measured") for n in one.notes)
+    rec = next(n for n in one.notes if n.startswith("from the run's own record"))
+    assert "tp 2" in rec and "mem_fraction_static" not in rec and "max_total_num_tokens" not in rec

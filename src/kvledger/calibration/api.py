@@ -48,8 +48,9 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if rec.refused:
         raise InputError(f"{run.source}: " + " ".join(rec.refused) + " Validate or calibrate runs launched without it.")
     defaults = SimRequestArgs(model=args.model, gpu=args.gpu)
-    taken = {k: v for k, v in rec.flags.items()
-             if getattr(args, k) is None or (k == "kv_cache_dtype" and args.kv_cache_dtype == defaults.kv_cache_dtype)}
+    sglang_only = ("mem_fraction_static", "max_total_tokens") if args.policy not in (None, "sglang") else ()
+    taken = {k: v for k, v in rec.flags.items() if k not in sglang_only and (  # another --engine: SGLang's own unused
+             getattr(args, k) is None or (k == "kv_cache_dtype" and args.kv_cache_dtype == defaults.kv_cache_dtype))}
     old = older_release(rec.engine_version, args) if args.engine_version is None and rec.engine_version else None
     if old is None and args.engine_version is None and rec.engine_version is not None:
         from kvledger.accounting.vllm_rules import parse_version
