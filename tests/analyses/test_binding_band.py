@@ -47,3 +47,17 @@ def test_a_tpot_bound_capacity_takes_the_tpot_band():
     assert band["high"] == pytest.approx(b.rate_at(tpot.low), rel=2e-3)
     thr = error_band(band["regime"], "throughput")
     assert (band["low"], band["high"]) != pytest.approx((c * thr.low, c * thr.high), rel=1e-3)
+
+
+def test_a_ttft_bound_capacity_keeps_the_throughput_band():
+    # TTFT ≤ 60 ms binds (TPOT ≤ 50 ms is far): TTFT near a capacity is the queue's wait, whose band was not measured
+    # there, so the capacity keeps the saturation throughput's band, C × its multipliers
+    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
+                                   "--prompt-lengths", "uniform:512:1024", "--output-lengths", "uniform:64:128",
+                                   "--num-requests", "300", "--slo", "ttft=60ms,tpot=50ms", "--target", "0.9",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    band = json.loads(res.stdout)["error_band"]
+    thr = error_band(band["regime"], "throughput")
+    assert "binds there" not in band["text"] and "with a run past saturation" in band["source"]
+    assert (band["low"], band["high"]) == pytest.approx((band["value"] * thr.low, band["value"] * thr.high))

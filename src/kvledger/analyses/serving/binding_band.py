@@ -2,8 +2,9 @@
 capacity: the band of a latency-bound capacity comes from the latency's error, not the saturation throughput's.
 
 A capacity where the boundary probe still served what it was offered (≥ ``KEPT_UP`` of it) is bound by a latency
-limit (TTFT or TPOT: the one most of its missing requests missed), not by the engine's throughput; the throughput's
-band, measured on runs past saturation, says nothing of it. That latency's 80% band (``setup_band``: measured ÷
+limit (the one most of its missing requests missed), not by the engine's throughput; the throughput's band, measured
+on runs past saturation, says nothing of it. Where that limit is TPOT — a step time, whose band holds at any load
+below saturation — its 80% band (``setup_band``: measured ÷
 simulated = k in [low, high] on 80% of the points below saturation) is carried to the rate by time rescaling: an
 engine whose step times are k × the simulated ones serves a load r as the simulator serves k·r, every time × k. So it
 meets the limit where k · q(k·x) = q(C), q being the metric's quantile at the target attainment over a probe's
@@ -13,6 +14,8 @@ requests, taken linear in the rate between the first probe (r₁, q₁) and the 
 
 and the capacity band is x(high)–x(low) (a slower engine, k > 1, meets the limit at a lower rate), none above what the
 engine serves at all: the probes' largest throughput ÷ k (the linear q understates its growth near saturation).
+A TTFT-bound capacity keeps the throughput band: TTFT near a capacity is mostly the queue's wait, which grows as
+1/(1 − utilisation), and its band was not measured there (``validate`` gives no TTFT band at a stage's knee either).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ __all__ = ["KEPT_UP", "Binding", "latency_binding"]
 #: a boundary probe that served this share of its offered rate kept up with its arrivals: below saturation (the
 #: share ``validate`` calls served, calibration.sweep_bands.SERVED)
 KEPT_UP = 0.9
-_LATENCIES = ("ttft", "tpot")
+_LATENCIES = ("tpot",)  # the latencies whose band is carried to the rate (module docstring: not TTFT)
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ def _quantile(run: Any, metric: str, q: float) -> float | None:
 def latency_binding(sb: Any, slo: Any) -> Binding | None:
     """The latency limit binding the capacity of a request-rate search ``sb`` (``sim_boundary.SimBoundary``) under
     ``slo``, or None: no capacity, a boundary probe past saturation (served < ``KEPT_UP`` of its offered rate), a
-    binding limit other than TTFT or TPOT, a first probe not below the capacity, or a quantile that did not grow from
+    binding limit other than TPOT, a first probe not below the capacity, or a quantile that did not grow from
     the first probe to the capacity (the rate does not move it)."""
     c = sb.boundary.boundary_value
     probe = next((p for p in sb.probes if p.value == c), None)
