@@ -22,12 +22,15 @@ def test_sessions_at_a_turn_rate_are_the_same_sessions_started_sooner():
     s = SessionSpec("agent", 6)
     # seed 0 draws 14, 15, 55, 119, 65 and 1 turns: 269 turns ÷ 6 sessions = 44.83 turns per session
     assert s.turns_per_session(0, 131072) == pytest.approx(269 / 6)
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", rate=2.0, seed=0)
-    a, b = s.prepare_setup(args), s.prepare_setup(replace(args, rate=4.0))
-    # 2 turns/s ÷ 44.83 turns per session = 0.04461 sessions/s; twice the turn rate, twice the session rate
+    # their ramp (90% of the turns sent within t_ramp of their session's start, think times alone) is 178.05 s, so
+    # 6 sessions reach 6 × 44.83 ÷ (2 × 178.05) = 0.7554 turns/s: probes at 0.3 and 0.6 keep the 6 sessions
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", rate=0.3, seed=0)
+    a, b = s.prepare_setup(args), s.prepare_setup(replace(args, rate=0.6))
+    # 0.3 turns/s ÷ 44.83 turns per session = 0.006691 sessions/s; twice the turn rate, twice the session rate
     ra, rb = a.workload_info["session_rate_per_s"], b.workload_info["session_rate_per_s"]
-    assert ra == pytest.approx(2.0 * 6 / 269) and rb == pytest.approx(2 * ra)
-    assert a.num_requests == 269 and a.workload_info["offered_rate_req_per_s"] == 2.0
+    assert ra == pytest.approx(0.3 * 6 / 269) and rb == pytest.approx(2 * ra)
+    assert a.num_requests == 269 and a.workload_info["offered_rate_req_per_s"] == 0.3
+    assert a.workload_info["probe_sessions"] == b.workload_info["probe_sessions"] == 6
     assert [x.turns for x in a.workload.sessions] == [x.turns for x in b.workload.sessions]
     assert [x.start_s for x in b.workload.sessions] == pytest.approx([x.start_s / 2 for x in a.workload.sessions])
     with pytest.raises(InputError):
@@ -36,26 +39,67 @@ def test_sessions_at_a_turn_rate_are_the_same_sessions_started_sooner():
         SessionSpec("batch")
 
 
-def test_steady_goodput_scales_a_long_probe_and_keeps_a_short_one():
-    gp = GoodputResult(source="x", source_format="x", run_label=None, file="x", slo={"text": ""}, estimate=False,
-                       num_requests=100, num_failed=0, num_completed=100,
-                       num_good=90, attainment=0.9, duration_s=60.0, goodput_req_per_s=1.5,
-                       goodput_output_tok_per_s=150.0, goodput_input_tok_per_s=3000.0)
-    # probed at 2 turns/s: steady 2 × 0.9 = 1.8 good req/s; f = 1.8 ÷ 1.5 = 1.2 ≤ 2 → every rate × 1.2
+def test_a_probe_above_the_sessions_reach_draws_as_many_as_reach_it():
+    from kvledger.analyses.serving.session_ramp import ramp_s, steady_sessions
+
+    s = SessionSpec("agent", 6)
+    # at 2 turns/s the 6 sessions' own rule asks for ⌈2 × 2 × 178.05 ÷ 44.83⌉ = 16; the draw of 16 (305 turns, 19.06
+    # per session, t_ramp 61.56 s) asks for ⌈2 × 2 × 61.56 ÷ 19.06⌉ = 13 ≤ 16, so 16 it is
+    assert s.probe_sessions(2.0, 0, 131072) == 16
+    drawn = SessionSpec("agent", 16).draw(0, 131072)
+    assert sum(len(x.turns) for x in drawn) == 305 and ramp_s(drawn) == pytest.approx(61.5605, abs=1e-3)
+    assert steady_sessions(2.0, 305 / 16, ramp_s(drawn)) == 13
+    assert s.probe_sessions(0.3, 0, 131072) == 6  # below their reach: --sessions as given
+
+
+def _gp(**kw):
+    base = dict(source="x", source_format="x", run_label=None, file="x", slo={"text": ""}, estimate=False,
+                num_requests=100, num_failed=0, num_completed=100, num_good=90, attainment=0.9, duration_s=60.0,
+                goodput_req_per_s=1.5, goodput_output_tok_per_s=150.0, goodput_input_tok_per_s=3000.0)
+    return GoodputResult(**{**base, **kw})
+
+
+def _session_run(turns):
+    from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+    return RunRecords([RequestRecord(i, a, 100, 10, a + 0.1, a + 1.0) for i, a in turns], RunMetadata("hand", "test"))
+
+
+def test_steady_goodput_scales_a_probe_that_carried_its_rate():
+    gp = _gp()
+    # probed at 2 turns/s: steady 2 × 0.9 = 1.8 good req/s; f = 1.8 ÷ 1.5 = 1.2 → every rate × 1.2
     out, note = steady_goodput(gp, 2.0)
     assert out.goodput_req_per_s == pytest.approx(1.8) and out.goodput_output_tok_per_s == pytest.approx(180.0)
     assert out.goodput_input_tok_per_s == pytest.approx(3600.0) and out.duration_s == pytest.approx(50.0)
     assert "steady state" in note
-    # probed at 4 turns/s: f = 3.6 ÷ 1.5 = 2.4 > 2 (ramp-up and drain longer than the starts) → kept
-    out, note = steady_goodput(gp, 4.0)
-    assert out is gp and "too few sessions" in note
+    # at 4 turns/s: f = 3.6 ÷ 1.5 = 2.4, scaled as well when the run shows its rate was carried: s0 starts at 0
+    # (turns at 0 and 1 s), s1 at 10 s (turn at 10 s): offsets 0, 1, 0; by the last start (10 s) all are sent
+    out, _ = steady_goodput(gp, 4.0, _session_run([("s0-t0", 0.0), ("s0-t1", 1.0), ("s1-t0", 10.0)]))
+    assert out.goodput_req_per_s == pytest.approx(3.6)
+
+
+def test_steady_goodput_refuses_a_probe_whose_sessions_never_carried_its_rate():
+    from kvledger.analyses.serving.session_spec import CapacityNotMeasured
+
+    # s0 starts at 0 s (turns at 0, 10, 30 s), s1 at 5 s (turns at 5, 6 s): offsets 0, 10, 30, 0, 1; the last
+    # session started at 5 s, when 3 of the 5 turns (offsets 0, 0, 1) are sent: peak 60% of the rate < 75%.
+    # t_ramp: the ⌈0.9 × 5⌉ = 5th smallest offset, 30 s; T = 5 ÷ 2 = 2.5 turns per session; 2 sessions reach
+    # 2 × 2.5 ÷ (2 × 30) = 0.0833 req/s; 1 req/s needs ⌈2 × 1 × 30 ÷ 2.5⌉ = 24 sessions
+    run = _session_run([("s0-t0", 0.0), ("s1-t0", 5.0), ("s1-t1", 6.0), ("s0-t1", 10.0), ("s0-t2", 30.0)])
+    with pytest.raises(CapacityNotMeasured) as err:
+        steady_goodput(_gp(), 1.0, run)
+    msg = str(err.value)
+    assert msg.startswith("capacity not measured: the probe at 1 req/s started its 2 sessions within 5 s, by when 60%")
+    assert "never arrived faster than about 0.6 req/s: 2 sessions reach at most 0.0833 req/s" in msg
+    assert msg.endswith("raise --sessions to 24")
 
 
 def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
     # 8 chat sessions per probe, seed 0: 10, 22, 12, 1, 8, 1, 4 and 3 turns = 61 turns, 7.625 per session;
     # --session-rate 0.01 × 7.625 = 0.07625 req/s to size for
+    # a tight TPOT keeps the capacity, and so the sessions each probe draws, small
     r = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--tp", "1",
-                                 "--slo", "ttft=2s,tpot=100ms", "--workload", "chat", "--sessions", "8",
+                                 "--slo", "ttft=2s,tpot=8ms", "--workload", "chat", "--sessions", "8",
                                  "--session-rate", "0.01", "--offload", "cpu:64GiB", "--workers", "1", "--json"],
                            catch_exceptions=False)
     d = json.loads(r.stdout)
@@ -73,8 +117,13 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
     assert o["id"] == variant and o["status"] == "feasible"
     assert "tier_prices.csv Bought:host" in o["tier_price"]["source"]
     base = next(e for e in d["candidates"] if e["id"] == "nvidia_h100_sxm:tp1:kv-auto")
-    assert base["workload"]["num_requests"] == 61 and base["workload"]["trace"] == (
-        "chat sessions (8 per probe, context ≤ 32,768 tokens)")
+    # the 8 sessions reach 8 × 7.625 ÷ (2 × 421.7 s) = 0.0723 req/s; the boundary probe at 2.4375 req/s draws 297
+    # (session_spec.probe_sessions: 2 × 2.4375 × t_ramp ÷ T on each draw until one needs no more), 1,155 turns
+    assert SessionSpec("chat", 8).probe_sessions(2.4375, 0, 32_768) == 297
+    assert d["notes"][1].startswith("sessions per probe: 8 sessions reach 0.0723 req/s")
+    assert base["workload"]["num_requests"] == 1155 and base["workload"]["trace"] == (
+        "chat sessions (297 per probe at 2.438 req/s: more than --sessions 8, which reach less, context ≤ 32,768 "
+        "tokens)")
 
 
 def test_session_flags_need_a_session_workload():

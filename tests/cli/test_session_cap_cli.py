@@ -22,7 +22,9 @@ def test_search_draws_the_sessions_simulate_and_offload_draw():
     assert sim["workload"]["num_requests"] == off["workload"]["num_turns"] == 165
     res = run_cli("search", MODEL, "--gpu", "H100", "--tp", "1", "--slo", "ttft=500ms,tpot=50ms", *FLAT, *AGENT8)
     assert "× 20.62 turns per session (the 8 sessions drawn with seed 0, context ≤ 32,768 tokens)" in res.output
-    assert "8 agent sessions per probe, context cap 32,768 tokens (kvledger's session default" in res.output
+    out = " ".join(res.output.split())  # the legend wraps at the console's width
+    assert ("≥ 8 agent sessions per probe, more where a probe's rate needs them to reach a steady state "
+            "(kvledger.analyses.serving.session_ramp), context cap 32,768 tokens (kvledger's session default" in out)
     assert "--max-model-len 32768" in res.output  # the launch line serves the sessions simulated
 
 

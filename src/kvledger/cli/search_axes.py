@@ -128,17 +128,18 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
         raise InputError("--disagg is not simulated on a session workload (its units replay open-loop requests)")
     spec = SessionSpec(session_workload.strip().lower(), 200 if sessions is None else sessions, max_model_len,
                        cap_source)
+    from kvledger.catalog.models import load_model
+
+    mml = max_model_len or load_model(model).derived_max_model_len
+    reach = [f"sessions per probe: {spec.reach_words(seed, mml)}"]
     if session_rate is None:
-        return spec, rate, []
+        return spec, rate, reach
     if rate is not None or monthly_tokens is not None:
         raise InputError("give the load as --session-rate, --rate or a monthly volume (--monthly-tokens, or "
                          "--monthly-input-tokens with --monthly-output-tokens), only one")
     if not (session_rate > 0 and session_rate < 1e6):
         raise InputError(f"--session-rate must be in (0, 1,000,000) sessions/s, got {session_rate!r}")
-    from kvledger.catalog.models import load_model
-
-    mml = max_model_len or load_model(model).derived_max_model_len
     turns = spec.turns_per_session(seed, mml)
     return spec, session_rate * turns, [
         f"load: --session-rate {session_rate:g} sessions/s × {turns:.4g} turns per session (the {spec.num_sessions:,} "
-        f"sessions drawn with seed {seed}, context ≤ {mml:,} tokens) = {session_rate * turns:.4g} req/s"]
+        f"sessions drawn with seed {seed}, context ≤ {mml:,} tokens) = {session_rate * turns:.4g} req/s"] + reach

@@ -84,11 +84,15 @@ class _Prepare:
             from kvledger.analyses.serving.sim_ledgers import prepare_run
 
             return prepare_run(args, self.synthetic)
+        from kvledger.analyses.serving.session_ramp import loop_note
         from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
 
         n, rate = self.sessions.sessions, self.sessions.session_rate
-        return prepare_sessions(args, self.sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
-                                DEFAULT_SESSION_RATE if rate is None else rate, self.cap_source)
+        rate = DEFAULT_SESSION_RATE if rate is None else rate
+        setup = prepare_sessions(args, self.sessions.session_workload, DEFAULT_SESSIONS if n is None else n, rate,
+                                 self.cap_source)
+        setup.notes += loop_note(setup.workload.sessions, rate, setup.replicas)
+        return setup
 
 
 def _run_one(setup, args, tier, synthetic, *, record_steps: bool, show_progress: bool, record_token_times: bool):

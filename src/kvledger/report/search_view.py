@@ -70,7 +70,9 @@ def _top_table(result: Any, top: int) -> Any:
 
 def _per_probe(sp: Any) -> str:
     if hasattr(sp.synthetic, "prepare_setup"):  # sessions (analyses/serving/session_spec.py)
-        return f"{sp.synthetic.num_sessions:,} {sp.synthetic.workload} sessions per probe{sp.synthetic.cap_words}"
+        w = sp.synthetic
+        return (f"≥ {w.num_sessions:,} {w.workload} sessions per probe, more where a probe's rate needs them to reach "
+                f"a steady state (kvledger.analyses.serving.session_ramp){w.cap_words}")
     return f"{sp.num_requests:,} requests per probe"
 
 

@@ -32,10 +32,11 @@ from typing import Any
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
 from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.load import offered_words, peak_figures, split_for
-from kvledger.analyses.search.reasons import SLO_NOT_MET, SLO_WITHIN_NOISE
+from kvledger.analyses.search.reasons import CAPACITY_NOT_MEASURED, SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.load_run import lowest_rate
+from kvledger.analyses.serving.session_spec import CapacityNotMeasured
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
@@ -235,7 +236,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput (session_spec.py)
             from kvledger.analyses.serving.session_spec import steady_goodput
 
-            pr.gp, note = steady_goodput(pr.gp, pr.boundary)
+            pr.gp, note = steady_goodput(pr.gp, pr.boundary, pr.run)
             pr.notes = [n for n in pr.notes if not n.startswith("the boundary run's goodput")] + [note]
         c = sizing_capacity(pr, bound)
         if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
@@ -247,6 +248,8 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if rate is not None and spec.utilization is None and not cand.disagg:  # priced at the volume's load, as cost
             cap.load = volume_load(spec, partial(run_at_sized_rate, sim_args(spec, cand), spec.synthetic, slo), rate,
                                    cap, lowest_rate(*pr.priced[:2]))
+    except CapacityNotMeasured as err:  # a session probe too short to carry its rate: no capacity to size on
+        return {**entry, "status": "error", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))

@@ -10,7 +10,7 @@ read them (one string each, so a comparison cannot drift from the text it compar
 from __future__ import annotations
 
 __all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW", "NO_INSTANCE",
-           "PRICE_REASONS"]
+           "PRICE_REASONS", "CAPACITY_NOT_MEASURED"]
 
 SLO_NOT_MET = "SLO not met at any rate"
 SLO_WITHIN_NOISE = "SLO met only within the run's noise"
@@ -24,3 +24,5 @@ NO_INSTANCE = "no instance holds the TP group"
 PRICE_REASONS = (NO_PRICE_ROW, NO_INSTANCE)
 #: the fix of :data:`SLO_WITHIN_NOISE`, in words
 NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the noise, lower --target or loosen the SLO"
+#: a session workload's boundary probe too short to carry its rate (``session_spec.steady_goodput``): not sized
+CAPACITY_NOT_MEASURED = "capacity not measured"

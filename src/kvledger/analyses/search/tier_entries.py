@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.reasons import SLO_NOT_MET
+from kvledger.analyses.search.reasons import CAPACITY_NOT_MEASURED, SLO_NOT_MET
 from kvledger.analyses.search.tier_probe import TIER_OF, TierProber, tier_capacity
+from kvledger.analyses.serving.session_spec import CapacityNotMeasured
 from kvledger.errors import KvLedgerError
 
 __all__ = ["variant_id", "variant_entry", "compare", "tier_launch"]
@@ -151,7 +152,10 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     run = p.runs[b]
     wl = base.get("workload") or {k: run.metadata.extra["workload"][k] for k in (
         "trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
-    pr = _probed(spec, p, (start, b, first_failing), wl, points)
+    try:
+        pr = _probed(spec, p, (start, b, first_failing), wl, points)
+    except CapacityNotMeasured as err:  # a session probe too short to carry its rate (session_spec.steady_goodput)
+        return {**out, "status": "error", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
     c = sizing_capacity(pr, bound)  # the base's bound and its note, as the base is sized
     if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
         pr.sized = p.sized_run(c)
@@ -179,7 +183,7 @@ def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], 
     if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
         from kvledger.analyses.serving.session_spec import steady_goodput
 
-        gp, note = steady_goodput(gp, b)
+        gp, note = steady_goodput(gp, b, p.runs[b])
         notes.append(note)
     return Probed(b, first_failing, p.probes(), notes, p.runs[b], gp, wl, points=points)
 

@@ -24,6 +24,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     from kvledger.analyses.serving.probe_length import probe_too_short
     from kvledger.analyses.serving.queue_growth import open_loop_check, run_overload
     from kvledger.analyses.serving.seq_cap import with_seq_cap
+    from kvledger.analyses.serving.session_tipping import tipping_note
     from kvledger.analyses.serving.sim_batch import batch_occupancy, launch_prefix_caching
     from kvledger.invariants import check_sim_summary
 
@@ -53,13 +54,15 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
         [short.note, pb.NO_BAND_SHORT_RUN] if short else []
     notes += [pb.knee_band_note(knee, mode)] if knee else []
     notes += [burst.burst_note()] if burst is not None else []
+    preempted = preemption_facts(setup, result)
+    notes += tipping_note(setup, result, preempted)  # a session run's KV tipping point, named with its figures
     engine = {**result.config, **launch_prefix_caching(getattr(setup, "plan", None), result.config)}
     summary = check_sim_summary(result.summary).to_dict()
     notes = [w for w in [rejected_warning(summary, engine)] if w] + notes  # refused requests: said first
     return SimDocument(summary, setup.replicas,
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
-                       at_knee=knee, preemptions=preemption_facts(setup, result),
+                       at_knee=knee, preemptions=preempted,
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), setup.replicas))
 
 
