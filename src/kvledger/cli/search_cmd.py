@@ -64,7 +64,7 @@ ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", 
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
                         "probed at turn rates (session starts × turns per session).",
-    "sessions": "Sessions per probe, count (default 200; the same seeded sessions for every candidate).",
+    "sessions": "Sessions per probe at least (default 200, the same for every candidate; more where a rate needs them)",
     "session_rate": "The load to size for, session starts per second (× the drawn sessions' turns per session = "
                     "req/s)."})
 PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "utilization", "max_utilization",
