@@ -130,3 +130,19 @@ def test_session_flags_need_a_session_workload():
     r = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--slo", "ttft=2s",
                                  "--sessions", "6", "--rate", "1"])
     assert r.exit_code != 0 and isinstance(r.exception, InputError) and "--workload" in str(r.exception)
+
+
+def test_a_search_whose_probes_keep_too_few_sessions_refuses_to_size(monkeypatch):
+    # the trial's bug, forced back: every probe keeps --sessions 8 at any rate (8 chat sessions, 61 turns, reach
+    # 0.0723 req/s). Their turns never load the engine, so the bisection's boundary is a rate never carried; the
+    # candidate is rejected as "capacity not measured", with no capacity, bill or replica count
+    monkeypatch.setattr(SessionSpec, "probe_sessions", lambda self, rate, seed, mml: self.num_sessions)
+    r = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--tp", "1",
+                                 "--slo", "ttft=2s,tpot=8ms", "--workload", "chat", "--sessions", "8",
+                                 "--session-rate", "0.01", "--workers", "1", "--json"], catch_exceptions=False)
+    d = json.loads(r.stdout)
+    (e,) = d["candidates"]
+    assert e["status"] == "rejected" and e["reason"] == "capacity not measured"
+    assert "sizing" not in e and "cost" not in e
+    assert e["detail"].startswith("capacity not measured: the probe at ")
+    assert "8 sessions reach at most" in e["detail"] and "raise --sessions to " in e["detail"]

@@ -248,8 +248,10 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         if rate is not None and spec.utilization is None and not cand.disagg:  # priced at the volume's load, as cost
             cap.load = volume_load(spec, partial(run_at_sized_rate, sim_args(spec, cand), spec.synthetic, slo), rate,
                                    cap, lowest_rate(*pr.priced[:2]))
-    except CapacityNotMeasured as err:  # a session probe too short to carry its rate: no capacity to size on
-        return {**entry, "status": "error", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
+    except CapacityNotMeasured as err:  # a session probe too short to carry its rate: no capacity to size on (the
+        # same probe again would not carry it either: rejected, not an error to --resume)
+        return {**entry, "status": "rejected", "reason": CAPACITY_NOT_MEASURED, "detail": str(err),
+                "capacity": {"probes": pr.probes, "notes": pr.notes}}
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     rows = price_rows(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour, max(k for _, k in engine_groups(cand)))

@@ -155,7 +155,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     try:
         pr = _probed(spec, p, (start, b, first_failing), wl, points)
     except CapacityNotMeasured as err:  # a session probe too short to carry its rate (session_spec.steady_goodput)
-        return {**out, "status": "error", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
+        return {**out, "status": "rejected", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
     c = sizing_capacity(pr, bound)  # the base's bound and its note, as the base is sized
     if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
         pr.sized = p.sized_run(c)
