@@ -163,7 +163,7 @@ def test_a_range_error_names_the_pool_flag_as_spelled():
 
 
 def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated():
-    from kvledger.analyses.judgments.pd_disagg_summary import _tuning_sentences
+    from kvledger.analyses.judgments.pd_disagg_verdict import _tuning_sentences
 
     def row(gp, ttft=0.1, itl=0.02, **kw):
         return {"knob": "k", "ttft_p90_s": ttft, "itl_p99_s": itl, "goodput_req_per_s_per_gpu": gp,

@@ -23,7 +23,9 @@ def disagg_row(x) -> list[str]:
 
     t = x.transfer
     xfer = "—" if not t or not t["num_transfers"] else f"{f(t['transfer_s']['mean'])} / {f(t['transfer_s']['p99'])}"
-    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else fmt_rate(x.max_rate_per_gpu))
+    capped = bool(x.max_rate_search and x.max_rate_search.get("boundary_is_lower_bound"))  # the search hit its cap
+    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else
+                                               ("≥ " if capped else "") + fmt_rate(x.max_rate_per_gpu))
     cells = [x.label, f"{x.num_gpus}", f"{q(x.ttft_s, 'p50')} / {q(x.ttft_s, 'p90')} / {q(x.ttft_s, 'p99')}",
              f"{q(x.itl_s, 'p50')} / {q(x.itl_s, 'p90')} / {q(x.itl_s, 'p99')}",
              f"{q(x.tpot_s, 'p50')} / {q(x.tpot_s, 'p90')} / {q(x.tpot_s, 'p99')}",

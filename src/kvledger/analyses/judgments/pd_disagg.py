@@ -229,29 +229,53 @@ def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> D
 
 
 def search_max_rate(study: DisaggStudy, dep: Deployment, load, rate_per_s: float) -> dict[str, Any]:
-    """DistServe goodput: the highest request rate in [0.1, 1.5] × ``rate_per_s`` whose attainment meets the target
-    and whose queue did not keep growing (``queue_growth.probe_queue_grew``: a load not sustained is a miss).
+    """DistServe goodput: the highest request rate from 0.1 × ``rate_per_s`` up whose attainment meets the target and
+    whose queue did not keep growing (``queue_growth.probe_queue_grew``: a load not sustained is a miss).
 
-    ``load(rate)`` returns the workload at that mean rate (the same trace, gaps rescaled). Bisection to 2 % of the
-    rate (``kvledger.ledgers.boundary.search_boundary``); the result's ``boundary_per_gpu`` is req/s per GPU.
+    ``load(rate)`` returns the workload at that mean rate (the same trace, gaps rescaled). The high end starts at
+    1.5 × ``rate_per_s`` and doubles while the target still holds there (``ledgers.boundary_widen``, at most
+    ``MAX_DOUBLINGS`` times); then bisection to 2 % of the bracket's low end (``ledgers.boundary.search_boundary``).
+    The result's ``boundary_per_gpu`` is req/s per GPU; ``boundary_is_lower_bound`` is true when the target held at
+    the last doubling (the boundary is then at least that rate, not that rate).
     """
     from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
     from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
     from kvledger.ledgers.boundary import search_boundary, unsustained_note
+    from kvledger.ledgers.boundary_widen import MAX_DOUBLINGS, widen_upward
+    from kvledger.ledgers.goodput import goodput
 
     short: dict[float, Any] = {}  # the rate's run was too short to show its load (probe_length.probe_too_short)
+    runs: dict[float, RunRecords] = {}  # one simulation per rate: the widening's probes are reused by the bisection
 
     def run_at(rate: float) -> RunRecords:
-        run, _ = run_deployment(study, dep, load(rate))
-        run.metadata.request_rate = rate
-        short[rate] = probe_too_short(run, "open loop")
-        return run
+        if rate not in runs:
+            run, _ = run_deployment(study, dep, load(rate))
+            run.metadata.request_rate = rate
+            short[rate] = probe_too_short(run, "open loop")
+            runs[rate] = run
+        return runs[rate]
 
     def grew(rate: float, run: RunRecords) -> bool | None:  # a load the deployment does not sustain: a miss
         return probe_queue_grew(run, "open loop")
 
-    res = search_boundary(run_at, study.slo, study.target, 0.1 * rate_per_s, 1.5 * rate_per_s, tol=0.02 * rate_per_s,
-                          max_evals=12, queue_grew=grew, too_short=lambda rate: short[rate] is not None)
+    def meets(rate: float) -> bool:  # as search_boundary judges a point
+        run = run_at(rate)
+        return goodput(run, study.slo).attainment >= study.target and not grew(rate, run) and short[rate] is None
+
+    lo, hi = 0.1 * rate_per_s, 1.5 * rate_per_s
+    w = widen_upward(meets, hi)
+    kw = dict(queue_grew=grew, too_short=lambda rate: short[rate] is not None)
+    if w.good is None:  # 1.5 × misses: bisect [0.1, 1.5] × the rate
+        res = search_boundary(run_at, study.slo, study.target, lo, hi, tol=0.02 * rate_per_s, max_evals=12, **kw)
+    elif w.capped:  # the target holds at the last doubling: both ends meet, the boundary is a lower bound
+        res = search_boundary(run_at, study.slo, study.target, lo, w.good, tol=0.02 * rate_per_s, max_evals=2, **kw)
+    else:
+        res = search_boundary(run_at, study.slo, study.target, lo, w.bad, tol=0.02 * w.good, max_evals=12,
+                              known=(w.good, w.bad), **kw)
+    if w.good is not None:
+        res.notes.append(f"bracket widened: the target held at {', '.join(f'{v:g}' for v in w.tried[:-1])} req/s"
+                         + (f", not at {w.tried[-1]:g}" if not w.capped else f" and {w.tried[-1]:g}, the last of "
+                            f"{MAX_DOUBLINGS} doublings: the boundary is at least {w.good:g} req/s"))
     res.notes.extend(unsustained_note(res.points, "request_rate", study.target, QUEUE_CHECK))
     res.notes.extend(short_notes({p.value: p for p in res.points}, short, study.target, "request_rate"))
-    return res.to_dict()
+    return {**res.to_dict(), "boundary_is_lower_bound": w.capped}

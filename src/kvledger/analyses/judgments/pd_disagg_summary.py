@@ -15,15 +15,14 @@ from kvledger.analyses.judgments.pd_disagg import (
     search_max_rate,
     splits_for,
 )
+from kvledger.analyses.judgments.pd_disagg_verdict import SAME_THROUGHPUT_TOLERANCE, verdict
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.jsonable import json_fields, to_jsonable
+from kvledger.ledgers.boundary_widen import MAX_DOUBLINGS
 from kvledger.strict_json import finite_rate
-from kvledger.units import fmt_duration, fmt_rate
 
-__all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
-
-SAME_THROUGHPUT_TOLERANCE = 0.02  # throughputs within 2 % are called the same
+__all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE", "verdict"]
 
 
 @json_fields(exclude=("deployments",), read={"workload": "workload_json"}, extra=("deployments",))  # deployments last
@@ -153,109 +152,6 @@ def _change(a: float | None, b: float | None) -> float | None:
     return None if not a or b is None else b / a - 1.0
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.1%}"
-
-
-def _ms(x: float | None) -> str:
-    return "n/a" if x is None else fmt_duration(x)
-
-
-def verdict(r: DisaggReport) -> list[str]:
-    """Throughput, goodput per GPU, what each pool's knob moves, and the transfer cost — each sentence from the
-    numbers."""
-    co, best = r.colocated(), r.best_split()
-    if co is None or best is None:
-        return []
-    out = []
-    rel = best.throughput_req_per_s / co.throughput_req_per_s - 1.0 if co.throughput_req_per_s else 0.0
-    offered = r.workload.get("offered_rate_req_per_s")
-    if abs(rel) <= SAME_THROUGHPUT_TOLERANCE:
-        out.append(f"Throughput: the same within {SAME_THROUGHPUT_TOLERANCE:.0%} ({co.label} "
-                   f"{co.throughput_req_per_s:,.2f} "
-                   f"req/s, best split {best.label} {best.throughput_req_per_s:,.2f} req/s). Disaggregation does not "
-                   f"add "
-                   "throughput here, as vLLM's documentation says it does not.")
-    elif rel < 0:
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {-rel:.1%} "
-                   f"less "
-                   f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s): splitting the GPUs leaves one pool short.")
-    else:
-        why = (f"; the colocated deployment falls behind the offered {offered:,.2f} req/s" if offered and
-               co.throughput_req_per_s < (1 - SAME_THROUGHPUT_TOLERANCE) * offered else "")
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {rel:.1%} "
-                   f"more "
-                   f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s) at this offered load{why}.")
-    out.append(_goodput_sentence(r, co, best))
-    if r.tuning:
-        out.extend(_tuning_sentences(r.tuning, r.first_token))
-    t = best.transfer
-    if t and t["num_transfers"]:
-        ttft = best.ttft_s["p50"]
-        out.append(f"KV transfer ({r.link['name']}, {r.link['bytes_per_s_one_way'] / 1e9:,.0f} GB/s one way): "
-                   f"{_ms(t['transfer_s']['mean'])} per request on average (of which wire {_ms(t['wire_s']['mean'])}, "
-                   f"waiting for the link {_ms(t['link_wait_s']['mean'])}), p99 {_ms(t['transfer_s']['p99'])}"
-                   + (f", against a median TTFT of {_ms(ttft)}." if ttft else "."))
-    return out
-
-
-def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentResult) -> str:
-    slo = r.slo["text"]
-    a, b = co.goodput_req_per_s_per_gpu, best.goodput_req_per_s_per_gpu
-    s = (f"Goodput per GPU under {slo} at the offered load: {co.label} {fmt_rate(a)} req/s/GPU ({co.attainment:.1%} "
-         f"of requests good), best split {best.label} {fmt_rate(b)} ({best.attainment:.1%})")
-    if a and abs(b / a - 1) <= SAME_THROUGHPUT_TOLERANCE:
-        s += ": the same within 2 %."
-    elif b > a:
-        s += f": ×{b / a:.2f} for the split. The gain is in requests that meet the SLO, not in raw throughput."
-    else:
-        worst = max(best.num_missed, key=best.num_missed.get, default=None) if best.num_missed else None
-        s += (f": colocated is ahead ×{a / b:.2f}" if b else ": no request of the split meets the SLO") + (
-            f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} "
-            f"request{'' if best.num_missed[worst] == 1 else 's'})." if worst else ".")
-    searched = [x for x in r.deployments if x.kind == "disaggregated" and x.max_rate_search is not None]
-    if searched and co.max_rate_search is not None:
-        top = max(searched, key=lambda x: x.max_rate_per_gpu or 0.0)
-        a, b = co.max_rate_per_gpu or 0.0, top.max_rate_per_gpu or 0.0
-        who = (f"{top.label} is ahead ×{b / a:.2f}" if a and b > (1 + SAME_THROUGHPUT_TOLERANCE) * a else
-               f"{co.label} is ahead ×{a / b:.2f}" if b and a > (1 + SAME_THROUGHPUT_TOLERANCE) * b else
-               "the same within 2 %" if a and b else "see the table")
-        s += (f" Highest rate meeting {r.attainment_target:.0%} attainment (DistServe goodput), per GPU: {co.label} "
-              f"{_rate(co.max_rate_per_gpu)}, best split {top.label} {_rate(top.max_rate_per_gpu)} req/s: {who}.")
-    return s
-
-
-def _rate(x: float | None) -> str:
-    return "below the lowest rate tried" if x is None else fmt_rate(x)
-
-
-def _tuning_sentences(rows: list[dict[str, Any]], first_token: str) -> list[str]:
-    p, d, c, best, co = rows[1], rows[2], rows[4], rows[0], rows[3]
-    why = ("the first token comes from the prefill pool" if first_token == "prefill" else
-           "the decode pool streams the first token, but its queue did not change here")
-    ttft_d = (f"left TTFT unchanged (identical in every request: {why})" if d["ttft_identical"] else
-              f"moved TTFT p90 {_pct(d['ttft_p90_change'])}" + (" (the decode pool streams the first token, so its "
-                                                               "queue is in TTFT)" if first_token == "decode" else ""))
-    out = [
-        f"Decode pool ({d['knob']}): {ttft_d}; ITL p99 {_ms(rows[0]['itl_p99_s'])} → {_ms(d['itl_p99_s'])} "
-        f"({_pct(d['itl_p99_change'])}).",
-        f"Prefill pool ({p['knob']}): TTFT p90 {_ms(rows[0]['ttft_p90_s'])} → {_ms(p['ttft_p90_s'])} "
-        f"({_pct(p['ttft_p90_change'])}); ITL p99 {_pct(p['itl_p99_change'])} (the decode pool's steps carry no prompt "
-        "chunks; ITL moves only through when requests reach it).",
-        f"Colocated, the same budget change ({c['knob']}): TTFT p90 {_pct(c['ttft_p90_change'])}, ITL p99 "
-        f"{_pct(c['itl_p99_change'])} — there prompt chunks and decodes share steps, so one budget sets both.",
-    ]
-    if best["goodput_req_per_s_per_gpu"] > co["goodput_req_per_s_per_gpu"]:
-        g = c["goodput_req_per_s_per_gpu"]
-        b, c0 = best["goodput_req_per_s_per_gpu"], co["goodput_req_per_s_per_gpu"]
-        part = ("overtakes the split" if g > (1 + SAME_THROUGHPUT_TOLERANCE) * b else "closes the gap" if
-                g >= (1 - SAME_THROUGHPUT_TOLERANCE) * b else "recovers part of the gap" if g > c0 else "does not help")
-        out.append(f"With that smaller budget the colocated deployment reaches {fmt_rate(g)} req/s/GPU against the "
-                   f"split's {fmt_rate(b)}: a smaller prompt chunk {part} (vLLM's docs: chunked prefill "
-                   "with the right chunk size can also control tail ITL).")
-    return out
-
-
 def _notes(study: DisaggStudy, searched: bool) -> list[str]:
     out = [f"first token: {FIRST_TOKEN_SOURCES[study.first_token]}",
            "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ "
@@ -275,6 +171,8 @@ def _notes(study: DisaggStudy, searched: bool) -> list[str]:
         out.append("transfer latency 1 ms per request is an assumption (one connector round trip), not a measurement: "
                    "pass --transfer-latency with yours")
     if searched:
-        out.append("max rate: bisection over the offered rate in [0.1, 1.5] × the rate given, to 2 % of it "
-                   "(kvledger.ledgers.boundary.search_boundary); assumes attainment falls as load rises")
+        out.append("max rate: from 0.1 × the rate given up to 1.5 × it, the upper end doubled (at most "
+                   f"{MAX_DOUBLINGS} times) while the target still holds there, then bisection to 2 % of the "
+                   "bracket's low end (kvledger.ledgers.boundary.search_boundary); assumes attainment falls as load "
+                   "rises; a rate marked ≥ met the target at the last doubling")
     return out
