@@ -109,3 +109,18 @@ def test_cli_trial_512_in_64_out(tmp_path, rate):
     ceiling = 1.5 * d["workload"]["offered_rate_req_per_s"] / 3  # the old bracket's top, per GPU
     for x in d["deployments"]:  # each deployment's boundary lies past the old ceiling
         assert x["max_rate_per_gpu"] > ceiling and x["max_rate_search"]["boundary_is_lower_bound"] is False
+
+
+def test_equal_throughput_below_the_offered_rate_is_the_replays_not_the_deployments():
+    # the trial: Llama-3.1-70B, 8 × H100, TP 4, 300 requests at 12 req/s: colocated 8.48 and 1P:1D 8.40 req/s (within
+    # 2 %: 8.40 / 8.48 − 1 = −0.9 %) both under 12 × 0.98 = 11.76; 1P:1D 26.7 % good against 73.0 %
+    from kvledger.analyses.judgments.pd_disagg_summary import verdict
+
+    co, sp = result("colocated 2×TP4", "colocated", 8.48, 0.774), result("1P(TP4):1D(TP4)", "disaggregated", 8.40, 0.28)
+    rep = report(co, sp)
+    rep.workload = {"offered_rate_req_per_s": 12.0, "num_requests": 300}
+    v = verdict(rep)
+    assert v[0].startswith("Throughput is set by the offered load, not by the deployment: colocated 2×TP4 8.48 req/s")
+    assert "below the 12.00 req/s offered — a replay of 300 requests finishes no faster than they arrive" in v[0]
+    assert "the same" not in v[0] and "documentation" not in " ".join(v)
+    assert "colocated is ahead ×2.76" in v[1]  # 0.774 / 0.28 = 2.764: goodput tells them apart

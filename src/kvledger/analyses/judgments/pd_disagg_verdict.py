@@ -30,25 +30,7 @@ def verdict(r: DisaggReport) -> list[str]:
     co, best = r.colocated(), r.best_split()
     if co is None or best is None:
         return []
-    out = []
-    rel = best.throughput_req_per_s / co.throughput_req_per_s - 1.0 if co.throughput_req_per_s else 0.0
-    offered = r.workload.get("offered_rate_req_per_s")
-    if abs(rel) <= SAME_THROUGHPUT_TOLERANCE:
-        out.append(f"Throughput: the same within {SAME_THROUGHPUT_TOLERANCE:.0%} ({co.label} "
-                   f"{co.throughput_req_per_s:,.2f} "
-                   f"req/s, best split {best.label} {best.throughput_req_per_s:,.2f} req/s). Disaggregation does not "
-                   f"add "
-                   "throughput here, as vLLM's documentation says it does not.")
-    elif rel < 0:
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {-rel:.1%} "
-                   f"less "
-                   f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s): splitting the GPUs leaves one pool short.")
-    else:
-        why = (f"; the colocated deployment falls behind the offered {offered:,.2f} req/s" if offered and
-               co.throughput_req_per_s < (1 - SAME_THROUGHPUT_TOLERANCE) * offered else "")
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {rel:.1%} "
-                   f"more "
-                   f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s) at this offered load{why}.")
+    out = [_throughput_sentence(r, co, best)]
     out.append(_goodput_sentence(r, co, best))
     if r.tuning:
         out.extend(_tuning_sentences(r.tuning, r.first_token))
@@ -60,6 +42,37 @@ def verdict(r: DisaggReport) -> list[str]:
                    f"waiting for the link {_ms(t['link_wait_s']['mean'])}), p99 {_ms(t['transfer_s']['p99'])}"
                    + (f", against a median TTFT of {_ms(ttft)}." if ttft else "."))
     return out
+
+
+def _throughput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentResult) -> str:
+    """Throughput from the numbers. Within 2 % at a finite offered rate, req/s measures the load, not the deployment:
+    a replay of N requests finishes no faster than they arrive (req/s = N ÷ (last finish − first arrival) ≤ the
+    offered rate), so the sentence sends the reader to goodput and attainment instead of calling the two equal."""
+    a, b = co.throughput_req_per_s, best.throughput_req_per_s
+    rel = b / a - 1.0 if a else 0.0
+    offered = r.workload.get("offered_rate_req_per_s")
+    both = f"{co.label} {a:,.2f} req/s, best split {best.label} {b:,.2f} req/s"
+    tol = SAME_THROUGHPUT_TOLERANCE
+    if abs(rel) <= tol and offered and offered != float("inf"):
+        n = r.workload.get("num_requests")
+        replay = f"a replay of {n:,} requests" if n else "a replay"
+        if min(a, b) >= (1 - tol) * offered:
+            return (f"Throughput is set by the offered load, not by the deployment: {both}, both keeping pace with the "
+                    f"{offered:,.2f} req/s offered, so req/s does not tell them apart — goodput and attainment below "
+                    "do.")
+        return (f"Throughput is set by the offered load, not by the deployment: {both}, within {tol:.0%} of each "
+                f"other and below the {offered:,.2f} req/s offered — {replay} finishes no faster "
+                "than they arrive, so req/s here is its arrival window plus the last requests' drain; goodput and "
+                "attainment below tell the deployments apart.")
+    if abs(rel) <= tol:
+        return f"Throughput: the same within {tol:.0%} ({both}) with every request arriving at once."
+    if rel < 0:
+        return (f"Throughput: the best split {best.label} serves {b:,.2f} req/s, {-rel:.1%} less than {co.label} "
+                f"({a:,.2f} req/s): splitting the GPUs leaves one pool short.")
+    why = (f"; the colocated deployment falls behind the offered {offered:,.2f} req/s" if offered and
+           a < (1 - tol) * offered else "")
+    return (f"Throughput: the best split {best.label} serves {b:,.2f} req/s, {rel:.1%} more than {co.label} "
+            f"({a:,.2f} req/s) at this offered load{why}.")
 
 
 def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentResult) -> str:
@@ -135,6 +148,5 @@ def _tuning_sentences(rows: list[dict[str, Any]], first_token: str) -> list[str]
         part = ("overtakes the split" if g > (1 + SAME_THROUGHPUT_TOLERANCE) * b else "closes the gap" if
                 g >= (1 - SAME_THROUGHPUT_TOLERANCE) * b else "recovers part of the gap" if g > c0 else "does not help")
         out.append(f"With that smaller budget the colocated deployment reaches {fmt_rate(g)} req/s/GPU against the "
-                   f"split's {fmt_rate(b)}: a smaller prompt chunk {part} (vLLM's docs: chunked prefill "
-                   "with the right chunk size can also control tail ITL).")
+                   f"split's {fmt_rate(b)}: a smaller prompt chunk {part}.")
     return out
