@@ -124,3 +124,34 @@ def test_equal_throughput_below_the_offered_rate_is_the_replays_not_the_deployme
     assert "below the 12.00 req/s offered — a replay of 300 requests finishes no faster than they arrive" in v[0]
     assert "the same" not in v[0] and "documentation" not in " ".join(v)
     assert "colocated is ahead ×2.76" in v[1]  # 0.774 / 0.28 = 2.764: goodput tells them apart
+
+
+def test_the_header_says_requested_and_realised_rates():
+    # a lengths-only trace draws Poisson gaps with --seed: --rate 12 realised 10.34 req/s over 300 requests (seed 0)
+    from kvledger.report.disagg_view import rate_words
+
+    w = {"num_requests": 300, "offered_rate_req_per_s": 10.3437, "requested_rate_req_per_s": 12.0, "seed": 0}
+    assert rate_words(w) == "requested 12 req/s, realised 10.34 over 300 requests (seed 0)"
+    assert rate_words(w, whole_trace=True).endswith("over 300 requests (the whole trace, seed 0)")
+    w.update(offered_rate_req_per_s=12.0)  # a timed trace's gaps rescaled: the rate asked is the rate realised
+    assert rate_words(w) == "300 requests at 12.00 req/s offered"
+    w.update(requested_rate_req_per_s=None)  # the trace's own rate
+    assert rate_words(w) == "300 requests at 12.00 req/s offered"
+
+
+def test_cli_json_keeps_the_requested_rate(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    trace = tmp_path / "ds.csv"
+    trace.write_text("num_prefill_tokens,num_decode_tokens\n" + "512,64\n" * 40)
+    args = ["disagg", "facebook/opt-13b", "--gpu", "A100-80GB", "--trace", str(trace), "--rate", "12", "--num-gpus",
+            "2", "--no-tune"]
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"], catch_exceptions=False).stdout)["workload"]
+    assert d["requested_rate_req_per_s"] == 12.0 and d["seed"] == 0 and d["num_requests"] == 40
+    out = " ".join(CliRunner(env={"COLUMNS": "250"}).invoke(app, args, catch_exceptions=False).stdout.split())
+    realised = d["offered_rate_req_per_s"]  # 39 gaps ÷ their span, a Poisson draw of seed 0
+    assert f"requested 12 req/s, realised {realised:,.2f} over 40 requests (the whole trace, seed 0)" in out

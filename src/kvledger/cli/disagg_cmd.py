@@ -159,6 +159,10 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
 def _offered(specs: list, workload: WorkloadFlags, search_max_rate: bool) -> tuple[float, dict]:
     """(the offered rate of ``specs``, req/s (inf when they all arrive at once), the workload's description).
 
+    The offered rate is the one realised by the arrivals ((N − 1) ÷ their span); --rate is kept beside it as the
+    requested rate (a lengths-only trace draws Poisson gaps with --seed, so the two differ); null when every request
+    arrives at once (``all_at_once`` says it).
+
     Raises:
         InputError: no requests, or --search-max-rate with an infinite offered rate.
     """
@@ -171,6 +175,7 @@ def _offered(specs: list, workload: WorkloadFlags, search_max_rate: bool) -> tup
     if search_max_rate and not math.isfinite(offered):
         raise InputError("--search-max-rate needs a finite offered rate (the requests all arrive at once; give --rate)")
     return offered, {"trace": workload.trace, "num_requests": len(specs), "offered_rate_req_per_s": offered,
+                     "requested_rate_req_per_s": workload.rate if offered != float("inf") else None,
                      "seed": workload.seed, "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
                      "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs)}
 

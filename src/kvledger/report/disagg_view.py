@@ -12,7 +12,7 @@ from kvledger.units import fmt_rate
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.pd_disagg_summary import DisaggReport
 
-__all__ = ['disagg_row', 'render_disagg', 'replay_line']
+__all__ = ['disagg_row', 'rate_words', 'render_disagg', 'replay_line']
 
 
 def disagg_row(x) -> list[str]:
@@ -34,6 +34,18 @@ def disagg_row(x) -> list[str]:
     return cells + ([mr] if x.max_rate_search is not None else [])
 
 
+def rate_words(w: dict, whole_trace: bool = False) -> str:
+    """The workload's rate as the header says it: "300 requests at 12.00 req/s offered", or, where the arrivals
+    realised another rate than --rate asked (Poisson gaps drawn with the seed), "requested 12 req/s, realised 10.34
+    over 300 requests (seed 0)"."""
+    n, req = w.get("num_requests"), w.get("requested_rate_req_per_s")
+    off = w.get("offered_rate_req_per_s", float("nan"))
+    whole = "the whole trace, " if whole_trace else ""
+    if req and off == off and abs(off / req - 1) > 0.005:  # off == off: not NaN
+        return f"requested {req:g} req/s, realised {off:,.2f} over {n:,} requests ({whole}seed {w.get('seed')})"
+    return f"{n:,} requests{' (the whole trace)' if whole_trace else ''} at {off:,.2f} req/s offered"
+
+
 def replay_line(trace: str, num_requests: int, whole_trace: bool) -> str:
     """What disagg is about to replay, said before it runs (each deployment replays every request), and, for a whole
     trace, how to make it faster."""
@@ -44,11 +56,7 @@ def replay_line(trace: str, num_requests: int, whole_trace: bool) -> str:
 def render_disagg(r: DisaggReport, console, whole_trace: bool = False) -> None:
     w = r.workload
     console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace "
-                  f"{w.get('trace')}, "
-                  f"{w.get('num_requests'):,} requests{' (the whole trace)' if whole_trace else ''} at "
-                  f"{w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s "
-                  f"offered; "
-                  f"SLO {r.slo['text']}")
+                  f"{w.get('trace')}, {rate_words(w, whole_trace)}; SLO {r.slo['text']}")
     console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")
     for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
         console.print(line)
