@@ -10,7 +10,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MODEL_ARG, TargetFlags, load_target, pricing_flags
-from kvledger.cli.flag_groups import GroupUse, WorkloadFlags, flag, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, flag, flag_like, with_groups
 from kvledger.report.disagg_view import render_disagg as _render
 from kvledger.report.disagg_view import replay_line
 from kvledger.report.progress import working
@@ -59,7 +59,7 @@ class DisaggFlags:
     attainment: float = flag("--attainment", default=0.9, help="Attainment target for --search-max-rate, fraction.")
     first_token: str = flag("--first-token", default="prefill", help="prefill (DistServe: the prefill pool returns it) "
                             "or decode (vLLM's proxy: the decode pool streams every token).")
-    tp: int = flag("--tp", default=1, help="TP of a colocated replica.")
+    tp: int = flag("--tp", "--tensor-parallel-size", default=1, help="TP of a colocated replica.")
     prefill_tp: int | None = flag("--prefill-tp", help="TP of a prefill replica (default --tp).")
     decode_tp: int | None = flag("--decode-tp", help="TP of a decode replica (default --tp).")
     max_num_batched_tokens: int | None = flag("--max-num-batched-tokens", help="Colocated token budget per step.")
@@ -74,8 +74,11 @@ class DisaggFlags:
                                          help="Prefill budget in the tuning run (default ¼).")
     tune_decode_mns: int | None = flag("--tune-decode-max-num-seqs",
                                        help="Decode max_num_seqs in the tuning run (default 128).")
-    step_cost: str | None = flag("--step-cost", help="A calibration profile (PROFILE.json from kvledger calibrate) "
-                                                     "pricing every pool's steps; default: each pool's roofline.")
+    step_cost: str | None = flag("--step-cost", help="As simulate's: roofline (default: each pool's plan), calibrated "
+                                 "(bundled measurements for this model, GPU and --tp), calibrated:KEY, or PROFILE.json "
+                                 "(kvledger calibrate); a calibration prices every pool's steps.")
+    kv_cache_dtype: str = flag_like(EngineFlags, "kv_cache_dtype", "auto", help=(
+        "KV cache dtype of every pool, as simulate's (fp8 halves the KV bytes each transfer moves)."))
     search_max_rate: bool = flag("--search-max-rate", default=False, help="Also find each deployment's highest rate "
                                  "meeting the attainment target (slow: ~10 runs each).")
 
@@ -98,10 +101,12 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
     from kvledger.dynamics.workload.traces import check_trace, load_trace
 
     check_trace(workload.trace)  # a missing file refused before any planning
+    _need_rate(workload)
     p = pools
     ptp = p.tp if p.prefill_tp is None else p.prefill_tp
     dtp = p.tp if p.decode_tp is None else p.decode_tp
     n, splits = _split(p.num_gpus, p.prefill_gpus, p.decode_gpus, ptp, dtp)
+    _one_tp_for_a_table(p.step_cost, p.tp, ptp, dtp)
     study = _study(model, gpu, p, target)
 
     def load(r: float | None):
@@ -138,22 +143,69 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
                                     gpu_memory_utilization=t.gpu_memory_utilization, engine_version=t.engine_version,
                                     enforce_eager=bool(t.enforce_eager), wddm=bool(t.wddm),
                                     enable_expert_parallel=bool(t.enable_expert_parallel),
-                                    quantization=t.quantization.lower() if t.quantization else None)
+                                    quantization=t.quantization.lower() if t.quantization else None,
+                                    kv_cache_dtype=p.kv_cache_dtype)
     kv_link = link_from_gpu(g, p.link, parse_duration_s(p.transfer_latency, what="--transfer-latency"))
-    cost = info = None
-    if p.step_cost is not None:
-        from kvledger.accounting.calibration_profile import profile_step_cost
-        from kvledger.analyses.serving.profile_scope import refuse_conflicting_profiles, unused_roofline_flags
-
-        refuse_conflicting_profiles(p.step_cost, t.gpu_profile)  # as simulate: the GPU profile prices the roofline
-        cost, info = profile_step_cost(p.step_cost, spec.name, g.name, p.tp)
-        if unused := unused_roofline_flags(t, p.step_cost):  # --gemm-efficiency, --allreduce-link-share: said
-            info.setdefault("warnings", []).append(unused)
+    cost, info = _step_cost(p.step_cost, spec.name, g.name, p.tp, t)
     return DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if p.slo is None else p.slo),
                        target=p.attainment, first_token=p.first_token, router=p.router, step_cost=cost,
                        step_cost_info=info,
                        pricing=pricing_flags(t.gpu_profile, t.gemm_efficiency,
                                              allreduce_link_share=t.allreduce_link_share))
+
+
+def _step_cost(choice: str | None, model: str, gpu: str, tp: int, t: TargetFlags) -> tuple:
+    """(step cost, its description) for ``--step-cost`` as simulate takes it (``step_cost_choice``): (None, None) for
+    the default or ``roofline`` (each pool priced by its own plan), else the bundled calibration or the profile.
+
+    Raises:
+        UnknownNameError: another name. InputError: no bundled table for (model, GPU, TP), or a conflicting profile.
+    """
+    from kvledger.analyses.serving.profile_scope import refuse_conflicting_profiles, unused_roofline_flags
+    from kvledger.analyses.serving.step_cost_choice import (
+        CALIBRATED_PREFIX,
+        calibrated_step_cost,
+        is_profile_choice,
+        profile_step_cost,
+    )
+    from kvledger.errors import UnknownNameError
+
+    if choice is None or choice == "roofline":
+        return None, None
+    refuse_conflicting_profiles(choice, t.gpu_profile)  # as simulate: the GPU profile prices the roofline
+    if choice == "calibrated" or choice.startswith(CALIBRATED_PREFIX):
+        cost, info = calibrated_step_cost(choice, model, gpu, tp)
+        info["scope"] = "model (bundled measurements)"
+    elif is_profile_choice(choice):
+        cost, info = profile_step_cost(choice, model, gpu, tp)
+    else:
+        raise UnknownNameError("step cost model", choice, ["roofline", "calibrated"],
+                               hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a profile "
+                                    "PROFILE.json from `kvledger calibrate`.")
+    if unused := unused_roofline_flags(t, choice):  # --gemm-efficiency, --allreduce-link-share: said
+        info.setdefault("warnings", []).append(unused)
+    return cost, info
+
+
+def _one_tp_for_a_table(choice: str | None, tp: int, ptp: int, dtp: int) -> None:
+    """A bundled calibration is measured at one TP: it prices every pool only when every pool runs at --tp."""
+    from kvledger.errors import InputError
+
+    if choice and choice.startswith("calibrated") and (ptp != tp or dtp != tp):
+        raise InputError(f"--step-cost {choice} is a table measured at one TP and prices every pool's steps, but the "
+                         f"pools run at TP {ptp} (prefill) and {dtp} (decode) against --tp {tp}: give the pools the "
+                         "same TP, or leave --step-cost out (each pool's roofline at its own TP)")
+
+
+def _need_rate(workload: WorkloadFlags) -> None:
+    """A lengths-only trace needs --rate (disagg has no closed loop: --concurrency is simulate's)."""
+    from kvledger.dynamics.workload.traces import trace_has_arrivals
+    from kvledger.errors import InputError
+
+    if workload.rate is None and not trace_has_arrivals(workload.trace):
+        raise InputError(f"trace {workload.trace!r} has no arrival times (only lengths): give --rate R (req/s) for "
+                         "Poisson arrivals drawn with --seed S (default 0), or --rate inf to send every request at "
+                         "t = 0 (disagg replays an open loop; it has no --concurrency)")
 
 
 def _offered(specs: list, workload: WorkloadFlags, search_max_rate: bool) -> tuple[float, dict]:

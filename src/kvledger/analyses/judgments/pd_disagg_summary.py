@@ -152,6 +152,13 @@ def _change(a: float | None, b: float | None) -> float | None:
     return None if not a or b is None else b / a - 1.0
 
 
+def _fitted_on(study: DisaggStudy) -> str:
+    """What a given step cost was fitted on: the bundled measurements (--step-cost calibrated) or a profile."""
+    bundled = str((study.step_cost_info or {}).get("scope", "")).startswith("model (bundled")
+    return ("bundled measurements, kvledger.accounting.calibrated" if bundled else
+            "a fitted step cost, kvledger calibrate")
+
+
 def _notes(study: DisaggStudy, searched: bool) -> list[str]:
     out = [f"first token: {FIRST_TOKEN_SOURCES[study.first_token]}",
            "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ "
@@ -159,7 +166,7 @@ def _notes(study: DisaggStudy, searched: bool) -> list[str]:
            "(vLLM benchmarks/serve.py request_goodput; kvledger.ledgers.goodput)",
            ("step times: each pool's own plan priced as `kvledger simulate` prices it at that TP (the step cost "
             "line: the colocated pool's)" if getattr(study, "step_cost", None) is None
-            else f"step times: {study.step_cost.name} in every pool (a fitted step cost, kvledger calibrate)")
+            else f"step times: {study.step_cost.name} in every pool ({_fitted_on(study)})")
            + "; KV pools: each pool's vLLM memory plan",
            "simplifications: prefill blocks freed at the first token (a connector holds them until read); transfers "
            "from "
