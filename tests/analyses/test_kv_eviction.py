@@ -75,8 +75,12 @@ def test_sink_plus_window_by_hand():
     assert sink_window_occupied(100, 16, 20, 90) == 7  # sinks and window overlap: all ⌈100/16⌉ = 7 blocks
     w = evict(1000, 16, MIB2, "sink-window", evict_fraction=0.9, window_tokens=96, sink_tokens=4)
     assert w.kept_tokens == 100 and not w.notes  # 4 + 96 = 100 kept is exactly 90% evicted
-    w = evict(1000, 16, MIB2, "sink-window", evict_fraction=0.9, window_tokens=196, sink_tokens=4)
-    assert w.kept_tokens == 200 and "80.0% are evicted" in w.notes[0]  # the window wins; the note gives the real share
+    # 4 + 196 = 200 kept of 1,000 is 80.0% evicted, not the 90% of --evict: refused (a user trial's --evict 0.5
+    # --window 4K printed "Evicting 87%" for every layout with the 0.5 silently dropped)
+    with pytest.raises(InputError, match=r"^--evict 0\.9 and --window 196 disagree: with --sink-tokens 4 the window "
+                                         r"keeps 200 of 1,000 tokens, so 80\.0% are evicted, not 90\.0%; give --evict "
+                                         r"or --window, not both$"):
+        evict(1000, 16, MIB2, "sink-window", evict_fraction=0.9, window_tokens=196, sink_tokens=4)
 
 
 def test_clustered_runs():
@@ -113,6 +117,8 @@ def test_bad_inputs():
         (dict(layout="scattered"), "give --evict"),
         (dict(layout="sink-window", window_tokens=5000), "≤ the context"),
         (dict(layout="scattered", evict_fraction=0.5, seed=None), "--seed"),
+        (dict(layout="worst", evict_fraction=0.5, window_tokens=64), "--window is the recent window of --layout "
+                                                                      "sink-window; layout 'worst' keeps no window"),
     ]:
         with pytest.raises(InputError, match=text):
             evict(4096, 16, MIB2, **kwargs)
@@ -124,6 +130,19 @@ def test_bad_inputs():
         evict(2.5, 16, MIB2, "scattered", evict_fraction=0.5, seed=0)
     with pytest.raises(KvLedgerError, match="unknown eviction layout"):
         evict(4096, 16, MIB2, "scatter", evict_fraction=0.5)
+    with pytest.raises(KvLedgerError, match=r"^unknown eviction layout 'bogus'\. Known: scattered, worst, sink-window, "
+                                            r"clustered\.$"):  # no close name: the valid choices listed
+        evict(4096, 16, MIB2, "bogus", evict_fraction=0.5)
+
+
+def test_the_help_says_when_evict_may_be_omitted():
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    out = " ".join(CliRunner(env={"COLUMNS": "200"}).invoke(app, ["kv-eviction", "--help"]).stdout.split())
+    evict_help = out[out.index("--evict <float>"):out.index("--layout <str>")]  # model and --gpu are [required]
+    assert "[required]" not in evict_help and "Required, except with --layout sink-window --window W" in evict_help
 
 
 def test_lower_layers_do_not_import_the_analyses():

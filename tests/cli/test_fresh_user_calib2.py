@@ -59,8 +59,9 @@ def test_simulate_as_vllm_0_19_cites_that_releases_offload_rules():
 def test_kv_eviction_help_marks_evict_required_as_its_error_does():
     res = runner.invoke(app, ["kv-eviction", "--help"], env={"COLUMNS": "200"})
     block = " ".join(res.output.split("--evict ", 1)[1].split("--layout <str>", 1)[0].split())
-    assert block == ("<float> Share of the sequence's tokens evicted, 0–1 (e.g. 0.9); with --layout sink-window, "
-                     "--window may stand in for it. [required]")
+    # required except with --layout sink-window --window W (a later trial: "[required]" alone hid that exception)
+    assert block == ("<float> Share of the sequence's tokens evicted, 0–1 (e.g. 0.9). Required, except with --layout "
+                     "sink-window --window W, which fixes the share instead (give one, not both).")
     bare = runner.invoke(app, ["kv-eviction", "llama-3.1-8b", "--gpu", "h100"])
     # the console entry prints this one paragraph and exits with status 2
     assert isinstance(bare.exception, InputError)

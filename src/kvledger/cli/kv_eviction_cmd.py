@@ -24,13 +24,14 @@ __all__ = ["register"]
 
 def kv_eviction(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9); "
-                                       "with --layout sink-window, --window may stand in for it.  [required]"),
+    evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9). "
+                                       "Required, except with --layout sink-window --window W, which fixes the share "
+                                       "instead (give one, not both)."),
     layout: str = typer.Option("scattered", "--layout", help="scattered, worst, sink-window or clustered."),
     sink_tokens: int = typer.Option(4, "--sink-tokens", help="sink-window: tokens kept at the start (StreamingLLM uses "
                                                              "4)."),
-    window: str | None = typer.Option(None, "--window", help="sink-window: recent tokens kept (default: what --evict "
-                                                             "leaves)."),
+    window: str | None = typer.Option(None, "--window", help="sink-window: recent tokens kept, in place of --evict "
+                                                             "(default: what --evict leaves)."),
     run_tokens: int = typer.Option(64, "--run-tokens", help="clustered: survivors per run, tokens."),
     context: str | None = typer.Option(None, "--context",
                                        help="Sequence length, tokens (default 32K or max_model_len)."),

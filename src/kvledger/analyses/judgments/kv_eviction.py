@@ -176,22 +176,32 @@ def _occupied(layout: str, n: int, s: int, B: int, sink: int, window: int, run: 
                                                   f"of {nb:,} empty")
 
 
+def _check_layout(layout: str, window_tokens: int | None) -> None:
+    """An unknown layout (the four listed), or a window with a layout that keeps none, refused."""
+    from kvledger.errors import UnknownNameError
+
+    if layout not in LAYOUTS:
+        raise UnknownNameError("eviction layout", layout, LAYOUTS, hint=f"Known: {', '.join(LAYOUTS)}.")
+    if window_tokens is not None and layout != "sink-window":
+        raise InputError(f"--window is the recent window of --layout sink-window; layout {layout!r} keeps no window: "
+                         "give --evict alone, or --layout sink-window")
+
+
 def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: str, *,
           evict_fraction: float | None = None,
           sink_tokens: int = 4, window_tokens: int | None = None, run_tokens: int = 64, seed: int | None = 0,
           heads_per_block: int = 1) -> EvictionResult:
     """Evict a share of one sequence's tokens under ``layout`` and count what the paged pool gets back.
 
-    For "sink-window", ``window_tokens`` (when given) fixes the kept set and the evicted share follows from it;
-    otherwise the window is what the eviction share leaves after the sinks.
+    For "sink-window", ``window_tokens`` (when given) fixes the kept set and the evicted share follows from it (an
+    ``evict_fraction`` given too must agree to the token); otherwise the window is what the eviction share leaves
+    after the sinks. Other layouts take no window.
 
     Raises:
-        InputError: bad sizes or fraction, an unknown layout, a window + sinks longer than the context, a missing seed.
+        InputError: bad sizes or fraction, an unknown layout, a window + sinks longer than the context, a window that
+            disagrees with the fraction or comes with another layout, a missing seed.
     """
-    from kvledger.errors import UnknownNameError
-
-    if layout not in LAYOUTS:
-        raise UnknownNameError("eviction layout", layout, LAYOUTS)
+    _check_layout(layout, window_tokens)
     n, B = context_tokens, block_size
     _check(n, B, evict_fraction)
     notes: list[str] = []
@@ -201,9 +211,9 @@ def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: st
                              f"{n:,}")
         s = sink_tokens + window_tokens
         if evict_fraction is not None and abs((n - s) - round(evict_fraction * n)) > 0:
-            notes.append(f"--window {window_tokens:,} and --sink-tokens {sink_tokens} keep {s:,} tokens, so "
-                         f"{1 - s / n:.1%} "
-                         f"are evicted (not the {evict_fraction:.1%} asked for)")
+            raise InputError(f"--evict {evict_fraction:g} and --window {window_tokens:,} disagree: with --sink-tokens "
+                             f"{sink_tokens} the window keeps {s:,} of {n:,} tokens, so {1 - s / n:.1%} are evicted, "
+                             f"not {evict_fraction:.1%}; give --evict or --window, not both")
     else:
         if evict_fraction is None:
             raise InputError(
