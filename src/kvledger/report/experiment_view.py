@@ -42,6 +42,8 @@ def render_experiment(res: ExperimentResult, console: Any) -> None:
         console.print(f"[dim]setup: {line}[/]")
     if res.expectation:
         console.print(f"published: {res.expectation}")
+    for line in res.notes or ():
+        console.print(f"· {line}")
 
 
 def experiment_figure(res: ExperimentResult):
