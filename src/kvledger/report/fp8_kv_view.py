@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.analyses.judgments.fp8_verdict import start_up_line
 from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import print_verdict, table
 
@@ -24,11 +25,34 @@ def _break_even_cell(b) -> str:
         return f"never (≤ {b.max_context_tokens:,})"
     return f"{b.context_tokens:,} tokens"
 
+
+def _print_calibration(cal: Fp8Calibration, console) -> None:
+    """The calibration's measured-vs-fitted table and its fitted figures."""
+    from kvledger.units import fmt_duration
+
+    t = table(f"Calibration: {cal.source}", "context", "batch", "bf16 measured → fitted", "fp8 measured → fitted",
+              "fp8 error")
+    for row in cal.rows:
+        t.add_row(f"{row['context_tokens']:,}", str(row["batch"]), f"{fmt_duration(row['bf16_measured_s'])} → "
+                                                                   f"{fmt_duration(row['bf16_fitted_s'])}",
+                  f"{fmt_duration(row['fp8_measured_s'])} → {fmt_duration(row['fp8_fitted_s'])}",
+                      f"{row['fp8_error_pct']:+.2f}%")
+    console.print(t)
+    console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, "
+                  f"{cal.overhead.ns_per_element * 1e6:.3g} ns per million K/V elements; "
+                  f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
+                  f"({cal.bandwidth_fraction:.0%} of datasheet), "
+                  f"fixed step time {fmt_duration(cal.step_fixed_s)}")
+
+
 def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
     from kvledger.units import fmt_bytes, fmt_duration
 
     c = r.capacity
     console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, batch {r.concurrency}")
+    start = start_up_line(r.headline)
+    if start:
+        console.print(f"start-up: {start}")
     t = table("Capacity (per GPU, vLLM memory plan)", "figure", "16-bit (auto)", "fp8", "source")
     t.add_row("bytes per KV element", f"{c.bf16['elem_bytes']:g} B", f"{c.fp8['elem_bytes']:g} B", "kv_cache_dtype "
         "(vLLM STR_DTYPE_TO_TORCH_DTYPE)")
@@ -68,19 +92,7 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
                   f"{p.bf16_bound}/{p.fp8_bound}", f"{'yes' if p.fits_bf16 else 'no'}/{'yes' if p.fits_fp8 else 'no'}")
     console.print(t)
     if cal is not None:
-        t = table(f"Calibration: {cal.source}", "context", "batch", "bf16 measured → fitted", "fp8 measured → fitted",
-                  "fp8 error")
-        for row in cal.rows:
-            t.add_row(f"{row['context_tokens']:,}", str(row["batch"]), f"{fmt_duration(row['bf16_measured_s'])} → "
-                                                                       f"{fmt_duration(row['bf16_fitted_s'])}",
-                      f"{fmt_duration(row['fp8_measured_s'])} → {fmt_duration(row['fp8_fitted_s'])}",
-                          f"{row['fp8_error_pct']:+.2f}%")
-        console.print(t)
-        console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, "
-                      f"{cal.overhead.ns_per_element * 1e6:.3g} ns per million K/V elements; "
-                      f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
-                      f"({cal.bandwidth_fraction:.0%} of datasheet), "
-                      f"fixed step time {fmt_duration(cal.step_fixed_s)}")
+        _print_calibration(cal, console)
     if r.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(r.step_cost))
     print_verdict(console, r.verdict, r.notes)

@@ -7,7 +7,43 @@ from dataclasses import dataclass
 
 from kvledger.accounting.plan import Plan, concurrency_rows
 
-__all__ = ["Fp8Capacity", "capacity", "requests_at", "max_context_holding", "default_curve_contexts"]
+__all__ = ["Fp8Capacity", "capacity", "requests_at", "max_context_holding", "default_curve_contexts", "start_up",
+           "start_ups"]
+
+
+def start_up(plan: Plan) -> tuple[dict[str, int | bool], Exception | None]:
+    """Whether the engine starts with this plan's pool at its max_model_len (vLLM's start-up check: one request of
+    max_model_len must fit the usable blocks, ``EngineConfig._check_pool``): ({starts, need_blocks, usable_blocks},
+    the refusal or None). FP8 KV doubles the pool, so a 16-bit plan that does not start may start in fp8."""
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
+    from kvledger.errors import DoesNotFitError
+
+    try:
+        cfg, _ = engine_config_from_plan(plan)
+    except DoesNotFitError as e:
+        cause = e if hasattr(e, "need_blocks") else e.__cause__
+        if cause is None or not hasattr(cause, "need_blocks"):
+            raise
+        return {"starts": False, "need_blocks": cause.need_blocks, "usable_blocks": cause.usable_blocks}, e
+    need = cfg.blocks_needed(cfg.max_model_len)
+    if cfg.step_blocks is not None:
+        need = max(need, cfg.step_blocks.admission(cfg.max_model_len))
+    return {"starts": True, "need_blocks": need, "usable_blocks": cfg.num_usable_blocks}, None
+
+
+def start_ups(pb: Plan, pf: Plan) -> dict:
+    """Both pools' start-up checks at max_model_len: {max_model_len, bf16, fp8} (``start_up``'s figures).
+
+    Raises:
+        DoesNotFitError: not even the fp8 pool holds one request of max_model_len (exit 3), with its figures.
+    """
+    from kvledger.errors import DoesNotFitError
+
+    (st_b, _), (st_f, err_f) = start_up(pb), start_up(pf)
+    if err_f is not None:
+        raise DoesNotFitError(f"neither bf16 nor fp8 KV starts {pb.model.name} on {pb.gpu.name}: with fp8 KV "
+                              f"{err_f}") from err_f
+    return {"max_model_len": pb.memory.max_model_len, "bf16": st_b, "fp8": st_f}
 
 
 def requests_at(plan: Plan, context_tokens: int) -> int:

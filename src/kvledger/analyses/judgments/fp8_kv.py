@@ -45,6 +45,7 @@ from kvledger.analyses.judgments.fp8_capacity import (
     default_curve_contexts,
     max_context_holding,
     requests_at,
+    start_ups,
 )
 from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
 from kvledger.analyses.judgments.roofline_terms import weights_bound
@@ -116,7 +117,7 @@ class Fp8DecodeModel:
     overhead."""
 
     def __init__(self, plan_bf16: Plan, plan_fp8: Plan, overhead: Fp8Overhead, pricing: PricingFlags | None = None,
-                 fitted: str | None = None) -> None:
+                 fitted: str | None = None, bf16_starts: bool = True) -> None:
         self.pb, self.pf, self.overhead = plan_bf16, plan_fp8, overhead
         self.same_cache = plan_bf16.memory.bytes_per_block == plan_fp8.memory.bytes_per_block  # one layout for both
         self.num_kv_layers, self.elem_bytes = kv_layers(plan_bf16.model), plan_fp8.kv.elem_bytes
@@ -125,7 +126,8 @@ class Fp8DecodeModel:
             self.step_cost = fitted_step_cost(self.rb, fitted)
             return
         # both sides priced as `simulate` prices the deployment (plan_pricing.py): the roofline inside, its host term
-        cost_b, self.step_cost = simulate_step_cost(plan_bf16, pricing)
+        # a bf16 pool too short to start: its steps priced under the engine config the fp8 plan starts with
+        cost_b, self.step_cost = simulate_step_cost(plan_bf16, pricing, engine_plan=None if bf16_starts else plan_fp8)
         (self.rb, self.host_b), (self.rf, self.host_f) = split_host(cost_b), split_host(
             simulate_step_cost(plan_fp8, pricing)[0])
 
@@ -253,6 +255,7 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     pf = build_plan(model, gpu, s_b.model_copy(update={"kv_cache_dtype": "fp8"}), with_roofline=False,
                     with_advice=False)
     max_len = pb.memory.max_model_len
+    st = start_ups(pb, pf)
     ctxs = sorted(set(contexts)) if contexts else default_curve_contexts(max_len)
     bad = [c for c in ctxs if c > max_len]
     if bad:
@@ -268,8 +271,9 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         why = "given (--concurrency)"
     headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
                 "concurrency_basis": why, "concurrency_given": why.startswith("given"),
-                "max_num_seqs": pb.memory.max_num_seqs}
-    dm = Fp8DecodeModel(pb, pf, overhead, pricing, fitted)
+                "max_num_seqs": pb.memory.max_num_seqs,
+                "start_up": st}
+    dm = Fp8DecodeModel(pb, pf, overhead, pricing, fitted, bool(st["bf16"]["starts"]))
     curve = tuple(dm.point(concurrency, c) for c in ctxs)
     cap_n = min(pb.memory.max_num_seqs, 1024)
     batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= cap_n} | {concurrency})

@@ -9,18 +9,41 @@ from kvledger.units import fmt_bytes, fmt_duration
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.fp8_kv import Fp8DecodeModel, Fp8Report
 
-__all__ = ["fp8_verdict", "fp8_notes"]
+__all__ = ["fp8_verdict", "fp8_notes", "start_up_line"]
 
 
 def _n(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+def start_up_line(h: dict) -> str | None:
+    """"bf16/auto: does not start (needs N blocks, has M); fp8: starts", where the 16-bit pool cannot hold one request
+    of max_model_len (vLLM's start-up check) and the fp8 pool can; None where both start."""
+    st = h.get("start_up") if h else None
+    if not st or st["bf16"]["starts"]:
+        return None
+    b = st["bf16"]
+    return (f"bf16/auto: does not start (needs {b['need_blocks']:,} blocks, has {b['usable_blocks']:,}); fp8: starts "
+            f"(needs {st['fp8']['need_blocks']:,}, has {st['fp8']['usable_blocks']:,}) at max_model_len "
+            f"{st['max_model_len']:,}")
+
+
+def _start_sentence(h: dict) -> str | None:
+    line = start_up_line(h)
+    if line is None:
+        return None
+    return (f"Start-up: {line}. FP8 KV is what lets this deployment start at this max_model_len: vLLM refuses to start "
+            "with the 16-bit pool, which cannot hold one request of max_model_len; keeping bf16 KV means lowering "
+            "--max-model-len (or more GPUs). The capacity and speed figures below compare the two pools as if bf16 "
+            "had started.")
+
+
 def _capacity_sentences(r: Fp8Report) -> list[str]:
     c, n = r.capacity, r.concurrency
     b, f = c.bf16, c.fp8
     h = r.headline
-    out = []
+    start = _start_sentence(h)
+    out = [start] if start else []
     if h:
         out.append(f"At {h['context_tokens']:,} tokens per request: bf16 KV holds "
                    f"{_n(h['bf16_max_requests'], 'request')} at "

@@ -89,14 +89,17 @@ def priced_settings(settings, gpu, flags: PricingFlags, model: Any = None):
     return settings.model_copy(update=update) if update else settings
 
 
-def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str | None = None) -> tuple[Any, dict]:
+def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str | None = None,
+                       engine_plan: Any = None) -> tuple[Any, dict]:
     """(step-cost model, its description) ``kvledger simulate --step-cost roofline`` uses for ``plan`` with ``flags``
     (the plan built from ``priced_settings``), under the engine config ``from_plan`` gives it with ``policy``.
     ``flags`` None: the plan's fractions taken as given (no GPU profile, flat matmuls), the host term still the
     engine's.
 
     The description is simulate's ``step_cost`` (name, source, scope, ``priced_by`` with a GPU profile), which
-    ``report.step_cost_view.step_cost_lines`` prints as simulate does.
+    ``report.step_cost_view.step_cost_lines`` prints as simulate does. ``engine_plan``: the plan whose engine config
+    (its scheduling: async or not, the batching) runs the step, where ``plan`` itself does not start (a 16-bit KV pool
+    too short for max_model_len, priced as the same engine with FP8 KV would run it); default ``plan``.
     """
     from types import SimpleNamespace
 
@@ -111,7 +114,7 @@ def simulate_step_cost(plan, flags: PricingFlags | None = None, *, policy: str |
     a = SimpleNamespace(**asdict(flags), model=plan.model.name, gpu=plan.gpu.name, tp=s.tp, step_cost="roofline")
     if policy is None and s.engine == "sglang":
         policy = "sglang"
-    cfg, _ = engine_config_from_plan(plan, policy=policy)
+    cfg, _ = engine_config_from_plan(plan if engine_plan is None else engine_plan, policy=policy)
     return make_step_cost(a, plan, overlap_cpu=cfg.async_scheduling, batching=cfg.batching)
 
 

@@ -49,7 +49,11 @@ KV_ALLOCATION_POLICIES = {
 
 class PoolTooShortError(DoesNotFitError):
     """vLLM's start-up refusal: one request of max_model_len needs more KV blocks than the pool has (a caller that
-    knows the memory plan may restate it with the plan's own estimates); exit 3, as every does-not-fit refusal."""
+    knows the memory plan may restate it with the plan's own estimates); exit 3, as every does-not-fit refusal.
+    ``need_blocks`` / ``usable_blocks``: one max_model_len request's blocks and the pool's usable blocks, blocks."""
+
+    need_blocks: int = 0
+    usable_blocks: int = 0
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
@@ -239,11 +243,13 @@ class EngineConfig:
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
             hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else ""
-            raise PoolTooShortError(
+            err = PoolTooShortError(
                 f"the KV pool has {usable:,} usable blocks of {self.block_size:,} token{'s' * (self.block_size > 1)} "
                 f"(block 0 is the null block), but one request of max_model_len {self.max_model_len:,} tokens needs "
                 f"{need:,} blocks, so it could never run (vLLM refuses to start in this case){hint}, or give the KV "
                 "cache more memory")
+            err.need_blocks, err.usable_blocks = need, usable
+            raise err
 
     def blocks_needed(self, num_tokens: int) -> int:
         """Blocks a request holds with ``num_tokens`` computed tokens, blocks."""
