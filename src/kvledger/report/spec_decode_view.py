@@ -22,6 +22,8 @@ def render_spec_decode(r: SpecReport, console) -> None:
     console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
                   f"{sm.draft_tokens}, "
                   f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
+    for note in (n for n in r.notes if n.startswith("warning:")):  # said first, and again among the notes
+        console.print(note)
     for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
         console.print(line)
     t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, the step "

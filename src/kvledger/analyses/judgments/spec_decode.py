@@ -32,10 +32,10 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_step_cost, split_host
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import DoesNotFitError, InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
-from kvledger.units import cdiv
+from kvledger.units import cdiv, fmt_bytes
 
 __all__ = ["expected_tokens_per_step", "DraftSpec", "SpecSummary", "SpecRow", "SpecDecodeModel", "verify_shape"]
 
@@ -177,6 +177,10 @@ class SpecDecodeModel:
                                          **roofline_terms(dm, self.plan.gpu, ds))
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
+        if dm.num_params >= self.plan.model.num_params:
+            self.notes.insert(0, f"warning: the draft model has {dm.num_params / 1e9:,.1f} B parameters, not fewer "
+                              f"than the target's {self.plan.model.num_params / 1e9:,.1f} B: a draft is meant to be "
+                              "much cheaper than the target; check --draft-model")
 
     def priced(self, gpu_s: float, num_prefill_tokens: int, num_seqs: int) -> float:
         """A step's time with the host term (``HostOverhead.step``; unchanged without one), s: ``self.cost``'s
@@ -257,8 +261,31 @@ class SpecDecodeModel:
         """Whole requests of ``context_tokens`` (+ k lookahead slots) that fit the spec-decode pool, count."""
         per_req = self.plan.blocks_for_tokens(context_tokens + self.k) if self.draft.kind != "model" else \
             cdiv(context_tokens + self.k, self.plan.memory.block_size)
-        usable = self.pool_blocks() - 1
+        usable = max(0, self.pool_blocks() - 1)  # block 0 is the null block; a pool the draft emptied holds none
         return usable // per_req if per_req else 0
+
+    def require_pool(self) -> None:
+        """Raise where the draft model's weights and KV leave the pool too short for one request of max_model_len
+        (vLLM's start-up check, on the pool left after the draft's share: ``pool_blocks``).
+
+        Raises:
+            DoesNotFitError: nothing can start (exit 3), with the draft's share and the blocks.
+        """
+        if self.draft.kind != "model":
+            return
+        m = self.plan.memory
+        usable, need = max(0, self.pool_blocks() - 1), cdiv(m.max_model_len, m.block_size)
+        if usable >= need:
+            return
+        warn = [n for n in self.notes if n.startswith("warning:")]
+        raise DoesNotFitError(
+            f"speculative decoding with the draft {self.draft.name} does not fit: its weights "
+            f"({fmt_bytes(self.draft_weight_bytes, both=False)} per GPU) and KV "
+            f"({self.draft_kv_bytes_per_token:,.0f} B per token) come out of the KV pool's "
+            f"{fmt_bytes(m.available_kv_bytes, both=False)}, leaving {self.pool_blocks():,} of "
+            f"{m.num_gpu_blocks:,} blocks ({usable:,} usable), but one request of max_model_len "
+            f"{m.max_model_len:,} tokens needs {need:,} blocks, so vLLM could not start; choose a smaller draft, more "
+            f"TP or a lower --max-model-len" + (f". {warn[0][0].upper()}{warn[0][1:]}" if warn else ""))
 
     def summary(self) -> SpecSummary:
         return SpecSummary(self.draft, self.k, self.alpha, self.expected, self.draft_weight_bytes,

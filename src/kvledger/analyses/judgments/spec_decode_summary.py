@@ -226,6 +226,7 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
         raise InputError(f"--context {context_tokens:,} (+ {draft_tokens} draft tokens) must be within "
                          f"1..max_model_len {max_len:,}")
     sm = SpecDecodeModel(plan, draft, draft_tokens, acceptance, pricing)
+    sm.require_pool()
     flips = []
     for cx in ctxs:
         f = sm.flip_batch(cx, max_seqs)
