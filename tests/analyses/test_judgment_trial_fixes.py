@@ -75,3 +75,51 @@ def test_spec_decode_warns_when_the_draft_is_the_targets_size():
     assert r.exit_code == 0
     first = r.stdout.splitlines()[1]
     assert first.startswith("warning: the draft model has 8.0 B parameters, not fewer than the target's 8.0 B")
+
+
+def _spec_model(name, gpu, tp, k):
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.judgments.spec_decode import SpecDecodeModel
+    from kvledger.analyses.judgments.spec_decode_summary import make_draft
+    from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    t, g, pf = load_model(name), resolve_gpu(gpu), PricingFlags()
+    plan = build_plan(t, g, priced_settings(make_settings(tp=tp), g, pf, t), with_advice=False)
+    return SpecDecodeModel(plan, make_draft(None, None, t), k, 0.7, pf)
+
+
+def test_the_verify_steps_bound_is_the_term_its_time_pays():
+    from dataclasses import replace
+
+    # Llama-3.1-70B, H100, TP 4, k 4: the batch-64 verification is 64 × 5 = 320 tokens. Its weight read is the
+    # weights per GPU at 80% of 3.35 TB/s = 12.97 ms; its GEMM FLOPs (2 × matmul parameters per GPU × 320) at 100% of
+    # 989 TFLOP/s take 11.24 ms, under the read (the old label, "memory", from these two), but the step is priced at
+    # the measured GEMM efficiency at 320 tokens, 0.456: 11.24 / 0.456 = 24.64 ms, above the read. The step pays
+    # 24.64 ms + 4.01 ms attention + layer kernels and all-reduces = 38.19 ms: compute, as the label now says.
+    sm = _spec_model("Llama-3.1-70B", "H100", 4, 4)
+    c = sm.verify_costs(64, 2048)
+    f, b = sm.rc.peak_flops * sm.rc.flops_fraction, sm.rc.bw * sm.rc.bandwidth_fraction
+    assert round(c.weight_bytes / b * 1e3, 2) == 12.97 and round(c.matmul_flops / f * 1e3, 2) == 11.24
+    assert round(c.matmul_flops / f / c.matmul_efficiency * 1e3, 2) == 24.64
+    row = sm.row(64, 2048)
+    assert round(row.verify_step_s * 1e3, 2) == 38.19 and row.verify_bound == "compute"
+    assert sm.row(64, 2048).base_bound == "memory"  # plain: 64 tokens, 2.25 / 0.373 = 6.03 ms < 12.97 ms
+    # everywhere: "memory" exactly when the GEMM FLOPs add no time to the priced step
+    for name, gpu, tp, k in (("Llama-3.1-70B", "H100", 4, 4), ("Qwen2.5-72B", "H200", 2, 3)):
+        sm = _spec_model(name, gpu, tp, k)
+        for batch in (1, 8, 32, 64, 128, 512):
+            for cost in (sm.verify_costs(batch, 2048), sm.rc.costs(_decode(batch))):
+                free = replace(cost, matmul_flops=cost.expert_flops)  # no dense GEMM FLOPs left
+                same = sm.rc.time_s(free) == sm.rc.time_s(cost)
+                assert (sm.bound(cost) == "memory") == same, (name, batch)
+    # Qwen2.5-72B, H200, TP 2, k 3: the batch-64 verification (256 tokens) pays 37.83 ms of GEMMs > 18.61 ms of read
+    assert _spec_model("Qwen2.5-72B", "H200", 2, 3).row(64, 2048).verify_bound == "compute"
+
+
+def _decode(batch):
+    from kvledger.accounting.roofline_breakdown import decode_shape
+
+    return decode_shape(batch, 2048)

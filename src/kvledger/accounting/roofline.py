@@ -243,15 +243,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                        c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         pe = self.expert_peak_flops * self.flops_fraction  # routed experts apart only at another MMA dtype
-        if c.moe_kernel_s:  # the routed experts in their own term (moe_kernel.py), added after the dense ones
-            mm, wb = (c.matmul_flops - c.expert_flops) / p, c.weight_bytes - c.expert_bytes
-        else:
-            mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
-                (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
-            wb = c.weight_bytes
-        if c.matmul_efficiency != 1.0:  # the measured GEMM curve (gemm_efficiency.py); flat: no operation at all
-            mm = mm / c.matmul_efficiency
-        gpu = max(mm, wb / b)  # + the measured layer kernels (layer_kernels.py) and the fused MoE; else no operation
+        gpu = max(*c.weight_terms_s(p, pe, b))  # GEMMs; + the measured layer kernels and the fused MoE
         gpu = gpu + c.layer_kernels_s if c.layer_kernels_s else gpu
         if c.moe_kernel_s:
             gpu = gpu + c.moe_kernel_s

@@ -53,3 +53,20 @@ class StepCosts:
     @property
     def bytes(self) -> float:
         return self.weight_bytes + self.kv_bytes
+
+    def weight_terms_s(self, p: float, pe: float, b: float) -> tuple[float, float]:
+        """(the weight matmuls' FLOP time, their weight-read time), s, as ``RooflineStepCost.time_s`` prices the two
+        sides of their max: FLOPs at the achievable FLOP/s ``p`` (routed experts at ``pe`` where their MMA dtype
+        differs, at their time factor, or apart in ``moe_kernel_s``), over the measured GEMM efficiency; weight
+        bytes (less the routed experts' where those are apart) at the achievable bandwidth ``b``, B/s. The larger
+        is the weight GEMMs' bound, the one the step pays."""
+        if self.moe_kernel_s:  # the routed experts in their own term (moe_kernel.py), added after the dense ones
+            mm, wb = (self.matmul_flops - self.expert_flops) / p, self.weight_bytes - self.expert_bytes
+        else:
+            ef = self.expert_flops
+            mm = (self.matmul_flops - ef + ef * self.expert_time_factor) / p if pe == p else (
+                (self.matmul_flops - ef) / p + ef * self.expert_time_factor / pe)
+            wb = self.weight_bytes
+        if self.matmul_efficiency != 1.0:  # the measured GEMM curve (gemm_efficiency.py); flat: no operation at all
+            mm = mm / self.matmul_efficiency
+        return mm, wb / b

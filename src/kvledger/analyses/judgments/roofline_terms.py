@@ -17,11 +17,14 @@ def _rates(rc: RooflineStepCost) -> tuple[float, float]:
 
 
 def weights_bound(rc: RooflineStepCost, c: StepCosts) -> str:
-    """"compute" when the weight GEMMs' FLOP time at the achievable FLOP fraction of peak exceeds their weight-read
-    time, else "memory": the roofline's side, not the measured GEMM curve's (whose low-token end is the weight read's,
-    docs/validation.md §2.6), so a decode step of a few dozen sequences reads as memory-bound as it is."""
+    """"compute" when the weight GEMMs' FLOP time exceeds their weight-read time, else "memory": the two sides of the
+    max the step is priced with (``StepCosts.weight_terms_s``, as ``RooflineStepCost.time_s`` uses them: the FLOPs at
+    the measured GEMM efficiency where a curve applies), so the label names the term the step's price pays. A
+    verification of batch × (k+1) tokens whose GEMMs the curve prices above the weight read is "compute", and its
+    time says so."""
     f, b = _rates(rc)
-    return "compute" if c.matmul_flops / f >= c.weight_bytes / b else "memory"
+    mm, wb = c.weight_terms_s(f, rc.expert_peak_flops * rc.flops_fraction, b)
+    return "compute" if mm >= wb else "memory"
 
 
 def attention_bound(rc: RooflineStepCost, c: StepCosts) -> str:
