@@ -123,3 +123,35 @@ def _decode(batch):
     from kvledger.accounting.roofline_breakdown import decode_shape
 
     return decode_shape(batch, 2048)
+
+
+def test_tp_16_on_h100_assumes_plans_two_nodes_of_8_with_its_warning():
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_step_cost
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    # an H100 SXM5 baseboard holds 8 GPUs, so TP 16 is the fewest nodes that hold 16 ranks 8 a node: 16 / 8 = 2
+    # (accounting/node_size.py, the rule `plan` applies and warns about)
+    warn = "warning: --tp 16 is 16 GPUs, more than one node of this GPU holds (8: an 8-GPU SXM5 baseboard)"
+    r = run("fp8-kv", "Llama-3.1-70B", "--gpu", "H100", "--tp", "16", "--contexts", "8K", "--concurrency", "8",
+            "--json")
+    d = json.loads(r.stdout)
+    assert d["settings"]["nnodes"] == 2 and d["notes"][0].startswith(warn)
+    # its steps are those of the plan with --nnodes 2 given (the all-reduce across the two nodes)
+    plan = build_plan(load_model("Llama-3.1-70B"), resolve_gpu("H100"), make_settings(tp=16, nnodes=2),
+                      with_advice=False)
+    assert plan.nodes is None and plan.settings.nnodes == 2
+    assert d["curve"][0]["bf16_step_s"] == simulate_step_cost(plan, PricingFlags())[0].step_time_s(_decode_at(8, 8192))
+    r = run("spec-decode", "Llama-3.1-70B", "--gpu", "H100", "--tp", "16", "-k", "4", "--acceptance", "0.7", "--json")
+    d = json.loads(r.stdout)
+    assert d["settings"]["nnodes"] == 2 and d["notes"][0].startswith(warn)
+    text = run("spec-decode", "Llama-3.1-70B", "--gpu", "H100", "--tp", "16", "-k", "4", "--acceptance", "0.7").stdout
+    assert text.splitlines()[1].startswith(warn)
+
+
+def _decode_at(batch, context_tokens):
+    from kvledger.accounting.roofline_breakdown import decode_shape
+
+    return decode_shape(batch, context_tokens)

@@ -50,6 +50,8 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
 
     c = r.capacity
     console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, batch {r.concurrency}")
+    for note in (n for n in r.notes if n.startswith("warning:")):  # said first, and again among the notes
+        console.print(note)
     start = start_up_line(r.headline)
     if start:
         console.print(f"start-up: {start}")

@@ -223,6 +223,23 @@ class Fp8Report:
         return to_jsonable(self)
 
 
+def _headline(pb: Plan, pf: Plan, at: int, concurrency: int | None, start_up: dict) -> dict[str, Any]:
+    """The question asked first (``Fp8Report.headline``): whole requests of ``at`` tokens each pool holds, the
+    concurrency the speeds are at (given, or the bf16 pool's capacity there, at most max_num_seqs) and why, and both
+    pools' start-up checks."""
+    n_b, n_f = requests_at(pb, at), requests_at(pf, at)
+    if concurrency is None:
+        concurrency = max(1, min(n_b, pb.memory.max_num_seqs))
+        why = (f"the bf16 pool's capacity at {at:,} tokens ({n_b:,} whole requests" +
+               (f", capped at max_num_seqs {pb.memory.max_num_seqs:,})" if n_b > pb.memory.max_num_seqs else ")") +
+               "; --concurrency sets another")
+    else:
+        why = "given (--concurrency)"
+    return {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
+            "concurrency_basis": why, "concurrency_given": why.startswith("given"),
+            "max_num_seqs": pb.memory.max_num_seqs, "start_up": start_up}
+
+
 def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *,
                    concurrency: int | None = None,
                    contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD,
@@ -255,24 +272,13 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     pf = build_plan(model, gpu, s_b.model_copy(update={"kv_cache_dtype": "fp8"}), with_roofline=False,
                     with_advice=False)
     max_len = pb.memory.max_model_len
-    st = start_ups(pb, pf)
     ctxs = sorted(set(contexts)) if contexts else default_curve_contexts(max_len)
     bad = [c for c in ctxs if c > max_len]
     if bad:
         raise InputError(f"context {bad[0]:,} tokens exceeds max_model_len {max_len:,} (raise --max-model-len)")
     at = contexts[0] if contexts else min(8192, max_len)
-    n_b, n_f = requests_at(pb, at), requests_at(pf, at)
-    if concurrency is None:
-        concurrency = max(1, min(n_b, pb.memory.max_num_seqs))
-        why = (f"the bf16 pool's capacity at {at:,} tokens ({n_b:,} whole requests" +
-               (f", capped at max_num_seqs {pb.memory.max_num_seqs:,})" if n_b > pb.memory.max_num_seqs else ")") +
-               "; --concurrency sets another")
-    else:
-        why = "given (--concurrency)"
-    headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
-                "concurrency_basis": why, "concurrency_given": why.startswith("given"),
-                "max_num_seqs": pb.memory.max_num_seqs,
-                "start_up": st}
+    headline = _headline(pb, pf, at, concurrency, start_ups(pb, pf))
+    concurrency, st = headline["concurrency"], headline["start_up"]
     dm = Fp8DecodeModel(pb, pf, overhead, pricing, fitted, bool(st["bf16"]["starts"]))
     curve = tuple(dm.point(concurrency, c) for c in ctxs)
     cap_n = min(pb.memory.max_num_seqs, 1024)
@@ -280,6 +286,8 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     table = tuple(dm.break_even(b, max_len) for b in batches)
     be = next(t for t in table if t.batch == concurrency)
     cap = capacity(pb, pf, concurrency)
-    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (),
+    settings_used = s_b.model_dump() | {"nnodes": pb.settings.nnodes}  # the nodes the plan assumed (node_size.py)
+    rep = Fp8Report(model.name, gpu.name, settings_used, overhead, concurrency, cap, be, table, curve, (), (),
                     headline, dm.step_cost)
-    return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(fp8_notes(rep, dm))})
+    notes = ([f"warning: {pb.nodes.text}"] if pb.nodes else []) + fp8_notes(rep, dm)  # plan's node rule (node_size)
+    return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(notes)})

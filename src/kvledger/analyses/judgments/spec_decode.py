@@ -147,7 +147,7 @@ class SpecDecodeModel:
         # roofline's FLOPs and bytes, then the engine's host term once per engine step (a round is one step)
         self.cost, self.step_cost = simulate_step_cost(plan, pricing)
         self.rc, self.host = split_host(self.cost)
-        self.notes: list[str] = []
+        self.notes: list[str] = [f"warning: {plan.nodes.text}"] if plan.nodes else []  # plan's node rule
         self.draft_rc: RooflineStepCost | None = None
         self.draft_weight_bytes = 0.0
         self.draft_kv_bytes_per_token = 0.0

@@ -243,8 +243,8 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     rows = tuple(sm.row(b, context_tokens) for b in batches)
     sat = _saturation(sm, context_tokens, max_seqs, base_req)
     cross = plan.roofline.weight_matmul_crossover_tokens if plan.roofline else float("nan")
-    rep = SpecReport(model.name, gpu.name, s.model_dump(), sm.summary(), context_tokens, rows, tuple(flips), sat, cross,
-                     (), step_cost=sm.step_cost)
+    rep = SpecReport(model.name, gpu.name, s.model_dump() | {"nnodes": plan.settings.nnodes}, sm.summary(),
+                     context_tokens, rows, tuple(flips), sat, cross, (), step_cost=sm.step_cost)
     notes = list(sm.notes) + [
         "α is a property of the draft and the traffic (measure it: vLLM reports the mean acceptance length); "
         "acceptance is taken as i.i.d. per token, as in Leviathan et al.",
