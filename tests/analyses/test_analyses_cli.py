@@ -40,7 +40,8 @@ def test_fp8_kv_json_and_table(tmp_path):
         assert text in out, text
     # calibrate from a CSV measured on the same GPU: the fitted overhead replaces the default
     csv = tmp_path / "l4.csv"
-    csv.write_text("context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s\n2048,1,29.1,29.4\n8192,1,26.4,27.9\n"
+    csv.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n2048,1,29.1,29.4\n"
+                   "8192,1,26.4,27.9\n"
                    "16384,1,23.6,26.2\n32768,1,19.4,23.4\n")
     d = json.loads(run("fp8-kv", QWEN3_4B, "--gpu", "L4", "--calibration", str(csv), "--contexts", "32K",
                        "--concurrency", "1", "--json").stdout)

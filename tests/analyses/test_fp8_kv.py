@@ -15,9 +15,9 @@ from kvledger.analyses.judgments.fp8_calibration import (
     VLLM_DOCS_L4_SOURCE,
     Fp8Overhead,
     fit_fp8_overhead,
-    read_fp8_measurements,
 )
 from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv, max_context_holding
+from kvledger.analyses.judgments.fp8_measurements_csv import read_fp8_measurements
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.errors import FormatError, InputError
@@ -140,10 +140,11 @@ def test_bad_inputs_are_clear_errors(llama_h100, tmp_path):
     with pytest.raises(InputError, match="≥ 0"):
         Fp8Overhead(-1.0, 0.0, "test")
     bad = tmp_path / "m.csv"
-    bad.write_text("context_tokens,batch,bf16_tok_per_s\n2048,1,29.1\n")
-    with pytest.raises(FormatError, match="missing column.*fp8_tok_per_s"):
+    bad.write_text("context_tokens,batch,bf16_tok_per_s_per_seq\n2048,1,29.1\n")
+    with pytest.raises(FormatError, match="are not a bf16-vs-fp8 decode table.*fp8_tok_per_s_per_seq"):
         read_fp8_measurements(str(bad))
-    bad.write_text("context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s\n2048,1,29.1,29.4\n8192,1,fast,27.9\n")
+    bad.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n2048,1,29.1,29.4\n"
+                   "8192,1,fast,27.9\n")
     with pytest.raises(FormatError, match="line 3"):
         read_fp8_measurements(str(bad))
     with pytest.raises(InputError, match="at least 2"):

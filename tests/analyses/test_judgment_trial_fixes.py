@@ -4,6 +4,7 @@ the verify step's bound, the node rule, the calibration's unit, the default draf
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -155,3 +156,55 @@ def _decode_at(batch, context_tokens):
     from kvledger.accounting.roofline_breakdown import decode_shape
 
     return decode_shape(batch, context_tokens)
+
+
+# the trial's rows, aggregate tok/s over 8 sequences as vllm bench reports them: fp8 below bf16 at 1,024 tokens
+TRIAL_ROWS = "1024,8,350,330\n16384,8,250,270\n"
+
+
+def test_calibration_columns_must_say_their_unit(tmp_path, cli_entry):
+    csv = tmp_path / "cal.csv"
+    csv.write_text("context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s\n" + TRIAL_ROWS)
+    code, _, err = cli_entry("fp8-kv", "Llama-3.1-8B", "--gpu", "H100", "--calibration", str(csv))
+    assert code == 2 and "do not say whether the rates are per sequence or aggregate" in err
+    assert "bf16_tok_per_s_per_seq" in err and "bf16_tok_per_s_aggregate" in err
+    help_text = "".join(run("fp8-kv", "--help").stdout.split())  # the help wraps long names: compare unwrapped
+    assert "bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq(tok/sofonesequence)" in help_text
+    assert "bf16_tok_per_s_aggregate,fp8_tok_per_s_aggregate(tok/softhewholebatch" in help_text
+
+
+def test_a_fit_past_the_gpus_bandwidth_is_refused_as_a_likely_unit_mix_up(tmp_path, cli_entry):
+    # Llama-3.1-8B at batch 8: the two rows' steps differ by 8 × (16,384 − 1,024) tokens × 131,072 B of KV =
+    # 16,106,127,360 B. Read per sequence, their step times 1/250 − 1/350 s = 1.142857 ms apart give an effective
+    # bandwidth of 16,106,127,360 / 1.142857e-3 = 14,093 GB/s: 421% of the H100 SXM5's 3,350 GB/s. Refused, exit 2.
+    csv = tmp_path / "cal.csv"
+    csv.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n" + TRIAL_ROWS)
+    code, _, err = cli_entry("fp8-kv", "Llama-3.1-8B", "--gpu", "H100", "--calibration", str(csv))
+    assert code == 2 and err.count("\n") == 1
+    assert "effective bandwidth of 14,093 GB/s, 421% of" in err and "unit mix-up: aggregate tok/s" in err
+    # the same rows named aggregate: ÷ 8 = 43.75 and 31.25 tok/s per sequence, steps 22.857 and 32 ms, 9.142857 ms
+    # apart: 16,106,127,360 / 9.142857e-3 = 1,761.6 GB/s, 52.6% of 3,350 GB/s
+    csv.write_text("context_tokens,concurrency,bf16_tok_per_s_aggregate,fp8_tok_per_s_aggregate\n" + TRIAL_ROWS)
+    d = json.loads(run("fp8-kv", "Llama-3.1-8B", "--gpu", "H100", "--calibration", str(csv), "--json").stdout)
+    assert round(d["calibration"]["effective_bandwidth_bytes_per_s"] / 1e9, 1) == 1761.6
+    assert [r["bf16_measured_s"] for r in d["calibration"]["rows"]] == [8 / 350, 8 / 250]
+
+
+def test_measured_points_that_disagree_with_the_priced_steps_win_there(tmp_path):
+    # batch 1 per sequence: fp8 steps 1 − 150/151 = 0.66% faster at 2,048 tokens, 1 − 140/136 = 2.94% slower at 8,192,
+    # 1 − 110/125 = 12% faster at 32,768: no overhead of the fitted form (fixed per layer + per element, with KV bytes
+    # halved) is slower at 8,192 only, so the fit must contradict at least one point, and the verdict says which
+    csv = tmp_path / "cal.csv"
+    csv.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n2048,1,150,151\n8192,1,140,136\n"
+                   "32768,1,110,125\n")
+    d = json.loads(run("fp8-kv", "Llama-3.1-8B", "--gpu", "H100", "--calibration", str(csv), "--json").stdout)
+    first = d["verdict"][0]
+    assert first.startswith("Your measurements disagree with this analysis at ")
+    assert "at 8,192 tokens × batch 1 FP8 measured 2.9% slower (140 → 136 tok/s per sequence)" in first
+    assert "the measurements win" in first
+    # the vLLM docs' L4 table, fitted within 0.2% (tests/analyses/test_analyses_cli.py): nothing to contradict
+    csv.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n2048,1,29.1,29.4\n"
+                   "8192,1,26.4,27.9\n16384,1,23.6,26.2\n32768,1,19.4,23.4\n")
+    qwen = str(Path(__file__).parents[1] / "fixtures" / "configs" / "Qwen3-4B.json")
+    d = json.loads(run("fp8-kv", qwen, "--gpu", "L4", "--calibration", str(csv), "--json").stdout)
+    assert not any(v.startswith("Your measurements disagree") for v in d["verdict"])

@@ -119,7 +119,7 @@ def test_an_input_is_never_replaced_even_with_force(cmd, tmp_path):
         argv += ["--trace", str(victim)]
     elif cmd == "fp8-kv --plot":
         victim = out = tmp_path / "cal.svg"
-        victim.write_text("context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s\n1024,8,100,110\n")
+        victim.write_text("context_tokens,batch,bf16_tok_per_s_per_seq,fp8_tok_per_s_per_seq\n1024,8,100,110\n")
         argv += ["--calibration", str(victim)]
     elif cmd == "calibrate --out":
         victim = tmp_path / "bench.jsonl"

@@ -24,23 +24,25 @@ __all__ = ["register"]
 
 
 def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, calibration_gpu, model, gpu):
-    """The FP8 overhead to use and, if fitted here, its calibration."""
+    """The FP8 overhead to use and, if fitted here, its calibration and, measured on this model and GPU, its rows
+    (per sequence)."""
     from kvledger.analyses.judgments.fp8_calibration import (
         DEFAULT_FP8_OVERHEAD,
         Fp8Overhead,
         fit_fp8_overhead,
-        read_fp8_measurements,
     )
+    from kvledger.analyses.judgments.fp8_measurements_csv import read_fp8_measurements
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
-    cal = None
+    cal, rows = None, None
     ov = DEFAULT_FP8_OVERHEAD
     if calibration:
         cm = load_model(calibration_model) if calibration_model else model
         cg = resolve_gpu(calibration_gpu) if calibration_gpu else gpu
-        cal = fit_fp8_overhead(read_fp8_measurements(calibration), cm, cg, source=f"{calibration} ({cm.name} on "
-            f"{cg.name})")
+        measured = read_fp8_measurements(calibration)
+        cal = fit_fp8_overhead(measured, cm, cg, source=f"{calibration} ({cm.name} on {cg.name})")
+        rows = measured if (cm.name, cg.name) == (model.name, gpu.name) else None  # the target's own runs only
         ov = cal.overhead
     if per_element_ns is not None or per_layer_us is not None:
         ov = Fp8Overhead(
@@ -49,7 +51,7 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
             "given on the command line"
             + (f" (other term: {ov.source})" if (per_element_ns is None) != (per_layer_us is None) else ""),
         )
-    return ov, cal
+    return ov, cal, rows
 
 
 @with_groups(target=TARGET)
@@ -68,8 +70,10 @@ def fp8_kv(
         "per step, µs (default 6.5)."),
     calibration: str | None = typer.Option(
         None, "--calibration",
-        help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the "
-             "overhead."),
+        help="CSV of your bf16-vs-fp8 decode runs to fit the overhead: columns context_tokens, batch (or concurrency) "
+             "and the rates with their unit in the name: bf16_tok_per_s_per_seq, fp8_tok_per_s_per_seq (tok/s of one "
+             "sequence) or bf16_tok_per_s_aggregate, fp8_tok_per_s_aggregate (tok/s of the whole batch, what vllm "
+             "bench reports)."),
     calibration_model: str | None = typer.Option(None, "--calibration-model", help="Model the calibration CSV was "
         "measured on (default: MODEL)."),
     calibration_gpu: str | None = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured "
@@ -90,8 +94,8 @@ def fp8_kv(
     refuse_lone_force(force, {"--plot": plot})
     check_plot_path(plot, force, inputs=[calibration])
     spec, g, settings = target.load(model, gpu)
-    ov, cal = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model, calibration_gpu,
-                        spec, g)
+    ov, cal, rows = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model,
+                              calibration_gpu, spec, g)
     fitted = None
     if cal is not None and cal.gpu == g.name and target.bandwidth_fraction is None:
         # measured on this very GPU: its fitted effective bandwidth and fixed step time replace the roofline defaults,
@@ -100,7 +104,7 @@ def fp8_kv(
                                                "cpu_overhead_s": max(0.0, cal.step_fixed_s)})
         fitted = f"the fit of --calibration {calibration}"
     r = analyse_fp8_kv(spec, g, settings, concurrency=concurrency, contexts=parse_token_list(contexts, "--contexts"),
-                       overhead=ov, pricing=target.pricing(), fitted=fitted)
+                       overhead=ov, pricing=target.pricing(), fitted=fitted, measured=rows)
     if plot is not None:
         from kvledger.report.judgment_figures import fp8_kv_figure
 

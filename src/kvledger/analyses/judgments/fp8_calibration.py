@@ -37,7 +37,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Overhead", "Fp8Measurement", "Fp8Calibration", "VLLM_DOCS_L4_QWEN3_4B", "VLLM_DOCS_L4_SOURCE",
-           "DEFAULT_FP8_OVERHEAD", "fit_fp8_overhead", "kv_layers", "read_fp8_measurements", "fitted_step_cost"]
+           "DEFAULT_FP8_OVERHEAD", "fit_fp8_overhead", "kv_layers", "fitted_step_cost"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ class Fp8Measurement:
 
     Attributes:
         context_tokens: KV length per sequence, tokens. batch: sequences decoding together, count.
-        bf16_tok_per_s / fp8_tok_per_s: decode rate per sequence, tok/s (1 / step time).
+        bf16_tok_per_s / fp8_tok_per_s: decode rate per sequence, tok/s (1 / step time; an aggregate rate over
+            the batch, what ``vllm bench`` reports, is this × batch: ``fp8_measurements_csv`` divides it).
     """
 
     context_tokens: int
@@ -167,6 +168,20 @@ def _nnls2(x1: list[float], x2: list[float], y: list[float]) -> tuple[float, flo
     return min(cands, key=lambda pq: sse(*pq))
 
 
+def _check_bandwidth(bw: float, gpu: GpuSpec, source: str) -> None:
+    """Refuse a bf16 baseline that reads KV and weights faster than the GPU's HBM can (a fit above 100% of the
+    datasheet bandwidth): the rates are not per-sequence decode rates of this GPU, most likely aggregate tok/s."""
+    frac = bw / gpu.hbm_bandwidth_bytes_per_s
+    if frac > 1.0:
+        raise InputError(
+            f"the calibration {source} does not fit: its bf16 rows imply an effective bandwidth of {bw / 1e9:,.0f} "
+            f"GB/s, {frac:.0%} of the {gpu.name}'s {gpu.hbm_bandwidth_bytes_per_s / 1e9:,.0f} GB/s of HBM, more than "
+            "the GPU can read. The likely cause is a unit mix-up: aggregate tok/s (all sequences together, what vllm "
+            "bench reports as output token throughput) in per-sequence columns; name the columns "
+            "bf16_tok_per_s_aggregate,fp8_tok_per_s_aggregate for those, or check --calibration-model and "
+            "--calibration-gpu")
+
+
 def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuSpec, *, tp: int = 1,
                      source: str = "user measurements") -> Fp8Calibration:
     """Fit the FP8 overhead (and the bf16 baseline it is measured against) to a decode table.
@@ -177,7 +192,8 @@ def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuS
         source: the table's provenance, carried into the result.
 
     Raises:
-        InputError: fewer than two rows, or rows whose bf16 KV bytes are all equal (baseline not identifiable).
+        InputError: fewer than two rows, rows whose bf16 KV bytes are all equal (baseline not identifiable), or a
+            baseline faster than the GPU's HBM bandwidth (per-sequence rates that are aggregate ones).
     """
     rows = list(rows)
     if len(rows) < 2:
@@ -195,6 +211,7 @@ def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuS
     a, t0 = _lstsq2([c.bytes for c in cb], [1.0] * len(rows), tb)
     if a <= 0:
         raise InputError("the bf16 step times do not grow with KV bytes: the baseline fit failed (check the table)")
+    _check_bandwidth(1 / a, gpu, source)
     L = kv_layers(model)
     elements = [c.kv_bytes - 2 * rf.state_bytes * r.batch for c, r in zip(cf, rows)]
     excess = [t - (a * c.bytes + t0) for t, c in zip(tf, cf)]
@@ -214,42 +231,6 @@ def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuS
                      "approximate")
     return Fp8Calibration(ov, 1 / a, (1 / a) / gpu.hbm_bandwidth_bytes_per_s, t0, tuple(out), worst, model.name,
                           gpu.name, source, tuple(notes))
-
-
-_COLUMNS = ("context_tokens", "batch", "bf16_tok_per_s", "fp8_tok_per_s")
-
-
-def read_fp8_measurements(path: str) -> list[Fp8Measurement]:
-    """Read a CSV with columns context_tokens, batch, bf16_tok_per_s, fp8_tok_per_s (decode tok/s per sequence).
-
-    Raises:
-        FormatError: a missing file or column, or a value that is not a number (file and line named).
-    """
-    import csv
-    from pathlib import Path
-
-    from kvledger.errors import FormatError
-    from kvledger.names import check_name_or_path
-
-    check_name_or_path(str(path), "--calibration")
-    p = Path(path)
-    if not p.is_file():
-        raise FormatError(path, "no such file")
-    with p.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise FormatError(path, f"missing column(s) {', '.join(missing)}; need {', '.join(_COLUMNS)}", "line 1")
-        out = []
-        for i, row in enumerate(reader, start=2):
-            try:
-                out.append(Fp8Measurement(int(row["context_tokens"]), int(row["batch"]), float(row["bf16_tok_per_s"]),
-                                          float(row["fp8_tok_per_s"])))
-            except (TypeError, ValueError) as err:
-                raise FormatError(path, f"cannot read the row as numbers ({err})", f"line {i}") from None
-            except InputError as err:
-                raise FormatError(path, str(err), f"line {i}") from None
-    return out
 
 
 def fitted_step_cost(rc: RooflineStepCost, fit: str) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from kvledger.analyses.judgments.fp8_capacity import (
     requests_at,
     start_ups,
 )
-from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
+from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict, measured_disagreements
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings, simulate_step_cost, split_host
@@ -243,7 +243,7 @@ def _headline(pb: Plan, pf: Plan, at: int, concurrency: int | None, start_up: di
 def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *,
                    concurrency: int | None = None,
                    contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD,
-                   pricing: PricingFlags | None = None, fitted: str | None = None) -> Fp8Report:
+                   pricing: PricingFlags | None = None, fitted: str | None = None, measured=None) -> Fp8Report:
     """Compare bf16 ("auto") and fp8 KV for ``model`` on ``gpu`` at ``concurrency`` sequences.
 
     The first question is capacity at the user's context: the first of ``contexts`` (default 8,192 tokens, or
@@ -253,7 +253,8 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     Steps are priced as ``simulate`` prices the deployment under ``pricing`` (``plan_pricing``), unless ``fitted``
     names a fit of the measured engine's bf16 steps (``fit_fp8_overhead``) whose bandwidth fraction and fixed step
     time ``settings`` carry: its fixed time holds the engine's host time, so the roofline prices the steps as fitted
-    (fixed time in series, no host term) and the output says so.
+    (fixed time in series, no host term) and the output says so. ``measured``: that model's measured rows on this
+    GPU (``Fp8Measurement``), where the verdict says which of them the priced steps contradict.
 
     Raises:
         InputError: concurrency out of range, a context past max_model_len, KV already 1 byte, or a bad plan.
@@ -290,4 +291,5 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     rep = Fp8Report(model.name, gpu.name, settings_used, overhead, concurrency, cap, be, table, curve, (), (),
                     headline, dm.step_cost)
     notes = ([f"warning: {pb.nodes.text}"] if pb.nodes else []) + fp8_notes(rep, dm)  # plan's node rule (node_size)
-    return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(notes)})
+    verdict = measured_disagreements(measured, dm) + fp8_verdict(rep, dm)  # first: where your own runs disagree
+    return Fp8Report(**{**rep.__dict__, "verdict": tuple(verdict), "notes": tuple(notes)})

@@ -9,7 +9,7 @@ from kvledger.units import fmt_bytes, fmt_duration
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.fp8_kv import Fp8DecodeModel, Fp8Report
 
-__all__ = ["fp8_verdict", "fp8_notes", "start_up_line"]
+__all__ = ["fp8_verdict", "fp8_notes", "start_up_line", "measured_disagreements"]
 
 
 def _n(n: int, noun: str) -> str:
@@ -191,3 +191,25 @@ def fp8_notes(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
         notes.append("Sliding-window / chunked layers stop growing at their window, so the closed form c* applies only "
                      "to the full-attention layers; the break-even shown is found numerically.")
     return notes
+
+
+def measured_disagreements(measured, dm: Fp8DecodeModel) -> list[str]:
+    """A verdict sentence where the measured bf16-vs-fp8 rows (``Fp8Measurement``, per sequence, of this model on this
+    GPU) disagree with the priced steps on which is faster: there the measurements win. Empty where they agree."""
+    out = []
+    for m in measured or ():
+        meas = 100 * (1 - m.bf16_tok_per_s / m.fp8_tok_per_s)  # (t_bf16 − t_fp8) / t_bf16, % (1 / rate = step)
+        model = dm.point(m.batch, m.context_tokens).fp8_gain_pct
+        if (meas > 0) != (model > 0):
+            out.append(f"at {m.context_tokens:,} tokens × batch {m.batch:,} FP8 measured {_faster(meas)} "
+                       f"({m.bf16_tok_per_s:,.4g} → {m.fp8_tok_per_s:,.4g} tok/s per sequence) where this analysis "
+                       f"prices it {_faster(model)}")
+    if not out:
+        return []
+    return [f"Your measurements disagree with this analysis at {len(out):,} of {len(measured):,} measured points: "
+            + "; ".join(out) + ". At the contexts and batches you measured, the measurements win: go by them there, "
+            "not by the break-even below, which is the fitted model's between and beyond them."]
+
+
+def _faster(gain_pct: float) -> str:
+    return f"{gain_pct:.1f}% faster" if gain_pct > 0 else f"{-gain_pct:.1f}% slower"
