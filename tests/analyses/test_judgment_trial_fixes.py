@@ -149,7 +149,7 @@ def test_tp_16_on_h100_assumes_plans_two_nodes_of_8_with_its_warning():
     d = json.loads(r.stdout)
     assert d["settings"]["nnodes"] == 2 and d["notes"][0].startswith(warn)
     text = run("spec-decode", "Llama-3.1-70B", "--gpu", "H100", "--tp", "16", "-k", "4", "--acceptance", "0.7").stdout
-    assert text.splitlines()[1].startswith(warn)
+    assert any(line.startswith(warn) for line in text.splitlines()[1:3])  # under the title and the drafter
 
 
 def _decode_at(batch, context_tokens):
@@ -208,3 +208,18 @@ def test_measured_points_that_disagree_with_the_priced_steps_win_there(tmp_path)
     qwen = str(Path(__file__).parents[1] / "fixtures" / "configs" / "Qwen3-4B.json")
     d = json.loads(run("fp8-kv", qwen, "--gpu", "L4", "--calibration", str(csv), "--json").stdout)
     assert not any(v.startswith("Your measurements disagree") for v in d["verdict"])
+
+
+def test_spec_decode_says_its_default_drafter_first():
+    r = run("spec-decode", "Llama-3.1-8B", "--gpu", "H100", "-k", "4", "--acceptance", "0.7")
+    head = r.stdout.splitlines()[:2]
+    assert head[0].endswith("draft: n-gram prompt lookup (default; no --draft-model given)")
+    assert head[1].startswith("draft: n-gram prompt lookup (default; no --draft-model given): drafting costs no GPU")
+    help_text = " ".join(run("spec-decode", "--help").stdout.split())
+    assert "n-gram prompt lookup, drafting free (no GPU work), the most optimistic case" in help_text.replace(
+        "--draft-cost- fraction", "--draft-cost-fraction")
+    d = json.loads(run("spec-decode", "Llama-3.1-8B", "--gpu", "H100", "-k", "4", "--acceptance", "0.7",
+                       "--json").stdout)
+    assert d["summary"]["draft"]["kind"] == "free"
+    # free drafting: a round is the verification alone, E = (1 − 0.7^5) / (1 − 0.7) = 0.83193 / 0.3 = 2.7731 tokens
+    assert round(d["summary"]["expected_tokens_per_round"], 4) == 2.7731

@@ -14,16 +14,26 @@ if TYPE_CHECKING:
 __all__ = ['render_spec_decode']
 
 
+def _print_header(r: SpecReport, console) -> None:
+    """The title line, the default drafter's caveat and the warnings (the node rule, a draft no smaller than the
+    target), before any table."""
+    sm = r.summary
+    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
+                  f"{sm.draft_tokens}, "
+                  f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
+    if sm.draft.kind == "free":  # the default drafter: said at once, since it is the most optimistic case
+        console.print(f"draft: {sm.draft.name}: drafting costs no GPU work, the most optimistic case; --draft-model "
+                      "or --draft-cost-fraction prices a real drafter")
+    for note in (n for n in r.notes if n.startswith("warning:")):  # said first, and again among the notes
+        console.print(note)
+
+
 def render_spec_decode(r: SpecReport, console) -> None:
     from kvledger.analyses.judgments.spec_sim import sweep_sentence
     from kvledger.units import fmt_bytes, fmt_duration, fmt_ratio
 
     sm = r.summary
-    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
-                  f"{sm.draft_tokens}, "
-                  f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
-    for note in (n for n in r.notes if n.startswith("warning:")):  # said first, and again among the notes
-        console.print(note)
+    _print_header(r, console)
     for line in step_cost_lines(r.step_cost) if r.step_cost else ():  # as simulate prints its step cost
         console.print(line)
     t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, the step "

@@ -21,7 +21,7 @@ from kvledger.units import fmt_bytes, fmt_duration, fmt_ratio
 if TYPE_CHECKING:
     from kvledger.analyses.judgments.spec_sim import SpecSweep
 
-__all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
+__all__ = ["make_draft", "SpecReport", "analyse_spec_decode", "NGRAM_DEFAULT"]
 
 
 def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None = None,
@@ -52,7 +52,12 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
         return DraftSpec("fraction",
                          f"draft head at {draft_cost_fraction:g} × the target's decode step per draft token",
                              draft_cost_fraction)
-    return DraftSpec("free", "n-gram / prompt lookup (no GPU work for drafting)")
+    return DraftSpec("free", NGRAM_DEFAULT)
+
+
+NGRAM_DEFAULT = "n-gram prompt lookup (default; no --draft-model given)"
+"""The draft without --draft-model or --draft-cost-fraction: vLLM's n-gram proposer, drafting with no GPU work, so
+the most optimistic case (only the verification is paid)."""
 
 
 @dataclass(frozen=True)
