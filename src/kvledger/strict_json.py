@@ -63,7 +63,8 @@ def to_strict(obj: Any, key: str = "") -> Any:
         x = _float(obj)
         return _money(key, x) if "usd" in key and isinstance(x, float) else x
     if isinstance(obj, dict):
-        return {k: to_strict(v, k if isinstance(k, str) else "") for k, v in obj.items()}
+        # a figure under a dollar key ({"usd_per_mtok_output": {"min": …, "max": …}}) is a dollar figure too
+        return {k: to_strict(v, _child_key(key, k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_strict(v, key) for v in obj]
     if isinstance(obj, np.ndarray):
@@ -71,6 +72,13 @@ def to_strict(obj: Any, key: str = "") -> Any:
     if isinstance(obj, np.generic):
         return to_strict(obj.item(), key)
     return obj
+
+
+def _child_key(parent: str, key: Any) -> str:
+    """The key a value under ``parent`` is rounded by: its own, or its dollar parent's where its own names no dollar
+    figure (``min`` under ``usd_per_mtok_output``)."""
+    own = key if isinstance(key, str) else ""
+    return parent if "usd" in parent and "usd" not in own else own
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:

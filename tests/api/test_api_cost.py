@@ -102,6 +102,9 @@ def test_the_parameters_are_the_commands_flags():
     # every flag of `kvledger cost` but the outputs (--json, --out, --force), the refused data-parallel flags and
     # typer's completion flags; FILE(s) is `path`, and `cache` decides the on-disk store as kvledger.goodput's does
     left_out = {"--json", "--out", "--force", "--data-parallel-size", "--enable-dp-attention", "--install-completion",
-                "--show-completion", "files"}
+                "--show-completion", "files",
+                # SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size:
+                # the API takes vLLM's names, as plan's and simulate's do
+                "--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size", "--page-size"}
     flags = {f.lstrip("-").replace("-", "_") for f in flag_names().values() if f not in left_out}
     assert set(inspect.signature(kvledger.cost).parameters) == flags | {"path", "cache"}

@@ -26,7 +26,7 @@ def test_gpt_oss_pool_holds_and_the_batch_cap_follow_plans_count():
             "blocks ÷ 72 blocks per 1,000-token request at the prompt + output means, as `kvledger plan` counts a "
             "request while decoding under vLLM's hybrid KV cache manager: sliding layers hold ≤ 128 tokens + a block"
             ) in out
-    assert "--max-num-seqs 41 (as counted above: it caps the batch" in out
+    assert "--max-num-seqs 41 (as counted above: the requests of the mean length the pool holds" in out
 
 
 def test_gpt_oss_seq_cap_note_counts_the_same_way():

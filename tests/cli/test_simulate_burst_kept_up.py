@@ -36,7 +36,8 @@ def test_a_light_load_is_not_called_overloaded():
     doc = json.loads(res.output)
     assert doc["overload"] is None
     assert {"ttft_mean", "tpot_mean"} <= set(doc["error_bands"]) and "throughput" not in doc["error_bands"]
-    assert any(n.startswith("kept up within the trace's bursts: requests in the system rose from 10 at the median "
-                            "arrival to 26 at the last") for n in doc["notes"])
+    # the two instants (10 → 26) grow, but the backlog's time averages over the second and last quarters of arrivals
+    # do not (backlog_windows: both checks must agree), so the run is not even a growth within the bursts: no note
+    assert not any(n.startswith("kept up within the trace's bursts") for n in doc["notes"])
     text = " ".join(CliRunner().invoke(app, RUN).output.split())
     assert "overloaded" not in text and "throughput at saturation" not in text

@@ -83,7 +83,7 @@ def report(
 
         require_api_row(model)
     with report_pool() as pool:  # a second process where there are two CPUs (same bytes: report/report_pool.py)
-        data = _build(req, quiet=o.as_json, pool=pool)
+        data = _as_printed(_build(req, quiet=o.as_json, pool=pool))
         if o.png is None:  # the HTML alone: from the store when this data was drawn before (report/html_store.py)
             figures, html = None, (report_html(data, pool) if out is not None else None)
         else:
@@ -121,6 +121,17 @@ def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, coun
             for n in m.get("notes", ()):
                 typer.echo(f"note: {m['file']}: {n}")
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {o.png}" if o.png else ""))
+
+
+def _as_printed(data: ReportData) -> ReportData:
+    """``data`` as its ``--json`` prints it (dollar figures rounded, infinities written): the HTML and the figures are
+    drawn from that, so they are a function of the JSON."""
+    import json
+
+    from kvledger.analyses.serving.report_data import ReportData
+    from kvledger.report.jsonout import strict_json
+
+    return ReportData.from_dict(json.loads(strict_json(data.to_dict())))
 
 
 def _build(req: Any, quiet: bool, pool: Any) -> ReportData:
