@@ -54,22 +54,23 @@ def test_sglang_dp_attention_replicates_attention_and_embedding(sglang_pair):
 
 def test_sglang_dp_attention_reserve_pool_and_limits(sglang_pair):
     tp8, dp8 = sglang_pair
-    # reserve_for_graph_mb: 512 + 1.5 × 8,192 + 8/8 × 1,024 + 2 × 512 = 14,848 MiB, + 512 × 8 × (3 + 1.5) under
-    # DP attention (max_bs 512 > 300) = 33,280 MiB
-    assert tp8.memory.fraction == round((H200_MIB - 14_848) / H200_MIB, 3) == 0.897
-    assert dp8.memory.fraction == round((H200_MIB - 33_280) / H200_MIB, 3) == 0.769
+    # reserve_for_graph_mb: 512 + 1.5 × 8,192 + 8/8 × 1,024 + 2 × 512 + 1,536 (MLA's prefill graphs, on by default,
+    # which DP attention leaves on from 0.5.17) = 16,384 MiB, + 512 × 8 × (3 + 1.5) under DP attention (max_bs
+    # 512 > 300) = 34,816 MiB
+    assert tp8.memory.fraction == round((H200_MIB - 16_384) / H200_MIB, 3) == 0.886
+    assert dp8.memory.fraction == round((H200_MIB - 34_816) / H200_MIB, 3) == 0.758
     # page size 1: tokens = floor(available / 70,272 B), one pool per GPU = per DP rank
     assert dp8.memory.num_gpu_blocks == dp8.memory.available_kv_bytes // KV_PER_TOKEN
-    assert tp8.memory.num_gpu_blocks == tp8.memory.available_kv_bytes // KV_PER_TOKEN == 666_370
+    assert tp8.memory.num_gpu_blocks == tp8.memory.available_kv_bytes // KV_PER_TOKEN == 643_295
     d = dp8.data_parallel
     assert (d.ranks, d.gpus, d.attention_tp) == (8, 8, 1)
-    assert d.kv_tokens_per_rank == dp8.memory.num_gpu_blocks == 244_127
-    assert d.kv_tokens_total == 8 * 244_127  # 1,953,016 tokens on the node: 2.93× the TP-8 replica's 666,370
+    assert d.kv_tokens_per_rank == dp8.memory.num_gpu_blocks == 221_051
+    assert d.kv_tokens_total == 8 * 221_051  # 1,768,408 tokens on the node: 2.75× the TP-8 replica's 643,295
     # the prefill chunk 8,192 ÷ 8 per rank; max_running_requests per rank min(max(int(T / 163,840 × 512), 2,048),
     # 4,096) = 2,048
     assert dp8.memory.max_num_batched_tokens == 1_024 and dp8.memory.max_num_seqs == 2_048
     at32k = next(r for r in d.requests if r.context_tokens == 32_768)
-    assert at32k.per_rank == 244_127 // 32_768 == 7 and at32k.total == 56
+    assert at32k.per_rank == 221_051 // 32_768 == 6 and at32k.total == 48
     assert dp8.roofline is None and tp8.roofline is not None
     assert tp8.data_parallel is None
 
@@ -77,8 +78,8 @@ def test_sglang_dp_attention_reserve_pool_and_limits(sglang_pair):
 def test_mla_at_tp8_names_dp_attention_with_its_computed_figure(sglang_pair):
     tp8, _ = sglang_pair
     assert "--enable-dp-attention --dp-size 8" in tp8.dp_remedy
-    assert "8 × 244,127 = 1,953,016 KV tokens" in tp8.dp_remedy and "666,370" in tp8.dp_remedy
-    assert "2.93×" in tp8.dp_remedy
+    assert "8 × 221,051 = 1,768,408 KV tokens" in tp8.dp_remedy and "643,295" in tp8.dp_remedy
+    assert "2.75×" in tp8.dp_remedy
 
 
 def test_sglang_given_max_running_requests_is_divided_per_rank():

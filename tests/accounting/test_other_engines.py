@@ -21,20 +21,22 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
     # (above the 10 GiB floor); fraction = round((81,559 − 13,440) / 81,559, 3) = round(0.83521, 3) = 0.835.
     frac, _ = sglang_mem_fraction_static(81_559, 1, 8192, 256)
     assert frac == 0.835
+    # a plan adds the prefill CUDA graphs, on by default (sglang_prefill_graphs.py): 58 sizes up to 8,192 × 8 MiB
+    # = 464 MiB; 13,904 MiB → round(67,655 / 81,559, 3) = round(0.82952, 3) = 0.83.
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     # free before load = 81,090 MiB − 0.42 GiB held before the weights (no custom all-reduce at TP 1,
     # sglang_rules.SGLANG_PRELOAD_GIB) = 85,029,027,840 − 450,971,566.08 = 84,578,056,273.92 B;
-    # available = 84,578,056,273.92 × 0.835 − 16,060,522,496 (weights) − 67,108,864 (float32 RoPE buffer,
+    # available = 84,578,056,273.92 × 0.83 − 16,060,522,496 (weights) − 67,108,864 (float32 RoPE buffer,
     # 131,072 × 128 × 4 B) − 1,564,672 (segment tails: 65 norms of 8,192 B in one 2 MiB small segment)
-    # − 69,793,218.56 (0.065 GiB measured rest of the load, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,423,687,738 B;
-    # #tokens = floor(54,423,687,738 / 131,072) = 415,219; K = V = 415,219 × 65,536 B = 25.34 GiB (SGLang says "GB").
-    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_423_687_738, 415_219)
-    # and the scheduler's start-up line: max_running_requests = min(clamp(415,219 / 131,072 × 512 = 1,621, 2,048,
-    # 4,096), 415,219 // 2) = 2,048
-    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415219, K size: 25.34 GB, V size: 25.34 GB",
-                                      "max_total_num_tokens=415219, chunked_prefill_size=8192, max_prefill_tokens="
+    # − 69,793,218.56 (0.065 GiB measured rest of the load, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,000,797,456 B;
+    # #tokens = floor(54,000,797,456 / 131,072) = 411,993; K = V = 411,993 × 65,536 B = 25.15 GiB (SGLang says "GB").
+    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.83, 54_000_797_456, 411_993)
+    # and the scheduler's start-up line: max_running_requests = min(clamp(411,993 / 131,072 × 512 = 1,609, 2,048,
+    # 4,096), 411,993 // 2) = 2,048
+    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 411993, K size: 25.15 GB, V size: 25.15 GB",
+                                      "max_total_num_tokens=411993, chunked_prefill_size=8192, max_prefill_tokens="
                                       "16384, max_running_requests=2048, context_len=131072, available_gpu_mem=… GB")
-    # Page size 1: an 8,192-token request needs 8,192 slots → floor(415,219 / 8,192) = 50 whole requests.
+    # Page size 1: an 8,192-token request needs 8,192 slots → floor(411,993 / 8,192) = 50 whole requests.
     assert p.row_at(8192).max_requests == 50
 
 
@@ -217,24 +219,25 @@ def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
     # buffer and segment tails (67,108,864 + 1,564,672 B, computed), E = the rest the load adds. Point X = 0.42 GiB
     # at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs (sglang_rules.SGLANG_PRELOAD_HIGH_GIB);
     # E from −0.005 to 0.19 GiB (sglang_rules.SGLANG_LOAD_EXTRA_GIB). H100's CUDA total ranges
-    # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B, −0.1% …
+    # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.83 (with the prefill graphs), weights
+    # 16,060,522,496 B, −0.1% …
     # +0.25% (vLLM's logged spread, transferred: transferred_ranges.weights_range): +40,151,306.24 / −16,060,522.50 B:
-    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 40,151,306.24 − 68,673,536 − 204,010,946.56
-    #        = 53,949,071,339 B → floor(/131,072) 411,598 tokens
-    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 + 16,060,522.50 − 68,673,536 + 5,368,709.12
-    #        = 54,801,183,599 B → 418,099 tokens
-    # page 1, 131,072-token requests: concurrency 411,598 / 131,072 = 3.140 to 418,099 / 131,072 = 3.190
+    #   low  = (85,023,784,960 − 805,306,368) × 0.83 − 16,060,522,496 − 40,151,306.24 − 68,673,536 − 204,010,946.56
+    #        = 53,527,978,946 B → floor(/131,072) 408,386 tokens
+    #   high = (85,060,485,120 − 139,586,437) × 0.83 − 16,060,522,496 + 16,060,522.50 − 68,673,536 + 5,368,709.12
+    #        = 54,376,579,106 B → 414,860 tokens
+    # page 1, 131,072-token requests: concurrency 408,386 / 131,072 = 3.116 to 414,860 / 131,072 = 3.165
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == (53_949_071_339.0, 54_801_183_599.0)
-    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_598, 418_099)
-    assert r["max_concurrency"] == (411_598 / 131_072, 418_099 / 131_072)
+    assert r["available_kv_bytes"] == (53_527_978_946.0, 54_376_579_106.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (408_386, 414_860)
+    assert r["max_concurrency"] == (408_386 / 131_072, 414_860 / 131_072)
     w = next(d for d in p.memory.deductions if d.name == "weights")
     assert (w.low_bytes, w.high_bytes) == pytest.approx((16_060_522_496 * 0.999, 16_060_522_496 * 1.0025))
-    # the reserve's range: − (0.42 − 0.13 GiB) × 0.835 = − 0.24215 GiB to + (0.75 − 0.42 GiB) × 0.835 = + 0.27555 GiB
+    # the reserve's range: − (0.42 − 0.13 GiB) × 0.83 = − 0.2407 GiB to + (0.75 − 0.42 GiB) × 0.83 = + 0.2739 GiB
     res = next(d for d in p.memory.deductions if d.name == N.SGLANG_RESERVE)
-    assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.27555, abs=1e-5)
-    assert (res.bytes - res.low_bytes) / 2**30 == pytest.approx(0.24215, abs=1e-5)
+    assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.2739, abs=1e-5)
+    assert (res.bytes - res.low_bytes) / 2**30 == pytest.approx(0.2407, abs=1e-5)
     # distributed (TP 2 over NVLink, custom all-reduce on): no public TP-2 start-up, so the point stays 0.42 GiB and the
     # range reaches 2.67 GiB before the weights (sglang PR #11716, TP 8 on H200: CUDA total 139.96 GiB less "Load weight
     # begin. avail mem=137.29 GB"): + (2.67 − 0.42) and − (0.42 − 0.13) GiB, × f

@@ -136,22 +136,24 @@ def sglang_dp_weight_bytes(model: ModelSpec, tp: int, attn_tp: int) -> tuple[flo
     return total, how
 
 
-def sglang_dp_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings) -> SglangDefaults:
+def sglang_dp_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings, prefill_mib: float = 0.0) -> SglangDefaults:
     """SGLang 0.5.23's default mem_fraction_static under DP attention: the reserve of ``memory.py::
     sglang_mem_fraction_static`` plus the decode graphs' DP terms, max_bs × dp × 3 MiB and another max_bs × dp × 1.5
-    above a max_bs of 300 (``arg_groups/memory_hook.py::reserve_for_graph_mb``), with the prefill chunk before its
-    division by dp; ``d`` unchanged without DP attention."""
+    above a max_bs of 300 (``arg_groups/memory_hook.py::reserve_for_graph_mb``), and the prefill graphs'
+    ``prefill_mib`` (sglang_prefill_graphs.py), with the prefill chunk before its division by dp; ``d`` unchanged
+    without DP attention."""
     dp, bs, cps = dp_size(s), d.cuda_graph_max_bs, d.chunked_prefill_size
     if s.engine != "sglang" or not s.enable_dp_attention or dp == 1:
         return d
     extra = bs * dp * 3 + (bs * dp * 1.5 if bs > 300 else 0.0)
-    reserved = sglang_reserved_mib(smi_mib, s.tp, cps, bs, extra)
+    reserved = sglang_reserved_mib(smi_mib, s.tp, cps, bs, extra + prefill_mib)
     frac = round((smi_mib - reserved) / smi_mib, 3)
+    pre = f" + prefill graphs {prefill_mib:,.0f}" if prefill_mib else ""
     return replace(d, mem_fraction_static=frac, source=(
         f"SGLang 0.5.23 default under DP attention (arg_groups/memory_hook.py): round(({smi_mib:,.0f} − "
         f"{reserved:,.0f} MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + {s.tp}/8 × 1,024 + 2 × {bs} "
         f"+ DP attention {bs} × {dp} × "
-        f"{4.5 if bs > 300 else 3:g}) / {smi_mib:,.0f}, 3)"))
+        f"{4.5 if bs > 300 else 3:g}{pre}) / {smi_mib:,.0f}, 3)"))
 
 
 def per_rank_settings(s: PlanSettings) -> PlanSettings:

@@ -76,6 +76,9 @@ def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"{_engine_flag()} {s.engine} it would be ignored: plan a quantized checkpoint, or use "
                          f"{_engine_flag()} vllm")
+    if s.engine != "sglang" and s.disable_prefill_cuda_graph:
+        raise InputError(f"--disable-prefill-cuda-graph is an SGLang flag (its prefill CUDA graphs' reserve); with "
+                         f"{_engine_flag()} {s.engine} it would be ignored: drop it, or use {_engine_flag()} sglang")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use {_engine_flag()} vllm")

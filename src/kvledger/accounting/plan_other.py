@@ -33,6 +33,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults, sglang_scheduler_line
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
+from kvledger.accounting.sglang_prefill_graphs import sglang_prefill_note
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
     SGLANG_LOAD_EXTRA_GIB,
@@ -62,6 +63,11 @@ read)."""
 __all__ = ["sglang_plan", "trtllm_plan", "trtllm_blocks_round_up", "trtllm_bytes_per_token", "trtllm_runtime"]
 
 
+def _is_mla(model: ModelSpec) -> bool:
+    """Whether the model's attention is MLA (SGLang's ``use_mla_backend``)."""
+    return any(isinstance(layer, MLAAttention) for layer in model.layers)
+
+
 def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
     kinds = {g.kind for g in kv.groups}
     notes = []
@@ -79,7 +85,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    d, graphs = sglang_resolved_defaults(ver, smi_mib, s)  # sglang_graphs.py: the given chunk, graph cap and DP
+    d, graphs = sglang_resolved_defaults(ver, smi_mib, s, _is_mla(model), model.name)  # sglang_graphs.py
     s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
     w, how = sglang_rank_weights(model, s)  # dp_attention.py: whole attention per DP rank, or 1/TP
@@ -120,8 +126,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     older = sglang_version_text(ver) if ver < SGLANG_LATEST else None
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note), older, ver < SGLANG_POOL_SLOT_UNTIL,
                                s.max_num_batched_tokens is not None)
-             + [sglang_graph_note(ver, graphs, mrr)] + mamba_note + pools.notes
-             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
+             + [sglang_graph_note(ver, graphs, mrr), sglang_prefill_note(ver, graphs.prefill)] + mamba_note
+             + pools.notes + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
              + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
     notes = ([N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST))]
              if ver > SGLANG_LATEST else []) + notes + long_len_notes(model, L, lsrc)
@@ -142,7 +148,7 @@ def _printed_and_requests(model: ModelSpec, s: PlanSettings, pools, L: int, ver:
     --max-running-requests is not cut to half the tokens (``managers/tp_worker.py``: min(#tokens // 2 or the given,
     the pool's size))."""
     tokens = pools.full_tokens
-    is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    is_mla = _is_mla(model)
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
             else f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, V size: {size / 2:.2f} GB")

@@ -48,7 +48,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
-             "enable_dp_attention", "max_total_tokens")
+             "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -72,7 +72,8 @@ class PlanSettings:
             the default; ModelOpt-exported checkpoints of bfloat16 models, quantize.py's, carry float16).
         cuda_graph_max_batch_size: TensorRT-LLM ``cuda_graph_config.max_batch_size`` (None: 128, the default).
         no_cuda_graph: TensorRT-LLM's PyTorch backend without CUDA graphs (``cuda_graph_config: null``; 0.x
-            ``use_cuda_graph: false``): no graph pool.
+            ``use_cuda_graph: false``): no graph pool. disable_prefill_cuda_graph: SGLang's prefill graphs off
+            (sglang_prefill_graphs.py); None: not given.
         wddm: the GPU runs the Windows display driver (Windows, WSL2): CUDA reports the whole board as its total and
             the driver's hold counts as used memory (every engine's plan; vLLM's by its version's rule, wddm_engines).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
@@ -120,6 +121,7 @@ class PlanSettings:
     trtllm_logits_dtype: Literal["float32", "float16"] | None = None  # not dumped either: the deductions name it
     cuda_graph_max_batch_size: int | None = None
     no_cuda_graph: bool = False
+    disable_prefill_cuda_graph: bool | None = None
     wddm: bool = False
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"

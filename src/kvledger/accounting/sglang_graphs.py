@@ -9,16 +9,17 @@ while decode graphs are on: ``--disable-cuda-graph`` sets the decode backend to 
 60 GiB, and the fraction is round((GPU MiB − reserved) / GPU MiB, 3). So a given prefill chunk or graph cap enters the
 fraction, as the defaults do. 0.5.3–0.5.22 use the same reserve (``_handle_gpu_memory_settings``, sglang_rules.py);
 the cut by ``--max-running-requests`` is applied from 0.5.23, the release it was read in. Before 0.5.3 the fraction
-does not depend on either (sglang_rules.py). The breakable prefill graphs' term (8 MiB per captured prefill size,
-1.5 GiB with MLA) is not modelled, as sglang_rules.py says.
+does not depend on either (sglang_rules.py). From 0.5.10 the prefill CUDA graphs, on by default, add 8 MiB per
+captured prefill size (1.5 GiB with MLA) to the reserve before the floor (sglang_prefill_graphs.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvledger.accounting.dp_attention import sglang_dp_defaults
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_prefill_graphs import PrefillGraphs, sglang_prefill_graphs
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, SglangDefaults, sglang_version_defaults, sglang_version_text
 from kvledger.accounting.sglang_steps import decode_capture_sizes
 
@@ -33,11 +34,13 @@ SGLANG_MAX_PREFILL_TOKENS = 16384
 
 @dataclass(frozen=True)
 class SglangGraphs:
-    """The decode CUDA graphs a plan resolves: the cap, whether graphs are on, and where the cap comes from."""
+    """The decode CUDA graphs a plan resolves: the cap, whether graphs are on, and where the cap comes from; and the
+    prefill graphs (sglang_prefill_graphs.py)."""
 
     max_bs: int
     enabled: bool
     why: str
+    prefill: PrefillGraphs = field(default_factory=lambda: PrefillGraphs(False, (), 0.0, "not resolved"))
 
 
 def _graphs(ver: tuple[int, ...], d: SglangDefaults, s: PlanSettings, tp: int) -> SglangGraphs:
@@ -54,33 +57,37 @@ def _graphs(ver: tuple[int, ...], d: SglangDefaults, s: PlanSettings, tp: int) -
     return SglangGraphs(bs, not s.no_cuda_graph, why)
 
 
-def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettings) -> tuple[SglangDefaults,
-                                                                                             SglangGraphs]:
+def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettings, mla: bool = False,
+                             model_path: str = "") -> tuple[SglangDefaults, SglangGraphs]:
     """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB with the prefill chunk (``--chunked-prefill-size``,
     kvledger's ``max_num_batched_tokens``), the decode graph cap and ``--disable-cuda-graph`` given in ``s`` put in
-    their place, the default fraction recomputed from them from 0.5.3 (module docstring), then DP attention's
-    reserve (``dp_attention.sglang_dp_defaults``); and the graphs."""
+    their place, and the prefill graphs' term of a model (``mla``: its attention is MLA; ``model_path``: its id), the
+    default fraction recomputed from them from 0.5.3 (module docstring), then DP attention's reserve
+    (``dp_attention.sglang_dp_defaults``); and the graphs."""
     d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
     g = _graphs(ver, d, s, s.tp)
     cps = s.max_num_batched_tokens or d.chunked_prefill_size
-    if (cps, g.max_bs, g.enabled) == (d.chunked_prefill_size, d.cuda_graph_max_bs, True):
+    p = sglang_prefill_graphs(ver, s, cps, mla, model_path)
+    g = replace(g, prefill=p)
+    if (cps, g.max_bs, g.enabled, p.reserve_mib) == (d.chunked_prefill_size, d.cuda_graph_max_bs, True, 0.0):
         return sglang_dp_defaults(d, smi_mib, s), g
     d = replace(d, chunked_prefill_size=cps, cuda_graph_max_bs=g.max_bs)
     if ver < SGLANG_RESERVE_FROM:
         return sglang_dp_defaults(d, smi_mib, s), g
     graph_mib = 2 * g.max_bs if g.enabled else 0
     n = s.tp * s.pp
-    reserved = 512 + 1.5 * max(cps, 2048) + graph_mib + n / 8 * 1024
+    reserved = 512 + 1.5 * max(cps, 2048) + graph_mib + p.reserve_mib + n / 8 * 1024
     floor = smi_mib > 60 * 1024
     if floor:
         reserved = max(reserved, 10 * 1024)
     frac = round((smi_mib - reserved) / smi_mib, 3)
     graph = f"2 × {g.max_bs}" if g.enabled else "0 (decode CUDA graphs off)"
+    pre = f" + {p.reserve_mib:,.0f} (prefill graphs: {p.why})" if p.enabled else ""
     return sglang_dp_defaults(replace(d, mem_fraction_static=frac, source=(
         f"SGLang {sglang_version_text(ver)} rule (arg_groups/memory_hook.py handle_gpu_memory_settings; "
         f"server_args.py before 0.5.23) with the settings given: round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: "
-        f"512 + 1.5 × {max(cps, 2048):,} + {graph} + {n}/8 × 1,024{', at least 10 GiB' if floor else ''}) / "
-        f"{smi_mib:,.0f}, 3)")), smi_mib, s), g
+        f"512 + 1.5 × {max(cps, 2048):,} + {graph}{pre} + {n}/8 × 1,024{', at least 10 GiB' if floor else ''}) / "
+        f"{smi_mib:,.0f}, 3)")), smi_mib, s, p.reserve_mib), g
 
 
 def sglang_graph_note(ver: tuple[int, ...], g: SglangGraphs, pool_requests: int | None) -> str:

@@ -135,6 +135,10 @@ class PlanMoreFlags:
         "TensorRT-LLM PyTorch backend run without CUDA graphs (cuda_graph_config: null; 0.x use_cuda_graph false): "
         "no graph pool. Default: graphs on. SGLang's --disable-cuda-graph: no decode graphs, whose 2 × max_bs MiB "
         "leave the default fraction's reserve."))
+    disable_prefill_cuda_graph: bool = flag("--disable-prefill-cuda-graph", "--disable-piecewise-cuda-graph",
+                                            default=False, help=(
+        "SGLang flag (0.5.10 on; --disable-piecewise-cuda-graph before 0.5.14): no prefill CUDA graphs, whose 8 MiB "
+        "per captured prefill size (1.5 GiB with MLA) leave the default mem_fraction_static's reserve."))
     wddm: bool = flag("--wddm", default=False, help=(
         "Windows or WSL2 (any engine): CUDA reports the whole board and the display driver's hold is in use; vLLM "
         "plans say whether they start."))
@@ -204,8 +208,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
-        allow_long_max_model_len=m.allow_long_max_model_len,
-        max_cudagraph_capture_size=m.max_cudagraph_capture_size,
+        allow_long_max_model_len=m.allow_long_max_model_len, max_cudagraph_capture_size=m.max_cudagraph_capture_size,
         cuda_graph_max_batch_size=m.cuda_graph_max_batch_size, no_cuda_graph=m.no_cuda_graph, wddm=m.wddm,
+        disable_prefill_cuda_graph=m.disable_prefill_cuda_graph or None,
         trtllm_logits_dtype=m.logits_dtype.lower() if m.logits_dtype else None)
     return spec, g, settings, prof
