@@ -83,14 +83,15 @@ def test_low_concurrency_that_fits_still_lists_the_fixes():
 
 
 def test_sglang_plan_short_of_max_model_len_says_sglang_starts_and_caps_requests():
-    # RTX 4090, Llama-3.1-8B, SGLang 0.5.23 rules: a pool of 12,640 token slots, below 16,384 (12,632 before the load
-    # was itemised: 0.13 GiB of measured overhead became RoPE 0.0625 + tails 0.0015 + 0.065 measured = 0.129 GiB,
-    # 1 MiB = 8 tokens of 128 KiB more). SGLang warns and starts (tp_worker.py get_worker_info):
-    # max_req_len = min(16,383, 12,639) = 12,639, prompts ≥ 12,639 − 5 = 12,634 aborted.
+    # RTX 4090, Llama-3.1-8B, SGLang 0.5.23 rules: a pool of 9,613 token slots, below 16,384 (mem_fraction_static
+    # 0.704: 24,564 MiB, reserved 512 + 1.5 × 4,096 + 2 × 48 + 400 (50 prefill graph sizes up to 4,096 × 8 MiB)
+    # + 128 = 7,280 MiB, round(17,284 / 24,564, 3) = 0.704; 12,640 slots at 0.72 without the prefill graphs).
+    # SGLang warns and starts (tp_worker.py get_worker_info): max_req_len = min(16,383, 9,612) = 9,612, prompts
+    # ≥ 9,612 − 5 = 9,607 aborted.
     p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("RTX 4090"),
                    make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
-    assert p.memory.pool_tokens == 12640
-    assert "SGLang still starts" in p.advice.message and "= 12,639, so prompts ≥ 12,634 tokens" in p.advice.message
+    assert (p.memory.pool_tokens, p.memory.fraction) == (9613, 0.704)
+    assert "SGLang still starts" in p.advice.message and "= 9,612, so prompts ≥ 9,607 tokens" in p.advice.message
 
 
 def test_fp8_weights_are_offered_when_max_model_len_does_not_fit():
@@ -105,8 +106,10 @@ def test_fp8_weights_are_offered_when_max_model_len_does_not_fit():
 
 
 def test_fp8_kv_fix_cites_vllm_code_only_for_vllm():
+    # without the prefill graphs' 400 MiB (their default reserve leaves 6,668 slots, too few for FP8 KV to help)
     sg = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("rtx4090"),
-                    make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
+                    make_settings(engine="sglang", max_model_len=16384, disable_prefill_cuda_graph=True),
+                    with_roofline=False)
     # SGLang names its FP8 KV formats fp8_e4m3 and fp8_e5m2: the fix is spelt as SGLang takes it
     kv = next(o for o in sg.advice.options if o.action == "--kv-cache-dtype fp8_e4m3")
     assert "kv_cache_interface.py" not in kv.detail and "halve" in kv.detail

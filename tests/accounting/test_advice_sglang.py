@@ -22,14 +22,15 @@ def test_a_low_fraction_gets_the_smallest_that_fits_and_the_default_is_named():
     # request at 57,344 B/token: 1,879,048,192 B. (15,423,042,010.56 + 1,879,048,192) / 84,643,067,985 = 0.2044 → 0.21.
     # At 0.21: 84,643,067,985 × 0.21 − 15,423,042,010.56 = 2,352,002,266 B / 57,344 = 41,015 tokens,
     # 41,015 / 32,768 = 1.25x; at 0.20 only 1,505,571,586 B = 26,255 tokens (< 32,768), so 0.21 is the smallest.
-    # SGLang's default here 0.836: 84,643,067,985 × 0.836 − 15,423,042,010.56 = 55,338,562,824 B = 965,027 tokens,
-    # 965,027 / 32,768 = 29.45x: 29 requests.
+    # SGLang's default here 0.83 (81,920 MiB: 512 + 1.5 × 8,192 + 2 × 256 + 464 (58 prefill graph sizes × 8) + 128
+    # = 13,904 MiB → round(68,016 / 81,920, 3) = 0.83): 84,643,067,985 × 0.83 − 15,423,042,010.56 = 54,830,704,417 B
+    # = 956,171 tokens, 956,171 / 32,768 = 29.18x: 29 requests.
     p = _plan("Qwen/Qwen2.5-7B-Instruct", mem_fraction_static=0.18)
     assert p.advice.verdict == "weights_do_not_fit"
     o = next(o for o in p.advice.options if o.action.startswith("--mem-fraction-static"))
     assert o.action == "--mem-fraction-static 0.21" and o.max_requests == 1 and round(o.max_concurrency, 2) == 1.25
     assert "leaving 2.19 GiB for the KV cache" in o.detail  # 2,352,002,266 B / 2^30
-    assert ("SGLang's own default here, 0.836 (leave the flag out), holds 29 concurrent 32,768-token requests"
+    assert ("SGLang's own default here, 0.83 (leave the flag out), holds 29 concurrent 32,768-token requests"
             in o.detail)
     q = _plan("Qwen/Qwen2.5-7B-Instruct", mem_fraction_static=0.2)  # 26,255 tokens: max_model_len does not fit
     assert q.advice.verdict == "max_model_len_does_not_fit"

@@ -33,11 +33,12 @@ def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
             "--enable-dp-attention", "--dp-size", "8")
     assert r.exit_code == 0, r.output
     assert "concurrency (per DP rank)" in r.stdout
-    assert "KV 8 × 244,127 = 1,953,016 tokens in all" in r.stdout
-    assert "32,768 tokens: 8 × 7 = 56 requests" in r.stdout
+    # 221,051 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
+    assert "KV 8 × 221,051 = 1,768,408 tokens in all" in r.stdout
+    assert "32,768 tokens: 8 × 6 = 48 requests" in r.stdout
     assert "(SGLang 0.5.23 rules)" in r.stdout
-    # the verdict counts one rank's pool and says so, with the ranks' total: 244,127 tokens per rank hold 1 request of
-    # max_model_len 163,840 (1.49x), so 8 ranks hold 8 × 1 = 8
+    # the verdict counts one rank's pool and says so, with the ranks' total: 221,051 tokens per rank hold 1 request of
+    # max_model_len 163,840 (1.35x), so 8 ranks hold 8 × 1 = 8
     assert ("fits (per DP rank: each of the 8 ranks has its own pool, 8 × 1 = 8 163,840-token requests in all): 1 "
             "concurrent 163,840-token request") in " ".join(r.stdout.split())
 

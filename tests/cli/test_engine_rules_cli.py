@@ -52,37 +52,38 @@ def _sim(*extra):
 def test_sglang_policy_serves_from_the_token_pool_that_plan_engine_sglang_prints():
     # SGLang 0.5.23's rule (accounting/plan_other.py : sglang_plan), Qwen3-8B on an H100, worked by hand:
     #   nvidia-smi 81,559 MiB (< 90 GiB): chunked_prefill_size 8,192, decode cuda_graph_max_bs 256 (TP 1);
-    #   reserved = 512 + 1.5 × 8,192 + (1/8) × 1,024 + 2 × 256 = 13,440 MiB (above the 10 GiB floor);
-    #   mem_fraction_static = round((81,559 − 13,440) / 81,559, 3) = round(0.83521, 3) = 0.835;
+    #   reserved = 512 + 1.5 × 8,192 + (1/8) × 1,024 + 2 × 256 + 464 (the prefill CUDA graphs: 58 sizes up to
+    #   8,192 × 8 MiB) = 13,904 MiB (above the 10 GiB floor);
+    #   mem_fraction_static = round((81,559 − 13,904) / 81,559, 3) = round(0.82952, 3) = 0.83;
     #   free before load = 85,029,027,840 B (CUDA total) − 450,971,566.08 B (0.42 GiB held at TP 1,
     #   sglang_rules.SGLANG_PRELOAD_GIB) = 84,578,056,273.92 B;
     #   weights = 8,190,735,360 params × 2 B = 16,381,470,720 B; the float32 RoPE buffer 40,960 × 128 × 4 B =
     #   20,971,520 B; segment tails 3,577,856 B (embedding and lm_head 1,187 → 1,188 MiB: 2 MiB; 72 q/k norms of 256 B
     #   booked as 512: 18,432; 145 norms (634,880 B booked) in one 2 MiB small segment: 1,462,272);
     #   69,793,218.56 B (0.065 GiB measured load rest, sglang_rules.SGLANG_LOAD_EXTRA_GIB);
-    #   KV memory = 84,578,056,273.92 × 0.835 − 16,381,470,720 − 20,971,520 − 3,577,856 − 69,793,218.56
-    #   = 54,146,863,674 B; cell = 36 layers × 8 KV heads × (128 + 128) × 2 B = 147,456 B per token;
-    #   #tokens = floor(54,146,863,674 / 147,456) = 367,206 (367,206 × 147,456 = 54,146,727,936; 135,738 B left);
-    #   max_running_requests = min(clamp(int(367,206 / 40,960 × 512) = 4,590, 2,048, 4,096), 367,206 // 2) = 4,096.
+    #   KV memory = 84,578,056,273.92 × 0.83 − 16,381,470,720 − 20,971,520 − 3,577,856 − 69,793,218.56
+    #   = 53,723,973,392 B; cell = 36 layers × 8 KV heads × (128 + 128) × 2 B = 147,456 B per token;
+    #   #tokens = floor(53,723,973,392 / 147,456) = 364,339 (364,339 × 147,456 = 53,723,971,584; 1,808 B left);
+    #   max_running_requests = min(clamp(int(364,339 / 40,960 × 512) = 4,554, 2,048, 4,096), 364,339 // 2) = 4,096.
     # The vLLM 0.33 plan this run used before held 24,767 blocks × 16 = 396,272 tokens (7.9 % more).
     res = runner.invoke(app, ["plan", *QWEN, "--engine", "sglang", "--json"])
     plan = json.loads(res.output)["memory"]
-    assert plan["pool_tokens"] == 367_206 and plan["max_num_seqs"] == 4_096
+    assert plan["pool_tokens"] == 364_339 and plan["max_num_seqs"] == 4_096
     d = _sim("--policy", "sglang")
     e = d["engine"]
     # page size 1; one more block than token slots: the simulator's null block (block 0) is never handed out
-    assert (e["num_gpu_blocks"], e["block_size"]) == (367_206 + 1, 1)
+    assert (e["num_gpu_blocks"], e["block_size"]) == (364_339 + 1, 1)
     assert (e["max_num_seqs"], e["max_num_batched_tokens"], e["max_model_len"]) == (4_096, 8_192, 40_960)
     pool = d["notes"][0]
-    assert pool.startswith("KV pool: 367,206 token slots in 367,206 pages of 1 token from the SGLang memory plan")
-    assert "floor(50.43 GiB for KV / 147,456 B per token)" in pool and "mem_fraction_static 0.835" in pool
+    assert pool.startswith("KV pool: 364,339 token slots in 364,339 pages of 1 token from the SGLang memory plan")
+    assert "floor(50.03 GiB for KV / 147,456 B per token)" in pool and "mem_fraction_static 0.83" in pool
     assert "chunked_prefill_size 8,192" in pool and "max_running_requests 4,096" in pool
 
 
 def test_sglang_policy_takes_the_page_size_fraction_and_limits_given():
-    # --block-size 16 is SGLang's page: 367,206 // 16 = 22,950 pages (367,200 token slots), + the null block.
+    # --block-size 16 is SGLang's page: 364,339 // 16 = 22,771 pages (364,336 token slots), + the null block.
     e = _sim("--policy", "sglang", "--block-size", "16")["engine"]
-    assert (e["num_gpu_blocks"], e["block_size"]) == (22_950 + 1, 16)
+    assert (e["num_gpu_blocks"], e["block_size"]) == (22_771 + 1, 16)
     # --mem-fraction-static 0.8: 84,578,056,273.92 × 0.8 − 16,381,470,720 − 20,971,520 − 3,577,856 − 69,793,218.56
     # = 51,186,631,704 B → floor(/147,456) = 347,131 tokens; --max-num-seqs 64 = min(64, 347,131 // 2) and
     # --max-num-batched-tokens 2048 replace SGLang's defaults.

@@ -73,13 +73,22 @@ def test_sglang_and_trtllm_versions_without_blackwell_kernels_are_warned(engine,
 
 
 def test_sglang_graph_flags_reach_the_plan_and_its_json():
-    # SGLang's own spellings: reserve 512 + 1.5 × 8,192 + 2 × 1,024 + 512 = 15,360 MiB on the H200 (143,771 MiB)
-    # → 0.893; the JSON's settings carry the cap in cuda_graph_max_batch_size (TensorRT-LLM's key, kept stable)
+    # SGLang's own spellings: reserve 512 + 1.5 × 8,192 + 2 × 1,024 + 464 (58 prefill graph sizes × 8 MiB) + 512
+    # = 15,824 MiB on the H200 (143,771 MiB) → round(127,947 / 143,771, 3) = 0.89; the JSON's settings carry the cap
+    # in cuda_graph_max_batch_size (TensorRT-LLM's key, kept stable)
     from cli_run import cli_json
 
     d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
                  "--cuda-graph-max-bs", "1024", "--json")
-    assert (d["memory"]["fraction"], d["settings"]["cuda_graph_max_batch_size"]) == (0.893, 1024)
+    assert (d["memory"]["fraction"], d["settings"]["cuda_graph_max_batch_size"]) == (0.89, 1024)
     d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
                  "--disable-cuda-graph", "--json")
     assert (d["memory"]["fraction"], d["settings"]["no_cuda_graph"]) == (0.907, True)
+    # --disable-piecewise-cuda-graph (SGLang's name before 0.5.14) takes the 464 MiB out alone: 14,336 MiB → 0.9;
+    # the settings' JSON names it, and leaves it out while not given (the JSON of earlier plans is unchanged)
+    d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
+                 "--disable-piecewise-cuda-graph", "--json")
+    assert (d["memory"]["fraction"], d["settings"]["disable_prefill_cuda_graph"]) == (0.9, True)
+    d = cli_json("plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h200-sxm", "--engine", "sglang", "--tp", "4",
+                 "--json")
+    assert "disable_prefill_cuda_graph" not in d["settings"]
