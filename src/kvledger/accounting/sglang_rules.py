@@ -24,8 +24,9 @@ batches, sglang_steps.py); it does not enter the fraction there.
   * 0.5.3 on: reserve = 512 + 1.5·max(chunked_prefill_size, 2,048) + 2·cuda_graph_max_bs + TP·PP/8·1,024 MiB, at
     least 10 GiB above 60 GiB. From 20 to 35 GiB: chunked_prefill_size 2,048 and cuda_graph_max_bs 16 (24 from 0.5.5;
     80 at TP ≥ 4) up to 0.5.19; 4,096 and 48 (160 at TP ≥ 4) from 0.5.20 (``arg_groups/memory_hook.py``, read in
-    0.5.17–0.5.23: 0.5.19 has the old tier, 0.5.20–0.5.23 the new). 0.5.10's piecewise-CUDA-graph term (8 MiB per
-    captured size when on) is not modelled.
+    0.5.17–0.5.23: 0.5.19 has the old tier, 0.5.20–0.5.23 the new). The prefill CUDA graphs' term (8 MiB per
+    captured size, 1.5 GiB with MLA; on by default from 0.5.10) depends on the model and is added by
+    sglang_graphs.py (sglang_prefill_graphs.py); the defaults here leave it out.
 """
 
 from __future__ import annotations

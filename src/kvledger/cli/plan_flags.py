@@ -134,7 +134,7 @@ class PlanMoreFlags:
     no_cuda_graph: bool = flag("--no-cuda-graph", "--disable-cuda-graph", default=False, help=(
         "TensorRT-LLM PyTorch backend run without CUDA graphs (cuda_graph_config: null; 0.x use_cuda_graph false): "
         "no graph pool. Default: graphs on. SGLang's --disable-cuda-graph: no decode graphs, whose 2 × max_bs MiB "
-        "leave the default fraction's reserve."))
+        "leave the default fraction's reserve (and, from 0.5.14, no prefill graphs)."))
     disable_prefill_cuda_graph: bool = flag("--disable-prefill-cuda-graph", "--disable-piecewise-cuda-graph",
                                             default=False, help=(
         "SGLang flag (0.5.10 on; --disable-piecewise-cuda-graph before 0.5.14): no prefill CUDA graphs, whose 8 MiB "
