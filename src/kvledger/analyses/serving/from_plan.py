@@ -8,6 +8,7 @@ hybrid or sliding-window model also brings ``Plan.blocks_for_tokens``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kvledger.accounting.engine_pools import RECORDED_MATCH, RECORDED_USED
@@ -117,6 +118,8 @@ def _sglang_release_note(plan) -> list[str]:
         return []
     g, s = plan.gpu, plan.settings
     d = sglang_version_defaults(parse_sglang_version(older), g.nvidia_smi_mib or g.memory_bytes / 2**20, s.tp, s.pp)
+    if s.mem_fraction_static is None:  # the plan's default holds the model's terms (the prefill graphs from 0.5.10)
+        d = replace(d, mem_fraction_static=plan.memory.fraction)
     sizes = sglang_capture_sizes(g, s.tp, s.pp, older)
     return [N.sglang_release_rules(older, d, sizes is not None)]
 
