@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
 from kvledger.accounting.vllm_rules import default_block_size, printed_capacity_lines
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.errors import InputError
 
 
 def test_hopper_mla_block_is_64_up_to_017_and_16_from_018():
@@ -26,3 +34,25 @@ def test_printed_deepseek_r1_h200_concurrency_needs_those_block_sizes():
     # -> "65.40x"; tokens printed as int(65.4048 x 10,000) = 654,048.
     assert printed_capacity_lines((0, 18, 0), 40_878, 16, 1, 10_000, 625) == [
         "GPU KV cache size: 654,048 tokens", "Maximum concurrency for 10,000 tokens per request: 65.40x"]
+
+
+def test_hopper_fp8_kv_skips_flash_attn_mla_for_flashmla_64():
+    # 0.18.0/0.19.0/0.26.0/0.27.0/0.33.0: FlashAttnMLABackend.supported_kv_cache_dtypes = auto, float16, bfloat16, so
+    # the sm90 MLA priority list (FLASH_ATTN_MLA, FLASHMLA, ...) falls to FLASHMLA, whose kernels take [64] only.
+    for ver in ((0, 18, 0), (0, 19, 0), (0, 33, 0)):
+        for dtype in ("fp8", "fp8_e4m3"):
+            block, why = hopper_mla_fp8_block(ver, "sm90", dtype)
+            assert block == 64 and "FLASHMLA" in why and "FLASH_ATTN_MLA is skipped" in why
+    assert hopper_mla_fp8_block((0, 33, 0), "sm90", "auto") is None  # bf16 KV: FLASH_ATTN_MLA's 16 stands
+    assert hopper_mla_fp8_block((0, 17, 0), "sm90", "fp8") is None  # ≤0.17: 64 forced whatever the dtype
+    assert hopper_mla_fp8_block((0, 33, 0), "sm100", "fp8") is None  # Blackwell: FLASHINFER_MLA takes fp8 (32)
+    with pytest.raises(InputError, match="no MLA attention backend on Hopper"):
+        hopper_mla_fp8_block((0, 33, 0), "sm90", "fp8_e5m2")  # FLASHMLA and TRITON_MLA list fp8, fp8_e4m3 only
+
+
+def test_deepseek_v3_h200_fp8_kv_plans_blocks_of_64():
+    # fp8 page per token over 61 MLA layers: 61 × (512 + 64) × 1 B = 35,136 B; 64-token block: 64 × 35,136 =
+    # 2,248,704 B (four times the 16-token 562,176 B), so 42.26 GiB gives a quarter of 80,708 blocks: 20,177.
+    p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("H200"), make_settings(tp=8, kv_cache_dtype="fp8"),
+                   with_roofline=False)
+    assert (p.memory.block_size, p.memory.bytes_per_block, p.memory.num_gpu_blocks) == (64, 2_248_704, 20_177)

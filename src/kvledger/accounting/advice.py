@@ -95,17 +95,20 @@ def _fp8_kv_why(p: Plan, q: Plan | None = None) -> str:
     """What FP8 KV does to the pool, in the plan's engine's words, following the re-planned numbers ``q`` where given.
     vLLM: attention pages halve (kv_cache_interface.py) — blocks double where attention sets the page; with Mamba or
     linear-attention state, whose page stays, the block count stays and each block holds twice the tokens (the
-    attention block widened to the state page: platforms/interface.py)."""
+    attention block widened to the state page: platforms/interface.py); MLA on Hopper moves to FLASHMLA's 64-token
+    blocks (vllm_mla_fp8)."""
     if p.settings.engine != "vllm":
         return "KV bytes per token halve (1 B per element instead of 2), so the pool holds twice the tokens"
     state = p.layout is not None and any(g.kind == "state" for g in p.layout.groups)
-    if q is None or q.memory.kv_free or p.memory.kv_free or not state:
+    a, b = p.memory, (q or p).memory
+    if not (a.kv_free or b.kv_free) and b.block_size > a.block_size:
+        why = ("attention pages halve but the state page stays" if state else
+               "bytes per token halve, but the FP8 KV backend takes larger blocks (platforms/cuda.py)")
+        return (f"{why}: {a.num_gpu_blocks:,} blocks of {a.block_size:,} tokens → {b.num_gpu_blocks:,} of "
+                f"{b.block_size:,} (kv_cache_interface.py)")
+    if state and (q is None or a.kv_free or b.kv_free):
         return ("attention pages halve; the state page stays, so tokens per block double, the blocks about the same "
-                "(kv_cache_interface.py)" if state else "page size halves, blocks double (kv_cache_interface.py)")
-    a, b = p.memory, q.memory
-    if b.block_size > a.block_size:
-        return (f"attention pages halve but the state page stays: {a.num_gpu_blocks:,} blocks of {a.block_size:,} "
-                f"tokens → {b.num_gpu_blocks:,} of {b.block_size:,} (kv_cache_interface.py)")
+                "(kv_cache_interface.py)")
     return "page size halves, blocks double (kv_cache_interface.py)"
 
 

@@ -7,7 +7,8 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, wheel_read
+from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
+from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, sparse_mla_layer, wheel_read
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -29,7 +30,10 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
         return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {wheel_read(ver)} sparse MLA: {sparse.backend} takes multiples of 64 "
                                        "and the indexer cache exactly 64 (platforms/interface.py "
                                        "_preferred_block_size_for_backends, v1/attention/backends/mla/indexer.py)")
-    return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
+    mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
+    fp8 = hopper_mla_fp8_block(ver, arch, s.kv_cache_dtype) if dense else None
+    return fp8 or R.default_block_size(ver, mla, arch)
 
 
 def dsv4_block_size(ver, given: int | None) -> tuple[int, str]:
