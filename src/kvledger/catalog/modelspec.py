@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.cross_attention import refuse_cross_attention
 from kvledger.catalog.families import build_family, family_of
 from kvledger.catalog.hfread import MAX_LEN_KEYS, read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
@@ -228,6 +229,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     """
     if not isinstance(raw, dict):
         raise ConfigError(source, f"expected a JSON object at the top level, got {type(raw).__name__}")
+    refuse_cross_attention(raw, source)
     c, notes = read_text_config(raw, source)
     mt = c.get("model_type", None)
     if mt is None:
