@@ -49,8 +49,10 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
-    # Bamba: attention at these indices (none: all Mamba-2)
-    if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:
+    # Bamba: attention at these indices (null: all Mamba-2). Falcon-H1 configs carry the key too, null, but every
+    # Falcon-H1 layer runs attention beside its Mamba-2 mixer (vLLM models/falcon_h1.py): not Bamba's layout
+    if c.has("mamba_n_heads") and mt != "falcon_h1" and (mt == "bamba" or isinstance(c.get("attn_layer_indices",
+                                                                                            None), list)):
         idx = set(x for x in (c.list("attn_layer_indices", []) or []) if isinstance(x, int))
         return ["full" if i in idx else "mamba" for i in range(n)]
     if c.has("full_attn_idxs"):  # LFM2: attention at these indices, short convolutions elsewhere
