@@ -178,6 +178,36 @@ def test_rope_scaling_stretches_the_default_length_as_vllm_does(rope, expected):
     assert parse_config(raw, source="t").derived_max_model_len == expected
 
 
+def test_rope_scaled_length_carries_its_derivation_as_a_note():
+    # meta-llama/Llama-2-7b-hf's published fields with the linear factor 2 a user set (a trial's config):
+    # 4,096 × 2 = 8,192 (vLLM _get_and_verify_max_len, 0.19 and 0.33).
+    llama2 = dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=4096, num_hidden_layers=32,
+                  num_attention_heads=32, num_key_value_heads=32, intermediate_size=11008, vocab_size=32000,
+                  max_position_embeddings=4096, rope_scaling={"type": "linear", "factor": 2.0})
+    spec = parse_config(llama2, source="llama-2-7b-linear2")
+    assert spec.derived_max_model_len == 8_192
+    assert [n for n in spec.notes if n.startswith("max_model_len 8,192 = max_position_embeddings 4,096 × rope_scaling "
+                                                  "factor 2 (linear)")]
+    # Qwen/Qwen3-8B's published fields with the YaRN block its model card gives (factor 4 from 32,768): vLLM 0.19
+    # derives 32,768 × 4 = 131,072; the note says 0.33 leaves max_position_embeddings 40,960 as it is.
+    qwen3 = dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=4096, num_hidden_layers=36,
+                 num_attention_heads=32, num_key_value_heads=8, head_dim=128, intermediate_size=12288,
+                 vocab_size=151936, max_position_embeddings=40960,
+                 rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    spec = parse_config(qwen3, source="qwen3-8b-yarn")
+    assert spec.derived_max_model_len == 131_072
+    note = next(n for n in spec.notes if n.startswith("max_model_len 131,072 = original_max_position_embeddings "
+                                                        "32,768 × rope_scaling factor 4 (yarn)"))
+    assert "derives 40,960" in note
+    # Gemma-3: the linear factor 8 is not applied (vLLM skips it for gemma3): 131,072 stays, and the note says why
+    spec = parse_config(json.loads((FIXTURES / "google--gemma-3-27b-it.json").read_text()), source="gemma-3-27b-it")
+    assert spec.derived_max_model_len == 131_072
+    assert [n for n in spec.notes if n.startswith("max_model_len 131,072 = max_position_embeddings, rope_scaling "
+                                                  "factor 8 not applied")]
+    # no RoPE factor, no note
+    assert not [n for n in parse_config({**llama2, "rope_scaling": None}, source="l").notes if "max_model_len" in n]
+
+
 def test_deepseek_v32_counts_its_indexer_keys():
     # vLLM DeepseekV32IndexerCache: per layer per token index_head_dim (128) FP8 values + 128/128 × 4 B of fp32 scale
     # = 132 B, whatever the KV dtype, beside the 576-element MLA latent: 61 × (576 × 2 + 132) = 78,324 B/token in bf16.

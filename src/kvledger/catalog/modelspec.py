@@ -15,8 +15,9 @@ from typing import Any
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.cross_attention import refuse_cross_attention
 from kvledger.catalog.families import build_family, family_of
-from kvledger.catalog.hfread import MAX_LEN_KEYS, read_text_config
+from kvledger.catalog.hfread import read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
+from kvledger.catalog.max_len import config_max_len
 from kvledger.catalog.mlp_kind import plain_mlp_file, plain_mlp_width
 from kvledger.catalog.quant import QuantScheme, parse_quant
 from kvledger.catalog.weights import Weight
@@ -134,44 +135,6 @@ def _dtype(c: Cfg, notes: list[str]) -> tuple[str, int]:
     return ("float16" if name == "half" else name), 2
 
 
-def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
-    """(length key's value, vLLM-derived max_model_len).
-
-    The smallest of vLLM's length keys (``max_position_embeddings``, ``n_positions``, ``max_seq_len``,
-    ``seq_length``, ...), 2048 when none is present (vLLM warns and assumes 2048), then × the RoPE scaling
-    factor of every rope type except llama3/longrope/su (YaRN starts from ``original_max_position_embeddings``);
-    Gemma-3's length is taken as already scaled.
-    Source: vLLM ``config/model.py::_get_and_verify_max_len`` and
-    ``transformers_utils/model_arch_config_convertor.py::derive_max_model_len_and_key``.
-    """
-    found = [c.int(k) for k in MAX_LEN_KEYS if c.has(k)]
-    if not found:
-        notes.append("the config has none of vLLM's length keys (max_position_embeddings, n_positions, max_seq_len, "
-                     "seq_length, ...): vLLM assumes 2048 tokens, and so does this plan")
-        return 2048, 2048
-    mpe = min(found)
-    rs = c.get("rope_scaling", None) or c.get("rope_parameters", None) or {}
-    if not isinstance(rs, dict) or "gemma3" in str(c.get("model_type", "")):  # Gemma-3's length is already scaled
-        return mpe, mpe
-    per_type = list(rs.values()) if rs and all(isinstance(v, dict) for v in rs.values()) else [rs]
-    derived, scaling = float(mpe), 1.0
-    for rp in per_type:  # rope_parameters may hold one dict per layer type (transformers 5)
-        rtype = rp.get("rope_type", rp.get("type", "default"))
-        if rtype in ("su", "longrope", "llama3"):
-            continue
-        f = rp.get("factor", scaling)
-        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1024):
-            raise c.error("rope_scaling", f"factor must be a number in (0, 1024], got {f!r:.40}")
-        scaling = 1.0 if f is None else float(f)  # vLLM falls back to 1.0 for a null factor
-        orig = rp.get("original_max_position_embeddings")
-        if rtype == "yarn" and orig is not None:
-            if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig <= mpe:
-                raise c.error("rope_scaling", f"original_max_position_embeddings must be an integer in [1, {mpe:,}], "
-                                              f"got {orig!r:.40}")
-            derived = float(orig)
-    return mpe, int(derived * scaling)
-
-
 def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int, dtype_bytes: int) -> int:
     """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes
     (``rotary_embedding.py::_compute_cos_sin_cache``).
@@ -261,7 +224,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         notes.append(tower_note)
     dtype, dbytes = _dtype(c, notes)
     quant = parse_quant(c)
-    mpe, derived = _max_len(c, notes)
+    mpe, derived = config_max_len(c, notes)
     attn = next((layer for layer in fam.layers if isinstance(layer, FullAttention)), None)
     mla = next((layer for layer in fam.layers if isinstance(layer, MLAAttention)), None)
     nh = c.int("num_attention_heads", 0, minimum=0)
