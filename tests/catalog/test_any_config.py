@@ -208,6 +208,33 @@ def test_rope_scaled_length_carries_its_derivation_as_a_note():
     assert not [n for n in parse_config({**llama2, "rope_scaling": None}, source="l").notes if "max_model_len" in n]
 
 
+@pytest.mark.parametrize("fixture", ["Qwen2.5-VL-7B-Instruct.json", "Qwen2.5-VL-7B-Instruct-nested.json"])
+def test_qwen2_5_vl_counts_its_vision_tower_and_the_text_models_qkv_biases(fixture):
+    # Text model: Qwen2.5-7B's layout, q/k/v biased: 7,615,616,512 (the bundled Qwen2.5-7B's count), of which the
+    # biases 28 × (3584 + 2 × 4 × 128) = 28 × 4,608 = 129,024.
+    # Vision tower (vLLM qwen2_5_vl.py, width 1280, depth 32, MLP 3420, out 3584): patch embed 1280 × 3 × 2 × 14 × 14
+    # = 1,505,280 (no bias); per block norms 2 × 1280 = 2,560, qkv 3 × 1280 × 1280 + 3,840 = 4,919,040, proj
+    # 1280² + 1280 = 1,639,680, gate_up 2 × 3420 × 1280 + 6,840 = 8,762,040, down 1280 × 3420 + 1280 = 4,378,880
+    # → 19,702,200 × 32 = 630,470,400; merger ln_q 1280, 5120 × 5120 + 5120 = 26,219,520, 3584 × 5120 + 3584 =
+    # 18,353,664 → 44,574,464. Tower 676,550,144; in all 8,292,166,656.
+    spec = parse_config(json.loads((FIXTURES / fixture).read_text()), source=fixture)
+    tower = sum(w.numel for w in spec.weights if w.path.startswith("visual."))
+    assert tower == 676_550_144
+    assert spec.num_params - tower == 7_615_616_512
+    assert spec.num_params == 8_292_166_656
+    assert any(n.startswith("vision tower (Qwen2.5-VL, 32 blocks of width 1280)") for n in spec.notes)
+
+
+def test_a_vision_tower_not_read_is_a_warning_for_any_layout():
+    # Qwen2-VL's vision_config (depth, embed_dim; no num_hidden_layers) has no layout here, flat or nested: the note
+    # that the weights leave the tower out is a WARNING, whichever layout the config has.
+    flat = json.loads((FIXTURES / "Qwen2.5-VL-7B-Instruct.json").read_text())
+    flat["model_type"] = "qwen2_vl"
+    spec = parse_config(flat, source="qwen2-vl-like")
+    assert [n for n in spec.notes if n.startswith("WARNING: vision tower not counted")]
+    assert not [w for w in spec.weights if w.path.startswith("visual.")]
+
+
 def test_deepseek_v32_counts_its_indexer_keys():
     # vLLM DeepseekV32IndexerCache: per layer per token index_head_dim (128) FP8 values + 128/128 × 4 B of fp32 scale
     # = 132 B, whatever the KV dtype, beside the 576-element MLA latent: 61 × (576 × 2 + 132) = 78,324 B/token in bf16.

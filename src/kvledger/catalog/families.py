@@ -102,6 +102,10 @@ def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
     return FullAttention(nkv, hd, vd, nh)
 
 
+# Qwen2's layout: q/k/v biases, no o bias (transformers Qwen2Attention; the VL text models are built the same way)
+_QKV_BIAS_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")
+
+
 @dataclass(frozen=True)
 class _Shape:
     """A decoder's config-wide facts its layers are built from: hidden size, heads, KV heads, head size, layers, the
@@ -143,8 +147,8 @@ def decoder(c: Cfg, mt: str) -> Family:
     fam.num_experts, fam.experts_per_token = E, k
     shape = _Shape(h, nh, nkv, hd, n, c.int("num_kv_shared_layers", 0, minimum=0, maximum=n),
                    set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int)),
-                   mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True,
-                   bias_all and mt not in ("qwen2", "qwen2_moe"))
+                   mt in _QKV_BIAS_TYPES or bias_all or c.get("qkv_bias", False) is True,
+                   bias_all and mt not in _QKV_BIAS_TYPES)
     _decoder_notes(mt, shape, fam.notes, _parsed_parts(c, kinds, E, k))
     starts = []
     for i in range(n):

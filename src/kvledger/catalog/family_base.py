@@ -9,7 +9,11 @@ from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.layers import LayerSpec
 from kvledger.catalog.weights import Weight
 
-__all__ = ["Family", "heads", "embed"]
+__all__ = ["Family", "heads", "embed", "WARNING_NOTE"]
+
+#: the start of a model note the plan shows first, as a warning: a part of the model not counted (a vision tower),
+#: or an architecture the engine may not serve as it is read here
+WARNING_NOTE = "WARNING: "
 
 
 @dataclass

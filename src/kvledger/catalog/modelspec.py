@@ -216,7 +216,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         _draft_only(c, raw, fam, notes)
     hidden = fam.hidden_size or c.int("hidden_size")
     tower, tower_note = [], None
-    if c.prefix:  # a multimodal config; its tower's layouts are imported only then
+    if c.prefix or isinstance(raw.get("vision_config"), dict):  # multimodal; its towers are imported only then
         from kvledger.catalog.towers import vision_tower
 
         tower, tower_note = vision_tower(raw, source, hidden)

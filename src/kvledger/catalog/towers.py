@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.family_base import WARNING_NOTE
+from kvledger.catalog.towers_qwen import QWEN25_VL_TYPES, qwen25_vl_tower
 from kvledger.catalog.weights import Weight, mat, norm, vec
 
 __all__ = ["vision_tower"]
@@ -55,12 +57,14 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
         return [], None
     c = Cfg(vc, source, "vision_config.")
     mt = c.get("model_type", "") if isinstance(c.get("model_type", ""), str) else ""
+    if raw.get("model_type") in QWEN25_VL_TYPES and c.has("depth") and c.has("out_hidden_size"):
+        w = qwen25_vl_tower(c)
+        return w, (f"vision tower (Qwen2.5-VL, {c.int('depth')} blocks of width {c.int('hidden_size')}) and merger: "
+                   f"{sum(x.numel for x in w):,} parameters, loaded by vLLM with the language model")
     if not (c.has("hidden_size") and c.has("num_hidden_layers")):
-        return (
-            [],
-            f"vision_config ({mt or 'no model_type'}) lacks hidden_size/num_hidden_layers: the vision tower is not "
-            f"counted",
-        )
+        return [], (f"{WARNING_NOTE}vision tower not counted: its vision_config ({mt or 'no model_type'}) is a "
+                    "layout not read here, so the weights (and the memory left for KV) leave out a tower vLLM loads "
+                    "with the language model")
     h, n = c.int("hidden_size"), c.int("num_hidden_layers")
     inter = c.int("intermediate_size", 4 * h)
     p, img, ch = c.int("patch_size", 14), c.int("image_size", 224), c.int("num_channels", 3)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.notes import NEWER_THAN_READ, SGLANG_FP8_KV
@@ -11,9 +13,18 @@ from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
 from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.window_capacity import manager_words, window_words
+from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.units import GiB, KiB, fmt_low
 
-__all__ = ["summary_lines", "attention_by_context_text", "limit_names"]
+__all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines"]
+
+
+def warning_lines(p: Plan) -> list[str]:
+    """The warnings shown under the plan's title, as console markup: TP × PP past one node (the figures are of the
+    nodes assumed), then the model's own (a vision tower not counted, an architecture vLLM may not serve as read)."""
+    texts = ([p.nodes.text] if p.nodes is not None else []) + [n.removeprefix(WARNING_NOTE) for n in p.model.notes
+                                                                if n.startswith(WARNING_NOTE)]
+    return [f"[bold yellow]WARNING:[/] {escape(t)}" for t in texts]
 
 
 def summary_lines(p: Plan) -> list[str]:

@@ -10,7 +10,7 @@ from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
-from kvledger.report.plan_summary import attention_by_context_text, limit_names, summary_lines
+from kvledger.report.plan_summary import attention_by_context_text, limit_names, summary_lines, warning_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
 
@@ -249,8 +249,8 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                   f"max_model_len {p.memory.max_model_len:,}, {bt} {p.memory.max_num_batched_tokens:,}, "
                   f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
                                              if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
-    if p.nodes is not None:  # TP × PP past one node: the figures below are of the nodes assumed (node_size.py)
-        console.print(f"[bold yellow]WARNING:[/] {p.nodes.text}", highlight=False)
+    for line in warning_lines(p):  # nodes past one (node_size.py), a model part not counted or not served as read
+        console.print(line, highlight=False)
     for line in summary_lines(p):
         console.print(f"  {line}", markup=False, highlight=False)
     if not verbose:
