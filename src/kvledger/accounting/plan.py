@@ -23,6 +23,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
+from kvledger.accounting.vllm_archs import with_architecture_check
 from kvledger.accounting.vllm_gpu_support import gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.window_capacity import decode_blocks
@@ -255,6 +256,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     check_settings(gpu, s)
     ep_notes = expert_parallel_notes(model, s)  # InputError: the flag off vLLM or without experts
     check_data_parallel(model, s)
+    model = with_architecture_check(model, s)  # InputError: no decoder KV to plan; a WARNING: not listed
     checkpoint, model, ssm_note, kv_why = model, served_model(model, s.dtype), (), ""
     if s.engine == "vllm":
         model, s, ssm_note, kv_why = _vllm_served(model, gpu, s)

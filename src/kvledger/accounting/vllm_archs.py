@@ -1,0 +1,121 @@
+"""Whether the engine serves the config's architecture as a decoder with a KV cache: plans refused for the ones it
+does not, and a warning for a causal LM vLLM's registry does not list.
+
+vLLM picks the model class by the config's ``architectures`` in its registry (``model_executor/models/registry.py``):
+the architectures of 0.19 and 0.33 and the releases that removed others (its previously-supported table) are in
+``data/vllm_architectures.csv`` (sources in ``data/SOURCES.md``). Between those two releases an architecture in either
+counts as served; after 0.33 the 0.33 list is taken. An architecture the registry lacks can still run through vLLM's
+Transformers backend if it is a causal LM; anything else is refused. Encoder-only models keep no KV cache, and
+encoder-decoder models are not served by vLLM v1 (V0's encoder-decoder support went in 0.10.2), Whisper excepted,
+whose cross-attention K/V this ledger does not model: those two kinds are refused under every engine.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_rules import LATEST, parse_version
+from kvledger.catalog.family_base import WARNING_NOTE
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+
+__all__ = ["with_architecture_check"]
+
+#: model_types of encoder-decoder transformers (transformers' ``is_encoder_decoder`` families and Mllama's
+#: cross-attention text model)
+_ENC_DEC = frozenset({"t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus", "pegasus_x",
+                      "marian", "m2m_100", "nllb_moe", "led", "bigbird_pegasus", "prophetnet", "blenderbot",
+                      "blenderbot-small", "fsmt", "whisper", "speech_to_text", "seamless_m4t", "florence2", "mllama",
+                      "mllama_text_model", "vision-encoder-decoder"})
+#: model_types of encoder-only (bidirectional) transformers
+_ENCODER = frozenset({"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "electra", "deberta",
+                      "deberta-v2", "modernbert", "nomic_bert", "camembert", "albert", "mpnet", "ernie"})
+_V19, _V33 = (0, 19, 0), (0, 33, 0)
+
+
+@cache
+def _registry() -> dict[str, dict[str, str]]:
+    """architecture → its row (runner, in_0_19, in_0_33, removed_in)."""
+    text = resources.files("kvledger.accounting").joinpath("data/vllm_architectures.csv").read_text()
+    return {r["architecture"]: r for r in csv.DictReader(text.splitlines())}
+
+
+def _served(arch: str, ver: tuple[int, int, int]) -> bool:
+    """In vLLM's registry at ``ver`` (see the module docstring for the releases between the two lists)."""
+    r = _registry().get(arch)
+    if r is None:
+        return False
+    old, new, gone = r["in_0_19"] == "1", r["in_0_33"] == "1", r["removed_in"]
+    if gone and ver >= parse_version(gone):
+        return False
+    if ver >= _V33:
+        return new
+    return old or (new and ver > _V19) or bool(gone)
+
+
+def _refusal(model: ModelSpec, s: PlanSettings, ver: tuple[int, int, int]) -> str | None:
+    """Why no KV plan is made for this architecture (one paragraph), or None."""
+    arch = "/".join(model.architectures) or model.model_type
+    eng = f"{s.engine} {s.engine_version or (LATEST if s.engine == 'vllm' else '')}".strip()
+    if model.model_type in _ENCODER or any(a.endswith("ForMaskedLM") for a in model.architectures):
+        pooled = s.engine == "vllm" and any(_registry().get(a, {}).get("runner") == "pooling" and _served(a, ver)
+                                            for a in model.architectures)
+        return (f"{arch} is an encoder-only model (model_type {model.model_type!r}): its attention is bidirectional "
+                "over the whole input, so it keeps no KV cache between steps and there is nothing for a KV plan to "
+                "size. " + (f"{eng} serves it for pooling (embeddings, classification, scoring), not generation."
+                            if pooled else "vLLM serves such models for pooling only, not generation."))
+    if model.model_type in _ENC_DEC or "Whisper" in arch or "Mllama" in arch:
+        if s.engine == "vllm" and any(_served(a, ver) for a in model.architectures):  # Whisper
+            return (f"{arch} is an encoder-decoder model that {eng} serves, but its decoder's cross-attention K/V "
+                    "(over the encoder's output, per request) is not modelled here: encoder-decoder cross-attention KV "
+                    "not modelled, so no plan is given rather than a wrong one.")
+        gone = next((r["removed_in"] for a in model.architectures if (r := _registry().get(a)) and r["removed_in"]),
+                    None)
+        why = (f"vLLM removed it in {gone} with V0's encoder-decoder support" if gone else
+               "vLLM's v1 engine serves no encoder-decoder model but Whisper")
+        why = why if s.engine == "vllm" else f"{eng} is planned here for decoder-only models ({why})"
+        return (f"{arch} is an encoder-decoder model (model_type {model.model_type!r}): {why}, and its decoder's "
+                f"cross-attention K/V is not modelled here, so {eng} gets no plan for it.")
+    return None
+
+
+def _unlisted(model: ModelSpec, ver: tuple[int, int, int], version: str) -> str | None:
+    """vLLM only, for an architecture its registry lacks: a refusal paragraph when it is not a causal LM, a note
+    starting with ``WARNING_NOTE`` when it is (the Transformers backend); None for a listed one."""
+    archs = model.architectures
+    if not archs or any(_served(a, ver) for a in archs):
+        return None
+    a = archs[0]
+    gone = (_registry().get(a) or {}).get("removed_in")
+    missing = (f"{a} was removed from vLLM's model registry in {gone}" if gone else
+               f"{a} is not in vLLM {version}'s model registry")
+    if a.endswith("ForCausalLM"):
+        return (f"{WARNING_NOTE}{missing}: vLLM would run it through its Transformers backend, if at all; "
+                "planned as a standard decoder read from its fields (layers, heads, KV heads), which that backend's "
+                "own tensors and KV layout may not match")
+    return (f"{missing}, and it is not a causal LM (*ForCausalLM) that vLLM's Transformers backend could serve in its "
+            "place: vLLM would refuse to load it, so there is no plan to give. Plan a checkpoint whose architecture "
+            "the release serves, or an engine version that still has it.")
+
+
+def with_architecture_check(model: ModelSpec, s: PlanSettings) -> ModelSpec:
+    """The model, with a leading WARNING note where vLLM's registry lacks its causal-LM architecture.
+
+    Raises:
+        InputError: an encoder-only or encoder-decoder model (any engine); under vLLM, an architecture its registry
+            lacks at the version that is not a causal LM.
+    """
+    ver = parse_version(s.engine_version or LATEST) if s.engine == "vllm" else _V33
+    why = _refusal(model, s, ver)
+    if why:
+        raise InputError(why)
+    if s.engine != "vllm":
+        return model
+    text = _unlisted(model, ver, s.engine_version or LATEST)
+    if text and not text.startswith(WARNING_NOTE):
+        raise InputError(text)
+    return replace(model, notes=(text, *model.notes)) if text else model

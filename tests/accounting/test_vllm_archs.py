@@ -1,0 +1,65 @@
+"""Architectures no engine here plans (encoder-only, encoder-decoder, removed from vLLM's registry) and the warning for
+a causal LM vLLM's registry does not list (vllm_archs.py; registries of vLLM 0.19 and 0.33, models/registry.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+ARCHS = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "archs"
+
+
+def _plan(name, *extra):
+    return CliRunner().invoke(app, ["plan", str(ARCHS / f"{name}.json"), "--gpu", "H100", *extra],
+                              catch_exceptions=False, env={"COLUMNS": "250"})
+
+
+@pytest.mark.parametrize("name,extra,words", [
+    # T5: encoder-decoder, in neither registry; refused under SGLang too
+    ("t5", (), "vLLM's v1 engine serves no encoder-decoder model but Whisper"),
+    ("t5", ("--engine", "sglang"), "sglang is planned here for decoder-only models"),
+    # BERT MLM: encoder-only; 0.33's registry lists BertForMaskedLM as a pooling model, 0.19's does not
+    ("bert", (), "vllm 0.33.0 serves it for pooling"),
+    ("bert", ("--engine-version", "0.19.0"), "vLLM serves such models for pooling only"),
+    # Mllama: 0.33's previously-supported table says removed in 0.10.2 (0.19's says the same: the removal predates it)
+    ("mllama", (), "vLLM removed it in 0.10.2 with V0's encoder-decoder support"),
+    ("mllama", ("--engine-version", "0.19.0"), "vLLM removed it in 0.10.2"),
+    # Whisper: served, but its cross-attention K/V is not modelled
+    ("whisper", (), "encoder-decoder cross-attention KV not modelled"),
+])
+def test_architectures_without_a_decoder_kv_plan_are_refused_naming_why(name, extra, words):
+    with pytest.raises(InputError) as err:  # the console entry prints it and exits 2
+        _plan(name, *extra)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_console_entry_exits_2_for_t5():
+    p = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "plan", str(ARCHS / "t5.json"), "--gpu", "H100"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("error: T5ForConditionalGeneration is an encoder-decoder model")
+
+
+def test_an_unlisted_causal_lm_plans_as_a_standard_decoder_with_a_warning_first():
+    # FooForCausalLM: in neither registry; vLLM would try its Transformers backend. KV as today: 2 × 32 layers × 8 KV
+    # heads × 128 × 2 B = 131,072 B/token; the warning is the line under the title.
+    r = _plan("foo")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert lines[1].startswith("WARNING: FooForCausalLM is not in vLLM 0.33.0's model registry")
+    assert r.output.index("WARNING: FooForCausalLM") < r.output.index("KV per token: 131,072 B")
+    d = json.loads(_plan("foo", "--json").stdout)
+    assert d["model"]["notes"][0].startswith("WARNING: FooForCausalLM is not in vLLM 0.33.0's model registry")
+
+
+def test_a_listed_architecture_gets_no_warning():
+    # meta-llama/Llama-2-7b-hf (bundled): LlamaForCausalLM is in both registries
+    r = CliRunner().invoke(app, ["plan", "meta-llama/Llama-2-7b-hf", "--gpu", "H100"], catch_exceptions=False)
+    assert r.exit_code == 0 and "WARNING" not in r.output
