@@ -4,7 +4,7 @@ hidden alias)."""
 
 from __future__ import annotations
 
-from tests.cli.cli_run import MODEL, cli_json, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 OFFLOAD = ("offload", MODEL, "--gpu", "H100", "--kv-offloading-size", "64", "--sessions", "20")
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.cli.cli_run import MODEL, refused, run_cli
+from cli_run import MODEL, refused, run_cli
 
 from kvledger.accounting.tier_bounds import HOST_GIB_PER_NODE_MAX, NVME_GIB_PER_NODE_MAX, refuse_beyond_a_node
 from kvledger.catalog.gpu_file import resolve_gpu

@@ -5,7 +5,7 @@ file."""
 from __future__ import annotations
 
 import pytest
-from tests.cli.cli_run import refused
+from cli_run import refused
 
 BIG = "meta-llama/Llama-3.1-70B"  # 70.6e9 params × 2 B = 141 GB of weights: no plan at TP 1 on an 80 GB H100
 
