@@ -130,7 +130,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
              + pools.notes + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else [])
              + ([N.SGLANG_FP8_KV] if s.kv_cache_dtype == "fp8" else []))
     notes = ([N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST))]
-             if ver > SGLANG_LATEST else []) + notes + long_len_notes(model, L, lsrc)
+             if ver > SGLANG_LATEST else []) + notes + long_len_notes(model, s, L, lsrc)
     src = N.sglang_requested_source(total / GiB, held / GiB, h_pt / GiB, held > SGLANG_PRELOAD_GIB[False] * GiB)
     return MemoryPlan("sglang", f"{sglang_version_text(ver)} rules", total, "mem_fraction_static", mfs,
                       int(pre_free), items, int(avail - pools.state_bytes), given, page, int(cell * page),
@@ -287,7 +287,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
              + [N.trtllm_block_rule(runtime, windows, round_up)] + _hybrid_note(kv, "trtllm"))
-    notes += long_len_notes(model, L, lsrc)
+    notes += long_len_notes(model, s, L, lsrc)
     if s.engine_version and _version_tuple(s.engine_version) > TRTLLM_NEWEST_CHECKED:
         notes.insert(0, N.trtllm_newer_than_checked(s.engine_version, ".".join(map(str, TRTLLM_NEWEST_CHECKED)),
                                                     _RUNTIME_NAMES[runtime]))

@@ -192,7 +192,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
 def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: ModelSpec, notes: list[str]) -> _Budget:
     """The inputs of every stage's budget, by this version's defaults where ``s`` leaves them; appends their notes."""
     L, lsrc = resolve_max_model_len(model, s)
-    notes += long_len_notes(model, L, lsrc)  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: said, as vLLM warns
+    notes += long_len_notes(model, s, L, lsrc)  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: said, as vLLM warns
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)

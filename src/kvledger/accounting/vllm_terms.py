@@ -6,6 +6,7 @@ from __future__ import annotations
 from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting.expert_parallel import ep_size
+from kvledger.accounting.max_model_len import config_len
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
@@ -126,7 +127,7 @@ def profile_mla(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, seqs: int)
     if not any(getattr(x, "kind", "") == "mla" for x in model.layers):
         return None
     block, _ = vllm_block_size(model, s, ver, gpu.arch, has_compressed_mla(model.layers))
-    return mla_profile(model, ver, s.max_model_len or model.derived_max_model_len, seqs, block, s.tp)
+    return mla_profile(model, ver, s.max_model_len or config_len(model, s)[0], seqs, block, s.tp)
 
 
 def cudagraph_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, seqs: int, mnbt: int,

@@ -45,7 +45,9 @@ class ModelSpec:
         num_experts, experts_per_token: routed experts per MoE layer and top-k (0 for dense).
         quant: weight quantization scheme.
         tie_word_embeddings: lm_head shares the embedding matrix.
-        max_position_embeddings: the config's value; derived_max_model_len: what vLLM derives (YaRN rule).
+        max_position_embeddings: the config's value; derived_max_model_len: what vLLM up to 0.26 derives (a YaRN
+            length from original_max_position_embeddings × factor), the length of every version-free caller;
+            yarn_as_scaled_max_model_len: what vLLM 0.33 derives (no YaRN factor; ``catalog/max_len.py``).
         rope_cache_bytes: vLLM's rotary cos/sin buffer, B (counted in its "weights" memory).
         notes: remarks the ledger shows.
         catalog_id: the bundled config's HF id when loaded from the catalog, else None.
@@ -86,6 +88,7 @@ class ModelSpec:
     catalog_id: str | None = None
     mamba_chunk_tokens: int = 2048
     ssm_dtype_hint: str | None = None
+    yarn_as_scaled_max_model_len: int | None = None
 
     @property
     def num_params(self) -> int:
@@ -224,7 +227,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         notes.append(tower_note)
     dtype, dbytes = _dtype(c, notes)
     quant = parse_quant(c)
-    mpe, derived = config_max_len(c, notes)
+    mpe, derived, as_scaled = config_max_len(c, notes)
     attn = next((layer for layer in fam.layers if isinstance(layer, FullAttention)), None)
     mla = next((layer for layer in fam.layers if isinstance(layer, MLAAttention)), None)
     nh = c.int("num_attention_heads", 0, minimum=0)
@@ -241,7 +244,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, derived, dbytes), intermediate_size=inter,
         notes=tuple(notes), catalog_id=catalog_id,
         mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
-        ssm_dtype_hint=_ssm_dtype_hint(raw, c),
+        ssm_dtype_hint=_ssm_dtype_hint(raw, c), yarn_as_scaled_max_model_len=as_scaled,
     )
 
 
