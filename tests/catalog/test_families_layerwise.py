@@ -133,12 +133,14 @@ def test_falcon_h1_published_config_with_null_attn_layer_indices_keeps_attention
     # State: conv (4 − 1) × (1536 + 2 × 1 × 128) = 5,376, SSM 24 heads × 64 × 128 = 196,608 → 36 × 201,984 × 2 B
     # = 14,542,848 B per sequence.
     # Parameters: embeddings 2 × 32,784 × 1024 = 67,141,632 (untied); per layer mamba in_proj (2 × 1536 + 2 × 128 +
-    # 24) × 1024 = 3,432,448, conv 1792 × 4 = 7,168, dt_bias/A_log/D 72, norm 1536, out_proj 1024 × 1536 = 1,572,864;
-    # attention q 512 × 1024 + k, v 128 × 1024 each + o 1024 × 512 = 1,310,720; two norms 2,048; MLP 3 × 2048 × 1024
-    # = 6,291,456 → 12,618,312 × 36 = 454,259,232; final norm 1,024: 521,401,888 (474,215,968 without attention).
+    # 24) × 1024 = 3,432,448, conv 1792 × 4 = 7,168 and its bias 1,792 ("mamba_conv_bias": true; conv_dim 1536 + 2 × 1
+    # × 128 = 1,792), dt_bias/A_log/D 72, no gated-norm weight ("mamba_rms_norm": false: vLLM mamba_mixer2.py registers
+    # none), out_proj 1024 × 1536 = 1,572,864; attention q 512 × 1024 + k, v 128 × 1024 each + o 1024 × 512
+    # = 1,310,720; two norms 2,048; MLP 3 × 2048 × 1024 = 6,291,456 → 12,618,568 × 36 = 454,268,448; final norm 1,024:
+    # 521,411,104 (was 521,401,888: + 36 × 1,792 conv bias − 36 × 1,536 norm).
     path = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "Falcon-H1-0.5B.json"
     spec = parse_config(json.loads(path.read_text()), source="falcon-h1-0.5b")
     led = kv_ledger(spec)
     assert led.bytes_per_token == 18_432
     assert led.state_bytes_per_seq == 14_542_848
-    assert spec.num_params == 521_401_888
+    assert spec.num_params == 521_411_104

@@ -181,3 +181,19 @@ def test_parameter_count_equals_the_meta_device_model(mt):
     # int32; transformers keeps them as buffers): 3 hash layers × 129,280 × 6 = 2,327,040.
     extra = {"nemotron_h": 8, "deepseek_v4": 3 * 129_280 * 6}.get(mt, 0)
     assert got - expected == extra, (mt, got, expected)
+
+
+@pytest.mark.parametrize("mt,before", [
+    # 32 Mamba-2 layers each: conv_dim 1024 + 2 × 1 × 256 = 1,536 bias (+49,152), no gated-norm weight of 1,024
+    # ("mamba_rms_norm": false, −32,768): 8,514,945,024 + 16,384
+    ("falcon_h1", 8_514_945_024),
+    # 32 Mamba-2 layers each with a conv bias of 128 × 64 + 2 × 1 × 256 = 8,704: + 278,528
+    ("bamba", 9_992_486_912),
+    ("granitemoehybrid", 38_600_785_920),
+])
+def test_mamba2_mixer_conv_bias_and_norm_as_the_config_says(mt, before):
+    # vLLM layers/mamba/mamba_mixer2.py (0.19, 0.33): conv1d bias=use_conv_bias (config.mamba_conv_bias in
+    # falcon_h1.py, bamba.py, granitemoehybrid.py); Falcon-H1 passes use_rms_norm=config.mamba_rms_norm
+    expected = int(ROWS[mt]["num_params"])
+    assert expected == before + {"falcon_h1": 16_384}.get(mt, 278_528)
+    assert _spec(mt).num_params == expected

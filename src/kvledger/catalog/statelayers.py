@@ -46,17 +46,7 @@ def state_layer(c: Cfg, kind: str, mt: str, p: str, h: int, nh: int, hd: int) ->
         w += vec(f"{la}.A_log", nv, tp="shard") + norm(f"{la}.norm", dv) + mat(f"{la}.out_proj", h, nv * dv)
         return StateLayer("gated_deltanet", conv_dim * (kern - 1), nv * dk * dv), w
     if c.has("mamba_n_heads") or c.has("mamba_d_state"):
-        heads, d_head = c.int("mamba_n_heads"), c.int("mamba_d_head")
-        d_state, groups, kern = c.int("mamba_d_state"), c.int("mamba_n_groups", 1), c.int("mamba_d_conv", 4)
-        d_inner = heads * d_head
-        conv_dim = d_inner + 2 * groups * d_state
-        m = f"{p}.mamba"
-        w = mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads, h) + [Weight(f"{m}.conv1d.weight", conv_dim,
-                                                                                         kern, 1, False)]
-        w += vec(f"{m}.dt_bias", heads, tp="shard") + vec(f"{m}.A_log", heads, tp="shard") + vec(f"{m}.D", heads,
-            tp="shard")
-        w += norm(f"{m}.norm", d_inner) + mat(f"{m}.out_proj", h, d_inner)
-        return StateLayer("mamba2", conv_dim * (kern - 1), heads * d_head * d_state), w
+        return _mamba2_mixer(c, mt, f"{p}.mamba", h)
     if c.has("linear_num_heads"):
         heads, d, kern = c.int("linear_num_heads"), c.int("linear_head_dim"), c.int("linear_conv_kernel_dim", 4)
         w = mat(f"{la}.q_proj", heads * d, h) + mat(f"{la}.k_proj", heads * d, h) + mat(f"{la}.v_proj", heads * d, h)
@@ -68,3 +58,23 @@ def state_layer(c: Cfg, kind: str, mt: str, p: str, h: int, nh: int, hd: int) ->
         return StateLayer("lightning", 0, nh * hd * hd), w
     raise c.error("layer_types", f"layer type {kind!r}: no field says how large its state is (linear_num_key_heads, "
                   "mamba_n_heads, linear_num_heads, conv_L_cache)")
+
+
+def _mamba2_mixer(c: Cfg, mt: str, m: str, h: int) -> tuple[StateLayer, list[Weight]]:
+    """A Bamba / Falcon-H1 / GraniteMoeHybrid Mamba-2 mixer at ``m`` (vLLM ``layers/mamba/mamba_mixer2.py``, 0.19 and
+    0.33): conv1d bias when ``mamba_conv_bias`` (transformers' default true), in/out_proj biases when
+    ``mamba_proj_bias``, and the gated norm's weight unless Falcon-H1's ``mamba_rms_norm`` is false (its model file
+    passes ``use_rms_norm``, the others keep the mixer's default true)."""
+    heads, d_head = c.int("mamba_n_heads"), c.int("mamba_d_head")
+    d_state, groups, kern = c.int("mamba_d_state"), c.int("mamba_n_groups", 1), c.int("mamba_d_conv", 4)
+    d_inner = heads * d_head
+    conv_dim = d_inner + 2 * groups * d_state
+    pb = c.get("mamba_proj_bias", False) is True
+    w = mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads, h, bias=pb)
+    w += [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)]
+    w += vec(f"{m}.conv1d.bias", conv_dim, tp="shard") if c.get("mamba_conv_bias", True) is True else []
+    w += vec(f"{m}.dt_bias", heads, tp="shard") + vec(f"{m}.A_log", heads, tp="shard") + vec(f"{m}.D", heads,
+                                                                                             tp="shard")
+    w += norm(f"{m}.norm", d_inner) if mt != "falcon_h1" or c.get("mamba_rms_norm", False) is True else []
+    w += mat(f"{m}.out_proj", h, d_inner, bias=pb)
+    return StateLayer("mamba2", conv_dim * (kern - 1), heads * d_head * d_state), w
