@@ -197,3 +197,16 @@ def test_mamba2_mixer_conv_bias_and_norm_as_the_config_says(mt, before):
     expected = int(ROWS[mt]["num_params"])
     assert expected == before + {"falcon_h1": 16_384}.get(mt, 278_528)
     assert _spec(mt).num_params == expected
+
+
+@pytest.mark.parametrize("flags,delta", [
+    ({"use_conv_bias": False}, -32 * 1536),           # no conv1d bias of d_inner 1,536 in 32 layers: −49,152
+    ({"use_bias": True}, 32 * (2 * 1536 + 768)),      # in_proj bias 2 × 1,536 + out_proj bias 768: +122,880
+])
+def test_mamba_conv_and_projection_biases_follow_the_config(flags, delta):
+    # vLLM models/mamba.py (0.19, 0.33): MambaMixer(use_conv_bias=config.use_conv_bias, use_bias=config.use_bias);
+    # the default config (hidden 768, intermediate 1,536, 32 layers) keeps the conv bias and no projection bias
+    raw = json.loads((DATA / "oracle_configs" / "mamba.json").read_text())
+    base = parse_config(raw, source="mamba").num_params
+    assert base == int(ROWS["mamba"]["num_params"]) == 159_308_544
+    assert parse_config({**raw, **flags}, source="mamba").num_params - base == delta
