@@ -88,12 +88,10 @@ def _scaled_note(rtype: str, mpe: int, base: int, factor: float, out: int, out_l
     if out == out_later and rtype not in _AS_SCALED:
         return (f"{head}: {_RULE} multiplies the config's length by the RoPE factor of every rope type but su, "
                 "longrope and llama3 (0.11–0.33)")
-    if out == out_later:
-        return (f"{head} by {_RULE} up to vLLM 0.26; 0.33 applies no {rtype} factor, taking max_position_embeddings "
-                f"{mpe:,} as already scaled: the same length")
-    return (f"{head} by {_RULE} up to vLLM 0.26; 0.33 applies no {rtype} factor, taking max_position_embeddings "
-            f"{mpe:,} as already scaled, and derives {out_later:,} (0.27–0.32 not read: a plan takes the 0.26 rule "
-            "below 0.33)")
+    later = ("the same" if out == out_later else f"{out_later:,} (a plan takes its version's rule: 0.26 and before "
+             "scale, 0.33 does not; 0.27–0.32 not read)")
+    return (f"{head}: {_RULE} (0.19) scales a YaRN config from its original length; vLLM 0.33 applies no YaRN factor, "
+            f"taking max_position_embeddings {mpe:,} as already scaled, and derives {later}")
 
 
 def _gemma3_note(per_type: list, mpe: int, notes: list[str]) -> None:
