@@ -178,9 +178,12 @@ def effective_cost_line(sticker: dict[str, Any]) -> str:
 
 
 def band_sides_text(low: float, high: float) -> str:
-    """The band ×LOW–×HIGH as signed sides: ``±30%`` when symmetric, else ``−42%/+7%`` (never the wider side alone)."""
+    """The band ×LOW–×HIGH as signed sides: ``±30%`` when symmetric, else ``−42%/+7%`` (never the wider side alone),
+    ``−21%/−6%`` for a band wholly below the capacity priced (a latency-bound one, ``binding_band``)."""
     below, above = 1 - low, high - 1
-    return f"±{below:.0%}" if abs(below - above) < 0.005 else f"−{below:.0%}/+{above:.0%}"
+    if abs(below - above) < 0.005:
+        return f"±{below:.0%}"
+    return f"{'−' if below >= 0 else '+'}{abs(below):.0%}/{'+' if above >= 0 else '−'}{abs(above):.0%}"
 
 
 def band_end_text(e: Any) -> str:

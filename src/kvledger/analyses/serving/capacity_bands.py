@@ -11,7 +11,7 @@ from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import scope_words
 
-__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band"]
+__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "band_multipliers", "band_inputs"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,13 @@ class CapacityBand:
         return to_jsonable(self)
 
 
-def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) -> CostBand | None:
+def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None,
+              capacity: CapacityBand | None = None) -> CostBand | None:
     """The band of the goodput priced (good req/s at the SLO capacity, ``report.capacity``; ``capacity_req_per_s``:
     the capacity's request rate, when a search found it) and what it does to the verdict, on the verdict's own basis.
+    ``capacity``: the search's own capacity band (:func:`capacity_band`, a latency's where one binds), whose ends ÷
+    its value are the multipliers priced (:func:`band_multipliers`), so that the verdict is judged on the band the
+    capacity search shows; without it, the saturation throughput's band.
 
     With a volume (``report.decision``): the two monthly bills, the self-hosted one redone at each end of the band
     (``kvledger.ledgers.decision.BandEnd``: replicas for the volume, their utilization, the bill), so that this line
@@ -91,7 +95,8 @@ def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) 
     ``holds_within_band``; per request, a capacity sh ÷ api × the one priced always would).
     """
     regime = setup_regime(setup)
-    band = setup_band(setup, "throughput")
+    thr = setup_band(setup, "throughput")
+    band = _Scaled.of(capacity, thr) or thr
     g = report.capacity["goodput_req_per_s"]
     if band is None or g <= 0:
         return None
@@ -118,6 +123,55 @@ def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) 
                     lo_usd, hi_usd, api, *reps, flips, text, band.source)
 
 
+def band_multipliers(capacity: CapacityBand | None) -> tuple[float, float] | None:
+    """The capacity band's ends as multipliers of the capacity (low ÷ value, high ÷ value: both below 1 where a
+    latency binds, ``binding_band``), which the decision prices at; None without a band or with a low end of 0 (no
+    capacity to size replicas on: the throughput band stands)."""
+    if capacity is None or not capacity.value or capacity.low <= 0:
+        return None
+    return capacity.low / capacity.value, capacity.high / capacity.value
+
+
+def band_inputs(inputs: Any, capacity: CapacityBand | None) -> Any:
+    """``inputs`` (``cost_summary.DecisionInputs``) with the decision's capacity band set to the capacity search's
+    (:func:`band_multipliers`: the ends the decision is redone at, ``ledgers.decision.BandEnd``) and its source saying
+    so; unchanged where that band is the one it already has (a throughput-bound capacity) or there is none."""
+    ks = band_multipliers(capacity)
+    if inputs is None or ks is None or capacity is None:
+        return inputs
+    sides = (1.0 - ks[0], ks[1] - 1.0)
+    if inputs.band_sides is not None and all(abs(a - b) < 1e-9 for a, b in zip(sides, inputs.band_sides)):
+        return inputs
+    from dataclasses import replace
+
+    where = f"; {capacity.elsewhere}" if capacity.elsewhere else ""
+    src = f"80% band of the simulated SLO capacity ×{ks[0]:.2f}–×{ks[1]:.2f}: {capacity.text}{where}"
+    return replace(inputs, band_sides=sides, capacity_band=max(abs(sides[0]), abs(sides[1])), band_source=src)
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A capacity band as ``cost_band`` reads a ``Band``: multipliers ``low``/``high``, ``around``, the data."""
+
+    low: float
+    high: float
+    source: str
+    elsewhere: str
+
+    @classmethod
+    def of(cls, capacity: CapacityBand | None, throughput: Any) -> _Scaled | None:
+        """``capacity``'s band, or None where it is the ``throughput`` band around the capacity (or there is none)."""
+        ks = band_multipliers(capacity)
+        if ks is None or capacity is None:
+            return None
+        if throughput is not None and all(abs(a - b) < 1e-9 for a, b in zip(ks, (throughput.low, throughput.high))):
+            return None
+        return cls(*ks, capacity.source, capacity.elsewhere)
+
+    def around(self, value: float) -> tuple[float, float]:
+        return value * self.low, value * self.high
+
+
 def _verdict_words(flips: bool, cheaper: str, k: float | None, lower: bool) -> str:
     """What the band does to the verdict: holds, FLIPS inside it, or (a capacity only bounded below, ``lower``) MAY
     FLIP at the capacity multiplier ``k`` that the offered load does not rule out."""
@@ -141,8 +195,9 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
                     reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None]) -> str:
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
+    whose = ", a latency limit's, as the capacity search bands it" if isinstance(band, _Scaled) else ""
     cap_text = "" if cap is None else (f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–"
-                                       f"{cap * band.high:.4g} req/s")
+                                       f"{cap * band.high:.4g} req/s{whose}")
     where = f", {band.elsewhere}" if band.elsewhere else ""  # its runs on other GPUs only (Band.on_gpu)
     at = ("at the SLO capacity" if ks[1] is not None else
           "at the offered load (only a lower bound on the SLO capacity: the run looks under-loaded)")

@@ -151,6 +151,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         NoAnswerError: no request met the SLO, or only the lower bound of an estimate is 0: the cost per good token
             then has no upper bound (``cost_unbounded``: what can be said, priced at the upper bound).
     """
+    from kvledger.analyses.serving.capacity_bands import band_inputs
     from kvledger.analyses.serving.sweep_bracket import bracketed
     from kvledger.ledgers.goodput import goodput
 
@@ -172,7 +173,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
     sized = capacity.sizing_req_per_s if capacity is not None else None
-    inputs = _with_mix_caveats(inputs, mix, sim)
+    inputs = band_inputs(_with_mix_caveats(inputs, mix, sim), getattr(capacity, "error_band", None))  # the band shown
     build = _builder(api_price, mix, factors, inputs)
     rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
@@ -240,8 +241,8 @@ def _payload(rep: Any, basis: CapacityBasis, sim: Any, capacity: Any, sweep: Swe
         d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.capacity_bands import cost_band
 
-        band = None if rep.verdict is None else cost_band(sim.setup, rep, capacity.sizing_req_per_s if capacity
-                                                           is not None else None)
+        band = None if rep.verdict is None else cost_band(sim.setup, rep, *(
+            (capacity.sizing_req_per_s, getattr(capacity, "error_band", None)) if capacity is not None else ()))
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
     return d
