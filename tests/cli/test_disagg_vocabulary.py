@@ -4,9 +4,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from cli_run import cli_json
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -22,19 +21,13 @@ def base(tmp_path_factory):
     return ["disagg", "facebook/opt-13b", "--gpu", "A100-80GB", "--trace", str(trace), "--num-gpus", "2", "--no-tune"]
 
 
-def _json(args):
-    r = runner.invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
-
-
 def test_tensor_parallel_size_is_tp_and_roofline_is_the_default(base):
-    d = _json([*base, "--rate", "4"])
-    assert _json([*base, "--rate", "4", "--tensor-parallel-size", "1", "--step-cost", "roofline"]) == d
+    d = cli_json(*base, "--rate", "4")
+    assert cli_json(*base, "--rate", "4", "--tensor-parallel-size", "1", "--step-cost", "roofline") == d
 
 
 def test_step_cost_calibrated_uses_the_bundled_table(base):
-    d = _json([*base, "--rate", "4", "--step-cost", "calibrated"])
+    d = cli_json(*base, "--rate", "4", "--step-cost", "calibrated")
     assert d["step_cost"]["name"] == "distserve-vllm:facebook/opt-13b@a100-80gb/tp1"  # measured at A100 80GB, TP 1
     assert any("bundled measurements" in n for n in d["notes"])
     with pytest.raises(KvLedgerError, match="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN"):
@@ -46,7 +39,7 @@ def test_step_cost_calibrated_uses_the_bundled_table(base):
 
 def test_fp8_kv_halves_the_bytes_each_transfer_moves(base):
     def wire(dtype):
-        d = _json([*base, "--rate", "4", "--kv-cache-dtype", dtype, "--prefill-gpus", "1", "--decode-gpus", "1"])
+        d = cli_json(*base, "--rate", "4", "--kv-cache-dtype", dtype, "--prefill-gpus", "1", "--decode-gpus", "1")
         return d["deployments"][1]["transfer"]["wire_s"]["mean"]
 
     # every prompt is 512 tokens: the wire time is 512 × KV bytes per token ÷ the link; 1 byte against 2 halves it

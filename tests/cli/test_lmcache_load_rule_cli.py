@@ -3,25 +3,19 @@ step (load_async False); 0.33.0's LMCacheMPConnector loads asynchronously, off t
 
 from __future__ import annotations
 
-import json
+from cli_run import cli_json
 
-from typer.testing import CliRunner
-
-from kvledger.cli.main import app
-
-runner = CliRunner(env={"COLUMNS": "400"})
 L8 = "meta-llama/Llama-3.1-8B"
 LMCACHE = ["--kv-offloading-size", "64GiB", "--kv-offloading-backend", "lmcache", "--sessions", "4"]
 
 
-def _json(*args: str) -> dict:
-    r = runner.invoke(app, ["offload", L8, "--gpu", "H100", *LMCACHE, *args, "--json"], catch_exceptions=False)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+def _offload(*args: str) -> dict:
+    """``offload``'s JSON for Llama-3.1-8B on an H100 with LMCache's 64 GiB tier, ``args`` added."""
+    return cli_json("offload", L8, "--gpu", "H100", *LMCACHE, *args)
 
 
 def test_lmcache_loads_in_the_step_before_vllm_0_33():
-    d = _json("--engine-version", "0.19.0")
+    d = _offload("--engine-version", "0.19.0")
     assert d["rules"]["lmcache_load"]["value"] == "in the step"
     assert "LMCacheConnectorV1 (load_async False)" in d["rules"]["lmcache_load"]["source"]
     note = d["kv_tiers"]["notes"][0]
@@ -30,7 +24,7 @@ def test_lmcache_loads_in_the_step_before_vllm_0_33():
 
 
 def test_lmcache_loads_off_the_step_in_vllm_0_33():
-    d = _json()  # the default version, 0.33.0
+    d = _offload()  # the default version, 0.33.0
     assert d["engine_version"] == "0.33.0" and d.get("rules") is None
     note = d["kv_tiers"]["notes"][0]
     assert "vLLM 0.33.0 runs LMCache as LMCacheMPConnector, which loads asynchronously" in note
@@ -39,10 +33,7 @@ def test_lmcache_loads_off_the_step_in_vllm_0_33():
 
 def test_simulate_names_the_load_rule_it_ran():
     def rule(*version: str) -> dict:
-        r = runner.invoke(app, ["simulate", L8, "--gpu", "H100", "--workload", "agent", *LMCACHE, *version, "--json"],
-                          catch_exceptions=False)
-        assert r.exit_code == 0, r.output
-        return json.loads(r.stdout)["kv_tiers"]
+        return cli_json("simulate", L8, "--gpu", "H100", "--workload", "agent", *LMCACHE, *version)["kv_tiers"]
 
     old, new = rule("--engine-version", "0.19.0"), rule()
     assert old["host_tier"]["load_in_step"] is True and new["host_tier"]["load_in_step"] is False

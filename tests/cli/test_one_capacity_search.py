@@ -3,19 +3,11 @@ and report the good rate priced under one key (a user trial: 13.375 against 26 r
 
 from __future__ import annotations
 
-import json
-
-from cli_run import MODEL, run_cli
+from cli_run import MODEL, cli_json
 
 # Llama-3.1-8B on one H200, 1,024-token prompts, 256-token outputs, 500 Poisson requests per probe
 W = ["--prompt-lengths", "fixed:1024", "--output-lengths", "fixed:256", "--num-requests", "500",
      "--slo", "ttft=500ms,tpot=50ms"]
-
-
-def _json(*args: str) -> dict:
-    res = run_cli(*args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
 
 
 def test_goodput_cost_and_search_find_the_same_capacity_on_the_trials_h200():
@@ -25,14 +17,14 @@ def test_goodput_cost_and_search_find_the_same_capacity_on_the_trials_h200():
     # ~28 on average; queue_growth's backlog_windows), so goodput bisected [8, 16] to 13.375. search starts at the
     # power of two above its capacity bound (32), bisects [16, 32] through the same midpoints and probes 16, the end
     # the capacity rests on (sim_bracket): 26 too. cost --simulate runs goodput's search
-    g = _json("goodput", "--simulate", MODEL, "--gpu", "H200", *W, "--target", "0.9")
+    g = cli_json("goodput", "--simulate", MODEL, "--gpu", "H200", *W, "--target", "0.9")
     probes = {p["value"]: p for p in g["probes"]}
     assert g["boundary"]["boundary_value"] == 26.0 and g["boundary"]["first_failing_value"] == 26.25
     assert not any(p["queue_grew"] for v, p in probes.items() if v <= 26.0) and probes[32.0]["queue_grew"]
-    s = _json("search", MODEL, "--gpus", "H200", "--tp", "1", *W, "--rate", "20")
+    s = cli_json("search", MODEL, "--gpus", "H200", "--tp", "1", *W, "--rate", "20")
     (cap,) = [c["capacity"] for c in s["candidates"] if c["id"] == "nvidia_h200_sxm:tp1:kv-auto"]
     assert cap["boundary_rate_req_per_s"] == 26.0 and 16.0 in [r for r, _ in cap["probes"]]
-    c = _json("cost", "--simulate", MODEL, "--gpu", "H200", *W, "--monthly-tokens", "3e9")
+    c = cli_json("cost", "--simulate", MODEL, "--gpu", "H200", *W, "--monthly-tokens", "3e9")
     assert c["capacity"]["slo_capacity_req_per_s"] == 26.0
     # one key, one meaning: the good rate priced, 26 req/s × 100 % within the SLO, in search and cost alike; the
     # boundary run's own goodput (first arrival → last finish, its drain included) is lower, under its own name
