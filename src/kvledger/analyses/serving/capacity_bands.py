@@ -1,5 +1,6 @@
 """The 80% bands of an SLO capacity found by simulation and of the self-host vs API decision priced from it (the
-regime's band on throughput, made honest for the GPU profile: ``prediction_bands.setup_band``); split from
+regime's band on throughput, made honest for the GPU profile: ``prediction_bands.setup_band``; a latency's where one
+binds the capacity, ``binding_band``), the decision judged on the capacity's own band; split from
 ``prediction_bands`` so that ``simulate``, which reports only the prediction bands, does not make these classes."""
 
 from __future__ import annotations
