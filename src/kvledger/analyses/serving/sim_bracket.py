@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.errors import InputError
+from kvledger.ledgers.boundary_widen import widen_upward
 
 __all__ = ["MAX_DOUBLINGS", "MAX_HALVINGS", "halve", "find_bracket", "guessed_bracket"]
 
@@ -55,12 +56,9 @@ def find_bracket(p: Any, lo: float | None, hi: float | None, integer: bool, star
         return lo, hi
     if hi is None:
         v = lo if lo is not None else start
-        if p.meets(v):
-            for _ in range(MAX_DOUBLINGS):
-                if not p.meets(v * 2):
-                    return v, v * 2
-                v *= 2
-            return v / 2, v
+        w = widen_upward(p.meets, v, MAX_DOUBLINGS)  # v, then doubling while the target holds
+        if w.good is not None:
+            return (w.good, w.bad) if w.bad is not None else (w.good / 2, w.good)
         return (v, v * 2) if lo is not None else halve(p, v, integer)
     if not p.meets(hi):
         return halve(p, hi, integer)
