@@ -36,7 +36,7 @@ from kvledger.catalog.quant import QuantScheme
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 
-__all__ = ["Misalignment", "tp_misalignment", "check_quant_tp", "MERGED_BLOCK_MISMATCH_FROM"]
+__all__ = ["Misalignment", "tp_misalignment", "check_quant_tp", "working_tp_words", "MERGED_BLOCK_MISMATCH_FROM"]
 
 MERGED_BLOCK_MISMATCH_FROM = (0, 14, 0)
 """The first release read whose merged column-parallel layers skip the block_n check (0.13.0 still checks them)."""
@@ -138,12 +138,19 @@ def _heads_ok(model: ModelSpec, t: int) -> bool:
     return model.num_attention_heads % t == 0 and (not nkv or (nkv % t == 0 if nkv >= t else t % nkv == 0))
 
 
-def _fixes(model: ModelSpec, q: QuantScheme, tp: int, ep: int, version: tuple[int, int, int]) -> str:
-    """A TP (power of two up to 2 × ``tp``) that passes the heads and this check, and expert parallelism if it does."""
+def working_tp_words(model: ModelSpec, q: QuantScheme, tp: int, ep: int = 1,
+                     version: tuple[int, int, int] = (0, 33, 0)) -> str:
+    """``--tp T`` for the nearest TP (a power of two up to 2 × ``tp``, the largest below ``tp`` first) whose heads
+    divide and whose shards pass this check (with expert parallelism, at EP = T); "" when none does."""
     ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= 2 * tp and t != tp and _heads_ok(model, t)
           and tp_misalignment(model, q, t, ep if ep == 1 else t, version) is None]
     below = [t for t in ok if t < tp]
-    words = f"--tp {max(below)}" if below else (f"--tp {min(ok)}" if ok else "")
+    return f"--tp {max(below)}" if below else (f"--tp {min(ok)}" if ok else "")
+
+
+def _fixes(model: ModelSpec, q: QuantScheme, tp: int, ep: int, version: tuple[int, int, int]) -> str:
+    """A TP (power of two up to 2 × ``tp``) that passes the heads and this check, and expert parallelism if it does."""
+    words = working_tp_words(model, q, tp, ep, version)
     if ep == 1 and model.is_moe and tp_misalignment(model, q, tp, tp, version) is None:
         words += (" or " if words else "") + f"--enable-expert-parallel at --tp {tp} (experts whole on each rank)"
     return words or "no TP up to twice this one"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme
-from kvledger.catalog.quant_tp import Misalignment, tp_misalignment
+from kvledger.catalog.quant_tp import Misalignment, tp_misalignment, working_tp_words
 from kvledger.errors import InputError
 
 __all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ"]
@@ -62,17 +62,9 @@ def _reason(q: QuantScheme, bad: Misalignment) -> str:
             "can be caused by too large tensor parallel size.\"")
 
 
-def _heads_divide(model: ModelSpec, t: int) -> bool:
-    nkv = model.num_kv_heads
-    return model.num_attention_heads % t == 0 and (not nkv or (nkv % t == 0 if nkv >= t else t % nkv == 0))
-
-
 def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
     """A TP (power of two up to 2 × ``tp``) SGLang takes for this checkpoint, and SGLang's expert-parallel way out."""
-    ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= 2 * tp and t != tp and _heads_divide(model, t)
-          and sglang_tp_misalignment(model, q, t) is None]
-    below = [t for t in ok if t < tp]
-    words = f"--tp {max(below)}" if below else (f"--tp {min(ok)}" if ok else "no TP up to twice this one")
+    words = working_tp_words(model, q, tp, 1, _AS_VLLM_013) or "no TP up to twice this one"
     if model.is_moe and tp_misalignment(model, q, tp, tp, _AS_VLLM_013) is None:
         words += (f"; or SGLang's --ep-size {tp} at --tp {tp} (MoE TP = tp_size / ep_size = 1: experts whole on each "
                   "rank), which kvledger's SGLang plan does not model")
