@@ -108,3 +108,30 @@ def test_the_parameters_are_the_commands_flags():
                 "--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size", "--page-size"}
     flags = {f.lstrip("-").replace("-", "_") for f in flag_names().values() if f not in left_out}
     assert set(inspect.signature(kvledger.cost).parameters) == flags | {"path", "cache"}
+
+
+def test_the_flags_are_read_from_the_signature_as_click_reads_them_and_no_command_is_built_per_call(monkeypatch):
+    import typer
+    import typer.main
+
+    from kvledger.cli.cost_cmd import flag_names, register
+
+    # what click makes of the command's parameters (opts[0]: "--model" for served_model, "--run" for run_index,
+    # "--quantization" for quantization declared ("--quantization", "-q")), less typer's completion flags of a
+    # one-command app
+    app = typer.Typer()
+    register(app)
+    by_click = {p.name: p.opts[0] for p in typer.main.get_command(app).params
+                if p.name not in ("install_completion", "show_completion")}
+    assert flag_names() == by_click
+    assert (by_click["served_model"], by_click["run_index"], by_click["files"]) == ("--model", "--run", "files")
+    # a call reads them from the signature: no click command is built (cached, cleared here to read them again)
+
+    def no_command(*a, **k):
+        raise AssertionError("built a click command to name a parameter")
+
+    monkeypatch.setattr(typer.main, "get_command", no_command)
+    flag_names.cache_clear()
+    with pytest.raises(InputError, match=r"^kvledger.cost: seeds repeats the simulated SLO-capacity search per seed: "
+                                         r"it applies to simulate, not to a measured FILE$"):
+        kvledger.cost(LLMPERF, slo="ttft=500ms", seeds=2)

@@ -10,7 +10,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import kvledger.cli.cost_compute as cost_compute
+import kvledger.analyses.serving.cost_compute as cost_compute
 from kvledger.cli.main import app
 from kvledger.errors import InputError, UnknownNameError
 

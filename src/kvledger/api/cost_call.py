@@ -1,6 +1,7 @@
 """The Python API's ``cost``: the self-host-versus-API ledger of a benchmark file or a simulation, through the same
-function as ``kvledger cost`` (``cli.cost_compute.compute_cost``), each parameter named as the command's flag with
-underscores, so ``to_dict()`` is the command's ``--json`` for the same inputs."""
+checks and request as ``kvledger cost`` (``cli.cost_boundary``) and the same computation
+(``analyses.serving.cost_compute``), each parameter named as the command's flag with underscores, so ``to_dict()`` is
+the command's ``--json`` for the same inputs."""
 
 from __future__ import annotations
 
@@ -70,12 +71,14 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
         DoesNotFitError: the simulated plan does not fit.
     """
     from kvledger.analyses.serving import sim_cache
-    from kvledger.cli.cost_compute import compute_cost
+    from kvledger.cli.cost_boundary import check_seeds_given, cost_outcome, cost_request
 
     values = {k: v for k, v in locals().items() if k in _COST_PARAMS and k not in ("path", "simulate", "cache")}
-    files = _files(path, simulate)
+    files = _files(path, simulate)  # the source, in the call's words; then --seeds and the rest as the command's
     with in_python_terms("cost", _COST_PARAMS), sim_cache.using(cache):
-        out = compute_cost(_request(files, simulate, _as_flags(values)))
+        args = _args(files, simulate, _as_flags(values))
+        check_seeds_given(args)
+        out = cost_outcome(cost_request(args))
     return CostResult(out.document, out.report, out.capacity)
 
 
@@ -99,15 +102,16 @@ def _files(path: Any, simulate: str | None) -> list[Path] | None:
     return [Path(p) for p in paths]
 
 
-def _request(files: list[Path] | None, simulate: str | None, values: dict[str, Any]) -> Any:
-    """The command's request (``cost_compute.CostRequest``): each parameter is the flag of the same name with
-    underscores (``--max-model-len``: ``max_model_len``), so its field is found through the command's flags."""
+def _args(files: list[Path] | None, simulate: str | None, values: dict[str, Any]) -> Any:
+    """The command's arguments (``cost_boundary.CostArgs``): each parameter is the flag of the same name with
+    underscores (``--max-model-len``: ``max_model_len``), so its field is found through the command's flags (read from
+    its signature once, ``cost_cmd.flag_names``)."""
+    from kvledger.cli.cost_boundary import args_of
     from kvledger.cli.cost_cmd import flag_names
-    from kvledger.cli.cost_compute import request_of
 
     flags = flag_names()
     by_field = {f: values[name] for f, flag in flags.items() if (name := flag.lstrip("-").replace("-", "_")) in values}
-    return request_of(files, simulate, by_field, flags)
+    return args_of(files, simulate, by_field, flags)
 
 
 def _as_flags(values: dict[str, Any]) -> dict[str, Any]:

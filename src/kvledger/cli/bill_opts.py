@@ -1,16 +1,16 @@
 """The whole-bill and volume flags ``kvledger cost`` and ``kvledger report`` share (bought GPUs, power, people, volume),
-and their translation into ``HostBill``, ``PeopleCost`` and ``MonthlyVolume``. Every default is the named constant of
-``kvledger.ledgers.host_bill`` (its source printed wherever it is used)."""
+read by ``analyses.serving.cost_request.CostBill`` into ``HostBill``, ``PeopleCost`` and ``MonthlyVolume``. Every
+default is the named constant of ``kvledger.ledgers.host_bill`` (its source printed wherever it is used)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from kvledger.units import count_option
 
-__all__ = ["host_bill", "people", "volume", "kv_tiers", "BILL_KEYS", "ONE_GPU_PRICE_HELP"]
+__all__ = ["ONE_GPU_PRICE_HELP"]
 
 #: ``--gpu-usd-per-hour`` of a command that prices one GPU (cost, report, offload; search's prices each of its GPUs)
 ONE_GPU_PRICE_HELP = ("Your own price, USD per GPU-hour (overrides the table): one number, or GPU=PRICE pairs "
@@ -109,18 +109,6 @@ PeakToMean = Annotated[
     ),
 ]
 
-BILL_KEYS = (
-    "gpu_capex_usd",
-    "amortization_months",
-    "annual_interest",
-    "pue",
-    "usd_per_kwh",
-    "hosting_usd_per_gpu_month",
-    "board_power_w",
-    "idle_power_w",
-)
-
-
 _T = "[KV tier] "
 TierHost = Annotated[str | None, typer.Option("--kv-tier-host", help=_T + "host memory held for the KV offload tier, "
                                               "GiB per GPU (256 or 256GiB): a line item priced by "
@@ -135,57 +123,3 @@ HostMemPrice = Annotated[float | None, typer.Option("--host-memory-usd-per-gib-m
 NvmePrice = Annotated[float | None, typer.Option("--nvme-usd-per-gib-month", help=_T + "your NVMe price, USD per "
                                                  "GiB-month (default: tier_prices.csv's dated row, named in the "
                                                  "item).", show_default=False)]
-
-
-def kv_tiers(p: dict[str, Any]) -> Any:
-    """KvTierBill from ``--kv-tier-host/--kv-tier-nvme`` and their prices; None when no tier is given.
-
-    Raises:
-        InputError: a price without its tier, a price out of range, or an unreadable size (a tier without its price
-            takes the bundled row, ``catalog/tier_prices.py``).
-    """
-    from kvledger.cli.analysis_opts import gib_option
-    from kvledger.errors import InputError
-    from kvledger.ledgers.tier_items import KvTierBill, TierRate
-
-    tiers = []
-    for kind, size_key, price_key in (("host", "kv_tier_host", "host_memory_usd_per_gib_month"),
-                                      ("nvme", "kv_tier_nvme", "nvme_usd_per_gib_month")):
-        size = gib_option(p.get(size_key), "--kv-tier-" + kind)
-        if size is None:
-            if p.get(price_key) is not None:
-                raise InputError(f"--{price_key.replace('_', '-')} prices a {kind} KV tier: give its size with "
-                                 f"--kv-tier-{kind}")
-            continue
-        tiers.append(TierRate.given(kind, size, p.get(price_key)))
-    return KvTierBill(tuple(tiers)) if tiers else None
-
-
-def host_bill(p: dict[str, Any]) -> Any:
-    """HostBill from the command's parameters (``BILL_KEYS``)."""
-    from kvledger.ledgers.host_bill import HostBill
-
-    return HostBill(**{k: p[k] for k in BILL_KEYS})
-
-
-def people(p: dict[str, Any]) -> Any:
-    """PeopleCost: the user's engineer figures, else the defaults for ``--team-capability``."""
-    from kvledger.ledgers.host_bill import people_cost
-
-    return people_cost(p["team_capability"], p["engineer_months"], p["engineer_usd"])
-
-
-def volume(p: dict[str, Any]) -> Any:
-    """MonthlyVolume, or None when no volume flag was given."""
-    from kvledger.ledgers.decision import MonthlyVolume
-
-    keys = ("monthly_requests", "monthly_input_tokens", "monthly_output_tokens", "monthly_tokens")
-    if all(p.get(k) is None for k in keys):
-        return None
-    return MonthlyVolume(
-        p.get("monthly_requests"),
-        p.get("monthly_input_tokens"),
-        p.get("monthly_output_tokens"),
-        p.get("monthly_tokens"),
-        p.get("peak_to_mean") or 1.0,
-    )

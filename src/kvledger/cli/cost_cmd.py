@@ -9,23 +9,24 @@ request-rate search (``kvledger.analyses.serving.sim_capacity``) for a simulatio
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
 (``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
-output tokens, ``capacity_basis``). The ledger itself is computed by ``cost_compute.compute_cost``, which
-``kvledger.cost`` calls too: this module parses, writes and prints.
+output tokens, ``capacity_basis``). The inputs are checked and made a request by ``cost_boundary``, which
+``kvledger.cost`` uses too, and priced by ``analyses.serving.cost_compute``: this module parses, writes and prints.
 """
 
 from __future__ import annotations
 
+import inspect
+from functools import cache
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, get_args
 
 import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
-from kvledger.cli.cost_compute import CostRequest, check_source_choice, compute_cost
+from kvledger.cli.cost_boundary import CostArgs, check_choice, cost_outcome, cost_request
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
-from kvledger.cli.cost_inputs import check_seeds
 from kvledger.cli.dp_flags import DataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 from kvledger.errors import NoAnswerError
@@ -76,16 +77,11 @@ def cost_command(
     GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
     aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
     """
-    file = files[0] if files else None
-    # --seeds and the source are checked before the outputs, as always (compute_cost checks them again: pure, cheap)
-    if more.seeds != 1:  # no capacity search to repeat per seed: refused before any work
-        check_seeds(file is not None, more.at_offered_load, ctx.params)
-    check_source_choice(file, simulate)
+    args = CostArgs(files, simulate, prices, bill, more, workload, engine, ctx.params, flag_names())
+    check_choice(args)  # --seeds and the source, then the outputs, then the rest (cost_boundary)
     _check_outputs(files, simulate, more, (workload, engine))
-    request = CostRequest(files, simulate, prices, bill, more, workload, engine, ctx.params,
-                          {prm.name: prm.opts[0] for prm in ctx.command.params})
     try:
-        out = compute_cost(request)
+        out = cost_outcome(cost_request(args))
     except NoAnswerError as err:
         if err.payload is None or "no_answer" not in err.payload:  # the capacity search's own: the common handler
             raise
@@ -97,7 +93,7 @@ def cost_command(
 
 
 def _check_outputs(files: list[Path] | None, simulate: str | None, more: CostMoreFlags, groups: tuple) -> None:
-    """--force only with --out; --out writable and none of the inputs (the other checks: ``cost_compute``)."""
+    """--force only with --out; --out writable and none of the inputs (the other checks: ``cost_boundary``)."""
     from kvledger.cli.outputs import refuse_lone_force
 
     refuse_lone_force(more.force, {"--out": more.out})
@@ -130,14 +126,26 @@ def _no_answer(d: dict, more: CostMoreFlags) -> NoReturn:
     raise typer.Exit(1) from None
 
 
+@cache
 def flag_names() -> dict[str, str]:
-    """Each parameter of the command → the flag its errors name (click's first spelling, as the command passes them
-    to ``compute_cost``), for a caller without a command line (``kvledger.cost``)."""
-    import typer.main
+    """Each parameter of the command → the flag its errors name (click's first spelling, up to a ``/``; FILE(s) by its
+    name), read once from the command's signature, for the command and for ``kvledger.cost``."""
+    out = {}
+    for name, prm in inspect.signature(cost_command).parameters.items():
+        info = next((m for m in get_args(prm.annotation)[1:] if hasattr(m, "param_decls")), prm.default)
+        # inside Annotated, typer reads a text default as the first spelling (typer.Option("--model", ...))
+        first = [info.default] if isinstance(getattr(info, "default", None), str) else []
+        decls = [*first, *(getattr(info, "param_decls", None) or ())]
+        if name != "ctx":
+            bare = name if _is_argument(info) else "--" + name.replace("_", "-")
+            out[name] = decls[0].split("/")[0] if decls else bare
+    return out
 
-    app = typer.Typer()
-    register(app)
-    return {prm.name: prm.opts[0] for prm in typer.main.get_command(app).params}
+
+def _is_argument(info: object) -> bool:
+    from typer.models import ArgumentInfo
+
+    return isinstance(info, ArgumentInfo)
 
 
 def register(app: typer.Typer) -> None:
