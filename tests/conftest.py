@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -53,3 +54,16 @@ def format_refusal(tmp_path):
         return str(err.value)
 
     return call
+
+
+@pytest.fixture
+def cli_json():
+    """``cli_run.cli_json`` (tests/cli's helper: the ``--json`` document of a command that exited 0, strict JSON) for
+    test folders that cannot import it by module name: tests/cli is put on ``sys.path`` (appended, as pytest's rootdir
+    insertion does for tests/cli's own modules, so ``cli_run`` is the same module there and here)."""
+    helpers = str(Path(__file__).resolve().parent / "cli")
+    if helpers not in sys.path:
+        sys.path.append(helpers)
+    from cli_run import cli_json as json_of
+
+    return json_of

@@ -5,30 +5,19 @@ block size and so the blocks: Qwen3-Next-80B at TP 4 on H100, 8K, vLLM 0.33 — 
 
 from __future__ import annotations
 
-import json
 import shlex
-
-from typer.testing import CliRunner
-
-from kvledger.cli.main import app
 
 MODEL = "Qwen/Qwen3-Next-80B-A3B-Thinking"
 
 
-def _json(*argv: str) -> dict:
-    out = CliRunner().invoke(app, [*argv, "--json"])
-    assert out.exit_code == 0, out.output
-    return json.loads(out.stdout)
-
-
-def test_check_line_of_a_prefix_caching_off_candidate_reproduces_its_pool():
-    got = _json("search", MODEL, "--slo", "ttft=3s", "--rate", "1", "--gpus", "H100", "--tp", "4", "--max-model-len",
+def test_check_line_of_a_prefix_caching_off_candidate_reproduces_its_pool(cli_json):
+    got = cli_json("search", MODEL, "--slo", "ttft=3s", "--rate", "1", "--gpus", "H100", "--tp", "4", "--max-model-len",
                 "8K", "--prefix-caching", "off", "--show-command", "nvidia_h100_sxm:tp4:kv-auto:pc-off")
     check = shlex.split(got["launch"]["check"])
     assert check[-1] == "--no-enable-prefix-caching" and got["launch"]["vllm"].endswith("--no-enable-prefix-caching")
-    memory = _json(*check[1:])["memory"]
+    memory = cli_json(*check[1:])["memory"]
     assert (memory["block_size"], memory["num_gpu_blocks"]) == (272, 9629)
     assert (got["plan"]["block_size"], got["plan"]["num_gpu_blocks"]) == (272, 9629)
     # the line without the flag plans caching on: another block size, other blocks (what it printed before)
-    on = _json(*check[1:-1])["memory"]
+    on = cli_json(*check[1:-1])["memory"]
     assert (on["block_size"], on["num_gpu_blocks"]) == (320, 8184)

@@ -5,14 +5,8 @@ found, whose goodput is that of a load the replica cannot sustain.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
-from kvledger.cli.main import app
-
-runner = CliRunner()
 # 60 requests of 1,000 prompt tokens and 2 output tokens on one L4 under ttft ≤ 10 s (Poisson arrivals, seed 0): two
 # output tokens so that the search's bounds exist (a bound on tokens/s per user needs a TPOT), the case of
 # test_capacity_bound_cap otherwise.
@@ -20,15 +14,9 @@ CASE = ["meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:100
         "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B", "--slo", "ttft=10s"]
 
 
-def _json(*args: str) -> dict:
-    res = runner.invoke(app, [*args, "--json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
-def test_search_prices_the_run_at_the_bound_as_cost_does():
-    cost = _json("cost", "--simulate", *CASE)["simulation"]["capacity_search"]
-    entry = next(e for e in _json("search", *CASE, "--tp", "1", "--workers", "1")["candidates"]
+def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):
+    cost = cli_json("cost", "--simulate", *CASE)["simulation"]["capacity_search"]
+    entry = next(e for e in cli_json("search", *CASE, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
     # Both searches find 11.125 req/s (the probe's 60 requests all within 10 s, its goodput 5.8751 good req/s: the
@@ -56,11 +44,11 @@ def test_search_prices_the_run_at_the_bound_as_cost_does():
         usd_h * 1000 / (3600 * cap["sized_on_req_per_s"]), rel=1e-6)
 
 
-def test_no_new_keys_where_the_bound_does_not_bind():
+def test_no_new_keys_where_the_bound_does_not_bind(cli_json):
     # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and no key is added; the
     # boundary run's own goodput is goodput_at_boundary_req_per_s either way (goodput_req_per_s: the good rate priced)
     case = [a if a != "ttft=10s" else "ttft=500ms" for a in CASE]
-    entry = next(e for e in _json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
+    entry = next(e for e in cli_json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
     assert cap["boundary_rate_req_per_s"] < entry["bounds"]["capacity_req_per_s"]

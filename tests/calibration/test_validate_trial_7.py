@@ -29,12 +29,6 @@ ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
 LSS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs" / "llmservingsim-rtxpro6000-qwen3-32b"
 
 
-def _json(*argv: str) -> dict:
-    res = CliRunner().invoke(app, [*argv, "--json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
 def _profile(tmp_path: Path, source: str, sha: str | None) -> str:
     """The bundled H100 profile fitted (as it says) on one run: ``source`` as its record names it, ``sha`` its file's
     sha256 (None: a profile written before it recorded one)."""
@@ -45,25 +39,25 @@ def _profile(tmp_path: Path, source: str, sha: str | None) -> str:
     return str(p)
 
 
-def test_in_sample_is_the_runs_content_not_the_path_typed(tmp_path, monkeypatch):
+def test_in_sample_is_the_runs_content_not_the_path_typed(tmp_path, monkeypatch, cli_json):
     copy = tmp_path / "elsewhere"
     shutil.copytree(DATA, copy)  # the stage with its manifests.yaml and config.yaml, as a user's copy
     sha = hashlib.sha256(STAGE.read_bytes()).hexdigest()
     fitted = _profile(tmp_path, "measured-runs/kubecon/results/stage_0_lifecycle_metrics.json", sha)
     # the copy: no path component in common with the profile's record, the same bytes → in sample
-    assert _json("validate", str(copy / "stage_0_lifecycle_metrics.json"), *ARGS, "--gpu-profile", fitted)[
+    assert cli_json("validate", str(copy / "stage_0_lifecycle_metrics.json"), *ARGS, "--gpu-profile", fitted)[
         "in_sample"] is True
     # stage 1 of the copy: other bytes, other name → held out
-    assert _json("validate", str(copy / "stage_1_lifecycle_metrics.json"), *ARGS, "--gpu-profile", fitted)[
+    assert cli_json("validate", str(copy / "stage_1_lifecycle_metrics.json"), *ARGS, "--gpu-profile", fitted)[
         "in_sample"] is False
     # typed from inside its folder: "stage_0_lifecycle_metrics.json" alone resolves to …/inference-perf/stage_0…,
     # which the profile's path names (no sha256 recorded: the path alone decides)
     by_path = _profile(tmp_path, "inference-perf/stage_0_lifecycle_metrics.json", None)
     monkeypatch.chdir(DATA)
-    assert _json("validate", "stage_0_lifecycle_metrics.json", *ARGS, "--gpu-profile", by_path)["in_sample"] is True
+    assert cli_json("validate", "stage_0_lifecycle_metrics.json", *ARGS, "--gpu-profile", by_path)["in_sample"] is True
 
 
-def test_a_measured_figure_inside_its_band_is_marked_and_said_in_json():
+def test_a_measured_figure_inside_its_band_is_marked_and_said_in_json(cli_json):
     res = CliRunner().invoke(app, ["validate", str(STAGE), *ARGS], env={"COLUMNS": "200"})
     out = " ".join(res.output.split())
     # simulated TTFT 9.6 ms, band 8.4–33.3 ms (error_bands.json q10/q90 around it): measured 33.3 ms on its top end,
@@ -71,7 +65,7 @@ def test_a_measured_figure_inside_its_band_is_marked_and_said_in_json():
     assert "│ TTFT mean │ 33.3 ms │ 9.6 ms │ -71.1% │ 8.4–33.3 ms ✓ │" in out
     assert "│ TPOT mean │ 7.1 ms │ 6.8 ms │ -4.8% │ 6.1–7.2 ms ✓ │" in out
     assert "✓: the measured figure lies inside its 80% band; ✗: outside it" in out  # no ✗ printed, the legend still
-    b = _json("validate", str(STAGE), *ARGS)["error_bands"]
+    b = cli_json("validate", str(STAGE), *ARGS)["error_bands"]
     # the measured mean TTFT 33.3 ms (the comparison row's) beside the band, and covers: low ≤ measured ≤ high
     assert round(b["ttft_mean"]["measured"] * 1e3, 1) == 33.3 and b["ttft_mean"]["covers"] is True
     assert b["tpot_mean"]["covers"] is True and b["saturation_throughput"] is None
@@ -92,13 +86,13 @@ def _vllm_bench(tmp_path: Path, starts: bool) -> str:
     return str(p)
 
 
-def test_a_stated_duration_of_zero_is_not_judged_as_zero_throughput(tmp_path):
-    d = _json("validate", _vllm_bench(tmp_path, True), "--gpu", "H100")
+def test_a_stated_duration_of_zero_is_not_judged_as_zero_throughput(tmp_path, cli_json):
+    d = cli_json("validate", _vllm_bench(tmp_path, True), "--gpu", "H100")
     row = next(r for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert abs(row["measured"] - 4 / 5.0) < 1e-9  # 4 requests over 5 s: first send 0 s to last finish 3 + 2 s
     assert any("states a duration of 0 s; the measured throughput is read over its per-request timestamps" in n
                and "5.0 s" in n for n in d["notes"])
-    d = _json("validate", _vllm_bench(tmp_path, False), "--gpu", "H100")
+    d = cli_json("validate", _vllm_bench(tmp_path, False), "--gpu", "H100")
     row = next(r for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert row["measured"] is None and row["rel_error"] is None
     assert any(n.startswith("throughput not judged: the file states a duration of 0 s and keeps no per-request "
