@@ -256,23 +256,24 @@ def test_an_llmservingsim_run_is_named_by_its_folders_whole_names(tmp_path):
 
 def test_validate_names_the_recorded_keys_the_replay_does_not_use(tmp_path):
     # meta.json records more than the replay reads: the reader keeps the resolved scheduler, parallel and cache
-    # sections (not model_config), and the replay reads the model, the vLLM version, the engine_kwargs, the GPU's name
-    # and count, and of kv_cache block_size, num_gpu_blocks, gpu_memory_utilization and enable_prefix_caching
-    # (run_record._SOURCES); the rest is named, grouped, in one note
+    # sections, model_config's quantization, dtype and enforce_eager and speculative_config (not load_config), and the
+    # replay reads the model, the vLLM version, the engine_kwargs, the GPU's name and count, and of kv_cache
+    # block_size, num_gpu_blocks, gpu_memory_utilization and enable_prefix_caching (run_record._SOURCES); the rest is
+    # named, grouped, in one note
     from kvledger.calibration.run_record import recorded_settings
     from kvledger.evidence.llmservingsim import read_llmservingsim
 
     path = _run_dir(tmp_path, {"tensor_parallel_size": 1}, kv={"block_size": 32, "num_cpu_blocks": 0,
                                                                "num_kv_tokens": 160_000})
     meta = json.loads((tmp_path / "meta.json").read_text())
-    meta["resolved_config"]["model_config"] = {"enforce_eager": False}
+    meta["resolved_config"]["load_config"] = {"load_format": "auto"}
     meta.update(schema_version=1, tick_seconds=1.0, hardware={"device_name": "NVIDIA H100 80GB HBM3",
                                                               "device_count": 1, "cuda_version": "12.8"})
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     extra = read_llmservingsim(path).metadata.extra
     assert extra["record_keys"][:3] == ["model", "vllm_version", "engine_kwargs"]  # as meta.json orders them
     unused = (f"recorded in {tmp_path / 'meta.json'}, not used by the replay: schema_version, tick_seconds; "
-              "resolved_config: model_config; kv_cache: num_cpu_blocks, num_kv_tokens; hardware: cuda_version")
+              "resolved_config: load_config; kv_cache: num_cpu_blocks, num_kv_tokens; hardware: cuda_version")
     assert recorded_settings(extra).unused == [unused]
     res = CliRunner().invoke(app, ["validate", str(path), "--model", MODEL, "--gpu", "H100", "--json"])
     assert res.exit_code == 0, res.output

@@ -22,6 +22,7 @@ from kvledger.calibration.old_release import older_release, padding_notes, recor
 from kvledger.calibration.record_notes import pool_note, record_name, record_overrides
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
+from kvledger.calibration.resolved_quant import resolved_quantization_notes
 from kvledger.calibration.run_record import RECORD_WORDS, recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -105,6 +106,7 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     launch settings the run's own record states filled in where the user gave none."""
     args, notes, taken = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
+    notes = notes + resolved_quantization_notes(run, setup.plan)  # needs the checkpoint: after the plan
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.record_settings = dict(taken)
     record = record_name(run)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["RecordedSettings", "recorded_settings", "RECORD_WORDS", "other_settings", "positional_notes", "unused_keys",
-           "API_SERVER_TAG_FROM"]
+           "API_SERVER_TAG_FROM", "ON_LOAD", "ON_LOAD_WHY", "resolved_quantization"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
 _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
@@ -98,8 +98,11 @@ _HARMLESS = {"model", "served_model_name", "host", "port", "seed", "tokenizer", 
 _SAME_DTYPE = {"auto", "bfloat16", "float16", "half"}
 _SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_tokens",
                 "speculative_draft_tensor_parallel_size", "ngram_prompt_lookup_max", "ngram_prompt_lookup_min"}
-#: vLLM --quantization methods that quantize an unquantized checkpoint as it loads
-_ON_LOAD = {"bitsandbytes", "fp8"}
+#: vLLM --quantization methods that quantize an unquantized checkpoint as it loads, and why the replay is refused
+ON_LOAD = {"bitsandbytes", "fp8"}
+ON_LOAD_WHY = ("the weights are quantized as they load, which kvledger's replay does not model: it prices the "
+               "checkpoint's own weights and plans the KV pool around them, so step times and the KV pool would be "
+               "another engine's.")
 _APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()}
             | {"other_flags", "positional_args", "entrypoint", "max_paddings"})  # max_paddings: api.engine_for
 API_SERVER = "vllm.entrypoints.openai.api_server"
@@ -122,23 +125,60 @@ def other_settings(extra: dict[str, Any]) -> tuple[list[str], list[str]]:
     kwargs = extra.get("engine_kwargs") or {}
     where = extra.get("record_file") or "the run's record"
     others = {**{k: v for k, v in kwargs.items() if k not in _APPLIED}, **(kwargs.get("other_flags") or {})}
+    # what only the engine's resolved config states (a launch flag saying it too is read above, once)
+    launched_spec = any(others.get(k) is not None for k in _SPECULATIVE)
+    resolved = {k: v for k, v in _resolved_others(extra).items()
+                if others.get(k) is None and not (k in _SPECULATIVE and launched_spec)}
     refused, unapplied = [], []
-    for key, value in others.items():
+    for key, value in {**others, **{k: v for k, (v, _) in resolved.items()}}.items():
         if key in _HARMLESS or value is None or (key == "dtype" and str(value).lower() in _SAME_DTYPE):
             continue
+        said = (f"{where} records in its resolved config {resolved[key][1]} {_value(value)}" if key in resolved
+                else f"{where} launches vLLM with {_shown(key, value)}")
         if key in _SPECULATIVE:
-            refused.append(f"{where} launches vLLM with {_shown(key, value)}: speculative decoding (a draft proposes "
+            refused.append(f"{said}: speculative decoding (a draft proposes "
                            "several tokens that the model verifies in one step), which kvledger's replay does not "
                            "model: it steps one token per sequence per step, so every latency and throughput it "
                            "compares would be another engine's. kvledger spec-decode estimates speculative "
                            "decoding's gain apart.")
-        elif key == "quantization" and str(value).lower() in _ON_LOAD:
-            refused.append(f"{where} launches vLLM with {_shown(key, value)}: the weights are quantized as they load, "
-                           "which kvledger's replay does not model: it prices the checkpoint's own weights and plans "
-                           "the KV pool around them, so step times and the KV pool would be another engine's.")
+        elif key == "quantization" and key in resolved:
+            continue  # the checkpoint's own format or quantized on load: told once the model is read (resolved_quant)
+        elif key == "quantization" and str(value).lower() in ON_LOAD:
+            refused.append(f"{said}: {ON_LOAD_WHY}")
         else:
-            unapplied.append(_shown(key, value))
+            unapplied.append(_shown(key, value) + (f" (resolved_config {resolved[key][1]})" if key in resolved else ""))
     return refused, unapplied
+
+
+def _resolved_others(extra: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """Launch settings the engine's resolved ``VllmConfig`` states (the reader keeps them): ``model_config``'s
+    ``quantization`` and ``dtype`` (``torch.float32`` read as ``float32``), and ``speculative_config`` when not empty;
+    engine_kwargs key → (value, where in the resolved config)."""
+    resolved = extra.get("resolved_config") or {}
+    model = resolved.get("model_config") if isinstance(resolved.get("model_config"), dict) else {}
+    out = {k: (str(model[k]).removeprefix("torch."), f"model_config.{k}") for k in ("quantization", "dtype")
+           if model.get(k) is not None}
+    if resolved.get("speculative_config"):  # None or {}: no speculative decoding
+        out["speculative_config"] = (resolved["speculative_config"], "speculative_config")
+    return out
+
+
+def resolved_quantization(extra: dict[str, Any]) -> str | None:
+    """``model_config.quantization`` of the engine's resolved config where the launch (``engine_kwargs``) names no
+    ``quantization``: the checkpoint's own format or a method it was quantized with on load (``resolved_quant``)."""
+    kwargs = extra.get("engine_kwargs") or {}
+    if {**kwargs, **(kwargs.get("other_flags") or {})}.get("quantization") is not None:
+        return None
+    got = _resolved_others(extra).get("quantization")
+    return None if got is None else str(got[0])
+
+
+def _value(value: Any) -> str:
+    """A resolved setting as the record writes it, a long one cut at 100 characters."""
+    import json
+
+    text = json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 100 else text[:99] + "…"
 
 
 def positional_notes(extra: dict[str, Any], version: str | None) -> list[str]:
@@ -240,7 +280,8 @@ def unused_keys(extra: dict[str, Any]) -> list[str]:
     besides the model, the vLLM version, the GPU's name and count and the launch ``engine_kwargs``, it reads only the
     ``kv_cache`` keys and the ``resolved_config`` sections ``_SOURCES`` and ``_PARALLEL`` name that the reader kept."""
     kept = extra.get("resolved_config") or {}
-    sections = {w[0] for w, _, _ in _SOURCES.values() if w} | {w[0] for w, _ in _PARALLEL.values()}
+    sections = ({w[0] for w, _, _ in _SOURCES.values() if w} | {w[0] for w, _ in _PARALLEL.values()}
+                | {"model_config", "speculative_config"})  # the weights' format and speculative decoding: checked
     used = ({"model", "vllm_version", "engine_kwargs", "hardware.device_name", "hardware.device_count"}
             | {f"kv_cache.{k}" for _, _, k in _SOURCES.values() if k}
             | {f"resolved_config.{s}" for s in sections if s in kept})

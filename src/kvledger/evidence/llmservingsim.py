@@ -9,8 +9,9 @@ clock, s). The two clocks differ, so — as upstream ``bench/core/validate.py`` 
 request's arrival is its ``queued_ts``: TTFT = first_token_ts − queued_ts, E2E =
 last_token_ts − queued_ts, TPOT = (last − first)/(output − 1). Time 0 is the first
 ``queued_ts``. ``meta.json`` beside the file (when present) gives the model, the vLLM version,
-the launch settings (``engine_kwargs``) and, in newer runs, the resolved KV cache (``kv_cache``)
-and GPU (``hardware``); they are kept in ``metadata.extra``. Output lengths were forced
+the launch settings (``engine_kwargs``) and, in newer runs, the resolved KV cache (``kv_cache``),
+GPU (``hardware``) and engine config (``resolved_config``, the sections the replay reads); they are kept in
+``metadata.extra``. Output lengths were forced
 (``min_tokens = max_tokens``), so every request generated exactly ``output_toks`` tokens.
 """
 
@@ -28,6 +29,8 @@ __all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim", "run_file
 
 FORMAT = "llmservingsim-vllm"
 _KEYS = ("request_id", "input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+#: the resolved ``model_config`` keys kept (vLLM 0.19 ``config/model.py``'s ``ModelConfig`` fields of those names)
+_MODEL_KEYS = ("quantization", "dtype", "enforce_eager")
 
 
 def _requests_file(path: Path) -> Path:
@@ -135,10 +138,8 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
     if meta:
         extra["record_file"] = str(meta_path)  # the launch record the settings come from (not requests.jsonl)
         extra["record_keys"] = record_keys(meta)  # every key it records, for validate to name those it leaves
-    resolved = meta.get("resolved_config") or {}
-    picked = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
-              if isinstance(resolved.get(k), dict)}
-    if picked:  # the engine's resolved settings (async scheduling, parallelism, blocks): what validate replays
+    picked = _resolved(meta.get("resolved_config"))
+    if picked:  # the engine's resolved settings (async scheduling, parallelism, blocks...): what validate replays
         extra["resolved_config"] = picked
     md = RunMetadata(source=src, source_format=FORMAT, model=meta.get("model"), hardware=hw.get("device_name"),
                      num_gpus=hw.get("device_count"), time_origin="first request's queued_ts (engine monotonic clock)",
@@ -146,6 +147,23 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
                                   "first_token_ts − queued_ts; TPOT = (last − first)/(output − 1); no per-token times"],
                      extra=extra)
     return RunRecords(recs, md)
+
+
+def _resolved(resolved: Any) -> dict[str, Any]:
+    """The sections of the engine's resolved ``VllmConfig`` (``resolved_config``) the replay reads or checks: the
+    scheduler, parallel and cache sections whole; of ``model_config`` the weights' ``quantization`` and ``dtype`` and
+    ``enforce_eager``; ``speculative_config`` as recorded (None: no speculative decoding), which
+    ``calibration.run_record`` refuses, as it refuses those a launch flag states."""
+    if not isinstance(resolved, dict):
+        return {}
+    out = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
+           if isinstance(resolved.get(k), dict)}
+    model = resolved.get("model_config")
+    if isinstance(model, dict) and any(k in model for k in _MODEL_KEYS):
+        out["model_config"] = {k: model[k] for k in _MODEL_KEYS if k in model}
+    if "speculative_config" in resolved:
+        out["speculative_config"] = resolved["speculative_config"]
+    return out
 
 
 def record_keys(meta: dict[str, Any]) -> list[str]:
