@@ -90,3 +90,17 @@ def test_goodput_and_cost_simulate_carry_the_ignored_flag_note_in_their_sources(
     assert sum("--no-enable-chunked-prefill has no effect in vLLM 0.11.0" in n for n in lines) == 1
     honoured = simulated_goodput(replace(args, engine_version="0.11.1"), SLO(ttft_s=1.0)).sim.source_lines()
     assert not any("has no effect" in n for n in honoured)
+
+
+def test_v0_async_output_processor_from_0_6_0_without_enforce_eager():
+    # vLLM 0.6.0 config.py adds use_async_output_proc (absent in 0.5.5), default True; verify_async_output_proc turns
+    # it off with --enforce-eager; the V0 engine is gone from 0.11.0. kubecon's `vllm+v0_engine` (0.9.0, CUDA graphs)
+    # has it; DistServe's replay (0.5.0, --enforce-eager) does not.
+    s = _setup(engine_version="0.9.0", batching="vllm_v0", enable_prefix_caching=False)
+    assert s.config.async_output_proc is True
+    assert any(n.startswith("V0's async output processor on") for n in s.notes)
+    for kw in (dict(engine_version="0.9.0", enforce_eager=True),
+               dict(engine_version="0.5.0", enable_chunked_prefill=False)):
+        s = _setup(batching="vllm_v0", enable_prefix_caching=False, **kw)
+        assert s.config.async_output_proc is False
+    assert _setup(engine_version="0.9.0").config.async_output_proc is False  # V1 (its own async scheduling rule)

@@ -133,3 +133,39 @@ def test_v0_notes_and_summary_name_the_rule():
                                                                max_num_batched_tokens=16, **V0), STEP)
     assert any("vLLM V0 prefill-first rule" in d for d in res.summary.definitions)
     assert res.config["batching"] == "vllm_v0"
+
+
+LAG = dict(V0, async_output_proc=True)  # V0's async output processor (vLLM 0.6.0–0.10, CUDA graphs on)
+
+
+def test_async_output_proc_holds_a_finished_requests_seat_through_an_extra_decode_run():
+    # max_num_seqs 1; a: P=4, O=2 and b: P=4, O=1, both at t=0; 10 ms a step.
+    # synchronous V0: step 0 prompt a → .01; step 1 decode a → .02 (a done, freed); step 2 prompt b → .03.
+    # async output processor (0.9.0 engine/llm_engine.py step): a's last token, sampled in step 1, is processed in
+    #   a callback during step 2, so a is still running when step 2 is scheduled — b cannot take its seat and
+    #   _schedule_running decodes a once more [.02, .03) ("an extra decode run is done", core/scheduler.py); the
+    #   callback frees a, and step 3 runs b's prompt → .04.
+    reqs = [RequestSpec("a", 0.0, 4, 2), RequestSpec("b", 0.0, 4, 1)]
+    kw = dict(num_gpu_blocks=10, block_size=4, max_model_len=16, max_num_batched_tokens=16, max_num_seqs=1)
+    sync, _ = run(reqs, **kw, **V0)
+    assert sync["b"].first_token_s == pytest.approx(0.03)
+    lag, rep = run(reqs, **kw, **LAG)
+    np.testing.assert_allclose(lag["a"].chunk_times_s, [0.01, 0.02])  # the client sees a's tokens as before
+    assert lag["b"].first_token_s == pytest.approx(0.04)
+    assert rep.num_steps == 5 and rep.kv.num_used_blocks == 0
+
+
+def test_async_output_procs_extra_decode_run_is_priced_with_the_running_batch():
+    # 10 ms + 1 ms a token; max_num_seqs 4; a: P=4, O=2; c: P=4, O=4; both at t=0.
+    # synchronous: step 0 prompts a, c (8 tokens) → .018; step 1 decodes a, c (2) → .030, a done; step 2 c (1) →
+    #   .041; step 3 c → .052.
+    # async output processor: step 2 decodes c and, once more, a (2 tokens) → .042; step 3 c → .053.
+    reqs = [RequestSpec("a", 0.0, 4, 2), RequestSpec("c", 0.0, 4, 4)]
+    kw = dict(num_gpu_blocks=10, block_size=4, max_model_len=16, max_num_batched_tokens=16, max_num_seqs=4)
+    cost = FixedStepCost(0.01, 0.001)
+    sync, _ = run(reqs, cost=cost, **kw, **V0)
+    np.testing.assert_allclose(sync["c"].chunk_times_s, [0.018, 0.030, 0.041, 0.052])
+    lag, _ = run(reqs, cost=cost, **kw, **LAG)
+    np.testing.assert_allclose(lag["c"].chunk_times_s, [0.018, 0.030, 0.042, 0.053])
+    with pytest.raises(InputError, match="needs batching='vllm_v0'"):
+        EngineConfig(**kw, enable_chunked_prefill=False, enable_prefix_caching=False, async_output_proc=True)

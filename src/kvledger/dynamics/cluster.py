@@ -211,7 +211,7 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
                     progress(done, arr.total)
                 continue
         t_arr = arrivals[i] if i < total else _INF
-        if rep.sched_s < t_arr and (rep.sched.running or rep.sched.waiting):
+        if rep.sched_s < t_arr and rep.has_work:
             for req, rec in rep.run_unit(t_arr, True):
                 if rec is not None:
                     out.append((req.uid, rec))

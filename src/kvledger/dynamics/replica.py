@@ -83,6 +83,8 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         self._inserts = self.kv.caches_prefills
         self.rules = BatchRules.of(cfg)
         self._async = cfg.async_scheduling  # the hot loop's copy of rules.async_scheduling
+        self._lag = cfg.async_output_proc  # V0's async output processor (async_steps.py): finishers free a step late
+        self.fast_forward = self.fast_forward and not self._lag  # the stretches free finishers at once
         self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
         self.init_loads()  # requests loading KV from a lower tier (loads_in_flight.py)
         self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
@@ -107,7 +109,7 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
 
     @property
     def has_work(self) -> bool:
-        return bool(self.sched.running or self.sched.waiting or self._loads)
+        return bool(self.sched.running or self.sched.waiting or self._loads or (self._lag and self._deferred))
 
     @property
     def num_outstanding(self) -> int:
@@ -157,8 +159,9 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         sched, step = self.sched, self.num_steps
         so = sched.schedule()
         plan, preempted, admitted = so.scheduled, so.preempted, so.num_admitted
-        freed = self.drain() if self._async else False  # async: step k's output is processed after scheduling k+1
-        if not plan:
+        held = self._deferred if self._lag else None  # V0: last step's finishers, decoded once more (async_steps.py)
+        freed = self.drain() if self._async or self._lag else False  # async: step k's output is processed after k+1
+        if not plan and not held:
             if admitted or self._loads:  # only loads started or in flight (WAITING_FOR_REMOTE_KVS): wait for them
                 self.steady, self.waits_for_load = False, not admitted
                 return []
@@ -178,6 +181,9 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted = self.apply_plan(plan, step, finished)
         if self.rules.padded and pf_seqs:
             pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
+        if held and not pf_seqs:
+            extra, extra_kv = self.held_decodes(held)
+            dec, dec_kv = dec + extra, dec_kv + extra_kv
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
         dur = self.cost.step_time_s(shape)
         if pf_seqs:

@@ -17,13 +17,29 @@ __all__ = ["scheduler_overrides", "NO_EFFECT"]
 #: the words of a note on an engine flag the release ignores (every command that prints a simulated run's sources
 #: carries such a note: ``sim_ledgers.SimulatedRun.source_lines``)
 NO_EFFECT = "has no effect in vLLM"
+V0_OUTPUT_LAG = (0, 6, 0)  # V0's async output processor (use_async_output_proc, config.py; absent in 0.5.5)
+V0_REMOVED = (0, 11, 0)  # the V0 engine's last release is 0.10.x
 
 
 def scheduler_overrides(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[str, Any], list[str]]:
-    """EngineConfig fields (``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``) the engine's own
-    rules set for these flags, and a note for each. ``a``: the simulate request's arguments (``batching``,
-    ``enable_chunked_prefill``, ``max_num_seqs``); ``plan``: its memory plan; ``user_mnbt``: the budget the user gave
-    (None: the engine's default)."""
+    """EngineConfig fields (``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``, V0's
+    ``async_output_proc``) the engine's own rules set for these flags, and a note for each. ``a``: the simulate
+    request's arguments (``batching``, ``enable_chunked_prefill``, ``max_num_seqs``, ``enforce_eager``); ``plan``: its
+    memory plan; ``user_mnbt``: the budget the user gave (None: the engine's default)."""
+    out, notes = _limits(a, plan, user_mnbt)
+    m = plan.memory
+    ver = R.parse_version(m.engine_version) if m.engine == "vllm" else None
+    if (ver is not None and out.get("batching", a.batching) == "vllm_v0" and V0_OUTPUT_LAG <= ver < V0_REMOVED
+            and not a.enforce_eager):
+        out["async_output_proc"] = True
+        notes.append(f"V0's async output processor on (vLLM 0.6.0–0.10 without --enforce-eager; {m.engine_version}: "
+                     "engine/llm_engine.py step): a request's last token is processed during the next step, so the "
+                     "request holds its seat and blocks one step longer and is decoded once more (core/scheduler.py)")
+    return out, notes
+
+
+def _limits(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[str, Any], list[str]]:
+    """``scheduler_overrides`` but V0's output processor: the budget, chunking and batching rules."""
     m = plan.memory
     out: dict[str, Any] = {}
     notes: list[str] = []

@@ -90,6 +90,10 @@ class EngineConfig:
             while step k runs — a request arriving during step k joins step k+2, and a request
             finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
             k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
+        async_output_proc: ``vllm_v0`` only: V0's async output processor (0.6.0 to 0.10, on unless
+            ``--enforce-eager``; ``engine/llm_engine.py : step``): a request's last token, sampled in step k, is
+            processed during step k+1, so the request is still running when k+1 is scheduled (``core/scheduler.py``:
+            "an extra decode run is done") and frees its seat and blocks after it (async_steps.py).
         step_blocks: with ``blocks_for_tokens``, vLLM's per-step sliding-window block rule
             (``kvledger.dynamics.engine.swa_step.StepBlockRule``): a prefill chunk holds blocks for all its
             tokens until the next step frees those left of the window, and admission counts
@@ -126,6 +130,7 @@ class EngineConfig:
     async_scheduling: bool = False
     ignore_eos: bool = True
     step_blocks: Any = None
+    async_output_proc: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -165,6 +170,8 @@ class EngineConfig:
         if self.async_scheduling and self.batching != "continuous":
             raise InputError(f"async_scheduling models vLLM v1's batch queue and needs batching='continuous', got "
                              f"batching={self.batching!r}; use --no-async-scheduling for the {self.batching} rule")
+        if self.async_output_proc and self.batching != "vllm_v0":
+            raise InputError("async_output_proc is vLLM V0's output processor: it needs batching='vllm_v0'")
         if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
             raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
                              "batching rule")

@@ -255,7 +255,7 @@ class Scheduler:
         cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
         budget, max_pad, watermark = cfg.max_num_batched_tokens, cfg.max_paddings, self._watermark_blocks
         n = total = longest = 0
-        while waiting and len(running) < cfg.max_num_seqs:
+        while waiting and len(running) < cfg.max_num_seqs - self.num_finishing:  # async output: finishers' seats
             req = waiting[0]
             t = req.num_tokens  # a preempted request recomputes its prompt and generated tokens
             if kv.num_free_blocks - cfg.blocks_needed(t) < watermark:
