@@ -49,8 +49,9 @@ def test_qwen3_yarn_given_length_is_checked_against_the_versions_length():
         resolve_max_model_len(spec, make_settings(max_model_len=131_072))
     assert resolve_max_model_len(spec, make_settings(max_model_len=131_072, engine_version="0.19.0")) == (131_072,
                                                                                                              "given")
-    # SGLang keeps the length from the original × factor, as before
-    assert config_len(spec, make_settings(engine="sglang")) == (131_072, None)
+    # SGLang's get_context_length applies no factor where rope_scaling names original_max_position_embeddings:
+    # 40,960 (tests/accounting/test_context_len_by_engine.py)
+    assert config_len(spec, make_settings(engine="sglang"))[0] == 40_960
 
 
 @pytest.mark.parametrize("version", ["0.19.0", "0.33.0"])

@@ -76,6 +76,27 @@ def test_models_caption_offers_the_wide_columns_only_when_they_are_hidden():
     assert "adds state" not in w and "40,960" in w and "state/seq: Mamba/linear-attention state per sequence" in w
 
 
+def test_models_max_len_names_each_rule_where_they_differ():
+    from kvledger.catalog.modelspec import parse_config as parse
+    from kvledger.report.catalog_view import render_models
+
+    # Qwen3-8B's config with the model card's YaRN block (factor 4 from 32,768): vLLM 0.26 derives 32,768 × 4 =
+    # 131,072 (config/model.py, 0.19), vLLM 0.33 and SGLang (get_context_length: the dict names the original length,
+    # factor 1) 40,960
+    cfg = dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=4096, num_hidden_layers=36,
+               num_attention_heads=32, num_key_value_heads=8, head_dim=128, intermediate_size=12288,
+               vocab_size=151936, max_position_embeddings=40960, torch_dtype="bfloat16",
+               rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    by = parse(cfg, source="qwen3-yarn").max_model_len_by_engine
+    rows = [{"hf_id": "x/y", "num_params": 8e9, "num_active_params": 8e9, "kv_bytes_per_token": 131072,
+             "state_bytes_per_seq": 0, "layers": {"full": 36}, "quantization": "none", "dtype": "bfloat16",
+             "max_model_len": by["vllm 0.33"], "max_model_len_by_engine": by}]
+    wide = Console(record=True, width=250)
+    render_models(rows, wide)
+    w = " ".join(wide.export_text().split())
+    assert "40,960 (vllm up to 0.26: 131,072)" in w and "by vLLM 0.33's rule (plan's default)" in w
+
+
 def test_decode_attention_names_why_it_varies():
     from kvledger.catalog.models import load_model
     from kvledger.report.plan_summary import summary_lines

@@ -4,6 +4,18 @@ Source: vLLM ``config/model.py::_get_and_verify_max_len``. Every rope type but s
 by its factor in every release read, except YaRN: up to 0.26 (read 0.11–0.19, 0.26) a YaRN config's length is
 ``original_max_position_embeddings`` × factor; 0.33 skips the factor of ``yarn``, ``deepseek_yarn`` and
 ``deepseek_llama_scaling``, taking ``max_position_embeddings`` as already scaled (0.27–0.32 not read).
+
+SGLang (``get_context_length``: ``srt/hf_transformers_utils.py`` in 0.4.0, ``srt/utils/hf_transformers_utils.py`` in
+0.5.3–0.5.9, ``srt/utils/hf_transformers/common.py`` in 0.5.23; the same code in every wheel read: 0.4.0, 0.5.3, 0.5.5,
+0.5.6, 0.5.8, 0.5.9, 0.5.10, 0.5.12, 0.5.14, 0.5.15, 0.5.17, 0.5.20, 0.5.22, 0.5.23) has a rule of its own: the first
+present of ``max_sequence_length``, ``seq_length``, ``max_seq_len``, ``model_max_length``, ``max_position_embeddings``
+(2048 if none) × the ``factor`` of ``config.rope_scaling`` (1 when that dict names
+``original_max_position_embeddings`` or ``rope_type`` llama3). What ``config.rope_scaling`` holds depends on the
+transformers the release pins: 4.57 up to 0.5.9 (the config's dict as written), 5.x from 0.5.10 (5.3.0 in 0.5.10,
+5.19.0 in 0.5.23), where it is ``rope_parameters`` after ``standardize_rope_params`` (``modeling_rope_utils.py``,
+read in 5.3.0 and 5.19.0): a llama3/yarn/longrope dict always gets ``original_max_position_embeddings`` (the config's
+length when absent), and Gemma-3's dict is nested under ``full_attention`` (``configuration_gemma3.py``), so no
+top-level factor is left.
 """
 
 from __future__ import annotations
@@ -11,11 +23,14 @@ from __future__ import annotations
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import MAX_LEN_KEYS
 
-__all__ = ["config_max_len"]
+__all__ = ["config_max_len", "sglang_context_len", "SGLANG_LEN_KEYS"]
 
 _RULE = "vLLM config/model.py _get_and_verify_max_len"
 _UNSCALED = ("su", "longrope", "llama3")  # vLLM leaves these lengths as the config gives them
 _AS_SCALED = _UNSCALED + ("yarn", "deepseek_yarn", "deepseek_llama_scaling")  # 0.33's list
+#: SGLang's CONTEXT_LENGTH_KEYS, in its order of preference (the first present wins, not the smallest)
+SGLANG_LEN_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+_V5_ORIGINAL = ("llama3", "yarn", "longrope")  # transformers 5 standardize_rope_params adds the original length
 
 
 def config_max_len(c: Cfg, notes: list[str]) -> tuple[int, int, int]:
@@ -101,3 +116,30 @@ def _gemma3_note(per_type: list, mpe: int, notes: list[str]) -> None:
     if f is not None:
         notes.append(f"max_model_len {mpe:,} = max_position_embeddings, rope_scaling factor {_num(f)} not applied: "
                      f"{_RULE} takes a Gemma-3 length as already scaled (0.19–0.33)")
+
+
+def sglang_context_len(c: Cfg) -> tuple[int, int]:
+    """(context_len SGLang derives with transformers 4 (0.4.0–0.5.9), with transformers 5 (0.5.10–0.5.23)), tokens:
+    the first of ``SGLANG_LEN_KEYS`` present (``n_positions`` through GPT-2-style configs' ``attribute_map``, else
+    2048) × the rope_scaling factor ``get_context_length`` keeps (module doc)."""
+    key = next((k for k in SGLANG_LEN_KEYS if c.get(k, None) is not None), None)
+    key = key or ("n_positions" if c.get("n_positions", None) is not None else None)
+    if key is None:
+        return 2048, 2048
+    val = c.int(key)
+    v4 = c.get("rope_scaling", None)  # transformers 4: rope_parameters is not read into rope_scaling
+    return int(_sglang_factor(c, v4, False) * val), int(_sglang_factor(c, v4 or c.get("rope_parameters", None), True)
+                                                        * val)
+
+
+def _sglang_factor(c: Cfg, rs: object, v5: bool) -> float:
+    """The factor ``get_context_length`` multiplies by, for ``rs`` as ``config.rope_scaling`` holds it."""
+    if not isinstance(rs, dict) or not rs or all(isinstance(v, dict) for v in rs.values()):
+        return 1.0  # none, or one dict per layer type: no top-level factor
+    if v5 and "gemma3" in str(c.get("model_type", "")):
+        return 1.0  # transformers 5 moves Gemma-3's dict under rope_parameters["full_attention"]
+    rtype = rs.get("rope_type", rs.get("type"))  # transformers copies a legacy "type" into "rope_type"
+    if "original_max_position_embeddings" in rs or rtype == "llama3" or (v5 and rtype in _V5_ORIGINAL):
+        return 1.0
+    f = _factor(c, rs, 1.0)
+    return 1.0 if f is None else f

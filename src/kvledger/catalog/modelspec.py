@@ -17,7 +17,7 @@ from kvledger.catalog.cross_attention import refuse_cross_attention
 from kvledger.catalog.families import build_family, family_of
 from kvledger.catalog.hfread import read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
-from kvledger.catalog.max_len import config_max_len
+from kvledger.catalog.max_len import config_max_len, sglang_context_len
 from kvledger.catalog.mlp_kind import plain_mlp_file, plain_mlp_width
 from kvledger.catalog.quant import QuantScheme, parse_quant
 from kvledger.catalog.weights import Weight
@@ -47,7 +47,9 @@ class ModelSpec:
         tie_word_embeddings: lm_head shares the embedding matrix.
         max_position_embeddings: the config's value; derived_max_model_len: what vLLM up to 0.26 derives (a YaRN
             length from original_max_position_embeddings × factor), the length of every version-free caller;
-            yarn_as_scaled_max_model_len: what vLLM 0.33 derives (no YaRN factor; ``catalog/max_len.py``).
+            yarn_as_scaled_max_model_len: what vLLM 0.33 derives (no YaRN factor; ``catalog/max_len.py``);
+            sglang_context_len: what SGLang derives, (0.4.0–0.5.9, 0.5.10–0.5.23) (``max_len.sglang_context_len``);
+            max_model_len_by_engine: the three rules side by side, keyed by engine and the releases that apply each.
         rope_cache_bytes: vLLM's rotary cos/sin buffer, B (counted in its "weights" memory).
         notes: remarks the ledger shows.
         catalog_id: the bundled config's HF id when loaded from the catalog, else None.
@@ -60,7 +62,7 @@ class ModelSpec:
     __json__ = ("name", "source", "model_type", "architectures", "hidden_size", "num_layers", "num_attention_heads",
                 "num_kv_heads", "head_dim", "vocab_size", "dtype", "num_params", "num_active_params", "num_experts",
                 "experts_per_token", ("quantization", "quant.description"), "layer_counts", "max_position_embeddings",
-                "derived_max_model_len", "notes")
+                "derived_max_model_len", "max_model_len_by_engine", "notes")
 
     name: str
     source: str
@@ -89,6 +91,15 @@ class ModelSpec:
     mamba_chunk_tokens: int = 2048
     ssm_dtype_hint: str | None = None
     yarn_as_scaled_max_model_len: int | None = None
+    sglang_context_len: tuple[int, int] | None = None
+
+    @property
+    def max_model_len_by_engine(self) -> dict[str, int]:
+        """The default max_model_len each engine's rule derives from this config, tokens, keyed by the releases."""
+        later = self.yarn_as_scaled_max_model_len or self.derived_max_model_len
+        sg = self.sglang_context_len or (self.derived_max_model_len,) * 2
+        return {"vllm up to 0.26": self.derived_max_model_len, "vllm 0.33": later, "sglang 0.4.0-0.5.9": sg[0],
+                "sglang 0.5.10-0.5.23": sg[1]}
 
     @property
     def num_params(self) -> int:
@@ -245,6 +256,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         notes=tuple(notes), catalog_id=catalog_id,
         mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
         ssm_dtype_hint=_ssm_dtype_hint(raw, c), yarn_as_scaled_max_model_len=as_scaled,
+        sglang_context_len=sglang_context_len(c),
     )
 
 

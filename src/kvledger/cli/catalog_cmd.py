@@ -40,13 +40,16 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         m = load_model(bm.hf_id)
         ssm, _ = ssm_dtype_rule(m, parse_version(LATEST), "auto")  # the state dtype `plan` uses (Nemotron-H: float32)
         kv = kv_ledger(m, "auto", 1, mamba_ssm_cache_dtype=ssm)
+        by = m.max_model_len_by_engine  # each engine's default rule (vLLM's two YaRN rules, SGLang's), tokens
         rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()],
                      "twins": list(bm.twins),
                      "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
                      "layer_kinds": layer_kinds_text(m),
-                     "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len,
+                     "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": by["vllm 0.33"],
+                     "max_model_len_rule": "vLLM 0.33 (plan's default engine and version)",
+                     "max_model_len_by_engine": by,
                      **_windowed(kv)})
     if as_json:
         typer.echo(strict_json.dumps(rows, indent=2))

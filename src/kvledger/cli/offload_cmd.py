@@ -27,6 +27,19 @@ PLAN = GroupUse(EngineFlags, only=("gpu_memory_utilization", "mem_fraction_stati
                                              "does)."})
 
 
+def _session_cap(max_model_len: str | None, model: str, engine: str, engine_version: str | None) -> tuple[int, str]:
+    """(the session run's max_model_len, where it came from): ``judgments/offload.py : session_context_cap`` with the
+    model's context by this engine and version's rule (``accounting/max_model_len.py : default_max_model_len``)."""
+    from kvledger.accounting.max_model_len import default_max_model_len
+    from kvledger.analyses.judgments.offload import session_context_cap
+    from kvledger.catalog.models import load_model
+    from kvledger.units import parse_tokens
+
+    given = parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None
+    return session_context_cap(given, None if given else default_max_model_len(load_model(model), engine,
+                                                                                engine_version))
+
+
 @with_groups(tiers=TierFlags, plan=PLAN)
 def offload(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
@@ -62,18 +75,16 @@ def offload(
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
     from rich.console import Console
 
-    from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
+    from kvledger.analyses.judgments.offload import analyse_offload
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import pricing_flags
     from kvledger.cli.tier_opts import check_tier_sizes, tier_settings
     from kvledger.report.offload_view import render_offload
-    from kvledger.units import parse_tokens
 
     _refuse_old_price(old_host_price)
-    cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
-                                          if max_model_len else None, load_model(model).derived_max_model_len)
+    cap, cap_source = _session_cap(max_model_len, model, engine, engine_version)
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
                          max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm), **_plan_given(plan))
     tier = tier_settings(tiers, link_fraction=link_fraction)

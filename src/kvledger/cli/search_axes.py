@@ -83,6 +83,15 @@ def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, 
                 prefix_caching=_onoff(pc), expert_parallel=() if expert_parallel is None else (expert_parallel,))
 
 
+def _model_context(model: str) -> int:
+    """The model's context by the default vLLM version's rule, tokens (search_flags.session_cap passes the cap of the
+    version given; this is only its fallback)."""
+    from kvledger.accounting.max_model_len import default_max_model_len
+    from kvledger.catalog.models import load_model
+
+    return default_max_model_len(load_model(model), "vllm", None)
+
+
 def workload_of(flags: Any, session_workload: str | None, sessions: int | None, session_rate: float | None,
                 rate: float | None, monthly_tokens: float | None, model: str, max_model_len: int | None,
                 seed: int, disagg: bool, cap_source: str = "") -> tuple[Any, float | None, list[str]]:
@@ -128,9 +137,7 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
         raise InputError("--disagg is not simulated on a session workload (its units replay open-loop requests)")
     spec = SessionSpec(session_workload.strip().lower(), 200 if sessions is None else sessions, max_model_len,
                        cap_source)
-    from kvledger.catalog.models import load_model
-
-    mml = max_model_len or load_model(model).derived_max_model_len
+    mml = max_model_len or _model_context(model)
     reach = [f"sessions per probe: {spec.reach_words(seed, mml)}"]
     if session_rate is None:
         return spec, rate, reach

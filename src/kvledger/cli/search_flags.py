@@ -126,7 +126,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         from kvledger.accounting.settings import make_settings
 
         make_settings(quantization=e.quantization.lower())
-    mml, cap_source = session_cap(model, mml) if sessions.session_workload else (mml, "")
+    mml, cap_source = session_cap(model, mml, e.engine_version) if sessions.session_workload else (mml, "")
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
                                        rate, split if monthly_tokens is None else monthly_tokens, model, mml,
                                        w.seed, ax.disagg, cap_source)
@@ -158,13 +158,16 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     return spec, _axes(ax, e.enable_expert_parallel), load_notes
 
 
-def session_cap(model: str, given_tokens: int | None) -> tuple[int, str]:
+def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None) -> tuple[int, str]:
     """(max_model_len of every candidate on a session workload, where it came from): the rule ``offload`` and
-    ``simulate`` apply (``judgments/offload.py : session_context_cap``), so the same flags draw the same sessions."""
+    ``simulate`` apply (``judgments/offload.py : session_context_cap``), so the same flags draw the same sessions; the
+    model's context by the rule of the vLLM version the search simulates (its candidates are vLLM's)."""
+    from kvledger.accounting.max_model_len import default_max_model_len
     from kvledger.analyses.judgments.offload import session_context_cap
     from kvledger.catalog.models import load_model
 
-    return session_context_cap(given_tokens, None if given_tokens else load_model(model).derived_max_model_len)
+    ctx = None if given_tokens else default_max_model_len(load_model(model), "vllm", engine_version)
+    return session_context_cap(given_tokens, ctx)
 
 
 def _axes(ax: SearchAxesFlags, expert_parallel: bool | None) -> Any:

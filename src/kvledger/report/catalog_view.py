@@ -28,7 +28,7 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
                  "layers": r.get("layer_kinds") or ", ".join(f"{n} {k}" for k, n in r["layers"].items()),
                      "quantization": r["quantization"] if r["quantization"] != "none" else f"none "
                          f"({r.get('dtype', 'config dtype')})",
-                 "max len": f"{r['max_model_len']:,}"}
+                 "max len": _max_len_cell(r)}
         t.add_row(*(cells[c] for c in cols))
     t.caption = ("model: its Hub id, then (=) the other releases of the same architecture it stands for; each answers "
                  "to its name without the organisation too, in any case; KV B/token: bf16, TP 1, all KV layers; "
@@ -36,9 +36,17 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
         "state/seq: Mamba/linear-attention state per sequence, in the dtype plan uses (the latest vLLM's: "
         "Nemotron-H's SSM state in float32); quantization: the checkpoint's weight quantization "
         "(none: "
-        "weights in the config's dtype)" if wide else
+        "weights in the config's dtype); max len: the default max_model_len, tokens, by vLLM 0.33's rule (plan's "
+        "default), with the other engines' and versions' where they differ" if wide else
         "a terminal of 130 columns or more (or --json) adds state, layers, quantization and max length"))
     con.print(t)
+
+
+def _max_len_cell(r: dict[str, Any]) -> str:
+    """The default max_model_len by vLLM 0.33's rule, and each other rule's figure where it differs."""
+    by = r.get("max_model_len_by_engine") or {}
+    other = [f"{k}: {v:,}" for k, v in by.items() if v != r["max_model_len"]]
+    return f"{r['max_model_len']:,}" + (f" ({'; '.join(other)})" if other else "")
 
 
 def _windowed_legend(rows: list[dict[str, Any]]) -> str:

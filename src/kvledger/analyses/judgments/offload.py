@@ -11,6 +11,7 @@ import numpy as np
 from kvledger.accounting import kv_tier_rules
 from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
+from kvledger.accounting.max_model_len import config_len
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.offload_cost import tier_cost
@@ -147,7 +148,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or SESSION_CAP_GIVEN}
     wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload],
-                                        model.derived_max_model_len)
+                                        config_len(model, settings)[0])
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more, tier_cost(

@@ -16,6 +16,7 @@ import numpy as np
 
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
+from kvledger.accounting.max_model_len import config_len, default_max_model_len
 from kvledger.analyses.judgments.offload import (
     SESSION_CAP_GIVEN,
     SESSION_SHAPES,
@@ -28,7 +29,7 @@ from kvledger.analyses.judgments.offload import (
 from kvledger.analyses.serving import session_notes as SN
 from kvledger.analyses.serving.from_plan import refuses_max_model_len
 from kvledger.analyses.serving.plan_pricing import priced_by_run
-from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, plan_engine, prepare
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
 from kvledger.dynamics.simulator import SimResult
@@ -233,7 +234,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     shape = replace(shape, max_context_tokens=min(shape.max_context_tokens, plan.memory.max_model_len))
     sessions = synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(args.seed))
     if not sessions:
-        fix = ("raise --max-model-len" if plan.memory.max_model_len < plan.model.derived_max_model_len else
+        fix = ("raise --max-model-len" if plan.memory.max_model_len < config_len(plan.model, plan.settings)[0] else
                "it is the model's own context, which the engine refuses a longer max_model_len past")
         raise InputError(f"no {kind} session fits max_model_len {plan.memory.max_model_len:,}: {fix}")
     left_out = num_sessions - len(sessions)  # their first turn would pass the cap (sessions.synthesize_sessions)
@@ -257,7 +258,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
         raise DoesNotFitError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
         setup.notes.append(SN.left_out_note(num_sessions, len(sessions), shape, SESSION_SHAPES[kind],
-                                             plan.model.derived_max_model_len))
+                                             config_len(plan.model, plan.settings)[0]))
     if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
         setup.notes.append(f"sessions on {args.replicas:,} replicas routed {args.router}: a session's turns land on "
                            "different replicas, whose caches do not hold its earlier turns; --router "
@@ -273,5 +274,6 @@ def session_args(args: SimRequestArgs) -> tuple[SimRequestArgs, str]:
     from kvledger.units import parse_tokens
 
     given = parse_tokens(args.max_model_len, what="--max-model-len") if args.max_model_len else None
-    cap, source = session_context_cap(given, None if given else load_model(args.model).derived_max_model_len)
+    ctx = None if given else default_max_model_len(load_model(args.model), plan_engine(args), args.engine_version)
+    cap, source = session_context_cap(given, ctx)
     return replace(args, max_model_len=cap), source
