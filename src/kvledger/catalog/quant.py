@@ -53,6 +53,7 @@ class QuantScheme:
         kv_algo: the KV-cache scheme the checkpoint declares ("fp8", "nvfp4", …; "" none), kv_algo_from where
             ("modelopt": vLLM's auto KV dtype reads it; "compressed-tensors": its scales only) (quant_kv.py).
         symmetric: GPTQ's ``sym`` (False: asymmetric zero points). config_method: the config's ``quant_method``.
+        desc_act: GPTQ's ``desc_act`` (activation order: Marlin keeps a row-parallel layer's scales whole per rank).
     """
 
     method: str = "none"
@@ -69,6 +70,7 @@ class QuantScheme:
     kv_algo_from: str = ""
     symmetric: bool = True
     config_method: str = ""
+    desc_act: bool = False
 
     def converts(self, w: Weight) -> bool:
         """True when ``w`` is stored quantized under this scheme."""
@@ -198,7 +200,7 @@ def _awq_gptq(q: Cfg, method: str, skip: list[str], rx: re.Pattern | None, note:
     g_idx = ", int32 g_idx" if method == "gptq" else ""
     desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{g_idx}{note}"
     return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq",
-                       symmetric=q.get("sym", True) is not False)
+                       symmetric=q.get("sym", True) is not False, desc_act=q.get("desc_act", False) is True)
 
 
 def _modelopt(q: Cfg) -> QuantScheme:

@@ -36,7 +36,8 @@ from kvledger.catalog.quant import QuantScheme
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 
-__all__ = ["Misalignment", "tp_misalignment", "check_quant_tp", "working_tp_words", "MERGED_BLOCK_MISMATCH_FROM"]
+__all__ = ["Misalignment", "tp_misalignment", "check_quant_tp", "working_tp_words", "MERGED_BLOCK_MISMATCH_FROM",
+           "shard_features", "heads_divide"]
 
 MERGED_BLOCK_MISMATCH_FROM = (0, 14, 0)
 """The first release read whose merged column-parallel layers skip the block_n check (0.13.0 still checks them)."""
@@ -65,7 +66,7 @@ class Misalignment:
     why: str
 
 
-def _split(w: Weight, model: ModelSpec, tp: int, ep: int) -> tuple[float, float, bool]:
+def shard_features(w: Weight, model: ModelSpec, tp: int, ep: int) -> tuple[float, float, bool]:
     """(output features, input features) of ``w`` on one rank, and whether it is row-parallel."""
     row = bool(_ROW.search(w.path))
     if w.tp == "replicate" or (w.expert and ep > 1):
@@ -125,7 +126,7 @@ def tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int, ep: int = 1,
     for w in model.weights:
         if not q.converts(w):
             continue
-        out_p, in_p, row = _split(w, model, tp, ep)
+        out_p, in_p, row = shard_features(w, model, tp, ep)
         bad = (_block_rule(q, w, out_p, in_p, row, tp, ep, version) if block
                else _group_rule(q, w, out_p, in_p) if tp > 1 else None)
         if bad:
@@ -133,7 +134,7 @@ def tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int, ep: int = 1,
     return None
 
 
-def _heads_ok(model: ModelSpec, t: int) -> bool:
+def heads_divide(model: ModelSpec, t: int) -> bool:
     nkv = model.num_kv_heads
     return model.num_attention_heads % t == 0 and (not nkv or (nkv % t == 0 if nkv >= t else t % nkv == 0))
 
@@ -142,7 +143,7 @@ def working_tp_words(model: ModelSpec, q: QuantScheme, tp: int, ep: int = 1,
                      version: tuple[int, int, int] = (0, 33, 0)) -> str:
     """``--tp T`` for the nearest TP (a power of two up to 2 × ``tp``, the largest below ``tp`` first) whose heads
     divide and whose shards pass this check (with expert parallelism, at EP = T); "" when none does."""
-    ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= 2 * tp and t != tp and _heads_ok(model, t)
+    ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= 2 * tp and t != tp and heads_divide(model, t)
           and tp_misalignment(model, q, t, ep if ep == 1 else t, version) is None]
     below = [t for t in ok if t < tp]
     return f"--tp {max(below)}" if below else (f"--tp {min(ok)}" if ok else "")

@@ -14,10 +14,14 @@ Read in SGLang 0.5.23 (``srt/layers/quantization/``):
 * The MoE TP size is ``tp_size // ep_size // moe_dp_size`` (``runtime_context.py :: derive_parallel_widths``):
   ``--enable-dp-attention`` splits attention, not the experts, so the expert shards stay 1/TP unless ``--ep-size``
   is set (kvledger's SGLang plan does not model ``--ep-size``: the routed experts here are always split over TP).
-* AWQ (``awq/schemes/awq_linear.py``) and GPTQ (``gptq/schemes/gptq_linear.py``): the input features per rank must
-  be a multiple of ``group_size`` ("The input size is not aligned with the quantized weight shape. This can be
-  caused by too large tensor parallel size."), as in vLLM; MoE experts on ``moe_wna16.py`` halve the group down to
-  32 until it divides the intermediate size per rank, as in vLLM. These are the rules of ``quant_tp.py``.
+* AWQ (``awq/awq.py``: a layer ``check_marlin_supports_layer`` refuses falls back to ``awq/schemes/awq_linear.py``):
+  the input features per rank must be a multiple of ``group_size`` ("The input size is not aligned with the
+  quantized weight shape. This can be caused by too large tensor parallel size.") and the output features of its
+  pack factor (8: "The output size is not aligned ..."), as in vLLM; MoE experts Marlin cannot take fall back to
+  ``moe_wna16.py``, which halves the group down to 32 until it divides the intermediate size per rank, as in vLLM.
+  These are the rules of ``quant_tp.py``.
+* GPTQ is served through Marlin only (no fallback to gptq_linear.py's checks, whose CUDA kernel is removed): its
+  kernels' shape checks, read in ``quant_tp_gptq_sglang.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme
 from kvledger.catalog.quant_tp import Misalignment, tp_misalignment, working_tp_words
+from kvledger.catalog.quant_tp_gptq_sglang import gptq_marlin_misalignment, gptq_marlin_refusal, gptq_marlin_working_tp
 from kvledger.errors import InputError
 
 __all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ"]
@@ -37,13 +42,18 @@ _AS_VLLM_013 = (0, 13, 0)
 
 def sglang_tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int) -> Misalignment | None:
     """The first quantized layer whose TP shard SGLang refuses for scheme ``q`` at TP ``tp`` (MoE TP = TP); None when
-    all line up. SGLang's rules are vLLM 0.13's (merged parts checked), read against its own files above."""
+    all line up. SGLang's rules are vLLM 0.13's (merged parts checked), read against its own files above; GPTQ's are
+    Marlin's (``quant_tp_gptq_sglang.py``)."""
+    if q.method == "gptq":
+        return gptq_marlin_misalignment(model, q, tp)
     return tp_misalignment(model, q, tp, 1, _AS_VLLM_013)
 
 
 def _reason(q: QuantScheme, bad: Misalignment) -> str:
     """SGLang's words for the refusal and the file that raises it."""
     size = f"{bad.size:,.6g}".replace(",", "")
+    if q.method == "gptq":  # the kernel's own words, with its file
+        return f"layers/quantization/gptq/gptq.py serves it as gptq_marlin; {bad.why}"
     if q.block is not None and bad.what == "intermediate features":
         if bad.multiple == q.block[0] and "block_n" in bad.why:
             return (f"layers/quantization/fp8.py Fp8MoEMethod.create_weights: \"The output_size of gate's and up's "
@@ -64,6 +74,8 @@ def _reason(q: QuantScheme, bad: Misalignment) -> str:
 
 def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
     """A TP (power of two up to 2 × ``tp``) SGLang takes for this checkpoint, and SGLang's expert-parallel way out."""
+    if q.method == "gptq":  # Marlin's checks; its experts are repacked whatever the expert split
+        return gptq_marlin_working_tp(model, q, tp) or "no TP up to twice this one"
     words = working_tp_words(model, q, tp, 1, _AS_VLLM_013) or "no TP up to twice this one"
     if model.is_moe and tp_misalignment(model, q, tp, tp, _AS_VLLM_013) is None:
         words += (f"; or SGLang's --ep-size {tp} at --tp {tp} (MoE TP = tp_size / ep_size = 1: experts whole on each "
@@ -79,6 +91,10 @@ def check_sglang_quant_tp(model: ModelSpec, tp: int) -> None:
         InputError: a quantized layer's shard is not a multiple of its block or group.
     """
     q = model.quant
+    refusal = gptq_marlin_refusal(q) if q.method == "gptq" else None
+    if refusal:
+        raise InputError(f"SGLang {SGLANG_QUANT_TP_READ} does not start {model.name}: {refusal}; "
+                         "serve it with vLLM (kvledger plan --engine vllm)")
     bad = sglang_tp_misalignment(model, q, tp)
     if bad is None:
         return
