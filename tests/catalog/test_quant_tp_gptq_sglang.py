@@ -84,3 +84,10 @@ def test_a_checkpoint_marlin_cannot_take_is_not_served(quant):
     m = _model("meta-llama--Llama-2-7b-hf", quant)
     with pytest.raises(InputError, match="is not Marlin-compatible .*The non-Marlin GPTQ CUDA kernel has been removed"):
         _sglang(m, 1)
+
+
+def test_the_plain_gptq_kernel_is_still_there_in_0_5_17():
+    # 0.5.17's gptq_linear.py still has its CUDA kernel: a 3-bit checkpoint is not refused for Marlin there
+    m = _model("meta-llama--Llama-2-7b-hf", {**GPTQ4, "bits": 3})
+    plan = build_plan(m, get_gpu("H100"), make_settings(engine="sglang", engine_version="0.5.17"), with_roofline=False)
+    assert plan.memory.engine == "sglang"

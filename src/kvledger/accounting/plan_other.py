@@ -81,10 +81,10 @@ def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
 def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
     _require_per_token_kv(model, kv, "SGLang")
-    check_sglang_quant_tp(model, s.tp)  # quant_tp_sglang.py: shards SGLang refuses when it creates the weights
+    ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
+    check_sglang_quant_tp(model, s.tp, ver)  # quant_tp_sglang.py: shards SGLang refuses when it creates the weights
     L, lsrc = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
-    ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
     d, graphs = sglang_resolved_defaults(ver, smi_mib, s, _is_mla(model), model.name)  # sglang_graphs.py
     s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)

@@ -6,8 +6,9 @@ Read in SGLang 0.5.23:
 * ``layers/quantization/gptq/gptq.py``: ``GPTQMarlinConfig.override_quantization_method`` serves a GPTQ checkpoint as
   ``gptq_marlin`` when ``is_gptq_marlin_compatible``: ``TYPE_MAP`` holds (4, sym) and (8, sym) only and
   ``marlin_utils.MARLIN_SUPPORTED_GROUP_SIZES`` is [-1, 32, 64, 128]. Any other GPTQ checkpoint falls to
-  ``gptq/schemes/gptq_linear.py``, whose CUDA kernel is gone (``GPTQLinearScheme._init_kernel`` raises "The
-  non-Marlin GPTQ CUDA kernel has been removed"): SGLang does not start it at any TP.
+  ``gptq/schemes/gptq_linear.py``, whose CUDA kernel is gone from 0.5.20 (``GPTQLinearScheme._init_kernel`` raises
+  "The non-Marlin GPTQ CUDA kernel has been removed"; 0.5.17 still has it): SGLang does not start it at any TP.
+  The Marlin method has the same shape (its shape check's result dropped) in 0.5.9's ``gptq.py``.
 * ``gptq/schemes/gptq_marlin.py`` ``create_weights`` checks nothing (scales: input_size_per_partition // group_size
   rows; with ``desc_act`` a row-parallel layer keeps input_size // group_size, ``marlin_repeat_scales_on_all_ranks``),
   and ``hardware_backend/gpu/quantization/gptq_kernels.py`` drops the result of ``check_marlin_supports_shape``. The

@@ -32,10 +32,12 @@ from kvledger.catalog.quant_tp import Misalignment, tp_misalignment, working_tp_
 from kvledger.catalog.quant_tp_gptq_sglang import gptq_marlin_misalignment, gptq_marlin_refusal, gptq_marlin_working_tp
 from kvledger.errors import InputError
 
-__all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ"]
+__all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ", "NO_PLAIN_GPTQ_FROM"]
 
 SGLANG_QUANT_TP_READ = "0.5.23"
 """The SGLang release whose weight-creation checks were read."""
+NO_PLAIN_GPTQ_FROM = (0, 5, 20)
+"""First SGLang release read without the plain GPTQ CUDA kernel (0.5.17 has it; 0.5.18 and 0.5.19 not read)."""
 _AS_VLLM_013 = (0, 13, 0)
 """vLLM's last release that checks merged column-parallel parts against block_n, as SGLang does (quant_tp.py)."""
 
@@ -83,7 +85,7 @@ def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
     return words
 
 
-def check_sglang_quant_tp(model: ModelSpec, tp: int) -> None:
+def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23)) -> None:
     """Refuse a TP whose shards SGLang cannot quantize (it does not start), naming the layer, SGLang's reason with its
     file, and a TP that works.
 
@@ -91,9 +93,9 @@ def check_sglang_quant_tp(model: ModelSpec, tp: int) -> None:
         InputError: a quantized layer's shard is not a multiple of its block or group.
     """
     q = model.quant
-    refusal = gptq_marlin_refusal(q) if q.method == "gptq" else None
+    refusal = gptq_marlin_refusal(q) if q.method == "gptq" and version >= NO_PLAIN_GPTQ_FROM else None
     if refusal:
-        raise InputError(f"SGLang {SGLANG_QUANT_TP_READ} does not start {model.name}: {refusal}; "
+        raise InputError(f"SGLang {'.'.join(map(str, version))} does not start {model.name}: {refusal}; "
                          "serve it with vLLM (kvledger plan --engine vllm)")
     bad = sglang_tp_misalignment(model, q, tp)
     if bad is None:
