@@ -34,6 +34,7 @@ from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_prefill_graphs import sglang_prefill_note
+from kvledger.accounting.sglang_prefill_off import prefill_off_for_model
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
     SGLANG_LOAD_EXTRA_GIB,
@@ -84,8 +85,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
     check_sglang_quant_tp(model, s.tp, ver)  # quant_tp_sglang.py: shards SGLang refuses when it creates the weights
     L, lsrc = resolve_max_model_len(model, s)
-    smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
-    d, graphs = sglang_resolved_defaults(ver, smi_mib, s, _is_mla(model), model.name)  # sglang_graphs.py
+    d, graphs = sglang_resolved_defaults(ver, gpu.nvidia_smi_mib or gpu.memory_bytes / MiB, s, _is_mla(model),
+                                         model.name, prefill_off_for_model(ver, model, gpu, s))  # sglang_graphs.py
     s_rank, cps = per_rank_settings(s), d.chunked_prefill_size // (s.tp // attention_tp(s))  # one DP rank's limits
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
     w, how = sglang_rank_weights(model, s)  # dp_attention.py: whole attention per DP rank, or 1/TP

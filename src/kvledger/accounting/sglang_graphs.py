@@ -58,7 +58,8 @@ def _graphs(ver: tuple[int, ...], d: SglangDefaults, s: PlanSettings, tp: int) -
 
 
 def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettings, mla: bool = False,
-                             model_path: str = "") -> tuple[SglangDefaults, SglangGraphs]:
+                             model_path: str = "", prefill_off: str | None = None
+                             ) -> tuple[SglangDefaults, SglangGraphs]:
     """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB with the prefill chunk (``--chunked-prefill-size``,
     kvledger's ``max_num_batched_tokens``), the decode graph cap and ``--disable-cuda-graph`` given in ``s`` put in
     their place, and the prefill graphs' term of a model (``mla``: its attention is MLA; ``model_path``: its id), the
@@ -67,7 +68,7 @@ def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettin
     d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
     g = _graphs(ver, d, s, s.tp)
     cps = s.max_num_batched_tokens or d.chunked_prefill_size
-    p = sglang_prefill_graphs(ver, s, cps, mla, model_path)
+    p = sglang_prefill_graphs(ver, s, cps, mla, model_path, prefill_off)  # prefill_off: sglang_prefill_off.py
     g = replace(g, prefill=p)
     if (cps, g.max_bs, g.enabled, p.reserve_mib) == (d.chunked_prefill_size, d.cuda_graph_max_bs, True, 0.0):
         return sglang_dp_defaults(d, smi_mib, s), g

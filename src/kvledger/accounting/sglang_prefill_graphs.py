@@ -18,8 +18,9 @@ the piecewise token list before).
   * 0.5.17 on (``model_executor/cuda_graph_config.py :: default_prefill_backend``: breakable on CUDA): DP attention no
     longer turns them off; MLA does in 0.5.17 (read there) but not from 0.5.20 (read in 0.5.20–0.5.23).
 
-The plan is for a text model on CUDA without speculative decoding, LoRA, two-batch overlap or a MoE all-to-all
-backend, each of which turns the prefill graphs off in some of these releases; SGLang refuses none of them here.
+Pipeline parallelism, an AMD GPU, a multimodal model and the architectures each release lists turn them off too
+(``sglang_prefill_off.py``); speculative decoding, LoRA, two-batch overlap and a MoE all-to-all backend also do, and
+the plan has no flag for them.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def prefill_capture_sizes(max_tokens: int) -> tuple[int, ...]:
     return tuple(n for lo, hi, by in steps for n in range(lo, hi + 1, by) if n <= max_tokens)
 
 
-def _off_reason(ver: tuple[int, ...], s: PlanSettings, mla: bool) -> str | None:
-    """Why ``ver`` leaves the prefill graphs off under ``s``, or None when it captures them."""
+def _off_reason(ver: tuple[int, ...], s: PlanSettings, mla: bool, model_off: str | None) -> str | None:
+    """Why ``ver`` leaves the prefill graphs off under ``s``, or None when it captures them; ``model_off``: the reason
+    of ``sglang_prefill_off.py`` (PP, AMD GPU, multimodal, architecture lists), taken after the flags."""
     v = sglang_version_text(ver)
     if ver < SGLANG_PREFILL_GRAPHS_FROM:
         return f"opt-in in SGLang {v} (--enable-piecewise-cuda-graph, not planned); none in the reserve"
@@ -73,6 +75,8 @@ def _off_reason(ver: tuple[int, ...], s: PlanSettings, mla: bool) -> str | None:
                                                       if ver < _CONFIG_FROM else ")")
     if s.no_cuda_graph and ver >= _CONFIG_FROM:
         return f"off (--disable-cuda-graph turns both phases off in SGLang {v}, arg_groups/cuda_graph_hook.py)"
+    if model_off:
+        return model_off
     if s.enable_dp_attention and ver < _BREAKABLE_FROM:
         return f"off (DP attention turns SGLang {v}'s piecewise prefill graphs off, server_args.py)"
     if mla and _MLA_OFF[0] <= ver < _MLA_OFF[1]:
@@ -81,10 +85,11 @@ def _off_reason(ver: tuple[int, ...], s: PlanSettings, mla: bool) -> str | None:
 
 
 def sglang_prefill_graphs(ver: tuple[int, ...], s: PlanSettings, chunked_prefill_size: int, mla: bool,
-                          model_path: str) -> PrefillGraphs:
-    """SGLang ``ver``'s prefill graphs under ``s`` with the resolved prefill chunk: off (module docstring), or on with
-    their sizes and reserve (8 MiB a size, 1.5 GiB for MLA)."""
-    why = _off_reason(ver, s, mla)
+                          model_path: str, model_off: str | None = None) -> PrefillGraphs:
+    """SGLang ``ver``'s prefill graphs under ``s`` with the resolved prefill chunk: off (module docstring; ``model_off``
+    from ``sglang_prefill_off.prefill_off_for_model``), or on with their sizes and reserve (8 MiB a size, 1.5 GiB for
+    MLA)."""
+    why = _off_reason(ver, s, mla, model_off)
     if why is not None:
         return PrefillGraphs(False, (), 0.0, why)
     top = chunked_prefill_size if not mla else min(chunked_prefill_size, 8192 if ver >= (0, 5, 23) else 2048)
