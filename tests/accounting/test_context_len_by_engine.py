@@ -111,3 +111,13 @@ def test_bundled_models_agree_under_every_rule():
     # max_position_embeddings; SGLang keeps 163,840 as the dict names original_max_position_embeddings)
     assert len(set(load_model("deepseek-ai/DeepSeek-V3").max_model_len_by_engine.values())) == 1
     assert load_model("deepseek-ai/DeepSeek-V3").sglang_context_len == (163_840, 163_840)
+
+
+def test_trtllm_names_the_rule_its_length_follows():
+    # TensorRT-LLM's own rule is not read: its plan keeps vLLM 0.26's 32,768 × 4 = 131,072 and says so, with 0.33's
+    # 40,960 beside it
+    spec = _qwen3(rope_type="yarn", factor=4.0, original_max_position_embeddings=32768)
+    n, note = engine_config_len(spec, "trtllm", None)
+    assert n == 131_072 and "vLLM 0.26's YaRN rule" in note and "40,960" in note
+    p = build_plan(spec, get_gpu("H100"), make_settings(engine="trtllm"), with_roofline=False)
+    assert p.memory.max_model_len == 131_072 and note in p.memory.notes

@@ -32,8 +32,12 @@ def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None)
         return _sglang_len(model, engine_version)
     later = model.yarn_as_scaled_max_model_len
     old = model.derived_max_model_len
-    if engine != "vllm" or later is None or later == old:
+    if later is None or later == old:
         return old, None
+    if engine != "vllm":  # TensorRT-LLM: its own rule not read; say whose rule the length is
+        return old, (f"max_model_len {old:,} by vLLM 0.26's YaRN rule (original_max_position_embeddings × factor): "
+                     f"TensorRT-LLM's own max_seq_len rule is not read here, and vLLM 0.33's rule gives {later:,}; "
+                     "give --max-model-len to plan the length you serve")
     ver = version_tuple(engine_version or LATEST) or version_tuple(LATEST)
     v = ".".join(map(str, ver[:2]))
     if ver >= YARN_AS_SCALED_FROM:
