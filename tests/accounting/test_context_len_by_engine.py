@@ -121,3 +121,24 @@ def test_trtllm_names_the_rule_its_length_follows():
     assert n == 131_072 and "vLLM 0.26's YaRN rule" in note and "40,960" in note
     p = build_plan(spec, get_gpu("H100"), make_settings(engine="trtllm"), with_roofline=False)
     assert p.memory.max_model_len == 131_072 and note in p.memory.notes
+
+
+def test_a_search_sglang_line_longer_than_sglangs_context_sets_its_switch(tmp_path):
+    # the vLLM 0.19 candidate serves 32,768 × 4 = 131,072 tokens; SGLang derives 40,960 (the YaRN dict names its
+    # original length) and refuses a longer --context-length unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1;
+    # the vLLM 0.33 candidate's 40,960 needs no switch
+    from kvledger.analyses.search.launch import launch_for
+    from kvledger.analyses.search.screen import plan_figures
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                          "original_max_position_embeddings": 32768}}))
+    model = load_model(str(path))
+    cmds = {}
+    for v in ("0.19.0", "0.33.0"):
+        plan = build_plan(model, get_gpu("H200"), make_settings(engine_version=v), with_roofline=False)
+        cmds[v] = launch_for(str(path), "nvidia_h200_sxm", {"tp": 1, "enable_prefix_caching": None,
+                                                             "plan": plan_figures(plan)}, v)
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang" in cmds["0.19.0"]["sglang"]
+    assert "--context-length 131072" in cmds["0.19.0"]["sglang"] and "above the 40,960 tokens" in cmds["0.19.0"]["note"]
+    assert "SGLANG_ALLOW" not in cmds["0.33.0"]["sglang"] and "--context-length 40960" in cmds["0.33.0"]["sglang"]

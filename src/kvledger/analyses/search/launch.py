@@ -20,6 +20,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.accounting.max_model_len import ALLOW_LONG_ENV, engine_config_len
+from kvledger.accounting.sglang_rules import SGLANG_LATEST, sglang_version_text
 from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.reasons import PRICE_REASONS
 
@@ -125,7 +127,31 @@ def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: s
     refused = _sglang_refusal(model, (entry["tp"], entry.get("decode_tp") or entry["tp"]))
     if refused:  # vLLM starts this candidate (its rules were simulated), SGLang does not: no SGLang line to run
         out["sglang"] = f"# no SGLang line: {refused}"
+    elif long := _sglang_long_context(model, entry):
+        out["sglang"] = out["sglang"].replace("python -m sglang", f"{ALLOW_LONG_ENV['sglang']} python -m sglang")
+        out["note"] += f"; {long}"
     return out
+
+
+def _sglang_long_context(model: str, entry: dict[str, Any]) -> str | None:
+    """Why the SGLang line sets SGLang's long-context switch: its --context-length (the vLLM candidate's length) is
+    above the context SGLang derives itself (``accounting/max_model_len.py``; SGLang raises "User-specified
+    context_length … is greater than the derived context_length" without it, ``configs/model_config.py``), else
+    None (also when the model cannot be read here)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.errors import KvLedgerError
+
+    try:
+        ctx, _ = engine_config_len(load_model(model), "sglang", None)
+    except KvLedgerError:
+        return None
+    plans = [pl for pl in (entry["plan"], entry.get("decode_plan")) if pl]
+    length = max(pl.get("launch_max_model_len", pl["max_model_len"]) for pl in plans)
+    if length <= ctx:
+        return None
+    return (f"the SGLang line's --context-length {length:,} is above the {ctx:,} tokens SGLang "
+            f"{sglang_version_text(SGLANG_LATEST)}'s get_context_length derives from the config, which it refuses "
+            f"unless {ALLOW_LONG_ENV['sglang']} (set on the line; configs/model_config.py)")
 
 
 def _sglang_refusal(model: str, tps: tuple[int, ...]) -> str | None:
