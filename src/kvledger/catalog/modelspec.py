@@ -46,7 +46,8 @@ class ModelSpec:
         quant: weight quantization scheme.
         tie_word_embeddings: lm_head shares the embedding matrix.
         max_position_embeddings: the config's value; derived_max_model_len: what vLLM up to 0.26 derives (a YaRN
-            length from original_max_position_embeddings × factor), the length of every version-free caller;
+            length from original_max_position_embeddings × factor; callers take their engine's and version's through
+            ``accounting/max_model_len.py : engine_config_len``);
             yarn_as_scaled_max_model_len: what vLLM 0.33 derives (no YaRN factor; ``catalog/max_len.py``);
             sglang_context_len: what SGLang derives, (0.4.0–0.5.9, 0.5.10–0.5.23) (``max_len.sglang_context_len``);
             max_model_len_by_engine: the three rules side by side, keyed by engine and the releases that apply each.

@@ -33,8 +33,9 @@ def left_out_note(drawn: int, kept: int, shape: Any, preset: Any, model_context_
                   ) -> str | None:
     """``sessions_left_out`` for a draw of ``drawn`` sessions of which ``kept`` run, under ``shape`` (its context cap
     the smaller of the preset's, ``preset``, and max_model_len); None when none was left out. ``model_context_tokens``:
-    the model's context (``ModelSpec.derived_max_model_len``); a cap at or above it was set by it, not by a flag (the
-    session rule, ``judgments/offload.py : session_context_cap``, takes it when below kvledger's default)."""
+    the model's context by the run's engine and version (``accounting/max_model_len.py : config_len``); a cap at or
+    above it was set by it, not by a flag (the session rule, ``judgments/offload.py : session_context_cap``, takes it
+    when below kvledger's default)."""
     if kept >= drawn:
         return None
     cap = shape.max_context_tokens
