@@ -28,6 +28,7 @@ from kvledger.accounting.plan_roofline import roofline_terms
 from kvledger.accounting.roofline import RooflineStepCost, StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.vllm_spec_verify import verify_runs_as_decode, verify_step_costs
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_step_cost, split_host
@@ -148,6 +149,9 @@ class SpecDecodeModel:
         self.cost, self.step_cost = simulate_step_cost(plan, pricing)
         self.rc, self.host = split_host(self.cost)
         self.notes: list[str] = [f"warning: {plan.nodes.text}"] if plan.nodes else []  # plan's node rule
+        self.verify_as_decode, why = verify_runs_as_decode(plan.settings.engine, plan.memory.engine_version,
+                                                           plan.gpu.arch, any(g.kind == "mla" for g in plan.kv.groups))
+        self.notes += [f"verification: {why}"] if why else []
         self.draft_rc: RooflineStepCost | None = None
         self.draft_weight_bytes = 0.0
         self.draft_kv_bytes_per_token = 0.0
@@ -192,9 +196,8 @@ class SpecDecodeModel:
         return weights_bound(self.rc, c)
 
     def verify_costs(self, batch: int, context_tokens: int) -> StepCosts:
-        """FLOPs and bytes of one verification step; logits at all k+1 positions (costs() counts one per sequence)."""
-        c = self.rc.costs(verify_shape(batch, context_tokens, self.k))
-        return replace(c, matmul_flops=c.matmul_flops + self.rc.head_flops_per_seq * batch * self.k)
+        """FLOPs and bytes of one verification step (vllm_spec_verify.py: MLA's decode path where vLLM takes it)."""
+        return verify_step_costs(self.rc, batch, batch * context_tokens, self.k, as_decode=self.verify_as_decode)
 
     def draft_s(self, batch: int, context_tokens: int, base_step_s: float) -> float:
         """Time of the k draft steps of one round, s."""

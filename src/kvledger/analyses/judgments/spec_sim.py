@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
+from kvledger.accounting.vllm_spec_verify import verify_step_costs
 from kvledger.analyses.judgments.spec_decode import SpecDecodeModel
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
@@ -50,11 +51,7 @@ class SpecRoundStepCost:
         if dec == 0:
             return self.sm.priced(self.rc.time_s(self.rc.costs(shape)), shape.num_prefill_tokens, shape.num_seqs)
         # each decoding sequence with ℓ KV tokens verifies k+1 tokens after ℓ−1: (k+1)ℓ + k(k+1)/2 pairs, ℓ+k KV tokens
-        s = StepShape(shape.num_prefill_tokens + dec * (k + 1), shape.num_prefill_seqs + dec,
-                      shape.prefill_kv_tokens + kvd + dec * k,
-                      shape.prefill_attn_pairs + (k + 1) * kvd + dec * k * (k + 1) / 2)
-        c = self.rc.costs(s)
-        c = replace(c, matmul_flops=c.matmul_flops + self.rc.head_flops_per_seq * dec * k)
+        c = verify_step_costs(self.rc, dec, kvd, k, as_decode=self.sm.verify_as_decode, prefill=shape)
         base = self.rc.time_s(self.rc.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
         # the host term once per engine step, judged on the step as scheduled (its verify tokens are not prompts)
         return self.sm.priced(self.rc.time_s(c) + self._draft_s(dec, kvd, base), shape.num_prefill_tokens,
