@@ -108,6 +108,15 @@ def test_verdict_never_claims_a_throughput_gain_it_does_not_show():
     assert "18.8% more" in v[0] and "falls behind the offered 10.00 req/s" in v[0]
 
 
+def test_verdict_names_no_miss_when_every_request_met_the_slo():
+    # both 100 % good (2.5 × 4 / 10 = 1.0 and 2.25 × 4 / 9 = 1.0), the split behind only on throughput: a zero miss
+    # count is no metric to name (was "misses mostly on ttft (0 requests)")
+    v = verdict(report(result("colocated ×4", "colocated", 10.0, 2.5),
+                       result("2P:2D", "disaggregated", 9.0, 2.25, {"ttft": 0, "tpot": 0})))
+    assert "colocated is ahead ×1.11" in v[1] and "every request of the split met the SLO" in v[1]
+    assert "mostly on" not in v[1]
+
+
 def test_small_goodputs_per_gpu_keep_the_digits_that_tell_them_apart():
     # 70B at TP 4 on 8 GPUs, long prompts at 0.8 req/s: 0.80 × 50.5 % / 8 = 0.0505 and 0.80 × 55.0 % / 8 = 0.0550
     # req/s/GPU; two decimals showed both as 0.05 beside "×1.09 for the split" (0.0550 / 0.0505 = 1.089)

@@ -50,8 +50,9 @@ class DisaggFlags:
     num_gpus: int | None = flag("--num-gpus", help="GPUs shared by every deployment (default 4, or P + D).")
     prefill_gpus: int | None = flag("--prefill-gpus", help="Compare only this split: GPUs in the prefill pool.")
     decode_gpus: int | None = flag("--decode-gpus", help="Compare only this split: GPUs in the decode pool.")
-    link: str = flag("--link", default="nvlink", help="nvlink or pcie (catalog, halved for one direction), or a "
-                                                      "per-GPU one-way bandwidth: 50GB/s, 400Gbps.")
+    link: str = flag("--link", default="auto", help="auto (NVLink, else PCIe, where a prefill and a decode replica "
+                     "fit one node; else the network, 50 GB/s per GPU assumed), nvlink or pcie (catalog, halved for "
+                     "one direction), or a per-GPU one-way bandwidth: 50GB/s, 400Gbps.")
     transfer_latency: str = flag("--transfer-latency", default="1ms",
                                  help="Fixed time added to every KV transfer (assumed 1 ms).")
     slo: str | None = flag("--slo", help="Per-request SLO, e.g. ttft=200ms,tpot=50ms (the default, DistServe blog "
@@ -135,7 +136,7 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
 def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
     """The ``DisaggStudy`` of the flags: model, GPU and base settings (at the colocated TP), link, SLO, step cost."""
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_SLO, DisaggStudy
-    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+    from kvledger.dynamics.engine.kv_link_nodes import pair_link
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_duration_s
 
@@ -145,11 +146,12 @@ def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):
                                     enable_expert_parallel=bool(t.enable_expert_parallel),
                                     quantization=t.quantization.lower() if t.quantization else None,
                                     kv_cache_dtype=p.kv_cache_dtype)
-    kv_link = link_from_gpu(g, p.link, parse_duration_s(p.transfer_latency, what="--transfer-latency"))
+    kv_link, link_note = pair_link(g, p.link, p.prefill_tp or p.tp, p.decode_tp or p.tp,
+                                   parse_duration_s(p.transfer_latency, what="--transfer-latency"))
     cost, info = _step_cost(p.step_cost, spec.name, g.name, p.tp, t)
     return DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if p.slo is None else p.slo),
                        target=p.attainment, first_token=p.first_token, router=p.router, step_cost=cost,
-                       step_cost_info=info,
+                       step_cost_info=info, link_note=link_note,
                        pricing=pricing_flags(t.gpu_profile, t.gemm_efficiency,
                                              allreduce_link_share=t.allreduce_link_share))
 

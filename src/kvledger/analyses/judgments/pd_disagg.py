@@ -125,7 +125,8 @@ class DisaggStudy:
     Args:
         model, gpu: ``ModelSpec`` and ``GpuSpec``.
         settings: base ``PlanSettings`` (TP and the two scheduler limits are replaced per pool).
-        link: the KV link. slo: the SLO. target: attainment target for the max-rate search, fraction.
+        link: the KV link (``link_note``: why it was chosen, or a warning; kv_link_nodes.py). slo: the SLO.
+        target: attainment target for the max-rate search, fraction.
         first_token: key of ``kvledger.dynamics.disagg.FIRST_TOKEN_SOURCES``. router: for every pool.
         step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), described by
         ``step_cost_info``; None → each pool's plan priced as ``simulate`` prices it (``plan_pricing``: the roofline
@@ -135,8 +136,8 @@ class DisaggStudy:
     def __init__(self, model, gpu, settings, link: KVLink, slo: SLO, *, target: float = 0.9,
                  first_token: str = "prefill",
                  router: str = "round_robin", step_cost: Any = None, pricing: PricingFlags | None = None,
-                 step_cost_info: dict[str, Any] | None = None) -> None:
-        self.model, self.gpu, self.pricing = model, gpu, pricing
+                 step_cost_info: dict[str, Any] | None = None, link_note: str | None = None) -> None:
+        self.model, self.gpu, self.pricing, self.link_note = model, gpu, pricing, link_note
         self.settings = settings if pricing is None else priced_settings(settings, gpu, pricing, model)
         self.step_cost, self.step_cost_info = step_cost, step_cost_info
         self.link, self.slo, self.target = link, slo, target

@@ -174,6 +174,8 @@ def _notes(study: DisaggStudy, searched: bool) -> list[str]:
            "prefix caching; no per-block transfer inefficiency (small pages move slower than the link's peak)",
            "vLLM docs (features/disagg_prefill.md): disaggregated prefill does not improve throughput; DistServe "
            "(OSDI 2024) reports gains in goodput per GPU under tight TTFT and TPOT SLOs"]
+    if getattr(study, "link_note", None):
+        out.insert(0, study.link_note)
     if study.link.latency_s == 1e-3:
         out.append("transfer latency 1 ms per request is an assumption (one connector round trip), not a measurement: "
                    "pass --transfer-latency with yours")

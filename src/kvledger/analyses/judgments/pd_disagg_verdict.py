@@ -86,9 +86,12 @@ def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentRes
         s += f": ×{b / a:.2f} for the split. The gain is in requests that meet the SLO, not in raw throughput."
     else:
         worst = max(best.num_missed, key=best.num_missed.get, default=None) if best.num_missed else None
+        worst = worst if worst and best.num_missed[worst] > 0 else None  # a count of 0 is no miss to name
         s += (f": colocated is ahead ×{a / b:.2f}" if b else ": no request of the split meets the SLO") + (
             f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} "
-            f"request{'' if best.num_missed[worst] == 1 else 's'})." if worst else ".")
+            f"request{'' if best.num_missed[worst] == 1 else 's'})." if worst else
+            "; every request of the split met the SLO: the gap is its lower throughput." if b and best.attainment >= 1
+            else ".")
     return s + _max_rate_sentence(r, co)
 
 

@@ -207,11 +207,10 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     from kvledger.analyses.serving.plan_pricing import PricingFlags
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+    from kvledger.dynamics.engine.kv_link_nodes import pair_link
     from kvledger.units import parse_duration_s
 
     gpu = resolve_gpu(cand.gpu_id)
-    link_kind = "nvlink" if gpu.interconnect_bytes_per_s else "pcie"
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              quantization=spec.quantization, mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
@@ -221,7 +220,8 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     # and the all-reduces' link share; plan_pricing)
     pricing = PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile, gpu.name), gemm_efficiency=spec.gemm_efficiency,
                            allreduce_link_share=spec.allreduce_link_share)
-    link = link_from_gpu(gpu, link_kind, DEFAULT_TRANSFER_LATENCY_S)
+    link, _ = pair_link(gpu, "auto", cand.tp, cand.decode_tp, DEFAULT_TRANSFER_LATENCY_S)  # the network across nodes
+    link_kind = link.name
     study = DisaggStudy(load_model(spec.model), gpu, settings, link, slo, target=spec.target, pricing=pricing)
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
