@@ -108,6 +108,7 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             **({"quantization": q} if (q := plan.settings.quantization) else {}),  # -q fp8: every launch line
             **({"mamba_ssm_cache_dtype": d} if (d := plan.settings.mamba_ssm_cache_dtype) != "auto" else {}),
             **({"enable_expert_parallel": True} if plan.settings.enable_expert_parallel else {}),  # vLLM's lines
+            **({"nnodes": n} if (n := plan.settings.nnodes) > 1 else {}),  # past one node: launch.py's node lines
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
 
 

@@ -28,6 +28,11 @@ def variant_id(base_id: str, opt: Any) -> str:
     return f"{base_id}:offload-{opt.kind}-{opt.size_gib:g}GiB"
 
 
+def _on_each(text: str, flags: str) -> str:
+    """``flags`` appended to each line of ``text`` (a multi-node launch has one line per node)."""
+    return "\n".join(line + flags for line in text.split("\n"))
+
+
 def tier_launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
     """The launch commands ``base`` of a candidate at TP ``tp`` with the tier ``opt`` (GiB per replica) added (flags
     and note): vLLM's ``--kv-offloading-size`` is the replica's size (summed over the TP ranks), SGLang's
@@ -35,8 +40,9 @@ def tier_launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
     out = dict(base)
     sizes = opt.sizes_text(tp)
     if opt.kind == "cpu":
-        out["vllm"] += f" --kv-offloading-size {opt.size_gib:g} --kv-offloading-backend native"
-        out["sglang"] += f" --enable-hierarchical-cache --hicache-size {int(opt.gib_per_gpu(tp) * 2**30 // 10**9)}"
+        out["vllm"] = _on_each(out["vllm"], f" --kv-offloading-size {opt.size_gib:g} --kv-offloading-backend native")
+        out["sglang"] = _on_each(out["sglang"], f" --enable-hierarchical-cache --hicache-size "
+                                               f"{int(opt.gib_per_gpu(tp) * 2**30 // 10**9)}")
         out["check"] += f" --kv-offloading-size {opt.size_gib:g} --kv-offloading-backend native"
         out["note"] += (f"; host KV tier {sizes}: vLLM's --kv-offloading-size is the sum over the TP ranks, SGLang's "
                         "--hicache-size is GB (10^9 B) per GPU")
