@@ -21,6 +21,7 @@ from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.topology import nodes_within_dp
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
@@ -88,7 +89,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
     else:
         t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce, bool(s.enforce_eager),
-                           s.distributed_executor_backend)
+                           s.distributed_executor_backend, group_nnodes=nodes_within_dp(s))
         items.append(Deduction("non-torch memory", t.bytes, t.source, t.low, t.high, t.range_source))
     if not R.subtracts_cudagraphs(ver, rocm):
         items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt, rocm)))

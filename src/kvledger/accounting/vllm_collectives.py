@@ -104,17 +104,22 @@ window holds no captures and the range keeps +0.15. In sample for those two reco
 
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
-                   disable_custom_all_reduce: bool, enforce_eager: bool = False, backend: str | None = None) -> Term:
+                   disable_custom_all_reduce: bool, enforce_eager: bool = False, backend: str | None = None,
+                   group_nnodes: int | None = None) -> Term:
     """Non-torch memory growth per GPU by mechanism, B, with its range: the term with custom all-reduce as the
     topology leaves it, less what the version's profile counts of its buffers when it is off (``--disable-custom-all-
     reduce`` or the engine's own reason, ``engine_disables_ca``; one rule on every basis, measured or not); the
     pre-0.18 term under ``--enforce-eager`` from 0.18; widened for 0.6.5–0.6.x. ROCm: ``_rocm_term``.
-    ``backend``: ``--distributed-executor-backend`` (None: vLLM's default)."""
+    ``backend``: ``--distributed-executor-backend`` (None: vLLM's default). ``group_nnodes``: the nodes one DP rank's
+    TP × PP ranks span (``topology.nodes_within_dp``; None: ``nnodes``, no DP across nodes)."""
     forced = engine_disables_ca(ver, gpu, nnodes, backend)
+    nnodes_seen = nnodes  # the deployment's nodes, for the engine-wide rule above; the TP group sees its DP rank's
+    nnodes = nnodes if group_nnodes is None else group_nnodes
     if is_rocm(gpu):
         return _rocm_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce, forced)
     if enforce_eager and ver >= GRAPH_PROFILE_IN_WINDOW:
-        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce, backend=backend)
+        pre = non_torch_term((0, 17, 0), tp, pp, nnodes_seen, gpu, disable_custom_all_reduce, backend=backend,
+                             group_nnodes=nnodes)
         return Term(pre.bytes, pre.low, pre.high, eager_source(pre.source), pre.range_source)
     tp_nodes = tp_group_nodes(tp, pp, nnodes)  # what the TP group's mechanisms see (PP stages may sit on other nodes)
     t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu) or _non_torch_term(ver, tp, pp, tp_nodes, gpu)

@@ -114,16 +114,19 @@ def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> in
 
 
 def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
-                                pp: int = 1, backend: str | None = None) -> int:
+                                pp: int = 1, backend: str | None = None, group_nnodes: int | None = None) -> int:
     """Largest message (exclusive) vLLM's custom all-reduce takes, B (``should_custom_ar``: ``size < max_size``); 0
     when it is off for this TP group (``nnodes``: the deployment's nodes, ``tp_group_nodes`` of them per TP group)."""
     forced = engine_disables_ca(ver, gpu, nnodes, backend)
-    on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled, forced)[0]
+    on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes if group_nnodes is None else group_nnodes), gpu,
+                           disabled, forced)[0]
     return ca_max_size(ver, tp, gpu.arch) if on else 0
 
 
 def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     """vLLM's custom all-reduce size limit for plan settings ``s``, B; 0 when off or not vLLM."""
+    from kvledger.accounting.topology import nodes_within_dp  # topology imports settings, which is TYPE_CHECKING here
+
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
         parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, s.pp,
-        s.distributed_executor_backend)
+        s.distributed_executor_backend, group_nnodes=nodes_within_dp(s))
