@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.expert_placement import local_experts
+from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
@@ -45,8 +46,9 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
         raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, and vLLM refuses expert "
                          "parallelism for such a model (\"Number of experts in the model must be greater than 0\"); "
                          "drop the flag")
+    idle = _idle_ranks_note(model, s)
     if (s.data_parallel_size or 1) > 1:  # with data parallelism the plan's DP note says it (dp_attention.py)
-        return ()
+        return idle
     if s.tp == 1:
         return ("--enable-expert-parallel changes nothing at TP 1 with data parallel 1 (vLLM turns expert parallelism "
                 "on only when TP × DP > 1)",)
@@ -54,7 +56,20 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     hi, lo = local_experts(e, s.tp), local_experts(e, s.tp, s.tp - 1)
     held = (f"{hi} expert{'s' * (hi != 1)} on each" if hi == lo
             else f"{hi} expert{'s' * (hi != 1)} on the first {e % s.tp}, {lo} on the others")
-    return (f"--enable-expert-parallel (EP {s.tp} over the TP ranks, data parallel 1): each MoE layer's {e} routed "
-            f"experts are whole, {held} (vLLM's linear placement), instead of a 1/{s.tp} slice of every expert; "
+    return idle + (f"--enable-expert-parallel (EP {s.tp} over the TP ranks, data parallel 1): each MoE layer's {e} "
+            f"routed experts are whole, {held} (vLLM's linear placement), instead of a 1/{s.tp} slice of every expert; "
             "attention, dense layers and shared experts stay TP-sliced; with data parallel 1 there is no all-to-all, "
             "the TP all-reduce combines the experts' outputs, and a step's expert work waits for the busiest rank",)
+
+
+def _idle_ranks_note(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
+    """A warning where EP is larger than the routed-expert count: ``determine_expert_map`` gives the ranks from E on
+    ``E // ep = 0`` experts and does not refuse (vLLM 0.19 ``fused_moe/layer.py``, 0.33 ``expert_map_manager.py``), so
+    those GPUs hold no routed expert and add no expert capacity; () otherwise."""
+    e, ep = model.num_experts, ep_size(model, s)
+    if ep <= e:
+        return ()
+    return (f"{WARNING_NOTE}EP {ep} over {e} routed experts: vLLM places one expert on each of the first {e} ranks and "
+            f"none on the other {ep - e} (determine_expert_map; it does not refuse), so {ep - e} of the {ep} GPUs add "
+            f"no expert capacity, and the memory their missing experts leave stays unused (the KV pool is sized by the "
+            f"fullest rank, the figures here); an EP of at most {e} spreads the experts without idle ranks",)

@@ -22,7 +22,8 @@ __all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning
 def warning_lines(p: Plan) -> list[str]:
     """The warnings shown under the plan's title, as console markup: TP × PP past one node (the figures are of the
     nodes assumed), then the model's own (a vision tower not counted, an architecture vLLM may not serve as read)."""
-    texts = ([p.nodes.text] if p.nodes is not None else []) + [n.removeprefix(WARNING_NOTE) for n in p.model.notes
+    texts = ([p.nodes.text] if p.nodes is not None else []) + [n.removeprefix(WARNING_NOTE) for n in
+                                                                (*p.model.notes, *p.memory.notes)
                                                                 if n.startswith(WARNING_NOTE)]
     return [f"[bold yellow]WARNING:[/] {escape(t)}" for t in texts]
 
