@@ -62,7 +62,7 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
               "the memory plan's KV terms (`kvledger plan --verbose`): 2 × layers × KV heads × head_dim × bytes for "
               "plain attention; latent, packed entries, indexer keys and state for MLA, sparse or hybrid models")
     t.add_row("page (bytes per block)", f"{c.bf16['bytes_per_block']:,} B", f"{c.fp8['bytes_per_block']:,} B",
-              f"block_size {c.bf16['block_size']} × bytes per token")
+              _page_source(c.bf16["block_size"], c.fp8["block_size"]))
     t.add_row("available KV memory", fmt_bytes(c.bf16["available_kv_bytes"]), fmt_bytes(c.fp8["available_kv_bytes"]),
               "the same memory plan for both")
     t.add_row("blocks", f"{c.bf16['num_gpu_blocks']:,}", f"{c.fp8['num_gpu_blocks']:,}", "floor(available / page)")
@@ -98,3 +98,11 @@ def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
     if r.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(r.step_cost))
     print_verdict(console, r.verdict, r.notes)
+
+
+def _page_source(bf16_block: int, fp8_block: int) -> str:
+    """The page row's source: each column's block size (an FP8 MLA backend takes larger blocks, e.g. 64 on Hopper)."""
+    if bf16_block == fp8_block:
+        return f"block_size {bf16_block} × bytes per token"
+    return (f"block_size × bytes per token: {bf16_block} tokens per block at 16-bit, {fp8_block} at fp8 (the FP8 "
+            "backend's block size, as `kvledger plan --kv-cache-dtype fp8` plans it)")
