@@ -74,6 +74,10 @@ def test_vllm_nnodes_turns_custom_all_reduce_off_from_0_11_1():
     assert custom_all_reduce_max_bytes((0, 11, 1), 4, 2, h100, False, 2, None) == 0
     assert custom_all_reduce_max_bytes((0, 11, 0), 4, 2, h100, False, 2, None) == 8 * MiB
     assert "--nnodes 2" in engine_disables_ca((0, 19, 0), h100, 2, "mp")
+    # 0.33.0's ParallelConfig no longer turns it off under --nnodes (custom_all_reduce.py decides per TP group): the
+    # TP 4 group inside one node keeps its 8 MiB bound
+    assert engine_disables_ca((0, 33, 0), h100, 2, "mp") is None
+    assert custom_all_reduce_max_bytes((0, 33, 0), 4, 2, h100, False, 2, "mp") == 8 * MiB
     s = make_settings(engine_version="0.19.0", tp=4, pp=2, nnodes=2, distributed_executor_backend="mp")
     assert custom_ar_max_bytes(s, h100) == 0
     p = build_plan(load_model("meta-llama/Meta-Llama-3.1-70B"), h100, s, with_roofline=False, with_advice=False)

@@ -10,9 +10,11 @@ sets ``disable_custom_all_reduce = True`` and the worker calls ``set_custom_all_
 builds one (``gpu_worker.py::init_worker_distributed_environment``):
 
 * vLLM's own multi-node mode, ``--nnodes`` > 1 (multiprocessing across nodes, without Ray): ``config/parallel.py ::
-  ParallelConfig._verify_args`` ("Disabled the custom all-reduce since we are running on multi-node"), in 0.11.1 and
-  0.19.0 (0.11.0 has no ``nnodes``). Under Ray vLLM's ``nnodes`` stays 1 (0.11.1 and 0.19.0 refuse ``nnodes > 1``
-  unless the executor is mp), so a TP group inside one node keeps it (the topology rule above).
+  ParallelConfig._verify_args`` ("Disabled the custom all-reduce since we are running on multi-node"), in 0.11.1,
+  0.19.0 and 0.26.0 (0.11.0 has no ``nnodes``); gone in 0.33.0, whose ``custom_all_reduce.py`` decides per TP group
+  (``in_the_same_node_as``, MNNVL), so a TP group inside one node keeps it there (0.27–0.32 not read: taken as 0.26).
+  Under Ray vLLM's ``nnodes`` stays 1 (0.11.1 and 0.19.0 refuse ``nnodes > 1`` unless the executor is mp), so a TP
+  group inside one node keeps it (the topology rule above).
 * ROCm: up to 0.7 never (0.6.6 ``custom_all_reduce.py``: the custom ops are not built for AMD, ``custom_ar = False``;
   0.7.3 ``config.py``: ``is_rocm()`` → ``disable_custom_all_reduce = True``); from 0.8 only on the MI300 series
   (``platforms/rocm.py :: use_custom_allreduce``: gcnArchName ``gfx94`` in 0.8.5, ``gfx94``/``gfx95`` in 0.9.2, 0.10.2,
@@ -31,10 +33,15 @@ if TYPE_CHECKING:
     from kvledger.accounting.settings import PlanSettings
 
 __all__ = ["tp_group_nodes", "custom_all_reduce", "ca_max_size", "custom_all_reduce_bytes",
-           "custom_all_reduce_max_bytes", "custom_ar_max_bytes", "engine_disables_ca", "ROCM_GFX", "VLLM_NNODES_FROM"]
+           "custom_all_reduce_max_bytes", "custom_ar_max_bytes", "engine_disables_ca", "ROCM_GFX", "VLLM_NNODES_FROM",
+           "NNODES_CA_OFF_UNTIL"]
 
 VLLM_NNODES_FROM = (0, 11, 1)
 """The first release read with vLLM's ``--nnodes`` (``ParallelConfig.nnodes``): 0.11.1 (0.11.0 has none)."""
+
+NNODES_CA_OFF_UNTIL = (0, 33, 0)
+"""The first release read whose ``--nnodes`` > 1 no longer turns custom all-reduce off for every group: 0.33.0 (0.26.0's
+``ParallelConfig._verify_args`` still does)."""
 
 ROCM_GFX = {"amd_mi250x": "gfx90a", "amd_mi250": "gfx90a", "amd_mi210": "gfx90a", "amd_mi300x": "gfx942",
             "amd_mi325x": "gfx942", "amd_mi355x": "gfx950"}
@@ -71,9 +78,9 @@ def engine_disables_ca(ver: tuple[int, int, int], gpu: GpuSpec, nnodes: int, bac
         if gfx and not gfx.startswith(archs):
             return (f"custom all-reduce off: {gpu.name} is {gfx}, and vLLM {vtxt} runs it on ROCm only on "
                     f"{'/'.join(archs)} (platforms/rocm.py use_custom_allreduce, 0.8.5–0.19.0)")
-    if nnodes > 1 and backend != "ray" and ver >= VLLM_NNODES_FROM:
+    if nnodes > 1 and backend != "ray" and VLLM_NNODES_FROM <= ver < NNODES_CA_OFF_UNTIL:
         return (f"custom all-reduce off: vLLM's --nnodes {nnodes} (multiprocessing across nodes) disables it for "
-                "every group (config/parallel.py ParallelConfig._verify_args, 0.11.1 and 0.19.0)")
+                "every group (config/parallel.py ParallelConfig._verify_args, 0.11.1, 0.19.0 and 0.26.0)")
     return None
 
 

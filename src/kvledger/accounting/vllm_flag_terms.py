@@ -70,7 +70,7 @@ def executor_note(ver: tuple[int, int, int], backend: str | None, pp: int) -> st
                     "default) is built at the first step (forward_dag is None), after the KV pool is sized: outside "
                     "the plan, in the headroom above gpu_memory_utilization")
     same = "custom all-reduce and NCCL decide by topology, not by executor (custom_all_reduce.py)"
-    if backend == "mp" and ver >= (0, 11, 1):
+    if backend == "mp" and (0, 11, 1) <= ver < (0, 33, 0):  # vllm_custom_ar.NNODES_CA_OFF_UNTIL
         same += ("; across nodes mp is vLLM's --nnodes mode, which turns custom all-reduce off (config/parallel.py "
-                 "ParallelConfig._verify_args, 0.11.1 and 0.19.0)")
+                 "ParallelConfig._verify_args, 0.11.1, 0.19.0 and 0.26.0)")
     return f"{backend}: no memory term changes in vLLM {vtxt} — {how}; {same}"
