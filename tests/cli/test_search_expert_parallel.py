@@ -120,3 +120,13 @@ def test_the_csv_layout_names_expert_parallelism_as_the_table_does():
     rows = csv_rows(SimpleNamespace(ranking=[], frontier=[], entries=entries))
     assert [r["layout"] for r in rows] == ["tp2", "tp2+ep", "(p)1×tp1 + (d)1×tp2"]
     assert [r["tp"] for r in rows] == [2, 2, 1]
+
+
+def test_default_tp_axis_keeps_tp8_for_four_kv_heads():
+    # vLLM QKVParallelLinear at tp_size ≥ total_num_kv_heads keeps one head a rank, divide(tp, kv) copies: Qwen3-235B's
+    # 4 KV heads run at TP 8 (2 copies each). The default axis dropped TP 8, so on H100 (TP 4: 109.55 GiB of weights
+    # a GPU) a search found nothing that starts.
+    from kvledger.analyses.search.spec import default_tps
+
+    assert default_tps(4) == [1, 2, 4, 8] and default_tps(8) == [1, 2, 4, 8] and default_tps(1) == [1, 2, 4, 8]
+    assert default_tps(6) == [1, 2]  # 4 and 8 neither divide 6 nor are multiples of it: vLLM's divide() refuses them

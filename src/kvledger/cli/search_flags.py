@@ -26,7 +26,8 @@ class SearchAxesFlags:
         "the same as --gpus, as the other commands take it: repeat it or comma-separate (--gpu H100 --gpu H200, "
         "--gpu H100,H200)"))
     tp: str | None = flag("--tp", "--tensor-parallel-size", help=(
-        "TPs to try, e.g. 1,2,4,8 (default: those of 1, 2, 4, 8 dividing the KV heads)"))
+        "TPs to try, e.g. 1,2,4,8 (default: those of 1, 2, 4, 8 that divide the KV heads or that they divide, "
+        "as vLLM replicates them)"))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 (default auto)")
     max_num_seqs: str | None = flag("--max-num-seqs", help="max_num_seqs values to try (default: vLLM's)")
     max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help=(

@@ -257,8 +257,8 @@ def default_gpus(provider: str | None = None) -> list[str]:
 
 
 def default_tps(num_kv_heads: int) -> list[int]:
-    """TPs in 1, 2, 4, 8 dividing the KV heads (all of them for a single, replicated KV head)."""
-    return [t for t in DEFAULT_TPS if num_kv_heads <= 1 or num_kv_heads % t == 0]
+    """TPs in 1, 2, 4, 8 dividing the KV heads or a multiple of them (vLLM ``QKVParallelLinear`` replicates a head)."""
+    return [t for t in DEFAULT_TPS if num_kv_heads <= 1 or num_kv_heads % t == 0 or t % num_kv_heads == 0]
 
 
 def _ep_values(axes: Axes, moe: bool, tp: int) -> tuple[bool | None, ...]:
