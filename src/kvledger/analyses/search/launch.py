@@ -23,6 +23,7 @@ from typing import Any
 from kvledger.accounting.max_model_len import ALLOW_LONG_ENV, engine_config_len
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, sglang_version_text
 from kvledger.analyses.search.launch_len import launch_len_note
+from kvledger.analyses.search.launch_nodes import on_nodes
 from kvledger.analyses.search.reasons import PRICE_REASONS
 
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
@@ -69,29 +70,6 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     return vllm, sglang, check
 
 
-def _on_nodes(vllm: list[str], sglang: list[str], p: dict[str, Any]) -> tuple[str, str, str]:
-    """(vLLM lines, SGLang lines, note) of an engine whose TP group spans ``p["nnodes"]`` nodes: one line per node.
-
-    vLLM from 0.11.1 (``VLLM_NNODES_FROM``): ``--nnodes N --node-rank R --master-addr``, the nodes past 0 with
-    ``--headless`` (``entrypoints/cli/serve.py``: a node with ``node_rank_within_dp > 0`` runs only the multiproc
-    executor's workers; ``engine/arg_utils.py`` puts world_size ÷ nnodes ranks on each); before it, Ray across the
-    nodes. SGLang: ``--nnodes N --node-rank R --dist-init-addr`` on every node."""
-    from kvledger.accounting.vllm_custom_ar import VLLM_NNODES_FROM
-    from kvledger.accounting.vllm_rules import version_tuple
-
-    n = p["nnodes"]
-    sg = "\n".join(f"node {r}: " + _join(sglang + ["--nnodes", str(n), "--node-rank", str(r), "--dist-init-addr",
-                                                    "HEAD_IP:5000"]) for r in range(n))
-    where = f"the TP group spans {n} nodes (HEAD_IP: node 0's address)"
-    if (version_tuple(p.get("engine_version") or "") or VLLM_NNODES_FROM) < VLLM_NNODES_FROM:
-        return (_join(vllm + ["--distributed-executor-backend", "ray"]), sg,
-                f"{where}: start a Ray cluster over them first (ray start --head on node 0, ray start --address "
-                "HEAD_IP:6379 on the others), then run the vLLM line on node 0")
-    vl = "\n".join(f"node {r}: " + _join(vllm + ["--nnodes", str(n), "--node-rank", str(r), "--master-addr",
-                                                  "HEAD_IP"] + (["--headless"] if r else [])) for r in range(n))
-    return vl, sg, f"{where}: one line per node, the nodes past 0 headless (workers only)"
-
-
 def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None, *,
                     plan_model: str | None = None, model_note: str | None = None) -> dict[str, str]:
     """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
@@ -123,7 +101,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
                                       engine_version,
                                       plan_model)
-        vl, sg, nodes = _on_nodes(vllm, sglang, p) if p.get("nnodes", 1) > 1 else (_join(vllm), _join(sglang), "")
+        vl, sg, nodes = on_nodes(vllm, sglang, p) if p.get("nnodes", 1) > 1 else (_join(vllm), _join(sglang), "")
         out = {"vllm": vl, "sglang": sg, "check": _join(check),
                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
                        f"per GPU; {nodes + '; ' if nodes else ''}{sglang_note}{extra}"
