@@ -1,6 +1,7 @@
 """The error band of each searched candidate's SLO capacity, the sizing redone at both ends of it, whether the winner
-and the runner-up could swap inside it, and whether the winner-vs-API answer flips inside it
-(``kvledger.ledgers.error_band``).
+and the runner-up could swap inside their bands, and whether the winner-vs-API answer flips inside it
+(``kvledger.ledgers.error_band``). A colocated candidate's band is the one ``goodput --simulate --target`` and ``cost
+--simulate`` give the same capacity (``serving.origin_band``: a latency's where one binds it below saturation).
 
 Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈offered rate ÷ (SLO capacity × k ×
 max_utilization)⌉ (the SLO capacity: the boundary's offered req/s; the goodput there scales with it),
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.frontier import bills_swap, tier_twins
-from kvledger.ledgers.error_band import Band, flips_inside, regime_of
+from kvledger.analyses.search.frontier import bills_swap, costs_swap, tier_twins
+from kvledger.ledgers.error_band import Band, regime_of
 from kvledger.ledgers.profile_band import profile_band
 
-__all__ = ["search_profile", "search_regime", "search_band", "band_notes", "band_sizing", "api_within_band",
-           "api_bounds", "cheaper_side"]
+__all__ = ["search_profile", "search_regime", "search_band", "entry_band", "band_notes",
+           "band_sizing", "api_within_band", "api_bounds", "cheaper_side"]
 
 
 def search_profile(spec: Any, gpu_name: str):
@@ -56,17 +57,36 @@ def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
     return None if band is None else band.on_gpu(gpu.gpu_id, gpu.name)
 
 
+def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None:
+    """(a candidate's capacity band as multipliers, its low and high req/s): the band ``goodput --simulate --target``
+    and ``cost --simulate`` give its capacity (``capacity.error_band``, written by ``probed.probed_band``: a latency's
+    where one binds it below saturation), else (a disaggregated unit, a KV tier's variant, a ledger written before)
+    ``search_band``'s around the rate sized on. A band whose low end is 0 (no capacity to size replicas on) gives
+    way to the throughput's, as cost's decision does (``capacity_bands.band_multipliers``). None without a band."""
+    from kvledger.analyses.serving.capacity_bands import CapacityBand, band_multipliers
+
+    c = e["capacity"]
+    own = c.get("error_band")
+    ks = band_multipliers(CapacityBand(**own)) if own else None
+    if ks is not None:
+        band = Band(own["regime"], "capacity", ks[0], ks[1], 0, own["source"], elsewhere=own.get("elsewhere", ""))
+        return band, own["low"], own["high"]
+    band = search_band(spec, e)
+    cap = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"])  # the rate sized on (the bound, where it caps)
+    return None if band is None else (band, cap * band.low, cap * band.high)
+
+
 def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> list[str]:
     """Each ranked candidate gets ``capacity_band`` (its SLO capacity's low and high, offered req/s, and the goodput's,
-    good req/s; regime); a note when the runner-up's cost is within the capacity band of the winner's (the ranking may
-    flip inside the band)."""
+    good req/s; regime: ``entry_band``); a note saying whether the winner and the runner-up may swap inside their
+    bands (``costs_swap``, ``bills_across_bands``)."""
     notes = []
     for e in feasible_ranked:
-        band = search_band(spec, e)
-        c = e["capacity"]  # centred on the rate sized on (the bound, where it caps the rate found), as cost's band
-        cap = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"])
+        got = entry_band(spec, e)
+        c = e["capacity"]
         g = c.get("sustained_good_req_per_s", c["goodput_req_per_s"])  # the good rate priced (an older ledger's name)
-        e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
+        band, lo, hi = got if got is not None else (None, 0.0, 0.0)
+        e["capacity_band"] = None if band is None else {"low": lo, "high": hi,
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
                                                         "regime": band.regime, "source": band.source,
@@ -76,7 +96,6 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
                                                                        for k in (band.low, band.high))
     if len(feasible_ranked) >= 2:
         a, b = feasible_ranked[0], feasible_ranked[1]
-        band = search_band(spec, a)
         if tier_twins(a, b):
             ga, gb = a["capacity"]["goodput_req_per_s"], b["capacity"]["goodput_req_per_s"]
             same = (f"at the same simulated capacity ({ga:,.4g} good req/s)" if ga == gb else
@@ -87,14 +106,14 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
                          "tier's price orders them")
         elif (bills := bills_across_bands(a, b)) is not None:
             notes.append(bills)
-        elif flips_inside(rank_value(a), rank_value(b), band):
-            which = band.regime if band else "no band"
-            notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than the capacity's "
-                         f"80% error band ({which}): the ranking may flip inside the band; "
+        elif costs_swap(rank_value(a), a.get("capacity_band"), rank_value(b), b.get("capacity_band")):
+            which = (a.get("capacity_band") or {}).get("regime", "no band")
+            notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than their capacities' "
+                         f"80% error bands ({which}): the ranking may flip inside the bands; "
                          "measure both or calibrate the GPU (kvledger calibrate --scope gpu)")
         else:
-            notes.append(f"the winner {a['id']} stays ahead of the runner-up {b['id']} across the capacity's 80% error "
-                         f"band ({band.regime})")
+            notes.append(f"the winner {a['id']} stays ahead of the runner-up {b['id']} across their capacities' 80% "
+                         f"error bands ({a['capacity_band']['regime']})")
     return notes
 
 

@@ -42,8 +42,8 @@ class Probed:
     extra: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
-    rejections: Any = None
-    """The requests of the workload the engine refuses (``serving.rejections.Rejections``), or None: none."""
+    rejections: Any = None  # the workload's requests the engine refuses (serving.rejections.Rejections), None: none
+    search: Any = None  # a colocated engine's rate search (sim_boundary.SimBoundary): its capacity band's probes
     idle_edge: Any = None
     """``serving.idle_edge.IdleEdge``: the target met only within sampling noise even near idle (no capacity)."""
     sized: Any = None
@@ -144,7 +144,7 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes),
                  extra=_counted_out((p.value for p in sb.probes if p.queue_grew),
                                     (p.value for p in sb.probes if p.too_short)), rejections=sb.rejections,
-                 idle_edge=sb.idle_edge)
+                 idle_edge=sb.idle_edge, search=sb)
     if b is not None and sb.boundary_run is not None:
         out.run = sb.boundary_run.run
         out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)

@@ -32,6 +32,7 @@ from typing import Any
 from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
 from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.load import offered_words, peak_figures, split_for
+from kvledger.analyses.search.probed import probed_band
 from kvledger.analyses.search.reasons import CAPACITY_NOT_MEASURED, SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
@@ -241,6 +242,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         c = sizing_capacity(pr, bound)
         if c != pr.boundary:  # capped: priced on a run at the bound, as cost --simulate (one more simulation)
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
+        pr.extra.update(probed_band(spec, cand, slo, pr, c, bound is None))  # goodput's and cost's band of it
         _, run, gp = pr.priced
         cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment (not sessions)
         wl = pr.workload

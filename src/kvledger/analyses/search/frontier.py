@@ -19,7 +19,7 @@ from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
-           "bills_swap", "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
+           "bills_swap", "costs_swap", "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
 
 CAPACITY_BAND = 0.3
 """The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
@@ -161,15 +161,26 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
     if "low_multiplier" not in cb and band_of is not None and (own := band_of(ranked[0])) is not None:
         cb = {"low_multiplier": own.low, "high_multiplier": own.high, "regime": own.regime, "source": own.source}
     if "low_multiplier" in cb:  # the winner's own band (search.bands: its GPU's regime), as the band note reads it
-        from kvledger.ledgers.error_band import Band, flips_inside
-
         lo, hi = cb["low_multiplier"], cb["high_multiplier"]
         swap = bills_swap(ranked[0], ranked[1])  # sized for a load: the bills at the band ends decide (search.bands)
-        inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"])) if swap is None else swap
+        inside = costs_swap(a, cb, b, ranked[1].get("capacity_band") or cb) if swap is None else swap
         return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
                              inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
     band = CAPACITY_BAND if band_of is not None else _capacity_band(step_cost)
     return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
+
+
+def costs_swap(cost_a: float, band_a: dict[str, Any] | None, cost_b: float, band_b: dict[str, Any] | None) -> bool:
+    """Whether the winner (cost ``cost_a`` per good request, ≤ ``cost_b``) and the runner-up may swap inside their own
+    capacity bands (``capacity_band``'s ``low_multiplier`` / ``high_multiplier``): a cost per good request scales as
+    1/k with the capacity, so the winner's is at most ``cost_a`` ÷ its low end and the runner-up's at least
+    ``cost_b`` ÷ its high end; they may swap when the first reaches the second (with one band for both:
+    ``error_band.flips_inside``'s ratio < high ÷ low). True where either has no band (nothing settles the order)."""
+    if not band_a or not band_b or "low_multiplier" not in band_a or "high_multiplier" not in band_b:
+        return True
+    if cost_a <= 0 or cost_b <= 0:
+        return False
+    return cost_a / band_a["low_multiplier"] > cost_b / band_b["high_multiplier"]
 
 
 def bills_swap(a: dict[str, Any], b: dict[str, Any]) -> bool | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KEPT_UP", "Binding", "latency_binding"]
+__all__ = ["KEPT_UP", "Binding", "binding_metric", "latency_binding"]
 
 #: a boundary probe that served this share of its offered rate kept up with its arrivals: below saturation (the
 #: share ``validate`` calls served, calibration.sweep_bands.SERVED)
@@ -73,14 +73,14 @@ def _quantile(run: Any, metric: str, q: float) -> float | None:
     return float(np.quantile(vals, q)) if vals else None
 
 
-def latency_binding(sb: Any, slo: Any) -> Binding | None:
-    """The latency limit binding the capacity of a request-rate search ``sb`` (``sim_boundary.SimBoundary``) under
-    ``slo``, or None: no capacity, a boundary probe past saturation (served < ``KEPT_UP`` of its offered rate), a
-    binding limit other than TPOT, a first probe not below the capacity, or a quantile that did not grow from
-    the first probe to the capacity (the rate does not move it)."""
+def binding_metric(sb: Any, slo: Any) -> str | None:
+    """The latency whose band is carried to the rate (TPOT) where it binds the boundary of the request-rate search
+    ``sb`` under ``slo`` (the limit most of the boundary probe's missing requests missed, the probe below saturation:
+    served ≥ ``KEPT_UP`` of its offered rate), else None. It reads the boundary probe alone, which every search that
+    finds that boundary has run alike."""
     c = sb.boundary.boundary_value
     probe = next((p for p in sb.probes if p.value == c), None)
-    if c is None or probe is None or sb.first_run is None or sb.boundary_run is None or not sb.probes:
+    if c is None or probe is None or sb.boundary_run is None:
         return None
     if not probe.offered_rate_req_per_s or (probe.throughput_req_per_s or 0) < KEPT_UP * probe.offered_rate_req_per_s:
         return None
@@ -88,8 +88,19 @@ def latency_binding(sb: Any, slo: Any) -> Binding | None:
     limits = dict(slo.constraints())
     missed = {m: k for m, k in (res.num_missed or {}).items() if k and m in limits}
     metric = max(missed, key=missed.get) if missed else None
+    return metric if metric in _LATENCIES else None
+
+
+def latency_binding(sb: Any, slo: Any) -> Binding | None:
+    """The latency limit binding the capacity of a request-rate search ``sb`` (``sim_boundary.SimBoundary``) under
+    ``slo``, or None: no capacity, a boundary probe past saturation (served < ``KEPT_UP`` of its offered rate), a
+    binding limit other than TPOT, a first probe not below the capacity, or a quantile that did not grow from
+    the first probe to the capacity (the rate does not move it)."""
+    c, metric = sb.boundary.boundary_value, binding_metric(sb, slo)
+    if metric is None or sb.first_run is None:
+        return None
     r1 = sb.probes[0].value
-    if metric not in _LATENCIES or not r1 < c:
+    if not r1 < c:
         return None
     q1, qc = (_quantile(run, metric, sb.target) for run in (sb.first_run.run, sb.boundary_run.run))
     if q1 is None or qc is None or not qc > q1:
