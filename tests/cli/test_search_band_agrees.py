@@ -41,3 +41,17 @@ def test_search_goodput_and_cost_give_one_capacity_band():
     ends = e["sizing"]["at_band_low"], e["sizing"]["at_band_high"]
     assert [x["replicas"] for x in ends] == [2, 1]
     assert [x["slo_capacity_req_per_s"] for x in ends] == pytest.approx([gp["low"], gp["high"]])
+
+
+def test_report_and_the_web_app_carry_the_same_band():
+    # report prices at cost --simulate's capacity search (decision_data.build_report_data → sim_capacity); the web
+    # app's serving answer is that report's, its headline the band's ends and sentence
+    gp = cli_json("goodput", "--simulate", *MODEL, "--gpu", "H100", *SETUP)["error_band"]
+    rep = cli_json("report", *MODEL, "--gpu", "H100", *SETUP)["cost"]["simulation"]["capacity_search"]["error_band"]
+    assert (rep["low"], rep["high"], rep["text"]) == (gp["low"], gp["high"], gp["text"])
+    from kvledger.report.webapp import serving_payload
+
+    head = serving_payload(MODEL[0], "H100", "ttft=500ms,tpot=9ms", None, num_requests=300,
+                           workload={"prompt_lengths": "uniform:512:1024", "output_lengths": "uniform:64:128"})[
+        "headline"]
+    assert head["capacity_req_per_s_range"] == [gp["low"], gp["high"]] and head["capacity_band"] == gp["text"]
