@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
-from kvledger.analyses.doctor.capacity_replan import replan, seqs_option
+from kvledger.analyses.doctor.capacity_replan import kept_override_note, replan, seqs_option
 from kvledger.analyses.doctor.capacity_step import step_options
 from kvledger.analyses.doctor.context import DoctorContext, stand_in_gpu
 from kvledger.analyses.doctor.kv_usage import (
@@ -287,8 +287,11 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Cal
     rows += variants
     seqs = _seqs_row(ctx, rows[0], budget, own, per_req, notes) if per_req else None
     rows += [seqs] if seqs else []
+    if n := ctx.settings.get("num_gpu_blocks_override"):  # the log's own: every option was planned with it
+        notes.append(kept_override_note(ctx, n, base))
     for r in rows:
         r["notes"] = notes if r is rows[0] else []
     if impossible:  # the message says it (diagnose_capacity); simulate's sizes are never read off a log
         rows[0]["inconsistent"] = impossible
     return rows, per_req, base
+

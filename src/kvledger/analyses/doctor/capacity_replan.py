@@ -13,9 +13,9 @@ from typing import Any
 
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.context import DoctorContext, plan_with, stand_in_gpu
-from kvledger.units import GiB
+from kvledger.units import GiB, MiB
 
-__all__ = ["replan", "moved_terms", "seqs_option"]
+__all__ = ["replan", "moved_terms", "seqs_option", "override_basis", "kept_override_note"]
 
 
 def _ledger(ctx: DoctorContext, **change: Any) -> Plan | str:
@@ -68,3 +68,33 @@ def seqs_option(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: 
             f"(and their recompute) stop and the excess waits in the queue; re-planned at this cap the pool is "
             f"{p.memory.num_gpu_blocks:,} blocks ({d:+,}, {d / n0:+.1%} on {n0:,}: the sampler's warm-up and the "
             f"CUDA graphs are sized by max_num_seqs; the ledger's terms at this cap: {moved})")
+
+
+def override_basis(blocks: int, base: Plan, plain: Plan | str | None, where: str, kept: bool) -> str:
+    """What the options' block counts compare where the pool is a block-count override (``where``: the flag, or the
+    log's line). vLLM keeps an override's count under any flag (v1 ``kv_cache_planning.may_override_num_blocks``: it
+    replaces the profiled count). ``kept``: the options were planned with the override still set (a log's own
+    setting: ``doctor``), so none moves the pool; else (``simulate``'s override, read as the pool a server's memory
+    left) the override's ``blocks`` × ``base``'s bytes per block are the KV memory per GPU each option moves by what
+    the ledger's plan moves with its flag (``replan``), all on that one basis. ``plain``: the ledger's own plan for
+    these settings without the override, whose pool is named."""
+    bpb = base.memory.bytes_per_block
+    own = (f"; without the override the ledger plans {plain.memory.num_gpu_blocks:,} blocks for these settings"
+           if isinstance(plain, Plan) else "")
+    rule = "vLLM keeps an override's block count under any flag (kv_cache_planning.may_override_num_blocks)"
+    if kept:
+        return (f"the pool is the block-count override ({where}): {rule}, so each option here, set with it, keeps "
+                f"{blocks:,} blocks; only raising or dropping the override changes the pool{own}")
+    return (f"the pool is the block-count override ({where}): the options read its {blocks:,} blocks × "
+            f"{bpb / MiB:,.4g} MiB per block = {blocks * bpb / GiB:,.2f} GiB as the KV memory per GPU and move that "
+            f"by the terms each flag moves in the ledger's plan, so every ratio is to these {blocks:,} blocks on that "
+            f"one basis; {rule}: set together with the override, no flag here changes the pool{own}")
+
+
+def kept_override_note(ctx: DoctorContext, n: int, base: Plan) -> str:
+    """The options' basis where the log's settings fix the block count at ``n`` (``override_basis``, kept), with the
+    ledger's own pool for them without it."""
+    line = ctx.log.startup.lines.get("num_gpu_blocks_override")
+    plain = plan_with(ctx.model, stand_in_gpu(ctx.log, ctx.gpu, ctx.settings),
+                      {k: v for k, v in ctx.settings.items() if k != "num_gpu_blocks_override"})
+    return override_basis(n, base, plain, "num_gpu_blocks_override" + (f", line {line}" if line else ""), kept=True)

@@ -10,6 +10,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.window_capacity import requests_held
 from kvledger.analyses.doctor.capacity import capacity_options
+from kvledger.analyses.doctor.capacity_replan import override_basis
 from kvledger.analyses.doctor.context import DoctorContext, plan_with
 from kvledger.evidence.vllm_log.restarts import parse_vllm_log
 
@@ -21,7 +22,8 @@ def plan_capacity_options(plan: Plan, tokens_per_request: float) -> list[dict[st
     ``tokens_per_request`` tokens as ``plan`` counts them (``window_capacity.requests_held``: a hybrid layout's blocks
     per request, else its token slots ÷ that, rounded down). The first row, the pool as planned, is ``"as simulated"``.
     A block-count override is kept as the pool (its blocks × bytes per block the KV budget the options start from, as
-    doctor does with a logged count); the options re-plan from there."""
+    doctor does with a logged count); the options re-plan from there, and the first row's notes say so
+    (``capacity_replan.override_basis``: vLLM itself keeps an override's count under any flag)."""
     kw = {f.name: getattr(plan.settings, f.name) for f in fields(plan.settings)}
     override = kw.pop("num_gpu_blocks_override", None)
     model_plan = plan
@@ -37,4 +39,8 @@ def plan_capacity_options(plan: Plan, tokens_per_request: float) -> list[dict[st
         rows[0] = {**rows[0], "action": "as simulated",
                    "detail": (f"the simulated pool: {m.num_gpu_blocks:,} blocks ("
                               + ("--num-gpu-blocks-override" if override else "the ledger's memory plan") + ")")}
+        if override:  # the ratios' basis: the override read as KV memory (capacity_replan.override_basis)
+            rows[0]["notes"] = [*rows[0]["notes"], override_basis(override, plan, model_plan if model_plan is not plan
+                                                                  else None, f"--num-gpu-blocks-override {override}",
+                                                                  kept=False)]
     return rows
