@@ -4,6 +4,9 @@ runner-up's best (its cost ÷ its band's high end) says whether they can swap.""
 
 from __future__ import annotations
 
+import math
+from types import SimpleNamespace
+
 import pytest
 
 from kvledger.analyses.search.bands import band_notes
@@ -42,3 +45,27 @@ def test_bands_apart_do_not_flip():
     note = _note(a, b)
     assert note.startswith("the winner a stays ahead of the runner-up b across their capacities' 80% error bands")
     assert not ranking_margin([a, b], "roofline").could_flip
+
+
+def _sized(cid: str, cap: float, low: float, high: float, usd_per_replica: float) -> dict:
+    e = _entry(cid, 0.0, cap, low, high)
+    # 8 req/s to size for at 80%: ⌈8 ÷ (cap × 0.8)⌉ replicas of one GPU, usd_per_replica a month each
+    n = math.ceil(8 / (cap * 0.8))
+    e["sizing"] = {"rate_req_per_s": 8.0, "capacity_req_per_s": cap, "replicas": n, "num_gpus": n,
+                   "monthly_usd": n * usd_per_replica}
+    return e
+
+
+def test_sized_bills_at_each_band_end_decide():
+    spec = SimpleNamespace(max_utilization=0.8)
+    # winner: 10 req/s, one replica ($1,000); at its band's low end 9.5 req/s (×0.95): ⌈8 ÷ 7.6⌉ = 2 replicas, $2,000.
+    # runner-up: 12 req/s, one replica ($1,500); at its band's high end 13.2 (×1.1) still one, $1,500 ≤ $2,000: may swap
+    a, b = _sized("a", 10.0, 9.5, 10.5, 1000.0), _sized("b", 12.0, 10.8, 13.2, 1500.0)
+    (note,) = band_notes(spec, [a, b], first_cost)
+    assert note.startswith("the winner a and the runner-up b may swap inside their capacities' 80% error bands: at "
+                           "its band's low end it needs 2 GPUs ($2,000/month), the runner-up at its band's high end 1 "
+                           "($1,500/month)")
+    # the winner's band 10–10.5 (×1.00–×1.05): at its low end ⌈8 ÷ 8⌉ = 1 replica, $1,000 < $1,500: it stays ahead
+    a = _sized("a", 10.0, 10.0, 10.5, 1000.0)
+    (note,) = band_notes(spec, [a, b], first_cost)
+    assert note.startswith("the winner a stays ahead of the runner-up b across both capacities' 80% error bands")

@@ -106,7 +106,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
                          "tier's price orders them")
         elif (bills := bills_across_bands(a, b)) is not None:
             notes.append(bills)
-        elif costs_swap(rank_value(a), a.get("capacity_band"), rank_value(b), b.get("capacity_band")):
+        elif costs_swap(rank_value(a), a.get("capacity_band"), rank_value(b),  # the winner's, where b has none
+                        b.get("capacity_band") or a.get("capacity_band")):
             which = (a.get("capacity_band") or {}).get("regime", "no band")
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than their capacities' "
                          f"80% error bands ({which}): the ranking may flip inside the bands; "
