@@ -6,7 +6,7 @@ where TPOT binds the capacity below saturation the band is read from the search 
 from __future__ import annotations
 
 import pytest
-from cli_run import cli_json
+from cli_run import cli_json, run_cli
 
 from kvledger.ledgers.error_band import error_band
 
@@ -37,6 +37,11 @@ def test_search_goodput_and_cost_give_one_capacity_band():
         (gp["low"] / 13.375, gp["high"] / 13.375))
     thr = error_band(gp["regime"], "throughput")  # ×0.817–×1.104, the band the search used before
     assert ranked["low_multiplier"] < thr.low - 0.05
+    # the winner line prints it as goodput and cost do: 9.977–14.93 req/s
+    text = " ".join(run_cli("search", *MODEL, "--gpus", "H100", "--tp", "1", *SETUP, "--rate", "8.295",
+                            "--gpu-usd-per-hour", "10").output.split())
+    assert "80% band 9.977–14.93 req/s" in gp["text"]
+    assert "SLO capacity 13.38 req/s per replica (12.04 good req/s there), 80% band 9.977–14.93 req/s" in text
     # sized at the band's ends as cost redoes its decision there: 8.295 / (9.977 × 0.8) → 2 replicas, at 14.93 → 1
     ends = e["sizing"]["at_band_low"], e["sizing"]["at_band_high"]
     assert [x["replicas"] for x in ends] == [2, 1]

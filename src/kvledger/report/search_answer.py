@@ -45,7 +45,8 @@ def winner_line(result: Any) -> str:
 def capacity_words(cap: dict[str, Any]) -> str:
     """``SLO capacity 18 req/s per replica (17.46 good req/s there)``: the capacity found and the good req/s sustained
     at it; where the capacity bound caps it, then ``, sized on 17.08 req/s, the capacity bound`` (cost's words,
-    ``work_bounds.bound_clause``): what the replicas and the bill are sized on."""
+    ``work_bounds.bound_clause``): what the replicas and the bill are sized on; then the band of the capacity sized on
+    (``_band_words``)."""
     from kvledger.analyses.serving.work_bounds import bound_clause
 
     sized = cap.get("sized_on_req_per_s")
@@ -53,7 +54,18 @@ def capacity_words(cap: dict[str, Any]) -> str:
     good = cap.get("sustained_good_req_per_s_at_boundary") if sized is not None else None
     good = good if good is not None else cap.get("sustained_good_req_per_s", cap["goodput_req_per_s"])  # older name
     return (f"SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica ({good:,.2f} good req/s there)"
-            + (f", {bound_clause(sized)}" if sized is not None else ""))
+            + (f", {bound_clause(sized)}" if sized is not None else "") + _band_words(cap.get("error_band")))
+
+
+def _band_words(b: dict[str, Any] | None) -> str:
+    """``, 80% band 9.977–14.93 req/s``: the capacity's band, its ends as ``goodput --simulate
+    --target`` and ``cost --simulate`` print them (``capacity_bands.capacity_band``: the same band); "" without one (a
+    disaggregated unit, a KV tier's variant, a ledger written before the key)."""
+    if not b:
+        return ""
+    from kvledger.units import fmt_plain
+
+    return f", 80% band {fmt_plain(b['low'])}–{fmt_plain(b['high'])} req/s"  # the regime: the pricing note's
 
 
 _TIE_FIGURES = {"USD per Mtok of good tokens": ("$", ".4f", " (input and output; the lower first)"),
