@@ -31,7 +31,8 @@ def bound() -> float:
 
 
 def test_the_three_commands_size_on_the_same_bound(bound):
-    gp = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", *W, "--target", "0.9")["boundary"]
+    whole = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", *W, "--target", "0.9")
+    gp = whole["boundary"]
     cost = cli_json("cost", "--simulate", MODEL, "--gpu", "H100", *W, "--monthly-tokens", "3e9",
                  "--api", "OpenAI:gpt-4.1-mini")
     found = cli_json("search", MODEL, "--gpus", "H100", "--tp", "1", *W, "--rate", "2")
@@ -42,6 +43,10 @@ def test_the_three_commands_size_on_the_same_bound(bound):
     assert cost["simulation"]["capacity_search"]["sized_on_req_per_s"] == bound
     assert cost["capacity"]["slo_capacity_req_per_s"] == bound
     assert cand["sized_on_req_per_s"] == bound
+    # one band of the rate sized on in the three: goodput's sized_error_band, cost's and search's error_band
+    ends = [(b["value"], b["low"], b["high"]) for b in (whole["sized_error_band"], cand["error_band"],
+                                                       cost["simulation"]["capacity_search"]["error_band"])]
+    assert ends[0] == ends[1] == ends[2] and ends[0][0] == bound
     # the good req/s at the capacity found: 18 req/s × 291/300 within the SLO = 17.46, in goodput's and search's JSON
     assert gp["sustained_good_req_per_s_at_boundary"] == cand["sustained_good_req_per_s_at_boundary"] == \
         pytest.approx(FOUND * SHARE, rel=1e-12)
@@ -64,6 +69,11 @@ def test_the_three_commands_say_the_bound_in_the_same_words(bound):
     # errors, tests/report/test_capacity_band.py)
     assert ("SLO capacity 18 req/s per replica (17.46 good req/s there), " + said
             + ", 80% band 13.96–18.85 req/s [rests on") in search
+    # goodput bands the 18 req/s it found (18 ÷ 1.22343 – 18 ÷ 0.90586 = 14.71–19.87) and, beside it, the rate cost
+    # and search size on, with their band
+    assert "SLO capacity 18 req/s (80% band 14.71–19.87 req/s" in gp
+    assert ("error band of the 17.08 req/s cost and search size on (the capacity bound): 80% band 13.96–18.85 req/s"
+            in gp)
 
 
 def test_goodput_says_nothing_of_a_bound_that_does_not_bind():

@@ -202,6 +202,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     from kvledger.analyses.serving.sim_boundary import SEARCH_AXES
     from kvledger.analyses.serving.work_bounds import BOUND_NOTE_START
     from kvledger.report.tables import LedgerTable as Table
+    from kvledger.units import fmt_plain
 
     con = Console(highlight=False, emoji=False)
     first, _, rest = slo_text.partition("\n")
@@ -210,6 +211,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     band = sb.error_band
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
+    if (sized := sb.sized_error_band) is not None:  # the bound caps the rate found: cost's and search's band of it
+        con.print(f"[bold]error band[/] of the {fmt_plain(sized.value)} req/s cost and search size on (the capacity "
+                  f"bound): 80% band {fmt_plain(sized.low)}–{fmt_plain(sized.high)} req/s")
     for n in sb.notes:  # a boundary probe that never reached steady state, or a sample unlike its trace: said above
         if n.startswith((*CAPACITY_WARNINGS, BOUND_NOTE_START)):  # the table, not only in the notes; as cost says
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")

@@ -139,6 +139,7 @@ class SimBoundary:
     attainment_ceiling: AttainmentCeiling | None = None  # the target near what light load attains, None: not
     idle_edge: IdleEdge | None = None  # the target within sampling noise of near-idle attainment: no capacity
     capacity_bound_req_per_s: float | None = None  # where it caps the boundary: cost's sizing (set by the caller)
+    sized_error_band: CapacityBand | None = None  # then the band of that rate, as cost and search band it (the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""

@@ -118,9 +118,12 @@ class BoundaryLine:
     idle_edge: Any = None
     """``idle_edge.IdleEdge``: the target met only within sampling noise even near idle, so no capacity; None (left
     out) otherwise."""
+    sized_error_band: CapacityBand | None = None
+    """Where the capacity bound caps the rate found: the band of the bound, the rate ``cost --simulate`` and
+    ``search`` size on, as they band it (``capacity_bands.capacity_band``); None (left out) otherwise."""
 
     __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady", "attainment_ceiling",
-                         "rejections", "idle_edge")
+                         "rejections", "idle_edge", "sized_error_band")
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ class SimGoodputSearch:
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
                                    None if spread is None else spread.boundaries(), self.not_steady,
-                                   sb.attainment_ceiling, sb.rejections, sb.idle_edge)]
+                                   sb.attainment_ceiling, sb.rejections, sb.idle_edge, sb.sized_error_band)]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
@@ -197,6 +200,8 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
                                                       sb.num_requests_per_probe)
             sb.notes.extend(warning)
             _cap_at_bound(sb, args, synthetic)
+            if sb.capacity_bound_req_per_s is not None:  # sized on the bound: its band, as cost and search give it
+                sb.sized_error_band = capacity_band(sb.first_run.setup, sb.capacity_bound_req_per_s, sb, slo)
     return SimGoodputSearch(sb, not_steady)
 
 
