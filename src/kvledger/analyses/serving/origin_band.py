@@ -31,7 +31,7 @@ def search_capacity_band(args: Any, slo: Any, target: float, synthetic: Any, sb:
     from kvledger.analyses.serving.binding_band import binding_metric
     from kvledger.analyses.serving.capacity_bands import capacity_band
 
-    setup = sb.boundary_run.setup
+    setup = (sb.boundary_run or sb.first_run).setup
     at_boundary = capacity_req_per_s == sb.boundary.boundary_value
     if at_boundary and not from_origin and binding_metric(sb, slo) is not None:
         from kvledger.analyses.serving.sim_boundary import search_sim_boundary
