@@ -29,3 +29,21 @@ def test_the_refusal_names_the_point_estimate_and_the_length_that_starts_for_sur
     with pytest.raises(InputError) as e:
         engine_config_from_plan(plan, num_gpu_blocks=2000)
     assert "29,600" not in str(e.value) and "could never run" in str(e.value)
+
+
+def test_a_hybrid_models_refusal_names_the_length_that_fits():
+    # gemma-2-9b-it on one L4, vLLM 0.33, FP8 KV: the plan's pool is 875 blocks of 16 tokens (874 usable; its range's
+    # low end holds none, so there is no second length). Each block spans one layer of both groups (21 full + 21
+    # sliding), so a request of L tokens counts cdiv(L, 16) full blocks + min(cdiv(L, 16), cdiv(4,095 + 2 × 2,048,
+    # 16) + 1 = 513) sliding ones at admission: 512 + 512 = 1,024 at L = 8,192 > 874, so vLLM refuses to start. vLLM's
+    # estimate (its start-up rule, cdiv(min(8,191, L), 16) + 1 sliding) is the largest L with 2 × cdiv(L, 16) + 1 ≤
+    # 874: 436 blocks, L = 6,976, the length plan prints. The refusal used to stop at "could never run …, or give
+    # the KV cache more memory" with no length: the block rule of a hybrid layout gives the pool check none.
+    plan = build_plan(load_model("google/gemma-2-9b-it", allow_hub=False), get_gpu("L4"),
+                      make_settings(engine_version="0.33.0", kv_cache_dtype="fp8"), with_advice=False)
+    assert plan.memory.usable_blocks == 874
+    with pytest.raises(InputError) as e:
+        engine_config_from_plan(plan)
+    msg = str(e.value)
+    assert "needs 1,024 blocks, so it could never run (vLLM refuses to start in this case); lower max_model_len," in msg
+    assert msg.endswith("gives vLLM's estimate of 6,976 tokens (--max-model-len 6976)")

@@ -167,9 +167,12 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         cfg = EngineConfig(**fields)
     except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
         low = _max_len_low(plan, fields)
-        if low is None:
+        if low is not None:
+            raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
+        est = _max_len_estimate(plan, fields)
+        if est is None:
             raise
-        raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
+        raise DoesNotFitError(str(e) + N.max_len_low_end(est)) from e
     except ContiguousTooLargeError as e:  # the same refusal, with the blocks' sizes from the plan
         raise e.with_bytes(m.bytes_per_block) from None
     notes = _pool_notes(plan, cfg) + notes  # the limits the run uses, after the presets and the engine's own rules
@@ -199,6 +202,18 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
     est = estimate_len(plan)
     low = estimate_len_low(plan, est)
     return (est, low) if est and low and low < est else None
+
+
+def _max_len_estimate(plan, fields: dict[str, Any]) -> int | None:
+    """vLLM's estimated max_model_len at the plan's point figure where the refusal cannot name one itself (a hybrid
+    layout's per-group rule: ``EngineConfig`` sees only its block function) and the pool is the plan's; else None."""
+    from kvledger.accounting.advice_len import estimate_len
+
+    m = plan.memory
+    if (fields.get("blocks_for_tokens") is None or fields["num_gpu_blocks"] != m.num_gpu_blocks
+            or fields["max_model_len"] != m.max_model_len):
+        return None
+    return estimate_len(plan)
 
 
 def _refuse_unplannable(plan) -> None:

@@ -273,8 +273,11 @@ def sweep_capacity(index: int, label: str, value: float, axis: str, target: floa
             f"{_attainments(attained)})")
 
 
-def max_len_low_end(est: int, low: int) -> str:
-    """The clause vLLM's pool refusal gains from the plan's memory range (``kvledger plan`` prints the same pair)."""
+def max_len_low_end(est: int, low: int | None = None) -> str:
+    """The clause vLLM's pool refusal gains from the plan's memory range (``kvledger plan`` prints the same pair);
+    ``low`` None: the point estimate alone (the range gives no second length)."""
+    if low is None:
+        return f". The memory plan's point figure gives vLLM's estimate of {est:,} tokens (--max-model-len {est})"
     return (f". The memory plan's point figure gives vLLM's estimate of {est:,} tokens; at the low end of its range "
             f"{low:,} (--max-model-len {low}) is the length that starts for sure.")
 

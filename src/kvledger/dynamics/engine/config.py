@@ -249,7 +249,7 @@ class EngineConfig:
             need = max(need, self.step_blocks.admission(self.max_model_len))
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
-            hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else ""
+            hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else "; lower max_model_len"
             err = PoolTooShortError(
                 f"the KV pool has {usable:,} usable blocks of {self.block_size:,} token{'s' * (self.block_size > 1)} "
                 f"(block 0 is the null block), but one request of max_model_len {self.max_model_len:,} tokens needs "
