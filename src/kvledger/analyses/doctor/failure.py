@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.crash import died_after_start, sized
-from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words, graph_capture_words
+from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words, graph_capture_words, utilization_that_fits
 from kvledger.analyses.doctor.startup import MEMORY_TERMS
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
@@ -99,6 +99,8 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
         if ctx.log.failure_cause and ctx.log.failure_cause[1] not in first.text:
             msg += f" Root cause: {cause} (line {cause_line})."
     fix = fix_words(kind, ctx.model, log.failure_in_profile) + (_tp_choices(cause) if kind == "not_divisible" else "")
+    if kind == "free_memory_below_request":
+        fix += utilization_that_fits(first.text)
     if kind == "cuda_oom" and log.failure_in_graph_capture is not None:
         what, fix = graph_capture_words(log.failure_in_graph_capture, sized(ctx), _graph_estimate(ctx))
         msg = f"the server did not start: {what} (line {first.line_no}: {first.text})."

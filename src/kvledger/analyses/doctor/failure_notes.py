@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
-__all__ = ["CAUSE", "FIX", "RULE", "SMALLER_PROFILE", "fix_words", "graph_capture_words"]
+__all__ = ["CAUSE", "FIX", "RULE", "SMALLER_PROFILE", "fix_words", "graph_capture_words", "utilization_that_fits"]
 
 #: the remedy that shrinks vLLM's profile run, whose activation and sampler peak the two batch limits set
 SMALLER_PROFILE = "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run)"
@@ -14,6 +16,9 @@ CAUSE = {
                           "and CUDA graphs already exceed gpu_memory_utilization × the device total",
     "no_kv_memory": "no memory is left for the KV cache blocks after the weights and the profile run",
     "max_model_len_too_large": "one request of max_model_len needs more KV cache than the pool holds",
+    "free_memory_below_request": "at start-up the GPU had less free memory than gpu_memory_utilization × the device "
+                                 "total asks for: something else holds device memory (another process, the desktop's "
+                                 "display, an earlier server that has not exited)",
     "cuda_oom": "a CUDA allocation failed (out of device memory) while loading or profiling the model",
     "not_divisible": "tensor_parallel_size does not divide a dimension the model splits across GPUs (attention heads, "
                      "KV heads, vocabulary or MLP width)",
@@ -32,6 +37,8 @@ FIX = {
     "max_model_len_too_large": "lower --max-model-len to what the pool holds, --kv-cache-dtype fp8, raise "
                                "--gpu-memory-utilization or add GPUs; `kvledger plan` gives the largest length that "
                                "fits",
+    "free_memory_below_request": "free the GPU of other processes (nvidia-smi lists them), or lower "
+                                 "--gpu-memory-utilization to what is free",
     "cuda_oom": "free the GPU of other processes (nvidia-smi), lower --gpu-memory-utilization if another process "
                 "shares the device, else more --tensor-parallel-size{quant}",
     "not_divisible": "choose a --tensor-parallel-size that divides the model's heads and vocabulary",
@@ -45,10 +52,10 @@ FIX = {
     "traceback": "read the exception (the root cause line) and change the setting it names",
 }
 RULE = ("a start-up failure is any of: 'Available KV cache memory' below zero, 'No available memory for the cache "
-        "blocks', max_model_len larger than the KV cache, CUDA out of memory, a 'not divisible' assertion, a "
-        "data-parallel rank out of bounds, an NCCL error, 'WorkerProc failed to start', 'EngineCore failed to start' / "
-        "'Engine core initialization failed', or a traceback; the root cause is the first exception after the "
-        "first traceback")
+        "blocks', max_model_len larger than the KV cache, less free memory at start-up than gpu_memory_utilization "
+        "asks, CUDA out of memory, a 'not divisible' assertion, a data-parallel rank out of bounds, an NCCL error, "
+        "'WorkerProc failed to start', 'EngineCore failed to start' / 'Engine core initialization failed', or a "
+        "traceback; the root cause is the first exception after the first traceback")
 
 
 def _quant_clause(model: Any) -> str:
@@ -62,6 +69,24 @@ def _quant_clause(model: Any) -> str:
     if q.bits > 4.5:
         return f", or a 4-bit checkpoint (this one is already {q.method}, {q.bits:g}-bit)"
     return ""  # already about 4 bits a weight: nothing smaller to offer
+
+
+def utilization_that_fits(text: str) -> str:
+    """For vLLM's "Free memory on device (F/T GiB) on startup is less than desired GPU memory utilization (U, R GiB)":
+    the largest 2-decimal --gpu-memory-utilization whose request the free memory covers, with the arithmetic; "" when
+    the line does not parse. The printed figures are rounded to 0.01 GiB, so F − 0.005 over T + 0.005 is the bound."""
+    m = re.search(r"\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization "
+                  r"\(([\d.]+), ([\d.]+) GiB\)", text)
+    if m is None:
+        return ""
+    free, total, asked = float(m.group(1)), float(m.group(2)), float(m.group(3))
+    util = math.floor((free - 0.005) / (total + 0.005) * 100) / 100
+    if util <= 0:
+        return ""
+    return (f": --gpu-memory-utilization {util:.2f} at most — {free:.2f} GiB free of {total:.2f} GiB at vLLM's "
+            f"start-up snapshot ({free / total:.4f} of the device; vLLM asks total × utilization), {total - free:.2f} "
+            f"GiB in use, its own CUDA context included; at {util:.2f} the KV cache gets {total * (asked - util):.2f} "
+            f"GiB less than at {asked:g}")
 
 
 def fix_words(kind: str, model: Any, in_profile: tuple[int, str] | None = None) -> str:

@@ -23,6 +23,11 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("no_kv_memory", re.compile(r"No available memory for the cache blocks")),
     ("max_model_len_too_large", re.compile(r"larger than the maximum number of tokens that can be stored in KV cache|"
                                            r"KV cache is needed, which is larger than the available KV cache memory")),
+    # V1 worker's start-up check (0.19/0.33 v1/worker/gpu_worker.py; 0.11 gpu_worker.Worker.init_device): "Free memory
+    # on device cuda:0 (70.12/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB)"
+    ("free_memory_below_request", re.compile(r"Free memory on device[^(]{0,40}\(([\d.]{1,12})/([\d.]{1,12}) GiB\) on "
+                                             r"startup is less than desired GPU memory utilization \(([\d.]{1,12}), "
+                                             r"([\d.]{1,12}) GiB\)")),
     ("cuda_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")),
     ("not_divisible", re.compile(r"\b(\d+) is not divisible by (\d+)")),
     ("dp_rank_out_of_bounds", re.compile(r"local rank \d+ is out of bounds")),
@@ -40,6 +45,7 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
 FAILURE_KINDS = tuple(k for k, _ in _SIGNALS)
 # the kinds only vLLM prints (a log holding one is a vLLM log even when no start-up figure was read)
 VLLM_FAILURES = frozenset({"negative_kv_memory", "no_kv_memory", "max_model_len_too_large", "dp_rank_out_of_bounds",
+                           "free_memory_below_request",
                            "worker_init_failed", "engine_core_init_failed", "engine_dead"})
 # Lines that show the server up and serving (the start-up is over): vLLM's API server announces itself only after the
 # engine is built (entrypoints/openai/api_server.py "Starting vLLM API server"), then uvicorn's own ready lines.

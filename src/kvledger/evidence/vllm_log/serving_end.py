@@ -32,7 +32,7 @@ _REQUEST_CONTEXT = re.compile(r"Error in preprocessing prompt inputs|Exception i
                               r"Error in (?:chat completion|completion|request)|\[entrypoints/")
 # kinds that are never one request's error: the engine or the GPU is gone, whatever a later line shows
 _NEVER_A_REQUEST = frozenset({"cuda_oom", "nccl_error", "engine_dead", "engine_core_init_failed", "worker_init_failed",
-                              "negative_kv_memory", "no_kv_memory"})
+                              "negative_kv_memory", "no_kv_memory", "free_memory_below_request"})
 _SHUTDOWN = re.compile(r"Shutting down FastAPI HTTP server|Application shutdown complete|Waiting for application "
                        r"shutdown|INFO:\s+Shutting down\b")
 
