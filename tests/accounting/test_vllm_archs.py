@@ -63,3 +63,39 @@ def test_a_listed_architecture_gets_no_warning():
     # meta-llama/Llama-2-7b-hf (bundled): LlamaForCausalLM is in both registries
     r = CliRunner().invoke(app, ["plan", "meta-llama/Llama-2-7b-hf", "--gpu", "H100"], catch_exceptions=False)
     assert r.exit_code == 0 and "WARNING" not in r.output
+
+
+def test_the_release_an_architecture_arrived_in_is_read_from_the_registries():
+    # added_in (tools/vllm_arch_releases.py over the registry tables of every vLLM release 0.5.0–0.33.0): the first
+    # release listing GptOssForCausalLM is 0.10.1, Qwen3NextForCausalLM 0.10.2, Qwen3ForCausalLM 0.8.4,
+    # Llama4ForConditionalGeneration 0.8.3, Gemma3ForConditionalGeneration 0.8.0, DeepseekV3ForCausalLM 0.6.6
+    from kvledger.accounting.vllm_archs import _registry
+
+    got = {a: _registry()[a]["added_in"] for a in ("GptOssForCausalLM", "Qwen3NextForCausalLM", "Qwen3ForCausalLM",
+                                                   "Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration",
+                                                   "DeepseekV3ForCausalLM", "LlamaForCausalLM")}
+    assert got == {"GptOssForCausalLM": "0.10.1", "Qwen3NextForCausalLM": "0.10.2", "Qwen3ForCausalLM": "0.8.4",
+                   "Llama4ForConditionalGeneration": "0.8.3", "Gemma3ForConditionalGeneration": "0.8.0",
+                   "DeepseekV3ForCausalLM": "0.6.6", "LlamaForCausalLM": "0.5.0"}
+
+
+def test_a_model_planned_on_a_release_before_its_architecture_warns_or_is_refused():
+    # gpt-oss-20b under vLLM 0.8.5 used to plan with no word (163,478 blocks on an A100-40GB at TP 4): 0.8.5's
+    # registry has no GptOssForCausalLM. From 0.7.2 vLLM falls back to its Transformers backend: a warning, naming
+    # the release that lists it; before 0.7.2 it refuses the model ("Model architectures [...] are not supported").
+    def run(app, args, **kw):
+        return CliRunner().invoke(app, args, env={"COLUMNS": "250"}, **kw)
+
+    r = run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version", "0.8.5"])
+    assert r.exit_code == 0 and r.output.splitlines()[1].startswith(
+        "WARNING: GptOssForCausalLM is not in vLLM 0.8.5's model registry (vLLM lists it from 0.10.1")
+    assert "WARNING" not in run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version",
+                                      "0.10.1"]).output
+    with pytest.raises(InputError) as err:
+        run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version", "0.6.6"],
+            catch_exceptions=False)
+    assert "vLLM has no Transformers fallback before 0.7.2" in str(err.value)
+    q = run(app, ["plan", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--gpu", "H100", "--tp", "4", "--engine-version",
+                  "0.10.1"])
+    assert ("WARNING: Qwen3NextForCausalLM is not in vLLM 0.10.1's model registry (vLLM lists it from 0.10.2"
+            in " ".join(q.output.split()))

@@ -189,12 +189,13 @@ def test_llama8b_on_rtx3090_v063_at_35k_now_starts():
 
 def test_mla_cached_as_full_kv_before_0_7_1():
     # vLLM 0.6.3 models/deepseek_v2.py: Attention(num_local_heads, 256, ..., num_kv_heads=num_local_heads).
-    # DeepSeek-V3 at TP 8: 61 layers × 2 (K, V) × 128/8 heads × 256 × 2 B = 999,424 B/token/GPU;
-    # from 0.7.1 MLA caches the latent: 61 × (512 + 64) × 2 B = 70,272 B/token, replicated on every rank.
-    m, g = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("h200")
-    old, new = (build_plan(m, g, make_settings(engine_version=v, tp=8, max_model_len=16_000), with_roofline=False,
+    # DeepSeek-V2-Lite (DeepseekV2ForCausalLM, in vLLM's registry from 0.5.1; DeepSeek-V3's class arrives in 0.6.6,
+    # so 0.6.3 cannot load V3) at TP 1: 27 layers × 2 (K, V) × 16 heads × 256 × 2 B = 442,368 B/token;
+    # from 0.7.1 MLA caches the latent: 27 × (512 + 64) × 2 B = 31,104 B/token.
+    m, g = load_model("deepseek-ai/DeepSeek-V2-Lite"), get_gpu("h200")
+    old, new = (build_plan(m, g, make_settings(engine_version=v, max_model_len=16_000), with_roofline=False,
                            with_advice=False) for v in ("0.6.3", "0.7.1"))
-    assert old.kv.bytes_per_token == 999_424 and new.kv.bytes_per_token == 70_272
+    assert old.kv.bytes_per_token == 442_368 and new.kv.bytes_per_token == 31_104
 
 
 def test_ranges_propagate_from_terms_and_device_total():

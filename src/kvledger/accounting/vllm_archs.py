@@ -2,11 +2,13 @@
 does not, and a warning for a causal LM vLLM's registry does not list.
 
 vLLM picks the model class by the config's ``architectures`` in its registry (``model_executor/models/registry.py``):
-the architectures of 0.19 and 0.33 and the releases that removed others (its previously-supported table) are in
-``data/vllm_architectures.csv`` (sources in ``data/SOURCES.md``). Between those two releases an architecture in either
-counts as served; after 0.33 the 0.33 list is taken. An architecture the registry lacks can still run through vLLM's
-Transformers backend if it is a causal LM; anything else is refused. Encoder-only models keep no KV cache, and
-encoder-decoder models are not served by vLLM v1 (V0's encoder-decoder support went in 0.10.2), Whisper excepted,
+the architectures of 0.19 and 0.33, the releases that removed others (its previously-supported table) and the first
+release that lists each (``added_in``, from the registries of every release 0.5.0–0.33.0) are in
+``data/vllm_architectures.csv`` (sources in ``data/SOURCES.md``). Before its ``added_in`` an architecture is not
+served; between 0.19 and 0.33 one in either list counts as served; after 0.33 the 0.33 list is taken. An architecture
+the registry lacks can still run through vLLM's Transformers backend if it is a causal LM, from 0.7.2 (the registry's
+fallback entry, ``TransformersModel``); before it, and anything else, is refused. Encoder-only models keep no KV cache,
+and encoder-decoder models are not served by vLLM v1 (V0's encoder-decoder support went in 0.10.2), Whisper excepted,
 whose cross-attention K/V this ledger does not model: those two kinds are refused under every engine.
 """
 
@@ -35,11 +37,12 @@ _ENC_DEC = frozenset({"t5", "mt5", "umt5", "longt5", "switch_transformers", "bar
 _ENCODER = frozenset({"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "electra", "deberta",
                       "deberta-v2", "modernbert", "nomic_bert", "camembert", "albert", "mpnet", "ernie"})
 _V19, _V33 = (0, 19, 0), (0, 33, 0)
+_TRANSFORMERS_FALLBACK = (0, 7, 2)  # registry.py's _FALLBACK_MODEL {"TransformersModel": …} first appears in 0.7.2
 
 
 @cache
 def _registry() -> dict[str, dict[str, str]]:
-    """architecture → its row (runner, in_0_19, in_0_33, removed_in)."""
+    """architecture → its row (runner, in_0_19, in_0_33, removed_in, added_in)."""
     text = resources.files("kvledger.accounting").joinpath("data/vllm_architectures.csv").read_text()
     return {r["architecture"]: r for r in csv.DictReader(text.splitlines())}
 
@@ -50,7 +53,7 @@ def _served(arch: str, ver: tuple[int, int, int]) -> bool:
     if r is None:
         return False
     old, new, gone = r["in_0_19"] == "1", r["in_0_33"] == "1", r["removed_in"]
-    if gone and ver >= parse_version(gone):
+    if (gone and ver >= parse_version(gone)) or (r["added_in"] and ver < parse_version(r["added_in"])):
         return False
     if ver >= _V33:
         return new
@@ -90,16 +93,20 @@ def _unlisted(model: ModelSpec, ver: tuple[int, int, int], version: str) -> str 
     if not archs or any(_served(a, ver) for a in archs):
         return None
     a = archs[0]
-    gone = (_registry().get(a) or {}).get("removed_in")
-    missing = (f"{a} was removed from vLLM's model registry in {gone}" if gone else
-               f"{a} is not in vLLM {version}'s model registry")
-    if a.endswith("ForCausalLM"):
+    row = _registry().get(a) or {}
+    gone, added = row.get("removed_in"), row.get("added_in")
+    missing = (f"{a} was removed from vLLM's model registry in {gone}" if gone and ver >= parse_version(gone) else
+               f"{a} is not in vLLM {version}'s model registry"
+               + (f" (vLLM lists it from {added}: --engine-version {added} or later serves it)" if added else ""))
+    if a.endswith("ForCausalLM") and ver >= _TRANSFORMERS_FALLBACK:
         return (f"{WARNING_NOTE}{missing}: vLLM would run it through its Transformers backend, if at all; "
                 "planned as a standard decoder read from its fields (layers, heads, KV heads), which that backend's "
                 "own tensors and KV layout may not match")
-    return (f"{missing}, and it is not a causal LM (*ForCausalLM) that vLLM's Transformers backend could serve in its "
-            "place: vLLM would refuse to load it, so there is no plan to give. Plan a checkpoint whose architecture "
-            "the release serves, or an engine version that still has it.")
+    why = ("and vLLM has no Transformers fallback before 0.7.2" if a.endswith("ForCausalLM") else
+           "and it is not a causal LM (*ForCausalLM) that vLLM's Transformers backend could serve in its place")
+    return (f"{missing}, {why}: vLLM would refuse to load it ('Model architectures [...] are not supported for now'), "
+            "so there is no plan to give. Plan a checkpoint whose architecture the release serves, or an engine "
+            "version that has it.")
 
 
 def with_architecture_check(model: ModelSpec, s: PlanSettings) -> ModelSpec:
