@@ -46,10 +46,14 @@ def _print_calibration(cal: Fp8Calibration, console) -> None:
 
 
 def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
+    from kvledger.accounting.vllm_rules import LATEST
     from kvledger.units import fmt_bytes, fmt_duration
 
     c = r.capacity
-    console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, batch {r.concurrency}")
+    eng = r.settings.get("engine", "vllm")
+    ver = r.settings.get("engine_version") or (LATEST if eng == "vllm" else "")
+    console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — {f'{eng} {ver}'.strip()}, TP {r.settings['tp']}, "
+                  f"batch {r.concurrency}")
     for note in (n for n in r.notes if n.startswith("warning:")):  # said first, and again among the notes
         console.print(note)
     start = start_up_line(r.headline)
