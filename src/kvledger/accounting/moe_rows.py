@@ -32,8 +32,8 @@ import numpy as np
 from kvledger.accounting.moe_terms import tail
 from kvledger.catalog.expert_placement import local_experts
 
-__all__ = ["block_m", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail", "largest_count",
-           "rank_rows_cap", "COUNT_TAIL", "ENVELOPE_TOKENS"]
+__all__ = ["block_m", "marlin_block", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail",
+           "largest_count", "rank_rows_cap", "COUNT_TAIL", "ENVELOPE_TOKENS"]
 
 COUNT_TAIL = 1e-9  # P(C > c_max) of one expert and layer: a count rarer than this has no real probability
 ENVELOPE_TOKENS = 16384  # the busiest rank's rows are tabled, T by T, up to this many tokens a step
@@ -46,6 +46,17 @@ def block_m(tokens: float, experts: int) -> int:
     which ``fused_moe/layer.py::FusedMoE.__init__`` creates with ``local_num_experts`` (``determine_expert_map``: all E
     without expert parallelism, ⌈E / EP⌉ on rank 0 with it), not ``global_num_experts``."""
     return 16 if tokens <= experts else 64
+
+
+def marlin_block(tokens: float, top_k: int, experts: int) -> int:
+    """BLOCK_SIZE_M of vLLM's Marlin MoE kernel (weight-only MXFP4/INT4 experts) for a step of ``tokens`` tokens: the
+    first of 8, 16, 32, 48, 64 rows with tokens·k/E/B < 0.9, else 64 (vLLM 0.19 ``fused_marlin_moe.py::
+    fused_marlin_moe``; 0.10.0 ``fused_moe.py::get_default_config(is_marlin=True)``; 0.33 ``experts/marlin_moe.py``),
+    rows: it grows with the rows each expert gets, where Triton's default jumps from 16 to 64 past M > E."""
+    for b in (8, 16, 32, 48, 64):
+        if tokens * top_k / experts / b < 0.9:
+            return b
+    return 64
 
 
 def tuned_block(tuned: bool) -> int:
