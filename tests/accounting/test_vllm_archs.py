@@ -99,3 +99,18 @@ def test_a_model_planned_on_a_release_before_its_architecture_warns_or_is_refuse
                   "0.10.1"])
     assert ("WARNING: Qwen3NextForCausalLM is not in vLLM 0.10.1's model registry (vLLM lists it from 0.10.2"
             in " ".join(q.output.split()))
+
+
+@pytest.mark.parametrize("model,old,new", [("ai21labs/Jamba-v0.1", "0.10.0", "0.10.1"),
+                                           ("nvidia/Nemotron-H-56B-Base-8K", "0.9.2", "0.10.0")])
+def test_a_mamba_hybrid_on_a_release_that_serves_it_on_v0_is_flagged(model, old, new):
+    # vLLM 0.9.2's EngineArgs._is_v1_supported_oracle sends a model with inner state to V0 ("V1 mamba models are
+    # unoptimized"), 0.10.0's does not; models/jamba.py marks JambaForCausalLM SupportsV0Only in 0.10.0, not in 0.10.1.
+    # The plan's hybrid layout is V1's, so the V0 releases get a warning under the title.
+    def first_note(version):
+        return CliRunner().invoke(app, ["plan", model, "--gpu", "H100", "--tp", "4", "--engine-version", version],
+                                  env={"COLUMNS": "250"}).output.splitlines()[1]
+
+    assert first_note(old).startswith(f"WARNING: vLLM {old} serves this Mamba hybrid on its V0 engine (V1 takes it "
+                                      f"from {new})")
+    assert not first_note(new).startswith("WARNING")

@@ -38,6 +38,10 @@ _ENCODER = frozenset({"bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "disti
                       "deberta-v2", "modernbert", "nomic_bert", "camembert", "albert", "mpnet", "ernie"})
 _V19, _V33 = (0, 19, 0), (0, 33, 0)
 _TRANSFORMERS_FALLBACK = (0, 7, 2)  # registry.py's _FALLBACK_MODEL {"TransformersModel": …} first appears in 0.7.2
+# Mamba hybrids on the V1 engine: from 0.10.0 (0.9.2's EngineArgs._is_v1_supported_oracle sends a model with inner
+# state to V0, "V1 mamba models are unoptimized"; 0.10.0's has no such test), and for an architecture its models/*.py
+# marks SupportsV0Only in 0.10.0 from the release that drops the mark (JambaForCausalLM: 0.10.1)
+_V1_STATE_FROM, _V1_STATE_FROM_ARCH = (0, 10, 0), {"JambaForCausalLM": (0, 10, 1)}
 
 
 @cache
@@ -125,4 +129,18 @@ def with_architecture_check(model: ModelSpec, s: PlanSettings) -> ModelSpec:
     text = _unlisted(model, ver, s.engine_version or LATEST)
     if text and not text.startswith(WARNING_NOTE):
         raise InputError(text)
-    return replace(model, notes=(text, *model.notes)) if text else model
+    notes = tuple(t for t in (text, _v0_state(model, ver, s.engine_version or LATEST)) if t)
+    return replace(model, notes=(*notes, *model.notes)) if notes else model
+
+
+def _v0_state(model: ModelSpec, ver: tuple[int, int, int], version: str) -> str | None:
+    """A WARNING note for a Mamba hybrid planned on a release that serves it on the V0 engine (see ``_V1_STATE_FROM``):
+    the plan's hybrid layout (state pages in the block pool) is V1's; V0's Mamba cache is not modelled."""
+    if not model.layer_counts().get("state"):
+        return None
+    v1 = max((_V1_STATE_FROM_ARCH.get(a, _V1_STATE_FROM) for a in model.architectures), default=_V1_STATE_FROM)
+    if ver >= v1:
+        return None
+    return (f"{WARNING_NOTE}vLLM {version} serves this Mamba hybrid on its V0 engine (V1 takes it from "
+            f"{'.'.join(map(str, v1))}), whose Mamba cache holds each of up to max_num_seqs sequences' state outside "
+            "the KV blocks; that cache is not modelled here: the blocks and concurrency below are V1's hybrid layout")
