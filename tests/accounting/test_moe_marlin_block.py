@@ -36,3 +36,23 @@ def test_gpt_oss_decode_throughput_grows_from_batch_32_to_64_on_a_4090():
     d = json.loads(res.stdout)
     tok = {r["batch"]: r["tok_per_s"] for r in d["roofline"]["decode"] if r["context_tokens"] == 2048}
     assert tok[64] > tok[32] > tok[16]
+
+
+def test_fp8_experts_take_marlin_below_sm89_and_triton_from_it():
+    # Qwen3-30B-A3B-FP8 (k = 8 of E = 128): vLLM 0.19's oracle/fp8.py picks Marlin on an A100 (sm80: Triton takes FP8
+    # from sm89) and Triton on an L40S (sm89). At 256 tokens, 16 rows per expert: Marlin's block is 32 (16/16 = 1.0,
+    # 16/32 = 0.5), Triton's default 64 (M = 256 > E = 128)
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.roofline import RooflineStepCost
+    from kvledger.accounting.settings import PlanSettings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+
+    m = load_model("Qwen/Qwen3-30B-A3B-FP8", allow_hub=False)
+    flags = {}
+    for name in ("A100", "L40S"):
+        g = get_gpu(name)
+        kv = build_plan(m, g, PlanSettings(max_model_len=8192), with_roofline=False, with_advice=False).kv
+        flags[name] = RooflineStepCost(m, g, kv).marlin_moe
+    assert flags == {"A100": True, "L40S": False}
+    assert (marlin_block(256, 8, 128), block_m(256, 128)) == (32, 64)

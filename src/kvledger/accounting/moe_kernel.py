@@ -20,11 +20,11 @@ Padding, from vLLM 0.11.0's ``fused_moe.py``: ``moe_align_block_size`` pads each
 of ``BLOCK_SIZE_M`` and the grouped GEMMs run on the padded rows; ``get_default_config`` takes BLOCK_SIZE_M = 16 when
 the step's tokens M ≤ E, else 64, E the rank's local experts under expert parallelism (``block_m``; the tuned tables
 move it with M the same way); a tuned config is priced at BLOCK_SIZE_M 16, the least padding its tuner timed
-(``moe_rows.tuned_block``: a larger block it kept ran no slower). MXFP4 experts below Hopper run the Marlin MoE kernel,
-whose block grows with the rows per expert (``moe_rows.marlin_block``: 8, 16, 32, 48 or 64). Under uniform top-k
-routing an expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts), so the padded rows of a layer
-are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ; under expert parallelism the busiest rank's rows,
-moe_rows.py).
+(``moe_rows.tuned_block``: a larger block it kept ran no slower). MXFP4 experts below Hopper and FP8 experts below
+sm89 run the Marlin MoE kernel, whose block grows with the rows per expert (``moe_rows.marlin_block``: 8, 16, 32, 48
+or 64). Under uniform top-k routing an expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts),
+so the padded rows of a layer are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ; under expert parallelism
+the busiest rank's rows, moe_rows.py).
 FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the padded rows per expert. Errors (mean / worst |predicted /
 measured − 1| per table; LOSO: the table priced by a fit to the other three), 49 of the 53 rows kept:
 
@@ -245,9 +245,12 @@ class FusedMoePrices:
         self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
             else self.peak_flops
         self.moe_layers = moe_layer_count(model) if model.is_moe else 0
-        # MXFP4 experts below Hopper run vLLM's Marlin MoE (oracle/mxfp4.py: the Triton and FlashInfer backends need
-        # sm90+), which pads to its own BLOCK_SIZE_M (moe_rows.marlin_block)
-        self.marlin_moe = model.quant.method == "mxfp4" and self.gpu.arch in ("sm75", "sm80", "sm86", "sm89")
+        # vLLM 0.19's MoE oracles pick Marlin MoE, which pads to its own BLOCK_SIZE_M (moe_rows.marlin_block), for
+        # MXFP4 experts below Hopper (oracle/mxfp4.py: the Triton and FlashInfer backends need sm90+) and FP8 experts
+        # below sm89 (oracle/fp8.py: TritonExperts._supports_quant_scheme takes FP8 from sm89)
+        q, arch = model.quant.method, self.gpu.arch
+        self.marlin_moe = ((q == "mxfp4" and arch in ("sm75", "sm80", "sm86", "sm89"))
+                           or (q == "fp8" and arch in ("sm75", "sm80", "sm86")))
         self._moe_terms = model.is_moe and (self.moe_layers > 0 or ep > 1 or half_tokens > 0
                                             or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
