@@ -1,10 +1,9 @@
 """The self-host-versus-API report: per-token ledgers on both sides, the monthly bills, break-even, deciding factors.
 
-Assembles ``cost`` (self-hosting), ``api_cost`` and ``breakeven`` around one measured (or
-simulated) run and its goodput. The four factors the seed names enter explicitly:
-utilization is a number in the arithmetic; data sovereignty, model control and team
-capability are stated inputs whose effect on the decision is written out next to the
-numbers (team capability also enters as the people-cost line).
+Assembles ``cost`` (self-hosting), ``api_cost`` and ``breakeven`` around one measured (or simulated) run and its
+goodput. The four factors the seed names enter explicitly: utilization is a number in the arithmetic; data sovereignty,
+model control and team capability are stated inputs whose effect on the decision is written out next to the numbers
+(team capability also enters as the people-cost line).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from kvledger.ledgers.decision_notes import (
     verdict_lines,
     volume_good_requests,
 )
-from kvledger.ledgers.factor_rows import at_peak, conditioned_head, factor_rows, verdict_conditions
+from kvledger.ledgers.factor_rows import assumed_utilization, at_peak, conditioned_head, factor_rows, verdict_conditions
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, HostBill
 from kvledger.ledgers.instances import pack
@@ -170,8 +169,8 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
         packing = decision.packing
     else:
         primary = _primary_without_volume(rows, mix, cap)
-        util_how = ("given (--utilization)" if setup.utilization is not None
-                    else "assumed: --max-utilization, no volume given")
+        util_how = ("given (--utilization)" if setup.utilization is not None  # else at the mean a peak allows
+                    else assumed_utilization(base.max_utilization, inputs.peak_to_mean)[1])
         packing = pack(base.gpu, 1, base.num_gpus)  # one replica's cheapest packing: its idle GPUs as u* counts them
         setup = replace(base, gpu=packing.rate)
     return decision, notes, primary, util_how, setup, packing
@@ -227,7 +226,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     refuse_utilization_with_volume(setup.utilization, volume is not None)
     factors.check()
     rows = _rows(price, inputs)
-    base = setup if setup.utilization is not None else replace(setup, utilization=setup.max_utilization)
+    assumed = assumed_utilization(setup.max_utilization, 1.0 if volume is not None else inputs.peak_to_mean)[0]
+    base = setup if setup.utilization is not None else replace(setup, utilization=assumed)
     base.check()
     if inputs.buy is not None:
         inputs.buy.check()

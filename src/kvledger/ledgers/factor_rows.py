@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
 
-__all__ = ["factor_rows", "share_text", "peak_cap_text", "at_peak", "verdict_conditions", "conditioned_head"]
+__all__ = ["factor_rows", "share_text", "peak_cap_text", "at_peak", "assumed_utilization", "verdict_conditions",
+           "conditioned_head"]
 
 
 def share_text(x: float) -> str:
@@ -98,6 +99,17 @@ def at_peak(u_star: dict[str, Any], decision: Any, setup: Any, peak_to_mean: flo
     if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:
         u_star["reachable"] = False
     return peak
+
+
+def assumed_utilization(max_utilization: float, peak_to_mean: float) -> tuple[float, str]:
+    """(the utilization priced with neither --utilization nor a volume, how it was set): --max-utilization ÷
+    --peak-to-mean, the highest mean a replica sized for that peak runs at (``at_peak``'s ``mean_utilization_cap``,
+    the bound ``volume.refuse_utilization_above_peak`` holds a given one to): at a cap of 0.8 and a peak 3× the mean,
+    0.8 ÷ 3 = 0.2667; with flat traffic (P = 1) the cap itself."""
+    if peak_to_mean <= 1:
+        return max_utilization, "assumed: --max-utilization, no volume given"
+    return (max_utilization / peak_to_mean,
+            f"assumed: --max-utilization {max_utilization:g} ÷ --peak-to-mean {peak_to_mean:g}, no volume given")
 
 
 def verdict_conditions(f: DecisionFactors) -> list[str]:

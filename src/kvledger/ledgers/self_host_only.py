@@ -31,6 +31,7 @@ from kvledger.ledgers.cost import (
     self_host_unit_ledgers,
 )
 from kvledger.ledgers.decision_notes import on_instances_words, tokens_text, volume_good_requests
+from kvledger.ledgers.factor_rows import assumed_utilization
 from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.packings import gpu_inputs, gpu_words, packing_rows
@@ -142,7 +143,9 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
     """The self-hosted ledger of one run under its goodput's SLO, as ``build_cost_report`` takes its arguments (less
     the API row, mix and deciding factors); ``inputs``: a ``DecisionInputs`` (model, bought GPUs, people source)."""
     refuse_utilization_with_volume(setup.utilization, volume is not None)
-    base = setup if setup.utilization is not None else replace(setup, utilization=setup.max_utilization)
+    peak = 1.0 if volume is not None else getattr(inputs, "peak_to_mean", 1.0)  # no volume: the mean a peak allows
+    assumed, assumed_how = assumed_utilization(setup.max_utilization, peak)
+    base = setup if setup.utilization is not None else replace(setup, utilization=assumed)
     base.check()
     if inputs.buy is not None:
         inputs.buy.check()
@@ -157,8 +160,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
             cap.load = load
         month.good_requests, month.good_requests_how = volume_good_requests(month.volume.requests, cap)
     else:
-        util_how = ("given (--utilization)" if setup.utilization is not None
-                    else "assumed: --max-utilization, no volume given")
+        util_how = "given (--utilization)" if setup.utilization is not None else assumed_how
         one = pack(base.gpu, 1, base.num_gpus)  # one replica's instance, rented whole (its idle GPUs billed)
         setup = replace(base, gpu=one.rate)
     n, packing = (month.replicas, month.packing) if month is not None else (None, one)

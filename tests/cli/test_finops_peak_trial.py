@@ -1,0 +1,44 @@
+"""A head of platform's build-or-buy trial: ``cost --peak-to-mean P`` without a volume prices the tokens at the mean
+utilization a replica sized for that peak can run at (--max-utilization ÷ P), the bound a given --utilization is
+held to, not at --max-utilization itself (which priced them P× too cheap)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import cli_json, run_cli
+
+# a measured llmperf run (Llama-2-70B on 4 GPUs); $2/GPU-h given, no people line, so a good request costs exactly
+# 4 GPUs × $2/h ÷ (goodput req/s × 3600 × utilization)
+RUN = ["cost", "tests/evidence/data/llmperf/leaderboard_individual_anyscale_70b.json", "--slo", "ttft=500ms,tpot=50ms",
+       "--gpu", "H100", "--num-gpus", "4", "--gpu-usd-per-hour", "2", "--engineer-months-per-month", "0"]
+API = ["--api", "Together:meta-llama/Llama-3.3-70B-Instruct-Turbo"]
+
+
+@pytest.mark.parametrize("api", [API, []], ids=["with an API row", "self-hosted alone"])
+def test_a_peak_without_a_volume_prices_the_mean_utilization_it_allows(api):
+    flat = cli_json(*RUN, *api)
+    peak = cli_json(*RUN, *api, "--peak-to-mean", "3")
+    goodput = peak["capacity"]["goodput_req_per_s"]  # the file's measured goodput: 1.4028 good req/s
+    assert goodput == pytest.approx(1.4028, abs=1e-4)
+    # flat traffic: --max-utilization 0.8, as before
+    assert flat["inputs"]["utilization"] == pytest.approx(0.8)
+    assert flat["inputs"]["utilization_how"] == "assumed: --max-utilization, no volume given"
+    # a peak 3× the mean: a replica sized for it runs at most 0.8 ÷ 3 = 0.2667 on the mean (it priced 0.8)
+    assert peak["inputs"]["utilization"] == pytest.approx(0.8 / 3)
+    assert peak["inputs"]["utilization_how"] == ("assumed: --max-utilization 0.8 ÷ --peak-to-mean 3, no volume "
+                                                 "given")
+    # $8/h ÷ (1.4028 × 3600 × 0.2667) = $0.0059405 per good request (at 0.8: $0.0019802, three times less)
+    per_request = peak["inputs"]["self_host_usd_per_request"]
+    assert per_request == pytest.approx(8.0 / (goodput * 3600 * 0.8 / 3), rel=1e-9)
+    assert per_request == pytest.approx(0.0059405, abs=1e-7)
+    assert per_request == pytest.approx(3 * flat["inputs"]["self_host_usd_per_request"], rel=1e-9)
+    # the per-token ledgers scale as 1 ÷ utilization: three times the flat ones
+    for side in ("self_host_usd_per_mtok_input", "self_host_usd_per_mtok_output"):
+        assert peak["totals"][side] == pytest.approx(3 * flat["totals"][side], rel=1e-9)
+
+
+def test_the_text_states_the_utilization_the_peak_allows():
+    out = " ".join(run_cli(*RUN, *API, "--peak-to-mean", "3").output.split())
+    assert ("at 26.7% utilization (assumed: --max-utilization 0.8 ÷ --peak-to-mean 3, no volume given) a good request "
+            "costs $0.005940 self-hosted") in out
+    assert "at 80.0% utilization" not in out
