@@ -73,7 +73,7 @@ def test_the_exact_range_words():
     ("serving", "num_requests", "60", "must be a whole number"),
     ("serving", "utilization", "0.5", "must be a number"),
     ("serving", "utilization", True, "must be a number"),
-    ("serving", "monthly_tokens", "3e8", "must be a number"),
+    ("serving", "peak_to_mean", "3", "must be a number"),  # a volume's text is read as the CLI reads it: its own test
     ("plan", "gpu_memory_utilization", "0.9", "must be a number"),
     ("plan", "wddm", "true", "must be true or false"),
 ])

@@ -194,6 +194,22 @@ class ServingRequest(DeploymentRequest):
     gpu_usd_per_hour: float | None = None  # --gpu-usd-per-hour's one number: the app prices the one GPU it plans
     client_latency: str | None = _text(None)
 
+    @field_validator("monthly_tokens", "monthly_input_tokens", "monthly_output_tokens", mode="before")
+    @classmethod
+    def _volume(cls, v: Any, info: Any) -> Any:
+        """A volume as ``cost --monthly-tokens`` takes it: a JSON number, or text read by the CLI's own parser
+        (``"1.5B"`` = 1.5 × 10⁹: K, M, B, T powers of 1000; ``"3e8"``), refused as this field's error; a boolean is
+        refused by the strict float."""
+        if not isinstance(v, str):
+            return v
+        from kvledger.errors import InputError
+        from kvledger.units import count_option
+
+        try:
+            return count_option(info.field_name, positive=True)(v)
+        except InputError as err:
+            raise ValueError(str(err).removeprefix(f"{info.field_name}: ")) from None
+
     @field_validator("client_latency")
     @classmethod
     def _duration(cls, v: str | None) -> str | None:
