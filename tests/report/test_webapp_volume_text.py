@@ -1,5 +1,6 @@
-"""The web app's volume fields read what ``cost --monthly-tokens`` reads: a head of platform typing ``1.5B`` into
-"volume: tokens per month" got "must be a number" while the CLI, the README and the field's neighbours take 3B."""
+"""A head of platform's trial of the web app: the volume fields read what ``cost --monthly-tokens`` reads (typing
+``1.5B`` got "must be a number" while the CLI and the README take 3B), and a GPU price given says the whole instances
+the bill rents on it, as the CLI's answer does."""
 
 from __future__ import annotations
 
@@ -39,3 +40,14 @@ def test_a_volume_the_cli_refuses_is_the_fields_error():
         r.json()["error"])
     r = client.post("/api/serving", json={**SERVING, "monthly_tokens": True})  # strict: no boolean for a number
     assert r.status_code == 400 and r.json()["error"] == "invalid parameter: monthly_tokens must be a number, got True"
+
+
+def test_a_given_gpu_price_says_the_whole_instances_the_bill_rents():
+    # TP 2 on Nebius, whose H100 rows hold 1 or 8 GPUs: a TP-2 replica needs the 8-GPU instance, 6 of its GPUs idle,
+    # all billed at the $1/GPU-h given: $8/h × 730 h = $5,840 of rental a month; the price line said only "given"
+    r = client.post("/api/serving", json={**SERVING, "tp": 2, "gpu_provider": "Nebius", "gpu_usd_per_hour": 1.0})
+    assert r.status_code == 200, r.text
+    assert r.json()["headline"]["gpu_price"] == (
+        "given (the GPU price field, gpu_usd_per_hour): nvidia_h100_sxm at Nebius (gpu-h100-sxm 8gpu, your price), "
+        "$1.00/GPU-h: 1 replica × 2 GPUs = 2 GPUs on 1 gpu-h100-sxm 8gpu instance (8 GPUs, 6 idle) × 730 h, $8.00/h")
+    assert r.json()["cost"]["break_even_utilization"]["one_replica_rental_usd_per_month"] == 5840.0

@@ -116,7 +116,7 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any]
     if req.gpu_usd_per_hour is not None:
         return (
             gpu_rate(gpu_id, req.gpu_provider, None, req.gpu_usd_per_hour),
-            lambda _packing: "given (--gpu-usd-per-hour)",
+            lambda packing: "given (--gpu-usd-per-hour): " + rented_words(packing),  # what the bill rents on it
             f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
         )
     row, rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
