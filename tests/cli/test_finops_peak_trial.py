@@ -1,6 +1,6 @@
-"""A head of platform's build-or-buy trial: ``cost --peak-to-mean P`` without a volume prices the tokens at the mean
-utilization a replica sized for that peak can run at (--max-utilization ÷ P), the bound a given --utilization is
-held to, not at --max-utilization itself (which priced them P× too cheap)."""
+"""A head of platform's build-or-buy trial of ``cost``: --peak-to-mean P without a volume prices the tokens at the
+mean utilization a replica sized for that peak can run at (--max-utilization ÷ P), the bound a given --utilization is
+held to, not at --max-utilization itself (which priced them P× too cheap); and two refusals in true words."""
 
 from __future__ import annotations
 
@@ -42,3 +42,24 @@ def test_the_text_states_the_utilization_the_peak_allows():
     assert ("at 26.7% utilization (assumed: --max-utilization 0.8 ÷ --peak-to-mean 3, no volume given) a good request "
             "costs $0.005940 self-hosted") in out
     assert "at 80.0% utilization" not in out
+
+
+def test_a_tp_group_on_one_gpu_rows_is_refused_without_naming_a_link_the_gpu_lacks():
+    from cli_run import refused
+
+    # L40S has no NVLink (PCIe only): the refusal said "tensor parallel over NVLink"; Nebius lists it in 1-GPU machines
+    msg = refused("cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--tp", "2", "--gpu-provider",
+                  "Nebius", "--slo", "ttft=1s")
+    assert msg.startswith("a replica of 2 GPUs (one tensor-parallel group, linked inside one machine) must sit on one "
+                          "instance, and no price row considered has that many GPUs per instance: Nebius:gpu-l40s-a "
+                          "1gpu-8vcpu (1 GPU per instance, a one-GPU machine)")
+    assert "NVLink" not in msg
+
+
+def test_cache_shares_above_one_are_refused_by_their_flags():
+    from cli_run import refused
+
+    # 0.7 of the input tokens read from the cache + 0.5 written to it = 1.2 of them: the error named Python fields
+    msg = refused(*RUN, *API, "--cache-hit-rate", "0.7", "--cache-write-rate", "0.5")
+    assert msg == ("--cache-hit-rate 0.7 + --cache-write-rate 0.5 = 1.2 exceeds 1: both are shares of the same input "
+                   "tokens (read from the prompt cache, written to it); lower one so they sum to 1 or less")

@@ -64,8 +64,10 @@ class ApiMix:
         values = asdict(self)
         check_options("cost", values, {n: n for n in values})  # each a fraction in [0, 1] (kvledger.ranges)
         if self.cache_hit_rate + self.cache_write_rate > 1.0 + 1e-12:
-            raise InputError(f"cache_hit_rate + cache_write_rate = {self.cache_hit_rate + self.cache_write_rate} "
-                             f"exceeds 1")
+            hit, write = self.cache_hit_rate, self.cache_write_rate
+            raise InputError(f"--cache-hit-rate {hit:g} + --cache-write-rate {write:g} = {hit + write:g} exceeds 1: "
+                             "both are shares of the same input tokens (read from the prompt cache, written to it); "
+                             "lower one so they sum to 1 or less")
         notes = []
         if self.batch_share > 0 and price.batch_discount is None:
             notes.append(f"{price.key} has no batch API in the price table (blank batch discount): its "

@@ -2,7 +2,7 @@
 provider's rows for the GPU, and the idle GPUs that packing bills.
 
 A price row (``catalog/data/gpu_prices.csv``) sells one instance of ``gpus_per_instance`` GPUs at ``usd_per_gpu_hour``
-× that count per hour. A replica of k GPUs (tensor parallel over NVLink) sits on one instance, so an instance of G
+× that count per hour. A replica of k GPUs (one tensor-parallel group) sits on one instance, so an instance of G
 GPUs holds ⌊G ÷ k⌋ replicas and n replicas need ⌈n ÷ ⌊G ÷ k⌋⌉ instances (⌈n·k ÷ G⌉ when k divides G); a row with
 1 < G < k cannot hold a replica at all. The bill is instances × G × USD/GPU-h × 730 h, and the GPUs no replica uses
 are billed idle. A row of one GPU (G = 1) bills exactly the GPUs used; it holds a replica of k > 1 GPUs only when it
@@ -220,7 +220,8 @@ def idle_item(p: Packing | None, gpu_hours: float, phase: str) -> LineItem | Non
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
     listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance"
                        + (", a one-GPU machine" if r.gpus_per_instance == 1 else "") + ")" for r in rows)
-    return InputError(f"a replica of {gpus_per_replica} GPUs (tensor parallel over NVLink) must sit on one instance, "
+    return InputError(f"a replica of {gpus_per_replica} GPUs (one tensor-parallel group, linked inside one machine) "
+                      "must sit on one instance, "
                       f"and no price row considered has that many GPUs per instance: {listed}. Choose another "
                       f"--gpu-provider or --instance with at least {gpus_per_replica} GPUs, or give "
                       f"--gpu-usd-per-hour")
