@@ -82,15 +82,19 @@ def cost_by_volume(data: ReportData) -> Figure:
         ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"],
                                                                                     ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
+    mine = c.get("volume_requests_per_month")  # the volume priced: its line, and its row in the table (marked)
+    if mine:
+        ax.axvline(mine, color="#55a868", ls="--", lw=1, label=f"your volume, {mine:,.0f}/month")
     ax.set_xlabel("requests per month (offered)")
     ax.set_ylabel("USD per month")
     ax.legend(fontsize=7)
-    rows = [[f"{p['requests_per_month']:,.0f}", f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}",
-             f"{p['api_usd_per_month']:,.0f}"]
-            for p in pts[:: max(1, len(pts) // 12)]]
+    rows = [[f"{p['requests_per_month']:,.0f}" + (" (your volume)" if p["requests_per_month"] == mine else ""),
+             f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}", f"{p['api_usd_per_month']:,.0f}"]
+            for i, p in enumerate(pts) if i % max(1, len(pts) // 12) == 0 or p["requests_per_month"] == mine]
     return Figure("cost_by_volume", "Build or buy: monthly bill against volume",
                   f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% of its SLO capacity "
-                  f"({c['replica_capacity_requests_per_month']:,.0f} requests per month each).", fig,
+                  f"({c['replica_capacity_requests_per_month']:,.0f} requests per month each)."
+                  + (f" Your volume, {mine:,.0f} requests a month, is the row marked." if mine else ""), fig,
                   ["requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
                       [c["formula"], _COST_SRC])
 

@@ -49,11 +49,11 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
                        "730 × utilization); a good one costs SLO capacity ÷ goodput times that"}
 
 
-def _volume_grid(c: float, v_star: float | None) -> list[float]:
-    lo, hi = max(1.0, min(c / 100.0, v_star / 10.0 if v_star else c)), c * 8.0
+def _volume_grid(c: float, v_star: float | None, mine: float | None = None) -> list[float]:
+    lo, hi = max(1.0, min(c / 100.0, v_star / 10.0 if v_star else c, mine or c)), max(c * 8.0, mine or 0.0)
     n = 41
     grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
-    extra = [k * c for k in range(1, 9)] + ([v_star] if v_star else [])
+    extra = [k * c for k in range(1, 9)] + ([v_star] if v_star else []) + ([mine] if mine else [])
     return sorted(set(round(v, 6) for v in grid + extra))
 
 
@@ -65,17 +65,20 @@ def _rental(bv: dict[str, Any], n: int, R: float) -> float:
 
 
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
-    """Self-hosted and API USD per month at each volume (requests per month), and the break-even volume."""
+    """Self-hosted and API USD per month at each volume (requests per month), and the break-even volume;
+    ``volume_requests_per_month``: the volume priced (cost's ``monthly.requests``), a point of the grid, None
+    without one."""
     bv = cost["break_even_volume"]
     R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
     a, c = bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
-    v_star = bv.get("requests_per_month")
+    v_star, mine = bv.get("requests_per_month"), (cost.get("monthly") or {}).get("requests")
     points = []
-    for v in _volume_grid(c, v_star):
+    for v in _volume_grid(c, v_star, mine):
         n = max(1, math.ceil(v / c - 1e-12))
         points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": _rental(bv, n, R) + P,
                        "api_usd_per_month": a * v})
     return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
+            "volume_requests_per_month": None if mine is None else round(mine, 6),
             "max_utilization": bv["max_utilization"],
             "formula": "self-hosted USD/month = the rental of ⌈volume ÷ replica capacity at max utilization⌉ replicas "
                        "(× replica USD/month, or the whole instances they need) + people; API = USD per request × "
