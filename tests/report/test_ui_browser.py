@@ -359,3 +359,17 @@ def test_arxiv_and_the_data_folder_choices_reach_the_form(server, browser):
     assert _wait_version(browser, v) == "plan ready"
     assert _card(browser, "num-gpu-blocks") == _plan_json("-q", "fp8")["memory"]["num_gpu_blocks"]
     assert ", -q fp8" in browser.find_element("id", "plan-request").text
+
+
+def test_a_volume_typed_as_the_cli_takes_it_answers_for_that_volume(server, browser):
+    # "1.5B" in the volume field (as `cost --monthly-tokens 1.5B`): 1.5 × 10⁹ tokens a month; it was refused ("must be
+    # a number") though the field's neighbours and the CLI take it
+    browser.get(server + "/")
+    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
+    for key, value in (("num_requests", "60"), ("monthly_tokens", "1.5B")):
+        field = browser.find_element("id", key)
+        field.clear()
+        field.send_keys(value)
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "serving ready"
+    assert "for 1.5B tokens/month" in browser.find_element("id", "verdict").text
