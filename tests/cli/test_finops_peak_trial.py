@@ -63,3 +63,12 @@ def test_cache_shares_above_one_are_refused_by_their_flags():
     msg = refused(*RUN, *API, "--cache-hit-rate", "0.7", "--cache-write-rate", "0.5")
     assert msg == ("--cache-hit-rate 0.7 + --cache-write-rate 0.5 = 1.2 exceeds 1: both are shares of the same input "
                    "tokens (read from the prompt cache, written to it); lower one so they sum to 1 or less")
+
+
+def test_a_marketplace_rows_tp_replica_is_said_to_be_one_pod():
+    # no provider: RunPod's one-GPU "Secure Cloud pod" row is the cheapest H100 ($2.69/GPU-h); a marketplace rents a
+    # pod of 4 GPUs for a TP-4 replica (a one-GPU VM row is refused for it), which the answer did not say — it read as
+    # four one-GPU machines. 4 × 730 h × $2.69 = $7,854.80 + $5,000 of people = $12,854.80
+    out = " ".join(run_cli(*RUN[:8]).output.split())
+    assert ("self-hosted, one replica × 4 GPUs as one 4-GPU pod each (billed per GPU) (RunPod H100 80GB SXM (Secure "
+            "Cloud pod, on_demand), $2.69/GPU-h): $12,854.80/month, people included") in out

@@ -66,7 +66,9 @@ def test_per_gpu_rows_are_billed_per_gpu_whatever_the_tp():
     # RunPod's pod row has 1 GPU: 3 replicas × TP 2 = 6 GPUs billed, none idle, 6 × 730 h × $2.69 = $11,782.20,
     # the same line as before instances were billed whole
     p = pack(RUNPOD_H100, 3, 2)
-    assert (p.billed_gpus, p.idle_gpus) == (6, 0) and p.words() == "3 replicas × 2 GPUs × 730 h"
+    # each TP-2 replica is one 2-GPU pod (a marketplace rents pods of several GPUs), not two one-GPU machines
+    assert (p.billed_gpus, p.idle_gpus) == (6, 0)
+    assert p.words() == "3 replicas × 2 GPUs (one 2-GPU pod each, billed per GPU) × 730 h"
     rent = monthly_self_host(SelfHostSetup(RUNPOD_H100, 2, 0.5), 3, 0.5).items[0]
     assert rent.quantity == 6 * 730 and rent.amount_usd == pytest.approx(11_782.2) and rent.note == p.words()
     # a price given by the user (--gpu-usd-per-hour) is per GPU too

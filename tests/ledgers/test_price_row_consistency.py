@@ -29,7 +29,8 @@ def test_price_line_names_the_row_one_tp2_replica_rents_and_why_not_the_cheaper_
     # per GPU-hour, so the line says why neither is rented
     p = pack(RATE, 1, 2)
     assert rented_words(p) == (
-        "RunPod H200 141GB (Secure Cloud pod, on_demand), $3.59/GPU-h: 1 replica × 2 GPUs × 730 h, $7.18/h; "
+        "RunPod H200 141GB (Secure Cloud pod, on_demand), $3.59/GPU-h: 1 replica × 2 GPUs (one 2-GPU pod each, "
+        "billed per GPU) × 730 h, $7.18/h; "
         "not rented though cheaper per GPU-hour: Nebius:gpu-h200-sxm 1gpu-16vcpu-200gb at $3.50/GPU-h cannot hold "
         "a replica of 2 GPUs (a one-GPU machine); Nebius:gpu-h200-sxm 8gpu at $3.50/GPU-h bills $28.00/h for it "
         "(8 GPUs, 6 idle)")

@@ -173,10 +173,14 @@ class Packing:
     def words(self) -> str:
         """``1 replica × 1 GPU × 730 h`` on a per-GPU row; ``2 replicas × 1 GPU = 2 GPUs on 1 a3-highgpu-8g instance
         (8 GPUs, 6 idle) × 730 h`` on an instance of several; ``9 replicas × 1 GPU = 9 GPUs on 1 gpu_8x_h100_sxm5
-        instance + 1 gpu_1x_h100_sxm5 instance (9 GPUs, 0 idle) × 730 h`` on a mix."""
+        instance + 1 gpu_1x_h100_sxm5 instance (9 GPUs, 0 idle) × 730 h`` on a mix; a marketplace row's replica of
+        several GPUs is one pod of them (``holds_replica``), said so: ``1 replica × 4 GPUs (one 4-GPU pod each, billed
+        per GPU) × 730 h``, not four one-GPU machines."""
         head = f"{_plural(self.replicas, 'replica')} × {_plural(self.gpus_per_replica, 'GPU')}"
         if not self.mixed and self.gpus_per_instance == 1:
-            return f"{head} × 730 h"
+            pod = (f" (one {self.gpus_per_replica}-GPU pod each, billed per GPU)"
+                   if self.gpus_per_replica > 1 and self.rate.row_key else "")  # a catalog marketplace row
+            return f"{head}{pod} × 730 h"
         return f"{head} = {_plural(self.gpus, 'GPU')} on{self.on_instances()} × 730 h"
 
     def on_instances(self) -> str:
