@@ -1,7 +1,8 @@
 """The error band of each searched candidate's SLO capacity, the sizing redone at both ends of it, whether the winner
 and the runner-up could swap inside their bands, and whether the winner-vs-API answer flips inside it
 (``kvledger.ledgers.error_band``). A colocated candidate's band is the one ``goodput --simulate --target`` and ``cost
---simulate`` give the same capacity (``serving.origin_band``: a latency's where one binds it below saturation).
+--simulate`` give the same capacity (``serving.origin_band``: a latency's where one binds it below saturation); a KV
+tier's variant the one ``cost --simulate --kv-tier-host`` gives it (``serving.tier_band``, through the tier's probes).
 
 Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈offered rate ÷ (SLO capacity × k ×
 max_utilization)⌉ (the SLO capacity: the boundary's offered req/s; the goodput there scales with it),
@@ -60,7 +61,8 @@ def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
 def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None:
     """(a candidate's capacity band as multipliers, its low and high req/s): the band ``goodput --simulate --target``
     and ``cost --simulate`` give its capacity (``capacity.error_band``, written by ``probed.probed_band``: a latency's
-    where one binds it below saturation), else (a disaggregated unit, a KV tier's variant, a ledger written before)
+    where one binds it below saturation; a KV tier's variant's by ``tier_entries``, ``cost --kv-tier-host``'s), else
+    (a disaggregated unit, a ledger written before)
     ``search_band``'s around the rate sized on. A band whose low end is 0 (no capacity to size replicas on) gives
     way to the throughput's, as cost's decision does (``capacity_bands.band_multipliers``). None without a band."""
     from kvledger.analyses.serving.capacity_bands import CapacityBand, band_multipliers

@@ -147,6 +147,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     try:
         b, first_failing = tier_capacity(p, start, bound)
         if b is not None:
+            band = _band(p, b, bound, slo, base)  # from the search's probes alone, as cost's (before the points')
             points = _points(p, b, cand.num_gpus, spec.target)
     except KvLedgerError as err:
         return {**out, "status": "error", "reason": "simulation error", "detail": str(err)}
@@ -163,6 +164,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     except CapacityNotMeasured as err:  # a session probe too short to carry its rate (session_spec.steady_goodput)
         return {**out, "status": "rejected", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
     c = sizing_capacity(pr, bound)  # the base's bound and its note, as the base is sized
+    pr.extra["error_band"] = None if band is None else band.to_dict()  # cost --kv-tier-host's band of it
     if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
         pr.sized = p.sized_run(c)
     _, run, gp = pr.priced
@@ -172,6 +174,18 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
            "cost": cost, "sizing": sizing, "price": price}
     launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return {**out, "launch": tier_launch(launch, opt, cand.tp)}
+
+
+def _band(p: TierProber, b: float, bound: float | None, slo: Any, base: dict[str, Any]) -> Any:
+    """The band ``cost --simulate --kv-tier-host`` gives the variant's capacity (``serving.tier_band``): the rate found
+    ``b``, sized on the ``bound`` where it caps it (``evaluate.sizing_capacity``'s rule); the base's own band where
+    no probe loaded a block back from the tier and the rate sized on is the base's."""
+    from kvledger.analyses.serving.capacity_bands import CapacityBand
+    from kvledger.analyses.serving.tier_band import tier_capacity_band
+
+    own = (base.get("capacity") or {}).get("error_band") if base["status"] == "feasible" else None
+    sized = b if bound is None or b <= bound else bound
+    return tier_capacity_band(p, b, sized, slo, None if not own else CapacityBand(**own))
 
 
 def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], wl: dict[str, Any],

@@ -43,6 +43,8 @@ class TierCapacity(SizedFigures):
         host_hit_tokens_at_boundary: prompt tokens loaded back from the tier in the run at the boundary, tokens.
         at_sized: where the capacity bound caps the rate found, the run with the tier at the bound, which the ledger
             prices (``sim_capacity.SizedRun``); None otherwise.
+        error_band: the 80% band of the rate sized on (``tier_band``: TPOT's, carried through the tier's probes,
+            where TPOT binds it below saturation; else the throughput's), None without one.
     """
 
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
@@ -50,7 +52,7 @@ class TierCapacity(SizedFigures):
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s", "first_failing_req_per_s",
-                "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
+                "lower_bound", "host_hit_tokens_at_boundary", "error_band", "tier", "probes",
                 ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
     __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
@@ -71,6 +73,7 @@ class TierCapacity(SizedFigures):
     notes: list[str] = field(default_factory=list)
     at_sized: SizedRun | None = None
     rerun: Any = None  # rate → SizedRun: the tier prober's run at another rate (``TierProber.sized_run``)
+    error_band: Any = None  # the capacity's 80% band (``tier_band.tier_capacity_band``), which cost prices at
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -161,7 +164,11 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
 def _noted(p: TierProber, cap: TierCapacity) -> TierCapacity:
     """``cap`` with the note of the capacity bound where it caps the rate found, and then the run with the tier at the
     bound (``p``'s own run, after its probes were listed), which the ledger prices."""
+    from kvledger.analyses.serving.tier_band import tier_capacity_band
+
     cap.rerun = p.sized_run
+    cap.error_band = tier_capacity_band(p, cap.rate_req_per_s, cap.sizing_req_per_s, p.slo,
+                                        cap.without_tier.error_band)  # before the run at the bound joins the probes
     if cap.sizing_req_per_s != cap.rate_req_per_s:
         bound = cap.sizing_req_per_s
         cap.notes.append(bound_note(bound, cap.rate_req_per_s))

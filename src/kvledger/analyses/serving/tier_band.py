@@ -1,0 +1,46 @@
+"""The 80% band of an SLO capacity found with a KV tier in the simulator (``search.tier_probe``, whose probes ``cost
+--simulate --kv-tier-host`` and a search's ``--offload`` variant both run): ``capacity_bands.capacity_band``'s rule,
+one for every simulated capacity — where TPOT binds the capacity below saturation, TPOT's band carried to the rate
+through the tier's own probes (``binding_band``: the first probe and the capacity, the most any probe served), else
+the saturation throughput's band around the rate sized on.
+
+Both commands start the tier's probes at the capacity found without the tier (cost: its own request-rate search; a
+search: the candidate's boundary, the band of which is goodput's and cost's, ``origin_band``) and stop the doubling
+at the same capacity bound, so they read the same first probe and give the capacity one band. Where the tier served
+no prompt token in any probe each run equals the one without it, and cost prices the capacity without the tier
+(``tier_cost_capacity``): that capacity's own band stands, as it does wherever the rate sized on is that capacity.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+__all__ = ["tier_search_view", "tier_capacity_band"]
+
+
+def tier_search_view(p: Any, boundary: float) -> Any:
+    """The tier prober ``p``'s runs (``tier_probe.TierProber``, in the order run: the first is where its search
+    started) read as the request-rate search ``binding_band`` reads (``sim_boundary.SimBoundary``'s ``boundary``,
+    ``probes``, ``goodputs``, ``first_run``, ``boundary_run``, ``target``), ``boundary`` req/s being the rate found."""
+    rates = list(p.runs)
+    probes = [SimpleNamespace(value=r, offered_rate_req_per_s=p.runs[r].metadata.request_rate,
+                              throughput_req_per_s=p.goodputs[r].throughput_req_per_s) for r in rates]
+    return SimpleNamespace(boundary=SimpleNamespace(boundary_value=boundary), probes=probes,
+                           goodputs=[p.goodputs[r] for r in rates], first_run=p.sims[rates[0]],
+                           boundary_run=p.sims.get(boundary), target=p.target)
+
+
+def tier_capacity_band(p: Any, boundary: float, sized_req_per_s: float, slo: Any,
+                       without: Any = None) -> Any:
+    """The band of the capacity with the tier (the module docstring): ``boundary`` the rate ``p``'s search found,
+    ``sized_req_per_s`` the rate sized on (the bound, where it caps it); ``without`` the band of the capacity found
+    without the tier (``capacity_bands.CapacityBand``), which stands where no probe loaded a block back from the tier
+    and the rate sized on is that capacity. A ``CapacityBand``, or None without a band."""
+    from kvledger.analyses.serving.capacity_bands import capacity_band
+
+    if without is not None and not any(p.host_hit_tokens.values()) and without.value == sized_req_per_s:
+        return without
+    view = tier_search_view(p, boundary)
+    setup = (view.boundary_run or view.first_run).setup
+    return capacity_band(setup, sized_req_per_s, view, slo)
