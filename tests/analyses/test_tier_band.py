@@ -81,3 +81,28 @@ def test_a_tier_that_loaded_nothing_back_keeps_the_band_of_the_capacity_without_
     # a tier that did load blocks back is banded on its own probes (2.56–6.25 req/s, the first test's)
     own = tier_capacity_band(_Prober(_SEARCH), 4.0, 4.0, _SLO, without)
     assert (own.low, own.high) == pytest.approx((2.56, 6.25))
+
+
+def test_a_tpot_bound_disaggregated_unit_takes_tpot_band_of_its_decode_pool(monkeypatch):
+    # the same probes as a disaggregated unit's search (1 req/s first there; here 2 as above, the rule reads the first
+    # probe whatever it is): records and goodputs by rate, run in order 2, 4, 8. TPOT's band is asked at the decode
+    # pool's TP (4), not the prefill pool's (2); the band is 2.56–6.25 req/s, the first test's, by the same formula
+    from kvledger.analyses.search import regime_band
+    from kvledger.analyses.search.disagg_band import disagg_band, disagg_view
+
+    asked = []
+
+    def band_of(spec, candidate, metric="throughput"):
+        asked.append((candidate["tp"], metric))
+        return _BANDS[metric]
+
+    monkeypatch.setattr(regime_band, "search_band", band_of)
+    p = _Prober(_SEARCH)
+    runs = {r: (p.runs[r], p.goodputs[r]) for r in p.runs}
+    cand = SimpleNamespace(gpu_id="nvidia_h100_sxm", tp=2, decode_tp=4)
+    d = disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9))
+    assert (d["value"], d["low"], d["high"]) == pytest.approx((4.0, 2.56, 6.25)) and asked == [(4, "tpot_mean")]
+    assert "TPOT is the decode pool's (TP 4)" in d["text"]
+    # past saturation at its capacity (served 3.5 of 4): no TPOT band; the throughput's stands (bands.entry_band)
+    runs[4.0] = (p.runs[4.0], SimpleNamespace(throughput_req_per_s=3.5, num_missed={"tpot": 1}))
+    assert disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9)) is None

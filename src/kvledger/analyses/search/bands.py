@@ -15,54 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.frontier import bills_swap, costs_swap, tier_twins
-from kvledger.ledgers.error_band import Band, regime_of
-from kvledger.ledgers.profile_band import profile_band
+from kvledger.analyses.search.regime_band import search_band, search_profile, search_regime
+from kvledger.ledgers.error_band import Band
 
 __all__ = ["search_profile", "search_regime", "search_band", "entry_band", "band_notes",
            "band_sizing", "api_within_band", "api_bounds", "cheaper_side"]
 
 
-def search_profile(spec: Any, gpu_name: str):
-    """The GPU profile pricing a candidate on ``gpu_name`` (a catalog name or id, or a GPU file) under the search's
-    ``--gpu-profile``; None for a calibrated step cost or no profile."""
-    from kvledger.accounting.gpu_profile import resolve_gpu_profile
-    from kvledger.accounting.gpu_profile_search import choice_for_gpu
-    from kvledger.catalog.gpu_file import resolve_gpu
-
-    if spec.step_cost != "roofline":
-        return None
-    name = resolve_gpu(gpu_name).name
-    return resolve_gpu_profile(choice_for_gpu(getattr(spec, "gpu_profile", None), name), name)
-
-
-def search_regime(spec: Any, gpu_name: str) -> str:
-    """The regime a candidate was priced in: the search's step cost, the GPU's bundled profile, the model's kind."""
-    from kvledger.catalog.models import load_model
-
-    scope = "model" if spec.step_cost != "roofline" else "gpu" if search_profile(spec, gpu_name) is not None else \
-        "uncalibrated"
-    return regime_of(scope, load_model(spec.model).is_moe, "vllm")
-
-
-def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
-    """A candidate's capacity band: its regime's, made honest for the GPU profile that priced it
-    (``kvledger.ledgers.profile_band``: the candidate's model and TP against the profile's fit)."""
-    from kvledger.analyses.serving.prediction_bands import profile_facts
-    from kvledger.catalog.gpu_file import resolve_gpu
-    from kvledger.catalog.models import load_model
-
-    facts = profile_facts(search_profile(spec, candidate["gpu_id"]))
-    band = profile_band(search_regime(spec, candidate["gpu_id"]), "throughput", facts, load_model(spec.model).name,
-                        candidate.get("tp"))
-    gpu = resolve_gpu(candidate["gpu_id"])  # a catalog id, or a GPU file's described GPU
-    return None if band is None else band.on_gpu(gpu.gpu_id, gpu.name)
-
-
 def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None:
     """(a candidate's capacity band as multipliers, its low and high req/s): the band ``goodput --simulate --target``
     and ``cost --simulate`` give its capacity (``capacity.error_band``, written by ``probed.probed_band``: a latency's
-    where one binds it below saturation; a KV tier's variant's by ``tier_entries``, ``cost --kv-tier-host``'s), else
-    (a disaggregated unit, a ledger written before)
+    where one binds it below saturation; a KV tier's variant's by ``tier_entries``, ``cost --kv-tier-host``'s; a
+    disaggregated unit's by ``disagg_band``, where TPOT binds it), else (a ledger written before, a disaggregated
+    unit whose capacity TPOT does not bind below saturation)
     ``search_band``'s around the rate sized on. A band whose low end is 0 (no capacity to size replicas on) gives
     way to the throughput's, as cost's decision does (``capacity_bands.band_multipliers``). None without a band."""
     from kvledger.analyses.serving.capacity_bands import CapacityBand, band_multipliers

@@ -1,13 +1,13 @@
 """A candidate's SLO capacity by simulation — the highest request rate at which the target share of requests meets the
 SLO — for a colocated engine or a disaggregated prefill/decode unit.
 
-Colocated: :func:`kvledger.analyses.serving.sim_boundary.search_sim_boundary` on the request rate, the
-same search, probes and seeded workload as ``kvledger goodput --simulate --target`` and
-``kvledger cost --simulate``. Disaggregated: the same bracket-then-bisect on the rate (doubling
-from 1 req/s, or halving; then ``kvledger.ledgers.boundary.search_boundary`` to 1 % of the
-bracket's top), each probe one run of ``kvledger.analyses.judgments.pd_disagg.run_deployment`` (prefill and
-decode pools each sized by its own vLLM plan, KV sent over the GPU's NVLink — PCIe where the
-catalog lists none — plus a 1 ms connector latency) on the same seeded requests at that rate.
+Colocated: :func:`kvledger.analyses.serving.sim_boundary.search_sim_boundary` on the request rate, the same search,
+probes and seeded workload as ``kvledger goodput --simulate --target`` and ``kvledger cost --simulate``.
+Disaggregated: the same bracket-then-bisect on the rate (doubling from 1 req/s, or halving; then
+``kvledger.ledgers.boundary.search_boundary`` to 1 % of the bracket's top), each probe one run of
+``kvledger.analyses.judgments.pd_disagg.run_deployment`` (prefill and decode pools each sized by its own vLLM plan, KV
+sent over the GPU's NVLink — PCIe where the catalog lists none — plus a 1 ms connector latency) on the same seeded
+requests at that rate; its capacity band: ``disagg_band``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.analyses.search.disagg_band import disagg_band, disagg_view
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 
@@ -68,9 +69,8 @@ def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, 
     cols = columns_from(run)
     tpot = cols.tpot_s()[cols.ok & (cols.num_output_tokens > 1)]
     p50 = float(np.median(tpot)) if tpot.size else None
-    return {"rate_req_per_s": rate, "attainment": gp.attainment, "tpot_p50_s": p50,
-            "tok_per_s_per_user": 1.0 / p50 if p50 else None,
-            "output_tok_per_s_per_gpu": (gp.goodput_output_tok_per_s or 0.0) / num_gpus}
+    return {"rate_req_per_s": rate, "attainment": gp.attainment, "tpot_p50_s": p50, "tok_per_s_per_user": 1.0 / p50
+            if p50 else None, "output_tok_per_s_per_gpu": (gp.goodput_output_tok_per_s or 0.0) / num_gpus}
 
 
 def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
@@ -231,20 +231,19 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The same rate search for a disaggregated unit (see the module docstring)."""
     from kvledger.analyses.judgments.pd_disagg import run_deployment
+    from kvledger.analyses.search.latency import latency_s
     from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
     from kvledger.analyses.serving.probe_sample import workload_sample_note
     from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
     from kvledger.ledgers.boundary import search_boundary, unsustained_note
     from kvledger.ledgers.goodput import goodput_of_records
+    from kvledger.record_columns import with_arrivals_earlier
 
     study, dep, link_kind = _study(spec, cand, slo)
     runs: dict[float, Any] = {}
     grew: dict[float, bool | None] = {}  # the rate's run did not sustain its load (queue_growth.probe_queue_grew)
     short: dict[float, Any] = {}  # the rate's run was too short to show its load (probe_length.probe_too_short)
     order: list[float] = []
-    from kvledger.analyses.search.latency import latency_s
-    from kvledger.record_columns import with_arrivals_earlier
-
     d = latency_s(spec)  # --client-latency: every TTFT and E2E grows by d (analyses/serving/client_latency.py)
 
     def run_at(rate: float) -> Any:
@@ -275,7 +274,8 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
                         "kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
                                    f"({study.link.source}), "
                         f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})
-    if b is not None:
+    if b is not None:  # its band, from the search's probes alone (before the operating points run)
+        out.extra["error_band"] = disagg_band(spec, cand, slo, disagg_view(runs, order, float(b), spec.target))
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)

@@ -1,0 +1,51 @@
+"""The 80% band of a disaggregated unit's SLO capacity, by the rule every simulated capacity takes
+(``capacity_bands.capacity_band``): where TPOT binds it below saturation, TPOT's band carried to the rate through the
+unit's own probes (``binding_band``); else the saturation throughput's band around it (``bands.entry_band``).
+
+The unit's rate search starts at 1 req/s and doubles, as ``goodput --simulate --target`` and ``cost --simulate``
+start theirs, so its first probe is the one their rule reads (no search is redone, as ``origin_band`` redoes a
+colocated one). TPOT is the decode pool's: its band is the regime's at the decode pool's TP (the step times a k×
+slower engine stretches); the KV transfer, once per request before its second token, is the link's assumption and
+is not stretched, so over a request's tokens it moves TPOT little. A TTFT-bound unit keeps the throughput band, as
+a colocated one does (TTFT near a capacity is the queue's wait, whose band was not measured there).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+__all__ = ["disagg_view", "disagg_band"]
+
+
+def disagg_view(runs: dict[float, tuple[Any, Any]], order: list[float], boundary: float, target: float) -> Any:
+    """The unit's probes (``runs``: rate → (records, goodput), run in ``order``) read as the request-rate search
+    ``binding_band`` reads (``sim_boundary.SimBoundary``'s fields), ``boundary`` req/s being the rate found."""
+    probes = [SimpleNamespace(value=r, offered_rate_req_per_s=runs[r][0].metadata.request_rate,
+                              throughput_req_per_s=runs[r][1].throughput_req_per_s) for r in order]
+    return SimpleNamespace(boundary=SimpleNamespace(boundary_value=boundary), probes=probes,
+                           goodputs=[runs[r][1] for r in order], first_run=SimpleNamespace(run=runs[order[0]][0]),
+                           boundary_run=SimpleNamespace(run=runs[boundary][0]), target=target)
+
+
+def disagg_band(spec: Any, cand: Any, slo: Any, view: Any) -> dict[str, Any] | None:
+    """``capacity.error_band`` of a disaggregated unit (``CapacityBand``'s dict) where TPOT binds its capacity below
+    saturation (the module docstring; ``view``: ``disagg_view``); None otherwise, or without a TPOT band for the
+    regime: the throughput band then stands (``bands.entry_band``)."""
+    from kvledger.analyses.search.regime_band import search_band
+    from kvledger.analyses.serving.binding_band import latency_binding
+    from kvledger.analyses.serving.capacity_bands import CapacityBand
+    from kvledger.ledgers.error_band import scope_words
+    from kvledger.units import fmt_plain as four
+
+    binding = latency_binding(view, slo)
+    band = None if binding is None else search_band(spec, {"gpu_id": cand.gpu_id, "tp": cand.decode_tp}, "tpot_mean")
+    c = view.boundary.boundary_value
+    if band is None or not c:
+        return None
+    lo, hi = binding.rate_at(band.high), binding.rate_at(band.low)
+    scope = (f"{scope_words(band.regime)}; {binding.words()}; TPOT is the decode pool's (TP {cand.decode_tp}), the KV "
+             "transfer before each request's second token not stretched")
+    return CapacityBand(c, lo, hi, band.regime, band.source,
+                        f"SLO capacity {four(c)} req/s (80% band {four(lo)}–{four(hi)} req/s, {scope})",
+                        band.elsewhere).to_dict()
