@@ -3,8 +3,9 @@
 
 The checks run in this order, before any file is read or simulation run: ``--seeds`` (:func:`check_seeds_given`),
 FILE(s) or ``--simulate`` (:func:`check_choice`; the command then checks its outputs), simulation flags with a FILE,
-every input's value at once (``cost_inputs.check_inputs``), FILE-only flags with ``--simulate``, the simulation's
-request, its trace's arrivals and its KV tiers against one node (:func:`cost_request`)."""
+every input's value at once (``cost_inputs.check_inputs``), the bill's words and pairs (:func:`check_bill`: the team
+capability, a KV tier's price without its size, the decision factors), FILE-only flags with ``--simulate``, the
+simulation's request, its trace's arrivals and its KV tiers against one node (:func:`cost_request`)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
 from kvledger.cli.cost_inputs import check_inputs, check_seeds
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags
 
-__all__ = ["CostArgs", "args_of", "check_seeds_given", "check_choice", "check_source_choice", "cost_request",
-           "cost_outcome"]
+__all__ = ["CostArgs", "args_of", "check_seeds_given", "check_choice", "check_source_choice", "check_bill",
+           "cost_request", "cost_outcome"]
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,30 @@ def cost_request(a: CostArgs) -> CostRequest:
             raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
                              "load)")
     api_price, gpu_rate, slo, usd = check_inputs(a.params, c.gpu, a.flags)
+    bill = check_bill(a)
     prices = CostPrices(slo, api_price, gpu_rate, usd, c.gpu, c.gpu_provider, c.instance, c.utilization,
                         c.max_utilization, c.prefill_share, c.batch_share, c.cache_hit_rate, c.cache_write_rate)
     source = (FileSource(tuple(a.files), more.format, more.run_index, c.num_gpus, c.served_model) if a.files
               else _sim_source(a))
-    return CostRequest(source, prices, CostBill(**dataclasses.asdict(a.bill)), more.data_sovereignty,
-                       more.model_control, more.team_capability, more.target)
+    return CostRequest(source, prices, bill, more.data_sovereignty, more.model_control, more.team_capability,
+                       more.target)
+
+
+def check_bill(a: CostArgs) -> CostBill:
+    """The bill of ``a``, once what pricing would refuse after the run is read or simulated is refused here, with
+    the same words, in pricing's order: the team capability (``host_bill.people_cost``), a KV tier's price without
+    its size (``CostBill.kv_tiers``), then the decision factors (``cost_summary.DecisionFactors.check``).
+
+    Raises:
+        InputError: the first of them.
+    """
+    from kvledger.ledgers.cost_summary import DecisionFactors
+
+    bill, more = CostBill(**dataclasses.asdict(a.bill)), a.more
+    bill.people(more.team_capability)
+    bill.kv_tiers()
+    DecisionFactors(more.data_sovereignty, more.model_control, more.team_capability).check()
+    return bill
 
 
 def _sim_source(a: CostArgs) -> SimSource:
