@@ -1,6 +1,7 @@
 """validate/calibrate read the engine's resolved ``model_config`` and ``speculative_config`` that LLMServingSim's
-meta.json records (vLLM 0.19's ``VllmConfig``), and refuse speculative decoding or weights quantized on load stated
-only there, as they refuse the same launch flags in ``engine_kwargs``.
+meta.json records (vLLM 0.19's ``VllmConfig``): speculative decoding, or bitsandbytes on load, stated only there is
+refused, as the same launch flags in ``engine_kwargs`` are; FP8 on load, stated there or by the launch, is replayed as
+``simulate --quantization fp8`` plans it, the checkpoint telling an FP8 one (loaded as stored) from an unquantized one.
 
 The runs: tests/calibration/data/llmservingsim_rtx4090_edits/ (SOURCES.md) — LLMServingSim's RTX 4090 Llama-3.1-8B
 run as recorded, and two copies each with one value of its meta.json edited by hand (synthetic edits, marked there)."""
@@ -8,13 +9,17 @@ run as recorded, and two copies each with one value of its meta.json edited by h
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from typer.testing import CliRunner
 
 from kvledger.calibration.resolved_quant import resolved_quantization_notes
 from kvledger.calibration.run_record import recorded_settings
+from kvledger.cli.main import app
 from kvledger.errors import InputError
 from kvledger.evidence.llmservingsim import read_llmservingsim
 
@@ -59,15 +64,72 @@ def test_speculative_decoding_stated_only_in_the_resolved_config_is_refused(cli_
         f"{meta} launches vLLM with --speculative-config {{'method'"]
 
 
-def test_fp8_stated_only_in_the_resolved_config_on_an_unquantized_checkpoint_is_refused(cli_entry):
+def _validate(path: Path) -> str:
+    """``validate path``'s text, once it exited 0, its lines joined."""
+    res = CliRunner().invoke(app, ["validate", str(path)], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    return " ".join(res.stdout.split())
+
+
+def _weights(path: Path) -> tuple[str, str]:
+    """(the step cost's weights words, the memory plan's weights term) of ``validate path``'s replay."""
+    text = _validate(path)
+    words = re.search(r"(weights as the checkpoint stores them \([^)]*\)|weights FP8, quantized on load \([^)]*\))",
+                      text)
+    term = re.search(r"weights term is ([0-9.]+ GiB)", text)
+    return (words.group(1) if words else ""), (term.group(1) if term else "")
+
+
+def test_fp8_stated_only_in_the_resolved_config_on_an_unquantized_checkpoint_is_replayed_as_simulate_plans_it():
     # Llama-3.1-8B's checkpoint has no quantization_config: vLLM 0.19 writes model_config.quantization "fp8" only
-    # for --quantization fp8, weights quantized as they load (ModelConfig._verify_quantization)
-    code, out, _ = cli_entry("validate", str(RUNS / "fp8_on_load"), "--json")
-    msg = json.loads(out)["error"]["message"]
-    assert code == 2 and (f"{RUNS / 'fp8_on_load' / 'meta.json'} records in its resolved config "
-                          f"model_config.quantization fp8 on an unquantized checkpoint{ON_LOAD}") in msg
+    # for --quantization fp8, weights quantized as they load (ModelConfig._verify_quantization). The replay plans them
+    # as simulate -q fp8 does (analyses.serving.online_quant): 8.49 GiB of weights, as vLLM logs for Llama-3.1-8B
+    # under --quantization fp8 (tests/catalog/test_weights_loaded.py), not the BF16 checkpoint's
+    said = (f"{RUNS / 'fp8_on_load' / 'meta.json'} records in its resolved config model_config.quantization fp8 on "
+            "an unquantized checkpoint: the weights were quantized as they loaded, replayed as simulate --quantization "
+            "fp8 plans and prices them")
+    assert said in _validate(RUNS / "fp8_on_load")
+    assert _weights(RUNS / "fp8_on_load") == (
+        "weights FP8, quantized on load (vLLM --quantization fp8)", "8.49 GiB")
     # left to the checkpoint, not refused with the launch flags (the format is told once the model is read)
     assert recorded_settings(_extra("fp8_on_load")).refused == []
+
+
+def _launched_fp8(tmp_path: Path, **meta: str) -> Path:
+    """The run as recorded, its meta.json's launch given --quantization fp8 (and ``meta``'s keys edited)."""
+    shutil.copytree(RUNS / "as_recorded", tmp_path / "run")
+    path = tmp_path / "run" / "meta.json"
+    d = json.loads(path.read_text())
+    d["engine_kwargs"]["quantization"] = "fp8"
+    if "model" in meta:
+        d["model"] = d["engine_kwargs"]["model"] = meta["model"]
+    if "gpu" in meta:
+        d["hardware"]["device_name"] = meta["gpu"]
+    path.write_text(json.dumps(d))
+    return tmp_path / "run"
+
+
+def test_a_launch_flag_fp8_takes_the_same_judgment_as_the_resolved_config(tmp_path):
+    # --quantization fp8 in engine_kwargs: taken as simulate -q fp8, never refused; the checkpoint tells them apart
+    rec = recorded_settings(_extra("as_recorded") | {"engine_kwargs": {"quantization": "fp8"}})
+    assert (rec.refused, rec.unapplied, rec.flags["quantization"]) == ([], [], "fp8")
+    # an unquantized checkpoint (Llama-3.1-8B, BF16): quantized on load, 8.49 GiB as vLLM logs it (above)
+    assert _weights(_launched_fp8(tmp_path / "a")) == (
+        "weights FP8, quantized on load (vLLM --quantization fp8)", "8.49 GiB")
+    # a checkpoint already FP8 (Qwen3-32B-FP8; the run's GPU edited to an H100, where it fits): vLLM keeps its
+    # weights as stored, and the replay plans the same 32.04 GiB as without the flag
+    fp8 = _launched_fp8(tmp_path / "b", model="Qwen/Qwen3-32B-FP8", gpu="NVIDIA H100 80GB HBM3")
+    assert _weights(fp8) == ("weights as the checkpoint stores them (fp8; vLLM --quantization fp8 keeps "
+                                        "them)", "32.04 GiB")
+
+
+def test_bitsandbytes_on_load_is_still_refused_saying_what_the_replay_takes():
+    rec = recorded_settings(_extra("as_recorded") | {"engine_kwargs": {"quantization": "bitsandbytes"}})
+    assert rec.refused == [f"{RUNS / 'as_recorded' / 'meta.json'} launches vLLM with --quantization bitsandbytes: "
+                           "the weights are quantized to 4 bits as they load (bitsandbytes), which kvledger's replay "
+                           "does not take from a record (it takes FP8 on load, as simulate --quantization fp8 plans "
+                           "and prices it): replayed "
+                           "without it, step times and the KV pool would be another engine's."]
 
 
 def _run(quantization: str | None) -> SimpleNamespace:
@@ -76,8 +138,9 @@ def _run(quantization: str | None) -> SimpleNamespace:
     return SimpleNamespace(measured=SimpleNamespace(metadata=SimpleNamespace(extra=extra)), source="run.jsonl")
 
 
-def _plan(method: str) -> SimpleNamespace:
-    return SimpleNamespace(model=SimpleNamespace(quant=SimpleNamespace(method=method)))
+def _plan(method: str, quantization: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(model=SimpleNamespace(quant=SimpleNamespace(method=method)),
+                           settings=SimpleNamespace(quantization=quantization))
 
 
 def test_the_checkpoints_own_format_tells_the_resolved_quantization_apart():
@@ -87,6 +150,10 @@ def test_the_checkpoints_own_format_tells_the_resolved_quantization_apart():
     assert resolved_quantization_notes(_run("awq_marlin"), _plan("awq")) == []
     with pytest.raises(InputError, match="model_config.quantization bitsandbytes on an unquantized checkpoint"):
         resolved_quantization_notes(_run("bitsandbytes"), _plan("none"))
+    # fp8 on an unquantized checkpoint, the replay planned with it (replay_setup): said, not refused
+    [note] = resolved_quantization_notes(_run("fp8"), _plan("none", "fp8"))
+    assert note.endswith("on an unquantized checkpoint: the weights were quantized as they loaded, replayed as "
+                         "simulate --quantization fp8 plans and prices them (a flag given on the command line wins)")
     # another method on an unquantized checkpoint: named, as a launch setting not modelled
     [note] = resolved_quantization_notes(_run("experts_int8"), _plan("none"))
     assert note.startswith("WARNING: recorded, not modelled: --quantization experts_int8 (resolved_config "
@@ -94,7 +161,7 @@ def test_the_checkpoints_own_format_tells_the_resolved_quantization_apart():
     # the checkpoint not read: said, not refused
     [note] = resolved_quantization_notes(_run("fp8"), None)
     assert note.startswith("WARNING: ") and "the checkpoint's own format was not read" in note
-    # none stated, or the launch names it (then run_record's refusal of the flag applies): nothing here
+    # none stated, or the launch names it (then run_record's judgment of the flag applies): nothing here
     assert resolved_quantization_notes(_run(None), _plan("none")) == []
     run = _run("fp8")
     run.measured.metadata.extra["engine_kwargs"]["quantization"] = "fp8"

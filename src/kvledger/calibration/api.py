@@ -13,7 +13,7 @@ from typing import Any
 
 from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
-from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
@@ -22,7 +22,7 @@ from kvledger.calibration.old_release import older_release, padding_notes, recor
 from kvledger.calibration.record_notes import pool_note, record_name, record_overrides
 from kvledger.calibration.recorded_gpu import check_recorded_gpu
 from kvledger.calibration.replay import MeasuredRun, replay
-from kvledger.calibration.resolved_quant import resolved_quantization_notes
+from kvledger.calibration.resolved_quant import replay_setup
 from kvledger.calibration.run_record import RECORD_WORDS, recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError, KvLedgerError
@@ -105,8 +105,8 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``, with the
     launch settings the run's own record states filled in where the user gave none."""
     args, notes, taken = _with_run_settings(args, run)
-    setup = prepare(args, run.requests, run.label)
-    notes = notes + resolved_quantization_notes(run, setup.plan)  # needs the checkpoint: after the plan
+    setup, more = replay_setup(args, run, taken)  # the resolved quantization needs the checkpoint: after the plan
+    notes = notes + more
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.record_settings = dict(taken)
     record = record_name(run)

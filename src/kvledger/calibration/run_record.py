@@ -11,13 +11,15 @@ names what kvledger cannot replay as one engine (data parallelism, with or witho
 parallelism); expert parallelism with data parallel 1 is one engine, replayed with ``enable_expert_parallel``.
 
 Every other launch setting the record holds (a meta.json ``engine_kwargs`` key, a manifest's ``other_flags``) is
-sorted three ways (``other_settings``), never dropped unsaid: ``refused`` — an engine kvledger's replay does not model
-at all (speculative decoding: the simulator steps one token per sequence, ``kvledger simulate --help`` has no draft
-model; weights quantized on load by bitsandbytes or to FP8: the replay prices the checkpoint's own weights and plans
-its KV pool around them); ``_HARMLESS`` — settings that change no step time and no memory (where the server listens,
-logging, the served name, the seed); anything else is ``unapplied``, named in a warning. An argument vLLM's parser
-reads as a positional (one argv element holding a space, ``evidence.k8s_manifests``) is no flag at all:
-``positional`` says what that version did with it (``positional_notes``).
+sorted three ways (``other_settings``), never dropped unsaid, save a launch ``--quantization fp8``, replayed as
+``simulate --quantization fp8`` plans and prices it (``analyses.serving.online_quant``; the checkpoint tells them apart:
+one already FP8 is loaded as stored, an unquantized one quantized on load): ``refused`` — an engine kvledger's replay
+does not model at all (speculative decoding: the simulator steps one token per sequence, ``kvledger simulate --help``
+has no draft model; bitsandbytes on load, ``on_load``); ``_HARMLESS`` — settings that change no step time
+and no memory (where the server listens, logging, the served name, the seed); anything else is ``unapplied``, named in
+a warning. An argument vLLM's parser reads as a positional (one argv element holding a space,
+``evidence.k8s_manifests``) is no flag at all: ``positional`` says what that version did with it
+(``positional_notes``).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.calibration.on_load import ON_LOAD_REFUSED, launch_quantization
+
 __all__ = ["RecordedSettings", "recorded_settings", "RECORD_WORDS", "other_settings", "positional_notes", "unused_keys",
-           "API_SERVER_TAG_FROM", "ON_LOAD", "ON_LOAD_WHY", "resolved_quantization"]
+           "API_SERVER_TAG_FROM", "resolved_quantization"]
 
 #: SimRequestArgs field → where the record states it: (resolved_config section, key), then engine_kwargs key
 _SOURCES: dict[str, tuple[tuple[str, str] | None, str | None, str | None]] = {
@@ -56,6 +60,8 @@ _PARALLEL = {"pp": (("parallel_config", "pipeline_parallel_size"), "pipeline_par
 
 #: how the replay's note names a recorded setting whose record name differs from the field it sets ("{}": the value)
 RECORD_WORDS = {"num_gpu_blocks_override": "num_gpu_blocks {} (replayed as --num-gpu-blocks-override)",
+                "quantization": "--quantization {} (replayed as simulate plans and prices it: a checkpoint already in "
+                                "that format as stored, an unquantized one quantized on load)",
                 "max_total_tokens": "max_total_num_tokens {} (the KV pool the server sized, replayed as it)"}
 
 
@@ -98,11 +104,6 @@ _HARMLESS = {"model", "served_model_name", "host", "port", "seed", "tokenizer", 
 _SAME_DTYPE = {"auto", "bfloat16", "float16", "half"}
 _SPECULATIVE = {"speculative_config", "speculative_model", "num_speculative_tokens",
                 "speculative_draft_tensor_parallel_size", "ngram_prompt_lookup_max", "ngram_prompt_lookup_min"}
-#: vLLM --quantization methods that quantize an unquantized checkpoint as it loads, and why the replay is refused
-ON_LOAD = {"bitsandbytes", "fp8"}
-ON_LOAD_WHY = ("the weights are quantized as they load, which kvledger's replay does not model: it prices the "
-               "checkpoint's own weights and plans the KV pool around them, so step times and the KV pool would be "
-               "another engine's.")
 _APPLIED = ({k for _, k, _ in _SOURCES.values() if k} | {k for _, k in _PARALLEL.values()}
             | {"other_flags", "positional_args", "entrypoint", "max_paddings"})  # max_paddings: api.engine_for
 API_SERVER = "vllm.entrypoints.openai.api_server"
@@ -141,10 +142,10 @@ def other_settings(extra: dict[str, Any]) -> tuple[list[str], list[str]]:
                            "model: it steps one token per sequence per step, so every latency and throughput it "
                            "compares would be another engine's. kvledger spec-decode estimates speculative "
                            "decoding's gain apart.")
-        elif key == "quantization" and key in resolved:
-            continue  # the checkpoint's own format or quantized on load: told once the model is read (resolved_quant)
-        elif key == "quantization" and str(value).lower() in ON_LOAD:
-            refused.append(f"{said}: {ON_LOAD_WHY}")
+        elif key == "quantization" and (key in resolved or launch_quantization(extra) is not None):
+            continue  # replayed as simulate -q (launch_quantization), or told once the model is read (resolved_quant)
+        elif key == "quantization" and str(value).lower() in ON_LOAD_REFUSED:
+            refused.append(f"{said}: {ON_LOAD_REFUSED[str(value).lower()]}")
         else:
             unapplied.append(_shown(key, value) + (f" (resolved_config {resolved[key][1]})" if key in resolved else ""))
     return refused, unapplied
@@ -243,6 +244,8 @@ def recorded_settings(extra: dict[str, Any]) -> RecordedSettings:
             out.flags[name] = v
     if out.flags.get("kv_cache_dtype") == "auto":
         out.flags.pop("kv_cache_dtype")
+    if (q := launch_quantization(extra)) is not None:  # replayed as simulate -q plans it (module docstring)
+        out.flags["quantization"] = q
     out.backend = extra.get("backend") if isinstance(extra.get("backend"), str) else None
     if out.backend == "sglang":  # SGLang's bench_serving names the server it measured
         out.flags["policy"] = "sglang"
