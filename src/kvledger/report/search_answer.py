@@ -31,15 +31,32 @@ def winner_line(result: Any) -> str:
     flags = caveats(w)
     m = result.margin()
     if m is not None and m.could_flip:
-        from kvledger.ledgers.decision_notes import band_sides_text
-
-        band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
-                if m.band_low is not None else f"±{m.band:.0%} capacity band")
         own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
         flags.append(f"runner-up {m.runner_up} " + ("at the same cost" if m.gap == 0 else f"only {m.gap:.0%} dearer")
-                     + f", inside the {band}"
+                     + f", inside {_bands_words(m)}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return f"winner: {w['id']} — {bill}, {capacity_words(cap)}" + (f" [rests on: {'; '.join(flags)}]" if flags else "")
+
+
+def _bands_words(m: Any) -> str:
+    """The capacity bands the flip was judged on (``frontier.ranking_margin``: the winner's at its low end against the
+    runner-up's at its high end): ``their capacity bands, the winner's ×0.82–×1.10 (−18%/+10%) and the runner-up's
+    ×0.72–×1.12 (−28%/+12%)``; one clause where the two are the same, or the runner-up has none of its own (read
+    against the winner's); ``the ±30% capacity band`` where no band of the winner's stands (an assumption)."""
+    from kvledger.ledgers.decision_notes import band_sides_text
+
+    def one(lo: float, hi: float) -> str:
+        return f"×{lo:.2f}–×{hi:.2f} ({band_sides_text(lo, hi)})"
+
+    if m.band_low is None:
+        return f"the ±{m.band:.0%} capacity band"
+    if m.runner_band_low is None:
+        return (f"the winner's capacity band {one(m.band_low, m.band_high)}, the runner-up read against it (none of "
+                "its own)")
+    if (round(m.runner_band_low, 2), round(m.runner_band_high, 2)) == (round(m.band_low, 2), round(m.band_high, 2)):
+        return f"their capacity bands, {one(m.band_low, m.band_high)} each"
+    return (f"their capacity bands, the winner's {one(m.band_low, m.band_high)} and the runner-up's "
+            f"{one(m.runner_band_low, m.runner_band_high)}")
 
 
 def capacity_words(cap: dict[str, Any]) -> str:
@@ -59,8 +76,9 @@ def capacity_words(cap: dict[str, Any]) -> str:
 
 def _band_words(b: dict[str, Any] | None) -> str:
     """``, 80% band 9.977–14.93 req/s``: the capacity's band, its ends as ``goodput --simulate
-    --target`` and ``cost --simulate`` print them (``capacity_bands.capacity_band``: the same band); "" without one (a
-    disaggregated unit, a KV tier's variant, a ledger written before the key)."""
+    --target`` and ``cost --simulate`` print them (``capacity_bands.capacity_band``: the same band; a KV tier's
+    variant's, ``cost --kv-tier-host``'s; a disaggregated unit's where TPOT binds it); "" without one (a disaggregated
+    unit not bound by TPOT, whose band is the throughput's around its capacity, a ledger written before the key)."""
     if not b:
         return ""
     from kvledger.units import fmt_plain

@@ -133,9 +133,10 @@ def caveats(entry: dict[str, Any]) -> list[str]:
 @dataclass(frozen=True)
 class RankingMargin:
     """The runner-up's cost gap to the winner (its cost ÷ the winner's − 1), the capacity band it is read against
-    (``band``: the wider side, a fraction; ``band_low`` / ``band_high``: the band as multipliers, ×0.58–×1.07) and
-    whether the gap lies inside it (the order of the two could flip: ``kvledger.ledgers.error_band.flips_inside``,
-    the test the search's band note uses)."""
+    (``band``: the wider side, a fraction; ``band_low`` / ``band_high``: the winner's band as multipliers, ×0.58–×1.07;
+    ``runner_band_low`` / ``runner_band_high``: the runner-up's own, None where it has none and is read against the
+    winner's) and whether the gap lies inside them (the order of the two could flip: ``costs_swap`` or ``bills_swap``
+    on both bands, the test the search's band note uses)."""
 
     runner_up: str
     gap: float
@@ -143,6 +144,8 @@ class RankingMargin:
     could_flip: bool
     band_low: float | None = None
     band_high: float | None = None
+    runner_band_low: float | None = None
+    runner_band_high: float | None = None
 
 
 def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
@@ -163,9 +166,10 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
     if "low_multiplier" in cb:  # the winner's own band (search.bands: its GPU's regime), as the band note reads it
         lo, hi = cb["low_multiplier"], cb["high_multiplier"]
         swap = bills_swap(ranked[0], ranked[1])  # sized for a load: the bills at the band ends decide (search.bands)
-        inside = costs_swap(a, cb, b, ranked[1].get("capacity_band") or cb) if swap is None else swap
-        return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
-                             inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
+        rb = ranked[1].get("capacity_band") or {}
+        inside = costs_swap(a, cb, b, rb or cb) if swap is None else swap
+        return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1), inside and not tier_twins(ranked[0], ranked[1]),
+                             lo, hi, rb.get("low_multiplier"), rb.get("high_multiplier"))
     band = CAPACITY_BAND if band_of is not None else _capacity_band(step_cost)
     return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
 
