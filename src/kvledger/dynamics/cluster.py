@@ -32,7 +32,7 @@ from kvledger.errors import InputError
 from kvledger.record_columns import RecordColumns
 from kvledger.records import RequestRecord
 
-__all__ = ["run_cluster"]
+__all__ = ["run_cluster", "Arrivals"]
 
 _INF = math.inf
 
@@ -129,6 +129,9 @@ class _Arrivals:
             return spec, user
         self._i += 1
         return self._open[self._i - 1], -1
+
+
+Arrivals = _Arrivals  # the data-parallel lock-step loop's arrivals too (dp_lockstep.py)
 
 
 def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Replica], route: Callable,

@@ -156,6 +156,13 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
 
     # ------------------------------------------------------------ one step
     def _step(self) -> list[tuple[SimRequest, RequestRecord]]:
+        pending = self.begin_step()
+        return [] if pending is None else self.end_step(pending, self.cost.step_time_s(pending[0]))
+
+    def begin_step(self) -> tuple | None:
+        """Schedule the next step and apply it: (its StepShape, what ``end_step`` needs), or None where it schedules
+        nothing (only KV loads in flight; async with nothing to queue). Data-parallel ranks in lock-step
+        (dp_lockstep.py) price the ranks' shapes together before each ``end_step``."""
         sched, step = self.sched, self.num_steps
         so = sched.schedule()
         plan, preempted, admitted = so.scheduled, so.preempted, so.num_admitted
@@ -164,11 +171,11 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         if not plan and not held:
             if admitted or self._loads:  # only loads started or in flight (WAITING_FOR_REMOTE_KVS): wait for them
                 self.steady, self.waits_for_load = False, not admitted
-                return []
+                return None
             if self._async and (freed or self.last_start_s is not None):
                 self.last_start_s = None  # nothing to queue behind the step in flight: wait for it, then schedule
                 self.steady = False
-                return []
+                return None
             raise RuntimeError(f"simulator stalled at t={self.now_s:.6f} s: nothing schedulable "
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
@@ -185,9 +192,16 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
             extra, extra_kv = self.held_decodes(held)
             dec, dec_kv = dec + extra, dec_kv + extra_kv
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
-        dur = self.cost.step_time_s(shape)
-        if pf_seqs:
-            self.prefill_time.add(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur)
+        return shape, step, plan, preempted, admitted, finished, stored, all_emitted, freed
+
+    def end_step(self, pending: tuple, dur: float) -> list[tuple[SimRequest, RequestRecord]]:
+        """Finish the step ``begin_step`` scheduled, ``dur`` s long: the clock, token times, KV usage, step log and the
+        requests it finished (their records)."""
+        shape, step, plan, preempted, admitted, finished, stored, all_emitted, freed = pending
+        sched, dec = self.sched, shape.num_decode_seqs
+        if shape.num_prefill_seqs:
+            self.prefill_time.add(shape.num_prefill_tokens, shape.num_prefill_seqs, shape.prefill_kv_tokens,
+                                  shape.prefill_attn_pairs, dec, shape.decode_kv_tokens, dur)
         start = self.now_s
         self.now_s = end = start + dur
         self.push_times(end)

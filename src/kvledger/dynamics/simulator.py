@@ -103,7 +103,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
              model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
              records_as_columns: bool = True, stop: MissRule | None = None,
-             kv_manager_factory: Callable[[EngineConfig, int], Any] | None = None) -> SimResult:
+             kv_manager_factory: Callable[[EngineConfig, int], Any] | None = None,
+             data_parallel_rule: str | None = None) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -130,6 +131,9 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
             says when and why. None: run to the end.
         kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
             offload_sim.py); None → the one the settings select.
+        data_parallel_rule: vLLM's DP ranks of a MoE model in lock-step (dp_lockstep.py), routed by this release's
+            balancing rule ("0.19.0", "0.26.0", "0.33.0"); ``cost`` is then a ``LockstepStepCost`` (its ``dp`` ranks,
+            its ``inner`` one rank's roofline), ``num_replicas`` 1 and ``router`` unused.
 
     The garbage collector is off for the run, process-wide (``gc.disable``); back on at its end or failure if it was on.
 
@@ -141,16 +145,26 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     if config.batching == "static":  # a request static batching could never admit: refused before the run
         check_static_fit(config, _lengths(requests))
-    route = make_router(router)
-    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
+    dp, rank_cost = (cost.dp, cost.inner) if data_parallel_rule else (1, cost)
+    replicas = [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward and dp == 1,
                         record_token_times=record_token_times,
                         kv_manager=kv_manager_factory(config, i) if kv_manager_factory else None)
-                for i in range(num_replicas)]
+                for i in range(num_replicas * dp)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        recs = run_cluster(requests, replicas, route, progress, as_columns=records_as_columns, stop=stop)
-        res = _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        if data_parallel_rule:
+            from kvledger.dynamics.dp_lockstep import DpBalancer, run_lockstep
+
+            balancer = DpBalancer(data_parallel_rule, dp)
+            recs = run_lockstep(requests, replicas, balancer, cost.step_time_s, progress)
+        else:
+            recs = run_cluster(requests, replicas, make_router(router), progress, as_columns=records_as_columns,
+                               stop=stop)
+        res = _result(requests, config, rank_cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        if data_parallel_rule:
+            res.extra["data_parallel"] = {"data_parallel_size": dp, "balancing_rule": f"vLLM {data_parallel_rule}",
+                                          "requests_routed_per_rank": list(balancer.routed)}
         if stop is not None and stop.stopped_at_s is not None:
             res.extra["stopped_early"] = stop.evidence()
             res.records.metadata.extra["stopped_early"] = stop.evidence()

@@ -1,0 +1,99 @@
+"""The step time of vLLM's data-parallel ranks of a MoE model (``--data-parallel-size N --enable-expert-parallel``)
+stepping together: each rank's own attention and dense layers, the MoE layers over every rank's tokens, the slowest
+rank setting the step.
+
+What vLLM does (read in 0.19.0 and 0.33.0):
+
+* ``v1/engine/core.py : DPEngineCoreProc.run_busy_loop``: each DP rank is its own engine core, with its own scheduler
+  and KV pool. While any rank has unfinished requests (a "wave": ``engines_running``), every rank runs a forward pass
+  each step; a rank with nothing scheduled runs ``execute_dummy_batch`` (``v1/worker/gpu_worker.py``: a one-token
+  uniform-decode ``_dummy_run``) so that the MoE layers' collectives line up across the ranks. When no rank has work
+  the wave ends and no rank steps.
+* ``v1/worker/dp_utils.py : coordinate_batch_across_dp``: before each forward the ranks all-reduce their token counts;
+  when every rank runs a CUDA graph (the synced ``cudagraph_mode`` is not NONE) each is padded to the largest count.
+* ``config/parallel.py``: ``all2all_backend`` defaults to ``allgather_reducescatter``
+  (``distributed/device_communicators/all2all.py : AgRsAll2AllManager``): each MoE layer all-gathers the hidden states
+  of every DP rank's tokens (``all_gatherv``), runs the rank's own experts (EP = DP × TP: ``expert_parallel.py``) on
+  them, and reduce-scatters the outputs back (``reduce_scatterv``).
+
+So rank r's step time here is the roofline of its own step (attention, dense layers, TP all-reduces: ``roofline.py``)
+with the fused-MoE term (``moe_kernel.py``: the busiest GPU at EP DP × TP) priced over the tokens of all ranks, plus,
+per MoE layer, an all-gather and a reduce-scatter of the other ranks' tokens' hidden states (16-bit; two calls at the
+NCCL per-call latency of ``tp_comm.allreduce_latency_s`` and the link of ``tp_comm.link_bytes_per_s``); the step takes
+the largest rank time. An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within
+vLLM's largest CUDA-graph size (``max_cudagraph_capture_size``; None under ``--enforce-eager``) the MoE layers and the
+collectives take every rank at the largest count (the graph sizes' rounding is not modelled); otherwise each rank's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.tp_comm import allreduce_latency_s, link_bytes_per_s
+
+__all__ = ["DUMMY_BATCH", "LockstepStepCost"]
+
+DUMMY_BATCH = StepShape(0, 0, 0, 0.0, 1, 1)
+"""An idle DP rank's step: ``execute_dummy_batch``, one uniform-decode token (gpu_worker.py)."""
+
+_ACT_BYTES = 2  # the hidden states the MoE layers gather and reduce-scatter: 16-bit activations, B per element
+
+
+class LockstepStepCost:
+    """Prices one lock-step step of ``dp`` DP ranks from the ranks' StepShapes (None: an idle rank).
+
+    Args:
+        inner: the roofline of one rank (``RooflineStepCost`` at the rank's TP with EP DP × TP: ``Plan.step_cost``).
+        dp: DP ranks, count.
+        capture_size: vLLM's largest CUDA-graph token count (padding applies up to it); None: no CUDA graphs.
+    """
+
+    def __init__(self, inner, dp: int, capture_size: int | None) -> None:
+        self.inner, self.dp, self.capture_size = inner, dp, capture_size
+        self.name = getattr(inner, "name", "roofline")
+        gpu = inner.gpu
+        self.moe_layers = inner.moe_layers
+        self.hidden_size = inner.model.hidden_size
+        self.link_Bps = link_bytes_per_s(gpu, inner.allreduce_link_share)
+        self.call_latency_s = allreduce_latency_s(gpu, dp)
+        self._moe: dict[int, float] = {}
+
+    def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:
+        """(each rank's tokens as its MoE layers and collectives take them, the tokens of all ranks the MoE layers
+        run over, whether DP padding applied): idle ranks 1, every rank at the largest count when all fit a CUDA
+        graph."""
+        own = [DUMMY_BATCH.num_tokens if s is None else s.num_tokens for s in shapes]
+        top = max(own)
+        padded = self.capture_size is not None and top <= self.capture_size
+        taken = [top] * len(own) if padded else own
+        return taken, sum(taken), padded
+
+    def gather_s(self, all_tokens: int, own_tokens: int) -> float:
+        """A rank's all-gather and reduce-scatter of the other ranks' hidden states over every MoE layer, s."""
+        moved = (all_tokens - own_tokens) * self.hidden_size * _ACT_BYTES
+        return self.moe_layers * 2 * (self.call_latency_s + moved / self.link_Bps)
+
+    def moe_s(self, all_tokens: int) -> float:
+        """The fused-MoE term of the busiest GPU over ``all_tokens`` tokens, s (memoised per token count)."""
+        t = self._moe.get(all_tokens)
+        if t is None:
+            if len(self._moe) > 65536:
+                self._moe.clear()
+            t = self._moe[all_tokens] = self.inner.moe_kernel_s(all_tokens)
+        return t
+
+    def rank_times_s(self, shapes: list) -> list[float]:
+        """Each rank's step time, s: its own step's roofline with the MoE term over all ranks' tokens and the
+        collectives (module docstring)."""
+        taken, total, _ = self.rank_tokens(shapes)
+        moe = self.moe_s(total)
+        out = []
+        for shape, own in zip(shapes, taken):
+            c = self.inner.costs(DUMMY_BATCH if shape is None else shape)
+            out.append(self.inner.time_s(replace(c, moe_kernel_s=moe, all_to_all_s=self.gather_s(total, own))))
+        return out
+
+    def step_time_s(self, shapes: list) -> float:
+        """The lock-step step's time, s: the slowest rank's (every rank waits at the MoE layers' collectives)."""
+        return max(self.rank_times_s(shapes))
