@@ -66,7 +66,7 @@ def test_plan_refuses_bad_sglang_combinations(monkeypatch, capsys, args):
     assert code == 2 and "--dp-size" in err
 
 
-@pytest.mark.parametrize("cmd", [("simulate",), ("goodput", "--simulate"), ("cost", "--simulate")])
+@pytest.mark.parametrize("cmd", [("goodput", "--simulate"), ("cost", "--simulate")])  # simulate: test_dp_simulate
 def test_simulator_commands_refuse_the_dp_flags(monkeypatch, capsys, cmd):
     code, err = console(monkeypatch, capsys, *cmd, "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "8",
                         "--data-parallel-size", "8", *(("--slo", "ttft=1") if cmd[0] == "goodput" else ()))

@@ -1,6 +1,7 @@
-"""The data-parallel flags of the simulator-based commands (simulate, goodput, cost, search, report): taken, so that
-the engines' spellings get a clear refusal rather than "No such option"; ``kvledger plan`` models them
-(accounting/dp_attention.py), the simulator does not yet."""
+"""The data-parallel flags of the simulator-based commands: goodput, cost, search and report take them so that the
+engines' spellings get a clear refusal rather than "No such option" (``kvledger plan`` models them:
+accounting/dp_attention.py); ``kvledger simulate`` simulates vLLM's DP ranks of a MoE model in lock-step
+(``SimDataParallelFlags``; analyses/serving/sim_dp.py) and refuses SGLang's DP attention and pipeline stages."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from dataclasses import dataclass
 from kvledger.cli.flag_groups import flag
 from kvledger.errors import InputError
 
-__all__ = ["DataParallelFlags", "DP_REFUSAL"]
+__all__ = ["DataParallelFlags", "SimDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL"]
 
 DP_REFUSAL = (
     "{flags}: `kvledger plan` models data-parallel attention's memory (vLLM --data-parallel-size with "
     "--enable-expert-parallel, SGLang --enable-dp-attention --dp-size: the weights per GPU, each DP rank's KV pool, "
     "requests per rank and in all), but the simulator steps one TP group per replica and does not yet model DP ranks "
-    "stepping together (the router's choice of rank, the MoE all-to-all, idle ranks padding each step), so this "
-    "command cannot take them; plan the memory with `kvledger plan ... {flags}`, and simulate without them (--tp for "
-    "one replica, --replicas for independent ones)")
+    "stepping together in this command (`kvledger simulate` does, for vLLM's --data-parallel-size with "
+    "--enable-expert-parallel on a MoE model), so it cannot take them; plan the memory with `kvledger plan ... "
+    "{flags}`, simulate vLLM's DP ranks with `kvledger simulate`, or run this command without them (--tp for one "
+    "replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
 
 
@@ -35,3 +37,37 @@ class DataParallelFlags:
                  else []) + (["--enable-dp-attention"] if self.enable_dp_attention else [])
         if given:
             raise InputError(DP_REFUSAL.format(flags=" ".join(given)))
+
+
+PP_REFUSAL = (
+    "--pp {pp}: pipeline parallelism is planned (`kvledger plan --pp N`: each stage's layers, weights and KV) but not "
+    "simulated: the simulator steps one TP group per replica (or vLLM's DP ranks in lock-step), not stages passing "
+    "micro-batches to one another; plan the stages with `kvledger plan`, and simulate one stage-free layout (--tp, "
+    "or --data-parallel-size with --enable-expert-parallel for a MoE model)")
+"""The refusal of pipeline stages in ``kvledger simulate``, formatted with the size given."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimDataParallelFlags:
+    """``kvledger simulate``'s parallelism beyond TP: vLLM's --data-parallel-size (simulated for a MoE model with
+    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention and --pp (refused)."""
+
+    data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
+        "vLLM's DP ranks of a MoE model (with --enable-expert-parallel): N engine cores on N × TP GPUs, each its own "
+        "scheduler and KV pool, stepping in lock-step behind vLLM's load balancer."))
+    enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
+        "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
+    pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
+        "Not simulated: `kvledger plan` models pipeline stages; refused here."))
+
+    def __post_init__(self) -> None:
+        if self.enable_dp_attention:
+            raise InputError("--enable-dp-attention: SGLang's DP attention is planned (`kvledger plan --engine sglang "
+                             "--enable-dp-attention --dp-size N`: the weights per GPU, each rank's KV pool) but not "
+                             "simulated; `kvledger simulate` steps vLLM's DP ranks of a MoE model in lock-step "
+                             "(--data-parallel-size N --enable-expert-parallel), or one SGLang replica (--policy "
+                             "sglang without DP attention)")
+        if self.pp not in (None, 1):
+            raise InputError(PP_REFUSAL.format(pp=self.pp))
+        if self.data_parallel_size is not None and self.data_parallel_size < 1:
+            raise InputError(f"--data-parallel-size {self.data_parallel_size}: give a rank count of at least 1")

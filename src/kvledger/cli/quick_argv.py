@@ -23,7 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SimDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
 from kvledger.cli.session_flags import SessionFlags
 
@@ -36,7 +36,7 @@ OWN: dict[str, tuple[tuple[str, ...], type, Any]] = {
     "record_token_times": (("--record-token-times",), bool, False), "seeds": (("--seeds",), int, 1)}
 #: simulate's flag groups, by its parameter name, in its signature's order (simulate_cmd.simulate)
 GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags,
-          "dp": DataParallelFlags}  # dp: refused on construction (dp_flags.py), not passed on
+          "dp": SimDataParallelFlags}  # dp: vLLM's DP ranks (sim_dp.py); DP attention and --pp refused
 _OWN_BEFORE_GROUPS = ("gpu",)  # the signature: model, gpu, the four groups, then the rest of OWN
 
 
@@ -165,7 +165,6 @@ def run_simulate_quick(argv: list[str]) -> bool:
 
     for group, cls in GROUPS.items():
         values[group] = cls(**{f.name: values.pop(f.name) for f in dataclasses.fields(cls)})
-    values.pop("dp")
     try:
         run_simulate(**values)
     except KeyboardInterrupt:

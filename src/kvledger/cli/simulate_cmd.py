@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SimDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, with_groups
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.cli.sim_opts import TIER_HELP
@@ -19,7 +19,7 @@ __all__ = ["register"]
 _TIERS = GroupUse(TierFlags, help=TIER_HELP)
 
 
-@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS, dp=DataParallelFlags)
+@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS, dp=SimDataParallelFlags)
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
@@ -27,7 +27,7 @@ def simulate(
     sessions: SessionFlags = SessionFlags(),
     engine: EngineFlags = EngineFlags(),
     tiers: TierFlags = TierFlags(),
-    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
+    dp: SimDataParallelFlags = SimDataParallelFlags(),  # vLLM's DP ranks of a MoE model (sim_dp.py)
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Path | None = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; "
                                                         "goodput and cost read it), steps.parquet (every engine step) "
@@ -52,7 +52,7 @@ def simulate(
     from kvledger.cli.simulate_run import run_simulate
 
     run_simulate(model, gpu, workload, sessions, engine, tiers, as_json, out, force, chrome_trace, record_token_times,
-                 seeds)
+                 seeds, dp)
 
 
 def register(app: typer.Typer) -> None:

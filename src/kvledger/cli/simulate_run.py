@@ -19,11 +19,12 @@ OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
 def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: SessionFlags, engine: EngineFlags,
                  tiers: TierFlags, as_json: bool, out: Path | None, force: bool, chrome_trace: bool,
-                 record_token_times: bool, seeds: int = 1) -> None:
+                 record_token_times: bool, seeds: int = 1, dp=None) -> None:
     """Simulate and print (``--json``: the document on stdout, as ``typer.echo`` writes it; else the rich summary);
     with ``out``, write the files there. The options are those of ``simulate_cmd.simulate``; ``seeds`` > 1 runs the
     same simulation with seeds seed … seed+seeds−1 after the first and adds each figure's min–max over them
-    (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's."""
+    (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's. ``dp``: the
+    ``SimDataParallelFlags`` (vLLM's DP ranks of a MoE model in lock-step: analyses/serving/sim_dp.py)."""
     from kvledger.cli.sim_opts import sim_request
     from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given
 
@@ -37,6 +38,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
+    args = _with_dp(args, dp, session_run, tier)
     check_tier_sizes(tier, args.gpu, args.tp)
     if out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_dir
@@ -71,6 +73,25 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         _render(payload, out, gpu, tier_report, session_run, sessions)
     if none_finished:
         sys.exit(1)  # no request finished (every one rejected): an answer a script must not take as complete
+
+
+def _with_dp(args, dp, session_run: bool, tier):
+    """``args`` with ``--data-parallel-size`` (above 1), checked (sim_dp.check_dp_request); unchanged without it."""
+    if dp is None or (dp.data_parallel_size or 1) == 1:
+        return args
+    import dataclasses
+
+    from kvledger.analyses.serving.sim_dp import check_dp_request
+    from kvledger.errors import InputError
+
+    n = dp.data_parallel_size
+    if session_run or tier is not None:
+        raise InputError(f"--data-parallel-size {n} with {'sessions' if session_run else 'a host KV tier'}: the DP "
+                         "ranks' lock-step simulation serves a trace or a synthetic workload (open loop or "
+                         "--concurrency) from each rank's GPU pool; drop the session or tier flags")
+    args = dataclasses.replace(args, data_parallel_size=n)
+    check_dp_request(args)
+    return args
 
 
 class _Prepare:

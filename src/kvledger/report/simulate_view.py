@@ -223,6 +223,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{_prefix_caching(eng)}, "
                   f"scheduling {eng['scheduling_policy']}")
+    if payload.data_parallel:
+        console.print(dp_line(payload.data_parallel))
     for line in step_cost_lines(cost, warnings=False):
         console.print(line)
     spread = payload.seed_spread if payload.seed_spread is not None and not payload.seed_spread.seed_free else None
@@ -256,3 +258,13 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     if out is not None:
         wrote = [n for n in ("records.parquet", "steps.parquet", "trace.json", "summary.json") if (out / n).exists()]
         console.print(f"wrote {', '.join(wrote)} to {out}")
+
+
+def dp_line(dp: dict) -> str:
+    """The data-parallel line: the DP ranks in lock-step, each rank's KV pool and in all, the requests routed to each
+    rank and its KV usage (``sim_dp.dp_figures``)."""
+    n, usage = dp["data_parallel_size"], ", ".join(f"{u:.1%}" for u in dp["kv_usage_mean_per_rank"])
+    return (f"[bold]data parallel[/]: {n} DP ranks in lock-step on {dp['gpus']} GPUs ({dp['rule_source']}); KV pool "
+            f"{dp['kv_tokens_per_rank']:,} tokens per rank, {n} × = {dp['kv_tokens_total']:,} in all (memory plan); "
+            f"requests routed per rank {', '.join(f'{r:,}' for r in dp['requests_routed_per_rank'])}; KV usage mean "
+            f"per rank {usage}; the latencies, throughput and KV usage below are all ranks' together")

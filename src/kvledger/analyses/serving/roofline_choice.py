@@ -30,9 +30,8 @@ _PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_s
            ("a decode step of 32 requests at 1,024 tokens", dict(num_decode_seqs=32, decode_kv_tokens=32 * 1024)))
 
 
-#: the priced-by words of a roofline no GPU profile priced (``--json``'s ``step_cost.priced_by``, as the text says it)
-#: no GPU profile (``calibrate --scope gpu``, fitted on measured serving runs) prices the steps; whatever measured
-#: kernel curves the roofline reads (operator profiles, or none: ``--gemm-efficiency flat``) its source names
+#: the priced-by words (``--json``'s ``step_cost.priced_by``) of a roofline no GPU profile (``calibrate --scope gpu``)
+#: priced; what measured kernel curves it reads (operator profiles, none: ``--gemm-efficiency flat``) its source names
 UNCALIBRATED_PRICED_BY = ("uncalibrated (the roofline at the default or given fractions, as its source says; no GPU "
                           "profile fitted on serving runs)")
 
@@ -79,7 +78,8 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
     overlap_cpu = cost.overlap_cpu
     extra = step_term_notes(plan.model, plan.gpu, ep_size(plan.model, plan.settings), cost.moe_config,
-                            plan.settings.engine) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
+                            plan.settings.engine, dp=plan.settings.data_parallel_size or 1)
+    extra += [cost.source] if isinstance(cost, GraphPaddedStepCost) else []
     scope = "uncalibrated" if prof is None else "gpu"
     hint = _hint(a, plan, prof, (offered, curve), cost, cal)
     off_engine = _off_engine(prof, plan, a) if prof is not None else None

@@ -89,10 +89,11 @@ class SimDocument:
             out) for one seed.
     """
 
-    __json__ = ("summary", "replicas", "router", "engine", ("workload", "workload_json"), "step_cost", "client_latency",
-                "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands", "band_coverage", "notes",
-                "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions", "batch")
+    __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
+                "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
+                "band_coverage", "notes", "seed_spread")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions", "batch",
+                         "data_parallel")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -108,6 +109,9 @@ class SimDocument:
     at_knee: dict[str, Any] | None = None
     preemptions: dict[str, Any] | None = None
     batch: dict[str, Any] | None = None
+    #: vLLM's DP ranks in lock-step (``sim_dp.dp_figures``: KV per rank and in all, requests routed per rank, KV usage
+    #: per rank, the rules' source); None (left out) without data parallelism
+    data_parallel: dict[str, Any] | None = None
     """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max."""
 
     @property

@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING
 
 from kvledger.analyses.serving.client_latency import with_client_latency
 from kvledger.analyses.serving.sched_defaults import NO_EFFECT
-from kvledger.analyses.serving.sim_document import (
-    load_text,
-    simulator_description,
-    workload_text,
-)
+from kvledger.analyses.serving.sim_document import load_text, simulator_description, workload_text
 from kvledger.analyses.serving.sim_report import simulate_document
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
@@ -117,8 +113,8 @@ class SimulatedRun:
 
     @property
     def num_gpus(self) -> int:
-        """GPUs serving the run: replicas × tensor-parallel degree."""
-        return self.setup.replicas * self.setup.tp
+        """GPUs serving the run: replicas × tensor-parallel degree (× DP ranks: sim_dp.py)."""
+        return self.setup.replicas * self.setup.tp * getattr(self.setup.cost, "dp", 1)
 
     @property
     def gpu_id(self) -> str:
@@ -231,6 +227,7 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
     result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
                       num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
                       record_token_times=record_token_times, stop=stop,
+                      data_parallel_rule=getattr(setup.cost, "balancing_rule", None),  # DP in lock-step: sim_dp.py
                       **({} if kv_manager_factory is None else {"kv_manager_factory": kv_manager_factory}))
     return finish_run(setup, args, result, synthetic)
 

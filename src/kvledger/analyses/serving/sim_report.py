@@ -26,12 +26,14 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     from kvledger.analyses.serving.seq_cap import with_seq_cap
     from kvledger.analyses.serving.session_tipping import tipping_note
     from kvledger.analyses.serving.sim_batch import batch_occupancy, launch_prefix_caching
+    from kvledger.analyses.serving.sim_dp import dp_figures
     from kvledger.invariants import check_sim_summary
 
     mode = setup.workload_info.get("mode", "")
+    engines = setup.replicas * getattr(setup.cost, "dp", 1)  # schedulers: replicas × DP ranks (sim_dp.py)
     overload, short = open_loop_check(result.records) if mode.startswith("open loop") else \
         (run_overload(result.records, mode, {**setup.workload_info, "max_running": setup.config.max_num_seqs *
-                                             setup.replicas}), None)
+                                             engines}), None)
     info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
     paced = mode == PACED_MODE
     behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
@@ -63,7 +65,8 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preempted,
-                       batch=batch_occupancy(result.records.records, _engine_running_max(result), setup.replicas))
+                       batch=batch_occupancy(result.records.records, _engine_running_max(result), engines),
+                       data_parallel=dp_figures(setup, result))
 
 
 def _engine_running_max(result: Any) -> int | None:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.affinity_sessions import sessions_for_affinity
 from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.plan_pricing import plan_fractions
@@ -71,7 +72,8 @@ class SimRequestArgs:
     cpu_overhead: str | None = None
     client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
-    enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (DP 1: experts whole over TP ranks)
+    enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
+    data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
@@ -113,7 +115,8 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "kv_cache_dtype quantization max_num_batched_tokens max_num_seqs block_size cpu_overhead wddm "
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
-                      "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency").split())
+                      "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency "
+                      "data_parallel_size").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -163,6 +166,7 @@ def _build_plan(a: SimRequestArgs):
         disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
+        data_parallel_size=a.data_parallel_size,
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
     return replace(plan, dp_remedy=dp_hint(plan, build_plan)), mnbt  # MLA at TP > 1: DP attention's gain, one line
@@ -256,6 +260,11 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     overrides.update(sched)
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
+    if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)
+        from kvledger.analyses.serving.sim_dp import dp_note, lockstep_cost
+
+        cost = lockstep_cost(plan, config, cost)
+        notes.append(dp_note(plan, cost))
     given = workload is not None
     if given and a.shared_prefix_tokens is not None:
         raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
@@ -266,7 +275,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         config = replace(config, enable_prefix_caching=False)
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
-    workload = _sessions_for_affinity(a, workload, info, notes)
+    workload = sessions_for_affinity(a, workload, info, notes)
     check_profile_scope(cost_info, workload, config)  # a model-scope profile beyond its fitted range: warn, widen
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     poor_profile_warning(prof, cost_info)  # a GPU profile that fits its own runs poorly: warn first
@@ -280,21 +289,3 @@ def _reader_notes(trace: str) -> list[str]:
 
     note = trace_note(trace)
     return [] if note is None else [note]
-
-
-def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
-    """For ``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): the
-    requests with sessions inferred from shared hash-id prefixes (``session_traces.trace_sessions``: ≥ 2 segments)."""
-    if a.router != "session_affinity" or a.replicas < 2 or not isinstance(workload, list):
-        return workload
-    if any(s.client_id is not None for s in workload) or not any(s.prefix_segments for s in workload):
-        return workload
-    from kvledger.dynamics.workload.session_traces import trace_sessions, with_session_ids
-
-    ts = trace_sessions(workload)
-    info["sessions_inferred"] = {"num_sessions": ts.num_sessions, "reused_token_share": ts.reused_token_share,
-                                 "rule": "a request is a later turn of the earlier request with which it shares the "
-                                         "longest prefix of ≥ 2 segment ids (dynamics/workload/session_traces.py)"}
-    notes.append(f"session_affinity: the trace has no session ids; {ts.num_sessions:,} sessions inferred from shared "
-                 f"prefix ids (≥ 2 segments) for {len(workload):,} requests")
-    return with_session_ids(workload, ts)

@@ -1,0 +1,26 @@
+"""``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): sessions inferred
+from shared hash-id prefixes, so the router keeps a conversation on one replica (``sim_setup.prepare``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["sessions_for_affinity"]
+
+
+def sessions_for_affinity(a: Any, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
+    """For ``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): the
+    requests with sessions inferred from shared hash-id prefixes (``session_traces.trace_sessions``: ≥ 2 segments)."""
+    if a.router != "session_affinity" or a.replicas < 2 or not isinstance(workload, list):
+        return workload
+    if any(s.client_id is not None for s in workload) or not any(s.prefix_segments for s in workload):
+        return workload
+    from kvledger.dynamics.workload.session_traces import trace_sessions, with_session_ids
+
+    ts = trace_sessions(workload)
+    info["sessions_inferred"] = {"num_sessions": ts.num_sessions, "reused_token_share": ts.reused_token_share,
+                                 "rule": "a request is a later turn of the earlier request with which it shares the "
+                                         "longest prefix of ≥ 2 segment ids (dynamics/workload/session_traces.py)"}
+    notes.append(f"session_affinity: the trace has no session ids; {ts.num_sessions:,} sessions inferred from shared "
+                 f"prefix ids (≥ 2 segments) for {len(workload):,} requests")
+    return with_session_ids(workload, ts)

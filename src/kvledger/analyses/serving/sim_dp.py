@@ -1,0 +1,110 @@
+"""``kvledger simulate --data-parallel-size N --enable-expert-parallel`` for a MoE model under vLLM: the checks, the
+lock-step step cost (``accounting/dp_lockstep_cost.py``) around one rank's roofline, the balancing rule of the release
+(``dynamics/dp_lockstep.py``), its note, and the run's data-parallel figures (KV per rank and in all, requests each
+rank was sent, KV usage per rank)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["DP_FROM", "check_dp_request", "lockstep_cost", "dp_note", "dp_figures"]
+
+DP_FROM = (0, 19, 0)
+"""The first vLLM release whose DP engine loop and balancing rule were read (0.19.0; also 0.26.0, 0.27.0, 0.33.0)."""
+
+
+def check_dp_request(a: Any) -> None:
+    """Refuse what the lock-step simulation does not model, before any planning.
+
+    Raises:
+        InputError: SGLang's policy, several replicas or a router, a step cost other than the roofline.
+    """
+    dp = a.data_parallel_size
+    if a.policy == "sglang":
+        raise InputError(f"--data-parallel-size {dp} with --policy sglang: SGLang's DP attention is planned (`kvledger "
+                         "plan --engine sglang --enable-dp-attention --dp-size N`) but not simulated; simulate vLLM's "
+                         "DP ranks (drop --policy sglang) or one SGLang replica")
+    if a.replicas > 1 or a.router != "round_robin":
+        raise InputError(f"--data-parallel-size {dp} with --replicas/--router: the simulation models one vLLM "
+                         "deployment of DP ranks behind vLLM's own load balancer, not several behind a router; "
+                         "drop --replicas and --router")
+    if a.step_cost != "roofline":
+        raise InputError(f"--data-parallel-size {dp} with --step-cost {a.step_cost}: the ranks' lock-step steps are "
+                         "priced by the roofline (its MoE term over every rank's tokens); measured step tables price "
+                         "one TP group's steps alone: drop --step-cost")
+
+
+def _refuse_dense(plan: Any, dp: int) -> None:
+    if plan.model.is_moe:
+        return
+    tp = plan.settings.tp
+    raise InputError(f"--data-parallel-size {dp} for the dense model {plan.model.name}: vLLM runs its DP ranks as "
+                     f"{dp} independent engine cores (they step together only for a MoE model: v1/engine/core.py "
+                     "DPEngineCoreProc asserts is_moe), which the lock-step simulation does not model; simulate "
+                     f"them as independent replicas: --replicas {dp} --tp {tp} (each its own KV pool, a router in "
+                     "front)")
+
+
+def lockstep_cost(plan: Any, config: Any, cost: Any) -> Any:
+    """The lock-step step cost of ``plan``'s DP ranks around one rank's roofline ``cost``, its ``balancing_rule``
+    (``dp_lockstep.balancer_rule``) set from the plan's vLLM release.
+
+    Raises:
+        InputError: a dense model, a release before 0.19.0, a model without fused-MoE layers, a cost other than the
+            roofline (a GPU profile's roofline is one).
+    """
+    from kvledger.accounting.dp_lockstep_cost import LockstepStepCost
+    from kvledger.accounting.vllm_rules import LATEST, parse_version
+    from kvledger.dynamics.dp_lockstep import balancer_rule
+
+    s = plan.settings
+    dp = s.data_parallel_size
+    _refuse_dense(plan, dp)
+    ver = parse_version(s.engine_version or LATEST)
+    if ver < DP_FROM:
+        raise InputError(f"--data-parallel-size {dp} with --engine-version {s.engine_version}: the DP engine loop and "
+                         "balancing rule were read from vLLM 0.19.0 on; simulate a release from 0.19.0")
+    if not (hasattr(cost, "costs") and getattr(cost, "moe_layers", 0) > 0):
+        raise InputError(f"--data-parallel-size {dp}: {plan.model.name} has no fused-MoE layers the roofline prices "
+                         "over every rank's tokens; the lock-step simulation needs them")
+    capture = None if s.enforce_eager else min(2 * config.max_num_seqs, 512)
+    out = LockstepStepCost(cost, dp, capture)
+    out.balancing_rule = balancer_rule(ver)
+    out.version = ".".join(map(str, ver))
+    return out
+
+
+def dp_note(plan: Any, cost: Any) -> str:
+    """The note that says what the run models and where each rule comes from."""
+    s, dp = plan.settings, cost.dp
+    per_rank = plan.memory.num_gpu_blocks * plan.memory.block_size
+    pad = ("up to max_cudagraph_capture_size " f"{cost.capture_size:,} (vLLM's default, min(2 × max_num_seqs, 512))"
+           if cost.capture_size else "none: --enforce-eager runs no CUDA graphs")
+    return (f"data parallel: --data-parallel-size {dp} --enable-expert-parallel simulated as {dp} DP ranks in "
+            f"lock-step on {dp * s.tp} GPUs (vLLM {cost.version} v1/engine/core.py DPEngineCoreProc.run_busy_loop: "
+            "every rank runs a forward each step while any has work, an idle rank a one-token dummy batch, so each "
+            "step lasts as long as the slowest rank's), each rank its own scheduler and KV pool of "
+            f"{per_rank:,} tokens (the plan's, {dp} × {per_rank:,} = {dp * per_rank:,} in all); requests routed by "
+            f"vLLM {cost.balancing_rule}'s DPLBAsyncMPClient rule (v1/engine/core_client.py, one API server, the DP "
+            "coordinator's counts refreshed every 100 ms, coordinator.py); a rank's step: its own attention and "
+            f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} with the default "
+            "allgather_reducescatter all-to-all (an all-gather and a reduce-scatter of the other ranks' hidden "
+            f"states per MoE layer), DP padding {pad}; not modelled: several API servers, the CUDA-graph sizes' "
+            "rounding, the MoE profile run's larger activation peak (the KV pool is an upper bound)")
+
+
+def dp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
+    """The run's data-parallel figures for the document; None without data parallelism."""
+    dp = result.extra.get("data_parallel")
+    if dp is None:
+        return None
+    mem = setup.plan.memory
+    per_rank = mem.num_gpu_blocks * mem.block_size
+    usage = result.summary.kv_usage.get("per_replica", [result.summary.kv_usage])
+    return {**dp, "ranks_in_lockstep": True, "gpus": dp["data_parallel_size"] * setup.tp,
+            "kv_tokens_per_rank": per_rank, "kv_tokens_total": per_rank * dp["data_parallel_size"],
+            "kv_usage_mean_per_rank": [u["mean"] for u in usage],
+            "rule_source": f"vLLM {setup.cost.version} v1/engine/core.py DPEngineCoreProc (lock-step), "
+                           f"v1/engine/core_client.py DPLBAsyncMPClient (routing, {dp['balancing_rule']})"}
