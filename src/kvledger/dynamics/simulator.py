@@ -131,40 +131,26 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
             says when and why. None: run to the end.
         kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
             offload_sim.py); None → the one the settings select.
-        data_parallel_rule: vLLM's DP ranks of a MoE model in lock-step (dp_lockstep.py), routed by this release's
-            balancing rule ("0.19.0", "0.26.0", "0.33.0"); ``cost`` is then a ``LockstepStepCost`` (its ``dp`` ranks,
-            its ``inner`` one rank's roofline), ``num_replicas`` 1 and ``router`` unused.
+        data_parallel_rule: DP ranks in lock-step, routed by this vLLM release's rule (dp_lockstep.py); ``cost``:
+            a ``LockstepStepCost``.
 
     The garbage collector is off for the run, process-wide (``gc.disable``); back on at its end or failure if it was on.
 
     Raises:
-        InputError: bad settings or a malformed request (named by its id); a request id given twice (a list).
-    """
-    _refuse_repeated_ids(requests)
-    if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
-        raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
-    if config.batching == "static":  # a request static batching could never admit: refused before the run
-        check_static_fit(config, _lengths(requests))
+        InputError: bad settings or a malformed request (named by its id); a request id given twice (a list)."""
+    _check_inputs(requests, config, num_replicas)
     dp, rank_cost = (cost.dp, cost.inner) if data_parallel_rule else (1, cost)
     replicas = [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward and dp == 1,
-                        record_token_times=record_token_times,
-                        kv_manager=kv_manager_factory(config, i) if kv_manager_factory else None)
-                for i in range(num_replicas * dp)]
+                        record_token_times=record_token_times, kv_manager=kv_manager_factory and kv_manager_factory(
+                            config, i)) for i in range(num_replicas * dp)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        if data_parallel_rule:
-            from kvledger.dynamics.dp_lockstep import DpBalancer, run_lockstep
-
-            balancer = DpBalancer(data_parallel_rule, dp)
-            recs = run_lockstep(requests, replicas, balancer, cost.step_time_s, progress)
-        else:
-            recs = run_cluster(requests, replicas, make_router(router), progress, as_columns=records_as_columns,
-                               stop=stop)
+        recs, dp_extra = _run_lockstep(requests, replicas, cost, data_parallel_rule, progress) if data_parallel_rule \
+            else (run_cluster(requests, replicas, make_router(router), progress, as_columns=records_as_columns,
+                              stop=stop), None)
         res = _result(requests, config, rank_cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
-        if data_parallel_rule:
-            res.extra["data_parallel"] = {"data_parallel_size": dp, "balancing_rule": f"vLLM {data_parallel_rule}",
-                                          "requests_routed_per_rank": list(balancer.routed)}
+        res.extra.update({"data_parallel": dp_extra} if dp_extra else {})
         if stop is not None and stop.stopped_at_s is not None:
             res.extra["stopped_early"] = stop.evidence()
             res.records.metadata.extra["stopped_early"] = stop.evidence()
@@ -172,6 +158,25 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _check_inputs(requests, config: EngineConfig, num_replicas: int) -> None:
+    """Refuse repeated ids, a bad replica count and (static batching) a request it could never admit."""
+    _refuse_repeated_ids(requests)
+    if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
+        raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
+    if config.batching == "static":  # a request static batching could never admit: refused before the run
+        check_static_fit(config, _lengths(requests))
+
+
+def _run_lockstep(requests, ranks: list[Replica], cost, rule: str, progress) -> tuple[list, dict[str, Any]]:
+    """(the records, the run's data-parallel facts) of vLLM's DP ranks in lock-step (dp_lockstep.py)."""
+    from kvledger.dynamics.dp_lockstep import DpBalancer, run_lockstep
+
+    balancer = DpBalancer(rule, len(ranks))
+    recs = run_lockstep(requests, ranks, balancer, cost.step_time_s, progress)
+    return recs, {"data_parallel_size": len(ranks), "balancing_rule": f"vLLM {rule}",
+                  "requests_routed_per_rank": list(balancer.routed)}
 
 
 def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[Replica], recs,

@@ -217,15 +217,11 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     reps = payload.replicas
     each = f"{reps} replicas behind the {payload.router} router, each with " if reps > 1 else ""
     bt, ns = limit_names("sglang" if eng.get("batching") == "sglang" else "vllm")  # SGLang's own names under sglang
-    console.print(f"[bold]engine[/]: {each}{_pool(eng)}, "
-                  f"max_model_len "
+    console.print(f"[bold]engine[/]: {each}{_pool(eng)}, max_model_len "
                   f"{eng['max_model_len']:,}, {bt} {eng['max_num_batched_tokens']:,}, {ns} "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
-                  f"{_prefix_caching(eng)}, "
-                  f"scheduling {eng['scheduling_policy']}")
-    if payload.data_parallel:
-        console.print(dp_line(payload.data_parallel))
-    for line in step_cost_lines(cost, warnings=False):
+                  f"{_prefix_caching(eng)}, scheduling {eng['scheduling_policy']}")
+    for line in ([dp_line(payload.data_parallel)] if payload.data_parallel else []) + step_cost_lines(cost, False):
         console.print(line)
     spread = payload.seed_spread if payload.seed_spread is not None and not payload.seed_spread.seed_free else None
     console.print(_latency_table(s, spread))

@@ -1,0 +1,87 @@
+"""The lock-step step cost of vLLM's DP ranks (accounting/dp_lockstep_cost.py): DP padding, the MoE term over every
+rank's tokens, the all-gather/reduce-scatter of the other ranks' tokens, the slowest rank setting the step."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kvledger.accounting.dp_lockstep_cost import DUMMY_BATCH, LockstepStepCost
+from kvledger.accounting.step_costs import StepCosts
+from kvledger.accounting.stepcost import StepShape
+from kvledger.catalog.gpu_file import resolve_gpu
+
+H200 = resolve_gpu("H200")
+
+
+class _Rank:
+    """A stand-in rank roofline: 1 ms per token of its own step, 0.1 ms per token the MoE layers take, plus the
+    collectives; 2 MoE layers, hidden size 1,000."""
+
+    gpu, allreduce_link_share, moe_layers = H200, None, 2
+    model = SimpleNamespace(hidden_size=1000)
+    name = "stub"
+
+    def costs(self, shape):
+        return StepCosts(matmul_flops=shape.num_tokens, attn_flops=0.0, weight_bytes=0.0, kv_bytes=0.0)
+
+    def moe_kernel_s(self, tokens):
+        return 1e-4 * tokens
+
+    def time_s(self, c):
+        return 1e-3 * c.matmul_flops + c.moe_kernel_s + c.all_to_all_s
+
+
+def _decode(n):
+    return StepShape(0, 0, 0, 0.0, n, n * 100)
+
+
+def test_padding_up_to_the_largest_rank_within_the_cuda_graph_size():
+    cost = LockstepStepCost(_Rank(), 2, capture_size=512)
+    # decode 3 and idle (the 1-token dummy): both within 512 → both padded to 3, the MoE layers over 6 tokens
+    assert cost.rank_tokens([_decode(3), None]) == ([3, 3], 6, True)
+    # a 1,000-token prefill passes 512: no padding, each rank's own (1,000 and the dummy's 1)
+    assert cost.rank_tokens([StepShape(1000, 1, 1000, 500500.0), None]) == ([1000, 1], 1001, False)
+    # --enforce-eager (no CUDA graphs): never padded
+    assert LockstepStepCost(_Rank(), 2, None).rank_tokens([_decode(3), None]) == ([3, 1], 4, False)
+
+
+def test_the_idle_rank_waits_for_the_busy_one():
+    cost = LockstepStepCost(_Rank(), 2, capture_size=None)
+    # H200: NVLink 900 GB/s both ways → 450 GB/s one way (tp_comm.link_bytes_per_s); the NCCL per-call latency fit at
+    # 2 ranks 31.426951 µs (tp_comm.allreduce_latency_s, Vidur's H100 network profile)
+    lat, link = 3.1426951111111114e-05, 450e9
+    assert abs(cost.call_latency_s - lat) < 1e-15 and cost.link_Bps == link
+    # ranks: decode 3 and idle, unpadded: the MoE layers over 3 + 1 = 4 tokens (0.4 ms);
+    # busy rank: 3 ms own + 0.4 ms + 2 layers × 2 calls × (lat + (4 − 3) × 1,000 × 2 B / link)
+    # idle rank: 1 ms (the dummy) + 0.4 ms + 2 × 2 × (lat + (4 − 1) × 2,000 B / link)
+    busy = 3e-3 + 4e-4 + 4 * (lat + 2000 / link)
+    idle = 1e-3 + 4e-4 + 4 * (lat + 6000 / link)
+    times = cost.rank_times_s([_decode(3), None])
+    assert abs(times[0] - busy) < 1e-15 and abs(times[1] - idle) < 1e-15
+    assert cost.step_time_s([_decode(3), None]) == times[0]  # 3.526 ms: the busy rank's, which the idle rank waits
+
+
+def test_a_real_rank_prices_the_moe_layers_over_all_ranks():
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.models import load_model
+
+    s = make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True)
+    plan = build_plan(load_model("deepseek-ai/DeepSeek-V3"), H200, s, with_advice=False)
+    inner = plan.step_cost()
+    assert inner.ep == 8 and inner.moe_layers == 58  # EP 8 = DP 8 × TP 1; DeepSeek-V3's 58 MoE layers
+    cost = LockstepStepCost(inner, 8, capture_size=512)
+    one = [_decode(1)] + [None] * 7
+    # every rank within 512 tokens: all padded to 1 token, the MoE layers over 8 — rank 0's step is its own step with
+    # the MoE term at 8 tokens and the collectives of 7 other tokens, 58 × 2 × (latency + 7 × 7,168 × 2 B / link)
+    own = inner.costs(_decode(1))
+    gather = 58 * 2 * (cost.call_latency_s + 7 * 7168 * 2 / cost.link_Bps)
+    from dataclasses import replace
+
+    want = inner.time_s(replace(own, moe_kernel_s=inner.moe_kernel_s(8), all_to_all_s=gather))
+    # an idle rank: the dummy batch (one token, one KV token) with the same MoE term and collectives
+    dummy = inner.time_s(replace(inner.costs(DUMMY_BATCH), moe_kernel_s=inner.moe_kernel_s(8), all_to_all_s=gather))
+    assert cost.rank_times_s(one) == [want] + [dummy] * 7
+    assert cost.step_time_s(one) == max(want, dummy) == want  # rank 0 reads 100 KV tokens, the dummy 1
+    # a busier rank 0 (64 decodes) makes the step longer for all: 8 × 64 padded tokens in the MoE layers
+    assert cost.step_time_s([_decode(64)] + [None] * 7) > cost.step_time_s(one)

@@ -1,0 +1,69 @@
+"""`kvledger simulate -dp N --enable-expert-parallel` for a MoE model under vLLM: the DP ranks in lock-step, each its
+own KV pool from the plan, vLLM's balancing rule; what it does not model refused in one paragraph."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import cli_json, refused, run_cli
+
+DSV3 = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8", "--enable-expert-parallel",
+        "--num-requests", "16")
+
+
+def test_dsv3_dp8_ep_reports_per_rank_kv_and_aggregate_throughput():
+    d = cli_json(*DSV3)
+    dp = d["data_parallel"]
+    # the plan's pool per rank: 24,551 blocks × 16 tokens = 392,816 (`kvledger plan ... -dp 8` prints the same),
+    # 8 × 392,816 = 3,142,528 in all, on 8 × TP 1 = 8 GPUs
+    assert dp["kv_tokens_per_rank"] == 392_816 and dp["kv_tokens_total"] == 3_142_528 and dp["gpus"] == 8
+    assert dp["ranks_in_lockstep"] is True and dp["balancing_rule"] == "vLLM 0.33.0"
+    assert "DPEngineCoreProc" in dp["rule_source"] and "DPLBAsyncMPClient" in dp["rule_source"]
+    assert sum(dp["requests_routed_per_rank"]) == 16 and len(dp["kv_usage_mean_per_rank"]) == 8
+    # 0.33's score max(unfinished on the rank, waiting + running) with the scan start rotated spreads the 16 azure-conv
+    # arrivals over the 8 ranks: no rank more than one request from the even 2 (the simulator's routing, pinned)
+    assert dp["requests_routed_per_rank"] == [3, 2, 2, 2, 2, 2, 1, 2]
+    s = d["summary"]
+    assert s["num_finished"] == 16
+    # the throughput is all ranks' together: output tokens of every request ÷ the run's duration
+    assert s["throughput_tok_per_s"] * s["duration_s"] == pytest.approx(16 * d["workload"]["output_tokens_mean"])
+    assert any("8 DP ranks in lock-step" in n and "DPEngineCoreProc.run_busy_loop" in n for n in d["notes"])
+    assert "data parallel 8" in d["step_cost"]["source"]
+
+
+def test_text_names_the_lockstep_and_is_deterministic():
+    a, b = run_cli(*DSV3), run_cli(*DSV3)
+    assert a.exit_code == 0 and a.stdout == b.stdout
+    text = " ".join(a.stdout.split())
+    assert "data parallel: 8 DP ranks in lock-step on 8 GPUs" in text
+    assert "KV pool 392,816 tokens per rank, 8 × = 3,142,528 in all" in text
+    assert json.loads(run_cli(*DSV3, "--json").stdout) == json.loads(run_cli(*DSV3, "--json").stdout)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "-dp", "2"),
+     "simulate them as independent replicas: --replicas 2 --tp 1"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--pp", "2"), "--pp 2: pipeline parallelism is planned"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8"), "without --enable-expert-parallel"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--enable-dp-attention"), "SGLang's DP attention is planned"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--policy", "sglang"),
+     "with --policy sglang"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--replicas", "2"),
+     "drop --replicas and --router"),
+])
+def test_what_is_not_modelled_is_refused(args, said):
+    assert said in refused("simulate", *args, "--num-requests", "4")
+
+
+def test_console_exit_2(monkeypatch, capsys):
+    import sys
+
+    from kvledger.cli.main import run as main_run
+
+    monkeypatch.setattr(sys, "argv", ["kvledger", "simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM",
+                                      "--data-parallel-size", "2"])
+    with pytest.raises(SystemExit) as e:
+        main_run()
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err and "dense model" in err
