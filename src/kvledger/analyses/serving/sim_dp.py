@@ -92,7 +92,8 @@ def dp_note(plan: Any, cost: Any) -> str:
             f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} with the default "
             "allgather_reducescatter all-to-all (an all-gather and a reduce-scatter of the other ranks' hidden "
             f"states per MoE layer), DP padding {pad}; not modelled: several API servers, the CUDA-graph sizes' "
-            "rounding, the MoE profile run's larger activation peak (the KV pool is an upper bound)")
+            "rounding, the MoE profile run's larger activation peak (the KV pool is an upper bound); the error bands "
+            "come from measured runs without data parallelism (none with it)")
 
 
 def dp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
