@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace as NS
 
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.analyses.serving.binding_band import Binding
+from kvledger.analyses.serving.binding_band import Binding, latency_binding
 from kvledger.cli.main import app
 from kvledger.ledgers.error_band import error_band
+from kvledger.ledgers.slo import parse_slo
 
 
 def test_a_slower_engine_meets_the_limit_at_a_lower_rate():
@@ -28,6 +30,52 @@ def test_a_slower_engine_meets_the_limit_at_a_lower_rate():
     assert b.rate_at(3.0) == 0.0
 
 
+def _run(tpot_s: float) -> NS:
+    # one request of 11 tokens whose decode took 10 gaps of tpot_s: its TPOT is tpot_s
+    return NS(run=NS(records=[NS(arrival_s=0.0, first_token_s=0.05, finish_s=0.05 + 10 * tpot_s,
+                                 num_output_tokens=11)]))
+
+
+def test_the_ceiling_is_on_the_axis_so_the_band_holds_the_capacity():
+    # A short probe's throughput (its requests over first arrival → last finish, drain included) is below its
+    # nominal rate: the capacity probe at 5 req/s offered 4.6 req/s over its arrivals and served 4.3 req/s. On the
+    # axis that is 5 × 4.3 / 4.6 = 4.674 req/s, and the first probe's 1 × 0.85 / 0.9 = 0.944, so the ceiling is the
+    # capacity itself, 5 (its probe kept up: 4.3 ≥ 0.9 × 4.6). Capped by the raw 4.3 instead, rate_at(1) was 4.3 and
+    # the band missed its own capacity (RTX 4090 at 10.62 req/s: 7.923–9.53 req/s; 8.833–11.87 with the axis ceiling).
+    probes = [NS(value=1.0, offered_rate_req_per_s=0.9, throughput_req_per_s=0.85),
+              NS(value=5.0, offered_rate_req_per_s=4.6, throughput_req_per_s=4.3)]
+    sb = NS(boundary=NS(boundary_value=5.0), probes=probes, target=0.9, first_run=_run(0.010),
+            boundary_run=_run(0.020), goodputs=[NS(num_missed={}), NS(num_missed={"tpot": 3, "ttft": 1})])
+    b = latency_binding(sb, parse_slo("ttft=1s,tpot=20ms"))
+    assert b is not None and b.metric == "tpot" and b.saturation_req_per_s == pytest.approx(5.0)
+    assert b.rate_at(1.0) == pytest.approx(5.0)
+    # k = 0.8: the line gives 8.75 (first test), above the ceiling 5 / 0.8 = 6.25; k = 1.25: 2.72, under it
+    assert b.rate_at(0.8) == pytest.approx(6.25)
+    assert b.rate_at(1.25) == pytest.approx(2.72)
+    # a probe past saturation at 8 req/s that offered 7.4 and served 5.55: 8 × 5.55 / 7.4 = 6.0 on the axis, the
+    # ceiling; a 0.8× engine then serves at most 6.0 / 0.8 = 7.5
+    probes.append(NS(value=8.0, offered_rate_req_per_s=7.4, throughput_req_per_s=5.55))
+    b = latency_binding(sb, parse_slo("ttft=1s,tpot=20ms"))
+    assert b.saturation_req_per_s == pytest.approx(6.0) and b.rate_at(0.8) == pytest.approx(7.5)
+
+
+def test_a_tpot_bound_capacity_on_a_short_search_keeps_its_capacity_inside_the_band():
+    # RTX 4090, 300 requests per probe: the capacity 10.625 req/s, p90 TPOT 19.01 ms at 1 req/s and 48.68 ms there.
+    # TPOT's k (measured ÷ simulated) spans 0.8948 … 1.0763 (gpu/dense/vllm, widened to the uncalibrated band), so
+    # x(1.0763) = (1 + (48.68/1.0763 − 19.01) · 9.625/29.67) / 1.0763 = (1 + 8.506) / 1.0763 = 8.833 req/s and the top
+    # is the ceiling 10.625 / 0.8948 = 11.87 req/s (the line's own x(0.8948) = 13.98 is above it)
+    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-4090",
+                                   "--max-model-len", "32768", "--prompt-lengths", "fixed:512",
+                                   "--output-lengths", "fixed:128", "--num-requests", "300",
+                                   "--slo", "ttft=500ms,tpot=50ms", "--target", "0.9", "--json"])
+    assert res.exit_code == 0, res.output
+    band = json.loads(res.stdout)["error_band"]
+    assert "TPOT binds there, below saturation" in band["text"]
+    assert band["value"] == pytest.approx(10.625)
+    assert band["low"] == pytest.approx(8.833, rel=1e-3) and band["high"] == pytest.approx(11.87, rel=1e-3)
+    assert band["low"] <= band["value"] <= band["high"]
+
+
 def test_a_tpot_bound_capacity_takes_the_tpot_band():
     res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
                                    "--prompt-lengths", "uniform:512:1024", "--output-lengths", "uniform:64:128",
@@ -35,11 +83,14 @@ def test_a_tpot_bound_capacity_takes_the_tpot_band():
                                    "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    band, served = d["error_band"], max(p["throughput_req_per_s"] for p in d["probes"])
+    band = d["error_band"]
+    # the ceiling on the axis: each probe's throughput × its value ÷ its offered rate, never below the capacity
+    served = max([band["value"], *(p["value"] * p["throughput_req_per_s"] / p["offered_rate_req_per_s"]
+                                   for p in d["probes"] if p["throughput_req_per_s"] and p["offered_rate_req_per_s"])])
     assert "TPOT binds there, below saturation" in band["text"]
     assert "with a run or stage below saturation" in band["source"]  # TPOT's measured points, not throughput's
     # the text's p90 TPOT at the first probe and at the capacity, carried through TPOT's multipliers; the upper end
-    # no more than what a faster engine serves at all (the probes' largest throughput ÷ TPOT's low multiplier)
+    # no more than what a faster engine serves at all (the axis ceiling ÷ TPOT's low multiplier)
     c, tpot = band["value"], error_band(band["regime"], "tpot_mean")
     q1, qc = (float(x) / 1e3 for x in re.findall(r"([0-9.]+) ms at", band["text"]))
     b = Binding("tpot", 0.9, (1.0, q1), (c, qc), served)

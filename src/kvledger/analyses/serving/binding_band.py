@@ -13,7 +13,10 @@ requests, taken linear in the rate between the first probe (r₁, q₁) and the 
     x(k) = (r₁ + (q_C / k − q₁) · (C − r₁) / (q_C − q₁)) / k,   x(1) = C
 
 and the capacity band is x(high)–x(low) (a slower engine, k > 1, meets the limit at a lower rate), none above what the
-engine serves at all: the probes' largest throughput ÷ k (the linear q understates its growth near saturation).
+engine serves at all: the most the simulator served on the search's axis ÷ k (the linear q understates its growth near
+saturation). That ceiling is in the axis's units, the nominal rate: never below C, which its probe kept up with, and a
+probe's throughput (its requests over first arrival → last finish, drain included) taken to the axis by its value ÷
+offered rate; a throughput itself, below a short probe's nominal rate by its draw and its drain, would cap x(1) under C.
 A TTFT-bound capacity keeps the throughput band: TTFT near a capacity is mostly the queue's wait, which grows as
 1/(1 − utilisation), and its band was not measured there (``validate`` gives no TTFT band at a stage's knee either).
 """
@@ -42,7 +45,7 @@ class Binding:
     quantile: float
     first: tuple[float, float]
     at: tuple[float, float]
-    saturation_req_per_s: float  # the most any probe served, req/s: a k× slower engine serves at most this ÷ k
+    saturation_req_per_s: float  # the most the simulator served on the axis (≥ C), req/s: a k× engine serves ÷ k
 
     def rate_at(self, k: float) -> float:
         """The capacity of an engine whose step times are ``k`` × the simulated ones (module docstring), req/s: ≥ 0,
@@ -105,5 +108,13 @@ def latency_binding(sb: Any, slo: Any) -> Binding | None:
     q1, qc = (_quantile(run, metric, sb.target) for run in (sb.first_run.run, sb.boundary_run.run))
     if q1 is None or qc is None or not qc > q1:
         return None
-    served = max(p.throughput_req_per_s or 0.0 for p in sb.probes)
-    return Binding(metric, sb.target, (float(r1), q1), (float(c), qc), served)
+    return Binding(metric, sb.target, (float(r1), q1), (float(c), qc), _served_on_axis(sb.probes, float(c)))
+
+
+def _served_on_axis(probes: Any, capacity: float) -> float:
+    """The most the simulator served, on the search's axis (nominal req/s): each probe's throughput × its value ÷ its
+    offered rate (the throughput in the axis's units), and never below ``capacity``, whose probe kept up with its
+    arrivals (module docstring)."""
+    on_axis = (p.value * p.throughput_req_per_s / p.offered_rate_req_per_s for p in probes
+               if p.throughput_req_per_s and p.offered_rate_req_per_s)
+    return max([capacity, *on_axis])
