@@ -36,6 +36,10 @@ _MODEL_KEYS = ("quantization", "dtype", "enforce_eager")
 def _requests_file(path: Path) -> Path:
     """``requests.jsonl`` itself, or inside a run folder (``.../vllm/``) or its parent."""
     if path.is_dir():
+        from kvledger.evidence.run_folder import beside_run, folder_problem
+
+        if (path / "requests.jsonl").is_file() and beside_run(path):  # other data files would be left out unread
+            raise FormatError(str(path), folder_problem(path))
         for cand in (path / "requests.jsonl", path / "vllm" / "requests.jsonl"):
             if cand.is_file():
                 return cand

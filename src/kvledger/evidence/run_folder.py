@@ -7,12 +7,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["folder_problem"]
+__all__ = ["folder_problem", "beside_run"]
 
 #: files a benchmark writes, looked for under a parent folder (beside run folders' requests.jsonl)
 _RUN_FILES = ("*_lifecycle_metrics.json", "profile_export*.jsonl")
 _DEPTH = 3  # folder levels searched under a parent
 _SHOWN = 8  # run folders or files named, then a count
+#: an LLMServingSim run folder's own files (upstream bench/core/runner.py writes them); other data files beside
+#: requests.jsonl are not part of that run
+_RUN_OWN = ("requests.jsonl", "meta.json", "timeseries.csv")
+_DATA = (".json", ".jsonl", ".csv")  # the endings of the files a benchmark writes (JSON, JSON Lines, CSV)
+
+
+def beside_run(p: Path) -> list[str]:
+    """The data files (JSON, JSON Lines, CSV) directly in the folder ``p`` that are not an LLMServingSim run's own
+    (``_RUN_OWN``), sorted, as paths: files a folder read as one run would leave out."""
+    try:
+        return sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix.lower() in _DATA
+                      and f.name not in _RUN_OWN)
+    except OSError:
+        return []
+
+
+def _named(paths: list[str]) -> str:
+    more = f" (and {len(paths) - _SHOWN} more)" if len(paths) > _SHOWN else ""
+    return " ".join(paths[:_SHOWN]) + more
 
 
 def _under(p: Path) -> list[str]:
@@ -37,15 +56,23 @@ def folder_problem(p: Path) -> str:
         if empty:
             return ("is a run folder whose requests.jsonl is empty: the run recorded no request, so there is nothing "
                     "to compare; pass a run folder whose requests.jsonl holds the run's requests")
+        others = beside_run(p)
+        if others:
+            return (f"holds an LLMServingSim run's requests.jsonl and {len(others)} other data file(s) beside it: a "
+                    "folder is read as that one run, which would leave them out unread; pass the files themselves: "
+                    + _named([str(req), *others]))
     runs = _under(p)
     if runs:
-        more = f" (and {len(runs) - _SHOWN} more)" if len(runs) > _SHOWN else ""
         return (f"is not one run but holds {len(runs)} under it (run folders or benchmark files): pass them "
-                "themselves: " + " ".join(runs[:_SHOWN]) + more)
+                "themselves: " + _named(runs))
     if (p / "meta.json").is_file() or (p / "timeseries.csv").is_file():
         return ("is a run folder with no requests.jsonl: its meta.json or timeseries.csv says how the run was "
                 "launched, but the requests it timed (requests.jsonl, one JSON object per request) are missing; pass "
                 "a run folder that has them")
+    files = beside_run(p)
+    if files:  # data files a folder-reader does not take (only a run folder is one run): name them
+        return (f"is a folder of {len(files)} data file(s), not one run folder (a run folder holds requests.jsonl "
+                "with its meta.json); pass the files themselves: " + _named(files))
     what = "is empty" if not any(p.iterdir()) else \
         "holds no run files (no requests.jsonl, meta.json or benchmark output)"
     return (f"{what}; pass a run folder (requests.jsonl with its meta.json) or the benchmark output files themselves "
