@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from cli_run import cli_json
 
 EV = Path(__file__).resolve().parents[1] / "evidence" / "data"
@@ -55,3 +56,26 @@ def test_a_folder_of_benchmark_files_names_them_instead_of_saying_it_holds_none(
     rc, _, err = cli_entry("goodput", str(folder), "--slo", "ttft=1s")
     assert rc == 2 and "holds no run files" not in err
     assert "is a folder of 1 data file(s), not one run folder" in err and str(folder / "a_run.json") in err
+
+
+def test_requests_with_null_token_times_count_as_failed_not_as_an_unreadable_run(tmp_path):
+    # LLMServingSim's runner (bench/core/runner.py, _record_from_metrics) writes every time null for a request it got
+    # no metrics for; a row with its queued_ts but no token times is read the same way. Before, one such row made the
+    # whole run exit 2 ("field 'first_token_ts' must be a finite number ≥ 0, got None").
+    f = _requests(tmp_path / "run")
+    rows = [REQUESTS[0],
+            {**REQUESTS[1], **{k: None for k in ("arrival_time", "queued_ts", "scheduled_ts", "first_token_ts",
+                                                  "last_token_ts")}},
+            {**REQUESTS[1], "request_id": "bench-2", "queued_ts": 479749.0, "first_token_ts": None,
+             "last_token_ts": None}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    d = cli_json("goodput", str(f), "--slo", "ttft=1s")
+    # bench-0 alone finished: TTFT 479748.510151426 − 479748.340626232 = 0.1695 s ≤ 1 s, so 1 good of 3 requests;
+    # the run spans its first arrival (bench-0's queued_ts) to its last finish, 479764.054028055 − 479748.340626232 =
+    # 15.7134 s: 1 / 15.7134 = 0.06364 good req/s, and 531 / 15.7134 = 33.79 good output tok/s
+    assert (d["num_requests"], d["num_failed"], d["num_good"]) == (3, 2, 1)
+    assert d["duration_s"] == pytest.approx(15.713401823, abs=1e-6)
+    assert d["goodput_req_per_s"] == pytest.approx(0.063640, rel=1e-4)
+    assert d["goodput_output_tok_per_s"] == pytest.approx(33.7932, rel=1e-4)
+    assert any("2 request(s) with no first or last token time" in n and "1 with no queued_ts either" in n
+               for n in d["notes"])

@@ -119,16 +119,7 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
     f = _requests_file(Path(path))
     rows = _rows(f)
     src = str(f)
-    t0 = min(_number(src, r, "queued_ts", r["line"]) for r in rows)
-    recs = []
-    for r in rows:
-        q, a, b = (_number(src, r, k, r["line"]) - t0 for k in ("queued_ts", "first_token_ts", "last_token_ts"))
-        if not q <= a <= b:
-            raise FormatError(src, f"times out of order: queued {q:.6f} s, first token {a:.6f} s, last {b:.6f} s",
-                              f"line {r['line']}")
-        recs.append(RequestRecord(str(r["request_id"]), q, int(_number(src, r, "input_toks", r["line"], True)),
-                                  int(_number(src, r, "output_toks", r["line"], True)), first_token_s=a, finish_s=b))
-    recs.sort(key=lambda x: x.arrival_s)
+    recs, failed, unplaced = _records(src, rows)
     meta_path = f.parent / "meta.json"
     meta: dict[str, Any] = {}
     if meta_path.is_file():
@@ -148,7 +139,11 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
     md = RunMetadata(source=src, source_format=FORMAT, model=meta.get("model"), hardware=hw.get("device_name"),
                      num_gpus=hw.get("device_count"), time_origin="first request's queued_ts (engine monotonic clock)",
                      definitions=["arrival = queued_ts (the engine's clock, as LLMServingSim's validate.py); TTFT = "
-                                  "first_token_ts − queued_ts; TPOT = (last − first)/(output − 1); no per-token times"],
+                                  "first_token_ts − queued_ts; TPOT = (last − first)/(output − 1); no per-token times"]
+                     + ([f"{failed} request(s) with no first or last token time (null: the runner got no metrics "
+                         "for them) counted as failed" + (f"; {unplaced} with no queued_ts either, placed at the "
+                                                          "arrival of the request before it" if unplaced else "")]
+                        if failed else []),
                      extra=extra)
     return RunRecords(recs, md)
 
@@ -168,6 +163,40 @@ def _resolved(resolved: Any) -> dict[str, Any]:
     if "speculative_config" in resolved:
         out["speculative_config"] = resolved["speculative_config"]
     return out
+
+
+def _records(src: str, rows: list[dict[str, Any]]) -> tuple[list[RequestRecord], int, int]:
+    """A record per row, arrival order, times in s from the first ``queued_ts``; how many failed, and how many of those
+    had no ``queued_ts`` either. A row whose
+    ``first_token_ts`` or ``last_token_ts`` is null failed (upstream ``bench/core/runner.py`` writes null times for a
+    request it got no metrics for): a failed record at its ``queued_ts``, or where that is null too, at the arrival of
+    the row before it (the file keeps the workload's order, arrivals ascending)."""
+    def failed_row(r: dict[str, Any]) -> bool:
+        return r.get("first_token_ts") is None or r.get("last_token_ts") is None
+
+    queued = [_number(src, r, "queued_ts", r["line"]) for r in rows if r.get("queued_ts") is not None]
+    if not queued:
+        raise FormatError(src, "no request has a queued_ts: the run recorded no request's times")
+    t0, recs, failed, unplaced, last_q = min(queued), [], 0, 0, 0.0
+    for r in rows:
+        rid, n_in = str(r["request_id"]), int(_number(src, r, "input_toks", r["line"], True))
+        if failed_row(r):
+            failed += 1
+            if r.get("queued_ts") is not None:
+                last_q = _number(src, r, "queued_ts", r["line"]) - t0
+            else:
+                unplaced += 1
+            recs.append(RequestRecord(rid, last_q, n_in, 0, error="no first or last token time (null)"))
+            continue
+        q, a, b = (_number(src, r, k, r["line"]) - t0 for k in ("queued_ts", "first_token_ts", "last_token_ts"))
+        if not q <= a <= b:
+            raise FormatError(src, f"times out of order: queued {q:.6f} s, first token {a:.6f} s, last {b:.6f} s",
+                              f"line {r['line']}")
+        last_q = q
+        recs.append(RequestRecord(rid, q, n_in, int(_number(src, r, "output_toks", r["line"], True)),
+                                  first_token_s=a, finish_s=b))
+    recs.sort(key=lambda x: x.arrival_s)
+    return recs, failed, unplaced
 
 
 def record_keys(meta: dict[str, Any]) -> list[str]:
