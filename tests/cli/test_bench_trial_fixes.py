@@ -79,3 +79,22 @@ def test_requests_with_null_token_times_count_as_failed_not_as_an_unreadable_run
     assert d["goodput_output_tok_per_s"] == pytest.approx(33.7932, rel=1e-4)
     assert any("2 request(s) with no first or last token time" in n and "1 with no queued_ts either" in n
                for n in d["notes"])
+
+
+def test_a_detailed_vllm_file_missing_one_array_says_which_not_that_it_was_run_without_save_detailed(tmp_path):
+    # vllm bench serve --save-detailed writes input_lens, output_lens, ttfts and itls; here ttfts was renamed ttft_s,
+    # so no request's TTFT is known and only the aggregates bound goodput: median 90 ms ≤ 300 ms, so at least
+    # ⌈4 / 2⌉ = 2 of 4 requests; p99 397 ms > 300 ms, so at least one misses: at most 3
+    itl = [0.02] * 9
+    run = {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B", "num_prompts": 4, "request_rate": 2.0,
+           "duration": 4.0, "completed": 4, "failed": 0, "total_input_tokens": 400, "total_output_tokens": 40,
+           "request_throughput": 1.0, "output_throughput": 10.0, "mean_ttft_ms": 175.0, "median_ttft_ms": 90.0,
+           "p99_ttft_ms": 397.0, "input_lens": [100] * 4, "output_lens": [10] * 4,
+           "ttft_s": [0.08, 0.1, 0.12, 0.4], "itls": [itl] * 4}
+    f = tmp_path / "renamed.json"
+    f.write_text(json.dumps(run))
+    d = cli_json("goodput", str(f), "--slo", "ttft=300ms")
+    assert d["estimate"] is True and (d["num_good"], d["num_good_upper"]) == (2, 3)
+    assert any(n.startswith("per-request arrays input_lens, output_lens, itls present but ttfts missing")
+               for n in d["notes"])
+    assert not any("run without --save-detailed" in n for n in d["notes"])

@@ -128,8 +128,15 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
     if "latencies" in obj:
         meta.definitions.append("'latencies' present without ttfts/errors (saved without --save-detailed): per-request "
                                 "E2E exists but failures cannot be told apart, so only aggregates are used")
-    meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be "
-                            "bounded")
+    present = [k for k in DETAIL_KEYS if isinstance(obj.get(k), list)]
+    if present:  # some of --save-detailed's arrays, not all: a renamed or dropped key, not a run without the flag
+        missing = [k for k in DETAIL_KEYS if k not in present]
+        meta.definitions.append(f"per-request arrays {', '.join(present)} present but {', '.join(missing)} missing "
+                                f"(renamed or removed?): requests are read one by one only with all of "
+                                f"{', '.join(DETAIL_KEYS)}, so aggregates only; goodput can only be bounded")
+    else:
+        meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can "
+                                "only be bounded")
     agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
         meta.definitions.append("no 'failed' count in the file (older vLLM, or a vLLM-derived client such as "
