@@ -112,6 +112,8 @@ def test_the_poor_fit_hints_count_what_a_record_states_as_given():
 
     from kvledger.calibration.engine_assumptions import launch_given
 
-    setup = SimpleNamespace(record_settings={"max_model_len": 512, "engine_version": "0.11.0"})
-    args = SimpleNamespace(max_model_len=None, engine_version="0.9.0")
-    assert launch_given([setup], args) == {"max_model_len": 512, "engine_version": "0.9.0"}
+    # (the manifests' max_num_seqs 128; no --max-num-batched-tokens in them nor given: None)
+    setup = SimpleNamespace(record_settings={"max_model_len": 512, "engine_version": "0.11.0", "max_num_seqs": 128})
+    args = SimpleNamespace(max_model_len=None, engine_version="0.9.0", max_num_seqs=None, max_num_batched_tokens=None)
+    assert launch_given([setup], args) == {"max_model_len": 512, "engine_version": "0.9.0", "max_num_seqs": 128,
+                                           "max_num_batched_tokens": None}

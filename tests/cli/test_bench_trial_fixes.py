@@ -98,3 +98,28 @@ def test_a_detailed_vllm_file_missing_one_array_says_which_not_that_it_was_run_w
     assert any(n.startswith("per-request arrays input_lens, output_lens, itls present but ttfts missing")
                for n in d["notes"])
     assert not any("run without --save-detailed" in n for n in d["notes"])
+
+
+PRO = (Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs" / "llmservingsim" / "bench"
+       / "examples" / "RTXPRO6000" / "Llama-3.1-8B" / "vllm")
+
+
+@pytest.mark.skipif(not PRO.is_dir(), reason="../shared/data/measured-runs not beside the clone")
+def test_a_poor_fit_of_a_run_without_its_launch_record_names_the_flags_it_defaulted(tmp_path):
+    # The RTX PRO 6000 run's requests.jsonl without its meta.json: replayed on vLLM 0.33's defaults (max_num_seqs
+    # 1,024, token budget 8,192) instead of the launch's 0.19.0, 128 and 2,048, the fit is poor (throughput +36.5%)
+    # and had no hint; the hints now name the flags, and with them the fit is the one meta.json gives (FLOP fraction
+    # 0.7255, bandwidth 0.7627, throughput +2.0%: `kvledger calibrate` on the run folder)
+    run = tmp_path / "nometa"
+    run.mkdir()
+    shutil.copy(PRO / "requests.jsonl", run / "requests.jsonl")
+    base = ("calibrate", str(run), "--gpu", "rtx-pro-6000", "--model", "meta-llama/Llama-3.1-8B", "--scope", "gpu")
+    poor = cli_json(*base)["fit_quality"]
+    assert poor["poor"] is True
+    assert [h.split(" as ")[0] for h in poor["hints"]] == ["--max-model-len", "--engine-version",
+                                                            "--max-num-seqs and --max-num-batched-tokens"]
+    assert "neither the run files nor a launch record beside them state it" in poor["hints"][1]
+    good = cli_json(*base, "--engine-version", "0.19.0", "--max-num-seqs", "128", "--max-num-batched-tokens", "2048")
+    assert good["fit_quality"]["poor"] is False and good["fit_quality"]["hints"] == []
+    assert good["flops_fraction"] == pytest.approx(0.7255, abs=1e-4)
+    assert good["bandwidth_fraction"] == pytest.approx(0.7627, abs=1e-4)

@@ -223,7 +223,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
                          two_starts=two_starts, stages=[t.stage for t in targets], progress=progress)
-    from kvledger.calibration.engine_assumptions import engine_notes, launch_given
+    from kvledger.calibration.engine_assumptions import engine_notes, launch_given, launch_recorded
     from kvledger.calibration.fit_spread import model_spread
     from kvledger.calibration.model_default import against_default
 
@@ -232,7 +232,8 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     from kvledger.ledgers.profile_band import rows_fit_quality
 
     profile["fit_quality"] = rows_fit_quality(  # the check calibrate --scope gpu runs, on this profile's own runs
-        out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model")
+        out["runs"], any(t.stage is not None for t in targets), fit_frontend, launch_given(setups, args), scope="model",
+        recorded=launch_recorded(measured))
     profile["fit_quality"]["against_default"] = against_default(out["runs"], out["default_runs"])
     profile["notes"] += model_notes + gpu_notes + engine_notes(setups, args) + [
         n for m in measured if m.measured is not None and (n := m.measured.metadata.extra.get("client_loop"))]

@@ -31,11 +31,12 @@ def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
 
 
 def launch_given(setups: list[SimSetup], args: SimRequestArgs) -> dict[str, Any]:
-    """The launch flags a poor fit's hints check (``profile_band.fit_quality``'s ``given``): --max-model-len and
-    --engine-version as the user passed them, else as the first run's record states them, None where neither."""
+    """The launch flags a poor fit's hints check (``profile_band.fit_quality``'s ``given``): --max-model-len,
+    --engine-version, --max-num-seqs and --max-num-batched-tokens as the user passed them, else as the first run's
+    record states them, None where neither."""
     rec = setups[0].record_settings if setups else {}
     return {k: getattr(args, k) if getattr(args, k) is not None else rec.get(k)
-            for k in ("max_model_len", "engine_version")}
+            for k in ("max_model_len", "engine_version", "max_num_seqs", "max_num_batched_tokens")}
 
 
 def launch_recorded(runs: list[Any]) -> dict[str, tuple[Any, str]]:

@@ -143,16 +143,17 @@ def fit_verdict(in_sample: tuple[dict, ...] | list[dict]) -> tuple[bool, list[st
     return bool(stated) and within < MIN_WITHIN * len(stated), beyond, within, len(stated)
 
 
-def _launch_hints(given: dict[str, Any], recorded: dict[str, tuple[Any, str]]) -> list[str]:
+def _launch_hints(given: dict[str, Any], recorded: dict[str, tuple[Any, str]], files: str = "stage") -> list[str]:
     """The launch-flag hints of a poor fit: a flag neither given nor stated by the runs' records (``recorded``: key →
-    (value, the record file)), or a given one that differs from what a record states, both values said."""
+    (value, the record file)), or a given one that differs from what a record states, both values said; ``files``:
+    what the runs are, "stage" (a client's stage files) or "run" (per-request runs)."""
     out = []
     for key, flag, why in (("max_model_len", "--max-model-len", "it sets vLLM's default token budget"),
                            ("engine_version", "--engine-version", "vLLM's rules and defaults change by version; a "
                             "V0 engine also needs --batching vllm_v0")):
         mine, (rec, where) = given.get(key), recorded.get(key, (None, None))
         if mine is None and rec is None:
-            out.append(f"{flag} as the server was launched ({why}): neither the stage files nor a launch record "
+            out.append(f"{flag} as the server was launched ({why}): neither the {files} files nor a launch record "
                        "beside them state it")
         elif mine is not None and rec is not None and str(mine) != str(rec):
             out.append(f"{flag} as launched: {mine} was given, the runs' record ({where}) states {rec} ({why})")
@@ -177,6 +178,12 @@ def fit_quality(in_sample: list[dict], client_timed: bool, fit_frontend: bool,
                                          "every measured TTFT; without it the "
                                          + ("fractions absorb it" if scope == "gpu" else "step cost's terms absorb it")]
         hints += _launch_hints(given or {}, recorded or {})
+    elif poor:  # per-request runs: the engine they were replayed on is what their launch record states, or defaults
+        hints = _launch_hints(given or {}, recorded or {}, "run")
+        if any((given or {}).get(k) is None for k in ("max_num_seqs", "max_num_batched_tokens")):
+            hints.append("--max-num-seqs and --max-num-batched-tokens as launched: no flag and no launch record beside "
+                         "the runs (an LLMServingSim run's meta.json) states them, so the replay used the engine's "
+                         "defaults, which bound the requests running together and the tokens per step")
     return {"poor": poor, "limits": dict(FIT_LIMITS), "min_share_within": MIN_WITHIN, "runs_within": within,
             "runs": total, "beyond": beyond, "hints": hints,
             "latency_unmeasured": latency_unmeasured(in_sample),
