@@ -121,8 +121,10 @@ def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
     side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
     text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
     # 500 ms inside 175.5–693.0 ms, 20.0 ms inside 17.0–20.2 ms: each marked ✓
-    assert "│ 2.000 │ 500.0 ms │ -60.0% │ 175.5–693.0 ms ✓ │ 20.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
-    assert "│ 4.000 │ 500.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
+    # each measured mean beside the simulated one (pred.): TTFT 200 and 790 ms, TPOT 19 ms
+    assert ("│ 2.000 │ 500.0 ms │ 200.0 ms │ -60.0% │ 175.5–693.0 ms ✓ │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │"
+            in text)
+    assert "│ 4.000 │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
     assert "693.4" not in text  # the 4 req/s stage's TTFT band (0.79 s × 0.877746 …), withheld
     assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
     d = json.loads(json.dumps(b.to_dict()))

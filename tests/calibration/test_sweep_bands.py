@@ -114,11 +114,13 @@ def test_sweep_text_prints_the_bands_and_their_source(sweep):
     # per stage: 1 req/s TTFT band 8.7–34.3 ms (8.679 … 34.263 ms); 92.19 req/s: TTFT simulated 36.976 ms × 0.877746
     # … × 3.465156 = 32.46 … 128.13 ms; TPOT simulated 16.546 ms × 0.894844 … × 1.064907 = 14.81 … 17.62 ms, the
     # measured 15.4 ms inside (priced flat, 0.7 of peak for every matmul, it was 8.8 ms, −43%, outside)
-    assert "│ 1.000 │ 31.1 ms │ -68.2% │ 8.7–34.3 ms ✓ │" in out  # rates to 4 significant figures
-    assert "│ 92.19 │ 50.5 ms │ -26.9% │ 32.5–128.1 ms ✓ │ 15.4 ms │ +7.4% │ 14.8–17.6 ms ✓ │" in out
+    # each measured mean beside the simulated one (pred.), which the band is around: 1 req/s TTFT simulated 9.9 ms
+    assert "│ 1.000 │ 31.1 ms │ 9.9 ms │ -68.2% │ 8.7–34.3 ms ✓ │" in out  # rates to 4 significant figures
+    assert ("│ 92.19 │ 50.5 ms │ 37.0 ms │ -26.9% │ 32.5–128.1 ms ✓ │ 15.4 ms │ 16.5 ms │ +7.4% │ 14.8–17.6 ms ✓ │"
+            in out)
     # 122.6 requested, ~106 achieved: saturated on its rates; replayed paced under the client's 440 slots, its queue
     # builds through the stage (↗, at its knee)
-    assert "│ 122.6 │ 2,616.5 ms │ +4.0% ⚠ ↗ │ — │" in out
+    assert "│ 122.6 │ 2,616.5 ms │ 2,720.2 ms │ +4.0% ⚠ ↗ │ — │" in out
     assert ("WARNING: stages marked ⚠ are saturated (the client fell behind the requested rate or the engine served "
             "< 90% of it): their latency errors are not meaningful") in out
     assert ("saturation throughput (largest over the stages): measured 103.08 req/s, simulated 101.09 req/s (80% band "

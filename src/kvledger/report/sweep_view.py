@@ -68,7 +68,8 @@ def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
     column, by its ``_LATENCY`` key, its bands' ends), so that each column prints in one unit (``fmt_value``)."""
     out: dict[str, float] = {}
     for m in shown:
-        vals = [abs(x.measured) for run in r.runs for x in run.comparison.rows if x.metric == m and x.measured]
+        vals = [abs(v) for run in r.runs for x in run.comparison.rows if x.metric == m
+                for v in (x.measured, x.predicted) if v]
         out[m] = max(vals, default=0.0)
     for key in _LATENCY.values():
         bands = [x for x in (getattr(r.bands, key) if r.bands is not None else []) if x is not None]
@@ -78,11 +79,11 @@ def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
 
 def _table(r: SweepValidation, fitted: int) -> Table:
     shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
-    t = Table(title=f"load sweep (priced by: {r.scope}; 80% band: where the measured mean fell around the simulated "
-                    "one)", title_justify="left")
+    t = Table(title=f"load sweep (priced by: {r.scope}; meas.: measured, pred.: simulated; 80% band: where the "
+                    "measured mean fell around the simulated one)", title_justify="left")
     axis = "rate req/s" if r.clients is None else "clients"
-    for col in (axis, f"{_head(shown[0])} meas.", "error", "80% band", f"{_head(shown[1])} meas.", "error",
-                "80% band", "throughput", "error"):
+    for col in (axis, f"{_head(shown[0])} meas.", "pred.", "error", "80% band", f"{_head(shown[1])} meas.", "pred.",
+                "error", "80% band", "throughput", "pred.", "error"):
         t.add_column(col, justify="right")
     if fitted:
         t.add_column("GPU profile", justify="left")
@@ -96,6 +97,7 @@ def _table(r: SweepValidation, fitted: int) -> Table:
             flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
                 (f" {KNEE_MARK}" if m == shown[0] and knee_shown(x.at_knee, x.saturated) else "")
             cells += [fmt_value(row.measured if row else None, row.unit if row else "s", top.get(m)),
+                      fmt_value(row.predicted if row else None, row.unit if row else "s", top.get(m)),
                       fmt_error(row.rel_error if row else None) + flag]
             if m != "throughput":
                 cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s",
