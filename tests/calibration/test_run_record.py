@@ -124,6 +124,9 @@ def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
     assert out.scope == "model" and out.tp == 2
     assert out.notes[0].startswith("WARNING: a model-scope calibration") and "TP 1" in out.notes[0]
     assert "do not carry to another TP;" in out.notes[0]  # names what differs: the TP, not "model or TP"
+    # --json's step_cost says the scope that priced it as the text does ("priced by: model: …"), and the mismatch
+    assert out.step_cost["priced_by"] == ("model: calibrated profile p.json (fitted on another TP; TP: fitted 1, "
+                                          "simulated 2)")
 
 
 def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_path):

@@ -104,7 +104,8 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
     fit = d.get("fit") or {}
     loo = d.get("leave_one_out") or []
     info: dict[str, Any] = {"name": cost.name, "source": src, "coefficients": cost.coefficients(),
-                            "fit_objective": fit.get("objective")}
+                            "fit_objective": fit.get("objective"),
+                            "priced_by": f"model: {cost.name}"}  # the scope, in --json as the text says it
     if loo:
         info["leave_one_out"] = [{"run": x.get("run"), "ttft_mean_rel_error": x.get("ttft_mean_rel_error"),
                                   "tpot_mean_rel_error": x.get("tpot_mean_rel_error"),
@@ -130,6 +131,7 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
         info["mismatch"] = f"{d.get('model')} at TP {d.get('tp')} on {d.get('gpu')}"
         info["mismatch_what"] = what
         info["band_withheld"] = f"fitted on another {what}"
+        info["priced_by"] += f" (fitted on another {what}; {pairs})"
         info.setdefault("warnings", []).append(
             f"{cost.name} was fitted on another {what} ({pairs}): its step times stand "
             f"in for this {what}'s and do not carry across layer shapes or TP, so no error band is printed: no "
