@@ -123,3 +123,24 @@ def test_a_poor_fit_of_a_run_without_its_launch_record_names_the_flags_it_defaul
     assert good["fit_quality"]["poor"] is False and good["fit_quality"]["hints"] == []
     assert good["flops_fraction"] == pytest.approx(0.7255, abs=1e-4)
     assert good["bandwidth_fraction"] == pytest.approx(0.7627, abs=1e-4)
+
+
+def test_kvledger_own_records_replay_under_the_model_they_name(tmp_path):
+    # simulate --out writes the model as kvledger names an alias, "meta-llama/Llama-3.1-8B (config of
+    # meta-llama/Meta-Llama-3.1-8B)"; validate and calibrate took that from the record and refused it as "not bundled
+    # and the Hub unreachable". Read back, it is the bundled config again: 32 layers × 8 KV heads × 128 × 2 (K and V) ×
+    # 2 B = 131,072 B per token, so vLLM 0.33's 55.00 GiB for KV on an H100 is 59,055,800,320 / (131,072 × 16) =
+    # 28,160 blocks, and the replay of the simulator's own run reproduces it exactly (TTFT mean error 0)
+    from kvledger.catalog.models import load_model
+
+    spec = load_model("meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B)")
+    assert spec.name == "meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B)"
+    assert load_model("my-llama (config of meta-llama/Meta-Llama-3.1-8B)").name == "meta-llama/Meta-Llama-3.1-8B"
+    out = tmp_path / "sim"
+    cli_json("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "fixed:1024",
+             "--output-lengths", "fixed:128", "--concurrency", "8", "--num-requests", "100", "--out", str(out))
+    d = cli_json("validate", str(out / "records.parquet"), "--gpu", "H100")
+    assert d["model"] == "meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B)"
+    ttft = next(r for r in d["comparison"]["rows"] if r["metric"] == "TTFT mean")
+    assert ttft["rel_error"] == pytest.approx(0.0, abs=1e-9)
+    assert d["engine"]["num_gpu_blocks"] == 28160

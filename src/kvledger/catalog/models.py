@@ -135,6 +135,19 @@ def stated_params(hf_id: str) -> StatedParams | None:
     return _stated().get(hf_id)
 
 
+def _own_display(name: str) -> str:
+    """The name to load for kvledger's own display form of a bundled model, ``X (config of Y)`` (how ``load_model``
+    names an alias, and so how its records, profiles and JSON write the model): X where X resolves to the bundled
+    config, else Y; any other name as given."""
+    text, sep, inner = name.strip().rpartition(" (config of ")
+    if not sep or not inner.endswith(")"):
+        return name
+    for candidate in (text, inner[:-1]):
+        if resolve_bundled(candidate) is not None:
+            return candidate
+    return name
+
+
 def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
     """Load a model spec from a bundled name, a local ``config.json`` (or a folder holding one), or a Hub id.
 
@@ -148,6 +161,7 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
                             "Hub id")
     from kvledger.names import check_name_or_path
 
+    name_or_path = _own_display(name_or_path)
     check_name_or_path(name_or_path, "model")
     bm = resolve_bundled(name_or_path)
     if bm is not None:
