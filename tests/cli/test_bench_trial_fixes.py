@@ -144,3 +144,24 @@ def test_kvledger_own_records_replay_under_the_model_they_name(tmp_path):
     ttft = next(r for r in d["comparison"]["rows"] if r["metric"] == "TTFT mean")
     assert ttft["rel_error"] == pytest.approx(0.0, abs=1e-9)
     assert d["engine"]["num_gpu_blocks"] == 28160
+
+
+def test_a_jsonl_file_whose_last_line_was_cut_says_so(tmp_path, cli_entry):
+    # a run killed mid-write: the last line stops inside its object. Said as cut off, with the lines before it
+    # (the 2 requests of REQUESTS, then the first 40 characters of a third); a bad line in the middle is not
+    f = _requests(tmp_path / "run")
+    f.write_text(f.read_text() + json.dumps(REQUESTS[0])[:40])
+    rc, _, err = cli_entry("goodput", str(f), "--slo", "ttft=1s")
+    assert rc == 2 and "line 3: not JSON" in err
+    assert "it is the file's last line and stops before its JSON closes, so it looks cut off" in err
+    assert "remove that line to read the 2 before it" in err
+    f.write_text(json.dumps(REQUESTS[0])[:40] + "\n" + "".join(json.dumps(r) + "\n" for r in REQUESTS))
+    rc, _, err = cli_entry("goodput", str(f), "--slo", "ttft=1s")
+    assert rc == 2 and "looks cut off" not in err
+    # the same for a JSON Lines benchmark file (vLLM's --append-result, SGLang's bench_serving): its third run cut
+    g = tmp_path / "runs.jsonl"
+    run = {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B", "num_prompts": 4, "completed": 4,
+           "duration": 4.0, "request_throughput": 1.0, "mean_ttft_ms": 100.0, "median_ttft_ms": 90.0}
+    g.write_text((json.dumps(run) + "\n") * 2 + json.dumps(run)[:30])
+    rc, _, err = cli_entry("goodput", str(g), "--slo", "ttft=1s")
+    assert rc == 2 and "line 3, column" in err and "remove that line to read the 2 before it" in err

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import FormatError
+from kvledger.evidence.jsonl_cut import line_cut_off
 
 __all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count",
            "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log", "yaml_docs"]
@@ -86,7 +87,8 @@ def load_document(path: str | Path) -> Document:
         return Document(name, "text", text)
     if first_err.msg == "Extra data" or _first_line_is_json(text):
         values, lines = [], []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        all_lines = text.splitlines()
+        for lineno, line in enumerate(all_lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -94,7 +96,7 @@ def load_document(path: str | Path) -> Document:
             except RecursionError:
                 raise FormatError(name, "JSON nested too deeply to be a benchmark output", f"line {lineno}") from None
             except json.JSONDecodeError as err:
-                raise FormatError(name, f"not valid JSON Lines: {err.msg}",
+                raise FormatError(name, f"not valid JSON Lines: {err.msg}{line_cut_off(all_lines, lineno)}",
                                   f"line {lineno}, column {err.colno}") from None
             lines.append(lineno)
         return Document(name, "jsonl", values, lines)

@@ -91,20 +91,24 @@ def _number(path: str, obj: dict, key: str, line: int, integer: bool = False) ->
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
+    from kvledger.evidence.jsonl_cut import line_cut_off
+
     rows = []
     with open(path, encoding="utf-8-sig") as fh:
-        for i, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except ValueError as e:
-                raise FormatError(str(path), f"not JSON ({e.msg})", f"line {i}") from None
-            if not isinstance(obj, dict) or any(k not in obj for k in _KEYS):
-                missing = [k for k in _KEYS if not isinstance(obj, dict) or k not in obj]
-                raise FormatError(str(path), f"missing field(s) {', '.join(missing)} (LLMServingSim requests.jsonl)",
-                                  f"line {i}")
-            rows.append({"line": i, **obj})
+        lines = fh.read().split("\n")
+    for i, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            raise FormatError(str(path), f"not JSON ({e.msg}){line_cut_off(lines, i)}",
+                              f"line {i}") from None
+        if not isinstance(obj, dict) or any(k not in obj for k in _KEYS):
+            missing = [k for k in _KEYS if not isinstance(obj, dict) or k not in obj]
+            raise FormatError(str(path), f"missing field(s) {', '.join(missing)} (LLMServingSim requests.jsonl)",
+                              f"line {i}")
+        rows.append({"line": i, **obj})
     if not rows:
         raise FormatError(str(path), "no request in the file")
     return rows
