@@ -165,3 +165,19 @@ def test_a_jsonl_file_whose_last_line_was_cut_says_so(tmp_path, cli_entry):
     g.write_text((json.dumps(run) + "\n") * 2 + json.dumps(run)[:30])
     rc, _, err = cli_entry("goodput", str(g), "--slo", "ttft=1s")
     assert rc == 2 and "line 3, column" in err and "remove that line to read the 2 before it" in err
+
+
+def test_kvledger_records_replay_on_the_engine_that_wrote_them(tmp_path):
+    # simulate --engine-version 0.19.0 --max-num-seqs 64 --out: validate replayed the records on 0.33's defaults
+    # (max_num_seqs 1,024), so its own run came back at TPOT +67.2% and throughput +19.9% (96 users on 64 slots). The
+    # records' engine settings and version are now its launch record: the replay is the run, every error 0
+    out = tmp_path / "sim"
+    cli_json("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine-version", "0.19.0", "--max-num-seqs",
+             "64", "--prompt-lengths", "fixed:1024", "--output-lengths", "fixed:128", "--concurrency", "96",
+             "--num-requests", "200", "--out", str(out))
+    d = cli_json("validate", str(out / "records.parquet"), "--gpu", "H100")
+    rows = {r["metric"]: r for r in d["comparison"]["rows"]}
+    for metric in ("TTFT mean", "TPOT mean", "throughput"):
+        assert rows[metric]["rel_error"] == pytest.approx(0.0, abs=1e-9), metric
+    assert d["engine"]["max_num_seqs"] == 64
+    assert not any("engine version: neither the run's record" in n for n in d["notes"])

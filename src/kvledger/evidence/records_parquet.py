@@ -119,7 +119,31 @@ def read_parquet(path: str | Path) -> list[RunRecords]:
                                   py["num_output_tokens"][i], py["first_token_s"][i], py["finish_s"][i], times,
                                   py["num_cached_tokens"][i], py["num_preemptions"][i], py["error"][i]))
     meta.extra = dict(meta.extra or {}, records_file=name)
+    if meta.source_format == "simulator":
+        meta.extra.update(_launch_record(meta.extra, name))
     return [RunRecords(recs, meta)]
+
+
+#: the simulated engine's settings (``EngineConfig``, in ``extra["engine"]``) a replay reads as a launch's
+_LAUNCH = ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size", "enable_prefix_caching",
+           "enable_chunked_prefill", "async_scheduling", "batching")
+
+
+def _launch_record(extra: dict, name: str) -> dict:
+    """A vLLM-like simulation's own settings as a run's launch record (``engine_kwargs``, ``kv_cache``'s block count,
+    ``vllm_version``: the keys ``calibration.run_record`` reads), so that ``validate`` and ``calibrate`` replay
+    kvledger's records on the engine that produced them; {} for an SGLang-policy run or one written without them."""
+    eng = extra.get("engine")
+    if not isinstance(eng, dict) or eng.get("batching") == "sglang" or "engine_kwargs" in extra:
+        return {}
+    out: dict = {"engine_kwargs": {k: eng[k] for k in _LAUNCH if eng.get(k) is not None}, "record_file": name}
+    if extra.get("tp"):
+        out["engine_kwargs"]["tensor_parallel_size"] = extra["tp"]
+    if eng.get("num_gpu_blocks"):
+        out["kv_cache"] = {"num_gpu_blocks": eng["num_gpu_blocks"], "block_size": eng.get("block_size")}
+    if isinstance(extra.get("engine_version"), str):
+        out["vllm_version"] = extra["engine_version"]
+    return out
 
 
 def _first(bad: np.ndarray) -> int:

@@ -185,8 +185,8 @@ def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[
 
 
 def _complete_metadata(sim: SimulatedRun) -> None:
-    md, s = sim.run.metadata, sim.setup
-    md.num_gpus = sim.num_gpus
+    md, s, mem = sim.run.metadata, sim.setup, getattr(sim.setup.plan, "memory", None)
+    md.num_gpus, md.extra["engine_version"] = sim.num_gpus, getattr(mem, "engine_version", None)  # records: replay
     rate = s.workload_info.get("offered_rate_req_per_s")
     closed = str(s.workload_info.get("mode")).startswith("closed loop")  # paced: its rate too
     md.request_rate = None if s.workload_info.get("mode") == "closed loop" else rate
