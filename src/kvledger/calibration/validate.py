@@ -126,11 +126,11 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
             c = replace(c, slo=slo.to_dict(), notes=[*c.notes, stage_goodput_note(t.stage.path, slo.describe())])
     else:
         c = compare_timed(t.run.label, t.run.measured, records, slo)  # a stated duration of 0: its timestamps'
-    notes = [f"WARNING: {w}" for w in setup.cost_info.get("warnings") or ()]  # the profile's, as simulate's
+    notes = [f"WARNING: {w}" for w in setup.cost_info.get("warnings") or ()  # the profile's, as simulate's, but
+             if not (setup.cost_info.get("mismatch") and " was fitted on another " in w)]  # that one: said below
     said = getattr(getattr(t.run.measured, "metadata", None), "definitions", ())  # the reader's, as goodput's
     notes += [f"WARNING: {d.removeprefix(WARNING_PREFIX)}" for d in said if d.startswith(WARNING_PREFIX)]
-    notes += [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + list(setup.notes) + \
-        list(c.notes)
+    notes += [n for n in (model_note, gpu_note, setup.cost_info.get("engine_mismatch")) if n] + [*setup.notes, *c.notes]
     sat = compared_saturation(t.run, t.stage, records)  # a stage's measured side on its rates, as calibrate's rows
     knee = at_knee(t.run.measured if t.stage is None else None, records, t.stage)
     scope = setup.cost_info.get("scope", "uncalibrated")
@@ -147,8 +147,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     if setup.cost_info.get("mismatch"):
         what = setup.cost_info.get("mismatch_what", "model or TP")
         notes.insert(0, f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
-                        f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another {what}; "
-                        "calibrate the GPU instead (kvledger calibrate --scope gpu)")
+                        f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another {what} (no "
+                        "error band: none was measured so); calibrate the GPU instead (kvledger calibrate --scope gpu)")
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          stated_rate(t), c, headline_errors(c), sat, notes,
