@@ -36,9 +36,16 @@ def test_model_that_needs_two_80gb_gpus_is_never_offered_at_tp1(llama70b):
     for gpu in ("nvidia_h100_sxm", "nvidia_a100_80gb_sxm"):
         tp1 = by_id[f"{gpu}:tp1:kv-auto"]
         assert tp1["status"] == "rejected" and tp1["reason"] == "does not fit"
-        assert tp1["plan"]["available_kv_bytes"] < 0 and tp1["plan"]["weights_bytes"] > 80e9
+        assert tp1["plan"]["available_kv_bytes"] < 0 and tp1["plan"]["weight_bytes_model"] > 80e9
         assert "weights 131.45 GiB" in tp1["detail"]
-        assert by_id[f"{gpu}:tp2:kv-auto"]["status"] == "feasible"
+        tp2 = by_id[f"{gpu}:tp2:kv-auto"]
+        assert tp2["status"] == "feasible"
+        # per GPU at TP 2: half the model's 141,107,412,992 B plus what TP does not split (norms, the RoPE cos/sin
+        # buffer: well under 0.1 GiB); the KV figure beside it is per GPU too: 80 layers × 8 KV heads ÷ 2 × 128 × 2
+        # (K, V) × 2 B = 163,840 B per token
+        half = tp2["plan"]["weight_bytes_model"] / 2
+        assert half < tp2["plan"]["weight_bytes_per_gpu"] < half + 0.1 * 2**30
+        assert tp2["plan"]["kv_bytes_per_token_per_gpu"] == 163840
     assert llama70b.ranking and all(":tp1:" not in cid for cid in llama70b.ranking)
     assert llama70b.counts() == {"does not fit": 2, "feasible": 2}
 
