@@ -87,15 +87,16 @@ class NodeAssumption:
                    else "one MPI world across them")
             return (f"{self.layout} is {self.world} GPUs, more than one node of this GPU holds ({self.per_node}: "
                     f"{self.source}), so it runs on {self.nnodes} nodes of {per} ({how}) and every layer's "
-                    "all-reduces cross the network between them: the memory per GPU holds, but no step cost here "
-                    "prices that network")
+                    "all-reduces cross the network between them, priced as NCCL's ring over the nodes' NICs (one "
+                    "400 Gb/s NIC per GPU assumed; --inter-node-link gives yours)")
         g = self.given
         where = f", {self.world // g} a node under --nnodes {g}" if g > 1 else ""
         return (f"{self.layout} is {self.world} GPUs{where}, more than one node of this GPU holds ({self.per_node}: "
                 f"{self.source}); rather than plan {'nodes' if g > 1 else 'one node'} of {self.world // g} GPUs, which "
                 f"this hardware does not have, the plan assumes {self.nnodes} nodes of {self.world // self.nnodes} "
                 f"(--nnodes {self.nnodes}), as vLLM runs TP across nodes (on Ray, or its own --nnodes mode), custom "
-                "all-reduce off where a TP group spans nodes; pass --nnodes to set them")
+                "all-reduce off where a TP group spans nodes, its all-reduces priced as NCCL's ring over the nodes' "
+                "NICs (one 400 Gb/s NIC per GPU assumed; --inter-node-link gives yours); pass --nnodes to set them")
 
 
 def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssumption | None]:
@@ -126,4 +127,5 @@ def beyond_a_node(tp: int, gpu: GpuSpec) -> str:
     if tp <= n or "72-GPU" in gpu.interconnect:
         return ""
     return (f"; TP {tp} spans {tp // n} servers of {n} GPUs, so every layer's all-reduces cross the network between "
-            f"them, which this plan does not price (--pp {tp // n} --tp {n} keeps each all-reduce within a server)")
+            f"them, priced as NCCL's ring over their NICs (--pp {tp // n} --tp {n} keeps each all-reduce within a "
+            "server)")

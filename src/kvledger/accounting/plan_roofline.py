@@ -19,7 +19,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant_flag import ONLINE_METHODS, online_scheme
 
-__all__ = ["roofline_model", "roofline_terms", "plan_moe_config"]
+__all__ = ["roofline_model", "roofline_terms", "plan_moe_config", "tp_nodes", "tp_span"]
 
 
 def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
@@ -43,9 +43,28 @@ def _custom_ar_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     """The engine's custom all-reduce bound, B: vLLM's (vllm_custom_ar.py) or SGLang's (sglang_rules.py); 0 else."""
     if s.engine == "sglang":
         ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-        return sglang_custom_ar_max_bytes(ver, s.tp, tp_group_nodes(s.tp, s.pp, s.nnodes), gpu,
+        return sglang_custom_ar_max_bytes(ver, s.tp, tp_nodes(gpu, s), gpu,
                                           s.disable_custom_all_reduce)
     return custom_ar_max_bytes(s, gpu)
+
+
+def tp_nodes(gpu: GpuSpec, s: PlanSettings) -> int:
+    """Nodes one TP group spans: ``tp_group_nodes`` over the nodes one DP rank spans (vLLM) or ``--nnodes`` (SGLang),
+    and at least the nodes its ranks need where a node of ``gpu`` holds fewer (``node_size.gpus_per_node``: the
+    engines whose plans keep ``--nnodes`` as given still run such a group over several nodes)."""
+    from kvledger.accounting.node_size import gpus_per_node
+    from kvledger.accounting.topology import nodes_within_dp
+
+    nodes = tp_group_nodes(s.tp, s.pp, max(1, nodes_within_dp(s) if s.engine == "vllm" else s.nnodes))
+    per = gpus_per_node(gpu)
+    return max(nodes, -(-s.tp // per[0])) if per is not None else nodes
+
+
+def tp_span(gpu: GpuSpec, s: PlanSettings):
+    """The TP all-reduce's link across nodes for settings ``s`` (``tp_network.SpanningLink``), None within a node."""
+    from kvledger.accounting.tp_network import allreduce_terms
+
+    return allreduce_terms(gpu, s.tp, tp_nodes(gpu, s), s.allreduce_link_share, 0.0, s.inter_node_link_bytes_per_s)[2]
 
 
 def roofline_terms(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> dict[str, Any]:
@@ -53,4 +72,5 @@ def roofline_terms(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> dict[str,
     return {"flops_fraction": s.achievable_flops_fraction, "bandwidth_fraction": s.achievable_bandwidth_fraction,
             "weights_bytes": s.weights_bytes, "custom_allreduce_max_bytes": _custom_ar_bytes(s, gpu),
             "allreduce_link_share": s.allreduce_link_share, "ep": ep_size(model, s),
-            "moe_config": plan_moe_config(model, gpu, s)}
+            "moe_config": plan_moe_config(model, gpu, s), "tp_nodes": tp_nodes(gpu, s),
+            "inter_node_link_bytes_per_s": s.inter_node_link_bytes_per_s}

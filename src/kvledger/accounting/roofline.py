@@ -40,8 +40,8 @@ from kvledger.accounting.moe_kernel import FusedMoePrices
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.step_costs import StepCosts
 from kvledger.accounting.stepcost import StepShape
-from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
-from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
+from kvledger.accounting.tp_comm import allreduce_step_s
+from kvledger.accounting.tp_network import allreduce_terms
 from kvledger.accounting.weightmem import expert_bytes_per_gpu, weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
@@ -78,6 +78,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         custom_allreduce_max_bytes: calls under this size run vLLM's custom all-reduce (tp_comm.py), B; 0: off.
         allreduce_link_share: a GPU profile's share of the link's one-direction bandwidth the TP all-reduces (and EP's
             all-to-all) achieve; None: the catalog link (over PCIe, ``tp_comm.PCIE_ALLREDUCE_SHARE`` of it).
+        tp_nodes / inter_node_link_bytes_per_s: nodes one TP group spans and a GPU's NIC, B/s one direction (None: the
+            assumed 400 Gb/s); past one node the all-reduce is NCCL's ring over the NICs (tp_network.py).
         host_step_s / host_seq_s: host time per step and per sequence in the step that runs in series with the GPU
             (module docstring), s; 0 by default.
         gemm_curve: the GPU's measured matmul efficiency (``gemm_efficiency.GemmCurve``), which ``flops_fraction`` then
@@ -94,7 +96,8 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
                  gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None,
-                 all_to_all: bool = False, moe_config=None) -> None:
+                 all_to_all: bool = False, moe_config=None, tp_nodes: int = 1,
+                 inter_node_link_bytes_per_s: float | None = None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -106,7 +109,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         self.host_step_s, self.host_seq_s = host_step_s, host_seq_s
         self._init_weights(model, tp, weights_bytes, ep)
         self.allreduce_link_share, self.all_to_all = allreduce_link_share, all_to_all and ep > 1
-        self._init_allreduce(model, gpu, tp, allreduce_latency_s)
+        self._init_allreduce(model, gpu, tp, allreduce_latency_s, tp_nodes, inter_node_link_bytes_per_s)
         self.custom_allreduce_max_bytes = custom_allreduce_max_bytes if tp > 1 else 0.0
         head = model.vocab_size * model.hidden_size
         emb_params = sum(w.numel for w in model.weights if "embed" in w.path)
@@ -146,13 +149,13 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         self.head_bytes = scale * head
         self.dense_weight_bytes = scale * (w_total - emb) - self.expert_bytes + self.head_bytes
 
-    def _init_allreduce(self, model: ModelSpec, gpu: GpuSpec, tp: int, latency_s: float | None) -> None:
-        """Two all-reduces per decoder layer at TP > 1 (tp_comm.py), each with the per-call latency."""
+    def _init_allreduce(self, model: ModelSpec, gpu: GpuSpec, tp: int, latency_s: float | None, nodes: int = 1,
+                        nic_Bps: float | None = None) -> None:
+        """Two all-reduces per decoder layer at TP > 1 (tp_comm.py), each with the per-call latency; a TP group over
+        several nodes at NCCL's ring over their NICs (tp_network.py: ``allreduce_span``, None within a node)."""
         self.num_allreduce_layers = model.num_layers if tp > 1 else 0
-        self.allreduce_latency_s = (
-            (allreduce_latency_s_default(gpu, tp) if latency_s is None else latency_s) if tp > 1 else 0.0
-        )
-        self.link_bytes_per_s = link_bytes_per_s(gpu, self.allreduce_link_share) if tp > 1 else 0.0
+        self.link_bytes_per_s, self.allreduce_latency_s, self.allreduce_span = allreduce_terms(
+            gpu, tp, nodes, self.allreduce_link_share, latency_s, nic_Bps)
 
     def allreduce_s(self, num_tokens: float) -> float:
         """TP all-reduce time of a step over ``num_tokens`` tokens (tp_comm.py), s."""

@@ -40,7 +40,8 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
     "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),
-    "achievable_bandwidth_fraction": (0, True, 1), "allreduce_link_share": (0, True, 1)}
+    "achievable_bandwidth_fraction": (0, True, 1), "allreduce_link_share": (0, True, 1),
+    "inter_node_link_bytes_per_s": (0, True, 1e15)}
 
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
@@ -48,7 +49,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
-             "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph")
+             "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -93,6 +94,7 @@ class PlanSettings:
         achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
         allreduce_link_share: the TP all-reduces' share of their link's one-direction bandwidth, in (0, 1] (given, or
             a GPU profile's fit); None, left out of the JSON: ``tp_comm``'s rule (0.35 over PCIe, NVLink as catalogued).
+            inter_node_link_bytes_per_s: a GPU's NIC, B/s one direction, for a TP group over nodes (None: tp_network's).
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
         disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
             estimate). max_cudagraph_capture_size: vLLM's largest CUDA-graph batch (None: min(2 × max_num_seqs, 512)).
@@ -142,6 +144,7 @@ class PlanSettings:
     achievable_flops_fraction: float = 0.7
     achievable_bandwidth_fraction: float = 0.8
     allreduce_link_share: float | None = None
+    inter_node_link_bytes_per_s: float | None = None
     cpu_overhead_s: float = 0.0
     disable_custom_all_reduce: bool = False
     enforce_eager: bool = False

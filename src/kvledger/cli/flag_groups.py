@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+from kvledger.cli.link_flags import INTER_NODE_LINK_HELP
 from kvledger.cli.sglang_names import SglangNames
 
 __all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
@@ -82,15 +83,13 @@ class WorkloadFlags:
         "Closed loop: N users, each sends its next request when the last one ends (trace arrival times "
         "ignored); with --rate or --rate-scale, paced like `vllm bench serve --request-rate R --max-concurrency N`: "
         "each request at its arrival time, or when one of the N frees."))
-    think_time: float | None = flag("--think-time", help=(
-        "Closed loop: seconds a user waits before its next request (default 0)."))
+    think_time: float | None = flag("--think-time", help="Closed loop: seconds a user waits for its next request.")
     prompt_lengths: str | None = flag("--prompt-lengths", help=(
         "Synthetic workload instead of a trace: prompt lengths in tokens, fixed:N, uniform:LOW:HIGH, "
         "exp:MEAN:CAP (exponential, cut at CAP), lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] (MEDIAN is the median, not the "
         "mean: the mean is MEDIAN × e^(SIGMA²/2)) or trace:NAME:prompt|output (a trace's own lengths), e.g. "
         "lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."))
-    output_lengths: str | None = flag("--output-lengths", help=(
-        "Synthetic workload: output lengths (same forms as --prompt-lengths)."))
+    output_lengths: str | None = flag("--output-lengths", help="Synthetic: output lengths, as --prompt-lengths.")
     arrival_cv: float | None = flag("--arrival-cv", help=(
         "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson; 0 = a fixed interval of exactly 1/rate, "
         "as a fixed-interval benchmark timer sends; >1 bursty)."))
@@ -179,6 +178,7 @@ class EngineFlags(SglangNames):
         "TP all-reduces: the share of the link's one-direction bandwidth they achieve, in (0, 1] (default: a GPU "
         "profile's fitted share, else 0.35 over PCIe (measured 0.20–0.65; e.g. 0.6 with peer access behind PCIe "
         "switches) and the catalog link over NVLink)."))
+    inter_node_link: str | None = flag("--inter-node-link", help=INTER_NODE_LINK_HELP)
     gpu_profile: str | None = flag("--gpu-profile", help=(
         "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this GPU; "
         "any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or (default) "

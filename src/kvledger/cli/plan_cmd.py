@@ -72,6 +72,7 @@ def _priced_by(p, prof, given: bool) -> list[str]:
     """What priced the roofline beyond the plan's assumptions, in ``simulate``'s words: the GPU profile, then, at
     TP > 1, the TP all-reduces' link share where one is set (``given``: by --allreduce-link-share, else the profile's
     fit)."""
+    from kvledger.accounting.plan_roofline import tp_span
     from kvledger.accounting.tp_comm import link_words
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
 
@@ -82,7 +83,8 @@ def _priced_by(p, prof, given: bool) -> list[str]:
     words = link_words(p.gpu, share, LINK_GIVEN if given else None) if tp > 1 else ""
     if words:  # a share set, or the PCIe rule's default (a scale-up link at its catalog figure needs no words)
         out.append("TP all-reduces " + words)
-    return out
+    span = tp_span(p.gpu, p.settings)  # a TP group over nodes: NCCL's ring over their NICs (tp_network.py)
+    return out + ([f"TP all-reduces {span.words()}"] if span is not None else [])
 
 
 def _show(p, gpu: str, priced: list[str], tier_plan, verbose: bool) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
+from kvledger.cli.link_flags import INTER_NODE_LINK_HELP, inter_node_link
 from kvledger.cli.sglang_names import SglangNames
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
@@ -116,6 +117,7 @@ class PlanMoreFlags:
         "nodes, ceil(nnodes / pp) > 1, "
         "and under vLLM's own --nnodes: mp across nodes from 0.11.1); more ranks than a node of the GPU holds (8 on "
         "an SXM/HGX/OAM board) are planned on the nodes they need, with a warning."))
+    inter_node_link: str | None = flag("--inter-node-link", help=INTER_NODE_LINK_HELP)
     sampler_backend: str = flag("--sampler-backend", default="auto", help=(
         "auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), pytorch, or aiter (ROCm from vLLM 0.12, "
         "VLLM_ROCM_USE_AITER=1)."))
@@ -155,11 +157,8 @@ def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
 
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
-    all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s).
-
-    Raises:
-        KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings.
-    """
+    all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s). Raises
+    KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings."""
     from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
@@ -205,6 +204,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
+        inter_node_link_bytes_per_s=inter_node_link(m.inter_node_link),
         data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),

@@ -17,6 +17,7 @@ from kvledger.accounting.tp_comm import (
     link_words,
     over_pcie,
 )
+from kvledger.accounting.tp_network import span_data, span_words
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN",
@@ -245,17 +246,16 @@ def _cpu_words(cpu_overhead_s: float, host_term: str, overlap: str | None) -> st
 
 
 def link_data(cost: Any, given: bool = False) -> dict[str, Any]:
-    """The TP all-reduce's share of its link for ``--json`` where it is not the catalog figure: given by
-    ``--allreduce-link-share``, a GPU profile's fit, or the PCIe rule's default with its range; {} at TP 1 and on a
-    scale-up link priced as catalogued."""
-    share = getattr(cost, "allreduce_link_share", None)
+    """The TP all-reduce's link for ``--json`` where not the catalog figure: the share given (--allreduce-link-share),
+    a GPU profile's fit or the PCIe rule's default with its range; a TP group over nodes, the network's terms
+    (``tp_network.SpanningLink.data``); {} at TP 1 and on one node's scale-up link priced as catalogued."""
+    share, extra = getattr(cost, "allreduce_link_share", None), span_data(cost)
     if not getattr(cost, "num_allreduce_layers", 0) or (share is None and not over_pcie(cost.gpu)):
-        return {}
+        return extra
     if share is not None:
-        return {"allreduce_link_share": share,
-                "allreduce_link_share_source": LINK_GIVEN if given else
+        return {**extra, "allreduce_link_share": share, "allreduce_link_share_source": LINK_GIVEN if given else
                 f"{FITTED_SHARE} (kvledger.calibration.link_fit)"}
-    return {"allreduce_link_share": PCIE_ALLREDUCE_SHARE,
+    return {**extra, "allreduce_link_share": PCIE_ALLREDUCE_SHARE,
             "allreduce_link_share_range": list(PCIE_ALLREDUCE_SHARE_RANGE),
             "allreduce_link_share_source": "the default rule over PCIe (kvledger.accounting.tp_comm)"}
 
@@ -272,7 +272,7 @@ def _allreduce_words(cost: Any, engine: str = "vllm", link_given: bool = False) 
              f"+ TP all-reduces (every call NCCL's: {who[0]}'s custom all-reduce is off for this GPU and TP, "
              f"{who[1]})" if who else "+ TP all-reduces (each at NCCL's price: accounting/tp_comm.py)")
     link = link_words(cost.gpu, getattr(cost, "allreduce_link_share", None), LINK_GIVEN if link_given else None)
-    return words + (f" {link}" if link else "") + ", "
+    return words + (f" {link}" if link else "") + span_words(cost) + ", "
 
 
 def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, async_scheduling: bool = False,

@@ -57,6 +57,7 @@ class SimRequestArgs:
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
     max_total_tokens: int | None = None  # SGLang's pool as a measured run's server sized it (server_info), tokens
+    inter_node_link: str | None = None  # --inter-node-link: a GPU's NIC, one direction, for TP over nodes (tp_network)
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
     mamba_ssm_cache_dtype: str = "auto"  # vLLM flag: the SSM state dtype, read as plan reads it (vllm_ssm_dtype)
@@ -116,7 +117,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency "
-                      "data_parallel_size").split())
+                      "data_parallel_size inter_node_link").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -145,6 +146,7 @@ def _build_plan(a: SimRequestArgs):
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
+    from kvledger.dynamics.engine.kv_transfer import nic_bytes_per_s
     from kvledger.units import parse_duration_s, parse_tokens
 
     engine = plan_engine(a)
@@ -167,6 +169,7 @@ def _build_plan(a: SimRequestArgs):
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         data_parallel_size=a.data_parallel_size,
+        inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
     return replace(plan, dp_remedy=dp_hint(plan, build_plan)), mnbt  # MLA at TP > 1: DP attention's gain, one line
@@ -197,10 +200,8 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         prompt_sum, output_sum = int(specs.num_prompt_tokens.sum()), int(specs.num_output_tokens.sum())
     else:
         prompt_sum, output_sum = sum(s.num_prompt_tokens for s in specs), sum(s.num_output_tokens for s in specs)
-    info: dict[str, Any] = {
-        "trace": name, "num_requests": len(specs),
-        "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
-    }
+    info: dict[str, Any] = {"trace": name, "num_requests": len(specs), "prompt_tokens_mean": prompt_sum / len(specs),
+                            "output_tokens_mean": output_sum / len(specs)}
     if a.shared_prefix_tokens is not None:
         info.update(shared_prefix_info(specs, a.shared_prefix_tokens))
     if a.concurrency is not None:

@@ -32,7 +32,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["KVLink", "KVTransfer", "LINKS", "ReceivedKVManager", "link_from_gpu", "parse_link_bandwidth",
-           "received_kv_manager", "transfer_from_plans"]
+           "nic_bytes_per_s", "received_kv_manager", "transfer_from_plans"]
 
 LINKS = {
     "nvlink": "GPU scale-up link (NVLink/NVSwitch, xGMI): catalog scaleup_bw_gb_s_bidir_per_gpu ÷ 2 (one direction)",
@@ -70,22 +70,28 @@ class KVLink:
         return to_jsonable(self)
 
 
-def parse_link_bandwidth(text: str) -> float:
-    """A network bandwidth, one direction per GPU: ``"50GB/s"`` → 5e10 B/s, ``"400Gbps"``/``"400Gb/s"`` → 5e10 B/s.
+def parse_link_bandwidth(text: str, flag: str = "--link") -> float:
+    """A network bandwidth, one direction per GPU: ``"50GB/s"`` → 5e10 B/s, ``"400Gbps"``/``"400Gb/s"`` → 5e10 B/s;
+    ``flag``: the option named in the error.
 
     Raises:
         InputError: anything else (a unit is required: B/s or b/s, bps, with k/M/G/T or Ki/Mi/Gi/Ti).
     """
     m = _BW.match(str(text))
     if not m:
-        raise InputError(f"--link: cannot read {text!r}; use nvlink, pcie, or a bandwidth per GPU and direction such "
-                         f"as "
-                         "'50GB/s', '25GiB/s' or '400Gbps' (bits)")
+        what = "nvlink, pcie, or a bandwidth" if flag == "--link" else "a bandwidth"
+        raise InputError(f"{flag}: cannot read {text!r}; use {what} per GPU and direction such as '50GB/s', "
+                         "'25GiB/s' or '400Gbps' (bits)")
     value = float(m.group(1)) * _SCALE[m.group(2).lower()]
     value = value / 8 if m.group(3).startswith("b") else value  # lower-case b: bits (b/s, bps); B: bytes
     if value <= 0:
-        raise InputError(f"--link: bandwidth must be > 0, got {text!r}")
+        raise InputError(f"{flag}: bandwidth must be > 0, got {text!r}")
     return value
+
+
+def nic_bytes_per_s(text: str | None) -> float | None:
+    """``--inter-node-link`` (a GPU's NIC for a TP group over nodes) as B/s one direction, None when not given."""
+    return None if text is None else parse_link_bandwidth(text, "--inter-node-link")
 
 
 def link_from_gpu(gpu, link: str, latency_s: float = 0.0) -> KVLink:

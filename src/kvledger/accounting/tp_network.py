@@ -1,0 +1,154 @@
+"""The TP all-reduce of a group that spans nodes: NCCL's ring over the nodes' network cards, with the network's hops
+in its per-call latency.
+
+A TP group past one node (``--tp 16`` on 8-GPU HGX boards: ``node_size.assume_nodes``) runs its all-reduces through
+NCCL across the nodes: vLLM's custom all-reduce is off there (``vllm_custom_ar.custom_all_reduce``: the group spans
+nodes), and so is SGLang's. Modelled: **NCCL's ring all-reduce** (``src/graph/tuning.cc``: ring bus bandwidth =
+channels × each channel's bandwidth, every rank moving ``2(n − 1)/n · S`` bytes; tree and CollNet/SHARP not modelled).
+A ring over N nodes crosses each node boundary once a channel; NCCL lays its channels over the node's NICs (one per
+GPU on HGX H100/H200/B200, "rail-aligned"), so the ``g`` ranks a node holds of the group carry the crossings on ``g``
+NICs together, and the ring's bus bandwidth per GPU is
+
+    link = min(the scale-up link as the all-reduce prices it one node wide, g × NIC bandwidth a GPU, one direction)
+
+``NIC_BYTES_PER_S`` = 50 GB/s per GPU, one direction: one 400 Gb/s NIC per GPU (NVIDIA ConnectX-7, 400 Gb/s
+InfiniBand NDR or Ethernet, as on DGX/HGX H100, H200 and B200 systems: 8 NICs for 8 GPUs), the same assumption the
+disaggregated KV link across nodes takes (``kv_tier_rules.NETWORK_BYTES_PER_S``); ``--inter-node-link`` gives yours
+(per GPU, one direction, as a NIC's speed is quoted). At 8 GPUs a node that is 400 GB/s, under NVLink 4's 450 GB/s.
+
+Per-call latency: the one-node figure this module's caller already prices (``tp_comm.allreduce_latency_s``: Vidur's
+measured NCCL medians, at the ``g`` ranks a node holds) plus what NCCL's own tuning model adds for the same call
+across the nodes (NCCL ``src/graph/tuning.cc``, ``ncclTopoTuneModel``, NVIDIA/nccl at commit b647562): a ring
+all-reduce takes ``2(n − 1)`` steps, ``2N`` of them over the network (``nInterSteps`` for N > 1 nodes); small
+messages (decode steps) run its LL protocol, whose per-step latencies are ``hwLat`` = 0.6 µs over NVLink
+(``NVLINK_HOP_LATENCY_S``; 1.0 µs over PCIe, ``PCIE_HOP_LATENCY_S``) and 2.7 µs over the network
+(``NET_HOP_LATENCY_S``), and across nodes every intra-node step costs at least the network's post overhead, 1 µs on x86
+Intel hosts (``getNetOverhead``, ``NET_OVERHEAD_S``; 2 µs on AMD hosts)::
+
+    extra = [(2(n − 1) − 2N) · max(intra, overhead) + 2N · net] − 2(g − 1) · intra
+
+TP 16 over two nodes of 8 on NVLink: (26 × 1.0 + 4 × 2.7) − 14 × 0.6 = 36.8 − 8.4 = 28.4 µs a call. The LL protocol's
+own bandwidth is a quarter of the ring's (NCCL switches to its Simple protocol for large messages, whose network
+latency is 14 µs a hop): the figure prices decode-size calls' latency and prefill-size calls' bytes, each at the
+protocol NCCL picks for them. Pipeline parallelism's send/recv across nodes is not priced (no PP term in the step
+cost), nor expert parallelism's all-to-all across nodes (priced on the scale-up link).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S
+
+__all__ = ["NIC_BYTES_PER_S", "NET_HOP_LATENCY_S", "NVLINK_HOP_LATENCY_S", "PCIE_HOP_LATENCY_S", "NET_OVERHEAD_S",
+           "NIC_SOURCE", "SpanningLink", "spanning_link", "extra_latency_s", "allreduce_terms",
+           "span_words", "span_data"]
+
+NIC_BYTES_PER_S = NETWORK_BYTES_PER_S
+"""One 400 Gb/s NIC per GPU, one direction, B/s: NVIDIA ConnectX-7 (400 Gb/s NDR InfiniBand / Ethernet), one per GPU
+on DGX/HGX H100, H200 and B200 (an assumption for other nodes; ``--inter-node-link``)."""
+NIC_SOURCE = "assumed: one 400 Gb/s NIC per GPU, ConnectX-7 class, as on DGX/HGX H100/H200/B200; --inter-node-link"
+NET_HOP_LATENCY_S = 2.7e-6
+"""NCCL ring LL's latency per step over the network, s (``tuning.cc`` ``hwLat[NET][Ring][LL]``)."""
+NVLINK_HOP_LATENCY_S = 0.6e-6
+"""NCCL ring LL's latency per step over NVLink, s (``hwLat[NVLINK][Ring][LL]``)."""
+PCIE_HOP_LATENCY_S = 1.0e-6
+"""NCCL ring LL's latency per step over PCIe, s (``hwLat[PCI][Ring][LL]``)."""
+NET_OVERHEAD_S = 1.0e-6
+"""NCCL's network post overhead on x86 Intel hosts, s (``getNetOverhead``: 1 µs; 2 µs on AMD hosts): the least an
+intra-node step of a ring across nodes costs."""
+
+
+@dataclass(frozen=True)
+class SpanningLink:
+    """The all-reduce's link and added latency for a TP group over ``nodes`` nodes of ``ranks_per_node`` ranks.
+
+    Attributes:
+        nodes: nodes the TP group spans; ranks_per_node: its ranks on each.
+        link_bytes_per_s: the ring's bus bandwidth per GPU, one direction, B/s (min of the node's link and the NICs).
+        one_node_bytes_per_s: the link a one-node all-reduce is priced at, B/s one direction.
+        nic_bytes_per_s: one GPU's NIC, one direction, B/s; nic_source: where that figure comes from.
+        extra_latency_s: NCCL's added latency per call across the nodes, s (``extra_latency_s``).
+    """
+
+    nodes: int
+    ranks_per_node: int
+    link_bytes_per_s: float
+    one_node_bytes_per_s: float
+    nic_bytes_per_s: float
+    nic_source: str
+    extra_latency_s: float
+
+    def words(self) -> str:
+        """The pricing in words: the ring, its bandwidth's bound and the added latency."""
+        g, nic, one = self.ranks_per_node, self.nic_bytes_per_s, self.one_node_bytes_per_s
+        bound = "the NICs" if g * nic < one else "the node's link"
+        return (f"across {self.nodes} nodes: NCCL's ring at {self.link_bytes_per_s / 1e9:,.4g} GB/s a direction "
+                f"(bound by {bound}: {g} GPUs a node × {nic / 1e9:,.4g} GB/s NIC each = {g * nic / 1e9:,.4g} GB/s, "
+                f"against {one / 1e9:,.4g} GB/s within a node; NIC {self.nic_source}) and "
+                f"+{self.extra_latency_s * 1e6:.3g} µs a call for its network steps (NCCL tuning.cc's ring LL model: "
+                "accounting/tp_network.py)")
+
+    def data(self, latency_s: float) -> dict[str, Any]:
+        """The terms for ``--json`` (``latency_s``: the per-call latency priced, this one's extra included)."""
+        return {"allreduce_tp_nodes": self.nodes, "allreduce_algorithm": "NCCL ring across nodes",
+                "allreduce_link_bytes_per_s": self.link_bytes_per_s,
+                "inter_node_link_bytes_per_s": self.nic_bytes_per_s, "inter_node_link_source": self.nic_source,
+                "allreduce_latency_s": latency_s,
+                "allreduce_inter_node_latency_s": self.extra_latency_s, "allreduce_pricing": self.words()}
+
+
+def span_words(cost: Any) -> str:
+    """" " + the words of a step cost's TP all-reduce across nodes (``allreduce_span``), or "" within one node."""
+    span = getattr(cost, "allreduce_span", None)
+    return f" {span.words()}" if span is not None else ""
+
+
+def span_data(cost: Any) -> dict[str, Any]:
+    """A step cost's TP all-reduce across nodes for ``--json`` (``SpanningLink.data``), or {} within one node."""
+    span = getattr(cost, "allreduce_span", None)
+    return span.data(cost.allreduce_latency_s) if span is not None else {}
+
+
+def extra_latency_s(tp: int, nodes: int, over_pcie: bool = False) -> float:
+    """NCCL's ring LL latency of one all-reduce over ``tp`` ranks on ``nodes`` nodes less that of its ``tp ÷ nodes``
+    ranks on one node, s (module doc); 0 on one node."""
+    if nodes <= 1:
+        return 0.0
+    g = -(-tp // nodes)
+    intra = PCIE_HOP_LATENCY_S if over_pcie else NVLINK_HOP_LATENCY_S
+    inter_steps = 2 * nodes
+    across = (2 * (tp - 1) - inter_steps) * max(intra, NET_OVERHEAD_S) + inter_steps * NET_HOP_LATENCY_S
+    return across - 2 * (g - 1) * intra
+
+
+def spanning_link(tp: int, nodes: int, one_node_Bps: float, nic_Bps: float | None = None,
+                  over_pcie: bool = False) -> SpanningLink | None:
+    """The all-reduce's link for a TP group of ``tp`` ranks over ``nodes`` nodes (None on one node): ``one_node_Bps``,
+    the link a one-node all-reduce is priced at (B/s, one direction); ``nic_Bps``: a GPU's NIC (None: the assumed
+    ``NIC_BYTES_PER_S``)."""
+    if nodes <= 1 or tp <= 1:
+        return None
+    g = -(-tp // nodes)
+    nic = NIC_BYTES_PER_S if nic_Bps is None else nic_Bps
+    source = NIC_SOURCE if nic_Bps is None else "given (--inter-node-link)"
+    return SpanningLink(nodes, g, min(one_node_Bps, g * nic), one_node_Bps, nic, source,
+                        extra_latency_s(tp, nodes, over_pcie))
+
+
+def allreduce_terms(gpu, tp: int, nodes: int = 1, share: float | None = None, latency_s: float | None = None,
+                    nic_Bps: float | None = None) -> tuple[float, float, SpanningLink | None]:
+    """(link B/s one direction, per-call latency s, the spanning link or None) of the TP all-reduce of ``tp`` ranks
+    over ``nodes`` nodes on ``gpu`` (a ``GpuSpec``): the one-node link and fitted latency (``tp_comm``), across nodes
+    the ring's bound and NCCL's added latency (module doc); ``latency_s`` given: taken whole, nothing added."""
+    from kvledger.accounting.tp_comm import allreduce_latency_s, link_bytes_per_s, over_pcie
+
+    if tp <= 1:
+        return 0.0, 0.0, None
+    one_node = link_bytes_per_s(gpu, share)
+    span = spanning_link(tp, nodes, one_node, nic_Bps, over_pcie(gpu))
+    if span is None:
+        return one_node, allreduce_latency_s(gpu, tp) if latency_s is None else latency_s, None
+    lat = allreduce_latency_s(gpu, span.ranks_per_node) + span.extra_latency_s if latency_s is None else latency_s
+    return span.link_bytes_per_s, lat, span
