@@ -1,20 +1,23 @@
 """Whole-instance rental: a deployment's GPUs packed into the instances a price row sells, the cheapest packing among a
 provider's rows for the GPU, and the idle GPUs that packing bills.
 
-A price row (``catalog/data/gpu_prices.csv``) sells one instance of ``gpus_per_instance`` GPUs at ``usd_per_gpu_hour``
-× that count per hour. A replica of k GPUs (one tensor-parallel group) sits on one instance, so an instance of G
-GPUs holds ⌊G ÷ k⌋ replicas and n replicas need ⌈n ÷ ⌊G ÷ k⌋⌉ instances (⌈n·k ÷ G⌉ when k divides G); a row with
-1 < G < k cannot hold a replica at all. The bill is instances × G × USD/GPU-h × 730 h, and the GPUs no replica uses
-are billed idle. A row of one GPU (G = 1) bills exactly the GPUs used; it holds a replica of k > 1 GPUs only when it
-is a marketplace's (``provider_type`` "marketplace": pods of several GPUs, billed per GPU) or a price the user gave
-per GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1gpu presets) shares no NVLink with
-another, so k of them cannot run one tensor-parallel replica. Among several rows (``GpuRate.options``: the
-provider's other rows, or every row of the GPU when no provider is named) the cheapest packing for the replica count
-is taken, a mix of instance sizes where that bills less (one 8x instance and one 1x instance for 9 one-GPU replicas:
-``instance_mix``) but never of two providers' rows (one deployment, one cloud), ties by fewer idle GPUs, then the
-rows' keys (provider:instance), and the choice is stated. The
-per-token ledgers carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the packing's
-USD per billed GPU-hour), so that they × the volume's tokens add up to the monthly bill's rental.
+A price row (``catalog/data/gpu_prices.csv``) sells one instance of ``gpus_per_instance`` GPUs at ``usd_per_gpu_hour`` ×
+that count per hour. A replica of k GPUs (one tensor-parallel group) sits on one instance, so an instance of G GPUs
+holds ⌊G ÷ k⌋ replicas and n replicas need ⌈n ÷ ⌊G ÷ k⌋⌉ instances (⌈n·k ÷ G⌉ when k divides G); a row with 1 < G < k
+cannot hold a replica at all. The bill is instances × G × USD/GPU-h × 730 h, and the GPUs no replica uses are billed
+idle. A row of one GPU (G = 1) bills exactly the GPUs used; it holds a replica of k > 1 GPUs only when it is a
+marketplace's (``provider_type`` "marketplace": pods of several GPUs, billed per GPU) or a price the user gave per
+GPU-hour: a one-GPU virtual machine (AWS p5.4xlarge, Lambda's 1x, Nebius's 1gpu presets) shares no NVLink with another,
+so k of them cannot run one tensor-parallel replica; and a marketplace's pod is one machine, so a catalog per-GPU row
+holds a replica of at most ``POD_MAX_GPUS`` (8) GPUs: a TP group past one node (TP 16 on 8-GPU boards) needs several
+machines joined by InfiniBand/RoCE, which no row here sells (an instance row holds a replica inside one instance); a
+price the user gave per GPU-hour is taken as theirs, for whatever the replica needs. Among several rows
+(``GpuRate.options``: the provider's other rows, or every row of the GPU when no provider is named) the cheapest packing
+for the replica count is taken, a mix of instance sizes where that bills less (one 8x instance and one 1x instance for 9
+one-GPU replicas: ``instance_mix``) but never of two providers' rows (one deployment, one cloud), ties by fewer idle
+GPUs, then the rows' keys (provider:instance), and the choice is stated. The per-token ledgers carry the idle GPUs too
+(``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the packing's USD per billed GPU-hour), so that they × the
+volume's tokens add up to the monthly bill's rental.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ from kvledger.ledgers.items import LineItem
 from kvledger.ranges import check_options
 
 __all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "idle_item", "pack", "staircase",
-           "staircase_usd_per_hour"]
+           "staircase_usd_per_hour", "POD_MAX_GPUS"]
+
+POD_MAX_GPUS = 8
+"""GPUs one marketplace pod holds at most: a pod is one machine (RunPod's pods take 1 to 8 GPUs; its multi-node product,
+Instant Clusters, is not a pod row), as an 8-GPU HGX board is one node (``accounting.node_size.BASEBOARD_GPUS``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +100,7 @@ def _step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
     """(replicas per step, USD per step-hour) of row ``r``: an instance of G GPUs holds ⌊G ÷ k⌋ replicas (a replica is
     not split across instances); a per-GPU row (G = 1) rents each replica's k GPUs as one step, if it can (module
     docstring); None: a replica does not fit."""
-    if not holds_replica(r.gpus_per_instance, r.per_gpu, gpus_per_replica):
+    if not holds_replica(r.gpus_per_instance, r.per_gpu, gpus_per_replica, bool(r.row_key)):
         return None
     if r.gpus_per_instance == 1:
         return 1, gpus_per_replica * r.usd_per_gpu_hour
@@ -101,12 +108,12 @@ def _step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
     return (per, r.gpus_per_instance * r.usd_per_gpu_hour) if per else None
 
 
-def holds_replica(gpus_per_instance: int, per_gpu: bool, gpus_per_replica: int) -> bool:
+def holds_replica(gpus_per_instance: int, per_gpu: bool, gpus_per_replica: int, catalog: bool = True) -> bool:
     """Whether a row of ``gpus_per_instance`` GPUs holds a replica of ``gpus_per_replica`` (module docstring): an
     instance of that many GPUs or more, or a one-GPU row that rents several per replica (``per_gpu``: a marketplace's
-    pods, a price given) — a one-GPU VM holds a TP-1 replica only."""
+    pods, up to ``POD_MAX_GPUS`` for a ``catalog`` row; a price given, any) — a one-GPU VM holds a TP-1 replica only."""
     if gpus_per_instance == 1:
-        return gpus_per_replica == 1 or per_gpu
+        return gpus_per_replica == 1 or (per_gpu and (not catalog or gpus_per_replica <= POD_MAX_GPUS))
     return gpus_per_instance >= gpus_per_replica
 
 
@@ -223,7 +230,13 @@ def idle_item(p: Packing | None, gpu_hours: float, phase: str) -> LineItem | Non
 
 def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
     listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance"
-                       + (", a one-GPU machine" if r.gpus_per_instance == 1 else "") + ")" for r in rows)
+                       + ((", a pod: one machine" if r.per_gpu else ", a one-GPU machine") if r.gpus_per_instance == 1
+                          else "") + ")" for r in rows)
+    if gpus_per_replica > POD_MAX_GPUS:  # past one node: no row sells the cluster (module docstring)
+        return InputError(f"a replica of {gpus_per_replica} GPUs spans nodes (tensor parallel over InfiniBand/RoCE "
+                          f"between them), and no price row considered sells a multi-node cluster: {listed} (a "
+                          f"marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs). Give the cluster's price "
+                          "per GPU-hour with --gpu-usd-per-hour, or a TP group within one node")
     return InputError(f"a replica of {gpus_per_replica} GPUs (one tensor-parallel group, linked inside one machine) "
                       "must sit on one instance, "
                       f"and no price row considered has that many GPUs per instance: {listed}. Choose another "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvledger.ledgers.instances import GpuRate, Packing, candidates, holds_replica, pack
+from kvledger.ledgers.instances import POD_MAX_GPUS, GpuRate, Packing, candidates, holds_replica, pack
 
 __all__ = ["UnitPacking", "gpu_inputs", "gpu_words", "packing_rows", "rented_words"]
 
@@ -107,8 +107,9 @@ def rented_words(p: Packing) -> str:
     for r in candidates(p.rate):
         if r.key in rented or r.usd_per_gpu_hour >= p.usd_per_gpu_hour:
             continue
-        if not holds_replica(r.gpus_per_instance, r.per_gpu, k):
-            what = "a one-GPU machine" if r.gpus_per_instance == 1 else f"{r.gpus_per_instance} GPUs per instance"
+        if not holds_replica(r.gpus_per_instance, r.per_gpu, k, bool(r.row_key)):
+            one = "a one-GPU machine" if not r.per_gpu else f"a pod is one machine, at most {POD_MAX_GPUS} GPUs"
+            what = one if r.gpus_per_instance == 1 else f"{r.gpus_per_instance} GPUs per instance"
             why.append(f"{r.key} at ${r.usd_per_gpu_hour:.2f}/GPU-h cannot hold a replica of {k} GPUs ({what})")
             continue
         alone = pack(replace(r, options=()), n, k)

@@ -26,6 +26,7 @@ from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
+from kvledger.ledgers.instances import POD_MAX_GPUS
 
 __all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest", "plan_figures", "price_dict",
            "packing_price"]
@@ -196,7 +197,10 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
             reason = NO_INSTANCE
             what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
-                    f"TP group sits on one instance; a one-GPU VM holds a TP-1 engine only), nor per GPU: "
+                    f"TP group sits on one instance; a one-GPU VM holds a TP-1 engine only), nor per GPU"
+                    + (f" (a marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs: TP {widest} spans nodes, and "
+                       "no row sells a multi-node cluster with its interconnect; --gpu-usd-per-hour gives its price)"
+                       if widest > POD_MAX_GPUS else "") + ": "
                     + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
         return _reject(cand, reason, what,
