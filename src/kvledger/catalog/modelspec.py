@@ -93,6 +93,7 @@ class ModelSpec:
     ssm_dtype_hint: str | None = None
     yarn_as_scaled_max_model_len: int | None = None
     sglang_context_len: tuple[int, int] | None = None
+    num_nextn_predict_layers: int = 0  # multi-token-prediction layers after the decoder (DeepSeek-V3: 1), not planned
 
     @property
     def max_model_len_by_engine(self) -> dict[str, int]:
@@ -257,8 +258,12 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         notes=tuple(notes), catalog_id=catalog_id,
         mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
         ssm_dtype_hint=_ssm_dtype_hint(raw, c), yarn_as_scaled_max_model_len=as_scaled,
-        sglang_context_len=sglang_context_len(c),
-    )
+        sglang_context_len=sglang_context_len(c), num_nextn_predict_layers=_mtp_layers(c))
+
+
+def _mtp_layers(c: Cfg) -> int:
+    """``num_nextn_predict_layers``: the MTP layers after the decoder (DeepSeek-V3: 1), 0 when absent or null."""
+    return c.int("num_nextn_predict_layers", 0, minimum=0) or 0
 
 
 def _ssm_dtype_hint(raw: dict, c: Cfg) -> str | None:

@@ -46,9 +46,10 @@ def spec_decode(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
     acceptance: float = typer.Option(..., "--acceptance", help="Per-token acceptance rate α, 0–1 (i.i.d. model)."),
-    draft_model: str | None = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline). "
-        "Default, with neither this nor --draft-cost-fraction: n-gram prompt lookup, drafting free (no GPU work), "
-        "the most optimistic case."),
+    draft_model: str | None = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline), "
+        "or mtp: the target's own MTP layers (vLLM's method mtp; DeepSeek-V3/R1's num_nextn_predict_layers), its "
+        "weights and one more KV layer each out of the pool. Default, with neither this nor --draft-cost-fraction: "
+        "n-gram prompt lookup, drafting free (no GPU work), the most optimistic case."),
     draft_cost_fraction: float | None = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per "
         "draft token as a fraction of the target's decode step."),
     context: str = typer.Option("2048", "--context",

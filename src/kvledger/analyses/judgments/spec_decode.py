@@ -31,6 +31,7 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.vllm_spec_verify import verify_runs_as_decode, verify_step_costs
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
+from kvledger.analyses.judgments.spec_mtp import mtp_weight_bytes_per_gpu
 from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_step_cost, split_host
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import DoesNotFitError, InputError
@@ -78,9 +79,10 @@ class DraftSpec:
     name: str
     cost_fraction: float = 0.0
     model: ModelSpec | None = field(default=None, repr=False, compare=False)
+    mtp: bool = False  # the target's own MTP layers (spec_mtp.py): their weights counted as vLLM shares them
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self, exclude=("model",))
+        return to_jsonable(self, exclude=("model", "mtp"))
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ class SpecDecodeModel:
         self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, cpu_overhead_s=s.cpu_overhead_s,
                                          gemm_curve=getattr(self.rc, "gemm_curve", None),
                                          **roofline_terms(dm, self.plan.gpu, ds))
-        self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
+        self.draft_weight_bytes = (mtp_weight_bytes_per_gpu(dm, tp, self.plan.memory.engine_version) if self.draft.mtp
+                                   else weight_bytes_per_gpu(dm, tp)[0])
         self.draft_kv_bytes_per_token = kv.bytes_per_token
         if dm.num_params >= self.plan.model.num_params:
             self.notes.insert(0, f"warning: the draft model has {dm.num_params / 1e9:,.1f} B parameters, not fewer "

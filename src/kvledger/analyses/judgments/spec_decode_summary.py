@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow, SpecSummary
+from kvledger.analyses.judgments.spec_mtp import MTP_NAME, mtp_draft_model
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_settings
 from kvledger.catalog.gpus import GpuSpec
@@ -36,6 +37,9 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
     """
     if draft_model and draft_cost_fraction is not None:
         raise InputError("give either --draft-model or --draft-cost-fraction, not both")
+    if draft_model and draft_model.strip().lower() == MTP_NAME:  # vLLM's method mtp: the target's own MTP layers
+        dm = mtp_draft_model(target)
+        return DraftSpec("model", dm.name, 0.0, dm, mtp=True)
     if draft_model:
         from kvledger.catalog.models import load_model
 
