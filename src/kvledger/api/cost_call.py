@@ -53,7 +53,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
          mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
          achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
-         allreduce_link_share: float | None = None, gpu_profile: str | None = None,
+         allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
          gemm_efficiency: str | None = None, cache: bool = True) -> CostResult:
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or a records file; several
     paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
