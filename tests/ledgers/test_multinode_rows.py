@@ -42,3 +42,16 @@ def test_search_rejects_tp16_on_h100_with_the_reason_unless_a_price_is_given():
     given = screen_candidate(SearchSpec(model="deepseek-ai/DeepSeek-V3", slo="ttft=2s,tpot=100ms", num_requests=10,
                                         gpu_usd_per_hour=3.0), Candidate("nvidia_h100_sxm", 16))
     assert given["status"] == "planned" and given["price"]["usd_per_gpu_hour"] == 3.0
+
+
+def test_search_prices_a_given_cluster_on_the_nic_given():
+    # --inter-node-link 200Gbps (25 GB/s a GPU): the candidate's plan prices NCCL's ring at 8 × 25 = 200 GB/s
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.serving.sim_setup import load_plan
+
+    spec = SearchSpec(model="deepseek-ai/DeepSeek-V3", slo="ttft=2s,tpot=100ms", num_requests=10,
+                      gpu_usd_per_hour=3.0, inter_node_link="200Gbps")
+    assert spec.to_dict()["inter_node_link"] == "200Gbps"
+    plan, _ = load_plan(sim_args(spec, Candidate("nvidia_h100_sxm", 16)))
+    assert plan.settings.inter_node_link_bytes_per_s == 25e9 and plan.step_cost().link_bytes_per_s == 200e9
+    assert "inter_node_link" not in SearchSpec(model="m", slo="ttft=1s").to_dict()  # absent unless given

@@ -10,6 +10,7 @@ from typing import Any
 
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
+from kvledger.cli.link_flags import inter_node_link
 from kvledger.cli.search_axes import axes_of, refuse_empty, splits_of, workload_of
 from kvledger.cli.sglang_names import resolve_sglang_names, sglang_flag
 
@@ -144,9 +145,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       api=api, batch_share=p.batch_share,
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
-                      client_latency=e.client_latency,
+                      client_latency=e.client_latency, inter_node_link=e.inter_node_link,
                       mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
                           e.mamba_ssm_cache_dtype))
+    inter_node_link(e.inter_node_link)  # an unreadable one refused before any candidate is planned
     from kvledger.analyses.search.evaluate import check_volume
     from kvledger.analyses.search.load import load_problems
 

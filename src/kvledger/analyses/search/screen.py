@@ -52,7 +52,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           gemm_efficiency=spec.gemm_efficiency, allreduce_link_share=spec.allreduce_link_share,
                           wddm=spec.wddm or None, quantization=spec.quantization,
                           client_latency=latency_arg(spec), enable_expert_parallel=cand.enable_expert_parallel,
-                          mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto")
+                          mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
+                          inter_node_link=spec.inter_node_link)
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,

@@ -47,7 +47,8 @@ class SearchSpec:
         allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link's one-direction
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
-        engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype: fixed vLLM flags (None: default).
+        engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype, inter_node_link (a TP group over
+            nodes: a GPU's NIC, as ``--inter-node-link``): fixed flags (None: default).
         quantization: vLLM ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
@@ -68,7 +69,7 @@ class SearchSpec:
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens",
-                         "mamba_ssm_cache_dtype")
+                         "mamba_ssm_cache_dtype", "inter_node_link")
 
     model: str
     slo: str
@@ -103,6 +104,7 @@ class SearchSpec:
     wddm: bool = False
     client_latency: str | None = None
     mamba_ssm_cache_dtype: str | None = None
+    inter_node_link: str | None = None
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``
@@ -119,14 +121,12 @@ class SearchSpec:
             "rate": self.rate_req_per_s, "monthly_tokens": self.monthly_tokens, "peak_to_mean": self.peak_to_mean,
             "monthly_input_tokens": self.monthly_input_tokens, "monthly_output_tokens": self.monthly_output_tokens})]
         from kvledger.analyses.search.load import load_problems
-
         bad += load_problems(self)  # one load at most, or a utilization; a peak only with a load
         bad += [str(e) for e in range_problems("search", {
             "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
             "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour,
             "allreduce_link_share": self.allreduce_link_share})]  # simulate's words: (0, 1] (fraction)
         from kvledger.catalog.price_names import gpu_provider_problems
-
         bad += gpu_provider_problems(self.gpu_provider)  # an unknown one, also where --gpu-usd-per-hour sets prices
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
