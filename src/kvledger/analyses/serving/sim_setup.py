@@ -57,7 +57,6 @@ class SimRequestArgs:
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
     max_total_tokens: int | None = None  # SGLang's pool as a measured run's server sized it (server_info), tokens
-    inter_node_link: str | None = None  # --inter-node-link: a GPU's NIC, one direction, for TP over nodes (tp_network)
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
     mamba_ssm_cache_dtype: str = "auto"  # vLLM flag: the SSM state dtype, read as plan reads it (vllm_ssm_dtype)
@@ -83,6 +82,7 @@ class SimRequestArgs:
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
     #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
     gemm_efficiency: str | None = None  # accounting/gemm_efficiency.py); None: the GPU profile's, else flat
+    inter_node_link: str | None = None  # --inter-node-link: a GPU's NIC, one direction, for TP over nodes (tp_network)
 
     def __post_init__(self) -> None:  # a value of the wrong type refused here, named (argtypes.py)
         check_fields(self)
