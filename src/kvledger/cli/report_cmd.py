@@ -34,8 +34,10 @@ def _check_outputs(out: Path | None, o: ReportOutFlags, keys: list[str], inputs:
     """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path; an
     ``out`` the user did not give (``o.out`` None) is named as the default --out."""
     from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
+    from kvledger.cli.report_flags import refuse_out_suffix
 
     if out is not None:
+        refuse_out_suffix(out)
         prepare_output_file(out, force=o.force, inputs=inputs, default=o.out is None)
     if o.png is not None:
         prepare_output_dir(o.png, [f"{k}.png" for k in keys], force=o.force, inputs=inputs, flag="--png")

@@ -14,9 +14,11 @@ from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, flag, flag_like
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
 __all__ = ["ReportRunFlags", "ReportEngineFlags", "ReportBillFlags", "ReportOutFlags", "report_request",
-           "report_policy", "DEFAULT_OUT", "html_out"]
+           "report_policy", "DEFAULT_OUT", "html_out", "refuse_out_suffix", "HTML_SUFFIXES"]
 
 DEFAULT_OUT = Path("kvledger-report.html")
+HTML_SUFFIXES = (".html", ".htm")
+"""The names --out may take: the report writes one self-contained HTML file and no other format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,23 @@ def html_out(o: ReportOutFlags) -> Path | None:
     if o.out is not None:
         return o.out
     return None if o.as_json else DEFAULT_OUT
+
+
+def refuse_out_suffix(out: Path) -> None:
+    """Refuse an --out whose suffix is not HTML's (``HTML_SUFFIXES``), before any work: the report writes HTML only,
+    and HTML under ``r.pdf`` is a file no PDF reader opens (a fresh-user trial).
+
+    Raises:
+        InputError: one paragraph naming what the report writes.
+    """
+    from kvledger.errors import InputError
+
+    if out.suffix.lower() in HTML_SUFFIXES:
+        return
+    what = f"a {out.suffix} file" if out.suffix else "a file without a suffix"
+    raise InputError(f"--out {str(out)[:120]}: the report writes one self-contained HTML file (--png DIR adds each "
+                     f"figure as a PNG file, --json prints the data on stdout), not {what}; give a name ending in "
+                     ".html or .htm (a browser's print dialog makes a PDF of it). Nothing was run.")
 
 
 def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,
