@@ -3,7 +3,7 @@ cost's --instance, the replicas × GPUs wording, and a bought GPU's bill through
 
 from __future__ import annotations
 
-from cli_run import refused, run_cli
+from cli_run import cli_json, refused
 
 REPORT = ["report", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms", "--api",
           "OpenAI:gpt-4.1", "--num-requests", "50"]
@@ -28,3 +28,27 @@ def test_report_never_replaces_a_file_without_force_nor_an_input_even_with_it(tm
     trace.write_text('{"arrival_s": 0, "num_prompt_tokens": 100, "num_output_tokens": 10}\n')
     assert "is also an input of this command" in refused(*REPORT, "--trace", str(trace), "-o", str(trace), "--force")
     assert old.read_text() == "mine" and trace.read_text().startswith('{"arrival_s"')
+
+
+SIM = ["meta-llama/Llama-3.2-3B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms", "--api", "OpenAI:gpt-4.1",
+       "--num-requests", "50", "--gpu-provider", "Lambda", "--monthly-tokens", "2B"]
+
+
+def test_report_takes_costs_instance_and_bills_what_cost_bills():
+    eight = ["--instance", "gpu_8x_h100_sxm5"]
+    cost, report = cli_json("cost", "--simulate", *SIM, *eight), cli_json("report", *SIM, *eight)
+    # gpu_prices.csv Lambda gpu_8x_h100_sxm5: $31.92 per 8-GPU instance-hour; one 1-GPU replica rents the whole
+    # instance: 31.92 × 730 h = $23,301.60 a month, + 0.25 engineer-month × $20,000 (team 'some') = $28,301.60
+    assert report["cost"]["monthly"]["self_host"]["total_usd"] == cost["monthly"]["self_host"]["total_usd"]
+    assert cost["monthly"]["self_host"]["total_usd"] == 28_301.6
+    assert report["cost"]["monthly"]["self_host"]["items"][0]["amount_usd"] == 23_301.6
+    assert report["inputs"]["gpu_price_choice"].startswith("the row named (--instance): Lambda H100 80GB SXM "
+                                                           "(gpu_8x_h100_sxm5")
+    assert "--gpu-provider Lambda --instance gpu_8x_h100_sxm5" in report["commands"]["cost"]
+    # without it the report packs on Lambda's cheapest: the 1-GPU row, 4.29 × 730 = $3,131.70
+    plain = cli_json("report", *SIM)
+    assert plain["cost"]["monthly"]["self_host"]["items"][0]["amount_usd"] == 3_131.7
+    # the same refusal as cost's for an instance the provider does not list
+    bad = ["--instance", "p5.48xlarge"]
+    assert refused("report", *SIM, *bad) == refused("cost", "--simulate", *SIM, *bad)
+    assert "unknown instance type 'p5.48xlarge'" in refused("report", *SIM, *bad)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.cli import bill_opts as bo
+from kvledger.cli.cost_flags import CostFlags
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, flag, flag_like
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
@@ -92,6 +93,7 @@ class ReportBillFlags:
         "Highest utilization per replica when sizing for a monthly volume."))
     gpu_provider: str | None = flag("--gpu-provider", help=(
         "Rental provider (default: the cheapest row listed for the GPU, stated in the report)."))
+    instance: str | None = flag_like(CostFlags, "instance")  # cost's option: the same spelling, help and row
     gpu_usd_per_hour: str | None = flag("--gpu-usd-per-hour", help=bo.ONE_GPU_PRICE_HELP)
     batch_share: float = flag("--batch-share", default=0.0, help=(
         "Share of requests sent through the API's batch endpoint."))
@@ -177,7 +179,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
-                         max_utilization=b.max_utilization, gpu_provider=b.gpu_provider,
+                         max_utilization=b.max_utilization, gpu_provider=b.gpu_provider, instance=b.instance,
                          gpu_usd_per_hour=one_gpu_usd(b.gpu_usd_per_hour, gpu, "report"), batch_share=b.batch_share,
                          cache_hit_rate=b.cache_hit_rate, cache_write_rate=b.cache_write_rate,
                          data_sovereignty=b.data_sovereignty, model_control=b.model_control,

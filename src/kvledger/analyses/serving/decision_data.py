@@ -63,6 +63,7 @@ class ReportRequest:
     monthly_output_tokens: float | None = None
     peak_to_mean: float = 1.0
     gpu_provider: str | None = None
+    instance: str | None = None
     gpu_usd_per_hour: float | None = None
     batch_share: float = 0.0
     cache_hit_rate: float = 0.0
@@ -107,18 +108,24 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
 
 def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any], str], str]:
     """(GPU rate, how it was chosen given the packing the bill rents, the cost command's flags for it): the user's
-    price, or the cheapest packing of the replicas on the rows listed for the GPU (of the named provider), the rows
-    rented named (``packings.rented_words``: and why a row cheaper per GPU-hour is not)."""
+    price, the row ``instance`` names (cost's --instance), or the cheapest packing of the replicas on the rows listed
+    for the GPU (of the named provider), the rows rented named (``packings.rented_words``: and why a row cheaper per
+    GPU-hour is not)."""
     from kvledger.analyses.serving.cost_run import cheapest_gpu_row, gpu_rate
     from kvledger.ledgers.cost import GpuRate
     from kvledger.ledgers.packings import rented_words
 
+    inst = f" --instance {shlex.quote(req.instance)}" if req.instance is not None else ""
     if req.gpu_usd_per_hour is not None:
         return (
-            gpu_rate(gpu_id, req.gpu_provider, None, req.gpu_usd_per_hour),
+            gpu_rate(gpu_id, req.gpu_provider, req.instance, req.gpu_usd_per_hour),
             lambda packing: "given (--gpu-usd-per-hour): " + rented_words(packing),  # what the bill rents on it
-            f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
+            f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}" + inst,
         )
+    if req.instance is not None:  # cost's --instance: that row alone (gpu_rate refuses it without the GPU's row)
+        rate = gpu_rate(gpu_id, req.gpu_provider, req.instance, None)
+        provider = f" --gpu-provider {shlex.quote(req.gpu_provider)}" if req.gpu_provider else ""
+        return rate, lambda packing: f"the row named (--instance): {rented_words(packing)}", provider + inst
     row, rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
     flags = f" --gpu-provider {shlex.quote(row.provider)}" if req.gpu_provider else ""
     scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
