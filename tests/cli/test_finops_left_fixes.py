@@ -3,7 +3,7 @@ cost's --instance, the replicas × GPUs wording, and a bought GPU's bill through
 
 from __future__ import annotations
 
-from cli_run import cli_json, refused
+from cli_run import cli_json, refused, run_cli
 
 REPORT = ["report", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms", "--api",
           "OpenAI:gpt-4.1", "--num-requests", "50"]
@@ -52,3 +52,27 @@ def test_report_takes_costs_instance_and_bills_what_cost_bills():
     bad = ["--instance", "p5.48xlarge"]
     assert refused("report", *SIM, *bad) == refused("cost", "--simulate", *SIM, *bad)
     assert "unknown instance type 'p5.48xlarge'" in refused("report", *SIM, *bad)
+
+
+def test_a_deployment_unit_of_two_tp4_replicas_is_worded_as_two_replicas_of_four_gpus():
+    from kvledger.analyses.serving.cost_run import gpu_rate
+    from kvledger.ledgers.instances import pack
+
+    argv = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms", "--api",
+            "OpenAI:gpt-4.1", "--num-requests", "100", "--replicas", "2", "--tp", "4", "--monthly-tokens", "2B",
+            "--gpu-provider", "Lambda"]
+    out = run_cli(*argv).output
+    # --replicas 2 --tp 4: the priced unit is 2 engines of TP 4 = 8 GPUs, on one Lambda gpu_8x_h100_sxm5 instance
+    assert ("  self-hosted: 2 replicas × 4 GPUs (one deployment unit) rented on 1 gpu_8x_h100_sxm5 instance (8 GPUs, "
+            "0 idle), realized utilization") in out
+    assert "1 replica × 8 GPUs" not in out
+    d = cli_json(*argv)
+    # 1 instance × $31.92/h (gpu_prices.csv: 8 × $3.99/GPU-h) × 730 h = $23,301.60
+    assert d["monthly"]["self_host"]["items"][0]["amount_usd"] == 23_301.6
+    assert d["monthly"]["self_host"]["items"][0]["note"] == ("2 replicas × 4 GPUs (one deployment unit) = 8 GPUs on 1 "
+                                                             "gpu_8x_h100_sxm5 instance (8 GPUs, 0 idle) × 730 h")
+    # three such units: 6 engine replicas of 4 GPUs, 24 GPUs on 3 instances; one engine a unit keeps its words
+    rate = gpu_rate("nvidia_h100_sxm", "Lambda", "gpu_8x_h100_sxm5", None)
+    assert pack(rate, 3, 8, 2).words() == ("6 replicas × 4 GPUs (3 deployment units of 2) = 24 GPUs on 3 "
+                                           "gpu_8x_h100_sxm5 instances (8 GPUs each, 0 idle) × 730 h")
+    assert pack(rate, 3, 4).words().startswith("3 replicas × 4 GPUs = 12 GPUs on 2 gpu_8x_h100_sxm5 instances")

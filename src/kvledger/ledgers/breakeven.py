@@ -91,7 +91,7 @@ def _share_words(setup: SelfHostSetup, R: float) -> str:
     on the rows ``pack`` takes for it (the bill at one replica)."""
     if not _overhead_usd_per_month(setup):
         return ""
-    s, one = _slope_step(setup), pack(setup.gpu, 1, setup.num_gpus)
+    s, one = _slope_step(setup), pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas)
     alone = rental_usd_per_month(setup, 1)
     rows = " + ".join(r.key for r, _ in one.rows)
     billed = f"; one replica alone is billed ${alone:,.0f}/month on {rows}" if alone > R * (1 + 1e-9) else ""

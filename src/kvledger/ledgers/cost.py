@@ -84,6 +84,7 @@ class SelfHostSetup:
     max_utilization: float = 0.8
     people_source: str = "user input (--engineer-months-per-month, --engineer-usd-per-month)"
     kv_tiers: KvTierBill | None = None  # host memory / NVMe bought per GPU for the KV tier (ledgers/tier_items.py)
+    engine_replicas: int = 1  # engine replicas (TP groups) in the deployment priced as one replica (--replicas N)
 
     def check(self) -> None:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""

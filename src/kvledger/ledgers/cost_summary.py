@@ -171,7 +171,7 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
         primary = _primary_without_volume(rows, mix, cap)
         util_how = ("given (--utilization)" if setup.utilization is not None  # else at the mean a peak allows
                     else assumed_utilization(base.max_utilization, inputs.peak_to_mean)[1])
-        packing = pack(base.gpu, 1, base.num_gpus)  # one replica's cheapest packing: its idle GPUs as u* counts them
+        packing = pack(base.gpu, 1, base.num_gpus, base.engine_replicas)  # one replica's cheapest packing (idle GPUs)
         setup = replace(base, gpu=packing.rate)
     return decision, notes, primary, util_how, setup, packing
 

@@ -72,10 +72,19 @@ def on_instances_words(p: Any) -> str:
     each row's instances, ``Packing.on_instances``); `` as one 4-GPU pod each`` for a marketplace row's replica of
     several GPUs (``Packing.words``); else ""."""
     if p is not None and p.gpus_per_instance == 1 and not p.mixed and p.gpus_per_replica > 1 and p.rate.row_key:
-        return f" as one {p.gpus_per_replica}-GPU pod each (billed per GPU)"
+        each = "each" if p.engines_per_unit == 1 else "per deployment unit"
+        return f" as one {p.gpus_per_replica}-GPU pod {each} (billed per GPU)"
     if p is None or (p.gpus_per_instance == 1 and not p.mixed):
         return ""
     return f" on{p.on_instances()}"
+
+
+def _unit_words(d: Any, num_gpus: int) -> str:
+    """``1 replica × 8 GPUs``; a deployment unit of engine replicas (--replicas N) as its packing counts them:
+    ``2 replicas × 4 GPUs (one deployment unit)`` (``Packing.unit_words``)."""
+    if d.packing is not None:
+        return d.packing.unit_words()
+    return f"{d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} GPU{'' if num_gpus == 1 else 's'}"
 
 
 def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
@@ -91,9 +100,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         f"answer: {verdict_words(d)} on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
         f"{tokens_text(v.output_tokens)} out)",
-        f"  self-hosted: {d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
-        f"GPU{'' if num_gpus == 1 else 's'} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, realized "
-        f"utilization {pct_text(d.realized_utilization)} (≤ {d.max_utilization:.0%} allowed"
+        f"  self-hosted: {_unit_words(d, num_gpus)} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, "
+        f"realized utilization {pct_text(d.realized_utilization)} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "
         f"{discounts_words(api.bill, api.price)}",
@@ -230,7 +238,7 @@ def people_scale_line(d: Any, engineer_months: float, num_gpus: int) -> str | No
         return None
     need = gpus / GPUS_PER_ENGINEER_MONTH
     return (f"  WARNING: the people line is {engineer_months:g} engineer-months/month for {gpus:,} GPUs "
-            f"({d.replicas:,} replica{'' if d.replicas == 1 else 's'} × {num_gpus}): it does not grow with the fleet. "
+            f"({_unit_words(d, num_gpus)}): it does not grow with the fleet. "
             f"At {GPUS_PER_ENGINEER_MONTH} GPUs per engineer-month (a kvledger assumption, not a measured staffing "
             f"ratio) this fleet needs about {need:,.1f} engineer-months/month; set --engineer-months-per-month to your "
             "team's figure")

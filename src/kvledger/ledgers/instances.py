@@ -83,7 +83,7 @@ class GpuRate:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def candidates(rate: GpuRate) -> tuple[GpuRate, ...]:
@@ -134,6 +134,7 @@ class Packing:
     instances: int
     considered: int = 1
     parts: tuple[tuple[GpuRate, int], ...] = ()
+    engines_per_unit: int = 1  # engine replicas (TP groups) in one priced "replica", a deployment unit (--replicas N)
 
     @property
     def rows(self) -> tuple[tuple[GpuRate, int], ...]:
@@ -183,12 +184,22 @@ class Packing:
         instance + 1 gpu_1x_h100_sxm5 instance (9 GPUs, 0 idle) × 730 h`` on a mix; a marketplace row's replica of
         several GPUs is one pod of them (``holds_replica``), said so: ``1 replica × 4 GPUs (one 4-GPU pod each, billed
         per GPU) × 730 h``, not four one-GPU machines."""
-        head = f"{_plural(self.replicas, 'replica')} × {_plural(self.gpus_per_replica, 'GPU')}"
+        head = self.unit_words()
         if not self.mixed and self.gpus_per_instance == 1:
-            pod = (f" (one {self.gpus_per_replica}-GPU pod each, billed per GPU)"
-                   if self.gpus_per_replica > 1 and self.rate.row_key else "")  # a catalog marketplace row
+            k, one = self.gpus_per_replica, self.engines_per_unit == 1  # a catalog marketplace row: pods
+            pod = ((f" (one {k}-GPU pod each, billed per GPU)" if one else f" on one {k}-GPU pod per deployment unit "
+                    "(billed per GPU)") if k > 1 and self.rate.row_key else "")
             return f"{head}{pod} × 730 h"
         return f"{head} = {_plural(self.gpus, 'GPU')} on{self.on_instances()} × 730 h"
+
+    def unit_words(self, by: str = " × ") -> str:
+        """``2 replicas × 1 GPU``; 2-engine units: ``6 replicas × 4 GPUs (3 deployment units of 2)``"""
+        e = self.engines_per_unit
+        head = f"{_plural(self.replicas * e, 'replica')}{by}{_plural(self.gpus_per_replica // e, 'GPU')}"
+        if e == 1:
+            return head
+        units = "one deployment unit" if self.replicas == 1 else f"{self.replicas:,} deployment units of {e}"
+        return f"{head} ({units})"
 
     def on_instances(self) -> str:
         """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 idle)``; a mix: each row's
@@ -205,8 +216,7 @@ class Packing:
             return ""
         which = " + ".join(f"{n} × {r.key}" for r, n in self.rows) if self.mixed else self.rate.key
         return (f"the cheapest packing of {self.considered} rows for this GPU: {which}, "
-                f"${self.usd_per_hour:,.2f}/h for {_plural(self.replicas, 'replica')} of "
-                f"{_plural(self.gpus_per_replica, 'GPU')}")
+                f"${self.usd_per_hour:,.2f}/h for {self.unit_words(' of ' if self.engines_per_unit == 1 else ' × ')}")
 
     @property
     def instance_choice(self) -> str | None:
@@ -256,10 +266,11 @@ def _plain(r: GpuRate) -> GpuRate:
     return replace(r, choice="", source=r.source.removeprefix(f"{r.choice}; ")) if r.choice else r
 
 
-def pack(rate: GpuRate, replicas: int, gpus_per_replica: int) -> Packing:
+def pack(rate: GpuRate, replicas: int, gpus_per_replica: int, engines_per_unit: int = 1) -> Packing:
     """The cheapest packing of ``replicas`` replicas of ``gpus_per_replica`` GPUs over ``candidates(rate)``, a mix of
     rows where that bills less (``instance_mix``); the row holding the most replicas is ``rate`` and keeps the others
-    as its ``options``, and the choice leads its ``source``.
+    as its ``options``, and the choice leads its ``source``; ``engines_per_unit``: the engine replicas in one of those
+    replicas (a deployment unit of ``--replicas N``), for the words only (``Packing.unit_words``).
 
     Raises:
         InputError: no candidate row has ``gpus_per_replica`` GPUs or more per instance (the rows are named).
@@ -276,7 +287,7 @@ def pack(rate: GpuRate, replicas: int, gpus_per_replica: int) -> Packing:
     if replicas <= 0:
         parts = ((parts[0][0], 0),)
     chosen = Packing(parts[0][0], replicas, gpus_per_replica, sum(n for _, n in parts), len(rows),
-                     parts if len(parts) > 1 else ())
+                     parts if len(parts) > 1 else (), engines_per_unit)
     r, text = chosen.rate, chosen.choice()
     rate = replace(r, options=tuple(o for o in rows if o.key != r.key), choice=text,
                    source=f"{text}; {r.source}" if text else r.source)

@@ -74,7 +74,7 @@ def monthly_self_host(
     )
     if buy is None:  # rented: whole instances of the row, idle GPUs billed (ledgers/instances.py)
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
-        p = pack(setup.gpu, replicas, setup.num_gpus)
+        p = pack(setup.gpu, replicas, setup.num_gpus, setup.engine_replicas)
         for r, n in p.rows:  # one line a row rented (a mix of instance sizes: several); source: the choice
             g = n * r.gpus_per_instance
             name, note = (("GPU rental (power and hosting included)", p.words()) if not p.mixed else
@@ -126,7 +126,7 @@ def size_volume(cap: Any, setup: SelfHostSetup, vol: Volume, *, buy: HostBill | 
     c = cap.sizing_req_per_s
     n = replicas_for(vol.peak_rate_req_per_s, c, setup.max_utilization)
     load = vol.rate_req_per_s / (n * c)
-    packing = pack(setup.gpu, n, setup.num_gpus)  # the row the n replicas are billed on; its rate prices the rest
+    packing = pack(setup.gpu, n, setup.num_gpus, setup.engine_replicas)  # the n replicas' row: its rate prices the rest
     billed = replace(setup, gpu=packing.rate)
     rent = monthly_self_host(billed, n, load, people_source=people_source)
     bought = None

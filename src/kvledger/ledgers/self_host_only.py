@@ -161,7 +161,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
         month.good_requests, month.good_requests_how = volume_good_requests(month.volume.requests, cap)
     else:
         util_how = "given (--utilization)" if setup.utilization is not None else assumed_how
-        one = pack(base.gpu, 1, base.num_gpus)  # one replica's instance, rented whole (its idle GPUs billed)
+        one = pack(base.gpu, 1, base.num_gpus, base.engine_replicas)  # one replica's instance, rented whole
         setup = replace(base, gpu=one.rate)
     n, packing = (month.replicas, month.packing) if month is not None else (None, one)
     split = split_tokens(month.volume if month is not None else None, cap)  # priced per token given (volume.py)

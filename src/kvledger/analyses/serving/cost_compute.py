@@ -88,7 +88,8 @@ def _price(r: CostRequest, p: _Priced, working: Working) -> CostOutcome:
     people = bill.people(r.team_capability)
     setup = SelfHostSetup(p.gpu_rate, p.num_gpus, c.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month,
-                          c.prefill_share, c.max_utilization, people.source, kv_tiers=bill.kv_tiers())
+                          c.prefill_share, c.max_utilization, people.source, kv_tiers=bill.kv_tiers(),
+                          engine_replicas=p.sim.replicas if p.sim is not None else 1)  # --replicas: one unit's
     model_name = (src.served_model or p.run.metadata.model) if is_file else src.model
     inputs, notes = decision_inputs(model_name, p.api_price, (c.gpu or p.hardware) if is_file else p.hardware, p.sim,
                                     bill.host_bill(), people, bill.peak_to_mean or 1.0)

@@ -156,7 +156,7 @@ def _billed_packing(report: Any, setup: Any) -> Any:
     from kvledger.ledgers.instances import pack
 
     decision = getattr(report, "decision", None)
-    return decision.packing if decision is not None else pack(setup.gpu, 1, setup.num_gpus)
+    return decision.packing if decision is not None else pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas)
 
 
 def _summary_row(sim: Any, slo: Any, rate: float) -> dict[str, Any]:
