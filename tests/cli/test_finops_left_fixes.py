@@ -76,3 +76,37 @@ def test_a_deployment_unit_of_two_tp4_replicas_is_worded_as_two_replicas_of_four
     assert pack(rate, 3, 8, 2).words() == ("6 replicas × 4 GPUs (3 deployment units of 2) = 24 GPUs on 3 "
                                            "gpu_8x_h100_sxm5 instances (8 GPUs each, 0 idle) × 730 h")
     assert pack(rate, 3, 4).words().startswith("3 replicas × 4 GPUs = 12 GPUs on 2 gpu_8x_h100_sxm5 instances")
+
+
+BUY = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=2s,tpot=100ms", "--api",
+       "OpenAI:gpt-4.1", "--num-requests", "100", "--monthly-tokens", "20B", "--gpu-provider", "Lambda",
+       "--board-power-w", "700", "--idle-power-w", "700"]  # a flat 700 W: the power bill does not depend on the load
+
+
+def test_bought_gpus_price_the_per_token_ledgers_and_break_even_as_the_verdict_does():
+    d = cli_json(*BUY, "--gpu-capex-usd", "25000")
+    # bought, one GPU: $25,000 ÷ 36 months = $694.44 + power 700 W × PUE 1.3 × 730 h ÷ 1000 = 664.3 kWh × $0.12 =
+    # $79.716 + hosting $0 = $774.16 a month, + people 0.25 × $20,000 = $5,774.16 (rented: 4.29 × 730 + 5,000 =
+    # $8,131.70, so the verdict compares the bought bill); a bought GPU-hour: 774.16 ÷ 730 = $1.060494
+    assert d["decision"]["self_host_usd_per_month"] == 5_774.16
+    gpu_item = d["ledgers"]["self_host_output"]["items"][0]
+    assert gpu_item["name"] == "bought GPU (amortized purchase, power, hosting), decode share of GPU time"
+    assert abs(gpu_item["unit_price_usd"] - 774.160444 / 730) < 1e-6
+    be = d["break_even_utilization"]
+    assert be["replica_usd_per_month"] == be["rental_usd_per_month"] == 774.16
+    # the per-token ledgers × the volume's tokens give back the bill the verdict uses (every request within the SLO)
+    m = d["monthly"]
+    per_month = (d["ledgers"]["self_host_input"]["total_usd"] * m["input_tokens"]
+                 + d["ledgers"]["self_host_output"]["total_usd"] * m["output_tokens"]) / 1e6
+    assert abs(per_month - 5_774.16) < 0.01
+    text = run_cli(*BUY, "--gpu-capex-usd", "25000").output
+    assert "  break-even (bought GPUs, as the verdict): self-hosting is cheaper above" in text
+    assert "rented GPUs; the bought-GPU bill" not in text
+
+
+def test_a_bought_bill_dearer_than_renting_leaves_the_rented_ledgers():
+    d = cli_json(*BUY, "--gpu-capex-usd", "1000000")  # $1M ÷ 36 = $27,777.78 a month > $4.29 × 730 = $3,131.70
+    assert d["decision"]["self_host_usd_per_month"] == 8_131.7
+    assert d["ledgers"]["self_host_output"]["items"][0]["name"] == "GPU rental, decode share of GPU time"
+    assert d["ledgers"]["self_host_output"]["items"][0]["unit_price_usd"] == 4.29
+    assert d["break_even_utilization"]["rental_usd_per_month"] == 3_131.7  # the 1-GPU row, whole

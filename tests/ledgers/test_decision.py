@@ -240,11 +240,12 @@ def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays
         (2 * 1963.7 + 5000) / a)
 
 
-def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_the_bought_bill():
+def test_the_break_even_is_priced_on_the_bought_bill_when_the_verdict_compares_it():
     # 10⁸ requests/month, 5 replicas: bought at $30,000 per GPU over 36 months = $833.33 a GPU-month (+ power at the
-    # load, no hosting) is below the $1,963.70 rented; the break-even (rented R) is on another price basis, and says so
+    # load, no hosting) is below the $1,963.70 rented; the break-even is priced on the bought GPU-hour, and says so
     from kvledger.ledgers.breakeven import break_even_volume
     from kvledger.ledgers.decision_notes import verdict_lines
+    from kvledger.ledgers.self_host_month import priced_as_bought
 
     vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
     opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
@@ -252,8 +253,13 @@ def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_t
     d = decide(CAP, setup, vol, opts, buy=HostBill(gpu_capex_usd=30_000), power=GpuPower(700.0, 0.0, "test"))
     assert d.buy.total_usd < d.self_host.total_usd
     a = 1250 * 0.18 / 1e6
-    line = verdict_lines(d, break_even_volume(CAP, setup, a), "H100", 1)[3]
-    assert line.startswith("  break-even (rented GPUs; the verdict compares the bought bill): ")
+    bought, packing = priced_as_bought(d, setup)
+    # a bought GPU-hour: ($833.33 + 700 W × load × PUE 1.3 × 730 h ÷ 1000 × $0.12/kWh) ÷ 730 h (0 W idle)
+    load = d.realized_utilization
+    assert bought.gpu.usd_per_gpu_hour == pytest.approx((30_000 / 36 + 0.7 * load * 1.3 * 730 * 0.12) / 730)
+    assert packing.replicas == 5 and packing.idle_gpus == 0
+    line = verdict_lines(d, break_even_volume(CAP, bought, a), "H100", 1)[3]
+    assert line.startswith("  break-even (bought GPUs, as the verdict): ")
     assert "window" not in line and "gap" not in line
 
 

@@ -85,6 +85,7 @@ class SelfHostSetup:
     people_source: str = "user input (--engineer-months-per-month, --engineer-usd-per-month)"
     kv_tiers: KvTierBill | None = None  # host memory / NVMe bought per GPU for the KV tier (ledgers/tier_items.py)
     engine_replicas: int = 1  # engine replicas (TP groups) in the deployment priced as one replica (--replicas N)
+    gpu_item: str = "GPU rental"  # the per-token ledgers' GPU item: "bought GPU (…)" where the verdict buys them
 
     def check(self) -> None:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
@@ -277,7 +278,7 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
         how += scaled
         per_month = tok_s * 3600.0 * k * HOURS_PER_MONTH
         gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * k) * share
-        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, usd_gpu_h, src,
+        ledger.add(LineItem(f"{setup.gpu_item}, {phase} share of GPU time", "GPU-hour", gpu_h, usd_gpu_h, src,
                             setup.gpu.as_of, f"{setup.num_gpus} GPU × 10⁶ ÷ ({how}) × {phase} share {share:.3f} "
                             f"({cap.prefill_share_method}){mix}"))
         if (idle := idle_item(packing, gpu_h, phase)) is not None:

@@ -40,6 +40,7 @@ from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.report_core import SelfHostLedgers
+from kvledger.ledgers.self_host_month import priced_as_bought
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume, split_tokens, tokens_per_request
 from kvledger.records import RunRecords
@@ -166,7 +167,7 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
         util_how = "the volume's realized utilization"  # an assumed one is refused (refuse_utilization_with_volume)
         setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
         setup = replace(setup, gpu=decision.packing.rate)  # the row the replicas are billed on (instances.pack)
-        packing = decision.packing
+        setup, packing = priced_as_bought(decision, setup) or (setup, decision.packing)  # the verdict's bill
     else:
         primary = _primary_without_volume(rows, mix, cap)
         util_how = ("given (--utilization)" if setup.utilization is not None  # else at the mean a peak allows
@@ -248,7 +249,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak,
                  api_is_upper_bound=is_upper_bound(mix, primary))  # an "at most" API: an "at least" break-even
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
-    notes += _caveats(decision, gp.estimate)
+    notes += _caveats(gp.estimate)
     ins, outs = per_req[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
     sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
     head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated, factors, inputs.quantization)
@@ -263,13 +264,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
                       verdict, notes, decision, head, per_row, second, verdict_conditions(factors))
 
 
-def _caveats(decision: Decision | None, estimate: bool) -> list[str]:
-    """The notes on a bought bill beside a rented break-even, and on a goodput that is only an estimate."""
-    bought = decision is not None and decision.buy is not None
-    return ([*(["break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table"]
-               if bought else []),
-             *(["goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are "
-                "upper bounds"] if estimate else [])])
+def _caveats(estimate: bool) -> list[str]:
+    """The note on a goodput that is only an estimate (a bought bill the verdict uses prices the per-token ledgers and
+    break-even too: ``self_host_month.priced_as_bought``)."""
+    return (["goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are "
+             "upper bounds"] if estimate else [])
 
 
 def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_source: str, primary: ApiPrice,

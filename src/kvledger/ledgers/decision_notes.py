@@ -105,7 +105,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), "
         f"{discounts_words(api.bill, api.price)}",
-        f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
+        f"  break-even{' (bought GPUs, as the verdict)' if how == 'bought' else ''}: "
         f"{_break_even_text(bv, v, d.verdict if how == 'rented' else None)}{break_even_bound_words(bv)}",
         *([f"  sizing: {d.sizing}"] if d.sizing else []),
     ]

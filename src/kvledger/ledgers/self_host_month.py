@@ -17,7 +17,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.amounts import pct_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
-from kvledger.ledgers.instances import Packing, pack
+from kvledger.ledgers.instances import GpuRate, Packing, pack
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.tier_items import tier_items
 from kvledger.ledgers.volume import Volume
@@ -171,3 +171,25 @@ def band_end(k: float, capacity_req_per_s: float, setup: SelfHostSetup, vol: Vol
     if buy is not None and buy.gpu_capex_usd is not None:
         sh = min(sh, monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source).total_usd)
     return BandEnd(k, g, n, load, sh, "self-host" if sh < api_usd else "API")
+
+
+#: the bought bill's GPU items (``monthly_self_host``): what a bought GPU-hour costs, people and KV tiers apart
+BOUGHT_GPU_ITEMS = ("GPU purchase, amortized", "power (bought GPUs)", "hosting (rack, network, support)")
+
+
+def priced_as_bought(d: Any, setup: SelfHostSetup) -> tuple[SelfHostSetup, Packing] | None:
+    """Where the verdict compares the bought bill (``d.buy`` priced and cheaper than renting): ``setup`` at the bought
+    GPUs' own USD per GPU-hour — the bought bill's purchase, power and hosting items ÷ (its GPUs × 730 h), power at the
+    volume's realized utilization — and their packing (bought one GPU at a time: none idle), so the per-token
+    ledgers, the sticker and break-even price the bill the verdict uses; None where that is the rented bill."""
+    if d is None or d.buy is None or d.buy.total_usd >= d.self_host.total_usd:
+        return None
+    items = [i for i in d.buy.items if i.name in BOUGHT_GPU_ITEMS]
+    gpus = d.replicas * setup.num_gpus
+    how = " + ".join(f"{i.name} ${i.amount_usd:,.2f}" for i in items)
+    many = f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
+    rate = GpuRate.given(sum(i.amount_usd for i in items) / (gpus * HOURS_PER_MONTH), "bought GPU",
+                         f"the bought bill per month ({how}) ÷ ({many} × 730 h); power at the volume's realized "
+                         f"utilization {pct_text(d.realized_utilization)}")
+    bought = replace(setup, gpu=rate, gpu_item="bought GPU (amortized purchase, power, hosting)")
+    return bought, pack(rate, d.replicas, setup.num_gpus, setup.engine_replicas)
