@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
+
 __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIELDS", "TRAFFIC_FIELDS",
            "WORKLOAD_FIELDS",
            "web_client_latency",
@@ -18,9 +20,12 @@ __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIEL
 
 #: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
 #: batch and prompt-cache mix, the volume as input and output tokens, its peak, the rental provider, the user's own GPU
-#: price (USD per GPU-hour, for a GPU without a price row or a negotiated rate)
+#: price (USD per GPU-hour, for a GPU without a price row or a negotiated rate), the prompt-cache write share and the
+#: people line (--team-capability, --engineer-months-per-month, --engineer-usd-per-month)
 TRAFFIC_FIELDS = ("batch_share", "cache_hit_rate", "peak_to_mean", "gpu_provider", "monthly_input_tokens",
-                  "monthly_output_tokens", "gpu_usd_per_hour")
+                  "monthly_output_tokens", "gpu_usd_per_hour", "cache_write_rate", "team_capability",
+                  "engineer_months_per_month", "engineer_usd_per_month")
+_TEXT = ("gpu_provider", "team_capability")  # the traffic fields that are not numbers
 _SPLIT = ("monthly_input_tokens", "monthly_output_tokens")  # the volume as tokens of each kind: both or neither
 #: the serving request's synthetic workload, ``kvledger report``'s and ``cost``'s flags by the same name (with these the
 #: trace is not read): checked as the CLI checks them, by ``decision_data`` (``report_workload.report_synthetic``)
@@ -87,14 +92,18 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
 
 
 def check_traffic(traffic: dict[str, Any], monthly_tokens: float | None) -> None:
-    """The traffic fields (``TRAFFIC_FIELDS``) as ``kvledger cost`` checks its flags: each number in cost's range, a
-    volume's token counts read by its parser, input and output tokens together and not with ``monthly_tokens``, a
-    peak only with a volume to size for. Raises InputError naming the field."""
+    """The traffic fields (``TRAFFIC_FIELDS``) as ``kvledger cost`` checks its flags: the people line by cost's own
+    check (``host_bill.people_cost``: the team capability, the engineer-months and their price in range), each other
+    number in cost's range, a volume's token counts read by its parser, input and output tokens together and not with
+    ``monthly_tokens``, a peak only with a volume to size for. Raises InputError naming the field."""
     from kvledger.errors import InputError
+    from kvledger.ledgers.host_bill import people_cost
     from kvledger.ranges import check_options
     from kvledger.units import count_option
 
-    numbers = {k: v for k, v in traffic.items() if k != "gpu_provider"}
+    people = ("engineer_months_per_month", "engineer_usd_per_month")  # checked by cost's people_cost, its messages
+    people_cost(traffic.get("team_capability", DEFAULT_TEAM_CAPABILITY), *(traffic.get(k) for k in people))
+    numbers = {k: v for k, v in traffic.items() if k not in (*_TEXT, *people)}
     for k in _SPLIT:
         if numbers.get(k) is not None:
             count_option(k)(repr(numbers[k]))
@@ -192,6 +201,10 @@ class ServingRequest(DeploymentRequest):
     cache_hit_rate: float = 0.0
     gpu_provider: str | None = _text(None)
     gpu_usd_per_hour: float | None = None  # --gpu-usd-per-hour's one number: the app prices the one GPU it plans
+    cache_write_rate: float = 0.0
+    team_capability: str = _text(DEFAULT_TEAM_CAPABILITY)  # cost's --team-capability: experienced, some or none
+    engineer_months_per_month: float | None = None
+    engineer_usd_per_month: float | None = None
     client_latency: str | None = _text(None)
 
     @field_validator("monthly_tokens", "monthly_input_tokens", "monthly_output_tokens", mode="before")

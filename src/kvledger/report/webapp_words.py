@@ -12,7 +12,8 @@ __all__ = ["in_app_words", "request_errors"]
 _FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, quantization, "
            "gpu_memory_utilization, max_num_seqs, Windows/WSL2 (WDDM), SLOs, API price row, GPU provider, GPU price "
            "(gpu_usd_per_hour), traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
-           "cache-hit rate, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
+           "cache-hit rate, cache-write rate, team capability, engineer-months, engineer cost, utilization, "
+           "requests per simulation, client latency, prompt lengths, output lengths, "
            "shared prefix tokens")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
@@ -33,6 +34,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"(?<!cost )--gpu-provider(?![\w-])", r"the GPU provider field (gpu_provider)"),
     (r"--batch-share", r"the batch share field (batch_share)"),
     (r"--cache-hit-rate", r"the cache-hit rate field (cache_hit_rate)"),
+    (r"--cache-write-rate", r"the cache-write rate field (cache_write_rate)"),
+    (r"--engineer-months-per-month", r"the engineer-months field (engineer_months_per_month)"),
+    (r"--engineer-usd-per-month", r"the engineer cost field (engineer_usd_per_month)"),
+    (r"^team capability must be", r"the team capability field (team_capability) must be"),
     (r"--peak-to-mean", r"the peak-to-mean field (peak_to_mean)"),
     (r"\(or pass --gpu-usd-per-hour to give your own price\)",
      r"(or give your own price in the GPU price field, gpu_usd_per_hour, in USD per GPU-hour)"),
