@@ -129,7 +129,9 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     assert numbers == numeric & (serving | plan) == {"tp", "utilization", "num_requests", "monthly_tokens",
                                                      "monthly_input_tokens", "monthly_output_tokens", "peak_to_mean",
                                                      "batch_share", "cache_hit_rate", "shared_prefix_tokens",
-                                                     "gpu_memory_utilization", "max_num_seqs", "gpu_usd_per_hour"}
+                                                     "gpu_memory_utilization", "max_num_seqs", "gpu_usd_per_hour",
+                                                     "cache_write_rate", "engineer_months_per_month",
+                                                     "engineer_usd_per_month"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 
