@@ -18,6 +18,8 @@ def test_report_refuses_an_out_it_cannot_write_before_any_work(tmp_path):
     # an unknown model would fail later: the suffix is refused first, so nothing was planned or simulated
     assert refused("report", "no-such/model", *REPORT[2:], "-o", str(pdf)) == msg
     assert "without a suffix" in refused(*REPORT, "-o", str(tmp_path / "r"))
+    pdf.write_text("a real PDF")  # --force does not make HTML into a .pdf either
+    assert refused(*REPORT, "-o", str(pdf), "--force") == msg and pdf.read_text() == "a real PDF"
 
 
 def test_report_never_replaces_a_file_without_force_nor_an_input_even_with_it(tmp_path):

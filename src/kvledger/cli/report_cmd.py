@@ -36,9 +36,9 @@ def _check_outputs(out: Path | None, o: ReportOutFlags, keys: list[str], inputs:
     from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
     from kvledger.cli.report_flags import refuse_out_suffix
 
-    if out is not None:
-        refuse_out_suffix(out)
+    if out is not None:  # an input named as the output is refused first (kvledger.outputs), then a suffix not HTML's
         prepare_output_file(out, force=o.force, inputs=inputs, default=o.out is None)
+        refuse_out_suffix(out)
     if o.png is not None:
         prepare_output_dir(o.png, [f"{k}.png" for k in keys], force=o.force, inputs=inputs, flag="--png")
 
