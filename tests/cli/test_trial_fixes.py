@@ -57,11 +57,26 @@ def test_another_engines_memory_fraction_is_refused_not_ignored(engine, flag):
 
 
 def test_the_headline_says_when_max_num_seqs_caps_the_running_batch():
-    # 225 requests of 2,048 tokens fit in the KV cache (docs/engine-model.md §1), but --max-num-seqs 8 lets 8 run.
+    # 225 requests of 2,048 tokens fit in the KV cache (docs/engine-model.md §1), but --max-num-seqs 8 lets 8 run:
+    # the verdict's first figure is what runs, min(225, 8) = 8, and the KV-limited 225 comes second.
     out = _run("plan", MODEL, "--gpu", "H100", "--max-num-seqs", "8", "--max-model-len", "2K").stdout
-    assert "fits: 225 concurrent 2,048-token requests" in out and "max_num_seqs=8 lets at most 8 run at once" in out
+    assert ("fits: 8 concurrent 2,048-token requests run at once (max_num_seqs=8, the engine's limit; the rest "
+            "wait); the KV cache holds 225 concurrent 2,048-token requests") in out
     plain = _run("plan", MODEL, "--gpu", "H100", "--max-model-len", "2K").stdout
     assert "max_num_seqs" not in plain.split("fits:")[1].split("\n")[0]
+
+
+def test_an_asked_contexts_first_figure_is_what_runs_at_once_under_max_num_seqs():
+    # Llama-3.1-8B on an A100 40GB at max_model_len 8,192: 10,552 blocks of 16 tokens; a 2,048-token request takes
+    # 128 blocks, so 10,551 usable (less the null block) // 128 = 82 fit, and 8,192 tokens take 512 blocks: 20 fit.
+    # --max-num-seqs 16 lets min(82, 16) = 16 and min(20, 16) = 16 run; each KV-limited figure follows its 16.
+    out = " ".join(_run("plan", MODEL, "--gpu", "a100-40gb", "--max-model-len", "8192", "--context", "2048",
+                        "--max-num-seqs", "16").stdout.split())  # the console wraps the verdict at 200 columns
+    assert " blocks of 16 tokens" in out and "10,552 blocks" in out
+    assert ("fits: 16 concurrent 2,048-token requests run at once (max_num_seqs=16; the KV cache "
+                           "holds 82, as few as 78 at the range's low end); at max_model_len, 16 concurrent "
+                           "8,192-token requests run at once (max_num_seqs=16, the engine's limit; the rest wait); "
+                           "the KV cache holds 20 concurrent 8,192-token requests") in out
 
 
 def test_out_folder_holds_one_run_readable_by_the_team_and_goodput_reads_its_records(tmp_path):

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.advice_cap import capped_at_max, context_words
 from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
 from kvledger.accounting.advice_len import (
@@ -272,25 +273,19 @@ def _fits(p: Plan, build: Callable) -> Advice:
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
     at_max, n_run = at_max_words(p, concurrency_caveat(m.ranges, n), _retry(build, p))
-    rows = asked + [r for r in [p.row_at(m.max_model_len)] if r is not None]
-    cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
-    capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
-              if cap is not None else "")
+    at_max = capped_at_max(at_max, p.row_at(m.max_model_len), m.max_model_len)  # what runs first, the KV's second
     small = n_run < LOW_CONCURRENCY  # windowed: what runs while decoding; a hybrid's prefix-caching fix in any case
     low = _more_concurrency(p, build, n_run) if small else no_prefix_caching_option(p, _retry(build, p), n)
     few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * (small and
                                                                                                           bool(low))
     if not asked:
-        return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
+        return Advice("fits", f"fits: {at_max}{few}", options=tuple(low))
     few_at = [_as_few(r, m.num_gpu_blocks - m.usable_blocks) for r in asked]
     first = next((i for i, n in enumerate(few_at) if n is not None), None)  # says "at the range's low end" once
     where = " at the range's low end"
-    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token "
-                     f"request{'' if r.max_requests == 1 else 's'}"
-                     + ("" if r.decode_requests is None else f" (≈{r.decode_requests:,} while decoding)")
-                     + ("" if n is None else f" (as few as {n:,}{where if i == first else ''})")
+    each = ", ".join(context_words(r, "" if n is None else f" (as few as {n:,}{where if i == first else ''})")
                      for i, (r, n) in enumerate(zip(asked, few_at)))
-    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))
+    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{few}", options=tuple(low))
 
 
 def _as_few(r: Any, reserved: int) -> int | None:
