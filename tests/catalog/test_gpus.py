@@ -174,3 +174,36 @@ def test_a_bare_g_after_a_memory_size_reads_as_gb():
     assert get_gpu("h100 80g").gpu_id == "nvidia_h100_sxm"
     assert get_gpu("A100-80G-PCIe").gpu_id == "nvidia_a100_80gb_pcie"
     assert get_gpu("A10G").gpu_id == "nvidia_a10g"
+
+
+@pytest.mark.parametrize("smi_name,gpu_id", [("Tesla A10G", "nvidia_a10g"), ("NVIDIA A10G", "nvidia_a10g"),
+                                             ("L40S-48GB", "nvidia_l40s"),
+                                             ("NVIDIA RTX 6000 Ada Generation", "nvidia_rtx_6000_ada"),
+                                             ("Tesla T4", "nvidia_t4")])
+def test_nvidia_smi_query_gpu_names_pick_their_row(smi_name, gpu_id):
+    # `nvidia-smi --query-gpu=name` spellings (AWS G5 prints "NVIDIA A10G", older drivers "Tesla A10G"; a cloud SKU
+    # list writes "L40S-48GB"; RunPod and nvidia-smi tables print "NVIDIA RTX 6000 Ada Generation").
+    assert get_gpu(smi_name).gpu_id == gpu_id
+
+
+def test_an_smi_memory_suffix_must_be_the_rows_memory_and_a_family_name_still_lists_its_choices():
+    # The L40S is 48 GB: "L40S-24GB" names no catalog card, so it is refused, not read as the L40S. nvidia-smi's
+    # "NVIDIA GH200 480GB" (the superchip's CPU+GPU total) is not the 96 GB GH200 row's 96, so it is refused too.
+    for name in ("L40S-24GB", "NVIDIA GH200 480GB"):
+        with pytest.raises(UnknownNameError):
+            get_gpu(name)
+    from kvledger.catalog.gpus import gpu_alias_note
+
+    assert "name one to choose" in gpu_alias_note("NVIDIA H200") and "h200-nvl" in gpu_alias_note("NVIDIA H200")
+    with pytest.raises(UnknownNameError, match="rtx-a6000"):  # "RTX 6000" is the Ampere A6000, Ada or PRO: refused
+        get_gpu("RTX 6000")
+
+
+def test_rtx_6000_ada_row_from_its_datasheet():
+    # NVIDIA RTX 6000 Ada datasheet: 48 GB GDDR6 ECC, 960 GB/s, "Tensor Performance 1,457 TFLOPS" (FP8, sparse):
+    # dense FP8 1,457 / 2 = 728.5 TFLOPS, BF16 dense 728.5 / 2 = 364.25; ridge 364.25e12 / 960e9 = 379.4 FLOP/B.
+    # nvidia-smi prints 49,140 MiB; CUDA total derived 49,140 − 450 = 48,690 MiB = 47.55 GiB; sm89 (Ada, FP8 MMAs).
+    g = get_gpu("rtx-6000-ada")
+    assert (g.memory_gb_marketed, g.nvidia_smi_mib, g.memory_bytes) == (48, 49_140, 48_690 * MiB)
+    assert (g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s, g.fp8_flops_per_s) == (960e9, 364.25e12, 728.5e12)
+    assert g.arch == "sm89" and g.fp4_flops_per_s is None and round(g.ridge_flops_per_byte(), 1) == 379.4

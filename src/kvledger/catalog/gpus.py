@@ -18,6 +18,9 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from kvledger.catalog.gpu_names import GPU_ALIASES as _ALIASES
+from kvledger.catalog.gpu_names import GPU_ARCH as _ARCH
+from kvledger.catalog.gpu_names import smi_forms
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB, fmt_plain
@@ -27,35 +30,6 @@ __all__ = ["GpuSpec", "get_gpu", "gpu_alias_note", "gpu_catalog", "custom_gpu", 
 CUDA_RESERVE_MIB = 450
 """nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
 316–768 MiB over T4, RTX 3090/4090, A10, A100, H100 and RTX PRO 6000; the derived range is −800 to −300 MiB)."""
-
-_ALIASES = {
-    "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
-    "nvidia_h100_pcie": ["h100-pcie", "h100-pcie-80gb"], "nvidia_h100_nvl": ["h100-nvl", "h100-94gb"],
-    "nvidia_h200_sxm": ["h200", "h200-sxm", "h200-141gb"], "nvidia_h200_nvl": ["h200-nvl"],
-    "nvidia_a100_80gb_sxm": ["a100", "a100-80gb", "a100-sxm", "a100-sxm4-80gb", "a100-80gb-sxm"],
-    "nvidia_a100_80gb_pcie": ["a100-pcie", "a100-80gb-pcie"], "nvidia_a100_40gb_sxm": ["a100-40gb", "a100-sxm4-40gb"],
-    "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
-    "nvidia_gh200_96gb": ["gh200", "gh200-96gb", "gh200-120gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
-    "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
-    "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"],
-    "nvidia_rtx_4070_super": ["rtx4070super", "rtx-4070-super", "4070super", "4070-super", "rtx 4070 super"],
-    "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
-    "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000",
-                                   "nvidia_rtx_pro_6000"],
-    "nvidia_rtx_pro_6000_workstation": ["rtx-pro-6000-workstation", "rtx-pro-6000-ws"],
-    "nvidia_t4": ["t4", "tesla-t4"], "nvidia_a40": ["a40"], "nvidia_l40": ["l40"], "nvidia_h20": ["h20"],
-    "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"],
-    "nvidia_rtx_a6000": ["rtx-a6000", "a6000"], "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"],
-    "amd_mi210": ["mi210"], "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"],
-    "amd_mi250x": ["mi250x", "mi250x-gcd"], "amd_mi250": ["mi250", "mi250-gcd"], "google_tpu_v5e": ["tpu-v5e", "v5e"],
-    "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
-}
-
-_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100",
-         "b300": "sm100", "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86",
-         "rtx_4090": "sm89", "rtx_4070": "sm89", "rtx_3090": "sm86", "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120",
-         "rtx_pro_6000": "sm120", "t4": "sm75"}
-
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -200,8 +174,19 @@ def _words(name: str) -> frozenset[str]:  # a normalised name's words, SXM gener
 
 def _find(name: str) -> str | None:
     """The row a name picks: a name of it exactly, else the one row with a name of the same words in another order
-    ("A100-SXM-80GB", as a run's record may write it, is "a100-80gb-sxm")."""
+    ("A100-SXM-80GB", as a run's record may write it, is "a100-80gb-sxm"), else nvidia-smi's spelling of one
+    ("Tesla A10G", "L40S-48GB": ``gpu_names.smi_forms``; a size must be the row's marketed GB)."""
     key = _norm(name)
+    if (gid := _find_key(key)) is not None:
+        return gid
+    for bare, gb in smi_forms(key):
+        gid = _find_key(bare)
+        if gid is not None and gb in (None, gpu_catalog()[gid].memory_gb_marketed):
+            return gid
+    return None
+
+
+def _find_key(key: str) -> str | None:
     if (exact := next((gid for gid in gpu_catalog() if key in _names(gid)), None)) is not None:
         return exact
     same = [gid for gid in gpu_catalog() if _words(key) in {_words(n) for n in _names(gid)}]
