@@ -17,3 +17,20 @@ def test_plan_and_search_refuse_an_unknown_kv_dtype_with_the_same_list():
                                  "--kv-cache-dtype", "auto,fp4", "--rate", "1"])
     for res in (plan, search):
         assert str(res.exception) == f"--kv-cache-dtype 'fp4' is not supported; use {NAMES}"
+
+
+def test_an_upper_case_kv_dtype_is_refused_as_vllm_refuses_it():
+    # vLLM 0.19's --kv-cache-dtype is the Literal CacheDType (vllm/config/cache.py): argparse checks the choices as
+    # written, so "FP8" fails before start-up; plan, simulate and search refuse it too, listing vLLM's choices.
+    why = ("--kv-cache-dtype 'FP8': vLLM refuses it at argument parsing (its choices are lower case: auto, float16, "
+           "bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla, vllm/config/cache.py CacheDType in 0.19); "
+           "write 'fp8'")
+    for args in (["plan", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K"],
+                 ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K",
+                  "--num-requests", "5"],
+                 ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--slo", "ttft=1s", "--rate", "1"]):
+        res = runner.invoke(app, [*args, "--kv-cache-dtype", "FP8"])
+        assert str(res.exception) == why, args
+    ok = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K",
+                             "--kv-cache-dtype", "fp8"])
+    assert ok.exit_code == 0 and "KV dtype fp8" in ok.stdout

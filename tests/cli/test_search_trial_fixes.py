@@ -71,7 +71,7 @@ def test_a_sparse_attention_model_keeps_fp8_and_fp8_e4m3_apart():
 
     config = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json"
     model = parse_config(json.loads(config.read_text()), source="deepseek_v32")
-    assert kv_dtype_axis(("fp8", "fp8_e4m3", "FP8", "auto", "bf16"), model) == ("fp8", "fp8_e4m3", "auto", "bf16")
+    assert kv_dtype_axis(("fp8", "fp8_e4m3", "fp8", "auto", "bf16"), model) == ("fp8", "fp8_e4m3", "auto", "bf16")
 
 
 @pytest.mark.parametrize("args, status, why", [

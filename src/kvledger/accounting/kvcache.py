@@ -19,14 +19,32 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "check_kv_dtype_case",
+           "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
 KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
 """Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM
 ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+VLLM_CACHE_DTYPES = "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla"
+"""vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
+written, case and all)."""
 KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
 """The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
+
+
+def check_kv_dtype_case(kv_cache_dtype: str) -> str:
+    """``kv_cache_dtype`` lower-cased, refused when it is a known name written in another case ("FP8"): vLLM's
+    argparse checks its Literal choices as written and refuses it before start-up.
+
+    Raises:
+        InputError: a known name not in lower case, with vLLM's choices.
+    """
+    d = kv_cache_dtype.lower()
+    if d != kv_cache_dtype and (d == "auto" or d in KV_DTYPE_BYTES):
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: vLLM refuses it at argument parsing (its choices are "
+                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write {d!r}")
+    return d
 
 
 def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
@@ -35,7 +53,7 @@ def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
     Raises:
         InputError: an unknown dtype name.
     """
-    d = kv_cache_dtype.lower()
+    d = check_kv_dtype_case(kv_cache_dtype)
     if d == "auto":
         return model.dtype_bytes
     if d not in KV_DTYPE_BYTES:

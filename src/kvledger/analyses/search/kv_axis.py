@@ -6,11 +6,11 @@ user trial got one candidate twice, its tie "broken by candidate order: #2 again
 
 A model with DeepSeek sparse attention is the exception: vLLM picks its sparse MLA backend by the name itself
 (``accounting.vllm_sparse_mla``: fp8 and fp8_e4m3 go to different backends on SM90, auto becomes fp8_ds_mla on SM120),
-so there only identical spellings (any case) are one."""
+so there only identical spellings are one (an upper-case name is refused, as vLLM refuses it)."""
 
 from __future__ import annotations
 
-from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES
+from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES, check_kv_dtype_case
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_layer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -46,6 +46,8 @@ def kv_dtype_axis(names: tuple[str, ...], model: ModelSpec | None = None) -> tup
     bad = [d for d in names if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
     if bad:
         raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use {KV_DTYPE_NAMES}")
+    for d in names:
+        check_kv_dtype_case(d)
     sparse = model is not None and _sparse(model)
     kept: dict[str, str] = {}
     for d in names:
