@@ -29,3 +29,23 @@ def test_compare_replicas_is_the_name_and_compare_gpus_its_hidden_alias():
     assert "--gpu-memory-utilization" in help_text and "--max-num-seqs" in help_text
     assert refused(*OFFLOAD, "--compare-replicas", "2", "--compare-gpus", "2") == (
         "--compare-gpus is the old name of --compare-replicas: give one")
+
+
+def test_without_max_model_len_offload_says_its_session_cap_and_what_the_plans_default_would_do():
+    # Llama-3.1-8B on an RTX 4090, no --max-model-len: the sessions run at kvledger's 32,768-token session cap, and
+    # the plan's default is the model's 131,072 (max_position_embeddings). One such request needs 131,072 / 16 =
+    # 8,192 blocks × 2 MiB (16 tokens × 128 KiB) = 16.00 GiB, above the 2,617 usable blocks (2,618 less the null
+    # block) the 4090 holds: vLLM's estimated maximum model length is 2,617 × 16 = 41,872 tokens.
+    d = cli_json("offload", MODEL, "--gpu", "RTX4090", "--kv-offloading-size", "32", "--sessions", "10")["workload"]
+    assert d["context_cap_tokens"] == 32_768 and d["context_cap_source"].startswith("kvledger's session default")
+    m = d["model_default"]
+    assert (m["max_model_len_tokens"], m["verdict"], m["estimated_max_model_len"]) == (
+        131_072, "max_model_len_does_not_fit", 41_872)
+    out = " ".join(run_cli("offload", MODEL, "--gpu", "RTX4090", "--kv-offloading-size", "32", "--sessions",
+                           "10").output.split())
+    assert ("the plan's default max_model_len is the model's 131,072 tokens (what `kvledger plan` and vllm take "
+            "without --max-model-len); it would not start on the NVIDIA GeForce RTX 4090: max_model_len does not "
+            "fit: one 131,072-token request needs 16.00 GiB") in out
+    given = cli_json("offload", MODEL, "--gpu", "RTX4090", "--kv-offloading-size", "32", "--sessions", "10",
+                     "--max-model-len", "16K")["workload"]
+    assert given["context_cap_tokens"] == 16_384 and "model_default" not in given

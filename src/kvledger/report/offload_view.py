@@ -15,6 +15,15 @@ if TYPE_CHECKING:
 __all__ = ["render_offload", "tier_verdict_line", "replicas_label"]
 
 
+def model_default_line(d: dict, gpu: str, engine: str) -> str:
+    """The plan's default max_model_len (the model's context) against the session cap the run took instead."""
+    head = (f"the plan's default max_model_len is the model's {d['max_model_len_tokens']:,} tokens (what `kvledger "
+            f"plan` and {engine} take without --max-model-len)")
+    if d["verdict"] == "fits":
+        return f"{head}; it starts on the {gpu} too: {d['message'].split('; only ')[0]}"  # no fixes listed here
+    return f"{head}; it would not start on the {gpu}: {d['message']}"
+
+
 def render_offload(rep: OffloadReport, console) -> None:
     w, s = rep.workload, rep.stats
     console.print(tier_verdict_line(rep.judgment, workload=rep.workload["kind"]))
@@ -26,6 +35,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
                   f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py); context cap "
                   f"{w['context_cap_tokens']:,} tokens ({w['context_cap_source']})")
+    if w.get("model_default"):  # kvledger's session cap was used: what the plan's default length would do
+        console.print(f"  {model_default_line(w['model_default'], rep.gpu, rep.engine)}")
     if w.get("left_out_note"):  # the draw's sessions that had no turn to send (analyses.serving.session_notes)
         console.print(f"  {w['left_out_note']}")
     g = rep.more_gpus

@@ -17,7 +17,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.offload_cost import tier_cost
 from kvledger.analyses.judgments.offload_verdict import NEGLIGIBLE_HOST_HIT_RATE, tier_judgment
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_by_run, priced_settings, simulate_step_cost
-from kvledger.analyses.serving.session_notes import left_out_note
+from kvledger.analyses.serving.session_notes import left_out_note, model_default_plan
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.dynamics.engine.offload import HostTier
@@ -147,6 +147,8 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or SESSION_CAP_GIVEN}
+    if context_cap_source not in ("", SESSION_CAP_GIVEN):  # kvledger's cap, not the user's: what the plan's would do
+        wl["model_default"] = model_default_plan(model, gpu, settings, cfg.max_model_len)
     wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload],
                                         config_len(model, settings)[0])
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,

@@ -60,3 +60,24 @@ def load_flag(mode: str) -> str:
     if mode == "closed loop":
         return "--concurrency"
     return "--rate"
+
+
+def model_default_plan(model: Any, gpu: Any, settings: Any, cap_tokens: int) -> dict[str, Any] | None:
+    """What the plan's own default max_model_len (the model's context by the engine's rule: what `kvledger plan` and
+    the engine take without --max-model-len) does on ``gpu``, for a session run that took kvledger's shorter session
+    cap ``cap_tokens`` instead: {"max_model_len_tokens", "verdict", "message", "estimated_max_model_len"} from the
+    plan's advice; None when that default is not longer than the cap."""
+    from kvledger.accounting.max_model_len import config_len
+    from kvledger.accounting.plan import build_plan
+    from kvledger.errors import InputError
+
+    default = config_len(model, settings)[0]
+    if default <= cap_tokens:
+        return None
+    try:
+        adv = build_plan(model, gpu, settings.model_copy(update={"max_model_len": None}), with_roofline=False).advice
+    except InputError as err:  # the engine's own refusal of that length (a check before the memory plan)
+        return {"max_model_len_tokens": default, "verdict": "refused", "message": str(err),
+                "estimated_max_model_len": None}
+    return {"max_model_len_tokens": default, "verdict": adv.verdict, "message": adv.message,
+            "estimated_max_model_len": adv.estimated_max_model_len}
