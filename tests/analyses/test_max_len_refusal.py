@@ -34,8 +34,9 @@ def test_the_refusal_names_the_point_estimate_and_the_length_that_starts_for_sur
 def test_a_hybrid_models_refusal_names_the_length_that_fits():
     # gemma-2-9b-it on one L4, vLLM 0.33, FP8 KV: the plan's pool is 875 blocks of 16 tokens (874 usable; its range's
     # low end holds none, so there is no second length). Each block spans one layer of both groups (21 full + 21
-    # sliding), so a request of L tokens counts cdiv(L, 16) full blocks + min(cdiv(L, 16), cdiv(4,095 + 2 × 2,048,
-    # 16) + 1 = 513) sliding ones at admission: 512 + 512 = 1,024 at L = 8,192 > 874, so vLLM refuses to start. vLLM's
+    # sliding), so vLLM's start-up check counts cdiv(L, 16) full blocks + cdiv(min(4,095 + 2 × 2,048, L), 16) + 1
+    # sliding ones (each spec's max_memory_usage_bytes, not capped at the request's own blocks as admission is):
+    # 512 + 513 = 1,025 at L = 8,192 > 874, so vLLM refuses to start (plan's advice says the same 1,025). vLLM's
     # estimate (its start-up rule, cdiv(min(8,191, L), 16) + 1 sliding) is the largest L with 2 × cdiv(L, 16) + 1 ≤
     # 874: 436 blocks, L = 6,976, the length plan prints. The refusal used to stop at "could never run …, or give
     # the KV cache more memory" with no length: the block rule of a hybrid layout gives the pool check none.
@@ -45,5 +46,15 @@ def test_a_hybrid_models_refusal_names_the_length_that_fits():
     with pytest.raises(InputError) as e:
         engine_config_from_plan(plan)
     msg = str(e.value)
-    assert "needs 1,024 blocks, so it could never run (vLLM refuses to start in this case); lower max_model_len," in msg
+    assert "needs 1,025 blocks, so it could never run (vLLM refuses to start in this case); lower max_model_len," in msg
     assert msg.endswith("gives vLLM's estimate of 6,976 tokens (--max-model-len 6976)")
+
+
+def test_plan_and_the_simulators_refusal_count_the_same_start_up_blocks():
+    # gemma-2-9b on one L4 (bf16 KV, vLLM 0.33, max_model_len 8,192): 437 blocks, 436 usable. vLLM's start-up check
+    # counts 512 full + cdiv(min(4,095 + 4,096, 8,192), 16) + 1 = 513 sliding = 1,025 blocks; plan's verdict and the
+    # simulator's refusal both name 1,025 (the refusal used to say 1,024, the runtime admission's capped count).
+    plan = build_plan(load_model("google/gemma-2-9b", allow_hub=False), get_gpu("L4"), make_settings())
+    assert plan.memory.usable_blocks == 436 and "(1,025 blocks)" in plan.advice.message
+    with pytest.raises(InputError, match="needs 1,025 blocks"):
+        engine_config_from_plan(plan)

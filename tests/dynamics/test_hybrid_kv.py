@@ -91,12 +91,13 @@ RULE_16 = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
 
 
 def test_a_pool_below_the_sliding_window_admission_need_is_refused_not_stalled():
-    # 59 usable blocks; vLLM admits a 512-token request only with 32 full + min(32, ⌈(40 − 1 + 512)/16⌉ + 1) = 64
-    # blocks free, so it would refuse to start — the simulator used to stall ("nothing schedulable") with a traceback
+    # 59 usable blocks; vLLM's start-up check counts a 512-token request at 32 full + ⌈min(40 − 1 + F, 512)/16⌉ + 1
+    # = 33 sliding blocks (its spec's max_memory_usage_bytes, +1 whatever the request's length) = 65 > 59, so it
+    # would refuse to start — the simulator used to stall ("nothing schedulable") with a traceback
     import pytest
 
     from kvledger.errors import InputError
 
-    with pytest.raises(InputError, match="needs 64 blocks, so it could never run"):
+    with pytest.raises(InputError, match="needs 65 blocks, so it could never run"):
         EngineConfig(num_gpu_blocks=60, max_model_len=512, block_size=16, max_num_batched_tokens=256,
                      blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)

@@ -245,8 +245,8 @@ class EngineConfig:
             return
         usable = self.num_usable_blocks
         need = self.blocks_needed(self.max_model_len)
-        if self.step_blocks is not None:  # sliding windows: vLLM's admission counts the in-flight tokens too
-            need = max(need, self.step_blocks.admission(self.max_model_len))
+        if self.step_blocks is not None:  # windows: vLLM's start-up check counts the in-flight tokens and a block more
+            need = max(need, self.step_blocks.startup(self.max_model_len))
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
             hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else "; lower max_model_len"

@@ -178,6 +178,24 @@ class StepBlockRule:
                 total += cdiv(min(n, L), B)
         return total
 
+    def startup(self, max_model_len: int) -> int:
+        """Blocks vLLM's start-up check counts for one request of ``max_model_len``, blocks: each group's
+        ``max_memory_usage_bytes`` in pages (0.33 ``kv_cache_interface.py``; 0.19 the same rule with F =
+        max_num_batched_tokens), summed over groups — a sliding group at ``cdiv(min(W − 1 + F, L), B) + 1`` whether or
+        not the request has that many blocks of tokens, which the runtime ``admission`` caps (Gemma-2-9B at L 8,192,
+        W 4,096, F 4,096: 512 full + 513 sliding = 1,025 against admission's 1,024)."""
+        L, F = max_model_len, self.inflight_tokens
+        total = 0
+        for kind, B, W in self.groups:
+            if kind == "sliding_window":
+                total += cdiv(min(W - 1 + F, L), B) + 1
+            elif kind == "chunked_local":
+                total += cdiv(min(W + F, L), B)
+            elif kind != "state":
+                total += cdiv(L, B)
+        return total + sum(1 + (self.state_checkpoint_pages if L > B else 0)
+                           for kind, B, _ in self.groups if kind == "state")
+
 
 def _checkpoint_valid(start: int, end: int, position: int, B: int) -> bool:
     """vLLM 0.33 ``is_mamba_prefill_checkpoint_valid`` with the hash block = the Mamba block ``B`` (a multiple of the
