@@ -191,3 +191,39 @@ def test_the_weight_format_remedy_follows_the_checkpoint():
         "checkpoint (this one is already fp8, 8-bit); ")
     assert fix_words("cuda_oom", model("mxfp4", 4)).endswith("else more --tensor-parallel-size")
     assert "checkpoint" not in fix_words("negative_kv_memory", model("awq", 4))
+
+
+VLLM_LOGS = ROOT / "tests" / "fixtures" / "vllm_logs"
+# a vLLM 0.19.0 start-up whose KV pool holds 40,704 tokens (2,544 blocks of 16) against max_model_len 131,072: the
+# lines as 0.19 prints them (the version banner, the V1 engine config, the pool, the concurrency below 1)
+POOL_ONLY = """\
+(APIServer pid=1) INFO 04-22 01:36:59 [entrypoints/utils.py:299]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.0
+(EngineCore pid=244) INFO 04-22 01:37:11 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: \
+model='meta-llama/Llama-3.1-8B-Instruct', max_seq_len=131072, tensor_parallel_size=1
+(EngineCore pid=244) INFO 04-22 01:38:03 [v1/worker/gpu_worker.py:436] Available KV cache memory: 4.97 GiB
+(EngineCore pid=244) INFO 04-22 01:38:04 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 40,704 tokens
+(EngineCore pid=244) INFO 04-22 01:38:04 [v1/core/kv_cache_utils.py:1328] Maximum concurrency for 131,072 tokens per \
+request: 0.31x
+"""
+
+
+def _doctor_text(path: Path) -> str:
+    return " ".join(runner.invoke(app, ["doctor", str(path)], env={"COLUMNS": "200"}).output.split())
+
+
+def test_the_max_model_len_fix_is_a_number_derived_as_vllms_check_does(tmp_path):
+    # the pool the log prints: 40,704 tokens = 2,544 blocks of 16; vLLM's check (from 0.29) reserves the null block,
+    # so the longest that starts and runs is 2,543 × 16 = 40,688 (0.19's check passes 40,704, one block short at run)
+    log = tmp_path / "pool_only.log"
+    log.write_text(POOL_ONLY, encoding="utf-8")
+    out = _doctor_text(log)
+    assert ("--max-model-len at most the pool's tokens (--max-model-len 40688: the 40,704-token pool on line 4 is "
+            "2,544 blocks of 16 tokens (vLLM's default block size); less vLLM's null block, 2,543 × 16 = 40,688") in out
+    assert "this release's check would pass 40,704, but a request that long never gets its last block" in out
+    # V1's error prints vLLM's own estimate (line 28: 77056); V0's prints the KV cache's tokens (line 5: 1,478 blocks
+    # × 16 = 23,648): the fix takes each as printed
+    v1 = _doctor_text(VLLM_LOGS / "constructed_v1_restart_then_failed.log")
+    assert ("lower --max-model-len to what the pool holds (--max-model-len 77056: vLLM's own estimate of the longest "
+            "that fits, line 28)") in v1
+    v0 = _doctor_text(VLLM_LOGS / "v0.6.4_llama-3.1-8b_rtx3090_29k_too_long.log")
+    assert "(--max-model-len 23648: the tokens the KV cache holds, line 5; V0 refuses a max_model_len above" in v0

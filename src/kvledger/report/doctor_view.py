@@ -115,7 +115,7 @@ def _finding(con: Any, f: Any) -> None:
     con.print(f"[dim]rule: {escape(f.rule)}[/]")
 
 
-def _refused_start(cmp: Any) -> str | None:
+def _refused_start(cmp: Any, max_len: str = "") -> str | None:
     """A start-up whose logged concurrency at max_model_len is below 1: vLLM refuses to start (not one request fits)."""
     rows = {r.term: r for r in cmp.rows}
     conc = next((r for t, r in rows.items() if t.startswith("max concurrency at ")), None)
@@ -126,7 +126,8 @@ def _refused_start(cmp: Any) -> str | None:
                    for t, r in rows.items() if t.startswith("KV capacity") or t.startswith("KV cache size")), None)
     pool = f" the pool holds {tokens:,.0f} tokens," if tokens else ""
     return (f"one request of max_model_len does not fit in the KV cache ({conc.term}: {value:.2f}x):{pool} so vLLM "
-            "refuses to start. Fixes: --max-model-len at most the pool's tokens, --kv-cache-dtype fp8, a higher "
+            f"refuses to start. Fixes: --max-model-len at most the pool's tokens{' ' + max_len if max_len else ''}, "
+            "--kv-cache-dtype fp8, a higher "
             "--gpu-memory-utilization or more --tensor-parallel-size (kvledger plan re-plans each).")
 
 
@@ -189,7 +190,7 @@ def _brief(con: Any, rep: Any) -> None:
         con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:
         con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
-    refused = _refused_start(cmp) if cmp is not None else None
+    refused = _refused_start(cmp, rep.max_len_fix) if cmp is not None else None
     if refused:
         con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")
     for f in rep.findings:

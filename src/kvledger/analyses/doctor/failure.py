@@ -8,6 +8,7 @@ from typing import Any
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.crash import died_after_start, sized
 from kvledger.analyses.doctor.failure_notes import CAUSE, RULE, fix_words, graph_capture_words, utilization_that_fits
+from kvledger.analyses.doctor.max_len_fix import max_len_fix
 from kvledger.analyses.doctor.startup import MEMORY_TERMS
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
@@ -101,6 +102,8 @@ def diagnose_failure(ctx: DoctorContext) -> Finding | None:
     fix = fix_words(kind, ctx.model, log.failure_in_profile) + (_tp_choices(cause) if kind == "not_divisible" else "")
     if kind == "free_memory_below_request":
         fix += utilization_that_fits(first.text)
+    if kind == "max_model_len_too_large" and (n := max_len_fix(ctx)):
+        fix = fix.replace("to what the pool holds", f"to what the pool holds {n}")
     if kind == "cuda_oom" and log.failure_in_graph_capture is not None:
         what, fix = graph_capture_words(log.failure_in_graph_capture, sized(ctx), _graph_estimate(ctx))
         msg = f"the server did not start: {what} (line {first.line_no}: {first.text})."

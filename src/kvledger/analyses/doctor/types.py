@@ -137,6 +137,9 @@ class DoctorReport:
     """Every start-up in the log ({"first_line", "last_line", "outcome"}), first first; the verdict is the last's."""
     lifecycle: tuple[str, ...] = ()
     """Lines the summary prints first: how many start-ups the log holds and what became of the earlier ones, a stop."""
+    max_len_fix: str = ""
+    """"--max-model-len N (how N follows from the log's pool)" for a start-up refused for max_model_len, "" when the log
+    gives no pool size (``max_len_fix.py``; in the start-up failure finding's message in --json)."""
 
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)

@@ -1,0 +1,84 @@
+"""The --max-model-len a start-up refused for max_model_len can take, as a number, derived as vLLM's check does.
+
+vLLM's start-up check passes a max_model_len L when one request of L needs no more blocks than the pool gives requests
+(``v1/core/kv_cache_utils.py : _check_enough_kv_cache_memory``; its error prints "the estimated maximum model length
+is N", the largest L that passes, ``_estimate_max_model_len_from_groups``). From 0.29.0 the check reserves the block
+pool's null block ("Reserve the null block BlockPool permanently holds back", in ``check_enough_kv_cache_memory`` and
+``get_kv_cache_configs``; absent in 0.28.0): a pool of b blocks of B tokens passes L ≤ (b − 1) × B for a model whose
+layers all keep full attention. Before 0.29 the check passes b × B, but a request that long never gets its last block
+(the null block is not the requests'), so the fix is (b − 1) × B there too. V0 refuses L above block_size ×
+num_gpu_blocks and has no null block (``llm_engine.py``: "larger than the maximum number of tokens that can be stored
+in KV cache (N)").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["NULL_BLOCK_CHECK_FROM", "max_len_fix"]
+
+NULL_BLOCK_CHECK_FROM = (0, 29, 0)
+"""First vLLM release whose start-up check reserves the null block (module docstring)."""
+
+_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
+_V0_CAP = re.compile(r"maximum number of tokens that can be stored in KV cache \((\d+)\)")
+
+
+def max_len_fix(ctx: Any) -> str:
+    """"(--max-model-len N: how N follows from the log)" for the log's start-up, "" when the log gives no pool size:
+    vLLM's own estimate where its error prints one, V0's printed capacity, else the pool the log prints (V1 "GPU KV
+    cache size: T tokens", V0 "# GPU blocks: b")."""
+    log, st = ctx.log, ctx.log.startup
+    for f in log.failures:
+        if m := _ESTIMATE.search(f.text):
+            return f"(--max-model-len {m.group(1)}: vLLM's own estimate of the longest that fits, line {f.line_no})"
+        if m := _V0_CAP.search(f.text):
+            return (f"(--max-model-len {m.group(1)}: the tokens the KV cache holds, line {f.line_no}; V0 refuses a "
+                    "max_model_len above block_size × num_gpu_blocks)")
+    size, src = _block_size(ctx)
+    if st.engine_generation == "v0" and st.num_gpu_blocks:
+        n = st.num_gpu_blocks * size
+        return (f"(--max-model-len {n}: {st.num_gpu_blocks:,} blocks, line {st.lines.get('num_gpu_blocks')}, × "
+                f"{size} tokens a block ({src}): V0 keeps no null block)")
+    if not st.kv_cache_tokens or st.kv_cache_tokens < 2 * size:
+        return ""
+    where = f"line {st.lines.get('kv_cache_tokens')}"
+    p = ctx.model_plan
+    groups = len(p.layout.groups) if p is not None and p.layout is not None else 1
+    blocks = st.kv_cache_tokens // size * groups  # the log prints blocks // groups × block_size
+    if groups > 1:
+        from kvledger.accounting.advice_len import estimate_len
+
+        n = estimate_len(p, blocks - 1)
+        if not n:
+            return ""
+        return (f"(--max-model-len {n}: the longest whose start-up demand fits {blocks - 1:,} usable blocks: the "
+                f"{st.kv_cache_tokens:,}-token pool on {where} is {blocks:,} blocks over {groups} KV cache groups, "
+                "less vLLM's null block)")
+    n = (blocks - 1) * size
+    older = ""
+    if _older(ctx):
+        older = (f"; this release's check would pass {blocks * size:,}, but a request that long never gets its last "
+                 "block")
+    return (f"(--max-model-len {n}: the {st.kv_cache_tokens:,}-token pool on {where} is {blocks:,} blocks of {size} "
+            f"tokens ({src}); less vLLM's null block, {blocks - 1:,} × {size} = {n:,}, what vLLM's start-up check "
+            f"passes from 0.29 for a model whose layers all keep full attention{older})")
+
+
+def _block_size(ctx: Any) -> tuple[int, str]:
+    """(tokens per block, where it comes from): the log's, the plan's, else vLLM's default 16."""
+    st, p = ctx.log.startup, ctx.model_plan
+    if st.block_size:
+        return st.block_size, f"block_size on line {st.lines.get('block_size')}"
+    if p is not None:
+        return p.memory.block_size, "the plan's block size"
+    return 16, "vLLM's default block size"
+
+
+def _older(ctx: Any) -> bool:
+    """The log's vLLM is a release before ``NULL_BLOCK_CHECK_FROM`` (False when it prints none)."""
+    from kvledger.accounting.vllm_rules import version_tuple
+
+    v = version_tuple(ctx.log.version) if ctx.log.version else None
+    return v is not None and v < NULL_BLOCK_CHECK_FROM
