@@ -406,3 +406,16 @@ def test_a_log_newer_than_the_newest_release_read_says_so_as_plan_does():
     note = vllm_newer_than_read(newer, LATEST)
     assert note in diagnose(_relabelled(newer)).notes
     assert not any("newer than" in n for n in diagnose(_relabelled("0.19.0")).notes)
+
+
+def test_a_logs_online_fp8_is_planned_as_vllm_loads_it_not_warned_as_unmodelled():
+    # Llama-3.1-70B-Instruct-FP8 on 4 H100s, vLLM 0.19.0 (quantization=fp8, line 25; "Loading weights took 16.95 GiB",
+    # line 264), doctored with the unquantized 70B config: vLLM quantizes its linear weights to FP8 on load, so the
+    # ledger plans quantization=fp8 as `kvledger plan -q fp8` (70,553,706,496 params: linear weights 1 B + scales,
+    # embeddings and norms 2 B, over TP 4) and gives the log's 16.95 GiB, not the 32.89 GiB of bf16 weights it gave
+    # when the warning said doctor "does not model" on-load FP8.
+    rep = doc("sre_trial_v0.19_llama70b_fp8_tp4_base.log", model="meta-llama/Llama-3.1-70B", gpu="H100")
+    weights = rep.startup.row("weights")
+    assert round(weights.log_value / GiB, 2) == round(weights.ledger_value / GiB, 2) == 16.95
+    assert rep.startup.settings["quantization"] == {"value": "fp8", "source": "log line 25"}
+    assert not any("does not model" in w or "weight quantization" in w for w in rep.warnings)

@@ -99,6 +99,8 @@ def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any],
         value = getattr(st, name)
         kw[name], src[name] = value, (f"log line {st.lines[name]}" if value is not None else "vLLM default for this "
             "version (ledger rule)")
+    if (st.quantization or "").strip().lower() == "fp8":  # vLLM's online FP8: planned as `kvledger plan -q fp8`
+        kw["quantization"], src["quantization"] = "fp8", f"log line {st.lines.get('quantization')}"
     dtype = st.kv_cache_dtype or "auto"
     kw["kv_cache_dtype"] = _KV_DTYPES.get(dtype.lower(), dtype)
     src["kv_cache_dtype"] = (

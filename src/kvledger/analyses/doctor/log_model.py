@@ -126,14 +126,15 @@ def quantization_mismatch(log: VllmLog, given: str | None, spec: ModelSpec | Non
     """The warning when the log names a weight quantization (``quantization=…`` in its engine echo or arguments) and the
     model doctor plans, ``--model``'s, is an unquantized config: the ledger then prices every weight in the model
     dtype (a fresh-user trial: ``--model meta-llama/Llama-3.1-8B`` on a w4a16 start-up, weights 14.99 against the log's
-    5.38 GiB, unsaid). None otherwise."""
+    5.38 GiB, unsaid). None otherwise, and for ``fp8``: vLLM quantizes an unquantized checkpoint's linear weights to
+    FP8 on load, and doctor plans the log's ``quantization=fp8`` so (``context.py``, as ``kvledger plan -q fp8``)."""
     st = log.startup
     q = (st.quantization or "").strip()
     if spec is None or q.lower() in _NONE or spec.quant.method != "none":
         return None
+    if q.lower() == "fp8":  # vLLM quantizes an unquantized checkpoint to FP8 on load; doctor plans it so (context.py)
+        return None
     src = f"--model {given}" if given else spec.name
     return (f"the log names the weight quantization {q!r} (line {st.lines.get('quantization')}) but {src}'s config is "
             "unquantized: the ledger prices every weight in the model dtype, so its weights and KV memory will not "
-            "match the log's; " + ("vLLM quantizes such a checkpoint to FP8 on load, which doctor does not model"
-                                   if q.lower() == "fp8" else
-                                   "pass --model the served checkpoint's config.json (its quantization_config)"))
+            "match the log's; pass --model the served checkpoint's config.json (its quantization_config)")
