@@ -235,9 +235,11 @@ def test_candidate_json_is_id_layout_gpus_then_every_field():
 
     c = Candidate("nvidia_h100_sxm", 2, max_num_seqs=64, prefill_replicas=2, decode_replicas=1, decode_tp=4)
     d = c.to_dict()
-    # enable_expert_parallel is written only where on (a MoE candidate at TP > 1: test_search_expert_parallel.py)
+    # enable_expert_parallel is written only where on (a MoE candidate at TP > 1: test_search_expert_parallel.py),
+    # data_parallel_size only above 1 (vLLM's DP ranks of a MoE model: test_search_dp.py)
     assert list(d) == ["id", "layout", "num_gpus_per_unit"] + [f.name for f in fields(Candidate)
-                                                               if f.name != "enable_expert_parallel"]
+                                                               if f.name not in ("enable_expert_parallel",
+                                                                                 "data_parallel_size")]
     assert d["id"] == "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto:seqs-64"
     assert d["layout"] == "(p)2×tp2 + (d)1×tp4" and d["num_gpus_per_unit"] == 8
     assert Candidate.from_entry(d) == c

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kvledger.cli.flag_groups import flag
 from kvledger.errors import InputError
 
-__all__ = ["DataParallelFlags", "SimDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL"]
+__all__ = ["DataParallelFlags", "SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL"]
 
 DP_REFUSAL = (
     "{flags}: `kvledger plan` models data-parallel attention's memory (vLLM --data-parallel-size with "
@@ -71,3 +71,20 @@ class SimDataParallelFlags:
             raise InputError(PP_REFUSAL.format(pp=self.pp))
         if self.data_parallel_size is not None and self.data_parallel_size < 1:
             raise InputError(f"--data-parallel-size {self.data_parallel_size}: give a rank count of at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDataParallelFlags:
+    """``kvledger search``'s DP axis: vLLM's --data-parallel-size values for a MoE model (each above 1 a candidate of
+    DP ranks in lock-step with --enable-expert-parallel: analyses/search/dp_axis.py); SGLang's DP attention refused."""
+
+    data_parallel_size: str | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
+        "DP sizes to try for a MoE model, e.g. 1,8: each N above 1 adds candidates of N vLLM DP ranks of TP GPUs "
+        "(N × TP GPUs) with --enable-expert-parallel, simulated in lock-step as `kvledger simulate` does (default: "
+        "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
+    enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
+        "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
+
+    def __post_init__(self) -> None:
+        if self.enable_dp_attention:
+            raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))

@@ -67,16 +67,17 @@ def refuse_empty(given: dict[str, str | None]) -> None:
 
 _EXAMPLE = {"--gpus": "H100,L40S", "--gpu": "H100", "--tp": "1,2", "--kv-cache-dtype": "auto,fp8",
             "--max-num-seqs": "128,256", "--max-num-batched-tokens": "2048,8192", "--prefix-caching": "on,off",
-            "--disagg-splits": "1:1,1:2"}
+            "--disagg-splits": "1:1,1:2", "--data-parallel-size": "1,8"}
 
 
 def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
-          splits: tuple[tuple[int, int], ...], expert_parallel: bool | None = None) -> Any:
+          splits: tuple[tuple[int, int], ...], expert_parallel: bool | None = None, dp: str | None = None) -> Any:
     """The ``Axes`` of the list flags; ``expert_parallel`` (--[no-]enable-expert-parallel) fixes that axis, None: both
-    off and on for a MoE model at TP > 1."""
+    off and on for a MoE model at TP > 1; ``dp``: --data-parallel-size's sizes (None: none)."""
     from kvledger.analyses.search import Axes
 
     return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"),
+                data_parallel_sizes=_ints(dp, "--data-parallel-size"),
                 kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),

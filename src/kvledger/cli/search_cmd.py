@@ -20,7 +20,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.broken_pipe import will_end_with
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SearchDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
@@ -119,7 +119,7 @@ def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
 
 @with_groups(workload=WORKLOAD, sessions=SESSIONS, volume=SearchVolumeFlags,
              axes=GroupUse(SearchAxesFlags, first_spelling=True), engine=ENGINE, pricing=PRICING,
-             run=GroupUse(SearchRunFlags, first_spelling=True), dp=DataParallelFlags)
+             run=GroupUse(SearchRunFlags, first_spelling=True), dp=SearchDataParallelFlags)
 def search_command(
     model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
@@ -137,7 +137,7 @@ def search_command(
     engine: EngineFlags = EngineFlags(),
     pricing: PricingFlags = PricingFlags(),
     run: SearchRunFlags = SearchRunFlags(),
-    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
+    dp: SearchDataParallelFlags = SearchDataParallelFlags(),  # the DP axis of a MoE model (analyses/search/dp_axis.py)
 ) -> None:
     """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
     priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
@@ -160,7 +160,7 @@ def search_command(
     model does not fit.
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
-                                         (rate, monthly_tokens, volume), axes, run.api)
+                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size)
     _check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:

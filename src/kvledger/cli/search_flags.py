@@ -100,10 +100,10 @@ class SearchRunFlags:
 
 
 def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
-                  ax: SearchAxesFlags, api: str | None) -> tuple[Any, Any, list[str]]:
+                  ax: SearchAxesFlags, api: str | None, dp: str | None = None) -> tuple[Any, Any, list[str]]:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
-    ``SearchVolumeFlags``)."""
+    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.ledgers.slo import parse_slo
@@ -158,7 +158,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
-    return spec, _axes(ax, e.enable_expert_parallel), load_notes
+    return spec, _axes(ax, e.enable_expert_parallel, dp), load_notes
 
 
 def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None) -> tuple[int, str]:
@@ -173,12 +173,12 @@ def session_cap(model: str, given_tokens: int | None, engine_version: str | None
     return session_context_cap(given_tokens, ctx)
 
 
-def _axes(ax: SearchAxesFlags, expert_parallel: bool | None) -> Any:
+def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = None) -> Any:
     """The ``Axes`` of the axis flags, each list given with at least one value (``search_axes.refuse_empty``)."""
     refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
                   "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
                   "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,
-                  "--disagg-splits": ax.disagg_splits if ax.disagg else None})
+                  "--disagg-splits": ax.disagg_splits if ax.disagg else None, "--data-parallel-size": dp})
     return axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
-                   expert_parallel)
+                   expert_parallel, dp)

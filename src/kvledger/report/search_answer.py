@@ -19,7 +19,8 @@ def winner_line(result: Any) -> str:
     if s:
         gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
         reps = f"{s['replicas']:,} replica{'' if s['replicas'] == 1 else 's'}"
-        bill = f"${s['monthly_usd']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × TP {w['tp']})"
+        dp = f"DP {w['data_parallel_size']} × " if w.get("data_parallel_size") else ""  # vLLM's DP ranks
+        bill = f"${s['monthly_usd']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × {dp}TP {w['tp']})"
         if "at_band_low" in s:
             bill += " (capacity band: " + ", ".join(
                 f"{x['replicas']:,} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "

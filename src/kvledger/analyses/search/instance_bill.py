@@ -19,10 +19,11 @@ __all__ = ["engine_groups", "instance_sizing", "instance_usd_per_month", "unit_p
 
 
 def engine_groups(cand: Any) -> list[tuple[int, int]]:
-    """(engines per unit, GPUs per engine) of a candidate: [(1, TP)], or [(P, prefill TP), (D, decode TP)]."""
+    """(engines per unit, GPUs per engine) of a candidate: [(1, TP)] (vLLM's DP ranks of a MoE model: [(1, DP × TP)],
+    their MoE layers' collectives every layer keep them on one instance), or [(P, prefill TP), (D, decode TP)]."""
     if cand.disagg:
         return [(cand.prefill_replicas, cand.tp), (cand.decode_replicas, cand.decode_tp)]
-    return [(1, cand.tp)]
+    return [(1, cand.num_gpus)]
 
 
 def unit_packing(gpu: Any, replicas: int, groups: list[tuple[int, int]]) -> UnitPacking:

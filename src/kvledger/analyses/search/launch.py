@@ -51,14 +51,17 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     quant = ["--quantization", p["quantization"]] if p.get("quantization") else []  # online FP8 weights, planned
-    flags += quant + (["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
+    dp = p.get("data_parallel_size", 1)  # vLLM's DP ranks of a MoE model, each TP GPUs (dp_axis.py)
+    flags += (["--data-parallel-size", str(dp)] if dp > 1 else []) + quant + (
+        ["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
     flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     vllm = ["vllm", "serve", model_id, *flags]
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])
-    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp * dp),
+              *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
               "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
                   "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
@@ -97,6 +100,10 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     if p.get("enable_expert_parallel"):  # kvledger models vLLM's flag only (accounting/expert_parallel.py)
         sglang_note += ("; it leaves the experts TP-sliced: SGLang's expert parallelism (--ep-size) is not modelled, "
                         "the vLLM command's --enable-expert-parallel is what was simulated")
+    if (dp := p.get("data_parallel_size", 1)) > 1:  # SGLang's DP attention runs inside one TP group of DP × TP GPUs
+        sglang_note += (f"; its --dp-size {dp} --enable-dp-attention is SGLang's nearest layout (DP attention inside "
+                        f"one TP group of {dp * entry['tp']} GPUs), planned by `kvledger plan --engine sglang` but not "
+                        f"simulated: the vLLM command's {dp} DP ranks in lock-step are")
     if not entry.get("prefill_replicas"):
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
                                       engine_version,

@@ -17,19 +17,22 @@ def on_nodes(vllm: list[str], sglang: list[str], p: dict[str, Any]) -> tuple[str
 
     vLLM from 0.11.1 (``VLLM_NNODES_FROM``): ``--nnodes N --node-rank R --master-addr``, the nodes past 0 with
     ``--headless`` (``entrypoints/cli/serve.py``: a node with ``node_rank_within_dp > 0`` runs only the multiproc
-    executor's workers; ``engine/arg_utils.py`` puts world_size ÷ nnodes ranks on each); before it, Ray across the
-    nodes. SGLang: ``--nnodes N --node-rank R --dist-init-addr`` on every node."""
+    executor's workers; ``engine/arg_utils.py`` puts world_size ÷ nnodes ranks on each, and with DP ranks infers each
+    node's ``data_parallel_size_local`` and first DP rank from ``--node-rank``, read in 0.19.0); before it, Ray across
+    the nodes. SGLang: ``--nnodes N --node-rank R --dist-init-addr`` on every node."""
     from kvledger.accounting.vllm_custom_ar import VLLM_NNODES_FROM
     from kvledger.accounting.vllm_rules import version_tuple
 
     n = p["nnodes"]
     sg = "\n".join(f"node {r}: " + _join(sglang + ["--nnodes", str(n), "--node-rank", str(r), "--dist-init-addr",
                                                     "HEAD_IP:5000"]) for r in range(n))
-    where = f"the TP group spans {n} nodes (HEAD_IP: node 0's address)"
+    what = "the DP × TP ranks span" if p.get("data_parallel_size", 1) > 1 else "the TP group spans"
+    where = f"{what} {n} nodes (HEAD_IP: node 0's address)"
     if (version_tuple(p.get("engine_version") or "") or VLLM_NNODES_FROM) < VLLM_NNODES_FROM:
         return (_join(vllm + ["--distributed-executor-backend", "ray"]), sg,
                 f"{where}: start a Ray cluster over them first (ray start --head on node 0, ray start --address "
                 "HEAD_IP:6379 on the others), then run the vLLM line on node 0")
     vl = "\n".join(f"node {r}: " + _join(vllm + ["--nnodes", str(n), "--node-rank", str(r), "--master-addr",
                                                   "HEAD_IP"] + (["--headless"] if r else [])) for r in range(n))
-    return vl, sg, f"{where}: one line per node, the nodes past 0 headless (workers only)"
+    past = "their DP ranks' engine cores, no API server" if p.get("data_parallel_size", 1) > 1 else "workers only"
+    return vl, sg, f"{where}: one line per node, the nodes past 0 headless ({past})"

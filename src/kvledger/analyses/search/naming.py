@@ -78,11 +78,14 @@ def parse_candidate_id(text: str) -> Any:
     from kvledger.analyses.search.spec import Candidate
 
     parts = text.strip().split(":")
-    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None
+    dp = re.fullmatch(r"dp(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None  # vLLM's DP ranks (dp_axis.py)
+    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", f"tp{dp.group(2)}" if dp else parts[1]) \
+        if len(parts) >= 3 else None
     if shape is None or not parts[2].startswith("kv-"):
-        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto or "
-                         "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists them)")
-    kw: dict[str, Any] = {}
+        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto, "
+                         "nvidia_h200:dp8xtp1:kv-auto:ep or nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists "
+                         "them)")
+    kw: dict[str, Any] = {"data_parallel_size": int(dp.group(1))} if dp else {}
     if shape.group(1) is None:
         p, pt, d, dt = (int(shape.group(i)) for i in range(2, 6))
         kw.update(prefill_replicas=p, decode_replicas=d, decode_tp=dt)

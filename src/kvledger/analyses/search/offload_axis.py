@@ -130,7 +130,8 @@ def offload_pass(spec: Any, entries: list[dict[str, Any]], options: tuple[Offloa
     at start-up (``check_enough_kv_cache_memory``) whatever connector is configured, and a request's KV is in HBM
     while it runs, so a tier does not make them start.
     Candidates met only within their runs' noise (``reasons.SLO_WITHIN_NOISE``) are not tried either: a tier's rate
-    search has no near-idle check, so it would answer the rate the bisection settled on in that noise.
+    search has no near-idle check, so it would answer the rate the bisection settled on in that noise. Nor are vLLM's
+    DP ranks (``data_parallel_size``): their lock-step simulation serves from each rank's GPU pool only.
 
     Raises:
         InputError: a price out of range.
@@ -138,7 +139,8 @@ def offload_pass(spec: Any, entries: list[dict[str, Any]], options: tuple[Offloa
     from kvledger.analyses.search.tier_entries import compare, variant_entry
 
     tiers = check_prices(options, prices)
-    colocated = [e for e in entries if not e.get("prefill_replicas") and "offload" not in e]
+    colocated = [e for e in entries if not e.get("prefill_replicas") and "offload" not in e
+                 and not e.get("data_parallel_size")]  # DP ranks: simulated without host tiers (sim_dp.py)
     feasible = [e for e in colocated if e.get("status") == "feasible"]
     bases = [e for e in colocated if e.get("status") == "feasible" or (
         e.get("reason") == SLO_NOT_MET and (e.get("capacity") or {}).get("probes"))]

@@ -53,7 +53,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           wddm=spec.wddm or None, quantization=spec.quantization,
                           client_latency=latency_arg(spec), enable_expert_parallel=cand.enable_expert_parallel,
                           mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
-                          inter_node_link=spec.inter_node_link)
+                          inter_node_link=spec.inter_node_link,
+                          data_parallel_size=cand.data_parallel_size)  # DP ranks in lock-step: serving/sim_dp.py
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
@@ -112,7 +113,19 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             **({"mamba_ssm_cache_dtype": d} if (d := plan.settings.mamba_ssm_cache_dtype) != "auto" else {}),
             **({"enable_expert_parallel": True} if plan.settings.enable_expert_parallel else {}),  # vLLM's lines
             **({"nnodes": n} if (n := plan.settings.nnodes) > 1 else {}),  # past one node: launch.py's node lines
+            **_dp_figures(plan),  # vLLM's DP ranks: their count and the nodes they span
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
+
+
+def _dp_figures(plan: Any) -> dict[str, Any]:
+    """``data_parallel_size`` (above 1) and the ``nnodes`` its DP × TP GPUs span (``dp_axis.dp_nnodes``, past one)."""
+    dp = plan.settings.data_parallel_size or 1
+    if dp == 1:
+        return {}
+    from kvledger.analyses.search.dp_axis import dp_nnodes
+
+    n = max(plan.settings.nnodes, dp_nnodes(plan.gpu, plan.settings.tp, dp))
+    return {"data_parallel_size": dp, **({"nnodes": n} if n > 1 else {})}
 
 
 def price_dict(row: Any) -> dict[str, Any]:
@@ -152,7 +165,12 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
     from kvledger.analyses.serving.sim_setup import load_plan
 
     try:
-        plan, _ = load_plan(replace(sim_args(spec, cand), tp=tp))
+        args = replace(sim_args(spec, cand), tp=tp)
+        if args.data_parallel_size:  # what the lock-step simulation does not model (a measured step table)
+            from kvledger.analyses.serving.sim_dp import check_dp_request
+
+            check_dp_request(args)
+        plan, _ = load_plan(args)
     except KvLedgerError as err:
         return _reject(cand, "invalid setting", pool + str(err)), None
     m, figures = plan.memory, plan_figures(plan)
@@ -198,16 +216,23 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
             reason = NO_INSTANCE
             what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
-                    f"TP group sits on one instance; a one-GPU VM holds a TP-1 engine only), nor per GPU"
-                    + (f" (a marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs: TP {widest} spans nodes, and "
-                       "no row sells a multi-node cluster with its interconnect; --gpu-usd-per-hour gives its price)"
-                       if widest > POD_MAX_GPUS else "") + ": "
+                    f"TP group, or its DP × TP ranks, sits on one instance; a one-GPU VM holds a TP-1 engine only), "
+                    "nor per GPU"
+                    + (f" (a marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs: {_spans(cand, widest)} "
+                       "nodes, and no row sells a multi-node cluster with its interconnect; --gpu-usd-per-hour gives "
+                       "its price)" if widest > POD_MAX_GPUS else "") + ": "
                     + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
         return _reject(cand, reason, what,
                        plan=_launch_figures(spec, plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
             "plan": _launch_figures(spec, plan), **extra, "price": price_dict(price)}
+
+
+def _spans(cand: Candidate, widest: int) -> str:
+    """What spans nodes, in words: a TP group, or a DP × TP engine's ranks."""
+    dp = cand.data_parallel_size or 1
+    return f"TP {widest} spans" if dp == 1 else f"DP {dp} × TP {widest // dp} ({widest} GPUs) span"
 
 
 def _launch_figures(spec: SearchSpec, plan: Any) -> dict[str, Any]:

@@ -1,13 +1,12 @@
 """What a configuration search searches: the inputs shared by every candidate (``SearchSpec``) and the candidates (the
-product of the axes).
-
-A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the engine settings on the
-axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix caching; for a MoE model at TP > 1, vLLM's expert
-parallelism off and on); an axis left out takes the engine's default (``None`` here). Defaults for the axes: every
-catalog GPU with a rental row in ``catalog/data/gpu_prices.csv`` (with ``--gpu-provider``, only that provider's),
-every TP in 1, 2, 4, 8 that divides the model's KV heads (a single KV head, MQA or MLA's latent, is replicated and any
-TP is offered), vLLM's defaults for the rest. Candidates are ordered as the product of the axes in the order given,
-and that order is the ledger's, whatever runs them.
+product of the axes). A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the
+engine settings on the axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix caching; for a MoE model at
+TP > 1, vLLM's expert parallelism off and on; vLLM's DP ranks with ``--data-parallel-size``); an axis left out takes the
+engine's default (``None`` here). Defaults for the axes: every catalog GPU with a rental row in
+``catalog/data/gpu_prices.csv`` (with ``--gpu-provider``, only that provider's), every TP in 1, 2, 4, 8 that divides the
+model's KV heads (a single KV head, MQA or MLA's latent, is replicated and any TP is offered), vLLM's defaults for the
+rest. Candidates are ordered as the product of the axes in the order given, and that order is the ledger's, whatever
+runs them.
 """
 
 from __future__ import annotations
@@ -177,13 +176,14 @@ class Candidate:
     decode_replicas: int = 0
     decode_tp: int = 0
     enable_expert_parallel: bool | None = None
+    data_parallel_size: int | None = None  # vLLM's DP ranks of a MoE model in lock-step, each TP GPUs (dp_axis.py)
 
     #: the JSON object (a ledger entry's first keys): the id, layout and GPUs per unit, then the fields in order;
-    #: ``enable_expert_parallel`` only where on (a dense model's ledger, and one written before the axis, unchanged)
+    #: ``enable_expert_parallel`` only where on, ``data_parallel_size`` only above 1 (older ledgers unchanged)
     __json__ = ("id", "layout", ("num_gpus_per_unit", "num_gpus"), "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs",
                 "max_num_batched_tokens", "enable_prefix_caching", "prefill_replicas", "decode_replicas", "decode_tp",
-                "enable_expert_parallel")
-    __json_optional__ = ("enable_expert_parallel",)
+                "enable_expert_parallel", "data_parallel_size")
+    __json_optional__ = ("enable_expert_parallel", "data_parallel_size")
 
     @property
     def disagg(self) -> bool:
@@ -191,15 +191,16 @@ class Candidate:
 
     @property
     def num_gpus(self) -> int:
-        """GPUs in one deployment unit: TP, or P × prefill TP + D × decode TP."""
-        return self.prefill_replicas * self.tp + self.decode_replicas * self.decode_tp if self.disagg else self.tp
+        """GPUs in one deployment unit: TP (× the DP ranks), or P × prefill TP + D × decode TP."""
+        return self.prefill_replicas * self.tp + self.decode_replicas * self.decode_tp if self.disagg else \
+            self.tp * (self.data_parallel_size or 1)
 
     @property
     def id(self) -> str:
-        """``nvidia_h100_sxm:tp4:kv-auto`` (or ``…:p2xtp2+d1xtp4:…``) plus ``:seqs-256``, ``:mnbt-8192``, ``:pc-off``
-        for the axes that are set; what ``--show-command`` takes."""
+        """``nvidia_h100_sxm:tp4:kv-auto`` (or ``…:p2xtp2+d1xtp4:…``, ``…:dp8xtp1:…``) plus ``:seqs-256``,
+        ``:mnbt-8192``, ``:pc-off`` for the axes that are set; what ``--show-command`` takes."""
         shape = (f"p{self.prefill_replicas}xtp{self.tp}+d{self.decode_replicas}xtp{self.decode_tp}" if self.disagg
-                 else f"tp{self.tp}")
+                 else f"dp{self.data_parallel_size}xtp{self.tp}" if self.data_parallel_size else f"tp{self.tp}")
         parts = [self.gpu_id, shape, f"kv-{self.kv_cache_dtype}"]
         if self.max_num_seqs is not None:
             parts.append(f"seqs-{self.max_num_seqs}")
@@ -211,11 +212,12 @@ class Candidate:
 
     @property
     def layout(self) -> str:
-        """The unit's shape as the table shows it: ``tp4`` (``tp4+ep`` with expert parallelism), or
-        ``(p)2×tp2 + (d)1×tp4``."""
+        """The unit's shape as the table shows it: ``tp4`` (``tp4+ep`` with expert parallelism, ``dp8×tp1+ep`` with
+        DP ranks), or ``(p)2×tp2 + (d)1×tp4``."""
         if self.disagg:
             return f"(p){self.prefill_replicas}×tp{self.tp} + (d){self.decode_replicas}×tp{self.decode_tp}"
-        return f"tp{self.tp}" + ("+ep" if self.enable_expert_parallel else "")
+        dp = f"dp{self.data_parallel_size}×" if self.data_parallel_size else ""
+        return f"{dp}tp{self.tp}" + ("+ep" if self.enable_expert_parallel else "")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -240,6 +242,7 @@ class Axes:
     expert_parallel: tuple[bool, ...] = ()
     """vLLM ``--enable-expert-parallel`` for a MoE model's colocated candidates at TP > 1: () both off and on (the
     default), (True,) on only, (False,) off only; a dense model, TP 1 and disaggregated units never take it."""
+    data_parallel_sizes: tuple[int, ...] = ()  # vLLM --data-parallel-size of a MoE model (dp_axis.py); (): none
 
 
 def default_gpus(provider: str | None = None) -> list[str]:
@@ -261,23 +264,16 @@ def default_tps(num_kv_heads: int) -> list[int]:
     return [t for t in DEFAULT_TPS if num_kv_heads <= 1 or num_kv_heads % t == 0 or t % num_kv_heads == 0]
 
 
-def _ep_values(axes: Axes, moe: bool, tp: int) -> tuple[bool | None, ...]:
-    """The expert-parallel settings of a colocated candidate at ``tp``: None (off) unless the model is MoE at TP > 1."""
-    if not moe or tp == 1:
-        return (None,)
-    return tuple(True if on else None for on in (axes.expert_parallel or (False, True)))
-
-
 def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None, *,
                     moe: bool = False, model: Any = None) -> list[Candidate]:
     """The product of the axes, defaults filled in, in axis order (GPU, TP, KV dtype, max_num_seqs, budget, caching,
-    and for a MoE model (``moe``) at TP > 1 expert parallelism: ``Axes.expert_parallel``); a KV dtype spelled twice
+    for a MoE model (``moe``) DP ranks and at TP > 1 expert parallelism: ``dp_axis.py``); a KV dtype spelled twice
     kept once (``kv_axis.kv_dtype_axis``: ``auto`` is the ``model``'s dtype where it is given).
 
     Raises:
         UnknownNameError: a GPU the catalog does not know (the closest names suggested).
         ConfigError: an unreadable or invalid GPU file (a .json/.toml path, kept as the candidate's GPU).
-        InputError: a TP below 1.
+        InputError: a TP below 1; DP ranks for a dense model.
     """
     from kvledger.catalog.given_prices import gpu_key  # a GPU file validated here, once, rather than per candidate
 
@@ -286,12 +282,16 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None, 
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):
         raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
+    from kvledger.analyses.search.dp_axis import dp_values, ep_values
     from kvledger.analyses.search.kv_axis import kv_dtype_axis
 
     kvs = kv_dtype_axis(axes.kv_cache_dtypes, model)  # each KV cache once, its first spelling (auto,bf16; fp8,fp8_e4m3)
-    out = [Candidate(g, t, kv, s, b, pc, enable_expert_parallel=ep) for g, t, kv, s, b, pc in itertools.product(
-        gpus, tps, kvs, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)
-        for ep in _ep_values(axes, moe, t)]
+
+    dps = dp_values(axes, moe, model)  # None (no DP) and the ranks above 1; a dense model's refused
+    out = [Candidate(g, t, kv, s, b, pc, enable_expert_parallel=ep, data_parallel_size=dp)
+           for g, t, kv, s, b, pc in itertools.product(gpus, tps, kvs, axes.max_num_seqs, axes.max_num_batched_tokens,
+                                                       axes.prefix_caching) for dp in dps
+           for ep in ep_values(axes, moe, t, dp)]
     if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
         raise InputError("--disagg-splits takes P:D pairs of whole numbers ≥ 1, e.g. 1:1,1:2")
     for g in gpus:  # disaggregated units: every prefill TP × decode TP × split (prefix caching at the engine default)

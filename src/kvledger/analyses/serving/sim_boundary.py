@@ -1,13 +1,12 @@
 """SLO-boundary search by driving the simulator: the largest request rate, concurrency or max_num_seqs whose attainment
 meets a target.
 
-DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load served with at least a
-target share of requests meeting every SLO. Each probe is one deterministic simulation
-(:func:`kvledger.analyses.serving.sim_ledgers.simulate_run`, same seed and workload at every load),
-so the answer is reproducible. When the user gives no bracket, one is found by doubling
-(or halving) from 1 req/s, 1 user, and for ``max_num_seqs`` the bracket is [1, the engine
-default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it. Like that
-function, this assumes attainment does not rise with load, and says when a probe shows it does.
+DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load served with at least a target share of requests
+meeting every SLO. Each probe is one deterministic simulation
+(:func:`kvledger.analyses.serving.sim_ledgers.simulate_run`, same seed and workload at every load), so the answer is
+reproducible. When the user gives no bracket, one is found by doubling (or halving) from 1 req/s, 1 user, and for
+``max_num_seqs`` the bracket is [1, the engine default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it.
+Like that function, this assumes attainment does not rise with load, and says when a probe shows it does.
 
 The boundary is a load the engine *sustains*: an open-loop probe whose queue kept growing to its last arrival past
 what the trace's own bursts explain (``kvledger.analyses.serving.queue_growth.probe_queue_grew``), or too short to show
@@ -276,9 +275,10 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
+    dp = f"DP {n} × " if (n := getattr(first.setup.cost, "dp", 1)) > 1 else ""  # vLLM's DP ranks (sim_dp.py)
     notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
              f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = "
-             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
+             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × {dp}TP {first.setup.tp}"]
     if axis == "max_num_seqs":
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")

@@ -18,6 +18,23 @@ attainment meets the target (at least ``k = ⌈target × N⌉`` good requests) s
 its SLO capacity is at most ``k ÷ Σ of the k smallest w`` good req/s: the most a replica can keep pace with, whatever a
 probe's rate search found. The single-step bounds on TTFT and TPOT (``latency_bounds_s``) are read the same way.
 
+vLLM's DP ranks of a MoE model stepping in lock-step (``accounting/dp_lockstep_cost.py``): a step lasts as long as its
+slowest rank's, ``max_r t_r``; rank r's time is its own step's roofline (its attention, its dense layers, its TP
+all-reduces, over its own tokens) with the fused-MoE term over every rank's tokens and the MoE layers' all-gather and
+reduce-scatter added. Two facts give the floor (``LockstepWork``, ``lockstep_busy_floor_s``):
+
+* each ``t_r`` is at least the dense side of the rank's own step: the weight matmuls less the routed experts (the MoE
+  term prices those apart: ``StepCosts.weight_terms_s``), their FLOPs ``2 × (matmul params − expert params per token)``
+  per token, the dense weight bytes, the KV reads and the all-reduces; the MoE term and the collectives are ≥ 0. So
+  ``w`` over these dense-side parameters bounds each request's share of its rank's time (an expert's FLOPs move to the
+  MoE term, which the ranks share, so they are left out of ``w``);
+* ``max_r t_r ≥ (Σ_r t_r) ÷ N``: summed over the steps, the run lasts at least the work of every rank ÷ N.
+
+So a run meeting the target spans at least ``Σ of the k smallest w ÷ N``, and its SLO capacity is at most
+``N × k ÷ Σ of the k smallest w``: the work shared over the N ranks, where one engine's floor (every step one after
+another, the experts' FLOPs in ``w``) would have pruned a DP candidate. The TTFT and TPOT lower bounds take the same
+dense side (one rank's step).
+
 Each bound is shaded by 1e-9 against rounding. Other step costs, and lengths that depend on the rate (session loops),
 get no bound (None).
 """
@@ -29,7 +46,8 @@ from dataclasses import replace
 from typing import Any
 
 __all__ = ["SHADE", "request_work_s", "latency_bounds_s", "run_lengths", "busy_floor_s", "capacity_bound_req_per_s",
-           "capped", "bound_clause", "bound_note", "BOUND_NOTE_START", "gpu_side"]
+           "capped", "bound_clause", "bound_note", "BOUND_NOTE_START", "gpu_side", "LockstepWork", "lockstep_work",
+           "lockstep_busy_floor_s"]
 
 SHADE = 1e-9
 """Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
@@ -87,7 +105,7 @@ def latency_bounds_s(cost: Any, prompt: Any, computed: Any) -> tuple[Any, Any]:
 def run_lengths(args: Any, synthetic: Any) -> tuple[Any, Any, Any, bool] | None:
     """(step cost, prompt tokens, output tokens, prompts may share a prefix) of the simulation ``args`` and
     ``synthetic`` describe (``sim_ledgers.prepare_run``), or None when its step cost is not the plain roofline (or one
-    under an overlapped CPU term, ``gpu_side``) or the
+    under an overlapped CPU term, ``gpu_side``; DP ranks in lock-step: one rank's, ``LockstepWork``) or the
     lengths depend on the rate (the workload prepared at 1 and 2 req/s differ)."""
     import numpy as np
 
@@ -97,8 +115,8 @@ def run_lengths(args: Any, synthetic: Any) -> tuple[Any, Any, Any, bool] | None:
     if hasattr(synthetic, "prepare_setup"):  # sessions: closed loops whose prompts grow; no bound derived
         return None
     one, two = (prepare_run(replace(args, rate=r, rate_scale=None, concurrency=None), synthetic) for r in (1.0, 2.0))
-    cost = gpu_side(one.cost)
-    if type(cost) is not RooflineStepCost:
+    cost = gpu_side(lockstep_work(one.cost))  # DP ranks in lock-step: one rank's dense side (LockstepWork)
+    if type(cost) is not RooflineStepCost and not isinstance(cost, LockstepWork):
         return None
     cols = []
     for setup in (one, two):
@@ -128,8 +146,12 @@ def gpu_side(cost: Any) -> Any:
 
 def busy_floor_s(cost: Any, computed: Any, output: Any, target: float) -> tuple[int, float]:
     """(k, s): the good requests a run meeting ``target`` holds at least, ``k = ⌈target × N⌉``, and the least engine
-    time they take, the sum of the ``k`` smallest ``request_work_s``."""
+    time they take, the sum of the ``k`` smallest ``request_work_s`` (DP ranks in lock-step: ÷ the ranks,
+    ``lockstep_busy_floor_s``)."""
     import numpy as np
+
+    if isinstance(cost, LockstepWork):
+        return lockstep_busy_floor_s(cost, computed, output, target)
 
     k = max(1, math.ceil(target * len(computed) - 1e-9))
     return k, float(np.sort(request_work_s(cost, computed, output))[:k].sum())
@@ -169,3 +191,44 @@ def bound_note(bound: float, found: float) -> str:
             f"found: a replica cannot keep pace with more ({BOUND_SOURCE}); a probe of few requests, short against the "
             "SLO's latency budget, meets the target above it because its queue has no time to build (more "
             "--num-requests gives a longer probe)")
+
+
+class LockstepWork:
+    """One DP rank's roofline seen by the work bounds: its dense side (routed experts left out), with ``dp`` ranks.
+
+    Args:
+        rank: the rank's ``RooflineStepCost`` (``LockstepStepCost.inner``). dp: DP ranks, count.
+    """
+
+    def __init__(self, rank: Any, dp: int) -> None:
+        self.rank, self.dp = rank, dp
+        self.matmul_params = rank.matmul_params - rank.expert_params_per_token  # per token, per GPU, dense only
+
+    def weight_read_bytes(self, num_tokens: float) -> float:
+        """The dense weights a step reads, B (the routed experts' reads are the MoE term's)."""
+        return self.rank.dense_weight_bytes
+
+    def __getattr__(self, name: str) -> Any:  # every other figure is the rank's roofline's
+        return getattr(self.rank, name)
+
+
+def lockstep_work(cost: Any) -> Any:
+    """``LockstepWork`` of a ``LockstepStepCost`` whose rank prices a plain roofline (under an overlapped CPU term:
+    ``gpu_side``); ``cost`` itself for any other step cost, None for a lock-step cost over another."""
+    from kvledger.accounting.dp_lockstep_cost import LockstepStepCost
+    from kvledger.accounting.roofline import RooflineStepCost
+
+    if not isinstance(cost, LockstepStepCost):
+        return cost
+    rank = gpu_side(cost.inner)
+    return LockstepWork(rank, cost.dp) if type(rank) is RooflineStepCost else None
+
+
+def lockstep_busy_floor_s(work: LockstepWork, computed: Any, output: Any, target: float) -> tuple[int, float]:
+    """(k, s): the good requests a run meeting ``target`` holds at least, ``k = ⌈target × N⌉``, and the least time the
+    DP ranks take to serve them in lock-step: the sum of their ``k`` smallest dense-side works ÷ the ranks (module
+    docstring)."""
+    import numpy as np
+
+    k = max(1, math.ceil(target * len(computed) - 1e-9))
+    return k, float(np.sort(request_work_s(work, computed, output))[:k].sum()) / work.dp

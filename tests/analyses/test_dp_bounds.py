@@ -1,0 +1,61 @@
+"""The lock-step busy floor of vLLM's DP ranks (analyses/serving/work_bounds.py): each request's dense-side work (the
+routed experts left to the MoE term the ranks share), summed over the k smallest and divided by the ranks; worked by
+hand on a stub roofline, and checked against the lock-step simulation it bounds."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kvledger.analyses.serving.work_bounds import SHADE, LockstepWork, busy_floor_s, lockstep_busy_floor_s
+
+# One rank's roofline, round numbers: 3e9 matmul params per token of which 2e9 are routed experts' (so 1e9 dense),
+# 1e15 FLOP/s at fraction 1 and GEMM efficiency 1, no head, no KV reads, no all-reduce (TP 1).
+RANK = SimpleNamespace(matmul_params=3e9, expert_params_per_token=2e9, dense_weight_bytes=5e9, head_flops_per_seq=0.0,
+                       peak_flops=1e15, flops_fraction=1.0, peak_matmul_efficiency=lambda: 1.0, growing_read_bytes=0.0,
+                       bw=1e12, bandwidth_fraction=1.0, num_allreduce_layers=0)
+PROMPT = np.array([100, 200, 300, 999])
+OUTPUT = np.array([1, 1, 1, 2])
+
+
+def test_two_ranks_floor_by_hand():
+    work = LockstepWork(RANK, 2)
+    assert work.matmul_params == 1e9  # 3e9 − 2e9: the experts are the MoE term's, which every rank runs for all
+    assert work.weight_read_bytes(1) == 5e9 and work.bw == 1e12  # the dense weights; the rest is the rank's
+    # w = 2 × 1e9 × (P + n − 1) / 1e15 = 2e-6 s per token: 100 → 2e-4, 200 → 4e-4, 300 → 6e-4, 999 + 1 → 2e-3 s.
+    # target 0.75 of 4 requests: k = ⌈3⌉ = 3, the three smallest sum to 1.2e-3 s; two ranks in lock-step take at
+    # least half of it (a step lasts the slowest rank's, at least the mean of the two): 6e-4 s (× (1 − 1e-9), the shade)
+    k, busy = lockstep_busy_floor_s(work, PROMPT, OUTPUT, 0.75)
+    assert k == 3 and busy == pytest.approx(6e-4 * (1 - SHADE), rel=1e-12)
+    assert busy_floor_s(work, PROMPT, OUTPUT, 0.75) == (k, busy)  # work_bounds' floor takes the lock-step one
+    # the capacity bound k ÷ busy: 3 / 6e-4 = 5,000 req/s. One engine's floor over the whole rank's roofline (experts
+    # in its matmuls, no ÷ 2) would be 3 × 1.2e-3 = 3.6e-3 s, a bound of 833 req/s: 6 × too low, pruning DP candidates
+    one = SimpleNamespace(**{**vars(RANK)})
+    _, single = busy_floor_s(one, PROMPT, OUTPUT, 0.75)
+    assert single == pytest.approx(3.6e-3 * (1 - SHADE), rel=1e-12) and k / busy == pytest.approx(5000.0)
+
+
+def test_floor_holds_under_the_lockstep_simulation():
+    # DeepSeek-V3 on 8 × H200 as DP 8 + EP (TP 1): every one of 50 azure-conv requests arriving at once; the run must
+    # last at least the floor over all of them (target 1), and each TTFT at least its bound
+    from dataclasses import replace
+
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate, SearchSpec
+    from kvledger.analyses.serving.sim_ledgers import prepare_run, run_prepared
+    from kvledger.analyses.serving.work_bounds import latency_bounds_s, run_lengths
+
+    args = sim_args(SearchSpec(model="deepseek-ai/DeepSeek-V3", slo="ttft=2s", num_requests=50),
+                    Candidate("nvidia_h200_sxm", 1, enable_expert_parallel=True, data_parallel_size=8))
+    cost, p, n, shared = run_lengths(args, None)
+    assert isinstance(cost, LockstepWork) and cost.dp == 8 and not shared
+    k, busy = busy_floor_s(cost, p, n, 1.0)
+    a = replace(args, rate=float("inf"))
+    res = run_prepared(prepare_run(a, None), a).result
+    assert k == 50 and 0 < busy <= res.summary.duration_s
+    recs = res.records.record_list
+    ttft, _ = latency_bounds_s(cost, np.array([r.num_prompt_tokens for r in recs]),
+                               np.array([r.num_prompt_tokens for r in recs]))
+    assert all(r.ttft_s >= t for r, t in zip(recs, ttft))

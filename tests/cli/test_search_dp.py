@@ -1,0 +1,75 @@
+"""`kvledger search --data-parallel-size 1,8` for a MoE model: vLLM's DP ranks with expert parallelism ranked beside
+the TP layouts, simulated in lock-step as `kvledger simulate -dp N --enable-expert-parallel` simulates them, priced on
+DP × TP GPUs, with their launch line; a dense model's DP axis refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import refused, run_cli
+
+from kvledger.analyses.search import Candidate, parse_candidate_id
+
+# DeepSeek-V3 on H200 at CoreWeave (8-GPU instances only, $50.44/h): TP 1 and 8 × DP 1 and 8, expert parallelism on.
+# TP 1 does not fit one GPU and DP 8 × TP 8 (64 GPUs) no instance: two candidates simulated, TP 8 and DP 8 × TP 1.
+DSV3 = ("search", "deepseek-ai/DeepSeek-V3", "--gpus", "H200", "--gpu-provider", "CoreWeave", "--tp", "1,8",
+        "--data-parallel-size", "1,8", "--enable-expert-parallel", "--slo", "ttft=2s,tpot=100ms",
+        "--num-requests", "50", "--rate", "5")
+DP8 = "nvidia_h200_sxm:dp8xtp1:kv-auto:ep"
+
+
+@pytest.fixture(scope="module")
+def serial() -> str:
+    res = run_cli(*DSV3, "--backend", "serial", "--json")
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
+    d = json.loads(serial)
+    by_id = {c["id"]: c for c in d["candidates"]}
+    assert list(by_id) == ["nvidia_h200_sxm:tp1:kv-auto", DP8, "nvidia_h200_sxm:tp8:kv-auto:ep",
+                           "nvidia_h200_sxm:dp8xtp8:kv-auto:ep"]
+    assert sorted(d["ranking"]) == sorted([DP8, "nvidia_h200_sxm:tp8:kv-auto:ep"])
+    c = by_id[DP8]
+    assert c["status"] == "feasible" and c["layout"] == "dp8×tp1+ep" and c["num_gpus_per_unit"] == 8
+    assert c["data_parallel_size"] == 8 and c["tp"] == 1 and c["enable_expert_parallel"] is True
+    # each rank's pool is the plan's at -dp 8: 24,551 blocks of 16 tokens (392,816 tokens, as simulate -dp 8 reports)
+    assert c["plan"]["num_gpu_blocks"] == 24_551 and c["plan"]["data_parallel_size"] == 8 and "nnodes" not in c["plan"]
+    assert c["launch"]["vllm"].startswith("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 1 ")
+    assert c["launch"]["vllm"].endswith("--data-parallel-size 8 --enable-expert-parallel")
+    assert "--data-parallel-size 8 --enable-expert-parallel" in c["launch"]["check"]
+    assert "--tp-size 8 --dp-size 8 --enable-dp-attention" in c["launch"]["sglang"]
+    assert "8 GPUs = 1 replica × DP 8 × TP 1" in " ".join(c["capacity"]["notes"])
+    # priced on DP × TP = 8 GPUs: one 8x H200 instance per unit, $50.44/h × 730 h = $36,821.20 a month per replica
+    s = c["sizing"]
+    assert s["num_gpus"] == 8 * s["replicas"] and s["monthly_usd"] == pytest.approx(s["replicas"] * 50.44 * 730)
+    # the lock-step bound (the ranks' work ÷ 8) stands above the capacity found: the candidate was simulated, not pruned
+    assert c["bounds"]["capacity_req_per_s"] >= c["capacity"]["goodput_req_per_s"] > 0
+    wide = by_id["nvidia_h200_sxm:dp8xtp8:kv-auto:ep"]
+    assert wide["status"] == "rejected" and wide["num_gpus_per_unit"] == 64 and "64 GPUs" in wide["detail"]
+    assert any(n.startswith("data parallel 8: ") and "lock-step" in n for n in d["notes"])
+
+
+def test_workers_give_the_same_bytes(serial):
+    res = run_cli(*DSV3, "--workers", "2", "--backend", "pool", "--json")
+    assert res.exit_code == 0 and res.stdout == serial
+
+
+def test_dp_candidate_id_reads_back():
+    c = parse_candidate_id(DP8)
+    assert c == Candidate("nvidia_h200_sxm", 1, enable_expert_parallel=True, data_parallel_size=8)
+    assert c.id == DP8 and c.num_gpus == 8
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("meta-llama/Llama-3.1-8B", "--gpus", "H100", "-dp", "1,2"),
+     "for the dense model meta-llama/Llama-3.1-8B"),
+    (("deepseek-ai/DeepSeek-V3", "--gpus", "H200", "-dp", "8", "--no-enable-expert-parallel"),
+     "--data-parallel-size 8 with --no-enable-expert-parallel"),
+    (("deepseek-ai/DeepSeek-V3", "--gpus", "H200", "--enable-dp-attention"), "--enable-dp-attention"),
+    (("deepseek-ai/DeepSeek-V3", "--gpus", "H200", "-dp", "0,8"), "--data-parallel-size"),
+])
+def test_refusals(args, said):
+    assert said in refused("search", *args, "--slo", "ttft=2s", "--rate", "1")
