@@ -99,9 +99,11 @@ def test_a_simulation_without_a_gpu_names_the_parameters():
 def test_the_parameters_are_the_commands_flags():
     from kvledger.cli.cost_cmd import flag_names
 
-    # every flag of `kvledger cost` but the outputs (--json, --out, --force), the refused data-parallel flags and
-    # typer's completion flags; FILE(s) is `path`, and `cache` decides the on-disk store as kvledger.goodput's does
-    left_out = {"--json", "--out", "--force", "--data-parallel-size", "--enable-dp-attention", "--install-completion",
+    # every flag of `kvledger cost` but the outputs (--json, --out, --force), the data-parallel group's flags (the
+    # CLI's --simulate DP ranks; the API does not take them yet) and typer's completion flags; FILE(s) is `path`, and
+    # `cache` decides the on-disk store as kvledger.goodput's does
+    left_out = {"--json", "--out", "--force", "--data-parallel-size", "--enable-dp-attention", "--pp",
+                "--install-completion",
                 "--show-completion", "files",
                 # SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size:
                 # the API takes vLLM's names, as plan's and simulate's do

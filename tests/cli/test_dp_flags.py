@@ -67,11 +67,14 @@ def test_plan_refuses_bad_sglang_combinations(monkeypatch, capsys, args):
 
 
 @pytest.mark.parametrize("cmd", [("goodput", "--simulate"), ("cost", "--simulate")])  # simulate: test_dp_simulate
-def test_simulator_commands_refuse_the_dp_flags(monkeypatch, capsys, cmd):
-    code, err = console(monkeypatch, capsys, *cmd, "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "8",
-                        "--data-parallel-size", "8", *(("--slo", "ttft=1") if cmd[0] == "goodput" else ()))
-    assert code == 2
-    assert "`kvledger plan` models data-parallel attention's memory" in err and "No such option" not in err
+@pytest.mark.parametrize(("args", "said"), [
+    (("--tp", "8", "--data-parallel-size", "8"), "without --enable-expert-parallel"),  # simulate's words (the plan's)
+    (("--enable-dp-attention",), "SGLang's DP attention is planned"),
+    (("--pp", "2"), "--pp 2: pipeline parallelism is planned")])
+def test_simulator_commands_refuse_what_simulate_refuses(monkeypatch, capsys, cmd, args, said):
+    code, err = console(monkeypatch, capsys, *cmd, "deepseek-ai/DeepSeek-V3", "--gpu", "H200", *args,
+                        "--slo", "ttft=1s", "--num-requests", "50")
+    assert code == 2 and said in err and "No such option" not in err
 
 
 def test_dp_verdict_with_context_keeps_the_max_model_len_total():

@@ -38,6 +38,7 @@ class CostArgs:
     engine: EngineFlags
     params: dict[str, Any]
     flags: dict[str, str]
+    dp: Any = None  # SimDataParallelFlags: vLLM's DP ranks of a MoE model for --simulate (dp_flags.with_dp)
 
 
 def args_of(files: list[Path] | None, simulate: str | None, values: dict[str, Any], flags: dict[str, str]) -> CostArgs:
@@ -121,6 +122,7 @@ def _sim_source(a: CostArgs) -> SimSource:
     """The simulation to price, its flags checked: none of a FILE's, no --target with --at-offered-load, the
     simulation's request (``sim_opts.sim_request``), a trace with arrivals for the search, the KV tiers on a node."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.cli.dp_flags import with_dp
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
@@ -129,21 +131,23 @@ def _sim_source(a: CostArgs) -> SimSource:
                                       (c.served_model, "--model")) if value is not None]
     if given:
         raise InputError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a FILE; with --simulate "
-                         "the GPU count is replicas × TP (--replicas, --tp)")
+                         "the GPU count is replicas × TP (× --data-parallel-size) (--replicas, --tp)")
     if more.at_offered_load:
         if more.target is not None:
             raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load "
                              "skips; give one of them")
         args, synthetic = sim_request(model, c.gpu, a.workload, a.engine)
-        return SimSource(model, args, synthetic, at_offered_load=True, seeds=more.seeds)
+        return SimSource(model, with_dp(args, a.dp), synthetic, at_offered_load=True, seeds=more.seeds)
     args, synthetic = sim_request(model, c.gpu, a.workload, a.engine, num_requests_default=PROBE_NUM_REQUESTS)
+    tier_gib = _tiers_on_a_node(a.bill, args)
+    args = with_dp(args, a.dp, "--kv-tier-host" if tier_gib is not None else None)
     if synthetic is None:
         from kvledger.dynamics.workload.traces import require_arrivals
 
         require_arrivals(args.trace, "cost --simulate's SLO-capacity search replays a trace's own arrivals at scaled "
                          "rates", "; or price this trace at a load you give: --at-offered-load with --rate R (and "
                          "--seed S) or --concurrency N")
-    return SimSource(model, args, synthetic, host_tier_gib=_tiers_on_a_node(a.bill, args), seeds=more.seeds)
+    return SimSource(model, args, synthetic, host_tier_gib=tier_gib, seeds=more.seeds)
 
 
 def _tiers_on_a_node(bill: CostBillFlags, args: Any) -> float | None:

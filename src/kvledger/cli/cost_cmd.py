@@ -27,7 +27,7 @@ from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.cost_boundary import CostArgs, check_choice, cost_outcome, cost_request
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SimDataParallelFlags, refuse_dp_on_files
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 from kvledger.errors import NoAnswerError
 
@@ -35,7 +35,7 @@ __all__ = ["register", "flag_names"]
 
 
 @with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
-             dp=DataParallelFlags)
+             dp=SimDataParallelFlags)
 def cost_command(
     ctx: typer.Context,
     files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "
@@ -47,7 +47,7 @@ def cost_command(
     more: CostMoreFlags = CostMoreFlags(),
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),
-    engine: EngineFlags = EngineFlags(), dp: DataParallelFlags = DataParallelFlags(),  # dp: refused (dp_flags.py)
+    engine: EngineFlags = EngineFlags(), dp: SimDataParallelFlags = SimDataParallelFlags(),  # DP ranks: dp_flags.py
 ) -> None:
     """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
     factors.
@@ -77,7 +77,9 @@ def cost_command(
     GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
     aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
     """
-    args = CostArgs(files, simulate, prices, bill, more, workload, engine, ctx.params, flag_names())
+    if files:
+        refuse_dp_on_files(dp)
+    args = CostArgs(files, simulate, prices, bill, more, workload, engine, ctx.params, flag_names(), dp)
     check_choice(args)  # --seeds and the source, then the outputs, then the rest (cost_boundary)
     _check_outputs(files, simulate, more, (workload, engine))
     try:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from kvledger.cli.flag_groups import flag
 from kvledger.errors import InputError
 
-__all__ = ["DataParallelFlags", "SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL"]
+__all__ = ["DataParallelFlags", "SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
+           "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
     "{flags}: `kvledger plan` models data-parallel attention's memory (vLLM --data-parallel-size with "
@@ -88,3 +89,36 @@ class SearchDataParallelFlags:
     def __post_init__(self) -> None:
         if self.enable_dp_attention:
             raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
+
+
+def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None):
+    """``args`` (a ``SimRequestArgs``) with ``--data-parallel-size`` above 1, checked (``sim_dp.check_dp_request``):
+    the one path simulate, goodput --simulate and cost --simulate take to vLLM's DP ranks in lock-step; ``args``
+    unchanged without it. ``refused_with``: what the command runs that the lock-step simulation does not serve
+    (sessions, a host KV tier), refused with the DP ranks.
+
+    Raises:
+        InputError: ``refused_with`` given, or what ``check_dp_request`` refuses.
+    """
+    if dp is None or (dp.data_parallel_size or 1) == 1:
+        return args
+    import dataclasses
+
+    from kvledger.analyses.serving.sim_dp import check_dp_request
+
+    n = dp.data_parallel_size
+    if refused_with:
+        raise InputError(f"--data-parallel-size {n} with {refused_with}: the DP ranks' lock-step simulation serves a "
+                         "trace or a synthetic workload (open loop or --concurrency) from each rank's GPU pool; drop "
+                         f"{refused_with}")
+    args = dataclasses.replace(args, data_parallel_size=n)
+    check_dp_request(args)
+    return args
+
+
+def refuse_dp_on_files(dp: SimDataParallelFlags) -> None:
+    """--data-parallel-size / --enable-dp-attention with measured FILEs: the run's own layout is what was measured."""
+    if (dp.data_parallel_size or 1) > 1:
+        raise InputError(f"--data-parallel-size {dp.data_parallel_size} applies to --simulate (vLLM's DP ranks of a "
+                         "MoE model in lock-step); a FILE's run is priced as it was measured: drop it, or give "
+                         "--num-gpus for the GPUs that served the file")

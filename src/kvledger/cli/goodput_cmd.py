@@ -21,7 +21,7 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SimDataParallelFlags, refuse_dp_on_files, with_dp
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, flag, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
@@ -51,9 +51,9 @@ def _write(out: Path, text: str) -> None:
 
 def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
-               tiers: TierFlags, seeds: int = 1) -> tuple[list[str], Any]:
-    """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the
-    boundary search with --target (``seeds`` > 1: repeated per seed, the capacity's range over them)."""
+               tiers: TierFlags, seeds: int = 1, dp: Any = None) -> tuple[list[str], Any]:
+    """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the boundary
+    search with --target (``seeds`` > 1: per seed, the range over them); ``dp``: DP ranks (``dp_flags.with_dp``)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
     from kvledger.analyses.serving.sim_goodput import (
         simulated_goodput,
@@ -71,6 +71,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                          "figures over seeds with kvledger simulate --seeds N")
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
+        args = with_dp(args, dp, "the host KV tier flags" if tier is not None else None)
         check_tier_sizes(tier, args.gpu, args.tp)
         with working("simulating"):
             run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
@@ -81,7 +82,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                          "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
                          "capacity with kvledger search --offload")
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
-    lo, hi, tol = bounds
+    args, (lo, hi, tol) = with_dp(args, dp), bounds
     each = f", the search once per seed ({seeds} seeds)" if seeds > 1 else ""
     with working(f"searching the SLO boundary on {axis} (one simulation per probe{each})"):
         found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
@@ -164,7 +165,7 @@ class GoodputFlags:
 
 
 @with_groups(flags=GroupUse(GoodputFlags, first_spelling=True), workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
-             tiers=so.SIM_TIERS, dp=DataParallelFlags)
+             tiers=so.SIM_TIERS, dp=SimDataParallelFlags)
 def goodput_command(
     files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                          "--simulate", show_default=False),
@@ -175,7 +176,7 @@ def goodput_command(
     workload: WorkloadFlags = WorkloadFlags(),
     engine: EngineFlags = EngineFlags(),
     tiers: TierFlags = TierFlags(),
-    dp: DataParallelFlags = DataParallelFlags(),  # refused: plan only (dp_flags.py)
+    dp: SimDataParallelFlags = SimDataParallelFlags(),  # vLLM's DP ranks of a MoE model, as simulate (dp_flags.py)
 ) -> None:
     """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
 
@@ -199,8 +200,9 @@ def goodput_command(
     the_slo = _checked_slo(files, simulate, slo, f, (workload, engine, tiers))
     if simulate is not None:
         lines, shown = _simulated(simulate, f.gpu, (workload, engine), the_slo, f.target, f.axis, (f.lo, f.hi, f.tol),
-                                  tiers, f.seeds)
+                                  tiers, f.seeds, dp)
     else:
+        refuse_dp_on_files(dp)
         lines, shown = _from_files(files, f.format, (workload, engine), the_slo, f.target, f.axis, tiers)
     if f.plot is not None:
         save_plot(_boundary_figure(shown, simulate is not None), f.plot)

@@ -76,22 +76,11 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
 
 
 def _with_dp(args, dp, session_run: bool, tier):
-    """``args`` with ``--data-parallel-size`` (above 1), checked (sim_dp.check_dp_request); unchanged without it."""
-    if dp is None or (dp.data_parallel_size or 1) == 1:
-        return args
-    import dataclasses
+    """``args`` with ``--data-parallel-size`` (above 1), checked (``dp_flags.with_dp``); unchanged without it."""
+    from kvledger.cli.dp_flags import with_dp
 
-    from kvledger.analyses.serving.sim_dp import check_dp_request
-    from kvledger.errors import InputError
-
-    n = dp.data_parallel_size
-    if session_run or tier is not None:
-        raise InputError(f"--data-parallel-size {n} with {'sessions' if session_run else 'a host KV tier'}: the DP "
-                         "ranks' lock-step simulation serves a trace or a synthetic workload (open loop or "
-                         "--concurrency) from each rank's GPU pool; drop the session or tier flags")
-    args = dataclasses.replace(args, data_parallel_size=n)
-    check_dp_request(args)
-    return args
+    return with_dp(args, dp, "the session flags" if session_run else "the host KV tier flags" if tier is not None
+                   else None)
 
 
 class _Prepare:
