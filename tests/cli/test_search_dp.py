@@ -73,3 +73,16 @@ def test_dp_candidate_id_reads_back():
 ])
 def test_refusals(args, said):
     assert said in refused("search", *args, "--slo", "ttft=2s", "--rate", "1")
+
+
+@pytest.mark.parametrize(("tp", "dp", "nodes"), [
+    (1, 8, 1),  # 8 GPUs on one 8-GPU H200 baseboard
+    (1, 16, 2),  # 16 GPUs: 2 nodes of 8
+    (16, 2, 4),  # 32 GPUs, each TP-16 rank on 2 whole nodes: 4 of 8
+    (4, 3, 3),  # 12 GPUs: 2 nodes of 6 would split a TP-4 rank; 3 nodes of 4 hold one rank each
+])
+def test_dp_nodes_by_hand(tp, dp, nodes):
+    from kvledger.analyses.search.dp_axis import dp_nnodes
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    assert dp_nnodes(resolve_gpu("H200"), tp, dp) == nodes

@@ -136,7 +136,8 @@ def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: s
     model_id, note = serve_model(model)
     out = launch_commands(model_id, gpu_id, entry, engine_version, plan_model=model if note else None,
                           model_note=note)
-    refused = _sglang_refusal(model, (entry["tp"], entry.get("decode_tp") or entry["tp"]))
+    wide = entry["tp"] * (entry.get("data_parallel_size") or 1)  # SGLang's line: DP attention in one TP group
+    refused = _sglang_refusal(model, (wide, entry.get("decode_tp") or wide))
     if refused:  # vLLM starts this candidate (its rules were simulated), SGLang does not: no SGLang line to run
         out["sglang"] = f"# no SGLang line: {refused}"
     elif long := _sglang_long_context(model, entry):
