@@ -13,7 +13,8 @@ from kvledger.ledgers.breakeven import rental_curve
 from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup, self_host_unit_ledgers
 from kvledger.ledgers.decision import monthly_self_host
 from kvledger.ledgers.instance_mix import cheapest_counts
-from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
+from kvledger.ledgers.instances import pack
+from kvledger.ledgers.staircase import staircase, staircase_usd_per_hour
 
 EIGHT = GpuRate(2.5, "P H100 (8x H100, on_demand)", "made up", "2026", "high", gpus_per_instance=8,
                 instance_type="8x H100", row_key="P:8x")

@@ -31,7 +31,8 @@ from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instance_mix import slope_key
-from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
+from kvledger.ledgers.instances import pack
+from kvledger.ledgers.staircase import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
 __all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve", "staircase_rental", "people_usd_per_month",

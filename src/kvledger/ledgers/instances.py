@@ -23,7 +23,6 @@ volume's tokens add up to the monthly bill's rental.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
@@ -31,8 +30,8 @@ from kvledger.ledgers.instance_mix import Step, cheapest_counts
 from kvledger.ledgers.items import LineItem
 from kvledger.ranges import check_options
 
-__all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "idle_item", "pack", "staircase",
-           "staircase_usd_per_hour", "POD_MAX_GPUS"]
+__all__ = ["GpuRate", "Packing", "candidates", "holds_replica", "idle_item", "no_row_error", "pack", "replica_step",
+           "POD_MAX_GPUS"]
 
 POD_MAX_GPUS = 8
 """GPUs one marketplace pod holds at most: a pod is one machine (RunPod's pods take 1 to 8 GPUs; its multi-node product,
@@ -96,7 +95,7 @@ def candidates(rate: GpuRate) -> tuple[GpuRate, ...]:
     return tuple(out)
 
 
-def _step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
+def replica_step(r: GpuRate, gpus_per_replica: int) -> tuple[int, float] | None:
     """(replicas per step, USD per step-hour) of row ``r``: an instance of G GPUs holds ⌊G ÷ k⌋ replicas (a replica is
     not split across instances); a per-GPU row (G = 1) rents each replica's k GPUs as one step, if it can (module
     docstring); None: a replica does not fit."""
@@ -238,7 +237,7 @@ def idle_item(p: Packing | None, gpu_hours: float, phase: str) -> LineItem | Non
                     f"the instances are rented whole ({p.words()})")
 
 
-def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
+def no_row_error(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
     listed = "; ".join(f"{r.key} ({_plural(r.gpus_per_instance, 'GPU')} per instance"
                        + ((", a pod: one machine" if r.per_gpu else ", a one-GPU machine") if r.gpus_per_instance == 1
                           else "") + ")" for r in rows)
@@ -256,9 +255,9 @@ def _refuse(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError:
 
 def _steps(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> tuple[tuple[GpuRate, ...], tuple[Step, ...]]:
     """The rows that hold a replica and their steps for ``instance_mix`` (a per-GPU row bills k GPUs a step)."""
-    fits = tuple(r for r in rows if _step(r, gpus_per_replica) is not None)
+    fits = tuple(r for r in rows if replica_step(r, gpus_per_replica) is not None)
     billed = [gpus_per_replica if r.gpus_per_instance == 1 else r.gpus_per_instance for r in fits]
-    return fits, tuple((*_step(r, gpus_per_replica), g, r.key) for r, g in zip(fits, billed, strict=True))
+    return fits, tuple((*replica_step(r, gpus_per_replica), g, r.key) for r, g in zip(fits, billed, strict=True))
 
 
 def _plain(r: GpuRate) -> GpuRate:
@@ -278,7 +277,7 @@ def pack(rate: GpuRate, replicas: int, gpus_per_replica: int, engines_per_unit: 
     rows = candidates(rate)
     fits, steps = _steps(rows, gpus_per_replica)
     if not fits:
-        raise _refuse(rows, gpus_per_replica)
+        raise no_row_error(rows, gpus_per_replica)
     counts = cheapest_counts(steps, max(replicas, 1))  # no replica: one instance's row, none billed
     held = sorted((i for i, c in enumerate(counts) if c),
                   key=lambda i: (-counts[i] * steps[i][0], -fits[i].gpus_per_instance, fits[i].key))
@@ -293,21 +292,3 @@ def pack(rate: GpuRate, replicas: int, gpus_per_replica: int, engines_per_unit: 
                    source=f"{text}; {r.source}" if text else r.source)
     return replace(chosen, rate=rate, parts=((rate, parts[0][1]), *parts[1:]) if chosen.parts else ())
 
-
-def staircase(rate: GpuRate, gpus_per_replica: int) -> list[dict[str, Any]]:
-    """Per candidate row that holds a replica: replicas per instance and USD per instance-hour (a per-GPU row: 1 and
-    one replica's GPUs), so that n replicas cost the cheapest mix of those instances (``staircase_usd_per_hour``, the
-    bill ``pack`` takes). Raises InputError as ``pack`` does."""
-    rows = candidates(rate)
-    steps = [{"row": r.key, "replicas_per_instance": s[0], "usd_per_instance_hour": s[1]}
-             for r in rows if (s := _step(r, gpus_per_replica)) is not None]
-    if not steps:
-        raise _refuse(rows, gpus_per_replica)
-    return steps
-
-
-def staircase_usd_per_hour(steps: list[dict[str, Any]], replicas: int) -> float:
-    """The cheapest rental per hour of ``replicas`` replicas over ``staircase`` steps: the cheapest mix of one
-    provider's instances (``instance_mix``, as ``pack``; ties among mixes of one bill do not change it)."""
-    mix = tuple((s["replicas_per_instance"], s["usd_per_instance_hour"], 0, s["row"]) for s in steps)
-    return sum(c * s[1] for c, s in zip(cheapest_counts(mix, replicas), mix, strict=True))

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH
-from kvledger.ledgers.instances import pack, staircase, staircase_usd_per_hour
+from kvledger.ledgers.instances import pack
 from kvledger.ledgers.packings import UnitPacking
+from kvledger.ledgers.staircase import staircase, staircase_usd_per_hour
 
 __all__ = ["engine_groups", "instance_sizing", "instance_usd_per_month", "unit_packing"]
 
