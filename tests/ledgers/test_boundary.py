@@ -150,3 +150,27 @@ def test_a_load_whose_queue_grows_misses_whatever_its_attainment():
     # and one that met had different keys)
     assert b.to_dict()["points"][0]["queue_grew"] is None
     assert len({tuple(p) for p in b.to_dict()["points"]}) == 1
+
+
+def test_the_step_time_reading_is_kept_to_a_light_load_that_missed_by_its_own_attainment():
+    # The toy at ttft=1ms: every real TTFT (hundreds of ms and more) misses, so the lowest rate, 0, misses by its own
+    # attainment: the note names the limit missed and reads it as the step time, the engine being nearly idle there.
+    template = _template()
+    b = search_boundary(_toy(template), parse_slo("ttft=1ms"), 0.9, 0.0, 10.0)
+    (first,) = [n for n in b.notes if n.startswith("no bisection")]
+    assert "89 missed ttft ≤ 1 ms: with the engine nearly idle the step time itself is over the limit" in first
+    # Every rate meets ttft ≤ 1000 s, but say the lowest one's queue grew (as max_num_seqs 1 at a rate one sequence
+    # cannot serve): it missed by its queue, not its step time, so no such reading.
+    b = search_boundary(_toy(template), parse_slo("ttft=1000s"), 0.9, 0.0, 10.0, queue_grew=lambda v, run: True)
+    assert "no bisection: the lowest request_rate of the bracket, 0, already misses" in b.notes
+    assert not any("nearly idle" in n for n in b.notes)
+
+    # On max_num_seqs the lowest value is the tightest engine at the same load, never an idle one: every TTFT 1 s
+    # misses 500 ms, and the note only says the lowest value missed.
+    def run_at(n: int) -> RunRecords:
+        recs = [RequestRecord(str(i), 0.0, 10, 2, 1.0, 1.1) for i in range(10)]
+        return RunRecords(recs, RunMetadata("toy", "toy", duration_s=1.0, extra={"max_num_seqs": n}))
+
+    b = search_boundary(run_at, parse_slo("ttft=500ms"), 0.9, 1, 256, axis="max_num_seqs", integer=True)
+    assert "no bisection: the lowest max_num_seqs of the bracket, 1, already misses" in b.notes
+    assert not any("nearly idle" in n for n in b.notes)

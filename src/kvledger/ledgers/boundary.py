@@ -237,8 +237,11 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     good, bad = known if known is not None else (lo, hi)
     implied = (good != lo) + (bad != hi)
     if not evaluate(good):
-        notes[0] = (f"no bisection: the lowest {axis} of the bracket, {good:g}, already misses"
-                    + missed_words(results[-1], slo))
+        # The "step time itself is over the limit" reading holds only where the lowest value is a light load (rate,
+        # users) and its own attainment missed; not when the miss is a growing queue or too short a run, nor on
+        # max_num_seqs, whose lowest value is the tightest engine at the same load.
+        why = missed_words(results[-1], slo) if points[-1].attainment < target and axis in _LOAD_AXES else ""
+        notes[0] = f"no bisection: the lowest {axis} of the bracket, {good:g}, already misses" + why
     elif not evaluate(bad):
         while bad - good > step and len(points) + implied < max_evals:
             mid = (good + bad) / 2.0
@@ -247,6 +250,9 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
                 break
             good, bad = (mid, bad) if evaluate(mid) else (good, mid)
     return _finish(axis, target, slo, points, gpus[0] if len(set(gpus)) == 1 else None, notes)
+
+
+_LOAD_AXES = ("request_rate", "rate", "concurrency")  # axes whose lowest value is the lightest load
 
 
 def missed_words(res: Any, slo: SLO) -> str:
