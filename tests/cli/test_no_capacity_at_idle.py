@@ -32,8 +32,8 @@ def test_a_max_num_seqs_too_small_for_the_rate_is_not_read_as_an_idle_engine():
     # A fresh user's trial of the docs' max_num_seqs example was told "there, of 500 completed requests, 1 missed
     # tpot ≤ 12 ms: with the engine nearly idle the step time itself is over the limit"; the lowest max_num_seqs is
     # the tightest engine at the same load, never an idle one.
-    r = run_cli("goodput", "--simulate", MODEL, "--gpu", "H100", "--rate", "10", "--slo", "tpot=12ms", "--target", "0.9",
-                "--axis", "max_num_seqs", "--lo", "4", "--hi", "64", "--num-requests", "500")
+    r = run_cli("goodput", "--simulate", MODEL, "--gpu", "H100", "--rate", "10", "--slo", "tpot=12ms",
+                "--target", "0.9", "--axis", "max_num_seqs", "--lo", "4", "--hi", "64", "--num-requests", "500")
     out = " ".join(r.output.split())
     assert r.exit_code == 1 and "no bisection: the lowest max_num_seqs of the bracket, 4, already misses" in out
     assert "4 10.00 99.8% 2.188 2.193 2.188 queue grew" in out and "nearly idle" not in out
