@@ -14,17 +14,11 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.advice_cap import capped_at_max, context_words
 from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
-from kvledger.accounting.advice_len import (
-    blocks_at,
-    estimate_len,
-    estimate_len_low,
-    low_len_clause,
-    max_len_option,
-    null_block_clause,
-)
+from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len_low, max_len_option
 from kvledger.accounting.advice_mamba import no_prefix_caching_option
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
+from kvledger.accounting.advice_startup_len import does_not_fit_words, starts_never_scheduled
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.advice_waterfall import waterfall
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
@@ -247,21 +241,16 @@ def _advise(p: Plan, build: Callable) -> Advice:
         why = next(n for n in m.notes if n.startswith("SGLang would refuse to start"))
         return Advice("state_does_not_fit", "does not fit: " + why, 0.0, None, tuple(_options(p, build, None)))
     if row and row.max_requests < 1:
-        need = need_blocks * m.bytes_per_block
-        have = m.usable_blocks * m.bytes_per_block
-        est = estimate_len(p)
-        est_low = estimate_len_low(p, est)
-        msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
-               f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB its {m.usable_blocks:,} usable "
-               f"blocks hold{null_block_clause(m)}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
-               f"memory the estimated maximum model length is {est or 0:,}{low_len_clause(est, est_low)}."
-               f"{no_fit_caveat(m.ranges)}")
+        if edge := starts_never_scheduled(p, need_blocks):  # before vLLM 0.29: starts, the request never runs
+            return edge
+        msg, short, est, est_low = does_not_fit_words(p, need_blocks)
         if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
             cap = min(m.max_model_len, m.pool_tokens) - 1
             msg += (f" SGLang still starts (it logs a warning; managers/tp_worker.py get_worker_info): max_req_len = "
                     f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
-        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)), est_low)
+        opts = tuple(_options(p, build, estimate_len(p)))  # the --max-model-len fix: the length that runs
+        return Advice("max_model_len_does_not_fit", msg, short, est, opts, est_low)
     return _fits(p, build)
 
 

@@ -1,19 +1,44 @@
 """The longest max_model_len the KV pool holds, at the plan's point figure and at the low end of its block range, and
 the --max-model-len fix built on it (vLLM ``_estimate_max_model_len_from_groups``; the null block of
-vllm/v1/core/block_pool.py)."""
+vllm/v1/core/block_pool.py).
+
+vLLM's start-up check and its printed estimate (``v1/core/kv_cache_utils.py``: ``check_enough_kv_cache_memory`` and
+``get_kv_cache_configs``) reserve the null block only from 0.29.0 ("Reserve the null block BlockPool permanently holds
+back"; absent in 0.19.0 and 0.28.0, which compare against the whole available memory): before 0.29 a request may need
+every block of the pool and vLLM still starts, though such a request never gets its last block (the scheduler's
+``BlockPool`` never hands out the null block). ``check_blocks`` is the pool the check compares against."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_types import Option
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["blocks_at", "estimate_len", "estimate_len_low", "low_usable_blocks", "max_len_option", "null_block_clause",
-           "low_len_clause"]
+__all__ = ["NULL_BLOCK_CHECK_FROM", "blocks_at", "check_blocks", "estimate_len", "estimate_len_low",
+           "low_usable_blocks", "max_len_option", "null_block_clause", "low_len_clause", "printed_estimate"]
+
+NULL_BLOCK_CHECK_FROM = (0, 29, 0)
+"""First vLLM release whose start-up check reserves the block pool's null block (the module docstring)."""
+
+
+def check_blocks(m: Any) -> int:
+    """Blocks vLLM's start-up check lets one max_model_len request take, count: the usable blocks from 0.29.0 (and for
+    V0, which has no null block, and the other engines), every block of the pool before (the null block counted)."""
+    ver = version_tuple(m.engine_version) if m.engine == "vllm" else None
+    if ver is None or ver >= NULL_BLOCK_CHECK_FROM or m.usable_blocks <= 0 or m.kv_free:
+        return m.usable_blocks
+    return m.num_gpu_blocks
+
+
+def printed_estimate(p: Plan) -> int | None:
+    """The estimated maximum model length vLLM's start-up error prints for the plan's version (``check_blocks``: one
+    block longer than the runnable ``estimate_len`` before 0.29 for full attention), tokens."""
+    return estimate_len(p, check_blocks(p.memory))
 
 
 def blocks_at(p: Plan, length: int) -> int:
@@ -37,19 +62,21 @@ def estimate_len(p: Plan, usable_blocks: int | None = None) -> int | None:
     return m.pool_tokens or None
 
 
-def low_usable_blocks(p: Plan) -> int | None:
+def low_usable_blocks(p: Plan, point: int | None = None) -> int | None:
     """Usable blocks at the low end of the plan's block range: its low num_gpu_blocks less the blocks the pool keeps
-    (vLLM's null block, as at the point figure); None when the range does not reach below the point."""
+    (vLLM's null block, as at the point figure: ``point`` blocks there, the usable ones when None); None when the range
+    does not reach below the point."""
     low = (p.memory.ranges or {}).get("num_gpu_blocks")
     if p.layout is None or not low or int(low[0]) >= p.memory.num_gpu_blocks:
         return None
-    return int(low[0]) - (p.memory.num_gpu_blocks - p.memory.usable_blocks)
+    return int(low[0]) - (p.memory.num_gpu_blocks - (p.memory.usable_blocks if point is None else point))
 
 
-def estimate_len_low(p: Plan, est: int | None) -> int | None:
+def estimate_len_low(p: Plan, est: int | None, point: int | None = None) -> int | None:
     """The estimate at the low end of the plan's block range (``low_usable_blocks``), the length that starts even if
-    every ranged term lands at its worst; ``est`` when the plan has no block range below its point."""
-    low = low_usable_blocks(p)
+    every ranged term lands at its worst; ``est`` when the plan has no block range below its point. ``point``: the
+    blocks ``est`` was estimated for (``check_blocks`` for vLLM's printed one), the usable ones when None."""
+    low = low_usable_blocks(p, point)
     return est if est is None or low is None else estimate_len(p, low)
 
 

@@ -1,0 +1,76 @@
+"""The verdict on max_model_len against the pool as the plan's vLLM version checks it at start-up: "does not fit" with
+vLLM's own estimated maximum model length, or, before 0.29 where a request needing every block of the pool passes the
+check (``advice_len.check_blocks``), "fits" with the warning that such a request can never be scheduled."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvledger.accounting.advice_len import (
+    NULL_BLOCK_CHECK_FROM,
+    check_blocks,
+    estimate_len,
+    estimate_len_low,
+    low_len_clause,
+    max_len_option,
+    null_block_clause,
+    printed_estimate,
+)
+from kvledger.accounting.advice_types import Advice
+from kvledger.accounting.kv_range import no_fit_caveat
+from kvledger.units import GiB
+
+if TYPE_CHECKING:
+    from kvledger.accounting.plan import Plan
+
+__all__ = ["starts_never_scheduled", "does_not_fit_words"]
+
+_BEFORE = ".".join(map(str, NULL_BLOCK_CHECK_FROM[:2]))
+_WHY = (f"vLLM's start-up check counts the null block before {_BEFORE} (v1/core/kv_cache_utils.py "
+        f"check_enough_kv_cache_memory reserves it from {_BEFORE}.0), which vllm/v1/core/block_pool.py never hands "
+        "to a request")
+
+
+def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
+    """Before vLLM 0.29, a max_model_len request that needs more than the usable blocks but no more than the whole pool:
+    vLLM starts (its check counts the null block) but the scheduler can never give such a request its last block, so
+    "fits" with that warning and the --max-model-len that runs; None otherwise."""
+    m = p.memory
+    if need_blocks <= m.usable_blocks or need_blocks > check_blocks(m):
+        return None
+    run = estimate_len(p)
+    fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
+    msg = (f"fits: vLLM {m.engine_version} starts, but a {m.max_model_len:,}-token request can never be scheduled: it "
+           f"needs {need_blocks:,} blocks, every block of the {m.num_gpu_blocks:,}-block pool; {_WHY}, so the "
+           f"{m.usable_blocks:,} usable blocks never hold it and such a request waits forever{fix}")
+    opts = (max_len_option(p, run, estimate_len_low(p, run)),) if run else ()
+    return Advice("fits", msg, options=opts)
+
+
+def does_not_fit_words(p: Plan, need_blocks: int) -> tuple[str, float, int | None, int | None]:
+    """(message, shortfall B, vLLM's printed estimated maximum model length, the same at the range's low end) for a
+    max_model_len request that needs more blocks than the plan's vLLM version's start-up check allows."""
+    m = p.memory
+    have_blocks = check_blocks(m)
+    need, have = need_blocks * m.bytes_per_block, have_blocks * m.bytes_per_block
+    est = printed_estimate(p)
+    est_low = estimate_len_low(p, est, have_blocks)
+    if have_blocks == m.usable_blocks:
+        held = f"its {m.usable_blocks:,} usable blocks hold{null_block_clause(m)}"
+    else:
+        held = (f"its {have_blocks:,} blocks hold ({m.available_kv_bytes / GiB:.2f} GiB available; {_WHY}, so a "
+                f"request gets at most {m.usable_blocks:,} of them)")
+    msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
+           f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB {held}; short by "
+           f"{(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is "
+           f"{est or 0:,}{low_len_clause(est, est_low)}{_runs_clause(p, est)}.{no_fit_caveat(m.ranges)}")
+    return msg, need - have, est, est_low
+
+
+def _runs_clause(p: Plan, est: int | None) -> str:
+    """Before 0.29, where vLLM's printed estimate passes the check but needs a block no request gets: the length that
+    runs; "" where they agree."""
+    run = estimate_len(p)
+    if not est or not run or run == est:
+        return ""
+    return f" (vLLM {p.memory.engine_version}'s own figure; a request that long would never be scheduled: {run:,} runs)"
