@@ -40,9 +40,9 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
         return None
     run = estimate_len(p)
     fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
-    msg = (f"fits: vLLM {m.engine_version} starts, but a {m.max_model_len:,}-token request can never be scheduled: it "
-           f"needs {need_blocks:,} blocks, every block of the {m.num_gpu_blocks:,}-block pool; {_WHY}, so the "
-           f"{m.usable_blocks:,} usable blocks never hold it and such a request waits forever{fix}")
+    msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
+           f"be scheduled: it needs {need_blocks:,} blocks, every block of the {m.num_gpu_blocks:,}-block pool; "
+           f"{_WHY}, so the {m.usable_blocks:,} usable blocks never hold it and such a request waits forever{fix}")
     opts = (max_len_option(p, run, estimate_len_low(p, run)),) if run else ()
     return Advice("fits", msg, options=opts)
 

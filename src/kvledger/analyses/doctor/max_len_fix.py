@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["NULL_BLOCK_CHECK_FROM", "max_len_fix"]
+from kvledger.accounting.advice_len import NULL_BLOCK_CHECK_FROM  # the first release whose check reserves it
 
-NULL_BLOCK_CHECK_FROM = (0, 29, 0)
-"""First vLLM release whose start-up check reserves the null block (module docstring)."""
+__all__ = ["NULL_BLOCK_CHECK_FROM", "max_len_fix"]
 
 _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _V0_CAP = re.compile(r"maximum number of tokens that can be stored in KV cache \((\d+)\)")

@@ -166,6 +166,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
     try:
         cfg = EngineConfig(**fields)
     except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
+        _refuse_never_scheduled(plan, fields, e)  # before vLLM 0.29: no refusal, but the request never runs
         low = _max_len_low(plan, fields)
         if low is not None:
             raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
@@ -202,6 +203,20 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
     est = estimate_len(plan)
     low = estimate_len_low(plan, est)
     return (est, low) if est and low and low < est else None
+
+
+def _refuse_never_scheduled(plan, fields: dict[str, Any], err: PoolTooShortError) -> None:
+    """Raise DoesNotFitError where vLLM before 0.29 starts with the plan's pool though one max_model_len request needs
+    every block (its start-up check counts the null block: ``advice_startup_len``), so such a request is never
+    scheduled; nothing otherwise (a pool or max_model_len other than the plan's, another engine, a real refusal)."""
+    from kvledger.accounting.advice_startup_len import starts_never_scheduled
+
+    m = plan.memory
+    if m.engine != "vllm" or fields["num_gpu_blocks"] != m.num_gpu_blocks or fields["max_model_len"] != m.max_model_len:
+        return
+    if edge := starts_never_scheduled(plan, err.need_blocks):
+        raise DoesNotFitError(edge.message.removeprefix("fits: ") + "; the simulator runs no pool in which a "
+                              "max_model_len request could never be scheduled") from err
 
 
 def _max_len_estimate(plan, fields: dict[str, Any]) -> int | None:
