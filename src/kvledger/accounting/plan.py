@@ -163,7 +163,7 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        """True when at least one request of max_model_len fits (the engine would start)."""
+        """True when one max_model_len request fits the usable blocks (vLLM < 0.29 also starts where it needs all)."""
         return self.memory.fits and self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
     # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out (not simulate)
