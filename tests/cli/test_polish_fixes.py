@@ -178,7 +178,9 @@ def test_cost_counts_deployment_units_and_plurals():
                         "--gpu-usd-per-hour", "3", "--monthly-requests", "1").stdout.split())
     assert "one deployment unit = 2 replicas × TP 1 = 2 GPUs" in out and "replica(s)" not in out
     # the answer first: one priced unit of 2 GPUs even at 1 request a month, the break-even in whole units
-    assert "self-hosted: 1 replica × 2 GPUs rented" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
+    # (the unit says its engines: 2 replicas × 1 GPU, not "1 replica × 2 GPUs", which read as one TP-2 engine)
+    assert "self-hosted: 2 replicas × 1 GPU (one deployment unit) rented" in out
+    assert "1 deployment unit (2 replicas, 2 GPUs)" in out
     assert "1 requests" not in out and "1 replicas" not in out
 
 
