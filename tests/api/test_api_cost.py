@@ -99,11 +99,9 @@ def test_a_simulation_without_a_gpu_names_the_parameters():
 def test_the_parameters_are_the_commands_flags():
     from kvledger.cli.cost_cmd import flag_names
 
-    # every flag of `kvledger cost` but the outputs (--json, --out, --force), the data-parallel group's flags (the
-    # CLI's --simulate DP ranks; the API does not take them yet) and typer's completion flags; FILE(s) is `path`, and
-    # `cache` decides the on-disk store as kvledger.goodput's does
-    left_out = {"--json", "--out", "--force", "--data-parallel-size", "--enable-dp-attention", "--pp",
-                "--install-completion",
+    # every flag of `kvledger cost` but the outputs (--json, --out, --force) and typer's completion flags (the
+    # data-parallel group's included); FILE(s) is `path`, and `cache` decides the on-disk store as kvledger.goodput's
+    left_out = {"--json", "--out", "--force", "--install-completion",
                 "--show-completion", "files",
                 # SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size:
                 # the API takes vLLM's names, as plan's and simulate's do
@@ -137,3 +135,19 @@ def test_the_flags_are_read_from_the_signature_as_click_reads_them_and_no_comman
     with pytest.raises(InputError, match=r"^kvledger.cost: seeds repeats the simulated SLO-capacity search per seed: "
                                          r"it applies to simulate, not to a measured FILE$"):
         kvledger.cost(LLMPERF, slo="ttft=500ms", seeds=2)
+
+
+def test_data_parallel_size_prices_the_dp_ranks_as_the_command_does():
+    # DeepSeek-V3 on H200, 8 DP ranks of TP 1 with expert parallelism (tests/cli/test_goodput_cost_dp.py): the
+    # lock-step capacity search finds 4.75 req/s per deployment of DP 8 × TP 1 = 8 GPUs; 10B tokens a month at 705 +
+    # 116 tokens per request = 4.636 req/s, at 80% of 4.75 = 3.8 per replica: ⌈4.636 / 3.8⌉ = 2 replicas of 8 GPUs
+    d = kvledger.cost(simulate="deepseek-ai/DeepSeek-V3", gpu="H200", tp=1, data_parallel_size=8,
+                      enable_expert_parallel=True, slo="ttft=2s,tpot=100ms", num_requests=50,
+                      gpu_provider="CoreWeave", monthly_tokens="10B").to_dict()
+    assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.75
+    assert d["monthly"]["replicas"] == 2
+
+
+def test_data_parallel_size_with_a_file_is_refused_as_the_command_refuses_it():
+    with pytest.raises(InputError, match="applies to --simulate|applies to simulate"):
+        kvledger.cost(LLMPERF, slo="ttft=500ms", gpu="H100", data_parallel_size=8)

@@ -54,11 +54,14 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
          achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
          allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
-         gemm_efficiency: str | None = None, cache: bool = True) -> CostResult:
+         gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
+         enable_dp_attention: bool = False, pp: int | None = None, cache: bool = True) -> CostResult:
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or a records file; several
     paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
     capacity a request-rate search finds, unless ``at_offered_load``). Every other parameter is the command's flag of
     the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``); left at its default, the command's default.
+    ``data_parallel_size`` (with ``enable_expert_parallel``, a MoE model): vLLM's DP ranks in lock-step, as the
+    command's ``--data-parallel-size`` (``dp_flags.with_dp``); refused with ``path``, as the command refuses it.
 
     ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
 
@@ -76,7 +79,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
     values = {k: v for k, v in locals().items() if k in _COST_PARAMS and k not in ("path", "simulate", "cache")}
     files = _files(path, simulate)  # the source, in the call's words; then --seeds and the rest as the command's
     with in_python_terms("cost", _COST_PARAMS), sim_cache.using(cache):
-        args = _args(files, simulate, _as_flags(values))
+        args = _with_dp(_args(files, simulate, _as_flags(values)), values)
         check_seeds_given(args)
         out = cost_outcome(cost_request(args))
     return CostResult(out.document, out.report, out.capacity)
@@ -112,6 +115,19 @@ def _args(files: list[Path] | None, simulate: str | None, values: dict[str, Any]
     flags = flag_names()
     by_field = {f: values[name] for f, flag in flags.items() if (name := flag.lstrip("-").replace("-", "_")) in values}
     return args_of(files, simulate, by_field, flags)
+
+
+def _with_dp(args: Any, values: dict[str, Any]) -> Any:
+    """``args`` with the command's DP group (``SimDataParallelFlags``: SGLang's DP attention and pipeline stages
+    refused) built from the call's values; refused with a FILE, as the command refuses it (``refuse_dp_on_files``)."""
+    import dataclasses
+
+    from kvledger.cli.dp_flags import SimDataParallelFlags, refuse_dp_on_files
+
+    dp = SimDataParallelFlags(**{f.name: values[f.name] for f in dataclasses.fields(SimDataParallelFlags)})
+    if args.files:
+        refuse_dp_on_files(dp)
+    return dataclasses.replace(args, dp=dp)
 
 
 def _as_flags(values: dict[str, Any]) -> dict[str, Any]:
