@@ -1,7 +1,7 @@
-"""The data-parallel flags of the simulator-based commands: goodput, cost, search and report take them so that the
-engines' spellings get a clear refusal rather than "No such option" (``kvledger plan`` models them:
-accounting/dp_attention.py); ``kvledger simulate`` simulates vLLM's DP ranks of a MoE model in lock-step
-(``SimDataParallelFlags``; analyses/serving/sim_dp.py) and refuses SGLang's DP attention and pipeline stages."""
+"""The data-parallel flags of the simulator-based commands (``kvledger plan`` models their memory:
+accounting/dp_attention.py): ``simulate``, ``goodput``, ``cost`` and ``report`` simulate vLLM's DP ranks of a MoE
+model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py) and refuse SGLang's
+DP attention and pipeline stages; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kvledger.cli.flag_groups import flag
 from kvledger.errors import InputError
 
-__all__ = ["DataParallelFlags", "SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
+__all__ = ["SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
            "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
@@ -22,22 +22,6 @@ DP_REFUSAL = (
     "{flags}`, simulate vLLM's DP ranks with `kvledger simulate`, or run this command without them (--tp for one "
     "replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
-
-
-@dataclass(frozen=True, slots=True)
-class DataParallelFlags:
-    """vLLM's --data-parallel-size and SGLang's --dp-size / --enable-dp-attention, refused (plan only)."""
-
-    data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
-        "Not simulated: `kvledger plan` models data parallelism's memory; refused here."))
-    enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
-
-    def __post_init__(self) -> None:
-        given = ([f"--data-parallel-size {self.data_parallel_size}"] if self.data_parallel_size not in (None, 1)
-                 else []) + (["--enable-dp-attention"] if self.enable_dp_attention else [])
-        if given:
-            raise InputError(DP_REFUSAL.format(flags=" ".join(given)))
 
 
 PP_REFUSAL = (

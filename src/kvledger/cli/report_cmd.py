@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kvledger.cli.dp_flags import DataParallelFlags
+from kvledger.cli.dp_flags import SimDataParallelFlags
 from kvledger.cli.flag_groups import GroupUse, with_groups
 from kvledger.cli.report_flags import (
     ReportBillFlags,
@@ -44,7 +44,7 @@ def _check_outputs(out: Path | None, o: ReportOutFlags, keys: list[str], inputs:
 
 
 _GROUPS = {"run": ReportRunFlags, "engine": ReportEngineFlags, "bill": ReportBillFlags, "outs": ReportOutFlags,
-           "dp": DataParallelFlags}  # dp: refused, plan only (dp_flags.py)
+           "dp": SimDataParallelFlags}  # vLLM's DP ranks of a MoE model in lock-step, as cost --simulate (dp_flags.py)
 
 
 @with_groups(**{name: GroupUse(cls, first_spelling=True) for name, cls in _GROUPS.items()})
@@ -56,7 +56,7 @@ def report(
     engine: ReportEngineFlags = ReportEngineFlags(),
     bill: ReportBillFlags = ReportBillFlags(),
     outs: ReportOutFlags = ReportOutFlags(),
-    dp: DataParallelFlags = DataParallelFlags(),
+    dp: SimDataParallelFlags = SimDataParallelFlags(),
 ) -> None:
     """One self-contained HTML decision report: build or buy, what the engine saves, the KV bottleneck, latency and
     goodput against load.
@@ -79,7 +79,7 @@ def report(
     keys = [k for _, _, ks in SECTIONS for k in ks]
     out = html_out(o)  # with --json, no HTML unless --out is given
     _check_outputs(out, o, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
-    req = report_request(model, gpu, slo, run, engine, bill, o.bench)
+    req = report_request(model, gpu, slo, run, engine, bill, o.bench, dp)
     if req.api is None:  # the report compares with an API: refuse before the simulations, as cost --simulate does
         from kvledger.catalog.api_match import require_api_row
 

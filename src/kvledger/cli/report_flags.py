@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,8 +150,10 @@ def refuse_out_suffix(out: Path) -> None:
 
 
 def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,
-                   bench: list[Path] | None) -> Any:
-    """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name)."""
+                   bench: list[Path] | None, dp: Any = None) -> Any:
+    """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name); ``dp``
+    (``SimDataParallelFlags``): vLLM's DP ranks of a MoE model, checked on the path cost --simulate takes
+    (``dp_flags.with_dp``) and set in every plan and simulation of the report."""
     from kvledger.analyses.serving.decision_data import ReportRequest
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
@@ -176,7 +179,9 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("client_latency", e.client_latency),
                                 # the workload's system prompt, a SimRequestArgs field every simulation takes too
                                 ("shared_prefix_tokens", r.shared_prefix_tokens)) if v is not None}
-    return ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
+    if dp is not None and (dp.data_parallel_size or 1) > 1:
+        engine["data_parallel_size"] = dp.data_parallel_size
+    req = ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
                          max_utilization=b.max_utilization, gpu_provider=b.gpu_provider, instance=b.instance,
@@ -188,6 +193,12 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          monthly_tokens=b.monthly_tokens, monthly_requests=b.monthly_requests,
                          monthly_input_tokens=b.monthly_input_tokens, monthly_output_tokens=b.monthly_output_tokens,
                          peak_to_mean=b.peak_to_mean, with_engine_savings=engine.get("policy") is None)
+    if "data_parallel_size" in engine:
+        from kvledger.analyses.serving.decision_data import sim_args
+        from kvledger.cli.dp_flags import with_dp
+
+        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None), dp)
+    return req
 
 
 def report_policy(engine: str | None) -> str | None:

@@ -102,7 +102,8 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
                              allreduce_link_share=e.get("allreduce_link_share"),
-                             enable_expert_parallel=bool(e.get("enable_expert_parallel")))
+                             enable_expert_parallel=bool(e.get("enable_expert_parallel")),
+                             data_parallel_size=e.get("data_parallel_size"))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 

@@ -18,7 +18,8 @@ CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 report compares (``decision_data`` re-exports it)."""
 
 PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
-             "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel")
+             "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel",
+             "data_parallel_size")
 """The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
 
 
