@@ -59,11 +59,9 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or a records file; several
     paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
     capacity a request-rate search finds, unless ``at_offered_load``). Every other parameter is the command's flag of
-    the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``); left at its default, the command's default.
-    ``data_parallel_size`` (with ``enable_expert_parallel``, a MoE model): vLLM's DP ranks in lock-step, as the
-    command's ``--data-parallel-size`` (``dp_flags.with_dp``); refused with ``path``, as the command refuses it.
-
-    ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
+    the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``, ``data_parallel_size`` vLLM's DP ranks of
+    a MoE model); left at its default, the command's default. ``cache``: read and keep each simulation in the on-disk
+    store, as ``kvledger.goodput``'s ``cache``.
 
     Returns:
         CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.
