@@ -20,6 +20,16 @@ def test_goodput_target_finds_the_search_candidates_capacity_per_eight_gpus():
     assert any("8 GPUs = 1 replica × DP 8 × TP 1" in n for n in b["notes"] + d["notes"])
 
 
+def test_goodput_text_names_the_dp_ranks():
+    from cli_run import run_cli
+
+    out = run_cli("goodput", "--simulate", *DP8, "--target", "0.9").output
+    # 8 GPUs = DP 8 ranks × TP 1 (not "TP 8": 8 GPUs ÷ 1 replica), each rank its own pool of 24,551 blocks
+    assert "probes (8 GPUs = 1 replica × DP 8 × TP 1)" in out
+    assert "on 8× NVIDIA H200 141GB SXM5 (DP 8 × TP 1 × 1 replica)" in out
+    assert "24,551 blocks × 16 tokens per DP rank (" in out
+
+
 def test_cost_sizes_replicas_of_eight_gpus():
     d = cli_json("cost", "--simulate", *DP8, "--gpu-provider", "CoreWeave", "--monthly-tokens", "10B")
     assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.75

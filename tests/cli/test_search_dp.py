@@ -49,6 +49,11 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     assert c["bounds"]["capacity_req_per_s"] >= c["capacity"]["goodput_req_per_s"] > 0
     wide = by_id["nvidia_h200_sxm:dp8xtp8:kv-auto:ep"]
     assert wide["status"] == "rejected" and wide["num_gpus_per_unit"] == 64 and "64 GPUs" in wide["detail"]
+    # DP 8 × TP 8 = 64 GPUs, wider than CoreWeave's 8-GPU instances: the reason names the ranks, not a TP group of 8
+    assert wide["reason"] == "no instance holds the DP × TP ranks"
+    # vLLM's num_gpu_blocks is each engine's pool: each DP rank's (one GPU here), the TP-8 group's (8 GPUs) there
+    assert "24,551 KV blocks of 16 tokens per DP rank (one GPU);" in c["launch"]["note"]
+    assert " KV blocks of 16 tokens per TP group (8 GPUs);" in by_id["nvidia_h200_sxm:tp8:kv-auto:ep"]["launch"]["note"]
     assert any(n.startswith("data parallel 8: ") and "lock-step" in n for n in d["notes"])
 
 

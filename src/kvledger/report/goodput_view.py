@@ -222,8 +222,10 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
+    tp = sb.provenance.tp  # and vLLM's DP ranks, each TP GPUs, where the GPUs are more (sim_dp.py)
+    dp = f"DP {n} × " if (n := sb.num_gpus // (sb.replicas * tp)) > 1 else ""
     units = (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
-             f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas}")
+             f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × {dp}TP {tp}")
     t = Table(title=f"probes ({units})", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "per GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.load import has_load
-from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
+from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
 from kvledger.report.run_warnings import is_warning
 from kvledger.report.search_answer import api_line, api_verdict, no_winner_line, tie_line, winner_line
 
@@ -164,9 +164,9 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     hint = ("; a GPU without a price row: --gpu-usd-per-hour GPU=PRICE gives it your price (the other GPUs keep the "
             "table's; one PRICE alone prices every searched GPU)" + _alternatives(rej)
             if any(g["reason"] == NO_PRICE_ROW for g in groups) else "")
-    if any(g["reason"] == NO_INSTANCE for g in groups):
-        hint += ("; a TP group wider than every instance of the rows priced: another --gpu-provider with multi-GPU "
-                 "instances, or --gpu-usd-per-hour")
+    if any(g["reason"] in (NO_INSTANCE, NO_INSTANCE_DP) for g in groups):
+        hint += ("; a TP group (or DP × TP ranks) wider than every instance of the rows priced: another "
+                 "--gpu-provider with multi-GPU instances, or --gpu-usd-per-hour")
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
         f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups) + hint)
               + ("" if verbose else " (--verbose lists each)"))

@@ -111,7 +111,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         vl, sg, nodes = on_nodes(vllm, sglang, p) if p.get("nnodes", 1) > 1 else (_join(vllm), _join(sglang), "")
         out = {"vllm": vl, "sglang": sg, "check": _join(check),
                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
-                       f"per GPU; {nodes + '; ' if nodes else ''}{sglang_note}{extra}"
+                       f"{_pool_scope(entry['tp'], dp)}; {nodes + '; ' if nodes else ''}{sglang_note}{extra}"
                        + (f"; {p['startup']['message']}" if p.get("startup") else "")}
         return out | ({"max_model_len_note": n} if (n := launch_len_note(p)) else {})
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
@@ -125,10 +125,17 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     lowered = "; ".join(f"{role}: {n}" for role, n in (("prefill", launch_len_note(p)), ("decode", launch_len_note(d)))
                         if n)
     return {k: "\n".join(v) for k, v in lines.items()} | ({"max_model_len_note": lowered} if lowered else {}) | {
-        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV "
-                f"blocks "
-                f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
-                f"disaggregated-serving proxy examples); {sglang_note}{extra}"}
+        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} KV blocks "
+                f"{_pool_scope(entry['tp'], 1)} and decode {d['num_gpu_blocks']:,} "
+                f"{_pool_scope(entry['decode_tp'], 1)}; a router in front sends each request to a prefill engine, "
+                f"then its decode engine (vLLM's disaggregated-serving proxy examples); {sglang_note}{extra}"}
+
+
+def _pool_scope(tp: int, dp: int) -> str:
+    """Whose pool ``num_gpu_blocks`` is: each vLLM engine's (a TP group shares one block table, each GPU its heads'
+    slice), so per GPU at TP 1, per TP group above, per DP rank with DP ranks."""
+    group = f"a TP group of {tp} GPUs" if tp > 1 else "one GPU"
+    return f"per DP rank ({group})" if dp > 1 else f"per TP group ({tp} GPUs)" if tp > 1 else "per GPU"
 
 
 def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:

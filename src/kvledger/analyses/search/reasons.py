@@ -10,7 +10,7 @@ read them (one string each, so a comparison cannot drift from the text it compar
 from __future__ import annotations
 
 __all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW", "NO_INSTANCE",
-           "PRICE_REASONS", "CAPACITY_NOT_MEASURED"]
+           "NO_INSTANCE_DP", "PRICE_REASONS", "CAPACITY_NOT_MEASURED"]
 
 SLO_NOT_MET = "SLO not met at any rate"
 SLO_WITHIN_NOISE = "SLO met only within the run's noise"
@@ -20,8 +20,10 @@ SLO_REASONS = (SLO_NOT_MET, SLO_WITHIN_NOISE)
 NO_PRICE_ROW = "no price row"
 #: screening: rows exist, but none sells an instance wide enough for an engine's TP group (nor prices per GPU)
 NO_INSTANCE = "no instance holds the TP group"
+#: screening: rows exist, but none sells an instance wide enough for vLLM's DP ranks of TP GPUs each (DP × TP GPUs)
+NO_INSTANCE_DP = "no instance holds the DP × TP ranks"
 #: the reasons of a candidate not priced (no simulation spent on it)
-PRICE_REASONS = (NO_PRICE_ROW, NO_INSTANCE)
+PRICE_REASONS = (NO_PRICE_ROW, NO_INSTANCE, NO_INSTANCE_DP)
 #: the fix of :data:`SLO_WITHIN_NOISE`, in words
 NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the noise, lower --target or loosen the SLO"
 #: a session workload's boundary probe too short to carry its rate (``session_spec.steady_goodput``): not sized

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvledger.analyses.search.instance_bill import engine_groups
-from kvledger.analyses.search.reasons import NO_INSTANCE, NO_PRICE_ROW
+from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
@@ -214,7 +214,7 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
                 f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
         reason = NO_PRICE_ROW
         if plan.gpu.gpu_id != "custom" and price_row(cand.gpu_id, spec.gpu_provider):
-            reason = NO_INSTANCE
+            reason = NO_INSTANCE_DP if (cand.data_parallel_size or 1) > 1 else NO_INSTANCE
             what = (f"no rental row for {cand.gpu_id}{where} sells an instance of {widest} GPUs or more (an engine's "
                     f"TP group, or its DP × TP ranks, sits on one instance; a one-GPU VM holds a TP-1 engine only), "
                     "nor per GPU"

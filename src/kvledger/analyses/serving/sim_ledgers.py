@@ -143,14 +143,15 @@ class SimulatedRun:
         eng = self.result.config
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        layout = (f"TP {s.tp} × {s.replicas:,} replica{'' if s.replicas == 1 else 's'}"
+        dp = getattr(s.cost, "dp", 1)  # vLLM's DP ranks in lock-step (sim_dp.py): each its own pool
+        layout = (f"{f'DP {dp} × ' if dp > 1 else ''}TP {s.tp} × {s.replicas:,} replica{'' if s.replicas == 1 else 's'}"
                   + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
             f"memory plan ({p.engine} {rules}): {p.available_kv_bytes / 2**30:.2f} GiB for KV → "
-            f"{p.num_gpu_blocks:,} {unit} × {p.block_size} tokens per replica "
+            f"{p.num_gpu_blocks:,} {unit} × {p.block_size} tokens per {'DP rank' if dp > 1 else 'replica'} "
             f"({p.kv_bytes_per_token:,.{0 if float(p.kv_bytes_per_token).is_integer() else 1}f} B per token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
