@@ -85,3 +85,25 @@ def test_a_real_rank_prices_the_moe_layers_over_all_ranks():
     assert cost.step_time_s(one) == max(want, dummy) == want  # rank 0 reads 100 KV tokens, the dummy 1
     # a busier rank 0 (64 decodes) makes the step longer for all: 8 × 64 padded tokens in the MoE layers
     assert cost.step_time_s([_decode(64)] + [None] * 7) > cost.step_time_s(one)
+
+
+def test_sixteen_ranks_over_two_nodes_gather_over_the_nics():
+    # DP 16 × TP 1 on two 8-GPU H200 nodes (node_size.dp_nnodes): the DP group's all-gather and reduce-scatter are
+    # NCCL rings across the nodes, priced as tp_network prices a TP group's: 8 ranks a node, each GPU's 400 Gb/s NIC
+    # 50 GB/s one way → the link min(450 GB/s NVLink, 8 × 50 GB/s) = 400 GB/s; the per-call latency the one-node fit at
+    # the 8 ranks a node holds, 34.323022 µs, plus NCCL's ring LL steps across the nodes,
+    # (2·15 − 2·2) × max(0.6, 1.0) µs + 2·2 × 2.7 µs − 2·7 × 0.6 µs = 26 + 10.8 − 8.4 = 28.4 µs
+    cost = LockstepStepCost(_Rank(), 16, capture_size=None, nnodes=2)
+    lat, link = 3.432302222222223e-05 + 28.4e-6, 400e9
+    assert abs(cost.call_latency_s - lat) < 1e-15 and cost.link_Bps == link
+    assert cost.span.nodes == 2 and cost.span.ranks_per_node == 8
+    # one rank decodes 3, fifteen idle (1-token dummies), unpadded: the MoE layers over 3 + 15 = 18 tokens (1.8 ms);
+    # the busy rank gathers the other 15 tokens' 1,000 × 2 B: 3 ms + 1.8 ms + 2 layers × 2 calls × (lat + 30,000 B
+    # / link)
+    times = cost.rank_times_s([_decode(3)] + [None] * 15)
+    assert abs(times[0] - (3e-3 + 1.8e-3 + 4 * (lat + 30_000 / link))) < 1e-15
+    # --inter-node-link 200 Gb/s (25 GB/s a GPU): 8 × 25 = 200 GB/s binds instead
+    assert LockstepStepCost(_Rank(), 16, None, nnodes=2, nic_Bps=25e9).link_Bps == 200e9
+    # one node (DP 8): NVLink's 450 GB/s and the one-node latency, nothing across
+    one = LockstepStepCost(_Rank(), 8, None, nnodes=1)
+    assert one.link_Bps == 450e9 and one.span is None and one.call_latency_s == 3.432302222222223e-05

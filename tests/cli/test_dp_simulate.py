@@ -67,3 +67,18 @@ def test_console_exit_2(monkeypatch, capsys):
         main_run()
     err = capsys.readouterr().err
     assert e.value.code == 2 and "Traceback" not in err and "dense model" in err
+
+
+def test_sixteen_ranks_over_two_nodes_price_the_gathers_over_the_nics():
+    args = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "16",
+            "--enable-expert-parallel", "--num-requests", "50", "--rate", "2")
+    d = cli_json(*args)
+    note = next(n for n in d["notes"] if n.startswith("data parallel: "))
+    # 16 GPUs on two 8-GPU nodes: the ring bound by 8 NICs × 50 GB/s = 400 GB/s (under NVLink's 450), +28.4 µs a call
+    # (tests/accounting/test_dp_lockstep_cost.py works both out)
+    assert "across 2 nodes: NCCL's ring at 400 GB/s a direction (bound by the NICs" in note and "+28.4 µs" in note
+    # --inter-node-link 400Gbps is the assumed NIC: the same run; 100 Gb/s NICs (8 × 12.5 = 100 GB/s) slow every step
+    same = cli_json(*args, "--inter-node-link", "400Gbps")
+    slow = cli_json(*args, "--inter-node-link", "100Gbps")
+    assert same["summary"]["tpot_s"] == d["summary"]["tpot_s"]
+    assert slow["summary"]["tpot_s"]["mean"] > d["summary"]["tpot_s"]["mean"]

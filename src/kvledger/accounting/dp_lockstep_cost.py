@@ -20,7 +20,12 @@ So rank r's step time here is the roofline of its own step (attention, dense lay
 with the fused-MoE term (``moe_kernel.py``: the busiest GPU at EP DP × TP) priced over the tokens of all ranks, plus,
 per MoE layer, an all-gather and a reduce-scatter of the other ranks' tokens' hidden states (16-bit; two calls at the
 NCCL per-call latency of ``tp_comm.allreduce_latency_s`` and the link of ``tp_comm.link_bytes_per_s``); the step takes
-the largest rank time. An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within
+the largest rank time. Where the DP × TP GPUs span nodes (16 ranks of TP 1 on two 8-GPU nodes), the DP group's
+all-gather and reduce-scatter (each TP index's ranks, one per DP rank) are NCCL rings across them, priced as
+``tp_network.allreduce_terms`` prices a TP group's ring over the nodes (the link bound by the NICs of the ranks a node
+holds, ``--inter-node-link`` giving a NIC's speed; NCCL's added per-call latency across the nodes). Each call keeps the
+all-reduce's per-call latency as within one node (an upper bound: a ring all-gather takes n − 1 steps, an all-reduce
+2(n − 1)). An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within
 vLLM's largest CUDA-graph size (``max_cudagraph_capture_size``; None under ``--enforce-eager``) the MoE layers and the
 collectives take every rank at the largest count (the graph sizes' rounding is not modelled); otherwise each rank's own.
 """
@@ -30,7 +35,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.accounting.tp_comm import allreduce_latency_s, link_bytes_per_s
+from kvledger.accounting.tp_network import allreduce_terms
 
 __all__ = ["DUMMY_BATCH", "LockstepStepCost"]
 
@@ -47,16 +52,20 @@ class LockstepStepCost:
         inner: the roofline of one rank (``RooflineStepCost`` at the rank's TP with EP DP × TP: ``Plan.step_cost``).
         dp: DP ranks, count.
         capture_size: vLLM's largest CUDA-graph token count (padding applies up to it); None: no CUDA graphs.
+        nnodes: the nodes the DP × TP GPUs span (``node_size.dp_nnodes``; 1: one node).
+        nic_Bps: a GPU's NIC, B/s one direction (``--inter-node-link``; None: ``tp_network.NIC_BYTES_PER_S``).
     """
 
-    def __init__(self, inner, dp: int, capture_size: int | None) -> None:
+    def __init__(self, inner, dp: int, capture_size: int | None, nnodes: int = 1,
+                 nic_Bps: float | None = None) -> None:
         self.inner, self.dp, self.capture_size = inner, dp, capture_size
         self.name = getattr(inner, "name", "roofline")
-        gpu = inner.gpu
         self.moe_layers = inner.moe_layers
         self.hidden_size = inner.model.hidden_size
-        self.link_Bps = link_bytes_per_s(gpu, inner.allreduce_link_share)
-        self.call_latency_s = allreduce_latency_s(gpu, dp)
+        # the DP group's ring: one rank per DP rank, over min(DP, nodes) nodes (a TP group wider than a node puts
+        # each DP rank on nodes of its own); within a node, the scale-up link and one-node latency (tp_comm)
+        self.link_Bps, self.call_latency_s, self.span = allreduce_terms(
+            inner.gpu, dp, min(dp, nnodes), inner.allreduce_link_share, None, nic_Bps)
         self._moe: dict[int, float] = {}
 
     def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:

@@ -24,7 +24,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.gpus import GpuSpec
 
 __all__ = ["BASEBOARD_GPUS", "PCIE_DOUBLE_WIDTH_GPUS", "PCIE_SINGLE_WIDTH_GPUS", "NodeAssumption", "gpus_per_node",
-           "assume_nodes", "nodes_flag", "beyond_a_node"]
+           "assume_nodes", "nodes_flag", "beyond_a_node", "dp_nnodes"]
 
 BASEBOARD_GPUS = 8
 """GPUs on one SXM/HGX or OAM baseboard (HGX H100/H200/B200 8-GPU, AMD Instinct OAM platforms), one per node."""
@@ -129,3 +129,14 @@ def beyond_a_node(tp: int, gpu: GpuSpec) -> str:
     return (f"; TP {tp} spans {tp // n} servers of {n} GPUs, so every layer's all-reduces cross the network between "
             f"them, priced as NCCL's ring over their NICs (--pp {tp // n} --tp {n} keeps each all-reduce within a "
             "server)")
+
+
+def dp_nnodes(gpu: GpuSpec, tp: int, dp: int) -> int:
+    """The nodes ``dp`` DP ranks of ``tp`` GPUs span: the fewest that hold the DP × TP GPUs evenly (vLLM's
+    ``engine/arg_utils.py`` asserts world_size % nnodes == 0) with whole ranks on a node or whole nodes to a rank
+    (``gpus_per_node``; 1 where nothing says how many GPUs a node holds)."""
+    per, world = gpus_per_node(gpu), dp * tp
+    if per is None or world <= per[0]:
+        return 1
+    return next((n for n in range(2, world + 1) if world % n == 0 and (w := world // n) <= per[0]
+                 and (w % tp == 0 or tp % w == 0)), world)

@@ -30,8 +30,9 @@ Intel hosts (``getNetOverhead``, ``NET_OVERHEAD_S``; 2 µs on AMD hosts)::
 TP 16 over two nodes of 8 on NVLink: (26 × 1.0 + 4 × 2.7) − 14 × 0.6 = 36.8 − 8.4 = 28.4 µs a call. The LL protocol's
 own bandwidth is a quarter of the ring's (NCCL switches to its Simple protocol for large messages, whose network
 latency is 14 µs a hop): the figure prices decode-size calls' latency and prefill-size calls' bytes, each at the
-protocol NCCL picks for them. Pipeline parallelism's send/recv across nodes is not priced (no PP term in the step
-cost), nor expert parallelism's all-to-all across nodes (priced on the scale-up link).
+protocol NCCL picks for them. vLLM's DP ranks of a MoE model take the same terms for their MoE layers' all-gather and
+reduce-scatter across nodes (``dp_lockstep_cost.py``). Pipeline parallelism's send/recv across nodes is not priced (no
+PP term in the step cost), nor the roofline's expert all-to-all without DP ranks (priced on the scale-up link).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.node_size import dp_nnodes  # the DP × TP GPUs' nodes, as the step cost prices them
 from kvledger.errors import InputError
 
 __all__ = ["ep_values", "dp_values", "dp_nnodes"]
@@ -51,16 +52,3 @@ def dp_values(axes: Any, moe: bool, model: Any = None) -> tuple[int | None, ...]
                          "ranks, the MoE layers run over every rank's tokens); drop --no-enable-expert-parallel, or "
                          "drop the DP sizes above 1")
     return tuple(n if n > 1 else None for n in sizes)
-
-
-def dp_nnodes(gpu: Any, tp: int, dp: int) -> int:
-    """The nodes ``dp`` DP ranks of ``tp`` GPUs span: the fewest that hold the DP × TP GPUs evenly (vLLM's
-    ``engine/arg_utils.py`` asserts world_size % nnodes == 0) with whole ranks on a node or whole nodes to a rank
-    (``node_size.gpus_per_node``; 1 where nothing says how many GPUs a node holds)."""
-    from kvledger.accounting.node_size import gpus_per_node
-
-    per, world = gpus_per_node(gpu), dp * tp
-    if per is None or world <= per[0]:
-        return 1
-    return next((n for n in range(2, world + 1) if world % n == 0 and (w := world // n) <= per[0]
-                 and (w % tp == 0 or tp % w == 0)), world)

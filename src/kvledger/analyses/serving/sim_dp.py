@@ -70,7 +70,10 @@ def lockstep_cost(plan: Any, config: Any, cost: Any) -> Any:
         raise InputError(f"--data-parallel-size {dp}: {plan.model.name} has no fused-MoE layers the roofline prices "
                          "over every rank's tokens; the lock-step simulation needs them")
     capture = None if s.enforce_eager else min(2 * config.max_num_seqs, 512)
-    out = LockstepStepCost(cost, dp, capture)
+    from kvledger.accounting.node_size import dp_nnodes
+
+    nodes = max(s.nnodes, dp_nnodes(plan.gpu, s.tp, dp))  # the DP × TP GPUs' nodes: the collectives' ring across them
+    out = LockstepStepCost(cost, dp, capture, nodes, s.inter_node_link_bytes_per_s)
     out.balancing_rule = balancer_rule(ver)
     out.version = ".".join(map(str, ver))
     return out
@@ -91,9 +94,14 @@ def dp_note(plan: Any, cost: Any) -> str:
             "coordinator's counts refreshed every 100 ms, coordinator.py); a rank's step: its own attention and "
             f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} with the default "
             "allgather_reducescatter all-to-all (an all-gather and a reduce-scatter of the other ranks' hidden "
-            f"states per MoE layer), DP padding {pad}; not modelled: several API servers, the CUDA-graph sizes' "
-            "rounding, the MoE profile run's larger activation peak (the KV pool is an upper bound); the error bands "
-            "come from measured runs without data parallelism (none with it)")
+            f"states per MoE layer{_span_words(cost)}), DP padding {pad}; not modelled: several API servers, the "
+            "CUDA-graph sizes' rounding, the MoE profile run's larger activation peak (the KV pool is an upper "
+            "bound); the error bands come from measured runs without data parallelism (none with it)")
+
+
+def _span_words(cost: Any) -> str:
+    """", " + the DP group's collectives across nodes (``tp_network.SpanningLink.words``), or "" within one node."""
+    return f", {cost.span.words()}" if cost.span is not None else ""
 
 
 def dp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
