@@ -208,24 +208,24 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.dynamics.engine.kv_link_nodes import pair_link
+    from kvledger.dynamics.engine.kv_transfer import nic_bytes_per_s
     from kvledger.units import parse_duration_s
 
-    gpu = resolve_gpu(cand.gpu_id)
+    gpu, nic = resolve_gpu(cand.gpu_id), nic_bytes_per_s(spec.inter_node_link)  # a pool's TP group and the KV link
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              quantization=spec.quantization, mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
-                             if spec.cpu_overhead else 0.0, wddm=spec.wddm)
+                             if spec.cpu_overhead else 0.0, wddm=spec.wddm, inter_node_link_bytes_per_s=nic)
     # priced as the colocated candidates' simulate runs are (screen.py: the GPU's --gpu-profile choice, the GEMM mode
     # and the all-reduces' link share; plan_pricing)
     pricing = PricingFlags(gpu_profile=choice_for_gpu(spec.gpu_profile, gpu.name), gemm_efficiency=spec.gemm_efficiency,
                            allreduce_link_share=spec.allreduce_link_share)
-    link, _ = pair_link(gpu, "auto", cand.tp, cand.decode_tp, DEFAULT_TRANSFER_LATENCY_S)  # the network across nodes
-    link_kind = link.name
+    link, _ = pair_link(gpu, "auto", cand.tp, cand.decode_tp, DEFAULT_TRANSFER_LATENCY_S, nic)  # the NIC across nodes
     study = DisaggStudy(load_model(spec.model), gpu, settings, link, slo, target=spec.target, pricing=pricing)
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
-    return study, dep, link_kind
+    return study, dep, link.name
 
 
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:

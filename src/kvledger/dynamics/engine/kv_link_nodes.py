@@ -17,9 +17,11 @@ from kvledger.dynamics.engine.kv_transfer import KVLink, link_from_gpu
 __all__ = ["pair_link"]
 
 
-def pair_link(gpu, link: str, prefill_tp: int, decode_tp: int, latency_s: float) -> tuple[KVLink, str | None]:
+def pair_link(gpu, link: str, prefill_tp: int, decode_tp: int, latency_s: float,
+              nic_Bps: float | None = None) -> tuple[KVLink, str | None]:
     """(the KV link of a prefill TP ``prefill_tp`` / decode TP ``decode_tp`` pair on ``gpu`` for ``link`` — "auto",
-    "nvlink", "pcie" or a bandwidth —, a note or warning on the choice, None where there is nothing to say).
+    "nvlink", "pcie" or a bandwidth —, a note or warning on the choice, None where there is nothing to say);
+    ``nic_Bps``: a GPU's NIC where "auto" crosses nodes (``--inter-node-link``; None: the assumed 400 Gb/s).
 
     Raises:
         InputError: as ``link_from_gpu`` (no such link for this GPU, an unreadable bandwidth).
@@ -33,9 +35,9 @@ def pair_link(gpu, link: str, prefill_tp: int, decode_tp: int, latency_s: float)
     if key == "auto":
         if not across:
             return link_from_gpu(gpu, "nvlink" if gpu.interconnect_bytes_per_s else "pcie", latency_s), None
-        bw = NETWORK_BYTES_PER_S
-        src = (f"network: {bw / 1e9:,.0f} GB/s per GPU, one direction (assumed: one 400 Gb/s NIC per GPU; --link "
-               f"gives yours), because {where}")
+        bw = NETWORK_BYTES_PER_S if nic_Bps is None else nic_Bps
+        given = "assumed: one 400 Gb/s NIC per GPU; --link gives yours" if nic_Bps is None else "--inter-node-link"
+        src = f"network: {bw / 1e9:,.4g} GB/s per GPU, one direction ({given}), because {where}"
         return KVLink("network", bw, latency_s, src), f"KV link: {where}, so the KV crosses the network between nodes"
     chosen = link_from_gpu(gpu, link, latency_s)
     if across and chosen.name == "nvlink":
