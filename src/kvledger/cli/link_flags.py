@@ -8,7 +8,9 @@ __all__ = ["INTER_NODE_LINK_HELP", "inter_node_link"]
 INTER_NODE_LINK_HELP = (
     "A TP group over several nodes (--tp 16 on 8-GPU boards): one GPU's network bandwidth, one direction, as a NIC's "
     "speed is quoted: 50GB/s, 400Gbps (default: one 400 Gb/s NIC per GPU, as on HGX H100/H200/B200). Its all-reduces "
-    "are priced as NCCL's ring over the nodes' NICs, with the network's steps in each call's latency.")
+    "are priced as NCCL's ring over the nodes' NICs, with the network's steps in each call's latency; so are vLLM's "
+    "DP ranks' MoE all-gathers and reduce-scatters where the DP × TP GPUs span nodes, and in search a disaggregated "
+    "unit's KV link between nodes.")
 
 
 def inter_node_link(text: str | None) -> float | None:
