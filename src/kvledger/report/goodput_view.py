@@ -192,6 +192,15 @@ def _answer(sb: SimBoundary) -> str:
             f"{fmt(b.boundary_value, 4)}{unit}{per}{at}")
 
 
+def _units(sb: Any) -> str:
+    """"8 GPUs = 1 replica × DP 8 × TP 1": the GPUs of the deployment, with vLLM's DP ranks (each TP GPUs:
+    sim_dp.py) where the GPUs are more than replicas × TP."""
+    tp = sb.provenance.tp
+    dp = f"DP {n} × " if (n := sb.num_gpus // (sb.replicas * tp)) > 1 else ""
+    return (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
+            f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × {dp}TP {tp}")
+
+
 def print_search(sb: SimBoundary, slo_text: str) -> None:
     """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
     from rich import box
@@ -222,10 +231,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
-    tp = sb.provenance.tp  # and vLLM's DP ranks, each TP GPUs, where the GPUs are more (sim_dp.py)
-    dp = f"DP {n} × " if (n := sb.num_gpus // (sb.replicas * tp)) > 1 else ""
-    units = (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
-             f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × {dp}TP {tp}")
+    units = _units(sb)
     t = Table(title=f"probes ({units})", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "per GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)
