@@ -37,7 +37,7 @@ def test_text_names_the_lockstep_and_is_deterministic():
     assert a.exit_code == 0 and a.stdout == b.stdout
     text = " ".join(a.stdout.split())
     assert "data parallel: 8 DP ranks in lock-step on 8 GPUs" in text
-    assert "KV pool 392,816 tokens per rank, 8 × = 3,142,528 in all" in text
+    assert "KV pool 392,816 tokens per rank, 8 × 392,816 = 3,142,528 in all" in text
     assert json.loads(run_cli(*DSV3, "--json").stdout) == json.loads(run_cli(*DSV3, "--json").stdout)
 
 

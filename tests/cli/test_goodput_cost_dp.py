@@ -44,3 +44,16 @@ def test_cost_sizes_replicas_of_eight_gpus():
 def test_files_refuse_the_dp_ranks(tmp_path):
     said = refused("goodput", str(tmp_path / "none.json"), "--slo", "ttft=1s", "-dp", "8")
     assert "--data-parallel-size 8 applies to --simulate" in said
+
+
+def test_text_names_the_dp_ranks_and_the_pool_per_rank():
+    from cli_run import run_cli
+
+    r = run_cli("goodput", "--simulate", *DP8, "--target", "0.9")
+    text = " ".join(r.stdout.split())
+    # 8 GPUs = 1 replica of 8 DP ranks × TP 1 (8 ÷ 1 ÷ 8 = TP 1), not "1 replica × TP 8"
+    assert r.exit_code == 0 and "probes (8 GPUs = 1 replica × DP 8 × TP 1)" in text and "× TP 8" not in text
+    # the memory source is one rank's pool: 392,816 tokens a rank (`plan -dp 8`) = 24,551 blocks × 16 tokens;
+    # the replica holds 8 × that, so "per replica" would understate it eightfold
+    assert "(TP 1 × DP 8 × 1 replica)" in text and "24,551 blocks × 16 tokens per DP rank" in text
+    assert "tokens per replica" not in text

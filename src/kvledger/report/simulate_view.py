@@ -261,7 +261,8 @@ def dp_line(dp: dict) -> str:
     rank and its KV usage (``sim_dp.dp_figures``)."""
     n, usage = dp["data_parallel_size"], ", ".join(f"{u:.1%}" for u in dp["kv_usage_mean_per_rank"])
     return (f"[bold]data parallel[/]: {n} DP ranks in lock-step on {dp['gpus']} GPUs ({dp['rule_source']}); KV pool "
-            f"{dp['kv_tokens_per_rank']:,} tokens per rank, {n} × = {dp['kv_tokens_total']:,} in all (memory plan); "
+            f"{dp['kv_tokens_per_rank']:,} tokens per rank, {n} × {dp['kv_tokens_per_rank']:,} = "
+            f"{dp['kv_tokens_total']:,} in all (memory plan); "
             f"requests routed per rank {', '.join(f'{r:,}' for r in dp['requests_routed_per_rank'])}; KV usage mean "
             f"per rank {usage}; the latencies, throughput and KV usage below are all ranks' together (the batch "
             "line's replicas are the ranks)")
