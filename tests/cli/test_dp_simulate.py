@@ -82,3 +82,12 @@ def test_sixteen_ranks_over_two_nodes_price_the_gathers_over_the_nics():
     slow = cli_json(*args, "--inter-node-link", "100Gbps")
     assert same["summary"]["tpot_s"] == d["summary"]["tpot_s"]
     assert slow["summary"]["tpot_s"]["mean"] > d["summary"]["tpot_s"]["mean"]
+
+
+@pytest.mark.parametrize("cmd", [("simulate",), ("goodput", "--simulate")])
+def test_an_out_of_range_rank_count_names_the_flag_vllm_spells(cmd):
+    # `-dp 0` is vLLM's --data-parallel-size; the error named SGLang's --dp-size, another engine's flag
+    said = refused(*cmd, "Qwen/Qwen3-30B-A3B", "--gpu", "H100-SXM", "-dp", "0", "--enable-expert-parallel",
+                   "--slo", "ttft=1s", "--target", "0.9") if cmd[0] == "goodput" else refused(
+        *cmd, "Qwen/Qwen3-30B-A3B", "--gpu", "H100-SXM", "-dp", "0", "--enable-expert-parallel")
+    assert "--data-parallel-size 0 is out of range; allowed: [1, 1,024]" in said and "--dp-size" not in said

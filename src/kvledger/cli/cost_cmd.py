@@ -27,7 +27,7 @@ from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.cost_boundary import CostArgs, check_choice, cost_outcome, cost_request
 from kvledger.cli.cost_flags import CostBillFlags, CostFlags, CostMoreFlags
-from kvledger.cli.dp_flags import SimDataParallelFlags, refuse_dp_on_files
+from kvledger.cli.dp_flags import SIM_DP, SimDataParallelFlags, refuse_dp_on_files
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 from kvledger.errors import NoAnswerError
 
@@ -35,7 +35,7 @@ __all__ = ["register", "flag_names"]
 
 
 @with_groups(prices=CostFlags, bill=CostBillFlags, more=CostMoreFlags, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
-             dp=SimDataParallelFlags)
+             dp=SIM_DP)
 def cost_command(
     ctx: typer.Context,
     files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "

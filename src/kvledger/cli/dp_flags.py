@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.cli.flag_groups import flag
+from kvledger.cli.flag_groups import GroupUse, flag
 from kvledger.errors import InputError
 
-__all__ = ["SimDataParallelFlags", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
+__all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
            "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
@@ -56,6 +56,10 @@ class SimDataParallelFlags:
             raise InputError(PP_REFUSAL.format(pp=self.pp))
         if self.data_parallel_size is not None and self.data_parallel_size < 1:
             raise InputError(f"--data-parallel-size {self.data_parallel_size}: give a rank count of at least 1")
+
+
+SIM_DP = GroupUse(SimDataParallelFlags, first_spelling=True)
+"""How simulate, goodput and cost take the group: a range error names --data-parallel-size, the flag vLLM spells."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
-from kvledger.cli.dp_flags import SimDataParallelFlags, refuse_dp_on_files, with_dp
+from kvledger.cli.dp_flags import SIM_DP, SimDataParallelFlags, refuse_dp_on_files, with_dp
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, flag, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
@@ -165,7 +165,7 @@ class GoodputFlags:
 
 
 @with_groups(flags=GroupUse(GoodputFlags, first_spelling=True), workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
-             tiers=so.SIM_TIERS, dp=SimDataParallelFlags)
+             tiers=so.SIM_TIERS, dp=SIM_DP)
 def goodput_command(
     files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                          "--simulate", show_default=False),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from kvledger.cli.dp_flags import SimDataParallelFlags
+from kvledger.cli.dp_flags import SIM_DP, SimDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, with_groups
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.cli.sim_opts import TIER_HELP
@@ -19,7 +19,7 @@ __all__ = ["register"]
 _TIERS = GroupUse(TierFlags, help=TIER_HELP)
 
 
-@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS, dp=SimDataParallelFlags)
+@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS, dp=SIM_DP)
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
