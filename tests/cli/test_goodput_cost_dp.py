@@ -57,3 +57,11 @@ def test_text_names_the_dp_ranks_and_the_pool_per_rank():
     # the replica holds 8 × that, so "per replica" would understate it eightfold
     assert "(TP 1 × DP 8 × 1 replica)" in text and "24,551 blocks × 16 tokens per DP rank" in text
     assert "tokens per replica" not in text
+
+
+def test_the_capacity_band_says_no_measured_run_had_data_parallelism():
+    d = cli_json("goodput", "--simulate", *DP8, "--target", "0.9")
+    # the bands come from 24 vLLM deployments without DP ranks: the band of a DP capacity is a floor, and says so
+    # (the H200 clause already calls it a floor: said once)
+    src = d["error_band"]["source"]
+    assert "measured on runs without data parallelism (none with it)" in src and src.count("a floor for it") == 1

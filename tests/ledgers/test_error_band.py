@@ -77,3 +77,26 @@ def test_moe_bands_are_measured_on_moe_deployments():
     assert b.lent_from is None and b.errors() == pytest.approx((thr["q10"], thr["q90"]))
     dense = error_band("uncalibrated/dense/vllm", "tpot_mean")
     assert error_band("uncalibrated/moe/vllm", "tpot_mean").errors()[0] < dense.errors()[0]  # wider than borrowed
+
+
+def test_a_setting_no_measured_run_had_is_named_once_as_a_floor():
+    b = Band("uncalibrated/moe/vllm", "throughput", 0.58, 1.02, 10, "leave-one-deployment-out errors")
+    dp = b.beyond("data parallelism")
+    # the multipliers stay (no run measured the error under DP to widen them); the source says it is a floor
+    assert (dp.low, dp.high) == (0.58, 1.02)
+    assert dp.source == ("leave-one-deployment-out errors; measured on runs without data parallelism (none with it)"
+                         ": a floor for it, not a measurement")
+    # a source that already calls the band a floor (another GPU, a borrowed regime) is not told twice
+    said = dp.beyond("a TP group across nodes").source
+    assert said.count("a floor for it") == 1 and said.endswith("without a TP group across nodes (none with it)")
+    assert b.beyond(None) is b
+
+
+def test_the_step_costs_that_need_it():
+    from types import SimpleNamespace
+
+    from kvledger.analyses.serving.prediction_bands import unmeasured_setting
+
+    assert unmeasured_setting(SimpleNamespace(dp=8, allreduce_span=None)) == "data parallelism"
+    assert unmeasured_setting(SimpleNamespace(allreduce_span=object())) == "a TP group across nodes"
+    assert unmeasured_setting(SimpleNamespace(allreduce_span=None)) is None and unmeasured_setting(None) is None

@@ -74,6 +74,14 @@ class Band:
         return replace(self, source=self.source + f"; {said}{floor}",
                        elsewhere=f"{said}: a floor for it, not a measurement")
 
+    def beyond(self, setting: str | None) -> Band:
+        """This band for a figure under a ``setting`` none of its measured runs had (data parallelism, a TP group
+        across nodes): its source says so, a floor for it, not a measurement; itself for None."""
+        if not setting:
+            return self
+        floor = "" if "a floor for it" in self.source else ": a floor for it, not a measurement"  # said once
+        return replace(self, source=f"{self.source}; measured on runs without {setting} (none with it){floor}")
+
     def around(self, value: float) -> tuple[float, float]:
         """The band around a predicted ``value`` (same unit)."""
         return value * self.low, value * self.high

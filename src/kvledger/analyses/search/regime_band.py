@@ -46,4 +46,5 @@ def search_band(spec: Any, candidate: dict[str, Any], metric: str = "throughput"
     band = profile_band(search_regime(spec, candidate["gpu_id"]), metric, facts, load_model(spec.model).name,
                         candidate.get("tp"))
     gpu = resolve_gpu(candidate["gpu_id"])  # a catalog id, or a GPU file's described GPU
-    return None if band is None else band.on_gpu(gpu.gpu_id, gpu.name)
+    dp = (candidate.get("data_parallel_size") or 1) > 1  # vLLM's DP ranks: no run behind the bands had them
+    return None if band is None else band.on_gpu(gpu.gpu_id, gpu.name).beyond("data parallelism" if dp else None)

@@ -15,7 +15,8 @@ from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, p
 
 # the bands of an SLO capacity and of the cost decision are in capacity_bands.py: `simulate` reports only the
 # prediction bands, and need not make those two classes
-__all__ = ["NO_LATENCY_BAND", "no_latency_band", "setup_regime", "setup_band", "profile_facts", "band_coverage",
+__all__ = ["NO_LATENCY_BAND", "no_latency_band", "setup_regime", "setup_band", "unmeasured_setting", "profile_facts",
+           "band_coverage",
            "UNBANDED_FIGURES", "PredictionBand", "prediction_bands", "knee_withheld", "knee_band_note"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
@@ -124,7 +125,16 @@ def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = N
     widened = info.get("band_widened_by")
     band = at_least_uncalibrated(band, regime, metric, widened) if widened else band
     gpu = getattr(getattr(setup, "plan", None), "gpu", None)
-    return band.on_gpu(gpu.gpu_id, gpu.name) if band is not None and gpu is not None else band
+    band = band.on_gpu(gpu.gpu_id, gpu.name) if band is not None and gpu is not None else band
+    return None if band is None else band.beyond(unmeasured_setting(getattr(setup, "cost", None)))
+
+
+def unmeasured_setting(cost: Any) -> str | None:
+    """What a step cost models that no run behind the bands had: vLLM's DP ranks (``dp_lockstep_cost``), a TP group
+    across nodes (``tp_network``); None for neither."""
+    if getattr(cost, "dp", 1) > 1:
+        return "data parallelism"
+    return "a TP group across nodes" if getattr(cost, "allreduce_span", None) is not None else None
 
 
 def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = False,
