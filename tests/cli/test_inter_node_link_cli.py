@@ -39,3 +39,11 @@ def test_plan_text_and_simulate_source_say_so():
 def test_unreadable_inter_node_link_is_refused():
     msg = refused("plan", V3, "--gpu", "H100", "--tp", "16", "--inter-node-link", "fast")
     assert msg.startswith("--inter-node-link: cannot read 'fast'")
+
+
+def test_a_link_past_the_range_is_refused_in_the_flags_units():
+    # 1e30 Gbps = 1e30 × 1e9 b/s ÷ 8 = 1.25e38 B/s = 1.25e29 GB/s, past the settings' 1e15 B/s = 1,000,000 GB/s;
+    # the error named the settings field (--inter-node-link-bytes-per-s, no such flag) and 1.2500000000000001e+38
+    msg = refused("plan", V3, "--gpu", "H100", "--tp", "16", "--inter-node-link", "1e30Gbps")
+    assert "--inter-node-link 1e30Gbps: 1.25e+29 GB/s per GPU and direction is out of range" in msg
+    assert "allowed: up to 1,000,000 GB/s" in msg and "bytes-per-s" not in msg

@@ -91,7 +91,15 @@ def parse_link_bandwidth(text: str, flag: str = "--link") -> float:
 
 def nic_bytes_per_s(text: str | None) -> float | None:
     """``--inter-node-link`` (a GPU's NIC for a TP group over nodes) as B/s one direction, None when not given."""
-    return None if text is None else parse_link_bandwidth(text, "--inter-node-link")
+    from kvledger.accounting.settings import BOUNDS
+
+    if text is None:
+        return None
+    value, top = parse_link_bandwidth(text, "--inter-node-link"), BOUNDS["inter_node_link_bytes_per_s"][2]
+    if value > top:  # the plan settings' bound, said in the flag's own units (not the settings field's B/s)
+        raise InputError(f"--inter-node-link {text}: {value / 1e9:,.4g} GB/s per GPU and direction is out of range; "
+                         f"allowed: up to {top / 1e9:,.0f} GB/s (a NIC is quoted in Gbps: 400Gbps is 50 GB/s)")
+    return value
 
 
 def link_from_gpu(gpu, link: str, latency_s: float = 0.0) -> KVLink:
