@@ -80,3 +80,12 @@ def test_an_unknown_api_row_points_to_the_price_list_and_a_close_provider():
     assert str(err.value).startswith("unknown API model 'Groq:openai/gpt-oss-12b'; did you mean: "
                                      "Groq:openai/gpt-oss-120b")
     assert "kvledger prices --kind api" in str(err.value)
+
+
+def test_an_unknown_instance_type_lists_the_rows_it_could_name():
+    # gpu_prices.csv prices two Nebius H100 SXM instances; 'foo' is close to neither, so the error lists both
+    with pytest.raises(UnknownNameError) as e:
+        find_gpu_price("nvidia_h100_sxm", "Nebius", "foo")
+    assert str(e.value) == ("unknown instance type 'foo'. The instance types priced for nvidia_h100_sxm at Nebius: "
+                            "Nebius gpu-h100-sxm 8gpu; Nebius gpu-h100-sxm 1gpu-16vcpu-200gb (kvledger prices --kind "
+                            "gpu lists every row)")

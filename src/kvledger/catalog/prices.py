@@ -263,7 +263,11 @@ def find_gpu_price(gpu: str, provider: str | None = None, instance: str | None =
     if instance is not None:
         hits = [r for r in hits if _norm(r.instance_type) == _norm(instance)]
         if not hits:
-            raise UnknownNameError("instance type", instance, [r.instance_type for r in find_gpu_prices(gpu, provider)])
+            rows = find_gpu_prices(gpu, provider)  # the rows it could have named, listed (a typo alone gets a match)
+            listed = "; ".join(f"{r.provider} {r.instance_type}" for r in rows) or "none"
+            raise UnknownNameError("instance type", instance, [r.instance_type for r in rows],
+                                   f"The instance types priced for {gpu}{f' at {provider}' if provider else ''}: "
+                                   f"{listed} (kvledger prices --kind gpu lists every row)")
     if len(hits) > 1:
         options = "; ".join(f"{r.provider} {r.instance_type} ${r.usd_per_gpu_hour:.2f}/GPU-h ({r.as_of})" for r in hits)
         raise InputError(f"{len(hits)} rental prices for {gpu!r}: {options}. Pick one with --gpu-provider (and "
