@@ -47,3 +47,13 @@ def test_a_link_past_the_range_is_refused_in_the_flags_units():
     msg = refused("plan", V3, "--gpu", "H100", "--tp", "16", "--inter-node-link", "1e30Gbps")
     assert "--inter-node-link 1e30Gbps: 1.25e+29 GB/s per GPU and direction is out of range" in msg
     assert "allowed: up to 1,000,000 GB/s" in msg and "bytes-per-s" not in msg
+
+
+def test_a_nic_nothing_crosses_is_said_to_have_no_effect():
+    base = ("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "4", "--inter-node-link",
+            "100Gbps")
+    # TP 2 of an 8-GPU board stays in one node: the flag used to be taken and ignored without a word
+    one = cli_json(*base, "--tp", "2")
+    assert any(n.startswith("--inter-node-link 100Gbps has no effect here") for n in one["notes"])
+    # TP 16 spans 2 nodes: the NIC prices its all-reduces, no such note
+    assert not any("has no effect here" in n for n in cli_json(*base, "--tp", "16")["notes"])

@@ -44,7 +44,7 @@ from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S
 
 __all__ = ["NIC_BYTES_PER_S", "NET_HOP_LATENCY_S", "NVLINK_HOP_LATENCY_S", "PCIE_HOP_LATENCY_S", "NET_OVERHEAD_S",
            "NIC_SOURCE", "SpanningLink", "spanning_link", "extra_latency_s", "allreduce_terms",
-           "span_words", "span_data"]
+           "span_words", "span_data", "unused_nic_note"]
 
 NIC_BYTES_PER_S = NETWORK_BYTES_PER_S
 """One 400 Gb/s NIC per GPU, one direction, B/s: NVIDIA ConnectX-7 (400 Gb/s NDR InfiniBand / Ethernet), one per GPU
@@ -153,3 +153,13 @@ def allreduce_terms(gpu, tp: int, nodes: int = 1, share: float | None = None, la
         return one_node, allreduce_latency_s(gpu, tp) if latency_s is None else latency_s, None
     lat = allreduce_latency_s(gpu, span.ranks_per_node) + span.extra_latency_s if latency_s is None else latency_s
     return span.link_bytes_per_s, lat, span
+
+
+def unused_nic_note(nic_text: str | None, cost: Any) -> str | None:
+    """The note for ``--inter-node-link`` given where nothing crosses a node (no TP group nor DP ranks past one: the
+    step cost has no ``allreduce_span`` nor ``span``), None where it prices something or was not given."""
+    inner = getattr(cost, "inner", cost)  # DP ranks: the lock-step cost around one rank's roofline
+    if nic_text is None or getattr(inner, "allreduce_span", None) is not None or getattr(cost, "span", None):
+        return None
+    return (f"--inter-node-link {nic_text} has no effect here: every collective stays inside one node (the TP group "
+            "and any DP ranks fit it); it prices a TP group or DP ranks over several nodes (--tp 16 on 8-GPU boards)")
