@@ -55,7 +55,7 @@ def test_text_names_the_dp_ranks_and_the_pool_per_rank():
     assert r.exit_code == 0 and "probes (8 GPUs = 1 replica × DP 8 × TP 1)" in text and "× TP 8" not in text
     # the memory source is one rank's pool: 392,816 tokens a rank (`plan -dp 8`) = 24,551 blocks × 16 tokens;
     # the replica holds 8 × that, so "per replica" would understate it eightfold
-    assert "(TP 1 × DP 8 × 1 replica)" in text and "24,551 blocks × 16 tokens per DP rank" in text
+    assert "(DP 8 × TP 1 × 1 replica)" in text and "24,551 blocks × 16 tokens per DP rank" in text
     assert "tokens per replica" not in text
 
 
