@@ -28,8 +28,10 @@ def test_t4_is_not_offered_fp8_kv():
     code, d = _plan("meta-llama/Llama-3.1-8B", "--gpu", "T4")
     assert code == 3
     opts = {o["action"]: o for o in d["advice"]["options"]}
-    # the 0.33 fixes before: --tp 4, --tp 2 --kv-cache-dtype fp8 (1.04x), three bigger GPUs; the FP8 KV one is gone
-    assert list(opts) == ["--tp 4", "--gpu a100-40gb-pcie", "--gpu l40s", "--gpu rtx-a6000"]
+    # the 0.33 fixes before: --tp 4, --tp 2 --kv-cache-dtype fp8 (1.04x), three bigger GPUs; the FP8 KV one is gone.
+    # The 48 GB size's pick is the RTX 6000 Ada (960 GB/s) over the RTX A6000 (768 GB/s): within a size, the highest
+    # HBM bandwidth (advice._bigger_gpus)
+    assert list(opts) == ["--tp 4", "--gpu a100-40gb-pcie", "--gpu l40s", "--gpu rtx-6000-ada"]
     assert (opts["--tp 4"]["max_requests"], round(opts["--tp 4"]["max_concurrency"], 2)) == (1, 1.98)
 
 
