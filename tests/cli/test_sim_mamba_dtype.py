@@ -87,7 +87,7 @@ def test_search_plans_simulates_and_launches_every_candidate_with_it():
     doc = json.loads(run_cli(*argv, "--mamba-ssm-cache-dtype", "float32", "--json").output)
     launch = doc["winner"]["launch"]
     assert doc["spec"]["mamba_ssm_cache_dtype"] == "float32"
-    assert "4,547 KV blocks of 576 tokens per GPU" in launch["note"]
+    assert "4,547 KV blocks of 576 tokens per TP group (4 GPUs)" in launch["note"]  # each rank holds the pool
     assert launch["vllm"].endswith("--mamba-ssm-cache-dtype float32")
     assert launch["check"].endswith("--mamba-ssm-cache-dtype float32")
     assert refused(*argv, "--mamba-ssm-cache-dtype", "fp8") == (
