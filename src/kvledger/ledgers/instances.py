@@ -242,10 +242,11 @@ def no_row_error(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError
                        + ((", a pod: one machine" if r.per_gpu else ", a one-GPU machine") if r.gpus_per_instance == 1
                           else "") + ")" for r in rows)
     if gpus_per_replica > POD_MAX_GPUS:  # past one node: no row sells the cluster (module docstring)
-        return InputError(f"a replica of {gpus_per_replica} GPUs spans nodes (tensor parallel over InfiniBand/RoCE "
-                          f"between them), and no price row considered sells a multi-node cluster: {listed} (a "
-                          f"marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs). Give the cluster's price "
-                          "per GPU-hour with --gpu-usd-per-hour, or a TP group within one node")
+        return InputError(f"a replica of {gpus_per_replica} GPUs spans nodes (its collectives, a TP group's "
+                          "all-reduces or DP ranks' MoE all-gathers, cross InfiniBand/RoCE between them), and no price "
+                          f"row considered sells a multi-node cluster: {listed} (a marketplace pod is one machine, at "
+                          f"most {POD_MAX_GPUS} GPUs). Give the cluster's price per GPU-hour with --gpu-usd-per-hour, "
+                          "or a replica within one node")
     return InputError(f"a replica of {gpus_per_replica} GPUs (one tensor-parallel group, linked inside one machine) "
                       "must sit on one instance, "
                       f"and no price row considered has that many GPUs per instance: {listed}. Choose another "
