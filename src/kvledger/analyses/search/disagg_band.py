@@ -20,12 +20,12 @@ __all__ = ["disagg_view", "disagg_band"]
 
 def disagg_view(runs: dict[float, tuple[Any, Any]], order: list[float], boundary: float, target: float) -> Any:
     """The unit's probes (``runs``: rate → (records, goodput), run in ``order``) read as the request-rate search
-    ``binding_band`` reads (``sim_boundary.SimBoundary``'s fields), ``boundary`` req/s being the rate found."""
-    probes = [SimpleNamespace(value=r, offered_rate_req_per_s=runs[r][0].metadata.request_rate,
-                              throughput_req_per_s=runs[r][1].throughput_req_per_s) for r in order]
-    return SimpleNamespace(boundary=SimpleNamespace(boundary_value=boundary), probes=probes,
-                           goodputs=[runs[r][1] for r in order], first_run=SimpleNamespace(run=runs[order[0]][0]),
-                           boundary_run=SimpleNamespace(run=runs[boundary][0]), target=target)
+    ``binding_band`` reads (``binding_band.search_view``), ``boundary`` req/s being the rate found."""
+    from kvledger.analyses.serving.binding_band import search_view
+
+    rows = [(r, runs[r][0].metadata.request_rate, runs[r][1].throughput_req_per_s, runs[r][1]) for r in order]
+    return search_view(rows, boundary, target, SimpleNamespace(run=runs[order[0]][0]),
+                       SimpleNamespace(run=runs[boundary][0]))
 
 
 def disagg_band(spec: Any, cand: Any, slo: Any, view: Any) -> dict[str, Any] | None:
@@ -34,18 +34,13 @@ def disagg_band(spec: Any, cand: Any, slo: Any, view: Any) -> dict[str, Any] | N
     regime: the throughput band then stands (``bands.entry_band``)."""
     from kvledger.analyses.search.regime_band import search_band
     from kvledger.analyses.serving.binding_band import latency_binding
-    from kvledger.analyses.serving.capacity_bands import CapacityBand
-    from kvledger.ledgers.error_band import scope_words
-    from kvledger.units import fmt_plain as four
+    from kvledger.analyses.serving.capacity_bands import carried_band
 
     binding = latency_binding(view, slo)
     band = None if binding is None else search_band(spec, {"gpu_id": cand.gpu_id, "tp": cand.decode_tp}, "tpot_mean")
     c = view.boundary.boundary_value
     if band is None or not c:
         return None
-    lo, hi = binding.rate_at(band.high), binding.rate_at(band.low)
-    scope = (f"{scope_words(band.regime)}; {binding.words()}; TPOT is the decode pool's (TP {cand.decode_tp}), the KV "
-             "transfer before each request's second token not stretched")
-    return CapacityBand(c, lo, hi, band.regime, band.source,
-                        f"SLO capacity {four(c)} req/s (80% band {four(lo)}–{four(hi)} req/s, {scope})",
-                        band.elsewhere).to_dict()
+    more = (f"; TPOT is the decode pool's (TP {cand.decode_tp}), the KV transfer before each request's second token "
+            "not stretched")
+    return carried_band(c, binding, band, band.regime, more).to_dict()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KEPT_UP", "Binding", "binding_metric", "latency_binding"]
+__all__ = ["KEPT_UP", "Binding", "binding_metric", "latency_binding", "search_view"]
 
 #: a boundary probe that served this share of its offered rate kept up with its arrivals: below saturation (the
 #: share ``validate`` calls served, calibration.sweep_bands.SERVED)
@@ -118,3 +118,16 @@ def _served_on_axis(probes: Any, capacity: float) -> float:
     on_axis = (p.value * p.throughput_req_per_s / p.offered_rate_req_per_s for p in probes
                if p.throughput_req_per_s and p.offered_rate_req_per_s)
     return max([capacity, *on_axis])
+
+
+def search_view(rows: list[tuple[float, float, float, Any]], boundary: float, target: float, first_run: Any,
+                boundary_run: Any) -> Any:
+    """Probes run outside ``sim_boundary`` read as the request-rate search this module reads (``SimBoundary``'s
+    ``boundary``, ``probes``, ``goodputs``, ``first_run``, ``boundary_run``, ``target``): ``rows`` in the order run,
+    each (rate req/s, offered rate req/s, throughput req/s, goodput), ``boundary`` req/s the rate found."""
+    from types import SimpleNamespace
+
+    probes = [SimpleNamespace(value=r, offered_rate_req_per_s=o, throughput_req_per_s=t) for r, o, t, _ in rows]
+    return SimpleNamespace(boundary=SimpleNamespace(boundary_value=boundary), probes=probes,
+                           goodputs=[g for *_, g in rows], first_run=first_run, boundary_run=boundary_run,
+                           target=target)

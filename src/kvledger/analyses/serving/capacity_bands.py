@@ -12,7 +12,8 @@ from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import scope_words
 
-__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "band_multipliers", "band_inputs"]
+__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "carried_band", "band_multipliers",
+           "band_inputs"]
 
 
 @dataclass(frozen=True)
@@ -232,11 +233,21 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None, search: Any = No
     band = latency or setup_band(setup, "throughput")
     if band is None or not capacity_req_per_s:
         return None
-    lo, hi = (binding.rate_at(band.high), binding.rate_at(band.low)) if latency else band.around(capacity_req_per_s)
-    scope = scope_words(regime) + (f"; {binding.words()}" if latency else "")
+    if latency:
+        return carried_band(capacity_req_per_s, binding, band, regime)
+    lo, hi = band.around(capacity_req_per_s)
+    return _capacity_band(capacity_req_per_s, lo, hi, regime, band, scope_words(regime))
+
+
+def carried_band(capacity_req_per_s: float, binding: Any, band: Any, regime: str, more: str = "") -> CapacityBand:
+    """A latency's error ``band`` carried to the rate through ``binding`` (``binding_band.Binding.rate_at``: its high
+    multiplier gives the low end), ``more`` added to the scope words."""
+    lo, hi = binding.rate_at(band.high), binding.rate_at(band.low)
+    return _capacity_band(capacity_req_per_s, lo, hi, regime, band, f"{scope_words(regime)}; {binding.words()}{more}")
+
+
+def _capacity_band(c: float, lo: float, hi: float, regime: str, band: Any, scope: str) -> CapacityBand:
     from kvledger.units import fmt_plain as four  # as the answer line prints a capacity (report.figure.fmt, 4 digits)
 
-    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {four(capacity_req_per_s)} req/s "
-                        f"(80% band {four(lo)}–{four(hi)} req/s, {scope})",
-                        band.elsewhere)
+    return CapacityBand(c, lo, hi, regime, band.source, f"SLO capacity {four(c)} req/s (80% band {four(lo)}–{four(hi)} "
+                        f"req/s, {scope})", band.elsewhere)

@@ -13,7 +13,6 @@ no prompt token in any probe each run equals the one without it, and cost prices
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 __all__ = ["tier_search_view", "tier_capacity_band"]
@@ -21,14 +20,12 @@ __all__ = ["tier_search_view", "tier_capacity_band"]
 
 def tier_search_view(p: Any, boundary: float) -> Any:
     """The tier prober ``p``'s runs (``tier_probe.TierProber``, in the order run: the first is where its search
-    started) read as the request-rate search ``binding_band`` reads (``sim_boundary.SimBoundary``'s ``boundary``,
-    ``probes``, ``goodputs``, ``first_run``, ``boundary_run``, ``target``), ``boundary`` req/s being the rate found."""
-    rates = list(p.runs)
-    probes = [SimpleNamespace(value=r, offered_rate_req_per_s=p.runs[r].metadata.request_rate,
-                              throughput_req_per_s=p.goodputs[r].throughput_req_per_s) for r in rates]
-    return SimpleNamespace(boundary=SimpleNamespace(boundary_value=boundary), probes=probes,
-                           goodputs=[p.goodputs[r] for r in rates], first_run=p.sims[rates[0]],
-                           boundary_run=p.sims.get(boundary), target=p.target)
+    started) read as the request-rate search ``binding_band`` reads (``binding_band.search_view``), ``boundary``
+    req/s being the rate found."""
+    from kvledger.analyses.serving.binding_band import search_view
+
+    rows = [(r, p.runs[r].metadata.request_rate, p.goodputs[r].throughput_req_per_s, p.goodputs[r]) for r in p.runs]
+    return search_view(rows, boundary, p.target, p.sims[rows[0][0]], p.sims.get(boundary))
 
 
 def tier_capacity_band(p: Any, boundary: float, sized_req_per_s: float, slo: Any,
