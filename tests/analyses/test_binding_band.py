@@ -59,17 +59,23 @@ def test_the_ceiling_is_on_the_axis_so_the_band_holds_the_capacity():
     assert b.saturation_req_per_s == pytest.approx(6.0) and b.rate_at(0.8) == pytest.approx(7.5)
 
 
+def _goodput(gpu: str, slo: str, prompts: str = "uniform:512:1024", outputs: str = "uniform:64:128",
+             *more: str) -> dict:
+    """``goodput --simulate`` Llama-3.1-8B on ``gpu``, 300 requests a probe, at 90% under ``slo``: its --json."""
+    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", gpu, *more,
+                                   "--prompt-lengths", prompts, "--output-lengths", outputs, "--num-requests", "300",
+                                   "--slo", slo, "--target", "0.9", "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
 def test_a_tpot_bound_capacity_on_a_short_search_keeps_its_capacity_inside_the_band():
     # RTX 4090, 300 requests per probe: the capacity 10.625 req/s, p90 TPOT 19.01 ms at 1 req/s and 48.68 ms there.
     # TPOT's k (measured ÷ simulated) spans 0.8948 … 1.0763 (gpu/dense/vllm, widened to the uncalibrated band), so
     # x(1.0763) = (1 + (48.68/1.0763 − 19.01) · 9.625/29.67) / 1.0763 = (1 + 8.506) / 1.0763 = 8.833 req/s and the top
     # is the ceiling 10.625 / 0.8948 = 11.87 req/s (the line's own x(0.8948) = 13.98 is above it)
-    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-4090",
-                                   "--max-model-len", "32768", "--prompt-lengths", "fixed:512",
-                                   "--output-lengths", "fixed:128", "--num-requests", "300",
-                                   "--slo", "ttft=500ms,tpot=50ms", "--target", "0.9", "--json"])
-    assert res.exit_code == 0, res.output
-    band = json.loads(res.stdout)["error_band"]
+    band = _goodput("rtx-4090", "ttft=500ms,tpot=50ms", "fixed:512", "fixed:128", "--max-model-len", "32768")[
+        "error_band"]
     assert "TPOT binds there, below saturation" in band["text"]
     assert band["value"] == pytest.approx(10.625)
     assert band["low"] == pytest.approx(8.833, rel=1e-3) and band["high"] == pytest.approx(11.87, rel=1e-3)
@@ -77,12 +83,7 @@ def test_a_tpot_bound_capacity_on_a_short_search_keeps_its_capacity_inside_the_b
 
 
 def test_a_tpot_bound_capacity_takes_the_tpot_band():
-    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
-                                   "--prompt-lengths", "uniform:512:1024", "--output-lengths", "uniform:64:128",
-                                   "--num-requests", "300", "--slo", "ttft=500ms,tpot=9ms", "--target", "0.9",
-                                   "--json"])
-    assert res.exit_code == 0, res.output
-    d = json.loads(res.stdout)
+    d = _goodput("H100", "ttft=500ms,tpot=9ms")
     band = d["error_band"]
     # the ceiling on the axis: each probe's throughput × its value ÷ its offered rate, never below the capacity
     served = max([band["value"], *(p["value"] * p["throughput_req_per_s"] / p["offered_rate_req_per_s"]
@@ -103,12 +104,7 @@ def test_a_tpot_bound_capacity_takes_the_tpot_band():
 def test_a_ttft_bound_capacity_keeps_the_throughput_band():
     # TTFT ≤ 60 ms binds (TPOT ≤ 50 ms is far): TTFT near a capacity is the queue's wait, whose band was not measured
     # there, so the capacity keeps the saturation throughput's band, C × its multipliers
-    res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
-                                   "--prompt-lengths", "uniform:512:1024", "--output-lengths", "uniform:64:128",
-                                   "--num-requests", "300", "--slo", "ttft=60ms,tpot=50ms", "--target", "0.9",
-                                   "--json"])
-    assert res.exit_code == 0, res.output
-    band = json.loads(res.stdout)["error_band"]
+    band = _goodput("H100", "ttft=60ms,tpot=50ms")["error_band"]
     thr = error_band(band["regime"], "throughput")
     assert "binds there" not in band["text"] and "with a run past saturation" in band["source"]
     assert (band["low"], band["high"]) == pytest.approx((band["value"] * thr.low, band["value"] * thr.high))
