@@ -5,6 +5,7 @@ run was called "overloaded" and its offered rate labelled the throughput at satu
 from __future__ import annotations
 
 import json
+import math
 
 from typer.testing import CliRunner
 
@@ -41,3 +42,33 @@ def test_a_light_load_is_not_called_overloaded():
     assert not any(n.startswith("kept up within the trace's bursts") for n in doc["notes"])
     text = " ".join(CliRunner().invoke(app, RUN).output.split())
     assert "overloaded" not in text and "throughput at saturation" not in text
+
+
+def test_the_pace_is_read_only_over_a_window_of_five_stays():
+    # the window is 120 − 60 = 60 s. A kept-up engine finishes arrived − (backlog_last − backlog_mid) over it, its
+    # backlog at the last arrival rate × S (Little's law), so at least 1 − S/60 of what arrived: sure to pass 0.8
+    # only for S ≤ 0.2 × 60 = 12 s. S = 11.9 s: 59.5 s ≤ 60 s, read, and 1.0 of 4.55 req/s (22%) is under 80%: not
+    # kept up; S = 12.5 s: 62.5 s > 60 s, not read: kept up on the bursts alone
+    def grown(stay_s: float | None) -> QueueGrowth:
+        return QueueGrowth(60.0, 120.0, 10, 26, 4.55, 1.0, "", None, 12.8, 13.8, stay_s=stay_s)
+
+    assert grown(11.9).pace_read and not grown(11.9).kept_up
+    assert not grown(12.5).pace_read and grown(12.5).kept_up
+    assert "those 60.00 s are under 62.50 s, 5 × the 12.50 s" in grown(12.5).burst_note()
+    assert grown(math.inf).pace_read and not grown(math.inf).kept_up  # the first half's median never left: read
+    assert grown(None).pace_read and not grown(None).kept_up  # no stay kept: read, as before
+
+
+def test_a_data_parallel_run_at_a_light_load_is_not_called_saturated():
+    # DeepSeek-V3 on 8 H200 DP ranks, 200 azure-conv requests at 5 req/s: at most 7 requests waiting, yet 3.32 req/s
+    # finished against 8.21 req/s arriving over the second half of the arrivals (12.07 s), the first 200 requests'
+    # second half arriving 2.28× faster with outputs 1.76× longer (300 against 171 tokens). The first half's median
+    # time in the system is 3.83 s, 5 × 3.83 = 19.15 s > 12.07 s: the pace is not read, and the backlog (33 → 92
+    # against 75 expected, within the bursts' 38) reads as kept up: latency bands kept, no saturation band
+    res = CliRunner().invoke(app, ["simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8",
+                                   "--enable-expert-parallel", "--num-requests", "200", "--rate", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["overload"] is None
+    assert {"ttft_mean", "tpot_mean"} <= set(doc["error_bands"]) and "throughput" not in doc["error_bands"]
+    assert any("those 12.07 s are under 19.15 s, 5 × the 3.83 s" in n for n in doc["notes"])

@@ -125,13 +125,13 @@ def open_loop_check(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -
     warm_up = float(finish[0]) - t0 if np.isfinite(finish[0]) else 0.0  # until the first finish (module doc)
     first_half = cols.arrival_s <= t_mid
     if t_mid - t0 >= MIN_SPAN_FIRST_FINISH * warm_up:
-        settled = t_mid - t0 >= _median_stay(cols.e2e_s()[first_half])
-        return _growth(arrival, finish, t0, t_mid, t_last, advice, settled=settled), None
+        stay = _median_stay(cols.e2e_s()[first_half])
+        return _growth(arrival, finish, t0, t_mid, t_last, advice, stay_s=stay), None
     ttft = cols.ttft_s()[first_half]  # the first half's waits for a first token (module doc)
     ttft = ttft[np.isfinite(ttft)]
     if ttft.size and t_mid - t0 >= MIN_SPAN_FIRST_FINISH * float(np.median(ttft)):
         q = _growth(arrival, _ends(cols.first_token_s), t0, t_mid, t_last, advice, waiting=True,
-                    settled=t_mid - t0 >= _median_stay(cols.ttft_s()[first_half]))
+                    stay_s=_median_stay(cols.ttft_s()[first_half]))
         if q is not None:
             return q, None
     from kvledger.analyses.serving.overloads import ShortRun  # lazy: only a run too short to tell makes one
@@ -156,11 +156,13 @@ def _median_stay(stays: np.ndarray) -> float:
 
 
 def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_last: float, advice: str,
-            waiting: bool = False, settled: bool = True) -> QueueGrowth | None:
+            waiting: bool = False, stay_s: float = 0.0) -> QueueGrowth | None:
     """The queue (arrived by t, not ``done`` by t: not finished, or with ``waiting`` without a first token) at the
     median and the last arrival, as a QueueGrowth when it grew past the thresholds (module doc), else None.
-    ``settled``: the arrivals up to the median span the first half's median stay in that queue, so the queue there is
-    rate × stay and scales with the rate's change; else it still counts arrivals and is compared unscaled."""
+    ``stay_s``: the first half's median stay in that queue; settled, the arrivals up to the median span it, so the
+    queue there is rate × stay and scales with the rate's change; else it still counts arrivals and is compared
+    unscaled. The record keeps it for the pace's window (``overloads.QueueGrowth.pace_read``)."""
+    settled = t_mid - t0 >= stay_s
     n = arrival.size
 
     def queue(t: float) -> int:
@@ -186,7 +188,7 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
                        words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance,
                              SUSTAINED_Z),
-                       "waiting" if waiting else None, expected, allowance)
+                       "waiting" if waiting else None, expected, allowance, stay_s=stay_s)
 
 
 def _past(last: float, expected: float, arrived_between: int, n: int) -> bool:
