@@ -92,9 +92,9 @@ def test_sixteen_ranks_over_two_nodes_gather_over_the_nics():
     # NCCL rings across the nodes, priced as tp_network prices a TP group's: 8 ranks a node, each GPU's 400 Gb/s NIC
     # 50 GB/s one way → the link min(450 GB/s NVLink, 8 × 50 GB/s) = 400 GB/s; the per-call latency the one-node fit at
     # the 8 ranks a node holds, 34.323022 µs, plus NCCL's ring LL steps across the nodes,
-    # (2·15 − 2·2) × max(0.6, 1.0) µs + 2·2 × 2.7 µs − 2·7 × 0.6 µs = 26 + 10.8 − 8.4 = 28.4 µs
+    # (2·15 − 2·1) × max(0.6, 1.0) µs + 2·1 × 2.7 µs − 2·7 × 0.6 µs = 28 + 5.4 − 8.4 = 25.0 µs
     cost = LockstepStepCost(_Rank(), 16, capture_size=None, nnodes=2)
-    lat, link = 3.432302222222223e-05 + 28.4e-6, 400e9
+    lat, link = 3.432302222222223e-05 + 25.0e-6, 400e9
     assert abs(cost.call_latency_s - lat) < 1e-15 and cost.link_Bps == link
     assert cost.span.nodes == 2 and cost.span.ranks_per_node == 8
     # one rank decodes 3, fifteen idle (1-token dummies), unpadded: the MoE layers over 3 + 15 = 18 tokens (1.8 ms);

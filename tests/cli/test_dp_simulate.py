@@ -74,9 +74,9 @@ def test_sixteen_ranks_over_two_nodes_price_the_gathers_over_the_nics():
             "--enable-expert-parallel", "--num-requests", "50", "--rate", "2")
     d = cli_json(*args)
     note = next(n for n in d["notes"] if n.startswith("data parallel: "))
-    # 16 GPUs on two 8-GPU nodes: the ring bound by 8 NICs × 50 GB/s = 400 GB/s (under NVLink's 450), +28.4 µs a call
+    # 16 GPUs on two 8-GPU nodes: the ring bound by 8 NICs × 50 GB/s = 400 GB/s (under NVLink's 450), +25 µs a call
     # (tests/accounting/test_dp_lockstep_cost.py works both out)
-    assert "across 2 nodes: NCCL's ring at 400 GB/s a direction (bound by the NICs" in note and "+28.4 µs" in note
+    assert "across 2 nodes: NCCL's ring at 400 GB/s a direction (bound by the NICs" in note and "+25 µs" in note
     # --inter-node-link 400Gbps is the assumed NIC: the same run; 100 Gb/s NICs (8 × 12.5 = 100 GB/s) slow every step
     same = cli_json(*args, "--inter-node-link", "400Gbps")
     slow = cli_json(*args, "--inter-node-link", "100Gbps")

@@ -2,8 +2,8 @@
 simulate's step-cost source; an unreadable value refused with the flag named.
 
 DeepSeek-V3 at --tp 16 on H100 (8 a board): the plan assumes 2 nodes of 8; with --inter-node-link 200Gbps (25 GB/s a
-GPU, one direction) NCCL's ring runs at 8 × 25 = 200 GB/s, and each call adds NCCL's 28.4 µs for the network steps
-((26 × 1.0 + 4 × 2.7) − 14 × 0.6 µs: tests/accounting/test_tp_network.py) to the one-node 34.32 µs.
+GPU, one direction) NCCL's ring runs at 8 × 25 = 200 GB/s, and each call adds NCCL's 25.0 µs for the network steps
+((28 × 1.0 + 2 × 2.7) − 14 × 0.6 µs: tests/accounting/test_tp_network.py) to the one-node 34.32 µs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ def test_plan_json_states_the_ring_across_nodes():
     assert r["allreduce_tp_nodes"] == 2 and r["allreduce_algorithm"] == "NCCL ring across nodes"
     assert r["allreduce_link_bytes_per_s"] == 200e9 and r["inter_node_link_bytes_per_s"] == 25e9
     assert r["inter_node_link_source"] == "given (--inter-node-link)"
-    assert r["allreduce_inter_node_latency_s"] == pytest.approx(28.4e-6)
-    assert r["allreduce_latency_s"] == pytest.approx(34.32e-6 + 28.4e-6, abs=1e-8)
+    assert r["allreduce_inter_node_latency_s"] == pytest.approx(25.0e-6)
+    assert r["allreduce_latency_s"] == pytest.approx(34.32e-6 + 25.0e-6, abs=1e-8)
     default = cli_json("plan", V3, "--gpu", "H100", "--tp", "16", "--json")["roofline"]
     assert default["allreduce_link_bytes_per_s"] == 400e9  # 8 × one 400 Gb/s NIC (50 GB/s) a GPU
     assert "one 400 Gb/s NIC per GPU" in default["inter_node_link_source"]

@@ -17,22 +17,26 @@ disaggregated KV link across nodes takes (``kv_tier_rules.NETWORK_BYTES_PER_S``)
 (per GPU, one direction, as a NIC's speed is quoted). At 8 GPUs a node that is 400 GB/s, under NVLink 4's 450 GB/s.
 
 Per-call latency: the one-node figure this module's caller already prices (``tp_comm.allreduce_latency_s``: Vidur's
-measured NCCL medians, at the ``g`` ranks a node holds) plus what NCCL's own tuning model adds for the same call
-across the nodes (NCCL ``src/graph/tuning.cc``, ``ncclTopoTuneModel``, NVIDIA/nccl at commit b647562): a ring
-all-reduce takes ``2(n − 1)`` steps, ``2N`` of them over the network (``nInterSteps`` for N > 1 nodes); small
-messages (decode steps) run its LL protocol, whose per-step latencies are ``hwLat`` = 0.6 µs over NVLink
-(``NVLINK_HOP_LATENCY_S``; 1.0 µs over PCIe, ``PCIE_HOP_LATENCY_S``) and 2.7 µs over the network
-(``NET_HOP_LATENCY_S``), and across nodes every intra-node step costs at least the network's post overhead, 1 µs on x86
-Intel hosts (``getNetOverhead``, ``NET_OVERHEAD_S``; 2 µs on AMD hosts)::
+measured NCCL medians, at the ``g`` ranks a node holds) plus what NCCL's own tuning model adds for the same call across
+the nodes (NCCL ``src/graph/tuning.cc``, ``ncclTopoTuneModel``, NVIDIA/nccl 2.23.4 and later: commit 68b54236, the same
+at master 5067397c): a ring all-reduce takes ``2(n − 1)`` steps, ``2(N − 1)`` of them over the network (``nInterSteps``
+for N > 1 nodes), so ``2(n − N)`` within the nodes, never negative (``ring_steps``; the ``2N`` network steps of NCCL
+before 2.23.4, e.g. 2.20.3, left ``−2`` intra-node ones at one rank a node); small messages (decode steps) run its LL
+protocol, whose per-step latencies are ``hwLat`` = 0.6 µs over NVLink (``NVLINK_HOP_LATENCY_S``; 1.0 µs over PCIe,
+``PCIE_HOP_LATENCY_S``) and 2.7 µs over the network (``NET_HOP_LATENCY_S``; 5.0 µs, the tree's, where the ring holds one
+rank a node, ``NET_HOP_LATENCY_PPN1_S``: "with ppn=1 latencies are fully exposed"), and across nodes every intra-node
+step costs at least the network's post overhead, 1 µs on x86 Intel hosts (``getNetOverhead``, ``NET_OVERHEAD_S``; 2 µs
+on AMD hosts)::
 
-    extra = [(2(n − 1) − 2N) · max(intra, overhead) + 2N · net] − 2(g − 1) · intra
+    extra = [2(n − N) · max(intra, overhead) + 2(N − 1) · net] − 2(g − 1) · intra
 
-TP 16 over two nodes of 8 on NVLink: (26 × 1.0 + 4 × 2.7) − 14 × 0.6 = 36.8 − 8.4 = 28.4 µs a call. The LL protocol's
-own bandwidth is a quarter of the ring's (NCCL switches to its Simple protocol for large messages, whose network
-latency is 14 µs a hop): the figure prices decode-size calls' latency and prefill-size calls' bytes, each at the
-protocol NCCL picks for them. vLLM's DP ranks of a MoE model take the same terms for their MoE layers' all-gather and
-reduce-scatter across nodes (``dp_lockstep_cost.py``). Pipeline parallelism's send/recv across nodes is not priced (no
-PP term in the step cost), nor the roofline's expert all-to-all without DP ranks (priced on the scale-up link).
+TP 16 over two nodes of 8 on NVLink: (28 × 1.0 + 2 × 2.7) − 14 × 0.6 = 33.4 − 8.4 = 25.0 µs a call; two ranks on two
+nodes: 0 × 1.0 + 2 × 5.0 − 0 = 10.0 µs. The LL protocol's own bandwidth is a quarter of the ring's (NCCL switches to its
+Simple protocol for large messages, whose network latency is 14 µs a hop): the figure prices decode-size calls' latency
+and prefill-size calls' bytes, each at the protocol NCCL picks for them. vLLM's DP ranks of a MoE model take the same
+terms for their MoE layers' all-gather and reduce-scatter across nodes (``dp_lockstep_cost.py``). Pipeline parallelism's
+send/recv across nodes is not priced (no PP term in the step cost), nor the roofline's expert all-to-all without DP
+ranks (priced on the scale-up link).
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ from typing import Any
 from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S
 
 __all__ = ["NIC_BYTES_PER_S", "NET_HOP_LATENCY_S", "NVLINK_HOP_LATENCY_S", "PCIE_HOP_LATENCY_S", "NET_OVERHEAD_S",
-           "NIC_SOURCE", "SpanningLink", "spanning_link", "extra_latency_s", "allreduce_terms",
-           "span_words", "span_data", "unused_nic_note"]
+           "NIC_SOURCE", "NET_HOP_LATENCY_PPN1_S", "SpanningLink", "ring_steps", "spanning_link", "extra_latency_s",
+           "allreduce_terms", "span_words", "span_data", "unused_nic_note"]
 
 NIC_BYTES_PER_S = NETWORK_BYTES_PER_S
 """One 400 Gb/s NIC per GPU, one direction, B/s: NVIDIA ConnectX-7 (400 Gb/s NDR InfiniBand / Ethernet), one per GPU
@@ -52,6 +56,9 @@ on DGX/HGX H100, H200 and B200 (an assumption for other nodes; ``--inter-node-li
 NIC_SOURCE = "assumed: one 400 Gb/s NIC per GPU, ConnectX-7 class, as on DGX/HGX H100/H200/B200; --inter-node-link"
 NET_HOP_LATENCY_S = 2.7e-6
 """NCCL ring LL's latency per step over the network, s (``tuning.cc`` ``hwLat[NET][Ring][LL]``)."""
+NET_HOP_LATENCY_PPN1_S = 5.0e-6
+"""NCCL ring LL's latency per network step where the ring holds one rank a node, s (``tuning.cc`` 2.23.4 on:
+``ppn == 1`` takes ``hwLat[NET][Tree][LL]``)."""
 NVLINK_HOP_LATENCY_S = 0.6e-6
 """NCCL ring LL's latency per step over NVLink, s (``hwLat[NVLINK][Ring][LL]``)."""
 PCIE_HOP_LATENCY_S = 1.0e-6
@@ -112,6 +119,15 @@ def span_data(cost: Any) -> dict[str, Any]:
     return span.data(cost.allreduce_latency_s) if span is not None else {}
 
 
+def ring_steps(n: int, nodes: int) -> tuple[int, int]:
+    """(steps within a node, steps over the network) of NCCL's ring all-reduce over ``n`` ranks on ``nodes`` nodes
+    (NCCL 2.23.4 ``tuning.cc``: ``nsteps`` 2(n − 1), ``nInterSteps`` 2(N − 1); a ring of n ranks spans at most n
+    nodes): both ≥ 0."""
+    n, nodes = max(1, n), max(1, min(nodes, n))
+    inter = 2 * (nodes - 1)
+    return 2 * (n - 1) - inter, inter
+
+
 def extra_latency_s(tp: int, nodes: int, over_pcie: bool = False) -> float:
     """NCCL's ring LL latency of one all-reduce over ``tp`` ranks on ``nodes`` nodes less that of its ``tp ÷ nodes``
     ranks on one node, s (module doc); 0 on one node."""
@@ -119,9 +135,9 @@ def extra_latency_s(tp: int, nodes: int, over_pcie: bool = False) -> float:
         return 0.0
     g = -(-tp // nodes)
     intra = PCIE_HOP_LATENCY_S if over_pcie else NVLINK_HOP_LATENCY_S
-    inter_steps = 2 * nodes
-    across = (2 * (tp - 1) - inter_steps) * max(intra, NET_OVERHEAD_S) + inter_steps * NET_HOP_LATENCY_S
-    return across - 2 * (g - 1) * intra
+    within, over = ring_steps(tp, nodes)
+    net = NET_HOP_LATENCY_PPN1_S if g == 1 else NET_HOP_LATENCY_S  # NCCL's ppn == 1: the tree's network latency
+    return within * max(intra, NET_OVERHEAD_S) + over * net - ring_steps(g, 1)[0] * intra
 
 
 def spanning_link(tp: int, nodes: int, one_node_Bps: float, nic_Bps: float | None = None,
