@@ -73,9 +73,12 @@ def test_a_real_rank_prices_the_moe_layers_over_all_ranks():
     cost = LockstepStepCost(inner, 8, capture_size=512)
     one = [_decode(1)] + [None] * 7
     # every rank within 512 tokens: all padded to 1 token, the MoE layers over 8 — rank 0's step is its own step with
-    # the MoE term at 8 tokens and the collectives of 7 other tokens, 58 × 2 × (latency + 7 × 7,168 × 2 B / link)
+    # the MoE term at 8 tokens and the collectives of 7 other tokens, 58 × 2 × (latency + 7 × 7,168 × 2 B / link), at
+    # NCCL's ring all-gather latency (every rank the same count): the 8-rank all-reduce fit 34.323022 µs less the
+    # 7 NVLink steps at 0.6 µs an all-gather does not take = 30.123022 µs
     own = inner.costs(_decode(1))
-    gather = 58 * 2 * (cost.call_latency_s + 7 * 7168 * 2 / cost.link_Bps)
+    assert abs(cost.gather_latency_s - (34.323022222222223e-6 - 7 * 0.6e-6)) < 1e-15
+    gather = 58 * 2 * (cost.gather_latency_s + 7 * 7168 * 2 / cost.link_Bps)
     from dataclasses import replace
 
     want = inner.time_s(replace(own, moe_kernel_s=inner.moe_kernel_s(8), all_to_all_s=gather))
@@ -107,3 +110,20 @@ def test_sixteen_ranks_over_two_nodes_gather_over_the_nics():
     # one node (DP 8): NVLink's 450 GB/s and the one-node latency, nothing across
     one = LockstepStepCost(_Rank(), 8, None, nnodes=1)
     assert one.link_Bps == 450e9 and one.span is None and one.call_latency_s == 3.432302222222223e-05
+
+
+def test_equal_counts_gather_at_the_ring_all_gather_latency():
+    # NCCL's ring: an all-gather takes n − 1 steps, N − 1 of them over the network; an all-reduce 2(n − 1), 2(N − 1).
+    # DP 16 on two H200 nodes of 8: the 8-rank all-reduce fit 34.323022 µs, less the 7 NVLink steps (0.6 µs) an
+    # all-gather does not take, plus its steps across the nodes: (16 − 2) × max(0.6, 1.0) + 1 × 2.7 − 7 × 0.6 = 12.5 µs
+    # → 42.623022 µs, against the all-reduce's 34.323022 + 25.0 = 59.323022 µs
+    cost = LockstepStepCost(_Rank(), 16, capture_size=512, nnodes=2)
+    assert abs(cost.gather_latency_s - (34.323022222222223e-6 - 4.2e-6 + 12.5e-6)) < 1e-15
+    # 16 ranks padded to 3 tokens (all within 512): 48 tokens in the MoE layers (4.8 ms); a rank's own 3 ms and
+    # 2 layers × 2 calls × (42.623022 µs + 45 other tokens × 1,000 × 2 B / 400 GB/s)
+    busy = 3e-3 + 4.8e-3 + 4 * (cost.gather_latency_s + 90_000 / 400e9)
+    assert abs(cost.rank_times_s([_decode(3)] * 16)[0] - busy) < 1e-15
+    # unequal counts (no CUDA graphs; 18 tokens, 3 own, 15 × 1,000 × 2 B = 30,000 B moved): vLLM groups a broadcast a
+    # rank, not modelled, the all-reduce's latency kept
+    eager = LockstepStepCost(_Rank(), 16, capture_size=None, nnodes=2)
+    assert abs(eager.gather_s(18, 3, uniform=False) - 4 * (eager.call_latency_s + 30_000 / 400e9)) < 1e-15

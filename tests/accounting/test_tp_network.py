@@ -14,7 +14,7 @@ import pytest
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.tp_comm import allreduce_latency_s
-from kvledger.accounting.tp_network import extra_latency_s, ring_steps, spanning_link
+from kvledger.accounting.tp_network import extra_latency_s, gather_latency_s, ring_steps, spanning_link
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 
@@ -79,3 +79,15 @@ def test_tp8_within_one_node_is_unchanged():
     rc = plan.step_cost()
     assert rc.allreduce_span is None and rc.link_bytes_per_s == 450e9  # NVLink 4: 900 GB/s ÷ 2
     assert rc.allreduce_latency_s == allreduce_latency_s(get_gpu("H200"), 8)
+
+
+def test_an_all_gather_takes_half_the_all_reduce_steps():
+    # NCCL tuning.cc: an all-gather (or reduce-scatter) ring takes n − 1 steps, N − 1 over the network
+    assert ring_steps(16, 2, "all_gather") == (14, 1) and ring_steps(8, 1, "all_gather") == (7, 0)
+    # across two nodes of 8: 14 × 1.0 + 1 × 2.7 − 7 × 0.6 = 12.5 µs (the all-reduce's: 25.0)
+    assert extra_latency_s(16, 2, collective="all_gather") == pytest.approx(12.5e-6)
+    h100 = get_gpu("H100")
+    # one node of 8: the all-reduce fit at 8 ranks, 34.32 µs, less 7 NVLink steps × 0.6 µs = 30.12 µs
+    assert gather_latency_s(h100, 8) == pytest.approx(allreduce_latency_s(h100, 8) - 4.2e-6)
+    assert gather_latency_s(h100, 16, 2) == pytest.approx(allreduce_latency_s(h100, 8) - 4.2e-6 + 12.5e-6)
+    assert gather_latency_s(h100, 1) == 0.0

@@ -139,12 +139,12 @@ def test_the_flags_are_read_from_the_signature_as_click_reads_them_and_no_comman
 
 def test_data_parallel_size_prices_the_dp_ranks_as_the_command_does():
     # DeepSeek-V3 on H200, 8 DP ranks of TP 1 with expert parallelism (tests/cli/test_goodput_cost_dp.py): the
-    # lock-step capacity search finds 4.75 req/s per deployment of DP 8 × TP 1 = 8 GPUs; 10B tokens a month at 705 +
-    # 116 tokens per request = 4.636 req/s, at 80% of 4.75 = 3.8 per replica: ⌈4.636 / 3.8⌉ = 2 replicas of 8 GPUs
+    # lock-step capacity search finds 4.8125 req/s per deployment of DP 8 × TP 1 = 8 GPUs; 10B tokens a month at 705 +
+    # 116 tokens per request = 4.636 req/s, at 80% of 4.8125 = 3.85 per replica: ⌈4.636 / 3.85⌉ = 2 replicas of 8 GPUs
     d = kvledger.cost(simulate="deepseek-ai/DeepSeek-V3", gpu="H200", tp=1, data_parallel_size=8,
                       enable_expert_parallel=True, slo="ttft=2s,tpot=100ms", num_requests=50,
                       gpu_provider="CoreWeave", monthly_tokens="10B").to_dict()
-    assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.75
+    assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.8125
     assert d["monthly"]["replicas"] == 2
 
 

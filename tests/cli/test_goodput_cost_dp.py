@@ -14,9 +14,9 @@ DP8 = ("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8", "--e
 def test_goodput_target_finds_the_search_candidates_capacity_per_eight_gpus():
     d = cli_json("goodput", "--simulate", *DP8, "--target", "0.9")
     b = d["boundary"]
-    # the rate search over the DP 8 ranks in lock-step: 4.75 req/s, as search's nvidia_h200_sxm:dp8xtp1:kv-auto:ep
-    # (same flags, 50 requests, seed 0); per GPU over DP × TP = 8 GPUs: 4.75 / 8 = 0.59375
-    assert b["boundary_value"] == 4.75 and b["boundary_per_gpu"] == pytest.approx(4.75 / 8)
+    # the rate search over the DP 8 ranks in lock-step: 4.8125 req/s, as search's nvidia_h200_sxm:dp8xtp1:kv-auto:ep
+    # (same flags, 50 requests, seed 0); per GPU over DP × TP = 8 GPUs: 4.8125 / 8 = 0.6015625
+    assert b["boundary_value"] == 4.8125 and b["boundary_per_gpu"] == pytest.approx(4.8125 / 8)
     assert any("8 GPUs = 1 replica × DP 8 × TP 1" in n for n in b["notes"] + d["notes"])
 
 
@@ -32,9 +32,9 @@ def test_goodput_text_names_the_dp_ranks():
 
 def test_cost_sizes_replicas_of_eight_gpus():
     d = cli_json("cost", "--simulate", *DP8, "--gpu-provider", "CoreWeave", "--monthly-tokens", "10B")
-    assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.75
+    assert d["simulation"]["num_gpus"] == 8 and d["capacity"]["slo_capacity_req_per_s"] == 4.8125
     # 10B tokens a month at 705 + 116 tokens per request = 12.18M requests = 4.636 req/s over 730 h; at 80% of
-    # 4.75 req/s per replica: ⌈4.636 / 3.8⌉ = 2 replicas of 8 GPUs, 2 × 8 × 730 h = 11,680 GPU-h at $6.305
+    # 4.8125 req/s per replica: ⌈4.636 / 3.85⌉ = 2 replicas of 8 GPUs, 2 × 8 × 730 h = 11,680 GPU-h at $6.305
     # (CoreWeave's 8x H200 instance, $50.44/h) = $73,642.40 a month, as search bills the DP candidate
     assert d["monthly"]["replicas"] == 2
     rent = d["monthly"]["self_host"]["items"][0]

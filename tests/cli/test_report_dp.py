@@ -12,9 +12,9 @@ DP8 = ("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8", "--e
 
 def test_report_prices_the_dp_ranks_as_cost_does():
     d = cli_json("report", *DP8)
-    # the lock-step rate search over 8 DP ranks of TP 1 (tests/cli/test_goodput_cost_dp.py): 4.75 req/s on
+    # the lock-step rate search over 8 DP ranks of TP 1 (tests/cli/test_goodput_cost_dp.py): 4.8125 req/s on
     # DP 8 × TP 1 = 8 GPUs, as `cost --simulate` with the same flags
-    assert d["cost"]["simulation"]["num_gpus"] == 8 and d["cost"]["capacity"]["slo_capacity_req_per_s"] == 4.75
+    assert d["cost"]["simulation"]["num_gpus"] == 8 and d["cost"]["capacity"]["slo_capacity_req_per_s"] == 4.8125
     assert d["plan"]["data_parallel"]["ranks"] == 8 and d["plan"]["settings"]["data_parallel_size"] == 8
     assert " --data-parallel-size 8 " in d["commands"]["cost"] and " --data-parallel-size 8 " in d["commands"]["plan"]
 

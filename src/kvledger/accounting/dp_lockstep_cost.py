@@ -18,15 +18,21 @@ What vLLM does (read in 0.19.0 and 0.33.0):
 
 So rank r's step time here is the roofline of its own step (attention, dense layers, TP all-reduces: ``roofline.py``)
 with the fused-MoE term (``moe_kernel.py``: the busiest GPU at EP DP × TP) priced over the tokens of all ranks, plus,
-per MoE layer, an all-gather and a reduce-scatter of the other ranks' tokens' hidden states (16-bit; two calls at the
-NCCL per-call latency of ``tp_comm.allreduce_latency_s`` and the link of ``tp_comm.link_bytes_per_s``); the step takes
+per MoE layer, an all-gather and a reduce-scatter of the other ranks' tokens' hidden states (16-bit; two calls over the
+link of ``tp_comm.link_bytes_per_s``, each at the per-call latency below); the step takes
 the largest rank time. Where the DP × TP GPUs span nodes (16 ranks of TP 1 on two 8-GPU nodes), the DP group's
 all-gather and reduce-scatter (each TP index's ranks, one per DP rank) are NCCL rings across them, priced as
 ``tp_network.allreduce_terms`` prices a TP group's ring over the nodes (the link bound by the NICs of the ranks a node
-holds, ``--inter-node-link`` giving a NIC's speed; NCCL's added per-call latency across the nodes). Each call keeps the
-all-reduce's per-call latency as within one node (an upper bound: a ring all-gather takes n − 1 steps, an all-reduce
-2(n − 1)). An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within
-vLLM's largest CUDA-graph size (``max_cudagraph_capture_size``; None under ``--enforce-eager``) the MoE layers and the
+holds, ``--inter-node-link`` giving a NIC's speed). Per-call latency: where every rank sends the same count (DP padding,
+or equal counts), vLLM runs NCCL's all-gather and reduce-scatter (vLLM 0.33 ``cuda_communicator.py``: ``all_gatherv`` /
+``reduce_scatterv`` drop ``sizes`` when all are equal, then ``pynccl`` ``all_gather`` / ``reduce_scatter``), whose ring
+takes n − 1 steps, N − 1 of them across N nodes, against an all-reduce's 2(n − 1) and 2(N − 1) (NCCL
+``src/graph/tuning.cc``, 2.23.4 on: ``nsteps``, ``nInterSteps``): ``tp_network.gather_latency_s``, the all-reduce's
+fitted one-node latency less the g − 1 steps it does not take, plus its own steps across the nodes (DP 8 on one H200
+node: 34.32 − 7 × 0.6 = 30.12 µs a call). With unequal counts vLLM groups one ``ncclBroadcast`` (``ncclReduce``) per
+rank (``pynccl.py`` ``all_gatherv`` / ``reduce_scatterv``), not modelled: each call keeps the all-reduce's per-call
+latency there. An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within vLLM's
+largest CUDA-graph size (``max_cudagraph_capture_size``; None under ``--enforce-eager``) the MoE layers and the
 collectives take every rank at the largest count (the graph sizes' rounding is not modelled); otherwise each rank's own.
 """
 
@@ -35,7 +41,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.accounting.tp_network import allreduce_terms
+from kvledger.accounting.tp_network import allreduce_terms, gather_latency_s
 
 __all__ = ["DUMMY_BATCH", "LockstepStepCost"]
 
@@ -66,6 +72,7 @@ class LockstepStepCost:
         # each DP rank on nodes of its own); within a node, the scale-up link and one-node latency (tp_comm)
         self.link_Bps, self.call_latency_s, self.span = allreduce_terms(
             inner.gpu, dp, min(dp, nnodes), inner.allreduce_link_share, None, nic_Bps)
+        self.gather_latency_s = gather_latency_s(inner.gpu, dp, min(dp, nnodes))  # NCCL's ring all-gather
         self._moe: dict[int, float] = {}
 
     def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:
@@ -78,10 +85,13 @@ class LockstepStepCost:
         taken = [top] * len(own) if padded else own
         return taken, sum(taken), padded
 
-    def gather_s(self, all_tokens: int, own_tokens: int) -> float:
-        """A rank's all-gather and reduce-scatter of the other ranks' hidden states over every MoE layer, s."""
+    def gather_s(self, all_tokens: int, own_tokens: int, uniform: bool = False) -> float:
+        """A rank's all-gather and reduce-scatter of the other ranks' hidden states over every MoE layer, s: at NCCL's
+        ring all-gather latency where every rank sends the same count (``uniform``: DP padding, or equal counts), else
+        the all-reduce's (module docstring)."""
         moved = (all_tokens - own_tokens) * self.hidden_size * _ACT_BYTES
-        return self.moe_layers * 2 * (self.call_latency_s + moved / self.link_Bps)
+        latency = self.gather_latency_s if uniform else self.call_latency_s
+        return self.moe_layers * 2 * (latency + moved / self.link_Bps)
 
     def moe_s(self, all_tokens: int) -> float:
         """The fused-MoE term of the busiest GPU over ``all_tokens`` tokens, s (memoised per token count)."""
@@ -96,11 +106,12 @@ class LockstepStepCost:
         """Each rank's step time, s: its own step's roofline with the MoE term over all ranks' tokens and the
         collectives (module docstring)."""
         taken, total, _ = self.rank_tokens(shapes)
+        uniform = min(taken) == max(taken)  # every rank the same count (padded or not): NCCL's all-gather
         moe = self.moe_s(total)
         out = []
         for shape, own in zip(shapes, taken):
             c = self.inner.costs(DUMMY_BATCH if shape is None else shape)
-            out.append(self.inner.time_s(replace(c, moe_kernel_s=moe, all_to_all_s=self.gather_s(total, own))))
+            out.append(self.inner.time_s(replace(c, moe_kernel_s=moe, all_to_all_s=self.gather_s(total, own, uniform))))
         return out
 
     def step_time_s(self, shapes: list) -> float:

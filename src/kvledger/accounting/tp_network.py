@@ -48,6 +48,7 @@ from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S
 
 __all__ = ["NIC_BYTES_PER_S", "NET_HOP_LATENCY_S", "NVLINK_HOP_LATENCY_S", "PCIE_HOP_LATENCY_S", "NET_OVERHEAD_S",
            "NIC_SOURCE", "NET_HOP_LATENCY_PPN1_S", "SpanningLink", "ring_steps", "spanning_link", "extra_latency_s",
+           "gather_latency_s",
            "allreduce_terms", "span_words", "span_data", "unused_nic_note"]
 
 NIC_BYTES_PER_S = NETWORK_BYTES_PER_S
@@ -119,25 +120,43 @@ def span_data(cost: Any) -> dict[str, Any]:
     return span.data(cost.allreduce_latency_s) if span is not None else {}
 
 
-def ring_steps(n: int, nodes: int) -> tuple[int, int]:
-    """(steps within a node, steps over the network) of NCCL's ring all-reduce over ``n`` ranks on ``nodes`` nodes
-    (NCCL 2.23.4 ``tuning.cc``: ``nsteps`` 2(n − 1), ``nInterSteps`` 2(N − 1); a ring of n ranks spans at most n
-    nodes): both ≥ 0."""
+def ring_steps(n: int, nodes: int, collective: str = "all_reduce") -> tuple[int, int]:
+    """(steps within a node, steps over the network) of NCCL's ring ``collective`` over ``n`` ranks on ``nodes`` nodes
+    (NCCL 2.23.4 ``tuning.cc``: an all-reduce's ``nsteps`` 2(n − 1) and ``nInterSteps`` 2(N − 1); an all-gather's or
+    reduce-scatter's ("all_gather") n − 1 and N − 1; a ring of n ranks spans at most n nodes): both ≥ 0."""
     n, nodes = max(1, n), max(1, min(nodes, n))
-    inter = 2 * (nodes - 1)
-    return 2 * (n - 1) - inter, inter
+    k = 2 if collective == "all_reduce" else 1
+    return k * (n - nodes), k * (nodes - 1)
 
 
-def extra_latency_s(tp: int, nodes: int, over_pcie: bool = False) -> float:
-    """NCCL's ring LL latency of one all-reduce over ``tp`` ranks on ``nodes`` nodes less that of its ``tp ÷ nodes``
-    ranks on one node, s (module doc); 0 on one node."""
+def extra_latency_s(tp: int, nodes: int, over_pcie: bool = False, collective: str = "all_reduce") -> float:
+    """NCCL's ring LL latency of one ``collective`` (``ring_steps``) over ``tp`` ranks on ``nodes`` nodes less that of
+    its ``tp ÷ nodes`` ranks on one node, s (module doc); 0 on one node."""
     if nodes <= 1:
         return 0.0
     g = -(-tp // nodes)
     intra = PCIE_HOP_LATENCY_S if over_pcie else NVLINK_HOP_LATENCY_S
-    within, over = ring_steps(tp, nodes)
+    within, over = ring_steps(tp, nodes, collective)
     net = NET_HOP_LATENCY_PPN1_S if g == 1 else NET_HOP_LATENCY_S  # NCCL's ppn == 1: the tree's network latency
-    return within * max(intra, NET_OVERHEAD_S) + over * net - ring_steps(g, 1)[0] * intra
+    return within * max(intra, NET_OVERHEAD_S) + over * net - ring_steps(g, 1, collective)[0] * intra
+
+
+def gather_latency_s(gpu, n: int, nodes: int = 1) -> float:
+    """Per-call latency of NCCL's ring all-gather (or reduce-scatter: the same steps) over ``n`` ranks on ``nodes``
+    nodes of ``gpu``, s: the all-reduce's fitted one-node latency at the ``g`` ranks a node holds
+    (``tp_comm.allreduce_latency_s``) less the ``g − 1`` ring steps an all-gather does not take (NCCL's ring model,
+    ``tuning.cc`` ``nsteps``: an all-reduce 2(g − 1) steps, an all-gather g − 1, each at the one-node hop latency), plus
+    the all-gather's own steps across the nodes (``extra_latency_s``: n − N within the nodes, N − 1 over the network);
+    0 for one rank."""
+    from kvledger.accounting.tp_comm import allreduce_latency_s, over_pcie
+
+    if n <= 1:
+        return 0.0
+    nodes = max(1, min(nodes, n))
+    g, pcie = -(-n // nodes), over_pcie(gpu)
+    hop = PCIE_HOP_LATENCY_S if pcie else NVLINK_HOP_LATENCY_S
+    one_node = allreduce_latency_s(gpu, g) - ring_steps(g, 1, "all_gather")[0] * hop
+    return one_node + extra_latency_s(n, nodes, pcie, "all_gather")
 
 
 def spanning_link(tp: int, nodes: int, one_node_Bps: float, nic_Bps: float | None = None,

@@ -94,9 +94,19 @@ def dp_note(plan: Any, cost: Any) -> str:
             "coordinator's counts refreshed every 100 ms, coordinator.py); a rank's step: its own attention and "
             f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} with the default "
             "allgather_reducescatter all-to-all (an all-gather and a reduce-scatter of the other ranks' hidden "
-            f"states per MoE layer{_span_words(cost)}), DP padding {pad}; not modelled: several API servers, the "
+            f"states per MoE layer{_span_words(cost)}; {_latency_words(cost)}), DP padding {pad}; not modelled: "
+            "several API servers, the "
             "CUDA-graph sizes' rounding, the MoE profile run's larger activation peak (the KV pool is an upper "
             "bound); the error bands come from measured runs without data parallelism (none with it)")
+
+
+def _latency_words(cost: Any) -> str:
+    """The gathers' per-call latency in words: NCCL's ring all-gather where the ranks send equal counts, the
+    all-reduce's otherwise (``dp_lockstep_cost.py``)."""
+    return (f"each call {cost.gather_latency_s * 1e6:,.4g} µs where the ranks send equal counts (NCCL's ring "
+            "all-gather, n − 1 steps against an all-reduce's 2(n − 1): the all-reduce's fitted latency less the steps "
+            f"it does not take, tp_network.gather_latency_s), else {cost.call_latency_s * 1e6:,.4g} µs (the "
+            "all-reduce's fitted per-call latency, tp_comm; vLLM's grouped broadcasts there not modelled)")
 
 
 def _span_words(cost: Any) -> str:
