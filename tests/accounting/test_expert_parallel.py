@@ -195,3 +195,20 @@ def test_expert_parallel_decode_costs_more_at_small_batches_and_the_same_at_larg
     assert all(e > t * 1.15 for t, e in steps[:5])  # ≥ 15% dearer at 1–16 sequences
     assert steps[-1][1] == pytest.approx(steps[-1][0], rel=1e-3)  # the same at 256
     assert all(a[1] < b[1] for a, b in zip(steps, steps[1:]))  # monotone in the batch
+
+
+def test_tp16_with_ep_over_two_nodes_runs_no_all_to_all_and_any_asked_for_crosses_the_nics():
+    # vLLM 0.33 at TP 16 + EP, DP 1: use_all2all_kernels needs dp_size > 1, the TP all-reduce combines the experts'
+    # outputs — priced over the two nodes' NICs (8 × 50 GB/s = 400 GB/s, +25.0 µs a call: test_tp_network.py); the
+    # plan's roofline prices no all-to-all
+    from kvledger.catalog.gpus import get_gpu
+
+    m, gpu = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("H100")
+    plan = build_plan(m, gpu, make_settings(tp=16, enable_expert_parallel=True), with_advice=False)
+    rc = plan.step_cost()
+    assert rc.ep == 16 and rc.link_bytes_per_s == 400e9 and rc.allreduce_span.nodes == 2
+    assert rc.costs(decode_shape(64, 1000)).all_to_all_s == 0.0
+    # asked for (all_to_all=True) over the same two nodes: 2·T·k·hidden·2 B·(g − 1)/g = 2 · 64 · 8 · 7,168 · 2 · 15/16
+    # = 13,762,560 B over the TP group's 400 GB/s NIC-bound link (not NVLink's 450 GB/s): 34.4064 µs
+    forced = RooflineStepCost(plan.model, gpu, plan.kv, 16, ep=16, all_to_all=True, tp_nodes=2)
+    assert forced.costs(decode_shape(64, 1000)).all_to_all_s == pytest.approx(13_762_560 / 400e9)

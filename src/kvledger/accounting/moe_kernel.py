@@ -239,8 +239,10 @@ class FusedMoePrices:
 
         self.ep, self.grouped_gemm_half_tokens, self.moe_config = ep, half_tokens, moe_config
         self._config_factor = moe_config.factor if moe_config is not None else 1.0
-        # the all-to-all's link, once (the all-reduce's, at its share); none without expert parallelism (no bytes)
-        self._a2a_link_Bps = link_bytes_per_s(self.gpu, self.allreduce_link_share) if self.all_to_all else 0.0
+        # the all-to-all's link, once: the TP group's all-reduce link (tp_network.allreduce_terms: over the nodes'
+        # NICs where the group spans nodes, else the scale-up link at its share); none without expert parallelism
+        self._a2a_link_Bps = (self.link_bytes_per_s or link_bytes_per_s(self.gpu, self.allreduce_link_share)) \
+            if self.all_to_all else 0.0
         # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
         self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
             else self.peak_flops
