@@ -37,6 +37,37 @@ def test_two_ranks_floor_by_hand():
     assert single == pytest.approx(3.6e-3 * (1 - SHADE), rel=1e-12) and k / busy == pytest.approx(5000.0)
 
 
+def test_every_step_adds_the_moe_floor_by_hand():
+    # F = 1e-4 s a step. target 0.75: k = 3, dense 6e-4 s as above; outputs sorted 1, 1, 1, 2: the 3rd smallest is 1,
+    # so the three good requests take at least 1 step: 6e-4 + 1 × 1e-4 = 7e-4 s. target 1: k = 4, dense (2e-4 + 4e-4
+    # + 6e-4 + 2e-3) ÷ 2 = 1.6e-3 s, the 4th smallest output 2 → 2 steps: 1.6e-3 + 2e-4 = 1.8e-3 s
+    work = LockstepWork(RANK, 2, step_floor_s=1e-4)
+    assert lockstep_busy_floor_s(work, PROMPT, OUTPUT, 0.75)[1] == pytest.approx(7e-4 * (1 - SHADE), rel=1e-12)
+    assert lockstep_busy_floor_s(work, PROMPT, OUTPUT, 1.0)[1] == pytest.approx(1.8e-3 * (1 - SHADE), rel=1e-12)
+
+
+def test_the_moe_floor_of_deepseek_v3_on_eight_h200_ranks():
+    # 58 MoE layers × the fused-MoE fit's per-layer floor t0 (42.64 µs; the tuned config's factor 1.0) = 2.473 ms,
+    # plus 58 × 2 collectives at the all-gather's 30.123 µs (the 8-rank all-reduce fit 34.323 µs less 7 × 0.6 µs)
+    # = 3.494 ms: F = 5.967 ms, under the least fused-MoE term alone at any count of 1 to 599 tokens (5.887 ms)
+    from kvledger.accounting.dp_lockstep_cost import LockstepStepCost
+    from kvledger.accounting.moe_kernel import moe_kernel_fit
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.serving.work_bounds import lockstep_step_floor_s
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    s = make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True)
+    inner = build_plan(load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200"), s, with_advice=False).step_cost()
+    cost = LockstepStepCost(inner, 8, 512)
+    t0 = moe_kernel_fit().floor_s
+    assert t0 == pytest.approx(42.64e-6, abs=5e-9) and inner.moe_config.factor == 1.0
+    want = 58 * t0 + 58 * 2 * (34.323022222222223e-6 - 7 * 0.6e-6)
+    assert lockstep_step_floor_s(cost) == pytest.approx(want, rel=1e-12) and want == pytest.approx(5.967e-3, abs=1e-6)
+    assert all(inner.moe_kernel_s(t) > 58 * t0 for t in (1, 8, 64, 512))
+
+
 def test_floor_holds_under_the_lockstep_simulation():
     # DeepSeek-V3 on 8 × H200 as DP 8 + EP (TP 1): every one of 50 azure-conv requests arriving at once; the run must
     # last at least the floor over all of them (target 1), and each TTFT at least its bound

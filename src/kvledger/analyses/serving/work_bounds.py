@@ -30,9 +30,18 @@ reduce-scatter added. Two facts give the floor (``LockstepWork``, ``lockstep_bus
   MoE term, which the ranks share, so they are left out of ``w``);
 * ``max_r t_r ≥ (Σ_r t_r) ÷ N``: summed over the steps, the run lasts at least the work of every rank ÷ N.
 
-So a run meeting the target spans at least ``Σ of the k smallest w ÷ N``, and its SLO capacity is at most
-``N × k ÷ Σ of the k smallest w``: the work shared over the N ranks, where one engine's floor (every step one after
-another, the experts' FLOPs in ``w``) would have pruned a DP candidate. The TTFT and TPOT lower bounds take the same
+* each ``t_r`` also holds, added to that dense side, the fused-MoE term and the MoE layers' collectives, the same on
+  every rank of a step: the kernel term is ``factor × Σ over the MoE layers of (t0 + max(read, GEMM))`` ≥ ``factor ×
+  layers × t0`` (``moe_kernel.moe_layer_s``; t0 the fit's per-layer floor), and each layer's all-gather and
+  reduce-scatter are each at least their per-call latency (``LockstepStepCost.gather_s``). So every step takes at
+  least that floor F (``lockstep_step_floor_s``) on top of the ranks' mean dense side; and a request of ``n`` output
+  tokens is in at least ``n`` steps (its prefill's last one, then one a decode), so the good requests' steps number at
+  least the largest ``n`` among them, at least ``n_(k)``, the k-th smallest over the run's requests.
+
+So a run meeting the target spans at least ``Σ of the k smallest w ÷ N + n_(k) × F``, and its SLO capacity is at most
+``k`` over that: the work shared over the N ranks, where one engine's floor (every step one after another, the experts'
+FLOPs in ``w``) would have pruned a DP candidate. DeepSeek-V3 on 8 H200 DP ranks: F = 58 layers × 42.64 µs + 58 × 2 ×
+30.12 µs = 5.97 ms a step. The TTFT and TPOT lower bounds take the same
 dense side (one rank's step).
 
 Each bound is shaded by 1e-9 against rounding. Other step costs, and lengths that depend on the rate (session loops),
@@ -198,10 +207,11 @@ class LockstepWork:
 
     Args:
         rank: the rank's ``RooflineStepCost`` (``LockstepStepCost.inner``). dp: DP ranks, count.
+        step_floor_s: the least MoE time every lock-step step pays, s (``lockstep_step_floor_s``; 0: none counted).
     """
 
-    def __init__(self, rank: Any, dp: int) -> None:
-        self.rank, self.dp = rank, dp
+    def __init__(self, rank: Any, dp: int, step_floor_s: float = 0.0) -> None:
+        self.rank, self.dp, self.step_floor_s = rank, dp, step_floor_s
         self.matmul_params = rank.matmul_params - rank.expert_params_per_token  # per token, per GPU, dense only
 
     def weight_read_bytes(self, num_tokens: float) -> float:
@@ -221,14 +231,29 @@ def lockstep_work(cost: Any) -> Any:
     if not isinstance(cost, LockstepStepCost):
         return cost
     rank = gpu_side(cost.inner)
-    return LockstepWork(rank, cost.dp) if type(rank) is RooflineStepCost else None
+    return LockstepWork(rank, cost.dp, lockstep_step_floor_s(cost)) if type(rank) is RooflineStepCost else None
+
+
+def lockstep_step_floor_s(cost: Any) -> float:
+    """The least MoE time any step of a ``LockstepStepCost`` takes, s (module docstring): the fused-MoE term's
+    per-layer floor over the MoE layers (``moe_kernel.moe_layer_s``: t0 + a max of non-negative terms, × the config's
+    factor) and each MoE layer's two collectives at the smaller per-call latency (``LockstepStepCost.gather_s``:
+    latency + bytes)."""
+    from kvledger.accounting.moe_kernel import moe_kernel_fit
+
+    rank = cost.inner
+    factor = rank.moe_config.factor if rank.moe_config is not None else 1.0
+    kernel = factor * rank.moe_layers * moe_kernel_fit().floor_s if rank.moe_layers else 0.0
+    return kernel + cost.moe_layers * 2 * min(cost.gather_latency_s, cost.call_latency_s)
 
 
 def lockstep_busy_floor_s(work: LockstepWork, computed: Any, output: Any, target: float) -> tuple[int, float]:
     """(k, s): the good requests a run meeting ``target`` holds at least, ``k = ⌈target × N⌉``, and the least time the
-    DP ranks take to serve them in lock-step: the sum of their ``k`` smallest dense-side works ÷ the ranks (module
-    docstring)."""
+    DP ranks take to serve them in lock-step: the sum of their ``k`` smallest dense-side works ÷ the ranks, plus the
+    k-th smallest output length's steps at the MoE floor each step pays (module docstring)."""
     import numpy as np
 
     k = max(1, math.ceil(target * len(computed) - 1e-9))
-    return k, float(np.sort(request_work_s(work, computed, output))[:k].sum()) / work.dp
+    dense = float(np.sort(request_work_s(work, computed, output))[:k].sum()) / work.dp
+    steps = float(np.sort(np.maximum(np.asarray(output, dtype=float), 1.0))[k - 1])
+    return k, dense + steps * work.step_floor_s * (1 - SHADE)
