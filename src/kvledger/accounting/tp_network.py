@@ -34,7 +34,8 @@ TP 16 over two nodes of 8 on NVLink: (28 × 1.0 + 2 × 2.7) − 14 × 0.6 = 33.4
 nodes: 0 × 1.0 + 2 × 5.0 − 0 = 10.0 µs. The LL protocol's own bandwidth is a quarter of the ring's (NCCL switches to its
 Simple protocol for large messages, whose network latency is 14 µs a hop): the figure prices decode-size calls' latency
 and prefill-size calls' bytes, each at the protocol NCCL picks for them. vLLM's DP ranks of a MoE model take the same
-terms for their MoE layers' all-gather and reduce-scatter across nodes (``dp_lockstep_cost.py``). Pipeline parallelism's
+link for their MoE layers' all-gather and reduce-scatter across nodes, at an all-gather's steps (``gather_latency_s``,
+``dp_lockstep_cost.py``). Pipeline parallelism's
 send/recv across nodes is not priced (no PP term in the step cost). TP with --enable-expert-parallel and no DP ranks (TP
 16 over two nodes of 8) runs no expert all-to-all: vLLM 0.33's ``FusedMoEParallelConfig.use_all2all_kernels`` needs
 ``dp_size > 1`` (or PCP or sequence-parallel MoE), and ``runner/moe_runner.py`` combines the experts' outputs with
