@@ -18,7 +18,7 @@ from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len
 from kvledger.accounting.advice_mamba import no_prefix_caching_option
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
-from kvledger.accounting.advice_startup_len import does_not_fit_words, starts_never_scheduled
+from kvledger.accounting.advice_startup_len import does_not_fit_words, override_check, starts_never_scheduled
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.advice_waterfall import waterfall
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
@@ -240,6 +240,8 @@ def _advise(p: Plan, build: Callable) -> Advice:
     if m.state_refused:  # SGLang's Mamba state slots serve no request: the note says why and what raises them
         why = next(n for n in m.notes if n.startswith("SGLang would refuse to start"))
         return Advice("state_does_not_fit", "does not fit: " + why, 0.0, None, tuple(_options(p, build, None)))
+    if row and (edge := override_check(p, need_blocks)):  # vLLM V1 < 0.21: the check ignores the override
+        return edge
     if row and row.max_requests < 1:
         if edge := starts_never_scheduled(p, need_blocks):  # before vLLM 0.29: starts, the request never runs
             return edge

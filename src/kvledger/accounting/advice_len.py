@@ -13,14 +13,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_types import Option
+from kvledger.accounting.vllm_override_check import OVERRIDE_IN_CHECK_FROM, check_ignores_override
 from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["NULL_BLOCK_CHECK_FROM", "blocks_at", "check_blocks", "estimate_len", "estimate_len_low",
-           "low_usable_blocks", "max_len_option", "null_block_clause", "low_len_clause", "printed_estimate"]
+__all__ = ["NULL_BLOCK_CHECK_FROM", "OVERRIDE_IN_CHECK_FROM", "blocks_at", "check_ignores_override", "check_blocks",
+           "estimate_len", "estimate_len_low", "low_usable_blocks", "max_len_option", "null_block_clause",
+           "low_len_clause", "printed_estimate"]
 
 NULL_BLOCK_CHECK_FROM = (0, 29, 0)
 """First vLLM release whose start-up check reserves the block pool's null block (the module docstring)."""
@@ -28,7 +30,10 @@ NULL_BLOCK_CHECK_FROM = (0, 29, 0)
 
 def check_blocks(m: Any) -> int:
     """Blocks vLLM's start-up check lets one max_model_len request take, count: the usable blocks from 0.29.0 (and for
-    V0, which has no null block, and the other engines), every block of the pool before (the null block counted)."""
+    V0, which has no null block, and the other engines), every block of the pool before (the null block counted); with
+    --num-gpu-blocks-override before 0.21, every block the profiled memory holds (``OVERRIDE_IN_CHECK_FROM``)."""
+    if getattr(m, "check_num_gpu_blocks", None) is not None:
+        return m.check_num_gpu_blocks
     ver = version_tuple(m.engine_version) if m.engine == "vllm" else None
     if ver is None or ver >= NULL_BLOCK_CHECK_FROM or m.usable_blocks <= 0 or m.kv_free:
         return m.usable_blocks

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from kvledger.accounting.advice_len import (
     NULL_BLOCK_CHECK_FROM,
+    OVERRIDE_IN_CHECK_FROM,
+    blocks_at,
     check_blocks,
     estimate_len,
     estimate_len_low,
@@ -16,14 +18,14 @@ from kvledger.accounting.advice_len import (
     null_block_clause,
     printed_estimate,
 )
-from kvledger.accounting.advice_types import Advice
+from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import no_fit_caveat
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["starts_never_scheduled", "does_not_fit_words"]
+__all__ = ["override_check", "starts_never_scheduled", "does_not_fit_words"]
 
 _BEFORE = ".".join(map(str, NULL_BLOCK_CHECK_FROM[:2]))
 _WHY = (f"vLLM's start-up check counts the null block before {_BEFORE} (v1/core/kv_cache_utils.py "
@@ -74,3 +76,51 @@ def _runs_clause(p: Plan, est: int | None) -> str:
     if not est or not run or run == est:
         return ""
     return f" (vLLM {p.memory.engine_version}'s own figure; a request that long would never be scheduled: {run:,} runs)"
+
+
+_IN_CHECK = ".".join(map(str, OVERRIDE_IN_CHECK_FROM))
+
+
+def override_check(p: Plan, need_blocks: int) -> Advice | None:
+    """vLLM V1 before 0.21 with --num-gpu-blocks-override (``advice_len.OVERRIDE_IN_CHECK_FROM``): its start-up check
+    judges one max_model_len request against the blocks the profiled memory holds, then the override replaces the
+    count. Longer than the memory holds: refused, with vLLM's estimate from the memory; held by the memory but not by
+    the override's usable blocks: vLLM starts and the request never finishes (``Scheduler.schedule`` preempts it when
+    ``allocate_slots`` finds no free block, and it restarts); None otherwise and for other releases."""
+    m = p.memory
+    mem_blocks = m.check_num_gpu_blocks
+    if mem_blocks is None or (need_blocks <= m.usable_blocks and need_blocks <= mem_blocks):
+        return None
+    why = (f"vLLM {m.engine_version} checks max_model_len against the {mem_blocks:,} blocks the profiled memory holds, "
+           f"not the override, which replaces the block count after the check (v1/core/kv_cache_utils.py, read in "
+           f"0.9.0, 0.19.0 and 0.20.0: the check on the profiled available memory, then the override); from "
+           f"{_IN_CHECK} the check uses override × bytes per block")
+    run = estimate_len(p)  # the length the override's usable blocks hold
+    if need_blocks <= mem_blocks:
+        fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
+        msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can "
+               f"never finish: it needs {need_blocks:,} blocks and --num-gpu-blocks-override {m.num_gpu_blocks:,} "
+               f"leaves {m.usable_blocks:,} usable; {why}. Such a request is preempted when the pool runs dry and "
+               f"restarts (v1/core/sched/scheduler.py Scheduler.schedule){fix}")
+        return Advice("fits", msg, options=(max_len_option(p, run, None),) if run else ())
+    est = printed_estimate(p)
+    need, have = need_blocks * m.bytes_per_block, mem_blocks * m.bytes_per_block
+    held = (f"; the override's {m.usable_blocks:,} usable blocks would hold it, but the check comes first"
+            if need_blocks <= m.usable_blocks else "")
+    msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
+           f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB of the profiled memory's "
+           f"{mem_blocks:,} blocks; {why}{held}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
+           f"memory the estimated maximum model length is {est or 0:,}.")
+    return Advice("max_model_len_does_not_fit", msg, need - have, est, _override_option(p, run, est))
+
+
+def _override_option(p: Plan, run: int | None, est: int | None) -> tuple[Option, ...]:
+    """--max-model-len at the shorter of the length the override's usable blocks hold and the one the check passes."""
+    if not run or not est:
+        return ()
+    length = min(run, est)
+    per = blocks_at(p, length)
+    why = (f"the longest vLLM {p.memory.engine_version}'s start-up check passes" if length == est
+           else "the longest request the override's pool holds")
+    return (Option(f"--max-model-len {length}", p.memory.usable_blocks / per, p.memory.usable_blocks // per, why,
+                   length),)

@@ -124,8 +124,8 @@ class MemoryPlan:
                 "deductions", "available_kv_bytes", "available_kv_gib", "available_given", "block_size",
                 "bytes_per_block", "num_gpu_blocks", "usable_blocks", "pool_tokens", "printed_lines", "max_model_len",
                 "max_num_batched_tokens", "max_num_seqs", "notes", "requested_label", "stages", "kv_free", "ranges",
-                "startup")
-    __json_optional__ = ("startup",)
+                "startup", "check_num_gpu_blocks")
+    __json_optional__ = ("startup", "check_num_gpu_blocks")
     engine: str
     engine_version: str
     gpu_total_bytes: int
@@ -155,6 +155,10 @@ class MemoryPlan:
     requested_source: str = ""
     cuda_graph_max_bs: int | None = None
     """SGLang: the largest decode CUDA graph (``cuda_graph_max_bs``; None with graphs off and for other engines)."""
+    check_num_gpu_blocks: int | None = None
+    """vLLM V1 before 0.21 with ``--num-gpu-blocks-override``: the blocks the profiled memory holds, which its start-up
+    check compares one max_model_len request with instead of the override (``advice_len.check_blocks``), count;
+    None otherwise."""
 
     @property
     def headroom_bytes(self) -> float:

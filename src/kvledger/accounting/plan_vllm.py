@@ -26,6 +26,7 @@ from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_r
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
+from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
@@ -256,11 +257,13 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
         startup = vllm_startup_alone(ver, gpu, total, b.util, b.requested, s.tp, s.pp)
         require_vllm_starts(startup)
     usable = 0 if no_groups else n if v0 else max(0, n - 1)
+    ignored = s.num_gpu_blocks_override and not no_groups and check_ignores_override(ver)
+    mem_check = max(0, bind.blocks) if ignored else None  # the start-up check's pool: the profiled memory's
     mem = MemoryPlan("vllm", ".".join(map(str, ver)), total, "gpu_memory_utilization", b.util, b.requested,
                      tuple(items), bind.available, s.available_kv_memory_bytes is not None, layout.block_size,
                      layout.bytes_per_block, n, usable, pool_tokens, tuple(lines), L, b.mnbt, b.seqs,
                      tuple(notes) + layout.notes, f"× gpu_memory_utilization {b.util} (ceil)", summaries, kv_free, rng,
-                     startup)
+                     startup, check_num_gpu_blocks=mem_check)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 

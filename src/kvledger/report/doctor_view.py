@@ -191,7 +191,10 @@ def _brief(con: Any, rep: Any) -> None:
     elif cmp.skipped:
         con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
     refused = _refused_start(cmp, rep.max_len_fix) if cmp is not None else None
-    if refused:
+    if rep.override_started:  # vLLM V1 < 0.21: the check judged the memory, not the override; it started
+        con.print("[bold red]FOUND[/] [bold]start-up[/] (max_model_len_never_finishes): "
+                  + escape(rep.override_started))
+    elif refused:
         con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")
     for f in rep.findings:
         if rep.not_started and not f.triggered:  # a server that never served: its traffic findings say nothing

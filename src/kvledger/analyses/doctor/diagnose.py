@@ -19,7 +19,7 @@ from kvledger.analyses.doctor.lifecycle import request_errors_finding, startups,
 from kvledger.analyses.doctor.log_consistency import utilization_contradiction
 from kvledger.analyses.doctor.log_gpu import gpu_mismatch
 from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
-from kvledger.analyses.doctor.max_len_fix import max_len_fix
+from kvledger.analyses.doctor.max_len_fix import max_len_fix, override_started
 from kvledger.analyses.doctor.restarts import restart_lines
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
@@ -83,7 +83,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
                         ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, warned, unfinished=unfinished is not None,
                         stopped=None if failed else log.stopped_line, startups=runs,
-                        lifecycle=lifecycle, max_len_fix=max_len_fix(ctx))
+                        lifecycle=lifecycle, max_len_fix=max_len_fix(ctx), override_started=override_started(ctx))
 
 
 def version_mismatch(log: VllmLog, given: str | None) -> str | None:

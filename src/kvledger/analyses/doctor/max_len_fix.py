@@ -18,7 +18,7 @@ from typing import Any
 
 from kvledger.accounting.advice_len import NULL_BLOCK_CHECK_FROM  # the first release whose check reserves it
 
-__all__ = ["NULL_BLOCK_CHECK_FROM", "max_len_fix"]
+__all__ = ["NULL_BLOCK_CHECK_FROM", "max_len_fix", "override_started"]
 
 _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _V0_CAP = re.compile(r"maximum number of tokens that can be stored in KV cache \((\d+)\)")
@@ -81,3 +81,31 @@ def _older(ctx: Any) -> bool:
 
     v = version_tuple(ctx.log.version) if ctx.log.version else None
     return v is not None and v < NULL_BLOCK_CHECK_FROM
+
+
+def override_started(ctx: Any) -> str:
+    """A V1 start-up before 0.21 whose log prints a max concurrency below 1 under the user's --num-gpu-blocks-override:
+    vLLM started, since its start-up check judged max_model_len on the profiled memory and applied the override after
+    (``accounting.advice_len.OVERRIDE_IN_CHECK_FROM``), but a request that long never finishes; "" otherwise (from
+    0.21 the check uses the override, so a log of such a start-up prints the check's error instead)."""
+    from kvledger.accounting.vllm_override_check import OVERRIDE_IN_CHECK_FROM, check_ignores_override
+    from kvledger.accounting.vllm_rules import version_tuple
+
+    st = ctx.log.startup
+    c, override = st.max_concurrency, st.num_gpu_blocks_override
+    if st.engine_generation != "v1" or not override or c is None or c >= 1:
+        return ""
+    version = ctx.settings["engine_version"]
+    if not check_ignores_override(version_tuple(version)):
+        return ""
+    p = ctx.model_plan
+    held = (f" (the ledger's {p.memory.check_num_gpu_blocks:,} blocks)"
+            if p is not None and p.memory.check_num_gpu_blocks is not None else "")
+    return (f"vLLM {version} started although one request of max_model_len needs more blocks than "
+            f"--num-gpu-blocks-override {override:,} gives (max concurrency {c:.2f}x, line "
+            f"{st.lines.get('max_concurrency')}): this release checks max_model_len against the profiled memory"
+            f"{held} and applies the override after it (v1/core/kv_cache_utils.py; from "
+            f"{'.'.join(map(str, OVERRIDE_IN_CHECK_FROM))} the check uses the override and refuses such a start-up). "
+            "A request that long is preempted when the pool runs dry and restarts (v1/core/sched/scheduler.py "
+            "Scheduler.schedule), so it never finishes. Fixes: a larger --num-gpu-blocks-override (or none), or "
+            f"--max-model-len at most the pool's tokens {max_len_fix(ctx)}".rstrip() + ".")

@@ -140,6 +140,9 @@ class DoctorReport:
     max_len_fix: str = ""
     """"--max-model-len N (how N follows from the log's pool)" for a start-up refused for max_model_len, "" when the log
     gives no pool size (``max_len_fix.py``; in the start-up failure finding's message in --json)."""
+    override_started: str = ""
+    """A V1 start-up before 0.21 that started with a max_model_len its --num-gpu-blocks-override pool cannot hold (the
+    check judged the profiled memory): why, and the fixes (``max_len_fix.override_started``); "" otherwise."""
 
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)
