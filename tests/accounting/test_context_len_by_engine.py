@@ -114,13 +114,14 @@ def test_bundled_models_agree_under_every_rule():
 
 
 def test_trtllm_names_the_rule_its_length_follows():
-    # TensorRT-LLM's own rule is not read: its plan keeps vLLM 0.26's 32,768 × 4 = 131,072 and says so, with 0.33's
-    # 40,960 beside it
+    # TensorRT-LLM's own rule (newest: the PyTorch backend's infer_max_seq_len, tensorrt_llm/_torch/models/
+    # modeling_utils.py, no factor for yarn): max_position_embeddings 40,960, with vLLM 0.26's 32,768 × 4 = 131,072
+    # beside it (tests/accounting/test_trtllm_max_seq_len.py has the other runtime)
     spec = _qwen3(rope_type="yarn", factor=4.0, original_max_position_embeddings=32768)
     n, note = engine_config_len(spec, "trtllm", None)
-    assert n == 131_072 and "vLLM 0.26's YaRN rule" in note and "40,960" in note
+    assert n == 40_960 and "TensorRT-LLM's max_seq_len" in note and "131,072" in note
     p = build_plan(spec, get_gpu("H100"), make_settings(engine="trtllm"), with_roofline=False)
-    assert p.memory.max_model_len == 131_072 and note in p.memory.notes
+    assert p.memory.max_model_len == 40_960 and note in p.memory.notes
 
 
 def test_a_search_sglang_line_longer_than_sglangs_context_sets_its_switch(tmp_path):

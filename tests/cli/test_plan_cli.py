@@ -185,9 +185,12 @@ def test_the_long_max_model_len_switch_is_each_engines_own():
     res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine",
                               "sglang"])
     assert "sglang refuses this unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in str(res.exception)
-    for engine in ("sglang", "trtllm"):
+    # TensorRT-LLM's PyTorch backend takes TLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (_torch/pyexecutor/model_engine.py
+    # _init_max_seq_len; tests/accounting/test_trtllm_max_seq_len.py)
+    for engine, said in (("sglang", "given, above the config's 40,960"),
+                         ("trtllm", "given, above the model's 40,960 (TLLM_ALLOW_LONG_MAX_MODEL_LEN=1")):
         res = runner.invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "128K", "--engine",
                                   engine, "--allow-long-max-model-len", "--json"])
         assert res.exit_code == 0, res.output
         notes = json.loads(res.stdout)["memory"]["notes"]
-        assert any(n.startswith("max_model_len 131,072: given, above the config's 40,960") for n in notes), engine
+        assert any(n.startswith(f"max_model_len 131,072: {said}") for n in notes), engine

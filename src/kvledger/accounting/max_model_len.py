@@ -6,13 +6,15 @@ here), when vLLM warns and takes it."""
 
 from __future__ import annotations
 
+import re
+
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_version_text
 from kvledger.accounting.vllm_rules import LATEST, version_tuple
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
-__all__ = ["resolve_max_model_len", "config_len", "engine_config_len", "SGLANG_TRANSFORMERS5_FROM",
+__all__ = ["resolve_max_model_len", "config_len", "engine_config_len", "trtllm_runtime_of", "SGLANG_TRANSFORMERS5_FROM",
            "default_max_model_len", "long_len_notes", "ALLOW_LONG_ENV", "YARN_AS_SCALED_FROM"]
 
 #: each engine's switch for a context length above the config's (vLLM envs.py; SGLang model_config.py)
@@ -23,21 +25,20 @@ YARN_AS_SCALED_FROM = (0, 33, 0)
 SGLANG_TRANSFORMERS5_FROM = (0, 5, 10)
 
 
-def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None) -> tuple[int, str | None]:
+def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None,
+                      backend: str | None = None) -> tuple[int, str | None]:
     """(the config-derived max_model_len ``engine`` at ``engine_version`` (None: the newest read) takes, tokens; the
     note naming the rule where the engines' rules differ for this config, else None). vLLM: its two YaRN rules;
-    SGLang: ``get_context_length`` (``catalog/max_len.py``); TensorRT-LLM: vLLM's ≤0.26 length (its own rule not
-    read), as before."""
+    SGLang: ``get_context_length`` (``catalog/max_len.py``); TensorRT-LLM: its own max_seq_len rule by runtime
+    (``backend``, else the PyTorch backend from 1.0 and trtllm-build engines before; ``_trtllm_len``)."""
     if engine == "sglang":
         return _sglang_len(model, engine_version)
+    if engine == "trtllm":
+        return _trtllm_len(model, trtllm_runtime_of(engine_version, backend))
     later = model.yarn_as_scaled_max_model_len
     old = model.derived_max_model_len
     if later is None or later == old:
         return old, None
-    if engine != "vllm":  # TensorRT-LLM: its own rule not read; say whose rule the length is
-        return old, (f"max_model_len {old:,} by vLLM 0.26's YaRN rule (original_max_position_embeddings × factor): "
-                     f"TensorRT-LLM's own max_seq_len rule is not read here, and vLLM 0.33's rule gives {later:,}; "
-                     "give --max-model-len to plan the length you serve")
     ver = version_tuple(engine_version or LATEST) or version_tuple(LATEST)
     v = ".".join(map(str, ver[:2]))
     if ver >= YARN_AS_SCALED_FROM:
@@ -47,6 +48,32 @@ def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None)
     return old, (f"max_model_len {old:,} = original_max_position_embeddings × YaRN factor: vLLM {v}'s "
                  f"_get_and_verify_max_len (config/model.py) scales a YaRN config from its original length, as every "
                  f"release up to 0.26 does (0.33 takes max_position_embeddings {later:,} as already scaled)")
+
+
+def trtllm_runtime_of(engine_version: str | None, backend: str | None = None) -> str:
+    """"pytorch" or "tensorrt": ``backend`` when given, else the PyTorch backend from 1.0 (and with no version) and
+    the TensorRT-engine executor before (as ``plan_other.trtllm_runtime``)."""
+    if backend:
+        return backend
+    m = re.match(r"^v?(\d+)\.(\d+)", str(engine_version or "").strip())
+    return "tensorrt" if m and (int(m.group(1)), int(m.group(2))) < (1, 0) else "pytorch"
+
+
+def _trtllm_len(model: ModelSpec, runtime: str) -> tuple[int, str | None]:
+    """TensorRT-LLM's max_seq_len with none given (``catalog/max_len.trtllm_max_seq_len``), with a note where it differs
+    from vLLM 0.26's length."""
+    pytorch, engine = model.trtllm_max_seq_len or (model.max_position_embeddings,) * 2
+    n = pytorch if runtime == "pytorch" else engine
+    if n == model.derived_max_model_len:
+        return n, None
+    mpe = model.max_position_embeddings
+    how = (f"max_position_embeddings {mpe:,}" if n == mpe else f"max_position_embeddings {mpe:,} × the rope factor")
+    rule = ("the PyTorch backend's infer_max_seq_len (tensorrt_llm/_torch/models/modeling_utils.py; no factor for "
+            "su, longrope, llama3 and yarn)" if runtime == "pytorch" else
+            "trtllm-build's _init_max_seq_len (tensorrt_llm/builder.py; no factor for su, longrope and llama3; the "
+            "converted checkpoint's rotary_scaling taken as the config's rope_scaling)")
+    return n, (f"max_model_len {n:,} = TensorRT-LLM's max_seq_len: {how}, by {rule}; vLLM 0.26's rule derives "
+               f"{model.derived_max_model_len:,}; give --max-model-len to plan another length")
 
 
 def _sglang_len(model: ModelSpec, engine_version: str | None) -> tuple[int, str | None]:
@@ -75,7 +102,7 @@ def default_max_model_len(model: ModelSpec, engine: str, engine_version: str | N
 
 def config_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str | None]:
     """``engine_config_len`` for the plan's engine and version."""
-    return engine_config_len(model, s.engine, s.engine_version)
+    return engine_config_len(model, s.engine, s.engine_version, s.trtllm_backend)
 
 
 def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
@@ -88,6 +115,8 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
     if s.max_model_len is None:
         return derived, rule or (f"derived from the config (max_position_embeddings "
                                  f"{model.max_position_embeddings:,})")
+    if s.engine == "trtllm" and s.max_model_len > derived:
+        return _trtllm_long(s, derived)
     env = ALLOW_LONG_ENV.get(s.engine)
     if s.max_model_len > derived and not s.allow_long_max_model_len:
         unless = f"unless {env}" if env else "(no switch read for it)"
@@ -103,10 +132,29 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
     return s.max_model_len, "given"
 
 
+def _trtllm_long(s: PlanSettings, derived: int) -> tuple[int, str]:
+    """TensorRT-LLM given a max_seq_len above the model's: never refused. The PyTorch backend lowers it to the model's
+    with a warning (``_torch/pyexecutor/model_engine.py`` ``_init_max_seq_len``: "Specified max_seq_len is larger than
+    what the model can support"), unless TLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (``--allow-long-max-model-len`` here; the
+    switch is in the repository's current source, not pinned to a release); trtllm-build keeps it and warns
+    (``builder.py`` ``_init_max_seq_len``: "the model accuracy might be affected")."""
+    given = s.max_model_len or derived
+    if trtllm_runtime_of(s.engine_version, s.trtllm_backend) == "tensorrt":
+        return given, (f"given, above the model's {derived:,}: trtllm-build keeps it and warns that the model accuracy "
+                       "might be affected (tensorrt_llm/builder.py _init_max_seq_len)")
+    if s.allow_long_max_model_len:
+        return given, (f"given, above the model's {derived:,} (TLLM_ALLOW_LONG_MAX_MODEL_LEN=1: the PyTorch backend "
+                       "keeps it, _torch/pyexecutor/model_engine.py _init_max_seq_len)")
+    return derived, (f"--max-model-len {given:,} is above the model's {derived:,}: TensorRT-LLM's PyTorch backend "
+                     f"lowers max_seq_len to {derived:,} and warns (_torch/pyexecutor/model_engine.py "
+                     "_init_max_seq_len), so this plan does too; TLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+                     "(--allow-long-max-model-len) keeps yours")
+
+
 def long_len_notes(model: ModelSpec, s: PlanSettings, length: int, source: str) -> list[str]:
     """The plan's note for a max_model_len above the config's (``resolve_max_model_len``'s source), or for a default
     taken by one of vLLM's two YaRN rules where they differ; else none."""
     derived, rule = config_len(model, s)
-    if length > derived:
+    if length > derived or length < (s.max_model_len or 0):  # above the config's, or lowered (TensorRT-LLM)
         return [f"max_model_len {length:,}: {source}"]
     return [rule] if rule and s.max_model_len is None else []

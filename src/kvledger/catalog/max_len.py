@@ -20,10 +20,12 @@ top-level factor is left.
 
 from __future__ import annotations
 
+import math
+
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import MAX_LEN_KEYS
 
-__all__ = ["config_max_len", "sglang_context_len", "SGLANG_LEN_KEYS"]
+__all__ = ["config_max_len", "sglang_context_len", "trtllm_max_seq_len", "SGLANG_LEN_KEYS"]
 
 _RULE = "vLLM config/model.py _get_and_verify_max_len"
 _UNSCALED = ("su", "longrope", "llama3")  # vLLM leaves these lengths as the config gives them
@@ -31,6 +33,8 @@ _AS_SCALED = _UNSCALED + ("yarn", "deepseek_yarn", "deepseek_llama_scaling")  # 
 #: SGLang's CONTEXT_LENGTH_KEYS, in its order of preference (the first present wins, not the smallest)
 SGLANG_LEN_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 _V5_ORIGINAL = ("llama3", "yarn", "longrope")  # transformers 5 standardize_rope_params adds the original length
+#: rope types whose factor TensorRT-LLM leaves out of max_seq_len: the PyTorch backend's and trtllm-build's
+_TRT_UNSCALED = {"pytorch": ("su", "longrope", "llama3", "yarn"), "tensorrt": ("su", "longrope", "llama3")}
 
 
 def config_max_len(c: Cfg, notes: list[str]) -> tuple[int, int, int]:
@@ -143,3 +147,22 @@ def _sglang_factor(c: Cfg, rs: object, v5: bool) -> float:
         return 1.0
     f = _factor(c, rs, 1.0)
     return 1.0 if f is None else f
+
+
+def trtllm_max_seq_len(c: Cfg) -> tuple[int, int]:
+    """(max_seq_len TensorRT-LLM's PyTorch backend infers, the one trtllm-build deduces), tokens, with no max_seq_len
+    given. Both start from ``max_position_embeddings`` (2048 when absent; no other length key) and multiply by
+    ``ceil(× factor)`` the rope_scaling factor of every rope type but su/longrope/llama3, and the PyTorch backend
+    also leaves YaRN's factor out (NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/models/modeling_utils.py``
+    ``DecoderModelForCausalLM.infer_max_seq_len`` and ``_torch/pyexecutor/model_engine.py``
+    ``_infer_max_seq_len_from_config``; ``tensorrt_llm/builder.py`` ``_init_max_seq_len``, which reads the converted
+    checkpoint's ``rotary_scaling``, taken here as the HF config's ``rope_scaling``)."""
+    mpe = c.int("max_position_embeddings") if c.get("max_position_embeddings", None) is not None else 2048
+    rs = c.get("rope_scaling", None)
+    if not isinstance(rs, dict) or not rs or all(isinstance(v, dict) for v in rs.values()):
+        return mpe, mpe
+    rtype = rs.get("type", rs.get("rope_type"))
+    f = _factor(c, rs, 1.0)
+    pytorch, engine = (mpe if rtype in _TRT_UNSCALED[k] or f in (None, 1.0) else math.ceil(mpe * f)
+                       for k in ("pytorch", "tensorrt"))
+    return pytorch, engine

@@ -17,7 +17,7 @@ from kvledger.catalog.cross_attention import refuse_cross_attention
 from kvledger.catalog.families import build_family, family_of
 from kvledger.catalog.hfread import read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
-from kvledger.catalog.max_len import config_max_len, sglang_context_len
+from kvledger.catalog.max_len import config_max_len, sglang_context_len, trtllm_max_seq_len
 from kvledger.catalog.mlp_kind import plain_mlp_file, plain_mlp_width
 from kvledger.catalog.quant import QuantScheme, parse_quant
 from kvledger.catalog.weights import Weight
@@ -94,6 +94,8 @@ class ModelSpec:
     yarn_as_scaled_max_model_len: int | None = None
     sglang_context_len: tuple[int, int] | None = None
     num_nextn_predict_layers: int = 0  # multi-token-prediction layers after the decoder (DeepSeek-V3: 1), not planned
+    trtllm_max_seq_len: tuple[int, int] | None = None
+    """(TensorRT-LLM's PyTorch backend, trtllm-build) default max_seq_len, tokens (``catalog/max_len.py``)."""
 
     @property
     def max_model_len_by_engine(self) -> dict[str, int]:
@@ -258,7 +260,8 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         notes=tuple(notes), catalog_id=catalog_id,
         mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
         ssm_dtype_hint=_ssm_dtype_hint(raw, c), yarn_as_scaled_max_model_len=as_scaled,
-        sglang_context_len=sglang_context_len(c), num_nextn_predict_layers=_mtp_layers(c))
+        sglang_context_len=sglang_context_len(c), num_nextn_predict_layers=_mtp_layers(c),
+        trtllm_max_seq_len=trtllm_max_seq_len(c))
 
 
 def _mtp_layers(c: Cfg) -> int:
