@@ -6,8 +6,7 @@ int for a float, a list for the contexts, an unknown name, something out of boun
 of the same fields (:func:`_model`), which converts it as pydantic does or raises its ``ValidationError``.
 So pydantic is imported only for such values (``kvledger simulate`` on a plain command line never imports it: tens
 of ms of its start-up, docs/performance.md §2.6), and every value means and fails what it did when the settings were
-the pydantic model itself.
-"""
+the pydantic model itself."""
 
 from __future__ import annotations
 
@@ -35,9 +34,8 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
     "cuda_graph_max_batch_size": (1, False, 1 << 20), "max_cudagraph_capture_size": (1, False, 1 << 20),
-    "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, True, _B45),
+    "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, True, _B45), "weights_bytes": (0, False, _B45),
     "num_gpu_blocks_override": (1, False, 1 << 32), "max_total_tokens": (1, False, 1 << 40),
-    "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45), "cpu_overhead_s": (0, False, 10),
     "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),
     "achievable_bandwidth_fraction": (0, True, 1), "allreduce_link_share": (0, True, 1),
@@ -49,7 +47,8 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
-             "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s")
+             "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s",
+             "enable_hierarchical_cache")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -74,7 +73,7 @@ class PlanSettings:
         cuda_graph_max_batch_size: TensorRT-LLM ``cuda_graph_config.max_batch_size`` (None: 128, the default).
         no_cuda_graph: TensorRT-LLM's PyTorch backend without CUDA graphs (``cuda_graph_config: null``; 0.x
             ``use_cuda_graph: false``): no graph pool. disable_prefill_cuda_graph: SGLang's prefill graphs off
-            (sglang_prefill_graphs.py); None: not given.
+            (sglang_prefill_graphs.py); None: not given. enable_hierarchical_cache: SGLang HiCache (None: off).
         wddm: the GPU runs the Windows display driver (Windows, WSL2): CUDA reports the whole board as its total and
             the driver's hold counts as used memory (every engine's plan; vLLM's by its version's rule, wddm_engines).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
@@ -104,8 +103,7 @@ class PlanSettings:
             choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12
             with VLLM_ROCM_USE_AITER=1).
         model_runner: vLLM's model runner, "auto" (the version's default for the model, vllm_runner.py), "v1" or "v2"
-            (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the plan's notes name the runner.
-    """
+            (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the plan's notes name the runner."""
 
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
@@ -124,6 +122,7 @@ class PlanSettings:
     cuda_graph_max_batch_size: int | None = None
     no_cuda_graph: bool = False
     disable_prefill_cuda_graph: bool | None = None
+    enable_hierarchical_cache: bool | None = None
     wddm: bool = False
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"

@@ -19,8 +19,12 @@ the piecewise token list before).
     longer turns them off; MLA does in 0.5.17 (read there) but not from 0.5.20 (read in 0.5.20–0.5.23).
 
 Pipeline parallelism, an AMD GPU, a multimodal model and the architectures each release lists turn them off too
-(``sglang_prefill_off.py``); speculative decoding, LoRA, two-batch overlap and a MoE all-to-all backend also do, and
-the plan has no flag for them.
+(``sglang_prefill_off.py``). Settings the plan has no flag for, by release (``_UNFLAGGED``; the functions above):
+speculative decoding turns them off in 0.5.10 only (``_handle_piecewise_cuda_graph`` rule 2; gone in 0.5.12), LoRA up
+to 0.5.16 (the piecewise and tc_piecewise rules; 0.5.17's breakable backend supports LoRA), two-batch overlap from
+0.5.17 (the breakable rules); the plan assumes each off and says so. HiCache (``--enable-hierarchical-cache``, which
+the plan reads from its tier flag) turns them off in 0.5.10–0.5.16 ("CPU offload / hierarchical cache") and not from
+0.5.17.
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ _BREAKABLE_FROM = (0, 5, 17)
 """First read release whose default prefill backend is breakable on CUDA, which DP attention leaves on."""
 _MLA_OFF = ((0, 5, 17), (0, 5, 20))
 """Releases [from, to) whose breakable backend turns prefill graphs off for MLA (read in 0.5.17; not in 0.5.20)."""
+_HICACHE_OFF = ((0, 5, 10), (0, 5, 17))
+"""Releases [from, to) whose default prefill graphs HiCache turns off (``enable_hierarchical_cache`` in the rules)."""
+_UNFLAGGED = (("speculative decoding (--speculative-algorithm)", (0, 5, 10), (0, 5, 12)),
+              ("LoRA (--enable-lora, --lora-paths)", (0, 5, 10), (0, 5, 17)),
+              ("two-batch overlap (--enable-two-batch-overlap)", (0, 5, 17), (99,)))
+"""Settings without a kvledger flag that turn the default prefill graphs off, with the releases [from, to) that do."""
 MLA_PREFILL_GRAPH_MIB = 1536
 """The reserve's flat term for MLA models' prefill graphs, MiB (``reserve_for_graph_mb``: 1.5 × 1,024)."""
 MIB_PER_PREFILL_SIZE = 8
@@ -75,6 +85,10 @@ def _off_reason(ver: tuple[int, ...], s: PlanSettings, mla: bool, model_off: str
                                                       if ver < _CONFIG_FROM else ")")
     if s.no_cuda_graph and ver >= _CONFIG_FROM:
         return f"off (--disable-cuda-graph turns both phases off in SGLang {v}, arg_groups/cuda_graph_hook.py)"
+    if s.enable_hierarchical_cache and _HICACHE_OFF[0] <= ver < _HICACHE_OFF[1]:
+        return (f"off (HiCache, --enable-hierarchical-cache, turns SGLang {v}'s prefill graphs off: server_args.py "
+                + ("_handle_piecewise_cuda_graph)" if ver < _CONFIG_FROM else
+                   "_disable_tc_piecewise_cudagraph_if_incompatible, 'CPU offload / hierarchical cache')"))
     if model_off:
         return model_off
     if s.enable_dp_attention and ver < _BREAKABLE_FROM:
@@ -122,4 +136,13 @@ def sglang_prefill_note(ver: tuple[int, ...], p: PrefillGraphs) -> str:
     backend, off = _backend_words(ver)
     return (f"prefill CUDA graphs on by default in SGLang {v} ({backend}; off with {off}): {len(p.sizes)} sizes "
             f"captured ({shown} tokens); the default mem_fraction_static reserves {p.reserve_mib:,.0f} MiB for them "
-            f"({p.why}; {src}, SGLang {v})")
+            f"({p.why}; {src}, SGLang {v}){_assumed(ver)}")
+
+
+def _assumed(ver: tuple[int, ...]) -> str:
+    """The settings without a kvledger flag that would turn ``ver``'s prefill graphs off, assumed off, in words."""
+    off = [what for what, lo, hi in _UNFLAGGED if lo <= ver[:3] < hi]
+    if not off:
+        return ""
+    return (f"; assumed: no {' and no '.join(off)}, which turn{'s' if len(off) == 1 else ''} them off in SGLang "
+            f"{sglang_version_text(ver)} and which kvledger has no flag for")

@@ -18,8 +18,9 @@ takes the earlier one's rule.
     graphs NemotronH (0.5.17 only), DeepSeek-V4 (0.5.17 on) and KDA linear attention (0.5.20 on; GLM-5 Next exempt
     from 0.5.22).
 
-Speculative decoding, LoRA, torch.compile, two-batch overlap, a MoE all-to-all backend, HiCache and PD disaggregation
-also turn them off in these releases; kvledger's SGLang plan has no flag for them.
+Speculative decoding, LoRA, two-batch overlap and HiCache, each in some of these releases: ``sglang_prefill_graphs.py``
+(HiCache applied from the tier flag, the others assumed off and said). torch.compile, a MoE all-to-all backend and PD
+disaggregation also turn them off in some releases; the plan has no flag for them.
 """
 
 from __future__ import annotations

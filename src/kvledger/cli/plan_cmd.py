@@ -39,6 +39,8 @@ def plan(
     spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
     settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
     check_tier_sizes(settings_t, g, settings.tp, settings.pp)
+    if settings_t.enable_hierarchical_cache and settings.engine == "sglang":  # HiCache: its prefill-graph rule
+        settings = settings.model_copy(update={"enable_hierarchical_cache": True})
     p = build_plan(spec, g, settings)
     given = flags.allreduce_link_share is not None
     priced = _priced_by(p, prof, given)
