@@ -93,7 +93,7 @@ def override_check(p: Plan, need_blocks: int) -> Advice | None:
         return None
     why = (f"vLLM {m.engine_version} checks max_model_len against the {mem_blocks:,} blocks the profiled memory holds, "
            f"not the override, which replaces the block count after the check (v1/core/kv_cache_utils.py, read in "
-           f"0.9.0, 0.19.0 and 0.20.0: the check on the profiled available memory, then the override); from "
+           f"0.8.0, 0.9.0, 0.19.0 and 0.20.0: the check on the profiled available memory, then the override); from "
            f"{_IN_CHECK} the check uses override × bytes per block")
     run = estimate_len(p)  # the length the override's usable blocks hold
     if need_blocks <= mem_blocks:

@@ -2,7 +2,8 @@
 else the length the model's config derives by the engine version's RoPE rule (YaRN from its original length up to
 0.26, the config's length as already scaled in 0.33; SGLang's ``get_context_length`` for an SGLang plan); a user
 value above the derived one is refused unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (``--allow-long-max-model-len``
-here), when vLLM warns and takes it."""
+here), when vLLM warns and takes it. TensorRT-LLM follows its own max_seq_len rule (``_trtllm_len``,
+``_trtllm_long``): it never refuses a longer length."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 The check (one max_model_len request against the KV pool) and the override's place around it, read in the wheels:
 V0 overrides first (0.9.0 ``engine/llm_engine.py : _initialize_kv_caches``) and checks the override's blocks
 (``worker/worker.py : raise_if_cache_size_invalid``). V1 before 0.21 checks the profiled memory and overrides the count
-only after: 0.9.0's ``v1/core/kv_cache_utils.py : get_kv_cache_config`` calls ``check_enough_kv_cache_memory(…,
-available_memory)``, then ``_get_kv_cache_config_uniform_type`` overrides; 0.19.0's and 0.20.0's
-``get_kv_cache_configs`` call ``_check_enough_kv_cache_memory(avail_mem, …)``, then ``get_num_blocks`` →
+only after: 0.8.0's ``v1/core/kv_cache_utils.py : get_kv_cache_configs`` and 0.9.0's ``get_kv_cache_config`` call
+``check_enough_kv_cache_memory(…, available_memory)``, then ``_get_kv_cache_config_uniform_type`` overrides; 0.19.0's
+and 0.20.0's ``get_kv_cache_configs`` call ``_check_enough_kv_cache_memory(avail_mem, …)``, then ``get_num_blocks`` →
 ``may_override_num_blocks``. From 0.21.0 ``get_kv_cache_configs`` replaces each worker's profiled ``available_memory``
 with override × ``_pool_bytes_per_block`` before auto-fit and the check (0.22–0.29 there, 0.33's
 ``kv_cache_planning.py``). The printed "GPU KV cache size" and "Maximum concurrency" come from the overridden count in
