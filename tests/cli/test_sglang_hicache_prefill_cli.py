@@ -15,3 +15,12 @@ def test_plan_reads_hicache_from_its_tier_flag():
     assert hicache["settings"]["enable_hierarchical_cache"] is True and "enable_hierarchical_cache" not in plain[
         "settings"]
     assert any(n.startswith("prefill CUDA graphs off (HiCache") for n in hicache["memory"]["notes"])
+
+
+def test_simulate_reads_hicache_for_its_sglang_pool_too():
+    # the same rule as plan's: the pool grows by what the 464 MiB prefill-graph reserve held, 367,206 − 364,339 =
+    # 2,867 one-token pages on this H100 at SGLang 0.5.14 (the plans above; the simulator's engine counts one more page)
+    base = ["simulate", "Qwen/Qwen3-8B", "--gpu", "h100", "--policy", "sglang", "--engine-version", "0.5.14",
+            "--num-requests", "20"]
+    plain, hicache = cli_json(*base), cli_json(*base, "--enable-hierarchical-cache")
+    assert hicache["engine"]["num_gpu_blocks"] - plain["engine"]["num_gpu_blocks"] == 367_206 - 364_339

@@ -5,6 +5,7 @@ point's quick path (``quick_argv.py``, which reads a plain simulate command line
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from kvledger import strict_json
@@ -39,6 +40,8 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     args = _with_dp(args, dp, session_run, tier)
+    if tier is not None and tier.enable_hierarchical_cache:  # HiCache also sets SGLang's prefill-graph rule
+        args = replace(args, enable_hierarchical_cache=True)
     check_tier_sizes(tier, args.gpu, args.tp)
     if out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_dir

@@ -84,6 +84,7 @@ class SimRequestArgs:
     #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
     gemm_efficiency: str | None = None  # accounting/gemm_efficiency.py); None: the GPU profile's, else flat
     inter_node_link: str | None = None  # --inter-node-link: a GPU's NIC, one direction, for TP over nodes (tp_network)
+    enable_hierarchical_cache: bool | None = None  # SGLang HiCache: its prefill-graph rule (sglang_prefill_graphs.py)
 
     def __post_init__(self) -> None:  # a value of the wrong type refused here, named (argtypes.py)
         check_fields(self)
@@ -118,7 +119,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency "
-                      "data_parallel_size inter_node_link").split())
+                      "data_parallel_size inter_node_link enable_hierarchical_cache").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -171,6 +172,7 @@ def _build_plan(a: SimRequestArgs):
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         data_parallel_size=a.data_parallel_size,
         inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
+        enable_hierarchical_cache=True if a.enable_hierarchical_cache and engine == "sglang" else None,
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
     return replace(plan, dp_remedy=dp_hint(plan, build_plan)), mnbt  # MLA at TP > 1: DP attention's gain, one line
