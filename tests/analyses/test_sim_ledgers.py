@@ -32,12 +32,13 @@ def test_metadata_the_ledgers_need():
     assert md.extra["max_num_seqs"] == 1024 and md.extra["tp"] == 1
     prov = sim.provenance()
     assert prov.plan.num_gpu_blocks == sim.result.config["num_gpu_blocks"]
-    assert prov.plan.kv_bytes_per_token == 131_072  # 2 × 32 layers × 8 KV heads × 128 × 2 B
+    assert prov.plan.kv_bytes_per_token_per_gpu == 131_072  # 2 × 32 layers × 8 KV heads × 128 × 2 B
     assert prov.step_cost["name"] == "roofline" and "vLLM v1 scheduling rule" in prov.simulator
     assert list(prov.to_dict())[:3] == ["simulator", "model", "gpu"] and prov.to_dict()["plan"]["block_size"] == 16
     lines = sim.source_lines()
     assert lines[0].startswith("simulated run: kvledger simulator") and lines[1].startswith("step cost: roofline")
-    assert f"{prov.plan.num_gpu_blocks:,} blocks × 16 tokens per replica (131,072 B per token)" in lines[2]  # no ".0"
+    # no ".0" in the B per token
+    assert f"{prov.plan.num_gpu_blocks:,} blocks × 16 tokens per replica (131,072 B per token per GPU)" in lines[2]
 
 
 def test_provenance_names_the_rule_that_was_simulated():

@@ -152,7 +152,8 @@ class SimulatedRun:
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
             f"memory plan ({p.engine} {rules}): {p.available_kv_bytes / 2**30:.2f} GiB for KV → "
             f"{p.num_gpu_blocks:,} {unit} × {p.block_size} tokens per {'DP rank' if dp > 1 else 'replica'} "
-            f"({p.kv_bytes_per_token:,.{0 if float(p.kv_bytes_per_token).is_integer() else 1}f} B per token); "
+            f"({p.kv_bytes_per_token_per_gpu:,.{0 if float(p.kv_bytes_per_token_per_gpu).is_integer() else 1}f} B per "
+            f"token per GPU); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"

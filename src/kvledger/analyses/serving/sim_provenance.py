@@ -18,7 +18,9 @@ class PlanFigures:
 
     Attributes:
         engine, engine_version: the engine and the version whose rules the plan applied.
-        kv_bytes_per_token: KV bytes per token of the model, B. available_kv_bytes: the KV pool per GPU, B.
+        kv_bytes_per_token_per_gpu: KV bytes per token on each GPU, B (the model's ÷ TP where the KV heads split, as
+            ``plan --json``'s ``kv.bytes_per_token_per_gpu`` and ``search``'s ``plan.kv_bytes_per_token_per_gpu``).
+        available_kv_bytes: the KV pool per GPU, B.
         num_gpu_blocks, block_size: the pool in blocks of ``block_size`` tokens.
         max_model_len, max_num_batched_tokens, max_num_seqs: the engine limits the plan settled on.
         source: the function that made the plan.
@@ -26,7 +28,7 @@ class PlanFigures:
 
     engine: str
     engine_version: str
-    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
     available_kv_bytes: float
     num_gpu_blocks: int
     block_size: int
