@@ -117,12 +117,20 @@ def _sim_request(model: str, gpu: str, values: dict):
 @checked
 def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis: str = "rate",
             trace: str | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
-            rate: float | None = None, num_requests: int | None = None, seed: int | None = None,
-            concurrency: int | None = None, policy: str | None = None, tp: int | None = None,
-            max_model_len: int | str | None = None, cache: bool = True) -> GoodputResult:
+            arrival_cv: float | None = None, rate: float | None = None, rate_scale: float | None = None,
+            num_requests: int | None = None, seed: int | None = None, concurrency: int | None = None,
+            shared_prefix_tokens: int | None = None, policy: str | None = None, engine_version: str | None = None,
+            tp: int | None = None, max_model_len: int | str | None = None,
+            gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
+            kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
+            max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
+            enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
+            replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
+            gpu_profile: str | None = None, gemm_efficiency: str | None = None, cache: bool = True) -> GoodputResult:
     """Goodput of a simulated run under ``slo`` ("ttft=200ms,tpot=50ms"), as ``kvledger goodput --simulate MODEL
     --gpu GPU --slo SLO`` measures it; with ``target`` (e.g. 0.9) the SLO boundary on ``axis`` ("rate" or
-    "concurrency"), one simulation per probe.
+    "concurrency"), one simulation per probe. The workload and engine settings are ``simulate``'s, by the same names
+    (``kv_cache_dtype``, ``gpu_memory_utilization``, ``max_num_seqs``, …); left None, the command's default.
 
     ``cache``: read and keep each simulation in the on-disk store (``$KVLEDGER_CACHE_DIR``, else
     ``~/.cache/kvledger``), as the command does unless ``KVLEDGER_NO_CACHE`` is set; False neither reads nor writes it.
