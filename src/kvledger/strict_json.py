@@ -6,7 +6,8 @@ written where it is made as ``null`` with ``"all_at_once": true`` beside it (:fu
 ``*_req_per_s`` field is always a number or null; any other infinite value that still reaches
 :func:`dumps` is written as the string ``"inf"`` (or ``"-inf"``), and a NaN ("no value") as ``null``.
 Dollar figures (a key naming ``usd``) are rounded here, at
-the boundary, never where they are computed: a monthly total to the cent, any other to 15 significant digits.
+the boundary, never where they are computed: a monthly total to the cent (a key naming the month, or any amount of
+a ledger or band in "USD per month" but its unit prices), any other to 15 significant digits.
 numpy scalars and arrays become plain numbers and lists; anything else JSON has no type for is written as its ``str``.
 Files are written atomically: to a temporary file in the same folder, then renamed.
 """
@@ -21,7 +22,8 @@ import numpy as np
 
 from kvledger.outputs import temp_beside, write_text_atomic  # the atomic writes live there
 
-__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rate", "ALL_AT_ONCE", "MONEY_DIGITS"]
+__all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rate", "ALL_AT_ONCE", "MONEY_DIGITS",
+           "MONTHLY"]
 
 #: the key beside a rate written as null because it was infinite: every request arrived at t = 0
 ALL_AT_ONCE = "all_at_once"
@@ -49,28 +51,38 @@ def _float(x: float) -> float | str | None:
 MONEY_DIGITS = 15
 
 
-def _money(key: str, x: float) -> float:
-    """``x``, the value at dollar ``key`` (a key naming ``usd``), rounded for JSON (:data:`MONEY_DIGITS`)."""
+#: the unit a ledger (``"per"``) or a band (``"unit"``) names when its amounts are monthly bills
+MONTHLY = "USD per month"
+
+
+def _money(key: str, x: float, monthly: bool = False) -> float:
+    """``x``, the value at dollar ``key`` (a key naming ``usd``), rounded for JSON (:data:`MONEY_DIGITS`); ``monthly``:
+    ``key`` is inside a ledger or band in USD per month, whose amounts (``total_usd``, ``amount_usd``) are monthly
+    bills and whose unit prices (``unit_price_usd``, ``usd_per_…``) are not."""
     if "month" in key and "per_gib" not in key and "per_unit" not in key:
+        return round(x, 2)
+    if monthly and "unit_price" not in key and "_per_" not in key:
         return round(x, 2)
     return float(f"{x:.{MONEY_DIGITS}g}")
 
 
-def to_strict(obj: Any, key: str = "") -> Any:
+def to_strict(obj: Any, key: str = "", monthly: bool = False) -> Any:
     """A copy of ``obj`` with every non-finite float replaced (inf → "inf", -inf → "-inf", NaN → None) and every
-    dollar figure (at a key naming ``usd``) rounded (:func:`_money`); numpy values as plain ones."""
+    dollar figure (at a key naming ``usd``) rounded (:func:`_money`; ``monthly``: inside a ledger or band in
+    :data:`MONTHLY`); numpy values as plain ones."""
     if isinstance(obj, float):
         x = _float(obj)
-        return _money(key, x) if "usd" in key and isinstance(x, float) else x
+        return _money(key, x, monthly) if "usd" in key and isinstance(x, float) else x
     if isinstance(obj, dict):
+        monthly = monthly or MONTHLY in (obj.get("per"), obj.get("unit"))
         # a figure under a dollar key ({"usd_per_mtok_output": {"min": …, "max": …}}) is a dollar figure too
-        return {k: to_strict(v, _child_key(key, k)) for k, v in obj.items()}
+        return {k: to_strict(v, _child_key(key, k), monthly) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_strict(v, key) for v in obj]
+        return [to_strict(v, key, monthly) for v in obj]
     if isinstance(obj, np.ndarray):
-        return [to_strict(v, key) for v in obj.tolist()]
+        return [to_strict(v, key, monthly) for v in obj.tolist()]
     if isinstance(obj, np.generic):
-        return to_strict(obj.item(), key)
+        return to_strict(obj.item(), key, monthly)
     return obj
 
 

@@ -19,8 +19,9 @@ def test_cost_says_cache_write_premium_and_small_utilization():
     # 1e5 requests × 550 in / 146.9 out tokens: 55 Mtok in, 14.69 Mtok out; input 0.7 × 55 × $1 + 0.3 × 55 × $1.25
     # = $59.125 (above the $55 list), output 14.69 × $5 = $73.47: $132.60
     tokens_out = doc["monthly"]["output_tokens"] / 1e6
-    assert doc["monthly"]["api"]["total_usd"] == pytest.approx(55 * (0.7 + 0.3 * 1.25) + 5 * tokens_out, rel=1e-6)
-    assert round(doc["monthly"]["api"]["total_usd"], 2) == 132.60
+    # a monthly bill is written to the cent (strict_json.MONTHLY)
+    assert doc["monthly"]["api"]["total_usd"] == pytest.approx(55 * (0.7 + 0.3 * 1.25) + 5 * tokens_out, abs=0.005)
+    assert doc["monthly"]["api"]["total_usd"] == 132.60
     assert doc["headline"][2] == ("  API: Anthropic:claude-haiku-4.5 (high confidence), at list price, plus the "
                                   "cache-write premium ($1.25 per Mtok written vs $1 input)")
     # 1e5 ÷ (730 × 3600 s) = 0.03805 req/s ÷ 1.403 good req/s = 2.7 % (was "3% of billed hours")
