@@ -18,10 +18,29 @@ __all__ = ["check_value", "check_fields", "checked"]
 
 
 def _names(hint: Any) -> str:
-    """A type hint in words: ``int | None`` → "int or None"."""
+    """A type hint in words: ``int | None`` → "int or None"; ``Sequence[int | str]`` → "a sequence of int or str"."""
     args = typing.get_args(hint) if _is_union(hint) else (hint,)
-    return " or ".join("None" if a is type(None) else getattr(a, "__name__", str(a)).replace("Sequence", "a sequence")
-                       for a in args)
+    return " or ".join("None" if a is type(None) else
+                       f"a sequence of {_names(_item_hint(a))}" if _item_hint(a) is not None else
+                       getattr(a, "__name__", str(a)).replace("Sequence", "a sequence") for a in args)
+
+
+def _item_hint(hint: Any) -> Any:
+    """The item type of a sequence hint (``Sequence[int | str]`` → ``int | str``), else None."""
+    if typing.get_origin(hint) in (collections.abc.Sequence, list, tuple) and typing.get_args(hint):
+        return typing.get_args(hint)[0]
+    return None
+
+
+def _bad_item(v: Any, hint: Any) -> tuple[int, Any] | None:
+    """(index, item hint) of the first item of the list or tuple ``v`` that no sequence member of ``hint`` takes."""
+    if not isinstance(v, (list, tuple)):
+        return None
+    for h in (typing.get_args(hint) if _is_union(hint) else (hint,)):
+        inner = _item_hint(h)
+        if inner is not None:
+            return next(((i, inner) for i, x in enumerate(v) if not _fits(x, inner)), None)
+    return None
 
 
 def _is_union(hint: Any) -> bool:
@@ -55,6 +74,10 @@ def _fits(v: Any, hint: Any) -> bool:
 def check_value(where: str, name: str, v: Any, hint: Any) -> None:
     """Raise InputError unless ``v`` is a value of ``hint``, naming ``where(name=...)``."""
     if not _fits(v, hint):
+        if (bad := _bad_item(v, hint)) is not None:
+            i, inner = bad
+            raise InputError(f"{where}({name}=...): expected {_names(hint)}; item [{i}] is "
+                             f"{type(v[i]).__name__} {v[i]!r:.60}, not {_names(inner)}")
         raise InputError(f"{where}({name}=...): expected {_names(hint)}, got {type(v).__name__} {v!r:.60}")
 
 

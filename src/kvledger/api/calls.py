@@ -38,7 +38,11 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
     from kvledger.accounting.plan import build_plan
     from kvledger.analyses.plans import plan_document
     from kvledger.cli.plan_flags import PlanFlags, PlanMoreFlags, plan_inputs
+    from kvledger.errors import InputError
 
+    if contexts is not None and not contexts:  # as the command refuses --context ''
+        raise InputError("kvledger.plan: contexts is empty; give one context length or more (8192 or \"8K\"), or "
+                         "leave it None for the default contexts")
     text = {"max_model_len": max_model_len, "max_num_batched_tokens": max_num_batched_tokens}
     flags = PlanFlags(engine=engine, engine_version=engine_version, tp=tp, pp=pp,
                       context=[str(c) for c in contexts] if contexts is not None else None,
