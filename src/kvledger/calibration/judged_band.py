@@ -47,4 +47,4 @@ def judged(band: Any, value: float | None, measured: float | None) -> JudgedBand
     if band is None or value is None:
         return None
     lo, hi = band.around(value)
-    return JudgedBand(value, lo, hi, band.regime, band.num_runs, band.source, measured)
+    return JudgedBand(value, lo, hi, band.regime, band.num_runs, band.source, measured=measured)

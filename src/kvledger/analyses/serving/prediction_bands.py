@@ -17,7 +17,7 @@ from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, p
 # prediction bands, and need not make those two classes
 __all__ = ["NO_LATENCY_BAND", "no_latency_band", "setup_regime", "setup_band", "unmeasured_setting", "profile_facts",
            "band_coverage",
-           "UNBANDED_FIGURES", "PredictionBand", "prediction_bands", "knee_withheld", "knee_band_note"]
+           "UNBANDED_FIGURES", "PredictionBand", "UNITS", "prediction_bands", "knee_withheld", "knee_band_note"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
 NO_BAND_SHORT_RUN = ("no error band: the run was too short to tell whether it kept up (see the note before), so "
@@ -37,6 +37,10 @@ NO_LATENCY_BAND = no_latency_band()
 """The note of a saturated open loop (``--rate``)."""
 
 
+#: the unit of each metric's band (``prediction_bands``)
+UNITS = {"ttft_mean": "s", "tpot_mean": "s", "throughput": "req/s"}
+
+
 @dataclass(frozen=True)
 class PredictionBand:
     """One simulated figure and the 80% band of where a real engine's figure fell around such a prediction.
@@ -44,6 +48,8 @@ class PredictionBand:
     Attributes:
         predicted: the simulated figure (s, or req/s for throughput); low / high: the band, same unit.
         regime: the calibration regime that priced the run; num_runs: measured runs behind the band; source: the data.
+        unit: the unit of ``predicted``, ``low`` and ``high`` (:data:`UNITS`: "s" for a mean latency, "req/s" for
+            throughput), so a script reading ``error_bands`` need not know each metric's.
     """
 
     predicted: float
@@ -52,6 +58,7 @@ class PredictionBand:
     regime: str
     num_runs: int
     source: str
+    unit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -158,7 +165,7 @@ def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = Fals
         if band is None or v is None:
             continue
         lo, hi = band.around(v)
-        out[metric] = PredictionBand(v, lo, hi, regime, band.num_runs, band.source)
+        out[metric] = PredictionBand(v, lo, hi, regime, band.num_runs, band.source, UNITS[metric])
     return out
 
 
