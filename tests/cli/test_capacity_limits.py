@@ -174,6 +174,17 @@ def test_no_ceiling_warning_where_light_load_clears_the_target():
     assert d["probes"][0]["attainment"] == 1.0 and "attainment_ceiling" not in d
 
 
+def test_no_ceiling_warning_at_a_99_percent_target_where_nothing_missed_at_light_load():
+    # azure-conv, 300 requests, target 99 %: 100 % within the SLO at 1, 2, 4 and 8 req/s, capacity 14.875 req/s.
+    # 100 % is under 99 % + 5 points, so the warning fired ("only 100.0% of requests meet the SLO") though no request
+    # missed; the margin is now min(5 points, (1 − 0.99) ÷ 2 = 0.5 point): 100 % clears 99.5 %
+    out = _ok("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "300",
+              "--slo", "ttft=200ms,tpot=50ms", "--target", "0.99", "--json")
+    d = json.loads(out)
+    assert [(p["value"], p["attainment"]) for p in d["probes"][:4]] == [(1.0, 1.0), (2.0, 1.0), (4.0, 1.0), (8.0, 1.0)]
+    assert d["boundary"]["boundary_value"] == 14.875 and "attainment_ceiling" not in d
+
+
 def test_the_ceiling_warning_is_a_capacity_warning_everywhere():
     from kvledger.analyses.search.frontier import capacity_caveats
     from kvledger.report.decision_view import not_steady_lines
