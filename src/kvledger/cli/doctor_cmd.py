@@ -24,6 +24,14 @@ def doctor(
                                                                            "repeats, 0–1."),
     engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply "
                                                                              "(default: from the log)."),
+    tp: int | None = typer.Option(None, "--tensor-parallel-size", "--tp", help="The server's TP, where the log "
+                                  "does not print it (a log without its start-up: rotated, or `--since`)."),
+    max_model_len: str | None = typer.Option(None, "--max-model-len", help="The server's --max-model-len, where the "
+                                             "log does not print it (8192; 8K = 8,192)."),
+    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="The server's "
+                                                        "fraction, where the log does not print it."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="The server's --max-num-seqs, where the log "
+                                            "does not print it."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up "
                                                                 "terms against the ledger, evidence lines, remedies, "
@@ -36,9 +44,12 @@ def doctor(
     starting, or cut) — in the log's last start-up, where it holds several (restarts); a stop the operator asked for
     and requests refused while the server served on are not failures; 2: bad input."""
     from kvledger.analyses.doctor.diagnose import diagnose_file
+    from kvledger.units import parse_tokens
 
+    launch = {"tp": tp, "max_model_len": parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
+              "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs}
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
-                        engine_version=engine_version)
+                        engine_version=engine_version, launch=launch)
     # a server that did not start, died serving, or is not shown started is no healthy one: scripts and CI see it in
     # the status, kept by a reader that stops reading (`| head -1`, `grep -q`)
     will_end_with(1 if rep.failed or rep.unfinished else 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.notes import NEWER_THAN_READ
+from kvledger.analyses.doctor.context import LAUNCH_NOTE
 
 if TYPE_CHECKING:
     from kvledger.analyses.doctor.types import DoctorReport
@@ -178,6 +179,8 @@ def _brief(con: Any, rep: Any) -> None:
         con.print(f"note: {escape(n)}")
     if cmp is None:
         con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")
+        for n in (x for x in rep.notes if x.startswith(LAUNCH_NOTE)):
+            con.print(escape(n))
     elif cmp.consistent is not None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")

@@ -29,7 +29,8 @@ from kvledger.evidence.vllm_log import VllmLog
 from kvledger.ranges import check_options
 from kvledger.units import GiB
 
-__all__ = ["DoctorContext", "build_context", "plan_with", "log_blocks", "printed_figures", "stand_in_gpu"]
+__all__ = ["LAUNCH_NOTE", "DoctorContext", "build_context", "plan_with", "log_blocks", "printed_figures",
+           "stand_in_gpu"]
 
 _KV_DTYPES = {"auto": "auto", "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16",
               "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
@@ -86,13 +87,56 @@ def _newer_than_read(version: str | None) -> list[str]:
     return [vllm_newer_than_read(".".join(map(str, v)), R.LATEST)] if v and v > R.parse_version(R.LATEST) else []
 
 
-def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+_FLAGS = {"tp": "--tensor-parallel-size", "max_model_len": "--max-model-len",
+          "gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs"}
+"""The launch settings ``doctor`` takes as flags, for a log that does not print them (one without its start-up)."""
+
+
+def _given(kw: dict[str, Any], src: dict[str, str], printed: dict[str, Any], given: dict[str, Any]) -> list[str]:
+    """Apply the launch flags ``given`` where the log printed no value (``printed``: the setting's value as printed,
+    or None); where it did, the log's value is kept and a note says the flag was not used."""
+    notes = []
+    for name, value in given.items():
+        if value is None:
+            continue
+        flag = _FLAGS[name]
+        if printed.get(name) is None:
+            kw[name], src[name] = value, f"{flag} {value:g} (the log does not print it)"
+        elif printed[name] != value:
+            notes.append(f"{flag} {value:g} not used: the log prints {name} {printed[name]:g} ({src[name]}), the "
+                         "setting the server ran with")
+    return notes
+
+
+LAUNCH_NOTE = "launch settings: "
+"""How the note begins that names the settings the ledger planned with, for a log that prints none of them."""
+
+
+def _launch_note(log: VllmLog, plan: Plan | None, src: dict[str, str]) -> list[str]:
+    """For a log that prints none of the ``_FLAGS`` settings (no start-up in it): the values the ledger planned with
+    and where each came from, so a default is not taken for the server's."""
+    st = log.startup
+    if plan is None or st.tensor_parallel_size is not None or any(getattr(st, n) is not None for n in _FLAGS
+                                                                   if n != "tp"):
+        return []
+    m = plan.memory
+    values = {"tp": plan.settings.tp, "max_model_len": m.max_model_len, "gpu_memory_utilization": m.fraction,
+              "max_num_seqs": m.max_num_seqs}
+    why = {n: src[n][len(f"{values[n]:g} ("):-1] if src[n].startswith(f"{values[n]:g} (") else src[n] for n in _FLAGS}
+    said = ", ".join(f"{n} {values[n]:,g} [{why[n]}]" for n in _FLAGS)
+    return [f"{LAUNCH_NOTE}the log prints none (no start-up in it), so the ledger plans with {said}; give the "
+            "server's own with " + ", ".join(_FLAGS.values())]
+
+
+def _settings(log: VllmLog, engine_version: str | None,
+              given: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     st, notes = log.startup, []
     version = engine_version or log.rules_version
     kw: dict[str, Any] = {"engine": "vllm", "engine_version": version}
     src = {"engine_version": f"--engine-version {engine_version}" if engine_version else log.rules_reason}
     notes += _newer_than_read(version)
     kw["tp"], src["tp"] = _tp(log)
+    printed = {"tp": st.tensor_parallel_size, **{n: getattr(st, n) for n in _FLAGS if n != "tp"}}
     if st.pipeline_parallel_size:
         kw["pp"], src["pp"] = st.pipeline_parallel_size, f"log line {st.lines['pipeline_parallel_size']}"
     for name in _FROM_LOG:
@@ -109,7 +153,7 @@ def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any],
     if kw["kv_cache_dtype"] not in _KV_DTYPES.values():
         notes.append(f"kv_cache_dtype {dtype!r} is not one the ledger models; the comparison uses the model dtype")
         kw["kv_cache_dtype"] = "auto"
-    return kw, src, notes
+    return kw, src, notes + _given(kw, src, printed, given or {})
 
 
 def plan_with(model: ModelSpec, gpu: GpuSpec, settings: dict[str, Any], **overrides: Any) -> Plan | str:
@@ -180,18 +224,24 @@ def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None,
 
 
 def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = None, replicas: int = 1,
-                  prefix_share: float | None = None, engine_version: str | None = None) -> DoctorContext:
-    """Resolve model, GPU and settings, and build the three ledger plans.
+                  prefix_share: float | None = None, engine_version: str | None = None,
+                  launch: dict[str, Any] | None = None) -> DoctorContext:
+    """Resolve model, GPU and settings, and build the three ledger plans. ``launch``: the settings the server was
+    launched with (``tp``, ``max_model_len``, ``gpu_memory_utilization``, ``max_num_seqs``; None where not given),
+    used where the log does not print them.
 
     Raises:
-        InputError: replicas < 1, prefix_share outside [0, 1]; UnknownNameError/ConfigError from --model/--gpu.
+        InputError: replicas < 1, prefix_share outside [0, 1], a launch setting out of range; UnknownNameError/
+        ConfigError from --model/--gpu.
     """
-    check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
+    launch = {k: v for k, v in (launch or {}).items() if v is not None}
+    check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share, **launch},
+                  {k: _FLAGS[k] for k in launch})  # kvledger.ranges
     spec, msrc, stood_in = resolve_log_model(log, model)
     g, gsrc, known = resolve_log_gpu(log, gpu)
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
-    kw, src, notes = _settings(log, engine_version)
+    kw, src, notes = _settings(log, engine_version, launch)
     notes += [stood_in] if stood_in else []
     plans: list[Plan | None] = [None, None, None]
     release = None
@@ -199,6 +249,9 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
         st = log.startup
         if g is not None:
             plans[0] = plan_with(spec, g, kw)
+            if launch and isinstance(plans[0], str):  # the flags given make no plan: bad input, not a note
+                raise InputError(f"{plans[0]} (doctor plans with " + ", ".join(
+                    f"{_FLAGS[k]} {v:g}" for k, v in launch.items()) + ")")
             if engine_version is None:  # the log's weights may name the release its rules came from
                 release = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
                 notes += [release] if release else []
@@ -210,6 +263,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
                 notes.append(f"ledger: {p}")
                 plans[i] = None
         base = plans[1] or plans[0] or plan_with(spec, sg, kw)
+        notes += _launch_note(log, plans[0], src)
         check_capacity(log, base if not isinstance(base, str) else None, g.memory_bytes if g else None,
                        device_source)
         blocks = log_blocks(log, base if not isinstance(base, str) else None)

@@ -42,7 +42,8 @@ def _summary(log: VllmLog) -> dict[str, Any]:
 
 
 def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, replicas: int = 1,
-             prefix_share: float | None = None, engine_version: str | None = None) -> DoctorReport:
+             prefix_share: float | None = None, engine_version: str | None = None,
+             launch: dict[str, Any] | None = None) -> DoctorReport:
     """Every diagnosis for one vLLM log.
 
     Args:
@@ -51,6 +52,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         replicas: replicas the traffic is spread over (prefix-cache routing rule).
         prefix_share: fraction of prompt tokens the traffic repeats, 0–1 (prefix-cache rule; None: no verdict).
         engine_version: vLLM version whose ledger rules to apply (default: printed or inferred from the log).
+        launch: the server's launch settings for a log that does not print them (``context.build_context``).
 
     Raises:
         UnsupportedLogError: not a vLLM log. InputError, UnknownNameError, ConfigError: bad options.
@@ -61,7 +63,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
 
         parse_version(engine_version)
     ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
-                        engine_version=engine_version)
+                        engine_version=engine_version, launch=launch)
     failed = diagnose_failure(ctx) or diagnose_crash(ctx)
     findings = tuple(f for f in (failed, request_errors_finding(log)) if f) + (
         diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
