@@ -207,6 +207,9 @@ def _brief(con: Any, rep: Any) -> None:
         logged = f.options[0] if f.options and f.options[0]["action"] in ("as logged", "as modelled") else None
         for o in f.options:
             con.print(f"  → {escape(o['action'])}: {escape(_option_line(o, logged))}")
+        for n in (x for x in (f.options[0].get("notes") or [] if f.options else [])
+                  if x.startswith("--gpu-memory-utilization is not raised")):
+            con.print(f"  → {escape(n)}")  # why the option a manager asks about is not among them
         if f.triggered and not f.options:  # what to pass for the remedies in numbers (the finding's notes say it)
             for n in (x for x in f.notes if "for the options in numbers" in x):
                 con.print(f"  → {escape(n)}")

@@ -28,6 +28,7 @@ from kvledger.analyses.doctor.kv_usage import (
     usage_at,
 )
 from kvledger.analyses.doctor.types import Finding
+from kvledger.analyses.doctor.util_headroom import headroom_note
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
 from kvledger.units import GiB
 
@@ -231,6 +232,8 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
         out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", p, tp,
                     f"+5% of {total / GiB:.2f} GiB for KV, re-planned ({moved}); risks OOM if anything else shares "
                     "the GPU"))
+    elif total:
+        notes.append(headroom_note(ctx.log, base, util, total))
     tp2 = 2 * tp
     p, moved = replan(ctx, budget, own, tp=tp2)
     on = "" if ctx.gpu_known else f", the ledger's terms on {stand_in_gpu(ctx.log, ctx.gpu, kw).name}"

@@ -1,0 +1,48 @@
+"""What raising --gpu-memory-utilization could still give the KV cache, where the capacity options do not step it
+(the log's utilization is already within 0.05 of the 0.95 they stop at): an answer to "should we raise it?", at most the
+memory outside vLLM's budget less the CUDA graphs captured there.
+
+vLLM 0.19.0 (``v1/worker/gpu_worker.py``): the KV budget is ``total × gpu_memory_utilization`` less weights,
+activation peak and non-torch memory; with ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` off (0.19's default) the
+CUDA graphs are captured after the KV cache is allocated, in the memory outside that budget ("Graph capturing finished
+… took X GiB"), which also holds the CUDA context and the allocator's slack. So the most a higher utilization can move
+to KV is ``total × (1 − utilization)`` less that graph pool: an upper bound, not what vLLM would start with.
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.plan import Plan
+from kvledger.accounting.vllm_rules import parse_version, subtracts_cudagraphs
+from kvledger.evidence.vllm_log import VllmLog
+from kvledger.units import GiB
+
+__all__ = ["headroom_note"]
+
+
+def _graphs_outside(log: VllmLog, base: Plan) -> tuple[int, str]:
+    """The CUDA graph pool the log prints when it lies outside the budget (B), and its citation; (0, "") otherwise."""
+    st = log.startup
+    outside = (not st.cudagraph_estimate_applied if st.cudagraph_estimate_applied is not None
+               else not subtracts_cudagraphs(parse_version(base.memory.engine_version)))
+    if not outside or not st.cudagraph_actual_bytes:
+        return 0, ""
+    line = st.lines.get("cudagraph_actual_bytes")
+    at = f", line {line}" if line else ""
+    return st.cudagraph_actual_bytes, (f", {st.cudagraph_actual_bytes / GiB:.2f} GiB of it the CUDA graphs captured "
+                                       f"after the KV cache was sized{at}")
+
+
+def headroom_note(log: VllmLog, base: Plan, util: float, total_bytes: int) -> str:
+    """The note for a utilization the options do not raise: the memory outside the budget, what of it could go to KV
+    at most (GiB, blocks and the share of the pool), against FP8 KV's doubling."""
+    outside = total_bytes * (1.0 - util)
+    graphs, said = _graphs_outside(log, base)
+    gain = max(outside - graphs, 0.0)
+    m = base.memory
+    blocks = int(gain // m.bytes_per_block)
+    return (f"--gpu-memory-utilization is not raised past {util:.2f} (the options step it by 0.05 up to 0.95): "
+            f"{util:.2f} leaves {outside / GiB:.2f} GiB of the {total_bytes / GiB:.2f} GiB device outside vLLM's "
+            f"budget{said}; the rest also holds the CUDA context and the allocator's slack, so raising it gives the KV "
+            f"cache at most {gain / GiB:.2f} GiB = {blocks:,} blocks (+{blocks / m.num_gpu_blocks:.1%} on "
+            f"{m.num_gpu_blocks:,})" + ("" if base.settings.kv_cache_dtype.startswith("fp8") else
+                                         ", against twice the blocks for --kv-cache-dtype fp8"))
