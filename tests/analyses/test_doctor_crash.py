@@ -62,3 +62,19 @@ def test_failure_lines_before_serving_do_not_make_a_startup_failure():
     log = parse_vllm_log(text)
     assert log.serving_line == 4 and [f.kind for f in log.failures] == ["traceback"]
     assert diagnose(log).failed is False
+
+
+def test_a_log_cut_at_the_engines_traceback_says_it_was_cut_not_to_look_above(tmp_path):
+    # the same log cut after line 11, the first line of the traceback vLLM prints after "EngineCore encountered a fatal
+    # error" (line 10; v1/engine/core.py logs it with logger.exception): the cause would follow line 10, not precede it
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(CRASH.read_text().splitlines(keepends=True)[:11]))
+    res = runner.invoke(app, ["doctor", str(cut), "--json"])
+    assert res.exit_code == 1
+    crash = next(f for f in json.loads(res.output)["findings"] if f["name"] == "crashed_while_serving")
+    assert crash["verdict"] == "engine_dead"
+    assert ("Fix: the error that killed the engine is not in this log: vLLM prints its traceback right after "
+            "'EngineCore encountered a fatal error' (line 10), but no exception line follows in the 11 lines here, so "
+            "the log was cut there: read the rest (the whole file, or `kubectl logs --previous` for a restarted "
+            "pod).") in crash["message"]
+    assert "printed before this line" not in crash["message"]

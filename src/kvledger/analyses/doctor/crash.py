@@ -8,6 +8,8 @@ failure, and the start-up comparison and the traffic findings read from the metr
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log.failures import FAILURE_KINDS
@@ -81,9 +83,21 @@ def diagnose_crash(ctx: DoctorContext) -> Finding | None:
            f"(line {cause_line})")
     if dead is not None and dead.line_no != cause_line:
         msg += f"; the API server then raised EngineDeadError (line {dead.line_no})"
-    fix = (_CRASH_FIX.get(kind, _DEFAULT_FIX) if kind != "engine_dead" or log.failure_cause else
-           "the error that killed the engine is not in this log (EngineDeadError only reports that it died): read the "
-           "engine core's traceback, printed before this line")
+    fix = (_CRASH_FIX.get(kind, _DEFAULT_FIX) if kind != "engine_dead" or log.failure_cause else _unnamed(log, first))
     msg += f". Fix: {fix}. Requests in flight failed; the findings below read the metrics up to the crash."
     notes = (f"{len(late)} failure line(s) after line {start}; the first {min(len(late), 40)} are listed",)
     return Finding("crashed_while_serving", True, kind, msg, CRASH_RULE, evidence, (), notes)
+
+
+def _unnamed(log: Any, first: Any) -> str:
+    """The fix for an engine death whose exception the log does not hold. vLLM's engine core logs "EngineCore
+    encountered a fatal error" and then the traceback naming it (``v1/engine/core.py``, ``logger.exception``), so
+    after that line the cause would follow; the API server's EngineDeadError comes after the engine core's traceback."""
+    if "encountered a fatal error" in first.text:
+        return (f"the error that killed the engine is not in this log: vLLM prints its traceback right after "
+                f"'EngineCore encountered a fatal error' (line {first.line_no}), but no exception line follows in the "
+                f"{log.total_lines:,} lines here, so the log was cut there: read the rest (the whole file, or "
+                "`kubectl logs --previous` for a restarted pod)")
+    return ("the error that killed the engine is not in this log (EngineDeadError only reports that it died): read "
+            "the engine core's traceback, printed before this line")
+
