@@ -10,7 +10,7 @@ from cli_run import run_cli
 
 LOG = (Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19" / "logs"
        / "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log")
-# vLLM 0.19.0's metrics line (v1/metrics/loggers.py): 53 preemptions with the KV cache 99.1–99.9 % full
+# vLLM 0.19.0's metrics line (v1/metrics/loggers.py): 83 preemptions with the KV cache 99.1–99.9 % full
 _METRICS = [(196, 61, 12, 99.1), (190, 88, 30, 99.8), (188, 102, 41, 99.9)]
 
 
@@ -42,3 +42,14 @@ def test_the_utilization_not_raised_says_what_raising_it_could_give(tmp_path):
     cap = next(f for f in d["findings"] if f["name"] == "capacity")
     assert not any(o["action"].startswith("--gpu-memory-utilization") for o in cap["options"])
     assert any("at most 3.05 GiB = 1,561 blocks" in n for n in cap["options"][0]["notes"])
+
+
+def test_the_capacity_summary_names_the_queue_behind_the_preemptions(tmp_path):
+    # 12 + 30 + 41 = 83 preemptions (vLLM V1 prints each interval's count); the most waiting among those lines is 102,
+    # on the third appended line: the fixture's 66 lines + 3 = line 69. V1's scheduler puts a preempted request back at
+    # the head of the waiting queue (0.19 scheduler.py::_preempt_request, prepend_request), ahead of the new arrivals
+    res = run_cli("doctor", str(_incident(tmp_path)))
+    text = " ".join(res.stdout.split())
+    assert ("FOUND capacity (capacity_bound_preemptions): 83 preemption(s) with the KV cache full (usage up to 99.9%) "
+            "and up to 102 requests waiting for a first token (line 69; behind the preempted ones, which vLLM puts "
+            "back at the head of the queue to recompute: that wait is the TTFT that grows): a capacity problem") in text

@@ -23,6 +23,7 @@ from kvledger.analyses.doctor.kv_usage import (
     KV_FULL_PCT,
     full_with_running,
     impossible_per_request,
+    queue_clause,
     ran_out_of_memory,
     tokens_per_running_request,
     usage_at,
@@ -149,7 +150,7 @@ def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float 
           f" (usage up to ≈{peak:.1f}%, extrapolated to a preemption warning's time from the two samples before it"
           + (f"; sampled up to {sampled:.1f}%)" if sampled is not None else ")"))
     if verdict == "capacity_bound_preemptions":
-        return f"{total:,} preemption(s){cite} with the KV cache full{at}"
+        return f"{total:,} preemption(s){cite} with the KV cache full{at}" + queue_clause(full)
     if verdict == "capacity_bound_admission":
         return f"requests wait while the KV cache is full{at}, up to {max(s.waiting_reqs for s in full)} waiting"
     return (f"{total:,} preemption(s){cite} while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step "
@@ -157,8 +158,7 @@ def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float 
 
 
 def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample, ...], per_req: float | None,
-             base: Plan | None,
-             event_usage: float | None = None, cite: str = "") -> str:
+             base: Plan | None, event_usage: float | None = None, cite: str = "") -> str:
     head = _head(verdict, total, [stats[i] for i in idx], event_usage, cite)
     if verdict == "preemptions_below_full":
         return head + "; lowering max_num_batched_tokens shrinks the blocks one step can claim."

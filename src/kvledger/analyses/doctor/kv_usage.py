@@ -7,8 +7,8 @@ import statistics
 
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample, VllmLog
 
-__all__ = ["KV_FULL_PCT", "usage_at", "tokens_per_running_request", "full_with_running", "impossible_per_request",
-           "ran_out_of_memory"]
+__all__ = ["KV_FULL_PCT", "queue_clause", "usage_at", "tokens_per_running_request", "full_with_running",
+           "impossible_per_request", "ran_out_of_memory"]
 
 KV_FULL_PCT = 90.0
 """GPU KV cache usage (%) at or above which the pool counts as full. The metrics line is a sample taken every
@@ -64,3 +64,18 @@ def ran_out_of_memory(log: VllmLog) -> int | None:
     """The first line of a CUDA out-of-memory failure the log shows (not one a request survived), else None."""
     return next((f.line_no for f in log.failures if f.kind == "cuda_oom" and f.line_no not in log.excused_failures),
                 None)
+
+
+def queue_clause(full: list[StatsSample]) -> str:
+    """The preemptions' effect on TTFT, from the metrics lines that report them: the most requests waiting there (and
+    its line), or "" where none waited. A waiting request has no first token yet, and vLLM V1 puts a preempted request
+    back at the head of the waiting queue, ahead of them, to recompute (0.19 ``v1/core/sched/scheduler.py::
+    _preempt_request``: ``self.waiting.prepend_request``), so the queue, not the step time, is what a TTFT percentile
+    measures while it lasts."""
+    top = max(full, key=lambda s: s.waiting_reqs, default=None)
+    if top is None or top.waiting_reqs <= 0:
+        return ""
+    return (f" and up to {top.waiting_reqs:,} requests waiting for a first token (line {top.line_no}; behind the "
+            "preempted ones, which vLLM puts back at the head of the queue to recompute: that wait is the TTFT that "
+            "grows)")
+
