@@ -97,6 +97,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
     from kvledger.evidence import read_runs
     from kvledger.ledgers.boundary import boundary_from_sweep
     from kvledger.ledgers.goodput import goodput
+    from kvledger.ledgers.load_warning import with_overload_warnings
 
     reject_sim_flags(*groups, tiers)
     runs = [run for f in files for run in read_runs(f, format=fmt)]
@@ -104,7 +105,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
         from kvledger.evidence.deployment import refuse_mixed_sweep
 
         refuse_mixed_sweep(runs, "--target finds the SLO boundary", {"rate": "request_rate"}.get(axis, axis))
-    results = [goodput(run, the_slo) for run in runs]
+    results = with_overload_warnings(runs, [goodput(run, the_slo) for run in runs], the_slo, target)
     boundary = None if target is None else boundary_from_sweep(runs, the_slo, target,
                                                                {"rate": "request_rate"}.get(axis, axis))
     lines = [strict_json.dumps(r.to_dict()) for r in results]
@@ -161,7 +162,6 @@ class GoodputFlags:
     tol: float | None = flag("--tol", help=(
         "[--simulate --target] bisection resolution (default: 1 % of the bracket's top for the rate; 1 for "
         "concurrency and max_num_seqs)"))
-
 
 
 @with_groups(flags=GroupUse(GoodputFlags, first_spelling=True), workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
