@@ -42,7 +42,8 @@ def headroom_note(log: VllmLog, base: Plan, util: float, total_bytes: int) -> st
     blocks = int(gain // m.bytes_per_block)
     return (f"--gpu-memory-utilization is not raised past {util:.2f} (the options step it by 0.05 up to 0.95): "
             f"{util:.2f} leaves {outside / GiB:.2f} GiB of the {total_bytes / GiB:.2f} GiB device outside vLLM's "
-            f"budget{said}; the rest also holds the CUDA context and the allocator's slack, so raising it gives the KV "
+            f"budget{said}; {'the rest' if said else 'it'} also holds the CUDA context and the allocator's slack, so "
+            "raising it gives the KV "
             f"cache at most {gain / GiB:.2f} GiB = {blocks:,} blocks (+{blocks / m.num_gpu_blocks:.1%} on "
             f"{m.num_gpu_blocks:,})" + ("" if base.settings.kv_cache_dtype.startswith("fp8") else
                                          ", against twice the blocks for --kv-cache-dtype fp8"))
