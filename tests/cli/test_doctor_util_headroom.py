@@ -53,3 +53,16 @@ def test_the_capacity_summary_names_the_queue_behind_the_preemptions(tmp_path):
     assert ("FOUND capacity (capacity_bound_preemptions): 83 preemption(s) with the KV cache full (usage up to 99.9%) "
             "and up to 102 requests waiting for a first token (line 69; behind the preempted ones, which vLLM puts "
             "back at the head of the queue to recompute: that wait is the TTFT that grows): a capacity problem") in text
+
+
+def test_one_more_server_is_set_beside_tensor_parallel_2(tmp_path):
+    # the requests at saturation: usage × 476,000 slots ÷ running on the 3 lines, 2,407 / 2,500 / 2,529 tokens, median
+    # 2,500. "Add a GPU" either way on 2 GPUs: --tensor-parallel-size 2 holds 1,044,720 slots (the ledger's TP 2
+    # re-plan) ÷ 2,500 = 417 such requests; two servers as logged hold 2 × (476,000 ÷ 2,500 = 190) = 380
+    res = run_cli("doctor", str(_incident(tmp_path)))
+    text = " ".join(res.stdout.split())
+    assert "→ --tensor-parallel-size 2: 65,296 blocks per replica of 2 GPUs (1 as logged), 417 requests" in text
+    assert ("→ more servers instead: 2 servers as logged on the 2 GPUs of --tensor-parallel-size 2, the traffic split "
+            "between them: 2 × 190 = 380 requests of the size observed at saturation (each keeps its 29,751 blocks), "
+            "against 417 for --tensor-parallel-size 2; no all-reduce in their steps, but each preempts again once its "
+            "share of the traffic outgrows 190 such requests") in text

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.notes import NEWER_THAN_READ
 from kvledger.analyses.doctor.context import LAUNCH_NOTE
+from kvledger.analyses.doctor.replica_note import MORE_SERVERS
 
 if TYPE_CHECKING:
     from kvledger.analyses.doctor.types import DoctorReport
@@ -210,6 +211,8 @@ def _brief(con: Any, rep: Any) -> None:
         for n in (x for x in (f.options[0].get("notes") or [] if f.options else [])
                   if x.startswith("--gpu-memory-utilization is not raised")):
             con.print(f"  → {escape(n)}")  # why the option a manager asks about is not among them
+        for n in (x for x in f.notes if x.startswith(MORE_SERVERS)):  # "add a GPU" as one more server
+            con.print(f"  → {escape(n)}")
         if f.triggered and not f.options:  # what to pass for the remedies in numbers (the finding's notes say it)
             for n in (x for x in f.notes if "for the options in numbers" in x):
                 con.print(f"  → {escape(n)}")

@@ -20,6 +20,7 @@ from kvledger.analyses.doctor.log_consistency import utilization_contradiction
 from kvledger.analyses.doctor.log_gpu import gpu_mismatch
 from kvledger.analyses.doctor.log_model import model_mismatch, quantization_mismatch
 from kvledger.analyses.doctor.max_len_fix import max_len_fix, override_started
+from kvledger.analyses.doctor.replica_note import with_replica_note
 from kvledger.analyses.doctor.restarts import restart_lines
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
@@ -66,7 +67,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
                         engine_version=engine_version, launch=launch)
     failed = diagnose_failure(ctx) or diagnose_crash(ctx)
     findings = tuple(f for f in (failed, request_errors_finding(log)) if f) + (
-        diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
+        with_replica_note(diagnose_capacity(ctx)), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
     summary = _summary(log)  # the rules the ledger applied (context._settings: the flag's, else the log's)
     summary.update(rules_version=ctx.settings["engine_version"], rules_reason=ctx.sources["engine_version"])
