@@ -35,16 +35,23 @@ from kvledger.ledgers.instances import pack
 from kvledger.ledgers.staircase import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
-__all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve", "staircase_rental", "people_usd_per_month",
-           "break_even_utilization", "break_even_volume"]
+__all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve",
+           "staircase_rental", "people_usd_per_month", "break_even_utilization", "break_even_volume"]
+
+
+def _steps(setup: SelfHostSetup) -> list[dict[str, Any]]:
+    """The rental staircase of one engine replica (``setup.gpus_per_engine`` GPUs): a deployment unit of several
+    (``--replicas N``) is that many engines, each packed on its own (``instances.pack``)."""
+    return staircase(setup.gpu, setup.gpus_per_engine)
 
 
 def replica_usd_per_month(setup: SelfHostSetup) -> float:
-    """R = one replica's share of full instances per month, the slope of the rental staircase: the lowest USD per
-    instance-hour ÷ replicas per instance × 730 h over the rows (``instances.staircase``; num_gpus × USD/GPU-h × 730 h
-    on a per-GPU row) + the KV tiers (size per GPU × num_gpus × USD/GiB-month)."""
-    slope = min(s["usd_per_instance_hour"] / s["replicas_per_instance"] for s in staircase(setup.gpu, setup.num_gpus))
-    return slope * HOURS_PER_MONTH + tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+    """R = one replica's (deployment unit's) share of full instances per month, the slope of the rental staircase:
+    the lowest USD per instance-hour ÷ replicas per instance × 730 h over the rows (``instances.staircase``; GPUs ×
+    USD/GPU-h × 730 h on a per-GPU row) × the unit's engine replicas + the KV tiers (size per GPU × num_gpus ×
+    USD/GiB-month)."""
+    slope = min(s["usd_per_instance_hour"] / s["replicas_per_instance"] for s in _steps(setup))
+    return slope * setup.engine_replicas * HOURS_PER_MONTH + tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
 
 
 def rental_usd_per_month(setup: SelfHostSetup, replicas: int) -> float:
@@ -56,11 +63,11 @@ def rental_usd_per_month(setup: SelfHostSetup, replicas: int) -> float:
 def rental_curve(setup: SelfHostSetup) -> Callable[[int], float]:
     """``rental_usd_per_month`` as a function of the replicas, the packing staircase and prices read once (a bisection
     over the replicas prices many counts)."""
-    steps = staircase(setup.gpu, setup.num_gpus)
+    steps, e = _steps(setup), setup.engine_replicas  # per engine: a unit is e of them
     linear = all(s["replicas_per_instance"] == 1 for s in steps)
-    replica_usd = replica_usd_per_month(setup) if linear else 0.0
-    tier_usd = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
-    return lambda replicas: staircase_rental(steps, replicas, replica_usd, tier_usd)
+    replica_usd = replica_usd_per_month(setup) / e if linear else 0.0
+    tier_usd = tier_usd_per_month(setup.kv_tiers, setup.num_gpus) / e
+    return lambda replicas: staircase_rental(steps, replicas * e, replica_usd, tier_usd)
 
 
 def staircase_rental(steps: list[dict[str, Any]] | None, replicas: int, replica_usd: float, tier_usd: float) -> float:
@@ -74,7 +81,7 @@ def staircase_rental(steps: list[dict[str, Any]] | None, replicas: int, replica_
 
 def _slope_step(setup: SelfHostSetup) -> dict[str, Any]:
     """The staircase's step of the slope's row (``slope_key``: the lowest USD per replica, R's row)."""
-    steps = staircase(setup.gpu, setup.num_gpus)
+    steps = _steps(setup)
     return min(steps, key=lambda s: slope_key(s["replicas_per_instance"], s["usd_per_instance_hour"], s["row"]))
 
 
@@ -85,6 +92,20 @@ def _overhead_usd_per_month(setup: SelfHostSetup) -> float:
     return (1 - 1 / s["replicas_per_instance"]) * s["usd_per_instance_hour"] * HOURS_PER_MONTH
 
 
+def _unit(setup: SelfHostSetup) -> str:
+    """What one of the replicas sized and priced is: a replica, or a deployment unit of ``--replicas N`` engines."""
+    e = setup.engine_replicas
+    return "replica" if e == 1 else f"deployment unit ({e} replicas)"
+
+
+def _slope_words(setup: SelfHostSetup) -> str:
+    """``Lambda:gpu_8x_h100_sxm5 $31.92/h ÷ 8 replicas per instance × 730 h``: R's row and arithmetic."""
+    s, e = _slope_step(setup), setup.engine_replicas
+    per = f" ÷ {s['replicas_per_instance']} replicas per instance" if s["replicas_per_instance"] > 1 else ""
+    unit = f" × {e} replicas per deployment unit" if e > 1 else ""
+    return f"{s['row']} ${s['usd_per_instance_hour']:,.2f}/h{per}{unit} × 730 h"
+
+
 def _share_words(setup: SelfHostSetup, R: float) -> str:
     """Where R comes from when it is a share of full instances (W > 0; "" on per-GPU rows, where R is one replica's
     bill): the slope's row, its instance price ÷ replicas per instance, why (the rental per replica the bill nears as
@@ -92,14 +113,13 @@ def _share_words(setup: SelfHostSetup, R: float) -> str:
     on the rows ``pack`` takes for it (the bill at one replica)."""
     if not _overhead_usd_per_month(setup):
         return ""
-    s, one = _slope_step(setup), pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas)
+    one, unit = pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas), _unit(setup)
     alone = rental_usd_per_month(setup, 1)
     rows = " + ".join(r.key for r, _ in one.rows)
-    billed = f"; one replica alone is billed ${alone:,.0f}/month on {rows}" if alone > R * (1 + 1e-9) else ""
-    lowest = ", the lowest rental per replica of the rows" if len(staircase(setup.gpu, setup.num_gpus)) > 1 else ""
-    return (f" as its share of full instances of {s['row']} (${s['usd_per_instance_hour']:,.2f}/h ÷ "
-            f"{s['replicas_per_instance']} replicas per instance × 730 h{lowest}: the bill nears it as replicas fill "
-            f"whole instances, so no volume does better{billed})")
+    billed = f"; one {unit} alone is billed ${alone:,.0f}/month on {rows}" if alone > R * (1 + 1e-9) else ""
+    s, lowest = _slope_step(setup), ", the lowest rental per replica of the rows" if len(_steps(setup)) > 1 else ""
+    return (f" as its share of full instances of {s['row']} ({_slope_words(setup).removeprefix(s['row'] + ' ')}"
+            f"{lowest}: the bill nears it as replicas fill whole instances, so no volume does better{billed})")
 
 
 def people_usd_per_month(setup: SelfHostSetup) -> float:
@@ -120,8 +140,9 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     full = n * cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
     per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
-    what = (("replica" if n == 1 else f"{n:,} replicas × replica") if rent <= n * R * (1 + 1e-12) else
-            f"{n:,} replica{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
+    u1 = "deployment unit" if setup.engine_replicas > 1 else "replica"
+    what = ((u1 if n == 1 else f"{n:,} {u1}s × {u1}") if rent <= n * R * (1 + 1e-12) else
+            f"{n:,} {u1}{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
@@ -151,7 +172,8 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
                            "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization,
-                           "staircase": staircase(setup.gpu, setup.num_gpus),  # n replicas' rental: instances
+                           "staircase": _steps(setup),  # n engines' rental: instances
+                           "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
                            "tier_usd_per_replica_month": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if a * c <= R:
         people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
@@ -159,7 +181,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
         tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
         rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
                 f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
-        never = (f"a replica at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
+        never = (f"a {_unit(setup)} at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
                  f"requests cost ${a * c:,.0f} on the API: ")
         if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)
             k = R / (a * c)

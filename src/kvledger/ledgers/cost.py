@@ -87,6 +87,11 @@ class SelfHostSetup:
     engine_replicas: int = 1  # engine replicas (TP groups) in the deployment priced as one replica (--replicas N)
     gpu_item: str = "GPU rental"  # the per-token ledgers' GPU item: "bought GPU (…)" where the verdict buys them
 
+    @property
+    def gpus_per_engine(self) -> int:
+        """One engine replica's GPUs (TP × PP): the deployment unit's ``num_gpus`` ÷ its ``engine_replicas``."""
+        return self.num_gpus // max(self.engine_replicas, 1)
+
     def check(self) -> None:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
         names = ("num_gpus", "utilization", "max_utilization", "prefill_share")  # cost's ranges (kvledger.ranges)

@@ -70,11 +70,12 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
 def on_instances_words(p: Any) -> str:
     """`` on 1 a3-highgpu-8g instance (8 GPUs, 7 idle)`` when the row sells instances of several GPUs (a mix of rows:
     each row's instances, ``Packing.on_instances``); `` as one 4-GPU pod each`` for a marketplace row's replica of
-    several GPUs (``Packing.words``); else ""."""
-    if p is not None and p.gpus_per_instance == 1 and not p.mixed and p.gpus_per_replica > 1 and p.rate.row_key:
-        each = "each" if p.engines_per_unit == 1 else "per deployment unit"
-        return f" as one {p.gpus_per_replica}-GPU pod {each} (billed per GPU)"
-    if p is None or (p.gpus_per_instance == 1 and not p.mixed):
+    several GPUs (``Packing.words``); a deployment unit's engines on one-GPU machines: `` on 2 gpu_1x_h100_sxm5
+    instances (1 GPU each, 0 idle)``; else ""."""
+    k = p.gpus_per_replica // p.engines_per_unit if p is not None else 1  # one engine replica's GPUs
+    if p is not None and p.gpus_per_instance == 1 and not p.mixed and k > 1 and p.rate.row_key:
+        return f" as one {k}-GPU pod each (billed per GPU)"
+    if p is None or (p.gpus_per_instance == 1 and not p.mixed and (p.engines_per_unit == 1 or p.rate.per_gpu)):
         return ""
     return f" on{p.on_instances()}"
 

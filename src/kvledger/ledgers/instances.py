@@ -15,8 +15,10 @@ price the user gave per GPU-hour is taken as theirs, for whatever the replica ne
 (``GpuRate.options``: the provider's other rows, or every row of the GPU when no provider is named) the cheapest packing
 for the replica count is taken, a mix of instance sizes where that bills less (one 8x instance and one 1x instance for 9
 one-GPU replicas: ``instance_mix``) but never of two providers' rows (one deployment, one cloud), ties by fewer idle
-GPUs, then the rows' keys (provider:instance), and the choice is stated. The per-token ledgers carry the idle GPUs too
-(``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the packing's USD per billed GPU-hour), so that they × the
+GPUs, then the rows' keys (provider:instance), and the choice is stated. A deployment unit of N engine replicas
+(``--replicas N``) is N replicas here, each on an instance of its own or sharing one, as the cheapest packing has it.
+The per-token ledgers carry the idle GPUs too (``idle_item``: the replicas' own GPU-hours × idle ÷ used, at the
+packing's USD per billed GPU-hour), so that they × the
 volume's tokens add up to the monthly bill's rental.
 """
 
@@ -185,9 +187,8 @@ class Packing:
         per GPU) × 730 h``, not four one-GPU machines."""
         head = self.unit_words()
         if not self.mixed and self.gpus_per_instance == 1:
-            k, one = self.gpus_per_replica, self.engines_per_unit == 1  # a catalog marketplace row: pods
-            pod = ((f" (one {k}-GPU pod each, billed per GPU)" if one else f" on one {k}-GPU pod per deployment unit "
-                    "(billed per GPU)") if k > 1 and self.rate.row_key else "")
+            k = self.gpus_per_replica // self.engines_per_unit  # a catalog marketplace row: one pod per engine
+            pod = f" (one {k}-GPU pod each, billed per GPU)" if k > 1 and self.rate.row_key else ""
             return f"{head}{pod} × 730 h"
         return f"{head} = {_plural(self.gpus, 'GPU')} on{self.on_instances()} × 730 h"
 
@@ -207,7 +208,8 @@ class Packing:
             return (" " + " + ".join(_kind(r, n) for r, n in self.rows)
                     + f" ({_plural(self.billed_gpus, 'GPU')}, {self.idle_gpus} idle)")
         each = " each" if self.instances > 1 else ""
-        return f" {_kind(self.rate, self.instances)} ({self.gpus_per_instance} GPUs{each}, {self.idle_gpus} idle)"
+        gpus = _plural(self.gpus_per_instance, "GPU")
+        return f" {_kind(self.rate, self.instances)} ({gpus}{each}, {self.idle_gpus} idle)"
 
     def choice(self) -> str:
         """Why this row (or mix): the cheapest packing of the rows considered (empty when there was one)."""
@@ -269,21 +271,24 @@ def _plain(r: GpuRate) -> GpuRate:
 def pack(rate: GpuRate, replicas: int, gpus_per_replica: int, engines_per_unit: int = 1) -> Packing:
     """The cheapest packing of ``replicas`` replicas of ``gpus_per_replica`` GPUs over ``candidates(rate)``, a mix of
     rows where that bills less (``instance_mix``); the row holding the most replicas is ``rate`` and keeps the others
-    as its ``options``, and the choice leads its ``source``; ``engines_per_unit``: the engine replicas in one of those
-    replicas (a deployment unit of ``--replicas N``), for the words only (``Packing.unit_words``).
+    as its ``options``, and the choice leads its ``source``. ``engines_per_unit``: the engine replicas in one of those
+    (a deployment unit of ``--replicas N``, ``gpus_per_replica`` GPUs over all its engines): the ``replicas`` ×
+    ``engines_per_unit`` engines of ``gpus_per_replica`` ÷ ``engines_per_unit`` GPUs are packed, each engine on one
+    instance and the unit's engines on as many instances as the cheapest packing takes (two TP-1 engines on two
+    1-GPU instances rather than 6 idle GPUs of an 8-GPU one); ``Packing.unit_words`` says the unit.
 
     Raises:
         InputError: no candidate row has ``gpus_per_replica`` GPUs or more per instance (the rows are named).
     """
-    rows = candidates(rate)
-    fits, steps = _steps(rows, gpus_per_replica)
+    rows, e = candidates(rate), max(engines_per_unit, 1)
+    k = gpus_per_replica // e  # one engine's GPUs: engines are packed, each on one instance, not the unit whole
+    fits, steps = _steps(rows, k)
     if not fits:
-        raise no_row_error(rows, gpus_per_replica)
-    counts = cheapest_counts(steps, max(replicas, 1))  # no replica: one instance's row, none billed
+        raise no_row_error(rows, k)
+    counts = cheapest_counts(steps, max(replicas, 1) * e)  # no replica: one instance's row, none billed
     held = sorted((i for i, c in enumerate(counts) if c),
                   key=lambda i: (-counts[i] * steps[i][0], -fits[i].gpus_per_instance, fits[i].key))
-    parts = tuple((_plain(fits[i]), counts[i] * (gpus_per_replica if fits[i].gpus_per_instance == 1 else 1))
-                  for i in held)
+    parts = tuple((_plain(fits[i]), counts[i] * (k if fits[i].gpus_per_instance == 1 else 1)) for i in held)
     if replicas <= 0:
         parts = ((parts[0][0], 0),)
     chosen = Packing(parts[0][0], replicas, gpus_per_replica, sum(n for _, n in parts), len(rows),

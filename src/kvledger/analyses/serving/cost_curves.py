@@ -61,7 +61,8 @@ def _rental(bv: dict[str, Any], n: int, R: float) -> float:
     """n replicas' rental per month over the break-even's ``staircase`` (``ledgers.breakeven.staircase_rental``)."""
     from kvledger.ledgers.breakeven import staircase_rental
 
-    return staircase_rental(bv.get("staircase"), n, R, bv.get("tier_usd_per_replica_month", 0.0))
+    e = bv.get("engine_replicas_per_unit", 1)  # the staircase's steps are engine replicas, n units of e each
+    return staircase_rental(bv.get("staircase"), n * e, R / e, bv.get("tier_usd_per_replica_month", 0.0) / e)
 
 
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
