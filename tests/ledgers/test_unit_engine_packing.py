@@ -38,3 +38,21 @@ def test_break_even_prices_a_unit_as_its_engines():
     assert replica_usd_per_month(setup) == pytest.approx(5825.40)
     # 5 units: $40.50/h (above) × 730 h = $29,565
     assert rental_usd_per_month(setup, 5) == pytest.approx(29_565.0)
+
+
+def test_replica_usd_per_month_says_why_it_is_not_one_replicas_bill():
+    from kvledger.ledgers.breakeven import replica_usd_basis
+
+    setup = SelfHostSetup(LAMBDA, 1, 0.5)
+    # R = $31.92/h ÷ 8 replicas per gpu_8x instance × 730 h = $3.99 × 730 = $2,912.70; one TP-1 replica alone is
+    # billed on gpu_1x: $4.29 × 730 = $3,131.70 (the rental_usd_per_month of break_even_utilization)
+    assert (replica_usd_per_month(setup), rental_usd_per_month(setup, 1)) == pytest.approx((2912.70, 3131.70))
+    assert replica_usd_basis(setup) == (
+        "$2,912.70/month = Lambda:gpu_8x_h100_sxm5 $31.92/h ÷ 8 replicas per instance × 730 h: the rental per replica "
+        "once they fill whole instances (the lowest of the rows: the break-even volume's slope); one replica alone is "
+        "billed $3,131.70/month on Lambda:gpu_1x_h100_sxm5 (rental_usd_per_month), which the break-even utilization "
+        "and the monthly bill at one replica price")
+    # one row only (gpu_1x): R is one replica's bill, $4.29 × 730 = $3,131.70
+    one = gpu_rate("nvidia_h100_sxm", "Lambda", "gpu_1x_h100_sxm5", None)
+    assert replica_usd_basis(SelfHostSetup(one, 1, 0.5)) == (
+        "$3,131.70/month = Lambda:gpu_1x_h100_sxm5 $4.29/h × 730 h: one replica's rental")

@@ -35,7 +35,7 @@ from kvledger.ledgers.instances import pack
 from kvledger.ledgers.staircase import staircase, staircase_usd_per_hour
 from kvledger.ledgers.tier_items import tier_usd_per_month
 
-__all__ = ["replica_usd_per_month", "rental_usd_per_month", "rental_curve",
+__all__ = ["replica_usd_per_month", "replica_usd", "replica_usd_basis", "rental_usd_per_month", "rental_curve",
            "staircase_rental", "people_usd_per_month", "break_even_utilization", "break_even_volume"]
 
 
@@ -106,6 +106,28 @@ def _slope_words(setup: SelfHostSetup) -> str:
     return f"{s['row']} ${s['usd_per_instance_hour']:,.2f}/h{per}{unit} × 730 h"
 
 
+def replica_usd_basis(setup: SelfHostSetup) -> str:
+    """Where ``replica_usd_per_month`` (R) comes from, and why it differs from one replica's bill where it does: R is
+    the rental per replica as replicas fill whole instances of the cheapest row per replica (the break-even volume's
+    slope), while one replica alone is billed on the rows ``pack`` takes for it (``rental_usd_per_month(setup, 1)``,
+    which the break-even utilization and a one-replica monthly bill price)."""
+    R, unit, tier = replica_usd_per_month(setup), _unit(setup), tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+    text = f"${R:,.2f}/month = {_slope_words(setup)}" + (f" + KV tier ${tier:,.2f}/month" if tier else "")
+    alone = rental_usd_per_month(setup, 1)
+    if alone <= R * (1 + 1e-9):
+        return text + f": one {unit}'s rental"
+    rows = " + ".join(r.key for r, _ in pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas).rows)
+    return (text + f": the rental per {unit} once they fill whole instances (the lowest of the rows: the break-even "
+            f"volume's slope); one {unit} alone is billed ${alone:,.2f}/month on {rows} (rental_usd_per_month), "
+            "which the break-even utilization and the monthly bill at one replica price")
+
+
+def replica_usd(setup: SelfHostSetup) -> dict[str, Any]:
+    """R with its basis, for a report's JSON."""
+    return {"replica_usd_per_month": replica_usd_per_month(setup), "replica_usd_per_month_basis":
+            replica_usd_basis(setup)}
+
+
 def _share_words(setup: SelfHostSetup, R: float) -> str:
     """Where R comes from when it is a share of full instances (W > 0; "" on per-GPU rows, where R is one replica's
     bill): the slope's row, its instance price ÷ replicas per instance, why (the rental per replica the bill nears as
@@ -146,7 +168,7 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
-    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, "replica_usd_per_month": R,
+    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, **replica_usd(setup),
            "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
            "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
@@ -169,7 +191,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU."""
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
-    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
+    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, **replica_usd(setup),
                            "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization,
                            "staircase": _steps(setup),  # n engines' rental: instances

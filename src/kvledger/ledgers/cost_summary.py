@@ -20,7 +20,7 @@ from kvledger.ledgers.breakeven import (
     break_even_utilization,
     break_even_volume,
     people_usd_per_month,
-    replica_usd_per_month,
+    replica_usd,
 )
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
@@ -280,7 +280,7 @@ def _inputs_dict(setup: SelfHostSetup, packing: Any, util_how: str, people_sourc
             "engineer_months_per_month": setup.engineer_months_per_month,
             "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": people_source,
             "api_price": primary.key, "api_price_as_of": primary.as_of, "api_price_confidence": primary.confidence,
-            "api_mix": asdict(mix), "replica_usd_per_month": replica_usd_per_month(setup),
+            "api_mix": asdict(mix), **replica_usd(setup),
             "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": per_request[0],
             "self_host_usd_per_request": per_request[1], "hours_per_month": HOURS_PER_MONTH}
 
