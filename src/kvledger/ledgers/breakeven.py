@@ -150,17 +150,27 @@ def people_usd_per_month(setup: SelfHostSetup) -> float:
 
 
 def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
-                           replicas: int = 1, assumed_utilization: float | None = None) -> dict[str, Any]:
+                           replicas: int = 1, assumed_utilization: float | None = None,
+                           power: tuple[float, float] | None = None) -> dict[str, Any]:
     """u* for ``replicas`` replicas sharing the people line (the count a volume needs; 1 without one), with the
     formula's parts; ``reachable`` is False when u* > 1. A capacity only bounded below (``cap.lower_bound``) makes u*
     an upper bound (u* ∝ 1 ÷ capacity): ``capacity_lower_bound`` is then True, and with a utilization not set by a
     volume (``assumed_utilization``: no volume given) ``capacity_multiplier`` is u* ÷ that utilization, the capacity
-    multiplier at which it reaches break-even (None when it already does)."""
+    multiplier at which it reaches break-even (None when it already does).
+
+    ``power``: bought GPUs (``self_host_month.bought_power``), (b, u₀): their power costs b USD per GPU-month per unit
+    of load, and ``setup``'s rate priced it at load u₀ (the verdict's). The bill at u is then rent(u₀) + g·b·(u − u₀)
+    for the g GPUs, so u* solves u·F = rent(u₀) + g·b·(u* − u₀) + P: u* = (rent(u₀) − g·b·u₀ + P) ÷ (F − g·b), F the
+    API's bill at full load; power is priced at u* itself, the load the break-even is about."""
     n = max(1, replicas)
     rent, R = rental_usd_per_month(setup, n), replica_usd_per_month(setup)
     fixed = rent + people_usd_per_month(setup)
     full = n * cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
     u = fixed / full if full > 0 else math.inf
+    if power is not None:  # bought: power at u* (docstring)
+        gb = n * setup.num_gpus * power[0]
+        u = (fixed - gb * power[1]) / (full - gb) if full > gb else math.inf
+        rent = rent + gb * (u - power[1]) if math.isfinite(u) else rent
     per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
     u1 = "deployment unit" if setup.engine_replicas > 1 else "replica"
     what = ((u1 if n == 1 else f"{n:,} {u1}s × {u1}") if rent <= n * R * (1 + 1e-12) else
@@ -173,6 +183,13 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
            "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
            "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
+    if power is not None:
+        out["formula"] += ("; bought GPUs' power at u* itself: u* = (bill at the verdict's load − GPUs × b × that "
+                           "load + people) ÷ (full-load API bill − GPUs × b), b the power USD per GPU-month per unit "
+                           "of load")
+        out["power_load"] = ("bought GPUs: power priced at the break-even utilization itself (board power = idle + "
+                             f"(board − idle) × {u:.3f}), not at the verdict's load {power[1]:.3f}; "
+                             "rental_usd_per_month is the bought bill there")
     if cap.lower_bound:
         out["capacity_lower_bound"] = True
         if assumed_utilization is not None:

@@ -16,12 +16,7 @@ from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, per_request_rows, quantized_row_note, usd_per_request
-from kvledger.ledgers.breakeven import (
-    break_even_utilization,
-    break_even_volume,
-    people_usd_per_month,
-    replica_usd,
-)
+from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume, people_usd_per_month, replica_usd
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
 from kvledger.ledgers.decision_notes import (
@@ -40,7 +35,7 @@ from kvledger.ledgers.load_share import LoadShare
 from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.report_core import SelfHostLedgers
-from kvledger.ledgers.self_host_month import priced_as_bought
+from kvledger.ledgers.self_host_month import bought_power, priced_as_bought
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume, split_tokens, tokens_per_request
 from kvledger.records import RunRecords
@@ -243,7 +238,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing, split=split)
     api_req = usd_per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
-    u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization)
+    u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization,
+                                    bought_power(decision, inputs.buy, inputs.power))  # bought: power at u*
     peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
     b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak,

@@ -22,7 +22,8 @@ from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.tier_items import tier_items
 from kvledger.ledgers.volume import Volume
 
-__all__ = ["GpuPower", "replicas_for", "monthly_self_host", "VolumeSizing", "size_volume", "BandEnd", "band_end"]
+__all__ = ["GpuPower", "replicas_for", "monthly_self_host", "VolumeSizing", "size_volume", "BandEnd", "band_end",
+           "priced_as_bought", "bought_power"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,3 +194,14 @@ def priced_as_bought(d: Any, setup: SelfHostSetup) -> tuple[SelfHostSetup, Packi
                          f"utilization {pct_text(d.realized_utilization)}")
     bought = replace(setup, gpu=rate, gpu_item="bought GPU (amortized purchase, power, hosting)")
     return bought, pack(rate, d.replicas, setup.num_gpus, setup.engine_replicas)
+
+
+def bought_power(d: Any, buy: HostBill | None, power: GpuPower | None) -> tuple[float, float] | None:
+    """Where ``priced_as_bought`` prices the bought bill: (b, u₀), the power's USD per GPU-month per unit of load,
+    (board − idle) W × PUE × 730 h ÷ 1000 × USD/kWh, and the load it was priced at (the volume's realized
+    utilization), for a break-even that prices power at its own load (``breakeven.break_even_utilization``); None for a
+    rented bill or no power item."""
+    if buy is None or power is None or d is None or d.buy is None or d.buy.total_usd >= d.self_host.total_usd:
+        return None
+    b = (power.board_w - power.idle_w) * buy.pue * HOURS_PER_MONTH / 1000.0 * buy.usd_per_kwh
+    return b, d.realized_utilization
