@@ -178,7 +178,8 @@ def band_end(k: float, capacity_req_per_s: float, setup: SelfHostSetup, vol: Vol
 BOUGHT_GPU_ITEMS = ("GPU purchase, amortized", "power (bought GPUs)", "hosting (rack, network, support)")
 
 
-def priced_as_bought(d: Any, setup: SelfHostSetup) -> tuple[SelfHostSetup, Packing] | None:
+def priced_as_bought(d: Any, setup: SelfHostSetup,
+                     load_words: str = "the volume's realized utilization") -> tuple[SelfHostSetup, Packing] | None:
     """Where the verdict compares the bought bill (``d.buy`` priced and cheaper than renting): ``setup`` at the bought
     GPUs' own USD per GPU-hour — the bought bill's purchase, power and hosting items ÷ (its GPUs × 730 h), power at the
     volume's realized utilization — and their packing (bought one GPU at a time: none idle), so the per-token
@@ -190,8 +191,8 @@ def priced_as_bought(d: Any, setup: SelfHostSetup) -> tuple[SelfHostSetup, Packi
     how = " + ".join(f"{i.name} ${i.amount_usd:,.2f}" for i in items)
     many = f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
     rate = GpuRate.given(sum(i.amount_usd for i in items) / (gpus * HOURS_PER_MONTH), "bought GPU",
-                         f"the bought bill per month ({how}) ÷ ({many} × 730 h); power at the volume's realized "
-                         f"utilization {pct_text(d.realized_utilization)}")
+                         f"the bought bill per month ({how}) ÷ ({many} × 730 h); power at {load_words} "
+                         f"{pct_text(d.realized_utilization)}")
     bought = replace(setup, gpu=rate, gpu_item="bought GPU (amortized purchase, power, hosting)")
     return bought, pack(rate, d.replicas, setup.num_gpus, setup.engine_replicas)
 

@@ -18,11 +18,12 @@ options and the verdict need an API price: they are None, and ``verdict_reason``
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.amounts import pct_text
-from kvledger.ledgers.breakeven import people_usd_per_month, replica_usd_per_month
+from kvledger.ledgers.breakeven import people_usd_per_month, replica_usd
 from kvledger.ledgers.cost import (
     HOURS_PER_MONTH,
     Capacity,
@@ -36,7 +37,7 @@ from kvledger.ledgers.instances import Packing, pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.packings import gpu_inputs, gpu_words, packing_rows
 from kvledger.ledgers.report_core import SelfHostLedgers
-from kvledger.ledgers.self_host_month import size_volume
+from kvledger.ledgers.self_host_month import monthly_self_host, priced_as_bought, size_volume
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.tier_items import tier_usd_per_month
 from kvledger.ledgers.volume import (
@@ -72,6 +73,11 @@ class SelfHostMonth:
     sizing: str
     good_requests: float = 0.0
     good_requests_how: str = ""
+
+    @property
+    def self_host(self) -> Ledger:
+        """The rented bill, by the name ``self_host_month.priced_as_bought`` reads a decision's."""
+        return self.rent
 
     @property
     def self_host_usd(self) -> float:
@@ -137,6 +143,17 @@ def self_host_month(cap: Capacity, setup: SelfHostSetup, vol: Volume, inputs: An
     return SelfHostMonth(vol, z.replicas, z.load, setup.max_utilization, z.rent, z.bought, z.packing, z.how)
 
 
+def _one_bought(setup: SelfHostSetup, inputs: Any) -> tuple[SelfHostSetup, Packing] | None:
+    """Without a volume, one replica bought (``--gpu-capex-usd``) at ``setup``'s utilization where that bills less
+    than renting it (``priced_as_bought`` of its month: purchase, power at that load, hosting); None otherwise."""
+    if inputs.buy is None or inputs.buy.gpu_capex_usd is None:  # no --gpu-capex-usd: buying not priced
+        return None
+    u = setup.utilization or 0.0
+    rent, buy = (monthly_self_host(setup, 1, u, buy=b, power=inputs.power) for b in (None, inputs.buy))
+    return priced_as_bought(SimpleNamespace(buy=buy, self_host=rent, replicas=1, realized_utilization=u), setup,
+                            "the utilization priced")
+
+
 def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: MonthlyVolume | None = None,
                            floor: Any = None, inputs: Any = None, *, slo_capacity_req_per_s: float | None = None,
                            load: Any = None, lower_bound: bool = False) -> SelfHostReport:
@@ -156,6 +173,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
         month = self_host_month(cap, base, resolve_volume(volume, cap), inputs)
         u = month.realized_utilization if month.realized_utilization > 0 else base.max_utilization
         setup, util_how = replace(base, utilization=u, gpu=month.packing.rate), "the volume's realized utilization"
+        bought = priced_as_bought(month, setup)  # the bill the month takes: bought where cheaper than renting
         if load is not None:
             cap.load = load
         month.good_requests, month.good_requests_how = volume_good_requests(month.volume.requests, cap)
@@ -163,7 +181,9 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
         util_how = "given (--utilization)" if setup.utilization is not None else assumed_how
         one = pack(base.gpu, 1, base.num_gpus, base.engine_replicas)  # one replica's instance, rented whole
         setup = replace(base, gpu=one.rate)
+        bought = _one_bought(setup, inputs)
     n, packing = (month.replicas, month.packing) if month is not None else (None, one)
+    setup, packing = bought or (setup, packing)  # bought GPUs price the ledgers where they are the cheaper bill
     split = split_tokens(month.volume if month is not None else None, cap)  # priced per token given (volume.py)
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n, packing=packing, split=split)
     ins, outs = tokens_per_request(month.volume, cap)[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
@@ -181,7 +201,7 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
                 "engineer_months_per_month": setup.engineer_months_per_month,
                 "engineer_usd_per_month": setup.engineer_usd_per_month, "people_source": inputs.people_source,
                 "api_price": None, "api_price_as_of": None, "api_price_confidence": None, "api_mix": None,
-                "replica_usd_per_month": replica_usd_per_month(setup),
+                **replica_usd(setup),
                 "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": None,
                 "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
     return SelfHostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
@@ -206,6 +226,7 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
         rent = packing.usd_per_hour * HOURS_PER_MONTH
         one = rent + tier_usd_per_month(setup.kv_tiers, setup.num_gpus) + inputs_d["people_usd_per_month"]
         whole = f" (GPU rental ${rent:,.2f}: the whole instance, idle GPUs billed)" if packing.idle_gpus else ""
+        whole += " (bought GPUs, cheaper than renting)" if setup.gpu_item.startswith("bought") else ""
         head = f"one{_replicas(1, setup.num_gpus).removeprefix('1')}{gpu}"
         return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
                 f"  self-hosted, {head}: ${one:,.2f}/month, people included{whole}; at "
