@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["usd_text", "pct_text"]
+__all__ = ["usd_text", "pct_text", "unit_noun", "units_text"]
 
 
 def _decimals(x: float, digits: int) -> int:
@@ -28,3 +28,14 @@ def pct_text(fraction: float, decimals: int = 1) -> str:
     if p and abs(p) < 0.5 * 10 ** -decimals:
         return f"{p:.{_decimals(p, 2)}f}%"
     return f"{p:.{decimals}f}%"
+
+
+def unit_noun(engines: int = 1) -> str:
+    """What one of the replicas a volume is sized in is: a ``replica`` (one engine of TP × PP GPUs), or, where the
+    priced run is a ``deployment unit`` of several engine replicas behind a router (``--replicas N``), that."""
+    return "replica" if engines <= 1 else "deployment unit"
+
+
+def units_text(n: int, engines: int = 1) -> str:
+    """``1 replica``, ``3 replicas``; of ``--replicas N`` units: ``1 deployment unit``, ``3 deployment units``."""
+    return f"{n:,} {unit_noun(engines)}{'' if n == 1 else 's'}"

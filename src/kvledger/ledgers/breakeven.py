@@ -254,6 +254,6 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     i, o, words = mix or (cap.workload_input_tokens_mean, cap.workload_output_tokens_mean, "at the run's mix")
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
                input_tokens_per_month=v_star * i, output_tokens_per_month=v_star * o, mix=words,
-               reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the "
-                      "API")
+               reason=f"smallest monthly volume above which whole {_unit(setup).split(' (')[0]}s (each ≤ max "
+                      "utilization) cost less than the API")
     return out

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvledger.ledgers.amounts import pct_text, usd_text
+from kvledger.ledgers.amounts import pct_text, unit_noun, units_text, usd_text
 from kvledger.ledgers.api_cost import discounts_words
 from kvledger.ledgers.cache_bound_notes import break_even_bound_words, cached_price_words, verdict_words
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
            "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words",
-           "people_scale_line", "GPUS_PER_ENGINEER_MONTH"]
+           "people_scale_line", "engines", "GPUS_PER_ENGINEER_MONTH"]
 
 
 #: GPUs one engineer-month a month is taken to run before the people line warns that it looks small for the fleet
@@ -50,15 +50,15 @@ def _break_even_text(bv: dict[str, Any], volume: Any = None, verdict: str | None
     first = bv["first_cheaper_requests_per_month"]
     n1 = bv["first_cheaper_replicas"]
     mix = f" {bv['mix']}" if bv.get("mix") else ""  # which input/output split the tokens are at (breakeven)
-    u1 = pct_text(bv["first_cheaper_utilization"])
+    u1, e = pct_text(bv["first_cheaper_utilization"]), bv.get("engine_replicas_per_unit", 1)  # --replicas N: units
     if first >= bv["requests_per_month"] * (1 - 1e-9):  # V₁ = V*: no window below it
         return (f"self-hosting is cheaper above {tokens_text(tok)} tokens/month "
-                f"({u1} utilization of {'one replica' if n1 == 1 else f'{n1:,} replicas'}){mix}")
+                f"({u1} utilization of {f'one {unit_noun(e)}' if n1 == 1 else units_text(n1, e)}){mix}")
     text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
-            f"({u1} utilization of {n1:,} replica{'' if n1 == 1 else 's'}), then on and off (each replica added under "
+            f"({u1} utilization of {units_text(n1, e)}), then on and off (each {unit_noun(e)} added under "
             f"the utilization cap starts nearly empty and costs more than the API until it fills), and at every volume "
             f"above {tokens_text(tok)} tokens/month "
-            f"({bv['replicas_at_break_even']:,} replicas){mix}")
+            f"({units_text(bv['replicas_at_break_even'], e)}){mix}")
     if volume is not None and verdict is not None:
         v = volume.input_tokens + volume.output_tokens
         if first * per_req <= v < tok:
@@ -198,10 +198,17 @@ def band_sides_text(low: float, high: float) -> str:
     return f"{'−' if below >= 0 else '+'}{abs(below):.0%}/{'+' if above >= 0 else '−'}{abs(above):.0%}"
 
 
-def band_end_text(e: Any) -> str:
-    """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``."""
-    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): {e.replicas:,} "
-            f"replica{'' if e.replicas == 1 else 's'} at {pct_text(e.realized_utilization)}, "
+def engines(d: Any) -> int:
+    """Engine replicas in one of a decision's sized units (``Packing.engines_per_unit``: ``--replicas N``), 1 without
+    a packing."""
+    return getattr(getattr(d, "packing", None), "engines_per_unit", 1) or 1
+
+
+def band_end_text(e: Any, per_unit: int = 1) -> str:
+    """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``
+    (``per_unit`` engine replicas a unit: ``2 deployment units``)."""
+    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): "
+            f"{units_text(e.replicas, per_unit)} at {pct_text(e.realized_utilization)}, "
             f"{usd_text(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 
 
@@ -212,8 +219,8 @@ def lower_bound_line(goodput_req_per_s: float, d: Any, *, simulated: bool = Fals
     load, ``--at-offered-load``, whose simulation finds the SLO capacity itself)."""
     volume = " and the break-even volume" if breaks_even else ""
     what = (f"the self-hosted costs per token{volume} are upper bounds" if d is None else
-            f"the self-hosted {usd_text(d.self_host_usd)}/month and its {d.replicas:,} "
-            f"replica{'' if d.replicas == 1 else 's'} are upper bounds")
+            f"the self-hosted {usd_text(d.self_host_usd)}/month and its {units_text(d.replicas, engines(d))} are "
+            "upper bounds")
     fix = ("drop --at-offered-load to price at the SLO capacity the simulation finds" if simulated else
            "a rate sweep up to the SLO boundary gives the capacity")
     return (f"  WARNING: the run looks UNDER-LOADED (see the capacity basis below): its {goodput_req_per_s:,.4g} good "
@@ -225,8 +232,8 @@ def _already(d: Any) -> str:
     """Why no capacity flips an API verdict: one replica alone, with the people line where there is one (a people
     line of 0, --engineer-months-per-month 0, is not named)."""
     if d.flips.get("people_usd_per_month"):
-        return "one replica and the people already cost more"
-    return "one replica already costs more"
+        return f"one {unit_noun(engines(d))} and the people already cost more"
+    return f"one {unit_noun(engines(d))} already costs more"
 
 
 def people_scale_line(d: Any, engineer_months: float, num_gpus: int) -> str | None:
@@ -257,7 +264,7 @@ def _lower_bound_robustness(d: Any, price: str) -> str:
     else:
         cap = "a higher capacity only lowers the self-hosted bill"
     held = "holds" if d.holds_across_capacity() else ("MAY FLIP" if d.verdict == "API" else "FLIPS")
-    ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
+    ends = f" — {'; '.join(band_end_text(e, engines(d)) for e in d.band_ends)}" if d.band_ends else ""
     return f"robustness: {cached_price_words(d)}the verdict {held}: {band}; {cap}{ends}{price}"
 
 
@@ -273,12 +280,12 @@ def rests_on_line(d: Any) -> str:
         cap = (
             f"no capacity error flips it ({_already(d)})"
             if d.verdict == "API"
-            else "no capacity error within one replica flips it"
+            else f"no capacity error within one {unit_noun(engines(d))} flips it"
         )
     else:
         cap = (f"it would flip were the capacity {k:.2f}× the one priced ({1 / k:.2f}× smaller)" if k < 1 else
                f"it would flip were the capacity {k:.2f}× the one priced")
     held = "holds" if d.holds_across_capacity() else "FLIPS"
-    ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
+    ends = f" — {'; '.join(band_end_text(e, engines(d)) for e in d.band_ends)}" if d.band_ends else ""
     return f"robustness: {cached_price_words(d)}the verdict {held} within {band}: {cap}{ends}{price}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from kvledger.ledgers.amounts import pct_text
+from kvledger.ledgers.amounts import pct_text, unit_noun, units_text
 
 if TYPE_CHECKING:
     from kvledger.ledgers.cost import SelfHostSetup
@@ -33,14 +33,16 @@ def peak_cap_text(u_star: dict[str, Any]) -> str:
             f"({pct_text(cap * peak, 0)} ÷ {peak:g}): not reachable at this peak")
 
 
-def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bool) -> tuple[str, str]:
+def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bool,
+                     per_unit: int = 1) -> tuple[str, str]:
     """(value, effect) of the utilization row. Without a volume u* is one replica's, the whole people line on it; at
     a higher volume more replicas share that line, so one replica below its u* does not make the API cheaper at every
     volume (the break-even volume says where self-hosting wins). A capacity only bounded below makes u* an upper bound,
     and without a volume names the capacity multiplier at which ``util`` reaches it (``u_star``'s
     ``capacity_multiplier``: ``breakeven.break_even_utilization``)."""
     u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
-    whose = "one replica's break-even" if replicas == 1 else f"break-even of the {replicas:,} replicas the volume needs"
+    whose = (f"one {unit_noun(per_unit)}'s break-even" if replicas == 1 else
+             f"break-even of the {units_text(replicas, per_unit)} the volume needs")
     most = " (at most: the capacity priced is a lower bound)" if lower else ""
     value = (f"{share_text(util)} of billed hours; {whose} at {share_text(u)}{most}{peak_cap_text(u_star)}"
              if math.isfinite(u) else
@@ -53,9 +55,9 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
             "break-even")
     if not volume_breaks_even:
         return value, f"below break-even: the API costs less for the same requests{flip}"
-    them = "one replica costs" if replicas == 1 else f"{replicas:,} replicas cost"
+    them = f"one {unit_noun(per_unit)} costs" if replicas == 1 else f"{units_text(replicas, per_unit)} cost"
     return value, (f"below break-even: {them} more than the API for the same requests{flip}; at a higher volume more "
-                   "replicas share the people line, and self-hosting wins above the break-even volume")
+                   f"{unit_noun(per_unit)}s share the people line, and self-hosting wins above the break-even volume")
 
 
 def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any],
@@ -64,7 +66,7 @@ def factor_rows(setup: SelfHostSetup, f: DecisionFactors, u_star: dict[str, Any]
     (``breakeven.break_even_utilization``: for its ``replicas``, who share the people line), then data sovereignty,
     model control and team capability as ``f`` gives them; ``volume_breaks_even``: a break-even volume exists (on
     more replicas, if need be)."""
-    util, util_effect = _utilization_row(setup.utilization, u_star, volume_breaks_even)
+    util, util_effect = _utilization_row(setup.utilization, u_star, volume_breaks_even, setup.engine_replicas)
     sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
                        "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",

@@ -136,7 +136,8 @@ def size_volume(cap: Any, setup: SelfHostSetup, vol: Volume, *, buy: HostBill | 
     peak = ("offered at the peak" if vol.peak_to_mean != 1 else
             "offered (the monthly mean: --peak-to-mean 1, flat traffic, the default)")
     most = " (at most: the capacity is a lower bound)" if cap.lower_bound else ""
-    how = (f"replicas = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
+    what = "replicas" if setup.engine_replicas <= 1 else "deployment units"  # --replicas N: units of N engines
+    how = (f"{what} = ⌈{vol.peak_rate_req_per_s:,.4g} req/s {peak} ÷ ({cap.sizing_words} × "
            f"{setup.max_utilization:.0%})⌉ = {n:,}{most}; utilization = {vol.rate_req_per_s:,.4g} req/s mean ÷ "
            f"({n:,} × {c:,.4g}) = {pct_text(load)}")
     return VolumeSizing(n, load, packing, billed, rent, bought, how)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvledger.ledgers.amounts import pct_text
+from kvledger.ledgers.amounts import pct_text, unit_noun
 from kvledger.ledgers.factor_rows import peak_cap_text
 from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import print_answer, print_bills
@@ -76,7 +76,7 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
               f"{cap['mean_output_tokens']:,.1f} out tokens per good request")
     con.print(escape(basis.text))
     if cap.get("at_volume_load"):
-        con.print(escape(at_load_line(cap)))
+        con.print(escape(at_load_line(cap, sim.replicas if sim is not None else 1)))
     if basis.probes:
         con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")
     from kvledger.analyses.serving.notes import CAPACITY_WARNINGS
@@ -234,23 +234,24 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
         con.print(f"  - {escape(n)}")
 
 
-def at_load_line(cap: dict[str, Any]) -> str:
+def at_load_line(cap: dict[str, Any], per_unit: int = 1) -> str:
     """What the per-token ledgers and the volume's good requests are priced on where a run at the volume's load was
-    simulated (``capacity.at_volume_load``), beside the good share at the rate sized on."""
-    a = cap["at_volume_load"]
+    simulated (``capacity.at_volume_load``), beside the good share at the rate sized on; ``per_unit``: engine replicas
+    in the unit sized (``--replicas N``: the rate is a deployment unit's)."""
+    a, r = cap["at_volume_load"], unit_noun(per_unit)
     seed = "" if a["seed"] is None else f" and seed ({a['seed']})"
     low = a.get("simulated_rate_req_per_s")
-    at = (f"{a['rate_req_per_s']:,.4g} req/s per replica (the volume's mean rate ÷ replicas)" if low is None else
-          f"{low:,.4g} req/s per replica, the lowest rate whose {a['num_requests']:,} arrivals fit the simulator's "
-          f"clock, for the volume's {a['rate_req_per_s']:,.4g} req/s per replica (too slow to simulate; that far "
+    at = (f"{a['rate_req_per_s']:,.4g} req/s per {r} (the volume's mean rate ÷ {r}s)" if low is None else
+          f"{low:,.4g} req/s per {r}, the lowest rate whose {a['num_requests']:,} arrivals fit the simulator's "
+          f"clock, for the volume's {a['rate_req_per_s']:,.4g} req/s per {r} (too slow to simulate; that far "
           "apart, each request meets an idle replica at either rate, so the share within the SLO is the same; "
           "tok/s at the volume's rate)")
     return (f"at the volume's load: a run of the same workload{seed} at {at}: {a['num_good']:,} of "
             f"{a['num_requests']:,} requests within the SLO "
             f"({a['attainment']:.1%}), {a['good_input_tok_per_s']:,.1f} good input and "
-            f"{a['good_output_tok_per_s']:,.1f} good output tok/s per replica; the per-token ledgers and the volume's "
+            f"{a['good_output_tok_per_s']:,.1f} good output tok/s per {r}; the per-token ledgers and the volume's "
             f"good requests are priced on it, not on the good share at the {cap['sizing_req_per_s']:,.4g} req/s sized "
-            f"on ({_full_load_share(cap)}, a replica's share at full load); the volume's tokens split by the "
+            f"on ({_full_load_share(cap)}, a {r}'s share at full load); the volume's tokens split by the "
             "workload's mean "
             f"{cap['workload_input_tokens_mean']:,.0f} in / {cap['workload_output_tokens_mean']:,.0f} out per request")
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.amounts import units_text
+from kvledger.ledgers.decision_notes import engines
 from kvledger.ledgers.error_band import scope_words
 
 __all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "carried_band", "band_multipliers",
@@ -120,7 +122,7 @@ def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None,
         cheaper = "self-hosting" if sh < api else "the API"
     cap_lo, cap_hi = (None, None) if capacity_req_per_s is None else band.around(capacity_req_per_s)
     text = _cost_band_text(regime, band, g, capacity_req_per_s, basis, (sh, lo_usd, hi_usd, api), reps,
-                           _verdict_words(flips, cheaper, k if lower else None, lower), (k_lo, k_hi))
+                           _verdict_words(flips, cheaper, k if lower else None, lower), (k_lo, k_hi), engines(d))
     return CostBand(regime, g, g * band.low, g * band.high, capacity_req_per_s, cap_lo, cap_hi, basis, unit, sh,
                     lo_usd, hi_usd, api, *reps, flips, text, band.source)
 
@@ -194,7 +196,8 @@ _OFFERED_FIX = "drop --at-offered-load to price at the SLO capacity the simulati
 
 
 def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: str, usd: tuple[float | None, ...],
-                    reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None]) -> str:
+                    reps: tuple[int | None, ...], verdict: str, ks: tuple[float, float | None],
+                    per_unit: int = 1) -> str:
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
     whose = ", a latency limit's, as the capacity search bands it" if isinstance(band, _Scaled) else ""
@@ -207,10 +210,10 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
             f"{where}{cap_text})")
     if basis == "monthly bill":
         def one(r: int | None, usd_: float) -> str:
-            return f"{r:,} replica{'' if r == 1 else 's'} ${usd_:,.2f}"
+            return f"{units_text(r, per_unit)} ${usd_:,.2f}"
 
         high = ("no upper end" if hi_usd is None else f"{one(reps[2], hi_usd)} at ×{ks[1]:.2f}")
-        body = (f"self-hosted bill ${sh:,.2f}/month ({reps[0]:,} replica{'' if reps[0] == 1 else 's'}): "
+        body = (f"self-hosted bill ${sh:,.2f}/month ({units_text(reps[0], per_unit)}): "
                 f"{one(reps[1], lo_usd)} at ×{ks[0]:.2f} capacity, {high}; vs the API's ${api:,.2f}/month")
     else:
         rng = f"band ${hi_usd:.6f}–${lo_usd:.6f}" if hi_usd is not None else f"at most ${lo_usd:.6f}, no lower end"

@@ -1,0 +1,26 @@
+"""cost --replicas N on a provider with one-GPU and eight-GPU rows: the unit's N engine replicas are rented on the
+cheapest instances (each engine on one), and the answer counts the sized units as deployment units, a replica being
+one engine (kvledger.ledgers.instances.pack, ledgers.amounts.units_text)."""
+
+from __future__ import annotations
+
+from cli_run import cli_json, run_cli
+
+ARGV = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-provider", "Lambda", "--replicas",
+        "2", "--num-requests", "100", "--slo", "ttft=1s,tpot=100ms", "--api", "OpenAI:gpt-4.1", "--monthly-tokens",
+        "3B"]
+
+
+def test_two_engine_unit_rents_two_one_gpu_instances_and_says_deployment_unit():
+    d = cli_json(*ARGV)
+    item = d["monthly"]["self_host"]["items"][0]
+    # 2 TP-1 engines on 2 Lambda gpu_1x_h100_sxm5 instances: 2 × $4.29/h × 730 h = $6,263.40 (before: one
+    # gpu_8x_h100_sxm5 instance, 8 × $3.99 × 730 = $23,301.60, 6 GPUs idle)
+    assert (item["quantity"], item["unit_price_usd"], item["amount_usd"]) == (1460.0, 4.29, 6263.4)
+    assert d["decision"]["idle_gpus"] == 0 and d["decision"]["instances"] == 2
+    text = " ".join(run_cli(*ARGV).output.split())
+    assert ("self-hosted: 2 replicas × 1 GPU (one deployment unit) rented on 2 gpu_1x_h100_sxm5 instances (1 GPU "
+            "each, 0 idle)") in text
+    assert "sizing: deployment units = ⌈" in text and "one deployment unit's break-even at" in text
+    assert "one deployment unit and the people already cost more" in text
+    assert "1 replica at" not in text and "one replica's break-even" not in text and "sizing: replicas" not in text
