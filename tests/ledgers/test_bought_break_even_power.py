@@ -41,3 +41,19 @@ def test_break_even_prices_power_at_the_break_even_load():
     assert be["rental_usd_per_month"] == pytest.approx(564.00701)
     assert be["power_load"].startswith("bought GPUs: power priced at the break-even utilization itself (board power "
                                        "= idle + (board − idle) × 0.564), not at the verdict's load 0.100")
+
+
+def test_break_even_volume_prices_power_at_the_load_each_replica_is_sized_to():
+    from kvledger.ledgers.breakeven import break_even_volume
+
+    # max utilization 0.8: a replica takes c = 1,000 × 0.8 = 800 requests a month, $800 on the API
+    setup = SelfHostSetup(GpuRate.given(523.36 / 730, "bought GPU"), 1, 0.1, max_utilization=0.8)
+    # at the verdict's load 0.1, R = $523.36: n replicas win on (523.36·n, 800·n], first overlapping from n = 2
+    # (3 × 523.36 = 1,570.08 ≤ 1,600): V* = 2 × 523.36 = 1,046.72 requests a month
+    assert break_even_volume(CAP, setup, 1.0)["requests_per_month"] == pytest.approx(1046.72)
+    # power at 0.8: R = $523.36 + $87.60 × (0.8 − 0.1) = $584.68; windows (584.68·n, 800·n] overlap from n = 3
+    # (4 × 584.68 = 2,338.72 ≤ 2,400; 3 × 584.68 = 1,754.04 > 1,600): V* = 1,754.04
+    bv = break_even_volume(CAP, setup, 1.0, power=(87.60, 0.1))
+    assert (bv["replica_usd_per_month"], bv["requests_per_month"]) == pytest.approx((584.68, 1754.04))
+    assert bv["power_load"] == ("bought GPUs: power priced at 0.800, the utilization each replica is sized to, not "
+                                "at the verdict's load 0.100")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
@@ -198,14 +199,20 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
 
 
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
-                      max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None) -> dict[str, Any]:
+                      max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None,
+                      power: tuple[float, float] | None = None) -> dict[str, Any]:
     """V*, requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
     ``mix``: (input, output tokens per request, in words) that ``api_usd_per_request`` priced and that turn V* into
     tokens (``volume.tokens_per_request``: the user's split when both token volumes were given); None: the run's.
 
     Walks the replica staircase down from the replica count beyond which every volume is cheaper self-hosted
     (n ≥ (P + W + a·c)/(a·c − R), W the unfilled part of one instance: 0 on per-GPU rows) to find where that cheaper
-    region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU."""
+    region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU. ``power``: bought GPUs,
+    as ``break_even_utilization`` takes it: R prices their power at ``setup.max_utilization``, the load of each
+    replica the sizing fills (c), not at the verdict's load."""
+    if power is not None:  # bought, per GPU: its rate at load max_utilization instead of u₀
+        at = setup.gpu.usd_per_gpu_hour + power[0] * (setup.max_utilization - power[1]) / HOURS_PER_MONTH
+        setup = replace(setup, gpu=replace(setup.gpu, usd_per_gpu_hour=at))
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, **replica_usd(setup),
@@ -214,6 +221,9 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
                            "staircase": _steps(setup),  # n engines' rental: instances
                            "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
                            "tier_usd_per_replica_month": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
+    if power is not None:
+        out["power_load"] = (f"bought GPUs: power priced at {setup.max_utilization:.3f}, the utilization each replica "
+                             f"is sized to, not at the verdict's load {power[1]:.3f}")
     if a * c <= R:
         people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
                   if P > 0 else "")

@@ -238,10 +238,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     sh_in, sh_out = self_host_unit_ledgers(cap, setup, replicas=n_vol, packing=packing, split=split)
     api_req = usd_per_request(primary, mix, per_req)
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
-    u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization,
-                                    bought_power(decision, inputs.buy, inputs.power))  # bought: power at u*
+    power = bought_power(decision, inputs.buy, inputs.power)  # bought: power at the break-even's own load
+    u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization, power)
     peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
-    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req)
+    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req,
+                              power=power)
     b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak,
                  api_is_upper_bound=is_upper_bound(mix, primary))  # an "at most" API: an "at least" break-even
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
