@@ -23,4 +23,5 @@ def test_two_engine_unit_rents_two_one_gpu_instances_and_says_deployment_unit():
             "each, 0 idle)") in text
     assert "sizing: deployment units = ⌈" in text and "one deployment unit's break-even at" in text
     assert "one deployment unit and the people already cost more" in text
+    assert "the volume's mean load per deployment unit" in text and "req/s per deployment unit" in text
     assert "1 replica at" not in text and "one replica's break-even" not in text and "sizing: replicas" not in text

@@ -35,6 +35,7 @@ class LoadShare:
         simulated_rate_req_per_s: the rate the run was simulated at where the volume's is too low for the simulator's
             clock (``analyses.serving.load_run.lowest_rate``: requests that far apart each meet an idle replica), else
             None; the good tokens per second are still counted at ``rate_req_per_s``.
+        unit: what the rate is per in words: a replica, or a deployment unit of ``--replicas N`` engines.
     """
 
     rate_req_per_s: float
@@ -46,6 +47,7 @@ class LoadShare:
     completed_input_tokens: float
     completed_output_tokens: float
     simulated_rate_req_per_s: float | None = None
+    unit: str = "replica"
 
     @property
     def attainment(self) -> float:
@@ -69,9 +71,9 @@ class LoadShare:
         if self.simulated_rate_req_per_s is not None:
             return (f"a run of the same {seed} at {self.simulated_rate_req_per_s:,.4g} req/s, the lowest rate whose "
                     f"{self.num_requests:,} arrivals fit the simulator's clock, standing for the volume's mean load "
-                    f"per replica, {self.rate_req_per_s:,.4g} req/s (that far apart, each request meets an idle "
+                    f"per {self.unit}, {self.rate_req_per_s:,.4g} req/s (that far apart, each request meets an idle "
                     "replica at either rate)")
-        return f"a run of the same {seed} at {self.rate_req_per_s:,.4g} req/s, the volume's mean load per replica"
+        return f"a run of the same {seed} at {self.rate_req_per_s:,.4g} req/s, the volume's mean load per {self.unit}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the run's rate, seed, counts, share and good tokens per second per replica."""

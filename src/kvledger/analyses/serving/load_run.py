@@ -24,6 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S
+from kvledger.ledgers.amounts import unit_noun
+from kvledger.ledgers.decision_notes import engines
 from kvledger.ledgers.load_share import LoadShare, load_share_from
 
 __all__ = ["load_rate_req_per_s", "load_share_for", "load_share_at", "per_replica_rate", "lowest_rate",
@@ -87,5 +89,6 @@ def load_share_for(capacity: Any, decision: Any) -> LoadShare | None:
     and replicas, or None where none is wanted (``load_rate_req_per_s``)."""
     if load_rate_req_per_s(capacity, decision) is None:
         return None
-    return load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas, capacity.sizing_req_per_s,
-                         capacity_lowest_rate(capacity))
+    share = load_share_at(capacity.rerun, decision.volume.rate_req_per_s, decision.replicas,
+                          capacity.sizing_req_per_s, capacity_lowest_rate(capacity))
+    return share if share is None else replace(share, unit=unit_noun(engines(decision)))  # --replicas N: a unit's
