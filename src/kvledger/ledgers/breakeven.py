@@ -198,6 +198,29 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     return out
 
 
+def _never(out: dict[str, Any], cap: Capacity, setup: SelfHostSetup, figures: tuple[float, ...]) -> dict[str, Any]:
+    """``break_even_volume`` where a replica at max utilization costs more than its requests on the API (a·c ≤ R):
+    never, or, for a capacity only bounded below, the capacity multiplier above which it would (module docstring);
+    ``figures``: (R, P, a, c)."""
+    R, P, a, c = figures
+    people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
+              if P > 0 else "")
+    tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+    rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
+            f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
+    never = (f"a {_unit(setup)} at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
+             f"requests cost ${a * c:,.0f} on the API: ")
+    if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)
+        k = R / (a * c)
+        out.update(requests_per_month=None, capacity_multiplier=k, reason=never + (
+            f"self-hosting does not break even at the capacity priced, but the run's goodput is only its offered "
+            f"load, a lower bound on the capacity: were the capacity more than {k:.2f}× the one priced, it would "
+            "break even at some volume, which the run does not rule out"))
+        return out
+    out.update(requests_per_month=None, reason=never + "self-hosting never breaks even")
+    return out
+
+
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
                       max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None,
                       power: tuple[float, float] | None = None) -> dict[str, Any]:
@@ -225,22 +248,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
         out["power_load"] = (f"bought GPUs: power priced at {setup.max_utilization:.3f}, the utilization each replica "
                              f"is sized to, not at the verdict's load {power[1]:.3f}")
     if a * c <= R:
-        people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
-                  if P > 0 else "")
-        tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
-        rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
-                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
-        never = (f"a {_unit(setup)} at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
-                 f"requests cost ${a * c:,.0f} on the API: ")
-        if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)
-            k = R / (a * c)
-            out.update(requests_per_month=None, capacity_multiplier=k, reason=never + (
-                f"self-hosting does not break even at the capacity priced, but the run's goodput is only its offered "
-                f"load, a lower bound on the capacity: were the capacity more than {k:.2f}× the one priced, it would "
-                "break even at some volume, which the run does not rule out"))
-            return out
-        out.update(requests_per_month=None, reason=never + "self-hosting never breaks even")
-        return out
+        return _never(out, cap, setup, (R, P, a, c))
     cost, W = rental_curve(setup), _overhead_usd_per_month(setup)  # the staircase read once, priced per n
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
     if n_full > max_replicas:
