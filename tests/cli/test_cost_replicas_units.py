@@ -25,3 +25,13 @@ def test_two_engine_unit_rents_two_one_gpu_instances_and_says_deployment_unit():
     assert "one deployment unit and the people already cost more" in text
     assert "the volume's mean load per deployment unit" in text and "req/s per deployment unit" in text
     assert "1 replica at" not in text and "one replica's break-even" not in text and "sizing: replicas" not in text
+
+
+def test_no_api_row_names_the_units_engines():
+    # Qwen/Qwen3-8B: no API row serves it; one unit of 2 TP-1 engines on 2 Lambda gpu_1x_h100_sxm5 instances:
+    # 2 × $4.29/h × 730 h = $6,263.40 + people 0.25 × $20,000 = $5,000 → $11,263.40/month
+    d = cli_json("cost", "--simulate", "Qwen/Qwen3-8B", "--gpu", "H100", "--slo", "ttft=1s,tpot=60ms",
+                 "--num-requests", "100", "--gpu-provider", "Lambda", "--replicas", "2")
+    assert d["headline"][1].startswith(
+        "  self-hosted, 2 replicas × 1 GPU (one deployment unit) on 2 gpu_1x_h100_sxm5 instances (1 GPU each, 0 idle) "
+        "(Lambda H100 80GB SXM (gpu_1x_h100_sxm5, on_demand), $4.29/GPU-h): $11,263.40/month, people included")

@@ -210,11 +210,6 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
                           notes)
 
 
-def _replicas(n: int, num_gpus: int) -> str:
-    """``1 replica × 1 GPU``, ``35,563 replicas × 4 GPUs``."""
-    return f"{n:,} replica{'' if n == 1 else 's'} × {num_gpus} GPU{'' if num_gpus == 1 else 's'}"
-
-
 def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSetup, packing: Packing,
                     unit: tuple[Ledger, Ledger, float], inputs_d: dict[str, Any]) -> list[str]:
     """The answer's lines: no verdict and why; the month at the volume (or one replica's, on the whole instance it
@@ -227,7 +222,8 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
         one = rent + tier_usd_per_month(setup.kv_tiers, setup.num_gpus) + inputs_d["people_usd_per_month"]
         whole = f" (GPU rental ${rent:,.2f}: the whole instance, idle GPUs billed)" if packing.idle_gpus else ""
         whole += " (bought GPUs, cheaper than renting)" if setup.gpu_item.startswith("bought") else ""
-        head = f"one{_replicas(1, setup.num_gpus).removeprefix('1')}{gpu}"
+        words = packing.unit_words()  # 1 replica × 1 GPU; --replicas N: 2 replicas × 1 GPU (one deployment unit)
+        head = f"{'one' + words.removeprefix('1') if packing.engines_per_unit == 1 else words}{gpu}"
         return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
                 f"  self-hosted, {head}: ${one:,.2f}/month, people included{whole}; at "
                 f"{pct_text(setup.utilization)} utilization ({inputs_d['utilization_how']}) {units}, "
@@ -239,7 +235,7 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
     return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
             f"  self-hosted bill{bought} ${month.self_host_usd:,.2f}/month for {v.requests:,.0f} requests "
             f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens): "
-            f"{_replicas(month.replicas, setup.num_gpus)}{gpu} at {pct_text(month.realized_utilization)} utilization",
+            f"{packing.unit_words()}{gpu} at {pct_text(month.realized_utilization)} utilization",
             f"  {units}; " + ("no good request to price per 1k" if per_k is None else
                               f"${per_k:,.4f} per 1k good requests") +
             ("" if d["usd_per_mtok_all_tokens"] is None else
