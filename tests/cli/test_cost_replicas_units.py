@@ -18,6 +18,8 @@ def test_two_engine_unit_rents_two_one_gpu_instances_and_says_deployment_unit():
     # gpu_8x_h100_sxm5 instance, 8 × $3.99 × 730 = $23,301.60, 6 GPUs idle)
     assert (item["quantity"], item["unit_price_usd"], item["amount_usd"]) == (1460.0, 4.29, 6263.4)
     assert d["decision"]["idle_gpus"] == 0 and d["decision"]["instances"] == 2
+    people = d["ledgers"]["self_host_input"]["items"][-1]["note"]
+    assert "(1 deployment unit × " in people and "one deployment unit's in a run" in people
     text = " ".join(run_cli(*ARGV).output.split())
     assert ("self-hosted: 2 replicas × 1 GPU (one deployment unit) rented on 2 gpu_1x_h100_sxm5 instances (1 GPU "
             "each, 0 idle)") in text

@@ -42,6 +42,7 @@ from typing import Any
 
 from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.amounts import unit_noun, units_text
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.instances import GpuRate, Packing, idle_item
 from kvledger.ledgers.items import Ledger, LineItem
@@ -235,10 +236,11 @@ def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: s
     (``replicas`` None), the one replica's priced."""
     if setup.engineer_months_per_month <= 0:
         return None
-    tokens, phase = per_replica * (replicas or 1), "prefill" if kind == "input" else "decode"
-    over = (f"the volume's {tokens:,.0f} good {kind} tokens/month ({replicas:,} replica{'s' if replicas > 1 else ''} × "
-            f"{per_replica:,.0f}, one replica's {at})" if replicas else
-            f"the one replica priced: its {tokens:,.0f} good {kind} tokens/month {at} (no volume given)")
+    tokens, phase, u = per_replica * (replicas or 1), "prefill" if kind == "input" else "decode", unit_noun(
+        setup.engine_replicas)  # --replicas N: a deployment unit of N engine replicas
+    over = (f"the volume's {tokens:,.0f} good {kind} tokens/month ({units_text(replicas, setup.engine_replicas)} × "
+            f"{per_replica:,.0f}, one {u}'s {at})" if replicas else
+            f"the one {u} priced: its {tokens:,.0f} good {kind} tokens/month {at} (no volume given)")
     return LineItem(f"people, {kind} share", "engineer-month", setup.engineer_months_per_month * 1e6 / tokens * share,
                     setup.engineer_usd_per_month, setup.people_source, people_as_of(setup.people_source),
                     f"{setup.engineer_months_per_month:g} engineer-months/month (the deployment's, charged once a "

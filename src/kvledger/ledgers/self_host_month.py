@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.amounts import pct_text
+from kvledger.ledgers.amounts import pct_text, units_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.instances import GpuRate, Packing, pack
@@ -70,9 +70,7 @@ def monthly_self_host(
     cheapest packing, ``instances.pack``) or, with ``buy``, bought (amortized purchase, power at the load, hosting).
     People are one line for the service, not per replica."""
     gpus = replicas * setup.num_gpus
-    sizing = (
-        f"{replicas:,} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
-    )
+    sizing = f"{units_text(replicas, setup.engine_replicas)} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
     if buy is None:  # rented: whole instances of the row, idle GPUs billed (ledgers/instances.py)
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
         p = pack(setup.gpu, replicas, setup.num_gpus, setup.engine_replicas)
