@@ -34,3 +34,16 @@ def test_an_upper_case_kv_dtype_is_refused_as_vllm_refuses_it():
     ok = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K",
                              "--kv-cache-dtype", "fp8"])
     assert ok.exit_code == 0 and "KV dtype fp8" in ok.stdout
+
+
+def test_an_upper_case_16_bit_alias_is_told_the_name_vllm_accepts():
+    # vLLM's CacheDType (vllm/config/cache.py, 0.19 and 0.33) has float16 and bfloat16 but no bf16/fp16/half, so
+    # the suggestion for any casing of those is vLLM's name (or auto, the model's dtype), never 'bf16' or 'fp16'.
+    head = ("vLLM refuses it at argument parsing (its choices are lower case: auto, float16, bfloat16, fp8, fp8_e4m3, "
+            "fp8_e5m2, fp8_inc, fp8_ds_mla, vllm/config/cache.py CacheDType in 0.19); write ")
+    for given, fix in (("BF16", "bfloat16"), ("Bf16", "bfloat16"), ("bF16", "bfloat16"), ("FP16", "float16"),
+                       ("HALF", "float16"), ("BFLOAT16", "bfloat16"), ("Float16", "float16"), ("AUTO", "auto")):
+        res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-cache-dtype", given])
+        tail = f"'{fix}' (or 'auto' for the model's own dtype)" if given.lower() in ("bf16", "fp16", "half") else \
+            f"'{fix}'"
+        assert str(res.exception) == f"--kv-cache-dtype {given!r}: {head}{tail}", given

@@ -19,7 +19,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "check_kv_dtype_case",
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "VLLM_SPELLING", "check_kv_dtype_case",
            "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
 KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
@@ -29,6 +29,8 @@ KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
 VLLM_CACHE_DTYPES = "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla"
 """vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
 written, case and all)."""
+VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+"""The name vLLM's ``CacheDType`` (0.19 and 0.33, ``vllm/config/cache.py``) has for each kvledger alias it lacks."""
 KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
 """The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
 
@@ -42,8 +44,9 @@ def check_kv_dtype_case(kv_cache_dtype: str) -> str:
     """
     d = kv_cache_dtype.lower()
     if d != kv_cache_dtype and (d == "auto" or d in KV_DTYPE_BYTES):
+        fix = repr(VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)" if d in VLLM_SPELLING else "")
         raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: vLLM refuses it at argument parsing (its choices are "
-                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write {d!r}")
+                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write {fix}")
     return d
 
 
