@@ -151,3 +151,26 @@ def test_the_json_multiplier_carries_the_tables_value_and_its_bound_side(tmp_pat
     d = json.loads(run_cli("goodput", write(tmp_path, "a.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4])), *SLO,
                            "--json").output)
     assert (d["effective_cost_multiplier"], d["effective_cost_multiplier_bound"]) == (2.0, None)
+
+
+def test_runs_of_one_model_on_different_gpus_or_tp_are_different_deployments(tmp_path):
+    # one model, three runs: H100 at TP 1 (2 of 4 TTFTs within 250 ms → 1.000 good req/s over the stated 2 s), H100 at
+    # TP 2 (3 of 4 → 1.500) and A100 at TP 1 (4 of 4 → 2.000), GPU and TP as `vllm bench serve --metadata` stores them.
+    # Before, all three were one model's runs and the A100 one was named "the best of 3 runs"; they are three
+    # deployments, each with its own best
+    a = write(tmp_path, "a.json", bench("org/A", 1.0, [0.1, 0.2, 0.3, 0.4], gpu="H100", tp="1"))
+    b = write(tmp_path, "b.json", bench("org/A", 1.0, [0.1, 0.15, 0.2, 0.4], gpu="H100", tp="2"))
+    c = write(tmp_path, "c.json", bench("org/A", 1.0, [0.1, 0.15, 0.2, 0.2], gpu="A100", tp="1"))
+    out = run_cli("goodput", a, b, c, *SLO).output
+    assert " ".join(out.split("\nSLO: ")[0].split()) == (
+        "answer: the 3 runs are of 3 deployments (the table's deployment column: model, GPU and the launch settings "
+        "each record states), so no run is the best of all; the most goodput of each deployment: org/A on H100, TP 1: "
+        "1.000 good req/s (50.0% of 4 requests within the SLO), #1 a.json; org/A on H100, TP 2: 1.500 good req/s "
+        "(75.0% of 4 requests within the SLO), #2 b.json; org/A on A100, TP 1: 2.000 good req/s (100.0% of 4 requests "
+        "within the SLO), #3 c.json")
+    rows = [[c.strip() for c in ln.strip("│").split("│")] for ln in out.splitlines() if ln.startswith("│ ")]
+    assert [r[:2] for r in rows] == [["1", "org/A on H100, TP 1"], ["2", "org/A on H100, TP 2"],
+                                     ["3", "org/A on A100, TP 1"]]
+    # the same deployment twice: one best, as before
+    d = write(tmp_path, "d.json", bench("org/A", 2.0, [0.1, 0.15, 0.2, 0.4], gpu="H100", tp="1"))
+    assert "the best of 2 runs: #2 d.json" in run_cli("goodput", a, d, *SLO).output.splitlines()[0]

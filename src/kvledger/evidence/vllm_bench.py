@@ -166,6 +166,9 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.model = obj.get("model_id") if isinstance(obj.get("model_id"), str) else None
     meta.hardware = stated_hardware(obj)
     meta.num_gpus = stated_gpu_count(obj)
+    tp = next((obj[k] for k in ("tensor_parallel_size", "tp") if k in obj), None)  # as `--metadata tp=2` stores it
+    if isinstance(tp, (int, str)) and str(tp).isdigit() and int(tp) >= 1:
+        meta.extra["tensor_parallel_size"] = int(tp)
     meta.request_rate = rate_or_none(obj.get("request_rate"))
     ramp = ramp_up(obj)
     if ramp is not None:  # the file's request_rate is --request-rate's unused default, not the load

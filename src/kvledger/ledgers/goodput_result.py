@@ -14,10 +14,24 @@ from kvledger.ledgers.notes import nothing_measured
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
-__all__ = ["GoodputResult", "goodput_result"]
+__all__ = ["DEPLOYMENT_SETTINGS", "GoodputResult", "deployment_of", "goodput_result"]
 
 
-@json_fields(exclude=("good_mask", "request_ids"),
+#: the launch settings that make two runs of one model different deployments, as a record states them (a meta.json's
+#: ``engine_kwargs``, the simulator's ``engine``, or a vllm bench result's --metadata), with the short name shown
+DEPLOYMENT_SETTINGS = (("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"), ("data_parallel_size", "DP"),
+                       ("quantization", "quantization"))
+
+
+def deployment_of(hardware: str | None, num_gpus: int | None, extra: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """What served a run besides its model, as the record states it: (label, value) pairs for the GPU, the GPU count
+    and ``DEPLOYMENT_SETTINGS`` (from ``engine_kwargs``, else ``engine``, else the record's own keys)."""
+    kw = next((d for d in (extra.get("engine_kwargs"), extra.get("engine")) if isinstance(d, dict)), extra)
+    pairs = [("GPU", hardware), ("GPUs", num_gpus), *((label, kw.get(key)) for key, label in DEPLOYMENT_SETTINGS)]
+    return tuple((label, v) for label, v in pairs if v is not None and not isinstance(v, (dict, list)))
+
+
+@json_fields(exclude=("good_mask", "request_ids", "deployment"),
              read={"request_rate": "request_rate_shown", "effective_cost_multiplier": "multiplier_shown"},
              extra=("all_at_once", "effective_cost_multiplier_bound", "no_request_completed"))
 @dataclass(slots=True)
@@ -69,6 +83,7 @@ class GoodputResult:
     tool_goodput: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     good_mask: np.ndarray | None = None
+    deployment: tuple[tuple[str, Any], ...] = ()  # deployment_of: the GPU and launch settings the record states
     request_ids: list[str] | None = None
 
     def good_request_ids(self) -> list[str]:
@@ -158,7 +173,8 @@ def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok:
         num_good=int(round(n_good)), attainment=(n_good / n_all) if n_all else 0.0,
         attainment_of_completed=(n_good / n_ok) if n_ok else None, duration_s=duration, duration_source=dsrc,
         model=md.model, hardware=md.hardware, num_gpus=md.num_gpus, request_rate=md.request_rate,
-        concurrency=md.concurrency, tool_goodput=md.extra.get("tool_goodput"), notes=notes)
+        concurrency=md.concurrency, tool_goodput=md.extra.get("tool_goodput"), notes=notes,
+        deployment=deployment_of(md.hardware, md.num_gpus, md.extra))
     if res.no_request_completed:
         notes.insert(0, nothing_measured(res.num_requests, res.num_failed, simulated=res.simulated))  # first of all
     if duration:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LEGEND", "best_answer", "fmt_or_na", "goodput_table", "models_differ", "run_name", "single_answer",
+__all__ = ["LEGEND", "best_answer", "deployment_name", "deployments_differ", "fmt_or_na",
+           "goodput_table", "models_differ", "run_name", "single_answer",
            "tool_goodput_text"]
 
 LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ "
@@ -25,6 +26,18 @@ def models_differ(results: list[Any]) -> bool:
     return len(results) > 1 and len({r.model for r in results}) > 1
 
 
+def deployment_name(r: Any) -> str:
+    """A run's deployment as the table's column and the answer name it: the model, then what its record states served
+    it (GPU, GPU count, TP/PP/DP, quantization), e.g. 'org/A on H100, GPUs 2, TP 2'."""
+    rest = ", ".join(f"{label} {v}" if label != "GPU" else str(v) for label, v in r.deployment)
+    return (r.model or _NO_MODEL) + (f" on {rest}" if rest else "")
+
+
+def deployments_differ(results: list[Any]) -> bool:
+    """Several runs whose deployments (``deployment_name``: model, GPU and launch settings) differ."""
+    return len(results) > 1 and len({deployment_name(r) for r in results}) > 1
+
+
 def _mult(r: Any) -> str:
     """The multiplier cell: the value and its bound side as the JSON carries them (``multiplier_bounded``)."""
     value, bound = r.multiplier_bounded()
@@ -34,14 +47,17 @@ def _mult(r: Any) -> str:
 
 
 def goodput_table(results: list[Any]) -> Any:
-    """One row per run; a model column after # when the runs' models differ."""
+    """One row per run; a model column after # when the runs' models differ, a deployment column when only what
+    served them does (GPU, TP, ...)."""
     from kvledger.report.tables import LedgerTable as Table
 
-    with_model = models_differ(results)
+    with_model = deployments_differ(results)
+    column = "model" if models_differ(results) and all(not r.deployment for r in results) else "deployment"
+    cell = (lambda r: r.model or _NO_MODEL) if column == "model" else deployment_name
     t = Table(title="Goodput under the SLO", title_justify="left")
-    for col in ("#", *(["model"] if with_model else []), "req", "fail", "good", "attain", "good/s", "done/s",
+    for col in ("#", *([column] if with_model else []), "req", "fail", "good", "attain", "good/s", "done/s",
                 "good tok/s", "mult"):
-        t.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
+        t.add_column(col, justify="left" if col == column else "right", no_wrap=True)
     for k, r in enumerate(results, start=1):
         # an estimate whose bounds meet (e.g. every percentile within the SLO) knows the count exactly: no ≥/≤ then;
         # its token goodput still assumes the mean output length, hence ≈
@@ -50,7 +66,7 @@ def goodput_table(results: list[Any]) -> Any:
         lo = "" if exact else "≥"  # an estimate from percentiles: goodput and good tokens are lower bounds
         tok = r.goodput_output_tok_per_s
         tok_mark = "" if tok is None else ("≈" if r.estimate and exact else lo)
-        t.add_row(str(k), *([r.model or _NO_MODEL] if with_model else []), f"{r.num_requests:,}",
+        t.add_row(str(k), *([cell(r)] if with_model else []), f"{r.num_requests:,}",
                   f"{r.num_failed:,}", good, lo + f"{r.attainment:.1%}", lo + fmt_or_na(r.goodput_req_per_s),
                   fmt_or_na(r.throughput_req_per_s), tok_mark + fmt_or_na(tok, ",.1f"), _mult(r))
     return t
@@ -72,25 +88,31 @@ def single_answer(r: Any) -> str:
 
 def best_answer(results: list[Any], empty: dict[int, str]) -> str:
     """Several runs' answer, first: ``single_answer`` of the one with the most good req/s among those where some
-    request completed (``empty``: those without), named as its section below is. Runs of different models are
-    different deployments: then no run is named the best of all, but the best of each model."""
+    request completed (``empty``: those without), named as its section below is. Runs of different models, or of one
+    model on different GPUs or launch settings (``deployment_name``), are different deployments: then no run is named
+    the best of all, but the best of each deployment."""
     def best(ks: list[int]) -> int:
         return max(ks, key=lambda k: results[k - 1].goodput_req_per_s or 0.0)
 
     measured = [k for k in range(1, len(results) + 1) if k not in empty]
-    if not models_differ(results):
+    if not deployments_differ(results):
         k = best(measured)
         return (f"{single_answer(results[k - 1])}; the best of {len(results)} runs: {run_name(k, results[k - 1])} "
                 "(each run in the table)")
     by_model: dict[str, list[int]] = {}
     for k in measured:
-        by_model.setdefault(results[k - 1].model or _NO_MODEL, []).append(k)
+        by_model.setdefault(deployment_name(results[k - 1]), []).append(k)
     each = "; ".join(f"{m}: {single_answer(results[best(ks) - 1]).removeprefix('answer: ').split(' — ')[0]}, "
                      f"{run_name(best(ks), results[best(ks) - 1])}" for m, ks in by_model.items())
     unstated = "; a model not stated counts as its own" if any(r.model is None for r in results) else ""
-    return (f"answer: the {len(results)} runs are of {len({r.model for r in results})} models (the table's model "
-            f"column{unstated}), so they are different deployments and no run is the best of all; the most goodput "
-            f"of each model: {each}")
+    if not any(r.deployment for r in results):  # only the models tell the runs apart
+        return (f"answer: the {len(results)} runs are of {len({r.model for r in results})} models (the table's model "
+                f"column{unstated}), so they are different deployments and no run is the best of all; the most "
+                f"goodput of each model: {each}")
+    n = len({deployment_name(r) for r in results})
+    return (f"answer: the {len(results)} runs are of {n} deployments (the table's deployment column: model, GPU and "
+            f"the launch settings each record states{unstated}), so no run is the best of all; the most goodput of "
+            f"each deployment: {each}")
 
 
 def tool_goodput_text(tg: dict[str, Any]) -> str:
