@@ -103,6 +103,27 @@ def test_a_tpot_bound_disaggregated_unit_takes_tpot_band_of_its_decode_pool(monk
     d = disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9))
     assert (d["value"], d["low"], d["high"]) == pytest.approx((4.0, 2.56, 6.25)) and asked == [(4, "tpot_mean")]
     assert "TPOT is the decode pool's (TP 4)" in d["text"]
-    # past saturation at its capacity (served 3.5 of 4): no TPOT band; the throughput's stands (bands.entry_band)
+    # past saturation at its capacity (served 3.5 of 4): no TPOT band; the throughput's around it, 4 × 0.9 – 4 × 1.1,
+    # asked at the prefill pool's TP (2), as bands.entry_band gave it (before, None: no band printed with it)
     runs[4.0] = (p.runs[4.0], SimpleNamespace(throughput_req_per_s=3.5, num_missed={"tpot": 1}))
-    assert disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9)) is None
+    asked.clear()
+    d = disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9))
+    assert (d["value"], d["low"], d["high"]) == pytest.approx((4.0, 3.6, 4.4)) and asked == [(2, "throughput")]
+    assert d["source"] == "throughput points" and "TPOT does not bind it below saturation" in d["text"]
+
+
+def test_a_ttft_bound_disaggregated_unit_takes_the_throughput_band_as_a_colocated_one(monkeypatch):
+    # below saturation (served 3.8 of 4) but its missing requests missed TTFT: TTFT's band is not carried (the queue's
+    # wait near a capacity), so the throughput's around the capacity, 4 × 0.9 – 4 × 1.1 = 3.6–4.4 req/s, printed by
+    # search like a colocated capacity's (capacity_bands.throughput_band); before, none (error_band None)
+    from kvledger.analyses.search import regime_band
+    from kvledger.analyses.search.disagg_band import disagg_band, disagg_view
+
+    monkeypatch.setattr(regime_band, "search_band", lambda spec, candidate, metric="throughput": _BANDS[metric])
+    p = _Prober([_SEARCH[0], (4.0, 0.020, 3.8, {"ttft": 1}), _SEARCH[2]])
+    runs = {r: (p.runs[r], p.goodputs[r]) for r in p.runs}
+    cand = SimpleNamespace(gpu_id="nvidia_h100_sxm", tp=2, decode_tp=4)
+    d = disagg_band(SimpleNamespace(), cand, _SLO, disagg_view(runs, [2.0, 4.0, 8.0], 4.0, 0.9))
+    assert (d["value"], d["low"], d["high"]) == pytest.approx((4.0, 3.6, 4.4))
+    assert d["text"] == ("SLO capacity 4 req/s (80% band 3.6–4.4 req/s, uncalibrated roofline; the saturation "
+                         "throughput's band around the unit's capacity (TPOT does not bind it below saturation))")

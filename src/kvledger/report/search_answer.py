@@ -78,8 +78,8 @@ def capacity_words(cap: dict[str, Any]) -> str:
 def _band_words(b: dict[str, Any] | None) -> str:
     """``, 80% band 9.977–14.93 req/s``: the capacity's band, its ends as ``goodput --simulate
     --target`` and ``cost --simulate`` print them (``capacity_bands.capacity_band``: the same band; a KV tier's
-    variant's, ``cost --kv-tier-host``'s; a disaggregated unit's where TPOT binds it); "" without one (a disaggregated
-    unit not bound by TPOT, whose band is the throughput's around its capacity, a ledger written before the key)."""
+    variant's, ``cost --kv-tier-host``'s; a disaggregated unit's, ``disagg_band``); "" without one (a regime without
+    a band, a ledger written before the key)."""
     if not b:
         return ""
     from kvledger.units import fmt_plain

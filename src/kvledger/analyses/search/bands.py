@@ -26,8 +26,7 @@ def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None
     """(a candidate's capacity band as multipliers, its low and high req/s): the band ``goodput --simulate --target``
     and ``cost --simulate`` give its capacity (``capacity.error_band``, written by ``probed.probed_band``: a latency's
     where one binds it below saturation; a KV tier's variant's by ``tier_entries``, ``cost --kv-tier-host``'s; a
-    disaggregated unit's by ``disagg_band``, where TPOT binds it), else (a ledger written before, a disaggregated
-    unit whose capacity TPOT does not bind below saturation)
+    disaggregated unit's by ``disagg_band``), else (a ledger written before)
     ``search_band``'s around the rate sized on. A band whose low end is 0 (no capacity to size replicas on) gives
     way to the throughput's, as cost's decision does (``capacity_bands.band_multipliers``). None without a band."""
     from kvledger.analyses.serving.capacity_bands import CapacityBand, band_multipliers

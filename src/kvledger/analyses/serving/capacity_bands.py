@@ -14,7 +14,8 @@ from kvledger.ledgers.amounts import units_text
 from kvledger.ledgers.decision_notes import engines
 from kvledger.ledgers.error_band import scope_words
 
-__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "carried_band", "band_multipliers",
+__all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band", "carried_band", "throughput_band",
+           "band_multipliers",
            "band_inputs"]
 
 
@@ -238,8 +239,14 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None, search: Any = No
         return None
     if latency:
         return carried_band(capacity_req_per_s, binding, band, regime)
+    return throughput_band(capacity_req_per_s, band, regime)
+
+
+def throughput_band(capacity_req_per_s: float, band: Any, regime: str, more: str = "") -> CapacityBand:
+    """The saturation throughput's error ``band`` around the capacity (no latency binds it below saturation, or TTFT
+    does, whose band near a capacity was not measured), ``more`` added to the scope words."""
     lo, hi = band.around(capacity_req_per_s)
-    return _capacity_band(capacity_req_per_s, lo, hi, regime, band, scope_words(regime))
+    return _capacity_band(capacity_req_per_s, lo, hi, regime, band, scope_words(regime) + more)
 
 
 def carried_band(capacity_req_per_s: float, binding: Any, band: Any, regime: str, more: str = "") -> CapacityBand:
