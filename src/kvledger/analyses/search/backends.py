@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kvledger.analyses.search.evaluate import evaluate_candidate
-from kvledger.analyses.search.ray_connect import start_ray
+from kvledger.analyses.search.ray_connect import local_ray_env, start_ray
 from kvledger.analyses.search.spec import SearchSpec
 
 __all__ = ["IN_FLIGHT", "Batches", "serial_backend", "pool_backend", "ray_backend", "failed_entry", "next_wave",
@@ -152,9 +152,7 @@ def ray_backend(spec: SearchSpec, batches: Batches, workers: int, address: str |
     import sys
 
     if address is None and "ray" not in sys.modules:
-        # Ray resolves a node address of 127.0.0.1 to the machine's network address unless this is off (its
-        # ray_constants.ENABLE_RAY_CLUSTER, read when ray is imported, inherited by the raylet and workers)
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        local_ray_env(os.environ)  # read when ray is imported, inherited by the raylet and workers
     import ray
     from ray.exceptions import RayError
 

@@ -10,10 +10,22 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["CONNECT_TIMEOUT_S", "check_ray_address", "start_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "LOCAL_RAY_ENV", "check_ray_address", "local_ray_env", "start_ray"]
 
 CONNECT_TIMEOUT_S = 3.0
 """Seconds the TCP connection to an explicit --ray-address HOST:PORT may take to open."""
+
+LOCAL_RAY_ENV = {
+    # Ray resolves a node address of 127.0.0.1 to the machine's network address unless this is off (its
+    # ray_constants.ENABLE_RAY_CLUSTER)
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    # token authentication, Ray's default for a new local cluster from 2.59, chosen explicitly: Ray warns "Token
+    # authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out" on stderr only where the
+    # mode is unset (ray/_private/authentication/authentication_token_setup.py enable_token_auth_by_default: "Mode set
+    # explicitly; respect it without warning"); the cluster is the same, with its token
+    "RAY_AUTH_MODE": "token",
+}
+"""The environment a local Ray cluster of ``search --workers`` starts with, where the user has not set it."""
 
 _REMEDY = ("start the cluster first (`ray start --head` on its head node), or give the HOST:PORT it printed, or "
            "run without --ray-address: a local process pool runs the same search")
@@ -43,6 +55,13 @@ def check_ray_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S)
         why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
         raise InputError(f"--ray-address {address}: no Ray cluster answers there (a TCP connection to {host}:{port} "
                          f"failed within {timeout_s:g} s: {why}); {_REMEDY}.") from None
+
+
+def local_ray_env(environ: Any) -> None:
+    """Set ``LOCAL_RAY_ENV``'s variables in ``environ`` (``os.environ``, before ray is imported: Ray reads them then)
+    where unset: a value the user gave (``RAY_AUTH_MODE=disabled``) is theirs."""
+    for key, value in LOCAL_RAY_ENV.items():
+        environ.setdefault(key, value)
 
 
 def start_ray(ray: Any, address: str | None, workers: int) -> None:
