@@ -199,7 +199,7 @@ def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, 
                 "A100)")
     elif step:
         src += (f"; V1 CPU {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (schedule, input preparation, sampling "
-                "sync, output update: vLLM 0.11 engine/core.py; vllm issue #10634), "
+                "sync, output update: vLLM 0.11 engine/core.py; kvledger.accounting.host_overhead), "
                 + ("overlapped by async scheduling: max(GPU, CPU)" if overlap else "in series (no async scheduling)"))
     if graphs and graphs < 1 << 30:
         src += f"; decode batches above {graphs} run eager (0.5's largest captured batch)"

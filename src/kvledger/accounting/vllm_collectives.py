@@ -132,7 +132,8 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
-                    f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
+                    f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 "
+                    "(kvledger.accounting.vllm_collectives): up to that")
     return t
 
 

@@ -87,7 +87,8 @@ class Fp8Measurement:
             raise InputError(f"measurement {self}: decode rates must be > 0 tok/s")
 
 
-VLLM_DOCS_L4_SOURCE = ("vLLM docs, 'Quantized KV Cache' → 'Performance Considerations' (PR #49050): vLLM 0.25.1, "
+# the table came with vLLM's PR #49050
+VLLM_DOCS_L4_SOURCE = ("vLLM docs, 'Quantized KV Cache' → 'Performance Considerations': vLLM 0.25.1, "
                        "Qwen3-4B on one NVIDIA L4, batch-1 decode, prefix caching off")
 VLLM_DOCS_L4_QWEN3_4B = (
     Fp8Measurement(2048, 1, 29.1, 29.4),

@@ -12,6 +12,18 @@ if TYPE_CHECKING:
 __all__ = ["fp8_verdict", "fp8_notes", "start_up_line", "measured_disagreements"]
 
 
+#: the published measurements where FP8 KV made serving slower (``catalog/data/fp8_kv_measurements.csv`` rows)
+_SLOWER = ("vllm-hopper-qwen3.5-35b-a3b-e2e", "llm-scaler-arc-b50-qwen3.8-27b-decode")
+
+
+def _row(name: str) -> str:
+    """A published measurement as output cites it: the catalog row's name, figure and unit
+    (``catalog.fp8_kv_measurements``; the row's source is in the data file)."""
+    from kvledger.catalog.fp8_kv_measurements import fp8_kv_measurement
+
+    return fp8_kv_measurement(name).citation
+
+
 def _n(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
@@ -169,8 +181,8 @@ def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
                f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models "
                f"on "
                "Hopper has no source: no published measurement behind it; published measurements range from 'always "
-               "faster' (vLLM docs, L4) "
-               "to 'always slower' (vllm #48786 on Hopper, intel/llm-scaler #666).")
+               "faster' (vLLM docs, L4) to slower ("
+               + "; ".join(_row(n) for n in _SLOWER) + ").")
     return out
 
 
@@ -178,12 +190,11 @@ def fp8_notes(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
     """Caveats: accuracy, prefill, backends, what the model leaves out."""
     notes = ["Accuracy is not modelled: vLLM's default FP8 scales are 1.0 (uncalibrated), which the vLLM docs warn can "
              "cost accuracy; calibrate scales (llm-compressor) before relying on FP8 KV.",
-             "Prefill also pays quantise-on-write: vllm #42058 measured prefill 2.5–5% slower with FP8 KV on an A100 "
-             "(Qwen3-8B), with decode only 0.4–5.5% faster.",
+             "Prefill also pays quantise-on-write, and decode may gain little: "
+             f"{_row('vllm-a100-qwen3-8b-prefill')}; {_row('vllm-a100-qwen3-8b-decode')}.",
              "The gain depends on the attention backend (FlashAttention 3 quantises queries too; unfused quantisation "
-             "made FP8 slower on H200 in sglang #30815): recalibrate the overhead with `fit_fp8_overhead` from your "
-             "own "
-             "bf16-vs-fp8 runs (--calibration FILE).",
+             f"made FP8 slower: {_row('sglang-h200-fa3-decode')}): recalibrate the overhead with `fit_fp8_overhead` "
+             "from your own bf16-vs-fp8 runs (--calibration FILE).",
              "Step times are the step cost `kvledger simulate` uses for this deployment (the roofline at its "
              "achievable fractions, with the engine's host term where one is modelled: the step cost line); the "
              "break-even depends on the KV saving's ratio to the overhead, not on their absolute accuracy."]

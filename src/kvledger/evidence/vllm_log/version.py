@@ -111,10 +111,10 @@ def rules_version(version: str | None, generation: str | None, markers: set[str]
         if v is not None:
             return "0.8.5", f"vLLM {version}'s V1 engine; the earliest V1 rules the ledger has (0.8) apply"
         if "blocks_only" in markers and "kv_tokens" not in markers:
-            return (
+            return (  # the early V1 format came with vLLM's PR #12569
                 "0.8.5",
-                "version not printed; '# GPU blocks: N' from kv_cache_utils.py is the early V1 format (0.7, PR "
-                "#12569): V1 rules of 0.8 apply",
+                "version not printed; '# GPU blocks: N' from kv_cache_utils.py is the early V1 format (0.7): V1 rules "
+                "of 0.8 apply",
             )
         if "one_line_capacity" in markers:
             return "0.33.0", "version not printed; the one-line capacity report is the 0.33 format"
