@@ -124,17 +124,15 @@ def _sglang_release_note(plan) -> list[str]:
     return [N.sglang_release_rules(older, d, sizes is not None)]
 
 
-def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
-    """An EngineConfig sized by ``plan``; returns it with notes on where each setting came from.
-
-    Args:
-        plan: a ``kvledger.accounting.plan.Plan`` (vLLM or SGLang memory plan).
-        policy: a key of ``POLICY_PRESETS`` (applied before ``overrides``), or None.
-        overrides: EngineConfig fields (None values are ignored).
+def engine_config_from_plan(plan, *, policy: str | None = None, null_block_edge: bool = False,
+                            **overrides: Any) -> tuple[EngineConfig, list[str]]:
+    """An EngineConfig sized by ``plan`` (a vLLM or SGLang ``Plan``), with notes on where each setting came from;
+    ``policy``: a key of ``POLICY_PRESETS`` (before ``overrides``, EngineConfig fields; None values ignored);
+    ``null_block_edge``: at vLLM < 0.29's null-block edge, the pool vLLM starts with (``startup_counts_null_block``),
+    for a caller that checks its requests (``null_block_edge.py``), else a refusal.
 
     Raises:
-        DoesNotFitError: the plan's KV pool holds no block (the model does not fit), or not one request of
-            max_model_len (vLLM refuses to start).
+        DoesNotFitError: the KV pool holds no block, or not one max_model_len request (vLLM refuses to start).
         UnknownNameError: unknown policy preset.
     """
     m = plan.memory
@@ -166,7 +164,8 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
     try:
         cfg = EngineConfig(**fields)
     except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
-        _refuse_never_scheduled(plan, fields, e)  # before vLLM 0.29: no refusal, but the request never runs
+        if _at_null_block_edge(plan, fields, e, null_block_edge):  # before vLLM 0.29: it starts
+            return EngineConfig(**fields, startup_counts_null_block=True), notes  # the caller checks the requests
         low = _max_len_low(plan, fields)
         if low is not None:
             raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
@@ -205,18 +204,21 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
     return (est, low) if est and low and low < est else None
 
 
-def _refuse_never_scheduled(plan, fields: dict[str, Any], err: PoolTooShortError) -> None:
-    """Raise DoesNotFitError where vLLM before 0.29 starts with the plan's pool though one max_model_len request needs
-    every block (its start-up check counts the null block: ``advice_startup_len``), so such a request is never
-    scheduled; nothing otherwise (a pool or max_model_len other than the plan's, another engine, a real refusal)."""
+def _at_null_block_edge(plan, fields: dict[str, Any], err: PoolTooShortError, allowed: bool) -> bool:
+    """Whether vLLM before 0.29 starts with the plan's pool though one max_model_len request needs every block (its
+    start-up check counts the null block: ``advice_startup_len``), for a caller that checks its requests
+    (``allowed``); raise DoesNotFitError there otherwise, saying so. False off the edge (a pool or max_model_len
+    other than the plan's, another engine, a real refusal)."""
     from kvledger.accounting.advice_startup_len import starts_never_scheduled
 
     m = plan.memory
     if m.engine != "vllm" or fields["num_gpu_blocks"] != m.num_gpu_blocks or fields["max_model_len"] != m.max_model_len:
-        return
-    if edge := starts_never_scheduled(plan, err.need_blocks):
-        raise DoesNotFitError(edge.message.removeprefix("fits: ") + "; the simulator runs no pool in which a "
-                              "max_model_len request could never be scheduled") from err
+        return False
+    edge = starts_never_scheduled(plan, err.need_blocks)
+    if edge is None or allowed:
+        return edge is not None
+    raise DoesNotFitError(edge.message.removeprefix("fits: ") + "; a run whose requests are known before it (kvledger "
+                          "simulate) goes ahead where none is that long") from err
 
 
 def _max_len_estimate(plan, fields: dict[str, Any]) -> int | None:

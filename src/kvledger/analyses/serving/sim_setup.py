@@ -12,6 +12,7 @@ from kvledger.accounting.tp_network import unused_nic_note
 from kvledger.analyses.serving.affinity_sessions import sessions_for_affinity
 from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.analyses.serving.null_block_edge import null_block_edge_notes
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
@@ -262,7 +263,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         batching=a.batching, kv_allocation=a.kv_allocation, async_scheduling=a.async_scheduling)
     sched, notes = scheduler_overrides(a, plan, user_mnbt)  # the engine's own rules for these flags
     overrides.update(sched)
-    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
+    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)
         from kvledger.analyses.serving.sim_dp import dp_note, lockstep_cost
@@ -281,6 +282,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = sessions_for_affinity(a, workload, info, notes)
+    notes[:0] = null_block_edge_notes(config, workload, plan.memory.engine_version)  # vLLM < 0.29: refused if hit
     check_profile_scope(cost_info, workload, config)  # a model-scope profile beyond its fitted range: warn, widen
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     poor_profile_warning(prof, cost_info)  # a GPU profile that fits its own runs poorly: warn first

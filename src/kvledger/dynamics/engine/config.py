@@ -57,7 +57,7 @@ class PoolTooShortError(DoesNotFitError):
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
-             extra=("caps_output",))
+             extra=("caps_output",), exclude=("startup_counts_null_block",))
 @dataclass(frozen=True)
 class EngineConfig:
     """One replica's engine settings, named as vLLM names them.
@@ -110,6 +110,8 @@ class EngineConfig:
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
+        startup_counts_null_block: vLLM before 0.29: the start-up check counts block 0, so a max_model_len request
+            may need every block and still pass it (such a request is never scheduled); not in JSON.
     """
 
     num_gpu_blocks: int
@@ -131,6 +133,7 @@ class EngineConfig:
     ignore_eos: bool = True
     step_blocks: Any = None
     async_output_proc: bool = False
+    startup_counts_null_block: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -184,9 +187,8 @@ class EngineConfig:
         """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
         bad = [msg for cond, msg in (
             (self.enable_chunked_prefill, "enable_chunked_prefill=False (--no-enable-chunked-prefill; V0 with chunked "
-                                          "prefill used another "
-                                          "scheduler, _schedule_chunked_prefill, whose mixed steps are close to "
-                                          "batching='continuous')"),
+                                          "prefill used another scheduler, _schedule_chunked_prefill, whose mixed "
+                                          "steps are close to batching='continuous')"),
             (self.enable_prefix_caching, "enable_prefix_caching=False (--no-enable-prefix-caching; V0's prefix caching "
                                          "is not modelled)"),
             (self.scheduling_policy != "fcfs", "scheduling_policy='fcfs' (--scheduling-policy fcfs; V0's default "
@@ -247,7 +249,7 @@ class EngineConfig:
         need = self.blocks_needed(self.max_model_len)
         if self.step_blocks is not None:  # windows: vLLM's start-up check counts the in-flight tokens and a block more
             need = max(need, self.step_blocks.startup(self.max_model_len))
-        if need > usable:
+        if need > usable + self.startup_counts_null_block:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
             hint = f"; lower max_model_len to ≤ {fit:,} (--max-model-len {fit})" if fit else "; lower max_model_len"
             err = PoolTooShortError(
