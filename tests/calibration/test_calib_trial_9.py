@@ -41,7 +41,7 @@ def test_a_fitted_front_end_latency_is_added_to_the_runs_of_its_set_up():
     assert rc == 0 and d["profile_frontend"]["seconds"] == prof["fit"]["frontend_s"] == 0.020136824002183452
     # the fixture records its runs relative to the trial's folder: here stages 0 and 2 are known by content (IN-SAMPLE)
     # and get it; stages 1 and 3 are offered it, not added (their folder matches no fitted run's resolved from here)
-    assert d["profile_frontend"]["applied_to"] == ["stage_0_lifecycle_metrics", "stage_2_lifecycle_metrics"]
+    assert d["profile_frontend"]["applied_to"] == ["vllm/results/stage_0", "vllm/results/stage_2"]
     # stage 0 was fitted on: with the fit's 20.14 ms its TTFT error is the fit's own, −2.9% (the profile's runs[0]);
     # the trial, without it, read −67.6% on a stage marked IN-SAMPLE
     s0 = d["runs"][0]
@@ -97,7 +97,7 @@ def test_the_same_folder_rule_compares_resolved_folders_whole(tmp_path):
     own.write_text(json.dumps(prof))
     rc, out, _ = cli("validate", "--sweep", *_stages(0, 1, 2, 3), "--gpu-profile", str(own), "--json")
     assert rc == 0 and json.loads(out)["profile_frontend"]["applied_to"] == [
-        f"stage_{i}_lifecycle_metrics" for i in range(4)]
+        f"vllm/results/stage_{i}" for i in range(4)]
     other = KUBECON / "vllm+batch_size" / "results" / "stage_1_lifecycle_metrics.json"
     rc, out, _ = cli("validate", str(other), "--gpu-profile", str(own), "--json")
     assert rc == 0 and json.loads(out)["profile_frontend"]["applied"] is False

@@ -35,9 +35,14 @@ def _experiments(tmp_path: Path) -> list[str]:
 def test_ambiguous_stage_files_are_named_by_their_experiment_folder(tmp_path):
     paths = _experiments(tmp_path)
     assert input_names(paths) == ["20260217-a-general/stage_0", "20260217-b-general/stage_0"]
-    # names that differ already stay as they are; the same file twice is refused (a fit would weigh it twice)
+    # stage files whose names differ are still named by their folder: a stage file's name is every experiment's
+    # (before, "stage_0_lifecycle_metrics" alone, which a profile's label could not tell from another folder's stage 0)
     assert input_names([str(DATA / STAGE), str(DATA / "stage_1_lifecycle_metrics.json")]) == [
-        "stage_0_lifecycle_metrics", "stage_1_lifecycle_metrics"]
+        "data/inference-perf/stage_0", "data/inference-perf/stage_1"]
+    assert input_names([paths[1]]) == ["20260217-b-general/results/stage_0"]  # alone: the two folders it lies in
+    # other files whose names differ stay as they are; the same file twice is refused (a fit would weigh it twice)
+    assert input_names([str(DATA / "summary_lifecycle_metrics.json"), str(DATA / "stage_0_prometheus_metrics.json")]) \
+        == ["summary_lifecycle_metrics", "stage_0_prometheus_metrics"]
     with pytest.raises(InputError, match="the same file given twice"):
         input_names([paths[0], paths[0]])
 

@@ -59,7 +59,7 @@ def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
                     f"{exp / 'config.yaml'}: load.num_workers 44 × load.worker_max_concurrency 10 (inference-perf: "
                     "each worker holds that many requests in flight at most), each request sent at its time on the "
                     "requested schedule or, with that many in flight, as one finishes (this stage: "
-                    "stage_4_lifecycle_metrics, achieved 117 of 149 req/s requested)"]
+                    f"{exp.parent.name}/{exp.name}/stage_4, achieved 117 of 149 req/s requested)"]  # a stage's folders
     # the pool: num_unique_system_prompts 10 × num_users_per_system_prompt 10 = 100 whole prompts re-sent in turn
     assert any(n.startswith(f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts") for n in notes)
     assert any(n.startswith("TPOT: inference-perf's time_per_output_token") for n in notes)
@@ -83,7 +83,8 @@ def test_the_label_names_each_run_once_and_the_text_prints_the_notes(fixed_fit, 
     res = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     assert "note: " + f"{exp / 'config.yaml'}: shared_prefix pool of 100 whole prompts" in res.output
-    assert load_gpu_profile(out).label == f"GPU profile {out} (fitted on stage_0_lifecycle_metrics)"
+    # a stage file by the two folders it lies in (before, "stage_0_lifecycle_metrics": every experiment's stage 0)
+    assert load_gpu_profile(out).label == f"GPU profile {out} (fitted on {exp.parent.name}/{exp.name}/stage_0)"
     # the run given twice is refused (it weighed twice and was labelled "stage_0_lifecycle_metrics,
     # stage_0_lifecycle_metrics"); a profile written so before names it once (the next test)
     res = CliRunner().invoke(app, [*args[:4], s0, *args[4:-2]])  # no --out: the written file is not refused first

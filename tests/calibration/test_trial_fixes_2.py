@@ -142,13 +142,11 @@ def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path
     s2 = str(STAGES / "stage_2_lifecycle_metrics.json")
     loo = prof["leave_one_out"]
     # the fit on both, then one fit without each: stage 2 priced by the fit on stage 3 alone, and back
-    assert fitted_on == [["stage_2_lifecycle_metrics", "stage_3_lifecycle_metrics"], ["stage_3_lifecycle_metrics"],
-                         ["stage_2_lifecycle_metrics"]]
-    assert [(r["run"], r["fitted_on"], r["flops_fraction"]) for r in loo] == [
-        ("stage_2_lifecycle_metrics", ["stage_3_lifecycle_metrics"], 0.4),
-        ("stage_3_lifecycle_metrics", ["stage_2_lifecycle_metrics"], 0.4)]
+    n2, n3 = "data/inference-perf/stage_2", "data/inference-perf/stage_3"  # a stage file by its two folders
+    assert fitted_on == [[n2, n3], [n3], [n2]]
+    assert [(r["run"], r["fitted_on"], r["flops_fraction"]) for r in loo] == [(n2, [n3], 0.4), (n3, [n2], 0.4)]
     assert "leave-one-out: each run under the fractions fitted on the others" in res.output
-    assert "stage_2_lifecycle_metrics 0.400/0.600" in res.output
+    assert "data/inference-perf/stage_2 0.400/0.600" in res.output
     # the same fractions price the same replay: with the fit patched to 0.4 for every set, the held-out errors are
     # the in-sample ones
     fitted_on.clear()
@@ -212,18 +210,19 @@ def test_a_stage_that_fell_behind_is_flagged_saturated_in_both_tables(fitted_on,
     res, prof = _gpu_fit_of((3, 4), tmp_path)
     fitted = {r["label"]: r["saturated"] for r in prof["runs"]}
     held = {r["run"]: r["saturated"] for r in prof["leave_one_out"]}
-    for sat in (fitted["stage_4_lifecycle_metrics"], held["stage_4_lifecycle_metrics"]):
+    s3, s4 = "data/inference-perf/stage_3", "data/inference-perf/stage_4"
+    for sat in (fitted[s4], held[s4]):
         assert "measured" in sat["sides"]
         assert sat["notes"][0].startswith("measured: the stage was at saturation (client achieved 117 and engine "
                                           "served ")
         assert "of 148.9 req/s requested; below it needs ≥ 95% and ≥ 90%)" in sat["notes"][0]
     # stage 3: 111.92 requested, 111.92 achieved — the measured side kept up (the replay at the fixture's slow 0.5/0.6
     # fractions does not, and says so as its own side)
-    assert "measured" not in (fitted["stage_3_lifecycle_metrics"] or {"sides": []})["sides"]
+    assert "measured" not in (fitted[s3] or {"sides": []})["sides"]
     warned = [line for line in res.output.splitlines() if line.startswith("WARNING: saturated run(s)")]
     assert [w.split(" (⚠")[0] for w in warned] == ["WARNING: saturated run(s)", "WARNING: saturated run(s) left out"]
-    assert all("stage_4_lifecycle_metrics" in w.split(";")[0] for w in warned)
-    assert not any("stage_3_lifecycle_metrics" in w for w in warned)  # it kept up: not a saturated run
+    assert all(s4 in w.split(";")[0] for w in warned)
+    assert not any(s3 in w for w in warned)  # it kept up: not a saturated run
     missed = [line for line in res.output.splitlines() if line.startswith("WARNING: the prediction saturates")]
-    assert missed and all("stage_3_lifecycle_metrics; the " in m and "predicts a queue that the measured run did not "
+    assert missed and all(f"{s3}; the " in m and "predicts a queue that the measured run did not "
                           "have: its capacity is underestimated" in m for m in missed)

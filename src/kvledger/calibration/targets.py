@@ -169,7 +169,7 @@ def load_targets(path: str, *, seed: int = 0, client_concurrency: int | None = N
     Raises:
         FormatError / InputError: unreadable file, or nothing in it to compare (the reason named).
     """
-    name = name or Path(path).stem
+    name = name or input_names([path])[0]  # a stage file alone by its folders too (names.stage_label)
     if looks_like_stage(path):
         st = read_stage(path)
         return [Target(stage_run(st, name, seed, client_concurrency), st)]
