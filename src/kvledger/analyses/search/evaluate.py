@@ -39,6 +39,7 @@ from kvledger.analyses.search.spec import SearchSpec
 from kvledger.analyses.serving.load_run import lowest_rate
 from kvledger.analyses.serving.session_spec import CapacityNotMeasured
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
+from kvledger.analyses.serving.sim_prober import sharing_probes
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
 
@@ -210,6 +211,7 @@ def _attainment(cap: Any, c: float) -> float:
     return cap.attainment if cap.attainment is not None else cap.goodput_req_per_s / c
 
 
+@sharing_probes  # the band's rate search from 1 req/s (origin_band) reuses this search's probes
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"

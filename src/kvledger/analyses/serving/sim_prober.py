@@ -4,7 +4,10 @@ only of the probes the search may still report or evaluate again (``SimProber.re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from kvledger.analyses.serving.probe_length import probe_too_short
@@ -15,7 +18,43 @@ from kvledger.dynamics.early_stop import MissRule
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 
-__all__ = ["SimProber", "ProbeFacts"]
+__all__ = ["SimProber", "ProbeFacts", "sharing_probes"]
+
+#: the probe runs shared within one ``sharing_probes`` call (key → run, oldest first); None outside one
+_SHARED: ContextVar[dict[str, SimulatedRun] | None] = ContextVar("kvledger_shared_probes", default=None)
+#: requests the shared runs may hold together (the oldest go first past it): 2,000-request probes, a configuration
+#: search's default, fit 50 times; a run of more requests than this is not kept
+SHARED_MAX_REQUESTS = 100_000
+
+
+def sharing_probes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with every ``SimProber`` inside one call of it sharing its probes' runs: a probe whose simulation (the
+    same arguments, workload and early-stop rule) an earlier prober of the call ran is that run, not simulated again
+    (the simulator is deterministic: the same records). A configuration search's candidate redoes its rate search from
+    1 req/s (``origin_band``) on rates its own search probed; the disk store (``sim_cache``) gives the same where on."""
+
+    @functools.wraps(fn)
+    def shared(*args: Any, **kwargs: Any) -> Any:
+        token = _SHARED.set({})
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _SHARED.reset(token)
+
+    return shared
+
+
+def _shared_key(args: SimRequestArgs, synthetic: SyntheticSpec | None, token_times: bool, stop: MissRule | None) -> str:
+    """Everything a probe's simulation depends on within a process (``sim_cache.cache_key``'s parts but files)."""
+    rule = None if stop is None else [(f.name, getattr(stop, f.name)) for f in fields(stop) if f.init]
+    return repr((sorted(asdict(args).items()), synthetic, token_times, rule))
+
+
+def _keep_shared(shared: dict[str, SimulatedRun], key: str, sim: SimulatedRun) -> None:
+    """Keep ``sim`` under ``key``, the oldest runs dropped past ``SHARED_MAX_REQUESTS`` requests in all."""
+    shared[key] = sim
+    while sum(len(s.run.records) for s in shared.values()) > SHARED_MAX_REQUESTS:
+        del shared[next(iter(shared))]
 
 
 def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
@@ -110,8 +149,15 @@ class SimProber:
     def _simulate(self, value: float) -> SimulatedRun:
         # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
         stop = self._miss_rule() if self.early_stop else None
-        return simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
-                            record_token_times=self.slo.itl_s is not None, stop=stop)
+        args, token_times = _with_value(self.args, self.axis, value), self.slo.itl_s is not None
+        if (shared := _SHARED.get()) is None:
+            return simulate_run(args, self.synthetic, record_token_times=token_times, stop=stop)
+        key = _shared_key(args, self.synthetic, token_times, stop)
+        if key in shared:
+            return shared[key]
+        sim = simulate_run(args, self.synthetic, record_token_times=token_times, stop=stop)
+        _keep_shared(shared, key, sim)
+        return sim
 
     def queue_grew(self, value: float, run: Any = None) -> bool | None:
         """Whether the probe at ``value`` (already run) did not sustain its load (``_queue_grew``)."""
