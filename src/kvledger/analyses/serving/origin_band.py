@@ -6,7 +6,8 @@ probes.
 The band is ``capacity_bands.capacity_band``'s, one rule for the three commands. Where a latency binds the capacity
 below saturation (``binding_band``) that rule reads the search's first probe and the most any probe served, which
 depend on where the search started; so there the rate search is redone from 1 req/s, as ``cost --simulate`` runs it
-(the same seeded workload: the probes it shares with the first search are the same simulations, kept on disk by
+(the same seeded workload: the probes it shares with the first search are the same simulations, taken from the
+first search's within a search candidate's evaluation, ``sim_prober.sharing_probes``, else kept on disk by
 ``sim_cache``), and the band is read from it. A capacity at saturation, or one sized on a capacity bound below it,
 keeps the throughput's band around it, which no probe moves: nothing is redone.
 """
