@@ -104,3 +104,19 @@ def test_v0_async_output_processor_from_0_6_0_without_enforce_eager():
         s = _setup(batching="vllm_v0", enable_prefix_caching=False, **kw)
         assert s.config.async_output_proc is False
     assert _setup(engine_version="0.9.0").config.async_output_proc is False  # V1 (its own async scheduling rule)
+
+
+def test_chunked_prefill_off_plans_the_pool_at_the_budget_it_runs():
+    # vLLM 0.33.0 engine/arg_utils.py: with --no-enable-chunked-prefill and no --max-num-batched-tokens the budget is
+    # max(max_model_len, default) = max(131,072, 8,192) = 131,072, and gpu_worker's profile_run runs a dummy batch of
+    # that many tokens, so the activation peak and the KV pool follow it. `kvledger plan meta-llama/Llama-3.1-8B --gpu
+    # H100 --max-model-len 131072` gives 28,160 blocks at the default 8,192 and 21,677 (42.34 GiB) with
+    # --max-num-batched-tokens 131072; the simulator had served 28,160 blocks beside a 131,072-token budget
+    base = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=20, max_model_len=131072)
+    off = prepare(SimRequestArgs(**base, enable_chunked_prefill=False))
+    given = prepare(SimRequestArgs(**base, enable_chunked_prefill=False, max_num_batched_tokens="131072"))
+    on = prepare(SimRequestArgs(**base))
+    assert off.config.max_num_batched_tokens == given.config.max_num_batched_tokens == 131072
+    assert off.config.num_gpu_blocks == given.config.num_gpu_blocks == 21677
+    assert on.config.num_gpu_blocks == 28160 and on.config.max_num_batched_tokens == 8192
+    assert off.plan.memory.max_num_batched_tokens == 131072
