@@ -72,3 +72,25 @@ def test_a_shared_prefix_no_prompt_reaches_is_said_not_asked_for_again():
     (note,) = [n for n in notes if n.startswith("--cache-hit-rate")]
     assert "--shared-prefix-tokens 2,000 reaches no prompt of its workload" in note
     assert "--shared-prefix-tokens N simulates" not in note
+
+
+def test_a_run_that_reuses_its_prompts_against_an_uncached_api_bill_says_so():
+    # a long-context trial: cost --simulate with a shared prefix priced the self-hosted side on its prefix-cache hits
+    # and the API at list price, with no word that the two sides assume different traffic. Here fixed 2,048-token
+    # prompts under a 1,536-token shared prefix (96 whole 16-token blocks): the first prompt misses and the other 199
+    # hit the prefix, 199 × 1,536 ÷ (200 × 2,048) = 0.7463 of the prompt tokens → "75%", --cache-hit-rate 0.75
+    res = CliRunner().invoke(app, [*BASE, "--prompt-lengths", "fixed:2048", "--output-lengths", "fixed:64",
+                                   "--shared-prefix-tokens", "1536"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    (note,) = [n for n in d["notes"] if n.startswith("the self-hosted run reused")]
+    assert note.startswith("the self-hosted run reused 75% of its prompt tokens from vLLM's prefix cache")
+    assert "--cache-hit-rate 0.75 prices the API's prompt caching on the same reuse" in note
+    assert ("API input priced uncached (no --cache-hit-rate) against a self-hosted run that reused 75% of its prompt "
+            "tokens: not like for like") in d["decision"]["rests_on"]
+    # given the same share, neither the note nor the caveat: 0.75 against 0.7463 is within LIKE_FOR_LIKE
+    res = CliRunner().invoke(app, [*BASE, "--prompt-lengths", "fixed:2048", "--output-lengths", "fixed:64",
+                                   "--shared-prefix-tokens", "1536", "--cache-hit-rate", "0.75"])
+    d = json.loads(res.stdout)
+    assert not [n for n in d["notes"] if n.startswith("the self-hosted run reused")]
+    assert not [r for r in d["decision"]["rests_on"] if r.startswith("API input")]

@@ -24,6 +24,12 @@ def mix_notes(mix: Any, sim: Any) -> list[str]:
     out = []
     if mix.cache_hit_rate > 0:
         out.append(_cache_note(mix.cache_hit_rate, sim))
+    elif (reused := _reused(sim)) is not None and reused > LIKE_FOR_LIKE:  # the run reuses; the API bill does not
+        cache = "SGLang's radix cache" if sim.setup.config.prefix_caching_policy == "sglang" else "vLLM's prefix cache"
+        out.append(f"the self-hosted run reused {reused:.0%} of its prompt tokens from {cache} (simulated, at the load "
+                   "priced), while the API bill prices every input token uncached (no --cache-hit-rate): "
+                   f"--cache-hit-rate {reused:.2f} prices the API's prompt caching on the same reuse, where its "
+                   "provider caches these prefixes")
     if mix.batch_share > 0:
         out.append(f"--batch-share {mix.batch_share:g}: the API bill prices {mix.batch_share:.0%} of the requests at "
                    "the batch API's price (answered within its batch window, no latency SLO); the self-hosted side "
@@ -37,9 +43,11 @@ def mix_caveats(mix: Any, sim: Any) -> list[str]:
     they differ by more than ``LIKE_FOR_LIKE``, and a batch share (priced at batch rates on one side only)."""
     out = []
     reused = _reused(sim)
-    if mix.cache_hit_rate > 0 and reused is not None and abs(mix.cache_hit_rate - reused) > LIKE_FOR_LIKE:
-        out.append(f"API input {mix.cache_hit_rate:.0%} cached (--cache-hit-rate) against a self-hosted run that "
-                   f"reused {reused:.0%} of its prompt tokens: not like for like")
+    if reused is not None and abs(mix.cache_hit_rate - reused) > LIKE_FOR_LIKE:
+        api = (f"{mix.cache_hit_rate:.0%} cached (--cache-hit-rate)" if mix.cache_hit_rate > 0
+               else "priced uncached (no --cache-hit-rate)")
+        out.append(f"API input {api} against a self-hosted run that reused {reused:.0%} of its prompt tokens: "
+                   "not like for like")
     if mix.batch_share > 0:
         out.append(f"API {mix.batch_share:.0%} at batch prices (--batch-share), the self-hosted side all at the SLO")
     return out
