@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from cli_run import run_cli
+from cli_run import refused, run_cli
 
 L8 = ("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
 
@@ -44,3 +44,26 @@ def test_model_quantization_says_online_fp8():
     assert plain["quantization"] == "unquantized: every weight in the model dtype"
     assert fp8["quantization"].startswith("fp8 (online --quantization fp8): 1 B/weight + fp32 scale per tensor")
     assert fp8["weight_bytes"] == plain["weight_bytes"] == 16_060_522_496  # the checkpoint: 8,030,261,248 × 2 B
+
+
+def test_chunked_prefill_off_plans_at_the_budget_vllm_sets():
+    # vLLM 0.33.0 engine/arg_utils.py: chunked prefill off and no --max-num-batched-tokens → max(max_model_len
+    # 131,072, default 8,192) = 131,072, which profile_run profiles: the same pool as `--max-num-batched-tokens
+    # 131072` (21,677 blocks, 42.34 GiB), not the 28,160 of the default budget (a long-context trial: `plan` had no
+    # such flag, `simulate` served 28,160 blocks beside the 131,072-token budget)
+    d = json.loads(run_cli(*L8, "--max-model-len", "128K", "--no-enable-chunked-prefill", "--json").stdout)
+    given = json.loads(run_cli(*L8, "--max-model-len", "128K", "--max-num-batched-tokens", "131072", "--json").stdout)
+    assert d["memory"]["num_gpu_blocks"] == given["memory"]["num_gpu_blocks"] == 21677
+    assert d["settings"]["max_num_batched_tokens"] == 131072 and d["given"]["max_num_batched_tokens"] is None
+    assert d["memory"]["notes"][-1].startswith("chunked prefill off: max_num_batched_tokens = max(max_model_len, "
+                                               "default) = 131,072 (vLLM rule")
+    # 0.11.0's V1 engine forces chunked prefill on: the flag changes nothing, and the note says so
+    old = json.loads(run_cli(*L8, "--max-model-len", "128K", "--engine-version", "0.11.0", "--json").stdout)
+    off = json.loads(run_cli(*L8, "--max-model-len", "128K", "--engine-version", "0.11.0",
+                             "--no-enable-chunked-prefill", "--json").stdout)
+    assert off["memory"]["num_gpu_blocks"] == old["memory"]["num_gpu_blocks"]
+    assert off["settings"]["max_num_batched_tokens"] == 8192
+    assert "has no effect in vLLM 0.11.0" in off["memory"]["notes"][-1]
+    # another engine: a one-paragraph error (the console entry exits 2)
+    assert refused(*L8, "--engine", "sglang", "--no-enable-chunked-prefill").startswith(
+        "--no-enable-chunked-prefill is a vLLM flag; with --engine sglang give the token budget itself")

@@ -41,7 +41,7 @@ def plan(
     check_tier_sizes(settings_t, g, settings.tp, settings.pp)
     if settings_t.enable_hierarchical_cache and settings.engine == "sglang":  # HiCache: its prefill-graph rule
         settings = settings.model_copy(update={"enable_hierarchical_cache": True})
-    p = build_plan(spec, g, settings)
+    p = _chunked_prefill_budget(spec, g, settings, flags, build_plan(spec, g, settings))
     given = flags.allreduce_link_share is not None
     priced = _priced_by(p, prof, given)
     tier_plan = None
@@ -68,6 +68,36 @@ def plan(
             typer.echo("note: --allreduce-link-share has nothing to price at TP 1 (no TP all-reduce)")
     if cannot_start:
         raise typer.Exit(code=3)
+
+
+def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
+    """``p``, or with vLLM's chunked prefill turned off and no budget given, the plan at the budget the engine sets:
+    max(max_model_len, default) (``engine/arg_utils.py``, 0.11.1–0.33.0; 0.8–0.11.0's V1 forces chunked prefill on,
+    and the flag has no effect), whose tokens ``profile_run`` profiles, so the activation peak grows and the pool
+    shrinks. A note says which."""
+    from kvledger.accounting import vllm_rules as R
+    from kvledger.accounting.plan import build_plan
+    from kvledger.errors import InputError
+
+    if flags.enable_chunked_prefill is not False:
+        return p
+    m = p.memory
+    if m.engine != "vllm":
+        raise InputError(f"--no-enable-chunked-prefill is a vLLM flag; with --engine {m.engine} give the token "
+                         "budget itself (--max-num-batched-tokens, SGLang's --chunked-prefill-size)")
+    if R.v1_forces_chunked_prefill(R.parse_version(m.engine_version)):
+        note = (f"--no-enable-chunked-prefill has no effect in vLLM {m.engine_version}: its V1 engine turns chunked "
+                "prefill on for every generative model (engine/arg_utils.py); the budget stays the default")
+    elif flags.max_num_batched_tokens is not None:
+        note = f"chunked prefill off: max_num_batched_tokens {m.max_num_batched_tokens:,} as given"
+    else:
+        mnbt = max(m.max_model_len, m.max_num_batched_tokens)
+        if mnbt != m.max_num_batched_tokens:
+            p = dataclasses.replace(build_plan(spec, g, dataclasses.replace(settings, max_num_batched_tokens=mnbt)),
+                                    given=p.given or settings)  # `given`: the flags as given, the budget not
+        note = (f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule, "
+                "engine/arg_utils.py), the tokens profile_run profiles")
+    return dataclasses.replace(p, memory=dataclasses.replace(p.memory, notes=(*p.memory.notes, note)))
 
 
 def _priced_by(p, prof, given: bool) -> list[str]:

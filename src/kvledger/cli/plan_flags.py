@@ -56,6 +56,9 @@ class PlanFlags(SglangNames):
         "Token budget per step (default by GPU and version)."))
     max_num_seqs: int | None = flag_like(EngineFlags, "max_num_seqs", help=(
         "Running requests cap (default by GPU and version)."))
+    enable_chunked_prefill: bool | None = flag_like(EngineFlags, "chunked_prefill", help=(
+        "vLLM flag (default on): off, with no --max-num-batched-tokens, vLLM sets the budget to max(max_model_len, "
+        "default) and profiles that many tokens, so the KV pool shrinks (a 128K prompt in one step)."))
     block_size: int | None = flag_like(EngineFlags, "block_size", help=(
         "Tokens per KV block (default 16, or the backend's)."))
     available_kv_memory: str | None = flag("--available-kv-memory", help=(
