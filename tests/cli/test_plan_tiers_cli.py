@@ -100,3 +100,23 @@ def test_offload_old_host_price_flag_is_refused_with_the_new_name():
                             "--host-usd-per-gib-hour", "0.005"])
     assert r.exit_code != 0 and isinstance(r.exception, InputError)
     assert "--host-memory-usd-per-gib-month" in str(r.exception) and "3.65" in str(r.exception)
+
+
+def test_a_disk_tier_under_vllms_native_connector_is_said_to_be_a_what_if():
+    # a long-context trial: `plan --kv-tier-nvme 2TiB` (vLLM native, no --kv-offloading-size) sized a 2 TiB NVMe tier
+    # (2,048 × 2^30 B // 131,072 B per token = 16,777,216 tokens, break-even 669) under the sentence "vLLM
+    # OffloadingConnector: … stored to the CPU tier", while simulate and offload refuse the same flags: vLLM's native
+    # connector (offloading_connector.py, 0.33.0) has a CPU tier only. The sizing stays; the notes say what it is
+    base = ("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-tier-nvme", "2TiB", "--json")
+    alone = json.loads(run(*base).stdout)["kv_tiers"]
+    assert alone["tiers"][1]["capacity_tokens"] == 16_777_216 and alone["break_even"][0]["break_even_tokens"] == 669
+    assert alone["notes"][0].startswith("vLLM's native OffloadingConnector has a CPU tier only: the nvme/remote rows "
+                                        "are a sizing what-if")
+    assert alone["notes"][0].endswith("no vLLM connector runs what this plan sizes")
+    assert not any(n.startswith("vLLM OffloadingConnector: every newly computed") for n in alone["notes"])
+    native = json.loads(run(*base, "--kv-offloading-size", "256").stdout)["kv_tiers"]["notes"]
+    assert native[0].startswith("vLLM's native OffloadingConnector has a CPU tier only")
+    assert native[1].startswith("vLLM OffloadingConnector: every newly computed full block")
+    # LMCache's local_disk is a real tier below its CPU chunks: no such note
+    lm = json.loads(run(*base, "--kv-offloading-size", "256", "--kv-offloading-backend", "lmcache").stdout)
+    assert not any("sizing what-if" in n for n in lm["kv_tiers"]["notes"])

@@ -6,6 +6,10 @@ from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, LMCACHE_MP_F
 
 __all__ = ["tier_notes", "refuse_empty_host_tier"]
 
+#: a disk or remote tier planned under vLLM's native connector, which has only its CPU tier (offloading_connector.py)
+_NATIVE_NO_DISK = ("vLLM's native OffloadingConnector has a CPU tier only: the nvme/remote rows are a sizing what-if, "
+                   "not a tier it runs (LMCache's local_disk and remote, --kv-offloading-backend lmcache, or SGLang "
+                   "HiCache's storage backend hold one; simulate and offload refuse them here)")
 
 
 def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list[str]:
@@ -16,7 +20,12 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
     if eng == "vllm" and (tiers.kv_offloading_backend or "native") == "lmcache":
         notes += _lmcache_notes(any(t.name in ("nvme", "remote") for t in out),
                                 rules_version(plan.settings.engine_version) < LMCACHE_MP_FROM)
+    elif eng == "vllm" and not any(t.name == "host_dram" for t in out):  # --kv-tier-nvme/-remote alone
+        notes.append(_NATIVE_NO_DISK + " and no CPU tier was given (--kv-offloading-size): no vLLM connector runs "
+                     "what this plan sizes")
     elif eng == "vllm":
+        if any(t.name in ("nvme", "remote") for t in out):
+            notes.append(_NATIVE_NO_DISK)
         opt_in = ("ARC and store_threshold reuse gating are opt-in extra_config in 0.33.0"
                   if rules_version(plan.settings.engine_version) >= (0, 33, 0) else
                   "ARC is opt-in extra_config, eviction_policy, as from vLLM 0.11.1")
