@@ -33,18 +33,19 @@ def test_offload_and_simulate_share_the_session_context_cap():
 
 def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     # 30 agent sessions at 1/s on 30 % of an H100's memory (the KV pool is small) with a 64 GiB LMCache host tier:
-    # the tier serves 64.4 % of prompt tokens (≥ 1 %: it adds hits; 1.48 % before a load waited for the scheduler to
-    # reach its request, when most loaded chunks were evicted unused); the TTFT mean is 3.718 s against 6.868 s
-    # without it (−46 %: not worse) and the p50 3.97 s against 7.15 s, so it helps, in a run that queues either way:
+    # the tier serves 64.0 % of prompt tokens (≥ 1 %: it adds hits; 1.48 % before a load waited for the scheduler to
+    # reach its request, when most loaded chunks were evicted unused; 64.4 % before the loads shared the host link,
+    # loads_in_flight.py); the TTFT mean is 3.757 s against 6.868 s without it (−45 %: not worse) and the p50 3.92 s
+    # against 7.15 s, so it helps, in a run that queues either way:
     # the turns spend 71 % of their time in the system before their first token (Σ TTFT ÷ Σ E2E ≥ 10 %): overloaded,
     # and said so
     flags = ["--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--workload", "agent", "--sessions",
              "30", "--session-rate", "1", "--gpu-memory-utilization", "0.3"]
     d = cli_json("simulate", *M, *flags)
     j = d["kv_tiers"]["judgment"]
-    assert j["adds_hits"] and 0.644 < j["host_hit_rate"] < 0.645
+    assert j["adds_hits"] and 0.640 < j["host_hit_rate"] < 0.641
     assert j["ttft_worse"] == [] and j["ttft_worse_tolerance"] == 0.01 and j["helps"]
-    assert 0.54 < j["ttft_s"]["mean"]["with_tier"] / j["ttft_s"]["mean"]["without_tier"] < 0.55  # 3.718 ÷ 6.868
+    assert 0.54 < j["ttft_s"]["mean"]["with_tier"] / j["ttft_s"]["mean"]["without_tier"] < 0.55  # 3.757 ÷ 6.868
     assert d["overload"]["ttft_share"] > 0.7 and d["overload"]["threshold"] == 0.1
     assert d["overload"]["kind"] == "session_queue"
     text = runner.invoke(app, ["simulate", *M, *flags]).output

@@ -7,6 +7,11 @@ started by a schedule with its time; the request re-enters the waiting queue's f
 load time. A load ``begin_load`` starts when the request reaches its replica with nothing waiting ahead joins the
 same queue (``hold_load``), so one queue holds every load in flight: a replica with nothing to schedule but loads in
 flight waits for the first of them (or the next arrival), and a least-loaded router counts them.
+
+The loads share the replica's host link: each load's time is its bytes at the link's full bandwidth
+(``HostTier.load_s``), so two loads in flight at once cannot both take it; a load starts when the one before it on the
+link ends (first come, first served), and its request is ready that much later. (Each GPU of a TP group loads its own
+shard over its own link, at the same time as the others: the per-GPU bytes already price that.)
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class LoadsInFlight:
         self._take_loads = getattr(self.kv, "take_started_loads", None)  # None: no lower tier loads here
         self.waits_for_load = False  # the last step scheduled nothing: only loads in flight can move it
         self.blocked = False  # since then: nothing but a load's end or an arrival moves the replica
+        self._link_free_s = 0.0  # when the host link finishes the loads already on it, s (module doc)
 
     @property
     def loads_in_flight(self) -> int:
@@ -63,7 +69,7 @@ class LoadsInFlight:
         """A load the KV manager's ``begin_load`` started when ``req`` reached the replica (nothing waiting ahead):
         ``req`` joins the loads in flight, and re-enters the waiting queue's front once ready at ``ready_s``."""
         self.wake(req.arrival_s)
-        req.arrival_s = ready_s
+        req.arrival_s = ready_s = self._on_link(req.arrival_s, ready_s)
         heapq.heappush(self._loads, (ready_s, req.uid, req))
         self.steady = False
 
@@ -71,8 +77,17 @@ class LoadsInFlight:
         """The loads the schedule at ``sched_s`` started, each ready at ``sched_s`` + its load time."""
         if self._take_loads is not None:
             for req, load_s in self._take_loads():
-                req.arrival_s = sched_s + load_s  # reaches the scheduler again then (as an arrival-time load does)
+                # reaches the scheduler again then (as an arrival-time load does)
+                req.arrival_s = self._on_link(sched_s, sched_s + load_s)
                 heapq.heappush(self._loads, (req.arrival_s, req.uid, req))
+
+    def _on_link(self, start_s: float, ready_s: float) -> float:
+        """When a load asked for at ``start_s``, ready at ``ready_s`` on an idle link, is ready behind the loads
+        already on the replica's host link (module doc), s."""
+        if self._link_free_s > start_s:
+            ready_s = self._link_free_s + (ready_s - start_s)
+        self._link_free_s = ready_s
+        return ready_s
 
     def next_load_s(self, bound_s: float) -> float:
         """The earlier of ``bound_s`` and the first load's ready time, s."""
