@@ -68,9 +68,9 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     if as_json:
         sys.stdout.write(strict_json.dumps(doc, indent=2) + "\n")  # as typer.echo (click.echo) writes it: ASCII JSON
         sys.stdout.flush()
-        from kvledger.analyses.serving.sim_document import rejected_warning
+        from kvledger.analyses.serving.sim_document import rejected_said
 
-        if none_finished and (said := rejected_warning(payload.summary, payload.engine)):  # why it exits 1 (a note too)
+        if none_finished and (said := rejected_said(payload)):  # why it exits 1 (a note too)
             sys.stderr.write(f"warning: {said}\n")
     else:
         _render(payload, out, gpu, tier_report, session_run, sessions)

@@ -11,6 +11,7 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import (
     SimDocument,
     load_text,
+    rejected_said,
     rejected_warning,
     rejection_rule,
     shared_prefix_text,
@@ -202,7 +203,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
     for line in step_cost_warnings(cost):  # first of all: the step cost is used where its fit says nothing
         console.print(line)
-    if rejected := rejected_warning(s, eng):  # before the table it empties or thins
+    if rejected := rejected_said(payload):  # before the table it empties or thins
         console.print(f"[bold yellow]warning[/]: {rejected}")
     if said := overload_headline(payload.overload):  # before the latencies it invalidates; the whole note below
         console.print(f"[bold yellow]warning[/]: {said}")

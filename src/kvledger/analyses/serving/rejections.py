@@ -66,15 +66,19 @@ class Rejections:
         head = (f"{n:,} of the {total:,} requests per probe ({n / total:.1%}) are rejected before they run ("
                 f"{self.rule}, max_model_len here {self.max_model_len:,}; {self.source}), and a rejected request "
                 f"counts as missing the SLO, so attainment is at most {self.attainment_ceiling:.1%} at any load")
-        fix = (f"raise --max-model-len to at least {self.longest_request_tokens:,} (the workload's longest prompt + "
-               "output"
-               + (f"; {self.least_max_model_len:,}, its longest prompt + 1, is the least that rejects none, the "
-                  "outputs past it capped" if self.least_max_model_len < self.longest_request_tokens else "")
-               + "; `kvledger plan --max-model-len` checks that it fits), or use a workload whose requests fit")
+        fix = self.fix_words()
         if self.blocks(target):
             return (f"{head}, below the {target:.0%} target: max_model_len, not the SLO or the GPUs, is why no load "
                     f"meets it — {fix}")
         return f"{head}: {fix}"
+
+    def fix_words(self) -> str:
+        """The --max-model-len that serves every request, and the least that rejects none, in words."""
+        return (f"raise --max-model-len to at least {self.longest_request_tokens:,} (the workload's longest prompt + "
+                "output"
+                + (f"; {self.least_max_model_len:,}, its longest prompt + 1, is the least that rejects none, the "
+                   "outputs past it capped" if self.least_max_model_len < self.longest_request_tokens else "")
+                + "; `kvledger plan --max-model-len` checks that it fits), or use a workload whose requests fit")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

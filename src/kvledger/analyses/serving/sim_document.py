@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
            "SIMULATOR", "simulator_description", "workload_text", "load_text", "shared_prefix_text",
-           "PACED_MODE", "rejected_warning", "rejection_rule"]
+           "PACED_MODE", "rejected_warning", "rejected_said", "rejection_rule"]
 
 #: the workload ``mode`` of a paced closed loop (``ClosedLoop.paced``: a rate under a cap on requests in flight)
 PACED_MODE = "closed loop, paced"
@@ -171,19 +171,27 @@ def load_text(info: dict[str, Any]) -> str:
             else f"open loop at {rate:.3f} req/s offered")
 
 
-def rejected_warning(s: dict, eng: dict) -> str | None:
-    """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine), None when none
-    was: every one refused leaves no latency or throughput to report. A note of the document (first), the warning
-    line of the text and, under ``--json``, a line on stderr."""
+def rejected_warning(s: dict, eng: dict, fix: str = "") -> str | None:
+    """The warning for requests the engine refused (``s``: the run's summary, ``eng``: its engine; ``fix``: the
+    --max-model-len that serves them, in words, ``rejections.Rejections.fix_words``), None when none was: every one
+    refused leaves no latency or throughput to report. A note of the document (first), the warning line of the text
+    and, under ``--json``, a line on stderr (``rejected_said``)."""
     n, total = s["num_rejected"], s["num_requests"]
     if not n:
         return None
     rule = f"{rejection_rule(eng)}; max_model_len {eng['max_model_len']:,} tokens"
+    fix = f" — {fix}" if fix else ""
     if n == total:
         return (f"every request ({total:,}) was rejected ({rule}), as the engine refuses them: there is no latency or "
-                "throughput to report")
+                f"throughput to report{fix}")
     return (f"{n:,} of {total:,} requests {'was' if n == 1 else 'were'} rejected ({rule}), as the engine refuses "
-            "them: the latencies and throughput are those of the others")
+            f"them: the latencies and throughput are those of the others{fix}")
+
+
+def rejected_said(doc: Any) -> str | None:
+    """The refusals' warning as the document's notes carry it (with its fix), for the text and stderr lines."""
+    base = rejected_warning(doc.summary, doc.engine)
+    return next((n for n in doc.notes if base and n.startswith(base)), base)
 
 
 def rejection_rule(eng: dict) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.serving.rejections import count_rejections
 from kvledger.analyses.serving.sim_document import PACED_MODE, SimDocument, rejected_warning
 from kvledger.jsonable import to_jsonable
 
@@ -60,7 +61,8 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     notes += tipping_note(setup, result, preempted)  # a session run's KV tipping point, named with its figures
     engine = {**result.config, **launch_prefix_caching(getattr(setup, "plan", None), result.config)}
     summary = check_sim_summary(result.summary).to_dict()
-    notes = [w for w in [rejected_warning(summary, engine)] if w] + notes  # refused requests: said first
+    rej = count_rejections(setup) if summary["num_rejected"] else None  # the --max-model-len that serves them
+    notes = [w for w in [rejected_warning(summary, engine, rej.fix_words() if rej else "")] if w] + notes  # first
     return SimDocument(summary, setup.replicas,
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
