@@ -263,8 +263,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         batching=a.batching, kv_allocation=a.kv_allocation, async_scheduling=a.async_scheduling)
     sched, notes = scheduler_overrides(a, plan, user_mnbt)  # the engine's own rules for these flags
     own = {k: v for k in ("max_num_batched_tokens", "max_num_seqs") if (v := sched.get(k)) is not None}
-    if any(v != getattr(plan.memory, k) for k, v in own.items()):  # vLLM profiles the budget it runs (profile_run)
-        plan = load_plan(replace(a, **own))[0]
+    if plan.memory.engine == "vllm" and any(v != getattr(plan.memory, k) for k, v in own.items()):
+        plan = load_plan(replace(a, **own))[0]  # vLLM's profile_run profiles the limits it then runs
     overrides.update(sched)
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
