@@ -297,5 +297,4 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
 def _reader_notes(trace: str) -> list[str]:
     from kvledger.dynamics.workload.traces import trace_note
 
-    note = trace_note(trace)
-    return [] if note is None else [note]
+    return [] if (note := trace_note(trace)) is None else [note]
