@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_cap import capped_at_max, context_words
@@ -16,6 +17,7 @@ from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
 from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len_low, max_len_option
 from kvledger.accounting.advice_mamba import no_prefix_caching_option
+from kvledger.accounting.advice_override_oom import override_out_of_memory, override_over_budget_note
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_startup_len import does_not_fit_words, override_check, starts_never_scheduled
@@ -238,6 +240,8 @@ def _advise(p: Plan, build: Callable) -> Advice:
                f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one "
                f"{m.max_model_len:,}-token request{'.' + may if may else ''}")
         return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))
+    if oom := override_out_of_memory(p):  # vLLM allocates the override's blocks whatever the memory holds
+        return oom
     if m.state_refused:  # SGLang's Mamba state slots serve no request: the note says why and what raises them
         why = next(n for n in m.notes if n.startswith("SGLang would refuse to start"))
         return Advice("state_does_not_fit", "does not fit: " + why, 0.0, None, tuple(_options(p, build, None)))
@@ -257,7 +261,9 @@ def _advise(p: Plan, build: Callable) -> Advice:
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
         opts = tuple(_options(p, build, estimate_len(p)))  # the --max-model-len fix: the length that runs
         return Advice("max_model_len_does_not_fit", msg, short, est, opts, est_low)
-    return _fits(p, build)
+    fit = _fits(p, build)
+    over = override_over_budget_note(p)  # the override's blocks reach past the budget, within the device
+    return replace(fit, message=f"{fit.message}; {over}") if over else fit
 
 
 def _fits(p: Plan, build: Callable) -> Advice:

@@ -235,12 +235,16 @@ def _max_len_estimate(plan, fields: dict[str, Any]) -> int | None:
 
 def _refuse_unplannable(plan) -> None:
     """Raise InputError for a plan the simulator cannot run: no KV cache, or no usable block by the override; and
-    DoesNotFitError (exit 3, as ``plan``) for a model too big."""
+    DoesNotFitError (exit 3, as ``plan``) for a model too big or an override past the device's memory."""
+    from kvledger.accounting.advice_override_oom import override_out_of_memory
+
     m = plan.memory
     if m.kv_free:
         raise InputError(N.model_without_kv(plan.model.name))
     if not m.fits and m.available_kv_bytes > 0 and m.usable_blocks <= 0 and plan.settings.num_gpu_blocks_override:
         raise InputError(N.override_leaves_no_block(m.num_gpu_blocks, m.available_kv_bytes))
+    if oom := override_out_of_memory(plan):  # vLLM zero-fills the override's blocks: CUDA out of memory
+        raise DoesNotFitError(oom.message)
     if m.state_refused:  # SGLang's Mamba state slots serve no request (the plan's note says why)
         raise DoesNotFitError(next(n for n in m.notes if n.startswith("SGLang would refuse to start")))
     if not m.fits:
