@@ -95,7 +95,7 @@ def test_a_tier_without_a_price_takes_the_cheapest_bundled_row_and_names_it():
     # 256 GiB per GPU × 730 GPU-hours ÷ 730 = 256 GiB-months × $0.48 = $122.88
     host = TierRate.given("host", 256.0, None)
     assert host.usd_per_gib_month == 0.48 and host.as_of == "2025-12-28"
-    assert "tier_prices.csv Bought:host:ddr5-rdimm-36mo" in host.source and "3dnews.ru" in host.source
+    assert "tier_prices.csv Bought:host:ddr5-rdimm-36mo" in host.source and "(3DNews, 2025-12-28" in host.source
     assert "no --host-memory-usd-per-gib-month given" in host.source
     (item,) = tier_items(KvTierBill((host,)), 730.0)
     assert item.amount_usd == pytest.approx(122.88)

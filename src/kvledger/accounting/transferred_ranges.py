@@ -35,8 +35,8 @@ gpt-oss-120b +5.9%, vllm#33155)."""
 def non_torch_range() -> tuple[float, float, str]:
     """(low, high, why) of the assumed non-torch memory, B."""
     lo, hi = NON_TORCH_TRANSFERRED_GIB
-    return (lo * GiB, hi * GiB, f"the spread of vLLM's TP-1 non-torch memory over its logs ({lo} GiB on an RTX 4060, "
-            f"vllm#13882; {hi} in 40 vLLM 0.19 H100 start-ups)")
+    return (lo * GiB, hi * GiB, f"the spread of vLLM's TP-1 non-torch memory over its logs ({lo} GiB in a public "
+            f"RTX 4060 log; {hi} in 40 vLLM 0.19 H100 start-ups)")
 
 
 def dry_run_activation_range(point: float) -> tuple[float, float, str]:

@@ -166,16 +166,17 @@ def trtllm_engine_buffer_terms(model: ModelSpec, tp: int, max_batch: int, max_se
     runtime = Deduction(
         f"executor runtime buffers (logits {max_batch:,} × {vocab_padded(model, tp):,} {name}, outputs)", r_pt,
         f"code: runtimeBuffers.cpp logits [max_batch × beam, vocab padded] {name} + 24 B per slot × max_seq_len "
-        "(decoderBuffers.cpp), as the memory FAQ's log and TensorRT-LLM#1188 print them", r_lo, widen * r_hi,
+        "(decoderBuffers.cpp), as the memory FAQ's log and a public TensorRT-LLM start-up log print them", r_lo,
+        widen * r_hi,
         "low: 8 B per slot × max_seq_len (the newest copy's decoder outputs on the host)" + old)
     d_lo, d_pt, d_hi = (trtllm_decoder_bytes(model, tp, max_batch, max_seq_len, beam, b, t)
                         for b in _decoder_per_logit(t))
     decoder = Deduction(
         f"decoder buffers ({max_batch:,} slots, {name} logits)", d_pt,
         f"code: decodingLayerWorkspace.cpp, samplingTopKKernels.h, penaltyLayer.cpp, decoderState.cpp: {3 * t + 4} B "
-        "per slot × vocab entry + top-K candidates + 16 B per slot × max_seq_len (as TensorRT-LLM#1188 prints it at "
-        "float32)", d_lo, widen * d_hi, f"low: {2 * t + 4} B per vocab entry (one buffer fewer, assumed for unread "
-        f"releases such as 0.19); high: {4 * t + 4} B (the memory FAQ's older executor)" + old)
+        "per slot × vocab entry + top-K candidates + 16 B per slot × max_seq_len (as a public TensorRT-LLM log "
+        "prints it at float32)", d_lo, widen * d_hi, f"low: {2 * t + 4} B per vocab entry (one buffer fewer, assumed "
+        f"for unread releases such as 0.19); high: {4 * t + 4} B (the memory FAQ's older executor)" + old)
     o_lo, o_pt, o_hi = (g * GiB for g in TRTLLM_ENGINE_OTHER_GIB)
     other = Deduction(
         "CUDA context and memory no executor counter prints (fitted)", o_pt,

@@ -75,7 +75,7 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
     if (0, 6, 4) <= ver < (0, 6, 5):
         g = V064_ABSOLUTE_NON_TORCH_GIB
         src = (f"vLLM 0.6.4 subtracts all non-torch memory, CUDA context included (worker.py "
-               f"determine_num_available_blocks): {g} GiB printed on an RTX 3090 (vllm#10517)")
+               f"determine_num_available_blocks): {g} GiB printed in a public RTX 3090 start-up log")
         if gpu.gpu_id == "nvidia_rtx_3090":
             return Term(g * GiB, (g - 0.02) * GiB, (g + 0.02) * GiB, src, "±0.02 GiB (RTX 3090 logs print 0.35)")
         return Term(g * GiB, 0.25 * GiB, 0.60 * GiB, src, f"CUDA context not measured on {gpu.name}: 0.25–0.60 GiB")
@@ -87,7 +87,7 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
                 "256 sequences hold 0.19–0.32 GiB more non-KV memory than the plan's terms)")
                if ver >= GRAPH_PROFILE_IN_WINDOW else (0.15, ", up 0.15 GiB"))
     return Term(gib * GiB, max(0.0, gib - 0.13) * GiB, (gib + up) * GiB, src,
-                f"not measured on {gpu.name}: down to 0 (0.03 GiB on an RTX 4060, vllm#13882){why}")
+                f"not measured on {gpu.name}: down to 0 (0.03 GiB in a public RTX 4060 log){why}")
 
 
 OFF_HOPPER_GRAPH_WINDOW_UP_GIB = 0.32

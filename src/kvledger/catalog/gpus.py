@@ -123,7 +123,7 @@ def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
     key = next((k for k in sorted(_ARCH, key=len, reverse=True) if k in gid), None)
     return GpuSpec(
         gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]),
-        nvidia_smi_mib=smi, memory_bytes=mib * MiB, memory_source=cuda["source"],
+        nvidia_smi_mib=smi, memory_bytes=mib * MiB, memory_source=f"catalog gpu_cuda.csv, {gid}: {cuda['source']}",
         hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
         bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
         fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None,

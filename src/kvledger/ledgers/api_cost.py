@@ -111,7 +111,7 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
               "cache write": input_mtok * w, "output": output_mtok}
     b = 0.0 if no_batch else b
     ledger = Ledger(name, per)
-    src = f"{price.key} list price ({price.confidence} confidence); {price.source}"
+    src = f"api_prices.csv {price.key} list price ({price.confidence} confidence); {price.source}"
     for kind, mtok in shares.items():
         if mtok <= 0:
             continue

@@ -100,9 +100,10 @@ VLLM_DOCS_L4_QWEN3_4B = (
 
 DEFAULT_FP8_OVERHEAD = Fp8Overhead(
     per_layer_s=6.5e-6, ns_per_element=5.3e-5,
-    source="fitted by fit_fp8_overhead to the vLLM docs' L4 / Qwen3-4B table (the only first-party measurement "
-           "found; tests/analyses/test_fp8_kv.py re-derives it); transferring it to another GPU or attention "
-           "backend is an assumption — calibrate with your own bf16-vs-fp8 runs")
+    source="fitted by fit_fp8_overhead (least squares) to the L4 / Qwen3-4B table of vLLM 0.25.1's quantized-KV "
+           "docs (batch-1 decode, bf16 vs fp8 tok/s at 4 context lengths; the only first-party measurement found); "
+           "transferring it to another GPU or attention backend is an assumption — calibrate with your own "
+           "bf16-vs-fp8 runs")
 """Default overhead: 6.5 µs per layer per step + 5.3e-5 ns (0.053 ps) per K/V element (the L4 fit, rounded to two
 significant figures; it reproduces the four fp8 rows within 0.2%). See the module docstring."""
 
