@@ -89,13 +89,14 @@ _EXTERNAL = re.compile(r"#\d|github|https?:|\btests/|\bdocs/", re.IGNORECASE)
 
 
 def test_no_catalog_source_column_cites_outside_the_package():
-    # Every ``source`` column of the package's CSV data is printed (the plan's device total, a price's provenance);
-    # the external references live in the file's ``references`` column, which no reader prints.
+    # Every ``source`` column of the package's catalog CSVs is printed (the plan's device total, a price's
+    # provenance), and so are their notes (``prices --json``); the external references live in the file's
+    # ``references`` column, which no reader prints.
     files = sorted((SRC / "catalog" / "data").rglob("*.csv"))
     assert any(f.name == "gpu_cuda.csv" for f in files)  # the scan looks where the citations were
-    hits = [f"{f.relative_to(SRC)}:{row.get('gpu_id') or row.get('name') or row.get('model')}: {row['source'][:90]!r}"
-            for f in files for row in csv.DictReader(f.open(encoding="utf-8"))
-            if "source" in row and _EXTERNAL.search(row["source"] or "")]
+    hits = [f"{f.relative_to(SRC)}:{next(iter(row.values()))}:{col}: {text[:90]!r}"
+            for f in files for row in csv.DictReader(f.open(encoding="utf-8")) for col, text in row.items()
+            if col != "references" and _EXTERNAL.search(text or "")]
     assert hits == []
 
 
