@@ -48,7 +48,7 @@ def test_the_answer_names_max_model_len_and_its_fix_not_the_slo(tmp_path):
     out = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--trace",
                                    _trace(tmp_path, 10), "--num-requests", "50", "--max-model-len", "2048", "--rate",
                                    "1", "--gpus", "H100", "--tp", "1"])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # no winner: exit 1, after the answer
     text = " ".join(out.output.split())  # the console wraps long lines
     head = text[text.index("no candidate meets the SLO"):]
     assert head.startswith("no candidate meets the SLO: 10 of the 50 requests per probe (20.0%) are rejected")

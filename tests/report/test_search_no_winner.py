@@ -29,7 +29,7 @@ def test_none_can_start_only_when_every_candidate_is_refused_for_memory():
     from kvledger.analyses.search.frontier import none_can_start
 
     assert none_can_start(_result("max_model_len", "does not fit").entries)
-    assert not none_can_start(_result("max_model_len", "SLO not met at any rate").entries)  # an SLO miss: exit 0
+    assert not none_can_start(_result("max_model_len", "SLO not met at any rate").entries)  # an SLO miss: exit 1, not 3
     assert not none_can_start(_result("does not fit", "no price row").entries)
     assert not none_can_start([])  # no candidate at all is not "none can start"
     feasible = {"id": "f", "status": "feasible", "reason": None}

@@ -154,7 +154,8 @@ def search_command(
     candidate whose analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or
     reach a frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
 
-    Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
+    Exit status: 0 with a ranking; 1 when no candidate meets the SLO (the output still given in full, `--json` with
+    `winner: null` and the reason in `no_winner_reason`) or a candidate could not be evaluated; 2 for bad
     input (also when every candidate is refused as an invalid setting, after the output); 3 when no candidate can
     start, every one rejected for memory (its max_model_len or its weights do not fit), as `plan` exits 3 when the
     model does not fit.
@@ -173,7 +174,7 @@ def search_command(
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     status = answer_status(result)
     will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
-    say_status(result, status)  # before the output: a closed stdout would end the process before a line after it
+    say_status(result, status, run.as_json)  # before the output: a closed stdout ends the process there
     _write(result, variants, rank, run, status)
     exit_with(status)
 
@@ -270,8 +271,6 @@ def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
 def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags, status: int) -> None:
     """--csv, --plot (without a ranking, why it was not written: ``status``), then the ranked candidate (a
     --show-command rank), the JSON or the tables."""
-    from kvledger.analyses.search.offload_axis import offload_summary
-
     if r.csv_out is not None:
         _write_csv(result, r.csv_out)
     if r.plot is not None and result.ranking:
@@ -283,8 +282,9 @@ def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFla
     if rank is not None:
         show_ranked(result, rank, r.as_json)
     elif r.as_json:
-        typer.echo(strict_json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
-                                                         else {})))
+        from kvledger.cli.search_document import search_document
+
+        typer.echo(strict_json.dumps(search_document(result, variants)))
     else:
         from kvledger.report.search_view import print_search
 

@@ -16,7 +16,9 @@ def answer_status(result: Any) -> int:
     the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
     is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
     rejected for memory (its headline says why: a script must not take "nothing can start" for a ranking,
-    analyses.search.frontier.none_can_start), else 0."""
+    analyses.search.frontier.none_can_start), 1 when none meets the SLO (no winner: as `goodput --target` and `cost`
+    end when no answer meets the target; a trial's script took exit 0 with ``winner: null`` for a deployable answer),
+    else 0."""
     from kvledger.analyses.search.frontier import none_can_start
 
     entries = result.entries
@@ -24,17 +26,26 @@ def answer_status(result: Any) -> int:
         return 1
     if entries and all(e.get("reason") == "invalid setting" for e in entries):
         return 2
-    return 3 if none_can_start(entries) else 0
+    if none_can_start(entries):
+        return 3
+    return 0 if result.ranking else 1
 
 
-def say_status(result: Any, status: int) -> None:
-    """Name on stderr the failed candidates (``status`` 1, with the remedy) or the invalid setting (2). Said before the
+def say_status(result: Any, status: int, as_json: bool = False) -> None:
+    """Name on stderr the failed candidates (``status`` 1, with the remedy), the invalid setting (2) or, under --json,
+    why no candidate meets the SLO (1 without a failed one; the text's headline says it on stdout). Said before the
     output is written: a reader that stops reading (``| head -1``) ends the process at the first write it refuses, and
     the line said after it was lost (a fresh-user trial); the status itself is kept (``broken_pipe.will_end_with``)."""
-    if status == 1:
+    failed = [e for e in result.entries if e["status"] == "error"]
+    if status == 1 and not failed:
+        if as_json:
+            from kvledger.report.search_answer import no_winner_line
+
+            typer.echo(f"error: {no_winner_line(result, 'the JSON output')}", err=True)
+    elif status == 1:
         from kvledger.report.search_answer import failures_line
 
-        typer.echo(failures_line([e for e in result.entries if e["status"] == "error"]), err=True)
+        typer.echo(failures_line(failed), err=True)
     elif status == 2:
         first = result.entries[0]
         typer.echo(f"error: every candidate was refused as an invalid setting (e.g. {first['id']}: "
@@ -75,7 +86,8 @@ class PlainProgress:
 def no_plot(path: Any, status: int) -> None:
     """Say on stderr that --plot ``path`` was not written, and why: the figure draws the ranking, and there is none
     (a fresh-user trial got exit 0 and no file, without a word)."""
-    why = {1: "no candidate could be evaluated", 2: "every candidate was refused as an invalid setting",
+    why = {1: "no candidate meets the SLO or could be evaluated",
+           2: "every candidate was refused as an invalid setting",
            3: "no candidate can start (every one rejected for memory)"}.get(status, "no candidate meets the SLO")
     typer.echo(f"note: --plot {path} not written: {why}, so there is no ranking or frontier to draw.", err=True)
 

@@ -106,9 +106,10 @@ _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says ho
                  "does not fit": "more TP or bigger GPUs: the weights alone do not fit"}
 
 
-def no_winner_line(result: Any) -> str:
+def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:
     """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
-    fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
+    fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss); ``reasons_at``: where
+    the reader finds each candidate's reason (the table's lines below it, or the JSON's keys)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
     from kvledger.analyses.search.reasons import NOISE_ADVICE, SLO_REASONS, SLO_WITHIN_NOISE
     from kvledger.analyses.search.refusals import refused_everywhere
@@ -128,10 +129,10 @@ def no_winner_line(result: Any) -> str:
         return "no candidate meets the SLO: " + refused
     if all(g["reason"] == SLO_WITHIN_NOISE for g in groups if g["reason"] in SLO_REASONS):
         return ("no candidate meets the SLO beyond the run's noise: even near idle the target is met only within "
-                f"one standard error; see the reasons below ({NOISE_ADVICE})")
+                f"one standard error; see {reasons_at} ({NOISE_ADVICE})")
     noise = f"; for those met only within the run's noise, {NOISE_ADVICE}" if any(
         g["reason"] == SLO_WITHIN_NOISE for g in groups) else ""
-    return f"no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP{noise})"
+    return f"no candidate meets the SLO: see {reasons_at} (loosen the SLO, lower --target, add GPUs or TP{noise})"
 
 
 def _band(wb: dict[str, Any] | None) -> str:

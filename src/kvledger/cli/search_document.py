@@ -1,0 +1,24 @@
+"""The ``kvledger search --json`` document, as the command prints it and ``kvledger.search`` returns it: the result's
+JSON, why there is no winner (``no_winner_reason``: the headline's sentence, null with a winner) and, with --offload,
+the tier variants' summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["search_document"]
+
+_REASONS_AT = "each candidate's reason under rejections and candidates"
+
+
+def search_document(result: Any, variants: list | None) -> dict[str, Any]:
+    """``result`` (analyses.search.rank.SearchResult) as ``--json`` prints it; ``variants``: --offload's tier variants
+    (None without --offload)."""
+    from kvledger.analyses.search.offload_axis import offload_summary
+    from kvledger.report.search_answer import no_winner_line
+
+    doc = result.to_dict()
+    doc["no_winner_reason"] = None if result.ranking else no_winner_line(result, _REASONS_AT)
+    if variants is not None:
+        doc["offload"] = offload_summary(variants)
+    return doc
