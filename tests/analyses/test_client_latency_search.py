@@ -29,8 +29,11 @@ NOTE = "client latency 30 ms added to every request's TTFT and E2E (not TPOT/ITL
 
 def _search(*extra: str) -> dict:
     res = runner.invoke(app, [*SEARCH, *extra, "--json"])
-    assert res.exit_code == 0, (res.output, res.exception)
-    return json.loads(res.output)
+    # 1: no candidate meets the SLO (the JSON still whole on stdout), as goodput --target and cost end
+    assert res.exit_code in (0, 1), (res.output, res.exception)
+    doc = json.loads(res.stdout)
+    assert res.exit_code == (0 if doc["winner"] else 1)
+    return doc
 
 
 def _one(doc: dict) -> dict:
@@ -52,8 +55,8 @@ def test_a_ttft_slo_lowers_the_capacity_as_the_engine_limit_less_the_latency():
                                                          ["--slo", "ttft=60ms", "--client-latency", "30ms"],
                                                          ["--slo", "ttft=30ms"]))
     c, e = client["capacity"], engine["capacity"]
-    assert c["probes"] == e["probes"] and c["boundary_rate_req_per_s"] == e["boundary_rate_req_per_s"]
-    assert c["boundary_rate_req_per_s"] < alone["capacity"]["boundary_rate_req_per_s"]
+    assert c["probes"] == e["probes"] and c["slo_capacity_req_per_s"] == e["slo_capacity_req_per_s"]
+    assert c["slo_capacity_req_per_s"] < alone["capacity"]["slo_capacity_req_per_s"]
     assert c["goodput_req_per_s"] < alone["capacity"]["goodput_req_per_s"]
     good = round(e["attainment"] * 100)
     assert c["goodput_at_boundary_req_per_s"] == pytest.approx(
@@ -78,7 +81,7 @@ def test_tpot_slo_is_judged_as_before_and_e2e_as_the_engine_limit_less_the_laten
     # TPOT does not move with the arrivals: the same probes and boundary; the goodput only sees the 30 ms longer span
     tpot, tpot_d = (_one(_search("--slo", "tpot=20ms", *x)) for x in ([], ["--client-latency", "30ms"]))
     a, b = tpot["capacity"], tpot_d["capacity"]
-    assert a["probes"] == b["probes"] and a["boundary_rate_req_per_s"] == b["boundary_rate_req_per_s"]
+    assert a["probes"] == b["probes"] and a["slo_capacity_req_per_s"] == b["slo_capacity_req_per_s"]
     assert a["tpot_p50_s"] == b["tpot_p50_s"] and tpot["bounds"] == tpot_d["bounds"]
     good = round(a["attainment"] * 100)
     # a TPOT-only SLO sets no latency budget a probe can run out of: by attainment alone the 100-request probes meet
@@ -86,7 +89,7 @@ def test_tpot_slo_is_judged_as_before_and_e2e_as_the_engine_limit_less_the_laten
     # half of each probe's requests are still in the system at its last arrival (probe_length, counted at the
     # engine's last arrival with or without the latency), so the capacity found is 73 req/s, under the bound, and
     # sized on as found; the goodput sees the 30 ms longer span
-    assert a["boundary_rate_req_per_s"] == 73.0 and "sized_on_req_per_s" not in a
+    assert a["slo_capacity_req_per_s"] == 73.0 and "sized_on_req_per_s" not in a
     assert a["too_short_req_per_s"] == b["too_short_req_per_s"] == [74.0, 76.0, 80.0, 96.0]
     assert good == 100 and b["goodput_at_boundary_req_per_s"] == pytest.approx(
         _span_grown(a["goodput_at_boundary_req_per_s"], good, 0.030), rel=1e-9)
@@ -165,12 +168,12 @@ def test_report_adds_it_to_every_simulation_and_says_so(tmp_path):
     assert not any("client latency" in n for n in b["cost"]["simulation"]["notes"])
     assert "client latency 30 ms added" in (tmp_path / "a.html").read_text()
     cap, cap0 = d["cost"]["simulation"]["capacity_search"], b["cost"]["simulation"]["capacity_search"]
-    assert cap["boundary_rate_req_per_s"] < cap0["boundary_rate_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] < cap0["slo_capacity_req_per_s"]
     cmd = d["commands"]["capacity"].split()
     assert "--client-latency" in cmd and cmd[cmd.index("--client-latency") + 1] == "30ms"
     gp = runner.invoke(app, [*cmd[1:]])
     assert gp.exit_code == 0, gp.output
-    assert json.loads(gp.output)["boundary"]["boundary_value"] == cap["boundary_rate_req_per_s"]
+    assert json.loads(gp.output)["boundary"]["boundary_value"] == cap["slo_capacity_req_per_s"]
     text = runner.invoke(app, [*base, "--client-latency", "30ms", "--out", str(tmp_path / "a.html")])
     assert text.exit_code == 0 and f"note: {NOTE}" in text.output
     bad = runner.invoke(app, [*base, "--client-latency", "-5ms", "--out", str(tmp_path / "c.html")])
