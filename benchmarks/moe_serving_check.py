@@ -54,7 +54,7 @@ def predicted(summary: dict, metric: str) -> float:
     if metric == "tpot_ms":
         return summary["tpot_s"]["mean"] * 1e3
     if metric == "output_tok_per_s":
-        return summary["throughput_tok_per_s"]
+        return summary["throughput_output_tok_per_s"]
     if metric == "request_per_s":
         return summary["throughput_req_per_s"]
     raise ValueError(metric)

@@ -62,7 +62,7 @@ def check_sim_summary(s: _S) -> _S:
     fin, rej, n = (getattr(s, k, 0) for k in ("num_finished", "num_rejected", "num_requests"))
     if fin + rej > n:
         _fail(what, f"finished {fin} + rejected {rej} > requests {n}")
-    for name in ("duration_s", "throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_per_s",
+    for name in ("duration_s", "throughput_req_per_s", "throughput_output_tok_per_s", "total_throughput_tok_per_s",
                  "num_preemptions"):
         _nonneg(what, name, getattr(s, name, None))
     for metric in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):

@@ -69,12 +69,13 @@ def _plan(cls: type) -> tuple[tuple[tuple[str, str], ...], frozenset[str], bool]
 
 
 def json_fields(*, exclude: tuple[str, ...] = (), read: dict[str, str] | None = None,
-                extra: JsonKeys = ()) -> Callable[[_C], _C]:
+                extra: JsonKeys = (), rename: dict[str, str] | None = None) -> Callable[[_C], _C]:
     """Class decorator, outside ``@dataclass``: ``__json__`` = the fields in order less ``exclude``, each read from
-    ``read.get(name, name)``, then ``extra``."""
+    ``read.get(name, name)`` under the key ``rename.get(name, name)`` (the JSON's name with its unit), then
+    ``extra``."""
     def apply(cls: _C) -> _C:
-        keys = tuple((f.name, (read or {}).get(f.name, f.name)) for f in dataclasses.fields(cls)
-                     if f.name not in exclude)
+        keys = tuple(((rename or {}).get(f.name, f.name), (read or {}).get(f.name, f.name))
+                     for f in dataclasses.fields(cls) if f.name not in exclude)
         cls.__json__ = keys + tuple(extra)  # type: ignore[attr-defined]
         return cls
     return apply

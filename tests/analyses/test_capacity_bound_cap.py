@@ -48,7 +48,7 @@ def test_cost_sizes_on_the_bound_where_a_short_probe_overshoots_it():
     # arrival: probe_length), about 2× what the L4 can compute (6.047 req/s)
     d = _cost("ttft=10s")
     cs = d["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 12  # the capacity found, kept as found
+    assert cs["slo_capacity_req_per_s"] == 12  # the capacity found, kept as found
     assert cs["sized_on_req_per_s"] == cs["capacity_bound_req_per_s"] == pytest.approx(BOUND, rel=2 * SHADE + 1e-12)
     assert d["capacity"]["slo_capacity_req_per_s"] == cs["sized_on_req_per_s"]  # what the ledger sizes and prices on
     assert cs["error_band"]["value"] == cs["sized_on_req_per_s"]
@@ -85,7 +85,7 @@ def test_nothing_changes_where_the_bound_does_not_bind(monkeypatch):
     # bound (byte for byte), sized on what was found
     d = _cost("ttft=500ms")
     cs = d["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 3.90625 < BOUND
+    assert cs["slo_capacity_req_per_s"] == 3.90625 < BOUND
     assert "sized_on_req_per_s" not in cs and "capacity_bound_req_per_s" not in cs
     assert d["capacity"]["slo_capacity_req_per_s"] == 3.90625
     assert not any(n.startswith("sized on ") for n in cs["notes"])

@@ -47,8 +47,8 @@ def test_per_replica_rate_is_the_mean_rate_over_the_replicas_below_the_rate_size
 
 def test_same_replicas_bill_and_run_at_the_load(both):
     cost, cand = both
-    assert cost["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == 14.5
-    assert cand["capacity"]["boundary_rate_req_per_s"] == 14.5
+    assert cost["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == 14.5
+    assert cand["capacity"]["slo_capacity_req_per_s"] == 14.5
     assert cost["decision"]["replicas"] == cand["sizing"]["replicas"] == 6
     rent = sum(i["amount_usd"] for i in cost["decision"]["self_host_rent"]["items"] if i["unit"] == "GPU-hour")
     assert rent == pytest.approx(cand["sizing"]["monthly_usd"]) == pytest.approx(6 * 4.29 * 730)  # 18,790.20

@@ -104,10 +104,10 @@ def test_doubling_the_rate_doubles_the_replicas():
     0.8 a load of 2.9 × 0.8 × c needs ⌈2.9⌉ = 3 replicas and twice that load ⌈5.8⌉ = 6."""
     base = dict(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192)
     axes = Axes(gpus=("L4",), tps=(1,))
-    cap = run_search(SearchSpec(**base, utilization=0.5), axes).entries[0]["capacity"]["boundary_rate_req_per_s"]
+    cap = run_search(SearchSpec(**base, utilization=0.5), axes).entries[0]["capacity"]["slo_capacity_req_per_s"]
     one = run_search(SearchSpec(**base, rate_req_per_s=2.9 * 0.8 * cap), axes).entries[0]
     two = run_search(SearchSpec(**base, rate_req_per_s=5.8 * 0.8 * cap), axes).entries[0]
-    assert one["capacity"]["boundary_rate_req_per_s"] == two["capacity"]["boundary_rate_req_per_s"] == cap
+    assert one["capacity"]["slo_capacity_req_per_s"] == two["capacity"]["slo_capacity_req_per_s"] == cap
     assert (one["sizing"]["replicas"], two["sizing"]["replicas"]) == (3, 6)
     assert two["sizing"]["monthly_usd"] == pytest.approx(2 * one["sizing"]["monthly_usd"])
     # bill = 6 GPUs × the L4's cheapest row ($0.44/GPU-h, RunPod) × 730 h = $1,927.20
@@ -253,7 +253,7 @@ def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
     # Against an API at $5,000: self-host at ×1.07 and at the point (the point's $5,891.10 > $5,000 → API) — flips.
     from kvledger.analyses.search.bands import api_within_band, band_sizing
 
-    e = {"capacity": {"boundary_rate_req_per_s": 18.2, "goodput_req_per_s": 16.0},
+    e = {"capacity": {"slo_capacity_req_per_s": 18.2, "goodput_req_per_s": 16.0},
          "sizing": {"rate_req_per_s": 30.0, "replicas": 3, "num_gpus": 3, "monthly_usd": 3 * 1963.7}}
     low, high = band_sizing(e, 0.58, 0.8), band_sizing(e, 1.07, 0.8)
     assert (low["replicas"], low["num_gpus"], low["monthly_usd"]) == (4, 4, pytest.approx(4 * 1963.7))

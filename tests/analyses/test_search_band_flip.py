@@ -18,7 +18,7 @@ def _entry(cid: str, usd_per_1k: float, cap: float, low: float, high: float) -> 
     band = {"value": cap, "low": low, "high": high, "regime": "uncalibrated/dense/vllm", "source": "test",
             "text": "", "elsewhere": ""}
     return {"id": cid, "gpu_id": "nvidia_h100_sxm", "cost": {"usd_per_1k_requests": usd_per_1k},
-            "capacity": {"boundary_rate_req_per_s": cap, "goodput_req_per_s": cap * 0.9, "error_band": band}}
+            "capacity": {"slo_capacity_req_per_s": cap, "goodput_req_per_s": cap * 0.9, "error_band": band}}
 
 
 def _note(a: dict, b: dict) -> str:

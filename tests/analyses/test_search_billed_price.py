@@ -28,7 +28,7 @@ def test_the_price_named_is_the_row_billed():
     # the tokens are priced on it: $/1k good requests at capacity = 2 GPUs × $3.59 × 1,000 ÷ (3600 × good req/s priced,
     # the capacity × its attainment)
     c = w["capacity"]
-    good = c["boundary_rate_req_per_s"] * c["attainment"]
+    good = c["slo_capacity_req_per_s"] * c["attainment"]
     assert w["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(2 * 3.59 * 1000 / (3600 * good), rel=1e-9)
     text = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus",
                                     "H200", "--tp", "2", "--monthly-tokens", "2B"]).output

@@ -108,9 +108,9 @@ def test_a_search_prices_its_candidates_and_bounds_with_the_share_and_says_so():
     assert saved == pytest.approx(ONE_TOKEN_STEP_SAVED_S, rel=1e-5)
     # faster all-reduces: a higher capacity bound and simulated capacity, colocated and disaggregated
     assert g["bounds"]["capacity_req_per_s"] > b["bounds"]["capacity_req_per_s"]
-    assert g["capacity"]["boundary_rate_req_per_s"] > b["capacity"]["boundary_rate_req_per_s"]
-    assert _entry(given, DISAGG)["capacity"]["boundary_rate_req_per_s"] > \
-        _entry(base, DISAGG)["capacity"]["boundary_rate_req_per_s"]
+    assert g["capacity"]["slo_capacity_req_per_s"] > b["capacity"]["slo_capacity_req_per_s"]
+    assert _entry(given, DISAGG)["capacity"]["slo_capacity_req_per_s"] > \
+        _entry(base, DISAGG)["capacity"]["slo_capacity_req_per_s"]
 
 
 def test_a_ledger_of_another_share_is_not_resumed(tmp_path):

@@ -63,16 +63,16 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         assert "--kv-offloading-size 64 --kv-offloading-backend native" in v["launch"]["vllm"]
         # on this trace the tier holds at least the base's own boundary (its search starts there)
         cap = v["capacity"]
-        assert cap["boundary_rate_req_per_s"] >= off["base_boundary_rate_req_per_s"]
+        assert cap["slo_capacity_req_per_s"] >= off["base_slo_capacity_req_per_s"]
         assert cap["operating_points"] and cap["operating_points"][-1]["rate_req_per_s"] == cap[
-            "boundary_rate_req_per_s"]
+            "slo_capacity_req_per_s"]
         # replicas = ⌈40 req/s offered ÷ (SLO capacity × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]
-        assert s["replicas"] == math.ceil(40.0 / (cap["boundary_rate_req_per_s"] * 0.8) - 1e-12)
+        assert s["replicas"] == math.ceil(40.0 / (cap["slo_capacity_req_per_s"] * 0.8) - 1e-12)
         assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0))
         # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × good req/s sustained,
         # the capacity × its run's attainment, as the variant without a tier is priced: ledgers/sustained_rate.py)
-        assert cap["goodput_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+        assert cap["goodput_req_per_s"] == pytest.approx(cap["slo_capacity_req_per_s"] * cap["attainment"])
         assert v["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
             (gpus * usd_h + 128.0 / 730) * 1000 / (3600 * cap["goodput_req_per_s"]))
         # the output ledger carries the tier: 64 ÷ GPUs GiB per GPU × (the rental's GPU-hours) ÷ 730 GiB-months at $2

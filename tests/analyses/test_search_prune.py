@@ -77,7 +77,7 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
         cap = e["capacity"]
         assert cap["goodput_req_per_s"] <= b["capacity_req_per_s"]
         if e.get("sizing"):  # the offered req/s the sizing divides by: the SLO capacity, capped at the bound (prune)
-            assert e["sizing"]["capacity_req_per_s"] == min(cap["boundary_rate_req_per_s"], b["capacity_req_per_s"])
+            assert e["sizing"]["capacity_req_per_s"] == min(cap["slo_capacity_req_per_s"], b["capacity_req_per_s"])
         assert cap["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
         for p in cap["operating_points"]:
             assert p["tok_per_s_per_user"] <= b["tok_per_s_per_user"]

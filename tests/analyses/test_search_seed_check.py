@@ -12,7 +12,7 @@ SPEC = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=2s", rate_req_per_s
 
 def _entry(cid: str, goodput: float, bill: float, usd_out: float = 0.1) -> dict:
     return {"id": cid, "status": "feasible",
-            "capacity": {"boundary_rate_req_per_s": 2 * goodput, "goodput_req_per_s": goodput},
+            "capacity": {"slo_capacity_req_per_s": 2 * goodput, "goodput_req_per_s": goodput},
             "cost": {"usd_per_mtok_output": usd_out, "usd_per_1k_requests": 1.0,
                      "usd_per_1k_requests_at_capacity": 1.0},
             "sizing": {"monthly_usd": bill}}

@@ -22,7 +22,7 @@ def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):
     # Both searches find 11.125 req/s (the probe's 60 requests all within 10 s, its goodput 5.8751 good req/s: the
     # engine busy throughout; faster probes are too short to show their load, probe_length) and both
     # cap it at the same capacity bound, 6.0209 req/s (1,000-token prefills: about 1 ÷ 0.166 s, test_capacity_bound_cap)
-    assert cap["boundary_rate_req_per_s"] == cost["boundary_rate_req_per_s"] == 11.125
+    assert cap["slo_capacity_req_per_s"] == cost["slo_capacity_req_per_s"] == 11.125
     assert cap["sized_on_req_per_s"] == cost["sized_on_req_per_s"] == pytest.approx(6.0209, abs=1e-4)
     assert entry["sizing"]["capacity_req_per_s"] == cap["sized_on_req_per_s"]
     # the probe at 11.125 req/s, kept as found
@@ -51,9 +51,9 @@ def test_no_new_keys_where_the_bound_does_not_bind(cli_json):
     entry = next(e for e in cli_json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
-    assert cap["boundary_rate_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
     assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s"} & set(cap)
-    assert cap["goodput_req_per_s"] == pytest.approx(cap["boundary_rate_req_per_s"] * cap["attainment"])
+    assert cap["goodput_req_per_s"] == pytest.approx(cap["slo_capacity_req_per_s"] * cap["attainment"])
     assert "goodput_at_boundary_req_per_s" in cap
     # the good share at the load: a run at the volume's 1.139 req/s (its own key, not the sized-rate ones)
     assert cap["at_volume_load"]["rate_req_per_s"] == pytest.approx(3e9 / 1002 / (730 * 3600))

@@ -61,7 +61,7 @@ def test_the_figures_beside_the_rate_sized_on_are_a_run_at_that_rate():
     # grow by more than 10). 9 req/s: 12 → 23 at the median and last arrival, 9.21 → 19.62 over the second and last
     # quarters: counted out. 8.875: 13 → 22 (by 9): kept. 8.75: 11 → 22 (by 11), but 8.77 → 18.63 (by 9.87): kept
     # (it was counted out on its instants alone, so the capacity found was 8.625)
-    assert cs["boundary_rate_req_per_s"] == 8.875
+    assert cs["slo_capacity_req_per_s"] == 8.875
     assert cs["sized_on_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     # the run at the bound, by hand (above): all 60 within 10 s, 1 / s good req/s
     assert cs["attainment_at_sized_rate"] == 1.0
@@ -112,7 +112,7 @@ def test_poisson_arrivals_show_the_run_at_the_bound_not_the_probe():
 
     d = _cost()
     cs = d["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 12 and cs["sized_on_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
+    assert cs["slo_capacity_req_per_s"] == 12 and cs["sized_on_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", num_requests=60, max_model_len=8192,
                           rate=cs["sized_on_req_per_s"])
     gp = goodput(simulate_run(args, SyntheticSpec("fixed:1000", "fixed:1")).run, parse_slo("ttft=10s"))
@@ -129,7 +129,7 @@ def test_poisson_arrivals_show_the_run_at_the_bound_not_the_probe():
 def test_nothing_is_added_where_the_bound_does_not_bind():
     # ttft ≤ 500 ms: 3.90625 req/s found, below the 6.047 bound (test_capacity_bound_cap.py): the probe is the run
     cs = _cost("--slo", "ttft=500ms")["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 3.90625
+    assert cs["slo_capacity_req_per_s"] == 3.90625
     assert "attainment_at_sized_rate" not in cs and "goodput_at_sized_rate_req_per_s" not in cs
     from kvledger.report.decision_view import sized_run_figures
 
@@ -194,7 +194,7 @@ def test_the_report_sweeps_latency_around_the_rate_sized_on(monkeypatch):
                         num_requests=60, with_engine_savings=False)
     data = build_report_data(req)
     cs = data.cost["simulation"]["capacity_search"]
-    assert cs["boundary_rate_req_per_s"] == 4096 and cs["sized_on_req_per_s"] < 30
+    assert cs["slo_capacity_req_per_s"] == 4096 and cs["sized_on_req_per_s"] < 30
     rates = [r["rate_req_per_s"] for r in data.rate_sweep]
     assert rates == pytest.approx([f * cs["sized_on_req_per_s"] for f in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)])
     at = next(r for r in data.rate_sweep if r["fraction_of_capacity"] == 1.0)
@@ -214,6 +214,6 @@ def test_the_web_apps_headline_reads_the_run_at_the_rate_sized_on(monkeypatch):
 
     got = serving_payload("meta-llama/Llama-3.1-8B", "H100", "ttft=30s", None, trace="azure-code", num_requests=60)
     cs, h = got["cost"]["simulation"]["capacity_search"], got["headline"]
-    assert h["capacity_req_per_s"] == cs["sized_on_req_per_s"] < cs["boundary_rate_req_per_s"] == 4096
+    assert h["capacity_req_per_s"] == cs["sized_on_req_per_s"] < cs["slo_capacity_req_per_s"] == 4096
     # the good req/s sustained at the rate sized on: that rate × its run's share within the SLO
     assert h["goodput_req_per_s"] == cs["sized_on_req_per_s"] * cs["attainment_at_sized_rate"]

@@ -119,9 +119,9 @@ def test_simulator_sweep_rate_row_independent_of_the_listed_rates(plan):
 def _sweep_row(rate, tpot, ttft, e2e, tok_s):
     """One rate of run_spec_sweep: (plain, spec) pairs of median TPOT, TTFT, E2E (s) and output tok/s."""
     b = {"tpot_s": {"p50": tpot[0]}, "ttft_s": {"p50": ttft[0]}, "e2e_s": {"p50": e2e[0]},
-         "throughput_tok_per_s": tok_s[0]}
+         "throughput_output_tok_per_s": tok_s[0]}
     s = {"tpot_s": {"p50": tpot[1]}, "ttft_s": {"p50": ttft[1]}, "e2e_s": {"p50": e2e[1]},
-         "throughput_tok_per_s": tok_s[1]}
+         "throughput_output_tok_per_s": tok_s[1]}
     return {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": tpot[1] / tpot[0],
             "throughput_ratio": tok_s[1] / tok_s[0]}
 

@@ -221,7 +221,7 @@ def test_every_result_is_strict_json_when_every_request_arrives_at_once():
         assert '"inf"' not in text
     workload = sim.to_dict()["workload"]
     assert workload["offered_rate_req_per_s"] is None and workload["all_at_once"] is True
-    assert gp.to_dict()["request_rate"] is None and gp.to_dict()["all_at_once"] is True
+    assert gp.to_dict()["request_rate_req_per_s"] is None and gp.to_dict()["all_at_once"] is True
     assert cost.to_dict()["simulation"]["workload"]["all_at_once"] is True
     _same(sim, "simulate", L8, "--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64",
           "--rate", "inf", "--num-requests", "5")

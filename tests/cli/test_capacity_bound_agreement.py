@@ -37,8 +37,8 @@ def test_the_three_commands_size_on_the_same_bound(bound):
                  "--api", "OpenAI:gpt-4.1-mini")
     found = cli_json("search", MODEL, "--gpus", "H100", "--tp", "1", *W, "--rate", "2")
     cand = next(c for c in found["candidates"] if c["id"] == found["winner"]["id"])["capacity"]
-    assert gp["boundary_value"] == cost["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == \
-        cand["boundary_rate_req_per_s"] == FOUND
+    assert gp["boundary_value"] == cost["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == \
+        cand["slo_capacity_req_per_s"] == FOUND
     assert gp["sized_on_req_per_s"] == gp["capacity_bound_req_per_s"] == bound
     assert cost["simulation"]["capacity_search"]["sized_on_req_per_s"] == bound
     assert cost["capacity"]["slo_capacity_req_per_s"] == bound

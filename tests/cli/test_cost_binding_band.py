@@ -34,7 +34,7 @@ def test_a_tpot_bound_verdict_flips_inside_the_capacity_band_shown():
     assert (dec["capacity_band_low"], dec["capacity_band_high"]) == pytest.approx((lo, hi))
     ends = dec["band_ends"]
     assert [e["capacity_req_per_s"] for e in ends] == pytest.approx([cap["low"], cap["high"]])
-    assert (band["capacity_low"], band["capacity_high"]) == pytest.approx((cap["low"], cap["high"]))
+    assert (band["capacity_low_req_per_s"], band["capacity_high_req_per_s"]) == pytest.approx((cap["low"], cap["high"]))
     # one replica, $7,300, at the capacity found; two, $14,600, at the low end (9.977 req/s × 0.8 < 8.295 req/s)
     assert (dec["replicas"], dec["self_host_usd_per_month"], dec["verdict"]) == (1, 7300.0, "self-host")
     assert [(e["replicas"], e["self_host_usd_per_month"], e["verdict"]) for e in ends] == [
@@ -57,7 +57,7 @@ def test_per_good_request_the_band_is_the_capacity_bands_ends():
     sh = band["self_host_usd"]
     assert (band["self_host_usd_at_low_capacity"], band["self_host_usd_at_high_capacity"]) == pytest.approx(
         (sh / lo, sh / hi))
-    assert (band["goodput_low"], band["goodput_high"]) == pytest.approx(
+    assert (band["goodput_low_req_per_s"], band["goodput_high_req_per_s"]) == pytest.approx(
         (band["goodput_req_per_s"] * lo, band["goodput_req_per_s"] * hi))
 
 

@@ -36,9 +36,9 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     # The Azure conversation trace shares no prefix between requests, so no block is ever loaded back from the tier
     # (host hits 0 in every probe) and each run equals the run without the tier at the same rate (checked below). So
     # the capacity priced is the one without the tier, 22.25 req/s, and the note says the tier adds cost only.
-    assert plain["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == 22.25
-    assert cap["without_tier"]["boundary_rate_req_per_s"] == 22.25
-    assert cap["boundary_rate_req_per_s"] == 22.25 and cap["first_failing_req_per_s"] == pytest.approx(22.5)
+    assert plain["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == 22.25
+    assert cap["without_tier"]["slo_capacity_req_per_s"] == 22.25
+    assert cap["slo_capacity_req_per_s"] == 22.25 and cap["first_failing_req_per_s"] == pytest.approx(22.5)
     assert [r for r, _ in cap["probes"]] == [22.25, 22.423828125, 22.59765625, 22.9453125, 23.640625, 25.03125,
                                              27.8125, 33.375, 44.5]
     assert cap["host_hit_tokens_at_boundary"] == 0
@@ -52,7 +52,7 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     assert cap["goodput_at_boundary_req_per_s"] == pytest.approx(12.6930, rel=1e-4)
     pc = plain["simulation"]["capacity_search"]
     assert d["capacity"]["goodput_req_per_s"] == pytest.approx(plain["capacity"]["goodput_req_per_s"])
-    assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(pc["boundary_rate_req_per_s"]
+    assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(pc["slo_capacity_req_per_s"]
                                                                    * pc["attainment_at_boundary"])
     # line items: both tiers on the rental; the month of one replica: 1 GPU × $2.95 × 730 h = $2,153.50 +
     # 64 GiB × $0.48 (bundled DDR5 RDIMM row) = $30.72 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,407.452

@@ -27,7 +27,7 @@ def test_dsv3_dp8_ep_reports_per_rank_kv_and_aggregate_throughput():
     s = d["summary"]
     assert s["num_finished"] == 16
     # the throughput is all ranks' together: output tokens of every request ÷ the run's duration
-    assert s["throughput_tok_per_s"] * s["duration_s"] == pytest.approx(16 * d["workload"]["output_tokens_mean"])
+    assert s["throughput_output_tok_per_s"] * s["duration_s"] == pytest.approx(16 * d["workload"]["output_tokens_mean"])
     assert any("8 DP ranks in lock-step" in n and "DPEngineCoreProc.run_busy_loop" in n for n in d["notes"])
     assert "data parallel 8" in d["step_cost"]["source"]
 

@@ -23,7 +23,7 @@ def test_goodput_cost_and_search_find_the_same_capacity_on_the_trials_h200():
     assert not any(p["queue_grew"] for v, p in probes.items() if v <= 26.0) and probes[32.0]["queue_grew"]
     s = cli_json("search", MODEL, "--gpus", "H200", "--tp", "1", *W, "--rate", "20")
     (cap,) = [c["capacity"] for c in s["candidates"] if c["id"] == "nvidia_h200_sxm:tp1:kv-auto"]
-    assert cap["boundary_rate_req_per_s"] == 26.0 and 16.0 in [r for r, _ in cap["probes"]]
+    assert cap["slo_capacity_req_per_s"] == 26.0 and 16.0 in [r for r, _ in cap["probes"]]
     c = cli_json("cost", "--simulate", MODEL, "--gpu", "H200", *W, "--monthly-tokens", "3e9")
     assert c["capacity"]["slo_capacity_req_per_s"] == 26.0
     # one key, one meaning: the good rate priced, 26 req/s × 100 % within the SLO, in search and cost alike; the

@@ -24,8 +24,8 @@ def test_report_engine_sglang_flows_into_plan_simulation_and_cost(report):
                  "--monthly-tokens", "3e9", "--api", "OpenAI:gpt-4.1-mini", "--json")
     r, c = report["cost"], cost
     # the same SLO capacity (100-request probes: 17.75 req/s) found on SGLang's pool (page size 1) and scheduler
-    assert r["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == \
-        c["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == 17.75
+    assert r["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == \
+        c["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == 17.75
     eng = r["simulation"]["engine"]
     assert (eng["batching"], eng["block_size"], eng["prefix_caching_policy"]) == ("sglang", 1, "sglang")
     assert eng == c["simulation"]["engine"]

@@ -50,7 +50,7 @@ def test_every_output_one_token_keeps_the_capacity_bound():
     assert b["output_tok_per_s_per_gpu"] == pytest.approx(60 / 54 * b["capacity_req_per_s"], rel=1e-9)
     # the probe met the target at 29.5 req/s, above the bound: sized on the bound, ⌈50 ÷ (14.9152 × 0.8)⌉ = ⌈4.19⌉ = 5
     # replicas, 5 L4s × $0.44/GPU-h × 730 h = $1,606/month
-    assert cap["boundary_rate_req_per_s"] == 29.5 and cap["sized_on_req_per_s"] == b["capacity_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] == 29.5 and cap["sized_on_req_per_s"] == b["capacity_req_per_s"]
     assert siz["replicas"] == math.ceil(50 / (b["capacity_req_per_s"] * 0.8)) == 5
     assert siz["monthly_usd"] == pytest.approx(5 * 0.44 * 730)
     text = run_cli(*SEARCH).stdout

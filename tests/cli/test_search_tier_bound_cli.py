@@ -37,7 +37,7 @@ def test_a_tier_variant_is_sized_and_priced_on_the_bound_of_its_base(cv):
     base, v = c["nvidia_h100_sxm:tp1:kv-auto"], c["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"]
     assert base["bounds"]["capacity_req_per_s"] == pytest.approx(BOUND, rel=1e-4)
     cap = v["capacity"]
-    assert cap["boundary_rate_req_per_s"] > base["bounds"]["capacity_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] > base["bounds"]["capacity_req_per_s"]
     assert cap["sized_on_req_per_s"] == base["bounds"]["capacity_req_per_s"]
     assert v["sizing"]["capacity_req_per_s"] == base["bounds"]["capacity_req_per_s"]
     assert any(n.startswith("sized on 119.8 req/s, the capacity bound, not on the ") for n in cap["notes"])

@@ -152,7 +152,7 @@ def test_cost_prices_each_seeds_own_capacity():
     for row, one in zip(sp["per_seed"], alone):
         cs = one["simulation"]["capacity_search"]
         assert row["capacity_req_per_s"] == one["capacity"]["slo_capacity_req_per_s"] == \
-            cs.get("sized_on_req_per_s", cs["boundary_rate_req_per_s"])
+            cs.get("sized_on_req_per_s", cs["slo_capacity_req_per_s"])
         assert row["usd_per_mtok_output"] == one["totals"]["self_host_usd_per_mtok_output"]
         assert row["goodput_req_per_s"] == one["capacity"]["goodput_req_per_s"]
     outs = [one["totals"]["self_host_usd_per_mtok_output"] for one in alone]
@@ -163,7 +163,7 @@ def test_cost_prices_each_seeds_own_capacity():
     # the summary gives the range found and, apart, the range sized on with the seeds the bound caps: seed 0 finds
     # 60 req/s, above the 59.99 bound (fixed lengths: one bound for every seed); seeds 1 and 2 find 55.5 and 55
     capped = [s for s, one in zip((0, 1, 2), alone) if "sized_on_req_per_s" in one["simulation"]["capacity_search"]]
-    found = [one["simulation"]["capacity_search"]["boundary_rate_req_per_s"] for one in alone]
+    found = [one["simulation"]["capacity_search"]["slo_capacity_req_per_s"] for one in alone]
     sized = [row["capacity_req_per_s"] for row in sp["per_seed"]]
     assert capped == sp["capped_by_bound_seeds"] == [0]
     assert sp["capacity_req_per_s"] == {"min": min(found), "max": max(found), "n_seeds": 3}

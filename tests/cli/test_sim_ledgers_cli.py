@@ -77,9 +77,9 @@ def test_cost_of_a_simulation_is_priced_at_the_slo_capacity_the_goodput_search_f
     # the same search as `goodput --simulate --target 0.9 --axis rate` (same seeded 300-request probes): same boundary,
     # and the run at that boundary; the ledger prices what a replica fed that rate sustains, the rate × the run's
     # share within the SLO (ledgers/sustained_rate.py), not its goodput over first arrival → last finish
-    assert cs["boundary_rate_req_per_s"] == search["boundary_value"] and cs["target"] == 0.9
+    assert cs["slo_capacity_req_per_s"] == search["boundary_value"] and cs["target"] == 0.9
     assert cs["goodput_at_boundary_req_per_s"] == search["goodput_at_boundary_req_per_s"]
-    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cs["boundary_rate_req_per_s"]
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cs["slo_capacity_req_per_s"]
                                                                * cs["attainment_at_boundary"])
     assert cs["attainment_at_boundary"] >= 0.9 and len(cs["probes"]) >= 5
     assert d["capacity_basis"]["kind"] == "slo_capacity" and d["capacity_basis"]["warning"] is None
@@ -87,7 +87,7 @@ def test_cost_of_a_simulation_is_priced_at_the_slo_capacity_the_goodput_search_f
     # these 300 requests arrive at 3.56 req/s; an H100 holds several times that under this SLO (the trial's finding on
     # the whole trace: the offered-load ledger was ~3× too dear)
     offered = json.loads(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST, "--json"]))
-    assert cs["boundary_rate_req_per_s"] > 3 * offered["simulation"]["workload"]["offered_rate_req_per_s"]
+    assert cs["slo_capacity_req_per_s"] > 3 * offered["simulation"]["workload"]["offered_rate_req_per_s"]
     assert d["totals"]["self_host_usd_per_mtok_output"] < offered["totals"]["self_host_usd_per_mtok_output"] / 2
     # the ledger's arithmetic at the capacity: 1 GPU × 10⁶ ÷ (good output tok/s × 3600 × 0.5) × decode share × $2.95
     cap = d["capacity"]
@@ -102,16 +102,17 @@ def test_cost_error_band_names_the_goodput_it_prices_not_the_capacity_rate(price
     # (fresh-user trial, issue 23: the JSON then called that goodput "capacity_req_per_s"; both are carried, named)
     d = priced_at_capacity
     band, cs = d["error_band"], d["simulation"]["capacity_search"]
-    assert band["goodput_req_per_s"] == d["capacity"]["goodput_req_per_s"] < cs["boundary_rate_req_per_s"]
-    assert band["capacity_req_per_s"] == cs["boundary_rate_req_per_s"]
-    assert band["goodput_low"] / band["goodput_req_per_s"] == pytest.approx(band["capacity_low"] / cs[
-        "boundary_rate_req_per_s"])  # one band (multipliers of a prediction) around both
+    assert band["goodput_req_per_s"] == d["capacity"]["goodput_req_per_s"] < cs["slo_capacity_req_per_s"]
+    assert band["capacity_req_per_s"] == cs["slo_capacity_req_per_s"]
+    assert band["goodput_low_req_per_s"] / band["goodput_req_per_s"] == pytest.approx(
+        band["capacity_low_req_per_s"] / cs["slo_capacity_req_per_s"])  # one band (a prediction's multipliers) on both
     assert band["text"].startswith(f"goodput at the SLO capacity {band['goodput_req_per_s']:.4g} good req/s (80% band")
     # no volume: the comparison is per good request, input and output tokens together (not output tokens alone):
     # the self-hosted cost at the assumed utilization over the band is cost ÷ high … cost ÷ low
     assert band["basis"] == "per good request" and band["self_host_usd"] == d["inputs"]["self_host_usd_per_request"]
     assert band["api_usd"] == d["inputs"]["api_usd_per_request"]
-    k_lo, k_hi = band["goodput_low"] / band["goodput_req_per_s"], band["goodput_high"] / band["goodput_req_per_s"]
+    g = band["goodput_req_per_s"]
+    k_lo, k_hi = band["goodput_low_req_per_s"] / g, band["goodput_high_req_per_s"] / g
     assert band["self_host_usd_at_low_capacity"] == pytest.approx(band["self_host_usd"] / k_lo)
     assert band["self_host_usd_at_high_capacity"] == pytest.approx(band["self_host_usd"] / k_hi)
 
@@ -135,7 +136,7 @@ def test_a_search_says_its_drain_tail_makes_the_capacity_conservative():
         in cs["notes"][0]
     )
     # priced: the nominal rate found × attainment (the draw's 2,000 arrivals came at a slightly different rate)
-    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cs["boundary_rate_req_per_s"]
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cs["slo_capacity_req_per_s"]
                                                                * cs["attainment_at_boundary"])
     assert "which is what the ledger prices" in cs["notes"][0]
 
@@ -159,7 +160,7 @@ def test_goodput_of_a_simulation_equals_goodput_of_its_records_file(records):
     from_file = json.loads(_ok(["goodput", records, *SLO, "--json"]))
     direct = json.loads(_ok(["goodput", "--simulate", *SIM, *SLO, "--json"]))
     for key in ("num_requests", "num_failed", "num_good", "attainment", "goodput_req_per_s", "throughput_req_per_s",
-                "goodput_output_tok_per_s", "duration_s", "num_gpus", "request_rate", "run_label"):
+                "goodput_output_tok_per_s", "duration_s", "num_gpus", "request_rate_req_per_s", "run_label"):
         assert direct[key] == from_file[key], key
     assert direct["num_requests"] == 300 and direct["simulation"]["model"].startswith("meta-llama/Llama-3.1-8B")
 

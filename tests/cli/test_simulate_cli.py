@@ -22,7 +22,7 @@ def test_json_has_the_fields_scripts_rely_on():
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)["summary"]
     assert s["num_requests"] == 40 and s["num_finished"] + s["num_rejected"] == 40
-    for k in ("num_preemptions", "throughput_tok_per_s", "prefix_cache_hit_rate"):
+    for k in ("num_preemptions", "throughput_output_tok_per_s", "prefix_cache_hit_rate"):
         assert k in s
     for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
         assert set(s[k]) >= {"mean", "p50", "p90", "p99"}

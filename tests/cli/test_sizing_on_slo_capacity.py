@@ -29,7 +29,7 @@ def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_ta
     cap_rate = goodput_target["boundary"]["boundary_value"]
     s = cli_json(*["search", L8, *SLO, "--gpus", "H100", "--tp", "1", "--rate", "28", *WL, "--json"])
     w = next(c for c in s["candidates"] if c["id"] == s["winner"]["id"])
-    assert w["capacity"]["boundary_rate_req_per_s"] == cap_rate == 18.5
+    assert w["capacity"]["slo_capacity_req_per_s"] == cap_rate == 18.5
     sz = w["sizing"]
     assert (sz["capacity_req_per_s"], sz["replicas"], sz["num_gpus"]) == (18.5, 2, 2)
     assert sz["realized_utilization"] == pytest.approx(28 / 37)
@@ -65,7 +65,7 @@ def test_cost_sizes_a_monthly_volume_on_the_slo_capacity():
     # ⌈12.94 ÷ (C × 0.8)⌉ replicas, utilization 12.94 ÷ (replicas × C).
     d = cli_json(*["cost", "--simulate", L8, "--gpu", "H100", *WL, "--slo", "ttft=200ms,tpot=50ms", "--api",
                "OpenAI:gpt-4.1", "--gpu-provider", "Nebius", "--monthly-requests", "34M", "--json"])
-    c = d["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
+    c = d["simulation"]["capacity_search"]["slo_capacity_req_per_s"]
     assert d["capacity"]["slo_capacity_req_per_s"] == d["capacity"]["sizing_req_per_s"] == c == 17.5
     rate = 34e6 / (730 * 3600)
     dec = d["decision"]

@@ -59,7 +59,7 @@ def test_search_names_the_rates_counted_out_and_an_unsteady_capacity_in_the_winn
     d = json.loads(res.output)
     (cand,) = [c for c in d["candidates"] if c["id"] == d["winner"]["id"]]
     cap = cand["capacity"]
-    assert cap["boundary_rate_req_per_s"] == 22.25 and cap["queue_grew_req_per_s"] == [22.5, 23.0, 24.0]
+    assert cap["slo_capacity_req_per_s"] == 22.25 and cap["queue_grew_req_per_s"] == [22.5, 23.0, 24.0]
     assert d["winner"]["caveats"][0].startswith("capacity probe not steady")
     text = " ".join(_run("search", MODEL, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1", "--rate",
                          "30", "--num-requests", "400", *FLAT).output.split())

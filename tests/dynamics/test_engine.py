@@ -265,7 +265,7 @@ def test_summary_latencies_and_percentiles():
                  STEP).summary
     assert s.ttft_s.p50 == pytest.approx(0.01) and s.e2e_s.p99 == pytest.approx(0.03)
     assert s.itl_s.count == 2 and s.tpot_s.mean == pytest.approx(0.01)
-    assert s.throughput_tok_per_s == pytest.approx(3 / 0.03)
+    assert s.throughput_output_tok_per_s == pytest.approx(3 / 0.03)
     d = s.to_dict()
     for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
         assert set(d[k]) >= {"mean", "p50", "p90", "p99"}

@@ -103,7 +103,7 @@ def test_search_sizing_and_its_band_ends_bill_whole_instances():
     # ⌈3 ÷ 0.4⌉ = 8 replicas still fill one instance ($17,228, where 4 × $17,228 was billed per replica before);
     # at × 0.2 (0.4 req/s): ⌈3 ÷ 0.32⌉ = 10 replicas need 2 instances, $34,456
     e = {"sizing": {"rate_req_per_s": 3.0, "capacity_req_per_s": 2.0, "replicas": 2, "num_gpus": 2, **s},
-         "capacity": {"goodput_req_per_s": 1.8, "boundary_rate_req_per_s": 2.0}}
+         "capacity": {"goodput_req_per_s": 1.8, "slo_capacity_req_per_s": 2.0}}
     assert band_sizing(e, 0.25, 0.8)["monthly_usd"] == pytest.approx(17_228.0)
     assert band_sizing(e, 0.2, 0.8)["monthly_usd"] == pytest.approx(34_456.0)
     assert band_sizing(e, 0.2, 0.8)["replicas"] == 10

@@ -82,6 +82,6 @@ def test_probe_and_load_cells_match_goodput():
     assert _probe_share({"attainment": 0.908, "stopped_early": None}) == "90.8%"
     # 9.875 req/s is 50% of 19.75 and, over the band 19.75 / 1.22527 = 16.12 to 19.75 / 0.90428 = 21.84,
     # 9.875 / 21.84 = 45.2% (45%) to 9.875 / 16.12 = 61.3% (61%)
-    cs = {"boundary_rate_req_per_s": 19.75, "error_band": {"low": 19.75 / (1 + Q90), "high": 19.75 / (1 + Q10)}}
+    cs = {"slo_capacity_req_per_s": 19.75, "error_band": {"low": 19.75 / (1 + Q90), "high": 19.75 / (1 + Q10)}}
     assert _load_share(9.875, cs) == "50% (45–61%)"
-    assert _load_share(9.875, {"boundary_rate_req_per_s": 19.75}) == "50%"
+    assert _load_share(9.875, {"slo_capacity_req_per_s": 19.75}) == "50%"

@@ -17,7 +17,7 @@ def _probe(value, attainment, goodput, throughput, phase, **extra):
 
 CS = {"probes": [_probe(3.125, 0.903, 2.55, 2.82, "bisection"), _probe(4.0, 0.5, 1.7, 3.4, "bracket"),
                  _probe(6.0, 0.3, 1.0, 3.6, "bracket", stopped_early={"attainment_upper": 0.6})],
-      "target": 0.9, "boundary_rate_req_per_s": 3.125, "attainment_at_boundary": 0.903, "num_requests_per_probe": 300}
+      "target": 0.9, "slo_capacity_req_per_s": 3.125, "attainment_at_boundary": 0.903, "num_requests_per_probe": 300}
 DATA = SimpleNamespace(cost={"simulation": {"capacity_search": CS}}, measured=[], commands={"capacity": "kvledger …"})
 
 

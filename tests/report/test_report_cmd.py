@@ -63,22 +63,22 @@ def test_report_capacity_and_sweep_equal_goodput_and_simulate_json(built):
     _, data = built
     cs = data["cost"]["simulation"]["capacity_search"]
     g = _cli_json(data["commands"]["capacity"])
-    assert g["boundary"]["boundary_value"] == cs["boundary_rate_req_per_s"]
+    assert g["boundary"]["boundary_value"] == cs["slo_capacity_req_per_s"]
     assert _norm(g["probes"]) == cs["probes"]
     point = data["rate_sweep"][0]  # 0.25 × the capacity
     sim = _cli_json(data["commands"]["sweep_point"].replace("RATE", repr(point["rate_req_per_s"])))
     assert _norm(sim["summary"]) == point["summary"]
     static = _cli_json(
         data["commands"]["engine_savings"]
-        .replace("RATE", repr(cs["boundary_rate_req_per_s"]))
+        .replace("RATE", repr(cs["slo_capacity_req_per_s"]))
         .replace("static|contiguous", "static")
     )
     assert _norm(static["summary"]) == data["engine_savings"]["static"]["summary"]
     # each ratio is the continuous engine's figure over its named baseline
     r = data["engine_savings"]["ratios"][0]
     assert r["baseline"].startswith("static batching")
-    assert r["throughput_ratio"] == pytest.approx(data["engine_savings"]["engine"]["summary"]["throughput_tok_per_s"]
-                                                  / static["summary"]["throughput_tok_per_s"])
+    engine_tok_s = data["engine_savings"]["engine"]["summary"]["throughput_output_tok_per_s"]
+    assert r["throughput_ratio"] == pytest.approx(engine_tok_s / static["summary"]["throughput_output_tok_per_s"])
 
 
 def test_measured_points_equal_goodput_json(built):
@@ -146,7 +146,7 @@ def test_report_html_is_one_self_contained_file_with_every_figure(built):
     assert "<script" not in html and "<link" not in html and "<img" not in html
     assert not re.search(r'(src|href)\s*=\s*["\']?https?:', html) and "url(http" not in html and "@import" not in html
     # the answer paragraph quotes the cost JSON's capacity
-    assert f"{data['cost']['simulation']['capacity_search']['boundary_rate_req_per_s']:g} req/s" in html
+    assert f"{data['cost']['simulation']['capacity_search']['slo_capacity_req_per_s']:g} req/s" in html
     # no document outside the package is cited
     assert "engines.md" not in html and "seed-claims" not in html
 
@@ -237,7 +237,7 @@ def test_report_html_carries_the_capacity_band_and_the_not_steady_warning(built)
     cs = data["cost"]["simulation"]["capacity_search"]
     html = " ".join((d / "r.html").read_text().split())
     band = f"(80% band {cs['error_band']['low']:.4g}–{cs['error_band']['high']:.4g} req/s, uncalibrated roofline)"
-    assert f"{cs['boundary_rate_req_per_s']:g} req/s{band}" in html.replace(" (80% band", "(80% band")
+    assert f"{cs['slo_capacity_req_per_s']:g} req/s{band}" in html.replace(" (80% band", "(80% band")
     assert cs["not_steady"] is not None and "Warning: the probe at the capacity" in html
     assert "load, % of capacity (80% band)" in html and "Shaded: the capacity&#x27;s 80% band" in html
     for p in cs["probes"]:

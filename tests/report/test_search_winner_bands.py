@@ -12,7 +12,7 @@ from kvledger.report.search_answer import winner_line
 def _entry(cid: str, usd_per_1k: float, band: tuple[float, float] | None) -> dict:
     e = {"id": cid, "gpu_id": "nvidia_h100_sxm", "tp": 1, "launch": {},
          "cost": {"usd_per_1k_requests": usd_per_1k, "usd_per_1k_requests_at_capacity": usd_per_1k},
-         "capacity": {"boundary_rate_req_per_s": 10.0, "goodput_req_per_s": 9.0}}
+         "capacity": {"slo_capacity_req_per_s": 10.0, "goodput_req_per_s": 9.0}}
     if band is not None:
         e["capacity_band"] = {"low_multiplier": band[0], "high_multiplier": band[1],
                               "regime": "uncalibrated/dense/vllm", "source": "test"}

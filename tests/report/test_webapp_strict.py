@@ -136,7 +136,7 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
 
 
 def _capacity(d: dict) -> float:
-    return d["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
+    return d["simulation"]["capacity_search"]["slo_capacity_req_per_s"]
 
 
 def test_the_serving_panel_runs_the_engine_chosen():

@@ -29,7 +29,7 @@ def test_serving_with_a_volume_answers_with_both_bills():
     # the capacity card carries the capacity's 80% band (the search's error_band)
     cs = d["cost"]["simulation"]["capacity_search"]
     assert h["capacity_req_per_s_range"] == [cs["error_band"]["low"], cs["error_band"]["high"]]
-    assert h["capacity_req_per_s_range"][0] < h["capacity_req_per_s"] == cs["boundary_rate_req_per_s"]
+    assert h["capacity_req_per_s_range"][0] < h["capacity_req_per_s"] == cs["slo_capacity_req_per_s"]
     assert h["capacity_band"] == cs["error_band"]["text"]
     # and its warnings: 60 requests per probe replay a sample unlike azure-conv (722 / 122 mean tokens against 1,155 /
     # 211 over the whole trace: probe_sample), said whether or not the boundary probe was steady

@@ -109,7 +109,7 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
             a, b = getattr(ms, stat), getattr(ps, stat)
             rows.append(MetricRow(f"{name} {stat}", "s", a, b, rel_error(b, a)))
     for key, name, unit, what in (("throughput_req_per_s", "throughput", "req/s", "finished requests"),
-                                  ("throughput_tok_per_s", "output throughput", "tokens/s",
+                                  ("throughput_output_tok_per_s", "output throughput", "tokens/s",
                                    "output tokens of finished requests")):
         a, b = getattr(m, key), getattr(p, key)
         rows.append(MetricRow(name, unit, a, b, rel_error(b, a), f"{what} / (last finish − first arrival)"))

@@ -268,8 +268,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
             rows.append(MetricRow(f"{name} {s}", "s", a, b, rel_error(b, a), note))
     rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p.throughput_req_per_s,
                           rel_error(p.throughput_req_per_s, stage.requests_per_s), "as each side defines it"))
-    rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_tok_per_s,
-                          rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
+    rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_output_tok_per_s,
+                          rel_error(p.throughput_output_tok_per_s, stage.output_tokens_per_s)))
     n = stage.client_users or 0
     loop = (f"paced under a cap of {n:,} in flight (each request at its time at the run's "
             "rate, or when a slot frees), through" if math.isfinite(stage.requested_rate)

@@ -60,7 +60,7 @@ class BoundaryPoint:
     too_short: bool | None = None
 
 
-@json_fields(exclude=("points",), extra=("points",))  # the points last
+@json_fields(exclude=("points",), extra=("slo_capacity_req_per_s", "points"))  # the points last
 @dataclass(slots=True)
 class BoundaryResult:
     """Outcome of a boundary search.
@@ -76,6 +76,8 @@ class BoundaryResult:
             (DistServe optimises goodput per GPU).
         largest_passing_note: why ``largest_passing_value`` is not a capacity, only when there is one and
             ``boundary_value`` is None (in the JSON only then); None otherwise.
+        slo_capacity_req_per_s (JSON, a property): on the request-rate axis the boundary, the SLO capacity under the
+            name ``cost`` and ``search`` give it; None on the other axes (not a rate) or without a boundary.
     """
 
     __json_optional__ = ("largest_passing_note",)
@@ -90,6 +92,10 @@ class BoundaryResult:
     boundary_per_gpu: float | None = None
     notes: list[str] = field(default_factory=list)
     largest_passing_note: str | None = None
+
+    @property
+    def slo_capacity_req_per_s(self) -> float | None:
+        return self.boundary_value if self.axis == "request_rate" else None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

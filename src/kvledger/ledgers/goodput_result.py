@@ -33,7 +33,8 @@ def deployment_of(hardware: str | None, num_gpus: int | None, extra: dict[str, A
 
 @json_fields(exclude=("good_mask", "request_ids", "deployment"),
              read={"request_rate": "request_rate_shown", "effective_cost_multiplier": "multiplier_shown"},
-             extra=("all_at_once", "effective_cost_multiplier_bound", "no_request_completed"))
+             extra=("all_at_once", "effective_cost_multiplier_bound", "no_request_completed"),
+             rename={"request_rate": "request_rate_req_per_s"})  # the offered rate, req/s (as simulate's probes)
 @dataclass(slots=True)
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
@@ -46,7 +47,7 @@ class GoodputResult:
     good records of an exact result. ``no_request_completed`` (in JSON, last) is True when the run had requests and
     none completed: nothing was measured, and its zeros say so, not how the server performs. In JSON,
     ``effective_cost_multiplier`` is the multiplier the table shows and ``effective_cost_multiplier_bound`` which bound
-    it is (:meth:`multiplier_bounded`).
+    it is (:meth:`multiplier_bounded`); ``request_rate`` is ``request_rate_req_per_s``.
     """
 
     __json_optional__ = ("all_at_once",)
@@ -135,8 +136,8 @@ class GoodputResult:
 
     @property
     def all_at_once(self) -> bool | None:
-        """True where the request rate is infinite (every request at t = 0; ``request_rate`` then null in JSON); None
-        (left out of the JSON) otherwise."""
+        """True where the request rate is infinite (every request at t = 0; ``request_rate_req_per_s`` then null in
+        JSON); None (left out of the JSON) otherwise."""
         r = self.request_rate
         return True if r is not None and not np.isfinite(r) else None
 

@@ -109,7 +109,7 @@ def capacity_band_clause(cs: dict[str, Any], caveat: bool = True) -> str:
 def sized_capacity(cs: dict[str, Any]) -> float:
     """The req/s a capacity search's JSON sizes and prices on: the rate found, or the deployment's capacity bound
     where that caps it (``sized_on_req_per_s``, written only then)."""
-    return cs.get("sized_on_req_per_s") or cs["boundary_rate_req_per_s"]
+    return cs.get("sized_on_req_per_s") or cs["slo_capacity_req_per_s"]
 
 
 def sized_run_figures(cs: dict[str, Any]) -> tuple[float, float, str]:
@@ -124,7 +124,7 @@ def sized_run_figures(cs: dict[str, Any]) -> tuple[float, float, str]:
         return sized_capacity(cs) * share, share, ""
     share = cs["attainment_at_sized_rate"]
     return (sized_capacity(cs) * share, share,
-            f"; a run at that rate, not the probe at the {cs['boundary_rate_req_per_s']:g} req/s found")
+            f"; a run at that rate, not the probe at the {cs['slo_capacity_req_per_s']:g} req/s found")
 
 
 def not_steady_lines(cs: dict[str, Any]) -> list[str]:

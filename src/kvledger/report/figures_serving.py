@@ -255,7 +255,7 @@ def engine_savings(data: ReportData) -> Figure:
     colors = {"engine": "#55a868", "static": "#c44e52", "contiguous": "#8172b2"}
     keys = [k for k in names if "skipped" not in s[k]]  # a baseline that admits no request was not run
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.0)
-    bars = ax.bar([names[k] for k in keys], [s[k]["summary"]["throughput_tok_per_s"] for k in keys],
+    bars = ax.bar([names[k] for k in keys], [s[k]["summary"]["throughput_output_tok_per_s"] for k in keys],
                   color=[colors[k] for k in keys])
     ax.bar_label(bars, fmt="{:,.0f}", fontsize=7)
     ax.set_ylabel("output tokens/s")
@@ -265,7 +265,7 @@ def engine_savings(data: ReportData) -> Figure:
     bx.set_ylabel("goodput, good req/s")
     for a in (ax, bx):
         a.tick_params(axis="x", labelsize=7)
-    rows = [[s[k]["label"], fmt(s[k]["summary"]["throughput_tok_per_s"]), fmt(s[k]["goodput_req_per_s"]),
+    rows = [[s[k]["label"], fmt(s[k]["summary"]["throughput_output_tok_per_s"]), fmt(s[k]["goodput_req_per_s"]),
              f"{s[k]['summary']['ttft_s']['p90']:,.3f}", f"{s[k]['summary']['num_preemptions']:,}"] for k in keys]
     rows += [[f"ratio {r['comparison']} (baseline: {r['baseline']})", fmt(r["throughput_ratio"]),
               fmt(r["goodput_ratio"]),

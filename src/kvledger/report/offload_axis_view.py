@@ -10,8 +10,8 @@ __all__ = ["print_offload_axis"]
 
 
 def _boundary(v: dict[str, Any]) -> str:
-    base = v["offload"]["base_boundary_rate_req_per_s"]
-    return f"{v['capacity']['boundary_rate_req_per_s']:.3g} ({'–' if base is None else format(base, '.3g')})"
+    base = v["offload"]["base_slo_capacity_req_per_s"]
+    return f"{v['capacity']['slo_capacity_req_per_s']:.3g} ({'–' if base is None else format(base, '.3g')})"
 
 
 def print_offload_axis(variants: list[dict[str, Any]], ranking: list[str]) -> None:

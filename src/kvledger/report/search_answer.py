@@ -71,7 +71,7 @@ def capacity_words(cap: dict[str, Any]) -> str:
     # a ledger written before the key existed (resumed) has none: its good req/s at the bound instead
     good = cap.get("sustained_good_req_per_s_at_boundary") if sized is not None else None
     good = good if good is not None else cap.get("sustained_good_req_per_s", cap["goodput_req_per_s"])  # older name
-    return (f"SLO capacity {cap['boundary_rate_req_per_s']:,.4g} req/s per replica ({good:,.2f} good req/s there)"
+    return (f"SLO capacity {cap['slo_capacity_req_per_s']:,.4g} req/s per replica ({good:,.2f} good req/s there)"
             + (f", {bound_clause(sized)}" if sized is not None else "") + _band_words(cap.get("error_band")))
 
 

@@ -59,7 +59,7 @@ def _top_table(result: Any, top: int) -> Any:
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
         soft = "~" if capacity_caveats(e) else ""  # not steady, or an unrepresentative sample (its notes say which)
         row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
-               _f(cap["boundary_rate_req_per_s"], ",.4g") + soft,
+               _f(cap["slo_capacity_req_per_s"], ",.4g") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         idle = f" +{s['idle_gpus']} idle" if s.get("idle_gpus") else ""  # whole instances: search.instance_bill
         row += [f"{s['num_gpus']} ({s['replicas']}×){idle}", _f(s["monthly_usd"], ",.0f")] if sized else \

@@ -23,8 +23,9 @@ def spread_line(spread: Any) -> str:
     """One line of the other printed figures' min–max over the seeds."""
     g = spread.get
     return (f"over {spread.label} (min–max; the figures above are seed {spread.seeds[0]}'s): throughput "
-            f"{_range(g('throughput_req_per_s'), ',.2f')} req/s, {_range(g('throughput_tok_per_s'), ',.0f')} output "
-            f"tok/s; KV usage mean {_range(g('kv_usage.mean'), '.1%')}, max {_range(g('kv_usage.max'), '.1%')}; "
+            f"{_range(g('throughput_req_per_s'), ',.2f')} req/s, "
+            f"{_range(g('throughput_output_tok_per_s'), ',.0f')} output tok/s; KV usage mean "
+            f"{_range(g('kv_usage.mean'), '.1%')}, max {_range(g('kv_usage.max'), '.1%')}; "
             f"preemptions {_range(g('num_preemptions'), ',.0f')}; finished {_range(g('num_finished'), ',.0f')}; "
             f"prefix-cache hit rate {_range(g('prefix_cache_hit_rate'), '.1%')}; the seeds column: the mean's range; "
             "every percentile's in --json (seed_spread)")

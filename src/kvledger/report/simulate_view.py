@@ -163,8 +163,9 @@ def _requests_lines(console, s: dict, eng: dict, batch: dict | None = None) -> N
                   f"({s['num_rejected']:,} rejected, the rule: {rule}); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
     if s["num_finished"]:
-        console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output "
-                      f"tok/s, {s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
+        console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, "
+                      f"{s['throughput_output_tok_per_s']:,.0f} output tok/s, "
+                      f"{s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
                       "(first arrival → last finish)")
     else:
         console.print("throughput: none (no request finished)")

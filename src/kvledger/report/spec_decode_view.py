@@ -77,7 +77,7 @@ def render_spec_decode(r: SpecReport, console) -> None:
                              f"{fmt_duration(s['itl_s']['p50'] or float('nan'))}",
                       f"{fmt_duration(b['ttft_s']['p50'] or float('nan'))} → "
                       f"{fmt_duration(s['ttft_s']['p50'] or float('nan'))}",
-                      f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}",
+                      f"{b['throughput_output_tok_per_s']:,.0f} → {s['throughput_output_tok_per_s']:,.0f}",
                           f"{b['num_preemptions']}/{s['num_preemptions']}")
         console.print(t)
         console.print(sweep_sentence(sim))

@@ -102,7 +102,7 @@ class DeploymentResult:
     tpot_s: dict[str, Any]
     e2e_s: dict[str, Any]
     throughput_req_per_s: float
-    throughput_tok_per_s: float
+    throughput_output_tok_per_s: float
     goodput_req_per_s: float
     goodput_req_per_s_per_gpu: float
     attainment: float
@@ -224,7 +224,7 @@ def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> D
     return DeploymentResult(
         dep.label, dep.kind, dep.num_gpus, dep.num_gpus - dec_gpus if dec_gpus else 0, dec_gpus,
         s.ttft_s.to_dict(), s.itl_s.to_dict(), s.tpot_s.to_dict(), s.e2e_s.to_dict(),
-        s.throughput_req_per_s, s.throughput_tok_per_s, good, good / dep.num_gpus, g.attainment,
+        s.throughput_req_per_s, s.throughput_output_tok_per_s, good, good / dep.num_gpus, g.attainment,
             dict(g.num_missed),
         s.num_finished, s.num_rejected, extra["num_preemptions"], extra["transfer"], extra["settings"])
 

@@ -101,7 +101,7 @@ def _metrics(result, real_outputs: dict[str, int] | None) -> dict[str, Any]:
         recs = [replace(r, num_output_tokens=real_outputs[r.request_id]) if r.ok else r for r in run.records]
         run = RunRecords(recs, run.metadata)
     s = summarize_records(run)
-    return {"throughput_tok_per_s": s.throughput_tok_per_s, "ttft_s": s.ttft_s.to_dict(),
+    return {"throughput_output_tok_per_s": s.throughput_output_tok_per_s, "ttft_s": s.ttft_s.to_dict(),
             "tpot_s": s.tpot_s.to_dict(), "itl_s": s.itl_s.to_dict(), "e2e_s": s.e2e_s.to_dict(),
             "num_finished": s.num_finished, "num_preemptions": result.summary.num_preemptions}
 
@@ -170,8 +170,8 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
         tb, ts = b["tpot_s"]["p50"], s["tpot_s"]["p50"]
         row = {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": ts / tb if tb and ts else None,
                "ttft_p50_ratio": _ratio(s["ttft_s"]["p50"], b["ttft_s"]["p50"]),
-               "throughput_ratio": (s["throughput_tok_per_s"] / b["throughput_tok_per_s"]
-                                    if b["throughput_tok_per_s"] else None)}
+               "throughput_ratio": (s["throughput_output_tok_per_s"] / b["throughput_output_tok_per_s"]
+                                    if b["throughput_output_tok_per_s"] else None)}
         row["verdict"], row["verdict_because"] = rate_verdict(row)
         out.append(row)
     return SpecSweep(num_requests, prompt_tokens, output_tokens, seed, "Poisson (Gamma CV 1), first request at t = 0",

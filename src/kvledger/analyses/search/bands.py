@@ -38,7 +38,7 @@ def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None
         band = Band(own["regime"], "capacity", ks[0], ks[1], 0, own["source"], elsewhere=own.get("elsewhere", ""))
         return band, own["low"], own["high"]
     band = search_band(spec, e)
-    cap = c.get("sized_on_req_per_s", c["boundary_rate_req_per_s"])  # the rate sized on (the bound, where it caps)
+    cap = c.get("sized_on_req_per_s", c["slo_capacity_req_per_s"])  # the rate sized on (the bound, where it caps)
     return None if band is None else (band, cap * band.low, cap * band.high)
 
 
@@ -56,7 +56,8 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
                                                         "goodput_low": g * band.low, "goodput_high": g * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
                                                         "regime": band.regime, "source": band.source,
-                                                        "elsewhere": band.elsewhere}  # Band.on_gpu's; "" else
+                                                        "elsewhere": band.elsewhere,  # Band.on_gpu's; "" else
+                                                        "unit": "req/s"}  # of low/high and goodput_low/high
         if band is not None and e.get("sizing"):
             e["sizing"]["at_band_low"], e["sizing"]["at_band_high"] = (band_sizing(e, k, spec.max_utilization)
                                                                        for k in (band.low, band.high))
@@ -111,7 +112,7 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
     from kvledger.analyses.search.instance_bill import instance_usd_per_month
 
     s = e["sizing"]
-    c = s.get("capacity_req_per_s", e["capacity"]["boundary_rate_req_per_s"]) * k  # what the point was sized on
+    c = s.get("capacity_req_per_s", e["capacity"]["slo_capacity_req_per_s"]) * k  # what the point was sized on
     replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization, s.get("peak_to_mean", 1.0))
     if "staircase" in s:  # whole instances of the cheapest packing at this replica count (instance_bill)
         usd = instance_usd_per_month(s, replicas)

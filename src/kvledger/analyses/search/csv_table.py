@@ -22,7 +22,7 @@ CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "num_gpus_per_unit", "pre
                "decode_replicas", "decode_tp", "decode_gpus", "kv_cache_dtype", "max_num_seqs",
                "max_num_batched_tokens", "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour",
                "price_provider", "num_gpu_blocks", "decode_num_gpu_blocks", "goodput_req_per_s",
-               "boundary_rate_req_per_s", "output_tok_per_s_per_gpu", "tok_per_s_per_user", "usd_per_mtok_input",
+               "slo_capacity_req_per_s", "output_tok_per_s_per_gpu", "tok_per_s_per_user", "usd_per_mtok_input",
                "usd_per_mtok_output", "usd_per_1k_requests", "utilization", "replicas", "num_gpus",
                "kv_tier_usd_per_month", "monthly_usd", "pareto"]
 
@@ -74,7 +74,7 @@ def _row(e: dict[str, Any], rank: int | None, pareto: bool | None, plain: bool) 
          "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
          "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
          "num_gpu_blocks": plan.get("num_gpu_blocks"), "goodput_req_per_s": cap.get("goodput_req_per_s"),
-         "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
+         "slo_capacity_req_per_s": cap.get("slo_capacity_req_per_s"),
          "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
          "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
          "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_1k_requests": cost.get("usd_per_1k_requests"),

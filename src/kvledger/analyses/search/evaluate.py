@@ -142,7 +142,7 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
 
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
-    return {"boundary_rate_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
+    return {"slo_capacity_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
             **_load_figures(cap),
             # the good req/s priced, as cost's capacity.goodput_req_per_s (cap: ledgers/sustained_rate.py); the
             # run's own goodput (first arrival → last finish) under cost's name for it
@@ -156,11 +156,11 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
             "operating_points_decided_by_bound": pr.skipped, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary): " + (
-                          "boundary_rate_req_per_s, the offered req/s replicas are sized on; goodput_req_per_s (as "
+                          "slo_capacity_req_per_s, the offered req/s replicas are sized on; goodput_req_per_s (as "
                           "cost --simulate's) and the tokens priced = the offered rate × attainment, its share within "
                           "the SLO; goodput_at_boundary_req_per_s and the goodput tokens/s = the run at the boundary "
                           "(first arrival → last finish, its drain tail included)" if pr.sized is None else
-                          "boundary_rate_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
+                          "slo_capacity_req_per_s as found; sized_on_req_per_s, the capacity bound below it, the "
                           "offered req/s replicas are sized on; goodput_req_per_s (as cost --simulate's) and the "
                           "tokens priced = sized_on_req_per_s × attainment_at_sized_rate; "
                           "goodput_at_sized_rate_req_per_s and the goodput tokens/s = a run of the same workload and "

@@ -30,10 +30,11 @@ MEMORY_RULES_GPU = "nvidia_h100_sxm"
 
 
 def _point(e: dict[str, Any]) -> dict[str, Any]:
+    """A frontier point: its cost is ``monthly_usd`` where the search sized for a load, else ``usd_per_1k_requests``
+    (each under its own name, with its unit; no unitless ``cost`` beside them)."""
     cap, siz = e["capacity"], e.get("sizing") or {}
     return {
         "id": e["id"],
-        "cost": siz["monthly_usd"] if siz else e["cost"]["usd_per_1k_requests"],
         "monthly_usd": siz.get("monthly_usd"),
         "usd_per_mtok_good": usd_per_mtok_good(e),
         "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"],
@@ -45,7 +46,8 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
 
 def _key(p: dict[str, Any]) -> tuple[float, float]:
     """A frontier point's cost as ``order.cost_key`` compares it (the bill to the cent, then USD per Mtok good)."""
-    return (bill_key(p["cost"]) if p["monthly_usd"] is not None else p["cost"]), price_key(p["usd_per_mtok_good"])
+    cost = bill_key(p["monthly_usd"]) if p["monthly_usd"] is not None else p["usd_per_1k_requests"]
+    return cost, price_key(p["usd_per_mtok_good"])
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:

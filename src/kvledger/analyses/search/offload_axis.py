@@ -164,7 +164,7 @@ def offload_summary(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
                "reason": v.get("reason"), "tier_price": off["tier_price"],
                "tier_usd_per_month_per_unit": off["tier_usd_per_month_per_unit"]}
         if v["status"] == "feasible":
-            row.update({"boundary_rate_req_per_s": v["capacity"]["boundary_rate_req_per_s"],
+            row.update({"slo_capacity_req_per_s": v["capacity"]["slo_capacity_req_per_s"],
                         "goodput_req_per_s": v["capacity"]["goodput_req_per_s"], "sizing": v["sizing"],
                         **{k: off[k] for k in ("vs_more_gpus", "beats_more_gpus", "cheaper_than_without", "verdict")}})
         out.append(row)

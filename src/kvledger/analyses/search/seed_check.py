@@ -28,9 +28,9 @@ _FIGURES = ("goodput_req_per_s", "usd_per_mtok_output", "rank_value")
 def _figures(e: dict[str, Any]) -> dict[str, Any]:
     """One candidate at one seed: its id, status and (feasible) capacity, goodput, $ per 1M output, rank value."""
     if e["status"] != "feasible":
-        return {"id": e["id"], "status": e["status"], "boundary_rate_req_per_s": None, "goodput_req_per_s": None,
+        return {"id": e["id"], "status": e["status"], "slo_capacity_req_per_s": None, "goodput_req_per_s": None,
                 "usd_per_mtok_output": None, "rank_value": None}
-    return {"id": e["id"], "status": "feasible", "boundary_rate_req_per_s": e["capacity"]["boundary_rate_req_per_s"],
+    return {"id": e["id"], "status": "feasible", "slo_capacity_req_per_s": e["capacity"]["slo_capacity_req_per_s"],
             "goodput_req_per_s": e["capacity"]["goodput_req_per_s"],
             "usd_per_mtok_output": e["cost"]["usd_per_mtok_output"], "rank_value": first_cost(e)}
 

@@ -113,7 +113,7 @@ def _tier_bill(base: dict[str, Any], opt: Any, prices: dict[str, float | None],
     info = {"kind": opt.kind, "size_gib_per_replica": opt.size_gib, "size_gib_per_gpu": opt.gib_per_gpu(num_gpus),
             "sizes": opt.sizes_text(num_gpus), "label": opt.label, "base": base["id"],
             "base_status": base["status"] if feasible_base else f"{base['status']}: {base.get('reason')}",
-            "base_boundary_rate_req_per_s": base["capacity"]["boundary_rate_req_per_s"] if feasible_base else None,
+            "base_slo_capacity_req_per_s": base["capacity"]["slo_capacity_req_per_s"] if feasible_base else None,
             "tier_usd_per_month_per_unit": tier_month,
             "tier_price": {"usd_per_gib_month": rate_row.usd_per_gib_month, "source": rate_row.source,
                            "as_of": rate_row.as_of}}
@@ -142,7 +142,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     slo = parse_slo(spec.slo)
     p = TierProber.for_candidate(spec, cand, opt, slo)
     bound = (base.get("bounds") or {}).get("capacity_req_per_s")  # no tier makes the engine compute faster
-    start = (base["capacity"]["boundary_rate_req_per_s"] if feasible_base
+    start = (base["capacity"]["slo_capacity_req_per_s"] if feasible_base
              else min(r for r, _ in base["capacity"]["probes"]))
     try:
         b, first_failing = tier_capacity(p, start, bound)

@@ -24,8 +24,9 @@ class CostBand:
     """The band of the goodput priced and what it does to the self-host vs API decision (:func:`cost_band`).
 
     Attributes:
-        regime: the calibration regime. goodput_req_per_s / goodput_low / goodput_high: the good req/s per deployment
-            unit that the ledgers price, and its 80% band. capacity_req_per_s / capacity_low / capacity_high: the SLO
+        regime: the calibration regime. goodput_req_per_s / goodput_low_req_per_s / goodput_high_req_per_s: the good
+            req/s per deployment unit that the ledgers price, and its 80% band. capacity_req_per_s /
+            capacity_low_req_per_s / capacity_high_req_per_s: the SLO
             capacity (the boundary's request rate, req/s) and its band; None when no capacity search priced the run.
         basis: what is compared — "monthly bill" (a volume was given: both bills, the self-hosted one redone at each
             end of the band) or "per good request" (no volume: input and output tokens at the assumed utilization).
@@ -40,11 +41,11 @@ class CostBand:
 
     regime: str
     goodput_req_per_s: float
-    goodput_low: float
-    goodput_high: float
+    goodput_low_req_per_s: float
+    goodput_high_req_per_s: float
     capacity_req_per_s: float | None
-    capacity_low: float | None
-    capacity_high: float | None
+    capacity_low_req_per_s: float | None
+    capacity_high_req_per_s: float | None
     basis: str
     unit: str
     self_host_usd: float
@@ -75,6 +76,7 @@ class CapacityBand:
     source: str
     text: str
     elsewhere: str = ""
+    unit: str = "req/s"  # of value, low and high (as simulate's error_bands say theirs)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

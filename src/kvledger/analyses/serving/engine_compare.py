@@ -44,8 +44,8 @@ def _ratios(s: dict[str, Any]) -> list[dict[str, Any]]:
         if "skipped" in o:
             continue
         rows.append({"comparison": _COMPARISONS[key], "baseline": o["label"],
-                     "throughput_ratio": _ratio(e["summary"]["throughput_tok_per_s"],
-                                                o["summary"]["throughput_tok_per_s"]),
+                     "throughput_ratio": _ratio(e["summary"]["throughput_output_tok_per_s"],
+                                                o["summary"]["throughput_output_tok_per_s"]),
                      "goodput_ratio": _ratio(e["goodput_req_per_s"], o["goodput_req_per_s"]),
                      "ttft_p90_ratio": _ratio(e["summary"]["ttft_s"]["p90"], o["summary"]["ttft_s"]["p90"])})
     return rows

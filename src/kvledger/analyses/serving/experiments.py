@@ -87,10 +87,10 @@ def _batching(quick: bool) -> ExperimentResult:
         rows.append({"output_cap_tokens": cap,
                      "output_mean_tokens": float(np.mean(output_tokens)),
                      "output_cv": float(np.std(output_tokens) / np.mean(output_tokens)),
-                     "static_tok_per_s": res["static"].throughput_tok_per_s,
-                     "continuous_tok_per_s": res["continuous"].throughput_tok_per_s,
-                     "continuous_over_static": (res["continuous"].throughput_tok_per_s
-                                                / res["static"].throughput_tok_per_s)})
+                     "static_tok_per_s": res["static"].throughput_output_tok_per_s,
+                     "continuous_tok_per_s": res["continuous"].throughput_output_tok_per_s,
+                     "continuous_over_static": (res["continuous"].throughput_output_tok_per_s
+                                                / res["static"].throughput_output_tok_per_s)})
     setup += [f"{n} × 512-token prompts at t=0; outputs Exponential(mean 128) resampled ≤ cap (EOS ignored)",
               "static: a batch of up to max_num_seqs requests, each reserving prompt+output blocks, runs until its "
               "last request ends; continuous: vLLM v1 rule; same pool and step cost",
@@ -114,7 +114,8 @@ def _kv_waste(quick: bool) -> ExperimentResult:
         c = replace(cfg, kv_allocation=alloc, enable_prefix_caching=False)
         s = simulate(ClosedLoop(reqs, users), c, cost).summary
         rows.append({"kv_allocation": alloc, "token_state_share": s.kv_usage["token_state_share"],
-                     "kv_usage_mean": s.kv_usage["mean_busy"], "throughput_tok_per_s": s.throughput_tok_per_s,
+                     "kv_usage_mean": s.kv_usage["mean_busy"],
+                     "throughput_output_tok_per_s": s.throughput_output_tok_per_s,
                      "ttft_p50_s": s.ttft_s.p50, "ttft_p99_s": s.ttft_s.p99, "num_preemptions": s.num_preemptions})
     setup += [f"azure-conv lengths: the first requests with prompt+output ≤ max_model_len ({len(reqs)}), sent by "
               f"{users} closed-loop users (a saturating load, so throughput is the engine's capacity)",
@@ -146,7 +147,7 @@ def _budget(quick: bool) -> ExperimentResult:
                      "itl_mean_s": s.itl_s.mean, "itl_p50_s": s.itl_s.p50, "itl_p90_s": s.itl_s.p90,
                      "itl_p99_s": s.itl_s.p99,
                      # simulate's two names: output tokens only, and prompt + output tokens
-                     "throughput_tok_per_s": s.throughput_tok_per_s,
+                     "throughput_output_tok_per_s": s.throughput_output_tok_per_s,
                      "total_throughput_tok_per_s": s.total_throughput_tok_per_s})
     setup += ["azure-code (long prompts, short outputs) at 3× its rate; 2 ms CPU overhead per step"]
     return ExperimentResult("budget", "the max_num_batched_tokens seesaw", list(rows[0]), rows, setup,

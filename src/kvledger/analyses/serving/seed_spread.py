@@ -27,9 +27,9 @@ BANDED = {"ttft_s.mean": "TTFT mean", "tpot_s.mean": "TPOT mean", "throughput_re
 _LATENCY = ("ttft_s", "itl_s", "tpot_s", "e2e_s")
 _STATS = ("mean", "p50", "p90", "p99")
 #: the summary's printed figures outside the latency table (dotted keys read through nested dicts)
-_OTHER = ("throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_per_s", "duration_s", "num_finished",
-          "num_rejected", "num_preemptions", "kv_usage.mean", "kv_usage.max", "kv_usage.token_state_share",
-          "prefix_cache_hit_rate")
+_OTHER = ("throughput_req_per_s", "throughput_output_tok_per_s", "total_throughput_tok_per_s", "duration_s",
+          "num_finished", "num_rejected", "num_preemptions", "kv_usage.mean", "kv_usage.max",
+          "kv_usage.token_state_share", "prefix_cache_hit_rate")
 SPREAD_KEYS = tuple(f"{k}.{s}" for k in _LATENCY for s in _STATS) + _OTHER
 
 SEED_FREE_NOTE = ("the workload draws nothing from the seed (the trace's own arrival times and lengths, rescaled or "

@@ -127,7 +127,7 @@ class SimCapacity(SizedFigures):
     """
 
     method: ClassVar[str] = "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate"
-    __json__ = ("method", ("target", "search.target"), ("boundary_rate_req_per_s", "rate_req_per_s"),
+    __json__ = ("method", ("target", "search.target"), ("slo_capacity_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s",

@@ -48,7 +48,7 @@ class TierCapacity(SizedFigures):
     """
 
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
-    __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("boundary_rate_req_per_s", "rate_req_per_s"),
+    __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("slo_capacity_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s", "first_failing_req_per_s",
@@ -90,7 +90,7 @@ class TierCapacity(SizedFigures):
     @property
     def without_tier_dict(self) -> dict[str, Any]:
         w = self.without_tier
-        return {"boundary_rate_req_per_s": w.rate_req_per_s, "goodput_at_boundary_req_per_s": w.goodput_req_per_s,
+        return {"slo_capacity_req_per_s": w.rate_req_per_s, "goodput_at_boundary_req_per_s": w.goodput_req_per_s,
                 "attainment_at_boundary": w.attainment, "capacity_search": w.to_dict()}
 
     def text(self) -> str:

@@ -76,7 +76,7 @@ class RunFigures:
     num_rejected: int
     duration_s: float
     throughput_req_per_s: float
-    throughput_tok_per_s: float
+    throughput_output_tok_per_s: float
     total_throughput_tok_per_s: float
     ttft_s: LatencyStats
     itl_s: LatencyStats
@@ -98,7 +98,7 @@ class Summary:
         num_preemptions: preemption (recompute) events, count.
         duration_s: last finish − first arrival, s.
         throughput_req_per_s: finished requests / duration, req/s.
-        throughput_tok_per_s: output tokens of finished requests / duration, tok/s.
+        throughput_output_tok_per_s: output tokens of finished requests / duration, tok/s.
         total_throughput_tok_per_s: (prompt + output) tokens of finished requests / duration, tok/s.
         ttft_s, itl_s, tpot_s, e2e_s: distributions, s.
         prefix_cache_hit_rate: cached prompt tokens / prompt tokens looked up at first admission, fraction.
@@ -116,7 +116,7 @@ class Summary:
     num_preemptions: int
     duration_s: float
     throughput_req_per_s: float
-    throughput_tok_per_s: float
+    throughput_output_tok_per_s: float
     total_throughput_tok_per_s: float
     ttft_s: LatencyStats
     itl_s: LatencyStats
@@ -176,7 +176,7 @@ def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> RunFigur
         num_rejected=rejected,
         duration_s=duration,
         throughput_req_per_s=len(ok) / duration if duration > 0 else 0.0,
-        throughput_tok_per_s=out_tok / duration if duration > 0 else 0.0,
+        throughput_output_tok_per_s=out_tok / duration if duration > 0 else 0.0,
         total_throughput_tok_per_s=(in_tok + out_tok) / duration if duration > 0 else 0.0,
         ttft_s=latency_stats(ttft),
         itl_s=_itl_stats(itl, exact_itl_mean),
@@ -205,7 +205,7 @@ def _summarize_columns(run: RunRecords) -> RunFigures:
         num_rejected=int((~c.ok).sum()),
         duration_s=duration,
         throughput_req_per_s=n_ok / duration if duration > 0 else 0.0,
-        throughput_tok_per_s=out_tok / duration if duration > 0 else 0.0,
+        throughput_output_tok_per_s=out_tok / duration if duration > 0 else 0.0,
         total_throughput_tok_per_s=(in_tok + out_tok) / duration if duration > 0 else 0.0,
         ttft_s=latency_stats(first[has_first] - arrival[has_first]),
         itl_s=latency_stats(np.empty(0)),
