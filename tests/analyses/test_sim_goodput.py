@@ -34,7 +34,8 @@ def test_search_lines_are_one_per_probe_then_the_boundary_with_its_band_on_the_r
     # the bisection's keys first (its boundary_per_replica replaced in place by the search's), then the figures the
     # search adds, in this order
     added = ["boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-             "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary", "num_requests_per_probe"]
+             "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary", "sized_on_req_per_s",
+             "capacity_bound_req_per_s", "num_requests_per_probe"]  # each always there (null: no bound binds)
     assert list(last["boundary"]) == list(dict.fromkeys(list(sb.boundary.to_dict()) + added))
     assert last["boundary"]["num_requests_per_probe"] == 200
     assert last["boundary"]["boundary_per_gpu"] == sb.boundary.boundary_value  # one replica of TP 1: ÷ 1 GPU

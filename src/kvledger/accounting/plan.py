@@ -56,7 +56,7 @@ class ConcurrencyRow:
         max_requests: whole requests that fit in the usable pool at once, count (KV only; see running_cap); max_num_seqs
             for a model with no KV of its own; 0 beyond max_model_len (the engine rejects such a request).
         pool_requests: beyond max_model_len only, the whole requests the pool would hold were they admitted, count;
-            None (left out of the JSON) within it, where ``max_requests`` is that figure.
+            None (null in the JSON: the key is always there) within it, where ``max_requests`` is that figure.
         running_cap: max_num_seqs, the most requests the engine runs at once whatever the KV allows, count.
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
         max_concurrency_range: low and high of max_concurrency from the plan's block range (``MemoryPlan.ranges``),
@@ -68,7 +68,7 @@ class ConcurrencyRow:
             requests while decoding, KV only), or None.
     """
 
-    __json_optional__ = ("decode_blocks_per_request", "decode_concurrency", "decode_requests", "pool_requests")
+    __json_optional__ = ("decode_blocks_per_request", "decode_concurrency", "decode_requests")
 
     context_tokens: int
     blocks_per_request: int

@@ -1,13 +1,12 @@
 """``kvledger goodput FILE...|--simulate MODEL --slo ttft=200ms,tpot=50ms``: goodput of benchmark or simulation runs
 under latency SLOs.
 
-Reads any supported benchmark output (format auto-detected) or a kvledger records file,
-prints one row per run (a file may hold several) with where each number came from, and
-optionally the SLO boundary across the runs (``--target 0.9``). With ``--simulate MODEL
---gpu GPU`` it simulates the run instead (``kvledger simulate``'s flags), and ``--target``
-then searches the boundary by driving the simulator (``kvledger.analyses.serving.sim_boundary``).
-``--json`` prints one JSON object per run (or probe), one per line (a single run is a single
-JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
+Reads any supported benchmark output (format auto-detected) or a kvledger records file, prints one row per run (a file
+may hold several) with where each number came from, and optionally the SLO boundary across the runs (``--target 0.9``,
+the simulated search's keys, null where they do not apply: ``BoundaryFigures.of_sweep``). With ``--simulate MODEL
+--gpu GPU`` it simulates the run instead (``kvledger simulate``'s flags), and ``--target`` then searches the boundary
+by driving the simulator (``kvledger.analyses.serving.sim_boundary``). ``--json`` prints one JSON object per run (or
+probe), one per line (a single run is a single JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
 """
 
 from __future__ import annotations
@@ -93,6 +92,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
 def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
                 target: float | None, axis: str, tiers: TierFlags) -> tuple[list[str], Any]:
     """(JSON lines, (results, boundary)) for benchmark or records FILEs; the boundary across them with --target."""
+    from kvledger.analyses.serving.sim_goodput import BoundaryFigures
     from kvledger.cli.sim_opts import reject_sim_flags
     from kvledger.evidence import read_runs
     from kvledger.ledgers.boundary import boundary_from_sweep
@@ -110,7 +110,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
                                                                {"rate": "request_rate"}.get(axis, axis))
     lines = [strict_json.dumps(r.to_dict()) for r in results]
     if boundary is not None:
-        lines.append(strict_json.dumps({"boundary": boundary.to_dict()}))
+        lines.append(strict_json.dumps({"boundary": BoundaryFigures.of_sweep(boundary).to_dict()}))
     return lines, (results, boundary)
 
 

@@ -75,12 +75,10 @@ class BoundaryResult:
         boundary_per_gpu: boundary ÷ GPUs for the request-rate axis when the GPU count is known
             (DistServe optimises goodput per GPU).
         largest_passing_note: why ``largest_passing_value`` is not a capacity, only when there is one and
-            ``boundary_value`` is None (in the JSON only then); None otherwise.
+            ``boundary_value`` is None; None (null in the JSON: the key is always there) otherwise.
         slo_capacity_req_per_s (JSON, a property): on the request-rate axis the boundary, the SLO capacity under the
             name ``cost`` and ``search`` give it; None on the other axes (not a rate) or without a boundary.
     """
-
-    __json_optional__ = ("largest_passing_note",)
 
     axis: str
     target: float

@@ -76,7 +76,7 @@ class SimDocument:
         too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
             None (left out of the JSON) otherwise.
         at_knee: the run sat at or past its knee (``prediction_bands.knee_withheld``: each quarter of its arrivals'
-            mean TTFT, the rule; no TTFT band); None (left out of the JSON) otherwise.
+            mean TTFT, the rule; no TTFT band); None (null in the JSON: the key is always there) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
@@ -92,8 +92,7 @@ class SimDocument:
     __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
                 "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
                 "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short", "at_knee", "preemptions", "batch",
-                         "data_parallel")
+    __json_optional__ = ("client_latency", "seed_spread", "too_short", "preemptions", "data_parallel")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -112,7 +111,8 @@ class SimDocument:
     #: vLLM's DP ranks in lock-step (``sim_dp.dp_figures``: KV per rank and in all, requests routed per rank, KV usage
     #: per rank, the rules' source); None (left out) without data parallelism
     data_parallel: dict[str, Any] | None = None
-    """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max."""
+    """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max; None
+    (null in the JSON: the key is always there) when every request was rejected."""
 
     @property
     def kept_up(self) -> bool:

@@ -73,16 +73,32 @@ class BoundaryFigures:
     boundary_per_gpu: float | None
     goodput_at_boundary_req_per_s: float | None
     goodput_at_boundary_req_per_s_per_gpu: float | None
-    num_requests_per_probe: int
+    num_requests_per_probe: int | None
     capacity_bound_req_per_s: float | None = None
     """The deployment's capacity bound where it caps the boundary (``work_bounds``): what ``cost --simulate`` and
-    ``search`` size and price on (``sized_on_req_per_s``); None (both keys left out) where it does not bind."""
+    ``search`` size and price on (``sized_on_req_per_s``); None (both keys null) where it does not bind. Every key is
+    in the JSON, null where it does not apply, for a simulated search and a sweep of FILEs alike (``of_sweep``)."""
 
     __json__ = ("**result", "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
                 "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary",
                 ("sized_on_req_per_s", "capacity_bound_req_per_s"), "capacity_bound_req_per_s",
                 "num_requests_per_probe")
-    __json_optional__ = ("sustained_good_req_per_s_at_boundary", "sized_on_req_per_s", "capacity_bound_req_per_s")
+
+    @classmethod
+    def of_sweep(cls, result: BoundaryResult) -> BoundaryFigures:
+        """The figures of a boundary across measured runs (``goodput FILES --target``): the goodput of the run at the
+        boundary (and per GPU where the runs state their GPUs), no replicas (a file's deployment is one server as
+        measured: null), no probes, no capacity bound."""
+        at = next((p for p in result.points if p.value == result.boundary_value), None)
+        good = None if at is None else at.goodput_req_per_s
+        per_gpu = (good * result.boundary_per_gpu / result.boundary_value if good is not None
+                   and result.boundary_per_gpu is not None and result.boundary_value else None)
+        return cls(result, None, result.boundary_per_gpu, good, per_gpu, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        from kvledger.jsonable import to_jsonable
+
+        return to_jsonable(self)
 
     @property
     def sustained_good_req_per_s_at_boundary(self) -> float | None:
