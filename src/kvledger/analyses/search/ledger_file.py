@@ -73,7 +73,21 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
     if spec != header["spec"] or old.get("candidates") != header["candidates"]:
         raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
                          "same flags, or start a new ledger")
-    return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
+    return {cid: _current_names(e) for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
+
+
+#: keys a ledger written before one name per quantity across commands holds, and their names now (in place, in order)
+_RENAMED = {"boundary_rate_req_per_s": "slo_capacity_req_per_s",
+            "base_boundary_rate_req_per_s": "base_slo_capacity_req_per_s"}
+
+
+def _current_names(obj: Any) -> Any:
+    """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``), nested dicts too, in order."""
+    if isinstance(obj, dict):
+        return {_RENAMED.get(k, k): _current_names(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_current_names(v) for v in obj]
+    return obj
 
 
 def write_whole(path: Path, lines: list[dict[str, Any]]) -> None:

@@ -1,0 +1,21 @@
+"""A search ledger written before the JSON took one name per quantity (`capacity.boundary_rate_req_per_s`, now
+`slo_capacity_req_per_s`, as cost names it) resumes under the current names, in place, so the resumed search reads it
+(the ranking and CSV read `slo_capacity_req_per_s`) and prints what a fresh run prints."""
+
+from __future__ import annotations
+
+import json
+
+from kvledger.analyses.search.ledger_file import LEDGER_FORMAT, resumable_entries
+
+
+def test_an_older_ledgers_capacity_resumes_under_its_current_name(tmp_path):
+    header = {"format": LEDGER_FORMAT, "spec": {"model": "m"}, "candidates": ["a", "b"]}
+    old = {"id": "a", "status": "feasible", "capacity": {"boundary_rate_req_per_s": 18.5, "attainment": 0.956},
+           "offload": {"base_boundary_rate_req_per_s": 12.0}}
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in (header, old, {"id": "b", "status": "error"})))
+    got = resumable_entries(path, header)
+    assert list(got) == ["a"]  # the failed one is rerun
+    assert got["a"]["capacity"] == {"slo_capacity_req_per_s": 18.5, "attainment": 0.956}  # the key in its place
+    assert got["a"]["offload"] == {"base_slo_capacity_req_per_s": 12.0}
