@@ -1,7 +1,7 @@
 """kvledger: the KV-cache ledger and the serving/cost ledger for LLM inference.
 
-The public API is what this module exports: ``plan``, ``simulate``, ``goodput`` and ``cost`` (``kvledger.api``), their
-result types, the errors and the record types; submodules are implementation detail.
+The public API is what this module exports: ``plan``, ``simulate``, ``goodput``, ``cost`` and ``search``
+(``kvledger.api``), their result types, the errors and the record types; submodules are implementation detail.
 """
 
 from kvledger.errors import (
@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 
 _LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records", "RunRecords": "kvledger.records",
          "plan": "kvledger.api", "simulate": "kvledger.api", "goodput": "kvledger.api", "PlanResult": "kvledger.api",
-         "GoodputResult": "kvledger.api", "cost": "kvledger.api", "CostResult": "kvledger.api"}
+         "GoodputResult": "kvledger.api", "cost": "kvledger.api", "CostResult": "kvledger.api",
+         "search": "kvledger.api", "SimDocument": "kvledger.api"}
 
 
 def __getattr__(name: str):
@@ -39,7 +40,9 @@ __all__ = [
     "cost",
     "goodput",
     "plan",
+    "search",
     "simulate",
+    "SimDocument",
     "FormatError",
     "InputError",
     "KvLedgerError",

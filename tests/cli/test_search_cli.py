@@ -252,7 +252,7 @@ def test_a_monthly_volume_cost_would_refuse_is_refused_before_any_candidate(monk
     def searched(*a, **k):
         raise RuntimeError("searched")
 
-    monkeypatch.setattr(search_cmd, "_search", searched)
+    monkeypatch.setattr(search_cmd, "run_candidates", searched)
     res = runner.invoke(app, [*args, "--monthly-tokens", "1e15"])
     assert isinstance(res.exception, InputError) and words in str(res.exception)
     res = runner.invoke(app, [*args, "--monthly-tokens", "9.7e14"])

@@ -1,9 +1,10 @@
-"""The Python API: ``plan``, ``simulate``, ``goodput`` and ``cost`` by model and GPU name (or a benchmark file), typed
-keyword parameters checked at the call, each result's ``to_dict()`` equal to the command's ``--json``
-(``kvledger.plan`` and the others are these)."""
+"""The Python API: ``plan``, ``simulate``, ``goodput``, ``cost`` and ``search`` by model and GPU name (or a benchmark
+file), typed keyword parameters checked at the call, each result's ``to_dict()`` (``search``: the dict it returns) equal
+to the command's ``--json`` (``kvledger.plan`` and the others are these)."""
 
-from kvledger.api.calls import goodput, plan, simulate
+from kvledger.api.calls import SimDocument, goodput, plan, simulate
 from kvledger.api.cost_call import cost
 from kvledger.api.results import CostResult, GoodputResult, PlanResult
+from kvledger.api.search_call import search
 
-__all__ = ["plan", "simulate", "goodput", "cost", "PlanResult", "GoodputResult", "CostResult"]
+__all__ = ["plan", "simulate", "goodput", "cost", "search", "PlanResult", "GoodputResult", "CostResult", "SimDocument"]

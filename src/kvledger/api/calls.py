@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 
+from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.api.results import GoodputResult, PlanResult, check_ranges, goodput_document, in_python_terms
 from kvledger.argtypes import checked
 
@@ -71,18 +72,21 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
              enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
              replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
-             gpu_profile: str | None = None, gemm_efficiency: str | None = None, cache: bool = False):
+             gpu_profile: str | None = None, gemm_efficiency: str | None = None, seeds: int = 1,
+             cache: bool = False) -> SimDocument:
     """Serve a trace (``trace``, default azure-conv) or a synthetic workload (``prompt_lengths`` and
     ``output_lengths``, e.g. "fixed:512", with ``rate`` and ``num_requests``) on the simulated engine, as ``kvledger
-    simulate`` does; every setting left None is the command's default.
+    simulate`` does; every setting left None is the command's default. ``seeds`` (1 to 64): as ``--seeds``, the same
+    run with seeds ``seed``, ``seed`` + 1, … and each figure's min–max over them under ``seed_spread``; the figures
+    stay the first seed's.
 
     ``cache``: read and keep the run in the on-disk store (``$KVLEDGER_CACHE_DIR``, else ``~/.cache/kvledger``,
     folder ``sims/``), whatever ``KVLEDGER_NO_CACHE`` says; False (the default, as the command) neither reads nor
     writes it. The simulator turns the garbage collector off for the run, process-wide (``dynamics.simulator``).
 
     Returns:
-        The simulate document: ``.summary`` (TTFT/TPOT/ITL/E2E percentiles, throughput, KV usage, preemptions),
-        ``.notes`` and ``.to_dict()``, equal to ``kvledger simulate … --json``.
+        SimDocument, the simulate document: ``.summary`` (TTFT/TPOT/ITL/E2E percentiles, throughput, KV usage,
+        preemptions), ``.notes`` and ``.to_dict()``, equal to ``kvledger simulate … --json``.
 
     Raises:
         InputError, UnknownNameError, FormatError: a wrong type, an unknown name, a bad trace or setting;
@@ -90,6 +94,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
+    from kvledger.cli.simulate_run import SimPrepare, with_seed_spread
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("simulate", _SIM_PARAMS):
@@ -97,7 +102,8 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
         args, synthetic = _sim_request(model, gpu, values)
         with sim_cache.using(cache):
             sim = simulate_run(args, synthetic, record_token_times=False)
-    return simulate_document(sim.setup, sim.result)
+        doc = simulate_document(sim.setup, sim.result)
+        return with_seed_spread(doc, args, seeds, SimPrepare(synthetic, None, None), None)
 
 
 _SIM_PARAMS = frozenset(inspect.signature(simulate).parameters)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,9 @@ from kvledger.cli.dp_flags import SearchDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
+from kvledger.cli.search_run import check_gpus, run_candidates
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.search_status import PlainProgress, answer_status, exit_with, no_plot, say_failure, say_status
+from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_status
 from kvledger.cli.session_flags import SessionFlags
 from kvledger.units import count_option
 
@@ -84,15 +84,6 @@ def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[A
             prepare_output_file(p, force=force, inputs=inputs, flag=flag)
 
 
-def _progress_bar(as_json: bool) -> Any:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("candidates"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True,
-                    disable=as_json or not sys.stderr.isatty())  # on a terminal, never under --json
-
-
 def _write_csv(result: Any, path: Path) -> None:
     from kvledger.analyses.search import CSV_COLUMNS, csv_rows
     from kvledger.outputs import write_text_atomic
@@ -102,19 +93,6 @@ def _write_csv(result: Any, path: Path) -> None:
     w.writeheader()
     w.writerows(csv_rows(result))
     write_text_atomic(path, buf.getvalue())
-
-
-def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
-    """With --wddm, refuse a named GPU it cannot apply to (a server module), in `plan --wddm`'s words, before any work;
-    the default GPUs (every priced one) are screened per candidate instead ("invalid setting")."""
-    if not wddm:
-        return
-    from kvledger.accounting.settings import make_settings
-    from kvledger.accounting.wddm_engines import check_wddm
-    from kvledger.catalog.gpu_file import resolve_gpu
-
-    for g in gpus:
-        check_wddm(make_settings(wddm=True), resolve_gpu(g))
 
 
 @with_groups(workload=WORKLOAD, sessions=SESSIONS, volume=SearchVolumeFlags,
@@ -162,7 +140,7 @@ def search_command(
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
                                          (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size)
-    _check_gpus(ax.gpus, engine)
+    check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:
         show_command_of(spec, ax, run.show_command, run.as_json)
@@ -170,23 +148,13 @@ def search_command(
     from kvledger.cli.outputs import paths_in
 
     _check_outputs(run, [model, *paths_in(workload, sessions, engine, pricing, axes)])
-    result, variants = _search(spec, ax, run)
+    result, variants = run_candidates(spec, ax, run)
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     status = answer_status(result)
     will_end_with(status)  # kept by a reader that stops reading (`| head -1`)
     say_status(result, status, run.as_json)  # before the output: a closed stdout ends the process there
     _write(result, variants, rank, run, status)
     exit_with(status)
-
-
-def _check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:
-    """The named GPUs against --gpu-profile (fitted on one of them) and --wddm (``_check_wddm_gpus``), before work."""
-    if e.gpu_profile is not None and gpus:
-        from kvledger.accounting.gpu_profile_search import check_profile_gpus
-        from kvledger.catalog.gpu_file import resolve_gpu
-
-        check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in gpus])
-    _check_wddm_gpus(gpus, bool(e.wddm))
 
 
 def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
@@ -225,47 +193,6 @@ def _refuse_same_file(outputs: dict[str, Path | None]) -> None:
             raise InputError(f"{seen[key]} and {flag} both name {p}: each writes its own file, so one would replace "
                              "the other; give them different file names.")
         seen[key] = flag
-
-
-def _search(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
-    """(the search's result, with --offload's tier variants ranked in; those variants or None) under a progress bar."""
-    from kvledger.analyses.search import run_search
-    from kvledger.analyses.search.offload_axis import check_prices, check_sizes, offload_pass, parse_offload
-
-    tiers = check_sizes(parse_offload(r.offload), axes.gpus, axes.tps)
-    prices = {"host": r.host_memory_usd_per_gib_month, "nvme": r.nvme_usd_per_gib_month}
-    with_tiers = bool(check_prices(tiers, prices))
-    if r.seeds > 1 and with_tiers:
-        from kvledger.errors import InputError
-
-        raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
-    with _progress_bar(r.as_json) as bar:
-        task = bar.add_task("search", total=None, status="planning")
-        plain = PlainProgress(enabled=not r.as_json and not sys.stderr.isatty())  # --json: no progress at all
-
-        def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str, Any] | None) -> None:
-            say_failure(entry, bar.console)  # at once: a run a dying Ray node ends still names it
-            best_text = f"best {best['id']}" if best else "no feasible one yet"
-            bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
-            plain.update(done, total, f"{feasible} feasible; {best_text}")
-
-        result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address,
-                            ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,
-                            progress=progress, exhaustive=r.exhaustive)
-    variants = None
-    if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
-        from kvledger.analyses.search.rank import build_result
-
-        variants = offload_pass(spec, result.entries, tiers, prices)
-        from kvledger.analyses.search.axis_notes import axis_notes
-
-        result = build_result(spec, result.entries + variants)
-        result.notes += axis_notes(spec.model, axes)  # as run_search adds them
-    if r.seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
-        from kvledger.analyses.search.seed_check import attach_seed_check
-
-        attach_seed_check(result, r.seeds)
-    return result, variants
 
 
 def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags, status: int) -> None:

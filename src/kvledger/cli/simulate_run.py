@@ -13,7 +13,7 @@ from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
 from kvledger.cli.session_flags import SessionFlags
 
-__all__ = ["OUT_FILES", "run_simulate"]
+__all__ = ["OUT_FILES", "run_simulate", "SimPrepare", "with_seed_spread"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
@@ -54,12 +54,12 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
     else:
         cap_source = None
-    prep = _Prepare(synthetic, sessions if session_run else None, cap_source)
+    prep = SimPrepare(synthetic, sessions if session_run else None, cap_source)
     setup = prep(args)
     keep_times = record_token_times or out is not None
     result, tier_report = _run_one(setup, args, tier, synthetic, record_steps=out is not None,
                                    show_progress=not as_json, record_token_times=keep_times)
-    payload = _with_spread(_document(setup, result), args, seeds, prep, tier)
+    payload = with_seed_spread(_document(setup, result), args, seeds, prep, tier)
     doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
     if out is not None:
         _write_outputs(out, result, doc, chrome_trace)
@@ -86,7 +86,7 @@ def _with_dp(args, dp, session_run: bool, tier):
                    else None)
 
 
-class _Prepare:
+class SimPrepare:
     """The prepared simulation for one seed's arguments: a trace or synthetic run, or sessions."""
 
     def __init__(self, synthetic, sessions: SessionFlags | None, cap_source) -> None:
@@ -127,9 +127,10 @@ def _document(setup, result):
     return simulate_document(setup, result)
 
 
-def _with_spread(payload, args, seeds: int, prep: _Prepare, tier):
+def with_seed_spread(payload, args, seeds: int, prep: SimPrepare, tier):
     """``payload`` with the spread of its figures over ``seeds`` seeds (unchanged for one): each further seed is the
-    same run with only ``seed`` changed, prepared and simulated here in seed order (no step log, no token times)."""
+    same run with only ``seed`` changed, prepared and simulated here in seed order (no step log, no token times); the
+    command's and ``kvledger.simulate(seeds=N)``'s."""
     if seeds == 1:
         return payload
     import dataclasses
