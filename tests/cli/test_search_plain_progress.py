@@ -33,7 +33,7 @@ def test_no_progress_line_under_json(monkeypatch):
     # terminal, as under CliRunner)
     from typer.testing import CliRunner
 
-    import kvledger.cli.search_cmd as search_cmd
+    import kvledger.cli.search_run as search_run
     from kvledger.cli.main import app
 
     seen = []
@@ -42,7 +42,7 @@ def test_no_progress_line_under_json(monkeypatch):
         seen.append(enabled)
         raise _Seen
 
-    monkeypatch.setattr(search_cmd, "PlainProgress", stand_in)
+    monkeypatch.setattr(search_run, "PlainProgress", stand_in)
     argv = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
             "--rate", "30"]
     for extra in (["--json"], []):
