@@ -69,3 +69,10 @@ def test_a_launch_flag_the_model_cannot_take_is_refused(tmp_path):
     assert msg.startswith("--max-model-len 999,999 exceeds the 131,072 tokens")
     assert msg.endswith("(doctor plans with --max-model-len 999999)")
     assert "out of range" in refused("doctor", str(FULL), "--gpu-memory-utilization", "1.5")
+
+
+def test_a_launch_flag_of_seven_digits_is_named_as_given_not_in_exponent_form(tmp_path):
+    # 10M = 10 × 1,048,576 = 10,485,760 tokens (vLLM's M suffix, a power of 1,024); Python's %g would write it
+    # 1.04858e+07, which is no --max-model-len a server takes
+    msg = refused("doctor", str(_metrics_only(tmp_path)), "--model", MODEL, "--max-model-len", "10M", "--gpu", "H100")
+    assert msg.endswith("(doctor plans with --max-model-len 10485760)")

@@ -92,6 +92,12 @@ _FLAGS = {"tp": "--tensor-parallel-size", "max_model_len": "--max-model-len",
 """The launch settings ``doctor`` takes as flags, for a log that does not print them (one without its start-up)."""
 
 
+def _num(value: float, sep: str = "") -> str:
+    """A launch setting as a flag takes it: a whole number in full (10485760, not 1.04858e+07; ``sep`` "," in prose:
+    10,485,760), a fraction as %g."""
+    return f"{value:{sep}}" if isinstance(value, int) else f"{value:g}"
+
+
 def _given(kw: dict[str, Any], src: dict[str, str], printed: dict[str, Any], given: dict[str, Any]) -> list[str]:
     """Apply the launch flags ``given`` where the log printed no value (``printed``: the setting's value as printed,
     or None); where it did, the log's value is kept and a note says the flag was not used."""
@@ -101,10 +107,10 @@ def _given(kw: dict[str, Any], src: dict[str, str], printed: dict[str, Any], giv
             continue
         flag = _FLAGS[name]
         if printed.get(name) is None:
-            kw[name], src[name] = value, f"{flag} {value:g} (the log does not print it)"
+            kw[name], src[name] = value, f"{flag} {_num(value)} (the log does not print it)"
         elif printed[name] != value:
-            notes.append(f"{flag} {value:g} not used: the log prints {name} {printed[name]:g} ({src[name]}), the "
-                         "setting the server ran with")
+            notes.append(f"{flag} {_num(value)} not used: the log prints {name} {_num(printed[name])} ({src[name]}), "
+                         "the setting the server ran with")
     return notes
 
 
@@ -123,7 +129,7 @@ def _launch_note(log: VllmLog, plan: Plan | None, src: dict[str, str]) -> list[s
     values = {"tp": plan.settings.tp, "max_model_len": m.max_model_len, "gpu_memory_utilization": m.fraction,
               "max_num_seqs": m.max_num_seqs}
     why = {n: src[n][len(f"{values[n]:g} ("):-1] if src[n].startswith(f"{values[n]:g} (") else src[n] for n in _FLAGS}
-    said = ", ".join(f"{n} {values[n]:,g} [{why[n]}]" for n in _FLAGS)
+    said = ", ".join(f"{n} {_num(values[n], ',')} [{why[n]}]" for n in _FLAGS)
     return [f"{LAUNCH_NOTE}the log prints none (no start-up in it), so the ledger plans with {said}; give the "
             "server's own with " + ", ".join(_FLAGS.values())]
 
@@ -251,7 +257,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
             plans[0] = plan_with(spec, g, kw)
             if launch and isinstance(plans[0], str):  # the flags given make no plan: bad input, not a note
                 raise InputError(f"{plans[0]} (doctor plans with " + ", ".join(
-                    f"{_FLAGS[k]} {v:g}" for k, v in launch.items()) + ")")
+                    f"{_FLAGS[k]} {_num(v)}" for k, v in launch.items()) + ")")
             if engine_version is None:  # the log's weights may name the release its rules came from
                 release = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
                 notes += [release] if release else []
