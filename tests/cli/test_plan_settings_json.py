@@ -67,3 +67,16 @@ def test_chunked_prefill_off_plans_at_the_budget_vllm_sets():
     # another engine: a one-paragraph error (the console entry exits 2)
     assert refused(*L8, "--engine", "sglang", "--no-enable-chunked-prefill").startswith(
         "--no-enable-chunked-prefill is a vLLM flag; with --engine sglang give the token budget itself")
+
+
+def test_plan_refuses_a_budget_under_max_model_len_with_chunked_prefill_off_as_vllm_and_simulate_do():
+    # vLLM 0.33.0 config/scheduler.py SchedulerConfig.verify_max_model_len: with enable_chunked_prefill False and
+    # max_num_batched_tokens 8,192 < max_model_len 131,072 it raises ValueError at start-up; `simulate` refused it,
+    # `plan` answered 'fits: 3 concurrent 131,072-token requests' for a server that never starts
+    msg = refused(*L8, "--max-model-len", "128K", "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192")
+    assert msg.startswith("max_num_batched_tokens (8,192) is smaller than max_model_len (131,072) with chunked "
+                          "prefill off")
+    # a budget that takes one max_model_len prompt is planned as given
+    d = json.loads(run_cli(*L8, "--max-model-len", "8K", "--no-enable-chunked-prefill", "--max-num-batched-tokens",
+                           "8192", "--json").stdout)
+    assert d["memory"]["notes"][-1] == "chunked prefill off: max_num_batched_tokens 8,192 as given"

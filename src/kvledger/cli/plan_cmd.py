@@ -76,6 +76,7 @@ def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
     and the flag has no effect), whose tokens ``profile_run`` profiles, so the activation peak grows and the pool
     shrinks. A note says which."""
     from kvledger.accounting import vllm_rules as R
+    from kvledger.accounting.chunked_budget import chunked_off_budget_error
     from kvledger.accounting.plan import build_plan
     from kvledger.errors import InputError
 
@@ -89,6 +90,8 @@ def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
         note = (f"--no-enable-chunked-prefill has no effect in vLLM {m.engine_version}: its V1 engine turns chunked "
                 "prefill on for every generative model (engine/arg_utils.py); the budget stays the default")
     elif flags.max_num_batched_tokens is not None:
+        if msg := chunked_off_budget_error(m.max_num_batched_tokens, m.max_model_len):  # vLLM refuses it
+            raise InputError(msg)
         note = f"chunked prefill off: max_num_batched_tokens {m.max_num_batched_tokens:,} as given"
     else:
         mnbt = max(m.max_model_len, m.max_num_batched_tokens)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.accounting.chunked_budget import chunked_off_budget_error
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
@@ -158,12 +159,9 @@ class EngineConfig:
         check_contiguous_fit(self)  # the pool fits one request as it grows: does one contiguous reservation?
 
     def _check_combinations(self) -> None:
-        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
-            raise InputError(
-                f"max_num_batched_tokens ({self.max_num_batched_tokens:,}) is smaller than max_model_len "
-                f"({self.max_model_len:,}) with chunked prefill off: a prompt longer than the step budget could never "
-                "be scheduled (vLLM refuses this setting). Raise max_num_batched_tokens to ≥ max_model_len, lower "
-                "max_model_len, or enable chunked prefill.")
+        if not self.enable_chunked_prefill and (msg := chunked_off_budget_error(self.max_num_batched_tokens,
+                                                                                self.max_model_len)):
+            raise InputError(msg)
         if self.kv_allocation == "contiguous" and self.enable_prefix_caching:
             raise InputError("kv_allocation='contiguous' models pre-paging engines, which had no prefix caching; "
                              "set enable_prefix_caching=False (--no-enable-prefix-caching)")
