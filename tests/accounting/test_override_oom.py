@@ -61,3 +61,15 @@ def test_simulate_refuses_an_override_past_the_device_with_exit_3():
     with pytest.raises(DoesNotFitError) as err:  # the console entry prints it and exits 3, as plan does
         CliRunner().invoke(app, argv, catch_exceptions=False)
     assert "runs out of CUDA memory; short by 47.05 GiB" in str(err.value)
+
+
+def test_the_summary_says_the_block_count_is_the_overrides_not_what_the_budget_holds():
+    from kvledger.report.plan_summary import summary_lines
+
+    # without the override, vLLM 0.28 on the H100 plans 56.47 GiB of KV = 25,701 blocks of 2,359,296 B; the summary
+    # printed 'available KV 56.47 GiB … → 50,000 blocks', a count those 56.47 GiB cannot hold (50,000 blocks are
+    # 109.86 GiB)
+    budget = _plan(None).memory.num_gpu_blocks
+    assert budget == _plan(50_000).memory.available_kv_bytes // BYTES_PER_BLOCK == 25_701
+    line = next(x for x in summary_lines(_plan(50_000)) if x.startswith("memory per GPU"))
+    assert line.endswith("→ 50,000 blocks of 16 tokens set by --num-gpu-blocks-override (the budget holds 25,701)")

@@ -28,6 +28,16 @@ def warning_lines(p: Plan) -> list[str]:
     return [f"[bold yellow]WARNING:[/] {escape(t)}" for t in texts]
 
 
+def _override_words(p: Plan) -> str:
+    """Where the block count is ``--num-gpu-blocks-override``'s, not the budget's: the override named, with the blocks
+    the budget itself holds ("" otherwise)."""
+    m = p.memory
+    if not p.settings.num_gpu_blocks_override or m.available_given or m.bytes_per_block <= 0:
+        return ""
+    return (f" set by --num-gpu-blocks-override (the budget holds {max(0, m.available_kv_bytes) // m.bytes_per_block:,}"
+            ")")
+
+
 def summary_lines(p: Plan) -> list[str]:
     """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the
     verdict."""
@@ -63,7 +73,7 @@ def summary_lines(p: Plan) -> list[str]:
         source = "your engine figure" if m.available_given else budget
         out.append(f"memory per GPU: {weights}{avail} ({source})"
                    f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} "
-                   f"token{'' if m.block_size == 1 else 's'}"
+                   f"token{'' if m.block_size == 1 else 's'}{_override_words(p)}"
                    + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
                       f"{m.max_model_len:,} tokens "
                       f"{fmt_low(m.ranges['max_concurrency'][0])}–{m.ranges['max_concurrency'][1]:,.2f}x)"
