@@ -18,11 +18,18 @@ __all__ = ["check_value", "check_fields", "checked"]
 
 
 def _names(hint: Any) -> str:
-    """A type hint in words: ``int | None`` → "int or None"; ``Sequence[int | str]`` → "a sequence of int or str"."""
+    """A type hint in words: ``int | None`` → "int or None"; ``Sequence[int | str] | None`` → "a sequence of (int or
+    str) or None" (the items' types in brackets, so the None is not read as an item's)."""
     args = typing.get_args(hint) if _is_union(hint) else (hint,)
     return " or ".join("None" if a is type(None) else
-                       f"a sequence of {_names(_item_hint(a))}" if _item_hint(a) is not None else
+                       f"a sequence of {_item_names(_item_hint(a))}" if _item_hint(a) is not None else
                        getattr(a, "__name__", str(a)).replace("Sequence", "a sequence") for a in args)
+
+
+def _item_names(hint: Any) -> str:
+    """``_names`` of a sequence's item type, in brackets where it is a union ("(int or str)")."""
+    words = _names(hint)
+    return f"({words})" if _is_union(hint) else words
 
 
 def _item_hint(hint: Any) -> Any:

@@ -17,9 +17,11 @@ L8 = "meta-llama/Llama-3.1-8B"
     ((4096, None), "; item [1] is NoneType None, not int or str"),
 ])
 def test_the_wrong_item_of_contexts_is_named(contexts, words):
+    # the items' types in brackets: "a sequence of int or str or None" read as if None were an item's type, then the
+    # item [1] None of (4096, None) was called wrong
     with pytest.raises(kvledger.InputError) as err:
         kvledger.plan(L8, "H100", contexts=contexts)
-    assert str(err.value) == f"kvledger.plan(contexts=...): expected a sequence of int or str or None{words}"
+    assert str(err.value) == f"kvledger.plan(contexts=...): expected a sequence of (int or str) or None{words}"
 
 
 def test_a_wrong_path_item_is_named():
@@ -30,7 +32,8 @@ def test_a_wrong_path_item_is_named():
 def test_a_text_for_contexts_is_still_refused_whole():
     with pytest.raises(kvledger.InputError) as err:
         kvledger.plan(L8, "H100", contexts="8K")
-    assert str(err.value) == "kvledger.plan(contexts=...): expected a sequence of int or str or None, got str '8K'"
+    assert str(err.value) == ("kvledger.plan(contexts=...): expected a sequence of (int or str) or None, got "
+                              "str '8K'")
 
 
 def test_empty_contexts_are_refused():
