@@ -29,7 +29,7 @@ class PlanFlags(SglangNames):
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "DP ranks: vLLM's --data-parallel-size (a MoE model needs --enable-expert-parallel: one engine core and KV "
         "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
-        "divides --tp). Plan only; the simulator refuses it."))
+        "divides --tp). `simulate` runs vLLM's DP ranks too; SGLang's DP attention is plan only."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang flag, with --dp-size N: attention data-parallel inside the TP group (attention TP = tp/N per rank, "
         "each rank its own KV pool; MLP and experts still over all TP GPUs). Plan only."))
