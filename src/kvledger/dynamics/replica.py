@@ -25,8 +25,9 @@ from kvledger.dynamics.async_steps import AsyncSteps
 from kvledger.dynamics.batch_rules import BatchRules
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
 from kvledger.dynamics.engine.kv_interface import KVManager
+from kvledger.dynamics.engine.padded_prompts import padded_prompt_shape
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
-from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
+from kvledger.dynamics.engine.scheduler import Scheduler
 from kvledger.dynamics.fast import fast_path
 from kvledger.dynamics.loads_in_flight import LoadsInFlight
 from kvledger.dynamics.outputs.batch_peak import BatchPeak

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.chunked_budget import chunked_off_budget_error
-from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
-from kvledger.dynamics.engine.kv_interface import KVManager
-from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
+from kvledger.dynamics.engine.kv_factory import make_kv_manager
 from kvledger.dynamics.engine.reservation_fit import check_contiguous_fit
 from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
@@ -58,7 +57,8 @@ class PoolTooShortError(DoesNotFitError):
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
-             extra=("caps_output",), exclude=("startup_counts_null_block",))
+             extra=("caps_output", "**long_prefill_json"),
+             exclude=("startup_counts_null_block", "long_prefill_token_threshold", "long_prefill_cap_alone"))
 @dataclass(frozen=True)
 class EngineConfig:
     """One replica's engine settings, named as vLLM names them.
@@ -113,6 +113,9 @@ class EngineConfig:
             Should accept numpy int64 arrays (elementwise) for speed.
         startup_counts_null_block: vLLM before 0.29: the start-up check counts block 0, so a max_model_len request
             may need every block and still pass it (such a request is never scheduled); not in JSON.
+        long_prefill_token_threshold: vLLM v1 ``--long-prefill-token-threshold``: a request's chunk in a step is cut to
+            this many tokens (``v1/core/sched/scheduler.py : schedule``, running and waiting alike), tokens; 0: no cap.
+        long_prefill_cap_alone: the cap holds with one request running or waiting too (vLLM ≤ 0.30; ≥ 0.31 lifts it).
     """
 
     num_gpu_blocks: int
@@ -135,6 +138,8 @@ class EngineConfig:
     step_blocks: Any = None
     async_output_proc: bool = False
     startup_counts_null_block: bool = False
+    long_prefill_token_threshold: int = 0
+    long_prefill_cap_alone: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -149,6 +154,8 @@ class EngineConfig:
             if getattr(self, name) not in table:
                 raise UnknownNameError(name.replace("_", " "), getattr(self, name), table,
                                        hint=f"Known: {', '.join(table)}.")
+        if (t := self.long_prefill_token_threshold) and (type(t) is not int or t < 0 or self.batching != "continuous"):
+            raise InputError(f"long_prefill_token_threshold {t!r}: an integer ≥ 0, with vLLM v1's continuous batching")
         pad = self.max_paddings
         if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
             raise InputError(f"engine setting max_paddings must be None or an integer ≥ 0, got {pad!r}")
@@ -275,6 +282,12 @@ class EngineConfig:
         return None if self.blocks_for_tokens is None else "custom"
 
     @property
+    def long_prefill_json(self) -> dict[str, Any]:
+        """The long-prefill cap's two fields for JSON, only with a threshold set (runs without one keep their keys)."""
+        t = self.long_prefill_token_threshold
+        return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone} if t else {}
+
+    @property
     def step_blocks_label(self) -> str | None:
         """``step_blocks`` as JSON: the rule's name, or None."""
         return None if self.step_blocks is None else "vLLM per-step sliding-window rule"
@@ -283,16 +296,3 @@ class EngineConfig:
         """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
         return to_jsonable(self)
 
-
-def make_kv_manager(cfg: EngineConfig) -> KVManager:
-    """The KV cache manager the settings select (a PagedKVManager, HybridKVManager or RadixKVManager)."""
-    if cfg.caching_policy_in_effect == "sglang":
-        from kvledger.dynamics.engine.radix_cache import RadixKVManager  # lazy: SGLang's cache, for its policy only
-
-        return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
-    if cfg.hybrid_caching:
-        return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)
-    # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
-    return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
-                          cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",
-                          max_model_len=cfg.max_model_len, step_blocks=cfg.step_blocks)

@@ -10,10 +10,11 @@ prefill and decode phases: each request's ``num_computed_tokens`` catches up wit
                                    a step that reaches num_tokens samples token g+1
 
 1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets
-   ``min(num_tokens − computed, budget, max_model_len − computed)`` tokens; with align-mode Mamba state groups a
-   prefill chunk short of the prefill end is cut to a block boundary (vLLM 0.33 ``_mamba_block_aligned_split``,
-   swa_step.py ``aligned_chunk``; waiting requests too, and a chunk cut to 0 tokens skips the running request or
-   stops admission).
+   ``min(num_tokens − computed, budget, max_model_len − computed)`` tokens, cut first to
+   ``long_prefill_token_threshold`` when set (waiting requests too; from vLLM 0.31 not while one request is running or
+   waiting); with align-mode Mamba state groups a prefill chunk short of the prefill end is cut to a block boundary
+   (vLLM 0.33 ``_mamba_block_aligned_split``, swa_step.py ``aligned_chunk``; waiting requests too, and a chunk cut to
+   0 tokens skips the running request or stops admission).
 2. If its blocks do not fit, the *last* running request is preempted (blocks freed,
    ``num_computed_tokens = 0``, front of the waiting queue), repeatedly, until they fit
    or the request preempted itself (then the loop stops).
@@ -56,7 +57,7 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.kv_interface import KVManager, SchedulerOutput
 from kvledger.dynamics.engine.request_state import PREEMPTED, RUNNING, SimRequest
 
-__all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape"]
+__all__ = ["Scheduler", "LPM_MAX_WAITING"]
 
 LPM_MAX_WAITING = 128  # SGLang managers/schedule_policy.py: prefix matching off above this queue length
 
@@ -74,18 +75,6 @@ def _order_lpm(waiting: deque, kv) -> None:
 
 
 ORDER_POLICIES = {"fcfs": _order_fcfs, "lpm": _order_lpm}
-
-
-def padded_prompt_shape(plan: list[tuple[SimRequest, int]]) -> tuple[int, int, float]:
-    """A V0 prompt step as vLLM 0.2.x computed it (``max_paddings`` set), padded to [batch, longest prompt].
-
-    Returns (prefill tokens, prefill KV tokens, causal attention pairs) of the padded batch:
-    ``B·L``, ``B·L`` and ``B·L·(L+1)/2`` for ``B`` prompts of longest length ``L``, tokens
-    (``worker/model_runner.py::_prepare_prompt`` pads every prompt to the longest).
-    """
-    longest = max(n for _, n in plan)
-    padded = len(plan) * longest
-    return padded, padded, padded * (longest + 1) / 2
 
 
 class Scheduler:
@@ -113,6 +102,8 @@ class Scheduler:
         # align-mode Mamba groups: prefill chunks end on block boundaries (swa_step.py ``aligned_chunk``); None: not cut
         rule = cfg.step_blocks
         self._align_chunk = rule.aligned_chunk if rule is not None and rule.state_boundary_page else None
+        thr = cfg.long_prefill_token_threshold  # the aligned split's longest chunk: min(budget, threshold) (vLLM 0.33)
+        self._align_max = min(cfg.max_num_batched_tokens, thr) if thr else cfg.max_num_batched_tokens
         # the state when a running request first could not get its blocks: (running requests, blocks they held,
         # usable blocks), taken before the first victim is freed (the replica adds the time: Replica.batch_facts)
         self.first_preemption: tuple[int, float, int] | None = None
@@ -129,7 +120,8 @@ class Scheduler:
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
         max_len = cfg.max_model_len
-        fast_b, align = self._fast_block_size, self._align_chunk
+        fast_b, align, align_max = self._fast_block_size, self._align_chunk, self._align_max
+        cap = self.long_prefill_cap()
         scheduled: list[tuple[SimRequest, int]] = []
         preempted: list[SimRequest] = []
         i = 0
@@ -137,12 +129,14 @@ class Scheduler:
             req = running[i]
             c = req.num_computed_tokens
             n = req.num_tokens - c
+            if 0 < cap < n:
+                n = cap
             if n > budget:
                 n = budget
             if n > max_len - c:
                 n = max_len - c
             if align is not None and n > 1:
-                n = align(c, n, req.num_prompt_tokens, req.num_tokens, cfg.max_num_batched_tokens)
+                n = align(c, n, req.num_prompt_tokens, req.num_tokens, align_max)
             if n <= 0:
                 i += 1
                 continue
@@ -159,6 +153,15 @@ class Scheduler:
         if not preempted and not self._static:
             admitted = self.admit_waiting(scheduled, budget)
         return SchedulerOutput(scheduled, preempted, admitted)
+
+    def long_prefill_cap(self) -> int:
+        """This step's cap on one request's chunk, tokens (0: none): ``long_prefill_token_threshold``, lifted from vLLM
+        0.31 when one request is running or waiting (``v1/core/sched/scheduler.py : schedule``, counted before the
+        step: admission and preemption move requests between the two lists, keeping the sum)."""
+        thr = self.cfg.long_prefill_token_threshold
+        if thr and not self.cfg.long_prefill_cap_alone and len(self.running) + len(self.waiting) <= 1:
+            return 0
+        return thr
 
     def advance_decode(self, num_steps: int) -> None:
         """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
@@ -197,7 +200,7 @@ class Scheduler:
             self._order(waiting, kv)
         admitted = 0
         max_seqs = cfg.max_num_seqs - self.num_finishing
-        start_load = self._start_load
+        start_load, cap = self._start_load, self.long_prefill_cap()
         while waiting and budget > 0 and len(running) < max_seqs:
             req = waiting[0]
             if start_load is not None:  # vLLM 0.33: a load starts when the scheduler reaches the request
@@ -210,11 +213,13 @@ class Scheduler:
                     continue
             handle, hit = kv.match(req)
             n = req.num_tokens - hit
+            if 0 < cap < n:  # before the chunked-prefill-off check, as vLLM orders them
+                n = cap
             if not cfg.enable_chunked_prefill and n > budget:
                 break
             n = min(n, budget)
             if self._align_chunk is not None and n > 1:
-                n = self._align_chunk(hit, n, req.num_prompt_tokens, req.num_tokens, cfg.max_num_batched_tokens)
+                n = self._align_chunk(hit, n, req.num_prompt_tokens, req.num_tokens, self._align_max)
                 if n == 0:  # vLLM stops admission (the chunk would not reach a block boundary)
                     break
             must_fit = req.num_tokens if cfg.scheduler_reserve_full_isl else hit + n

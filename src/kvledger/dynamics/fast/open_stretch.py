@@ -56,11 +56,12 @@ _INF = math.inf
 
 
 def eligible(rep) -> bool:
-    """The replica's rules are ones this module follows: vLLM v1 continuous batching, FCFS, a plain paged KV manager."""
+    """The replica's rules are ones this module follows: vLLM v1 continuous batching, FCFS, a plain paged KV manager,
+    no long-prefill cap."""
     kv, cfg = rep.kv, rep.cfg
     return (rep.rules.mixed and rep.fast_forward and rep.steplog is None and not rep.rules.padded
             and type(kv) is PagedKVManager and not kv.custom_bft and kv.step_blocks is None and not kv.contiguous
-            and cfg.scheduling_policy == "fcfs")
+            and cfg.scheduling_policy == "fcfs" and not cfg.long_prefill_token_threshold)  # no chunk cap in C
 
 
 def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
