@@ -16,16 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+from kvledger.cli.flag_field import flag
 from kvledger.cli.link_flags import INTER_NODE_LINK_HELP
 from kvledger.cli.sglang_names import SglangNames
+from kvledger.cli.tier_flags import SIM_ONLY, TierFlags  # kept importable from here, as the other groups
 
 __all__ = ["flag", "flag_like", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups",
            "WorkloadFlags", "EngineFlags", "TierFlags", "SIM_ONLY"]  # pricing_flags.py, session_flags.py: two more
-
-
-def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
-    """A group field: its flag spellings (vLLM's names), help text and default."""
-    return field(default=default, metadata={"decls": decls, "help": help})
 
 
 def flag_like(cls: type, name: str, default: Any = None, *, help: str | None = None,  # noqa: A002
@@ -87,8 +84,9 @@ class WorkloadFlags:
     prompt_lengths: str | None = flag("--prompt-lengths", help=(
         "Synthetic workload instead of a trace: prompt lengths in tokens, fixed:N, uniform:LOW:HIGH, "
         "exp:MEAN:CAP (exponential, cut at CAP), lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] (MEDIAN is the median, not the "
-        "mean: the mean is MEDIAN × e^(SIGMA²/2)) or trace:NAME:prompt|output (a trace's own lengths), e.g. "
-        "lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."))
+        "mean: the mean is MEDIAN × e^(SIGMA²/2)), trace:NAME:prompt|output (a trace's own lengths) or a mixture "
+        "mix:W*DIST,W*DIST (weights divided by their sum), e.g. lognormal:1000:0.8 or mix:0.9*fixed:2K,0.1*fixed:100K "
+        "(with --output-lengths, --rate or --concurrency, --num-requests)."))
     output_lengths: str | None = flag("--output-lengths", help="Synthetic: output lengths, as --prompt-lengths.")
     arrival_cv: float | None = flag("--arrival-cv", help=(
         "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson; 0 = a fixed interval of exactly 1/rate, "
@@ -143,6 +141,13 @@ class EngineFlags(SglangNames):
     kv_allocation: str | None = flag("--kv-allocation", help="paged or contiguous.")
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
         "vLLM v1 async scheduling (default: as --engine-version does it; on from 0.14)."))
+    long_prefill_token_threshold: int | None = flag("--long-prefill-token-threshold", help=(
+        "vLLM: cap one request's prefill chunk per step at N tokens, so short prompts share the step with a long one "
+        "(default 0: no cap; V1 reads it from 0.8.5; from 0.31 not while a request is alone). vLLM only."))
+    max_num_partial_prefills: int | None = flag("--max-num-partial-prefills", help=(
+        "vLLM V0's concurrent partial prefills (≤ 0.26): V1 never runs them; 1 (default) accepted, others refused."))
+    max_long_partial_prefills: int | None = flag("--max-long-partial-prefills", help=(
+        "vLLM V0's limit on long prompts prefilled at once (≤ 0.26): as --max-num-partial-prefills."))
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))
@@ -188,47 +193,6 @@ class EngineFlags(SglangNames):
         "step and GEMM size, from operator profiles of the A100, H100 and RTX PRO 6000; without a fraction or "
         "profile, as measured; each layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) "
         "or flat (one FLOP fraction, no kernel term). Default: the GPU profile's, else measured."))
-
-
-@dataclass(frozen=True, slots=True)
-class TierFlags:
-    """KV tiers below HBM, in the engines' own flags (vLLM's offloading connector, LMCache, SGLang's HiCache), read by
-    ``cli/tier_opts.py``; checked against the engine's rules by ``accounting.kv_tier_rules.check_tier_settings``
-    and, for the simulated host tier, ``analyses.judgments.offload.sim_host_tier`` (``plan``, ``simulate``,
-    ``offload``; ``plan`` does not take the simulator-only rules, SIM_ONLY)."""
-
-    kv_offloading_size: str | None = flag("--kv-offloading-size", help=(
-        "vLLM: host memory for KV offloading, summed over the TP×PP ranks; a bare number is GiB, vLLM's unit (256 = "
-        "256GiB; as for every size flag); adds the KV tiers."))
-    kv_offloading_backend: str | None = flag("--kv-offloading-backend", help=(
-        "vLLM: native (OffloadingConnector) or lmcache."))
-    enable_hierarchical_cache: bool | None = flag("--enable-hierarchical-cache", help="SGLang HiCache: a host KV tier.")
-    hicache_ratio: float | None = flag("--hicache-ratio", help="SGLang: host pool / device pool (default 2.0).")
-    hicache_size: int | None = flag("--hicache-size", help=(
-        "SGLang: host pool in GB (10^9 B) per GPU; overrides the ratio."))
-    hicache_write_policy: str | None = flag("--hicache-write-policy", help=(
-        "SGLang: write_through (default), write_through_selective or write_back."))
-    kv_tier_nvme: str | None = flag("--kv-tier-nvme", help=(
-        "A local-disk KV tier per GPU, GiB (2048 or 2TiB): LMCache local_disk (with --kv-offloading-backend lmcache)"
-        " or SGLang HiCache's file storage backend."))
-    nvme_read_bandwidth: float | None = flag("--nvme-read-bandwidth", help=(
-        "With --kv-tier-nvme: disk read bandwidth, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive)."))
-    kv_tier_remote: str | None = flag("--kv-tier-remote", help=(
-        "A remote KV store per GPU, GiB (e.g. 10TiB): LMCache remote (below local_disk, or below its CPU chunks) or "
-        "SGLang HiCache's mooncake storage backend (one storage backend: not with --kv-tier-nvme in the simulator)."))
-    network_bandwidth: float | None = flag("--network-bandwidth", help=(
-        "With --kv-tier-remote: remote store GB/s per GPU (default 50, an assumption: one 400 Gb/s NIC)."))
-    store_threshold: int | None = flag("--store-threshold", help=(
-        "vLLM 0.33 native offloading, simulated: store a block on its Nth offer, count (≥ 2; 0 or 1: off, default)."))
-    eviction_policy: str | None = flag("--eviction-policy", help=(
-        "vLLM native offloading, simulated: the host cache's policy, lru (default) or arc."))
-    hicache_storage_prefetch_policy: str | None = flag("--hicache-storage-prefetch-policy", help=(
-        "SGLang, with --kv-tier-nvme: storage prefetch policy; only wait_complete is simulated (SGLang's default "
-        "timeout and best_effort are refused)."))
-
-
-#: TierFlags fields only the simulator uses (``simulate``, ``offload``): ``plan`` sizes tiers, it runs no rule
-SIM_ONLY = ("store_threshold", "eviction_policy", "hicache_storage_prefetch_policy")
 
 
 @dataclass(frozen=True)

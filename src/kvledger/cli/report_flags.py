@@ -37,8 +37,8 @@ class ReportRunFlags:
         "trace:arxiv:prompt --output-lengths trace:arxiv:output."))
     prompt_lengths: str | None = flag_like(WorkloadFlags, "prompt_lengths", help=(
         "Synthetic workload instead of a trace, as cost --simulate takes it: prompt lengths in tokens, fixed:N, "
-        "uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or trace:NAME:prompt|output (with "
-        "--output-lengths; --num-requests per simulation)."))
+        "uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], trace:NAME:prompt|output or "
+        "mix:W*DIST,W*DIST (with --output-lengths; --num-requests per simulation)."))
     output_lengths: str | None = flag_like(WorkloadFlags, "output_lengths")
     arrival_cv: float | None = flag_like(WorkloadFlags, "arrival_cv")
     num_requests: int = flag("--num-requests", default=2000, help=(

@@ -10,8 +10,10 @@ from typing import Any
 
 from kvledger.accounting.tp_network import unused_nic_note
 from kvledger.analyses.serving.affinity_sessions import sessions_for_affinity
+from kvledger.analyses.serving.arrival_words import arrivals_words
 from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.analyses.serving.long_prefill import long_prefill_overrides
 from kvledger.analyses.serving.null_block_edge import null_block_edge_notes
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
@@ -74,6 +76,9 @@ class SimRequestArgs:
     cpu_overhead: str | None = None
     client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
+    long_prefill_token_threshold: int | None = None  # vLLM v1's chunk cap per request and step (long_prefill.py)
+    max_num_partial_prefills: int | None = None  # vLLM V0's limits: 1 (default) or refused for a V1 engine
+    max_long_partial_prefills: int | None = None
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
@@ -217,7 +222,7 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
             info.update(offered_rate_req_per_s=(len(specs) - 1) / span if span > 0 else math.inf,
                         requested_rate_req_per_s=a.rate)  # --rate (None: --rate-scale of a trace's own)
         return ClosedLoop(specs, a.concurrency, a.think_time_s, paced=pace), len(specs), info
-    arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
+    arrivals = arrivals_words(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
                  "offered_rate_req_per_s": (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
@@ -226,21 +231,6 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
 def paced(a: SimRequestArgs) -> bool:
     """``--concurrency`` with a finite ``--rate`` or a ``--rate-scale``: a paced closed loop (``ClosedLoop.paced``)."""
     return a.concurrency is not None and (a.rate_scale is not None or (a.rate is not None and math.isfinite(a.rate)))
-
-
-def _arrivals(a: SimRequestArgs) -> str:
-    """Which arrival times an open-loop replay of ``a.trace`` used (the rules of ``traces.load_trace``)."""
-    from kvledger.dynamics.workload.traces import trace_has_arrivals
-
-    if a.rate is not None and math.isinf(a.rate):
-        return "every request at t = 0"
-    if not trace_has_arrivals(a.trace):
-        return f"Poisson arrivals at {a.rate:g} req/s drawn with seed {a.seed}; the trace has no arrival times"
-    if a.rate is not None:
-        return f"trace arrival times rescaled to a mean of {a.rate:g} req/s, burstiness kept"
-    if a.rate_scale is not None:
-        return f"trace arrival times, rate ×{a.rate_scale:g}"
-    return "trace arrival times"
 
 
 def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None, *,
@@ -266,6 +256,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     if plan.memory.engine == "vllm" and any(v != getattr(plan.memory, k) for k, v in own.items()):
         plan = load_plan(replace(a, **own))[0]  # vLLM's profile_run profiles the limits it then runs
     overrides.update(sched)
+    long_prefill, lp_notes = long_prefill_overrides(a, plan)  # vLLM's long-prefill flags, per release
+    overrides.update(long_prefill)
+    notes += lp_notes
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)

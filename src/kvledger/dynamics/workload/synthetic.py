@@ -15,6 +15,7 @@ import numpy as np
 
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.arrivals import arrival_times, make_rng
+from kvledger.dynamics.workload.mixture import parse_mixture
 from kvledger.dynamics.workload.traces import load_trace, trace_has_arrivals
 from kvledger.errors import InputError
 
@@ -158,7 +159,8 @@ def parse_lengths(spec: str) -> LengthDist:
     """Read a length distribution from text, for the CLI.
 
     Forms: ``fixed:512``, ``uniform:1:512``, ``exp:128:1536`` (mean, cap), ``lognormal:1000:0.8[:low[:high]]``
-    (median, sigma), ``trace:azure-conv:prompt`` (a trace's prompt or output lengths).
+    (median, sigma), ``trace:azure-conv:prompt`` (a trace's prompt or output lengths),
+    ``mix:0.9*fixed:2K,0.1*fixed:100K`` (a mixture of the others, weights divided by their sum: mixture.py).
 
     Raises:
         InputError: unknown kind or unreadable numbers.
@@ -177,10 +179,12 @@ def parse_lengths(spec: str) -> LengthDist:
             return LogNormal(*nums)
         if kind == "trace" and len(args) == 2:
             return Empirical.from_trace(args[0], args[1])
+        if kind == "mix" and rest:
+            return parse_mixture(rest, parse_lengths)
     except (ValueError, InputError) as err:  # a number not read, or a distribution's own check: the text named
         raise InputError(f"length distribution {spec!r}: {err}") from None
     raise InputError(f"length distribution {spec!r} not understood; use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, "
-                     "lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or trace:NAME:prompt|output")
+                     "lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], trace:NAME:prompt|output or mix:W*DIST,W*DIST")
 
 
 @dataclass(frozen=True, slots=True)
