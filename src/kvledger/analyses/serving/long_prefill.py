@@ -49,11 +49,14 @@ def long_prefill_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]
                          "prefill chunks with --chunked-prefill-size (kvledger's SGLang plan sets it): drop "
                          f"{'it' if len(given) == 1 else 'them'}, or simulate vLLM (another --policy)")
     ver = R.parse_version(m.engine_version)
-    if R.era(ver) == "v0" or a.batching not in (None, "continuous"):
-        raise InputError(f"{names}: only vLLM's V1 scheduler (continuous batching, 0.8 on) is modelled with "
-                         f"{'it' if len(given) == 1 else 'them'}; vLLM {m.engine_version} with --batching "
-                         f"{a.batching or 'vllm_v0'} runs V0's or another rule, whose chunked-prefill scheduler is "
-                         "not modelled: drop the flag, or use --engine-version 0.8.5 or later")
+    it = "it" if len(given) == 1 else "them"
+    if R.era(ver) == "v0":
+        raise InputError(f"{names}: vLLM {m.engine_version} runs the V0 engine (V1 is the default from 0.8), whose "
+                         f"chunked-prefill scheduler, the one that reads {it}, is not modelled: drop {it}, or use "
+                         "--engine-version 0.8.5 or later")
+    if a.batching not in (None, "continuous"):
+        raise InputError(f"{names}: modelled in vLLM V1's scheduler only (--batching continuous, the default), not "
+                         f"with --batching {a.batching}: drop {it}, or the --batching")
     notes = _partial_notes(a, m.engine_version, ver)
     thr = a.long_prefill_token_threshold
     if thr is None or thr == 0:
@@ -62,7 +65,7 @@ def long_prefill_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]
         raise InputError(f"--long-prefill-token-threshold {thr}: a token count ≥ 0 (0: no cap, vLLM's default)")
     if ver < V1_READS_THRESHOLD:
         return {}, notes + [f"--long-prefill-token-threshold {thr:,} has no effect in vLLM {m.engine_version}: its V1 "
-                            "scheduler does not read it (v1/core/scheduler.py, read in 0.8.0; read from 0.8.5)"]
+                            "scheduler does not read it (v1/core/scheduler.py of 0.8.0 has no such cap; 0.8.5's has)"]
     if thr > m.max_model_len and ver >= THRESHOLD_CHECKED:
         raise InputError(f"--long-prefill-token-threshold {thr:,} is above max_model_len {m.max_model_len:,}: vLLM "
                          f"{m.engine_version} refuses to start (config/scheduler.py verify_max_model_len); give at "
@@ -84,7 +87,7 @@ def _partial_notes(a: Any, version: str, ver: tuple[int, int, int]) -> list[str]
         return []
     names = " and ".join(given)
     if ver >= PARTIAL_REMOVED:
-        raise InputError(f"vLLM {version} has no {names} (SchedulerConfig has them up to 0.26.0, not in 0.28.0): its "
+        raise InputError(f"vLLM {version} has no {names} (in SchedulerConfig up to 0.26.0, gone in 0.28.0): its "
                          "V1 scheduler never ran concurrent partial prefills; --long-prefill-token-threshold alone "
                          "caps a long prompt's chunks")
     for flag, v in given.items():
