@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 __all__ = ["override_out_of_memory", "override_over_budget_note"]
 
 
+def _allocation_site(version: str) -> str:
+    """Where the release zero-fills its KV cache: the reads named in the module docstring (V0 before 0.8; V1's
+    model runner up to 0.28; ``v1/worker/utils.py`` from 0.29)."""
+    ver = tuple(int(x) for x in version.split(".")[:3])
+    if ver < (0, 8, 0):
+        return "worker/cache_engine.py CacheEngine._allocate_kv_cache, read in 0.5.5, 0.6.0 and 0.9.0"
+    if ver < (0, 29, 0):
+        return "v1/worker/gpu_model_runner.py GPUModelRunner._allocate_kv_cache_tensors, read in 0.28.0"
+    return "v1/worker/utils.py allocate_kv_cache, read in 0.29.0"
+
+
 def _asked_and_free(p: Plan) -> tuple[int, int]:
     """The override's KV bytes and the most the device leaves after the deductions, B (per GPU)."""
     m = p.memory
@@ -44,10 +55,9 @@ def override_out_of_memory(p: Plan) -> Advice | None:
            f"(the budget's {m.available_kv_bytes / GiB:.2f} GiB + the "
            f"{(m.gpu_total_bytes - m.requested_bytes) / GiB:.2f} GiB outside {m.fraction_name} {m.fraction}); vLLM "
            f"{m.engine_version} zero-fills the override's blocks whatever the profile found (torch.zeros of "
-           f"num_blocks × bytes per block: v1/worker/gpu_model_runner.py _allocate_kv_cache_tensors in 0.28, "
-           f"v1/worker/utils.py allocate_kv_cache from 0.29, worker/cache_engine.py in V0) and runs out of CUDA "
-           f"memory; "
-           f"short by {(asked - free) / GiB:.2f} GiB. At most "
+           f"num_blocks × bytes per block, {_allocation_site(m.engine_version)}) and runs out of CUDA memory; short by "
+           f"{(asked - free) / GiB:.2f} GiB (CUDA graphs captured after the allocation, where the plan leaves them "
+           f"out, need more). At most "
            f"--num-gpu-blocks-override {most:,} can be allocated, {max(0, m.available_kv_bytes // m.bytes_per_block):,}"
            f" within the budget")
     return Advice("override_out_of_memory", msg, asked - free, None, ())
