@@ -76,7 +76,7 @@ def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
     and the flag has no effect), whose tokens ``profile_run`` profiles, so the activation peak grows and the pool
     shrinks. A note says which."""
     from kvledger.accounting import vllm_rules as R
-    from kvledger.accounting.chunked_budget import chunked_off_budget_error
+    from kvledger.accounting.chunked_budget import chunked_off_budget, chunked_off_budget_error, forced_on_note
     from kvledger.accounting.plan import build_plan
     from kvledger.errors import InputError
 
@@ -87,19 +87,16 @@ def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
         raise InputError(f"--no-enable-chunked-prefill is a vLLM flag; with --engine {m.engine} give the token "
                          "budget itself (--max-num-batched-tokens, SGLang's --chunked-prefill-size)")
     if R.v1_forces_chunked_prefill(R.parse_version(m.engine_version)):
-        note = (f"--no-enable-chunked-prefill has no effect in vLLM {m.engine_version}: its V1 engine turns chunked "
-                "prefill on for every generative model (engine/arg_utils.py); the budget stays the default")
+        note = forced_on_note(m.engine_version, m.max_num_batched_tokens)
     elif flags.max_num_batched_tokens is not None:
         if msg := chunked_off_budget_error(m.max_num_batched_tokens, m.max_model_len):  # vLLM refuses it
             raise InputError(msg)
         note = f"chunked prefill off: max_num_batched_tokens {m.max_num_batched_tokens:,} as given"
     else:
-        mnbt = max(m.max_model_len, m.max_num_batched_tokens)
+        mnbt, note = chunked_off_budget(m.max_model_len, m.max_num_batched_tokens)
         if mnbt != m.max_num_batched_tokens:
             p = dataclasses.replace(build_plan(spec, g, dataclasses.replace(settings, max_num_batched_tokens=mnbt)),
                                     given=p.given or settings)  # `given`: the flags as given, the budget not
-        note = (f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule, "
-                "engine/arg_utils.py), the tokens profile_run profiles")
     return dataclasses.replace(p, memory=dataclasses.replace(p.memory, notes=(*p.memory.notes, note)))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.chunked_budget import chunked_off_budget, forced_on_note
 
 __all__ = ["scheduler_overrides", "NO_EFFECT"]
 
@@ -51,15 +52,11 @@ def _limits(a: Any, plan: Any, user_mnbt: int | None) -> tuple[dict[str, Any], l
     if (ver is not None and a.enable_chunked_prefill is False and a.batching in (None, "continuous")
             and R.v1_forces_chunked_prefill(ver)):
         out["enable_chunked_prefill"] = True
-        notes.append(f"--no-enable-chunked-prefill {NO_EFFECT} {m.engine_version}: its V1 engine turns "
-                     "chunked prefill on for every generative model (engine/arg_utils.py, read in 0.9.0 and 0.11.0; "
-                     f"honoured from 0.11.1); token budget {m.max_num_batched_tokens:,} as with it on")
+        notes.append(forced_on_note(m.engine_version, m.max_num_batched_tokens))
         return out, notes
     if a.enable_chunked_prefill is False and user_mnbt is None:
-        mnbt = max(m.max_model_len, m.max_num_batched_tokens)
-        out["max_num_batched_tokens"] = mnbt
-        notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} "
-                     "(vLLM rule)")
+        out["max_num_batched_tokens"], note = chunked_off_budget(m.max_model_len, m.max_num_batched_tokens)
+        notes.append(note)
     return out, notes
 
 
