@@ -6,7 +6,7 @@ sentences apply. The upstream file and function a sentence cites is the one the 
 
 from __future__ import annotations
 
-__all__ = ["sglang_requested_source",
+__all__ = ["sglang_requested_source", "NO_SUCH_RELEASE",
            "NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", "trtllm_newer_than_checked",
            "pp_above_layers", "DSV4_NO_UNIFIED", "block_size_from", "hybrid_block_size",
            "gpu_memory_utilization_from", "PROFILE_TERMS_FROM_0_19", "pp_binding_stage", "blocks_overridden",
@@ -26,6 +26,8 @@ __all__ = ["sglang_requested_source",
 
 #: the words every engine's note on a version newer than the rules read shares (plan and simulate print those notes)
 NEWER_THAN_READ = "is newer than the newest release"
+#: the words of ``vllm_releases.unknown_release_note`` (a patch release PyPI does not list), printed where the above is
+NO_SUCH_RELEASE = "is no release: PyPI lists"
 
 
 def vllm_newer_than_read(version: str, latest: str) -> str:

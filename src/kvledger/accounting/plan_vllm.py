@@ -28,6 +28,7 @@ from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
 from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_releases import unknown_release_note
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_startup import require_vllm_starts, vllm_startup_alone
@@ -178,6 +179,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     notes: list[str] = []
     if ver > R.parse_version(R.LATEST):
         notes.append(N.vllm_newer_than_read(".".join(map(str, ver)), R.LATEST))
+    notes += [n for n in [unknown_release_note(ver)] if n]
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     b = _budget(model, gpu, s, ver, checkpoint or model, notes)

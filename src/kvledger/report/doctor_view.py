@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.notes import NEWER_THAN_READ
+from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE
 from kvledger.analyses.doctor.context import LAUNCH_NOTE
 from kvledger.analyses.doctor.replica_note import MORE_SERVERS
 
@@ -176,7 +176,7 @@ def _brief(con: Any, rep: Any) -> None:
     cmp = rep.startup
     for n in (x for x in rep.notes if x.startswith("model: ")):  # a bundled config standing in for the log's model
         con.print(escape(n))
-    for n in (x for x in rep.notes if NEWER_THAN_READ in x):  # as plan says it
+    for n in (x for x in rep.notes if NEWER_THAN_READ in x or NO_SUCH_RELEASE in x):  # as plan says it
         con.print(f"note: {escape(n)}")
     if cmp is None:
         con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")

@@ -78,13 +78,17 @@ def _newer_than_read(version: str | None) -> list[str]:
     release whose code was read: the newest rules are then applied to it."""
     from kvledger.accounting import vllm_rules as R
     from kvledger.accounting.notes import vllm_newer_than_read
+    from kvledger.accounting.vllm_releases import unknown_release_note
     from kvledger.errors import InputError
 
     try:
         v = R.parse_version(version) if version else None
     except InputError:
         return []
-    return [vllm_newer_than_read(".".join(map(str, v)), R.LATEST)] if v and v > R.parse_version(R.LATEST) else []
+    if v is None:
+        return []
+    newer = [vllm_newer_than_read(".".join(map(str, v)), R.LATEST)] if v > R.parse_version(R.LATEST) else []
+    return newer + [n for n in [unknown_release_note(v)] if n]  # --engine-version 0.19.7: no such release
 
 
 _FLAGS = {"tp": "--tensor-parallel-size", "max_model_len": "--max-model-len",
