@@ -25,7 +25,7 @@ from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
 from kvledger.evidence.vllm_log.serving_end import alive_or_shutdown, crash_failures, serving_end
 from kvledger.evidence.vllm_log.startup import NOTICES, apply_rules, oom_device_total, unreadable_figure
-from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
+from kvledger.evidence.vllm_log.stats import format_markers, parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
 from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
 from kvledger.units import GiB
@@ -184,7 +184,7 @@ def _scan(lines: list[str], first: int) -> tuple[_Collector, list[StatsSample], 
             s = parse_stats(seg.message, n, seg.time_text, t)
             if s is not None:
                 stats.append(s)
-                c.markers.add("v0_stats" if s.swapped_reqs is not None else "v1_stats")
+                c.markers |= {"v0_stats"} if s.swapped_reqs is not None else {"v1_stats", *format_markers(seg.message)}
                 used = True
             elif "Avg prompt throughput: " in seg.message:
                 info["cut"].append(n)

@@ -25,7 +25,27 @@ from dataclasses import replace
 
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StatsSample
 
-__all__ = ["parse_stats", "parse_v0_prefix_line", "parse_preemption"]
+__all__ = ["FORMAT_FIELDS", "format_markers", "parse_stats", "parse_v0_prefix_line", "parse_preemption"]
+
+#: V1 metrics-line fields by the first release whose ``LoggingStatLogger.log`` prints them, each absent from the
+#: release before it (read in the wheels of 0.8.4, 0.8.5, 0.9.0–0.9.2, 0.10.0–0.10.2, 0.11.0–0.11.2, 0.12.0–0.33.0):
+#: ``Preemptions:``, ``Corrupted:``, ``External prefix cache hit rate:``, ``MM cache hit rate:`` from 0.11.1 (0.11.0's
+#: format string has none), ``Deferred:`` from 0.20.0 (absent in 0.19.1), ``KV fetch:`` from 0.32.0 (absent in
+#: 0.31.0). Each is printed only when non-zero or non-empty, so a line without one narrows nothing.
+FORMAT_FIELDS: dict[str, tuple[str, str, str]] = {
+    "stats_kv_fetch": ("KV fetch: ", "0.32.0", "0.31.0"),
+    "stats_deferred": ("Deferred: ", "0.20.0", "0.19.1"),
+    "stats_preemptions": ("Preemptions: ", "0.11.1", "0.11.0"),
+    "stats_external_prefix": ("External prefix cache hit rate: ", "0.11.1", "0.11.0"),
+    "stats_mm_cache": ("MM cache hit rate: ", "0.11.1", "0.11.0"),
+    "stats_corrupted": ("Corrupted: ", "0.11.1", "0.11.0"),
+}
+"""marker → (field as printed, first release that prints it, the release before it, read without it)."""
+
+
+def format_markers(message: str) -> set[str]:
+    """The ``FORMAT_FIELDS`` markers a V1 metrics line carries."""
+    return {k for k, (field, _, _) in FORMAT_FIELDS.items() if field in message}
 
 # Numbers only as vLLM prints them: "1.2.3" or 40 digits do not match (the field is then absent), never reach float().
 _NUM = r"\d{1,15}(?:\.\d{1,15})?(?![\d.])"

@@ -13,8 +13,10 @@ from __future__ import annotations
 from kvledger.accounting.vllm_predates import beyond_near_future
 from kvledger.accounting.vllm_rules import LATEST, parse_version, version_tuple
 from kvledger.errors import InputError
+from kvledger.evidence.vllm_log.stats import FORMAT_FIELDS
 
-__all__ = ["PAIR_FINGERPRINTS", "SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
+__all__ = ["PAIR_FINGERPRINTS", "SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "metrics_floor",
+           "rules_version"]
 
 #: Capacity-line source locations and the release they belong to (docs/engine-model.md §1.9: O6, O8, O10).
 SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
@@ -58,6 +60,17 @@ def _ver(text: str | None) -> tuple[int, int, int] | None:
         return None
 
 
+def metrics_floor(markers: set[str]) -> tuple[str, str] | None:
+    """(the oldest release that prints every metrics-line field the log shows, the words saying which field and what
+    was read), or None where its metrics lines show no field that dates them (``stats.FORMAT_FIELDS``)."""
+    hits = [FORMAT_FIELDS[k] for k in markers & FORMAT_FIELDS.keys()]
+    if not hits:
+        return None
+    field, first, before = max(hits, key=lambda h: version_tuple(h[1]) or (0, 0, 0))
+    return first, (f"its metrics lines print '{field.strip()}', which vLLM's v1/metrics/loggers.py "
+                   f"LoggingStatLogger.log first prints in {first} ({before}'s format string has no such field)")
+
+
 def infer_generation(printed: str | None, version: str | None, markers: set[str]) -> str | None:
     """"v0", "v1" or None: the printed generation, else the line formats, else the default of the version."""
     if printed:
@@ -91,6 +104,8 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
         )
     if "v0_profiling_results" in markers:
         return "0.6.4", "not printed; inferred from the V0 'Memory profiling results:' line format (0.6.4, late 2024)"
+    if (floor := metrics_floor(markers)) is not None:
+        return None, f"not printed; {floor[0]} or later: {floor[1]}"
     return None, "not printed and not inferable from the line formats"
 
 
@@ -118,6 +133,10 @@ def rules_version(version: str | None, generation: str | None, markers: set[str]
             )
         if "one_line_capacity" in markers:
             return "0.33.0", "version not printed; the one-line capacity report is the 0.33 format"
+        if (floor := metrics_floor(markers)) is not None:
+            return LATEST, (f"version not printed; the metrics lines date the log to {floor[0]} or later: the newest "
+                            f"rules in that range, {LATEST}'s (the newest release read), apply (pass --engine-version "
+                            "to choose)")
         return (
             "0.11.0",
             "version not printed; V1 lines: the ledger's 0.10–0.20 rules apply (pass --engine-version to choose)",
