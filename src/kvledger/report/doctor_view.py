@@ -149,6 +149,15 @@ def _available_kv(cmp: Any) -> str | None:
             f"{kv.difference / kv.log_value:+.1%}, within the {MEMORY_TOLERANCE:.0%} its memory plan is validated to)")
 
 
+def _tp_word(logged: dict[str, Any] | None) -> str:
+    """How the first row's GPUs per replica are known: "as logged" only where the log states or implies the TP."""
+    src = (logged or {}).get("gpus_per_replica_source", "")
+    if src.startswith(("log line", "at least")):
+        return "as logged"
+    return "as given by --tensor-parallel-size" if src.startswith("--tensor-parallel-size") else \
+        "assumed: vLLM's default, the log prints no TP"
+
+
 def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
     """One remedy in a line: its blocks per replica and the GPUs it takes where more than one (or other than as
     logged), the requests of the size observed it holds; a shorter limit than those requests says it would refuse
@@ -158,7 +167,7 @@ def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
     if logged is not None and n == 0 and o["max_model_len"] < logged["max_model_len"]:
         return (f"would refuse the requests observed (they hold more than {o['max_model_len']:,} tokens each at "
                 "saturation): no remedy for this traffic")
-    gpus = f" of {g} GPUs ({g0} as logged)" if g != g0 else (f" of {g} GPUs" if g > 1 else "")
+    gpus = f" of {g} GPUs ({g0} {_tp_word(logged)})" if g != g0 else (f" of {g} GPUs" if g > 1 else "")
     same = logged is not None and o is not logged and (o["num_gpu_blocks"], n) == (
         logged["num_gpu_blocks"], logged["requests_of_observed_size"])
     d = o.get("num_gpu_blocks_change")  # --max-num-seqs: re-planned at the cap, the pool it frees memory for

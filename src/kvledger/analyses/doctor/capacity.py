@@ -1,5 +1,4 @@
-"""Preemptions with a full KV cache: a capacity problem, not a scheduling one — and what each remedy buys, from the
-ledger.
+"""Preemptions with a full KV cache: a capacity problem, not a scheduling one — and what each remedy buys (ledger).
 
 vLLM preempts only when a running request cannot get a block (V1 ``Scheduler.schedule`` → ``_preempt_request``;
 V0's warning says "not enough KV cache space"), so every preemption is a KV-allocation failure. Whether it is
@@ -284,7 +283,8 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Cal
     per_req = None if impossible else per_req  # no remedy is sized from a figure no request can hold
     # "as modelled" where the log prints no KV budget nor block count: the pool is the ledger's, not the log's
     first = "as logged" if how.startswith("the log's") else "as modelled"
-    rows = [_row(first, base, per_req, base.settings.tp, f"KV budget from {how}", held)]
+    rows = [{**_row(first, base, per_req, base.settings.tp, f"KV budget from {how}", held),  # "as logged" if the log
+             **({"gpus_per_replica_source": t} if (t := ctx.sources.get("tp")) else {})}]  # says it (doctor_view)
     own = how == _LEDGER
     variants, notes = _variants(ctx, base, budget, per_req, own, held)
     rows += variants

@@ -25,10 +25,10 @@ def with_replica_note(f: Finding) -> Finding:
         return f
     k, n, gpus = tp["gpus_per_replica"] // base["gpus_per_replica"], base["requests_of_observed_size"], tp[
         "gpus_per_replica"]
-    note = (f"{MORE_SERVERS}{k} servers as logged on the {gpus} GPUs of {tp['action']}, the traffic split between "
-            f"them: {k} × {n:,} = {k * n:,} requests of the size observed at saturation (each keeps its "
+    note = (f"{MORE_SERVERS}{k} servers {base['action']} on the {gpus} GPUs of {tp['action']}, the traffic split "
+            f"between them: {k} × {n:,} = {k * n:,} requests of the size observed at saturation (each keeps its "
             f"{base['num_gpu_blocks']:,} blocks), against {tp['requests_of_observed_size']:,} for {tp['action']}; "
             + ("no all-reduce in their steps" if base["gpus_per_replica"] == 1 else
-               f"their steps as logged, each over {base['gpus_per_replica']} GPUs")
+               f"their steps {base['action']}, each over {base['gpus_per_replica']} GPUs")
             + f", but each preempts again once its share of the traffic outgrows {n:,} such requests")
     return dataclasses.replace(f, notes=(*f.notes, note))
