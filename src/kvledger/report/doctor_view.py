@@ -43,9 +43,20 @@ def _table(title: str, *cols: str) -> Any:
     from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title=title, title_justify="left", title_style="bold")
+    t.short_first = True  # a figure and its line stay whole; the source and explanation cells fold (TABLE_COLUMNS)
     for c in cols:
         t.add_column(c, overflow="fold")
     return t
+
+
+TABLE_COLUMNS = 160
+"""The widest a ``doctor -v`` table is drawn, columns: its source and explanation cells fold to fit (the evidence rows
+hold whole log lines), so a pipe or file, whose console is as wide as the longest line, still gets tables a 160-column
+terminal or pager shows; a narrower terminal folds them to its own width, as before."""
+
+
+def _show(con: Any, t: Any) -> None:
+    con.print(t, width=min(con.width, TABLE_COLUMNS))
 
 
 def _startup(con: Any, cmp: Any) -> None:
@@ -54,14 +65,14 @@ def _startup(con: Any, cmp: Any) -> None:
     t = _table("Settings used for the ledger", "setting", "value", "source")
     for k, v in cmp.settings.items():
         t.add_row(k, "—" if v["value"] is None else escape(str(v["value"])), escape(str(v["source"])))
-    con.print(t)
+    _show(con, t)
     t = _table("Start-up: the log against kvledger plan (ledger − log)", "term", "log (line)", "ledger", "difference",
                "explanation")
     for r in cmp.rows:
         line = f" (L{r.log_line})" if r.log_line else ""
         t.add_row(r.term, _fmt(r.log_value, r.unit) + line, _fmt(r.ledger_value, r.unit), _diff(r.difference, r.unit),
                   escape(r.explanation))
-    con.print(t)
+    _show(con, t)
     if cmp.consistent is not None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
@@ -87,7 +98,7 @@ def _options(con: Any, f: Any) -> None:
                   f"{o['max_concurrency']:.2f}x at {o['max_model_len']:,}" if o["max_concurrency"] is not None else "—",
                   f"{o['requests_of_observed_size']:,}" if o["requests_of_observed_size"] is not None else "—",
                       escape(o["detail"]))
-    con.print(t)
+    _show(con, t)
     for n in (f.options[0].get("notes") or []):
         con.print(f"· {escape(n)}")
 
@@ -109,7 +120,7 @@ def _finding(con: Any, f: Any) -> None:
         t = _table("", "line", "time", "what", "value")
         for e in f.evidence[:12]:
             t.add_row(str(e["line"]), escape(str(e["time"] or "")), escape(e["what"]), escape(str(e["value"])))
-        con.print(t)
+        _show(con, t)
         if len(f.evidence) > 12:
             con.print(f"  … {len(f.evidence) - 12} more (see --json)")
     for n in f.notes:

@@ -39,6 +39,10 @@ class LedgerTable(Table):
     the rows are printed one after the other as ``column: value`` lines instead.
     """
 
+    short_first = False
+    """Where the natural widths do not fit: True gives the columns that need least their whole width first (a figure
+    with its line reference stays on one line) and folds only the widest; False shares the room by what each lacks."""
+
     def _widths(self) -> tuple[list[int], list[int]]:
         """(minimum, natural) width of each column: its longest word, and its longest cell on one line."""
         mins, maxs = [], []
@@ -57,7 +61,9 @@ class LedgerTable(Table):
             yield from self._as_records(options.max_width)
             return
         widths = list(maxs)
-        if sum(maxs) > room:  # give every column its longest word, then share what is left by what each lacks
+        if sum(maxs) > room and self.short_first:
+            widths = _short_first(mins, maxs, room)
+        elif sum(maxs) > room:  # give every column its longest word, then share what is left by what each lacks
             spare, lack = room - sum(mins), [mx - mn for mn, mx in zip(mins, maxs)]
             total = sum(lack) or 1
             widths = [mn + (spare * lk) // total for mn, lk in zip(mins, lack)]
@@ -78,6 +84,19 @@ class LedgerTable(Table):
                 yield Text(f"{h.ljust(label_w)} : {value}", overflow="fold", no_wrap=False)
         if self.caption:
             yield Text(_plain(self.caption))
+
+
+def _short_first(mins: list[int], maxs: list[int], room: int) -> list[int]:
+    """Widths within ``room`` (≥ the sum of ``mins``): each column its natural width up to one cap, the cap as high as
+    the room allows, so only the columns wider than it fold; the columns at the cap share what is left over."""
+    order = sorted(range(len(maxs)), key=lambda i: maxs[i])
+    widths, left = list(mins), room - sum(mins)
+    for k, i in enumerate(order):
+        share = left // (len(order) - k)  # what each column still to place may take beyond its minimum
+        give = min(maxs[i] - mins[i], share)
+        widths[i] += give
+        left -= give
+    return widths
 
 
 def ledger_table(title: str, *cols: str, **kwargs: object) -> LedgerTable:
