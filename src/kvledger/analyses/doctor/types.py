@@ -15,7 +15,7 @@ class Finding:
     """One diagnosis.
 
     Attributes:
-        name: "capacity", "prefix_cache_routing" or "batching_ttft_itl".
+        name: "capacity", "prefix_cache_routing", "batching_ttft_itl" or (two DP engines' lines) "dp_balance".
         triggered: whether the log shows the problem. verdict: a short code (see each analysis module).
         message: the diagnosis in one paragraph, with numbers and units.
         rule: the rule and thresholds applied, and where they come from.

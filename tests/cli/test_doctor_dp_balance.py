@@ -1,0 +1,71 @@
+"""`kvledger doctor` on a log of two data-parallel engines (one metrics line per engine each interval): one engine's
+KV cache full while the other's has room is named, with what vLLM's own DP load balancer does for the release
+(v1/engine/core_client.py DPLBAsyncMPClient.get_core_engine_for_request: 0.10.1–0.26 the lowest waiting × 4 + running,
+read in 0.11.0, 0.19.0, 0.26.0; 0.27 on adds waiting × 6 × (KV usage − 0.5), read in 0.27.0, 0.28.0, 0.33.0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_run import cli_json
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+# vLLM 0.19.0's metrics line (v1/metrics/loggers.py LoggingStatLogger.log: "Engine %03d: " prefix per engine index,
+# parts joined by ", ", "Preemptions: %d" only when > 0)
+_FMT = ("(APIServer pid=1) INFO 04-22 00:{m:02d}:00 [v1/metrics/loggers.py:259] Engine {e}: Avg prompt throughput: "
+        "{p:.1f} tokens/s, Avg generation throughput: 2600.0 tokens/s, Running: {r} reqs, Waiting: {w} reqs, {pre}GPU "
+        "KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%")
+
+
+def _log(tmp_path: Path, e0: list[tuple], e1: list[tuple]) -> str:
+    lines = []
+    for m, (a, b) in enumerate(zip(e0, e1), start=5):
+        for e, (r, w, pre, kv) in (("000", a), ("001", b)):
+            lines.append(_FMT.format(m=m, e=e, p=3000.0, r=r, w=w, pre=f"Preemptions: {pre}, " if pre else "", kv=kv))
+    path = tmp_path / "dp2.log"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _dp(d: dict) -> dict:
+    return next(f for f in d["findings"] if f["name"] == "dp_balance")
+
+
+# Engine 000 saturates (99.9 % KV, 102 waiting, 12 + 30 + 41 = 83 preemptions); Engine 001 peaks at 40.0 %, 0 waiting
+BUSY = [(196, 61, 12, 99.1), (190, 88, 30, 99.8), (188, 102, 41, 99.9)]
+IDLE = [(80, 0, None, 38.5), (84, 0, None, 40.0), (78, 0, None, 36.2)]
+
+
+def test_one_engine_full_while_the_other_idles_is_named(tmp_path):
+    d = cli_json("doctor", _log(tmp_path, BUSY, IDLE), "--model", MODEL, "--gpu", "H100", "--engine-version", "0.19.0")
+    f = _dp(d)
+    assert f["triggered"] and f["verdict"] == "one_engine_full_another_idle"
+    assert ("Engine 000 reached 99.9% GPU KV usage (line 5) with up to 102 requests waiting and 83 preemptions, "
+            "while Engine 001 never passed 40.0% (line 4; 0 waiting at most)") in f["message"]
+    # 0.19's score at Engine 000's peak line: 102 × 4 + 188 = 596 against Engine 001's 0 × 4 + 84 = 84 at most: its
+    # own balancer would have sent new requests to Engine 001, so they were routed past it
+    assert "102 × 4 + 188 = 596 against at most 0 × 4 + 84 = 84" in f["message"]
+    assert "external router (--data-parallel-external-lb" in f["message"]
+    assert [e["value"] for e in f["evidence"]] == ["99.9% KV; 196 running, 102 waiting; 83 preemptions over 3 lines",
+                                                   "40.0% KV; 84 running, 0 waiting; 0 preemptions over 3 lines"]
+    # the capacity finding still reads the busy engine only: its 83 preemptions at 99.9 %
+    cap = next(x for x in d["findings"] if x["name"] == "capacity")
+    assert cap["message"].startswith("83 preemption(s) with the KV cache full (usage up to 99.9%)")
+
+
+def test_equal_request_counts_name_the_count_only_balancer_and_0_27_its_kv_penalty(tmp_path):
+    # Engine 000 holds fewer requests (score 5 × 4 + 150 = 170) than Engine 001 (180) but longer ones: 0.19's
+    # balancer, counting requests, keeps sending to it
+    busy, idle = [(150, 5, 9, 99.5)] * 2, [(180, 0, None, 41.0)] * 2
+    log = _log(tmp_path, busy, idle)
+    f = _dp(cli_json("doctor", log, "--model", MODEL, "--gpu", "H100", "--engine-version", "0.19.0"))
+    assert "lowest waiting × 4 + running" in f["message"] and "it counts requests, not their tokens" in f["message"]
+    f = _dp(cli_json("doctor", log, "--model", MODEL, "--gpu", "H100", "--engine-version", "0.28.0"))
+    assert "vLLM 0.28.0's DP load balancer adds waiting × 6 × (KV usage − 0.5)" in f["message"]
+
+
+def test_balanced_engines_are_not_flagged(tmp_path):
+    both = [(150, 0, None, 70.0), (160, 0, None, 72.5)]
+    f = _dp(cli_json("doctor", _log(tmp_path, both, both), "--model", MODEL, "--gpu", "H100", "--engine-version",
+                     "0.19.0"))
+    assert not f["triggered"] and f["verdict"] == "balanced"
