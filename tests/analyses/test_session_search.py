@@ -4,6 +4,7 @@ their steady-state goodput."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -132,17 +133,56 @@ def test_session_flags_need_a_session_workload():
     assert r.exit_code != 0 and isinstance(r.exception, InputError) and "--workload" in str(r.exception)
 
 
-def test_a_search_whose_probes_keep_too_few_sessions_refuses_to_size(monkeypatch):
-    # the trial's bug, forced back: every probe keeps --sessions 8 at any rate (8 chat sessions, 61 turns, reach
-    # 0.0723 req/s). Their turns never load the engine, so the bisection's boundary is a rate never carried; the
-    # candidate is rejected as "capacity not measured", with no capacity, bill or replica count
+def test_a_search_whose_probes_keep_too_few_sessions_stops_at_what_they_carry(monkeypatch):
+    # every probe keeps --sessions 8 at any rate (8 chat sessions, 61 turns, T = 7.625 per session). A probe whose
+    # turns peak below 75% of its rate (session_ramp.not_carried) counts as a miss whatever its attainment, as a probe
+    # too short to show its load: the search halves from 1 req/s (not carried) to 0.0625 (carried, met) and bisects
+    # [0.0625, 0.125] to 1% of 0.125: the capacity 0.12109375 req/s is a lower bound, limited by --sessions 8
+    # (before: all 11 probes "met", the boundary 0.12109375... was never carried and the candidate was rejected as
+    # "capacity not measured" after every probe had run)
     monkeypatch.setattr(SessionSpec, "probe_sessions", lambda self, rate, seed, mml: self.num_sessions)
     r = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--tp", "1",
                                  "--slo", "ttft=2s,tpot=8ms", "--workload", "chat", "--sessions", "8",
                                  "--session-rate", "0.01", "--workers", "1", "--json"], catch_exceptions=False)
     d = json.loads(r.stdout)
     (e,) = d["candidates"]
-    assert e["status"] == "rejected" and e["reason"] == "capacity not measured"
-    assert "sizing" not in e and "cost" not in e
-    assert e["detail"].startswith("capacity not measured: the probe at ")
-    assert "8 sessions reach at most" in e["detail"] and "raise --sessions to " in e["detail"]
+    cap = e["capacity"]
+    assert e["status"] == "feasible" and cap["boundary_rate_req_per_s"] == 0.12109375
+    lim = cap["sessions_limit"]
+    assert lim["sessions"] == 8 and lim["probe_sessions"] == 8 and lim["turns_per_session"] == pytest.approx(7.625)
+    assert lim["not_carried_req_per_s"] == [0.1220703125, 0.123046875, 0.125, 0.25, 0.5, 1.0]
+    assert lim["peak_share"] < 0.75
+    # the sessions that carry the lowest rate not carried: ⌈2 × R × t_ramp ÷ T⌉ on its measured ramp
+    r0, ramp = 0.1220703125, lim["ramp_s"]
+    assert lim["sessions_needed"] == math.ceil(2 * r0 * ramp / 7.625) == 15
+    head = "sessions not carried: 0.1221, 0.123, 0.125, 0.25, 0.5, 1 req/s met the attainment target"
+    assert any(n.startswith(head) and n.endswith("raise --sessions to 15 to measure above it") for n in cap["notes"])
+
+
+def test_sessions_limit_names_the_sessions_that_carry_the_lowest_rate_not_carried():
+    from kvledger.analyses.serving.session_ramp import Carried, not_carried_note, sessions_limit
+
+    # 10 req/s: 60 sessions, 1,000 turns (T = 16.67), ramp 170 s, peak 72%; 12 req/s missed its attainment anyway
+    # (not listed); 8 req/s carried (None). Sessions for 10 req/s: ⌈2 × 10 × 170 ÷ 16.667⌉ = ⌈204⌉ = 204
+    c10 = Carried(60, 1000, 170.0, 106.0, 0.72)
+    lim = sessions_limit({8.0: None, 10.0: c10, 12.0: Carried(68, 1192, 349.0, 98.0, 0.57)},
+                         {8.0: True, 10.0: True, 12.0: False}, 60)
+    assert lim["not_carried_req_per_s"] == [10.0] and lim["sessions_needed"] == 204
+    (note,) = not_carried_note(lim)
+    assert "(at 10 req/s 60 sessions started within 106 s, by when 72% of a session's turns are sent" in note
+    assert note.endswith("204 sessions (2 × 10 req/s × 170 s ÷ 16.67 turns per session) carry 10 req/s: raise "
+                         "--sessions to 204 to measure above it")
+    assert sessions_limit({8.0: None}, {8.0: True}, 60) is None and not_carried_note(None) == []
+
+
+def test_the_winner_line_says_a_capacity_limited_by_the_sessions_is_at_least():
+    from kvledger.report.search_answer import capacity_words
+
+    # the figures of the trial's agent search after the fix (60 sessions; 9.75 req/s not carried, 199 carry it)
+    cap = {"boundary_rate_req_per_s": 9.625, "goodput_req_per_s": 9.44, "sustained_good_req_per_s": 9.44,
+           "sessions_limit": {"sessions": 60, "not_carried_req_per_s": [9.75, 10.0], "sessions_needed": 199}}
+    assert capacity_words(cap) == (
+        "SLO capacity at least 9.625 req/s per replica (9.44 good req/s there), limited by --sessions 60, not the "
+        "engine (199 sessions carry 9.75 req/s, the lowest rate that met the SLO without being carried)")
+    assert capacity_words({**cap, "sessions_limit": None}) == (
+        "SLO capacity 9.625 req/s per replica (9.44 good req/s there)")

@@ -71,8 +71,24 @@ def capacity_words(cap: dict[str, Any]) -> str:
     # a ledger written before the key existed (resumed) has none: its good req/s at the bound instead
     good = cap.get("sustained_good_req_per_s_at_boundary") if sized is not None else None
     good = good if good is not None else cap.get("sustained_good_req_per_s", cap["goodput_req_per_s"])  # older name
-    return (f"SLO capacity {cap['slo_capacity_req_per_s']:,.4g} req/s per replica ({good:,.2f} good req/s there)"
+    return (f"SLO capacity {_at_least(cap)}{cap['slo_capacity_req_per_s']:,.4g} req/s per replica ({good:,.2f} "
+            f"good req/s there){_limit_words(cap.get('sessions_limit'))}"
             + (f", {bound_clause(sized)}" if sized is not None else "") + _band_words(cap.get("error_band")))
+
+
+def _at_least(cap: dict[str, Any]) -> str:
+    return "at least " if cap.get("sessions_limit") else ""
+
+
+def _limit_words(limit: dict[str, Any] | None) -> str:
+    """``, limited by --sessions 60 (199 carry 9.75 req/s, the lowest rate they did not)``: a session search whose
+    probes above the capacity were not carried by their sessions (``session_ramp.sessions_limit``); "" else."""
+    if not limit:
+        return ""
+    given = "the sessions per probe" if limit["sessions"] is None else f"--sessions {limit['sessions']:,}"
+    r = limit["not_carried_req_per_s"][0]
+    return (f", limited by {given}, not the engine ({limit['sessions_needed']:,} sessions carry {r:.4g} req/s, the "
+            "lowest rate that met the SLO without being carried)")
 
 
 def _band_words(b: dict[str, Any] | None) -> str:

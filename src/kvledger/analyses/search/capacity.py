@@ -76,18 +76,17 @@ def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, 
 def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
     """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
     ``kvledger.analyses.serving.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived
-    (offered
-    rate × attainment), which is what the cost is priced at (``ledgers/sustained_rate.py``), as ``cost --simulate``
-    says."""
+    (offered rate × attainment), which is what the cost is priced at (``ledgers/sustained_rate.py``), as ``cost
+    --simulate`` says."""
     from kvledger.analyses.serving.sim_capacity import DRAIN_NOTE_SHARE
 
     sustained = rate * gp.attainment
     if not gp.goodput_req_per_s or gp.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
         return []
     return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is "
-            f"{gp.goodput_req_per_s / sustained:.0%} "
-            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived, the rate "
-            "the cost is priced at: the drain after the last arrival is not capacity a steady stream loses"]
+            f"{gp.goodput_req_per_s / sustained:.0%} of the {sustained:,.3f} good req/s it sustained while its "
+            f"{num_requests:,} requests arrived, the rate the cost is priced at: the drain after the last arrival is "
+            "not capacity a steady stream loses"]
 
 
 def _points(b: float, at: Any, num_gpus: int, target: float, skip: Any = None,
@@ -143,7 +142,8 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     b = sb.boundary.boundary_value
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes),
                  extra=_counted_out((p.value for p in sb.probes if p.queue_grew),
-                                    (p.value for p in sb.probes if p.too_short)), rejections=sb.rejections,
+                                    (p.value for p in sb.probes if p.too_short), sb.sessions_limit),
+                 rejections=sb.rejections,
                  idle_edge=sb.idle_edge, search=sb)
     if b is not None and sb.boundary_run is not None:
         out.run = sb.boundary_run.run
@@ -156,10 +156,10 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
     return out
 
 
-def _counted_out(grew: Any, short: Any) -> dict[str, Any]:
-    """``queue_grew_req_per_s`` / ``too_short_req_per_s``: the probed rates whose queue grew (``probe_queue_grew``) /
-    too short to show their load (``probe_too_short``), counted as misses, sorted; each left out when none."""
-    got = {"queue_grew_req_per_s": sorted(grew), "too_short_req_per_s": sorted(short)}
+def _counted_out(grew: Any, short: Any, limit: Any = None) -> dict[str, Any]:
+    """``queue_grew_req_per_s`` / ``too_short_req_per_s``: probed rates whose queue grew / too short to show their load
+    (or too few sessions to carry it), counted as misses, sorted; ``sessions_limit``; each left out when none."""
+    got = {"queue_grew_req_per_s": sorted(grew), "too_short_req_per_s": sorted(short), "sessions_limit": limit}
     return {k: v for k, v in got.items() if v}
 
 

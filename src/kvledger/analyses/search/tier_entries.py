@@ -205,7 +205,9 @@ def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], 
 
         gp, note = steady_goodput(gp, b, p.runs[b])
         notes.append(note)
-    return Probed(b, first_failing, p.probes(), notes, p.runs[b], gp, wl, points=points)
+    limit = p.sessions_limit()  # too few sessions carried a rate above b (session_ramp), as the base's capacity
+    return Probed(b, first_failing, p.probes(), notes, p.runs[b], gp, wl, points=points,
+                  extra={} if limit is None else {"sessions_limit": limit})
 
 
 def _caveat_notes(p: TierProber, b: float, wl: dict[str, Any]) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from kvledger.analyses.serving.probe_length import probe_too_short, short_notes
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK, probe_queue_grew
+from kvledger.analyses.serving.session_ramp import not_carried, not_carried_note, sessions_limit
 from kvledger.errors import InputError
 
 __all__ = ["TIER_OF", "TierProber", "tier_capacity"]
@@ -69,6 +70,7 @@ class TierProber:
         self.goodputs: dict[float, Any] = {}
         self.grew: dict[float, bool | None] = {}  # the rate's probe did not sustain its load (queue_growth)
         self.short: dict[float, Any] = {}  # the rate's probe was too short to show its load (probe_length)
+        self.uncarried: dict[float, Any] = {}  # a session probe whose sessions never carried its rate (session_ramp)
         self.tier: dict[str, Any] = {}
         self.lower_bound = False
 
@@ -98,6 +100,7 @@ class TierProber:
             self.grew[rate] = probe_queue_grew(self.runs[rate], mode)
             d = self.sims[rate].setup.client_latency  # the engine's arrivals are d later (probe_too_short)
             self.short[rate] = probe_too_short(self.runs[rate], mode, d.seconds if d else 0.0)
+            self.uncarried[rate] = not_carried(self.runs[rate])  # a session probe that never carried its rate
         return self.runs[rate]
 
     def sized_run(self, rate: float) -> Any:
@@ -111,15 +114,21 @@ class TierProber:
     def meets(self, rate: float) -> bool:
         """The run at ``rate`` met the attainment target and sustained its load (as ``sim_boundary``'s probes)."""
         self.run_at(rate)
-        return self.goodputs[rate].attainment >= self.target and not self.grew[rate] and self.short[rate] is None
+        return self.goodputs[rate].attainment >= self.target and not self.grew[rate] and not self.too_short(rate)
 
     def queue_grew(self, rate: float, run: Any = None) -> bool | None:
         """Whether the run at ``rate`` (already run) did not sustain its load."""
         return self.grew[rate]
 
     def too_short(self, rate: float) -> bool:
-        """Whether the run at ``rate`` (already run) was too short to show its load."""
-        return self.short[rate] is not None
+        """Whether the run at ``rate`` (already run) was too short to show its load, or its sessions too few to carry
+        it (``session_ramp.not_carried``)."""
+        return self.short[rate] is not None or self.uncarried[rate] is not None
+
+    def sessions_limit(self) -> dict[str, Any] | None:
+        """``session_ramp.sessions_limit`` of the runs that met the target at a rate their sessions never carried."""
+        met = {r: g.attainment >= self.target for r, g in self.goodputs.items()}
+        return sessions_limit(self.uncarried, met, getattr(self.synthetic, "num_sessions", None))
 
     def notes(self) -> list[str]:
         """The rates that met the attainment target with their queue growing, counted as misses ([] if none)."""
@@ -128,7 +137,8 @@ class TierProber:
         pts = [BoundaryPoint(r, g.attainment, self.meets(r), g.estimate, g.goodput_req_per_s, "", self.grew[r])
                for r, g in sorted(self.goodputs.items())]
         return (unsustained_note(pts, "request_rate", self.target, QUEUE_CHECK)
-                + short_notes(self.goodputs, self.short, self.target, "request_rate"))
+                + short_notes(self.goodputs, self.short, self.target, "request_rate")
+                + not_carried_note(self.sessions_limit()))
 
     def probes(self) -> list[list[float]]:
         """[rate, attainment] of every run, by rate."""

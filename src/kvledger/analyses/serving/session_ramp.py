@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["STEADY_SHARE", "REACH_SHARE", "turn_offsets_s", "ramp_s", "steady_sessions", "reach_req_per_s",
-           "short_run_note", "loop_note", "Carried", "carried"]
+           "short_run_note", "loop_note", "Carried", "carried", "not_carried", "sessions_limit", "not_carried_note"]
 
 STEADY_SHARE = 0.9
 """kvledger rule: a session run's turn rate counts as reached at 90% of ``session rate × turns per session``."""
@@ -125,3 +125,46 @@ def carried(run: Any) -> Carried | None:
     span = max(start.values()) - min(start.values())
     return Carried(len(start), len(recs), offs[max(0, math.ceil(STEADY_SHARE * len(offs)) - 1)], span,
                    bisect_right(offs, span) / len(offs))
+
+
+def not_carried(run: Any) -> Carried | None:
+    """``carried(run)`` where the session run's turns peaked below ``REACH_SHARE`` of its rate: a rate search counts
+    such a probe as a miss whatever its attainment (a closed loop of N sessions never holds more than N turns, so its
+    attainment stays high at a rate it never carried), as a probe too short to show its load; None otherwise."""
+    c = carried(run)
+    return c if c is not None and c.peak_share < REACH_SHARE else None
+
+
+def sessions_limit(uncarried: dict[float, Carried | None], met: dict[float, bool],
+                   num_sessions: int | None) -> dict[str, Any] | None:
+    """Where a rate search's session probes ``uncarried`` (rate → ``not_carried``) met the attainment target (``met``:
+    rate → attainment ≥ target) at rates their sessions never carried, so that the capacity found below them is at
+    least that, limited by the sessions per probe: ``sessions`` (``--sessions``, None if not known), the rates
+    ``not_carried_req_per_s``, and ``sessions_needed`` to carry the lowest of them (``steady_sessions`` on its
+    measured T and ramp, latencies included) with its figures; None when there are none."""
+    rates = sorted(r for r, c in uncarried.items() if c is not None and met.get(r))
+    if not rates:
+        return None
+    c = uncarried[rates[0]]
+    assert c is not None
+    turns = c.num_turns / c.num_sessions
+    return {"sessions": num_sessions, "not_carried_req_per_s": rates, "probe_sessions": c.num_sessions,
+            "starts_s": c.starts_s, "peak_share": c.peak_share, "ramp_s": c.ramp_s, "turns_per_session": turns,
+            "sessions_needed": steady_sessions(rates[0], turns, c.ramp_s)}
+
+
+def not_carried_note(limit: dict[str, Any] | None) -> list[str]:
+    """The note of a ``sessions_limit``: the probes that count as misses and the sessions that carry the lowest; []
+    when none."""
+    if limit is None:
+        return []
+    r, need = limit["not_carried_req_per_s"][0], limit["sessions_needed"]
+    given = "" if limit["sessions"] is None else f" (--sessions {limit['sessions']:,})"
+    return [f"sessions not carried: {', '.join(f'{v:.4g}' for v in limit['not_carried_req_per_s'])} req/s met the "
+            f"attainment target, but their sessions never carried that rate (at {r:.4g} req/s "
+            f"{limit['probe_sessions']:,} sessions started within {limit['starts_s']:,.0f} s, by when "
+            f"{limit['peak_share']:.0%} of a session's turns are sent, latencies included; under {REACH_SHARE:.0%}): "
+            f"they count as misses, so the capacity found below them is a lower bound, limited by the sessions per "
+            f"probe{given}, not by the engine; {need:,} sessions (2 × {r:.4g} req/s × {limit['ramp_s']:,.0f} s ÷ "
+            f"{limit['turns_per_session']:.4g} turns per session) carry {r:.4g} req/s: raise --sessions to {need:,} "
+            "to measure above it"]

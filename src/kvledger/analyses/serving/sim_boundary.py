@@ -139,6 +139,7 @@ class SimBoundary:
     idle_edge: IdleEdge | None = None  # the target within sampling noise of near-idle attainment: no capacity
     capacity_bound_req_per_s: float | None = None  # where it caps the boundary: cost's sizing (set by the caller)
     sized_error_band: CapacityBand | None = None  # then the band of that rate, as cost and search band it (the caller)
+    sessions_limit: dict[str, Any] | None = None  # too few sessions carried a rate that met (session_ramp), else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -215,7 +216,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
                           known=(good, bad), queue_grew=p.queue_grew, too_short=p.too_short)
     edge = _checks(p, res, axis, blo, bhi, target, extra)
     sb = _assemble(p, res, axis, target)
-    sb.idle_edge, sb.notes = edge, sb.notes + extra
+    sb.idle_edge, sb.notes, sb.sessions_limit = edge, sb.notes + extra, p.sessions_limit()
     _limits(sb, target)
     return sb
 
@@ -268,10 +269,9 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
                                             p.too_short(value)))
     res.points.sort(key=lambda pt: pt.value)
     res.notes.extend(unsustained_note(res.points, axis, target, QUEUE_CHECK))
-    res.notes.extend(short_notes(p.results, p.short, target, axis))
-    values = list(p.runs)
-    probes = [_probe(i, v, p) for i, v in enumerate(values, start=1)]
-    first = p.simulated(values[0])
+    res.notes.extend(short_notes(p.results, p.short, target, axis) + p.carried_note())
+    probes = [_probe(i, v, p) for i, v in enumerate(list(p.runs), start=1)]
+    first = p.simulated(next(iter(p.runs)))
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
@@ -296,5 +296,5 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     return SimBoundary(axis, target, first.setup.num_requests, first.replicas, first.num_gpus, res, probes,
                        b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,
                        goodput_at, goodput_at / first.num_gpus if goodput_at is not None else None,
-                       first.provenance(), notes, [p.results[v] for v in values], first,
+                       first.provenance(), notes, [p.results[v] for v in p.runs], first,
                        p.simulated(b) if b is not None else None)

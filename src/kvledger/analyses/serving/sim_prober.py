@@ -12,6 +12,7 @@ from typing import Any
 
 from kvledger.analyses.serving.probe_length import probe_too_short
 from kvledger.analyses.serving.queue_growth import probe_queue_grew
+from kvledger.analyses.serving.session_ramp import Carried, not_carried, not_carried_note, sessions_limit
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.dynamics.early_stop import MissRule
@@ -107,6 +108,7 @@ class SimProber:
         self.results: dict[float, GoodputResult] = {}
         self.grew: dict[float, bool | None] = {}  # value → the probe's queue kept growing (_queue_grew)
         self.short: dict[float, tuple[int, int] | None] = {}  # value → too short to show its load (probe_length)
+        self.uncarried: dict[float, Carried | None] = {}  # value → a session probe that never carried its rate
         self.phase: dict[float, str] = {}
         self.current_phase = "bracket"
         self.client_latency_s = _client_latency_s(args)  # the same for every probe: read once
@@ -122,6 +124,7 @@ class SimProber:
         self.results[key] = goodput(sim.run, self.slo)
         self.grew[key] = _queue_grew(sim)
         self.short[key] = probe_too_short(sim.run, _mode(sim), self.client_latency_s)
+        self.uncarried[key] = not_carried(sim.run)  # None but for a session workload's probe (session_ramp)
         self.phase[key] = self.current_phase
         self.held[key] = sim
         self.release()
@@ -164,8 +167,19 @@ class SimProber:
         return self.grew[float(value)]
 
     def too_short(self, value: float) -> bool:
-        """Whether the probe at ``value`` (already run) was too short to show its load (``probe_length``)."""
-        return self.short[float(value)] is not None
+        """Whether the probe at ``value`` (already run) was too short to show its load (``probe_length``), or, of a
+        session workload, too few sessions to carry its rate (``session_ramp.not_carried``)."""
+        return self.short[float(value)] is not None or self.uncarried[float(value)] is not None
+
+    def sessions_limit(self) -> dict[str, Any] | None:
+        """``session_ramp.sessions_limit`` of the probes that met the target at a rate their sessions never carried
+        (None when none)."""
+        met = {v: g.attainment >= self.target for v, g in self.results.items()}
+        return sessions_limit(self.uncarried, met, getattr(self.synthetic, "num_sessions", None))
+
+    def carried_note(self) -> list[str]:
+        """``session_ramp.not_carried_note`` of ``sessions_limit`` ([] when none)."""
+        return not_carried_note(self.sessions_limit())
 
     def _miss_rule(self) -> MissRule:
         """The early-stop rule on the engine's records: a --client-latency d is added after the run, so a request
@@ -184,7 +198,7 @@ class SimProber:
         return self._met(float(value))
 
     def _met(self, key: float) -> bool:
-        return self.results[key].attainment >= self.target and not self.grew[key] and self.short[key] is None
+        return self.results[key].attainment >= self.target and not self.grew[key] and not self.too_short(key)
 
 
 def _queue_grew(sim: SimulatedRun) -> bool | None:
