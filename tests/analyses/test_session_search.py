@@ -109,7 +109,10 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
                                       "context_cap_source": ("kvledger's session default, not the model's context: a "
                                                              "session stops before its context would pass it, so the "
                                                              "cap sets how long sessions grow; pass --max-model-len "
-                                                             "to change it")}
+                                                             "to change it; the agent preset's own cap is 131,072 "
+                                                             "tokens, which --max-model-len 131072 lets agent "
+                                                             "sessions reach where the model's context (131,072 "
+                                                             "tokens) allows")}
     assert d["spec"]["rate_req_per_s"] == pytest.approx(0.07625)
     assert d["notes"][0].startswith("load: --session-rate 0.01 sessions/s × 7.625 turns per session")
     variant = "nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"

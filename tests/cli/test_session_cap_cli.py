@@ -26,6 +26,11 @@ def test_search_draws_the_sessions_simulate_and_offload_draw():
     assert ("≥ 8 agent sessions per probe, more where a probe's rate needs them to reach a steady state "
             "(kvledger.analyses.serving.session_ramp), context cap 32,768 tokens (kvledger's session default" in out)
     assert "--max-model-len 32768" in res.output  # the launch line serves the sessions simulated
+    # the choice is stated where the cap is: the agent preset's own cap (AGENT.max_context_tokens, 131,072) and the
+    # model's context (Llama-3.1-8B's max_position_embeddings, 131,072) are named with the flag that reaches them
+    # (before, only "pass --max-model-len to change it": an agent user got 32K sessions without being told why)
+    assert ("the agent preset's own cap is 131,072 tokens, which --max-model-len 131072 lets agent sessions reach "
+            "where the model's context (131,072 tokens) allows" in out)
 
 
 def test_a_model_shorter_than_the_default_caps_sessions_at_its_context():

@@ -40,7 +40,9 @@ __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment"
 SESSION_MAX_MODEL_LEN_TOKENS = 32_768
 SESSION_CAP_GIVEN = "--max-model-len"
 _SESSION_CAP_REASON = ("kvledger's session default, not the model's context: a session stops before its context "
-                       "would pass it, so the cap sets how long sessions grow; pass --max-model-len to change it")
+                       "would pass it, so the cap sets how long sessions grow; pass --max-model-len to change it; the "
+                       "agent preset's own cap is {agent:,} tokens, which --max-model-len {agent} lets agent sessions "
+                       "reach where the model's context ({ctx}) allows")
 _MODEL_CAP_REASON = ("the model's context, below kvledger's session default of {:,} tokens, which the engine would "
                      "refuse; a session stops before its context would pass it")
 
@@ -53,7 +55,9 @@ def session_context_cap(given_tokens: int | None, model_context_tokens: int | No
         return given_tokens, SESSION_CAP_GIVEN
     if model_context_tokens is not None and model_context_tokens < SESSION_MAX_MODEL_LEN_TOKENS:
         return model_context_tokens, _MODEL_CAP_REASON.format(SESSION_MAX_MODEL_LEN_TOKENS)
-    return SESSION_MAX_MODEL_LEN_TOKENS, _SESSION_CAP_REASON
+    ctx = "not read" if model_context_tokens is None else f"{model_context_tokens:,} tokens"
+    return SESSION_MAX_MODEL_LEN_TOKENS, _SESSION_CAP_REASON.format(agent=SESSION_SHAPES["agent"].max_context_tokens,
+                                                                    ctx=ctx)
 
 
 @dataclass(frozen=True)
