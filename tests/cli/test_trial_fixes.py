@@ -66,6 +66,24 @@ def test_the_headline_says_when_max_num_seqs_caps_the_running_batch():
     assert "max_num_seqs" not in plain.split("fits:")[1].split("\n")[0]
 
 
+def test_a_low_concurrency_under_max_num_seqs_names_it_and_lists_fixes_that_raise_what_runs():
+    # Llama-3.1-8B on an H100 at max_model_len 131,072 with --max-num-seqs 2: 28,877 blocks of 16 tokens, 28,876
+    # usable (less the null block); a 131,072-token request takes 8,192 blocks: the KV holds 28,876 // 8,192 = 3
+    # (3.53x), the scheduler runs min(3, 2) = 2. Before, the line said "only 3 at once … each fix below raises it"
+    # and listed --tp 2 / fp8 KV (7 each), which still run 2. Now: 2 run, max_num_seqs named; --max-num-seqs 3 lets
+    # the 3 run, and each KV fix comes with the max_num_seqs that runs what it holds (--tp 2: 7.80x → 7)
+    d = json.loads(_run("plan", MODEL, "--gpu", "H100", "--max-model-len", "128K", "--context", "128K",
+                        "--max-num-seqs", "2", "--json").stdout)
+    assert d["memory"]["num_gpu_blocks"] == 28_877
+    assert d["advice"]["message"].endswith(
+        "only 2 run at once at max_model_len (under 8), the limit set by max_num_seqs=2 (the KV cache holds 3): each "
+        "fix below raises it")
+    opts = {o["action"]: o["max_requests"] for o in d["advice"]["options"]}
+    assert opts["--max-num-seqs 3"] == 3 and opts["--tp 2 --max-num-seqs 7"] == 7
+    assert opts["--kv-cache-dtype fp8 --max-num-seqs 7"] == 7 and "--tp 2" not in opts
+    assert all(n > 2 for n in opts.values())  # every fix listed runs more than the 2 that run now
+
+
 def test_an_asked_contexts_first_figure_is_what_runs_at_once_under_max_num_seqs():
     # Llama-3.1-8B on an A100 40GB at max_model_len 8,192: 10,552 blocks of 16 tokens; a 2,048-token request takes
     # 128 blocks, so 10,551 usable (less the null block) // 128 = 82 fit, and 8,192 tokens take 512 blocks: 20 fit.

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.advice_cap import capped_at_max, context_words
+from kvledger.accounting.advice_cap import at_len, capped_at_max, context_words, few_words, seqs_options
 from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
 from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len_low, max_len_option
@@ -115,10 +115,11 @@ LOW_CONCURRENCY = 8
 (more TP, FP8 KV, FP8 weights, a hybrid's --no-enable-prefix-caching) are listed as when nothing fits."""
 
 
-def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
-    """The single changes that raise the whole requests held at max_model_len above ``n``, re-planned: judged by what
-    runs at once while decoding where the re-plan has windowed layers (``n`` is then the plan's own decoding
-    figure), else by the start-up figure."""
+def _more_concurrency(p: Plan, build: Callable, n: int, seqs: int) -> list[Option]:
+    """The changes that raise the whole requests run at max_model_len above ``n`` (min(KV-bound, ``seqs``, the
+    max_num_seqs)), re-planned: judged by what runs at once while decoding where the re-plan has windowed layers,
+    else by the start-up figure; a KV fix whose requests pass ``seqs`` comes with the --max-num-seqs that lets them
+    run (``advice_cap.seqs_options`` first: that flag alone, where it binds)."""
     tries: list[tuple[str, dict[str, Any], str]] = []
     tp = next((t for t in TP_STEPS if t > p.settings.tp), None)
     if tp is not None:
@@ -127,11 +128,13 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
         tries.append((fp8_kv_flag(p), {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
     if p.settings.quantization is None:
         tries.append(("-q fp8", {"quantization": "fp8"}, _FP8_WEIGHTS_WHY))
-    opts = []
+    opts = seqs_options(_retry(build, p), n, _at_len(p)[1], seqs)
     for action, update, why in tries:
         q = _try(build, p, **update)
+        if q and (k := at_len(q)[1]) > seqs:  # more than the scheduler runs: with the max_num_seqs that runs them
+            q, action = _try(build, p, **update, max_num_seqs=k), f"{action} --max-num-seqs {k:,}"
         dec = r.decode_requests if q and (r := q.row_at(q.memory.max_model_len)) else None
-        if q and (_at_len(q)[1] if dec is None else dec) > n:
+        if q and min(at_len(q)[1], q.memory.max_num_seqs) > n:
             c, k = _at_len(q)
             why = _fp8_kv_why(p, q) if "kv_cache_dtype" in update else why
             opts.append(Option(action + nodes_flag(q, p), c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB "
@@ -275,10 +278,10 @@ def _fits(p: Plan, build: Callable) -> Advice:
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
     at_max, n_run = at_max_words(p, concurrency_caveat(m.ranges, n), _retry(build, p))
     at_max = capped_at_max(at_max, p.row_at(m.max_model_len), m.max_model_len)  # what runs first, the KV's second
-    small = n_run < LOW_CONCURRENCY  # windowed: what runs while decoding; a hybrid's prefix-caching fix in any case
-    low = _more_concurrency(p, build, n_run) if small else no_prefix_caching_option(p, _retry(build, p), n)
-    few = f"; only {n_run:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" * (small and
-                                                                                                          bool(low))
+    runs = min(n_run, seqs := m.max_num_seqs)  # the scheduler runs at most max_num_seqs whatever the KV holds
+    small = runs < LOW_CONCURRENCY  # windowed: what runs while decoding; a hybrid's prefix-caching fix in any case
+    low = _more_concurrency(p, build, runs, seqs) if small else no_prefix_caching_option(p, _retry(build, p), n)
+    few = few_words(runs, n_run, seqs, LOW_CONCURRENCY) * (small and bool(low))
     if not asked:
         return Advice("fits", f"fits: {at_max}{few}", options=tuple(low))
     few_at = [_as_few(r, m.num_gpu_blocks - m.usable_blocks) for r in asked]

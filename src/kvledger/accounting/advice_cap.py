@@ -7,9 +7,12 @@ number a reader meets is min(KV-limited requests, max_num_seqs); the KV-limited 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["capped_at_max", "context_words"]
+from kvledger.accounting.advice_types import Option
+
+__all__ = ["capped_at_max", "context_words", "few_words", "seqs_options", "at_len"]
 
 
 def _reqs(n: int, tokens: int) -> str:
@@ -34,3 +37,34 @@ def capped_at_max(at_max: str, row: Any, tokens: int) -> str:
         return at_max
     return (f"{_reqs(row.running_cap, tokens)} run at once (max_num_seqs={row.running_cap:,}, the engine's limit; "
             f"the rest wait); the KV cache holds {at_max}")
+
+
+def few_words(runs: int, kv_requests: int, seqs: int, low: int) -> str:
+    """The fits line's low-concurrency clause: ``runs`` = min(``kv_requests``, ``seqs``) requests at max_model_len
+    run at once, under ``low``; the binding limit named (max_num_seqs where ``seqs`` < ``kv_requests``)."""
+    if seqs >= kv_requests:
+        return f"; only {runs:,} at once at max_model_len (under {low}): each fix below raises it"
+    return (f"; only {runs:,} run at once at max_model_len (under {low}), the limit set by max_num_seqs={seqs:,} (the "
+            f"KV cache holds {kv_requests:,}): each fix below raises it")
+
+
+def at_len(q: Any) -> tuple[float, int]:
+    """(the engine's × at max_model_len, the whole requests that run there: while decoding with windowed layers)."""
+    r = q.row_at(q.memory.max_model_len)
+    return (r.max_concurrency, r.decode_requests if r.decode_requests is not None else r.max_requests) if r else (
+        0.0, 0)
+
+
+def seqs_options(retry: Callable[..., Any], runs: int, kv_requests: int, seqs: int) -> list[Option]:
+    """Where max_num_seqs (``seqs``) binds below what the KV cache holds at max_model_len (``kv_requests``): the
+    ``--max-num-seqs`` that lets those run, re-planned (``retry(**update)``, None when it cannot): vLLM's profile run
+    samples max_num_seqs dummy requests (``advice_seqs``), so a larger max_num_seqs can leave fewer blocks; kept only
+    if min(its KV-bound requests, ``kv_requests``) > ``runs``. [] where max_num_seqs does not bind."""
+    if kv_requests <= seqs or (q := retry(max_num_seqs=kv_requests)) is None:
+        return []
+    c, k = at_len(q)
+    if min(k, kv_requests) <= runs:
+        return []
+    return [Option(f"--max-num-seqs {kv_requests:,}", c, min(k, kv_requests), "the scheduler runs at most "
+                   "max_num_seqs requests whatever the KV cache holds (vLLM v1/core/sched/scheduler.py); the KV cache "
+                   f"holds {k:,} there", q.memory.max_model_len)]
