@@ -160,6 +160,11 @@ def test_a_search_whose_probes_keep_too_few_sessions_stops_at_what_they_carry(mo
     assert lim["sessions_needed"] == math.ceil(2 * r0 * ramp / 7.625) == 15
     head = "sessions not carried: 0.1221, 0.123, 0.125, 0.25, 0.5, 1 req/s met the attainment target"
     assert any(n.startswith(head) and n.endswith("raise --sessions to 15 to measure above it") for n in cap["notes"])
+    # the table marks the capacity as a lower bound: "≥0.1211" (0.12109375 to 4 significant figures)
+    text = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--tp", "1", "--slo",
+                                    "ttft=2s,tpot=8ms", "--workload", "chat", "--sessions", "8", "--session-rate",
+                                    "0.01", "--workers", "1"], catch_exceptions=False, env={"COLUMNS": "200"}).stdout
+    assert "≥0.1211" in text and "SLO capacity at least 0.1211 req/s per replica" in text
 
 
 def test_sessions_limit_names_the_sessions_that_carry_the_lowest_rate_not_carried():

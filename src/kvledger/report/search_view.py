@@ -59,7 +59,7 @@ def _top_table(result: Any, top: int) -> Any:
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
         soft = "~" if capacity_caveats(e) else ""  # not steady, or an unrepresentative sample (its notes say which)
         row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied),
-               _f(cap["slo_capacity_req_per_s"], ",.4g") + soft,
+               "≥" * bool(cap.get("sessions_limit")) + _f(cap["slo_capacity_req_per_s"], ",.4g") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         idle = f" +{s['idle_gpus']} idle" if s.get("idle_gpus") else ""  # whole instances: search.instance_bill
         row += [f"{s['num_gpus']} ({s['replicas']}×){idle}", _f(s["monthly_usd"], ",.0f")] if sized else \
@@ -72,7 +72,9 @@ def _per_probe(sp: Any) -> str:
     if hasattr(sp.synthetic, "prepare_setup"):  # sessions (analyses/serving/session_spec.py)
         w = sp.synthetic
         return (f"≥ {w.num_sessions:,} {w.workload} sessions per probe, more where a probe's rate needs them to reach "
-                f"a steady state (kvledger.analyses.serving.session_ramp){w.cap_words}")
+                f"a steady state (kvledger.analyses.serving.session_ramp){w.cap_words}; ≥ before a capacity: a lower "
+                "bound, the probes above it met the SLO but their sessions never carried their rate (raise --sessions; "
+                "sessions_limit in --json)")
     return f"{sp.num_requests:,} requests per probe"
 
 
