@@ -150,7 +150,7 @@ def test_a_search_whose_probes_keep_too_few_sessions_stops_at_what_they_carry(mo
     d = json.loads(r.stdout)
     (e,) = d["candidates"]
     cap = e["capacity"]
-    assert e["status"] == "feasible" and cap["boundary_rate_req_per_s"] == 0.12109375
+    assert e["status"] == "feasible" and cap["slo_capacity_req_per_s"] == 0.12109375
     lim = cap["sessions_limit"]
     assert lim["sessions"] == 8 and lim["probe_sessions"] == 8 and lim["turns_per_session"] == pytest.approx(7.625)
     assert lim["not_carried_req_per_s"] == [0.1220703125, 0.123046875, 0.125, 0.25, 0.5, 1.0]
@@ -187,7 +187,7 @@ def test_the_winner_line_says_a_capacity_limited_by_the_sessions_is_at_least():
     from kvledger.report.search_answer import capacity_words
 
     # the figures of the trial's agent search after the fix (60 sessions; 9.75 req/s not carried, 199 carry it)
-    cap = {"boundary_rate_req_per_s": 9.625, "goodput_req_per_s": 9.44, "sustained_good_req_per_s": 9.44,
+    cap = {"slo_capacity_req_per_s": 9.625, "goodput_req_per_s": 9.44, "sustained_good_req_per_s": 9.44,
            "sessions_limit": {"sessions": 60, "not_carried_req_per_s": [9.75, 10.0], "sessions_needed": 199}}
     assert capacity_words(cap) == (
         "SLO capacity at least 9.625 req/s per replica (9.44 good req/s there), limited by --sessions 60, not the "
