@@ -43,7 +43,7 @@ def test_break_even_prices_power_at_the_break_even_load():
                                        "= idle + (board − idle) × 0.564), not at the verdict's load 0.100")
 
 
-def test_break_even_volume_prices_power_at_the_load_each_replica_is_sized_to():
+def test_break_even_volume_prices_power_at_its_own_load():
     from kvledger.ledgers.breakeven import break_even_volume
 
     # max utilization 0.8: a replica takes c = 1,000 × 0.8 = 800 requests a month, $800 on the API
@@ -51,9 +51,60 @@ def test_break_even_volume_prices_power_at_the_load_each_replica_is_sized_to():
     # at the verdict's load 0.1, R = $523.36: n replicas win on (523.36·n, 800·n], first overlapping from n = 2
     # (3 × 523.36 = 1,570.08 ≤ 1,600): V* = 2 × 523.36 = 1,046.72 requests a month
     assert break_even_volume(CAP, setup, 1.0)["requests_per_month"] == pytest.approx(1046.72)
-    # power at 0.8: R = $523.36 + $87.60 × (0.8 − 0.1) = $584.68; windows (584.68·n, 800·n] overlap from n = 3
-    # (4 × 584.68 = 2,338.72 ≤ 2,400; 3 × 584.68 = 1,754.04 > 1,600): V* = 1,754.04
+    # power at each volume's load: n replicas at V run at V ÷ (n × 1,000), their power $87.60 × V ÷ 1,000 = $0.0876
+    # a request whatever n; the idle bill R' = $523.36 − $87.60 × 0.1 = $514.60 a replica. n replicas win on
+    # (514.60·n ÷ (1 − 0.0876), 800·n] = (564.007·n, 800·n], first overlapping from n = 3 (4 × 564.007 = 2,256.03 ≤
+    # 2,400; 3 × 564.007 = 1,692.02 > 1,600): V* = 1,692.02, 3 replicas at 1,692.02 ÷ 3,000 = 0.564007 = u* above
+    # (were power at 0.8: R = $584.68, V* = 1,754.04, 3 replicas at 0.58468 ≠ u*)
     bv = break_even_volume(CAP, setup, 1.0, power=(87.60, 0.1))
-    assert (bv["replica_usd_per_month"], bv["requests_per_month"]) == pytest.approx((584.68, 1754.04))
-    assert bv["power_load"] == ("bought GPUs: power priced at 0.800, the utilization each replica is sized to, not "
-                                "at the verdict's load 0.100")
+    assert (bv["replica_usd_per_month"], bv["power_usd_per_request"]) == pytest.approx((514.60, 0.0876))
+    assert (bv["requests_per_month"], bv["replicas_at_break_even"]) == pytest.approx((3 * 514.60 / 0.9124, 3))
+    assert bv["api_usd_per_request"] == 1.0  # the API's price, not net of power
+    assert bv["power_load"] == ("bought GPUs: power priced at each volume's own load (replica_usd_per_month at idle "
+                                "power + power_usd_per_request × volume), not at the verdict's load 0.100")
+
+
+def test_bought_h100_break_even_volume_is_the_break_even_utilization_times_capacity():
+    from kvledger.ledgers.breakeven import break_even_volume
+
+    # one H100 bought at $25,000 over 36 months = $694.44/month; power (700 − 80) W × PUE 1.3 × 730 h ÷ 1000 =
+    # 588.38 kWh × $0.12 = b = $70.6056 per GPU-month per unit of load, idle 80 W → 75.92 kWh × $0.12 = $9.1104;
+    # priced at the verdict's load 0.4: $694.44 + $9.1104 + $70.6056 × 0.4 = $731.797/month. People 0.25 × $20,000
+    # = $5,000. SLO capacity 10 req/s: F = 10 × 3600 × 730 = 26,280,000 requests a month at full load; API $0.001 a
+    # request: $26,280 at full load.
+    b, bill = 70.6056, 25_000 / 36 + 9.1104 + 70.6056 * 0.4
+    cap = Capacity(10.0, 1.0, 1.0, 0, 0, 0.5, "given", False)
+    setup = SelfHostSetup(GpuRate.given(bill / 730, "bought GPU"), 1, 0.4, 0.25, 20_000, max_utilization=0.8)
+    # u* = ($731.797 − $70.6056 × 0.4 + $5,000) ÷ ($26,280 − $70.6056) = $5,703.555 ÷ $26,209.394 = 0.217615
+    bu = break_even_utilization(cap, setup, 0.001, power=(b, 0.4))
+    assert bu["utilization"] == pytest.approx(5_703.5548 / 26_209.3944)
+    # V*: a request's power $70.6056 ÷ 26,280,000 = $2.6867e-6, so it saves $0.001 − that = $0.00099731 against the
+    # API; one replica (c = 0.8 × F = 21,024,000 requests) wins above $5,703.555 ÷ $0.00099731 = 5,718,920 requests
+    bv = break_even_volume(cap, setup, 0.001, power=(b, 0.4))
+    assert (bv["requests_per_month"], bv["replicas_at_break_even"]) == pytest.approx((5_718_919.7, 1))
+    # volume ÷ (capacity × replicas) = 5,718,920 ÷ 26,280,000 = 0.217615 = u* (power at 0.8 gave $5,760,039 requests,
+    # 0.219180 ≠ 0.217615)
+    assert bv["requests_per_month"] / (26_280_000 * 1) == pytest.approx(bu["utilization"], rel=1e-12)
+
+
+def test_cost_curves_price_bought_power_at_each_points_load():
+    from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+    from kvledger.ledgers.breakeven import break_even_volume
+
+    # the bought H100 above: idle bill $694.44 + $9.1104 = $703.5548, b = $70.6056, people $5,000, F = 26,280,000
+    b, bill = 70.6056, 25_000 / 36 + 9.1104 + 70.6056 * 0.4
+    cap = Capacity(10.0, 1.0, 1.0, 0, 0, 0.5, "given", False)
+    setup = SelfHostSetup(GpuRate.given(bill / 730, "bought GPU"), 1, 0.4, 0.25, 20_000, max_utilization=0.8)
+    cost = {"break_even_utilization": break_even_utilization(cap, setup, 0.001, power=(b, 0.4)),
+            "break_even_volume": break_even_volume(cap, setup, 0.001, power=(b, 0.4)), "inputs": {"utilization": 0.4}}
+    uc = utilization_curve(cost)
+    # at u = 0.1: ($703.5548 + $70.6056 × 0.1 + $5,000) ÷ 2,628,000 requests × 1,000 = $2.17299 per 1,000 requests
+    # (at the verdict's load 0.4 for every point: $5,731.797 ÷ 2,628 = $2.18105)
+    at = {p["utilization"]: p["self_host_usd_per_1k_requests"] for p in uc["points"]}
+    assert at[0.1] == pytest.approx(5_710.61536 / 2_628)
+    assert uc["break_even_utilization"] == pytest.approx(5_703.5548 / 26_209.3944)  # the ledger's u*, one replica
+    vc = volume_curve(cost)
+    # at V* = 5,718,920 requests: 1 replica × $703.5548 + $5,000 + $70.6056 × 5,718,920 ÷ 26,280,000 = $5,718.92, the
+    # API's $0.001 × 5,718,920
+    star = next(p for p in vc["points"] if p["requests_per_month"] == round(vc["break_even_requests_per_month"], 6))
+    assert star["self_host_usd_per_month"] == pytest.approx(star["api_usd_per_month"]) == pytest.approx(5_718.9197)

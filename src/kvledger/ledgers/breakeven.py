@@ -191,6 +191,7 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
         out["power_load"] = ("bought GPUs: power priced at the break-even utilization itself (board power = idle + "
                              f"(board − idle) × {u:.3f}), not at the verdict's load {power[1]:.3f}; "
                              "rental_usd_per_month is the bought bill there")
+        out.update(power_usd_per_month_per_load=setup.num_gpus * power[0], power_priced_at_utilization=power[1])
     if cap.lower_bound:
         out["capacity_lower_bound"] = True
         if assumed_utilization is not None:
@@ -221,6 +222,19 @@ def _never(out: dict[str, Any], cap: Capacity, setup: SelfHostSetup, figures: tu
     return out
 
 
+def _power_per_request(cap: Capacity, setup: SelfHostSetup,
+                       power: tuple[float, float] | None) -> tuple[SelfHostSetup, float]:
+    """Bought GPUs' power at a volume's own load: n replicas at volume V run at u = V ÷ (n × F), F = C × 3600 × 730,
+    so their power n × g × b × u = g × b × V ÷ F whatever n (g GPUs per replica, b as ``break_even_utilization``). The
+    bill at V is then the idle bill (``setup``'s rate less b × u₀ ÷ 730 per GPU-hour) × n + P + (g × b ÷ F) × V:
+    (the setup at idle power, power USD per request offered); (setup, 0) without ``power``."""
+    full = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH
+    if power is None or full <= 0:
+        return setup, 0.0
+    idle = setup.gpu.usd_per_gpu_hour - power[0] * power[1] / HOURS_PER_MONTH
+    return replace(setup, gpu=replace(setup.gpu, usd_per_gpu_hour=idle)), setup.num_gpus * power[0] / full
+
+
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
                       max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None,
                       power: tuple[float, float] | None = None) -> dict[str, Any]:
@@ -231,11 +245,9 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     Walks the replica staircase down from the replica count beyond which every volume is cheaper self-hosted
     (n ≥ (P + W + a·c)/(a·c − R), W the unfilled part of one instance: 0 on per-GPU rows) to find where that cheaper
     region begins; n replicas cost ``rental_usd_per_month`` (whole instances), n·R per GPU. ``power``: bought GPUs,
-    as ``break_even_utilization`` takes it: R prices their power at ``setup.max_utilization``, the load of each
-    replica the sizing fills (c), not at the verdict's load."""
-    if power is not None:  # bought, per GPU: its rate at load max_utilization instead of u₀
-        at = setup.gpu.usd_per_gpu_hour + power[0] * (setup.max_utilization - power[1]) / HOURS_PER_MONTH
-        setup = replace(setup, gpu=replace(setup.gpu, usd_per_gpu_hour=at))
+    as ``break_even_utilization`` takes it, priced at each volume's own load (``_power_per_request``), so V* over
+    n × C × 3600 × 730 is ``break_even_utilization``'s u* for the same n replicas where V* opens their window."""
+    setup, pw = _power_per_request(cap, setup, power)
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     out: dict[str, Any] = {"replica_capacity_requests_per_month": c, **replica_usd(setup),
@@ -245,10 +257,12 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
                            "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
                            "tier_usd_per_replica_month": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if power is not None:
-        out["power_load"] = (f"bought GPUs: power priced at {setup.max_utilization:.3f}, the utilization each replica "
-                             f"is sized to, not at the verdict's load {power[1]:.3f}")
-    if a * c <= R:
-        return _never(out, cap, setup, (R, P, a, c))
+        out.update(power_usd_per_request=pw, power_load=(
+            "bought GPUs: power priced at each volume's own load (replica_usd_per_month at idle power + "
+            f"power_usd_per_request × volume), not at the verdict's load {power[1]:.3f}"))
+    if (a - pw) * c <= R:  # ⟺ a replica at max utilization, its power there, costs more than its c requests
+        return _never(out, cap, setup, (R + pw * c, P, a, c))
+    a -= pw  # what each request offered saves against the API, net of its power
     cost, W = rental_curve(setup), _overhead_usd_per_month(setup)  # the staircase read once, priced per n
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
     if n_full > max_replicas:

@@ -9,7 +9,9 @@ break-even utilization (u: offered load ÷ the SLO capacity C, of which u × goo
 ``kvledger.ledgers.breakeven``); the monthly self-hosted bill at volume V (requests offered) is ⌈V ÷ c⌉ replicas × R + P
 with c = C × 3600 × 730 × the maximum utilization, the requests a replica takes, against a × V on the API. On a row
 that sells instances of several GPUs, R + P becomes one replica's whole instance + P, and n × R the whole instances n
-replicas need (``kvledger.ledgers.instances``).
+replicas need (``kvledger.ledgers.instances``). Bought GPUs: R is their bill at idle power and each point adds their
+power at its own load (b × u per GPU-month at utilization u; at volume V, power USD per request × V), as the ledger's
+break-even prices it.
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     bu = cost["break_even_utilization"]
     fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
     full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
+    gb = bu.get("power_usd_per_month_per_load", 0.0)  # bought GPUs: their power at each point's load, not the verdict's
+    fixed -= gb * bu.get("power_priced_at_utilization", 0.0)
     grid = sorted(set(UTILIZATION_GRID) | {cost["inputs"]["utilization"]})
-    points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u),
+    points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * (fixed + gb * u) / (full * u),
                "api_usd_per_1k_requests": 1e3 * api}
               for u in grid]
-    u_star = fixed / (full * api) if full * api > 0 else math.inf  # where the plotted one-replica curve meets a
+    u_star = fixed / (full * api - gb) if full * api > gb else math.inf  # where the one-replica curve meets a
     d = cost.get("decision") or {}
     here = ({"utilization": d["realized_utilization"], "replicas": d["replicas"],
              "self_host_usd_per_1k_requests": 1e3 * d["self_host_usd_per_month"] / d["requests_per_month"]}
@@ -76,7 +80,8 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     points = []
     for v in _volume_grid(c, v_star, mine):
         n = max(1, math.ceil(v / c - 1e-12))
-        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": _rental(bv, n, R) + P,
+        points.append({"requests_per_month": v, "replicas": n,  # bought GPUs: + their power at v's own load
+                       "self_host_usd_per_month": _rental(bv, n, R) + P + bv.get("power_usd_per_request", 0.0) * v,
                        "api_usd_per_month": a * v})
     return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
             "volume_requests_per_month": None if mine is None else round(mine, 6),
