@@ -28,7 +28,7 @@ def test_plan_endpoint_equals_plan_json_for_sglang_at_tp4():
                               "--max-model-len", "32K", "--context", CTX, "--json"])
     assert body["plan"] == json.loads(cli.stdout)
     # 70B at TP 4: 8 KV heads split over 4 GPUs → 2 × 80 layers × 2 heads × 128 × 2 B = 81,920 B per token per GPU
-    assert body["headline"]["kv_bytes_per_token"] == 81920
+    assert body["headline"]["kv_bytes_per_token_per_gpu"] == 81920
     assert set(body["figures"]) == {"memory_waterfall", "concurrency_by_context", "decode_roofline"}
     assert all(f["svg"].startswith("<svg") for f in body["figures"].values())
 

@@ -57,7 +57,7 @@ def test_choices_come_from_the_cli_sources_and_list_the_data_folder(tmp_path):
     assert c["quantizations"] == ["fp8", "bitsandbytes"]
     r = client.post("/api/plan", json={"model": MODEL, "gpu": "H100", "engine": "sglang", "kv_cache_dtype": "fp8_e4m3"})
     # 8B: 32 layers × 8 KV heads × 128 × 2 (K and V) × 1 B = 65,536 B per token
-    assert r.status_code == 200 and r.json()["headline"]["kv_bytes_per_token"] == 65536
+    assert r.status_code == 200 and r.json()["headline"]["kv_bytes_per_token_per_gpu"] == 65536
 
 
 def test_a_gpu_without_a_price_row_asks_for_the_price_field_then_prices_on_it():

@@ -39,7 +39,7 @@ def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
     client = TestClient(create_app(data), base_url="http://127.0.0.1")
     ok = _get(client, model="llama.json")  # relative to the data folder
     # the same config as the bundled one: 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token
-    assert ok.status_code == 200 and json.loads(ok.text)["headline"]["kv_bytes_per_token"] == 131072
+    assert ok.status_code == 200 and json.loads(ok.text)["headline"]["kv_bytes_per_token_per_gpu"] == 131072
     for model in ("../outside.json", str(tmp_path / "outside.json"), "link.json"):
         r = _get(client, model=model)
         assert r.status_code == 400 and "outside the data folder" in r.json()["error"]

@@ -105,7 +105,7 @@ def test_numbers_as_json_numbers_still_answer():
     r = client.post("/api/plan", json={"model": MODEL, "gpu": "H100", "tp": 2, "gpu_memory_utilization": 0.9,
                                        "request_id": 7})
     # 8B at TP 2: 2 × 32 layers × 4 KV heads per GPU × 128 × 2 B = 65,536 B per token per GPU
-    assert r.status_code == 200 and r.json()["headline"]["kv_bytes_per_token"] == 65536
+    assert r.status_code == 200 and r.json()["headline"]["kv_bytes_per_token_per_gpu"] == 65536
     assert (r.json()["request"]["tp"], r.json()["request"]["request_id"]) == (2, 7)
 
 

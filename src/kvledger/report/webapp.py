@@ -32,6 +32,13 @@ from kvledger.report.webapp_requests import (
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
 
+def _fits(plan: dict[str, Any]) -> bool:
+    """Whether the engine starts and serves max_model_len: the plan's verdict ("fits"), not a pool alone (a pool too
+    small for one max_model_len request still has blocks, and the engine refuses to start)."""
+    advice = plan.get("advice")
+    return advice["verdict"] == "fits" if advice else plan["memory"]["num_gpu_blocks"] > 0
+
+
 def _figure_json(f: Any) -> dict[str, Any]:
     from kvledger.report.figure import svg_of
 
@@ -76,7 +83,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
 
     rng = m.get("ranges", {}).get("available_kv_bytes")
     blocks = m.get("ranges", {}).get("num_gpu_blocks")
-    headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"],
+    headline = {"kv_bytes_per_token_per_gpu": plan["kv"]["bytes_per_token_per_gpu"],
                 "available_kv_gib": m["available_kv_bytes"] / 2**30,
                 "available_kv_gib_range": [max(0.0, x) / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
@@ -84,7 +91,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
                 "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
                 "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
-                "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message"),
+                "pool": m["num_gpu_blocks"] > 0, "fits": _fits(plan), "verdict": (plan.get("advice") or {}).get("message"),
                 "startup": (m.get("startup") or {}).get("message")}  # vLLM under wddm: does it start (plan prints it)
     figures = {}
     for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
