@@ -91,7 +91,8 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
                 "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
                 "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
-                "pool": m["num_gpu_blocks"] > 0, "fits": _fits(plan), "verdict": (plan.get("advice") or {}).get("message"),
+                "pool": m["num_gpu_blocks"] > 0, "fits": _fits(plan),
+                "verdict": (plan.get("advice") or {}).get("message"),
                 "startup": (m.get("startup") or {}).get("message")}  # vLLM under wddm: does it start (plan prints it)
     figures = {}
     for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
