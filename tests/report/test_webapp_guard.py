@@ -55,9 +55,10 @@ def test_a_model_that_does_not_fit_says_so_in_its_figure():
 
 
 def test_a_pool_too_small_for_max_model_len_does_not_fit_though_it_has_blocks():
-    # Llama-3.1-70B at TP 2 on H100 (vLLM 0.33 defaults): 969 blocks per GPU of 16 tokens × 80 layers × 2 (K, V) ×
-    # 4 KV heads (8 ÷ TP 2) × 128 × 2 B = 2.5 MiB (2.37 GiB), and one 131,072-token request needs 8,192 blocks: plan's verdict is "max_model_len does not fit" (vLLM refuses to
-    # start), so the headline does not fit while its pool (the blocks card) still shows what the memory holds
+    # Llama-3.1-70B at TP 2 on H100 (vLLM 0.33 defaults): 969 blocks per GPU of 16 tokens × 80 layers × 2 (K, V) × 4
+    # KV heads (8 ÷ TP 2) × 128 × 2 B = 2.5 MiB (2.37 GiB), and one 131,072-token request needs 8,192 blocks: plan's
+    # verdict is "max_model_len does not fit" (vLLM refuses to start), so the headline does not fit while its pool
+    # (the blocks card) still shows what the memory holds
     d = client.post("/api/plan", json={"model": "meta-llama/Llama-3.1-70B", "gpu": "H100", "tp": 2}).json()
     h = d["headline"]
     assert d["plan"]["advice"]["verdict"] == "max_model_len_does_not_fit"
