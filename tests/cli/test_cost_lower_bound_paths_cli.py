@@ -85,7 +85,7 @@ def test_no_volume_on_a_lower_bound_names_the_capacity_that_breaks_even_not_neve
             "--gpu-usd-per-hour", "3"]
     d = _strict(run_cli(*args, "--json").output)
     bv, bu = d["break_even_volume"], d["break_even_utilization"]
-    a, c = bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
+    a, c = bv["api_usd_per_request"], bv["capacity_requests_per_month_per_unit"]
     assert a == pytest.approx((200.68333 * 2 + 62.35 * 8) / 1e6, rel=1e-6)
     assert c == pytest.approx(0.99685067 * 3600 * 730 * 0.8, rel=1e-6)
     assert bv["requests_per_month"] is None and bv["capacity_multiplier"] == pytest.approx(2190 / (a * c))
@@ -118,7 +118,7 @@ def test_a_run_with_a_measured_capacity_still_never_breaks_even():
                         "OpenAI:gpt-4.1", "--engineer-months-per-month", "0", "--gpu-usd-per-hour", "500",
                         "--json").output)
     bv = d["break_even_volume"]
-    assert bv["replica_capacity_requests_per_month"] == pytest.approx(110.7595184 * 3600 * 730 * 0.8, rel=1e-6)
+    assert bv["capacity_requests_per_month_per_unit"] == pytest.approx(110.7595184 * 3600 * 730 * 0.8, rel=1e-6)
     assert bv["requests_per_month"] is None and "capacity_multiplier" not in bv
     assert d["headline"][0] == (
         "answer: the API (OpenAI:gpt-4.1) at any volume — a replica at 80% utilization costs $365,000/month in GPU "

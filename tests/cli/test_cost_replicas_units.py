@@ -37,3 +37,13 @@ def test_no_api_row_names_the_units_engines():
     assert d["headline"][1].startswith(
         "  self-hosted, 2 replicas × 1 GPU (one deployment unit) on 2 gpu_1x_h100_sxm5 instances (1 GPU each, 0 idle) "
         "(Lambda H100 80GB SXM (gpu_1x_h100_sxm5, on_demand), $4.29/GPU-h): $11,263.40/month, people included")
+
+
+def test_break_even_volume_names_its_figures_per_deployment_unit():
+    bv = cli_json(*ARGV)["break_even_volume"]
+    # the unit (2 TP-1 engines) sustains 26.25 SLO-capacity req/s (capacity_basis); at max utilization 0.8:
+    # 26.25 × 3600 × 730 × 0.8 = 55,188,000 requests/month per deployment unit (one engine replica takes half)
+    assert bv["capacity_requests_per_month_per_unit"] == 55_188_000.0 and bv["engine_replicas_per_unit"] == 2
+    assert bv["tier_usd_per_month_per_unit"] == 0  # no --kv-tier: no tier line
+    # before: the same figures under replica names, though a replica is one engine of the two
+    assert "replica_capacity_requests_per_month" not in bv and "tier_usd_per_replica_month" not in bv

@@ -76,4 +76,4 @@ def test_cost_sizes_a_monthly_volume_on_the_slo_capacity():
     assert (f"⌈{rate:,.4g} req/s offered (the monthly mean: --peak-to-mean 1, flat traffic, the default) ÷ (17.5 req/s "
             "SLO capacity × 80%)⌉ = 1") in dec["sizing"]
     # the break-even staircase takes C × 3600 × 730 × 0.8 requests a replica
-    assert d["break_even_volume"]["replica_capacity_requests_per_month"] == pytest.approx(c * 3600 * 730 * 0.8)
+    assert d["break_even_volume"]["capacity_requests_per_month_per_unit"] == pytest.approx(c * 3600 * 730 * 0.8)

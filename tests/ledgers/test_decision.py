@@ -308,7 +308,7 @@ def test_a_volume_is_sized_on_the_slo_capacity_and_priced_on_the_good_share_at_i
     # same basis, (R + P) ÷ (21 × 3600 × 730 × a), so V₁ = u* × 21 × 3600 × 730 for one replica
     a = 1e-3
     bv, bu = break_even_volume(cap, setup, a), break_even_utilization(cap, setup, a)
-    assert bv["replica_capacity_requests_per_month"] == pytest.approx(44_150_400)
+    assert bv["capacity_requests_per_month_per_unit"] == pytest.approx(44_150_400)
     assert bu["utilization"] == pytest.approx(2.69 * 730 / (21 * 3600 * 730 * a))
     assert bv["first_cheaper_requests_per_month"] == pytest.approx(bu["utilization"] * 21 * 3600 * 730)
 

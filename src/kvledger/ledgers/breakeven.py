@@ -250,12 +250,13 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     setup, pw = _power_per_request(cap, setup, power)
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
-    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, **replica_usd(setup),
+    # per unit: one deployment unit of --replicas N engine replicas (one replica without), as R and the volume's count
+    out: dict[str, Any] = {"capacity_requests_per_month_per_unit": c, **replica_usd(setup),
                            "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization,
                            "staircase": _steps(setup),  # n engines' rental: instances
                            "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
-                           "tier_usd_per_replica_month": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
+                           "tier_usd_per_month_per_unit": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if power is not None:
         out.update(power_usd_per_request=pw, power_load=(
             "bought GPUs: power priced at each volume's own load (replica_usd_per_month at idle power + "

@@ -93,7 +93,7 @@ def cost_by_volume(data: ReportData) -> Figure:
             for i, p in enumerate(pts) if i % max(1, len(pts) // 12) == 0 or p["requests_per_month"] == mine]
     return Figure("cost_by_volume", "Build or buy: monthly bill against volume",
                   f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% of its SLO capacity "
-                  f"({c['replica_capacity_requests_per_month']:,.0f} requests per month each)."
+                  f"({c['capacity_requests_per_month_per_unit']:,.0f} requests per month each)."
                   + (f" Your volume, {mine:,.0f} requests a month, is the row marked." if mine else ""), fig,
                   ["requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
                       [c["formula"], _COST_SRC])

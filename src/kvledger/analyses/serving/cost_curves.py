@@ -66,7 +66,7 @@ def _rental(bv: dict[str, Any], n: int, R: float) -> float:
     from kvledger.ledgers.breakeven import staircase_rental
 
     e = bv.get("engine_replicas_per_unit", 1)  # the staircase's steps are engine replicas, n units of e each
-    return staircase_rental(bv.get("staircase"), n * e, R / e, bv.get("tier_usd_per_replica_month", 0.0) / e)
+    return staircase_rental(bv.get("staircase"), n * e, R / e, bv.get("tier_usd_per_month_per_unit", 0.0) / e)
 
 
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     without one."""
     bv = cost["break_even_volume"]
     R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
-    a, c = bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
+    a, c = bv["api_usd_per_request"], bv["capacity_requests_per_month_per_unit"]
     v_star, mine = bv.get("requests_per_month"), (cost.get("monthly") or {}).get("requests")
     points = []
     for v in _volume_grid(c, v_star, mine):
@@ -83,7 +83,7 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
         points.append({"requests_per_month": v, "replicas": n,  # bought GPUs: + their power at v's own load
                        "self_host_usd_per_month": _rental(bv, n, R) + P + bv.get("power_usd_per_request", 0.0) * v,
                        "api_usd_per_month": a * v})
-    return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
+    return {"points": points, "break_even_requests_per_month": v_star, "capacity_requests_per_month_per_unit": c,
             "volume_requests_per_month": None if mine is None else round(mine, 6),
             "max_utilization": bv["max_utilization"],
             "formula": "self-hosted USD/month = the rental of ⌈volume ÷ replica capacity at max utilization⌉ replicas "
