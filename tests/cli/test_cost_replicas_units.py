@@ -47,3 +47,24 @@ def test_break_even_volume_names_its_figures_per_deployment_unit():
     assert bv["tier_usd_per_month_per_unit"] == 0  # no --kv-tier: no tier line
     # before: the same figures under replica names, though a replica is one engine of the two
     assert "replica_capacity_requests_per_month" not in bv and "tier_usd_per_replica_month" not in bv
+
+
+def test_the_report_counts_deployment_units_as_cost_does():
+    from types import SimpleNamespace
+
+    from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+    from kvledger.report.figures_serving import cost_by_utilization, cost_by_volume
+    from kvledger.report.html_report import break_even_text
+
+    c = cli_json(*ARGV)
+    # u* = (one unit on 2 gpu_1x_h100_sxm5, $6,263.40 + people $5,000) ÷ (26.25 req/s × 3600 × 730 × $0.0029681)
+    #    = 11,263.40 ÷ 204,754.38 = 5.5%; the volume's 1 unit (its 55,188,000 requests/month at 80% each)
+    assert break_even_text(c).startswith("Break-even utilization (one deployment unit, carrying the whole people "
+                                         "line) 5.5%; break-even volume ")  # was "(one replica, …"
+    data = SimpleNamespace(cost=c, curves={"volume": volume_curve(c), "utilization": utilization_curve(c)})
+    by_volume = cost_by_volume(data)
+    assert by_volume.caption.startswith("Deployment units come whole, each run at most at 80% of its SLO capacity "
+                                        "(55,188,000 requests per month each).")  # was "Replicas come whole"
+    assert by_volume.headers[1] == "deployment units"
+    assert "(× deployment unit USD/month" in data.curves["volume"]["formula"]
+    assert cost_by_utilization(data).caption.startswith("Self-hosted cost per request of one deployment unit ")

@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
-from kvledger.ledgers.amounts import pct_text
+from kvledger.ledgers.amounts import pct_text, unit_noun, units_text
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity
 from kvledger.report.figure import Figure, fmt, new_axes
 
@@ -34,11 +34,11 @@ def cost_by_utilization(data: ReportData) -> Figure:
         ax.annotate(f"break-even {100 * c['break_even_utilization']:.1f}%", (100 * c["break_even_utilization"],
                                                                              ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
-    here = c.get("volume_point")
-    if here is not None and here["replicas"] > 1:  # the curve is one replica's: the volume's own bill is its point
+    here, e = c.get("volume_point"), (cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1)
+    if here is not None and here["replicas"] > 1:  # the curve is one unit's: the volume's own bill is its point
         ax.plot([100 * here["utilization"]], [here["self_host_usd_per_1k_requests"]], marker="*", ms=10, ls="",
                 color="#55a868",
-                label=f"this volume: {here['replicas']:,} replicas at {pct_text(here['utilization'], 0)}")
+                label=f"this volume: {units_text(here['replicas'], e)} at {pct_text(here['utilization'], 0)}")
     else:
         ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
     bu = cost["break_even_utilization"]
@@ -52,17 +52,18 @@ def cost_by_utilization(data: ReportData) -> Figure:
              fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
     led, n = c.get("ledger_break_even_utilization"), c.get("ledger_break_even_replicas", 1)
     if led is not None and n > 1:  # the ledger's break-even shares the people line over the volume's replicas
-        more_be = (f" The break-even marked is where this one-replica curve meets the API's; the volume's {n:,} "
-                   f"replicas, sharing one people line, break even at {pct_text(led)} (cost's break_even_utilization).")
+        more_be = (f" The break-even marked is where this one-{unit_noun(e)} curve meets the API's; the volume's "
+                   f"{units_text(n, e)}, sharing one people line, break even at {pct_text(led)} (cost's "
+                   "break_even_utilization).")
     else:
         more_be = ""
-    more = more_be + ("" if not (here and here["replicas"] > 1) else
-            f" This volume runs {here['replicas']:,} replicas at {pct_text(here['utilization'])}: its whole bill "
-            f"comes to ${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the curve is one "
-            "replica's, whose people line no other replica shares).")
+    more = more_be + ("" if not (here and here["replicas"] > 1) else f" This volume runs "
+            f"{units_text(here['replicas'], e)} at {pct_text(here['utilization'])}: its whole bill comes to "
+            f"${here['self_host_usd_per_1k_requests']:.4f} per 1,000 requests (the star; the "
+            f"curve is one {unit_noun(e)}'s, whose people line no other {unit_noun(e)} shares).")
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",
-                  "Self-hosted cost per request of one replica (its rental and the people) falls as 1/utilization; "
-                  "the API's is flat. Below the break-even utilization the API is cheaper." + more, fig,
+                  f"Self-hosted cost per request of one {unit_noun(e)} (its rental and the people) falls as "
+                  "1/utilization; the API's is flat. Below the break-even utilization the API is cheaper." + more, fig,
                   ["utilization, %", "self-hosted USD / 1k requests", "API USD / 1k requests"],
                   rows, [c["formula"], _COST_SRC,
                          cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
@@ -70,10 +71,10 @@ def cost_by_utilization(data: ReportData) -> Figure:
 
 def cost_by_volume(data: ReportData) -> Figure:
     c, cost = data.curves["volume"], data.cost
-    pts = c["points"]
+    pts, unit = c["points"], unit_noun((cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1))
     fig, ax = new_axes(height=3.2)
     v = [p["requests_per_month"] for p in pts]
-    ax.step(v, [p["self_host_usd_per_month"] for p in pts], where="post", label="self-hosted (whole replicas)")
+    ax.step(v, [p["self_host_usd_per_month"] for p in pts], where="post", label=f"self-hosted (whole {unit}s)")
     ax.plot(v, [p["api_usd_per_month"] for p in pts], label=f"API ({cost['inputs']['api_price']})")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -92,10 +93,10 @@ def cost_by_volume(data: ReportData) -> Figure:
              f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}", f"{p['api_usd_per_month']:,.0f}"]
             for i, p in enumerate(pts) if i % max(1, len(pts) // 12) == 0 or p["requests_per_month"] == mine]
     return Figure("cost_by_volume", "Build or buy: monthly bill against volume",
-                  f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% of its SLO capacity "
-                  f"({c['capacity_requests_per_month_per_unit']:,.0f} requests per month each)."
+                  f"{unit.capitalize()}s come whole, each run at most at {100 * c['max_utilization']:.0f}% of its SLO "
+                  f"capacity ({c['capacity_requests_per_month_per_unit']:,.0f} requests per month each)."
                   + (f" Your volume, {mine:,.0f} requests a month, is the row marked." if mine else ""), fig,
-                  ["requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
+                  ["requests / month", f"{unit}s", "self-hosted USD / month", "API USD / month"], rows,
                       [c["formula"], _COST_SRC])
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.catalog.prices import api_prices
+from kvledger.ledgers.amounts import unit_noun, units_text
 from kvledger.ledgers.api_cost import mix_words
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
 from kvledger.ledgers.factor_rows import peak_cap_text
@@ -155,15 +156,16 @@ def break_even_text(c: dict[str, Any]) -> str:
     """The break-even utilization and volume in one sentence, from the cost JSON (the report's answer and the web
     app's)."""
     bu, bv = c["break_even_utilization"], c["break_even_volume"]
-    n = bu.get("replicas")
-    # one replica's, carrying the whole people line, or the volume's replicas, sharing it (as cost prints it)
-    of = ("" if not n else " (one replica, carrying the whole people line)" if n == 1 else
-          f" (the {n:,} replicas this volume needs, sharing the people line)")
+    n, e = bu.get("replicas"), bv.get("engine_replicas_per_unit", 1)  # --replicas N: deployment units of N engines
+    # one unit's, carrying the whole people line, or the volume's units, sharing it (as cost prints it)
+    of = ("" if not n else f" (one {unit_noun(e)}, carrying the whole people line)" if n == 1 else
+          f" (the {units_text(n, e)} this volume needs, sharing the people line)")
     u = (
         f"break-even utilization{of} {fmt(100 * bu['utilization'])}%{peak_cap_text(bu)}"
         if bu.get("utilization") is not None and bu["utilization"] <= 1.0  # out of the peak's reach: peak_cap_text
         else f"no utilization up to 100%{of} breaks even"
-        + (" (a larger volume, on more replicas, can: below)" if bv.get("requests_per_month") is not None else "")
+        + (f" (a larger volume, on more {unit_noun(e)}s, can: below)" if bv.get("requests_per_month") is not None
+           else "")
     )
     v = (
         f"break-even volume {'at least ' if bv.get('api_is_upper_bound') else ''}{fmt(bv['requests_per_month'])} "
@@ -173,8 +175,8 @@ def break_even_text(c: dict[str, Any]) -> str:
     )
     first = bv.get("first_cheaper_requests_per_month")
     if first is not None and bv.get("requests_per_month") and first < bv["requests_per_month"] * (1 - 1e-9):
-        v += (f" (self-hosting is first cheaper at {fmt(first)}, then on and off as replicas are added, and at every "
-              "volume above it)")
+        v += (f" (self-hosting is first cheaper at {fmt(first)}, then on and off as {unit_noun(e)}s are added, and at "
+              "every volume above it)")
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 
@@ -200,7 +202,7 @@ def _build_or_buy_tables(data: ReportData) -> str:
     items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}",
               f"{it['amount_usd']:.6g}", dated(it["source"], it.get("as_of"))]
              for led in c["ledgers"].values() for it in led["items"]]  # each price's date, as the CLI prints it
-    bills = _bills_table(c.get("decision"))
+    bills = _bills_table(c.get("decision"), c["break_even_volume"].get("engine_replicas_per_unit", 1))
     return (bills + "<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
             + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
             + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"],
@@ -209,11 +211,13 @@ def _build_or_buy_tables(data: ReportData) -> str:
               f'{escape(c["capacity_basis"]["text"])}</p>')
 
 
-def _bills_table(d: dict[str, Any] | None) -> str:
-    """The monthly bills for the volume: self-hosted (rented, bought when priced) and every API row, cheapest first."""
+def _bills_table(d: dict[str, Any] | None, engines: int = 1) -> str:
+    """The monthly bills for the volume: self-hosted (rented, bought when priced) and every API row, cheapest first;
+    ``engines``: the engine replicas per sized unit (``--replicas N``: the units are deployment units)."""
     if d is None:
         return ""
-    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}", f"{d['replicas']:,} replica(s)"]]
+    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}",
+             units_text(d["replicas"], engines)]]
     if d.get("self_host_buy"):
         rows.append(["self-hosted, bought GPUs", f"{d['self_host_buy']['total_usd']:,.2f}",
                      "capex amortized + power + hosting"])

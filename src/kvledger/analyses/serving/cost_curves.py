@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kvledger.ledgers.amounts import unit_noun
+
 __all__ = ["UTILIZATION_GRID", "utilization_curve", "volume_curve"]
 
 UTILIZATION_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -32,6 +34,7 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     ``ledger_break_even_replicas``); ``volume_point``: the volume's own deployment (its
     replicas at their realized utilization, its whole bill per 1,000 requests), None without a volume."""
     bu = cost["break_even_utilization"]
+    r = unit_noun((cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1))  # --replicas N: units
     fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
     full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
     gb = bu.get("power_usd_per_month_per_load", 0.0)  # bought GPUs: their power at each point's load, not the verdict's
@@ -49,7 +52,7 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
             "ledger_break_even_utilization": bu.get("utilization") if bu.get("reachable") else None,
             "ledger_break_even_replicas": bu.get("replicas", 1),
             "chosen_utilization": cost["inputs"]["utilization"], "volume_point": here,
-            "formula": "self-hosted USD per request = (replica + people USD/month) ÷ (SLO capacity req/s × 3600 × "
+            "formula": f"self-hosted USD per request = ({r} + people USD/month) ÷ (SLO capacity req/s × 3600 × "
                        "730 × utilization); a good one costs SLO capacity ÷ goodput times that"}
 
 
@@ -77,6 +80,7 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
     a, c = bv["api_usd_per_request"], bv["capacity_requests_per_month_per_unit"]
     v_star, mine = bv.get("requests_per_month"), (cost.get("monthly") or {}).get("requests")
+    r = unit_noun(bv.get("engine_replicas_per_unit", 1))  # --replicas N: the units are deployment units
     points = []
     for v in _volume_grid(c, v_star, mine):
         n = max(1, math.ceil(v / c - 1e-12))
@@ -86,6 +90,6 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     return {"points": points, "break_even_requests_per_month": v_star, "capacity_requests_per_month_per_unit": c,
             "volume_requests_per_month": None if mine is None else round(mine, 6),
             "max_utilization": bv["max_utilization"],
-            "formula": "self-hosted USD/month = the rental of ⌈volume ÷ replica capacity at max utilization⌉ replicas "
-                       "(× replica USD/month, or the whole instances they need) + people; API = USD per request × "
+            "formula": f"self-hosted USD/month = the rental of ⌈volume ÷ {r} capacity at max utilization⌉ {r}s "
+                       f"(× {r} USD/month, or the whole instances they need) + people; API = USD per request × "
                        "volume"}
