@@ -56,3 +56,25 @@ def test_replica_usd_per_month_says_why_it_is_not_one_replicas_bill():
     one = gpu_rate("nvidia_h100_sxm", "Lambda", "gpu_1x_h100_sxm5", None)
     assert replica_usd_basis(SelfHostSetup(one, 1, 0.5)) == (
         "$3,131.70/month = Lambda:gpu_1x_h100_sxm5 $4.29/h × 730 h: one replica's rental")
+
+
+def test_break_even_words_count_units_as_ledgers_amounts_does():
+    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.cost import Capacity
+
+    cap = Capacity(10.0, 10_000.0, 2_500.0, 10_000.0, 2_500.0, 0.4, "given", False)  # 10 good req/s per unit
+    unit = SelfHostSetup(LAMBDA, 2, 0.5, engine_replicas=2)
+    # 3 units = 6 TP-1 engines: 6 × gpu_1x $4.29/h = $25.74/h (below one gpu_8x, $31.92/h) × 730 h = $18,790.20,
+    # above 3 × R = 3 × $5,825.40 = $17,476.20: the whole-instance wording, in deployment units (unit_noun)
+    bu = break_even_utilization(cap, unit, 1e-3, replicas=3)
+    assert bu["rental_usd_per_month"] == pytest.approx(18_790.20)
+    assert bu["formula"].startswith("(3 deployment units on whole instances, idle GPUs included, + people USD/month)")
+    # gpu_1x only: the bill is linear, 3 × R
+    one = SelfHostSetup(gpu_rate("nvidia_h100_sxm", "Lambda", "gpu_1x_h100_sxm5", None), 2, 0.5, engine_replicas=2)
+    assert break_even_utilization(cap, one, 1e-3, replicas=3)["formula"].startswith(
+        "(3 deployment units × deployment unit + people USD/month) ÷ (3 × good req/s × ")
+    # a·c = $0.001 × 10 × 3600 × 730 × 0.8 = $21,024 > R: a break-even volume, in whole units (replicas without)
+    assert break_even_volume(cap, unit, 1e-3)["reason"] == (
+        "smallest monthly volume above which whole deployment units (each ≤ max utilization) cost less than the API")
+    assert break_even_volume(cap, SelfHostSetup(LAMBDA, 1, 0.5), 1e-3)["reason"].startswith(
+        "smallest monthly volume above which whole replicas (")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from kvledger.ledgers.amounts import unit_noun, units_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instance_mix import slope_key
 from kvledger.ledgers.instances import pack
@@ -96,7 +97,7 @@ def _overhead_usd_per_month(setup: SelfHostSetup) -> float:
 def _unit(setup: SelfHostSetup) -> str:
     """What one of the replicas sized and priced is: a replica, or a deployment unit of ``--replicas N`` engines."""
     e = setup.engine_replicas
-    return "replica" if e == 1 else f"deployment unit ({e} replicas)"
+    return unit_noun(e) + ("" if e <= 1 else f" ({e} replicas)")
 
 
 def _slope_words(setup: SelfHostSetup) -> str:
@@ -173,9 +174,9 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
         u = (fixed - gb * power[1]) / (full - gb) if full > gb else math.inf
         rent = rent + gb * (u - power[1]) if math.isfinite(u) else rent
     per = "SLO capacity req/s" if cap.slo_capacity_req_per_s else "good req/s"  # Capacity.sizing_req_per_s
-    u1 = "deployment unit" if setup.engine_replicas > 1 else "replica"
-    what = ((u1 if n == 1 else f"{n:,} {u1}s × {u1}") if rent <= n * R * (1 + 1e-12) else
-            f"{n:,} {u1}{'' if n == 1 else 's'} on whole instances, idle GPUs included,")
+    u1 = unit_noun(setup.engine_replicas)
+    what = ((u1 if n == 1 else f"{units_text(n, setup.engine_replicas)} × {u1}") if rent <= n * R * (1 + 1e-12) else
+            f"{units_text(n, setup.engine_replicas)} on whole instances, idle GPUs included,")
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
@@ -287,6 +288,6 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     i, o, words = mix or (cap.workload_input_tokens_mean, cap.workload_output_tokens_mean, "at the run's mix")
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
                input_tokens_per_month=v_star * i, output_tokens_per_month=v_star * o, mix=words,
-               reason=f"smallest monthly volume above which whole {_unit(setup).split(' (')[0]}s (each ≤ max "
+               reason=f"smallest monthly volume above which whole {unit_noun(setup.engine_replicas)}s (each ≤ max "
                       "utilization) cost less than the API")
     return out
