@@ -8,9 +8,11 @@ Utilization u is offered load ÷ C, and a replica at u serves u × C offered req
 share g ÷ C measured at the boundary; more meet the SLO at a lighter load, so this is conservative). Then:
 
 * break-even utilization u* = (n·R + P) / (n × C × 3600 × 730 × a) for the n replicas a volume needs (n = 1 without
-  one): above u*, those replicas cost less than sending the same requests to the API (u* > 1: never), so u* and the
-  break-even volume below are one statement; the people line is shared by the n replicas, so at a volume of many
-  replicas u* tends to R / (C × 3600 × 730 × a). Per good request the self-hosted side costs C ÷ g more than per
+  one): above u*, those replicas cost less than sending the same requests to the API (u* > 1: never). At the same n,
+  u* and the break-even volume below are one statement (V* ÷ (n × C × 3600 × 730) = u* where V* opens n's window),
+  but a volume's n and V*'s own (``replicas_at_break_even``) differ whenever that volume is on another step of the
+  staircase, so each figure carries its n (``replicas``); the people line is shared by the n replicas, so at a volume
+  of many replicas u* tends to R / (C × 3600 × 730 × a). Per good request the self-hosted side costs C ÷ g more than per
   request offered (the unit ledgers' figure);
 * break-even monthly volume V* (requests offered): the smallest volume above which self-hosting stays
   cheaper, with whole replicas each loaded to at most ``max_utilization`` of C (cost is then a

@@ -169,7 +169,7 @@ def break_even_text(c: dict[str, Any]) -> str:
     )
     v = (
         f"break-even volume {'at least ' if bv.get('api_is_upper_bound') else ''}{fmt(bv['requests_per_month'])} "
-        "requests per month"
+        f"requests per month{_on_units(bv.get('replicas_at_break_even'), n, e)}"
         if bv.get("requests_per_month") is not None
         else f"no break-even volume: {bv.get('reason', '')}"
     )
@@ -178,6 +178,11 @@ def break_even_text(c: dict[str, Any]) -> str:
         v += (f" (self-hosting is first cheaper at {fmt(first)}, then on and off as {unit_noun(e)}s are added, and at "
               "every volume above it)")
     return f"{u[0].upper()}{u[1:]}; {v}."
+
+
+def _on_units(at: int | None, n: int | None, e: int) -> str:
+    """`` (on 1 replica)``: the break-even volume's own count, where it is not the utilization's (the volume's)."""
+    return "" if at is None or at == (n or 1) else f" (on {units_text(at, e)})"
 
 
 def api_pricing_words(inputs: dict[str, Any]) -> str:
