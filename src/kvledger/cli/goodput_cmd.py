@@ -42,12 +42,6 @@ def _document(lines: list[str]) -> str:
     return strict_json.dumps(goodput_document([json.loads(x) for x in lines])) + "\n"
 
 
-def _write(out: Path, text: str) -> None:
-    from kvledger.strict_json import write_text_atomic
-
-    write_text_atomic(out, text)  # the location was checked before the work (prepare_output_file)
-
-
 def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
                tiers: TierFlags, seeds: int = 1, dp: Any = None) -> tuple[list[str], Any]:
@@ -60,7 +54,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         simulated_goodput_with_tier,
     )
     from kvledger.cli.sim_opts import sim_request
-    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given, with_hicache
     from kvledger.errors import InputError
     from kvledger.jsonable import to_jsonable
 
@@ -70,7 +64,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                          "figures over seeds with kvledger simulate --seeds N")
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
-        args = with_dp(args, dp, "the host KV tier flags" if tier is not None else None)
+        args = with_hicache(with_dp(args, dp, "the host KV tier flags" if tier is not None else None), tier)
         check_tier_sizes(tier, args.gpu, args.tp)
         with working("simulating"):
             run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
@@ -211,7 +205,7 @@ def goodput_command(
                                                                                          f.target)
     will_end_with(1 if none_good else 0)  # kept by a reader that stops reading (`| head -1`)
     if f.out is not None:
-        _write(f.out, text)
+        strict_json.write_text_atomic(f.out, text)  # the location was checked before the work (prepare_output_file)
     if f.json_out or f.json_lines:
         typer.echo(text, nl=False)
     else:

@@ -5,7 +5,6 @@ point's quick path (``quick_argv.py``, which reads a plain simulate command line
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from kvledger import strict_json
@@ -27,7 +26,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's. ``dp``: the
     ``SimDataParallelFlags`` (vLLM's DP ranks of a MoE model in lock-step: analyses/serving/sim_dp.py)."""
     from kvledger.cli.sim_opts import sim_request
-    from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given
+    from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given, with_hicache
 
     if chrome_trace and out is None:
         from kvledger.errors import InputError
@@ -39,9 +38,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
-    args = _with_dp(args, dp, session_run, tier)
-    if tier is not None and tier.enable_hierarchical_cache:  # HiCache also sets SGLang's prefill-graph rule
-        args = replace(args, enable_hierarchical_cache=True)
+    args = with_hicache(_with_dp(args, dp, session_run, tier), tier)  # HiCache also sets the prefill-graph rule
     check_tier_sizes(tier, args.gpu, args.tp)
     if out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_dir

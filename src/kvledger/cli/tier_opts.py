@@ -9,7 +9,7 @@ from typing import Any
 from kvledger.cli.flag_groups import TierFlags, WorkloadFlags, given_flags
 from kvledger.cli.session_flags import SessionFlags
 
-__all__ = ["tier_settings", "tiers_given", "check_session_flags", "check_tier_sizes"]
+__all__ = ["tier_settings", "tiers_given", "check_session_flags", "check_tier_sizes", "with_hicache"]
 
 
 def tiers_given(t: TierFlags) -> bool:
@@ -56,6 +56,14 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
                         store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
                         hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
                         **extra)
+
+
+def with_hicache(args: Any, tier: Any) -> Any:
+    """``args`` with SGLang HiCache on where the tier flags turn it on (``--enable-hierarchical-cache``): it also sets
+    SGLang's prefill-graph rule, so the memory plan's pool (``accounting.sglang_prefill_graphs``), as simulate and
+    goodput --simulate both plan it."""
+    on = tier is not None and tier.enable_hierarchical_cache
+    return dataclasses.replace(args, enable_hierarchical_cache=True) if on else args
 
 
 def check_tier_sizes(t: Any, gpu: str | Any, tp: int, pp: int = 1) -> None:
