@@ -156,10 +156,11 @@ def people_usd_per_month(setup: SelfHostSetup) -> float:
 def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
                            replicas: int = 1, assumed_utilization: float | None = None,
                            power: tuple[float, float] | None = None) -> dict[str, Any]:
-    """u* for ``replicas`` replicas sharing the people line (the count a volume needs; 1 without one), with the
-    formula's parts; ``reachable`` is False when u* > 1. A capacity only bounded below (``cap.lower_bound``) makes u*
-    an upper bound (u* ∝ 1 ÷ capacity): ``capacity_lower_bound`` is then True, and with a utilization not set by a
-    volume (``assumed_utilization``: no volume given) ``capacity_multiplier`` is u* ÷ that utilization, the capacity
+    """u* for ``replicas`` replicas sharing the people line (the count a volume needs, not necessarily the break-even
+    volume's own ``replicas_at_break_even``: ``replicas_basis`` says so; 1 without one), with the formula's parts;
+    ``reachable`` is False when u* > 1. A capacity only bounded below (``cap.lower_bound``) makes u* an upper bound
+    (u* ∝ 1 ÷ capacity): ``capacity_lower_bound`` is then True, and with a utilization not set by a volume
+    (``assumed_utilization``: no volume given) ``capacity_multiplier`` is u* ÷ that utilization, the capacity
     multiplier at which it reaches break-even (None when it already does).
 
     ``power``: bought GPUs (``self_host_month.bought_power``), (b, u₀): their power costs b USD per GPU-month per unit
@@ -182,7 +183,10 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     formula = (f"({what} + people USD/month) ÷ ({per} × 3600 × 730 × API USD per request)" if n == 1 else
                f"({what} + people USD/month) ÷ ({n} × {per} × 3600 × 730 × API USD per request), "
                "the replicas the volume needs")
-    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "formula": formula, **replica_usd(setup),
+    basis = (f"one {u1}: no volume given" if assumed_utilization is not None else  # a volume's (docstring)
+             "the volume's (the verdict's); the break-even volume's are its replicas_at_break_even")
+    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "replicas_basis": basis, "formula": formula,
+           **replica_usd(setup),
            "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
            "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,

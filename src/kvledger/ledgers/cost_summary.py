@@ -15,7 +15,6 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.amounts import unit_noun
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, per_request_rows, quantized_row_note, usd_per_request
 from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume, people_usd_per_month, replica_usd
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
@@ -241,8 +240,6 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     # at a volume, for the replicas it needs (they share the people line: one replica's u* contradicted the verdict)
     power = bought_power(decision, inputs.buy, inputs.power)  # bought: power at the break-even's own load
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization, power)
-    u_star["replicas_basis"] = (f"one {unit_noun(setup.engine_replicas)}: no volume given" if n_vol is None else
-                                "the volume's (the verdict's); the break-even volume's are its replicas_at_break_even")
     peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req,
                               power=power)
