@@ -123,7 +123,7 @@ def replica_usd_basis(setup: SelfHostSetup) -> str:
     rows = " + ".join(r.key for r, _ in pack(setup.gpu, 1, setup.num_gpus, setup.engine_replicas).rows)
     return (text + f": the rental per {unit} once they fill whole instances (the lowest of the rows: the break-even "
             f"volume's slope); one {unit} alone is billed ${alone:,.2f}/month on {rows} (rental_usd_per_month), "
-            "which the break-even utilization and the monthly bill at one replica price")
+            f"which the break-even utilization and the monthly bill at one {unit_noun(setup.engine_replicas)} price")
 
 
 def replica_usd(setup: SelfHostSetup) -> dict[str, Any]:
