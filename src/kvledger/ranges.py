@@ -114,6 +114,9 @@ OPTION_RANGES: dict[str, Range] = {
     "max_num_batched_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefill_mnbt": _count(1, _TOKENS_MAX, "tokens"),
     "tune_prefill_mnbt": _count(1, _TOKENS_MAX, "tokens"), "decode_mns": _count(1, 1 << 20, "requests"),
     "tune_decode_mns": _count(1, 1 << 20, "requests"),
+    "long_prefill_token_threshold": _count(0, _TOKENS_MAX, "tokens (0: no cap, vLLM's default)"),
+    "max_num_partial_prefills": _count(1, 1 << 20, "requests"),
+    "max_long_partial_prefills": _count(1, 1 << 20, "requests"),
     "gpu_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="TB/s"),
     "gpu_bf16_tflops": Range(0.0, 1e6, lo_open=True, unit="TFLOP/s"),
     # goodput / cost
