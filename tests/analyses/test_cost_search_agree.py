@@ -51,7 +51,7 @@ def test_same_replicas_bill_and_run_at_the_load(both):
     assert cand["capacity"]["slo_capacity_req_per_s"] == 14.5
     assert cost["decision"]["replicas"] == cand["sizing"]["replicas"] == 6
     rent = sum(i["amount_usd"] for i in cost["decision"]["self_host_rent"]["items"] if i["unit"] == "GPU-hour")
-    assert rent == pytest.approx(cand["sizing"]["monthly_usd"]) == pytest.approx(6 * 4.29 * 730)  # 18,790.20
+    assert rent == pytest.approx(cand["sizing"]["rental_usd_per_month"]) == pytest.approx(6 * 4.29 * 730)  # 18,790.20
     at_c, at_s = cost["capacity"]["at_volume_load"], cand["capacity"]["at_volume_load"]
     # the same run; the two commands' volume rates differ in the last bit (each divides the month its own way)
     assert at_s.keys() == at_c.keys() and all(

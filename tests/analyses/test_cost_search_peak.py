@@ -42,7 +42,7 @@ def test_peak_sizes_for_the_busiest_hour_as_cost_does():
     # ($31.92/h) + 2 gpu_1x ($4.29/h) = $72.42/h × 730 h = $52,866.60 a month
     mean = 2e11 / (903.475 + 235.25) / MONTH_S
     assert cost["decision"]["replicas"] == cand["sizing"]["replicas"] == 18
-    assert _rent(cost) == pytest.approx(cand["sizing"]["monthly_usd"]) == pytest.approx(72.42 * 730)
+    assert _rent(cost) == pytest.approx(cand["sizing"]["rental_usd_per_month"]) == pytest.approx(72.42 * 730)
     assert cand["sizing"]["peak_rate_req_per_s"] == pytest.approx(3 * mean)
     # priced at the mean: 66.8322 ÷ (18 × 14.5) = 25.6 % realized, each replica's run at 66.8322 ÷ 18 = 3.713 req/s
     assert cand["sizing"]["realized_utilization"] == pytest.approx(mean / (18 * 14.5))
@@ -59,7 +59,7 @@ def test_input_and_output_volumes_size_and_price_as_cost_does():
     # × 3 = 291.15 ÷ 11.6 = 25.1 → 26 replicas: 3 gpu_8x + 2 gpu_1x = $104.34/h × 730 h = $76,168.20
     assert cost["decision"]["requests_per_month"] == pytest.approx(6e10 / 235.25)
     assert cost["decision"]["replicas"] == cand["sizing"]["replicas"] == 26
-    assert _rent(cost) == pytest.approx(cand["sizing"]["monthly_usd"]) == pytest.approx(104.34 * 730)
+    assert _rent(cost) == pytest.approx(cand["sizing"]["rental_usd_per_month"]) == pytest.approx(104.34 * 730)
     assert cand["sizing"]["rate_req_per_s"] == pytest.approx(6e10 / 235.25 / MONTH_S)
     # the API priced on the tokens given, DeepInfra's $0.02 in / $0.03 out per 1M: 3,000 + 1,800 = $4,800 a month
     assert s["api"]["monthly_input_tokens"] == 1.5e11 and s["api"]["monthly_output_tokens"] == 6e10

@@ -109,9 +109,9 @@ def test_doubling_the_rate_doubles_the_replicas():
     two = run_search(SearchSpec(**base, rate_req_per_s=5.8 * 0.8 * cap), axes).entries[0]
     assert one["capacity"]["slo_capacity_req_per_s"] == two["capacity"]["slo_capacity_req_per_s"] == cap
     assert (one["sizing"]["replicas"], two["sizing"]["replicas"]) == (3, 6)
-    assert two["sizing"]["monthly_usd"] == pytest.approx(2 * one["sizing"]["monthly_usd"])
+    assert two["sizing"]["rental_usd_per_month"] == pytest.approx(2 * one["sizing"]["rental_usd_per_month"])
     # bill = 6 GPUs × the L4's cheapest row ($0.44/GPU-h, RunPod) × 730 h = $1,927.20
-    assert two["sizing"]["monthly_usd"] == pytest.approx(6 * 0.44 * 730)
+    assert two["sizing"]["rental_usd_per_month"] == pytest.approx(6 * 0.44 * 730)
     assert one["cost"]["utilization"] == pytest.approx(2.9 * 0.8 / 3)
 
 
@@ -191,7 +191,8 @@ def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
     def e(cid, usd_month, tok_user, gpu="nvidia_h100_sxm", conf="high"):
         return {"id": cid, "gpu_id": gpu, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0,
                                                    "usd_per_mtok_input": 0.1, "usd_per_mtok_output": 0.5},
-                "sizing": {"monthly_usd": usd_month, "num_gpus": 1}, "price": {"confidence": conf, "provider": "P",
+                "sizing": {"rental_usd_per_month": usd_month, "num_gpus": 1},
+                "price": {"confidence": conf, "provider": "P",
                 "instance_type": "i"}, "capacity": {"goodput_req_per_s": 1.0, "tok_per_s_per_user": tok_user,
                                                     "goodput_input_tok_per_s": 100.0, "goodput_output_tok_per_s": 20.0}}
 
@@ -215,7 +216,7 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
 
     def e(cid, usd):
         return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
-                "sizing": {"monthly_usd": usd}}
+                "sizing": {"rental_usd_per_month": usd}}
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
     # (error_bands.json throughput −9.41 … +22.34%, a t prediction interval over the nine deployments driven past
@@ -254,12 +255,12 @@ def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
     from kvledger.analyses.search.bands import api_within_band, band_sizing
 
     e = {"capacity": {"slo_capacity_req_per_s": 18.2, "goodput_req_per_s": 16.0},
-         "sizing": {"rate_req_per_s": 30.0, "replicas": 3, "num_gpus": 3, "monthly_usd": 3 * 1963.7}}
+         "sizing": {"rate_req_per_s": 30.0, "replicas": 3, "num_gpus": 3, "rental_usd_per_month": 3 * 1963.7}}
     low, high = band_sizing(e, 0.58, 0.8), band_sizing(e, 1.07, 0.8)
-    assert (low["replicas"], low["num_gpus"], low["monthly_usd"]) == (4, 4, pytest.approx(4 * 1963.7))
+    assert (low["replicas"], low["num_gpus"], low["rental_usd_per_month"]) == (4, 4, pytest.approx(4 * 1963.7))
     assert low["realized_utilization"] == pytest.approx(30 / (4 * 18.2 * 0.58))
     assert (low["slo_capacity_req_per_s"], low["goodput_req_per_s"]) == pytest.approx((18.2 * 0.58, 16.0 * 0.58))
-    assert (high["replicas"], high["monthly_usd"]) == (2, pytest.approx(2 * 1963.7))
+    assert (high["replicas"], high["rental_usd_per_month"]) == (2, pytest.approx(2 * 1963.7))
     e["sizing"].update(at_band_low=low, at_band_high=high)
     wb = api_within_band(e, 5000.0)
     assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == ("API", "API", "self-host", True)
@@ -274,7 +275,7 @@ def test_ranking_margin_reads_the_winners_asymmetric_band():
     from kvledger.analyses.search.frontier import ranking_margin
 
     def entry(cid: str, usd: float) -> dict:
-        return {"id": cid, "sizing": {"monthly_usd": usd},
+        return {"id": cid, "sizing": {"rental_usd_per_month": usd},
                 "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0},
                 "capacity_band": {"low_multiplier": 0.58, "high_multiplier": 1.07, "regime": "uncalibrated/dense/vllm",
@@ -303,7 +304,7 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     spec = SimpleNamespace(model="meta-llama/Llama-3.1-8B", step_cost="roofline", gpu_profile=None)
 
     def entry(cid: str, usd: float) -> dict:
-        return {"id": cid, "gpu_id": "nvidia_rtx_4090", "tp": 1, "sizing": {"monthly_usd": usd},
+        return {"id": cid, "gpu_id": "nvidia_rtx_4090", "tp": 1, "sizing": {"rental_usd_per_month": usd},
                 "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0}}
 
@@ -380,8 +381,8 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
     from kvledger.analyses.search.bands import api_within_band
     from kvledger.report.search_view import _api
 
-    one = {"monthly_usd": 1963.7}
-    winner = {"sizing": {"monthly_usd": 1963.7, "at_band_low": one, "at_band_high": one}}
+    one = {"rental_usd_per_month": 1963.7}
+    winner = {"sizing": {"rental_usd_per_month": 1963.7, "at_band_low": one, "at_band_high": one}}
     api = {"key": "OpenAI:gpt-4.1", "as_of": "2025-07-04", "usd_per_mtok_input": 2.0, "usd_per_mtok_output": 8.0,
            "mix": {"batch_share": 0.0, "cache_hit_rate": 0.0}, "monthly_usd": 3000.0, "monthly_input_tokens": 1e9,
            "monthly_output_tokens": 1e8, "notes": [], "within_band": api_within_band(winner, 3000.0)}
@@ -411,8 +412,8 @@ def test_bills_at_both_band_ends_decide_whether_two_candidates_can_swap():
     from kvledger.analyses.search.bands import bills_across_bands
 
     def e(cid, low_usd, low_gpus, high_usd, high_gpus):
-        return {"id": cid, "sizing": {"at_band_low": {"monthly_usd": low_usd, "num_gpus": low_gpus},
-                                      "at_band_high": {"monthly_usd": high_usd, "num_gpus": high_gpus}}}
+        return {"id": cid, "sizing": {"at_band_low": {"rental_usd_per_month": low_usd, "num_gpus": low_gpus},
+                                      "at_band_high": {"rental_usd_per_month": high_usd, "num_gpus": high_gpus}}}
 
     ahead = bills_across_bands(e("a", 5891.0, 3, 3927.0, 2), e("b", 11782.0, 6, 7855.0, 4))
     assert ahead.startswith("the winner a stays ahead of the runner-up b") and "3 GPUs ($5,891/month)" in ahead
@@ -431,8 +432,8 @@ def test_the_ranking_margin_follows_the_bills_at_the_band_ends_when_both_were_si
     def e(cid, usd, low, high):
         return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity_band": {"low_multiplier": 0.82, "high_multiplier": 1.06, "regime": "r", "source": "s"},
-                "sizing": {"monthly_usd": usd, "at_band_low": {"monthly_usd": low},
-                           "at_band_high": {"monthly_usd": high}}}
+                "sizing": {"rental_usd_per_month": usd, "at_band_low": {"rental_usd_per_month": low},
+                           "at_band_high": {"rental_usd_per_month": high}}}
 
     a, b = e("a", 3139.0, 3767.0, 3139.0), e("b", 3927.0, 3927.0, 3927.0)
     assert bills_swap(a, b) is False and not ranking_margin([a, b], "roofline").could_flip

@@ -51,8 +51,8 @@ def _sized(cid: str, cap: float, low: float, high: float, usd_per_replica: float
     e = _entry(cid, 0.0, cap, low, high)
     # 8 req/s to size for at 80%: ⌈8 ÷ (cap × 0.8)⌉ replicas of one GPU, usd_per_replica a month each
     n = math.ceil(8 / (cap * 0.8))
-    e["sizing"] = {"rate_req_per_s": 8.0, "capacity_req_per_s": cap, "replicas": n, "num_gpus": n,
-                   "monthly_usd": n * usd_per_replica}
+    e["sizing"] = {"rate_req_per_s": 8.0, "sizing_req_per_s": cap, "replicas": n, "num_gpus": n,
+                   "rental_usd_per_month": n * usd_per_replica}
     return e
 
 

@@ -19,3 +19,22 @@ def test_an_older_ledgers_capacity_resumes_under_its_current_name(tmp_path):
     assert list(got) == ["a"]  # the failed one is rerun
     assert got["a"]["capacity"] == {"slo_capacity_req_per_s": 18.5, "attainment": 0.956}  # the key in its place
     assert got["a"]["offload"] == {"base_slo_capacity_req_per_s": 12.0}
+
+
+def test_an_older_ledgers_sizing_resumes_under_costs_names_and_its_bound_keeps_its_own(tmp_path):
+    # sizing.capacity_req_per_s was cost's capacity.sizing_req_per_s and sizing.monthly_usd cost's rental_usd_per_month
+    # (the rented replicas on whole instances + their KV tiers, no people); bounds.capacity_req_per_s, the capacity's
+    # upper bound, is another quantity and keeps its name
+    header = {"format": LEDGER_FORMAT, "spec": {"model": "m"}, "candidates": ["a"]}
+    band = {"capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8, "replicas": 3, "monthly_usd": 5891.1}
+    old = {"id": "a", "status": "feasible", "bounds": {"capacity_req_per_s": 26.3},
+           "sizing": {"rate_req_per_s": 30.0, "capacity_req_per_s": 18.5, "replicas": 2, "monthly_usd": 3927.4,
+                      "at_band_low": band}}
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in (header, old)))
+    got = resumable_entries(path, header)["a"]
+    assert got["bounds"] == {"capacity_req_per_s": 26.3}
+    assert list(got["sizing"].items()) == [("rate_req_per_s", 30.0), ("sizing_req_per_s", 18.5), ("replicas", 2),
+                                           ("rental_usd_per_month", 3927.4), ("at_band_low", {
+                                               "capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8,
+                                               "replicas": 3, "rental_usd_per_month": 5891.1})]

@@ -69,7 +69,7 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         # replicas = ⌈40 req/s offered ÷ (SLO capacity × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]
         assert s["replicas"] == math.ceil(40.0 / (cap["slo_capacity_req_per_s"] * 0.8) - 1e-12)
-        assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0))
+        assert s["rental_usd_per_month"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0))
         # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × good req/s sustained,
         # the capacity × its run's attainment, as the variant without a tier is priced: ledgers/sustained_rate.py)
         assert cap["goodput_req_per_s"] == pytest.approx(cap["slo_capacity_req_per_s"] * cap["attainment"])
@@ -84,14 +84,14 @@ def test_tier_variants_are_simulated_priced_ranked_and_compared():
         rivals = [x["id"] for x in off["vs_more_gpus"]]
         assert rivals == (["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"] if gpus == 1
                           else ["nvidia_h100_sxm:tp2:kv-auto"])
-        best = min(by[r]["sizing"]["monthly_usd"] for r in rivals)
-        assert off["cheaper_than_without"] == (s["monthly_usd"] < best)
+        best = min(by[r]["sizing"]["rental_usd_per_month"] for r in rivals)
+        assert off["cheaper_than_without"] == (s["rental_usd_per_month"] < best)
         assert ("does not beat" in off["verdict"]) == (not off["cheaper_than_without"])
     # first-class: ranked with the rest by the monthly bill (ties: USD per 1k requests at capacity)
     ranked = build_result(spec, res.entries + variants)
     assert len(ranked.ranking) == 4 and set(ranked.ranking) == set(by) | {v["id"] for v in variants}
-    bills = [(ranked.entry(c)["sizing"]["monthly_usd"], ranked.entry(c)["cost"]["usd_per_1k_requests_at_capacity"])
-             for c in ranked.ranking]
+    bills = [(ranked.entry(c)["sizing"]["rental_usd_per_month"],
+              ranked.entry(c)["cost"]["usd_per_1k_requests_at_capacity"]) for c in ranked.ranking]
     assert bills == sorted(bills)
     assert {p["id"] for p in ranked.cost_frontier} <= set(ranked.ranking)
 
@@ -112,14 +112,14 @@ def test_a_tier_beats_more_gpus_when_it_saves_a_replica():
     # TP 1 with cpu:256GiB, 2.6 req/s SLO capacity: ⌈8 ÷ 2.08⌉ = 4 replicas = 4 GPUs
     gpu_month = 2.69 * 730
     assert [size_for_load(8.0, g, 0.8)[0] for g in (2.0, 3.5, 2.6)] == [5, 3, 4]
-    base = _entry("h100:tp1", 1, sizing={"replicas": 5, "num_gpus": 5, "monthly_usd": 5 * gpu_month})
-    tp2 = _entry("h100:tp2", 2, sizing={"replicas": 3, "num_gpus": 6, "monthly_usd": 3 * 2 * gpu_month})
+    base = _entry("h100:tp1", 1, sizing={"replicas": 5, "num_gpus": 5, "rental_usd_per_month": 5 * gpu_month})
+    tp2 = _entry("h100:tp2", 2, sizing={"replicas": 3, "num_gpus": 6, "rental_usd_per_month": 3 * 2 * gpu_month})
     for tier_month, beats in ((0.0, True), (256 * 3.25, False)):
         # host memory already in the instance ($0): 4 × $1,963.70 = $7,854.80 < $9,818.50, with 4 GPUs < 5 → beats;
         # at $3.25/GiB-month (the 2018 GCP row, tier_prices.csv's default until 2026-12-06):
         # 4 × ($1,963.70 + $832) = $11,182.80 > $9,818.50 → does not beat
         v = _entry("h100:tp1:offload-cpu-256GiB", 1, offload={"label": "cpu:256GiB"},
-                   sizing={"replicas": 4, "num_gpus": 4, "monthly_usd": 4 * (gpu_month + tier_month)})
+                   sizing={"replicas": 4, "num_gpus": 4, "rental_usd_per_month": 4 * (gpu_month + tier_month)})
         compare(v, base, [base, tp2])
         off = v["offload"]
         assert [x["id"] for x in off["vs_more_gpus"]] == ["h100:tp1", "h100:tp2"]
@@ -128,7 +128,7 @@ def test_a_tier_beats_more_gpus_when_it_saves_a_replica():
         assert "h100:tp1, no tier, replicas for the load: 5 GPUs, $9,818" in off["verdict"]
     # a base that met the SLO at no rate: only larger TPs are rivals; none feasible → "meets the SLO where … not"
     lost = _entry("h100:tp1", 1, status="rejected", reason="SLO not met at any rate")
-    v = _entry("h100:tp1:offload-cpu-256GiB", 1, sizing={"replicas": 4, "num_gpus": 4, "monthly_usd": 1.0},
+    v = _entry("h100:tp1:offload-cpu-256GiB", 1, sizing={"replicas": 4, "num_gpus": 4, "rental_usd_per_month": 1.0},
                offload={"label": "cpu:256GiB", "base_status": "rejected: SLO not met at any rate"})
     compare(v, lost, [])
     assert v["offload"]["vs_more_gpus"] == [] and "does not" in v["offload"]["verdict"]

@@ -15,7 +15,7 @@ def _entry(cid: str, usd_out: float, tok_per_s_per_user: float) -> dict:
             "capacity": {"goodput_input_tok_per_s": 1000.0, "goodput_output_tok_per_s": 250.0,
                          "tok_per_s_per_user": tok_per_s_per_user, "goodput_req_per_s": 1.0,
                          "slo_capacity_req_per_s": 1.0},
-            "sizing": {"monthly_usd": 3927.0, "num_gpus": 2}}
+            "sizing": {"rental_usd_per_month": 3927.0, "num_gpus": 2}}
 
 
 def test_float_noise_in_an_equal_price_is_no_difference():

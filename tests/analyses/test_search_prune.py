@@ -77,7 +77,7 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
         cap = e["capacity"]
         assert cap["goodput_req_per_s"] <= b["capacity_req_per_s"]
         if e.get("sizing"):  # the offered req/s the sizing divides by: the SLO capacity, capped at the bound (prune)
-            assert e["sizing"]["capacity_req_per_s"] == min(cap["slo_capacity_req_per_s"], b["capacity_req_per_s"])
+            assert e["sizing"]["sizing_req_per_s"] == min(cap["slo_capacity_req_per_s"], b["capacity_req_per_s"])
         assert cap["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
         for p in cap["operating_points"]:
             assert p["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
@@ -121,7 +121,7 @@ def test_some_searches_decide_candidates_without_simulating_them():
         assert (ev["frontier"]["by"], ev["cost_frontier"]["by"]) == (by, by_cost)
         assert ev["cost_frontier"]["margin"] > 0 and ev["frontier"]["margin"] > 0
         assert "capacity" not in e
-        assert next(x for x in full.entries if x["id"] == cid)["sizing"]["monthly_usd"] >= key_lb
+        assert next(x for x in full.entries if x["id"] == cid)["sizing"]["rental_usd_per_month"] >= key_lb
     assert full.ranking[-2:] == ["nvidia_l4:tp8:kv-auto", "nvidia_l40s:tp8:kv-auto"]
     assert res.to_dict()["screening"]["decided_by_bound"] == 3
     unpriced = [e["id"] for e in res.entries if e.get("reason") == "no instance holds the TP group"]

@@ -15,7 +15,7 @@ def _entry(cid: str, goodput: float, bill: float, usd_out: float = 0.1) -> dict:
             "capacity": {"slo_capacity_req_per_s": 2 * goodput, "goodput_req_per_s": goodput},
             "cost": {"usd_per_mtok_output": usd_out, "usd_per_1k_requests": 1.0,
                      "usd_per_1k_requests_at_capacity": 1.0},
-            "sizing": {"monthly_usd": bill}}
+            "sizing": {"rental_usd_per_month": bill}}
 
 
 def test_a_winner_that_loses_its_place_at_a_seed_is_named(monkeypatch):

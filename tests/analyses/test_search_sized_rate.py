@@ -24,7 +24,7 @@ def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):
     # cap it at the same capacity bound, 6.0209 req/s (1,000-token prefills: about 1 ÷ 0.166 s, test_capacity_bound_cap)
     assert cap["slo_capacity_req_per_s"] == cost["slo_capacity_req_per_s"] == 11.125
     assert cap["sized_on_req_per_s"] == cost["sized_on_req_per_s"] == pytest.approx(6.0209, abs=1e-4)
-    assert entry["sizing"]["capacity_req_per_s"] == cap["sized_on_req_per_s"]
+    assert entry["sizing"]["sizing_req_per_s"] == cap["sized_on_req_per_s"]
     # the probe at 11.125 req/s, kept as found
     assert cap["goodput_at_boundary_req_per_s"] == cost["goodput_at_boundary_req_per_s"] == pytest.approx(5.8751,
                                                                                                           abs=1e-4)
@@ -39,7 +39,7 @@ def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):
             "and seed (0) at 1.139 req/s") in entry["sizing"]["how"]
     assert cap["at_volume_load"]["num_good"] == cap["at_volume_load"]["num_requests"] == 60
     # USD per 1,000 good requests at capacity = 1 GPU × $/GPU-h × 1,000 ÷ (3600 × 6.0209 req/s × 1.0 attainment)
-    usd_h = entry["sizing"]["monthly_usd"] / (entry["sizing"]["num_gpus"] * 730)
+    usd_h = entry["sizing"]["rental_usd_per_month"] / (entry["sizing"]["num_gpus"] * 730)
     assert entry["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
         usd_h * 1000 / (3600 * cap["sized_on_req_per_s"]), rel=1e-6)
 

@@ -16,7 +16,7 @@ from kvledger.analyses.search.prune import decide
 
 def _entry(cid: str, bill: float, usd_in: float, usd_out: float, tok_in: float, tok_out: float,
            user: float) -> dict:
-    return {"id": cid, "sizing": {"monthly_usd": bill},
+    return {"id": cid, "sizing": {"rental_usd_per_month": bill},
             "cost": {"usd_per_1k_requests": 1.0, "usd_per_mtok_input": usd_in, "usd_per_mtok_output": usd_out},
             "capacity": {"goodput_input_tok_per_s": tok_in, "goodput_output_tok_per_s": tok_out,
                          "tok_per_s_per_user": user, "goodput_req_per_s": 1.0}}

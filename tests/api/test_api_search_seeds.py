@@ -32,7 +32,7 @@ def test_search_returns_the_commands_json():
     assert rc == 0 and _plain(d) == cli
     assert d["winner"]["id"] == "nvidia_h100_sxm:tp1:kv-auto" and d["no_winner_reason"] is None
     # one replica of one H100 at RunPod's $2.69/GPU-h (the cheapest on-demand row) × 730 h = $1,963.70 a month
-    assert d["candidates"][0]["sizing"]["monthly_usd"] == pytest.approx(1963.70)
+    assert d["candidates"][0]["sizing"]["rental_usd_per_month"] == pytest.approx(1963.70)
 
 
 def test_search_with_no_candidate_meeting_the_slo_returns_the_reason():

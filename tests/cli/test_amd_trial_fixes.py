@@ -12,7 +12,7 @@ from cli_run import refused, run_cli
 
 def _entry(cid: str, gpu: str, usd: float, per_hour: float, replicas: int = 1, tier: float = 0.0) -> dict:
     return {"id": cid, "gpu_id": gpu, "price": {"usd_per_gpu_hour": per_hour},
-            "sizing": {"monthly_usd": usd, "replicas": replicas, "tier_usd_per_month_per_unit": tier}}
+            "sizing": {"rental_usd_per_month": usd, "replicas": replicas, "tier_usd_per_month_per_unit": tier}}
 
 
 def test_the_price_flip_is_the_ratio_of_the_bills_on_either_gpu():
@@ -57,7 +57,8 @@ def test_search_says_the_price_flip_and_that_the_named_api_row_is_another_model(
     d = json.loads(r.stdout)
     flip = d["winner"]["price_flip"]
     w, o = (next(e for e in d["candidates"] if e["id"] == i) for i in (d["ranking"][0], flip["against"]))
-    assert flip["winner_factor"] == pytest.approx(o["sizing"]["monthly_usd"] / w["sizing"]["monthly_usd"])
+    usd = "rental_usd_per_month"
+    assert flip["winner_factor"] == pytest.approx(o["sizing"][usd] / w["sizing"][usd])
     assert any(n.startswith("price flip: ") for n in d["notes"])
     assert d["api"]["same_model"] is False
     assert any("is not the same model as deepseek-ai/DeepSeek-V3: compare quality separately" in n

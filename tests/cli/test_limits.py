@@ -137,20 +137,20 @@ def test_strict_json_never_writes_nan_or_infinity():
 
 
 def test_dollar_figures_are_rounded_at_the_json_boundary_only():
-    # float noise of sums and products (search's sizing.monthly_usd 15768.000000000002, cost's
+    # float noise of sums and products (search's sizing.rental_usd_per_month 15768.000000000002, cost's
     # decision.api_usd_per_month 1480.0896000000002): a monthly total to the cent, any other dollar figure to 15
     # significant digits, a double's exact ones (0.003935409999999999 $/request → 0.00393541, 0.30000000000000004
     # $/Mtok → 0.3, 0.0123456789012345678 → 0.0123456789012346); a key without "usd" is left as it is
-    doc = {"sizing": {"monthly_usd": 15768.000000000002, "monthly_usd_range": [4365.400000000001, 4365.4049]},
+    doc = {"sizing": {"rental_usd_per_month": 15768.000000000002, "monthly_usd_range": [4365.400000000001, 4365.4049]},
            "decision": {"api_usd_per_month": 1480.0896000000002, "api_usd": 0.003935409999999999},
            "host_memory_usd_per_gib_month": 0.0123456789012345678, "usd_per_mtok_output": 0.30000000000000004,
            "attainment": 0.30000000000000004, "num_gpus_usd": 3}
     assert dumps(doc) == dumps(strict_json.to_strict(doc)) == (
-        '{"sizing": {"monthly_usd": 15768.0, "monthly_usd_range": [4365.4, 4365.4]}, '
+        '{"sizing": {"rental_usd_per_month": 15768.0, "monthly_usd_range": [4365.4, 4365.4]}, '
         '"decision": {"api_usd_per_month": 1480.09, "api_usd": 0.00393541}, '
         '"host_memory_usd_per_gib_month": 0.0123456789012346, "usd_per_mtok_output": 0.3, '
         '"attainment": 0.30000000000000004, "num_gpus_usd": 3}')
-    assert doc["sizing"]["monthly_usd"] == 15768.000000000002  # the value itself is untouched
+    assert doc["sizing"]["rental_usd_per_month"] == 15768.000000000002  # the value itself is untouched
 
 
 def test_output_file_checks(tmp_path, capsys):

@@ -50,7 +50,7 @@ def test_search_names_the_slo_capacity_as_cost_does_and_its_frontier_cost_with_a
     assert c["capacity"]["error_band"]["unit"] == c["capacity_band"]["unit"] == "req/s"
     # one replica of 1 H100 for 10 req/s: 730 h × $2.69/GPU-h (RunPod, the cheapest row) = $1,963.70 a month
     (p,) = d["cost_frontier"]
-    assert p["monthly_usd"] == pytest.approx(730 * 2.69) and c["sizing"]["replicas"] == 1
+    assert p["rental_usd_per_month"] == pytest.approx(730 * 2.69) and c["sizing"]["replicas"] == 1
 
 
 def test_cost_band_names_its_request_rates_with_their_unit():

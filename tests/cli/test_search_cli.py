@@ -140,7 +140,7 @@ def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
     assert c["id"] == f"{g}:tp1:kv-auto" and c["gpu_name"] == "X" and c["status"] == "feasible"
     assert (c["price"]["usd_per_gpu_hour"], c["price"]["provider"]) == (2.0, "given")
     # the bill: replicas × 1 GPU × $2/GPU-h × 730 h/month
-    assert c["sizing"]["monthly_usd"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
+    assert c["sizing"]["rental_usd_per_month"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
     assert d["spec"]["gpu_usd_per_hour"] == 2.0
     # the text's winner line names the price as given, with no catalog date or confidence (it printed "as of , ")
     res = runner.invoke(app, [*args, "--gpu-usd-per-hour", "2"], env={"COLUMNS": "500"})  # a long tmp path unwrapped
@@ -178,7 +178,7 @@ def test_seeds_recheck_the_winner_and_the_runner_up_per_seed():
             assert got["goodput_req_per_s"] == one["capacity"]["goodput_req_per_s"]
             assert got["usd_per_mtok_output"] == one["cost"]["usd_per_mtok_output"]
             # ranked by the monthly bill at --rate 20 (rank values kept to 10 significant digits: price_key)
-            assert got["rank_value"] == pytest.approx(one["sizing"]["monthly_usd"], rel=1e-10)
+            assert got["rank_value"] == pytest.approx(one["sizing"]["rental_usd_per_month"], rel=1e-10)
     assert [r["winner"]["id"] for r in sc["per_seed"]] == [d["ranking"][0]] * 3
     assert sc["winner_holds"] == all(r["winner_first"] for r in sc["per_seed"])
     assert any(n.startswith("seed check over seeds 0–2 (re-searched per seed): winner ") for n in d["notes"])

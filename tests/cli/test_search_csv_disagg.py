@@ -28,7 +28,7 @@ def test_a_disaggregated_row_names_the_prefill_and_the_decode_pool(tmp_path):
     assert (unit["num_gpu_blocks"], unit["decode_num_gpu_blocks"]) == ("37442", "76225")
     assert (tp1["num_gpu_blocks"], tp2["num_gpu_blocks"]) == ("37442", "76225")
     # one unit carries the 40 req/s: 1 replica × 5 GPUs = 5 GPUs, × $2.69/GPU-h (RunPod H100) × 730 h = $9,818.50
-    assert (unit["replicas"], unit["num_gpus"], unit["monthly_usd"]) == ("1", "5", "9818.5")
+    assert (unit["replicas"], unit["num_gpus"], unit["rental_usd_per_month"]) == ("1", "5", "9818.5")
     # the other way round: 1 prefill engine at TP 2 + 2 decode engines at TP 1 = 2 + 2 = 4 GPUs
     other = rows["nvidia_h100_sxm:p1xtp2+d2xtp1:kv-auto"]
     assert [other[k] for k in ("tp", "prefill_gpus", "decode_tp", "decode_gpus", "num_gpus_per_unit")] == \

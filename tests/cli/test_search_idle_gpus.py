@@ -24,6 +24,6 @@ def test_search_per_token_cost_times_the_volume_is_its_bill():
     p, o = wl["prompt_tokens_mean"], wl["output_tokens_mean"]
     tokens_in, tokens_out = 1e9 * p / (p + o) / 1e6, 1e9 * o / (p + o) / 1e6  # Mtok a month, split as the workload
     assert cost["usd_per_mtok_input"] * tokens_in + cost["usd_per_mtok_output"] * tokens_out == pytest.approx(
-        s["monthly_usd"], rel=1e-6)
+        s["rental_usd_per_month"], rel=1e-6)
     requests = s["rate_req_per_s"] * 3600 * 730  # a month of the offered rate
-    assert cost["usd_per_1k_requests"] * requests / 1000 == pytest.approx(s["monthly_usd"], rel=1e-6)
+    assert cost["usd_per_1k_requests"] * requests / 1000 == pytest.approx(s["rental_usd_per_month"], rel=1e-6)

@@ -52,7 +52,7 @@ def test_every_output_one_token_keeps_the_capacity_bound():
     # replicas, 5 L4s × $0.44/GPU-h × 730 h = $1,606/month
     assert cap["slo_capacity_req_per_s"] == 29.5 and cap["sized_on_req_per_s"] == b["capacity_req_per_s"]
     assert siz["replicas"] == math.ceil(50 / (b["capacity_req_per_s"] * 0.8)) == 5
-    assert siz["monthly_usd"] == pytest.approx(5 * 0.44 * 730)
+    assert siz["rental_usd_per_month"] == pytest.approx(5 * 0.44 * 730)
     text = run_cli(*SEARCH).stdout
     assert "SLO capacity 29.5 req/s per replica (29.01 good req/s there), sized on 14.92 req/s, the capacity bound" \
         in text

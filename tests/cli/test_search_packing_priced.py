@@ -55,8 +55,9 @@ def test_a_disaggregated_unit_on_a_mix_is_priced_at_its_bill():
     c = found["nvidia_h100_sxm:p1xtp1+d1xtp1:kv-auto"]
     s = c["sizing"]
     assert (s["replicas"], s["idle_gpus"]) == (10, 0)
-    assert s["monthly_usd"] == pytest.approx(2 * (8 * 3.99 + 2 * 4.29) * 730)
-    assert c["cost"]["usd_per_1k_requests"] * _good_requests(c) / 1000 == pytest.approx(s["monthly_usd"], rel=1e-9)
+    assert s["rental_usd_per_month"] == pytest.approx(2 * (8 * 3.99 + 2 * 4.29) * 730)
+    assert c["cost"]["usd_per_1k_requests"] * _good_requests(c) / 1000 == pytest.approx(
+        s["rental_usd_per_month"], rel=1e-9)
     # its price is the mix: $81.00/h ÷ 20 GPUs = $4.05 per billed GPU-hour, both rows named
     assert c["price"]["usd_per_gpu_hour"] == pytest.approx(81.0 / 20)
     assert [(r["key"], r["instances"]) for r in c["price"]["rows"]] == [
@@ -71,8 +72,9 @@ def test_an_offload_variant_is_priced_at_its_bill_idle_gpus_included():
     v = found["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"]
     s, tier = v["sizing"], v["offload"]["tier_usd_per_month_per_unit"]
     assert (s["replicas"], s["idle_gpus"], s["instances"]) == (2, 6, 1)
-    assert s["monthly_usd"] == pytest.approx(8 * GCP_8X * 730 + 2 * tier, abs=0.005)  # JSON: to the cent
-    assert v["cost"]["usd_per_1k_requests"] * _good_requests(v) / 1000 == pytest.approx(s["monthly_usd"], abs=0.005)
+    assert s["rental_usd_per_month"] == pytest.approx(8 * GCP_8X * 730 + 2 * tier, abs=0.005)  # JSON: to the cent
+    assert v["cost"]["usd_per_1k_requests"] * _good_requests(v) / 1000 == pytest.approx(
+        s["rental_usd_per_month"], abs=0.005)
     # its per-token ledgers carry the idle GPUs as the colocated candidates' do
     assert any(i["name"].startswith("idle GPUs of the rented instance (6 of 8)")
                for i in v["cost"]["ledgers"]["output"]["items"])

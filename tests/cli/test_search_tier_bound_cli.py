@@ -39,7 +39,7 @@ def test_a_tier_variant_is_sized_and_priced_on_the_bound_of_its_base(cv):
     cap = v["capacity"]
     assert cap["slo_capacity_req_per_s"] > base["bounds"]["capacity_req_per_s"]
     assert cap["sized_on_req_per_s"] == base["bounds"]["capacity_req_per_s"]
-    assert v["sizing"]["capacity_req_per_s"] == base["bounds"]["capacity_req_per_s"]
+    assert v["sizing"]["sizing_req_per_s"] == base["bounds"]["capacity_req_per_s"]
     assert any(n.startswith("sized on 119.8 req/s, the capacity bound, not on the ") for n in cap["notes"])
     # priced on the run with the tier at the bound: every request within the SLO there, 119.80 × 1.0 good req/s
     assert cap["attainment_at_sized_rate"] == 1.0

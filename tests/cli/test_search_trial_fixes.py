@@ -114,7 +114,7 @@ def test_csv_rows_in_rank_order_with_the_settings_run_and_the_tier_bill(tmp_path
     # $0.48/GiB-month (tier_prices.csv, DDR5 RDIMM bought, 36 months) = $122.88 offloaded
     for r in rows[:2]:
         gpus = int(r["num_gpus"]) * float(r["usd_per_gpu_hour"]) * 730
-        assert gpus + float(r["kv_tier_usd_per_month"]) == pytest.approx(float(r["monthly_usd"]))
+        assert gpus + float(r["kv_tier_usd_per_month"]) == pytest.approx(float(r["rental_usd_per_month"]))
     assert [r["kv_tier_usd_per_month"] for r in rows] == ["0.0", "122.88", ""]
 
 

@@ -31,9 +31,9 @@ def test_search_sizes_the_offered_rate_on_the_capacity_goodput_prints(goodput_ta
     w = next(c for c in s["candidates"] if c["id"] == s["winner"]["id"])
     assert w["capacity"]["slo_capacity_req_per_s"] == cap_rate == 18.5
     sz = w["sizing"]
-    assert (sz["capacity_req_per_s"], sz["replicas"], sz["num_gpus"]) == (18.5, 2, 2)
+    assert (sz["sizing_req_per_s"], sz["replicas"], sz["num_gpus"]) == (18.5, 2, 2)
     assert sz["realized_utilization"] == pytest.approx(28 / 37)
-    assert sz["monthly_usd"] == pytest.approx(2 * 2.69 * 730)
+    assert sz["rental_usd_per_month"] == pytest.approx(2 * 2.69 * 730)
     assert "⌈28 req/s offered ÷ (18.5 req/s SLO capacity × 80%)⌉" in sz["how"]
     # the cost per good request: the good requests at that load are those of a run of the same workload and seed at
     # the load each replica carries, 28 ÷ 2 = 14 req/s (as cost --simulate counts them; not × goodput ÷ SLO capacity,

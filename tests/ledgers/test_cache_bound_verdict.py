@@ -82,8 +82,8 @@ def test_search_says_conditional_between_the_bounds():
     # conditional, a $5,000 one certain, a $30,000 one loses
     b = cache_read_bounds(TOGETHER_8B, ApiMix(cache_hit_rate=0.9), 100_000.0, 25_000.0)
     assert [cheaper_side(22_500, b, usd) for usd in (9_818.5, 5_000, 30_000)] == ["conditional", "self-host", "API"]
-    winner = {"sizing": {"monthly_usd": 9_818.5, "at_band_low": {"monthly_usd": 12_000.0},
-                         "at_band_high": {"monthly_usd": 4_000.0}}}
+    winner = {"sizing": {"rental_usd_per_month": 9_818.5, "at_band_low": {"rental_usd_per_month": 12_000.0},
+                         "at_band_high": {"rental_usd_per_month": 4_000.0}}}
     wb = api_within_band(winner, 22_500, 0.0, b)
     assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == (
         "conditional", "conditional", "self-host", True)

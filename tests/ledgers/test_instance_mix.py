@@ -86,7 +86,8 @@ def test_the_monthly_bill_has_one_rental_line_per_row_rented():
     # the break-even's rental curve and search's sizing bill the same $16,790
     assert rental_curve(SelfHostSetup(ONE, 1, 1.0))(9) == pytest.approx(16_790.0)
     s = instance_sizing(ONE, 9, [(1, 1)])
-    assert s["monthly_usd"] == pytest.approx(16_790.0) and instance_usd_per_month(s, 9) == pytest.approx(16_790.0)
+    assert s["rental_usd_per_month"] == pytest.approx(16_790.0)
+    assert instance_usd_per_month(s, 9) == pytest.approx(16_790.0)
     assert (s["instances"], s["idle_gpus"], s["billed_rows"]) == (2, 0, ["P:8x", "P:1x"])
 
 

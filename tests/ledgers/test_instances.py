@@ -98,19 +98,19 @@ def test_naming_the_instance_leaves_one_row():
 def test_search_sizing_and_its_band_ends_bill_whole_instances():
     # Nebius H100 (8 GPUs per instance, $2.95): 2 replicas of 1 GPU → 1 instance, 8 × $2.95 × 730 h = $17,228/month
     s = instance_sizing(NEBIUS_H100, 2, [(1, 1)])  # colocated units of TP 1
-    assert s["monthly_usd"] == pytest.approx(17_228.0) and (s["instances"], s["idle_gpus"]) == (1, 6)
+    assert s["rental_usd_per_month"] == pytest.approx(17_228.0) and (s["instances"], s["idle_gpus"]) == (1, 6)
     # sized at 3 req/s on 2 req/s of SLO capacity (× 80 %: ⌈3 ÷ 1.6⌉ = 2 replicas); at capacity × 0.25 (0.5 req/s):
     # ⌈3 ÷ 0.4⌉ = 8 replicas still fill one instance ($17,228, where 4 × $17,228 was billed per replica before);
     # at × 0.2 (0.4 req/s): ⌈3 ÷ 0.32⌉ = 10 replicas need 2 instances, $34,456
-    e = {"sizing": {"rate_req_per_s": 3.0, "capacity_req_per_s": 2.0, "replicas": 2, "num_gpus": 2, **s},
+    e = {"sizing": {"rate_req_per_s": 3.0, "sizing_req_per_s": 2.0, "replicas": 2, "num_gpus": 2, **s},
          "capacity": {"goodput_req_per_s": 1.8, "slo_capacity_req_per_s": 2.0}}
-    assert band_sizing(e, 0.25, 0.8)["monthly_usd"] == pytest.approx(17_228.0)
-    assert band_sizing(e, 0.2, 0.8)["monthly_usd"] == pytest.approx(34_456.0)
+    assert band_sizing(e, 0.25, 0.8)["rental_usd_per_month"] == pytest.approx(17_228.0)
+    assert band_sizing(e, 0.2, 0.8)["rental_usd_per_month"] == pytest.approx(34_456.0)
     assert band_sizing(e, 0.2, 0.8)["replicas"] == 10
     # a disaggregated unit of 1 prefill engine of TP 2 and 1 decode engine of TP 4, 3 units: 3 TP-2 engines on one
     # 8-GPU instance (2 idle) and 3 TP-4 engines on ⌈3 ÷ 2⌉ = 2 (4 idle): 3 instances, 24 × $2.95 × 730 h = $51,684
     d = instance_sizing(NEBIUS_H100, 3, [(1, 2), (1, 4)])
-    assert (d["instances"], d["idle_gpus"]) == (3, 6) and d["monthly_usd"] == pytest.approx(51_684.0)
+    assert (d["instances"], d["idle_gpus"]) == (3, 6) and d["rental_usd_per_month"] == pytest.approx(51_684.0)
 
 
 def test_every_bundled_row_with_several_gpus_is_an_instance_of_them():

@@ -50,8 +50,6 @@ class GoodputResult:
     it is (:meth:`multiplier_bounded`); ``request_rate`` is ``request_rate_req_per_s``.
     """
 
-    __json_optional__ = ("all_at_once",)
-
     source: str
     source_format: str
     run_label: str | None
@@ -137,7 +135,7 @@ class GoodputResult:
     @property
     def all_at_once(self) -> bool | None:
         """True where the request rate is infinite (every request at t = 0; ``request_rate_req_per_s`` then null in
-        JSON); None (left out of the JSON) otherwise."""
+        JSON); None (null in the JSON: the key is always there) otherwise."""
         r = self.request_rate
         return True if r is not None and not np.isfinite(r) else None
 

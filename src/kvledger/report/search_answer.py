@@ -20,10 +20,10 @@ def winner_line(result: Any) -> str:
         gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
         reps = f"{s['replicas']:,} replica{'' if s['replicas'] == 1 else 's'}"
         dp = f"DP {w['data_parallel_size']} × " if w.get("data_parallel_size") else ""  # vLLM's DP ranks
-        bill = f"${s['monthly_usd']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × {dp}TP {w['tp']})"
+        bill = f"${s['rental_usd_per_month']:,.0f}/month, {BILL_COVERS}, for {gpus} ({reps} × {dp}TP {w['tp']})"
         if "at_band_low" in s:
             bill += " (capacity band: " + ", ".join(
-                f"{x['replicas']:,} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
+                f"{x['replicas']:,} replica{'' if x['replicas'] == 1 else 's'} ${x['rental_usd_per_month']:,.0f} at "
                 f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"]))
             where = (w.get("capacity_band") or {}).get("elsewhere")  # runs on other GPUs only: Band.on_gpu
             bill += f"; {where})" if where else ")"
@@ -196,7 +196,7 @@ def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
     unless = a.get("unless_cached_input_usd_per_mtok_below") or {}
     full = ("the API is cheaper" if a["cheaper_with_people"] == "API" else
             "self-hosting is cheaper" + _unless(a["cheaper_with_people"], unless.get("with_people")))
-    bill = f"the winner's ${w['monthly_usd']:,.0f}/month"
+    bill = f"the winner's ${w['rental_usd_per_month']:,.0f}/month"
     rental = (f"the API is cheaper than {bill}" if a["cheaper_gpu_rental_alone"] == "API" else
               f"{bill} is cheaper" + _unless(a["cheaper_gpu_rental_alone"], unless.get("gpu_rental_alone")))
     return (f" — as kvledger cost compares them by default, GPU rental plus its people line "

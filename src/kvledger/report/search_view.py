@@ -62,7 +62,7 @@ def _top_table(result: Any, top: int) -> Any:
                "≥" * bool(cap.get("sessions_limit")) + _f(cap["slo_capacity_req_per_s"], ",.4g") + soft,
                _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         idle = f" +{s['idle_gpus']} idle" if s.get("idle_gpus") else ""  # whole instances: search.instance_bill
-        row += [f"{s['num_gpus']} ({s['replicas']}×){idle}", _f(s["monthly_usd"], ",.0f")] if sized else \
+        row += [f"{s['num_gpus']} ({s['replicas']}×){idle}", _f(s["rental_usd_per_month"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
         t.add_row(*row)
     return t
@@ -114,7 +114,8 @@ def _frontier(con: Any, result: Any, verbose: bool) -> None:
     from rich.markup import escape
 
     front = result.cost_frontier
-    money = (lambda p: f"${p['monthly_usd']:,.0f}/month") if front and front[0]["monthly_usd"] is not None else \
+    sized = front and front[0]["rental_usd_per_month"] is not None
+    money = (lambda p: f"${p['rental_usd_per_month']:,.0f}/month") if sized else \
         (lambda p: f"${p['usd_per_1k_requests']:.4f}/1k req")
     pts = [f"{p['id']} {money(p)}, {p['tok_per_s_per_user']:,.1f} tok/s/user" for p in front[:5]]
     more = f" (+{len(front) - 5} more in --json)" if len(front) > 5 else ""
@@ -274,7 +275,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(f"winner's price: ${usd} per GPU-hour{mix}, {row}"))  # given: no date
         if (w.get("sizing") or {}).get("instances_how"):
             siz = w["sizing"]
-            con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${siz['monthly_usd']:,.2f})"))
+            usd = siz["rental_usd_per_month"]
+            con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${usd:,.2f})"))
         print_launch(con, w["id"], w["launch"], "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))

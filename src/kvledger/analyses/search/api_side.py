@@ -134,13 +134,13 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
 
     if bounds is not None:  # the cached-input price (USD/Mtok) below which the API is cheaper; None: none needed
         api["unless_cached_input_usd_per_mtok_below"] = {
-            "gpu_rental_alone": bounds.cached_price_below(s["monthly_usd"]),
-            "with_people": bounds.cached_price_below(s["monthly_usd"] + people)}
-    api.update({"cheaper_gpu_rental_alone": side(s["monthly_usd"]),
+            "gpu_rental_alone": bounds.cached_price_below(s["rental_usd_per_month"]),
+            "with_people": bounds.cached_price_below(s["rental_usd_per_month"] + people)}
+    api.update({"cheaper_gpu_rental_alone": side(s["rental_usd_per_month"]),
                 "people": {"usd_per_month": people, "engineer_months_per_month": pc.engineer_months_per_month,
                            "engineer_usd_per_month": pc.engineer_usd_per_month,
                            "team_capability": DEFAULT_TEAM_CAPABILITY, "source": pc.source},
-                "winner_monthly_usd_with_people": s["monthly_usd"] + people,
-                "cheaper_with_people": side(s["monthly_usd"] + people)})
+                "winner_monthly_usd_with_people": s["rental_usd_per_month"] + people,
+                "cheaper_with_people": side(s["rental_usd_per_month"] + people)})
     if api.get("within_band") is not None:
         api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people, bounds)

@@ -38,7 +38,7 @@ def entry_band(spec: Any, e: dict[str, Any]) -> tuple[Band, float, float] | None
         band = Band(own["regime"], "capacity", ks[0], ks[1], 0, own["source"], elsewhere=own.get("elsewhere", ""))
         return band, own["low"], own["high"]
     band = search_band(spec, e)
-    cap = c.get("sized_on_req_per_s", c["slo_capacity_req_per_s"])  # the rate sized on (the bound, where it caps)
+    cap = c.get("sized_on_req_per_s") or c["slo_capacity_req_per_s"]  # the rate sized on (the bound, where it caps)
     return None if band is None else (band, cap * band.low, cap * band.high)
 
 
@@ -96,8 +96,9 @@ def bills_across_bands(a: dict[str, Any], b: dict[str, Any]) -> str | None:
         return None
     worst_a, best_b = a["sizing"]["at_band_low"], b["sizing"]["at_band_high"]
     n = worst_a["num_gpus"]
-    ends = (f"at its band's low end it needs {n} GPU{'' if n == 1 else 's'} (${worst_a['monthly_usd']:,.0f}/month), "
-            f"the runner-up at its band's high end {best_b['num_gpus']} (${best_b['monthly_usd']:,.0f}/month)")
+    usd = "rental_usd_per_month"
+    ends = (f"at its band's low end it needs {n} GPU{'' if n == 1 else 's'} (${worst_a[usd]:,.0f}/month), "
+            f"the runner-up at its band's high end {best_b['num_gpus']} (${best_b[usd]:,.0f}/month)")
     if not swap:
         return (f"the winner {a['id']} stays ahead of the runner-up {b['id']} across both capacities' 80% error "
                 f"bands: {ends}")
@@ -112,17 +113,17 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
     from kvledger.analyses.search.instance_bill import instance_usd_per_month
 
     s = e["sizing"]
-    c = s.get("capacity_req_per_s", e["capacity"]["slo_capacity_req_per_s"]) * k  # what the point was sized on
+    c = s.get("sizing_req_per_s", e["capacity"]["slo_capacity_req_per_s"]) * k  # what the point was sized on
     replicas, realized = size_for_load(s["rate_req_per_s"], c, max_utilization, s.get("peak_to_mean", 1.0))
     if "staircase" in s:  # whole instances of the cheapest packing at this replica count (instance_bill)
         usd = instance_usd_per_month(s, replicas)
     else:  # a ledger written before instances were billed whole: GPUs per replica × $/GPU-h × 730 h
-        usd = replicas * s["monthly_usd"] / s["replicas"]
+        usd = replicas * s["rental_usd_per_month"] / s["replicas"]
     return {"capacity_multiplier": k, "slo_capacity_req_per_s": c,
             "goodput_req_per_s": e["capacity"].get("sustained_good_req_per_s", e["capacity"]["goodput_req_per_s"]) * k,
             "replicas": replicas,
             "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,
-            "monthly_usd": usd}
+            "rental_usd_per_month": usd}
 
 
 def api_bounds(api: dict[str, Any] | None) -> Any:
@@ -156,8 +157,8 @@ def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None
     def side(usd: float) -> str:
         return cheaper_side(api_monthly_usd, bounds, usd + fixed_usd)
 
-    at = {"point": side(s["monthly_usd"]), "band_low": side(s["at_band_low"]["monthly_usd"]),
-          "band_high": side(s["at_band_high"]["monthly_usd"])}
+    at = {"point": side(s["rental_usd_per_month"]), "band_low": side(s["at_band_low"]["rental_usd_per_month"]),
+          "band_high": side(s["at_band_high"]["rental_usd_per_month"])}
     return {**at, "flips_inside_band": len(set(at.values())) > 1,
-            "winner_monthly_usd_range": [s["at_band_high"]["monthly_usd"] + fixed_usd,
-                                         s["at_band_low"]["monthly_usd"] + fixed_usd]}
+            "winner_monthly_usd_range": [s["at_band_high"]["rental_usd_per_month"] + fixed_usd,
+                                         s["at_band_low"]["rental_usd_per_month"] + fixed_usd]}

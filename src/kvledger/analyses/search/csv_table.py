@@ -2,9 +2,9 @@
 engine setting as the candidate ran it, and the KV tier's share of an ``--offload`` variant's bill.
 
 A fresh-user trial found the rows in ledger order, the default candidates' max_num_seqs, max_num_batched_tokens and
-enable_prefix_caching empty although the launch line sets the first two, and an offload row's monthly_usd above its
-GPUs' rent with no column saying by what: ``kv_tier_usd_per_month`` is that, so GPUs billed × $/GPU-h × 730 +
-kv_tier_usd_per_month = monthly_usd.
+enable_prefix_caching empty although the launch line sets the first two, and an offload row's rental_usd_per_month
+above its GPUs' rent with no column saying by what: ``kv_tier_usd_per_month`` is that, so GPUs billed × $/GPU-h × 730 +
+kv_tier_usd_per_month = rental_usd_per_month.
 
 A disaggregated unit's row names both pools (it gave the prefill side's alone: ``tp`` and ``num_gpu_blocks`` are the
 prefill engine's): ``prefill_replicas`` × ``tp`` + ``decode_replicas`` × ``decode_tp`` = ``num_gpus_per_unit``, and
@@ -24,7 +24,7 @@ CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "num_gpus_per_unit", "pre
                "price_provider", "num_gpu_blocks", "decode_num_gpu_blocks", "goodput_req_per_s",
                "slo_capacity_req_per_s", "output_tok_per_s_per_gpu", "tok_per_s_per_user", "usd_per_mtok_input",
                "usd_per_mtok_output", "usd_per_1k_requests", "utilization", "replicas", "num_gpus",
-               "kv_tier_usd_per_month", "monthly_usd", "pareto"]
+               "kv_tier_usd_per_month", "rental_usd_per_month", "pareto"]
 
 
 def _plain_attention(model_id: str) -> bool:
@@ -79,7 +79,7 @@ def _row(e: dict[str, Any], rank: int | None, pareto: bool | None, plain: bool) 
          "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
          "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
          "utilization": cost.get("utilization"), "replicas": siz.get("replicas"), "num_gpus": siz.get("num_gpus"),
-         "kv_tier_usd_per_month": tier, "monthly_usd": siz.get("monthly_usd"), "pareto": pareto}
+         "kv_tier_usd_per_month": tier, "rental_usd_per_month": siz.get("rental_usd_per_month"), "pareto": pareto}
     return {k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k, v in r.items()}
 
 

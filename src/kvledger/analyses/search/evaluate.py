@@ -198,7 +198,7 @@ def _sizing(spec: SearchSpec, rate: float, cap: Any, cand: Any, gpu: Any, sized:
             "prices it)" if cap.load is not None else
             f"offered × {_attainment(cap, c):.3f} ({which} attainment, the share of its requests within the SLO; "
             "not its good req/s ÷ offered, which counts the drain tail after the last arrival as failed requests)")
-    return {"rate_req_per_s": rate, **peak_figures(spec, rate), "capacity_req_per_s": c, "replicas": replicas,
+    return {"rate_req_per_s": rate, **peak_figures(spec, rate), "sizing_req_per_s": c, "replicas": replicas,
             "num_gpus": replicas * num_gpus, "realized_utilization": realized, **inst,
             "how": f"replicas = ⌈{offered_words(spec, rate)} ÷ ({c:.4g} req/s SLO capacity × "
                    f"{spec.max_utilization:.0%})⌉; utilization = {rate:.4g} ÷ (replicas × {c:.4g}); good requests at "

@@ -30,12 +30,12 @@ MEMORY_RULES_GPU = "nvidia_h100_sxm"
 
 
 def _point(e: dict[str, Any]) -> dict[str, Any]:
-    """A frontier point: its cost is ``monthly_usd`` where the search sized for a load, else ``usd_per_1k_requests``
-    (each under its own name, with its unit; no unitless ``cost`` beside them)."""
+    """A frontier point: its cost is ``rental_usd_per_month`` where the search sized for a load, else
+    ``usd_per_1k_requests`` (each under its own name, with its unit; no unitless ``cost`` beside them)."""
     cap, siz = e["capacity"], e.get("sizing") or {}
     return {
         "id": e["id"],
-        "monthly_usd": siz.get("monthly_usd"),
+        "rental_usd_per_month": siz.get("rental_usd_per_month"),
         "usd_per_mtok_good": usd_per_mtok_good(e),
         "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"],
         "tok_per_s_per_user": cap.get("tok_per_s_per_user") or 0.0,
@@ -46,7 +46,7 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
 
 def _key(p: dict[str, Any]) -> tuple[float, float]:
     """A frontier point's cost as ``order.cost_key`` compares it (the bill to the cent, then USD per Mtok good)."""
-    cost = bill_key(p["monthly_usd"]) if p["monthly_usd"] is not None else p["usd_per_1k_requests"]
+    cost = bill_key(p["rental_usd_per_month"]) if p["rental_usd_per_month"] is not None else p["usd_per_1k_requests"]
     return cost, price_key(p["usd_per_mtok_good"])
 
 
@@ -195,7 +195,7 @@ def bills_swap(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
     sa, sb = a.get("sizing") or {}, b.get("sizing") or {}
     if "at_band_low" not in sa or "at_band_high" not in sb:
         return None
-    return sa["at_band_low"]["monthly_usd"] >= sb["at_band_high"]["monthly_usd"]
+    return sa["at_band_low"]["rental_usd_per_month"] >= sb["at_band_high"]["rental_usd_per_month"]
 
 
 def tier_twins(a: dict[str, Any], b: dict[str, Any]) -> bool:

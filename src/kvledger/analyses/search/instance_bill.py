@@ -47,7 +47,7 @@ def instance_sizing(gpu: Any, replicas: int, groups: list[tuple[int, int]],
                                                        + (f" ({r.row_key})" if r.row_key else f", {r.source}")
                                                        for r, _ in p.rows)
                        + (f"; {p.choice()}" if p.choice() else "") for p in packs)
-    return {"monthly_usd": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
+    return {"rental_usd_per_month": rent + replicas * tier_usd_per_month, "instances": sum(p.instances for p in packs),
             "gpus_per_instance": max(p.gpus_per_instance for p in packs), "idle_gpus": sum(p.idle_gpus for p in packs),
             "instance_type": " + ".join(dict.fromkeys(r.instance_type for p in packs for r, _ in p.rows)),
             "instance_usd_per_gpu_hour": unit.usd_per_gpu_hour,  # a mix over the packs: bill ÷ GPUs billed

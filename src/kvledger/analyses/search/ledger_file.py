@@ -79,14 +79,20 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
 #: keys a ledger written before one name per quantity across commands holds, and their names now (in place, in order)
 _RENAMED = {"boundary_rate_req_per_s": "slo_capacity_req_per_s",
             "base_boundary_rate_req_per_s": "base_slo_capacity_req_per_s"}
+#: the same inside a ``sizing`` section (its ``at_band_low``/``at_band_high`` too) alone: the rate sized on is cost's
+#: ``capacity.sizing_req_per_s`` and the rented replicas' bill cost's ``rental_usd_per_month``, while
+#: ``bounds.capacity_req_per_s`` (the capacity's upper bound) keeps its name
+_RENAMED_IN_SIZING = {**_RENAMED, "capacity_req_per_s": "sizing_req_per_s", "monthly_usd": "rental_usd_per_month"}
 
 
-def _current_names(obj: Any) -> Any:
-    """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``), nested dicts too, in order."""
+def _current_names(obj: Any, names: dict[str, str] = _RENAMED) -> Any:
+    """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``; ``_RENAMED_IN_SIZING`` under a
+    ``sizing`` key), nested dicts too, in order."""
     if isinstance(obj, dict):
-        return {_RENAMED.get(k, k): _current_names(v) for k, v in obj.items()}
+        return {names.get(k, k): _current_names(v, _RENAMED_IN_SIZING if k == "sizing" else names)
+                for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_current_names(v) for v in obj]
+        return [_current_names(v, names) for v in obj]
     return obj
 
 

@@ -48,7 +48,7 @@ def first_cost(entry: dict[str, Any]) -> float:
     """The first figure of the ranking: the monthly bill to the cent when the search sized for a load, else USD per
     1k good requests at the utilization."""
     sizing = entry.get("sizing")
-    return bill_key(sizing["monthly_usd"]) if sizing else price_key(entry["cost"]["usd_per_1k_requests"])
+    return bill_key(sizing["rental_usd_per_month"]) if sizing else price_key(entry["cost"]["usd_per_1k_requests"])
 
 
 def cost_key(entry: dict[str, Any]) -> tuple[float, float]:

@@ -41,7 +41,7 @@ def _parts(e: dict[str, Any]) -> tuple[float, float] | None:
     s = e.get("sizing")
     if s:
         tier = s.get("replicas", 0) * (s.get("tier_usd_per_month_per_unit") or 0.0)
-        return s["monthly_usd"] - tier, tier
+        return s["rental_usd_per_month"] - tier, tier
     if e.get("offload"):  # a tier priced per request without its split: no clean GPU part
         return None
     return e["cost"]["usd_per_1k_requests"], 0.0

@@ -93,7 +93,7 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     packing = unit_packing(gpu, replicas, groups)  # the sizing's, or one unit's without a volume
     if rate is not None:
         inst = instance_sizing(gpu, replicas, groups, tier_month, unit=packing)
-        sizing = {"rate_req_per_s": rate, **peak_figures(spec, rate), "capacity_req_per_s": cap.sizing_req_per_s,
+        sizing = {"rate_req_per_s": rate, **peak_figures(spec, rate), "sizing_req_per_s": cap.sizing_req_per_s,
                   "replicas": replicas, "num_gpus": replicas * cand.num_gpus, "realized_utilization": realized, **inst,
                   "how": f"replicas = ⌈{offered_words(spec, rate)} ÷ ({cap.sizing_words} × "
                          f"{spec.max_utilization:.0%})⌉; bill = {inst['instances_how']}"}
@@ -227,7 +227,7 @@ def _same_setup(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def _money(v: dict[str, Any], by_bill: bool) -> tuple[float, int]:
-    return ((v["sizing"]["monthly_usd"], v["sizing"]["num_gpus"]) if by_bill
+    return ((v["sizing"]["rental_usd_per_month"], v["sizing"]["num_gpus"]) if by_bill
             else (v["cost"]["usd_per_1k_requests_at_capacity"], v["num_gpus_per_unit"]))
 
 

@@ -134,9 +134,8 @@ class SimCapacity(SizedFigures):
                 ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
                 ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"),
                 ("attainment_ceiling", "search.attainment_ceiling"), ("rejections", "search.rejections"))
-    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
-                         "goodput_at_sized_rate_req_per_s",  # written only where the bound binds
-                         "attainment_ceiling", "rejections")  # only where they have something to say
+    __json_optional__ = ("attainment_ceiling", "rejections")  # only where they have something to say; the bound's
+    # four keys (sized_on_req_per_s, …) are always there, null where the bound does not bind
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float

@@ -74,25 +74,24 @@ class SimDocument:
         overload: an open loop's queue growth (``kvledger.analyses.serving.queue_growth``), None when it kept up or
             the loop was closed.
         too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
-            None (left out of the JSON) otherwise.
+            None (null in the JSON: the key is always there) otherwise.
         at_knee: the run sat at or past its knee (``prediction_bands.knee_withheld``: each quarter of its arrivals'
             mean TTFT, the rule; no TTFT band); None (null in the JSON: the key is always there) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
         client_latency: the latency added to every TTFT and E2E (``client_latency.ClientLatency``: seconds and
-            source); None (left out of the JSON) when none was given.
+            source); None (null in the JSON) when none was given.
         preemptions: why the run preempted and what to change (``preemption_why.preemption_facts``: the pool, the
-            peak running batch, the first preemption's state, doctor's options); None (left out) when it had none.
+            peak running batch, the first preemption's state, doctor's options); None (null) when it had none.
         seed_spread: with ``--seeds N`` (N > 1), each figure's min–max over the seeds
-            (``seed_spread.SeedSpread``; its JSON ``{"ttft_s.mean": {"min", "max", "n_seeds"}, …}``); None (left
-            out) for one seed.
+            (``seed_spread.SeedSpread``; its JSON ``{"ttft_s.mean": {"min", "max", "n_seeds"}, …}``); None (null)
+            for one seed.
     """
 
     __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
                 "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
                 "band_coverage", "notes", "seed_spread")
-    __json_optional__ = ("client_latency", "seed_spread", "too_short", "preemptions", "data_parallel")
     summary: dict[str, Any]
     replicas: int
     router: str | None
