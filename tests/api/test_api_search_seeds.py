@@ -35,15 +35,20 @@ def test_search_returns_the_commands_json():
     assert d["candidates"][0]["sizing"]["rental_usd_per_month"] == pytest.approx(1963.70)
 
 
-def test_search_with_no_candidate_meeting_the_slo_returns_the_reason():
+def test_search_with_no_candidate_meeting_the_slo_raises_no_answer_as_cost_does():
     # a 1 ms TTFT on an L4: the TTFT lower bound (one step reads 6.4 GB of weights at 80 % of 300 GB/s, ~27 ms)
-    # rejects the only candidate; the command exits 1 with the same document
-    d = kvledger.search("meta-llama/Llama-3.2-3B", slo="ttft=1ms", gpus=["L4"], tp=[1], num_requests=60,
+    # rejects the only candidate; the command exits 1 with the document, the call raises NoAnswerError (exit_code 1,
+    # as kvledger.cost raises it where `cost` exits 1) whose payload is that document (it returned it as an answer)
+    with pytest.raises(kvledger.NoAnswerError) as err:
+        kvledger.search("meta-llama/Llama-3.2-3B", slo="ttft=1ms", gpus=["L4"], tp=[1], num_requests=60,
                         max_model_len=8192, rate=1)
     rc, cli = _cli("search", "meta-llama/Llama-3.2-3B", "--gpu", "L4", "--tp", "1", "--slo", "ttft=1ms",
                    "--num-requests", "60", "--max-model-len", "8192", "--rate", "1")
-    assert rc == 1 and _plain(d) == cli and d["winner"] is None
-    assert d["no_winner_reason"].startswith("no candidate meets the SLO")
+    d = err.value.payload
+    assert rc == err.value.exit_code == 1 and _plain(d) == cli and d["winner"] is None
+    assert d["no_winner_reason"].startswith("no candidate meets the SLO") and "lower --target" in d["no_winner_reason"]
+    # the message is that reason in the call's terms (its parameter, not the flag)
+    assert str(err.value) == "kvledger.search: " + d["no_winner_reason"].replace("--target", "target")
 
 
 @pytest.mark.parametrize("kwargs, words", [

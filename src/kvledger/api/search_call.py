@@ -39,11 +39,16 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
 
     Returns:
-        The command's ``--json`` document: ``ranking``, ``winner`` (None when no candidate meets the SLO, then
-        ``no_winner_reason`` says why, as the command's exit 1 does), ``cost_frontier``, ``candidates``, ``api``, …
+        The command's ``--json`` document where the command exits 0: ``ranking``, ``winner``, ``cost_frontier``,
+        ``candidates``, ``api``, …
 
     Raises:
-        InputError, UnknownNameError: a wrong type, an unknown name, a bad SLO or setting (the command's exit 2).
+        InputError, UnknownNameError: a wrong type, an unknown name, a bad SLO or setting, or every candidate refused
+            as an invalid setting (the command's exit 2);
+        NoAnswerError: no candidate meets the SLO (``winner`` None, ``no_winner_reason`` says why) or a candidate
+            could not be evaluated (the command's exit 1, as ``kvledger.cost`` raises it for its exit 1); ``.payload``
+            is the document the command prints;
+        DoesNotFitError: no candidate can start, every one rejected for memory (the command's exit 3).
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.search_document import search_document
@@ -60,7 +65,28 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
         check_gpus(ax.gpus, e)
         result, variants = run_candidates(spec, ax, run)
         result.notes[:0] = load_notes
-        return search_document(result, variants)
+        return _answer(result, search_document(result, variants))
+
+
+def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` where the command exits 0 with it; else the error whose exit status is the command's
+    (``cli.search_status.answer_status``), saying what its stderr says."""
+    from kvledger.cli.search_status import answer_status
+    from kvledger.errors import DoesNotFitError, InputError, NoAnswerError
+
+    status = answer_status(result)
+    failed = [e for e in result.entries if e["status"] == "error"]
+    if status == 1:
+        why = (f"{len(failed)} candidate(s) could not be evaluated ({', '.join(e['id'] for e in failed)}; each "
+               "entry's detail says why)" if failed else doc["no_winner_reason"])
+        raise NoAnswerError(why, doc)
+    if status == 2:
+        first = result.entries[0]
+        raise InputError(f"every candidate was refused as an invalid setting (e.g. {first['id']}: "
+                         f"{first.get('detail', '')}); change the settings that every candidate shares")
+    if status == 3:
+        raise DoesNotFitError(doc["no_winner_reason"])
+    return doc
 
 
 _PARAMS = frozenset(inspect.signature(search).parameters)
