@@ -44,3 +44,38 @@ def test_goodput_files_target_boundary_has_the_simulated_searchs_keys():
     assert b["goodput_at_boundary_req_per_s_per_gpu"] == b["goodput_at_boundary_req_per_s"]  # one GPU per stage
     assert (b["boundary_per_replica"], b["sized_on_req_per_s"], b["capacity_bound_req_per_s"],
             b["num_requests_per_probe"], b["largest_passing_note"]) == (None, None, None, None, None)
+
+
+def test_simulate_keeps_its_sometimes_keys_as_null_and_fills_them_when_they_apply():
+    # one seed, no --client-latency, 20 requests of 100 + 50 tokens at 5 req/s on one H100: no preemption (20 × 150
+    # tokens is a sliver of the pool), DP 1, and a run long enough to judge: each of these keys was left out
+    args = ["simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:100", "--output-lengths", "fixed:50",
+            "--num-requests", "20", "--rate", "5"]
+    d = cli_json(*args)
+    keys = ("seed_spread", "client_latency", "too_short", "preemptions", "data_parallel")
+    assert [d[k] for k in keys] == [None] * 5 and d["summary"]["num_preemptions"] == 0
+    # --client-latency 25ms fills its key in place (the same keys, the same order): 25 ms on every TTFT
+    lat = cli_json(*args, "--client-latency", "25ms")
+    assert list(lat) == list(d) and lat["client_latency"]["seconds"] == pytest.approx(0.025)
+
+
+def test_goodput_keeps_all_at_once_as_null_for_a_finite_rate():
+    # stage 1 offered 37.97 req/s (finite): all_at_once, true only for an infinite rate, was left out
+    run = cli_json("goodput", STAGES[1], "--slo", "ttft=100ms,tpot=10ms")
+    assert run["request_rate_req_per_s"] == pytest.approx(37.97) and run["all_at_once"] is None
+
+
+def test_cost_keeps_the_unbound_sized_rate_as_null_and_monthly_max_utilization_beside_the_api():
+    # the SLO capacity is 20 req/s and the capacity bound does not cap it (test_one_vocabulary.py's run): the four
+    # bound keys were left out; now null, as goodput --target's boundary writes them
+    d = cli_json("cost", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:100", "--output-lengths",
+                 "fixed:50", "--num-requests", "100", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1",
+                 "--utilization", "0.5")
+    cs = d["simulation"]["capacity_search"]
+    assert (cs["sized_on_req_per_s"], cs["capacity_bound_req_per_s"], cs["attainment_at_sized_rate"],
+            cs["goodput_at_sized_rate_req_per_s"]) == (None, None, None, None)
+    # with a volume and an API, `monthly` left out the cap the replicas were sized under (the self-host-only report
+    # had it): --max-utilization's default 0.8, the decision's own
+    m = cli_json("cost", STAGES[1], "--slo", "ttft=100ms,tpot=10ms", "--gpu", "H100", "--monthly-tokens", "1B",
+                 "--api", "OpenAI:gpt-4.1")
+    assert m["monthly"]["max_utilization"] == m["decision"]["max_utilization"] == 0.8

@@ -124,7 +124,8 @@ def _monthly(d: Decision) -> dict[str, Any]:
     """The ``monthly`` section of the JSON (kept for scripts): the decision's volume, replicas and the two bills."""
     v = d.volume
     return {"requests": v.requests, "input_tokens": v.input_tokens, "output_tokens": v.output_tokens, "how": v.how,
-            "replicas": d.replicas, "realized_utilization": d.realized_utilization, "self_host": d.self_host,
+            "replicas": d.replicas, "realized_utilization": d.realized_utilization,
+            "max_utilization": d.max_utilization, "self_host": d.self_host,
             "buy": d.buy, "api": d.primary.bill, "cheaper": d.verdict}
 
 
