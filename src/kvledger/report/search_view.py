@@ -274,9 +274,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         usd = f"{pr['usd_per_gpu_hour']:.4g}" if mix else f"{pr['usd_per_gpu_hour']:g}"
         con.print(escape(f"winner's price: ${usd} per GPU-hour{mix}, {row}"))  # given: no date
         if (w.get("sizing") or {}).get("instances_how"):
-            siz = w["sizing"]
-            usd = siz["rental_usd_per_month"]
-            con.print(escape(f"winner's bill: {siz['instances_how']} (USD per month: ${usd:,.2f})"))
+            how, usd = w["sizing"]["instances_how"], w["sizing"]["rental_usd_per_month"]
+            con.print(escape(f"winner's bill: {how} (USD per month: ${usd:,.2f})"))
         print_launch(con, w["id"], w["launch"], "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))
