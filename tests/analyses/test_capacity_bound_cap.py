@@ -86,7 +86,7 @@ def test_nothing_changes_where_the_bound_does_not_bind(monkeypatch):
     d = _cost("ttft=500ms")
     cs = d["simulation"]["capacity_search"]
     assert cs["slo_capacity_req_per_s"] == 3.90625 < BOUND
-    assert "sized_on_req_per_s" not in cs and "capacity_bound_req_per_s" not in cs
+    assert cs["sized_on_req_per_s"] is None and cs["capacity_bound_req_per_s"] is None  # there, null: B does not bind
     assert d["capacity"]["slo_capacity_req_per_s"] == 3.90625
     assert not any(n.startswith("sized on ") for n in cs["notes"])
     import kvledger.analyses.serving.sim_capacity as sc

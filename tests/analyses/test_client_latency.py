@@ -66,7 +66,7 @@ def test_simulate_adds_exactly_the_latency_to_ttft_and_e2e_only():
             assert more["summary"][metric][stat] - base["summary"][metric][stat] == pytest.approx(0.021, abs=1e-12)
     assert more["summary"]["tpot_s"] == base["summary"]["tpot_s"] and more["summary"]["itl_s"] == base["summary"][
         "itl_s"]
-    assert "client_latency" not in base and more["client_latency"]["seconds"] == 0.021
+    assert base["client_latency"] is None and more["client_latency"]["seconds"] == 0.021
     assert "given: --client-latency 21 ms; the client's and front end's latency, not the engine's; fit it with " \
            "kvledger calibrate --scope gpu --fit-frontend" in more["client_latency"]["source"]
     text = _ok(["simulate", *SIM, "--client-latency", "21ms"])

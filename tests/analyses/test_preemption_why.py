@@ -85,7 +85,7 @@ def test_a_run_without_preemptions_prints_nothing_new():
     # 3 × 125 = 375 ≤ 499, so none is ever preempted
     argv = [a for a in RUN] + ["--max-num-seqs", "3"]
     d = json.loads(_ok(*argv, "--json"))
-    assert d["summary"]["num_preemptions"] == 0 and "preemptions" not in d
+    assert d["summary"]["num_preemptions"] == 0 and d["preemptions"] is None
     assert "why:" not in _ok(*argv)
 
 

@@ -130,7 +130,7 @@ def test_nothing_is_added_where_the_bound_does_not_bind():
     # ttft ≤ 500 ms: 3.90625 req/s found, below the 6.047 bound (test_capacity_bound_cap.py): the probe is the run
     cs = _cost("--slo", "ttft=500ms")["simulation"]["capacity_search"]
     assert cs["slo_capacity_req_per_s"] == 3.90625
-    assert "attainment_at_sized_rate" not in cs and "goodput_at_sized_rate_req_per_s" not in cs
+    assert cs["attainment_at_sized_rate"] is None and cs["goodput_at_sized_rate_req_per_s"] is None
     from kvledger.report.decision_view import sized_run_figures
 
     # the good req/s shown: the rate found × its run's attainment (what a replica fed that rate sustains)
