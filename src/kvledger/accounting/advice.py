@@ -21,7 +21,7 @@ from kvledger.accounting.advice_override_oom import override_out_of_memory, over
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_startup_len import does_not_fit_words, override_check, starts_never_scheduled
-from kvledger.accounting.advice_trtllm_len import trtllm_reduced_words
+from kvledger.accounting.advice_trtllm_len import SERVED_AT_LOWER_LEN, trtllm_reduced_words
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.advice_waterfall import waterfall
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, whole_requests_range
@@ -255,7 +255,7 @@ def _advise(p: Plan, build: Callable) -> Advice:
             return edge
         if m.engine == "trtllm":  # it starts and lowers max_seq_len (advice_trtllm_len)
             msg, short, window = trtllm_reduced_words(p, need_blocks)
-            return Advice("max_model_len_does_not_fit", msg, short, window, tuple(_options(p, build, window)))
+            return Advice(SERVED_AT_LOWER_LEN, msg, short, window, tuple(_options(p, build, window)))
         msg, short, est, est_low = does_not_fit_words(p, need_blocks)
         if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
             cap = min(m.max_model_len, m.pool_tokens) - 1

@@ -20,7 +20,12 @@ from kvledger.units import GiB
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["trtllm_reduced_words"]
+__all__ = ["SERVED_AT_LOWER_LEN", "trtllm_reduced_words"]
+
+SERVED_AT_LOWER_LEN = "served_at_lower_len"
+"""The verdict: the engine starts but serves only up to a lower length than max_model_len. Exit status 0, as vLLM
+before 0.29 that starts with a max_model_len request it can never schedule (``advice_startup_len``): exit 3 says
+nothing can start, and this server does."""
 
 
 def trtllm_reduced_words(p: Plan, need_blocks: int) -> tuple[str, float, int]:
@@ -30,12 +35,12 @@ def trtllm_reduced_words(p: Plan, need_blocks: int) -> tuple[str, float, int]:
     tpb, blocks = m.block_size, m.num_gpu_blocks
     window = blocks * tpb  # get_max_atten_window_upper_bound at beam width 1, no sink tokens
     need, have = need_blocks * m.bytes_per_block, blocks * m.bytes_per_block
-    msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV cache "
-           f"({need_blocks:,} blocks of {tpb} tokens), more than the {have / GiB:.2f} GiB of the pool's {blocks:,} "
-           f"blocks; short by {(need - have) / GiB:.2f} GiB. TensorRT-LLM still starts: it lowers max_seq_len and the "
-           f"attention window to blocks × tokens_per_block = {blocks:,} × {tpb} = {window:,} tokens (PyTorch backend: "
-           "_torch/pyexecutor/resource_manager.py KVCacheManager.get_max_atten_window_upper_bound, 'maxAttentionWindow "
-           "and maxSequenceLen are too large for at least one sequence to fit in kvCache'; the TensorRT-engine "
-           f"executor: trtGptModelInflightBatching.cpp, with max_input_len {window - 1:,}), so no request longer than "
-           f"{window:,} tokens runs.")
+    msg = (f"served at a lower length: TensorRT-LLM starts, but one {m.max_model_len:,}-token request needs "
+           f"{need / GiB:.2f} GiB of KV cache ({need_blocks:,} blocks of {tpb} tokens), more than the {have / GiB:.2f} "
+           f"GiB of the pool's {blocks:,} blocks (short by {(need - have) / GiB:.2f} GiB), so it lowers max_seq_len "
+           f"and the attention window to blocks × tokens_per_block = {blocks:,} × {tpb} = {window:,} tokens (PyTorch "
+           "backend: _torch/pyexecutor/resource_manager.py KVCacheManager.get_max_atten_window_upper_bound, "
+           "'maxAttentionWindow and maxSequenceLen are too large for at least one sequence to fit in kvCache'; the "
+           f"TensorRT-engine executor: trtGptModelInflightBatching.cpp, with max_input_len {window - 1:,}), so no "
+           f"request longer than {window:,} tokens runs.")
     return msg, need - have, window

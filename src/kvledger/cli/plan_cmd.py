@@ -7,6 +7,7 @@ import dataclasses
 import typer
 
 from kvledger import strict_json
+from kvledger.accounting.advice_trtllm_len import SERVED_AT_LOWER_LEN
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import SIM_ONLY, GroupUse, TierFlags, with_groups
 from kvledger.cli.plan_flags import PlanFlags, PlanMoreFlags, plan_inputs
@@ -52,7 +53,8 @@ def plan(
                                flags.achievable_bandwidth_fraction, flags.allreduce_link_share)
         tier_plan = simulate_priced_tiers(p, settings_t, flags_p, suffix_tokens=more.suffix_tokens)
     startup = p.memory.startup
-    cannot_start = (p.advice and p.advice.verdict != "fits") or (
+    starts = ("fits", SERVED_AT_LOWER_LEN)  # TensorRT-LLM lowers max_seq_len and starts: exit 0 (advice_trtllm_len)
+    cannot_start = (p.advice and p.advice.verdict not in starts) or (
         startup is not None and startup.verdict in ("refuses", "runs_out"))  # --wddm: the engine would not start
     will_end_with(3 if cannot_start else 0)  # kept by a reader that stops reading (`| head -1`)
     if as_json:

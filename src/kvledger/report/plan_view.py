@@ -98,8 +98,7 @@ def _memory(p: Plan) -> Table:
     if rng and range_text(*rng, fmt=",.2f"):
         src += f"; range {range_text(*rng, fmt=',.2f')} GiB from the terms' and the device total's ranges"
     t.add_row("[bold]available KV memory (given)[/]" if m.available_given else "[bold]= available KV memory[/]",
-              f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]",
-              f"{m.available_kv_bytes / GB:,.2f}", src)
+              f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]", f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}: {m.bytes_per_block:,} B", "", "",  # a count, not GiB or GB: in the term
               f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
@@ -286,6 +285,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
 def _verdict(p: Plan, console: Console) -> None:
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
+        color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM starts at a lower length
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
             reqs = (f"{o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token "
