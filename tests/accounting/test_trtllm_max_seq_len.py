@@ -69,3 +69,22 @@ def test_a_pool_short_of_one_request_lowers_max_seq_len_instead_of_refusing():
     assert "1,000 × 32 = 32,000 tokens" in p.advice.message and "estimated maximum model length" not in p.advice.message
     assert p.advice.shortfall_bytes == (1280 - 1000) * 32 * 147_456
     assert any(o.action == "--max-model-len 32000" for o in p.advice.options)
+
+
+def test_llama4_on_the_pytorch_backend_follows_its_infer_max_seq_len_override():
+    # NVIDIA/TensorRT-LLM tensorrt_llm/_torch/models/modeling_llama.py, Llama4ForConditionalGeneration (stored source,
+    # not pinned to a release): an earlier infer_max_seq_len returns 8192 ("TODO: implement chunked attention to
+    # support 10M context length"); the current one returns 8192 only where attn_backend is not TRTLLM (the default),
+    # else super().infer_max_seq_len(): Scout's max_position_embeddings 10,485,760, llama3 rope so no factor. The
+    # maintainers' 0.21 known-issue note says 0.21 added the chunked attention that runs Llama-4 past 8K.
+    scout = load_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    n, note = engine_config_len(scout, "trtllm", "0.20.0", "pytorch")
+    assert n == 8192 and "before 0.21" in note and "Llama4ForConditionalGeneration.infer_max_seq_len" in note
+    n, note = engine_config_len(scout, "trtllm", "1.2.1")
+    assert n == 10_485_760 and "default TRTLLM attention backend" in note and "it is 8,192" in note
+    assert engine_config_len(scout, "trtllm", "0.21.0", "pytorch")[0] == 10_485_760
+    # a longer length given before 0.21 is lowered to 8,192, as model_engine.py _init_max_seq_len does
+    s = make_settings(engine="trtllm", engine_version="0.20.0", max_model_len=131072, trtllm_backend="pytorch")
+    assert resolve_max_model_len(scout, s)[0] == 8192
+    # another model keeps the base rule: Qwen3-8B 40,960 with no note
+    assert engine_config_len(_qwen3(), "trtllm", "0.20.0", "pytorch") == (40_960, None)

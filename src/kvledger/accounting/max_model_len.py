@@ -35,7 +35,7 @@ def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None,
     if engine == "sglang":
         return _sglang_len(model, engine_version)
     if engine == "trtllm":
-        return _trtllm_len(model, trtllm_runtime_of(engine_version, backend))
+        return _trtllm_len(model, trtllm_runtime_of(engine_version, backend), engine_version)
     later = model.yarn_as_scaled_max_model_len
     old = model.derived_max_model_len
     if later is None or later == old:
@@ -60,10 +60,42 @@ def trtllm_runtime_of(engine_version: str | None, backend: str | None = None) ->
     return "tensorrt" if m and (int(m.group(1)), int(m.group(2))) < (1, 0) else "pytorch"
 
 
-def _trtllm_len(model: ModelSpec, runtime: str) -> tuple[int, str | None]:
+#: first TensorRT-LLM release whose PyTorch backend runs Llama-4 past 8,192 tokens (chunked attention, TRTLLM
+#: attention backend): the maintainers' known-issue note for 0.21 ("full chunked attention support has been added
+#: to make sure LLaMA4 model can functionally run with > 8K seq length")
+TRTLLM_LLAMA4_LONG_FROM = (0, 21)
+#: what ``Llama4ForConditionalGeneration.infer_max_seq_len`` returns without chunked attention, tokens
+TRTLLM_LLAMA4_SHORT_LEN = 8192
+_LLAMA4_WHERE = ("Llama4ForConditionalGeneration.infer_max_seq_len, tensorrt_llm/_torch/models/modeling_llama.py, "
+                 "read in NVIDIA/TensorRT-LLM's source as stored, not pinned to a release")
+
+
+def _trtllm_llama4(model: ModelSpec, n: int, engine_version: str | None) -> tuple[int, str] | None:
+    """Llama-4 on the PyTorch backend: ``Llama4ForConditionalGeneration.infer_max_seq_len`` overrides the rule. Read in
+    NVIDIA/TensorRT-LLM's source as stored, not pinned to a release: an earlier version returns 8,192 whatever the
+    attention backend ("TODO: implement chunked attention to support 10M context length"), the current one 8,192 only
+    where the attention backend is not TRTLLM (the default), else the model's own length. Before 0.21 (the release
+    the maintainers say added chunked attention for Llama-4) 8,192; None for any other model."""
+    if "Llama4ForConditionalGeneration" not in model.architectures:
+        return None
+    m = re.match(r"^v?(\d+)\.(\d+)", str(engine_version or "").strip())
+    short = TRTLLM_LLAMA4_SHORT_LEN
+    if m and (int(m.group(1)), int(m.group(2))) < TRTLLM_LLAMA4_LONG_FROM:
+        return short, (f"max_model_len {short:,} = TensorRT-LLM's max_seq_len for Llama-4 on the PyTorch backend "
+                       f"before 0.21, which has no chunked attention: 8,192, not the config's "
+                       f"{model.max_position_embeddings:,} ({_LLAMA4_WHERE}); a longer --max-model-len is lowered to "
+                       "8,192")
+    return n, (f"max_model_len {n:,} = TensorRT-LLM's max_seq_len for Llama-4 with the PyTorch backend's default "
+               f"TRTLLM attention backend, whose chunked attention runs past 8,192 tokens from 0.21; with another "
+               f"attention backend (FLASHINFER, VANILLA) it is 8,192 ({_LLAMA4_WHERE})")
+
+
+def _trtllm_len(model: ModelSpec, runtime: str, engine_version: str | None = None) -> tuple[int, str | None]:
     """TensorRT-LLM's max_seq_len with none given (``catalog/max_len.trtllm_max_seq_len``), with a note where it differs
-    from vLLM 0.26's length."""
+    from vLLM 0.26's length, or for Llama-4 on the PyTorch backend (``_trtllm_llama4``)."""
     pytorch, engine = model.trtllm_max_seq_len or (model.max_position_embeddings,) * 2
+    if runtime == "pytorch" and (llama4 := _trtllm_llama4(model, pytorch, engine_version)):
+        return llama4
     n = pytorch if runtime == "pytorch" else engine
     if n == model.derived_max_model_len:
         return n, None
