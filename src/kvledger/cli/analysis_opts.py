@@ -125,8 +125,10 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
+    from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
     from kvledger.units import parse_memory_flag, parse_tokens
 
+    check_kv_dtype_for_engine(extra.get("kv_cache_dtype"), "vllm", engine_version)  # vLLM's plan: vLLM's names
     settings = make_settings(
         tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,

@@ -32,8 +32,9 @@ ExpertParallel = Annotated[bool | None, option_info(EngineFlags, "enable_expert_
 MaxModelLen = Annotated[str | None, option_info(EngineFlags, "max_model_len")]
 GpuMemUtil = Annotated[float | None, option_info(EngineFlags, "gpu_memory_utilization",
                                                  help="vLLM fraction of device memory.")]
-KvCacheDtype = Annotated[str, option_info(EngineFlags, "kv_cache_dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, "
-                                                                               "fp8_e5m2.", show_default=True)]
+KvCacheDtype = Annotated[str, option_info(EngineFlags, "kv_cache_dtype", help="auto, bfloat16, float16, "
+                                                                               "fp8, fp8_e4m3, fp8_e5m2.",
+                                                                               show_default=True)]
 BlockSize = Annotated[int | None, option_info(EngineFlags, "block_size", help="Tokens per KV block (vLLM default "
                                                                                "16).")]
 MaxNumBatchedTokens = Annotated[str | None, option_info(EngineFlags, "max_num_batched_tokens")]
@@ -114,7 +115,9 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no
     prefix ids)."""
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
+    from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
 
+    sim_kv_dtype_check(params.get("kv_cache_dtype"), params.get("policy"), params.get("engine_version"))
     return SimRequestArgs(
         model=model, gpu=gpu, engine_version=params.get("engine_version"), tp=params.get("tp"),
         max_model_len=params.get("max_model_len"), gpu_memory_utilization=params.get("gpu_memory_utilization"),

@@ -115,7 +115,8 @@ class EngineFlags(SglangNames):
         "With --policy sglang: SGLang's fraction (default computed as SGLang does; the pool is SGLang's, as "
         "`kvledger plan --engine sglang`)."))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
-        "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
+        "vLLM's names: auto (default), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --policy sglang "
+        "SGLang's: auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
     quantization: str | None = flag("--quantization", "-q", help=(
         "vLLM --quantization fp8 (or bitsandbytes): an unquantized checkpoint's linear weights quantized on load, as "
         "`kvledger plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the quantized "

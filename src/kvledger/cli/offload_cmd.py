@@ -103,9 +103,11 @@ def offload(
 
 def _settings(engine: str, quantization: str | None, ssm_dtype: str | None, **kw: Any) -> Any:
     """The plan settings of offload's flags, --quantization and --mamba-ssm-cache-dtype read as ``plan`` reads them."""
-    from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
+    from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
 
+    check_kv_dtype_for_engine(kw.get("kv_cache_dtype"), engine_name(engine), kw.get("engine_version"))
     return make_settings(engine=engine.lower(), quantization=quantization.lower() if quantization else None,
                          mamba_ssm_cache_dtype=check_ssm_dtype(ssm_dtype), **kw)
 

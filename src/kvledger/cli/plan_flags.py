@@ -46,7 +46,8 @@ class PlanFlags(SglangNames):
     free_gpu_memory_fraction: float | None = flag("--free-gpu-memory-fraction", help=(
         "TensorRT-LLM fraction of free memory (default 0.9)."))
     kv_cache_dtype: str = flag_like(EngineFlags, "kv_cache_dtype", "auto", help=(
-        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
+        "vLLM's names: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --engine sglang SGLang's: "
+        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
     dtype: str = flag("--dtype", default="auto", help=(
         "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
@@ -167,6 +168,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
+    from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
     from kvledger.units import parse_tokens
 
     ctxs = tuple(parse_tokens(c, what="--context") for c in list_items(f.context, "--context")) or None
@@ -187,6 +189,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     if share is None and prof is not None:
         share = prof.allreduce_link_share
     mnbt = f.max_num_batched_tokens
+    check_kv_dtype_for_engine(f.kv_cache_dtype, engine_name(f.engine), f.engine_version)  # the engine's own names
     settings = make_settings(
         engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp, pp=f.pp,
         max_model_len=parse_tokens(f.max_model_len, what="--max-model-len") if f.max_model_len else None,

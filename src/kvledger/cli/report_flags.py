@@ -63,7 +63,8 @@ class ReportEngineFlags:
         "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
-        "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 (also vLLM's bfloat16, float16, half, fp8_inc)."))
+        "vLLM's names: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --engine sglang SGLang's: "
+        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
@@ -166,6 +167,9 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
 
         check_trace(r.trace)
 
+    from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
+
+    sim_kv_dtype_check(e.kv_cache_dtype, report_policy(e.engine), e.engine_version)  # the engine's own names
     engine = {k: v for k, v in (("policy", report_policy(e.engine)), ("tp", e.tp),
                                 ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),

@@ -158,7 +158,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
-    return spec, _axes(ax, e.enable_expert_parallel, dp), load_notes
+    return spec, _axes(ax, e.enable_expert_parallel, dp, e.engine_version), load_notes
 
 
 def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None) -> tuple[int, str]:
@@ -173,8 +173,13 @@ def session_cap(model: str, given_tokens: int | None, engine_version: str | None
     return session_context_cap(given_tokens, ctx)
 
 
-def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = None) -> Any:
-    """The ``Axes`` of the axis flags, each list given with at least one value (``search_axes.refuse_empty``)."""
+def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = None,
+          engine_version: str | None = None) -> Any:
+    """The ``Axes`` of the axis flags, each list given with at least one value (``search_axes.refuse_empty``), the
+    KV dtypes in vLLM's names for ``engine_version`` (search plans and simulates vLLM only)."""
+    from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
+
+    check_kv_dtype_for_engine([v.strip() for v in (ax.kv_cache_dtype or "").split(",")], "vllm", engine_version)
     refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
                   "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
                   "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,

@@ -113,11 +113,13 @@ def sim_request(model: str, gpu: str | None, workload: WorkloadFlags, engine: En
         InputError: no --gpu, arrival flags the loop would ignore, or half a synthetic workload.
     """
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
+    from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
     from kvledger.errors import InputError
 
     if gpu is None:
         raise InputError("--simulate needs --gpu (a catalog GPU such as H100, or a GPU file)")
     check_loop_flags(workload)
+    sim_kv_dtype_check(engine.kv_cache_dtype, engine.policy, engine.engine_version)
     synthetic = synthetic_spec(workload)
     values = {**dataclasses.asdict(workload), **dataclasses.asdict(engine)}
     fields = {_FIELD.get(k, k): v for k, v in values.items() if v is not None and k not in _SYNTHETIC}
