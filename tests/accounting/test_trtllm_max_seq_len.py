@@ -73,10 +73,11 @@ def test_a_pool_short_of_one_request_lowers_max_seq_len_instead_of_refusing():
 
 def test_llama4_on_the_pytorch_backend_follows_its_infer_max_seq_len_override():
     # NVIDIA/TensorRT-LLM tensorrt_llm/_torch/models/modeling_llama.py, Llama4ForConditionalGeneration (stored source,
-    # not pinned to a release): an earlier infer_max_seq_len returns 8192 ("TODO: implement chunked attention to
-    # support 10M context length"); the current one returns 8192 only where attn_backend is not TRTLLM (the default),
-    # else super().infer_max_seq_len(): Scout's max_position_embeddings 10,485,760, llama3 rope so no factor. The
-    # maintainers' 0.21 known-issue note says 0.21 added the chunked attention that runs Llama-4 past 8K.
+    # not pinned to a release): earlier copies (stored from forks) of infer_max_seq_len return 8192 ("TODO: implement
+    # chunked attention to support 10M context length"); the current one returns 8192 only where attn_backend is not
+    # TRTLLM (the default), else super().infer_max_seq_len(): Scout's max_position_embeddings 10,485,760, llama3 rope
+    # so no factor. The maintainers' 0.21 known-issue note says 0.21 added the chunked attention that runs Llama-4
+    # past 8K.
     scout = load_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")
     n, note = engine_config_len(scout, "trtllm", "0.20.0", "pytorch")
     assert n == 8192 and "before 0.21" in note and "Llama4ForConditionalGeneration.infer_max_seq_len" in note

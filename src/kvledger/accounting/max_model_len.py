@@ -72,10 +72,11 @@ _LLAMA4_WHERE = ("Llama4ForConditionalGeneration.infer_max_seq_len, tensorrt_llm
 
 def _trtllm_llama4(model: ModelSpec, n: int, engine_version: str | None) -> tuple[int, str] | None:
     """Llama-4 on the PyTorch backend: ``Llama4ForConditionalGeneration.infer_max_seq_len`` overrides the rule. Read in
-    NVIDIA/TensorRT-LLM's source as stored, not pinned to a release: an earlier version returns 8,192 whatever the
-    attention backend ("TODO: implement chunked attention to support 10M context length"), the current one 8,192 only
-    where the attention backend is not TRTLLM (the default), else the model's own length. Before 0.21 (the release
-    the maintainers say added chunked attention for Llama-4) 8,192; None for any other model."""
+    NVIDIA/TensorRT-LLM's source as stored, not pinned to a release: earlier copies of the file (stored from forks of
+    the repository) return 8,192 whatever the attention backend ("TODO: implement chunked attention to support 10M
+    context length"), the current one 8,192 only where the attention backend is not TRTLLM (the default), else the
+    model's own length. Before 0.21 (the release the maintainers say added chunked attention for Llama-4) 8,192; None
+    for any other model."""
     if "Llama4ForConditionalGeneration" not in model.architectures:
         return None
     m = re.match(r"^v?(\d+)\.(\d+)", str(engine_version or "").strip())
