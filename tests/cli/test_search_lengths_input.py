@@ -9,8 +9,8 @@ from cli_run import refused
 
 SEARCH = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s", "--gpus", "L4,H100", "--tp", "1", "--max-model-len",
           "8K", "--num-requests", "60", "--rate", "50"]
-FORMS = ("use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] or "
-         "trace:NAME:prompt|output")
+FORMS = ("use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], "
+         "trace:NAME:prompt|output or mix:W*DIST,W*DIST")
 
 
 @pytest.mark.parametrize("prompt, output, flag, text", [
