@@ -13,7 +13,7 @@ requests at that rate; its capacity band: ``disagg_band``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.search.disagg_band import disagg_band, disagg_view
@@ -180,15 +180,15 @@ def _steadiness(run: Any, rate: float, num_requests: int) -> list[str]:
 
 
 def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: float) -> tuple[Any, Any]:
-    """(records, goodput) of one colocated run at ``rate``: the boundary run itself, or a new simulation."""
-    from dataclasses import replace
-
+    """(records, goodput) of one colocated run at ``rate``: the boundary run itself, or a new simulation, keeping token
+    times only where the SLO judges gaps, as the probes (a point reads first-token and finish times alone)."""
     from kvledger.analyses.serving.sim_ledgers import simulate_run
     from kvledger.ledgers.goodput import goodput
 
     if rate == sb.boundary.boundary_value:
         return sb.boundary_run.run, next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == rate)
-    run = simulate_run(replace(sim_args(spec, cand), rate=rate), spec.synthetic).run
+    run = simulate_run(replace(sim_args(spec, cand), rate=rate), spec.synthetic,
+                       record_token_times=slo.itl_s is not None).run
     return run, goodput(run, slo)
 
 
