@@ -48,11 +48,10 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          num_gpu_blocks_override: int | None = None, enable_prefix_caching: bool | None = None,
          enable_chunked_prefill: bool | None = None, long_prefill_token_threshold: int | None = None,
          max_num_partial_prefills: int | None = None, max_long_partial_prefills: int | None = None,
-         policy: str | None = None,
-         prefix_caching_policy: str | None = None, scheduling_policy: str | None = None, batching: str | None = None,
-         kv_allocation: str | None = None, async_scheduling: bool | None = None, enforce_eager: bool | None = None,
-         wddm: bool | None = None, replicas: int | None = None, router: str | None = None,
-         step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
+         policy: str | None = None, prefix_caching_policy: str | None = None, scheduling_policy: str | None = None,
+         batching: str | None = None, kv_allocation: str | None = None, async_scheduling: bool | None = None,
+         enforce_eager: bool | None = None, wddm: bool | None = None, replicas: int | None = None,
+         router: str | None = None, step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
          mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
          achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
          allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
@@ -62,8 +61,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
     paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
     capacity a request-rate search finds, unless ``at_offered_load``). Every other parameter is the command's flag of
     the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``, ``data_parallel_size`` vLLM's DP ranks of
-    a MoE model); left at its default, the command's default. ``cache``: read and keep each simulation in the on-disk
-    store, as ``kvledger.goodput``'s ``cache``.
+    a MoE model), at the command's default when left. ``cache``: the on-disk simulation store, as goodput's.
 
     Returns:
         CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.
