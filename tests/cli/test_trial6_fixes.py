@@ -107,10 +107,12 @@ def test_cost_says_the_break_even_utilization_is_one_replicas_and_the_volume_sha
                               "higher volume more replicas share the people line, and self-hosting wins above the "
                               "break-even volume")
     text = " ".join(run_cli(*args).output.split())
+    # the break-even volume counts requests offered (a replica takes sizing req/s × 3600 × 730 × max utilization of
+    # them, ledgers/breakeven.py), every one billed by the API: not "good requests", as the line read before
     assert ("break-even utilization of one replica, carrying the whole people line: 181.8% = (replica + people "
             "USD/month) ÷ (good req/s × 3600 × 730 × API USD per request) — above 100%: not reachable by one replica; "
             "at a higher volume the people cost is shared over more replicas (the break-even volume below) "
-            "break-even volume: 394,904,764 good requests/month") in text
+            "break-even volume: 394,904,764 requests/month offered") in text
 
 
 def test_the_break_even_volume_states_the_utilization_of_its_own_replicas():
