@@ -112,7 +112,7 @@ def test_cost_says_the_break_even_utilization_is_one_replicas_and_the_volume_sha
     assert ("break-even utilization of one replica, carrying the whole people line: 181.8% = (replica + people "
             "USD/month) ÷ (good req/s × 3600 × 730 × API USD per request) — above 100%: not reachable by one replica; "
             "at a higher volume the people cost is shared over more replicas (the break-even volume below) "
-            "break-even volume: 394,904,764 requests/month offered") in text
+            "break-even volume: 394,904,764 offered requests/month") in text
 
 
 def test_the_break_even_volume_states_the_utilization_of_its_own_replicas():

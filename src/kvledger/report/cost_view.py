@@ -160,7 +160,7 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     con.print(f"\n[bold]break-even utilization {escape(_whose_break_even(bu['replicas'], sim))}[/]: "
               f"{pct_text(bu['utilization'])} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
     if bv.get("requests_per_month") is not None:
-        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} requests/month offered "
+        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} offered requests/month "
                   f"({bv['input_tokens_per_month']:,.0f} input + "
                   f"{bv['output_tokens_per_month']:,.0f} output tokens"
                   f"{escape(', ' + bv['mix'] if bv.get('mix') else '')}) with "
@@ -168,7 +168,7 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
                   f"{escape(bv['reason'])}")
         first = bv.get("first_cheaper_requests_per_month")
         if first is not None and first < bv["requests_per_month"] * (1 - 1e-9):
-            con.print(f"  self-hosting is first cheaper at {first:,.0f} requests/month offered "
+            con.print(f"  self-hosting is first cheaper at {first:,.0f} offered requests/month "
                       f"({pct_text(bv['first_cheaper_utilization'])} utilization of "
                       f"{_units(bv['first_cheaper_replicas'], sim)}), then on and off up to the break-even volume")
     else:
