@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.accounting.advice_types import Advice
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ __all__ = ["override_out_of_memory", "override_over_budget_note"]
 def _allocation_site(version: str) -> str:
     """Where the release zero-fills its KV cache: the reads named in the module docstring (V0 before 0.8; V1's
     model runner up to 0.28; ``v1/worker/utils.py`` from 0.29)."""
-    ver = tuple(int(x) for x in version.split(".")[:3])
+    ver = version_tuple(version) or (0, 0, 0)
     if ver < (0, 8, 0):
         return "worker/cache_engine.py CacheEngine._allocate_kv_cache, read in 0.5.5, 0.6.0 and 0.9.0"
     if ver < (0, 29, 0):
@@ -33,21 +34,22 @@ def _allocation_site(version: str) -> str:
     return "v1/worker/utils.py allocate_kv_cache, read in 0.29.0"
 
 
-def _asked_and_free(p: Plan) -> tuple[int, int]:
-    """The override's KV bytes and the most the device leaves after the deductions, B (per GPU)."""
+def _asked_and_free(p: Plan) -> tuple[int, int] | None:
+    """The override's KV bytes and the most the device leaves after the deductions, B (per GPU); None where the rule
+    does not apply (not vLLM, no override, a pool given as bytes, no block size)."""
     m = p.memory
+    if m.engine != "vllm" or not p.settings.num_gpu_blocks_override or m.available_given or m.bytes_per_block <= 0:
+        return None
     return m.num_gpu_blocks * m.bytes_per_block, m.available_kv_bytes + m.gpu_total_bytes - m.requested_bytes
 
 
 def override_out_of_memory(p: Plan) -> Advice | None:
     """vLLM with an override whose blocks need more than the device has left after the deductions: the KV cache's
     allocation fails (does not fit, with the override that fits); None otherwise (other engines, no override)."""
-    m = p.memory
-    if m.engine != "vllm" or not p.settings.num_gpu_blocks_override or m.available_given or m.bytes_per_block <= 0:
+    m, sizes = p.memory, _asked_and_free(p)
+    if sizes is None or sizes[0] <= sizes[1]:
         return None
-    asked, free = _asked_and_free(p)
-    if asked <= free:
-        return None
+    asked, free = sizes
     most = max(0, free // m.bytes_per_block)
     msg = (f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} asks {asked / GiB:.2f} GiB of KV cache "
            f"({m.num_gpu_blocks:,} × {m.bytes_per_block:,} B a block), and the device total "
@@ -66,12 +68,10 @@ def override_out_of_memory(p: Plan) -> Advice | None:
 def override_over_budget_note(p: Plan) -> str | None:
     """A note where the override's blocks fit the device but not the budget: the KV cache takes memory
     ``gpu_memory_utilization`` left free (None otherwise)."""
-    m = p.memory
-    if m.engine != "vllm" or not p.settings.num_gpu_blocks_override or m.available_given or m.bytes_per_block <= 0:
+    m, sizes = p.memory, _asked_and_free(p)
+    if sizes is None or not max(0, m.available_kv_bytes) < sizes[0] <= sizes[1]:
         return None
-    asked, free = _asked_and_free(p)
-    if asked <= max(0, m.available_kv_bytes) or asked > free:
-        return None
+    asked, free = sizes
     return (f"--num-gpu-blocks-override {m.num_gpu_blocks:,} takes {asked / GiB:.2f} GiB of KV cache, "
             f"{(asked - m.available_kv_bytes) / GiB:.2f} GiB more than the {m.fraction_name} {m.fraction} budget "
             f"leaves ({m.available_kv_bytes / GiB:.2f} GiB): vLLM allocates the override's blocks whatever the profile "
