@@ -19,18 +19,25 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "VLLM_SPELLING", "check_kv_dtype_case",
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "VLLM_019_CACHE_DTYPES", "VLLM_SPELLING",
+           "vllm_spelling_fix", "check_kv_dtype_case",
            "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
 KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
 """Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM
 ``STR_DTYPE_TO_TORCH_DTYPE``)."""
-VLLM_CACHE_DTYPES = "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla"
+VLLM_019_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 """vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
 written, case and all)."""
+VLLM_CACHE_DTYPES = ", ".join(VLLM_019_CACHE_DTYPES)
 VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 """The name vLLM's ``CacheDType`` (0.19 and 0.33, ``vllm/config/cache.py``) has for each kvledger alias it lacks."""
+
+
+def vllm_spelling_fix(d: str) -> str:
+    """What to write instead of the lower-cased ``d`` vLLM refused: its own name, and ``auto`` for a 16-bit alias."""
+    return repr(VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)" if d in VLLM_SPELLING else "")
 KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
 """The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
 
@@ -44,9 +51,9 @@ def check_kv_dtype_case(kv_cache_dtype: str) -> str:
     """
     d = kv_cache_dtype.lower()
     if d != kv_cache_dtype and (d == "auto" or d in KV_DTYPE_BYTES):
-        fix = repr(VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)" if d in VLLM_SPELLING else "")
         raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: vLLM refuses it at argument parsing (its choices are "
-                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write {fix}")
+                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write "
+                         f"{vllm_spelling_fix(d)}")
     return d
 
 

@@ -13,19 +13,17 @@ paths use; the engines do not all take them:
 
 from __future__ import annotations
 
+from kvledger.accounting.kvcache import KV_DTYPE_BYTES, VLLM_019_CACHE_DTYPES, VLLM_SPELLING, vllm_spelling_fix
 from kvledger.errors import InputError
 
 __all__ = ["check_kv_dtype_for_engine", "sim_kv_dtype_check", "vllm_cache_dtypes", "SGLANG_CACHE_DTYPES"]
 
-#: vLLM 0.19's ``CacheDType`` (vllm/config/cache.py)
-_VLLM_019 = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
-#: vLLM 0.33's ``CacheDType`` (vllm/config/cache.py): 0.19's and 14 more
-_VLLM_033 = (*_VLLM_019, "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
+#: vLLM 0.33's ``CacheDType`` (vllm/config/cache.py): 0.19's (``kvcache.VLLM_019_CACHE_DTYPES``) and 14 more
+_VLLM_033 = (*VLLM_019_CACHE_DTYPES, "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
              "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit",
              "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4", "nvfp4_4over6")
 #: SGLang 0.5.23's ``--kv-cache-dtype`` choices (srt/arg_groups/fields/model.py)
 SGLANG_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16")
-_VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 _SGLANG_REFUSED = ("fp16", "float16", "half")  # neither 0.5.3's nor 0.5.23's choices
 
 
@@ -35,7 +33,7 @@ def vllm_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]
     from kvledger.accounting.vllm_rules import LATEST, version_tuple
 
     ver = version_tuple(engine_version or LATEST) or version_tuple(LATEST)
-    return (_VLLM_033, "0.33") if ver >= (0, 33, 0) else (_VLLM_019, "0.19")
+    return (_VLLM_033, "0.33") if ver >= (0, 33, 0) else (VLLM_019_CACHE_DTYPES, "0.19")
 
 
 def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, engine: str,
@@ -47,17 +45,13 @@ def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, 
     Raises:
         InputError: the value and the engine's fix.
     """
-    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
-
     for given in [values] if isinstance(values, str) else values or ():
         d = given.lower()
-        if engine == "vllm" and (d in _VLLM_SPELLING or (d != given and (d == "auto" or d in KV_DTYPE_BYTES))):
+        if engine == "vllm" and (d in VLLM_SPELLING or (d != given and (d == "auto" or d in KV_DTYPE_BYTES))):
             choices, read = vllm_cache_dtypes(engine_version)
-            fix = repr(_VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)"
-                                                    if d in _VLLM_SPELLING else "")
             raise InputError(f"--kv-cache-dtype {given!r}: vLLM refuses it at argument parsing (its choices are "
                              f"lower case: {', '.join(choices)}, vllm/config/cache.py CacheDType in {read}); write "
-                             f"{fix}")
+                             f"{vllm_spelling_fix(d)}")
         if engine == "sglang" and d in _SGLANG_REFUSED:
             raise InputError(f"--kv-cache-dtype {given!r}: SGLang refuses it at argument parsing (its choices are "
                              f"{', '.join(SGLANG_CACHE_DTYPES)}: srt/arg_groups/fields/model.py in 0.5.23); write "
