@@ -285,7 +285,7 @@ def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
         inflight = plan.inflight_tokens
         if parse_version(m.engine_version) >= (0, 33, 0):  # max_in_flight_tokens = max_concurrent_batches × MNBT
             inflight = (2 if fields["async_scheduling"] else 1) * fields["max_num_batched_tokens"]
-        fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight)
+        fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight, m.engine_version)
         if any(g.window_tokens for g in plan.layout.groups):  # the note is about windowed groups (not Mamba-only)
             notes.append(N.sliding_prefill_chunk(inflight))
     rule = fields.get("step_blocks")
@@ -296,5 +296,5 @@ def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
         fields["enable_prefix_caching"] = False
         notes.append(N.HYBRID_NO_CACHING)
     elif fields.get("enable_prefix_caching", True):
-        notes.append(N.HYBRID_CACHING)
+        notes.append(N.hybrid_caching(rule.retention))
     return notes

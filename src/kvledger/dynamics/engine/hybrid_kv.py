@@ -19,6 +19,9 @@ Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_l
 
 * Blocks that leave the window while a request runs are freed with their hash (they stay cached
   in the free queue's LRU order until reused).
+* Which sliding blocks get a hash depends on the release (``rule.retention``, swa_retention.py): every full block up
+  to vLLM 0.28; from 0.29 only the window's blocks before ``num_prompt_tokens − 1`` and before the shared-prefix
+  junction (the full groups' chain where it is longer than the hit); the others are freed unhashed (evicted first).
 
 Only layouts whose attention groups share one block size and have no Mamba state (gpt-oss,
 Gemma-2/3) are handled; the fast path's vectorised stretches are not implemented for this
@@ -32,6 +35,7 @@ from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admiss
 from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.swa_retention import reachable_block
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 
 __all__ = ["HybridKVManager", "supports_hybrid_caching"]
@@ -67,6 +71,7 @@ class HybridKVManager(PoolUsage):
         self.block_size = B = rule.groups[0][1]
         self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else 0) for kind, _, W in rule.groups]
         self.bft = rule.steady
+        self.sparse = rule.retention.prefix_cache_retention_interval == 0  # else None: dense (swa_retention.py)
         self.prefix_stats = PrefixCacheStats()
         self._held = 0  # live blocks held by requests, blocks
 
@@ -87,16 +92,33 @@ class HybridKVManager(PoolUsage):
         if not self.enable_caching or not req.spec.prefix_segments:
             return 0, 0
         keys = req.keys if req.keys is not None else self._keys(req)
-        n = min(len(keys), (req.num_tokens - 1) // self.block_size)
-        h = 0
-        while h < n and all(self._cached(keys, g, h) is not None for g, (k, _,
-                                                                         _) in enumerate(self.groups) if k == "full"):
-            h += 1
+        h = self._full_chain(req, keys)
         while h > 0 and not all(self._cached(keys, g, i) is not None
                                 for g, (k, _, w) in enumerate(self.groups) if k == "sliding_window"
                                 for i in range(max(0, h - w), h)):
             h -= 1
         return h, h * self.block_size
+
+    def _full_chain(self, req: SimRequest, keys: list[int]) -> int:
+        """Blocks the full-attention groups hit (every group, from block 0), capped at ``num_tokens − 1`` tokens."""
+        n = min(len(keys), (req.num_tokens - 1) // self.block_size)
+        h = 0
+        while h < n and all(self._cached(keys, g, h) is not None for g, (k, _, _) in enumerate(self.groups)
+                            if k == "full"):
+            h += 1
+        return h
+
+    def _boundary_ends(self, req: SimRequest, h: int) -> tuple[int, ...]:
+        """Retention 0: the blocks ``floor(b / B)`` of the request's boundaries ``b``, its replay boundary
+        ``num_prompt_tokens − 1`` and, where the full groups' chain is longer than the hit ``h``, that chain's end
+        (vLLM's ``shared_prefix_boundary``); () when every block is kept."""
+        if not self.sparse:
+            return ()
+        ends = [(req.num_prompt_tokens - 1) // self.block_size]
+        if req.spec.prefix_segments and any(k == "full" for k, _, _ in self.groups):
+            chain = self._full_chain(req, self._keys(req))
+            ends += [chain] if chain > h else []
+        return tuple(ends)
 
     def match_tokens(self, req: SimRequest) -> int:
         return self.match(req)[1]
@@ -131,12 +153,14 @@ class HybridKVManager(PoolUsage):
         new = len(hits) * (-(-upto // B) - h)  # every group gets blocks h .. cdiv(upto, B) − 1
         if self.rule.admission(fit) - kept + evictable > pool.num_free_blocks or new + evictable > pool.num_free_blocks:
             return False
+        ends = self._boundary_ends(req, h)  # before any allocation evicts a block of the full groups' chain
         for row in hits:  # every hit leaves the free queue before any allocation can evict it
             pool.touch([b for b in row if b is not None])
         tables = [row + pool.allocate(-(-upto // B) - len(row)) for row in hits]
         firsts = [self._skipped(g, c) for g in range(len(tables))]  # first live index per group
-        # the radix cache's field holds this manager's state: per-group tables, first live indices, live count
-        req.node = [tables, firsts, kept + new]
+        # the radix cache's field holds this manager's state: per-group tables, first live indices, live count, and
+        # the boundary blocks whose sliding tails get hashes under retention 0
+        req.node = [tables, firsts, kept + new, ends]
         req.num_registered = h
         self._held += kept + new
         count_admission(self.prefix_stats, req, c)
@@ -174,17 +198,19 @@ class HybridKVManager(PoolUsage):
 
     def _release(self, req: SimRequest, b: int, i: int) -> None:
         """Free one block of a request: a registered one keeps its hash (LRU tail), any other goes to the head."""
-        registered = i < req.num_registered
+        registered = i < req.num_registered and self.pool.key_of(b) is not None  # retention 0 skips some
         self.pool.free([b], 1 if registered else 0, 1 if registered else 0)
 
     def _register(self, req: SimRequest, upto_tokens: int) -> None:
         if not self.enable_caching or not req.spec.prefix_segments:
             return
-        keys = self._keys(req)
+        keys, ends = self._keys(req), req.node[3]
         full = min(upto_tokens // self.block_size, len(keys))
         for i in range(req.num_registered, full):
             for g, t in enumerate(req.node[0]):
-                b = t[i]
+                b, (kind, _, need) = t[i], self.groups[g]
+                if ends and kind == "sliding_window" and not reachable_block(i, ends, need):
+                    continue
                 if b is not None and self.pool.key_of(b) is None:
                     self.pool.register(b, self._key(keys[i], g))
         req.num_registered = max(req.num_registered, full)
@@ -193,7 +219,7 @@ class HybridKVManager(PoolUsage):
         """Release a finished or preempted request's blocks, each group last block first (vLLM order)."""
         if req.node is None:
             return
-        tables, firsts, held = req.node
+        tables, firsts, held, _ = req.node
         for t, first in zip(tables, firsts):
             for i in range(len(t) - 1, first - 1, -1):
                 if t[i] is not None:

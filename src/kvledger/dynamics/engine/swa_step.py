@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvledger.dynamics.engine.swa_retention import DENSE, SlidingRetention, sliding_retention
 from kvledger.units import cdiv
 
 __all__ = ["StepBlockRule"]
@@ -64,6 +65,7 @@ class StepBlockRule:
         state_boundary_page: Mamba state groups in "align" mode: a prefill chunk that crosses a block boundary holds
             the page it reads for the step ("all" mode, vLLM 0.19–0.27, stays at 1 page: its prefill not modelled).
         state_checkpoint_pages: prefill-checkpoint pages per state group ("align", vLLM 0.33), pages.
+        retention: which sliding-window blocks the release keeps in its prefix cache (swa_retention.py).
     """
 
     groups: tuple[tuple[str, int, int], ...]
@@ -71,14 +73,17 @@ class StepBlockRule:
     inflight_tokens: int
     state_boundary_page: bool = False
     state_checkpoint_pages: int = 0
+    retention: SlidingRetention = DENSE
 
     @classmethod
-    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int) -> StepBlockRule:
+    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int,
+                    engine_version: str | None = None) -> StepBlockRule:
+        """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention applies."""
         state = [g for g in layout.groups if g.kind == "state"]
         align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
         boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
-                   inflight_tokens, boundary, max(ck, 0))
+                   inflight_tokens, boundary, max(ck, 0), sliding_retention(engine_version))
 
     @property
     def state_block_size(self) -> int:

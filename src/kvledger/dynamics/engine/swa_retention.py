@@ -1,0 +1,67 @@
+"""Which sliding-window blocks vLLM keeps in its prefix cache, per release (``RETENTION_BY_RELEASE``).
+
+A sliding-window group's hit at ``h`` blocks needs only blocks ``h − cdiv(W − 1, B) .. h − 1`` (hybrid_kv.py), so
+vLLM may leave the rest of a sliding group's full blocks unhashed. Releases differ in which it hashes:
+
+* up to 0.28 every full block (0.19 ``v1/core/single_type_kv_cache_manager.py : SingleTypeKVCacheManager.
+  cache_blocks``; 0.28 has ``SlidingWindowManager.reachable_block_mask`` but ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``
+  unset gives None, dense: one block per segment of ``scheduler_block_size`` = B, fewer than the ``need`` blocks, so
+  every block is kept);
+* from 0.29 ``--prefix-cache-retention-interval`` defaults to 0 (``config/cache.py``; read in 0.29 and 0.33):
+  ``reachable_block_mask`` keeps only the ``need`` = ``cdiv(W − 1, B)`` blocks ending at each reachable boundary,
+  ``floor(b / B)`` blocks for ``b`` in: the replay boundary ``num_prompt_tokens − 1`` (``kv_cache_coordinator.py :
+  replay_boundaries``, no EAGLE) and, where a full-attention group hit further than the combined hit, the shared-prefix
+  junction ``request.shared_prefix_boundary`` = that longest group hit (``KVCacheManager.get_computed_blocks``:
+  ``num_new_computed_tokens + num_uncached``; 0 with one group, ``UnitaryKVCacheCoordinator``)::
+
+      W = 128, B = 16 (need 8): 10 prompts of 10,000 tokens sharing their first 8,000 (500 blocks), one after another
+      prompt 1   hit 0;  keeps sliding blocks 616–623 (before token 9,999, its own tokens)
+      prompt 2   full chain 500 blocks, sliding blocks 492–499 not cached: hit 0; junction 8,000 keeps 492–499
+      prompt 3+  hit 500 blocks = 8,000 tokens                    → 64,000 of 100,000 prompt tokens (0.28: 72,000)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.accounting.vllm_rules import version_tuple
+
+__all__ = ["SlidingRetention", "RETENTION_BY_RELEASE", "DENSE", "sliding_retention", "reachable_block"]
+
+
+@dataclass(frozen=True)
+class SlidingRetention:
+    """One release range's rule: from ``since`` on, vLLM's ``prefix_cache_retention_interval`` default (None: dense,
+    every full block hashed; 0: only the reachable boundaries' tails), what it keeps and where that was read."""
+
+    since: tuple[int, int, int]
+    prefix_cache_retention_interval: int | None
+    keeps: str
+    source: str
+
+
+#: newest first; a release takes the first row whose ``since`` it reaches
+RETENTION_BY_RELEASE: tuple[SlidingRetention, ...] = (
+    SlidingRetention((0, 29, 0), 0, "only the window's blocks before the prompt's last block boundary and, where a "
+                     "full-attention group hit further, before that junction: the first request to find a shared "
+                     "prefix misses it and keeps it for the next (with sliding layers only, a hit needs an earlier "
+                     "prompt to have ended there)",
+                     "vLLM 0.29 on, prefix_cache_retention_interval 0: v1/core/single_type_kv_cache_manager.py : "
+                     "SlidingWindowManager.reachable_block_mask, read in 0.29 and 0.33"),
+    SlidingRetention((0, 0, 0), None, "every full block",
+                     "vLLM up to 0.28, no retention interval: SingleTypeKVCacheManager.cache_blocks, read in 0.19 "
+                     "and 0.28"),
+)
+DENSE = RETENTION_BY_RELEASE[-1]
+
+
+def sliding_retention(engine_version: str | None) -> SlidingRetention:
+    """The row of ``RETENTION_BY_RELEASE`` for a vLLM release; ``DENSE`` where none is named or it does not parse."""
+    ver = version_tuple(engine_version) if engine_version else None
+    return next((r for r in RETENTION_BY_RELEASE if ver is not None and ver >= r.since), DENSE)
+
+
+def reachable_block(i: int, ends: tuple[int, ...], need: int) -> bool:
+    """Whether sliding block ``i`` is one a hit can use under retention 0: within the ``need`` blocks before one of the
+    request's boundary blocks ``ends`` (``floor(b / B)`` each)."""
+    return any(e - need <= i < e for e in ends)
