@@ -1,0 +1,80 @@
+"""Which sliding-window blocks vLLM keeps in its prefix cache, per release (swa_retention.py, hybrid_kv.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kvledger.accounting.kvlayout import AllocGroup, KVLayout
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine.hybrid_kv import HybridKVManager
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.swa_retention import DENSE, sliding_retention
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.simulator import EngineConfig, simulate
+
+STEP = FixedStepCost(per_step_s=0.010)
+# block 4 tokens, window 8: a sliding hit at h blocks needs blocks h − 2, h − 1 (need = cdiv(8 − 1, 4) = 2)
+HYBRID = KVLayout((AllocGroup("full", 1, 1, 4, 1), AllocGroup("sliding_window", 1, 1, 4, 1, 8)), 1, 4, 0)
+SLIDING = KVLayout((AllocGroup("sliding_window", 1, 1, 4, 1, 8),), 1, 4, 0)
+
+
+def hits(layout: KVLayout, version: str, specs: list[RequestSpec]) -> list[int]:
+    rule = StepBlockRule.from_layout(layout, max_model_len=64, inflight_tokens=64, engine_version=version)
+    cfg = EngineConfig(num_gpu_blocks=60, max_model_len=64, block_size=4, max_num_batched_tokens=64,
+                       blocks_for_tokens=layout.blocks_for_tokens, step_blocks=rule)
+    return [r.num_cached_tokens for r in simulate(specs, cfg, STEP).records.records]
+
+
+# three 48-token prompts (12 blocks) sharing their first 32 tokens (blocks 0–7), one after another
+SHARED = [RequestSpec(n, t, 48, 2, (1, 2), 16) for n, t in (("A", 0.0), ("B", 1.0), ("C", 2.0))]
+
+
+def test_the_table_keys_the_rule_by_release():
+    # vLLM 0.28: VLLM_PREFIX_CACHE_RETENTION_INTERVAL unset → None (dense); 0.29 on: prefix_cache_retention_interval
+    # defaults to 0 (config/cache.py _get_prefix_cache_retention_interval); 0.19 had no mask at all
+    assert [sliding_retention(v).prefix_cache_retention_interval for v in ("0.19.0", "0.28.0", "0.29.0", "0.33.0")] \
+        == [None, None, 0, 0]
+    assert sliding_retention(None) is DENSE and sliding_retention("not a version") is DENSE
+
+
+@pytest.mark.parametrize("version, want", [("0.28.0", [0, 32, 32]), ("0.29.0", [0, 0, 32]), ("0.33.0", [0, 0, 32])])
+def test_a_shared_prefix_is_hit_from_the_third_request_on_from_0_29(version, want):
+    # 0.28 (every full block hashed): B's full chain is 8 blocks and its sliding group finds blocks 6, 7 → 32 tokens.
+    # 0.29+: A keeps sliding blocks only before its replay boundary 47 // 4 = 11, blocks 9 and 10 (its own tokens);
+    # B's full chain is 8 blocks but sliding blocks 6, 7 have no hash (nor does block 0: no run from the start) → 0;
+    # B's junction (the full chain, 8 blocks, longer than its hit) keeps blocks 6, 7, so C hits 8 blocks = 32 tokens.
+    assert hits(HYBRID, version, SHARED) == want
+
+
+def test_with_sliding_layers_only_a_shared_prefix_is_never_pinned():
+    # one group (vLLM's UnitaryKVCacheCoordinator): no junction, so under retention 0 only blocks 9 and 10 of each
+    # prompt keep hashes, and the shared blocks 6, 7 never do → no hit; dense: B and C hit the 8 shared blocks
+    assert hits(SLIDING, "0.28.0", SHARED) == [0, 32, 32]
+    assert hits(SLIDING, "0.33.0", SHARED) == [0, 0, 0]
+
+
+def test_a_resent_prompt_hits_under_both_rules():
+    # a 32-token prompt sent twice (all of it shared): the hit is capped at (32 − 1) // 4 = 7 blocks, whose sliding
+    # blocks 5, 6 are the tail before A's replay boundary 31 // 4 = 7 → 28 tokens at both releases
+    specs = [RequestSpec("A", 0.0, 32, 2, (1, 2), 16), RequestSpec("B", 1.0, 32, 2, (1, 2), 16)]
+    for layout in (HYBRID, SLIDING):
+        assert hits(layout, "0.28.0", specs) == hits(layout, "0.33.0", specs) == [0, 28]
+
+
+def test_unhashed_sliding_blocks_leave_no_cache_entry():
+    # A alone, 48 tokens of which 32 shared (8 keyed blocks): dense keeps 8 full + 8 sliding cached blocks after it
+    # ends; retention 0 keeps the 8 full ones only (its sliding tail, blocks 9 and 10, lies past the shared tokens,
+    # which are the only ones keyed here), and frees the unhashed sliding blocks to the head of the queue
+    rule = StepBlockRule.from_layout(HYBRID, max_model_len=64, inflight_tokens=64)
+    for retention, cached in ((DENSE, 16), (sliding_retention("0.33.0"), 8)):
+        kv = HybridKVManager(60, replace(rule, retention=retention))
+        req = SimRequest(0, SHARED[0])
+        assert kv.admit(req, 0, 48, 48)
+        full, sliding = req.node[0]
+        unhashed = {*full[8:], *(sliding[8:] if retention is DENSE else sliding)}  # 8 or 4 + 12 = 16 blocks
+        kv.free(req, preempted=False)
+        assert kv.pool.num_cached_blocks == cached and kv.held_slots == 0
+        assert set(kv.pool.free_block_ids()[:len(unhashed)]) == unhashed  # evicted first
