@@ -36,3 +36,15 @@ def test_sliding_layers_only_never_hit_a_shared_system_prompt_from_0_29():
     # 244–367 before the hit point 500 never get a hash → 0 of 100,000 (0.28: 72,000, as gpt-oss)
     assert simulate("mistralai/Mistral-7B-v0.1", "0.33.0")["summary"]["prefix_cache_hit_tokens"] == 0
     assert simulate("mistralai/Mistral-7B-v0.1", "0.28.0")["summary"]["prefix_cache_hit_tokens"] == 72_000
+
+
+def test_up_to_0_28_a_sliding_model_hits_sessions_as_a_full_attention_model_does():
+    # vLLM 0.28 hashes every full block of every group, decoded ones included, so on the same 10 chat sessions
+    # gpt-oss-20b hits exactly what Llama-3.1-8B does (a pool large enough that nothing is evicted): 188,160 of
+    # 219,856 prompt tokens; before its decoded blocks were keyed it hit only the earlier turns' prompts
+    def hit(model: str, version: str) -> tuple[int, int]:
+        s = cli_json("simulate", model, "--gpu", "h100", "--workload", "chat", "--sessions", "10",
+                     "--engine-version", version)["summary"]
+        return s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]
+
+    assert hit("openai/gpt-oss-20b", "0.28.0") == hit("meta-llama/Llama-3.1-8B", "0.28.0") == (188_160, 219_856)

@@ -78,3 +78,15 @@ def test_unhashed_sliding_blocks_leave_no_cache_entry():
         kv.free(req, preempted=False)
         assert kv.pool.num_cached_blocks == cached and kv.held_slots == 0
         assert set(kv.pool.free_block_ids()[:len(unhashed)]) == unhashed  # evicted first
+
+
+@pytest.mark.parametrize("version, want", [("0.28.0", [0, 48]), ("0.33.0", [0, 36])])
+def test_a_sessions_next_turn_hits_up_to_the_last_prompts_replay_boundary_from_0_29(version, want):
+    # turn 1: a 40-token prompt (segments 1, 2 whole, 8 tokens of segment 3) and 12 output tokens, so its stream's
+    # whole segments 1, 2, 3 are keyed (48 tokens, blocks 0–11: vLLM hashes decoded blocks too); turn 2's prompt is
+    # those 52 tokens + 8 more (60, cap (60 − 1) // 4 = 14 blocks), keyed on segments 1–3: a full chain of 12 blocks.
+    # 0.28: turn 1's sliding group hashed blocks 10 and 11 as well → 12 blocks = 48 tokens.
+    # 0.33: turn 1's sliding group kept only blocks 7, 8 (before its replay boundary 39 // 4 = 9) → 9 blocks = 36
+    # tokens, the last whole block before turn 1's prompt ended (its output is recomputed).
+    specs = [RequestSpec("t0", 0.0, 40, 12, (1, 2), 16, None, (3,)), RequestSpec("t1", 5.0, 60, 2, (1, 2, 3), 16)]
+    assert hits(HYBRID, version, specs) == want

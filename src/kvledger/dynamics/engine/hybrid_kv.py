@@ -6,7 +6,8 @@ Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_l
 ``SlidingWindowManager.find_longest_cache_hit`` / ``remove_skipped_blocks``),
 ``config/model.py : ModelConfig.is_prefix_caching_supported`` (on for hybrid models). Rules:
 
-* Every group caches its own full blocks under the same content key (per group), at schedule time.
+* Every group caches its own full blocks (prompt and decoded ones) under the same content key (per group), at
+  schedule time.
 * A full-attention group hits the longest chain of cached blocks; a sliding-window group needs only
   the last ``cdiv(W − 1, B)`` blocks before the hit point (earlier ones are outside every later
   token's window and are not loaded), so the hit is the longest length ``h`` (in blocks, ≤ the
@@ -125,7 +126,7 @@ class HybridKVManager(PoolUsage):
 
     def _keys(self, req: SimRequest) -> list[int]:
         if req.keys is None:
-            req.keys = shareable_block_keys(req.spec, self.block_size)
+            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True)  # decoded blocks too
         return req.keys
 
     # ------------------------------------------------------------ allocation
