@@ -90,3 +90,25 @@ def test_a_sessions_next_turn_hits_up_to_the_last_prompts_replay_boundary_from_0
     # tokens, the last whole block before turn 1's prompt ended (its output is recomputed).
     specs = [RequestSpec("t0", 0.0, 40, 12, (1, 2), 16, None, (3,)), RequestSpec("t1", 5.0, 60, 2, (1, 2, 3), 16)]
     assert hits(HYBRID, version, specs) == want
+
+
+def test_no_block_leaks_under_preemption_and_sharing_with_retention_0():
+    # test_hybrid_kv's tight pool (65 usable blocks, preemptions, shared prefixes) under 0.33's rule: every block
+    # is back in the free queue at the end, hashed or not, and hits still happen (the junctions pin the tails)
+    import sys
+    from pathlib import Path
+
+    from kvledger.dynamics.cluster import run_cluster
+    from kvledger.dynamics.engine.router import make_router
+    from kvledger.dynamics.replica import Replica
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_engine import random_workload
+
+    rule = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512, retention=sliding_retention("0.33"))
+    c = EngineConfig(num_gpu_blocks=66, max_model_len=512, block_size=16, max_num_batched_tokens=256,
+                     blocks_for_tokens=rule.steady, step_blocks=rule)
+    rep = Replica(c, FixedStepCost(0.005, 1e-5))
+    recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
+    assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.prefix_stats.hits > 0
+    assert rep.kv.held_slots == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 65
