@@ -48,3 +48,15 @@ def test_up_to_0_28_a_sliding_model_hits_sessions_as_a_full_attention_model_does
         return s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]
 
     assert hit("openai/gpt-oss-20b", "0.28.0") == hit("meta-llama/Llama-3.1-8B", "0.28.0") == (188_160, 219_856)
+
+
+@pytest.mark.parametrize("version, hit_tokens", [("0.28.0", 54_000), ("0.33.0", 48_000)])
+def test_gemma_2_hit_rate_per_release(version, hit_tokens):
+    # gemma-2-9b-it: W = 4,096, B = 16, need cdiv(4,095, 16) = 256 blocks; 10 prompts of 8,000 tokens sharing 6,000
+    # (375 blocks). 0.28: prompts 2–10 hit 6,000 each = 54,000 of 80,000. 0.33: prompt 1 keeps sliding blocks
+    # 243–498 (before 7,999 // 16 = 499), so prompt 2 finds 243–374 but not 119–242 (nor block 0) → 0, and pins
+    # 119–374 at its junction (6,000); prompts 3–10 hit 6,000 each = 48,000 of 80,000
+    s = cli_json("simulate", "google/gemma-2-9b-it", "--gpu", "h100", "--prompt-lengths", "fixed:8000",
+                 "--output-lengths", "fixed:10", "--shared-prefix-tokens", "6000", "--concurrency", "1",
+                 "--num-requests", "10", "--max-model-len", "8192", "--engine-version", version)["summary"]
+    assert (s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]) == (hit_tokens, 80_000)

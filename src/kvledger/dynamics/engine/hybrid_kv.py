@@ -116,7 +116,7 @@ class HybridKVManager(PoolUsage):
         if not self.sparse:
             return ()
         ends = [(req.num_prompt_tokens - 1) // self.block_size]
-        if req.spec.prefix_segments and any(k == "full" for k, _, _ in self.groups):
+        if self.enable_caching and req.spec.prefix_segments and any(k == "full" for k, _, _ in self.groups):
             chain = self._full_chain(req, self._keys(req))
             ends += [chain] if chain > h else []
         return tuple(ends)
