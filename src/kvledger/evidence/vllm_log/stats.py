@@ -31,9 +31,14 @@ __all__ = ["FORMAT_FIELDS", "format_markers", "parse_stats", "parse_v0_prefix_li
 #: release before it (read in the wheels of 0.8.4, 0.8.5, 0.9.0–0.9.2, 0.10.0–0.10.2, 0.11.0–0.11.2, 0.12.0–0.33.0):
 #: ``Preemptions:``, ``Corrupted:``, ``External prefix cache hit rate:``, ``MM cache hit rate:`` from 0.11.1 (0.11.0's
 #: format string has none), ``Deferred:`` from 0.20.0 (absent in 0.19.1), ``KV fetch:`` from 0.32.0 (absent in
-#: 0.31.0). Each is printed only when non-zero or non-empty, so a line without one narrows nothing.
+#: 0.31.0). Each is printed only when non-zero or non-empty, so a line without one narrows nothing. The line's prefix
+#: dates it too (read in 0.8.0–0.8.5 and the wheels above): ``Engine %03d: `` from 0.8.3 (0.8.0–0.8.2 print none), and
+#: ``AggregatedLoggingStatLogger.log_prefix`` ``{N} Engines Aggregated: `` (``--aggregate-engine-logging``) from 0.11.1
+#: (no such logger in 0.11.0).
 FORMAT_FIELDS: dict[str, tuple[str, str, str]] = {
     "stats_kv_fetch": ("KV fetch: ", "0.32.0", "0.31.0"),
+    "stats_aggregated_prefix": ("N Engines Aggregated: ", "0.11.1", "0.11.0"),
+    "stats_engine_prefix": ("Engine NNN: ", "0.8.3", "0.8.2"),
     "stats_deferred": ("Deferred: ", "0.20.0", "0.19.1"),
     "stats_preemptions": ("Preemptions: ", "0.11.1", "0.11.0"),
     "stats_external_prefix": ("External prefix cache hit rate: ", "0.11.1", "0.11.0"),
@@ -43,9 +48,14 @@ FORMAT_FIELDS: dict[str, tuple[str, str, str]] = {
 """marker → (field as printed, first release that prints it, the release before it, read without it)."""
 
 
+_PREFIXES = {"stats_engine_prefix": re.compile(r"\bEngine \d{3,}: Avg prompt throughput: "),
+             "stats_aggregated_prefix": re.compile(r"\b\d+ Engines Aggregated: Avg prompt throughput: ")}
+
+
 def format_markers(message: str) -> set[str]:
-    """The ``FORMAT_FIELDS`` markers a V1 metrics line carries."""
-    return {k for k, (field, _, _) in FORMAT_FIELDS.items() if field in message}
+    """The ``FORMAT_FIELDS`` markers a V1 metrics line carries (the two prefixes matched where the line starts)."""
+    return ({k for k, (field, _, _) in FORMAT_FIELDS.items() if k not in _PREFIXES and field in message}
+            | {k for k, rx in _PREFIXES.items() if rx.search(message)})
 
 # Numbers only as vLLM prints them: "1.2.3" or 40 digits do not match (the field is then absent), never reach float().
 _NUM = r"\d{1,15}(?:\.\d{1,15})?(?![\d.])"

@@ -40,6 +40,8 @@ PAIR_FINGERPRINTS: dict[tuple[str, str], tuple[str, str]] = {
     ("1733", "1734"): ("0.22.0", "vLLM 0.22.0 and 0.22.1 logs print them from lines 1733/1734"),
 }
 
+_FALLBACK = (0, 11, 0)
+"""The V1 rules an unversioned log gets; a metrics-line floor above it picks the newest rules instead."""
 _V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemption", "v0_src"}
 _V1_MARKERS = {"available_kv", "kv_tokens", "v1_stats", "v1_src"}
 
@@ -67,8 +69,9 @@ def metrics_floor(markers: set[str]) -> tuple[str, str] | None:
     if not hits:
         return None
     field, first, before = max(hits, key=lambda h: version_tuple(h[1]) or (0, 0, 0))
+    what = "prefix" if field.endswith(": ") and field[0] in "EN" else "field"
     return first, (f"its metrics lines print '{field.strip()}', which vLLM's v1/metrics/loggers.py "
-                   f"LoggingStatLogger.log first prints in {first} ({before}'s format string has no such field)")
+                   f"LoggingStatLogger.log first prints in {first} ({before}'s format string has no such {what})")
 
 
 def infer_generation(printed: str | None, version: str | None, markers: set[str]) -> str | None:
@@ -133,12 +136,14 @@ def rules_version(version: str | None, generation: str | None, markers: set[str]
             )
         if "one_line_capacity" in markers:
             return "0.33.0", "version not printed; the one-line capacity report is the 0.33 format"
-        if (floor := metrics_floor(markers)) is not None:
+        if (floor := metrics_floor(markers)) is not None and parse_version(floor[0]) > _FALLBACK:
             return LATEST, (f"version not printed; the metrics lines date the log to {floor[0]} or later: the newest "
                             f"rules in that range, {LATEST}'s (the newest release read), apply (pass --engine-version "
                             "to choose)")
+        dated = f" (the metrics lines date it to {floor[0]} or later)" if floor is not None else ""
         return (
             "0.11.0",
-            "version not printed; V1 lines: the ledger's 0.10–0.20 rules apply (pass --engine-version to choose)",
+            f"version not printed; V1 lines{dated}: the ledger's 0.10–0.20 rules apply (pass --engine-version to "
+            "choose)",
         )
     return (version, f"vLLM {version}") if v is not None else (None, "no vLLM version or engine generation found")
