@@ -114,3 +114,22 @@ def test_a_mamba_hybrid_on_a_release_that_serves_it_on_v0_is_flagged(model, old,
     assert first_note(old).startswith(f"WARNING: vLLM {old} serves this Mamba hybrid on its V0 engine (V1 takes it "
                                       f"from {new})")
     assert not first_note(new).startswith("WARNING")
+
+
+def test_the_sources_count_of_registries_read_matches_the_release_table():
+    # vllm_releases.LAST_PATCH lists 0.5.0–0.5.5 (6), 0.6.0–0.6.6 (7), 0.7.0–0.7.3 (4), 0.8.0–0.8.5 (6), 0.9–0.11
+    # (3 each), 0.12, 0.13 (1 each), 0.14, 0.15 (2 each), 0.16 (1), 0.17–0.19 (2 each), 0.20 (3), 0.21 (1), 0.22 (2),
+    # 0.23, 0.24 (1 each), 0.25 (2), 0.26 (1), 0.27 (2), 0.28–0.33 (1 each): 64 releases from 0.5.0 to 0.33.0; the
+    # registries read (one file per release) were 57 of them, so SOURCES.md names the 7 it did not read
+    import re
+
+    from kvledger.accounting.vllm_releases import LAST_PATCH
+
+    listed = [(0, m, p) for (_, m), last in LAST_PATCH.items() if 5 <= m <= 33 for p in range(last + 1)]
+    text = " ".join((Path(__file__).parents[2] / "src/kvledger/accounting/data/SOURCES.md").read_text().split())
+    m = re.search(r"(\d+) of the (\d+) releases that `vllm_releases.py`'s `LAST_PATCH` lists in that range .*?not "
+                  r"read: ([\d., ]+?), so", text)
+    assert m is not None
+    missing = [tuple(map(int, v.split("."))) for v in m.group(3).split(", ")]
+    assert int(m.group(2)) == len(listed) == 64
+    assert set(missing) <= set(listed) and int(m.group(1)) == len(listed) - len(missing) == 57
