@@ -1,7 +1,8 @@
 """``doctor -v`` into a pipe or file: the console is as wide as ``cli/main.py``'s PIPE_COLUMNS (10,000), and the
 tables took their natural width (531 columns on the constructed preemption log, 378 on the real 0.19 start-up, from
 the source and explanation cells). They are drawn at most ``TABLE_COLUMNS`` = 160 wide now, the long cells folded and
-the short ones (a figure with its log line) whole; a narrower terminal still gets its own width."""
+the short ones (a figure with its log line) whole; a terminal, or a $COLUMNS the user set, gives its own width, narrower
+or wider (rich's console takes $COLUMNS, else the terminal's size)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,11 @@ def test_a_narrow_terminal_keeps_its_width():
     out = _verbose(100, LOGS / "constructed_v1_preemptions_at_full_kv.log", "--model", "meta-llama/Llama-3.1-8B",
                    "--gpu", "H100")
     assert max(len(x) for x in out if x.startswith(_TABLE)) <= 100
+
+
+def test_a_wider_terminal_gets_wider_tables():
+    # COLUMNS=220: rich's console is 220 wide, so the tables (531 columns natural on this log) fold at 220, not 160
+    out = _verbose(220, LOGS / "constructed_v1_preemptions_at_full_kv.log", "--model", "meta-llama/Llama-3.1-8B",
+                   "--gpu", "H100")
+    widest = max(len(x) for x in out if x.startswith(_TABLE))
+    assert 160 < widest <= 220

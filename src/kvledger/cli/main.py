@@ -26,8 +26,9 @@ from typing import Any, NoReturn
 from kvledger.cli.broken_pipe import closed_by_reader, declared_status, reader_gone, status_before, will_end_with
 from kvledger.cli.error_lines import json_error, say_error, usage_error
 from kvledger.errors import KvLedgerError, command_named
+from kvledger.report.widths import PIPE_COLUMNS  # re-exported: the width of a console on a pipe or file
 
-__all__ = ["COMMANDS", "app", "build_app", "main", "run"]  # noqa: F822 - app is built on first access (__getattr__)
+__all__ = ["COMMANDS", "PIPE_COLUMNS", "app", "build_app", "main", "run"]  # noqa: F822 - app is built on first access (__getattr__)
 
 # Command name → the kvledger.cli module whose register(app) adds it, in the order `kvledger --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -201,10 +202,6 @@ def _cannot_write(reason: str) -> NoReturn:
     sys.exit(1)
 
 
-#: the width of every rich console when stdout is not a terminal and $COLUMNS is not set, columns: wider than any
-#: table or paragraph we print (the widest, the ledger table of ``plan --verbose``, is 1,431 columns on
-#: Llama-3.1-8B), so a file or pipe gets whole lines; rich tables and paragraphs take their own width, not this one
-PIPE_COLUMNS = 10_000
 
 
 @contextlib.contextmanager

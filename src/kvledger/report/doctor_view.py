@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE
 from kvledger.analyses.doctor.context import LAUNCH_NOTE
 from kvledger.analyses.doctor.replica_note import MORE_SERVERS
+from kvledger.report.widths import PIPE_COLUMNS
 
 if TYPE_CHECKING:
     from kvledger.analyses.doctor.types import DoctorReport
 
-__all__ = ['render_doctor']
+__all__ = ['TABLE_COLUMNS', 'render_doctor', 'table_width']
 
 
 _REPRODUCED = "the ledger reproduces the log's block count, printed tokens and concurrency from the log's KV memory"
@@ -50,13 +51,19 @@ def _table(title: str, *cols: str) -> Any:
 
 
 TABLE_COLUMNS = 160
-"""The widest a ``doctor -v`` table is drawn, columns: its source and explanation cells fold to fit (the evidence rows
-hold whole log lines), so a pipe or file, whose console is as wide as the longest line, still gets tables a 160-column
-terminal or pager shows; a narrower terminal folds them to its own width, as before."""
+"""The widest a ``doctor -v`` table is drawn on a pipe or file, columns: its source and explanation cells fold to fit
+(the evidence rows hold whole log lines), so a pipe or file, whose console is ``PIPE_COLUMNS`` wide (no $COLUMNS set),
+still gets tables a 160-column terminal or pager shows. A terminal, or a $COLUMNS the user set, gives rich's console
+its width (rich reads $COLUMNS first, then the terminal's size): the tables take that width, wider or narrower."""
+
+
+def table_width(console_columns: int) -> int:
+    """The width a ``doctor -v`` table is drawn at on a console ``console_columns`` wide, columns."""
+    return TABLE_COLUMNS if console_columns >= PIPE_COLUMNS else console_columns
 
 
 def _show(con: Any, t: Any) -> None:
-    con.print(t, width=min(con.width, TABLE_COLUMNS))
+    con.print(t, width=table_width(con.width))
 
 
 def _startup(con: Any, cmp: Any) -> None:
