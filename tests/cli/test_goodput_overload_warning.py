@@ -44,3 +44,17 @@ def test_no_overload_warning_on_a_light_run_or_with_a_target():
     assert flagged == [4, 5, 6]
     d = cli_json("goodput", *stages, *slo, "--target", "0.9")
     assert not any("OVER-LOADED" in n for r in d["runs"] for n in r["notes"])
+
+
+def test_a_run_sent_far_faster_than_it_was_served_is_warned_of_in_goodput_and_cost():
+    # kubecon batch-size stage 5: inference-perf requested 185.86 req/s; 11,151 requests completed at 114.314 req/s
+    # (the file's successes throughput): 114.314 / 185.86 = 61.5 % < 90 %, every request within a loose SLO
+    loose = ["--slo", "ttft=10s,tpot=1s"]
+    stage5 = str(EV / "inference-perf" / "stage_5_lifecycle_metrics.json")
+    d = cli_json("goodput", stage5, *loose)
+    assert any(n.startswith("warning: the run FELL BEHIND its offered load: offered 185.9 req/s, served 114.3 "
+                            "completed req/s (61.5% of offered, below 90%)") for n in d["notes"])
+    cost = run_cli("cost", stage5, *loose, "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu", "H100",
+                   "--gpu-usd-per-hour", "2", "--num-gpus", "1")
+    assert "the run FELL BEHIND its offered load: offered 185.9 req/s, served 114.3 completed req/s" in cost.stdout
+    assert "the server fell behind the run's offered load (see above)" in cost.stdout

@@ -125,3 +125,18 @@ def test_aggregates_use_the_smallest_stated_percentile_at_or_above_p90():
     # and the text names the statistic it is (it said "TTFT p90 584.82 ms" of the file's p99)
     assert ttft["text"].startswith("TTFT p99 (the file's smallest percentile ≥ p90, standing in for p90) 584.82 ms = "
                                    "29% of its 2.000 s limit")
+
+
+@pytest.mark.parametrize("stage, share", [(4, 0.758), (5, 0.615), (6, 0.510)])
+def test_a_stage_whose_server_fell_behind_its_offered_rate_is_flagged(stage, share):
+    # the same kubecon batch-size sweep under a loose SLO (ttft=10s,tpot=1s: every request good, so the over-load
+    # rule does not apply): stage 4 was sent 148.9 req/s and completed 112.855 per s (8,933 requests), stage 5
+    # 185.86 and 114.314 (11,151), stage 6 222.83 and 113.66 (13,369): 112.855 / 148.9 = 0.758, 114.314 / 185.86 =
+    # 0.615, 113.66 / 222.83 = 0.510, each below 0.9; stage 3 (111.9 sent, 110.76 completed, 99 %) kept up
+    slo = parse_slo("ttft=10s,tpot=1s")
+    run = read_run(DATA / f"inference-perf/stage_{stage}_lifecycle_metrics.json")
+    load = check_load(run, goodput(run, slo), slo)
+    assert load.status == "fell_behind" and load.checks[0]["value"] == pytest.approx(share, abs=5e-4)
+    assert "below 90%): the server fell behind its load" in load.reason
+    run3 = read_run(DATA / "inference-perf/stage_3_lifecycle_metrics.json")
+    assert check_load(run3, goodput(run3, slo), slo).status != "fell_behind"

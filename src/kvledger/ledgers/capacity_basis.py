@@ -30,7 +30,8 @@ neither warning rests on the looser side of a bound.
 Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput; a closed loop's verdict
 says its throughput is what its clients drew); a check the file cannot answer (no rate or concurrency, a ramped rate,
 no percentiles, unknown duration) means "cannot tell". Without a TTFT SLO a run at its throughput ceiling also keeps
-pace, so the warning then says queueing was not judged.
+pace, so the warning then says queueing was not judged. An open-loop run that completed far fewer requests per second
+than it was offered *fell behind* (``fell_behind.py``), checked after the over-load rule and before the others.
 """
 
 from __future__ import annotations
@@ -39,15 +40,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers import notes as N
-from kvledger.ledgers.columns import columns_from
-from kvledger.ledgers.goodput import GoodputResult, metric_values
+from kvledger.ledgers.fell_behind import FELL_BEHIND_RULE, fell_behind
+from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.slo import SLO
-from kvledger.ledgers.tpot_derived import derived_tpot_note, derived_tpot_percentile, tpot_derivation
+from kvledger.ledgers.slo_p90 import p90_aggregate, p90_records, stand_in
+from kvledger.ledgers.tpot_derived import derived_tpot_note, tpot_derivation
 from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
@@ -80,7 +80,8 @@ class LoadCheck:
 
     Attributes:
         status: "under_loaded" (warn: capacity likely higher than the goodput), "over_loaded" (warn: the
-            run is past its SLO capacity, its goodput understates it), "not_flagged"
+            run is past its SLO capacity, its goodput understates it), "fell_behind" (warn: completed req/s far below
+            the offered rate, ``fell_behind.py``), "not_flagged"
             (at or past its limit, or a saturating load) or "cannot_tell" (the run does not say enough).
         reason: the verdict in words, with the numbers.
         checks: each test as {"check", "value", "limit", "passed" (True/False/None = unknown), "text"}.
@@ -104,42 +105,6 @@ def _check(name: str, value: float | None, limit: float, passed: bool | None, te
     return {"check": name, "value": value, "limit": limit, "passed": passed, "text": text}
 
 
-def _p90_records(run: RunRecords, slo: SLO) -> dict[str, float | None]:
-    cols = columns_from(run, with_chunks=slo.itl_s is not None)
-    out = {}
-    for metric, v in metric_values(cols, slo).items():
-        vals = v[cols.ok & ~np.isnan(v)]
-        out[metric] = float(np.percentile(vals, 90)) if vals.size else None
-    return out
-
-
-def _p90_aggregate(run: AggregateRun, slo: SLO, *, upper: bool = True) -> dict[str, float | None]:
-    """Each constrained metric's p90 from the file's points: the smallest stated percentile ≥ 90 (module docstring);
-    a derived TPOT's upper bound (``upper``, the under-load test) or lower bound (the over-load test)."""
-    out: dict[str, float | None] = {}
-    derived = tpot_derivation(run)
-    for metric, _ in slo.constraints():
-        if metric == "tpot" and derived is not None:
-            bounds = derived_tpot_percentile(run, derived, 90.0, run.num_completed or 0)
-            out[metric] = bounds[1] if upper else bounds[0]
-            continue
-        m = run.metrics.get(metric)
-        if m is None or m.weighting != "request" or (metric == "itl"):
-            out[metric] = None  # pooled gaps say nothing about a request's own statistic
-            continue
-        out[metric] = _stand_in(m)[0]
-    return out
-
-
-def _stand_in(m: Any) -> tuple[float | None, str]:
-    """(the value standing in for an aggregate metric's p90, the statistic it is): the smallest stated percentile ≥ 90
-    (module docstring), else the maximum; (None, "") when the file states neither."""
-    above = sorted((p, v) for p, v in m.percentiles_s.items() if p >= 90.0)
-    if above:
-        return above[0][1], f"p{above[0][0]:g}"
-    return (m.max_s, "max") if m.max_s is not None else (None, "")
-
-
 def _derived(run: RunRecords | AggregateRun, slo: SLO, metric: str) -> dict[str, Any] | None:
     """The TPOT derivation when ``metric`` of this run is judged as (E2E − TTFT)/(output − 1), else None."""
     if metric != "tpot" or slo.tpot_s is None or not isinstance(run, AggregateRun):
@@ -152,7 +117,7 @@ def _p90_words(run: RunRecords | AggregateRun, slo: SLO, metric: str, name: str,
     percentile ≥ p90, standing in for it)``; ``TPOT p90 (E2E − TTFT)/(output − 1) at most`` for a derived TPOT's
     bound."""
     if _derived(run, slo, metric) is None:
-        stat = _stand_in(run.metrics[metric])[1] if isinstance(run, AggregateRun) and metric in run.metrics else "p90"
+        stat = stand_in(run.metrics[metric])[1] if isinstance(run, AggregateRun) and metric in run.metrics else "p90"
         if stat in ("p90", ""):
             return f"{name.upper()} p90"
         return (f"{name.upper()} {stat} (the file's "
@@ -202,7 +167,7 @@ def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> Lo
     """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell."""
     if gp.attainment >= OVERLOAD_ATTAINMENT:
         return None
-    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo, upper=False)
+    p90 = p90_records(run, slo) if isinstance(run, RunRecords) else p90_aggregate(run, slo, upper=False)
     over = []
     for metric, limit in slo.constraints():
         v = p90.get(metric)
@@ -220,15 +185,17 @@ def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> Lo
 
 def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck:
     """Apply the over- and under-load rules (module docstring) to a run and its goodput under ``slo``."""
-    over = _overload(run, gp, slo)
-    if over is not None:
+    if (over := _overload(run, gp, slo)) is not None:
         return over
+    if not isinstance(run.metadata.extra.get("ramp_up"), dict) and (
+            behind := fell_behind(_open_loop_rate(run), gp.throughput_req_per_s)) is not None:
+        return LoadCheck("fell_behind", behind["text"], [behind], FELL_BEHIND_RULE, _notes(run, slo))
     pace, why = _pace_check(run, gp)
     if pace is None:
         status = "not_flagged" if why and why.startswith("every request") else "cannot_tell"
         return LoadCheck(status, why or "")
     checks = [pace]
-    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo)
+    p90 = p90_records(run, slo) if isinstance(run, RunRecords) else p90_aggregate(run, slo)
     for metric, limit in slo.constraints():
         v = p90.get(metric)
         if v is None:
@@ -296,5 +263,7 @@ def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = Fals
         warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":
         warning = N.over_loaded(load.reason, simulated=simulated)
+    elif load.status == "fell_behind":
+        warning = N.fell_behind(load.reason, simulated=simulated)
     return CapacityBasis("offered_load" if simulated else "measured_run", text, warning, notes=load.notes,
                          load_check=load)

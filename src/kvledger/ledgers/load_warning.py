@@ -1,6 +1,7 @@
-"""``goodput FILE``'s warning on a run pushed past its SLO capacity: the same load check ``cost`` prices with
-(``capacity_basis.check_load``), so the two commands say the same of one file. A run over-loaded this way measures the
-queue its overload built, not what the deployment serves within the SLO at a lower load."""
+"""``goodput FILE``'s warning on a run pushed past its SLO capacity or one whose server fell behind its offered rate:
+the same load check ``cost`` prices with (``capacity_basis.check_load``), so the two commands say the same of one file.
+A run over-loaded this way measures the queue its overload built, not what the deployment serves within the SLO at a
+lower load."""
 
 from __future__ import annotations
 
@@ -23,4 +24,8 @@ def with_overload_warnings(runs: list[Any], results: list[Any], slo: Any, target
             res.notes.append(f"{WARNING_PREFIX}the run looks OVER-LOADED: {load.reason}. Its goodput is what that "
                              "overload left, not what the deployment serves within the SLO at a lower load: measure "
                              "a rate sweep and give its files with --target 0.9 for the SLO capacity")
+        elif load.status == "fell_behind":
+            res.notes.append(f"{WARNING_PREFIX}the run FELL BEHIND its offered load: {load.reason}. Its goodput is "
+                             "that ceiling, not the good share at the offered rate, which the server never served: "
+                             "measure a rate sweep and give its files with --target 0.9 for the SLO capacity")
     return results

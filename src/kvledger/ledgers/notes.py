@@ -6,7 +6,7 @@ basis and its load warnings).
 
 from __future__ import annotations
 
-__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "closed_loop_drew", "nothing_measured"]
+__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "fell_behind", "closed_loop_drew", "nothing_measured"]
 
 _RERUN_SIMULATED = "drop --at-offered-load to price at the SLO capacity found by simulation"
 
@@ -35,6 +35,15 @@ def under_loaded(reason: str, *, simulated: bool) -> str:
            "(kvledger cost --simulate MODEL --gpu GPU …)")
     return (f"the run looks UNDER-LOADED: {reason}. Its goodput is the offered load, not the replica's capacity, so "
             f"capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+
+
+def fell_behind(reason: str, *, simulated: bool) -> str:
+    fix = (_RERUN_SIMULATED if simulated else
+           "price a run the server kept up with: give the whole rate sweep (kvledger cost FILES… picks the run at the "
+           "SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
+    return (f"the run FELL BEHIND its offered load: {reason}. Its goodput is the server's throughput ceiling with a "
+            "queue that never drained, an upper bound on what one replica serves within the SLO at a load it keeps "
+            f"up with, so the self-hosted cost per token may be understated; {fix}")
 
 
 def over_loaded(reason: str, *, simulated: bool) -> str:

@@ -222,14 +222,15 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
     if basis.error_band:
         con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")
     if basis.warning:
-        how = (
-            "over-loaded (past its SLO capacity)"
-            if basis.load_check is not None and basis.load_check.status == "over_loaded"
-            else "under-loaded"
-        )
-        con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
-                  f"priced, so "
-                  "the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
+        status = basis.load_check.status if basis.load_check is not None else None
+        if status == "fell_behind":
+            con.print("[bold red]WARNING:[/] [bold]the server fell behind the run's offered load (see above): "
+                      "capacity within the SLO may be lower than priced, so the self-hosted costs and the break-even "
+                      "may be optimistic for self-hosting[/]")
+        else:
+            how = "over-loaded (past its SLO capacity)" if status == "over_loaded" else "under-loaded"
+            con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
+                      "priced, so the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
     for n in rep.notes:
         con.print(f"  - {escape(n)}")
 
