@@ -29,19 +29,35 @@ def test_the_utilization_not_raised_says_what_raising_it_could_give(tmp_path):
     assert res.exit_code == 0, res.output
     text = " ".join(res.stdout.split())
     # 79.19 GiB × (1 − 0.95) = 3.96 GiB outside the budget; 0.19 captures the CUDA graphs there after sizing the KV
-    # cache (0.91 GiB, line 56): at most 3.05 GiB more for KV = 3.05 GiB ÷ 2 MiB = 1,561 blocks, 5.2 % of the log's
-    # 29,751 (vLLM's own DEBUG line 58 puts the most at 60.5 GiB − 58.11 GiB = 2.39 GiB, under this bound: it also
-    # keeps the 0.51 GiB the CUDA context held at start-up and a 150 MiB buffer)
+    # cache (0.91 GiB, line 56): the ledger's bound is 3.05 GiB = 3.05 GiB ÷ 2 MiB = 1,561 blocks, 5.2 % of the log's
+    # 29,751. vLLM's own DEBUG line 58 (0.19 gpu_worker.py::compile_or_warm_up_model) measures it: --kv-cache-memory=
+    # 64,959,076,352 B to fully use the memory free at start-up, against 58.11 GiB = 62,395,137,393 B in use:
+    # 2,563,938,959 B = 2.39 GiB = 1,222 blocks of 2,097,152 B, 1,222 ÷ 29,751 = 4.1 % (it also keeps the 0.51 GiB
+    # the CUDA context held at start-up and a 150 MiB buffer)
     assert ("→ --gpu-memory-utilization is not raised past 0.95 (the options step it by 0.05 up to 0.95): 0.95 leaves "
             "3.96 GiB of the 79.19 GiB device outside vLLM's budget, 0.91 GiB of it the CUDA graphs captured after the "
-            "KV cache was sized, line 56; the rest also holds the CUDA context and the allocator's slack, so raising "
-            "it gives the KV cache at most 3.05 GiB = 1,561 blocks (+5.2% on 29,751), against twice the blocks for "
-            "--kv-cache-dtype fp8") in text
+            "KV cache was sized, line 56; the rest also holds the CUDA context and the allocator's slack (the ledger's "
+            "upper bound: at most 3.05 GiB = 1,561 blocks (+5.2% on 29,751)); vLLM's own DEBUG line 58 (gpu_worker.py) "
+            "measures it: '--kv-cache-memory=64959076352' (60.50 GiB) would fully use the memory free at start-up "
+            "after the weights, activation peak, non-torch memory, CUDA graphs and a 150 MiB buffer, against 58.11 GiB "
+            "of KV cache in use, so raising it gives the KV cache 2.39 GiB = 1,222 blocks (+4.1% on 29,751; source: "
+            "that line, not the ledger's bound), against twice the blocks for --kv-cache-dtype fp8") in text
     assert "→ --kv-cache-dtype fp8: 59,504 blocks per replica" in text
     d = json.loads(run_cli("doctor", str(_incident(tmp_path)), "--json").stdout)
     cap = next(f for f in d["findings"] if f["name"] == "capacity")
     assert not any(o["action"].startswith("--gpu-memory-utilization") for o in cap["options"])
-    assert any("at most 3.05 GiB = 1,561 blocks" in n for n in cap["options"][0]["notes"])
+    assert any("2.39 GiB = 1,222 blocks (+4.1% on 29,751; source: that line" in n for n in cap["options"][0]["notes"])
+
+
+def test_without_vllm_debug_line_the_figure_is_the_ledgers_upper_bound_and_says_so(tmp_path):
+    # the same incident with line 58 (vLLM's DEBUG '--kv-cache-memory=… to fully utilize gpu memory') cut out, as a
+    # server at INFO level logs it: the 3.05 GiB bound of the test above, named as an upper bound from the ledger
+    path = _incident(tmp_path)
+    path.write_text("".join(x for x in path.read_text().splitlines(keepends=True) if "to fully utilize" not in x))
+    text = " ".join(run_cli("doctor", str(path)).stdout.split())
+    assert ("the rest also holds the CUDA context and the allocator's slack, so raising it gives the KV cache at most "
+            "3.05 GiB = 1,561 blocks (+5.2% on 29,751): an upper bound (source: the ledger; the log has no vLLM DEBUG "
+            "'--kv-cache-memory=… to fully utilize gpu memory' line") in text
 
 
 def test_the_capacity_summary_names_the_queue_behind_the_preemptions(tmp_path):

@@ -405,3 +405,16 @@ def test_020_utilization_sentence_fp8_notice_and_wsl():
     assert (st.kv_cache_dtype, st.lines["kv_cache_dtype"]) == ("fp8", 1)
     assert any(n.startswith("line 2: the server ran under WSL2") and "--wddm" in n for n in st.notes)
     assert lg.version == "0.22.0" and "1733/1734" in lg.version_source  # the pair of 0.22.0 and 0.22.1
+
+
+def test_vllms_debug_kv_cache_memory_suggestion_is_read_in_both_formats():
+    # gpu_worker.py::compile_or_warm_up_model's DEBUG line after graph capture. vLLM 0.19.0 (real H100 start-up, line
+    # 58): "`--kv-cache-memory=64959076352` (60.5 GiB) to fully utilize gpu memory. Current kv cache memory in use is
+    # 58.11 GiB." → 64,959,076,352 B and round(58.11 × 2^30) = 62,395,137,393 B; vLLM 0.10.2 (real TP 2 log) prints
+    # no GiB figure and the cache in use in bytes: 59,540,753,920 and 47,878,721,024 B
+    st = read_vllm_log(str(LOGS.parent / "vllm_startups_0_19" / "logs"
+                           / "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log")).startup
+    assert (st.kv_memory_to_gpu_limit_bytes, st.kv_memory_in_use_bytes) == (64_959_076_352, 62_395_137_393)
+    assert st.lines["kv_memory_to_gpu_limit_bytes"] == 58
+    st = read_vllm_log(str(LOGS / "v0.10.2_qwen3-next-80b_h200_tp2.log")).startup
+    assert (st.kv_memory_to_gpu_limit_bytes, st.kv_memory_in_use_bytes) == (59_540_753_920, 47_878_721_024)

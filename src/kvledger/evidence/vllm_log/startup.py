@@ -193,6 +193,15 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(cudagraph_estimate_applied=lambda m: m.group(1) == "enabled")),
     # the largest CUDA-graph batch, as the engine echo's compilation_config (resolved: 512 by default) or the
     # non-default args (--max-cudagraph-capture-size) print it
+    # gpu_worker.py::compile_or_warm_up_model, DEBUG, after graph capture (read in 0.10.2, 0.19, 0.28, 0.29): "… or
+    # `--kv-cache-memory=N` (X GiB) to fully utilize gpu memory. Current kv cache memory in use is Y GiB." (0.10.2: no
+    # "(X GiB)", Y in bytes). N (B) = the memory free at start-up − weights − activation peak − non-torch − CUDA
+    # graphs − a 150 MiB buffer; Y the KV cache allocated
+    ("to fully utilize gpu memory", re.compile(r"--kv-cache-memory=(" + _INT + r")`?(?: \([\d.]+ ?GiB\))? to fully "
+                                               r"utilize gpu memory\. Current kv cache memory in use is (" + _NUM
+                                               + r")\s*(GiB|bytes)"),
+     _fixed(kv_memory_to_gpu_limit_bytes=lambda m: int(m.group(1)),
+            kv_memory_in_use_bytes=lambda m: _gib(m.group(2)) if m.group(3) == "GiB" else int(float(m.group(2))))),
     ("max_cudagraph_capture_size", re.compile(r"'max_cudagraph_capture_size': (" + _INT + r")"),
      _fixed(max_cudagraph_capture_size=lambda m: int(m.group(1)))),
     *((words, re.compile(re.escape(words)), _fixed(_notice=marker)) for marker, words in NOTICES.items()),

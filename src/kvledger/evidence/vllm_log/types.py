@@ -28,6 +28,8 @@ STARTUP_FIELDS: dict[str, str] = {
     "non_kv_total_bytes": "B (weights + activation peak + non-torch)", "cudagraph_estimate_bytes": "B",
     "cudagraph_actual_bytes": "B", "cudagraph_estimate_applied": "bool (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)",
     "available_kv_bytes": "B per GPU",
+    "kv_memory_to_gpu_limit_bytes": "B (vLLM's DEBUG '--kv-cache-memory=N … to fully utilize gpu memory')",
+    "kv_memory_in_use_bytes": "B (the same line's 'Current kv cache memory in use')",
     "num_gpu_blocks": "blocks (V1: null block included)", "num_cpu_blocks": "blocks (V0 swap space)",
     "kv_cache_tokens": "tokens (as printed)", "concurrency_context_tokens": "tokens (= max_model_len)",
     "max_concurrency": "× (requests of concurrency_context_tokens)",
@@ -77,6 +79,8 @@ class StartupFacts:
     cudagraph_actual_bytes: int | None = None
     cudagraph_estimate_applied: bool | None = None
     available_kv_bytes: int | None = None
+    kv_memory_to_gpu_limit_bytes: int | None = None
+    kv_memory_in_use_bytes: int | None = None
     num_gpu_blocks: int | None = None
     num_cpu_blocks: int | None = None
     kv_cache_tokens: int | None = None
