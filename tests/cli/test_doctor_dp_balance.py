@@ -69,3 +69,42 @@ def test_balanced_engines_are_not_flagged(tmp_path):
     f = _dp(cli_json("doctor", _log(tmp_path, both, both), "--model", MODEL, "--gpu", "H100", "--engine-version",
                      "0.19.0"))
     assert not f["triggered"] and f["verdict"] == "balanced"
+
+
+# --aggregate-engine-logging (vLLM 0.11.1 on): AggregatedLoggingStatLogger.log_prefix "{N} Engines Aggregated: ", the
+# same parts; aggregate_scheduler_stats sums running and waiting and averages kv_cache_usage over the engines
+_AGG = ("(APIServer pid=1) INFO 04-22 00:{m:02d}:00 [v1/metrics/loggers.py:259] 2 Engines Aggregated: Avg prompt "
+        "throughput: 6000.0 tokens/s, Avg generation throughput: 5200.0 tokens/s, Running: {r} reqs, Waiting: {w} "
+        "reqs, Preemptions: {pre}, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%")
+
+
+def _agg_log(tmp_path: Path, rows: list[tuple]) -> str:
+    path = tmp_path / "dp2_aggregated.log"
+    path.write_text("\n".join(_AGG.format(m=5 + i, r=r, w=w, pre=p, kv=kv) for i, (r, w, p, kv) in enumerate(rows))
+                    + "\n")
+    return str(path)
+
+
+def test_aggregated_lines_with_preemptions_below_half_mean_usage_are_flagged(tmp_path):
+    # two engines' mean KV usage 69.7, 48.6, 47.1 % with 12, 30, 41 preemptions: lines 2 and 3 preempt with the mean
+    # below 50 %, so one engine ran out of blocks while the other held at most the mean; the one cited has the most
+    # preemptions (line 3, 41). At the peak mean 69.7 % every engine held at least 2 × 69.7 − 100 = 39.4 %;
+    # 12 + 30 + 41 = 83 preemptions in all
+    rows = [(276, 61, 12, 69.7), (274, 88, 30, 48.6), (266, 102, 41, 47.1)]
+    f = _dp(cli_json("doctor", _agg_log(tmp_path, rows), "--model", MODEL, "--gpu", "H100", "--engine-version",
+                     "0.19.0"))
+    assert f["triggered"] and f["verdict"] == "aggregated_preempting_below_half"
+    assert f["message"].startswith("2 DP engines logged aggregated (--aggregate-engine-logging): mean GPU KV usage up "
+                                   "to 69.7% (line 1; every engine then held at least 39.4% and the fullest at least "
+                                   "69.7%), 83 preemptions summed over 3 lines. Line 3: 41 preemptions in the "
+                                   "interval while the 2 engines' mean KV usage at its end was 47.1% (below 50%)")
+    assert "(2 such line(s))" in f["message"]
+    assert [e["line"] for e in f["evidence"]] == [1, 3]
+
+
+def test_aggregated_lines_all_near_full_are_not_flagged_as_routing(tmp_path):
+    # mean 97.0 % over 2 engines: each held at least 2 × 97.0 − 100 = 94.0 %, both full: capacity, not routing
+    f = _dp(cli_json("doctor", _agg_log(tmp_path, [(300, 40, 9, 96.5), (300, 52, 14, 97.0)]), "--model", MODEL,
+                     "--gpu", "H100", "--engine-version", "0.19.0"))
+    assert not f["triggered"] and f["verdict"] == "aggregated_no_sign"
+    assert "mean GPU KV usage up to 97.0% (line 2; every engine then held at least 94.0%" in f["message"]

@@ -91,10 +91,13 @@ def _balancer(version: str, busy: dict[str, Any], idle: dict[str, Any]) -> str:
 
 
 def diagnose_dp_balance(ctx: DoctorContext) -> Finding | None:
-    """The finding for a log with two or more engines' metrics lines; None for one engine (or aggregated lines)."""
+    """The finding for a log with two or more engines' metrics lines, or with aggregated DP lines
+    (``dp_aggregated.py``); None for one engine."""
     peaks = engine_peaks(ctx.log.stats)
     if len(peaks) < 2:
-        return None
+        from kvledger.analyses.doctor.dp_aggregated import aggregated_dp_finding  # it reads ROOM_PCT from here
+
+        return aggregated_dp_finding(ctx.log.stats)  # None without 'N Engines Aggregated:' lines either
     evidence = tuple({"line": p["line"], "time": p["time"], "what": f"Engine {e}: peak GPU KV cache usage (its line); "
                       "most running and waiting, preemptions summed over its lines",
                       "value": f"{p['peak_kv_pct']:.1f}% KV; {p['running']:,} running, {p['waiting']:,} waiting; "

@@ -98,7 +98,8 @@ def parse_stats(message: str, line_no: int, time_text: str | None, t_s: float | 
     return StatsSample(line_no, time_text, t_s, engine, float(m.group(1)), float(m.group(2)), counts.get("Running", 0),
                        waiting,
                        counts.get("Swapped"), preempt, pcts.get("GPU KV cache usage"), pcts.get("CPU KV cache usage"),
-                       pcts.get("Prefix cache hit rate"), pcts.get("External prefix cache hit rate"))
+                       pcts.get("Prefix cache hit rate"), pcts.get("External prefix cache hit rate"),
+                       int(eng.group(2)) if eng and eng.group(2) else None)
 
 
 def parse_v0_prefix_line(message: str, last: StatsSample | None) -> StatsSample | None:

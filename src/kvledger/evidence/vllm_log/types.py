@@ -112,7 +112,8 @@ class StatsSample:
     Attributes:
         line_no: 1-based line. time_text: the timestamp as printed ("03-21 20:15:45"), or None.
         t_s: seconds since the first timestamped metrics line, s; None without timestamps.
-        engine: "000" (V1 engine index), "aggregated" (DP aggregate line) or None (V0 / early V1).
+        engine: "000" (V1 engine index), "aggregated" (DP aggregate line: running, waiting and preemptions summed
+            over its engines, GPU KV usage their mean) or None (V0 / early V1).
         prompt_tokens_per_s / generation_tokens_per_s: averages over the logging interval, tokens/s.
         running_reqs, waiting_reqs: requests (V0 "Pending" is waiting). swapped_reqs: V0 only.
         preemptions: V1 preemptions during the interval; None when the line does not print the field
@@ -135,6 +136,9 @@ class StatsSample:
     cpu_kv_usage_pct: float | None = None
     prefix_cache_hit_pct: float | None = None
     external_prefix_cache_hit_pct: float | None = None
+    engines_aggregated: int | None = None
+    """N of an aggregated line's ``{N} Engines Aggregated: `` prefix (``--aggregate-engine-logging``, 0.11.1 on);
+    None for one engine's line."""
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
