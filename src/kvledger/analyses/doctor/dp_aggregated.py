@@ -17,8 +17,7 @@ the same instant: the per-engine lines (without ``--aggregate-engine-logging``) 
 
 from __future__ import annotations
 
-from kvledger.analyses.doctor.dp_balance import ROOM_PCT
-from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT
+from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, ROOM_PCT
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import StatsSample
 

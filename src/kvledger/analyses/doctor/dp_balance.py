@@ -28,15 +28,12 @@ from typing import Any
 
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.doctor.context import DoctorContext
-from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT
+from kvledger.analyses.doctor.dp_aggregated import aggregated_dp_finding
+from kvledger.analyses.doctor.kv_usage import KV_FULL_PCT, ROOM_PCT
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import StatsSample
 
 __all__ = ["ROOM_PCT", "diagnose_dp_balance", "engine_peaks"]
-
-ROOM_PCT = 50.0
-"""Peak GPU KV cache usage (%) below which an engine had room all along: half its pool never in use. vLLM's own
-balancer (0.27 on) takes the same 50 % as the usage up to which a queue is transient and costs no penalty."""
 
 _RULE = (f"data-parallel engines (one 'Engine NNN:' metrics line each): one engine at ≥ {KV_FULL_PCT:.0f}% GPU KV "
          f"usage with requests waiting or preempted while another never reaches {ROOM_PCT:.0f}% → the traffic is split "
@@ -95,8 +92,6 @@ def diagnose_dp_balance(ctx: DoctorContext) -> Finding | None:
     (``dp_aggregated.py``); None for one engine."""
     peaks = engine_peaks(ctx.log.stats)
     if len(peaks) < 2:
-        from kvledger.analyses.doctor.dp_aggregated import aggregated_dp_finding  # it reads ROOM_PCT from here
-
         return aggregated_dp_finding(ctx.log.stats)  # None without 'N Engines Aggregated:' lines either
     evidence = tuple({"line": p["line"], "time": p["time"], "what": f"Engine {e}: peak GPU KV cache usage (its line); "
                       "most running and waiting, preemptions summed over its lines",

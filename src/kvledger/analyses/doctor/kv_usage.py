@@ -7,7 +7,7 @@ import statistics
 
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample, VllmLog
 
-__all__ = ["KV_FULL_PCT", "queue_clause", "usage_at", "tokens_per_running_request", "full_with_running",
+__all__ = ["KV_FULL_PCT", "ROOM_PCT", "queue_clause", "usage_at", "tokens_per_running_request", "full_with_running",
            "impossible_per_request", "ran_out_of_memory"]
 
 KV_FULL_PCT = 90.0
@@ -15,6 +15,11 @@ KV_FULL_PCT = 90.0
 5 s (V0) or 10 s (V1) and V1 frees a preempted request's blocks at once, so the usage printed next to a
 preemption reads below the instant it happened; 90% keeps those cases while a pool at, say, 60% cannot have
 been short of blocks for long."""
+
+ROOM_PCT = 50.0
+"""Peak GPU KV cache usage (%) below which a DP engine had room all along: half its pool never in use (dp_balance,
+dp_aggregated). vLLM's own balancer (0.27 on) takes the same 50 % as the usage up to which a queue is transient and
+costs no penalty."""
 
 
 def usage_at(event: PreemptionEvent, stats: tuple[StatsSample, ...]) -> float | None:
