@@ -15,6 +15,7 @@ from kvledger.analyses.doctor.capacity import diagnose_capacity
 from kvledger.analyses.doctor.context import build_context
 from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.dp_balance import diagnose_dp_balance
+from kvledger.analyses.doctor.dp_startup import diagnose_dp_startup
 from kvledger.analyses.doctor.failure import diagnose_failure
 from kvledger.analyses.doctor.lifecycle import request_errors_finding, startups, startups_line, stopped_line
 from kvledger.analyses.doctor.log_consistency import utilization_contradiction
@@ -69,7 +70,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     failed = diagnose_failure(ctx) or diagnose_crash(ctx)
     findings = tuple(f for f in (failed, request_errors_finding(log)) if f) + (
         with_replica_note(diagnose_capacity(ctx)), diagnose_prefix_cache(ctx), diagnose_batching(ctx)) + tuple(
-        f for f in (diagnose_dp_balance(ctx),) if f)  # only where the log holds two DP engines' lines
+        f for f in (diagnose_dp_balance(ctx), diagnose_dp_startup(ctx)) if f)  # only where the log holds two DP
+    # engines' metrics lines, or two DP ranks' start-up capacity lines
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
     summary = _summary(log)  # the rules the ledger applied (context._settings: the flag's, else the log's)
     summary.update(rules_version=ctx.settings["engine_version"], rules_reason=ctx.sources["engine_version"])

@@ -70,6 +70,8 @@ def headroom_note(log: VllmLog, base: Plan, util: float, total_bytes: int) -> st
             f"budget{said}; {'the rest' if said else 'it'} also holds the CUDA context and the allocator's slack")
     if measured is not None:
         body = f" (the ledger's upper bound: {bound}); {measured})"
+    elif not log.startup.lines:  # no start-up read (simulate's pool, a metrics-only log): nothing to name as missing
+        body = f", so raising it gives the KV cache {bound}"
     else:
         body = (f", so raising it gives the KV cache {bound}: an upper bound (source: the ledger; the log has no vLLM "
                 "DEBUG '--kv-cache-memory=… to fully utilize gpu memory' line, which VLLM_LOGGING_LEVEL=DEBUG prints "

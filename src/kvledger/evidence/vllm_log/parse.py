@@ -8,6 +8,7 @@ start-up; ``files.read_vllm_log`` reads a file and raises a clear error when it 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +34,10 @@ from kvledger.units import GiB
 __all__ = ["parse_one_startup"]
 
 
+_DP_RANK = re.compile(r"EngineCore_(?:DP)?(\d+)\b")
+_RANK_FIELDS = {"kv_cache_tokens", "num_gpu_blocks", "max_concurrency", "available_kv_bytes"}
+
+
 class _Collector:
     """Start-up facts as they are found: the first value of each field wins, except available KV memory
     where workers may differ and vLLM sizes every worker's pool by the minimum (kv_cache_utils.py)."""
@@ -48,6 +53,7 @@ class _Collector:
         self.overrides: list[OverrideLine] = []
         self.field_workers: dict[str, str] = {}
         self.unreadable: list[tuple[int, str, str]] = []
+        self.dp_ranks: dict[str, dict[str, tuple[float, int]]] = {}
 
     def add(self, result: dict[str, Any], seg: Segment) -> None:
         note, marker = result.pop("_note", None), result.pop("_marker", None)
@@ -60,6 +66,9 @@ class _Collector:
         if (notice := result.pop("_notice", None)) is not None:  # startup.NOTICES: a marker and its first line
             self.markers.add(notice)
             self.lines.setdefault(notice, seg.line_no)
+        if (rank := _DP_RANK.match(seg.worker or "")) is not None:  # each DP engine sizes its own pool (core.py)
+            for key in _RANK_FIELDS & result.keys():
+                self.dp_ranks.setdefault(rank.group(1), {}).setdefault(key, (result[key], seg.line_no))
         for key, value in result.items():
             old = self.values.get(key)
             if key == "available_kv_bytes" and old is not None and value < old:
@@ -233,7 +242,7 @@ def parse_one_startup(lines: list[str], source: str = "<text>", first: int = 1) 
     _take_override(c, version, generation)
     startup = StartupFacts(vllm_version=version, engine_generation=generation, workers=tuple(c.workers),
                            lines=dict(c.lines), notes=tuple(c.notes), field_workers=dict(c.field_workers),
-                           unreadable=tuple(c.unreadable), **c.values)
+                           unreadable=tuple(c.unreadable), dp_ranks=dict(sorted(c.dp_ranks.items())), **c.values)
     if info["vllm"]:
         engine, evidence = "vllm", None
     elif info["other"]:

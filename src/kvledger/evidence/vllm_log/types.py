@@ -96,6 +96,10 @@ class StartupFacts:
     field_workers: dict[str, str] = field(default_factory=dict)
     unreadable: tuple[tuple[int, str, str], ...] = ()
     """Start-up figures printed as nan or inf: (line, label, text as printed); the doctor stops on them."""
+    dp_ranks: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+    """Per data-parallel engine ("0", "1", … from its process tag ``EngineCore_DP1 pid=…``): its own capacity lines,
+    field → (value, line), the first each prints (kv_cache_tokens, num_gpu_blocks, max_concurrency,
+    available_kv_bytes). Each DP engine profiles and sizes its own pool (v1/engine/core.py::_initialize_kv_caches)."""
 
     def found(self) -> list[str]:
         """Names of the fields the log printed (or that were derived from printed ones)."""
