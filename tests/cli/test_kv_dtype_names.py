@@ -88,7 +88,8 @@ def test_sglang_takes_bf16_and_refuses_fp16_as_its_choices_do():
                               "--kv-cache-dtype", "bf16"])
     assert sim.exit_code == 0, sim.output
     res = runner.invoke(app, ["plan", m, "--gpu", "H100", "--engine", "sglang", "--kv-cache-dtype", "half"])
-    assert str(res.exception) == ("--kv-cache-dtype 'half': SGLang refuses it at argument parsing (its choices are "
-                                  "auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16: "
-                                  "srt/arg_groups/fields/model.py in 0.5.23); write 'auto' for the model's own 16-bit "
-                                  "dtype")
+    assert str(res.exception) == ("--kv-cache-dtype 'half': SGLang 0.5.23 refuses it at argument parsing: \"argument "
+                                  "--kv-cache-dtype: invalid choice: 'half' (choose from 'auto', 'fp8_e5m2', "
+                                  "'fp8_e4m3', 'mxfp8', 'bf16', 'bfloat16', 'nvfp4', 'fp4_mx_block16')\" "
+                                  "(arg_groups/fields/model.py, read in 0.5.21–0.5.23); write 'auto' for the model's "
+                                  "own 16-bit dtype")

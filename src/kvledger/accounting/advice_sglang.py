@@ -75,5 +75,11 @@ def _default_clause(own: Plan, at_len: Callable[[Plan], tuple[float, int]]) -> s
 
 def fp8_kv_flag(p: Plan) -> str:
     """The FP8 KV flag in the plan's engine's spelling: SGLang names its FP8 KV formats fp8_e4m3 and fp8_e5m2 (the
-    e4m3 one, as ``search``'s SGLang launch line writes it); the others take fp8."""
-    return "--kv-cache-dtype fp8_e4m3" if p.settings.engine == "sglang" else "--kv-cache-dtype fp8"
+    e4m3 one, as ``search``'s SGLang launch line writes it, or fp8_e5m2 in a release whose choices lack e4m3: before
+    0.4.1.post6, ``kv_dtype_choices``); the others take fp8."""
+    if p.settings.engine != "sglang":
+        return "--kv-cache-dtype fp8"
+    from kvledger.accounting.kv_dtype_choices import sglang_cache_dtypes
+
+    choices = sglang_cache_dtypes(p.settings.engine_version)[0]
+    return "--kv-cache-dtype " + ("fp8_e4m3" if "fp8_e4m3" in choices else "fp8_e5m2")

@@ -116,7 +116,7 @@ class EngineFlags(SglangNames):
         "`kvledger plan --engine sglang`)."))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
         "vLLM's names: auto (default), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --policy sglang "
-        "SGLang's: auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
+        "SGLang's: auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2 (0.5.23; fewer in older releases)."))
     quantization: str | None = flag("--quantization", "-q", help=(
         "vLLM --quantization fp8 (or bitsandbytes): an unquantized checkpoint's linear weights quantized on load, as "
         "`kvledger plan -q fp8` plans them: the bytes freed go to the KV pool, and every step reads the quantized "

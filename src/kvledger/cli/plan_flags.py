@@ -47,7 +47,7 @@ class PlanFlags(SglangNames):
         "TensorRT-LLM fraction of free memory (default 0.9)."))
     kv_cache_dtype: str = flag_like(EngineFlags, "kv_cache_dtype", "auto", help=(
         "vLLM's names: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --engine sglang SGLang's: "
-        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
+        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2 (0.5.23; fewer in older releases)."))
     dtype: str = flag("--dtype", default="auto", help=(
         "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(

@@ -64,7 +64,7 @@ class ReportEngineFlags:
     gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
         "vLLM's names: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --engine sglang SGLang's: "
-        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2."))
+        "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2 (0.5.23; fewer in older releases)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")

@@ -1,0 +1,117 @@
+"""Each engine's ``--kv-cache-dtype`` choices, release by release, and the check of a value against them.
+
+kvledger's own names (``kvcache.KV_DTYPE_BYTES``) include 16-bit aliases (bf16, fp16, half) and vLLM's fp8 names;
+the engines' argument parsers take only their own lists, and refuse anything else before start-up:
+
+- vLLM: ``CacheDType`` (``vllm/config/cache.py``), a Literal argparse turns into choices, checked as written (case
+  and all): 0.19's list (``kvcache.VLLM_019_CACHE_DTYPES``), 0.33's the same and 14 more.
+- SGLang: ``--kv-cache-dtype`` ``choices`` (``srt/server_args.py`` to 0.5.20; ``srt/arg_groups/fields/model.py`` from
+  0.5.21), read in the wheels of 0.4.0, 0.4.1, 0.4.1.post1–post7, 0.4.2, 0.4.3, 0.4.6, 0.4.9, 0.5.1, 0.5.3,
+  0.5.3.post1, 0.5.3.post3, 0.5.4, 0.5.4.post1–post3, 0.5.5, 0.5.6, 0.5.8, 0.5.9, 0.5.10, 0.5.12, 0.5.14, 0.5.15,
+  0.5.15.post1, 0.5.16, 0.5.17, 0.5.20, 0.5.21, 0.5.22 and 0.5.23 (``_SGLANG``: each list from the first release that
+  has it). None has fp8_inc, fp16, float16, half or vLLM's bare fp8. SGLang's refusal is argparse's (Python 3.11,
+  the interpreter its wheels are built for): ``argument --kv-cache-dtype: invalid choice: 'X' (choose from 'auto',
+  …)``.
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.kvcache import KV_DTYPE_BYTES, VLLM_019_CACHE_DTYPES, VLLM_SPELLING, vllm_spelling_fix
+from kvledger.errors import InputError
+
+__all__ = ["VLLM_033_CACHE_DTYPES", "vllm_cache_dtypes", "sglang_cache_dtypes", "engine_kv_dtypes",
+           "check_kv_dtype_for_engine"]
+
+VLLM_033_CACHE_DTYPES = (*VLLM_019_CACHE_DTYPES, "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc",
+                         "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3",
+                         "octave_k3v3_compact", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
+                         "fp8_per_token_head", "nvfp4", "nvfp4_4over6")
+"""vLLM 0.33's ``CacheDType`` (``vllm/config/cache.py``): 0.19's and 14 more."""
+_SGLANG_NEWEST = "0.5.23"  # sglang_rules.SGLANG_LATEST, the release a plan without --engine-version follows
+
+_E5, _E4, _BF = ("auto", "fp8_e5m2"), ("fp8_e4m3",), ("bf16", "bfloat16")
+_SGLANG: tuple[tuple[tuple[int, ...], tuple[str, ...], str], ...] = (
+    ((0, 4, 0), _E5, "server_args.py, read in 0.4.0–0.4.1.post5"),
+    ((0, 4, 1, 6), (*_E5, *_E4), "server_args.py, read in 0.4.1.post6–0.5.3.post3"),
+    ((0, 5, 4), (*_E5, *_E4, *_BF), "server_args.py, read in 0.5.4–0.5.4.post2"),
+    ((0, 5, 4, 3), (*_E5, *_E4, *_BF, "fp4_e2m1"), "server_args.py, read in 0.5.4.post3–0.5.15.post1"),
+    ((0, 5, 16), (*_E5, *_E4, "mxfp8", *_BF, "nvfp4", "fp4_mx_block16", "fp4_e2m1"),
+     "server_args.py (arg_groups/fields/model.py from 0.5.20), read in 0.5.16–0.5.20"),
+    ((0, 5, 21), (*_E5, *_E4, "mxfp8", *_BF, "nvfp4", "fp4_mx_block16"),
+     "arg_groups/fields/model.py, read in 0.5.21–0.5.23"),
+)
+"""(first release, SGLang's ``--kv-cache-dtype`` choices in its order, where they were read). 0.4.1.post6 added
+fp8_e4m3 (post5 lacks it), 0.5.4 bf16/bfloat16, 0.5.4.post3 fp4_e2m1 (post2 lacks it), 0.5.16 mxfp8, nvfp4 and
+fp4_mx_block16 (0.5.15.post1 lacks them); 0.5.21 dropped fp4_e2m1."""
+
+
+def vllm_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]:
+    """(vLLM's ``--kv-cache-dtype`` choices, the release they were read in): 0.33's from 0.33 (and with no version,
+    the newest read), else 0.19's."""
+    from kvledger.accounting.vllm_rules import LATEST, version_tuple
+
+    ver = version_tuple(engine_version or LATEST) or version_tuple(LATEST)
+    return (VLLM_033_CACHE_DTYPES, "0.33") if ver >= (0, 33, 0) else (VLLM_019_CACHE_DTYPES, "0.19")
+
+
+def sglang_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]:
+    """(SGLang's ``--kv-cache-dtype`` choices for the release, where they were read): the newest list at or before
+    it (a release past 0.5.23: 0.5.23's). No version: 0.5.23's.
+
+    Raises:
+        InputError: not an SGLang version, or one before 0.4.0 or past the next minor (``parse_sglang_version``).
+    """
+    from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version
+
+    ver = parse_sglang_version(engine_version) if engine_version else SGLANG_LATEST
+    _, choices, where = next(row for row in reversed(_SGLANG) if ver >= row[0])
+    return choices, where
+
+
+def engine_kv_dtypes(engine: str, engine_version: str | None) -> list[str]:
+    """kvledger's ``--kv-cache-dtype`` names ``engine`` takes at ``engine_version``: for vLLM and SGLang those in the
+    release's choices, in kvledger's order; for TensorRT-LLM, whose choices were not read, all of kvledger's."""
+    names = ["auto", *KV_DTYPE_BYTES]
+    if engine == "vllm":
+        return [d for d in names if d in vllm_cache_dtypes(engine_version)[0]]
+    if engine == "sglang":
+        return [d for d in names if d in sglang_cache_dtypes(engine_version)[0]]
+    return names
+
+
+def _sglang_fix(d: str, choices: tuple[str, ...]) -> str:
+    """What to write instead of the lower-cased ``d`` that the SGLang release's ``choices`` lack as given."""
+    if d in choices:  # a case slip: argparse compares as written
+        return f"write {d!r}"
+    if d in KV_DTYPE_BYTES and KV_DTYPE_BYTES[d] == 1:
+        fp8 = "fp8_e4m3" if "fp8_e4m3" in choices else "fp8_e5m2"
+        return f"write '{fp8}' for its 1-byte FP8 KV cache"
+    return "write 'auto' for the model's own 16-bit dtype"
+
+
+def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, engine: str,
+                              engine_version: str | None) -> None:
+    """Refuse a ``--kv-cache-dtype`` value ``engine`` refuses at argument parsing: for vLLM a 16-bit alias (bf16,
+    fp16, half, any case) or a known name not in lower case, with vLLM's name and the version's choices; for SGLang a
+    kvledger name the release's choices lack (fp8_inc, fp16, float16, half; bf16 and bfloat16 before 0.5.4;
+    fp8_e4m3 before 0.4.1.post6), in argparse's words, with SGLang's fix. kvledger's bare ``fp8`` stays (its SGLang
+    plan notes the spelling to pass); other engines and unknown names are left to the plan's own check.
+
+    Raises:
+        InputError: the value and the engine's fix.
+    """
+    for given in [values] if isinstance(values, str) else values or ():
+        d = given.lower()
+        if engine == "vllm" and (d in VLLM_SPELLING or (d != given and (d == "auto" or d in KV_DTYPE_BYTES))):
+            choices, read = vllm_cache_dtypes(engine_version)
+            raise InputError(f"--kv-cache-dtype {given!r}: vLLM refuses it at argument parsing (its choices are "
+                             f"lower case: {', '.join(choices)}, vllm/config/cache.py CacheDType in {read}); write "
+                             f"{vllm_spelling_fix(d)}")
+        if engine == "sglang" and (d == "auto" or d in KV_DTYPE_BYTES) and given != "fp8":
+            choices, where = sglang_cache_dtypes(engine_version)
+            if given not in choices:
+                listed = ", ".join(repr(c) for c in choices)
+                ver = engine_version or _SGLANG_NEWEST
+                raise InputError(f"--kv-cache-dtype {given!r}: SGLang {ver} refuses it at "
+                                 f"argument parsing: \"argument --kv-cache-dtype: invalid choice: {given!r} (choose "
+                                 f"from {listed})\" ({where}); {_sglang_fix(d, choices)}")
