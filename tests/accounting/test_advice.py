@@ -91,7 +91,9 @@ def test_sglang_plan_short_of_max_model_len_says_sglang_starts_and_caps_requests
     p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("RTX 4090"),
                    make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
     assert (p.memory.pool_tokens, p.memory.fraction) == (9613, 0.704)
-    assert "SGLang still starts" in p.advice.message and "= 9,612, so prompts ≥ 9,607 tokens" in p.advice.message
+    assert p.advice.verdict == "served_at_lower_len" and p.advice.estimated_max_model_len == 9613
+    assert "SGLang starts" in p.advice.message and "= 9,612 (managers/tp_worker.py" in p.advice.message
+    assert "prompts of 9,607 tokens or more" in p.advice.message
 
 
 def test_fp8_weights_are_offered_when_max_model_len_does_not_fit():

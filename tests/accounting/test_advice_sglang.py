@@ -32,8 +32,10 @@ def test_a_low_fraction_gets_the_smallest_that_fits_and_the_default_is_named():
     assert "leaving 2.19 GiB for the KV cache" in o.detail  # 2,352,002,266 B / 2^30
     assert ("SGLang's own default here, 0.83 (leave the flag out), holds 29 concurrent 32,768-token requests"
             in o.detail)
-    q = _plan("Qwen/Qwen2.5-7B-Instruct", mem_fraction_static=0.2)  # 26,255 tokens: max_model_len does not fit
-    assert q.advice.verdict == "max_model_len_does_not_fit"
+    # 0.20: a pool of 26,255 tokens, short of one 32,768-token request: SGLang starts and serves at a lower length
+    # (max_req_len = min(32,767, 26,254)), as with --context-length 26255 (advice_sglang_len)
+    q = _plan("Qwen/Qwen2.5-7B-Instruct", mem_fraction_static=0.2)
+    assert (q.advice.verdict, q.advice.estimated_max_model_len) == ("served_at_lower_len", 26_255)
     assert "--mem-fraction-static 0.21" in [o.action for o in q.advice.options]
 
 

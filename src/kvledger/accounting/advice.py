@@ -20,6 +20,7 @@ from kvledger.accounting.advice_mamba import no_prefix_caching_option
 from kvledger.accounting.advice_override_oom import override_out_of_memory, override_over_budget_note
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
+from kvledger.accounting.advice_sglang_len import sglang_reduced_words
 from kvledger.accounting.advice_startup_len import does_not_fit_words, override_check, starts_never_scheduled
 from kvledger.accounting.advice_trtllm_len import SERVED_AT_LOWER_LEN, trtllm_reduced_words
 from kvledger.accounting.advice_types import Advice, Option
@@ -253,15 +254,11 @@ def _advise(p: Plan, build: Callable) -> Advice:
     if row and row.max_requests < 1:
         if edge := starts_never_scheduled(p, need_blocks):  # before vLLM 0.29: starts, the request never runs
             return edge
-        if m.engine == "trtllm":  # it starts and lowers max_seq_len (advice_trtllm_len)
-            msg, short, window = trtllm_reduced_words(p, need_blocks)
-            return Advice(SERVED_AT_LOWER_LEN, msg, short, window, tuple(_options(p, build, window)))
+        lower = (trtllm_reduced_words(p, need_blocks) if m.engine == "trtllm" else  # both start, serving shorter
+                 sglang_reduced_words(p, need_blocks) if m.engine == "sglang" else None)  # (advice_*_len)
+        if lower is not None:
+            return Advice(SERVED_AT_LOWER_LEN, lower[0], lower[1], lower[2], tuple(_options(p, build, lower[2])))
         msg, short, est, est_low = does_not_fit_words(p, need_blocks)
-        if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
-            cap = min(m.max_model_len, m.pool_tokens) - 1
-            msg += (f" SGLang still starts (it logs a warning; managers/tp_worker.py get_worker_info): max_req_len = "
-                    f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
-                    f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
         opts = tuple(_options(p, build, estimate_len(p)))  # the --max-model-len fix: the length that runs
         return Advice("max_model_len_does_not_fit", msg, short, est, opts, est_low)
     fit = _fits(p, build)

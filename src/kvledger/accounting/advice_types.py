@@ -32,7 +32,8 @@ class Advice:
     """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit", "no_kv_pool": a pipeline stage whose layers
     all read other layers' K/V leaves the engine one block, "override_leaves_no_block": --num-gpu-blocks-override 1
     leaves only vLLM's null block, "state_does_not_fit": SGLang's Mamba state slots serve no request,
-    "served_at_lower_len": TensorRT-LLM starts and lowers max_seq_len to what the pool holds), message,
+    "served_at_lower_len": TensorRT-LLM starts and lowers max_seq_len to what the pool holds, SGLang starts and caps
+    max_req_len to it), message,
     shortfall in bytes, options; the estimated max_model_len at the plan's point figure and at its range's low end."""
 
     __json__ = ("verdict", "message", "shortfall_bytes", "shortfall_gib", "estimated_max_model_len",

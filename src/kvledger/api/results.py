@@ -22,8 +22,8 @@ class PlanResult:
 
     ``fits`` is the command's verdict: False where ``plan`` exits 3 (the weights or one request of max_model_len do
     not fit, SGLang's Mamba state slots serve no request, the engine would refuse to start), and False where
-    TensorRT-LLM starts but lowers max_seq_len (verdict "served_at_lower_len", exit 0); ``advice`` says why and what
-    each fix buys."""
+    TensorRT-LLM or SGLang starts but serves only shorter requests than max_model_len (verdict "served_at_lower_len",
+    exit 0); ``advice`` says why and what each fix buys."""
 
     plan: Any
     document: dict[str, Any] = field(repr=False)

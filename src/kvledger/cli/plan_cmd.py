@@ -53,7 +53,7 @@ def plan(
                                flags.achievable_bandwidth_fraction, flags.allreduce_link_share)
         tier_plan = simulate_priced_tiers(p, settings_t, flags_p, suffix_tokens=more.suffix_tokens)
     startup = p.memory.startup
-    starts = ("fits", SERVED_AT_LOWER_LEN)  # TensorRT-LLM lowers max_seq_len and starts: exit 0 (advice_trtllm_len)
+    starts = ("fits", SERVED_AT_LOWER_LEN)  # TensorRT-LLM, SGLang start serving shorter requests: exit 0 (advice_*_len)
     cannot_start = (p.advice and p.advice.verdict not in starts) or (
         startup is not None and startup.verdict in ("refuses", "runs_out"))  # --wddm: the engine would not start
     will_end_with(3 if cannot_start else 0)  # kept by a reader that stops reading (`| head -1`)

@@ -285,7 +285,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
 def _verdict(p: Plan, console: Console) -> None:
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
-        color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM starts at a lower length
+        color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM, SGLang: a lower length
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
             reqs = (f"{o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token "

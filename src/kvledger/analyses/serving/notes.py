@@ -73,11 +73,13 @@ SGLANG_NULL_BLOCK = ("SGLang pool: the usable token slots + one page, page 0: SG
 
 
 def sglang_pool_caps(pool_tokens: int, max_model_len: int, max_req_len: int) -> str:
-    """SGLang starting with a pool shorter than the context (0.5.23 managers/tp_worker.py get_worker_info)."""
-    return (f"SGLang starts with a KV pool of {pool_tokens:,} tokens, fewer than max_model_len {max_model_len:,} "
-            f"(it logs a warning, where vLLM refuses to start): max_req_len = min(context_len − 1, pool − 1) = "
-            f"{max_req_len:,}, so prompts ≥ {max_req_len - 5:,} tokens (max_req_input_len) are aborted and outputs "
-            f"are capped at max_req_len − prompt − 1 (SGLang 0.5.23 managers/tp_worker.py, managers/utils.py "
+    """SGLang starting with a pool shorter than the context and serving shorter requests: ``kvledger plan``'s verdict
+    served_at_lower_len (``accounting.advice_sglang_len``, every release 0.4.0–0.5.23)."""
+    return (f"SGLang starts with a KV pool of {pool_tokens:,} tokens, fewer than max_model_len {max_model_len:,}, and "
+            f"serves at a lower length (kvledger plan's verdict served_at_lower_len; vLLM refuses to start): "
+            f"max_req_len = min(context_len − 1, pool − 1) = {max_req_len:,}, so prompts ≥ {max_req_len - 5:,} tokens "
+            f"(max_req_input_len) are aborted and outputs are capped at max_req_len − prompt − 1 (SGLang "
+            "managers/tp_worker.py in every release 0.4.0–0.5.23, which 0.5.23 also warns of; managers/utils.py "
             "validate_input_length, scheduler.py init_req_max_new_tokens)")
 
 
