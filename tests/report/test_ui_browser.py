@@ -373,3 +373,25 @@ def test_a_volume_typed_as_the_cli_takes_it_answers_for_that_volume(server, brow
     browser.find_element("id", "run-serving").click()
     assert _wait_version(browser, v, 120) == "serving ready"
     assert "for 1.5B tokens/month" in browser.find_element("id", "verdict").text
+
+
+def test_the_kv_dtype_list_follows_the_engine_and_its_version(server, browser):
+    # vLLM 0.33's CacheDType has bfloat16, not bf16; SGLang 0.5.23's choices have bf16 and bfloat16, 0.5.3's neither
+    # (accounting.kv_dtype_choices): the list is refilled when the engine or the version changes, before the plan
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    def offered(b) -> list[str]:
+        return [o.get_attribute("value") for o in Select(b.find_element("id", "kv_cache_dtype")).options]
+
+    browser.get(server + "/")
+    _wait_version(browser, 0)
+    assert offered(browser) == ["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
+    Select(browser.find_element("id", "engine")).select_by_value("sglang")
+    WebDriverWait(browser, 30).until(lambda b: "bf16" in offered(b))
+    assert offered(browser) == ["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
+    Select(browser.find_element("id", "kv_cache_dtype")).select_by_value("bf16")
+    version = browser.find_element("id", "engine_version")
+    version.send_keys("0.5.3")
+    browser.execute_script('document.getElementById("engine_version").dispatchEvent(new Event("change"));')
+    WebDriverWait(browser, 30).until(lambda b: offered(b) == ["auto", "fp8_e4m3", "fp8_e5m2"])
+    assert Select(browser.find_element("id", "kv_cache_dtype")).first_selected_option.get_attribute("value") == "auto"

@@ -1,5 +1,6 @@
 """The web app takes what the CLI takes for the same deployment: ``-q``/``--quantization``, the user's own GPU price,
-the data folder's model configs in the form's list, every KV-cache dtype the CLI accepts and every bundled trace; and
+the data folder's model configs in the form's list, the KV-cache dtypes the CLI accepts for the engine and every
+bundled trace; and
 a refusal reads in the app's terms."""
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def test_choices_come_from_the_cli_sources_and_list_the_data_folder(tmp_path):
     assert c["local_models"] == ["l405fp8/config.json"] and c["local_gpus"] == ["mygpu.toml"]
     assert local.post("/api/plan", json={"model": c["local_models"][0], "gpu": "H100"}).status_code == 200
     assert client.get("/api/choices").json()["local_models"] == []  # no data folder: none
-    # --kv-cache-dtype's accepted values (SGLang's fp8_e4m3 among them), and every trace of the catalog
-    assert ", ".join(c["kv_cache_dtypes"]) == KV_DTYPE_NAMES and "fp8_e4m3" in c["kv_cache_dtypes"]
+    # --kv-cache-dtype's values vLLM (the form's first engine) takes at 0.33, and every trace of the catalog
+    assert c["kv_cache_dtypes"] == ["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
+    assert ", ".join(c["kv_cache_dtypes_by_engine"]["trtllm"]) == KV_DTYPE_NAMES  # TensorRT-LLM's list not read
     assert c["traces"] == [t.name for t in list_traces()] and "arxiv" in c["traces"]
     assert c["quantizations"] == ["fp8", "bitsandbytes"]
     r = client.post("/api/plan", json={"model": MODEL, "gpu": "H100", "engine": "sglang", "kv_cache_dtype": "fp8_e4m3"})

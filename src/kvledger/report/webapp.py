@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
-from kvledger.report.webapp_choices import choices
+from kvledger.report.webapp_choices import check_web_kv_dtype, choices, kv_cache_dtypes
 
 # at module level too: the endpoints' body models
 from kvledger.report.webapp_requests import (
@@ -205,6 +205,7 @@ def _plan(body: PlanRequest, data_dir: Path | None, stopped: Any) -> dict[str, A
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_model
 
     model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+    check_web_kv_dtype(body.kv_cache_dtype, body.engine, body.engine_version)  # the engine's own names, as the CLI's
     return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
                         body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs,
                         body.quantization, stopped=stopped)
@@ -216,6 +217,7 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_lengths, check_web_model, check_web_trace
 
     model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+    check_web_kv_dtype(body.kv_cache_dtype, body.engine, body.engine_version)
     synthetic = body.prompt_lengths is not None or body.output_lengths is not None
     if synthetic and "trace" in body.model_fields_set:  # as report and cost refuse --trace with them
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
@@ -231,9 +233,9 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):
-    """The FastAPI application: ``/`` (the page) and ``/api/choices`` by GET; ``/api/plan`` and ``/api/serving`` by a
-    JSON POST from the page only, through bounded work queues (``webapp_guard``). Each answer carries ``request``: the
-    inputs it answers and the page's ``request_id``, so the page paints only the latest.
+    """The FastAPI application: ``/`` (the page), ``/api/choices`` and ``/api/kv_cache_dtypes`` by GET; ``/api/plan``
+    and ``/api/serving`` by a JSON POST from the page only, through bounded work queues (``webapp_guard``). Each answer
+    carries ``request``: the inputs it answers and the page's ``request_id``, so the page paints only the latest.
 
     Requests name bundled models, catalog GPUs and bundled traces; local files only inside ``data_dir``
     (``kvledger.report.webapp_inputs``: the rule and why). With ``token`` every request must carry it.
@@ -269,6 +271,13 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
         if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
             raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
         return _json(choices(data_dir))
+
+    @app.get("/api/kv_cache_dtypes")  # the engine's choices at the version typed: the form refills its list
+    def api_kv_cache_dtypes(request: Request, engine: str = "vllm", engine_version: str = "") -> Any:
+        if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
+            raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
+        return _json({"engine": engine, "engine_version": engine_version,
+                      "kv_cache_dtypes": kv_cache_dtypes(engine[:40], engine_version[:40])})
 
     # async: a request still in line whose client has gone (the page aborted it for a newer one) leaves the line, and
     # a running simulation stops at its next stage (webapp_guard), so abandoned work does not make the latest busy

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["choices", "local_files", "MAX_LOCAL_FILES"]
+__all__ = ["choices", "kv_cache_dtypes", "check_web_kv_dtype", "local_files", "MAX_LOCAL_FILES", "ENGINES"]
+
+ENGINES = ("vllm", "sglang", "trtllm")
 
 MAX_LOCAL_FILES = 200  # files listed from the data folder at most (each model file's JSON is read to tell its kind)
 _MAX_READ_BYTES = 4 << 20  # a model's config.json is a few kB; a larger JSON file is not read to be listed
@@ -20,8 +22,8 @@ def choices(data_dir: Path | None = None) -> dict[str, Any]:
     path relative to it, as the API takes them), ``gpus``, ``apis``, ``traces`` (every bundled trace) with
     ``lengths_only_traces`` (those without arrival times: the serving panel reads them as a synthetic workload's
     lengths), ``engines``, ``kv_cache_dtypes`` (``--kv-cache-dtype``'s accepted values), ``quantizations``
-    (``--quantization``'s on-load methods) and ``providers``."""
-    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+    (``--quantization``'s on-load methods) and ``providers``. ``kv_cache_dtypes`` is the form's first engine's (vLLM,
+    the newest release read); ``kv_cache_dtypes_by_engine`` each engine's at its newest (``kv_cache_dtypes``)."""
     from kvledger.catalog.gpus import gpu_catalog
     from kvledger.catalog.models import bundled_models
     from kvledger.catalog.prices import api_prices, gpu_prices
@@ -34,9 +36,34 @@ def choices(data_dir: Path | None = None) -> dict[str, Any]:
             "gpus": [{"id": g.gpu_id, "name": g.name} for g in gpu_catalog().values() if g is not None],
             "local_gpus": local["gpus"], "apis": [p.key for p in api_prices()],
             "traces": [t.name for t in traces], "lengths_only_traces": [t.name for t in traces if not t.has_arrivals],
-            "engines": ["vllm", "sglang", "trtllm"], "kv_cache_dtypes": ["auto", *KV_DTYPE_BYTES],
+            "engines": list(ENGINES), "kv_cache_dtypes": kv_cache_dtypes(ENGINES[0]),
+            "kv_cache_dtypes_by_engine": {e: kv_cache_dtypes(e) for e in ENGINES},
             "quantizations": list(ONLINE_METHODS),
             "providers": sorted({r.provider for r in gpu_prices()})}  # gpu_prices.csv's, for the provider field
+
+
+def kv_cache_dtypes(engine: str, engine_version: str | None = None) -> list[str]:
+    """The KV cache dtypes the form offers for ``engine`` at ``engine_version`` (empty: the newest release read): the
+    names the engine's own ``--kv-cache-dtype`` choices have at that release (``accounting.kv_dtype_choices``), so
+    vLLM is never offered SGLang's bf16 nor SGLang vLLM's fp8_inc.
+
+    Raises:
+        InputError: an SGLang version that is none or not known (its parser's message).
+    """
+    from kvledger.accounting.kv_dtype_choices import engine_kv_dtypes
+
+    return engine_kv_dtypes(engine.strip().lower(), (engine_version or "").strip() or None)
+
+
+def check_web_kv_dtype(kv_cache_dtype: str, engine: str, engine_version: str | None) -> None:
+    """Refuse a KV cache dtype the engine refuses at that release, as the CLI does (``check_kv_dtype_for_engine``).
+
+    Raises:
+        InputError: the CLI's one-paragraph message.
+    """
+    from kvledger.accounting.kv_dtype_choices import check_kv_dtype_for_engine
+
+    check_kv_dtype_for_engine(kv_cache_dtype, engine.strip().lower(), (engine_version or "").strip() or None)
 
 
 def local_files(data_dir: Path | None) -> dict[str, list[str]]:
