@@ -63,6 +63,24 @@ def test_sglang_is_told_they_are_vllm_flags(cmd):
     assert "--long-prefill-token-threshold is a vLLM flag" in msg and "--chunked-prefill-size" in msg
 
 
+def test_the_adaptive_floor_from_0_31_and_refused_before():
+    # vLLM 0.31.0's SchedulerConfig.long_prefill_token_threshold_adaptive (absent in 0.30.0's arg_utils.py: argparse
+    # refuses it); the rule itself is worked by hand in tests/dynamics/test_long_prefill.py
+    d = cli_json("simulate", *SMALL, "--engine-version", "0.31.0", "--long-prefill-token-threshold", "512",
+                 "--long-prefill-token-threshold-adaptive")
+    assert d["engine"]["long_prefill_token_threshold_adaptive"] is True
+    assert any("floored at max_num_batched_tokens // (running + waiting requests)" in n for n in d["notes"])
+    msg = refused("simulate", *SMALL, "--engine-version", "0.30.0", "--long-prefill-token-threshold", "512",
+                  "--long-prefill-token-threshold-adaptive")
+    assert msg.startswith("--long-prefill-token-threshold-adaptive: vLLM 0.30.0 refuses it at argument parsing "
+                          "(\"vllm serve: error: unrecognized arguments: --long-prefill-token-threshold-adaptive\")")
+    off = refused("simulate", *SMALL, "--engine-version", "0.30.0", "--no-long-prefill-token-threshold-adaptive")
+    assert "unrecognized arguments: --no-long-prefill-token-threshold-adaptive" in off
+    alone = cli_json("simulate", *SMALL, "--long-prefill-token-threshold-adaptive")
+    assert "long_prefill_token_threshold_adaptive" not in alone["engine"]
+    assert any("has no effect without --long-prefill-token-threshold" in n for n in alone["notes"])
+
+
 def test_goodput_simulate_takes_the_threshold():
     d = cli_json("goodput", "--simulate", *SMALL, "--slo", "ttft=1s", "--long-prefill-token-threshold", "512")
     assert any("capped at 512 tokens" in n for n in d["simulation"]["notes"])

@@ -4,7 +4,8 @@ arriving behind a 100,000-token prefill shares the step's budget instead of wait
 Rule (``v1/core/sched/scheduler.py : Scheduler.schedule``, read in 0.9.0, 0.28.0, 0.30.0, 0.31.0 and 0.33.0):
 ``if 0 < long_prefill_token_threshold < num_new_tokens: num_new_tokens = long_prefill_token_threshold``, for running
 and waiting requests alike, before the budget cut; from 0.31.0 the threshold is 0 for a step whose running + waiting
-requests number one ("there is nobody to starve").
+requests number one ("there is nobody to starve"); from 0.31.0 too, ``--long-prefill-token-threshold-adaptive``
+floors it at ``max_num_batched_tokens // (running + waiting)``.
 
 Setup, worked by hand below: budget 8,192 tokens, a step costs 2 ms + 1 µs per token (FixedStepCost); L: a
 100,000-token prompt at t = 0; S: a 1,000-token prompt at t = 1 ms (after step 0 is scheduled); both 2 output tokens.
@@ -70,6 +71,22 @@ def test_up_to_vllm_0_30_the_cap_holds_for_a_request_alone():
     assert len(steps) == 25 + 1  # the 25 prefill steps and L's one decode step
     assert recs["S"].ttft_s == pytest.approx(0.012192)
     assert recs["L"].ttft_s == pytest.approx(0.151001)
+
+
+@pytest.mark.parametrize("ff", [True, False])
+def test_the_adaptive_floor_raises_the_cap_to_the_budgets_share(ff):
+    # vLLM ≥ 0.31 --long-prefill-token-threshold-adaptive (schedule: max(threshold, input_budget // num_eligible_reqs),
+    # input_budget = max_num_batched_tokens): threshold 2,048, budget 8,192.
+    # step 0: L alone → no cap, 8,192 tokens (as above).
+    # step 1: L running, S waiting: 2 requests → cap max(2,048, 8,192 // 2 = 4,096) = 4,096: L 4,096, S 1,000: the
+    #   threshold-4,096 run's steps exactly, so S's TTFT is 16.288 ms and L's 129.001 ms again.
+    # Without the floor the cap is 2,048: step 1 is L 2,048 + S 1,000 (3,048 tokens, 5.048 ms): S's TTFT
+    #   10.192 + 5.048 − 1 = 14.240 ms.
+    recs, steps = _run(ff, long_prefill_token_threshold=2_048, long_prefill_adaptive=True)
+    assert steps[:3] == [[["L", 8_192]], [["L", 4_096], ["S", 1_000]], [["L", 4_096], ["S", 1]]]
+    assert recs["S"].ttft_s == pytest.approx(0.016288) and recs["L"].ttft_s == pytest.approx(0.129001)
+    plain, steps = _run(ff, long_prefill_token_threshold=2_048)
+    assert steps[1] == [["L", 2_048], ["S", 1_000]] and plain["S"].ttft_s == pytest.approx(0.014240)
 
 
 def test_the_threshold_needs_v1_continuous_batching():

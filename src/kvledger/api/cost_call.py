@@ -47,21 +47,21 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
          num_gpu_blocks_override: int | None = None, enable_prefix_caching: bool | None = None,
          enable_chunked_prefill: bool | None = None, long_prefill_token_threshold: int | None = None,
-         max_num_partial_prefills: int | None = None, max_long_partial_prefills: int | None = None,
-         policy: str | None = None, prefix_caching_policy: str | None = None, scheduling_policy: str | None = None,
-         batching: str | None = None, kv_allocation: str | None = None, async_scheduling: bool | None = None,
-         enforce_eager: bool | None = None, wddm: bool | None = None, replicas: int | None = None,
-         router: str | None = None, step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
-         mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
+         long_prefill_token_threshold_adaptive: bool | None = None, max_num_partial_prefills: int | None = None,
+         max_long_partial_prefills: int | None = None, policy: str | None = None,
+         prefix_caching_policy: str | None = None, scheduling_policy: str | None = None, batching: str | None = None,
+         kv_allocation: str | None = None, async_scheduling: bool | None = None, enforce_eager: bool | None = None,
+         wddm: bool | None = None, replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
+         disable_hybrid_kv_cache_manager: bool | None = None, mamba_ssm_cache_dtype: str | None = None,
+         cpu_overhead: str | None = None, client_latency: str | None = None,
          achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
          allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
          gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
          enable_dp_attention: bool = False, pp: int | None = None, cache: bool = True) -> CostResult:
-    """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or a records file; several
-    paths, a rate sweep, are priced at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (priced at the SLO
-    capacity a request-rate search finds, unless ``at_offered_load``). Every other parameter is the command's flag of
-    the same name (``run`` is ``--run``, ``model`` the FILE's ``--model``, ``data_parallel_size`` vLLM's DP ranks of
-    a MoE model), at the command's default when left. ``cache``: the on-disk simulation store, as goodput's.
+    """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or records file; a rate
+    sweep's several at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (at the SLO capacity a rate search finds,
+    unless ``at_offered_load``). Each other parameter is the flag of its name (``run``: ``--run``, ``model``: FILE's
+    ``--model``, ``data_parallel_size``: a MoE's DP ranks), its default when left; ``cache``: the store, as goodput's.
 
     Returns:
         CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.

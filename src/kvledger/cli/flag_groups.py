@@ -145,6 +145,10 @@ class EngineFlags(SglangNames):
     long_prefill_token_threshold: int | None = flag("--long-prefill-token-threshold", help=(
         "vLLM: cap one request's prefill chunk per step at N tokens, so short prompts share the step with a long one "
         "(default 0: no cap; V1 reads it from 0.8.5; from 0.31 not while a request is alone). vLLM only."))
+    long_prefill_token_threshold_adaptive: bool | None = flag(
+        "--long-prefill-token-threshold-adaptive/--no-long-prefill-token-threshold-adaptive", help=(
+            "vLLM ≥ 0.31: floor --long-prefill-token-threshold at max_num_batched_tokens ÷ (running + waiting "
+            "requests) each step (default off; no effect without a threshold)."))
     max_num_partial_prefills: int | None = flag("--max-num-partial-prefills", help=(
         "vLLM V0's concurrent partial prefills (≤ 0.26): V1 never runs them; 1 (default) accepted, others refused."))
     max_long_partial_prefills: int | None = flag("--max-long-partial-prefills", help=(

@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
-from kvledger.report.webapp_choices import check_web_kv_dtype, choices, kv_cache_dtypes
+from kvledger.report.webapp_choices import add_kv_dtypes_route, check_web_kv_dtype, choices
 
 # at module level too: the endpoints' body models
 from kvledger.report.webapp_requests import (
@@ -271,13 +271,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
         if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
             raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
         return _json(choices(data_dir))
-
-    @app.get("/api/kv_cache_dtypes")  # the engine's choices at the version typed: the form refills its list
-    def api_kv_cache_dtypes(request: Request, engine: str = "vllm", engine_version: str = "") -> Any:
-        if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
-            raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
-        return _json({"engine": engine, "engine_version": engine_version,
-                      "kv_cache_dtypes": kv_cache_dtypes(engine[:40], engine_version[:40])})
+    add_kv_dtypes_route(app, token, _json)  # the engine's choices at the version typed: the form refills its list
 
     # async: a request still in line whose client has gone (the page aborted it for a newer one) leaves the line, and
     # a running simulation stops at its next stage (webapp_guard), so abandoned work does not make the latest busy

@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["choices", "kv_cache_dtypes", "check_web_kv_dtype", "local_files", "MAX_LOCAL_FILES", "ENGINES"]
+from fastapi import Request  # at module level: FastAPI resolves the endpoint's (string) annotations here
+
+__all__ = ["choices", "kv_cache_dtypes", "check_web_kv_dtype", "add_kv_dtypes_route", "local_files", "MAX_LOCAL_FILES",
+           "ENGINES"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 
@@ -64,6 +67,21 @@ def check_web_kv_dtype(kv_cache_dtype: str, engine: str, engine_version: str | N
     from kvledger.accounting.kv_dtype_choices import check_kv_dtype_for_engine
 
     check_kv_dtype_for_engine(kv_cache_dtype, engine.strip().lower(), (engine_version or "").strip() or None)
+
+
+def add_kv_dtypes_route(app: Any, token: str | None, as_json: Any) -> None:
+    """``GET /api/kv_cache_dtypes?engine=…&engine_version=…``: ``kv_cache_dtypes`` for the form, written by
+    ``as_json``; with ``token`` the request must carry it, as ``/api/choices``'s."""
+    import hmac
+
+    from kvledger.report.webapp_guard import Refused
+
+    @app.get("/api/kv_cache_dtypes")
+    def api_kv_cache_dtypes(request: Request, engine: str = "vllm", engine_version: str = "") -> Any:
+        if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
+            raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
+        return as_json({"engine": engine, "engine_version": engine_version,
+                        "kv_cache_dtypes": kv_cache_dtypes(engine[:40], engine_version[:40])})
 
 
 def local_files(data_dir: Path | None) -> dict[str, list[str]]:

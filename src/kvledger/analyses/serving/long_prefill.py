@@ -5,6 +5,12 @@ them. Read in the 0.8.0, 0.8.5, 0.9.0, 0.11.0, 0.12.0, 0.19.0, 0.26.0, 0.28.0, 0
 * the threshold caps one request's chunk per step in V1's scheduler (``v1/core/sched/scheduler.py : schedule``) from
   0.8.5 (0.8.0's V1 scheduler does not read it); from 0.31.0 not in a step with one request running or waiting;
   from 0.28.0 a threshold above max_model_len is refused (before, only with concurrent partial prefills);
+* ``--long-prefill-token-threshold-adaptive`` (0.31.0 on; absent from 0.30.0's ``SchedulerConfig`` and
+  ``engine/arg_utils.py``, so argparse refuses it there): each step the threshold is floored at
+  ``max_num_batched_tokens // (running + waiting requests)`` (``schedule``: ``max(long_prefill_token_threshold,
+  input_budget // num_eligible_reqs)``, read in 0.31.0, 0.32.0 and 0.33.0 alike), and only with a nonzero
+  threshold. Requests waiting in a KV connector's load (``kv_holding_waiting``) count there too; the simulator's
+  waiting queue holds them with the rest;
 * the two partial-prefill limits are V0's: V1 never enforces them. Any value but their default 1 makes vLLM 0.8–0.10
   fall back to the V0 engine ("Concurrent Partial Prefill is not supported by the V1 Engine", ``engine/arg_utils.py
   : _is_v1_supported_oracle``; 0.11.0's oracle too, with V0 gone) and 0.12–0.26 refuse to start
@@ -24,10 +30,13 @@ __all__ = ["long_prefill_overrides"]
 
 V1_READS_THRESHOLD = (0, 8, 5)  # absent from 0.8.0's v1/core/scheduler.py; present in 0.8.5's
 CAP_LIFTED_ALONE = (0, 31, 0)  # absent in 0.30.0, present in 0.31.0 ("there is nobody to starve")
+ADAPTIVE_FROM = (0, 31, 0)  # --long-prefill-token-threshold-adaptive: not in 0.30.0's arg_utils.py, in 0.31.0's
 THRESHOLD_CHECKED = (0, 28, 0)  # threshold > max_model_len refused with or without partial prefills (0.28.0)
 PARTIAL_REMOVED = (0, 28, 0)  # in 0.26.0's SchedulerConfig, not in 0.28.0's (0.27 not read)
 V0_GONE, V1_REFUSES_PARTIAL = (0, 11, 0), (0, 12, 0)  # 0.11.0's oracle still falls back to V0; 0.12.0 raises
+_ADAPTIVE = "--long-prefill-token-threshold-adaptive"
 _FLAGS = {"long_prefill_token_threshold": "--long-prefill-token-threshold",
+          "long_prefill_token_threshold_adaptive": _ADAPTIVE,
           "max_num_partial_prefills": "--max-num-partial-prefills",
           "max_long_partial_prefills": "--max-long-partial-prefills"}
 
@@ -58,6 +67,7 @@ def long_prefill_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]
         raise InputError(f"{names}: modelled in vLLM V1's scheduler only (--batching continuous, the default), not "
                          f"with --batching {a.batching}: drop {it}, or the --batching")
     notes = _partial_notes(a, m.engine_version, ver)
+    adaptive, notes = _adaptive(a, m.engine_version, ver, notes)
     thr = a.long_prefill_token_threshold
     if thr is None or thr == 0:
         return {}, notes
@@ -73,10 +83,33 @@ def long_prefill_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], list[str]
     alone = ver < CAP_LIFTED_ALONE
     when = ("every step, a request alone too (vLLM ≤ 0.30)" if alone else
             "in steps with more than one request running or waiting (vLLM ≥ 0.31 lifts it for a request alone)")
-    return ({"long_prefill_token_threshold": thr, "long_prefill_cap_alone": alone},
+    floor = f", floored at max_num_batched_tokens // (running + waiting requests) ({_ADAPTIVE})" if adaptive else ""
+    return ({"long_prefill_token_threshold": thr, "long_prefill_cap_alone": alone, "long_prefill_adaptive": adaptive},
             notes + [f"long_prefill_token_threshold {thr:,} tokens (--long-prefill-token-threshold): one request's "
-                     f"chunk per step capped at {thr:,} tokens, {when}; vLLM {m.engine_version} "
+                     f"chunk per step capped at {thr:,} tokens{floor}, {when}; vLLM {m.engine_version} "
                      "v1/core/sched/scheduler.py schedule"])
+
+
+def _adaptive(a: Any, version: str, ver: tuple[int, int, int], notes: list[str]) -> tuple[bool, list[str]]:
+    """(whether the adaptive floor is on, ``notes`` with a note where it does nothing) for
+    ``--long-prefill-token-threshold-adaptive`` (module doc).
+
+    Raises:
+        InputError: the flag (either spelling) for a release before 0.31, whose argparse does not know it.
+    """
+    on = getattr(a, "long_prefill_token_threshold_adaptive", None)
+    if on is None:
+        return False, notes
+    spelt = _ADAPTIVE if on else "--no-" + _ADAPTIVE.removeprefix("--")
+    if ver < ADAPTIVE_FROM:
+        raise InputError(f"{spelt}: vLLM {version} refuses it at argument parsing (\"vllm serve: error: unrecognized "
+                         f"arguments: {spelt}\"): the flag came in 0.31.0 (config/scheduler.py SchedulerConfig."
+                         "long_prefill_token_threshold_adaptive, absent in 0.30.0); drop it, or use --engine-version "
+                         "0.31.0 or later")
+    if on and not a.long_prefill_token_threshold:
+        return False, notes + [f"{_ADAPTIVE} has no effect without --long-prefill-token-threshold: vLLM {version} "
+                               "floors only a nonzero threshold (v1/core/sched/scheduler.py schedule)"]
+    return on, notes
 
 
 def _partial_notes(a: Any, version: str, ver: tuple[int, int, int]) -> list[str]:

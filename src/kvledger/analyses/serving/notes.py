@@ -73,8 +73,7 @@ SGLANG_NULL_BLOCK = ("SGLang pool: the usable token slots + one page, page 0: SG
 
 
 def sglang_pool_caps(pool_tokens: int, max_model_len: int, max_req_len: int) -> str:
-    """SGLang starting with a pool shorter than the context and serving shorter requests: ``kvledger plan``'s verdict
-    served_at_lower_len (``accounting.advice_sglang_len``, every release 0.4.0–0.5.23)."""
+    """SGLang starting with a pool shorter than the context: plan's served_at_lower_len (``advice_sglang_len``)."""
     return (f"SGLang starts with a KV pool of {pool_tokens:,} tokens, fewer than max_model_len {max_model_len:,}, and "
             f"serves at a lower length (kvledger plan's verdict served_at_lower_len; vLLM refuses to start): "
             f"max_req_len = min(context_len − 1, pool − 1) = {max_req_len:,}, so prompts ≥ {max_req_len - 5:,} tokens "

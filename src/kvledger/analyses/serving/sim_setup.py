@@ -77,6 +77,7 @@ class SimRequestArgs:
     client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
     long_prefill_token_threshold: int | None = None  # vLLM v1's chunk cap per request and step (long_prefill.py)
+    long_prefill_token_threshold_adaptive: bool | None = None  # vLLM ≥ 0.31: the cap floored at the budget's share
     max_num_partial_prefills: int | None = None  # vLLM V0's limits: 1 (default) or refused for a V1 engine
     max_long_partial_prefills: int | None = None
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)

@@ -58,7 +58,8 @@ class PoolTooShortError(DoesNotFitError):
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
              extra=("caps_output", "**long_prefill_json"),
-             exclude=("startup_counts_null_block", "long_prefill_token_threshold", "long_prefill_cap_alone"))
+             exclude=("startup_counts_null_block", "long_prefill_token_threshold", "long_prefill_cap_alone",
+                      "long_prefill_adaptive"))
 @dataclass(frozen=True)
 class EngineConfig:
     """One replica's engine settings, named as vLLM names them.
@@ -113,9 +114,9 @@ class EngineConfig:
             Should accept numpy int64 arrays (elementwise) for speed.
         startup_counts_null_block: vLLM before 0.29: the start-up check counts block 0, so a max_model_len request
             may need every block and still pass it (such a request is never scheduled); not in JSON.
-        long_prefill_token_threshold: vLLM v1 ``--long-prefill-token-threshold``: a request's chunk in a step is cut to
-            this many tokens (``v1/core/sched/scheduler.py : schedule``, running and waiting alike), tokens; 0: no cap.
-        long_prefill_cap_alone: the cap holds with one request running or waiting too (vLLM ≤ 0.30; ≥ 0.31 lifts it).
+        long_prefill_token_threshold: vLLM v1's cap on a request's chunk per step, tokens (0: none; ``Scheduler.
+            long_prefill_cap``), held for a request alone with ``long_prefill_cap_alone`` (vLLM ≤ 0.30), floored at
+            the budget's fair share with ``long_prefill_adaptive`` (≥ 0.31 ``--long-prefill-token-threshold-adaptive``).
     """
 
     num_gpu_blocks: int
@@ -140,6 +141,7 @@ class EngineConfig:
     startup_counts_null_block: bool = False
     long_prefill_token_threshold: int = 0
     long_prefill_cap_alone: bool = False
+    long_prefill_adaptive: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -156,8 +158,7 @@ class EngineConfig:
                                        hint=f"Known: {', '.join(table)}.")
         if (t := self.long_prefill_token_threshold) and (type(t) is not int or t < 0 or self.batching != "continuous"):
             raise InputError(f"long_prefill_token_threshold {t!r}: an integer ≥ 0, with vLLM v1's continuous batching")
-        pad = self.max_paddings
-        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
+        if (pad := self.max_paddings) is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
             raise InputError(f"engine setting max_paddings must be None or an integer ≥ 0, got {pad!r}")
         self._check_combinations()
         if self.batching == "vllm_v0":
@@ -283,9 +284,10 @@ class EngineConfig:
 
     @property
     def long_prefill_json(self) -> dict[str, Any]:
-        """The long-prefill cap's two fields for JSON, only with a threshold set (runs without one keep their keys)."""
-        t = self.long_prefill_token_threshold
-        return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone} if t else {}
+        """The long-prefill cap's fields for JSON, only with a threshold set (runs without one keep their keys)."""
+        t, a = self.long_prefill_token_threshold, {"long_prefill_token_threshold_adaptive": True}
+        return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone,
+                **(a if self.long_prefill_adaptive else {})} if t else {}
 
     @property
     def step_blocks_label(self) -> str | None:
