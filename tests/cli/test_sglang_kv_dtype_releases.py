@@ -68,3 +68,12 @@ def test_the_names_kvledger_offers_per_engine_and_release():
     assert engine_kv_dtypes("sglang", None) == ["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"]
     assert engine_kv_dtypes("sglang", "0.5.3") == ["auto", "fp8_e4m3", "fp8_e5m2"]
     assert engine_kv_dtypes("sglang", "0.4.0") == ["auto", "fp8_e5m2"]
+
+
+def test_searchs_sglang_launch_line_writes_a_name_sglang_takes():
+    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+    from kvledger.analyses.search.launch import SGLANG_KV_DTYPES
+
+    # fp8_inc (1 B, vLLM's) became 'auto' (2 B for a BF16 model) on the SGLang line; now SGLang's 1-byte fp8_e4m3
+    assert SGLANG_KV_DTYPES["fp8_inc"] == "fp8_e4m3" and KV_DTYPE_BYTES["fp8_inc"] == 1
+    assert set(SGLANG_KV_DTYPES.values()) <= set(sglang_cache_dtypes(None)[0])

@@ -30,9 +30,9 @@ __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_
            "SGLANG_KV_DTYPES"]
 
 SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
-                    "fp8_e5m2": "fp8_e5m2"}
+                    "fp8_e5m2": "fp8_e5m2", "fp8_inc": "fp8_e4m3"}
 """vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or
-e5m2)."""
+e5m2: vLLM's fp8_inc, in no SGLang release's choices (``accounting.kv_dtype_choices``), becomes e4m3, 1 B as well)."""
 
 
 def _join(words: list[str]) -> str:
