@@ -147,7 +147,8 @@ SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" a
                             "(sglang_rules.SGLANG_LOAD_EXTRA_GIB)")
 SGLANG_ROPE_BUFFER = "RoPE cos/sin buffer"
 SGLANG_FP8_KV = ("--kv-cache-dtype fp8 is vLLM's spelling: SGLang names its FP8 KV formats fp8_e4m3 and fp8_e5m2, so "
-                 "pass --kv-cache-dtype fp8_e4m3 to SGLang (planned here at 1 B per element, as either format stores)")
+                 "pass --kv-cache-dtype fp8_e4m3 to SGLang (fp8_e5m2 before 0.4.1.post6, whose choices lack e4m3; "
+                 "planned here at 1 B per element, as either format stores)")
 SGLANG_SEGMENT_TAILS = "allocator segment tails"
 
 
