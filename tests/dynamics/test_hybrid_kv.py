@@ -57,11 +57,11 @@ def test_plan_turns_caching_on_for_gpt_oss_as_vllm_does():
     # both prompts are the 2,048 shared tokens exactly: the hit is capped at num_tokens − 1 = 2,047 tokens → 127
     # whole blocks = 2,032 tokens, as the audit computed for vLLM
     assert [r.num_cached_tokens for r in recs] == [0, 2032]
-    # Qwen3-Next (Mamba state groups) stays uncached, with a note
+    # Qwen3-Next (Mamba state groups in align mode) is cached by vLLM 0.33's Mamba rule (mamba_prefix.py), with a note
     q = build_plan(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking", allow_hub=False), get_gpu("H100-SXM"),
                    PlanSettings(max_model_len=8192, tp=4), with_roofline=False, with_advice=False)
     qc, qnotes = engine_config_from_plan(q)
-    assert not qc.enable_prefix_caching and any("Mamba state" in n for n in qnotes)
+    assert qc.hybrid_caching and any(n.startswith("Mamba prefix caching as vLLM 0.33.0") for n in qnotes)
 
 
 def test_no_block_leaks_under_preemption_and_sharing():

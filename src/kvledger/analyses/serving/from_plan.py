@@ -22,10 +22,11 @@ from kvledger.accounting.sglang_rules import (
 )
 from kvledger.accounting.sglang_steps import sglang_capture_sizes
 from kvledger.accounting.vllm_rules import parse_version
+from kvledger.analyses.serving import hybrid_caching_notes as HN
 from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.online_quant import pool_note
 from kvledger.dynamics.engine.config import EngineConfig, PoolTooShortError
-from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
+from kvledger.dynamics.engine.kv_factory import supports_prefix_caching
 from kvledger.dynamics.engine.reservation_fit import ContiguousTooLargeError
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
@@ -289,12 +290,11 @@ def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
         if any(g.window_tokens for g in plan.layout.groups):  # the note is about windowed groups (not Mamba-only)
             notes.append(N.sliding_prefill_chunk(inflight))
     rule = fields.get("step_blocks")
-    cacheable = (rule is not None and supports_hybrid_caching(rule)
-                 and fields.get("prefix_caching_policy", "vllm") == "vllm"
-                 and fields.get("kv_allocation", "paged") == "paged")
+    cacheable = rule is not None and supports_prefix_caching(rule) and (
+        fields.get("prefix_caching_policy", "vllm"), fields.get("kv_allocation", "paged")) == ("vllm", "paged")
     if fields.get("enable_prefix_caching", True) and not cacheable:
         fields["enable_prefix_caching"] = False
-        notes.append(N.HYBRID_NO_CACHING)
+        notes.append(HN.hybrid_no_caching(plan.layout, m.engine_version))
     elif fields.get("enable_prefix_caching", True):
-        notes.append(N.hybrid_caching(rule.retention))
+        notes.append(HN.hybrid_caching(rule))
     return notes

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.chunked_budget import chunked_off_budget_error
-from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
-from kvledger.dynamics.engine.kv_factory import make_kv_manager
+from kvledger.dynamics.engine.kv_factory import make_kv_manager, supports_prefix_caching
 from kvledger.dynamics.engine.reservation_fit import check_contiguous_fit
 from kvledger.errors import DoesNotFitError, InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
@@ -186,8 +185,9 @@ class EngineConfig:
                              "batching rule")
         if self.blocks_for_tokens is not None and self.enable_prefix_caching and not self.hybrid_caching:
             raise InputError("prefix caching is modelled for hybrid layouts only with vLLM's per-step sliding-window "
-                             "rule (step_blocks), attention groups of one block size and no Mamba state, paged, "
-                             "prefix_caching_policy='vllm'; set enable_prefix_caching=False")
+                             "rule (step_blocks), groups of one block size (attention, or full attention and "
+                             "align-mode Mamba state), paged, prefix_caching_policy='vllm'; set "
+                             "enable_prefix_caching=False")
 
     def _check_v0(self) -> None:
         """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
@@ -216,9 +216,10 @@ class EngineConfig:
 
     @property
     def hybrid_caching(self) -> bool:
-        """Prefix caching on a hybrid full + sliding layout (hybrid_kv.py models it: vLLM paged, one block size)."""
+        """Prefix caching on a hybrid layout (hybrid_kv.py: full + sliding; mamba_prefix.py: full + Mamba state; vLLM
+        paged, one block size)."""
         return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
-                and self.kv_allocation == "paged" and supports_hybrid_caching(self.step_blocks))
+                and self.kv_allocation == "paged" and supports_prefix_caching(self.step_blocks))
 
     @property
     def caps_output(self) -> bool:

@@ -27,7 +27,7 @@ class SimRequest:
         "uid", "spec", "arrival_s", "num_prompt_tokens", "num_output_tokens",
         "num_computed_tokens", "num_generated", "num_tokens", "status", "num_preemptions", "num_cached_tokens",
         "runs", "run_start", "blocks", "num_registered", "keys", "node", "private_tokens",
-        "tree_tokens", "covered_tokens",
+        "tree_tokens", "covered_tokens", "shared_prefix_boundary",
     )
 
     def __init__(self, uid: int, spec: RequestSpec, max_model_len: int | None = None) -> None:
@@ -56,6 +56,7 @@ class SimRequest:
         self.private_tokens = 0
         self.tree_tokens = 0
         self.covered_tokens = 0
+        self.shared_prefix_boundary = 0  # vLLM's junction: where a Mamba prefill chunk stops (mamba_prefix.py), tokens
 
     @property
     def remaining_output_tokens(self) -> int:

@@ -136,7 +136,7 @@ class Scheduler:
             if n > max_len - c:
                 n = max_len - c
             if align is not None and n > 1:
-                n = align(c, n, req.num_prompt_tokens, req.num_tokens, align_max)
+                n = align(c, n, req.num_prompt_tokens, req.num_tokens, align_max, req.shared_prefix_boundary)
             if n <= 0:
                 i += 1
                 continue
@@ -220,7 +220,8 @@ class Scheduler:
                 break
             n = min(n, budget)
             if self._align_chunk is not None and n > 1:
-                n = self._align_chunk(hit, n, req.num_prompt_tokens, req.num_tokens, self._align_max)
+                n = self._align_chunk(hit, n, req.num_prompt_tokens, req.num_tokens, self._align_max,
+                                      req.shared_prefix_boundary)  # the junction kv.match found
                 if n == 0:  # vLLM stops admission (the chunk would not reach a block boundary)
                     break
             must_fit = req.num_tokens if cfg.scheduler_reserve_full_isl else hit + n

@@ -38,7 +38,8 @@ Block-aligned prefill chunks (vLLM 0.33 ``v1/core/sched/scheduler.py : Scheduler
 mode): a prefill chunk that stops short of the prefill end is cut to end on a multiple of B (when that leaves tokens,
 or when B ≤ the step's token limit), so states are written on block boundaries; the chunk reaching the prefill end is
 not cut, but without an internal checkpoint it stops at the last block boundary before ``num_tokens`` (and a chunk
-starting mid-block at the next boundary)::
+starting mid-block at the next boundary); with prefix caching it also stops at the shared prefix's junction (the
+request's ``shared_prefix_boundary``, block-floored; which releases do: ``accounting/mamba_prefix_rules.py``)::
 
     B = 320, max_num_batched_tokens = 2048, a 5,000-token prompt (checkpoint page, GDN on Hopper):
       chunks 0→1920, 1920→3840 (2048 cut to 6 × 320), 3840→5000 (the last, 1160 tokens, takes the checkpoint page)
@@ -47,7 +48,9 @@ starting mid-block at the next boundary)::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule
 from kvledger.dynamics.engine.swa_retention import DENSE, SlidingRetention, sliding_retention
 from kvledger.units import cdiv
 
@@ -66,6 +69,8 @@ class StepBlockRule:
             the page it reads for the step ("all" mode, vLLM 0.19–0.27, stays at 1 page: its prefill not modelled).
         state_checkpoint_pages: prefill-checkpoint pages per state group ("align", vLLM 0.33), pages.
         retention: which sliding-window blocks the release keeps in its prefix cache (swa_retention.py).
+        state_prefix: align mode: the release's Mamba prefix-cache rule (``mamba_prefix_rules.MambaPrefixRule``, from
+            ``engine_version``); None: not known (no prefix hits are modelled for the state groups).
     """
 
     groups: tuple[tuple[str, int, int], ...]
@@ -74,16 +79,19 @@ class StepBlockRule:
     state_boundary_page: bool = False
     state_checkpoint_pages: int = 0
     retention: SlidingRetention = DENSE
+    state_prefix: Any = None
 
     @classmethod
     def from_layout(cls, layout, max_model_len: int, inflight_tokens: int,
                     engine_version: str | None = None) -> StepBlockRule:
-        """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention applies."""
+        """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention and Mamba prefix rule
+        apply."""
         state = [g for g in layout.groups if g.kind == "state"]
         align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
         boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
+        prefix = mamba_prefix_rule(engine_version) if boundary and engine_version else None
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
-                   inflight_tokens, boundary, max(ck, 0), sliding_retention(engine_version))
+                   inflight_tokens, boundary, max(ck, 0), sliding_retention(engine_version), prefix)
 
     @property
     def state_block_size(self) -> int:
@@ -101,10 +109,11 @@ class StepBlockRule:
         ck = at_end and self.state_checkpoint_pages and _checkpoint_valid(computed, t, (t - 1) // B * B, B)
         return 1 + int(crosses) + (self.state_checkpoint_pages if ck else 0)
 
-    def aligned_chunk(self, start: int, new: int, num_prompt_tokens: int, num_tokens: int, max_tokens: int) -> int:
+    def aligned_chunk(self, start: int, new: int, num_prompt_tokens: int, num_tokens: int, max_tokens: int,
+                      junction: int = 0) -> int:
         """vLLM 0.33 ``Scheduler._mamba_block_aligned_split`` (module doc): the ``new`` tokens after ``start`` a
-        prefill chunk keeps in align mode, ``max_tokens`` the step's token limit (``max_num_batched_tokens``), tokens
-        (0: the request is not scheduled this step)."""
+        prefill chunk keeps in align mode, ``max_tokens`` the step's token limit (``max_num_batched_tokens``),
+        ``junction`` the request's ``shared_prefix_boundary`` (0: none), tokens (0: not scheduled this step)."""
         prefill_end = max(num_prompt_tokens, num_tokens - 1)
         if start >= prefill_end:
             return new
@@ -119,6 +128,8 @@ class StepBlockRule:
             for stop in ((start // B + 1) * B if start % B else 0, (num_tokens - 1) // B * B):
                 if start < stop < end:
                     end = stop
+        if start < junction < end and start < (stop := start + (junction - start) // B * B):  # block-floored
+            end = stop
         return max(end - start, 0)
 
     def steps_before_crossing(self, comp: list[int], rems: list[int], k: int) -> int:

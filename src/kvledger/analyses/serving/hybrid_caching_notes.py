@@ -1,0 +1,32 @@
+"""The note a hybrid layout's prefix caching prints: the rule simulated (the release's Mamba rule, or the attention
+groups'), or why no hit is simulated (``from_plan._hybrid_fields`` decides which)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.serving import notes as N
+
+__all__ = ["hybrid_caching", "hybrid_no_caching"]
+
+
+def hybrid_caching(rule: Any) -> str:
+    """The prefix-caching rule a hybrid run simulates: the release's Mamba rule (``StepBlockRule.state_prefix``) or the
+    full + sliding one."""
+    if rule.state_prefix is None:
+        return N.hybrid_caching(rule.retention)
+    return rule.state_prefix.text + "; these runs take the general step throughout (slower)"
+
+
+def hybrid_no_caching(layout: Any, engine_version: str) -> str:
+    """Why no prefix hit is simulated: vLLM launched a Mamba hybrid with caching off (its default before 0.26), or the
+    layout is one the simulator does not model."""
+    state = [g for g in layout.groups if g.kind == "state"] if layout is not None else []
+    if state and all(g.state_pages == 1 and not g.state_page_per_block for g in state):
+        return (f"prefix caching off: vLLM {engine_version} launches this Mamba hybrid without it (mamba_cache_mode "
+                "none; on by default for hybrid models from 0.26, ModelConfig.is_prefix_caching_supported); "
+                "--enable-prefix-caching turns it on")
+    if any(g.state_page_per_block for g in state):
+        return ("prefix caching is not modelled for Mamba state groups in mamba_cache_mode all (vLLM 0.19–0.27's "
+                "mode for models implementing SupportsMambaPrefixCaching): " + N.HYBRID_NO_CACHING.split(": ", 1)[1])
+    return N.HYBRID_NO_CACHING

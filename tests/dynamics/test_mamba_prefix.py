@@ -1,0 +1,138 @@
+"""Prefix caching for hybrid full-attention + Mamba layouts in vLLM's align mode (mamba_prefix.py), per release
+(accounting/mamba_prefix_rules.py).
+
+The worked case: 20 prompts of 32,000 tokens sent one after another, each sharing a 30,000-token prefix, block B = 576
+(Qwen3-Next's hybrid block at TP 2 on H200, vLLM 0.33), max_num_batched_tokens 8,192, one output token each.
+
+* Shared full blocks: 30,000 // 576 = 52 (29,952 tokens); the hit cap (32,000 − 1) // 576 = 55 blocks is above it.
+* A prefill chunk of 8,192 tokens is cut to a block boundary: 8,192 // 576 = 14 blocks = 8,064 tokens. A fresh prompt
+  runs 0 → 8,064 → 16,128 → 24,192, then the last 7,808 tokens (≤ 8,192) to 32,000 (the last cacheable boundary
+  (32,000 − 1) // 576 × 576 = 31,680 is the only other stop; no checkpoint page here, so the chunk stops there:
+  24,192 → 31,680 → 32,000). Its states at 8,064, 16,128 and 24,192 are in the shared prefix (blocks 13, 27, 41).
+* Request 1 hits nothing at any release: 0.
+* vLLM 0.29–0.33 (prefix_cache_retention_interval 0): request 1 keeps only the state at its last boundary, 31,680
+  (its own). Request 2: full chain 52 blocks, no state cached in it → hit 0; junction 29,952 → the chunk from 24,192
+  stops at 29,952 and that state is kept. Requests 3–20 hit 29,952.
+  18 × 29,952 = 539,136 of 20 × 32,000 = 640,000 prompt tokens: 84.2%.
+* vLLM 0.26–0.28 (every chunk end kept; junction stop): request 2 walks the chain back to the state at 24,192 → hit
+  24,192; its chunk 24,192 → 32,000 stops at the junction 29,952, kept. Requests 3–20 hit 29,952.
+  24,192 + 18 × 29,952 = 563,328: 88.0%. (0.24–0.25 cut the admitted chunk at the junction: the same here.)
+* vLLM 0.19–0.23 with --enable-prefix-caching (every chunk end kept, no junction stop): requests 2–20 hit 24,192;
+  none ends a chunk at 29,952. 19 × 24,192 = 459,648: 71.8%. By default 0.19–0.25 launch a hybrid with prefix caching
+  off (mamba_cache_mode none): 0%.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine.mamba_prefix import MambaPrefixKVManager, supports_mamba_caching
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.simulator import EngineConfig, simulate
+
+STEP = FixedStepCost(per_step_s=0.010)
+
+
+def _run(version: str, specs, B: int, mnbt: int, max_len: int, blocks: int, checkpoint_pages: int = 0):
+    rule = StepBlockRule((("state", B, 0), ("state", B, 0), ("full", B, 0)), max_len, mnbt, True, checkpoint_pages,
+                         mamba_prefix_rule(version))
+    cfg = EngineConfig(num_gpu_blocks=blocks, max_model_len=max_len, block_size=B, max_num_batched_tokens=mnbt,
+                       blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
+    return simulate(specs, cfg, STEP, record_steps=True, fast_forward=False)
+
+
+def _worked(version: str, checkpoint_pages: int = 0):
+    specs = [RequestSpec(f"r{i}", 10.0 * i, 32_000, 1, (7,), 30_000) for i in range(20)]
+    res = _run(version, specs, 576, 8192, 40_000, 400, checkpoint_pages)
+    return [r.num_cached_tokens for r in res.records.records]
+
+
+@pytest.mark.parametrize("version, hits, rate", [
+    ("0.33.0", [0, 0] + [29_952] * 18, 0.842),
+    ("0.28.0", [0, 24_192] + [29_952] * 18, 0.880),
+    ("0.19.0", [0] + [24_192] * 19, 0.718),
+])
+def test_worked_case_per_release(version, hits, rate):
+    got = _worked(version)
+    assert got == hits
+    assert round(sum(got) / 640_000, 3) == rate
+
+
+def test_worked_case_with_a_checkpoint_page_hits_the_same():
+    # 0.33 on Hopper (GDN FlashInfer): the last chunk 24,192 → 32,000 exports the state at 31,680 into its checkpoint
+    # page instead of stopping there; that state is request 1's own, so the hits are unchanged
+    assert _worked("0.33.0", checkpoint_pages=1) == [0, 0] + [29_952] * 18
+
+
+@pytest.mark.parametrize("version, hits, chunks_b", [
+    ("0.33.0", [0, 0, 12], [8, 4, 4, 4]),
+    ("0.28.0", [0, 8, 12], [4, 4, 4]),
+    ("0.19.0", [0, 8, 8], [8, 4]),
+])
+def test_small_case_by_hand(version, hits, chunks_b):
+    # B = 4, max_num_batched_tokens 8, three 20-token prompts sharing 12 (3 blocks), one after another. A fresh prompt
+    # runs 0 → 8 → 16 → 20 (8 < 20 is block-aligned; the last boundary (20 − 1) // 4 × 4 = 16 is a chunk end).
+    # 0.33: A keeps only the state at 16 (not shared): B hits 0, its junction 12 cuts 8 → 16 to 8 → 12 (kept), then
+    #       12 → 16 (the last boundary), 16 → 20; C hits 12.
+    # 0.28: A keeps its states at 8 and 16; B walks the 3-block chain back to 8 (hit 8), chunk 8 → 16 stops at the
+    #       junction 12 (kept), then 12 → 16, 16 → 20; C hits 12.
+    # 0.19: B hits 8 and runs 8 → 16 → 20 with no stop at 12; C hits 8 too.
+    specs = [RequestSpec(n, t, 20, 1, (1,), 12) for n, t in (("A", 0.0), ("B", 1.0), ("C", 2.0))]
+    res = _run(version, specs, 4, 8, 64, 40)
+    assert [r.num_cached_tokens for r in res.records.records] == hits
+    steps = [d["batch"] for d in res.steps[0].dicts()]
+    assert [b[0][1] for b in steps if b[0][0] == "B"] == chunks_b
+
+
+def test_state_pages_follow_the_step_rule_and_stay_cached():
+    # 0.28, after B's admission with an 8-token hit (B = 4): the full group holds blocks 0..2 (12 tokens after the
+    # 8 → 12 chunk) and each of the 2 state groups the hit page it reads and the new page: 3 + 2 × 2 = 7 =
+    # held_after(8, 4); A's freed registered pages stay in the pool's cache (free queue) until evicted
+    specs = [RequestSpec("A", 0.0, 20, 1, (1,), 12), RequestSpec("B", 1.0, 20, 1, (1,), 12)]
+    rule = StepBlockRule((("state", 4, 0), ("state", 4, 0), ("full", 4, 0)), 64, 8, True, 0,
+                         mamba_prefix_rule("0.28.0"))
+    assert rule.held_after(8, 4) == 7
+    cfg = EngineConfig(num_gpu_blocks=40, max_model_len=64, block_size=4, max_num_batched_tokens=8,
+                       blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
+    kv = MambaPrefixKVManager(cfg.num_gpu_blocks, rule)
+    from kvledger.dynamics.engine.request_state import SimRequest
+    from kvledger.dynamics.engine.scheduler import Scheduler
+
+    s = Scheduler(cfg, kv)
+    a, b = SimRequest(0, specs[0]), SimRequest(1, specs[1])
+    s.waiting.append(a)
+    for _ in range(4):  # A: 0 → 8 → 16 → 20, then done
+        for r, n in s.schedule().scheduled:
+            r.num_computed_tokens += n
+    s.running.remove(a)
+    kv.free(a, False)
+    assert kv._held == 0 and kv.pool.num_cached_blocks == 3 + 2  # 3 shared full blocks + the state at 8 per group
+    s.waiting.append(b)
+    out = s.schedule()
+    assert out.scheduled == [(b, 4)] and kv.held_blocks(b) == 7 == kv.num_used_blocks
+
+
+def test_supported_layouts():
+    rule = StepBlockRule((("state", 4, 0), ("full", 4, 0)), 64, 8, True, 0, mamba_prefix_rule("0.33.0"))
+    assert supports_mamba_caching(rule)
+    # "none" mode (one page, no boundary page), an unknown release, mixed block sizes, a sliding group: not modelled
+    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, False, 0, rule.state_prefix))
+    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, True, 0, None))
+    assert not supports_mamba_caching(StepBlockRule((("state", 8, 0), ("full", 4, 0)), 64, 8, True, 0,
+                                                    rule.state_prefix))
+    assert not supports_mamba_caching(StepBlockRule((("state", 4, 0), ("sliding_window", 4, 8)), 64, 8, True, 0,
+                                                    rule.state_prefix))
+
+
+def test_release_table():
+    # read in each release's _mamba_block_aligned_split and MambaManager.cache_blocks (module doc of the rules)
+    got = {v: (r.every_chunk_end, r.junction_stop) for v in ("0.19.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0",
+                                                           "0.28.0", "0.29.0", "0.33.0")
+           for r in [mamba_prefix_rule(v)]}
+    assert got == {"0.19.0": (True, "none"), "0.23.0": (True, "none"), "0.24.0": (True, "first_chunk"),
+                   "0.25.0": (True, "first_chunk"), "0.26.0": (True, "every_chunk"), "0.28.0": (True, "every_chunk"),
+                   "0.29.0": (False, "every_chunk"), "0.33.0": (False, "every_chunk")}
+    assert mamba_prefix_rule("0.18.0") is None
