@@ -136,3 +136,16 @@ def test_release_table():
                    "0.25.0": (True, "first_chunk"), "0.26.0": (True, "every_chunk"), "0.28.0": (True, "every_chunk"),
                    "0.29.0": (False, "every_chunk"), "0.33.0": (False, "every_chunk")}
     assert mamba_prefix_rule("0.18.0") is None
+
+
+def test_a_state_registered_in_this_schedule_is_hit_from_the_next():
+    # 0.33, B = 4, max_num_batched_tokens 8; A (alone) as in the small case; B and C arrive together after it.
+    # step 1: B 0 → 8 (hit 0, junction 12), no budget for C. step 2: B 8 → 12 (cut at the junction, its state
+    # registered in this schedule); C would hit 12 with the 4 tokens left, but vLLM refuses a hit on a state cached
+    # in the same step (cached_blocks_this_step) and stops admission. step 3: B 12 → 16, C hits 12: 12 → 16.
+    specs = [RequestSpec("A", 0.0, 20, 1, (1,), 12), RequestSpec("B", 1.0, 20, 1, (1,), 12),
+             RequestSpec("C", 1.0, 20, 1, (1,), 12)]
+    res = _run("0.33.0", specs, 4, 8, 64, 40)
+    steps = [d["batch"] for d in res.steps[0].dicts()]
+    assert steps[3:] == [[["B", 8]], [["B", 4]], [["B", 4], ["C", 4]], [["B", 4], ["C", 4]]]
+    assert [r.num_cached_tokens for r in res.records.records] == [0, 0, 12]

@@ -24,9 +24,10 @@ hash block is the block (gcd of the sizes). Rules:
         request 2   chain 52 blocks, no state cached in it: hit 0, junction 29,952 → a chunk ends there, kept
         requests 3+ hit 29,952 tokens
 
-Not modelled: a request cannot hit a state registered by another in the same step (vLLM defers it a step); unique
-blocks are not registered (only the request itself could hit them, after a preemption). The fast path's vectorised
-stretches are not implemented here, so every step runs the general step (exact, slower).
+A request whose hit ends on a state registered in the same schedule is not admitted in it (``MambaManager.
+get_num_blocks_to_allocate``: ``cached_blocks_this_step``; the admission loop stops there). Not modelled: unique blocks
+are not registered (only the request itself could hit them, after a preemption). The fast path's vectorised stretches
+are not implemented here, so every step runs the general step (exact, slower).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class MambaPrefixKVManager(PoolUsage):
         self.bft = rule.steady
         self.prefix_stats = PrefixCacheStats()
         self._held = 0  # live blocks and pages held by requests
+        self._this_step: set[int] = set()  # state keys registered since the step's schedule began
 
     @property
     def held_slots(self) -> int:
@@ -112,6 +114,10 @@ class MambaPrefixKVManager(PoolUsage):
     def match_tokens(self, req: SimRequest) -> int:
         return self.match(req)[1]
 
+    def new_step_starts(self) -> None:
+        """A schedule begins: states registered in the last one may be hit now (vLLM ``new_step_starts``)."""
+        self._this_step.clear()
+
     # ------------------------------------------------------------ allocation
     def _state_pages(self, computed: int, new: int, at_end: bool) -> tuple[bool, int]:
         """(the step crosses a block boundary, its checkpoint pages) per state group (``StepBlockRule.state_pages``)."""
@@ -125,6 +131,8 @@ class MambaPrefixKVManager(PoolUsage):
         (nothing changed) if the admission check fails."""
         B, pool = self.block_size, self.pool
         keys = self._keys(req) if h else []
+        if h and any(hash((keys[h - 1], g)) in self._this_step for g in self.state):
+            return False  # a state registered by another request in this schedule: not before the next (vLLM)
         c = h * B
         upto = c + num_new_tokens
         rows = [[self._cached(keys, g, i) for i in range(h)] for g in self.full]
@@ -210,7 +218,8 @@ class MambaPrefixKVManager(PoolUsage):
         keys, i = self._keys(req), position // self.block_size - 1
         if (self.enable_caching and 0 <= i < len(keys) and position % self.block_size == 0
                 and self.pool.key_of(page) is None and self._keeps_state(req, position)):
-            self.pool.register(page, hash((keys[i], g)))
+            self.pool.register(page, key := hash((keys[i], g)))
+            self._this_step.add(key)
 
     def _register(self, req: SimRequest, upto_tokens: int) -> None:
         """Register shared full blocks up to ``upto_tokens`` and, at a block-aligned chunk end, the state pages."""

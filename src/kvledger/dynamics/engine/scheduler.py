@@ -94,14 +94,14 @@ class Scheduler:
         self._order = ORDER_POLICIES[cfg.scheduling_policy]
         # a KV connector's load started when admission reaches a request (offload.py ``start_load``); None: no tier
         self._start_load = getattr(kv, "start_load", None)
+        self._step_starts = getattr(kv, "new_step_starts", lambda: None)  # vLLM's, at each schedule (mamba_prefix.py)
         self._static = cfg.batching == "static"
         self._v0 = cfg.batching == "vllm_v0"
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
         self._fast_block_size = kv.block_size if kv.plain_block_table else 0
-        # align-mode Mamba groups: prefill chunks end on block boundaries (swa_step.py ``aligned_chunk``); None: not cut
-        rule = cfg.step_blocks
-        self._align_chunk = rule.aligned_chunk if rule is not None and rule.state_boundary_page else None
+        rule = cfg.step_blocks  # align-mode Mamba groups: prefill chunks end on block boundaries (``aligned_chunk``)
+        self._align_chunk = rule.aligned_chunk if rule is not None and rule.state_boundary_page else None  # None: uncut
         thr = cfg.long_prefill_token_threshold  # the aligned split's longest chunk: min(budget, threshold) (vLLM 0.33)
         self._align_max = min(cfg.max_num_batched_tokens, thr) if thr else cfg.max_num_batched_tokens
         # the state when a running request first could not get its blocks: (running requests, blocks they held,
@@ -117,6 +117,7 @@ class Scheduler:
         if self._v0:
             return self._schedule_v0()
         cfg, running = self.cfg, self.running
+        self._step_starts()
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
         max_len = cfg.max_model_len

@@ -1,0 +1,25 @@
+"""simulate's Mamba prefix caching end to end: Qwen3-Next-80B at TP 2 on H200 (vLLM 0.33 pages it in 576-token blocks
+with prefix caching on), the worked case of tests/dynamics/test_mamba_prefix.py — 20 sequential 32,000-token prompts
+sharing 30,000 tokens — prints the release's rule and its hit rate; vLLM 0.19's default launches without caching."""
+
+from __future__ import annotations
+
+from cli_run import run_cli
+
+RUN = ("simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H200", "--tp", "2", "--prompt-lengths",
+       "fixed:32000", "--output-lengths", "fixed:1", "--shared-prefix-tokens", "30000", "--concurrency", "1",
+       "--num-requests", "20", "--max-num-batched-tokens", "8192")
+
+
+def test_vllm_033_hits_the_junction_state():
+    out = run_cli(*RUN).output
+    # 18 × 29,952 of 20 × 32,000 prompt tokens (the derivation: tests/dynamics/test_mamba_prefix.py)
+    assert "engine: 7,414 KV blocks × 576 tokens" in out
+    assert "prefix cache: hit rate 84.2% (539,136 of 640,000 prompt tokens)" in out
+    assert "note: Mamba prefix caching as vLLM 0.33.0 (mamba_cache_mode align, rule read in 0.29, 0.33)" in out
+
+
+def test_vllm_019_default_is_off_and_says_why():
+    out = run_cli(*RUN, "--engine-version", "0.19.0").output
+    assert "prefix cache: hit rate 0.0% (0 of 640,000 prompt tokens)" in out
+    assert "note: prefix caching off: vLLM 0.19.0 launches this Mamba hybrid without it" in out
