@@ -149,3 +149,19 @@ def test_a_state_registered_in_this_schedule_is_hit_from_the_next():
     steps = [d["batch"] for d in res.steps[0].dicts()]
     assert steps[3:] == [[["B", 8]], [["B", 4]], [["B", 4], ["C", 4]], [["B", 4], ["C", 4]]]
     assert [r.num_cached_tokens for r in res.records.records] == [0, 0, 12]
+
+
+@pytest.mark.parametrize("version, hit, first_chunk", [("0.28.0", 12, 4), ("0.33.0", 4, 8)])
+def test_a_sessions_next_turn_hits_a_decoded_state_only_where_every_chunk_end_is_kept(version, hit, first_chunk):
+    # B = 4. Turn 1: an 8-token prompt (segments 1, 2) and 8 output tokens continuing it (segments 3, 4). Its prefill
+    # stops at its last boundary (8 − 1) // 4 × 4 = 4: chunks 0 → 4 → 8; decoding computes tokens 8..14 and crosses 12.
+    # Turn 2 repeats those 16 tokens and adds 4: full chain 3 blocks (token 15 was never computed, block 3 not cached).
+    # 0.28 keeps every block-aligned state (4, 8 and, decoding, 12): hit 12. 0.33 keeps only turn 1's last prompt
+    # boundary, 4: hit 4. Turn 2's first chunk: 12 → 16 (its last boundary (20 − 1) // 4 × 4 = 16), or 4 → 12 (8
+    # tokens, block-aligned; the junction 12 is its end).
+    specs = [RequestSpec("t1", 0.0, 8, 8, (1, 2), 4, output_segments=(3, 4)),
+             RequestSpec("t2", 1.0, 20, 1, (1, 2, 3, 4), 4)]
+    res = _run(version, specs, 4, 8, 64, 40)
+    assert [r.num_cached_tokens for r in res.records.records] == [0, hit]
+    steps = [d["batch"] for d in res.steps[0].dicts()]
+    assert [b[0][1] for b in steps if b[0][0] == "t2"][0] == first_chunk

@@ -89,8 +89,8 @@ class MambaPrefixKVManager(PoolUsage):
         return self.pool.get_cached_block(hash((keys[i], g))) if self.enable_caching else None
 
     def _keys(self, req: SimRequest) -> list[int]:
-        if req.keys is None:
-            req.keys = shareable_block_keys(req.spec, self.block_size)
+        if req.keys is None:  # a session's next turn repeats this one's output: its blocks are keyed too, as in vLLM
+            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True)
         return req.keys
 
     def match(self, req: SimRequest) -> tuple[int, int]:
