@@ -8,11 +8,13 @@ import inspect
 import pytest
 
 from kvledger.accounting.kvlayout import AllocGroup, KVLayout
+from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager
 from kvledger.dynamics.engine.kv_interface import KVManager, PrefixCacheStats
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.kv_transfer import ReceivedKVManager
+from kvledger.dynamics.engine.mamba_prefix import MambaPrefixKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest
@@ -32,6 +34,9 @@ MANAGERS = {
     "received": lambda: ReceivedKVManager(64, 4),
     "radix": lambda: RadixKVManager(256, 4),
     "hybrid": _hybrid,
+    # one full and one align-mode Mamba state group, block size 4, vLLM 0.33's rule (as test_mamba_prefix.py)
+    "mamba": lambda: MambaPrefixKVManager(64, StepBlockRule((("full", 4, 0), ("state", 4, 0)), 64, 64, True, 0,
+                                                            mamba_prefix_rule("0.33.0"))),
 }
 
 
