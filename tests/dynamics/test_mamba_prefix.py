@@ -165,3 +165,42 @@ def test_a_sessions_next_turn_hits_a_decoded_state_only_where_every_chunk_end_is
     assert [r.num_cached_tokens for r in res.records.records] == [0, hit]
     steps = [d["batch"] for d in res.steps[0].dicts()]
     assert [b[0][1] for b in steps if b[0][0] == "t2"][0] == first_chunk
+
+
+@pytest.mark.parametrize("version, checkpoint_pages", [("0.19.0", 0), ("0.24.0", 0), ("0.28.0", 0), ("0.33.0", 1)])
+def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pages):
+    # every scheduled request holds exactly StepBlockRule.held_after's blocks and pages (the count the pool and the
+    # admission check use), through hits, junction stops, checkpoint pages and preemptions; once all finish, nothing
+    # is held and every block is back in the free queue (cached ones too)
+    import random
+
+    from kvledger.dynamics.engine.kv_factory import make_kv_manager
+    from kvledger.dynamics.engine.request_state import SimRequest
+    from kvledger.dynamics.engine.scheduler import Scheduler
+
+    rule = StepBlockRule((("state", 16, 0), ("state", 16, 0), ("full", 16, 0)), 600, 128, True, checkpoint_pages,
+                         mamba_prefix_rule(version))
+    cfg = EngineConfig(num_gpu_blocks=90, max_model_len=600, block_size=16, max_num_batched_tokens=128,
+                       max_num_seqs=16, blocks_for_tokens=rule.steady, step_blocks=rule)
+    kv = make_kv_manager(cfg)
+    assert isinstance(kv, MambaPrefixKVManager)
+    s, rng = Scheduler(cfg, kv), random.Random(7)
+    for i in range(60):
+        s.waiting.append(SimRequest(i, RequestSpec(str(i), 0.0, rng.randint(20, 400), rng.randint(1, 60),
+                                                   rng.choice([(1,), (1, 2), (3,), ()]), 100)))
+    preempted = 0
+    while s.running or s.waiting:
+        out = s.schedule()
+        preempted += len(out.preempted)
+        for r, n in out.scheduled:
+            c = r.num_computed_tokens
+            assert kv.held_blocks(r) == rule.held_after(c, n, c + n >= max(r.num_prompt_tokens, r.num_tokens - 1))
+        for r, n in out.scheduled:
+            r.num_computed_tokens += n
+            if r.num_computed_tokens >= r.num_tokens:
+                r.num_generated, r.num_tokens = r.num_generated + 1, r.num_tokens + 1
+                if r.num_generated >= r.num_output_tokens:
+                    s.running.remove(r)
+                    kv.free(r, False)
+    assert preempted > 0 and kv.prefix_stats.hits > 0
+    assert kv._held == 0 and kv.num_used_blocks == 0 and kv.num_free_blocks == 89
