@@ -1,8 +1,9 @@
 """The contract between a scheduler and its KV manager (``KVManager``), what a schedule returns, and prefix-cache stats.
 
-Three managers implement ``KVManager``: ``PagedKVManager`` (kv_manager.py, vLLM's block tables),
-``HybridKVManager`` (hybrid_kv.py, one block table per KV cache group) and ``RadixKVManager``
-(radix_cache.py, SGLang's token pool and radix tree). Both schedulers (scheduler.py, sglang_scheduler.py)
+Four managers implement ``KVManager``: ``PagedKVManager`` (kv_manager.py, vLLM's block tables),
+``HybridKVManager`` (hybrid_kv.py, one block table per KV cache group), ``MambaPrefixKVManager`` (mamba_prefix.py,
+full-attention blocks and Mamba state pages) and ``RadixKVManager`` (radix_cache.py, SGLang's token pool and radix
+tree). Both schedulers (scheduler.py, sglang_scheduler.py)
 return a ``SchedulerOutput``, as vLLM's ``Scheduler.schedule`` does (``vllm/v1/core/sched/output.py``).
 """
 
