@@ -36,7 +36,7 @@ MANAGERS = {
     "hybrid": _hybrid,
     # one full and one align-mode Mamba state group, block size 4, vLLM 0.33's rule (as test_mamba_prefix.py)
     "mamba": lambda: MambaPrefixKVManager(64, StepBlockRule((("full", 4, 0), ("state", 4, 0)), 64, 64, True, 0,
-                                                            mamba_prefix_rule("0.33.0"))),
+                                                            state_prefix=mamba_prefix_rule("0.33.0"))),
 }
 
 

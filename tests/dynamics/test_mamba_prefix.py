@@ -38,7 +38,7 @@ STEP = FixedStepCost(per_step_s=0.010)
 
 def _run(version: str, specs, B: int, mnbt: int, max_len: int, blocks: int, checkpoint_pages: int = 0):
     rule = StepBlockRule((("state", B, 0), ("state", B, 0), ("full", B, 0)), max_len, mnbt, True, checkpoint_pages,
-                         mamba_prefix_rule(version))
+                         state_prefix=mamba_prefix_rule(version))
     cfg = EngineConfig(num_gpu_blocks=blocks, max_model_len=max_len, block_size=B, max_num_batched_tokens=mnbt,
                        blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
     return simulate(specs, cfg, STEP, record_steps=True, fast_forward=False)
@@ -93,7 +93,7 @@ def test_state_pages_follow_the_step_rule_and_stay_cached():
     # held_after(8, 4); A's freed registered pages stay in the pool's cache (free queue) until evicted
     specs = [RequestSpec("A", 0.0, 20, 1, (1,), 12), RequestSpec("B", 1.0, 20, 1, (1,), 12)]
     rule = StepBlockRule((("state", 4, 0), ("state", 4, 0), ("full", 4, 0)), 64, 8, True, 0,
-                         mamba_prefix_rule("0.28.0"))
+                         state_prefix=mamba_prefix_rule("0.28.0"))
     assert rule.held_after(8, 4) == 7
     cfg = EngineConfig(num_gpu_blocks=40, max_model_len=64, block_size=4, max_num_batched_tokens=8,
                        blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
@@ -116,15 +116,15 @@ def test_state_pages_follow_the_step_rule_and_stay_cached():
 
 
 def test_supported_layouts():
-    rule = StepBlockRule((("state", 4, 0), ("full", 4, 0)), 64, 8, True, 0, mamba_prefix_rule("0.33.0"))
+    rule = StepBlockRule((("state", 4, 0), ("full", 4, 0)), 64, 8, True, 0, state_prefix=mamba_prefix_rule("0.33.0"))
     assert supports_mamba_caching(rule)
     # "none" mode (one page, no boundary page), an unknown release, mixed block sizes, a sliding group: not modelled
-    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, False, 0, rule.state_prefix))
-    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, True, 0, None))
+    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, False, 0, state_prefix=rule.state_prefix))
+    assert not supports_mamba_caching(StepBlockRule(rule.groups, 64, 8, True, 0, state_prefix=None))
     assert not supports_mamba_caching(StepBlockRule((("state", 8, 0), ("full", 4, 0)), 64, 8, True, 0,
-                                                    rule.state_prefix))
+                                                    state_prefix=rule.state_prefix))
     assert not supports_mamba_caching(StepBlockRule((("state", 4, 0), ("sliding_window", 4, 8)), 64, 8, True, 0,
-                                                    rule.state_prefix))
+                                                    state_prefix=rule.state_prefix))
 
 
 def test_release_table():
@@ -179,7 +179,7 @@ def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pag
     from kvledger.dynamics.engine.scheduler import Scheduler
 
     rule = StepBlockRule((("state", 16, 0), ("state", 16, 0), ("full", 16, 0)), 600, 128, True, checkpoint_pages,
-                         mamba_prefix_rule(version))
+                         state_prefix=mamba_prefix_rule(version))
     cfg = EngineConfig(num_gpu_blocks=90, max_model_len=600, block_size=16, max_num_batched_tokens=128,
                        max_num_seqs=16, blocks_for_tokens=rule.steady, step_blocks=rule)
     kv = make_kv_manager(cfg)
