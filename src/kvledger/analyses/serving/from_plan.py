@@ -296,5 +296,5 @@ def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
         fields["enable_prefix_caching"] = False
         notes.append(HN.hybrid_no_caching(plan.layout, m.engine_version))
     elif fields.get("enable_prefix_caching", True):
-        notes.append(HN.hybrid_caching(rule))
+        notes.append(HN.hybrid_caching(rule, m.engine_version))
     return notes

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.serving import notes as N
+__all__ = ["HYBRID_NO_CACHING", "hybrid_caching", "hybrid_no_caching"]
 
-__all__ = ["hybrid_caching", "hybrid_no_caching"]
+HYBRID_NO_CACHING = ("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes or "
+                     "the radix cache): the pool is the one the engine lays out as launched (for vLLM, with prefix "
+                     "caching on unless --no-enable-prefix-caching), but no prefix hit is simulated, so repeated "
+                     "prefixes cost their full prefill here")
 
 
-def hybrid_caching(rule: Any) -> str:
+def hybrid_caching(rule: Any, engine_version: str) -> str:
     """The prefix-caching rule a hybrid run simulates: the release's Mamba rule (``StepBlockRule.state_prefix``) or the
-    full + sliding one."""
-    if rule.state_prefix is None:
-        return N.hybrid_caching(rule.retention)
-    return rule.state_prefix.text + "; these runs take the general step throughout (slower)"
+    full + sliding one (``StepBlockRule.retention``, the release's ``swa_retention.SlidingRetention``)."""
+    if rule.state_prefix is not None:
+        return rule.state_prefix.text + "; these runs take the general step throughout (slower)"
+    retention = rule.retention
+    return (f"hybrid prefix caching as vLLM {engine_version} (ModelConfig.is_prefix_caching_supported): per-group "
+            "hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py) and keep in the "
+            f"cache {retention.keeps} ({retention.source}); these runs take the general step throughout (slower)")
 
 
 def hybrid_no_caching(layout: Any, engine_version: str) -> str:
@@ -28,5 +34,5 @@ def hybrid_no_caching(layout: Any, engine_version: str) -> str:
                 "--enable-prefix-caching turns it on")
     if any(g.state_page_per_block for g in state):
         return ("prefix caching is not modelled for Mamba state groups in mamba_cache_mode all (vLLM 0.19–0.27's "
-                "mode for models implementing SupportsMambaPrefixCaching): " + N.HYBRID_NO_CACHING.split(": ", 1)[1])
-    return N.HYBRID_NO_CACHING
+                "mode for models implementing SupportsMambaPrefixCaching): " + HYBRID_NO_CACHING.split(": ", 1)[1])
+    return HYBRID_NO_CACHING

@@ -10,9 +10,9 @@ from typing import Any
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "RELEASE_RULES", "sglang_release_rules", "sglang_pool_caps",
            "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset", "within_bursts", "v0_engine_by_default",
-           "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING", "hybrid_caching",
-           "overloaded", "expected_clause", "CAPACITY_WARNINGS", "ATTAINMENT_CEILING", "sweep_without_load",
-           "sweep_misses_target", "sweep_capacity", "paced_behind"]
+           "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "overloaded", "expected_clause",
+           "CAPACITY_WARNINGS", "ATTAINMENT_CEILING", "sweep_without_load", "sweep_misses_target", "sweep_capacity",
+           "paced_behind"]
 
 _GIB = 2**30
 
@@ -135,18 +135,6 @@ def sliding_prefill_chunk(inflight_tokens: int) -> str:
     return ("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
             f"max_admission_blocks_per_request (in-flight tokens {inflight_tokens:,}; "
             "v1/core/single_type_kv_cache_manager.py, config/vllm.py max_in_flight_tokens)")
-
-
-HYBRID_NO_CACHING = ("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes or "
-                     "the radix cache): the pool is the one the engine lays out as launched (for vLLM, with prefix "
-                     "caching on unless --no-enable-prefix-caching), but no prefix hit is simulated, so repeated "
-                     "prefixes cost their full prefill here")
-
-
-def hybrid_caching(retention: Any) -> str:  # retention: the release's swa_retention.SlidingRetention
-    return ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): per-group "
-            "hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py) and keep in the "
-            f"cache {retention.keeps} ({retention.source}); these runs take the general step throughout (slower)")
 
 
 # --- how a run went ---------------------------------------------------------------------------------------------------

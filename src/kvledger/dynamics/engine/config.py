@@ -216,8 +216,7 @@ class EngineConfig:
 
     @property
     def hybrid_caching(self) -> bool:
-        """Prefix caching on a hybrid layout (hybrid_kv.py: full + sliding; mamba_prefix.py: full + Mamba state; vLLM
-        paged, one block size)."""
+        """Prefix caching on a hybrid layout (full + sliding: hybrid_kv.py; + Mamba state: mamba_prefix.py), paged."""
         return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
                 and self.kv_allocation == "paged" and supports_prefix_caching(self.step_blocks))
 

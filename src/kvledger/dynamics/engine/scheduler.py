@@ -95,8 +95,7 @@ class Scheduler:
         # a KV connector's load started when admission reaches a request (offload.py ``start_load``); None: no tier
         self._start_load = getattr(kv, "start_load", None)
         self._step_starts = getattr(kv, "new_step_starts", lambda: None)  # vLLM's, at each schedule (mamba_prefix.py)
-        self._static = cfg.batching == "static"
-        self._v0 = cfg.batching == "vllm_v0"
+        self._static, self._v0 = cfg.batching == "static", cfg.batching == "vllm_v0"
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
         self._fast_block_size = kv.block_size if kv.plain_block_table else 0
