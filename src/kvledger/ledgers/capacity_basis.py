@@ -16,7 +16,8 @@ The under-load rule (:func:`check_load`). A run *looks under-loaded* when all of
 3. **the SLO is far from binding**: for every metric the SLO constrains, its p90 over completed requests is ≤
    :data:`SLO_SLACK` (50 %) of the limit. For TTFT this is the "little queueing" test: waiting for a free slot or a
    prefill turn shows up first in TTFT's upper tail, so a TTFT p90 at half its limit leaves room for more load. From
-   aggregates, the smallest stated percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative).
+   aggregates, the smallest stated percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative;
+   ``ledgers.p90_bounds``).
    A file whose TPOT field is not to be trusted (inference-perf) is judged, as goodput judges it, on
    (E2E − TTFT)/(output − 1), its p90 bounded from the E2E and TTFT percentiles (``ledgers.tpot_derived``): the upper.
 
@@ -24,8 +25,9 @@ The over-load rule (also :func:`check_load`). A run *looks over-loaded* when few
 (90 %) of its requests are good and some SLO metric's p90 is at least :data:`OVERLOAD_FACTOR` (2×) its limit: the run
 was pushed well past its SLO capacity, requests queued, and its goodput understates what the replica serves within the
 SLO at a lower load — the self-hosted cost is then overstated just as for an under-loaded run, and a verdict of "the
-API is cheaper" may be an artefact of the load, not of the prices. A derived TPOT's p90 takes its lower bound here, so
-neither warning rests on the looser side of a bound.
+API is cheaper" may be an artefact of the load, not of the prices. From aggregates its two parts take the bound that
+keeps the warning sound: the attainment's upper bound, and each p90's lower bound (the largest stated percentile ≤ 90,
+or a derived TPOT's lower bound), so neither warning rests on the looser side of a bound.
 
 Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput; a closed loop's verdict
 says its throughput is what its clients drew); a check the file cannot answer (no rate or concurrency, a ramped rate,
@@ -45,9 +47,9 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers import notes as N
 from kvledger.ledgers.fell_behind import FELL_BEHIND_RULE, fell_behind
 from kvledger.ledgers.goodput import GoodputResult
+from kvledger.ledgers.p90_bounds import derived_tpot, p90_aggregate, p90_records, p90_words
 from kvledger.ledgers.slo import SLO
-from kvledger.ledgers.slo_p90 import p90_aggregate, p90_records, stand_in
-from kvledger.ledgers.tpot_derived import derived_tpot_note, tpot_derivation
+from kvledger.ledgers.tpot_derived import derived_tpot_note
 from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
@@ -105,29 +107,8 @@ def _check(name: str, value: float | None, limit: float, passed: bool | None, te
     return {"check": name, "value": value, "limit": limit, "passed": passed, "text": text}
 
 
-def _derived(run: RunRecords | AggregateRun, slo: SLO, metric: str) -> dict[str, Any] | None:
-    """The TPOT derivation when ``metric`` of this run is judged as (E2E − TTFT)/(output − 1), else None."""
-    if metric != "tpot" or slo.tpot_s is None or not isinstance(run, AggregateRun):
-        return None
-    return tpot_derivation(run)
-
-
-def _p90_words(run: RunRecords | AggregateRun, slo: SLO, metric: str, name: str, *, upper: bool) -> str:
-    """``TTFT p90``; for a file without its p90 the statistic that stands in for it, ``TTFT p99 (the file's smallest
-    percentile ≥ p90, standing in for it)``; ``TPOT p90 (E2E − TTFT)/(output − 1) at most`` for a derived TPOT's
-    bound."""
-    if _derived(run, slo, metric) is None:
-        stat = stand_in(run.metrics[metric])[1] if isinstance(run, AggregateRun) and metric in run.metrics else "p90"
-        if stat in ("p90", ""):
-            return f"{name.upper()} p90"
-        return (f"{name.upper()} {stat} (the file's "
-                + ("smallest percentile ≥ p90" if stat != "max" else "maximum: it states no percentile ≥ p90")
-                + ", standing in for p90)")
-    return f"{name.upper()} p90 (E2E − TTFT)/(output − 1) {'at most' if upper else 'at least'}"
-
-
 def _notes(run: RunRecords | AggregateRun, slo: SLO) -> list[str] | None:
-    d = _derived(run, slo, "tpot")
+    d = derived_tpot(run, slo, "tpot")
     return None if d is None else [derived_tpot_note(run, d)]
 
 
@@ -164,8 +145,11 @@ def _open_loop_rate(run: RunRecords | AggregateRun) -> float | None:
 
 
 def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck | None:
-    """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell."""
-    if gp.attainment >= OVERLOAD_ATTAINMENT:
+    """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell. An estimate
+    from percentiles is judged on its attainment's upper bound and each p90's lower bound (``p90_bounds``)."""
+    bounded = gp.estimate and gp.attainment_upper is not None
+    attainment = gp.attainment_upper if bounded else gp.attainment
+    if attainment >= OVERLOAD_ATTAINMENT:
         return None
     p90 = p90_records(run, slo) if isinstance(run, RunRecords) else p90_aggregate(run, slo, upper=False)
     over = []
@@ -174,12 +158,12 @@ def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> Lo
         if v is not None and v >= OVERLOAD_FACTOR * limit:
             name = slo.itl_key if metric == "itl" else metric
             over.append(_check(f"{name} over limit", v / limit, OVERLOAD_FACTOR, True,
-                               f"{_p90_words(run, slo, metric, name, upper=False)} {fmt_duration(v)} = "
+                               f"{p90_words(run, slo, metric, name, upper=False)} {fmt_duration(v)} = "
                                f"{v / limit:.1f}× its {fmt_duration(limit)} limit"))
     if not over:
         return None
-    reason = (f"only {gp.attainment:.1%} of requests good (below {OVERLOAD_ATTAINMENT:.0%}); "
-              + "; ".join(c["text"] for c in over))
+    share = (f"at most {attainment:.1%}" if bounded and attainment != gp.attainment else f"only {attainment:.1%}")
+    reason = f"{share} of requests good (below {OVERLOAD_ATTAINMENT:.0%}); " + "; ".join(c["text"] for c in over)
     return LoadCheck("over_loaded", reason, over, OVERLOAD_RULE, _notes(run, slo))
 
 
@@ -204,7 +188,7 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
         share = v / limit
         ok = share <= SLO_SLACK
         checks.append(_check(f"{metric} slack", share, SLO_SLACK, ok,
-                             f"{_p90_words(run, slo, metric, metric, upper=True)} {fmt_duration(v)} = {share:.0%} of "
+                             f"{p90_words(run, slo, metric, metric, upper=True)} {fmt_duration(v)} = {share:.0%} of "
                              f"its {fmt_duration(limit)} limit"
                              + ("" if ok else f" (above {SLO_SLACK:.0%}: the SLO is close to binding)")))
     failed = [c for c in checks if c["passed"] is False]
