@@ -12,7 +12,7 @@ from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
 from kvledger.cli.link_flags import inter_node_link
 from kvledger.cli.search_axes import axes_of, refuse_empty, splits_of, workload_of
-from kvledger.cli.sglang_names import resolve_sglang_names, sglang_flag
+from kvledger.cli.sglang_names import SEARCH_WORDS, resolve_sglang_names, sglang_flag
 
 __all__ = ["SearchAxesFlags", "SearchRunFlags", "SearchVolumeFlags", "search_inputs", "session_cap"]
 
@@ -39,9 +39,9 @@ class SearchAxesFlags:
         "--disagg-splits"))
     disagg_splits: str = flag("--disagg-splits", default="1:1,1:2,2:1", help=(
         "with --disagg: prefill:decode replica counts per unit"))
-    tp_size: str | None = sglang_flag("tp_size")  # the SGLang launch lines' spellings of three axes (sglang_names.py)
-    max_running_requests: str | None = sglang_flag("max_running_requests")
-    chunked_prefill_size: str | None = sglang_flag("chunked_prefill_size")
+    tp_size: str | None = sglang_flag("tp_size", SEARCH_WORDS)  # the SGLang launch lines' spellings of three axes
+    max_running_requests: str | None = sglang_flag("max_running_requests", SEARCH_WORDS)
+    chunked_prefill_size: str | None = sglang_flag("chunked_prefill_size", SEARCH_WORDS)
 
     def __post_init__(self) -> None:  # search writes a vLLM and an SGLang line per candidate: either name is taken
         resolve_sglang_names(self, "")

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SGLANG_NAMES", "SglangNames", "sglang_flag", "resolve_sglang_names"]
+__all__ = ["SGLANG_NAMES", "SEARCH_WORDS", "SglangNames", "sglang_flag", "resolve_sglang_names"]
 
 #: SGLang field → (SGLang's flag, the vLLM-named field it fills, that field's flag)
 SGLANG_NAMES = {
@@ -27,10 +27,15 @@ SGLANG_NAMES = {
 _ENGINES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "trt-llm": "TensorRT-LLM"}
 
 
-def sglang_flag(name: str) -> Any:
-    """A group field for SGLang's spelling ``name`` (a key of ``SGLANG_NAMES``), default None, with its help."""
+SEARCH_WORDS = "the same axis: search simulates vLLM only and writes each candidate's SGLang launch line too"
+"""``search``'s words for its SGLang spellings: it takes no --engine (its vLLM and SGLang lines name the same axes)."""
+
+
+def sglang_flag(name: str, words: str = "with --engine sglang") -> Any:
+    """A group field for SGLang's spelling ``name`` (a key of ``SGLANG_NAMES``), default None, with its help: when it
+    is taken in ``words`` (``SEARCH_WORDS`` for search)."""
     sg, _, vflag = SGLANG_NAMES[name]
-    return field(default=None, metadata={"decls": (sg,), "help": f"SGLang's name for {vflag} (with --engine sglang)."})
+    return field(default=None, metadata={"decls": (sg,), "help": f"SGLang's name for {vflag} ({words})."})
 
 
 def resolve_sglang_names(group: Any, engine: str | None) -> None:
