@@ -73,6 +73,9 @@ def test_answer_lines_carry_the_band_and_the_warning(short):
                                "deployment unit (1 GPU)")
     assert lines[2].startswith("warning: ") and lines[3].startswith("warning: ") and len(lines) == 4
     assert capacity_band_clause({}) == "" and not_steady_lines({"notes": []}) == []
+    # a unit of 4 GPUs (Qwen3-235B-A22B at TP 4 on H200s, as `report` printed it) reads "4 GPUs", not "4 GPU"
+    cost["inputs"]["num_gpus"] = 4
+    assert "per deployment unit (4 GPUs), " in report_answer_lines(cost)[1]
 
 
 def test_probe_and_load_cells_match_goodput():

@@ -88,8 +88,9 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     cs = cost["simulation"]["capacity_search"]
     first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
     good, share, whose = sized_run_figures(cs)
+    gpus = cost["inputs"]["num_gpus"]
     return [first, f"SLO capacity: {sized_capacity(cs):g} req/s{capacity_band_clause(cs)} per deployment "
-                   f"unit ({cost['inputs']['num_gpus']} GPU), "
+                   f"unit ({gpus} GPU{'' if gpus == 1 else 's'}), "
                    f"{good:.2f} good req/s there, "
                    f"{share:.1%} of requests within the SLO (target ≥ {cs['target']:.0%}{whose})",
             *not_steady_lines(cs)]
