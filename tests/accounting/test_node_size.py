@@ -73,6 +73,20 @@ def test_a_fix_raising_tp_past_one_node_names_its_nnodes():
     assert not any("--nnodes" in o.action for o in p.advice.options if o is not tp16)  # FP8 KV stays on one node
 
 
+def test_sglangs_fix_raising_tp_past_one_node_names_its_nnodes_too():
+    # SGLang's TP 16 of H200s runs on 2 nodes of 8 as its own warning says ("SGLang's --nnodes 2 with a --node-rank on
+    # each"; sglang.launch_server takes --nnodes), so its fix line says so as vLLM's does; it read "--tp 16" alone.
+    # Figures: the SGLang 0.5.23 plan at TP 16, 82.19 GiB KV per GPU ÷ 70,272 B per token ÷ 163,840 = 7.67x
+    dsv3, h200 = load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200-SXM")
+    p = build_plan(dsv3, h200, make_settings(tp=8, engine="sglang"))
+    tp16 = next(o for o in p.advice.options if o.action.startswith("--tp 16"))
+    assert tp16.action == "--tp 16 --nnodes 2" and round(tp16.max_concurrency, 2) == 7.67
+    assert "82.19 GiB KV per GPU" in tp16.detail
+    # TensorRT-LLM's MPI world takes no --nnodes: its fix keeps "--tp 16" alone
+    trt = build_plan(dsv3, h200, make_settings(tp=8, engine="trtllm"))
+    assert [o.action for o in trt.advice.options][0] == "--tp 16"
+
+
 @pytest.mark.parametrize("gpu", ["nvidia_l40s", "nvidia_rtx_4090"])
 def test_tp_16_on_pcie_cards_is_planned_on_2_nodes_with_the_warning(gpu):
     # 16 double-width PCIe cards: no server holds more than 10, so 16 ranks need 2 nodes; the fewest nodes that split
