@@ -135,9 +135,9 @@ def test_refusals(model, kw, words):
 def test_a_dp_plans_fixes_say_their_gpus_and_the_ranks_total(sglang_pair):
     _, dp8 = sglang_pair
     # one 163,840-token request per rank (1.49x), so the fixes that raise it: --tp 16 keeps the 8 DP ranks inside a
-    # TP group of 16 GPUs (attention TP 16 / 8 = 2); FP8 KV keeps the 8 GPUs
+    # TP group of 16 GPUs (attention TP 16 / 8 = 2), two nodes of 8 H200s (--nnodes 2); FP8 KV keeps the 8 GPUs
     fixes = {o.action: o for o in dp8.advice.options}
-    tp16 = fixes["--tp 16"]
+    tp16 = fixes["--tp 16 --nnodes 2"]
     assert tp16.max_requests == 5
     assert tp16.detail.endswith("; 16 GPUs (TP 16, 8 DP ranks of attention TP 2), the figures one rank's: 8 × 5 = 40 "
                                 "requests in all")
