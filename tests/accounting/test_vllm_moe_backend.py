@@ -57,3 +57,33 @@ def test_block_fp8_moe_on_blackwell_from_018(r1):
     assert (pt, lo, hi) == (8192 * 2048 * 2,) * 3 == (33_554_432,) * 3 and "modular" in why
     # Hopper keeps its own rule at 0.18 (Triton first, kept).
     assert moe_workspace(r1, (0, 18, 0), 8192, 8, "sm90")[0] == pytest.approx(KEPT)
+
+
+def test_block_fp8_moe_on_hopper_under_expert_parallelism(r1):
+    # vLLM 0.19.0–0.33.0 fused_moe/oracle/fp8.py: "On Hopper for Block Fp8, prefer Triton for TP and FI CUTLASS for
+    # EP": with --enable-expert-parallel at TP 8 (EP 8, DP 1) FlashInfer CUTLASS runs and keeps only its (M, K)
+    # workspace, 8,192 × 7,168 × 2 B = 117,440,512 B (0.109 GiB), not Triton's 1.75 GiB (which the TP-only rule keeps)
+    for ver in ((0, 19, 0), (0, 28, 0), (0, 33, 0)):
+        pt, lo, hi, why = moe_workspace(r1, ver, 8192, 8, "sm90", ep=8)
+        assert (pt, lo, hi) == (FI, FI, FI) == (117_440_512,) * 3 and "FI CUTLASS for EP" in why
+        assert moe_workspace(r1, ver, 8192, 8, "sm90")[0] == pytest.approx(KEPT)  # TP alone: Triton
+    # before 0.19 not read for EP: the TP rule stands (0.18: Triton, kept over I_local = 2,048 whole experts);
+    # DP ranks (EP 8 over TP 1) gather every rank's tokens into the MoE layers, not modelled: the TP rule stands
+    whole = 8192 * 8 * (max(2048, 7168) + max(4096, 7168)) * 2  # = KEPT: I = 2,048 is below hidden either way
+    assert moe_workspace(r1, (0, 18, 0), 8192, 8, "sm90", ep=8)[0] == pytest.approx(whole) == pytest.approx(KEPT)
+    assert moe_workspace(r1, (0, 33, 0), 8192, 1, "sm90", ep=8)[0] == pytest.approx(KEPT)
+
+
+def test_deepseek_v3_tp8_ep_on_h200_gains_the_triton_workspace_back():
+    # the plan at vLLM 0.33.0: TP 8 keeps Triton's 1.75 GiB; TP 8 + EP FlashInfer's 0.109 GiB, so 1,761,607,680 B
+    # (1.64 GiB) more for KV: 42.26 → 43.90 GiB, and 1,761,607,680 ÷ (16 × 70,272 B) = 1,566.8 more blocks
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    dsv3, h200 = load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200")
+    tp = build_plan(dsv3, h200, make_settings(tp=8)).memory
+    ep = build_plan(dsv3, h200, make_settings(tp=8, enable_expert_parallel=True)).memory
+    assert ep.available_kv_bytes - tp.available_kv_bytes == pytest.approx(KEPT - FI, abs=1)
+    assert (round(tp.available_kv_bytes / GiB, 2), round(ep.available_kv_bytes / GiB, 2)) == (42.26, 43.90)
+    assert ep.num_gpu_blocks - tp.num_gpu_blocks in (1566, 1567)

@@ -17,6 +17,12 @@ Read in each release's code (``quantization/fp8.py::get_fp8_moe_backend`` up to 
   (kFp8Static128BlockSym, kFp8Dynamic128Sym) on SM 9.0 (``flashinfer_cutlass_moe.py``); flashinfer-python is a vLLM
   dependency (0.16.0 pins 0.6.3). Its ``workspace_shapes`` are (M, K) and (0,): M × hidden × dtype bytes kept.
 * 0.18.0, 0.19.0: "On Hopper for Block Fp8, prefer Triton for TP": Triton's modular kernel, kept.
+* Expert parallelism (read in 0.19.0, 0.28.0, 0.29.0, 0.33.0): the same comment ends "and FI CUTLASS for EP": with
+  ``ep_size > 1`` FlashInfer CUTLASS goes to the front, so a TP × EP rank keeps its (M, K) workspace, M × hidden × d
+  (for DeepSeek-V3 at 8,192 tokens 0.109 GiB against Triton's 1.75 GiB). With DP ranks (EP = TP × DP > TP) the MoE
+  layers run over every rank's gathered tokens (``all2all.py`` ``AgRsAll2AllManager``; ``modular_kernel.py`` sizes
+  the workspace by the dispatched rows), which this plan does not model (its DP note says so): that case keeps the
+  rule below.
 
 Releases between the read ones (0.12, 0.15, 0.17) take the rule of the nearest read release below them, with the
 range widened to cover the neighbours' choices; other GPUs, other quantizations and releases before 0.11 or after
@@ -33,7 +39,12 @@ from __future__ import annotations
 
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["fp8_block_moe_on_hopper", "blackwell_block_fp8", "moe_workspace_term"]
+__all__ = ["EP_FLASHINFER_READ", "fp8_block_moe_on_hopper", "blackwell_block_fp8", "moe_workspace_term"]
+
+EP_FLASHINFER_READ = ((0, 19, 0), (0, 33, 0))
+"""The releases read with the expert-parallel rule (0.19.0, 0.28.0, 0.29.0, 0.33.0, ``fused_moe/oracle/fp8.py``
+``_get_priority_backends``): on SM 9.0, block FP8, ``ep_size > 1`` moves FlashInfer CUTLASS to the front (TP alone:
+Triton); the releases between them are taken to keep it."""
 
 
 def fp8_block_moe_on_hopper(model: ModelSpec, arch: str) -> bool:
@@ -48,12 +59,18 @@ def blackwell_block_fp8(model: ModelSpec, arch: str) -> bool:
 
 
 def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, tp: int, num_tokens: int,
-                       kept_bytes: float, default_bytes: float) -> tuple[float, float, float, str]:
+                       kept_bytes: float, default_bytes: float, ep: int = 1) -> tuple[float, float, float, str]:
     """(point, low, high) B of fused-MoE workspace held after the profile forward, and why.
 
     ``kept_bytes`` is the Triton/DeepGEMM workspace (``moe_workspace_bytes`` without its release gate) and
-    ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case."""
+    ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case; ``ep``: the expert-parallel size
+    (TP × DP under --enable-expert-parallel, ``expert_parallel.ep_size``; 1 without)."""
     fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
+    if fp8_block_moe_on_hopper(model, arch) and ep > 1 and ep == tp and EP_FLASHINFER_READ[0] <= ver <= \
+            EP_FLASHINFER_READ[1]:
+        return fi, fi, fi, (f"FP8 MoE: FlashInfer CUTLASS first on Hopper block FP8 under expert parallelism "
+                            f"(0.19–0.33: \"prefer Triton for TP and FI CUTLASS for EP\"): {num_tokens:,} × "
+                            f"{model.hidden_size} × {model.dtype_bytes} B kept")
     if blackwell_block_fp8(model, arch) and (0, 18, 0) <= ver < (0, 20, 0):
         deepseek = any(w.path.endswith("e_score_correction_bias") for w in model.weights)
         pt = 0.0 if deepseek else fi

@@ -72,7 +72,7 @@ def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, 
     picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
     kept = kept_workspace_bytes(model, num_tokens, tp, ep) if model.is_moe else 0.0
     return moe_workspace_term(model, ver, arch, tp, num_tokens, kept,
-                              moe_workspace_bytes(model, ver, num_tokens, tp, ep))
+                              moe_workspace_bytes(model, ver, num_tokens, tp, ep), ep)
 
 
 def transient_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
