@@ -48,7 +48,8 @@ import numpy as np
 from kvledger.catalog.expert_placement import local_experts
 
 __all__ = ["READ_VERSIONS", "MoeConfigChoice", "ConfigFactor", "nearest_read", "shipped_names",
-           "device_name", "config_file_name", "default_config_factor", "fit_constant", "moe_config_choice"]
+           "device_name", "config_file_name", "default_config_factor", "fit_constant", "moe_config_choice",
+           "FLASHINFER_EP_FROM", "flashinfer_ep_words"]
 
 READ_VERSIONS = ((0, 11, 0), (0, 28, 0))  # the wheels whose config lists are bundled
 
@@ -163,11 +164,34 @@ def moe_config_choice(model, gpu, tp: int, ep: int, version: tuple[int, int, int
     f = default_config_factor()
     rv = ".".join(map(str, read))
     who = f"vLLM {rv}" if version == read else f"vLLM {rv} (the read release nearest {version_text})"
+    fi = flashinfer_ep_words(model, gpu, ep, version, version_text)
     if tuned:
-        note = f"fused-MoE config: {who} ships the tuned {name}; the kernel fit applies as is"
+        note = f"fused-MoE config: {who} ships the tuned {name}" + (fi or "; the kernel fit applies as is")
         return MoeConfigChoice(version_text, name, True, 1.0, note)
     note = (f"fused-MoE config: {who} ships no tuned config for E={local_experts(e, ep)},N={n} on this GPU (looked "
             f"for {name}): default config, kernel term ×{f.factor:.3f} (default/tuned fitted on {f.pairs} published "
             f"pairs from {f.tables} tables, error {f.err_loso:.1%} held out; single shapes reach 1.5×)")
-    return MoeConfigChoice(version_text, name, False, f.factor, note)
+    return MoeConfigChoice(version_text, name, False, f.factor, note + fi)
+
+
+FLASHINFER_EP_FROM = (0, 19, 0)
+"""The first read vLLM release whose FP8 MoE oracle puts FlashInfer's CUTLASS MoE first for block FP8 under expert
+parallelism on Hopper (0.19.0, 0.28.0, 0.29.0 and 0.33.0 read; earlier releases not read for it)."""
+
+
+def flashinfer_ep_words(model, gpu, ep: int, version: tuple[int, int, int], version_text: str = "") -> str:
+    """"; but at EP > 1 …": the caveat that vLLM ``version`` (``version_text``) runs 128-block FP8 experts on Hopper
+    under expert parallelism with FlashInfer's CUTLASS fused MoE, not the Triton kernel of the config file and the fit
+    (vLLM 0.33.0 ``fused_moe/oracle/fp8.py`` ``_get_priority_backends``: "On Hopper for Block Fp8, prefer Triton for
+    TP and FI CUTLASS for EP"; ``experts/flashinfer_cutlass_moe.py`` supports (kFp8Static128BlockSym,
+    kFp8Dynamic128Sym) on sm90 when FlashInfer's fused MoE is installed); "" where that does not apply."""
+    q = model.quant
+    if ep <= 1 or gpu.arch != "sm90" or q.method != "fp8" or tuple(q.block or ()) != (128, 128) \
+            or version < FLASHINFER_EP_FROM:
+        return ""
+    who = f"vLLM {version_text}" if version_text else "vLLM"
+    return (f"; but at EP > 1 on Hopper {who} runs these 128-block FP8 experts with FlashInfer's CUTLASS fused MoE "
+            "when FlashInfer is installed (fused_moe/oracle/fp8.py: \"prefer Triton for TP and FI CUTLASS for EP\"), "
+            "not this Triton kernel: its tuned-config file and the kernel fit (Triton and SGLang timings) stand in for "
+            "a kernel not measured here")
 
