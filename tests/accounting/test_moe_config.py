@@ -74,3 +74,24 @@ def test_a_plan_without_a_tuned_file_prices_the_kernel_term_times_the_factor():
     h200 = build_plan(load_model("Qwen/Qwen3-30B-A3B"), get_gpu("H200"),
                       make_settings(max_model_len=8192, engine_version="0.11.0"), with_advice=False)
     assert h200.step_cost().moe_config.tuned and h200.step_cost().moe_config.factor == 1.0
+
+
+def test_expert_parallel_block_fp8_on_hopper_names_flashinfers_kernel():
+    # vLLM 0.19.0–0.33.0 fused_moe/oracle/fp8.py: "On Hopper for Block Fp8, prefer Triton for TP and FI CUTLASS for
+    # EP". DeepSeek-V3 (128×128 FP8) at DP 8 × TP 1 with EP 8 on H200: the tuned Triton file E=32,N=2048 is named,
+    # but the note must not say the fit "applies as is" (it did): FlashInfer CUTLASS runs, a kernel not measured here
+    from kvledger.accounting.moe_config import moe_config_choice
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    dsv3, h200 = load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200")
+    ep = moe_config_choice(dsv3, h200, 1, 8, (0, 33, 0), 58, "0.33.0")
+    assert ep.file_name == "E=32,N=2048,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json"
+    assert "applies as is" not in ep.note and "vLLM 0.33.0 runs these 128-block FP8 experts with FlashInfer's " \
+           "CUTLASS fused MoE" in ep.note
+    # TP 8 alone (EP 1): Triton, E=256,N=2048/8=256, the fit as is; Qwen3-235B in bf16 under EP: Triton as well
+    tp = moe_config_choice(dsv3, h200, 8, 1, (0, 33, 0), 58, "0.33.0")
+    assert tp.note.endswith("E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json; the "
+                            "kernel fit applies as is")
+    qwen = moe_config_choice(load_model("Qwen/Qwen3-235B-A22B"), h200, 8, 8, (0, 33, 0), 94, "0.33.0")
+    assert "FlashInfer" not in qwen.note
