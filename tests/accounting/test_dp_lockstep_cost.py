@@ -127,3 +127,22 @@ def test_equal_counts_gather_at_the_ring_all_gather_latency():
     # rank, not modelled, the all-reduce's latency kept
     eager = LockstepStepCost(_Rank(), 16, capture_size=None, nnodes=2)
     assert abs(eager.gather_s(18, 3, uniform=False) - 4 * (eager.call_latency_s + 30_000 / 400e9)) < 1e-15
+
+
+def test_the_dp_note_says_the_bytes_and_the_link_each_gather_is_priced_at():
+    # simulate's DP note gave only the per-call latency ("each call 30.12 µs"); the bandwidth term of gather_s was
+    # unstated. DeepSeek-V3 (hidden 7,168) at DP 8 on one H200 node: 7,168 × 2 B = 14,336 B per other rank's token a
+    # call, over NVLink 4's 450 GB/s one way (H200's 900 GB/s bidirectional), plus 34.323 − 7 × 0.6 = 30.12 µs
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.serving.sim_dp import dp_note
+    from kvledger.catalog.models import load_model
+
+    s = make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True)
+    plan = build_plan(load_model("deepseek-ai/DeepSeek-V3"), H200, s, with_advice=False)
+    cost = LockstepStepCost(plan.step_cost(), 8, capture_size=512)
+    cost.balancing_rule, cost.version = "0.33.0", "0.33.0"
+    assert cost.link_Bps == 450e9
+    assert ("each call moves the other ranks' tokens × 7,168 hidden × 2 B = 14,336 B a token (16-bit hidden states; "
+            "the top-k ids and weights not counted) at 450 GB/s (dp_lockstep_cost.gather_s), plus 30.12 µs where the "
+            "ranks send equal counts") in dp_note(plan, cost)

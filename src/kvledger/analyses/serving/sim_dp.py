@@ -101,12 +101,17 @@ def dp_note(plan: Any, cost: Any) -> str:
 
 
 def _latency_words(cost: Any) -> str:
-    """The gathers' per-call latency in words: NCCL's ring all-gather where the ranks send equal counts, the
-    all-reduce's otherwise (``dp_lockstep_cost.py``)."""
-    return (f"each call {cost.gather_latency_s * 1e6:,.4g} µs where the ranks send equal counts (NCCL's ring "
-            "all-gather, n − 1 steps against an all-reduce's 2(n − 1): the all-reduce's fitted latency less the steps "
-            f"it does not take, tp_network.gather_latency_s), else {cost.call_latency_s * 1e6:,.4g} µs (the "
-            "all-reduce's fitted per-call latency, tp_comm; vLLM's grouped broadcasts there not modelled)")
+    """The gathers' bytes and per-call latency in words: the other ranks' tokens' 16-bit hidden states over the link,
+    plus NCCL's ring all-gather latency where the ranks send equal counts, the all-reduce's otherwise
+    (``dp_lockstep_cost.py``)."""
+    h = cost.hidden_size
+    return (f"each call moves the other ranks' tokens × {h:,} hidden × 2 B = {2 * h:,} B a token (16-bit hidden "
+            f"states; the top-k ids and weights not counted) at {cost.link_Bps / 1e9:,.4g} GB/s "
+            f"(dp_lockstep_cost.gather_s), plus {cost.gather_latency_s * 1e6:,.4g} µs where the ranks send equal "
+            "counts (NCCL's ring all-gather, n − 1 steps against an all-reduce's 2(n − 1): the all-reduce's fitted "
+            "latency less the steps it does not take, tp_network.gather_latency_s), else "
+            f"{cost.call_latency_s * 1e6:,.4g} µs (the all-reduce's fitted per-call latency, tp_comm; vLLM's grouped "
+            "broadcasts there not modelled)")
 
 
 def _span_words(cost: Any) -> str:
