@@ -53,12 +53,14 @@ def _row_words(row: ApiPrice) -> set[str]:
     )
 
 
-def same_model_rows(model: str) -> list[ApiPrice]:
-    """Rows whose model serves ``model`` (an HF id or name): every identifying word of it among the row's words."""
+def same_model_rows(model: str, *, with_historical: bool = False) -> list[ApiPrice]:
+    """Rows whose model serves ``model`` (an HF id or name): every identifying word of it among the row's words; a
+    historical list price (``ApiPrice.historical``: no longer offered) only ``with_historical`` (is a named row the
+    same model), never as a row to compare with by default."""
     ident = [w for w in name_words(model) if w not in VARIANT_WORDS]
     if len(ident) < 2:  # one word (e.g. "llama") says too little to call two models the same
         return []
-    return [r for r in api_prices() if set(ident) <= _row_words(r)]
+    return [r for r in api_prices() if set(ident) <= _row_words(r) and (with_historical or not r.historical)]
 
 
 def rows_with_words(query: str, provider: str | None = None) -> list[ApiPrice]:

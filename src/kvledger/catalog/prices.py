@@ -63,6 +63,12 @@ class ApiPrice:
         """Model names this row covers (rows like "claude-opus-4 / claude-opus-4.1" cover both)."""
         return [a.strip() for a in self.model.split(" / ") if a.strip()]
 
+    @property
+    def historical(self) -> bool:
+        """A list price no longer offered, kept for the record (its notes open with "historical", e.g. DeepSeek's
+        original V3 and R1 lists, replaced at the same endpoints by V3.2's prices on 2025-09-29)."""
+        return self.notes.strip().lower().startswith("historical")
+
 
 @dataclass(frozen=True, slots=True)
 class GpuPrice:

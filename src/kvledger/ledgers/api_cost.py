@@ -23,8 +23,9 @@ from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ranges import check_options
 
 __all__ = ["ApiMix", "api_ledger", "api_price_per_mtok", "discounts_words", "mix_problem", "mix_words", "tie_order",
-           "per_request_rows", "quantized_row_note", "is_upper_bound", "bill_is_upper_bound", "NO_BATCH_API",
-           "NO_CACHED_PRICE", "CacheReadBounds", "cache_read_bounds", "usd_per_request"]
+           "per_request_rows", "quantized_row_note", "historical_row_note", "api_row_notes", "is_upper_bound",
+           "bill_is_upper_bound", "NO_BATCH_API", "NO_CACHED_PRICE", "CacheReadBounds", "cache_read_bounds",
+           "usd_per_request"]
 
 NO_BATCH_API = "batch share at on-demand: no batch API"  # in an item's name: the row has no batch API
 NO_CACHED_PRICE = "cache reads at input price: no cached-input price"  # in an item's name: no cached-input price listed
@@ -271,3 +272,18 @@ def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = Non
     return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
             "self-hosted side is priced at the weights its plan loads (the model's own dtype unless --quantization "
             "fp8): compare quality separately, or price self-hosting at FP8 too")
+
+
+def historical_row_note(price: ApiPrice) -> str | None:
+    """A note when the named API row is a historical list price (``ApiPrice.historical``): no longer offered, so it is
+    never the default comparison (``api_match.same_model_rows``) and, named, prices an API one cannot buy today."""
+    if not price.historical:
+        return None
+    return (f"  note: {price.key} is a historical list price (as of {price.as_of}; the catalog's notes: no longer "
+            "offered), left out of the default comparison: today's bill for this model is a current row's")
+
+
+def api_row_notes(price: ApiPrice, self_host_quantization: str | None = None) -> list[str]:
+    """The notes ``cost`` prints under its answer for its API row: ``quantized_row_note``'s and
+    ``historical_row_note``'s."""
+    return [n for n in (quantized_row_note(price, self_host_quantization), historical_row_note(price)) if n]

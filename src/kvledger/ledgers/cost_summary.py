@@ -15,7 +15,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.api_cost import ApiMix, api_ledger, per_request_rows, quantized_row_note, usd_per_request
+from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_row_notes, per_request_rows, usd_per_request
 from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume, people_usd_per_month, replica_usd
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
@@ -196,7 +196,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
-    head += [n for n in (quantized_row_note(primary, quantization),) if n]  # an FP8 API row against the plan's weights
+    head += api_row_notes(primary, quantization)  # an FP8 API row against the plan's weights, a list price withdrawn
     return head, verdict
 
 

@@ -51,15 +51,16 @@ def _row_notes(spec: Any, price: Any) -> list[str]:
     (``same_model_rows``: not among the rows serving it), and that an FP8 row is set against the self-hosted weights
     (``quantized_row_note``, with the search's --quantization)."""
     from kvledger.catalog.api_match import same_model_rows
-    from kvledger.ledgers.api_cost import quantized_row_note
+    from kvledger.ledgers.api_cost import historical_row_note, quantized_row_note
 
     out = []
     same = [r.key for r in same_model_rows(spec.model)]
-    if price.key not in same:
+    if price.key not in {r.key for r in same_model_rows(spec.model, with_historical=True)}:
         out.append(f"{price.key} is not the same model as {spec.model}: compare quality separately"
                    + (f" (rows serving it: {', '.join(same)})" if same else " (no catalog row serves this model)"))
     fp8 = quantized_row_note(price, getattr(spec, "quantization", None))
-    return out + ([fp8.strip().removeprefix("note: ")] if fp8 else [])
+    old = historical_row_note(price)
+    return out + [n.strip().removeprefix("note: ") for n in (fp8, old) if n]
 
 
 def _api_row(spec: Any, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:

@@ -26,8 +26,9 @@ def api_rows_for(model: str | None, named: Any) -> tuple[tuple[Any, bool, bool],
 
     same = same_model_rows(model) if model else []
     rows = [(r, True, named is not None and r.key == named.key) for r in same]
-    if named is not None and all(r.key != named.key for r in same):
-        rows.insert(0, (named, False, True))
+    if named is not None and all(r.key != named.key for r in same):  # a historical row of the model is still it
+        ever = {r.key for r in same_model_rows(model, with_historical=True)} if model else set()
+        rows.insert(0, (named, named.key in ever, True))
     return tuple(rows)
 
 
