@@ -30,7 +30,8 @@ def test_the_range_over_the_seeds_and_a_verdict_that_flips():
     pays = {4: _payload(14.4, 0.12, 0.61, "api"), 5: _payload(17.6, 0.10, 0.50, "self-host")}
     s = cost_seed_spread(_cap(20.0), _payload(16.0, 0.11, 0.55, "self-host"), [3, 4, 5],
                          lambda seed: (caps[seed], pays[seed]))
-    assert [r["capacity_req_per_s"] for r in s.per_seed] == [20.0, 18.0, 22.0]
+    assert [r["sizing_req_per_s"] for r in s.per_seed] == [r["slo_capacity_req_per_s"] for r in s.per_seed] == \
+        [20.0, 18.0, 22.0]  # no bound binds: each seed sized on the rate its search found
     assert [r["cheaper"] for r in s.per_seed] == ["self-host", "api", "self-host"]
     assert s.metrics["usd_per_mtok_input"] == {"min": 0.10, "max": 0.12, "n_seeds": 3}
     assert s.metrics["usd_per_mtok_output"] == {"min": 0.50, "max": 0.61, "n_seeds": 3}
@@ -40,7 +41,8 @@ def test_the_range_over_the_seeds_and_a_verdict_that_flips():
     # the capacity's own spread is goodput's (seed_spread.capacity_spread): 18–22 req/s, a width of 4 req/s, more than
     # 10 % of the first seed's 20 (2 req/s): its note says −10 % to +10 %
     d = s.to_dict()
-    assert d["capacity_req_per_s"] == {"min": 18.0, "max": 22.0, "n_seeds": 3} and d["verdict_flips"] is True
+    assert d["slo_capacity_req_per_s"] == d["sizing_req_per_s"] == {"min": 18.0, "max": 22.0, "n_seeds": 3}
+    assert d["capped_by_bound_seeds"] == [] and d["verdict_flips"] is True and "capacity_req_per_s" not in d
     assert s.capacity.note.startswith("the SLO capacity moves -10% to +10% of the first seed's over seeds 3–5")
     assert s.text() == ("over seeds 3–5 (min–max; the ledger above is seed 3's): SLO capacity 18–22 req/s; "
                         "self-hosted $0.1000–$0.1200 per 1M input and $0.5000–$0.6100 per 1M output tokens")
@@ -54,5 +56,5 @@ def test_a_verdict_that_holds_and_a_workload_without_a_draw():
     assert not s.flips and s.note is None and s.metrics["usd_per_mtok_input"]["min"] == 0.11
     # a trace replayed at its own arrival times draws nothing from the seed: the first search stands for each
     s = cost_seed_spread(_cap(20.0), pay, [0, 1, 2], None)
-    assert s.capacity.seed_free and [r["capacity_req_per_s"] for r in s.per_seed] == [20.0] * 3
+    assert s.capacity.seed_free and [r["sizing_req_per_s"] for r in s.per_seed] == [20.0] * 3
     assert s.text() == "over seeds 0–2: the same — the workload draws nothing from the seed"

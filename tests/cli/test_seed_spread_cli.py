@@ -151,8 +151,9 @@ def test_cost_prices_each_seeds_own_capacity():
     # (work_bounds), so both size on the bound (sized_on_req_per_s)
     for row, one in zip(sp["per_seed"], alone):
         cs = one["simulation"]["capacity_search"]
-        assert row["capacity_req_per_s"] == one["capacity"]["slo_capacity_req_per_s"] == \
+        assert row["sizing_req_per_s"] == one["capacity"]["sizing_req_per_s"] == \
             (cs["sized_on_req_per_s"] or cs["slo_capacity_req_per_s"])
+        assert row["slo_capacity_req_per_s"] == cs["slo_capacity_req_per_s"]  # the rate the seed's search found
         assert row["usd_per_mtok_output"] == one["totals"]["self_host_usd_per_mtok_output"]
         assert row["goodput_req_per_s"] == one["capacity"]["goodput_req_per_s"]
     outs = [one["totals"]["self_host_usd_per_mtok_output"] for one in alone]
@@ -164,10 +165,10 @@ def test_cost_prices_each_seeds_own_capacity():
     # 60 req/s, above the 59.99 bound (fixed lengths: one bound for every seed); seeds 1 and 2 find 55.5 and 55
     capped = [s for s, one in zip((0, 1, 2), alone) if one["simulation"]["capacity_search"]["sized_on_req_per_s"]]
     found = [one["simulation"]["capacity_search"]["slo_capacity_req_per_s"] for one in alone]
-    sized = [row["capacity_req_per_s"] for row in sp["per_seed"]]
+    sized = [row["sizing_req_per_s"] for row in sp["per_seed"]]
     assert capped == sp["capped_by_bound_seeds"] == [0]
-    assert sp["capacity_req_per_s"] == {"min": min(found), "max": max(found), "n_seeds": 3}
-    assert sp["sized_on_req_per_s"] == {"min": min(sized), "max": max(sized), "n_seeds": 3}
+    assert sp["slo_capacity_req_per_s"] == {"min": min(found), "max": max(found), "n_seeds": 3}
+    assert sp["sizing_req_per_s"] == {"min": min(sized), "max": max(sized), "n_seeds": 3}
     text = " ".join(run_cli(*COST, "--seeds", "3").output.split())
     assert (f"over seeds 0–2 (min–max; the ledger above is seed 0's): SLO capacity found {min(found):g}–"
             f"{max(found):g} req/s, sized and priced on {min(sized):,.4g}–{max(sized):,.4g} req/s (the capacity bound "

@@ -47,8 +47,10 @@ class CostSeedSpread:
 
     Attributes:
         capacity: the capacity searches' spread (``seed_spread.CapacitySpread``: each seed's SLO capacity, req/s).
-        per_seed: ``{"seed", "capacity_req_per_s", "goodput_req_per_s", "usd_per_mtok_input", "usd_per_mtok_output",
-            "cheaper"}`` per seed, in seed order (USD per 1M tokens, self-hosted).
+        per_seed: ``{"seed", "slo_capacity_req_per_s", "sizing_req_per_s", "goodput_req_per_s", "usd_per_mtok_input",
+            "usd_per_mtok_output", "cheaper"}`` per seed, in seed order: the SLO capacity the seed's search found, the
+            offered rate it is sized and priced on (the capacity bound where that caps it), req/s; USD per 1M tokens,
+            self-hosted.
         metrics: :data:`COST_KEYS` → ``{"min", "max", "n_seeds"}``.
         flips: the cheaper side is not the same for every seed; note: the words for it (None when it holds).
         capped_seeds: the seeds whose capacity found the capacity bound caps (sized on the bound), in order.
@@ -64,15 +66,14 @@ class CostSeedSpread:
     @property
     def sized(self) -> dict[str, Any]:
         """``{"min", "max", "n_seeds"}`` of the capacity each seed is sized and priced on, req/s."""
-        return value_spread([r["capacity_req_per_s"] for r in self.per_seed])
+        return value_spread([r["sizing_req_per_s"] for r in self.per_seed])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON: ``capacity_req_per_s`` is the range found; only where the bound caps a seed, ``sized_on_req_per_s``
-        (the range sized on) and ``capped_by_bound_seeds``."""
-        capped = {"sized_on_req_per_s": self.sized, "capped_by_bound_seeds": list(self.capped_seeds)} \
-            if self.capped_seeds else {}
+        """JSON: ``slo_capacity_req_per_s`` is the range found, ``sizing_req_per_s`` the range sized and priced on (the
+        same where the bound caps no seed), ``capped_by_bound_seeds`` the seeds the bound caps (empty where none)."""
         return {"seeds": list(self.capacity.seeds), "seed_free": self.capacity.seed_free,
-                "capacity_req_per_s": self.capacity.metrics["boundary_value"], **capped, **self.metrics,
+                "slo_capacity_req_per_s": self.capacity.metrics["boundary_value"], "sizing_req_per_s": self.sized,
+                "capped_by_bound_seeds": list(self.capped_seeds), **self.metrics,
                 "per_seed": self.per_seed, "verdict_flips": self.flips, "note": self.note}
 
     def text(self) -> str:
@@ -111,7 +112,8 @@ def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Seque
     spread = capacity_spread(first_cap.search, seeds, None if price_seed is None else caps.__getitem__)
     rows = []
     for seed, (cap, payload) in zip(seeds, priced):
-        row: dict[str, Any] = {"seed": seed, "capacity_req_per_s": cap.sizing_req_per_s}  # what is priced
+        row: dict[str, Any] = {"seed": seed, "slo_capacity_req_per_s": cap.rate_req_per_s,
+                               "sizing_req_per_s": cap.sizing_req_per_s}  # the rate found; what is priced
         row.update({k: payload[a][b] for k, (a, b) in COST_KEYS.items()})
         rows.append({**row, "cheaper": cheaper_side(payload)})
     metrics = {k: value_spread([r[k] for r in rows]) for k in COST_KEYS}
@@ -120,7 +122,7 @@ def cost_seed_spread(first_cap: Any, first_payload: dict[str, Any], seeds: Seque
     note = None
     if flips:
         which = "; ".join(f"seed {r['seed']}: {'self-hosting' if r['cheaper'] == 'self-host' else 'the API'} "
-                          f"(capacity {r['capacity_req_per_s']:g} req/s)" for r in rows)
+                          f"(capacity {r['sizing_req_per_s']:g} req/s)" for r in rows)
         note = (f"the verdict FLIPS across {seed_range_text(list(seeds))} — {which}: the cheaper side depends on the "
                 "seeded draw of arrivals (and lengths) at the SLO capacity, so the simulation cannot settle it at "
                 "this many requests per probe; more requests per probe (--num-requests) narrow the draw, or measure "
