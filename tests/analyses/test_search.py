@@ -264,7 +264,10 @@ def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
     e["sizing"].update(at_band_low=low, at_band_high=high)
     wb = api_within_band(e, 5000.0)
     assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == ("API", "API", "self-host", True)
-    assert wb["winner_monthly_usd_range"] == pytest.approx([2 * 1963.7, 4 * 1963.7])
+    assert wb["winner_rental_usd_per_month_range"] == pytest.approx([2 * 1963.7, 4 * 1963.7])
+    # with a people line of $5,000 a month the winner's bill is cost's self_host_usd_per_month: rental + people
+    assert api_within_band(e, 5000.0, 5000.0)["winner_self_host_usd_per_month_range"] == pytest.approx(
+        [2 * 1963.7 + 5000, 4 * 1963.7 + 5000])
     assert not api_within_band(e, 2369.0)["flips_inside_band"]  # the API below even the 2-replica bill
 
 
@@ -395,8 +398,8 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
     # capability some: 0.25 engineer-months × $20,000 = $5,000/month) self-hosting is 1,963.70 + 5,000 = $6,963.70 >
     # $3,000: the API is cheaper, at both band ends alike
     assert (api["cheaper_gpu_rental_alone"], api["cheaper_with_people"]) == ("self-host", "API")
-    assert api["people"]["usd_per_month"] == 5000.0 and api["winner_monthly_usd_with_people"] == pytest.approx(6963.7)
-    assert api["within_band"]["with_people"]["winner_monthly_usd_range"] == pytest.approx([6963.7, 6963.7])
+    assert api["people"]["usd_per_month"] == 5000.0 and api["winner_self_host_usd_per_month"] == pytest.approx(6963.7)
+    assert api["within_band"]["with_people"]["winner_self_host_usd_per_month_range"] == pytest.approx([6963.7, 6963.7])
     # the comparison cost makes by default leads (a fresh-user trial read rental alone's "winner is cheaper" first)
     assert ("— as kvledger cost compares them by default, GPU rental plus its people line ($5,000/month: 0.25 "
             "engineer-months at $20,000, its --team-capability some), self-hosting costs $6,964/month and the API is "

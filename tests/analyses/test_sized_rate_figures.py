@@ -143,11 +143,12 @@ def test_the_seeds_summary_gives_the_range_found_and_the_value_sized_on():
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     sp = d["seed_spread"]
-    found = sp["capacity_req_per_s"]
+    found = sp["slo_capacity_req_per_s"]
     assert found["min"] > BOUND and found["n_seeds"] == 3
     assert sp["capped_by_bound_seeds"] == [0, 1, 2]
-    assert sp["sized_on_req_per_s"]["min"] == sp["sized_on_req_per_s"]["max"] == pytest.approx(BOUND, rel=1e-8)
-    assert all(r["capacity_req_per_s"] == pytest.approx(BOUND, rel=1e-8) for r in sp["per_seed"])
+    assert sp["sizing_req_per_s"]["min"] == sp["sizing_req_per_s"]["max"] == pytest.approx(BOUND, rel=1e-8)
+    assert all(r["sizing_req_per_s"] == pytest.approx(BOUND, rel=1e-8) and r["slo_capacity_req_per_s"] > BOUND
+               for r in sp["per_seed"])
     text = " ".join(runner.invoke(app, [*CMD, "--seeds", "3"]).output.split())
     assert (f"SLO capacity found {found['min']:g}–{found['max']:g} req/s, sized and priced on 6.047 req/s (the "
             "capacity bound caps every seed: a replica cannot keep pace with more by the roofline work of the probe's "
@@ -161,14 +162,16 @@ def test_the_seeds_summary_names_the_seeds_the_bound_caps():
                                                                     "goodput_req_per_s")}
     found = {"boundary_value": {"min": 61.5, "max": 67.0, "n_seeds": 3}}
     spread = SimpleNamespace(seed_free=False, label="seeds 0–2", seeds=(0, 1, 2), metrics=found)
-    rows = [{"seed": 0, "capacity_req_per_s": 59.99}, {"seed": 1, "capacity_req_per_s": 61.5},
-            {"seed": 2, "capacity_req_per_s": 59.99}]
+    rows = [{"seed": 0, "sizing_req_per_s": 59.99}, {"seed": 1, "sizing_req_per_s": 61.5},
+            {"seed": 2, "sizing_req_per_s": 59.99}]
     s = CostSeedSpread(spread, rows, metrics, False, None, (0, 2))
     assert "SLO capacity found 61.5–67 req/s, sized and priced on 59.99–61.5 req/s (the capacity bound caps seeds 0, " \
            "2: " in s.text() and s.text().count("; the others on the rate found)") == 1
-    assert s.to_dict()["sized_on_req_per_s"] == {"min": 59.99, "max": 61.5, "n_seeds": 3}
-    uncapped = CostSeedSpread(spread, rows, metrics, False, None)
-    assert "sized_on_req_per_s" not in uncapped.to_dict() and "SLO capacity 61.5–67 req/s;" in uncapped.text()
+    assert s.to_dict()["sizing_req_per_s"] == {"min": 59.99, "max": 61.5, "n_seeds": 3}
+    assert s.to_dict()["capped_by_bound_seeds"] == [0, 2]
+    uncapped = CostSeedSpread(spread, rows, metrics, False, None)  # the same keys, no seed named as capped
+    assert list(uncapped.to_dict()) == list(s.to_dict()) and uncapped.to_dict()["capped_by_bound_seeds"] == []
+    assert "SLO capacity 61.5–67 req/s;" in uncapped.text()
 
 
 def _no_length_check(monkeypatch) -> None:
@@ -214,6 +217,6 @@ def test_the_web_apps_headline_reads_the_run_at_the_rate_sized_on(monkeypatch):
 
     got = serving_payload("meta-llama/Llama-3.1-8B", "H100", "ttft=30s", None, trace="azure-code", num_requests=60)
     cs, h = got["cost"]["simulation"]["capacity_search"], got["headline"]
-    assert h["capacity_req_per_s"] == cs["sized_on_req_per_s"] < cs["slo_capacity_req_per_s"] == 4096
+    assert h["sizing_req_per_s"] == cs["sized_on_req_per_s"] < cs["slo_capacity_req_per_s"] == 4096
     # the good req/s sustained at the rate sized on: that rate × its run's share within the SLO
     assert h["goodput_req_per_s"] == cs["sized_on_req_per_s"] * cs["attainment_at_sized_rate"]

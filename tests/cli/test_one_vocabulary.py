@@ -58,7 +58,7 @@ def test_cost_band_names_its_request_rates_with_their_unit():
                  "fixed:50", "--num-requests", "100", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1",
                  "--utilization", "0.5")
     band, cs = d["error_band"], d["simulation"]["capacity_search"]
-    assert cs["slo_capacity_req_per_s"] == d["capacity"]["slo_capacity_req_per_s"] == band["capacity_req_per_s"]
+    assert cs["slo_capacity_req_per_s"] == d["capacity"]["slo_capacity_req_per_s"] == band["sizing_req_per_s"]
     assert cs["error_band"]["unit"] == "req/s" and "boundary_rate_req_per_s" not in _keys(d)
     assert {"capacity_low_req_per_s", "capacity_high_req_per_s", "goodput_low_req_per_s",
             "goodput_high_req_per_s"} <= set(band) and "capacity_low" not in band

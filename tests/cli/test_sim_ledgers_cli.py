@@ -103,7 +103,7 @@ def test_cost_error_band_names_the_goodput_it_prices_not_the_capacity_rate(price
     d = priced_at_capacity
     band, cs = d["error_band"], d["simulation"]["capacity_search"]
     assert band["goodput_req_per_s"] == d["capacity"]["goodput_req_per_s"] < cs["slo_capacity_req_per_s"]
-    assert band["capacity_req_per_s"] == cs["slo_capacity_req_per_s"]
+    assert band["sizing_req_per_s"] == cs["slo_capacity_req_per_s"]  # no capacity bound binds: sized on it
     assert band["goodput_low_req_per_s"] / band["goodput_req_per_s"] == pytest.approx(
         band["capacity_low_req_per_s"] / cs["slo_capacity_req_per_s"])  # one band (a prediction's multipliers) on both
     assert band["text"].startswith(f"goodput at the SLO capacity {band['goodput_req_per_s']:.4g} good req/s (80% band")

@@ -84,14 +84,14 @@ def test_search_says_conditional_between_the_bounds():
     assert [cheaper_side(22_500, b, usd) for usd in (9_818.5, 5_000, 30_000)] == ["conditional", "self-host", "API"]
     winner = {"sizing": {"rental_usd_per_month": 9_818.5, "at_band_low": {"rental_usd_per_month": 12_000.0},
                          "at_band_high": {"rental_usd_per_month": 4_000.0}}}
-    wb = api_within_band(winner, 22_500, 0.0, b)
+    wb = api_within_band(winner, 22_500, None, b)
     assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == (
         "conditional", "conditional", "self-host", True)
     api = {"key": TOGETHER_8B.key, "as_of": "x", "usd_per_mtok_input": 0.18, "usd_per_mtok_output": 0.18,
            "mix": {"batch_share": 0.0, "cache_hit_rate": 0.9}, "monthly_usd": 22_500.0, "monthly_input_tokens": 1e11,
            "monthly_output_tokens": 2.5e10, "monthly_usd_is_upper_bound": True, "monthly_usd_lower_bound": 6_300.0,
            "cheaper_with_people": "conditional", "cheaper_gpu_rental_alone": "conditional",
-           "winner_monthly_usd_with_people": 9_818.5,
+           "winner_self_host_usd_per_month": 9_818.5,
            "people": {"usd_per_month": 0.0, "engineer_months_per_month": 0, "engineer_usd_per_month": 0,
                       "team_capability": "x"},
            "unless_cached_input_usd_per_mtok_below": {"with_people": b.cached_price_below(9_818.5),

@@ -111,7 +111,7 @@ def test_ui_serving_panel_and_bad_input(server, browser):
     # the API field's default is the CLI's: the cheapest row serving the same model (its one note: the row serves FP8
     # weights, api_cost.quantized_row_note); the answer's break-even and what it rests on are drawn under it
     same = direct(None)
-    assert _card(browser, "capacity") == same["capacity_req_per_s"]
+    assert _card(browser, "capacity") == same["sizing_req_per_s"]
     assert _card(browser, "api-output") == same["api_usd_per_mtok_output"]
     assert browser.find_element("id", "break-even").text == same["break_even"]
     assert browser.find_element("id", "rests-on").text == same["rests_on"] and same["rests_on"].startswith("Rests on: ")
@@ -210,7 +210,7 @@ def test_client_latency_field_reruns_and_never_paints_a_stale_answer(server, bro
     def direct(latency: str | None) -> float:
         return serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms",
                                "OpenAI:gpt-4.1", num_requests=60, client_latency=latency)["headline"][
-                                   "capacity_req_per_s"]
+                                   "sizing_req_per_s"]
 
     browser.get(server + "/")
     _wait_version(browser, 0)
@@ -292,7 +292,7 @@ def test_the_serving_panel_follows_the_engine(server, browser):
     browser.find_element("id", "run-serving").click()
     assert _wait_version(browser, v, 120) == "serving ready"
     assert _serving_answer(browser)["engine"] == "vllm" and _card(browser, "capacity") == direct("vllm")[
-        "capacity_req_per_s"]
+        "sizing_req_per_s"]
     # the utilization field's price, said beside the verdict (the verdict's own break-even is at the 80% ceiling)
     assert browser.find_element("id", "secondary").text.startswith(
         "secondary (not the verdict): at 50.0% utilization (given: the utilization field)")
@@ -301,8 +301,8 @@ def test_the_serving_panel_follows_the_engine(server, browser):
     assert browser.find_elements("id", "serving-stale")
     WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-requests")
                                       and _serving_answer(b)["engine"] == "sglang")
-    sgl = direct("sglang")["capacity_req_per_s"]
-    assert _card(browser, "capacity") == sgl != direct("vllm")["capacity_req_per_s"]
+    sgl = direct("sglang")["sizing_req_per_s"]
+    assert _card(browser, "capacity") == sgl != direct("vllm")["sizing_req_per_s"]
     # TensorRT-LLM: the simulator has no rules for it, so the panel says so and shows no numbers
     Select(browser.find_element("id", "engine")).select_by_value("trtllm")
     WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-failed"))

@@ -65,7 +65,7 @@ def test_page_is_self_contained():
     html = client.get("/").text
     assert "<script src" not in html and "http://" not in html and "https://" not in html
     assert 'id="error-band"' in html  # the serving card carries the capacity's error band when the cost has one
-    assert 'id="capacity-band"' in html and 'id="capacity-warning"' in html and "h.capacity_req_per_s_range" in html
+    assert 'id="capacity-band"' in html and 'id="capacity-warning"' in html and "h.sizing_req_per_s_range" in html
 
 
 def test_ui_command_refuses_a_bad_or_taken_port():

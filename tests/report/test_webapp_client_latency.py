@@ -32,8 +32,8 @@ def test_the_latency_is_judged_as_the_engine_limit_less_it_and_said():
     assert probes == [[p["value"], p["attainment"]] for p in
                       engine_side["cost"]["simulation"]["capacity_search"]["boundary"]["points"]]
     h = client_side["headline"]
-    assert h["capacity_req_per_s"] == engine_side["headline"]["capacity_req_per_s"]
-    assert (h["capacity_req_per_s"], alone["headline"]["capacity_req_per_s"]) == (7.9375, 16.0)
+    assert h["sizing_req_per_s"] == engine_side["headline"]["sizing_req_per_s"]
+    assert (h["sizing_req_per_s"], alone["headline"]["sizing_req_per_s"]) == (7.9375, 16.0)
     assert h["client_latency"].startswith("client latency 30 ms added to every request's TTFT and E2E (not TPOT/ITL): "
                                           "given: --client-latency 30 ms")
     assert client_side["request"]["client_latency"] == "30ms"

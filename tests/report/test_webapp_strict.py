@@ -149,7 +149,7 @@ def test_the_serving_panel_runs_the_engine_chosen():
     # `cost --simulate --policy sglang`'s capacity (SGLang's pool and scheduler), not vLLM's: 14.375 against 15.75
     # req/s (50-request probes: faster ones are too short to show the load, analyses/serving/probe_length.py)
     assert _capacity(sgl.json()["cost"]) == _capacity(cli) == 14.375
-    assert _capacity(vllm["cost"]) == 15.75 and sgl.json()["headline"]["capacity_req_per_s"] == 14.375
+    assert _capacity(vllm["cost"]) == 15.75 and sgl.json()["headline"]["sizing_req_per_s"] == 14.375
     r = client.post("/api/serving", json={**SERVING, "engine": "trtllm"})
     assert r.status_code == 400 and r.json()["error"].startswith(
         "engine 'trtllm': capacity and cost are simulated for vllm or sglang only")

@@ -28,8 +28,8 @@ def test_serving_with_a_volume_answers_with_both_bills():
     assert d["cost"]["inputs"]["utilization_how"] == "the volume's realized utilization"
     # the capacity card carries the capacity's 80% band (the search's error_band)
     cs = d["cost"]["simulation"]["capacity_search"]
-    assert h["capacity_req_per_s_range"] == [cs["error_band"]["low"], cs["error_band"]["high"]]
-    assert h["capacity_req_per_s_range"][0] < h["capacity_req_per_s"] == cs["slo_capacity_req_per_s"]
+    assert h["sizing_req_per_s_range"] == [cs["error_band"]["low"], cs["error_band"]["high"]]
+    assert h["sizing_req_per_s_range"][0] < h["sizing_req_per_s"] == cs["slo_capacity_req_per_s"]
     assert h["capacity_band"] == cs["error_band"]["text"]
     # and its warnings: 60 requests per probe replay a sample unlike azure-conv (722 / 122 mean tokens against 1,155 /
     # 211 over the whole trace: probe_sample), said whether or not the boundary probe was steady

@@ -155,7 +155,7 @@ def _band(wb: dict[str, Any] | None) -> str:
     """The capacity band's clause of an API comparison (``bands.api_within_band``), "" without a band."""
     if wb is None:
         return ""
-    lo, hi = wb["winner_monthly_usd_range"]
+    lo, hi = wb.get("winner_rental_usd_per_month_range") or wb["winner_self_host_usd_per_month_range"]
     bill = f"${lo:,.0f}–${hi:,.0f}/month" if round(lo) != round(hi) else f"${lo:,.0f}/month at both ends"
     ends = {wb["point"], wb["band_low"], wb["band_high"]}
     if ends == {"self-host", "conditional"}:  # an "at most" API bill: no end is the API's outright
@@ -202,7 +202,7 @@ def api_verdict(a: dict[str, Any], w: dict[str, Any]) -> str:
     return (f" — as kvledger cost compares them by default, GPU rental plus its people line "
             f"(${p['usd_per_month']:,.0f}/month: {p['engineer_months_per_month']:g} engineer-months at "
             f"${p['engineer_usd_per_month']:,.0f}, its --team-capability {p['team_capability']}), self-hosting costs "
-            f"${a['winner_monthly_usd_with_people']:,.0f}/month and {full}" + _band((wb or {}).get("with_people"))
+            f"${a['winner_self_host_usd_per_month']:,.0f}/month and {full}" + _band((wb or {}).get("with_people"))
             + f". On GPU rental alone (power and hosting included in the rental) {rental}" + _band(wb)
             + "; kvledger cost prices the whole bill")
 

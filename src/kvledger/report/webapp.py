@@ -147,8 +147,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     c = data.cost
     cs = c["simulation"]["capacity_search"]
     band = cs.get("error_band")
-    headline = {"capacity_req_per_s": sized_capacity(cs),
-                "capacity_req_per_s_range": [band["low"], band["high"]] if band else None,
+    headline = {"sizing_req_per_s": sized_capacity(cs),  # cost's capacity.sizing_req_per_s: the rate sized on
+                "sizing_req_per_s_range": [band["low"], band["high"]] if band else None,
                 "capacity_band": band["text"] + (f"; {band['elsewhere']}" if band.get("elsewhere") else "")
                 if band else None,  # with Band.on_gpu's clause where its runs were on other GPUs only
                 "capacity_warning": " ".join(not_steady_lines(cs)) or None,

@@ -116,10 +116,11 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
     """Adds to ``api`` (``api_side``'s, with ``within_band`` where the search has a band) which side is cheaper on GPU
     rental alone (``cheaper_gpu_rental_alone``) and on rental plus ``kvledger cost``'s default people line
     (``people``: USD per month, engineer-months and their price, the team capability and the source;
-    ``winner_monthly_usd_with_people``, ``cheaper_with_people``; ``within_band["with_people"]``: the band's ends with
-    it); nothing without a monthly bill on both sides. Against an "at most" API bill (no cached-input price listed) a
-    self-hosted bill between its two ends is "conditional" (``bands.cheaper_side``), with the cached-input price below
-    which the API is cheaper (``unless_cached_input_usd_per_mtok_below``)."""
+    ``winner_self_host_usd_per_month``: the rental plus it, cost's ``self_host_usd_per_month``;
+    ``cheaper_with_people``; ``within_band["with_people"]``: the band's ends with it); nothing without a monthly bill
+    on both sides. Against an "at most" API bill (no cached-input price listed) a self-hosted bill between its two ends
+    is "conditional" (``bands.cheaper_side``), with the cached-input price below which the API is cheaper
+    (``unless_cached_input_usd_per_mtok_below``)."""
     from kvledger.analyses.search.bands import api_bounds, api_within_band, cheaper_side
     from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, default_people_cost
 
@@ -141,7 +142,7 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
                 "people": {"usd_per_month": people, "engineer_months_per_month": pc.engineer_months_per_month,
                            "engineer_usd_per_month": pc.engineer_usd_per_month,
                            "team_capability": DEFAULT_TEAM_CAPABILITY, "source": pc.source},
-                "winner_monthly_usd_with_people": s["rental_usd_per_month"] + people,
+                "winner_self_host_usd_per_month": s["rental_usd_per_month"] + people,
                 "cheaper_with_people": side(s["rental_usd_per_month"] + people)})
     if api.get("within_band") is not None:
         api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people, bounds)

@@ -146,19 +146,23 @@ def cheaper_side(api_usd: float, bounds: Any, self_host_usd: float) -> str:
 
 
 def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None,
-                    fixed_usd: float = 0.0, bounds: Any = None) -> dict[str, Any] | None:
+                    people_usd: float | None = None, bounds: Any = None) -> dict[str, Any] | None:
     """Whether the API or the winner's GPUs cost less at the point and at both ends of the capacity band (GPUs alone,
-    as the search prices them, plus ``fixed_usd`` a month on the self-hosted side: a people line, which does not
-    scale with the replicas; ``bounds``: an "at most" API bill's ends, ``cheaper_side``); None without a monthly bill
-    on both sides or without a band."""
+    as the search prices them, plus ``people_usd`` a month on the self-hosted side where given: a people line, which
+    does not scale with the replicas; ``bounds``: an "at most" API bill's ends, ``cheaper_side``); None without a
+    monthly bill on both sides or without a band. The winner's bill at the band's ends (high capacity first) is
+    ``winner_rental_usd_per_month_range`` (rental alone, cost's ``rental_usd_per_month``) or, with people,
+    ``winner_self_host_usd_per_month_range`` (cost's ``self_host_usd_per_month``)."""
     s = (winner or {}).get("sizing") or {}
     if api_monthly_usd is None or "at_band_low" not in s:
         return None
+    fixed_usd = people_usd or 0.0
+
     def side(usd: float) -> str:
         return cheaper_side(api_monthly_usd, bounds, usd + fixed_usd)
 
     at = {"point": side(s["rental_usd_per_month"]), "band_low": side(s["at_band_low"]["rental_usd_per_month"]),
           "band_high": side(s["at_band_high"]["rental_usd_per_month"])}
-    return {**at, "flips_inside_band": len(set(at.values())) > 1,
-            "winner_monthly_usd_range": [s["at_band_high"]["rental_usd_per_month"] + fixed_usd,
-                                         s["at_band_low"]["rental_usd_per_month"] + fixed_usd]}
+    key = "winner_rental_usd_per_month_range" if people_usd is None else "winner_self_host_usd_per_month_range"
+    ends = [s["at_band_high"]["rental_usd_per_month"] + fixed_usd, s["at_band_low"]["rental_usd_per_month"] + fixed_usd]
+    return {**at, "flips_inside_band": len(set(at.values())) > 1, key: ends}

@@ -25,9 +25,10 @@ class CostBand:
 
     Attributes:
         regime: the calibration regime. goodput_req_per_s / goodput_low_req_per_s / goodput_high_req_per_s: the good
-            req/s per deployment unit that the ledgers price, and its 80% band. capacity_req_per_s /
-            capacity_low_req_per_s / capacity_high_req_per_s: the SLO
-            capacity (the boundary's request rate, req/s) and its band; None when no capacity search priced the run.
+            req/s per deployment unit that the ledgers price, and its 80% band. sizing_req_per_s /
+            capacity_low_req_per_s / capacity_high_req_per_s: the offered rate a replica is sized and priced on (the
+            SLO capacity, or the capacity bound where that caps it: ``cost``'s ``capacity.sizing_req_per_s``) and its
+            band, req/s; None when no capacity search priced the run.
         basis: what is compared — "monthly bill" (a volume was given: both bills, the self-hosted one redone at each
             end of the band) or "per good request" (no volume: input and output tokens at the assumed utilization).
         unit: the unit of the USD figures. self_host_usd: at the goodput priced; self_host_usd_at_low_capacity /
@@ -43,7 +44,7 @@ class CostBand:
     goodput_req_per_s: float
     goodput_low_req_per_s: float
     goodput_high_req_per_s: float
-    capacity_req_per_s: float | None
+    sizing_req_per_s: float | None
     capacity_low_req_per_s: float | None
     capacity_high_req_per_s: float | None
     basis: str
