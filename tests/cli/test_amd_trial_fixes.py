@@ -79,7 +79,8 @@ def test_the_utilization_curve_marks_where_its_own_one_replica_curve_meets_the_a
     # one replica: $10,000 rental + $5,000 people a month, 1,000,000 requests a month at full load, API $0.03 a
     # request: 15,000 / (1e6 × 0.03) = 50%; the ledger's 40% is the volume's 3 replicas sharing the people line
     cost = {"inputs": {"utilization": 0.3}, "decision": None,
-            "break_even_utilization": {"replica_usd_per_month": 10_000.0, "one_replica_rental_usd_per_month": 10_000.0,
+            "break_even_utilization": {"unit_rental_usd_per_month": 10_000.0,
+                                       "one_unit_rental_usd_per_month": 10_000.0,
                                        "people_usd_per_month": 5_000.0, "requests_per_month_at_full_load": 1e6,
                                        "api_usd_per_request": 0.03, "utilization": 0.4, "reachable": True,
                                        "replicas": 3}}

@@ -17,7 +17,7 @@ SIM = ["cost", "--simulate", "Qwen/Qwen3-8B", "--gpu", "H100", "--slo", "ttft=1s
 def test_one_replica_without_a_volume_is_priced_bought():
     d = cli_json(*SIM, "--utilization", "0.5")
     # bought at load 0.5: $500 + $14.60 + $87.60 × 0.5 = $558.40/month, below renting 1 × $2 × 730 = $1,460
-    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(558.40)
+    assert d["inputs"]["unit_rental_usd_per_month"] == pytest.approx(558.40)
     assert d["inputs"]["usd_per_gpu_hour"] == pytest.approx(558.40 / 730)
     assert d["headline"][1].startswith("  self-hosted, one replica × 1 GPU (bought GPU, $0.76/GPU-h): $558.40/month, "
                                        "people included (bought GPUs, cheaper than renting)")

@@ -49,7 +49,7 @@ def test_break_even_volume_names_its_figures_per_deployment_unit():
     assert "replica_capacity_requests_per_month" not in bv and "tier_usd_per_replica_month" not in bv
     # R = $31.92/h ÷ 8 engines per gpu_8x × 2 engines per unit × 730 h = $5,825.40; one unit alone is billed on 2 ×
     # gpu_1x, $6,263.40, the bill "at one deployment unit" (was "at one replica", a unit being 2 of them)
-    assert bv["replica_usd_per_month"] == 5825.40 and bv["replica_usd_per_month_basis"].endswith(
+    assert bv["unit_rental_usd_per_month"] == 5825.40 and bv["unit_rental_usd_per_month_basis"].endswith(
         "one deployment unit (2 replicas) alone is billed $6,263.40/month on Lambda:gpu_1x_h100_sxm5 "
         "(rental_usd_per_month), which the break-even utilization and the monthly bill at one deployment unit price")
 

@@ -95,7 +95,7 @@ def test_bought_gpus_price_the_per_token_ledgers_and_break_even_as_the_verdict_d
     assert gpu_item["name"] == "bought GPU (amortized purchase, power, hosting), decode share of GPU time"
     assert abs(gpu_item["unit_price_usd"] - 774.160444 / 730) < 1e-6
     be = d["break_even_utilization"]
-    assert be["replica_usd_per_month"] == be["rental_usd_per_month"] == 774.16
+    assert be["unit_rental_usd_per_month"] == be["rental_usd_per_month"] == 774.16
     # the per-token ledgers × the volume's tokens give back the bill the verdict uses (every request within the SLO)
     m = d["monthly"]
     per_month = (d["ledgers"]["self_host_input"]["total_usd"] * m["input_tokens"]

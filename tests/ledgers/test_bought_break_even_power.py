@@ -57,11 +57,11 @@ def test_break_even_volume_prices_power_at_its_own_load():
     # 2,400; 3 × 564.007 = 1,692.02 > 1,600): V* = 1,692.02, 3 replicas at 1,692.02 ÷ 3,000 = 0.564007 = u* above
     # (were power at 0.8: R = $584.68, V* = 1,754.04, 3 replicas at 0.58468 ≠ u*)
     bv = break_even_volume(CAP, setup, 1.0, power=(87.60, 0.1))
-    assert (bv["replica_usd_per_month"], bv["power_usd_per_request"]) == pytest.approx((514.60, 0.0876))
+    assert (bv["unit_rental_usd_per_month"], bv["power_usd_per_request"]) == pytest.approx((514.60, 0.0876))
     assert (bv["requests_per_month"], bv["replicas_at_break_even"]) == pytest.approx((3 * 514.60 / 0.9124, 3))
     assert bv["api_usd_per_request"] == 1.0  # the API's price, not net of power
-    assert bv["power_load"] == ("bought GPUs: power priced at each volume's own load (replica_usd_per_month at idle "
-                                "power + power_usd_per_request × volume), not at the verdict's load 0.100")
+    assert bv["power_load"] == ("bought GPUs: power priced at each volume's own load (unit_rental_usd_per_month at "
+                                "idle power + power_usd_per_request × volume), not at the verdict's load 0.100")
 
 
 def test_bought_h100_break_even_volume_is_the_break_even_utilization_times_capacity():

@@ -126,7 +126,8 @@ def test_break_even_utilization_with_and_without_people():
     assert bu["api_usd_per_request"] == pytest.approx(0.0028)
     assert bu["utilization"] == pytest.approx(17228.0 / (7_884_000 * 0.0028)) and bu["reachable"]
     # a replica's share of full instances stays 1 × $2.95 × 730 h = $2153.50 (the slope of the staircase)
-    assert bu["replica_usd_per_month"] == pytest.approx(2153.5) and bu["rental_usd_per_month"] == pytest.approx(17228)
+    assert bu["unit_rental_usd_per_month"] == pytest.approx(2153.5)
+    assert bu["rental_usd_per_month"] == pytest.approx(17228)
     # with half an engineer at $20,000/month: (17,228 + 10,000) / 22,075.2 = 123.3 %: not reachable with one replica
     rep2 = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, 0.5, 20000.0, prefill_share=0.2), price, mix,
                              DecisionFactors())

@@ -71,7 +71,7 @@ def test_per_token_ledgers_times_the_volume_equal_the_monthly_bill_on_a_part_fil
     # u* = (one replica's rental, 8 × $10.97906 × 730 = $64,117.7104, + people) ÷ (its requests at full load × API
     # $/request): at the utilization priced u, the ledgers' $/request × its requests at u is that same numerator
     bu, inp = d["break_even_utilization"], d["inputs"]
-    assert bu["one_replica_rental_usd_per_month"] == pytest.approx(64_117.7104)
+    assert bu["one_unit_rental_usd_per_month"] == pytest.approx(64_117.7104)
     served = bu["good_requests_per_month_at_full_load"] * inp["utilization"]
     assert inp["self_host_usd_per_request"] * served == pytest.approx(64_117.7104 + bu["people_usd_per_month"],
                                                                       rel=1e-9)

@@ -134,7 +134,7 @@ def test_break_even_and_the_report_curve_climb_whole_instances():
     # 1,000 requests (1 replica) and 8,000 (8 replicas) both cost one instance; 9,000 need a second: $34,456
     assert pts[1000.0]["self_host_usd_per_month"] == pytest.approx(17_228)
     assert pts[8000.0]["self_host_usd_per_month"] == pytest.approx(17_228)
-    assert (bv["replica_usd_per_month"], rental_usd_per_month(setup, 9)) == pytest.approx((2153.5, 34_456))
+    assert (bv["unit_rental_usd_per_month"], rental_usd_per_month(setup, 9)) == pytest.approx((2153.5, 34_456))
     # the curve read once prices every count as the one-off call does: 0 → $0, 1–8 → one instance, 9–16 → two
     from kvledger.ledgers.breakeven import rental_curve
 

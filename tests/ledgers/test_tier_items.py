@@ -79,7 +79,7 @@ def test_cost_cli_tier_flags():
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     # replica: 4 GPUs × $2.95 × 730 = $8,614 + tiers 4 × (256 × $2 + 1024 × $0.08) = $2,375.68 → $10,989.68
-    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(10989.68)
+    assert d["inputs"]["unit_rental_usd_per_month"] == pytest.approx(10989.68)
     names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
     # without a volume the one replica priced carries its whole 8-GPU instance (4 of 8 idle), as u* counts it; the
     # tiers follow (per GPU used, as the GPU rental)

@@ -50,7 +50,7 @@ def test_the_utilization_curve_marks_the_volumes_own_deployment():
     cost = {"inputs": {"utilization": 0.68}, "decision": {"realized_utilization": 0.680, "replicas": 2,
                                                           "self_host_usd_per_month": 12_402.20,
                                                           "requests_per_month": 21.9e6},
-            "break_even_utilization": {"replica_usd_per_month": 3_701.10, "people_usd_per_month": 5_000.0,
+            "break_even_utilization": {"unit_rental_usd_per_month": 3_701.10, "people_usd_per_month": 5_000.0,
                                        "requests_per_month_at_full_load": 6.125 * 2_628_000,
                                        "api_usd_per_request": 1e-4, "utilization": 2.19, "reachable": False}}
     c = utilization_curve(cost)

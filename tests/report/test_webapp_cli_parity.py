@@ -75,7 +75,7 @@ def test_a_gpu_without_a_price_row_asks_for_the_price_field_then_prices_on_it():
     assert r.status_code == 200
     inputs = r.json()["cost"]["inputs"]
     # one replica of one GPU at $2.50 an hour over cost's 730-hour month: $1,825
-    assert (inputs["usd_per_gpu_hour"], inputs["replica_usd_per_month"]) == (2.5, 1825.0)
+    assert (inputs["usd_per_gpu_hour"], inputs["unit_rental_usd_per_month"]) == (2.5, 1825.0)
     assert r.json()["headline"]["gpu_price"] == ("given (the GPU price field, gpu_usd_per_hour): amd_mi355x, "
                                                  "$2.50/GPU-h: 1 replica × 1 GPU × 730 h, $2.50/h")
     r = client.post("/api/serving", json={**body, "gpu_usd_per_hour": 0})

@@ -50,4 +50,4 @@ def test_a_given_gpu_price_says_the_whole_instances_the_bill_rents():
     assert r.json()["headline"]["gpu_price"] == (
         "given (the GPU price field, gpu_usd_per_hour): nvidia_h100_sxm at Nebius (gpu-h100-sxm 8gpu, your price), "
         "$1.00/GPU-h: 1 replica × 2 GPUs = 2 GPUs on 1 gpu-h100-sxm 8gpu instance (8 GPUs, 6 idle) × 730 h, $8.00/h")
-    assert r.json()["cost"]["break_even_utilization"]["one_replica_rental_usd_per_month"] == 5840.0
+    assert r.json()["cost"]["break_even_utilization"]["one_unit_rental_usd_per_month"] == 5840.0

@@ -127,8 +127,9 @@ def replica_usd_basis(setup: SelfHostSetup) -> str:
 
 
 def replica_usd(setup: SelfHostSetup) -> dict[str, Any]:
-    """R with its basis, for a report's JSON."""
-    return {"replica_usd_per_month": replica_usd_per_month(setup), "replica_usd_per_month_basis":
+    """R with its basis, for a report's JSON: per deployment unit (one replica without ``--replicas N``), as
+    ``capacity_requests_per_month_per_unit`` and ``tier_usd_per_month_per_unit``."""
+    return {"unit_rental_usd_per_month": replica_usd_per_month(setup), "unit_rental_usd_per_month_basis":
             replica_usd_basis(setup)}
 
 
@@ -187,7 +188,7 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
              "the volume's (the verdict's); the break-even volume's are its replicas_at_break_even")
     out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "replicas_basis": basis, "formula": formula,
            **replica_usd(setup),
-           "rental_usd_per_month": rent, "one_replica_rental_usd_per_month": rental_usd_per_month(setup, 1),
+           "rental_usd_per_month": rent, "one_unit_rental_usd_per_month": rental_usd_per_month(setup, 1),
            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
            "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,
            "requests_per_month_at_full_load": cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH}
@@ -266,7 +267,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
                            "tier_usd_per_month_per_unit": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if power is not None:
         out.update(power_usd_per_request=pw, power_load=(
-            "bought GPUs: power priced at each volume's own load (replica_usd_per_month at idle power + "
+            "bought GPUs: power priced at each volume's own load (unit_rental_usd_per_month at idle power + "
             f"power_usd_per_request × volume), not at the verdict's load {power[1]:.3f}"))
     if (a - pw) * c <= R:  # ⟺ a replica at max utilization, its power there, costs more than its c requests
         return _never(out, cap, setup, (R + pw * c, P, a, c))

@@ -108,7 +108,7 @@ def flip_points(
 
     n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
     rent_now = self_host_usd - fixed_usd
-    out: dict[str, Any] = {"replica_usd_per_month": rent_now / n, "people_usd_per_month": fixed_usd}
+    out: dict[str, Any] = {"mean_unit_rental_usd_per_month": rent_now / n, "people_usd_per_month": fixed_usd}
     if rent_now <= 0:
         return {**out, "capacity_multiplier": None, "gpu_price_multiplier": None}
     m = (api_usd - fixed_usd) / rent_now

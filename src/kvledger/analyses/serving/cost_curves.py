@@ -35,7 +35,7 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     replicas at their realized utilization, its whole bill per 1,000 requests), None without a volume."""
     bu = cost["break_even_utilization"]
     r = unit_noun((cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1))  # --replicas N: units
-    fixed = bu.get("one_replica_rental_usd_per_month", bu["replica_usd_per_month"]) + bu["people_usd_per_month"]
+    fixed = bu.get("one_unit_rental_usd_per_month", bu["unit_rental_usd_per_month"]) + bu["people_usd_per_month"]
     full, api = bu["requests_per_month_at_full_load"], bu["api_usd_per_request"]
     gb = bu.get("power_usd_per_month_per_load", 0.0)  # bought GPUs: their power at each point's load, not the verdict's
     fixed -= gb * bu.get("power_priced_at_utilization", 0.0)
@@ -77,7 +77,7 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     ``volume_requests_per_month``: the volume priced (cost's ``monthly.requests``), a point of the grid, None
     without one."""
     bv = cost["break_even_volume"]
-    R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
+    R, P = bv["unit_rental_usd_per_month"], bv["people_usd_per_month"]
     a, c = bv["api_usd_per_request"], bv["capacity_requests_per_month_per_unit"]
     v_star, mine = bv.get("requests_per_month"), (cost.get("monthly") or {}).get("requests")
     r = unit_noun(bv.get("engine_replicas_per_unit", 1))  # --replicas N: the units are deployment units
