@@ -44,15 +44,19 @@ def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):
         usd_h * 1000 / (3600 * cap["sized_on_req_per_s"]), rel=1e-6)
 
 
-def test_no_new_keys_where_the_bound_does_not_bind(cli_json):
-    # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and no key is added; the
-    # boundary run's own goodput is goodput_at_boundary_req_per_s either way (goodput_req_per_s: the good rate priced)
+def test_the_sized_keys_are_null_where_the_bound_does_not_bind(cli_json):
+    # ttft ≤ 500 ms: the capacity found is below the bound, so nothing is re-simulated and the sized-rate keys are
+    # null (there, as in cost's capacity_search, so a script reads them without .get()); the boundary run's own
+    # goodput is goodput_at_boundary_req_per_s either way (goodput_req_per_s: the good rate priced)
     case = [a if a != "ttft=10s" else "ttft=500ms" for a in CASE]
     entry = next(e for e in cli_json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
     assert cap["slo_capacity_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
-    assert not {"sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s"} & set(cap)
+    assert [cap[k] for k in ("sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s")] \
+        == [None] * 3
+    # the good req/s sustained at the rate found is then goodput_req_per_s itself: not said twice under two names
+    assert cap["sustained_good_req_per_s_at_boundary"] is None
     assert cap["goodput_req_per_s"] == pytest.approx(cap["slo_capacity_req_per_s"] * cap["attainment"])
     assert "goodput_at_boundary_req_per_s" in cap
     # the good share at the load: a run at the volume's 1.139 req/s (its own key, not the sized-rate ones)

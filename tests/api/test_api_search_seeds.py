@@ -83,3 +83,31 @@ def test_every_public_call_says_what_it_returns():
                for name in ("plan", "simulate", "goodput", "cost", "search")}
     assert returns == {"plan": kvledger.PlanResult, "simulate": kvledger.SimDocument,
                        "goodput": kvledger.GoodputResult, "cost": kvledger.CostResult, "search": dict[str, Any]}
+
+
+def test_search_with_a_winner_and_a_failed_candidate_raises_as_the_command_exits_1(monkeypatch):
+    # TP 1 and TP 2 on H100 at 10 req/s; TP 2's capacity search fails (a simulation error): TP 1 still meets the SLO,
+    # but the ranking has a hole where TP 2 may have been cheaper, so the call raises as the command exits 1, with
+    # the whole document (the winner among the others, the failed ids) as the payload
+    from kvledger.analyses.search import capacity
+    from kvledger.errors import InputError
+
+    real = capacity.colocated_capacity
+
+    def tp2_fails(spec, cand, *a, **k):
+        if cand.tp == 2:
+            raise InputError("a stand-in simulation error")
+        return real(spec, cand, *a, **k)
+
+    monkeypatch.setattr(capacity, "colocated_capacity", tp2_fails)
+    with pytest.raises(kvledger.NoAnswerError) as err:
+        kvledger.search(L8, slo="ttft=500ms,tpot=50ms", gpus=["H100"], tp=[1, 2], rate=10, num_requests=200,
+                        cache=False)
+    d = err.value.payload
+    assert err.value.exit_code == 1 and d["failed_candidates"] == ["nvidia_h100_sxm:tp2:kv-auto"]
+    assert d["winner"]["id"] == "nvidia_h100_sxm:tp1:kv-auto" and d["counts"] == {"feasible": 1, "simulation error": 1}
+    assert "1 candidate(s) could not be evaluated (nvidia_h100_sxm:tp2:kv-auto;" in str(err.value)
+    assert "the winner among the others, nvidia_h100_sxm:tp1:kv-auto, is in .payload['winner']" in str(err.value)
+    rc, cli = _cli("search", L8, "--gpu", "H100", "--tp", "1,2", "--slo", "ttft=500ms,tpot=50ms", "--rate", "10",
+                   "--num-requests", "200")
+    assert rc == 1 and cli["failed_candidates"] == d["failed_candidates"]  # the command: the same, exit 1

@@ -58,7 +58,7 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     # 64 GiB × $0.48 (bundled DDR5 RDIMM row) = $30.72 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,407.452
     names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
     assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
-    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(2407.452)
+    assert d["inputs"]["unit_rental_usd_per_month"] == pytest.approx(2407.452)
     notes = d["notes"]
     assert any(n.startswith("the host KV tier (64 GiB per GPU; vLLM --kv-offloading-size 64 GiB over TP 1) is "
                             "simulated") and "OffloadingConnector" in n for n in notes)

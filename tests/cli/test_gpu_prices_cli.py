@@ -45,9 +45,9 @@ def _search(*extra: str) -> dict:
 def _usd_per_mtok_output(c: dict) -> float:
     """The module docstring's formula, from the candidate's own reported price, throughput and prefill share."""
     cap, cost = c["capacity"], c["cost"]
-    rate = cap.get("sized_on_req_per_s", cap["slo_capacity_req_per_s"])
-    good = rate * cap.get("attainment_at_sized_rate", cap["attainment"])  # the good req/s priced
-    run_good = cap.get("goodput_at_sized_rate_req_per_s", cap.get("goodput_at_boundary_req_per_s"))  # the run's own
+    rate = cap["sized_on_req_per_s"] or cap["slo_capacity_req_per_s"]  # null where the bound does not cap it
+    good = rate * (cap["attainment_at_sized_rate"] or cap["attainment"])  # the good req/s priced
+    run_good = cap["goodput_at_sized_rate_req_per_s"] or cap["goodput_at_boundary_req_per_s"]  # the run's own
     out_tok_s = cap["goodput_output_tok_per_s"] * good / run_good
     return (c["price"]["usd_per_gpu_hour"] * c["num_gpus_per_unit"] * 1e6
             / (out_tok_s * 3600 * cost["utilization"]) * (1 - cost["prefill_share"]))

@@ -19,7 +19,9 @@ def test_a_threshold_cuts_the_short_prompts_ttft_behind_100k_token_prefills():
     # 2,048 it joins the next step. The p90 TTFT is a chat prompt's (95 of 100 are).
     before = cli_json("simulate", *SIM)
     after = cli_json("simulate", *SIM, "--long-prefill-token-threshold", "2048")
-    assert "long_prefill_token_threshold" not in before["engine"]
+    # without the flag the keys are there at vLLM's default: threshold 0 (no cap), so no cap to hold alone (null)
+    assert (before["engine"]["long_prefill_token_threshold"], before["engine"]["long_prefill_cap_alone"]) == (0, None)
+    assert list(before["engine"]) == list(after["engine"])  # the same keys in the same order
     assert after["engine"]["long_prefill_token_threshold"] == 2048
     assert after["engine"]["long_prefill_cap_alone"] is False  # 0.33: lifted for a request alone (0.31 on)
     assert after["summary"]["ttft_s"]["p90"] < before["summary"]["ttft_s"]["p90"] / 3
@@ -34,7 +36,7 @@ def test_up_to_0_30_the_cap_holds_for_a_request_alone():
 
 def test_0_8_0_has_the_flag_but_its_v1_scheduler_does_not_read_it():
     d = cli_json("simulate", *SMALL, "--engine-version", "0.8.0", "--long-prefill-token-threshold", "512")
-    assert "long_prefill_token_threshold" not in d["engine"]
+    assert (d["engine"]["long_prefill_token_threshold"], d["engine"]["long_prefill_cap_alone"]) == (0, None)
     assert any("has no effect in vLLM 0.8.0" in n for n in d["notes"])
 
 

@@ -47,7 +47,10 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
             as an invalid setting (the command's exit 2);
         NoAnswerError: no candidate meets the SLO (``winner`` None, ``no_winner_reason`` says why) or a candidate
             could not be evaluated (the command's exit 1, as ``kvledger.cost`` raises it for its exit 1); ``.payload``
-            is the document the command prints;
+            is the document the command prints. A failed candidate raises even where the others have a winner: the
+            ranking has a hole where the failed one may have been cheaper, so it is not returned as the answer (a
+            script reading the command's exit status is stopped the same way); ``.payload["failed_candidates"]``
+            names them (each entry's ``detail`` says why) and ``.payload["winner"]`` is the winner among the rest;
         DoesNotFitError: no candidate can start, every one rejected for memory (the command's exit 3).
     """
     from kvledger.analyses.serving import sim_cache
@@ -75,10 +78,13 @@ def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
     from kvledger.errors import DoesNotFitError, InputError, NoAnswerError
 
     status = answer_status(result)
-    failed = [e for e in result.entries if e["status"] == "error"]
+    failed, w = doc["failed_candidates"], doc.get("winner")
     if status == 1:
-        why = (f"{len(failed)} candidate(s) could not be evaluated ({', '.join(e['id'] for e in failed)}; each "
-               "entry's detail says why)" if failed else doc["no_winner_reason"])
+        among = (f"; the winner among the others, {w['id']}, is in .payload['winner'], but a failed candidate may "
+                 "have been cheaper" if w else "")
+        why = (f"{len(failed)} candidate(s) could not be evaluated ({', '.join(failed)}; each entry's detail says "
+               f"why){among}" if failed
+               else doc["no_winner_reason"])
         raise NoAnswerError(why, doc)
     if status == 2:
         first = result.entries[0]

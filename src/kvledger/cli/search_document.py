@@ -1,6 +1,7 @@
 """The ``kvledger search --json`` document, as the command prints it and ``kvledger.search`` returns it: the result's
-JSON, why there is no winner (``no_winner_reason``: the headline's sentence, null with a winner) and, with --offload,
-the tier variants' summary."""
+JSON, why there is no winner (``no_winner_reason``: the headline's sentence, null with a winner), the candidates that
+could not be evaluated (``failed_candidates``: their ids, empty where none failed; any makes the command exit 1 and
+``kvledger.search`` raise, a winner or not) and, with --offload, the tier variants' summary."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def search_document(result: Any, variants: list | None) -> dict[str, Any]:
 
     doc = result.to_dict()
     doc["no_winner_reason"] = None if result.ranking else no_winner_line(result, _REASONS_AT)
+    doc["failed_candidates"] = [e["id"] for e in result.entries if e["status"] == "error"]
     if variants is not None:
         doc["offload"] = offload_summary(variants)
     return doc

@@ -121,14 +121,14 @@ def sizing_capacity(pr: Any, bound: float | None) -> float:
 
 
 def _sized_figures(pr: Any) -> dict[str, Any]:
-    """Where the bound caps the rate found: the rate sized on, the share within the SLO in the run there, and the
-    probe's goodput and good req/s sustained at the rate found (the rate × its share within the SLO, goodput
-    --target's key of that name); the other goodput keys then read the run at the bound. Else nothing."""
-    if pr.sized is None:
-        return {}
-    return {"sized_on_req_per_s": pr.sized.rate_req_per_s, "attainment_at_sized_rate": pr.sized.result.attainment,
+    """Where the bound caps the rate found: the rate sized on, the share within the SLO in the run there and the good
+    req/s sustained at the rate found (share × rate, goodput --target's key), the other goodput keys then reading the
+    run there; else null, as cost's capacity_search (the last is then goodput_req_per_s). The probe's goodput."""
+    s = pr.sized
+    return {"sized_on_req_per_s": None if s is None else s.rate_req_per_s,
+            "attainment_at_sized_rate": None if s is None else s.result.attainment,
             "goodput_at_boundary_req_per_s": pr.gp.goodput_req_per_s,
-            "sustained_good_req_per_s_at_boundary": pr.boundary * pr.gp.attainment}
+            "sustained_good_req_per_s_at_boundary": None if s is None else pr.boundary * pr.gp.attainment}
 
 
 def _load_figures(cap: Any) -> dict[str, Any]:
@@ -147,8 +147,8 @@ def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
             # the good req/s priced, as cost's capacity.goodput_req_per_s (cap: ledgers/sustained_rate.py); the
             # run's own goodput (first arrival → last finish) under cost's name for it
             "goodput_req_per_s": cap.goodput_req_per_s,
-            ("goodput_at_boundary_req_per_s" if pr.sized is None else "goodput_at_sized_rate_req_per_s"):
-                gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
+            "goodput_at_sized_rate_req_per_s": None if pr.sized is None else gp.goodput_req_per_s,
+            "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
             "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,

@@ -55,8 +55,8 @@ class TierCapacity(SizedFigures):
                 "lower_bound", "host_hit_tokens_at_boundary", "error_band", "tier", "probes",
                 ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
-    __json_optional__ = ("sized_on_req_per_s", "capacity_bound_req_per_s", "attainment_at_sized_rate",
-                         "goodput_at_sized_rate_req_per_s")  # written only where the bound binds
+    # sized_on_req_per_s, capacity_bound_req_per_s, attainment_at_sized_rate, goodput_at_sized_rate_req_per_s: always
+    # there, null where the bound does not bind (as SimCapacity writes them)
     run: Any
     rate_req_per_s: float
     attainment: float

@@ -284,10 +284,11 @@ class EngineConfig:
 
     @property
     def long_prefill_json(self) -> dict[str, Any]:
-        """The long-prefill cap's fields for JSON, only with a threshold set (runs without one keep their keys)."""
-        t, a = self.long_prefill_token_threshold, {"long_prefill_token_threshold_adaptive": True}
-        return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone,
-                **(a if self.long_prefill_adaptive else {})} if t else {}
+        """The long-prefill cap's fields for JSON, in every run: the threshold (0, vLLM's default: no cap), whether the
+        cap holds for a request alone and whether it is adaptive (vLLM ≥ 0.31; both null without a threshold)."""
+        t = self.long_prefill_token_threshold
+        return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone if t else None,
+                "long_prefill_token_threshold_adaptive": self.long_prefill_adaptive if t else None}
 
     @property
     def step_blocks_label(self) -> str | None:
