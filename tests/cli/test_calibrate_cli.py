@@ -58,8 +58,8 @@ def test_profile_layout_and_fit(profile):
     assert p["engine"]["num_gpu_blocks"] == blocks and 3_900 < blocks < 4_134  # DistServe's own estimate: 4,134
     assert p["fit"]["objective"] <= p["fit"]["objective_start"]
     assert p["data_files"] == ["distserve:vllm-100-1"] and p["leave_one_out"] == []
-    sc = p["step_cost"]  # OPT-13B fp16 KV: 2 × 40 layers × 40 heads × 128 × 2 B = 819,200 B per token
-    assert sc["kv_bytes_per_token"] == 819200
+    sc = p["step_cost"]  # OPT-13B fp16 KV at TP 1: 2 × 40 layers × 40 heads × 128 × 2 B = 819,200 B per token per GPU
+    assert sc["kv_bytes_per_token_per_gpu"] == 819200 and "kv_bytes_per_token" not in sc
     assert sc["decode_kv_byte_s"] == pytest.approx(sc["decode_kv_token_s"] / 819200)
 
 
@@ -80,6 +80,26 @@ def test_simulate_accepts_the_profile(profile):
                           "--step-cost", str(profile), "--json"]))
     assert out["step_cost"]["name"] == "calibrated profile opt13b.json"
     assert "kvledger calibrate profile" in out["step_cost"]["source"]
+
+
+def test_a_profile_written_before_the_key_said_its_scope_still_loads(tmp_path, profile):
+    # an earlier version wrote step_cost.kv_bytes_per_token (one GPU's, at the profile's TP): the same profile under
+    # that name loads with the key under its name now, and simulates as the profile written now does
+    from kvledger.accounting.calibration_profile import load_profile
+
+    now = json.loads(profile.read_text())
+    old = json.loads(profile.read_text())
+    old["step_cost"] = {("kv_bytes_per_token" if k == "kv_bytes_per_token_per_gpu" else k): v
+                        for k, v in old["step_cost"].items()}
+    older = tmp_path / "opt13b.json"  # the same file name: the step cost's name in --json is the file's
+    older.write_text(json.dumps(old))
+    assert "kv_bytes_per_token_per_gpu" not in old["step_cost"]
+    assert load_profile(older)["step_cost"] == now["step_cost"]  # renamed in place, the keys in the same order
+    args = ["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "30", "--json"]
+    sim_old = json.loads(_ok([*args, "--step-cost", str(older)]))
+    sim_now = json.loads(_ok([*args, "--step-cost", str(profile)]))
+    assert sim_old["summary"] == sim_now["summary"] and sim_old["step_cost"]["coefficients"] == \
+        sim_now["step_cost"]["coefficients"]
 
 
 def test_errors(tmp_path, profile):

@@ -28,6 +28,9 @@ __all__ = ["PROFILE_KIND", "GPU_PROFILE_KIND", "read_profile_json", "load_profil
 PROFILE_KIND = "kvledger-calibration-profile"
 #: a GPU-scope profile (``kvledger.accounting.gpu_profile``): a GPU's efficiency for any model, read by --gpu-profile
 GPU_PROFILE_KIND = "kvledger-gpu-profile"
+#: ``step_cost`` keys a profile written by an earlier version holds, and their names now (read in place, in order):
+#: the KV bytes per token is one GPU's at the profile's TP (the plan's per-GPU pool), not the model's
+OLD_KEYS = {"kv_bytes_per_token": "kv_bytes_per_token_per_gpu"}
 
 
 def looks_like_profile(choice: str) -> bool:
@@ -59,7 +62,8 @@ def read_profile_json(p: Path, missing: str) -> Any:
 
 
 def load_profile(path: str | Path) -> dict[str, Any]:
-    """The profile's dict, checked.
+    """The profile's dict, checked, its ``step_cost`` keys under their current names (``OLD_KEYS``: a profile written by
+    an earlier version loads as one written now).
 
     Raises:
         FormatError: missing file, not JSON, another kind of file, or a malformed ``step_cost``.
@@ -79,6 +83,8 @@ def load_profile(path: str | Path) -> dict[str, Any]:
     sc = d.get("step_cost")
     if not isinstance(sc, dict):
         raise FormatError(str(p), "missing the \"step_cost\" object", "step_cost")
+    if "kv_bytes_per_token" in sc and "kv_bytes_per_token_per_gpu" not in sc:  # written before the key said its scope
+        d["step_cost"] = sc = {OLD_KEYS.get(k, k): v for k, v in sc.items()}
     try:
         LinearStepCost.from_coefficients(sc)
     except (KeyError, ValueError, TypeError) as e:

@@ -277,8 +277,8 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
     units["cpu_overhead_s"] = "s per step" + (" (overlaps GPU work)" if cost.overlap else " (added to each step)")
     units["frontend_s"] = "s per request, outside the engine (added to TTFT and E2E by validate, not by simulate)"
     sc_out = {**sc, "units": units, "terms": {t[0]: t[2] for t in GPU_TERMS}}
-    if kv_bpt:
-        sc_out["kv_bytes_per_token"] = kv_bpt
+    if kv_bpt:  # one GPU's share at the profile's TP (the plan's pool is per GPU), as simulation.plan names it
+        sc_out["kv_bytes_per_token_per_gpu"] = kv_bpt
         sc_out["decode_kv_byte_s"] = cost.decode_kv_token_s / kv_bpt
     notes = []
     if not cost.overlap:

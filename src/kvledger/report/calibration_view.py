@@ -47,7 +47,7 @@ def _coef_table(sc: dict[str, Any]) -> Table:
         t.add_row(k, f"{sc[k]:.4g}", unit)
     if "decode_kv_byte_s" in sc:
         t.add_row("decode_kv_byte_s", f"{sc['decode_kv_byte_s']:.4g}",
-                  f"s per KV byte read ({sc['kv_bytes_per_token']:,.0f} B per token)")
+                  f"s per KV byte read ({sc['kv_bytes_per_token_per_gpu']:,.0f} B per token per GPU)")
     t.add_row("overlap", str(sc["overlap"]), "CPU overhead overlaps the GPU (async scheduling)")
     return t
 
