@@ -38,3 +38,20 @@ def test_an_older_ledgers_sizing_resumes_under_costs_names_and_its_bound_keeps_i
                                            ("rental_usd_per_month", 3927.4), ("at_band_low", {
                                                "capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8,
                                                "replicas": 3, "rental_usd_per_month": 5891.1})]
+
+
+def test_an_older_ledgers_capacity_gets_the_sized_rate_keys_as_null_where_it_left_them_out(tmp_path):
+    # written before the sized-rate keys were always there: no bound capped the rate found, so they were left out; the
+    # resumed entry has them null where a fresh run writes them (after the attainment; the sized run's goodput after
+    # goodput_req_per_s), the run's own goodput moved beside them
+    header = {"format": LEDGER_FORMAT, "spec": {"model": "m"}, "candidates": ["a"]}
+    cap = {"slo_capacity_req_per_s": 18.5, "attainment": 0.956, "goodput_req_per_s": 17.686,
+           "goodput_at_boundary_req_per_s": 16.9, "goodput_output_tok_per_s": 4000.0}
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in (header, {"id": "a", "status": "feasible",
+                                                                    "capacity": cap})))
+    got = resumable_entries(path, header)["a"]["capacity"]
+    assert list(got.items()) == [("slo_capacity_req_per_s", 18.5), ("attainment", 0.956), ("sized_on_req_per_s", None),
+                                 ("attainment_at_sized_rate", None), ("goodput_at_boundary_req_per_s", 16.9),
+                                 ("sustained_good_req_per_s_at_boundary", None), ("goodput_req_per_s", 17.686),
+                                 ("goodput_at_sized_rate_req_per_s", None), ("goodput_output_tok_per_s", 4000.0)]

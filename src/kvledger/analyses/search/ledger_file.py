@@ -73,7 +73,8 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
     if spec != header["spec"] or old.get("candidates") != header["candidates"]:
         raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
                          "same flags, or start a new ledger")
-    return {cid: _current_names(e) for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
+    return {cid: _with_sized_keys(_current_names(e)) for cid, e in entries.items()
+            if e.get("status") in ("feasible", "rejected")}
 
 
 #: keys a ledger written before one name per quantity across commands holds, and their names now (in place, in order)
@@ -94,6 +95,27 @@ def _current_names(obj: Any, names: dict[str, str] = _RENAMED) -> Any:
     if isinstance(obj, list):
         return [_current_names(v, names) for v in obj]
     return obj
+
+
+def _with_sized_keys(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with the sized-rate keys of its ``capacity`` where a ledger written before they were always there left
+    them out (the bound did not cap the rate found): null, in the places a fresh run writes them
+    (``evaluate.capacity_figures``), the run's own goodput moved beside them."""
+    cap = entry.get("capacity")
+    if not isinstance(cap, dict) or "goodput_req_per_s" not in cap or "sized_on_req_per_s" in cap:
+        return entry
+    out: dict[str, Any] = {}
+    for k, v in cap.items():
+        if k == "goodput_at_boundary_req_per_s":
+            continue  # written after the attainment, as now
+        out[k] = v
+        if k == "attainment":
+            out.update(sized_on_req_per_s=None, attainment_at_sized_rate=None,
+                       goodput_at_boundary_req_per_s=cap.get("goodput_at_boundary_req_per_s"),
+                       sustained_good_req_per_s_at_boundary=None)
+        elif k == "goodput_req_per_s":
+            out["goodput_at_sized_rate_req_per_s"] = None
+    return {**entry, "capacity": out}
 
 
 def write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
