@@ -60,4 +60,4 @@ def test_report_and_the_web_app_carry_the_same_band():
     head = serving_payload(MODEL[0], "H100", "ttft=500ms,tpot=9ms", None, num_requests=300,
                            workload={"prompt_lengths": "uniform:512:1024", "output_lengths": "uniform:64:128"})[
         "headline"]
-    assert head["capacity_req_per_s_range"] == [gp["low"], gp["high"]] and head["capacity_band"] == gp["text"]
+    assert head["sizing_req_per_s_range"] == [gp["low"], gp["high"]] and head["capacity_band"] == gp["text"]
