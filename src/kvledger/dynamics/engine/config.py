@@ -284,8 +284,7 @@ class EngineConfig:
 
     @property
     def long_prefill_json(self) -> dict[str, Any]:
-        """The long-prefill cap's fields for JSON, in every run: the threshold (0, vLLM's default: no cap), whether the
-        cap holds for a request alone and whether it is adaptive (vLLM ≥ 0.31; both null without a threshold)."""
+        """The long-prefill fields for JSON, in every run (threshold 0: vLLM's default, no cap; the other two null)."""
         t = self.long_prefill_token_threshold
         return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone if t else None,
                 "long_prefill_token_threshold_adaptive": self.long_prefill_adaptive if t else None}
