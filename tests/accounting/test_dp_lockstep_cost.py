@@ -49,8 +49,12 @@ def test_the_idle_rank_waits_for_the_busy_one():
     cost = LockstepStepCost(_Rank(), 2, capture_size=None)
     # H200: NVLink 900 GB/s both ways → 450 GB/s one way (tp_comm.link_bytes_per_s); the NCCL per-call latency fit at
     # 2 ranks 31.426951 µs (tp_comm.allreduce_latency_s, Vidur's H100 network profile)
-    lat, link = 3.1426951111111114e-05, 450e9
-    assert abs(cost.call_latency_s - lat) < 1e-15 and cost.link_Bps == link
+    ar, link = 3.1426951111111114e-05, 450e9
+    assert abs(cost.call_latency_s - ar) < 1e-15 and cost.link_Bps == link
+    # unequal counts: vLLM's all_gatherv / reduce_scatterv, one NCCL group of ring broadcasts (reduces), priced as one
+    # ring broadcast: the all-reduce fit less its 2 × (2 − 1) NVLink steps at 0.6 µs, plus one = 30.826951 µs
+    lat = ar - 2 * 0.6e-6 + 0.6e-6
+    assert abs(cost.gatherv_latency_s - lat) < 1e-15
     # ranks: decode 3 and idle, unpadded: the MoE layers over 3 + 1 = 4 tokens (0.4 ms);
     # busy rank: 3 ms own + 0.4 ms + 2 layers × 2 calls × (lat + (4 − 3) × 1,000 × 2 B / link)
     # idle rank: 1 ms (the dummy) + 0.4 ms + 2 × 2 × (lat + (4 − 1) × 2,000 B / link)
@@ -101,10 +105,13 @@ def test_sixteen_ranks_over_two_nodes_gather_over_the_nics():
     assert abs(cost.call_latency_s - lat) < 1e-15 and cost.link_Bps == link
     assert cost.span.nodes == 2 and cost.span.ranks_per_node == 8
     # one rank decodes 3, fifteen idle (1-token dummies), unpadded: the MoE layers over 3 + 15 = 18 tokens (1.8 ms);
-    # the busy rank gathers the other 15 tokens' 1,000 × 2 B: 3 ms + 1.8 ms + 2 layers × 2 calls × (lat + 30,000 B
-    # / link)
+    # the busy rank gathers the other 15 tokens' 1,000 × 2 B: 3 ms + 1.8 ms + 2 layers × 2 calls × (bcast + 30,000 B
+    # / link), bcast the grouped ring broadcasts' latency across the nodes: the 8-rank fit less its 14 NVLink steps,
+    # plus one network step at NCCL's ring LL 2.7 µs = 34.323022 − 8.4 + 2.7 = 28.623022 µs
+    bcast = 3.432302222222223e-05 - 8.4e-6 + 2.7e-6
+    assert abs(cost.gatherv_latency_s - bcast) < 1e-15
     times = cost.rank_times_s([_decode(3)] + [None] * 15)
-    assert abs(times[0] - (3e-3 + 1.8e-3 + 4 * (lat + 30_000 / link))) < 1e-15
+    assert abs(times[0] - (3e-3 + 1.8e-3 + 4 * (bcast + 30_000 / link))) < 1e-15
     # --inter-node-link 200 Gb/s (25 GB/s a GPU): 8 × 25 = 200 GB/s binds instead
     assert LockstepStepCost(_Rank(), 16, None, nnodes=2, nic_Bps=25e9).link_Bps == 200e9
     # one node (DP 8): NVLink's 450 GB/s and the one-node latency, nothing across
@@ -123,10 +130,11 @@ def test_equal_counts_gather_at_the_ring_all_gather_latency():
     # 2 layers × 2 calls × (42.623022 µs + 45 other tokens × 1,000 × 2 B / 400 GB/s)
     busy = 3e-3 + 4.8e-3 + 4 * (cost.gather_latency_s + 90_000 / 400e9)
     assert abs(cost.rank_times_s([_decode(3)] * 16)[0] - busy) < 1e-15
-    # unequal counts (no CUDA graphs; 18 tokens, 3 own, 15 × 1,000 × 2 B = 30,000 B moved): vLLM groups a broadcast a
-    # rank, not modelled, the all-reduce's latency kept
+    # unequal counts (no CUDA graphs; 18 tokens, 3 own, 15 × 1,000 × 2 B = 30,000 B moved): vLLM's all_gatherv, a
+    # group of ring broadcasts, one from each rank, at 34.323022 − 14 × 0.6 + 2.7 = 28.623022 µs a call, under the
+    # all-reduce's 59.323022 µs it was priced at before
     eager = LockstepStepCost(_Rank(), 16, capture_size=None, nnodes=2)
-    assert abs(eager.gather_s(18, 3, uniform=False) - 4 * (eager.call_latency_s + 30_000 / 400e9)) < 1e-15
+    assert abs(eager.gather_s(18, 3, uniform=False) - 4 * (28.623022222222223e-6 + 30_000 / 400e9)) < 1e-15
 
 
 def test_the_dp_note_says_the_bytes_and_the_link_each_gather_is_priced_at():
@@ -146,3 +154,19 @@ def test_the_dp_note_says_the_bytes_and_the_link_each_gather_is_priced_at():
     assert ("each call moves the other ranks' tokens × 7,168 hidden × 2 B = 14,336 B a token (16-bit hidden states; "
             "the top-k ids and weights not counted) at 450 GB/s (dp_lockstep_cost.gather_s), plus 30.12 µs where the "
             "ranks send equal counts") in dp_note(plan, cost)
+
+
+def test_unequal_counts_on_one_node_gather_at_the_grouped_broadcasts_latency():
+    # DP 8 on one H200 node, a rank past the 512-token CUDA graph (no DP padding: dp_utils.py pads only when every
+    # rank's cudagraph_mode is not NONE): all_gatherv's grouped broadcasts at the 8-rank all-reduce fit 34.323022 µs
+    # less its 2 × 7 NVLink steps (0.6 µs), plus one: 26.523022 µs a call; the equal-count all-gather 30.123022 µs
+    cost = LockstepStepCost(_Rank(), 8, capture_size=512)
+    assert abs(cost.gatherv_latency_s - 26.523022222222223e-6) < 1e-15
+    assert abs(cost.gather_latency_s - 30.123022222222223e-6) < 1e-15
+    # rank 0 prefills 600 tokens (past 512), seven idle: 600 + 7 = 607 tokens in the MoE layers (60.7 ms); rank 0
+    # receives 7 dummy tokens (14,000 B), an idle rank 606 tokens (1,212,000 B): idle = 1 ms + 60.7 ms + 2 layers ×
+    # 2 calls × (26.523022 µs + 1,212,000 B / 450 GB/s) = 61.7 ms + 4 × (26.523022 + 2.693333) µs = 61.816865 ms;
+    # busy = 600 ms + 60.7 ms + 4 × (26.523022 + 0.031111) µs = 660.806217 ms
+    times = cost.rank_times_s([StepShape(600, 1, 600, 180300.0)] + [None] * 7)
+    assert abs(times[1] - (1e-3 + 60.7e-3 + 4 * (26.523022222222223e-6 + 1_212_000 / 450e9))) < 1e-12
+    assert abs(times[0] - (600e-3 + 60.7e-3 + 4 * (26.523022222222223e-6 + 14_000 / 450e9))) < 1e-12

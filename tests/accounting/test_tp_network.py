@@ -14,7 +14,13 @@ import pytest
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.tp_comm import allreduce_latency_s
-from kvledger.accounting.tp_network import extra_latency_s, gather_latency_s, ring_steps, spanning_link
+from kvledger.accounting.tp_network import (
+    extra_latency_s,
+    gather_latency_s,
+    grouped_broadcast_latency_s,
+    ring_steps,
+    spanning_link,
+)
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 
@@ -91,3 +97,17 @@ def test_an_all_gather_takes_half_the_all_reduce_steps():
     assert gather_latency_s(h100, 8) == pytest.approx(allreduce_latency_s(h100, 8) - 4.2e-6)
     assert gather_latency_s(h100, 16, 2) == pytest.approx(allreduce_latency_s(h100, 8) - 4.2e-6 + 12.5e-6)
     assert gather_latency_s(h100, 1) == 0.0
+
+
+def test_unequal_counts_take_one_grouped_ring_broadcast():
+    # vLLM's all_gatherv at unequal counts: one NCCL group of ring broadcasts, priced once at a ring broadcast's
+    # baseLat + one hop (tuning.cc, sameChannels). baseLat: the 8-rank all-reduce fit 34.323022 µs less its 14 NVLink
+    # steps × 0.6 µs = 25.923022 µs; one node: + 0.6 µs = 26.523022 µs; two nodes of 8: + one network step at NCCL's
+    # ring LL 2.7 µs = 28.623022 µs; PCIe (L40S: no scale-up link): 1.0 µs a step, 2 ranks: fit(2) − 2 × 1.0 + 1.0
+    h100 = get_gpu("H100")
+    assert grouped_broadcast_latency_s(h100, 8) == pytest.approx(allreduce_latency_s(h100, 8) - 8.4e-6 + 0.6e-6)
+    assert grouped_broadcast_latency_s(h100, 8) == pytest.approx(26.523022e-6, abs=1e-12)
+    assert grouped_broadcast_latency_s(h100, 16, 2) == pytest.approx(28.623022e-6, abs=1e-12)
+    l40s = get_gpu("L40S")
+    assert grouped_broadcast_latency_s(l40s, 2) == pytest.approx(allreduce_latency_s(l40s, 2) - 1.0e-6)
+    assert grouped_broadcast_latency_s(h100, 1) == 0.0

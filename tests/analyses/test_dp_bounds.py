@@ -47,9 +47,13 @@ def test_every_step_adds_the_moe_floor_by_hand():
 
 
 def test_the_moe_floor_of_deepseek_v3_on_eight_h200_ranks():
-    # 58 MoE layers × the fused-MoE fit's per-layer floor t0 (42.64 µs; the tuned config's factor 1.0) = 2.473 ms,
-    # plus 58 × 2 collectives at the all-gather's 30.123 µs (the 8-rank all-reduce fit 34.323 µs less 7 × 0.6 µs)
-    # = 3.494 ms: F = 5.967 ms, under the least fused-MoE term alone at any count of 1 to 599 tokens (5.887 ms)
+    # Every step's MoE layers take at least one token a rank (an idle rank's dummy): 8 tokens. The fused-MoE term is
+    # 58 layers × t0 (42.64 µs; the tuned config's factor 1.0) = 2.473 ms plus max(read, GEMM) ≥ the read of the
+    # experts 8 tokens touch: 1 − (1 − 8/256)^8 = 22.43 % of the GPU's 81,758,552,064 expert bytes at the fit's
+    # read share 0.8587 of 4.8 TB/s = 4.449 ms → 6.922 ms, under the least fused-MoE term at 8 to 599 tokens
+    # (9.718 ms). The collectives: 58 × 2 calls, each moving at least the 7 other ranks' token (7 × 7,168 × 2 B at
+    # 450 GB/s = 0.223 µs) at the smaller latency, the grouped broadcasts' 26.523 µs (the 8-rank all-reduce fit
+    # 34.323 µs less 14 × 0.6 µs, plus 0.6 µs), not the all-gather's 30.123 µs: 3.103 ms. F = 10.025 ms.
     from kvledger.accounting.dp_lockstep_cost import LockstepStepCost
     from kvledger.accounting.moe_kernel import moe_kernel_fit
     from kvledger.accounting.plan import build_plan
@@ -61,11 +65,15 @@ def test_the_moe_floor_of_deepseek_v3_on_eight_h200_ranks():
     s = make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True)
     inner = build_plan(load_model("deepseek-ai/DeepSeek-V3"), resolve_gpu("H200"), s, with_advice=False).step_cost()
     cost = LockstepStepCost(inner, 8, 512)
-    t0 = moe_kernel_fit().floor_s
-    assert t0 == pytest.approx(42.64e-6, abs=5e-9) and inner.moe_config.factor == 1.0
-    want = 58 * t0 + 58 * 2 * (34.323022222222223e-6 - 7 * 0.6e-6)
-    assert lockstep_step_floor_s(cost) == pytest.approx(want, rel=1e-12) and want == pytest.approx(5.967e-3, abs=1e-6)
-    assert all(inner.moe_kernel_s(t) > 58 * t0 for t in (1, 8, 64, 512))
+    f = moe_kernel_fit()
+    assert f.floor_s == pytest.approx(42.64e-6, abs=5e-9) and inner.moe_config.factor == 1.0
+    assert inner.expert_bytes == 81_758_552_064 and inner.bw == 4.8e12
+    kernel = 58 * f.floor_s + 81_758_552_064 * (1 - (1 - 8 / 256) ** 8) / (f.read_fraction * 4.8e12)
+    calls = 58 * 2 * (34.323022222222223e-6 - 14 * 0.6e-6 + 0.6e-6 + 7 * 7168 * 2 / 450e9)
+    assert kernel == pytest.approx(6.922e-3, abs=1e-6) and calls == pytest.approx(3.103e-3, abs=1e-6)
+    assert lockstep_step_floor_s(cost) == pytest.approx(kernel + calls, rel=1e-12)
+    assert lockstep_step_floor_s(cost) == pytest.approx(10.025e-3, abs=1e-6)
+    assert min(inner.moe_kernel_s(t) for t in range(8, 600)) > kernel
 
 
 def test_floor_holds_under_the_lockstep_simulation():

@@ -29,9 +29,14 @@ or equal counts), vLLM runs NCCL's all-gather and reduce-scatter (vLLM 0.33 ``cu
 takes n − 1 steps, N − 1 of them across N nodes, against an all-reduce's 2(n − 1) and 2(N − 1) (NCCL
 ``src/graph/tuning.cc``, 2.23.4 on: ``nsteps``, ``nInterSteps``): ``tp_network.gather_latency_s``, the all-reduce's
 fitted one-node latency less the g − 1 steps it does not take, plus its own steps across the nodes (DP 8 on one H200
-node: 34.32 − 7 × 0.6 = 30.12 µs a call). With unequal counts vLLM groups one ``ncclBroadcast`` (``ncclReduce``) per
-rank (``pynccl.py`` ``all_gatherv`` / ``reduce_scatterv``), not modelled: each call keeps the all-reduce's per-call
-latency there. An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within vLLM's
+node: 34.32 − 7 × 0.6 = 30.12 µs a call). With unequal counts (no DP padding: ``dp_utils.py`` pads only when the
+ranks' synced ``cudagraph_mode`` is not NONE, so every ``DPMetadata.num_tokens_across_dp`` entry is the rank's own)
+vLLM groups one ``ncclBroadcast`` (``ncclReduce``) per rank (``pynccl.py`` ``all_gatherv`` / ``reduce_scatterv``, the
+same in 0.19.0 and 0.33.0), which NCCL prices as one ring broadcast: ``tp_network.grouped_broadcast_latency_s``, the
+all-reduce's fitted one-node latency less its 2(g − 1) steps plus one hop (DP 8 on one H200 node: 34.32 − 14 × 0.6 +
+0.6 = 26.52 µs a call). Either way every rank receives the other ranks' tokens as they were sent (the padded count
+where padding applied), so the busiest link carries all tokens less the smallest rank's, and the step takes the rank
+that receives most. An idle rank prices the one-token dummy batch. Padding: when every rank's tokens are within vLLM's
 largest CUDA-graph size (``max_cudagraph_capture_size``; None under ``--enforce-eager``) the MoE layers and the
 collectives take every rank at the largest count (the graph sizes' rounding is not modelled); otherwise each rank's own.
 """
@@ -41,7 +46,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.accounting.tp_network import allreduce_terms, gather_latency_s
+from kvledger.accounting.tp_network import allreduce_terms, gather_latency_s, grouped_broadcast_latency_s
 
 __all__ = ["DUMMY_BATCH", "LockstepStepCost"]
 
@@ -73,6 +78,8 @@ class LockstepStepCost:
         self.link_Bps, self.call_latency_s, self.span = allreduce_terms(
             inner.gpu, dp, min(dp, nnodes), inner.allreduce_link_share, None, nic_Bps)
         self.gather_latency_s = gather_latency_s(inner.gpu, dp, min(dp, nnodes))  # NCCL's ring all-gather
+        # unequal counts: vLLM's all_gatherv / reduce_scatterv, one NCCL group of ring broadcasts (reduces)
+        self.gatherv_latency_s = grouped_broadcast_latency_s(inner.gpu, dp, min(dp, nnodes))
         self._moe: dict[int, float] = {}
 
     def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:
@@ -88,9 +95,9 @@ class LockstepStepCost:
     def gather_s(self, all_tokens: int, own_tokens: int, uniform: bool = False) -> float:
         """A rank's all-gather and reduce-scatter of the other ranks' hidden states over every MoE layer, s: at NCCL's
         ring all-gather latency where every rank sends the same count (``uniform``: DP padding, or equal counts), else
-        the all-reduce's (module docstring)."""
+        at the grouped ring broadcasts' (reduces') of ``all_gatherv`` (module docstring)."""
         moved = (all_tokens - own_tokens) * self.hidden_size * _ACT_BYTES
-        latency = self.gather_latency_s if uniform else self.call_latency_s
+        latency = self.gather_latency_s if uniform else self.gatherv_latency_s
         return self.moe_layers * 2 * (latency + moved / self.link_Bps)
 
     def moe_s(self, all_tokens: int) -> float:

@@ -53,7 +53,7 @@ from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S
 
 __all__ = ["NIC_BYTES_PER_S", "NET_HOP_LATENCY_S", "NVLINK_HOP_LATENCY_S", "PCIE_HOP_LATENCY_S", "NET_OVERHEAD_S",
            "NIC_SOURCE", "NET_HOP_LATENCY_PPN1_S", "SpanningLink", "ring_steps", "spanning_link", "extra_latency_s",
-           "gather_latency_s",
+           "gather_latency_s", "grouped_broadcast_latency_s",
            "allreduce_terms", "span_words", "span_data", "unused_nic_note"]
 
 NIC_BYTES_PER_S = NETWORK_BYTES_PER_S
@@ -162,6 +162,27 @@ def gather_latency_s(gpu, n: int, nodes: int = 1) -> float:
     hop = PCIE_HOP_LATENCY_S if pcie else NVLINK_HOP_LATENCY_S
     one_node = allreduce_latency_s(gpu, g) - ring_steps(g, 1, "all_gather")[0] * hop
     return one_node + extra_latency_s(n, nodes, pcie, "all_gather")
+
+
+def grouped_broadcast_latency_s(gpu, n: int, nodes: int = 1) -> float:
+    """Per-call latency of vLLM's ``all_gatherv`` / ``reduce_scatterv`` at unequal counts over ``n`` ranks on
+    ``nodes`` nodes of ``gpu``, s: one NCCL group of ``n`` ring broadcasts (reduces), one from each rank (vLLM 0.19.0
+    and 0.33.0 ``pynccl.py``). NCCL bins a group's broadcasts as one (function, type) aggregate and prices it once
+    (``enqueue.cc``: ``numPipeOps`` = the group's tasks ÷ channels, 1 while ``n`` is at most the channels), at a ring
+    broadcast's latency, ``baseLat`` + one step at the ring's hop latency (``tuning.cc``, 2.23.4 to master 5067397c:
+    ``sameChannels``, which the ring search tries first and keeps where it finds its rings; ``nsteps`` = n steps
+    where it does not: not modelled), that hop NVLink's (PCIe's) on one node, the network's across nodes
+    (``hwLat[NET][Ring][LL]``). ``baseLat`` is taken as the all-reduce's fitted one-node latency at the ``g`` ranks a
+    node holds (``tp_comm.allreduce_latency_s``) less its 2(g − 1) ring steps; 0 for one rank."""
+    from kvledger.accounting.tp_comm import allreduce_latency_s, over_pcie
+
+    if n <= 1:
+        return 0.0
+    nodes = max(1, min(nodes, n))
+    g, pcie = -(-n // nodes), over_pcie(gpu)
+    hop = PCIE_HOP_LATENCY_S if pcie else NVLINK_HOP_LATENCY_S
+    base = allreduce_latency_s(gpu, g) - ring_steps(g, 1)[0] * hop
+    return base + (hop if nodes == 1 else NET_HOP_LATENCY_S)
 
 
 def spanning_link(tp: int, nodes: int, one_node_Bps: float, nic_Bps: float | None = None,

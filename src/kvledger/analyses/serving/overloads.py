@@ -25,7 +25,7 @@ request counted once), and a kept-up engine's backlog at the last arrival is the
 in the system, S (Little's law). So a kept-up engine finishes at least 1 − S/W of what arrived, and is sure to pass
 ``KEPT_PACE`` only when W ≥ S ÷ (1 − ``KEPT_PACE``) = 5 S; over a shorter window a rising arrival rate alone keeps the
 finishes under it (DeepSeek-V3 on 8 H200 DP ranks, 200 azure-conv requests at 5 req/s: W = 12.07 s against the first
-half's median time in the system S = 3.71 s, 8.21 req/s arriving and 3.32 req/s finishing with at most 6 requests
+half's median time in the system S = 3.62 s, 8.21 req/s arriving and 3.32 req/s finishing with at most 6 requests
 waiting). There the pace is not read (``QueueGrowth.pace_read``) and the bursts, the TTFT knee and the run's length
 decide. S is the first half's median time in the system (``queue_growth``'s ``settled`` reads the same figure): taken
 before the second half's arrivals can lengthen it, so an overload does not stretch it."""

@@ -31,17 +31,21 @@ reduce-scatter added. Two facts give the floor (``LockstepWork``, ``lockstep_bus
 * ``max_r t_r ≥ (Σ_r t_r) ÷ N``: summed over the steps, the run lasts at least the work of every rank ÷ N.
 
 * each ``t_r`` also holds, added to that dense side, the fused-MoE term and the MoE layers' collectives, the same on
-  every rank of a step: the kernel term is ``factor × Σ over the MoE layers of (t0 + max(read, GEMM))`` ≥ ``factor ×
-  layers × t0`` (``moe_kernel.moe_layer_s``; t0 the fit's per-layer floor), and each layer's all-gather and
-  reduce-scatter are each at least their per-call latency (``LockstepStepCost.gather_s``). So every step takes at
+  every rank of a step: the kernel term is ``factor × Σ over the MoE layers of (t0 + max(read, GEMM))`` over every
+  rank's tokens, at least one a rank (an idle rank's dummy token), so ≥ ``factor × (layers × t0 + the expert bytes
+  N tokens touch ÷ the fit's read bandwidth)`` (``moe_kernel.moe_layer_s``; t0 the fit's per-layer floor; the touched
+  share grows with the tokens), and each layer's all-gather and reduce-scatter each move at least one token's hidden
+  states from each of the other N − 1 ranks at no less than the smaller per-call latency, the all-gather's or the
+  grouped broadcasts' (``LockstepStepCost.gather_s``). So every step takes at
   least that floor F (``lockstep_step_floor_s``) on top of the ranks' mean dense side; and a request of ``n`` output
   tokens is in at least ``n`` steps (its prefill's last one, then one a decode), so the good requests' steps number at
   least the largest ``n`` among them, at least ``n_(k)``, the k-th smallest over the run's requests.
 
 So a run meeting the target spans at least ``Σ of the k smallest w ÷ N + n_(k) × F``, and its SLO capacity is at most
 ``k`` over that: the work shared over the N ranks, where one engine's floor (every step one after another, the experts'
-FLOPs in ``w``) would have pruned a DP candidate. DeepSeek-V3 on 8 H200 DP ranks: F = 58 layers × 42.64 µs + 58 × 2 ×
-30.12 µs = 5.97 ms a step. The TTFT and TPOT lower bounds take the same
+FLOPs in ``w``) would have pruned a DP candidate. DeepSeek-V3 on 8 H200 DP ranks: F = 58 layers × 42.64 µs + the
+read of the experts 8 tokens touch (4.45 ms) + 58 × 2 × (26.52 µs + 0.22 µs) = 10.02 ms a step. The TTFT and TPOT
+lower bounds take the same
 dense side (one rank's step).
 
 Each bound is shaded by 1e-9 against rounding. Other step costs, and lengths that depend on the rate (session loops),
@@ -235,16 +239,21 @@ def lockstep_work(cost: Any) -> Any:
 
 
 def lockstep_step_floor_s(cost: Any) -> float:
-    """The least MoE time any step of a ``LockstepStepCost`` takes, s (module docstring): the fused-MoE term's
-    per-layer floor over the MoE layers (``moe_kernel.moe_layer_s``: t0 + a max of non-negative terms, × the config's
-    factor) and each MoE layer's two collectives at the smaller per-call latency (``LockstepStepCost.gather_s``:
-    latency + bytes)."""
-    from kvledger.accounting.moe_kernel import moe_kernel_fit
+    """The least MoE time any step of a ``LockstepStepCost`` takes, s (module docstring): the fused-MoE term over the
+    fewest tokens a step's MoE layers take, one a rank (``moe_kernel.moe_layer_s``: layers × t0 + max(read, GEMM) ≥
+    layers × t0 + the expert bytes those tokens touch at the fit's read bandwidth, × the config's factor; the EP read
+    imbalance, ≥ 1, left out), and each MoE layer's two collectives moving at least one token from each other rank at
+    the smaller per-call latency (``LockstepStepCost.gather_s``: latency + bytes)."""
+    from kvledger.accounting.moe_kernel import FIT_BANDWIDTH_FRACTION, moe_kernel_fit
 
-    rank = cost.inner
-    factor = rank.moe_config.factor if rank.moe_config is not None else 1.0
-    kernel = factor * rank.moe_layers * moe_kernel_fit().floor_s if rank.moe_layers else 0.0
-    return kernel + cost.moe_layers * 2 * min(cost.gather_latency_s, cost.call_latency_s)
+    rank, f, dp = cost.inner, moe_kernel_fit(), cost.dp
+    kernel = 0.0
+    if rank.moe_layers:
+        factor = rank.moe_config.factor if rank.moe_config is not None else 1.0
+        beta = f.read_fraction * rank.bandwidth_fraction / FIT_BANDWIDTH_FRACTION
+        read_s = rank.expert_bytes * rank.experts_touched_fraction(dp) / (beta * rank.bw)
+        kernel = factor * (rank.moe_layers * f.floor_s + read_s)
+    return kernel + min(cost.gather_s(dp, 1, uniform=True), cost.gather_s(dp, 1, uniform=False))
 
 
 def lockstep_busy_floor_s(work: LockstepWork, computed: Any, output: Any, target: float) -> tuple[int, float]:
