@@ -83,10 +83,10 @@ class DpBalancer:
 
 
 def run_lockstep(source, ranks: list[Replica], route: Callable, step_time_s: Callable,
-                 progress: Callable[[int, int], None] | None = None) -> list:
+                 progress: Callable[[int, int], None] | None = None, rank_of: dict[int, int] | None = None) -> list:
     """Serve ``source`` (an open-loop list or columns, or a closed loop) on DP ``ranks`` in lock-step; ``route``
     (``DpBalancer``) picks each request's rank, ``step_time_s`` prices a step from the ranks' StepShapes (None: idle).
-    Returns the records in arrival order."""
+    Returns the records in arrival order (one per uid, from 0); ``rank_of`` gets each routed request's rank by uid."""
     arr, out, users = Arrivals(source), [], {}
     think = arr.closed.think_time_s if arr.closed else 0.0
     cfg, clock, sched_s, uid, idle_rounds = ranks[0].cfg, 0.0, None, 0, 0
@@ -107,7 +107,10 @@ def run_lockstep(source, ranks: list[Replica], route: Callable, step_time_s: Cal
                     arr.send(spec.arrival_s + think, user)
             else:
                 users[uid] = user
-                ranks[route(ranks, req)].add(req)
+                k = route(ranks, req)
+                ranks[k].add(req)
+                if rank_of is not None:
+                    rank_of[uid] = k
             uid += 1
         for r in ranks:
             if not r.has_work:

@@ -56,6 +56,8 @@ class SimResult:
     extra: dict[str, Any] = field(default_factory=dict)
     #: per replica, its peak running batch and first preemption (``BatchPeak.batch_facts``); not in the JSON
     batch: list[dict[str, Any]] = field(default_factory=list)
+    #: DP ranks in lock-step: the rank each record was routed to (-1: none, refused first); not in the JSON
+    dp_ranks: list[int] | None = None
 
     def to_dict(self, include_records: bool = True) -> dict[str, Any]:
         return to_jsonable(self, exclude=() if include_records else ("records",))
@@ -146,11 +148,11 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        recs, dp_extra = _run_lockstep(requests, replicas, cost, data_parallel_rule, progress) if data_parallel_rule \
+        recs, dp = _run_lockstep(requests, replicas, cost, data_parallel_rule, progress) if data_parallel_rule \
             else (run_cluster(requests, replicas, make_router(router), progress, as_columns=records_as_columns,
                               stop=stop), None)
-        res = _result(requests, config, rank_cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
-        res.extra.update({"data_parallel": dp_extra} if dp_extra else {})
+        res = _with_dp(_result(requests, config, rank_cost, replicas, recs, record_steps, num_replicas, router, model,
+                               hardware), dp)
         if stop is not None and stop.stopped_at_s is not None:
             res.extra["stopped_early"] = stop.evidence()
             res.records.metadata.extra["stopped_early"] = stop.evidence()
@@ -169,14 +171,24 @@ def _check_inputs(requests, config: EngineConfig, num_replicas: int) -> None:
         check_static_fit(config, _lengths(requests))
 
 
-def _run_lockstep(requests, ranks: list[Replica], cost, rule: str, progress) -> tuple[list, dict[str, Any]]:
-    """(the records, the run's data-parallel facts) of vLLM's DP ranks in lock-step (dp_lockstep.py)."""
+def _with_dp(res: SimResult, dp: tuple[dict[str, Any], list[int]] | None) -> SimResult:
+    """``res`` with the DP ranks' facts (``extra["data_parallel"]``) and each record's rank (``dp_ranks``), if any."""
+    if dp is not None:
+        res.extra["data_parallel"], res.dp_ranks = dp
+    return res
+
+
+def _run_lockstep(requests, ranks: list[Replica], cost, rule: str, progress) -> tuple[list, tuple[dict[str, Any],
+                                                                                                  list[int]]]:
+    """(the records, (the run's data-parallel facts, each record's rank: -1 where refused before routing)) of vLLM's
+    DP ranks in lock-step (dp_lockstep.py); the records are in uid order, one per uid."""
     from kvledger.dynamics.dp_lockstep import DpBalancer, run_lockstep
 
-    balancer = DpBalancer(rule, len(ranks))
-    recs = run_lockstep(requests, ranks, balancer, cost.step_time_s, progress)
-    return recs, {"data_parallel_size": len(ranks), "balancing_rule": f"vLLM {rule}",
-                  "requests_routed_per_rank": list(balancer.routed)}
+    balancer, rank_of = DpBalancer(rule, len(ranks)), {}
+    recs = run_lockstep(requests, ranks, balancer, cost.step_time_s, progress, rank_of)
+    facts = {"data_parallel_size": len(ranks), "balancing_rule": f"vLLM {rule}",
+             "requests_routed_per_rank": list(balancer.routed)}
+    return recs, (facts, [rank_of.get(uid, -1) for uid in range(len(recs))])
 
 
 def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[Replica], recs,

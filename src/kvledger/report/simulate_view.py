@@ -267,4 +267,14 @@ def dp_line(dp: dict) -> str:
             f"{dp['kv_tokens_total']:,} in all (memory plan); "
             f"requests routed per rank {', '.join(f'{r:,}' for r in dp['requests_routed_per_rank'])}; KV usage mean "
             f"per rank {usage}; the latencies, throughput and KV usage below are all ranks' together (the batch "
-            "line's replicas are the ranks)")
+            "line's replicas are the ranks)" + _saturation_words(dp))
+
+
+def _saturation_words(dp: dict) -> str:
+    """"; saturation judged per rank: …" where the run was an open loop (``dp_saturation.saturation_figures``)."""
+    if "saturated_ranks" not in dp:
+        return ""
+    sat = dp["saturated_ranks"]
+    said = (f"rank{'s' if len(sat) > 1 else ''} {', '.join(map(str, sat))} of {dp['data_parallel_size']} saturated "
+            "(its own queue grew)" if sat else "no rank's queue grew")
+    return f"; saturation judged per rank, each rank's own requests (a rank's queue cannot move to another): {said}"

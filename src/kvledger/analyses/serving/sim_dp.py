@@ -102,16 +102,17 @@ def dp_note(plan: Any, cost: Any) -> str:
 
 def _latency_words(cost: Any) -> str:
     """The gathers' bytes and per-call latency in words: the other ranks' tokens' 16-bit hidden states over the link,
-    plus NCCL's ring all-gather latency where the ranks send equal counts, the all-reduce's otherwise
-    (``dp_lockstep_cost.py``)."""
+    plus NCCL's ring all-gather latency where the ranks send equal counts, the grouped ring broadcasts of vLLM's
+    all_gatherv otherwise (``dp_lockstep_cost.py``)."""
     h = cost.hidden_size
     return (f"each call moves the other ranks' tokens × {h:,} hidden × 2 B = {2 * h:,} B a token (16-bit hidden "
             f"states; the top-k ids and weights not counted) at {cost.link_Bps / 1e9:,.4g} GB/s "
             f"(dp_lockstep_cost.gather_s), plus {cost.gather_latency_s * 1e6:,.4g} µs where the ranks send equal "
             "counts (NCCL's ring all-gather, n − 1 steps against an all-reduce's 2(n − 1): the all-reduce's fitted "
-            "latency less the steps it does not take, tp_network.gather_latency_s), else "
-            f"{cost.call_latency_s * 1e6:,.4g} µs (the all-reduce's fitted per-call latency, tp_comm; vLLM's grouped "
-            "broadcasts there not modelled)")
+            f"latency less the steps it does not take, tp_network.gather_latency_s), else "
+            f"{cost.gatherv_latency_s * 1e6:,.4g} µs (vLLM's all_gatherv / reduce_scatterv, pynccl.py: one NCCL group "
+            "of ring broadcasts / reduces, priced as one ring broadcast, the all-reduce's fitted latency less its "
+            "2(n − 1) steps plus one, tp_network.grouped_broadcast_latency_s)")
 
 
 def _span_words(cost: Any) -> str:
@@ -119,16 +120,20 @@ def _span_words(cost: Any) -> str:
     return f", {cost.span.words()}" if cost.span is not None else ""
 
 
-def dp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
-    """The run's data-parallel figures for the document; None without data parallelism."""
+def dp_figures(setup: Any, result: Any, growths: list[Any] | None = None) -> dict[str, Any] | None:
+    """The run's data-parallel figures for the document; None without data parallelism. ``growths``: each rank's
+    queue growth in an open loop (``dp_saturation.rank_growths``), which adds the ranks judged saturated."""
     dp = result.extra.get("data_parallel")
     if dp is None:
         return None
     mem = setup.plan.memory
     per_rank = mem.num_gpu_blocks * mem.block_size
+    from kvledger.analyses.serving.dp_saturation import saturation_figures
+
     usage = result.summary.kv_usage.get("per_replica", [result.summary.kv_usage])
     return {**dp, "ranks_in_lockstep": True, "gpus": dp["data_parallel_size"] * setup.tp,
             "kv_tokens_per_rank": per_rank, "kv_tokens_total": per_rank * dp["data_parallel_size"],
             "kv_usage_mean_per_rank": [u["mean"] for u in usage],
             "rule_source": f"vLLM {setup.cost.version} v1/engine/core.py DPEngineCoreProc (lock-step), "
-                           f"v1/engine/core_client.py DPLBAsyncMPClient (routing, {dp['balancing_rule']})"}
+                           f"v1/engine/core_client.py DPLBAsyncMPClient (routing, {dp['balancing_rule']})",
+            **(saturation_figures(growths) if growths is not None else {})}

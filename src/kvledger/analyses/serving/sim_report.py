@@ -40,6 +40,9 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     behind = paced and overload is not None  # its clients behind their rate: banded as a closed loop (paced_loop.py)
     if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
         overload, short = open_loop_check(result.records)
+    dp_sat = _per_rank(setup, result, mode) if not paced else None  # DP ranks: judged rank by rank (dp_saturation)
+    if dp_sat is not None and overload is None and short is None:
+        overload = dp_sat[1]  # a rank's queue grew where the group's did not show it
     overload = with_seq_cap(overload, setup, result)  # the batch sat at max_num_seqs with KV to spare: said
     # a growth the trace's bursts explain, in a run long enough to show its load (probe_length) whose mean TTFT did
     # not climb to a knee (knee_rule): kept up, said so
@@ -68,7 +71,19 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        at_knee=knee, preemptions=preempted,
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), engines),
-                       data_parallel=dp_figures(setup, result))
+                       data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None))
+
+
+def _per_rank(setup: Any, result: Any, mode: str) -> tuple[list[Any], Any] | None:
+    """(each DP rank's queue growth, the first saturated rank's as the run's: None where none grew) of an open loop on
+    DP ranks (``dp_saturation``); None without DP ranks or in a closed loop."""
+    from kvledger.analyses.serving.dp_saturation import rank_growths, rank_overload
+
+    ranks, dp = getattr(result, "dp_ranks", None), getattr(setup.cost, "dp", 1)
+    if ranks is None or dp <= 1 or not mode.startswith("open loop"):
+        return None
+    growths = rank_growths(result.records, ranks, dp)
+    return growths, rank_overload(growths, dp)
 
 
 def _engine_running_max(result: Any) -> int | None:

@@ -1,0 +1,57 @@
+"""Saturation of vLLM's DP ranks judged rank by rank (analyses/serving/dp_saturation.py): one rank's queue grows while
+the others keep up, which the group's backlog, scaled by all ranks' requests, does not show."""
+
+from __future__ import annotations
+
+from kvledger.analyses.serving.dp_saturation import rank_growths, rank_overload, saturation_figures
+from kvledger.analyses.serving.queue_growth import open_loop_check
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+from kvledger.report.simulate_view import dp_line
+
+
+def _run() -> tuple[RunRecords, list[int]]:
+    # 16 DP ranks, each sent one request every 0.1 s (t = 0 … 9.9 s, 100 a rank). Rank 0 finishes one every 0.2 s from
+    # t = 1 s (request i at 1 + 0.2 i); ranks 1–15 finish each request 0.55 s after it arrived.
+    recs, ranks = [], []
+    for i in range(100):
+        a = 0.1 * i
+        recs.append(RequestRecord(f"r0_{i}", a, 10, 5, first_token_s=1 + 0.2 * i, finish_s=1 + 0.2 * i))
+        ranks.append(0)
+        for k in range(1, 16):
+            recs.append(RequestRecord(f"r{k}_{i}", a, 10, 5, first_token_s=a + 0.55, finish_s=a + 0.55))
+            ranks.append(k)
+    return RunRecords(recs, RunMetadata(source="test", source_format="test")), ranks
+
+
+def test_one_ranks_growing_queue_is_saturation_the_groups_backlog_hides():
+    run, ranks = _run()
+    # The group: median arrival t = 5.0 s (the 801st of 1,600), 16 × 51 = 816 arrived; finished rank 0's i ≤ 20 (21)
+    # and the others' a ≤ 4.45 s, i ≤ 44 (15 × 45 = 675): backlog 816 − 696 = 120. Last arrival t = 9.9 s: 1,600
+    # arrived; finished rank 0's i ≤ 44 (45) and the others' a ≤ 9.35 s, i ≤ 93 (15 × 94 = 1,410): backlog 145. The
+    # expected backlog 120 × 1.019 (the halves' rate change) = 122.3: 145 is under 1.5 × that and only 22.7 past it,
+    # under 5 % of the 784 requests that arrived in between (39.2): the group kept up by queue_growth's rule
+    assert open_loop_check(run) == (None, None)
+    # Rank 0 alone: median arrival t = 5.0 s, 51 arrived, 21 finished → 30; last, 100 arrived, 45 finished → 55;
+    # 55 ≥ 1.5 × 30, grew by 25 > 10, 55 > 5 % of 100: its queue grew. Ranks 1–15: 5 or 6 in the system throughout.
+    growths = rank_growths(run, ranks, 16)
+    assert (growths[0].backlog_mid, growths[0].backlog_last) == (30, 55)
+    assert growths[1:] == [None] * 15
+    q = rank_overload(growths, 16)
+    assert q.note.startswith("DP rank 0 of 16 (its own requests; 15 of the 16 ranks kept up): overloaded: requests "
+                             "in the system (arrived, not finished) grew from 30 at the median arrival")
+    figures = saturation_figures(growths)
+    assert figures["saturated_ranks"] == [0] and figures["saturation_judged"] == "per rank"
+
+
+def test_the_data_parallel_line_says_saturation_was_judged_per_rank():
+    run, ranks = _run()
+    dp = {"data_parallel_size": 16, "kv_usage_mean_per_rank": [0.5] * 16, "gpus": 16, "rule_source": "vLLM 0.19.0",
+          "kv_tokens_per_rank": 1000, "kv_tokens_total": 16000, "requests_routed_per_rank": [100] * 16,
+          **saturation_figures(rank_growths(run, ranks, 16))}
+    assert dp_line(dp).endswith("; saturation judged per rank, each rank's own requests (a rank's queue cannot move "
+                                "to another): rank 0 of 16 saturated (its own queue grew)")
+    kept = {**dp, "saturated_ranks": []}
+    assert dp_line(kept).endswith(": no rank's queue grew")
+    # a closed loop (no per-rank figures): the line says nothing of saturation
+    closed = {k: v for k, v in dp.items() if not k.startswith("saturat")}
+    assert "saturation" not in dp_line(closed)
