@@ -108,3 +108,25 @@ def test_aggregated_lines_all_near_full_are_not_flagged_as_routing(tmp_path):
                      "--gpu", "H100", "--engine-version", "0.19.0"))
     assert not f["triggered"] and f["verdict"] == "aggregated_no_sign"
     assert "mean GPU KV usage up to 97.0% (line 2; every engine then held at least 94.0%" in f["message"]
+
+
+def test_capacity_on_aggregated_lines_says_what_the_mean_can_and_cannot_show(tmp_path):
+    # preemptions (5 and 8) at the 2 engines' mean KV usage 55.0 % and 60.0 %: below 90 %, but the mean is of two
+    # pools. At 60.0 % every engine held at least 2 × 60.0 − 1 × 100 = 20.0 % and the fullest between 60.0 % and
+    # min(100, 2 × 60.0) = 100 %: both at 60 % (no pool full) or one at 100 % beside the other at 2 × 60 − 100 =
+    # 20.0 % (one pool full: an uneven split), which the mean cannot tell apart; 5 + 8 = 13 preemptions
+    d = cli_json("doctor", _agg_log(tmp_path, [(250, 0, 5, 55.0), (260, 3, 8, 60.0)]), "--model", MODEL, "--gpu",
+                 "H100", "--engine-version", "0.19.0")
+    cap = next(x for x in d["findings"] if x["name"] == "capacity")
+    assert cap["triggered"] and cap["verdict"] == "preemptions_below_full_aggregated"
+    assert cap["message"] == (
+        "13 preemption(s) while the 2 data-parallel engines' mean GPU KV usage stayed below 90% (up to 60.0% at a "
+        "preempting line, line 2). These are '2 Engines Aggregated' lines (--aggregate-engine-logging): the usage is "
+        "the mean of the engines' pools, not one pool's. At a mean of 60.0% over 2 engines every engine held at least "
+        "N·U − (N − 1)·100% = 2 × 60.0 − 1 × 100 = 20.0% and the fullest between 60.0% and 100.0%; the mean cannot "
+        "tell all engines at 60.0% (no pool full) from one engine at 100% beside the other at 20.0%, so an uneven "
+        "split of the traffic across the DP engines (one pool full while another had room: the dp_balance finding) "
+        "is the likelier reading. Drop --aggregate-engine-logging to read each engine's usage before lowering "
+        "max_num_batched_tokens.")
+    assert "lower max_num_batched_tokens" not in cap["message"].replace("before lowering", "")
+    assert not any("max-num-batched-tokens" in o["action"] for o in cap["options"])
