@@ -68,6 +68,9 @@ class ReportEngineFlags:
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
         "vLLM --quantization fp8: weights quantized on load, in every plan and simulation of the report."))
     max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
+    replicas: int | None = flag_like(EngineFlags, "replicas", help=(
+        "Engine replicas behind a round_robin router priced as one deployment unit, as `cost --simulate --replicas "
+        "N`: every simulation of the report runs N replicas, the capacity is the unit's, GPUs = N × TP (default 1)."))
     enable_expert_parallel: bool | None = flag_like(EngineFlags, "enable_expert_parallel", help=(
         "vLLM --enable-expert-parallel (data parallel 1), in every plan and simulation of the report: a MoE model's "
         "experts whole over the TP ranks instead of sliced (cost --simulate's flag); refused for a dense model."))
@@ -175,7 +178,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
                                 ("kv_cache_dtype", e.kv_cache_dtype),
                                 ("quantization", e.quantization.lower() if e.quantization else None),
-                                ("max_num_seqs", e.max_num_seqs),
+                                ("max_num_seqs", e.max_num_seqs), ("replicas", e.replicas),
                                 ("enable_expert_parallel", e.enable_expert_parallel or None),
                                 ("step_cost", e.step_cost), ("gpu_profile", e.gpu_profile),
                                 ("gemm_efficiency", e.gemm_efficiency),

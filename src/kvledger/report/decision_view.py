@@ -88,9 +88,11 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     cs = cost["simulation"]["capacity_search"]
     first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
     good, share, whose = sized_run_figures(cs)
-    gpus = cost["inputs"]["num_gpus"]
+    n, e = cost["inputs"]["num_gpus"], (cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1) or 1
+    gpus = f"{n} GPU{'' if n == 1 else 's'}"
+    unit = gpus if e == 1 else f"{gpus}: {e} replicas × {n // e} GPU{'s' if n // e > 1 else ''}"  # --replicas
     return [first, f"SLO capacity: {sized_capacity(cs):g} req/s{capacity_band_clause(cs)} per deployment "
-                   f"unit ({gpus} GPU{'' if gpus == 1 else 's'}), "
+                   f"unit ({unit}), "
                    f"{good:.2f} good req/s there, "
                    f"{share:.1%} of requests within the SLO (target ≥ {cs['target']:.0%}{whose})",
             *not_steady_lines(cs)]

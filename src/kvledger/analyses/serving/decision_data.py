@@ -264,7 +264,8 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
         pool = None
     sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
     setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
-                          people.engineer_usd_per_month, None, req.max_utilization, people.source)
+                          people.engineer_usd_per_month, None, req.max_utilization, people.source,
+                          engine_replicas=req.engine.get("replicas") or 1)  # --replicas N: one unit, as cost's
     inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people, req.peak_to_mean,
                                 req.engine.get("quantization"))  # the FP8 API row's note reads the weights priced
     cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
