@@ -36,3 +36,16 @@ def test_report_prices_two_replicas_as_one_deployment_unit_as_cost_does(tmp_path
 def test_report_replicas_range_is_costs():
     said = refused("report", *SIM, "--replicas", "0")
     assert said == refused("cost", "--simulate", *SIM, "--replicas", "0") and "--replicas" in said
+
+
+def test_the_report_data_checks_replicas_against_its_range_for_the_web_app_and_api():
+    import pytest
+
+    from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
+    from kvledger.errors import InputError
+
+    # kvledger.ranges: "replicas" 1–4,096, as cost's flag; refused before any plan or simulation
+    req = ReportRequest(model="meta-llama/Llama-3.2-3B", gpu="H100", slo="ttft=2s", api="OpenAI:gpt-4.1",
+                        engine={"replicas": 5000})
+    with pytest.raises(InputError, match="--replicas"):
+        build_report_data(req)

@@ -218,6 +218,16 @@ def _no_trace_read(req: ReportRequest) -> dict[str, Any]:
     return {"trace": None} if req.prompt_lengths is not None or req.output_lengths is not None else {}
 
 
+def _self_host_setup(req: ReportRequest, rate: Any, num_gpus: int, people: Any) -> Any:
+    """The self-hosted setup the cost section prices: ``--replicas N`` engines make one deployment unit, as cost's
+    (``SelfHostSetup.engine_replicas``; ``num_gpus`` the unit's)."""
+    from kvledger.ledgers.cost import SelfHostSetup
+
+    return SelfHostSetup(rate, num_gpus, req.utilization, people.engineer_months_per_month,
+                         people.engineer_usd_per_month, None, req.max_utilization, people.source,
+                         engine_replicas=req.engine.get("replicas") or 1)
+
+
 def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
     """Everything the report draws (module docstring).
 
@@ -235,7 +245,6 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.api_match import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
-    from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
     from kvledger.ledgers.decision import MonthlyVolume
     from kvledger.ledgers.host_bill import HostBill, people_cost
@@ -243,7 +252,8 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.ledgers.volume import refuse_utilization_with_volume
 
     say = progress or (lambda _text: None)
-    check_options("report", {"utilization": req.utilization})  # the web app's and the API's ranges: kvledger.ranges
+    # the web app's and the API's ranges (kvledger.ranges): --replicas as cost's
+    check_options("report", {"utilization": req.utilization, "replicas": req.engine.get("replicas")})
     slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
     if api_price is None:  # the report's sections compare with an API: refused before the simulations (kvledger ui too)
         from kvledger.catalog.api_match import require_api_row
@@ -263,9 +273,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     if sim_cache.stats()["run"] == ran:  # an identical request again: its runs are read back, no pool needed
         pool = None
     sim = cap.priced_run  # the run at the capacity sized on (sim_capacity.SizedFigures)
-    setup = SelfHostSetup(rate, sim.num_gpus, req.utilization, people.engineer_months_per_month,
-                          people.engineer_usd_per_month, None, req.max_utilization, people.source,
-                          engine_replicas=req.engine.get("replicas") or 1)  # --replicas N: one unit, as cost's
+    setup = _self_host_setup(req, rate, sim.num_gpus, people)
     inputs, _ = decision_inputs(req.model, api_price, plan["gpu"]["gpu_id"], sim, HostBill(), people, req.peak_to_mean,
                                 req.engine.get("quantization"))  # the FP8 API row's note reads the weights priced
     cost = cost_payload(sim.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
