@@ -3,8 +3,8 @@ the others keep up, which the group's backlog, scaled by all ranks' requests, do
 
 from __future__ import annotations
 
-from kvledger.analyses.serving.dp_saturation import rank_growths, rank_overload, saturation_figures
-from kvledger.analyses.serving.queue_growth import open_loop_check
+from kvledger.analyses.serving.dp_saturation import rank_growths, rank_overload, rank_probe_grew, saturation_figures
+from kvledger.analyses.serving.queue_growth import open_loop_check, probe_queue_grew
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 from kvledger.report.simulate_view import dp_line
 
@@ -55,3 +55,14 @@ def test_the_data_parallel_line_says_saturation_was_judged_per_rank():
     # a closed loop (no per-rank figures): the line says nothing of saturation
     closed = {k: v for k, v in dp.items() if not k.startswith("saturat")}
     assert "saturation" not in dp_line(closed)
+
+
+def test_a_capacity_probe_counts_out_where_one_ranks_queue_grew_past_its_bursts():
+    run, ranks = _run()
+    # the group kept up (above), so the group's probe rule does not count the probe out
+    assert probe_queue_grew(run, "open loop") is False
+    # rank 0: 55 against 30 expected (its arrival rate the same in both halves), 25 past it; its arrivals evenly spaced
+    # (dispersion below 1, taken as 1), so its bursts can add 3 × √(1 × 30) = 16.43: 25 is past them → counted out
+    q = rank_growths(run, ranks, 16)[0]
+    assert q.backlog_expected == 30.0 and abs(q.burst_allowance - 3 * 30 ** 0.5) < 1e-12 and not q.within_bursts
+    assert rank_probe_grew(run, ranks, 16)

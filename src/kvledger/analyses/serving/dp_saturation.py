@@ -8,7 +8,8 @@ growth that is an overload on one rank's requests can be under the thresholds ``
 group's requests (5 % of the arrivals). So a DP run's open loop is read with ``queue_growth.open_loop_check`` on each
 rank's own requests (those it was routed; a request refused before routing counts on none), and the run is saturated
 when any rank is. The first saturated rank's growth stands for the run where the group's did not show one, its note
-naming the rank.
+naming the rank. An SLO-capacity probe on DP ranks counts out as one whose group queue grew does
+(``queue_growth.probe_queue_grew``) where a rank's own queue grew past what the trace's bursts can add to it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from kvledger.analyses.serving import notes as N
 from kvledger.records import RunRecords
 
-__all__ = ["RULE", "rank_growths", "rank_overload", "saturation_figures"]
+__all__ = ["RULE", "rank_growths", "rank_overload", "rank_probe_grew", "saturation_figures"]
 
 RULE = ("saturation judged per DP rank: each rank's own requests read by the queue-growth check "
         "(analyses/serving/queue_growth.py), a rank's queue cannot move to another rank (vLLM "
@@ -55,3 +56,9 @@ def saturation_figures(growths: list[Any]) -> dict[str, Any]:
     """The per-rank verdict for the data-parallel figures: the saturated ranks (their index) and the rule."""
     return {"saturated_ranks": [k for k, q in enumerate(growths) if q is not None],
             "saturation_judged": "per rank", "saturation_rule": RULE}
+
+
+def rank_probe_grew(run: RunRecords, ranks: list[int], dp: int) -> bool:
+    """Whether an open-loop capacity probe on ``dp`` DP ranks did not sustain its load on some rank: that rank's own
+    queue grew past its bursts (``QueueGrowth.within_bursts``, as ``queue_growth.probe_queue_grew`` reads a run)."""
+    return any(q is not None and not q.within_bursts for q in rank_growths(run, ranks, dp))

@@ -202,8 +202,15 @@ class SimProber:
 
 
 def _queue_grew(sim: SimulatedRun) -> bool | None:
-    """The probe did not sustain its load (``queue_growth.probe_queue_grew`` on its workload's mode)."""
-    return probe_queue_grew(sim.run, _mode(sim))
+    """The probe did not sustain its load (``queue_growth.probe_queue_grew`` on its workload's mode); on DP ranks in
+    lock-step, also where one rank's own queue grew past its bursts (``dp_saturation.rank_probe_grew``)."""
+    grew = probe_queue_grew(sim.run, _mode(sim))
+    ranks = getattr(sim.result, "dp_ranks", None)
+    if grew is False and ranks is not None:
+        from kvledger.analyses.serving.dp_saturation import rank_probe_grew
+
+        return rank_probe_grew(sim.run, ranks, getattr(sim.setup.cost, "dp", 1))
+    return grew
 
 
 def _mode(sim: SimulatedRun) -> str:
