@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule
+from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule, mamba_split
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.engine.mamba_prefix import MambaPrefixKVManager, supports_mamba_caching
 from kvledger.dynamics.engine.request import RequestSpec
@@ -167,8 +167,9 @@ def test_a_sessions_next_turn_hits_a_decoded_state_only_where_every_chunk_end_is
     assert [b[0][1] for b in steps if b[0][0] == "t2"][0] == first_chunk
 
 
-@pytest.mark.parametrize("version, checkpoint_pages", [("0.19.0", 0), ("0.24.0", 0), ("0.28.0", 0), ("0.33.0", 1)])
-def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pages):
+@pytest.mark.parametrize("version, checkpoint_pages, interval", [
+    ("0.19.0", 0, 0), ("0.24.0", 0, 0), ("0.28.0", 0, 0), ("0.33.0", 1, 0), ("0.33.0", 1, 32), ("0.29.0", 0, 48)])
+def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pages, interval):
     # every scheduled request holds exactly StepBlockRule.held_after's blocks and pages (the count the pool and the
     # admission check use), through hits, junction stops, checkpoint pages and preemptions; once all finish, nothing
     # is held and every block is back in the free queue (cached ones too)
@@ -179,7 +180,7 @@ def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pag
     from kvledger.dynamics.engine.scheduler import Scheduler
 
     rule = StepBlockRule((("state", 16, 0), ("state", 16, 0), ("full", 16, 0)), 600, 128, True, checkpoint_pages,
-                         state_prefix=mamba_prefix_rule(version))
+                         state_prefix=mamba_prefix_rule(version, interval), state_split=mamba_split(version))
     cfg = EngineConfig(num_gpu_blocks=90, max_model_len=600, block_size=16, max_num_batched_tokens=128,
                        max_num_seqs=16, blocks_for_tokens=rule.steady, step_blocks=rule)
     kv = make_kv_manager(cfg)
@@ -204,3 +205,86 @@ def test_held_pages_are_the_step_rules_and_nothing_leaks(version, checkpoint_pag
                     kv.free(r, False)
     assert preempted > 0 and kv.prefix_stats.hits > 0
     assert kv._held == 0 and kv.num_used_blocks == 0 and kv.num_free_blocks == 89
+
+
+# --prefix-cache-retention-interval (vLLM 0.29 on; MambaManager.reachable_block_mask keeps the state block i with
+# (i + 1) % (I / B) == 0, i.e. the state after every multiple of I tokens, where a chunk ends or checkpoints there)
+
+
+def _worked_interval(interval: int, checkpoint_pages: int = 0) -> list[int]:
+    specs = [RequestSpec(f"r{i}", 10.0 * i, 32_000, 1, (7,), 30_000) for i in range(20)]
+    rule = StepBlockRule((("state", 576, 0), ("state", 576, 0), ("full", 576, 0)), 40_000, 8192, True,
+                         checkpoint_pages, state_prefix=mamba_prefix_rule("0.33.0", interval))
+    cfg = EngineConfig(num_gpu_blocks=400, max_model_len=40_000, block_size=576, max_num_batched_tokens=8192,
+                       blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
+    return [r.num_cached_tokens for r in simulate(specs, cfg, STEP).records.records]
+
+
+@pytest.mark.parametrize("checkpoint_pages", [0, 1])
+def test_a_retention_interval_on_the_chunk_grid_keeps_the_chunk_end_states(checkpoint_pages):
+    # the worked case at 0.33 with I = 8,064 = 14 blocks (the chunk length): request 1's chunk ends 8,064, 16,128 and
+    # 24,192 are multiples of I → kept (blocks 13, 27, 41); its checkpoints (7,488, 15,552, 23,616 with a page: every
+    # chunk takes one under a positive interval) are not. Request 2 walks its 52-block chain back to block 41: hit
+    # 24,192, then its junction 29,952 is kept; requests 3–20 hit 29,952: 24,192 + 18 × 29,952 = 563,328 (0.28's)
+    assert _worked_interval(8064, checkpoint_pages) == [0, 24_192] + [29_952] * 18
+
+
+def test_a_retention_interval_off_the_chunk_grid_keeps_nothing_more():
+    # I = 5,760 = 10 blocks: no chunk ends (8,064, 16,128, 24,192) nor checkpoint is a multiple of 5,760, so the
+    # states kept are the default's: [0, 0] + 18 × 29,952
+    assert _worked_interval(5760) == [0, 0] + [29_952] * 18
+
+
+def test_every_chunk_takes_its_checkpoint_page_under_a_positive_interval():
+    # 0.33 with a checkpoint page, B = 576: the chunk 0 → 8,064 can export the state at 7,488 (0 + 576 ≤ 7,488 <
+    # 8,064, column cdiv(8,064, 576) − 2 = 12 > −1). Interval 0: only the chunk reaching the prefill end reserves it
+    # (1 page); a positive interval: the coordinator passes prefill_end 0 (kv_cache_coordinator.py
+    # get_num_blocks_to_allocate), so this chunk holds the page too (2)
+    groups = (("state", 576, 0), ("full", 576, 0))
+    default = StepBlockRule(groups, 40_000, 8192, True, 1, state_prefix=mamba_prefix_rule("0.33.0"))
+    periodic = StepBlockRule(groups, 40_000, 8192, True, 1, state_prefix=mamba_prefix_rule("0.33.0", 8064))
+    assert (default.state_pages(0, 8064, 576, at_end=False), periodic.state_pages(0, 8064, 576, at_end=False)) == (1, 2)
+
+
+def test_the_interval_keeps_states_on_its_multiples():
+    rule = mamba_prefix_rule("0.33.0", 1152)  # B = 576: 2 blocks per segment
+    assert [p for p in range(576, 5185, 576) if rule.keeps_periodic(p, 576)] == [1152, 2304, 3456, 4608]
+    assert all(mamba_prefix_rule("0.33.0", 576).keeps_periodic(p, 576) for p in (576, 1152))  # I / B ≤ 1: dense
+    assert not mamba_prefix_rule("0.33.0").keeps_periodic(1152, 576)  # 0: the boundaries only
+
+
+# the chunk split's last stop per release (_mamba_block_aligned_split's last_cache_position): num_tokens −
+# num_tokens % B up to 0.31, (num_tokens − 1) // B × B from 0.32
+
+
+def test_the_split_table():
+    assert [mamba_split(v) for v in ("0.19.0", "0.26.0", "0.27.0", "0.31.0", "0.32.0", "0.33.0", None)] == \
+        ["0.19", "0.19", "0.19", "0.19", "0.32", "0.32", "0.32"]
+
+
+def test_a_prompt_of_a_multiple_of_b_stops_a_block_early_from_0_32():
+    # B = 4, a 16-token prompt, budget 64, no checkpoint page: 0.32+ stops at (16 − 1) // 4 × 4 = 12; up to 0.31
+    # the last stop is 16 − 16 % 4 = 16, the prompt's end, so one chunk
+    old, new = (StepBlockRule((("state", 4, 0), ("full", 4, 0)), 64, 64, True, state_split=s) for s in ("0.19", "0.32"))
+    assert (old.aligned_chunk(0, 16, 16, 16, 64), new.aligned_chunk(0, 16, 16, 16, 64)) == (16, 12)
+    # a 10-token prompt (not a multiple): both stop at 8
+    assert old.aligned_chunk(0, 10, 10, 10, 64) == new.aligned_chunk(0, 10, 10, 10, 64) == 8
+
+
+@pytest.mark.parametrize("version, hits, chunks_a", [
+    ("0.33.0", [0, 12, 12], [12, 4]), ("0.28.0", [0, 0, 12], [16]), ("0.19.0", [0, 0, 0], [16])])
+def test_a_resent_prompt_of_a_multiple_of_b_per_release(version, hits, chunks_a):
+    # B = 4, budget 64: A, B, C the same 16-token prompt (all shared), one after another; the hit is capped at
+    # (16 − 1) // 4 = 3 blocks, so it needs the state at 12.
+    # 0.33: A runs 0 → 12 → 16 and keeps the state at 12 (its last boundary) → B and C hit 12.
+    # 0.28: A runs 0 → 16 in one chunk, state at 16 only → B hits 0; its junction (chain 3 blocks = 12) cuts its
+    #       chunk at 12, kept → C hits 12.
+    # 0.19 (--enable-prefix-caching): no junction stop → every request runs 0 → 16, no state at 12 ever → 0.
+    specs = [RequestSpec(n, t, 16, 1, (1,), 16) for n, t in (("A", 0.0), ("B", 1.0), ("C", 2.0))]
+    rule = StepBlockRule((("state", 4, 0), ("full", 4, 0)), 64, 64, True, state_prefix=mamba_prefix_rule(version),
+                         state_split=mamba_split(version))
+    cfg = EngineConfig(num_gpu_blocks=40, max_model_len=64, block_size=4, max_num_batched_tokens=64,
+                       blocks_for_tokens=rule.steady, step_blocks=rule, async_scheduling=False)
+    res = simulate(specs, cfg, STEP, record_steps=True, fast_forward=False)
+    assert [r.num_cached_tokens for r in res.records.records] == hits
+    assert [b[0][1] for b in (d["batch"] for d in res.steps[0].dicts()) if b[0][0] == "A"][:len(chunks_a)] == chunks_a

@@ -112,3 +112,43 @@ def test_no_block_leaks_under_preemption_and_sharing_with_retention_0():
     recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
     assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.prefix_stats.hits > 0
     assert rep.kv.held_slots == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 65
+
+
+# --prefix-cache-retention-interval I (vLLM 0.29 on): besides the boundary tails, the need blocks before every multiple
+# of I are kept (SlidingWindowManager.reachable_block_mask: block i with i % (I / B) ≥ I / B − need; every block
+# where need ≥ I / B)
+
+
+def hits_with(interval: int, specs: list[RequestSpec]) -> list[int]:
+    rule = StepBlockRule.from_layout(HYBRID, max_model_len=64, inflight_tokens=64, engine_version="0.33.0",
+                                     retention_interval=interval)
+    cfg = EngineConfig(num_gpu_blocks=60, max_model_len=64, block_size=4, max_num_batched_tokens=64,
+                       blocks_for_tokens=HYBRID.blocks_for_tokens, step_blocks=rule)
+    return [r.num_cached_tokens for r in simulate(specs, cfg, STEP).records.records]
+
+
+@pytest.mark.parametrize("interval, want", [(16, [0, 32, 32]), (12, [0, 24, 32]), (8, [0, 32, 32])])
+def test_a_retention_interval_lets_the_second_request_hit(interval, want):
+    # SHARED (48-token prompts sharing blocks 0–7), B = 4, need 2; 0.33 without an interval: [0, 0, 32].
+    # I = 16 (4 blocks a segment): A keeps blocks 2, 3, 6, 7, 10, 11 (i % 4 ≥ 2) → B's 8-block chain finds 6, 7: 32.
+    # I = 12 (3 a segment): A keeps 1, 2, 4, 5, 7, 8, 10, 11 (i % 3 ≥ 1) → at 8 blocks 6 is missing, at 7 block 6,
+    #   at 6 blocks 4, 5 are there: B hits 24; its junction (8 blocks) keeps 6, 7 → C hits 32.
+    # I = 8 (2 a segment ≤ need 2): every block is kept, as 0.28's dense rule.
+    assert hits_with(interval, SHARED) == want
+
+
+def test_reachable_block_with_segments():
+    from kvledger.dynamics.engine.swa_retention import reachable_block
+
+    # need 2, segments of 4 blocks (I = 16 at B = 4), the replay boundary's block 11
+    assert [i for i in range(12) if reachable_block(i, (11,), 2, 4)] == [2, 3, 6, 7, 9, 10, 11]
+    assert [i for i in range(12) if reachable_block(i, (11,), 2)] == [9, 10]  # interval 0
+    assert all(reachable_block(i, (11,), 4, 4) for i in range(12))  # need ≥ I / B: dense
+
+
+def test_the_interval_row_names_itself():
+    from kvledger.dynamics.engine.swa_retention import with_interval
+
+    row = with_interval(sliding_retention("0.33.0"), 256)
+    assert (row.prefix_cache_retention_interval, row.since) == (256, (0, 29, 0))
+    assert row.keeps.startswith("the window's blocks before every multiple of 256 tokens")

@@ -22,6 +22,20 @@ prefix's end (the junction), and releases that know it end a chunk there so the 
 
 Releases between those read take the rule of the last one read before them. vLLM before 0.19 is not modelled
 (``vllm_rules.mamba_cache_rule`` gives it one state page, no prefix caching).
+
+``--prefix-cache-retention-interval I`` (0.29 on; ``MambaManager.reachable_block_mask``, read in 0.29 and 0.33) adds
+to the boundaries the state at every multiple of ``I`` tokens (``I // B`` ≤ 1: every block-aligned state), where a
+chunk ends or exports its checkpoint there.
+
+The chunk split's last cacheable stop (``_mamba_block_aligned_split``: ``last_cache_position``), by release
+(``SPLITS``): up to 0.31 ``num_tokens − num_tokens % B`` (read in 0.19, 0.25, 0.26, 0.27, 0.28, 0.29, 0.30, 0.31);
+from 0.32 ``(num_tokens − 1) // B × B`` (``get_mamba_prefill_checkpoint_position``, read in 0.32 and 0.33), so a
+prompt of a multiple of B stops a block early. Up to 0.26 a chunk is cut to a block boundary only while it ends short
+of that stop (``end < last_cache_position``), from 0.27 while it ends short of the prefill end: the same chunks, but
+for a block wider than the step's token limit, which 0.19–0.26 cut to 0 tokens and so never schedule (the simulator
+keeps the tokens there, as 0.27 does)::
+
+    B = 320, a 640-token prompt, budget 2,048:  ≤ 0.31 one chunk 0 → 640;  0.32 on 0 → 320, 320 → 640
 """
 
 from __future__ import annotations
@@ -30,7 +44,7 @@ from dataclasses import dataclass
 
 from kvledger.accounting.vllm_rules import parse_version
 
-__all__ = ["MambaPrefixRule", "mamba_prefix_rule", "JUNCTION_STOPS"]
+__all__ = ["MambaPrefixRule", "mamba_prefix_rule", "JUNCTION_STOPS", "SPLITS", "mamba_split"]
 
 JUNCTION_STOPS = ("none", "first_chunk", "every_chunk")
 
@@ -45,12 +59,21 @@ class MambaPrefixRule:
             and the junction, ``prefix_cache_retention_interval`` 0).
         junction_stop: a key of ``JUNCTION_STOPS``: where the scheduler ends a chunk at the junction.
         read: the releases whose source the rule was read in.
+        retention_interval: ``--prefix-cache-retention-interval`` given > 0 (0.29 on): the states at its multiples
+            are kept too, tokens (0: the release's default).
     """
 
     release: str
     every_chunk_end: bool
     junction_stop: str
     read: str
+    retention_interval: int = 0
+
+    def keeps_periodic(self, position: int, block_size: int) -> bool:
+        """Whether ``--prefix-cache-retention-interval`` keeps the state after ``position`` tokens (a multiple of
+        ``block_size``): ``MambaManager.reachable_block_mask``'s segment boundaries."""
+        interval = self.retention_interval
+        return bool(interval) and (interval // block_size <= 1 or position % interval == 0)
 
     @property
     def text(self) -> str:
@@ -58,6 +81,10 @@ class MambaPrefixRule:
         kept = ("the state of every block-aligned chunk end" if self.every_chunk_end else
                 "only the states at the prompt's last block boundary and the shared prefix's junction "
                 "(prefix_cache_retention_interval 0)")
+        if self.retention_interval:
+            kept = (f"the states at every multiple of {self.retention_interval:,} tokens where a chunk ends or "
+                    "checkpoints, the prompt's last block boundary and the shared prefix's junction "
+                    f"(--prefix-cache-retention-interval {self.retention_interval}, MambaManager.reachable_block_mask)")
         stop = {"none": "no chunk stops at the junction",
                 "first_chunk": "the admitted chunk stops at the junction (num_uncached_common_prefix_tokens)",
                 "every_chunk": "prefill chunks stop at the junction (shared_prefix_boundary)"}[self.junction_stop]
@@ -75,8 +102,9 @@ _RULES = (
 )
 
 
-def mamba_prefix_rule(engine_version: str) -> MambaPrefixRule | None:
-    """The align-mode Mamba prefix-cache rule of ``engine_version`` (a vLLM version), None before 0.19."""
+def mamba_prefix_rule(engine_version: str, retention_interval: int = 0) -> MambaPrefixRule | None:
+    """The align-mode Mamba prefix-cache rule of ``engine_version`` (a vLLM version), None before 0.19;
+    ``retention_interval``: ``--prefix-cache-retention-interval`` (0.29 on; 0 the default), tokens."""
     ver = parse_version(engine_version)
     row = None
     for r in _RULES:
@@ -84,4 +112,17 @@ def mamba_prefix_rule(engine_version: str) -> MambaPrefixRule | None:
             row = r
     if row is None:
         return None
-    return MambaPrefixRule(".".join(map(str, ver)), row[1], row[2], row[3])
+    return MambaPrefixRule(".".join(map(str, ver)), row[1], row[2], row[3], retention_interval)
+
+
+#: (first release, split): the chunk split of the newest row ≤ the version (module doc); "0.32" also with none named
+SPLITS = (((0, 0, 0), "0.19"), ((0, 32, 0), "0.32"))
+
+
+def mamba_split(engine_version: str | None) -> str:
+    """The align-mode chunk split ``engine_version`` follows (a key of ``SPLITS``, module doc); "0.32" when none is
+    named."""
+    if not engine_version:
+        return "0.32"
+    ver = parse_version(engine_version)
+    return [s for since, s in SPLITS if ver >= since][-1]

@@ -22,7 +22,8 @@ Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_l
   in the free queue's LRU order until reused).
 * Which sliding blocks get a hash depends on the release (``rule.retention``, swa_retention.py): every full block up
   to vLLM 0.28; from 0.29 only the window's blocks before ``num_prompt_tokens − 1`` and before the shared-prefix
-  junction (the full groups' chain where it is longer than the hit); the others are freed unhashed (evicted first).
+  junction (the full groups' chain where it is longer than the hit), and with ``--prefix-cache-retention-interval I``
+  before every multiple of ``I``; the others are freed unhashed (evicted first).
 
 Only layouts whose attention groups share one block size and have no Mamba state (gpt-oss,
 Gemma-2/3) are handled; the fast path's vectorised stretches are not implemented for this
@@ -36,7 +37,7 @@ from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admiss
 from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
-from kvledger.dynamics.engine.swa_retention import reachable_block
+from kvledger.dynamics.engine.swa_retention import reachable_block, segment_blocks
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 
 __all__ = ["HybridKVManager", "supports_hybrid_caching"]
@@ -72,7 +73,8 @@ class HybridKVManager(PoolUsage):
         self.block_size = B = rule.groups[0][1]
         self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else 0) for kind, _, W in rule.groups]
         self.bft = rule.steady
-        self.sparse = rule.retention.prefix_cache_retention_interval == 0  # else None: dense (swa_retention.py)
+        self.sparse = rule.retention.prefix_cache_retention_interval is not None  # None: dense (swa_retention.py)
+        self.per_segment = segment_blocks(rule.retention, B)  # --prefix-cache-retention-interval's segment, blocks
         self.prefix_stats = PrefixCacheStats()
         self._held = 0  # live blocks held by requests, blocks
 
@@ -110,9 +112,9 @@ class HybridKVManager(PoolUsage):
         return h
 
     def _boundary_ends(self, req: SimRequest, h: int) -> tuple[int, ...]:
-        """Retention 0: the blocks ``floor(b / B)`` of the request's boundaries ``b``, its replay boundary
-        ``num_prompt_tokens − 1`` and, where the full groups' chain is longer than the hit ``h``, that chain's end
-        (vLLM's ``shared_prefix_boundary``); () when every block is kept."""
+        """With a retention interval (0 or more): the blocks ``floor(b / B)`` of the request's boundaries ``b``, its
+        replay boundary ``num_prompt_tokens − 1`` and, where the full groups' chain is longer than the hit ``h``, that
+        chain's end (vLLM's ``shared_prefix_boundary``); () when every block is kept."""
         if not self.sparse:
             return ()
         ends = [(req.num_prompt_tokens - 1) // self.block_size]
@@ -210,7 +212,7 @@ class HybridKVManager(PoolUsage):
         for i in range(req.num_registered, full):
             for g, t in enumerate(req.node[0]):
                 b, (kind, _, need) = t[i], self.groups[g]
-                if ends and kind == "sliding_window" and not reachable_block(i, ends, need):
+                if ends and kind == "sliding_window" and not reachable_block(i, ends, need, self.per_segment):
                     continue
                 if b is not None and self.pool.key_of(b) is None:
                     self.pool.register(b, self._key(keys[i], g))

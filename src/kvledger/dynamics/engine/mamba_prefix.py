@@ -14,7 +14,8 @@ hash block is the block (gcd of the sizes). Rules:
   until the next step; the chunk that can export a prefill checkpoint (0.33) holds that page for the step too.
 * The page of a chunk ending on a block boundary ``t`` holds the state after ``t`` tokens: it is registered under
   block ``t // B − 1``'s key where the release keeps that state (every chunk end, or only the prompt's last boundary
-  ``(P − 1) // B × B`` and the junction); a freed registered page stays cached in the free queue (LRU).
+  ``(P − 1) // B × B``, the junction and, with ``--prefix-cache-retention-interval I``, every multiple of ``I``, where
+  every chunk that can export a checkpoint takes its page); a freed registered page stays cached in the free queue.
 * A hit: full attention's chain of cached blocks (capped at ``num_tokens − 1`` tokens), walked back to the last block
   whose state every state group has cached. Where the chain is longer, its end is the request's junction
   (``shared_prefix_boundary``), where its prefill chunks stop (``StepBlockRule.aligned_chunk``)::
@@ -209,9 +210,9 @@ class MambaPrefixKVManager(PoolUsage):
 
     def _keeps_state(self, req: SimRequest, position: int) -> bool:
         """Whether the release keeps the state after ``position`` tokens (module doc), a block multiple > 0."""
-        if self.prefix_rule.every_chunk_end:
-            return True
         B = self.block_size
+        if self.prefix_rule.every_chunk_end or self.prefix_rule.keeps_periodic(position, B):
+            return True
         return position in ((req.num_prompt_tokens - 1) // B * B, req.shared_prefix_boundary // B * B)
 
     def _register_state(self, req: SimRequest, page: int, g: int, position: int) -> None:

@@ -18,6 +18,11 @@ vLLM may leave the rest of a sliding group's full blocks unhashed. Releases diff
       prompt 1   hit 0;  keeps sliding blocks 616–623 (before token 9,999, its own tokens)
       prompt 2   full chain 500 blocks, sliding blocks 492–499 not cached: hit 0; junction 8,000 keeps 492–499
       prompt 3+  hit 500 blocks = 8,000 tokens                    → 64,000 of 100,000 prompt tokens (0.28: 72,000)
+
+``--prefix-cache-retention-interval I`` > 0 (0.29 on, ``with_interval``) keeps besides those tails the ``need`` blocks
+before every multiple of ``I`` tokens: block ``i`` where ``i % (I / B) ≥ I / B − need``, every block where
+``need ≥ I / B`` (``reachable_block_mask``'s segment tails, read in 0.29 and 0.33; vLLM refuses an ``I`` not a multiple
+of B). With it the example's prompt 2 hits 7,936 tokens at ``I`` = 256 (the tail before 7,936 = 31 × 256 is kept).
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from dataclasses import dataclass
 
 from kvledger.accounting.vllm_rules import version_tuple
 
-__all__ = ["SlidingRetention", "RETENTION_BY_RELEASE", "DENSE", "sliding_retention", "reachable_block"]
+__all__ = ["SlidingRetention", "RETENTION_BY_RELEASE", "DENSE", "sliding_retention", "reachable_block",
+           "segment_blocks", "with_interval"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,22 @@ def sliding_retention(engine_version: str | None) -> SlidingRetention:
     return next((r for r in RETENTION_BY_RELEASE if ver is not None and ver >= r.since), DENSE)
 
 
-def reachable_block(i: int, ends: tuple[int, ...], need: int) -> bool:
-    """Whether sliding block ``i`` is one a hit can use under retention 0: within the ``need`` blocks before one of the
-    request's boundary blocks ``ends`` (``floor(b / B)`` each)."""
+def with_interval(row: SlidingRetention, interval: int) -> SlidingRetention:
+    """``row`` (a release's, 0.29 on) run with ``--prefix-cache-retention-interval interval`` > 0 (module doc)."""
+    return SlidingRetention(row.since, interval, f"the window's blocks before every multiple of {interval:,} tokens "
+                            "(--prefix-cache-retention-interval), besides " + row.keeps.removeprefix("only "),
+                            row.source.replace("prefix_cache_retention_interval 0", "the interval's segment tails"))
+
+
+def segment_blocks(retention: SlidingRetention, block_size: int) -> int:
+    """Blocks per ``--prefix-cache-retention-interval`` segment, ``I / B``; 0 without a positive interval."""
+    return (retention.prefix_cache_retention_interval or 0) // block_size
+
+
+def reachable_block(i: int, ends: tuple[int, ...], need: int, per_segment: int = 0) -> bool:
+    """Whether sliding block ``i`` is one a hit can use under a retention interval: within the ``need`` blocks before
+    one of the request's boundary blocks ``ends`` (``floor(b / B)`` each) or, with ``per_segment`` = I / B > 0 blocks,
+    before a multiple of I (every block where ``need ≥ per_segment``)."""
+    if per_segment and (need >= per_segment or i % per_segment >= per_segment - need):
+        return True
     return any(e - need <= i < e for e in ends)

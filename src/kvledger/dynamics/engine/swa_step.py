@@ -39,7 +39,8 @@ mode): a prefill chunk that stops short of the prefill end is cut to end on a mu
 or when B ≤ the step's token limit), so states are written on block boundaries; the chunk reaching the prefill end is
 not cut, but without an internal checkpoint it stops at the last block boundary before ``num_tokens`` (and a chunk
 starting mid-block at the next boundary); with prefix caching it also stops at the shared prefix's junction (the
-request's ``shared_prefix_boundary``, block-floored; which releases do: ``accounting/mamba_prefix_rules.py``)::
+request's ``shared_prefix_boundary``, block-floored; which releases do: ``accounting/mamba_prefix_rules.py``). Up to
+0.31 the last stop is ``num_tokens − num_tokens % B`` (``state_split``, ``mamba_prefix_rules.SPLITS``)::
 
     B = 320, max_num_batched_tokens = 2048, a 5,000-token prompt (checkpoint page, GDN on Hopper):
       chunks 0→1920, 1920→3840 (2048 cut to 6 × 320), 3840→5000 (the last, 1160 tokens, takes the checkpoint page)
@@ -50,8 +51,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule
-from kvledger.dynamics.engine.swa_retention import DENSE, SlidingRetention, sliding_retention
+from kvledger.accounting.mamba_prefix_rules import mamba_prefix_rule, mamba_split
+from kvledger.dynamics.engine.swa_retention import DENSE, SlidingRetention, sliding_retention, with_interval
 from kvledger.units import cdiv
 
 __all__ = ["StepBlockRule"]
@@ -71,6 +72,7 @@ class StepBlockRule:
         retention: which sliding-window blocks the release keeps in its prefix cache (swa_retention.py).
         state_prefix: align mode: the release's Mamba prefix-cache rule (``mamba_prefix_rules.MambaPrefixRule``, from
             ``engine_version``); None: not known (no prefix hits are modelled for the state groups).
+        state_split: the release's align-mode chunk split (a key of ``mamba_prefix_rules.SPLITS``).
     """
 
     groups: tuple[tuple[str, int, int], ...]
@@ -80,18 +82,21 @@ class StepBlockRule:
     state_checkpoint_pages: int = 0
     retention: SlidingRetention = DENSE
     state_prefix: Any = None
+    state_split: str = "0.32"
 
     @classmethod
-    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int,
-                    engine_version: str | None = None) -> StepBlockRule:
-        """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention and Mamba prefix rule
-        apply."""
+    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int, engine_version: str | None = None,
+                    retention_interval: int = 0) -> StepBlockRule:
+        """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention, Mamba prefix rule and
+        chunk split apply; ``retention_interval``: ``--prefix-cache-retention-interval`` > 0 (0.29 on), tokens."""
         state = [g for g in layout.groups if g.kind == "state"]
         align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
         boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
-        prefix = mamba_prefix_rule(engine_version) if boundary and engine_version else None
+        prefix = mamba_prefix_rule(engine_version, retention_interval) if boundary and engine_version else None
+        retention = sliding_retention(engine_version)
+        retention = with_interval(retention, retention_interval) if retention_interval else retention
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
-                   inflight_tokens, boundary, max(ck, 0), sliding_retention(engine_version), prefix)
+                   inflight_tokens, boundary, max(ck, 0), retention, prefix, mamba_split(engine_version))
 
     @property
     def state_block_size(self) -> int:
@@ -106,26 +111,30 @@ class StepBlockRule:
             return 1
         t, B = computed + new, block_size
         crosses = computed > 0 and (computed - 1) // B != (t - 1) // B
+        # a positive --prefix-cache-retention-interval: every chunk's checkpoint (the coordinator passes prefill_end 0)
+        at_end = at_end or bool(self.state_prefix is not None and self.state_prefix.retention_interval)
         ck = at_end and self.state_checkpoint_pages and _checkpoint_valid(computed, t, (t - 1) // B * B, B)
         return 1 + int(crosses) + (self.state_checkpoint_pages if ck else 0)
 
     def aligned_chunk(self, start: int, new: int, num_prompt_tokens: int, num_tokens: int, max_tokens: int,
                       junction: int = 0) -> int:
-        """vLLM 0.33 ``Scheduler._mamba_block_aligned_split`` (module doc): the ``new`` tokens after ``start`` a
-        prefill chunk keeps in align mode, ``max_tokens`` the step's token limit (``max_num_batched_tokens``),
-        ``junction`` the request's ``shared_prefix_boundary`` (0: none), tokens (0: not scheduled this step)."""
+        """vLLM's ``Scheduler._mamba_block_aligned_split`` (module doc; ``state_split``): the ``new`` tokens after
+        ``start`` a prefill chunk keeps in align mode, ``max_tokens`` the step's token limit
+        (``max_num_batched_tokens``), ``junction`` the request's ``shared_prefix_boundary`` (0: none), tokens (0: not
+        scheduled this step)."""
         prefill_end = max(num_prompt_tokens, num_tokens - 1)
         if start >= prefill_end:
             return new
-        B, end = self.state_block_size, start + new
+        B, end, split = self.state_block_size, start + new, self.state_split
+        last = (num_tokens - 1) // B * B if split == "0.32" else num_tokens - num_tokens % B  # last_cache_position
         internal = (self.state_checkpoint_pages > 0 and end >= prefill_end
                     and _checkpoint_valid(start, end, (prefill_end - 1) // B * B, B))
-        if end < prefill_end:
+        if end < prefill_end:  # ≤ 0.26 cuts only short of ``last``: the same chunks (mamba_prefix_rules.py)
             aligned = end // B * B
             if aligned > start or B <= max_tokens:
                 end = aligned
         if not internal:  # stop at the next boundary (a mid-block start) and the last cacheable one
-            for stop in ((start // B + 1) * B if start % B else 0, (num_tokens - 1) // B * B):
+            for stop in ((start // B + 1) * B if start % B else 0, last):
                 if start < stop < end:
                     end = stop
         if start < junction < end and start < (stop := start + (junction - start) // B * B):  # block-floored
