@@ -117,6 +117,7 @@ OPTION_RANGES: dict[str, Range] = {
     "long_prefill_token_threshold": _count(0, _TOKENS_MAX, "tokens (0: no cap, vLLM's default)"),
     "max_num_partial_prefills": _count(1, 1 << 20, "requests"),
     "max_long_partial_prefills": _count(1, 1 << 20, "requests"),
+    "prefix_cache_retention_interval": _count(0, _TOKENS_MAX, "tokens (0: vLLM's default, the boundaries only)"),
     "gpu_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="TB/s"),
     "gpu_bf16_tflops": Range(0.0, 1e6, lo_open=True, unit="TFLOP/s"),
     # goodput / cost

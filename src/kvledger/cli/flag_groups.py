@@ -153,6 +153,9 @@ class EngineFlags(SglangNames):
         "vLLM V0's concurrent partial prefills (≤ 0.26): V1 never runs them; 1 (default) accepted, others refused."))
     max_long_partial_prefills: int | None = flag("--max-long-partial-prefills", help=(
         "vLLM V0's limit on long prompts prefilled at once (≤ 0.26): as --max-num-partial-prefills."))
+    prefix_cache_retention_interval: int | None = flag("--prefix-cache-retention-interval", help=(
+        "vLLM ≥ 0.29: besides the replay boundary and shared-prefix junction (the default 0), keep sliding-window "
+        "blocks and Mamba states at every multiple of N tokens in the prefix cache (a multiple of the block size)."))
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))

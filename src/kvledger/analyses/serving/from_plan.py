@@ -126,11 +126,12 @@ def _sglang_release_note(plan) -> list[str]:
 
 
 def engine_config_from_plan(plan, *, policy: str | None = None, null_block_edge: bool = False,
-                            **overrides: Any) -> tuple[EngineConfig, list[str]]:
+                            retention_interval: int = 0, **overrides: Any) -> tuple[EngineConfig, list[str]]:
     """An EngineConfig sized by ``plan`` (a vLLM or SGLang ``Plan``), with notes on where each setting came from;
     ``policy``: a key of ``POLICY_PRESETS`` (before ``overrides``, EngineConfig fields; None values ignored);
     ``null_block_edge``: at vLLM < 0.29's null-block edge, the pool vLLM starts with (``startup_counts_null_block``),
-    for a caller that checks its requests (``null_block_edge.py``), else a refusal.
+    for a caller that checks its requests (``null_block_edge.py``), else a refusal; ``retention_interval``: vLLM's
+    ``--prefix-cache-retention-interval`` > 0 for a hybrid layout's rule (``retention_flag.py``), tokens.
 
     Raises:
         DoesNotFitError: the KV pool holds no block, or not one max_model_len request (vLLM refuses to start).
@@ -161,7 +162,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, null_block_edge:
     if bft is not None:
         fields["blocks_for_tokens"] = bft
         notes.append(N.HYBRID_LAYOUT)
-        notes += _hybrid_fields(plan, fields)
+        notes += _hybrid_fields(plan, fields, retention_interval)
     try:
         cfg = EngineConfig(**fields)
     except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
@@ -276,17 +277,16 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     return notes
 
 
-def _hybrid_fields(plan, fields: dict[str, Any]) -> list[str]:
-    """Set a hybrid layout's step-block rule and prefix caching in ``fields``; the notes saying so.
-
-    The in-flight tokens follow vLLM's ``config/vllm.py max_in_flight_tokens`` (0.33: max_concurrent_batches × MNBT).
-    """
+def _hybrid_fields(plan, fields: dict[str, Any], interval: int) -> list[str]:
+    """Set a hybrid layout's step-block rule (``interval``: a positive retention interval) and prefix caching in
+    ``fields``; the notes saying so. In-flight tokens: vLLM ``config/vllm.py max_in_flight_tokens``."""
     m, notes = plan.memory, []
     if m.engine == "vllm" and plan.layout is not None and fields.get("batching", "continuous") != "vllm_v0":
         inflight = plan.inflight_tokens
         if parse_version(m.engine_version) >= (0, 33, 0):  # max_in_flight_tokens = max_concurrent_batches × MNBT
             inflight = (2 if fields["async_scheduling"] else 1) * fields["max_num_batched_tokens"]
-        fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight, m.engine_version)
+        fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight, m.engine_version,
+                                                          interval)
         if any(g.window_tokens for g in plan.layout.groups):  # the note is about windowed groups (not Mamba-only)
             notes.append(N.sliding_prefill_chunk(inflight))
     rule = fields.get("step_blocks")

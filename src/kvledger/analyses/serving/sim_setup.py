@@ -18,6 +18,7 @@ from kvledger.analyses.serving.null_block_edge import null_block_edge_notes
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
+from kvledger.analyses.serving.retention_flag import retention_interval_override
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
@@ -80,6 +81,7 @@ class SimRequestArgs:
     long_prefill_token_threshold_adaptive: bool | None = None  # vLLM ≥ 0.31: the cap floored at the budget's share
     max_num_partial_prefills: int | None = None  # vLLM V0's limits: 1 (default) or refused for a V1 engine
     max_long_partial_prefills: int | None = None
+    prefix_cache_retention_interval: int | None = None  # vLLM ≥ 0.29: sparse checkpoints kept (retention_flag.py)
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
@@ -259,8 +261,10 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     overrides.update(sched)
     long_prefill, lp_notes = long_prefill_overrides(a, plan)  # vLLM's long-prefill flags, per release
     overrides.update(long_prefill)
-    notes += lp_notes
-    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True, **overrides)
+    interval, ri_notes = retention_interval_override(a, plan)  # vLLM's --prefix-cache-retention-interval
+    notes += lp_notes + ri_notes
+    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True,
+                                                 retention_interval=interval, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)
         from kvledger.analyses.serving.sim_dp import dp_note, lockstep_cost

@@ -1,0 +1,61 @@
+"""vLLM's ``--prefix-cache-retention-interval`` in a simulation, as each release takes it.
+
+* The flag came in 0.29.0 (``config/cache.py : CacheConfig.prefix_cache_retention_interval``, default 0,
+  ``engine/arg_utils.py`` adds ``--prefix-cache-retention-interval``; read in 0.29.0 and 0.33.0). Before, argparse
+  refuses it; 0.28.0 reads ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (not modelled).
+* ``v1/core/kv_cache_coordinator.py : _validate_prefix_cache_retention_interval`` (every coordinator, prefix caching
+  on or off) refuses a positive interval for a model with no sliding-window or Mamba group, and any interval that is
+  not a multiple of ``scheduler_block_size`` (``kv_cache_utils.py``: the lcm of the groups' block sizes).
+* What a positive interval keeps: ``swa_retention.py`` (sliding-window blocks) and ``mamba_prefix_rules.py`` (Mamba
+  states); 0 is the default, as a run without the flag.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.errors import InputError
+
+__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override"]
+
+RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.28.0 has the environment variable only
+
+
+def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
+    """(the interval to simulate, tokens (0: the release's default), notes) for ``a.prefix_cache_retention_interval``.
+
+    Raises:
+        InputError: not vLLM, a release before 0.29, or an interval vLLM refuses to start with (module doc).
+    """
+    interval = getattr(a, "prefix_cache_retention_interval", None)
+    if interval is None:
+        return 0, []
+    m, flag = plan.memory, f"--prefix-cache-retention-interval {interval}"
+    if m.engine != "vllm":
+        raise InputError(f"{flag} is a vLLM flag (which sliding-window and Mamba checkpoints its prefix cache keeps); "
+                         "SGLang has no such setting: drop it, or simulate vLLM (another --policy)")
+    if parse_version(m.engine_version) < RETENTION_FLAG_FROM:
+        raise InputError(f"{flag}: vLLM {m.engine_version} refuses it at argument parsing (\"vllm serve: error: "
+                         f"unrecognized arguments: --prefix-cache-retention-interval {interval}\"): the flag came in "
+                         "0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_interval; 0.28.0 reads the "
+                         "environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead, not modelled); drop it, "
+                         "or use --engine-version 0.29.0 or later")
+    groups = plan.layout.groups if plan.layout is not None else ()
+    if interval == 0:
+        return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
+    where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
+             "_validate_prefix_cache_retention_interval)")
+    if not any(g.kind in ("sliding_window", "state") for g in groups):
+        raise InputError(f"{flag}: {where}: \"prefix_cache_retention_interval is set but this model has no "
+                         "sliding-window or Mamba KV cache group, so retention has no effect. Set it to 0 (it only "
+                         "applies to sliding-window and Mamba attention).\" Drop it, or give 0")
+    scheduler_block = math.lcm(*(g.block_size for g in groups))
+    if interval % scheduler_block:
+        lo = interval // scheduler_block * scheduler_block
+        near = f"{lo:,} or {lo + scheduler_block:,}" if lo else f"{scheduler_block:,}"
+        raise InputError(f"{flag}: {where}: \"prefix_cache_retention_interval ({interval}) must be non-negative and a "
+                         f"multiple of scheduler_block_size ({scheduler_block}).\" (the lcm of the KV cache groups' "
+                         f"block sizes, tokens); give a multiple, e.g. {near}")
+    return interval, []

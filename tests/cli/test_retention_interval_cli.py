@@ -1,0 +1,84 @@
+"""vLLM's --prefix-cache-retention-interval in simulate, goodput --simulate, cost --simulate and kvledger.cost
+(analyses/serving/retention_flag.py; the rules: tests/dynamics/test_swa_retention.py, test_mamba_prefix.py)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import MODEL, cli_json, refused, run_cli
+
+import kvledger
+from kvledger.errors import InputError
+
+# the sliding-window worked case (tests/cli/test_swa_prefix_cli.py): gpt-oss-20b, W = 128, B = 16 (need 8), 10 prompts
+# of 10,000 tokens sharing their first 8,000 (500 blocks), one after another
+SWA = ("openai/gpt-oss-20b", "--gpu", "h100", "--prompt-lengths", "fixed:10000", "--output-lengths", "fixed:10",
+       "--shared-prefix-tokens", "8000", "--concurrency", "1", "--num-requests", "10", "--max-model-len", "16384",
+       "--engine-version", "0.33.0")
+# the Mamba worked case (tests/cli/test_mamba_prefix_cli.py): Qwen3-Next at TP 2 on H200, B = 576, chunks of 8,064
+MAMBA = ("simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H200", "--tp", "2", "--prompt-lengths",
+         "fixed:32000", "--output-lengths", "fixed:1", "--shared-prefix-tokens", "30000", "--concurrency", "1",
+         "--num-requests", "20", "--max-num-batched-tokens", "8192")
+
+
+def test_a_sliding_window_interval_lets_the_second_prompt_hit():
+    # I = 256 (16 blocks a segment): prompt 1 keeps sliding blocks i % 16 ≥ 8, so prompt 2's 500-block chain walks
+    # back to 496 blocks (blocks 488–495 kept: 7,936 = 31 × 256 tokens) and its junction 8,000 keeps 492–499;
+    # prompts 3–10 hit 8,000: 7,936 + 8 × 8,000 = 71,936 of 100,000 (without the flag 64,000)
+    d = cli_json("simulate", *SWA, "--prefix-cache-retention-interval", "256")
+    assert (d["summary"]["prefix_cache_hit_tokens"], d["summary"]["prefix_cache_query_tokens"]) == (71_936, 100_000)
+    assert any("before every multiple of 256 tokens (--prefix-cache-retention-interval)" in n for n in d["notes"])
+
+
+def test_a_mamba_interval_on_the_chunk_grid_keeps_the_chunk_end_states():
+    # I = 8,064 (14 blocks, the chunk length): request 1's states at 8,064, 16,128, 24,192 are kept, so request 2 hits
+    # 24,192 and requests 3–20 the junction's 29,952: 24,192 + 18 × 29,952 = 563,328 of 640,000 (without: 539,136)
+    out = run_cli(*MAMBA, "--prefix-cache-retention-interval", "8064").output
+    assert "prefix cache: hit rate 88.0% (563,328 of 640,000 prompt tokens)" in out
+    assert "every multiple of 8,064 tokens where a chunk ends or checkpoints" in out
+
+
+def test_zero_is_the_default():
+    d = cli_json("simulate", *SWA, "--prefix-cache-retention-interval", "0")
+    assert d["summary"]["prefix_cache_hit_tokens"] == 64_000  # as without the flag (test_swa_prefix_cli.py)
+    assert any(n.startswith("--prefix-cache-retention-interval 0: vLLM 0.33.0's default") for n in d["notes"])
+
+
+def test_goodput_and_cost_simulate_take_it():
+    slo = ("--slo", "ttft:2s")
+    g = cli_json("goodput", "--simulate", *SWA, *slo, "--prefix-cache-retention-interval", "256")
+    c = cli_json("cost", "--simulate", *SWA, *slo, "--api", "gpt-4o-mini", "--at-offered-load",
+                 "--prefix-cache-retention-interval", "256")
+    for d in (g, c):
+        assert any("before every multiple of 256 tokens" in n for n in d["simulation"]["notes"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256"),
+     'vLLM 0.28.0 refuses it at argument parsing ("vllm serve: error: unrecognized arguments: '
+     '--prefix-cache-retention-interval 256")'),
+    (("--prefix-cache-retention-interval", "250"),
+     '"prefix_cache_retention_interval (250) must be non-negative and a multiple of scheduler_block_size (16)."'),
+    (("--prefix-cache-retention-interval", "256", "--policy", "sglang"), "is a vLLM flag"),
+])
+def test_refused_as_vllm_refuses(args, words):
+    # gpt-oss-20b's groups all have 16-token blocks: scheduler_block_size = lcm = 16, and 250 is not a multiple
+    assert words in refused("simulate", *SWA[:-2], *args)
+
+
+def test_a_model_without_sliding_or_mamba_groups_refuses_a_positive_interval():
+    msg = refused("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--prefix-cache-retention-interval", "16")
+    assert "this model has no sliding-window or Mamba KV cache group, so retention has no effect" in msg
+    d = cli_json("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--prefix-cache-retention-interval", "0")
+    assert d["workload"]["num_requests"] == 5  # 0 is accepted (vLLM returns before the group check)
+
+
+def test_a_negative_interval_is_out_of_range():
+    assert "prefix-cache-retention-interval" in refused("simulate", *SWA, "--prefix-cache-retention-interval", "-16")
+
+
+def test_the_api_takes_it_as_cost_does():
+    # refused in the API's words (the parameter, not the flag), as cost --simulate refuses the flag
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.28.0 refuses it at argument"):
+        kvledger.cost(simulate="openai/gpt-oss-20b", gpu="h100", slo="ttft:2s", api="gpt-4o-mini",
+                      engine_version="0.28.0", prefix_cache_retention_interval=256, at_offered_load=True,
+                      num_requests=5, cache=False)
