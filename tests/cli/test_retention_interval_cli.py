@@ -82,3 +82,21 @@ def test_the_api_takes_it_as_cost_does():
         kvledger.cost(simulate="openai/gpt-oss-20b", gpu="h100", slo="ttft:2s", api="gpt-4o-mini",
                       engine_version="0.28.0", prefix_cache_retention_interval=256, at_offered_load=True,
                       num_requests=5, cache=False)
+
+
+SEARCH = ("search", "openai/gpt-oss-20b", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
+          "--max-model-len", "16K", "--prompt-lengths", "fixed:10000", "--output-lengths", "fixed:10",
+          "--shared-prefix-tokens", "8000", "--num-requests", "50", "--utilization", "0.5", "--backend", "serial")
+
+
+def test_search_simulates_with_it_and_its_vllm_line_carries_it():
+    d = cli_json(*SEARCH, "--engine-version", "0.33.0", "--prefix-cache-retention-interval", "256")
+    assert d["spec"]["prefix_cache_retention_interval"] == 256
+    (c,) = d["candidates"]
+    assert c["launch"]["vllm"].endswith("--max-num-batched-tokens 8192 --prefix-cache-retention-interval 256")
+    assert "retention" not in c["launch"]["check"]  # kvledger plan has no such flag: the pool does not depend on it
+
+
+def test_search_refuses_it_before_any_candidate_for_vllm_before_0_29():
+    msg = refused(*SEARCH, "--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256")
+    assert msg.startswith("--prefix-cache-retention-interval 256: vLLM 0.28.0 refuses it at argument parsing")

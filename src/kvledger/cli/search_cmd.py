@@ -42,7 +42,7 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "quantization", "engine_version",
                                      "step_cost", "cpu_overhead", "gpu_profile", "gemm_efficiency",
                                      "allreduce_link_share", "wddm", "client_latency", "enable_expert_parallel",
-                                     "mamba_ssm_cache_dtype", "inter_node_link"),
+                                     "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval"),
                   defaults={"step_cost": "roofline"},
                   help={  # search plans and simulates vLLM only: the shared help's --policy sglang is not its flag
                       "enable_expert_parallel": "vLLM --enable-expert-parallel (data parallel 1) for a MoE model's "

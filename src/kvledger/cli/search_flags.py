@@ -106,6 +106,8 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
+    from kvledger.analyses.serving.retention_flag import check_release
+    from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_tokens
 
@@ -114,8 +116,6 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     split = next((v for v in (vol.monthly_input_tokens, vol.monthly_output_tokens) if v is not None), None)
     if p.utilization is not None and (rate is not None or monthly_tokens is not None or split is not None
                                       or sessions.session_rate):
-        from kvledger.errors import InputError
-
         raise InputError(f"--utilization {p.utilization:g} cannot be given with a load (--rate, --monthly-tokens, "
                          "--monthly-input-tokens/--monthly-output-tokens or --session-rate): the load sets each "
                          "candidate's replicas and the utilization they realize, and its bill is those whole "
@@ -146,15 +146,15 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency, inter_node_link=e.inter_node_link,
+                      prefix_cache_retention_interval=e.prefix_cache_retention_interval,
                       mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
                           e.mamba_ssm_cache_dtype))
     inter_node_link(e.inter_node_link)  # an unreadable one refused before any candidate is planned
+    check_release(e.prefix_cache_retention_interval, e.engine_version)  # vLLM < 0.29: before any candidate
     from kvledger.analyses.search.evaluate import check_volume
     from kvledger.analyses.search.load import load_problems
 
     if bad := load_problems(spec, priced=False):  # the load's flags together, refused before any candidate is planned
-        from kvledger.errors import InputError
-
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned

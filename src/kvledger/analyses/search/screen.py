@@ -54,6 +54,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           client_latency=latency_arg(spec), enable_expert_parallel=cand.enable_expert_parallel,
                           mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
                           inter_node_link=spec.inter_node_link,
+                          prefix_cache_retention_interval=spec.prefix_cache_retention_interval,
                           data_parallel_size=cand.data_parallel_size)  # DP ranks in lock-step: serving/sim_dp.py
 
 
@@ -237,8 +238,9 @@ def _spans(cand: Candidate, widest: int) -> str:
 
 def _launch_figures(spec: SearchSpec, plan: Any) -> dict[str, Any]:
     """``plan_figures`` with the --max-model-len its launch line carries when the range's low end may not start
-    (``launch_len.launch_len_figures``)."""
+    (``launch_len.launch_len_figures``) and a positive --prefix-cache-retention-interval."""
     from kvledger.analyses.search.launch_len import launch_len_figures
 
     figures = plan_figures(plan)
-    return {**figures, **launch_len_figures(spec, plan, figures)}
+    retention = {"prefix_cache_retention_interval": i} if (i := spec.prefix_cache_retention_interval) else {}
+    return {**figures, **launch_len_figures(spec, plan, figures), **retention}  # the vllm line's flag (launch.py)

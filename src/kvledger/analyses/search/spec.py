@@ -47,7 +47,8 @@ class SearchSpec:
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
         engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype, inter_node_link (a TP group over
-            nodes: a GPU's NIC, as ``--inter-node-link``): fixed flags (None: default).
+            nodes: a GPU's NIC, as ``--inter-node-link``), prefix_cache_retention_interval (vLLM ≥ 0.29): fixed flags
+            (None: default).
         quantization: vLLM ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none).
         wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
@@ -68,7 +69,7 @@ class SearchSpec:
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens",
-                         "mamba_ssm_cache_dtype", "inter_node_link")
+                         "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval")
 
     model: str
     slo: str
@@ -104,6 +105,7 @@ class SearchSpec:
     client_latency: str | None = None
     mamba_ssm_cache_dtype: str | None = None
     inter_node_link: str | None = None
+    prefix_cache_retention_interval: int | None = None
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``
@@ -131,11 +133,9 @@ class SearchSpec:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))
         from kvledger.dynamics.workload.shared_prefix import check_trace_shared_prefix
-
         if self.synthetic is None:  # a trace naming its own prefixes (hash ids): refused here, not by every candidate
             check_trace_shared_prefix(self.trace, self.shared_prefix_tokens, self.num_requests, self.seed)
         from kvledger.accounting.calibration_profile import load_profile, looks_like_profile
-
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
         from kvledger.accounting.gpu_profile import load_gpu_profile

@@ -18,7 +18,7 @@ from typing import Any
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.errors import InputError
 
-__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override"]
+__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release"]
 
 RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.28.0 has the environment variable only
 
@@ -36,12 +36,7 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
     if m.engine != "vllm":
         raise InputError(f"{flag} is a vLLM flag (which sliding-window and Mamba checkpoints its prefix cache keeps); "
                          "SGLang has no such setting: drop it, or simulate vLLM (another --policy)")
-    if parse_version(m.engine_version) < RETENTION_FLAG_FROM:
-        raise InputError(f"{flag}: vLLM {m.engine_version} refuses it at argument parsing (\"vllm serve: error: "
-                         f"unrecognized arguments: --prefix-cache-retention-interval {interval}\"): the flag came in "
-                         "0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_interval; 0.28.0 reads the "
-                         "environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead, not modelled); drop it, "
-                         "or use --engine-version 0.29.0 or later")
+    check_release(interval, m.engine_version)
     groups = plan.layout.groups if plan.layout is not None else ()
     if interval == 0:
         return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
@@ -59,3 +54,18 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
                          f"multiple of scheduler_block_size ({scheduler_block}).\" (the lcm of the KV cache groups' "
                          f"block sizes, tokens); give a multiple, e.g. {near}")
     return interval, []
+
+
+def check_release(interval: int | None, engine_version: str | None) -> None:
+    """Refuse ``--prefix-cache-retention-interval`` for a vLLM release before 0.29 (None: the newest, which has it).
+
+    Raises:
+        InputError: in vLLM's argparse words (module doc).
+    """
+    if interval is None or not engine_version or parse_version(engine_version) >= RETENTION_FLAG_FROM:
+        return
+    raise InputError(f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} refuses it at argument "
+                     "parsing (\"vllm serve: error: unrecognized arguments: --prefix-cache-retention-interval "
+                     f"{interval}\"): the flag came in 0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_"
+                     "interval; 0.28.0 reads the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead, "
+                     "not modelled); drop it, or use --engine-version 0.29.0 or later")
