@@ -23,3 +23,17 @@ def test_vllm_019_default_is_off_and_says_why():
     out = run_cli(*RUN, "--engine-version", "0.19.0").output
     assert "prefix cache: hit rate 0.0% (0 of 640,000 prompt tokens)" in out
     assert "note: prefix caching off: vLLM 0.19.0 launches this Mamba hybrid without it" in out
+
+
+def test_mamba_cache_mode_all_hits_every_cached_block():
+    # Jamba-v0.1 at TP 4 with --enable-prefix-caching, vLLM 0.19: mamba_cache_mode all (SupportsMambaPrefixCaching),
+    # blocks of 2,048 tokens. 10 sequential 10,000-token prompts sharing 8,000: 3 shared full blocks (6,144 tokens),
+    # the hit cap (10,000 − 1) // 2,048 = 4 blocks is above them; prompt 1 keeps the state of every block, so prompts
+    # 2–10 hit 6,144 each: 55,296 of 100,000 (before "all" mode was modelled: none simulated)
+    out = run_cli("simulate", "ai21labs/Jamba-v0.1", "--gpu", "h100", "--tp", "4", "--engine-version", "0.19.0",
+                  "--enable-prefix-caching", "--prompt-lengths", "fixed:10000", "--output-lengths", "fixed:10",
+                  "--shared-prefix-tokens", "8000", "--concurrency", "1", "--num-requests", "10",
+                  "--max-model-len", "16384").output
+    assert "engine: 5,593 KV blocks × 2,048 tokens" in out
+    assert "prefix cache: hit rate 55.3% (55,296 of 100,000 prompt tokens)" in out
+    assert "note: Mamba prefix caching as vLLM 0.19.0 (mamba_cache_mode all, read in 0.19 and 0.27)" in out

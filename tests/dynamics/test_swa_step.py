@@ -113,8 +113,12 @@ def test_mamba_state_pages_follow_mamba_manager():
                                      32, 128)
     per_block = StepBlockRule.from_layout(KVLayout((MAMBA.groups[0], AllocGroup("state", 1, 1, 4, 1, 0, 1, True)), 1,
                                                    4, 0), 32, 128)
-    for rule in (none, per_block):  # one page in every step ("all" mode's prefill is not modelled)
-        assert (rule.held_after(0, 10), rule.held_after(10, 6), rule.admission(10)) == (4, 5, 4)
+    # "none": one page in every step → full 3 + 1, 4 + 1, admission 3 + 1
+    assert (none.held_after(0, 10), none.held_after(10, 6), none.admission(10)) == (4, 5, 4)
+    # "all": a page per block of the step's tokens less those before the last computed token's: 0 → 10 holds
+    # cdiv(10, 4) = 3 pages (+ full 3 = 6); 10 → 16 holds 4 − (10 − 1) // 4 = 2 (+ full 4 = 6); admission counts
+    # cdiv(10, 4) = 3 pages (+ full 3 = 6)
+    assert (per_block.held_after(0, 10), per_block.held_after(10, 6), per_block.admission(10)) == (6, 6, 6)
 
 
 def test_mamba_checkpoint_page_delays_a_second_admission():

@@ -18,6 +18,11 @@ def hybrid_caching(rule: Any, engine_version: str) -> str:
     full + sliding one (``StepBlockRule.retention``, the release's ``swa_retention.SlidingRetention``)."""
     if rule.state_prefix is not None:
         return rule.state_prefix.text + "; these runs take the general step throughout (slower)"
+    if rule.state_per_block:
+        return (f"Mamba prefix caching as vLLM {engine_version} (mamba_cache_mode all, read in 0.19 and 0.27): a state "
+                "page per block of the step's tokens, every full block's state kept (MambaManager.cache_blocks), a "
+                "hit is full attention's chain walked back to the last block whose state is cached "
+                "(MambaManager.find_longest_cache_hit); these runs take the general step throughout (slower)")
     retention = rule.retention
     return (f"hybrid prefix caching as vLLM {engine_version} (ModelConfig.is_prefix_caching_supported): per-group "
             "hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py) and keep in the "

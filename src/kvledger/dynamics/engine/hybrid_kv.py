@@ -25,9 +25,20 @@ Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_l
   junction (the full groups' chain where it is longer than the hit), and with ``--prefix-cache-retention-interval I``
   before every multiple of ``I``; the others are freed unhashed (evicted first).
 
-Only layouts whose attention groups share one block size and have no Mamba state (gpt-oss,
-Gemma-2/3) are handled; the fast path's vectorised stretches are not implemented for this
-manager, so every step runs the general step (exact by construction, slower).
+Mamba state groups in ``mamba_cache_mode`` "all" (vLLM 0.19–0.27, models implementing SupportsMambaPrefixCaching:
+Jamba, Nemotron-H, granite-4; ``StepBlockRule.state_per_block``) are a group of this kind too: a page per block, the
+state after that block's tokens, every full one hashed (``MambaManager.cache_blocks``, the base rule), the pages before
+the last computed token's freed with their hash (``get_num_skipped_tokens`` = computed − 1); a hit needs only the
+state of its last block (``MambaManager.find_longest_cache_hit``, right to left), and not one hashed in this schedule
+(``cached_blocks_this_step``; read in 0.19 and 0.27)::
+
+    B = 4, a 16-token prompt sent twice: the first hashes the states after 4, 8, 12 and 16 tokens; the second's full
+    chain is capped at (16 − 1) // 4 = 3 blocks and finds the state after 12 → a 12-token hit (its page the only live
+    one of blocks 0–2)
+
+Only layouts whose groups share one block size are handled (gpt-oss, Gemma-2/3, "all"-mode Mamba hybrids); the fast
+path's vectorised stretches are not implemented for this manager, so every step runs the general step (exact by
+construction, slower).
 """
 
 from __future__ import annotations
@@ -44,8 +55,9 @@ __all__ = ["HybridKVManager", "supports_hybrid_caching"]
 
 
 def supports_hybrid_caching(rule: StepBlockRule) -> bool:
-    """Whether ``HybridKVManager`` models this layout: attention groups only, one block size."""
-    kinds = {k for k, _, _ in rule.groups}
+    """Whether ``HybridKVManager`` models this layout: full and sliding-window groups, or "all"-mode Mamba state groups,
+    of one block size."""
+    kinds = {k for k, _, _ in rule.groups} - ({"state"} if rule.state_per_block else set())
     return kinds <= {"full", "sliding_window"} and len({b for _, b, _ in rule.groups}) == 1
 
 
@@ -71,12 +83,15 @@ class HybridKVManager(PoolUsage):
         self.pool = BlockPool(num_gpu_blocks, enable_caching)
         self.rule, self.enable_caching = rule, enable_caching
         self.block_size = B = rule.groups[0][1]
-        self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else 0) for kind, _, W in rule.groups]
+        # (kind, window, blocks a hit needs before it): an "all"-mode state group needs its last block's state only
+        self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else int(kind == "state"))
+                       for kind, _, W in rule.groups]
         self.bft = rule.steady
         self.sparse = rule.retention.prefix_cache_retention_interval is not None  # None: dense (swa_retention.py)
         self.per_segment = segment_blocks(rule.retention, B)  # --prefix-cache-retention-interval's segment, blocks
         self.prefix_stats = PrefixCacheStats()
         self._held = 0  # live blocks held by requests, blocks
+        self._this_step: set[int] = set()  # state keys hashed since the step's schedule began
 
     # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
     @property
@@ -97,7 +112,7 @@ class HybridKVManager(PoolUsage):
         keys = req.keys if req.keys is not None else self._keys(req)
         h = self._full_chain(req, keys)
         while h > 0 and not all(self._cached(keys, g, i) is not None
-                                for g, (k, _, w) in enumerate(self.groups) if k == "sliding_window"
+                                for g, (k, _, w) in enumerate(self.groups) if k != "full"
                                 for i in range(max(0, h - w), h)):
             h -= 1
         return h, h * self.block_size
@@ -132,8 +147,14 @@ class HybridKVManager(PoolUsage):
         return req.keys
 
     # ------------------------------------------------------------ allocation
+    def new_step_starts(self) -> None:
+        """A schedule begins: states hashed in the last one may be hit now (vLLM ``MambaManager.new_step_starts``)."""
+        self._this_step.clear()
+
     def _skipped(self, g: int, computed: int) -> int:
         kind, W, _ = self.groups[g]
+        if kind == "state":  # Mamba keeps the last computed token's state only (get_num_skipped_tokens)
+            return max(0, computed - 1) // self.block_size
         return max(0, computed - W + 1) // self.block_size if kind == "sliding_window" else 0
 
     def admit(self, req: SimRequest, h: int, num_new_tokens: int, must_fit_tokens: int,
@@ -141,6 +162,9 @@ class HybridKVManager(PoolUsage):
         """Take the hit blocks and blocks for ``num_new_tokens``; False (nothing changed) if the admission check
         fails."""
         B, pool, keys = self.block_size, self.pool, self._keys(req) if h else []
+        states = [g for g, (kind, _, _) in enumerate(self.groups) if kind == "state"]
+        if h and any(hash((keys[h - 1], g)) in self._this_step for g in states):
+            return False  # a state hashed by another request in this schedule: not before the next (vLLM)
         c = h * B
         upto = c + num_new_tokens
         hits: list[list[int | None]] = []
@@ -154,7 +178,9 @@ class HybridKVManager(PoolUsage):
             evictable += pool.num_in_free_queue(live)
         fit = max(must_fit_tokens, upto, reserve_tokens)
         new = len(hits) * (-(-upto // B) - h)  # every group gets blocks h .. cdiv(upto, B) − 1
-        if self.rule.admission(fit) - kept + evictable > pool.num_free_blocks or new + evictable > pool.num_free_blocks:
+        counted = kept + len(states) * max(0, h - 1)  # vLLM counts a state hit's null blocks as computed ones too
+        free = pool.num_free_blocks
+        if self.rule.admission(fit) - counted + evictable > free or new + evictable > free:
             return False
         ends = self._boundary_ends(req, h)  # before any allocation evicts a block of the full groups' chain
         for row in hits:  # every hit leaves the free queue before any allocation can evict it
@@ -215,7 +241,9 @@ class HybridKVManager(PoolUsage):
                 if ends and kind == "sliding_window" and not reachable_block(i, ends, need, self.per_segment):
                     continue
                 if b is not None and self.pool.key_of(b) is None:
-                    self.pool.register(b, self._key(keys[i], g))
+                    self.pool.register(b, key := self._key(keys[i], g))
+                    if kind == "state":
+                        self._this_step.add(key)
         req.num_registered = max(req.num_registered, full)
 
     def free(self, req: SimRequest, preempted: bool) -> None:

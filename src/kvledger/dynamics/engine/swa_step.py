@@ -32,7 +32,12 @@ starts on a block boundary and ends past the next one (checkpoint column ``cdiv(
 counts 1 + the checkpoint page for a sequence longer than a block. A decode step that crosses a block boundary
 (computed a multiple of the block) likewise holds the old page with the new one for that step; decode stretches,
 which only add blocks, stop before such a step (``steps_before_crossing``), so the general step takes it and the next
-frees the old page. With "none" (prefix caching off), and "all" (not modelled), a state group is always 1 page.
+frees the old page. With "none" (prefix caching off) a state group is always 1 page. With "all" (vLLM 0.19–0.27, models
+implementing SupportsMambaPrefixCaching: ``state_per_block``) the base manager gives a state group a page per block of
+the step's tokens, ``cdiv(computed + new, B)``, less the blocks before the last computed token's
+(``get_num_skipped_tokens`` = computed − 1): a prefill chunk of k blocks holds k pages (one more when it starts past a
+block's first token), a decode step 1, or 2 as it crosses a block; the admission and start-up checks count
+``cdiv(tokens, B)`` (``MambaSpec.max_memory_usage_bytes``), as the plan does.
 
 Block-aligned prefill chunks (vLLM 0.33 ``v1/core/sched/scheduler.py : Scheduler._mamba_block_aligned_split``, align
 mode): a prefill chunk that stops short of the prefill end is cut to end on a multiple of B (when that leaves tokens,
@@ -73,6 +78,7 @@ class StepBlockRule:
         state_prefix: align mode: the release's Mamba prefix-cache rule (``mamba_prefix_rules.MambaPrefixRule``, from
             ``engine_version``); None: not known (no prefix hits are modelled for the state groups).
         state_split: the release's align-mode chunk split (a key of ``mamba_prefix_rules.SPLITS``).
+        state_per_block: Mamba state groups in "all" mode: a page per block of the step's tokens (module doc).
     """
 
     groups: tuple[tuple[str, int, int], ...]
@@ -83,6 +89,7 @@ class StepBlockRule:
     retention: SlidingRetention = DENSE
     state_prefix: Any = None
     state_split: str = "0.32"
+    state_per_block: bool = False
 
     @classmethod
     def from_layout(cls, layout, max_model_len: int, inflight_tokens: int, engine_version: str | None = None,
@@ -96,7 +103,8 @@ class StepBlockRule:
         retention = sliding_retention(engine_version)
         retention = with_interval(retention, retention_interval) if retention_interval else retention
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
-                   inflight_tokens, boundary, max(ck, 0), retention, prefix, mamba_split(engine_version))
+                   inflight_tokens, boundary, max(ck, 0), retention, prefix, mamba_split(engine_version),
+                   any(g.state_page_per_block for g in state))
 
     @property
     def state_block_size(self) -> int:
@@ -107,9 +115,11 @@ class StepBlockRule:
         """Pages one state group holds once a step's ``new`` tokens after ``computed`` have their slots (module doc):
         1, + 1 where the step crosses a block boundary, + the checkpoint page where the chunk reaching the prefill end
         (``at_end``) can export it, pages."""
+        t, B = computed + new, block_size
+        if self.state_per_block:  # "all": a page per block, less those before the last computed token's
+            return cdiv(t, B) - max(0, computed - 1) // B
         if not self.state_boundary_page:
             return 1
-        t, B = computed + new, block_size
         crosses = computed > 0 and (computed - 1) // B != (t - 1) // B
         # a positive --prefix-cache-retention-interval: every chunk's checkpoint (the coordinator passes prefill_end 0)
         at_end = at_end or bool(self.state_prefix is not None and self.state_prefix.retention_interval)
@@ -144,7 +154,7 @@ class StepBlockRule:
     def steps_before_crossing(self, comp: list[int], rems: list[int], k: int) -> int:
         """Decode steps (≤ ``k``) of a stretch before the first in which a request (``comp[i]`` computed tokens at the
         start, ``rems[i]`` steps left) crosses a state group's block boundary and takes a second page, steps."""
-        if not self.state_boundary_page:
+        if not (self.state_boundary_page or self.state_per_block):
             return k
         for kind, B, _ in self.groups:
             if kind == "state":
@@ -193,7 +203,9 @@ class StepBlockRule:
         n, L, F = num_tokens, self.max_model_len, self.inflight_tokens
         total = 0
         for kind, B, W in self.groups:
-            if kind == "state":  # MambaManager's admission cap: 1 + the checkpoint page past the first block
+            if kind == "state" and self.state_per_block:  # "all": a page per block (the base manager's count)
+                total += cdiv(min(n, L), B)
+            elif kind == "state":  # MambaManager's admission cap: 1 + the checkpoint page past the first block
                 total += 1 + (self.state_checkpoint_pages if min(n, L) > B else 0)
             elif kind == "sliding_window":
                 total += min(cdiv(min(n, L), B), cdiv(min(W - 1 + F, L), B) + 1)
@@ -218,7 +230,7 @@ class StepBlockRule:
                 total += cdiv(min(W + F, L), B)
             elif kind != "state":
                 total += cdiv(L, B)
-        return total + sum(1 + (self.state_checkpoint_pages if L > B else 0)
+        return total + sum(cdiv(L, B) if self.state_per_block else 1 + (self.state_checkpoint_pages if L > B else 0)
                            for kind, B, _ in self.groups if kind == "state")
 
 
