@@ -37,7 +37,4 @@ def hybrid_no_caching(layout: Any, engine_version: str) -> str:
         return (f"prefix caching off: vLLM {engine_version} launches this Mamba hybrid without it (mamba_cache_mode "
                 "none; on by default for hybrid models from 0.26, ModelConfig.is_prefix_caching_supported); "
                 "--enable-prefix-caching turns it on")
-    if any(g.state_page_per_block for g in state):
-        return ("prefix caching is not modelled for Mamba state groups in mamba_cache_mode all (vLLM 0.19–0.27's "
-                "mode for models implementing SupportsMambaPrefixCaching): " + HYBRID_NO_CACHING.split(": ", 1)[1])
     return HYBRID_NO_CACHING
