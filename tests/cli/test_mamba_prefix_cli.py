@@ -37,3 +37,16 @@ def test_mamba_cache_mode_all_hits_every_cached_block():
     assert "engine: 5,593 KV blocks × 2,048 tokens" in out
     assert "prefix cache: hit rate 55.3% (55,296 of 100,000 prompt tokens)" in out
     assert "note: Mamba prefix caching as vLLM 0.19.0 (mamba_cache_mode all, read in 0.19 and 0.27)" in out
+
+
+def test_up_to_0_31_a_prompt_of_a_multiple_of_b_runs_in_one_chunk():
+    # Qwen3-Next at 0.28: B = 544; 10 sequential copies of one 5,440-token prompt (10 blocks), budget 8,192. The hit
+    # is capped at (5,440 − 1) // 544 = 9 blocks = 4,896 tokens, so it needs the state after 4,896. vLLM 0.28's split
+    # stops at 5,440 − 5,440 % 544 = 5,440: copy 1 runs in one chunk (state at 5,440 only) → copy 2 hits 0 and stops at
+    # its junction 4,896 (kept); copies 3–10 hit 4,896: 8 × 4,896 = 39,168 of 54,400. (0.32's split, (5,440 − 1) //
+    # 544 × 544 = 4,896, would have copy 1 stop there: 9 × 4,896 = 44,064.)
+    out = run_cli("simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H200", "--tp", "2", "--engine-version",
+                  "0.28.0", "--num-requests", "10", "--prompt-lengths", "fixed:5440", "--output-lengths", "fixed:1",
+                  "--shared-prefix-tokens", "5440", "--concurrency", "1", "--max-num-batched-tokens", "8192").output
+    assert "engine: 7,851 KV blocks × 544 tokens" in out
+    assert "prefix cache: hit rate 72.0% (39,168 of 54,400 prompt tokens)" in out
