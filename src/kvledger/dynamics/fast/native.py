@@ -12,7 +12,7 @@ import os
 
 __all__ = ["core", "CORE_VERSION", "load"]
 
-CORE_VERSION = 9  # the VERSION stretch_core.c declares for the functions its callers here expect
+CORE_VERSION = 10  # the VERSION stretch_core.c declares for the functions its callers here expect
 
 
 def load():

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <structmember.h>  /* PyMemberDef, T_OBJECT_EX, READONLY */
 
-#define CORE_VERSION 9          /* native.py loads only the version it was written for */
+#define CORE_VERSION 10         /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -51,7 +51,7 @@ static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K
 static PyObject *s_request_id, *s_segment_tokens, *s_client_id, *s_output_segments;
 static PyObject *s_blocks_attr, *s_keys_attr, *s_arrival_s, *s_num_preemptions, *s_num_registered;
 static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
-    *s_queries, *s_dsteps, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
+    *s_queries, *s_dsteps, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_junction, *s_last_access,
     *s_evict, *s_free, *s_preempted, *s_num_evictions, *s_alive, *s_lock_ref, *s_parent, *s_key, *s_ntok, *s_push,
     *s_backs_up;
 
@@ -1058,13 +1058,13 @@ static PyObject *new_request(PyObject *req_type, PyObject *uid, PyObject *spec, 
     if (!PyErr_Occurred())
         out = capped && pv + ov > cap ? PyLong_FromLongLong(cap - pv) : Py_NewRef(o);  /* served with its output capped */
     PyObject *zero = PyLong_FromLong(0), *minus1 = PyLong_FromLong(-1), *runs = PyList_New(0), *blocks = PyList_New(0);
-    PyObject *names[20] = {s_uid, s_spec, s_arrival_s, s_num_prompt, s_num_output, s_num_computed, s_num_generated,
+    PyObject *names[21] = {s_uid, s_spec, s_arrival_s, s_num_prompt, s_num_output, s_num_computed, s_num_generated,
                            s_num_tokens, s_status, s_num_preemptions, s_num_cached, s_runs, s_run_start, s_blocks_attr,
-                           s_num_registered, s_keys_attr, s_node, s_private, s_tree_tokens, s_covered};
-    PyObject *values[20] = {uid, spec, arrival, p, out, zero, zero, p, waiting_status, zero, Py_None, runs, minus1,
-                            blocks, zero, Py_None, Py_None, zero, zero, zero};
+                           s_num_registered, s_keys_attr, s_node, s_private, s_tree_tokens, s_covered, s_junction};
+    PyObject *values[21] = {uid, spec, arrival, p, out, zero, zero, p, waiting_status, zero, Py_None, runs, minus1,
+                            blocks, zero, Py_None, Py_None, zero, zero, zero, zero};
     int rc = out && zero && minus1 && runs && blocks ? 0 : -1;
-    for (int i = 0; rc == 0 && i < 20; i++) rc = core_setattr(r, names[i], values[i]);
+    for (int i = 0; rc == 0 && i < 21; i++) rc = core_setattr(r, names[i], values[i]);
     Py_XDECREF(out); Py_XDECREF(zero); Py_XDECREF(minus1); Py_XDECREF(runs); Py_XDECREF(blocks);
     if (rc < 0) Py_CLEAR(r);
     return r;
@@ -2334,7 +2334,7 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last,
                           &s_runs, &s_D, &s_F, &s_room, &s_prefills, &s_admits, &s_pure_s, &s_tick, &s_seq,
                           &s_tree_tokens, &s_evictable, &s_private, &s_held_slots, &s_capacity, &s_requests,
-                          &s_queries, &s_dsteps, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
+                          &s_queries, &s_dsteps, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered, &s_junction,
                           &s_last_access, &s_evict, &s_free, &s_preempted, &s_num_evictions, &s_alive, &s_lock_ref,
                           &s_parent, &s_key, &s_ntok, &s_push, &s_backs_up, &s_arrival_s, &s_num_preemptions,
                           &s_num_registered, &s_blocks_attr, &s_keys_attr, &s_request_id, &s_segment_tokens,
@@ -2346,6 +2346,7 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           "runs", "D", "F", "room", "prefills", "admits", "_pure_s", "_tick", "_seq", "tree_tokens",
                           "evictable_tokens", "private_tokens", "held_slots", "capacity_tokens", "requests",
                           "queries", "dsteps", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
+                          "shared_prefix_boundary",
                           "last_access", "_evict", "free", "preempted", "num_evictions", "alive", "lock_ref",
                           "parent", "key", "ntok", "_push", "backs_up_on_evict", "arrival_s", "num_preemptions",
                           "num_registered", "blocks", "keys", "request_id", "segment_tokens", "client_id",
