@@ -167,13 +167,13 @@ def test_the_simulator_line_says_which_dp_the_simulator_steps(sglang_pair):
     # simulate's note on an MLA model at TP 8: vLLM's alternative (DP 8 + EP, TP 1) is what `kvledger simulate
     # --data-parallel-size 8 --enable-expert-parallel` steps in lock-step (analyses/serving/sim_dp.py), so the line
     # must not say "the simulator does not" (it did); SGLang's DP attention is planned only (simulate refuses it).
-    # Figures: vLLM TP 8 holds 40,354 blocks × 16 = 645,664 tokens; DP 8 8 × 24,551 × 16 = 3,142,528 (4.87×);
+    # Figures: vLLM TP 8 holds 40,354 blocks × 16 = 645,664 tokens; DP 8 8 × 25,387 × 16 = 3,249,536 (5.03×);
     # SGLang TP 8 643,295 slots against 8 × 221,051 = 1,768,408 (2.75×) — the plans above and in the goldens.
     from kvledger.accounting.dp_node import dp_hint
 
     vllm = dp_hint(_plan(tp=8), build_plan)
-    assert "(3,142,528 against 645,664, vLLM 0.33.0 rules; `kvledger simulate` with those flags simulates its DP " \
-           "ranks in lock-step)" in vllm and "4.87×" in vllm and "simulator does not" not in vllm
+    assert "(3,249,536 against 645,664, vLLM 0.33.0 rules; `kvledger simulate` with those flags simulates its DP " \
+           "ranks in lock-step)" in vllm and "5.03×" in vllm and "simulator does not" not in vllm
     sgl = dp_hint(sglang_pair[0], build_plan)
     assert sgl.endswith("(1,768,408 against 643,295, SGLang 0.5.23 rules; `kvledger plan` models it, the simulator "
                         "does not)") and "2.75×" in sgl

@@ -68,10 +68,11 @@ def test_block_fp8_moe_on_hopper_under_expert_parallelism(r1):
         assert (pt, lo, hi) == (FI, FI, FI) == (117_440_512,) * 3 and "FI CUTLASS for EP" in why
         assert moe_workspace(r1, ver, 8192, 8, "sm90")[0] == pytest.approx(KEPT)  # TP alone: Triton
     # before 0.19 not read for EP: the TP rule stands (0.18: Triton, kept over I_local = 2,048 whole experts);
-    # DP ranks (EP 8 over TP 1) gather every rank's tokens into the MoE layers, not modelled: the TP rule stands
     whole = 8192 * 8 * (max(2048, 7168) + max(4096, 7168)) * 2  # = KEPT: I = 2,048 is below hidden either way
     assert moe_workspace(r1, (0, 18, 0), 8192, 8, "sm90", ep=8)[0] == pytest.approx(whole) == pytest.approx(KEPT)
-    assert moe_workspace(r1, (0, 33, 0), 8192, 1, "sm90", ep=8)[0] == pytest.approx(KEPT)
+    # DP 8 over TP 1 (EP 8): the oracle looks at ep_size only, FlashInferExperts accepts DP (0.19.0, 0.33.0), and its
+    # M is the 8 × 8,192 = 65,536 rows gathered from the DP ranks: 65,536 × 7,168 × 2 B = 939,524,096 B (0.875 GiB)
+    assert moe_workspace(r1, (0, 33, 0), 65536, 1, "sm90", ep=8)[:3] == (939_524_096,) * 3
 
 
 def test_deepseek_v3_tp8_ep_on_h200_gains_the_triton_workspace_back():

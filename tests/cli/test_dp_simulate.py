@@ -15,9 +15,9 @@ DSV3 = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-d
 def test_dsv3_dp8_ep_reports_per_rank_kv_and_aggregate_throughput():
     d = cli_json(*DSV3)
     dp = d["data_parallel"]
-    # the plan's pool per rank: 24,551 blocks × 16 tokens = 392,816 (`kvledger plan ... -dp 8` prints the same),
-    # 8 × 392,816 = 3,142,528 in all, on 8 × TP 1 = 8 GPUs
-    assert dp["kv_tokens_per_rank"] == 392_816 and dp["kv_tokens_total"] == 3_142_528 and dp["gpus"] == 8
+    # the plan's pool per rank: 25,387 blocks × 16 tokens = 406,192 (`kvledger plan ... -dp 8` prints the same),
+    # 8 × 406,192 = 3,249,536 in all, on 8 × TP 1 = 8 GPUs
+    assert dp["kv_tokens_per_rank"] == 406_192 and dp["kv_tokens_total"] == 3_249_536 and dp["gpus"] == 8
     assert dp["ranks_in_lockstep"] is True and dp["balancing_rule"] == "vLLM 0.33.0"
     assert "DPEngineCoreProc" in dp["rule_source"] and "DPLBAsyncMPClient" in dp["rule_source"]
     assert sum(dp["requests_routed_per_rank"]) == 16 and len(dp["kv_usage_mean_per_rank"]) == 8
@@ -37,7 +37,7 @@ def test_text_names_the_lockstep_and_is_deterministic():
     assert a.exit_code == 0 and a.stdout == b.stdout
     text = " ".join(a.stdout.split())
     assert "data parallel: 8 DP ranks in lock-step on 8 GPUs" in text
-    assert "KV pool 392,816 tokens per rank, 8 × 392,816 = 3,142,528 in all" in text
+    assert "KV pool 406,192 tokens per rank, 8 × 406,192 = 3,249,536 in all" in text
     assert json.loads(run_cli(*DSV3, "--json").stdout) == json.loads(run_cli(*DSV3, "--json").stdout)
 
 

@@ -24,10 +24,10 @@ def test_goodput_text_names_the_dp_ranks():
     from cli_run import run_cli
 
     out = run_cli("goodput", "--simulate", *DP8, "--target", "0.9").output
-    # 8 GPUs = DP 8 ranks × TP 1 (not "TP 8": 8 GPUs ÷ 1 replica), each rank its own pool of 24,551 blocks
+    # 8 GPUs = DP 8 ranks × TP 1 (not "TP 8": 8 GPUs ÷ 1 replica), each rank its own pool of 25,387 blocks
     assert "probes (8 GPUs = 1 replica × DP 8 × TP 1)" in out
     assert "on 8× NVIDIA H200 141GB SXM5 (DP 8 × TP 1 × 1 replica)" in out
-    assert "24,551 blocks × 16 tokens per DP rank (" in out
+    assert "25,387 blocks × 16 tokens per DP rank (" in out
 
 
 def test_cost_sizes_replicas_of_eight_gpus():
@@ -53,9 +53,9 @@ def test_text_names_the_dp_ranks_and_the_pool_per_rank():
     text = " ".join(r.stdout.split())
     # 8 GPUs = 1 replica of 8 DP ranks × TP 1 (8 ÷ 1 ÷ 8 = TP 1), not "1 replica × TP 8"
     assert r.exit_code == 0 and "probes (8 GPUs = 1 replica × DP 8 × TP 1)" in text and "× TP 8" not in text
-    # the memory source is one rank's pool: 392,816 tokens a rank (`plan -dp 8`) = 24,551 blocks × 16 tokens;
+    # the memory source is one rank's pool: 406,192 tokens a rank (`plan -dp 8`) = 25,387 blocks × 16 tokens;
     # the replica holds 8 × that, so "per replica" would understate it eightfold
-    assert "(DP 8 × TP 1 × 1 replica)" in text and "24,551 blocks × 16 tokens per DP rank" in text
+    assert "(DP 8 × TP 1 × 1 replica)" in text and "25,387 blocks × 16 tokens per DP rank" in text
     assert "tokens per replica" not in text
 
 

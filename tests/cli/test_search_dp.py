@@ -35,8 +35,8 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     c = by_id[DP8]
     assert c["status"] == "feasible" and c["layout"] == "dp8×tp1+ep" and c["num_gpus_per_unit"] == 8
     assert c["data_parallel_size"] == 8 and c["tp"] == 1 and c["enable_expert_parallel"] is True
-    # each rank's pool is the plan's at -dp 8: 24,551 blocks of 16 tokens (392,816 tokens, as simulate -dp 8 reports)
-    assert c["plan"]["num_gpu_blocks"] == 24_551 and c["plan"]["data_parallel_size"] == 8 and "nnodes" not in c["plan"]
+    # each rank's pool is the plan's at -dp 8: 25,387 blocks of 16 tokens (406,192 tokens, as simulate -dp 8 reports)
+    assert c["plan"]["num_gpu_blocks"] == 25_387 and c["plan"]["data_parallel_size"] == 8 and "nnodes" not in c["plan"]
     assert c["launch"]["vllm"].startswith("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 1 ")
     assert c["launch"]["vllm"].endswith("--data-parallel-size 8 --enable-expert-parallel")
     assert "--data-parallel-size 8 --enable-expert-parallel" in c["launch"]["check"]
@@ -53,7 +53,7 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     # DP 8 × TP 8 = 64 GPUs, wider than CoreWeave's 8-GPU instances: the reason names the ranks, not a TP group of 8
     assert wide["reason"] == "no instance holds the DP × TP ranks"
     # vLLM's num_gpu_blocks is each engine's pool: each DP rank's (one GPU here), the TP-8 group's (8 GPUs) there
-    assert "24,551 KV blocks of 16 tokens per DP rank (one GPU);" in c["launch"]["note"]
+    assert "25,387 KV blocks of 16 tokens per DP rank (one GPU);" in c["launch"]["note"]
     assert " KV blocks of 16 tokens per TP group (8 GPUs);" in by_id["nvidia_h200_sxm:tp8:kv-auto:ep"]["launch"]["note"]
     assert any(n.startswith("data parallel 8: ") and "lock-step" in n for n in d["notes"])
 

@@ -199,10 +199,10 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     e, ep = model.num_experts, dp * tp
     return (f"{dp_words(s)} ({engine_text}): {dp} engine cores, each its own TP {tp} group and KV pool; routed "
             f"experts whole over EP {ep}, {local_experts(e, ep)} of {e} on the busiest GPU (fused_moe/config.py), "
-            f"attention, dense layers and shared experts TP {tp}-sliced in each rank; not modelled: the default "
-            "all2all_backend (allgather_reducescatter) gathers up to "
-            f"{dp} × max_num_batched_tokens tokens into each rank's MoE layers in the profile run, above the "
-            f"activation peak planned here, so the KV pool is an upper bound{tail}",)
+            f"attention, dense layers and shared experts TP {tp}-sliced in each rank; the profile run's MoE layers "
+            f"work on {dp} × max_num_batched_tokens rows on every GPU (the default all2all_backend, "
+            "allgather_reducescatter, gathers every rank's rows; --all2all-backend deepep_*, mori, nixl_ep or "
+            f"flashinfer_nvlink_* would dispatch or chunk them otherwise, not modelled){tail}",)
 
 
 def sglang_rank_weights(model: ModelSpec, s: PlanSettings) -> tuple[float, str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, attention_tp, dp_gpus, dp_size, dp_words
+from kvledger.accounting.vllm_dp_moe import DP_MOE_RULE
 from kvledger.catalog.layers import MLAAttention
 from kvledger.errors import InputError
 
@@ -38,6 +39,8 @@ class DataParallelFacts:
         kv_tokens_per_rank: one rank's KV pool, tokens. kv_tokens_total: all ranks' pools, tokens.
         requests: per context, the whole requests one rank and all ranks hold (KV limit and max_num_seqs).
         rule: the engine rule (version) the split follows.
+        moe_profile_tokens: the rows each GPU's MoE layers run in vLLM's profile forward under DP + EP, DP ×
+            max_num_batched_tokens (vllm_dp_moe.py), which size its fused-MoE workspace; None otherwise.
     """
 
     flags: str
@@ -48,6 +51,8 @@ class DataParallelFacts:
     kv_tokens_total: int
     requests: tuple[RankRequests, ...]
     rule: str
+    moe_profile_tokens: int | None = None
+    __json_optional__ = ("moe_profile_tokens",)  # left out off vLLM's DP + EP
 
 
 def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
@@ -66,7 +71,10 @@ def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
                              else ", independent replicas of a dense model"))
     reqs = tuple(RankRequests(r.context_tokens, r.max_running, r.max_running * dp)
                  for r in rows if r.within_max_model_len)
-    return DataParallelFacts(dp_words(s), dp, dp_gpus(s), attention_tp(s), per_rank, per_rank * dp, reqs, rule)
+    moe = dp * mem.max_num_batched_tokens if s.engine == "vllm" and s.enable_expert_parallel else None
+    if moe:
+        rule += f"; the profile run's MoE layers over DP × max_num_batched_tokens = {moe:,} rows ({DP_MOE_RULE})"
+    return DataParallelFacts(dp_words(s), dp, dp_gpus(s), attention_tp(s), per_rank, per_rank * dp, reqs, rule, moe)
 
 
 def _dp_settings(model, s):

@@ -19,10 +19,10 @@ Read in each release's code (``quantization/fp8.py::get_fp8_moe_backend`` up to 
 * 0.18.0, 0.19.0: "On Hopper for Block Fp8, prefer Triton for TP": Triton's modular kernel, kept.
 * Expert parallelism (read in 0.19.0, 0.28.0, 0.29.0, 0.33.0): the same comment ends "and FI CUTLASS for EP": with
   ``ep_size > 1`` FlashInfer CUTLASS goes to the front, so a TP × EP rank keeps its (M, K) workspace, M × hidden × d
-  (for DeepSeek-V3 at 8,192 tokens 0.109 GiB against Triton's 1.75 GiB). With DP ranks (EP = TP × DP > TP) the MoE
-  layers run over every rank's gathered tokens (``all2all.py`` ``AgRsAll2AllManager``; ``modular_kernel.py`` sizes
-  the workspace by the dispatched rows), which this plan does not model (its DP note says so): that case keeps the
-  rule below.
+  (for DeepSeek-V3 at 8,192 tokens 0.109 GiB against Triton's 1.75 GiB). The same with DP ranks (EP = TP × DP > TP):
+  the oracle looks at ``ep_size`` only and ``FlashInferExperts._supports_parallel_config`` accepts any (0.19.0,
+  0.33.0); M is then the rows gathered from every DP rank (``vllm_dp_moe.py``): DeepSeek-V3 DP 8, 65,536 × 7,168 × 2
+  B = 0.875 GiB.
 
 Releases between the read ones (0.12, 0.15, 0.17) take the rule of the nearest read release below them, with the
 range widened to cover the neighbours' choices; other GPUs, other quantizations and releases before 0.11 or after
@@ -60,14 +60,14 @@ def blackwell_block_fp8(model: ModelSpec, arch: str) -> bool:
 
 def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, tp: int, num_tokens: int,
                        kept_bytes: float, default_bytes: float, ep: int = 1) -> tuple[float, float, float, str]:
-    """(point, low, high) B of fused-MoE workspace held after the profile forward, and why.
+    """(point, low, high) B of fused-MoE workspace held after the profile forward, and why; ``num_tokens``: the rows
+    the MoE layer runs (DP × tokens under DP + EP, ``vllm_dp_moe.moe_profile_rows``).
 
     ``kept_bytes`` is the Triton/DeepGEMM workspace (``moe_workspace_bytes`` without its release gate) and
     ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case; ``ep``: the expert-parallel size
     (TP × DP under --enable-expert-parallel, ``expert_parallel.ep_size``; 1 without)."""
     fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
-    if fp8_block_moe_on_hopper(model, arch) and ep > 1 and ep == tp and EP_FLASHINFER_READ[0] <= ver <= \
-            EP_FLASHINFER_READ[1]:
+    if fp8_block_moe_on_hopper(model, arch) and ep > 1 and EP_FLASHINFER_READ[0] <= ver <= EP_FLASHINFER_READ[1]:
         return fi, fi, fi, (f"FP8 MoE: FlashInfer CUTLASS first on Hopper block FP8 under expert parallelism "
                             f"(0.19–0.33: \"prefer Triton for TP and FI CUTLASS for EP\"): {num_tokens:,} × "
                             f"{model.hidden_size} × {model.dtype_bytes} B kept")

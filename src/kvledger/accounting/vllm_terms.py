@@ -11,6 +11,7 @@ from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import vllm_block_size
+from kvledger.accounting.vllm_dp_moe import moe_profile_rows
 from kvledger.accounting.vllm_mla_profile import MLAProfile, flashinfer_sparse_workspace, mla_profile
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
@@ -100,11 +101,13 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
         backend, other, why = v2_sampler(ver), None, ("V2 model runner: greedy dummy requests, no top-k/top-p, so "
                                                      "no sampler backend enters the profile (gpu/sample/sampler.py)")
     ep = ep_size(model, s)  # --enable-expert-parallel: whole experts, so the fused-MoE workspaces take I, not I/TP
+    dp = s.data_parallel_size or 1  # with EP, each GPU's MoE layers run every DP rank's rows (vllm_dp_moe.py)
     mla = profile_mla(model, gpu, s, ver, seqs)
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep, mla)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep, mla)[0]]
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep, mla, dp)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep, mla, dp)[0]]
                      if other else [])
-    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
+    rows = moe_profile_rows(model, mnbt, dp, ep)
+    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, rows, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
     if mla is None or mla.kept < ws_hi:  # the indexer's workspace, when larger, holds the MoE's whichever kernel runs
         ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
@@ -115,7 +118,8 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     elif lo_v <= ver:
         err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
-        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep, mla)[0])
+        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep, mla,
+                                      dp)[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
     return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

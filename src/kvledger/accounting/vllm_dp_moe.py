@@ -1,0 +1,63 @@
+"""The rows vLLM's MoE layers work on in the profile run under data parallelism with ``--enable-expert-parallel``.
+
+Read in vLLM 0.19.0 and 0.33.0 (and the defaults in 0.9.0, 0.11.0, 0.13.0–0.17.0, 0.26.0, 0.29.0):
+
+* The profile run: every DP rank runs ``profile_run`` → ``_dummy_run(max_num_tokens, is_profile=True)``; the ranks
+  agree on their token counts (0.19 V1 ``gpu_model_runner.py::_determine_batch_execution_and_padding`` →
+  ``dp_utils.coordinate_batch_across_dp``; 0.33 V2 ``v1/worker/gpu/model_runner.py::_dummy_run`` →
+  ``gpu/dp_utils.py::sync_cudagraph_and_dp_padding``), so ``num_tokens_across_dp`` holds max_num_batched_tokens for
+  every rank (``forward_context.py::DPMetadata``).
+* The all-to-all: ``--all2all-backend`` defaults to ``allgather_reducescatter`` (``config/parallel.py`` of 0.14.0–
+  0.17.0, 0.19.0, 0.26.0, 0.29.0, 0.33.0; ``VLLM_ALL2ALL_BACKEND``'s default in 0.11.0 and 0.13.0; "naive", also an
+  all-gather, in 0.9.0; 0.19 and 0.33 turn a requested "naive" or "pplx" into it).
+  ``all2all.py::AgRsAll2AllManager.dispatch`` (modular kernels' prepare, ``prepare_finalize/naive_dp_ep.py``) and
+  ``dispatch_router_logits`` (the runner's naive dispatch for methods without an internal kernel, e.g. unquantized
+  Triton in 0.19) ``all_gatherv`` every rank's rows over the DP group:
+  each GPU's MoE layer runs DP × max_num_batched_tokens rows (each TP rank of a DP rank the same ones; the
+  sequence-parallel MoE split is opt-in). ``modular_kernel.py::_fused_experts`` sizes the kept workspaces with
+  ``M_full`` = those rows (M_chunk = M_full: no chunking in 0.19 or 0.33), and 0.11–0.14's per-call Triton caches
+  take min(rows, VLLM_FUSED_MOE_CHUNK_SIZE).
+* No DP chunking for this backend: 0.19's ``runner/default_moe_runner.py::use_dp_chunking`` (VLLM_MOE_DP_CHUNK_SIZE
+  256 rows per rank) holds only for deepep_low_latency, mori, flashinfer_nvlink_two_sided and nixl_ep; 0.33 has no
+  DP chunking at all. Those backends (and deepep_high_throughput, whose rows follow the routing) need
+  ``--all2all-backend`` and extra packages; the plan takes the default only. 0.33's "passthrough" backend is bound
+  only to the FlashInfer MoE-EP megakernels (``config/kernel.py``: DeepSeek-V4 checkpoints with ``--moe-backend``).
+
+So the kept fused-MoE workspace grows DP-fold (Qwen3-235B-A22B bf16, Triton, DP 8: 65,536 × 8 × (4,096 + 4,096) × 2 B
+= 8 GiB, where 8,192 rows give 1 GiB), and the gathered hidden states, DP × tokens × hidden × d, are live during the
+MoE forward. No DP + EP start-up log is in the data to check this against (the 0.19 corpus' one DP run, Llama-3.1-8B
+DP 2, is dense and failed before its profile).
+"""
+
+from __future__ import annotations
+
+from kvledger.catalog.modelspec import ModelSpec
+
+__all__ = ["DP_MOE_RULE", "moe_profile_rows", "gathered_hidden_bytes", "dp_moe_words"]
+
+DP_MOE_RULE = ("the default all2all_backend allgather_reducescatter all-gathers every DP rank's profile rows into each "
+               "MoE layer (distributed/device_communicators/all2all.py::AgRsAll2AllManager, vLLM 0.19.0 and 0.33.0; "
+               "no DP chunking for it)")
+"""The rule's words, as plan prints them beside the figures."""
+
+
+def moe_profile_rows(model: ModelSpec, tokens: int, dp: int, ep: int) -> int:
+    """Rows one GPU's MoE layers run in the profile forward: DP × ``tokens`` under expert parallelism with DP > 1
+    (``ep`` > 1: ``expert_parallel.ep_size``), else ``tokens``."""
+    return tokens * dp if model.is_moe and ep > 1 and dp > 1 else tokens
+
+
+def gathered_hidden_bytes(model: ModelSpec, tokens: int, dp: int, ep: int) -> float:
+    """The all-gathered hidden states live while a MoE layer runs, B: DP × tokens × hidden × d (in the activations'
+    dtype; the router logits or top-k ids and weights gathered beside them are left out); 0 without DP + EP."""
+    rows = moe_profile_rows(model, tokens, dp, ep)
+    return rows * model.hidden_size * model.dtype_bytes if rows != tokens else 0.0
+
+
+def dp_moe_words(model: ModelSpec, tokens: int, dp: int, ep: int) -> str:
+    """The activation term's words for the gathered rows; "" without DP + EP."""
+    rows = moe_profile_rows(model, tokens, dp, ep)
+    if rows == tokens:
+        return ""
+    return (f"MoE rows {rows:,} = DP {dp} × {tokens:,} ({DP_MOE_RULE}): the fused-MoE workspaces take them, and the "
+            f"forward holds the gathered hidden states, {rows:,} × {model.hidden_size} × {model.dtype_bytes} B")
