@@ -79,3 +79,15 @@ def test_deepseek_v3_dp8_on_h200_keeps_flashinfer_cutlass_over_the_gathered_rows
     assert "65,536 × 7168 × 2 B kept" in act.source and "FI CUTLASS for EP" in act.source
     assert p.memory.num_gpu_blocks == 25_387 == 24_551 + 836
     assert p.memory.available_kv_bytes // (16 * 70_272) == 25_387
+
+
+def test_pre_015_per_call_caches_stay_chunked_at_32768_rows():
+    # vLLM 0.11.0: the naive dispatch gathers DP × 8,192 = 65,536 rows, then fused_experts_impl runs them in chunks
+    # of VLLM_FUSED_MOE_CHUNK_SIZE 32,768 over the same caches. Qwen3-30B-A3B (hidden 2,048, experts of 768, top-8),
+    # EP: 32,768 × 8 × (max(2·768, 2,048) + 768) × 2 B = 1,476,395,008 B, not 65,536 rows' 2,952,790,016
+    from kvledger.accounting.vllm_moe_workspace import transient_workspace_bytes
+
+    m = load_model("Qwen/Qwen3-30B-A3B")
+    rows = moe_profile_rows(m, 8192, 8, 8)
+    assert rows == 65_536 and transient_workspace_bytes(m, (0, 11, 0), rows, 1, 8) == 1_476_395_008
+    assert gathered_hidden_bytes(m, 8192, 8, 8) == 65_536 * 2048 * 2 == 268_435_456
