@@ -236,18 +236,21 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         matches it while this one still runs. Appends finishing requests to ``finished``; returns (StepShape fields,
         computed tokens stored, whether every scheduled request emitted a token)."""
         pf_tok = pf_seqs = pf_kv = dec = dec_kv = stored = 0
-        pairs = 0.0
-        all_emitted = True
+        pairs, all_emitted = 0.0, True
         for req, n in plan:
             c = req.num_computed_tokens
-            prefill = not (n == 1 and req.num_generated and c == req.num_tokens - 1)
-            if prefill:
-                pf_tok += n
-                pf_seqs += 1
-                pf_kv += c + n
-                pairs += n * c + n * (n + 1) / 2
-            else:
-                dec, dec_kv = dec + 1, dec_kv + c + 1
+            if n == 1 and req.num_generated and c == req.num_tokens - 1:  # a decode: its token samples the next
+                dec, dec_kv, c = dec + 1, dec_kv + c + 1, c + 1
+                req.num_computed_tokens, req.num_tokens = c, c + 1
+                stored += c
+                if req.run_start < 0:
+                    req.run_start = step
+                req.num_generated = g = req.num_generated + 1
+                if g == req.num_output_tokens:
+                    finished.append((req, step))
+                continue
+            pf_tok, pf_seqs, pf_kv = pf_tok + n, pf_seqs + 1, pf_kv + c + n  # a prefill chunk
+            pairs += n * c + n * (n + 1) / 2
             c += n
             req.num_computed_tokens = c
             stored += c
@@ -261,7 +264,7 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
                     continue  # its free (SGLang release_kv_cache) inserts what it computed
             else:
                 all_emitted = False
-            if prefill and self._inserts and req.spec.prefix_segments:  # each prefill chunk, the last one too
+            if self._inserts and req.spec.prefix_segments:  # each prefill chunk, the last one too
                 self.kv.after_prefill_step(req)
         return (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted
 

@@ -129,6 +129,12 @@ class Scheduler:
             req = running[i]
             c = req.num_computed_tokens
             n = req.num_tokens - c
+            # a decode (one token, below max_model_len) whose blocks cover it: none of the cuts below applies
+            if n == 1 and fast_b and c < max_len and c // fast_b < len(req.blocks) and not req.keys:
+                scheduled.append((req, 1))
+                budget -= 1
+                i += 1
+                continue
             if 0 < cap < n:
                 n = cap
             if n > budget:
