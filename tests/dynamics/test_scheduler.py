@@ -44,14 +44,18 @@ def test_two_requests_token_times_ttft_and_free_queue(ff):
     assert rep.kv.pool.free_block_ids() == [4, 5, 6, 7, 8, 9, 2, 1, 3]
 
 
-def test_chunked_prefill_shares_the_budget_with_decodes():
+@pytest.mark.parametrize("ff", [True, False])
+def test_chunked_prefill_shares_the_budget_with_decodes(ff):
     # budget 4. a: P=3, O=4 at t=0; b: P=9, O=1 at t=0.
     # step 0: a gets 3 (prompt done, token 1 at .01); b admitted with the 1 token left of the budget.
     # steps 1-3: a decodes (1 token), b gets 3 chunked tokens each: b computed 1 → 4 → 7 → 10? no: 9 is its prompt
     #   step 1: b 1 → 4; step 2: b 4 → 7; step 3: b 7 → 9 (2 tokens, prompt done → token 1 at .04); a's
     #   tokens 2, 3, 4 at .02, .03, .04 (a finishes at .04).
-    recs, _ = run([RequestSpec("a", 0.0, 3, 4), RequestSpec("b", 0.0, 9, 1)],
-                  num_gpu_blocks=10, block_size=4, max_model_len=16, max_num_batched_tokens=4)
+    # ff=False: every step a general step; a's decode in step 1 (computed 3, its one block covers token 4) takes the
+    #   covered-decode branch, in step 2 (computed 4: a second block) kv.grow — both one token of the budget
+    recs, rep = run([RequestSpec("a", 0.0, 3, 4), RequestSpec("b", 0.0, 9, 1)], ff,
+                    num_gpu_blocks=10, block_size=4, max_model_len=16, max_num_batched_tokens=4)
+    assert rep.num_steps == 4
     np.testing.assert_allclose(recs["a"].chunk_times_s, [0.01, 0.02, 0.03, 0.04])
     np.testing.assert_allclose(recs["b"].chunk_times_s, [0.04])
 

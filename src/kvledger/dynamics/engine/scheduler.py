@@ -129,11 +129,9 @@ class Scheduler:
             req = running[i]
             c = req.num_computed_tokens
             n = req.num_tokens - c
-            # a decode (one token, below max_model_len) whose blocks cover it: none of the cuts below applies
             if n == 1 and fast_b and c < max_len and c // fast_b < len(req.blocks) and not req.keys:
-                scheduled.append((req, 1))
-                budget -= 1
-                i += 1
+                scheduled.append((req, 1))  # a decode its blocks cover, below max_model_len: no cut below applies
+                budget, i = budget - 1, i + 1
                 continue
             if 0 < cap < n:
                 n = cap
@@ -148,14 +146,12 @@ class Scheduler:
                 continue
             if fast_b and (c + n - 1) // fast_b < len(req.blocks) and not req.keys:
                 scheduled.append((req, n))  # its blocks already cover these tokens (kv.grow would do nothing)
-                budget -= n
-                i += 1
+                budget, i = budget - n, i + 1
                 continue
             if not self._grow_or_preempt(req, n, preempted, need_free_block=False):
                 break
             scheduled.append((req, n))
-            budget -= n
-            i += 1
+            budget, i = budget - n, i + 1
         if not preempted and not self._static:
             admitted = self.admit_waiting(scheduled, budget)
         return SchedulerOutput(scheduled, preempted, admitted)
