@@ -82,6 +82,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS, DecodePrices
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop, step_pricer
 from kvledger.accounting.vllm_predates import GRAPHS_FROM
 
@@ -154,6 +155,16 @@ class HostOverhead:
             gpus = [g if g >= launch else launch for g in gpus]
         cpu = self.step_s + self.seq_s * num_seqs
         return [g if g >= cpu else cpu for g in gpus] if self.overlap else [g + cpu for g in gpus]
+
+    def decode_steps_array(self, gpus: Any, num_seqs: int) -> Any:
+        """``decode_steps`` on a float64 array of GPU times: numpy's elementwise max and sum give the floats the list's
+        comparisons and sums give (a max returns one of its two operands; no NaN here)."""
+        import numpy as np
+
+        if num_seqs > self.graph_max_batch:
+            gpus = np.maximum(gpus, self.launch_s)
+        cpu = self.step_s + self.seq_s * num_seqs
+        return np.maximum(gpus, cpu) if self.overlap else gpus + cpu
 
 
 def _ver(v: str | None) -> tuple[int, int, int]:
@@ -237,6 +248,10 @@ class HostStepCost:
         own = getattr(self.inner, "decode_steps_list", None)
         if own is None or num_seqs == 0:
             return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
+        if num_steps > PLAIN_FLOAT_MAX_STEPS and getattr(own, "__func__", None) is DecodePrices.decode_steps_list:
+            # the roofline's list there is its decode_steps_s array listed: the host term applied to the array
+            gpus = self.inner.decode_steps_s(num_seqs, kv_tokens, num_steps)
+            return self.host.decode_steps_array(gpus, num_seqs).tolist()
         return self.host.decode_steps(own(num_seqs, kv_tokens, num_steps), num_seqs)
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
