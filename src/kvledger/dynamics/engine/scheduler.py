@@ -157,14 +157,12 @@ class Scheduler:
         return SchedulerOutput(scheduled, preempted, admitted)
 
     def long_prefill_cap(self) -> int:
-        """This step's cap on one request's chunk, tokens (0: none): ``long_prefill_token_threshold``, lifted from vLLM
-        0.31 when one request is running or waiting (``v1/core/sched/scheduler.py : schedule``, counted before the
-        step: admission and preemption move requests between the two lists, keeping the sum); adaptive (0.31 on),
-        floored at max_num_batched_tokens // (running + waiting), the budget's fair share (the same function)."""
+        """This step's cap on one request's chunk, tokens (0: none): the threshold, lifted (0.31 on) for one request
+        running or waiting, floored (adaptive) at max_num_batched_tokens // them (v1/core/sched/scheduler.py)."""
         thr, n = self.cfg.long_prefill_token_threshold, len(self.running) + len(self.waiting)
-        if thr and not self.cfg.long_prefill_cap_alone and n <= 1:
+        if not thr or (not self.cfg.long_prefill_cap_alone and n <= 1):
             return 0
-        return max(thr, self.cfg.max_num_batched_tokens // max(n, 1)) if thr and self.cfg.long_prefill_adaptive else thr
+        return max(thr, self.cfg.max_num_batched_tokens // max(n, 1)) if self.cfg.long_prefill_adaptive else thr
 
     def advance_decode(self, num_steps: int) -> None:
         """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
