@@ -14,7 +14,7 @@ from kvledger.catalog.quant_flag import scheme_for_flag
 from kvledger.catalog.quant_rules import check_quant_release
 from kvledger.errors import ConfigError, InputError
 
-V033, V019, V013 = (0, 33, 0), (0, 19, 0), (0, 13, 0)
+V033, V027, V019, V013 = (0, 33, 0), (0, 27, 0), (0, 19, 0), (0, 13, 0)
 
 
 def _llama8b(qc: dict | None = None):
@@ -61,9 +61,10 @@ def test_online_bitsandbytes_is_four_bits_plus_an_fp32_absmax_per_64():
     # Llama-3.1-8B: 6,979,321,856 Linear params × 0.5 B = 3,489,660,928 B + 6,979,321,856 / 64 × 4 B = 436,207,616 B of
     # absmax, the same bytes as a bnb 4-bit checkpoint (load_in_4bit, blocksize 64); the rest stays bf16.
     plain, bnb = _llama8b(), _llama8b({"quant_method": "bitsandbytes", "load_in_4bit": True})
-    q = scheme_for_flag(plain, "bitsandbytes", V033)
+    q = scheme_for_flag(plain, "bitsandbytes", V027)
     assert (q.method, q.bits, q.group_size, q.scale_bytes) == ("bitsandbytes", 4, 64, 4)
-    assert loaded_weights(plain, quantization="bitsandbytes").bytes == loaded_weights(bnb).bytes
+    assert (loaded_weights(plain, quantization="bitsandbytes", engine_version=V027).bytes
+            == loaded_weights(bnb, engine_version=V027).bytes)
     # gptq reads quantize_config.json from a pre-quantized checkpoint (gptq.py get_config_filenames); vLLM refuses it
     # on an unquantized one
     with pytest.raises(InputError, match=r"gptq does not quantize weights on load: .* or quantize_config.json\), "
@@ -101,6 +102,34 @@ def test_fp8_minimum_capability_by_release():
         check_quant_release(online, "fp8", V013, "sm75")
     check_quant_release(online, "fp8", V013, "sm80")
     check_quant_release(online, "fp8", V013, "")  # not NVIDIA: no capability to compare
+
+
+def test_bitsandbytes_is_refused_from_0_28_which_removed_it():
+    # 0.27.0 ships quantization/bitsandbytes.py; 0.28.0 and 0.33.0 do not, and "bitsandbytes" is out of
+    # QUANTIZATION_METHODS: ModelConfig._verify_quantization raises "Unknown quantization method: bitsandbytes"
+    bnb = _llama8b({"quant_method": "bitsandbytes", "load_in_4bit": True}).quant
+    check_quant_release(bnb, None, V027, "sm86")
+    for v in ((0, 28, 0), V033):
+        with pytest.raises(InputError, match=r"^this bitsandbytes checkpoint .*: vLLM 0\.(28|33)\.0 does not start: "
+                                             r"bitsandbytes was removed in vLLM 0\.28\.0"):
+            check_quant_release(bnb, None, v, "sm86")
+    online = scheme_for_flag(_llama8b(), "bitsandbytes", V033)
+    with pytest.raises(InputError, match=r"^--quantization bitsandbytes: vLLM 0\.33\.0 does not start"):
+        check_quant_release(online, "bitsandbytes", V033, "sm90")
+
+
+def test_mxfp4_needs_compute_capability_80_in_every_release_read():
+    # mxfp4.py Mxfp4Config.get_min_capability() returns 80 in 0.11.0-0.33.0: gpt-oss does not start on a T4 (7.5)
+    # at any TP; an A10G (8.6) or A100 (8.0) loads it (Marlin MXFP4, weight-only)
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models" / "openai--gpt-oss-20b.json").read_text())
+    q = parse_config(raw, source="t", name="gpt-oss-20b").quant
+    assert q.method == "mxfp4"
+    for v in ((0, 11, 0), V019, V033):
+        with pytest.raises(InputError, match=r"the quantization method mxfp4 needs compute capability 80 or more, "
+                                             r"this GPU has 75 .*; a GPU of compute capability 8\.0 or more loads it$"):
+            check_quant_release(q, None, v, "sm75")
+        check_quant_release(q, None, v, "sm80")
+        check_quant_release(q, None, v, "sm86")
 
 
 def test_declared_kv_schemes_are_read_as_vllm_reads_them():

@@ -87,7 +87,11 @@ def test_refused_where_plan_refuses_it_in_plans_words():
                           "checkpoint already quantized with it (config.json's quantization_config, or "
                           "quant_config.json or quantize_config.json), and with neither refuses at start-up (\"Cannot "
                           "find the config file for awq\"); on an unquantized checkpoint --quantization fp8")
-    assert "or bitsandbytes (4-bit, quantized in flight) works" in awq and "not modelled" not in awq
+    # 0.33: bitsandbytes is gone (removed in 0.28.0: quantization/bitsandbytes.py in 0.27.0, not in 0.28.0)
+    assert "--quantization fp8 (FP8 weights, quantized on load) works (bitsandbytes, removed in vLLM 0.28.0, up to " \
+           "0.27)" in awq and "not modelled" not in awq
+    old = refused("plan", MODEL, "--gpu", "H100", "-q", "awq", "--engine-version", "0.27.0")
+    assert "or bitsandbytes (4-bit, quantized in flight) works" in old
     with pytest.raises(KvLedgerError) as gptq:  # an InputError: exit 2 from the console script (main.run)
         run_cli("plan", MODEL, "--gpu", "H100", "-q", "gptq")
     assert type(gptq.value) is InputError and "(\"Cannot find the config file for gptq\")" in str(gptq.value)

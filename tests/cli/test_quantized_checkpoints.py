@@ -58,3 +58,24 @@ def test_modelopt_fp8_kv_under_auto_and_fp8_weights_on_a_t4_by_release(tmp_path)
     assert "needs compute capability 80 or more, this GPU has 75" in old
     assert "needs compute capability" not in run_cli("plan", "meta-llama/Llama-3.1-8B", "--gpu", "T4", "-q",
                                                      "fp8").output
+
+
+def test_gpt_oss_on_a_t4_and_bitsandbytes_on_0_33_do_not_start(tmp_path):
+    # Mxfp4Config.get_min_capability() = 80 (mxfp4.py, 0.11-0.33); T4 is 7.5: refused at every TP, not "fits at --tp 2"
+    for tp in ("1", "2"):
+        msg = refused("plan", "openai/gpt-oss-20b", "--gpu", "T4", "--tp", tp)
+        assert msg.startswith("vLLM 0.33.0 does not start: the quantization method mxfp4 needs compute capability 80 "
+                              "or more, this GPU has 75")
+    assert run_cli("plan", "openai/gpt-oss-20b", "--gpu", "A10G", "--max-model-len", "4096").exit_code == 0
+    # an unsloth-style bnb-4bit checkpoint: vLLM 0.28.0 removed bitsandbytes ("Unknown quantization method")
+    qc = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+          "bnb_4bit_use_double_quant": True}
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", quantization_config=qc)
+    msg = refused("plan", cfg, "--gpu", "A10G")
+    assert "vLLM 0.33.0 does not start: bitsandbytes was removed in vLLM 0.28.0" in msg
+    assert "--engine-version 0.27.0" in msg
+    old = json.loads(run_cli("plan", cfg, "--gpu", "A10G", "--engine-version", "0.27.0", "--json").output)
+    # 6,979,321,856 Linear params × (0.5 B + 4 B / 64 absmax; the loader dequantizes a double-quant absmax to fp32)
+    # = 3,925,868,544 B; embed_tokens + lm_head 2 × 128,256 × 4,096 × 2 B = 2,101,346,304 B; 65 norms × 4,096 × 2 B
+    # = 532,480 B: 6,027,747,328 B
+    assert old["model"]["weight_bytes"] == 6_027_747_328

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme, online_fp8
+from kvledger.catalog.quant_rules import NO_BITSANDBYTES_FROM
 from kvledger.errors import InputError
 
 __all__ = ["ONLINE_METHODS", "scheme_for_flag", "online_scheme"]
@@ -87,7 +88,7 @@ def scheme_for_flag(model: ModelSpec, flag: str | None, version: tuple[int, int,
         if flag in ONLINE_METHODS:
             return online_scheme(flag)
         if flag in _CONFIG_FILES:
-            raise InputError(_needs_quantized_checkpoint(model.name, flag))
+            raise InputError(_needs_quantized_checkpoint(model.name, flag, version))
         raise InputError(f"--quantization {flag}: {model.name} is unquantized, and quantizing it with {flag} on load "
                          f"is not modelled (modelled: {', '.join(ONLINE_METHODS)}); plan a checkpoint already "
                          f"quantized with {flag}")
@@ -102,11 +103,15 @@ def scheme_for_flag(model: ModelSpec, flag: str | None, version: tuple[int, int,
                      f"{_override(q, None, version) or q.config_method}")
 
 
-def _needs_quantized_checkpoint(model_name: str, flag: str) -> str:
+def _needs_quantized_checkpoint(model_name: str, flag: str, version: tuple[int, int, int]) -> str:
     """vLLM's refusal of ``--quantization flag`` on unquantized ``model_name``: the method quantizes nothing on load,
-    it reads a pre-quantized checkpoint's settings (``_CONFIG_FILES``), and the methods that do quantize on load."""
+    it reads a pre-quantized checkpoint's settings (``_CONFIG_FILES``), and the methods that do quantize on load in
+    ``version`` (bitsandbytes only before 0.28.0, which removed it: quant_rules.py)."""
+    works = ("--quantization fp8 (FP8 weights, quantized on load) or bitsandbytes (4-bit, quantized in flight) works"
+             if version < NO_BITSANDBYTES_FROM else
+             "--quantization fp8 (FP8 weights, quantized on load) works (bitsandbytes, removed in vLLM 0.28.0, up to "
+             "0.27)")
     return (f"--quantization {flag}: {model_name} is unquantized, and {flag} does not quantize weights on load: vLLM "
             f"reads its settings from a checkpoint already quantized with it (config.json's quantization_config, or "
             f"{_CONFIG_FILES[flag]}), and with neither refuses at start-up (\"Cannot find the config file for "
-            f"{flag}\"); on an unquantized checkpoint --quantization fp8 (FP8 weights, quantized on load) or "
-            f"bitsandbytes (4-bit, quantized in flight) works; or plan a checkpoint already quantized with {flag}")
+            f"{flag}\"); on an unquantized checkpoint {works}; or plan a checkpoint already quantized with {flag}")

@@ -1,12 +1,17 @@
 """What vLLM refuses of a weight quantization by release before it loads a weight: the GPU's compute capability below
-the method's minimum, and GPTQ bit widths its kernels do not take.
+the method's minimum, GPTQ bit widths its kernels do not take, and bitsandbytes after its removal.
 
 * ``config/vllm.py::_get_quantization_config`` refuses a GPU below ``get_min_capability()`` ("The quantization method
   … is not supported for the current GPU. Minimum capability: …"). Read per method (``quantization/*.py``):
   fp8 (``Fp8Config``, the checkpoint's and online ``--quantization fp8``): 80 in 0.11.0, 0.12.0, 0.13.0; 75 from
   0.14.0 (read in 0.14.0, 0.15.0, 0.17.0, 0.19.0, 0.26.0, 0.33.0; below sm89 the weights run on Marlin, weight-only);
   ModelOpt FP8: 89 to 0.26.0, 80 in 0.33.0; AWQ 75 (``awq.py``; ``awq_marlin`` falls back to it where Marlin cannot
-  run); GPTQ 60 (``gptq.py``, ``auto_gptq.py``); bitsandbytes 70.
+  run); GPTQ 60 (``gptq.py``, ``auto_gptq.py``); bitsandbytes 70; MXFP4 80 (``mxfp4.py`` ``Mxfp4Config``, read in
+  0.11.0–0.17.0, 0.19.0, 0.26.0–0.29.0 and 0.33.0; gpt-oss's own config class inherits it in 0.33.0).
+* bitsandbytes is gone from 0.28.0: ``quantization/bitsandbytes.py`` and ``model_loader/bitsandbytes_loader.py`` are in
+  0.27.0 and not in 0.28.0, 0.29.0 or 0.33.0, and "bitsandbytes" is no longer in ``QUANTIZATION_METHODS``, so
+  ``config/model.py::ModelConfig._verify_quantization`` refuses a bitsandbytes checkpoint and ``--quantization
+  bitsandbytes`` alike ("Unknown quantization method: bitsandbytes. Must be one of […]").
 * GPTQ widths: ``gptq.py`` takes 2, 3, 4 and 8 bits (``gptq_marlin`` 4 and 8 symmetric, the rest on the GPTQ kernel)
   up to 0.19.0; 0.26.0 and 0.33.0 load GPTQ through ``auto_gptq.py``, whose ``TYPE_MAP`` holds (4, sym) and
   (8, sym) only ("Unsupported quantization config: bits=…, sym=…"). Releases 0.20–0.25 are not read: taken as 0.19.
@@ -17,12 +22,15 @@ from __future__ import annotations
 from kvledger.catalog.quant import QuantScheme
 from kvledger.errors import InputError
 
-__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "min_capability", "check_quant_release"]
+__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "NO_BITSANDBYTES_FROM", "min_capability",
+           "check_quant_release"]
 
 FP8_MIN_CAPABILITY_75_FROM = (0, 14, 0)
 """The first release read whose ``Fp8Config.get_min_capability`` is 75 (0.13.0: 80)."""
 AUTO_GPTQ_FROM = (0, 26, 0)
 """The first release read that loads GPTQ through ``auto_gptq.py`` (4- and 8-bit symmetric only; 0.19.0: gptq.py)."""
+NO_BITSANDBYTES_FROM = (0, 28, 0)
+"""The first release without bitsandbytes (0.27.0 has ``quantization/bitsandbytes.py``; 0.28.0 does not)."""
 
 
 def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int, int, int]) -> tuple[int, str] | None:
@@ -32,7 +40,8 @@ def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int,
     if q.method == "fp8":
         name = "fp8" if quantization in (None, "", "auto", "none", "fp8") else quantization
         return (80 if version < FP8_MIN_CAPABILITY_75_FROM else 75), name
-    return {"awq": (75, "awq"), "gptq": (60, "gptq"), "bitsandbytes": (70, "bitsandbytes")}.get(q.method)
+    return {"awq": (75, "awq"), "gptq": (60, "gptq"), "bitsandbytes": (70, "bitsandbytes"),
+            "mxfp4": (80, "mxfp4")}.get(q.method)
 
 
 def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple[int, int, int],
@@ -40,9 +49,17 @@ def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple
     """Refuse what vLLM ``version`` refuses at start-up for scheme ``q`` on ``gpu_arch`` ("sm75", …; others pass).
 
     Raises:
-        InputError: the GPU below the method's minimum capability, or a GPTQ width the release does not load.
+        InputError: the GPU below the method's minimum capability, a GPTQ width the release does not load, or
+            bitsandbytes on a release without it.
     """
     vtxt = ".".join(map(str, version))
+    if q.method == "bitsandbytes" and version >= NO_BITSANDBYTES_FROM:
+        what = ("--quantization bitsandbytes" if quantization == "bitsandbytes"
+                else "this bitsandbytes checkpoint (quant_method bitsandbytes)")
+        raise InputError(f"{what}: vLLM {vtxt} does not start: bitsandbytes was removed in vLLM 0.28.0 "
+                         f"(config/model.py: \"Unknown quantization method: bitsandbytes\"); vLLM 0.27 and earlier "
+                         f"load it (--engine-version 0.27.0), or plan an AWQ or GPTQ 4-bit checkpoint of the model, "
+                         f"about the same weight bytes")
     if q.method == "gptq" and version >= AUTO_GPTQ_FROM and (q.bits not in (4, 8) or not q.symmetric):
         sym = "symmetric" if q.symmetric else "asymmetric (sym: false)"
         raise InputError(f"{q.bits:g}-bit {sym} GPTQ: vLLM {vtxt} refuses it at start-up (auto_gptq.py: \"Unsupported "
@@ -52,7 +69,7 @@ def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple
     cap = int(gpu_arch[2:]) if gpu_arch.startswith("sm") and gpu_arch[2:].isdigit() else None
     if need and cap is not None and cap < need[0]:
         later = ("; vLLM 0.14 and later take fp8 from 75 (Marlin, weight-only)" if need[1] == "fp8" and cap >= 75
-                 else "")
+                 else f"; a GPU of compute capability {need[0] // 10}.{need[0] % 10} or more loads it")
         raise InputError(f"vLLM {vtxt} does not start: the quantization method {need[1]} needs compute capability "
                          f"{need[0]} or more, this GPU has {cap} (config/vllm.py: \"The quantization method {need[1]} "
                          f"is not supported for the current GPU. Minimum capability: {need[0]}\"){later}")

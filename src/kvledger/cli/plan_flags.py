@@ -51,8 +51,9 @@ class PlanFlags(SglangNames):
     dtype: str = flag("--dtype", default="auto", help=(
         "vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."))
     quantization: str | None = flag_like(EngineFlags, "quantization", help=(
-        "vLLM --quantization: fp8 or bitsandbytes quantize an unquantized checkpoint on load; a quantized "
-        "checkpoint's own method (awq, awq_marlin, gptq, …) plans as auto, another is refused as vLLM refuses it."))
+        "vLLM --quantization: fp8 or bitsandbytes (to vLLM 0.27; removed in 0.28) quantize an unquantized "
+        "checkpoint on load; a quantized checkpoint's own method (awq, awq_marlin, gptq, …) plans as auto, another "
+        "is refused as vLLM refuses it."))
     max_num_batched_tokens: str | None = flag_like(EngineFlags, "max_num_batched_tokens", help=(
         "Token budget per step (default by GPU and version)."))
     max_num_seqs: int | None = flag_like(EngineFlags, "max_num_seqs", help=(
