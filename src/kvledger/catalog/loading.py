@@ -14,7 +14,7 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
 * ``--quantization``: as vLLM takes it against the checkpoint's method (quant_flag.py); ``fp8`` on an unquantized
   checkpoint puts every Linear in FP8 with a per-tensor scale, ``bitsandbytes`` in 4 bits with an fp32 absmax per 64.
   Refused as vLLM refuses them: a GPU below the method's capability or a GPTQ width (quant_rules.py), TP shards that
-  do not line up with the quantization groups or blocks (quant_tp.py).
+  do not line up with the quantization groups or blocks (quant_tp.py). FP8 block scales under Marlin: fp8_marlin.py.
 * MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
   mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
   intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256. The Marlin
@@ -39,6 +39,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.catalog.expert_placement import expert_share, local_experts
+from kvledger.catalog.fp8_marlin import fp8_marlin_applies, tensor_bytes_as_loaded
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_marlin_fallback, mxfp4_padded
@@ -218,7 +219,7 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
             mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
             w = padded
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
-        for part, b in enumerate(q.tensor_bytes(w, db)):
+        for part, b in enumerate(tensor_bytes_as_loaded(q, w, db, gpu_arch, engine_version, rocm)):
             if b:
                 # one g_idx per fused parameter (its input size), not one per member
                 if part == 3 and key in fused_g_idx:
@@ -274,6 +275,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         )
     if mx and any(w.expert for w in model.weights):
         how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
+    if any(fp8_marlin_applies(q, w, gpu_arch, engine_version, rocm) for w in on_rank):
+        how += f"; FP8 block scales repacked for Marlin on {gpu_arch} ({dname}, one per 128 inputs of each output row)"
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])
