@@ -11,7 +11,7 @@ import pytest
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.modelspec import parse_config
 from kvledger.catalog.quant_flag import scheme_for_flag
-from kvledger.catalog.quant_rules import check_quant_release
+from kvledger.catalog.quant_rules import check_quant_release, deprecated_method_note
 from kvledger.errors import ConfigError, InputError
 
 V033, V027, V019, V013 = (0, 33, 0), (0, 27, 0), (0, 19, 0), (0, 13, 0)
@@ -130,6 +130,21 @@ def test_mxfp4_needs_compute_capability_80_in_every_release_read():
             check_quant_release(q, None, v, "sm75")
         check_quant_release(q, None, v, "sm80")
         check_quant_release(q, None, v, "sm86")
+
+
+def test_fbgemm_fp8_needs_80_and_from_0_14_the_deprecated_flag():
+    # meta-llama/Llama-3.1-405B-Instruct-FP8's method: FBGEMMFp8Config.get_min_capability() = 80 (0.11-0.33), not
+    # Fp8Config's 75; DEPRECATED_QUANTIZATION_METHODS lists it from 0.14.0 (0.13.0 has no list)
+    q = _llama8b({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                  "modules_to_not_convert": ["lm_head"]}).quant
+    with pytest.raises(InputError, match=r"method fbgemm_fp8 needs compute capability 80 or more, this GPU has 75"):
+        check_quant_release(q, None, V033, "sm75")
+    check_quant_release(q, None, V033, "sm80")
+    assert deprecated_method_note(q, V013) is None
+    for v in ((0, 14, 0), V019, V033):
+        assert deprecated_method_note(q, v).startswith(f"vLLM {'.'.join(map(str, v))} starts a fbgemm_fp8 checkpoint "
+                                                       f"only with --allow-deprecated-quantization")
+    assert deprecated_method_note(_llama8b(AWQ).quant, V033) is None
 
 
 def test_declared_kv_schemes_are_read_as_vllm_reads_them():

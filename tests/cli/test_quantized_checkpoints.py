@@ -79,3 +79,14 @@ def test_gpt_oss_on_a_t4_and_bitsandbytes_on_0_33_do_not_start(tmp_path):
     # = 3,925,868,544 B; embed_tokens + lm_head 2 × 128,256 × 4,096 × 2 B = 2,101,346,304 B; 65 norms × 4,096 × 2 B
     # = 532,480 B: 6,027,747,328 B
     assert old["model"]["weight_bytes"] == 6_027_747_328
+
+
+def test_an_fbgemm_fp8_checkpoint_says_the_flag_vllm_needs(tmp_path):
+    # Llama-3.1-405B-Instruct-FP8's quant_method: in DEPRECATED_QUANTIZATION_METHODS from vLLM 0.14.0, refused at
+    # start-up without --allow-deprecated-quantization; 0.13.0 has no such list
+    qc = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", quantization_config=qc)
+    flag = "starts a fbgemm_fp8 checkpoint only with --allow-deprecated-quantization"
+    for version, said in (("0.33.0", True), ("0.13.0", False)):
+        d = json.loads(run_cli("plan", cfg, "--gpu", "A10G", "--engine-version", version, "--json").output)
+        assert any(flag in n for n in d["memory"]["notes"]) is said

@@ -39,6 +39,7 @@ from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant_rules import deprecated_method_note
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -215,6 +216,7 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     else:
         util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
+    notes += [n for n in [deprecated_method_note(checkpoint.quant, ver)] if n]
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
     if ver >= (0, 22, 0) or s.model_runner != "auto":

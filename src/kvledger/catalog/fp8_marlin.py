@@ -29,7 +29,7 @@ import math
 from kvledger.catalog.quant import QuantScheme
 from kvledger.catalog.weights import Weight
 
-__all__ = ["MARLIN_DENSE_SM89_FROM", "fp8_marlin_applies", "tensor_bytes_as_loaded"]
+__all__ = ["MARLIN_DENSE_SM89_FROM", "fp8_marlin_applies", "tensor_bytes_as_loaded", "marlin_scales_text"]
 
 MARLIN_DENSE_SM89_FROM = (0, 26, 0)
 """The first release read whose block-FP8 linears take Marlin on sm89 (``_POSSIBLE_FP8_BLOCK_KERNELS``)."""
@@ -55,3 +55,12 @@ def tensor_bytes_as_loaded(q: QuantScheme, w: Weight, dtype_bytes: float, arch: 
         return parts
     assert q.block is not None
     return (parts[0], w.count * w.rows * math.ceil(w.cols / q.block[1]) * dtype_bytes, *parts[2:])
+
+
+def marlin_scales_text(q: QuantScheme, weights: list[Weight], target: tuple, dtype_name: str) -> str:
+    """"; FP8 block scales repacked for Marlin …" where any of ``weights`` is, for ``target`` (GPU arch, vLLM version,
+    ROCm or not); "" otherwise."""
+    arch = target[0]
+    if not any(fp8_marlin_applies(q, w, *target) for w in weights):
+        return ""
+    return f"; FP8 block scales repacked for Marlin on {arch} ({dtype_name}, one per 128 inputs of each output row)"

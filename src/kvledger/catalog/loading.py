@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.catalog.expert_placement import expert_share, local_experts
-from kvledger.catalog.fp8_marlin import fp8_marlin_applies, tensor_bytes_as_loaded
+from kvledger.catalog.fp8_marlin import marlin_scales_text, tensor_bytes_as_loaded
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_marlin_fallback, mxfp4_padded
@@ -275,8 +275,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         )
     if mx and any(w.expert for w in model.weights):
         how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
-    if any(fp8_marlin_applies(q, w, gpu_arch, engine_version, rocm) for w in on_rank):
-        how += f"; FP8 block scales repacked for Marlin on {gpu_arch} ({dname}, one per 128 inputs of each output row)"
+    how += marlin_scales_text(q, on_rank, (gpu_arch, engine_version, rocm), dname)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])

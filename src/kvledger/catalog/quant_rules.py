@@ -22,19 +22,25 @@ from __future__ import annotations
 from kvledger.catalog.quant import QuantScheme
 from kvledger.errors import InputError
 
-__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "NO_BITSANDBYTES_FROM", "min_capability",
-           "check_quant_release"]
+__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "NO_BITSANDBYTES_FROM", "DEPRECATED_FROM",
+           "min_capability", "check_quant_release", "deprecated_method_note"]
 
 FP8_MIN_CAPABILITY_75_FROM = (0, 14, 0)
 """The first release read whose ``Fp8Config.get_min_capability`` is 75 (0.13.0: 80)."""
 AUTO_GPTQ_FROM = (0, 26, 0)
 """The first release read that loads GPTQ through ``auto_gptq.py`` (4- and 8-bit symmetric only; 0.19.0: gptq.py)."""
+DEPRECATED_FROM = {"fbgemm_fp8": (0, 14, 0)}
+"""Checkpoint methods kvledger reads that ``DEPRECATED_QUANTIZATION_METHODS`` lists, from the first release read that
+refuses them without ``--allow-deprecated-quantization`` (0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.19.0, 0.26.0–0.29.0,
+0.33.0 list fbgemm_fp8; 0.13.0 has no such list)."""
 NO_BITSANDBYTES_FROM = (0, 28, 0)
 """The first release without bitsandbytes (0.27.0 has ``quantization/bitsandbytes.py``; 0.28.0 does not)."""
 
 
 def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int, int, int]) -> tuple[int, str] | None:
     """(vLLM ``version``'s minimum compute capability for the scheme, the method's name), or None where not read."""
+    if q.config_method == "fbgemm_fp8":
+        return 80, "fbgemm_fp8"  # FBGEMMFp8Config (fbgemm_fp8.py): 80 in every release read, 0.11.0–0.33.0
     if q.method == "fp8" and q.description.startswith("modelopt"):
         return (89 if version < (0, 33, 0) else 80), "modelopt"
     if q.method == "fp8":
@@ -73,3 +79,15 @@ def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple
         raise InputError(f"vLLM {vtxt} does not start: the quantization method {need[1]} needs compute capability "
                          f"{need[0]} or more, this GPU has {cap} (config/vllm.py: \"The quantization method {need[1]} "
                          f"is not supported for the current GPU. Minimum capability: {need[0]}\"){later}")
+
+
+def deprecated_method_note(q: QuantScheme, version: tuple[int, int, int]) -> str | None:
+    """The launch flag vLLM ``version`` needs for a checkpoint whose method it lists as deprecated, or None."""
+    first = DEPRECATED_FROM.get(q.config_method)
+    if first is None or tuple(version) < first:
+        return None
+    vtxt = ".".join(map(str, version))
+    return (f"vLLM {vtxt} starts a {q.config_method} checkpoint only with --allow-deprecated-quantization: without it "
+            f"config/model.py::_verify_quantization refuses it (\"The quantization method {q.config_method} is "
+            f"deprecated and will be removed in future versions of vLLM. To bypass, set "
+            f"`--allow-deprecated-quantization`.\"); planned as served with that flag")
