@@ -57,7 +57,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     retention = ["--prefix-cache-retention-interval", str(i)] if (i := p.get("prefix_cache_retention_interval")) else []
-    vllm = ["vllm", "serve", model_id, *flags, *retention]  # not a plan flag: the check line leaves it out
+    deprecated = ["--allow-deprecated-quantization"] if p.get("allow_deprecated_quantization") else []  # vLLM only
+    vllm = ["vllm", "serve", model_id, *flags, *retention, *deprecated]  # not plan flags: the check line leaves them
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])

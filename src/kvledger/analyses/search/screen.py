@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.analyses.search.instance_bill import engine_groups
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.catalog.quant_rules import deprecated_method_note
 from kvledger.errors import KvLedgerError, UnknownNameError
 from kvledger.ledgers.instances import POD_MAX_GPUS
 
@@ -111,11 +113,18 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)",
             **({"wddm": True} if plan.settings.wddm else {}),  # --wddm: the check line plans it so
             **({"quantization": q} if (q := plan.settings.quantization) else {}),  # -q fp8: every launch line
+            **({"allow_deprecated_quantization": True} if _deprecated(plan) else {}),  # fbgemm_fp8 from vLLM 0.14
             **({"mamba_ssm_cache_dtype": d} if (d := plan.settings.mamba_ssm_cache_dtype) != "auto" else {}),
             **({"enable_expert_parallel": True} if plan.settings.enable_expert_parallel else {}),  # vLLM's lines
             **({"nnodes": n} if (n := plan.settings.nnodes) > 1 else {}),  # past one node: launch.py's node lines
             **_dp_figures(plan),  # vLLM's DP ranks: their count and the nodes they span
             **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
+
+
+def _deprecated(plan: Any) -> bool:
+    """Whether vLLM starts the plan's checkpoint only with --allow-deprecated-quantization (quant_rules.py)."""
+    ver = version_tuple(plan.memory.engine_version)
+    return plan.memory.engine == "vllm" and ver is not None and bool(deprecated_method_note(plan.model.quant, ver))
 
 
 def _dp_figures(plan: Any) -> dict[str, Any]:
