@@ -67,6 +67,10 @@ def test_gpt_oss_on_a_t4_and_bitsandbytes_on_0_33_do_not_start(tmp_path):
         assert msg.startswith("vLLM 0.33.0 does not start: the quantization method mxfp4 needs compute capability 80 "
                               "or more, this GPU has 75")
     assert run_cli("plan", "openai/gpt-oss-20b", "--gpu", "A10G", "--max-model-len", "4096").exit_code == 0
+    # SGLang (model_loader/loader.py, mxfp4.py get_min_capability 80 in 0.5.3, 0.5.5, 0.5.23) refuses it alike
+    msg = refused("plan", "openai/gpt-oss-20b", "--gpu", "T4", "--engine", "sglang", "--tp", "2")
+    assert msg.startswith("SGLang 0.5.23 does not start openai/gpt-oss-20b: the quantization method mxfp4 needs "
+                          "compute capability 80 or more, this GPU has 75")
     # an unsloth-style bnb-4bit checkpoint: vLLM 0.28.0 removed bitsandbytes ("Unknown quantization method")
     qc = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
           "bnb_4bit_use_double_quant": True}

@@ -83,7 +83,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
     _require_per_token_kv(model, kv, "SGLang")
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    check_sglang_quant_tp(model, s.tp, ver)  # quant_tp_sglang.py: shards SGLang refuses when it creates the weights
+    check_sglang_quant_tp(model, s.tp, ver, gpu.arch)  # quant_tp_sglang.py: shards, capability SGLang refuses
     L, lsrc = resolve_max_model_len(model, s)
     d, graphs = sglang_resolved_defaults(ver, gpu.nvidia_smi_mib or gpu.memory_bytes / MiB, s, _is_mla(model),
                                          model.name, prefill_off_for_model(ver, model, gpu, s))  # sglang_graphs.py

@@ -85,14 +85,22 @@ def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
     return words
 
 
-def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23)) -> None:
+def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23), gpu_arch: str = "") -> None:
     """Refuse a TP whose shards SGLang cannot quantize (it does not start), naming the layer, SGLang's reason with its
-    file, and a TP that works.
+    file, and a TP that works; and MXFP4 on a GPU below compute capability 8.0 (``gpu_arch`` "sm75"; "" unchecked):
+    ``model_loader/loader.py::_get_quantization_config`` refuses a GPU below ``get_min_capability()``, 80 in
+    ``layers/quantization/mxfp4.py`` (read in 0.5.3, 0.5.5, 0.5.23).
 
     Raises:
-        InputError: a quantized layer's shard is not a multiple of its block or group.
+        InputError: a quantized layer's shard is not a multiple of its block or group, or MXFP4 below sm80.
     """
     q = model.quant
+    cap = int(gpu_arch[2:]) if gpu_arch.startswith("sm") and gpu_arch[2:].isdigit() else None
+    if q.method == "mxfp4" and cap is not None and cap < 80:
+        raise InputError(f"SGLang {'.'.join(map(str, version))} does not start {model.name}: the quantization method "
+                         f"mxfp4 needs compute capability 80 or more, this GPU has {cap} (model_loader/loader.py: "
+                         f"\"The quantization method mxfp4 is not supported for the current GPU. Minimum capability: "
+                         f"80\"); a GPU of compute capability 8.0 or more loads it")
     refusal = gptq_marlin_refusal(q) if q.method == "gptq" and version >= NO_PLAIN_GPTQ_FROM else None
     if refusal:
         raise InputError(f"SGLang {'.'.join(map(str, version))} does not start {model.name}: {refusal}; "
