@@ -17,6 +17,7 @@ from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
 from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len_low, max_len_option
 from kvledger.accounting.advice_mamba import no_prefix_caching_option
+from kvledger.accounting.advice_mnbt import max_num_batched_tokens_fix
 from kvledger.accounting.advice_override_oom import override_out_of_memory, override_over_budget_note
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
@@ -83,6 +84,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     if est_len:
         opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)] + no_prefix_caching_option(p, _retry(build, p), 0)
+    seqs += max_num_batched_tokens_fix(p, build)  # vLLM DP + EP: the profile's MoE rows are DP × the token budget
     fraction = _utilization_option(p, build) + mem_fraction_option(p, lambda **u: _try(build, p, **u), _at_len)
     return opts + fraction + seqs + _bigger_gpus(p, build)
 
