@@ -18,9 +18,10 @@ from kvledger.catalog.models import load_model
 QWEN = "Qwen/Qwen3-235B-A22B"
 
 
-def _plan(**kw):
+def _plan(max_model_len=4096, **kw):
     return build_plan(load_model(QWEN), resolve_gpu("H100-SXM"),
-                      make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True, max_model_len=4096, **kw),
+                      make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True,
+                                    max_model_len=max_model_len, **kw),
                       with_roofline=False)
 
 
@@ -53,3 +54,27 @@ def test_no_fix_where_max_num_seqs_tokens_do_not_fit():
     assert p.advice.verdict == "weights_do_not_fit"
     assert max_num_batched_tokens_fix(p, build_plan) == []
     assert not any(o.action.startswith("--max-num-batched-tokens") for o in p.advice.options)
+
+
+def test_below_max_num_seqs_where_vllm_lowers_its_default_hand_worked():
+    # max_model_len 8,192: one request is 512 blocks + the null block = 513 × 3,080,192 = 1,580,138,496 B. Below
+    # 1,024 tokens vLLM ≥0.11 lowers the unset max_num_seqs to T (engine/arg_utils.py), and the sampler samples T
+    # dummy requests: KV left(T) = 4,396,922,061 − (80,222,208 Triton buffer + 53,687,091 fixed) − T × (151,936 × 14
+    # + 8,192 + 1,048,576 = 3,183,872) = 4,263,012,762 − 3,183,872 T ≥ 1,580,138,496 → T ≤ 842.6 → 842.
+    p = _plan(max_model_len=8192)
+    fix = next(o for o in p.advice.options if o.action.startswith("--max-num-batched-tokens"))
+    assert fix.action == "--max-num-batched-tokens 842" and fix.max_requests == 1
+    assert "lowers max_num_seqs 1,024 → 842" in fix.detail
+    # with --max-num-seqs given, the floor is 1,024 (config/scheduler.py), which leaves 1,002,727,834 B < 1,580,138,496
+    assert not any(o.action.startswith("--max-num-batched-tokens")
+                   for o in _plan(max_model_len=8192, max_num_seqs=1024).advice.options)
+
+
+def test_default_max_num_seqs_follows_a_smaller_budget_from_0_11():
+    from kvledger.accounting.vllm_seqs_default import default_max_num_seqs
+
+    assert default_max_num_seqs((0, 33, 0), 1024, 512)[0] == 512  # min(1,024, 512)
+    assert default_max_num_seqs((0, 11, 0), 1024, 512)[0] == 512
+    assert default_max_num_seqs((0, 9, 0), 1024, 512) == (1024, "")  # 0.9.0: the default as it is
+    assert default_max_num_seqs((0, 33, 0), 1024, 8192) == (1024, "")
+    assert default_max_num_seqs((0, 33, 0), 1024, None) == (1024, "")

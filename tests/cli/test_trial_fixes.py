@@ -140,8 +140,13 @@ def test_unknown_model_type_and_skipped_deductions_are_said_in_the_summary(tmp_p
 
 def test_a_token_budget_below_max_num_seqs_is_refused_as_vllm_does():
     # vLLM 0.19 config/scheduler.py verify_max_model_len: max_num_batched_tokens < max_num_seqs raises at start-up.
-    msg = _refused("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1")
+    msg = _refused("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1", "--max-num-seqs", "1024")
     assert "max_num_batched_tokens (1) must be at least max_num_seqs (1,024)" in msg
+    # with --max-num-seqs unset, 0.19's engine/arg_utils.py lowers the default 1,024 to min(1,024, 1) = 1 (≥0.11);
+    # 0.9.0 keeps 1,024 and so refuses
+    assert "max_num_seqs 1\n" in _run("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1").stdout
+    assert "(1,024)" in _refused("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1", "--engine-version",
+                                 "0.9.0")
     assert _run("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "256", "--max-num-seqs",
                 "256").exit_code == 0
 

@@ -8,9 +8,10 @@ cache, at the price of fewer tokens per step (longer prompts prefill in more chu
 
 vLLM's limits on the value (``config/scheduler.py::SchedulerConfig.verify_max_model_len``, read in 0.19.0 and 0.33.0):
 it must be ≥ max_num_seqs ("must be greater than or equal to max_num_seqs"), and below max_model_len only with
-chunked prefill on (V1's default; the plan has no flag to turn it off). No multiple rule applies to it there. The
-largest value in [max_num_seqs, the plan's - 1] that holds one max_model_len request is found by bisection over
-re-plans (the profile terms grow with the token budget), not guessed.
+chunked prefill on (V1's default; the plan has no flag to turn it off). No multiple rule applies to it there. Where
+--max-num-seqs is unset, vLLM ≥0.11 lowers its default to a smaller given budget (``vllm_seqs_default``), so the
+floor is 1 token there, else the plan's max_num_seqs. The largest value in [floor, the plan's - 1] that holds one
+max_model_len request is found by bisection over re-plans (the profile terms grow with the token budget), not guessed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kvledger.accounting.advice_types import Option
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.accounting.vllm_seqs_default import SEQS_FOLLOW_BUDGET_FROM
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -55,7 +58,8 @@ def max_num_batched_tokens_fix(p: Plan, build: Callable) -> list[Option]:
     if (s.engine != "vllm" or dp is None or not dp.moe_profile_tokens or m.available_given
             or s.activation_peak_bytes is not None):
         return []
-    lo, hi = m.max_num_seqs, m.max_num_batched_tokens - 1
+    follows = s.max_num_seqs is None and parse_version(m.engine_version) >= SEQS_FOLLOW_BUDGET_FROM
+    lo, hi = 1 if follows else m.max_num_seqs, m.max_num_batched_tokens - 1
     best = _fits_at(p, build, lo) if lo <= hi else None
     if best is None:
         return []
@@ -74,6 +78,14 @@ def max_num_batched_tokens_fix(p: Plan, build: Callable) -> list[Option]:
               f"{dp.ranks} × {lo:,} = {rows:,}; activation peak {_activation(p) / GiB:.2f} → "
               f"{_activation(best) / GiB:.2f} GiB, {best.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache; "
               f"the largest value that holds one {m.max_model_len:,}-token request (re-planned; one more token does "
-              f"not), ≥ max_num_seqs {m.max_num_seqs:,} as vLLM requires ({SCHEDULER_RULE}){chunked}")
+              f"not), {_seqs_words(m.max_num_seqs, best.memory.max_num_seqs)}{chunked}")
     return [Option(f"--max-num-batched-tokens {lo}", row.max_concurrency, row.max_requests, detail,
                    best.memory.max_model_len)]
+
+
+def _seqs_words(was: int, now: int) -> str:
+    """How the value meets vLLM's max_num_seqs rule: at or above the plan's max_num_seqs, or lowering its default."""
+    if now == was:
+        return f"≥ max_num_seqs {was:,} as vLLM requires ({SCHEDULER_RULE})"
+    return (f"with --max-num-seqs unset vLLM ≥0.11 lowers max_num_seqs {was:,} → {now:,} to it (engine/arg_utils.py), "
+            f"so at most {now:,} requests run at once")

@@ -30,6 +30,7 @@ from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_releases import unknown_release_note
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
+from kvledger.accounting.vllm_seqs_default import default_max_num_seqs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_startup import require_vllm_starts, vllm_startup_alone
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_item, weights_item
@@ -201,9 +202,10 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)
+    d_seqs, lowered = default_max_num_seqs(ver, d_seqs, s.max_num_batched_tokens)  # ≥0.11: min(seqs, given tokens)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
-        notes.append(why)
+        notes.append(why + (lowered if s.max_num_seqs is None else ""))
     dsv4 = has_compressed_mla(model.layers)
     B, bsrc = vllm_block_size(model, s, ver, gpu.arch, dsv4)
     notes.append(N.block_size_from(B, bsrc))
