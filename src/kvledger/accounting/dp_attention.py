@@ -27,6 +27,7 @@ from dataclasses import replace
 from kvledger.accounting.memory import sglang_reserved_mib
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SglangDefaults, parse_sglang_version
+from kvledger.accounting.vllm_all2all import DP_CHUNK_TOKENS, settings_choice
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.expert_placement import local_experts
 from kvledger.catalog.layers import kv_heads_per_gpu
@@ -75,6 +76,8 @@ def check_data_parallel(model: ModelSpec, s: PlanSettings) -> None:
             DP with TensorRT-LLM or PP, a model whose SGLang file has no DP attention, a vLLM MoE model without EP.
     """
     dp = dp_size(s)
+    if s.engine == "vllm" and s.all2all_backend is not None:
+        settings_choice(s.engine_version, s.all2all_backend)  # InputError: a choice that release refuses
     if s.enable_dp_attention and s.engine != "sglang":
         raise InputError("--enable-dp-attention is SGLang's flag; vLLM runs attention data-parallel with "
                          "--data-parallel-size N (with --enable-expert-parallel for a MoE model): use that, or "
@@ -180,8 +183,10 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     """The plan's note on its data parallelism (``engine_text``: the engine and version whose rules apply); () at DP 1.
     Call after ``check_data_parallel``."""
     dp, tp = dp_size(s), s.tp
+    unused = (f"--all2all-backend {s.all2all_backend}: vLLM runs an all2all backend only with DP > 1 and expert "
+              "parallelism (fused_moe/config.py::use_all2all_kernels), so it changes nothing here")
     if dp == 1:
-        return ()
+        return (unused,) if s.engine == "vllm" and s.all2all_backend else ()
     engine_text = f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {engine_text.removesuffix(' rules')} rules"
     tail = ("; figures per GPU are one rank's; no roofline (the step cost prices one TP group, not the DP ranks "
             "stepping together)")
@@ -195,14 +200,24 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
                 f"max_bs × {dp} × 3 MiB more (× 1.5 more above max_bs 300){tail}",)
     if not model.is_moe:
         return (f"{dp_words(s)} ({engine_text}): {dp} independent engine cores of TP {tp} ({dp * tp} GPUs), each "
-                f"its own KV pool; a dense model's ranks share no weights{tail}",)
+                f"its own KV pool; a dense model's ranks share no weights{tail}",) + (unused,) * bool(s.all2all_backend)
     e, ep = model.num_experts, dp * tp
     return (f"{dp_words(s)} ({engine_text}): {dp} engine cores, each its own TP {tp} group and KV pool; routed "
             f"experts whole over EP {ep}, {local_experts(e, ep)} of {e} on the busiest GPU (fused_moe/config.py), "
             f"attention, dense layers and shared experts TP {tp}-sliced in each rank; the profile run's MoE layers "
-            f"work on {dp} × max_num_batched_tokens rows on every GPU (the default all2all_backend, "
-            "allgather_reducescatter, gathers every rank's rows; --all2all-backend deepep_*, mori, nixl_ep or "
-            f"flashinfer_nvlink_* would dispatch or chunk them otherwise, not modelled){tail}",)
+            f"work on {_a2a_rows_words(s, dp)}{tail}",)
+
+
+def _a2a_rows_words(s: PlanSettings, dp: int) -> str:
+    """The rows a vLLM DP + EP plan's MoE layers run in the profile, and why, by its all2all backend."""
+    if s.all2all_backend is None:
+        return (f"{dp} × max_num_batched_tokens rows on every GPU (the default all2all_backend, "
+                "allgather_reducescatter, gathers every rank's rows; another --all2all-backend may dispatch or "
+                "chunk them)")
+    a2a = settings_choice(s.engine_version, s.all2all_backend)
+    rows = f"min(max_num_batched_tokens, {DP_CHUNK_TOKENS})" if a2a.rows == "chunked" else "max_num_batched_tokens"
+    bound = " at most" if a2a.rows == "routed" else ""
+    return f"{dp} × {rows} rows{bound} on every GPU ({a2a.words})"
 
 
 def sglang_rank_weights(model: ModelSpec, s: PlanSettings) -> tuple[float, str]:

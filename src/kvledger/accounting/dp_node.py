@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.accounting.dp_attention import SGLANG_DP_ATTENTION_ARCHS, attention_tp, dp_gpus, dp_size, dp_words
+from kvledger.accounting.vllm_all2all import all2all_rows, settings_choice
 from kvledger.accounting.vllm_dp_moe import DP_MOE_RULE
 from kvledger.catalog.layers import MLAAttention
 from kvledger.errors import InputError
@@ -71,9 +72,13 @@ def data_parallel_facts(s, mem, rows) -> DataParallelFacts | None:
                              else ", independent replicas of a dense model"))
     reqs = tuple(RankRequests(r.context_tokens, r.max_running, r.max_running * dp)
                  for r in rows if r.within_max_model_len)
-    moe = dp * mem.max_num_batched_tokens if s.engine == "vllm" and s.enable_expert_parallel else None
-    if moe:
-        rule += f"; the profile run's MoE layers over DP × max_num_batched_tokens = {moe:,} rows ({DP_MOE_RULE})"
+    moe = None
+    if s.engine == "vllm" and s.enable_expert_parallel:  # the rows as the all2all backend moves them (vllm_all2all)
+        a2a, t = settings_choice(mem.engine_version, s.all2all_backend), mem.max_num_batched_tokens
+        moe = all2all_rows(a2a, t, dp)
+        how = "DP × max_num_batched_tokens" if moe == dp * t else "DP × min(max_num_batched_tokens, 256)"
+        words = a2a.words if a2a.given or a2a.backend != "allgather_reducescatter" else DP_MOE_RULE
+        rule += f"; the profile run's MoE layers over {how} = {moe:,} rows ({words})"
     return DataParallelFacts(dp_words(s), dp, dp_gpus(s), attention_tp(s), per_rank, per_rank * dp, reqs, rule, moe)
 
 

@@ -28,7 +28,7 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               ("--distributed-executor-backend", "distributed_executor_backend", None),
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
               ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None),
-              ("--model-runner", "model_runner", "auto"),
+              ("--model-runner", "model_runner", "auto"), ("--all2all-backend", "all2all_backend", None),
               ("--max-cudagraph-capture-size", "max_cudagraph_capture_size", None),
               ("--mamba-ssm-cache-dtype", "mamba_ssm_cache_dtype", "auto"))
 

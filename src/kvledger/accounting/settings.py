@@ -48,7 +48,7 @@ _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_l
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
              "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s",
-             "enable_hierarchical_cache")
+             "enable_hierarchical_cache", "all2all_backend")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -62,7 +62,8 @@ class PlanSettings:
         tp, pp: tensor- and pipeline-parallel degrees. enable_expert_parallel: vLLM ``--enable-expert-parallel`` (data
             parallel 1: the MoE layers' experts whole over the TP ranks, expert_parallel.py).
         data_parallel_size, enable_dp_attention: vLLM's --data-parallel-size, SGLang's --dp-size with
-            --enable-dp-attention (dp_attention.py); None: data parallel 1, off.
+            --enable-dp-attention (dp_attention.py); None: data parallel 1, off. all2all_backend: vLLM's
+            --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.12; vllm_all2all.py), None: the version's default.
         max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
@@ -101,9 +102,8 @@ class PlanSettings:
         nnodes: nodes the TP × PP group spans (custom all-reduce off when a TP group spans nodes, ceil(nnodes / pp) > 1,
             and under mp from vLLM 0.11.1: vllm_custom_ar.engine_disables_ca). sampler_backend: "auto" (the version's
             choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12
-            with VLLM_ROCM_USE_AITER=1).
-        model_runner: vLLM's model runner, "auto" (the version's default for the model, vllm_runner.py), "v1" or "v2"
-            (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the plan's notes name the runner."""
+            with VLLM_ROCM_USE_AITER=1). model_runner: vLLM's model runner, "auto" (the version's default for the model,
+            vllm_runner.py), "v1" or "v2" (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the notes name the runner."""
 
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
@@ -112,6 +112,7 @@ class PlanSettings:
     enable_expert_parallel: bool = False
     data_parallel_size: int | None = None
     enable_dp_attention: bool | None = None
+    all2all_backend: str | None = None
     max_model_len: int | None = None
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = None

@@ -31,6 +31,7 @@ DP 2, is dense and failed before its profile).
 
 from __future__ import annotations
 
+from kvledger.accounting.vllm_all2all import All2AllChoice, all2all_rows
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["DP_MOE_RULE", "moe_profile_rows", "gathered_hidden_bytes", "dp_moe_words"]
@@ -38,26 +39,32 @@ __all__ = ["DP_MOE_RULE", "moe_profile_rows", "gathered_hidden_bytes", "dp_moe_w
 DP_MOE_RULE = ("the default all2all_backend allgather_reducescatter all-gathers every DP rank's profile rows into each "
                "MoE layer (distributed/device_communicators/all2all.py::AgRsAll2AllManager, vLLM 0.19.0 and 0.33.0; "
                "no DP chunking for it)")
-"""The rule's words, as plan prints them beside the figures."""
+"""The rule's words, as plan prints them beside the figures, at the default backend (``vllm_all2all`` for others)."""
 
 
-def moe_profile_rows(model: ModelSpec, tokens: int, dp: int, ep: int) -> int:
-    """Rows one GPU's MoE layers run in the profile forward: DP × ``tokens`` under expert parallelism with DP > 1
-    (``ep`` > 1: ``expert_parallel.ep_size``), else ``tokens``."""
-    return tokens * dp if model.is_moe and ep > 1 and dp > 1 else tokens
+def moe_profile_rows(model: ModelSpec, tokens: int, dp: int, ep: int, a2a: All2AllChoice | None = None) -> int:
+    """Rows one GPU's MoE layers run in the profile forward: under expert parallelism with DP > 1 (``ep`` > 1:
+    ``expert_parallel.ep_size``), DP × ``tokens`` (``a2a``: the all2all backend, None the default; a DP-chunked one
+    runs DP × min(tokens, 256) per call: ``vllm_all2all.all2all_rows``), else ``tokens``."""
+    return all2all_rows(a2a, tokens, dp) if model.is_moe and ep > 1 and dp > 1 else tokens
 
 
-def gathered_hidden_bytes(model: ModelSpec, tokens: int, dp: int, ep: int) -> float:
-    """The all-gathered hidden states live while a MoE layer runs, B: DP × tokens × hidden × d (in the activations'
-    dtype; the router logits or top-k ids and weights gathered beside them are left out); 0 without DP + EP."""
-    rows = moe_profile_rows(model, tokens, dp, ep)
-    return rows * model.hidden_size * model.dtype_bytes if rows != tokens else 0.0
+def gathered_hidden_bytes(model: ModelSpec, tokens: int, dp: int, ep: int, a2a: All2AllChoice | None = None) -> float:
+    """The all-gathered (or dispatched) hidden states live while a MoE layer runs, B: rows × hidden × d (in the
+    activations' dtype; the router logits or top-k ids and weights gathered beside them are left out); 0 without
+    DP + EP."""
+    if not (model.is_moe and ep > 1 and dp > 1):
+        return 0.0
+    return moe_profile_rows(model, tokens, dp, ep, a2a) * model.hidden_size * model.dtype_bytes
 
 
-def dp_moe_words(model: ModelSpec, tokens: int, dp: int, ep: int) -> str:
+def dp_moe_words(model: ModelSpec, tokens: int, dp: int, ep: int, a2a: All2AllChoice | None = None) -> str:
     """The activation term's words for the gathered rows; "" without DP + EP."""
-    rows = moe_profile_rows(model, tokens, dp, ep)
-    if rows == tokens:
+    if not (model.is_moe and ep > 1 and dp > 1):
         return ""
-    return (f"MoE rows {rows:,} = DP {dp} × {tokens:,} ({DP_MOE_RULE}): the fused-MoE workspaces take them, and the "
-            f"forward holds the gathered hidden states, {rows:,} × {model.hidden_size} × {model.dtype_bytes} B")
+    rows = moe_profile_rows(model, tokens, dp, ep, a2a)
+    how = f"DP {dp} × {tokens:,}" if rows == dp * tokens else f"DP {dp} × min({tokens:,}, 256)"
+    rule = a2a.words if a2a and (a2a.given or a2a.backend != "allgather_reducescatter") else DP_MOE_RULE
+    return (f"MoE rows {rows:,} = {how} ({rule}): the fused-MoE workspaces take them, "
+            f"and the forward holds the {'dispatched' if a2a and a2a.rows != 'gathered' else 'gathered'} hidden "
+            f"states, {rows:,} × {model.hidden_size} × {model.dtype_bytes} B")

@@ -25,6 +25,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from kvledger.accounting.vllm_all2all import All2AllChoice
 from kvledger.accounting.vllm_dp_moe import dp_moe_words, gathered_hidden_bytes, moe_profile_rows
 from kvledger.accounting.vllm_mla_profile import MLAProfile
 from kvledger.accounting.vllm_mlp import mlp_peak
@@ -199,18 +200,19 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
                     stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch",
-                    arch: str = "", ep: int = 1, mla: MLAProfile | None = None, dp: int = 1) -> tuple[float, str]:
+                    arch: str = "", ep: int = 1, mla: MLAProfile | None = None, dp: int = 1,
+                    a2a: All2AllChoice | None = None) -> tuple[float, str]:
     """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built;
     ``ep`` > 1: ``--enable-expert-parallel`` (whole experts per rank: vllm_moe_workspace.py); ``mla``: the MLA
     attention's profile dummy and DeepSeek-V3.2's indexer workspace (vllm_mla_profile.py); ``dp``: DP ranks, whose
-    rows the MoE layers gather under expert parallelism (vllm_dp_moe.py)."""
+    rows the MoE layers gather under expert parallelism (vllm_dp_moe.py; ``a2a``: its all2all backend)."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
-    rows = moe_profile_rows(model, mnbt, dp, ep)
+    rows = moe_profile_rows(model, mnbt, dp, ep, a2a)
     ws, _, _, ws_why = moe_workspace(model, ver, rows, tp, arch, ep)
     # up to 0.14 the routed experts' Triton caches live during the forward only (fused_experts_impl, vLLM 0.11.0)
     cache, cache_why = transient_workspace(model, ver, rows, tp, ep) if not ws else (0.0, "")
-    fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache + gathered_hidden_bytes(model, mnbt, dp, ep)
+    fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache + gathered_hidden_bytes(model, mnbt, dp, ep, a2a)
     k, mlp = forward_hidden_copies(ver), (None if model.is_moe else mlp_peak(model))
     peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + {mlp.copies if mlp else 3}·I/TP) × {model.dtype_bytes} "
                       f"B (layer code{'; V0 norms in place' if k == 3 else ''}"
@@ -232,8 +234,8 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     if st.pp > 1:
         peak += 2 * hidden
         why += "; + PP intermediate tensors (hidden + residual)"
-    if rows != mnbt:
-        why += "; " + dp_moe_words(model, mnbt, dp, ep)
+    if dp_words := dp_moe_words(model, mnbt, dp, ep, a2a):
+        why += "; " + dp_words
     return (
         peak + ACTIVATION_FIXED_BYTES,
         why + f"; + {ACTIVATION_FIXED_BYTES / GiB:.2f} GiB fixed (fitted to vLLM 0.19 logs)",

@@ -10,6 +10,7 @@ from kvledger.accounting.max_model_len import config_len
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_all2all import all2all_choice
 from kvledger.accounting.vllm_block_choice import vllm_block_size
 from kvledger.accounting.vllm_dp_moe import moe_profile_rows
 from kvledger.accounting.vllm_mla_profile import MLAProfile, flashinfer_sparse_workspace, mla_profile
@@ -102,11 +103,13 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
                                                      "no sampler backend enters the profile (gpu/sample/sampler.py)")
     ep = ep_size(model, s)  # --enable-expert-parallel: whole experts, so the fused-MoE workspaces take I, not I/TP
     dp = s.data_parallel_size or 1  # with EP, each GPU's MoE layers run every DP rank's rows (vllm_dp_moe.py)
+    a2a = all2all_choice(ver, s.all2all_backend)  # ... as its all2all backend moves them (vllm_all2all.py)
     mla = profile_mla(model, gpu, s, ver, seqs)
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep, mla, dp)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep, mla, dp)[0]]
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch, ep, mla, dp, a2a)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch, ep, mla, dp,
+                                         a2a)[0]]
                      if other else [])
-    rows = moe_profile_rows(model, mnbt, dp, ep)
+    rows = moe_profile_rows(model, mnbt, dp, ep, a2a)
     ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, rows, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
     if mla is None or mla.kept < ws_hi:  # the indexer's workspace, when larger, holds the MoE's whichever kernel runs
         ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
@@ -119,7 +122,7 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
         err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
         ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch, ep, mla,
-                                      dp)[0])
+                                      dp, a2a)[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
     return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

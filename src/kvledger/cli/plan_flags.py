@@ -30,6 +30,10 @@ class PlanFlags(SglangNames):
         "DP ranks: vLLM's --data-parallel-size (a MoE model needs --enable-expert-parallel: one engine core and KV "
         "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
         "divides --tp). `simulate` runs vLLM's DP ranks too; SGLang's DP attention is plan only."))
+    all2all_backend: str | None = flag("--all2all-backend", help=(
+        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.12), with --data-parallel-size and "
+        "--enable-expert-parallel: the rows each GPU's MoE layers run in the profile (default: the version's, "
+        "allgather_reducescatter from 0.11); the release's own choices, others refused."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang flag, with --dp-size N: attention data-parallel inside the TP group (attention TP = tp/N per rank, "
         "each rank its own KV pool; MLP and experts still over all TP GPUs). Plan only."))
@@ -207,12 +211,12 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         cudagraph_bytes=_bytes_opt(f.cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=f.disable_hybrid_kv_cache_manager,
         enable_prefix_caching=f.enable_prefix_caching, mamba_ssm_cache_dtype=check_ssm_dtype(f.mamba_ssm_cache_dtype),
-        achievable_flops_fraction=flops,
-        achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
+        achievable_flops_fraction=flops, achievable_bandwidth_fraction=bandwidth, allreduce_link_share=share,
         disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
         inter_node_link_bytes_per_s=inter_node_link(m.inter_node_link),
         data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
+        all2all_backend=f.all2all_backend,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
         allow_long_max_model_len=m.allow_long_max_model_len, max_cudagraph_capture_size=m.max_cudagraph_capture_size,

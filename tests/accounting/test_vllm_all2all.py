@@ -1,0 +1,95 @@
+"""vLLM's --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.12): each release's choices, default and fallbacks, its
+refusals in vLLM's words, and the profile rows per backend (vllm_all2all.py), read in 0.9.0, 0.11.0, 0.12.0–0.15.0,
+0.17.0, 0.19.0, 0.26.0, 0.29.0 and 0.33.0 (config/parallel.py, envs.py, default_moe_runner.py::use_dp_chunking).
+
+Qwen3-235B-A22B (bf16): hidden 4,096, 128 routed experts of intermediate 1,536, top-8; vLLM's kept Triton workspace
+under EP is M × 8 × (4,096 + 4,096) × 2 B = M × 131,072 B (test_vllm_dp_moe.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.vllm_all2all import all2all_choice, all2all_rows
+from kvledger.accounting.vllm_profile import activation_peak
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.errors import InputError
+
+QWEN = "Qwen/Qwen3-235B-A22B"
+
+
+@pytest.mark.parametrize("ver, given, backend, rows", [
+    ((0, 33, 0), None, "allgather_reducescatter", "gathered"),  # config/parallel.py default
+    ((0, 9, 0), None, "naive", "gathered"),  # envs.py VLLM_ALL2ALL_BACKEND default "naive"
+    ((0, 11, 0), None, "allgather_reducescatter", "gathered"),  # env_with_choices default
+    ((0, 19, 0), "pplx", "allgather_reducescatter", "gathered"),  # removed: falls back (0.19 __post_init__)
+    ((0, 17, 0), "pplx", "allgather_reducescatter", "gathered"),  # 0.17 falls back for pplx only
+    ((0, 15, 0), "naive", "naive", "gathered"),  # NaiveAll2AllManager still there
+    ((0, 19, 0), "flashinfer_all2allv", "flashinfer_nvlink_two_sided", "chunked"),  # alias; use_dp_chunking
+    ((0, 19, 0), "deepep_low_latency", "deepep_low_latency", "chunked"),
+    ((0, 11, 0), "deepep_low_latency", "deepep_low_latency", "chunked"),  # 0.11 layer.py chunked forward
+    ((0, 33, 0), "deepep_low_latency", "deepep_low_latency", "unmodelled"),  # 0.33: no DP chunking
+    ((0, 33, 0), "deepep_high_throughput", "deepep_high_throughput", "routed"),
+])
+def test_backend_vllm_runs_and_how_its_rows_count(ver, given, backend, rows):
+    c = all2all_choice(ver, given)
+    assert (c.backend, c.rows) == (backend, rows)
+
+
+def test_rows_per_backend():
+    # DP 8, 8,192 tokens: gathered 65,536; routed at most the same (upper bound); chunked 8 × min(8,192, 256) = 2,048
+    # and 8 × min(100, 256) = 800; unmodelled keeps the gathered figure
+    assert all2all_rows(all2all_choice((0, 33, 0), None), 8192, 8) == 65_536
+    assert all2all_rows(all2all_choice((0, 33, 0), "deepep_high_throughput"), 8192, 8) == 65_536
+    ll = all2all_choice((0, 19, 0), "deepep_low_latency")
+    assert all2all_rows(ll, 8192, 8) == 2048 and all2all_rows(ll, 100, 8) == 800
+    assert all2all_rows(all2all_choice((0, 33, 0), "nixl_ep"), 8192, 8) == 65_536
+    assert "not modelled" in all2all_choice((0, 33, 0), "nixl_ep").words
+    assert "upper bound" in all2all_choice((0, 33, 0), "deepep_high_throughput").words
+
+
+@pytest.mark.parametrize("ver, given, words", [
+    ((0, 33, 0), "bogus", "argument --all2all-backend: invalid choice: 'bogus' (choose from 'naive', 'pplx', "),
+    ((0, 33, 0), "passthrough", "invalid choice: 'passthrough'"),  # arg_utils.py removes it from the CLI choices
+    ((0, 19, 0), "moonep", "invalid choice: 'moonep'"),  # 0.33's Literal only
+    ((0, 29, 0), "mori", "invalid choice: 'mori'"),  # 0.26–0.29: mori_high_throughput / mori_low_latency
+    ((0, 14, 0), "mori", "invalid choice: 'mori'"),  # mori from 0.15
+    ((0, 11, 0), "mori", "\"Invalid value 'mori' for VLLM_ALL2ALL_BACKEND. Valid options: ['naive', 'pplx', "),
+    ((0, 9, 0), "deepep_low_latency", "'Unknown all2all backend: deepep_low_latency'"),
+])
+def test_refused_in_vllm_s_words(ver, given, words):
+    with pytest.raises(InputError) as err:
+        all2all_choice(ver, given)
+    assert words in str(err.value)
+
+
+def test_deepep_low_latency_on_0_19_chunks_the_profile_rows():
+    # 0.19, DP 8 × TP 1 + EP, 8,192 tokens: chunked 8 × 256 = 2,048 rows, workspace 2,048 × 131,072 = 268,435,456 B
+    # against the gathered 65,536 rows' 8,589,934,592 B; the sampler (2.03 GiB) stays the peak over the forward, so the
+    # activation peak falls by 8,589,934,592 − 268,435,456 = 8,321,499,136 B
+    q = load_model(QWEN)
+    v, ll = (0, 19, 0), all2all_choice((0, 19, 0), "deepep_low_latency")
+    ag = activation_peak(q, v, 8192, 1024, 1, arch="sm90", ep=8, dp=8)[0]
+    chunked, why = activation_peak(q, v, 8192, 1024, 1, arch="sm90", ep=8, dp=8, a2a=ll)
+    assert ag - chunked == 8_321_499_136
+    assert "MoE rows 2,048 = DP 8 × min(8,192, 256)" in why and "not modelled" in why
+    s = make_settings(tp=1, data_parallel_size=8, enable_expert_parallel=True, engine_version="0.19.0",
+                      all2all_backend="deepep_low_latency")
+    p = build_plan(q, resolve_gpu("H100-SXM"), s, with_roofline=False)
+    assert p.data_parallel.moe_profile_tokens == 2048 and p.settings.all2all_backend == "deepep_low_latency"
+    note = next(n for n in p.memory.notes if n.startswith("--data-parallel-size 8"))
+    assert "8 × min(max_num_batched_tokens, 256) rows on every GPU" in note
+
+
+def test_a_backend_without_dp_and_ep_changes_nothing_and_other_engines_refuse_it():
+    q = load_model("Qwen/Qwen3-8B")
+    p = build_plan(q, resolve_gpu("H100-SXM"), make_settings(all2all_backend="naive"), with_roofline=False)
+    assert any(n.startswith("--all2all-backend naive: vLLM runs an all2all backend only with DP > 1") for n in
+               p.memory.notes)
+    assert p.memory.num_gpu_blocks == build_plan(q, resolve_gpu("H100-SXM"), make_settings(),
+                                                 with_roofline=False).memory.num_gpu_blocks
+    with pytest.raises(InputError, match="--all2all-backend is a vLLM flag"):
+        build_plan(q, resolve_gpu("H100-SXM"), make_settings(engine="sglang", all2all_backend="naive"))
