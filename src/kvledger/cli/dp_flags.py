@@ -44,6 +44,10 @@ class SimDataParallelFlags:
         "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
         "Not simulated: `kvledger plan` models pipeline stages; refused here."))
+    all2all_backend: str | None = flag("--all2all-backend", help=(
+        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.12) for the DP ranks' memory plan: "
+        "the rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them "
+        "(default: the version's); the release's own choices, others refused."))
 
     def __post_init__(self) -> None:
         if self.enable_dp_attention:
@@ -73,6 +77,9 @@ class SearchDataParallelFlags:
         "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
+    all2all_backend: str | None = flag("--all2all-backend", help=(
+        "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.12): the "
+        "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
 
     def __post_init__(self) -> None:
         if self.enable_dp_attention:
@@ -88,9 +95,12 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     Raises:
         InputError: ``refused_with`` given, or what ``check_dp_request`` refuses.
     """
+    import dataclasses
+
+    if dp is not None and dp.all2all_backend is not None:  # the memory plan's rows (accounting/vllm_all2all.py)
+        args = dataclasses.replace(args, all2all_backend=dp.all2all_backend)
     if dp is None or (dp.data_parallel_size or 1) == 1:
         return args
-    import dataclasses
 
     from kvledger.analyses.serving.sim_dp import check_dp_request
 

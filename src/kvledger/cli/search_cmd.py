@@ -139,7 +139,8 @@ def search_command(
     model does not fit.
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
-                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size)
+                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size,
+                                         dp.all2all_backend)
     check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:

@@ -100,10 +100,11 @@ class SearchRunFlags:
 
 
 def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
-                  ax: SearchAxesFlags, api: str | None, dp: str | None = None) -> tuple[Any, Any, list[str]]:
+                  ax: SearchAxesFlags, api: str | None, dp: str | None = None,
+                  all2all: str | None = None) -> tuple[Any, Any, list[str]]:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
-    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
+    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes, ``all2all`` their --all2all-backend."""
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.analyses.serving.retention_flag import check_release
@@ -146,10 +147,14 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency, inter_node_link=e.inter_node_link,
-                      prefix_cache_retention_interval=e.prefix_cache_retention_interval,
+                      prefix_cache_retention_interval=e.prefix_cache_retention_interval, all2all_backend=all2all,
                       mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
                           e.mamba_ssm_cache_dtype))
     inter_node_link(e.inter_node_link)  # an unreadable one refused before any candidate is planned
+    if all2all is not None:  # a choice the release refuses, in vLLM's words, before any candidate is planned
+        from kvledger.accounting.vllm_all2all import settings_choice
+
+        settings_choice(e.engine_version, all2all)
     check_release(e.prefix_cache_retention_interval, e.engine_version)  # vLLM < 0.29: before any candidate
     from kvledger.analyses.search.evaluate import check_volume
     from kvledger.analyses.search.load import load_problems

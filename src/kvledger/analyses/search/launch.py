@@ -55,6 +55,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     flags += (["--data-parallel-size", str(dp)] if dp > 1 else []) + quant + (
         ["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
     flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
+    flags += ["--all2all-backend", p["all2all_backend"]] if p.get("all2all_backend") else []  # plan's; vLLM ≥0.12
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     retention = ["--prefix-cache-retention-interval", str(i)] if (i := p.get("prefix_cache_retention_interval")) else []
     deprecated = ["--allow-deprecated-quantization"] if p.get("allow_deprecated_quantization") else []  # vLLM only

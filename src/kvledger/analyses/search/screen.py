@@ -57,7 +57,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
                           inter_node_link=spec.inter_node_link,
                           prefix_cache_retention_interval=spec.prefix_cache_retention_interval,
-                          data_parallel_size=cand.data_parallel_size)  # DP ranks in lock-step: serving/sim_dp.py
+                          data_parallel_size=cand.data_parallel_size,  # DP ranks in lock-step: serving/sim_dp.py
+                          all2all_backend=spec.all2all_backend if cand.data_parallel_size else None)
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
@@ -135,7 +136,8 @@ def _dp_figures(plan: Any) -> dict[str, Any]:
     from kvledger.analyses.search.dp_axis import dp_nnodes
 
     n = max(plan.settings.nnodes, dp_nnodes(plan.gpu, plan.settings.tp, dp))
-    return {"data_parallel_size": dp, **({"nnodes": n} if n > 1 else {})}
+    return {"data_parallel_size": dp, **({"nnodes": n} if n > 1 else {}),
+            **({"all2all_backend": b} if (b := plan.settings.all2all_backend) else {})}  # vLLM's lines and the plan
 
 
 def price_dict(row: Any) -> dict[str, Any]:

@@ -47,10 +47,10 @@ class SearchSpec:
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
         engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype, inter_node_link (a TP group over
-            nodes: a GPU's NIC, as ``--inter-node-link``), prefix_cache_retention_interval (vLLM ≥ 0.29): fixed flags
-            (None: default).
-        quantization: vLLM ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none).
-        wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
+            nodes: a GPU's NIC, as ``--inter-node-link``), prefix_cache_retention_interval (vLLM ≥ 0.29),
+            all2all_backend (vLLM's, for the DP candidates): fixed flags (None: default). quantization: vLLM
+            ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none). wddm: every
+            candidate under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         client_latency: ``--client-latency`` as given (``30ms`` or ``profile:NAME``; None: none), added to every
             candidate's TTFT and E2E before the SLO judges them (``kvledger.analyses.search.latency``).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
@@ -62,13 +62,12 @@ class SearchSpec:
         rate_req_per_s: target mean request rate, req/s. monthly_tokens: input + output tokens per month.
         monthly_input_tokens, monthly_output_tokens: the volume as tokens of each kind (together; ``search.load``).
         peak_to_mean: the busiest hour's rate ÷ the month's mean: replicas sized for the peak, priced at the mean.
-        api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against.
-    """
+        api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against."""
 
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
-                         "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens",
+                         "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens", "all2all_backend",
                          "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval")
 
     model: str
@@ -106,6 +105,7 @@ class SearchSpec:
     mamba_ssm_cache_dtype: str | None = None
     inter_node_link: str | None = None
     prefix_cache_retention_interval: int | None = None
+    all2all_backend: str | None = None
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``

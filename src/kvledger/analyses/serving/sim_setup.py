@@ -84,6 +84,7 @@ class SimRequestArgs:
     prefix_cache_retention_interval: int | None = None  # vLLM ≥ 0.29: sparse checkpoints kept (retention_flag.py)
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
+    all2all_backend: str | None = None  # vLLM --all2all-backend: the DP + EP profile rows (accounting/vllm_all2all.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
@@ -128,7 +129,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency "
-                      "data_parallel_size inter_node_link enable_hierarchical_cache").split())
+                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -179,7 +180,7 @@ def _build_plan(a: SimRequestArgs):
         disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
-        data_parallel_size=a.data_parallel_size,
+        data_parallel_size=a.data_parallel_size, all2all_backend=a.all2all_backend,
         inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
         enable_hierarchical_cache=True if a.enable_hierarchical_cache and engine == "sglang" else None,
         **{k: v for k, v in fractions.items() if v is not None})

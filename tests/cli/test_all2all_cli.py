@@ -1,0 +1,50 @@
+"""--all2all-backend on plan, simulate, goodput, cost and search, and kvledger.cost's parameter (vllm_all2all.py):
+refused in vLLM's argparse words, carried into the DP ranks' memory plan.
+
+Qwen3-30B-A3B, 2 DP ranks × TP 1 + EP on an H100 under vLLM 0.19.0: the default all2all backend gathers 2 × 8,192 =
+16,384 profile rows; deepep_low_latency runs DP-chunked, 2 × min(8,192, 256) = 512 rows, so the fused-MoE workspace
+shrinks and the pool grows (25,910 → 26,571 blocks of 16 tokens, as plan and simulate both say).
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import cli_json, refused, run_cli
+
+MOE = "Qwen/Qwen3-30B-A3B"
+DP = ("--gpu", "H100", "-dp", "2", "--enable-expert-parallel", "--engine-version", "0.19.0")
+BOGUS = "argument --all2all-backend: invalid choice: 'bogus' (choose from 'naive', 'pplx', "
+
+
+@pytest.mark.parametrize("cmd", [
+    ("plan", MOE), ("simulate", MOE, "--num-requests", "5"), ("goodput", "--simulate", MOE, "--slo", "ttft=1s"),
+    ("cost", "--simulate", MOE, "--slo", "ttft=1s"),
+])
+def test_an_unknown_choice_is_refused_in_vllm_s_words(cmd):
+    assert BOGUS in refused(*cmd, *DP, "--all2all-backend", "bogus")
+
+
+def test_search_refuses_it_before_any_candidate():
+    assert BOGUS in refused("search", MOE, "--slo", "ttft=1s", "--gpus", "H100", "-dp", "1,2", "--all2all-backend",
+                            "bogus", "--engine-version", "0.19.0")
+
+
+def test_plan_and_simulate_count_the_chunked_rows():
+    default = cli_json("plan", MOE, *DP)
+    ll = cli_json("plan", MOE, *DP, "--all2all-backend", "deepep_low_latency")
+    assert default["data_parallel"]["moe_profile_tokens"] == 16_384  # 2 × 8,192
+    assert ll["data_parallel"]["moe_profile_tokens"] == 512  # 2 × min(8,192, 256)
+    assert ll["settings"]["all2all_backend"] == "deepep_low_latency" and "all2all_backend" not in default["settings"]
+    assert (default["memory"]["num_gpu_blocks"], ll["memory"]["num_gpu_blocks"]) == (25_910, 26_571)
+    out = run_cli("simulate", MOE, *DP, "--all2all-backend", "deepep_low_latency", "--num-requests", "5",
+                  "--rate", "2").stdout
+    assert "engine: 26,571 KV blocks × 16 tokens" in out
+
+
+def test_the_cost_api_takes_it_as_the_command_does():
+    import kvledger
+    from kvledger.errors import InputError
+
+    with pytest.raises(InputError, match="invalid choice: 'bogus'"):
+        kvledger.cost(simulate=MOE, gpu="H100", slo="ttft=1s", data_parallel_size=2, enable_expert_parallel=True,
+                      engine_version="0.19.0", all2all_backend="bogus", cache=False)
