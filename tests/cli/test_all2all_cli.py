@@ -48,3 +48,18 @@ def test_the_cost_api_takes_it_as_the_command_does():
     with pytest.raises(InputError, match="invalid choice: 'bogus'"):
         kvledger.cost(simulate=MOE, gpu="H100", slo="ttft=1s", data_parallel_size=2, enable_expert_parallel=True,
                       engine_version="0.19.0", all2all_backend="bogus", cache=False)
+
+
+def test_search_carries_it_to_its_dp_candidates_only():
+    from kvledger.analyses.search import SearchSpec
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate
+    from kvledger.cli.search_flags import with_all2all
+
+    spec = SearchSpec(model=MOE, slo="ttft=1s", engine_version="0.19.0")
+    assert with_all2all(spec, None) is spec and "all2all_backend" not in spec.to_dict()  # older ledgers unchanged
+    ll = with_all2all(spec, "deepep_low_latency")
+    assert ll.to_dict()["all2all_backend"] == "deepep_low_latency"
+    dp2 = Candidate("nvidia_h100_sxm5", 1, enable_expert_parallel=True, data_parallel_size=2)
+    assert sim_args(ll, dp2).all2all_backend == "deepep_low_latency"
+    assert sim_args(ll, Candidate("nvidia_h100_sxm5", 2, enable_expert_parallel=True)).all2all_backend is None

@@ -56,14 +56,12 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          cpu_overhead: str | None = None, client_latency: str | None = None, policy: str | None = None,
          achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
          allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
-         gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
-         enable_dp_attention: bool = False, pp: int | None = None, all2all_backend: str | None = None,
-         cache: bool = True) -> CostResult:
+         gemm_efficiency: str | None = None, data_parallel_size: int | None = None, all2all_backend: str | None = None,
+         enable_dp_attention: bool = False, pp: int | None = None, cache: bool = True) -> CostResult:
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or records file; a rate
     sweep's several at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (at the SLO capacity a rate search finds,
     unless ``at_offered_load``). Each other parameter is the flag of its name (``run``: ``--run``, ``model``: FILE's
-    ``--model``, ``data_parallel_size``: a MoE's DP ranks, ``all2all_backend``: their vLLM all2all backend), its
-    default when left; ``cache``: the store, as goodput's.
+    ``--model``, ``data_parallel_size``: a MoE's DP ranks), its default when left; ``cache``: the store, as goodput's.
 
     Returns:
         CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.

@@ -22,7 +22,7 @@ from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.dp_flags import SearchDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
-from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs
+from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs, with_all2all
 from kvledger.cli.search_run import check_gpus, run_candidates
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_status
@@ -139,8 +139,8 @@ def search_command(
     model does not fit.
     """
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
-                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size,
-                                         dp.all2all_backend)
+                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size)
+    spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked
     check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:

@@ -100,11 +100,10 @@ class SearchRunFlags:
 
 
 def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
-                  ax: SearchAxesFlags, api: str | None, dp: str | None = None,
-                  all2all: str | None = None) -> tuple[Any, Any, list[str]]:
+                  ax: SearchAxesFlags, api: str | None, dp: str | None = None) -> tuple[Any, Any, list[str]]:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
-    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes, ``all2all`` their --all2all-backend."""
+    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.analyses.serving.retention_flag import check_release
@@ -147,14 +146,10 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
                       gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm),
                       client_latency=e.client_latency, inter_node_link=e.inter_node_link,
-                      prefix_cache_retention_interval=e.prefix_cache_retention_interval, all2all_backend=all2all,
+                      prefix_cache_retention_interval=e.prefix_cache_retention_interval,
                       mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
                           e.mamba_ssm_cache_dtype))
     inter_node_link(e.inter_node_link)  # an unreadable one refused before any candidate is planned
-    if all2all is not None:  # a choice the release refuses, in vLLM's words, before any candidate is planned
-        from kvledger.accounting.vllm_all2all import settings_choice
-
-        settings_choice(e.engine_version, all2all)
     check_release(e.prefix_cache_retention_interval, e.engine_version)  # vLLM < 0.29: before any candidate
     from kvledger.analyses.search.evaluate import check_volume
     from kvledger.analyses.search.load import load_problems
@@ -164,6 +159,19 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
     return spec, _axes(ax, e.enable_expert_parallel, dp, e.engine_version), load_notes
+
+
+def with_all2all(spec: Any, all2all: str | None) -> Any:
+    """``spec`` with the DP candidates' --all2all-backend, refused in vLLM's words (a choice its release does not take)
+    before any candidate is planned; ``spec`` itself when not given."""
+    if all2all is None:
+        return spec
+    import dataclasses
+
+    from kvledger.accounting.vllm_all2all import settings_choice
+
+    settings_choice(spec.engine_version, all2all)
+    return dataclasses.replace(spec, all2all_backend=all2all)
 
 
 def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None) -> tuple[int, str]:
