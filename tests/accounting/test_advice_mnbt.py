@@ -39,7 +39,7 @@ def test_largest_token_budget_that_holds_one_request_hand_worked():
     fix = next(o for o in p.advice.options if o.action.startswith("--max-num-batched-tokens"))
     assert fix.action == "--max-num-batched-tokens 1223"
     assert (fix.max_requests, fix.context_tokens) == (1, 4096)
-    assert "65,536 → 8 × 1,223 = 9,784" in fix.detail and "≥ max_num_seqs 1,024" in fix.detail
+    assert "65,536 → DP 8 × 1,223 = 9,784" in fix.detail and "≥ max_num_seqs 1,024" in fix.detail
     assert "8 × 1 = 8 requests in all" in fix.detail  # the DP wording (advice_dp)
     # the re-plan at 1,223 holds 792,431,002 B = 257 blocks; one more token leaves 256 (no request)
     assert _plan(max_num_batched_tokens=1223).memory.num_gpu_blocks == 257

@@ -74,8 +74,10 @@ def max_num_batched_tokens_fix(p: Plan, build: Callable) -> list[Option]:
     rows_was, rows = dp.moe_profile_tokens, best.data_parallel.moe_profile_tokens
     chunked = (f"; prompts above {lo:,} tokens prefill in chunks (chunked prefill, on by default in V1)"
                if lo < m.max_model_len else "")
-    detail = (f"the profile run's MoE layers gather DP {dp.ranks} × max_num_batched_tokens rows: {rows_was:,} → "
-              f"{dp.ranks} × {lo:,} = {rows:,}; activation peak {_activation(p) / GiB:.2f} → "
+    how = f"DP {dp.ranks} × {lo:,} = {rows:,}" if rows == dp.ranks * lo else f"{rows:,}"  # chunked: min(T, 256)
+    moe = (f"the profile run's MoE layers run {rows_was:,} → {how} rows" if rows != rows_was else
+           f"the profile run's MoE rows stay {rows:,} (its all2all backend chunks them), its other terms shrink")
+    detail = (f"{moe}; activation peak {_activation(p) / GiB:.2f} → "
               f"{_activation(best) / GiB:.2f} GiB, {best.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache; "
               f"the largest value that holds one {m.max_model_len:,}-token request (re-planned; one more token does "
               f"not), {_seqs_words(m.max_num_seqs, best.memory.max_num_seqs)}{chunked}")
