@@ -1,5 +1,5 @@
-"""--all2all-backend on plan, simulate, goodput, cost and search, and kvledger.cost's parameter (vllm_all2all.py):
-refused in vLLM's argparse words, carried into the DP ranks' memory plan.
+"""--all2all-backend on plan, simulate, goodput, cost, report and search, and kvledger.cost's parameter:
+refused in vLLM's argparse words, carried into the DP ranks' memory plan (accounting/vllm_all2all.py).
 
 Qwen3-30B-A3B, 2 DP ranks × TP 1 + EP on an H100 under vLLM 0.19.0: the default all2all backend gathers 2 × 8,192 =
 16,384 profile rows; deepep_low_latency runs DP-chunked, 2 × min(8,192, 256) = 512 rows, so the fused-MoE workspace
@@ -18,7 +18,7 @@ BOGUS = "argument --all2all-backend: invalid choice: 'bogus' (choose from 'naive
 
 @pytest.mark.parametrize("cmd", [
     ("plan", MOE), ("simulate", MOE, "--num-requests", "5"), ("goodput", "--simulate", MOE, "--slo", "ttft=1s"),
-    ("cost", "--simulate", MOE, "--slo", "ttft=1s"),
+    ("cost", "--simulate", MOE, "--slo", "ttft=1s"), ("report", MOE, "--slo", "ttft=1s", "--api", "openai:gpt-4o-mini"),
 ])
 def test_an_unknown_choice_is_refused_in_vllm_s_words(cmd):
     assert BOGUS in refused(*cmd, *DP, "--all2all-backend", "bogus")

@@ -188,6 +188,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("shared_prefix_tokens", r.shared_prefix_tokens)) if v is not None}
     if dp is not None and (dp.data_parallel_size or 1) > 1:
         engine["data_parallel_size"] = dp.data_parallel_size
+    if dp is not None and dp.all2all_backend:  # vLLM's, in every plan and simulation of the report (vllm_all2all)
+        engine["all2all_backend"] = dp.all2all_backend
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,

@@ -103,7 +103,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
                              allreduce_link_share=e.get("allreduce_link_share"),
                              enable_expert_parallel=bool(e.get("enable_expert_parallel")),
-                             data_parallel_size=e.get("data_parallel_size"))
+                             data_parallel_size=e.get("data_parallel_size"), all2all_backend=e.get("all2all_backend"))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 
