@@ -20,7 +20,8 @@ Read in vLLM 0.19.0 and 0.33.0 (and the defaults in 0.9.0, 0.11.0, 0.13.0–0.17
 * No DP chunking for this backend: 0.19's ``runner/default_moe_runner.py::use_dp_chunking`` (VLLM_MOE_DP_CHUNK_SIZE
   256 rows per rank) holds only for deepep_low_latency, mori, flashinfer_nvlink_two_sided and nixl_ep; 0.33 has no
   DP chunking at all. Those backends (and deepep_high_throughput, whose rows follow the routing) need
-  ``--all2all-backend`` and extra packages; the plan takes the default only. 0.33's "passthrough" backend is bound
+  ``--all2all-backend`` and extra packages; given, ``vllm_all2all`` counts their rows (or says it does not model
+  them). 0.33's "passthrough" backend is bound
   only to the FlashInfer MoE-EP megakernels (``config/kernel.py``: DeepSeek-V4 checkpoints with ``--moe-backend``).
 
 So the kept fused-MoE workspace grows DP-fold (Qwen3-235B-A22B bf16, Triton, DP 8: 65,536 × 8 × (4,096 + 4,096) × 2 B
