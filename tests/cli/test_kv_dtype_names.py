@@ -28,8 +28,8 @@ def test_an_upper_case_kv_dtype_is_refused_as_vllm_refuses_it():
     # vLLM's --kv-cache-dtype is the Literal CacheDType (vllm/config/cache.py): argparse checks the choices as
     # written, so "FP8" fails before start-up; plan, simulate and search refuse it too, listing the default version's
     # (0.33's) choices.
-    why = (f"--kv-cache-dtype 'FP8': vLLM refuses it at argument parsing (its choices are lower case: {V033}, "
-           "vllm/config/cache.py CacheDType in 0.33); write 'fp8'")
+    why = (f"--kv-cache-dtype 'FP8': vLLM refuses it at argument parsing (its choices are lower case: {V033}; "
+           "CacheDType, vllm/config/cache.py, read in 0.33); write 'fp8'")
     for args in (["plan", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K"],
                  ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "RTX4090", "--max-model-len", "8K",
                   "--num-requests", "5"],
@@ -44,8 +44,8 @@ def test_an_upper_case_kv_dtype_is_refused_as_vllm_refuses_it():
 def test_an_upper_case_16_bit_alias_is_told_the_name_vllm_accepts():
     # vLLM's CacheDType (vllm/config/cache.py, 0.19 and 0.33) has float16 and bfloat16 but no bf16/fp16/half, so
     # the suggestion for any casing of those is vLLM's name (or auto, the model's dtype), never 'bf16' or 'fp16'.
-    head = (f"vLLM refuses it at argument parsing (its choices are lower case: {V033}, vllm/config/cache.py "
-            "CacheDType in 0.33); write ")
+    head = (f"vLLM refuses it at argument parsing (its choices are lower case: {V033}; CacheDType, "
+            "vllm/config/cache.py, read in 0.33); write ")
     for given, fix in (("BF16", "bfloat16"), ("Bf16", "bfloat16"), ("bF16", "bfloat16"), ("FP16", "float16"),
                        ("HALF", "float16"), ("BFLOAT16", "bfloat16"), ("Float16", "float16"), ("AUTO", "auto")):
         res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-cache-dtype", given])
@@ -61,7 +61,7 @@ def test_a_lower_case_16_bit_alias_is_refused_for_vllm_with_the_versions_choices
     tail = " (or 'auto' for the model's own dtype)"
     for args, given, fix, choices, ver in (
             (["plan", m, "--gpu", g], "bf16", "bfloat16", V033, "0.33"),
-            (["plan", m, "--gpu", g, "--engine-version", "0.19.0"], "fp16", "float16", V019, "0.19"),
+            (["plan", m, "--gpu", g, "--engine-version", "0.19.0"], "fp16", "float16", V019, "0.18.0 and 0.19.0"),
             (["simulate", m, "--gpu", g, "--num-requests", "5"], "half", "float16", V033, "0.33"),
             (["goodput", "--simulate", m, "--gpu", g, "--slo", "ttft=1s"], "bf16", "bfloat16", V033, "0.33"),
             (["cost", "--simulate", m, "--gpu", g, "--slo", "ttft=1s"], "fp16", "float16", V033, "0.33"),
@@ -70,7 +70,8 @@ def test_a_lower_case_16_bit_alias_is_refused_for_vllm_with_the_versions_choices
         res = runner.invoke(app, [*args, "--kv-cache-dtype", given])
         bad = given.split(",")[-1]
         assert str(res.exception) == (f"--kv-cache-dtype {bad!r}: vLLM refuses it at argument parsing (its choices "
-                                      f"are lower case: {choices}, vllm/config/cache.py CacheDType in {ver}); write "
+                                      f"are lower case: {choices}; CacheDType, vllm/config/cache.py, read in {ver}); "
+                                      "write "
                                       f"'{fix}'{tail}"), args
     ok = runner.invoke(app, ["plan", m, "--gpu", g, "--kv-cache-dtype", "bfloat16"])
     assert ok.exit_code == 0 and "KV dtype bfloat16" in ok.stdout

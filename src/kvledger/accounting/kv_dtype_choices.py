@@ -3,8 +3,11 @@
 kvledger's own names (``kvcache.KV_DTYPE_BYTES``) include 16-bit aliases (bf16, fp16, half) and vLLM's fp8 names;
 the engines' argument parsers take only their own lists, and refuse anything else before start-up:
 
-- vLLM: ``CacheDType`` (``vllm/config/cache.py``), a Literal argparse turns into choices, checked as written (case
-  and all): 0.19's list (``kvcache.VLLM_019_CACHE_DTYPES``), 0.33's the same and 14 more.
+- vLLM: ``CacheDType`` (``vllm/config.py`` to 0.10, ``vllm/config/cache.py`` from 0.10.2), a Literal argparse turns
+  into choices, checked as written (case and all), by release (``_VLLM``): 0.9.0 and 0.9.2 auto and the three fp8
+  names; 0.10.0 and 0.10.2 add fp8_inc; 0.11.0 bfloat16; 0.12.0–0.17.0 fp8_ds_mla; 0.18.0 and 0.19.0 float16 (0.19's
+  list, ``kvcache.VLLM_019_CACHE_DTYPES``); 0.33 14 more. A release between those read takes the list of the last
+  one read before it, a release before 0.9.0 0.9.0's.
 - SGLang: ``--kv-cache-dtype`` ``choices`` (``srt/server_args.py`` to 0.5.20; ``srt/arg_groups/fields/model.py`` from
   0.5.21), read in the wheels of 0.4.0, 0.4.1, 0.4.1.post1–post7, 0.4.2, 0.4.3, 0.4.6, 0.4.9, 0.5.1, 0.5.3,
   0.5.3.post1, 0.5.3.post3, 0.5.4, 0.5.4.post1–post3, 0.5.5, 0.5.6, 0.5.8, 0.5.9, 0.5.10, 0.5.12, 0.5.14, 0.5.15,
@@ -45,13 +48,27 @@ fp8_e4m3 (post5 lacks it), 0.5.4 bf16/bfloat16, 0.5.4.post3 fp4_e2m1 (post2 lack
 fp4_mx_block16 (0.5.15.post1 lacks them); 0.5.21 dropped fp4_e2m1."""
 
 
+_V9 = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+_VLLM: tuple[tuple[tuple[int, int, int], tuple[str, ...], str], ...] = (
+    ((0, 0, 0), _V9, "vllm/config.py, read in 0.9.0 and 0.9.2"),
+    ((0, 10, 0), (*_V9, "fp8_inc"), "vllm/config.py, read in 0.10.0; vllm/config/cache.py in 0.10.2"),
+    ((0, 11, 0), ("auto", "bfloat16", *_V9[1:], "fp8_inc"), "vllm/config/cache.py, read in 0.11.0"),
+    ((0, 12, 0), ("auto", "bfloat16", *_V9[1:], "fp8_inc", "fp8_ds_mla"),
+     "vllm/config/cache.py, read in 0.12.0–0.17.0"),
+    ((0, 18, 0), VLLM_019_CACHE_DTYPES, "vllm/config/cache.py, read in 0.18.0 and 0.19.0"),
+    ((0, 33, 0), VLLM_033_CACHE_DTYPES, "vllm/config/cache.py, read in 0.33"),
+)
+"""(first release, vLLM's ``CacheDType`` in its order, the releases it was read in): module doc."""
+
+
 def vllm_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]:
-    """(vLLM's ``--kv-cache-dtype`` choices, the release they were read in): 0.33's from 0.33 (and with no version,
-    the newest read), else 0.19's."""
+    """(vLLM's ``--kv-cache-dtype`` choices, the releases they were read in) for ``engine_version``: the list of the
+    newest row of ``_VLLM`` at or before it (no version, or one that does not parse: the newest read)."""
     from kvledger.accounting.vllm_rules import LATEST, version_tuple
 
     ver = version_tuple(engine_version or LATEST) or version_tuple(LATEST)
-    return (VLLM_033_CACHE_DTYPES, "0.33") if ver >= (0, 33, 0) else (VLLM_019_CACHE_DTYPES, "0.19")
+    _, choices, read = next(row for row in reversed(_VLLM) if ver >= row[0])
+    return choices, read
 
 
 def sglang_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]:
@@ -104,9 +121,11 @@ def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, 
         d = given.lower()
         if engine == "vllm" and (d in VLLM_SPELLING or (d != given and (d == "auto" or d in KV_DTYPE_BYTES))):
             choices, read = vllm_cache_dtypes(engine_version)
+            fix = vllm_spelling_fix(d) if VLLM_SPELLING.get(d, d) in choices else "'auto'"
             raise InputError(f"--kv-cache-dtype {given!r}: vLLM refuses it at argument parsing (its choices are "
-                             f"lower case: {', '.join(choices)}, vllm/config/cache.py CacheDType in {read}); write "
-                             f"{vllm_spelling_fix(d)}")
+                             f"lower case: {', '.join(choices)}; CacheDType, {read}); write {fix}")
+        if engine == "vllm" and d in KV_DTYPE_BYTES and d not in vllm_cache_dtypes(engine_version)[0]:
+            _refuse_vllm_release(d, engine_version)
         if engine == "sglang" and (d == "auto" or d in KV_DTYPE_BYTES) and given != "fp8":
             choices, where = sglang_cache_dtypes(engine_version)
             if given not in choices:
@@ -115,3 +134,17 @@ def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, 
                 raise InputError(f"--kv-cache-dtype {given!r}: SGLang {ver} refuses it at "
                                  f"argument parsing: \"argument --kv-cache-dtype: invalid choice: {given!r} (choose "
                                  f"from {listed})\" ({where}); {_sglang_fix(d, choices)}")
+
+
+def _refuse_vllm_release(d: str, engine_version: str | None) -> None:
+    """Refuse vLLM's own name ``d`` that ``engine_version``'s ``CacheDType`` lacks (float16 before 0.18, bfloat16
+    before 0.11, fp8_inc before 0.10), with the release's choices and what to write instead.
+
+    Raises:
+        InputError: always.
+    """
+    choices, read = vllm_cache_dtypes(engine_version)
+    fix = "'fp8' (1 B, as fp8_inc)" if KV_DTYPE_BYTES[d] == 1 else "'auto' for the model's own 16-bit dtype"
+    raise InputError(f"--kv-cache-dtype {d!r}: vLLM {engine_version} refuses it at argument parsing, its choices "
+                     f"being {', '.join(choices)} (CacheDType, {read}); write {fix}, or use a later "
+                     "--engine-version")
