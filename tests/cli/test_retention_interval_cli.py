@@ -100,3 +100,17 @@ def test_search_simulates_with_it_and_its_vllm_line_carries_it():
 def test_search_refuses_it_before_any_candidate_for_vllm_before_0_29():
     msg = refused(*SEARCH, "--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256")
     assert msg.startswith("--prefix-cache-retention-interval 256: vLLM 0.28.0 refuses it at argument parsing")
+
+
+def test_search_refuses_a_positive_interval_for_a_model_without_sliding_or_mamba_layers_before_any_candidate():
+    # Llama-3.1-8B has full-attention layers only: vLLM refuses a positive interval at any GPU or TP, so search says
+    # so once, exit 2 (it was each candidate's 'simulation error', exit 1, with '--resume LEDGER to redo only those')
+    args = ("search", MODEL, "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1,2", "--rate", "1",
+            "--num-requests", "50", "--backend", "serial", "--prefix-cache-retention-interval", "16")
+    assert refused(*args) == (
+        "--prefix-cache-retention-interval 16: vLLM 0.33.0 refuses to start (v1/core/kv_cache_coordinator.py "
+        "_validate_prefix_cache_retention_interval): \"prefix_cache_retention_interval is set but this model has no "
+        "sliding-window or Mamba KV cache group, so retention has no effect. Set it to 0 (it only applies to "
+        "sliding-window and Mamba attention).\" Drop it, or give 0")
+    assert refused("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--prefix-cache-retention-interval",
+                   "16") == refused(*args)  # simulate's words, from the plan's groups

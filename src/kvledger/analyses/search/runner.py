@@ -56,6 +56,9 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     if spec.api is not None:
         find_api_price(spec.api)
     model = load_model(spec.model)
+    from kvledger.analyses.serving.retention_flag import check_model_groups
+
+    check_model_groups(spec.prefix_cache_retention_interval, model, spec.engine_version)  # not every candidate
     if axes.expert_parallel == (True,):  # --enable-expert-parallel for a dense model: refused as plan refuses it
         from kvledger.accounting.expert_parallel import expert_parallel_notes
         from kvledger.accounting.settings import make_settings

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvledger.accounting.vllm_rules import parse_version
+from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.errors import InputError
 
-__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release"]
+__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release", "check_model_groups"]
 
 RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.28.0 has the environment variable only
 
@@ -43,9 +43,7 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
     where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
              "_validate_prefix_cache_retention_interval)")
     if not any(g.kind in ("sliding_window", "state") for g in groups):
-        raise InputError(f"{flag}: {where}: \"prefix_cache_retention_interval is set but this model has no "
-                         "sliding-window or Mamba KV cache group, so retention has no effect. Set it to 0 (it only "
-                         "applies to sliding-window and Mamba attention).\" Drop it, or give 0")
+        raise InputError(_no_group(flag, where))
     scheduler_block = math.lcm(*(g.block_size for g in groups))
     if interval % scheduler_block:
         lo = interval // scheduler_block * scheduler_block
@@ -69,3 +67,25 @@ def check_release(interval: int | None, engine_version: str | None) -> None:
                      f"{interval}\"): the flag came in 0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_"
                      "interval; 0.28.0 reads the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead, "
                      "not modelled); drop it, or use --engine-version 0.29.0 or later")
+
+
+def _no_group(flag: str, where: str) -> str:
+    return (f"{flag}: {where}: \"prefix_cache_retention_interval is set but this model has no sliding-window or "
+            "Mamba KV cache group, so retention has no effect. Set it to 0 (it only applies to sliding-window and "
+            "Mamba attention).\" Drop it, or give 0")
+
+
+def check_model_groups(interval: int | None, model: Any, engine_version: str | None) -> None:
+    """Refuse a positive ``--prefix-cache-retention-interval`` (or one before 0.29) for ``model`` (a ``ModelSpec``)
+    before any plan: a model with no sliding-window or Mamba (state) layer has no such KV cache group at any GPU or TP,
+    so every candidate of a search would fail alike (vLLM's words, as ``retention_interval_override``).
+
+    Raises:
+        InputError: the release or the model refuses it (module doc).
+    """
+    check_release(interval, engine_version)
+    kinds = model.layer_counts()
+    if interval and not (kinds.get("sliding_window") or kinds.get("state")):
+        ver = engine_version or LATEST
+        raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {ver} refuses to start "
+                                   "(v1/core/kv_cache_coordinator.py _validate_prefix_cache_retention_interval)"))
