@@ -27,6 +27,14 @@ def test_a_sliding_window_interval_lets_the_second_prompt_hit():
     d = cli_json("simulate", *SWA, "--prefix-cache-retention-interval", "256")
     assert (d["summary"]["prefix_cache_hit_tokens"], d["summary"]["prefix_cache_query_tokens"]) == (71_936, 100_000)
     assert any("before every multiple of 256 tokens (--prefix-cache-retention-interval)" in n for n in d["notes"])
+    # the engine JSON says which retention ran: 256 here, vLLM 0.33's default 0 without the flag, null at 0.28 (no
+    # interval: every full block kept) and for a model with no hybrid rule (Llama-3.1-8B: full attention only)
+    assert d["engine"]["prefix_cache_retention_interval"] == 256
+    assert d["engine"]["step_blocks"] == "vLLM per-step hybrid rule (sliding-window / Mamba groups)"
+    assert cli_json("simulate", *SWA)["engine"]["prefix_cache_retention_interval"] == 0
+    assert cli_json("simulate", *SWA[:-1], "0.28.0")["engine"]["prefix_cache_retention_interval"] is None
+    assert cli_json("simulate", MODEL, "--gpu", "h100", "--num-requests", "5")["engine"][
+        "prefix_cache_retention_interval"] is None
 
 
 def test_a_mamba_interval_on_the_chunk_grid_keeps_the_chunk_end_states():

@@ -15,8 +15,7 @@ from kvledger.jsonable import json_fields, to_jsonable
 __all__ = ["EngineConfig", "PoolTooShortError", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
            "KV_ALLOCATION_POLICIES", "V0_WATERMARK", "make_kv_manager"]
 
-#: vLLM V0 block manager: a prompt is admitted only if this share of all GPU blocks stays free
-#: afterwards (``BlockSpaceManager(watermark=0.01)``, ``watermark_blocks = int(0.01 × num_gpu_blocks)``).
+#: vLLM V0 ``BlockSpaceManager(watermark=0.01)``: a prompt is admitted only if int(0.01 × num_gpu_blocks) stay free
 V0_WATERMARK = 0.01
 
 PREFIX_CACHING_POLICIES = {
@@ -47,16 +46,15 @@ KV_ALLOCATION_POLICIES = {
 
 
 class PoolTooShortError(DoesNotFitError):
-    """vLLM's start-up refusal: one request of max_model_len needs more KV blocks than the pool has (a caller that
-    knows the memory plan may restate it with the plan's own estimates); exit 3, as every does-not-fit refusal.
-    ``need_blocks`` / ``usable_blocks``: one max_model_len request's blocks and the pool's usable blocks, blocks."""
+    """vLLM's start-up refusal: a max_model_len request needs more KV blocks than the pool has (a caller knowing the
+    plan may restate it with its estimates); exit 3. ``need_blocks`` / ``usable_blocks``: that request's, the pool's."""
 
     need_blocks: int = 0
     usable_blocks: int = 0
 
 
 @json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
-             extra=("caps_output", "**long_prefill_json"),
+             extra=("caps_output", "**scheduler_json"),
              exclude=("startup_counts_null_block", "long_prefill_token_threshold", "long_prefill_cap_alone",
                       "long_prefill_adaptive"))
 @dataclass(frozen=True)
@@ -283,16 +281,18 @@ class EngineConfig:
         return None if self.blocks_for_tokens is None else "custom"
 
     @property
-    def long_prefill_json(self) -> dict[str, Any]:
-        """The long-prefill fields for JSON, in every run (threshold 0: vLLM's default, no cap; the other two null)."""
-        t = self.long_prefill_token_threshold
+    def scheduler_json(self) -> dict[str, Any]:
+        """For JSON, every run: the long-prefill fields (threshold 0: vLLM's default; the other two null) and the hybrid
+        rule's ``prefix_cache_retention_interval`` (0: 0.29+'s default; null: no hybrid rule, or every block kept)."""
+        t, rule = self.long_prefill_token_threshold, self.step_blocks
         return {"long_prefill_token_threshold": t, "long_prefill_cap_alone": self.long_prefill_cap_alone if t else None,
-                "long_prefill_token_threshold_adaptive": self.long_prefill_adaptive if t else None}
+                "long_prefill_token_threshold_adaptive": self.long_prefill_adaptive if t else None,
+                "prefix_cache_retention_interval": rule.retention.prefix_cache_retention_interval if rule else None}
 
     @property
     def step_blocks_label(self) -> str | None:
         """``step_blocks`` as JSON: the rule's name, or None."""
-        return None if self.step_blocks is None else "vLLM per-step sliding-window rule"
+        return None if self.step_blocks is None else "vLLM per-step hybrid rule (sliding-window / Mamba groups)"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
