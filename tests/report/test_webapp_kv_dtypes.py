@@ -29,6 +29,13 @@ def test_each_engine_gets_its_own_names_per_release():
     assert listed("vllm", "0.19.0") == c["vllm"]  # 0.19's CacheDType has the same of kvledger's names
     bad = client.get("/api/kv_cache_dtypes", params={"engine": "sglang", "engine_version": "9.9"})
     assert bad.status_code == 400 and "no such SGLang release is known" in bad.json()["error"]
+    # a vLLM version plan refuses, or an engine none of the three, is refused too (it was answered with 0.33's names,
+    # or with every kvledger name); vLLM 0.17's CacheDType has bfloat16 but not float16 (read in the 0.17.0 wheel)
+    bad = client.get("/api/kv_cache_dtypes", params={"engine": "vllm", "engine_version": "abc"})
+    assert bad.status_code == 400 and bad.json()["error"] == "engine_version 'abc' is not a version like 0.10.2"
+    bad = client.get("/api/kv_cache_dtypes", params={"engine": "foo"})
+    assert bad.status_code == 400 and bad.json()["error"] == "engine 'foo' is not known; use vllm, sglang or trtllm"
+    assert listed("vllm", "0.17.0") == ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
 
 
 def test_a_dtype_the_engine_refuses_is_refused_in_the_apps_words():

@@ -51,11 +51,20 @@ def kv_cache_dtypes(engine: str, engine_version: str | None = None) -> list[str]
     vLLM is never offered SGLang's bf16 nor SGLang vLLM's fp8_inc.
 
     Raises:
-        InputError: an SGLang version that is none or not known (its parser's message).
+        InputError: an engine other than vLLM, SGLang or TensorRT-LLM, or a vLLM or SGLang version that is none or
+            not known (its parser's message, as the plan gives it).
     """
     from kvledger.accounting.kv_dtype_choices import engine_kv_dtypes
+    from kvledger.accounting.settings import engine_name
+    from kvledger.accounting.vllm_rules import parse_version
+    from kvledger.errors import InputError
 
-    return engine_kv_dtypes(engine.strip().lower(), (engine_version or "").strip() or None)
+    name, version = engine_name(engine), (engine_version or "").strip() or None
+    if name not in ("vllm", "sglang", "trtllm"):
+        raise InputError(f"engine {engine!r} is not known; use vllm, sglang or trtllm")
+    if name == "vllm" and version is not None:
+        parse_version(version)  # "abc" or a release past the next minor: refused, as plan refuses it
+    return engine_kv_dtypes(name, version)
 
 
 def check_web_kv_dtype(kv_cache_dtype: str, engine: str, engine_version: str | None) -> None:
