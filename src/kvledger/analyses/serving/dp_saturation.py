@@ -46,9 +46,9 @@ def rank_overload(growths: list[Any], dp: int) -> Any:
     """The first saturated rank's growth with its note naming the rank (module doc); None when no rank's queue grew."""
     for k, q in enumerate(growths):
         if q is not None:
-            others = sum(1 for g in growths if g is None)
-            return replace(q, note=f"DP rank {k} of {dp} (its own requests; {others} of the {dp} ranks kept up): "
-                                   f"{q.note}")
+            others = sum(1 for g in growths if g is None)  # kept up, too short to tell or under 20 requests
+            return replace(q, note=f"DP rank {k} of {dp} (its own requests; {others} of the {dp} ranks showed no "
+                                   f"queue growth): {q.note}")
     return None
 
 
