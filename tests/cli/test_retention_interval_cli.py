@@ -92,6 +92,21 @@ def test_the_api_takes_it_as_cost_does():
                       num_requests=5, cache=False)
 
 
+
+def test_simulate_and_goodput_apis_take_it_as_their_commands_do():
+    # the sliding-window worked case through kvledger.simulate: 7,936 + 8 × 8,000 = 71,936 (as the command), the
+    # engine JSON saying 256; kvledger.goodput runs the same simulation (its summary's hits are the run's)
+    kw = dict(prompt_lengths="fixed:10000", output_lengths="fixed:10", shared_prefix_tokens=8000, concurrency=1,
+              num_requests=10, max_model_len=16384, engine_version="0.33.0", prefix_cache_retention_interval=256)
+    doc = kvledger.simulate("openai/gpt-oss-20b", "h100", **kw)
+    assert doc.summary["prefix_cache_hit_tokens"] == 71_936
+    assert doc.to_dict()["engine"]["prefix_cache_retention_interval"] == 256
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 250: vLLM 0.33.0 refuses to start"):
+        kvledger.simulate("openai/gpt-oss-20b", "h100", **{**kw, "prefix_cache_retention_interval": 250})
+    g = kvledger.goodput("openai/gpt-oss-20b", "h100", slo="ttft=2s", cache=False, **kw).to_dict()
+    assert g["simulation"]["engine"]["prefix_cache_retention_interval"] == 256
+
+
 SEARCH = ("search", "openai/gpt-oss-20b", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
           "--max-model-len", "16K", "--prompt-lengths", "fixed:10000", "--output-lengths", "fixed:10",
           "--shared-prefix-tokens", "8000", "--num-requests", "50", "--utilization", "0.5", "--backend", "serial")
