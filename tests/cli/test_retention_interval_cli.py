@@ -137,3 +137,14 @@ def test_search_refuses_a_positive_interval_for_a_model_without_sliding_or_mamba
         "sliding-window and Mamba attention).\" Drop it, or give 0")
     assert refused("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--prefix-cache-retention-interval",
                    "16") == refused(*args)  # simulate's words, from the plan's groups
+
+
+def test_the_search_api_takes_it_and_refuses_it_before_any_candidate():
+    # kvledger.search passes it to the search as --prefix-cache-retention-interval does: refused for a model with
+    # full attention only (Llama-3.1-8B) and for vLLM 0.28 before any candidate is planned, in the API's words
+    kw = dict(slo="ttft=2s,tpot=100ms", gpus=["H100"], tp=[1], rate=1, num_requests=50)
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 16: vLLM 0.33.0 refuses to start .*this "
+                                         "model has no sliding-window or Mamba KV cache group"):
+        kvledger.search(MODEL, prefix_cache_retention_interval=16, **kw)
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.28.0 refuses it at argument"):
+        kvledger.search("openai/gpt-oss-20b", engine_version="0.28.0", prefix_cache_retention_interval=256, **kw)

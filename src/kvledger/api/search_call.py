@@ -31,7 +31,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            gpu_provider: str | None = None, gpu_usd_per_hour: float | str | None = None,
            utilization: float | None = None, max_utilization: float = 0.8, batch_share: float = 0.0,
            cache_hit_rate: float = 0.0, cache_write_rate: float = 0.0, data_parallel_size: Sequence[int] | None = None,
-           exhaustive: bool = False, seeds: int = 1, workers: int | None = None, cache: bool = True) -> dict[str, Any]:
+           exhaustive: bool = False, seeds: int = 1, workers: int | None = None,
+           prefix_cache_retention_interval: int | None = None, cache: bool = True) -> dict[str, Any]:
     """Plan, simulate and price every candidate (the product of ``gpus``, ``tp``, ``kv_cache_dtype``,
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching`` and, for a MoE model, ``data_parallel_size``;
     None: the command's default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO`` does;
@@ -130,7 +131,8 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
                         gpu_memory_utilization=v["gpu_memory_utilization"], quantization=v["quantization"],
                         engine_version=v["engine_version"], step_cost=v["step_cost"], cpu_overhead=v["cpu_overhead"],
                         gpu_profile=v["gpu_profile"], gemm_efficiency=v["gemm_efficiency"],
-                        client_latency=v["client_latency"]),
+                        client_latency=v["client_latency"],
+                        prefix_cache_retention_interval=v["prefix_cache_retention_interval"]),
             PricingFlags(gpu_provider=v["gpu_provider"], gpu_usd_per_hour=None if price is None else str(price),
                          utilization=v["utilization"], max_utilization=v["max_utilization"],
                          batch_share=v["batch_share"], cache_hit_rate=v["cache_hit_rate"],
