@@ -58,3 +58,24 @@ def test_a_run_sent_far_faster_than_it_was_served_is_warned_of_in_goodput_and_co
                    "--gpu-usd-per-hour", "2", "--num-gpus", "1")
     assert "the run FELL BEHIND its offered load: offered 185.9 req/s, served 114.3 completed req/s" in cost.stdout
     assert "the server fell behind the run's offered load (see above)" in cost.stdout
+
+
+def test_a_run_that_fell_behind_with_few_requests_good_is_not_called_an_upper_bound():
+    # the same stage 5 under ttft=2s: 558 of 11,151 requests good (goodput's estimate from the file's percentiles)
+    # over 97.547 s: 5.720 good req/s against 114.314 served. The SLO capacity is at most the served rate, the
+    # ceiling; the goodput priced is 5.0% of it, so pricing at it may overstate the cost up to 114.314 / 5.720 = 20.0×
+    # (it said "an upper bound on what one replica serves within the SLO … the cost per token may be understated")
+    stage5 = str(EV / "inference-perf" / "stage_5_lifecycle_metrics.json")
+    strict = ["--slo", "ttft=2s,tpot=100ms"]
+    d = cli_json("goodput", stage5, *strict)
+    assert (d["num_good"], d["num_completed"]) == (558, 11_151)
+    cost = run_cli("cost", stage5, *strict, "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu", "H100",
+                   "--gpu-usd-per-hour", "2", "--num-gpus", "1").stdout
+    flat = " ".join(cost.split())
+    assert ("one replica's SLO capacity is at most 114.3 req/s; the goodput priced, 5.72 good req/s (5.0% of it), is "
+            "the good share of a queue that grew all run: a load the server keeps up with may serve more within the "
+            "SLO, up to the ceiling (the self-hosted cost per token then overstated up to 20.0×), or less where the "
+            "SLO is missed at any load") in flat
+    assert "upper bound on what one replica serves" not in flat and "optimistic for self-hosting" not in flat
+    assert ("capacity within the SLO is at most its served rate and may lie above or below the goodput priced, so the "
+            "self-hosted costs and the break-even may be off either way") in flat

@@ -248,6 +248,7 @@ def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = Fals
     elif load.status == "over_loaded":
         warning = N.over_loaded(load.reason, simulated=simulated)
     elif load.status == "fell_behind":
-        warning = N.fell_behind(load.reason, simulated=simulated)
+        warning = N.fell_behind(load.reason, simulated=simulated, goodput_req_per_s=gp.goodput_req_per_s or 0.0,
+                                served_req_per_s=gp.throughput_req_per_s or 0.0)
     return CapacityBasis("offered_load" if simulated else "measured_run", text, warning, notes=load.notes,
                          load_check=load)

@@ -25,7 +25,8 @@ def with_overload_warnings(runs: list[Any], results: list[Any], slo: Any, target
                              "overload left, not what the deployment serves within the SLO at a lower load: measure "
                              "a rate sweep and give its files with --target 0.9 for the SLO capacity")
         elif load.status == "fell_behind":
-            res.notes.append(f"{WARNING_PREFIX}the run FELL BEHIND its offered load: {load.reason}. Its goodput is "
-                             "that ceiling, not the good share at the offered rate, which the server never served: "
-                             "measure a rate sweep and give its files with --target 0.9 for the SLO capacity")
+            res.notes.append(f"{WARNING_PREFIX}the run FELL BEHIND its offered load: {load.reason}. Its served rate "
+                             "is that ceiling, an upper bound on the SLO capacity, and its goodput the good share of a "
+                             "queue that grew all run, not that capacity: measure a rate sweep and give its files "
+                             "with --target 0.9 for the SLO capacity")
     return results

@@ -37,13 +37,25 @@ def under_loaded(reason: str, *, simulated: bool) -> str:
             f"capacity is likely higher and the self-hosted cost per token overstated; {fix}")
 
 
-def fell_behind(reason: str, *, simulated: bool) -> str:
+def fell_behind(reason: str, *, simulated: bool, goodput_req_per_s: float, served_req_per_s: float) -> str:
+    """The warning on a run that fell behind (``fell_behind.py``): its served rate bounds the SLO capacity from above;
+    the goodput priced is the good share of a queue that grew all run, on either side of that capacity unless it is
+    near the ceiling (within ``FELL_BEHIND_SHARE``: then it can only overstate it)."""
     fix = (_RERUN_SIMULATED if simulated else
            "price a run the server kept up with: give the whole rate sweep (kvledger cost FILES… picks the run at the "
            "SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
-    return (f"the run FELL BEHIND its offered load: {reason}. Its goodput is the server's throughput ceiling with a "
-            "queue that never drained, an upper bound on what one replica serves within the SLO at a load it keeps "
-            f"up with, so the self-hosted cost per token may be understated; {fix}")
+    from kvledger.ledgers.fell_behind import FELL_BEHIND_SHARE  # the same 10 % tolerance, here of the ceiling
+
+    g, y = goodput_req_per_s, max(served_req_per_s, goodput_req_per_s, 1e-12)
+    if g >= FELL_BEHIND_SHARE * y:
+        side = "that close to the ceiling, it may overstate the capacity (the self-hosted cost per token understated)"
+    else:
+        side = ("a load the server keeps up with may serve more within the SLO, up to the ceiling (the self-hosted "
+                f"cost per token then overstated up to {y / g:,.1f}×), or less where the SLO is missed at any load"
+                if g > 0 else "a load the server keeps up with may serve more within the SLO, up to the ceiling")
+    return (f"the run FELL BEHIND its offered load: {reason}. Its served rate is the server's throughput ceiling, so "
+            f"one replica's SLO capacity is at most {y:,.4g} req/s; the goodput priced, {g:,.4g} good req/s "
+            f"({g / y:.1%} of it), is the good share of a queue that grew all run: {side}; {fix}")
 
 
 def over_loaded(reason: str, *, simulated: bool) -> str:

@@ -225,8 +225,8 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
         status = basis.load_check.status if basis.load_check is not None else None
         if status == "fell_behind":
             con.print("[bold red]WARNING:[/] [bold]the server fell behind the run's offered load (see above): "
-                      "capacity within the SLO may be lower than priced, so the self-hosted costs and the break-even "
-                      "may be optimistic for self-hosting[/]")
+                      "capacity within the SLO is at most its served rate and may lie above or below the goodput "
+                      "priced, so the self-hosted costs and the break-even may be off either way[/]")
         else:
             how = "over-loaded (past its SLO capacity)" if status == "over_loaded" else "under-loaded"
             con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
