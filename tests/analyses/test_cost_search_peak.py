@@ -63,7 +63,7 @@ def test_input_and_output_volumes_size_and_price_as_cost_does():
     assert cand["sizing"]["rate_req_per_s"] == pytest.approx(6e10 / 235.25 / MONTH_S)
     # the API priced on the tokens given, DeepInfra's $0.02 in / $0.03 out per 1M: 3,000 + 1,800 = $4,800 a month
     assert s["api"]["monthly_input_tokens"] == 1.5e11 and s["api"]["monthly_output_tokens"] == 6e10
-    assert s["api"]["monthly_usd"] == pytest.approx(cost["decision"]["api_usd_per_month"]) == pytest.approx(4800)
+    assert s["api"]["usd_per_month"] == pytest.approx(cost["decision"]["api_usd_per_month"]) == pytest.approx(4800)
     # the per-token ledgers spread the bill over the tokens given (input does not bind: × 1.5e11 ÷ 230.4e9 sized)
     for kind in ("input", "output"):
         assert cand["cost"][f"usd_per_mtok_{kind}"] == pytest.approx(
@@ -97,5 +97,5 @@ def test_search_ranks_api_rows_at_the_volumes_split_as_cost_does():
                       monthly_output_tokens=2e10)
     got = api_side(spec, [{"workload": {"prompt_tokens_mean": 903.0, "output_tokens_mean": 235.0}}])
     bills = {r.key: api_ledger(r, ApiMix(), 1e3, 2e4, "b", "USD").total_usd for r in same_model_rows(spec.model)}
-    assert got["key"] == min(bills, key=bills.get) and got["monthly_usd"] == pytest.approx(min(bills.values()))
+    assert got["key"] == min(bills, key=bills.get) and got["usd_per_month"] == pytest.approx(min(bills.values()))
     assert "for the volume's input and output tokens after the mix" in " ".join(got["notes"])

@@ -180,7 +180,7 @@ def test_monthly_tokens_and_api_bill_with_discounts():
     assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(
         6.0
     )
-    assert a["monthly_usd"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)
+    assert a["usd_per_month"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)
 
 
 def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
@@ -387,7 +387,7 @@ def test_the_api_line_says_one_bill_once_when_the_band_ends_size_alike():
     one = {"rental_usd_per_month": 1963.7}
     winner = {"sizing": {"rental_usd_per_month": 1963.7, "at_band_low": one, "at_band_high": one}}
     api = {"key": "OpenAI:gpt-4.1", "as_of": "2025-07-04", "usd_per_mtok_input": 2.0, "usd_per_mtok_output": 8.0,
-           "mix": {"batch_share": 0.0, "cache_hit_rate": 0.0}, "monthly_usd": 3000.0, "monthly_input_tokens": 1e9,
+           "mix": {"batch_share": 0.0, "cache_hit_rate": 0.0}, "usd_per_month": 3000.0, "monthly_input_tokens": 1e9,
            "monthly_output_tokens": 1e8, "notes": [], "within_band": api_within_band(winner, 3000.0)}
     with_people(api, winner)
     con = Console(record=True, width=400)

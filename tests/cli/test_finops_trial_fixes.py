@@ -138,7 +138,7 @@ def test_search_prints_the_api_month_in_cents_and_its_prices_to_four_figures():
     # Groq's 8B row at a 30% batch share (50% off): input 0.05 × (0.7 + 0.3 × 0.5) = $0.0425 per Mtok, output
     # 0.08 × 0.85 = $0.068; 3.9M in + 1.1M out a month = 0.1656 + 0.0748 = $0.2404
     a = {"key": "Groq:llama-3.1-8b-instant", "as_of": "2025-08-12", "usd_per_mtok_input": 0.0425,
-         "usd_per_mtok_output": 0.068, "mix": {"batch_share": 0.3, "cache_hit_rate": 0.0}, "monthly_usd": 0.2404,
+         "usd_per_mtok_output": 0.068, "mix": {"batch_share": 0.3, "cache_hit_rate": 0.0}, "usd_per_month": 0.2404,
          "monthly_input_tokens": 3.9e6, "monthly_output_tokens": 1.1e6}
     line = api_line(a)
     assert "$0.0425 per Mtok in, $0.068 per Mtok out" in line and "costs $0.24 per month" in line

@@ -46,7 +46,7 @@ def test_table_json_csv_and_plot(tmp_path):
     # the API bill for the same traffic: 20 req/s × 2,628,000 s/month × mean tokens × list price (no discounts)
     wl = d["candidates"][0]["workload"]
     month = 20 * 730 * 3600
-    assert d["api"]["monthly_usd"] == pytest.approx(
+    assert d["api"]["usd_per_month"] == pytest.approx(
         month * (wl["prompt_tokens_mean"] * 2.0 + wl["output_tokens_mean"] * 8.0) / 1e6
     )
 

@@ -88,8 +88,8 @@ def test_search_says_conditional_between_the_bounds():
     assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == (
         "conditional", "conditional", "self-host", True)
     api = {"key": TOGETHER_8B.key, "as_of": "x", "usd_per_mtok_input": 0.18, "usd_per_mtok_output": 0.18,
-           "mix": {"batch_share": 0.0, "cache_hit_rate": 0.9}, "monthly_usd": 22_500.0, "monthly_input_tokens": 1e11,
-           "monthly_output_tokens": 2.5e10, "monthly_usd_is_upper_bound": True, "monthly_usd_lower_bound": 6_300.0,
+           "mix": {"batch_share": 0.0, "cache_hit_rate": 0.9}, "usd_per_month": 22_500.0, "monthly_input_tokens": 1e11,
+           "monthly_output_tokens": 2.5e10, "usd_per_month_is_upper_bound": True, "usd_per_month_lower_bound": 6_300.0,
            "cheaper_with_people": "conditional", "cheaper_gpu_rental_alone": "conditional",
            "winner_self_host_usd_per_month": 9_818.5,
            "people": {"usd_per_month": 0.0, "engineer_months_per_month": 0, "engineer_usd_per_month": 0,

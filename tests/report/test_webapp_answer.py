@@ -45,7 +45,7 @@ def test_an_empty_api_field_compares_with_the_clis_default_row():
         "DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"
     opts = c["decision"]["api_options"]
     assert all(o["same_model"] for o in opts) and len(opts) == 4  # Together, Fireworks, Groq, DeepInfra
-    assert c["decision"]["api_usd_per_month"] == min(o["monthly_usd"] for o in opts) == \
+    assert c["decision"]["api_usd_per_month"] == min(o["usd_per_month"] for o in opts) == \
         cli["decision"]["api_usd_per_month"]
     assert web["headline"]["answer"] == cli["headline"][0]
     assert web["headline"]["answer"].startswith("answer: the API — $44.42/month on the API vs $")

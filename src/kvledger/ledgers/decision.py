@@ -60,7 +60,7 @@ class ApiOption:
     """One API row priced for the volume: its monthly bill and whether it serves the same model."""
 
     __json__ = (("key", "price.key"), "same_model", "named", "confidence", ("as_of", "price.as_of"),
-                ("monthly_usd", "bill.total_usd"), "bill")
+                ("usd_per_month", "bill.total_usd"), "bill")
     price: ApiPrice
     same_model: bool
     named: bool

@@ -226,7 +226,7 @@ def _bills_table(d: dict[str, Any] | None, engines: int = 1) -> str:
     if d.get("self_host_buy"):
         rows.append(["self-hosted, bought GPUs", f"{d['self_host_buy']['total_usd']:,.2f}",
                      "capex amortized + power + hosting"])
-    rows += [[f"API {a['key']}", f"{a['monthly_usd']:,.2f}", ("same model" if a["same_model"] else "another model")
+    rows += [[f"API {a['key']}", f"{a['usd_per_month']:,.2f}", ("same model" if a["same_model"] else "another model")
               + f", {a['confidence']} confidence"] for a in d["api_options"]]
     return "<h3>Monthly bills for the volume</h3>" + _table(["option", "USD per month", "note"], rows)
 

@@ -175,13 +175,13 @@ def api_line(a: dict[str, Any]) -> str:
     line = (f"API {a['key']} (list price as of {a['as_of']}): ${fmt(a['usd_per_mtok_input'], 4)} per Mtok in, "
             f"${fmt(a['usd_per_mtok_output'], 4)} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, "
             f"cache hits {a['mix']['cache_hit_rate']:.0%})")
-    if a.get("monthly_usd") is not None:
+    if a.get("usd_per_month") is not None:
         line += (f"; the same traffic ({tokens_text(a['monthly_input_tokens'])} in + "
                  f"{tokens_text(a['monthly_output_tokens'])} out tokens per month) costs "
-                 f"{'at most ' if a.get('monthly_usd_is_upper_bound') else ''}{usd_text(a['monthly_usd'])} "
+                 f"{'at most ' if a.get('usd_per_month_is_upper_bound') else ''}{usd_text(a['usd_per_month'])} "
                  "per month")  # as cost counts them: 1M, 250,000, 3.9B (ledgers.decision_notes.tokens_text)
-        if a.get("monthly_usd_lower_bound") is not None:  # no cached-input price: cache reads at input price
-            line += f" ({usd_text(a['monthly_usd_lower_bound'])} with cache reads free)"
+        if a.get("usd_per_month_lower_bound") is not None:  # no cached-input price: cache reads at input price
+            line += f" ({usd_text(a['usd_per_month_lower_bound'])} with cache reads free)"
     return line
 
 

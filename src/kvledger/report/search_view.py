@@ -134,7 +134,7 @@ def _api(con: Any, result: Any) -> None:
     if a is None:
         return
     line = api_line(a)
-    if a.get("monthly_usd") is not None:
+    if a.get("usd_per_month") is not None:
         w = (result.winner or {}).get("sizing")
         if w and "people" in a:  # rental alone, then with cost's default people line (search/api_side.with_people)
             line += api_verdict(a, w)

@@ -14,7 +14,7 @@ __all__ = ["api_side", "with_people"]
 
 def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The API the search compares with (``_api_row``), priced after the mix, and the same traffic's monthly bill at
-    the workload's means (``monthly_usd``); None when there is no API row."""
+    the workload's means (``usd_per_month``); None when there is no API row."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
     from kvledger.analyses.search.load import monthly_tokens_priced
     from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok, cache_read_bounds, is_upper_bound
@@ -28,8 +28,8 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
     out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"],
            "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
-                   "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
-           "monthly_usd_is_upper_bound": is_upper_bound(mix, price),  # cache reads at input price: "at most"
+                   "cache_write_rate": mix.cache_write_rate}, "usd_per_month": None, "notes": notes,
+           "usd_per_month_is_upper_bound": is_upper_bound(mix, price),  # cache reads at input price: "at most"
            "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}",
            "same_model": not any(" is not the same model " in n for n in notes)}  # as cost's note says it
     if feasible:
@@ -38,11 +38,11 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
         if rate is not None:
             tin, tout = monthly_tokens_priced(spec, rate, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
             led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
-            out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
+            out.update({"usd_per_month": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
                         "ledger": led.to_dict()})
             b = cache_read_bounds(price, mix, tin / 1e6, tout / 1e6)  # an "at most" bill: its lower end and slope
             if b is not None:
-                out.update({"monthly_usd_lower_bound": b.lower_usd, "cache_read_mtok_per_month": b.reads_mtok})
+                out.update({"usd_per_month_lower_bound": b.lower_usd, "cache_read_mtok_per_month": b.reads_mtok})
     return out
 
 
@@ -125,14 +125,14 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
     from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, default_people_cost
 
     s = (winner or {}).get("sizing")
-    if api.get("monthly_usd") is None or not s:
+    if api.get("usd_per_month") is None or not s:
         return
     pc = default_people_cost()
     people = pc.engineer_months_per_month * pc.engineer_usd_per_month  # breakeven.people_usd_per_month's product
     bounds = api_bounds(api)  # an "at most" API bill: a self-host side between its ends is "conditional"
 
     def side(usd: float) -> str:
-        return cheaper_side(api["monthly_usd"], bounds, usd)
+        return cheaper_side(api["usd_per_month"], bounds, usd)
 
     if bounds is not None:  # the cached-input price (USD/Mtok) below which the API is cheaper; None: none needed
         api["unless_cached_input_usd_per_mtok_below"] = {
@@ -145,4 +145,4 @@ def with_people(api: dict[str, Any], winner: dict[str, Any] | None) -> None:
                 "winner_self_host_usd_per_month": s["rental_usd_per_month"] + people,
                 "cheaper_with_people": side(s["rental_usd_per_month"] + people)})
     if api.get("within_band") is not None:
-        api["within_band"]["with_people"] = api_within_band(winner, api["monthly_usd"], people, bounds)
+        api["within_band"]["with_people"] = api_within_band(winner, api["usd_per_month"], people, bounds)

@@ -128,12 +128,12 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
 
 def api_bounds(api: dict[str, Any] | None) -> Any:
     """An "at most" API bill's two ends (``api_cost.CacheReadBounds``) from ``api_side``'s dict
-    (``monthly_usd_lower_bound``, ``cache_read_mtok_per_month``); None where the bill is exact."""
+    (``usd_per_month_lower_bound``, ``cache_read_mtok_per_month``); None where the bill is exact."""
     from kvledger.ledgers.api_cost import CacheReadBounds
 
-    if not api or api.get("monthly_usd_lower_bound") is None:
+    if not api or api.get("usd_per_month_lower_bound") is None:
         return None
-    return CacheReadBounds(api["monthly_usd_lower_bound"], api["monthly_usd"], api["cache_read_mtok_per_month"])
+    return CacheReadBounds(api["usd_per_month_lower_bound"], api["usd_per_month"], api["cache_read_mtok_per_month"])
 
 
 def cheaper_side(api_usd: float, bounds: Any, self_host_usd: float) -> str:

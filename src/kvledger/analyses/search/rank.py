@@ -199,7 +199,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     if api is not None and ranking:
         from kvledger.analyses.search.bands import api_bounds, api_within_band
 
-        api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"), bounds=api_bounds(api))
+        api["within_band"] = api_within_band(by_id[ranking[0]], api.get("usd_per_month"), bounds=api_bounds(api))
         from kvledger.analyses.search.api_side import with_people
 
         with_people(api, by_id[ranking[0]])
