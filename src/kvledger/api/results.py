@@ -96,7 +96,10 @@ def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
             names = (_PARAMS.get(m.group(1)), m.group(1).replace("-", "_"))
             return next((name for name in names if name in params), m.group(0))
 
-        text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, str(err))
+        parts = str(err).split('"')  # an engine's own words, quoted, keep its flags (vLLM's argparse line)
+        quoted = len(parts) % 2 == 1
+        text = '"'.join(p if quoted and i % 2 else re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, p)
+                        for i, p in enumerate(parts))
         err.args = (f"kvledger.{call}: {text}",)
         raise
 
