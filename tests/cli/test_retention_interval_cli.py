@@ -80,6 +80,16 @@ def test_a_model_without_sliding_or_mamba_groups_refuses_a_positive_interval():
     assert d["workload"]["num_requests"] == 5  # 0 is accepted (vLLM returns before the group check)
 
 
+def test_with_prefix_caching_off_it_is_checked_and_said_to_change_nothing():
+    d = cli_json("simulate", *SWA, "--prefix-cache-retention-interval", "256", "--no-enable-prefix-caching")
+    assert d["summary"]["prefix_cache_hit_tokens"] == 0
+    assert ("--prefix-cache-retention-interval 256 with --no-enable-prefix-caching: vLLM 0.33.0 checks it at start-up "
+            "but caches no block, so it changes nothing here") in d["notes"]
+    # still refused off the block grid (kv_cache_coordinator.py validates it whether caching is on or off)
+    assert "must be non-negative and a multiple of scheduler_block_size (16)" in refused(
+        "simulate", *SWA, "--prefix-cache-retention-interval", "250", "--no-enable-prefix-caching")
+
+
 def test_a_negative_interval_is_out_of_range():
     assert "prefix-cache-retention-interval" in refused("simulate", *SWA, "--prefix-cache-retention-interval", "-16")
 

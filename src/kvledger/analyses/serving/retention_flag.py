@@ -51,6 +51,9 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
         raise InputError(f"{flag}: {where}: \"prefix_cache_retention_interval ({interval}) must be non-negative and a "
                          f"multiple of scheduler_block_size ({scheduler_block}).\" (the lcm of the KV cache groups' "
                          f"block sizes, tokens); give a multiple, e.g. {near}")
+    if getattr(a, "enable_prefix_caching", None) is False:  # checked at start-up as above, but nothing is cached
+        return interval, [f"{flag} with --no-enable-prefix-caching: vLLM {m.engine_version} checks it at start-up "
+                          "but caches no block, so it changes nothing here"]
     return interval, []
 
 
