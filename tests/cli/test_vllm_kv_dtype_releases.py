@@ -46,3 +46,11 @@ def test_a_name_the_release_has_plans():
     assert "KV dtype float16 — 32 full: 2 (K,V) × 32 layers × 8 KV heads × 128 head_dim × 2 B = 131,072 B/token" in out
     assert engine_kv_dtypes("vllm", "0.17.0") == ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
     assert engine_kv_dtypes("vllm", "0.9.2") == ["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
+
+
+def test_an_upper_case_name_for_tensorrt_llm_does_not_name_vllm():
+    # TensorRT-LLM's choices were not read: a known name in another case is refused in kvledger's own words (it said
+    # "vLLM refuses it at argument parsing … CacheDType in 0.19" for a TensorRT-LLM plan)
+    why = refused("plan", MODEL, "--gpu", "H100", "--engine", "trtllm", "--kv-cache-dtype", "FP8")
+    assert why == ("--kv-cache-dtype 'FP8': the engines' KV cache dtype names are lower case (vLLM's and SGLang's "
+                   "argument parsing refuse any other case); write 'fp8'")

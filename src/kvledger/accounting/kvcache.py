@@ -19,7 +19,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_CACHE_DTYPES", "VLLM_019_CACHE_DTYPES", "VLLM_SPELLING",
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_019_CACHE_DTYPES", "VLLM_SPELLING",
            "vllm_spelling_fix", "check_kv_dtype_case",
            "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
@@ -30,7 +30,6 @@ KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
 VLLM_019_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 """vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
 written, case and all)."""
-VLLM_CACHE_DTYPES = ", ".join(VLLM_019_CACHE_DTYPES)
 VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 """The name vLLM's ``CacheDType`` (0.19 and 0.33, ``vllm/config/cache.py``) has for each kvledger alias it lacks."""
 
@@ -43,17 +42,18 @@ KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
 
 
 def check_kv_dtype_case(kv_cache_dtype: str) -> str:
-    """``kv_cache_dtype`` lower-cased, refused when it is a known name written in another case ("FP8"): vLLM's
-    argparse checks its Literal choices as written and refuses it before start-up.
+    """``kv_cache_dtype`` lower-cased, refused when it is a known name written in another case ("FP8"), whatever the
+    engine: vLLM's and SGLang's argparse check their choices as written (each engine's own refusal, with the release's
+    choices, is ``kv_dtype_choices.check_kv_dtype_for_engine``, which the commands run first); TensorRT-LLM's names
+    are lower case too.
 
     Raises:
-        InputError: a known name not in lower case, with vLLM's choices.
+        InputError: a known name not in lower case, with the name to write.
     """
     d = kv_cache_dtype.lower()
     if d != kv_cache_dtype and (d == "auto" or d in KV_DTYPE_BYTES):
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: vLLM refuses it at argument parsing (its choices are "
-                         f"lower case: {VLLM_CACHE_DTYPES}, vllm/config/cache.py CacheDType in 0.19); write "
-                         f"{vllm_spelling_fix(d)}")
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: the engines' KV cache dtype names are lower case "
+                         f"(vLLM's and SGLang's argument parsing refuse any other case); write {d!r}")
     return d
 
 
