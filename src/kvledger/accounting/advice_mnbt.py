@@ -28,7 +28,10 @@ from kvledger.units import GiB
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["max_num_batched_tokens_fix"]
+__all__ = ["max_num_batched_tokens_fix", "dp_budget_note", "DP_BUDGET_NOTE"]
+
+DP_BUDGET_NOTE = "DP + EP token budget:"
+"""How ``dp_budget_note`` begins (the plan summary shows it beside the DP ranks' lines)."""
 
 SCHEDULER_RULE = "config/scheduler.py::SchedulerConfig.verify_max_model_len, vLLM 0.19.0 and 0.33.0"
 """Where vLLM refuses a token budget below max_num_seqs and (without chunked prefill) below max_model_len."""
@@ -91,3 +94,31 @@ def _seqs_words(was: int, now: int) -> str:
         return f"≥ max_num_seqs {was:,} as vLLM requires ({SCHEDULER_RULE})"
     return (f"with --max-num-seqs unset vLLM ≥0.11 lowers max_num_seqs {was:,} → {now:,} to it (engine/arg_utils.py), "
             f"so at most {now:,} requests run at once")
+
+
+def dp_budget_note(p: Plan, build: Callable) -> tuple[str, ...]:
+    """A vLLM DP + EP plan that fits with fewer max_model_len requests than max_num_seqs while its MoE profile rows are
+    DP × the token budget: one note with what a smaller budget, max(budget ÷ DP, max_num_seqs) (the rows one rank's
+    budget gathers, within vLLM's max_num_seqs rule), frees and the concurrency it gains; () otherwise. The verdict
+    stays: the plan keeps its budget."""
+    m, s, dp = p.memory, p.settings, getattr(p, "data_parallel", None)
+    row = p.row_at(m.max_model_len)
+    if (s.engine != "vllm" or dp is None or not dp.moe_profile_tokens or m.available_given or row is None
+            or s.activation_peak_bytes is not None or not 1 <= row.max_requests < m.max_num_seqs
+            or dp.moe_profile_tokens != dp.ranks * m.max_num_batched_tokens):
+        return ()
+    t = m.max_num_batched_tokens
+    lower = max(t // dp.ranks, m.max_num_seqs)
+    q = _fits_at(p, build, lower) if lower < t else None
+    r = q.row_at(q.memory.max_model_len) if q else None
+    if q is None or r is None or r.max_concurrency <= row.max_concurrency:
+        return ()
+    return (f"{DP_BUDGET_NOTE} the profile run's MoE layers gather DP {dp.ranks} × {t:,} = "
+            f"{dp.moe_profile_tokens:,} rows at --max-num-batched-tokens {t:,} (the fused-MoE workspace and gathered "
+            f"hidden states, in the activation peak {_activation(p) / GiB:.2f} GiB); at max({t:,} ÷ {dp.ranks}, "
+            f"max_num_seqs {m.max_num_seqs:,}) = {lower:,} they gather DP {dp.ranks} × {lower:,} = "
+            f"{q.data_parallel.moe_profile_tokens:,} rows, activation peak {_activation(q) / GiB:.2f} GiB, so "
+            f"{m.num_gpu_blocks:,} → {q.memory.num_gpu_blocks:,} KV blocks and {row.max_concurrency:.2f}× → "
+            f"{r.max_concurrency:.2f}× concurrent {m.max_model_len:,}-token requests per rank ({row.max_requests:,} → "
+            f"{r.max_requests:,} whole, below max_num_seqs {m.max_num_seqs:,} either way; re-planned); prompts above "
+            f"{lower:,} tokens would then prefill in more chunks. The plan keeps --max-num-batched-tokens {t:,}",)

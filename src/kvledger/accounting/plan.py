@@ -293,8 +293,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
         return plan
     from kvledger.accounting.advice import advise, waterfall
-
-    adv = advise(plan, build_plan)
+    from kvledger.accounting.advice_mnbt import dp_budget_note  # a DP + EP plan's lower token budget: a note only
+    plan = replace(plan, memory=replace(mem, notes=(*mem.notes, *dp_budget_note(plan, build_plan))))
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
-    return replace(plan, advice=adv, waterfall=wf, dp_remedy=dp_remedy(plan, build_plan))
+    return replace(plan, advice=advise(plan, build_plan), waterfall=wf, dp_remedy=dp_remedy(plan, build_plan))
 

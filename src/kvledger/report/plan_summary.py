@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE, SGLANG_FP8_KV
@@ -114,7 +115,7 @@ def _dp_lines(p: Plan) -> list[str]:
     return [f"data parallel ({d.flags}): {d.ranks} DP ranks on {d.gpus} GPUs, attention TP {d.attention_tp}; KV "
             f"{d.ranks} × {d.kv_tokens_per_rank:,} = {d.kv_tokens_total:,} tokens in all (each rank its own pool; a "
             f"request is routed to one rank); requests held at once in all (KV and max_num_seqs): {reqs}",
-            f"note: {rule}"]
+            f"note: {rule}", *(f"note: {n}" for n in p.memory.notes if n.startswith(DP_BUDGET_NOTE))]
 
 
 def _kv_lines(p: Plan) -> list[str]:
