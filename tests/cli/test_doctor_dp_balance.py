@@ -73,14 +73,14 @@ def test_balanced_engines_are_not_flagged(tmp_path):
 
 # --aggregate-engine-logging (vLLM 0.11.1 on): AggregatedLoggingStatLogger.log_prefix "{N} Engines Aggregated: ", the
 # same parts; aggregate_scheduler_stats sums running and waiting and averages kv_cache_usage over the engines
-_AGG = ("(APIServer pid=1) INFO 04-22 00:{m:02d}:00 [v1/metrics/loggers.py:259] 2 Engines Aggregated: Avg prompt "
+_AGG = ("(APIServer pid=1) INFO 04-22 00:{m:02d}:00 [v1/metrics/loggers.py:259] {n} Engines Aggregated: Avg prompt "
         "throughput: 6000.0 tokens/s, Avg generation throughput: 5200.0 tokens/s, Running: {r} reqs, Waiting: {w} "
         "reqs, Preemptions: {pre}, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%")
 
 
-def _agg_log(tmp_path: Path, rows: list[tuple]) -> str:
-    path = tmp_path / "dp2_aggregated.log"
-    path.write_text("\n".join(_AGG.format(m=5 + i, r=r, w=w, pre=p, kv=kv) for i, (r, w, p, kv) in enumerate(rows))
+def _agg_log(tmp_path: Path, rows: list[tuple], n: int = 2) -> str:
+    path = tmp_path / f"dp{n}_aggregated.log"
+    path.write_text("\n".join(_AGG.format(n=n, m=5 + i, r=r, w=w, pre=p, kv=kv) for i, (r, w, p, kv) in enumerate(rows))
                     + "\n")
     return str(path)
 
@@ -108,6 +108,28 @@ def test_aggregated_lines_all_near_full_are_not_flagged_as_routing(tmp_path):
                      "--gpu", "H100", "--engine-version", "0.19.0"))
     assert not f["triggered"] and f["verdict"] == "aggregated_no_sign"
     assert "mean GPU KV usage up to 97.0% (line 2; every engine then held at least 94.0%" in f["message"]
+    # 97.0 ≥ 100 − (100 − 90) / 2 = 95.00 %: every engine at least 90 % full
+    assert ("line 2's 14 preemptions came at a mean of 97.0%, so every engine held at least 2 × 97.0 − 1 × 100 = "
+            "94.0% (a mean ≥ 95.00%: every engine at least 90% full): capacity, not routing") in f["message"]
+    assert "over these 2 engines only a mean ≥ 100 − (100 − 90) / 2 = 95.00% with preemptions" in f["rule"]
+
+
+def test_eight_aggregated_engines_near_full_only_from_98_75_percent(tmp_path):
+    # 8 engines: every engine holds ≥ 8·U − 7·100 %, so ≥ 90 % takes U ≥ 100 − 10 / 8 = 98.75 %; a mean of 90 %
+    # bounds each only at ≥ 8 × 90 − 7 × 100 = 20 %. At U = 92.0 % with preemptions: 736 − 700 = 36.0 %, so one
+    # full pool beside one with room is not ruled out; at U = 99.0 %: 792 − 700 = 92.0 %, all near full
+    f = _dp(cli_json("doctor", _agg_log(tmp_path, [(900, 40, 9, 92.0)], n=8), "--model", MODEL, "--gpu", "H100",
+                     "--engine-version", "0.19.0"))
+    assert not f["triggered"] and f["verdict"] == "aggregated_no_sign"
+    assert ("line 1's 9 preemptions came at a mean of 92.0%, so every engine held at least 8 × 92.0 − 7 × 100 = "
+            "36.0%, below 90% (that takes a mean ≥ 100 − (100 − 90) / 8 = 98.75% over 8 engines), so one full pool "
+            "beside one with room is not ruled out") in f["message"]
+    assert "capacity, not routing" not in f["message"]
+    assert ("only a mean ≥ 100 − (100 − 90) / 8 = 98.75% with preemptions means every engine was at least 90% full "
+            "(capacity, not routing); a mean of 90% bounds each engine only at ≥ 8 × 90 − 7 × 100 = 20%") in f["rule"]
+    f = _dp(cli_json("doctor", _agg_log(tmp_path, [(900, 40, 9, 99.0)], n=8), "--model", MODEL, "--gpu", "H100",
+                     "--engine-version", "0.19.0"))
+    assert "8 × 99.0 − 7 × 100 = 92.0% (a mean ≥ 98.75%: every engine at least 90% full)" in f["message"]
 
 
 def test_capacity_on_aggregated_lines_says_what_the_mean_can_and_cannot_show(tmp_path):
