@@ -63,3 +63,35 @@ def test_search_carries_it_to_its_dp_candidates_only():
     dp2 = Candidate("nvidia_h100_sxm5", 1, enable_expert_parallel=True, data_parallel_size=2)
     assert sim_args(ll, dp2).all2all_backend == "deepep_low_latency"
     assert sim_args(ll, Candidate("nvidia_h100_sxm5", 2, enable_expert_parallel=True)).all2all_backend is None
+
+
+def _a2a_notes(doc: dict) -> list[str]:
+    notes = doc["simulation"]["notes"] if "simulation" in doc else doc["notes"]
+    return [n for n in notes if "all2all" in n and not n.startswith("data parallel:")]
+
+
+SIM = ("--num-requests", "5", "--rate", "2")
+
+
+@pytest.mark.parametrize("cmd", [("simulate", MOE), ("goodput", "--simulate", MOE, "--slo", "ttft=1s"),
+                                 ("cost", "--simulate", MOE, "--slo", "ttft=1s", "--at-offered-load")])
+def test_the_simulations_carry_plan_s_all2all_note(cmd, monkeypatch):
+    # deepep_low_latency under 0.19.0 runs DP-chunked: DP 2 × min(8,192, 256) = 512 rows per GPU, as plan counts them;
+    # the lock-step step cost still prices allgather_reducescatter's collectives, so its own kernels are not modelled
+    monkeypatch.setenv("KVLEDGER_NO_CACHE", "1")
+    (note,) = _a2a_notes(cli_json(*cmd, *DP, "--all2all-backend", "deepep_low_latency", *SIM))
+    assert note.startswith("all2all backend deepep_low_latency: the memory plan's profile run")
+    assert "DP 2 × min(8,192, 256) = 512 rows per GPU" in note
+    assert "not deepep_low_latency's dispatch and combine kernels, whose time and buffers are not modelled" in note
+
+
+def test_simulate_says_the_default_backend_and_an_unused_one():
+    # the default allgather_reducescatter gathers DP 2 × 8,192 = 16,384 rows, the collectives the step cost prices
+    (note,) = _a2a_notes(cli_json("simulate", MOE, *DP, *SIM))
+    assert "allgather_reducescatter" in note and "DP 2 × 8,192 = 16,384 rows per GPU" in note
+    assert "the step cost prices its all-gather and reduce-scatter" in note
+    # no DP: vLLM runs no all2all backend (use_all2all_kernels), as plan says
+    (note,) = _a2a_notes(cli_json("simulate", MOE, "--gpu", "H100", "--engine-version", "0.19.0", "--all2all-backend",
+                                  "mori", *SIM))
+    assert note.startswith("--all2all-backend mori: vLLM runs an all2all backend only with DP > 1")
+    assert _a2a_notes(cli_json("simulate", MOE, "--gpu", "H100", "--engine-version", "0.19.0", *SIM)) == []

@@ -36,7 +36,7 @@ from kvledger.errors import InputError
 
 __all__ = ["SGLANG_DP_ATTENTION_ARCHS", "dp_size", "attention_tp", "dp_gpus", "check_data_parallel",
            "sglang_dp_weight_bytes", "sglang_dp_defaults", "sglang_rank_weights", "per_rank_settings", "dp_words",
-           "data_parallel_notes"]
+           "data_parallel_notes", "a2a_rows_words", "unused_all2all_note"]
 
 SGLANG_DP_ATTENTION_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
@@ -183,8 +183,7 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     """The plan's note on its data parallelism (``engine_text``: the engine and version whose rules apply); () at DP 1.
     Call after ``check_data_parallel``."""
     dp, tp = dp_size(s), s.tp
-    unused = (f"--all2all-backend {s.all2all_backend}: vLLM runs an all2all backend only with DP > 1 and expert "
-              "parallelism (fused_moe/config.py::use_all2all_kernels), so it changes nothing here")
+    unused = unused_all2all_note(s)
     if dp == 1:
         return (unused,) if s.engine == "vllm" and s.all2all_backend else ()
     engine_text = f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {engine_text.removesuffix(' rules')} rules"
@@ -205,10 +204,16 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     return (f"{dp_words(s)} ({engine_text}): {dp} engine cores, each its own TP {tp} group and KV pool; routed "
             f"experts whole over EP {ep}, {local_experts(e, ep)} of {e} on the busiest GPU (fused_moe/config.py), "
             f"attention, dense layers and shared experts TP {tp}-sliced in each rank; the profile run's MoE layers "
-            f"work on {_a2a_rows_words(s, dp)}{tail}",)
+            f"work on {a2a_rows_words(s, dp)}{tail}",)
 
 
-def _a2a_rows_words(s: PlanSettings, dp: int) -> str:
+def unused_all2all_note(s: PlanSettings) -> str:
+    """The note on a given --all2all-backend where vLLM runs none (DP 1, or no expert parallelism)."""
+    return (f"--all2all-backend {s.all2all_backend}: vLLM runs an all2all backend only with DP > 1 and expert "
+            "parallelism (fused_moe/config.py::use_all2all_kernels), so it changes nothing here")
+
+
+def a2a_rows_words(s: PlanSettings, dp: int) -> str:
     """The rows a vLLM DP + EP plan's MoE layers run in the profile, and why, by its all2all backend."""
     if s.all2all_backend is None:
         return (f"{dp} × max_num_batched_tokens rows on every GPU (the default all2all_backend, "

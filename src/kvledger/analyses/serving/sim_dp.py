@@ -92,12 +92,12 @@ def dp_note(plan: Any, cost: Any) -> str:
             f"{per_rank:,} tokens (the plan's, {dp} × {per_rank:,} = {dp * per_rank:,} in all); requests routed by "
             f"vLLM {cost.balancing_rule}'s DPLBAsyncMPClient rule (v1/engine/core_client.py, one API server, the DP "
             "coordinator's counts refreshed every 100 ms, coordinator.py); a rank's step: its own attention and "
-            f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} with the default "
+            f"dense layers, the MoE layers over every rank's tokens at EP {dp * s.tp} priced as the default "
             "allgather_reducescatter all-to-all (an all-gather and a reduce-scatter of the other ranks' hidden "
             f"states per MoE layer{_span_words(cost)}; {_latency_words(cost)}), DP padding {pad}; not modelled: "
             "several API servers, the "
-            "CUDA-graph sizes' rounding, the MoE profile run's larger activation peak (the KV pool is an upper "
-            "bound); the error bands come from measured runs without data parallelism (none with it)")
+            "CUDA-graph sizes' rounding, another all2all backend's kernels and buffers (the all2all note); the error "
+            "bands come from measured runs without data parallelism (none with it)")
 
 
 def _latency_words(cost: Any) -> str:

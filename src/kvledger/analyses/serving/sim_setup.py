@@ -10,6 +10,7 @@ from typing import Any
 
 from kvledger.accounting.tp_network import unused_nic_note
 from kvledger.analyses.serving.affinity_sessions import sessions_for_affinity
+from kvledger.analyses.serving.all2all_note import all2all_note
 from kvledger.analyses.serving.arrival_words import arrivals_words
 from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
@@ -272,7 +273,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
 
         cost = lockstep_cost(plan, config, cost)
         notes.append(dp_note(plan, cost))
-    notes.extend(n for n in [unused_nic_note(a.inter_node_link, cost)] if n)  # a NIC given that nothing crosses
+    notes.extend(n for n in [all2all_note(plan), unused_nic_note(a.inter_node_link, cost)] if n)  # as plan says
     given = workload is not None
     if given and a.shared_prefix_tokens is not None:
         raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
