@@ -71,9 +71,11 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
              max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
              enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
-             replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
+             long_prefill_token_threshold: int | None = None, long_prefill_token_threshold_adaptive: bool | None = None,
+             prefix_cache_retention_interval: int | None = None, replicas: int | None = None,
+             router: str | None = None, step_cost: str | None = None,
              gpu_profile: str | None = None, gemm_efficiency: str | None = None, seeds: int = 1,
-             prefix_cache_retention_interval: int | None = None, cache: bool = False) -> SimDocument:
+             cache: bool = False) -> SimDocument:
     """Serve a trace (``trace``, default azure-conv) or a synthetic workload (``prompt_lengths`` and
     ``output_lengths``, e.g. "fixed:512", with ``rate`` and ``num_requests``) on the simulated engine, as ``kvledger
     simulate`` does; every setting left None is the command's default. ``seeds`` (1 to 64): as ``--seeds``, the same
@@ -135,9 +137,10 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
             max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
             enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
-            replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
-            gpu_profile: str | None = None, gemm_efficiency: str | None = None,
-            prefix_cache_retention_interval: int | None = None, cache: bool = True) -> GoodputResult:
+            long_prefill_token_threshold: int | None = None, long_prefill_token_threshold_adaptive: bool | None = None,
+            prefix_cache_retention_interval: int | None = None, replicas: int | None = None,
+            router: str | None = None, step_cost: str | None = None,
+            gpu_profile: str | None = None, gemm_efficiency: str | None = None, cache: bool = True) -> GoodputResult:
     """Goodput of a simulated run under ``slo`` ("ttft=200ms,tpot=50ms"), as ``kvledger goodput --simulate MODEL
     --gpu GPU --slo SLO`` measures it; with ``target`` (e.g. 0.9) the SLO boundary on ``axis`` ("rate" or
     "concurrency"), one simulation per probe. The workload and engine settings are ``simulate``'s, by the same names

@@ -31,13 +31,14 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            gpu_provider: str | None = None, gpu_usd_per_hour: float | str | None = None,
            utilization: float | None = None, max_utilization: float = 0.8, batch_share: float = 0.0,
            cache_hit_rate: float = 0.0, cache_write_rate: float = 0.0, data_parallel_size: Sequence[int] | None = None,
-           exhaustive: bool = False, seeds: int = 1, workers: int | None = None,
-           prefix_cache_retention_interval: int | None = None, cache: bool = True) -> dict[str, Any]:
+           all2all_backend: str | None = None, prefix_cache_retention_interval: int | None = None,
+           exhaustive: bool = False, seeds: int = 1, workers: int | None = None, cache: bool = True) -> dict[str, Any]:
     """Plan, simulate and price every candidate (the product of ``gpus``, ``tp``, ``kv_cache_dtype``,
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching`` and, for a MoE model, ``data_parallel_size``;
     None: the command's default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO`` does;
-    ``rate`` or a monthly volume sizes replicas and bills, ``api`` adds an API's bill. ``cache``: read and keep each
-    simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
+    ``rate`` or a monthly volume sizes replicas and bills, ``api`` adds an API's bill; ``all2all_backend`` (the DP
+    candidates') and ``prefix_cache_retention_interval`` (vLLM ≥ 0.29) as the flags, refused before any candidate.
+    ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
 
     Returns:
         The command's ``--json`` document where the command exits 0: ``ranking``, ``winner``, ``cost_frontier``,
@@ -56,7 +57,7 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.search_document import search_document
-    from kvledger.cli.search_flags import search_inputs
+    from kvledger.cli.search_flags import search_inputs, with_all2all
     from kvledger.cli.search_run import check_gpus, run_candidates
 
     values = {k: v for k, v in locals().items() if k in _PARAMS}
@@ -66,6 +67,7 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
         spec, ax, load_notes = search_inputs(model, slo, target, w, sessions, e, p,
                                              (rate, _count("monthly_tokens", monthly_tokens), vol), axes, api,
                                              dp.data_parallel_size)
+        spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked as the command
         check_gpus(ax.gpus, e)
         result, variants = run_candidates(spec, ax, run)
         result.notes[:0] = load_notes
@@ -146,4 +148,5 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
                             prefix_caching=_joined(v["prefix_caching"])),
             SearchRunFlags(api=v["api"], workers=v["workers"], exhaustive=v["exhaustive"], seeds=v["seeds"],
                            as_json=True),
-            SearchDataParallelFlags(data_parallel_size=_joined(v["data_parallel_size"])))
+            SearchDataParallelFlags(data_parallel_size=_joined(v["data_parallel_size"]),
+                                    all2all_backend=v["all2all_backend"]))
