@@ -44,6 +44,15 @@ class DoesNotFitError(InputError):
     exit_code = 3
 
 
+class EngineRefusalError(InputError):
+    """Nothing can start: every value given is valid, but the engine release named refuses it at start-up on this GPU
+    (a quantization method below its minimum compute capability, one the release lacks or has removed, a checkpoint
+    its kernels do not load). Exit status 3, as for a plan that does not fit (README, "exit status"); a malformed or
+    unknown value stays an InputError (exit 2). Not a DoesNotFitError: no memory figure or memory fix applies."""
+
+    exit_code = 3
+
+
 class NoAnswerError(KvLedgerError):
     """The input was valid and the command ran, but it cannot give one answer: the CLI exits with status 1, not 2
     (``kvledger cost`` of a run of which between 0 and N requests met the SLO: the cost per good token has no upper

@@ -13,6 +13,7 @@ from kvledger.catalog.modelspec import parse_config
 from kvledger.catalog.quant_flag import scheme_for_flag
 from kvledger.catalog.quant_rules import check_quant_release, deprecated_method_note
 from kvledger.errors import ConfigError, InputError
+from kvledger.errors import EngineRefusalError as Refused  # exit 3: the release does not start it on this GPU
 
 V033, V027, V019, V013 = (0, 33, 0), (0, 27, 0), (0, 19, 0), (0, 13, 0)
 
@@ -86,9 +87,9 @@ def test_gptq_widths_by_release():
     # gptq.py (to 0.19) takes 2/3/4/8 bits; auto_gptq.py (0.26+) 4- and 8-bit symmetric only
     three = _llama8b(dict(GPTQ, bits=3)).quant
     check_quant_release(three, None, V019, "sm89")
-    with pytest.raises(InputError, match=r"bits=3, sym=True"):
+    with pytest.raises(Refused, match=r"bits=3, sym=True"):
         check_quant_release(three, None, V033, "sm89")
-    with pytest.raises(InputError, match=r"bits=4, sym=False"):
+    with pytest.raises(Refused, match=r"bits=4, sym=False"):
         check_quant_release(_llama8b(dict(GPTQ, sym=False)).quant, None, V033, "sm89")
 
 
@@ -97,8 +98,8 @@ def test_fp8_minimum_capability_by_release():
     online = scheme_for_flag(_llama8b(), "fp8", V033)
     check_quant_release(online, "fp8", V033, "sm75")
     check_quant_release(online, "fp8", (0, 14, 0), "sm75")
-    with pytest.raises(InputError, match=r"vLLM 0.13.0 does not start: the quantization method fp8 needs compute "
-                                         r"capability 80 or more, this GPU has 75"):
+    with pytest.raises(Refused, match=r"vLLM 0.13.0 does not start: the quantization method fp8 needs compute "
+                                      r"capability 80 or more, this GPU has 75"):
         check_quant_release(online, "fp8", V013, "sm75")
     check_quant_release(online, "fp8", V013, "sm80")
     check_quant_release(online, "fp8", V013, "")  # not NVIDIA: no capability to compare
@@ -110,11 +111,11 @@ def test_bitsandbytes_is_refused_from_0_28_which_removed_it():
     bnb = _llama8b({"quant_method": "bitsandbytes", "load_in_4bit": True}).quant
     check_quant_release(bnb, None, V027, "sm86")
     for v in ((0, 28, 0), V033):
-        with pytest.raises(InputError, match=r"^this bitsandbytes checkpoint .*: vLLM 0\.(28|33)\.0 does not start: "
-                                             r"bitsandbytes was removed in vLLM 0\.28\.0"):
+        with pytest.raises(Refused, match=r"^this bitsandbytes checkpoint .*: vLLM 0\.(28|33)\.0 does not start: "
+                                          r"bitsandbytes was removed in vLLM 0\.28\.0"):
             check_quant_release(bnb, None, v, "sm86")
     online = scheme_for_flag(_llama8b(), "bitsandbytes", V033)
-    with pytest.raises(InputError, match=r"^--quantization bitsandbytes: vLLM 0\.33\.0 does not start"):
+    with pytest.raises(Refused, match=r"^--quantization bitsandbytes: vLLM 0\.33\.0 does not start"):
         check_quant_release(online, "bitsandbytes", V033, "sm90")
 
 
@@ -125,8 +126,8 @@ def test_mxfp4_needs_compute_capability_80_in_every_release_read():
     q = parse_config(raw, source="t", name="gpt-oss-20b").quant
     assert q.method == "mxfp4"
     for v in ((0, 11, 0), V019, V033):
-        with pytest.raises(InputError, match=r"the quantization method mxfp4 needs compute capability 80 or more, "
-                                             r"this GPU has 75 .*; a GPU of compute capability 8\.0 or more loads it$"):
+        with pytest.raises(Refused, match=r"the quantization method mxfp4 needs compute capability 80 or more, "
+                                          r"this GPU has 75 .*; a GPU of compute capability 8\.0 or more loads it$"):
             check_quant_release(q, None, v, "sm75")
         check_quant_release(q, None, v, "sm80")
         check_quant_release(q, None, v, "sm86")
@@ -137,7 +138,7 @@ def test_fbgemm_fp8_needs_80_and_from_0_14_the_deprecated_flag():
     # Fp8Config's 75; DEPRECATED_QUANTIZATION_METHODS lists it from 0.14.0 (0.13.0 has no list)
     q = _llama8b({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
                   "modules_to_not_convert": ["lm_head"]}).quant
-    with pytest.raises(InputError, match=r"method fbgemm_fp8 needs compute capability 80 or more, this GPU has 75"):
+    with pytest.raises(Refused, match=r"method fbgemm_fp8 needs compute capability 80 or more, this GPU has 75"):
         check_quant_release(q, None, V033, "sm75")
     check_quant_release(q, None, V033, "sm80")
     assert deprecated_method_note(q, V013) is None
@@ -157,3 +158,52 @@ def test_declared_kv_schemes_are_read_as_vllm_reads_them():
         "num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False}}).quant
     assert (ct.kv_algo, ct.kv_algo_from) == ("fp8", "compressed-tensors")
     assert _llama8b(AWQ).quant.kv_algo == ""
+
+
+def _gpt_oss():
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models" / "openai--gpt-oss-20b.json").read_text())
+    return parse_config(raw, source="t", name="gpt-oss-20b").quant
+
+
+def test_mxfp4_arrives_in_0_10_1():
+    # wheels read: 0.9.2 and 0.10.0 have no quantization/mxfp4.py and no "mxfp4" in QUANTIZATION_METHODS (config.py
+    # _verify_quantization: "Unknown quantization method: mxfp4"); 0.10.1 ships mxfp4.py (Mxfp4Config, min 80) and
+    # GptOssForCausalLM in the registry
+    q = _gpt_oss()
+    for v, text in (((0, 9, 2), "0.9.2"), ((0, 10, 0), "0.10.0")):
+        with pytest.raises(Refused) as err:
+            check_quant_release(q, None, v, "sm90")
+        assert str(err.value).startswith(f"this MXFP4 checkpoint (quant_method mxfp4): vLLM {text} does not start: "
+                                         "MXFP4 arrived in vLLM 0.10.1 (config.py: \"Unknown quantization method: "
+                                         "mxfp4\"")
+    check_quant_release(q, None, (0, 10, 1), "sm90")
+    with pytest.raises(Refused, match="needs compute capability 80 or more, this GPU has 75"):
+        check_quant_release(q, None, (0, 10, 1), "sm75")
+
+
+def test_modelopt_minimum_capability_by_release():
+    # modelopt.py get_min_capability, read per wheel: ModelOptNvFp4Config 80 in 0.9.2-0.13.0, 75 from 0.14.0 (0.14.0,
+    # 0.15.0, 0.17.0, 0.19.0, 0.26.0-0.29.0, 0.33.0); ModelOptFp8Config 89 to 0.26.0, 80 from 0.27.0
+    nvfp4 = _llama8b({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}).quant
+    fp8 = _llama8b({"quant_method": "modelopt", "quant_algo": "FP8"}).quant
+    with pytest.raises(Refused, match=r"^vLLM 0\.13\.0 does not start: the quantization method modelopt_fp4 "
+                                      r"needs compute capability 80 or more, this GPU has 75 .*; vLLM 0\.14 "
+                                      r"and later take modelopt_fp4 from 75$"):
+        check_quant_release(nvfp4, None, V013, "sm75")
+    check_quant_release(nvfp4, None, V013, "sm80")
+    for v in ((0, 14, 0), V019, V033):
+        check_quant_release(nvfp4, None, v, "sm75")
+    with pytest.raises(Refused, match=r"method modelopt needs compute capability 89 or more, this GPU has "
+                                      r"86"):
+        check_quant_release(fp8, None, (0, 26, 0), "sm86")
+    for v in (V027, V033):
+        check_quant_release(fp8, None, v, "sm80")
+    with pytest.raises(Refused, match="method modelopt needs compute capability 80 or more, this GPU has 75"):
+        check_quant_release(fp8, None, V027, "sm75")
+
+
+def test_an_unknown_quantization_spelling_stays_bad_input():
+    # exit 2, not the start-up refusal's 3: not a method name at all
+    with pytest.raises(InputError, match="not a vLLM quantization method") as err:
+        scheme_for_flag(_llama8b(), "int3", V033)
+    assert not isinstance(err.value, Refused)

@@ -5,9 +5,14 @@ the method's minimum, GPTQ bit widths its kernels do not take, and bitsandbytes 
   … is not supported for the current GPU. Minimum capability: …"). Read per method (``quantization/*.py``):
   fp8 (``Fp8Config``, the checkpoint's and online ``--quantization fp8``): 80 in 0.11.0, 0.12.0, 0.13.0; 75 from
   0.14.0 (read in 0.14.0, 0.15.0, 0.17.0, 0.19.0, 0.26.0, 0.33.0; below sm89 the weights run on Marlin, weight-only);
-  ModelOpt FP8: 89 to 0.26.0, 80 in 0.33.0; AWQ 75 (``awq.py``; ``awq_marlin`` falls back to it where Marlin cannot
+  ModelOpt FP8 (``modelopt.py`` ``ModelOptFp8Config``): 89 in 0.9.2–0.26.0, 80 from 0.27.0 (read in 0.27.0–0.29.0,
+  0.33.0); ModelOpt NVFP4 (``ModelOptNvFp4Config``): 80 in 0.9.2–0.13.0, 75 from 0.14.0 (read in 0.14.0, 0.15.0,
+  0.17.0, 0.19.0, 0.26.0–0.29.0, 0.33.0); AWQ 75 (``awq.py``; ``awq_marlin`` falls back to it where Marlin cannot
   run); GPTQ 60 (``gptq.py``, ``auto_gptq.py``); bitsandbytes 70; MXFP4 80 (``mxfp4.py`` ``Mxfp4Config``, read in
-  0.11.0–0.17.0, 0.19.0, 0.26.0–0.29.0 and 0.33.0; gpt-oss's own config class inherits it in 0.33.0).
+  0.10.1, 0.11.0–0.17.0, 0.19.0, 0.26.0–0.29.0 and 0.33.0; gpt-oss's own config class inherits it in 0.33.0).
+* MXFP4 arrives in 0.10.1: 0.9.2 and 0.10.0 have no ``quantization/mxfp4.py`` and no "mxfp4" in
+  ``QUANTIZATION_METHODS``, so ``config.py::ModelConfig._verify_quantization`` refuses gpt-oss's checkpoint ("Unknown
+  quantization method: mxfp4. Must be one of […]") before any model class is chosen.
 * bitsandbytes is gone from 0.28.0: ``quantization/bitsandbytes.py`` and ``model_loader/bitsandbytes_loader.py`` are in
   0.27.0 and not in 0.28.0, 0.29.0 or 0.33.0, and "bitsandbytes" is no longer in ``QUANTIZATION_METHODS``, so
   ``config/model.py::ModelConfig._verify_quantization`` refuses a bitsandbytes checkpoint and ``--quantization
@@ -15,14 +20,17 @@ the method's minimum, GPTQ bit widths its kernels do not take, and bitsandbytes 
 * GPTQ widths: ``gptq.py`` takes 2, 3, 4 and 8 bits (``gptq_marlin`` 4 and 8 symmetric, the rest on the GPTQ kernel)
   up to 0.19.0; 0.26.0 and 0.33.0 load GPTQ through ``auto_gptq.py``, whose ``TYPE_MAP`` holds (4, sym) and
   (8, sym) only ("Unsupported quantization config: bits=…, sym=…"). Releases 0.20–0.25 are not read: taken as 0.19.
+
+Each is a start-up refusal of a valid checkpoint or flag: :class:`EngineRefusalError`, exit 3 (an unknown
+``--quantization`` spelling is refused in ``quant_flag.py``, exit 2).
 """
 
 from __future__ import annotations
 
 from kvledger.catalog.quant import QuantScheme
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
-__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "NO_BITSANDBYTES_FROM", "DEPRECATED_FROM",
+__all__ = ["FP8_MIN_CAPABILITY_75_FROM", "AUTO_GPTQ_FROM", "NO_BITSANDBYTES_FROM", "DEPRECATED_FROM", "MXFP4_FROM",
            "min_capability", "check_quant_release", "deprecated_method_note"]
 
 FP8_MIN_CAPABILITY_75_FROM = (0, 14, 0)
@@ -33,6 +41,10 @@ DEPRECATED_FROM = {"fbgemm_fp8": (0, 14, 0)}
 """Checkpoint methods kvledger reads that ``DEPRECATED_QUANTIZATION_METHODS`` lists, from the first release read that
 refuses them without ``--allow-deprecated-quantization`` (0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.19.0, 0.26.0–0.29.0,
 0.33.0 list fbgemm_fp8; 0.13.0 has no such list)."""
+MODELOPT_FP8_MIN_CAPABILITY_80_FROM = (0, 27, 0)
+"""The first release read whose ``ModelOptFp8Config.get_min_capability`` is 80 (0.26.0: 89)."""
+MXFP4_FROM = (0, 10, 1)
+"""The first release with ``quantization/mxfp4.py`` (0.10.0 has none: "Unknown quantization method: mxfp4")."""
 NO_BITSANDBYTES_FROM = (0, 28, 0)
 """The first release without bitsandbytes (0.27.0 has ``quantization/bitsandbytes.py``; 0.28.0 does not)."""
 
@@ -41,8 +53,10 @@ def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int,
     """(vLLM ``version``'s minimum compute capability for the scheme, the method's name), or None where not read."""
     if q.config_method == "fbgemm_fp8":
         return 80, "fbgemm_fp8"  # FBGEMMFp8Config (fbgemm_fp8.py): 80 in every release read, 0.11.0–0.33.0
-    if q.method == "fp8" and q.description.startswith("modelopt"):
-        return (89 if version < (0, 33, 0) else 80), "modelopt"
+    if q.description.startswith("modelopt"):  # ModelOptFp8Config, ModelOptNvFp4Config (modelopt.py)
+        if q.method == "nvfp4":
+            return (80 if version < FP8_MIN_CAPABILITY_75_FROM else 75), "modelopt_fp4"
+        return (89 if version < MODELOPT_FP8_MIN_CAPABILITY_80_FROM else 80), "modelopt"
     if q.method == "fp8":
         name = "fp8" if quantization in (None, "", "auto", "none", "fp8") else quantization
         return (80 if version < FP8_MIN_CAPABILITY_75_FROM else 75), name
@@ -55,30 +69,38 @@ def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple
     """Refuse what vLLM ``version`` refuses at start-up for scheme ``q`` on ``gpu_arch`` ("sm75", …; others pass).
 
     Raises:
-        InputError: the GPU below the method's minimum capability, a GPTQ width the release does not load, or
-            bitsandbytes on a release without it.
+        EngineRefusalError: the GPU below the method's minimum capability, a GPTQ width the release does not load,
+            or bitsandbytes or MXFP4 on a release without it (exit 3).
     """
     vtxt = ".".join(map(str, version))
+    if q.method == "mxfp4" and version < MXFP4_FROM:
+        raise EngineRefusalError(f"this MXFP4 checkpoint (quant_method mxfp4): vLLM {vtxt} does not start: MXFP4 "
+                                 f"arrived in vLLM 0.10.1 (config.py: \"Unknown quantization method: mxfp4\"; "
+                                 f"quantization/mxfp4.py is not in {vtxt}); --engine-version 0.10.1 or later loads it")
     if q.method == "bitsandbytes" and version >= NO_BITSANDBYTES_FROM:
         what = ("--quantization bitsandbytes" if quantization == "bitsandbytes"
                 else "this bitsandbytes checkpoint (quant_method bitsandbytes)")
-        raise InputError(f"{what}: vLLM {vtxt} does not start: bitsandbytes was removed in vLLM 0.28.0 "
-                         f"(config/model.py: \"Unknown quantization method: bitsandbytes\"); vLLM 0.27 and earlier "
-                         f"load it (--engine-version 0.27.0), or plan an AWQ or GPTQ 4-bit checkpoint of the model, "
-                         f"about the same weight bytes")
+        raise EngineRefusalError(f"{what}: vLLM {vtxt} does not start: bitsandbytes was removed in vLLM 0.28.0 "
+                                 f"(config/model.py: \"Unknown quantization method: bitsandbytes\"); vLLM 0.27 and "
+                                 f"earlier load it (--engine-version 0.27.0), or plan an AWQ or GPTQ 4-bit checkpoint "
+                                 f"of the model, about the same weight bytes")
     if q.method == "gptq" and version >= AUTO_GPTQ_FROM and (q.bits not in (4, 8) or not q.symmetric):
         sym = "symmetric" if q.symmetric else "asymmetric (sym: false)"
-        raise InputError(f"{q.bits:g}-bit {sym} GPTQ: vLLM {vtxt} refuses it at start-up (auto_gptq.py: \"Unsupported "
-                         f"quantization config: bits={q.bits:g}, sym={q.symmetric}\"; 4- and 8-bit symmetric only from "
-                         f"0.26); vLLM 0.19 loads it with its GPTQ kernel: --engine-version 0.19.0")
+        raise EngineRefusalError(f"{q.bits:g}-bit {sym} GPTQ: vLLM {vtxt} refuses it at start-up (auto_gptq.py: "
+                                 f"\"Unsupported quantization config: bits={q.bits:g}, sym={q.symmetric}\"; 4- and "
+                                 f"8-bit symmetric only from 0.26); vLLM 0.19 loads it with its GPTQ kernel: "
+                                 f"--engine-version 0.19.0")
     need = min_capability(q, quantization, version)
     cap = int(gpu_arch[2:]) if gpu_arch.startswith("sm") and gpu_arch[2:].isdigit() else None
     if need and cap is not None and cap < need[0]:
-        later = ("; vLLM 0.14 and later take fp8 from 75 (Marlin, weight-only)" if need[1] == "fp8" and cap >= 75
+        marlin = " (Marlin, weight-only)" if need[1] == "fp8" else ""
+        later = (f"; vLLM 0.14 and later take {need[1]} from 75{marlin}"
+                 if need[1] in ("fp8", "modelopt_fp4") and cap >= 75 and version < FP8_MIN_CAPABILITY_75_FROM
                  else f"; a GPU of compute capability {need[0] // 10}.{need[0] % 10} or more loads it")
-        raise InputError(f"vLLM {vtxt} does not start: the quantization method {need[1]} needs compute capability "
-                         f"{need[0]} or more, this GPU has {cap} (config/vllm.py: \"The quantization method {need[1]} "
-                         f"is not supported for the current GPU. Minimum capability: {need[0]}\"){later}")
+        raise EngineRefusalError(f"vLLM {vtxt} does not start: the quantization method {need[1]} needs compute "
+                                 f"capability {need[0]} or more, this GPU has {cap} (config/vllm.py: \"The "
+                                 f"quantization method {need[1]} is not supported for the current GPU. Minimum "
+                                 f"capability: {need[0]}\"){later}")
 
 
 def deprecated_method_note(q: QuantScheme, version: tuple[int, int, int]) -> str | None:

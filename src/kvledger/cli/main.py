@@ -125,9 +125,10 @@ def main() -> None:
 
 def run() -> None:
     """Run the app (the entry point before :func:`main`; tests call it in-process): a KvLedgerError prints its message
-    and exits with status 2 (a NoAnswerError with 1: the command ran but cannot answer; a DoesNotFitError with 3:
-    nothing can start, the memory plan does not fit). With ``--json`` an error
-    (ours, or a usage error click finds) is also written to stdout as a JSON object (``error_lines.json_error``).
+    and exits with status 2 (a NoAnswerError with 1: the command ran but cannot answer; a DoesNotFitError or an
+    EngineRefusalError with 3: nothing can start, the memory plan does not fit or the engine refuses it on this GPU).
+    With ``--json`` an error (ours, or a usage error click finds) is also written to stdout as a JSON object
+    (``error_lines.json_error``).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
     command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
@@ -274,7 +275,7 @@ def _run_command() -> bool:
         if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
             sys.exit(code)
     except KvLedgerError as err:  # exit 2 (bad input), 1 where the command ran and cannot answer (NoAnswerError), 3
-        # where nothing can start (DoesNotFitError): the error's exit_code
+        # where nothing can start (DoesNotFitError, EngineRefusalError): the error's exit_code
         code = getattr(err, "exit_code", 2)
         will_end_with(code)  # kept when stderr or stdout is a pipe whose reader has gone (`2>&1 | head -0`)
         say_error(str(err))
