@@ -94,3 +94,18 @@ def test_an_fbgemm_fp8_checkpoint_says_the_flag_vllm_needs(tmp_path):
     for version, said in (("0.33.0", True), ("0.13.0", False)):
         d = json.loads(run_cli("plan", cfg, "--gpu", "A10G", "--engine-version", version, "--json").output)
         assert any(flag in n for n in d["memory"]["notes"]) is said
+
+
+def test_a_valid_method_the_release_refuses_on_the_gpu_exits_3_a_bad_spelling_2(cli_entry):
+    # README "exit status": 3 = nothing can start. Mxfp4Config.get_min_capability 80 > T4's 75; vLLM 0.10.0 has no
+    # mxfp4.py ("Unknown quantization method: mxfp4", first in 0.10.1); SGLang's Fp8Config 80 > 75 for an fp8
+    # checkpoint; "-q int3" is no method at all: bad input, 2
+    for argv in (["openai/gpt-oss-20b", "--gpu", "T4", "--tp", "2"],
+                 ["openai/gpt-oss-20b", "--gpu", "H100", "--engine-version", "0.10.0"],
+                 ["Qwen/Qwen3-32B-FP8", "--gpu", "T4", "--tp", "4", "--engine", "sglang"]):
+        code, out, err = cli_entry("plan", *argv, "--json")
+        e = json.loads(out)["error"]
+        assert code == 3 and e["exit_code"] == 3 and e["type"] == "EngineRefusalError", err
+        assert "does not start" in e["message"]
+    code, _, err = cli_entry("plan", "meta-llama/Llama-3.1-8B", "--gpu", "T4", "-q", "int3")
+    assert code == 2 and "not a vLLM quantization method" in err

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme
+from kvledger.catalog.quant_rules_sglang import sglang_min_capability
 from kvledger.catalog.quant_tp import Misalignment, tp_misalignment, working_tp_words
 from kvledger.catalog.quant_tp_gptq_sglang import gptq_marlin_misalignment, gptq_marlin_refusal, gptq_marlin_working_tp
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError, InputError
 
 __all__ = ["sglang_tp_misalignment", "check_sglang_quant_tp", "SGLANG_QUANT_TP_READ", "NO_PLAIN_GPTQ_FROM"]
 
@@ -87,24 +88,28 @@ def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
 
 def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23), gpu_arch: str = "") -> None:
     """Refuse a TP whose shards SGLang cannot quantize (it does not start), naming the layer, SGLang's reason with its
-    file, and a TP that works; and MXFP4 on a GPU below compute capability 8.0 (``gpu_arch`` "sm75"; "" unchecked):
-    ``model_loader/loader.py::_get_quantization_config`` refuses a GPU below ``get_min_capability()``, 80 in
-    ``layers/quantization/mxfp4.py`` (read in 0.5.3, 0.5.5, 0.5.23).
+    file, and a TP that works; and a GPU below the quantization's minimum compute capability (``gpu_arch`` "sm75"; ""
+    unchecked: ``quant_rules_sglang.py``).
 
     Raises:
-        InputError: a quantized layer's shard is not a multiple of its block or group, or MXFP4 below sm80.
+        EngineRefusalError: the GPU below the method's minimum, or a checkpoint SGLang's kernels do not load (exit 3).
+        InputError: a quantized layer's shard is not a multiple of its block or group at this --tp.
     """
-    q = model.quant
+    q, vtxt = model.quant, ".".join(map(str, version))
     cap = int(gpu_arch[2:]) if gpu_arch.startswith("sm") and gpu_arch[2:].isdigit() else None
-    if q.method == "mxfp4" and cap is not None and cap < 80:
-        raise InputError(f"SGLang {'.'.join(map(str, version))} does not start {model.name}: the quantization method "
-                         f"mxfp4 needs compute capability 80 or more, this GPU has {cap} (model_loader/loader.py: "
-                         f"\"The quantization method mxfp4 is not supported for the current GPU. Minimum capability: "
-                         f"80\"); a GPU of compute capability 8.0 or more loads it")
+    need = sglang_min_capability(q, version)
+    if need and cap is not None and cap < need[0]:
+        where = ("layers/quantization/compressed_tensors/compressed_tensors.py: \"Quantization scheme is not supported "
+                 f"for the current GPU. Min capability: {need[0]}" if need[1] == "compressed-tensors" else
+                 f"model_loader/loader.py: \"The quantization method {need[1]} is not supported for the current GPU. "
+                 f"Minimum capability: {need[0]}")
+        raise EngineRefusalError(f"SGLang {vtxt} does not start {model.name}: the quantization method {need[1]} needs "
+                                 f"compute capability {need[0]} or more, this GPU has {cap} ({where}\"); a GPU of "
+                                 f"compute capability {need[0] // 10}.{need[0] % 10} or more loads it")
     refusal = gptq_marlin_refusal(q) if q.method == "gptq" and version >= NO_PLAIN_GPTQ_FROM else None
     if refusal:
-        raise InputError(f"SGLang {'.'.join(map(str, version))} does not start {model.name}: {refusal}; "
-                         "serve it with vLLM (kvledger plan --engine vllm)")
+        raise EngineRefusalError(f"SGLang {vtxt} does not start {model.name}: {refusal}; "
+                                 "serve it with vLLM (kvledger plan --engine vllm)")
     bad = sglang_tp_misalignment(model, q, tp)
     if bad is None:
         return
