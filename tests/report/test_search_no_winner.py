@@ -51,3 +51,22 @@ def test_search_exits_3_when_no_candidate_can_start():
     res = CliRunner().invoke(app, [*argv, "--json"])
     assert res.exit_code == 3 and json.loads(res.output)["winner"] is None
     assert "3 when no candidate can start" in " ".join(CliRunner().invoke(app, ["search", "--help"]).output.split())
+
+
+def test_a_candidate_the_engine_refuses_on_its_gpu_cannot_start_either():
+    # gpt-oss-20b (MXFP4, Mxfp4Config.get_min_capability 80) searched on a T4 (7.5) only: screened "engine refuses to
+    # start", so the search ends as plan does for it, exit 3, naming the fix (was "invalid setting", exit 2)
+    from kvledger.analyses.search.frontier import none_can_start
+
+    assert none_can_start(_result("engine refuses to start", "does not fit").entries)
+    line = _no_winner_line(_result("engine refuses to start"))
+    assert line.startswith("no candidate can start: 1 rejected for engine refuses to start (a GPU the engine loads")
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    argv = ["search", "openai/gpt-oss-20b", "--gpu", "T4", "--tp", "1", "--slo", "ttft=500ms", "--rate", "1"]
+    res = CliRunner().invoke(app, argv)
+    out = " ".join(res.output.split())
+    assert res.exit_code == 3 and "no candidate can start: 1 rejected for engine refuses to start" in out

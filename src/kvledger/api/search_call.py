@@ -53,7 +53,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
             ranking has a hole where the failed one may have been cheaper, so it is not returned as the answer (a
             script reading the command's exit status is stopped the same way); ``.payload["failed_candidates"]``
             names them (each entry's ``detail`` says why) and ``.payload["winner"]`` is the winner among the rest;
-        DoesNotFitError: no candidate can start, every one rejected for memory (the command's exit 3).
+        DoesNotFitError: no candidate can start, every one rejected for memory or refused by the engine release on
+            its GPU (the command's exit 3).
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.search_document import search_document

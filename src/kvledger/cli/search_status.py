@@ -15,10 +15,10 @@ def answer_status(result: Any) -> int:
     scripts must not take a ranking with holes for a complete one), 2 when every candidate was refused as a setting
     the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
     is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
-    rejected for memory (its headline says why: a script must not take "nothing can start" for a ranking,
-    analyses.search.frontier.none_can_start), 1 when none meets the SLO (no winner: as `goodput --target` and `cost`
-    end when no answer meets the target; a trial's script took exit 0 with ``winner: null`` for a deployable answer),
-    else 0."""
+    rejected for memory or refused by the engine release on its GPU (its headline says why: a script must not take
+    "nothing can start" for a ranking, analyses.search.frontier.none_can_start), 1 when none meets the SLO (no
+    winner: as `goodput --target` and `cost` end when no answer meets the target; a trial's script took exit 0 with
+    ``winner: null`` for a deployable answer), else 0."""
     from kvledger.analyses.search.frontier import none_can_start
 
     entries = result.entries

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.search.reasons import ENGINE_REFUSES
+
 __all__ = ["winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict", "failure_line",
            "failures_line"]
 
@@ -119,7 +121,9 @@ def tie_line(result: Any) -> str | None:
 
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
-                 "does not fit": "more TP or bigger GPUs: the weights alone do not fit"}
+                 "does not fit": "more TP or bigger GPUs: the weights alone do not fit",
+                 ENGINE_REFUSES: "a GPU the engine loads the checkpoint's quantization on (each rejection names the "
+                                 "compute capability it needs) or another release"}
 
 
 def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:

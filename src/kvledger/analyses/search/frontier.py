@@ -16,6 +16,7 @@ from typing import Any
 
 from kvledger.analyses.search.launch_len import low_end_caveat
 from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_per_mtok_good
+from kvledger.analyses.search.reasons import ENGINE_REFUSES
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
@@ -85,15 +86,16 @@ def rejections_by_reason(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-#: the rejection reasons that mean a candidate cannot start for memory (``plan.py``'s advice: its max_model_len does
-#: not fit the KV budget, or the weights alone do not fit), as opposed to an SLO miss or a missing price row
-MEMORY_REASONS = ("max_model_len", "does not fit")
+#: the rejection reasons that mean a candidate cannot start (``plan.py``'s advice: its max_model_len does not fit the
+#: KV budget, or the weights alone do not fit; or the engine refuses its quantization on the GPU), as opposed to an SLO
+#: miss or a missing price row
+MEMORY_REASONS = ("max_model_len", "does not fit", ENGINE_REFUSES)
 
 
 def none_can_start(entries: list[dict[str, Any]]) -> bool:
     """Whether no candidate can start: there are candidates, none feasible or decided by bound, and every one was
-    rejected for memory (:data:`MEMORY_REASONS`); ``search`` then exits 3, as ``plan`` does when the model does not
-    fit."""
+    rejected for memory or refused by the engine on its GPU (:data:`MEMORY_REASONS`); ``search`` then exits 3, as
+    ``plan`` does when the model does not fit or the engine would not start it."""
     groups = rejections_by_reason(entries)
     return (bool(entries) and not any(e["status"] in ("feasible", "bounded") for e in entries)
             and all(g["reason"] in MEMORY_REASONS for g in groups))

@@ -10,7 +10,7 @@ read them (one string each, so a comparison cannot drift from the text it compar
 from __future__ import annotations
 
 __all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW", "NO_INSTANCE",
-           "NO_INSTANCE_DP", "PRICE_REASONS", "CAPACITY_NOT_MEASURED"]
+           "NO_INSTANCE_DP", "PRICE_REASONS", "CAPACITY_NOT_MEASURED", "ENGINE_REFUSES"]
 
 SLO_NOT_MET = "SLO not met at any rate"
 SLO_WITHIN_NOISE = "SLO met only within the run's noise"
@@ -28,3 +28,6 @@ PRICE_REASONS = (NO_PRICE_ROW, NO_INSTANCE, NO_INSTANCE_DP)
 NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the noise, lower --target or loosen the SLO"
 #: a session workload's boundary probe too short to carry its rate (``session_spec.steady_goodput``): not sized
 CAPACITY_NOT_MEASURED = "capacity not measured"
+#: screening: the engine release refuses the candidate at start-up on its GPU (a quantization method below its minimum
+#: compute capability, one the release lacks: ``errors.EngineRefusalError``); nothing can start, as for memory
+ENGINE_REFUSES = "engine refuses to start"

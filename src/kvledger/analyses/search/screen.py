@@ -7,6 +7,8 @@ Rejection reasons (the ledger's ``reason`` field):
   other deductions exceed ``gpu_memory_utilization`` × the device);
 - ``max_model_len``: the pool exists but one request of ``max_model_len`` tokens needs more blocks
   than it holds (vLLM refuses to start);
+- ``engine refuses to start``: the engine release refuses the candidate's checkpoint on its GPU (a quantization
+  method below its minimum compute capability), with the engine's words;
 - ``invalid setting``: the engine would refuse the settings (a TP that does not divide the heads, an
   unknown KV dtype), with the planner's message;
 - ``no price row``: no rental row for the GPU (of ``--gpu-provider`` when given).
@@ -23,11 +25,11 @@ from typing import Any
 
 from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.analyses.search.instance_bill import engine_groups
-from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
+from kvledger.analyses.search.reasons import ENGINE_REFUSES, NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.catalog.quant_rules import deprecated_method_note
-from kvledger.errors import KvLedgerError, UnknownNameError
+from kvledger.errors import EngineRefusalError, KvLedgerError, UnknownNameError
 from kvledger.ledgers.instances import POD_MAX_GPUS
 
 __all__ = ["sim_args", "screen_candidate", "price_row", "price_rows", "cheapest", "plan_figures", "price_dict",
@@ -183,6 +185,8 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
 
             check_dp_request(args)
         plan, _ = load_plan(args)
+    except EngineRefusalError as err:  # a valid setting this engine release does not start on the GPU
+        return _reject(cand, ENGINE_REFUSES, pool + str(err)), None
     except KvLedgerError as err:
         return _reject(cand, "invalid setting", pool + str(err)), None
     m, figures = plan.memory, plan_figures(plan)
