@@ -73,6 +73,17 @@ def test_a_chat_model_is_planned_with_its_bundled_base_config_and_says_so():
     assert rep.startup.consistent is True
 
 
+def test_a_redhatai_checkpoint_the_log_names_is_planned_without_model():
+    # the log's args line names 'RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16' (memory_accuracy's
+    # QUANTIZED_CHECKPOINTS: Llama-3.1-8B-Instruct + GPTQ 4-bit g128); was "not a bundled model … pass --model".
+    # Log: "Model loading took 5.38 GiB" (line 31), "Available KV cache memory: 67.71 GiB" (line 56)
+    rep = diagnose_file(W4A16)
+    assert rep.model == "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16"
+    w, kv = rep.startup.row("weights"), rep.startup.row("available KV memory")
+    assert (w.log_line, kv.log_line) == (31, 56) and abs(w.difference) < 0.02 * GiB and abs(kv.difference) < 0.02 * GiB
+    assert rep.startup.consistent is True
+
+
 def test_fine_tune_suffixes_the_catalog_would_match():
     assert stand_in_model("deepseek-ai/DeepSeek-V2-Lite-Chat")[1] == "deepseek-ai/DeepSeek-V2-Lite"
     assert stand_in_model("meta-llama/Llama-3.1-8B-Chat")[1] == "meta-llama/Meta-Llama-3.1-8B"  # via -Instruct's alias

@@ -1,5 +1,7 @@
 """The model of a vLLM log, for doctor: ``--model`` when given (with a warning when it is not the model the log serves,
-or lacks the quantization the log names); else the bundled config the log's model name answers to; else the bundled
+or lacks the quantization the log names); else the bundled config the log's model name answers to; else, for a
+quantized checkpoint ``memory_accuracy.QUANTIZED_CHECKPOINTS`` maps (RedHatAI's w8a8, w4a16, fp8-dynamic), its base
+release's bundled config with the checkpoint's quantization_config; else the bundled
 config of the same name with or without a fine-tune suffix ("-Instruct", "-Chat", "-it"), which stands in for it
 and is said so (a chat or instruction fine-tune is assumed to keep its base model's architecture, so the memory terms
 the ledger computes are the same)."""
@@ -10,6 +12,7 @@ import re
 from dataclasses import replace
 from pathlib import PurePath
 
+from kvledger.analyses.doctor.memory_accuracy import QUANTIZED_CHECKPOINTS, quantized_model
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import KvLedgerError
@@ -90,6 +93,9 @@ def resolve_log_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None,
                 return load_model(candidate, allow_hub=False), where, None
             except KvLedgerError:
                 continue
+        if (quantized := quantized_model(text)) is not None:  # a corpus checkpoint: its base config + scheme
+            return quantized, (f"{where}; the bundled {QUANTIZED_CHECKPOINTS[text][0]} config with the checkpoint's "
+                               "quantization_config reconstructed from its name and model card"), None
         if (stood := stand_in_model(text)) is not None:
             spec, hf_id = stood
             note = (f"model: {text!r} (log line {st.lines.get(field_name)}) is not bundled; the bundled {hf_id} stands "
