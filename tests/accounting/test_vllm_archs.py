@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
-from kvledger.errors import ConfigError, InputError
+from kvledger.errors import ConfigError, EngineRefusalError, InputError
 
 ARCHS = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "archs"
 
@@ -80,17 +80,22 @@ def test_the_release_an_architecture_arrived_in_is_read_from_the_registries():
 
 
 def test_a_model_planned_on_a_release_before_its_architecture_warns_or_is_refused():
-    # gpt-oss-20b under vLLM 0.8.5 used to plan with no word (163,478 blocks on an A100-40GB at TP 4): 0.8.5's
-    # registry has no GptOssForCausalLM. From 0.7.2 vLLM falls back to its Transformers backend: a warning, naming
-    # the release that lists it; before 0.7.2 it refuses the model ("Model architectures [...] are not supported").
+    # Qwen3-32B under vLLM 0.8.0: 0.8.0's registry has no Qwen3ForCausalLM (first in 0.8.4). From 0.7.2 vLLM falls
+    # back to its Transformers backend: a warning, naming the release that lists it; before 0.7.2 it refuses the model
+    # ("Model architectures [...] are not supported"; config.py checks the architecture before the quantization).
+    # gpt-oss-20b under 0.8.5 (once planned with that warning) is refused for its MXFP4 checkpoint first: no
+    # mxfp4.py before 0.10.1, "Unknown quantization method: mxfp4" (exit 3)
     def run(app, args, **kw):
         return CliRunner().invoke(app, args, env={"COLUMNS": "250"}, **kw)
 
-    r = run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version", "0.8.5"])
+    r = run(app, ["plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--engine-version", "0.8.0", "--max-model-len", "8192"])
     assert r.exit_code == 0 and r.output.splitlines()[1].startswith(
-        "WARNING: GptOssForCausalLM is not in vLLM 0.8.5's model registry (vLLM lists it from 0.10.1")
+        "WARNING: Qwen3ForCausalLM is not in vLLM 0.8.0's model registry (vLLM lists it from 0.8.4")
     assert "WARNING" not in run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version",
                                       "0.10.1"]).output
+    with pytest.raises(EngineRefusalError, match="MXFP4 arrived in vLLM 0.10.1"):
+        run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version", "0.8.5"],
+            catch_exceptions=False)
     with pytest.raises(InputError) as err:
         run(app, ["plan", "openai/gpt-oss-20b", "--gpu", "A100-40GB", "--engine-version", "0.6.6"],
             catch_exceptions=False)

@@ -94,12 +94,13 @@ def test_a_log_without_a_version_is_told_which_releases_rules_give_its_weights()
     # Triton layout pads nothing (60.82 GiB); the log's 65.97 GiB is what 0.10.1's Marlin layout loads: per layer
     # 128 experts × (5,888 × 1,536 + 3,072 × 1,472) B of FP4 + their E8M0 scales (÷ 16) + bf16 biases, against
     # 2,880 × 2,880 unpadded: 5.51e9 B = 5.13 GiB more over 36 layers (65.95 GiB). The releases kvledger plans that
-    # give it are 0.8.5 and 0.10.1 (their Hopper path is Marlin too); 0.6.6 is not among them since it cannot load
-    # gpt-oss at all (no Transformers fallback before 0.7.2: accounting/vllm_archs.py), so the two are listed
+    # give it are 0.10.1 alone: 0.6.6 cannot load gpt-oss at all (no Transformers fallback before 0.7.2:
+    # accounting/vllm_archs.py), nor 0.8.5 its MXFP4 checkpoint (no mxfp4.py before 0.10.1: "Unknown quantization
+    # method: mxfp4"; 0.8.5's rules used to give 65.95 GiB as well)
     code, d = _doctor_json(GPT_OSS, "--model", "openai/gpt-oss-120b", "--gpu", "H100")
     note = next(n for n in d["notes"] if n.startswith("the log prints no vLLM version"))
     assert note == ("the log prints no vLLM version; its weights, 65.97 GiB (line 1), are not what 0.11.0's rules give "
-                    "(60.82 GiB) but what the rules of 0.8.5, 0.10.1 give (65.95 GiB): the log likely "
+                    "(60.82 GiB) but what the rules of 0.10.1 give (65.95 GiB): the log likely "
                     "comes from such a release (no earlier than the first that serves this model); pass "
                     "--engine-version to plan under its rules")
     f = d["findings"][0]

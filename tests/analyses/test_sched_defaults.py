@@ -58,14 +58,21 @@ def test_v0_engine_on_a_v1_release_keeps_v0_defaults():
     assert any("max_num_seqs 128 as given, not V0's 256" in n for n in s.notes)
 
 
-def test_v0_engine_keeps_chunked_prefill_off_for_a_sliding_window_model_above_32k():
+def test_v0_engine_keeps_chunked_prefill_off_for_a_sliding_window_model_above_32k(tmp_path):
     # vLLM 0.9.0 engine/arg_utils.py :: _set_default_args_v0 turns chunked prefill on for use_long_context
     # (max_model_len > 32768) only `if (is_gpu and not use_sliding_window and ...)`, use_sliding_window =
-    # model_config.get_sliding_window() is not None (0.6.3's create_engine_config has the same test). gpt-oss-20b
-    # has 128-token sliding-window layers, so at max_model_len 65,536 chunked prefill stays off and SchedulerConfig
-    # gives max(65,536, 2,048) = 65,536 tokens, 256 sequences. The V0-engine path had left the window out, turned
-    # chunked prefill on and refused the run (vllm_v0 needs it off).
-    s = prepare(SimRequestArgs(model="openai/gpt-oss-20b", gpu="H100", trace="azure-conv", num_requests=20,
+    # model_config.get_sliding_window() is not None (0.6.3's create_engine_config has the same test). Mistral-7B-v0.1
+    # has a 4,096-token sliding window (its config, here with max_position_embeddings 65,536 so that 65,536 tokens
+    # are allowed), so at max_model_len 65,536 chunked prefill stays off and SchedulerConfig gives max(65,536, 2,048)
+    # = 65,536 tokens, 256 sequences. The V0-engine path had left the window out, turned chunked prefill on and
+    # refused the run (vllm_v0 needs it off). (gpt-oss-20b, once this test's model, does not load on 0.9.0: no MXFP4.)
+    import json
+    from importlib import resources
+
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models/mistralai--Mistral-7B-v0.1.json").read_text())
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(raw | {"max_position_embeddings": 65536}))
+    s = prepare(SimRequestArgs(model=str(cfg), gpu="H100", trace="azure-conv", num_requests=20,
                                max_model_len=65536, engine_version="0.9.0", batching="vllm_v0",
                                enable_prefix_caching=False))
     assert s.config.enable_chunked_prefill is False
