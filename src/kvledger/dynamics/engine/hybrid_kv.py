@@ -48,6 +48,7 @@ from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admiss
 from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.stretch_alloc import NoStretches
 from kvledger.dynamics.engine.swa_retention import reachable_block, segment_blocks
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 
@@ -61,7 +62,7 @@ def supports_hybrid_caching(rule: StepBlockRule) -> bool:
     return kinds <= {"full", "sliding_window"} and len({b for _, b, _ in rule.groups}) == 1
 
 
-class HybridKVManager(PoolUsage):
+class HybridKVManager(PoolUsage, NoStretches):
     """Per-group block tables over one :class:`BlockPool` with per-group prefix caching (module doc).
 
     Args:
@@ -71,7 +72,6 @@ class HybridKVManager(PoolUsage):
     """
 
     name = "vllm-hybrid"
-    supports_stretches = False  # Replica turns its fast path off
     caches_prefills = False
     plain_block_table = False
     custom_bft = True
@@ -265,12 +265,3 @@ class HybridKVManager(PoolUsage):
     def after_prefill_step(self, req: SimRequest) -> None:
         """Nothing: blocks are registered at schedule time (``admit``, ``grow``)."""
 
-    # ------------------------------------------------ fast path: not for this manager
-    def decode_step(self, running, comp, rems) -> bool:
-        return False
-
-    def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
-        return 0
-
-    def stretch_commit(self, *args, **kwargs) -> None:
-        raise RuntimeError("HybridKVManager has no vectorised stretches (stretch_limit is 0)")

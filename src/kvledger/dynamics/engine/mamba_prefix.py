@@ -38,6 +38,7 @@ from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admiss
 from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.stretch_alloc import NoStretches
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 
 __all__ = ["MambaPrefixKVManager", "supports_mamba_caching"]
@@ -51,7 +52,7 @@ def supports_mamba_caching(rule: StepBlockRule) -> bool:
             and rule.state_boundary_page and rule.state_prefix is not None)
 
 
-class MambaPrefixKVManager(PoolUsage):
+class MambaPrefixKVManager(PoolUsage, NoStretches):
     """Full-attention block tables and Mamba state pages over one :class:`BlockPool`, with align-mode prefix caching
     (module doc).
 
@@ -62,7 +63,6 @@ class MambaPrefixKVManager(PoolUsage):
     """
 
     name = "vllm-hybrid-mamba"
-    supports_stretches = False  # Replica turns its fast path off
     caches_prefills = False
     plain_block_table = False
     custom_bft = True
@@ -256,15 +256,6 @@ class MambaPrefixKVManager(PoolUsage):
     def after_prefill_step(self, req: SimRequest) -> None:
         """Nothing: blocks and states are registered at schedule time (``admit``, ``grow``)."""
 
-    # ------------------------------------------------ fast path: not for this manager
-    def decode_step(self, running, comp, rems) -> bool:
-        return False
-
-    def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
-        return 0
-
-    def stretch_commit(self, *args, **kwargs) -> None:
-        raise RuntimeError("MambaPrefixKVManager has no vectorised stretches (stretch_limit is 0)")
 
 
 def _prefill_end(req: SimRequest) -> int:

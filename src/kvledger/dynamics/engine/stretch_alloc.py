@@ -20,7 +20,7 @@ import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
 
-__all__ = ["PagedStretches", "most_steps"]
+__all__ = ["PagedStretches", "NoStretches", "most_steps"]
 
 
 def most_steps(need, k: int, budget: int) -> int:
@@ -33,6 +33,22 @@ def most_steps(need, k: int, budget: int) -> int:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid)
     return lo
+
+
+class NoStretches:
+    """The fast path's methods of a KV manager that has none (``supports_stretches`` False: Replica turns its fast path
+    off): no decode shortcut, no stretch."""
+
+    supports_stretches = False
+
+    def decode_step(self, running, comp, rems) -> bool:
+        return False
+
+    def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
+        return 0
+
+    def stretch_commit(self, *args, **kwargs) -> None:
+        raise RuntimeError(f"{type(self).__name__} has no vectorised stretches (stretch_limit is 0)")
 
 
 class PagedStretches:
