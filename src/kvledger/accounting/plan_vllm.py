@@ -25,6 +25,7 @@ from kvledger.accounting.topology import nodes_within_dp
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
+from kvledger.accounting.vllm_inflight import sliding_inflight_tokens
 from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
 from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
@@ -168,6 +169,7 @@ class _Budget:
     util: float
     requested: int
     mamba: R.MambaCacheRule | None
+    v2_runner: bool
 
 
 def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
@@ -221,12 +223,12 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     notes += [n for n in [deprecated_method_note(checkpoint.quant, ver)] if n]
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
+    runner = _runner(checkpoint, gpu, s, ver)
     if ver >= (0, 22, 0) or s.model_runner != "auto":
-        notes.append(runner_note(_runner(checkpoint, gpu, s, ver), ver))
+        notes.append(runner_note(runner, ver))
     mamba = mamba_rule(model, s, ver, gpu.arch)
-    if mamba is not None:
-        notes.append(mamba.source)
-    return _Budget(L, totals, mnbt, seqs, B, dsv4, unify, util, math.ceil(totals[0] * util), mamba)
+    notes += [mamba.source] if mamba is not None else []
+    return _Budget(L, totals, mnbt, seqs, B, dsv4, unify, util, math.ceil(totals[0] * util), mamba, runner.v2)
 
 
 def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stages: list[_Stage], bind: _Stage,
@@ -237,7 +239,7 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
     kv_free = all(layer is None for layer in model.layers)  # ... because the whole model keeps none of its own
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
     v0 = R.era(ver) == "v0"
-    F, fsrc = R.sliding_inflight_tokens(ver, b.mnbt)
+    F, fsrc = sliding_inflight_tokens(ver, b.mnbt, s.pp, b.v2_runner)
     notes += _pool_notes(s, ver, bind, n, b.seqs, kv_free, (F, fsrc))
     Rl = layout.blocks_per_request(L, F)
     if b.dsv4:

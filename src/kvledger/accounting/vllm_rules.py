@@ -16,7 +16,7 @@ from kvledger.errors import InputError
 from kvledger.units import GiB
 
 __all__ = ["LATEST", "parse_version", "version_tuple", "era", "default_gpu_memory_utilization", "default_batch_limits",
-           "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines",
+           "subtracts_cudagraphs", "default_block_size", "printed_capacity_lines",
            "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES", "v0_long_context_chunked"]
 
 LATEST = "0.33.0"
@@ -117,17 +117,6 @@ def subtracts_cudagraphs(ver: tuple[int, int, int], rocm: bool = False) -> bool:
     has it on); on ROCm from 0.26: ``gpu_worker.py::determine_available_memory`` estimates only ``if not is_rocm()``
     in 0.20, ``if is_cuda()`` in 0.21–0.25, ``if is_cuda_alike()`` from 0.26 (read in the 0.20–0.26 wheels)."""
     return ver >= ((0, 26, 0) if rocm else (0, 20, 0))
-
-
-def sliding_inflight_tokens(ver: tuple[int, int, int], max_num_batched_tokens: int) -> tuple[int, str]:
-    """F in a sliding-window group's per-request block demand ``cdiv(min(W − 1 + F, L), B) + 1``.
-
-    0.33: ``max_in_flight_tokens`` = 2 × max_num_batched_tokens (async scheduling on by default);
-    0.10–0.20: max_num_batched_tokens (``kv_cache_interface.py::SlidingWindowSpec.max_memory_usage_bytes``).
-    """
-    if ver >= (0, 33, 0):
-        return 2 * max_num_batched_tokens, "vLLM 0.33: 2 × max_num_batched_tokens in flight (async scheduling)"
-    return max_num_batched_tokens, "vLLM 0.10–0.20 rule: max_num_batched_tokens (0.21–0.32 not read; assumed the same)"
 
 
 def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tuple[int, str]:
