@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.vllm_releases import RELEASE_STRING
 from kvledger.errors import InputError
 
 __all__ = ["SGLANG_EARLIEST", "SGLANG_LATEST",
@@ -74,6 +75,8 @@ def parse_sglang_version(v: str) -> tuple[int, ...]:
     m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?", str(v).strip())
     if not m:
         raise InputError(f"--engine-version {v!r} is not an SGLang version like 0.4.6 or 0.5.3")
+    if not RELEASE_STRING.match(str(v).strip()):  # "0.5.23,0.4.9" is no version, not 0.5.23
+        raise InputError(f"--engine-version {v!r} is not one SGLang version like 0.5.3 (one run per version)")
     ver: tuple[int, ...] = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     if m.group(4):
         ver += (int(m.group(4)),)

@@ -9,9 +9,16 @@ since the list was read, so the note says when the list was read.
 
 from __future__ import annotations
 
+import re
+
 from kvledger.accounting.notes import NO_SUCH_RELEASE
 
-__all__ = ["LAST_PATCH", "RELEASES_READ_ON", "release_exists", "unknown_release_note"]
+__all__ = ["RELEASE_STRING", "LAST_PATCH", "RELEASES_READ_ON", "release_exists", "unknown_release_note"]
+
+RELEASE_STRING = re.compile(r"^v?\d+\.\d+(?:\.\d+){0,2}(?:[-_.]?(?:a|b|rc|c|alpha|beta|pre|post|dev)\d*)*"
+                            r"(?:\+[0-9a-z.]+)?$", re.IGNORECASE)
+"""A whole release string as PEP 440 writes one (0.10.1.1, 0.24.0rc1, 0.13.1.dev8+g2841a84ac, 0.11.2+rhai1): nothing
+after it, so "0.19.0,0.33.0" is refused instead of read as 0.19.0."""
 
 RELEASES_READ_ON = "2026-12-06"
 """The day PyPI's release list below was read."""

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.accounting.vllm_predates import beyond_near_future, far_future_message, predates_message
+from kvledger.accounting.vllm_releases import RELEASE_STRING
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -34,6 +35,8 @@ def parse_version(v: str) -> tuple[int, int, int]:
     ver = version_tuple(v)
     if ver is None:
         raise InputError(f"--engine-version {v!r} is not a version like 0.10.2")
+    if not RELEASE_STRING.match(str(v).strip()):  # one whole release: "0.19.0,0.33.0" is no version, not 0.19.0
+        raise InputError(f"--engine-version {v!r} is not one version like 0.10.2 (run once per version to compare)")
     if ver < (0, 5, 0) or beyond_near_future(ver, version_tuple(LATEST)):
         raise InputError(predates_message(v, ver) if ver < (0, 5, 0) else far_future_message(v, LATEST))
     return ver

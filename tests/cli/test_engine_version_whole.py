@@ -1,0 +1,36 @@
+"""``--engine-version`` is one whole release string: a list or trailing text is refused (exit 2), not read as its first
+release. PEP 440 forms vLLM publishes or builds print (post releases 0.10.1.1, rc, dev builds, local tags) still parse.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import MODEL, refused
+
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.errors import InputError
+
+
+@pytest.mark.parametrize("v, ver", [("0.10.1.1", (0, 10, 1)), ("0.24.0rc1", (0, 24, 0)), ("v0.33.0", (0, 33, 0)),
+                                    ("v0.13.1.dev8+g2841a84ac", (0, 13, 1)), ("0.11.2+rhai1", (0, 11, 2))])
+def test_whole_release_strings_parse(v, ver):
+    assert parse_version(v) == ver
+
+
+@pytest.mark.parametrize("v", ["0.19.0,0.33.0", "0.19.0 0.33.0", "0.19.0xyz"])
+def test_a_list_or_trailing_text_is_refused_not_read_as_its_first_release(v):
+    # before: "0.19.0,0.33.0" planned 0.19.0 alone (27,721 blocks for Llama-3.1-8B on H100) and said nothing
+    with pytest.raises(InputError, match="is not one version like 0.10.2"):
+        parse_version(v)
+    assert refused("plan", MODEL, "--gpu", "H100", "--engine-version", v).startswith(
+        f"--engine-version {v!r} is not one version like 0.10.2")  # the console entry: one paragraph, exit 2
+
+
+def test_sglang_versions_alike():
+    # the SGLang parser read "0.5.23,0.4.9" as 0.5.23 too; its post releases (0.4.6.post2 changed the default
+    # fraction) still count
+    from kvledger.accounting.sglang_rules import parse_sglang_version
+
+    assert parse_sglang_version("0.4.6.post2") == (0, 4, 6, 2) and parse_sglang_version("0.5.3rc0") == (0, 5, 3)
+    with pytest.raises(InputError, match="is not one SGLang version like 0.5.3"):
+        parse_sglang_version("0.5.23,0.4.9")
