@@ -60,7 +60,8 @@ def test_a_candidate_the_engine_refuses_on_its_gpu_cannot_start_either():
 
     assert none_can_start(_result("engine refuses to start", "does not fit").entries)
     line = _no_winner_line(_result("engine refuses to start"))
-    assert line.startswith("no candidate can start: 1 rejected for engine refuses to start (a GPU the engine loads")
+    assert line.startswith("no candidate can start: 1 rejected for engine refuses to start (a GPU or engine release "
+                           "that starts this setting")
 
     from typer.testing import CliRunner
 

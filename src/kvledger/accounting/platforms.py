@@ -10,7 +10,7 @@ TensorRT-LLM is built on CUDA and runs on NVIDIA GPUs only.
 from __future__ import annotations
 
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 __all__ = ["platform", "check_engine_platform", "platform_note", "NOT_MODELLED", "ENGINE_WORDS", "engine_release",
            "plan_release"]
@@ -30,13 +30,13 @@ def platform(gpu: GpuSpec) -> str:
 
 def check_engine_platform(engine: str, gpu: GpuSpec) -> None:
     """Raises:
-        InputError: TensorRT-LLM on a GPU that is not NVIDIA's.
+        EngineRefusalError: TensorRT-LLM on a GPU that is not NVIDIA's (it cannot start there: exit 3).
     """
     where = platform(gpu)
     if engine == "trtllm" and where != "CUDA":
         others = "--engine vllm or --engine sglang" if where == "ROCm" else "--engine vllm"
-        raise InputError(f"TensorRT-LLM runs on NVIDIA GPUs only (it is built on CUDA); {gpu.name} is a {where} "
-                         f"device: plan it with {others}, or choose an NVIDIA --gpu")
+        raise EngineRefusalError(f"TensorRT-LLM runs on NVIDIA GPUs only (it is built on CUDA); {gpu.name} is a "
+                                 f"{where} device: plan it with {others}, or choose an NVIDIA --gpu")
 
 
 def platform_note(engine: str, gpu: GpuSpec) -> str | None:

@@ -23,7 +23,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError, InputError
 
 __all__ = ["with_architecture_check"]
 
@@ -117,8 +117,9 @@ def with_architecture_check(model: ModelSpec, s: PlanSettings) -> ModelSpec:
     """The model, with a leading WARNING note where vLLM's registry lacks its causal-LM architecture.
 
     Raises:
-        InputError: an encoder-only or encoder-decoder model (any engine); under vLLM, an architecture its registry
-            lacks at the version that is not a causal LM.
+        InputError: an encoder-only or encoder-decoder model (any engine), not modelled here (exit 2).
+        EngineRefusalError: under vLLM, an architecture its registry lacks at the version that is not a causal LM (or
+            any before 0.7.2's Transformers fallback): the release refuses it at start-up (exit 3).
     """
     ver = parse_version(s.engine_version or LATEST) if s.engine == "vllm" else _V33
     why = _refusal(model, s, ver)
@@ -128,7 +129,7 @@ def with_architecture_check(model: ModelSpec, s: PlanSettings) -> ModelSpec:
         return model
     text = _unlisted(model, ver, s.engine_version or LATEST)
     if text and not text.startswith(WARNING_NOTE):
-        raise InputError(text)
+        raise EngineRefusalError(text)  # a real checkpoint this release does not load: nothing can start (exit 3)
     notes = tuple(t for t in (text, _v0_state(model, ver, s.engine_version or LATEST)) if t)
     return replace(model, notes=(*notes, *model.notes)) if notes else model
 

@@ -15,7 +15,7 @@ from kvledger.accounting.engine_gpu_support import NO_KERNELS, engine_gpu_note
 from kvledger.accounting.platforms import platform_note
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 __all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note", "gpu_notes", "check_dtype"]
 
@@ -51,9 +51,10 @@ def check_dtype(engine: str, gpu: GpuSpec, dtype: str) -> None:
     at least 8.0"); ``auto`` there serves a bf16 checkpoint in float16, which the plan prices at the same 2 bytes.
 
     Raises:
-        InputError: bfloat16 asked of vLLM on such a GPU.
+        EngineRefusalError: bfloat16 asked of vLLM on such a GPU (a valid dtype vLLM refuses on that GPU: exit 3).
     """
     if engine == "vllm" and dtype.lower() in ("bfloat16", "bf16") and not gpu.bf16_supported:
-        raise InputError(f"--dtype {dtype}: {gpu.name} ({gpu.arch}) is below compute capability 8.0, where vLLM "
-                         "refuses bfloat16 at start-up (\"Bfloat16 is only supported on GPUs with compute capability "
-                         "of at least 8.0\"); pass --dtype float16 (or auto, which vLLM then serves in float16)")
+        raise EngineRefusalError(f"--dtype {dtype}: {gpu.name} ({gpu.arch}) is below compute capability 8.0, where "
+                                 "vLLM refuses bfloat16 at start-up (\"Bfloat16 is only supported on GPUs with compute "
+                                 "capability of at least 8.0\"); pass --dtype float16 (or auto, which vLLM then serves "
+                                 "in float16)")

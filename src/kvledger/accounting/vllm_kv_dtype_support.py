@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 __all__ = ["FP8_KV_REFUSED_FROM", "FP8_KV_FLEX_ONLY", "fp8_kv_refusal", "check_fp8_kv"]
 
@@ -82,13 +82,13 @@ def check_fp8_kv(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str, version: t
     """Refuse an FP8 KV cache where vLLM ``version`` does (``fp8_kv_refusal``).
 
     Raises:
-        InputError: vLLM refuses this FP8 KV cache on this GPU for this model.
+        EngineRefusalError: vLLM refuses this FP8 KV cache on this GPU for this model (exit 3).
     """
     got = _refusal(model, gpu, kv_cache_dtype, version)
     if got is None:
         return
     why, quote = got
     v, cc = ".".join(map(str, version)), _capability(gpu.arch) or 0
-    raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM {v} refuses an FP8 KV cache for {model.name} on the "
-                     f"{gpu.name} ({gpu.arch}, compute capability {cc // 10}.{cc % 10}): {why}, and {quote}; use "
-                     "--kv-cache-dtype auto, or a GPU of SM89 or later")
+    raise EngineRefusalError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM {v} refuses an FP8 KV cache for {model.name} "
+                             f"on the {gpu.name} ({gpu.arch}, compute capability {cc // 10}.{cc % 10}): {why}, and "
+                             f"{quote}; use --kv-cache-dtype auto, or a GPU of SM89 or later")

@@ -19,7 +19,7 @@ Up to 0.17 the Hopper MLA block is 64 whatever the KV dtype (``vllm_rules.defaul
 
 from __future__ import annotations
 
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 __all__ = ["FLASHMLA_FP8_DTYPES", "hopper_mla_fp8_block"]
 
@@ -34,15 +34,16 @@ def hopper_mla_fp8_block(ver: tuple[int, int, int], arch: str, kv_cache_dtype: s
     """(block size, why) for a dense MLA model with an FP8 KV cache on Hopper from vLLM 0.18; None elsewhere.
 
     Raises:
-        InputError: an FP8 format no Hopper MLA backend stores (fp8_e5m2).
+        EngineRefusalError: an FP8 format no Hopper MLA backend stores (fp8_e5m2; a valid --kv-cache-dtype, so exit 3).
     """
     if arch != "sm90" or ver < _FIRST_READ or not kv_cache_dtype.startswith("fp8"):
         return None
     v = ".".join(map(str, ver))
     if kv_cache_dtype not in FLASHMLA_FP8_DTYPES:
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM {v} has no MLA attention backend on Hopper for it "
-                         "(FLASH_ATTN_MLA takes no FP8 KV cache; FLASHMLA and TRITON_MLA take fp8 and fp8_e4m3 only; "
-                         "FLASHINFER_MLA needs compute capability 10); use --kv-cache-dtype fp8")
+        raise EngineRefusalError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM {v} has no MLA attention backend on "
+                                 "Hopper for it (FLASH_ATTN_MLA takes no FP8 KV cache; FLASHMLA and TRITON_MLA take "
+                                 "fp8 and fp8_e4m3 only; FLASHINFER_MLA needs compute capability 10); use "
+                                 "--kv-cache-dtype fp8")
     return FLASHMLA_BLOCK_TOKENS, (
         f"vLLM {v} on Hopper, FP8 KV: FLASH_ATTN_MLA is skipped (its supported_kv_cache_dtypes lack {kv_cache_dtype}), "
         f"so the selector takes the next in the sm90 MLA priority list, FLASHMLA, whose kernels take "

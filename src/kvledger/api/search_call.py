@@ -53,8 +53,9 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
             ranking has a hole where the failed one may have been cheaper, so it is not returned as the answer (a
             script reading the command's exit status is stopped the same way); ``.payload["failed_candidates"]``
             names them (each entry's ``detail`` says why) and ``.payload["winner"]`` is the winner among the rest;
-        DoesNotFitError: no candidate can start, every one rejected for memory or refused by the engine release on
-            its GPU (the command's exit 3).
+        DoesNotFitError: no candidate can start, one or more rejected for memory, the others refused by the engine
+            release on their GPU (the command's exit 3).
+        EngineRefusalError: no candidate can start, every one refused by the engine release on its GPU (exit 3).
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.search_document import search_document
@@ -94,8 +95,12 @@ def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
         first = result.entries[0]
         raise InputError(f"every candidate was refused as an invalid setting (e.g. {first['id']}: "
                          f"{first.get('detail', '')}); change the settings that every candidate shares")
-    if status == 3:
-        raise DoesNotFitError(doc["no_winner_reason"])
+    if status == 3:  # every one refused by the engine release: that error; any rejected for memory: DoesNotFitError
+        from kvledger.analyses.search.reasons import ENGINE_REFUSES
+        from kvledger.errors import EngineRefusalError
+
+        refused = all(e.get("reason") == ENGINE_REFUSES for e in result.entries)
+        raise (EngineRefusalError if refused else DoesNotFitError)(doc["no_winner_reason"])
     return doc
 
 

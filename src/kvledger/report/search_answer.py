@@ -122,8 +122,8 @@ def tie_line(result: Any) -> str | None:
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
                  "does not fit": "more TP or bigger GPUs: the weights alone do not fit",
-                 ENGINE_REFUSES: "a GPU the engine loads the checkpoint's quantization on (each rejection names the "
-                                 "compute capability it needs) or another release"}
+                 ENGINE_REFUSES: "a GPU or engine release that starts this setting (each rejection names what the "
+                                 "engine refuses there and why: a compute capability, a KV cache dtype, a release)"}
 
 
 def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:

@@ -29,5 +29,6 @@ NOISE_ADVICE = "run more requests per probe with --num-requests to shrink the no
 #: a session workload's boundary probe too short to carry its rate (``session_spec.steady_goodput``): not sized
 CAPACITY_NOT_MEASURED = "capacity not measured"
 #: screening: the engine release refuses the candidate at start-up on its GPU (a quantization method below its minimum
-#: compute capability, one the release lacks: ``errors.EngineRefusalError``); nothing can start, as for memory
+#: compute capability or one the release lacks, bfloat16 below 8.0, an FP8 KV cache no attention backend there takes:
+#: ``errors.EngineRefusalError``); nothing can start, as for memory
 ENGINE_REFUSES = "engine refuses to start"
