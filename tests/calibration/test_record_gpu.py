@@ -111,3 +111,26 @@ def test_a_model_of_another_architecture_than_the_record_is_warned_of_first():
     out = CliRunner().invoke(app, ["validate", STAGE, "--model", "Qwen/Qwen3-8B"], env={"COLUMNS": "400"}).output
     assert out.index("note: WARNING: --model Qwen/Qwen3-8B") < out.index("predicted vs measured")
     assert out.count("note: WARNING: --model Qwen/Qwen3-8B") == 1
+
+
+def test_a_start_up_refusal_on_the_records_gpu_says_the_record_contradicts_it(tmp_path, cli_entry):
+    # the record's node made a Tesla T4 (sm75) and its image vLLM 0.11.0, whose V1 engine gives a GPU below SM80
+    # FLEX_ATTENTION only ("FlexAttention does not support quantized kv-cache"): an FP8 KV cache cannot start there.
+    # The run did start, so the record (its GPU or version) contradicts the rule: bad input, exit 2, as for a plan
+    # that does not fit the record's GPU; with --gpu T4 given the refusal stands as plan gives it, exit 3
+    import shutil
+
+    for name in ("stage_0_lifecycle_metrics.json", "config.yaml", "manifests.yaml"):
+        shutil.copy(DATA / "inference-perf" / name, tmp_path / name)
+    m = tmp_path / "manifests.yaml"
+    m.write_text(m.read_text().replace("nvidia-h100-80gb", "nvidia-tesla-t4"))
+    stage = str(tmp_path / "stage_0_lifecycle_metrics.json")
+    code, _, err = cli_entry("validate", stage, "--kv-cache-dtype", "fp8")
+    said = " ".join(err.split())
+    assert code == 2 and "GPU NVIDIA Tesla T4 from " in said and "(nvidia-tesla-t4; no --gpu given), but " in said
+    assert "vLLM 0.11.0 refuses an FP8 KV cache" in said and "FlexAttention does not support quantized kv-cache" in said
+    assert said.endswith("The record is of a run that started, so it contradicts this start-up rule: check the GPU and "
+                         "engine version the record names (or pass --gpu and --engine-version for the ones that ran).")
+    assert "Or pass --model" not in said  # the model is not what is refused
+    code, _, err = cli_entry("validate", stage, "--kv-cache-dtype", "fp8", "--gpu", "T4")
+    assert code == 3 and err.startswith("error: --kv-cache-dtype fp8: vLLM 0.11.0 refuses an FP8 KV cache")

@@ -83,29 +83,12 @@ def _record_setup(t: Target, args: SimRequestArgs, max_paddings: int | None) -> 
     try:
         return engine_for(args, t.run, max_paddings), args, model_note, gpu_note
     except KvLedgerError as err:  # a name the record gave that the replay cannot take: say where the name came from
-        why = str(err).rstrip(".")
-        if not given and model_note is not None and args.model in why:
-            hint = "" if "divisible" in why else " Or pass --model with a bundled name or a config.json."
-            raise InputError(f"{t.run.source}: {model_note}, but {why}.{hint}") from None
-        if gpu_note is None or not _about_gpu(err, args.gpu):  # another flag's error: as it stands
+        from kvledger.calibration.record_refusal import record_refusal
+
+        said = record_refusal(err, t.run.source, None if given else args.model, args.gpu, model_note, gpu_note)
+        if said is None:  # another flag's error: as it stands
             raise
-        raise InputError(f"{t.run.source}: {gpu_note.split('; --gpu ', 1)[0]}, but {why}.") from None  # no alias
-
-
-def _about_gpu(err: KvLedgerError, gpu: str | None) -> bool:
-    """Whether a refusal is about the GPU ``gpu``: the memory plan does not fit it (``DoesNotFitError``), or the error
-    names it (as given or its catalog name). Only then does it say where the record's GPU came from (a fresh-user trial
-    got "GPU … from manifests.yaml, but --engine-version 'banana' is not a version")."""
-    from kvledger.catalog.gpus import get_gpu
-    from kvledger.errors import DoesNotFitError
-
-    if isinstance(err, DoesNotFitError):
-        return True
-    try:
-        names = {str(gpu), get_gpu(gpu).name} if gpu else set()
-    except KvLedgerError:
-        names = {str(gpu)}
-    return any(n and n in str(err) for n in names)
+        raise said from None
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
