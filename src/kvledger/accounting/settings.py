@@ -79,7 +79,7 @@ class PlanSettings:
             the driver's hold counts as used memory (every engine's plan; vLLM's by its version's rule, wddm_engines).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
-            ``--quantization``; "fp8" and "bitsandbytes" quantize an unquantized checkpoint on load, a quantized
+            ``--quantization``; "fp8" (and "bitsandbytes" to 0.27; 0.28 removed it) quantize on load, a quantized
             checkpoint's own method is accepted as vLLM accepts it (catalog/quant_flag.py).
         max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
         available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.

@@ -118,8 +118,9 @@ class EngineFlags(SglangNames):
         "vLLM's names: auto (default), bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --policy sglang "
         "SGLang's: auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2 (0.5.23; fewer in older releases)."))
     quantization: str | None = flag("--quantization", "-q", help=(
-        "vLLM --quantization fp8 (or bitsandbytes, to vLLM 0.27): an unquantized checkpoint's linear weights "
-        "quantized on load, as `kvledger plan -q fp8` plans them: the bytes freed go to the KV pool, and every step "
+        "vLLM --quantization fp8 (or bitsandbytes to vLLM 0.27; refused from 0.28): an unquantized checkpoint's "
+        "linear weights quantized on load, as `kvledger plan -q fp8` plans them: the bytes freed go to the KV pool, "
+        "and every step "
         "reads the quantized weights; a quantized checkpoint's own method plans as auto. vLLM only: not with "
         "--policy sglang."))
     block_size: int | None = flag("--block-size", help=(

@@ -164,7 +164,7 @@ class DeploymentRequest(BaseModel):
     engine_version: str | None = _text(None)
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
-    quantization: str | None = _text(None)  # vLLM's -q/--quantization: fp8 or bitsandbytes quantize on load
+    quantization: str | None = _text(None)  # vLLM's -q/--quantization: fp8 (bitsandbytes to 0.27) on load
 
     @field_validator("max_model_len", mode="before")
     @classmethod
