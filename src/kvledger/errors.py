@@ -47,8 +47,10 @@ class DoesNotFitError(InputError):
 class EngineRefusalError(InputError):
     """Nothing can start: every value given is valid, but the engine release named refuses it at start-up on this GPU
     (a quantization method below its minimum compute capability, one the release lacks or has removed, a checkpoint
-    its kernels do not load). Exit status 3, as for a plan that does not fit (README, "exit status"); a malformed or
-    unknown value stays an InputError (exit 2). Not a DoesNotFitError: no memory figure or memory fix applies."""
+    its kernels do not load, bfloat16 below compute capability 8.0, a KV cache dtype no attention backend there takes,
+    an architecture its model registry lacks, TensorRT-LLM off NVIDIA). Exit status 3, as for a plan that does not
+    fit (README, "exit status"); a malformed or unknown value stays an InputError (exit 2). Not a DoesNotFitError: no
+    memory figure or memory fix applies."""
 
     exit_code = 3
 

@@ -16,7 +16,7 @@ from kvledger.accounting.vllm_kv_dtype_support import fp8_kv_refusal
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.cli.main import app
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 
 def _plan(*args: str):
@@ -37,8 +37,8 @@ def test_t4_is_not_offered_fp8_kv():
 
 def test_t4_fp8_kv_refused_from_0_25():
     args = ("meta-llama/Llama-3.1-8B", "--gpu", "T4", "--kv-cache-dtype", "fp8", "--max-model-len", "4096")
-    with pytest.raises(InputError, match=r"vLLM 0\.33\.0 refuses .*below SM80 only TRITON_ATTN is left.*FP8 KV cache "
-                       "is not supported by the Triton attention backend"):
+    with pytest.raises(EngineRefusalError, match=r"vLLM 0\.33\.0 refuses .*below SM80 only TRITON_ATTN is left.*FP8 "
+                       "KV cache is not supported by the Triton attention backend"):
         _plan(*args)
     # 0.24.0: FlashInfer still took SM75 (supports_compute_capability ≥ 7.5), so vLLM started with it
     assert _plan(*args, "--engine-version", "0.24.0")[1]["settings"]["kv_cache_dtype"] == "fp8"
@@ -76,7 +76,7 @@ def test_t4_fp8_kv_refused_by_0_11_0_flex_attention():
     # FlexAttentionImpl.__init__ raises "FlexAttention does not support quantized kv-cache. Yet"; 0.10.2 fell back to
     # V0 (EngineArgs._is_v1_supported_oracle), 0.11.1 picks by priority and FlashInfer (SM 7.5+) takes FP8
     args = ("meta-llama/Llama-3.1-8B", "--gpu", "T4", "--kv-cache-dtype", "fp8", "--max-model-len", "4096")
-    with pytest.raises(InputError, match=r"vLLM 0\.11\.0 refuses an FP8 KV cache for .* on the NVIDIA Tesla T4 "
+    with pytest.raises(EngineRefusalError, match=r"vLLM 0\.11\.0 refuses an FP8 KV cache for .* on the NVIDIA Tesla T4 "
                        r"\(sm75, compute capability 7\.5\): .*FLEX_ATTENTION.*FlexAttention does not support quantized "
                        "kv-cache"):
         _plan(*args, "--engine-version", "0.11.0")

@@ -10,7 +10,7 @@ from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
 from kvledger.accounting.vllm_rules import default_block_size, printed_capacity_lines
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 
 def test_hopper_mla_block_is_64_up_to_017_and_16_from_018():
@@ -46,7 +46,7 @@ def test_hopper_fp8_kv_skips_flash_attn_mla_for_flashmla_64():
     assert hopper_mla_fp8_block((0, 33, 0), "sm90", "auto") is None  # bf16 KV: FLASH_ATTN_MLA's 16 stands
     assert hopper_mla_fp8_block((0, 17, 0), "sm90", "fp8") is None  # ≤0.17: 64 forced whatever the dtype
     assert hopper_mla_fp8_block((0, 33, 0), "sm100", "fp8") is None  # Blackwell: FLASHINFER_MLA takes fp8 (32)
-    with pytest.raises(InputError, match="no MLA attention backend on Hopper"):
+    with pytest.raises(EngineRefusalError, match="no MLA attention backend on Hopper"):
         hopper_mla_fp8_block((0, 33, 0), "sm90", "fp8_e5m2")  # FLASHMLA and TRITON_MLA list fp8, fp8_e4m3 only
 
 

@@ -13,7 +13,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.modelspec import parse_config
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 CONFIG = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json"
 
@@ -65,7 +65,7 @@ def test_blackwell_bf16_prefers_fa4_at_16_heads_per_rank_else_flashmla_sparse():
 
 
 def test_unaccepted_dtype_is_refused_and_older_versions_keep_their_rules():
-    with pytest.raises(InputError, match="fp8_e5m2"):
+    with pytest.raises(EngineRefusalError, match="fp8_e5m2"):  # a valid CacheDType no backend there takes: exit 3
         _plan("H200", "fp8_e5m2")
     # 0.20 was not read for sparse MLA: the old rule stays (FLASH_ATTN_MLA's 16, plain fp8 576 + 132 B).
     p = _plan("H200", "fp8", engine_version="0.20.0")
@@ -80,7 +80,7 @@ def test_vllm_028_picks_as_read_in_its_wheel():
     assert sparse_mla_choice(m, ver, "sm100", "auto", 8).backend == "FLASHINFER_MLA_SPARSE"  # 128 / 8 = 16 heads
     assert sparse_mla_choice(m, ver, "sm100", "auto", 4).backend == "FLASHMLA_SPARSE"
     assert sparse_mla_choice(m, ver, "sm90", "fp8", 8).packed_entry_bytes == 656
-    with pytest.raises(InputError, match="vLLM 0.28 on sm90"):
+    with pytest.raises(EngineRefusalError, match="vLLM 0.28 on sm90"):
         sparse_mla_choice(m, ver, "sm90", "fp8_e4m3", 8)
     assert sparse_mla_choice(m, (0, 27, 0), "sm120", "auto", 8) is None  # not read: the plain rule stays
 

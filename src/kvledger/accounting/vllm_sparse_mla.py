@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import EngineRefusalError
 
 __all__ = ["FP8_DS_MLA_V32_BYTES", "SPARSE_MLA_BLOCK_SIZE", "SparseMLAChoice", "sparse_mla_choice",
            "sparse_mla_cache_model", "sparse_mla_layer", "wheel_read"]
@@ -82,7 +82,7 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
     for other models, versions before 0.28 (not read) or GPUs whose sparse backend was not read (kept as before).
 
     Raises:
-        InputError: a KV dtype none of the family's sparse backends accepts (vLLM finds no backend).
+        EngineRefusalError: a KV dtype none of the family's sparse backends accepts (vLLM finds no backend: exit 3).
     """
     if ver < FIRST_READ or arch not in ("sm90", "sm100", "sm120") or not any(map(sparse_mla_layer, model.layers)):
         return None
@@ -117,9 +117,9 @@ def sparse_mla_choice(model: ModelSpec, ver, arch: str, kv_cache_dtype: str, tp:
             return SparseMLAChoice("FLASHINFER_MLA_SPARSE_SM120", "fp8_ds_mla", FP8_DS_MLA_V32_BYTES,
                                    src + "flashinfer_mla_sparse.py (SM120: auto and fp8 become fp8_ds_mla)")
         ok = "auto, fp8 or fp8_e4m3"
-    raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: no sparse MLA backend of vLLM {read} on {arch} accepts it "
-                     "for DeepSeek sparse attention (platforms/cuda.py, backends' supported_kv_cache_dtypes); "
-                     f"use {ok}")
+    raise EngineRefusalError(f"--kv-cache-dtype {kv_cache_dtype}: no sparse MLA backend of vLLM {read} on {arch} "
+                             "accepts it for DeepSeek sparse attention (platforms/cuda.py, backends' "
+                             f"supported_kv_cache_dtypes); use {ok}")
 
 
 def wheel_read(ver) -> str:
