@@ -41,11 +41,18 @@ def capped_at_max(at_max: str, row: Any, tokens: int) -> str:
 
 def few_words(runs: int, kv_requests: int, seqs: int, low: int) -> str:
     """The fits line's low-concurrency clause: ``runs`` = min(``kv_requests``, ``seqs``) requests at max_model_len
-    run at once, under ``low``; the binding limit named (max_num_seqs where ``seqs`` < ``kv_requests``)."""
+    run at once, under ``low`` (kvledger's threshold for listing fixes, said as such); the binding limit named
+    (max_num_seqs where ``seqs`` < ``kv_requests``)."""
     if seqs >= kv_requests:
-        return f"; only {runs:,} at once at max_model_len (under {low}): each fix below raises it"
-    return (f"; only {runs:,} run at once at max_model_len (under {low}), the limit set by max_num_seqs={seqs:,} (the "
-            f"KV cache holds {kv_requests:,}): each fix below raises it")
+        return f"; only {runs:,} at once at max_model_len ({_below(low)}): each fix below raises it"
+    return (f"; only {runs:,} run at once at max_model_len ({_below(low)}), the limit set by max_num_seqs={seqs:,} "
+            f"(the KV cache holds {kv_requests:,}): each fix below raises it")
+
+
+def _below(low: int) -> str:
+    """What the threshold ``low`` is, said where it is printed: kvledger's own (``advice.LOW_CONCURRENCY``), not an
+    engine's."""
+    return f"kvledger lists fixes when fewer than {low:,} fit at once"
 
 
 def at_len(q: Any) -> tuple[float, int]:
