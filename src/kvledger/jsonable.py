@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["to_jsonable", "JsonKeys", "json_fields"]
+__all__ = ["to_jsonable", "JsonKeys", "json_fields", "whole_bytes"]
 
 _C = TypeVar("_C", bound=type)
 
@@ -52,6 +53,25 @@ def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
         else:
             out[key] = _value(v)
     return out
+
+
+def whole_bytes(obj: Any) -> Any:
+    """``obj`` (plain JSON values) with every finite float under a key ``bytes`` or ending ``_bytes`` (or in a list
+    there, a range) rounded to an int: a byte count is a whole number, however it was computed (a model's weights
+    summed as floats, a ±% range); other values as they are."""
+    if isinstance(obj, dict):
+        return {k: _whole(v) if k == "bytes" or k.endswith("_bytes") else whole_bytes(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [whole_bytes(v) for v in obj]
+    return obj
+
+
+def _whole(v: Any) -> Any:
+    if isinstance(v, float) and math.isfinite(v):
+        return round(v)
+    if isinstance(v, list):
+        return [_whole(x) for x in v]
+    return whole_bytes(v)
 
 
 #: per class: its (key, attribute path) entries, the optional keys, and whether it is plain (fields only, no optional)

@@ -30,7 +30,7 @@ from kvledger.accounting.window_capacity import decode_blocks
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
-from kvledger.jsonable import json_fields, to_jsonable
+from kvledger.jsonable import json_fields, to_jsonable, whole_bytes
 from kvledger.units import cdiv
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class Plan:
         return plan_json.MemoryFacts(self.memory, self.layout, self.inflight_tokens)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        return whole_bytes(to_jsonable(self))
 
 
 def default_contexts(max_model_len: int) -> list[int]:

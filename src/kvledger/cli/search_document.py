@@ -16,9 +16,10 @@ def search_document(result: Any, variants: list | None) -> dict[str, Any]:
     """``result`` (analyses.search.rank.SearchResult) as ``--json`` prints it; ``variants``: --offload's tier variants
     (None without --offload)."""
     from kvledger.analyses.search.offload_axis import offload_summary
+    from kvledger.jsonable import whole_bytes
     from kvledger.report.search_answer import no_winner_line
 
-    doc = result.to_dict()
+    doc = whole_bytes(result.to_dict())  # byte counts as ints (a model's weights are summed as floats)
     doc["no_winner_reason"] = None if result.ranking else no_winner_line(result, _REASONS_AT)
     doc["failed_candidates"] = [e["id"] for e in result.entries if e["status"] == "error"]
     if variants is not None:

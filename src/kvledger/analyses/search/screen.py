@@ -106,8 +106,9 @@ def plan_figures(plan: Any) -> dict[str, Any]:
     low = (m.ranges or {}).get("max_concurrency", (None,))[0]  # the plan's range: one max_model_len request may not fit
     return {**({"max_concurrency_low": low} if low is not None and low < 1 else {}),
             "engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
-            "kv_bytes_per_token_per_gpu": plan.kv.bytes_per_token, "weight_bytes_model": plan.model.weight_bytes(),
-            "weight_bytes_per_gpu": next((d.bytes for d in m.deductions if d.name == "weights"), None),
+            "kv_bytes_per_token_per_gpu": plan.kv.bytes_per_token,
+            "weight_bytes_model": round(plan.model.weight_bytes()),  # B, a whole number (the sum is a float)
+            "weight_bytes_per_gpu": next((round(d.bytes) for d in m.deductions if d.name == "weights"), None),
             "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
                 "usable_blocks": m.usable_blocks,
             "block_size": m.block_size, "max_model_len": m.max_model_len,
