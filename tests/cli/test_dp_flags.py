@@ -46,7 +46,7 @@ def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
 def test_plan_json_carries_the_dp_section_only_with_dp():
     d = json.loads(run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8",
                        "--enable-expert-parallel", "--json").stdout)
-    assert d["data_parallel"]["ranks"] == 8 and d["data_parallel"]["kv_tokens_total"] == \
+    assert d["data_parallel"]["data_parallel_size"] == 8 and d["data_parallel"]["kv_tokens_total"] == \
         8 * d["data_parallel"]["kv_tokens_per_rank"]
     assert d["settings"]["data_parallel_size"] == 8
     plain = json.loads(run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--json").stdout)

@@ -15,7 +15,7 @@ def test_report_prices_the_dp_ranks_as_cost_does():
     # the lock-step rate search over 8 DP ranks of TP 1 (tests/cli/test_goodput_cost_dp.py): 4.8125 req/s on
     # DP 8 × TP 1 = 8 GPUs, as `cost --simulate` with the same flags
     assert d["cost"]["simulation"]["num_gpus"] == 8 and d["cost"]["capacity"]["slo_capacity_req_per_s"] == 4.8125
-    assert d["plan"]["data_parallel"]["ranks"] == 8 and d["plan"]["settings"]["data_parallel_size"] == 8
+    assert d["plan"]["data_parallel"]["data_parallel_size"] == 8 and d["plan"]["settings"]["data_parallel_size"] == 8
     assert " --data-parallel-size 8 " in d["commands"]["cost"] and " --data-parallel-size 8 " in d["commands"]["plan"]
 
 

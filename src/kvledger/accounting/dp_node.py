@@ -17,6 +17,7 @@ from kvledger.accounting.vllm_all2all import all2all_rows, settings_choice
 from kvledger.accounting.vllm_dp_moe import DP_MOE_RULE
 from kvledger.catalog.layers import MLAAttention
 from kvledger.errors import InputError
+from kvledger.jsonable import json_fields
 
 __all__ = ["RankRequests", "DataParallelFacts", "data_parallel_facts", "dp_remedy", "dp_hint"]
 
@@ -30,9 +31,11 @@ class RankRequests:
     total: int
 
 
+@json_fields(rename={"ranks": "data_parallel_size", "rule": "rule_source"})  # simulate's names (sim_dp.py), vLLM's flag
 @dataclass(frozen=True)
 class DataParallelFacts:
-    """A data-parallel plan across its ranks.
+    """A data-parallel plan across its ranks; its JSON writes ``ranks`` as ``data_parallel_size`` (vLLM's flag) and
+    ``rule`` as ``rule_source``, the names ``simulate --json`` gives the same facts.
 
     Attributes:
         flags: the engine's own flags for it. ranks: DP ranks, count. gpus: GPUs of the deployment, count.

@@ -1,0 +1,51 @@
+"""Fresh-user MoE trial leftovers: byte counts as ints in search and plan JSON, one data-parallel vocabulary, SGLang's
+--ep-size named, and search saying which flag lets it consider layouts past one node."""
+
+from __future__ import annotations
+
+from cli_run import cli_json
+
+MODEL = "meta-llama/Llama-3.2-3B"
+
+
+def _not_whole(doc, where=""):
+    """(path, value) of every value under a key ``bytes`` or ending ``_bytes`` that is neither an int nor null (a list
+    there: each of its items)."""
+    bad = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == "bytes" or k.endswith("_bytes"):
+                items = v if isinstance(v, list) else [v]
+                bad += [(f"{where}.{k}", x) for x in items if not (x is None or type(x) is int or isinstance(x, dict))]
+            bad += _not_whole(v, f"{where}.{k}")
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            bad += _not_whole(v, f"{where}[{i}]")
+    return bad
+
+
+def test_search_and_plan_json_write_byte_counts_as_ints():
+    # Llama-3.2-3B (bundled config): 3,212,749,824 params × 2 B (bfloat16) = 6,425,499,648 B of weights. Before,
+    # search's candidates[].plan.weight_bytes_model was the float 6425499648.0 and the plan's ranges ±% floats
+    # (low_bytes 6447750081.43…); now every byte count is an int.
+    found = cli_json("search", MODEL, "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
+                     "--num-requests", "50", "--rate", "5")
+    weights = found["candidates"][0]["plan"]["weight_bytes_model"]
+    assert weights == 6_425_499_648 and type(weights) is int
+    assert _not_whole(found) == []
+    plan = cli_json("plan", MODEL, "--gpu", "H100")
+    assert type(plan["model"]["weight_bytes"]) is int and plan["model"]["weight_bytes"] == 3_212_749_824 * 2
+    assert _not_whole(plan) == []
+
+
+def test_plan_and_simulate_name_the_data_parallel_facts_alike():
+    # DeepSeek-V3 on H200, TP 1 × DP 8 with EP: one rank's pool 25,387 blocks × 16 tokens = 406,192 tokens, 8 × 406,192
+    # = 3,249,536 in all. Before, plan wrote them under "ranks"/"rule", simulate under "data_parallel_size"/
+    # "rule_source"; now both use vLLM's --data-parallel-size word.
+    flags = ("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "-dp", "8", "--enable-expert-parallel")
+    plan = cli_json("plan", *flags)["data_parallel"]
+    sim = cli_json("simulate", *flags, "--num-requests", "16")["data_parallel"]
+    for dp in (plan, sim):
+        assert (dp["data_parallel_size"], dp["gpus"], dp["kv_tokens_per_rank"], dp["kv_tokens_total"]) == (
+            8, 8, 406_192, 3_249_536)
+        assert dp["rule_source"].startswith("vLLM 0.33.0") and "ranks" not in dp and "rule" not in dp
