@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cli_run import cli_json
+from cli_run import cli_json, refused
 
 MODEL = "meta-llama/Llama-3.2-3B"
 
@@ -49,3 +49,14 @@ def test_plan_and_simulate_name_the_data_parallel_facts_alike():
         assert (dp["data_parallel_size"], dp["gpus"], dp["kv_tokens_per_rank"], dp["kv_tokens_total"]) == (
             8, 8, 406_192, 3_249_536)
         assert dp["rule_source"].startswith("vLLM 0.33.0") and "ranks" not in dp and "rule" not in dp
+
+
+def test_sglang_ep_size_refused_naming_kvledgers_equivalent():
+    # SGLang 0.5.23 takes --ep-size (srt/arg_groups/fields/parallel.py, aliases --expert-parallel-size, --ep); 0.4.6
+    # also --enable-ep-moe (EP = TP, srt/server_args.py). Before: click's "No such option: --ep-size"; now one
+    # paragraph naming vLLM's --enable-expert-parallel at the same --tp 2.
+    msg = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2", "--ep-size", "2")
+    assert msg.startswith("--ep-size 2: SGLang's expert parallelism (--ep-size in 0.5.23; 0.4.x also --enable-ep-moe")
+    assert "plan with --engine vllm --tp 2 --enable-expert-parallel, or drop --ep-size" in msg
+    vllm = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-ep-moe")
+    assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm

@@ -26,6 +26,12 @@ class PlanFlags(SglangNames):
     enable_expert_parallel: bool = flag("--enable-expert-parallel", default=False, help=(
         "vLLM flag (data parallel 1): a MoE model's experts whole over the TP ranks (rank 0 holds ceil(E/TP)) instead "
         "of a 1/TP slice of each; the step cost waits for the busiest rank. vLLM only; refused for dense models."))
+    ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
+        "SGLang's expert-parallel size: not modelled; refused, naming kvledger's equivalent "
+        "(--enable-expert-parallel)."))
+    enable_ep_moe: bool = flag("--enable-ep-moe", default=False, help=(
+        "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming kvledger's equivalent "
+        "(--enable-expert-parallel)."))
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "DP ranks: vLLM's --data-parallel-size (a MoE model needs --enable-expert-parallel: one engine core and KV "
         "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
@@ -174,8 +180,10 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
+    from kvledger.cli.sglang_ep import refuse_sglang_ep
     from kvledger.units import parse_tokens
 
+    refuse_sglang_ep(engine_name(f.engine), f.tp, f.ep_size, f.enable_ep_moe)
     ctxs = tuple(parse_tokens(c, what="--context") for c in list_items(f.context, "--context")) or None
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(f.gpu_memory, "--gpu-memory"), "--gpu-memory"),
